@@ -1,0 +1,39 @@
+"""The vocabulary every part of the tool shares: a call site and its status."""
+from __future__ import annotations
+
+from dataclasses import dataclass, asdict
+from enum import Enum
+from typing import Optional
+
+
+class Status(str, Enum):
+    COMPLIANT = "compliant"  # already passes topk_length
+    OPT_OUT = "opt-out"  # passes topk_length=None on purpose, or suppressed by comment
+    FIXABLE = "fixable"  # apply will rewrite it
+    MANUAL = "manual"  # needs a human; `reason` says why
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Site:
+    path: str
+    line: int
+    column: int  # 1-based, like compilers print it
+    callee: str  # resolved qualified name of the kernel entry point
+    status: Status
+    reason: str
+    metadata: Optional[str] = None  # expression a fix passes as topk_length
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["status"] = self.status.value
+        return d
+
+    def format(self) -> str:
+        return f"{self.path}:{self.line}:{self.column} {self.status.value} {self.callee} \u2014 {self.reason}"
+
+
+class InputError(Exception):
+    """An expected problem with one input file: reported in one line, the run goes on."""
