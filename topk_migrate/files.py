@@ -1,52 +1,284 @@
-"""Reading and writing user source files without ever losing them."""
+"""Reading and writing user source files without ever losing them.
+
+read_source() turns every expected problem with an input (missing, directory,
+broken symlink, symlink loop, FIFO, unreadable, binary, bad encoding, too
+large) into an InputError whose message is one line.
+
+write_source() replaces a file only if
+  * the new text still compiles (so never invalid code, never a repeated keyword),
+  * the file on disk still has the bytes that were read (no racing editor lost),
+  * the file is writable (a read-only file is a user's "do not touch"),
+and then does it atomically: temp file in the same directory, fsync, rename,
+with SIGINT/SIGTERM/SIGHUP held back for that window so an interrupted run
+leaves each file either original or fully rewritten and no temp files behind.
+Mode, owner (where permitted), encoding (PEP 263 cookie), UTF-8 BOM, line
+endings and the trailing-newline state are kept.
+"""
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
+import io
 import os
+import re
+import signal
+import stat
 import tempfile
+import tokenize
+import warnings
 from dataclasses import dataclass
+from typing import Iterator, Optional
 
+from .discover import may_hold_site
 from .model import InputError
+
+# Files above this size that could hold a site are refused rather than parsed
+# (LibCST on tens of MB takes minutes and GBs). Override with the environment.
+DEFAULT_MAX_BYTES = 8 * 1024 * 1024
+MAX_BYTES_ENV = "TOPK_MIGRATE_MAX_BYTES"
+TEMP_PREFIX = ".topk-migrate-"
+TEMP_SUFFIX = ".tmp"
+
+_DEFERRED_SIGNALS = tuple(
+    s for s in (getattr(signal, n, None) for n in ("SIGINT", "SIGTERM", "SIGHUP")) if s is not None
+)
 
 
 @dataclass(frozen=True)
 class SourceFile:
     path: str
-    text: str  # decoded, newlines as in the file
-    encoding: str
+    text: str  # decoded, newlines exactly as in the file (no universal newlines)
+    encoding: str  # codec to write back with; "utf-8-sig" when the file had a BOM
     digest: str  # sha256 of the bytes read, to detect concurrent edits
+    mode: int = 0o644  # st_mode & 0o7777 of the file read
+    uid: int = -1
+    gid: int = -1
+    size: int = 0
+
+    @property
+    def bom(self) -> bool:
+        return self.encoding == "utf-8-sig"
+
+    @property
+    def newline(self) -> Optional[str]:
+        """The file's line ending: "\\n", "\\r\\n", "\\r", "mixed", or None if it has none."""
+        crlf = self.text.count("\r\n")
+        lf = self.text.count("\n") - crlf
+        cr = self.text.count("\r") - crlf
+        kinds = [nl for nl, n in (("\n", lf), ("\r\n", crlf), ("\r", cr)) if n]
+        return None if not kinds else kinds[0] if len(kinds) == 1 else "mixed"
 
 
-def read_source(path: str) -> SourceFile:
+def max_bytes() -> int:
+    v = os.environ.get(MAX_BYTES_ENV)
     try:
-        with open(path, "rb") as f:
+        return int(v) if v else DEFAULT_MAX_BYTES
+    except ValueError:
+        return DEFAULT_MAX_BYTES
+
+
+def _os_error(e: OSError, path: str) -> InputError:
+    if e.errno == errno.ENOENT and os.path.islink(path):
+        return InputError(f"broken symlink (points to {os.readlink(path)!r})")
+    if e.errno == errno.ELOOP:
+        return InputError("symlink loop")
+    if e.errno == errno.EISDIR:
+        return InputError("is a directory")
+    return InputError(f"cannot read: {(e.strerror or str(e)).lower()}")
+
+
+def read_source(path: str, limit: Optional[int] = None) -> SourceFile:
+    """Read and decode one Python source file, or raise InputError with a one-line reason."""
+    try:
+        # O_NONBLOCK: opening a FIFO named *.py must not hang the run.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError as e:
+        raise _os_error(e, path) from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise InputError("is a directory")
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError("not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as f:
             raw = f.read()
     except OSError as e:
-        raise InputError(f"cannot read: {e.strerror or e}") from None
-    encoding = "utf-8-sig" if raw.startswith(b"\xef\xbb\xbf") else "utf-8"
+        raise _os_error(e, path) from None
+    finally:
+        os.close(fd)
+    limit = max_bytes() if limit is None else limit
+    if len(raw) > limit and may_hold_site(raw):
+        raise InputError(
+            f"file too large ({len(raw)} bytes > {limit}); skipped (raise {MAX_BYTES_ENV} to process it)"
+        )
+    nul = raw.find(b"\0")
+    if nul >= 0:
+        raise InputError(f"binary file (NUL byte at offset {nul})")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+    except SyntaxError as e:
+        raise InputError(f"bad encoding declaration: {e.msg if hasattr(e, 'msg') else e}") from None
     try:
         text = raw.decode(encoding)
     except UnicodeDecodeError as e:
-        raise InputError(f"not valid {encoding} at byte {e.start}") from None
-    return SourceFile(path, text, encoding, hashlib.sha256(raw).hexdigest())
+        line = raw.count(b"\n", 0, e.start) + 1
+        name = "utf-8" if encoding == "utf-8-sig" else encoding
+        raise InputError(f"not valid {name} at line {line} (byte {e.start})") from None
+    if text.encode(encoding) != raw:  # a lossy codec would change bytes we never meant to touch
+        raise InputError(f"{encoding} does not round-trip this file's bytes; skipped")
+    return SourceFile(
+        path, text, encoding, hashlib.sha256(raw).hexdigest(),
+        stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid, len(raw),
+    )
 
 
-def write_source(src: SourceFile, new_text: str) -> None:
-    """Atomically replace src.path with new_text, unless it changed since it was read."""
-    with open(src.path, "rb") as f:
-        if hashlib.sha256(f.read()).hexdigest() != src.digest:
-            raise InputError("changed on disk since it was read; not overwritten")
-    data = new_text.encode(src.encoding)
-    d = os.path.dirname(os.path.abspath(src.path))
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".topk-migrate-", suffix=".tmp")
+_NEWLINE_AT_END = re.compile(r"(\r\n|\r|\n)\Z")
+
+
+def _keep_tail(old: str, new: str) -> str:
+    """Give new the trailing-newline state of old (LibCST drops a final lone CR, for one)."""
+    o, n = _NEWLINE_AT_END.search(old), _NEWLINE_AT_END.search(new)
+    if o and not n:
+        return new + o.group(1)
+    if n and not o and old:
+        return new[: n.start()]
+    return new
+
+
+_PY2_HINTS = (
+    (re.compile(r"^\s*print\s+[^\s(=.,)\[]"), "print statement"),
+    (re.compile(r"^\s*exec\s+[\"'\w]"), "exec statement"),
+    (re.compile(r"^\s*except\s+[\w.(), ]+,\s*\w+\s*:"), "except X, e"),
+    (re.compile(r"^\s*raise\s+[\w.]+\s*,"), "raise E, msg"),
+    (re.compile(r"\b0[0-7]+\b"), "old octal literal"),
+    (re.compile(r"`[^`]*`|<>"), "backticks or <>"),
+    (re.compile(r"\bur[\"']", re.I), "ur'' string"),
+)
+
+
+def syntax_error_message(text: str, path: str = "<source>") -> Optional[str]:
+    """One line describing why text is not valid Python here, or None if it compiles.
+
+    Adds "looks like Python 2 (...)" when the offending line has a Python 2 idiom.
+    """
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, os.stat(src.path).st_mode & 0o7777)
-        os.replace(tmp, src.path)
-    except BaseException:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(text, path, "exec", dont_inherit=True)
+    except SyntaxError as e:
+        lines = text.splitlines()
+        bad = lines[e.lineno - 1] if e.lineno and 0 < e.lineno <= len(lines) else ""
+        hint = next((why for rx, why in _PY2_HINTS if rx.search(bad)), None)
+        msg = f"syntax error at line {e.lineno}: {e.msg}"
+        return f"{msg} (looks like Python 2: {hint})" if hint else msg
+    except (ValueError, RecursionError, MemoryError, OverflowError) as e:
+        return f"cannot compile: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}".rstrip(": ")
+    return None
+
+
+def check_rewrite(old: str, new: str, path: str) -> None:
+    """Raise InputError unless new is valid Python (whenever old was, on this interpreter)."""
+    err = syntax_error_message(new, path)
+    if err is None:
+        return
+    if syntax_error_message(old, path) is not None:
+        # The original does not compile on this interpreter either (newer syntax
+        # than ours, say): fall back to checking that LibCST can parse the result.
         try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+            import libcst
+
+            libcst.parse_module(new)
+            return
+        except Exception as e:  # libcst.ParserSyntaxError and friends
+            err = f"rewrite does not parse: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+    raise InputError(f"rewrite rejected, file left unchanged: {err}")
+
+
+@contextlib.contextmanager
+def deferred_signals() -> Iterator[None]:
+    """Hold SIGINT/SIGTERM/SIGHUP until the block ends; they are delivered right after.
+
+    Uses the thread's signal mask, so it works for the default SIGTERM action
+    (kill) as well as for Python's SIGINT handler. A no-op where unavailable.
+    """
+    if not hasattr(signal, "pthread_sigmask") or not _DEFERRED_SIGNALS:
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _DEFERRED_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _digest(path: str) -> Optional[str]:
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def _read_only(path: str, st: os.stat_result) -> bool:
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        return not (st.st_mode & 0o222)  # root may write anything; honour the mode bits
+    return not os.access(path, os.W_OK)
+
+
+def write_source(src: SourceFile, new_text: str) -> bool:
+    """Atomically replace src.path with new_text; False if there was nothing to change.
+
+    Raises InputError (file untouched) if the rewrite does not compile, the file
+    changed on disk since it was read, it is read-only, or it cannot be written.
+    """
+    new_text = _keep_tail(src.text, new_text)
+    if new_text == src.text:
+        return False
+    check_rewrite(src.text, new_text, src.path)
+    try:
+        data = new_text.encode(src.encoding)
+    except UnicodeEncodeError as e:
+        raise InputError(f"rewrite cannot be encoded as {src.encoding} ({e.reason}); file left unchanged") from None
+    # Write through a symlink to its target, so the link itself survives.
+    real = os.path.realpath(src.path)
+    try:
+        st = os.stat(real)
+    except OSError as e:
+        raise InputError(f"cannot write: {(e.strerror or str(e)).lower()}") from None
+    if _read_only(real, st):
+        raise InputError("read-only file; not overwritten")
+    d = os.path.dirname(real)
+    with deferred_signals():
+        try:
+            fd, tmp = tempfile.mkstemp(dir=d, prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX)
+        except OSError as e:
+            raise InputError(f"cannot write: {(e.strerror or str(e)).lower()}") from None
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                if hasattr(os, "fchown"):
+                    try:
+                        os.fchown(f.fileno(), st.st_uid, st.st_gid)
+                    except OSError:
+                        pass  # not permitted: the file becomes ours, as any editor would do
+                os.fsync(f.fileno())
+            os.chmod(tmp, stat.S_IMODE(st.st_mode))  # after chown, which may clear set-id bits
+            # Last look before the rename: someone else may have written it meanwhile.
+            if _digest(real) != src.digest:
+                raise InputError("changed on disk since it was read; not overwritten")
+            os.replace(tmp, real)
+        except BaseException as e:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            if isinstance(e, OSError):
+                raise InputError(f"cannot write: {(e.strerror or str(e)).lower()}") from None
+            raise
+        with contextlib.suppress(OSError):  # make the rename itself durable
+            dfd = os.open(d, os.O_RDONLY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+    return True
