@@ -1,28 +1,204 @@
-"""Which files a run looks at, and which of them can hold a kernel call at all."""
+"""Which files a run looks at, and which of them can hold a kernel call at all.
+
+Only the standard library is imported here at module level: this runs before
+anything is parsed, on every file of a tree, and must stay cheap. `pathspec`
+(gitignore semantics) is imported only when a .gitignore or --exclude is met.
+"""
 from __future__ import annotations
 
+import errno
 import os
-from typing import Iterator, Tuple, Union
+import stat
+from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
 
 # Every spelling the resolver knows ends in one of these names; a file without
 # any of them cannot hold a site and is never parsed.
 NEEDLES = (b"flash_mla_sparse_fwd", b"flash_mla_sparse_prefill", b"sparse_prefill_fwd")
+_COMMON = b"sparse_"  # in every needle: one cheap scan rules out most files
 
 
 def may_hold_site(data: bytes) -> bool:
-    return any(n in data for n in NEEDLES)
+    return _COMMON in data and any(n in data for n in NEEDLES)
 
 
-def iter_python_files(paths) -> Iterator[Tuple[str, Union[str, None]]]:
-    """Yield (path, error) for every file to look at; error is a one-line reason or None."""
+def read_bytes(path: str) -> bytes:
+    """The bytes of a regular file; OSError otherwise (never blocks on a FIFO)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EISDIR if stat.S_ISDIR(st.st_mode) else errno.EINVAL, "not a regular file")
+        chunks = []
+        while True:
+            b = os.read(fd, max(st.st_size + 1, 65536))
+            if not b:
+                return b"".join(chunks)
+            chunks.append(b)
+    finally:
+        os.close(fd)
+
+
+def _why_unreadable(path: str) -> str:
+    """One-line reason for a path that is neither a directory nor a regular file."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return "symlink loop"
+        if e.errno == errno.ENOENT:
+            if os.path.islink(path):
+                return f"broken symlink (points to {os.readlink(path)!r})"
+            return "no such file or directory"
+        return f"cannot read: {(e.strerror or str(e)).lower()}"
+    if stat.S_ISDIR(st.st_mode):
+        return "is a directory"
+    return "not a regular file"
+
+
+class Ignore:
+    """gitignore-style patterns (from .gitignore files and --exclude), each anchored at a directory."""
+
+    def __init__(self, specs: Sequence[Tuple[str, object]] = ()):
+        self.specs = list(specs)  # (dir, spec), shallowest first
+
+    def with_dir(self, d: str, lines: Iterable[str]) -> "Ignore":
+        spec = _compile(lines)
+        return Ignore(self.specs + [(d, spec)]) if spec is not None else self
+
+    def ignored(self, path: str, is_dir: bool) -> bool:
+        """Git's rule: the deepest file with a matching pattern decides; its last match wins."""
+        for d, spec in reversed(self.specs):
+            rel = os.path.relpath(path, d).replace(os.sep, "/")
+            if rel.startswith("../"):
+                continue
+            r = spec.check_file(rel + "/" if is_dir else rel)
+            if r.include is not None:
+                return r.include
+        return False
+
+
+def _compile(lines: Iterable[str]):
+    lines = [ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
+    if not lines:
+        return None
+    import pathspec  # deferred: only trees with a .gitignore or --exclude pay for it
+
+    return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
+def _gitignore_lines(d: str) -> List[str]:
+    try:
+        with open(os.path.join(d, ".gitignore"), encoding="utf-8", errors="replace") as f:
+            return f.read().splitlines()
+    except OSError:
+        return []
+
+
+def _outer_ignores(root: str) -> Ignore:
+    """.gitignore files of the directories above root, up to the enclosing git work tree."""
+    root = os.path.abspath(root)
+    chain, d = [], os.path.dirname(root)
+    top = None
+    while True:
+        chain.append(d)
+        if os.path.exists(os.path.join(d, ".git")):
+            top = d
+            break
+        parent = os.path.dirname(d)
+        if parent == d:
+            break
+        d = parent
+    ig = Ignore()
+    if top is None:
+        return ig
+    for d in reversed(chain):
+        ig = ig.with_dir(d, _gitignore_lines(d))
+        if d == top:
+            try:
+                with open(os.path.join(d, ".git", "info", "exclude"), encoding="utf-8", errors="replace") as f:
+                    ig = ig.with_dir(d, f.read().splitlines())
+            except OSError:
+                pass
+    return ig
+
+
+def iter_python_files(
+    paths: Iterable[str], exclude: Sequence[str] = (), gitignore: bool = True
+) -> Iterator[Tuple[str, Optional[str]]]:
+    """Yield (path, error) for every file to look at; error is a one-line reason or None.
+
+    Files named on the command line are always looked at. Directories are walked
+    in sorted order, following symlinks (a link back to an ancestor is reported as
+    a symlink loop), skipping hidden directories, .gitignore'd paths and paths that
+    match an --exclude pattern (gitignore syntax, relative to the directory given).
+    A directory named *.py is walked like any other; a *.py that is not a regular
+    file (broken link, FIFO, ...) is reported, not read.
+    """
     for p in paths:
-        if not os.path.exists(p):
-            yield p, "no such file or directory"
-        elif os.path.isdir(p):
-            for root, dirs, files in os.walk(p):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                for f in sorted(files):
-                    if f.endswith(".py"):
-                        yield os.path.join(root, f), None
-        else:
+        if os.path.isdir(p):
+            base = _outer_ignores(p) if gitignore else Ignore()
+            if exclude:
+                base = Ignore([(os.path.abspath(p), _compile(exclude))] + base.specs)
+                # --exclude is checked first by putting it... see _walk: it is tested separately
+            yield from _walk(p, base, exclude, gitignore)
+        elif os.path.isfile(p):
             yield p, None
+        else:
+            yield p, _why_unreadable(p)
+
+
+def _walk(top: str, ig: Ignore, exclude: Sequence[str], gitignore: bool) -> Iterator[Tuple[str, Optional[str]]]:
+    excl = _compile(exclude) if exclude else None
+    atop = os.path.abspath(top)
+    # gitignore specs only (the exclude spec, if any, is matched on its own below)
+    if excl is not None:
+        ig = Ignore(ig.specs[1:])
+    seen = set()
+
+    def excluded(path: str, is_dir: bool) -> bool:
+        if excl is None:
+            return False
+        rel = os.path.relpath(os.path.abspath(path), atop).replace(os.sep, "/")
+        return excl.match_file(rel + "/" if is_dir else rel)
+
+    def walk(d: str, ig: Ignore, ancestors: frozenset) -> Iterator[Tuple[str, Optional[str]]]:
+        try:
+            st = os.stat(d)
+        except OSError as e:
+            yield d, _why_unreadable(d) if e.errno in (errno.ELOOP, errno.ENOENT) else f"cannot read: {e.strerror}"
+            return
+        key = (st.st_dev, st.st_ino)
+        if key in ancestors:
+            yield d, "symlink loop"
+            return
+        if key in seen:  # reached again through another symlink: already walked
+            return
+        seen.add(key)
+        ancestors = ancestors | {key}
+        if gitignore:
+            ig = ig.with_dir(os.path.abspath(d), _gitignore_lines(d))
+        try:
+            with os.scandir(d) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as e:
+            yield d, f"cannot list: {(e.strerror or str(e)).lower()}"
+            return
+        for e in entries:
+            try:
+                is_dir = e.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir:
+                if e.name.startswith(".") or excluded(e.path, True) or ig.ignored(os.path.abspath(e.path), True):
+                    continue
+                yield from walk(e.path, ig, ancestors)
+            elif e.name.endswith(".py"):
+                if excluded(e.path, False) or ig.ignored(os.path.abspath(e.path), False):
+                    continue
+                try:
+                    ok = e.is_file()
+                except OSError:
+                    ok = False
+                yield (e.path, None) if ok else (e.path, _why_unreadable(e.path))
+
+    yield from walk(top, ig, frozenset())

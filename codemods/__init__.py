@@ -1,0 +1,1 @@
+"""Migration rules, one per module. Installed as `topk_migrate.codemods`."""

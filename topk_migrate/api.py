@@ -1,0 +1,149 @@
+"""The library behind the CLI: classify and migrate files, one engine for every command."""
+from __future__ import annotations
+
+import difflib
+import os
+import traceback
+from dataclasses import dataclass, field
+from typing import Iterable, List, Optional, Sequence
+
+from . import kernels
+from .config import config_for
+from .discover import iter_python_files, may_hold_site
+from .files import SourceFile, read_source, write_source
+from .model import InputError, Site, Status
+
+
+@dataclass(frozen=True)
+class Capability:
+    accepts: Optional[bool]  # None: unknown
+    detail: str = ""
+    position: Optional[int] = None  # where topk_length sits in a wrapper's signature
+
+
+def kernel_gate(path: str, kernel: Optional[str] = None):
+    """A function callee -> Capability, for calls in the file at `path`."""
+    from topk_migrate.codemods.pass_topk_length import KERNEL_DISTS, MIN_KERNEL, PARAM
+
+    explicit = kernels.parse_pin(kernel, "--kernel") if kernel else None
+    every = tuple(d for ds in KERNEL_DISTS.values() for d in ds)
+
+    def check(callee: str) -> Capability:
+        dists = KERNEL_DISTS.get(callee.split(".")[0], every)
+        if explicit and explicit.dist in dists:
+            ok = kernels.accepts(explicit, MIN_KERNEL)
+            if ok is not None:
+                return Capability(ok, f"{explicit} ({explicit.source})")
+        for pin in kernels.project_pins(path, dists):
+            ok = kernels.accepts(pin, MIN_KERNEL)
+            if ok is not None:
+                return Capability(ok, f"{pin} (pinned in {pin.source})")
+        iface = kernels.vendored_interface(path, callee)
+        if iface is None and "." not in callee:
+            iface = kernels.read_interface(path, callee)
+        if iface is not None:
+            where = f"{os.path.relpath(iface.path)}:{iface.line}"
+            if PARAM in iface.params:
+                return Capability(True, f"interface at {where} takes topk_length", iface.params.index(PARAM))
+            if not iface.has_var_kwargs:
+                return Capability(False, f"interface at {where} has no topk_length parameter")
+        return Capability(None, f"no pin of {' / '.join(dists)} found")
+
+    return check
+
+
+@dataclass
+class Migration:
+    source: str
+    new_source: str
+    sites: List[Site]
+
+    @property
+    def changed(self) -> bool:
+        return self.new_source != self.source
+
+
+def migrate_source(source: str, path: str = "<string>", kernel: Optional[str] = None,
+                   metadata: Sequence[str] = ()) -> Migration:
+    """Classify every kernel call in `source`; new_source has the fixable ones rewritten."""
+    import libcst as cst
+    from topk_migrate.codemods.pass_topk_length import Gate, migrate
+
+    try:
+        new, sites = migrate(source, path, Gate(kernel_gate(path, kernel)), metadata)
+    except cst.ParserSyntaxError as e:
+        raise InputError(f"syntax error at line {e.raw_line}: {e.message}") from None
+    if new != source:
+        try:
+            compile(new, path, "exec", dont_inherit=True)
+        except SyntaxError as e:  # never hand back code that does not parse
+            raise InputError(f"internal error: rewrite does not parse ({e.msg} at line {e.lineno}); file left untouched") from None
+    return Migration(source, new, sites)
+
+
+@dataclass
+class FileOutcome:
+    path: str
+    sites: List[Site] = field(default_factory=list)
+    error: Optional[str] = None
+    diff: str = ""
+    written: bool = False
+
+
+def _labels(path: str):
+    return (path, path) if os.path.isabs(path) else (f"a/{path}", f"b/{path}")
+
+
+def process_file(path: str, kernel: Optional[str] = None, write: bool = False, verbose: bool = False) -> FileOutcome:
+    """Read, classify and (if write) rewrite one file; every expected failure becomes `error`."""
+    out = FileOutcome(path)
+    try:
+        src: SourceFile = read_source(path)
+        if not may_hold_site(src.text.encode("utf-8", "surrogatepass")):
+            return out
+        cfg = config_for(os.path.dirname(os.path.abspath(path)))
+        m = migrate_source(src.text, path, kernel or cfg.kernel, cfg.metadata)
+        out.sites = m.sites
+        if m.changed:
+            out.diff = "".join(difflib.unified_diff(
+                src.text.splitlines(True), m.new_source.splitlines(True), *_labels(path)))
+            if write:
+                write_source(src, m.new_source)
+                out.written = True
+    except InputError as e:
+        out.error = str(e)
+    except Exception as e:  # a bug of ours: report it, keep going with the other files
+        out.error = f"internal error: {type(e).__name__}: {e}" + (f"\n{traceback.format_exc()}" if verbose else "")
+    return out
+
+
+@dataclass
+class Report:
+    files: List[FileOutcome]
+
+    @property
+    def sites(self) -> List[Site]:
+        return [s for f in self.files for s in f.sites]
+
+    @property
+    def errors(self) -> List[FileOutcome]:
+        return [f for f in self.files if f.error]
+
+    def count(self, status: Status) -> int:
+        return sum(s.status is status for s in self.sites)
+
+    def exit_code(self, wrote: bool = False) -> int:
+        """0 nothing left to do, 1 rewrote something or sites remain, 2 errors."""
+        if self.errors:
+            return 2
+        if wrote and any(f.written for f in self.files):
+            return 1
+        left = self.count(Status.MANUAL) + (0 if wrote else self.count(Status.FIXABLE))
+        return 1 if left else 0
+
+
+def run(paths: Iterable[str], kernel: Optional[str] = None, write: bool = False, verbose: bool = False) -> Report:
+    outcomes = []
+    for path, error in iter_python_files(paths):
+        outcomes.append(FileOutcome(path, error=error) if error else process_file(path, kernel, write, verbose))
+    return Report(outcomes)

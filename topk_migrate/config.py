@@ -1,0 +1,58 @@
+"""`[tool.topk-migrate]` in the pyproject.toml of the project being migrated."""
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass, field
+from typing import Optional, Tuple
+
+try:
+    import tomllib
+except ImportError:  # Python < 3.11
+    import tomli as tomllib  # type: ignore[no-redef]
+
+from .model import InputError
+
+
+@dataclass(frozen=True)
+class Config:
+    kernel: Optional[str] = None  # "NAME==VERSION", like --kernel
+    metadata: Tuple[str, ...] = ()  # extra expressions known to hold clipped seqlens
+    include: Tuple[str, ...] = ()
+    exclude: Tuple[str, ...] = ()
+    source: Optional[str] = None  # the pyproject.toml it came from
+
+    def merged(self, **overrides) -> "Config":
+        return Config(**{**self.__dict__, **{k: v for k, v in overrides.items() if v}})
+
+
+@functools.lru_cache(maxsize=None)
+def _load(pyproject: str) -> Optional[Config]:
+    try:
+        with open(pyproject, "rb") as f:
+            table = tomllib.load(f).get("tool", {}).get("topk-migrate")
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise InputError(f"{pyproject}: cannot read [tool.topk-migrate]: {e}") from None
+    if table is None:
+        return None
+    unknown = set(table) - {"kernel", "metadata", "include", "exclude"}
+    if unknown:
+        raise InputError(f"{pyproject}: unknown key(s) in [tool.topk-migrate]: {', '.join(sorted(unknown))}")
+    tup = lambda k: tuple(table.get(k, ()))
+    return Config(table.get("kernel"), tup("metadata"), tup("include"), tup("exclude"), pyproject)
+
+
+@functools.lru_cache(maxsize=None)
+def config_for(directory: str) -> Config:
+    """The nearest [tool.topk-migrate] at or above `directory` (empty if none)."""
+    d = os.path.abspath(directory)
+    while True:
+        candidate = os.path.join(d, "pyproject.toml")
+        if os.path.isfile(candidate):
+            found = _load(candidate)
+            if found is not None:
+                return found
+        parent = os.path.dirname(d)
+        if parent == d or os.path.isdir(os.path.join(d, ".git")):
+            return Config()
+        d = parent
