@@ -262,3 +262,135 @@ def migrate(source: str, path: str, gate: Gate, metadata: Sequence[str] = ()) ->
         AddImportsVisitor.add_needed_import(ctx, "typing", "Optional")
         new = AddImportsVisitor(ctx).transform_module(new)
     return new.code, sites
+
+
+# -- examples: the rule's documentation and its tests (tests/test_rule_examples.py) -----------
+@dataclass(frozen=True)
+class Example:
+    """`code` must classify as `status` (reason containing `reason`); if `after` is set, apply gives it."""
+
+    code: str
+    status: Optional[Status]  # None: no site at all
+    reason: str = ""
+    after: Optional[str] = None
+    kernel: Optional[str] = "sglang-kernel==0.4.6"
+
+
+_HELPER_BEFORE = '''\
+from typing import Optional
+
+import torch
+
+
+class Backend:
+    def forward_decode(self, q, kv, layer):
+        metadata = self.forward_metadata
+        return self._forward_flashmla_sparse(
+            q_all=q,
+            kv_cache=kv,
+            page_table_1=metadata.page_table_1,
+            sm_scale=layer.scaling,
+        )
+
+    def _forward_flashmla_sparse(
+        self,
+        q_all: torch.Tensor,
+        kv_cache: torch.Tensor,
+        page_table_1: torch.Tensor,
+        sm_scale: float,
+    ) -> torch.Tensor:
+        from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+        indices = page_table_1.unsqueeze(1)
+
+        o, _, _ = flash_mla_sparse_fwd(
+            q=q_all,
+            kv=kv_cache,
+            indices=indices,
+            sm_scale=sm_scale,
+        )
+        return o
+
+
+class Metadata:
+    dsa_cache_seqlens_int32: torch.Tensor  # seqlens clipped to topk
+'''
+
+VALID = [
+    Example(_HELPER_BEFORE.replace("sm_scale=sm_scale,\n        )", "sm_scale=sm_scale,\n            topk_length=lens,\n        )"),
+            Status.COMPLIANT, "passes topk_length"),
+    Example("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\nflash_mla_sparse_fwd(q, kv, idx, s, topk_length=None)\n",
+            Status.OPT_OUT, "topk_length=None"),
+    Example("import sgl_kernel\nsgl_kernel.flash_mla_sparse_fwd(q, kv, idx, s, 512, sink, lens)\n",
+            Status.COMPLIANT, "positionally"),
+    Example("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
+            "o = flash_mla_sparse_fwd(q, kv, idx, s)  # topk-migrate: ignore -- indices have interior -1 gaps\n",
+            Status.OPT_OUT, "interior -1 gaps"),
+    Example("from sgl_kernel.flash_mla import flash_mla_with_kvcache, sparse_mla_q8kv8_prefill_fwd\n"
+            "flash_mla_with_kvcache(q, kv)\nsparse_mla_q8kv8_prefill_fwd(q, kv, idx)\n"
+            "triton_sparse_mla_fwd(q, kv, idx)\nsparse_mla_prefill(q, kv, idx)\n", None),
+    Example("def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_length=None):\n"
+            "    return q\n", None),
+    Example("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
+            "def f(metadata, q, kv, idx, **kw):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0, **kw)\n"
+            "class M:\n    dsa_cache_seqlens_int32 = None\n",
+            Status.MANUAL, "**kwargs may already carry"),
+    Example("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
+            "def f(q, kv, idx, seq_lens):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n",
+            Status.MANUAL, "no clipped-seqlen metadata"),
+    Example("import torch\ntorch.ops.sgl_kernel.sparse_prefill_fwd.default(q, kv, idx, s, 512)\n",
+            Status.MANUAL, "op-level call"),
+    Example(_HELPER_BEFORE, Status.MANUAL, "kernel too old", kernel="sglang-kernel==0.4.2.post2"),
+    Example(_HELPER_BEFORE, Status.MANUAL, "kernel too old", kernel="sgl-kernel==0.3.21"),
+    Example(_HELPER_BEFORE, Status.MANUAL, "kernel capability unknown (pass --kernel)", kernel=None),
+    Example("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
+            "def f(metadata, x, kv, idx):\n    return flash_mla_sparse_fwd(q=pad(x), kv=kv, indices=idx, sm_scale=1.0)\n"
+            "# metadata.dsa_cache_seqlens_int32\n",
+            Status.MANUAL, "q is not a plain name"),
+]
+
+INVALID = [
+    # The reference shape: the kernel sits in a helper whose callers hold the metadata.
+    Example(_HELPER_BEFORE, Status.FIXABLE, "gains topk_length", after=_HELPER_BEFORE.replace(
+        "            sm_scale=layer.scaling,\n        )",
+        "            sm_scale=layer.scaling,\n            topk_length=metadata.dsa_cache_seqlens_int32,\n        )",
+    ).replace(
+        "        sm_scale: float,\n    ) -> torch.Tensor:",
+        "        sm_scale: float,\n        topk_length: Optional[torch.Tensor] = None,\n    ) -> torch.Tensor:",
+    ).replace(
+        "        indices = page_table_1.unsqueeze(1)\n\n",
+        "        indices = page_table_1.unsqueeze(1)\n\n"
+        f"        {GUARD_COMMENT}\n"
+        "        if topk_length is not None and topk_length.shape[0] != q_all.shape[0]:\n"
+        "            topk_length = None\n\n",
+    ).replace(
+        "            sm_scale=sm_scale,\n        )",
+        "            sm_scale=sm_scale,\n            topk_length=topk_length,\n        )",
+    )),
+    # Metadata in scope at the call itself, kernel imported under an alias (older NSA names).
+    Example(
+        "from sgl_kernel.flash_mla import flash_mla_sparse_fwd as sparse_fwd\n\n"
+        "def attend(q, kv, idx, metadata):\n    return sparse_fwd(q, kv, idx, 0.1)\n\n"
+        "# metadata.nsa_cache_seqlens_int32: clipped to topk\n",
+        Status.FIXABLE, "passes metadata.nsa_cache_seqlens_int32",
+        after="from sgl_kernel.flash_mla import flash_mla_sparse_fwd as sparse_fwd\n\n"
+        "def attend(q, kv, idx, metadata):\n    return sparse_fwd(q, kv, idx, 0.1, topk_length=metadata.nsa_cache_seqlens_int32 "
+        "if metadata.nsa_cache_seqlens_int32.shape[0] == q.shape[0] else None)\n\n"
+        "# metadata.nsa_cache_seqlens_int32: clipped to topk\n",
+    ),
+    # Module import alias, try/except fallback to None, and Optional not yet imported.
+    Example(
+        "import torch\ntry:\n    import sgl_kernel.flash_mla as fm\nexcept ImportError:\n    fm = None\n\n\n"
+        "def run(metadata, q, kv, idx):\n    return helper(q, kv, idx)\n\n\n"
+        "def helper(q, kv, idx):\n    out = fm.flash_mla_sparse_fwd(q, kv, idx, 1.0)  # the kernel\n    return out\n"
+        "# dsa_cache_seqlens_int32\n",
+        Status.FIXABLE, "helper gains topk_length",
+        after="import torch\nfrom typing import Optional\n\ntry:\n    import sgl_kernel.flash_mla as fm\nexcept ImportError:\n    fm = None\n\n\n"
+        "def run(metadata, q, kv, idx):\n    return helper(q, kv, idx, topk_length=metadata.dsa_cache_seqlens_int32)\n\n\n"
+        "def helper(q, kv, idx, topk_length: Optional[torch.Tensor] = None):\n"
+        f"    {GUARD_COMMENT}\n"
+        "    if topk_length is not None and topk_length.shape[0] != q.shape[0]:\n        topk_length = None\n\n"
+        "    out = fm.flash_mla_sparse_fwd(q, kv, idx, 1.0, topk_length=topk_length)  # the kernel\n    return out\n"
+        "# dsa_cache_seqlens_int32\n",
+    ),
+]

@@ -1,0 +1,102 @@
+"""`topk-migrate`: a thin click layer over topk_migrate.api."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from . import api
+from .model import Status
+
+KERNEL_HELP = "Kernel the calls resolve to, as NAME==VERSION (e.g. sglang-kernel==0.4.6); overrides pins."
+
+
+def _kernel_option(f):
+    return click.option("--kernel", metavar="NAME==VERSION", help=KERNEL_HELP)(f)
+
+
+def _paths(f):
+    return click.argument("paths", nargs=-1, required=True, type=click.Path())(f)
+
+
+def _verbose(f):
+    return click.option("--verbose", "-v", is_flag=True, help="Show tracebacks for unexpected errors.")(f)
+
+
+def _validate_kernel(kernel):
+    if kernel:
+        from .kernels import parse_pin
+
+        try:
+            parse_pin(kernel, "--kernel")
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint="--kernel")
+
+
+def _report(report: api.Report, applied: bool, err: bool) -> None:
+    for s in report.sites:
+        if s.status is Status.COMPLIANT:
+            continue
+        line = s.format()
+        if applied and s.status is Status.FIXABLE:
+            line = line.replace(" fixable ", " fixed ", 1)
+        click.echo(line, err=err)
+    for f in report.errors:
+        click.echo(f"{f.path}: error: {f.error}", err=True)
+    counts = ", ".join(f"{report.count(st)} {st.value}" for st in Status)
+    written = sum(f.written for f in report.files)
+    tail = f"; rewrote {written} file(s)" if applied else ""
+    click.echo(f"{len(report.files)} file(s), {len(report.sites)} site(s): {counts}; {len(report.errors)} error(s){tail}", err=True)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="topk-migrate")
+def main() -> None:
+    """Pass FlashMLA's per-row topk_length to flash_mla_sparse_fwd where it is missing.
+
+    Exit codes: 0 nothing left to do, 1 rewrote something or sites remain, 2 errors.
+    """
+
+
+@main.command()
+@_paths
+@_kernel_option
+@_verbose
+def check(paths, kernel, verbose):
+    """List every site that does not pass topk_length; write nothing."""
+    _validate_kernel(kernel)
+    report = api.run(paths, kernel=kernel, verbose=verbose)
+    _report(report, applied=False, err=False)
+    sys.exit(report.exit_code())
+
+
+@main.command()
+@_paths
+@_kernel_option
+@click.option("--diff", is_flag=True, help="Print a unified diff instead of writing.")
+@_verbose
+def apply(paths, kernel, diff, verbose):
+    """Rewrite fixable sites in place (or show the diff); report the rest."""
+    _validate_kernel(kernel)
+    report = api.run(paths, kernel=kernel, write=not diff, verbose=verbose)
+    if diff:
+        for f in report.files:
+            if f.diff:
+                click.echo(f.diff, nl=False)
+    _report(report, applied=not diff, err=diff)
+    sys.exit(report.exit_code(wrote=not diff) if not diff else (2 if report.errors else 1 if any(f.diff for f in report.files) or report.count(Status.MANUAL) else 0))
+
+
+def _register_optional() -> None:
+    """Commands whose modules other parts of the tool own; each imports its heavy deps lazily."""
+    for module, name in (("topk_migrate.audit", "audit_command"), ("topk_migrate.smoke.command", "smoke_command")):
+        try:
+            mod = __import__(module, fromlist=[name])
+        except ImportError:
+            continue
+        cmd = getattr(mod, name, None)
+        if cmd is not None:
+            main.add_command(cmd)
+
+
+_register_optional()
