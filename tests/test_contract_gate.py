@@ -1,0 +1,95 @@
+"""Only metadata known to satisfy the contract is passed, and only where it is bound."""
+import textwrap
+
+from topk_migrate.api import migrate_source
+from topk_migrate.model import Status
+
+KERNEL = "sglang-kernel==0.4.6"
+
+
+def sites(src, tmp_path, **kw):
+    m = migrate_source(textwrap.dedent(src), str(tmp_path / "b.py"), kernel=KERNEL, **kw)
+    return m, m.sites
+
+
+def test_similar_looking_names_are_not_guessed(tmp_path):
+    # cache_seqlens_int32 is the unclipped length: passing it would be wrong for rows longer than topk
+    m, (s,) = sites("""\
+        from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+        def f(metadata, q, kv, idx):
+            lens = metadata.cache_seqlens_int32
+            return flash_mla_sparse_fwd(q, kv, idx, 1.0)
+        """, tmp_path)
+    assert s.status is Status.MANUAL and "no " in s.reason and not m.changed
+
+
+def test_metadata_bound_after_the_call_is_not_available(tmp_path):
+    m, (s,) = sites("""\
+        from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+        def f(self, q, kv, idx):
+            o = flash_mla_sparse_fwd(q, kv, idx, 1.0)
+            metadata = self.forward_metadata
+            return o, metadata.dsa_cache_seqlens_int32
+        """, tmp_path)
+    assert s.status is Status.MANUAL and not m.changed
+
+
+def test_user_mapping_from_config(tmp_path):
+    m, (s,) = sites("""\
+        from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+        def f(fb, q, kv, idx):
+            return flash_mla_sparse_fwd(q, kv, idx, 1.0)
+        """, tmp_path, metadata=("fb.attn.clipped_lens",))
+    assert s.status is Status.FIXABLE and s.metadata == "fb.attn.clipped_lens"
+    assert "topk_length=fb.attn.clipped_lens if fb.attn.clipped_lens.shape[0] == q.shape[0] else None" in m.new_source
+
+
+def test_callers_without_metadata_keep_the_full_width(tmp_path):
+    m, (s,) = sites("""\
+        import torch
+        from typing import Optional
+        class B:
+            def extend(self, q):
+                metadata = self.forward_metadata
+                return self._sparse(q)
+            def warmup(self, q):
+                return self._sparse(q)
+            def _sparse(self, q):
+                from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+                return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)
+        # dsa_cache_seqlens_int32
+        """, tmp_path)
+    assert s.status is Status.FIXABLE and "keep the full width" in s.reason
+    assert "return self._sparse(q, topk_length=metadata.dsa_cache_seqlens_int32)" in m.new_source
+    assert "return self._sparse(q)\n" in m.new_source  # warmup untouched
+
+
+def test_helper_with_kwargs_or_a_local_named_topk_length_is_manual(tmp_path):
+    for head, extra in (("def _sparse(self, q, **kw):", ""), ("def _sparse(self, q):", "        topk_length = 3\n")):
+        src = ("class B:\n    def extend(self, q):\n        metadata = self.forward_metadata\n"
+               "        return self._sparse(q)\n"
+               f"    {head}\n{extra}"
+               "        from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
+               "        return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)\n# dsa_cache_seqlens_int32\n")
+        m, (s,) = sites(src, tmp_path)
+        assert s.status is Status.MANUAL and not m.changed, s.reason
+
+
+def test_helper_without_callers_is_manual(tmp_path):
+    m, (s,) = sites("""\
+        def helper(q, kv, idx):
+            from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+            return flash_mla_sparse_fwd(q, kv, idx, 1.0)
+        # dsa_cache_seqlens_int32
+        """, tmp_path)
+    assert s.status is Status.MANUAL and "no callers" in s.reason
+
+
+def test_nsa_name_in_older_trees(tmp_path):
+    m, (s,) = sites("""\
+        from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+        def f(metadata, q, kv, idx):
+            return flash_mla_sparse_fwd(q, kv, idx, 1.0)
+        # NSAMetadata.nsa_cache_seqlens_int32
+        """, tmp_path)
+    assert s.status is Status.FIXABLE and s.metadata == "metadata.nsa_cache_seqlens_int32"
