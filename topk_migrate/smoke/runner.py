@@ -1,0 +1,501 @@
+"""The smoke pipeline: patch with the real codemod, run both versions against
+the kernel, and report every check with its numbers."""
+from __future__ import annotations
+
+import ast
+import inspect
+import math
+import os
+from pathlib import Path
+from typing import Callable, List, Optional, Tuple
+
+import torch
+
+from . import contract, e2e, isolate
+from .kernel import Kernel, injected, load_kernel
+from .measure import hot_path_costs, paired_timing
+from .reference import B_TOPK, sparse_attention_reference
+from .report import Report
+
+D_V = 512
+
+
+# -- small helpers -------------------------------------------------------
+
+
+def default_example() -> Path:
+    """The bundled example backend (installed or in a source checkout)."""
+    import importlib.util
+
+    places = []
+    try:
+        spec = importlib.util.find_spec("topk_migrate.fixtures")
+        places = list(spec.submodule_search_locations or []) if spec else []
+    except (ImportError, ValueError):
+        pass
+    places.append(str(Path(__file__).resolve().parents[2] / "fixtures"))
+    for place in places:
+        p = Path(place) / "examples" / "dsa_backend.py"
+        if p.is_file():
+            return p
+    raise FileNotFoundError("the bundled example backend (fixtures/examples/dsa_backend.py) is missing")
+
+
+def rewrite(source: str, filename: str, pin: str):
+    """The codemod's own rewrite (never a hand patch)."""
+    from topk_migrate.api import migrate_source
+
+    m = migrate_source(source, path=filename, kernel=pin)
+    return m.new_source, list(m.sites)
+
+
+def _int_view(t: torch.Tensor) -> torch.Tensor:
+    kind = {2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
+    return t.contiguous().view(kind)
+
+
+def bit_diff(a: torch.Tensor, b: torch.Tensor) -> Tuple[int, float]:
+    """(elements whose bits differ, max |a-b| over finite pairs); -1 on shape/dtype mismatch."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return -1, math.inf
+    diff = _int_view(a) != _int_view(b)
+    n = int(diff.sum())
+    if not n:
+        return 0, 0.0
+    fa, fb = a.float()[diff], b.float()[diff]
+    fin = torch.isfinite(fa) & torch.isfinite(fb)
+    return n, float((fa[fin] - fb[fin]).abs().max()) if fin.any() else math.inf
+
+
+def compare_results(old, new) -> Tuple[bool, dict]:
+    """Bitwise comparison of kernel results (out, max_logits, lse) or outputs."""
+    names = ("out", "max_logits", "lse")
+    old = old if isinstance(old, tuple) else (old,)
+    new = new if isinstance(new, tuple) else (new,)
+    stats = {}
+    for name, a, b in zip(names, old, new):
+        n, m = bit_diff(a, b)
+        stats[name] = {"differing": n, "max_abs": m}
+    return all(s["differing"] == 0 for s in stats.values()), stats
+
+
+def _fmt_diff(stats: dict) -> str:
+    bad = [f"{k}: {v['differing']} differ (max {v['max_abs']:.3g})" for k, v in stats.items() if v["differing"]]
+    return "; ".join(bad) if bad else "identical: " + ", ".join(stats)
+
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+# -- checks ----------------------------------------------------------------
+
+
+def check_kernel(report: Report, kernel: Kernel, device: str) -> bool:
+    """The importable kernel must take topk_length, live."""
+    if not kernel.accepts_topk_length():
+        report.add("kernel.accepts_topk_length", False, f"{kernel.name}: flash_mla_sparse_fwd has no topk_length parameter; stopping")
+        return False
+    c = contract.make_case("probe", [1, 64, 65, 0], [1, 64, 200, 0], 128, 256, 64, device)
+    idx = c.indices.unsqueeze(1)
+    try:
+        full = kernel.fn(c.q, c.kv, idx, c.sm_scale, D_V, None, None)
+        short = kernel.fn(c.q, c.kv, idx, c.sm_scale, D_V, None, c.topk_length)
+        _sync(device)
+    except Exception as e:  # the kernel's own rejection, reported verbatim
+        report.add("kernel.accepts_topk_length", False, f"{kernel.name} rejected topk_length: {e}; stopping")
+        return False
+    same, stats = compare_results(tuple(full), tuple(short))
+    report.add(
+        "kernel.accepts_topk_length",
+        same,
+        f"{kernel.name}: call with topk_length runs" + ("" if same else f" but changes the result ({_fmt_diff(stats)})"),
+        **stats,
+    )
+    return same
+
+
+def check_numerics(report: Report, kernel: Kernel, device: str, sm_major: int) -> None:
+    """The real kernel against the torch reference, within bf16 tolerance."""
+    if device != "cuda":
+        report.skip("kernel.numerics_vs_reference", "cpu: the reference is the kernel")
+        return
+    worst = {"out_rel_l2": 0.0, "lse_abs": 0.0, "max_logits_abs": 0.0, "inf_mismatch": 0}
+    for heads in (64, 128):
+        lens = [min(i + 1, 512) for i in range(600)] + [0] * 8
+        c = contract.make_case("numerics", lens, [min(i + 1, 600) for i in range(600)] + [0] * 8, 512, 640, heads, device, seed=heads)
+        idx = c.indices.unsqueeze(1)
+        got = kernel.fn(c.q, c.kv, idx, c.sm_scale, D_V, None, c.topk_length)
+        ref = sparse_attention_reference(c.q, c.kv, idx, c.sm_scale, D_V, None, c.topk_length, head_multiple=0)
+        o, r = got[0].float(), ref[0].float()
+        worst["out_rel_l2"] = max(worst["out_rel_l2"], float((o - r).norm() / r.norm().clamp(min=1e-30)))
+        for k, g, w in (("lse_abs", got[2], ref[2]), ("max_logits_abs", got[1], ref[1])):
+            fin = torch.isfinite(w)
+            worst["inf_mismatch"] += int((torch.isfinite(g) != fin).sum()) + int((g[~fin] != w[~fin]).sum())
+            if fin.any():
+                worst[k] = max(worst[k], float((g[fin] - w[fin]).abs().max()))
+    ok = worst["out_rel_l2"] < 1e-2 and worst["lse_abs"] < 1e-3 and worst["max_logits_abs"] < 1e-3 and not worst["inf_mismatch"]
+    detail = (
+        f"out rel-L2 {worst['out_rel_l2']:.2e} (<1e-2), |dlse| {worst['lse_abs']:.2e}, "
+        f"|dmax_logits| {worst['max_logits_abs']:.2e} (<1e-3), empty-row inf mismatches {worst['inf_mismatch']}"
+    )
+    report.add("kernel.numerics_vs_reference", ok, detail, **worst)
+
+
+def check_rewrite(report: Report, original: str, patched: str, qualname: str, sites, patched_helper) -> bool:
+    """The tool changed the helper and every caller passes topk_length."""
+    params = inspect.signature(patched_helper).parameters
+    callers = isolate.caller_arguments(patched, qualname)
+    statuses = sorted({str(s.status) for s in sites})
+    has_param = "topk_length" in params
+    missing = [k for k, v in callers.items() if v is None]
+    ok = has_param and original != patched and callers and not missing
+    detail = (
+        f"{qualname}: topk_length param {'added' if has_param else 'MISSING'}; callers "
+        + ", ".join(f"{k} -> {v}" for k, v in callers.items())
+        + f"; sites {statuses}"
+    )
+    report.add("rewrite.applied", bool(ok), detail, callers=callers, sites=[s.to_dict() for s in sites])
+    return bool(ok)
+
+
+def _helper_call(helper, c: contract.Case, topk_length="absent"):
+    kwargs = dict(q_all=c.q, kv_cache=c.kv, v_head_dim=D_V, page_table_1=c.indices, sm_scale=c.sm_scale)
+    if topk_length != "absent":
+        kwargs["topk_length"] = topk_length
+    return helper(**kwargs)
+
+
+def check_helper_matrix(report, kernel, old, new, cases: List[contract.Case], device) -> list:
+    """Each contract case: unpatched vs patched helper, bitwise, and the patched
+    helper really hands topk_length to the kernel. Returns the kernel calls."""
+    calls = []
+    for c in cases:
+        kernel.take_calls()
+        out_old = _helper_call(old, c)
+        call_old = kernel.take_calls()[-1]
+        out_new = _helper_call(new, c, c.topk_length)
+        call_new = kernel.take_calls()[-1]
+        calls.append(call_new)
+        same_k, stats = compare_results(call_old.result, call_new.result)
+        same_o, ostats = compare_results(out_old, out_new)
+        forwarded = call_new.topk_length is not None and torch.equal(call_new.topk_length, c.topk_length)
+        ok = same_k and same_o and forwarded
+        rows, h = c.q.shape[:2]
+        detail = f"s_q={rows} h={h} ideal {contract.ideal_ratio(c.topk_length, c.indices.shape[1]):.2f}x: " + _fmt_diff(stats)
+        if not forwarded:
+            detail += "; topk_length NOT passed to the kernel"
+        report.add(f"bitwise.{c.name}", ok, detail, kernel=stats, helper_out=ostats["out"], forwarded=forwarded)
+    return calls
+
+
+def check_guard(report, kernel, old, new, case: contract.Case) -> None:
+    """A topk_length whose row count disagrees with q must give the full-width result."""
+    kernel.take_calls()
+    want = _helper_call(old, case)
+    want_k = kernel.take_calls()[-1].result
+    rows = case.q.shape[0]
+    details, ok = [], True
+    for n in (rows - 1, rows + 1):
+        bogus = torch.zeros(n, dtype=torch.int32, device=case.q.device)  # would empty every row if used
+        try:
+            got = _helper_call(new, case, bogus)
+            call = kernel.take_calls()[-1]
+        except Exception as e:
+            ok = False
+            details.append(f"{n} rows: raised {type(e).__name__}: {e}")
+            continue
+        same, stats = compare_results(want_k, call.result)
+        same_o, _ = compare_results(want, got)
+        dropped = call.topk_length is None
+        ok &= same and same_o and dropped
+        details.append(f"{n} rows vs {rows}: " + ("full width, identical" if same and same_o and dropped else f"kernel got {'None' if dropped else 'the bogus lengths'}; {_fmt_diff(stats)}"))
+    report.add("guard.row_mismatch", ok, "; ".join(details))
+
+
+def check_contract(report, calls, source: str) -> None:
+    """Kernel-boundary indices are front-packed per row for its topk_length."""
+    bad = []
+    for i, call in enumerate(calls):
+        for v in contract.check_front_packed(call.indices, call.topk_length, call.s_kv):
+            bad.append((i, v.row, v.why))
+    if bad:
+        shown = "; ".join(f"call {i} row {r}: {why}" for i, r, why in bad[:6])
+        report.add("contract.front_packed", False, f"{len(bad)} row(s) break the contract ({source}): {shown}", violations=len(bad), rows=[(i, r) for i, r, _ in bad[:50]])
+    else:
+        rows = sum(c.indices.shape[0] for c in calls)
+        report.add("contract.front_packed", True, f"{rows} rows in {len(calls)} kernel calls front-packed ({source})")
+
+
+def check_costs(report, kernel, device, old_fn: Callable, new_fn: Callable, where: str) -> None:
+    """The patched hot path adds no host sync and no allocating op."""
+    a = hot_path_costs(old_fn, kernel, device)
+    b = hot_path_costs(new_fn, kernel, device)
+    added = b.ops - a.ops
+    allocating = {k: v for k, v in added.items() if k not in b.views}
+    ok = not allocating and (b.allocations is None or b.allocations <= a.allocations)
+    report.add(
+        "hot_path.no_allocation",
+        ok,
+        f"{where}: ops {sum(a.ops.values())} -> {sum(b.ops.values())}"
+        + (f", added {dict(allocating)}" if allocating else ", no allocating op added")
+        + ("" if b.allocations is None else f"; allocator requests {a.allocations} -> {b.allocations}"),
+        added_ops=dict(added),
+        allocations=[a.allocations, b.allocations],
+    )
+    if device != "cuda":
+        report.skip("hot_path.no_host_sync", "cpu: host syncs only exist on cuda")
+    else:
+        report.add("hot_path.no_host_sync", b.syncs <= a.syncs, f"{where}: syncs {a.syncs} -> {b.syncs} (set_sync_debug_mode)", syncs=[a.syncs, b.syncs])
+
+
+def _capture(fn: Callable):
+    """Capture fn() in a CUDA graph (after a side-stream warm-up); returns (graph, static out)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = fn()
+    return g, out
+
+
+def check_graph_helper(report, kernel, new, device, topk, heads) -> None:
+    """Decode-shaped patched helper call: capture once, replay on new in-place inputs."""
+    if device != "cuda":
+        report.skip("cuda_graph.replay", "cpu: needs CUDA graphs")
+        return
+    bs, s_kv = 8, topk * 2
+    static = contract.make_case("cap", [1] * bs, [1] * bs, topk, s_kv, heads, device, seed=11)
+    kernel.record = False
+    try:
+        g, out = _capture(lambda: _helper_call(new, static, static.topk_length))
+        results = []
+        for seed, vis in ((12, [5, 70, 64, 65, topk, topk + 9, 1, 0]), (13, [s_kv] * bs)):
+            c = contract.make_case("replay", [min(v, topk) for v in vis], vis, topk, s_kv, heads, device, seed=seed)
+            for dst, src in ((static.q, c.q), (static.kv, c.kv), (static.indices, c.indices), (static.topk_length, c.topk_length)):
+                dst.copy_(src)
+            g.replay()
+            eager = _helper_call(new, c, c.topk_length)
+            results.append(compare_results(out.clone(), eager))
+        torch.cuda.synchronize()
+    finally:
+        kernel.record = True
+    ok = all(r[0] for r in results)
+    report.add("cuda_graph.replay", ok, "helper captured once (lengths 1), replayed twice after in-place updates: " + "; ".join(_fmt_diff(r[1]) for r in results))
+
+
+# -- the runnable example: end to end ------------------------------------
+
+
+def check_e2e(report, kernel, old_mod, new_mod, device, sm_major, topk, heads, small) -> list:
+    """Each scenario through the backend's own metadata, top-k and forward path."""
+    old, new = e2e.Driver(old_mod, topk, device, sm_major), e2e.Driver(new_mod, topk, device, sm_major)
+    calls = []
+    for i, sc in enumerate(e2e.scenarios(topk, heads, small)):
+        inp = e2e.make_inputs(sc, device, seed=100 + i)
+        kernel.take_calls()
+        try:
+            _, out_old = old.run(sc, inp)
+            call_old = kernel.take_calls()[-1]
+            _, out_new = new.run(sc, inp)
+            call_new = kernel.take_calls()[-1]
+        except Exception as e:
+            report.add(f"bitwise.{sc.name}", False, f"raised {type(e).__name__}: {e}")
+            continue
+        calls.append(call_new)
+        same_k, stats = compare_results(call_old.result, call_new.result)
+        same_o, ostats = compare_results(out_old, out_new)
+        forwarded = call_new.topk_length is not None
+        detail = f"{sc.mode.lower()} rows={call_new.indices.shape[0]} h={sc.heads}: " + _fmt_diff(stats)
+        if forwarded:
+            detail += f"; ideal {contract.ideal_ratio(call_new.topk_length, topk):.2f}x"
+        else:
+            detail += "; topk_length NOT passed to the kernel"
+        report.add(f"bitwise.{sc.name}", same_k and same_o and forwarded, detail, kernel=stats, helper_out=ostats["out"], forwarded=forwarded)
+    return calls
+
+
+def check_graph_e2e(report, kernel, new_mod, device, sm_major, topk, heads) -> None:
+    """Patched decode step captured once; metadata updated in place; replay == eager."""
+    if device != "cuda":
+        report.skip("cuda_graph.replay", "cpu: needs CUDA graphs")
+        return
+    drv = e2e.Driver(new_mod, topk, device, sm_major)
+    bs = 8
+    capture = e2e.Scenario("capture", "DECODE", [1] * bs, [1] * bs, heads)  # like a graph fill value
+    replays = [
+        e2e.Scenario("replay_short", "DECODE", [3, 64, 65, 200, topk, topk + 7, 1, 0], [1] * bs, heads),
+        e2e.Scenario("replay_long", "DECODE", [3 * topk, topk + 1, 900, 5, 2 * topk, 77, 128, 129], [1] * bs, heads),
+    ]
+    max_ctx = 3 * topk
+    inp0 = e2e.make_inputs(e2e.Scenario("pool", "DECODE", [max_ctx] * bs, [1] * bs, heads), device, seed=300)
+    static = e2e.Inputs(inp0.q.clone(), inp0.scores.clone(), inp0.kv_pool, inp0.req_to_token.clone())
+    backend = drv.backend(heads, inp0.kv_pool)
+    kernel.record = False
+    try:
+        backend.init_forward_metadata_capture_cuda_graph(drv.batch(capture, static))
+        g, out = _capture(lambda: drv.step(backend, capture, static))
+        results = []
+        for k, sc in enumerate(replays):
+            fresh = e2e.make_inputs(e2e.Scenario("pool", "DECODE", [max_ctx] * bs, [1] * bs, heads), device, seed=301 + k)
+            static.q.copy_(fresh.q)
+            static.scores.copy_(fresh.scores)
+            static.req_to_token.copy_(fresh.req_to_token)
+            backend.init_forward_metadata_replay_cuda_graph(drv.batch(sc, static))
+            g.replay()
+            eager_backend = drv.backend(heads, inp0.kv_pool)
+            eager_inp = e2e.Inputs(fresh.q, fresh.scores, inp0.kv_pool, fresh.req_to_token)
+            eager_backend.init_forward_metadata(drv.batch(sc, eager_inp))
+            eager = drv.step(eager_backend, sc, eager_inp)
+            results.append(compare_results(out.clone(), eager))
+        torch.cuda.synchronize()
+    finally:
+        kernel.record = True
+    ok = all(r[0] for r in results)
+    report.add("cuda_graph.replay", ok, f"decode step (bs={bs}, h={heads}) captured at lengths 1, replayed twice after in-place metadata updates: " + "; ".join(_fmt_diff(r[1]) for r in results))
+
+
+# -- timing ---------------------------------------------------------------
+
+
+def check_timing(report, kernel, old, new, device, topk=2048, heads=128, pairs=60) -> None:
+    """Paired A/B of the helper on causal ramps and the all-full case."""
+    if device != "cuda":
+        report.skip("timing", "cpu: timing needs the real kernel")
+        return
+    kernel.record = False
+    try:
+        cases = [(f"timing.ramp_{s}", contract.causal_ramp(s, topk), s) for s in (1024, 2048, 4096, 8192, 16384)]
+        cases.append(("timing.all_full_8192", [8192] * 8192, 8192))
+        for name, visible, s_kv in cases:
+            lens = [min(v, topk) for v in visible]
+            c = contract.make_case(name, lens, visible, topk, s_kv, heads, device, seed=len(lens))
+            ideal = contract.ideal_ratio(c.topk_length, topk)
+            t = paired_timing(lambda: _helper_call(old, c), lambda: _helper_call(new, c, c.topk_length), pairs=pairs)
+            frac = t.speedup / ideal
+            data = dict(s_q=len(lens), unpatched_ms=t.unpatched_ms, patched_ms=t.patched_ms, speedup=t.speedup, ideal=ideal, of_ideal=frac, pairs=t.pairs)
+            detail = f"{t.unpatched_ms:.3f} -> {t.patched_ms:.3f} ms, speedup {t.speedup:.3f}x vs ideal {ideal:.3f}x ({100 * frac:.1f}%)"
+            if "all_full" in name:
+                report.add(name, abs(t.speedup - 1) <= 0.02, detail + " (parity: within 2%)", **data)
+            elif len(lens) >= 4096:
+                report.add(name, frac >= 0.95, detail + " (bar: >= 95% of ideal)", **data)
+            else:
+                report.info(name, detail + " (no bar below s_q 4096)", **data)
+            del c
+            torch.cuda.empty_cache()
+    finally:
+        kernel.record = True
+
+
+# -- the pipeline -----------------------------------------------------------
+
+
+def smoke_sources(
+    original: str,
+    patched: str,
+    filename: str,
+    kernel: Kernel,
+    device: str,
+    function: Optional[str] = None,
+    sites=(),
+    timing: bool = True,
+) -> Report:
+    """Every check, for one file before and after the rewrite."""
+    report = Report(filename, device)
+    small = device == "cpu"
+    topk = 128 if small else 2048
+    heads = 64 if small else 128
+    sm_major = torch.cuda.get_device_capability()[0] if device == "cuda" else 9
+    runnable = e2e.is_runnable(original)
+    report.meta.update(
+        kernel=kernel.name,
+        torch=torch.__version__,
+        gpu=torch.cuda.get_device_name() if device == "cuda" else "none",
+        mode="end-to-end (runnable backend)" if runnable else "isolated helper (engine not imported)",
+        topk=topk,
+    )
+    torch.manual_seed(0)
+    with injected(kernel):
+        if not check_kernel(report, kernel, device):
+            return report
+        check_numerics(report, kernel, device, sm_major)
+        try:
+            qualname = isolate.pick_helper(ast.parse(original), function)
+            old_iso = isolate.isolate(original, filename, qualname)
+            new_iso = isolate.isolate(patched, filename, qualname)
+            attrs = {"device_sm_major": sm_major}
+            old, new = old_iso.bind(attrs), new_iso.bind(attrs)
+        except (isolate.IsolationError, SyntaxError) as e:
+            report.add("isolate.helper", False, str(e))
+            return report
+        report.meta["helper"] = qualname
+        if not check_rewrite(report, original, patched, qualname, sites, new):
+            return report
+
+        cases = contract.helper_cases(device, topk, heads, small)
+        calls = check_helper_matrix(report, kernel, old, new, cases, device)
+        check_guard(report, kernel, old, new, cases[0])
+
+        mods = []
+        try:
+            if runnable:
+                mods = [e2e.load_module(original, filename, "unpatched"), e2e.load_module(patched, filename, "patched")]
+                e2e_calls = check_e2e(report, kernel, mods[0], mods[1], device, sm_major, topk, heads, small)
+                check_contract(report, e2e_calls, "indices from the backend's own top-k path")
+                check_graph_e2e(report, kernel, mods[1], device, sm_major, topk, heads)
+                sc = e2e.scenarios(topk, heads, small)[3]  # short-context decode
+                inp = e2e.make_inputs(sc, device, seed=7)
+                drivers = [e2e.Driver(m, topk, device, sm_major) for m in mods]
+                backends = [d.backend(sc.heads, inp.kv_pool) for d in drivers]
+                for d, b in zip(drivers, backends):
+                    b.init_forward_metadata(d.batch(sc, inp))
+                check_costs(
+                    report, kernel, device,
+                    lambda: drivers[0].step(backends[0], sc, inp),
+                    lambda: drivers[1].step(backends[1], sc, inp),
+                    "decode step (top-k + forward)",
+                )
+            else:
+                check_contract(report, calls, "indices synthesized per the contract; the engine's top-k path is not run in isolation")
+                check_graph_helper(report, kernel, new, device, topk, heads)
+                c = cases[0]
+                check_costs(report, kernel, device, lambda: _helper_call(old, c), lambda: _helper_call(new, c, c.topk_length), "helper call")
+            if timing:
+                check_timing(report, kernel, old, new, device)
+        finally:
+            for m in mods:
+                e2e.unload(m)
+    return report
+
+
+def run_smoke(
+    path: Optional[str] = None,
+    function: Optional[str] = None,
+    device: str = "cuda",
+    json_path: Optional[str] = None,
+    echo: Callable[[str], None] = print,
+) -> int:
+    """Patch `path` (default: the bundled example) with the codemod, smoke it, print, save; 0 iff all passed."""
+    target = Path(path) if path else default_example()
+    original = target.read_text(encoding="utf-8")
+    report = Report(str(target), device)
+    if device == "cuda" and not torch.cuda.is_available():
+        report.add("device", False, "--device cuda but torch sees no CUDA device (use --device cpu for the reference)")
+    else:
+        try:
+            kernel = load_kernel(device)
+        except ImportError as e:
+            report.add("kernel.accepts_topk_length", False, f"cannot import sgl_kernel.flash_mla: {e}")
+        else:
+            patched, sites = rewrite(original, str(target), kernel.pin)
+            report = smoke_sources(original, patched, str(target), kernel, device, function, sites)
+    echo(report.table())
+    if json_path:
+        report.write_json(json_path)
+        echo(f"report written to {os.fspath(json_path)}")
+    return 0 if report.ok else 1
