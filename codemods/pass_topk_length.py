@@ -56,7 +56,8 @@ class Plan:
     """Edits to make, keyed by the identity of the original nodes."""
 
     keywords: Dict[int, str] = field(default_factory=dict)  # call -> topk_length value
-    guards: Dict[int, List[str]] = field(default_factory=dict)  # statement -> guard q expressions
+    # statement -> guards to put before it: (q expression, metadata to bind first or None)
+    guards: Dict[int, List[Tuple[str, Optional[str]]]] = field(default_factory=dict)
     params: Set[int] = field(default_factory=set)  # helpers that gain the parameter
 
     def __bool__(self) -> bool:
@@ -151,9 +152,13 @@ class _Analysis:
         if q is None:
             return self.site(c, Status.MANUAL, "q is not a plain name; its rows cannot be checked without re-evaluating it")
         here = self.metadata_in(c.function, c.range.start.line)
-        if here:
-            self.plan.keywords[id(c.node)] = f"{here} if {here}.shape[0] == {q}.shape[0] else None"
+        if here and c.statement is not None and PARAM not in c.function.bound:
+            self.plan.guards.setdefault(id(c.statement), []).append((q, here))
+            self.plan.keywords[id(c.node)] = PARAM
             return self.site(c, Status.FIXABLE, f"passes {here} (guarded by q's row count)", here)
+        if here:  # no statement of its own to put the guard before: guard inline
+            self.plan.keywords[id(c.node)] = f"{here} if {here}.shape[0] == {q}.shape[0] else None"
+            return self.site(c, Status.FIXABLE, f"passes {here} (guarded inline by q's row count)", here)
         return self.through_helper(c, q)
 
     def callers(self, fn: Function) -> List[CallInfo]:
@@ -191,7 +196,7 @@ class _Analysis:
             self.plan.keywords[id(k.node)] = expr
         if not has_param:
             self.plan.params.add(id(fn.node))
-        self.plan.guards.setdefault(id(c.statement), []).append(q)
+        self.plan.guards.setdefault(id(c.statement), []).append((q, None))
         self.plan.keywords[id(c.node)] = PARAM
         reason = f"{fn.qualname} gains topk_length; callers at line {', '.join(str(k.range.start.line) for k, _ in passing)} pass it"
         if lacking:
@@ -215,13 +220,18 @@ class _Rewrite(cst.CSTTransformer):
     def _guarded(self, original_body, updated_body):
         out = []
         for orig, upd in zip(original_body, updated_body):
-            for q in self.plan.guards.get(id(orig), ()):
-                guard = cst.parse_statement(
-                    f"if {PARAM} is not None and {PARAM}.shape[0] != {q}.shape[0]:\n    {PARAM} = None\n"
-                )
+            for q, metadata in self.plan.guards.get(id(orig), ()):
                 lead = upd.leading_lines
                 blank = [cst.EmptyLine(indent=False)] if lead and lead[0].comment is None else []
-                out.append(guard.with_changes(leading_lines=[*blank, cst.EmptyLine(comment=cst.Comment(GUARD_COMMENT))]))
+                first = [*blank, cst.EmptyLine(comment=cst.Comment(GUARD_COMMENT))]
+                if metadata:  # bind it here, then the same guard as in a helper
+                    out.append(cst.parse_statement(f"{PARAM} = {metadata}\n").with_changes(leading_lines=first))
+                    first = []
+                    test = f"{PARAM}.shape[0] != {q}.shape[0]"
+                else:
+                    test = f"{PARAM} is not None and {PARAM}.shape[0] != {q}.shape[0]"
+                guard = cst.parse_statement(f"if {test}:\n    {PARAM} = None\n")
+                out.append(guard.with_changes(leading_lines=first))
                 if not blank:
                     upd = upd.with_changes(leading_lines=[cst.EmptyLine(indent=False), *lead])
             out.append(upd)
@@ -374,9 +384,23 @@ INVALID = [
         "# metadata.nsa_cache_seqlens_int32: clipped to topk\n",
         Status.FIXABLE, "passes metadata.nsa_cache_seqlens_int32",
         after="from sgl_kernel.flash_mla import flash_mla_sparse_fwd as sparse_fwd\n\n"
-        "def attend(q, kv, idx, metadata):\n    return sparse_fwd(q, kv, idx, 0.1, topk_length=metadata.nsa_cache_seqlens_int32 "
-        "if metadata.nsa_cache_seqlens_int32.shape[0] == q.shape[0] else None)\n\n"
+        f"def attend(q, kv, idx, metadata):\n    {GUARD_COMMENT}\n"
+        "    topk_length = metadata.nsa_cache_seqlens_int32\n"
+        "    if topk_length.shape[0] != q.shape[0]:\n        topk_length = None\n\n"
+        "    return sparse_fwd(q, kv, idx, 0.1, topk_length=topk_length)\n\n"
         "# metadata.nsa_cache_seqlens_int32: clipped to topk\n",
+    ),
+    # A one-line suite leaves no statement to guard before (it would run even when the branch
+    # does not): the guard goes inline.
+    Example(
+        "from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n\n"
+        "def attend(q, kv, idx, metadata):\n    if metadata is not None: return flash_mla_sparse_fwd(q, kv, idx, 0.1)\n\n"
+        "# metadata.dsa_cache_seqlens_int32\n",
+        Status.FIXABLE, "guarded inline",
+        after="from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n\n"
+        "def attend(q, kv, idx, metadata):\n    if metadata is not None: return flash_mla_sparse_fwd(q, kv, idx, 0.1, "
+        "topk_length=metadata.dsa_cache_seqlens_int32 if metadata.dsa_cache_seqlens_int32.shape[0] == q.shape[0] else None)\n\n"
+        "# metadata.dsa_cache_seqlens_int32\n",
     ),
     # Module import alias, try/except fallback to None, and Optional not yet imported.
     Example(

@@ -100,11 +100,13 @@ class _Collector(cst.CSTVisitor):
     def on_visit(self, node: cst.CSTNode) -> bool:
         if isinstance(node, cst.BaseStatement):
             self._stmts.append(node if id(node) in self._block_children else None)
+        elif isinstance(node, cst.SimpleStatementSuite):  # `if x: f()`: no statement of its own
+            self._stmts.append(None)
         return super().on_visit(node)
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
         super().on_leave(original_node)
-        if isinstance(original_node, cst.BaseStatement):
+        if isinstance(original_node, (cst.BaseStatement, cst.SimpleStatementSuite)):
             self._stmts.pop()
 
     # -- bindings --------------------------------------------------------
