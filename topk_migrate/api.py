@@ -10,7 +10,7 @@ from typing import Iterable, List, Optional, Sequence
 from . import kernels
 from .config import config_for
 from .discover import iter_python_files, may_hold_site
-from .files import SourceFile, read_source, write_source
+from .files import SourceFile, check_rewrite, read_source, syntax_error_message, write_source
 from .model import InputError, Site, Status
 
 
@@ -71,13 +71,10 @@ def migrate_source(source: str, path: str = "<string>", kernel: Optional[str] = 
 
     try:
         new, sites = migrate(source, path, Gate(kernel_gate(path, kernel)), metadata)
-    except cst.ParserSyntaxError as e:
-        raise InputError(f"syntax error at line {e.raw_line}: {e.message}") from None
+    except cst.ParserSyntaxError as e:  # CPython's message names the right line and spots Python 2
+        raise InputError(syntax_error_message(source, path) or f"syntax error: {e.message}") from None
     if new != source:
-        try:
-            compile(new, path, "exec", dont_inherit=True)
-        except SyntaxError as e:  # never hand back code that does not parse
-            raise InputError(f"internal error: rewrite does not parse ({e.msg} at line {e.lineno}); file left untouched") from None
+        check_rewrite(source, new, path)  # never hand back code that does not parse, not even as a diff
     return Migration(source, new, sites)
 
 

@@ -34,13 +34,14 @@ def _validate_kernel(kernel):
 
 
 def _report(report: api.Report, applied: bool, err: bool) -> None:
-    for s in report.sites:
-        if s.status is Status.COMPLIANT:
-            continue
-        line = s.format()
-        if applied and s.status is Status.FIXABLE:
-            line = line.replace(" fixable ", " fixed ", 1)
-        click.echo(line, err=err)
+    for f in report.files:
+        for s in f.sites:
+            if s.status is Status.COMPLIANT:
+                continue
+            line = s.format()
+            if f.written and s.status is Status.FIXABLE:
+                line = line.replace(" fixable ", " fixed ", 1)
+            click.echo(line, err=err)
     for f in report.errors:
         click.echo(f"{f.path}: error: {f.error}", err=True)
     counts = ", ".join(f"{report.count(st)} {st.value}" for st in Status)
