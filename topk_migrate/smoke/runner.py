@@ -173,10 +173,14 @@ def check_helper_matrix(report, kernel, old, new, cases: List[contract.Case], de
     calls = []
     for c in cases:
         kernel.take_calls()
-        out_old = _helper_call(old, c)
-        call_old = kernel.take_calls()[-1]
-        out_new = _helper_call(new, c, c.topk_length)
-        call_new = kernel.take_calls()[-1]
+        try:
+            out_old = _helper_call(old, c)
+            call_old = kernel.take_calls()[-1]
+            out_new = _helper_call(new, c, c.topk_length)
+            call_new = kernel.take_calls()[-1]
+        except Exception as e:
+            report.add(f"bitwise.{c.name}", False, f"raised {type(e).__name__}: {e}")
+            continue
         calls.append(call_new)
         same_k, stats = compare_results(call_old.result, call_new.result)
         same_o, ostats = compare_results(out_old, out_new)
@@ -395,6 +399,15 @@ def check_timing(report, kernel, old, new, device, topk=2048, heads=128, pairs=6
 # -- the pipeline -----------------------------------------------------------
 
 
+def _guarded(report: Report, name: str, fn: Callable, *args):
+    """Run one check; an exception is that check's failure, not the run's end."""
+    try:
+        return fn(report, *args)
+    except Exception as e:
+        report.add(name, False, f"raised {type(e).__name__}: {e}")
+        return None
+
+
 def smoke_sources(
     original: str,
     patched: str,
@@ -439,34 +452,32 @@ def smoke_sources(
 
         cases = contract.helper_cases(device, topk, heads, small)
         calls = check_helper_matrix(report, kernel, old, new, cases, device)
-        check_guard(report, kernel, old, new, cases[0])
+        _guarded(report, "guard.row_mismatch", check_guard, kernel, old, new, cases[0])
 
         mods = []
         try:
             if runnable:
                 mods = [e2e.load_module(original, filename, "unpatched"), e2e.load_module(patched, filename, "patched")]
                 e2e_calls = check_e2e(report, kernel, mods[0], mods[1], device, sm_major, topk, heads, small)
-                check_contract(report, e2e_calls, "indices from the backend's own top-k path")
-                check_graph_e2e(report, kernel, mods[1], device, sm_major, topk, heads)
+                _guarded(report, "contract.front_packed", check_contract, e2e_calls, "indices from the backend's own top-k path")
+                _guarded(report, "cuda_graph.replay", check_graph_e2e, kernel, mods[1], device, sm_major, topk, heads)
                 sc = e2e.scenarios(topk, heads, small)[3]  # short-context decode
                 inp = e2e.make_inputs(sc, device, seed=7)
                 drivers = [e2e.Driver(m, topk, device, sm_major) for m in mods]
                 backends = [d.backend(sc.heads, inp.kv_pool) for d in drivers]
                 for d, b in zip(drivers, backends):
                     b.init_forward_metadata(d.batch(sc, inp))
-                check_costs(
-                    report, kernel, device,
-                    lambda: drivers[0].step(backends[0], sc, inp),
-                    lambda: drivers[1].step(backends[1], sc, inp),
-                    "decode step (top-k + forward)",
-                )
+                hot = [lambda i=i: drivers[i].step(backends[i], sc, inp) for i in (0, 1)]
+                where = "decode step (top-k + forward)"
             else:
-                check_contract(report, calls, "indices synthesized per the contract; the engine's top-k path is not run in isolation")
-                check_graph_helper(report, kernel, new, device, topk, heads)
+                _guarded(report, "contract.front_packed", check_contract, calls, "indices synthesized per the contract; the engine's top-k path is not run in isolation")
+                _guarded(report, "cuda_graph.replay", check_graph_helper, kernel, new, device, topk, heads)
                 c = cases[0]
-                check_costs(report, kernel, device, lambda: _helper_call(old, c), lambda: _helper_call(new, c, c.topk_length), "helper call")
+                hot = [lambda: _helper_call(old, c), lambda: _helper_call(new, c, c.topk_length)]
+                where = "helper call"
+            _guarded(report, "hot_path.no_allocation", check_costs, kernel, device, hot[0], hot[1], where)
             if timing:
-                check_timing(report, kernel, old, new, device)
+                _guarded(report, "timing", check_timing, kernel, old, new, device)
         finally:
             for m in mods:
                 e2e.unload(m)

@@ -1,0 +1,259 @@
+"""The smoke pipeline end to end on the CPU, with the torch reference as the kernel.
+
+These run the real codemod and the real pipeline on small shapes; the planted
+cases prove the smoke fails when it must.
+"""
+import json
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="the smoke needs torch (pip install 'topk-migrate[smoke]')")
+
+from click.testing import CliRunner  # noqa: E402
+
+from topk_migrate.api import migrate_source  # noqa: E402
+from topk_migrate.smoke import contract, reference  # noqa: E402
+from topk_migrate.smoke.command import smoke_command  # noqa: E402
+from topk_migrate.smoke.kernel import load_kernel  # noqa: E402
+from topk_migrate.smoke.runner import default_example, run_smoke, smoke_sources  # noqa: E402
+
+EXAMPLE = default_example()
+PIN = "sglang-kernel==0.4.6"
+
+
+def statuses(report):
+    return {c.name: c.status for c in report.checks}
+
+
+def failed(report):
+    return {c.name: c.detail for c in report.checks if c.status == "fail"}
+
+
+def smoke_text(original, patched, name="backend.py"):
+    return smoke_sources(original, patched, name, load_kernel("cpu"), "cpu")
+
+
+def tool_patch(src, name="backend.py"):
+    m = migrate_source(src, path=name, kernel=PIN)
+    assert m.changed, [s.format() for s in m.sites]
+    return m.new_source
+
+
+# -- the whole command ---------------------------------------------------------
+
+
+def test_cli_smokes_the_bundled_example_and_every_check_passes(tmp_path):
+    out = tmp_path / "r.json"
+    res = CliRunner().invoke(smoke_command, ["--device", "cpu", "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    data = json.loads(out.read_text())
+    assert data["ok"] and data["mode"].startswith("end-to-end")
+    got = {c["name"]: c["status"] for c in data["checks"]}
+    # every row shape the issue names, both at the helper and through the backend
+    for name in ("prefill_ramp", "all_full", "empty_rows", "padded_rows", "decode_short", "verify_rows",
+                 "heads_16_padded", "e2e_extend_causal_ramp", "e2e_decode_graph_padded_rows",
+                 "e2e_verify_spec_rows", "e2e_decode_heads_padded"):
+        assert got[f"bitwise.{name}"] == "pass"
+    for name in ("kernel.accepts_topk_length", "rewrite.applied", "guard.row_mismatch",
+                 "contract.front_packed", "hot_path.no_allocation"):
+        assert got[name] == "pass"
+    assert {got["cuda_graph.replay"], got["hot_path.no_host_sync"], got["timing"]} == {"skip"}
+    assert "OK:" in res.output and "FAIL" not in res.output
+
+
+def test_engine_like_file_runs_without_importing_its_engine(tmp_path):
+    """Module-level imports of an engine that does not exist here: the helper
+    is isolated, patched by the tool, and smoked."""
+    p = tmp_path / "engine_backend.py"
+    p.write_text(ENGINE)
+    assert run_smoke(str(p), device="cpu") == 0
+
+
+def test_helper_needing_engine_code_is_reported_by_name(tmp_path):
+    src = ENGINE.replace("        num_tokens, num_heads, head_dim = q_all.shape",
+                         "        num_tokens, num_heads, head_dim = q_all.shape\n        engine_check(q_all)")
+    r = smoke_text(src, tool_patch(src))
+    assert "engine_check" in failed(r)["isolate.helper"]
+
+
+# -- planted failures ----------------------------------------------------------
+
+EMITTER_LINE = '        picked = picked.to(torch.int32).masked_fill(best == float("-inf"), -1)\n'
+
+
+def test_planted_contract_violation_fails_and_names_rows(tmp_path):
+    src = EXAMPLE.read_text()
+    assert EMITTER_LINE in src
+    # an emitter that packs the -1 padding FIRST: a back-packed top-k
+    bad = src.replace(EMITTER_LINE, EMITTER_LINE.rstrip("\n") + ".flip(-1)\n")
+    p = tmp_path / "dsa_backend.py"
+    p.write_text(bad)
+    out = tmp_path / "r.json"
+    assert run_smoke(str(p), device="cpu", json_path=str(out)) == 1
+    checks = {c["name"]: c for c in json.loads(out.read_text())["checks"]}
+    contract_check = checks["contract.front_packed"]
+    assert contract_check["status"] == "fail"
+    assert "row 0" in contract_check["detail"] and contract_check["data"]["violations"] > 0
+    # and the skipped tail really changes the output
+    assert checks["bitwise.e2e_extend_causal_ramp"]["status"] == "fail"
+
+
+def test_planted_unclipped_seqlens_fail():
+    src = EXAMPLE.read_text()
+    good = tool_patch(src)
+    wrong = good.replace("topk_length=metadata.dsa_cache_seqlens_int32", "topk_length=metadata.dsa_seqlens_expanded")
+    assert wrong != good
+    f = failed(smoke_text(src, wrong))
+    assert any(k.startswith("bitwise.e2e_") for k in f), f
+    assert "outside [0, 128]" in " ".join(f.values())
+
+
+def test_planted_off_by_one_length_fails():
+    src = EXAMPLE.read_text()
+    good = tool_patch(src)
+    wrong = good.replace("topk_length=metadata.dsa_cache_seqlens_int32",
+                         "topk_length=(metadata.dsa_cache_seqlens_int32 - 1).clamp(min=0)")
+    assert wrong != good
+    f = failed(smoke_text(src, wrong))
+    assert "bitwise.e2e_extend_causal_ramp" in f and "differ" in f["bitwise.e2e_extend_causal_ramp"]
+    assert "hot_path.no_allocation" in f  # the arithmetic allocates in the hot path
+
+
+def test_planted_missing_guard_fails():
+    src = ENGINE
+    good = tool_patch(src)
+    lines = good.splitlines(keepends=True)
+    i = next(i for i, l in enumerate(lines) if "topk_length.shape[0] !=" in l)
+    wrong = "".join(lines[:i] + lines[i + 2:])  # drop the guard and its body
+    assert "topk_length = None" not in wrong
+    f = failed(smoke_text(src, wrong))
+    assert list(f) == ["guard.row_mismatch"], f
+
+
+def test_no_op_rewrite_fails():
+    src = EXAMPLE.read_text()
+    assert "rewrite.applied" in failed(smoke_text(src, src))
+
+
+# -- the reference kernel ------------------------------------------------------
+
+
+def naive(q, kv, idx, scale, lengths):
+    """Row by row, head by head, in float64: the documented semantics."""
+    s_q, h, _ = q.shape
+    out = torch.zeros(s_q, h, 512, dtype=torch.float64)
+    ml = torch.full((s_q, h), -math.inf, dtype=torch.float64)
+    lse = torch.full((s_q, h), math.inf, dtype=torch.float64)
+    for i in range(s_q):
+        keep = [int(x) for j, x in enumerate(idx[i, 0]) if 0 <= x < kv.shape[0] and (lengths is None or j < lengths[i])]
+        if not keep:
+            continue
+        k = kv[keep, 0].double()
+        logits = q[i].double() @ k.T * scale  # [h, n]
+        ml[i] = logits.max(-1).values
+        lse[i] = torch.logsumexp(logits, -1)
+        out[i] = torch.softmax(logits, -1) @ k[:, :512]
+    return out, ml, lse
+
+
+def test_reference_matches_a_naive_loop_with_and_without_topk_length():
+    c = contract.make_case("t", [3, 0, 64, 65, 128, 7], [3, 0, 64, 200, 300, 7], 128, 300, 64, "cpu", seed=3)
+    idx = c.indices.unsqueeze(1).clone()
+    idx[5, 0, 100] = 4  # a valid index beyond topk_length: honoured only without it
+    for lengths in (None, c.topk_length):
+        got = reference.sparse_attention_reference(c.q, c.kv, idx, c.sm_scale, topk_length=lengths)
+        want = naive(c.q, c.kv, idx, c.sm_scale, lengths)
+        assert (got[0].double() - want[0]).abs().max() < 2e-2
+        for g, w in zip(got[1:], want[1:]):
+            fin = torch.isfinite(w)
+            assert torch.equal(g[~fin], w[~fin].float())
+            assert (g[fin].double() - w[fin]).abs().max() < 1e-4
+    # row 1 sees nothing: out 0, max_logits -inf, lse +inf
+    out, ml, lse = reference.sparse_attention_reference(c.q, c.kv, idx, c.sm_scale, topk_length=c.topk_length)
+    assert not out[1].any() and (ml[1] == -math.inf).all() and (lse[1] == math.inf).all()
+
+
+def test_reference_rejects_what_the_kernel_cannot_take():
+    c = contract.make_case("t", [3, 5], [3, 5], 128, 16, 64, "cpu")
+    idx = c.indices.unsqueeze(1)
+    with pytest.raises(ValueError, match="multiple of 64"):
+        reference.flash_mla_sparse_fwd(c.q[:, :16], c.kv, idx, c.sm_scale)
+    with pytest.raises(ValueError, match="rows \\[1\\]"):
+        reference.flash_mla_sparse_fwd(c.q, c.kv, idx, c.sm_scale, topk_length=torch.tensor([3, 129], dtype=torch.int32))
+    with pytest.raises(ValueError, match="topk_length must be int32"):
+        reference.flash_mla_sparse_fwd(c.q, c.kv, idx, c.sm_scale, topk_length=torch.tensor([3], dtype=torch.int32))
+
+
+def test_contract_check_names_each_kind_of_violation():
+    idx = torch.tensor([[5, 6, -1, -1], [-1, 2, -1, -1], [1, -1, 3, -1], [0, 1, 2, 3]], dtype=torch.int32)
+    lengths = torch.tensor([2, 2, 1, 5], dtype=torch.int32)
+    found = {(v.row, v.why.split()[0]) for v in contract.check_front_packed(idx, lengths, s_kv=10)}
+    assert found == {(1, "invalid"), (2, "index"), (3, "topk_length=5")}
+    assert contract.check_front_packed(idx[:1], lengths[:1], s_kv=10) == []
+
+
+def test_ideal_ratio_counts_64_wide_blocks():
+    lengths = torch.tensor([1, 64, 65, 0, 2048], dtype=torch.int32)
+    assert contract.blocks(lengths) == 1 + 1 + 2 + 0 + 32
+    assert contract.ideal_ratio(lengths, 2048) == pytest.approx(5 * 32 / 36)
+
+
+ENGINE = '''from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+
+from fakeengine.srt.layers.attention.base import AttentionBackend  # not installed anywhere
+from fakeengine.srt.runtime import get_config, engine_check
+
+
+@dataclass
+class FakeMetadata:
+    dsa_cache_seqlens_int32: torch.Tensor  # seqlens clipped to topk, padded rows 0
+
+
+class FakeSparseBackend(AttentionBackend):
+    def __init__(self, runner):
+        self.cfg = get_config(runner)
+        self.device_sm_major = 9
+        self.forward_metadata: FakeMetadata = None
+
+    def forward_decode(self, q, layer, forward_batch, topk_indices):
+        metadata = self.forward_metadata
+        return self._forward_flashmla_sparse(
+            q_all=q,
+            kv_cache=self.cfg.kv,
+            v_head_dim=layer.v_head_dim,
+            page_table_1=topk_indices,
+            sm_scale=layer.scaling,
+        )
+
+    def _forward_flashmla_sparse(
+        self,
+        q_all: torch.Tensor,
+        kv_cache: torch.Tensor,
+        v_head_dim: int,
+        page_table_1: torch.Tensor,
+        sm_scale: float,
+    ) -> torch.Tensor:
+        from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+        num_tokens, num_heads, head_dim = q_all.shape
+        pad = 128 if self.device_sm_major >= 10 else 64
+        if num_heads % pad:
+            q_in = q_all.new_zeros((num_tokens, pad, head_dim))
+            q_in[:, :num_heads] = q_all
+        else:
+            q_in = q_all
+        o, _, _ = flash_mla_sparse_fwd(
+            q=q_in,
+            kv=kv_cache,
+            indices=page_table_1.unsqueeze(1),
+            sm_scale=sm_scale,
+            d_v=v_head_dim,
+        )
+        return o[:, :num_heads]
+'''
