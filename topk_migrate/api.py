@@ -1,17 +1,15 @@
 """The library behind the CLI: classify and migrate files, one engine for every command."""
 from __future__ import annotations
 
-import difflib
 import os
-import traceback
 from dataclasses import dataclass, field
 from typing import Iterable, List, Optional, Sequence
 
-from . import kernels
-from .config import config_for
-from .discover import iter_python_files, may_hold_site
-from .files import SourceFile, check_rewrite, read_source, syntax_error_message, write_source
+from .discover import iter_python_files, may_hold_site, read_bytes
 from .model import InputError, Site, Status
+
+# Everything heavier (libcst, hashlib, tomllib, difflib) is imported only for a file
+# that passes the byte prefilter: most files of a tree never get that far.
 
 
 @dataclass(frozen=True)
@@ -24,6 +22,8 @@ class Capability:
 def kernel_gate(path: str, kernel: Optional[str] = None):
     """A function callee -> Capability, for calls in the file at `path`."""
     from topk_migrate.codemods.pass_topk_length import KERNEL_DISTS, MIN_KERNEL, PARAM
+
+    from . import kernels
 
     explicit = kernels.parse_pin(kernel, "--kernel") if kernel else None
     every = tuple(d for ds in KERNEL_DISTS.values() for d in ds)
@@ -69,6 +69,8 @@ def migrate_source(source: str, path: str = "<string>", kernel: Optional[str] = 
     import libcst as cst
     from topk_migrate.codemods.pass_topk_length import Gate, migrate
 
+    from .files import check_rewrite, syntax_error_message
+
     try:
         new, sites = migrate(source, path, Gate(kernel_gate(path, kernel)), metadata)
     except cst.ParserSyntaxError as e:  # CPython's message names the right line and spots Python 2
@@ -95,9 +97,17 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
     """Read, classify and (if write) rewrite one file; every expected failure becomes `error`."""
     out = FileOutcome(path)
     try:
-        src: SourceFile = read_source(path)
-        if not may_hold_site(src.text.encode("utf-8", "surrogatepass")):
-            return out
+        try:
+            if not may_hold_site(read_bytes(path)):
+                return out
+        except OSError:
+            pass  # read_source below says why, in one line
+        import difflib
+
+        from .config import config_for
+        from .files import read_source, write_source
+
+        src = read_source(path)
         cfg = config_for(os.path.dirname(os.path.abspath(path)))
         m = migrate_source(src.text, path, kernel or cfg.kernel, cfg.metadata)
         out.sites = m.sites
@@ -110,6 +120,8 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
     except InputError as e:
         out.error = str(e)
     except Exception as e:  # a bug of ours: report it, keep going with the other files
+        import traceback
+
         out.error = f"internal error: {type(e).__name__}: {e}" + (f"\n{traceback.format_exc()}" if verbose else "")
     return out
 

@@ -50,7 +50,24 @@ def _report(report: api.Report, applied: bool, err: bool) -> None:
     click.echo(f"{len(report.files)} file(s), {len(report.sites)} site(s): {counts}; {len(report.errors)} error(s){tail}", err=True)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _LazyGroup(click.Group):
+    """Commands owned by other modules, imported only when used, so `check` starts fast."""
+
+    LAZY = {"audit": "topk_migrate.audit:audit_command", "smoke": "topk_migrate.smoke.command:smoke_command"}
+
+    def list_commands(self, ctx):
+        return sorted({*super().list_commands(ctx), *self.LAZY})
+
+    def get_command(self, ctx, name):
+        if name in self.LAZY and name not in self.commands:
+            module, attr = self.LAZY[name].split(":")
+            import importlib
+
+            self.add_command(getattr(importlib.import_module(module), attr), name)
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="topk-migrate")
 def main() -> None:
     """Pass FlashMLA's per-row topk_length to flash_mla_sparse_fwd where it is missing.
@@ -85,19 +102,4 @@ def apply(paths, kernel, diff, verbose):
             if f.diff:
                 click.echo(f.diff, nl=False)
     _report(report, applied=not diff, err=diff)
-    sys.exit(report.exit_code(wrote=not diff) if not diff else (2 if report.errors else 1 if any(f.diff for f in report.files) or report.count(Status.MANUAL) else 0))
-
-
-def _register_optional() -> None:
-    """Commands whose modules other parts of the tool own; each imports its heavy deps lazily."""
-    for module, name in (("topk_migrate.audit", "audit_command"), ("topk_migrate.smoke.command", "smoke_command")):
-        try:
-            mod = __import__(module, fromlist=[name])
-        except ImportError:
-            continue
-        cmd = getattr(mod, name, None)
-        if cmd is not None:
-            main.add_command(cmd)
-
-
-_register_optional()
+    sys.exit(report.exit_code(wrote=not diff))
