@@ -44,11 +44,8 @@ SUPPRESS = re.compile(r"#\s*topk-migrate:\s*ignore\b[\s:\-\u2014\[(]*(?P<reason>
 GUARD_COMMENT = "# topk-migrate: use the full top-k width if the row counts ever differ from q's."
 
 
-@dataclass
-class Gate:
-    """Answers whether the kernel behind a callee accepts topk_length (see api.kernel_gate)."""
-
-    check: Callable[[str], "Capability"]
+# callee -> Capability: does the kernel behind it accept topk_length (see api.kernel_gate)
+Gate = Callable[[str], "Capability"]
 
 
 @dataclass
@@ -116,7 +113,7 @@ class _Analysis:
                     return self.site(c, Status.OPT_OUT, "passes topk_length=None explicitly")
                 return self.site(c, Status.COMPLIANT, "passes topk_length", dotted(a.value))
         op_level = c.callee.startswith("torch.ops.")
-        cap = self.gate.check(c.callee)
+        cap = self.gate(c.callee)
         pos = OP_TOPK_LENGTH_POSITION if op_level else ENTRY_POINTS.get(c.callee.rsplit(".", 1)[-1])
         if cap.position is not None:
             pos = cap.position

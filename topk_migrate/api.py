@@ -67,12 +67,12 @@ def migrate_source(source: str, path: str = "<string>", kernel: Optional[str] = 
                    metadata: Sequence[str] = ()) -> Migration:
     """Classify every kernel call in `source`; new_source has the fixable ones rewritten."""
     import libcst as cst
-    from topk_migrate.codemods.pass_topk_length import Gate, migrate
+    from topk_migrate.codemods.pass_topk_length import migrate
 
     from .files import check_rewrite, syntax_error_message
 
     try:
-        new, sites = migrate(source, path, Gate(kernel_gate(path, kernel)), metadata)
+        new, sites = migrate(source, path, kernel_gate(path, kernel), metadata)
     except cst.ParserSyntaxError as e:  # CPython's message names the right line and spots Python 2
         raise InputError(syntax_error_message(source, path) or f"syntax error: {e.message}") from None
     if new != source:
