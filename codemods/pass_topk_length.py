@@ -22,7 +22,7 @@ from topk_migrate.resolve import CallInfo, Function, ModuleFacts, collect, dotte
 # Python entry points of the kernel, with the position of topk_length in their
 # signature (sgl_kernel / flash_mla: q, kv, indices, sm_scale, d_v, attn_sink, topk_length).
 ENTRY_POINTS: Dict[str, Optional[int]] = {"flash_mla_sparse_fwd": 6, "flash_mla_sparse_prefill": None}
-OP_NAME = "sparse_prefill_fwd"  # torch.ops.<ns>.sparse_prefill_fwd[.default]
+OP_NAME = "sparse_prefill_fwd"  # torch.ops.<ns>.sparse_prefill_fwd[.default], or an extension module's
 OP_TOPK_LENGTH_POSITION = 6
 
 # First release of each distribution whose flash_mla_sparse_fwd takes topk_length
@@ -61,11 +61,13 @@ class Plan:
         return bool(self.keywords or self.guards or self.params)
 
 
-def is_kernel(callee: str) -> bool:
+def is_op_level(callee: str) -> bool:
     parts = callee.split(".")
-    if callee.startswith("torch.ops."):
-        return OP_NAME in parts[3:]
-    return parts[-1] in ENTRY_POINTS
+    return len(parts) > 1 and (parts[-1] == OP_NAME or parts[-2:] == [OP_NAME, "default"])
+
+
+def is_kernel(callee: str) -> bool:
+    return callee.rsplit(".", 1)[-1] in ENTRY_POINTS or is_op_level(callee)
 
 
 def _is_none(expr: cst.BaseExpression) -> bool:
@@ -112,7 +114,7 @@ class _Analysis:
                 if _is_none(a.value):
                     return self.site(c, Status.OPT_OUT, "passes topk_length=None explicitly")
                 return self.site(c, Status.COMPLIANT, "passes topk_length", dotted(a.value))
-        op_level = c.callee.startswith("torch.ops.")
+        op_level = is_op_level(c.callee)
         cap = self.gate(c.callee)
         pos = OP_TOPK_LENGTH_POSITION if op_level else ENTRY_POINTS.get(c.callee.rsplit(".", 1)[-1])
         if cap.position is not None:

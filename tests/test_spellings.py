@@ -32,6 +32,8 @@ SPELLINGS = {
                      "flash_mla_sparse_prefill(q, kv, i, 1.0)\n", "vllm.attention.ops.flashmla.flash_mla_sparse_prefill"),
     "op-level": ("import torch\ntorch.ops._flashmla_C.sparse_prefill_fwd(q, kv, i, 1.0, 512)\n",
                  "torch.ops._flashmla_C.sparse_prefill_fwd"),
+    "extension module op": ("import vllm._flashmla_C\nflash_mla_cuda.sparse_prefill_fwd(q, kv, i, 1.0, 512, None, lens)\n",
+                            "flash_mla_cuda.sparse_prefill_fwd"),
     "op-level default overload": ("import torch\nops = 1\ntorch.ops.sgl_kernel.sparse_prefill_fwd.default(q, kv, i, 1.0, 512)\n",
                                   "torch.ops.sgl_kernel.sparse_prefill_fwd.default"),
 }
