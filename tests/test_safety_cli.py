@@ -165,8 +165,6 @@ def test_harmless_oddities_are_not_errors(tmp_path, kind):
         assert (tmp_path / "pkg.py" / "inner.py").read_text().count("topk_length=") == 3
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: api.migrate_source reports LibCST's error position "
-                   "(line 3 for an error on line 2); files.syntax_error_message gives the right line")
 def test_syntax_error_names_the_right_line(tmp_path):
     p, _ = make_bad("syntax", tmp_path)  # `def f(:` on line 2
     r = cli("check", p)
@@ -175,8 +173,6 @@ def test_syntax_error_names_the_right_line(tmp_path):
     assert "syntax error at line 2" in line, line
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: a Python 2 file gets LibCST's expected-token list, not a "
-                   "clear line; files.syntax_error_message adds 'looks like Python 2 (print statement)'")
 def test_python2_file_is_named_as_such(tmp_path):
     p, _ = make_bad("python2", tmp_path)
     r = cli("check", p)
@@ -185,8 +181,6 @@ def test_python2_file_is_named_as_such(tmp_path):
     assert "Python 2" in line, line
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: cli._report prints 'fixed' for the sites of a file whose "
-                   "write failed (FileOutcome.written is False)")
 def test_failed_write_is_not_reported_as_fixed(tmp_path):
     p, _ = make_bad("read_only", tmp_path)
     r = cli("apply", "--kernel", KERNEL, p)
