@@ -121,7 +121,7 @@ def check_numerics(report: Report, kernel: Kernel, device: str, sm_major: int) -
     if device != "cuda":
         report.skip("kernel.numerics_vs_reference", "cpu: the reference is the kernel")
         return
-    worst = {"out_rel_l2": 0.0, "lse_abs": 0.0, "max_logits_abs": 0.0, "inf_mismatch": 0}
+    worst = {"out_rel_l2": 0.0, "lse_abs": 0.0, "max_logits_abs": 0.0, "inf_mismatch": 0, "lse_abs_if_base2": 0.0}
     for heads in (64, 128):
         lens = [min(i + 1, 512) for i in range(600)] + [0] * 8
         c = contract.make_case("numerics", lens, [min(i + 1, 600) for i in range(600)] + [0] * 8, 512, 640, heads, device, seed=heads)
@@ -135,11 +135,16 @@ def check_numerics(report: Report, kernel: Kernel, device: str, sm_major: int) -
             worst["inf_mismatch"] += int((torch.isfinite(g) != fin).sum()) + int((g[~fin] != w[~fin]).sum())
             if fin.any():
                 worst[k] = max(worst[k], float((g[fin] - w[fin]).abs().max()))
+                if k == "lse_abs":  # diagnosis only: would a log2 convention fit better?
+                    base2 = float((g[fin] - w[fin] * math.log2(math.e)).abs().max())
+                    worst["lse_abs_if_base2"] = max(worst["lse_abs_if_base2"], base2)
     ok = worst["out_rel_l2"] < 1e-2 and worst["lse_abs"] < 1e-3 and worst["max_logits_abs"] < 1e-3 and not worst["inf_mismatch"]
     detail = (
         f"out rel-L2 {worst['out_rel_l2']:.2e} (<1e-2), |dlse| {worst['lse_abs']:.2e}, "
         f"|dmax_logits| {worst['max_logits_abs']:.2e} (<1e-3), empty-row inf mismatches {worst['inf_mismatch']}"
     )
+    if worst["lse_abs"] >= 1e-3 and worst["lse_abs_if_base2"] < 1e-3:
+        detail += "; the kernel's lse is base 2"
     report.add("kernel.numerics_vs_reference", ok, detail, **worst)
 
 
