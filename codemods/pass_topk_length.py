@@ -177,12 +177,19 @@ class _Analysis:
             return self.site(c, Status.MANUAL, f"{fn.qualname} already binds a local named topk_length")
         if not has_param and isinstance(params.star_kwarg, cst.Param):
             return self.site(c, Status.MANUAL, f"{fn.qualname} takes **kwargs; add topk_length to it by hand")
+        if fn.class_name:  # `self.helper(..., topk_length=...)` also reaches same-named overrides
+            for other in self.facts.functions:
+                op = other.node.params
+                if (other.name == fn.name and other is not fn and other.class_name
+                        and not any(p.name.value == PARAM for p in (*op.params, *op.kwonly_params))
+                        and not isinstance(op.star_kwarg, cst.Param)):
+                    return self.site(c, Status.MANUAL, f"{other.qualname} overrides {fn.qualname} without topk_length")
         passing, lacking, found = [], [], None
         for k in self.callers(fn):
             if any(a.keyword and a.keyword.value == PARAM for a in k.node.args):
                 continue
             expr = self.metadata_in(k.function, k.range.start.line)
-            if expr is None or any(a.star == "*" for a in k.node.args):
+            if expr is None or any(a.star for a in k.node.args):  # *args/**kwargs may fill it
                 lacking.append(k)
             else:
                 passing.append((k, expr))

@@ -93,3 +93,13 @@ def test_nsa_name_in_older_trees(tmp_path):
         # NSAMetadata.nsa_cache_seqlens_int32
         """, tmp_path)
     assert s.status is Status.FIXABLE and s.metadata == "metadata.nsa_cache_seqlens_int32"
+
+
+def test_same_named_override_without_the_parameter_blocks_the_helper_route(tmp_path):
+    src = ("class B:\n    def extend(self, q):\n        metadata = self.forward_metadata\n"
+           "        return self._sparse(q)\n"
+           "    def _sparse(self, q):\n        from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
+           "        return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)\n"
+           "class Sub(B):\n    def _sparse(self, q):\n        return q\n# dsa_cache_seqlens_int32\n")
+    m, (s,) = sites(src, tmp_path)
+    assert s.status is Status.MANUAL and "Sub._sparse overrides B._sparse" in s.reason and not m.changed
