@@ -219,18 +219,19 @@ def test_traceback_only_with_verbose_for_unexpected_errors(tmp_path, monkeypatch
 # ---- never overwrite what changed, never write what does not parse ----------------
 
 def test_file_changed_after_read_is_not_overwritten(tmp_path, monkeypatch):
-    from topk_migrate import api, files
+    from topk_migrate import files
 
     p = tmp_path / "race.py"
     p.write_text(FIXABLE)
+    real_read = files.read_source
 
     def read_then_someone_edits(path, *a, **k):
-        src = files.read_source(path, *a, **k)
+        src = real_read(path, *a, **k)
         with open(path, "a") as f:
             f.write("# saved by the editor\n")
         return src
 
-    monkeypatch.setattr(api, "read_source", read_then_someone_edits)
+    monkeypatch.setattr(files, "read_source", read_then_someone_edits)
     res = run_inproc(["apply", "--kernel", KERNEL, p])
     assert res.exit_code == 2
     assert f"{p}: error: changed on disk since it was read; not overwritten" in res.output
