@@ -56,7 +56,7 @@ def _why_unreadable(path: str) -> str:
 
 
 class Ignore:
-    """gitignore-style patterns (from .gitignore files and --exclude), each anchored at a directory."""
+    """gitignore-style pattern sets, each anchored at an absolute directory."""
 
     def __init__(self, specs: Sequence[Tuple[str, object]] = ()):
         self.specs = list(specs)  # (dir, spec), shallowest first
@@ -66,11 +66,12 @@ class Ignore:
         return Ignore(self.specs + [(d, spec)]) if spec is not None else self
 
     def ignored(self, path: str, is_dir: bool) -> bool:
-        """Git's rule: the deepest file with a matching pattern decides; its last match wins."""
+        """Git's rule: the deepest file with a matching pattern decides; its last match wins.
+
+        path is absolute and below every anchor (the walker guarantees it).
+        """
         for d, spec in reversed(self.specs):
-            rel = os.path.relpath(path, d).replace(os.sep, "/")
-            if rel.startswith("../"):
-                continue
+            rel = path[len(d):].lstrip(os.sep).replace(os.sep, "/")
             r = spec.check_file(rel + "/" if is_dir else rel)
             if r.include is not None:
                 return r.include
@@ -86,39 +87,28 @@ def _compile(lines: Iterable[str]):
     return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
-def _gitignore_lines(d: str) -> List[str]:
+def _read_lines(path: str) -> List[str]:
     try:
-        with open(os.path.join(d, ".gitignore"), encoding="utf-8", errors="replace") as f:
+        with open(path, encoding="utf-8", errors="replace") as f:
             return f.read().splitlines()
     except OSError:
         return []
 
 
 def _outer_ignores(root: str) -> Ignore:
-    """.gitignore files of the directories above root, up to the enclosing git work tree."""
-    root = os.path.abspath(root)
+    """.gitignore files above root, up to its git work tree's top (plus .git/info/exclude)."""
     chain, d = [], os.path.dirname(root)
-    top = None
     while True:
         chain.append(d)
         if os.path.exists(os.path.join(d, ".git")):
-            top = d
             break
         parent = os.path.dirname(d)
         if parent == d:
-            break
+            return Ignore()  # not in a git work tree: nothing above root applies
         d = parent
-    ig = Ignore()
-    if top is None:
-        return ig
+    ig = Ignore().with_dir(d, _read_lines(os.path.join(d, ".git", "info", "exclude")))
     for d in reversed(chain):
-        ig = ig.with_dir(d, _gitignore_lines(d))
-        if d == top:
-            try:
-                with open(os.path.join(d, ".git", "info", "exclude"), encoding="utf-8", errors="replace") as f:
-                    ig = ig.with_dir(d, f.read().splitlines())
-            except OSError:
-                pass
+        ig = ig.with_dir(d, _read_lines(os.path.join(d, ".gitignore")))
     return ig
 
 
@@ -130,42 +120,40 @@ def iter_python_files(
     Files named on the command line are always looked at. Directories are walked
     in sorted order, following symlinks (a link back to an ancestor is reported as
     a symlink loop), skipping hidden directories, .gitignore'd paths and paths that
-    match an --exclude pattern (gitignore syntax, relative to the directory given).
-    A directory named *.py is walked like any other; a *.py that is not a regular
-    file (broken link, FIFO, ...) is reported, not read.
+    match an `exclude` pattern (gitignore syntax, relative to the directory given).
+    A directory named *.py is walked like any other; a *.py entry that is not a
+    regular file (broken link, link loop, FIFO, ...) is reported, not read.
     """
+    excl = _compile(exclude)
     for p in paths:
         if os.path.isdir(p):
-            base = _outer_ignores(p) if gitignore else Ignore()
-            if exclude:
-                base = Ignore([(os.path.abspath(p), _compile(exclude))] + base.specs)
-                # --exclude is checked first by putting it... see _walk: it is tested separately
-            yield from _walk(p, base, exclude, gitignore)
+            top = os.path.normpath(p)
+            atop = os.path.abspath(top)
+            ig = _outer_ignores(atop) if gitignore else Ignore()
+            yield from _walk(top, atop, ig, excl, gitignore)
         elif os.path.isfile(p):
             yield p, None
         else:
             yield p, _why_unreadable(p)
 
 
-def _walk(top: str, ig: Ignore, exclude: Sequence[str], gitignore: bool) -> Iterator[Tuple[str, Optional[str]]]:
-    excl = _compile(exclude) if exclude else None
-    atop = os.path.abspath(top)
-    # gitignore specs only (the exclude spec, if any, is matched on its own below)
-    if excl is not None:
-        ig = Ignore(ig.specs[1:])
+def _walk(top: str, atop: str, ig: Ignore, excl, gitignore: bool) -> Iterator[Tuple[str, Optional[str]]]:
+    """Walk one directory; `excl` is tested on its own so no .gitignore negation can undo it."""
+    n = len(top)
     seen = set()
 
-    def excluded(path: str, is_dir: bool) -> bool:
-        if excl is None:
-            return False
-        rel = os.path.relpath(os.path.abspath(path), atop).replace(os.sep, "/")
-        return excl.match_file(rel + "/" if is_dir else rel)
+    def skip(ig: Ignore, apath: str, is_dir: bool) -> bool:
+        if excl is not None:
+            rel = apath[len(atop):].lstrip(os.sep).replace(os.sep, "/")
+            if excl.match_file(rel + "/" if is_dir else rel):
+                return True
+        return bool(ig.specs) and ig.ignored(apath, is_dir)
 
     def walk(d: str, ig: Ignore, ancestors: frozenset) -> Iterator[Tuple[str, Optional[str]]]:
         try:
             st = os.stat(d)
-        except OSError as e:
-            yield d, _why_unreadable(d) if e.errno in (errno.ELOOP, errno.ENOENT) else f"cannot read: {e.strerror}"
+        except OSError:
+            yield d, _why_unreadable(d)
             return
         key = (st.st_dev, st.st_ino)
         if key in ancestors:
@@ -176,7 +164,7 @@ def _walk(top: str, ig: Ignore, exclude: Sequence[str], gitignore: bool) -> Iter
         seen.add(key)
         ancestors = ancestors | {key}
         if gitignore:
-            ig = ig.with_dir(os.path.abspath(d), _gitignore_lines(d))
+            ig = ig.with_dir(atop + d[n:], _read_lines(os.path.join(d, ".gitignore")))
         try:
             with os.scandir(d) as it:
                 entries = sorted(it, key=lambda e: e.name)
@@ -189,12 +177,9 @@ def _walk(top: str, ig: Ignore, exclude: Sequence[str], gitignore: bool) -> Iter
             except OSError:
                 is_dir = False
             if is_dir:
-                if e.name.startswith(".") or excluded(e.path, True) or ig.ignored(os.path.abspath(e.path), True):
-                    continue
-                yield from walk(e.path, ig, ancestors)
-            elif e.name.endswith(".py"):
-                if excluded(e.path, False) or ig.ignored(os.path.abspath(e.path), False):
-                    continue
+                if not e.name.startswith(".") and not skip(ig, atop + e.path[n:], True):
+                    yield from walk(e.path, ig, ancestors)
+            elif e.name.endswith(".py") and not skip(ig, atop + e.path[n:], False):
                 try:
                     ok = e.is_file()
                 except OSError:

@@ -1,0 +1,171 @@
+"""Renderers for audit results: a text table, stable JSON, SARIF 2.1.0, GitHub annotations.
+
+Each takes the sites, the (path, error) pairs and the summary dict of one run
+and returns the whole report as a string. Only the standard library is used.
+The JSON shape is documented by schemas/audit-v1.schema.json; change it only
+together with its "version".
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import Callable, Dict, List, Sequence, Tuple
+from urllib.parse import quote
+
+from .model import Site, Status
+
+Errors = Sequence[Tuple[str, str]]
+JSON_VERSION = 1
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+
+def summary_line(summary: dict) -> str:
+    by = summary["by_status"]
+    counts = ", ".join(f"{by.get(st.value, 0)} {st.value}" for st in Status)
+    at = f" at {summary['rev']}" if summary.get("rev") else ""
+    return (f"{summary['files']} file(s) scanned{at}, {summary['parsed']} parsed; "
+            f"{summary['sites']} site(s): {counts}; {summary['errors']} error(s) in {summary['seconds']:.2f}s")
+
+
+def render_text(sites: Sequence[Site], errors: Errors, summary: dict) -> str:
+    rows = [("LOCATION", "STATUS", "CALLEE", "REASON")]
+    rows += [(f"{s.path}:{s.line}:{s.column}", s.status.value, s.callee, s.reason) for s in sites]
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    out = []
+    if sites:
+        out += [f"{a:<{widths[0]}}  {b:<{widths[1]}}  {c:<{widths[2]}}  {d}".rstrip() for a, b, c, d in rows]
+    out += [f"{p}: error: {e}" for p, e in errors]
+    out.append(summary_line(summary))
+    return "\n".join(out) + "\n"
+
+
+def to_json(sites: Sequence[Site], errors: Errors, summary: dict) -> dict:
+    keys = ("path", "line", "column", "callee", "status", "reason", "metadata")
+    return {
+        "version": JSON_VERSION,
+        "sites": [{k: s.to_dict()[k] for k in keys} for s in sites],
+        "errors": [{"path": p, "error": e} for p, e in errors],
+        "summary": summary,
+    }
+
+
+def render_json(sites: Sequence[Site], errors: Errors, summary: dict) -> str:
+    return json.dumps(to_json(sites, errors, summary), indent=2, ensure_ascii=False) + "\n"
+
+
+# -- SARIF --------------------------------------------------------------------
+
+# One rule per status that asks something of a person; compliant sites are not results.
+RULES: Dict[Status, dict] = {
+    Status.FIXABLE: {
+        "id": "TKM001", "name": "TopkLengthMissingFixable", "level": "warning",
+        "short": "Sparse FlashMLA call without topk_length; `topk-migrate apply` can add it",
+        "help": "Without topk_length the kernel scans the whole -1-padded top-k width for every row. "
+                "Run `topk-migrate apply` on the file to pass the clipped-seqlen metadata.",
+    },
+    Status.MANUAL: {
+        "id": "TKM002", "name": "TopkLengthMissingManual", "level": "error",
+        "short": "Sparse FlashMLA call without topk_length that needs a manual fix",
+        "help": "The call does not pass topk_length and cannot be rewritten automatically; "
+                "the result message says why. Pass per-row valid-index counts (int32, one per q row).",
+    },
+    Status.OPT_OUT: {
+        "id": "TKM003", "name": "TopkLengthOptOut", "level": "note",
+        "short": "Sparse FlashMLA call opted out of topk_length",
+        "help": "The call passes topk_length=None or carries a `# topk-migrate: ignore` comment.",
+    },
+}
+
+
+def _tool_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("topk-migrate")
+    except Exception:
+        return "0+unknown"
+
+
+def _location(path: str, line: int = 0, column: int = 0) -> dict:
+    loc: dict = {"artifactLocation": {"uri": quote(path.replace(os.sep, "/")), "uriBaseId": "%SRCROOT%"}}
+    if line:
+        loc["region"] = {"startLine": line, "startColumn": max(column, 1)}
+    return {"physicalLocation": loc}
+
+
+def to_sarif(sites: Sequence[Site], errors: Errors, summary: dict) -> dict:
+    order = list(RULES)
+    rules = [{
+        "id": r["id"], "name": r["name"],
+        "shortDescription": {"text": r["short"]},
+        "fullDescription": {"text": r["help"]},
+        "help": {"text": r["help"]},
+        "defaultConfiguration": {"level": r["level"]},
+        "properties": {"tags": ["performance", "flashmla"]},
+    } for r in RULES.values()]
+    results = []
+    for s in sites:
+        if s.status not in RULES:
+            continue
+        r = RULES[s.status]
+        res = {
+            "ruleId": r["id"], "ruleIndex": order.index(s.status), "level": r["level"],
+            "message": {"text": f"{s.callee}: {s.reason}"},
+            "locations": [_location(s.path, s.line, s.column)],
+            "partialFingerprints": {
+                "topkMigrateSite/v1": hashlib.sha256(f"{s.path}\0{s.callee}\0{s.line}".encode()).hexdigest()},
+            "properties": {"status": s.status.value, "callee": s.callee, "metadata": s.metadata},
+        }
+        if s.status is Status.OPT_OUT:
+            res["suppressions"] = [{"kind": "inSource", "justification": s.reason}]
+        results.append(res)
+    notes = [{"level": "error", "message": {"text": e}, "locations": [_location(p)]} for p, e in errors]
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "topk-migrate", "version": _tool_version(), "rules": rules}},
+            "columnKind": "unicodeCodePoints",
+            "results": results,
+            "invocations": [{"executionSuccessful": not errors, "toolExecutionNotifications": notes}],
+            "properties": {"summary": summary},
+        }],
+    }
+
+
+def render_sarif(sites: Sequence[Site], errors: Errors, summary: dict) -> str:
+    return json.dumps(to_sarif(sites, errors, summary), indent=2, ensure_ascii=False) + "\n"
+
+
+# -- GitHub workflow commands -------------------------------------------------------
+
+
+def _data(s: str) -> str:
+    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _prop(s: str) -> str:
+    return _data(s).replace(":", "%3A").replace(",", "%2C")
+
+
+def render_github(sites: Sequence[Site], errors: Errors, summary: dict) -> str:
+    """`::warning file=...` lines GitHub Actions turns into annotations on the diff."""
+    kind = {Status.FIXABLE: "warning", Status.MANUAL: "error", Status.OPT_OUT: "notice"}
+    out: List[str] = []
+    for s in sites:
+        if s.status in kind:
+            props = f"file={_prop(s.path)},line={s.line},col={s.column},title={_prop('topk-migrate: ' + s.status.value)}"
+            out.append(f"::{kind[s.status]} {props}::{_data(f'{s.callee}: {s.reason}')}")
+    out += [f"::error file={_prop(p)},title=topk-migrate%3A error::{_data(e)}" for p, e in errors]
+    out.append(summary_line(summary))
+    return "\n".join(out) + "\n"
+
+
+RENDERERS: Dict[str, Callable[[Sequence[Site], Errors, dict], str]] = {
+    "text": render_text, "json": render_json, "sarif": render_sarif, "github": render_github,
+}
+
+
+def render(fmt: str, sites: Sequence[Site], errors: Errors, summary: dict) -> str:
+    return RENDERERS[fmt](sites, errors, summary)
