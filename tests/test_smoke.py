@@ -140,7 +140,8 @@ def test_no_op_rewrite_fails():
 
 
 def naive(q, kv, idx, scale, lengths):
-    """Row by row, head by head, in float64: the documented semantics."""
+    """Row by row, head by head, in float64: the documented semantics
+    (max_logits and lse in base-2 units)."""
     s_q, h, _ = q.shape
     out = torch.zeros(s_q, h, 512, dtype=torch.float64)
     ml = torch.full((s_q, h), -math.inf, dtype=torch.float64)
@@ -151,8 +152,8 @@ def naive(q, kv, idx, scale, lengths):
             continue
         k = kv[keep, 0].double()
         logits = q[i].double() @ k.T * scale  # [h, n]
-        ml[i] = logits.max(-1).values
-        lse[i] = torch.logsumexp(logits, -1)
+        ml[i] = logits.max(-1).values * math.log2(math.e)
+        lse[i] = torch.logsumexp(logits, -1) * math.log2(math.e)
         out[i] = torch.softmax(logits, -1) @ k[:, :512]
     return out, ml, lse
 
@@ -183,6 +184,8 @@ def test_reference_rejects_what_the_kernel_cannot_take():
         reference.flash_mla_sparse_fwd(c.q, c.kv, idx, c.sm_scale, topk_length=torch.tensor([3, 129], dtype=torch.int32))
     with pytest.raises(ValueError, match="topk_length must be int32"):
         reference.flash_mla_sparse_fwd(c.q, c.kv, idx, c.sm_scale, topk_length=torch.tensor([3], dtype=torch.int32))
+    with pytest.raises(NotImplementedError):
+        reference.flash_mla_sparse_fwd(c.q, c.kv, idx, c.sm_scale, attn_sink=torch.zeros(64))
 
 
 def test_contract_check_names_each_kind_of_violation():

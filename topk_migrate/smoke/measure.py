@@ -36,6 +36,26 @@ class Costs:
     views: set
     syncs: Optional[int]  # None off-GPU
     allocations: Optional[int]  # caching-allocator requests; None off-GPU
+    sync_messages: list  # what torch said about each sync (first few)
+
+
+def _count_syncs(fn: Callable[[], object]):
+    """Syncs torch reports in one run of fn, under set_sync_debug_mode("warn").
+    The mode's first use is discarded: one-time setup can warn once."""
+    counts, messages = [], []
+    for _ in range(2):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            torch.cuda.set_sync_debug_mode("warn")
+            try:
+                fn()
+            finally:
+                torch.cuda.set_sync_debug_mode("default")
+        torch.cuda.synchronize()
+        hits = [str(w.message) for w in caught if "synchroniz" in str(w.message).lower()]
+        counts.append(len(hits))
+        messages = hits[:3]
+    return counts[-1], messages
 
 
 def hot_path_costs(fn: Callable[[], object], kernel, device: str) -> Costs:
@@ -47,22 +67,16 @@ def hot_path_costs(fn: Callable[[], object], kernel, device: str) -> Costs:
         with log:
             fn()
         syncs = allocations = None
+        sync_ops: list = []
         if device == "cuda":
             torch.cuda.synchronize()
             before = torch.cuda.memory_stats().get("allocation.all.allocated", 0)
             fn()
             torch.cuda.synchronize()
             allocations = torch.cuda.memory_stats().get("allocation.all.allocated", 0) - before
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                torch.cuda.set_sync_debug_mode("warn")
-                try:
-                    fn()
-                finally:
-                    torch.cuda.set_sync_debug_mode("default")
-            syncs = sum("synchroniz" in str(w.message).lower() for w in caught)
+            syncs, sync_ops = _count_syncs(fn)
             torch.cuda.synchronize()
-        return Costs(log.ops, log.views, syncs, allocations)
+        return Costs(log.ops, log.views, syncs, allocations, sync_ops)
     finally:
         kernel.record = record
 

@@ -1,16 +1,19 @@
 """A torch model of FlashMLA's sparse prefill kernel, `flash_mla_sparse_fwd`.
 
-Semantics follow FlashMLA's own reference for the kernel generation that has
-`topk_length` (natural-log lse; a row with nothing to attend gets out = 0,
-max_logits = -inf, lse = +inf). It runs the smoke on the CPU, and on the GPU it
-cross-checks the real kernel's numerics.
+Semantics are those sgl_kernel documents for this kernel (0.4.x wrapper:
+"lse: 2-based log-sum-exp") and that the H200 run confirmed: logits are
+P = q.k * sm_scale * log2(e); max_logits = max P and lse = log2(sum 2^P),
+both in base-2 units; out = softmax(P) @ v. A row with nothing to attend
+gets out = 0, max_logits = -inf, lse = +inf. It runs the smoke on the CPU, and
+on the GPU it cross-checks the real kernel's numerics.
 
-Inputs are validated the way the kernel would reject them, plus two checks the
+Inputs are validated the way the kernel would reject them, plus one check the
 kernel cannot make: `topk_length` values outside [0, topk] (the kernel would
 read past the row) raise instead of returning garbage.
 """
 from __future__ import annotations
 
+import math
 from typing import Optional, Tuple
 
 import torch
@@ -55,8 +58,10 @@ def sparse_attention_reference(
 
     An index takes part when 0 <= index < s_kv and its position is below the
     row's topk_length (when given). Computed in float32, `chunk_rows` q rows at
-    a time to bound memory.
+    a time to bound memory. `attn_sink` is not modelled (no caller here uses it).
     """
+    if attn_sink is not None:
+        raise NotImplementedError("the reference does not model attn_sink")
     _check_inputs(q, kv, indices, d_v, topk_length, head_multiple)
     s_q, h_q, _ = q.shape
     s_kv, topk = kv.shape[0], indices.shape[2]
@@ -72,15 +77,14 @@ def sparse_attention_reference(
         if topk_length is not None:
             dead |= position[None, :] >= topk_length[lo:hi, None].long()
         picked = kv2[idx.masked_fill(dead, 0)]  # [rows, topk, d_qk]
-        logits = torch.bmm(q[lo:hi].float(), picked.transpose(1, 2)) * sm_scale  # [rows, h_q, topk]
-        logits.masked_fill_(dead[:, None, :], float("-inf"))
-        row_lse = torch.logsumexp(logits, dim=-1)
-        norm = row_lse if attn_sink is None else torch.logaddexp(row_lse, attn_sink.float()[None, :])
-        norm = norm.masked_fill(norm == float("-inf"), float("inf"))  # empty row -> out 0
-        probs = torch.exp(logits - norm[..., None])
+        logits = torch.bmm(q[lo:hi].float(), picked.transpose(1, 2)) * (sm_scale * math.log2(math.e))
+        logits.masked_fill_(dead[:, None, :], float("-inf"))  # [rows, h_q, topk], base-2 units
+        row_lse = torch.logsumexp(logits * math.log(2), dim=-1) * math.log2(math.e)
+        norm = row_lse.masked_fill(row_lse == float("-inf"), float("inf"))  # empty row -> out 0
+        probs = torch.exp2(logits - norm[..., None])
         out[lo:hi] = torch.bmm(probs, picked[..., :d_v]).to(torch.bfloat16)
         max_logits[lo:hi] = logits.amax(dim=-1)
-        lse[lo:hi] = row_lse.masked_fill(row_lse == float("-inf"), float("inf"))
+        lse[lo:hi] = norm
     return out, max_logits, lse
 
 
