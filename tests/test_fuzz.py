@@ -1,0 +1,207 @@
+"""Hypothesis over kernel call-site variants: argument orders, keyword/positional
+mixes, starred arguments, import aliases, nesting, comments inside the call and
+odd formatting. For each, migrate_source either produces a parseable, idempotent
+rewrite that passes topk_length exactly once, or reports the site (manual,
+opt-out, compliant) and leaves that call alone: never a crash, never invalid
+code, never a duplicate keyword."""
+import ast
+import copy
+import os
+import tempfile
+import textwrap
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from topk_migrate.api import migrate_source
+from topk_migrate.model import Status
+
+from safety_samples import KERNEL
+
+settings.register_profile("ci", max_examples=150, deadline=None, derandomize=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("dev", max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("long", max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("TOPK_FUZZ_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+PATH = os.path.join(tempfile.mkdtemp(prefix="topk-fuzz-"), "mod.py")
+PARAMS = ["q", "kv", "indices", "sm_scale", "d_v", "attn_sink", "topk_length"]  # topk_length is 7th
+ENTRY = "flash_mla_sparse_fwd"
+
+# (import line, how the call spells the kernel)
+SPELLINGS = [
+    ("from sgl_kernel import flash_mla_sparse_fwd", "flash_mla_sparse_fwd"),
+    ("from sgl_kernel import flash_mla_sparse_fwd as fmla_fwd", "fmla_fwd"),
+    ("import sgl_kernel", "sgl_kernel.flash_mla_sparse_fwd"),
+    ("import sgl_kernel as sk", "sk.flash_mla_sparse_fwd"),
+    ("from sgl_kernel.flash_mla import flash_mla_sparse_fwd", "flash_mla_sparse_fwd"),
+    ("from sgl_kernel import (\n    flash_mla_sparse_fwd,  # the kernel\n)", "flash_mla_sparse_fwd"),
+]
+
+VALUES = {
+    "q": ["q", "q", "q", "self.q", "q.view(-1, 128, 576)", "(q)", "q[:n]"],
+    "kv": ["kv", "kv.unsqueeze(1)", "cache.kv"],
+    "indices": ["indices", "indices.view(n, 1, -1)", "idx[0]"],
+    "sm_scale": ["scale", "self.softmax_scale", "1.0 / 24"],
+    "d_v": ["512", "self.d_v"],
+    "attn_sink": ["sink", "None"],
+    "topk_length": ["lens", "None", "metadata.dsa_cache_seqlens_int32"],
+}
+
+
+@st.composite
+def calls(draw, callee, depth=0):
+    """Source text of one kernel call, and whether it passes topk_length as written."""
+    n_pos = draw(st.sampled_from([0, 1, 2, 3, 4, 4, 5, 6, 6, 7]))
+    rest = PARAMS[n_pos:]
+    kw = [p for p in rest if p in ("q", "kv", "indices", "sm_scale")
+          or (draw(st.integers(0, 3)) == 0 if p == "topk_length" else draw(st.booleans()))]
+    kw = draw(st.permutations(kw))
+    parts = []
+    for p in PARAMS[:n_pos]:
+        parts.append(draw(st.sampled_from(VALUES[p])))
+    star = draw(st.sampled_from(["", "", "", "", "", "*args", "**kwargs", "both"]))
+    eq = draw(st.sampled_from(["=", " = "]))
+    kwparts = [f"{p}{eq}{draw(st.sampled_from(VALUES[p]))}" for p in kw]
+    if draw(st.booleans()):
+        kwparts.append(f"out{eq}out")
+    if star in ("*args", "both"):  # f(a, k=1, *args) is valid Python too
+        kwparts.insert(draw(st.integers(0, len(kwparts))), "*args")
+    if star in ("**kwargs", "both"):
+        kwparts.append("**kwargs")
+    args = parts + kwparts
+    plain = [i for i, a in enumerate(args) if not a.startswith("*")]
+    if depth == 0 and plain and draw(st.integers(0, 5)) == 0:  # nesting: the kernel inside its own argument
+        inner = draw(calls(callee, depth + 1))
+        i = draw(st.sampled_from(plain))
+        key = args[i].split("=", 1)[0].rstrip() + eq if i >= len(parts) else ""
+        args[i] = f"{key}{inner}[0]"
+    layout = draw(st.sampled_from(["flat", "tight", "one_per_line", "hanging", "commented"]))
+    trailing = draw(st.booleans()) and bool(args) and "**kwargs" != (args[-1] if args else "")
+    if layout == "flat":
+        body = "(" + ", ".join(args) + ("," if trailing else "") + ")"
+    elif layout == "tight":
+        body = "(" + ",".join(args) + ")"
+    elif layout == "hanging":
+        body = "(" + ",\n        ".join(args) + ("," if trailing else "") + ")"
+    else:
+        ind = "\n            "
+        sep = ",  # note" + ind if layout == "commented" else "," + ind
+        body = "(" + ind + sep.join(args) + ("," if trailing or layout == "commented" else "") + "\n        )"
+    text = f"{callee}{body}" if args else f"{callee}()"
+    return text
+
+
+CONTEXTS = [
+    "        o, _, _ = {call}",
+    "        return {call}[0]",
+    "        out = torch.cat([{call}[0]])",
+    "        if q is not None: o = {call}",
+    "        fn = lambda: {call}",
+    "        outs = [{call} for _ in range(2)]",
+    "        o = {call} if q is not None else None",
+    "        o = \\\n            {call}",
+    "        with torch.no_grad():\n            o = {call}",
+]
+
+
+@st.composite
+def modules(draw):
+    imp, callee = draw(st.sampled_from(SPELLINGS))
+    local_import = draw(st.booleans()) and "\n" not in imp
+    call = draw(calls(callee))
+    ctx = draw(st.sampled_from(CONTEXTS))
+    stmt = ctx.format(call=call.replace("\n", "\n" + (" " * 4 if ctx.startswith("        with") else "")))
+    style = draw(st.sampled_from(["direct", "helper", "module"]))
+    head = "import torch\n" + ("" if local_import else imp + "\n") + '\nSEQLENS = "dsa_cache_seqlens_int32"\n\n\n'
+    local = f"        {imp}\n" if local_import else ""
+    if style == "module":
+        body = textwrap.dedent(stmt.replace("return ", "o = "))
+        return head + (imp + "\n" if local_import else "") + "q = kv = indices = scale = sink = lens = n = idx = cache = out = args = kwargs = None\n" + body + "\n"
+    sig = "self, q, kv, indices, scale, sink, lens, n, idx, cache, out, args, kwargs"
+    if style == "direct":
+        return head + f"class Backend:\n    def forward(self, metadata, {sig[6:]}):\n{local}{stmt}\n        return o\n"
+    return head + (
+        f"class Backend:\n    def _fwd({sig}):\n{local}{stmt}\n        return o\n\n"
+        f"    def forward_extend(self, metadata, q, kv):\n"
+        f"        return self._fwd(q, kv, None, 1.0, None, None, 0, None, None, None, (), {{}})\n"
+    )
+
+
+class KernelCalls(ast.NodeVisitor):
+    """Kernel calls in source order, with how many times each passes topk_length."""
+
+    def __init__(self):
+        self.found = []
+
+    def visit_Call(self, node):
+        f = node.func
+        name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+        if name in (ENTRY, "fmla_fwd"):
+            n_pos = 0
+            for a in node.args:
+                if isinstance(a, ast.Starred):
+                    break
+                n_pos += 1
+            kw = sum(k.arg == "topk_length" for k in node.keywords)
+            self.found.append((kw + (n_pos >= 7), ast.dump(_HideNested().visit(copy.deepcopy(node)))))
+        self.generic_visit(node)
+
+
+def _is_kernel_call(node):
+    f = node.func
+    return isinstance(node, ast.Call) and (
+        (isinstance(f, ast.Name) and f.id in (ENTRY, "fmla_fwd")) or (isinstance(f, ast.Attribute) and f.attr == ENTRY))
+
+
+class _HideNested(ast.NodeTransformer):
+    """A call's own arguments, with kernel calls nested in them replaced by a marker."""
+
+    def __init__(self):
+        self.top = True
+
+    def visit_Call(self, node):
+        if not self.top and _is_kernel_call(node):
+            return ast.Name(id="NESTED_KERNEL_CALL", ctx=ast.Load())
+        self.top = False
+        return self.generic_visit(node)
+
+
+def kernel_calls(source):
+    v = KernelCalls()
+    v.visit(ast.parse(source))
+    return v.found
+
+
+@given(modules())
+def test_call_site_variants(source):
+    compile(source, "<generated>", "exec", dont_inherit=True)  # the generator makes valid Python
+    m = migrate_source(source, PATH, kernel=KERNEL)  # no exception, not even InputError
+    new = m.new_source
+    compile(new, PATH, "exec", dont_inherit=True)  # parseable; a repeated keyword fails here
+    before, after = kernel_calls(source), kernel_calls(new)
+    assert len(before) == len(after) == len(m.sites), (m.sites, new)
+    fixable = [s for s in m.sites if s.status is Status.FIXABLE]
+    changed = 0
+    for (n_old, dump_old), (n_new, dump_new) in zip(before, after):
+        assert n_new <= 1, f"topk_length passed twice:\n{new}"
+        if n_old:  # already passes it: that call is left exactly as it was
+            assert dump_new == dump_old, new
+        changed += n_old == 0 and n_new == 1
+    # every rewritten call is a fixable site and every fixable site is rewritten
+    # (a nested kernel call inside a rewritten one counts once per call)
+    assert changed == len(fixable), (m.sites, new)
+    for s in m.sites:
+        assert s.status in set(Status) and s.reason
+    # idempotent: a second pass changes nothing and finds nothing left to fix
+    m2 = migrate_source(new, PATH, kernel=KERNEL)
+    assert m2.new_source == new
+    assert not [s for s in m2.sites if s.status is Status.FIXABLE]
+
+
+@given(modules())
+def test_starred_arguments_are_never_guessed(source):
+    m = migrate_source(source, PATH, kernel=KERNEL)
+    for (n_old, _), (n_new, dump_new), site in zip(kernel_calls(source), kernel_calls(m.new_source), m.sites):
+        if n_old == 0 and ("Starred" in dump_new or "keyword(value=Name(id='kwargs'" in dump_new):
+            assert n_new == 0 and site.status is Status.MANUAL, (site, m.new_source)
