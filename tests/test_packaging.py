@@ -17,6 +17,7 @@ def test_wheel_layout(tmp_path):
     assert tops == {"topk_migrate", next(t for t in tops if t.endswith(".dist-info"))}
     assert "topk_migrate/codemods/pass_topk_length.py" in names
     assert "topk_migrate/fixtures/examples/dsa_backend.py" in names
+    assert "topk_migrate/smoke/command.py" in names
     meta = zipfile.ZipFile(whl).read(next(n for n in names if n.endswith("METADATA"))).decode()
     core = [l for l in meta.splitlines() if l.startswith("Requires-Dist:") and "extra ==" not in l]
     assert not any("torch" in l for l in core), core  # light install: torch only in the smoke extra
