@@ -55,7 +55,7 @@ class AuditResult:
 
 
 def _warm() -> None:
-    """Pool initializer: pay the LibCST import once per worker, while the main process reads."""
+    """Import the engine (LibCST) ahead of the first candidate."""
     from . import api  # noqa: F401
     from .codemods import pass_topk_length  # noqa: F401
 
@@ -72,7 +72,10 @@ def analyse(path: str, kernel: Optional[str], cwd: Optional[str] = None) -> Tupl
             os.chdir(cwd)  # --rev: relative paths in reasons come out repo-relative
         src = read_source(path)
         cfg = config_for(os.path.dirname(os.path.abspath(path)))
-        text = (narrow.narrow(src.text) if narrow.enabled() else None) or src.text
+        text = narrow.narrow(src.text) if narrow.enabled() else None
+        if text == narrow.NOTHING:
+            return path, [], None
+        text = text or src.text
         return path, migrate_source(text, path, kernel or cfg.kernel, cfg.metadata).sites, None
     except InputError as e:
         return path, [], str(e)
@@ -80,41 +83,125 @@ def analyse(path: str, kernel: Optional[str], cwd: Optional[str] = None) -> Tupl
         return path, [], f"internal error: {type(e).__name__}: {e}"
 
 
+def _serve(tasks, results) -> None:
+    while True:
+        task = tasks.get()
+        if task is None:
+            return
+        results.put((task[0], analyse(*task[1])))
+
+
+def _zygote(ctx, tasks, results, workers: int) -> None:
+    """Import the engine once, then fork the other workers from this warm process and work too."""
+    _warm()
+    kids = [ctx.Process(target=_serve, args=(tasks, results)) for _ in range(workers - 1)]
+    for k in kids:
+        k.start()
+    results.put(("pids", [os.getpid()] + [k.pid for k in kids]))
+    _serve(tasks, results)
+    for k in kids:
+        k.join()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+
+
 class _Runner:
-    """Runs analyse() in-process for a lone candidate, in a process pool from the second on."""
+    """Runs analyse() in-process for a lone candidate, and from the second one on in
+    worker processes that fork from one that has imported LibCST (so it is imported
+    once, while this process goes on reading)."""
 
     def __init__(self, jobs: int):
         self.jobs = max(1, jobs)
-        self.pool = None
         self.queued: List[tuple] = []
-        self.futures: List = []
+        self.sent: List[tuple] = []
+        self.pool = None
 
     def submit(self, *args) -> None:
         if self.pool is None and (self.jobs == 1 or not self.queued):
             self.queued.append(args)
             return
         if self.pool is None:
+            self._start()
+        self.sent.append(args)
+        self._put(len(self.sent) - 1, args)
+
+    def _start(self) -> None:
+        if sys.platform == "linux":
+            ctx = multiprocessing.get_context("fork")
+            tasks, results = ctx.Queue(), ctx.Queue()
+            proc = ctx.Process(target=_zygote, args=(ctx, tasks, results, self.jobs))
+            proc.start()  # before the first put: no queue thread exists yet to be forked
+            self.pool = (tasks, results, proc)
+        else:  # no cheap fork: one pool process per worker, each importing the engine
             from concurrent.futures import ProcessPoolExecutor
 
-            ctx = multiprocessing.get_context("fork") if sys.platform == "linux" else None
-            self.pool = ProcessPoolExecutor(self.jobs, mp_context=ctx, initializer=_warm)
-            self.futures = [self.pool.submit(analyse, *a) for a in self.queued]
-            self.queued = []
-        self.futures.append(self.pool.submit(analyse, *args))
+            self.pool = ProcessPoolExecutor(self.jobs, initializer=_warm)
+        for args in self.queued:
+            self.sent.append(args)
+            self._put(len(self.sent) - 1, args)
+        self.queued = []
+
+    def _put(self, i: int, args: tuple) -> None:
+        if isinstance(self.pool, tuple):
+            self.pool[0].put((i, args))
+        else:
+            self.sent[i] = (args, self.pool.submit(analyse, *args))
 
     def results(self, progress: "_Progress") -> Iterable[Tuple[str, List[Site], Optional[str]]]:
-        total = len(self.queued) + len(self.futures)
+        total = len(self.queued) + len(self.sent)
         done = 0
-        for a in self.queued:
-            yield analyse(*a)
+        for args in self.queued:
+            yield analyse(*args)
             done += 1
             progress.show(f"analysed {done}/{total} candidate files")
-        for f in self.futures:
-            yield f.result()
+        if self.pool is None:
+            return
+        for res in (self._collect() if isinstance(self.pool, tuple) else self._collect_futures()):
+            yield res
             done += 1
             progress.show(f"analysed {done}/{total} candidate files")
-        if self.pool is not None:
-            self.pool.shutdown()
+
+    def _collect(self) -> Iterable[Tuple[str, List[Site], Optional[str]]]:
+        tasks, results, proc = self.pool
+        for _ in range(self.jobs):
+            tasks.put(None)
+        pending, pids = set(range(len(self.sent))), None
+        import queue
+
+        while pending:
+            try:
+                msg = results.get(timeout=0.2)
+            except queue.Empty:
+                if not proc.is_alive() and not (pids and any(_alive(p) for p in pids[1:])):
+                    break  # every worker is gone: what is still pending is lost
+                continue
+            if msg[0] == "pids":
+                pids = msg[1]
+            else:
+                pending.discard(msg[0])
+                yield msg[1]
+        for i in sorted(pending):
+            yield self.sent[i][0], [], "internal error: the worker process analysing it died"
+        proc.join()
+        for q in (tasks, results):
+            q.close()
+            q.join_thread()
+
+    def _collect_futures(self) -> Iterable[Tuple[str, List[Site], Optional[str]]]:
+        for args, fut in self.sent:
+            try:
+                yield fut.result()
+            except Exception as e:  # BrokenProcessPool: a worker died
+                yield args[0], [], f"internal error: {type(e).__name__}: {e}"
+        self.pool.shutdown()
 
 
 class _Progress:

@@ -28,9 +28,12 @@ def read_bytes(path: str) -> bytes:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise OSError(errno.EISDIR if stat.S_ISDIR(st.st_mode) else errno.EINVAL, "not a regular file")
-        chunks = []
+        data = os.read(fd, st.st_size + 1)  # one read for the whole file, as a rule
+        if len(data) <= st.st_size:
+            return data
+        chunks = [data]  # it grew since fstat
         while True:
-            b = os.read(fd, max(st.st_size + 1, 65536))
+            b = os.read(fd, 1 << 20)
             if not b:
                 return b"".join(chunks)
             chunks.append(b)

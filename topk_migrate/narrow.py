@@ -1,27 +1,38 @@
-"""Shrink a candidate file to what the engine reads before LibCST parses it.
+"""Shrink a candidate file to what the engine reads, before LibCST parses it.
 
-LibCST spends ~0.3 ms per line; the few files that hold a kernel call are often
-the biggest of a tree (5,000-line attention backends), so `audit` would spend
-nearly all its time there. The engine only looks at: the kernel calls, the
-function that holds each one and the functions that call that one (for their
-bindings), import statements anywhere (first binding wins, so their order),
-module- and class-level statements, the names every def binds, and the words of
-the whole text (the default metadata fields are searched for in it).
+LibCST costs ~0.1-0.3 ms per line, and the few files of a tree that hold a
+kernel call are often its biggest (5,000-line attention backends): parsed
+whole, they are nearly all of `audit`'s time. What the engine reads of a file:
 
-narrow() keeps all of that and stubs every other module- or class-level def:
-its header becomes `def name():` (the original first line kept as a comment),
-its imports stay on their lines, and all its other lines become one raw string
-that keeps their words. Line numbers and the columns of kept code do not move,
-so sites come out identical; tests/test_audit_narrow.py checks that on every
-fixture and on the real tree. Set TOPK_MIGRATE_NO_NARROW=1 to parse files whole.
-Only the standard library's C parser (ast) runs here.
+* every call, to find the kernel calls; it resolves a callee by expanding its
+  first name through the file's imports (all scopes; the first binding wins);
+* for a call that passes `topk_length=` itself, nothing more: it is compliant
+  (or opt-out, for None), whatever surrounds it;
+* for any other call, the function holding it, the functions that call that
+  one and the same-named methods (overrides), with their bindings; module- and
+  class-level statements; the name each def binds; the words of the whole text
+  (the default metadata fields are looked up in it).
+
+narrow() uses the standard library's C parser (ast) to keep just that:
+
+* NOTHING when no call is spelled like a kernel call (the engine is skipped);
+* when every kernel call passes `topk_length=`: the import statements and the
+  statements holding the calls, each where it was;
+* otherwise every module- or class-level def that neither holds a kernel call
+  nor names an open holder becomes a stub: `def name():` (its first line kept as
+  a comment), its imports on their lines, the rest of its lines raw strings.
+
+Lines that go keep their words, inside raw strings; kept lines and columns do
+not move, so the sites come out identical. tests/test_audit_narrow.py checks that
+on every fixture, on edge cases, on the real tree, and in the engine's own tests.
+TOPK_MIGRATE_NO_NARROW=1 parses files whole.
 """
 from __future__ import annotations
 
 import ast
 import os
 import re
-from typing import List, Optional, Set, Union
+from typing import List, Optional, Set, Tuple, Union
 
 from .discover import NEEDLES
 
@@ -29,10 +40,40 @@ _NAMES = tuple(n.decode() for n in NEEDLES)
 # An entry point imported under another name; comments and continuations may sit before `as`.
 _ALIAS = re.compile(r"(?:%s)(?:\s|\\|#[^\n]*)*as\b" % "|".join(_NAMES))
 _Def = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+_Import = Union[ast.Import, ast.ImportFrom]
+Found = Tuple[str, ast.stmt, ast.Call]  # (innermost function name, innermost statement, call)
+
+NOTHING = ""  # narrow()'s answer for a file without any call spelled like a kernel call
 
 
 def enabled() -> bool:
     return not os.environ.get("TOPK_MIGRATE_NO_NARROW")
+
+
+def narrow(text: str) -> Optional[str]:
+    """The narrowed source, NOTHING, or None when it cannot be done safely (parse it whole)."""
+    if "\r" in text or "\f" in text or "\v" in text or "\x1c" in text or "\x1d" in text or "\x1e" in text:
+        return None  # line splitting below must agree with the parsers': only \n here
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None  # let the engine report it (or parse syntax newer than ours)
+    lines = text.split("\n")
+    names = set(_NAMES)
+    if _ALIAS.search(text):
+        for x in ast.walk(tree):
+            if isinstance(x, (ast.Import, ast.ImportFrom)):
+                names.update(a.asname for a in x.names if a.asname and any(n in a.name for n in _NAMES))
+    calls: List[Found] = []
+    imports: List[_Import] = []
+    _scan(tree, "", tree.body[0] if tree.body else None, names, calls, imports)
+    if not calls:
+        return NOTHING
+    if all(_passes(c) for _, _, c in calls):
+        minimal = _minimal(lines, calls, imports)
+        if minimal is not None:
+            return minimal
+    return _stub_defs(tree, lines, names, calls)
 
 
 def _chain(expr: ast.AST) -> List[str]:
@@ -46,6 +87,73 @@ def _chain(expr: ast.AST) -> List[str]:
     return out
 
 
+def _passes(call: ast.Call) -> bool:
+    return any(k.arg == "topk_length" for k in call.keywords)
+
+
+def _simple(stmt: ast.stmt) -> bool:
+    return not hasattr(stmt, "body")
+
+
+def _scan(node: ast.AST, fn: str, stmt, names: Set[str], calls: List[Found], imports: List[_Import]) -> None:
+    """Collect kernel calls (with their innermost function and statement) and import statements."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.Import, ast.ImportFrom)):
+            imports.append(child)
+            continue
+        if isinstance(child, ast.Call) and not names.isdisjoint(_chain(child.func)):
+            calls.append((fn, stmt, child))
+        f = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else fn
+        _scan(child, f, child if isinstance(child, ast.stmt) else stmt, names, calls, imports)
+
+
+def _strings(lines: List[str], seg: List[int], indent: str, out: List[str]) -> None:
+    """Turn lines seg (1-based, consecutive) of `out` into one raw string statement."""
+    if seg:
+        for k in seg:  # a raw string cannot hold these; the words stay
+            out[k - 1] = lines[k - 1].replace('"', "'").replace("\\", "/")
+        out[seg[0] - 1] = f'{indent}r"""{out[seg[0] - 1]}'
+        out[seg[-1] - 1] += '"""'
+
+
+def _minimal(lines: List[str], calls: List[Found], imports: List[_Import]) -> Optional[str]:
+    """Imports (moved to column 0) and the call statements (each in an `if 1:` block
+    opened on the line above, where it is indented) on their own lines; None if they collide."""
+    keep: List[Optional[str]] = [None] * len(lines)
+    for imp in imports:
+        if lines[imp.lineno - 1][: imp.col_offset].strip():
+            return None  # shares its line with other code
+        keep[imp.lineno - 1] = lines[imp.lineno - 1].lstrip()
+        keep[imp.lineno : imp.end_lineno] = lines[imp.lineno : imp.end_lineno]
+    block = None  # (last line, column) of the kept statement an `if 1:` block is open for
+    for start, end, col in sorted({(s.lineno, s.end_lineno, s.col_offset) for _, s, _ in calls}):
+        st_lines = range(start - 1, end)
+        if any(keep[k] is not None for k in st_lines):
+            if block and start <= block[0]:
+                continue  # a second call in a statement kept already
+            return None
+        if lines[start - 1][:col].strip():
+            return None  # shares its line with other code
+        if col and not (block and block == (start - 1, col)):
+            if start < 2 or keep[start - 2] is not None:
+                return None  # no free line above for the block header
+            keep[start - 2] = f"if 1:  #{lines[start - 2]}"
+        keep[start - 1 : end] = lines[start - 1 : end]
+        block = (end, col)
+    if not all(_simple(s) for _, s, _ in calls):
+        return None
+    out = list(keep)
+    seg: List[int] = []
+    for i, k in enumerate(keep, 1):
+        if k is None:
+            seg.append(i)
+        else:
+            _strings(lines, seg, "", out)
+            seg = []
+    _strings(lines, seg, "", out)
+    return "\n".join(out)
+
+
 def _top_defs(body: List[ast.stmt], out: List[_Def]) -> List[_Def]:
     """Defs directly in the module or in a (nested) class body: the ones that can be stubbed."""
     for st in body:
@@ -56,42 +164,6 @@ def _top_defs(body: List[ast.stmt], out: List[_Def]) -> List[_Def]:
     return out
 
 
-def narrow(text: str) -> Optional[str]:
-    """The narrowed source, or None when it cannot be done safely (then parse the whole file)."""
-    if "\r" in text or "\f" in text or "\v" in text or "\x1c" in text:
-        return None  # line splitting below must agree with the parsers': only \n here
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None  # let the engine report it (or parse syntax newer than ours)
-    lines = text.split("\n")
-
-    # Names a kernel call can be spelled with: the entry points, and local names
-    # an import binds them to (`... import flash_mla_sparse_fwd as fwd`).
-    names = set(_NAMES)
-    if _ALIAS.search(text):
-        for x in ast.walk(tree):
-            if isinstance(x, (ast.Import, ast.ImportFrom)):
-                names.update(a.asname for a in x.names if a.asname and any(n in a.name for n in _NAMES))
-    spelled = _words(names)
-
-    defs = [(d, "\n".join(lines[_first(d) - 1 : d.end_lineno])) for d in _top_defs(tree.body, [])]
-    holders = [d for d, src in defs if spelled.search(src)]
-    # Functions with a kernel call that does not pass topk_length= itself: the
-    # engine may read their callers (to thread the metadata through them).
-    open_calls: Set[str] = set()
-    for h in holders:
-        _open_calls(h, h.name, names, open_calls)
-    calls_open = _words(open_calls) if open_calls else None
-    out = list(lines)
-    held = set(map(id, holders))
-    for d, src in defs:
-        if id(d) in held or (calls_open is not None and calls_open.search(src)):
-            continue  # holds a call, or may call a function that does: the engine reads it
-        _stub(d, lines, out, "import" in src)
-    return "\n".join(out)
-
-
 def _words(names: Set[str]) -> "re.Pattern[str]":
     return re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(names))))
 
@@ -100,18 +172,22 @@ def _first(d: _Def) -> int:
     return min([x.lineno for x in d.decorator_list] + [d.lineno])
 
 
-def _open_calls(node: ast.AST, fn: str, names: Set[str], out: Set[str]) -> None:
-    for child in ast.iter_child_nodes(node):
-        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            _open_calls(child, child.name, names, out)
-            continue
-        if isinstance(child, ast.Call) and not names.isdisjoint(_chain(child.func)):
-            if not any(k.arg == "topk_length" for k in child.keywords):
-                out.add(fn)
-        _open_calls(child, fn, names, out)
+def _stub_defs(tree: ast.Module, lines: List[str], names: Set[str], calls: List[Found]) -> str:
+    spelled = _words(names)
+    # Functions holding a kernel call that does not pass topk_length= itself: the
+    # engine may read their callers and overrides (a word search finds both).
+    open_fns = {fn for fn, _, c in calls if not _passes(c) and fn}
+    named_open = _words(open_fns) if open_fns else None
+    out = list(lines)
+    for d in _top_defs(tree.body, []):
+        src = "\n".join(lines[_first(d) - 1 : d.end_lineno])
+        if not spelled.search(src) and not (named_open and named_open.search(src)):
+            _stub(d, lines, out, "import" in src)
+    return "\n".join(out)
 
 
 def _stub(d: _Def, lines: List[str], out: List[str], has_import: bool) -> None:
+    """Stub d in `out`, keeping its imports where they are."""
     first = _first(d)
     body = d.body[0]
     if body.lineno <= first or lines[body.lineno - 1][: body.col_offset].strip():
@@ -121,29 +197,20 @@ def _stub(d: _Def, lines: List[str], out: List[str], has_import: bool) -> None:
         if isinstance(x, (ast.Import, ast.ImportFrom)):
             if x.lineno == first or lines[x.lineno - 1][: x.col_offset].strip():
                 return  # shares its line with other code: keep the def whole
-            imports[x.lineno] = x
+            imports[x.lineno] = x.end_lineno
     indent = lines[body.lineno - 1][: body.col_offset]
     head = lines[d.lineno - 1][: d.col_offset]
     kw = "async def " if isinstance(d, ast.AsyncFunctionDef) else "def "
     out[first - 1] = f"{head}{kw}{d.name}():  #{lines[first - 1]}"
     seg: List[int] = []
-
-    def flush() -> None:
-        if seg:
-            for k in seg:  # a raw string cannot hold these; the words stay
-                out[k - 1] = lines[k - 1].replace('"', "'").replace("\\", "/")
-            out[seg[0] - 1] = f'{indent}r"""{out[seg[0] - 1]}'
-            out[seg[-1] - 1] += '"""'
-            seg.clear()
-
     ln = first + 1
     while ln <= d.end_lineno:
-        imp = imports.get(ln)
-        if imp is None:
+        if ln in imports:
+            _strings(lines, seg, indent, out)
+            seg = []
+            out[ln - 1] = indent + lines[ln - 1].lstrip()
+            ln = imports[ln] + 1  # continuation lines of a multi-line import stay as they are
+        else:
             seg.append(ln)
             ln += 1
-            continue
-        flush()
-        out[ln - 1] = indent + lines[ln - 1].lstrip()
-        ln = imp.end_lineno + 1  # continuation lines of a multi-line import stay as they are
-    flush()
+    _strings(lines, seg, indent, out)
