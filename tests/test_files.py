@@ -58,6 +58,23 @@ def test_pep263_latin1_kept(tmp_path):
     assert p.read_bytes() == head + FIXED.encode() + b"\n"
 
 
+@pytest.mark.parametrize("nl", [b"\r", b"\n", b"\r\n"])
+def test_coding_cookie_only_on_the_first_two_lines(tmp_path, nl):
+    # Found on the real tree (transformers' modular_swin.py with CR line ends):
+    # a comment far down mentioning "coding: bool" is not a PEP 263 cookie.
+    p = tmp_path / "cr.py"
+    body = nl.join([b"# Copyright", b"#", b"x = 1", b"# use_sliding_window_encoding: bool", b"# caf\xc3\xa9", b""])
+    p.write_bytes(body)
+    src = read_source(str(p))
+    assert src.encoding == "utf-8" and "caf\u00e9" in src.text
+
+
+def test_coding_cookie_on_line_two_after_cr(tmp_path):
+    p = tmp_path / "cr2.py"
+    p.write_bytes(b"#!/usr/bin/env python\r# -*- coding: latin-1 -*-\rx = 1  # caf\xe9\r")
+    assert read_source(str(p)).encoding == "iso-8859-1"
+
+
 def test_lossy_codec_refused(tmp_path):
     p = tmp_path / "utf7.py"
     p.write_bytes(b'# coding: utf-7\nx = "+AGE-"\n')  # decodes to "a", would encode back as "a"

@@ -115,8 +115,12 @@ def read_source(path: str, limit: Optional[int] = None) -> SourceFile:
     nul = raw.find(b"\0")
     if nul >= 0:
         raise InputError(f"binary file (NUL byte at offset {nul})")
+    # The cookie may only sit on line 1 or 2, and CPython counts a lone CR as a
+    # line end; detect_encoding splits at LF only, so it would search a whole
+    # CR-only file as "line 1" and find a stray "coding: x" anywhere in it.
+    first_two = re.match(rb"[^\r\n]*(?:\r\n|\r|\n)?[^\r\n]*(?:\r\n|\r|\n)?", raw).group(0)
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(first_two.replace(b"\r\n", b"\n").replace(b"\r", b"\n")).readline)
     except SyntaxError as e:
         raise InputError(f"bad encoding declaration: {e.msg if hasattr(e, 'msg') else e}") from None
     try:
