@@ -67,8 +67,9 @@ def analyse(path: str, kernel: Optional[str], cwd: Optional[str] = None) -> Tupl
     from .config import config_for
     from .files import read_source
 
+    back = os.getcwd() if cwd else None
     try:
-        if cwd and os.getcwd() != cwd:
+        if cwd:
             os.chdir(cwd)  # --rev: relative paths in reasons come out repo-relative
         src = read_source(path)
         cfg = config_for(os.path.dirname(os.path.abspath(path)))
@@ -81,14 +82,20 @@ def analyse(path: str, kernel: Optional[str], cwd: Optional[str] = None) -> Tupl
         return path, [], str(e)
     except Exception as e:  # a bug of ours: report it and go on with the other files
         return path, [], f"internal error: {type(e).__name__}: {e}"
+    finally:
+        if back:
+            os.chdir(back)
 
 
 def _serve(tasks, results) -> None:
+    send, lock = results
     while True:
         task = tasks.get()
         if task is None:
             return
-        results.put((task[0], analyse(*task[1])))
+        out = (task[0], analyse(*task[1]))
+        with lock:  # straight into the pipe: a result is never lost in a buffer if we die next
+            send.send(out)
 
 
 def _zygote(ctx, tasks, results, workers: int) -> None:
@@ -97,7 +104,8 @@ def _zygote(ctx, tasks, results, workers: int) -> None:
     kids = [ctx.Process(target=_serve, args=(tasks, results)) for _ in range(workers - 1)]
     for k in kids:
         k.start()
-    results.put(("pids", [os.getpid()] + [k.pid for k in kids]))
+    with results[1]:
+        results[0].send(("pids", [os.getpid()] + [k.pid for k in kids]))
     _serve(tasks, results)
     for k in kids:
         k.join()
@@ -136,10 +144,11 @@ class _Runner:
     def _start(self) -> None:
         if sys.platform == "linux":
             ctx = multiprocessing.get_context("fork")
-            tasks, results = ctx.Queue(), ctx.Queue()
-            proc = ctx.Process(target=_zygote, args=(ctx, tasks, results, self.jobs))
+            tasks = ctx.Queue()  # put() never blocks this process, however far behind the workers are
+            recv, send = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_zygote, args=(ctx, tasks, (send, ctx.Lock()), self.jobs))
             proc.start()  # before the first put: no queue thread exists yet to be forked
-            self.pool = (tasks, results, proc)
+            self.pool = (tasks, recv, proc)
         else:  # no cheap fork: one pool process per worker, each importing the engine
             from concurrent.futures import ProcessPoolExecutor
 
@@ -170,30 +179,30 @@ class _Runner:
             progress.show(f"analysed {done}/{total} candidate files")
 
     def _collect(self) -> Iterable[Tuple[str, List[Site], Optional[str]]]:
-        tasks, results, proc = self.pool
+        tasks, recv, proc = self.pool
         for _ in range(self.jobs):
             tasks.put(None)
-        pending, pids = set(range(len(self.sent))), None
-        import queue
-
+        pending, pids = set(range(len(self.sent))), []
         while pending:
-            try:
-                msg = results.get(timeout=0.2)
-            except queue.Empty:
-                if not proc.is_alive() and not (pids and any(_alive(p) for p in pids[1:])):
+            if not recv.poll(0.2):
+                if not proc.is_alive() and not any(_alive(p) for p in pids[1:]):
                     break  # every worker is gone: what is still pending is lost
                 continue
+            try:
+                msg = recv.recv()
+            except EOFError:
+                break  # every worker has closed its end: none is left
             if msg[0] == "pids":
                 pids = msg[1]
             else:
                 pending.discard(msg[0])
                 yield msg[1]
         for i in sorted(pending):
-            yield self.sent[i][0], [], "internal error: the worker process analysing it died"
+            yield self.sent[i][0], [], "internal error: a worker process died before analysing it"
         proc.join()
-        for q in (tasks, results):
-            q.close()
-            q.join_thread()
+        recv.close()
+        tasks.close()
+        tasks.join_thread()
 
     def _collect_futures(self) -> Iterable[Tuple[str, List[Site], Optional[str]]]:
         for args, fut in self.sent:
@@ -211,7 +220,7 @@ class _Progress:
 
     def __init__(self, enabled: bool):
         self.enabled = enabled
-        self.start = self.last = time.monotonic()
+        self.start, self.last = time.monotonic(), 0.0
         self.shown = False
 
     def show(self, text: str) -> None:
@@ -439,7 +448,10 @@ def _scan_rev(paths, rev, exclude, kernel, runner, tally, prog, tmp) -> Tuple[st
     while not os.path.isdir(start):  # the path may exist only in that commit
         start = os.path.dirname(start)
     top = os.path.realpath(_git(["rev-parse", "--show-toplevel"], start).decode().strip())
-    commit = _git(["rev-parse", "--verify", "--end-of-options", f"{rev}^{{commit}}"], top).decode().strip()
+    try:
+        commit = _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"], top).decode().strip()
+    except AuditError:
+        raise AuditError(f"--rev {rev}: no such commit in {top}") from None
     rels = []
     for p in paths:
         a = os.path.realpath(p) if os.path.exists(p) else os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(p))), os.path.basename(p))

@@ -1,0 +1,211 @@
+"""`topk-migrate audit`: the same verdicts as `check`, over whole trees, fast, and at git revisions."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from topk_migrate import api
+from topk_migrate import audit as audit_mod
+from topk_migrate.audit import audit
+from topk_migrate.config import config_for
+
+ROOT = Path(__file__).resolve().parents[1]
+PAIRS = ROOT / "fixtures" / "pairs"
+SCHEMA = json.loads((ROOT / "topk_migrate" / "schemas" / "audit-v1.schema.json").read_text())
+CALL = "from sgl_kernel import flash_mla_sparse_fwd\n\ndef f(q, kv, i, m):\n    return flash_mla_sparse_fwd(q, kv, i, 1.0{})\n"
+
+
+def cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "topk_migrate", *map(str, args)], capture_output=True, text=True, cwd=cwd)
+
+
+def key(s):
+    return (s.path, s.line, s.column, s.callee, s.status, s.reason, s.metadata)
+
+
+@pytest.fixture
+def pairs(tmp_path):
+    dest = tmp_path / "pairs"
+    shutil.copytree(PAIRS, dest)
+    return dest
+
+
+def test_same_verdicts_as_check(pairs):
+    got = audit([str(pairs)], jobs=2)
+    expected = []
+    for s in api.run([str(pairs)]).sites:
+        expected.append(key(s._replace(path=os.path.relpath(s.path, pairs))) if hasattr(s, "_replace") else
+                        (os.path.relpath(s.path, pairs), *key(s)[1:]))
+    assert sorted(map(key, got.sites)) == sorted(expected)
+    assert {s.status.value for s in got.sites} == {"compliant", "opt-out", "fixable", "manual"}
+    assert got.summary["files"] == 6 and got.summary["parsed"] == 6 and got.errors == []
+    assert got.exit_code() == 1
+
+
+def test_one_worker_or_many_give_the_same_report(pairs):
+    assert list(map(key, audit([str(pairs)], jobs=1).sites)) == list(map(key, audit([str(pairs)], jobs=2).sites))
+
+
+def test_files_without_a_kernel_name_are_never_parsed(tmp_path):
+    (tmp_path / "broken.py").write_text("def (:\n")  # would be a syntax error if parsed
+    (tmp_path / "ok.py").write_text(CALL.format(", topk_length=m.lens"))
+    r = audit([str(tmp_path)])
+    assert r.errors == [] and r.summary["files"] == 2 and r.summary["parsed"] == 1
+    assert [(s.path, s.status.value) for s in r.sites] == [("ok.py", "compliant")]
+    (tmp_path / "broken.py").write_text("def (:\n    flash_mla_sparse_fwd(q)\n")
+    r = audit([str(tmp_path)])
+    assert [p for p, _ in r.errors] == ["broken.py"] and "syntax error" in r.errors[0][1] and r.exit_code() == 2
+
+
+def test_main_process_never_imports_libcst(tmp_path):
+    for i in range(3):
+        (tmp_path / f"m{i}.py").write_text(CALL.format(""))
+    code = ("import sys; from topk_migrate.audit import audit; r = audit([sys.argv[1]], jobs=2); "
+            "print(len(r.sites), 'libcst' in sys.modules, 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["3", "False", "False"]
+
+
+def test_a_worker_that_dies_costs_one_file_not_the_run(tmp_path, monkeypatch):
+    for name in ("a.py", "crash.py", "z.py"):
+        (tmp_path / name).write_text(CALL.format(", topk_length=m.lens"))
+    real = audit_mod.analyse
+
+    def dying(path, *a):
+        if path.endswith("crash.py"):
+            os._exit(3)
+        return real(path, *a)
+
+    monkeypatch.setattr(audit_mod, "analyse", dying)  # the forked workers inherit it
+    r = audit([str(tmp_path)], jobs=2)
+    assert [s.path for s in r.sites] == ["a.py", "z.py"]
+    assert r.errors == [("crash.py", "internal error: a worker process died before analysing it")]
+
+
+def test_paths_are_relative_to_the_given_root(pairs, tmp_path):
+    r = audit([str(pairs / "mixed_sites")])
+    assert {s.path for s in r.sites} == {"after.py", "before.py"}
+    r = audit([str(pairs / "mixed_sites" / "before.py"), str(pairs / "nsa_backend")])
+    assert {s.path for s in r.sites} == {"mixed_sites/before.py", "nsa_backend/after.py", "nsa_backend/before.py"}
+    r = audit([str(pairs), str(tmp_path / "missing")])
+    assert r.errors == [("missing", "no such file or directory")] and r.exit_code() == 2
+
+
+def test_exclude_gitignore_and_project_config(pairs):
+    assert {s.path.split("/")[0] for s in audit([str(pairs)], exclude=["mixed_sites/", "*/after.py"]).sites} == {"fork_inline", "nsa_backend"}
+    (pairs / ".gitignore").write_text("nsa_backend/\n")
+    assert {s.path.split("/")[0] for s in audit([str(pairs)]).sites} == {"fork_inline", "mixed_sites"}
+    assert {s.path.split("/")[0] for s in audit([str(pairs)], gitignore=False).sites} == {"fork_inline", "mixed_sites", "nsa_backend"}
+    (pairs / "pyproject.toml").write_text('[tool.topk-migrate]\ninclude = ["*/before.py"]\nexclude = ["fork_inline/"]\n')
+    config_for.cache_clear()  # one process audits once in real life; this test audits four times
+    assert {s.path for s in audit([str(pairs)], gitignore=False).sites} == {"mixed_sites/before.py", "nsa_backend/before.py"}
+
+
+def test_cli_json_validates_and_exit_codes(pairs, tmp_path):
+    r = cli("audit", pairs, "--format", "json")
+    assert r.returncode == 1, r.stderr
+    doc = json.loads(r.stdout)
+    jsonschema.Draft202012Validator(SCHEMA).validate(doc)
+    assert doc["summary"]["by_status"] == {"compliant": 5, "opt-out": 4, "fixable": 3, "manual": 4}
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    (clean / "a.py").write_text(CALL.format(", topk_length=None"))
+    assert cli("audit", clean).returncode == 0
+    (clean / "b.py").write_bytes(b"flash_mla_sparse_fwd\0")
+    r = cli("audit", clean, "--format", "json")
+    assert r.returncode == 2 and json.loads(r.stdout)["errors"][0]["path"] == "b.py"
+    assert "\x1b[" not in r.stderr  # piped: no progress line
+    r = cli("audit", clean, "--rev", "HEAD")
+    assert r.returncode == 2 and r.stderr.startswith("error: git rev-parse") and "not a git repository" in r.stderr
+
+
+def test_progress_line_only_after_a_while_and_cleared(capsys):
+    p = audit_mod._Progress(True)
+    p.show("early")
+    assert capsys.readouterr().err == ""
+    p.start -= 1
+    p.bar(5, 10, ", 1 to analyse")
+    p.close()
+    err = capsys.readouterr().err
+    assert "[###############...............] 5/10 files, 1 to analyse" in err and err.endswith("\r\x1b[K")
+    silent = audit_mod._Progress(False)
+    silent.start -= 1
+    silent.bar(1, 2, "")
+    silent.close()
+    assert capsys.readouterr().err == ""
+
+
+# -- --rev ---------------------------------------------------------------------------
+
+
+def git(repo, *args):
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_SYSTEM": os.devnull}
+    return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """A fork with two commits: the kernel call before the fix, and after it."""
+    r = tmp_path / "fork"
+    (r / "fork" / "layers").mkdir(parents=True)
+    git(r, "init", "-q", "-b", "main")
+    shutil.copy(PAIRS / "requirements.txt", r / "requirements.txt")
+    shutil.copy(PAIRS / "fork_inline" / "before.py", r / "fork" / "layers" / "attn.py")
+    (r / "fork" / "other.py").write_text("x = 1\n")
+    git(r, "add", "-A")
+    git(r, "commit", "-qm", "before")
+    git(r, "tag", "v0.5.16")
+    shutil.copy(PAIRS / "fork_inline" / "after.py", r / "fork" / "layers" / "attn.py")
+    git(r, "commit", "-qam", "pass topk_length")
+    return r
+
+
+def test_rev_reads_commits_without_checking_them_out(repo):
+    before = audit([str(repo)], rev="v0.5.16")
+    after = audit([str(repo)], rev="main")
+    assert [(s.path, s.line, s.status.value) for s in before.sites] == [("fork/layers/attn.py", 13, "fixable")]
+    assert [(s.path, s.line, s.status.value) for s in after.sites] == [("fork/layers/attn.py", 18, "compliant")]
+    assert before.summary["commit"] == git(repo, "rev-parse", "v0.5.16") and before.summary["files"] == 2
+    assert before.exit_code() == 1 and after.exit_code() == 0
+    # the work tree is neither read nor touched
+    (repo / "fork" / "layers" / "attn.py").write_text("garbage flash_mla_sparse_fwd(\n")
+    assert [s.status.value for s in audit([str(repo)], rev="v0.5.16").sites] == ["fixable"]
+    assert git(repo, "status", "--porcelain") == "M fork/layers/attn.py"
+
+
+def test_rev_uses_the_pins_of_that_commit(repo):
+    (repo / "requirements.txt").write_text("sgl-kernel==0.3.0\n")  # uncommitted: a kernel without topk_length
+    work = audit([str(repo / "fork")])
+    assert [s.status.value for s in work.sites] == ["compliant"]  # the work tree has the fixed file
+    at_tag = audit([str(repo / "fork")], rev="v0.5.16")
+    assert [s.status.value for s in at_tag.sites] == ["fixable"], at_tag.sites
+    git(repo, "commit", "-qam", "downgrade")
+    git(repo, "checkout", "-q", "v0.5.16", "--", "fork/layers/attn.py")
+    git(repo, "commit", "-qam", "revert the fix")
+    now = audit([str(repo / "fork")], rev="HEAD")
+    assert [s.status.value for s in now.sites] == ["manual"] and "too old" in now.sites[0].reason
+
+
+def test_rev_paths_subdirs_and_errors(repo, monkeypatch):
+    monkeypatch.chdir(repo / "fork")
+    r = audit(["layers"], rev="v0.5.16")
+    assert [s.path for s in r.sites] == ["attn.py"]
+    r = audit(["layers/attn.py", "gone.py"], rev="v0.5.16")
+    assert [s.path for s in r.sites] == ["layers/attn.py"] and r.errors == [("gone.py", "not in v0.5.16")]
+    with pytest.raises(audit_mod.AuditError, match="no-such-ref"):
+        audit(["."], rev="no-such-ref")
+
+
+def test_cli_rev_side_by_side(repo):
+    old = json.loads(cli("audit", ".", "--rev", "v0.5.16", "--format", "json", cwd=repo).stdout)
+    new = json.loads(cli("audit", ".", "--rev", "main", "--format", "json", cwd=repo).stdout)
+    for doc in (old, new):
+        jsonschema.Draft202012Validator(SCHEMA).validate(doc)
+    assert [s["status"] for s in old["sites"]] == ["fixable"] and [s["status"] for s in new["sites"]] == ["compliant"]
+    assert old["summary"]["rev"] == "v0.5.16"
