@@ -291,6 +291,11 @@ def check_file(path: str, old_raw: bytes, old_text: str, new_raw: bytes, site_li
     return problems, outside
 
 
+def _commit() -> str:
+    r = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return r.stdout.strip() or "unknown"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tree", default="/tmp/topk-bench-tree", help="the tree bench/build_tree.sh builds")
@@ -370,9 +375,11 @@ def main(argv=None) -> int:
         "Issue 5, item 5. Produced by:",
         "",
         "```",
-        f"bash bench/build_tree.sh {args.tree}   # once; {n_py} .py files of four PyPI wheels",
+        f"bash bench/build_tree.sh {args.tree}   # once: {n_py} .py files of four PyPI wheels",
         f"python bench/collateral_check.py --tree {args.tree} --plant {args.plant} --seed {args.seed} --kernel {args.kernel}" + (f" --record {args.record}" if args.record else ""),
         "```",
+        "",
+        f"At commit {_commit()}, Python {sys.version.split()[0]}.",
         "",
         "The release in the tree already passes topk_length everywhere, so the copy is seeded first:",
         f"{unmigrated} topk_length keyword line(s) taken out of real kernel calls, and a fixable snippet "

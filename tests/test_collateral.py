@@ -1,0 +1,34 @@
+"""No collateral change, asserted with hashes on a real tree small enough for CI:
+the installed sources of click and libcst (~330 files), seeded like the big run
+(bench/collateral_check.py; results/collateral.md has the 13k-file numbers)."""
+import importlib.util
+import os
+import shutil
+
+import click
+import libcst
+
+from safety_samples import ROOT
+
+
+def load_checker():
+    spec = importlib.util.spec_from_file_location("collateral_check", ROOT / "bench" / "collateral_check.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_apply_changes_only_fix_lines_on_a_real_tree(tmp_path):
+    src = tmp_path / "src"
+    for pkg in (click, libcst):
+        d = os.path.dirname(pkg.__file__)
+        shutil.copytree(d, src / os.path.basename(d), ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyd"))
+    record = tmp_path / "collateral.md"
+    checker = load_checker()
+    rc = checker.main(["--tree", str(src), "--work", str(tmp_path / "work"), "--plant", "30", "--record", str(record)])
+    report = record.read_text()
+    assert rc == 0, report
+    assert "**Result: PASS**" in report
+    assert "| files changed | 30 |" in report
+    assert "| bytes changed outside the fixes' footprint | 0 |" in report
+    assert "| second apply: files changed (idempotence) | 0 " in report
