@@ -1,0 +1,41 @@
+"""pytest plugin (-p narrow_shadow): every engine run in a test is repeated on the narrowed source.
+
+Loaded by tests/test_audit_narrow.py around the engine's own tests, so narrowing is
+checked on every source they make up. Each comparison is appended to the JSON-lines
+file named by $NARROW_SHADOW_LOG as {"same": bool, ...}.
+"""
+import json
+import os
+
+import topk_migrate.api as api
+from topk_migrate import narrow
+
+_real = api.migrate_source
+
+
+def _log(entry):
+    with open(os.environ["NARROW_SHADOW_LOG"], "a") as f:
+        f.write(json.dumps(entry) + "\n")
+
+
+def _shadow(source, path="<string>", kernel=None, *args, **kwargs):
+    m = _real(source, path, kernel, *args, **kwargs)
+    small = narrow.narrow(source)
+    if small is None:
+        _log({"same": True, "narrowed": False})
+        return m
+    try:
+        other = [] if small == narrow.NOTHING else _real(small, path, kernel, *args, **kwargs).sites
+    except Exception as e:  # noqa: BLE001 - any difference is the finding
+        other = f"raised {type(e).__name__}: {e}"
+    same = other == m.sites
+    entry = {"same": same, "narrowed": True}
+    if not same:
+        entry.update(source=source, full=[s.to_dict() for s in m.sites],
+                     narrowed_sites=other if isinstance(other, str) else [s.to_dict() for s in other])
+    _log(entry)
+    return m
+
+
+def pytest_configure(config):
+    api.migrate_source = _shadow

@@ -1,0 +1,238 @@
+"""narrow.py must never change a verdict: the engine gives the same sites on the narrowed source."""
+import ast
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from topk_migrate import narrow
+from topk_migrate.api import migrate_source
+from topk_migrate.discover import may_hold_site
+from topk_migrate.model import InputError
+
+ROOT = Path(__file__).resolve().parents[1]
+KERNEL = "sglang-kernel==0.4.6"
+TREE = Path(os.environ.get("TOPK_BENCH_TREE", "/tmp/topk-bench-tree"))
+
+HEAD = "import torch\nfrom typing import Optional\nfrom sgl_kernel import flash_mla_sparse_fwd\n"
+CASES = {
+    "helper route through callers": HEAD + '''
+class Backend:
+    def _sparse(self, q, kv, idx):
+        out, _, _ = flash_mla_sparse_fwd(q, kv, idx, 1.0)
+        return out
+
+    def forward_extend(self, q, kv, idx, metadata):
+        return self._sparse(q, kv, idx)
+
+    def forward_decode(self, q, kv, idx, seq_lens):
+        x = self._sparse(q, kv, idx)
+        return x
+
+    def unrelated(self, a, metadata):
+        import numpy as np
+        return np.zeros(a) + metadata.dsa_cache_seqlens_int32
+''',
+    "an override that takes the parameter": HEAD + '''
+class Backend:
+    def _sparse(self, q, kv, idx):
+        return flash_mla_sparse_fwd(q, kv, idx, 1.0)
+
+    def forward(self, q, kv, idx, metadata):
+        return self._sparse(q, kv, idx) + metadata.dsa_cache_seqlens_int32
+
+
+class Child(Backend):
+    def _sparse(self, q, kv, idx, topk_length=None):
+        return q
+
+
+class Other:
+    def run(self, q):
+        return q
+''',
+    "aliases and module spellings": '''
+import sgl_kernel.flash_mla as fmla
+from flash_mla import flash_mla_sparse_fwd as fwd
+from vllm.attention import (
+    flash_mla_sparse_prefill  # the wrapper
+    as prefill,
+)
+
+def a(q, kv, i, metadata):
+    return fwd(q, kv, i, 1.0)
+
+def b(q, kv, i, metadata):
+    return fmla.flash_mla_sparse_fwd(q, kv, i, 1.0, topk_length=metadata.dsa_cache_seqlens_int32)
+
+def c(q, kv, i):
+    return prefill(q, kv, i)
+
+def d(x):
+    """Mentions flash_mla_sparse_fwd in a docstring only."""
+    return x
+''',
+    "op level and module level": '''
+import torch
+out = torch.ops.sgl_kernel.sparse_prefill_fwd.default(q, kv, idx, 1.0)
+def g(q):
+    return torch.ops.sgl_kernel.sparse_prefill_fwd(q, 1, 2, 3, topk_length=None)
+''',
+    "compliant calls at several depths, with odd neighbours": HEAD + '''
+x = 1; y = 2
+
+
+@decorator(flash=True)
+async def top(q, kv, idx, m):
+    """Docstring with "quotes" and a backslash \\n and r\'\'\'raw\'\'\'."""
+    if q is not None:
+        with torch.no_grad():
+            out = flash_mla_sparse_fwd(q, kv, idx, 1.0, topk_length=m.lens)
+            out2 = flash_mla_sparse_fwd(q, kv, idx, 1.0, topk_length=m.lens)
+        return out
+    for i in range(3):
+        o = flash_mla_sparse_fwd(q, kv, idx, 1.0, topk_length=None); z = 1
+
+    return flash_mla_sparse_fwd(
+        q, kv, idx, 1.0,
+        topk_length=m.lens,  # trailing comment
+    )
+
+
+class K:
+    class Inner:
+        def m(self, q):
+            from sgl_kernel import flash_mla_sparse_fwd as other
+
+            return other(q, topk_length=q)
+
+    def one_liner(self): return 1
+
+
+def tabs(self):
+\tif self:
+\t\treturn flash_mla_sparse_fwd(self, topk_length=self)
+''',
+    "compliant calls whose blocks collide": HEAD + '''
+def f(q, kv, idx, m):
+    for i in range(3):
+        o = flash_mla_sparse_fwd(q, kv, idx, 1.0, topk_length=None)
+    return flash_mla_sparse_fwd(q, kv, idx, 1.0, topk_length=m.lens)
+
+
+def g(q):
+    return q
+''',
+    "calls whose context matters next to ones that pass": HEAD + '''
+def first_binding_wins():
+    import torch as torch
+    from other import Optional
+
+
+def helper(q, kv, idx):
+    return flash_mla_sparse_fwd(q, kv, idx, 1.0)  # topk-migrate: ignore rows differ
+
+
+def ok(q, kv, idx, metadata):
+    return flash_mla_sparse_fwd(q, kv, idx, 1.0, topk_length=metadata.nsa_cache_seqlens_int32)
+
+
+def caller(q, kv, idx, metadata):
+    if True: import os
+    return helper(q, kv, idx)
+
+
+@flash_mla_sparse_fwd
+def decorated(q):
+    return q
+
+
+def default_arg(q, f=flash_mla_sparse_fwd(1, topk_length=2)):
+    return q
+''',
+    "metadata field named only in a stubbed function": HEAD + '''
+def uses(q, kv, idx, metadata):
+    return flash_mla_sparse_fwd(q, kv, idx, 1.0)
+
+
+def elsewhere(metadata):
+    return metadata.dsa_cache_seqlens_int32
+''',
+    "docstring mention only": '"""Wraps flash_mla_sparse_fwd; see sparse_prefill_fwd."""\nimport torch\n\ndef f(x):\n    return x\n',
+    "syntax error": "def f(:\n    flash_mla_sparse_fwd(q)\n",
+    "windows newlines": HEAD.replace("\n", "\r\n") + "def f(q):\r\n    return flash_mla_sparse_fwd(q, 1, 2, 3)\r\n",
+}
+
+
+def verdicts(source, path, kernel=KERNEL, small=None):
+    try:
+        if small == narrow.NOTHING:
+            return []
+        return [s.to_dict() for s in migrate_source(source if small is None else small, path, kernel=kernel).sites]
+    except InputError as e:
+        return f"InputError: {e}"
+
+
+def assert_same(source, path, kernel=KERNEL):
+    small = narrow.narrow(source)
+    full = verdicts(source, path, kernel)
+    assert verdicts(source, path, kernel, small if small is not None else source) == full
+    return small, full
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_made_up_edge_cases(name, tmp_path):
+    small, full = assert_same(textwrap.dedent(CASES[name]), str(tmp_path / "m.py"))
+    if name in ("syntax error", "windows newlines"):
+        assert small is None  # not narrowed: parsed whole
+    elif name == "docstring mention only":
+        assert small == narrow.NOTHING and full == []
+    elif name in ("aliases and module spellings", "op level and module level"):
+        assert full and small.splitlines() == textwrap.dedent(CASES[name]).splitlines()  # nothing to stub
+    else:
+        assert small and small != textwrap.dedent(CASES[name]) and full  # narrowed, and there was something to find
+    if name == "compliant calls at several depths, with odd neighbours":
+        tree = ast.parse(small)  # only imports, call statements and strings are left
+        assert "if 1:" in small and not any(type(n).__name__.endswith(("FunctionDef", "ClassDef")) for n in ast.walk(tree))
+    if name == "compliant calls whose blocks collide":
+        assert "if 1:" not in small and "def g():" in small  # falls back to stubbing defs
+
+
+def test_narrowing_keeps_lines_and_shrinks_what_is_parsed():
+    src = textwrap.dedent(CASES["compliant calls at several depths, with odd neighbours"])
+    small = narrow.narrow(src)
+    assert small.count("\n") == src.count("\n")
+    kept = [ln for ln in small.splitlines() if "flash_mla_sparse_fwd(" in ln]
+    assert all(ln in src.splitlines() for ln in kept) and len(kept) == 5
+
+
+def corpus():
+    found = sorted(p for p in (ROOT / "fixtures").rglob("*.py") if may_hold_site(p.read_bytes()))
+    if (TREE / ".topk-bench-tree").exists():
+        found += sorted(p for p in TREE.rglob("*.py") if may_hold_site(p.read_bytes()))
+    return found
+
+
+@pytest.mark.parametrize("path", corpus(), ids=lambda p: str(p.relative_to(ROOT if ROOT in p.parents else TREE)))
+def test_fixtures_and_the_real_tree(path):
+    """Real files, with their real kernel pins (no --kernel): the gate reads the same project."""
+    small, full = assert_same(path.read_text(), str(path), kernel=None)
+
+
+def test_in_the_engines_own_tests(tmp_path):
+    """Every source the engine's tests feed it goes through narrowing too (tests/narrow_shadow.py)."""
+    log = tmp_path / "shadow.jsonl"
+    tests = [f"tests/{t}" for t in ("test_spellings.py", "test_contract_gate.py", "test_fuzz.py", "test_kernel_gate.py",
+                                    "test_rule_examples.py", "test_fixture_pairs.py") if (ROOT / "tests" / t).exists()]
+    env = {**os.environ, "NARROW_SHADOW_LOG": str(log), "PYTHONPATH": str(ROOT / "tests")}
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "narrow_shadow", "-p", "no:cacheprovider", *tests],
+                       cwd=ROOT, env=env, capture_output=True, text=True)
+    assert r.returncode in (0, 1), r.stdout[-2000:] + r.stderr[-2000:]  # their own failures are theirs to report
+    entries = [json.loads(line) for line in log.read_text().splitlines()]
+    differ = [e for e in entries if not e["same"]]
+    assert not differ, json.dumps(differ[:3], indent=1)[:4000]
+    assert sum(e["narrowed"] for e in entries) >= 50, len(entries)
