@@ -63,9 +63,9 @@ def run(name, copy) -> bool:
         env = dict(os.environ, PYTHONPATH=copy, TOPK_FUZZ_PROFILE="ci")
         r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
                            cwd=copy, env=env, capture_output=True, text=True, timeout=1200)
-        last = (r.stdout.strip().splitlines() or ["?"])[-1]
+        failed = [l.split(" - ")[0][len("FAILED "):] for l in r.stdout.splitlines() if l.startswith(("FAILED", "ERROR"))]
         caught = r.returncode != 0
-        print(f"{name:45s} {'caught' if caught else 'SURVIVED'}: {last}")
+        print(f"{name:45s} {'caught by ' + ', '.join(failed) if caught else 'SURVIVED'}")
         return caught
     finally:
         with open(target, "w") as f:
@@ -80,6 +80,15 @@ def main(names) -> int:
             (shutil.copytree if os.path.isdir(src) else shutil.copy)(src, os.path.join(copy, item))
         # codemods/ installs as topk_migrate.codemods: put the copy's where the copy's package finds it
         shutil.copytree(os.path.join(REPO, "codemods"), os.path.join(copy, "topk_migrate", "codemods"))
+        # the unmutated copy must pass, or a "caught" below would mean nothing
+        env = dict(os.environ, PYTHONPATH=copy, TOPK_FUZZ_PROFILE="ci")
+        tests = sorted({t for *_, ts in MUTATIONS.values() for t in ts})
+        base = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],
+                              cwd=copy, env=env, capture_output=True, text=True, timeout=1800)
+        print(f"{'baseline (no mutation)':45s} {(base.stdout.strip().splitlines() or ['?'])[-1]}")
+        if base.returncode != 0:
+            print(base.stdout[-3000:])
+            return 1
         results = [run(n, copy) for n in (names or MUTATIONS)]
         return 0 if all(results) else 1
     finally:

@@ -374,7 +374,15 @@ def test_syntax_error_line():
 
 # ---- signals -----------------------------------------------------------------
 
-def test_deferred_signals_delivers_after_block():
+@pytest.fixture
+def sigint_raises():
+    """Python's own SIGINT handler, even where the test run was started with SIGINT ignored."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
+
+
+def test_deferred_signals_delivers_after_block(sigint_raises):
     seen = []
     with pytest.raises(KeyboardInterrupt):
         with files.deferred_signals():
@@ -403,7 +411,8 @@ def test_signal_inside_write_window_finishes_the_write(tmp_path, sig):
         files.write_source(src, src.text.replace({CALL!r}, {FIXED!r}))
         print("survived")
     """)
-    out = subprocess.run([sys.executable, "-c", code, str(p)], capture_output=True, text=True, timeout=60)
+    out = subprocess.run([sys.executable, "-c", code, str(p)], capture_output=True, text=True, timeout=60,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert out.returncode != 0 and "survived" not in out.stdout
     assert p.read_text() == FIXED + "\n"
     assert temps(tmp_path) == []
