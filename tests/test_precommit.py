@@ -1,0 +1,85 @@
+"""The two pre-commit hooks of .pre-commit-hooks.yaml, end to end with the real pre-commit tool.
+
+A snapshot of this work tree becomes a throwaway hook repository; a throwaway
+project uses it from its .pre-commit-config.yaml, as a user would. pre-commit
+builds the hook environment with pip (PyPI needed, about half a minute once).
+"""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAIRS = ROOT / "fixtures" / "pairs"
+ENV = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+       "GIT_COMMITTER_EMAIL": "t@t", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_SYSTEM": os.devnull}
+
+
+def run(*cmd, cwd, env=ENV, check=True):
+    r = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    if check and r.returncode != 0:
+        raise AssertionError(f"{cmd} exited {r.returncode}:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    return r
+
+
+@pytest.fixture(scope="module")
+def hooks(tmp_path_factory):
+    """(project dir, pre-commit runner): the hook repo at a commit of this work tree's current files."""
+    if subprocess.run([sys.executable, "-m", "pre_commit", "--version"], capture_output=True).returncode != 0:
+        if os.environ.get("CI"):
+            pytest.fail("pre-commit is not installed (it is in the `test` extra)")
+        pytest.skip("pre-commit is not installed (pip install -e .[test])")
+    base = tmp_path_factory.mktemp("precommit")
+    src = base / "hook-repo"
+    listed = run("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", cwd=ROOT).stdout.split("\0")
+    for rel in filter(None, listed):
+        if (ROOT / rel).is_file() and not rel.startswith(("shared/", ".carry/")):
+            (src / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / rel, src / rel)
+    run("git", "init", "-q", cwd=src)
+    run("git", "add", "-A", cwd=src)
+    run("git", "commit", "-qm", "snapshot", cwd=src)
+    sha = run("git", "rev-parse", "HEAD", cwd=src).stdout.strip()
+
+    project = base / "project"
+    (project / "pkg").mkdir(parents=True)
+    run("git", "init", "-q", cwd=project)
+    shutil.copy(PAIRS / "requirements.txt", project / "requirements.txt")
+    shutil.copy(PAIRS / "fork_inline" / "before.py", project / "pkg" / "attn.py")
+    (project / "pkg" / "plain.py").write_text("def f(x):\n    return x\n")
+    (project / ".pre-commit-config.yaml").write_text(
+        f"repos:\n- repo: {src.as_uri()}\n  rev: {sha}\n  hooks:\n  - id: topk-migrate-check\n  - id: topk-migrate-fix\n    stages: [manual]\n")
+    run("git", "add", "-A", cwd=project)
+    env = {**ENV, "PRE_COMMIT_HOME": str(base / "cache"), "PRE_COMMIT_COLOR": "never"}
+
+    def pre_commit(*args):
+        return run(sys.executable, "-m", "pre_commit", *args, cwd=project, env=env, check=False)
+
+    return project, pre_commit, base / "cache"
+
+
+def test_check_hook_fails_and_writes_nothing(hooks):
+    project, pre_commit, cache = hooks
+    before = (project / "pkg" / "attn.py").read_bytes()
+    r = pre_commit("run", "topk-migrate-check", "--all-files")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "pkg/attn.py:13:32 fixable" in r.stdout
+    assert (project / "pkg" / "attn.py").read_bytes() == before
+    envs = list(cache.glob("repo*/py_env-*"))
+    assert envs and not list(cache.glob("repo*/py_env-*/lib/python*/site-packages/torch"))  # light: no torch
+    assert list(cache.glob("repo*/py_env-*/lib/python*/site-packages/libcst"))
+
+
+def test_fix_hook_rewrites_then_check_passes(hooks):
+    project, pre_commit, _ = hooks
+    r = pre_commit("run", "topk-migrate-fix", "--hook-stage", "manual", "--all-files")
+    assert r.returncode == 1, r.stdout + r.stderr  # it rewrote a file: pre-commit fails the commit attempt
+    fixed = (project / "pkg" / "attn.py").read_text()
+    assert "topk_length=topk_length" in fixed and fixed == (PAIRS / "fork_inline" / "after.py").read_text()
+    r = pre_commit("run", "topk-migrate-check", "--all-files")
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = pre_commit("run", "topk-migrate-fix", "--hook-stage", "manual", "--all-files")
+    assert r.returncode == 0, r.stdout + r.stderr  # nothing left to do
