@@ -268,6 +268,12 @@ def test_non_utf8_bytes_line_reported(tmp_path):
     assert one_line_error(p) == "not valid utf-8 at line 3 (byte 17)"
 
 
+def test_non_utf8_line_counts_cr_line_ends(tmp_path):
+    p = tmp_path / "cr.py"
+    p.write_bytes(b"x = 1\ry = 2\r\n# caf\xe9\r")
+    assert one_line_error(p) == "not valid utf-8 at line 3 (byte 18)"
+
+
 def test_bad_coding_cookie(tmp_path):
     p = tmp_path / "c.py"
     p.write_bytes(b"# -*- coding: klingon -*-\nx = 1\n")

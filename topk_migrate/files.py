@@ -122,11 +122,11 @@ def read_source(path: str, limit: Optional[int] = None) -> SourceFile:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(first_two.replace(b"\r\n", b"\n").replace(b"\r", b"\n")).readline)
     except SyntaxError as e:
-        raise InputError(f"bad encoding declaration: {e.msg if hasattr(e, 'msg') else e}") from None
+        raise InputError(f"bad encoding declaration: {e.msg}") from None
     try:
         text = raw.decode(encoding)
     except UnicodeDecodeError as e:
-        line = raw.count(b"\n", 0, e.start) + 1
+        line = len(re.findall(rb"\r\n|\r|\n", raw[: e.start])) + 1
         name = "utf-8" if encoding == "utf-8-sig" else encoding
         raise InputError(f"not valid {name} at line {line} (byte {e.start})") from None
     if text.encode(encoding) != raw:  # a lossy codec would change bytes we never meant to touch
