@@ -64,9 +64,9 @@ def narrow(text: str) -> Optional[str]:
         for x in ast.walk(tree):
             if isinstance(x, (ast.Import, ast.ImportFrom)):
                 names.update(a.asname for a in x.names if a.asname and any(n in a.name for n in _NAMES))
-    calls: List[Found] = []
-    imports: List[_Import] = []
-    _scan(tree, "", tree.body[0] if tree.body else None, names, calls, imports)
+    scan = _Scan(lines, names)
+    scan.block(tree.body, "")
+    calls, imports = scan.calls, scan.imports
     if not calls:
         return NOTHING
     if all(_passes(c) for _, _, c in calls):
@@ -95,16 +95,42 @@ def _simple(stmt: ast.stmt) -> bool:
     return not hasattr(stmt, "body")
 
 
-def _scan(node: ast.AST, fn: str, stmt, names: Set[str], calls: List[Found], imports: List[_Import]) -> None:
-    """Collect kernel calls (with their innermost function and statement) and import statements."""
-    for child in ast.iter_child_nodes(node):
-        if isinstance(child, (ast.Import, ast.ImportFrom)):
-            imports.append(child)
-            continue
-        if isinstance(child, ast.Call) and not names.isdisjoint(_chain(child.func)):
-            calls.append((fn, stmt, child))
-        f = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else fn
-        _scan(child, f, child if isinstance(child, ast.stmt) else stmt, names, calls, imports)
+class _Scan:
+    """Collect kernel calls (with their innermost function and statement) and import statements,
+    reading only the statements whose text has a kernel name or the word `import`."""
+
+    def __init__(self, lines: List[str], names: Set[str]):
+        self.lines, self.names, self.spelled = lines, names, _words(names)
+        self.calls: List[Found] = []
+        self.imports: List[_Import] = []
+
+    def block(self, stmts: List[ast.stmt], fn: str) -> None:
+        for st in stmts:
+            first = _first(st) if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else st.lineno
+            text = "\n".join(self.lines[first - 1 : st.end_lineno])
+            kernel = bool(self.spelled.search(text))
+            if not kernel and "import" not in text:
+                continue
+            if isinstance(st, (ast.Import, ast.ImportFrom)):
+                self.imports.append(st)
+                continue
+            inner = st.name if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)) else fn
+            self.node(st, fn, inner, st, kernel)
+
+    def node(self, node: ast.AST, fn: str, inner: str, stmt: ast.stmt, kernel: bool) -> None:
+        for _, value in ast.iter_fields(node):
+            items = value if isinstance(value, list) else [value]
+            stmts = [v for v in items if isinstance(v, ast.stmt)]
+            if stmts:
+                self.block(stmts, inner)
+                continue
+            for v in items:
+                if isinstance(v, (ast.excepthandler, getattr(ast, "match_case", ast.excepthandler))):
+                    self.node(v, inner, inner, stmt, kernel)
+                elif kernel and isinstance(v, ast.AST):
+                    for x in ast.walk(v):
+                        if isinstance(x, ast.Call) and not self.names.isdisjoint(_chain(x.func)):
+                            self.calls.append((fn, stmt, x))
 
 
 def _strings(lines: List[str], seg: List[int], indent: str, out: List[str]) -> None:
@@ -168,7 +194,7 @@ def _words(names: Set[str]) -> "re.Pattern[str]":
     return re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(names))))
 
 
-def _first(d: _Def) -> int:
+def _first(d: Union[_Def, ast.ClassDef]) -> int:
     return min([x.lineno for x in d.decorator_list] + [d.lineno])
 
 
