@@ -6,6 +6,7 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -339,25 +340,37 @@ NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid"), reason="POSIX only")
-def test_unreadable_file(tmp_path):
-    p = tmp_path / "secret.py"
-    p.write_text(CALL + "\n")
-    os.chmod(p, 0)
-    code = (
-        "import sys; sys.path.insert(0, sys.argv[2])\n"
-        "from topk_migrate.files import read_source\n"
-        "from topk_migrate.model import InputError\n"
-        "try:\n    read_source(sys.argv[1])\nexcept InputError as e:\n    print(e)\n"
-    )
-    if os.geteuid() == 0:  # root reads anything; drop to nobody for this one
-        if not shutil.which("setpriv"):
-            pytest.skip("root without setpriv")
-        os.chmod(tmp_path, 0o755)
-        cmd = NOBODY + [sys.executable, "-c", code, str(p), str(ROOT)]
-    else:
-        cmd = [sys.executable, "-c", code, str(p), str(ROOT)]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-    assert out.stdout.strip() == "cannot read: permission denied", out.stderr
+def test_unreadable_file():
+    # Root reads anything, so read as nobody, from a world-readable copy of the
+    # three stdlib-only modules involved (the checkout may sit where nobody cannot go).
+    d = Path(tempfile.mkdtemp(prefix="topk-unreadable-"))
+    try:
+        (d / "topk_migrate").mkdir()
+        for m in ("files.py", "model.py", "discover.py"):
+            shutil.copy(ROOT / "topk_migrate" / m, d / "topk_migrate" / m)
+        p = d / "secret.py"
+        p.write_text(CALL + "\n")
+        os.chmod(p, 0)
+        for x in (d, d / "topk_migrate"):
+            os.chmod(x, 0o755)
+        code = (
+            "import sys; sys.path.insert(0, sys.argv[2])\n"
+            "from topk_migrate.files import read_source\n"
+            "from topk_migrate.model import InputError\n"
+            "try:\n    read_source(sys.argv[1])\nexcept InputError as e:\n    print(e)\n"
+        )
+        prefix = []
+        if os.geteuid() == 0:
+            if not shutil.which("setpriv"):
+                pytest.skip("root without setpriv")
+            prefix = NOBODY
+            if subprocess.run(prefix + [sys.executable, "-c", "pass"], capture_output=True, cwd="/").returncode:
+                pytest.skip("nobody cannot run this interpreter")
+        out = subprocess.run(prefix + [sys.executable, "-c", code, str(p), str(d)],
+                             capture_output=True, text=True, timeout=60, cwd="/")
+        assert out.stdout.strip() == "cannot read: permission denied", out.stderr
+    finally:
+        shutil.rmtree(d)
 
 
 # ---- Python 2 and syntax errors -----------------------------------------------
