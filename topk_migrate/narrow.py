@@ -16,8 +16,8 @@ whole, they are nearly all of `audit`'s time. What the engine reads of a file:
 narrow() uses the standard library's C parser (ast) to keep just that:
 
 * NOTHING when no call is spelled like a kernel call (the engine is skipped);
-* when every kernel call passes `topk_length=`: the import statements and the
-  statements holding the calls, each where it was;
+* when every kernel call passes `topk_length=`: the statements holding the
+  calls and the imports that bind their callees' first names, each where it was;
 * otherwise every module- or class-level def that neither holds a kernel call
   nor names an open holder becomes a stub: `def name():` (its first line kept as
   a comment), its imports on their lines, the rest of its lines raw strings.
@@ -87,6 +87,13 @@ def _chain(expr: ast.AST) -> List[str]:
     return out
 
 
+def _bound(imp: _Import) -> Set[str]:
+    """The local names an import statement binds."""
+    if isinstance(imp, ast.Import):
+        return {a.asname or a.name.split(".")[0] for a in imp.names}
+    return {a.asname or a.name for a in imp.names}
+
+
 def _passes(call: ast.Call) -> bool:
     return any(k.arg == "topk_length" for k in call.keywords)
 
@@ -143,10 +150,14 @@ def _strings(lines: List[str], seg: List[int], indent: str, out: List[str]) -> N
 
 
 def _minimal(lines: List[str], calls: List[Found], imports: List[_Import]) -> Optional[str]:
-    """Imports (moved to column 0) and the call statements (each in an `if 1:` block
-    opened on the line above, where it is indented) on their own lines; None if they collide."""
+    """The imports of the callees' first names (moved to column 0) and the call statements
+    (each in an `if 1:` block opened on the line above, where it is indented) on their own
+    lines; None if they collide."""
     keep: List[Optional[str]] = [None] * len(lines)
+    roots = {_chain(c.func)[-1] for _, _, c in calls}  # a callee is resolved through its first name only
     for imp in imports:
+        if roots.isdisjoint(_bound(imp)):
+            continue
         if lines[imp.lineno - 1][: imp.col_offset].strip():
             return None  # shares its line with other code
         keep[imp.lineno - 1] = lines[imp.lineno - 1].lstrip()
