@@ -166,14 +166,14 @@ def _walk(top: str, atop: str, ig: Ignore, excl, gitignore: bool) -> Iterator[Tu
             return
         seen.add(key)
         ancestors = ancestors | {key}
-        if gitignore:
-            ig = ig.with_dir(atop + d[n:], _read_lines(os.path.join(d, ".gitignore")))
         try:
             with os.scandir(d) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as e:
             yield d, f"cannot list: {(e.strerror or str(e)).lower()}"
             return
+        if gitignore and any(e.name == ".gitignore" for e in entries):
+            ig = ig.with_dir(atop + d[n:], _read_lines(os.path.join(d, ".gitignore")))
         for e in entries:
             try:
                 is_dir = e.is_dir()
