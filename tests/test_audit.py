@@ -209,3 +209,11 @@ def test_cli_rev_side_by_side(repo):
         jsonschema.Draft202012Validator(SCHEMA).validate(doc)
     assert [s["status"] for s in old["sites"]] == ["fixable"] and [s["status"] for s in new["sites"]] == ["compliant"]
     assert old["summary"]["rev"] == "v0.5.16"
+
+
+def test_broken_project_config_stops_the_run_with_one_line(tmp_path):
+    (tmp_path / "a.py").write_text(CALL.format(""))
+    (tmp_path / "pyproject.toml").write_text("[tool.topk-migrate]\nexclude = [\n")
+    r = cli("audit", tmp_path)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.startswith("error: ") and "pyproject.toml" in r.stderr and len(r.stderr.splitlines()) == 1

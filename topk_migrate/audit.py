@@ -3,10 +3,10 @@
 A tree of tens of thousands of files holds a handful of calls, so the work is
 arranged around not parsing: files are listed (honouring .gitignore and
 --exclude), read, and kept only if their bytes contain a kernel name
-(discover.may_hold_site); only those few reach the engine, in a pool of worker
-processes that is started at the second candidate and imports LibCST itself,
-while this process keeps reading. Each candidate is narrowed first (narrow.py).
-Nothing here imports libcst or torch.
+(discover.may_hold_site). Only those few reach the engine, each narrowed first
+to what the engine reads of it (narrow.py), in worker processes: from the second
+candidate on, one worker imports LibCST and forks the others from itself, while
+this process goes on reading. This process never imports libcst or torch.
 
 With --rev, files are read from a git commit (ls-tree + one cat-file --batch)
 without touching the work tree; the candidates and the files the kernel gate and
@@ -260,7 +260,10 @@ class _Filter:
         from .config import config_for
         from .discover import _compile
 
-        cfg = config_for(directory)
+        try:
+            cfg = config_for(directory)
+        except InputError as e:
+            raise AuditError(str(e)) from None
         if not cfg.source or not (cfg.include or cfg.exclude):
             return cls()
         return cls(os.path.dirname(os.path.abspath(cfg.source)), _compile(cfg.include), _compile(cfg.exclude))
@@ -375,7 +378,6 @@ def _scan_disk(paths, exclude, gitignore, kernel, runner: _Runner, tally: _Tally
         try:
             data = read_bytes(path)
         except OSError:
-            data = b""
             tally.candidates += 1  # let the engine's reader word the error
             runner.submit(path, kernel)
             continue
