@@ -128,8 +128,6 @@ def test_sigkill_inside_the_write_window_leaves_the_original(tmp_path, reference
     assert len(temp_files(tree)) <= 1  # the unrenamed temp; never a .py, so never picked up
 
 
-@pytest.mark.xfail(strict=True, reason="core: on Ctrl-C click prints 'Aborted!' and exits 1, the code for "
-                   "'rewrote or sites remain'; an interrupted apply should say so and exit 130")
 def test_interrupted_apply_says_so_and_exits_130(tmp_path, reference):
     make_tree(tmp_path)
     proc = start_apply(tmp_path)

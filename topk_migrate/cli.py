@@ -50,8 +50,9 @@ def _report(report: api.Report, applied: bool, err: bool) -> None:
     click.echo(f"{len(report.files)} file(s), {len(report.sites)} site(s): {counts}; {len(report.errors)} error(s){tail}", err=True)
 
 
-class _LazyGroup(click.Group):
-    """Commands owned by other modules, imported only when used, so `check` starts fast."""
+class _Group(click.Group):
+    """Commands owned by other modules are imported only when used, so `check` starts fast;
+    Ctrl-C exits 130 (files are each original or fully rewritten: writes are atomic)."""
 
     LAZY = {"audit": "topk_migrate.audit:audit_command", "smoke": "topk_migrate.smoke.command:smoke_command"}
 
@@ -66,8 +67,15 @@ class _LazyGroup(click.Group):
             self.add_command(getattr(importlib.import_module(module), attr), name)
         return super().get_command(ctx, name)
 
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("interrupted: every file is either original or fully rewritten", err=True)
+            ctx.exit(130)
 
-@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="topk-migrate")
 def main() -> None:
     """Pass FlashMLA's per-row topk_length to flash_mla_sparse_fwd where it is missing.
