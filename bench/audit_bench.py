@@ -40,6 +40,14 @@ repo_root: '.'
 """
 
 
+HISTORY = "## All recorded runs"
+HISTORY_NOTE = ("Wall-time ratios move with the load of the (shared) machine: audit runs on both cores and "
+                "spends about 5x grep's CPU time, so when other jobs hold the cores its wall ratio climbs "
+                "toward its CPU ratio. Runs before the narrowing commits measured older code.")
+HISTORY_HEAD = ("| when | commit | load before / after | audit vs grep, wall | LibCST codemod / audit | check vs import click, CPU | codemod sample |\n"
+                "|---|---|---|---|---|---|---|")
+
+
 def timed(cmd, cwd=None):
     """(wall seconds, cpu seconds of the process and the children it waited for, exit code)."""
     t = time.perf_counter()
@@ -191,11 +199,21 @@ def main() -> None:
         "```",
         "",
     ]
+    run_row = (f"| {datetime.datetime.now().isoformat(timespec='minutes')} | {commit} | {load0[0]:.2f} / {load1[0]:.2f} "
+               f"| {vs_grep['ratio_wall']:.2f}x ({vs_grep['ratio_cpu']:.2f}x CPU) | {statistics.median(pair_ratios):.0f}x "
+               f"| {vs_click['ratio_cpu']:.2f}x | {len(sample)} |")
     text = "\n".join(lines)
     print(text)
+    print(run_row)
     if args.write:
         args.write.parent.mkdir(parents=True, exist_ok=True)
-        args.write.write_text(text)
+        history = []
+        if args.write.exists():  # every run recorded so far stays listed
+            old = args.write.read_text()
+            if HISTORY in old:
+                history = [ln for ln in old.split(HISTORY, 1)[1].splitlines() if ln.startswith("| 20")]
+        args.write.write_text(text + "\n" + HISTORY + "\n\n" + HISTORY_NOTE + "\n\n" + HISTORY_HEAD + "\n"
+                              + "\n".join(history + [run_row]) + "\n")
 
 
 if __name__ == "__main__":
