@@ -217,3 +217,25 @@ def test_broken_project_config_stops_the_run_with_one_line(tmp_path):
     r = cli("audit", tmp_path)
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.startswith("error: ") and "pyproject.toml" in r.stderr and len(r.stderr.splitlines()) == 1
+
+
+def test_a_file_given_twice_is_audited_once(pairs):
+    r = audit([str(pairs / "fork_inline"), str(pairs / "fork_inline" / "before.py")])
+    assert [s.path for s in r.sites] == ["after.py", "before.py"] and r.summary["files"] == 2
+
+
+def test_rev_gate_reads_a_vendored_interface_from_the_same_commit(tmp_path):
+    """The kernel gate reads another candidate (the vendored kernel interface): it must be laid out first."""
+    r = tmp_path / "vend"
+    r.mkdir()
+    git(r, "init", "-q")
+    (r / "vendor_pkg.py").write_text(
+        "def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_length=None):\n    return q\n")
+    (r / "a_user.py").write_text("from vendor_pkg import flash_mla_sparse_fwd\n\n\ndef run(q, kv, idx, metadata):\n"
+                                 "    return flash_mla_sparse_fwd(q, kv, idx, metadata.dsa_cache_seqlens_int32 and 1.0)\n")
+    git(r, "add", "-A")
+    git(r, "commit", "-qm", "x")
+    disk = [(s.status.value, s.reason) for s in audit([str(r)]).sites]
+    assert disk and disk[0][0] == "fixable", disk
+    for _ in range(3):
+        assert [(s.status.value, s.reason) for s in audit([str(r)], rev="HEAD", jobs=2).sites] == disk
