@@ -239,3 +239,15 @@ def test_rev_gate_reads_a_vendored_interface_from_the_same_commit(tmp_path):
     assert disk and disk[0][0] == "fixable", disk
     for _ in range(3):
         assert [(s.status.value, s.reason) for s in audit([str(r)], rev="HEAD", jobs=2).sites] == disk
+
+
+def test_cli_sarif_and_github_formats(pairs):
+    sarif_schema = json.loads((ROOT / "tests" / "data" / "sarif-schema-2.1.0.json").read_text())
+    r = cli("audit", pairs, "--format", "sarif")
+    doc = json.loads(r.stdout)
+    jsonschema.Draft4Validator(sarif_schema).validate(doc)
+    assert r.returncode == 1 and len(doc["runs"][0]["results"]) == 11  # 16 sites less 5 compliant
+    r = cli("audit", pairs, "--format", "github")
+    lines = r.stdout.splitlines()
+    assert r.returncode == 1 and sum(ln.startswith("::warning file=") for ln in lines) == 3
+    assert sum(ln.startswith("::error file=") for ln in lines) == 4 and lines[-1].startswith("6 file(s) scanned")
