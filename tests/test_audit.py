@@ -251,3 +251,11 @@ def test_cli_sarif_and_github_formats(pairs):
     lines = r.stdout.splitlines()
     assert r.returncode == 1 and sum(ln.startswith("::warning file=") for ln in lines) == 3
     assert sum(ln.startswith("::error file=") for ln in lines) == 4 and lines[-1].startswith("6 file(s) scanned")
+
+
+def test_many_candidates_all_come_back(tmp_path):
+    for i in range(400):
+        (tmp_path / f"m{i:03}.py").write_text(CALL.format(", topk_length=m.lens" if i % 2 else ""))
+    r = audit([str(tmp_path)], jobs=2)
+    assert len(r.sites) == 400 and r.errors == [] and [s.path for s in r.sites] == sorted(s.path for s in r.sites)
+    assert sum(s.status.value == "compliant" for s in r.sites) == 200

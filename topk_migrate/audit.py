@@ -130,6 +130,7 @@ class _Runner:
         self.jobs = max(1, jobs)
         self.queued: List[tuple] = []
         self.sent: List[tuple] = []
+        self.early: List[tuple] = []  # results received while still submitting
         self.pool = None
 
     def submit(self, *args) -> None:
@@ -161,6 +162,12 @@ class _Runner:
     def _put(self, i: int, args: tuple) -> None:
         if isinstance(self.pool, tuple):
             self.pool[0].put((i, args))
+            recv = self.pool[1]
+            try:
+                while recv.poll(0):  # take what is done, so no worker waits on a full pipe meanwhile
+                    self.early.append(recv.recv())
+            except EOFError:
+                pass  # no worker is left; _collect reports what they did not do
         else:
             self.sent[i] = (args, self.pool.submit(analyse, *args))
 
@@ -184,14 +191,17 @@ class _Runner:
             tasks.put(None)
         pending, pids = set(range(len(self.sent))), []
         while pending:
-            if not recv.poll(0.2):
+            if self.early:
+                msg = self.early.pop(0)
+            elif not recv.poll(0.2):
                 if not proc.is_alive() and not any(_alive(p) for p in pids[1:]):
                     break  # every worker is gone: what is still pending is lost
                 continue
-            try:
-                msg = recv.recv()
-            except EOFError:
-                break  # every worker has closed its end: none is left
+            else:
+                try:
+                    msg = recv.recv()
+                except EOFError:
+                    break  # every worker has closed its end: none is left
             if msg[0] == "pids":
                 pids = msg[1]
             else:
