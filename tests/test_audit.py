@@ -256,3 +256,61 @@ def test_many_candidates_all_come_back(tmp_path):
     r = audit([str(tmp_path)], jobs=2)
     assert len(r.sites) == 400 and r.errors == [] and [s.path for s in r.sites] == sorted(s.path for s in r.sites)
     assert sum(s.status.value == "compliant" for s in r.sites) == 200
+
+
+DRIVER = """
+import os, sys, time
+from topk_migrate import audit as A
+main = os.getpid()
+real = A.analyse
+def slow(*a):
+    if os.getpid() != main:
+        time.sleep(60)
+    return real(*a)
+A.analyse = slow
+start = A._Runner._start
+def started(self):
+    start(self)
+    print(self.pool[2].pid, flush=True)
+A._Runner._start = started
+A.audit([sys.argv[1]], jobs=2)
+"""
+
+
+def _group(pgid):
+    members = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                stat = open(f"/proc/{d}/stat").read()
+            except OSError:
+                continue
+            fields = stat.rsplit(")", 1)[1].split()
+            if fields[0] != "Z" and int(fields[2]) == pgid:
+                members.append(int(d))
+    return members
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
+def test_ctrl_c_ends_every_worker_and_does_not_hang(tmp_path):
+    import signal
+    import time
+
+    for i in range(4):
+        (tmp_path / f"m{i}.py").write_text(CALL.format(""))
+    p = subprocess.Popen([sys.executable, "-c", DRIVER, str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    zygote = int(p.stdout.readline())
+    try:
+        deadline = time.time() + 20
+        while len(_group(zygote)) < 2 and time.time() < deadline:  # the workers are up and busy
+            time.sleep(0.1)
+        assert len(_group(zygote)) == 2
+        p.send_signal(signal.SIGINT)
+        p.wait(timeout=15)
+        assert p.returncode != 0 and "KeyboardInterrupt" in p.stderr.read()
+        time.sleep(0.5)
+        assert _group(zygote) == []
+    finally:  # whatever happened, leave nothing running
+        p.kill()
+        for pid in _group(zygote):
+            os.kill(pid, signal.SIGKILL)

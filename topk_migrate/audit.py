@@ -18,6 +18,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -99,7 +100,11 @@ def _serve(tasks, results) -> None:
 
 
 def _zygote(ctx, tasks, results, workers: int) -> None:
-    """Import the engine once, then fork the other workers from this warm process and work too."""
+    """Import the engine once, then fork the other workers from this warm process and work too.
+
+    The workers form a process group of their own: Ctrl-C reaches only the main
+    process, which ends the whole group (see _Runner.close)."""
+    _own_group(os.getpid())
     _warm()
     kids = [ctx.Process(target=_serve, args=(tasks, results)) for _ in range(workers - 1)]
     for k in kids:
@@ -109,6 +114,13 @@ def _zygote(ctx, tasks, results, workers: int) -> None:
     _serve(tasks, results)
     for k in kids:
         k.join()
+
+
+def _own_group(pid: int) -> None:
+    try:
+        os.setpgid(pid, pid)  # done by both sides, so it holds whichever runs first
+    except OSError:
+        pass
 
 
 def _alive(pid: int) -> bool:
@@ -149,6 +161,7 @@ class _Runner:
             recv, send = ctx.Pipe(duplex=False)
             proc = ctx.Process(target=_zygote, args=(ctx, tasks, (send, ctx.Lock()), self.jobs))
             proc.start()  # before the first put: no queue thread exists yet to be forked
+            _own_group(proc.pid)
             self.pool = (tasks, recv, proc)
         else:  # no cheap fork: one pool process per worker, each importing the engine
             from concurrent.futures import ProcessPoolExecutor
@@ -213,6 +226,19 @@ class _Runner:
         recv.close()
         tasks.close()
         tasks.join_thread()
+
+    def close(self) -> None:
+        """End the workers if the run stops early (Ctrl-C, an error): none is left behind, nothing waits."""
+        if isinstance(self.pool, tuple) and self.pool[2].is_alive():
+            tasks, _, proc = self.pool
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+            except OSError:
+                proc.terminate()
+            proc.join(5)
+            tasks.cancel_join_thread()
+        elif self.pool is not None and not isinstance(self.pool, tuple):
+            self.pool.shutdown(wait=False, cancel_futures=True)
 
     def _collect_futures(self) -> Iterable[Tuple[str, List[Site], Optional[str]]]:
         for args, fut in self.sent:
@@ -344,6 +370,7 @@ def audit(
                 p = path if tmp else s.path
                 sites.append(Site(_rel(p, root), s.line, s.column, s.callee, s.status, reason, s.metadata))
     finally:
+        runner.close()
         prog.close()
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
