@@ -314,3 +314,25 @@ def test_ctrl_c_ends_every_worker_and_does_not_hang(tmp_path):
         p.kill()
         for pid in _group(zygote):
             os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
+def test_workers_do_not_outlive_a_killed_main_process(tmp_path):
+    import signal
+    import time
+
+    for i in range(4):
+        (tmp_path / f"m{i}.py").write_text(CALL.format(""))
+    p = subprocess.Popen([sys.executable, "-c", DRIVER.replace("time.sleep(60)", "time.sleep(1)"), str(tmp_path)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    zygote = int(p.stdout.readline())
+    try:
+        p.kill()  # SIGKILL: no finally, no cleanup in the main process
+        p.wait(timeout=10)
+        deadline = time.time() + 20
+        while _group(zygote) and time.time() < deadline:
+            time.sleep(0.2)
+        assert _group(zygote) == []
+    finally:
+        for pid in _group(zygote):
+            os.kill(pid, signal.SIGKILL)

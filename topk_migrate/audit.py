@@ -88,10 +88,17 @@ def analyse(path: str, kernel: Optional[str], cwd: Optional[str] = None) -> Tupl
             os.chdir(back)
 
 
-def _serve(tasks, results) -> None:
+def _serve(tasks, results, main: int) -> None:
+    import queue
+
     send, lock = results
     while True:
-        task = tasks.get()
+        try:
+            task = tasks.get(timeout=1)
+        except queue.Empty:
+            if _alive(main):
+                continue
+            return  # the main process was killed outright: do not linger
         if task is None:
             return
         out = (task[0], analyse(*task[1]))
@@ -99,19 +106,19 @@ def _serve(tasks, results) -> None:
             send.send(out)
 
 
-def _zygote(ctx, tasks, results, workers: int) -> None:
+def _zygote(ctx, tasks, results, workers: int, main: int) -> None:
     """Import the engine once, then fork the other workers from this warm process and work too.
 
     The workers form a process group of their own: Ctrl-C reaches only the main
     process, which ends the whole group (see _Runner.close)."""
     _own_group(os.getpid())
     _warm()
-    kids = [ctx.Process(target=_serve, args=(tasks, results)) for _ in range(workers - 1)]
+    kids = [ctx.Process(target=_serve, args=(tasks, results, main)) for _ in range(workers - 1)]
     for k in kids:
         k.start()
     with results[1]:
         results[0].send(("pids", [os.getpid()] + [k.pid for k in kids]))
-    _serve(tasks, results)
+    _serve(tasks, results, main)
     for k in kids:
         k.join()
 
@@ -159,7 +166,7 @@ class _Runner:
             ctx = multiprocessing.get_context("fork")
             tasks = ctx.Queue()  # put() never blocks this process, however far behind the workers are
             recv, send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_zygote, args=(ctx, tasks, (send, ctx.Lock()), self.jobs))
+            proc = ctx.Process(target=_zygote, args=(ctx, tasks, (send, ctx.Lock()), self.jobs, os.getpid()))
             proc.start()  # before the first put: no queue thread exists yet to be forked
             _own_group(proc.pid)
             self.pool = (tasks, recv, proc)
