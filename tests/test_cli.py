@@ -76,3 +76,10 @@ def test_clean_tree_exits_0(tmp_path):
     (tmp_path / "a.py").write_text("import torch\n")
     r = cli("check", tmp_path)
     assert r.returncode == 0 and r.stdout == ""
+
+
+def test_config_exclude_applies_to_walked_directories(tree):
+    (tree / "pyproject.toml").write_text('[tool.topk-migrate]\nexclude = ["dsa_backend.py"]\n')
+    r = cli("check", tree)
+    assert r.returncode == 0 and r.stdout == "", r.stdout
+    assert cli("check", tree / "dsa_backend.py").returncode == 1  # a file named explicitly is still checked

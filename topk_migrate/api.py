@@ -93,8 +93,12 @@ def _labels(path: str):
     return (path, path) if os.path.isabs(path) else (f"a/{path}", f"b/{path}")
 
 
-def process_file(path: str, kernel: Optional[str] = None, write: bool = False, verbose: bool = False) -> FileOutcome:
-    """Read, classify and (if write) rewrite one file; every expected failure becomes `error`."""
+def process_file(path: str, kernel: Optional[str] = None, write: bool = False, verbose: bool = False,
+                 narrowed: bool = False) -> FileOutcome:
+    """Read, classify and (if write) rewrite one file; every expected failure becomes `error`.
+
+    narrowed: classify only (audit), on the text narrow.py cuts down to what the engine reads.
+    """
     out = FileOutcome(path)
     try:
         try:
@@ -102,19 +106,29 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
                 return out
         except OSError:
             pass  # read_source below says why, in one line
-        import difflib
-
         from .config import config_for
-        from .files import read_source, write_source
+        from .files import read_source
 
         src = read_source(path)
         cfg = config_for(os.path.dirname(os.path.abspath(path)))
-        m = migrate_source(src.text, path, kernel or cfg.kernel, cfg.metadata)
+        text = src.text
+        if narrowed:
+            from . import narrow
+
+            cut = narrow.narrow(text)
+            if cut == narrow.NOTHING:
+                return out
+            text = cut or text
+        m = migrate_source(text, path, kernel or cfg.kernel, cfg.metadata)
         out.sites = m.sites
-        if m.changed:
+        if m.changed and not narrowed:
+            import difflib
+
             out.diff = "".join(difflib.unified_diff(
                 src.text.splitlines(True), m.new_source.splitlines(True), *_labels(path)))
             if write:
+                from .files import write_source
+
                 write_source(src, m.new_source)
                 out.written = True
     except InputError as e:
@@ -151,8 +165,21 @@ class Report:
         return 1 if left else 0
 
 
-def run(paths: Iterable[str], kernel: Optional[str] = None, write: bool = False, verbose: bool = False) -> Report:
+def run(paths: Sequence[str], kernel: Optional[str] = None, write: bool = False, verbose: bool = False) -> Report:
+    """check/apply over files and directories; a walked directory honours its [tool.topk-migrate] include/exclude."""
+    from .config import PathFilter, filter_for
+
+    filters = {}
     outcomes = []
+    try:
+        for p in paths:
+            if os.path.isdir(p):
+                filters[os.path.abspath(p)] = PathFilter.for_dir(p)
+    except InputError as e:
+        return Report([FileOutcome(p, error=str(e))])
     for path, error in iter_python_files(paths):
+        f = filter_for(filters, path)
+        if f is not None and not f.keeps(os.path.abspath(path)):
+            continue
         outcomes.append(FileOutcome(path, error=error) if error else process_file(path, kernel, write, verbose))
     return Report(outcomes)

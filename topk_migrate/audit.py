@@ -29,6 +29,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 import click
 
 from .discover import iter_python_files, may_hold_site, read_bytes
+from .config import PathFilter, filter_for
 from .model import InputError, Site, Status
 
 FORMATS = ("text", "json", "sarif", "github")
@@ -64,25 +65,14 @@ def _warm() -> None:
 def analyse(path: str, kernel: Optional[str], cwd: Optional[str] = None) -> Tuple[str, List[Site], Optional[str]]:
     """(path, sites, error line) of one candidate file; never raises (it runs in a worker)."""
     from . import narrow
-    from .api import migrate_source
-    from .config import config_for
-    from .files import read_source
+    from .api import process_file
 
     back = os.getcwd() if cwd else None
     try:
         if cwd:
             os.chdir(cwd)  # --rev: relative paths in reasons come out repo-relative
-        src = read_source(path)
-        cfg = config_for(os.path.dirname(os.path.abspath(path)))
-        text = narrow.narrow(src.text) if narrow.enabled() else None
-        if text == narrow.NOTHING:
-            return path, [], None
-        text = text or src.text
-        return path, migrate_source(text, path, kernel or cfg.kernel, cfg.metadata).sites, None
-    except InputError as e:
-        return path, [], str(e)
-    except Exception as e:  # a bug of ours: report it and go on with the other files
-        return path, [], f"internal error: {type(e).__name__}: {e}"
+        out = process_file(path, kernel, narrowed=narrow.enabled())
+        return path, out.sites, out.error
     finally:
         if back:
             os.chdir(back)
@@ -290,34 +280,11 @@ class _Progress:
 # -- which files ------------------------------------------------------------
 
 
-@dataclass
-class _Filter:
-    """[tool.topk-migrate] include/exclude of the audited project (gitignore syntax, relative to its pyproject.toml)."""
-
-    base: str = ""
-    include: object = None
-    exclude: object = None
-
-    @classmethod
-    def for_dir(cls, directory: str) -> "_Filter":
-        from .config import config_for
-        from .discover import _compile
-
-        try:
-            cfg = config_for(directory)
-        except InputError as e:
-            raise AuditError(str(e)) from None
-        if not cfg.source or not (cfg.include or cfg.exclude):
-            return cls()
-        return cls(os.path.dirname(os.path.abspath(cfg.source)), _compile(cfg.include), _compile(cfg.exclude))
-
-    def keeps(self, abspath: str) -> bool:
-        if not self.base or not abspath.startswith(self.base + os.sep):
-            return True
-        rel = abspath[len(self.base) + 1 :].replace(os.sep, "/")
-        if self.include is not None and not self.include.match_file(rel):
-            return False
-        return not (self.exclude is not None and self.exclude.match_file(rel))
+def _filter(directory: str) -> PathFilter:
+    try:
+        return PathFilter.for_dir(directory)
+    except InputError as e:
+        raise AuditError(str(e)) from None
 
 
 def display_root(paths: Sequence[str]) -> str:
@@ -405,10 +372,10 @@ def _scan_disk(paths, exclude, gitignore, kernel, runner: _Runner, tally: _Tally
     if len(paths) > 1:  # a file named twice, or inside a directory also given, is audited once
         seen: set = set()
         listed = [(p, e) for p, e in listed if not (os.path.abspath(p) in seen or seen.add(os.path.abspath(p)))]
-    filters: Dict[str, _Filter] = {}
+    filters: Dict[str, PathFilter] = {}
     for p in paths:
         if os.path.isdir(p):
-            f = _Filter.for_dir(p)
+            f = _filter(p)
             if f.base:
                 filters[os.path.abspath(p)] = f
     for i, (path, err) in enumerate(listed):
@@ -418,7 +385,7 @@ def _scan_disk(paths, exclude, gitignore, kernel, runner: _Runner, tally: _Tally
             tally.errors.append((path, err))
             continue
         if filters:
-            f = _filter_for(filters, path)
+            f = filter_for(filters, path)
             if f is not None and not f.keeps(os.path.abspath(path)):
                 continue
         tally.files += 1
@@ -431,16 +398,6 @@ def _scan_disk(paths, exclude, gitignore, kernel, runner: _Runner, tally: _Tally
         if may_hold_site(data):
             tally.candidates += 1
             runner.submit(path, kernel)
-
-
-def _filter_for(filters: Dict[str, "_Filter"], path: str) -> Optional["_Filter"]:
-    """The config filter of the walked directory `path` came from (files named on the command line: none)."""
-    a = os.path.abspath(path)
-    best = None
-    for d, f in filters.items():
-        if a.startswith(d + os.sep) and (best is None or len(d) > len(best[0])):
-            best = (d, f)
-    return best[1] if best else None
 
 
 # -- git --rev --------------------------------------------------------------
@@ -548,14 +505,14 @@ def _scan_rev(paths, rev, exclude, kernel, runner, tally, prog, tmp) -> Tuple[st
     os.mkdir(os.path.join(tmp, ".git"))  # the gate and the config stop their upward search here
     filters = {}
     for rel in rels:
-        f = _Filter.for_dir(os.path.join(tmp, rel) if rel else tmp)
+        f = _filter(os.path.join(tmp, rel) if rel else tmp)
         if f.base:
             filters[os.path.join(tmp, rel) if rel else tmp] = f
     seen = set()
     wanted = [w for w in wanted if not (w[1] in seen or seen.add(w[1]))]
     if filters:
         wanted = [(sha, path) for sha, path in wanted
-                  if (_filter_for(filters, os.path.join(tmp, path)) or _Filter()).keeps(os.path.join(tmp, path))]
+                  if (filter_for(filters, os.path.join(tmp, path)) or PathFilter()).keeps(os.path.join(tmp, path))]
     laid = []
     for i, ((sha, path), data) in enumerate(zip(wanted, _cat_blobs(top, [s for s, _ in wanted]))):
         prog.bar(i, len(wanted), f", {len(laid)} to analyse")

@@ -4,12 +4,7 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass, field
-from typing import Optional, Tuple
-
-try:
-    import tomllib
-except ImportError:  # Python < 3.11
-    import tomli as tomllib  # type: ignore[no-redef]
+from typing import Dict, Optional, Tuple
 
 from .model import InputError
 
@@ -28,6 +23,10 @@ class Config:
 
 @functools.lru_cache(maxsize=None)
 def _load(pyproject: str) -> Optional[Config]:
+    try:  # imported here: most runs never meet a pyproject.toml that needs parsing
+        import tomllib
+    except ImportError:  # Python < 3.11
+        import tomli as tomllib  # type: ignore[no-redef]
     try:
         with open(pyproject, "rb") as f:
             table = tomllib.load(f).get("tool", {}).get("topk-migrate")
@@ -56,3 +55,39 @@ def config_for(directory: str) -> Config:
         if parent == d or os.path.isdir(os.path.join(d, ".git")):
             return Config()
         d = parent
+
+
+@dataclass
+class PathFilter:
+    """include/exclude of one [tool.topk-migrate] (gitignore syntax, relative to its pyproject.toml)."""
+
+    base: str = ""
+    include: object = None
+    exclude: object = None
+
+    @classmethod
+    def for_dir(cls, directory: str) -> "PathFilter":
+        from .discover import _compile
+
+        cfg = config_for(directory)
+        if not cfg.source or not (cfg.include or cfg.exclude):
+            return cls()
+        return cls(os.path.dirname(os.path.abspath(cfg.source)), _compile(cfg.include), _compile(cfg.exclude))
+
+    def keeps(self, abspath: str) -> bool:
+        if not self.base or not abspath.startswith(self.base + os.sep):
+            return True
+        rel = abspath[len(self.base) + 1 :].replace(os.sep, "/")
+        if self.include is not None and not self.include.match_file(rel):
+            return False
+        return not (self.exclude is not None and self.exclude.match_file(rel))
+
+
+def filter_for(filters: Dict[str, PathFilter], path: str) -> Optional[PathFilter]:
+    """The filter of the walked directory `path` came from (files named on the command line: none)."""
+    a = os.path.abspath(path)
+    best = None
+    for d, f in filters.items():
+        if a.startswith(d + os.sep) and (best is None or len(d) > len(best[0])):
+            best = (d, f)
+    return best[1] if best else None

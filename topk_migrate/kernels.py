@@ -101,14 +101,15 @@ def _read(path: str) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def _record_owner(site_dir: str, rel: str) -> Optional[str]:
-    """The *.dist-info folder in site_dir whose RECORD lists rel."""
+def _owners(site_dir: str) -> Dict[str, str]:
+    """Every file listed in a RECORD of site_dir -> the *.dist-info folder that lists it."""
+    owners: Dict[str, str] = {}
     for name in _dir_listing(site_dir):
         if name.endswith(".dist-info"):
-            record = _read(os.path.join(site_dir, name, "RECORD"))
-            if re.search(rf"^{re.escape(rel)},", record, re.M):
-                return os.path.join(site_dir, name)
-    return None
+            info = os.path.join(site_dir, name)
+            for line in _read(os.path.join(info, "RECORD")).splitlines():
+                owners.setdefault(line.rsplit(",", 2)[0], info)
+    return owners
 
 
 def project_pins(path: str, dists: Sequence[str]) -> List[Pin]:
@@ -118,7 +119,7 @@ def project_pins(path: str, dists: Sequence[str]) -> List[Pin]:
         listing = _dir_listing(d)
         if any(n.endswith(".dist-info") for n in listing):
             rel = os.path.relpath(os.path.abspath(path), d).replace(os.sep, "/")
-            owner = _record_owner(d, rel)
+            owner = _owners(d).get(rel)
             if owner:
                 meta = os.path.join(owner, "METADATA")
                 return _pins_in_text(_read(meta), dists, os.path.relpath(meta, d))
