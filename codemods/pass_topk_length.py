@@ -16,7 +16,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 import libcst as cst
 
 from topk_migrate.cstutil import add_keyword, add_param
-from topk_migrate.model import Site, Status
+from topk_migrate.model import Capability, Site, Status
 from topk_migrate.resolve import CallInfo, Function, ModuleFacts, collect, dotted
 
 # Python entry points of the kernel, with the position of topk_length in their
@@ -45,7 +45,7 @@ GUARD_COMMENT = "# topk-migrate: use the full top-k width if the row counts ever
 
 
 # callee -> Capability: does the kernel behind it accept topk_length (see api.kernel_gate)
-Gate = Callable[[str], "Capability"]
+Gate = Callable[[str], Capability]
 
 
 @dataclass

@@ -1,5 +1,4 @@
 """files.py: every protection here has a test that fails when it is removed."""
-import hashlib
 import os
 import shutil
 import signal
@@ -13,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from topk_migrate import files
-from topk_migrate.files import SourceFile, read_source, write_source, syntax_error_message
+from topk_migrate.files import read_source, write_source, syntax_error_message
 from topk_migrate.model import InputError
 
 ROOT = Path(__file__).resolve().parents[1]

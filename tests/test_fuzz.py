@@ -10,7 +10,6 @@ import os
 import tempfile
 import textwrap
 
-import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from topk_migrate.api import migrate_source

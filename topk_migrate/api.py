@@ -3,20 +3,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Iterable, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
 from .discover import iter_python_files, may_hold_site, read_bytes
-from .model import InputError, Site, Status
+from .model import Capability, InputError, Site, Status
 
 # Everything heavier (libcst, hashlib, tomllib, difflib) is imported only for a file
 # that passes the byte prefilter: most files of a tree never get that far.
-
-
-@dataclass(frozen=True)
-class Capability:
-    accepts: Optional[bool]  # None: unknown
-    detail: str = ""
-    position: Optional[int] = None  # where topk_length sits in a wrapper's signature
 
 
 def kernel_gate(path: str, kernel: Optional[str] = None):

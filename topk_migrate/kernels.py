@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ast
 import functools
-import glob
 import os
 import re
 from dataclasses import dataclass

@@ -35,5 +35,14 @@ class Site:
         return f"{self.path}:{self.line}:{self.column} {self.status.value} {self.callee} \u2014 {self.reason}"
 
 
+@dataclass(frozen=True)
+class Capability:
+    """What the kernel gate knows about the kernel behind a callee."""
+
+    accepts: Optional[bool]  # does it take topk_length? None: unknown
+    detail: str = ""  # where that came from, for the reason text
+    position: Optional[int] = None  # where topk_length sits in a wrapper's signature
+
+
 class InputError(Exception):
     """An expected problem with one input file: reported in one line, the run goes on."""

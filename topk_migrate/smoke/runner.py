@@ -14,7 +14,7 @@ import torch
 from . import contract, e2e, isolate
 from .kernel import Kernel, injected, load_kernel
 from .measure import hot_path_costs, paired_timing
-from .reference import B_TOPK, sparse_attention_reference
+from .reference import sparse_attention_reference
 from .report import Report
 
 D_V = 512
@@ -391,7 +391,7 @@ def check_timing(report, kernel, old, new, device, topk=2048, heads=128, pairs=6
             lens = [min(v, topk) for v in visible]
             c = contract.make_case(name, lens, visible, topk, s_kv, heads, device, seed=len(lens))
             ideal = contract.ideal_ratio(c.topk_length, topk)
-            t = paired_timing(lambda: _helper_call(old, c), lambda: _helper_call(new, c, c.topk_length), pairs=pairs)
+            t = paired_timing(lambda c=c: _helper_call(old, c), lambda c=c: _helper_call(new, c, c.topk_length), pairs=pairs)
             frac = t.speedup / ideal
             data = dict(s_q=len(lens), unpatched_ms=t.unpatched_ms, patched_ms=t.patched_ms, speedup=t.speedup, ideal=ideal, of_ideal=frac, pairs=t.pairs)
             detail = f"{t.unpatched_ms:.3f} -> {t.patched_ms:.3f} ms, speedup {t.speedup:.3f}x vs ideal {ideal:.3f}x ({100 * frac:.1f}%)"
