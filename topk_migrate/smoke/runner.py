@@ -165,6 +165,21 @@ def check_rewrite(report: Report, original: str, patched: str, qualname: str, si
     return bool(ok)
 
 
+def _paired_calls(report, kernel, name, run_old, run_new):
+    """Run the unpatched then the patched version, each with the kernel call it made;
+    None, with `name` failed, if either raises."""
+    kernel.take_calls()
+    try:
+        out_old = run_old()
+        call_old = kernel.take_calls()[-1]
+        out_new = run_new()
+        call_new = kernel.take_calls()[-1]
+    except Exception as e:
+        report.add(name, False, f"raised {type(e).__name__}: {e}")
+        return None
+    return out_old, call_old, out_new, call_new
+
+
 def _helper_call(helper, c: contract.Case, topk_length="absent"):
     kwargs = dict(q_all=c.q, kv_cache=c.kv, v_head_dim=D_V, page_table_1=c.indices, sm_scale=c.sm_scale)
     if topk_length != "absent":
@@ -177,15 +192,11 @@ def check_helper_matrix(report, kernel, old, new, cases: List[contract.Case], de
     helper really hands topk_length to the kernel. Returns the kernel calls."""
     calls = []
     for c in cases:
-        kernel.take_calls()
-        try:
-            out_old = _helper_call(old, c)
-            call_old = kernel.take_calls()[-1]
-            out_new = _helper_call(new, c, c.topk_length)
-            call_new = kernel.take_calls()[-1]
-        except Exception as e:
-            report.add(f"bitwise.{c.name}", False, f"raised {type(e).__name__}: {e}")
+        pair = _paired_calls(report, kernel, f"bitwise.{c.name}",
+                             lambda: _helper_call(old, c), lambda: _helper_call(new, c, c.topk_length))
+        if pair is None:
             continue
+        out_old, call_old, out_new, call_new = pair
         calls.append(call_new)
         same_k, stats = compare_results(call_old.result, call_new.result)
         same_o, ostats = compare_results(out_old, out_new)
@@ -313,15 +324,11 @@ def check_e2e(report, kernel, old_mod, new_mod, device, sm_major, topk, heads, s
     calls = []
     for i, sc in enumerate(e2e.scenarios(topk, heads, small)):
         inp = e2e.make_inputs(sc, device, seed=100 + i)
-        kernel.take_calls()
-        try:
-            _, out_old = old.run(sc, inp)
-            call_old = kernel.take_calls()[-1]
-            _, out_new = new.run(sc, inp)
-            call_new = kernel.take_calls()[-1]
-        except Exception as e:
-            report.add(f"bitwise.{sc.name}", False, f"raised {type(e).__name__}: {e}")
+        pair = _paired_calls(report, kernel, f"bitwise.{sc.name}",
+                             lambda: old.run(sc, inp)[1], lambda: new.run(sc, inp)[1])
+        if pair is None:
             continue
+        out_old, call_old, out_new, call_new = pair
         calls.append(call_new)
         same_k, stats = compare_results(call_old.result, call_new.result)
         same_o, ostats = compare_results(out_old, out_new)
