@@ -70,6 +70,11 @@ def is_kernel(callee: str) -> bool:
     return callee.rsplit(".", 1)[-1] in ENTRY_POINTS or is_op_level(callee)
 
 
+def _at(calls: Sequence[CallInfo]) -> str:
+    lines = ", ".join(str(k.range.start.line) for k in calls)
+    return f"callers at line{'s' if len(calls) > 1 else ''} {lines}"
+
+
 def _is_none(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "None"
 
@@ -184,9 +189,10 @@ class _Analysis:
                         and not any(p.name.value == PARAM for p in (*op.params, *op.kwonly_params))
                         and not isinstance(op.star_kwarg, cst.Param)):
                     return self.site(c, Status.MANUAL, f"{other.qualname} overrides {fn.qualname} without topk_length")
-        passing, lacking, found = [], [], None
+        passing, lacking, found, already = [], [], None, 0
         for k in self.callers(fn):
             if any(a.keyword and a.keyword.value == PARAM for a in k.node.args):
+                already += 1
                 continue
             expr = self.metadata_in(k.function, k.range.start.line)
             if expr is None or any(a.star for a in k.node.args):  # *args/**kwargs may fill it
@@ -194,9 +200,13 @@ class _Analysis:
             else:
                 passing.append((k, expr))
                 found = found or expr
+        if has_param and already and not passing:  # half-migrated: callers pass it, the kernel call drops it
+            self.plan.guards.setdefault(id(c.statement), []).append((q, None))
+            self.plan.keywords[id(c.node)] = PARAM
+            return self.site(c, Status.FIXABLE, f"{fn.qualname} takes topk_length from its callers but does not forward it")
         if not passing:
             why = f"no {wanted} in scope of {fn.qualname}"
-            why += f", nor in its callers (lines {', '.join(str(k.range.start.line) for k in lacking)})" if lacking else ", and it has no callers in this module"
+            why += f", nor in its {_at(lacking)}" if lacking else ", and it has no callers in this module"
             return self.site(c, Status.MANUAL, why)
         for k, expr in passing:
             self.plan.keywords[id(k.node)] = expr
@@ -204,9 +214,9 @@ class _Analysis:
             self.plan.params.add(id(fn.node))
         self.plan.guards.setdefault(id(c.statement), []).append((q, None))
         self.plan.keywords[id(c.node)] = PARAM
-        reason = f"{fn.qualname} gains topk_length; callers at line {', '.join(str(k.range.start.line) for k, _ in passing)} pass it"
+        reason = f"{fn.qualname} gains topk_length; {_at([k for k, _ in passing])} pass it"
         if lacking:
-            reason += f"; callers at line {', '.join(str(k.range.start.line) for k in lacking)} have no metadata and keep the full width"
+            reason += f"; {_at(lacking)} have no metadata and keep the full width"
         return self.site(c, Status.FIXABLE, reason, found)
 
 

@@ -103,3 +103,15 @@ def test_same_named_override_without_the_parameter_blocks_the_helper_route(tmp_p
            "class Sub(B):\n    def _sparse(self, q):\n        return q\n# dsa_cache_seqlens_int32\n")
     m, (s,) = sites(src, tmp_path)
     assert s.status is Status.MANUAL and "Sub._sparse overrides B._sparse" in s.reason and not m.changed
+
+
+def test_half_migrated_helper_forwards_what_its_callers_already_pass(tmp_path):
+    src = ("class B:\n    def extend(self, q):\n        metadata = self.forward_metadata\n"
+           "        return self._sparse(q, topk_length=metadata.dsa_cache_seqlens_int32)\n"
+           "    def _sparse(self, q, topk_length=None):\n        from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
+           "        return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)\n# dsa_cache_seqlens_int32\n")
+    m, (s,) = sites(src, tmp_path)
+    assert s.status is Status.FIXABLE and "does not forward it" in s.reason
+    assert "flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0, topk_length=topk_length)" in m.new_source
+    assert "if topk_length is not None and topk_length.shape[0] != q.shape[0]:" in m.new_source
+    assert m.new_source.count("def _sparse(self, q, topk_length=None):") == 1
