@@ -223,15 +223,15 @@ def test_file_changed_after_read_is_not_overwritten(tmp_path, monkeypatch):
 
     p = tmp_path / "race.py"
     p.write_text(FIXABLE)
-    real_read = files.read_source
+    real_decode = files.decode_source
 
     def read_then_someone_edits(path, *a, **k):
-        src = real_read(path, *a, **k)
+        src = real_decode(path, *a, **k)
         with open(path, "a") as f:
             f.write("# saved by the editor\n")
         return src
 
-    monkeypatch.setattr(files, "read_source", read_then_someone_edits)
+    monkeypatch.setattr(files, "decode_source", read_then_someone_edits)
     res = run_inproc(["apply", "--kernel", KERNEL, p])
     assert res.exit_code == 2
     assert f"{p}: error: changed on disk since it was read; not overwritten" in res.output

@@ -5,7 +5,7 @@ import os
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence
 
-from .discover import iter_python_files, may_hold_site, read_bytes
+from .discover import iter_python_files, may_hold_site, read_regular
 from .model import Capability, InputError, Site, Status
 
 # Everything heavier (libcst, hashlib, tomllib, difflib) is imported only for a file
@@ -95,14 +95,17 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
     out = FileOutcome(path)
     try:
         try:
-            if not may_hold_site(read_bytes(path)):
-                return out
-        except OSError:
-            pass  # read_source below says why, in one line
-        from .config import config_for
-        from .files import read_source
+            raw, st = read_regular(path)  # read once: prefiltered here, decoded below
+        except OSError as e:
+            from .files import input_error
 
-        src = read_source(path)
+            raise input_error(e, path) from None
+        if not may_hold_site(raw):
+            return out
+        from .config import config_for
+        from .files import decode_source
+
+        src = decode_source(path, raw, st)
         cfg = config_for(os.path.dirname(os.path.abspath(path)))
         text = src.text
         if narrowed:

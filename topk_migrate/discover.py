@@ -21,24 +21,33 @@ def may_hold_site(data: bytes) -> bool:
     return _COMMON in data and any(n in data for n in NEEDLES)
 
 
-def read_bytes(path: str) -> bytes:
-    """The bytes of a regular file; OSError otherwise (never blocks on a FIFO)."""
+class NotRegularFile(OSError):
+    """A path that opened but is not a regular file (directory, FIFO, device)."""
+
+
+def read_regular(path: str) -> Tuple[bytes, os.stat_result]:
+    """The bytes and stat of a regular file; OSError otherwise (never blocks on a FIFO)."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise OSError(errno.EISDIR if stat.S_ISDIR(st.st_mode) else errno.EINVAL, "not a regular file")
+            isdir = stat.S_ISDIR(st.st_mode)
+            raise NotRegularFile(errno.EISDIR if isdir else errno.EINVAL, "is a directory" if isdir else "not a regular file")
         data = os.read(fd, st.st_size + 1)  # one read for the whole file, as a rule
         if len(data) <= st.st_size:
-            return data
+            return data, st
         chunks = [data]  # it grew since fstat
         while True:
             b = os.read(fd, 1 << 20)
             if not b:
-                return b"".join(chunks)
+                return b"".join(chunks), st
             chunks.append(b)
     finally:
         os.close(fd)
+
+
+def read_bytes(path: str) -> bytes:
+    return read_regular(path)[0]
 
 
 def _why_unreadable(path: str) -> str:

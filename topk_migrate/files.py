@@ -30,7 +30,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
-from .discover import may_hold_site
+from .discover import NotRegularFile, may_hold_site, read_regular
 from .model import InputError
 
 # Files above this size that could hold a site are refused rather than parsed
@@ -78,7 +78,10 @@ def max_bytes() -> int:
         return DEFAULT_MAX_BYTES
 
 
-def _os_error(e: OSError, path: str) -> InputError:
+def input_error(e: OSError, path: str) -> InputError:
+    """The one-line InputError for an OSError met while reading `path`."""
+    if isinstance(e, NotRegularFile):
+        return InputError(e.strerror)
     if e.errno == errno.ENOENT and os.path.islink(path):
         return InputError(f"broken symlink (points to {os.readlink(path)!r})")
     if e.errno == errno.ELOOP:
@@ -91,22 +94,14 @@ def _os_error(e: OSError, path: str) -> InputError:
 def read_source(path: str, limit: Optional[int] = None) -> SourceFile:
     """Read and decode one Python source file, or raise InputError with a one-line reason."""
     try:
-        # O_NONBLOCK: opening a FIFO named *.py must not hang the run.
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+        raw, st = read_regular(path)
     except OSError as e:
-        raise _os_error(e, path) from None
-    try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise InputError("is a directory")
-        if not stat.S_ISREG(st.st_mode):
-            raise InputError("not a regular file")
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            raw = f.read()
-    except OSError as e:
-        raise _os_error(e, path) from None
-    finally:
-        os.close(fd)
+        raise input_error(e, path) from None
+    return decode_source(path, raw, st, limit)
+
+
+def decode_source(path: str, raw: bytes, st: os.stat_result, limit: Optional[int] = None) -> SourceFile:
+    """The SourceFile for bytes already read from `path` (with their stat), or InputError."""
     limit = max_bytes() if limit is None else limit
     if len(raw) > limit and may_hold_site(raw):
         raise InputError(
