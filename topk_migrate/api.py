@@ -161,6 +161,41 @@ class Report:
         return 1 if left else 0
 
 
+class _StopBetweenFiles:
+    """The first Ctrl-C stops the run after the file in hand; a second one stops it at once.
+
+    A KeyboardInterrupt raised inside LibCST can surface as another exception (a
+    KeyError from its metadata), which would be reported as that file's error while
+    the run went on. Only installed where SIGINT still has Python's default handler.
+    """
+
+    def __enter__(self):
+        import signal
+        import threading
+
+        self.hit, self.old = False, None
+        if threading.current_thread() is threading.main_thread() and \
+                signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            self.old = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def _on_sigint(self, signum, frame):
+        import signal
+
+        self.hit = True
+        signal.signal(signal.SIGINT, self.old)
+
+    def check(self) -> None:
+        if self.hit:
+            raise KeyboardInterrupt
+
+    def __exit__(self, *exc):
+        if self.old is not None:
+            import signal
+
+            signal.signal(signal.SIGINT, self.old)
+
+
 def run(paths: Sequence[str], kernel: Optional[str] = None, write: bool = False, verbose: bool = False) -> Report:
     """check/apply over files and directories; a walked directory honours its [tool.topk-migrate] include/exclude."""
     from .config import PathFilter, filter_for
@@ -173,9 +208,11 @@ def run(paths: Sequence[str], kernel: Optional[str] = None, write: bool = False,
                 filters[os.path.abspath(p)] = PathFilter.for_dir(p)
     except InputError as e:
         return Report([FileOutcome(p, error=str(e))])
-    for path, error in iter_python_files(paths):
-        f = filter_for(filters, path)
-        if f is not None and not f.keeps(os.path.abspath(path)):
-            continue
-        outcomes.append(FileOutcome(path, error=error) if error else process_file(path, kernel, write, verbose))
+    with _StopBetweenFiles() as stop:
+        for path, error in iter_python_files(paths):
+            f = filter_for(filters, path)
+            if f is not None and not f.keeps(os.path.abspath(path)):
+                continue
+            outcomes.append(FileOutcome(path, error=error) if error else process_file(path, kernel, write, verbose))
+            stop.check()
     return Report(outcomes)
