@@ -15,6 +15,7 @@ METADATA/RECORD) are laid out in a temporary directory and analysed there.
 """
 from __future__ import annotations
 
+import errno
 import multiprocessing
 import os
 import shutil
@@ -330,7 +331,7 @@ def audit(
             root = display_root(paths)
             _scan_disk(paths, exclude, gitignore, kernel, runner, tally, prog)
         else:
-            tmp = tempfile.mkdtemp(prefix="topk-migrate-rev-")
+            tmp = os.path.realpath(tempfile.mkdtemp(prefix="topk-migrate-rev-"))
             root, top, commit = _scan_rev(paths, rev, exclude, kernel, runner, tally, prog, tmp)
         sites: List[Site] = []
         for path, got, err in runner.results(prog):
@@ -472,7 +473,12 @@ def _scan_rev(paths, rev, exclude, kernel, runner, tally, prog, tmp) -> Tuple[st
             meta, _, path = item.partition(b"\t")
             mode, kind, sha = meta.split()
             if kind == b"blob":
-                entries.append((mode.decode(), sha.decode(), path.decode("utf-8", "surrogateescape")))
+                path = path.decode("utf-8", "surrogateescape")
+                why = unsafe_path(path)
+                if why:  # an attacker's tree: never laid out, never read
+                    tally.errors.append((top, f"unsafe path in {rev}: {path!r} {why}; skipped"))
+                    continue
+                entries.append((mode.decode(), sha.decode(), path))
     dirs = {""} | {p.rsplit("/", 1)[0] for _, _, p in entries if "/" in p}
     dirs |= {d.rsplit("/", i)[0] for d in list(dirs) for i in range(1, d.count("/") + 1)}
     absd = [os.path.join(top, r) if r else top for r in rels]
@@ -501,7 +507,7 @@ def _scan_rev(paths, rev, exclude, kernel, runner, tally, prog, tmp) -> Tuple[st
         if not matched:
             tally.errors.append((os.path.join(top, rel), f"not in {rev}"))
     for (sha, path), data in zip(project, _cat_blobs(top, [s for s, _ in project])):
-        _lay_out(tmp, path, data)
+        _lay_out(tmp, path, data, tally, top)
     os.mkdir(os.path.join(tmp, ".git"))  # the gate and the config stop their upward search here
     filters = {}
     for rel in rels:
@@ -518,17 +524,52 @@ def _scan_rev(paths, rev, exclude, kernel, runner, tally, prog, tmp) -> Tuple[st
         prog.bar(i, len(wanted), f", {len(laid)} to analyse")
         tally.files += 1
         if may_hold_site(data):
-            laid.append(_lay_out(tmp, path, data))
+            dest = _lay_out(tmp, path, data, tally, top)
+            if dest:
+                laid.append(dest)
     tally.candidates = len(laid)
     for dest in laid:  # only now: the gate may read one candidate (a vendored interface) for another
         runner.submit(dest, kernel, tmp)
     return root, top, commit
 
 
-def _lay_out(tmp: str, path: str, data: bytes) -> str:
-    dest = os.path.join(tmp, *path.split("/"))
-    os.makedirs(os.path.dirname(dest), exist_ok=True)
-    with open(dest, "wb") as f:
+def unsafe_path(path: str) -> Optional[str]:
+    """Why a path read from a commit's tree must not be laid out on disk, or None.
+
+    Git stores tree entry names as given: a crafted commit (`git mktree`) can hold
+    `..`, `.`, an empty name, backslashes or `.git`, which joined to a directory
+    would reach outside it or into a repository's control files."""
+    if not path or path.startswith("/"):
+        return "is empty or absolute"
+    if "\\" in path:
+        return "has a backslash"
+    for part in path.split("/"):
+        if part in ("", ".", ".."):
+            return f"has a {part!r} component"
+        if part.lower() == ".git":
+            return "has a '.git' component"
+    return None
+
+
+def _lay_out(inside: str, path: str, data: bytes, tally: _Tally, top: str) -> Optional[str]:
+    """Write a blob under the temporary directory `inside` (a real path); None, with an error, if refused.
+
+    unsafe_path() has vetted the name already; this is the second lock: the directory
+    written to must resolve inside `inside`, and the file is created new, never through
+    a symlink (none are laid out) and never over another file."""
+    dest = os.path.join(inside, *path.split("/"))
+    try:
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        parent = os.path.realpath(os.path.dirname(dest))
+        if parent != inside and not parent.startswith(inside + os.sep):
+            raise OSError(errno.EPERM, "would be written outside the temporary tree")
+        fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except FileExistsError:
+        return dest  # a project file that is also a candidate (setup.py): laid out once
+    except OSError as e:
+        tally.errors.append((os.path.join(top, path), f"cannot lay out from the revision: {(e.strerror or str(e)).lower()}"))
+        return None
+    with os.fdopen(fd, "wb") as f:
         f.write(data)
     return dest
 
