@@ -1,0 +1,1009 @@
+"""The adversarial backends: one per way a fork could make a naive rewrite go wrong.
+
+Every module defines entry(inputs) (see harness.Inputs) and marks each line that holds a
+kernel use with `# SITE`. Hazard classes follow issue 8; "control" variants are the
+row-preserving shapes real engines use, which must stay fixable (over-refusal is measured too).
+"""
+from __future__ import annotations
+
+import textwrap
+from typing import List
+
+from .harness import Variant
+
+HEAD = '"""Adversarial DSA backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk."""\n'
+IMPORT = "from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
+REQ_OLD = (("requirements.txt", "sglang-kernel==0.4.2.post2\n"),)
+
+
+def _src(body: str, imports: str = "import torch\n" + IMPORT) -> str:
+    return HEAD + imports + "\n\n" + textwrap.dedent(body).lstrip("\n")
+
+
+VARIANTS: List[Variant] = []
+
+
+def add(name: str, hazard: str, body: str, imports: str = "import torch\n" + IMPORT, **kw) -> None:
+    VARIANTS.append(Variant(name, hazard, _src(body, imports), **kw))
+
+
+# --- the reference shape and the row-preserving steps real engines use (must stay fixable) ------
+
+# (name, lines before the call that build q_input from q_all, line after the call)
+ROW_PRESERVING = [
+    ("plain", "q_input = q_all", ""),
+    ("head_padding", "num_tokens, num_heads, head_dim = q_all.shape\n"
+                     "q_input = q_all.new_zeros((num_tokens, 4, head_dim))\n"
+                     "q_input[:, :num_heads] = q_all", "out = out[:, :num_heads]"),
+    ("view_keep_rows", "q_input = q_all.view(q_all.shape[0], -1, q_all.shape[-1])", ""),
+    ("reshape_keep_rows", "q_input = q_all.reshape(-1, q_all.shape[1], q_all.shape[2])", ""),
+    ("unsqueeze_keep_rows", "q_input = q_all.flatten(1).unsqueeze(1).view(q_all.shape)", ""),
+    ("cat_last_dim", "q_nope, q_rope = q_all.split([12, 4], dim=-1)\n"
+                     "q_input = torch.cat([q_nope, q_rope], dim=-1)", ""),
+    ("contiguous", "q_input = q_all.transpose(1, 2).transpose(1, 2).contiguous()", ""),
+    ("chained", "q_input = q_all.contiguous().view(q_all.shape[0], -1, q_all.shape[2])\n"
+                "q_input = q_input.reshape(q_input.shape[0], q_input.shape[1], -1)", ""),
+]
+
+
+def _ind(text: str, n: int) -> str:
+    return textwrap.indent(text, " " * n) if text else ""
+
+
+def helper_shape(prep: str, post: str) -> str:
+    """SGLang's shape: the kernel in a helper, the metadata held by its callers."""
+    return f'''
+class Backend:
+    def __init__(self, metadata):
+        self.forward_metadata = metadata
+
+    def forward(self, q, kv, indices, scale):
+        metadata = self.forward_metadata
+        return self._forward_flashmla_sparse(q_all=q, kv_cache=kv, indices=indices, sm_scale=scale)
+
+    def _forward_flashmla_sparse(self, q_all, kv_cache, indices, sm_scale):
+{_ind(prep, 8)}
+        out, _, _ = flash_mla_sparse_fwd(  # SITE
+            q=q_input,
+            kv=kv_cache,
+            indices=indices,
+            sm_scale=sm_scale,
+        )
+{_ind(post, 8)}
+        return out
+
+
+def entry(inp):
+    return Backend(inp.metadata).forward(inp.q, inp.kv, inp.indices, inp.sm_scale)
+'''
+
+
+def in_call_shape(prep: str, post: str) -> str:
+    """The metadata bound in the function that calls the kernel."""
+    return f'''
+def attend(q_all, kv, indices, scale, metadata):
+{_ind(prep, 4)}
+    out, _, _ = flash_mla_sparse_fwd(q_input, kv, indices, scale)  # SITE
+{_ind(post, 4)}
+    return out
+
+
+def entry(inp):
+    return attend(inp.q, inp.kv, inp.indices, inp.sm_scale, inp.metadata)
+'''
+
+
+for _name, _prep, _post in ROW_PRESERVING:
+    add(f"control_helper_{_name}", "control", helper_shape(_prep, _post), expect="fixable")
+    add(f"control_in_call_{_name}", "control", in_call_shape(_prep, _post), expect="fixable")
+
+_PLAIN = helper_shape("q_input = q_all", "")
+for _name, _imports, _spelling in [
+    ("module_alias", "import torch\nimport sgl_kernel.flash_mla as fm\n", "fm.flash_mla_sparse_fwd("),
+    ("from_package", "import torch\nfrom sgl_kernel import flash_mla_sparse_fwd as sparse_fwd\n", "sparse_fwd("),
+    ("package_attr", "import torch\nimport sgl_kernel\n", "sgl_kernel.flash_mla_sparse_fwd("),
+]:
+    add(f"control_import_{_name}", "control", _PLAIN.replace("flash_mla_sparse_fwd(", _spelling), imports=_imports,
+        expect="fixable")
+add("control_local_import", "control", _PLAIN.replace(
+    "        q_input = q_all\n", "        from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n\n        q_input = q_all\n"),
+    imports="import torch\n", expect="fixable")
+add("control_nsa_name", "control", _PLAIN.replace("class Backend", "# older trees: metadata.nsa_cache_seqlens_int32\nclass Backend"),
+    expect="fixable")
+add("control_module_functions", "control", '''
+def sparse_helper(q, kv, indices, scale):
+    o, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+    return o
+
+
+def forward(inp):
+    metadata = inp.metadata
+    return sparse_helper(inp.q, inp.kv, inp.indices, inp.sm_scale)
+
+
+def entry(inp):
+    return forward(inp)
+''', expect="fixable")
+add("control_metadata_if_else", "control", '''
+def entry(inp):
+    q = inp.q
+    if inp.flags.get("decode"):
+        metadata = inp.metadata
+    else:
+        metadata = inp.metadata
+    o, _, _ = flash_mla_sparse_fwd(q, inp.kv, inp.indices, inp.sm_scale)  # SITE
+    return o
+''', expect="fixable")
+
+# --- 1 placement and scope ----------------------------------------------------------------------
+add("lambda_parameter_q", "1 placement", '''
+def entry(inp):
+    metadata = inp.metadata
+    attend = lambda qq, ii: flash_mla_sparse_fwd(qq, inp.kv, ii, inp.sm_scale)[0]  # SITE
+    return attend(inp.q, inp.indices)
+''')
+add("lambda_parameter_shadows_q", "1 placement", '''
+def entry(inp):
+    metadata = inp.metadata
+    q, idx = inp.q, inp.indices
+    attend = lambda q, i: flash_mla_sparse_fwd(q, inp.kv, i, inp.sm_scale)[0]  # SITE
+    return attend(q[:4], idx[:4]), attend(q[4:], idx[4:])
+''')
+add("comprehension_variable", "1 placement", '''
+def entry(inp):
+    metadata = inp.metadata
+    pairs = zip(inp.q.split(4), inp.indices.split(4))
+    outs = [flash_mla_sparse_fwd(qc, inp.kv, ic, inp.sm_scale)[0] for qc, ic in pairs]  # SITE
+    return torch.cat(outs)
+''')
+add("comprehension_shadows_outer_q", "1 placement", '''
+def entry(inp):
+    metadata = inp.metadata
+    qc = inp.q
+    pairs = zip(qc.split(4), inp.indices.split(4))
+    outs = [flash_mla_sparse_fwd(qc, inp.kv, ic, inp.sm_scale)[0] for qc, ic in pairs]  # SITE
+    return torch.cat(outs)
+''')
+add("semicolon_slice_then_call", "1 placement", '''
+def entry(inp):
+    metadata = inp.metadata
+    q, kv, idx = inp.q, inp.kv, inp.indices
+    n = 5
+    q = q[:n]; o, _, _ = flash_mla_sparse_fwd(q, kv, idx[:n], inp.sm_scale)  # SITE
+    return o
+''')
+add("two_calls_one_statement", "1 placement", '''
+def entry(inp):
+    metadata = inp.metadata
+    qa, ia = inp.q[:4], inp.indices[:4]
+    qb, ib = inp.q, inp.indices
+    oa, ob = flash_mla_sparse_fwd(qa, inp.kv, ia, inp.sm_scale)[0], flash_mla_sparse_fwd(qb, inp.kv, ib, inp.sm_scale)[0]  # SITE
+    return oa, ob
+''')
+add("two_calls_one_statement_reversed", "1 placement", '''
+def entry(inp):
+    metadata = inp.metadata
+    qa, ia = inp.q[:4], inp.indices[:4]
+    qb, ib = inp.q, inp.indices
+    ob, oa = flash_mla_sparse_fwd(qb, inp.kv, ib, inp.sm_scale)[0], flash_mla_sparse_fwd(qa, inp.kv, ia, inp.sm_scale)[0]  # SITE
+    return oa, ob
+''')
+add("two_lambdas_share_topk_length", "1 placement", '''
+def entry(inp):
+    metadata = inp.metadata
+    q_half, i_half = inp.q[:4], inp.indices[:4]
+    q_full, i_full = inp.q, inp.indices
+    first = lambda: flash_mla_sparse_fwd(q_half, inp.kv, i_half, inp.sm_scale)[0]  # SITE
+    second = lambda: flash_mla_sparse_fwd(q_full, inp.kv, i_full, inp.sm_scale)[0]  # SITE
+    return first(), second()
+''')
+add("walrus_binds_q_in_statement", "1 placement", '''
+def entry(inp):
+    metadata = inp.metadata
+    o = flash_mla_sparse_fwd(qq, inp.kv, ii, inp.sm_scale)[0] if (qq := inp.q[:4]) is not None and (ii := inp.indices[:4]) is not None else None  # SITE
+    return o
+''')
+add("closure_q_rebound_between_calls", "1 placement", '''
+def entry(inp):
+    metadata = inp.metadata
+    q, idx = inp.q, inp.indices
+
+    def attend():
+        return flash_mla_sparse_fwd(q, inp.kv, idx, inp.sm_scale)[0]  # SITE
+
+    first = attend()
+    order = torch.arange(q.shape[0] - 1, -1, -1)
+    q, idx = q[order], idx[order]
+    return first, attend()
+''')
+add("nested_def_called_with_chunks", "1 placement", '''
+def entry(inp):
+    metadata = inp.metadata
+
+    def attend(qq, ii):
+        return flash_mla_sparse_fwd(qq, inp.kv, ii, inp.sm_scale)[0]  # SITE
+
+    return torch.cat([attend(inp.q[:4], inp.indices[:4]), attend(inp.q[4:], inp.indices[4:])])
+''')
+add("call_in_one_line_if_suite_after_slice", "1 placement", '''
+def entry(inp):
+    metadata = inp.metadata
+    q, idx = inp.q, inp.indices
+    if q.shape[0] > 4: q = q[:4]; idx = idx[:4]; return flash_mla_sparse_fwd(q, inp.kv, idx, inp.sm_scale)[0]  # SITE
+    return None
+''')
+
+# --- 2 metadata availability --------------------------------------------------------------------
+add("metadata_bound_only_in_if", "2 metadata", '''
+def entry(inp):
+    q = inp.q
+    if inp.flags.get("decode"):
+        metadata = inp.metadata
+    o, _, _ = flash_mla_sparse_fwd(q, inp.kv, inp.indices, inp.sm_scale)  # SITE
+    return o
+''')
+add("caller_metadata_only_in_if", "2 metadata", '''
+class Backend:
+    def forward(self, inp):
+        if inp.flags.get("decode"):
+            metadata = inp.metadata
+        return self._sparse(inp.q, inp.kv, inp.indices, inp.sm_scale)
+
+    def _sparse(self, q, kv, indices, scale):
+        o, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+        return o
+
+
+def entry(inp):
+    return Backend().forward(inp)
+''')
+add("metadata_none_default", "2 metadata", '''
+def attend(q, kv, indices, scale, metadata=None):
+    o, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+    return o
+
+
+def entry(inp):
+    return attend(inp.q, inp.kv, inp.indices, inp.sm_scale)
+''')
+add("caller_metadata_none_default", "2 metadata", '''
+def sparse(q, kv, indices, scale):
+    o, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+    return o
+
+
+def forward(q, kv, indices, scale, metadata=None):
+    return sparse(q, kv, indices, scale)
+
+
+def entry(inp):
+    return forward(inp.q, inp.kv, inp.indices, inp.sm_scale)
+''')
+add("optional_metadata_none_at_runtime", "2 metadata", '''
+class Backend:
+    forward_metadata = None  # set only once CUDA graphs are captured
+
+    def forward(self, q, kv, indices, scale):
+        metadata = self.forward_metadata
+        o, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+        return o
+
+
+def entry(inp):
+    return Backend().forward(inp.q, inp.kv, inp.indices, inp.sm_scale)
+''')
+add("optional_field_none_in_call", "2 metadata", '''
+def attend(q, kv, indices, scale, metadata):
+    o, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+    return o
+
+
+def entry(inp):
+    return attend(inp.q, inp.kv, inp.indices, inp.sm_scale, inp.Meta(None))
+''')
+add("optional_field_none_via_helper", "2 metadata", '''
+def sparse(q, kv, indices, scale):
+    o, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+    return o
+
+
+def forward(inp, metadata):
+    return sparse(inp.q, inp.kv, inp.indices, inp.sm_scale)
+
+
+def entry(inp):
+    return forward(inp, inp.Meta(None))
+''')
+add("metadata_rebound_to_none", "2 metadata", '''
+def entry(inp):
+    metadata = inp.metadata
+    q, idx = inp.q, inp.indices
+    assert metadata.page_table_1.shape[0] == q.shape[0]
+    metadata = None  # released: the rest of the step does not need it
+    o, _, _ = flash_mla_sparse_fwd(q, inp.kv, idx, inp.sm_scale)  # SITE
+    return o
+''')
+add("metadata_rebound_to_other_type", "2 metadata", '''
+def entry(inp):
+    metadata = inp.metadata
+    q = inp.q
+    metadata = metadata.page_table_1  # the name now holds the page table
+    o, _, _ = flash_mla_sparse_fwd(q, inp.kv, inp.indices, inp.sm_scale)  # SITE
+    return o
+''')
+add("metadata_deleted_before_call", "2 metadata", '''
+def entry(inp):
+    metadata = inp.metadata
+    q = inp.q
+    del metadata
+    o, _, _ = flash_mla_sparse_fwd(q, inp.kv, inp.indices, inp.sm_scale)  # SITE
+    return o
+''')
+add("metadata_bound_in_try", "2 metadata", '''
+def lookup(inp):
+    raise KeyError("no metadata on the eager path")
+
+
+def entry(inp):
+    q = inp.q
+    try:
+        metadata = lookup(inp)
+    except KeyError:
+        pass
+    o, _, _ = flash_mla_sparse_fwd(q, inp.kv, inp.indices, inp.sm_scale)  # SITE
+    return o
+''')
+add("metadata_bound_by_empty_loop", "2 metadata", '''
+def entry(inp):
+    q = inp.q
+    for metadata in inp.flags.get("per_layer", []):
+        pass
+    o, _, _ = flash_mla_sparse_fwd(q, inp.kv, inp.indices, inp.sm_scale)  # SITE
+    return o
+''')
+add("metadata_loop_var_other_batch", "2 metadata", '''
+def entry(inp):
+    q, idx = inp.q, inp.indices
+    outs = []
+    for metadata in (inp.metadata_for(slice(4, 8)), inp.metadata_for(slice(0, 4))):
+        qq = q[:4]
+        outs.append(flash_mla_sparse_fwd(qq, inp.kv, idx[:4], inp.sm_scale)[0])  # SITE
+    return outs
+''')
+
+# --- 3 name hygiene -----------------------------------------------------------------------------
+add("module_global_width_read_in_helper", "3 names", '''
+topk_length = 16  # the indexer's width
+
+
+class Backend:
+    def forward(self, inp):
+        metadata = inp.metadata
+        return self._sparse(inp.q, inp.kv, inp.indices, inp.sm_scale)
+
+    def _sparse(self, q, kv, indices, scale):
+        indices = indices[..., :topk_length]
+        o, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+        return o
+
+
+def entry(inp):
+    return Backend().forward(inp)
+''')
+add("closure_width_read_in_helper", "3 names", '''
+def entry(inp):
+    topk_length = 16
+    metadata = inp.metadata
+
+    def sparse(q, kv, indices, scale):
+        o, _, _ = flash_mla_sparse_fwd(q, kv, indices[..., :topk_length], scale)  # SITE
+        return o
+
+    return sparse(inp.q, inp.kv, inp.indices, inp.sm_scale)
+''')
+add("existing_int_param_passed_by_keyword", "3 names", '''
+class Backend:
+    index_topk = 16
+
+    def forward(self, inp):
+        metadata = inp.metadata
+        return self._sparse(inp.q, inp.kv, inp.indices, inp.sm_scale, topk_length=self.index_topk)
+
+    def _sparse(self, q, kv, indices, scale, topk_length: int = 2048):
+        o, _, _ = flash_mla_sparse_fwd(q, kv, indices[..., :topk_length], scale)  # SITE
+        return o
+
+
+def entry(inp):
+    return Backend().forward(inp)
+''')
+add("existing_int_param_passed_positionally", "3 names", '''
+class Backend:
+    index_topk = 16
+
+    def forward(self, inp):
+        metadata = inp.metadata
+        return self._sparse(inp.q, inp.kv, inp.indices, inp.sm_scale, self.index_topk)
+
+    def _sparse(self, q, kv, indices, scale, topk_length=None):
+        width = topk_length or indices.shape[-1]
+        o, _, _ = flash_mla_sparse_fwd(q, kv, indices[..., :width], scale)  # SITE
+        return o
+
+
+def entry(inp):
+    return Backend().forward(inp)
+''')
+add("existing_kwonly_int_param_not_passed", "3 names", '''
+def sparse(q, kv, indices, scale, *, topk_length=16):
+    o, _, _ = flash_mla_sparse_fwd(q, kv, indices[..., :topk_length], scale)  # SITE
+    return o
+
+
+def forward(inp):
+    metadata = inp.metadata
+    return sparse(inp.q, inp.kv, inp.indices, inp.sm_scale)
+
+
+def entry(inp):
+    return forward(inp)
+''')
+add("global_read_before_inserted_assignment", "3 names", '''
+topk_length = 16
+
+
+def entry(inp):
+    metadata = inp.metadata
+    width = topk_length
+    q = inp.q
+    o, _, _ = flash_mla_sparse_fwd(q, inp.kv, inp.indices[..., :width], inp.sm_scale)  # SITE
+    return o
+''')
+add("global_function_named_topk_length", "3 names", '''
+def topk_length(indices):
+    return indices.shape[-1]
+
+
+def entry(inp):
+    metadata = inp.metadata
+    width = topk_length(inp.indices)
+    q = inp.q
+    o, _, _ = flash_mla_sparse_fwd(q, inp.kv, inp.indices[..., :width], inp.sm_scale)  # SITE
+    return o
+''')
+add("imported_width_read_in_helper", "3 names", '''
+from adv_names_cfg import topk_length
+
+
+def sparse(q, kv, indices, scale):
+    o, _, _ = flash_mla_sparse_fwd(q, kv, indices[..., :topk_length], scale)  # SITE
+    return o
+
+
+def forward(inp):
+    metadata = inp.metadata
+    return sparse(inp.q, inp.kv, inp.indices, inp.sm_scale)
+
+
+def entry(inp):
+    return forward(inp)
+''', files=(("requirements.txt", "sglang-kernel==0.4.6\n"), ("adv_names_cfg.py", "topk_length = 16\n")))
+add("global_statement_in_helper", "3 names", '''
+topk_length = 16
+
+
+def sparse(q, kv, indices, scale):
+    global topk_length
+    topk_length = indices.shape[-1]
+    o, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+    return o
+
+
+def forward(inp):
+    metadata = inp.metadata
+    return sparse(inp.q, inp.kv, inp.indices, inp.sm_scale)
+
+
+def entry(inp):
+    return forward(inp)
+''')
+add("self_attribute_topk_length", "3 names", '''
+class Backend:
+    topk_length = 16
+
+    def forward(self, inp):
+        metadata = inp.metadata
+        q = inp.q
+        o, _, _ = flash_mla_sparse_fwd(q, inp.kv, inp.indices[..., : self.topk_length], inp.sm_scale)  # SITE
+        return o
+
+
+def entry(inp):
+    return Backend().forward(inp)
+''')
+
+# --- 4 callee identity --------------------------------------------------------------------------
+_LEGACY_DEF = '''
+def _legacy_sparse_fwd(q, kv, indices, sm_scale, d_v=512):
+    """The pre-topk_length wrapper this fork keeps for its old path."""
+    from sgl_kernel.flash_mla import legacy_fwd
+
+    return legacy_fwd(q, kv, indices, sm_scale, d_v)
+'''
+_IN_CALL = '''
+def entry(inp):
+    metadata = inp.metadata
+    q = inp.q
+    o, _, _ = flash_mla_sparse_fwd(q, inp.kv, inp.indices, inp.sm_scale)  # SITE
+    return o
+'''
+add("rebound_at_module_level", "4 callee", _LEGACY_DEF + "\n\nflash_mla_sparse_fwd = _legacy_sparse_fwd\n\n" + _IN_CALL)
+add("rebound_under_env_flag", "4 callee", "import os\n" + _LEGACY_DEF + '''
+
+if os.environ.get("ADV_LEGACY_MLA") == "1":
+    flash_mla_sparse_fwd = _legacy_sparse_fwd
+
+''' + _IN_CALL, env=(("ADV_LEGACY_MLA", "1"),))
+add("rebound_locally", "4 callee", _LEGACY_DEF + '''
+
+def entry(inp):
+    metadata = inp.metadata
+    flash_mla_sparse_fwd = _legacy_sparse_fwd
+    q = inp.q
+    o, _, _ = flash_mla_sparse_fwd(q, inp.kv, inp.indices, inp.sm_scale)  # SITE
+    return o
+''')
+add("local_param_shadows_kernel", "4 callee", _LEGACY_DEF + '''
+
+def attend(q, kv, indices, scale, metadata, flash_mla_sparse_fwd=_legacy_sparse_fwd):
+    o, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+    return o
+
+
+def entry(inp):
+    return attend(inp.q, inp.kv, inp.indices, inp.sm_scale, inp.metadata)
+''')
+add("param_shadows_module_alias", "4 callee", '''
+import types
+
+
+def attend(fm, q, kv, indices, scale, metadata):
+    o, _, _ = fm.flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+    return o
+
+
+def entry(inp):
+    from sgl_kernel.flash_mla import legacy_fwd
+
+    return attend(types.SimpleNamespace(flash_mla_sparse_fwd=legacy_fwd), inp.q, inp.kv, inp.indices, inp.sm_scale, inp.metadata)
+''', imports="import torch\nimport sgl_kernel.flash_mla as fm\n")
+add("try_except_fallback_module", "4 callee", _IN_CALL, imports='''import torch
+
+try:
+    from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+except ImportError:
+    from flash_mla import flash_mla_sparse_fwd
+''', hide=("sgl_kernel", "sgl_kernel.flash_mla"))
+add("try_except_fallback_def", "4 callee", _IN_CALL, imports='''import torch
+
+try:
+    from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+except ImportError:
+    from flash_mla import flash_mla_sparse_fwd as _vendored
+
+    def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512):
+        return _vendored(q, kv, indices, sm_scale, d_v)
+''', hide=("sgl_kernel", "sgl_kernel.flash_mla"))
+add("star_import_shadows_kernel", "4 callee", _IN_CALL,
+    imports="import torch\n" + IMPORT + "from adv_star_compat import *  # noqa: F403\n",
+    files=(("requirements.txt", "sglang-kernel==0.4.6\n"), ("adv_star_compat.py", textwrap.dedent(_LEGACY_DEF).lstrip()
+           + "\n\nflash_mla_sparse_fwd = _legacy_sparse_fwd\n")))
+add("star_import_of_kernel_module", "4 callee", _IN_CALL, imports="import torch\nfrom sgl_kernel.flash_mla import *  # noqa: F403\n")
+add("nested_function_with_helper_name", "4 callee", _LEGACY_DEF + '''
+
+def sparse(q, kv, indices, scale):
+    o, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+    return o
+
+
+def forward(inp):
+    metadata = inp.metadata
+
+    def sparse(q, kv, indices, scale):  # this path's own variant, fixed signature
+        return _legacy_sparse_fwd(q, kv, indices, scale)[0]
+
+    return sparse(inp.q, inp.kv, inp.indices, inp.sm_scale)
+
+
+def entry(inp):
+    return forward(inp), sparse(inp.q, inp.kv, inp.indices, inp.sm_scale)
+''')
+add("other_class_inherits_helper_name", "4 callee", '''
+from adv_base_backend import BaseBackend
+
+
+class SparseBackend:
+    def _forward_flashmla_sparse(self, q, kv, indices, scale):
+        o, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+        return o
+
+    def forward(self, inp):
+        return self._forward_flashmla_sparse(inp.q, inp.kv, inp.indices, inp.sm_scale)
+
+
+class LegacyBackend(BaseBackend):
+    def forward(self, inp):
+        metadata = inp.metadata
+        return self._forward_flashmla_sparse(inp.q, inp.kv, inp.indices, inp.sm_scale)
+
+
+def entry(inp):
+    return SparseBackend().forward(inp), LegacyBackend().forward(inp)
+''', files=(("requirements.txt", "sglang-kernel==0.4.6\n"), ("adv_base_backend.py", '''\
+from sgl_kernel.flash_mla import legacy_fwd
+
+
+class BaseBackend:
+    def _forward_flashmla_sparse(self, q, kv, indices, scale):
+        return legacy_fwd(q, kv, indices, scale)[0]
+''')))
+add("other_class_same_method_in_module", "4 callee", _LEGACY_DEF + '''
+
+class SparseBackend:
+    def _forward_flashmla_sparse(self, q, kv, indices, scale):
+        o, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+        return o
+
+
+class LegacyBackend:
+    def _forward_flashmla_sparse(self, q, kv, indices, scale):
+        return _legacy_sparse_fwd(q, kv, indices, scale)[0]
+
+    def forward(self, inp):
+        metadata = inp.metadata
+        return self._forward_flashmla_sparse(inp.q, inp.kv, inp.indices, inp.sm_scale)
+
+
+def entry(inp):
+    return LegacyBackend().forward(inp), SparseBackend()._forward_flashmla_sparse(inp.q, inp.kv, inp.indices, inp.sm_scale)
+''')
+add("fixed_signature_decorator", "4 callee", '''
+def fixed(fn):
+    def wrapper(q, kv, indices, scale):
+        return fn(q, kv, indices, scale)
+    return wrapper
+
+
+@fixed
+def sparse(q, kv, indices, scale):
+    o, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+    return o
+
+
+def forward(inp):
+    metadata = inp.metadata
+    return sparse(inp.q, inp.kv, inp.indices, inp.sm_scale)
+
+
+def entry(inp):
+    return forward(inp)
+''')
+add("helper_defined_in_two_branches", "4 callee", "import os\n" + _LEGACY_DEF + '''
+
+if os.environ.get("ADV_FAST_SPARSE") == "1":
+    def sparse(q, kv, indices, scale):
+        o, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+        return o
+else:
+    def sparse(q, kv, indices, scale):
+        return _legacy_sparse_fwd(q, kv, indices, scale)[0]
+
+
+def forward(inp):
+    metadata = inp.metadata
+    return sparse(inp.q, inp.kv, inp.indices, inp.sm_scale)
+
+
+def entry(inp):
+    return forward(inp)
+''', env=(("ADV_FAST_SPARSE", "0"),))
+add("method_named_like_kernel", "4 callee", _LEGACY_DEF + '''
+
+class Backend:
+    def flash_mla_sparse_fwd(self, q, kv, indices, sm_scale):
+        return _legacy_sparse_fwd(q, kv, indices, sm_scale)
+
+    def forward(self, inp):
+        metadata = inp.metadata
+        q = inp.q
+        o, _, _ = self.flash_mla_sparse_fwd(q, inp.kv, inp.indices, inp.sm_scale)  # SITE
+        return o
+
+
+def entry(inp):
+    return Backend().forward(inp)
+''')
+add("module_alias_rebound_under_env_flag", "4 callee", '''
+import os
+import types
+
+import sgl_kernel.flash_mla as fm
+
+if os.environ.get("ADV_LEGACY_MLA") == "1":
+    fm = types.SimpleNamespace(flash_mla_sparse_fwd=fm.legacy_fwd)
+
+
+def entry(inp):
+    metadata = inp.metadata
+    q = inp.q
+    o, _, _ = fm.flash_mla_sparse_fwd(q, inp.kv, inp.indices, inp.sm_scale)  # SITE
+    return o
+''', imports="import torch\n", env=(("ADV_LEGACY_MLA", "1"),))
+
+# --- 5 row alignment: q's rows reordered or selected while the metadata covers other rows -------
+# (name, how q_sel/idx_sel are made from q/idx: the counts match, the rows do not)
+REORDERINGS = [
+    ("permutation_index", "order = torch.tensor([3, 0, 6, 1, 7, 2, 5, 4])\nq_sel, idx_sel = q[order], idx[order]"),
+    ("flip", "q_sel, idx_sel = q.flip(0), idx.flip(0)"),
+    ("roll", "q_sel, idx_sel = torch.roll(q, 1, 0), torch.roll(idx, 1, 0)"),
+    ("mask_partition", "mask = torch.arange(q.shape[0]) % 2 == 0\n"
+                       "q_sel, idx_sel = torch.cat([q[mask], q[~mask]]), torch.cat([idx[mask], idx[~mask]])"),
+    ("index_select", "order = torch.arange(q.shape[0] - 1, -1, -1)\n"
+                     "q_sel, idx_sel = q.index_select(0, order), idx.index_select(0, order)"),
+    ("gather_rows", "order = torch.arange(q.shape[0]).roll(3)\n"
+                    "q_sel = torch.gather(q, 0, order.view(-1, 1, 1).expand_as(q))\n"
+                    "idx_sel = torch.gather(idx, 0, order.view(-1, 1, 1).expand_as(idx))"),
+    ("cat_rows", "q_sel, idx_sel = torch.cat([q[5:], q[:5]], dim=0), torch.cat([idx[5:], idx[:5]], dim=0)"),
+    ("split_swap", "qa, qb = q.split([3, 5])\nia, ib = idx.split([3, 5])\n"
+                   "q_sel, idx_sel = torch.cat([qb, qa]), torch.cat([ib, ia])"),
+    ("chunk_reversed", "q_sel = torch.cat(list(reversed(q.chunk(2))))\nidx_sel = torch.cat(list(reversed(idx.chunk(2))))"),
+    ("interleave_step_slices", "q_sel = torch.cat([q[::2], q[1::2]])\nidx_sel = torch.cat([idx[::2], idx[1::2]])"),
+    ("sorted_by_length", "order = metadata.dsa_cache_seqlens_int32.argsort(stable=True)\nq_sel, idx_sel = q[order], idx[order]"),
+]
+
+
+def reorder_in_call(make: str) -> str:
+    return f'''
+def entry(inp):
+    metadata = inp.metadata
+    q, idx = inp.q, inp.indices
+{_ind(make, 4)}
+    out, _, _ = flash_mla_sparse_fwd(q_sel, inp.kv, idx_sel, inp.sm_scale)  # SITE
+    return out
+'''
+
+
+def reorder_via_helper(make: str) -> str:
+    return f'''
+class Backend:
+    def forward(self, inp):
+        metadata = inp.metadata
+        q, idx = inp.q, inp.indices
+{_ind(make, 8)}
+        return self._forward_flashmla_sparse(q_all=q_sel, kv=inp.kv, indices=idx_sel, scale=inp.sm_scale)
+
+    def _forward_flashmla_sparse(self, q_all, kv, indices, scale):
+        out, _, _ = flash_mla_sparse_fwd(q_all, kv, indices, scale)  # SITE
+        return out
+
+
+def entry(inp):
+    return Backend().forward(inp)
+'''
+
+
+for _name, _make in REORDERINGS:
+    add(f"rows_{_name}_in_call", "5 rows", reorder_in_call(_make))
+for _name, _make in REORDERINGS[::2]:
+    add(f"rows_{_name}_via_helper", "5 rows", reorder_via_helper(_make))
+add("rows_reordered_inline_in_caller_argument", "5 rows", '''
+class Backend:
+    def forward(self, inp):
+        metadata = inp.metadata
+        order = torch.arange(inp.q.shape[0] - 1, -1, -1)
+        return self._sparse(inp.q[order], inp.kv, inp.indices[order], inp.sm_scale)
+
+    def _sparse(self, q, kv, indices, scale):
+        out, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+        return out
+
+
+def entry(inp):
+    return Backend().forward(inp)
+''')
+add("rows_other_micro_batch", "5 rows", '''
+def entry(inp):
+    metadata = inp.metadata_for(slice(0, 4))  # micro-batch 0 of a two-batch overlap
+    q_b, idx_b = inp.q[4:], inp.indices[4:]  # ... but this is micro-batch 1
+    out, _, _ = flash_mla_sparse_fwd(q_b, inp.kv, idx_b, inp.sm_scale)  # SITE
+    return out
+''')
+add("rows_other_micro_batch_via_helper", "5 rows", '''
+def sparse(q, kv, indices, scale):
+    out, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+    return out
+
+
+def forward_micro_batches(inp):
+    metadata = inp.metadata_for(slice(0, 4))
+    first = sparse(inp.q[:4], inp.kv, inp.indices[:4], inp.sm_scale)
+    second = sparse(inp.q[4:], inp.kv, inp.indices[4:], inp.sm_scale)
+    return first, second
+
+
+def entry(inp):
+    return forward_micro_batches(inp)
+''')
+add("rows_q_rebound_to_permutation_same_name", "5 rows", '''
+def entry(inp):
+    metadata = inp.metadata
+    q, idx = inp.q, inp.indices
+    q, idx = q.flip(0), idx.flip(0)
+    out, _, _ = flash_mla_sparse_fwd(q, inp.kv, idx, inp.sm_scale)  # SITE
+    return out
+''')
+
+# --- 6 pins -------------------------------------------------------------------------------------
+add("pins_markers_give_old_kernel_elsewhere", "6 pins", _IN_CALL, legacy_kernel=True, files=((
+    "requirements.txt",
+    'sglang-kernel==0.4.6; platform_machine == "x86_64"\n'
+    'sglang-kernel==0.4.2.post2; platform_machine != "x86_64"\n'),))
+add("pins_pyproject_markers", "6 pins", _IN_CALL, legacy_kernel=True, files=((
+    "pyproject.toml",
+    '[project]\nname = "fork"\nversion = "0"\ndependencies = [\n'
+    '    "sglang-kernel==0.4.6; sys_platform == \'linux\'",\n'
+    '    "sglang-kernel==0.4.2.post2; sys_platform != \'linux\'",\n]\n'),))
+add("pins_commented_out_new_pin", "6 pins", _IN_CALL, legacy_kernel=True, files=((
+    "requirements.txt", "# sglang-kernel==0.4.6  (after the CUDA 12.8 upgrade)\nsglang-kernel==0.4.2.post2\n"),))
+add("pins_include_r_old", "6 pins", _IN_CALL, legacy_kernel=True, files=(
+    ("requirements.txt", "-r reqs/kernel.txt\ntorch>=2.4  # sglang-kernel==0.4.6 needs torch 2.8\n"),
+    ("reqs/kernel.txt", "sglang-kernel==0.4.2.post2\n")))
+add("pins_constraint_file_old", "6 pins", _IN_CALL, legacy_kernel=True, files=(
+    ("requirements.txt", "sglang-kernel>=0.4.0\n-c constraints.txt\n"),
+    ("constraints.txt", "sglang-kernel==0.4.2.post2\n")))
+add("pins_compatible_release_old", "6 pins", _IN_CALL, legacy_kernel=True, files=((
+    "requirements.txt", "sglang-kernel~=0.4.1\n"),))
+add("pins_upper_bound_old", "6 pins", _IN_CALL, legacy_kernel=True, files=((
+    "requirements.txt", "sglang-kernel>=0.4.0,<0.4.3\n"),))
+add("pins_old_dist_with_false_marker_new", "6 pins", _IN_CALL, legacy_kernel=True, files=((
+    "requirements.txt", 'sgl-kernel==0.3.21\nsglang-kernel==0.4.6; python_version < "3.0"\n'),))
+add("pins_old_pin_exact_legacy_kernel", "6 pins", _IN_CALL, legacy_kernel=True, files=REQ_OLD)
+add("pins_minimum_new", "control", _IN_CALL, expect="fixable", files=((
+    "requirements.txt", "sglang-kernel>=0.4.3\n"),))
+add("pins_compatible_release_new", "6 pins", _IN_CALL, files=((
+    "requirements.txt", "sglang-kernel ~= 0.4.3  # fused MoE fixes\n"),))
+
+# --- 7 annotations ------------------------------------------------------------------------------
+_ANNOTATED_HELPER = '''
+class Backend:
+    def forward(self, inp):
+        metadata = inp.metadata
+        return self._forward_flashmla_sparse(inp.q, inp.kv, inp.indices, inp.sm_scale)
+
+    def _forward_flashmla_sparse(self, q, kv, indices, sm_scale: float):
+        out, _, _ = flash_mla_sparse_fwd(q, kv, indices, sm_scale)  # SITE
+        return out
+
+
+def entry(inp):
+    return Backend().forward(inp)
+'''
+add("annotations_torch_only_type_checking", "7 annotations", _ANNOTATED_HELPER, imports='''from typing import TYPE_CHECKING, Optional
+
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+if TYPE_CHECKING:
+    import torch
+''')
+add("annotations_optional_only_type_checking", "7 annotations", _ANNOTATED_HELPER, imports='''from typing import TYPE_CHECKING
+
+import torch
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+if TYPE_CHECKING:
+    from typing import Optional
+''')
+add("annotations_torch_imported_in_function", "control", _ANNOTATED_HELPER.replace(
+    "        out, _, _", "        import torch\n\n        out, _, _"), imports=IMPORT, expect="fixable")
+add("annotations_torch_alias", "control", _ANNOTATED_HELPER, imports="from typing import Optional\n\nimport torch as th\n" + IMPORT,
+    expect="fixable")
+add("annotations_future_with_type_checking", "control", _ANNOTATED_HELPER, imports='''from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+if TYPE_CHECKING:
+    import torch
+''', expect="fixable")
+add("annotations_typing_module_alias", "control", _ANNOTATED_HELPER, imports="import typing as t\n\nimport torch\n" + IMPORT,
+    expect="fixable")
+
+# --- 8 discovery: the kernel used as a value must be reported (manual, with the reason) ---------
+add("discovery_functools_partial", "8 discovery", '''
+import functools
+
+
+def entry(inp):
+    metadata = inp.metadata
+    attend = functools.partial(flash_mla_sparse_fwd, sm_scale=inp.sm_scale)  # SITE
+    return attend(inp.q, inp.kv, inp.indices)[0]
+''', expect="reported")
+add("discovery_partial_module_attr", "8 discovery", '''
+from functools import partial
+
+
+def entry(inp):
+    metadata = inp.metadata
+    attend = partial(fm.flash_mla_sparse_fwd, sm_scale=inp.sm_scale)  # SITE
+    return attend(inp.q, inp.kv, inp.indices)[0]
+''', imports="import torch\nimport sgl_kernel.flash_mla as fm\n", expect="reported")
+add("discovery_getattr_module", "8 discovery", '''
+def entry(inp):
+    metadata = inp.metadata
+    kernel = getattr(fm, "flash_mla_sparse_fwd")  # SITE
+    return kernel(inp.q, inp.kv, inp.indices, inp.sm_scale)[0]
+''', imports="import torch\nimport sgl_kernel.flash_mla as fm\n", expect="reported")
+add("discovery_stored_in_attribute", "8 discovery", '''
+class Backend:
+    def __init__(self):
+        self.kernel = flash_mla_sparse_fwd  # SITE
+
+    def forward(self, inp):
+        metadata = inp.metadata
+        return self.kernel(inp.q, inp.kv, inp.indices, inp.sm_scale)[0]
+
+
+def entry(inp):
+    return Backend().forward(inp)
+''', expect="reported")
+add("discovery_passed_as_value", "8 discovery", '''
+def run_attention(kernel, q, kv, indices, scale):
+    return kernel(q, kv, indices, scale)[0]
+
+
+def entry(inp):
+    metadata = inp.metadata
+    return run_attention(flash_mla_sparse_fwd, inp.q, inp.kv, inp.indices, inp.sm_scale)  # SITE
+''', expect="reported")
+add("discovery_conditional_choice", "8 discovery", _LEGACY_DEF + '''
+
+def entry(inp):
+    metadata = inp.metadata
+    kernel = flash_mla_sparse_fwd if inp.flags.get("fast", True) else _legacy_sparse_fwd  # SITE
+    return kernel(inp.q, inp.kv, inp.indices, inp.sm_scale)[0]
+''', expect="reported")
+add("discovery_dispatch_table", "8 discovery", '''
+KERNELS = {"sparse": flash_mla_sparse_fwd}  # SITE
+
+
+def entry(inp):
+    metadata = inp.metadata
+    return KERNELS["sparse"](inp.q, inp.kv, inp.indices, inp.sm_scale)[0]
+''', expect="reported")
+add("discovery_module_level_alias", "8 discovery", '''
+sparse_attn = flash_mla_sparse_fwd  # SITE
+
+
+def entry(inp):
+    metadata = inp.metadata
+    q = inp.q
+    return sparse_attn(q, inp.kv, inp.indices, inp.sm_scale)[0]
+''', expect="reported")
+add("discovery_import_module_call", "8 discovery", '''
+import importlib
+
+
+def entry(inp):
+    metadata = inp.metadata
+    q = inp.q
+    return importlib.import_module("sgl_kernel.flash_mla").flash_mla_sparse_fwd(q, inp.kv, inp.indices, inp.sm_scale)[0]  # SITE
+''', expect="reported")
+add("discovery_getattr_package", "8 discovery", '''
+def entry(inp):
+    metadata = inp.metadata
+    q = inp.q
+    return getattr(sgl_kernel, "flash_mla_sparse_fwd")(q, inp.kv, inp.indices, inp.sm_scale)[0]  # SITE
+''', imports="import torch\nimport sgl_kernel\n", expect="reported")
+
+HAZARDS = ["1 placement", "2 metadata", "3 names", "4 callee", "5 rows", "6 pins", "7 annotations", "8 discovery"]

@@ -1,0 +1,90 @@
+"""Differential soundness suite (issue 8): adversarial backends run before and after `apply`.
+
+Each variant runs against a stub kernel that enforces FlashMLA's contract (tests/stubs);
+after apply it must still import and run, give bitwise the same output, and hand the kernel
+only lengths that agree with the indices. Row-preserving controls must stay fixed.
+`python3 -m adversarial.report` (from tests/) prints the tally recorded in results/adversarial.md.
+"""
+import collections
+
+import pytest
+
+from adversarial import harness
+from adversarial.variants import HAZARDS, VARIANTS
+
+pytest.importorskip("torch")
+
+
+@pytest.fixture(scope="module")
+def stubs():
+    with harness.stub_kernels() as kernel:
+        yield kernel
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.name)
+def test_apply_is_sound(variant, stubs, tmp_path):
+    outcome = harness.run_variant(variant, tmp_path)
+    if outcome.wrong:
+        pytest.fail(outcome.describe(), pytrace=False)
+
+
+def test_every_hazard_class_is_covered():
+    per_class = collections.Counter(v.hazard for v in VARIANTS)
+    assert len(VARIANTS) >= 60
+    assert {h: per_class[h] for h in HAZARDS if per_class[h] < 2} == {}
+    assert per_class["control"] >= 10
+
+
+def test_stub_enforces_the_contract(stubs):
+    """The stub must catch what the suite relies on it to catch."""
+    import torch
+
+    inp = harness.Inputs()
+    stubs.configure()
+    ok = stubs.flash_mla_sparse_fwd(inp.q, inp.kv, inp.indices, 0.25, topk_length=inp.lengths)
+    plain = stubs.flash_mla_sparse_fwd(inp.q, inp.kv, inp.indices, 0.25)
+    assert all(torch.equal(a, b) for a, b in zip(ok, plain))
+    assert not any(c.violations for c in stubs.CALLS)
+    stubs.flash_mla_sparse_fwd(inp.q, inp.kv, inp.indices, 0.25, topk_length=inp.lengths.flip(0))
+    assert "wrong length" in stubs.CALLS[-1].violations[0]
+    with pytest.raises(RuntimeError, match="shape"):
+        stubs.flash_mla_sparse_fwd(inp.q[:4], inp.kv, inp.indices[:4], 0.25, topk_length=inp.lengths)
+    stubs.configure(legacy=True)
+    with pytest.raises(TypeError):
+        stubs.flash_mla_sparse_fwd(inp.q, inp.kv, inp.indices, 0.25, topk_length=inp.lengths)
+    stubs.configure()
+
+
+def test_harness_catches_a_blind_rewrite(stubs, tmp_path):
+    """An engine that always passes the metadata, unguarded, must be caught on the row variants."""
+    def blind(folder):
+        path = folder / harness.MODULE
+        src = path.read_text().replace("inp.sm_scale)  # SITE", "inp.sm_scale, topk_length=metadata.dsa_cache_seqlens_int32)  # SITE")
+        path.write_text(src)
+        return [], []
+
+    v = next(v for v in VARIANTS if v.name == "rows_flip_in_call")
+    outcome = harness.run_variant(v, tmp_path, engine=blind)
+    assert any("wrong length on rows" in p for p in outcome.problems), outcome.describe()
+
+
+def _validate_rewrite_owner():
+    import importlib
+
+    for name in ("topk_migrate.codemods.pass_topk_length", "topk_migrate.resolve", "topk_migrate.api"):
+        module = importlib.import_module(name)
+        if hasattr(module, "validate_rewrite"):
+            return module
+    return None
+
+
+def test_suite_fails_without_scope_validation(stubs, tmp_path, monkeypatch):
+    """Removing the scope-validation step must let at least one wrong rewrite through."""
+    owner = _validate_rewrite_owner()
+    if owner is None:
+        pytest.fail("no module-level validate_rewrite in topk_migrate.codemods.pass_topk_length "
+                    "(or resolve/api): the scope-validation step issue 8 asks for is missing")
+    monkeypatch.setattr(owner, "validate_rewrite", lambda *args, **kwargs: None)
+    hazards = [v for v in VARIANTS if v.hazard in ("1 placement", "2 metadata", "3 names")]
+    wrong = [o for o in (harness.run_variant(v, tmp_path) for v in hazards) if o.wrong]
+    assert wrong, "with validate_rewrite a no-op, every placement/metadata/name variant still came out right"
