@@ -65,21 +65,30 @@ def test_missing_path_broken_symlink_and_symlink_loops_are_one_line_errors(tmp_p
     make(tmp_path, "ok.py")
     os.symlink(tmp_path / "gone.py", tmp_path / "dangling.py")
     os.symlink(tmp_path / "self.py", tmp_path / "self.py")
-    os.mkdir(tmp_path / "d")
-    os.symlink(tmp_path, tmp_path / "d" / "up")  # a directory link back to an ancestor
     got = dict(walk(str(tmp_path), str(tmp_path / "nope.py"), rel=str(tmp_path)))
     assert got["ok.py"] is None
     assert got["dangling.py"].startswith("broken symlink")
     assert got["self.py"] == "symlink loop"
-    assert got[os.path.join("d", "up")] == "symlink loop"
     assert got["nope.py"] == "no such file or directory"
     assert dict(walk(str(tmp_path / "dangling.py"), rel=str(tmp_path)))["dangling.py"].startswith("broken symlink")
 
 
-def test_symlinked_directory_is_walked_once(tmp_path):
+def test_a_directory_link_back_to_an_ancestor_is_never_entered(tmp_path):
+    make(tmp_path, "d/a.py")
+    os.symlink(tmp_path, tmp_path / "d" / "up")
+    for follow in (False, True):
+        notes = []
+        got = list(iter_python_files([str(tmp_path)], follow_links=follow, note=lambda p, why: notes.append((p, why))))
+        assert got == [(str(tmp_path / "d" / "a.py"), None)]
+        assert [p for p, _ in notes] == [str(tmp_path / "d" / "up")], notes
+    assert "walked once" in notes[0][1]
+
+
+def test_symlinked_directory_is_followed_only_on_request_and_walked_once(tmp_path):
     make(tmp_path, "real/a.py")
     os.symlink(tmp_path / "real", tmp_path / "alias")
-    assert files(tmp_path) == ["alias/a.py"]  # sorted: the link comes first, the target is not walked again
+    assert files(tmp_path) == ["real/a.py"]
+    assert files(tmp_path, follow_links=True) == ["alias/a.py"]  # sorted: the link comes first, the target is not walked again
 
 
 def test_directory_named_py_is_walked_not_read(tmp_path):
@@ -120,11 +129,10 @@ def test_read_bytes_reads_whole_files(tmp_path):
 
 
 def test_discover_imports_only_the_standard_library(tmp_path):
-    """pathspec is imported only when a .gitignore or --exclude is met; nothing heavy ever."""
+    """Nothing heavy, with or without patterns to match."""
     make(tmp_path, "a.py")
-    code = ("import sys, topk_migrate.discover as d; list(d.iter_python_files([sys.argv[1]])); "
-            "print(sorted(m for m in ('pathspec', 'libcst', 'click', 'torch') if m in sys.modules))")
-    run = lambda: subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True).stdout.strip()
-    assert run() == "[]"
     (tmp_path / ".gitignore").write_text("b.py\n")
-    assert run() == "['pathspec']"
+    code = ("import sys, topk_migrate.discover as d; list(d.iter_python_files([sys.argv[1]], exclude=['c/'])); "
+            "print(sorted(m for m in ('pathspec', 'libcst', 'click', 'torch') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

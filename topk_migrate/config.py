@@ -12,7 +12,7 @@ from .model import InputError
 @dataclass(frozen=True)
 class Config:
     kernel: Optional[str] = None  # "NAME==VERSION", like --kernel
-    metadata: Tuple[str, ...] = ()  # extra expressions known to hold clipped seqlens
+    metadata: Tuple[str, ...] = ()  # extra dotted names known to hold clipped seqlens
     include: Tuple[str, ...] = ()
     exclude: Tuple[str, ...] = ()
     source: Optional[str] = None  # the pyproject.toml it came from
@@ -21,24 +21,80 @@ class Config:
         return Config(**{**self.__dict__, **{k: v for k, v in overrides.items() if v}})
 
 
+KEYS = ("kernel", "metadata", "include", "exclude")
+
+
+def is_dotted_name(text: str) -> bool:
+    """`name(.attr)*`, each part an identifier and no keyword, spelled as Python reads it (NFKC)."""
+    import keyword
+    import unicodedata
+
+    return unicodedata.normalize("NFKC", text) == text and all(
+        part.isidentifier() and not keyword.iskeyword(part) for part in text.split("."))
+
+
+def _shown(value) -> str:
+    """A value for a one-line error: repr keeps control characters escaped; long ones are cut."""
+    r = repr(value)
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
+def _strings(table: dict, key: str, where: str) -> Tuple[str, ...]:
+    value = table.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InputError(f"{where} {key}: expected a list of strings, got {_shown(value)}")
+    return tuple(value)
+
+
 @functools.lru_cache(maxsize=None)
 def _load(pyproject: str) -> Optional[Config]:
+    """[tool.topk-migrate] of one pyproject.toml, every key checked; InputError (one line) otherwise.
+
+    Configuration is data, never code: `metadata` entries are inserted into source
+    files, so only dotted names are accepted; `kernel` must parse as a requirement.
+    """
     try:  # imported here: most runs never meet a pyproject.toml that needs parsing
         import tomllib
     except ImportError:  # Python < 3.11
         import tomli as tomllib  # type: ignore[no-redef]
+    from .discover import PROJECT_FILE_LIMIT, read_regular
+
     try:
-        with open(pyproject, "rb") as f:
-            table = tomllib.load(f).get("tool", {}).get("topk-migrate")
-    except (OSError, tomllib.TOMLDecodeError) as e:
+        doc = tomllib.loads(read_regular(pyproject, PROJECT_FILE_LIMIT)[0].decode("utf-8"))
+    except OSError as e:
+        raise InputError(f"{pyproject}: cannot read: {(e.strerror or str(e)).lower()}") from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"{pyproject}: not valid UTF-8 (byte {e.start})") from None
+    except tomllib.TOMLDecodeError as e:
         raise InputError(f"{pyproject}: cannot read [tool.topk-migrate]: {e}") from None
+    tool = doc.get("tool", {})
+    if not isinstance(tool, dict):
+        raise InputError(f"{pyproject}: tool: expected a table, got {_shown(tool)}")
+    table = tool.get("topk-migrate")
     if table is None:
         return None
-    unknown = set(table) - {"kernel", "metadata", "include", "exclude"}
+    where = f"{pyproject}: [tool.topk-migrate]"
+    if not isinstance(table, dict):
+        raise InputError(f"{pyproject}: tool.topk-migrate: expected a table, got {_shown(table)}")
+    unknown = set(table) - set(KEYS)
     if unknown:
-        raise InputError(f"{pyproject}: unknown key(s) in [tool.topk-migrate]: {', '.join(sorted(unknown))}")
-    tup = lambda k: tuple(table.get(k, ()))
-    return Config(table.get("kernel"), tup("metadata"), tup("include"), tup("exclude"), pyproject)
+        raise InputError(f"{where}: unknown key(s): {', '.join(map(_shown, sorted(unknown)))}")
+    kernel = table.get("kernel")
+    if kernel is not None:
+        from .kernels import parse_pin
+
+        if not isinstance(kernel, str):
+            raise InputError(f"{where} kernel: expected a string such as \"sglang-kernel==0.4.6\", got {_shown(kernel)}")
+        try:
+            parse_pin(kernel, pyproject)
+        except ValueError as e:
+            raise InputError(f"{where} kernel: {e}") from None
+    metadata = _strings(table, "metadata", where)
+    for m in metadata:
+        if not is_dotted_name(m):
+            raise InputError(f"{where} metadata: {_shown(m)} is not a dotted name (name.attr...); "
+                             "only names are inserted into source")
+    return Config(kernel, metadata, _strings(table, "include", where), _strings(table, "exclude", where), pyproject)
 
 
 @functools.lru_cache(maxsize=None)

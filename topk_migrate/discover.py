@@ -1,20 +1,33 @@
 """Which files a run looks at, and which of them can hold a kernel call at all.
 
-Only the standard library is imported here at module level: this runs before
-anything is parsed, on every file of a tree, and must stay cheap. `pathspec`
-(gitignore semantics) is imported only when a .gitignore or --exclude is met.
+Only the standard library is imported here: this runs before anything is
+parsed, on every file of a tree, and must stay cheap.
+
+A walk never leaves the directory it was given: an entry whose real path lies
+outside it (a symlink to elsewhere) is skipped, symlinked directories inside it
+are followed only on request and each directory is walked once (never into a
+loop), and a file reached by several paths is looked at once. The walk is a
+loop, not a recursion, so no depth of tree can overflow the stack. Patterns
+(.gitignore, --exclude, configuration) are matched by `PatternSet`, in time
+linear in the path's length whatever a fork's .gitignore holds.
 """
 from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
-from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 # Every spelling the resolver knows ends in one of these names; a file without
 # any of them cannot hold a site and is never parsed.
 NEEDLES = (b"flash_mla_sparse_fwd", b"flash_mla_sparse_prefill", b"sparse_prefill_fwd")
 _COMMON = b"sparse_"  # in every needle: one cheap scan rules out most files
+
+# .gitignore, pyproject.toml and the like: a bigger one is refused, not read.
+PROJECT_FILE_LIMIT = 1 << 20
+
+Note = Callable[[str, str], None]  # (path, why it was left out): shown by -v
 
 
 def may_hold_site(data: bytes) -> bool:
@@ -25,29 +38,43 @@ class NotRegularFile(OSError):
     """A path that opened but is not a regular file (directory, FIFO, device)."""
 
 
-def read_regular(path: str) -> Tuple[bytes, os.stat_result]:
-    """The bytes and stat of a regular file; OSError otherwise (never blocks on a FIFO)."""
+def read_regular(path: str, limit: Optional[int] = None) -> Tuple[bytes, os.stat_result]:
+    """The bytes and stat of a regular file; OSError otherwise (never blocks on a FIFO).
+
+    With `limit`, a file of more bytes (or one that grows past it while read) is
+    refused with EFBIG before its contents are held in memory.
+    """
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             isdir = stat.S_ISDIR(st.st_mode)
             raise NotRegularFile(errno.EISDIR if isdir else errno.EINVAL, "is a directory" if isdir else "not a regular file")
+        if limit is not None and st.st_size > limit:
+            raise OSError(errno.EFBIG, f"file too large ({st.st_size} bytes > {limit})")
         data = os.read(fd, st.st_size + 1)  # one read for the whole file, as a rule
         if len(data) <= st.st_size:
             return data, st
-        chunks = [data]  # it grew since fstat
+        chunks, size = [data], len(data)  # it grew since fstat
         while True:
             b = os.read(fd, 1 << 20)
             if not b:
                 return b"".join(chunks), st
             chunks.append(b)
+            size += len(b)
+            if limit is not None and size > limit:
+                raise OSError(errno.EFBIG, f"file too large (grew past {limit} bytes while read)")
     finally:
         os.close(fd)
 
 
 def read_bytes(path: str) -> bytes:
     return read_regular(path)[0]
+
+
+def read_project_text(path: str, limit: int = PROJECT_FILE_LIMIT) -> str:
+    """A small project file (.gitignore, pyproject.toml) as text; OSError if it is not a regular file or too big."""
+    return read_regular(path, limit)[0].decode("utf-8", "replace")
 
 
 def _why_unreadable(path: str) -> str:
@@ -67,48 +94,247 @@ def _why_unreadable(path: str) -> str:
     return "not a regular file"
 
 
-class Ignore:
-    """gitignore-style pattern sets, each anchored at an absolute directory."""
+# -- gitignore patterns, matched without backtracking ------------------------------
 
-    def __init__(self, specs: Sequence[Tuple[str, object]] = ()):
-        self.specs = list(specs)  # (dir, spec), shallowest first
+_ANY = None  # a `**` path component: any number of components, none included
+
+_POSIX_CLASSES = {
+    "alnum": "a-zA-Z0-9", "alpha": "a-zA-Z", "digit": "0-9", "lower": "a-z", "upper": "A-Z",
+    "xdigit": "0-9A-Fa-f", "space": " \\t\\n\\r\\f\\v", "blank": " \\t", "cntrl": "\\x00-\\x1f\\x7f",
+    "print": "\\x20-\\x7e", "graph": "\\x21-\\x7e", "punct": re.escape("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"),
+}
+
+
+def _class_char(c: str) -> str:
+    return "\\" + c if c in "\\]^-[" else c
+
+
+def _bracket(text: str, i: int) -> Tuple[Optional[str], int]:
+    """The regex class for the `[...]` at text[i], and the index after it; None if it never closes."""
+    j = i + 1
+    negate = j < len(text) and text[j] in "!^"
+    j += negate
+    items, first = [], True
+    while j < len(text):
+        c = text[j]
+        if c == "]" and not first:
+            body = "".join(items)
+            return (f"[{'^' if negate else ''}{body}]" if body else ("." if negate else "(?!)")), j + 1
+        first = False
+        if text.startswith("[:", j):
+            end = text.find(":]", j + 2)
+            if end > 0 and text[j + 2:end] in _POSIX_CLASSES:
+                items.append(_POSIX_CLASSES[text[j + 2:end]])
+                j = end + 2
+                continue
+        if c == "\\" and j + 1 < len(text):
+            c, j = text[j + 1], j + 2
+        else:
+            j += 1
+        if j + 1 < len(text) and text[j] == "-" and text[j + 1] != "]":
+            hi, j = (text[j + 2], j + 3) if text[j + 1] == "\\" and j + 2 < len(text) else (text[j + 1], j + 2)
+            if c <= hi:  # a reversed range matches nothing, as in git
+                items.append(f"{_class_char(c)}-{_class_char(hi)}")
+            continue
+        items.append(_class_char(c))
+    return None, i + 1
+
+
+class _Glob:
+    """The glob of one path component (`*`, `?`, `[...]`, `\\x`), matched without backtracking.
+
+    The glob is cut at its stars into pieces of fixed length; the first piece must
+    start the name, the last must end it, and each one between is found leftmost
+    after the previous one. That is O(len(name) * len(glob)) whatever the glob,
+    where a translation to `re` (`.*a.*a.*b`) backtracks exponentially.
+    """
+
+    __slots__ = ("pieces", "lengths", "star")
+
+    def __init__(self, text: str):
+        pieces: List[List[str]] = [[]]  # regex atoms, one character each, between stars
+        i = 0
+        while i < len(text):
+            c = text[i]
+            if c == "*":
+                if pieces[-1]:
+                    pieces.append([])
+                elif len(pieces) == 1:
+                    pieces.append([])  # a leading star: the head piece is empty
+                i += 1
+                continue
+            if c == "?":
+                atom, i = ".", i + 1
+            elif c == "[":
+                atom, i = _bracket(text, i)
+                atom = atom or re.escape("[")
+            elif c == "\\" and i + 1 < len(text):
+                atom, i = re.escape(text[i + 1]), i + 2
+            else:
+                atom, i = re.escape(c), i + 1
+            pieces[-1].append(atom)
+        self.star = len(pieces) > 1
+        self.lengths = [len(p) for p in pieces]
+        self.pieces = [re.compile("".join(p), re.DOTALL) for p in pieces]
+
+    def match(self, name: str) -> bool:
+        if not self.star:
+            return self.lengths[0] == len(name) and self.pieces[0].fullmatch(name) is not None
+        head, tail = self.lengths[0], self.lengths[-1]
+        end = len(name) - tail
+        if end < head or not self.pieces[0].match(name) or not self.pieces[-1].fullmatch(name, end):
+            return False
+        pos = head
+        for piece in self.pieces[1:-1]:
+            found = piece.search(name, pos, end)
+            if found is None:
+                return False
+            pos = found.end()
+        return True
+
+
+def _match_components(tokens: Sequence[Optional[_Glob]], parts: Sequence[str]) -> bool:
+    """Do `tokens` (component globs, `_ANY` for `**`) match all of `parts`? Greedy, no backtracking:
+    O(len(parts) * len(tokens)) component matches (the classic wildcard algorithm, one level up)."""
+    i = j = 0
+    star, mark = -1, 0
+    while i < len(parts):
+        if j < len(tokens) and tokens[j] is _ANY:
+            star, mark, j = j, i, j + 1
+        elif j < len(tokens) and tokens[j].match(parts[i]):
+            i, j = i + 1, j + 1
+        elif star >= 0:
+            mark += 1
+            i, j = mark, star + 1
+        else:
+            return False
+    return all(t is _ANY for t in tokens[j:])
+
+
+class _Pattern:
+    """One gitignore line."""
+
+    __slots__ = ("tokens", "negate", "dir_only", "basename", "fixed")
+
+    def __init__(self, tokens, negate: bool, dir_only: bool):
+        self.tokens, self.negate, self.dir_only = tokens, negate, dir_only
+        # `foo` (no slash) matches a name at any depth: only the last component need be looked at.
+        self.basename = tokens[1] if len(tokens) == 2 and tokens[0] is _ANY and tokens[1] is not _ANY else None
+        self.fixed = None if _ANY in tokens else len(tokens)  # component count of every path it can match
+
+    def matches(self, rel: str, is_dir: bool) -> bool:
+        """Does it name this very path (not a parent)? What a walk asks: parents were asked before."""
+        if self.dir_only and not is_dir:
+            return False
+        if self.basename is not None:
+            return self.basename.match(rel[rel.rfind("/") + 1:])
+        if self.fixed is not None and rel.count("/") + 1 != self.fixed:
+            return False
+        return _match_components(self.tokens, rel.split("/"))
+
+    def matches_within(self, rel: str, is_dir: bool) -> bool:
+        """Does it name this path or one of its parent directories?"""
+        parts = rel.split("/")
+        if self.dir_only and not is_dir:
+            parts = parts[:-1]  # only the parents are directories
+        return bool(parts) and _match_components(list(self.tokens) + [_ANY], parts)
+
+
+def _parse_line(line: str) -> Optional[_Pattern]:
+    """git's gitignore(5) syntax; None for blanks and comments."""
+    end = len(line.rstrip(" "))
+    if end < len(line) and (len(line[:end]) - len(line[:end].rstrip("\\"))) % 2:
+        end += 1  # "foo\ " keeps its escaped space
+    line = line[:end]
+    if not line or line.startswith("#"):
+        return None
+    negate = line.startswith("!")
+    if negate:
+        line = line[1:]
+    dir_only = line.endswith("/") and not line.endswith("\\/")
+    line = line.rstrip("/") if dir_only else line
+    anchored = "/" in line
+    parts = [p for p in line.split("/") if p]
+    if not parts:
+        return None
+    # a component of stars only is `**` (git's wildmatch reads `***` so too)
+    tokens: List[Optional[_Glob]] = [_ANY if len(p) > 1 and not p.strip("*") else _Glob(p) for p in parts]
+    if not anchored:
+        tokens.insert(0, _ANY)
+    elif len(tokens) > 1 and tokens[-1] is _ANY:
+        tokens[-1:] = [_Glob("*"), _ANY]  # `dir/**`: everything inside dir, not dir itself
+    return _Pattern(tokens, negate, dir_only)
+
+
+class PatternSet:
+    """Lines of gitignore syntax, matched against '/'-separated paths relative to their base."""
+
+    def __init__(self, patterns: Sequence[_Pattern]):
+        self.patterns = list(patterns)
+
+    def check(self, rel: str, is_dir: bool) -> Optional[bool]:
+        """True/False if the last pattern naming this very path excludes/re-includes it; None if none does.
+
+        With a walk that prunes excluded directories this is git's own rule: a file
+        under an excluded directory cannot be re-included.
+        """
+        for p in reversed(self.patterns):
+            if p.matches(rel, is_dir):
+                return not p.negate
+        return None
+
+    def match_file(self, rel: str) -> bool:
+        """For a whole path at once (no walk): the last pattern naming it or a parent decides.
+        A trailing "/" marks a directory."""
+        is_dir = rel.endswith("/")
+        rel = rel.strip("/")
+        for p in reversed(self.patterns):
+            if p.matches_within(rel, is_dir):
+                return not p.negate
+        return False
+
+
+def _compile(lines: Iterable[str]) -> Optional[PatternSet]:
+    patterns = [p for p in map(_parse_line, lines) if p is not None]
+    return PatternSet(patterns) if patterns else None
+
+
+class Ignore:
+    """gitignore pattern sets, each anchored at an absolute directory."""
+
+    def __init__(self, specs: Sequence[Tuple[str, PatternSet]] = ()):
+        self.specs = list(specs)  # (dir, patterns), shallowest first
 
     def with_dir(self, d: str, lines: Iterable[str]) -> "Ignore":
         spec = _compile(lines)
         return Ignore(self.specs + [(d, spec)]) if spec is not None else self
 
     def ignored(self, path: str, is_dir: bool) -> bool:
-        """Git's rule: the deepest file with a matching pattern decides; its last match wins.
+        """Git's rule for one path whose parents were not ignored: the deepest file with a
+        pattern naming it decides; its last such pattern wins.
 
         path is absolute and below every anchor (the walker guarantees it).
         """
         for d, spec in reversed(self.specs):
-            rel = path[len(d):].lstrip(os.sep).replace(os.sep, "/")
-            r = spec.check_file(rel + "/" if is_dir else rel)
-            if r.include is not None:
-                return r.include
+            r = spec.check(path[len(d):].lstrip(os.sep).replace(os.sep, "/"), is_dir)
+            if r is not None:
+                return r
         return False
 
 
-def _compile(lines: Iterable[str]):
-    lines = [ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
-    if not lines:
-        return None
-    import pathspec  # deferred: only trees with a .gitignore or --exclude pay for it
-
-    return pathspec.GitIgnoreSpec.from_lines(lines)
-
-
-def _read_lines(path: str) -> List[str]:
+def _read_lines(path: str, note: Note) -> List[str]:
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read().splitlines()
-    except OSError:
+        return read_project_text(path).splitlines()
+    except FileNotFoundError:
+        return []
+    except OSError as e:
+        note(path, f"not read ({(e.strerror or str(e)).lower()})")
         return []
 
 
-def _outer_ignores(root: str) -> Ignore:
-    """.gitignore files above root, up to its git work tree's top (plus .git/info/exclude)."""
+def _outer_ignores(root: str, note: Note) -> Tuple[Ignore, List[str]]:
+    """.gitignore files above root, up to its git work tree's top (plus .git/info/exclude),
+    and the directories from that top down to root, each of which git may ignore."""
     chain, d = [], os.path.dirname(root)
     while True:
         chain.append(d)
@@ -116,86 +342,146 @@ def _outer_ignores(root: str) -> Ignore:
             break
         parent = os.path.dirname(d)
         if parent == d:
-            return Ignore()  # not in a git work tree: nothing above root applies
+            return Ignore(), []  # not in a git work tree: nothing above root applies
         d = parent
-    ig = Ignore().with_dir(d, _read_lines(os.path.join(d, ".git", "info", "exclude")))
+    ig = Ignore().with_dir(d, _read_lines(os.path.join(d, ".git", "info", "exclude"), note))
     for d in reversed(chain):
-        ig = ig.with_dir(d, _read_lines(os.path.join(d, ".gitignore")))
-    return ig
+        ig = ig.with_dir(d, _read_lines(os.path.join(d, ".gitignore"), note))
+    return ig, chain[-2::-1] + [root]
+
+
+def _inside(real: str, top: str) -> bool:
+    return real == top or real.startswith(top if top.endswith(os.sep) else top + os.sep)
 
 
 def iter_python_files(
-    paths: Iterable[str], exclude: Sequence[str] = (), gitignore: bool = True
+    paths: Iterable[str], exclude: Sequence[str] = (), gitignore: bool = True,
+    follow_links: bool = False, note: Optional[Note] = None,
 ) -> Iterator[Tuple[str, Optional[str]]]:
     """Yield (path, error) for every file to look at; error is a one-line reason or None.
 
-    Files named on the command line are always looked at. Directories are walked
-    in sorted order, following symlinks (a link back to an ancestor is reported as
-    a symlink loop), skipping hidden directories, .gitignore'd paths and paths that
-    match an `exclude` pattern (gitignore syntax, relative to the directory given).
-    A directory named *.py is walked like any other; a *.py entry that is not a
-    regular file (broken link, link loop, FIFO, ...) is reported, not read.
+    Files named on the command line are always looked at (a symlink among them:
+    its target). Directories are walked in sorted order, skipping hidden
+    directories, .gitignore'd paths, paths that match an `exclude` pattern
+    (gitignore syntax, relative to the directory given), anything whose real path
+    lies outside the directory given, and symlinked directories unless
+    `follow_links`. Each skip for a reason of trust is told to `note`. A file
+    reached by several paths is yielded once. A *.py entry that is not a regular
+    file (broken link, link loop, FIFO, ...) is reported, not read.
     """
+    note = note or (lambda path, why: None)
     excl = _compile(exclude)
+    yielded: set = set()  # real paths: a file reached twice is looked at once
     for p in paths:
         if os.path.isdir(p):
-            top = os.path.normpath(p)
-            atop = os.path.abspath(top)
-            ig = _outer_ignores(atop) if gitignore else Ignore()
-            yield from _walk(top, atop, ig, excl, gitignore)
+            yield from _walk(p, excl, gitignore, follow_links, note, yielded)
         elif os.path.isfile(p):
-            yield p, None
+            real = os.path.realpath(p)
+            if real not in yielded:
+                yielded.add(real)
+                yield p, None
         else:
             yield p, _why_unreadable(p)
 
 
-def _walk(top: str, atop: str, ig: Ignore, excl, gitignore: bool) -> Iterator[Tuple[str, Optional[str]]]:
-    """Walk one directory; `excl` is tested on its own so no .gitignore negation can undo it."""
-    n = len(top)
-    seen = set()
+def _walk(top: str, excl: Optional[PatternSet], gitignore: bool, follow_links: bool, note: Note,
+          yielded: set) -> Iterator[Tuple[str, Optional[str]]]:
+    """Walk one directory, depth first in sorted order, with a stack instead of recursion.
+
+    `excl` is tested on its own so no .gitignore negation can undo it.
+    """
+    top = os.path.normpath(top)
+    n, atop, real_top = len(top), os.path.abspath(top), os.path.realpath(top)
+    ig, above = _outer_ignores(atop, note) if gitignore else (Ignore(), [])
+    for d in above:  # git ignores everything under an ignored directory
+        if Ignore([(a, s) for a, s in ig.specs if d != a and _inside(d, a)]).ignored(d, True):
+            note(top, f"ignored by .gitignore ({d}); nothing walked")
+            return
+    walked = {}  # (st_dev, st_ino) -> path: each directory once, so never into a loop
+    linked: List[Tuple[str, str]] = []  # symlinked files, looked at last: the target's own name goes first
 
     def skip(ig: Ignore, apath: str, is_dir: bool) -> bool:
-        if excl is not None:
-            rel = apath[len(atop):].lstrip(os.sep).replace(os.sep, "/")
-            if excl.match_file(rel + "/" if is_dir else rel):
-                return True
+        if excl is not None and excl.check(apath[len(atop):].lstrip(os.sep).replace(os.sep, "/"), is_dir):
+            return True
         return bool(ig.specs) and ig.ignored(apath, is_dir)
 
-    def walk(d: str, ig: Ignore, ancestors: frozenset) -> Iterator[Tuple[str, Optional[str]]]:
+    def enter(d: str, real: str, ig: Ignore):
+        """(sorted entries, ignore rules, real path) of directory d, or an error line."""
         try:
             st = os.stat(d)
         except OSError:
-            yield d, _why_unreadable(d)
-            return
+            return _why_unreadable(d)
         key = (st.st_dev, st.st_ino)
-        if key in ancestors:
-            yield d, "symlink loop"
-            return
-        if key in seen:  # reached again through another symlink: already walked
-            return
-        seen.add(key)
-        ancestors = ancestors | {key}
+        if key in walked:
+            note(d, f"same directory as {walked[key]}; walked once")
+            return None
+        walked[key] = d
         try:
             with os.scandir(d) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as e:
-            yield d, f"cannot list: {(e.strerror or str(e)).lower()}"
-            return
-        if gitignore and any(e.name == ".gitignore" for e in entries):
-            ig = ig.with_dir(atop + d[n:], _read_lines(os.path.join(d, ".gitignore")))
-        for e in entries:
-            try:
-                is_dir = e.is_dir()
-            except OSError:
-                is_dir = False
-            if is_dir:
-                if not e.name.startswith(".") and not skip(ig, atop + e.path[n:], True):
-                    yield from walk(e.path, ig, ancestors)
-            elif e.name.endswith(".py") and not skip(ig, atop + e.path[n:], False):
-                try:
-                    ok = e.is_file()
-                except OSError:
-                    ok = False
-                yield (e.path, None) if ok else (e.path, _why_unreadable(e.path))
+            return f"cannot list: {(e.strerror or str(e)).lower()}"
+        if gitignore:
+            for e in entries:
+                if e.name == ".gitignore":
+                    if e.is_symlink():  # as git: a symlinked .gitignore is not read
+                        note(e.path, "symlinked .gitignore; not read")
+                    else:
+                        ig = ig.with_dir(atop + d[n:], _read_lines(e.path, note))
+                    break
+        return iter(entries), ig, real
 
-    yield from walk(top, ig, frozenset())
+    stack = []
+    first = enter(top, real_top, ig)
+    if isinstance(first, str):
+        yield top, first
+    elif first is not None:
+        stack.append(first)
+    while stack:
+        entries, ig, real_dir = stack[-1]
+        e = next(entries, None)
+        if e is None:
+            stack.pop()
+            continue
+        apath = atop + e.path[n:]
+        try:
+            link = e.is_symlink()
+        except OSError:
+            link = False
+        real = os.path.realpath(e.path) if link else os.path.join(real_dir, e.name)
+        if link and not _inside(real, real_top):
+            note(e.path, f"symlink to {real}, outside {top}; skipped")
+            continue
+        try:
+            is_dir = e.is_dir()
+        except OSError:
+            is_dir = False
+        if is_dir:
+            if e.name.startswith(".") or skip(ig, apath, True):
+                continue
+            if link and not follow_links:
+                note(e.path, "symlinked directory; not followed (pass --follow-links)")
+                continue
+            sub = enter(e.path, real, ig)
+            if isinstance(sub, str):
+                yield e.path, sub
+            elif sub is not None:
+                stack.append(sub)
+        elif e.name.endswith(".py") and not skip(ig, apath, False):
+            try:
+                ok = e.is_file()
+            except OSError:
+                ok = False
+            if not ok:
+                yield e.path, _why_unreadable(e.path)
+            elif link:
+                linked.append((e.path, real))
+            elif real not in yielded:
+                yielded.add(real)
+                yield e.path, None
+    for path, real in linked:
+        if real in yielded:
+            note(path, f"symlink to {real}, already looked at; skipped")
+        else:
+            yielded.add(real)
+            yield path, None
