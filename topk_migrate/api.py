@@ -196,8 +196,11 @@ class _StopBetweenFiles:
             signal.signal(signal.SIGINT, self.old)
 
 
-def run(paths: Sequence[str], kernel: Optional[str] = None, write: bool = False, verbose: bool = False) -> Report:
-    """check/apply over files and directories; a walked directory honours its [tool.topk-migrate] include/exclude."""
+def run(paths: Sequence[str], kernel: Optional[str] = None, write: bool = False, verbose: bool = False,
+        follow_links: bool = False, note=None) -> Report:
+    """check/apply over files and directories; a walked directory honours its [tool.topk-migrate] include/exclude.
+
+    follow_links and note (told what a walk leaves out, and why): as discover.iter_python_files."""
     from .config import PathFilter, filter_for
 
     filters = {}
@@ -209,7 +212,7 @@ def run(paths: Sequence[str], kernel: Optional[str] = None, write: bool = False,
     except InputError as e:
         return Report([FileOutcome(p, error=str(e))])
     with _StopBetweenFiles() as stop:
-        for path, error in iter_python_files(paths):
+        for path, error in iter_python_files(paths, follow_links=follow_links, note=note):
             f = filter_for(filters, path)
             if f is not None and not f.keeps(os.path.abspath(path)):
                 continue

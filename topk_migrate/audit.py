@@ -588,18 +588,22 @@ def _lay_out(inside: str, path: str, data: bytes, tally: _Tally, top: str) -> Op
 @click.option("--kernel", metavar="NAME==VERSION", help="Kernel the calls resolve to (e.g. sglang-kernel==0.4.6); overrides pins.")
 @click.option("-j", "--jobs", type=click.IntRange(1), help="Worker processes for parsing [default: CPU count].")
 @click.option("--progress/--no-progress", default=None, help="Progress line on stderr [default: when stderr is a terminal].")
-@click.option("-o", "--output", type=click.File("w"), default="-", help="Write the report here instead of stdout.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default="-",
+              help="Write the report to this file (replaced whole once the run is done) instead of stdout.")
 def audit_command(paths, rev, fmt, exclude, no_gitignore, kernel, jobs, progress, output):
     """Classify every kernel call site under PATHs (default: .), fast.
 
-    Files that cannot hold a call are never parsed. Hidden directories and
-    .gitignore'd paths are skipped when walking; files named explicitly are
-    always read. Reported paths are relative to the directory given (or the
-    common parent of several PATHs).
+    Files that cannot hold a call are never parsed. Hidden directories,
+    .gitignore'd paths, symlinked directories and links that lead outside a
+    PATH are skipped when walking; files named explicitly are always read.
+    Reported paths are relative to the directory given (or the common parent
+    of several PATHs). With -o the report file is replaced only once the run
+    is done, and the summary goes to stderr.
 
     Exit codes: 0 nothing left to do, 1 fixable or manual sites remain, 2 errors.
     """
     from . import report
+    from .escape import fit, printable
 
     if kernel:
         from .kernels import parse_pin
@@ -615,10 +619,21 @@ def audit_command(paths, rev, fmt, exclude, no_gitignore, kernel, jobs, progress
         result = audit(paths, rev=rev, exclude=exclude, kernel=kernel, jobs=jobs,
                        gitignore=not no_gitignore, progress=progress)
     except AuditError as e:
-        click.echo(f"error: {e}", err=True)
+        click.echo(fit(f"error: {printable(str(e))}", sys.stderr.encoding), err=True)
         sys.exit(2)
-    output.write(report.render(fmt, result.sites, result.errors, result.summary))
-    output.flush()
+    text = report.render(fmt, result.sites, result.errors, result.summary)
+    if output == "-":
+        sys.stdout.write(fit(text, sys.stdout.encoding))
+        sys.stdout.flush()
+    else:
+        try:
+            report.write_report(output, text)
+        except OSError as e:
+            click.echo(fit(f"error: cannot write the report to {printable(output)}: "
+                           f"{(e.strerror or str(e)).lower()}", sys.stderr.encoding), err=True)
+            sys.exit(2)
+        where = f"{report.summary_line(result.summary)}; report written to {printable(output)}"
+        click.echo(fit(where, sys.stderr.encoding), err=True)
     sys.exit(result.exit_code())
 
 

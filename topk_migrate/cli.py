@@ -1,11 +1,13 @@
 """`topk-migrate`: a thin click layer over topk_migrate.api."""
 from __future__ import annotations
 
+import os
 import sys
 
 import click
 
 from . import api
+from .escape import fit, printable
 from .model import Status
 
 KERNEL_HELP = "Kernel the calls resolve to, as NAME==VERSION (e.g. sglang-kernel==0.4.6); overrides pins."
@@ -23,6 +25,39 @@ def _verbose(f):
     return click.option("--verbose", "-v", is_flag=True, help="Show tracebacks for unexpected errors.")(f)
 
 
+def _follow_links(f):
+    return click.option("--follow-links", is_flag=True,
+                        help="Walk into symlinked directories (only those inside the directory given; each once).")(f)
+
+
+def _echo(text: str, err: bool = False, nl: bool = True) -> None:
+    """click.echo, never failing on a stream that cannot encode the text (PYTHONIOENCODING=latin-1)."""
+    click.echo(fit(text, getattr(sys.stderr if err else sys.stdout, "encoding", None)), err=err, nl=nl)
+
+
+def _note_links(paths, what: str) -> None:
+    """A symlink named on the command line is the user's choice, but say what it leads to."""
+    for p in paths:
+        if os.path.islink(p) and os.path.exists(p):
+            _echo(f"note: {printable(p)} is a symlink to {printable(os.path.realpath(p))}; {what} the target", err=True)
+
+
+def _diff_text(f: api.FileOutcome) -> str:
+    """The diff, its file names escaped (the body is the file's own code, as `git diff` shows it)."""
+    a, b = api._labels(f.path)
+    head = f"--- {a}\n+++ {b}\n"
+    if f.diff.startswith(head):
+        return f"--- {printable(a)}\n+++ {printable(b)}\n" + f.diff[len(head):]
+    return f.diff
+
+
+def _skipped(verbose: bool):
+    """What a walk leaves out (links outside the tree, symlinked directories...): shown with -v."""
+    if not verbose:
+        return None
+    return lambda path, why: _echo(f"{printable(path)}: skipped: {printable(why)}", err=True)
+
+
 def _validate_kernel(kernel):
     if kernel:
         from .kernels import parse_pin
@@ -33,7 +68,7 @@ def _validate_kernel(kernel):
             raise click.BadParameter(str(e), param_hint="--kernel")
 
 
-def _report(report: api.Report, applied: bool, err: bool) -> None:
+def _report(report: api.Report, applied: bool, err: bool, verbose: bool = False) -> None:
     for f in report.files:
         for s in f.sites:
             if s.status is Status.COMPLIANT:
@@ -41,9 +76,9 @@ def _report(report: api.Report, applied: bool, err: bool) -> None:
             line = s.format()
             if f.written and s.status is Status.FIXABLE:
                 line = line.replace(" fixable ", " fixed ", 1)
-            click.echo(line, err=err)
+            _echo(printable(line), err=err)
     for f in report.errors:
-        click.echo(f"{f.path}: error: {f.error}", err=True)
+        _echo(f"{printable(f.path)}: error: {printable(f.error, keep_newlines=verbose)}", err=True)
     counts = ", ".join(f"{report.count(st)} {st.value}" for st in Status)
     written = sum(f.written for f in report.files)
     tail = f"; rewrote {written} file(s)" if applied else ""
@@ -87,12 +122,14 @@ def main() -> None:
 @main.command()
 @_paths
 @_kernel_option
+@_follow_links
 @_verbose
-def check(paths, kernel, verbose):
+def check(paths, kernel, follow_links, verbose):
     """List every site that does not pass topk_length; write nothing."""
     _validate_kernel(kernel)
-    report = api.run(paths, kernel=kernel, verbose=verbose)
-    _report(report, applied=False, err=False)
+    _note_links(paths, "check reads")
+    report = api.run(paths, kernel=kernel, verbose=verbose, follow_links=follow_links, note=_skipped(verbose))
+    _report(report, applied=False, err=False, verbose=verbose)
     sys.exit(report.exit_code())
 
 
@@ -100,14 +137,17 @@ def check(paths, kernel, verbose):
 @_paths
 @_kernel_option
 @click.option("--diff", is_flag=True, help="Print a unified diff instead of writing.")
+@_follow_links
 @_verbose
-def apply(paths, kernel, diff, verbose):
+def apply(paths, kernel, diff, follow_links, verbose):
     """Rewrite fixable sites in place (or show the diff); report the rest."""
     _validate_kernel(kernel)
-    report = api.run(paths, kernel=kernel, write=not diff, verbose=verbose)
+    _note_links(paths, "apply --diff shows" if diff else "apply rewrites")
+    report = api.run(paths, kernel=kernel, write=not diff, verbose=verbose, follow_links=follow_links,
+                     note=_skipped(verbose))
     if diff:
         for f in report.files:
             if f.diff:
-                click.echo(f.diff, nl=False)
-    _report(report, applied=not diff, err=diff)
+                _echo(_diff_text(f), nl=False)
+    _report(report, applied=not diff, err=diff, verbose=verbose)
     sys.exit(report.exit_code(wrote=not diff))

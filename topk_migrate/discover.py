@@ -27,7 +27,7 @@ _COMMON = b"sparse_"  # in every needle: one cheap scan rules out most files
 # .gitignore, pyproject.toml and the like: a bigger one is refused, not read.
 PROJECT_FILE_LIMIT = 1 << 20
 
-Note = Callable[[str, str], None]  # (path, why it was left out): shown by -v
+Note = Callable[[str, str], None]  # (path, why it was left out): `path: skipped: why` with -v
 
 
 def may_hold_site(data: bytes) -> bool:
@@ -328,7 +328,7 @@ def _read_lines(path: str, note: Note) -> List[str]:
     except FileNotFoundError:
         return []
     except OSError as e:
-        note(path, f"not read ({(e.strerror or str(e)).lower()})")
+        note(path, (e.strerror or str(e)).lower())
         return []
 
 
@@ -395,7 +395,7 @@ def _walk(top: str, excl: Optional[PatternSet], gitignore: bool, follow_links: b
     ig, above = _outer_ignores(atop, note) if gitignore else (Ignore(), [])
     for d in above:  # git ignores everything under an ignored directory
         if Ignore([(a, s) for a, s in ig.specs if d != a and _inside(d, a)]).ignored(d, True):
-            note(top, f"ignored by .gitignore ({d}); nothing walked")
+            note(top, f"{d} is ignored by .gitignore, and so is everything below it")
             return
     walked = {}  # (st_dev, st_ino) -> path: each directory once, so never into a loop
     linked: List[Tuple[str, str]] = []  # symlinked files, looked at last: the target's own name goes first
@@ -413,7 +413,7 @@ def _walk(top: str, excl: Optional[PatternSet], gitignore: bool, follow_links: b
             return _why_unreadable(d)
         key = (st.st_dev, st.st_ino)
         if key in walked:
-            note(d, f"same directory as {walked[key]}; walked once")
+            note(d, f"same directory as {walked[key]}, walked once")
             return None
         walked[key] = d
         try:
@@ -425,7 +425,7 @@ def _walk(top: str, excl: Optional[PatternSet], gitignore: bool, follow_links: b
             for e in entries:
                 if e.name == ".gitignore":
                     if e.is_symlink():  # as git: a symlinked .gitignore is not read
-                        note(e.path, "symlinked .gitignore; not read")
+                        note(e.path, "a symlinked .gitignore (git does not read one either)")
                     else:
                         ig = ig.with_dir(atop + d[n:], _read_lines(e.path, note))
                     break
@@ -450,7 +450,7 @@ def _walk(top: str, excl: Optional[PatternSet], gitignore: bool, follow_links: b
             link = False
         real = os.path.realpath(e.path) if link else os.path.join(real_dir, e.name)
         if link and not _inside(real, real_top):
-            note(e.path, f"symlink to {real}, outside {top}; skipped")
+            note(e.path, f"symlink to {real}, outside {top}")
             continue
         try:
             is_dir = e.is_dir()
@@ -460,7 +460,7 @@ def _walk(top: str, excl: Optional[PatternSet], gitignore: bool, follow_links: b
             if e.name.startswith(".") or skip(ig, apath, True):
                 continue
             if link and not follow_links:
-                note(e.path, "symlinked directory; not followed (pass --follow-links)")
+                note(e.path, "symlinked directory, not followed (pass --follow-links)")
                 continue
             sub = enter(e.path, real, ig)
             if isinstance(sub, str):
@@ -481,7 +481,7 @@ def _walk(top: str, excl: Optional[PatternSet], gitignore: bool, follow_links: b
                 yield e.path, None
     for path, real in linked:
         if real in yielded:
-            note(path, f"symlink to {real}, already looked at; skipped")
+            note(path, f"symlink to {real}, which is looked at once")
         else:
             yielded.add(real)
             yield path, None

@@ -4,6 +4,13 @@ Each takes the sites, the (path, error) pairs and the summary dict of one run
 and returns the whole report as a string. Only the standard library is used.
 The JSON shape is documented by schemas/audit-v1.schema.json; change it only
 together with its "version".
+
+File names come from the tree audited, which may be a stranger's fork: in the
+human-readable formats (text, github) every control character, bidi override and
+undecodable byte is shown as a backslash escape (`printable`), so a name can
+neither drive the terminal or CI log nor hide a line. JSON and SARIF encode
+control characters themselves; a byte that is not UTF-8 (a name decoded with
+surrogateescape) is written as the text `\\xNN` there too.
 """
 from __future__ import annotations
 
@@ -13,6 +20,7 @@ import os
 from typing import Callable, Dict, List, Sequence, Tuple
 from urllib.parse import quote
 
+from .escape import SURROGATE, escape, printable
 from .model import Site, Status
 
 Errors = Sequence[Tuple[str, str]]
@@ -20,22 +28,24 @@ JSON_VERSION = 1
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
+
 def summary_line(summary: dict) -> str:
     by = summary["by_status"]
     counts = ", ".join(f"{by.get(st.value, 0)} {st.value}" for st in Status)
-    at = f" at {summary['rev']}" if summary.get("rev") else ""
+    at = f" at {printable(summary['rev'])}" if summary.get("rev") else ""
     return (f"{summary['files']} file(s) scanned{at}, {summary['parsed']} parsed; "
             f"{summary['sites']} site(s): {counts}; {summary['errors']} error(s) in {summary['seconds']:.2f}s")
 
 
 def render_text(sites: Sequence[Site], errors: Errors, summary: dict) -> str:
     rows = [("LOCATION", "STATUS", "CALLEE", "REASON")]
-    rows += [(f"{s.path}:{s.line}:{s.column}", s.status.value, s.callee, s.reason) for s in sites]
+    rows += [(printable(f"{s.path}:{s.line}:{s.column}"), s.status.value, printable(s.callee), printable(s.reason))
+             for s in sites]
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     out = []
     if sites:
         out += [f"{a:<{widths[0]}}  {b:<{widths[1]}}  {c:<{widths[2]}}  {d}".rstrip() for a, b, c, d in rows]
-    out += [f"{p}: error: {e}" for p, e in errors]
+    out += [f"{printable(p)}: error: {printable(e)}" for p, e in errors]
     out.append(summary_line(summary))
     return "\n".join(out) + "\n"
 
@@ -50,8 +60,14 @@ def to_json(sites: Sequence[Site], errors: Errors, summary: dict) -> dict:
     }
 
 
+def _dumps(doc: dict) -> str:
+    # A surrogate can only sit inside a JSON string: it becomes the text \xNN there.
+    text = json.dumps(doc, indent=2, ensure_ascii=False)
+    return SURROGATE.sub(lambda m: "\\" + escape(m), text) + "\n"
+
+
 def render_json(sites: Sequence[Site], errors: Errors, summary: dict) -> str:
-    return json.dumps(to_json(sites, errors, summary), indent=2, ensure_ascii=False) + "\n"
+    return _dumps(to_json(sites, errors, summary))
 
 
 # -- SARIF --------------------------------------------------------------------
@@ -88,7 +104,8 @@ def _tool_version() -> str:
 
 
 def _location(path: str, line: int = 0, column: int = 0) -> dict:
-    loc: dict = {"artifactLocation": {"uri": quote(path.replace(os.sep, "/")), "uriBaseId": "%SRCROOT%"}}
+    raw = path.replace(os.sep, "/").encode("utf-8", "surrogateescape")  # a URI carries the name's very bytes
+    loc: dict = {"artifactLocation": {"uri": quote(raw), "uriBaseId": "%SRCROOT%"}}
     if line:
         loc["region"] = {"startLine": line, "startColumn": max(column, 1)}
     return {"physicalLocation": loc}
@@ -114,7 +131,7 @@ def to_sarif(sites: Sequence[Site], errors: Errors, summary: dict) -> dict:
             "message": {"text": f"{s.callee}: {s.reason}"},
             "locations": [_location(s.path, s.line, s.column)],
             "partialFingerprints": {
-                "topkMigrateSite/v1": hashlib.sha256(f"{s.path}\0{s.callee}\0{s.line}".encode()).hexdigest()},
+                "topkMigrateSite/v1": hashlib.sha256(f"{s.path}\0{s.callee}\0{s.line}".encode("utf-8", "surrogateescape")).hexdigest()},
             "properties": {"status": s.status.value, "callee": s.callee, "metadata": s.metadata},
         }
         if s.status is Status.OPT_OUT:
@@ -135,18 +152,19 @@ def to_sarif(sites: Sequence[Site], errors: Errors, summary: dict) -> dict:
 
 
 def render_sarif(sites: Sequence[Site], errors: Errors, summary: dict) -> str:
-    return json.dumps(to_sarif(sites, errors, summary), indent=2, ensure_ascii=False) + "\n"
+    return _dumps(to_sarif(sites, errors, summary))
 
 
 # -- GitHub workflow commands -------------------------------------------------------
 
 
 def _data(s: str) -> str:
-    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """A message: line breaks kept as GitHub's %0A, every other control escaped."""
+    return printable(s, keep_newlines=True).replace("%", "%25").replace("\n", "%0A")
 
 
 def _prop(s: str) -> str:
-    return _data(s).replace(":", "%3A").replace(",", "%2C")
+    return printable(s).replace("%", "%25").replace(":", "%3A").replace(",", "%2C")
 
 
 def render_github(sites: Sequence[Site], errors: Errors, summary: dict) -> str:
@@ -169,3 +187,34 @@ RENDERERS: Dict[str, Callable[[Sequence[Site], Errors, dict], str]] = {
 
 def render(fmt: str, sites: Sequence[Site], errors: Errors, summary: dict) -> str:
     return RENDERERS[fmt](sites, errors, summary)
+
+
+def write_report(path: str, text: str) -> None:
+    """Write `text` (UTF-8) to `path` through a temporary file in the same directory and a rename.
+
+    A run that fails, or is killed while writing, leaves the previous report whole.
+    A symlink is written through to its target, as source files are.
+    """
+    import contextlib
+    import stat
+    import tempfile
+
+    real = os.path.realpath(path)
+    try:
+        mode = stat.S_IMODE(os.stat(real).st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(real), prefix=".topk-migrate-report-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, real)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
