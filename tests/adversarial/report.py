@@ -14,20 +14,21 @@ from pathlib import Path
 from topk_migrate import api
 
 from . import harness
+from .generated import SAMPLE
 from .variants import HAZARDS, VARIANTS
 
 
 def main(argv=None) -> int:
     verbose = "-v" in (argv if argv is not None else sys.argv[1:])
     with tempfile.TemporaryDirectory(prefix="topk-adversarial-") as tmp:
-        outcomes = harness.run_all(VARIANTS, Path(tmp))
+        outcomes = harness.run_all(VARIANTS + SAMPLE, Path(tmp))
     print(f"engine: {Path(api.__file__).parent}\n")
     print("| class | variants | wrong | sound, kernel got topk_length | sound, no topk_length (refused or guarded off) |")
     print("|---|---|---|---|---|")
     by_class = collections.defaultdict(list)
     for o in outcomes:
         by_class[o.variant.hazard].append(o)
-    for hazard in [*HAZARDS, "control"]:
+    for hazard in [*HAZARDS, "generated", "control"]:
         group = by_class[hazard]
         wrong = sum(o.wrong for o in group)
         fixed = sum(o.fixed and not o.wrong for o in group)

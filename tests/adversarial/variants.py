@@ -124,7 +124,7 @@ def forward(inp):
 def entry(inp):
     return forward(inp)
 ''', expect="fixable")
-add("control_metadata_if_else", "control", '''
+add("metadata_bound_in_if_and_else", "2 metadata", '''
 def entry(inp):
     q = inp.q
     if inp.flags.get("decode"):
@@ -133,7 +133,7 @@ def entry(inp):
         metadata = inp.metadata
     o, _, _ = flash_mla_sparse_fwd(q, inp.kv, inp.indices, inp.sm_scale)  # SITE
     return o
-''', expect="fixable")
+''')  # bound on every path: fixing it is fine, refusing it is over-cautious but sound
 
 # --- 1 placement and scope ----------------------------------------------------------------------
 add("lambda_parameter_q", "1 placement", '''
@@ -902,6 +902,33 @@ from sgl_kernel.flash_mla import flash_mla_sparse_fwd
 
 if TYPE_CHECKING:
     from typing import Optional
+''')
+add("annotations_typing_module_type_checking", "7 annotations", _ANNOTATED_HELPER, imports='''import typing
+
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+if typing.TYPE_CHECKING:
+    import torch
+''')
+add("annotations_nested_helper_type_checking", "7 annotations", '''
+def forward(inp):
+    metadata = inp.metadata
+
+    def sparse(q, kv, indices, scale: float):
+        out, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+        return out
+
+    return sparse(inp.q, inp.kv, inp.indices, inp.sm_scale)
+
+
+def entry(inp):
+    return forward(inp)
+''', imports='''from typing import TYPE_CHECKING, Optional
+
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+if TYPE_CHECKING:
+    import torch
 ''')
 add("annotations_torch_imported_in_function", "control", _ANNOTATED_HELPER.replace(
     "        out, _, _", "        import torch\n\n        out, _, _"), imports=IMPORT, expect="fixable")
