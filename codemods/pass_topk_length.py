@@ -6,18 +6,27 @@ verify rows). The fix mirrors SGLang's: the helper that calls the kernel gains
 `topk_length: Optional[torch.Tensor] = None`, a shape-only guard falls back to the
 full width if its rows differ from q's, and the callers pass the clipped-seqlen
 metadata they already hold. The output is bitwise identical; no sync is added.
+
+Soundness (issue 8): each planned rewrite is checked on the rewritten module by
+`validate_rewrite` (LibCST scope analysis) before it is accepted; what it cannot prove
+safe becomes `manual` with a reason that names the hazard.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
+import libcst.matchers as m
+from libcst.helpers import get_full_name_for_node
+from libcst.metadata import ClassScope, ComprehensionScope, FunctionScope, GlobalScope, ImportAssignment
 
 from topk_migrate.cstutil import add_keyword, add_param
 from topk_migrate.model import Capability, Site, Status
 from topk_migrate.resolve import CallInfo, Function, ModuleFacts, collect, dotted
+from topk_migrate.rows import row_hazard
+from topk_migrate.scopecheck import Tree, inserted_ids, resolution_table, root_binding
 
 # Python entry points of the kernel, with the position of topk_length in their
 # signature (sgl_kernel / flash_mla: q, kv, indices, sm_scale, d_v, attn_sink, topk_length).
@@ -27,12 +36,24 @@ OP_TOPK_LENGTH_POSITION = 6
 
 # First release of each distribution whose flash_mla_sparse_fwd takes topk_length
 # (None: no release does; sgl-kernel stopped at 0.3.x before the parameter existed).
-MIN_KERNEL: Dict[str, Optional[str]] = {"sglang-kernel": "0.4.3", "sgl-kernel": None}
-# Which distributions can provide a kernel imported from a top-level module.
+# vllm bundles FlashMLA: its own wrapper (vllm.v1.attention.ops.flashmla) passes
+# topk_length from 0.15.0 on (0.14.x's flash_mla_sparse_prefill has no such parameter).
+# tokenspeed-kernel re-exports flash_mla from tokenspeed-flashmla, whose every release
+# (from 1.0.0.post20251110) has it; tokenspeed-kernel 0.1.3, its first, pins one of them.
+MIN_KERNEL: Dict[str, Optional[str]] = {
+    "sglang-kernel": "0.4.3",
+    "sgl-kernel": None,
+    "vllm": "0.15.0",
+    "tokenspeed-flashmla": "1.0.0.post20251110",
+    "tokenspeed-kernel": "0.1.3",
+}
+# Which distributions can provide a kernel imported from a top-level module (the
+# first is the one `--kernel MODULE==VERSION` means).
 KERNEL_DISTS: Dict[str, Tuple[str, ...]] = {
     "sgl_kernel": ("sglang-kernel", "sgl-kernel"),
-    "flash_mla": ("flash-mla",),
+    "flash_mla": ("flash-mla", "tokenspeed-flashmla"),
     "vllm": ("vllm",),
+    "tokenspeed_kernel": ("tokenspeed-kernel", "tokenspeed-flashmla"),
 }
 
 # Metadata known to satisfy the contract: per-row valid-index count (seqlens clipped
@@ -42,23 +63,13 @@ KNOWN_METADATA = ("metadata.dsa_cache_seqlens_int32", "metadata.nsa_cache_seqlen
 PARAM = "topk_length"
 SUPPRESS = re.compile(r"#\s*topk-migrate:\s*ignore\b[\s:\-\u2014\[(]*(?P<reason>[^\])]*)")
 GUARD_COMMENT = "# topk-migrate: use the full top-k width if the row counts ever differ from q's."
+# Decorators that keep a method's signature as written (any other one may not pass topk_length on).
+SIGNATURE_KEEPING_DECORATORS = {"staticmethod", "classmethod"}
+CONSTANT_NAMES = {"None", "True", "False"}
 
 
 # callee -> Capability: does the kernel behind it accept topk_length (see api.kernel_gate)
 Gate = Callable[[str], Capability]
-
-
-@dataclass
-class Plan:
-    """Edits to make, keyed by the identity of the original nodes."""
-
-    keywords: Dict[int, str] = field(default_factory=dict)  # call -> topk_length value
-    # statement -> guards to put before it: (q expression, metadata to bind first or None)
-    guards: Dict[int, List[Tuple[str, Optional[str]]]] = field(default_factory=dict)
-    params: Set[int] = field(default_factory=set)  # helpers that gain the parameter
-
-    def __bool__(self) -> bool:
-        return bool(self.keywords or self.guards or self.params)
 
 
 def is_op_level(callee: str) -> bool:
@@ -79,30 +90,81 @@ def _is_none(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "None"
 
 
+def _root(expr: cst.BaseExpression) -> Optional[cst.Name]:
+    while isinstance(expr, (cst.Attribute, cst.Subscript, cst.Call)):
+        expr = expr.value if not isinstance(expr, cst.Call) else expr.func
+    return expr if isinstance(expr, cst.Name) else None
+
+
+def _q_arg(call: cst.Call) -> Optional[cst.BaseExpression]:
+    for a in call.args:
+        if a.keyword and a.keyword.value == "q":
+            return a.value
+    first = call.args[0] if call.args else None
+    return first.value if first is not None and not first.keyword and not first.star else None
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+@dataclass(eq=False)
+class Group:
+    """Kernel calls rewritten together (one call, or every call in one helper plus its
+    callers); validated together and refused together."""
+
+    kind: str  # "direct": metadata at the call; "helper": the helper gains the parameter
+    calls: List[CallInfo]
+    sites: List[int]  # indices into the site list
+    metadata: Optional[str] = None  # direct: the expression passed
+    none_safe: bool = False  # direct: the metadata's root may be None
+    helper: Optional[Function] = None
+    callers: List[Tuple[CallInfo, str, bool]] = field(default_factory=list)  # (call, expression, root may be None)
+    add_param: bool = False
+    inline: bool = False  # guard inline in the call instead of a statement before it
+    reason: str = ""
+
+    def q(self, call: CallInfo) -> str:
+        return dotted(_q_arg(call.node))
+
+
+def _metadata_value(expr: str, none_safe: bool) -> str:
+    root = expr.split(".")[0]
+    return f"{expr} if {root} is not None else None" if none_safe else expr
+
+
 class _Analysis:
-    def __init__(self, facts: ModuleFacts, source: str, path: str, gate: Gate, metadata: Sequence[str]):
-        self.facts, self.path, self.gate = facts, path, gate
+    def __init__(self, facts: ModuleFacts, tree: Tree, source: str, path: str, gate: Gate, metadata: Sequence[str]):
+        self.facts, self.tree, self.path, self.gate = facts, tree, path, gate
         self.lines = source.splitlines()
         # Defaults count only where the module itself uses that field; user mappings always count.
         self.metadata = [m for m in metadata] + [
             m for m in KNOWN_METADATA if re.search(rf"\b{m.rsplit('.', 1)[1]}\b", source)
         ]
-        self.plan = Plan()
+        self.sites: List[Site] = []
+        self.groups: List[Group] = []
+        self._helper_groups: Dict[int, Group] = {}
 
     # -- helpers ----------------------------------------------------------
     def site(self, c: CallInfo, status: Status, reason: str, metadata: Optional[str] = None) -> Site:
         s = c.range.start
         return Site(self.path, s.line, s.column + 1, c.callee, status, reason, metadata)
 
-    def metadata_in(self, fn: Optional[Function], line: int) -> Optional[str]:
-        """The first known metadata expression whose root name is bound in fn before `line`."""
-        if fn is None:
-            return None
+    def metadata_at(self, node: cst.CSTNode) -> Tuple[Optional[str], bool, Optional[str]]:
+        """(known metadata expression usable at node, whether its root may be None, why none is).
+
+        Class 2: its root must be bound once in the function, on every path to node."""
+        why_not = None
         for expr in self.metadata:
-            bound_at = fn.bound.get(expr.split(".")[0])
-            if bound_at is not None and bound_at <= line:
-                return expr
-        return None
+            root = expr.split(".")[0]
+            b = self.tree.binding(node, root)
+            if not b.assignments or not isinstance(b.assignments[0].scope, FunctionScope):
+                continue
+            why, none = root_binding(self.tree, node, root)
+            if why is None:
+                return expr, none, None
+            why_not = why_not or why
+        return None, False, why_not
 
     def suppression(self, c: CallInfo) -> Optional[str]:
         for text in self.lines[c.range.start.line - 1 : c.range.end.line]:
@@ -142,145 +204,679 @@ class _Analysis:
             return self.site(c, Status.MANUAL, f"kernel too old: {cap.detail}")
         if cap.accepts is None:
             return self.site(c, Status.MANUAL, f"kernel capability unknown (pass --kernel): {cap.detail}")
+        why = self.callee_identity(c)
+        if why:
+            return self.site(c, Status.MANUAL, why)
         return self.contract(c)
 
-    def q_rows(self, c: CallInfo) -> Optional[str]:
-        for a in c.node.args:
-            if a.keyword and a.keyword.value == "q":
-                return dotted(a.value)
-        first = c.node.args[0] if c.node.args else None
-        return dotted(first.value) if first is not None and not first.keyword and not first.star else None
+    def callee_identity(self, c: CallInfo) -> Optional[str]:
+        """Class 4: every binding of the called name that can reach the call is a kernel that
+        accepts topk_length (an import the gate accepts; `= None` fallbacks never run)."""
+        root = _root(c.node.func)
+        if root is None:
+            return None
+        name, rest = root.value, (dotted(c.node.func) or "").partition(".")[2]
+        b = self.tree.binding(root, name)
+        if not b.assignments or b.scope_rank == -2:
+            return None
+        for a in b.assignments:
+            node = getattr(a, "node", None)
+            line = self.tree.line(node) if node is not None else 0
+            if isinstance(a, ImportAssignment):
+                for qn in a.get_qualified_names_for(name):
+                    alt = qn.name + ("." + rest if rest else "")
+                    if alt != c.callee:
+                        cap = self.gate(alt)
+                        if cap.accepts is not True:
+                            state = "too old" if cap.accepts is False else "of unknown capability"
+                            return (f"`{name}` may also be {alt} (imported at line {line}), a kernel {state}: "
+                                    f"{cap.detail}; pass topk_length by hand once every alternative accepts it")
+                continue
+            stmt = self.tree.assignment_statement(a)
+            if stmt is not None and _is_none(stmt.value):
+                continue  # an unavailable-kernel fallback: calling it fails before and after
+            if isinstance(node, cst.FunctionDef) and len(b.assignments) == 1:
+                continue  # a kernel interface defined here: the gate read its signature
+            if isinstance(node, cst.Param) and rest and name in ("self", "cls"):
+                continue
+            what = "a parameter" if isinstance(node, cst.Param) else "something else"
+            return (f"`{name}` may not be the kernel at run time: it is bound at line {line} to {what}; "
+                    "rewrite by hand if every binding accepts topk_length")
+        if isinstance(b.assignments[0].scope, GlobalScope):
+            first = min(self.tree.order[id(a.node)] for a in b.assignments if getattr(a, "node", None) is not None)
+            for stmt in self.facts.module.body:
+                for small in getattr(stmt, "body", ()) if isinstance(stmt, cst.SimpleStatementLine) else ():
+                    if isinstance(small, cst.ImportFrom) and isinstance(small.names, cst.ImportStar) \
+                            and self.tree.order[id(small)] > first:
+                        module = get_full_name_for_node(small.module) if small.module else ""
+                        if not c.callee.startswith(module + "."):
+                            return (f"`from {module} import *` at line {self.tree.line(small)} may rebind `{name}`; "
+                                    "import the kernel after it or rewrite by hand")
+        return None
 
     def contract(self, c: CallInfo) -> Site:
-        q = self.q_rows(c)
+        q_expr = _q_arg(c.node)
+        q = dotted(q_expr) if q_expr is not None else None
         if q is None:
             return self.site(c, Status.MANUAL, "q is not a plain name; its rows cannot be checked without re-evaluating it")
-        here = self.metadata_in(c.function, c.range.start.line)
-        if here and c.statement is not None and PARAM not in c.function.bound:
-            self.plan.guards.setdefault(id(c.statement), []).append((q, here))
-            self.plan.keywords[id(c.node)] = PARAM
-            return self.site(c, Status.FIXABLE, f"passes {here} (guarded by q's row count)", here)
-        if here:  # no statement of its own to put the guard before: guard inline
-            self.plan.keywords[id(c.node)] = f"{here} if {here}.shape[0] == {q}.shape[0] else None"
-            return self.site(c, Status.FIXABLE, f"passes {here} (guarded inline by q's row count)", here)
-        return self.through_helper(c, q)
+        here, none, why_not = self.metadata_at(c.node) if c.function is not None else (None, False, None)
+        if here:
+            hazard, _ = row_hazard(self.tree, q_expr, self.tree.binding(c.node, here.split(".")[0]).assignments[0].scope)
+            if hazard:
+                return self.site(c, Status.MANUAL, _rows_reason(hazard))
+            g = Group("direct", [c], [], metadata=here, none_safe=none, inline=c.statement is None)
+            self.groups.append(g)
+            return self.site(c, Status.FIXABLE, _direct_reason(g), here)
+        return self.through_helper(c, q_expr, why_not)
+
+    # -- the helper route -------------------------------------------------------------
+    def subclasses(self, cls: str) -> Set[str]:
+        bases: Dict[str, Set[str]] = {}
+        for node in m.findall(self.facts.module, m.ClassDef()):
+            bases.setdefault(node.name.value, set()).update(
+                (get_full_name_for_node(b.value) or "").rsplit(".", 1)[-1] for b in node.bases)
+        out, grew = {cls}, True
+        while grew:
+            new = {n for n, bs in bases.items() if bs & out} - out
+            out |= new
+            grew = bool(new)
+        return out
 
     def callers(self, fn: Function) -> List[CallInfo]:
-        names = {f"self.{fn.name}", f"cls.{fn.name}"} if fn.class_name else {fn.name}
-        return [k for k in self.facts.calls if k.callee in names and k.function is not fn]
+        """Calls that reach this helper: `self.helper(...)` from a method of its class or a
+        subclass (receiver = that method's first parameter), or `helper(...)` resolving to it."""
+        out = []
+        if fn.class_name:
+            classes = self.subclasses(fn.class_name)
+            for k in self.facts.calls:
+                f = k.function
+                if k.function is fn or f is None or f.class_name not in classes:
+                    continue
+                func = k.node.func
+                if not (isinstance(func, cst.Attribute) and func.attr.value == fn.name and isinstance(func.value, cst.Name)):
+                    continue
+                first = (f.node.params.posonly_params or f.node.params.params or [None])[0]
+                if first is not None and first.name.value == func.value.value:
+                    b = self.tree.binding(func.value, func.value.value)
+                    if len(b.assignments) == 1 and getattr(b.assignments[0], "node", None) is first:
+                        out.append(k)
+            return out
+        own = self.tree.binding(fn.node, fn.name)
+        for k in self.facts.calls:
+            if k.function is fn or not isinstance(k.node.func, cst.Name) or k.node.func.value != fn.name:
+                continue
+            b = self.tree.binding(k.node.func, fn.name)
+            if [getattr(a, "node", None) for a in b.assignments] == [fn.node] and own.scope_rank == b.scope_rank:
+                out.append(k)
+        return out
 
-    def through_helper(self, c: CallInfo, q: str) -> Site:
-        fn = c.function
-        wanted = " or ".join(self.metadata) or "clipped-seqlen metadata (metadata.dsa_cache_seqlens_int32)"
-        if fn is None:
-            return self.site(c, Status.MANUAL, f"no {wanted} in scope at module level")
-        if c.statement is None:
-            return self.site(c, Status.MANUAL, "the call is not a statement of its own block, so the row guard has no place")
-        params = fn.node.params
-        has_param = any(p.name.value == PARAM for p in (*params.params, *params.kwonly_params))
-        if not has_param and PARAM in fn.bound:
-            return self.site(c, Status.MANUAL, f"{fn.qualname} already binds a local named topk_length")
-        if not has_param and isinstance(params.star_kwarg, cst.Param):
-            return self.site(c, Status.MANUAL, f"{fn.qualname} takes **kwargs; add topk_length to it by hand")
+    def helper_identity(self, fn: Function) -> Optional[str]:
+        """Class 4 for the helper: one definition, no decorator that may fix its signature,
+        no same-named override without the parameter."""
+        for d in fn.node.decorators:
+            name = get_full_name_for_node(d.decorator) or _code(d.decorator).strip()
+            if name not in SIGNATURE_KEEPING_DECORATORS:
+                return (f"{fn.qualname} is decorated with `@{name}`, which may not pass topk_length on; "
+                        "add the parameter by hand")
+        scope = self.tree.scope_of.get(fn.node)
+        defs = scope[fn.name] if scope is not None else ()
+        if len(defs) > 1:
+            lines = sorted(self.tree.line(getattr(a, "node", None)) for a in defs if getattr(a, "node", None) is not None)
+            return (f"{fn.qualname} is bound {len(defs)} times (lines {', '.join(map(str, lines))}); "
+                    "a caller may reach a definition without topk_length")
         if fn.class_name:  # `self.helper(..., topk_length=...)` also reaches same-named overrides
             for other in self.facts.functions:
                 op = other.node.params
                 if (other.name == fn.name and other is not fn and other.class_name
                         and not any(p.name.value == PARAM for p in (*op.params, *op.kwonly_params))
                         and not isinstance(op.star_kwarg, cst.Param)):
-                    return self.site(c, Status.MANUAL, f"{other.qualname} overrides {fn.qualname} without topk_length")
+                    return f"{other.qualname} overrides {fn.qualname} without topk_length"
+        return None
+
+    def through_helper(self, c: CallInfo, q_expr: cst.BaseExpression, why_not: Optional[str]) -> Site:
+        fn = c.function
+        wanted = " or ".join(self.metadata) or "clipped-seqlen metadata (metadata.dsa_cache_seqlens_int32)"
+        if fn is None:
+            return self.site(c, Status.MANUAL, f"no {wanted} in scope at module level")
+        if why_not:
+            return self.site(c, Status.MANUAL, f"{why_not}; the {wanted} is not provably there at the call")
+        existing = self.helper_groups_of(fn)
+        if existing is not None:  # a second kernel call in the same helper joins its group
+            hazard, _ = row_hazard(self.tree, q_expr)
+            if hazard:
+                return self.site(c, Status.MANUAL, _rows_reason(hazard))
+            existing.calls.append(c)
+            return self.site(c, Status.FIXABLE, existing.reason, existing.callers[0][1] if existing.callers else None)
+        params = fn.node.params
+        all_params = [*params.posonly_params, *params.params, *params.kwonly_params]
+        mine = next((p for p in all_params if p.name.value == PARAM), None)
+        if mine is None and isinstance(params.star_kwarg, cst.Param):
+            return self.site(c, Status.MANUAL, f"{fn.qualname} takes **kwargs; add topk_length to it by hand")
+        why = self.helper_identity(fn)
+        if why:
+            return self.site(c, Status.MANUAL, why)
+        hazard, sources = row_hazard(self.tree, q_expr, self.tree.scope_of.get(fn.node.body))
+        if hazard:
+            return self.site(c, Status.MANUAL, _rows_reason(hazard))
+        if mine is not None:
+            why = self.existing_param(fn, mine, all_params)
+            if why:
+                return self.site(c, Status.MANUAL, why)
+        positions = {p.name.value: i for i, p in enumerate([*params.posonly_params, *params.params])}
+        shift = 1 if fn.class_name and not any(
+            get_full_name_for_node(d.decorator) == "staticmethod" for d in fn.node.decorators) else 0
         passing, lacking, found, already = [], [], None, 0
         for k in self.callers(fn):
             if any(a.keyword and a.keyword.value == PARAM for a in k.node.args):
                 already += 1
                 continue
-            expr = self.metadata_in(k.function, k.range.start.line)
+            expr, none, _ = self.metadata_at(k.node)
             if expr is None or any(a.star for a in k.node.args):  # *args/**kwargs may fill it
                 lacking.append(k)
-            else:
-                passing.append((k, expr))
-                found = found or expr
-        if has_param and already and not passing:  # half-migrated: callers pass it, the kernel call drops it
-            self.plan.guards.setdefault(id(c.statement), []).append((q, None))
-            self.plan.keywords[id(c.node)] = PARAM
-            return self.site(c, Status.FIXABLE, f"{fn.qualname} takes topk_length from its callers but does not forward it")
+                continue
+            if mine is not None and mine.name.value in positions and \
+                    len([a for a in k.node.args if not a.keyword]) > positions[PARAM] - shift:
+                return self.site(c, Status.MANUAL, f"the caller at line {k.range.start.line} already passes "
+                                 f"{fn.qualname}'s topk_length positionally; its meaning is unknown")
+            batch = self.tree.binding(k.node, expr.split(".")[0]).assignments[0].scope
+            for p in sources:
+                arg = _argument_for(k.node, p, positions.get(p), shift)
+                hazard = row_hazard(self.tree, arg, batch)[0] if arg is not None else None
+                if hazard:
+                    return self.site(c, Status.MANUAL, f"at the caller on line {k.range.start.line}: " + _rows_reason(hazard))
+            passing.append((k, expr, none))
+            found = found or expr
+        if mine is not None and already and not passing:  # half-migrated: callers pass it, the kernel call drops it
+            g = Group("helper", [c], [], helper=fn)
+            g.reason = f"{fn.qualname} takes topk_length from its callers but does not forward it"
+            self._remember(fn, g)
+            return self.site(c, Status.FIXABLE, g.reason)
         if not passing:
             why = f"no {wanted} in scope of {fn.qualname}"
             why += f", nor in its {_at(lacking)}" if lacking else ", and it has no callers in this module"
             return self.site(c, Status.MANUAL, why)
-        for k, expr in passing:
-            self.plan.keywords[id(k.node)] = expr
-        if not has_param:
-            self.plan.params.add(id(fn.node))
-        self.plan.guards.setdefault(id(c.statement), []).append((q, None))
-        self.plan.keywords[id(c.node)] = PARAM
-        reason = f"{fn.qualname} gains topk_length; {_at([k for k, _ in passing])} pass it"
+        g = Group("helper", [c], [], helper=fn, callers=passing, add_param=mine is None)
+        g.reason = f"{fn.qualname} gains topk_length; {_at([k for k, _, _ in passing])} pass it"
         if lacking:
-            reason += f"; {_at(lacking)} have no metadata and keep the full width"
-        return self.site(c, Status.FIXABLE, reason, found)
+            g.reason += f"; {_at(lacking)} have no metadata and keep the full width"
+        self._remember(fn, g)
+        return self.site(c, Status.FIXABLE, g.reason, found)
+
+    def helper_groups_of(self, fn: Function) -> Optional[Group]:
+        return self._helper_groups.get(id(fn.node))
+
+    def _remember(self, fn: Function, g: Group) -> None:
+        self._helper_groups[id(fn.node)] = g
+        self.groups.append(g)
+
+    def existing_param(self, fn: Function, param: cst.Param, all_params: List[cst.Param]) -> Optional[str]:
+        """Class 3: a `topk_length` parameter the helper already has is reused only if it is
+        the unused, None-defaulted slot of a half-done migration."""
+        if param.default is None or not _is_none(param.default):
+            return (f"{fn.qualname} already has a parameter `topk_length` without a None default; "
+                    "its meaning is unknown, rename it or migrate by hand")
+        scope = self.tree.scope_of.get(fn.node.body)
+        for a in scope[PARAM] if scope is not None else ():
+            for access in getattr(a, "references", ()):
+                return (f"{fn.qualname} already reads its parameter `topk_length` (line "
+                        f"{self.tree.line(access.node)}); its meaning is unknown, migrate by hand")
+        return None
+
+
+def _argument_for(call: cst.Call, param: str, position: Optional[int], shift: int) -> Optional[cst.BaseExpression]:
+    for a in call.args:
+        if a.keyword and a.keyword.value == param:
+            return a.value
+    positional = [a for a in call.args if not a.keyword and not a.star]
+    if position is not None and 0 <= position - shift < len(positional):
+        return positional[position - shift].value
+    return None
+
+
+def _rows_reason(hazard: str) -> str:
+    return (f"q's rows may not be the metadata's rows: {hazard}; the row-count guard cannot tell, "
+            "so pass topk_length by hand if they align")
+
+
+def _direct_reason(g: Group) -> str:
+    how = "guarded inline by q's row count" if g.inline else "guarded by q's row count"
+    return f"passes {g.metadata} ({how})"
+
+
+# -- the edit -----------------------------------------------------------------------
+@dataclass
+class Record:
+    """What the rewrite inserted, by identity in the rewritten tree, per group."""
+
+    inserted: Dict[int, List[cst.CSTNode]] = field(default_factory=dict)  # id(group) -> inserted subtrees
+    guards: Dict[int, List[cst.CSTNode]] = field(default_factory=dict)  # id(group) -> guard statements
+    kernel_calls: Dict[int, cst.Call] = field(default_factory=dict)  # id(original call) -> rewritten call
+    helper_defs: Dict[int, cst.FunctionDef] = field(default_factory=dict)  # id(group) -> rewritten helper
 
 
 class _Rewrite(cst.CSTTransformer):
-    def __init__(self, plan: Plan, annotation: str):
-        self.plan, self.annotation = plan, annotation
+    def __init__(self, groups: Sequence[Group], annotation: Optional[str]):
+        self.annotation = annotation
+        self.record = Record()
+        self.keywords: Dict[int, Tuple[str, Group]] = {}
+        self.kernel: Set[int] = set()
+        self.guards: Dict[int, List[Tuple[Group, str, Optional[str]]]] = {}
+        self.params: Dict[int, Group] = {}
+        self.helpers: Dict[int, Group] = {}
+        for g in groups:
+            for c in g.calls:
+                q = g.q(c)
+                self.kernel.add(id(c.node))
+                if g.kind == "direct" and g.inline:
+                    md, root = g.metadata, g.metadata.split(".")[0]
+                    test = f"{root} is not None and " if g.none_safe else ""
+                    value = f"{md} if {test}{md} is not None and {md}.shape[0] == {q}.shape[0] else None"
+                elif g.inline:
+                    value = f"{PARAM} if {PARAM} is not None and {PARAM}.shape[0] == {q}.shape[0] else None"
+                else:
+                    value = PARAM
+                    bind = _metadata_value(g.metadata, g.none_safe) if g.kind == "direct" else None
+                    self.guards.setdefault(id(c.statement), []).append((g, q, bind))
+                self.keywords[id(c.node)] = (value, g)
+            for k, expr, none in g.callers:
+                self.keywords[id(k.node)] = (_metadata_value(expr, none), g)
+            if g.helper is not None:
+                self.helpers[id(g.helper.node)] = g
+                if g.add_param:
+                    self.params[id(g.helper.node)] = g
+
+    def _add(self, g: Group, node: cst.CSTNode) -> None:
+        self.record.inserted.setdefault(id(g), []).append(node)
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
-        value = self.plan.keywords.get(id(original))
-        return add_keyword(updated, PARAM, value) if value else updated
+        if id(original) not in self.keywords:
+            return updated
+        value, g = self.keywords[id(original)]
+        new = add_keyword(updated, PARAM, value)
+        self._add(g, next(a for a in reversed(new.args) if a.keyword and a.keyword.value == PARAM).value)
+        if id(original) in self.kernel:
+            self.record.kernel_calls[id(original)] = new
+        return new
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
-        if id(original) in self.plan.params:
-            return add_param(updated, f"{PARAM}: {self.annotation} = None")
+        g = self.params.get(id(original))
+        if g is not None:
+            spec = f"{PARAM}: {self.annotation} = None" if self.annotation else f"{PARAM}=None"
+            updated = add_param(updated, spec)
+            p = updated.params
+            self._add(g, next(x for x in (*p.params, *p.kwonly_params) if x.name.value == PARAM))
+        h = self.helpers.get(id(original))
+        if h is not None:
+            self.record.helper_defs[id(h)] = updated
         return updated
 
     def _guarded(self, original_body, updated_body):
         out = []
         for orig, upd in zip(original_body, updated_body):
-            for q, metadata in self.plan.guards.get(id(orig), ()):
+            for g, q, bind in self.guards.get(id(orig), ()):
                 lead = upd.leading_lines
                 blank = [cst.EmptyLine(indent=False)] if lead and lead[0].comment is None else []
                 first = [*blank, cst.EmptyLine(comment=cst.Comment(GUARD_COMMENT))]
-                if metadata:  # bind it here, then the same guard as in a helper
-                    out.append(cst.parse_statement(f"{PARAM} = {metadata}\n").with_changes(leading_lines=first))
+                if bind:  # bind the metadata here, then the same guard as in a helper
+                    stmt = cst.parse_statement(f"{PARAM} = {bind}\n").with_changes(leading_lines=first)
+                    out.append(stmt)
+                    self._add(g, stmt)
                     first = []
-                    test = f"{PARAM}.shape[0] != {q}.shape[0]"
-                else:
-                    test = f"{PARAM} is not None and {PARAM}.shape[0] != {q}.shape[0]"
-                guard = cst.parse_statement(f"if {test}:\n    {PARAM} = None\n")
-                out.append(guard.with_changes(leading_lines=first))
+                test = f"{PARAM} is not None and {PARAM}.shape[0] != {q}.shape[0]"
+                guard = cst.parse_statement(f"if {test}:\n    {PARAM} = None\n").with_changes(leading_lines=first)
+                out.append(guard)
+                self._add(g, guard)
+                self.record.guards.setdefault(id(g), []).append(guard)
                 if not blank:
                     upd = upd.with_changes(leading_lines=[cst.EmptyLine(indent=False), *lead])
             out.append(upd)
         return out
 
     def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock) -> cst.IndentedBlock:
-        if any(id(s) in self.plan.guards for s in original.body):
+        if any(id(s) in self.guards for s in original.body):
             return updated.with_changes(body=self._guarded(original.body, updated.body))
         return updated
 
 
-def _optional_annotation(module: cst.Module, facts: ModuleFacts) -> Tuple[str, bool]:
-    """The annotation to write and whether `Optional` must be imported."""
-    tensor = "torch.Tensor" if facts.imports.get("torch") == "torch" and "torch" in facts.module_names else '"torch.Tensor"'
-    if facts.imports.get("Optional") == "typing.Optional" and "Optional" in facts.module_names:
-        return f"Optional[{tensor}]", False
-    if facts.imports.get("typing") == "typing" and "typing" in facts.module_names:
-        return f"typing.Optional[{tensor}]", False
-    return f"Optional[{tensor}]", True
+# -- validation ------------------------------------------------------------------------
+# tests/test_adversarial.py disables this to prove it bites
+def validate_rewrite(original: Tree, rewritten: cst.Module, record: Record, groups: Sequence[Group]) -> Dict[int, str]:
+    """Check a planned rewrite on the rewritten module; {id(group): why it is unsafe}.
+
+    With LibCST scope analysis: every name the inserted code reads (q's root, the
+    metadata's root, topk_length) resolves to the binding intended (the one the kernel
+    call's q uses; the metadata bound once on every path, None handled; only this
+    group's topk_length); no name that resolved before resolves differently after; each
+    guard runs before its call in the same scope with nothing rebinding q in between.
+    """
+    new = Tree(rewritten, positions=False)
+    mine = {id(g): inserted_ids(record.inserted.get(id(g), ())) for g in groups}
+    everything = set().union(*mine.values()) if mine else set()
+    owner = {i: gid for gid, ids in mine.items() for i in ids}
+    failures: Dict[int, str] = {}
+
+    def fail(gid: int, why: str) -> None:
+        failures.setdefault(gid, why)
+
+    # 1. Nothing that resolved before resolves differently after (class 3: the new
+    # parameter or local would capture a global/closure `topk_length`, or make an earlier
+    # read of it an UnboundLocalError).
+    if not hasattr(original, "table"):
+        original.table = resolution_table(original)
+    before, after = original.table, resolution_table(new, skip=everything)
+    for key, reads in before.items():
+        now = after.get(key, [])
+        for i, (was, node) in enumerate(reads):
+            if i < len(now) and now[i][0] == was:
+                continue
+            culprits = {owner[id(a.node)] for s in new.scopes for a in s.assignments
+                        if a.name == key[1] and id(getattr(a, "node", None)) in owner} or set(mine)
+            for gid in culprits:
+                fail(gid, f"rewrite would change what `{key[1]}` means at line {original.line(node)}: "
+                          f"it would read the `{PARAM}` the rewrite adds; rename the existing one or migrate by hand")
+            break
+
+    # 2. What the inserted code reads.
+    for rank, name, node, access in new.accesses():
+        gid = owner.get(id(node))
+        if gid is None or access.is_annotation or name in CONSTANT_NAMES:
+            continue
+        g = next(x for x in groups if id(x) == gid)
+        why = _check_read(new, g, record, mine[gid], access, name, node)
+        if why:
+            fail(gid, why)
+
+    # 3. Each statement guard dominates its call, in the call's own scope, with q unchanged.
+    for g in groups:
+        if g.inline:
+            continue
+        for c in g.calls:
+            call = record.kernel_calls.get(id(c.node))
+            if call is None:
+                fail(id(g), "the kernel call was not rewritten")
+                continue
+            why = _check_guard_placement(new, g, record, call, g.q(c))
+            if why:
+                fail(id(g), why)
+    return failures
 
 
+def _binding_ids(b) -> Set[int]:
+    return {id(a) for a in b.assignments}
+
+
+def _check_read(new: Tree, g: Group, record: Record, ids: Set[int], access, name: str, node: cst.CSTNode) -> Optional[str]:
+    b = new.binding_in(access.scope, name)
+    if name == PARAM:
+        allowed = set(ids)
+        helper = record.helper_defs.get(id(g))
+        if helper is not None:
+            p = helper.params
+            allowed |= {id(x) for x in (*p.params, *p.kwonly_params, *p.posonly_params) if x.name.value == PARAM}
+        if not b.assignments:
+            return f"rewrite would read `{PARAM}` where nothing binds it"
+        for a in b.assignments:
+            if id(getattr(a, "node", None)) not in allowed:
+                other = getattr(a, "node", None)
+                if any(id(other) in inserted_ids(nodes) for nodes in record.inserted.values()):
+                    return f"another rewritten kernel call in the same function also binds `{PARAM}`"
+                return (f"`{PARAM}` already names something where the rewrite would use it "
+                        f"({_kind(a)}); rename it or migrate by hand")
+        return None
+    for c in g.calls:
+        call = record.kernel_calls.get(id(c.node))
+        q = g.q(c)
+        if call is not None and q.split(".")[0] == name and new.inside(node, call):
+            return None  # the call's own q, read inline at the call
+    for c in g.calls:
+        q = g.q(c)
+        call = record.kernel_calls.get(id(c.node))
+        if call is None or q.split(".")[0] != name:
+            continue
+        q_node = _root(_q_arg(call))
+        if q_node is None:
+            continue
+        at_call = new.binding(q_node, name)
+        if at_call.scope_rank == b.scope_rank and _binding_ids(at_call) == _binding_ids(b):
+            return None
+        return f"rewrite would read `{name}` outside its scope: the kernel call's `{name}` is {_describe(at_call)}"
+    roots = {m.split(".")[0] for m in ([g.metadata] if g.metadata else []) + [e for _, e, _ in g.callers]}
+    if name in roots:
+        why, none = root_binding(new, node, name)
+        if why:
+            return why
+        if none and not _tests_not_none(new, node, name):
+            return f"`{name}` may be None where the rewrite reads `{name}.` from it"
+        return None
+    return f"rewrite would read `{name}`, which it did not plan to read"
+
+
+def _kind(a) -> str:
+    node = getattr(a, "node", None)
+    if isinstance(node, cst.Param):
+        return "a parameter"
+    if isinstance(getattr(a, "scope", None), GlobalScope):
+        return "a module-level name"
+    if isinstance(node, (cst.Import, cst.ImportFrom)):
+        return "an import"
+    return "a local variable"
+
+
+def _describe(b) -> str:
+    if not b.assignments:
+        return "unbound there"
+    scope = b.assignments[0].scope
+    node = getattr(scope, "node", None)
+    if isinstance(node, cst.Lambda):
+        return "a lambda parameter"
+    if isinstance(scope, ComprehensionScope):
+        return "a comprehension variable"
+    if isinstance(scope, ClassScope):
+        return "a class attribute"
+    if isinstance(node, cst.FunctionDef):
+        return f"bound in `{node.name.value}`"
+    return "a module-level name"
+
+
+def _tests_not_none(new: Tree, node: cst.CSTNode, name: str) -> bool:
+    """Is the inserted expression holding node of the form `... if name is not None ...`?"""
+    for anc in new.ancestors(node):
+        if isinstance(anc, cst.IfExp) and f"{name} is not None" in _code(anc.test):
+            return True
+        if isinstance(anc, cst.BaseStatement):
+            break
+    return False
+
+
+def _check_guard_placement(new: Tree, g: Group, record: Record, call: cst.Call, q: str) -> Optional[str]:
+    guards = [s for s in record.guards.get(id(g), ()) if id(s) in new.order]
+    holding = next((a for a in new.ancestors(call) if isinstance(new.parent.get(a), cst.IndentedBlock)), None)
+    mine = [s for s in guards if holding is not None and new.parent.get(s) is new.parent.get(holding)
+            and new.order[id(s)] < new.order[id(holding)]]
+    if not mine:
+        return "the guard has no statement of its own before the call"
+    guard = mine[-1]
+    if not new.dominates(guard, call):
+        return "the guard would not run before the call on every path"
+    if new.scope_of.get(guard) is not new.scope_of.get(call):
+        kind = _scope_kind(new.scope_of.get(call))
+        return (f"the kernel call runs inside a {kind} within its statement, not when the statement runs: "
+                f"a guard before the statement would not check the `{q.split('.')[0]}` it receives")
+    names = {q.split(".")[0]} | ({g.metadata.split(".")[0]} if g.metadata else set())
+    for name in names:
+        for a in new.binding(call, name).assignments:
+            node = getattr(a, "node", None)
+            if node is None or id(node) not in new.order or not new.inside(node, holding):
+                continue
+            if isinstance(holding, cst.While) or new.binds_after_value(a) < new.order[id(call)]:
+                return (f"`{name}` is rebound in the statement that holds the call, before the call: "
+                        f"a guard before that statement would check another `{name}`")
+    return None
+
+
+def _scope_kind(scope) -> str:
+    node = getattr(scope, "node", None)
+    if isinstance(node, cst.Lambda):
+        return "lambda"
+    if isinstance(scope, ComprehensionScope):
+        return "comprehension"
+    if isinstance(scope, ClassScope):
+        return "class body"
+    return "nested function"
+
+
+# -- annotations (class 7) -----------------------------------------------------------
+def _top_level_imports(module: cst.Module) -> Dict[str, str]:
+    """Names bound by imports that run unconditionally at import time: local -> qualified."""
+    out: Dict[str, str] = {}
+    for stmt in module.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Import):
+                for alias in small.names:
+                    full = get_full_name_for_node(alias.name)
+                    local = alias.asname.name.value if alias.asname else full.split(".")[0]
+                    out[local] = full if alias.asname else local
+            elif isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar) and not small.relative:
+                base = get_full_name_for_node(small.module) if small.module else ""
+                for alias in small.names:
+                    local = alias.asname.name.value if alias.asname else alias.name.value
+                    out[local] = f"{base}.{alias.name.value}"
+    return out
+
+
+def _optional_annotation(module: cst.Module, facts: ModuleFacts) -> Tuple[Optional[str], bool]:
+    """The annotation to write (None: none) and whether `from typing import Optional` must be added.
+
+    An annotation is evaluated when the def runs unless the module has
+    `from __future__ import annotations`: every name it reads must then be imported
+    unconditionally before (not only under TYPE_CHECKING), or it is written as a string.
+    """
+    lazy = facts.imports.get("annotations") == "__future__.annotations"
+    known = dict(_top_level_imports(module))
+    if lazy:  # names imported anywhere at module level (also under TYPE_CHECKING) are fine
+        known.update({k: v for k, v in facts.imports.items() if k in facts.module_names})
+    torch = next((k for k, v in sorted(known.items()) if v == "torch"), None)
+    tensor = f"{torch}.Tensor" if torch else '"torch.Tensor"'
+    optional = next((k for k, v in sorted(known.items()) if v == "typing.Optional"), None)
+    if optional:
+        return f"{optional}[{tensor}]", False
+    typing = next((k for k, v in sorted(known.items()) if v == "typing"), None)
+    if typing:
+        return f"{typing}.Optional[{tensor}]", False
+    if "Optional" not in facts.module_names:
+        return f"Optional[{tensor}]", True
+    return f'"Optional[{tensor.strip(chr(34))}]"', False  # `Optional` means something else here, or is conditional
+
+
+# -- value uses (class 8) --------------------------------------------------------------
+_TESTS = (cst.Comparison, cst.ComparisonTarget, cst.If, cst.While, cst.Assert, cst.UnaryOperation, cst.Del)
+
+
+def _value_uses(tree: Tree, facts: ModuleFacts, path: str) -> List[Site]:
+    """The kernel used other than by calling it: `partial(kernel, ...)`, `getattr(mod,
+    "flash_mla_sparse_fwd")`, stored in an attribute or passed on. Calls through it cannot
+    be checked, so each is reported as manual, never skipped."""
+    sites = []
+    seen: Set[int] = set()
+
+    def add(node: cst.CSTNode, callee: str, how: str) -> None:
+        pos = tree.position.get(node)
+        if pos is None or id(node) in seen:
+            return
+        seen.add(id(node))
+        sites.append(Site(path, pos.start.line, pos.start.column + 1, callee, Status.MANUAL,
+                          f"the kernel is {how}: calls through it cannot be checked or rewritten; "
+                          "pass topk_length where it is called, or call the kernel directly"))
+
+    for _, name, node, _ in tree.accesses():
+        chain = node
+        while isinstance(tree.parent.get(chain), cst.Attribute) and tree.parent[chain].value is chain:
+            chain = tree.parent[chain]
+        full = dotted(chain) if isinstance(chain, (cst.Name, cst.Attribute)) else None
+        if not full:
+            continue
+        root, _, rest = full.partition(".")
+        callee = facts.imports.get(root, root) + ("." + rest if rest else "")
+        if not is_kernel(callee):
+            continue
+        parent = tree.parent.get(chain)
+        if isinstance(parent, cst.Call) and parent.func is chain:
+            continue
+        if isinstance(parent, _TESTS) or (isinstance(parent, cst.IfExp) and parent.test is chain):
+            continue
+        add(chain, callee, _how(tree, chain))
+    for k in facts.calls:
+        if k.callee != "getattr" or len(k.node.args) < 2 or not isinstance(k.node.args[1].value, cst.SimpleString):
+            continue
+        attr = k.node.args[1].value.evaluated_value
+        base = dotted(k.node.args[0].value)
+        if isinstance(attr, str) and base and is_kernel(f"{base}.{attr}"):
+            root, _, rest = base.partition(".")
+            add(k.node, facts.imports.get(root, root) + ("." + rest if rest else "") + f".{attr}", "looked up by name with getattr")
+    return sites
+
+
+def _how(tree: Tree, node: cst.CSTNode) -> str:
+    parent = tree.parent.get(node)
+    if isinstance(parent, cst.Arg):
+        call = tree.parent.get(parent)
+        fname = get_full_name_for_node(call.func) if isinstance(call, cst.Call) else None
+        if fname and fname.rsplit(".", 1)[-1] == "partial":
+            return "wrapped by functools.partial"
+        return f"passed to `{fname}` as a value" if fname else "passed as a value"
+    if isinstance(parent, (cst.Assign, cst.AnnAssign)):
+        targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+        if any(isinstance(t, (cst.Attribute, cst.Subscript)) for t in targets):
+            return f"stored in `{_code(targets[0]).strip()}`"
+        return f"bound to `{_code(targets[0]).strip()}`"
+    return "used as a value"
+
+
+# -- the driver --------------------------------------------------------------------------
 def migrate(source: str, path: str, gate: Gate, metadata: Sequence[str] = ()) -> Tuple[str, List[Site]]:
     """Classify every kernel call in `source` and return (rewritten source, sites)."""
     module = cst.parse_module(source)
-    facts = collect(module)
-    analysis = _Analysis(facts, source, path, gate, metadata)
-    sites = [analysis.classify(c) for c in facts.calls if is_kernel(c.callee)]
-    plan = analysis.plan
-    if not plan:
-        return source, sites
+    tree = Tree(module)
+    facts = collect(module, tree.wrapper)
+    analysis = _Analysis(facts, tree, source, path, gate, metadata)
+    calls = [c for c in facts.calls if is_kernel(c.callee)]
+    sites = []
+    for c in calls:
+        before = len(analysis.groups)
+        sites.append(analysis.classify(c))
+        for g in analysis.groups[before:]:
+            g.sites.append(len(sites) - 1)
+        for g in analysis.groups[:before]:  # a second kernel call joined a helper's group
+            if any(x is c for x in g.calls) and len(sites) - 1 not in g.sites:
+                g.sites.append(len(sites) - 1)
+    groups = list(analysis.groups)
     annotation, need_import = _optional_annotation(module, facts)
-    new = module.visit(_Rewrite(plan, annotation))
-    if plan.params and need_import:
+    new = module
+    while groups:
+        rewrite = _Rewrite(groups, annotation)
+        new = module.visit(rewrite)
+        failures = validate_rewrite(tree, new, rewrite.record, groups) or {}
+        if not failures:
+            break
+        for g in [g for g in groups if id(g) in failures]:
+            if not g.inline:
+                g.inline = True  # the guard goes into the call itself, where q is read
+                for i in g.sites:
+                    inline = _direct_reason(g) if g.kind == "direct" else sites[i].reason + " (guarded inline)"
+                    sites[i] = replace(sites[i], reason=inline)
+                continue
+            groups.remove(g)
+            for i in g.sites:
+                sites[i] = replace(sites[i], status=Status.MANUAL, reason=failures[id(g)], metadata=None)
+        if not groups:
+            new = module
+    sites += _value_uses(tree, facts, path)
+    sites.sort(key=lambda s: (s.line, s.column))
+    if not groups:
+        return source, sites
+    if need_import and any(g.add_param for g in groups):
         from libcst.codemod import CodemodContext
         from libcst.codemod.visitors import AddImportsVisitor
 
@@ -402,7 +998,7 @@ INVALID = [
         after="from sgl_kernel.flash_mla import flash_mla_sparse_fwd as sparse_fwd\n\n"
         f"def attend(q, kv, idx, metadata):\n    {GUARD_COMMENT}\n"
         "    topk_length = metadata.nsa_cache_seqlens_int32\n"
-        "    if topk_length.shape[0] != q.shape[0]:\n        topk_length = None\n\n"
+        "    if topk_length is not None and topk_length.shape[0] != q.shape[0]:\n        topk_length = None\n\n"
         "    return sparse_fwd(q, kv, idx, 0.1, topk_length=topk_length)\n\n"
         "# metadata.nsa_cache_seqlens_int32: clipped to topk\n",
     ),
@@ -415,7 +1011,8 @@ INVALID = [
         Status.FIXABLE, "guarded inline",
         after="from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n\n"
         "def attend(q, kv, idx, metadata):\n    if metadata is not None: return flash_mla_sparse_fwd(q, kv, idx, 0.1, "
-        "topk_length=metadata.dsa_cache_seqlens_int32 if metadata.dsa_cache_seqlens_int32.shape[0] == q.shape[0] else None)\n\n"
+        "topk_length=metadata.dsa_cache_seqlens_int32 if metadata is not None and metadata.dsa_cache_seqlens_int32 is not None "
+        "and metadata.dsa_cache_seqlens_int32.shape[0] == q.shape[0] else None)\n\n"
         "# metadata.dsa_cache_seqlens_int32\n",
     ),
     # Module import alias, try/except fallback to None, and Optional not yet imported.

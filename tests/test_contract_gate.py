@@ -41,7 +41,7 @@ def test_user_mapping_from_config(tmp_path):
             return flash_mla_sparse_fwd(q, kv, idx, 1.0)
         """, tmp_path, metadata=("fb.attn.clipped_lens",))
     assert s.status is Status.FIXABLE and s.metadata == "fb.attn.clipped_lens"
-    assert "    topk_length = fb.attn.clipped_lens\n    if topk_length.shape[0] != q.shape[0]:" in m.new_source
+    assert "    topk_length = fb.attn.clipped_lens\n    if topk_length is not None and topk_length.shape[0] != q.shape[0]:" in m.new_source
 
 
 def test_callers_without_metadata_keep_the_full_width(tmp_path):

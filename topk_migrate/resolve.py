@@ -176,8 +176,9 @@ class _Collector(cst.CSTVisitor):
         self.raw_calls.append((node, fn, stmt, self.get_metadata(PositionProvider, node)))
 
 
-def collect(module: cst.Module) -> ModuleFacts:
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+def collect(module: cst.Module, wrapper: Optional[MetadataWrapper] = None) -> ModuleFacts:
+    """wrapper: one already made for `module` (its resolved positions are reused)."""
+    wrapper = wrapper or MetadataWrapper(module, unsafe_skip_copy=True)
     c = _Collector()
     wrapper.visit(c)
     calls = []

@@ -1,0 +1,300 @@
+"""Row alignment (issue 8, class 5): is a q tensor's dim 0 still the batch's rows, in order?
+
+The rewrite's guard compares row counts only. A q built from the batch by a
+row-selecting or row-reordering step (indexing dim 0 by a permutation, mask or slice,
+index_select/gather/narrow on dim 0, cat/split/chunk along rows, a loop over
+sub-batches) can have as many rows as the metadata while its rows are other rows.
+This walks the data flow of q inside one function and names the first such step. Steps
+that keep dim 0 (view/reshape/unsqueeze, head padding by `new_zeros` + slice
+assignment of the trailing dims, cat along the last dim, `.contiguous()`, `.to()`) and
+calls of unknown functions pass: refusing those would refuse the real engines.
+"""
+from __future__ import annotations
+
+from typing import List, Optional, Set, Tuple
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+from libcst.metadata import ClassScope, ComprehensionScope, FunctionScope, GlobalScope
+
+from .scopecheck import Tree
+
+# Reading these gives no rows of the tensor (shapes, dtypes) or fresh rows (allocation).
+NO_DATA_ATTRS = {"shape", "dtype", "device", "ndim", "is_cuda", "layout", "requires_grad"}
+NO_DATA_METHODS = {"size", "numel", "dim", "stride", "element_size", "data_ptr", "is_contiguous", "item", "tolist",
+                   "new_zeros", "new_empty", "new_ones", "new_full", "new_tensor", "get_device"}
+FRESH_FUNCTIONS = {"zeros", "empty", "ones", "full", "zeros_like", "empty_like", "ones_like", "full_like", "arange",
+                   "rand", "randn", "randint", "tensor", "as_tensor", "empty_strided"}
+TRANSPOSING_ATTRS = {"T", "mT", "H", "mH"}
+ALWAYS_REORDERS = {"masked_select", "take", "take_along_dim", "nonzero", "t", "unique", "argsort", "sort"}
+# op -> (position of `dim` among the arguments after the tensor, default dim or None if required)
+DIM_OPS = {
+    "index_select": (0, None), "gather": (0, None), "narrow": (0, None), "select": (0, None), "unbind": (0, 0),
+    "split": (1, 0), "chunk": (1, 0), "tensor_split": (1, 0), "split_with_sizes": (1, 0),
+    "repeat_interleave": (1, None), "flip": (0, None), "roll": (1, None), "cat": (1, 0), "concat": (1, 0),
+    "concatenate": (1, 0), "stack": (1, 0), "unfold": (0, None), "scatter": (0, None), "index_copy": (0, None),
+    "index_add": (0, None), "index_fill": (0, None),
+}
+ROWS_FUNCTIONS = {"vstack", "row_stack", "hstack", "dstack", "cartesian_prod", "block_diag"}
+FUNCTION_DIM_OPS = {"cat", "concat", "concatenate", "stack"}  # torch.cat(tensors, dim): the tensors are args[0]
+MOVE_OPS = {"transpose", "swapaxes", "swapdims", "movedim", "moveaxis"}
+INPLACE_ROW_WRITES = {"index_copy_", "index_put_", "scatter_", "masked_scatter_", "index_add_", "put_"}
+
+
+def _int(e: Optional[cst.BaseExpression]) -> Optional[int]:
+    if isinstance(e, cst.Integer):
+        return int(e.value)
+    if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Minus) and isinstance(e.expression, cst.Integer):
+        return -int(e.expression.value)
+    return None
+
+
+def _keeps_rows(dim: Optional[cst.BaseExpression]) -> bool:
+    """A dim known not to be 0 for a tensor of 2 or more dims: a literal >= 1, or -1."""
+    d = _int(dim)
+    if d is not None:
+        return d >= 1 or d == -1
+    if isinstance(dim, (cst.Tuple, cst.List)):
+        return all(_keeps_rows(el.value) for el in dim.elements)
+    return False
+
+
+def _dim_arg(args: List[cst.Arg], position: int) -> Tuple[bool, Optional[cst.BaseExpression]]:
+    """(given, expression) of the `dim` argument."""
+    for a in args:
+        if a.keyword and a.keyword.value in ("dim", "dims", "axis", "dim0"):
+            return True, a.value
+    positional = [a for a in args if not a.keyword and not a.star]
+    if len(positional) > position:
+        return True, positional[position].value
+    return False, None
+
+
+def _code(node: cst.CSTNode) -> str:
+    text = cst.Module([]).code_for_node(node).strip()
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _first_index_keeps_rows(sub: cst.Subscript) -> bool:
+    first = sub.slice[0].slice if sub.slice else None
+    if isinstance(first, cst.Slice):
+        return first.lower is None and first.upper is None and first.step is None
+    return isinstance(first, cst.Index) and isinstance(first.value, cst.Ellipsis)
+
+
+class RowTrace:
+    """Follows q's rows back through the assignments of its function."""
+
+    def __init__(self, tree: Tree):
+        self.tree = tree
+        self.seen: Set[int] = set()
+        self.params: Set[Tuple[object, str]] = set()  # (scope, name) of the parameters q's rows come from
+
+    def hazard(self, expr: cst.BaseExpression) -> Optional[str]:
+        return self._data(expr)
+
+    # -- expressions -------------------------------------------------------------------
+    def _data(self, e: cst.BaseExpression) -> Optional[str]:
+        if isinstance(e, cst.Name):
+            return self._name(e)
+        if isinstance(e, cst.Attribute):
+            if e.attr.value in NO_DATA_ATTRS:
+                return None
+            if e.attr.value in TRANSPOSING_ATTRS:
+                return f"`{_code(e)}` transposes rows"
+            return self._data(e.value)
+        if isinstance(e, cst.Subscript):
+            if not _first_index_keeps_rows(e):
+                return f"`{_code(e)}` indexes dim 0"
+            return self._data(e.value)
+        if isinstance(e, cst.Call):
+            return self._call(e)
+        if isinstance(e, cst.IfExp):
+            return self._data(e.body) or self._data(e.orelse)
+        if isinstance(e, cst.BinaryOperation):
+            return self._data(e.left) or self._data(e.right)
+        if isinstance(e, cst.UnaryOperation):
+            return self._data(e.expression)
+        if isinstance(e, (cst.Tuple, cst.List)):
+            for el in e.elements:
+                why = self._data(el.value)
+                if why:
+                    return why
+            return None
+        if isinstance(e, cst.NamedExpr):
+            return self._data(e.value)
+        if isinstance(e, cst.Await):
+            return self._data(e.expression)
+        if isinstance(e, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+            return f"`{_code(e)}` builds q from a loop over pieces"
+        return None  # constants, strings, lambdas: no rows of q
+
+    def _call(self, call: cst.Call) -> Optional[str]:
+        func = call.func
+        name = get_full_name_for_node(func) or ""
+        op = name.rsplit(".", 1)[-1]
+        method = isinstance(func, cst.Attribute) and not name.startswith(("torch.", "F."))
+        args = list(call.args)
+        if method:
+            receiver = func.value
+            if op in NO_DATA_METHODS:
+                return None
+            if op in ALWAYS_REORDERS:
+                return f"`{_code(call)}` reorders or selects rows"
+            if op in MOVE_OPS or op == "permute":
+                return self._moved(call, args, op) or self._data(receiver)
+            if op in DIM_OPS:
+                return self._dim_op(call, args, op, 0) or self._data(receiver)
+            if op == "flatten" or op == "squeeze":
+                return self._data(receiver)
+            return self._data(receiver)  # view, reshape, to, contiguous, float, ...: same rows
+        if op in FRESH_FUNCTIONS:
+            return None
+        if op in ALWAYS_REORDERS or op in ROWS_FUNCTIONS:
+            return f"`{_code(call)}` reorders or selects rows"
+        if op in MOVE_OPS or op == "permute":
+            return self._moved(call, args[1:], op) or self._args(args)
+        if op in FUNCTION_DIM_OPS:
+            return self._dim_op(call, args, op, 0) or self._args(args)
+        if op in DIM_OPS and name.startswith("torch."):
+            return self._dim_op(call, args[1:], op, 0) or self._args(args)
+        return self._args(args)  # an unknown function: its rows come from its arguments
+
+    def _args(self, args: List[cst.Arg]) -> Optional[str]:
+        for a in args:
+            if a.keyword and a.keyword.value in ("dim", "dims", "out", "dtype", "device"):
+                continue
+            why = self._data(a.value)
+            if why:
+                return why
+        return None
+
+    def _dim_op(self, call: cst.Call, args: List[cst.Arg], op: str, shift: int) -> Optional[str]:
+        position, default = DIM_OPS[op]
+        given, dim = _dim_arg(args, position + shift)
+        if not given:
+            if default is None:
+                return f"`{_code(call)}` may work on dim 0"
+            return f"`{_code(call)}` works on dim 0 (the rows)"
+        if not _keeps_rows(dim):
+            return f"`{_code(call)}` works on dim 0 (the rows)" if _int(dim) == 0 else f"`{_code(call)}` may work on dim 0"
+        return None
+
+    def _moved(self, call: cst.Call, args: List[cst.Arg], op: str) -> Optional[str]:
+        dims = [a.value for a in args if not a.star][:2]
+        if op == "permute":
+            first = dims[0] if dims else None
+            if isinstance(first, (cst.Tuple, cst.List)) and first.elements:
+                first = first.elements[0].value
+            return None if _int(first) == 0 else f"`{_code(call)}` moves dim 0"
+        if len(dims) == 2 and all(_keeps_rows(d) for d in dims):
+            return None
+        return f"`{_code(call)}` moves dim 0"
+
+    # -- names -------------------------------------------------------------------------
+    def _name(self, node: cst.Name) -> Optional[str]:
+        b = self.tree.binding(node, node.value)
+        for a in b.assignments:
+            if id(a) in self.seen:
+                continue
+            self.seen.add(id(a))
+            why = self._assignment(a, node.value)
+            if why:
+                return why
+        return None
+
+    def _assignment(self, a: object, name: str) -> Optional[str]:
+        scope = getattr(a, "scope", None)
+        if isinstance(scope, (GlobalScope, ClassScope)) or scope is None:
+            return None  # not built in this function: nothing to follow
+        node = getattr(a, "node", None)
+        if isinstance(node, cst.Param):
+            if isinstance(scope, FunctionScope) and isinstance(scope.node, cst.Lambda):
+                return f"`{name}` is a lambda parameter: the rows it is called with cannot be traced to the batch"
+            self.params.add((scope, name))
+            return self._row_writes(scope, name)
+        if isinstance(scope, ComprehensionScope):
+            return f"`{name}` is a comprehension variable: each is a piece of some sequence, not the batch"
+        if not isinstance(node, cst.Name):
+            return None  # import, def, class: not a tensor built here
+        for anc in self.tree.ancestors(node):
+            if isinstance(anc, (cst.For, cst.CompFor)):
+                return f"`{name}` is a loop variable: each iteration holds a piece, not the batch"
+            if isinstance(anc, (cst.Assign, cst.AnnAssign, cst.NamedExpr)):
+                why = self._data(anc.value) if anc.value is not None else None
+                if why:
+                    return why
+                break
+            if isinstance(anc, cst.WithItem):
+                return f"`{name}` is bound by `with ... as {name}`, whose rows cannot be traced"
+            if isinstance(anc, (cst.AugAssign, cst.BaseSmallStatement, cst.BaseStatement)):
+                break
+        return self._row_writes(scope, name)
+
+    def _row_writes(self, scope, name: str) -> Optional[str]:
+        """`name[idx] = value` and in-place row writes inside the function that owns name."""
+        key = (id(scope), name)
+        if key in self.seen:
+            return None
+        self.seen.add(key)
+        owner = getattr(scope, "node", None)
+        if owner is None:
+            return None
+        finder = _RowWrites(name)
+        owner.visit(finder)
+        for target, value in finder.subscripts:
+            if self.tree.binding(target.value, name).scope_rank != self.tree.rank.get(id(scope)):
+                continue  # another function's `name`
+            if not _first_index_keeps_rows(target):
+                return f"`{_code(target)} = ...` writes rows by index"
+            why = self._data(value)
+            if why:
+                return why
+        for call in finder.inplace:
+            return f"`{_code(call)}` writes rows by index"
+        for value in finder.copies:
+            why = self._data(value)
+            if why:
+                return why
+        return None
+
+
+class _RowWrites(cst.CSTVisitor):
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.subscripts: List[Tuple[cst.Subscript, cst.BaseExpression]] = []
+        self.inplace: List[cst.Call] = []
+        self.copies: List[cst.BaseExpression] = []
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            tgt = t.target
+            if isinstance(tgt, cst.Subscript) and isinstance(tgt.value, cst.Name) and tgt.value.value == self.name:
+                self.subscripts.append((tgt, node.value))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        f = node.func
+        if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == self.name:
+            if f.attr.value in INPLACE_ROW_WRITES:
+                self.inplace.append(node)
+            elif f.attr.value == "copy_" and node.args:
+                self.copies.append(node.args[0].value)
+
+
+def row_hazard(tree: Tree, expr: cst.BaseExpression, batch_scope=None) -> Tuple[Optional[str], Set[str]]:
+    """(why q's rows may not be the batch's rows in order, or None; the parameters they come from).
+
+    batch_scope: the function scope the metadata is bound in. Rows that come in through
+    the parameters of another function (a nested def called with pieces) are not known to
+    be that batch's.
+    """
+    t = RowTrace(tree)
+    why = t.hazard(expr)
+    if why is None and batch_scope is not None:
+        for scope, name in t.params:
+            if scope is not batch_scope:
+                fn = getattr(scope.node, "name", None)
+                where = f"`{fn.value}`" if isinstance(fn, cst.Name) else "another function"
+                why = f"`{name}` comes from the callers of {where}, while the metadata is bound outside it"
+                break
+    return why, {name for _, name in t.params}

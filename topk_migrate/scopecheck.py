@@ -1,0 +1,276 @@
+"""Scope facts of one module tree, used to plan a rewrite and to validate it afterwards.
+
+Built on LibCST's ScopeProvider and ParentNodeProvider. Nodes are numbered in source
+(preorder) order and scopes by the order of the nodes that open them, so two trees that
+differ only by inserted code (which never opens a scope) can be compared access by access.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+from libcst.metadata import (
+    Assignment, BuiltinScope, FunctionScope, GlobalScope, MetadataWrapper,
+    PositionProvider, Scope, ScopeProvider,
+)
+
+BLOCKS = (cst.Module, cst.IndentedBlock, cst.SimpleStatementLine, cst.SimpleStatementSuite)
+SCOPE_NODES = (cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.ListComp, cst.SetComp,
+               cst.DictComp, cst.GeneratorExp)
+TARGET_PARENTS = (cst.AssignTarget, cst.AnnAssign, cst.AugAssign)
+
+
+class _Numberer(cst.CSTVisitor):
+    """Source order, subtree ends and parents in one walk (cheaper than ParentNodeProvider)."""
+
+    def __init__(self) -> None:
+        self.order: Dict[int, int] = {}
+        self.end: Dict[int, int] = {}
+        self.parent: Dict[cst.CSTNode, cst.CSTNode] = {}
+        self._stack: List[cst.CSTNode] = []
+        self._n = 0
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.order[id(node)] = self._n
+        self._n += 1
+        if self._stack:
+            self.parent[node] = self._stack[-1]
+        self._stack.append(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self._stack.pop()
+        self.end[id(original_node)] = self._n - 1
+
+
+@dataclass
+class Binding:
+    """Where a name read resolves: the scope (by rank) and the assignments Python may use."""
+
+    scope_rank: Optional[int]  # None: unbound; -1: builtin
+    assignments: Tuple[object, ...]
+
+
+class Tree:
+    """One parsed module with scopes, parents and source order."""
+
+    def __init__(self, module: cst.Module, positions: bool = True):
+        self.module = module
+        self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+        meta = self.wrapper.resolve_many((ScopeProvider, PositionProvider) if positions else (ScopeProvider,))
+        self.scope_of = meta[ScopeProvider]
+        self.position = meta.get(PositionProvider, {})
+        num = _Numberer()
+        module.visit(num)
+        self.order, self.end, self.parent = num.order, num.end, num.parent
+        scopes = {s for s in self.scope_of.values() if s is not None}
+        self.scopes = sorted(scopes, key=self._scope_key)
+        self.rank = {id(s): i for i, s in enumerate(self.scopes)}
+
+    def _scope_key(self, scope: Scope) -> int:
+        if isinstance(scope, (GlobalScope, BuiltinScope)):
+            return -1 if isinstance(scope, GlobalScope) else -2
+        return self.order[id(scope.node)]
+
+    # -- structure ----------------------------------------------------------------
+    def line(self, node: cst.CSTNode) -> int:
+        pos = self.position.get(node)
+        return pos.start.line if pos else 0
+
+    def inside(self, node: cst.CSTNode, ancestor: cst.CSTNode) -> bool:
+        i = self.order[id(node)]
+        return self.order[id(ancestor)] <= i <= self.end[id(ancestor)]
+
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        while node in self.parent:
+            node = self.parent[node]
+            yield node
+
+    def statement_of(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        """The small statement (or compound statement) that directly holds node."""
+        child = node
+        for anc in self.ancestors(node):
+            if isinstance(anc, BLOCKS):
+                return child
+            child = anc
+        return None
+
+    def dominates(self, stmt: cst.CSTNode, target: cst.CSTNode) -> bool:
+        """Does executing `target` imply `stmt` ran before it, on every path?
+
+        True when target lies in a later sibling of stmt within one of the blocks
+        enclosing stmt without a branch in between (a line of small statements, then the
+        indented block or module holding that line).
+        """
+        while True:
+            block = self.parent.get(stmt)
+            if not isinstance(block, BLOCKS):
+                return False
+            if self.inside(target, block) and not self.inside(target, stmt):
+                child = target
+                while self.parent.get(child) is not block:
+                    child = self.parent[child]
+                return self.order[id(child)] > self.order[id(stmt)]
+            if not isinstance(block, cst.SimpleStatementLine):
+                return False
+            stmt = block
+
+    # -- names --------------------------------------------------------------------
+    def binding(self, node: cst.CSTNode, name: str) -> Binding:
+        """Python's resolution of `name` read at node (a name assigned anywhere in a
+        function is local to all of it; class bodies are skipped by inner functions)."""
+        return self.binding_in(self.scope_of.get(node), name)
+
+    def binding_in(self, scope: Optional[Scope], name: str) -> Binding:
+        if scope is None:
+            return Binding(None, ())
+        found = tuple(scope[name])
+        if not found:
+            return Binding(None, ())
+        owner = found[0].scope
+        return Binding(self.rank.get(id(owner), -2), found)
+
+    def accesses(self) -> Iterator[Tuple[int, str, cst.CSTNode, object]]:
+        """(scope rank, name, node, access) for every name read in the module."""
+        for scope in self.scopes:
+            for access in scope.accesses:
+                node = access.node
+                name = get_full_name_for_node(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
+                if name:
+                    yield self.rank[id(scope)], name, node, access
+
+    def assignment_statement(self, a: object) -> Optional[cst.CSTNode]:
+        """For `x = ...` / `x: T = ...` (also in tuple targets): the small statement; else None."""
+        node = getattr(a, "node", None)
+        if not isinstance(node, cst.Name):
+            return None
+        for anc in self.ancestors(node):
+            if isinstance(anc, (cst.Tuple, cst.List, cst.Element, cst.StarredElement, cst.AssignTarget)):
+                continue
+            if isinstance(anc, (cst.Assign, cst.AnnAssign)) and getattr(anc, "value", None) is not None:
+                return anc
+            return None
+        return None
+
+    def binds_after_value(self, a: object) -> int:
+        """Source-order index at which an assignment takes effect (`x = f(x)` binds after f)."""
+        node = getattr(a, "node", None)
+        if node is None or id(node) not in self.order:
+            return -1
+        for anc in self.ancestors(node):
+            if isinstance(anc, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.For, cst.CompFor)):
+                return self.end[id(anc)]
+            if isinstance(anc, BLOCKS):
+                break
+        return self.order[id(node)]
+
+
+def may_be_none(tree: Tree, a: object, name: str) -> bool:
+    """Can the object bound by assignment `a` to `name` be None where it is read?"""
+    node = getattr(a, "node", None)
+    if isinstance(node, cst.Param):
+        if node.default is not None and _is_none(node.default):
+            return True
+        if node.annotation is not None and _mentions_none(node.annotation.annotation):
+            return True
+    stmt = tree.assignment_statement(a)
+    if stmt is not None and _maybe_none_value(stmt.value):
+        return True
+    scope = getattr(a, "scope", None)
+    body = getattr(scope, "node", None)
+    return body is not None and _tests_for_none(body, name)
+
+
+def _is_none(e: cst.BaseExpression) -> bool:
+    return isinstance(e, cst.Name) and e.value == "None"
+
+
+def _mentions_none(e: cst.BaseExpression) -> bool:
+    code = cst.Module([]).code_for_node(e)
+    return "Optional" in code or "None" in code
+
+
+def _maybe_none_value(e: cst.BaseExpression) -> bool:
+    if _is_none(e):
+        return True
+    if isinstance(e, cst.IfExp):
+        return _maybe_none_value(e.body) or _maybe_none_value(e.orelse)
+    if isinstance(e, cst.BooleanOperation):
+        return _maybe_none_value(e.left) or _maybe_none_value(e.right)
+    if isinstance(e, cst.Call) and get_full_name_for_node(e.func) in ("getattr", "dict.get") and len(e.args) >= 3:
+        return True
+    return False
+
+
+class _NoneTests(cst.CSTVisitor):
+    def __init__(self, name: str) -> None:
+        self.name, self.found = name, False
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        sides = [node.left, *(c.comparator for c in node.comparisons)]
+        if any(_is_none(s) for s in sides) and any(get_full_name_for_node(s) == self.name for s in sides):
+            self.found = True
+
+    def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
+        if isinstance(node.operator, cst.Not) and get_full_name_for_node(node.expression) == self.name:
+            self.found = True
+
+
+def _tests_for_none(body: cst.CSTNode, name: str) -> bool:
+    """Does the code compare `name` with None (or test `not name`)? Then it expects None."""
+    v = _NoneTests(name)
+    body.visit(v)
+    return v.found
+
+
+def root_binding(tree: Tree, node: cst.CSTNode, name: str, what: str = "metadata") -> Tuple[Optional[str], bool]:
+    """Is the object `name` holds at node the one bound once in its function, on every path?
+
+    Returns (why not, or None; whether it may be None). Class 2 of issue 8: a binding counts
+    only if it reaches node on every path and is the only one in its function.
+    """
+    b = tree.binding(node, name)
+    if not b.assignments:
+        return f"`{name}` is not bound where the rewrite would read it", False
+    scope = b.assignments[0].scope
+    if not isinstance(scope, FunctionScope):
+        return f"`{name}` is not bound in the function that holds the call", False
+    if len(b.assignments) > 1:
+        lines = sorted({tree.line(getattr(a, "node", None)) for a in b.assignments if getattr(a, "node", None) is not None} - {0})
+        at = f" (lines {', '.join(map(str, lines))})" if lines else ""
+        return f"`{name}` is bound {len(b.assignments)} times in its function{at}; the {what} at the call is not provably one object", False
+    a = b.assignments[0]
+    if not isinstance(a, Assignment):
+        return f"`{name}` is not a local binding", False
+    if not isinstance(a.node, cst.Param):
+        stmt = tree.assignment_statement(a)
+        if stmt is None:
+            return f"`{name}` is bound by a loop, `with`, `:=` or import (line {tree.line(a.node)}), not a plain assignment", False
+        if not tree.dominates(stmt, node):
+            return f"`{name}` is bound at line {tree.line(a.node)} only on some paths to the call", False
+    return None, may_be_none(tree, a, name)
+
+
+def inserted_ids(roots: Sequence[cst.CSTNode]) -> Set[int]:
+    """ids of every node in the given subtrees."""
+    out: Set[int] = set()
+    stack = list(roots)
+    while stack:
+        n = stack.pop()
+        if id(n) in out:
+            continue
+        out.add(id(n))
+        stack.extend(n.children)
+    return out
+
+
+def resolution_table(tree: Tree, skip: Set[int] = frozenset()) -> Dict[Tuple[int, str], List[Tuple[Optional[int], cst.CSTNode]]]:
+    """(scope rank, name) -> [(rank of the scope the read resolves to, node)] in source order."""
+    table: Dict[Tuple[int, str], List[Tuple[int, Optional[int], cst.CSTNode]]] = {}
+    for rank, name, node, access in tree.accesses():
+        if id(node) in skip:
+            continue
+        table.setdefault((rank, name), []).append((tree.order[id(node)], tree.binding_in(access.scope, name).scope_rank, node))
+    return {k: [(r, n) for _, r, n in sorted(v, key=lambda t: t[0])] for k, v in table.items()}
