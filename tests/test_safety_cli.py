@@ -204,7 +204,7 @@ def test_traceback_only_with_verbose_for_unexpected_errors(tmp_path, monkeypatch
     def boom(*a, **k):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(api, "migrate_source", boom)
+    monkeypatch.setattr(api, "_migrate", boom)
     (tmp_path / "a.py").write_text(FIXABLE)
     (tmp_path / "b.py").write_bytes(b"\0flash_mla_sparse_fwd")  # an expected error
     res = run_inproc(["apply", "--kernel", KERNEL] + (["--verbose"] if verbose else []) + [tmp_path])
@@ -242,13 +242,13 @@ def test_file_changed_after_read_is_not_overwritten(tmp_path, monkeypatch):
 def test_rewrite_that_does_not_parse_is_never_written(tmp_path, monkeypatch):
     from topk_migrate import api
 
-    real = api.migrate_source
+    real = api._migrate
 
     def broken(source, *a, **k):
         m = real(source, *a, **k)
         return api.Migration(m.source, m.new_source.replace("topk_length=", "topk_length=(", 1), m.sites)
 
-    monkeypatch.setattr(api, "migrate_source", broken)
+    monkeypatch.setattr(api, "_migrate", broken)
     p = tmp_path / "a.py"
     p.write_text(FIXABLE)
     res = run_inproc(["apply", "--kernel", KERNEL, p])

@@ -58,7 +58,24 @@ class Migration:
 
 def migrate_source(source: str, path: str = "<string>", kernel: Optional[str] = None,
                    metadata: Sequence[str] = ()) -> Migration:
-    """Classify every kernel call in `source`; new_source has the fixable ones rewritten."""
+    """Classify every kernel call in `source`; new_source has the fixable ones rewritten.
+
+    Raises InputError (one line) for source that LibCST must not see (guard.py)."""
+    from . import guard
+
+    return _migrate_checked(source, guard.parse_checked(source, path), path, kernel, metadata)
+
+
+def _migrate_checked(text: str, tree, path: str, kernel: Optional[str], metadata: Sequence[str]) -> Migration:
+    """_migrate() on text that passed guard.parse_checked (giving `tree`): in a child process if risky."""
+    from . import guard
+
+    if guard.needs_isolation(tree):
+        return guard.isolated(_migrate, text, path, kernel, metadata)
+    return _migrate(text, path, kernel, metadata)
+
+
+def _migrate(source: str, path: str, kernel: Optional[str], metadata: Sequence[str]) -> Migration:
     import libcst as cst
     from topk_migrate.codemods.pass_topk_length import migrate
 
@@ -105,17 +122,20 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
         from .config import config_for
         from .files import decode_source
 
+        from . import guard
+
         src = decode_source(path, raw, st)
         cfg = config_for(os.path.dirname(os.path.abspath(path)))
         text = src.text
+        tree = guard.parse_checked(text, path)
         if narrowed:
             from . import narrow
 
-            cut = narrow.narrow(text)
+            cut = narrow.narrow(text, tree)
             if cut == narrow.NOTHING:
                 return out
             text = cut or text
-        m = migrate_source(text, path, kernel or cfg.kernel, cfg.metadata)
+        m = _migrate_checked(text, tree, path, kernel or cfg.kernel, cfg.metadata)
         out.sites = m.sites
         if m.changed and not narrowed:
             import difflib

@@ -5,13 +5,17 @@ arranged around not parsing: files are listed (honouring .gitignore and
 --exclude), read, and kept only if their bytes contain a kernel name
 (discover.may_hold_site). Only those few reach the engine, each narrowed first
 to what the engine reads of it (narrow.py), in worker processes: from the second
-candidate on, one worker imports LibCST and forks the others from itself, while
-this process goes on reading. This process never imports libcst or torch.
+candidate on, one process (the zygote) imports LibCST and forks the workers from
+itself, while this process goes on reading; a worker that dies costs the file it
+held (one error line) and is replaced. This process never imports libcst or torch.
 
 With --rev, files are read from a git commit (ls-tree + one cat-file --batch)
 without touching the work tree; the candidates and the files the kernel gate and
 config read (pyproject.toml, setup.cfg, setup.py, requirements*, dist-info
-METADATA/RECORD) are laid out in a temporary directory and analysed there.
+METADATA/RECORD) are laid out in a temporary directory and analysed there. The
+commit may be an attacker's: a path with a `..`, `.`, `.git`, empty or absolute
+component or a backslash is refused (unsafe_path), and every file is created new,
+under the temporary directory's real path, never through a symlink (_lay_out).
 """
 from __future__ import annotations
 
@@ -79,9 +83,12 @@ def analyse(path: str, kernel: Optional[str], cwd: Optional[str] = None) -> Tupl
             os.chdir(back)
 
 
-def _serve(tasks, results, main: int) -> None:
+def _serve(tasks, results, main: int, zygote: int) -> None:
     import queue
 
+    from .guard import exit_with_parent
+
+    exit_with_parent(zygote)
     send, lock = results
     while True:
         try:
@@ -92,26 +99,69 @@ def _serve(tasks, results, main: int) -> None:
             return  # the main process was killed outright: do not linger
         if task is None:
             return
-        out = (task[0], analyse(*task[1]))
+        i, args = task
+        with lock:  # says which file this worker holds, should it die on it
+            send.send(("start", os.getpid(), i))
+        out = analyse(*args)
         with lock:  # straight into the pipe: a result is never lost in a buffer if we die next
-            send.send(out)
+            send.send(("done", os.getpid(), i, out))
 
 
-def _zygote(ctx, tasks, results, workers: int, main: int) -> None:
-    """Import the engine once, then fork the other workers from this warm process and work too.
+def _zygote(ctx, tasks, results, recv, workers: int, main: int) -> None:
+    """Import the engine once, then fork the workers from this warm process and watch them:
+    one that dies (a native crash, the OOM killer) is reported with the file it held and
+    replaced, so the run goes on.
 
     The workers form a process group of their own: Ctrl-C reaches only the main
-    process, which ends the whole group (see _Runner.close)."""
+    process, which ends the whole group (see _Runner.close). Each process here dies with
+    its parent (PR_SET_PDEATHSIG, and polling where that is missing), and none holds the
+    read end of the result pipe: if the main process is gone, a write fails instead of
+    blocking forever."""
+    from multiprocessing.connection import wait
+
+    from .guard import exit_with_parent
+
+    exit_with_parent(main)
+    recv.close()
     _own_group(os.getpid())
     _warm()
-    kids = [ctx.Process(target=_serve, args=(tasks, results, main)) for _ in range(workers - 1)]
-    for k in kids:
+    send, lock = results
+    kids: Dict[int, "multiprocessing.process.BaseProcess"] = {}
+
+    def spawn() -> None:
+        k = ctx.Process(target=_serve, args=(tasks, results, main, os.getpid()))
         k.start()
-    with results[1]:
-        results[0].send(("pids", [os.getpid()] + [k.pid for k in kids]))
-    _serve(tasks, results, main)
-    for k in kids:
-        k.join()
+        kids[k.sentinel] = k
+
+    for _ in range(workers):
+        spawn()
+    replaced = 0
+    while kids:
+        ready = wait(list(kids), timeout=1)
+        if not ready and not _alive(main):
+            break
+        for sentinel in ready:
+            k = kids.pop(sentinel)
+            k.join()
+            if k.exitcode and _alive(main) and replaced < _MAX_REPLACED:
+                with lock:
+                    send.send(("died", k.pid, _how(k.exitcode)))
+                replaced += 1
+                spawn()  # takes the dead one's share of the work, and its end-of-work marker
+    for k in kids.values():
+        k.kill()
+
+
+_MAX_REPLACED = 1000  # a safety net against a worker that dies before taking any file
+
+
+def _how(exitcode: int) -> str:
+    if exitcode < 0:
+        try:
+            return f"signal {-exitcode} ({signal.Signals(-exitcode).name})"
+        except ValueError:
+            return f"signal {-exitcode}"
+    return f"exit status {exitcode}"
 
 
 def _own_group(pid: int) -> None:
@@ -133,7 +183,7 @@ def _alive(pid: int) -> bool:
 
 class _Runner:
     """Runs analyse() in-process for a lone candidate, and from the second one on in
-    worker processes that fork from one that has imported LibCST (so it is imported
+    worker processes forked from a zygote that has imported LibCST (so it is imported
     once, while this process goes on reading)."""
 
     def __init__(self, jobs: int):
@@ -157,7 +207,7 @@ class _Runner:
             ctx = multiprocessing.get_context("fork")
             tasks = ctx.Queue()  # put() never blocks this process, however far behind the workers are
             recv, send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_zygote, args=(ctx, tasks, (send, ctx.Lock()), self.jobs, os.getpid()))
+            proc = ctx.Process(target=_zygote, args=(ctx, tasks, (send, ctx.Lock()), recv, self.jobs, os.getpid()))
             proc.start()  # before the first put: no queue thread exists yet to be forked
             _own_group(proc.pid)
             self.pool = (tasks, recv, proc)
@@ -200,24 +250,32 @@ class _Runner:
         tasks, recv, proc = self.pool
         for _ in range(self.jobs):
             tasks.put(None)
-        pending, pids = set(range(len(self.sent))), []
+        pending = set(range(len(self.sent)))
+        holding: Dict[int, int] = {}  # worker pid -> the task it started last
         while pending:
             if self.early:
                 msg = self.early.pop(0)
             elif not recv.poll(0.2):
-                if not proc.is_alive() and not any(_alive(p) for p in pids[1:]):
-                    break  # every worker is gone: what is still pending is lost
+                if not proc.is_alive():
+                    break  # the zygote is gone, and its workers with it: what is pending is lost
                 continue
             else:
                 try:
                     msg = recv.recv()
                 except EOFError:
                     break  # every worker has closed its end: none is left
-            if msg[0] == "pids":
-                pids = msg[1]
-            else:
-                pending.discard(msg[0])
-                yield msg[1]
+            if msg[0] == "start":
+                holding[msg[1]] = msg[2]
+            elif msg[0] == "done":
+                holding.pop(msg[1], None)
+                if msg[2] in pending:
+                    pending.discard(msg[2])
+                    yield msg[3]
+            elif msg[0] == "died":
+                i = holding.pop(msg[1], None)
+                if i in pending:
+                    pending.discard(i)
+                    yield self.sent[i][0], [], f"the worker process analysing it died ({msg[2]}); skipped"
         for i in sorted(pending):
             yield self.sent[i][0], [], "internal error: a worker process died before analysing it"
         proc.join()

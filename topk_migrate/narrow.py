@@ -50,13 +50,18 @@ def enabled() -> bool:
     return not os.environ.get("TOPK_MIGRATE_NO_NARROW")
 
 
-def narrow(text: str) -> Optional[str]:
-    """The narrowed source, NOTHING, or None when it cannot be done safely (parse it whole)."""
+def narrow(text: str, tree: Union[ast.Module, None, str] = "parse") -> Optional[str]:
+    """The narrowed source, NOTHING, or None when it cannot be done safely (parse it whole).
+
+    tree: ast.parse(text) when the caller has it already (None: CPython could not parse it)."""
     if "\r" in text or "\f" in text or "\v" in text or "\x1c" in text or "\x1d" in text or "\x1e" in text:
         return None  # line splitting below must agree with the parsers': only \n here
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    if tree == "parse":
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            tree = None
+    if tree is None:
         return None  # let the engine report it (or parse syntax newer than ours)
     lines = text.split("\n")
     names = set(_NAMES)

@@ -1,0 +1,121 @@
+"""No input crashes or hangs a run: nesting that LibCST's parser cannot survive is refused
+before it sees it (one line for that file, the others go on), a crash in a parser child or
+an audit worker costs one file, and the run goes on with a new worker."""
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from topk_migrate import api, guard
+from topk_migrate import audit as audit_mod
+from topk_migrate.audit import audit
+from topk_migrate.model import InputError
+
+ROOT = Path(__file__).resolve().parents[1]
+BACKEND = (ROOT / "fixtures" / "examples" / "dsa_backend.py").read_text()
+KERNEL = "sglang-kernel==0.4.6"
+HEAD = "from sgl_kernel import flash_mla_sparse_fwd\n\ndef f(q, kv, i, m):\n"
+CALL = "flash_mla_sparse_fwd(q, kv, i, 1.0)"
+
+
+def check(*paths, timeout=120):
+    return subprocess.run([sys.executable, "-m", "topk_migrate", "check", "--kernel", KERNEL, *map(str, paths)],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def tree_with(tmp_path, name, text):
+    (tmp_path / "backend.py").write_text(BACKEND)
+    (tmp_path / name).write_text(text)
+    return tmp_path
+
+
+def test_3000_nested_parentheses_are_one_error_line_not_a_segfault(tmp_path):
+    d = tree_with(tmp_path, "deep.py", HEAD + "    return " + "(" * 3000 + CALL + ")" * 3000 + "\n")
+    r = check(d)
+    assert r.returncode == 2, (r.returncode, r.stderr[-500:])
+    errors = [ln for ln in r.stderr.splitlines() if ": error: " in ln]
+    assert errors == [f"{d / 'deep.py'}: error: syntax error at line 4: too many nested parentheses"]
+    assert "backend.py:" in r.stdout  # the other file's sites are still listed
+
+
+def test_10000_chained_additions_are_refused_fast(tmp_path):
+    d = tree_with(tmp_path, "chain.py", HEAD + "    return " + CALL + " + 1" * 10000 + "\n")
+    r = check(d, timeout=60)  # the old code ran for minutes, then segfaulted
+    assert r.returncode == 2
+    (err,) = [ln for ln in r.stderr.splitlines() if ": error: " in ln]
+    assert err.startswith(f"{d / 'chain.py'}: error: expression nesting too deep for a safe rewrite: ")
+    assert f"limit {guard.MAX_NESTING}" in err and "backend.py:" in r.stdout
+
+
+@pytest.mark.parametrize("shape", ["+ 1", ".a", "()", "[0]", " ** 1"])
+def test_every_depth_under_the_limit_is_analysed_and_every_one_over_is_refused(tmp_path, shape):
+    """Property over nesting depths: at or under the limit the engine answers (no RecursionError,
+    no crash); over it, the one-line refusal. A block counts BLOCK_COST levels."""
+    seen = set()
+    for blocks in (0, 30, 60, 90):
+        for chain in (0, 40, 80, 120, 160, 200, 240, 330):
+            ind = "    " * (blocks + 1)
+            body = "".join("    " * (k + 1) + "if x:\n" for k in range(blocks)) + ind + "y = " + CALL + shape * chain + "\n"
+            text = HEAD + body
+            try:
+                tree = guard.parse_checked(text, "x.py")
+            except InputError as e:
+                assert str(e).startswith("expression nesting too deep for a safe rewrite: ")
+                seen.add("refused")
+                continue
+            depth = guard.nesting(tree)
+            assert depth <= guard.MAX_NESTING
+            sites = api.migrate_source(text, str(tmp_path / "x.py"), kernel=KERNEL).sites
+            assert [s.callee for s in sites] == ["sgl_kernel.flash_mla_sparse_fwd"], (blocks, chain)
+            seen.add("isolated" if depth > guard.ISOLATE_NESTING else "inline")
+    assert seen == {"refused", "isolated", "inline"}
+
+
+def test_a_crash_in_the_parser_child_is_that_files_error(tmp_path, monkeypatch):
+    real = api._migrate
+
+    def crashing(source, *a):
+        if "CRASH" in source:
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return real(source, *a)
+
+    monkeypatch.setattr(api, "_migrate", crashing)  # the forked child inherits it
+    deep = HEAD + "    # CRASH\n    return " + CALL + " + 1" * 120 + "\n"  # deep enough to be isolated
+    (tmp_path / "a.py").write_text(deep)
+    (tmp_path / "b.py").write_text(BACKEND)
+    report = api.run([str(tmp_path)], kernel=KERNEL)
+    errors = {os.path.basename(f.path): f.error for f in report.errors}
+    assert errors == {"a.py": "the parser crashed on this file (signal 11 (SIGSEGV)); skipped, the other files go on"}
+    assert any(s.path.endswith("b.py") for s in report.sites)
+
+
+def test_syntax_newer_than_this_python_still_reaches_libcst_isolated(tmp_path, monkeypatch):
+    calls = []
+    real = guard.isolated
+    monkeypatch.setattr(guard, "isolated", lambda fn, *a: calls.append(a[1]) or real(fn, *a))
+    (tmp_path / "bad.py").write_text(HEAD + "    return " + CALL + " +\n")
+    report = api.run([str(tmp_path)], kernel=KERNEL)
+    assert [f.error for f in report.files] == ["syntax error at line 4: invalid syntax"]
+    assert calls == [str(tmp_path / "bad.py")]
+
+
+def test_audit_replaces_workers_that_die_and_goes_on(tmp_path, monkeypatch):
+    good = HEAD + "    return " + CALL.replace(")", ", topk_length=m.lens)") + "\n"
+    names = [f"m{i}.py" for i in range(8)] + ["crash1.py", "crash2.py", "crash3.py"]
+    for n in names:
+        (tmp_path / n).write_text(good)
+    real = audit_mod.analyse
+
+    def dying(path, *a):
+        if "crash" in os.path.basename(path):
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return real(path, *a)
+
+    monkeypatch.setattr(audit_mod, "analyse", dying)
+    r = audit([str(tmp_path)], jobs=2)  # 3 deaths with 2 workers: only replacements can finish the run
+    assert sorted(s.path for s in r.sites) == sorted(n for n in names if not n.startswith("crash"))
+    assert r.errors == [(f"crash{i}.py", "the worker process analysing it died (signal 11 (SIGSEGV)); skipped")
+                        for i in (1, 2, 3)]

@@ -1,0 +1,140 @@
+"""What a file must pass before LibCST parses it, and a child process for the risky ones.
+
+LibCST's native parser and its Python visitors recurse once per nesting level:
+3,000 nested parentheses overflow the C stack (the process dies with SIGSEGV,
+taking the whole run with it), and a chain of a few hundred `+ 1` or `.attr`
+exhausts Python's recursion limit. So, before LibCST sees a file:
+
+* CPython's own parser must accept it (it refuses too-deep nesting with a
+  SyntaxError); a file it rejects for another reason (syntax newer than this
+  interpreter, or plain bad syntax) is parsed by LibCST in a child process, which
+  words the error or parses the newer syntax;
+* its nesting, as LibCST will recurse on it, must stay under MAX_NESTING (a
+  nested block costs LibCST about 3 expression levels of stack); deeper is a
+  one-line error, never a crash;
+* files whose nesting comes near the limit are parsed in a child process too
+  (isolated()), so that if our limit is ever wrong, that file is one error line.
+"""
+from __future__ import annotations
+
+import ast
+import faulthandler
+import os
+import pickle
+import signal
+import warnings
+from typing import Any, Callable, Optional
+
+from .model import InputError
+
+# Measured (libcst 1.0.1, CPython 3.11, default recursion limit): an expression
+# chain fails at ~330 levels, 95 nested blocks plus ~90 expression levels fail.
+# Each block counts BLOCK_COST: the limit keeps a margin of about 40% under both.
+MAX_NESTING = 200
+BLOCK_COST = 3
+ISOLATE_NESTING = 100  # above this, parse in a child process
+_NESTING_ERRORS = ("too many nested", "too many levels of indentation", "too many statically nested")
+
+
+def parse_checked(text: str, path: str) -> Optional[ast.Module]:
+    """CPython's AST of text, or None when CPython rejects it for a reason LibCST may
+    word better (or parse: newer syntax). Raises InputError for what must never reach
+    LibCST: nesting CPython refuses, or deeper than MAX_NESTING."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = compile(text, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as e:
+        if any(m in (e.msg or "") for m in _NESTING_ERRORS):
+            raise InputError(f"syntax error at line {e.lineno}: {e.msg}") from None
+        return None
+    except (RecursionError, MemoryError) as e:
+        raise InputError(f"expression nesting too deep for a safe rewrite: more than Python's parser takes "
+                         f"({type(e).__name__}; limit {MAX_NESTING} levels)") from None
+    except ValueError as e:  # e.g. a NUL byte, in a string not rejected before
+        raise InputError(f"cannot parse: {e}") from None
+    depth = nesting(tree)
+    if depth > MAX_NESTING:
+        raise InputError(f"expression nesting too deep for a safe rewrite: {depth} levels (limit {MAX_NESTING}, "
+                         f"a nested block counting {BLOCK_COST})")
+    tree.topk_nesting = depth  # read by needs_isolation()
+    return tree
+
+
+def nesting(tree: ast.AST) -> int:
+    """The deepest path from the root, a statement counting BLOCK_COST and any other node 1."""
+    deepest, todo = 0, [(tree, 0)]
+    children, stmt = ast.iter_child_nodes, ast.stmt
+    while todo:
+        node, depth = todo.pop()
+        depth += BLOCK_COST if isinstance(node, stmt) else 1
+        if depth > deepest:
+            deepest = depth
+        todo.extend((c, depth) for c in children(node))
+    return deepest
+
+
+def needs_isolation(tree: Optional[ast.Module]) -> bool:
+    """Parse in a child process: CPython could not vouch for the file, or it nests deep."""
+    return tree is None or getattr(tree, "topk_nesting", 0) > ISOLATE_NESTING
+
+
+def isolated(fn: Callable[..., Any], *args) -> Any:
+    """fn(*args) in a forked child: its result, or its exception re-raised here; if the
+    child dies (a native crash, the memory limit), InputError with one line.
+
+    Without fork (Windows), fn runs here."""
+    if not hasattr(os, "fork"):
+        return fn(*args)
+    parent = os.getpid()
+    rd, wr = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into the caller's code
+        code = 0
+        try:
+            os.close(rd)
+            exit_with_parent(parent)
+            faulthandler.disable()  # a crash is reported by the parent, in one line
+            try:
+                out = (True, fn(*args))
+            except BaseException as e:  # noqa: BLE001 - handed to the parent as is
+                out = (False, e)
+            try:
+                data = pickle.dumps(out)
+            except Exception as e:
+                data = pickle.dumps((False, InputError(f"internal error: result not transferable: {e}")))
+            with os.fdopen(wr, "wb") as f:
+                f.write(data)
+        except BaseException:
+            code = 70
+        finally:
+            os._exit(code)
+    os.close(wr)
+    with os.fdopen(rd, "rb") as f:
+        data = f.read()
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status) or not data:
+        sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+        if sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            raise KeyboardInterrupt
+        how = f"signal {sig} ({signal.Signals(sig).name})" if sig else f"exit status {os.WEXITSTATUS(status)}"
+        raise InputError(f"the parser crashed on this file ({how}); skipped, the other files go on")
+    ok, value = pickle.loads(data)
+    if ok:
+        return value
+    raise value
+
+
+def exit_with_parent(parent: int) -> None:
+    """Ask Linux to SIGKILL this process when its parent (pid `parent`) dies, however it dies;
+    exit now if it is already gone. Elsewhere a no-op: callers also poll their parent."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # it died before prctl took effect
+        os._exit(1)
