@@ -1,0 +1,276 @@
+"""Walking a tree someone else wrote: stay inside the paths given, each file once, and no
+input (links, depth, .gitignore patterns, FIFOs, devices) may crash, hang or exhaust the run.
+
+Issue 13.1 and the walk/config parts of issue 14.3. Every run of the CLI here has a
+timeout: a hang fails the test instead of stalling the suite.
+"""
+import os
+import random
+import resource
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from topk_migrate.audit import audit
+from topk_migrate.discover import PROJECT_FILE_LIMIT, _compile, iter_python_files, read_regular
+
+ROOT = Path(__file__).resolve().parents[1]
+BACKEND = ROOT / "fixtures" / "examples" / "dsa_backend.py"
+KERNEL = "sglang-kernel==0.4.6"
+CALL = "from sgl_kernel import flash_mla_sparse_fwd\n\ndef f(q, kv, i, m):\n    return flash_mla_sparse_fwd(q, kv, i, 1.0, topk_length=m.lens)\n"
+HEAVY = os.environ.get("TOPK_MIGRATE_HEAVY") == "1"
+
+
+def _limit_memory():
+    limit = 4 << 30  # a run that reads /dev/zero dies here, not by the machine's OOM killer
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def cli(*args, cwd=None, timeout=120):
+    return subprocess.run([sys.executable, "-m", "topk_migrate", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, timeout=timeout, preexec_fn=_limit_memory)
+
+
+def found(*paths, **kw):
+    return [(p, e) for p, e in iter_python_files([str(p) for p in paths], **kw)]
+
+
+@pytest.fixture
+def escape_tree(tmp_path):
+    """Issue 13's reproducer: a tree with a file link and a directory link that lead outside it."""
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "outside").mkdir()
+    shutil.copy(BACKEND, tmp_path / "outside" / "victim.py")
+    os.symlink("../outside/victim.py", tmp_path / "tree" / "link.py")
+    os.symlink("../outside", tmp_path / "tree" / "linkdir")
+    return tmp_path
+
+
+def test_apply_on_a_directory_never_rewrites_files_outside_it(escape_tree):
+    victim = escape_tree / "outside" / "victim.py"
+    before = victim.read_bytes()
+    r = cli("apply", "-v", "--kernel", KERNEL, escape_tree / "tree")
+    assert r.returncode == 0, r.stderr
+    assert victim.read_bytes() == before
+    assert "rewrote 0 file(s)" in r.stderr
+    skipped = [ln for ln in r.stderr.splitlines() if ": skipped: " in ln]
+    assert len(skipped) == 2 and all("outside" in ln for ln in skipped), r.stderr
+    assert "skipped" not in cli("apply", "--kernel", KERNEL, escape_tree / "tree").stderr  # said only with -v
+
+
+def test_audit_skips_links_that_leave_the_tree(escape_tree):
+    r = audit([str(escape_tree / "tree")], kernel=KERNEL)
+    assert r.sites == [] and r.errors == [] and r.summary["files"] == 0
+
+
+def test_follow_links_still_never_leaves_the_tree(escape_tree):
+    r = cli("apply", "--follow-links", "--kernel", KERNEL, escape_tree / "tree")
+    assert r.returncode == 0 and "rewrote 0 file(s)" in r.stderr
+    assert found(escape_tree / "tree", follow_links=True) == []
+
+
+def test_a_file_reached_by_two_paths_is_processed_once(tmp_path):
+    shutil.copy(BACKEND, tmp_path / "real.py")
+    os.symlink("real.py", tmp_path / "alias.py")  # sorts first, but the file's own name is used
+    os.mkdir(tmp_path / "pkg")
+    os.symlink("..", tmp_path / "pkg" / "up")
+    assert found(tmp_path, follow_links=True) == [(str(tmp_path / "real.py"), None)]
+    assert found(tmp_path, tmp_path / "alias.py", tmp_path / "real.py") == [(str(tmp_path / "real.py"), None)]
+    r = cli("check", "--kernel", KERNEL, tmp_path, tmp_path / "alias.py")
+    assert r.returncode == 1 and len(r.stdout.splitlines()) == 1, r.stdout
+    assert "1 file(s)" in r.stderr
+    a = audit([str(tmp_path)], kernel=KERNEL)
+    assert [s.path for s in a.sites] == ["real.py"], a.sites
+    before = (tmp_path / "real.py").read_bytes()
+    r = cli("apply", "--kernel", KERNEL, tmp_path)
+    assert r.returncode == 1 and "rewrote 1 file(s)" in r.stderr
+    assert (tmp_path / "real.py").read_bytes() != before and os.path.islink(tmp_path / "alias.py")
+
+
+def test_a_link_whose_target_is_not_walked_is_looked_at_under_its_own_name(tmp_path):
+    (tmp_path / "gen").mkdir()
+    (tmp_path / "gen" / "impl.txt").write_text(CALL)
+    os.symlink("gen/impl.txt", tmp_path / "api.py")
+    assert found(tmp_path) == [(str(tmp_path / "api.py"), None)]
+
+
+def test_symlinked_directories_are_followed_only_on_request_and_never_into_a_loop(tmp_path):
+    (tmp_path / "src" / "core").mkdir(parents=True)
+    (tmp_path / "src" / "core" / "k.py").write_text(CALL)
+    os.symlink("core", tmp_path / "src" / "alias")
+    os.symlink("..", tmp_path / "src" / "core" / "loop")  # loop: core/loop -> src -> core ...
+    notes = []
+    assert found(tmp_path, note=lambda p, why: notes.append(why)) == [(str(tmp_path / "src" / "core" / "k.py"), None)]
+    assert len(notes) == 2 and all("not followed" in n for n in notes)
+    got = found(tmp_path, follow_links=True)
+    assert got == [(str(tmp_path / "src" / "alias" / "k.py"), None)]
+    r = cli("check", "--follow-links", tmp_path, timeout=60)
+    assert r.returncode == 0 and "1 file(s)" in r.stderr
+
+
+def test_a_symlink_named_on_the_command_line_is_followed_and_said(tmp_path):
+    (tmp_path / "outside").mkdir()
+    shutil.copy(BACKEND, tmp_path / "outside" / "victim.py")
+    os.symlink(tmp_path / "outside" / "victim.py", tmp_path / "link.py")
+    r = cli("apply", "--kernel", KERNEL, tmp_path / "link.py")
+    assert r.returncode == 1 and "rewrote 1 file(s)" in r.stderr
+    note = [ln for ln in r.stderr.splitlines() if ln.startswith("note:")]
+    assert len(note) == 1 and "link.py is a symlink to" in note[0] and "victim.py" in note[0] and "rewrites" in note[0]
+    assert os.path.islink(tmp_path / "link.py")  # the target was rewritten, the link kept
+    assert "topk_length=topk_length" in (tmp_path / "outside" / "victim.py").read_text()
+
+
+def _deep(root: Path, depth: int) -> Path:
+    d = str(root)
+    os.makedirs(d, exist_ok=True)
+    for _ in range(depth):  # one by one: os.makedirs and Path.mkdir recurse
+        d = os.path.join(d, "d")
+        os.mkdir(d)
+    with open(os.path.join(d, "k.py"), "w") as f:
+        f.write(CALL)
+    return Path(d, "k.py")
+
+
+def remove_deep(top: Path) -> None:
+    """rmtree without recursion: pytest's own cleanup (shutil.rmtree) overflows on a 1500-level tree."""
+    d = str(top)
+    while os.path.isdir(os.path.join(d, "d")):
+        d = os.path.join(d, "d")
+    while True:
+        for name in os.listdir(d):
+            p = os.path.join(d, name)
+            os.rmdir(p) if os.path.isdir(p) and not os.path.islink(p) else os.unlink(p)
+        if d == str(top):
+            return
+        d = os.path.dirname(d)
+
+
+def test_a_1500_level_tree_is_walked_without_recursion(tmp_path):
+    try:
+        leaf = _deep(tmp_path / "t", 1500)
+        assert found(tmp_path / "t") == [(str(leaf), None)]
+        (tmp_path / "t" / ".gitignore").write_text("*.pyc\n/build/\n")
+        r = cli("check", tmp_path / "t", timeout=120)
+        assert r.returncode == 0 and "Traceback" not in r.stderr and "1 file(s)" in r.stderr, r.stderr[-500:]
+        a = audit([str(tmp_path / "t")])
+        assert len(a.sites) == 1 and a.errors == []
+    finally:
+        remove_deep(tmp_path / "t")
+
+
+BACKTRACKING = "*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b"
+
+
+def test_gitignore_patterns_cost_linear_time_whatever_they_hold(tmp_path):
+    (tmp_path / ".gitignore").write_text(BACKTRACKING + "\n")
+    (tmp_path / ("a" * 40 + ".py")).write_text(CALL)
+    (tmp_path / ("a" * 40 + "b")).mkdir()
+    (tmp_path / ("a" * 40 + "b") / "ignored.py").write_text(CALL)
+    (tmp_path / "pyproject.toml").write_text(f'[tool.topk-migrate]\nexclude = ["{BACKTRACKING}"]\n')
+    r = cli("audit", "--exclude", BACKTRACKING, tmp_path, timeout=60)  # a backtracking matcher takes minutes
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "a" * 40 + ".py" in r.stdout and "ignored.py" not in r.stdout
+    r = cli("check", tmp_path, timeout=60)
+    assert r.returncode == 0 and "1 file(s)" in r.stderr
+
+
+def test_matching_is_linear_in_the_length_of_names_and_paths():
+    spec = _compile([BACKTRACKING, "**/" + BACKTRACKING + "/**/x", "/[a-z]*a*[!a]*a?/**"])
+    for n in (40, 4000):
+        assert spec.check("a" * n, False) is None
+        assert spec.check("a" * n + "b", False) is True
+        assert spec.match_file("/".join(["a" * 40] * 200) + "/x") is False
+        assert spec.match_file("/".join(["a" * n + "b"] * 3) + "/x") is True
+
+
+def test_exclude_in_configuration_read_from_a_revision_is_matched_safely(tmp_path):
+    git = lambda *a: subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *a], cwd=tmp_path,
+                                    check=True, capture_output=True)
+    git("init", "-q")
+    (tmp_path / "pyproject.toml").write_text(f'[tool.topk-migrate]\nexclude = ["{BACKTRACKING}.py"]\n')
+    (tmp_path / ("a" * 40 + ".py")).write_text(CALL)
+    (tmp_path / ("a" * 40 + "b.py")).write_text(CALL)
+    git("add", "-A")
+    git("commit", "-qm", "x")
+    r = cli("audit", "--rev", "HEAD", "--exclude", BACKTRACKING, tmp_path, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "a" * 40 + ".py" in r.stdout and "b.py" not in r.stdout
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_fifo_project_files_never_hang(tmp_path):
+    shutil.copy(BACKEND, tmp_path / "backend.py")
+    os.mkfifo(tmp_path / ".gitignore")
+    os.mkfifo(tmp_path / "pyproject.toml")
+    for cmd in (("check", "-v"), ("audit",)):
+        r = cli(*cmd, "--kernel", KERNEL, tmp_path, timeout=60)
+        assert "Traceback" not in r.stderr
+        assert "backend.py" in r.stdout, (cmd, r.stdout, r.stderr)  # the other files' results
+    r = cli("check", "-v", "--kernel", KERNEL, tmp_path, timeout=60)
+    assert ".gitignore: skipped: not a regular file" in r.stderr
+
+
+def test_device_links_and_huge_project_files_are_not_read(tmp_path):
+    shutil.copy(BACKEND, tmp_path / "backend.py")
+    os.symlink("/dev/zero", tmp_path / ".gitignore")
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    shutil.copy(BACKEND, sub / "b.py")
+    (sub / ".gitignore").write_bytes(b"b.py\n" + b"#" * PROJECT_FILE_LIMIT)
+    r = cli("check", "-v", "--kernel", KERNEL, tmp_path, timeout=60)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert r.stdout.count(" fixable ") == 2  # both backends: the oversized .gitignore was not applied
+    assert "symlinked .gitignore" in r.stderr and "file too large" in r.stderr
+
+
+def test_read_regular_refuses_what_is_over_its_limit(tmp_path):
+    p = tmp_path / "f"
+    p.write_bytes(b"x" * 100)
+    assert read_regular(str(p), 100)[0] == b"x" * 100
+    with pytest.raises(OSError, match="too large"):
+        read_regular(str(p), 99)
+    with pytest.raises(OSError):
+        read_regular("/dev/zero", 10)
+
+
+# -- gitignore semantics: checked against git itself ---------------------------------
+
+ATOMS = ["a", "b", "*", "?", "[ab]", "[!a]", "ab", "\\*", "[a-b]", "[[:alpha:]]"]
+
+
+def _pattern(r: random.Random) -> str:
+    while True:
+        parts = ["**" if r.random() < 0.15 else "".join(r.choice(ATOMS) for _ in range(r.randint(1, 3)))
+                 for _ in range(r.randint(1, 3))]
+        # git reads a run of stars inside a component ("a**") in a version-dependent way: not drawn
+        if all(c == "**" or "**" not in c.replace("\\*", "") for c in parts):
+            break
+    p = ("/" if r.random() < 0.3 else "") + "/".join(parts) + ("/" if r.random() < 0.3 else "")
+    return ("!" if r.random() < 0.2 else "") + p
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_gitignore_semantics_agree_with_git(tmp_path):
+    """Random trees and .gitignore files: the walk keeps exactly what `git ls-files -o --exclude-standard` lists."""
+    for seed in range(400 if HEAVY else 25):
+        r = random.Random(seed)
+        d = tmp_path / str(seed)
+        subprocess.run(["git", "init", "-q", str(d)], check=True)
+        for _ in range(12):
+            parts = ["".join(r.choice("ab*?[") for _ in range(r.randint(1, 3))) for _ in range(r.randint(0, 3))]
+            p = d.joinpath(*parts, "".join(r.choice("ab*?[") for _ in range(r.randint(1, 3))) + ".py")
+            try:
+                p.parent.mkdir(parents=True, exist_ok=True)
+                p.touch()
+            except OSError:  # a file where a directory is wanted
+                pass
+        lines = [_pattern(r) for _ in range(r.randint(1, 4))]
+        (d / ".gitignore").write_text("\n".join(lines) + "\n")
+        out = subprocess.run(["git", "ls-files", "-o", "--exclude-standard", "-z"], cwd=d, capture_output=True,
+                             check=True).stdout.decode()
+        git = sorted(x for x in out.split("\0") if x.endswith(".py"))
+        ours = sorted(os.path.relpath(p, d) for p, e in iter_python_files([str(d)]) if e is None)
+        assert ours == git, (seed, lines)
