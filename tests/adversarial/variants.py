@@ -233,6 +233,18 @@ def entry(inp):
     return None
 ''')
 
+add("loop_rotates_q_each_step", "1 placement", '''
+def entry(inp):
+    metadata = inp.metadata
+    q, idx = inp.q, inp.indices
+    outs = []
+    for _ in range(2):
+        q, idx = torch.roll(q, 1, 0), torch.roll(idx, 1, 0)
+        o, _, _ = flash_mla_sparse_fwd(q, inp.kv, idx, inp.sm_scale)  # SITE
+        outs.append(o)
+    return outs
+''')
+
 # --- 2 metadata availability --------------------------------------------------------------------
 add("metadata_bound_only_in_if", "2 metadata", '''
 def entry(inp):
@@ -369,6 +381,50 @@ def entry(inp):
         qq = q[:4]
         outs.append(flash_mla_sparse_fwd(qq, inp.kv, idx[:4], inp.sm_scale)[0])  # SITE
     return outs
+''')
+
+add("metadata_conditionally_set_none", "2 metadata", '''
+def entry(inp):
+    metadata = inp.metadata
+    if not inp.flags.get("keep_metadata"):
+        metadata = None
+    q = inp.q
+    o, _, _ = flash_mla_sparse_fwd(q, inp.kv, inp.indices, inp.sm_scale)  # SITE
+    return o
+''')
+add("metadata_getattr_default_none", "2 metadata", '''
+class Backend:
+    def forward(self, q, kv, indices, scale):
+        metadata = getattr(self, "forward_metadata", None)
+        o, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+        return o
+
+
+def entry(inp):
+    return Backend().forward(inp.q, inp.kv, inp.indices, inp.sm_scale)
+''')
+add("metadata_object_lacks_field", "2 metadata", '''
+import types
+
+
+class DSAMetadata:
+    dsa_cache_seqlens_int32: torch.Tensor
+
+
+class Backend:
+    """Shared by DSA and plain MLA models: the latter's metadata has no clipped seqlens."""
+
+    def __init__(self, metadata):
+        self.forward_metadata = metadata
+
+    def forward(self, q, kv, indices, scale):
+        metadata = self.forward_metadata
+        o, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+        return o
+
+
+def entry(inp):
+    return Backend(types.SimpleNamespace(page_table_1=inp.metadata.page_table_1)).forward(inp.q, inp.kv, inp.indices, inp.sm_scale)
 ''')
 
 # --- 3 name hygiene -----------------------------------------------------------------------------
@@ -520,6 +576,31 @@ class Backend:
 
 def entry(inp):
     return Backend().forward(inp)
+''')
+
+add("global_read_after_call", "3 names", '''
+topk_length = 16
+
+
+def entry(inp):
+    metadata = inp.metadata
+    q = inp.q
+    o, _, _ = flash_mla_sparse_fwd(q, inp.kv, inp.indices, inp.sm_scale)  # SITE
+    return o, inp.indices[..., :topk_length]
+''')
+add("nested_reader_of_global_width", "3 names", '''
+topk_length = 16
+
+
+def entry(inp):
+    metadata = inp.metadata
+
+    def clip(indices):
+        return indices[..., :topk_length]
+
+    q = inp.q
+    o, _, _ = flash_mla_sparse_fwd(q, inp.kv, clip(inp.indices), inp.sm_scale)  # SITE
+    return o
 ''')
 
 # --- 4 callee identity --------------------------------------------------------------------------
@@ -740,6 +821,72 @@ def entry(inp):
     return o
 ''', imports="import torch\n", env=(("ADV_LEGACY_MLA", "1"),))
 
+add("project_wrapper_fixed_signature", "4 callee", '''
+def entry(inp):
+    metadata = inp.metadata
+    q = inp.q
+    o, _, _ = flash_mla_sparse_fwd(q, inp.kv, inp.indices, inp.sm_scale)  # SITE
+    return o
+''', imports="import torch\nfrom adv_ops import flash_mla_sparse_fwd\n", files=(
+    ("requirements.txt", "sglang-kernel==0.4.6\n"),
+    ("adv_ops.py", "from sgl_kernel.flash_mla import legacy_fwd\n\n\n"
+                   "def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512):\n"
+                   "    return legacy_fwd(q, kv, indices, sm_scale, d_v)\n")))
+add("attribute_module_is_legacy", "4 callee", '''
+import types
+
+
+class Backend:
+    def __init__(self, kernels):
+        self.fm = kernels
+
+    def forward(self, inp):
+        metadata = inp.metadata
+        q = inp.q
+        o, _, _ = self.fm.flash_mla_sparse_fwd(q, inp.kv, inp.indices, inp.sm_scale)  # SITE
+        return o
+
+
+def entry(inp):
+    from sgl_kernel.flash_mla import legacy_fwd
+
+    return Backend(types.SimpleNamespace(flash_mla_sparse_fwd=legacy_fwd)).forward(inp)
+''')
+add("subclass_override_without_param", "4 callee", '''
+class Base:
+    def _sparse(self, q, kv, indices, scale):
+        o, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+        return o
+
+    def forward(self, inp):
+        metadata = inp.metadata
+        return self._sparse(inp.q, inp.kv, inp.indices, inp.sm_scale)
+
+
+class Child(Base):
+    def _sparse(self, q, kv, indices, scale):
+        return super()._sparse(q, kv, indices, scale)
+
+
+def entry(inp):
+    return Child().forward(inp), Base().forward(inp)
+''')
+add("staticmethod_helper", "4 callee", '''
+class Backend:
+    @staticmethod
+    def _sparse(q, kv, indices, scale):
+        o, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+        return o
+
+    def forward(self, inp):
+        metadata = inp.metadata
+        return self._sparse(inp.q, inp.kv, inp.indices, inp.sm_scale)
+
+
+def entry(inp):
+    return Backend().forward(inp)
+''')
+
 # --- 5 row alignment: q's rows reordered or selected while the metadata covers other rows -------
 # (name, how q_sel/idx_sel are made from q/idx: the counts match, the rows do not)
 REORDERINGS = [
@@ -759,6 +906,19 @@ REORDERINGS = [
     ("chunk_reversed", "q_sel = torch.cat(list(reversed(q.chunk(2))))\nidx_sel = torch.cat(list(reversed(idx.chunk(2))))"),
     ("interleave_step_slices", "q_sel = torch.cat([q[::2], q[1::2]])\nidx_sel = torch.cat([idx[::2], idx[1::2]])"),
     ("sorted_by_length", "order = metadata.dsa_cache_seqlens_int32.argsort(stable=True)\nq_sel, idx_sel = q[order], idx[order]"),
+    ("stack_in_order", "order = [7, 6, 5, 4, 3, 2, 1, 0]\nq_sel = torch.stack([q[i] for i in order])\nidx_sel = torch.stack([idx[i] for i in order])"),
+    ("unflatten_flip_flatten", "q_sel = q.unflatten(0, (2, 4)).flip(0).flatten(0, 1)\nidx_sel = idx.unflatten(0, (2, 4)).flip(0).flatten(0, 1)"),
+    ("view_transpose_reshape", "q_sel = q.view(2, 4, q.shape[1], q.shape[2]).transpose(0, 1).reshape(-1, q.shape[1], q.shape[2])\n"
+                               "idx_sel = idx.view(2, 4, idx.shape[1], idx.shape[2]).transpose(0, 1).reshape(-1, idx.shape[1], idx.shape[2])"),
+    ("new_zeros_scatter_rows", "order = torch.arange(q.shape[0]).flip(0)\nq_sel = q.new_zeros(q.shape)\nq_sel[order] = q\n"
+                               "idx_sel = idx.new_zeros(idx.shape)\nidx_sel[order] = idx"),
+    ("new_zeros_assign_flipped", "num_tokens, num_heads, head_dim = q.shape\nq_sel = q.new_zeros((num_tokens, 4, head_dim))\n"
+                                 "q_sel[:, :num_heads] = q.flip(0)\nidx_sel = idx.flip(0)"),
+    ("cat_last_dim_of_flipped_parts", "q_nope, q_rope = q.split([12, 4], dim=-1)\n"
+                                      "q_sel = torch.cat([q_nope.flip(0), q_rope.flip(0)], dim=-1)\nidx_sel = idx.flip(0)"),
+    ("where_mixes_rows", "swap = (torch.arange(q.shape[0]) % 2 == 0)\nq_sel = torch.where(swap[:, None, None], q, q.roll(1, 0))\n"
+                         "idx_sel = torch.where(swap[:, None, None], idx, idx.roll(1, 0))"),
+    ("in_place_permutation", "q_sel, idx_sel = q.clone(), idx.clone()\nq_sel[:] = q.flip(0)\nidx_sel.copy_(idx.flip(0))"),
 ]
 
 
@@ -868,6 +1028,13 @@ add("pins_upper_bound_old", "6 pins", _IN_CALL, legacy_kernel=True, files=((
 add("pins_old_dist_with_false_marker_new", "6 pins", _IN_CALL, legacy_kernel=True, files=((
     "requirements.txt", 'sgl-kernel==0.3.21\nsglang-kernel==0.4.6; python_version < "3.0"\n'),))
 add("pins_old_pin_exact_legacy_kernel", "6 pins", _IN_CALL, legacy_kernel=True, files=REQ_OLD)
+add("pins_other_kernel_module_unpinned", "6 pins", _IN_CALL, legacy_kernel=True,
+    imports="import torch\nfrom flash_mla import flash_mla_sparse_fwd\n")
+add("pins_setup_cfg_markers", "6 pins", _IN_CALL, legacy_kernel=True, files=((
+    "setup.cfg", "[options]\ninstall_requires =\n    sglang-kernel==0.4.6; platform_machine == 'x86_64'\n"
+                 "    sglang-kernel==0.4.2.post2; platform_machine == 'aarch64'\n"),))
+add("pins_two_requirement_files_disagree", "6 pins", _IN_CALL, legacy_kernel=True, files=(
+    ("requirements-gpu.txt", "sglang-kernel==0.4.6\n"), ("requirements.txt", "sglang-kernel==0.4.2.post2\n")))
 add("pins_minimum_new", "control", _IN_CALL, expect="fixable", files=((
     "requirements.txt", "sglang-kernel>=0.4.3\n"),))
 add("pins_compatible_release_new", "6 pins", _IN_CALL, files=((
@@ -1032,5 +1199,15 @@ def entry(inp):
     q = inp.q
     return getattr(sgl_kernel, "flash_mla_sparse_fwd")(q, inp.kv, inp.indices, inp.sm_scale)[0]  # SITE
 ''', imports="import torch\nimport sgl_kernel\n", expect="reported")
+
+add("discovery_torch_compile_wrapped", "8 discovery", '''
+compiled_sparse = torch.compiler.disable(flash_mla_sparse_fwd)  # SITE
+
+
+def entry(inp):
+    metadata = inp.metadata
+    q = inp.q
+    return compiled_sparse(q, inp.kv, inp.indices, inp.sm_scale)[0]
+''', expect="reported")
 
 HAZARDS = ["1 placement", "2 metadata", "3 names", "4 callee", "5 rows", "6 pins", "7 annotations", "8 discovery"]
