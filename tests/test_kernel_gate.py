@@ -1,10 +1,17 @@
-"""The kernel gate reads pins and vendored interfaces statically, in the documented order."""
+"""The kernel gate reads pins and vendored interfaces statically, in the documented order,
+from inside the project only, and says what to do when it cannot decide."""
+import json
+import os
+import subprocess
+import sys
 import textwrap
 
 import pytest
 
-from topk_migrate.api import migrate_source
-from topk_migrate.model import Status
+from topk_migrate import kernels
+from topk_migrate.api import migrate_source, process_file
+from topk_migrate.model import InputError, Status
+from topk_migrate.project import project_root, read_project_file
 
 CALL = textwrap.dedent("""\
     from sgl_kernel.flash_mla import flash_mla_sparse_fwd
@@ -21,6 +28,21 @@ def status_of(path, src=CALL, kernel=None):
     return site
 
 
+def cli(*args, cwd=None, env=None, timeout=120):
+    return subprocess.run([sys.executable, "-m", "topk_migrate", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, env=env, timeout=timeout)
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """A project: its root is marked by .git, so no search leaves it."""
+    (tmp_path / ".git").mkdir()
+    return tmp_path
+
+
+# -- pins in project files --------------------------------------------------------------
+
+
 @pytest.mark.parametrize("name,text,ok", [
     ("pyproject.toml", '[project]\ndependencies = ["sglang-kernel==0.4.5", "torch"]\n', True),
     ("pyproject.toml", '[project]\ndependencies = ["sglang-kernel==0.4.2.post2"]\n', False),
@@ -28,69 +50,459 @@ def status_of(path, src=CALL, kernel=None):
     ("requirements-gpu.txt", "sglang_kernel>=0.4.3\n", True),
     ("setup.cfg", "[options]\ninstall_requires =\n    sglang-kernel<0.4.3\n", False),
     ("setup.py", "setup(install_requires=['sglang-kernel == 0.4.6'])\n", True),
+    # comments, hashes and options after the requirement
+    ("requirements.txt", "# sglang-kernel==0.4.2\ntorch  # sglang-kernel==0.4.1\n"
+                         "sglang-kernel==0.4.6 --hash=sha256:00  # GPU build\n", True),
+    ("requirements.txt", "sglang-kernel ~= 0.4.3\n", True),
+    ("requirements.txt", "sglang-kernel >=0.4, <0.4.3\n", False),
+    ("requirements.txt", "sglang-kernel ==0.4.*, !=0.4.0, !=0.4.1, !=0.4.2\n", None),  # 0.4.2.post2 still allowed
+    ("requirements.txt", "sglang-kernel >0.4.2.post2, <0.5\n", None),  # 0.4.2.post3 or 0.4.3rc1 would be allowed
+    ("requirements.txt", "sglang-kernel\n", None),
+    ("requirements.txt", "sglang-kernel==0.5.*\n", True),
+    # several lines for one distribution narrow each other, as pip's resolver does
+    ("requirements.txt", "sglang-kernel>=0.4\nsglang-kernel>=0.4.3\n", True),
+    # extras: every group that installs the kernel must have the parameter
+    ("pyproject.toml", '[project]\ndependencies = []\n[project.optional-dependencies]\n'
+                       'gpu = ["sglang-kernel==0.4.6"]\nlegacy = ["sgl-kernel==0.3.21"]\n', False),
+    ("pyproject.toml", '[project.optional-dependencies]\nh100 = ["sglang-kernel==0.4.6"]\nb200 = ["sglang-kernel>=0.4.4"]\n', True),
+    ("setup.cfg", "[options.extras_require]\ngpu =\n    sglang-kernel==0.4.6\n", True),
+    ("setup.py", "REQS = ['torch', 'sglang-kernel==0.4.1']\nsetup(install_requires=REQS)\n", False),
+    ("setup.py", "setup(extras_require={'gpu': ['sglang-kernel>=0.4.3'], 'old': ['sgl-kernel<0.4']})\n", False),
 ])
-def test_project_pins(tmp_path, name, text, ok):
-    (tmp_path / name).write_text(text)
-    (tmp_path / "pkg").mkdir()
-    site = status_of(tmp_path / "pkg" / "backend.py")
-    assert site.status is (Status.FIXABLE if ok else Status.MANUAL), site.reason
-    if not ok:
-        assert "kernel too old" in site.reason and name in site.reason
+def test_project_pins(repo, name, text, ok):
+    (repo / name).write_text(text)
+    (repo / "pkg").mkdir()
+    site = status_of(repo / "pkg" / "backend.py")
+    want = {True: Status.FIXABLE, False: Status.MANUAL, None: Status.MANUAL}[ok]
+    assert site.status is want, site.reason
+    if ok is False:
+        assert site.reason.startswith("kernel too old") and name in site.reason, site.reason
+    if ok is None:
+        assert site.reason.startswith("kernel capability unknown"), site.reason
 
 
-def test_explicit_pin_beats_project_pins(tmp_path):
-    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
-    site = status_of(tmp_path / "backend.py", kernel="sglang-kernel==0.4.2.post2")
+@pytest.mark.parametrize("spec,want", [
+    ("==0.4.3", True), ("==0.4.2.post2", False), ("==0.4.3+cu128", True), ("===0.4.6", True),
+    (">=0.4.3", True), (">0.4.3", True), (">=0.4.2", None), (">0.4.2.post2", None), (">=0.4.3rc1", None),
+    ("<0.4.3", False), ("<=0.4.2.post2", False), ("<=0.4.3", None), ("<0.5", None),
+    ("~=0.4.3", True), ("~=0.4.2", None), ("~=0.3.0", False), ("~=0.4", None),
+    ("==0.4.*", None), ("==0.5.*", True), ("==0.3.*", False), ("!=0.4.2", None),
+    (">=0.4.3,!=0.4.4", True), (">=0.4.2,<0.4.3", False), (">=0.4.2,<0.4.2", None), ("", None),
+])
+def test_a_range_decides_only_when_every_allowed_version_agrees(spec, want):
+    assert kernels.decide(spec, "0.4.3") is want
+
+
+def test_a_distribution_without_any_release_with_the_parameter_is_too_old():
+    assert kernels.decide(">=0.3", None) is False
+    assert kernels.decide(">=0.3,<0.3", None) is None  # allows nothing: says nothing
+
+
+# -- environment markers ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text,ok", [
+    ('sglang-kernel==0.4.6; platform_machine == "x86_64"\nsglang-kernel==0.4.5; platform_machine == "aarch64"\n', True),
+    ('sglang-kernel==0.4.6; platform_machine == "x86_64"\nsglang-kernel==0.4.2; platform_machine == "aarch64"\n', False),
+    ('sglang-kernel==0.4.6; python_version >= "3.10"\nsgl-kernel==0.3.21; python_version < "3.10"\n', False),
+    ('sglang-kernel>=0.4.4; sys_platform == "linux"\nsglang-kernel>=0.4.2\n', None),  # elsewhere only >=0.4.2
+    ('sglang-kernel<0.5; sys_platform == "linux"\nsglang-kernel>=0.4.3\n', True),
+])
+def test_every_marker_environment_must_accept(repo, text, ok):
+    (repo / "requirements.txt").write_text(text)
+    site = status_of(repo / "backend.py")
+    if ok:
+        assert site.status is Status.FIXABLE, site.reason
+    else:
+        assert site.status is Status.MANUAL
+        assert site.reason.startswith("kernel too old" if ok is False else "kernel capability unknown"), site.reason
+    if ok is False:
+        assert ("aarch64" in site.reason) or ("3.10" in site.reason), "names the environment that breaks"
+
+
+def test_each_requirements_file_is_an_environment_of_its_own(repo):
+    (repo / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    (repo / "requirements-legacy.txt").write_text("sgl-kernel==0.3.21\n")
+    site = status_of(repo / "backend.py")
+    assert site.status is Status.MANUAL and "requirements-legacy.txt" in site.reason and "too old" in site.reason
+
+
+# -- includes -----------------------------------------------------------------------------------
+
+
+def test_includes_and_constraints_are_followed(repo):
+    (repo / "reqs").mkdir()
+    (repo / "requirements.txt").write_text("-r reqs/base.txt\n--constraint=reqs/pins.txt\n")
+    (repo / "reqs" / "base.txt").write_text("torch\nsglang-kernel\n")
+    (repo / "reqs" / "pins.txt").write_text("sglang-kernel==0.4.2.post2  # the old kernel\n")
+    site = status_of(repo / "backend.py")
+    assert site.status is Status.MANUAL and "reqs/pins.txt" in site.reason and "too old" in site.reason
+
+
+def test_include_cycles_end(repo):
+    (repo / "requirements.txt").write_text("-r requirements-b.txt\nsglang-kernel>=0.4.3\n")
+    (repo / "requirements-b.txt").write_text("-rrequirements.txt\n")
+    assert status_of(repo / "backend.py").status is Status.FIXABLE
+
+
+def test_includes_stay_inside_the_project(tmp_path):
+    (tmp_path / "outside.txt").write_text("sglang-kernel==0.4.6\n")
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / ".git").mkdir()
+    (proj / "requirements.txt").write_text("-r ../outside.txt\n")
+    (proj / "link.txt").symlink_to(tmp_path / "outside.txt")
+    (proj / "requirements-dev.txt").write_text("-r link.txt\n")
+    site = status_of(proj / "backend.py")
+    assert site.status is Status.MANUAL and site.reason.startswith("kernel capability unknown"), site.reason
+
+
+# -- --kernel and [tool.topk-migrate] kernel -----------------------------------------------------------
+
+
+def test_explicit_pin_beats_project_pins(repo):
+    (repo / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    site = status_of(repo / "backend.py", kernel="sglang-kernel==0.4.2.post2")
     assert site.status is Status.MANUAL and "--kernel" in site.reason
+    assert site.reason == ("kernel too old: sglang-kernel==0.4.2.post2 from --kernel "
+                           "(topk_length needs sglang-kernel>=0.4.3; no sgl-kernel release has it)")
 
 
-def test_config_pin(tmp_path):
-    (tmp_path / "pyproject.toml").write_text('[tool.topk-migrate]\nkernel = "sglang-kernel==0.4.2"\n')
-    from topk_migrate.api import process_file
+@pytest.mark.parametrize("text,dist,ok", [
+    ("sgl_kernel==0.4.5", "sglang-kernel", True),  # the module name users import
+    ("sgl_kernel==0.3.21", "sglang-kernel", False),
+    ("sglang_kernel==0.4.6", "sglang-kernel", True),
+    ("SGLang-Kernel>=0.4.3", "sglang-kernel", True),
+    ("sgl-kernel==0.3.21", "sgl-kernel", False),
+    ("vllm==0.16.0", "vllm", True),
+    ("tokenspeed_kernel==0.1.4", "tokenspeed-kernel", True),
+])
+def test_kernel_names(tmp_path, text, dist, ok):
+    pin = kernels.parse_pin(text, "--kernel")
+    assert pin.dist == dist
+    if dist in ("sglang-kernel", "sgl-kernel"):
+        assert status_of(tmp_path / "backend.py", kernel=text).status is (Status.FIXABLE if ok else Status.MANUAL)
 
+
+@pytest.mark.parametrize("text", ["sglang-kernel", "sglang-kernel 0.4.6", "flash-attn==2.0", "==0.4.6",
+                                  "sglang-kernel==0.4.6; python_version<'3'", "sglang-kernel @ https://x/y.whl", ""])
+def test_a_bad_kernel_says_what_it_expects(text):
+    with pytest.raises(ValueError) as e:
+        kernels.parse_pin(text, "--kernel")
+    msg = str(e.value)
+    assert "\n" not in msg and "sglang-kernel==0.4.6" in msg and "sgl_kernel" in msg
+
+
+def test_bad_kernel_on_the_command_line_is_one_line(tmp_path):
     (tmp_path / "backend.py").write_text(CALL)
-    (site,) = process_file(str(tmp_path / "backend.py")).sites
+    r = cli("check", "--kernel", "flash-attn==2.0", tmp_path / "backend.py")
+    assert r.returncode == 2 and "unknown kernel 'flash-attn'" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_config_pin(repo):
+    (repo / "pyproject.toml").write_text('[tool.topk-migrate]\nkernel = "sgl_kernel==0.4.2"\n')
+    (repo / "backend.py").write_text(CALL)
+    (site,) = process_file(str(repo / "backend.py")).sites
     assert site.status is Status.MANUAL and "kernel too old" in site.reason
+    assert "pyproject.toml [tool.topk-migrate] kernel" in site.reason, site.reason
+
+
+@pytest.mark.parametrize("value", ['"sglang-kernel"', '"turbo==1.0"', "3"])
+def test_bad_config_kernel_is_one_line_naming_the_file(repo, value):
+    (repo / "pyproject.toml").write_text(f"[tool.topk-migrate]\nkernel = {value}\n")
+    (repo / "backend.py").write_text(CALL)
+    out = process_file(str(repo / "backend.py"))
+    assert out.error and "pyproject.toml" in out.error and "\n" not in out.error, out.error
+    assert not out.error.startswith("internal error")
+
+
+# -- reasons a user can act on -----------------------------------------------------------------------
+
+
+def test_unknown_kernel_says_what_to_do(repo):
+    site = status_of(repo / "backend.py")
+    assert site.status is Status.MANUAL
+    assert site.reason == (
+        "kernel capability unknown (pass --kernel): no pin of sglang-kernel or sgl-kernel (providing sgl_kernel) "
+        'found; declare the kernel with --kernel sglang-kernel==VERSION or kernel = "sglang-kernel==VERSION" '
+        "in [tool.topk-migrate]")
+
+
+def test_undecided_pin_is_named_with_the_minimum(repo):
+    (repo / "requirements.txt").write_text("sglang-kernel>=0.4\n")
+    reason = status_of(repo / "backend.py").reason
+    assert "sglang-kernel>=0.4 from requirements.txt" in reason and "sglang-kernel>=0.4.3" in reason
+    assert "--kernel" in reason and "[tool.topk-migrate]" in reason
+
+
+def test_vllm_call_names_vllm(repo):
+    src = "from vllm.v1.attention.ops.flashmla import flash_mla_sparse_fwd\nflash_mla_sparse_fwd(q, kv, i, s)\n"
+    (site,) = migrate_source(src, str(repo / "m.py")).sites
+    assert "no pin of vllm (providing vllm)" in site.reason and "--kernel vllm==VERSION" in site.reason
+
+
+# -- installed distributions -----------------------------------------------------------------------------
+
+
+def site_packages(tmp_path, owner, version, files, requires=()):
+    """A site-packages dir holding `files` (path -> source), listed in owner's RECORD."""
+    sp = tmp_path / "site-packages"
+    info = sp / f"{owner}-{version}.dist-info"
+    info.mkdir(parents=True)
+    for rel, src in files.items():
+        (sp / rel).parent.mkdir(parents=True, exist_ok=True)
+        (sp / rel).write_text(src)
+    (info / "RECORD").write_text("".join(f"{rel},sha256=x,1\n" for rel in files))
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {owner}\nVersion: {version}\n"
+                                   + "".join(f"Requires-Dist: {r}\n" for r in requires) + "\nlong description\n")
+    return sp
 
 
 def test_installed_distribution_pins_come_from_the_owning_dist_info(tmp_path):
-    pkg = tmp_path / "engine" / "layers"
-    pkg.mkdir(parents=True)
-    info = tmp_path / "engine-1.0.dist-info"
-    info.mkdir()
-    (info / "RECORD").write_text("engine/layers/backend.py,sha256=x,1\n")
-    (info / "METADATA").write_text("Name: engine\nRequires-Dist: sglang-kernel==0.4.2.post1\n")
-    other = tmp_path / "other-1.0.dist-info"
+    sp = site_packages(tmp_path, "engine", "1.0", {"engine/layers/backend.py": CALL}, ["sglang-kernel==0.4.2.post1"])
+    other = sp / "other-1.0.dist-info"
     other.mkdir()
     (other / "RECORD").write_text("other/x.py,,\n")
-    (other / "METADATA").write_text("Requires-Dist: sglang-kernel==0.4.6\n")
-    site = status_of(pkg / "backend.py")
+    (other / "METADATA").write_text("Name: other\nVersion: 1\nRequires-Dist: sglang-kernel==0.4.6\n")
+    site = status_of(sp / "engine" / "layers" / "backend.py")
     assert site.status is Status.MANUAL and "engine-1.0.dist-info/METADATA" in site.reason
 
 
-def test_unknown_kernel_is_manual(tmp_path):
-    site = status_of(tmp_path / "backend.py")
+def test_installed_pins_with_extras_markers(tmp_path):
+    sp = site_packages(tmp_path, "engine", "1.0", {"engine/backend.py": CALL},
+                       ['sglang-kernel==0.4.6; extra == "gpu"', 'sglang-kernel==0.4.5; extra == "all"'])
+    site = status_of(sp / "engine" / "backend.py")
+    assert site.status is Status.FIXABLE and site.kernel.startswith("sglang-kernel==0.4.6; extra == \"gpu\" from engine-1.0")
+
+
+def test_a_kernel_installed_beside_decides_when_the_owner_does_not_pin_it(tmp_path):
+    sp = site_packages(tmp_path, "sglang-kt", "0.7.2", {"sglang/backend.py": CALL}, ["kt-kernel==0.7.2"])
+    info = sp / "sglang_kernel-0.4.6.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Name: sglang-kernel\nVersion: 0.4.6\n")
+    site = status_of(sp / "sglang" / "backend.py")
+    assert site.status is Status.FIXABLE
+    assert site.kernel == "sglang-kernel==0.4.6 from sglang_kernel-0.4.6.dist-info/METADATA (installed beside it)"
+
+
+VLLM_BACKEND = textwrap.dedent("""\
+    from vllm.v1.attention.ops.flashmla import flash_mla_sparse_fwd
+
+    def forward(q, kv, indices, scale, attn_metadata):
+        return flash_mla_sparse_fwd(q, kv, indices, scale)
+""")
+
+
+@pytest.mark.parametrize("version,ok", [("0.16.0", True), ("0.15.0", True), ("0.14.1", False)])
+def test_a_call_inside_vllm_is_gated_by_the_vllm_version(tmp_path, version, ok):
+    rel = "vllm/v1/attention/backends/mla/flashmla_sparse.py"
+    sp = site_packages(tmp_path, "vllm", version, {rel: VLLM_BACKEND}, ["torch==2.9.0"])
+    site = status_of(sp / rel, VLLM_BACKEND)
     assert site.status is Status.MANUAL
-    assert site.reason.startswith("kernel capability unknown (pass --kernel)")
+    if ok:  # the kernel accepts it: what is missing is the contract, not a --kernel
+        assert "no " in site.reason and "clipped-seqlen metadata" in site.reason and "--kernel" not in site.reason, site.reason
+        assert site.kernel == f"vllm=={version} from vllm-{version}.dist-info/METADATA"
+    else:
+        assert site.reason.startswith(f"kernel too old: vllm=={version} from vllm-{version}.dist-info/METADATA")
+        assert "vllm>=0.15.0" in site.reason
+
+
+def test_tokenspeed_kernel_reexports_tokenspeed_flashmla(repo):
+    src = ("from tokenspeed_kernel.ops.attention.mla.cuda import flash_mla_sparse_fwd\n"
+           "def f(metadata, q, kv, idx):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n# metadata.dsa_cache_seqlens_int32\n")
+    (repo / "requirements.txt").write_text("tokenspeed-kernel==0.1.4\n")
+    (site,) = migrate_source(src, str(repo / "m.py")).sites
+    assert site.status is Status.FIXABLE and site.kernel == "tokenspeed-kernel==0.1.4 from requirements.txt"
+    (repo / "requirements.txt").write_text("tokenspeed-flashmla==1.0.0.post20260924\n")
+    (site,) = migrate_source(src, str(repo / "m2.py")).sites
+    assert site.status is Status.FIXABLE, site.reason
+
+
+# -- vendored interfaces --------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("sig,ok", [
     ("q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_length=None", True),
     ("q, kv, indices, sm_scale, d_v=512", False),
 ])
-def test_vendored_interface_is_read_statically(tmp_path, sig, ok):
-    vendored = tmp_path / "vllm" / "attention" / "ops"
+def test_vendored_interface_is_read_statically(repo, sig, ok):
+    vendored = repo / "vllm" / "attention" / "ops"
     vendored.mkdir(parents=True)
     (vendored / "flashmla.py").write_text(f"import torch_that_is_not_installed\ndef flash_mla_sparse_prefill({sig}):\n    pass\n")
     src = CALL.replace("sgl_kernel.flash_mla import flash_mla_sparse_fwd", "vllm.attention.ops.flashmla import flash_mla_sparse_prefill")
     src = src.replace("return flash_mla_sparse_fwd", "return flash_mla_sparse_prefill")
-    site = status_of(tmp_path / "vllm" / "backend.py", src)
+    site = status_of(repo / "vllm" / "backend.py", src)
     assert site.status is (Status.FIXABLE if ok else Status.MANUAL), site.reason
-    assert "flashmla.py" in site.reason or ok
+    assert site.kernel == "interface at vllm/attention/ops/flashmla.py:2"
+    assert ok or "flashmla.py" in site.reason
 
 
-def test_vendored_wrapper_position_makes_positional_calls_compliant(tmp_path):
-    (tmp_path / "ops.py").write_text("def flash_mla_sparse_prefill(q, kv, indices, topk_length=None, sm_scale=1.0):\n    pass\n")
+def test_vendored_wrapper_position_makes_positional_calls_compliant(repo):
+    (repo / "ops.py").write_text("def flash_mla_sparse_prefill(q, kv, indices, topk_length=None, sm_scale=1.0):\n    pass\n")
     src = "from .ops import flash_mla_sparse_prefill\nflash_mla_sparse_prefill(q, kv, i, lens)\n"
-    (site,) = migrate_source(src, str(tmp_path / "m.py")).sites
+    (site,) = migrate_source(src, str(repo / "m.py")).sites
     assert site.status is Status.COMPLIANT
+
+
+REEXPORT = textwrap.dedent("""\
+    try:
+        from vllm.third_party.flashmla.flash_mla_interface import flash_mla_sparse_fwd
+    except ImportError:
+        def _unavailable(*args, **kwargs):
+            raise RuntimeError("no FlashMLA")
+        flash_mla_sparse_fwd = _unavailable
+""")
+
+
+@pytest.mark.parametrize("interface,ok", [
+    ("def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_length=None):\n    pass\n", True),
+    ("def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512):\n    pass\n", False),
+])
+def test_reexports_are_followed_inside_the_project(repo, interface, ok):
+    """A vLLM source tree: the wrapper module re-exports the vendored FlashMLA interface."""
+    (repo / "vllm" / "v1" / "attention" / "ops").mkdir(parents=True)
+    (repo / "vllm" / "third_party" / "flashmla").mkdir(parents=True)
+    (repo / "vllm" / "v1" / "attention" / "ops" / "flashmla.py").write_text(REEXPORT)
+    (repo / "vllm" / "third_party" / "flashmla" / "flash_mla_interface.py").write_text(interface)
+    src = VLLM_BACKEND.replace("attn_metadata", "metadata") + "# metadata.dsa_cache_seqlens_int32\n"
+    site = status_of(repo / "vllm" / "v1" / "backend.py", src)
+    assert site.status is (Status.FIXABLE if ok else Status.MANUAL), site.reason
+    assert site.kernel == "interface at vllm/third_party/flashmla/flash_mla_interface.py:1"
+
+
+# -- the project root: decisions come from the project, not its surroundings ---------------------------------
+
+
+def test_project_root(tmp_path):
+    from topk_migrate.project import clear_caches
+
+    (tmp_path / "a" / "b" / "c").mkdir(parents=True)
+    assert project_root(str(tmp_path / "a" / "b" / "c" / "x.py")) == str(tmp_path / "a" / "b" / "c")  # nothing marks one
+    (tmp_path / "a" / ".git").mkdir()
+    clear_caches()  # listings are read once per run
+    assert project_root(str(tmp_path / "a" / "b" / "c" / "x.py")) == str(tmp_path / "a")
+    (tmp_path / "a" / "b" / "setup.cfg").write_text("")
+    clear_caches()
+    assert project_root(str(tmp_path / "a" / "b" / "c")) == str(tmp_path / "a" / "b")
+
+
+def test_a_vendored_interface_above_the_project_is_not_read(tmp_path):
+    (tmp_path / "sgl_kernel").mkdir()
+    (tmp_path / "sgl_kernel" / "flash_mla.py").write_text(
+        "def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_length=None):\n    pass\n")
+    proj = tmp_path / "fork"
+    proj.mkdir()
+    (proj / "pyproject.toml").write_text("[project]\nname = 'fork'\n")
+    site = status_of(proj / "backend.py")
+    assert site.status is Status.MANUAL and site.reason.startswith("kernel capability unknown"), site.reason
+
+
+def test_pins_above_the_project_are_not_read(tmp_path):
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    (tmp_path / "fork").mkdir()
+    (tmp_path / "fork" / "setup.py").write_text("from setuptools import setup\nsetup()\n")
+    assert status_of(tmp_path / "fork" / "backend.py").status is Status.MANUAL
+
+
+def test_config_above_a_project_with_its_own_pyproject_is_not_used(tmp_path):
+    """issue 14.2: an outer pyproject.toml must not configure an inner project."""
+    (tmp_path / "pyproject.toml").write_text('[tool.topk-migrate]\nkernel = "sglang-kernel==0.4.6"\n'
+                                             'metadata = ["batch.lens"]\n')
+    inner = tmp_path / "fork"
+    inner.mkdir()
+    (inner / "pyproject.toml").write_text("[project]\nname = 'fork'\n")
+    (inner / "backend.py").write_text(CALL)
+    (site,) = process_file(str(inner / "backend.py")).sites
+    assert site.status is Status.MANUAL and site.reason.startswith("kernel capability unknown"), site.reason
+    (tmp_path / "own.py").write_text(CALL)
+    (site,) = process_file(str(tmp_path / "own.py")).sites  # the outer project itself still has it
+    assert site.status is Status.FIXABLE
+
+
+def git(repo, *args):
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo, check=True, capture_output=True)
+
+
+def test_rev_does_not_read_a_kernel_planted_above_its_temporary_tree(tmp_path):
+    """issue 14.2: `audit --rev` lays the revision out under $TMPDIR; a kernel interface
+    planted in $TMPDIR must not turn a manual site fixable."""
+    r = tmp_path / "repo"
+    r.mkdir()
+    git(r, "init", "-q")
+    (r / "backend.py").write_text(CALL)
+    git(r, "add", "-A")
+    git(r, "commit", "-qm", "x")
+    planted = tmp_path / "tmp"
+    (planted / "sgl_kernel").mkdir(parents=True)
+    (planted / "sgl_kernel" / "flash_mla.py").write_text(
+        "def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_length=None):\n    pass\n")
+    (planted / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    (planted / "pyproject.toml").write_text('[tool.topk-migrate]\nkernel = "sglang-kernel==0.4.6"\n')
+    env = {**os.environ, "TMPDIR": str(planted)}
+    res = cli("audit", ".", "--rev", "HEAD", "--format", "json", cwd=r, env=env)
+    doc = json.loads(res.stdout)
+    assert [s["status"] for s in doc["sites"]] == ["manual"], res.stdout + res.stderr
+    assert doc["sites"][0]["reason"].startswith("kernel capability unknown")
+    res = cli("audit", ".", "--format", "json", cwd=r, env=env)  # and the work tree agrees
+    assert [s["status"] for s in json.loads(res.stdout)["sites"]] == ["manual"]
+
+
+# -- project files are read only if they are small regular files -------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["requirements.txt", "pyproject.toml", "setup.py", "setup.cfg", "requirements-dev.txt"])
+def test_a_fifo_project_file_does_not_hang(repo, name):
+    (repo / "requirements-gpu.txt").write_text("sglang-kernel==0.4.6\n")
+    (repo / "backend.py").write_text(CALL)
+    os.mkfifo(repo / name)
+    r = cli("check", repo / "backend.py", timeout=60)  # a hang fails here, with TimeoutExpired
+    assert r.returncode == 1 and " fixable " in r.stdout, r.stdout + r.stderr
+
+
+def test_a_requirements_file_linked_to_dev_zero_is_not_read(repo):
+    (repo / "requirements-dev.txt").symlink_to("/dev/zero")
+    (repo / "requirements.txt").write_text("-r requirements-dev.txt\nsglang-kernel==0.4.6\n")
+    (repo / "backend.py").write_text(CALL)
+    limit = "import resource; resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30)); "
+    r = subprocess.run([sys.executable, "-c", limit + "from topk_migrate.cli import main; main()", "check", str(repo / "backend.py")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and " fixable " in r.stdout, r.stdout + r.stderr
+
+
+def test_installed_metadata_that_is_not_a_regular_file_is_skipped(tmp_path):
+    sp = site_packages(tmp_path, "engine", "1.0", {"engine/backend.py": CALL})
+    (sp / "engine-1.0.dist-info" / "METADATA").unlink()
+    os.mkfifo(sp / "engine-1.0.dist-info" / "METADATA")
+    r = cli("check", sp / "engine" / "backend.py", timeout=60)
+    assert r.returncode == 1 and "kernel capability unknown" in r.stdout
+
+
+def test_read_project_file_refuses_what_is_big_or_irregular(tmp_path):
+    (tmp_path / "big.txt").write_bytes(b"x" * 101)
+    assert read_project_file(str(tmp_path / "big.txt"), limit=100) is None
+    assert read_project_file(str(tmp_path / "big.txt"), limit=101) == "x" * 101
+    assert read_project_file("/dev/zero") is None and read_project_file(str(tmp_path)) is None
+
+
+# -- where the decision is shown ----------------------------------------------------------------------------
+
+
+def test_check_verbose_and_json_say_which_kernel_decided(tmp_path):
+    sp = site_packages(tmp_path, "sglang", "0.5.16", {"sglang/backend.py": CALL}, ["sglang-kernel==0.4.5", "torch"])
+    r = cli("check", "-v", sp / "sglang" / "backend.py")
+    assert "    kernel: sglang-kernel==0.4.5 from sglang-0.5.16.dist-info/METADATA" in r.stdout, r.stdout
+    r = cli("audit", sp / "sglang", "--format", "json")
+    (site,) = json.loads(r.stdout)["sites"]
+    assert site["kernel"] == "sglang-kernel==0.4.5 from sglang-0.5.16.dist-info/METADATA"
+    import jsonschema
+
+    schema_file = os.path.join(os.path.dirname(__file__), "..", "topk_migrate", "schemas", "audit-v1.schema.json")
+    with open(schema_file) as f:
+        jsonschema.Draft202012Validator(json.load(f)).validate(json.loads(r.stdout))
+
+
+def test_an_unknown_kernel_has_no_decision_in_json(repo):
+    (repo / "backend.py").write_text(CALL)
+    r = cli("audit", repo, "--format", "json")
+    (site,) = json.loads(r.stdout)["sites"]
+    assert "kernel" not in site and site["status"] == "manual"

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import List, Optional, Sequence
 
 from .discover import iter_python_files, may_hold_site, read_regular
@@ -12,37 +12,99 @@ from .model import Capability, InputError, Site, Status
 # that passes the byte prefilter: most files of a tree never get that far.
 
 
-def kernel_gate(path: str, kernel: Optional[str] = None):
-    """A function callee -> Capability, for calls in the file at `path`."""
-    from topk_migrate.codemods.pass_topk_length import KERNEL_DISTS, MIN_KERNEL, PARAM
+class KernelGate:
+    """callee -> Capability for the calls in one file; remembers each decision for the report."""
 
-    from . import kernels
+    def __init__(self, path: str, kernel: Optional[str] = None):
+        from topk_migrate.codemods.pass_topk_length import KERNEL_DISTS, MIN_KERNEL
 
-    explicit = kernels.parse_pin(kernel, "--kernel") if kernel else None
-    every = tuple(d for ds in KERNEL_DISTS.values() for d in ds)
+        from . import kernels
+        from .project import project_root
 
-    def check(callee: str) -> Capability:
-        dists = KERNEL_DISTS.get(callee.split(".")[0], every)
-        if explicit and explicit.dist in dists:
-            ok = kernels.accepts(explicit, MIN_KERNEL)
+        self.path, self.min, self.dists = path, MIN_KERNEL, KERNEL_DISTS
+        self.root = project_root(path)
+        self.decisions: dict = {}  # callee -> "what decided, from where"
+        self.explicit = None
+        if kernel:
+            where = self._declared_in(kernel)
+            try:
+                if not isinstance(kernel, str):
+                    raise ValueError(f"expected a string such as {kernels.example_kernel()!r}, got {kernel!r}")
+                self.explicit = kernels.parse_pin(kernel, where)
+            except ValueError as e:
+                raise InputError(f"{where}: {e}") from None
+
+    def _declared_in(self, kernel) -> str:
+        """--kernel, or the configuration file that supplied this value."""
+        from .config import config_for
+
+        cfg = config_for(os.path.dirname(os.path.abspath(self.path)))
+        if cfg.source and cfg.kernel == kernel:
+            return f"{os.path.relpath(cfg.source, self.root)} [tool.topk-migrate] kernel"
+        return "--kernel"
+
+    def __call__(self, callee: str) -> Capability:
+        cap = self._decide(callee)
+        if cap.decision:
+            self.decisions[callee] = cap.decision
+        return cap
+
+    def _decide(self, callee: str) -> Capability:
+        from topk_migrate.codemods.pass_topk_length import PARAM
+
+        from . import kernels
+
+        module = callee.split(".")[0]
+        dists = self.dists.get(module, tuple(d for ds in self.dists.values() for d in ds))
+        undecided = []
+        if self.explicit and self.explicit.dist in dists:
+            ok = kernels.accepts(self.explicit, self.min)
             if ok is not None:
-                return Capability(ok, f"{explicit} ({explicit.source})")
-        for pin in kernels.project_pins(path, dists):
-            ok = kernels.accepts(pin, MIN_KERNEL)
-            if ok is not None:
-                return Capability(ok, f"{pin} (pinned in {pin.source})")
-        iface = kernels.vendored_interface(path, callee)
+                return self._pinned(ok, (self.explicit,), dists)
+            undecided.append(f"{self.explicit} from {self.explicit.source}")
+        found = kernels.project_decision(self.path, dists, self.min)
+        if found is not None:
+            if found.accepts is not None:
+                return self._pinned(found.accepts, found.pins, dists)
+            undecided.append(found.describe())
+        iface = kernels.vendored_interface(self.path, callee)
         if iface is None and "." not in callee:
-            iface = kernels.read_interface(path, callee)
+            iface = kernels.read_interface(self.path, callee)
         if iface is not None:
-            where = f"{os.path.relpath(iface.path)}:{iface.line}"
+            where = f"interface at {os.path.relpath(iface.path, self.root).replace(os.sep, '/')}:{iface.line}"
             if PARAM in iface.params:
-                return Capability(True, f"interface at {where} takes topk_length", iface.params.index(PARAM))
+                return Capability(True, f"{where} takes topk_length", iface.params.index(PARAM), where)
             if not iface.has_var_kwargs:
-                return Capability(False, f"interface at {where} has no topk_length parameter")
-        return Capability(None, f"no pin of {' / '.join(dists)} found")
+                return Capability(False, f"{where} has no topk_length parameter", decision=where)
+        if undecided:
+            what = f"{' and '.join(undecided)} allow{'s' if len(undecided) == 1 else ''} versions on both sides of {self._needs(dists)}"
+        else:
+            what = f"no pin of {self._names(dists)} (providing {module if module in self.dists else 'this kernel'}) found"
+        example = f"{dists[0]}==VERSION"
+        return Capability(None, f"{what}; declare the kernel with --kernel {example} or "
+                                f'kernel = "{example}" in [tool.topk-migrate]')
 
-    return check
+    def _pinned(self, ok: bool, pins, dists) -> Capability:
+        said = "; ".join(f"{p} from {p.source}" for p in pins)
+        if ok:
+            return Capability(True, said, decision=said)
+        return Capability(False, f"{said} (topk_length needs {self._needs(dists)})", decision=said)
+
+    def _needs(self, dists) -> str:
+        """The first version of each providing distribution that accepts topk_length."""
+        known = [f"{d}>={self.min[d]}" for d in dists if self.min.get(d)]
+        never = [d for d in dists if d in self.min and self.min[d] is None]
+        text = " or ".join(known) or "a kernel with topk_length"
+        return text + (f"; no {self._names(never)} release has it" if never else "")
+
+    @staticmethod
+    def _names(dists) -> str:
+        return " or ".join(dists)
+
+
+def kernel_gate(path: str, kernel: Optional[str] = None) -> KernelGate:
+    """A function callee -> Capability, for calls in the file at `path`."""
+    return KernelGate(path, kernel)
 
 
 @dataclass
@@ -82,7 +144,9 @@ def _migrate(source: str, path: str, kernel: Optional[str], metadata: Sequence[s
     from .files import check_rewrite, syntax_error_message
 
     try:
-        new, sites = migrate(source, path, kernel_gate(path, kernel), metadata)
+        gate = kernel_gate(path, kernel)
+        new, sites = migrate(source, path, gate, metadata)
+        sites = [replace(s, kernel=gate.decisions[s.callee]) if s.callee in gate.decisions else s for s in sites]
     except cst.ParserSyntaxError as e:  # CPython's message names the right line and spots Python 2
         raise InputError(syntax_error_message(source, path) or f"syntax error: {e.message}") from None
     if new != source:

@@ -401,7 +401,7 @@ def audit(
             for s in got:
                 reason = s.reason.replace(tmp + os.sep, "") if tmp else s.reason
                 p = path if tmp else s.path
-                sites.append(Site(_rel(p, root), s.line, s.column, s.callee, s.status, reason, s.metadata))
+                sites.append(Site(_rel(p, root), s.line, s.column, s.callee, s.status, reason, s.metadata, s.kernel))
     finally:
         runner.close()
         prog.close()

@@ -22,7 +22,9 @@ def _paths(f):
 
 
 def _verbose(f):
-    return click.option("--verbose", "-v", is_flag=True, help="Show tracebacks for unexpected errors.")(f)
+    return click.option("--verbose", "-v", is_flag=True,
+                        help="Show the kernel decision each site rests on (and where it came from), "
+                             "and tracebacks for unexpected errors.")(f)
 
 
 def _follow_links(f):
@@ -77,6 +79,8 @@ def _report(report: api.Report, applied: bool, err: bool, verbose: bool = False)
             if f.written and s.status is Status.FIXABLE:
                 line = line.replace(" fixable ", " fixed ", 1)
             _echo(printable(line), err=err)
+            if verbose and s.kernel:
+                click.echo(f"    kernel: {s.kernel}", err=err)
     for f in report.errors:
         _echo(f"{printable(f.path)}: error: {printable(f.error, keep_newlines=verbose)}", err=True)
     counts = ", ".join(f"{report.count(st)} {st.value}" for st in Status)

@@ -99,18 +99,21 @@ def _load(pyproject: str) -> Optional[Config]:
 
 @functools.lru_cache(maxsize=None)
 def config_for(directory: str) -> Config:
-    """The nearest [tool.topk-migrate] at or above `directory` (empty if none)."""
-    d = os.path.abspath(directory)
-    while True:
-        candidate = os.path.join(d, "pyproject.toml")
-        if os.path.isfile(candidate):
-            found = _load(candidate)
-            if found is not None:
-                return found
-        parent = os.path.dirname(d)
-        if parent == d or os.path.isdir(os.path.join(d, ".git")):
-            return Config()
-        d = parent
+    """[tool.topk-migrate] of the project `directory` belongs to (empty if none).
+
+    Only the pyproject.toml at the project root counts (project.project_root): one in a
+    directory above the project, or above the revision `audit --rev` lays out, never does.
+    """
+    import stat
+
+    from .project import project_root
+
+    candidate = os.path.join(project_root(directory), "pyproject.toml")
+    try:
+        regular = stat.S_ISREG(os.stat(candidate).st_mode)  # a FIFO would block the read
+    except OSError:
+        regular = False
+    return (_load(candidate) if regular else None) or Config()
 
 
 @dataclass

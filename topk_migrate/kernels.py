@@ -2,7 +2,11 @@
 
 Answered statically, without importing the kernel, from (in order) an explicit
 pin, the pins of the project or installed distribution that owns the file, and
-a kernel interface vendored in the same tree.
+a kernel interface vendored in the same project. Every search stops at
+`project.project_root`; project files are read only if they are small regular
+files. Requirements are parsed with `packaging` (PEP 508/440): a pin decides only
+when every version it allows, in every environment its markers select, is on
+the same side of the first release that has the parameter.
 """
 from __future__ import annotations
 
@@ -11,128 +15,465 @@ import functools
 import os
 import re
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
-PROJECT_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
-_SPEC = re.compile(r"(===|==|~=|>=|<=|!=|>|<)\s*([0-9][0-9A-Za-z.+!-]*)")
+from packaging.markers import InvalidMarker
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from .project import PROJECT_FILES, inside, is_site_dir, listing, project_root, read_project_file, upward
+
+MinVersions = Dict[str, Optional[str]]
 
 
 def normalize(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def parse_version(v: str) -> Tuple:
-    """A sortable key for the release strings kernels use (0.4.2.post2, 0.4.3rc1)."""
-    m = re.match(r"(\d+(?:\.\d+)*)(?:\.?(a|b|rc)(\d+))?(?:\.?post(\d+))?", v.strip())
-    if not m:
-        return (0,)
-    release = tuple(int(x) for x in m.group(1).split("."))
-    release = release + (0,) * (4 - len(release))
-    pre = (0, m.group(2), int(m.group(3))) if m.group(2) else (1, "", 0)
-    post = int(m.group(4)) if m.group(4) else -1
-    return release + (pre, post)
+    return canonicalize_name(name)
 
 
 @dataclass(frozen=True)
 class Pin:
     dist: str  # normalized distribution name
-    spec: str  # e.g. "==0.4.5" or ">=0.4.3,<0.5"
+    spec: str  # specifier set, e.g. "==0.4.5" or ">=0.4.3,<0.5"; "" allows every version
     source: str  # where it was found, for the reason text
+    marker: str = ""  # environment marker; "" applies everywhere
 
     def __str__(self) -> str:
-        return f"{self.dist}{self.spec}"
+        return f"{self.dist}{self.spec}" + (f"; {self.marker}" if self.marker else "")
+
+
+# -- versions ------------------------------------------------------------------------
+
+# An interval of public versions: (low, low included, high, high included); None is unbounded.
+Interval = Tuple[Optional[Version], bool, Optional[Version], bool]
+_EVERY: Interval = (None, False, None, False)
+
+
+def _public(text: str) -> Version:
+    return Version(Version(text).public)
+
+
+def _next_prefix(release: Tuple[int, ...], epoch: int) -> Version:
+    """The first version after every version that starts with `release` (for ==X.* and ~=)."""
+    bumped = (*release[:-1], release[-1] + 1)
+    return Version(f"{epoch}!{'.'.join(map(str, bumped))}.dev0")
+
+
+def _intervals(s: Specifier) -> List[Interval]:
+    """The public versions one specifier allows, as intervals (a superset where PEP 440 is finer)."""
+    op, text = s.operator, s.version
+    try:
+        if text.endswith(".*"):
+            base = Version(text[:-2])
+            if base.pre or base.post or base.dev:
+                return [_EVERY]
+            lo = Version(f"{base.epoch}!{'.'.join(map(str, base.release))}.dev0")
+            hi = _next_prefix(base.release, base.epoch)
+            return [(lo, True, hi, False)] if op == "==" else [(None, False, lo, False), (hi, True, None, False)]
+        if op == "===":
+            v = _public(text)
+            return [(v, True, v, True)]
+        v = _public(text)
+    except InvalidVersion:
+        return [_EVERY]
+    if op == "==":
+        return [(v, True, v, True)]
+    if op == "!=":
+        return [(None, False, v, False), (v, False, None, False)]
+    if op == ">=":
+        return [(v, True, None, False)]
+    if op == ">":
+        return [(v, False, None, False)]
+    if op == "<=":
+        return [(None, False, v, True)]
+    if op == "<":
+        return [(None, False, v, False)]
+    if op == "~=" and len(v.release) >= 2:
+        return [(v, True, _next_prefix(v.release[:-1], v.epoch), False)]
+    return [_EVERY]
+
+
+def _meet(a: Interval, b: Interval) -> Optional[Interval]:
+    lo, lo_in = a[0], a[1]
+    if b[0] is not None and (lo is None or b[0] > lo or (b[0] == lo and not b[1])):
+        lo, lo_in = b[0], b[1]
+    hi, hi_in = a[2], a[3]
+    if b[2] is not None and (hi is None or b[2] < hi or (b[2] == hi and not b[3])):
+        hi, hi_in = b[2], b[3]
+    if lo is not None and hi is not None and (lo > hi or (lo == hi and not (lo_in and hi_in))):
+        return None
+    return (lo, lo_in, hi, hi_in)
+
+
+def allowed(spec: str) -> List[Interval]:
+    """Every public version `spec` allows (pre-releases included), as disjoint-enough intervals."""
+    out = [_EVERY]
+    for s in SpecifierSet(spec):
+        out = [m for a in out for b in _intervals(s) if (m := _meet(a, b)) is not None]
+    return out
+
+
+def decide(spec: str, floor: Optional[str]) -> Optional[bool]:
+    """True if every version `spec` allows is >= floor, False if none is, None otherwise.
+
+    floor None: no release has the parameter. An unsatisfiable spec decides nothing.
+    """
+    ranges = allowed(spec)
+    if not ranges:
+        return None
+    if floor is None:
+        return False
+    f = Version(floor)
+    if all(lo is not None and lo >= f for lo, _, _, _ in ranges):
+        return True
+    if all(hi is not None and (hi < f or (hi == f and not hi_in)) for _, _, hi, hi_in in ranges):
+        return False
+    return None
+
+
+# -- the kernel tables --------------------------------------------------------------------
+
+
+def _tables() -> Tuple[MinVersions, Dict[str, Tuple[str, ...]]]:
+    from topk_migrate.codemods.pass_topk_length import KERNEL_DISTS, MIN_KERNEL
+
+    return MIN_KERNEL, KERNEL_DISTS
+
+
+def example_kernel() -> str:
+    return "sglang-kernel==0.4.6"
 
 
 def parse_pin(text: str, source: str) -> Pin:
-    """`NAME==VERSION` (or any specifier set) as given on the command line."""
-    m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(.*)$", text)
-    if not m or not _SPEC.search(m.group(2)):
-        raise ValueError(f"expected NAME==VERSION, got {text!r}")
-    return Pin(normalize(m.group(1)), m.group(2).replace(" ", ""), source)
+    """--kernel or [tool.topk-migrate] kernel: a kernel distribution (or the module users
+    import, `sgl_kernel==0.4.5` meaning sglang-kernel) and a version specifier. ValueError
+    with a one-line message saying what is expected otherwise."""
+    min_kernel, kernel_dists = _tables()
+    dists = sorted({d for ds in kernel_dists.values() for d in ds} | set(min_kernel))
+    expected = (f"expected NAME==VERSION (or another version specifier), NAME a kernel distribution or the "
+                f"module it provides, e.g. {example_kernel()} or sgl_kernel==0.4.6 "
+                f"(distributions: {', '.join(dists)}; modules: {', '.join(sorted(kernel_dists))})")
+    try:
+        req = Requirement(text.strip())
+    except InvalidRequirement:
+        raise ValueError(f"{expected}; got {text!r}") from None
+    if not req.specifier or req.url or req.marker or req.extras:
+        raise ValueError(f"{expected}; got {text!r}")
+    raw = req.name.strip()
+    if raw in kernel_dists:  # the module name users see in their imports
+        dist = kernel_dists[raw][0]
+    else:
+        dist = normalize(raw)
+        if dist not in dists:
+            raise ValueError(f"unknown kernel {raw!r}: {expected}")
+    return Pin(dist, str(req.specifier), source)
 
 
-def accepts(pin: Pin, min_versions: Dict[str, Optional[str]]) -> Optional[bool]:
+def accepts(pin: Pin, min_versions: MinVersions) -> Optional[bool]:
     """True/False when every version the pin allows does/doesn't accept topk_length; None if unknown."""
     if pin.dist not in min_versions:
         return None
-    floor = min_versions[pin.dist]
-    if floor is None:  # no release of this distribution has the parameter
-        return False
-    lo_ok, hi_bad = False, False
-    need = parse_version(floor)
-    for op, ver in _SPEC.findall(pin.spec):
-        v = parse_version(ver)
-        if op in ("==", "==="):
-            return v >= need
-        if op in (">=", ">", "~=") and v >= need:
-            lo_ok = True
-        if (op == "<" and v <= need) or (op == "<=" and v < need):
-            hi_bad = True
-    if hi_bad:
-        return False
-    return True if lo_ok else None
+    return decide(pin.spec, min_versions[pin.dist])
 
 
-def _pins_in_text(text: str, dists: Iterable[str], source: str) -> List[Pin]:
-    pins = []
-    for dist in dists:
-        pat = re.escape(dist).replace(r"\-", "[-_.]")
-        for m in re.finditer(rf"(?<![\w.-]){pat}\s*((?:(?:===|==|~=|>=|<=|!=|>|<)\s*[0-9][0-9A-Za-z.+!-]*\s*,?\s*)+)", text, re.I):
-            pins.append(Pin(dist, re.sub(r"\s", "", m.group(1)).rstrip(","), source))
+# -- reading pins out of project files ------------------------------------------------------
+
+
+def _requirement(text: str, source: str, extra_marker: str = "") -> Optional[Pin]:
+    try:
+        req = Requirement(text)
+    except (InvalidRequirement, InvalidSpecifier, InvalidMarker):
+        return None
+    marker = str(req.marker) if req.marker else ""
+    if extra_marker:
+        marker = f"({marker}) and {extra_marker}" if marker else extra_marker
+    return Pin(normalize(req.name), "" if req.url else str(req.specifier), source, marker)
+
+
+_INCLUDE = re.compile(r"^(-r|--requirement|-c|--constraint)(?:\s*=\s*|\s+|(?<=-r)|(?<=-c))(\S+)")
+_OPTION_TAIL = re.compile(r"\s+--?[A-Za-z].*$")
+
+
+def requirements_file(path: str, root: str, rel: str, seen: Optional[Set[str]] = None) -> List[Pin]:
+    """The pins of a requirements file and of the files it includes (-r/-c, relative to it).
+
+    Constraints count as pins: they bound the version pip may install. An include that
+    leaves the project root, or that was already read (a cycle), is not followed.
+    """
+    seen = set() if seen is None else seen
+    real = os.path.realpath(path)
+    if real in seen or not inside(real, root):
+        return []
+    seen.add(real)
+    text = read_project_file(path)
+    if text is None:
+        return []
+    pins: List[Pin] = []
+    for line in re.sub(r"\\\r?\n", " ", text).splitlines():
+        line = re.sub(r"(^|\s)#.*$", "", line).strip()
+        if not line:
+            continue
+        m = _INCLUDE.match(line)
+        if m:
+            target = m.group(2)
+            if "://" not in target:
+                inc = os.path.join(os.path.dirname(path), target)
+                pins += requirements_file(inc, root, os.path.relpath(inc, root).replace(os.sep, "/"), seen)
+            continue
+        if line.startswith("-"):  # -e, --index-url, -f ...: no version of a kernel
+            continue
+        pin = _requirement(_OPTION_TAIL.sub("", line), rel)
+        if pin is not None:
+            pins.append(pin)
     return pins
 
 
-@functools.lru_cache(maxsize=None)
-def _dir_listing(d: str) -> Tuple[str, ...]:
+def _toml(text: str) -> dict:
     try:
-        return tuple(sorted(os.listdir(d)))
-    except OSError:
-        return ()
+        import tomllib
+    except ImportError:  # Python < 3.11
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return {}
 
 
-@functools.lru_cache(maxsize=None)
-def _read(path: str) -> str:
+def _strings(value) -> List[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def pyproject_pins(text: str, rel: str) -> List[Pin]:
+    """[project] dependencies, optional-dependencies (as `extra == NAME`) and [dependency-groups]."""
+    doc = _toml(text)
+    project = doc.get("project") if isinstance(doc.get("project"), dict) else {}
+    pins = [_requirement(r, rel) for r in _strings(project.get("dependencies"))]
+    for table in (project.get("optional-dependencies"), doc.get("dependency-groups")):
+        if isinstance(table, dict):
+            for group, reqs in table.items():
+                pins += [_requirement(r, rel, f'extra == "{group}"') for r in _strings(reqs)]
+    return [p for p in pins if p is not None]
+
+
+def setup_cfg_pins(text: str, rel: str) -> List[Pin]:
+    """[options] install_requires and [options.extras_require]."""
+    import configparser
+
+    cfg = configparser.ConfigParser(interpolation=None)
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
-    except OSError:
-        return ""
+        cfg.read_string(text)
+    except configparser.Error:
+        return []
+    lines = lambda v: [s.split(";", 1)[0].strip() if s.strip().startswith(";") else s.strip() for s in v.splitlines()]
+    pins = [_requirement(r, rel) for r in lines(cfg.get("options", "install_requires", fallback="")) if r]
+    if cfg.has_section("options.extras_require"):
+        for group, value in cfg.items("options.extras_require"):
+            pins += [_requirement(r, rel, f'extra == "{group}"') for r in lines(value) if r]
+    return [p for p in pins if p is not None]
+
+
+def setup_py_pins(text: str, rel: str) -> List[Pin]:
+    """install_requires / extras_require of setup(...), read statically: string literals only
+    (in the call, or in a module-level name it passes)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    names = {t.id: node.value for node in tree.body if isinstance(node, ast.Assign)
+             for t in node.targets if isinstance(t, ast.Name)}
+
+    def literal(node):
+        if isinstance(node, ast.Name) and node.id in names:
+            node = names[node.id]
+        try:
+            return ast.literal_eval(node)
+        except (ValueError, SyntaxError, TypeError):
+            return None
+
+    pins: List[Optional[Pin]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            for kw in node.keywords:
+                value = literal(kw.value) if kw.arg in ("install_requires", "extras_require") else None
+                if kw.arg == "install_requires":
+                    pins += [_requirement(r, rel) for r in _strings(value)]
+                elif kw.arg == "extras_require" and isinstance(value, dict):
+                    for group, reqs in value.items():
+                        pins += [_requirement(r, rel, f'extra == "{group}"') for r in _strings(reqs)]
+    return [p for p in pins if p is not None]
+
+
+def metadata_fields(text: str) -> Tuple[Optional[str], Optional[str], List[str]]:
+    """Name, Version and Requires-Dist lines of a METADATA file (the header part)."""
+    name = version = None
+    requires = []
+    for line in text.split("\n\n", 1)[0].splitlines():
+        key, _, value = line.partition(":")
+        key, value = key.strip().lower(), value.strip()
+        if key == "name":
+            name = value
+        elif key == "version":
+            version = value
+        elif key == "requires-dist":
+            requires.append(value)
+    return name, version, requires
+
+
+def is_requirements(name: str) -> bool:
+    return name.startswith("requirements") and name.endswith((".txt", ".in"))
+
+
+def file_pins(directory: str, root: str) -> List[List[Pin]]:
+    """The pins of each project file in `directory`, one list per file (each file is one way to install)."""
+    out = []
+    for name in listing(directory):
+        path = os.path.join(directory, name)
+        rel = os.path.relpath(path, root).replace(os.sep, "/")
+        if is_requirements(name):
+            out.append(requirements_file(path, root, rel))
+            continue
+        if name not in PROJECT_FILES:
+            continue
+        text = read_project_file(path)
+        if text is None:
+            continue
+        parse = {"pyproject.toml": pyproject_pins, "setup.cfg": setup_cfg_pins, "setup.py": setup_py_pins}[name]
+        out.append(parse(text, rel))
+    return out
+
+
+# -- installed distributions ------------------------------------------------------------------
 
 
 @functools.lru_cache(maxsize=None)
 def _owners(site_dir: str) -> Dict[str, str]:
     """Every file listed in a RECORD of site_dir -> the *.dist-info folder that lists it."""
     owners: Dict[str, str] = {}
-    for name in _dir_listing(site_dir):
+    for name in listing(site_dir):
         if name.endswith(".dist-info"):
             info = os.path.join(site_dir, name)
-            for line in _read(os.path.join(info, "RECORD")).splitlines():
+            for line in (read_project_file(os.path.join(info, "RECORD")) or "").splitlines():
                 owners.setdefault(line.rsplit(",", 2)[0], info)
     return owners
 
 
-def project_pins(path: str, dists: Sequence[str]) -> List[Pin]:
-    """Pins of `dists` in the nearest project (or installed distribution) that holds `path`."""
-    d = os.path.dirname(os.path.abspath(path))
-    while True:
-        listing = _dir_listing(d)
-        if any(n.endswith(".dist-info") for n in listing):
-            rel = os.path.relpath(os.path.abspath(path), d).replace(os.sep, "/")
-            owner = _owners(d).get(rel)
-            if owner:
-                meta = os.path.join(owner, "METADATA")
-                return _pins_in_text(_read(meta), dists, os.path.relpath(meta, d))
-        found: List[Pin] = []
-        for name in listing:
-            if name in PROJECT_FILES or (name.startswith("requirements") and name.endswith((".txt", ".in"))):
-                f = os.path.join(d, name)
-                found += _pins_in_text(_read(f), dists, f)
-        if found:
-            return found
-        parent = os.path.dirname(d)
-        if parent == d or ".git" in listing:
-            return []
-        d = parent
+@functools.lru_cache(maxsize=None)
+def _metadata(info: str) -> Tuple[Optional[str], Optional[str], Tuple[str, ...]]:
+    name, version, requires = metadata_fields(read_project_file(os.path.join(info, "METADATA")) or "")
+    return name, version, tuple(requires)
+
+
+def owner(path: str, site_dir: str) -> Optional[str]:
+    """The *.dist-info folder in site_dir whose RECORD lists `path`."""
+    rel = os.path.relpath(os.path.abspath(path), site_dir).replace(os.sep, "/")
+    return _owners(site_dir).get(rel)
+
+
+def installed_pins(path: str, site_dir: str, dists: Sequence[str]) -> List[Pin]:
+    """Pins that decide the kernel of a file installed in site_dir.
+
+    A distribution that is itself one of `dists` (vLLM ships its FlashMLA wrapper) is
+    pinned by its own version; otherwise its Requires-Dist; failing that, a providing
+    distribution installed beside it.
+    """
+    info = owner(path, site_dir)
+    if info is not None:
+        name, version, requires = _metadata(info)
+        source = f"{os.path.basename(info)}/METADATA"
+        if name and version and normalize(name) in dists:
+            return [Pin(normalize(name), f"=={version}", source)]
+        pins = [p for r in requires if (p := _requirement(r, source)) is not None and p.dist in dists]
+        if pins:
+            return pins
+    beside = []
+    for name in listing(site_dir):
+        if name.endswith(".dist-info"):
+            dname, version, _ = _metadata(os.path.join(site_dir, name))
+            if dname and version and normalize(dname) in dists:
+                beside.append(Pin(normalize(dname), f"=={version}", f"{name}/METADATA (installed beside it)"))
+    return beside
+
+
+# -- deciding over environments -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Decision:
+    accepts: Optional[bool]
+    pins: Tuple[Pin, ...]  # what it rests on: for False the too-old pin(s), for None the undecided ones
+
+    def describe(self) -> str:
+        return "; ".join(f"{p} from {p.source}" for p in self.pins)
+
+
+def _environments(pins: Sequence[Pin]) -> List[List[Pin]]:
+    """The combinations of pins that can hold together: the unconditional ones, plus each
+    conditional one (markers are not evaluated: every environment they select counts)."""
+    base = [p for p in pins if not p.marker]
+    conditional = [p for p in pins if p.marker]
+    if not conditional:
+        return [base]
+    return [base + [c] for c in conditional] + ([base] if base else [])
+
+
+def _decide_env(env: Sequence[Pin], min_versions: MinVersions) -> Optional[bool]:
+    by_dist: Dict[str, List[Pin]] = {}
+    for p in env:
+        by_dist.setdefault(p.dist, []).append(p)
+    verdicts = []
+    for dist, ps in by_dist.items():
+        spec = ",".join(p.spec for p in ps if p.spec)
+        verdicts.append(decide(spec, min_versions[dist]) if dist in min_versions else None)
+    return _all(verdicts)
+
+
+def _all(verdicts: Iterable[Optional[bool]]) -> Optional[bool]:
+    vs = list(verdicts)
+    if not vs:
+        return None
+    if False in vs:
+        return False
+    return True if all(v is True for v in vs) else None
+
+
+def decide_pins(sources: Sequence[Sequence[Pin]], dists: Sequence[str], min_versions: MinVersions) -> Optional[Decision]:
+    """Decide over every way to install (each file, each marker environment). None if no pin
+    of `dists` was found at all. Every alternative must accept the parameter for True."""
+    found = False
+    worst: Dict[Optional[bool], Tuple[Pin, ...]] = {}
+    for pins in sources:
+        relevant = [p for p in pins if p.dist in dists]
+        if not relevant:
+            continue
+        found = True
+        for env in _environments(relevant):
+            if env:
+                worst.setdefault(_decide_env(env, min_versions), tuple(env))
+    if not found:
+        return None
+    for verdict in (False, None, True):
+        if verdict in worst:
+            return Decision(verdict, worst[verdict])
+    return None
+
+
+def project_decision(path: str, dists: Sequence[str], min_versions: MinVersions) -> Optional[Decision]:
+    """The pins of `dists` that hold for `path`: those of the installed distribution that owns
+    it, or of the nearest directory (up to the project root) whose project files pin them."""
+    root = project_root(path)
+    if is_site_dir(listing(root)):
+        pins = installed_pins(path, root, dists)
+        if pins:
+            return decide_pins([pins], dists, min_versions)
+    for d in upward(path):
+        decision = decide_pins(file_pins(d, root), dists, min_versions)
+        if decision is not None:
+            return decision
+    return None
+
+
+# -- vendored kernel interfaces -------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -143,41 +484,90 @@ class Interface:
     has_var_kwargs: bool
 
 
-def vendored_interface(path: str, qualname: str) -> Optional[Interface]:
-    """Read `def NAME(...)` of the module `qualname` points at, if that module sits in the same tree."""
-    module, _, func = qualname.rpartition(".")
-    if not module:
-        return None
-    d = os.path.dirname(os.path.abspath(path))
-    if module.startswith("."):  # relative import: resolve from the file's own package
+def _module_file(base: str) -> Optional[str]:
+    for cand in (base + ".py", os.path.join(base, "__init__.py")):
+        if os.path.isfile(cand):
+            return cand
+    return None
+
+
+def find_module(path: str, module: str) -> Optional[str]:
+    """The file of `module` (absolute, or relative to the file at `path`) inside path's project."""
+    root = project_root(path)
+    here = os.path.dirname(os.path.abspath(path))
+    if module.startswith("."):
         level = len(module) - len(module.lstrip("."))
+        d = here
         for _ in range(level - 1):
             d = os.path.dirname(d)
         rest = module.lstrip(".")
-        base = os.path.join(d, *rest.split(".")) if rest else None
-        for cand in ((base + ".py", os.path.join(base, "__init__.py")) if base else (os.path.join(d, "__init__.py"),)):
-            if os.path.isfile(cand):
-                return read_interface(cand, func)
+        if rest:
+            found = _module_file(os.path.join(d, *rest.split(".")))
+        else:  # `from . import name`: the package itself
+            found = os.path.join(d, "__init__.py") if os.path.isfile(os.path.join(d, "__init__.py")) else None
+        return found if found and inside(found, root) else None
+    for d in upward(path):
+        found = _module_file(os.path.join(d, *module.split(".")))
+        if found and inside(found, root):
+            return found
+    return None
+
+
+def vendored_interface(path: str, qualname: str) -> Optional[Interface]:
+    """Read `def NAME(...)` of the module `qualname` points at, if that module sits in the same project."""
+    module, _, func = qualname.rpartition(".")
+    if not module:
         return None
-    parts = module.split(".")
-    while True:
-        for cand in (os.path.join(d, *parts) + ".py", os.path.join(d, *parts, "__init__.py")):
-            if os.path.isfile(cand):
-                return read_interface(cand, func)
-        parent = os.path.dirname(d)
-        if parent == d:
-            return None
-        d = parent
+    found = find_module(path, module)
+    return read_interface(found, func) if found else None
 
 
-def read_interface(file: str, func: str) -> Optional[Interface]:
+def read_interface(file: str, func: str, depth: int = 0) -> Optional[Interface]:
+    """The signature of `func` in `file`, following a re-export (`from x import func`) within the project.
+
+    Where the module binds the name more than once (an import and a fallback), the
+    interface is one that every binding satisfies, or None if they disagree.
+    """
+    text = read_project_file(file)
+    if text is None or depth > 4:
+        return None
     try:
-        tree = ast.parse(_read(file))
-    except SyntaxError:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
         return None
+    defs = {n.name: n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    found: List[Optional[Interface]] = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == func:
             a = node.args
             names = tuple(x.arg for x in a.posonlyargs + a.args + a.kwonlyargs)
-            return Interface(file, node.lineno, names, a.kwarg is not None)
-    return None
+            found.append(Interface(file, node.lineno, names, a.kwarg is not None))
+        elif isinstance(node, ast.ImportFrom) and depth < 4:
+            for alias in node.names:
+                if (alias.asname or alias.name) == func and alias.name != "*":
+                    target = find_module(file, "." * node.level + (node.module or ""))
+                    found.append(read_interface(target, alias.name, depth + 1) if target else None)
+        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == func for t in node.targets):
+            value = node.value
+            if isinstance(value, ast.Name) and value.id in defs and value.id != func:
+                d = defs[value.id].args
+                found.append(Interface(file, node.lineno, tuple(x.arg for x in d.posonlyargs + d.args + d.kwonlyargs),
+                                       d.kwarg is not None))
+            else:
+                found.append(None)
+    if not found or any(i is None for i in found):
+        return None
+    return found[0] if len(found) == 1 else _merge(found)  # type: ignore[arg-type]
+
+
+def _merge(found: List[Interface]) -> Optional[Interface]:
+    """Several bindings of one name (an import and a fallback): one that cannot take
+    topk_length decides (the call would raise there); otherwise one that has it, if
+    they all put it at one position (a `**kwargs` fallback takes anything)."""
+    for i in found:
+        if "topk_length" not in i.params and not i.has_var_kwargs:
+            return i
+    real = [i for i in found if "topk_length" in i.params]
+    if len({i.params.index("topk_length") for i in real}) > 1:
+        return None
+    return real[0] if real else found[0]

@@ -25,6 +25,7 @@ class Site:
     status: Status
     reason: str
     metadata: Optional[str] = None  # expression a fix passes as topk_length
+    kernel: Optional[str] = None  # the kernel decision the gate used and where it came from
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -42,6 +43,9 @@ class Capability:
     accepts: Optional[bool]  # does it take topk_length? None: unknown
     detail: str = ""  # where that came from, for the reason text
     position: Optional[int] = None  # where topk_length sits in a wrapper's signature
+    # which kernel the answer rests on and where that came from, e.g.
+    # "sglang-kernel==0.4.5 from sglang-0.5.16.dist-info/METADATA" (check -v, JSON `kernel`)
+    decision: Optional[str] = None
 
 
 class InputError(Exception):

@@ -52,9 +52,17 @@ def render_text(sites: Sequence[Site], errors: Errors, summary: dict) -> str:
 
 def to_json(sites: Sequence[Site], errors: Errors, summary: dict) -> dict:
     keys = ("path", "line", "column", "callee", "status", "reason", "metadata")
+
+    def site(s: Site) -> dict:
+        d = s.to_dict()
+        out = {k: d[k] for k in keys}
+        if s.kernel:  # optional: the kernel decision the gate used, and where it came from
+            out["kernel"] = s.kernel
+        return out
+
     return {
         "version": JSON_VERSION,
-        "sites": [{k: s.to_dict()[k] for k in keys} for s in sites],
+        "sites": [site(s) for s in sites],
         "errors": [{"path": p, "error": e} for p, e in errors],
         "summary": summary,
     }

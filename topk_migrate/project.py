@@ -1,0 +1,103 @@
+"""Where a project ends, and how its own files are read.
+
+Every decision about a file (its [tool.topk-migrate] configuration, the kernel
+pins, the installed distribution that owns it, a vendored kernel interface) is
+taken from inside its project, never from the directories around it: a fork
+checked out under someone else's tree, or a revision laid out in a temporary
+directory, must not pick up what happens to lie above it. `project_root` is the
+one place that decides where that search stops.
+"""
+from __future__ import annotations
+
+import functools
+import os
+from typing import Optional, Tuple
+
+PROJECT_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
+# requirements*.txt, pyproject.toml, METADATA, RECORD: a bigger one is not read.
+# (The RECORD of the biggest wheels, torch and vLLM, is 0.7 to 1.3 MB.)
+PROJECT_FILE_LIMIT = 16 << 20
+
+
+@functools.lru_cache(maxsize=None)
+def listing(directory: str) -> Tuple[str, ...]:
+    """The entry names of a directory (empty if it cannot be listed); read once per run."""
+    try:
+        return tuple(sorted(os.listdir(directory)))
+    except OSError:
+        return ()
+
+
+def is_site_dir(names: Tuple[str, ...]) -> bool:
+    return any(n.endswith(".dist-info") for n in names)
+
+
+def _has_requirements(names: Tuple[str, ...]) -> bool:
+    return any(n.startswith("requirements") and n.endswith((".txt", ".in")) for n in names)
+
+
+@functools.lru_cache(maxsize=None)
+def _root_of_dir(start: str) -> str:
+    d, loose = start, None
+    while True:
+        names = listing(d)
+        if ".git" in names or any(n in PROJECT_FILES for n in names) or is_site_dir(names):
+            return d
+        if loose is None and _has_requirements(names):
+            loose = d
+        parent = os.path.dirname(d)
+        if parent == d:  # nothing marks a project: a folder of scripts with its requirements file
+            return loose or start
+        d = parent
+
+
+def project_root(path: str) -> str:
+    """The directory every upward search from `path` (a file or a directory) stops at.
+
+    The nearest directory, at or above it, that holds a `.git` entry (a repository,
+    or the top of a revision `audit --rev` lays out), a project file (pyproject.toml,
+    setup.cfg, setup.py), or installed distributions (`*.dist-info`: site-packages).
+    With none of these anywhere above, the nearest one holding a requirements file,
+    else the directory itself.
+    """
+    a = os.path.abspath(path)
+    return _root_of_dir(a if os.path.isdir(a) else os.path.dirname(a))
+
+
+def upward(path: str):
+    """The directories from `path`'s own up to its project root, nearest first."""
+    a = os.path.abspath(path)
+    d = a if os.path.isdir(a) else os.path.dirname(a)
+    root = project_root(a)
+    while True:
+        yield d
+        parent = os.path.dirname(d)
+        if d == root or parent == d:
+            return
+        d = parent
+
+
+def inside(path: str, root: str) -> bool:
+    """Is `path`, symlinks resolved, within `root`?"""
+    real, top = os.path.realpath(path), os.path.realpath(root)
+    return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
+
+
+def read_project_file(path: str, limit: int = PROJECT_FILE_LIMIT) -> Optional[str]:
+    """The text of a regular file of at most `limit` bytes; None for anything else.
+
+    Opened without blocking and checked with fstat before reading (discover.read_regular):
+    a FIFO named requirements.txt never hangs the run, a link to /dev/zero is never read.
+    """
+    from .discover import read_regular
+
+    try:
+        return read_regular(path, limit)[0].decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def clear_caches() -> None:
+    """Forget directory listings and roots (for a process that runs more than once on changing trees)."""
+    listing.cache_clear()
+    _root_of_dir.cache_clear()
