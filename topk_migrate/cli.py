@@ -80,7 +80,7 @@ def _report(report: api.Report, applied: bool, err: bool, verbose: bool = False)
                 line = line.replace(" fixable ", " fixed ", 1)
             _echo(printable(line), err=err)
             if verbose and s.kernel:
-                click.echo(f"    kernel: {s.kernel}", err=err)
+                _echo(printable(f"    kernel: {s.kernel}"), err=err)
     for f in report.errors:
         _echo(f"{printable(f.path)}: error: {printable(f.error, keep_newlines=verbose)}", err=True)
     counts = ", ".join(f"{report.count(st)} {st.value}" for st in Status)
