@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch", reason="the smoke needs torch (pip install 
 from click.testing import CliRunner  # noqa: E402
 
 from topk_migrate.api import migrate_source  # noqa: E402
-from topk_migrate.smoke import contract, reference  # noqa: E402
+from topk_migrate.smoke import contract, emitters, reference  # noqa: E402
 from topk_migrate.smoke.command import smoke_command  # noqa: E402
 from topk_migrate.smoke.kernel import load_kernel  # noqa: E402
 from topk_migrate.smoke.runner import default_example, run_smoke, smoke_sources  # noqa: E402
@@ -30,8 +30,10 @@ def failed(report):
     return {c.name: c.detail for c in report.checks if c.status == "fail"}
 
 
-def smoke_text(original, patched, name="backend.py"):
-    return smoke_sources(original, patched, name, load_kernel("cpu"), "cpu")
+def smoke_text(original, patched, name="backend.py", only=None):
+    """The pipeline on two versions of a file (`only`: a few batches, to keep CI fast)."""
+    sites = migrate_source(original, path=name, kernel=PIN).sites
+    return smoke_sources(original, patched, name, load_kernel("cpu"), "cpu", sites=sites, only=only)
 
 
 def tool_patch(src, name="backend.py"):
@@ -49,25 +51,71 @@ def test_cli_smokes_the_bundled_example_and_every_check_passes(tmp_path):
     assert res.exit_code == 0, res.output
     data = json.loads(out.read_text())
     assert data["ok"] and data["mode"].startswith("end-to-end")
+    assert data["engine_topk_path"].startswith("fast_topk_transform_fused (dsa_backend.py:")
+    assert data["engine_clip"].startswith("compute_dsa_seqlens at dsa_backend.py:")
     got = {c["name"]: c["status"] for c in data["checks"]}
-    # every row shape the issue names, both at the helper and through the backend
-    for name in ("prefill_ramp", "all_full", "empty_rows", "padded_rows", "decode_short", "verify_rows",
-                 "heads_16_padded", "e2e_extend_causal_ramp", "e2e_decode_graph_padded_rows",
-                 "e2e_verify_spec_rows", "e2e_decode_heads_padded"):
+    # every length mix the issue names, from the emitter the backend's top-k path calls, then through the helper
+    for name in ("prefill_ramp", "extend_on_prefix", "ragged_batch", "all_full", "decode_mixed", "decode_len_0_1",
+                 "decode_padded_rows", "verify_rows", "ties_decode", "ties_extend", "heads_16_padded"):
+        assert got[f"contract.fast_topk_transform_fused.{name}"] == "pass"
+        assert got[f"bitwise.fast_topk_transform_fused.{name}"] == "pass"
+    assert not any(".fast_topk_v2." in n or "ragged_fused" in n for n in got)  # not on this backend's path
+    # and end to end, through the backend's own metadata and top-k call
+    for name in ("e2e_extend_causal_ramp", "e2e_decode_graph_padded_rows", "e2e_verify_spec_rows", "e2e_decode_heads_padded"):
         assert got[f"bitwise.{name}"] == "pass"
+        assert got[f"contract.fast_topk_transform_fused.{name}"] == "pass"
     for name in ("kernel.accepts_topk_length", "rewrite.applied", "guard.row_mismatch",
                  "contract.front_packed", "hot_path.no_allocation"):
         assert got[name] == "pass"
     assert {got["cuda_graph.replay"], got["hot_path.no_host_sync"], got["timing"]} == {"skip"}
-    assert "OK:" in res.output and "FAIL" not in res.output
+    assert "OK:" in res.output and "FAIL" not in res.output and "synthesized" not in res.output
 
 
-def test_engine_like_file_runs_without_importing_its_engine(tmp_path):
+def test_engine_like_file_runs_without_importing_its_engine():
     """Module-level imports of an engine that does not exist here: the helper
-    is isolated, patched by the tool, and smoked."""
-    p = tmp_path / "engine_backend.py"
-    p.write_text(ENGINE)
-    assert run_smoke(str(p), device="cpu") == 0
+    is isolated, patched by the tool, and fed by every emitter (the file's own
+    top-k path names none). The bundled example's test runs every batch."""
+    r = smoke_text(ENGINE, tool_patch(ENGINE), only=("prefill_ramp", "extend_on_prefix", "decode_len_0_1", "verify_rows", "ties_decode"))
+    got = statuses(r)
+    assert r.ok, failed(r)
+    for emitter in ("fast_topk_v2", "fast_topk_transform_fused", "fast_topk_transform_ragged_fused"):
+        assert got[f"contract.{emitter}.prefill_ramp"] == got[f"bitwise.{emitter}.prefill_ramp"] == "pass"
+    assert "contract.fast_topk_transform_ragged_fused.verify_rows" not in got  # ragged serves extend only
+    assert got["contract.fast_topk_v2.verify_rows"] == "pass"
+    assert r.meta["engine_clip"].startswith("min(length, topk)")
+
+
+def test_engine_top_k_path_and_clip_are_read_from_its_own_package(tmp_path):
+    """An engine whose top-k lives in a sibling module of its package: the emitters
+    it imports from sgl_kernel are found there, and its clip function is run."""
+    pkg = tmp_path / "eng" / "attn"
+    (pkg / "dsa").mkdir(parents=True)
+    (pkg / "dsa" / "topk.py").write_text("def run(s, l):\n    from sgl_kernel import fast_topk_v2\n    return fast_topk_v2(s, l, 2048)\n")
+    (pkg / "dsa" / "utils.py").write_text("from eng.runtime import cfg\n\n\ndef compute_dsa_seqlens(x, dsa_index_topk):\n    return x.clamp(max=dsa_index_topk)\n")
+    src = ENGINE.replace("from fakeengine.srt.runtime import get_config, engine_check",
+                         "from fakeengine.srt.runtime import get_config, engine_check\n"
+                         "from eng.attn.dsa.topk import run\nfrom eng.attn.dsa.utils import compute_dsa_seqlens")
+    p = pkg / "backend.py"
+    p.write_text(src)
+    assert emitters.engine_topk_path(str(p), src) == {"fast_topk_v2": "dsa/topk.py:2"}
+    clip, where = emitters.engine_function(str(p), src, "compute_dsa_seqlens")
+    assert where == "compute_dsa_seqlens at dsa/utils.py:4"
+    assert clip(torch.tensor([1, 300]), 128).tolist() == [1, 128]
+    r = smoke_text(src, tool_patch(src), name=str(p), only=("decode_mixed", "prefill_ramp"))
+    got = statuses(r)
+    assert got["contract.fast_topk_v2.decode_mixed"] == "pass" and not failed(r)
+    assert not any("fast_topk_transform" in n for n in got)
+    assert r.meta["engine_clip"] == "compute_dsa_seqlens at dsa/utils.py:4"
+
+
+def test_already_compliant_file_is_a_pass_with_nothing_to_migrate(tmp_path):
+    p = tmp_path / "dsa_backend.py"
+    p.write_text(tool_patch(EXAMPLE.read_text()))
+    out = tmp_path / "r.json"
+    assert run_smoke(str(p), device="cpu", json_path=str(out)) == 0
+    checks = {c["name"]: c for c in json.loads(out.read_text())["checks"]}
+    assert checks["rewrite.applied"]["status"] == "pass"
+    assert "already compliant, nothing to migrate" in checks["rewrite.applied"]["detail"]
 
 
 def test_helper_needing_engine_code_is_reported_by_name(tmp_path):
@@ -79,24 +127,57 @@ def test_helper_needing_engine_code_is_reported_by_name(tmp_path):
 
 # -- planted failures ----------------------------------------------------------
 
-EMITTER_LINE = '        picked = picked.to(torch.int32).masked_fill(best == float("-inf"), -1)\n'
-
-
-def test_planted_contract_violation_fails_and_names_rows(tmp_path):
+def test_negative_control_an_emitter_breaking_the_contract_fails_the_smoke():
+    """The emitters' output gets a valid index right after each row's count:
+    the smoke fails, on the contract checks (naming rows) and on the output."""
     src = EXAMPLE.read_text()
-    assert EMITTER_LINE in src
-    # an emitter that packs the -1 padding FIRST: a back-packed top-k
-    bad = src.replace(EMITTER_LINE, EMITTER_LINE.rstrip("\n") + ".flip(-1)\n")
-    p = tmp_path / "dsa_backend.py"
-    p.write_text(bad)
-    out = tmp_path / "r.json"
-    assert run_smoke(str(p), device="cpu", json_path=str(out)) == 1
-    checks = {c["name"]: c for c in json.loads(out.read_text())["checks"]}
-    contract_check = checks["contract.front_packed"]
-    assert contract_check["status"] == "fail"
-    assert "row 0" in contract_check["detail"] and contract_check["data"]["violations"] > 0
-    # and the skipped tail really changes the output
-    assert checks["bitwise.e2e_extend_causal_ramp"]["status"] == "fail"
+    broken = emitters.load_emitters("cpu", "0.4.6", "tail")
+    r = smoke_sources(src, tool_patch(src, name="dsa_backend.py"), "dsa_backend.py", load_kernel("cpu"), "cpu",
+                      emitters=broken, only=("decode_mixed", "ties_extend", "e2e_decode_short_ctx"))
+    f = failed(r)
+    for name in ("decode_mixed", "e2e_decode_short_ctx"):  # rows shorter than topk
+        assert "index other than -1 after slot" in f[f"contract.fast_topk_transform_fused.{name}"]
+    assert statuses(r)["contract.fast_topk_transform_fused.ties_extend"] == "pass"  # every row full: nothing to break
+    # the patched kernel skips the stray index, the unpatched reads it: why the contract matters
+    assert "differ" in f["bitwise.fast_topk_transform_fused.decode_mixed"]
+    assert not r.ok
+
+
+def test_cli_takes_the_negative_control():
+    res = CliRunner().invoke(smoke_command, ["--help"])
+    assert "--emitter-fault [hole|tail]" in res.output
+
+
+@pytest.mark.parametrize("fault, why", [("hole", "invalid index inside the first"), ("tail", "index other than -1 after")])
+def test_every_emitter_with_a_fault_fails_its_contract_checks(fault, why):
+    from topk_migrate.smoke import feed
+    from topk_migrate.smoke.report import Report
+    from topk_migrate.smoke.runner import fed_cases
+
+    report = Report("x", "cpu")
+    broken = emitters.load_emitters("cpu", "0.4.6", fault)
+    fed_cases(report, broken, list(emitters.NAMES), feed.default_engine(), "cpu", 128, 64, True,
+              only=("decode_mixed", "ragged_batch", "verify_rows"))
+    got = {c.name: c for c in report.checks}
+    assert len(got) == 7  # ragged serves extend only
+    assert all(c.status == "fail" and why in c.detail for c in got.values()), {n: c.detail for n, c in got.items()}
+    clean = Report("x", "cpu")
+    fed_cases(clean, emitters.load_emitters("cpu", "0.4.6"), list(emitters.NAMES), feed.default_engine(), "cpu", 128, 64, True,
+              only=("decode_mixed", "ragged_batch", "verify_rows"))
+    assert [c.status for c in clean.checks] == ["pass"] * 7
+
+
+def test_planted_back_packed_top_k_in_the_backend_fails():
+    """A backend whose own top-k path packs its -1 padding first (after the emitter)."""
+    src = EXAMPLE.read_text()
+    line = "            topk=self.index_topk,\n        )\n"
+    assert src.count(line) == 1
+    bad = src.replace(line, line.rstrip("\n") + ".flip(-1)\n")
+    r = smoke_text(bad, tool_patch(bad, name="dsa_backend.py"), name="dsa_backend.py",
+                   only=("e2e_extend_causal_ramp", "e2e_decode_short_ctx"))
+    f = failed(r)
+    assert "row 0" in f["contract.front_packed"]
+    assert "bitwise.e2e_extend_causal_ramp" in f and "bitwise.e2e_decode_short_ctx" in f
 
 
 def test_planted_unclipped_seqlens_fail():
@@ -104,7 +185,7 @@ def test_planted_unclipped_seqlens_fail():
     good = tool_patch(src)
     wrong = good.replace("topk_length=metadata.dsa_cache_seqlens_int32", "topk_length=metadata.dsa_seqlens_expanded")
     assert wrong != good
-    f = failed(smoke_text(src, wrong))
+    f = failed(smoke_text(src, wrong, only=("e2e_extend_causal_ramp", "e2e_decode_short_ctx")))
     assert any(k.startswith("bitwise.e2e_") for k in f), f
     assert "outside [0, 128]" in " ".join(f.values())
 
@@ -115,7 +196,7 @@ def test_planted_off_by_one_length_fails():
     wrong = good.replace("topk_length=metadata.dsa_cache_seqlens_int32",
                          "topk_length=(metadata.dsa_cache_seqlens_int32 - 1).clamp(min=0)")
     assert wrong != good
-    f = failed(smoke_text(src, wrong))
+    f = failed(smoke_text(src, wrong, only=("e2e_extend_causal_ramp",)))
     assert "bitwise.e2e_extend_causal_ramp" in f and "differ" in f["bitwise.e2e_extend_causal_ramp"]
     assert "hot_path.no_allocation" in f  # the arithmetic allocates in the hot path
 
@@ -127,7 +208,7 @@ def test_planted_missing_guard_fails():
     i = next(i for i, l in enumerate(lines) if "topk_length.shape[0] !=" in l)
     wrong = "".join(lines[:i] + lines[i + 2:])  # drop the guard and its body
     assert "topk_length = None" not in wrong
-    f = failed(smoke_text(src, wrong))
+    f = failed(smoke_text(src, wrong, only=("prefill_ramp",)))
     assert list(f) == ["guard.row_mismatch"], f
 
 

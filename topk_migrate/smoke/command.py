@@ -11,7 +11,9 @@ import click
 @click.option("--function", "function", metavar="QUALNAME", help="Helper that calls the kernel, e.g. Backend._forward_flashmla_sparse (default: the only caller).")
 @click.option("--device", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True, help="cuda: the real sgl_kernel; cpu: the torch reference on small shapes.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, writable=True), help="Also write the report as JSON.")
-def smoke_command(path, function, device, json_path):
+@click.option("--emitter-fault", type=click.Choice(["hole", "tail"]), help="Negative control: break the top-k emitters' output "
+              "(hole: an interior -1; tail: a valid index after the count); the smoke must then fail.")
+def smoke_command(path, function, device, json_path, emitter_fault):
     """Patch PATH (default: the bundled example backend) with the codemod and
     run both versions end to end against the kernel. Exit 0 only if every
     check passed."""
@@ -22,4 +24,5 @@ def smoke_command(path, function, device, json_path):
         sys.exit(2)
     from .runner import run_smoke
 
-    sys.exit(run_smoke(path=path, function=function, device=device, json_path=json_path, echo=click.echo))
+    sys.exit(run_smoke(path=path, function=function, device=device, json_path=json_path, echo=click.echo,
+                       emitter_fault=emitter_fault))

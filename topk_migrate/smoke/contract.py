@@ -1,4 +1,4 @@
-"""The metadata contract `topk_length` relies on, as inputs and as a check.
+"""The metadata contract `topk_length` relies on, as kernel inputs and as a check.
 
 Contract: row i of the indices holds its topk_length[i] valid kv indices first
 and -1 after; topk_length[i] = min(visible kv of row i, topk), 0 on pad rows.
@@ -54,38 +54,6 @@ def make_case(name, lengths, visible, topk, s_kv, heads, device, seed=0, d_qk=57
     return Case(name, q, kv, idx, tl, d_qk ** -0.5)
 
 
-def causal_ramp(s_q: int, topk: int) -> List[int]:
-    """Rows of one prefill with no prefix: row i sees i+1 tokens."""
-    return [i + 1 for i in range(s_q)]
-
-
-def helper_cases(device: str, topk: int, heads: int, small: bool) -> List[Case]:
-    """The helper-level matrix: every row shape the issue lists."""
-    s = 300 if small else 4096
-    rng = torch.Generator().manual_seed(7)
-    cases = []
-
-    def add(name, visible, s_kv, h=heads, pad=0):
-        lens = [min(v, topk) for v in visible] + [0] * pad
-        vis = list(visible) + [0] * pad
-        cases.append(make_case(name, lens, vis, topk, s_kv, h, device, seed=len(cases)))
-
-    add("prefill_ramp", causal_ramp(s, topk), s)
-    add("all_full", [topk + 5 * i for i in range(s // 4)], topk + 5 * s)
-    add("empty_rows", [0, 3, 0, topk, 0, 1, 0, 0], topk * 2)
-    add("padded_rows", [5, topk + 9, 64, 65], topk * 2, pad=12)
-    short = torch.randint(1, 3 * B_TOPK, (32,), generator=rng).tolist()
-    add("decode_short", short, 4 * B_TOPK)
-    verify = []
-    for ctx in (3, 100, topk - 2, topk + 40):
-        verify += [ctx + j for j in range(4)]  # 4 draft tokens per request
-    add("verify_rows", verify, topk + 64)
-    for h in (16, 32):
-        if h < heads:
-            add(f"heads_{h}_padded", causal_ramp(s // 2, topk), s, h=h)
-    return cases
-
-
 @dataclass
 class Violation:
     row: int
@@ -119,6 +87,14 @@ def check_front_packed(indices: torch.Tensor, topk_length: Optional[torch.Tensor
     for r in tail:
         out.append(Violation(r, f"index other than -1 after slot {int(lengths[r])}"))
     return sorted(out, key=lambda v: v.row)
+
+
+def check_distinct(indices: torch.Tensor) -> List[Violation]:
+    """Rows that name one kv index twice (the kernel would weigh it twice)."""
+    idx = indices.reshape(indices.shape[0], -1).cpu().long()
+    ordered = idx.sort(dim=1).values
+    twice = (ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] >= 0)
+    return [Violation(r, "the same kv index twice") for r in twice.any(dim=1).nonzero().flatten().tolist()]
 
 
 def blocks(lengths: torch.Tensor) -> int:

@@ -56,7 +56,7 @@ class Scenario:
 
 def scenarios(topk: int, heads: int, small: bool) -> List[Scenario]:
     t = topk
-    ramp = [300, 70] if small else [3000, 700]
+    ramp = [160, 40] if small else [3000, 700]
     few = 16 if heads > 16 else heads
     return [
         Scenario("e2e_extend_causal_ramp", "EXTEND", ramp, ramp, heads),

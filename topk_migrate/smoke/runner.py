@@ -11,7 +11,8 @@ from typing import Callable, List, Optional, Tuple
 
 import torch
 
-from . import contract, e2e, isolate
+from . import contract, e2e, emitters as em, feed, isolate
+from .emitters import Emitters, injected_emitters, load_emitters
 from .kernel import Kernel, injected, load_kernel
 from .measure import hot_path_costs, paired_timing
 from .reference import sparse_attention_reference
@@ -148,6 +149,11 @@ def check_numerics(report: Report, kernel: Kernel, device: str, sm_major: int) -
     report.add("kernel.numerics_vs_reference", ok, detail, **worst)
 
 
+def already_compliant(original: str, patched: str, sites) -> bool:
+    """Nothing to migrate: every kernel call already passes topk_length."""
+    return original == patched and bool(sites) and all(str(s.status) == "compliant" for s in sites)
+
+
 def check_rewrite(report: Report, original: str, patched: str, qualname: str, sites, patched_helper) -> bool:
     """The tool changed the helper and every caller passes topk_length."""
     params = inspect.signature(patched_helper).parameters
@@ -180,16 +186,61 @@ def _paired_calls(report, kernel, name, run_old, run_new):
     return out_old, call_old, out_new, call_new
 
 
-def _helper_call(helper, c: contract.Case, topk_length="absent"):
+def _helper_call(helper, c, topk_length="absent"):
     kwargs = dict(q_all=c.q, kv_cache=c.kv, v_head_dim=D_V, page_table_1=c.indices, sm_scale=c.sm_scale)
     if topk_length != "absent":
         kwargs["topk_length"] = topk_length
     return helper(**kwargs)
 
 
-def check_helper_matrix(report, kernel, old, new, cases: List[contract.Case], device) -> list:
-    """Each contract case: unpatched vs patched helper, bitwise, and the patched
-    helper really hands topk_length to the kernel. Returns the kernel calls."""
+def check_emitter_contract(report, name: str, indices, topk_length, visible, s_kv: int, topk: int, where: str) -> bool:
+    """Real emitter output against the contract: the engine's clipped seqlens are
+    min(length, topk) (0 on pad rows), and each row holds exactly that many
+    distinct valid indices, front-packed, -1 after."""
+    want = visible.long().clamp(min=0, max=topk).cpu()
+    clip_ok = torch.equal(topk_length.long().cpu(), want)
+    bad = contract.check_front_packed(indices, topk_length, s_kv) + contract.check_distinct(indices)
+    rows = indices.shape[0]
+    lens = want.tolist()
+    shape = (f"{rows} rows, counts {min(lens, default=0)}..{max(lens, default=0)} "
+             f"({sum(n == 0 for n in lens)} empty, {sum(v > topk for v in visible.tolist())} longer than topk)")
+    detail = f"{where}: {shape}"
+    if not clip_ok:
+        diff = (topk_length.long().cpu() != want).nonzero().flatten().tolist()
+        detail += f"; engine clipped seqlens != min(length, topk) on rows {diff[:6]}"
+    if bad:
+        detail += f"; {len(bad)} row(s) break the contract: " + "; ".join(f"row {v.row}: {v.why}" for v in bad[:4])
+    else:
+        detail += "; front-packed, distinct, count == clipped seqlens"
+    report.add(name, clip_ok and not bad, detail, violations=len(bad), rows=[v.row for v in bad[:50]], clip_ok=clip_ok)
+    return clip_ok and not bad
+
+
+def fed_cases(report, emitters: Emitters, drive, engine, device, topk, heads, small, only=None) -> list:
+    """Every batch through every emitter the engine's top-k path uses; each
+    output's contract is checked where it is made."""
+    cases = []
+    for i, b in enumerate(feed.batches(topk, heads, small)):
+        if only is not None and b.name not in only:
+            continue
+        for name in drive:
+            if not feed.applies(name, b):
+                continue
+            try:
+                c = feed.feed(emitters, name, b, topk, engine, device, seed=1000 + i)
+            except Exception as e:
+                report.add(f"contract.{name}.{b.name}", False, f"emitter run raised {type(e).__name__}: {e}")
+                continue
+            where = f"{b.mode}, {emitters.source}"
+            check_emitter_contract(report, f"contract.{c.name}", c.indices, c.topk_length, c.visible, c.kv.shape[0], topk, where)
+            cases.append(c)
+    emitters.take_calls()
+    return cases
+
+
+def check_helper_matrix(report, kernel, old, new, cases, device) -> list:
+    """Each emitter-fed case: unpatched vs patched helper, bitwise, and the
+    patched helper really hands topk_length to the kernel. Returns the kernel calls."""
     calls = []
     for c in cases:
         pair = _paired_calls(report, kernel, f"bitwise.{c.name}",
@@ -290,46 +341,88 @@ def _capture(fn: Callable):
     return g, out
 
 
-def check_graph_helper(report, kernel, new, device, topk, heads) -> None:
-    """Decode-shaped patched helper call: capture once, replay on new in-place inputs."""
+def check_graph_helper(report, kernel, emitters: Emitters, emitter, new, engine, device, topk, heads) -> None:
+    """Decode step = real emitter + patched helper, captured once; scores,
+    lengths, page table and clipped seqlens updated in place; replay == eager."""
     if device != "cuda":
         report.skip("cuda_graph.replay", "cpu: needs CUDA graphs")
         return
-    bs, s_kv = 8, topk * 2
-    static = contract.make_case("cap", [1] * bs, [1] * bs, topk, s_kv, heads, device, seed=11)
-    kernel.record = False
+    bs, ctx = 8, topk * 3
+    fill = feed.Batch("capture", "decode", [0] * bs, [1] * bs, heads)  # lengths 1, like a graph's fill value
+    replays = [
+        feed.Batch("replay_short", "decode", [2, 63, 64, 199, topk - 1, topk + 6, 0, -1], [1] * bs, heads),
+        feed.Batch("replay_long", "decode", [3 * topk - 1, topk, 899, 4, 2 * topk, 76, 127, 128], [1] * bs, heads),
+    ]
+    gen = torch.Generator(device=device).manual_seed(21)
+    kv = (torch.randn((bs * ctx + 8, 1, 576), generator=gen, device=device) / 4).to(torch.bfloat16)
+    table = torch.randperm(bs * ctx, generator=gen, device=device).to(torch.int32).view(bs, ctx)
+    cu = torch.arange(bs + 1, dtype=torch.int32, device=device)
+    fn = emitters.wrapped(emitter)
+
+    def inputs(b):
+        vis = torch.tensor(b.visible, dtype=torch.int32, device=device)
+        score = torch.randn((bs, ctx), generator=gen, device=device)
+        return dict(score=score, lengths=vis, table=torch.randperm(bs * ctx, generator=gen, device=device).to(torch.int32).view(bs, ctx),
+                    q=(torch.randn((bs, heads, 576), generator=gen, device=device) / 4).to(torch.bfloat16),
+                    clipped=engine.clip(vis, topk).to(torch.int32))
+
+    def step(x):
+        if emitter == "fast_topk_v2":
+            pos = fn(x["score"], x["lengths"], topk)
+            idx = x["table"].gather(1, pos.clamp(min=0).long()).masked_fill(pos < 0, -1)
+        elif emitter == "fast_topk_transform_fused":
+            idx = fn(x["score"], x["lengths"], x["table"], cu, topk)
+        else:  # ragged: the pool itself is the ragged kv of requests laid end to end
+            off = torch.arange(bs, dtype=torch.int32, device=device) * ctx
+            idx = fn(x["score"], x["lengths"], off, topk)
+        return _helper_call(new, feed.Fed("", emitter, fill, x["q"], kv, idx, x["clipped"], x["lengths"], 576 ** -0.5), x["clipped"])
+
+    static = inputs(fill)
+    kernel.record = emitters.record = False
     try:
-        g, out = _capture(lambda: _helper_call(new, static, static.topk_length))
+        g, out = _capture(lambda: step(static))
         results = []
-        for seed, vis in ((12, [5, 70, 64, 65, topk, topk + 9, 1, 0]), (13, [s_kv] * bs)):
-            c = contract.make_case("replay", [min(v, topk) for v in vis], vis, topk, s_kv, heads, device, seed=seed)
-            for dst, src in ((static.q, c.q), (static.kv, c.kv), (static.indices, c.indices), (static.topk_length, c.topk_length)):
-                dst.copy_(src)
+        for b in replays:
+            fresh = inputs(b)
+            for k, v in fresh.items():
+                static[k].copy_(v)
             g.replay()
-            eager = _helper_call(new, c, c.topk_length)
-            results.append(compare_results(out.clone(), eager))
+            results.append(compare_results(out.clone(), step(fresh)))
         torch.cuda.synchronize()
     finally:
-        kernel.record = True
+        kernel.record = emitters.record = True
     ok = all(r[0] for r in results)
-    report.add("cuda_graph.replay", ok, "helper captured once (lengths 1), replayed twice after in-place updates: " + "; ".join(_fmt_diff(r[1]) for r in results))
+    report.add("cuda_graph.replay", ok, f"{emitter} + patched helper captured once (lengths 1), replayed twice after in-place updates: " + "; ".join(_fmt_diff(r[1]) for r in results))
 
 
 # -- the runnable example: end to end ------------------------------------
 
 
-def check_e2e(report, kernel, old_mod, new_mod, device, sm_major, topk, heads, small) -> list:
-    """Each scenario through the backend's own metadata, top-k and forward path."""
+def check_e2e(report, kernel, emitters: Emitters, old_mod, new_mod, device, sm_major, topk, heads, small, only=None) -> list:
+    """Each scenario through the backend's own metadata, top-k emitter and forward
+    path; the emitter's output is held to the contract with the metadata the
+    patched backend handed the kernel."""
     old, new = e2e.Driver(old_mod, topk, device, sm_major), e2e.Driver(new_mod, topk, device, sm_major)
     calls = []
     for i, sc in enumerate(e2e.scenarios(topk, heads, small)):
+        if only is not None and sc.name not in only:
+            continue
         inp = e2e.make_inputs(sc, device, seed=100 + i)
+        emitters.take_calls()
         pair = _paired_calls(report, kernel, f"bitwise.{sc.name}",
                              lambda: old.run(sc, inp)[1], lambda: new.run(sc, inp)[1])
         if pair is None:
             continue
         out_old, call_old, out_new, call_new = pair
         calls.append(call_new)
+        emitted = emitters.take_calls()
+        if emitted and call_new.topk_length is not None:
+            e = emitted[-1]
+            rows = e.out.shape[0]
+            check_emitter_contract(report, f"contract.{e.name}.{sc.name}", e.out, call_new.topk_length[:rows],
+                                   e.lengths, call_new.s_kv, topk, f"{sc.mode.lower()}, the backend's own top-k call, {emitters.source}")
+        elif not emitted:
+            report.add(f"contract.{sc.name}", False, "the backend's top-k path called no sgl_kernel emitter")
         same_k, stats = compare_results(call_old.result, call_new.result)
         same_o, ostats = compare_results(out_old, out_new)
         forwarded = call_new.topk_length is not None
@@ -342,7 +435,7 @@ def check_e2e(report, kernel, old_mod, new_mod, device, sm_major, topk, heads, s
     return calls
 
 
-def check_graph_e2e(report, kernel, new_mod, device, sm_major, topk, heads) -> None:
+def check_graph_e2e(report, kernel, emitters: Emitters, new_mod, device, sm_major, topk, heads) -> None:
     """Patched decode step captured once; metadata updated in place; replay == eager."""
     if device != "cuda":
         report.skip("cuda_graph.replay", "cpu: needs CUDA graphs")
@@ -358,7 +451,7 @@ def check_graph_e2e(report, kernel, new_mod, device, sm_major, topk, heads) -> N
     inp0 = e2e.make_inputs(e2e.Scenario("pool", "DECODE", [max_ctx] * bs, [1] * bs, heads), device, seed=300)
     static = e2e.Inputs(inp0.q.clone(), inp0.scores.clone(), inp0.kv_pool, inp0.req_to_token.clone())
     backend = drv.backend(heads, inp0.kv_pool)
-    kernel.record = False
+    kernel.record = emitters.record = False
     try:
         backend.init_forward_metadata_capture_cuda_graph(drv.batch(capture, static))
         g, out = _capture(lambda: drv.step(backend, capture, static))
@@ -377,7 +470,7 @@ def check_graph_e2e(report, kernel, new_mod, device, sm_major, topk, heads) -> N
             results.append(compare_results(out.clone(), eager))
         torch.cuda.synchronize()
     finally:
-        kernel.record = True
+        kernel.record = emitters.record = True
     ok = all(r[0] for r in results)
     report.add("cuda_graph.replay", ok, f"decode step (bs={bs}, h={heads}) captured at lengths 1, replayed twice after in-place metadata updates: " + "; ".join(_fmt_diff(r[1]) for r in results))
 
@@ -385,33 +478,33 @@ def check_graph_e2e(report, kernel, new_mod, device, sm_major, topk, heads) -> N
 # -- timing ---------------------------------------------------------------
 
 
-def check_timing(report, kernel, old, new, device, topk=2048, heads=128, pairs=60) -> None:
-    """Paired A/B of the helper on causal ramps and the all-full case."""
+def check_timing(report, kernel, emitters: Emitters, emitter, old, new, engine, device, topk=2048, pairs=60) -> None:
+    """Paired A/B of the helper on causal ramps and the all-full case, on indices
+    from the real emitter (and the engine's clipped seqlens)."""
     if device != "cuda":
         report.skip("timing", "cpu: timing needs the real kernel")
         return
-    kernel.record = False
+    kernel.record = emitters.record = False
     try:
-        cases = [(f"timing.ramp_{s}", contract.causal_ramp(s, topk), s) for s in (1024, 2048, 4096, 8192, 16384)]
-        cases.append(("timing.all_full_8192", [8192] * 8192, 8192))
-        for name, visible, s_kv in cases:
-            lens = [min(v, topk) for v in visible]
-            c = contract.make_case(name, lens, visible, topk, s_kv, heads, device, seed=len(lens))
+        for i, b in enumerate(feed.timing_batches(topk)):
+            name = f"timing.{b.name}"
+            c = feed.feed(emitters, emitter, b, topk, engine, device, seed=500 + i)
             ideal = contract.ideal_ratio(c.topk_length, topk)
             t = paired_timing(lambda c=c: _helper_call(old, c), lambda c=c: _helper_call(new, c, c.topk_length), pairs=pairs)
             frac = t.speedup / ideal
-            data = dict(s_q=len(lens), unpatched_ms=t.unpatched_ms, patched_ms=t.patched_ms, speedup=t.speedup, ideal=ideal, of_ideal=frac, pairs=t.pairs)
-            detail = f"{t.unpatched_ms:.3f} -> {t.patched_ms:.3f} ms, speedup {t.speedup:.3f}x vs ideal {ideal:.3f}x ({100 * frac:.1f}%)"
+            rows = c.q.shape[0]
+            data = dict(s_q=rows, emitter=emitter, unpatched_ms=t.unpatched_ms, patched_ms=t.patched_ms, speedup=t.speedup, ideal=ideal, of_ideal=frac, pairs=t.pairs)
+            detail = f"{emitter}: {t.unpatched_ms:.3f} -> {t.patched_ms:.3f} ms, speedup {t.speedup:.3f}x vs ideal {ideal:.3f}x ({100 * frac:.1f}%)"
             if "all_full" in name:
                 report.add(name, abs(t.speedup - 1) <= 0.02, detail + " (parity: within 2%)", **data)
-            elif len(lens) >= 4096:
+            elif rows >= 4096:
                 report.add(name, frac >= 0.95, detail + " (bar: >= 95% of ideal)", **data)
             else:
                 report.info(name, detail + " (no bar below s_q 4096)", **data)
             del c
             torch.cuda.empty_cache()
     finally:
-        kernel.record = True
+        kernel.record = emitters.record = True
 
 
 # -- the pipeline -----------------------------------------------------------
@@ -426,6 +519,28 @@ def _guarded(report: Report, name: str, fn: Callable, *args):
         return None
 
 
+def engine_pieces(filename: str, source: str):
+    """The engine's own clip and row padding where they can be isolated, else stand-ins that say so."""
+    engine = feed.default_engine()
+    found = em.engine_function(filename, source, "compute_dsa_seqlens")
+    if found:
+        engine.clip, engine.clip_from = found
+    found = em.engine_function(filename, source, "_pad_topk_indices")
+    if found:
+        engine.pad, engine.pad_from = found
+    return engine
+
+
+def kernel_decision(sites, kernel: Kernel) -> str:
+    """Which kernel the codemod's gate decided on and where that came from, as far as sites say."""
+    for s in sites:
+        d = s.to_dict()
+        for key in ("kernel_decision", "kernel", "capability"):
+            if d.get(key):
+                return str(d[key])
+    return f"{kernel.pin} (the installed kernel, passed to the gate as --kernel)"
+
+
 def smoke_sources(
     original: str,
     patched: str,
@@ -435,26 +550,42 @@ def smoke_sources(
     function: Optional[str] = None,
     sites=(),
     timing: bool = True,
+    emitters: Optional[Emitters] = None,
+    only=None,
 ) -> Report:
-    """Every check, for one file before and after the rewrite."""
+    """Every check, for one file before and after the rewrite (`only`: the
+    names of the batches and end-to-end scenarios to run; default all)."""
     report = Report(filename, device)
     small = device == "cpu"
     topk = 128 if small else 2048
     heads = 64 if small else 128
     sm_major = torch.cuda.get_device_capability()[0] if device == "cuda" else 9
     runnable = e2e.is_runnable(original)
+    emitters = emitters or load_emitters(device, kernel.name.split("==")[-1])
+    uses = em.engine_topk_path(filename, original)
+    drive = [n for n in (uses or em.NAMES) if n in emitters.fns]
+    engine = engine_pieces(filename, original)
     report.meta.update(
         kernel=kernel.name,
+        kernel_decision=kernel_decision(sites, kernel),
         torch=torch.__version__,
         gpu=torch.cuda.get_device_name() if device == "cuda" else "none",
         mode="end-to-end (runnable backend)" if runnable else "isolated helper (engine not imported)",
         topk=topk,
+        emitters=f"{', '.join(drive)} from {emitters.source}" + (f"; fault injected: {emitters.fault}" if emitters.fault else ""),
+        engine_topk_path=", ".join(f"{n} ({w})" for n, w in uses.items()) or "no sgl_kernel emitter found in the file or its package: driving every one",
+        engine_clip=engine.clip_from,
+        engine_pad=engine.pad_from,
     )
     torch.manual_seed(0)
-    with injected(kernel):
+    with injected(kernel), injected_emitters(emitters):
         if not check_kernel(report, kernel, device):
             return report
         check_numerics(report, kernel, device, sm_major)
+        if already_compliant(original, patched, sites):
+            report.add("rewrite.applied", True, "already compliant, nothing to migrate: "
+                       + "; ".join(f"line {s.line}: {s.reason}" for s in sites), sites=[s.to_dict() for s in sites])
+            return report
         try:
             qualname = isolate.pick_helper(ast.parse(original), function)
             old_iso = isolate.isolate(original, filename, qualname)
@@ -467,18 +598,26 @@ def smoke_sources(
         report.meta["helper"] = qualname
         if not check_rewrite(report, original, patched, qualname, sites, new):
             return report
+        missing = [n for n in uses if n not in emitters.fns]
+        if missing:
+            report.info("emitters.missing", f"the engine's top-k path uses {', '.join(missing)}, which {emitters.source} lacks")
+        if not drive:
+            report.add("emitters.available", False, f"{emitters.source} has none of {', '.join(em.NAMES)}: nothing real to feed the helper")
+            return report
 
-        cases = contract.helper_cases(device, topk, heads, small)
-        calls = check_helper_matrix(report, kernel, old, new, cases, device)
-        _guarded(report, "guard.row_mismatch", check_guard, kernel, old, new, cases[0])
+        cases = fed_cases(report, emitters, drive, engine, device, topk, heads, small, only)
+        check_helper_matrix(report, kernel, old, new, cases, device)
+        if cases:
+            _guarded(report, "guard.row_mismatch", check_guard, kernel, old, new, cases[0])
+        chosen = feed.pick(uses, emitters)
 
         mods = []
         try:
             if runnable:
                 mods = [e2e.load_module(original, filename, "unpatched"), e2e.load_module(patched, filename, "patched")]
-                e2e_calls = check_e2e(report, kernel, mods[0], mods[1], device, sm_major, topk, heads, small)
-                _guarded(report, "contract.front_packed", check_contract, e2e_calls, "indices from the backend's own top-k path")
-                _guarded(report, "cuda_graph.replay", check_graph_e2e, kernel, mods[1], device, sm_major, topk, heads)
+                e2e_calls = check_e2e(report, kernel, emitters, mods[0], mods[1], device, sm_major, topk, heads, small, only)
+                _guarded(report, "contract.front_packed", check_contract, e2e_calls, "kernel boundary, through the backend's own top-k path")
+                _guarded(report, "cuda_graph.replay", check_graph_e2e, kernel, emitters, mods[1], device, sm_major, topk, heads)
                 sc = e2e.scenarios(topk, heads, small)[3]  # short-context decode
                 inp = e2e.make_inputs(sc, device, seed=7)
                 drivers = [e2e.Driver(m, topk, device, sm_major) for m in mods]
@@ -487,15 +626,18 @@ def smoke_sources(
                     b.init_forward_metadata(d.batch(sc, inp))
                 hot = [lambda i=i: drivers[i].step(backends[i], sc, inp) for i in (0, 1)]
                 where = "decode step (top-k + forward)"
-            else:
-                _guarded(report, "contract.front_packed", check_contract, calls, "indices synthesized per the contract; the engine's top-k path is not run in isolation")
-                _guarded(report, "cuda_graph.replay", check_graph_helper, kernel, new, device, topk, heads)
+            elif cases:
+                _guarded(report, "cuda_graph.replay", check_graph_helper, kernel, emitters, chosen, new, engine, device, topk, heads)
                 c = cases[0]
                 hot = [lambda: _helper_call(old, c), lambda: _helper_call(new, c, c.topk_length)]
                 where = "helper call"
+            else:
+                return report
+            emitters.record = False
             _guarded(report, "hot_path.no_allocation", check_costs, kernel, device, hot[0], hot[1], where)
+            emitters.record = True
             if timing:
-                _guarded(report, "timing", check_timing, kernel, old, new, device)
+                _guarded(report, "timing", check_timing, kernel, emitters, chosen, old, new, engine, device, topk)
         finally:
             for m in mods:
                 e2e.unload(m)
@@ -508,6 +650,7 @@ def run_smoke(
     device: str = "cuda",
     json_path: Optional[str] = None,
     echo: Callable[[str], None] = print,
+    emitter_fault: Optional[str] = None,
 ) -> int:
     """Patch `path` (default: the bundled example) with the codemod, smoke it, print, save; 0 iff all passed."""
     target = Path(path) if path else default_example()
@@ -522,7 +665,8 @@ def run_smoke(
             report.add("kernel.accepts_topk_length", False, f"cannot import sgl_kernel.flash_mla: {e}")
         else:
             patched, sites = rewrite(original, str(target), kernel.pin)
-            report = smoke_sources(original, patched, str(target), kernel, device, function, sites)
+            emitters = load_emitters(device, kernel.name.split("==")[-1], emitter_fault)
+            report = smoke_sources(original, patched, str(target), kernel, device, function, sites, emitters=emitters)
     echo(report.table())
     if json_path:
         report.write_json(json_path)
