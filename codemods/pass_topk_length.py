@@ -238,10 +238,20 @@ class _Analysis:
             if isinstance(node, cst.FunctionDef) and len(b.assignments) == 1:
                 continue  # a kernel interface defined here: the gate read its signature
             if isinstance(node, cst.Param) and rest and name in ("self", "cls"):
+                why = self.attribute_identity(c, name, rest)
+                if why:
+                    return why
                 continue
             what = "a parameter" if isinstance(node, cst.Param) else "something else"
             return (f"`{name}` may not be the kernel at run time: it is bound at line {line} to {what}; "
                     "rewrite by hand if every binding accepts topk_length")
+        if "." in c.callee and not is_op_level(c.callee):
+            from topk_migrate import kernels
+
+            iface = kernels.vendored_interface(self.path, c.callee)
+            if iface is not None and PARAM not in iface.params and not iface.has_var_kwargs:
+                return (f"`{name}` is {c.callee}, defined in this project ({iface.path}:{iface.line}) "
+                        "without a topk_length parameter; add it there first")
         if isinstance(b.assignments[0].scope, GlobalScope):
             first = min(self.tree.order[id(a.node)] for a in b.assignments if getattr(a, "node", None) is not None)
             for stmt in self.facts.module.body:
@@ -252,6 +262,33 @@ class _Analysis:
                         if not c.callee.startswith(module + "."):
                             return (f"`from {module} import *` at line {self.tree.line(small)} may rebind `{name}`; "
                                     "import the kernel after it or rewrite by hand")
+        return None
+
+    def attribute_identity(self, c: CallInfo, receiver: str, rest: str) -> Optional[str]:
+        """`self.fm.flash_mla_sparse_fwd(...)`: what `self.fm` holds must be set in this module
+        from an import of the kernel's module (or be the kernel itself); a method of that name,
+        or an attribute set from anything else (a parameter, a namespace), may be another kernel."""
+        first = rest.split(".")[0]
+        cls = c.function.class_name if c.function is not None else None
+        for fn in self.facts.functions:
+            if fn.name == first and fn.class_name:
+                return (f"`{receiver}.{first}` is a method ({fn.qualname}), not the kernel; "
+                        "give it a topk_length parameter and pass it by hand")
+        sources = []
+        for node in m.findall(self.facts.module, m.Assign(targets=[m.AssignTarget(target=m.Attribute(
+                value=m.Name(receiver), attr=m.Name(first)))])):
+            value = dotted(node.value)
+            root = value.split(".")[0] if value else None
+            qualified = (self.facts.imports.get(root, "") + value[len(root):]) if root in self.facts.imports else None
+            expected = c.callee.split(".", 1)[1][len(first):] if c.callee.startswith(receiver + ".") else ""
+            if qualified is None or not is_kernel(qualified + expected):
+                return (f"`{receiver}.{first}` is set at line {self.tree.line(node)} from "
+                        f"`{_code(node.value).strip()}`, which may not be the kernel's module; pass topk_length by hand")
+            sources.append(qualified)
+        if not sources:
+            where = f" in {cls}" if cls else ""
+            return (f"`{receiver}.{first}` is not set{where} in this module, so what it holds cannot be checked; "
+                    "pass topk_length by hand")
         return None
 
     def contract(self, c: CallInfo) -> Site:
@@ -807,6 +844,10 @@ def _value_uses(tree: Tree, facts: ModuleFacts, path: str) -> List[Site]:
         if isinstance(parent, _TESTS) or (isinstance(parent, cst.IfExp) and parent.test is chain):
             continue
         add(chain, callee, _how(tree, chain))
+    for call in m.findall(facts.module, m.Call(func=m.Attribute())):
+        attr = call.func.attr.value
+        if dotted(call.func) is None and (attr in ENTRY_POINTS or attr == OP_NAME):
+            add(call, attr, f"reached through `{_code(call.func.value).strip()[:40]}`")
     for k in facts.calls:
         if k.callee != "getattr" or len(k.node.args) < 2 or not isinstance(k.node.args[1].value, cst.SimpleString):
             continue

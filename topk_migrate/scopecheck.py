@@ -74,6 +74,15 @@ class Tree:
             return -1 if isinstance(scope, GlobalScope) else -2
         return self.order[id(scope.node)]
 
+    def none_attributes(self) -> Set[str]:
+        """Attribute names this module assigns None to, or declares Optional (`self.x = None`,
+        `x: Optional[T] = None` in a class body)."""
+        if not hasattr(self, "_none_attrs"):
+            finder = _NoneAttributes()
+            self.module.visit(finder)
+            self._none_attrs = finder.names
+        return self._none_attrs
+
     # -- structure ----------------------------------------------------------------
     def line(self, node: cst.CSTNode) -> int:
         pos = self.position.get(node)
@@ -178,6 +187,8 @@ def may_be_none(tree: Tree, a: object, name: str) -> bool:
     stmt = tree.assignment_statement(a)
     if stmt is not None and _maybe_none_value(stmt.value):
         return True
+    if stmt is not None and isinstance(stmt.value, cst.Attribute) and stmt.value.attr.value in tree.none_attributes():
+        return True  # `metadata = self.forward_metadata` where the module sets it to None somewhere
     scope = getattr(a, "scope", None)
     body = getattr(scope, "node", None)
     return body is not None and _tests_for_none(body, name)
@@ -202,6 +213,40 @@ def _maybe_none_value(e: cst.BaseExpression) -> bool:
     if isinstance(e, cst.Call) and get_full_name_for_node(e.func) in ("getattr", "dict.get") and len(e.args) >= 3:
         return True
     return False
+
+
+class _NoneAttributes(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.names: Set[str] = set()
+        self._classes = 0
+        self._functions = 0
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._classes += 1
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self._classes -= 1
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._functions += 1
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._functions -= 1
+
+    def _target(self, target: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Attribute):
+            self.names.add(target.attr.value)
+        elif isinstance(target, cst.Name) and self._classes and not self._functions:
+            self.names.add(target.value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if _maybe_none_value(node.value):
+            for t in node.targets:
+                self._target(t.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if (node.value is not None and _maybe_none_value(node.value)) or _mentions_none(node.annotation.annotation):
+            self._target(node.target)
 
 
 class _NoneTests(cst.CSTVisitor):
@@ -250,6 +295,9 @@ def root_binding(tree: Tree, node: cst.CSTNode, name: str, what: str = "metadata
             return f"`{name}` is bound by a loop, `with`, `:=` or import (line {tree.line(a.node)}), not a plain assignment", False
         if not tree.dominates(stmt, node):
             return f"`{name}` is bound at line {tree.line(a.node)} only on some paths to the call", False
+    for access in a.references:
+        if any(isinstance(anc, cst.Del) for anc in tree.ancestors(access.node)):
+            return f"`{name}` is deleted at line {tree.line(access.node)}", False
     return None, may_be_none(tree, a, name)
 
 
