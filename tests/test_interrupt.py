@@ -126,6 +126,8 @@ def test_sigkill_inside_the_write_window_leaves_the_original(tmp_path, reference
     assert proc.returncode == -signal.SIGKILL
     assert classify(tree, reference) == {"rewritten": 4, "original": N_FILES - 4}
     assert len(temp_files(tree)) <= 1  # the unrenamed temp; never a .py, so never picked up
+    cli("apply", "--kernel", KERNEL, tree)  # the next run on the same tree removes it (its writer is dead)
+    assert temp_files(tree) == []
 
 
 def test_interrupted_apply_says_so_and_exits_130(tmp_path, reference):

@@ -163,6 +163,18 @@ class FileOutcome:
     written: bool = False
 
 
+_cleaned: set = set()
+
+
+def _clean_once(directory: str) -> None:
+    """Before the first write into a directory: remove temp files that a killed run left there."""
+    if directory not in _cleaned:
+        from .files import remove_stale_temps
+
+        _cleaned.add(directory)
+        remove_stale_temps(directory)
+
+
 def _labels(path: str):
     return (path, path) if os.path.isabs(path) else (f"a/{path}", f"b/{path}")
 
@@ -190,6 +202,8 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
 
         src = decode_source(path, raw, st)
         cfg = config_for(os.path.dirname(os.path.abspath(path)))
+        if write:
+            _clean_once(os.path.dirname(os.path.realpath(path)))
         text = src.text
         tree = guard.parse_checked(text, path)
         if narrowed:

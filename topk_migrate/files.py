@@ -28,7 +28,7 @@ import tempfile
 import tokenize
 import warnings
 from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import Iterator, List, Optional
 
 from .discover import NotRegularFile, may_hold_site, read_regular
 from .model import InputError
@@ -37,8 +37,9 @@ from .model import InputError
 # (LibCST on tens of MB takes minutes and GBs). Override with the environment.
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 MAX_BYTES_ENV = "TOPK_MIGRATE_MAX_BYTES"
-TEMP_PREFIX = ".topk-migrate-"
+TEMP_PREFIX = ".topk-migrate-"  # then the writer's pid, "-", mkstemp's random part
 TEMP_SUFFIX = ".tmp"
+_OUR_TEMP = re.compile(re.escape(TEMP_PREFIX) + r"(\d+)-[A-Za-z0-9_]+" + re.escape(TEMP_SUFFIX))
 
 _DEFERRED_SIGNALS = tuple(
     s for s in (getattr(signal, n, None) for n in ("SIGINT", "SIGTERM", "SIGHUP")) if s is not None
@@ -219,6 +220,41 @@ def _digest(path: str) -> Optional[str]:
         return None
 
 
+def _stamp(st: os.stat_result) -> tuple:
+    return (st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _exchange(a: str, b: str) -> bool:
+    """Swap the files at paths a and b atomically (Linux renameat2); False where unsupported."""
+    global _renameat2
+    if _renameat2 is None:
+        try:
+            import ctypes
+
+            fn = ctypes.CDLL(None, use_errno=True).renameat2
+            fn.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
+            _renameat2 = fn
+        except (OSError, AttributeError):
+            _renameat2 = False
+    if not _renameat2:
+        return False
+    import ctypes
+
+    if _renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP):
+        return False  # this file system (or kernel) cannot swap: plain rename
+    raise OSError(err, os.strerror(err))
+
+
+_renameat2 = None  # libc's renameat2 once looked up; False when there is none
+
+
 def _read_only(path: str, st: os.stat_result) -> bool:
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         return not (st.st_mode & 0o222)  # root may write anything; honour the mode bits
@@ -230,6 +266,16 @@ def write_source(src: SourceFile, new_text: str) -> bool:
 
     Raises InputError (file untouched) if the rewrite does not compile, the file
     changed on disk since it was read, it is read-only, or it cannot be written.
+
+    Racing writers: the bytes on disk are compared with those read (digest) after
+    the new file is written and synced, then the file's stat is compared again just
+    before the swap. On Linux the swap is renameat2(RENAME_EXCHANGE): the original
+    comes out under the temporary name, and if it is not the file that was read (an
+    editor saved in between), it is swapped back at once and the file is reported,
+    not rewritten. What remains: a writer that still holds the original open and
+    writes to it after the swap writes to the replaced file (as with any editor's
+    atomic save); where RENAME_EXCHANGE is missing (other systems, some file
+    systems), a save landing between the last stat and the rename is lost.
     """
     new_text = _keep_tail(src.text, new_text)
     if new_text == src.text:
@@ -250,9 +296,10 @@ def write_source(src: SourceFile, new_text: str) -> bool:
     d = os.path.dirname(real)
     with deferred_signals():
         try:
-            fd, tmp = tempfile.mkstemp(dir=d, prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX)
+            fd, tmp = tempfile.mkstemp(dir=d, prefix=f"{TEMP_PREFIX}{os.getpid()}-", suffix=TEMP_SUFFIX)
         except OSError as e:
             raise InputError(f"cannot write: {(e.strerror or str(e)).lower()}") from None
+        keep = False
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
@@ -264,11 +311,22 @@ def write_source(src: SourceFile, new_text: str) -> bool:
                         pass  # not permitted: the file becomes ours, as any editor would do
                 os.fsync(f.fileno())
             os.chmod(tmp, stat.S_IMODE(st.st_mode))  # after chown, which may clear set-id bits
-            # Last look before the rename: someone else may have written it meanwhile.
-            if _digest(real) != src.digest:
+            # Last looks before the swap: someone else may have written it meanwhile.
+            seen = os.stat(real)
+            if _digest(real) != src.digest or _stamp(os.stat(real)) != _stamp(seen):
                 raise InputError("changed on disk since it was read; not overwritten")
-            os.replace(tmp, real)
+            if _exchange(tmp, real):
+                if _digest(tmp) != src.digest:  # what was swapped out is not what we read
+                    keep = True  # until it is back in place, tmp holds the other writer's version
+                    _exchange(tmp, real)
+                    keep = False
+                    raise InputError("changed on disk while being rewritten; the other version is kept, not overwritten")
+                os.unlink(tmp)
+            else:
+                os.replace(tmp, real)
         except BaseException as e:
+            if keep:
+                raise InputError(f"changed on disk while being rewritten; the other version is in {tmp}") from None
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             if isinstance(e, OSError):
@@ -280,4 +338,39 @@ def write_source(src: SourceFile, new_text: str) -> bool:
                 os.fsync(dfd)
             finally:
                 os.close(dfd)
+    return True
+
+
+def remove_stale_temps(directory: str) -> List[str]:
+    """Remove this tool's temporary files in `directory` whose writer is dead (a run killed
+    by SIGKILL inside the write window leaves one); returns their names.
+
+    Only names of our own form are touched (prefix, a pid, mkstemp's suffix), only regular
+    files, and only when no process has that pid: a live run's temp file is left alone."""
+    removed = []
+    try:
+        names = [n for n in os.listdir(directory) if n.startswith(TEMP_PREFIX)]
+    except OSError:
+        return removed
+    for name in names:
+        m = _OUR_TEMP.fullmatch(name)
+        if not m or _pid_alive(int(m.group(1))):
+            continue
+        path = os.path.join(directory, name)
+        with contextlib.suppress(OSError):
+            if stat.S_ISREG(os.lstat(path).st_mode):
+                os.unlink(path)
+                removed.append(name)
+    return removed
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return True  # not a pid we wrote: leave it
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else
     return True
