@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import traceback
 
 import torch
 
@@ -105,68 +104,68 @@ def main() -> int:
 
     facts = {"sgl_kernel": getattr(sgl_kernel, "__version__", "?"), "gpu": torch.cuda.get_device_name()}
     gen = torch.Generator(device="cuda").manual_seed(0)
-    heads = 64
     scale = D_QK ** -0.5
     mixed = [1, 5, 63, 64, 65, 200, 700, 1500, 2047, 2048, 2049, 4000, 9000, 30000, 0, 100] * 4
-    q, cache, idx, tl = make_batch(mixed, heads, gen)
-    empty_bt = torch.empty((q.shape[0], 0), dtype=torch.int32, device="cuda")
+    runs_with_topk_length = False
+    for heads in (64, 128):
+        q, cache, idx, tl = make_batch(mixed, heads, gen)
+        empty_bt = torch.empty((q.shape[0], 0), dtype=torch.int32, device="cuda")
 
-    # (a) tensor scheduling metadata, as sglang 0.5.16's _forward_flashmla_kv builds it
-    a = {}
-    tsm, ns = fm.get_mla_metadata(cache_seqlens=tl, num_q_tokens_per_head_k=heads, num_heads_k=1,
-                                  num_heads_q=heads, is_fp8_kvcache=True, topk=TOPK)
-    kw = dict(q=q, k_cache=cache, block_table=empty_bt, cache_seqlens=tl, head_dim_v=D_V,
-              tile_scheduler_metadata=tsm, num_splits=ns, softmax_scale=scale, indices=idx, is_fp8_kvcache=True)
-    try:
-        base = fm.flash_mla_with_kvcache(**kw)
-        torch.cuda.synchronize()
-        a["without_topk_length"] = "runs"
-    except Exception as e:
-        base = None
-        a["without_topk_length"] = f"{type(e).__name__}: {e}"
-    try:
-        fm.flash_mla_with_kvcache(**kw, topk_length=tl)
-        a["wrapper_with_topk_length"] = "runs"
-    except BaseException as e:
-        a["wrapper_with_topk_length"] = f"{type(e).__name__}: {str(e)[:200] or '(assert topk_length is None)'}"
-    try:
-        out = torch.ops.sgl_kernel.fwd_kvcache_mla.default(q, cache, D_V, tl, empty_bt, scale, False, tsm, ns, True,
-                                                            idx, None, None, None, tl, None)
-        torch.cuda.synchronize()
-        a["op_with_topk_length"] = "runs"
-        if base is not None:
-            a["op_with_topk_length_bits_differ"] = {"out": same_bits(base[0], out[0]), "lse": same_bits(base[1], out[1])}
-    except Exception as e:
-        a["op_with_topk_length"] = f"{type(e).__name__}: {str(e)[:300]}"
-    facts["a_tensor_metadata"] = a
+        # (a) tensor scheduling metadata, as sglang 0.5.16's _forward_flashmla_kv builds it
+        a = {}
+        tsm, ns = fm.get_mla_metadata(cache_seqlens=tl, num_q_tokens_per_head_k=heads, num_heads_k=1,
+                                      num_heads_q=heads, is_fp8_kvcache=True, topk=TOPK)
+        kw = dict(q=q, k_cache=cache, block_table=empty_bt, cache_seqlens=tl, head_dim_v=D_V,
+                  tile_scheduler_metadata=tsm, num_splits=ns, softmax_scale=scale, indices=idx, is_fp8_kvcache=True)
+        try:
+            base = fm.flash_mla_with_kvcache(**kw)
+            torch.cuda.synchronize()
+            a["without_topk_length"] = "runs"
+        except Exception as e:
+            base = None
+            a["without_topk_length"] = f"{type(e).__name__}: {e}"
+        try:
+            fm.flash_mla_with_kvcache(**kw, topk_length=tl)
+            a["wrapper_with_topk_length"] = "runs"
+        except Exception as e:
+            a["wrapper_with_topk_length"] = f"{type(e).__name__}: {str(e)[:200] or 'assert topk_length is None (sgl_kernel/flash_mla.py)'}"
+        try:
+            out = torch.ops.sgl_kernel.fwd_kvcache_mla.default(q, cache, D_V, tl, empty_bt, scale, False, tsm, ns, True,
+                                                                idx, None, None, None, tl, None)
+            torch.cuda.synchronize()
+            a["op_with_topk_length"] = "runs"
+            if base is not None:
+                a["op_with_topk_length_bits_differ"] = {"out": same_bits(base[0], out[0]), "lse": same_bits(base[1], out[1])}
+        except Exception as e:
+            a["op_with_topk_length"] = f"{type(e).__name__}: {str(e)[:300]}"
+        facts[f"a_tensor_metadata_h{heads}"] = a
 
-    # (b) FlashMLASchedMeta rebuilt for every call
-    def sched_call(tlen, sched=None):
-        sched = sched if sched is not None else fm.get_mla_metadata()[0]
-        return fm.flash_mla_with_kvcache(q=q, k_cache=cache, block_table=None, cache_seqlens=None, head_dim_v=D_V,
-                                         tile_scheduler_metadata=sched, softmax_scale=scale, indices=idx,
-                                         is_fp8_kvcache=True, topk_length=tlen)
-    b = {}
-    try:
-        full = sched_call(None)
-        short = sched_call(tl)
-        torch.cuda.synchronize()
-        b["runs"] = True
-        b["bits_differ"] = {"out": same_bits(full[0], short[0]), "lse": same_bits(full[1], short[1])}
-        # and against the tensor-metadata result, when that ran
-        if base is not None:
-            b["vs_tensor_metadata_bits_differ"] = {"out": same_bits(base[0], full[0]), "lse": same_bits(base[1], full[1])}
-        # a wrong length must change it (the comparison can fail)
-        wrong = sched_call((tl - 1).clamp(min=0))
-        b["off_by_one_bits_differ"] = same_bits(full[0], wrong[0])
-    except Exception as e:
-        b["runs"] = f"{type(e).__name__}: {str(e)[:300]}"
-        traceback.print_exc()
-    facts["b_sched_meta_per_call"] = b
+        # (b) FlashMLASchedMeta rebuilt for every call
+        def sched_call(tlen):
+            return fm.flash_mla_with_kvcache(q=q, k_cache=cache, block_table=None, cache_seqlens=None, head_dim_v=D_V,
+                                             tile_scheduler_metadata=fm.get_mla_metadata()[0], softmax_scale=scale,
+                                             indices=idx, is_fp8_kvcache=True, topk_length=tlen)
+        b = {}
+        try:
+            full = sched_call(None)
+            torch.cuda.synchronize()
+            b["without_topk_length"] = "runs"
+            if base is not None:
+                b["vs_tensor_metadata_bits_differ"] = {"out": same_bits(base[0], full[0]), "lse": same_bits(base[1], full[1])}
+            short = sched_call(tl)
+            torch.cuda.synchronize()
+            b["with_topk_length"] = "runs"
+            b["bits_differ"] = {"out": same_bits(full[0], short[0]), "lse": same_bits(full[1], short[1])}
+            wrong = sched_call((tl - 1).clamp(min=0))  # a wrong length must show (the comparison can fail)
+            b["off_by_one_bits_differ"] = same_bits(full[0], wrong[0])
+            runs_with_topk_length = True
+        except Exception as e:
+            b["with_topk_length" if "without_topk_length" in b else "without_topk_length"] = f"{type(e).__name__}: {str(e)[:300]}"
+        facts[f"b_sched_meta_per_call_h{heads}"] = b
 
     # (c) timing on mixed decode batches
     c = []
-    if b.get("runs") is True:
+    if runs_with_topk_length:
         mixes = {
             "short_ctx_bs64": [int(x) for x in torch.randint(1, 2048, (64,), generator=torch.Generator().manual_seed(1))],
             "mixed_bs64": [int(x) for x in torch.randint(1, 8192, (64,), generator=torch.Generator().manual_seed(2))],
@@ -193,7 +192,7 @@ def main() -> int:
                 c.append(row)
                 print(f"{name:18s} h={h:3d} ideal {row['ideal']:.2f}x  rebuilt {per_call[0]:.4f}->{per_call[1]:.4f} ms "
                       f"{per_call[2]:.3f}x  reused {reused[0]:.4f}->{reused[1]:.4f} ms {reused[2]:.3f}x  differ {same}")
-    facts["c_timing"] = c
+    facts["c_timing"] = c or "not measured: no call with topk_length ran"
     print(json.dumps({k: v for k, v in facts.items() if k != "c_timing"}, indent=1))
     if args.json:
         with open(args.json, "w") as f:

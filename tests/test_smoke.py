@@ -53,6 +53,10 @@ def test_cli_smokes_the_bundled_example_and_every_check_passes(tmp_path):
     assert data["ok"] and data["mode"].startswith("end-to-end")
     assert data["engine_topk_path"].startswith("fast_topk_transform_fused (dsa_backend.py:")
     assert data["engine_clip"].startswith("compute_dsa_seqlens at dsa_backend.py:")
+    # which kernel decision the rewrite used, and the one the file's own pins give, with where each came from
+    assert data["kernel_decision"].startswith("rewrite used sglang-kernel==0.4.6")
+    assert "own decision (apply without --kernel): sglang-kernel>=0.4.3 from " in data["kernel_decision"]
+    assert data["kernel_decision"].endswith("requirements.txt")
     got = {c["name"]: c["status"] for c in data["checks"]}
     # every length mix the issue names, from the emitter the backend's top-k path calls, then through the helper
     for name in ("prefill_ramp", "extend_on_prefix", "ragged_batch", "all_full", "decode_mixed", "decode_len_0_1",

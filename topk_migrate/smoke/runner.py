@@ -531,14 +531,20 @@ def engine_pieces(filename: str, source: str):
     return engine
 
 
-def kernel_decision(sites, kernel: Kernel) -> str:
-    """Which kernel the codemod's gate decided on and where that came from, as far as sites say."""
-    for s in sites:
-        d = s.to_dict()
-        for key in ("kernel_decision", "kernel", "capability"):
-            if d.get(key):
-                return str(d[key])
-    return f"{kernel.pin} (the installed kernel, passed to the gate as --kernel)"
+def kernel_decision(sites, kernel: Kernel, original: str, filename: str) -> str:
+    """The kernel decision the rewrite used (the installed kernel, passed as
+    --kernel) and the one the gate makes for this file on its own (what
+    `apply` would use), each with where it came from, as the sites say."""
+    from topk_migrate.api import migrate_source
+
+    used = next((s.kernel for s in sites if getattr(s, "kernel", None)), None) or f"{kernel.pin} (--kernel)"
+    try:
+        own_sites = migrate_source(original, path=filename).sites
+        own = next((s.kernel for s in own_sites if getattr(s, "kernel", None)), None)
+        own = own or next((s.reason for s in own_sites if str(s.status) == "manual"), "none")
+    except Exception as e:  # the file's own pins are only reported here, never a reason to stop
+        own = f"not decided ({type(e).__name__}: {e})"
+    return f"rewrite used {used}, the installed kernel; the file's own decision (apply without --kernel): {own}"
 
 
 def smoke_sources(
@@ -567,7 +573,7 @@ def smoke_sources(
     engine = engine_pieces(filename, original)
     report.meta.update(
         kernel=kernel.name,
-        kernel_decision=kernel_decision(sites, kernel),
+        kernel_decision=kernel_decision(sites, kernel, original, filename),
         torch=torch.__version__,
         gpu=torch.cuda.get_device_name() if device == "cuda" else "none",
         mode="end-to-end (runnable backend)" if runnable else "isolated helper (engine not imported)",
@@ -666,7 +672,8 @@ def run_smoke(
         else:
             patched, sites = rewrite(original, str(target), kernel.pin)
             emitters = load_emitters(device, kernel.name.split("==")[-1], emitter_fault)
-            report = smoke_sources(original, patched, str(target), kernel, device, function, sites, emitters=emitters)
+            report = smoke_sources(original, patched, str(target), kernel, device, function, sites,
+                                   timing=not emitter_fault, emitters=emitters)
     echo(report.table())
     if json_path:
         report.write_json(json_path)
