@@ -979,6 +979,52 @@ class Metadata:
     dsa_cache_seqlens_int32: torch.Tensor  # seqlens clipped to topk
 '''
 
+_KERNEL_IMPORT = "from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
+_INLINE = ("metadata.dsa_cache_seqlens_int32 if metadata.dsa_cache_seqlens_int32 is not None "
+           "and metadata.dsa_cache_seqlens_int32.shape[0] == {q}.shape[0] else None")
+
+
+def _fn(body: str, head: str = "", imports: str = _KERNEL_IMPORT) -> str:
+    """A small module: the kernel import, `head`, then `body`; it uses the DSA metadata field."""
+    return f"import torch\n{imports}{head}\n{body}# metadata.dsa_cache_seqlens_int32\n"
+
+
+def _helper(kernel_call: str, head: str = "", params: str = "q", call: str = "q", decorator: str = "") -> str:
+    """SGLang's shape in miniature: forward() holds the metadata, _sparse() calls the kernel."""
+    return (f"from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n{head}\n\nclass Backend:\n"
+            f"    def forward(self, q):\n        metadata = self.forward_metadata\n        return self._sparse({call})\n\n"
+            f"    {decorator}def _sparse(self, {params}):\n        {kernel_call}\n# metadata.dsa_cache_seqlens_int32\n")
+
+
+def _helper_after(before: str, annotation: str) -> str:
+    return before.replace("return self._sparse(q)", "return self._sparse(q, topk_length=metadata.dsa_cache_seqlens_int32)").replace(
+        "def _sparse(self, q):", f"def _sparse(self, q, topk_length: {annotation} = None):").replace(
+        "        return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)",
+        f"        {GUARD_COMMENT}\n        if topk_length is not None and topk_length.shape[0] != q.shape[0]:\n"
+        "            topk_length = None\n\n        return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0, topk_length=topk_length)")
+
+
+_PADDED = _fn("""\
+class Backend:
+    def forward(self, q, q_rope, layer):
+        metadata = self.forward_metadata
+        q_nope = q.view(-1, layer.heads, 512)
+        q_all = torch.cat([q_nope, q_rope], dim=-1)
+        return self._sparse(q_all)
+
+    def _sparse(self, q_all):
+        num_tokens, num_heads, head_dim = q_all.shape
+        q_input = q_all.new_zeros((num_tokens, 64, head_dim))
+        q_input[:, :num_heads, :] = q_all
+        o, _, _ = flash_mla_sparse_fwd(q_input, self.kv, self.idx, 1.0)
+        return o[:, :num_heads]
+""")
+_TYPE_CHECKING = ("from typing import TYPE_CHECKING\n\nfrom sgl_kernel.flash_mla import flash_mla_sparse_fwd\n\n"
+                  "if TYPE_CHECKING:\n    import torch\n    from typing import Optional\n\n\n"
+                  + _helper("return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)").split("\n\n", 1)[1])
+_LAZY = "from __future__ import annotations\n\n" + _TYPE_CHECKING
+
+
 VALID = [
     Example(_HELPER_BEFORE.replace("sm_scale=sm_scale,\n        )", "sm_scale=sm_scale,\n            topk_length=lens,\n        )"),
             Status.COMPLIANT, "passes topk_length"),
@@ -1010,6 +1056,65 @@ VALID = [
             "def f(metadata, x, kv, idx):\n    return flash_mla_sparse_fwd(q=pad(x), kv=kv, indices=idx, sm_scale=1.0)\n"
             "# metadata.dsa_cache_seqlens_int32\n",
             Status.MANUAL, "q is not a plain name"),
+
+    # -- issue 8, class 1 (placement): q is a lambda's parameter, the metadata the enclosing function's.
+    Example(_fn("def attend(q, kv, idx, metadata):\n"
+                "    fwd = lambda q: flash_mla_sparse_fwd(q, kv, idx, 1.0)\n"
+                "    return fwd(q)\n"),
+            Status.MANUAL, "`q` is a lambda parameter"),
+    # class 2 (metadata availability): bound on one path only; rebound before the call.
+    Example(_fn("def attend(self, q, kv, idx, eager):\n    if not eager:\n        metadata = self.forward_metadata\n"
+                "    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n"),
+            Status.MANUAL, "`metadata` is bound at line 6 only on some paths to the call"),
+    Example(_fn("def attend(self, q, kv, idx):\n    metadata = self.forward_metadata\n"
+                "    metadata = metadata.page_table_1\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n"),
+            Status.MANUAL, "`metadata` is bound 2 times in its function (lines 5, 6)"),
+    # class 3 (names): the helper reads a module-level `topk_length`; the new parameter would capture it.
+    Example(_helper("o, _, _ = flash_mla_sparse_fwd(q, self.kv, self.idx[:, :, :topk_length], 1.0)\n        return o",
+                    head="topk_length = 2048  # the indexer's width\n"),
+            Status.MANUAL, "rewrite would change what `topk_length` means at line 11"),
+    Example(_helper("o, _, _ = flash_mla_sparse_fwd(q, self.kv, self.idx[:, :, :topk_length], 1.0)\n        return o",
+                    params="q, topk_length", call="q, 2048"),
+            Status.MANUAL, "already has a parameter `topk_length` without a None default"),
+    # class 4 (callee identity): rebound under a flag; a fallback to another kernel module; a star
+    # import after the kernel; a decorator; two definitions; a method with the kernel's name.
+    Example(_fn("def attend(q, kv, idx, metadata):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n",
+                head="from legacy_ops import sparse_fwd_v1\n\nif USE_LEGACY:\n    flash_mla_sparse_fwd = sparse_fwd_v1\n"),
+            Status.MANUAL, "`flash_mla_sparse_fwd` may not be the kernel at run time: it is bound at line 6"),
+    Example(_fn("def attend(q, kv, idx, metadata):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n",
+                imports="try:\n    from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
+                        "except ImportError:\n    from flash_mla import flash_mla_sparse_fwd\n"),
+            Status.MANUAL, "`flash_mla_sparse_fwd` may also be flash_mla.flash_mla_sparse_fwd (imported at line 5)"),
+    Example(_fn("def attend(q, kv, idx, metadata):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n",
+                head="from legacy_ops import *\n"),
+            Status.MANUAL, "`from legacy_ops import *` at line 3 may rebind `flash_mla_sparse_fwd`"),
+    Example(_helper("return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)", decorator="@traced(\"sparse\")\n    "),
+            Status.MANUAL, "is decorated with `@traced`"),
+    Example(_fn("if FAST:\n    def sparse(q, kv, idx):\n        return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n"
+                "else:\n    def sparse(q, kv, idx):\n        return slow_sparse(q, kv, idx)\n\n"
+                "def forward(metadata, q, kv, idx):\n    return sparse(q, kv, idx)\n"),
+            Status.MANUAL, "sparse is bound 2 times (lines 5, 8)"),
+    Example(_fn("class B:\n    def flash_mla_sparse_fwd(self, q, kv, idx, s):\n        return legacy(q, kv, idx, s)\n\n"
+                "    def attend(self, q, kv, idx, metadata):\n        return self.flash_mla_sparse_fwd(q, kv, idx, 1.0)\n"),
+            Status.MANUAL, "`self.flash_mla_sparse_fwd` is a method (B.flash_mla_sparse_fwd)"),
+    # class 5 (rows): q reordered at the call, in a caller's argument, or concatenated along rows.
+    Example(_fn("def attend(q, kv, idx, metadata, order):\n    q = q[order]  # sorted by length\n"
+                "    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n"),
+            Status.MANUAL, "`q[order]` indexes dim 0"),
+    Example(_helper("return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)", call="q.index_select(0, self.perm)"),
+            Status.MANUAL, "at the caller on line 7: q's rows may not be the metadata's rows: `q.index_select(0, self.perm)`"),
+    Example(_fn("def attend(q_nope, q_rope, kv, idx, metadata):\n    q = torch.cat([q_nope, q_rope])\n"
+                "    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n"),
+            Status.MANUAL, "`torch.cat([q_nope, q_rope])` works on dim 0 (the rows)"),
+    # class 8 (discovery): the kernel used as a value is reported, never skipped.
+    Example("import functools\nfrom sgl_kernel.flash_mla import flash_mla_sparse_fwd\n\n"
+            "sparse = functools.partial(flash_mla_sparse_fwd, d_v=512)\n",
+            Status.MANUAL, "the kernel is wrapped by functools.partial"),
+    Example("from sgl_kernel import flash_mla\n\nfwd = getattr(flash_mla, \"flash_mla_sparse_fwd\")\n",
+            Status.MANUAL, "the kernel is looked up by name with getattr"),
+    Example("from sgl_kernel import flash_mla\n\n\nclass B:\n    def __init__(self):\n"
+            "        self.kernel = flash_mla.flash_mla_sparse_fwd\n",
+            Status.MANUAL, "the kernel is stored in `self.kernel`"),
 ]
 
 INVALID = [
@@ -1071,4 +1176,45 @@ INVALID = [
         "    out = fm.flash_mla_sparse_fwd(q, kv, idx, 1.0, topk_length=topk_length)  # the kernel\n    return out\n"
         "# dsa_cache_seqlens_int32\n",
     ),
+
+    # -- issue 8, class 1 (placement): a guard before the statement would not see the `q` a lambda's
+    # call reads later, nor a `q` rebound earlier on the same line; both guard inline, at the call.
+    Example(_fn("def attend(q, kv, idx, metadata):\n    run = lambda: flash_mla_sparse_fwd(q, kv, idx, 1.0)\n    return run()\n"),
+            Status.FIXABLE, "guarded inline",
+            after=_fn("def attend(q, kv, idx, metadata):\n    run = lambda: flash_mla_sparse_fwd(q, kv, idx, 1.0, "
+                      f"topk_length={_INLINE.format(q='q')})\n    return run()\n")),
+    Example(_fn("def attend(x, kv, idx, metadata):\n    q = x.view(x.shape[0], -1, 576); o = flash_mla_sparse_fwd(q, kv, idx, 1.0)\n"
+                "    return o\n"),
+            Status.FIXABLE, "guarded inline",
+            after=_fn("def attend(x, kv, idx, metadata):\n    q = x.view(x.shape[0], -1, 576); o = flash_mla_sparse_fwd(q, kv, idx, 1.0, "
+                      f"topk_length={_INLINE.format(q='q')})\n    return o\n")),
+    # class 2: a None default: the inserted binding handles None.
+    Example(_fn("def attend(q, kv, idx, metadata=None):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n"),
+            Status.FIXABLE, "guarded by q's row count",
+            after=_fn(f"def attend(q, kv, idx, metadata=None):\n    {GUARD_COMMENT}\n"
+                      "    topk_length = metadata.dsa_cache_seqlens_int32 if metadata is not None else None\n"
+                      "    if topk_length is not None and topk_length.shape[0] != q.shape[0]:\n        topk_length = None\n\n"
+                      "    return flash_mla_sparse_fwd(q, kv, idx, 1.0, topk_length=topk_length)\n")),
+    # class 3: `topk_length` is already a local with another meaning: the guard goes inline.
+    Example(_fn("def attend(q, kv, idx, metadata):\n    topk_length = idx.shape[-1]\n"
+                "    o, _, _ = flash_mla_sparse_fwd(q, kv, idx[:, :, :topk_length], 1.0)\n    return o\n"),
+            Status.FIXABLE, "guarded inline",
+            after=_fn("def attend(q, kv, idx, metadata):\n    topk_length = idx.shape[-1]\n"
+                      "    o, _, _ = flash_mla_sparse_fwd(q, kv, idx[:, :, :topk_length], 1.0, "
+                      f"topk_length={_INLINE.format(q='q')})\n    return o\n")),
+    # class 5 (rows): head padding by new_zeros + slice assignment, view and cat along the last dim
+    # keep the rows: SGLang's own shape stays fixable. Class 7: torch imported unconditionally.
+    Example(_PADDED, Status.FIXABLE, "gains topk_length", after=_PADDED.replace(
+        "return self._sparse(q_all)", "return self._sparse(q_all, topk_length=metadata.dsa_cache_seqlens_int32)").replace(
+        "def _sparse(self, q_all):", "def _sparse(self, q_all, topk_length: Optional[torch.Tensor] = None):").replace(
+        "        o, _, _ = flash_mla_sparse_fwd(q_input, self.kv, self.idx, 1.0)",
+        f"        {GUARD_COMMENT}\n        if topk_length is not None and topk_length.shape[0] != q_input.shape[0]:\n"
+        "            topk_length = None\n\n"
+        "        o, _, _ = flash_mla_sparse_fwd(q_input, self.kv, self.idx, 1.0, topk_length=topk_length)").replace(
+        _KERNEL_IMPORT, _KERNEL_IMPORT + "from typing import Optional\n", 1)),
+    # class 7 (annotations): torch and Optional only under TYPE_CHECKING: a string annotation; with
+    # `from __future__ import annotations` the file's own spelling.
+    Example(_TYPE_CHECKING, Status.FIXABLE, "gains topk_length", after=_helper_after(
+        _TYPE_CHECKING, '"Optional[torch.Tensor]"')),
+    Example(_LAZY, Status.FIXABLE, "gains topk_length", after=_helper_after(_LAZY, "Optional[torch.Tensor]")),
 ]

@@ -82,6 +82,13 @@ def _first_index_keeps_rows(sub: cst.Subscript) -> bool:
     return isinstance(first, cst.Index) and isinstance(first.value, cst.Ellipsis)
 
 
+SPLITS = {"split", "chunk", "tensor_split", "unbind", "split_with_sizes"}
+
+
+def _is_split(e: cst.BaseExpression) -> bool:
+    return isinstance(e, cst.Call) and (get_full_name_for_node(e.func) or "").rsplit(".", 1)[-1] in SPLITS
+
+
 class RowTrace:
     """Follows q's rows back through the assignments of its function."""
 
@@ -104,6 +111,8 @@ class RowTrace:
                 return f"`{_code(e)}` transposes rows"
             return self._data(e.value)
         if isinstance(e, cst.Subscript):
+            if _is_split(e.value):  # one piece of a split: rows kept if the split keeps them
+                return self._data(e.value)
             if not _first_index_keeps_rows(e):
                 return f"`{_code(e)}` indexes dim 0"
             return self._data(e.value)
