@@ -8,28 +8,32 @@ from pathlib import Path
 import pytest
 
 CACHE = Path(os.environ.get("TOPK_MIGRATE_TEST_CACHE", Path.home() / ".cache" / "topk-migrate-tests"))
-DSA = "sglang/srt/layers/attention/dsa_backend.py"
+ATTENTION = "sglang/srt/layers/attention/"
+DSA = ATTENTION + "dsa_backend.py"
+NSA = ATTENTION + "nsa_backend.py"  # the DSA backend's name before 0.5.13
 
 
-def wheel(version: str) -> Path:
-    found = sorted(CACHE.glob(f"sglang-{version}-*.whl"))
+def wheel(version: str, dist: str = "sglang") -> Path:
+    stem = dist.replace("-", "_")  # wheel file names spell sglang-kt as sglang_kt
+    found = sorted(CACHE.glob(f"{stem}-{version}-*.whl"))
     if not found:
         CACHE.mkdir(parents=True, exist_ok=True)
         r = subprocess.run(
             [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-             "-d", str(CACHE), f"sglang=={version}"],
+             "-d", str(CACHE), f"{dist}=={version}"],
             capture_output=True, text=True, timeout=600,
         )
-        found = sorted(CACHE.glob(f"sglang-{version}-*.whl"))
+        found = sorted(CACHE.glob(f"{stem}-{version}-*.whl"))
         if not found:
-            pytest.skip(f"PyPI unreachable, cannot fetch sglang=={version}: {r.stderr.strip()[-200:]}")
+            pytest.skip(f"PyPI unreachable, cannot fetch {dist}=={version}: {r.stderr.strip()[-200:]}")
     return found[0]
 
 
-def install_like_site_packages(version: str, dest: Path) -> Path:
-    """Unpack the attention package and the dist-info, as pip would lay them out in site-packages."""
-    with zipfile.ZipFile(wheel(version)) as z:
+def install_like_site_packages(version: str, dest: Path, dist: str = "sglang", backend: str = DSA) -> Path:
+    """Unpack the attention package and the dist-info, as pip would lay them out in site-packages;
+    returns the path of `backend`."""
+    with zipfile.ZipFile(wheel(version, dist)) as z:
         for name in z.namelist():
-            if name.startswith("sglang/srt/layers/attention/") or ".dist-info/" in name:
+            if name.startswith(ATTENTION) or ".dist-info/" in name:
                 z.extract(name, dest)
-    return dest / DSA
+    return dest / backend

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from sglang_wheels import install_like_site_packages
+from sglang_wheels import DSA, NSA, install_like_site_packages
 
 HELPER, CALLERS = "_forward_flashmla_sparse", ("forward_extend", "forward_decode")
 
@@ -104,3 +104,72 @@ def test_0516_with_an_old_kernel_is_manual_and_untouched(releases):
     assert r.returncode == 1
     assert " manual sgl_kernel.flash_mla.flash_mla_sparse_fwd \u2014 kernel too old" in r.stdout
     assert old.read_bytes() == before
+
+
+# -- no over-refusal (issue 8): the real releases that need the fix stay fixable, with the reference shape --------
+
+KERNEL = "sglang-kernel==0.4.6"
+RELEASES = [  # (distribution, version, backend file, --kernel or None: the wheel's own pin decides)
+    ("sglang", "0.5.14", DSA, None),
+    ("sglang", "0.5.15", DSA, None),
+    ("sglang", "0.5.16", DSA, None),
+    ("sglang", "0.5.9", NSA, KERNEL),  # pins sgl-kernel==0.3.21: too old unless the kernel is declared
+    ("sglang", "0.5.12.post1", NSA, KERNEL),  # pins sglang-kernel==0.4.2.post2
+    ("sglang-kt", "0.7.2", NSA, KERNEL),  # pins kt-kernel only
+]
+
+
+def seqlens_field(src):
+    """The clipped-seqlen metadata the tree itself uses (dsa_ from 0.5.13 on, nsa_ before)."""
+    return "metadata.dsa_cache_seqlens_int32" if "dsa_cache_seqlens_int32" in src else "metadata.nsa_cache_seqlens_int32"
+
+
+@pytest.mark.parametrize("dist,version,backend,kernel", RELEASES, ids=[f"{d}-{v}" for d, v, _, _ in RELEASES])
+def test_real_release_is_fixable_with_the_reference_shape(tmp_path, dist, version, backend, kernel):
+    path = install_like_site_packages(version, tmp_path, dist, backend)
+    original = path.read_text()
+    flag = ("--kernel", kernel) if kernel else ()
+    r = cli("check", "-v", *flag, str(path))
+    assert r.returncode == 1, r.stdout + r.stderr
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith(str(path))]
+    assert len(lines) == 1 and " fixable sgl_kernel.flash_mla.flash_mla_sparse_fwd " in lines[0], r.stdout + r.stderr
+    decided = "sglang-kernel==0.4.6 from --kernel" if kernel else f"from {dist.replace('-', '_')}-{version}.dist-info/METADATA"
+    assert "    kernel: " in r.stdout and decided in r.stdout, r.stdout
+
+    r = cli("apply", *flag, str(path))
+    assert r.returncode == 1, r.stdout + r.stderr
+    patched = path.read_text()
+    ours, untouched = functions(patched), functions(original)
+    field = seqlens_field(original)
+    # the helper gains the parameter, guards it by q's rows and passes it on
+    assert "topk_length: Optional[torch.Tensor]=None" in ast.unparse(ours[HELPER].args)
+    assert kernel_keywords(ours[HELPER])["topk_length"] == "topk_length"
+    g = guard(ours[HELPER])
+    assert guard_result(g, 4, 4) and not guard_result(g, 8, 4) and guard_result(g, None, 4) and guard_result(g, 0, 0)
+    # every caller holding the metadata passes it, and only callers and helper change
+    callers = {name for name, fn in ours.items() if helper_calls(fn)}
+    assert callers == set(CALLERS), callers
+    for name in CALLERS:
+        assert [c.get("topk_length") for c in helper_calls(ours[name])] == [field]
+    for name, fn in untouched.items():
+        if name not in (HELPER, *CALLERS):
+            assert ast.dump(ours[name]) == ast.dump(fn), name
+    compile(patched, str(path), "exec")
+    assert cli("apply", *flag, str(path)).returncode == 0 and path.read_text() == patched  # idempotent
+
+
+@pytest.mark.parametrize("version,pinned", [("0.5.9", "sgl-kernel==0.3.21"), ("0.5.12.post1", "sglang-kernel==0.4.2.post2")])
+def test_release_pinning_an_old_kernel_is_too_old_from_its_own_metadata(tmp_path, version, pinned):
+    path = install_like_site_packages(version, tmp_path, "sglang", NSA)
+    r = cli("check", str(path))
+    assert r.returncode == 1
+    assert f" manual sgl_kernel.flash_mla.flash_mla_sparse_fwd \u2014 kernel too old: {pinned} from sglang-{version}.dist-info/METADATA" in r.stdout, r.stdout
+
+
+def test_sglang_kt_without_a_kernel_says_what_to_declare(tmp_path):
+    path = install_like_site_packages("0.7.2", tmp_path, "sglang-kt", NSA)
+    r = cli("check", str(path))
+    assert r.returncode == 1
+    assert ("kernel capability unknown (pass --kernel): no pin of sglang-kernel or sgl-kernel (providing sgl_kernel) "
+            'found; declare the kernel with --kernel sglang-kernel==VERSION or kernel = "sglang-kernel==VERSION" '
+            "in [tool.topk-migrate]") in r.stdout, r.stdout
