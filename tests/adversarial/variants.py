@@ -245,6 +245,30 @@ def entry(inp):
     return outs
 ''')
 
+add("lambda_closure_q_rebound_after", "1 placement", '''
+def entry(inp):
+    metadata = inp.metadata
+    q, idx = inp.q, inp.indices
+    attend = lambda: flash_mla_sparse_fwd(q, inp.kv, idx, inp.sm_scale)[0]  # SITE
+    first = attend()
+    q, idx = q.flip(0), idx.flip(0)
+    return first, attend()
+''')
+add("helper_with_star_args", "1 placement", '''
+class Backend:
+    def forward(self, inp):
+        metadata = inp.metadata
+        return self._sparse(inp.q, inp.kv, inp.indices, inp.sm_scale, "prefill")
+
+    def _sparse(self, q, kv, indices, scale, *tags):
+        o, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+        return o, len(tags)
+
+
+def entry(inp):
+    return Backend().forward(inp)[0]
+''')
+
 # --- 2 metadata availability --------------------------------------------------------------------
 add("metadata_bound_only_in_if", "2 metadata", '''
 def entry(inp):
@@ -425,6 +449,32 @@ class Backend:
 
 def entry(inp):
     return Backend(types.SimpleNamespace(page_table_1=inp.metadata.page_table_1)).forward(inp.q, inp.kv, inp.indices, inp.sm_scale)
+''')
+
+add("metadata_module_global_none", "2 metadata", '''
+metadata = None  # installed by init_forward_metadata on the graph path only
+
+
+def forward(q, kv, indices, scale):
+    global metadata
+    o, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+    return o
+
+
+def entry(inp):
+    return forward(inp.q, inp.kv, inp.indices, inp.sm_scale)
+''')
+add("metadata_rebound_to_other_micro_batch", "2 metadata", '''
+def attend(q, kv, indices, scale, inp):
+    metadata = inp.metadata_for(slice(0, 4))
+    lens0 = metadata.dsa_cache_seqlens_int32.sum()
+    metadata = inp.metadata_for(slice(4, 8))  # the name now holds the other micro-batch
+    o, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+    return o, lens0
+
+
+def entry(inp):
+    return attend(inp.q[:4], inp.kv, inp.indices[:4], inp.sm_scale, inp)
 ''')
 
 # --- 3 name hygiene -----------------------------------------------------------------------------
@@ -918,6 +968,7 @@ REORDERINGS = [
                                       "q_sel = torch.cat([q_nope.flip(0), q_rope.flip(0)], dim=-1)\nidx_sel = idx.flip(0)"),
     ("where_mixes_rows", "swap = (torch.arange(q.shape[0]) % 2 == 0)\nq_sel = torch.where(swap[:, None, None], q, q.roll(1, 0))\n"
                          "idx_sel = torch.where(swap[:, None, None], idx, idx.roll(1, 0))"),
+    ("in_place_copy_on_q", "q_sel, idx_sel = q.clone(), idx.clone()\nq_sel.copy_(q_sel.flip(0).clone())\nidx_sel.copy_(idx_sel.flip(0).clone())"),
     ("in_place_permutation", "q_sel, idx_sel = q.clone(), idx.clone()\nq_sel[:] = q.flip(0)\nidx_sel.copy_(idx.flip(0))"),
 ]
 
@@ -999,6 +1050,58 @@ def entry(inp):
     metadata = inp.metadata
     q, idx = inp.q, inp.indices
     q, idx = q.flip(0), idx.flip(0)
+    out, _, _ = flash_mla_sparse_fwd(q, inp.kv, idx, inp.sm_scale)  # SITE
+    return out
+''')
+
+add("rows_q_permuted_in_place_same_name", "5 rows", '''
+def entry(inp):
+    metadata = inp.metadata
+    q, idx = inp.q.clone(), inp.indices.clone()
+    q[:] = q.flip(0).clone()
+    idx[:] = idx.flip(0).clone()
+    out, _, _ = flash_mla_sparse_fwd(q, inp.kv, idx, inp.sm_scale)  # SITE
+    return out
+''')
+add("rows_helper_param_permuted_in_place", "5 rows", '''
+class Backend:
+    def forward(self, inp):
+        metadata = inp.metadata
+        return self._sparse(inp.q.clone(), inp.kv, inp.indices.clone(), inp.sm_scale)
+
+    def _sparse(self, q, kv, indices, scale):
+        q.copy_(q.flip(0).clone())
+        indices.copy_(indices.flip(0).clone())
+        out, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+        return out
+
+
+def entry(inp):
+    return Backend().forward(inp)
+''')
+add("indices_truncated_to_narrower_topk", "5 rows", '''
+class Backend:
+    effective_topk = 8  # this fork attends over fewer tokens than the indexer keeps
+
+    def forward(self, inp):
+        metadata = inp.metadata
+        return self._sparse(inp.q, inp.kv, inp.indices, inp.sm_scale)
+
+    def _sparse(self, q, kv, indices, scale):
+        indices = indices[..., : self.effective_topk]
+        out, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+        return out
+
+
+def entry(inp):
+    return Backend().forward(inp)
+''')
+add("indices_masked_after_topk", "5 rows", '''
+def entry(inp):
+    metadata = inp.metadata
+    q = inp.q
+    evicted = inp.indices % 3 == 0  # tokens evicted from the cache since the indexer ran
+    idx = inp.indices.masked_fill(evicted, -1)
     out, _, _ = flash_mla_sparse_fwd(q, inp.kv, idx, inp.sm_scale)  # SITE
     return out
 ''')
