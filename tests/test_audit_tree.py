@@ -17,6 +17,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+pytestmark = pytest.mark.heavy  # builds a 247 MB tree from ~580 MB of wheels
+
 ROOT = Path(__file__).resolve().parents[1]
 TREE = Path(os.environ.get("TOPK_BENCH_TREE", "/tmp/topk-bench-tree"))
 ENTRY_POINTS = {"flash_mla_sparse_fwd", "flash_mla_sparse_prefill"}
