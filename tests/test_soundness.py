@@ -1,0 +1,268 @@
+"""Issue 8: the rewrite is checked on the rewritten module before it is accepted.
+
+Each case runs the rewritten code against a small stand-in kernel (shapes only) that
+raises on a row mismatch and records the lengths it got; then the same case with
+`validate_rewrite` disabled shows that the check is what keeps it sound.
+"""
+import sys
+import textwrap
+import types
+
+import pytest
+
+from topk_migrate.api import migrate_source
+from topk_migrate.codemods import pass_topk_length as rule
+from topk_migrate.model import Status
+from topk_migrate.rows import row_hazard
+from topk_migrate.scopecheck import Tree
+
+KERNEL = "sglang-kernel==0.4.6"
+
+
+class T:
+    """A tensor stand-in: a shape and an id for its rows."""
+
+    def __init__(self, rows, tag="t"):
+        self.shape = (rows, 4)
+        self.tag = tag
+
+    def view(self, *shape):
+        return self
+
+    def __getitem__(self, key):
+        return self
+
+
+@pytest.fixture
+def kernel(monkeypatch):
+    calls = []
+
+    def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_length=None):
+        if topk_length is not None and topk_length.shape[0] != q.shape[0]:
+            raise RuntimeError("topk_length rows differ from q's")
+        calls.append((q.tag, getattr(topk_length, "tag", None)))
+        return q, None, None
+
+    pkg, mod = types.ModuleType("sgl_kernel"), types.ModuleType("sgl_kernel.flash_mla")
+    mod.flash_mla_sparse_fwd = flash_mla_sparse_fwd
+    pkg.flash_mla = mod
+    monkeypatch.setitem(sys.modules, "sgl_kernel", pkg)
+    monkeypatch.setitem(sys.modules, "sgl_kernel.flash_mla", mod)
+    return calls
+
+
+def migrate(src, tmp_path):
+    return migrate_source(textwrap.dedent(src), str(tmp_path / "b.py"), kernel=KERNEL)
+
+
+def run(source, *args):
+    env = {}
+    exec(compile(source, "<rewritten>", "exec"), env)
+    return env["entry"](*args)
+
+
+def md(rows):
+    return types.SimpleNamespace(dsa_cache_seqlens_int32=T(rows, "lens"))
+
+
+# Cases only the scope validation catches: each compiles either way, and without the
+# validation each rewrite raises or hands the kernel the wrong lengths.
+SEMICOLON = """\
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+def entry(x, metadata):
+    q = x.view(-1, 4); o = flash_mla_sparse_fwd(q, None, None, 1.0)[0]
+    return o
+# metadata.dsa_cache_seqlens_int32
+"""
+TWO_CALLS = """\
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+def entry(q, metadata, draft):
+    return flash_mla_sparse_fwd(draft, None, None, 1.0)[0], flash_mla_sparse_fwd(q, None, None, 1.0)[0]
+# metadata.dsa_cache_seqlens_int32
+"""
+LATE_LAMBDA = """\
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+def entry(q, metadata, draft):
+    run = lambda: flash_mla_sparse_fwd(q, None, None, 1.0)[0]
+    q = draft
+    return run()
+# metadata.dsa_cache_seqlens_int32
+"""
+LOCAL_WIDTH = """\
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+def entry(q, metadata, draft):
+    topk_length = 2
+    return flash_mla_sparse_fwd(q, None, None, 1.0)[0], topk_length
+# metadata.dsa_cache_seqlens_int32
+"""
+GLOBAL_WIDTH = """\
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+topk_length = 2
+
+class B:
+    def forward(self, q, metadata):
+        return self._sparse(q)
+
+    def _sparse(self, q):
+        return flash_mla_sparse_fwd(q, None, None, 1.0)[0], topk_length + 1
+
+def entry(q, metadata, draft):
+    return B().forward(q, metadata)
+# metadata.dsa_cache_seqlens_int32
+"""
+READ_BEFORE = """\
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+topk_length = 2
+
+def entry(q, metadata, draft):
+    width = topk_length
+    return flash_mla_sparse_fwd(q, None, None, 1.0)[0], width
+# metadata.dsa_cache_seqlens_int32
+"""
+
+
+def _args(case):
+    return (T(6, "q"), md(6)) if case is SEMICOLON else (T(6, "q"), md(6), T(3, "draft"))
+
+
+@pytest.mark.parametrize("case", [SEMICOLON, TWO_CALLS, LATE_LAMBDA, LOCAL_WIDTH, GLOBAL_WIDTH, READ_BEFORE],
+                         ids=["semicolon", "two-calls", "late-lambda", "local-width", "global-width", "read-before"])
+def test_validation_keeps_each_rewrite_sound(case, tmp_path, kernel, monkeypatch):
+    before = run(case, *_args(case))
+    kernel.clear()
+    m = migrate(case, tmp_path)
+    after = run(m.new_source, *_args(case))
+    assert _same(after, before)
+    assert all(lens in (None, "lens") for _, lens in kernel)
+    assert all(lens is None or q == "q" for q, lens in kernel), kernel  # only q's rows get q's lengths
+
+    monkeypatch.setattr(rule, "validate_rewrite", lambda *a, **k: None)
+    unchecked = migrate(case, tmp_path).new_source
+    assert unchecked != m.new_source
+    kernel.clear()
+    try:
+        result = run(unchecked, *_args(case))
+    except (NameError, RuntimeError, TypeError, AttributeError):
+        return
+    assert not _same(result, before) or any(lens == "lens" and q != "q" for q, lens in kernel), unchecked
+
+
+def _same(a, b):
+    if isinstance(a, tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return getattr(a, "tag", a) == getattr(b, "tag", b)
+
+
+def test_two_calls_in_one_statement_are_each_guarded_inline(tmp_path):
+    m = migrate(TWO_CALLS, tmp_path)
+    assert [s.status for s in m.sites] == [Status.FIXABLE, Status.FIXABLE]
+    assert all("guarded inline" in s.reason for s in m.sites)
+    assert "shape[0] == q.shape[0]" in m.new_source and "shape[0] == draft.shape[0]" in m.new_source
+    assert "\n    topk_length =" not in m.new_source
+
+
+def test_helper_reading_a_global_topk_length_is_manual_and_untouched(tmp_path):
+    m = migrate(GLOBAL_WIDTH, tmp_path)
+    (s,) = m.sites
+    assert s.status is Status.MANUAL and "rewrite would change what `topk_length` means at line 10" in s.reason
+    assert not m.changed
+
+
+def test_read_before_the_inserted_assignment_goes_inline(tmp_path):
+    m = migrate(READ_BEFORE, tmp_path)
+    (s,) = m.sites
+    assert s.status is Status.FIXABLE and "guarded inline" in s.reason
+    assert "    width = topk_length\n" in m.new_source and "\n    topk_length =" not in m.new_source
+
+
+def test_a_failed_helper_rewrite_leaves_its_callers_alone(tmp_path):
+    m = migrate(GLOBAL_WIDTH, tmp_path)
+    assert "return self._sparse(q)\n" in m.new_source
+
+
+@pytest.mark.parametrize("src,why", [
+    ("def entry(q, metadata):\n    return [flash_mla_sparse_fwd(qi, None, None, 1.0) for qi in q.split(2)]\n",
+     "`qi` is a comprehension variable"),
+    ("def entry(q, metadata):\n    def one(x):\n        return flash_mla_sparse_fwd(x, None, None, 1.0)\n"
+     "    return [one(c) for c in q.chunk(2)]\n", "`x` comes from the callers of `one`"),
+    ("def entry(q, metadata):\n    for part in q.split(2):\n        flash_mla_sparse_fwd(part, None, None, 1.0)\n",
+     "`part` is a loop variable"),
+    ("def entry(q, metadata, n):\n    q = q.narrow(0, 0, n)\n    return flash_mla_sparse_fwd(q, None, None, 1.0)\n",
+     "`q.narrow(0, 0, n)` works on dim 0"),
+    ("def entry(q, metadata, perm):\n    out = q.new_zeros(q.shape)\n    out[perm] = q\n"
+     "    return flash_mla_sparse_fwd(out, None, None, 1.0)\n", "`out[perm] = ...` writes rows by index"),
+    ("def entry(q, metadata):\n    q = q.transpose(0, 1)\n    return flash_mla_sparse_fwd(q, None, None, 1.0)\n",
+     "moves dim 0"),
+])
+def test_row_hazards_are_manual(src, why, tmp_path):
+    m = migrate("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n" + src + "# metadata.dsa_cache_seqlens_int32\n",
+                tmp_path)
+    assert [s.status for s in m.sites] == [Status.MANUAL], m.sites
+    assert why in m.sites[0].reason and not m.changed
+
+
+@pytest.mark.parametrize("expr", [
+    "q", "q.view(-1, 8, 64)", "q.reshape(q.shape[0], -1)", "q.unsqueeze(1)", "q.contiguous()", "q.to(torch.bfloat16)",
+    "torch.cat([q, r], dim=-1)", "q.split([4, 4], dim=-1)[0]", "q.transpose(1, 2)", "q[:, :8]", "q[..., :64]",
+    "q.flatten(1)", "concat_mla_absorb_q_general(q, r)", "q if r is None else r.view(-1, 4)",
+])
+def test_row_preserving_steps_pass(expr):
+    tree = Tree(__import__("libcst").parse_module(f"def f(q, r):\n    x = {expr}\n"))
+    node = tree.module.body[0].body.body[0].body[0].value
+    assert row_hazard(tree, node)[0] is None
+
+
+@pytest.mark.parametrize("expr", [
+    "q[perm]", "q[:n]", "q[mask]", "q[1:]", "q.index_select(0, idx)", "torch.index_select(q, 0, idx)",
+    "q.gather(0, idx)", "torch.cat([q, r])", "torch.cat([q, r], 0)", "q.split(4)[0]", "q.chunk(2)[1]",
+    "q.flip(0)", "q.roll(1)", "q.T", "q.t()", "q.permute(1, 0, 2)", "q.masked_select(m)", "torch.stack([q, r])",
+    "q.sort(dim=0)", "q.index_select(d, idx)",
+])
+def test_row_reordering_steps_are_named(expr):
+    tree = Tree(__import__("libcst").parse_module(f"def f(q, r, perm, n, mask, idx, m, d):\n    x = {expr}\n"))
+    node = tree.module.body[0].body.body[0].body[0].value
+    assert row_hazard(tree, node)[0], expr
+
+
+def test_kernel_reached_through_an_expression_is_reported(tmp_path):
+    m = migrate("""\
+        import importlib
+        def entry(q, metadata):
+            return importlib.import_module("sgl_kernel.flash_mla").flash_mla_sparse_fwd(q, None, None, 1.0)
+        """, tmp_path)
+    (s,) = m.sites
+    assert s.status is Status.MANUAL and "reached through `importlib.import_module" in s.reason
+    assert (s.line, s.column) == (3, 12)
+
+
+def test_comparisons_with_the_kernel_are_not_uses(tmp_path):
+    m = migrate("""\
+        try:
+            from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+        except ImportError:
+            flash_mla_sparse_fwd = None
+        HAVE_SPARSE = flash_mla_sparse_fwd is not None
+        if flash_mla_sparse_fwd:
+            pass
+        """, tmp_path)
+    assert m.sites == []
+
+
+def test_metadata_attribute_set_to_none_is_handled(tmp_path):
+    m = migrate("""\
+        from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+        class B:
+            def __init__(self):
+                self.forward_metadata = None
+            def forward(self, q):
+                metadata = self.forward_metadata
+                return flash_mla_sparse_fwd(q, None, None, 1.0)
+        # metadata.dsa_cache_seqlens_int32
+        """, tmp_path)
+    assert "topk_length = metadata.dsa_cache_seqlens_int32 if metadata is not None else None" in m.new_source
