@@ -424,7 +424,7 @@ class _Analysis:
             passing.append((k, expr, none))
             found = found or expr
         if mine is not None and already and not passing:  # half-migrated: callers pass it, the kernel call drops it
-            g = Group("helper", [c], [], helper=fn)
+            g = Group("helper", [c], [], helper=fn, inline=c.statement is None)
             g.reason = f"{fn.qualname} takes topk_length from its callers but does not forward it"
             self._remember(fn, g)
             return self.site(c, Status.FIXABLE, g.reason)
@@ -432,7 +432,7 @@ class _Analysis:
             why = f"no {wanted} in scope of {fn.qualname}"
             why += f", nor in its {_at(lacking)}" if lacking else ", and it has no callers in this module"
             return self.site(c, Status.MANUAL, why)
-        g = Group("helper", [c], [], helper=fn, callers=passing, add_param=mine is None)
+        g = Group("helper", [c], [], helper=fn, callers=passing, add_param=mine is None, inline=c.statement is None)
         g.reason = f"{fn.qualname} gains topk_length; {_at([k for k, _, _ in passing])} pass it"
         if lacking:
             g.reason += f"; {_at(lacking)} have no metadata and keep the full width"
@@ -876,6 +876,41 @@ def _how(tree: Tree, node: cst.CSTNode) -> str:
 
 
 # -- the driver --------------------------------------------------------------------------
+_STUB = cst.IndentedBlock(body=[cst.SimpleStatementLine([cst.Expr(cst.Ellipsis())])])
+
+
+def _touched(tree: Tree, groups: Sequence[Group]) -> Set[int]:
+    """ids of the defs that hold a call the rewrite edits (and of the defs around them)."""
+    out: Set[int] = set()
+    for g in groups:
+        for node in [c.node for c in g.calls] + [k.node for k, _, _ in g.callers]:
+            out.update(id(a) for a in tree.ancestors(node) if isinstance(a, cst.FunctionDef))
+        if g.helper is not None:
+            out.add(id(g.helper.node))
+    return out
+
+
+def _reduced(module: cst.Module, keep: Set[int]) -> cst.Module:
+    """The module with the body of every def outside `keep` replaced by `...`.
+
+    New bindings only appear inside kept defs, so every read they can change is still
+    there; module- and class-level code is kept whole. Kept nodes stay the same objects.
+    """
+    def shrink(body):
+        out = []
+        for st in body:
+            if isinstance(st, cst.FunctionDef) and id(st) not in keep:
+                st = st.with_changes(body=_STUB)
+            elif isinstance(st, cst.ClassDef) and isinstance(st.body, cst.IndentedBlock):
+                inner = shrink(st.body.body)
+                if any(a is not b for a, b in zip(inner, st.body.body)):
+                    st = st.with_changes(body=st.body.with_changes(body=inner))
+            out.append(st)
+        return out
+
+    return module.with_changes(body=shrink(module.body))
+
+
 def migrate(source: str, path: str, gate: Gate, metadata: Sequence[str] = ()) -> Tuple[str, List[Site]]:
     """Classify every kernel call in `source` and return (rewritten source, sites)."""
     module = cst.parse_module(source)
@@ -894,11 +929,13 @@ def migrate(source: str, path: str, gate: Gate, metadata: Sequence[str] = ()) ->
                 g.sites.append(len(sites) - 1)
     groups = list(analysis.groups)
     annotation, need_import = _optional_annotation(module, facts)
-    new = module
+    if groups:  # validate on the module cut down to the functions the rewrite touches (faster)
+        small = _reduced(module, _touched(tree, groups))
+        small_tree = Tree(small, positions=False)
+        small_tree.position = tree.position  # kept nodes are the original objects: their lines hold
     while groups:
         rewrite = _Rewrite(groups, annotation)
-        new = module.visit(rewrite)
-        failures = validate_rewrite(tree, new, rewrite.record, groups) or {}
+        failures = validate_rewrite(small_tree, small.visit(rewrite), rewrite.record, groups) or {}
         if not failures:
             break
         for g in [g for g in groups if id(g) in failures]:
@@ -911,12 +948,11 @@ def migrate(source: str, path: str, gate: Gate, metadata: Sequence[str] = ()) ->
             groups.remove(g)
             for i in g.sites:
                 sites[i] = replace(sites[i], status=Status.MANUAL, reason=failures[id(g)], metadata=None)
-        if not groups:
-            new = module
     sites += _value_uses(tree, facts, path)
     sites.sort(key=lambda s: (s.line, s.column))
     if not groups:
         return source, sites
+    new = module.visit(_Rewrite(groups, annotation))
     if need_import and any(g.add_param for g in groups):
         from libcst.codemod import CodemodContext
         from libcst.codemod.visitors import AddImportsVisitor
