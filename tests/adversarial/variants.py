@@ -477,6 +477,35 @@ def entry(inp):
     return attend(inp.q[:4], inp.kv, inp.indices[:4], inp.sm_scale, inp)
 ''')
 
+add("metadata_from_context_manager_none", "2 metadata", '''
+import contextlib
+
+
+@contextlib.contextmanager
+def graph_metadata(inp):
+    yield None  # eager mode: no captured metadata
+
+
+def entry(inp):
+    q = inp.q
+    with graph_metadata(inp) as metadata:
+        o, _, _ = flash_mla_sparse_fwd(q, inp.kv, inp.indices, inp.sm_scale)  # SITE
+    return o
+''')
+add("metadata_name_is_a_dict", "2 metadata", '''
+class DSAMetadata:
+    dsa_cache_seqlens_int32: torch.Tensor  # (used by the indexer, elsewhere)
+
+
+def attend(q, kv, indices, scale, metadata: dict):
+    o, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale * metadata["scale_mult"])  # SITE
+    return o
+
+
+def entry(inp):
+    return attend(inp.q, inp.kv, inp.indices, inp.sm_scale, {"scale_mult": 1.0})
+''')
+
 # --- 3 name hygiene -----------------------------------------------------------------------------
 add("module_global_width_read_in_helper", "3 names", '''
 topk_length = 16  # the indexer's width
@@ -937,6 +966,105 @@ def entry(inp):
     return Backend().forward(inp)
 ''')
 
+add("helper_wrapped_by_assignment", "4 callee", '''
+def fixed(fn):
+    def wrapper(q, kv, indices, scale):
+        return fn(q, kv, indices, scale)
+    return wrapper
+
+
+def sparse(q, kv, indices, scale):
+    o, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+    return o
+
+
+sparse = fixed(sparse)
+
+
+def forward(inp):
+    metadata = inp.metadata
+    return sparse(inp.q, inp.kv, inp.indices, inp.sm_scale)
+
+
+def entry(inp):
+    return forward(inp)
+''')
+add("helper_method_replaced_on_class", "4 callee", _LEGACY_DEF + '''
+
+class Backend:
+    def _sparse(self, q, kv, indices, scale):
+        o, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+        return o
+
+    def forward(self, inp):
+        metadata = inp.metadata
+        return self._sparse(inp.q, inp.kv, inp.indices, inp.sm_scale)
+
+
+def _legacy_method(self, q, kv, indices, scale):
+    return _legacy_sparse_fwd(q, kv, indices, scale)[0]
+
+
+Backend._sparse = _legacy_method  # this fork's old path
+
+
+def entry(inp):
+    return Backend().forward(inp)
+''')
+add("helper_shadowed_by_instance_attribute", "4 callee", _LEGACY_DEF + '''
+
+class Backend:
+    def __init__(self, legacy):
+        if legacy:
+            self._sparse = lambda q, kv, indices, scale: _legacy_sparse_fwd(q, kv, indices, scale)[0]
+
+    def _sparse(self, q, kv, indices, scale):
+        o, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+        return o
+
+    def forward(self, inp):
+        metadata = inp.metadata
+        return self._sparse(inp.q, inp.kv, inp.indices, inp.sm_scale)
+
+
+def entry(inp):
+    return Backend(legacy=True).forward(inp)
+''')
+add("method_defined_in_two_branches", "4 callee", "import os\n" + _LEGACY_DEF + '''
+
+class Backend:
+    if os.environ.get("ADV_FAST_SPARSE") == "1":
+        def _sparse(self, q, kv, indices, scale):
+            o, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+            return o
+    else:
+        def _sparse(self, q, kv, indices, scale):
+            return _legacy_sparse_fwd(q, kv, indices, scale)[0]
+
+    def forward(self, inp):
+        metadata = inp.metadata
+        return self._sparse(inp.q, inp.kv, inp.indices, inp.sm_scale)
+
+
+def entry(inp):
+    return Backend().forward(inp)
+''', env=(("ADV_FAST_SPARSE", "0"),))
+add("helper_no_grad_decorator", "4 callee", '''
+class Backend:
+    def forward(self, inp):
+        metadata = inp.metadata
+        return self._sparse(inp.q, inp.kv, inp.indices, inp.sm_scale)
+
+    @torch.no_grad()
+    def _sparse(self, q, kv, indices, scale):
+        o, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+        return o
+
+
+def entry(inp):
+    return Backend().forward(inp)
+''')
+
 # --- 5 row alignment: q's rows reordered or selected while the metadata covers other rows -------
 # (name, how q_sel/idx_sel are made from q/idx: the counts match, the rows do not)
 REORDERINGS = [
@@ -968,6 +1096,15 @@ REORDERINGS = [
                                       "q_sel = torch.cat([q_nope.flip(0), q_rope.flip(0)], dim=-1)\nidx_sel = idx.flip(0)"),
     ("where_mixes_rows", "swap = (torch.arange(q.shape[0]) % 2 == 0)\nq_sel = torch.where(swap[:, None, None], q, q.roll(1, 0))\n"
                          "idx_sel = torch.where(swap[:, None, None], idx, idx.roll(1, 0))"),
+    ("take_along_dim", "order = torch.arange(q.shape[0]).flip(0)\n"
+                       "q_sel = torch.take_along_dim(q, order[:, None, None], dim=0)\n"
+                       "idx_sel = torch.take_along_dim(idx, order[:, None, None], dim=0)"),
+    ("tuple_subscript_permutation", "order = torch.arange(q.shape[0]).roll(2)\nq_sel, idx_sel = q[order, :, :], idx[order, ...]"),
+    ("index_select_function_form", "order = torch.arange(q.shape[0]).flip(0)\n"
+                                   "q_sel, idx_sel = torch.index_select(q, 0, order), torch.index_select(idx, 0, order)"),
+    ("unbind_reversed_stack", "q_sel = torch.stack(list(reversed(q.unbind(0))))\nidx_sel = torch.stack(list(reversed(idx.unbind(0))))"),
+    ("flip_function_form", "q_sel, idx_sel = torch.flip(q, dims=[0]), torch.flip(idx, dims=(0,))"),
+    ("roll_keyword_form", "q_sel, idx_sel = q.roll(shifts=3, dims=0), idx.roll(shifts=3, dims=0)"),
     ("in_place_copy_on_q", "q_sel, idx_sel = q.clone(), idx.clone()\nq_sel.copy_(q_sel.flip(0).clone())\nidx_sel.copy_(idx_sel.flip(0).clone())"),
     ("in_place_permutation", "q_sel, idx_sel = q.clone(), idx.clone()\nq_sel[:] = q.flip(0)\nidx_sel.copy_(idx.flip(0))"),
 ]
@@ -1106,6 +1243,35 @@ def entry(inp):
     return out
 ''')
 
+add("rows_opaque_module_function", "5 rows", '''
+def reorder(x):
+    """Puts decode rows first (this fork's scheduler wants them there)."""
+    return x.flip(0)
+
+
+def entry(inp):
+    metadata = inp.metadata
+    q_sel, idx_sel = reorder(inp.q), reorder(inp.indices)
+    out, _, _ = flash_mla_sparse_fwd(q_sel, inp.kv, idx_sel, inp.sm_scale)  # SITE
+    return out
+''')
+add("rows_opaque_method", "5 rows", '''
+class Backend:
+    def _reorder(self, x):
+        return x.roll(2, 0)
+
+    def forward(self, inp):
+        metadata = inp.metadata
+        q = self._reorder(inp.q)
+        idx = self._reorder(inp.indices)
+        out, _, _ = flash_mla_sparse_fwd(q, inp.kv, idx, inp.sm_scale)  # SITE
+        return out
+
+
+def entry(inp):
+    return Backend().forward(inp)
+''')
+
 # --- 6 pins -------------------------------------------------------------------------------------
 add("pins_markers_give_old_kernel_elsewhere", "6 pins", _IN_CALL, legacy_kernel=True, files=((
     "requirements.txt",
@@ -1138,6 +1304,8 @@ add("pins_setup_cfg_markers", "6 pins", _IN_CALL, legacy_kernel=True, files=((
                  "    sglang-kernel==0.4.2.post2; platform_machine == 'aarch64'\n"),))
 add("pins_two_requirement_files_disagree", "6 pins", _IN_CALL, legacy_kernel=True, files=(
     ("requirements-gpu.txt", "sglang-kernel==0.4.6\n"), ("requirements.txt", "sglang-kernel==0.4.2.post2\n")))
+add("pins_both_kernel_distributions", "6 pins", _IN_CALL, legacy_kernel=True, files=((
+    "requirements.txt", "sglang-kernel==0.4.6\nsgl-kernel==0.3.21  # the old wheel also ships sgl_kernel\n"),))
 add("pins_minimum_new", "control", _IN_CALL, expect="fixable", files=((
     "requirements.txt", "sglang-kernel>=0.4.3\n"),))
 add("pins_compatible_release_new", "6 pins", _IN_CALL, files=((
@@ -1311,6 +1479,33 @@ def entry(inp):
     metadata = inp.metadata
     q = inp.q
     return compiled_sparse(q, inp.kv, inp.indices, inp.sm_scale)[0]
+''', expect="reported")
+
+add("discovery_local_alias", "8 discovery", '''
+def entry(inp):
+    metadata = inp.metadata
+    kernel = flash_mla_sparse_fwd  # SITE
+    q = inp.q
+    return kernel(q, inp.kv, inp.indices, inp.sm_scale)[0]
+''', expect="reported")
+add("discovery_default_argument", "8 discovery", '''
+def attend(q, kv, indices, scale, kernel=flash_mla_sparse_fwd):  # SITE
+    return kernel(q, kv, indices, scale)[0]
+
+
+def entry(inp):
+    metadata = inp.metadata
+    return attend(inp.q, inp.kv, inp.indices, inp.sm_scale)
+''', expect="reported")
+add("discovery_returned_from_factory", "8 discovery", '''
+def get_kernel():
+    return flash_mla_sparse_fwd  # SITE
+
+
+def entry(inp):
+    metadata = inp.metadata
+    q = inp.q
+    return get_kernel()(q, inp.kv, inp.indices, inp.sm_scale)[0]
 ''', expect="reported")
 
 HAZARDS = ["1 placement", "2 metadata", "3 names", "4 callee", "5 rows", "6 pins", "7 annotations", "8 discovery"]
