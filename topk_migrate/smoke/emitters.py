@@ -117,32 +117,79 @@ class EmitterCall:
     name: str
     out: torch.Tensor  # as handed to the caller (after any fault)
     lengths: torch.Tensor
+    score: Optional[torch.Tensor] = None  # kept while not pinning, to pin a later call to this one
+
+
+@dataclass
+class Pinned:
+    """An earlier call's output, handed back when the same inputs come again."""
+
+    out: torch.Tensor
+    score: torch.Tensor
+    lengths: torch.Tensor
 
 
 @dataclass
 class Emitters:
-    """Emitter name -> callable with sgl_kernel's signature, plus a call log."""
+    """Emitter name -> callable with sgl_kernel's signature, plus a call log.
+
+    The real emitters pick rows longer than topk with atomics: two calls on the
+    same scores may list a row's indices in another order (and, on tied scores,
+    pick other equals). The kernel's sums then round differently. So to compare
+    two versions of a backend bitwise, the second version's emitter calls are
+    `pin`ned to the first's outputs when their inputs are equal: the rewrite
+    cannot change what an emitter picks, only what the kernel reads of it."""
 
     fns: Dict[str, Callable]
     source: str  # "sglang-kernel==0.4.6" or "torch reference (cpu)"
     fault: Optional[str] = None
     calls: List[EmitterCall] = field(default_factory=list)
     record: bool = True
+    pinned: Optional[List[Pinned]] = None
+    repinned_rows: int = 0  # rows whose own output differed from the pinned one (same inputs)
+    unpinned: int = 0  # calls whose inputs differed from the pinned call's: their own output was used
+    last_out: Optional[torch.Tensor] = None  # the latest output tensor itself (a graph's static buffer)
 
     def wrapped(self, name: str) -> Callable:
-        """`name` as code under test sees it: faults applied, calls logged."""
+        """`name` as code under test sees it: faults applied, calls logged, pins honoured."""
         fn = self.fns[name]
 
         def emit(score, lengths, *args, **kwargs):
             out = fn(score, lengths, *args, **kwargs)
             if self.fault:
                 out = break_contract(out, self.fault)
+            if self.pinned is not None:
+                out = self._pin(out, score, lengths)
             if self.record:
-                self.calls.append(EmitterCall(name, out.clone(), lengths.clone()))
+                self.calls.append(EmitterCall(name, out.clone(), lengths.clone(), score.clone() if self.pinned is None else None))
+            self.last_out = out
             return out
 
         emit.__name__ = name
         return emit
+
+    def _pin(self, out, score, lengths):
+        want = self.pinned.pop(0) if self.pinned else None
+        if want is None or want.out.shape != out.shape or not (torch.equal(want.score, score) and torch.equal(want.lengths, lengths)):
+            self.unpinned += 1
+            return out
+        self.repinned_rows += int((want.out != out).any(dim=1).sum())
+        return want.out.clone()
+
+    def pin(self, calls: List[EmitterCall]) -> None:
+        """Hand these calls' outputs back to the next calls with the same inputs."""
+        self.pinned = [Pinned(c.out, c.score, c.lengths) for c in calls]
+        self.repinned_rows = self.unpinned = 0
+
+    def unpin(self) -> str:
+        """Stop pinning; a note on what pinning did (empty if nothing)."""
+        self.pinned = None
+        notes = []
+        if self.repinned_rows:
+            notes.append(f"the emitter's re-run listed {self.repinned_rows} row(s) differently on the same inputs; fed the first run's")
+        if self.unpinned:
+            notes.append(f"{self.unpinned} emitter call(s) had other inputs than the first run's")
+        return "; ".join(notes)
 
     def take_calls(self) -> List[EmitterCall]:
         calls, self.calls = self.calls, []

@@ -220,6 +220,7 @@ def fed_cases(report, emitters: Emitters, drive, engine, device, topk, heads, sm
     """Every batch through every emitter the engine's top-k path uses; each
     output's contract is checked where it is made."""
     cases = []
+    emitters.record = False  # each output is checked here, from the case itself
     for i, b in enumerate(feed.batches(topk, heads, small)):
         if only is not None and b.name not in only:
             continue
@@ -234,7 +235,7 @@ def fed_cases(report, emitters: Emitters, drive, engine, device, topk, heads, sm
             where = f"{b.mode}, {emitters.source}"
             check_emitter_contract(report, f"contract.{c.name}", c.indices, c.topk_length, c.visible, c.kv.shape[0], topk, where)
             cases.append(c)
-    emitters.take_calls()
+    emitters.record = True
     return cases
 
 
@@ -381,18 +382,25 @@ def check_graph_helper(report, kernel, emitters: Emitters, emitter, new, engine,
     kernel.record = emitters.record = False
     try:
         g, out = _capture(lambda: step(static))
-        results = []
+        graph_topk = emitters.last_out  # the emitter's output buffer inside the graph
+        results, notes = [], []
         for b in replays:
             fresh = inputs(b)
             for k, v in fresh.items():
                 static[k].copy_(v)
             g.replay()
-            results.append(compare_results(out.clone(), step(fresh)))
+            emitters.pin([em.EmitterCall(emitter, graph_topk.clone(), fresh["lengths"], fresh["score"])])
+            try:
+                results.append(compare_results(out.clone(), step(fresh)))
+            finally:
+                notes.append(emitters.unpin())
         torch.cuda.synchronize()
     finally:
         kernel.record = emitters.record = True
     ok = all(r[0] for r in results)
-    report.add("cuda_graph.replay", ok, f"{emitter} + patched helper captured once (lengths 1), replayed twice after in-place updates: " + "; ".join(_fmt_diff(r[1]) for r in results))
+    note = "; ".join(n for n in notes if n)
+    report.add("cuda_graph.replay", ok, f"{emitter} + patched helper captured once (lengths 1), replayed twice after in-place updates: "
+               + "; ".join(_fmt_diff(r[1]) for r in results) + (f" ({note})" if note else ""))
 
 
 # -- the runnable example: end to end ------------------------------------
@@ -409,8 +417,16 @@ def check_e2e(report, kernel, emitters: Emitters, old_mod, new_mod, device, sm_m
             continue
         inp = e2e.make_inputs(sc, device, seed=100 + i)
         emitters.take_calls()
-        pair = _paired_calls(report, kernel, f"bitwise.{sc.name}",
-                             lambda: old.run(sc, inp)[1], lambda: new.run(sc, inp)[1])
+        notes = []
+
+        def run_new():  # the patched backend's emitter calls get the unpatched run's outputs (same inputs)
+            emitters.pin(emitters.take_calls())
+            try:
+                return new.run(sc, inp)[1]
+            finally:
+                notes.append(emitters.unpin())
+
+        pair = _paired_calls(report, kernel, f"bitwise.{sc.name}", lambda: old.run(sc, inp)[1], run_new)
         if pair is None:
             continue
         out_old, call_old, out_new, call_new = pair
@@ -427,6 +443,8 @@ def check_e2e(report, kernel, emitters: Emitters, old_mod, new_mod, device, sm_m
         same_o, ostats = compare_results(out_old, out_new)
         forwarded = call_new.topk_length is not None
         detail = f"{sc.mode.lower()} rows={call_new.indices.shape[0]} h={sc.heads}: " + _fmt_diff(stats)
+        if notes and notes[0]:
+            detail += f" ({notes[0]})"
         if forwarded:
             detail += f"; ideal {contract.ideal_ratio(call_new.topk_length, topk):.2f}x"
         else:
@@ -455,7 +473,8 @@ def check_graph_e2e(report, kernel, emitters: Emitters, new_mod, device, sm_majo
     try:
         backend.init_forward_metadata_capture_cuda_graph(drv.batch(capture, static))
         g, out = _capture(lambda: drv.step(backend, capture, static))
-        results = []
+        graph_topk = emitters.last_out  # the emitter's output buffer inside the graph
+        results, notes = [], []
         for k, sc in enumerate(replays):
             fresh = e2e.make_inputs(e2e.Scenario("pool", "DECODE", [max_ctx] * bs, [1] * bs, heads), device, seed=301 + k)
             static.q.copy_(fresh.q)
@@ -466,13 +485,20 @@ def check_graph_e2e(report, kernel, emitters: Emitters, new_mod, device, sm_majo
             eager_backend = drv.backend(heads, inp0.kv_pool)
             eager_inp = e2e.Inputs(fresh.q, fresh.scores, inp0.kv_pool, fresh.req_to_token)
             eager_backend.init_forward_metadata(drv.batch(sc, eager_inp))
-            eager = drv.step(eager_backend, sc, eager_inp)
+            lengths = eager_backend.forward_metadata.dsa_seqlens_expanded[: fresh.scores.shape[0]]
+            emitters.pin([em.EmitterCall("", graph_topk.clone(), lengths.clone(), fresh.scores)])
+            try:
+                eager = drv.step(eager_backend, sc, eager_inp)
+            finally:
+                notes.append(emitters.unpin())
             results.append(compare_results(out.clone(), eager))
         torch.cuda.synchronize()
     finally:
         kernel.record = emitters.record = True
     ok = all(r[0] for r in results)
-    report.add("cuda_graph.replay", ok, f"decode step (bs={bs}, h={heads}) captured at lengths 1, replayed twice after in-place metadata updates: " + "; ".join(_fmt_diff(r[1]) for r in results))
+    note = "; ".join(n for n in notes if n)
+    report.add("cuda_graph.replay", ok, f"decode step (bs={bs}, h={heads}) captured at lengths 1, replayed twice after in-place metadata updates: "
+               + "; ".join(_fmt_diff(r[1]) for r in results) + (f" ({note})" if note else ""))
 
 
 # -- timing ---------------------------------------------------------------
