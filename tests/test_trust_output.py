@@ -1,0 +1,195 @@
+"""Output that file names cannot subvert, and reports a failed run cannot destroy
+(issue 13.4, and the output parts of 14.3 and 11).
+
+File names in a fork may hold terminal escapes, carriage returns, bidi overrides,
+GitHub workflow-command syntax or bytes that are not UTF-8. Human-readable output
+shows them escaped; JSON and SARIF carry them; nothing crashes on them.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from topk_migrate import report
+from topk_migrate.audit import audit
+from topk_migrate.discover import iter_python_files
+from topk_migrate.escape import UNSAFE, printable
+
+ROOT = Path(__file__).resolve().parents[1]
+BACKEND = ROOT / "fixtures" / "examples" / "dsa_backend.py"
+KERNEL = "sglang-kernel==0.4.6"
+MANUAL = "from sgl_kernel import flash_mla_sparse_fwd\n\ndef f(q, kv, i, **kw):\n    return flash_mla_sparse_fwd(q, kv, i, 1.0, **kw)\n"
+HOSTILE = "\x1b]0;PWNED\x07\x1b[31mred\r\x9b2J\u202eyp.txt"  # title, colour, carriage return, C1 CSI, bidi
+RAW_CONTROLS = ("\x1b", "\x07", "\r", "\x9b", "\u202e")
+HEAVY = os.environ.get("TOPK_MIGRATE_HEAVY") == "1"
+
+
+def cli(*args, cwd=None, env=None):
+    return subprocess.run([sys.executable, "-m", "topk_migrate", *map(str, args)], capture_output=True, cwd=cwd,
+                          env={**os.environ, **(env or {})}, timeout=120)
+
+
+@pytest.fixture
+def hostile(tmp_path):
+    shutil.copy(BACKEND, tmp_path / f"{HOSTILE}.py")
+    (tmp_path / f"{HOSTILE}bad.py").write_text("def f(:\n    flash_mla_sparse_fwd\n")
+    return tmp_path
+
+
+def assert_clean(out: bytes):
+    text = out.decode("utf-8")  # strict: every format is valid UTF-8
+    for c in RAW_CONTROLS:
+        assert c not in text, (c, text)
+    return text
+
+
+@pytest.mark.parametrize("cmd", [("check",), ("apply", "--diff"), ("apply",)])
+def test_check_and_apply_lines_escape_control_characters(hostile, cmd):
+    r = cli(*cmd, "--kernel", KERNEL, hostile)
+    assert r.returncode == 2 and b"Traceback" not in r.stderr
+    out, err = assert_clean(r.stdout), assert_clean(r.stderr)
+    assert "\\x1b]0;PWNED\\x07\\x1b[31mred\\x0d\\x9b2J\\u202eyp.txt" in out + err
+    assert len([ln for ln in err.splitlines() if ": error: " in ln]) == 1  # the broken file: one line
+    assert ("fixed" if cmd == ("apply",) else "fixable") in out + err
+
+
+@pytest.mark.parametrize("fmt", ["text", "github"])
+def test_audit_human_formats_escape_control_characters(hostile, fmt):
+    r = cli("audit", "--kernel", KERNEL, "--format", fmt, hostile)
+    assert r.returncode == 2 and b"Traceback" not in r.stderr
+    out = assert_clean(r.stdout)
+    assert "\\x1b]0;PWNED\\x07" in out
+    if fmt == "github":
+        assert all(ln.startswith("::") for ln in out.splitlines()[:-1])  # no line smuggled in
+
+
+def test_json_and_sarif_carry_the_names_exactly(hostile):
+    doc = json.loads(cli("audit", "--kernel", KERNEL, "--format", "json", hostile).stdout)
+    assert {s["path"] for s in doc["sites"]} == {f"{HOSTILE}.py"} and doc["errors"][0]["path"] == f"{HOSTILE}bad.py"
+    sarif = json.loads(cli("audit", "--kernel", KERNEL, "--format", "sarif", hostile).stdout)
+    uri = sarif["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+    assert uri == quote(f"{HOSTILE}.py")
+
+
+@pytest.fixture
+def undecodable(tmp_path):
+    """A candidate file and a broken symlink whose names are not UTF-8."""
+    d = os.fsencode(str(tmp_path))
+    shutil.copy(BACKEND, os.path.join(d, b"bad\xff\x1b[2J.py"))
+    os.symlink(b"gone\xfe", os.path.join(d, b"brk\xfd.py"))
+    return tmp_path
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif", "github"])
+def test_names_that_are_not_utf8_render_in_every_format(undecodable, fmt):
+    r = cli("audit", "--kernel", KERNEL, "--format", fmt, undecodable)
+    assert r.returncode == 2 and b"Traceback" not in r.stderr, r.stderr
+    out = r.stdout.decode("utf-8")
+    if fmt in ("json", "sarif"):
+        doc = json.loads(out)
+        if fmt == "json":
+            assert doc["sites"][0]["path"] == "bad\\xff\x1b[2J.py" and doc["errors"][0]["path"] == "brk\\xfd.py"
+        else:
+            loc = doc["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            assert loc == "bad%FF%1B%5B2J.py"  # the name's very bytes
+    else:
+        assert "bad\\xff\\x1b[2J.py" in assert_clean(r.stdout) and "brk\\xfd.py" in out
+
+
+def test_check_and_apply_on_undecodable_names(undecodable):
+    for cmd in (("check",), ("apply", "--diff"), ("apply",)):
+        r = cli(*cmd, "--kernel", KERNEL, undecodable)
+        assert r.returncode == 2 and b"Traceback" not in r.stderr, r.stderr
+        text = assert_clean(r.stdout) + assert_clean(r.stderr)
+        assert "bad\\xff\\x1b[2J.py" in text and "brk\\xfd.py: error: broken symlink" in text
+
+
+def test_report_file_is_replaced_only_by_a_finished_run(tmp_path):
+    shutil.copy(BACKEND, tmp_path / "backend.py")
+    out = tmp_path / "reports" / "report.json"
+    out.parent.mkdir()
+    r = cli("audit", "--kernel", KERNEL, "--format", "json", "-o", out, tmp_path / "backend.py")
+    assert r.returncode == 1 and r.stdout == b""
+    err = r.stderr.decode()
+    assert "1 site(s)" in err and f"report written to {out}" in err  # the summary, and where the report went
+    good = out.read_bytes()
+    assert json.loads(good)["summary"]["sites"] == 1
+    r = cli("audit", "--rev", "no-such-rev", "--format", "json", "-o", out, tmp_path / "backend.py")
+    assert r.returncode == 2 and b"error:" in r.stderr
+    assert out.read_bytes() == good  # click.File("w") had truncated it to 0 bytes before the run began
+    assert os.listdir(out.parent) == ["report.json"]  # no temporary file left behind
+    r = cli("audit", "-o", tmp_path / "no-dir" / "r.json", tmp_path / "backend.py")
+    assert r.returncode == 2 and r.stderr.decode().count("\n") == 1 and b"cannot write the report" in r.stderr
+
+
+def test_report_written_through_a_symlink_keeps_the_link_and_the_mode(tmp_path):
+    shutil.copy(BACKEND, tmp_path / "backend.py")
+    (tmp_path / "real.txt").write_text("old\n")
+    os.chmod(tmp_path / "real.txt", 0o640)
+    os.symlink("real.txt", tmp_path / "link.txt")
+    assert cli("audit", "--kernel", KERNEL, "-o", tmp_path / "link.txt", tmp_path / "backend.py").returncode == 1
+    assert os.path.islink(tmp_path / "link.txt") and "LOCATION" in (tmp_path / "real.txt").read_text()
+    assert os.stat(tmp_path / "real.txt").st_mode & 0o777 == 0o640
+
+
+@pytest.mark.parametrize("encoding", ["latin-1", "ascii"])
+def test_streams_that_cannot_encode_an_em_dash(tmp_path, encoding):
+    (tmp_path / f"caf\u00e9_\u4e2d.py").write_text(MANUAL)
+    for cmd in ("check", "audit"):
+        r = cli(cmd, tmp_path, env={"PYTHONIOENCODING": encoding})
+        assert r.returncode == 1 and b"Traceback" not in r.stderr, r.stderr
+        text = r.stdout.decode(encoding) + r.stderr.decode(encoding)
+        assert "manual" in text and "\\u4e2d" in text
+        if cmd == "check":
+            assert " manual sgl_kernel.flash_mla_sparse_fwd -- " in text
+
+
+# -- property: any name, any depth ------------------------------------------------------
+
+PIECES = ["a", "b", " ", ":", "::", "%", ",", "=", "\n", "\r", "\t", "\x1b", "\x1b]0;t\x07", "\x07", "\x7f", "\x9b",
+          "\u202e", "\u2028", "\u00e9", "\u4e2d", "\\", "'", '"', "$(x)", "\udcff", "\udc80", "\udcc3\udca9"]
+component = st.lists(st.sampled_from(PIECES), max_size=8).map("".join)
+
+
+def _unprop(s: str) -> str:
+    return s.replace("%2C", ",").replace("%3A", ":").replace("%25", "%")
+
+
+@settings(max_examples=400 if HEAVY else 30, deadline=None, derandomize=not HEAVY,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(dirs=st.lists(component, max_size=40 if HEAVY else 6), name=component)
+def test_any_file_name_at_any_depth_is_found_once_and_rendered_safely(dirs, name):
+    with tempfile.TemporaryDirectory() as top:
+        parts = [os.fsencode("d" + c) for c in dirs] + [os.fsencode("f" + name + ".py")]
+        path = os.path.join(os.fsencode(top), *parts)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(MANUAL)
+        rel = os.fsdecode(os.path.join(*parts))  # as the walk reads it back
+        assert [(os.fsencode(p), e) for p, e in iter_python_files([top])] == [(path, None)]
+        result = audit([top], jobs=1)
+        assert [s.path for s in result.sites] == [rel] and result.errors == []
+        for fmt in report.RENDERERS:
+            out = report.render(fmt, result.sites, result.errors, result.summary)
+            out.encode("utf-8")  # strict
+            lines = out.split("\n")[:-1]
+            if fmt in ("text", "github"):
+                assert all(UNSAFE.search(ln) is None for ln in lines), lines
+            if fmt == "text":
+                assert len(lines) == 3 and lines[1].startswith(printable(rel) + ":4:")
+            elif fmt == "github":
+                assert len(lines) == 2 and lines[0].startswith("::error file=")
+                assert _unprop(lines[0][len("::error file="):].split(",line=4,")[0]) == printable(rel)
+            elif fmt == "json":
+                want = "".join(f"\\x{ord(c) - 0xDC00:02x}" if "\udc80" <= c <= "\udcff" else c for c in rel)
+                assert json.loads(out)["sites"][0]["path"] == want
+            else:
+                uri = json.loads(out)["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+                assert uri == quote(os.fsencode(rel))
