@@ -28,7 +28,6 @@ KERNEL = "sglang-kernel==0.4.6"
 MANUAL = "from sgl_kernel import flash_mla_sparse_fwd\n\ndef f(q, kv, i, **kw):\n    return flash_mla_sparse_fwd(q, kv, i, 1.0, **kw)\n"
 HOSTILE = "\x1b]0;PWNED\x07\x1b[31mred\r\x9b2J\u202eyp.txt"  # title, colour, carriage return, C1 CSI, bidi
 RAW_CONTROLS = ("\x1b", "\x07", "\r", "\x9b", "\u202e")
-HEAVY = os.environ.get("TOPK_MIGRATE_HEAVY") == "1"
 
 
 def cli(*args, cwd=None, env=None):
@@ -162,10 +161,7 @@ def _unprop(s: str) -> str:
     return s.replace("%2C", ",").replace("%3A", ":").replace("%25", "%")
 
 
-@settings(max_examples=400 if HEAVY else 30, deadline=None, derandomize=not HEAVY,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(dirs=st.lists(component, max_size=40 if HEAVY else 6), name=component)
-def test_any_file_name_at_any_depth_is_found_once_and_rendered_safely(dirs, name):
+def found_once_and_rendered_safely(dirs, name):
     with tempfile.TemporaryDirectory() as top:
         parts = [os.fsencode("d" + c) for c in dirs] + [os.fsencode("f" + name + ".py")]
         path = os.path.join(os.fsencode(top), *parts)
@@ -193,3 +189,19 @@ def test_any_file_name_at_any_depth_is_found_once_and_rendered_safely(dirs, name
             else:
                 uri = json.loads(out)["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
                 assert uri == quote(os.fsencode(rel))
+
+
+SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@settings(max_examples=30, derandomize=True, **SETTINGS)
+@given(dirs=st.lists(component, max_size=6), name=component)
+def test_any_file_name_at_any_depth_is_found_once_and_rendered_safely(dirs, name):
+    found_once_and_rendered_safely(dirs, name)
+
+
+@pytest.mark.heavy
+@settings(max_examples=500, **SETTINGS)
+@given(dirs=st.lists(component, max_size=40), name=component)
+def test_any_file_name_at_any_depth_is_found_once_and_rendered_safely_heavy(dirs, name):
+    found_once_and_rendered_safely(dirs, name)

@@ -21,7 +21,6 @@ ROOT = Path(__file__).resolve().parents[1]
 BACKEND = ROOT / "fixtures" / "examples" / "dsa_backend.py"
 KERNEL = "sglang-kernel==0.4.6"
 CALL = "from sgl_kernel import flash_mla_sparse_fwd\n\ndef f(q, kv, i, m):\n    return flash_mla_sparse_fwd(q, kv, i, 1.0, topk_length=m.lens)\n"
-HEAVY = os.environ.get("TOPK_MIGRATE_HEAVY") == "1"
 
 
 def _limit_memory():
@@ -252,10 +251,9 @@ def _pattern(r: random.Random) -> str:
     return ("!" if r.random() < 0.2 else "") + p
 
 
-@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
-def test_gitignore_semantics_agree_with_git(tmp_path):
+def agree_with_git(tmp_path: Path, seeds: range) -> None:
     """Random trees and .gitignore files: the walk keeps exactly what `git ls-files -o --exclude-standard` lists."""
-    for seed in range(400 if HEAVY else 25):
+    for seed in seeds:
         r = random.Random(seed)
         d = tmp_path / str(seed)
         subprocess.run(["git", "init", "-q", str(d)], check=True)
@@ -274,3 +272,17 @@ def test_gitignore_semantics_agree_with_git(tmp_path):
         git = sorted(x for x in out.split("\0") if x.endswith(".py"))
         ours = sorted(os.path.relpath(p, d) for p, e in iter_python_files([str(d)]) if e is None)
         assert ours == git, (seed, lines)
+
+
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+
+@needs_git
+def test_gitignore_semantics_agree_with_git(tmp_path):
+    agree_with_git(tmp_path, range(25))
+
+
+@needs_git
+@pytest.mark.heavy
+def test_gitignore_semantics_agree_with_git_heavy(tmp_path):
+    agree_with_git(tmp_path, range(25, 1025))
