@@ -30,7 +30,6 @@ export PYTHONUNBUFFERED=1
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv
   python3 -c "import torch, sgl_kernel; print('torch', torch.__version__, 'cuda', torch.version.cuda, '| sgl_kernel', sgl_kernel.__version__)"
-  git rev-parse HEAD 2>/dev/null | sed 's/^/commit /'
   [ "$device" = cuda ] && { echo "# bench/gpu_emitter_probe.py: the emitters on edge rows"; python3 bench/gpu_emitter_probe.py; }
 } > "$out/environment.txt" 2>&1
 cat "$out/environment.txt"
