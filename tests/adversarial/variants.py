@@ -1105,6 +1105,14 @@ REORDERINGS = [
     ("unbind_reversed_stack", "q_sel = torch.stack(list(reversed(q.unbind(0))))\nidx_sel = torch.stack(list(reversed(idx.unbind(0))))"),
     ("flip_function_form", "q_sel, idx_sel = torch.flip(q, dims=[0]), torch.flip(idx, dims=(0,))"),
     ("roll_keyword_form", "q_sel, idx_sel = q.roll(shifts=3, dims=0), idx.roll(shifts=3, dims=0)"),
+    ("cat_rows_positional_dim", "q_sel, idx_sel = torch.cat([q[5:], q[:5]], 0), torch.cat([idx[5:], idx[:5]], 0)"),
+    ("cat_rows_negative_dim", "q_sel, idx_sel = torch.cat([q[5:], q[:5]], dim=-3), torch.cat([idx[5:], idx[:5]], dim=-3)"),
+    ("flip_negative_dim", "q_sel, idx_sel = q.flip(-3), idx.flip(-3)"),
+    ("unsqueeze_then_flip", "q_sel = q.unsqueeze(0).flip(1).squeeze(0)\nidx_sel = idx.unsqueeze(0).flip(1).squeeze(0)"),
+    ("out_keyword", "order = torch.arange(q.shape[0]).flip(0)\nq_sel, idx_sel = torch.empty_like(q), torch.empty_like(idx)\n"
+                    "torch.index_select(q, 0, order, out=q_sel)\ntorch.index_select(idx, 0, order, out=idx_sel)"),
+    ("index_copy_in_place", "order = torch.arange(q.shape[0]).flip(0)\nq_sel, idx_sel = torch.zeros_like(q), torch.zeros_like(idx)\n"
+                            "q_sel.index_copy_(0, order, q)\nidx_sel.index_copy_(0, order, idx)"),
     ("in_place_copy_on_q", "q_sel, idx_sel = q.clone(), idx.clone()\nq_sel.copy_(q_sel.flip(0).clone())\nidx_sel.copy_(idx_sel.flip(0).clone())"),
     ("in_place_permutation", "q_sel, idx_sel = q.clone(), idx.clone()\nq_sel[:] = q.flip(0)\nidx_sel.copy_(idx.flip(0))"),
 ]
@@ -1306,6 +1314,15 @@ add("pins_two_requirement_files_disagree", "6 pins", _IN_CALL, legacy_kernel=Tru
     ("requirements-gpu.txt", "sglang-kernel==0.4.6\n"), ("requirements.txt", "sglang-kernel==0.4.2.post2\n")))
 add("pins_both_kernel_distributions", "6 pins", _IN_CALL, legacy_kernel=True, files=((
     "requirements.txt", "sglang-kernel==0.4.6\nsgl-kernel==0.3.21  # the old wheel also ships sgl_kernel\n"),))
+add("pins_direct_url_old", "6 pins", _IN_CALL, legacy_kernel=True, files=((
+    "requirements.txt", "sglang-kernel @ https://example.invalid/sglang_kernel-0.4.2.post2-cp310-abi3-manylinux2014_x86_64.whl\n"
+                        "# sglang-kernel==0.4.6 is what upstream uses\n"),))
+add("pins_hash_continuation_old", "6 pins", _IN_CALL, legacy_kernel=True, files=((
+    "requirements.txt", "torch==2.8.0 \\\n    --hash=sha256:00\nsglang-kernel==0.4.2.post2 \\\n    --hash=sha256:0406\n"),))
+add("pins_uppercase_name_old", "6 pins", _IN_CALL, legacy_kernel=True, files=((
+    "requirements.txt", "SGLang_Kernel==0.4.2.post2\n"),))
+add("pins_extras_and_marker_new", "6 pins", _IN_CALL, files=((
+    "requirements.txt", 'sglang-kernel[cu128]==0.4.6 ; python_version >= "3.9"\n'),))
 add("pins_minimum_new", "control", _IN_CALL, expect="fixable", files=((
     "requirements.txt", "sglang-kernel>=0.4.3\n"),))
 add("pins_compatible_release_new", "6 pins", _IN_CALL, files=((
