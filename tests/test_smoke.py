@@ -345,3 +345,30 @@ class FakeSparseBackend(AttentionBackend):
         )
         return o[:, :num_heads]
 '''
+
+
+def test_reference_emitters_follow_the_kernels_rules():
+    """The CPU models of sgl_kernel's emitters: a row no longer than topk gets
+    positions 0..len-1 then -1; a longer row gets its best-scoring positions
+    inside [row_start, row_start + len) (never the garbage after it); the fused
+    transforms map them through the request's page-table row or add the offset."""
+    g = torch.Generator().manual_seed(0)
+    score = torch.randn(4, 40, generator=g)
+    score[:, 30:] = 100.0  # garbage past every row's length
+    lengths = torch.tensor([0, 3, 20, 12], dtype=torch.int32)
+    starts = torch.tensor([0, 0, 5, 10], dtype=torch.int32)
+    pos = emitters.ref_fast_topk_v2(score, lengths, 8, row_starts=starts)
+    assert pos[0].tolist() == [-1] * 8 and pos[1].tolist() == [0, 1, 2] + [-1] * 5
+    for r in (2, 3):  # longer than topk: the 8 best inside the row's window, row-relative
+        window = score[r, int(starts[r]): int(starts[r] + lengths[r])]
+        assert set(pos[r].tolist()) == set(window.topk(8).indices.tolist())
+    table = torch.arange(160, dtype=torch.int32).view(4, 40) + 1000
+    # decode (one table row per q row) and prefill (rows mapped to requests by cu_seqlens_q)
+    dec = emitters.ref_fast_topk_transform_fused(score, lengths, table, torch.arange(5, dtype=torch.int32), 8)
+    assert dec[1].tolist() == [1040, 1041, 1042] + [-1] * 5
+    cu = torch.tensor([0, 1, 4], dtype=torch.int32)  # request 0: row 0; request 1: rows 1-3
+    pre = emitters.ref_fast_topk_transform_fused(score, lengths, table[:2], cu, 8, row_starts=starts)
+    assert pre[1].tolist() == [1040, 1041, 1042] + [-1] * 5
+    assert sorted(pre[3].tolist()) == sorted((1040 + pos[3]).tolist())
+    rag = emitters.ref_fast_topk_transform_ragged_fused(score, lengths, torch.tensor([0, 7, 7, 7], dtype=torch.int32), 8, row_starts=starts)
+    assert rag[1].tolist() == [7, 8, 9] + [-1] * 5 and rag[0].tolist() == [-1] * 8
