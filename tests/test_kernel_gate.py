@@ -313,9 +313,11 @@ def test_tokenspeed_kernel_reexports_tokenspeed_flashmla(repo):
     (repo / "requirements.txt").write_text("tokenspeed-kernel==0.1.4\n")
     (site,) = migrate_source(src, str(repo / "m.py")).sites
     assert site.status is Status.FIXABLE and site.kernel == "tokenspeed-kernel==0.1.4 from requirements.txt"
-    (repo / "requirements.txt").write_text("tokenspeed-flashmla==1.0.0.post20260924\n")
-    (site,) = migrate_source(src, str(repo / "m2.py")).sites
-    assert site.status is Status.FIXABLE, site.reason
+    other = repo / "other"  # a project of its own (pins are read once per run)
+    (other / ".git").mkdir(parents=True)
+    (other / "requirements.txt").write_text("tokenspeed-flashmla==1.0.0.post20260924\n")
+    (site,) = migrate_source(src, str(other / "m.py")).sites
+    assert site.status is Status.FIXABLE and site.kernel.startswith("tokenspeed-flashmla=="), site.reason
 
 
 # -- vendored interfaces --------------------------------------------------------------------------------
@@ -459,8 +461,9 @@ def test_a_fifo_project_file_does_not_hang(repo, name):
     assert r.returncode == 1 and " fixable " in r.stdout, r.stdout + r.stderr
 
 
-def test_a_requirements_file_linked_to_dev_zero_is_not_read(repo):
+def test_project_files_linked_to_dev_zero_are_not_read(repo):
     (repo / "requirements-dev.txt").symlink_to("/dev/zero")
+    (repo / "setup.cfg").symlink_to("/dev/zero")
     (repo / "requirements.txt").write_text("-r requirements-dev.txt\nsglang-kernel==0.4.6\n")
     (repo / "backend.py").write_text(CALL)
     limit = "import resource; resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30)); "

@@ -324,8 +324,10 @@ def is_requirements(name: str) -> bool:
     return name.startswith("requirements") and name.endswith((".txt", ".in"))
 
 
-def file_pins(directory: str, root: str) -> List[List[Pin]]:
-    """The pins of each project file in `directory`, one list per file (each file is one way to install)."""
+@functools.lru_cache(maxsize=None)
+def file_pins(directory: str, root: str) -> Tuple[Tuple[Pin, ...], ...]:
+    """The pins of each project file in `directory`, one tuple per file (each file is one way to
+    install); read once per run, however many candidate files share the directory."""
     out = []
     for name in listing(directory):
         path = os.path.join(directory, name)
@@ -340,7 +342,7 @@ def file_pins(directory: str, root: str) -> List[List[Pin]]:
             continue
         parse = {"pyproject.toml": pyproject_pins, "setup.cfg": setup_cfg_pins, "setup.py": setup_py_pins}[name]
         out.append(parse(text, rel))
-    return out
+    return tuple(map(tuple, out))
 
 
 # -- installed distributions ------------------------------------------------------------------
