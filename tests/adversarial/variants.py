@@ -269,6 +269,17 @@ def entry(inp):
     return Backend().forward(inp)[0]
 ''')
 
+add("call_in_while_condition", "1 placement", '''
+def entry(inp):
+    metadata = inp.metadata
+    q, idx = inp.q, inp.indices
+    n = q.shape[0]
+    while flash_mla_sparse_fwd(q, inp.kv, idx, inp.sm_scale)[0].shape[0] > 4:  # SITE
+        n //= 2
+        q, idx = q[:n], idx[:n]
+    return q
+''')
+
 # --- 2 metadata availability --------------------------------------------------------------------
 add("metadata_bound_only_in_if", "2 metadata", '''
 def entry(inp):
@@ -682,6 +693,16 @@ def entry(inp):
     return o
 ''')
 
+add("star_import_provides_width", "3 names", '''
+def entry(inp):
+    metadata = inp.metadata
+    width = topk_length
+    q = inp.q
+    o, _, _ = flash_mla_sparse_fwd(q, inp.kv, inp.indices[..., :width], inp.sm_scale)  # SITE
+    return o
+''', imports="import torch\n" + IMPORT + "from adv_width_cfg import *  # noqa: F403\n",
+    files=(("requirements.txt", "sglang-kernel==0.4.6\n"), ("adv_width_cfg.py", "topk_length = 16\n")))
+
 # --- 4 callee identity --------------------------------------------------------------------------
 _LEGACY_DEF = '''
 def _legacy_sparse_fwd(q, kv, indices, sm_scale, d_v=512):
@@ -1063,6 +1084,48 @@ class Backend:
 
 def entry(inp):
     return Backend().forward(inp)
+''')
+
+add("module_alias_rebound_locally", "4 callee", '''
+import types
+
+
+class Backend:
+    def __init__(self):
+        from sgl_kernel.flash_mla import legacy_fwd
+
+        self.kernels = types.SimpleNamespace(flash_mla_sparse_fwd=legacy_fwd)
+
+    def forward(self, inp):
+        metadata = inp.metadata
+        fm = self.kernels  # this fork's kernel table
+        q = inp.q
+        o, _, _ = fm.flash_mla_sparse_fwd(q, inp.kv, inp.indices, inp.sm_scale)  # SITE
+        return o
+
+
+def entry(inp):
+    return Backend().forward(inp)
+''', imports="import torch\nimport sgl_kernel.flash_mla as fm\n")
+add("local_try_except_fallback", "4 callee", '''
+def entry(inp):
+    try:
+        from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+    except ImportError:
+        from flash_mla import flash_mla_sparse_fwd
+    metadata = inp.metadata
+    q = inp.q
+    o, _, _ = flash_mla_sparse_fwd(q, inp.kv, inp.indices, inp.sm_scale)  # SITE
+    return o
+''', imports="import torch\n", hide=("sgl_kernel", "sgl_kernel.flash_mla"))
+add("type_checking_import_else_compat", "4 callee", _IN_CALL, imports='''from typing import TYPE_CHECKING
+
+import torch
+
+if TYPE_CHECKING:
+    from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+else:
+    from flash_mla import flash_mla_sparse_fwd  # the vendored build this fork ships
 ''')
 
 # --- 5 row alignment: q's rows reordered or selected while the metadata covers other rows -------
