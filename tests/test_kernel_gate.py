@@ -165,7 +165,7 @@ def test_explicit_pin_beats_project_pins(repo):
     site = status_of(repo / "backend.py", kernel="sglang-kernel==0.4.2.post2")
     assert site.status is Status.MANUAL and "--kernel" in site.reason
     assert site.reason == ("kernel too old: sglang-kernel==0.4.2.post2 from --kernel "
-                           "(topk_length needs sglang-kernel>=0.4.3; no sgl-kernel release has it)")
+                           "(topk_length needs sglang-kernel>=0.4.3, and no sgl-kernel release has it)")
 
 
 @pytest.mark.parametrize("text,dist,ok", [
@@ -223,22 +223,23 @@ def test_unknown_kernel_says_what_to_do(repo):
     site = status_of(repo / "backend.py")
     assert site.status is Status.MANUAL
     assert site.reason == (
-        "kernel capability unknown (pass --kernel): no pin of sglang-kernel or sgl-kernel (providing sgl_kernel) "
-        'found; declare the kernel with --kernel sglang-kernel==VERSION or kernel = "sglang-kernel==VERSION" '
-        "in [tool.topk-migrate]")
+        "kernel capability unknown (pass --kernel): no pin of sglang-kernel or sgl-kernel (the distributions of "
+        "sgl_kernel) found; topk_length needs sglang-kernel>=0.4.3, and no sgl-kernel release has it; declare the "
+        'kernel with --kernel sglang-kernel==VERSION or kernel = "sglang-kernel==VERSION" in [tool.topk-migrate]')
 
 
 def test_undecided_pin_is_named_with_the_minimum(repo):
     (repo / "requirements.txt").write_text("sglang-kernel>=0.4\n")
     reason = status_of(repo / "backend.py").reason
-    assert "sglang-kernel>=0.4 from requirements.txt" in reason and "sglang-kernel>=0.4.3" in reason
+    assert "sglang-kernel>=0.4 from requirements.txt allows versions both with and without topk_length" in reason
+    assert "topk_length needs sglang-kernel>=0.4.3" in reason
     assert "--kernel" in reason and "[tool.topk-migrate]" in reason
 
 
 def test_vllm_call_names_vllm(repo):
     src = "from vllm.v1.attention.ops.flashmla import flash_mla_sparse_fwd\nflash_mla_sparse_fwd(q, kv, i, s)\n"
     (site,) = migrate_source(src, str(repo / "m.py")).sites
-    assert "no pin of vllm (providing vllm)" in site.reason and "--kernel vllm==VERSION" in site.reason
+    assert "no pin of vllm found; topk_length needs vllm>=0.15.0;" in site.reason and "--kernel vllm==VERSION" in site.reason
 
 
 # -- installed distributions -----------------------------------------------------------------------------

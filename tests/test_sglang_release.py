@@ -170,6 +170,7 @@ def test_sglang_kt_without_a_kernel_says_what_to_declare(tmp_path):
     path = install_like_site_packages("0.7.2", tmp_path, "sglang-kt", NSA)
     r = cli("check", str(path))
     assert r.returncode == 1
-    assert ("kernel capability unknown (pass --kernel): no pin of sglang-kernel or sgl-kernel (providing sgl_kernel) "
-            'found; declare the kernel with --kernel sglang-kernel==VERSION or kernel = "sglang-kernel==VERSION" '
-            "in [tool.topk-migrate]") in r.stdout, r.stdout
+    assert ("kernel capability unknown (pass --kernel): no pin of sglang-kernel or sgl-kernel (the distributions of "
+            "sgl_kernel) found; topk_length needs sglang-kernel>=0.4.3, and no sgl-kernel release has it; declare the "
+            'kernel with --kernel sglang-kernel==VERSION or kernel = "sglang-kernel==VERSION" in [tool.topk-migrate]'
+            ) in r.stdout, r.stdout

@@ -77,12 +77,15 @@ class KernelGate:
             if not iface.has_var_kwargs:
                 return Capability(False, f"{where} has no topk_length parameter", decision=where)
         if undecided:
-            what = f"{' and '.join(undecided)} allow{'s' if len(undecided) == 1 else ''} versions on both sides of {self._needs(dists)}"
+            what = f"{' and '.join(undecided)} allow{'s' if len(undecided) == 1 else ''} versions both with and without topk_length"
         else:
-            what = f"no pin of {self._names(dists)} (providing {module if module in self.dists else 'this kernel'}) found"
+            what = f"no pin of {self._names(dists)}"
+            if module in self.dists and (module,) != dists:
+                what += f" (the distribution{'s' if len(dists) > 1 else ''} of {module})"
+            what += " found"
         example = f"{dists[0]}==VERSION"
-        return Capability(None, f"{what}; declare the kernel with --kernel {example} or "
-                                f'kernel = "{example}" in [tool.topk-migrate]')
+        return Capability(None, f"{what}; topk_length needs {self._needs(dists)}; declare the kernel with "
+                                f'--kernel {example} or kernel = "{example}" in [tool.topk-migrate]')
 
     def _pinned(self, ok: bool, pins, dists) -> Capability:
         said = "; ".join(f"{p} from {p.source}" for p in pins)
@@ -95,7 +98,7 @@ class KernelGate:
         known = [f"{d}>={self.min[d]}" for d in dists if self.min.get(d)]
         never = [d for d in dists if d in self.min and self.min[d] is None]
         text = " or ".join(known) or "a kernel with topk_length"
-        return text + (f"; no {self._names(never)} release has it" if never else "")
+        return text + (f", and no {self._names(never)} release has it" if never else "")
 
     @staticmethod
     def _names(dists) -> str:
