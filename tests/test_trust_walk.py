@@ -222,7 +222,7 @@ def test_device_links_and_huge_project_files_are_not_read(tmp_path):
     r = cli("check", "-v", "--kernel", KERNEL, tmp_path, timeout=60)
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
     assert r.stdout.count(" fixable ") == 2  # both backends: the oversized .gitignore was not applied
-    assert "symlinked .gitignore" in r.stderr and "file too large" in r.stderr
+    assert "symlinked ignore file" in r.stderr and "file too large" in r.stderr
 
 
 def test_read_regular_refuses_what_is_over_its_limit(tmp_path):

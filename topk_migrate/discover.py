@@ -323,6 +323,9 @@ class Ignore:
 
 
 def _read_lines(path: str, note: Note) -> List[str]:
+    if os.path.islink(path):  # as git: a symlinked .gitignore is not read
+        note(path, "a symlinked ignore file (git does not read one either)")
+        return []
     try:
         return read_project_text(path).splitlines()
     except FileNotFoundError:
@@ -400,7 +403,10 @@ def _walk(top: str, excl: Optional[PatternSet], gitignore: bool, follow_links: b
     walked = {}  # (st_dev, st_ino) -> path: each directory once, so never into a loop
     linked: List[Tuple[str, str]] = []  # symlinked files, looked at last: the target's own name goes first
 
-    def skip(ig: Ignore, apath: str, is_dir: bool) -> bool:
+    def skip(ig: Ignore, path: str, is_dir: bool) -> bool:
+        if excl is None and not ig.specs:
+            return False
+        apath = atop + path[n:]
         if excl is not None and excl.check(apath[len(atop):].lstrip(os.sep).replace(os.sep, "/"), is_dir):
             return True
         return bool(ig.specs) and ig.ignored(apath, is_dir)
@@ -422,14 +428,9 @@ def _walk(top: str, excl: Optional[PatternSet], gitignore: bool, follow_links: b
         except OSError as e:
             return f"cannot list: {(e.strerror or str(e)).lower()}"
         if gitignore:
-            for e in entries:
-                if e.name == ".gitignore":
-                    if e.is_symlink():  # as git: a symlinked .gitignore is not read
-                        note(e.path, "a symlinked .gitignore (git does not read one either)")
-                    else:
-                        ig = ig.with_dir(atop + d[n:], _read_lines(e.path, note))
-                    break
-        return iter(entries), ig, real
+            if any(e.name == ".gitignore" for e in entries):
+                ig = ig.with_dir(atop + d[n:], _read_lines(os.path.join(d, ".gitignore"), note))
+        return iter(entries), ig, real.rstrip(os.sep) + os.sep
 
     stack = []
     first = enter(top, real_top, ig)
@@ -438,26 +439,28 @@ def _walk(top: str, excl: Optional[PatternSet], gitignore: bool, follow_links: b
     elif first is not None:
         stack.append(first)
     while stack:
-        entries, ig, real_dir = stack[-1]
+        entries, ig, real_dir = stack[-1]  # real_dir ends with a separator
         e = next(entries, None)
         if e is None:
             stack.pop()
             continue
-        apath = atop + e.path[n:]
         try:
             link = e.is_symlink()
         except OSError:
             link = False
-        real = os.path.realpath(e.path) if link else os.path.join(real_dir, e.name)
-        if link and not _inside(real, real_top):
-            note(e.path, f"symlink to {real}, outside {top}")
-            continue
+        if link:
+            real = os.path.realpath(e.path)
+            if not _inside(real, real_top):
+                note(e.path, f"symlink to {real}, outside {top}")
+                continue
+        else:
+            real = real_dir + e.name
         try:
             is_dir = e.is_dir()
         except OSError:
             is_dir = False
         if is_dir:
-            if e.name.startswith(".") or skip(ig, apath, True):
+            if e.name.startswith(".") or skip(ig, e.path, True):
                 continue
             if link and not follow_links:
                 note(e.path, "symlinked directory, not followed (pass --follow-links)")
@@ -467,7 +470,7 @@ def _walk(top: str, excl: Optional[PatternSet], gitignore: bool, follow_links: b
                 yield e.path, sub
             elif sub is not None:
                 stack.append(sub)
-        elif e.name.endswith(".py") and not skip(ig, apath, False):
+        elif e.name.endswith(".py") and not skip(ig, e.path, False):
             try:
                 ok = e.is_file()
             except OSError:
