@@ -25,7 +25,7 @@ from libcst.metadata import ClassScope, ComprehensionScope, FunctionScope, Globa
 from topk_migrate.cstutil import add_keyword, add_param
 from topk_migrate.model import Capability, Site, Status
 from topk_migrate.resolve import CallInfo, Function, ModuleFacts, collect, dotted
-from topk_migrate.rows import row_hazard
+from topk_migrate.rows import index_hazard, row_hazard
 from topk_migrate.scopecheck import Tree, inserted_ids, resolution_table, root_binding
 
 # Python entry points of the kernel, with the position of topk_length in their
@@ -102,6 +102,14 @@ def _q_arg(call: cst.Call) -> Optional[cst.BaseExpression]:
             return a.value
     first = call.args[0] if call.args else None
     return first.value if first is not None and not first.keyword and not first.star else None
+
+
+def _indices_arg(call: cst.Call) -> Optional[cst.BaseExpression]:
+    for a in call.args:
+        if a.keyword and a.keyword.value == "indices":
+            return a.value
+    positional = [a for a in call.args if not a.keyword]
+    return positional[2].value if len(positional) > 2 and not any(a.star for a in positional[:3]) else None
 
 
 def _code(node: cst.CSTNode) -> str:
@@ -301,6 +309,9 @@ class _Analysis:
             hazard, _ = row_hazard(self.tree, q_expr, self.tree.binding(c.node, here.split(".")[0]).assignments[0].scope)
             if hazard:
                 return self.site(c, Status.MANUAL, _rows_reason(hazard))
+            hazard = self.indices_hazard(c)[0]
+            if hazard:
+                return self.site(c, Status.MANUAL, _indices_reason(hazard))
             g = Group("direct", [c], [], metadata=here, none_safe=none, inline=c.statement is None)
             self.groups.append(g)
             return self.site(c, Status.FIXABLE, _direct_reason(g), here)
@@ -361,6 +372,14 @@ class _Analysis:
             lines = sorted(self.tree.line(getattr(a, "node", None)) for a in defs if getattr(a, "node", None) is not None)
             return (f"{fn.qualname} is bound {len(defs)} times (lines {', '.join(map(str, lines))}); "
                     "a caller may reach a definition without topk_length")
+        for node in m.findall(self.facts.module, m.AssignTarget(target=m.Attribute(attr=m.Name(fn.name)))):
+            return (f"`{_code(node.target).strip()}` is assigned at line {self.tree.line(node.target)}: callers may "
+                    f"reach another function than {fn.qualname}; add topk_length by hand")
+        for call in m.findall(self.facts.module, m.Call(func=m.Name("setattr"))):
+            if len(call.args) > 1 and isinstance(call.args[1].value, cst.SimpleString) \
+                    and call.args[1].value.evaluated_value == fn.name:
+                return (f"setattr at line {self.tree.line(call)} replaces `{fn.name}`: callers may reach another "
+                        f"function than {fn.qualname}; add topk_length by hand")
         if fn.class_name:  # `self.helper(..., topk_length=...)` also reaches same-named overrides
             for other in self.facts.functions:
                 op = other.node.params
@@ -379,9 +398,12 @@ class _Analysis:
             return self.site(c, Status.MANUAL, f"{why_not}; the {wanted} is not provably there at the call")
         existing = self.helper_groups_of(fn)
         if existing is not None:  # a second kernel call in the same helper joins its group
-            hazard, _ = row_hazard(self.tree, q_expr)
+            hazard, _ = row_hazard(self.tree, q_expr, self.tree.scope_of.get(fn.node.body))
             if hazard:
                 return self.site(c, Status.MANUAL, _rows_reason(hazard))
+            hazard = self.indices_hazard(c)[0]
+            if hazard:
+                return self.site(c, Status.MANUAL, _indices_reason(hazard))
             existing.calls.append(c)
             return self.site(c, Status.FIXABLE, existing.reason, existing.callers[0][1] if existing.callers else None)
         params = fn.node.params
@@ -395,6 +417,9 @@ class _Analysis:
         hazard, sources = row_hazard(self.tree, q_expr, self.tree.scope_of.get(fn.node.body))
         if hazard:
             return self.site(c, Status.MANUAL, _rows_reason(hazard))
+        hazard, index_sources = self.indices_hazard(c)
+        if hazard:
+            return self.site(c, Status.MANUAL, _indices_reason(hazard))
         if mine is not None:
             why = self.existing_param(fn, mine, all_params)
             if why:
@@ -421,6 +446,11 @@ class _Analysis:
                 hazard = row_hazard(self.tree, arg, batch)[0] if arg is not None else None
                 if hazard:
                     return self.site(c, Status.MANUAL, f"at the caller on line {k.range.start.line}: " + _rows_reason(hazard))
+            for p in index_sources:
+                arg = _argument_for(k.node, p, positions.get(p), shift)
+                hazard = index_hazard(self.tree, arg)[0] if arg is not None else None
+                if hazard:
+                    return self.site(c, Status.MANUAL, f"at the caller on line {k.range.start.line}: " + _indices_reason(hazard))
             passing.append((k, expr, none))
             found = found or expr
         if mine is not None and already and not passing:  # half-migrated: callers pass it, the kernel call drops it
@@ -438,6 +468,10 @@ class _Analysis:
             g.reason += f"; {_at(lacking)} have no metadata and keep the full width"
         self._remember(fn, g)
         return self.site(c, Status.FIXABLE, g.reason, found)
+
+    def indices_hazard(self, c: CallInfo) -> Tuple[Optional[str], Set[str]]:
+        arg = _indices_arg(c.node)
+        return index_hazard(self.tree, arg) if arg is not None else (None, set())
 
     def helper_groups_of(self, fn: Function) -> Optional[Group]:
         return self._helper_groups.get(id(fn.node))
@@ -473,6 +507,11 @@ def _argument_for(call: cst.Call, param: str, position: Optional[int], shift: in
 def _rows_reason(hazard: str) -> str:
     return (f"q's rows may not be the metadata's rows: {hazard}; the row-count guard cannot tell, "
             "so pass topk_length by hand if they align")
+
+
+def _indices_reason(hazard: str) -> str:
+    return (f"the indices may not be the top-k the metadata counts: {hazard}; topk_length would cut rows "
+            "short or read past them, so pass a length computed from these indices by hand")
 
 
 def _direct_reason(g: Group) -> str:
@@ -1106,10 +1145,10 @@ VALID = [
                 "    metadata = metadata.page_table_1\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n"),
             Status.MANUAL, "`metadata` is bound 2 times in its function (lines 5, 6)"),
     # class 3 (names): the helper reads a module-level `topk_length`; the new parameter would capture it.
-    Example(_helper("o, _, _ = flash_mla_sparse_fwd(q, self.kv, self.idx[:, :, :topk_length], 1.0)\n        return o",
+    Example(_helper("assert self.idx.shape[-1] == topk_length\n        return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)",
                     head="topk_length = 2048  # the indexer's width\n"),
             Status.MANUAL, "rewrite would change what `topk_length` means at line 11"),
-    Example(_helper("o, _, _ = flash_mla_sparse_fwd(q, self.kv, self.idx[:, :, :topk_length], 1.0)\n        return o",
+    Example(_helper("assert self.idx.shape[-1] == topk_length\n        return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)",
                     params="q, topk_length", call="q, 2048"),
             Status.MANUAL, "already has a parameter `topk_length` without a None default"),
     # class 4 (callee identity): rebound under a flag; a fallback to another kernel module; a star
@@ -1233,11 +1272,11 @@ INVALID = [
                       "    return flash_mla_sparse_fwd(q, kv, idx, 1.0, topk_length=topk_length)\n")),
     # class 3: `topk_length` is already a local with another meaning: the guard goes inline.
     Example(_fn("def attend(q, kv, idx, metadata):\n    topk_length = idx.shape[-1]\n"
-                "    o, _, _ = flash_mla_sparse_fwd(q, kv, idx[:, :, :topk_length], 1.0)\n    return o\n"),
+                "    o, _, _ = flash_mla_sparse_fwd(q, kv, idx, 1.0)\n    return o, topk_length\n"),
             Status.FIXABLE, "guarded inline",
             after=_fn("def attend(q, kv, idx, metadata):\n    topk_length = idx.shape[-1]\n"
-                      "    o, _, _ = flash_mla_sparse_fwd(q, kv, idx[:, :, :topk_length], 1.0, "
-                      f"topk_length={_INLINE.format(q='q')})\n    return o\n")),
+                      "    o, _, _ = flash_mla_sparse_fwd(q, kv, idx, 1.0, "
+                      f"topk_length={_INLINE.format(q='q')})\n    return o, topk_length\n")),
     # class 5 (rows): head padding by new_zeros + slice assignment, view and cat along the last dim
     # keep the rows: SGLang's own shape stays fixable. Class 7: torch imported unconditionally.
     Example(_PADDED, Status.FIXABLE, "gains topk_length", after=_PADDED.replace(

@@ -96,6 +96,7 @@ class RowTrace:
         self.tree = tree
         self.seen: Set[int] = set()
         self.params: Set[Tuple[object, str]] = set()  # (scope, name) of the parameters q's rows come from
+        self.inside = 0  # > 0 while reading the returns of a function defined in this module
 
     def hazard(self, expr: cst.BaseExpression) -> Optional[str]:
         return self._data(expr)
@@ -144,6 +145,10 @@ class RowTrace:
         op = name.rsplit(".", 1)[-1]
         method = isinstance(func, cst.Attribute) and not name.startswith(("torch.", "F."))
         args = list(call.args)
+        local = self._local_defs(func)
+        if local:  # a function or method of this module: what it returns, then its arguments
+            why = next((w for w in map(self._returns, local) if w), None)
+            return why or self._args(args) or (self._data(func.value) if isinstance(func, cst.Attribute) else None)
         if method:
             receiver = func.value
             if op in NO_DATA_METHODS:
@@ -169,6 +174,29 @@ class RowTrace:
             return self._dim_op(call, args[1:], op, 0) or self._args(args)
         return self._args(args)  # an unknown function: its rows come from its arguments
 
+    def _local_defs(self, func: cst.BaseExpression) -> List[cst.FunctionDef]:
+        """The defs of this module a call can reach: `f(...)` bound to a def, `self.m(...)`."""
+        if isinstance(func, cst.Name):
+            return [a.node for a in self.tree.binding(func, func.value).assignments
+                    if isinstance(getattr(a, "node", None), cst.FunctionDef)]
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+            return [n for n in self.tree.defs() if n.name.value == func.attr.value and self.tree.is_method(n)]
+        return []
+
+    def _returns(self, fdef: cst.FunctionDef) -> Optional[str]:
+        if id(fdef) in self.seen or self.inside > 3:
+            return None
+        self.seen.add(id(fdef))
+        self.inside += 1
+        try:
+            for ret in _own_returns(fdef):
+                why = self._data(ret.value) if ret.value is not None else None
+                if why:
+                    return f"{why} (in `{fdef.name.value}`)" if "(in `" not in why else why
+            return None
+        finally:
+            self.inside -= 1
+
     def _args(self, args: List[cst.Arg]) -> Optional[str]:
         for a in args:
             if a.keyword and a.keyword.value in ("dim", "dims", "out", "dtype", "device"):
@@ -183,10 +211,12 @@ class RowTrace:
         given, dim = _dim_arg(args, position + shift)
         if not given:
             if default is None:
-                return f"`{_code(call)}` may work on dim 0"
+                return None if self.inside else f"`{_code(call)}` may work on dim 0"
             return f"`{_code(call)}` works on dim 0 (the rows)"
         if not _keeps_rows(dim):
-            return f"`{_code(call)}` works on dim 0 (the rows)" if _int(dim) == 0 else f"`{_code(call)}` may work on dim 0"
+            if _int(dim) == 0:
+                return f"`{_code(call)}` works on dim 0 (the rows)"
+            return None if self.inside else f"`{_code(call)}` may work on dim 0"
         return None
 
     def _moved(self, call: cst.Call, args: List[cst.Arg], op: str) -> Optional[str]:
@@ -218,6 +248,8 @@ class RowTrace:
             return None  # not built in this function: nothing to follow
         node = getattr(a, "node", None)
         if isinstance(node, cst.Param):
+            if self.inside:
+                return None  # the caller's argument is followed where the call is
             if isinstance(scope, FunctionScope) and isinstance(scope.node, cst.Lambda):
                 return f"`{name}` is a lambda parameter: the rows it is called with cannot be traced to the batch"
             self.params.add((scope, name))
@@ -268,11 +300,33 @@ class RowTrace:
         return None
 
 
+def _own_returns(fdef: cst.FunctionDef) -> List[cst.Return]:
+    """`return` statements of fdef itself, not of defs, lambdas or classes inside it."""
+    out: List[cst.Return] = []
+
+    class _Finder(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is fdef
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            return False
+
+        def visit_Return(self, node: cst.Return) -> None:
+            out.append(node)
+
+    fdef.visit(_Finder())
+    return out
+
+
 class _RowWrites(cst.CSTVisitor):
     def __init__(self, name: str) -> None:
         self.name = name
         self.subscripts: List[Tuple[cst.Subscript, cst.BaseExpression]] = []
         self.inplace: List[cst.Call] = []
+        self.changes: List[cst.Call] = []  # in-place methods that change values (for the indices)
         self.copies: List[cst.BaseExpression] = []
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -288,6 +342,8 @@ class _RowWrites(cst.CSTVisitor):
                 self.inplace.append(node)
             elif f.attr.value == "copy_" and node.args:
                 self.copies.append(node.args[0].value)
+            if f.attr.value.endswith("_") and f.attr.value in INDEX_CHANGES:
+                self.changes.append(node)
 
 
 def row_hazard(tree: Tree, expr: cst.BaseExpression, batch_scope=None) -> Tuple[Optional[str], Set[str]]:
@@ -307,3 +363,94 @@ def row_hazard(tree: Tree, expr: cst.BaseExpression, batch_scope=None) -> Tuple[
                 why = f"`{name}` comes from the callers of {where}, while the metadata is bound outside it"
                 break
     return why, {name for _, name in t.params}
+
+
+# -- the indices (the metadata counts the indexer's valid entries per row) -------------------------
+# Steps that change which entries a row holds or how many are valid. Transforms the engines use
+# (page-table lookups, torch.where on the valid mask, padding rows in a helper) are calls this
+# module does not look into, so they pass.
+INDEX_CHANGES = {"masked_fill", "masked_fill_", "fill_", "index_fill", "index_fill_", "scatter", "scatter_",
+                 "clamp", "clamp_", "clip", "clip_", "sort", "flip", "roll", "narrow", "index_select", "gather",
+                 "split", "chunk", "remainder", "fmod", "abs", "neg", "zero_", "masked_scatter_", "index_put_",
+                 "copy_", "put_", "add_", "sub_", "mul_"}
+
+
+class IndexTrace:
+    """Follows the kernel's `indices` back through its function: may an entry have been
+    dropped, masked or narrowed after the indexer counted it?"""
+
+    def __init__(self, tree: Tree):
+        self.tree = tree
+        self.seen: Set[object] = set()
+        self.params: Set[Tuple[object, str]] = set()
+
+    def hazard(self, e: cst.BaseExpression) -> Optional[str]:
+        if isinstance(e, cst.Name):
+            return self._name(e)
+        if isinstance(e, cst.Attribute):
+            return None if e.attr.value in NO_DATA_ATTRS else self.hazard(e.value)
+        if isinstance(e, cst.Subscript):
+            for el in e.slice:
+                s = el.slice
+                full = (isinstance(s, cst.Slice) and s.lower is None and s.upper is None and s.step is None) or (
+                    isinstance(s, cst.Index) and isinstance(s.value, (cst.Ellipsis, cst.Name))
+                    and getattr(s.value, "value", None) in (None, "None"))
+                if not full:
+                    return f"`{_code(e)}` narrows or selects top-k entries"
+            return self.hazard(e.value)
+        if isinstance(e, cst.Call):
+            func = e.func
+            if isinstance(func, cst.Attribute) and not (get_full_name_for_node(func) or "").startswith("torch."):
+                if func.attr.value in INDEX_CHANGES:
+                    return f"`{_code(e)}` changes which top-k entries are valid"
+                if func.attr.value in NO_DATA_METHODS:
+                    return None
+                receiver = func.value
+                if isinstance(receiver, cst.Name) and receiver.value in ("self", "cls"):
+                    return None  # a helper of the engine's: a transform we do not look into
+                return self.hazard(receiver)
+            return None  # a function: page-table transforms, torch.where on the valid mask
+        if isinstance(e, cst.BinaryOperation):
+            return f"`{_code(e)}` changes index values (and -1 entries with them)"
+        if isinstance(e, cst.IfExp):
+            return self.hazard(e.body) or self.hazard(e.orelse)
+        return None
+
+    def _name(self, node: cst.Name) -> Optional[str]:
+        for a in self.tree.binding(node, node.value).assignments:
+            scope = getattr(a, "scope", None)
+            if id(a) in self.seen or not isinstance(scope, FunctionScope):
+                continue
+            self.seen.add(id(a))
+            target = getattr(a, "node", None)
+            if isinstance(target, cst.Param):
+                self.params.add((scope, node.value))
+            else:
+                stmt = self.tree.assignment_statement(a)
+                why = self.hazard(stmt.value) if stmt is not None else None
+                if why:
+                    return why
+            why = self._writes(scope, node.value)
+            if why:
+                return why
+        return None
+
+    def _writes(self, scope, name: str) -> Optional[str]:
+        key = (id(scope), name, "writes")
+        if key in self.seen:
+            return None
+        self.seen.add(key)
+        finder = _RowWrites(name)
+        scope.node.visit(finder)
+        for target, _ in finder.subscripts:
+            if self.tree.binding(target.value, name).scope_rank == self.tree.rank.get(id(scope)):
+                return f"`{_code(target)} = ...` overwrites top-k entries"
+        for call in finder.inplace + finder.changes:
+            return f"`{_code(call)}` changes which top-k entries are valid"
+        return None
+
+
+def index_hazard(tree: Tree, expr: cst.BaseExpression) -> Tuple[Optional[str], Set[str]]:
+    """(why the kernel's indices may no longer be what the metadata counted, or None; their parameters)."""
+    t = IndexTrace(tree)
+    return t.hazard(expr), {name for _, name in t.params}

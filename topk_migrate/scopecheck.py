@@ -19,6 +19,8 @@ from libcst.metadata import (
 BLOCKS = (cst.Module, cst.IndentedBlock, cst.SimpleStatementLine, cst.SimpleStatementSuite)
 SCOPE_NODES = (cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.ListComp, cst.SetComp,
                cst.DictComp, cst.GeneratorExp)
+PLAIN_TYPES = {"dict", "list", "tuple", "str", "int", "float", "bool", "bytes", "set", "Dict", "List", "Tuple",
+               "Mapping", "MutableMapping", "Sequence", "Set", "FrozenSet", "frozenset"}
 TARGET_PARENTS = (cst.AssignTarget, cst.AnnAssign, cst.AugAssign)
 
 
@@ -82,6 +84,15 @@ class Tree:
             self.module.visit(finder)
             self._none_attrs = finder.names
         return self._none_attrs
+
+    def defs(self) -> List[cst.FunctionDef]:
+        if not hasattr(self, "_defs"):
+            self._defs = [n for n in self.parent if isinstance(n, cst.FunctionDef)]
+        return self._defs
+
+    def is_method(self, fdef: cst.FunctionDef) -> bool:
+        body = self.parent.get(fdef)
+        return isinstance(body, cst.IndentedBlock) and isinstance(self.parent.get(body), cst.ClassDef)
 
     # -- structure ----------------------------------------------------------------
     def line(self, node: cst.CSTNode) -> int:
@@ -298,6 +309,13 @@ def root_binding(tree: Tree, node: cst.CSTNode, name: str, what: str = "metadata
     for access in a.references:
         if any(isinstance(anc, cst.Del) for anc in tree.ancestors(access.node)):
             return f"`{name}` is deleted at line {tree.line(access.node)}", False
+        parent = tree.parent.get(access.node)
+        if isinstance(parent, cst.Subscript) and parent.value is access.node:
+            return f"`{name}` is indexed like a mapping at line {tree.line(access.node)}, not an object with fields", False
+    if isinstance(a.node, cst.Param) and a.node.annotation is not None:
+        kind = get_full_name_for_node(a.node.annotation.annotation) or ""
+        if kind.rsplit(".", 1)[-1] in PLAIN_TYPES:
+            return f"`{name}` is annotated `{kind}`, not an object with fields", False
     return None, may_be_none(tree, a, name)
 
 
