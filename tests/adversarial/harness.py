@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import difflib
 import os
 import sys
 import traceback
@@ -78,6 +79,7 @@ class Outcome:
     sites: List[Tuple[int, str, str]] = field(default_factory=list)  # (line, status, reason) in the module
     problems: List[str] = field(default_factory=list)
     fixed: bool = False  # after apply, the kernel received a topk_length
+    diff: str = ""  # what apply changed in the module
 
     @property
     def wrong(self) -> bool:
@@ -88,6 +90,9 @@ class Outcome:
         lines = [f"variant {v.name} [class {v.hazard}] went wrong:"]
         lines += [f"  - {p}" for p in self.problems]
         lines += [f"  site line {ln}: {st} \u2014 {why}" for ln, st, why in self.sites]
+        if self.diff:
+            diff = self.diff.splitlines()
+            lines += ["  apply's diff:"] + [f"    {d}" for d in diff[:60]] + (["    ..."] if len(diff) > 60 else [])
         return "\n".join(lines)
 
 
@@ -219,6 +224,7 @@ def run_variant(v: Variant, root: Path, engine: Engine = apply_engine) -> Outcom
             out.problems.append(f"line {s.line}: manual without a reason")
     _check_markers(v, mine, out)
     after_src = path.read_text()
+    out.diff = "".join(difflib.unified_diff(v.source.splitlines(True), after_src.splitlines(True), "before", "after", n=1))
     try:
         ast.parse(after_src)
     except SyntaxError as e:
