@@ -29,7 +29,7 @@ class KernelGate:
             where = self._declared_in(kernel)
             try:
                 if not isinstance(kernel, str):
-                    raise ValueError(f"expected a string such as {kernels.example_kernel()!r}, got {kernel!r}")
+                    raise ValueError(f"expected a string such as {kernels.EXAMPLE_KERNEL!r}, got {kernel!r}")
                 self.explicit = kernels.parse_pin(kernel, where)
             except ValueError as e:
                 raise InputError(f"{where}: {e}") from None

@@ -141,8 +141,7 @@ def _tables() -> Tuple[MinVersions, Dict[str, Tuple[str, ...]]]:
     return MIN_KERNEL, KERNEL_DISTS
 
 
-def example_kernel() -> str:
-    return "sglang-kernel==0.4.6"
+EXAMPLE_KERNEL = "sglang-kernel==0.4.6"  # shown where a kernel must be declared
 
 
 def parse_pin(text: str, source: str) -> Pin:
@@ -152,7 +151,7 @@ def parse_pin(text: str, source: str) -> Pin:
     min_kernel, kernel_dists = _tables()
     dists = sorted({d for ds in kernel_dists.values() for d in ds} | set(min_kernel))
     expected = (f"expected NAME==VERSION (or another version specifier), NAME a kernel distribution or the "
-                f"module it provides, e.g. {example_kernel()} or sgl_kernel==0.4.6 "
+                f"module it provides, e.g. {EXAMPLE_KERNEL} or sgl_kernel==0.4.6 "
                 f"(distributions: {', '.join(dists)}; modules: {', '.join(sorted(kernel_dists))})")
     try:
         req = Requirement(text.strip())
