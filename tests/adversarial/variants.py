@@ -1176,6 +1176,12 @@ REORDERINGS = [
                     "torch.index_select(q, 0, order, out=q_sel)\ntorch.index_select(idx, 0, order, out=idx_sel)"),
     ("index_copy_in_place", "order = torch.arange(q.shape[0]).flip(0)\nq_sel, idx_sel = torch.zeros_like(q), torch.zeros_like(idx)\n"
                             "q_sel.index_copy_(0, order, q)\nidx_sel.index_copy_(0, order, idx)"),
+    ("flipud", "q_sel, idx_sel = torch.flipud(q), torch.flipud(idx)"),
+    ("view_split_then_flip_dim1", "q_sel = q.view(2, 4, q.shape[1], q.shape[2]).flip(1).reshape(q.shape)\n"
+                                  "idx_sel = torch.flip(idx.view(2, 4, idx.shape[1], idx.shape[2]), [1]).reshape(idx.shape)"),
+    ("permutation_matrix_einsum", "perm = torch.eye(q.shape[0]).roll(1, 0)\n"
+                                  "q_sel = torch.einsum(\"ij,jhd->ihd\", perm, q)\n"
+                                  "idx_sel = torch.einsum(\"ij,jht->iht\", perm, idx.float()).to(torch.int32)"),
     ("in_place_copy_on_q", "q_sel, idx_sel = q.clone(), idx.clone()\nq_sel.copy_(q_sel.flip(0).clone())\nidx_sel.copy_(idx_sel.flip(0).clone())"),
     ("in_place_permutation", "q_sel, idx_sel = q.clone(), idx.clone()\nq_sel[:] = q.flip(0)\nidx_sel.copy_(idx.flip(0))"),
 ]
@@ -1335,6 +1341,46 @@ class Backend:
         metadata = inp.metadata
         q = self._reorder(inp.q)
         idx = self._reorder(inp.indices)
+        out, _, _ = flash_mla_sparse_fwd(q, inp.kv, idx, inp.sm_scale)  # SITE
+        return out
+
+
+def entry(inp):
+    return Backend().forward(inp)
+''')
+
+add("rows_external_function_reorder", "5 rows", '''
+from adv_scheduler import decode_rows_first
+
+
+def entry(inp):
+    metadata = inp.metadata
+    q_sel, idx_sel = decode_rows_first(inp.q), decode_rows_first(inp.indices)
+    out, _, _ = flash_mla_sparse_fwd(q_sel, inp.kv, idx_sel, inp.sm_scale)  # SITE
+    return out
+''', files=(("requirements.txt", "sglang-kernel==0.4.6\n"), ("adv_scheduler.py", '''\
+def decode_rows_first(x):
+    """This fork's scheduler keeps decode rows first (here: reversed)."""
+    return x.flip(0)
+''')))
+add("indices_where_masks_entries", "5 rows", '''
+def entry(inp):
+    metadata = inp.metadata
+    q = inp.q
+    evicted = inp.indices % 3 == 0  # tokens evicted from the cache since the indexer ran
+    idx = torch.where(evicted, torch.full_like(inp.indices, -1), inp.indices)
+    out, _, _ = flash_mla_sparse_fwd(q, inp.kv, idx, inp.sm_scale)  # SITE
+    return out
+''')
+add("indices_masked_by_self_helper", "5 rows", '''
+class Backend:
+    def _drop_evicted(self, indices):
+        return indices.masked_fill(indices % 3 == 0, -1)
+
+    def forward(self, inp):
+        metadata = inp.metadata
+        q = inp.q
+        idx = self._drop_evicted(inp.indices)
         out, _, _ = flash_mla_sparse_fwd(q, inp.kv, idx, inp.sm_scale)  # SITE
         return out
 
