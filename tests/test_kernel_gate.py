@@ -269,6 +269,14 @@ def test_installed_distribution_pins_come_from_the_owning_dist_info(tmp_path):
     assert site.status is Status.MANUAL and "engine-1.0.dist-info/METADATA" in site.reason
 
 
+def test_a_project_file_shipped_inside_an_installed_package_does_not_hide_its_dist_info(tmp_path):
+    """Real wheels ship nested pyproject.toml/setup.py (sglang/jit_kernel/.../cute/pyproject.toml)."""
+    sp = site_packages(tmp_path, "sglang", "0.5.16", {"sglang/jit/cute/backend.py": CALL}, ["sglang-kernel==0.4.5"])
+    (sp / "sglang" / "jit" / "cute" / "pyproject.toml").write_text('[project]\nname = "cute"\n')
+    site = status_of(sp / "sglang" / "jit" / "cute" / "backend.py")
+    assert site.status is Status.FIXABLE and site.kernel == "sglang-kernel==0.4.5 from sglang-0.5.16.dist-info/METADATA"
+
+
 def test_installed_pins_with_extras_markers(tmp_path):
     sp = site_packages(tmp_path, "engine", "1.0", {"engine/backend.py": CALL},
                        ['sglang-kernel==0.4.6; extra == "gpu"', 'sglang-kernel==0.4.5; extra == "all"'])
@@ -387,6 +395,9 @@ def test_project_root(tmp_path):
     (tmp_path / "a" / "b" / "setup.cfg").write_text("")
     clear_caches()
     assert project_root(str(tmp_path / "a" / "b" / "c")) == str(tmp_path / "a" / "b")
+    (tmp_path / "a" / "x-1.0.dist-info").mkdir()  # installed: the site directory is the root
+    clear_caches()
+    assert project_root(str(tmp_path / "a" / "b" / "c")) == str(tmp_path / "a")
 
 
 def test_a_vendored_interface_above_the_project_is_not_read(tmp_path):

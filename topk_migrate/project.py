@@ -38,27 +38,32 @@ def _has_requirements(names: Tuple[str, ...]) -> bool:
 
 @functools.lru_cache(maxsize=None)
 def _root_of_dir(start: str) -> str:
-    d, loose = start, None
+    d, marked, loose = start, None, None
     while True:
         names = listing(d)
-        if ".git" in names or any(n in PROJECT_FILES for n in names) or is_site_dir(names):
+        if is_site_dir(names):  # installed: wheels ship nested pyproject.toml/setup.py of their own
             return d
+        if ".git" in names:
+            return marked or d
+        if marked is None and any(n in PROJECT_FILES for n in names):
+            marked = d
         if loose is None and _has_requirements(names):
             loose = d
         parent = os.path.dirname(d)
-        if parent == d:  # nothing marks a project: a folder of scripts with its requirements file
-            return loose or start
+        if parent == d:
+            return marked or loose or start
         d = parent
 
 
 def project_root(path: str) -> str:
     """The directory every upward search from `path` (a file or a directory) stops at.
 
-    The nearest directory, at or above it, that holds a `.git` entry (a repository,
-    or the top of a revision `audit --rev` lays out), a project file (pyproject.toml,
-    setup.cfg, setup.py), or installed distributions (`*.dist-info`: site-packages).
-    With none of these anywhere above, the nearest one holding a requirements file,
-    else the directory itself.
+    Climbing from `path` no higher than the first `.git` entry (a repository, or the
+    top of a revision `audit --rev` lays out): a directory of installed distributions
+    (`*.dist-info`, site-packages) if one is met; else the first directory holding a
+    project file (pyproject.toml, setup.cfg, setup.py); else the `.git` directory itself.
+    Outside any repository, with no project file: the nearest directory holding a
+    requirements file (a folder of scripts), else the directory itself.
     """
     a = os.path.abspath(path)
     return _root_of_dir(a if os.path.isdir(a) else os.path.dirname(a))
