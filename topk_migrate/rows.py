@@ -89,6 +89,16 @@ def _is_split(e: cst.BaseExpression) -> bool:
     return isinstance(e, cst.Call) and (get_full_name_for_node(e.func) or "").rsplit(".", 1)[-1] in SPLITS
 
 
+def local_defs(tree: Tree, func: cst.BaseExpression) -> List[cst.FunctionDef]:
+    """The defs of this module a call can reach: `f(...)` bound to a def, `self.m(...)`."""
+    if isinstance(func, cst.Name):
+        return [a.node for a in tree.binding(func, func.value).assignments
+                if isinstance(getattr(a, "node", None), cst.FunctionDef)]
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+        return [n for n in tree.defs() if n.name.value == func.attr.value and tree.is_method(n)]
+    return []
+
+
 class RowTrace:
     """Follows q's rows back through the assignments of its function."""
 
@@ -145,7 +155,7 @@ class RowTrace:
         op = name.rsplit(".", 1)[-1]
         method = isinstance(func, cst.Attribute) and not name.startswith(("torch.", "F."))
         args = list(call.args)
-        local = self._local_defs(func)
+        local = local_defs(self.tree, func)
         if local:  # a function or method of this module: what it returns, then its arguments
             why = next((w for w in map(self._returns, local) if w), None)
             return why or self._args(args) or (self._data(func.value) if isinstance(func, cst.Attribute) else None)
@@ -173,15 +183,6 @@ class RowTrace:
         if op in DIM_OPS and name.startswith("torch."):
             return self._dim_op(call, args[1:], op, 0) or self._args(args)
         return self._args(args)  # an unknown function: its rows come from its arguments
-
-    def _local_defs(self, func: cst.BaseExpression) -> List[cst.FunctionDef]:
-        """The defs of this module a call can reach: `f(...)` bound to a def, `self.m(...)`."""
-        if isinstance(func, cst.Name):
-            return [a.node for a in self.tree.binding(func, func.value).assignments
-                    if isinstance(getattr(a, "node", None), cst.FunctionDef)]
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
-            return [n for n in self.tree.defs() if n.name.value == func.attr.value and self.tree.is_method(n)]
-        return []
 
     def _returns(self, fdef: cst.FunctionDef) -> Optional[str]:
         if id(fdef) in self.seen or self.inside > 3:
@@ -293,6 +294,10 @@ class RowTrace:
                 return why
         for call in finder.inplace:
             return f"`{_code(call)}` writes rows by index"
+        for call in finder.outs:
+            why = self._call(call)
+            if why:
+                return why
         for value in finder.copies:
             why = self._data(value)
             if why:
@@ -327,6 +332,7 @@ class _RowWrites(cst.CSTVisitor):
         self.subscripts: List[Tuple[cst.Subscript, cst.BaseExpression]] = []
         self.inplace: List[cst.Call] = []
         self.changes: List[cst.Call] = []  # in-place methods that change values (for the indices)
+        self.outs: List[cst.Call] = []  # calls that write their result into name (`out=name`)
         self.copies: List[cst.BaseExpression] = []
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -336,6 +342,9 @@ class _RowWrites(cst.CSTVisitor):
                 self.subscripts.append((tgt, node.value))
 
     def visit_Call(self, node: cst.Call) -> None:
+        if any(a.keyword and a.keyword.value == "out" and isinstance(a.value, cst.Name) and a.value.value == self.name
+               for a in node.args):
+            self.outs.append(node)
         f = node.func
         if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == self.name:
             if f.attr.value in INPLACE_ROW_WRITES:
@@ -383,6 +392,23 @@ class IndexTrace:
         self.tree = tree
         self.seen: Set[object] = set()
         self.params: Set[Tuple[object, str]] = set()
+        self.inside = 0  # > 0 while reading the returns of a function defined in this module
+
+    def _local(self, call: cst.Call) -> Optional[str]:
+        """A function or method of this module: what it returns (its parameters are the call's)."""
+        for fdef in local_defs(self.tree, call.func):
+            if id(fdef) in self.seen or self.inside > 3:
+                continue
+            self.seen.add(id(fdef))
+            self.inside += 1
+            try:
+                for ret in _own_returns(fdef):
+                    why = self.hazard(ret.value) if ret.value is not None else None
+                    if why:
+                        return f"{why} (in `{fdef.name.value}`)" if "(in `" not in why else why
+            finally:
+                self.inside -= 1
+        return None
 
     def hazard(self, e: cst.BaseExpression) -> Optional[str]:
         if isinstance(e, cst.Name):
@@ -400,7 +426,16 @@ class IndexTrace:
             return self.hazard(e.value)
         if isinstance(e, cst.Call):
             func = e.func
-            if isinstance(func, cst.Attribute) and not (get_full_name_for_node(func) or "").startswith("torch."):
+            why = self._local(e)
+            if why:
+                return why
+            name = get_full_name_for_node(func) or ""
+            if name.rsplit(".", 1)[-1] == "where" and len(e.args) == 3:
+                for branch in (e.args[1].value, e.args[2].value):
+                    if _constant_fill(branch):
+                        return f"`{_code(e)}` puts constants into the indices"
+                return None  # e.g. offsets added to the valid entries only
+            if isinstance(func, cst.Attribute) and not name.startswith("torch."):
                 if func.attr.value in INDEX_CHANGES:
                     return f"`{_code(e)}` changes which top-k entries are valid"
                 if func.attr.value in NO_DATA_METHODS:
@@ -424,6 +459,8 @@ class IndexTrace:
             self.seen.add(id(a))
             target = getattr(a, "node", None)
             if isinstance(target, cst.Param):
+                if self.inside:
+                    continue
                 self.params.add((scope, node.value))
             else:
                 stmt = self.tree.assignment_statement(a)
@@ -445,9 +482,19 @@ class IndexTrace:
         for target, _ in finder.subscripts:
             if self.tree.binding(target.value, name).scope_rank == self.tree.rank.get(id(scope)):
                 return f"`{_code(target)} = ...` overwrites top-k entries"
-        for call in finder.inplace + finder.changes:
+        for call in finder.inplace + finder.changes + finder.outs:
             return f"`{_code(call)}` changes which top-k entries are valid"
         return None
+
+
+FILLS = {"full", "full_like", "new_full", "zeros_like", "ones_like", "zeros", "ones", "new_zeros", "new_ones",
+         "empty_like", "tensor", "fill_"}
+
+
+def _constant_fill(e: cst.BaseExpression) -> bool:
+    if _int(e) is not None or isinstance(e, cst.Float):
+        return True
+    return isinstance(e, cst.Call) and (get_full_name_for_node(e.func) or "").rsplit(".", 1)[-1] in FILLS
 
 
 def index_hazard(tree: Tree, expr: cst.BaseExpression) -> Tuple[Optional[str], Set[str]]:
