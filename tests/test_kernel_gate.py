@@ -521,3 +521,41 @@ def test_an_unknown_kernel_has_no_decision_in_json(repo):
     r = cli("audit", repo, "--format", "json")
     (site,) = json.loads(r.stdout)["sites"]
     assert "kernel" not in site and site["status"] == "manual"
+
+
+# -- the range decision is sound: checked against packaging itself on a dense set of versions ---------------
+
+VERSIONS = ["0.3.21", "0.4", "0.4.0", "0.4.1.post1", "0.4.2", "0.4.2.post1", "0.4.2.post2", "0.4.3.dev0", "0.4.3a1",
+            "0.4.3rc1", "0.4.3", "0.4.3+cu128", "0.4.3.post1", "0.4.4", "0.4.10", "0.5.0a1", "0.5", "1.0", "1!0.1"]
+
+
+def _valid(spec):
+    from packaging.specifiers import InvalidSpecifier, Specifier
+
+    try:
+        return bool(Specifier(spec))
+    except InvalidSpecifier:  # e.g. a local version with an ordered comparison
+        return False
+
+
+SPECS = [s for s in (f"{op}{v}" for op in ("==", "!=", ">=", ">", "<=", "<", "~=") for v in VERSIONS) if _valid(s)]
+SPECS += ["==0.4.*", "!=0.4.*", "==0.4.3.*", "!=0.4.2.*", "==0.*", "===0.4.3"]
+
+
+def test_decide_never_contradicts_the_versions_a_spec_allows():
+    from hypothesis import given, settings, strategies as st
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    @settings(max_examples=3000, deadline=None)
+    @given(st.lists(st.sampled_from(SPECS), min_size=1, max_size=3), st.sampled_from(["0.4.3", "0.4.2.post2", "0.5", "1.0"]))
+    def check(parts, floor):
+        spec = ",".join(parts)
+        allowed = [v for v in VERSIONS if SpecifierSet(spec).contains(v, prereleases=True)]
+        verdict = kernels.decide(spec, floor)
+        if verdict is True:
+            assert all(Version(v) >= Version(floor) for v in allowed), (spec, floor, allowed)
+        if verdict is False:
+            assert all(Version(v) < Version(floor) for v in allowed), (spec, floor, allowed)
+
+    check()

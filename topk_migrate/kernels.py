@@ -80,6 +80,8 @@ def _intervals(s: Specifier) -> List[Interval]:
     if op == "==":
         return [(v, True, v, True)]
     if op == "!=":
+        if Version(text).local:  # excluding one local build leaves its public version allowed
+            return [_EVERY]
         return [(None, False, v, False), (v, False, None, False)]
     if op == ">=":
         return [(v, True, None, False)]
