@@ -517,6 +517,84 @@ def entry(inp):
     return attend(inp.q, inp.kv, inp.indices, inp.sm_scale, {"scale_mult": 1.0})
 ''')
 
+add("metadata_from_method_returning_none", "2 metadata", '''
+class Backend:
+    def _metadata_for(self, inp):
+        return inp.metadata if inp.flags.get("dsa") else None  # plain MLA layers have none
+
+    def forward(self, inp):
+        metadata = self._metadata_for(inp)
+        q = inp.q
+        o, _, _ = flash_mla_sparse_fwd(q, inp.kv, inp.indices, inp.sm_scale)  # SITE
+        return o, self._log(metadata)
+
+    def _log(self, metadata):
+        return metadata is None
+
+
+def entry(inp):
+    return Backend().forward(inp)
+''')
+add("metadata_from_dict_get", "2 metadata", '''
+class Backend:
+    def __init__(self):
+        self.metadata_by_layer = {}
+
+    def forward(self, inp, layer_id=0):
+        metadata = self.metadata_by_layer.get(layer_id)
+        q = inp.q
+        o, _, _ = flash_mla_sparse_fwd(q, inp.kv, inp.indices, inp.sm_scale)  # SITE
+        return o
+
+
+def entry(inp):
+    return Backend().forward(inp)
+''')
+add("metadata_attribute_none_in_base_class", "2 metadata", '''
+from adv_base_attention import AttentionBackend
+
+
+class DSABackend(AttentionBackend):
+    def forward(self, inp):
+        metadata = self.forward_metadata
+        q = inp.q
+        o, _, _ = flash_mla_sparse_fwd(q, inp.kv, inp.indices, inp.sm_scale)  # SITE
+        return o
+
+
+def entry(inp):
+    return DSABackend().forward(inp)
+''', files=(("requirements.txt", "sglang-kernel==0.4.6\n"), ("adv_base_attention.py", '''\
+class AttentionBackend:
+    def __init__(self):
+        self.forward_metadata = None  # set by init_forward_metadata
+''')))
+add("metadata_param_passed_none", "2 metadata", '''
+def attend(q, kv, indices, scale, metadata):
+    o, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+    return o
+
+
+def entry(inp):
+    return attend(inp.q, inp.kv, inp.indices, inp.sm_scale, None)
+''')
+add("caller_metadata_from_dict_get", "2 metadata", '''
+class Backend:
+    metadata_by_layer = {}
+
+    def forward(self, inp, layer_id=0):
+        metadata = self.metadata_by_layer.get(layer_id)
+        return self._sparse(inp.q, inp.kv, inp.indices, inp.sm_scale)
+
+    def _sparse(self, q, kv, indices, scale):
+        o, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+        return o
+
+
+def entry(inp):
+    return Backend().forward(inp)
+''')
+
 # --- 3 name hygiene -----------------------------------------------------------------------------
 add("module_global_width_read_in_helper", "3 names", '''
 topk_length = 16  # the indexer's width
