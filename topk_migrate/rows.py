@@ -431,10 +431,11 @@ class IndexTrace:
                 return why
             name = get_full_name_for_node(func) or ""
             if name.rsplit(".", 1)[-1] == "where" and len(e.args) == 3:
-                for branch in (e.args[1].value, e.args[2].value):
-                    if _constant_fill(branch):
+                valid = _validity_test(e.args[0].value)
+                for branch, invalid_side in ((e.args[1].value, valid is False), (e.args[2].value, valid is True)):
+                    if _constant_fill(branch) and not (invalid_side and _int(branch) == -1):
                         return f"`{_code(e)}` puts constants into the indices"
-                return None  # e.g. offsets added to the valid entries only
+                return None  # offsets added to the valid entries, -1 kept where entries are -1
             if isinstance(func, cst.Attribute) and not name.startswith("torch."):
                 if func.attr.value in INDEX_CHANGES:
                     return f"`{_code(e)}` changes which top-k entries are valid"
@@ -489,6 +490,18 @@ class IndexTrace:
 
 FILLS = {"full", "full_like", "new_full", "zeros_like", "ones_like", "zeros", "ones", "new_zeros", "new_ones",
          "empty_like", "tensor", "fill_"}
+
+
+def _validity_test(cond: cst.BaseExpression) -> Optional[bool]:
+    """True for `x >= 0` / `x != -1` / `x > -1` (valid entries), False for `x < 0` / `x == -1`."""
+    if not (isinstance(cond, cst.Comparison) and len(cond.comparisons) == 1):
+        return None
+    op, value = type(cond.comparisons[0].operator), _int(cond.comparisons[0].comparator)
+    if (op, value) in ((cst.GreaterThanEqual, 0), (cst.NotEqual, -1), (cst.GreaterThan, -1)):
+        return True
+    if (op, value) in ((cst.LessThan, 0), (cst.Equal, -1), (cst.LessThanEqual, -1)):
+        return False
+    return None
 
 
 def _constant_fill(e: cst.BaseExpression) -> bool:
