@@ -1,0 +1,114 @@
+"""Run a bump over files and directories: the signature diff, then a verdict per call site."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from .bind import FAILING, SEVERITY, BumpSite, CallArgs, compare, match
+from .diff import Change, diff
+from .rules import RULES, Context
+from .signatures import Release
+
+
+@dataclass
+class BumpReport:
+    old: Release
+    new: Release
+    changes: List[Change]
+    sites: List[BumpSite] = field(default_factory=list)
+    errors: List[Tuple[str, str]] = field(default_factory=list)  # (path, one-line cause)
+    files: int = 0
+
+    def counts(self) -> Dict[str, int]:
+        return {v: sum(s.verdict == v for s in self.sites) for v in SEVERITY}
+
+    def exit_code(self) -> int:
+        """2 errors, 1 a call breaks or rebinds, 0 otherwise."""
+        if self.errors:
+            return 2
+        return 1 if any(s.verdict in FAILING for s in self.sites) else 0
+
+
+def run(paths: Sequence[str], old: Release, new: Release, follow_links: bool = False) -> BumpReport:
+    from topk_migrate.discover import iter_python_files
+
+    report = BumpReport(old, new, diff(old, new))
+    names = sorted(set(old.entry_points) | set(new.entry_points))
+    needles = [n.encode() for n in names]
+    roots = sorted(set(old.import_roots()) | set(new.import_roots()))
+    for path, error in iter_python_files(paths, follow_links=follow_links):
+        report.files += 1
+        if error:
+            report.errors.append((path, error))
+            continue
+        try:
+            report.sites += _file_sites(path, needles, names, roots, old, new)
+        except _FileError as e:
+            report.errors.append((path, str(e)))
+    return report
+
+
+class _FileError(Exception):
+    pass
+
+
+def _file_sites(path: str, needles, names, roots, old: Release, new: Release) -> List[BumpSite]:
+    import libcst as cst
+
+    from topk_migrate import guard
+    from topk_migrate.discover import read_regular
+    from topk_migrate.files import decode_source, input_error
+    from topk_migrate.model import InputError
+    from topk_migrate.resolve import collect
+
+    try:
+        raw, st = read_regular(path)
+    except OSError as e:
+        raise _FileError(str(input_error(e, path))) from None
+    if not any(n in raw for n in needles):
+        return []
+    try:
+        text = decode_source(path, raw, st).text
+        guard.parse_checked(text, path)
+        module = cst.parse_module(text)
+    except InputError as e:
+        raise _FileError(str(e)) from None
+    except cst.ParserSyntaxError as e:
+        raise _FileError(f"syntax error: {e.message}") from None
+    facts = collect(module)
+    rule_sites: Dict[str, Optional[dict]] = {"sites": None}
+
+    def topk_rule_sites() -> dict:
+        if rule_sites["sites"] is None:
+            rule_sites["sites"] = _topk_rule_sites(text, path, new.pin)
+        return rule_sites["sites"]
+
+    out = []
+    for c in facts.calls:
+        entry = match(c.callee, names, roots)
+        if entry is None:
+            continue
+        args = CallArgs.of(c.node, module)
+        old_ep, new_ep = old.entry_points.get(entry), new.entry_points.get(entry)
+        line, col = c.range.start.line, c.range.start.column + 1
+        site = BumpSite(path, line, col, c.callee, entry, findings=compare(old_ep, new_ep, args, old, new))
+        ctx = Context(path, line, col, entry, args, old, new, old_ep, new_ep, topk_rule_sites)
+        for rule in RULES:
+            site.findings += rule.check(ctx)
+        site.settle()
+        out.append(site)
+    return out
+
+
+def _topk_rule_sites(text: str, path: str, pin: Optional[str]) -> dict:
+    """pass_topk_length's verdict on this file under the new pin, by (line, column)."""
+    from topk_migrate import api
+    from topk_migrate.config import config_for
+
+    try:
+        metadata = config_for(os.path.dirname(os.path.abspath(path))).metadata
+        m = api.migrate_source(text, path, kernel=pin, metadata=metadata)
+    except Exception as e:  # the rule's own one-line errors (and its bugs) never stop the bump
+        return {"error": f"{type(e).__name__}: {e}"}
+    return {(s.line, s.column): s for s in m.sites}
