@@ -93,7 +93,8 @@ class _Group(click.Group):
     """Commands owned by other modules are imported only when used, so `check` starts fast;
     Ctrl-C exits 130 (files are each original or fully rewritten: writes are atomic)."""
 
-    LAZY = {"audit": "topk_migrate.audit:audit_command", "smoke": "topk_migrate.smoke.command:smoke_command"}
+    LAZY = {"audit": "topk_migrate.audit:audit_command", "smoke": "topk_migrate.smoke.command:smoke_command",
+            "bump": "topk_migrate.bump.command:bump_command"}
 
     def list_commands(self, ctx):
         return sorted({*super().list_commands(ctx), *self.LAZY})

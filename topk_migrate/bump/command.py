@@ -1,0 +1,129 @@
+"""`topk-migrate bump --from OLD --to NEW PATH...`: the click command and its report formats."""
+from __future__ import annotations
+
+import json
+import sys
+from typing import List
+
+import click
+
+from .bind import FAILING, SEVERITY
+from .diff import GUARD_ADDED, GUARD_REMOVED
+from .engine import BumpReport
+
+FORMATS = ("text", "json", "markdown")
+RELEASE_HELP = "NAME==VERSION (downloaded once, cached), a wheel file, site-packages, a source tree or the wrapper .py"
+
+
+def _escape(text: str) -> str:
+    from topk_migrate.escape import printable
+
+    return printable(text)
+
+
+def text_report(r: BumpReport, verbose: bool = False) -> str:
+    out: List[str] = []
+    shown = [c for c in r.changes if verbose or c.kind not in (GUARD_ADDED, GUARD_REMOVED)]
+    hidden = len(r.changes) - len(shown)
+    out.append(f"{r.old.label} -> {r.new.label}: {len(r.changes)} signature change(s)"
+               + (f" ({hidden} guard change(s) shown with -v)" if hidden else ""))
+    for c in shown:
+        out.append(f"  {c.kind} {c.entry_point}: {c.detail}")
+    for s in r.sites:
+        out.append(_escape(f"{s.path}:{s.line}:{s.column} {s.verdict} {s.callee} \u2014 {s.reason}"))
+        if s.fix:
+            out.append(_escape(f"    fix: {s.fix}"))
+        if verbose:
+            out += [_escape(f"    note: {n}") for n in s.notes]
+    return "\n".join(out) + "\n"
+
+
+def json_report(r: BumpReport) -> str:
+    data = {
+        "version": 1,
+        "from": {"release": r.old.label, "origin": r.old.origin, "sha256": r.old.sha256},
+        "to": {"release": r.new.label, "origin": r.new.origin, "sha256": r.new.sha256},
+        "changes": [c.to_dict() for c in r.changes],
+        "sites": [s.to_dict() for s in r.sites],
+        "errors": [{"path": p, "error": e} for p, e in r.errors],
+        "summary": {"files": r.files, "sites": len(r.sites), **r.counts(), "errors": len(r.errors)},
+    }
+    return json.dumps(data, indent=2) + "\n"
+
+
+def _cell(text: str) -> str:
+    return _escape(text).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_report(r: BumpReport) -> str:
+    """For a pull-request description: the signature changes, then a verdict per call site."""
+    out = [f"## FlashMLA bump: `{r.old.label}` \u2192 `{r.new.label}`", ""]
+    counts = r.counts()
+    out.append(", ".join(f"**{counts[v]} {v}**" if v in FAILING and counts[v] else f"{counts[v]} {v}"
+                         for v in SEVERITY) + f" across {len(r.sites)} call site(s) in {r.files} file(s)"
+               + (f"; {len(r.errors)} error(s)" if r.errors else ""))
+    out += ["", "### Signature changes", ""]
+    main = [c for c in r.changes if c.kind not in (GUARD_ADDED, GUARD_REMOVED)]
+    guards = [c for c in r.changes if c.kind in (GUARD_ADDED, GUARD_REMOVED)]
+    if main:
+        out += ["| entry point | change | parameter | detail |", "|---|---|---|---|"]
+        out += [f"| `{c.entry_point}` | {c.kind} | {f'`{c.param}`' if c.param else ''} | {_cell(c.detail)} |"
+                for c in main]
+    else:
+        out.append("No parameter or entry-point change.")
+    if guards:
+        out += ["", f"<details><summary>{len(guards)} assert/raise change(s)</summary>", "",
+                "| entry point | change | parameters | guard |", "|---|---|---|---|"]
+        out += [f"| `{c.entry_point}` | {c.kind} | {_cell(c.param or '')} | `{_cell(c.detail)}` |" for c in guards]
+        out += ["", "</details>"]
+    out += ["", "### Call sites", ""]
+    if r.sites:
+        out += ["| verdict | site | entry point | reason | fix |", "|---|---|---|---|---|"]
+        for s in sorted(r.sites, key=lambda s: (SEVERITY.index(s.verdict), s.path, s.line)):
+            fix = f"`{_cell(s.fix)}`" if s.fix else ""
+            out.append(f"| {s.verdict} | `{_cell(s.path)}:{s.line}` | `{s.entry_point}` | {_cell(s.reason)} | {fix} |")
+    else:
+        out.append("No call site of the kernel's entry points.")
+    for p, e in r.errors:
+        out.append(f"- error: `{_cell(p)}`: {_cell(e)}")
+    return "\n".join(out) + "\n"
+
+
+@click.command("bump")
+@click.option("--from", "old", required=True, metavar="RELEASE", help="The kernel release pinned now: " + RELEASE_HELP)
+@click.option("--to", "new", required=True, metavar="RELEASE", help="The release to move to (same forms).")
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report here instead of stdout.")
+@click.option("--follow-links", is_flag=True, help="Walk into symlinked directories inside the tree.")
+@click.option("--verbose", "-v", is_flag=True, help="Also show assert/raise changes and per-site notes.")
+def bump_command(old, new, paths, fmt, output, follow_links, verbose):
+    """What moving the kernel from one release to another does to every call site.
+
+    Verdicts: breaks (TypeError), rebinds (a positional argument lands elsewhere), manual,
+    changes-default, opportunity (a new optional parameter not passed), unchanged.
+    Exit codes: 0 nothing breaks or rebinds, 1 something does, 2 errors.
+    """
+    from .engine import run
+    from .sources import SourceError, load
+
+    try:
+        old_release, new_release = load(old), load(new)
+    except SourceError as e:
+        click.echo(f"error: {_escape(str(e))}", err=True)
+        sys.exit(2)
+    report = run(paths, old_release, new_release, follow_links=follow_links)
+    text = {"text": lambda: text_report(report, verbose), "json": lambda: json_report(report),
+            "markdown": lambda: markdown_report(report)}[fmt]()
+    if output:
+        from pathlib import Path
+
+        Path(output).write_text(text, encoding="utf-8")
+    else:
+        click.echo(text, nl=False)
+    for p, e in report.errors:
+        click.echo(f"{_escape(p)}: error: {_escape(e)}", err=True)
+    c = report.counts()
+    click.echo(f"{report.files} file(s), {len(report.sites)} site(s): "
+               + ", ".join(f"{c[v]} {v}" for v in SEVERITY) + f"; {len(report.errors)} error(s)", err=True)
+    sys.exit(report.exit_code())
