@@ -105,6 +105,8 @@ for _name, _imports, _spelling in [
 ]:
     add(f"control_import_{_name}", "control", _PLAIN.replace("flash_mla_sparse_fwd(", _spelling), imports=_imports,
         expect="fixable")
+add("control_import_submodule_from_package", "control", _PLAIN.replace("flash_mla_sparse_fwd(", "flash_mla.flash_mla_sparse_fwd("),
+    imports="import torch\nfrom sgl_kernel import flash_mla\n", expect="fixable")
 add("control_local_import", "control", _PLAIN.replace(
     "        q_input = q_all\n", "        from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n\n        q_input = q_all\n"),
     imports="import torch\n", expect="fixable")
@@ -278,6 +280,16 @@ def entry(inp):
         n //= 2
         q, idx = q[:n], idx[:n]
     return q
+''')
+
+add("call_in_conditional_expression_q_may_be_none", "1 placement", '''
+def attend(q, kv, indices, scale, metadata):
+    o = flash_mla_sparse_fwd(q, kv, indices, scale)[0] if q is not None else None  # SITE
+    return o
+
+
+def entry(inp):
+    return attend(None, inp.kv, inp.indices, inp.sm_scale, inp.metadata), attend(inp.q, inp.kv, inp.indices, inp.sm_scale, inp.metadata)
 ''')
 
 # --- 2 metadata availability --------------------------------------------------------------------
@@ -1205,6 +1217,18 @@ if TYPE_CHECKING:
 else:
     from flash_mla import flash_mla_sparse_fwd  # the vendored build this fork ships
 ''')
+
+add("kernel_module_attribute_monkeypatched", "4 callee", _LEGACY_DEF + '''
+
+fm.flash_mla_sparse_fwd = _legacy_sparse_fwd  # pin this fork to the old kernel path
+
+
+def entry(inp):
+    metadata = inp.metadata
+    q = inp.q
+    o, _, _ = fm.flash_mla_sparse_fwd(q, inp.kv, inp.indices, inp.sm_scale)  # SITE
+    return o
+''', imports="import torch\nimport sgl_kernel.flash_mla as fm\n")
 
 # --- 5 row alignment: q's rows reordered or selected while the metadata covers other rows -------
 # (name, how q_sel/idx_sel are made from q/idx: the counts match, the rows do not)
