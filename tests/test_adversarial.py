@@ -95,12 +95,18 @@ def _validate_rewrite_owner():
 
 
 def test_suite_fails_without_scope_validation(stubs, tmp_path, monkeypatch):
-    """Removing the scope-validation step must let at least one wrong rewrite through."""
+    """Removing the scope-validation step must let a wrong rewrite through that it otherwise stops."""
     owner = _validate_rewrite_owner()
     if owner is None:
         pytest.fail("no module-level validate_rewrite in topk_migrate.codemods.pass_topk_length "
                     "(or resolve/api): the scope-validation step issue 8 asks for is missing")
-    monkeypatch.setattr(owner, "validate_rewrite", lambda *args, **kwargs: None)
-    hazards = [v for v in VARIANTS if v.hazard in ("1 placement", "2 metadata", "3 names")]
-    wrong = next((v.name for v in hazards if harness.run_variant(v, tmp_path).wrong), None)  # one is enough
-    assert wrong, "with validate_rewrite a no-op, every placement/metadata/name variant still came out right"
+    order = {"3 names": 0, "1 placement": 1, "2 metadata": 2}  # where validation matters most first
+    hazards = sorted((v for v in VARIANTS if v.hazard in order), key=lambda v: order[v.hazard])
+    for v in hazards:
+        with monkeypatch.context() as m:
+            m.setattr(owner, "validate_rewrite", lambda *args, **kwargs: None)
+            if not harness.run_variant(v, tmp_path / "without").wrong:
+                continue
+        if not harness.run_variant(v, tmp_path / "with").wrong:
+            return  # wrong without the step, right with it
+    pytest.fail("with validate_rewrite a no-op, no placement/name/metadata variant that is right with it went wrong")
