@@ -69,6 +69,8 @@ def narrow(text: str, tree: Union[ast.Module, None, str] = "parse") -> Optional[
         for x in ast.walk(tree):
             if isinstance(x, (ast.Import, ast.ImportFrom)):
                 names.update(a.asname for a in x.names if a.asname and any(n in a.name for n in _NAMES))
+    if _used_as_value(tree, names):
+        return None  # the engine reports the kernel used as a value (issue 8, class 8): parse whole
     scan = _Scan(lines, names)
     scan.block(tree.body, "")
     calls, imports = scan.calls, scan.imports
@@ -79,6 +81,18 @@ def narrow(text: str, tree: Union[ast.Module, None, str] = "parse") -> Optional[
         if minimal is not None:
             return minimal
     return _stub_defs(tree, lines, names, calls)
+
+
+def _used_as_value(tree: ast.Module, names: Set[str]) -> bool:
+    """A kernel name read other than by calling it: `partial(f, ...)`, `getattr(m, "f")`, `self.k = m.f`."""
+    callees = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Load) and id(n) not in callees \
+                and (n.id if isinstance(n, ast.Name) else n.attr) in names:
+            return True
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in names:
+            return True
+    return False
 
 
 def _chain(expr: ast.AST) -> List[str]:
