@@ -1,7 +1,6 @@
 """Run a bump over files and directories: the signature diff, then a verdict per call site."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -81,7 +80,7 @@ def _file_sites(path: str, needles, names, roots, old: Release, new: Release) ->
 
     def topk_rule_sites() -> dict:
         if rule_sites["sites"] is None:
-            rule_sites["sites"] = _topk_rule_sites(text, path, new.pin)
+            rule_sites["sites"] = _topk_rule_sites(path, new.pin)
         return rule_sites["sites"]
 
     out = []
@@ -101,14 +100,12 @@ def _file_sites(path: str, needles, names, roots, old: Release, new: Release) ->
     return out
 
 
-def _topk_rule_sites(text: str, path: str, pin: Optional[str]) -> dict:
-    """pass_topk_length's verdict on this file under the new pin, by (line, column)."""
+def _topk_rule_sites(path: str, pin: Optional[str]) -> dict:
+    """pass_topk_length's verdict on this file under the new pin, by (line, column): the file as
+    `audit` reads it (narrowed to what the rule looks at, the project's [tool.topk-migrate] applied)."""
     from topk_migrate import api
-    from topk_migrate.config import config_for
 
-    try:
-        metadata = config_for(os.path.dirname(os.path.abspath(path))).metadata
-        m = api.migrate_source(text, path, kernel=pin, metadata=metadata)
-    except Exception as e:  # the rule's own one-line errors (and its bugs) never stop the bump
-        return {"error": f"{type(e).__name__}: {e}"}
-    return {(s.line, s.column): s for s in m.sites}
+    outcome = api.process_file(path, kernel=pin, narrowed=True)
+    if outcome.error:
+        return {"error": outcome.error}
+    return {(s.line, s.column): s for s in outcome.sites}

@@ -202,7 +202,7 @@ class _GuardWalker:
     def _add(self, kind, test_node, test, conds, rename, via, message) -> None:
         mentioned = _names(test_node) if test_node is not None else set()
         if kind == "raise":
-            mentioned = set().union(*(_names(ast.parse(c, mode="eval")) for c in conds))
+            mentioned = _names(ast.parse(conds[-1], mode="eval"))  # the test the raise sits under
         params = sorted({rename.get(n, n) for n in mentioned} & self.params)
         if not params:
             return

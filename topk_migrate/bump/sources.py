@@ -1,8 +1,8 @@
 """Find a kernel release and read its wrapper signatures, cached by wheel sha256.
 
 A release is named as `NAME==VERSION` (the wheel is downloaded once, without dependencies, into
-~/.cache/topk-migrate/wheels), a wheel file, a site-packages directory, a source tree, or a
-wrapper module file. Only the wrapper module's members are read from a wheel (a 370 MB
+~/.cache/topk-migrate/wheels), a wheel file, a site-packages directory, a source tree, a
+wrapper module file, or a signature JSON file written before. Only the wrapper module's members are read from a wheel (a 370 MB
 sglang-kernel wheel is never unpacked), and what was read is kept as JSON under
 ~/.cache/topk-migrate/signatures/<sha256>.json, so a second run needs neither the wheel's
 bytes nor the index.
@@ -47,6 +47,8 @@ def load(spec: str) -> Release:
             return _from_dir(path)
         if path.suffix == ".whl":
             return from_wheel(path)
+        if path.suffix == ".json":
+            return _from_json(path)
         return _from_module_file(path)
     m = PIN.match(spec)
     if not m:
@@ -150,6 +152,17 @@ def _from_module_file(path: Path) -> Release:
     except (OSError, SyntaxError, UnicodeDecodeError) as e:
         raise SourceError(f"{path}: cannot read ({e})") from None
     return Release(None, None, str(path), eps)
+
+
+def _from_json(path: Path) -> Release:
+    """Signatures saved before (`Release.to_json`): a release read once, kept with the project."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("schema") != SCHEMA:
+            raise ValueError(f"schema {data.get('schema')!r}, expected {SCHEMA}")
+        return Release.from_json(data)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise SourceError(f"{path}: not a signature file ({e})") from None
 
 
 def _pin_index(dist: str, version: str) -> Path:

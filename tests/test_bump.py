@@ -1,0 +1,307 @@
+"""`topk-migrate bump`: signature reading, the typed diff, call-site verdicts and the CLI.
+
+Releases come from tests/data/bump/*.json: the wrapper signatures topk_migrate.bump itself read
+from the real wheels (tests/data/bump/regenerate.py; tests/test_bump_release.py checks the wheels
+still give them). The sglang backends come from the real 0.5.12.post1 wheel (cached download).
+"""
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from topk_migrate.bump import bind, diff as bump_diff, engine, sources
+from topk_migrate.bump.rules import RULES
+from topk_migrate.bump.signatures import KEYWORD_ONLY, POSITIONAL_ONLY, read_module
+from topk_migrate.cli import main
+
+DATA = Path(__file__).parent / "data" / "bump"
+
+
+def release(name):
+    return sources.load(str(DATA / f"{name}.json"))
+
+
+def bump(tmp_path, source, old, new, name="fork.py"):
+    f = tmp_path / name
+    f.write_text(source)
+    return engine.run([str(f)], release(old), release(new))
+
+
+def only_site(report):
+    assert len(report.sites) == 1, [s.to_dict() for s in report.sites]
+    return report.sites[0]
+
+
+# -- reading a wrapper -------------------------------------------------------------------
+
+WRAPPER = '''
+import torch
+_err = None
+
+def entry(q, /, kv, n=4, *rest, scale: float = 1.0, topk_length=None, meta, **kw):
+    if _err is not None:
+        raise _err
+    if isinstance(meta, Sched):
+        return _helper(q=q, topk_length=topk_length)
+    assert topk_length is None, "no dynamic topk"
+    if n > 8:
+        raise ValueError("n too big")
+    return q
+
+def _helper(q, topk_length):
+    if q.dim() == 2:
+        assert topk_length.shape[0] == q.shape[0]
+    return q
+
+def _private(x):
+    return x
+'''
+
+
+def test_reads_parameters_kinds_and_defaults_as_source_text():
+    eps = read_module(WRAPPER, "sgl_kernel/flash_mla.py")
+    assert sorted(eps) == ["entry"]  # private helpers are not entry points
+    params = {p.name: p for p in eps["entry"].params}
+    assert params["q"].kind == POSITIONAL_ONLY and params["q"].required
+    assert params["n"].default == "4" and not params["n"].required
+    assert params["scale"].kind == KEYWORD_ONLY and params["scale"].default == "1.0"
+    assert params["meta"].required and params["meta"].kind == KEYWORD_ONLY
+    assert [p.name for p in eps["entry"].positional()] == ["q", "kv", "n"]
+
+
+def test_guards_carry_their_path_condition():
+    guards = {g.test: g for g in read_module(WRAPPER, "m.py")["entry"].guards}
+    refusal = guards["topk_length is None"]
+    # the early return under `isinstance(meta, Sched)` puts the assert on the other path;
+    # the test on a module global (`_err`) says nothing about the arguments and is left out
+    assert refusal.condition == "not isinstance(meta, Sched)" and refusal.message == "no dynamic topk"
+    helper = guards["topk_length.shape[0] == q.shape[0]"]
+    assert helper.via == "_helper" and helper.condition == "isinstance(meta, Sched) and q.dim() == 2"
+    raised = next(g for g in guards.values() if g.kind == "raise")
+    assert raised.params == ["n"] and "n > 8" in raised.condition
+
+
+# -- the typed diff on real releases ------------------------------------------------------
+
+def test_0_3_19_inserts_descale_before_is_fp8_kvcache():
+    changes = bump_diff.diff(release("sgl-kernel-0.3.17"), release("sgl-kernel-0.3.19"))
+    kv = {(c.kind, c.param): c.detail for c in changes if c.entry_point == "flash_mla_with_kvcache"}
+    assert kv[("param-added-optional", "descale_q")] == "`descale_q=None` at position 9"
+    assert kv[("param-added-optional", "descale_k")] == "`descale_k=None` at position 10"
+    assert "from position 9 to 11" in kv[("position-changed", "is_fp8_kvcache")]
+    assert "from position 10 to 12" in kv[("position-changed", "indices")]
+
+
+def test_0_4_3_adds_topk_length_and_the_decode_refusal():
+    changes = bump_diff.diff(release("sglang-kernel-0.4.2.post2"), release("sglang-kernel-0.4.3"))
+    added = {(c.entry_point, c.param) for c in changes if c.kind == "param-added-optional"}
+    assert {("flash_mla_sparse_fwd", "attn_sink"), ("flash_mla_sparse_fwd", "topk_length")} <= added
+    assert {("flash_mla_with_kvcache", p) for p in ("attn_sink", "extra_k_cache", "extra_indices_in_kvcache",
+                                                     "topk_length", "extra_topk_length")} <= added
+    refusals = [c.detail for c in changes if c.kind == "guard-added" and c.param == "topk_length"]
+    assert "assert topk_length is None when not isinstance(tile_scheduler_metadata, FlashMLASchedMeta)" in refusals
+
+
+def test_0_4_3_to_0_4_6_wrapper_is_unchanged():
+    assert bump_diff.diff(release("sglang-kernel-0.4.3"), release("sglang-kernel-0.4.6")) == []
+
+
+def test_rename_is_a_heuristic_and_says_so():
+    old = read_module("def f(a, num_heads_per_head_k, c=1):\n    pass\n", "m.py")["f"]
+    new = read_module("def f(a, num_q_tokens_per_head_k, c=1):\n    pass\n", "m.py")["f"]
+    changes = bump_diff.diff_entry(old, new)
+    assert [c.kind for c in changes] == ["param-renamed"] and "heuristic" in changes[0].detail
+
+
+# -- call-site verdicts --------------------------------------------------------------------
+
+TEN_POSITIONAL = ("from sgl_kernel.flash_mla import flash_mla_with_kvcache\n"
+                  "def decode(q, k, bt, sl, meta, ns, scale, idx):\n"
+                  "    return flash_mla_with_kvcache(q, k, bt, sl, 512, meta, ns, scale, False, True)\n")
+
+
+def test_ten_positional_arguments_rebind_across_0_3_17_to_0_3_19(tmp_path):
+    site = only_site(bump(tmp_path, TEN_POSITIONAL, "sgl-kernel-0.3.17", "sgl-kernel-0.3.19"))
+    assert site.verdict == bind.REBINDS
+    assert "positional argument 10 (`True`) binds `descale_q`, was `is_fp8_kvcache`" in site.reason
+
+
+def test_nine_positional_arguments_bind_the_same(tmp_path):
+    nine = TEN_POSITIONAL.replace(", False, True)", ", False)")
+    site = only_site(bump(tmp_path, nine, "sgl-kernel-0.3.17", "sgl-kernel-0.3.19"))
+    assert site.verdict == bind.OPPORTUNITY and "descale_q" in site.reason
+
+
+def test_downgrade_breaks_on_unknown_keyword_and_too_many_positionals(tmp_path):
+    src = ("import sgl_kernel.flash_mla as fm\n"
+           "def f(q, kv, idx, n, sink):\n"
+           "    a = fm.flash_mla_sparse_fwd(q, kv, idx, 1.0, topk_length=n)\n"
+           "    b = fm.flash_mla_sparse_fwd(q, kv, idx, 1.0, 512, sink)\n"
+           "    c = fm.flash_mla_sparse_fwd(q, kv, idx)\n")
+    a, b, c = bump(tmp_path, src, "sglang-kernel-0.4.6", "sglang-kernel-0.4.2.post2").sites
+    assert a.verdict == b.verdict == c.verdict == bind.BREAKS
+    assert "unexpected keyword argument `topk_length`" in a.reason
+    assert "takes 5 positional arguments but 6 are given" in b.reason
+    assert "missing required argument(s) `sm_scale`" in c.reason and "already fails" in c.reason
+
+
+def test_star_args_across_a_positional_change_is_manual(tmp_path):
+    src = ("from sgl_kernel.flash_mla import flash_mla_with_kvcache\n"
+           "def f(*a):\n    return flash_mla_with_kvcache(*a)\n")
+    site = only_site(bump(tmp_path, src, "sgl-kernel-0.3.17", "sgl-kernel-0.3.19"))
+    assert site.verdict == bind.MANUAL and "*args" in site.reason
+
+
+def test_passing_a_refused_parameter_on_every_path_is_manual():
+    ep = read_module("def f(q, x=None):\n    assert x is None\n", "m.py")["f"]
+    old = read_module("def f(q, x=None):\n    pass\n", "m.py")["f"]
+    rel = sources.Release("d", "1", "o", {})
+    findings = bind.compare(old, ep, bind.CallArgs(["q"], {"x": "t"}), rel, rel)
+    assert [f.verdict for f in findings] == [bind.MANUAL]
+    assert bind.compare(old, ep, bind.CallArgs(["q"], {"x": "None"}), rel, rel) == []
+
+
+@pytest.fixture(scope="module")
+def sglang_0_5_12(tmp_path_factory):
+    from sglang_wheels import NSA, install_like_site_packages
+
+    root = tmp_path_factory.mktemp("sglang-0.5.12.post1")
+    install_like_site_packages("0.5.12.post1", root, backend=NSA)
+    return root / "sglang" / "srt" / "layers" / "attention"
+
+
+def test_sglang_0_5_12_backends_from_0_4_2_post2_to_0_4_6(sglang_0_5_12):
+    r = engine.run([str(sglang_0_5_12)], release("sglang-kernel-0.4.2.post2"), release("sglang-kernel-0.4.6"))
+    by = {(Path(s.path).name, s.entry_point): [] for s in r.sites}
+    for s in r.sites:
+        by[(Path(s.path).name, s.entry_point)].append(s)
+    [prefill] = by[("nsa_backend.py", "flash_mla_sparse_fwd")]
+    assert prefill.verdict == bind.OPPORTUNITY
+    assert any(f.rule == "pass-topk-length" for f in prefill.findings)
+    assert "fixable by the topk_length rule" in prefill.reason
+    assert prefill.fix == f"topk-migrate apply --kernel sglang-kernel==0.4.6 {prefill.path}"
+    [decode] = by[("nsa_backend.py", "flash_mla_with_kvcache")]
+    assert decode.verdict == bind.OPPORTUNITY and decode.fix is None
+    assert any(f.rule == "decode-topk-length" for f in decode.findings)
+    for hazard in ("never rewritten", "assert topk_length is None when not isinstance(tile_scheduler_metadata",
+                   "V3.2 does not support dynamic topk length", "FlashMLASchedMeta"):
+        assert hazard in decode.reason
+    dense = by[("flashmla_backend.py", "flash_mla_with_kvcache")]  # no `indices`: the decode rule stays out
+    assert dense and all(s.verdict == bind.OPPORTUNITY and s.fix is None for s in dense)
+    assert not any(f.rule for s in dense for f in s.findings)
+    assert all(s.verdict == bind.UNCHANGED for (_, e), ss in by.items() if e == "get_mla_metadata" for s in ss)
+    # deepseek_v4_backend calls `flash_mla`, another distribution: not this bump's sites
+    assert not any(n == "deepseek_v4_backend.py" for n, _ in by)
+    assert r.exit_code() == 0 and not r.errors
+
+
+def test_sparse_prefill_not_fixable_when_the_rule_says_manual(tmp_path):
+    src = ("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
+           "def f(q, kv, idx):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n")  # no metadata in scope
+    site = only_site(bump(tmp_path, src, "sglang-kernel-0.4.2.post2", "sglang-kernel-0.4.6"))
+    assert site.verdict == bind.OPPORTUNITY and site.fix is None
+    assert "not fixable automatically (topk_length rule: manual" in site.reason
+
+
+def test_direct_flash_mla_caller_moving_to_sgl_flash_mla_changes_defaults(tmp_path):
+    src = ("import flash_mla\n"
+           "def prefill(q, kv, idx, scale):\n    return flash_mla.flash_mla_sparse_fwd(q, kv, idx, scale)\n")
+    site = only_site(bump(tmp_path, src, "flashmla-upstream-9241ae3", "sgl-flash-mla-1.0.0"))
+    assert site.verdict == bind.CHANGES_DEFAULT
+    about = {f.param: f for f in site.findings if f.verdict == bind.CHANGES_DEFAULT}
+    assert set(about) == {"use_legacy", "return_log2_lse"}
+    assert "current kernels" in about["use_legacy"].reason and "natural-log" in about["return_log2_lse"].reason
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.id)
+def test_rule_examples(tmp_path, rule):
+    for i, ex in enumerate(rule.EXAMPLES):
+        site = only_site(bump(tmp_path, ex.source, ex.old, ex.new, name=f"ex{i}.py"))
+        mine = [f for f in site.findings if f.rule == rule.id]
+        if ex.verdict is None:
+            assert not mine, ex.source
+        else:
+            assert mine and {f.verdict for f in mine} == {ex.verdict} and site.verdict == ex.verdict, ex.source
+
+
+# -- sources and the cache ----------------------------------------------------------------
+
+def _wheel(path: Path, body: str) -> Path:
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("sgl_kernel/flash_mla.py", body)
+        z.writestr("sgl_kernel/__init__.py", "")
+    return path
+
+
+def test_wheel_read_once_then_served_from_cache_by_sha256(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOPK_MIGRATE_CACHE", str(tmp_path / "cache"))
+    wheels = tmp_path / "cache" / "wheels"
+    wheels.mkdir(parents=True)
+    whl = _wheel(wheels / "sgl_kernel-9.9.9-cp310-abi3-manylinux2014_x86_64.whl", "def flash_mla_sparse_fwd(q, kv):\n    pass\n")
+    first = sources.load("sgl-kernel==9.9.9")
+    assert first.pin == "sgl-kernel==9.9.9" and list(first.entry_points) == ["flash_mla_sparse_fwd"]
+    assert (tmp_path / "cache" / "signatures" / f"{first.sha256}.json").is_file()
+    monkeypatch.setattr(zipfile, "ZipFile", None)  # a second read of the zip would fail
+    assert sources.load(str(whl)).to_json() == first.to_json()
+    whl.unlink()  # by NAME==VER, neither the wheel nor the index is needed any more
+    assert sources.load("sgl-kernel==9.9.9").to_json() == first.to_json()
+
+
+def test_unreachable_index_is_one_line_that_says_what_to_pass(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOPK_MIGRATE_CACHE", str(tmp_path / "cache"))
+    for k, v in {"PIP_CONFIG_FILE": "/dev/null", "PIP_INDEX_URL": "http://127.0.0.1:9/simple",
+                 "PIP_EXTRA_INDEX_URL": "", "PIP_FIND_LINKS": "", "PIP_RETRIES": "0", "PIP_TIMEOUT": "2"}.items():
+        monkeypatch.setenv(k, v)
+    r = CliRunner().invoke(main, ["bump", "--from", "sglang-kernel==0.4.2.post2", "--to", "sglang-kernel==0.4.6",
+                                  str(tmp_path)])
+    assert r.exit_code == 2
+    err = r.output.strip()
+    assert "\n" not in err and err.startswith("error: cannot download sglang-kernel==0.4.2.post2")
+    assert "pass a wheel file or a path" in err
+
+
+def test_site_packages_directory_names_its_distribution(tmp_path):
+    (tmp_path / "sgl_kernel").mkdir()
+    (tmp_path / "sgl_kernel" / "flash_mla.py").write_text("def flash_mla_sparse_fwd(q, kv, indices, sm_scale):\n    pass\n")
+    info = tmp_path / "sgl_kernel-0.3.17.dist-info"
+    info.mkdir()
+    (info / "RECORD").write_text("sgl_kernel/flash_mla.py,sha256=x,1\n")
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: sgl-kernel\nVersion: 0.3.17\n")
+    r = sources.load(str(tmp_path))
+    assert r.pin == "sgl-kernel==0.3.17" and "flash_mla_sparse_fwd" in r.entry_points
+
+
+# -- the command ---------------------------------------------------------------------------
+
+def cli(*args):
+    return CliRunner().invoke(main, ["bump", *map(str, args)])
+
+
+def test_cli_exit_1_on_rebinds_and_every_format(tmp_path):
+    f = tmp_path / "fork.py"
+    f.write_text(TEN_POSITIONAL)
+    old, new = DATA / "sgl-kernel-0.3.17.json", DATA / "sgl-kernel-0.3.19.json"
+    text = cli("--from", old, "--to", new, f)
+    assert text.exit_code == 1 and f"{f}:3:12 rebinds sgl_kernel.flash_mla.flash_mla_with_kvcache" in text.output
+    js = cli("--from", old, "--to", new, f, "--format", "json")
+    data = json.loads(js.output[:js.output.rindex("}") + 1])
+    assert js.exit_code == 1 and data["summary"]["rebinds"] == 1 and data["sites"][0]["verdict"] == "rebinds"
+    assert {"kind": "position-changed", "entry_point": "flash_mla_with_kvcache", "param": "indices",
+            "detail": "`indices` moved from position 10 to 12"} in data["changes"]
+    md = cli("--from", old, "--to", new, f, "--format", "markdown")
+    assert md.exit_code == 1 and "| entry point | change | parameter | detail |" in md.output
+    assert f"| rebinds | `{f}:3` | `flash_mla_with_kvcache` |" in md.output
+
+
+def test_cli_exit_0_when_nothing_breaks_and_2_on_a_bad_release(tmp_path):
+    f = tmp_path / "fork.py"
+    f.write_text(TEN_POSITIONAL)
+    same = DATA / "sgl-kernel-0.3.19.json"
+    assert cli("--from", same, "--to", same, f).exit_code == 0
+    bad = cli("--from", "not a release", "--to", same, f)
+    assert bad.exit_code == 2 and bad.output.strip().count("\n") == 0 and "NAME==VERSION" in bad.output
+    broken = tmp_path / "broken.py"
+    broken.write_text("from sgl_kernel.flash_mla import flash_mla_with_kvcache\ndef f(:\n")
+    assert cli("--from", same, "--to", same, broken).exit_code == 2
