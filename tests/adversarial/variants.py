@@ -137,6 +137,57 @@ def entry(inp):
     return o
 ''')  # bound on every path: fixing it is fine, refusing it is over-cautious but sound
 
+add("control_engine_like_page_table", "control", '''
+class Backend:
+    """The example backend's flow: top-k positions -> kv slots through a page table, head padding."""
+
+    def __init__(self, metadata, kv_pool):
+        self.forward_metadata = metadata
+        self.kv_pool = kv_pool
+
+    def _pad_topk_indices(self, topk_indices, num_rows):
+        missing = num_rows - topk_indices.shape[0]
+        if missing == 0:
+            return topk_indices
+        return torch.cat([topk_indices, topk_indices.new_full((missing, topk_indices.shape[1]), -1)])
+
+    def _topk_to_kv_slots(self, topk_indices, page_table):
+        slots = torch.gather(page_table, 1, topk_indices.clamp(min=0).long()).to(torch.int32)
+        return slots.masked_fill(topk_indices < 0, -1)
+
+    def forward_extend(self, q, num_heads, head_dim, topk_indices, sm_scale):
+        metadata = self.forward_metadata
+        q_all = q.contiguous().view(-1, num_heads, head_dim)
+        topk_indices = self._pad_topk_indices(topk_indices, q_all.shape[0])
+        page_table = torch.arange(self.kv_pool.shape[0]).expand(q_all.shape[0], -1)
+        page_table_1 = self._topk_to_kv_slots(topk_indices, page_table)
+        return self._forward_flashmla_sparse(q_all=q_all, kv_cache=self.kv_pool, page_table_1=page_table_1, sm_scale=sm_scale)
+
+    def _forward_flashmla_sparse(self, q_all, kv_cache, page_table_1, sm_scale):
+        num_tokens, num_heads, head_dim = q_all.shape
+        padded = num_heads % 4 != 0
+        if padded:
+            q_input = q_all.new_zeros((num_tokens, 4, head_dim))
+            q_input[:, :num_heads] = q_all
+        else:
+            q_input = q_all
+        out, _, _ = flash_mla_sparse_fwd(  # SITE
+            q=q_input,
+            kv=kv_cache,
+            indices=page_table_1.unsqueeze(1),
+            sm_scale=sm_scale,
+        )
+        if padded:
+            out = out[:, :num_heads]
+        return out
+
+
+def entry(inp):
+    q2d = inp.q.flatten(1)
+    backend = Backend(inp.metadata, inp.kv)
+    return backend.forward_extend(q2d, inp.q.shape[1], inp.q.shape[2], inp.indices[:, 0, :], inp.sm_scale)
+''', expect="fixable")
+
 # --- 1 placement and scope ----------------------------------------------------------------------
 add("lambda_parameter_q", "1 placement", '''
 def entry(inp):
@@ -1229,6 +1280,23 @@ def entry(inp):
     o, _, _ = fm.flash_mla_sparse_fwd(q, inp.kv, inp.indices, inp.sm_scale)  # SITE
     return o
 ''', imports="import torch\nimport sgl_kernel.flash_mla as fm\n")
+
+add("caller_local_rebinds_helper_name", "4 callee", _LEGACY_DEF + '''
+
+def sparse(q, kv, indices, scale):
+    o, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+    return o
+
+
+def forward(inp):
+    metadata = inp.metadata
+    sparse = lambda q, kv, indices, scale: _legacy_sparse_fwd(q, kv, indices, scale)[0]  # the eager path
+    return sparse(inp.q, inp.kv, inp.indices, inp.sm_scale)
+
+
+def entry(inp):
+    return forward(inp), sparse(inp.q, inp.kv, inp.indices, inp.sm_scale)
+''')
 
 # --- 5 row alignment: q's rows reordered or selected while the metadata covers other rows -------
 # (name, how q_sel/idx_sel are made from q/idx: the counts match, the rows do not)
