@@ -86,10 +86,11 @@ def _wheel_name(path: Path) -> Tuple[Optional[str], Optional[str]]:
     return (_norm(parts[0]), parts[1]) if len(parts) >= 5 else (None, None)
 
 
-def from_wheel(path: Path) -> Release:
-    """Read the wrapper module(s) straight from the wheel's zip members; cached by sha256."""
+def from_wheel(path: Path, cached: bool = True) -> Release:
+    """Read the wrapper module(s) straight from the wheel's zip members; cached by sha256
+    (cached=False reads the wheel again, and refreshes the cache)."""
     sha = _sha256(path)
-    hit = _cached(sha)
+    hit = _cached(sha) if cached else None
     if hit is not None:
         return hit
     dist, version = _wheel_name(path)
@@ -169,6 +170,12 @@ def _pin_index(dist: str, version: str) -> Path:
     return cache_dir() / "signatures" / "by-pin" / f"{dist}=={version}"
 
 
+def wheel_path(dist: str, version: str) -> Optional[Path]:
+    """The cached wheel of a release, if it was downloaded before."""
+    found = sorted((cache_dir() / "wheels").glob(f"{_norm(dist).replace('-', '_')}-{version}-*.whl"))
+    return found[0] if found else None
+
+
 def _from_pin(dist: str, version: str) -> Release:
     index = _pin_index(dist, version)
     try:
@@ -177,15 +184,13 @@ def _from_pin(dist: str, version: str) -> Release:
             return hit
     except OSError:
         pass
-    wheels = cache_dir() / "wheels"
-    stem = dist.replace("-", "_")
-    found = sorted(wheels.glob(f"{stem}-{version}-*.whl"))
-    if not found:
-        _download(dist, version, wheels)
-        found = sorted(wheels.glob(f"{stem}-{version}-*.whl"))
-        if not found:
+    wheel = wheel_path(dist, version)
+    if wheel is None:
+        _download(dist, version, cache_dir() / "wheels")
+        wheel = wheel_path(dist, version)
+        if wheel is None:
             raise SourceError(f"{dist}=={version}: the download gave no wheel; pass a wheel file or a path")
-    release = from_wheel(found[0])
+    release = from_wheel(wheel)
     index.parent.mkdir(parents=True, exist_ok=True)
     index.write_text(release.sha256 + "\n")
     return release
