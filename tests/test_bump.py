@@ -305,3 +305,17 @@ def test_cli_exit_0_when_nothing_breaks_and_2_on_a_bad_release(tmp_path):
     broken = tmp_path / "broken.py"
     broken.write_text("from sgl_kernel.flash_mla import flash_mla_with_kvcache\ndef f(:\n")
     assert cli("--from", same, "--to", same, broken).exit_code == 2
+
+
+def test_upstream_rename_of_get_mla_metadata_breaks_keyword_callers(tmp_path):
+    old, new = "flashmla-upstream-c28eca9-parent", "flashmla-upstream-c28eca9"
+    renamed = [c for c in bump_diff.diff(release(old), release(new)) if c.kind == "param-renamed"]
+    assert [(c.entry_point, c.param) for c in renamed] == [("get_mla_metadata", "num_heads_per_head_k")]
+    assert "heuristic" in renamed[0].detail and "num_q_tokens_per_head_k" in renamed[0].detail
+    src = ("from flash_mla import get_mla_metadata\n"
+           "def meta(seqlens, h):\n"
+           "    a = get_mla_metadata(seqlens, num_heads_per_head_k=h, num_heads_k=1)\n"
+           "    b = get_mla_metadata(seqlens, h, 1)\n")
+    a, b = bump(tmp_path, src, old, new).sites
+    assert a.verdict == bind.BREAKS and "unexpected keyword argument `num_heads_per_head_k`" in a.reason
+    assert b.verdict != bind.BREAKS and b.verdict != bind.REBINDS  # positional callers are unaffected
