@@ -1664,6 +1664,20 @@ from sgl_kernel.flash_mla import flash_mla_sparse_fwd
 if TYPE_CHECKING:
     import torch
 ''')
+add("annotations_only_torch_submodule_alias", "7 annotations", _ANNOTATED_HELPER, imports='''from typing import Optional
+
+import torch.nn.functional as F
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+''')
+add("annotations_tensor_imported_by_name", "7 annotations", _ANNOTATED_HELPER, imports='''from torch import Tensor
+
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+''')
+add("annotations_optional_shadowed_in_module", "7 annotations", _ANNOTATED_HELPER, imports='''import torch
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+Optional = None  # this module's own sentinel, not typing.Optional
+''')
 add("annotations_torch_imported_in_function", "control", _ANNOTATED_HELPER.replace(
     "        out, _, _", "        import torch\n\n        out, _, _"), imports=IMPORT, expect="fixable")
 add("annotations_torch_alias", "control", _ANNOTATED_HELPER, imports="from typing import Optional\n\nimport torch as th\n" + IMPORT,
