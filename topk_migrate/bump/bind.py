@@ -16,6 +16,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
+from .diff import renamed_pairs
 from .signatures import VAR_KEYWORD, VAR_POSITIONAL, EntryPoint, Release
 
 BREAKS, REBINDS, MANUAL = "breaks", "rebinds", "manual"
@@ -164,10 +165,16 @@ def compare(old_ep: Optional[EntryPoint], new_ep: Optional[EntryPoint], args: Ca
     if args.star and [p.name for p in old_pos] != [p.name for p in new_pos]:
         out.append(Finding(MANUAL, "`*args`: the positional parameters changed, so where its items land "
                                    "cannot be read statically; bind them by keyword"))
+    renamed = renamed_pairs(old_ep, new_ep)
     for i, text in enumerate(args.positional):
         a = old_pos[i].name if i < len(old_pos) else None
         b = new_pos[i].name if i < len(new_pos) else None
         if a and b and a != b:
+            if renamed.get(a) == b:  # a heuristic: said, and still a rebind until a reviewer agrees
+                out.append(Finding(REBINDS, f"positional argument {i + 1} (`{text}`) binds `{b}`, was `{a}`: "
+                                            f"probably `{a}` renamed (heuristic: same slot and kind); check "
+                                            f"that `{b}` means the same", param=a))
+                continue
             out.append(Finding(REBINDS, f"positional argument {i + 1} (`{text}`) binds `{b}`, was `{a}`; "
                                         f"pass it as `{a}=...`", param=a))
     for p in new_ep.params:
