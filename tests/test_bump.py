@@ -320,3 +320,22 @@ def test_upstream_rename_of_get_mla_metadata_breaks_keyword_callers(tmp_path):
     assert a.verdict == bind.BREAKS and "unexpected keyword argument `num_heads_per_head_k`" in a.reason
     # a positional caller binds the renamed slot: reported as a rebind that is probably the rename
     assert b.verdict == bind.REBINDS and "probably `num_heads_per_head_k` renamed (heuristic" in b.reason
+
+
+def test_changed_default_left_out_is_changes_default(tmp_path):
+    changes = bump_diff.diff(release("flashmla-upstream-9241ae3"), release("sgl-flash-mla-1.0.0"))
+    assert ("default-changed", "is_fp8_kvcache") in {(c.kind, c.param) for c in changes}
+    src = ("import flash_mla\n"
+           "def dense(q, k, bt, sl, meta):\n    return flash_mla.flash_mla_with_kvcache(q, k, bt, sl, 512, meta)\n"
+           "def fp8(q, k, bt, sl, meta):\n"
+           "    return flash_mla.flash_mla_with_kvcache(q, k, bt, sl, 512, meta, is_fp8_kvcache=False, use_legacy=True)\n")
+    dense, fp8 = bump(tmp_path, src, "flashmla-upstream-9241ae3", "sgl-flash-mla-1.0.0").sites
+    assert dense.verdict == bind.CHANGES_DEFAULT
+    assert "`is_fp8_kvcache` is left to its default, which changed from False to None" in dense.reason
+    assert fp8.verdict == bind.OPPORTUNITY  # both passed: nothing left to a changed default
+
+
+def test_required_parameter_made_optional_is_its_own_kind():
+    changes = bump_diff.diff(release("sglang-kernel-0.4.2.post2"), release("sglang-kernel-0.4.3"))
+    assert ("param-now-optional", "flash_mla_with_kvcache", "num_splits") in {
+        (c.kind, c.entry_point, c.param) for c in changes}

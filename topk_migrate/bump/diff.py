@@ -11,9 +11,10 @@ ENTRY_REMOVED, ENTRY_ADDED = "entry-point-removed", "entry-point-added"
 PARAM_REMOVED, PARAM_RENAMED = "param-removed", "param-renamed"
 PARAM_ADDED_REQUIRED, PARAM_ADDED_OPTIONAL = "param-added-required", "param-added-optional"
 POSITION_CHANGED, KIND_CHANGED, DEFAULT_CHANGED = "position-changed", "kind-changed", "default-changed"
+NOW_REQUIRED, NOW_OPTIONAL = "param-now-required", "param-now-optional"
 GUARD_ADDED, GUARD_REMOVED = "guard-added", "guard-removed"
-ORDER = [ENTRY_REMOVED, PARAM_REMOVED, PARAM_RENAMED, PARAM_ADDED_REQUIRED, POSITION_CHANGED, KIND_CHANGED,
-         DEFAULT_CHANGED, GUARD_ADDED, PARAM_ADDED_OPTIONAL, GUARD_REMOVED, ENTRY_ADDED]
+ORDER = [ENTRY_REMOVED, PARAM_REMOVED, PARAM_RENAMED, PARAM_ADDED_REQUIRED, NOW_REQUIRED, POSITION_CHANGED,
+         KIND_CHANGED, DEFAULT_CHANGED, GUARD_ADDED, PARAM_ADDED_OPTIONAL, NOW_OPTIONAL, GUARD_REMOVED, ENTRY_ADDED]
 
 
 @dataclass(frozen=True)
@@ -80,9 +81,13 @@ def diff_entry(old: EntryPoint, new: EntryPoint) -> List[Change]:
                               f"`{p.name}` moved from position {old_pos.index(p.name)} to {new_pos.index(p.name)}"))
         if p.kind != was.kind:
             out.append(Change(KIND_CHANGED, name, p.name, f"`{p.name}`: {was.kind} -> {p.kind}"))
-        if p.default != was.default:
-            out.append(Change(DEFAULT_CHANGED, name, p.name,
-                              f"`{p.name}`: default {was.default or '(required)'} -> {p.default or '(required)'}"))
+        if p.required and not was.required:
+            out.append(Change(NOW_REQUIRED, name, p.name, f"`{p.name}` had the default {was.default}; "
+                                                          "callers that leave it out break"))
+        elif was.required and not p.required:
+            out.append(Change(NOW_OPTIONAL, name, p.name, f"`{p.name}` now defaults to {p.default}"))
+        elif p.default != was.default:
+            out.append(Change(DEFAULT_CHANGED, name, p.name, f"`{p.name}`: default {was.default} -> {p.default}"))
     old_guards = {g.key() for g in old.guards}
     new_guards = {g.key() for g in new.guards}
     for g in new.guards:
