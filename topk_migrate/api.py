@@ -128,14 +128,14 @@ def migrate_source(source: str, path: str = "<string>", kernel: Optional[str] = 
     Raises InputError (one line) for source that LibCST must not see (guard.py)."""
     from . import guard
 
-    return _migrate_checked(source, guard.parse_checked(source, path), path, kernel, metadata)
+    return _migrate_checked(source, guard.needs_isolation(guard.parse_checked(source, path)), path, kernel, metadata)
 
 
-def _migrate_checked(text: str, tree, path: str, kernel: Optional[str], metadata: Sequence[str]) -> Migration:
-    """_migrate() on text that passed guard.parse_checked (giving `tree`): in a child process if risky."""
+def _migrate_checked(text: str, isolate: bool, path: str, kernel: Optional[str], metadata: Sequence[str]) -> Migration:
+    """_migrate() on text that passed guard.parse_checked: in a child process if guard calls it risky."""
     from . import guard
 
-    if guard.needs_isolation(tree):
+    if isolate:
         return guard.isolated(_migrate, text, path, kernel, metadata)
     return _migrate(text, path, kernel, metadata)
 
@@ -166,6 +166,7 @@ class FileOutcome:
     written: bool = False
 
 
+NARROW_BYTES = 512 * 1024  # bigger files are classified on their narrowed text (narrow.py)
 _cleaned: set = set()
 
 
@@ -187,6 +188,8 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
     """Read, classify and (if write) rewrite one file; every expected failure becomes `error`.
 
     narrowed: classify only (audit), on the text narrow.py cuts down to what the engine reads.
+    Files over NARROW_BYTES are classified that way too; LibCST reads one whole only to
+    rewrite it. Every stage is first estimated against the memory bound (memory.py).
     """
     out = FileOutcome(path)
     try:
@@ -201,22 +204,32 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
         from .config import config_for
         from .files import decode_source
 
-        from . import guard
+        from . import guard, memory, narrow
 
         src = decode_source(path, raw, st)
         cfg = config_for(os.path.dirname(os.path.abspath(path)))
         if write:
             _clean_once(os.path.dirname(os.path.realpath(path)))
-        text = src.text
+        text, kernel = src.text, kernel or cfg.kernel
+        memory.check(raw, memory.PARSE_BYTES_PER_TOKEN, "parse")
         tree = guard.parse_checked(text, path)
-        if narrowed:
-            from . import narrow
-
+        isolate = guard.needs_isolation(tree)
+        classify_first = narrowed or len(raw) > NARROW_BYTES
+        if classify_first:
             cut = narrow.narrow(text, tree)
             if cut == narrow.NOTHING:
                 return out
-            text = cut or text
-        m = _migrate_checked(text, tree, path, kernel or cfg.kernel, cfg.metadata)
+            small = cut or text
+        del tree  # not held while LibCST runs
+        if classify_first:
+            memory.check(small, memory.REWRITE_BYTES_PER_TOKEN, "analyse")
+            m = _migrate_checked(small, isolate, path, kernel, cfg.metadata)
+            if narrowed or not any(s.status is Status.FIXABLE for s in m.sites):
+                out.sites = m.sites  # nothing to rewrite: the narrowed sites are the file's
+                return out
+        # A rewrite is made on the whole text (LibCST must see all of it to write it back).
+        memory.check(text, memory.REWRITE_BYTES_PER_TOKEN, "rewrite")
+        m = _migrate_checked(text, isolate, path, kernel, cfg.metadata)
         out.sites = m.sites
         if m.changed and not narrowed:
             import difflib

@@ -15,6 +15,8 @@ whole, they are nearly all of `audit`'s time. What the engine reads of a file:
 
 narrow() uses the standard library's C parser (ast) to keep just that:
 
+* None (parse it whole) when a kernel name is used other than as a callee (passed
+  to functools.partial, stored, looked up with getattr): the engine reports those;
 * NOTHING when no call is spelled like a kernel call (the engine is skipped);
 * when every kernel call passes `topk_length=`: the statements holding the
   calls and the imports that bind their callees' first names, each where it was;
@@ -69,11 +71,11 @@ def narrow(text: str, tree: Union[ast.Module, None, str] = "parse") -> Optional[
         for x in ast.walk(tree):
             if isinstance(x, (ast.Import, ast.ImportFrom)):
                 names.update(a.asname for a in x.names if a.asname and any(n in a.name for n in _NAMES))
-    if _used_as_value(tree, names):
-        return None  # the engine reports the kernel used as a value (issue 8, class 8): parse whole
     scan = _Scan(lines, names)
     scan.block(tree.body, "")
     calls, imports = scan.calls, scan.imports
+    if scan.value_use:
+        return None
     if not calls:
         return NOTHING
     if all(_passes(c) for _, _, c in calls):
@@ -81,18 +83,6 @@ def narrow(text: str, tree: Union[ast.Module, None, str] = "parse") -> Optional[
         if minimal is not None:
             return minimal
     return _stub_defs(tree, lines, names, calls)
-
-
-def _used_as_value(tree: ast.Module, names: Set[str]) -> bool:
-    """A kernel name read other than by calling it: `partial(f, ...)`, `getattr(m, "f")`, `self.k = m.f`."""
-    callees = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
-    for n in ast.walk(tree):
-        if isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Load) and id(n) not in callees \
-                and (n.id if isinstance(n, ast.Name) else n.attr) in names:
-            return True
-        if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in names:
-            return True
-    return False
 
 
 def _chain(expr: ast.AST) -> List[str]:
@@ -129,6 +119,7 @@ class _Scan:
         self.lines, self.names, self.spelled = lines, names, _words(names)
         self.calls: List[Found] = []
         self.imports: List[_Import] = []
+        self.value_use = False  # a kernel name used other than as a callee: parse the file whole
 
     def block(self, stmts: List[ast.stmt], fn: str) -> None:
         for st in stmts:
@@ -144,7 +135,7 @@ class _Scan:
             self.node(st, fn, inner, st, kernel)
 
     def node(self, node: ast.AST, fn: str, inner: str, stmt: ast.stmt, kernel: bool) -> None:
-        for _, value in ast.iter_fields(node):
+        for name, value in ast.iter_fields(node):
             items = value if isinstance(value, list) else [value]
             stmts = [v for v in items if isinstance(v, ast.stmt)]
             if stmts:
@@ -154,9 +145,29 @@ class _Scan:
                 if isinstance(v, (ast.excepthandler, getattr(ast, "match_case", ast.excepthandler))):
                     self.node(v, inner, inner, stmt, kernel)
                 elif kernel and isinstance(v, ast.AST):
-                    for x in ast.walk(v):
-                        if isinstance(x, ast.Call) and not self.names.isdisjoint(_chain(x.func)):
-                            self.calls.append((fn, stmt, x))
+                    found = [x for x in ast.walk(v) if isinstance(x, ast.Call) and not self.names.isdisjoint(_chain(x.func))]
+                    self.calls.extend((fn, stmt, x) for x in found)
+                    if not self.value_use and name != "decorator_list":  # a decorator is read as a call
+                        self.value_use = _used_as_value(v, found, self.names)
+
+
+def _used_as_value(tree: ast.AST, calls: List[ast.Call], names: Set[str]) -> bool:
+    """Whether a kernel name appears in `tree` other than in the callee of one of `calls`:
+    passed on (`partial(f, ...)`), stored (`self.k = mod.f`), or looked up by name (getattr)."""
+    callee_parts = set()
+    for c in calls:
+        x = c.func
+        while isinstance(x, ast.Attribute):
+            callee_parts.add(id(x))
+            x = x.value
+        callee_parts.add(id(x))
+    for x in ast.walk(tree):
+        if id(x) in callee_parts:
+            continue
+        if isinstance(x, ast.Name) and x.id in names or isinstance(x, ast.Attribute) and x.attr in names \
+                or isinstance(x, ast.Constant) and isinstance(x.value, str) and x.value in names:
+            return True
+    return False
 
 
 def _strings(lines: List[str], seg: List[int], indent: str, out: List[str]) -> None:

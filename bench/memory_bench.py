@@ -1,0 +1,72 @@
+"""Peak memory of `topk-migrate audit` and `check` on one generated file that mentions the
+kernel: one import and `x = 1` lines (the densest ordinary code: ~0.5 tokens per byte).
+
+    python3 bench/memory_bench.py [--sizes 1,8,50] [--out results/memory-bench.md]
+
+Each run is a child process; its peak RSS is read from resource.getrusage(RUSAGE_CHILDREN)
+(the main process and, for audit, the largest worker). TOPK_MIGRATE_MAX_BYTES is raised
+so the 50 MB file reaches the engine; the memory bound (TOPK_MIGRATE_MAX_MEMORY) is left
+at its default unless --budget is given.
+"""
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+HEAD = "from sgl_kernel import flash_mla_sparse_fwd\n"
+
+
+def make(path, mb, with_call):
+    body = "x = 1\n" * ((int(mb * 1024 * 1024) - len(HEAD)) // 6)
+    call = "\n\ndef f(q, kv, i, m):\n    return flash_mla_sparse_fwd(q, kv, i, 1.0)\n" if with_call else ""
+    with open(path, "w") as f:
+        f.write(HEAD + body + call)
+
+
+def run(cmd, env):
+    code = ("import resource, subprocess, sys, time; t = time.monotonic(); "
+            "r = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+            "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss; "
+            "print(r.returncode, peak, round(time.monotonic() - t, 1)); "
+            "print((r.stdout + r.stderr).strip().splitlines()[0] if (r.stdout + r.stderr).strip() else '')")
+    out = subprocess.run([sys.executable, "-c", code, *cmd], capture_output=True, text=True, env=env).stdout.splitlines()
+    rc, peak, secs = out[0].split()
+    return int(rc), int(peak) / 1024, float(secs), (out[1] if len(out) > 1 else "")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="1,8,50")
+    ap.add_argument("--budget", help="TOPK_MIGRATE_MAX_MEMORY (MiB) for the runs")
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    env = dict(os.environ, TOPK_MIGRATE_MAX_BYTES=str(200 << 20))
+    if a.budget:
+        env["TOPK_MIGRATE_MAX_MEMORY"] = a.budget
+    rows = []
+    with tempfile.TemporaryDirectory() as d:
+        for mb in [float(s) for s in a.sizes.split(",")]:
+            for with_call in (False, True):
+                p = os.path.join(d, "big.py")
+                make(p, mb, with_call)
+                for cmd in (["audit", "-j", "1", p], ["audit", "-j", "2", d], ["check", "--kernel", "sglang-kernel==0.4.6", p]):
+                    rc, peak, secs, first = run([sys.executable, "-m", "topk_migrate", *cmd], env)
+                    name = " ".join(c if c not in (p, d) else ("FILE" if c == p else "DIR") for c in cmd)
+                    rows.append((mb, "call" if with_call else "no call", name, rc, peak, peak / mb, secs, first[-110:]))
+                    print(rows[-1], flush=True)
+    lines = ["| input | kernel call | command | exit | peak RSS (MB) | per MB of input | seconds | first line |",
+             "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {mb:g} MB | {c} | `{n}` | {rc} | {pk:.0f} | {per:.0f} | {s} | {fl.replace('|', '/')} |"
+              for mb, c, n, rc, pk, per, s, fl in rows]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(text)
+
+
+if __name__ == "__main__":
+    main()
