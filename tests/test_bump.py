@@ -339,3 +339,22 @@ def test_required_parameter_made_optional_is_its_own_kind():
     changes = bump_diff.diff(release("sglang-kernel-0.4.2.post2"), release("sglang-kernel-0.4.3"))
     assert ("param-now-optional", "flash_mla_with_kvcache", "num_splits") in {
         (c.kind, c.entry_point, c.param) for c in changes}
+
+
+def test_narrowing_big_files_changes_no_site(sglang_0_5_12, monkeypatch):
+    """Files over NARROW_FROM bytes are parsed with unrelated functions blanked out: same sites,
+    same lines, columns and verdicts as the whole file."""
+    nsa = sglang_0_5_12 / "nsa_backend.py"
+    assert nsa.stat().st_size > engine.NARROW_FROM
+    old, new = release("sglang-kernel-0.4.2.post2"), release("sglang-kernel-0.4.6")
+    narrowed = [s.to_dict() for s in engine.run([str(nsa)], old, new).sites]
+    monkeypatch.setattr(engine, "NARROW_FROM", 1 << 40)
+    whole = [s.to_dict() for s in engine.run([str(nsa)], old, new).sites]
+    assert narrowed == whole and len(whole) == 3
+
+
+def test_call_written_for_the_new_release_says_so(tmp_path):
+    src = ("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
+           "def f(q, kv, idx, n):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0, topk_length=n)\n")
+    site = only_site(bump(tmp_path, src, "sglang-kernel-0.4.2.post2", "sglang-kernel-0.4.6"))
+    assert site.verdict == bind.UNCHANGED and "written for the new release" in site.reason

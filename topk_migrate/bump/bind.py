@@ -115,7 +115,7 @@ class BumpSite:
     @property
     def reason(self) -> str:
         """The findings behind the verdict; new optional parameters a rule says nothing about in one clause."""
-        shown = [f for f in self.findings if f.verdict == self.verdict] or self.findings
+        shown = [f for f in self.findings if f.verdict == self.verdict]
         plain = [f.param for f in shown if f.verdict == OPPORTUNITY and f.rule is None and f.param]
         parts = [f.reason for f in shown if not (f.verdict == OPPORTUNITY and f.rule is None and f.param)]
         if plain:
@@ -161,6 +161,9 @@ def compare(old_ep: Optional[EntryPoint], new_ep: Optional[EntryPoint], args: Ca
     if new_errors:
         was = " (it already fails under the old release)" if old_errors else ""
         out.append(Finding(BREAKS, f"TypeError under {new.label}: " + "; ".join(new_errors) + was))
+    elif old_errors:
+        out.append(Finding(UNCHANGED, f"written for the new release: it binds under {new.label}, not under "
+                                      f"{old.label} (" + "; ".join(old_errors) + ")"))
     old_pos, new_pos = old_ep.positional(), new_ep.positional()
     if args.star and [p.name for p in old_pos] != [p.name for p in new_pos]:
         out.append(Finding(MANUAL, "`*args`: the positional parameters changed, so where its items land "

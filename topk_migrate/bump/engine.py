@@ -1,6 +1,7 @@
 """Run a bump over files and directories: the signature diff, then a verdict per call site."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -36,13 +37,17 @@ def run(paths: Sequence[str], old: Release, new: Release, follow_links: bool = F
     names = sorted(set(old.entry_points) | set(new.entry_points))
     needles = [n.encode() for n in names]
     roots = sorted(set(old.import_roots()) | set(new.import_roots()))
+    # A call resolves to the wrapper only through an import of its root module, where the root is
+    # a whole name (`import flash_mla`, `from sgl_kernel.flash_mla import ...`): files without one
+    # are left before any parse.
+    root_re = re.compile(rb"(?<![\w.])(?:" + b"|".join(re.escape(r.encode()) for r in roots) + rb")(?!\w)")
     for path, error in iter_python_files(paths, follow_links=follow_links):
         report.files += 1
         if error:
             report.errors.append((path, error))
             continue
         try:
-            report.sites += _file_sites(path, needles, names, roots, old, new)
+            report.sites += _file_sites(path, needles, root_re, names, roots, old, new)
         except _FileError as e:
             report.errors.append((path, str(e)))
     return report
@@ -52,7 +57,7 @@ class _FileError(Exception):
     pass
 
 
-def _file_sites(path: str, needles, names, roots, old: Release, new: Release) -> List[BumpSite]:
+def _file_sites(path: str, needles, root_re, names, roots, old: Release, new: Release) -> List[BumpSite]:
     import libcst as cst
 
     from topk_migrate import guard
@@ -65,12 +70,12 @@ def _file_sites(path: str, needles, names, roots, old: Release, new: Release) ->
         raw, st = read_regular(path)
     except OSError as e:
         raise _FileError(str(input_error(e, path))) from None
-    if not any(n in raw for n in needles):
+    if not any(n in raw for n in needles) or not root_re.search(raw):
         return []
     try:
         text = decode_source(path, raw, st).text
-        guard.parse_checked(text, path)
-        module = cst.parse_module(text)
+        tree = guard.parse_checked(text, path)
+        module = cst.parse_module(_narrowed(text, tree, set(names)) if tree is not None else text)
     except InputError as e:
         raise _FileError(str(e)) from None
     except cst.ParserSyntaxError as e:
@@ -98,6 +103,47 @@ def _file_sites(path: str, needles, names, roots, old: Release, new: Release) ->
         site.settle()
         out.append(site)
     return out
+
+
+NARROW_FROM = 32 * 1024  # bytes: smaller files are parsed whole
+
+
+def _narrowed(text: str, tree, names: set) -> str:
+    """`text` with each function or class that neither calls one of `names` nor imports anything
+    replaced by `pass` and blank lines: every kept line keeps its number and columns, and every
+    import binding (function-local ones too) is kept, which is all the resolver reads for calls."""
+    import ast
+
+    if len(text) < NARROW_FROM:
+        return text
+
+    def needed(node) -> bool:
+        for n in ast.walk(node):
+            if isinstance(n, (ast.Import, ast.ImportFrom)):
+                return True
+            if isinstance(n, ast.Call):
+                f = n.func
+                if (f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)) in names:
+                    return True
+        return False
+
+    lines = text.splitlines(keepends=True)
+    cut = False
+
+    def prune(body) -> None:
+        nonlocal cut
+        for node in body:
+            if isinstance(node, ast.ClassDef) and needed(node):
+                prune(node.body)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not needed(node):
+                first = min([node.lineno] + [d.lineno for d in node.decorator_list]) - 1
+                lines[first] = " " * node.col_offset + "pass\n"
+                for i in range(first + 1, node.end_lineno):
+                    lines[i] = "\n"
+                cut = True
+
+    prune(tree.body)
+    return "".join(lines) if cut else text
 
 
 def _topk_rule_sites(path: str, pin: Optional[str]) -> dict:
