@@ -125,9 +125,9 @@ class Group:
     calls: List[CallInfo]
     sites: List[int]  # indices into the site list
     metadata: Optional[str] = None  # direct: the expression passed
-    none_safe: bool = False  # direct: the metadata's root may be None
+    form: str = "plain"  # direct: how the metadata is read (see _metadata_value)
     helper: Optional[Function] = None
-    callers: List[Tuple[CallInfo, str, bool]] = field(default_factory=list)  # (call, expression, root may be None)
+    callers: List[Tuple[CallInfo, str, str]] = field(default_factory=list)  # (call, expression, form)
     add_param: bool = False
     inline: bool = False  # guard inline in the call instead of a statement before it
     reason: str = ""
@@ -136,9 +136,24 @@ class Group:
         return dotted(_q_arg(call.node))
 
 
-def _metadata_value(expr: str, none_safe: bool) -> str:
-    root = expr.split(".")[0]
-    return f"{expr} if {root} is not None else None" if none_safe else expr
+# How the metadata is read (class 2): "plain" where its root provably holds an object of a
+# class here that declares the field, non-Optional (SGLang's `self.forward_metadata: DSAMetadata`);
+# "none_safe" where that object may be None; "getattr" where nothing says what the root holds.
+FORMS = ("plain", "none_safe", "getattr")
+
+
+def _metadata_value(expr: str, form: str) -> str:
+    root, (parent, field_name) = expr.split(".")[0], expr.rsplit(".", 1)
+    if form == "getattr":
+        return f'getattr({parent}, "{field_name}", None)'
+    return f"{expr} if {root} is not None else None" if form == "none_safe" else expr
+
+
+def _inline_value(expr: str, form: str, q: str) -> str:
+    """The metadata, guarded by q's rows, as one expression (no statement of its own)."""
+    value = _metadata_value(expr, "getattr" if form == "getattr" else "plain")
+    test = f"{expr.split('.')[0]} is not None and " if form == "none_safe" else ""
+    return f"{value} if {test}{value} is not None and {value}.shape[0] == {q}.shape[0] else None"
 
 
 class _Analysis:
@@ -146,7 +161,8 @@ class _Analysis:
         self.facts, self.tree, self.path, self.gate = facts, tree, path, gate
         self.lines = source.splitlines()
         # Defaults count only where the module itself uses that field; user mappings always count.
-        self.metadata = [m for m in metadata] + [
+        self.user_metadata = list(metadata)
+        self.metadata = list(metadata) + [
             m for m in KNOWN_METADATA if re.search(rf"\b{m.rsplit('.', 1)[1]}\b", source)
         ]
         self.sites: List[Site] = []
@@ -158,8 +174,8 @@ class _Analysis:
         s = c.range.start
         return Site(self.path, s.line, s.column + 1, c.callee, status, reason, metadata)
 
-    def metadata_at(self, node: cst.CSTNode) -> Tuple[Optional[str], bool, Optional[str]]:
-        """(known metadata expression usable at node, whether its root may be None, why none is).
+    def metadata_at(self, node: cst.CSTNode) -> Tuple[Optional[str], str, Optional[str]]:
+        """(known metadata expression usable at node, how to read it (FORMS), why none is).
 
         Class 2: its root must be bound once in the function, on every path to node."""
         why_not = None
@@ -170,9 +186,51 @@ class _Analysis:
                 continue
             why, none = root_binding(self.tree, node, root)
             if why is None:
-                return expr, none, None
+                if expr in self.user_metadata:  # the user vouches for the object; None is still handled
+                    return expr, "none_safe" if none else "plain", None
+                typed = self.typed(b.assignments[0], expr.rsplit(".", 1)[1])
+                form = "getattr" if typed is None else "none_safe" if (none or not typed) else "plain"
+                return expr, form, None
             why_not = why_not or why
-        return None, False, why_not
+        return None, "plain", why_not
+
+    def typed(self, a, field_name: str) -> Optional[bool]:
+        """Does the root provably hold an instance of a class of this module that declares
+        `field_name`? True: yes; False: yes, or None (declared Optional); None: nothing says."""
+        node = getattr(a, "node", None)
+        annotation, optional = None, False
+        if isinstance(node, cst.Param):
+            annotation = node.annotation.annotation if node.annotation else None
+        else:
+            stmt = self.tree.assignment_statement(a)
+            value = stmt.value if stmt is not None else None
+            if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) and value.value.value == "self":
+                annotation = self.declared(value.attr.value)
+                optional = value.attr.value in self.tree.none_attributes()  # `self.x = None` somewhere
+            elif isinstance(value, cst.Call):
+                annotation = value.func
+        if annotation is None:
+            return None
+        names = {n.value for n in m.findall(annotation, m.Name())} | {
+            s.evaluated_value for s in m.findall(annotation, m.SimpleString()) if isinstance(s.evaluated_value, str)}
+        declaring = [c for c in m.findall(self.facts.module, m.ClassDef())
+                     if c.name.value in names or any(c.name.value in n for n in names)]
+        for cls in declaring:
+            for stmt in m.findall(cls.body, m.AnnAssign(target=m.Name(field_name))):
+                if not re.search(r"\bNone\b|Optional", _code(stmt.annotation.annotation)):
+                    return not (optional or re.search(r"\bNone\b|Optional", _code(annotation)))
+        return None
+
+    def declared(self, attr: str) -> Optional[cst.BaseExpression]:
+        """The annotation of `self.<attr>` in this module (`self.x: T` or a class-level `x: T`)."""
+        for stmt in m.findall(self.facts.module, m.AnnAssign(target=m.Attribute(value=m.Name("self"), attr=m.Name(attr)))):
+            return stmt.annotation.annotation
+        for cls in m.findall(self.facts.module, m.ClassDef()):
+            for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
+                for small in getattr(stmt, "body", ()) if isinstance(stmt, cst.SimpleStatementLine) else ():
+                    if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.target.value == attr:
+                        return small.annotation.annotation
+        return None
 
     def suppression(self, c: CallInfo) -> Optional[str]:
         for text in self.lines[c.range.start.line - 1 : c.range.end.line]:
@@ -304,7 +362,7 @@ class _Analysis:
         q = dotted(q_expr) if q_expr is not None else None
         if q is None:
             return self.site(c, Status.MANUAL, "q is not a plain name; its rows cannot be checked without re-evaluating it")
-        here, none, why_not = self.metadata_at(c.node) if c.function is not None else (None, False, None)
+        here, form, why_not = self.metadata_at(c.node) if c.function is not None else (None, "plain", None)
         if here:
             hazard, _ = row_hazard(self.tree, q_expr, self.tree.binding(c.node, here.split(".")[0]).assignments[0].scope)
             if hazard:
@@ -312,7 +370,7 @@ class _Analysis:
             hazard = self.indices_hazard(c)[0]
             if hazard:
                 return self.site(c, Status.MANUAL, _indices_reason(hazard))
-            g = Group("direct", [c], [], metadata=here, none_safe=none, inline=c.statement is None)
+            g = Group("direct", [c], [], metadata=here, form=form, inline=c.statement is None)
             self.groups.append(g)
             return self.site(c, Status.FIXABLE, _direct_reason(g), here)
         return self.through_helper(c, q_expr, why_not)
@@ -432,7 +490,7 @@ class _Analysis:
             if any(a.keyword and a.keyword.value == PARAM for a in k.node.args):
                 already += 1
                 continue
-            expr, none, _ = self.metadata_at(k.node)
+            expr, form, _ = self.metadata_at(k.node)
             if expr is None or any(a.star for a in k.node.args):  # *args/**kwargs may fill it
                 lacking.append(k)
                 continue
@@ -451,7 +509,7 @@ class _Analysis:
                 hazard = index_hazard(self.tree, arg)[0] if arg is not None else None
                 if hazard:
                     return self.site(c, Status.MANUAL, f"at the caller on line {k.range.start.line}: " + _indices_reason(hazard))
-            passing.append((k, expr, none))
+            passing.append((k, expr, form))
             found = found or expr
         if mine is not None and already and not passing:  # half-migrated: callers pass it, the kernel call drops it
             g = Group("helper", [c], [], helper=fn, inline=c.statement is None)
@@ -544,18 +602,16 @@ class _Rewrite(cst.CSTTransformer):
                 q = g.q(c)
                 self.kernel.add(id(c.node))
                 if g.kind == "direct" and g.inline:
-                    md, root = g.metadata, g.metadata.split(".")[0]
-                    test = f"{root} is not None and " if g.none_safe else ""
-                    value = f"{md} if {test}{md} is not None and {md}.shape[0] == {q}.shape[0] else None"
+                    value = _inline_value(g.metadata, g.form, q)
                 elif g.inline:
                     value = f"{PARAM} if {PARAM} is not None and {PARAM}.shape[0] == {q}.shape[0] else None"
                 else:
                     value = PARAM
-                    bind = _metadata_value(g.metadata, g.none_safe) if g.kind == "direct" else None
+                    bind = _metadata_value(g.metadata, g.form) if g.kind == "direct" else None
                     self.guards.setdefault(id(c.statement), []).append((g, q, bind))
                 self.keywords[id(c.node)] = (value, g)
-            for k, expr, none in g.callers:
-                self.keywords[id(k.node)] = (_metadata_value(expr, none), g)
+            for k, expr, form in g.callers:
+                self.keywords[id(k.node)] = (_metadata_value(expr, form), g)
             if g.helper is not None:
                 self.helpers[id(g.helper.node)] = g
                 if g.add_param:
@@ -683,6 +739,8 @@ def _binding_ids(b) -> Set[int]:
 
 def _check_read(new: Tree, g: Group, record: Record, ids: Set[int], access, name: str, node: cst.CSTNode) -> Optional[str]:
     b = new.binding_in(access.scope, name)
+    if name == "getattr":  # the builtin, for metadata whose type nothing declares
+        return None if b.scope_rank == -2 or not b.assignments else "rewrite would read `getattr`, which this module rebinds"
     if name == PARAM:
         allowed = set(ids)
         helper = record.helper_defs.get(id(g))
@@ -755,9 +813,11 @@ def _describe(b) -> str:
 
 
 def _tests_not_none(new: Tree, node: cst.CSTNode, name: str) -> bool:
-    """Is the inserted expression holding node of the form `... if name is not None ...`?"""
+    """Is the inserted expression holding node `... if name is not None ...` or `getattr(name, ...)`?"""
     for anc in new.ancestors(node):
         if isinstance(anc, cst.IfExp) and f"{name} is not None" in _code(anc.test):
+            return True
+        if isinstance(anc, cst.Call) and get_full_name_for_node(anc.func) == "getattr":
             return True
         if isinstance(anc, cst.BaseStatement):
             break
@@ -1021,6 +1081,9 @@ import torch
 
 
 class Backend:
+    def __init__(self):
+        self.forward_metadata: Metadata  # declared as SGLang does: the metadata is read plainly
+
     def forward_decode(self, q, kv, layer):
         metadata = self.forward_metadata
         return self._forward_flashmla_sparse(
@@ -1055,8 +1118,8 @@ class Metadata:
 '''
 
 _KERNEL_IMPORT = "from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
-_INLINE = ("metadata.dsa_cache_seqlens_int32 if metadata.dsa_cache_seqlens_int32 is not None "
-           "and metadata.dsa_cache_seqlens_int32.shape[0] == {q}.shape[0] else None")
+_GETATTR = 'getattr(metadata, "dsa_cache_seqlens_int32", None)'  # nothing here declares what `metadata` holds
+_INLINE = f"{_GETATTR} if {_GETATTR} is not None and {_GETATTR}.shape[0] == {{q}}.shape[0] else None"
 
 
 def _fn(body: str, head: str = "", imports: str = _KERNEL_IMPORT) -> str:
@@ -1072,7 +1135,7 @@ def _helper(kernel_call: str, head: str = "", params: str = "q", call: str = "q"
 
 
 def _helper_after(before: str, annotation: str) -> str:
-    return before.replace("return self._sparse(q)", "return self._sparse(q, topk_length=metadata.dsa_cache_seqlens_int32)").replace(
+    return before.replace("return self._sparse(q)", f"return self._sparse(q, topk_length={_GETATTR})").replace(
         "def _sparse(self, q):", f"def _sparse(self, q, topk_length: {annotation} = None):").replace(
         "        return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)",
         f"        {GUARD_COMMENT}\n        if topk_length is not None and topk_length.shape[0] != q.shape[0]:\n"
@@ -1218,7 +1281,7 @@ INVALID = [
         Status.FIXABLE, "passes metadata.nsa_cache_seqlens_int32",
         after="from sgl_kernel.flash_mla import flash_mla_sparse_fwd as sparse_fwd\n\n"
         f"def attend(q, kv, idx, metadata):\n    {GUARD_COMMENT}\n"
-        "    topk_length = metadata.nsa_cache_seqlens_int32\n"
+        "    topk_length = getattr(metadata, \"nsa_cache_seqlens_int32\", None)\n"
         "    if topk_length is not None and topk_length.shape[0] != q.shape[0]:\n        topk_length = None\n\n"
         "    return sparse_fwd(q, kv, idx, 0.1, topk_length=topk_length)\n\n"
         "# metadata.nsa_cache_seqlens_int32: clipped to topk\n",
@@ -1232,8 +1295,8 @@ INVALID = [
         Status.FIXABLE, "guarded inline",
         after="from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n\n"
         "def attend(q, kv, idx, metadata):\n    if metadata is not None: return flash_mla_sparse_fwd(q, kv, idx, 0.1, "
-        "topk_length=metadata.dsa_cache_seqlens_int32 if metadata is not None and metadata.dsa_cache_seqlens_int32 is not None "
-        "and metadata.dsa_cache_seqlens_int32.shape[0] == q.shape[0] else None)\n\n"
+        "topk_length=getattr(metadata, \"dsa_cache_seqlens_int32\", None) if getattr(metadata, \"dsa_cache_seqlens_int32\", None) is not None "
+        "and getattr(metadata, \"dsa_cache_seqlens_int32\", None).shape[0] == q.shape[0] else None)\n\n"
         "# metadata.dsa_cache_seqlens_int32\n",
     ),
     # Module import alias, try/except fallback to None, and Optional not yet imported.
@@ -1244,7 +1307,7 @@ INVALID = [
         "# dsa_cache_seqlens_int32\n",
         Status.FIXABLE, "helper gains topk_length",
         after="import torch\nfrom typing import Optional\n\ntry:\n    import sgl_kernel.flash_mla as fm\nexcept ImportError:\n    fm = None\n\n\n"
-        "def run(metadata, q, kv, idx):\n    return helper(q, kv, idx, topk_length=metadata.dsa_cache_seqlens_int32)\n\n\n"
+        "def run(metadata, q, kv, idx):\n    return helper(q, kv, idx, topk_length=getattr(metadata, \"dsa_cache_seqlens_int32\", None))\n\n\n"
         "def helper(q, kv, idx, topk_length: Optional[torch.Tensor] = None):\n"
         f"    {GUARD_COMMENT}\n"
         "    if topk_length is not None and topk_length.shape[0] != q.shape[0]:\n        topk_length = None\n\n"
@@ -1267,7 +1330,7 @@ INVALID = [
     Example(_fn("def attend(q, kv, idx, metadata=None):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n"),
             Status.FIXABLE, "guarded by q's row count",
             after=_fn(f"def attend(q, kv, idx, metadata=None):\n    {GUARD_COMMENT}\n"
-                      "    topk_length = metadata.dsa_cache_seqlens_int32 if metadata is not None else None\n"
+                      f"    topk_length = {_GETATTR}\n"
                       "    if topk_length is not None and topk_length.shape[0] != q.shape[0]:\n        topk_length = None\n\n"
                       "    return flash_mla_sparse_fwd(q, kv, idx, 1.0, topk_length=topk_length)\n")),
     # class 3: `topk_length` is already a local with another meaning: the guard goes inline.
@@ -1280,7 +1343,7 @@ INVALID = [
     # class 5 (rows): head padding by new_zeros + slice assignment, view and cat along the last dim
     # keep the rows: SGLang's own shape stays fixable. Class 7: torch imported unconditionally.
     Example(_PADDED, Status.FIXABLE, "gains topk_length", after=_PADDED.replace(
-        "return self._sparse(q_all)", "return self._sparse(q_all, topk_length=metadata.dsa_cache_seqlens_int32)").replace(
+        "return self._sparse(q_all)", f"return self._sparse(q_all, topk_length={_GETATTR})").replace(
         "def _sparse(self, q_all):", "def _sparse(self, q_all, topk_length: Optional[torch.Tensor] = None):").replace(
         "        o, _, _ = flash_mla_sparse_fwd(q_input, self.kv, self.idx, 1.0)",
         f"        {GUARD_COMMENT}\n        if topk_length is not None and topk_length.shape[0] != q_input.shape[0]:\n"

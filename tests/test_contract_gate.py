@@ -60,7 +60,7 @@ def test_callers_without_metadata_keep_the_full_width(tmp_path):
         # dsa_cache_seqlens_int32
         """, tmp_path)
     assert s.status is Status.FIXABLE and "keep the full width" in s.reason
-    assert "return self._sparse(q, topk_length=metadata.dsa_cache_seqlens_int32)" in m.new_source
+    assert 'return self._sparse(q, topk_length=getattr(metadata, "dsa_cache_seqlens_int32", None))' in m.new_source
     assert "return self._sparse(q)\n" in m.new_source  # warmup untouched
 
 
@@ -115,3 +115,22 @@ def test_half_migrated_helper_forwards_what_its_callers_already_pass(tmp_path):
     assert "flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0, topk_length=topk_length)" in m.new_source
     assert "if topk_length is not None and topk_length.shape[0] != q.shape[0]:" in m.new_source
     assert m.new_source.count("def _sparse(self, q, topk_length=None):") == 1
+
+
+def test_metadata_is_read_plainly_only_where_its_type_is_declared(tmp_path):
+    """Class 2 of issue 8: `metadata.field` is read as is only where the module says the root holds a
+    (non-Optional) instance of a class declaring the field, as SGLang does; an Optional declaration or a
+    None assignment gets a None check; where nothing says, getattr with a None default."""
+    head = ("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
+            "class DSAMetadata:\n    dsa_cache_seqlens_int32: torch.Tensor\n"
+            "class B:\n    def __init__(self):\n        self.forward_metadata{decl}\n"
+            "    def f(self, q):\n        metadata = self.forward_metadata\n"
+            "        return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)\n")
+    for decl, bound in ((": DSAMetadata", "topk_length = metadata.dsa_cache_seqlens_int32\n"),
+                        (": Optional[DSAMetadata] = None",
+                         "topk_length = metadata.dsa_cache_seqlens_int32 if metadata is not None else None\n"),
+                        (": DSAMetadata = None",
+                         "topk_length = metadata.dsa_cache_seqlens_int32 if metadata is not None else None\n"),
+                        (" = make_metadata()", 'topk_length = getattr(metadata, "dsa_cache_seqlens_int32", None)\n')):
+        m, (s,) = sites(head.format(decl=decl), tmp_path)
+        assert s.status is Status.FIXABLE and bound in m.new_source, (decl, m.new_source)

@@ -265,4 +265,4 @@ def test_metadata_attribute_set_to_none_is_handled(tmp_path):
                 return flash_mla_sparse_fwd(q, None, None, 1.0)
         # metadata.dsa_cache_seqlens_int32
         """, tmp_path)
-    assert "topk_length = metadata.dsa_cache_seqlens_int32 if metadata is not None else None" in m.new_source
+    assert 'topk_length = getattr(metadata, "dsa_cache_seqlens_int32", None)' in m.new_source

@@ -26,7 +26,9 @@ NO_DATA_METHODS = {"size", "numel", "dim", "stride", "element_size", "data_ptr",
 FRESH_FUNCTIONS = {"zeros", "empty", "ones", "full", "zeros_like", "empty_like", "ones_like", "full_like", "arange",
                    "rand", "randn", "randint", "tensor", "as_tensor", "empty_strided"}
 TRANSPOSING_ATTRS = {"T", "mT", "H", "mH"}
-ALWAYS_REORDERS = {"masked_select", "take", "take_along_dim", "nonzero", "t", "unique", "argsort", "sort"}
+ALWAYS_REORDERS = {"masked_select", "take", "take_along_dim", "nonzero", "t", "unique", "argsort", "sort", "flipud",
+                   "rot90", "einsum", "matmul", "mm", "bmm"}
+RESHAPES = {"view", "reshape", "unflatten", "expand", "repeat", "tile"}
 # op -> (position of `dim` among the arguments after the tensor, default dim or None if required)
 DIM_OPS = {
     "index_select": (0, None), "gather": (0, None), "narrow": (0, None), "select": (0, None), "unbind": (0, 0),
@@ -169,8 +171,8 @@ class RowTrace:
                 return self._moved(call, args, op) or self._data(receiver)
             if op in DIM_OPS:
                 return self._dim_op(call, args, op, 0) or self._data(receiver)
-            if op == "flatten" or op == "squeeze":
-                return self._data(receiver)
+            if op in RESHAPES:
+                return self._reshaped(call, args, op) or self._data(receiver)
             return self._data(receiver)  # view, reshape, to, contiguous, float, ...: same rows
         if op in FRESH_FUNCTIONS:
             return None
@@ -219,6 +221,22 @@ class RowTrace:
                 return f"`{_code(call)}` works on dim 0 (the rows)"
             return None if self.inside else f"`{_code(call)}` may work on dim 0"
         return None
+
+    def _reshaped(self, call: cst.Call, args: List[cst.Arg], op: str) -> Optional[str]:
+        """view/reshape whose new dim 0 is a literal other than -1 (rows split or merged), unflatten
+        of dim 0, repeat/tile along rows."""
+        sizes = [a.value for a in args if not a.keyword and not a.star]
+        if len(sizes) == 1 and isinstance(sizes[0], (cst.Tuple, cst.List)):
+            sizes = [el.value for el in sizes[0].elements]
+        first = sizes[0] if sizes else None
+        if op == "unflatten":
+            return None if _keeps_rows(first) else f"`{_code(call)}` splits the rows"
+        if op in ("repeat", "tile"):
+            return None if _int(first) == 1 else f"`{_code(call)}` repeats rows"
+        if op == "expand":
+            return None
+        d = _int(first)
+        return f"`{_code(call)}` splits or merges the rows" if d is not None and d != -1 else None
 
     def _moved(self, call: cst.Call, args: List[cst.Arg], op: str) -> Optional[str]:
         dims = [a.value for a in args if not a.star][:2]
@@ -437,6 +455,9 @@ class IndexTrace:
                         return f"`{_code(e)}` puts constants into the indices"
                 return None  # offsets added to the valid entries, -1 kept where entries are -1
             if isinstance(func, cst.Attribute) and not name.startswith("torch."):
+                if func.attr.value in ("masked_fill", "masked_fill_") and len(e.args) >= 2 \
+                        and _validity_test(e.args[0].value) is False and _int(e.args[1].value) == -1:
+                    return self.hazard(func.value)  # -1 where entries were already invalid: counts kept
                 if func.attr.value in INDEX_CHANGES:
                     return f"`{_code(e)}` changes which top-k entries are valid"
                 if func.attr.value in NO_DATA_METHODS:
