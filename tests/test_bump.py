@@ -359,3 +359,27 @@ def test_call_written_for_the_new_release_says_so(tmp_path):
     site = only_site(bump(tmp_path, src, "sglang-kernel-0.4.2.post2", "sglang-kernel-0.4.6"))
     assert any(f.verdict == bind.UNCHANGED and "written for the new release" in f.reason for f in site.findings)
     assert site.verdict == bind.OPPORTUNITY and "`attn_sink`" in site.reason  # still not passed
+
+
+def test_a_new_rule_is_data_the_engine_does_not_name(tmp_path, monkeypatch):
+    """A toy rule added to RULES: its finding decides the verdict and shows in every format."""
+    from topk_migrate.bump import command, rules
+
+    class ToyScale:
+        id = "toy-scale"
+
+        def check(self, ctx):
+            if ctx.entry_point == "flash_mla_sparse_fwd" and ctx.args.passes(ctx.new_ep, "sm_scale") == "1.0":
+                return [bind.Finding(bind.MANUAL, "a literal scale of 1.0 is suspicious", "sm_scale", self.id)]
+            return []
+
+    monkeypatch.setattr(rules, "RULES", rules.RULES + [ToyScale()])
+    monkeypatch.setattr(engine, "RULES", rules.RULES)
+    src = ("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
+           "def f(q, kv, idx, n):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0, topk_length=n)\n")
+    r = bump(tmp_path, src, "sglang-kernel-0.4.6", "sglang-kernel-0.4.6")
+    site = only_site(r)
+    assert site.verdict == bind.MANUAL and site.reason == "a literal scale of 1.0 is suspicious"
+    assert "a literal scale of 1.0 is suspicious" in command.text_report(r)
+    assert "| manual |" in command.markdown_report(r)
+    assert json.loads(command.json_report(r))["sites"][0]["findings"][0]["rule"] == "toy-scale"

@@ -70,7 +70,11 @@ class PrefillTopkLength:
         if ctx.new.pin is None:
             return [Finding(OPPORTUNITY, why + "; name the new release as NAME==VERSION to get the "
                                                "topk_length rule's verdict", self.param, self.id)]
-        site = ctx.topk_rule_sites().get((ctx.line, ctx.column))
+        verdicts = ctx.topk_rule_sites()
+        if "error" in verdicts:
+            return [Finding(OPPORTUNITY, why + f"; the topk_length rule could not read the file ({verdicts['error']})",
+                            self.param, self.id)]
+        site = verdicts.get((ctx.line, ctx.column))
         status = getattr(getattr(site, "status", None), "value", None)
         if status == "fixable":
             passes = f" (passes `{site.metadata}`)" if site.metadata else ""
