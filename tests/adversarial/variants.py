@@ -658,6 +658,35 @@ def entry(inp):
     return Backend().forward(inp)
 ''')
 
+add("metadata_declared_type_but_none_from_base", "2 metadata", '''
+from adv_base_backend2 import AttentionBackend
+
+
+class DSAMetadata:
+    dsa_cache_seqlens_int32: torch.Tensor
+
+
+class DSABackend(AttentionBackend):
+    forward_metadata: DSAMetadata  # set by init_forward_metadata; the base class starts it at None
+
+    def forward(self, inp):
+        metadata = self.forward_metadata
+        q = inp.q
+        o, _, _ = flash_mla_sparse_fwd(q, inp.kv, inp.indices, inp.sm_scale)  # SITE
+        return o, self._describe(metadata)
+
+    def _describe(self, metadata):
+        return "warmup" if metadata is None else "serving"
+
+
+def entry(inp):
+    return DSABackend().forward(inp)[0]  # a warmup step, before any metadata
+''', files=(("requirements.txt", "sglang-kernel==0.4.6\n"), ("adv_base_backend2.py", '''\
+class AttentionBackend:
+    def __init__(self):
+        self.forward_metadata = None
+''')))
+
 # --- 3 name hygiene -----------------------------------------------------------------------------
 add("module_global_width_read_in_helper", "3 names", '''
 topk_length = 16  # the indexer's width
