@@ -139,8 +139,6 @@ class Group:
 # How the metadata is read (class 2): "plain" where its root provably holds an object of a
 # class here that declares the field, non-Optional (SGLang's `self.forward_metadata: DSAMetadata`);
 # "none_safe" where that object may be None; "getattr" where nothing says what the root holds.
-FORMS = ("plain", "none_safe", "getattr")
-
 
 def _metadata_value(expr: str, form: str) -> str:
     root, (parent, field_name) = expr.split(".")[0], expr.rsplit(".", 1)
@@ -175,7 +173,7 @@ class _Analysis:
         return Site(self.path, s.line, s.column + 1, c.callee, status, reason, metadata)
 
     def metadata_at(self, node: cst.CSTNode) -> Tuple[Optional[str], str, Optional[str]]:
-        """(known metadata expression usable at node, how to read it (FORMS), why none is).
+        """(known metadata expression usable at node, how to read it: plain, none_safe or getattr, why none is).
 
         Class 2: its root must be bound once in the function, on every path to node."""
         why_not = None
@@ -311,6 +309,16 @@ class _Analysis:
             what = "a parameter" if isinstance(node, cst.Param) else "something else"
             return (f"`{name}` may not be the kernel at run time: it is bound at line {line} to {what}; "
                     "rewrite by hand if every binding accepts topk_length")
+        for target in m.findall(self.facts.module, m.AssignTarget(target=m.Attribute()) | m.AnnAssign(target=m.Attribute())
+                                | m.AugAssign(target=m.Attribute())):
+            if self.expand(dotted(target.target)) == c.callee:
+                return (f"`{dotted(target.target)}` is assigned at line {self.tree.line(target.target)}: the call may reach "
+                        "another function than the kernel; rewrite by hand if it accepts topk_length")
+        for call in m.findall(self.facts.module, m.Call(func=m.Name("setattr"))):
+            if len(call.args) > 1 and isinstance(call.args[1].value, cst.SimpleString) and \
+                    self.expand(dotted(call.args[0].value)) + "." + str(call.args[1].value.evaluated_value) == c.callee:
+                return (f"setattr at line {self.tree.line(call)} replaces `{name}{'.' + rest if rest else ''}`; "
+                        "rewrite by hand if what it sets accepts topk_length")
         if "." in c.callee and not is_op_level(c.callee):
             from topk_migrate import kernels
 
@@ -329,6 +337,13 @@ class _Analysis:
                             return (f"`from {module} import *` at line {self.tree.line(small)} may rebind `{name}`; "
                                     "import the kernel after it or rewrite by hand")
         return None
+
+    def expand(self, name: Optional[str]) -> str:
+        """A dotted name with its first part expanded through the imports (as callees are)."""
+        if not name:
+            return ""
+        root, _, rest = name.partition(".")
+        return self.facts.imports.get(root, root) + ("." + rest if rest else "")
 
     def attribute_identity(self, c: CallInfo, receiver: str, rest: str) -> Optional[str]:
         """`self.fm.flash_mla_sparse_fwd(...)`: what `self.fm` holds must be set in this module
@@ -834,6 +849,10 @@ def _check_guard_placement(new: Tree, g: Group, record: Record, call: cst.Call, 
     guard = mine[-1]
     if not new.dominates(guard, call):
         return "the guard would not run before the call on every path"
+    conditional = _conditionally_evaluated(new, call, holding)
+    if conditional:
+        return (f"the kernel call runs only on some evaluations of its statement ({conditional}): a guard before "
+                f"the statement would read `{q.split('.')[0]}` when the call does not run")
     if new.scope_of.get(guard) is not new.scope_of.get(call):
         kind = _scope_kind(new.scope_of.get(call))
         return (f"the kernel call runs inside a {kind} within its statement, not when the statement runs: "
@@ -847,6 +866,20 @@ def _check_guard_placement(new: Tree, g: Group, record: Record, call: cst.Call, 
             if isinstance(holding, cst.While) or new.binds_after_value(a) < new.order[id(call)]:
                 return (f"`{name}` is rebound in the statement that holds the call, before the call: "
                         f"a guard before that statement would check another `{name}`")
+    return None
+
+
+def _conditionally_evaluated(new: Tree, call: cst.CSTNode, holding: cst.CSTNode) -> Optional[str]:
+    """Is `call` inside a part of its statement that may not run (`x if c else y`, `a and b`)?"""
+    child = call
+    for anc in new.ancestors(call):
+        if anc is holding:
+            return None
+        if isinstance(anc, cst.IfExp) and child is not anc.test:
+            return "a branch of `... if ... else ...`"
+        if isinstance(anc, cst.BooleanOperation) and child is anc.right:
+            return f"the right side of `{_code(anc.operator).strip()}`"
+        child = anc
     return None
 
 
@@ -942,6 +975,8 @@ def _value_uses(tree: Tree, facts: ModuleFacts, path: str) -> List[Site]:
             continue
         if isinstance(parent, _TESTS) or (isinstance(parent, cst.IfExp) and parent.test is chain):
             continue
+        if isinstance(parent, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign)) and parent.target is chain:
+            continue  # a rebinding: the calls through that name are refused by callee_identity
         add(chain, callee, _how(tree, chain))
     for call in m.findall(facts.module, m.Call(func=m.Attribute())):
         attr = call.func.attr.value

@@ -126,13 +126,24 @@ def entry(q, metadata, draft):
 # metadata.dsa_cache_seqlens_int32
 """
 
+CONDITIONAL = """\
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+def entry(q, metadata, draft):
+    return flash_mla_sparse_fwd(q, None, None, 1.0)[0] if q is not None else draft
+# metadata.dsa_cache_seqlens_int32
+"""
+
 
 def _args(case):
-    return (T(6, "q"), md(6)) if case is SEMICOLON else (T(6, "q"), md(6), T(3, "draft"))
+    if case is SEMICOLON:
+        return T(6, "q"), md(6)
+    return (None if case is CONDITIONAL else T(6, "q")), md(6), T(3, "draft")
 
 
-@pytest.mark.parametrize("case", [SEMICOLON, TWO_CALLS, LATE_LAMBDA, LOCAL_WIDTH, GLOBAL_WIDTH, READ_BEFORE],
-                         ids=["semicolon", "two-calls", "late-lambda", "local-width", "global-width", "read-before"])
+@pytest.mark.parametrize("case", [SEMICOLON, TWO_CALLS, LATE_LAMBDA, LOCAL_WIDTH, GLOBAL_WIDTH, READ_BEFORE, CONDITIONAL],
+                         ids=["semicolon", "two-calls", "late-lambda", "local-width", "global-width", "read-before",
+                              "conditional"])
 def test_validation_keeps_each_rewrite_sound(case, tmp_path, kernel, monkeypatch):
     before = run(case, *_args(case))
     kernel.clear()

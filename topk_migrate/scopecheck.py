@@ -1,6 +1,6 @@
 """Scope facts of one module tree, used to plan a rewrite and to validate it afterwards.
 
-Built on LibCST's ScopeProvider and ParentNodeProvider. Nodes are numbered in source
+Built on LibCST's ScopeProvider (parents from one walk of our own). Nodes are numbered in source
 (preorder) order and scopes by the order of the nodes that open them, so two trees that
 differ only by inserted code (which never opens a scope) can be compared access by access.
 """
@@ -17,11 +17,8 @@ from libcst.metadata import (
 )
 
 BLOCKS = (cst.Module, cst.IndentedBlock, cst.SimpleStatementLine, cst.SimpleStatementSuite)
-SCOPE_NODES = (cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.ListComp, cst.SetComp,
-               cst.DictComp, cst.GeneratorExp)
 PLAIN_TYPES = {"dict", "list", "tuple", "str", "int", "float", "bool", "bytes", "set", "Dict", "List", "Tuple",
                "Mapping", "MutableMapping", "Sequence", "Set", "FrozenSet", "frozenset"}
-TARGET_PARENTS = (cst.AssignTarget, cst.AnnAssign, cst.AugAssign)
 
 
 class _Numberer(cst.CSTVisitor):
@@ -107,15 +104,6 @@ class Tree:
         while node in self.parent:
             node = self.parent[node]
             yield node
-
-    def statement_of(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
-        """The small statement (or compound statement) that directly holds node."""
-        child = node
-        for anc in self.ancestors(node):
-            if isinstance(anc, BLOCKS):
-                return child
-            child = anc
-        return None
 
     def dominates(self, stmt: cst.CSTNode, target: cst.CSTNode) -> bool:
         """Does executing `target` imply `stmt` ran before it, on every path?
