@@ -183,6 +183,12 @@ class _Analysis:
             if not b.assignments or not isinstance(b.assignments[0].scope, FunctionScope):
                 continue
             why, none = root_binding(self.tree, node, root)
+            owner = getattr(b.assignments[0].scope, "node", None)
+            for target in m.findall(owner, m.AssignTarget(target=m.Attribute()) | m.AugAssign(target=m.Attribute())) \
+                    if why is None and owner is not None else ():
+                if dotted(target.target) == expr:
+                    why = f"`{expr}` is assigned at line {self.tree.line(target.target)}, in the function that passes it"
+                    break
             if why is None:
                 if expr in self.user_metadata:  # the user vouches for the object; None is still handled
                     return expr, "none_safe" if none else "plain", None

@@ -210,8 +210,16 @@ def test_a_failed_helper_rewrite_leaves_its_callers_alone(tmp_path):
      "    return flash_mla_sparse_fwd(out, None, None, 1.0)\n", "`out[perm] = ...` writes rows by index"),
     ("def entry(q, metadata):\n    q = q.transpose(0, 1)\n    return flash_mla_sparse_fwd(q, None, None, 1.0)\n",
      "moves dim 0"),
+    ("def entry(q, metadata, idxs):\n    return [flash_mla_sparse_fwd(q, None, i, 1.0) for i in idxs]\n",
+     "`i` is a loop variable"),
+    ("def entry(q, metadata, idx):\n    return flash_mla_sparse_fwd(q, None, idx[..., :512], 1.0)\n",
+     "`idx[..., :512]` narrows or selects top-k entries"),
+    ("def entry(q, metadata, idx):\n    idx = idx.masked_fill(idx % 2 == 0, -1)\n    return flash_mla_sparse_fwd(q, None, idx, 1.0)\n",
+     "changes which top-k entries are valid"),
+    ("def entry(q, metadata, n):\n    metadata.dsa_cache_seqlens_int32 = metadata.dsa_cache_seqlens_int32[:n]\n"
+     "    return flash_mla_sparse_fwd(q, None, None, 1.0)\n", "`metadata.dsa_cache_seqlens_int32` is assigned at line 3"),
 ])
-def test_row_hazards_are_manual(src, why, tmp_path):
+def test_row_index_and_metadata_hazards_are_manual(src, why, tmp_path):
     m = migrate("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n" + src + "# metadata.dsa_cache_seqlens_int32\n",
                 tmp_path)
     assert [s.status for s in m.sites] == [Status.MANUAL], m.sites

@@ -476,6 +476,11 @@ class IndexTrace:
     def _name(self, node: cst.Name) -> Optional[str]:
         for a in self.tree.binding(node, node.value).assignments:
             scope = getattr(a, "scope", None)
+            target = getattr(a, "node", None)
+            if isinstance(scope, ComprehensionScope) or (isinstance(target, cst.Name) and any(
+                    isinstance(x, (cst.For, cst.CompFor)) and self.tree.inside(target, x.target)
+                    for x in self.tree.ancestors(target))):
+                return f"`{node.value}` is a loop variable: each iteration holds other top-k entries than the metadata counts"
             if id(a) in self.seen or not isinstance(scope, FunctionScope):
                 continue
             self.seen.add(id(a))
