@@ -6,9 +6,10 @@ OOM killer on a CI runner. The peak of each stage grows with the number of token
 each is estimated from a token count (a C-speed byte scan) and a file whose estimate
 exceeds the budget is refused with one line instead of parsed.
 
-Worst cases measured (CPython 3.11, libcst 1.0.1; bench/memory_bench.py):
-ast.parse up to ~830 bytes per token (dense `x=1` lines), LibCST up to ~3.1 KB per
-token; ordinary backend code about 330 and 1,500. The constants below add a margin.
+Worst cases measured (CPython 3.11, libcst 1.0.1, results/memory-bench.md): ast.parse
+up to ~830 bytes per token (dense `x=1` lines); the whole engine (LibCST parse, metadata,
+rewrite and its validation) up to ~5.5 KB per token, ordinary backend code ~2.5 KB; a
+long string literal costs a few bytes per byte. The constants below add a margin.
 """
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from typing import Union
 from .model import InputError
 
 PARSE_BYTES_PER_TOKEN = 900   # ast.parse (CPython's parser, then Python objects)
-REWRITE_BYTES_PER_TOKEN = 3300  # LibCST's parse, metadata and transform
+REWRITE_BYTES_PER_TOKEN = 6000  # the engine: LibCST's parse, metadata, rewrite, validation
+BYTES_PER_BYTE = 8  # copies of the text and of long literals
 DEFAULT_BUDGET_MIB = 2048
 BUDGET_ENV = "TOPK_MIGRATE_MAX_MEMORY"  # MiB per file (per worker in audit)
 
@@ -49,7 +51,7 @@ def tokens(source: Union[str, bytes]) -> int:
 
 def check(source: Union[str, bytes], per_token: int, stage: str) -> None:
     """Raise InputError (one line) when `stage` on `source` would cost more than the budget."""
-    need = tokens(source) * per_token
+    need = tokens(source) * per_token + len(source) * BYTES_PER_BYTE
     limit = budget()
     if need > limit:
         raise InputError(f"too big to {stage} within the memory bound: about {need >> 20} MiB needed, "
