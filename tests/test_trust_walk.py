@@ -176,6 +176,23 @@ def test_gitignore_patterns_cost_linear_time_whatever_they_hold(tmp_path):
     assert r.returncode == 0 and "1 file(s)" in r.stderr
 
 
+@pytest.mark.heavy
+def test_a_1500_level_tree_with_a_gitignore_at_every_level(tmp_path):
+    """Each entry is checked against every .gitignore above it: quadratic in the depth, never cubic
+    (`**` patterns advance one component per directory instead of rescanning the path)."""
+    top = tmp_path / "t"
+    try:
+        leaf = _deep(top, 1500)
+        d = top
+        while d != leaf.parent:
+            (d / ".gitignore").write_text("*.pyc\nx/**/y\n**/a/**/b/**/c\n!**/d/**/e/**\n/build\n")
+            d = d / "d"
+        r = cli("check", "-v", top, timeout=300)  # the cubic walk took 11 minutes here
+        assert r.returncode == 0 and "1 file(s)" in r.stderr, r.stderr[-500:]
+    finally:
+        remove_deep(top)
+
+
 def test_matching_is_linear_in_the_length_of_names_and_paths():
     spec = _compile([BACKTRACKING, "**/" + BACKTRACKING + "/**/x", "/[a-z]*a*[!a]*a?/**"])
     for n in (40, 4000):
@@ -267,6 +284,11 @@ def agree_with_git(tmp_path: Path, seeds: range) -> None:
                 pass
         lines = [_pattern(r) for _ in range(r.randint(1, 4))]
         (d / ".gitignore").write_text("\n".join(lines) + "\n")
+        subdirs = sorted(str(x) for x in d.rglob("*") if x.is_dir() and ".git" not in x.parts)
+        for sub in r.sample(subdirs, min(len(subdirs), 3)):  # nested .gitignore files
+            more = [_pattern(r) for _ in range(r.randint(1, 3))]
+            lines.append((sub, more))
+            Path(sub, ".gitignore").write_text("\n".join(more) + "\n")
         out = subprocess.run(["git", "ls-files", "-o", "--exclude-standard", "-z"], cwd=d, capture_output=True,
                              check=True).stdout.decode()
         git = sorted(x for x in out.split("\0") if x.endswith(".py"))

@@ -193,10 +193,10 @@ class _Glob:
         return True
 
 
-def _match_components(tokens: Sequence[Optional[_Glob]], parts: Sequence[str]) -> bool:
-    """Do `tokens` (component globs, `_ANY` for `**`) match all of `parts`? Greedy, no backtracking:
+def _match_components(tokens: Sequence[Optional[_Glob]], parts: Sequence[str], start: int = 0) -> bool:
+    """Do `tokens` (component globs, `_ANY` for `**`) match all of parts[start:]? Greedy, no backtracking:
     O(len(parts) * len(tokens)) component matches (the classic wildcard algorithm, one level up)."""
-    i = j = 0
+    i, j = start, 0
     star, mark = -1, 0
     while i < len(parts):
         if j < len(tokens) and tokens[j] is _ANY:
@@ -214,23 +214,69 @@ def _match_components(tokens: Sequence[Optional[_Glob]], parts: Sequence[str]) -
 class _Pattern:
     """One gitignore line."""
 
-    __slots__ = ("tokens", "negate", "dir_only", "basename", "fixed")
+    __slots__ = ("tokens", "negate", "dir_only", "basename", "fixed", "first", "last", "stepped", "start", "memo")
 
     def __init__(self, tokens, negate: bool, dir_only: bool):
         self.tokens, self.negate, self.dir_only = tokens, negate, dir_only
         # `foo` (no slash) matches a name at any depth: only the last component need be looked at.
         self.basename = tokens[1] if len(tokens) == 2 and tokens[0] is _ANY and tokens[1] is not _ANY else None
         self.fixed = None if _ANY in tokens else len(tokens)  # component count of every path it can match
+        self.first, self.last = tokens[0], tokens[-1]  # checked before the whole (unless `**`)
+        # With `**` anywhere but in front, a walk matches it one component at a time (advance):
+        # checking every path from scratch would cost the depth of the tree per .gitignore above it.
+        self.stepped = self.basename is None and self.fixed is None
+        self.start = self._close(1) if self.stepped else 0
+        self.memo: dict = {}
 
-    def matches(self, rel: str, is_dir: bool) -> bool:
-        """Does it name this very path (not a parent)? What a walk asks: parents were asked before."""
-        if self.dir_only and not is_dir:
+    def _close(self, state: int) -> int:
+        """The positions also reachable by letting each `**` match nothing (state: a bit per token)."""
+        for p, t in enumerate(self.tokens):
+            if t is _ANY and state >> p & 1:
+                state |= 1 << (p + 1)
+        return state
+
+    def advance(self, state: int, name: str) -> int:
+        """The state after one more path component (an NFA step: no backtracking, O(len(tokens))).
+
+        Remembered: a walk asks the same step for every entry of a directory, and for
+        each directory of a tree as deep as it is wide in .gitignore files."""
+        key = (state, name)
+        got = self.memo.get(key)
+        if got is None:
+            if len(self.memo) > 4096:
+                self.memo.clear()
+            got = self.memo[key] = self._step(state, name)
+        return got
+
+    def _step(self, state: int, name: str) -> int:
+        nxt, rest, tokens = 0, state, self.tokens
+        while rest:  # only the positions reached so far; a dead state (0) stays dead at no cost
+            low = rest & -rest
+            rest ^= low
+            p = low.bit_length() - 1
+            if p < len(tokens):
+                t = tokens[p]
+                if t is _ANY:
+                    nxt |= low
+                elif t.match(name):
+                    nxt |= low << 1
+        return self._close(nxt) if nxt else 0
+
+    def accepts(self, state: int, is_dir: bool) -> bool:
+        return bool(state >> len(self.tokens) & 1) and (is_dir or not self.dir_only)
+
+    def matches(self, parts: Sequence[str], start: int, is_dir: bool) -> bool:
+        """Does it name this very path, parts[start:] (not a parent)? What a walk asks: parents were asked before."""
+        if (self.dir_only and not is_dir) or len(parts) <= start:
             return False
         if self.basename is not None:
-            return self.basename.match(rel[rel.rfind("/") + 1:])
-        if self.fixed is not None and rel.count("/") + 1 != self.fixed:
+            return self.basename.match(parts[-1])
+        if self.fixed is not None and len(parts) - start != self.fixed:
             return False
-        return _match_components(self.tokens, rel.split("/"))
+        if (self.first is not _ANY and not self.first.match(parts[start])) or \
+                (self.last is not _ANY and not self.last.match(parts[-1])):
+            return False
+        return _match_components(self.tokens, parts, start)
 
     def matches_within(self, rel: str, is_dir: bool) -> bool:
         """Does it name this path or one of its parent directories?"""
@@ -271,6 +317,28 @@ class PatternSet:
 
     def __init__(self, patterns: Sequence[_Pattern]):
         self.patterns = list(patterns)
+        self.stepped = [p for p in self.patterns if p.stepped]
+
+    # A walk keeps, per directory, the states of the stepped patterns (a tuple, in order).
+
+    def start(self) -> tuple:
+        return tuple(p.start for p in self.stepped)
+
+    def advance(self, states: tuple, name: str) -> tuple:
+        return tuple(p.advance(st, name) for p, st in zip(self.stepped, states))
+
+    def check_walk(self, parts: Sequence[str], start: int, is_dir: bool, states: tuple) -> Optional[bool]:
+        """check_parts() of an entry of a walk; `states` are those of its directory."""
+        k = len(states)
+        for p in reversed(self.patterns):
+            if p.stepped:
+                k -= 1
+                hit = p.accepts(p.advance(states[k], parts[-1]), is_dir)
+            else:
+                hit = p.matches(parts, start, is_dir)
+            if hit:
+                return not p.negate
+        return None
 
     def check(self, rel: str, is_dir: bool) -> Optional[bool]:
         """True/False if the last pattern naming this very path excludes/re-includes it; None if none does.
@@ -278,8 +346,12 @@ class PatternSet:
         With a walk that prunes excluded directories this is git's own rule: a file
         under an excluded directory cannot be re-included.
         """
+        return self.check_parts(rel.split("/"), 0, is_dir)
+
+    def check_parts(self, parts: Sequence[str], start: int, is_dir: bool) -> Optional[bool]:
+        """check() of the path whose components are parts[start:]."""
         for p in reversed(self.patterns):
-            if p.matches(rel, is_dir):
+            if p.matches(parts, start, is_dir):
                 return not p.negate
         return None
 
@@ -300,26 +372,22 @@ def _compile(lines: Iterable[str]) -> Optional[PatternSet]:
 
 
 class Ignore:
-    """gitignore pattern sets, each anchored at an absolute directory."""
+    """The gitignore pattern sets that apply at one point of a walk, shallowest first.
 
-    def __init__(self, specs: Sequence[Tuple[str, PatternSet]] = ()):
-        self.specs = list(specs)  # (dir, patterns), shallowest first
+    Each is (lead, depth, patterns). A path is given as its components below the
+    walked directory, `parts`; a .gitignore inside the walk, `depth` components
+    down, sees parts[depth:]; one above the walk sees lead + parts, where lead
+    names the walked directory from it. No path string is rebuilt per pattern
+    file, and `**` patterns advance one component per directory, so a tree deep
+    in .gitignore files costs the square of its depth, not the cube.
+    """
 
-    def with_dir(self, d: str, lines: Iterable[str]) -> "Ignore":
+    def __init__(self, specs: Sequence[Tuple[List[str], int, PatternSet]] = ()):
+        self.specs = list(specs)
+
+    def with_patterns(self, lead: List[str], depth: int, lines: Iterable[str]) -> "Ignore":
         spec = _compile(lines)
-        return Ignore(self.specs + [(d, spec)]) if spec is not None else self
-
-    def ignored(self, path: str, is_dir: bool) -> bool:
-        """Git's rule for one path whose parents were not ignored: the deepest file with a
-        pattern naming it decides; its last such pattern wins.
-
-        path is absolute and below every anchor (the walker guarantees it).
-        """
-        for d, spec in reversed(self.specs):
-            r = spec.check(path[len(d):].lstrip(os.sep).replace(os.sep, "/"), is_dir)
-            if r is not None:
-                return r
-        return False
+        return Ignore(self.specs + [(lead, depth, spec)]) if spec is not None else self
 
 
 def _read_lines(path: str, note: Note) -> List[str]:
@@ -335,9 +403,10 @@ def _read_lines(path: str, note: Note) -> List[str]:
         return []
 
 
-def _outer_ignores(root: str, note: Note) -> Tuple[Ignore, List[str]]:
-    """.gitignore files above root, up to its git work tree's top (plus .git/info/exclude),
-    and the directories from that top down to root, each of which git may ignore."""
+def _outer_ignores(root: str, note: Note) -> Tuple[List[Tuple[str, PatternSet]], List[str]]:
+    """(directory, patterns) of the .gitignore files above root, up to its git work tree's top
+    (plus .git/info/exclude), shallowest first; and the directories from that top down to
+    root, each of which git may ignore."""
     chain, d = [], os.path.dirname(root)
     while True:
         chain.append(d)
@@ -345,12 +414,19 @@ def _outer_ignores(root: str, note: Note) -> Tuple[Ignore, List[str]]:
             break
         parent = os.path.dirname(d)
         if parent == d:
-            return Ignore(), []  # not in a git work tree: nothing above root applies
+            return [], []  # not in a git work tree: nothing above root applies
         d = parent
-    ig = Ignore().with_dir(d, _read_lines(os.path.join(d, ".git", "info", "exclude"), note))
-    for d in reversed(chain):
-        ig = ig.with_dir(d, _read_lines(os.path.join(d, ".gitignore"), note))
-    return ig, chain[-2::-1] + [root]
+    files = [(d, os.path.join(d, ".git", "info", "exclude"))] + [(a, os.path.join(a, ".gitignore")) for a in reversed(chain)]
+    specs = [(a, _compile(_read_lines(f, note))) for a, f in files]
+    return [(a, spec) for a, spec in specs if spec is not None], chain[-2::-1] + [root]
+
+
+def _after(spec: PatternSet, components: Sequence[str]) -> tuple:
+    """The states of spec's `**` patterns once `components` are consumed."""
+    states = spec.start()
+    for c in components:
+        states = spec.advance(states, c)
+    return states
 
 
 def _inside(real: str, top: str) -> bool:
@@ -394,25 +470,37 @@ def _walk(top: str, excl: Optional[PatternSet], gitignore: bool, follow_links: b
     `excl` is tested on its own so no .gitignore negation can undo it.
     """
     top = os.path.normpath(top)
-    n, atop, real_top = len(top), os.path.abspath(top), os.path.realpath(top)
-    ig, above = _outer_ignores(atop, note) if gitignore else (Ignore(), [])
+    atop, real_top = os.path.abspath(top), os.path.realpath(top)
+    outer, above = _outer_ignores(atop, note) if gitignore else ([], [])
     for d in above:  # git ignores everything under an ignored directory
-        if Ignore([(a, s) for a, s in ig.specs if d != a and _inside(d, a)]).ignored(d, True):
-            note(top, f"{d} is ignored by .gitignore, and so is everything below it")
-            return
+        for a, spec in reversed(outer):
+            decided = spec.check(os.path.relpath(d, a).replace(os.sep, "/"), True) if _inside(d, a) and d != a else None
+            if decided:
+                note(top, f"{d} is ignored by .gitignore, and so is everything below it")
+                return
+            if decided is not None:
+                break
+    ig = Ignore([(os.path.relpath(atop, a).split(os.sep), 0, spec) for a, spec in outer])
+    states = [_after(spec, lead) for lead, _, spec in ig.specs]  # per spec: its `**` patterns' states here
     walked = {}  # (st_dev, st_ino) -> path: each directory once, so never into a loop
     linked: List[Tuple[str, str]] = []  # symlinked files, looked at last: the target's own name goes first
+    names: List[str] = []  # the components of the directory being listed, below top
 
-    def skip(ig: Ignore, path: str, is_dir: bool) -> bool:
+    def skip(ig: Ignore, states: list, xstates: tuple, name: str, is_dir: bool) -> bool:
         if excl is None and not ig.specs:
             return False
-        apath = atop + path[n:]
-        if excl is not None and excl.check(apath[len(atop):].lstrip(os.sep).replace(os.sep, "/"), is_dir):
+        parts = names + [name]
+        if excl is not None and excl.check_walk(parts, 0, is_dir, xstates):
             return True
-        return bool(ig.specs) and ig.ignored(apath, is_dir)
+        for (lead, depth, spec), st in zip(reversed(ig.specs), reversed(states)):
+            decided = spec.check_walk(lead + parts if lead else parts, 0 if lead else depth, is_dir, st)
+            if decided is not None:
+                return decided
+        return False
 
-    def enter(d: str, real: str, ig: Ignore):
-        """(sorted entries, ignore rules, real path) of directory d, or an error line."""
+    def enter(d: str, real: str, ig: Ignore, states: list, xstates: tuple):
+        """The frame of directory d (its sorted entries, the ignore rules and pattern states
+        that apply in it, its real path + separator), None if already walked, or an error line."""
         try:
             st = os.stat(d)
         except OSError:
@@ -427,22 +515,25 @@ def _walk(top: str, excl: Optional[PatternSet], gitignore: bool, follow_links: b
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as e:
             return f"cannot list: {(e.strerror or str(e)).lower()}"
-        if gitignore:
-            if any(e.name == ".gitignore" for e in entries):
-                ig = ig.with_dir(atop + d[n:], _read_lines(os.path.join(d, ".gitignore"), note))
-        return iter(entries), ig, real.rstrip(os.sep) + os.sep
+        if gitignore and any(e.name == ".gitignore" for e in entries):
+            deeper = ig.with_patterns([], len(names), _read_lines(os.path.join(d, ".gitignore"), note))
+            if deeper is not ig:
+                ig, states = deeper, states + [deeper.specs[-1][2].start()]
+        return iter(entries), ig, real.rstrip(os.sep) + os.sep, states, xstates
 
     stack = []
-    first = enter(top, real_top, ig)
+    first = enter(top, real_top, ig, states, excl.start() if excl is not None else ())
     if isinstance(first, str):
         yield top, first
     elif first is not None:
         stack.append(first)
     while stack:
-        entries, ig, real_dir = stack[-1]  # real_dir ends with a separator
+        entries, ig, real_dir, states, xstates = stack[-1]  # real_dir ends with a separator
         e = next(entries, None)
         if e is None:
             stack.pop()
+            if stack:
+                names.pop()
             continue
         try:
             link = e.is_symlink()
@@ -460,17 +551,21 @@ def _walk(top: str, excl: Optional[PatternSet], gitignore: bool, follow_links: b
         except OSError:
             is_dir = False
         if is_dir:
-            if e.name.startswith(".") or skip(ig, e.path, True):
+            if e.name.startswith(".") or skip(ig, states, xstates, e.name, True):
                 continue
             if link and not follow_links:
                 note(e.path, "symlinked directory, not followed (pass --follow-links)")
                 continue
-            sub = enter(e.path, real, ig)
+            inner = [spec.advance(st, e.name) for (_, _, spec), st in zip(ig.specs, states)]
+            names.append(e.name)
+            sub = enter(e.path, real, ig, inner, excl.advance(xstates, e.name) if excl is not None else ())
             if isinstance(sub, str):
                 yield e.path, sub
-            elif sub is not None:
+            if isinstance(sub, tuple):
                 stack.append(sub)
-        elif e.name.endswith(".py") and not skip(ig, e.path, False):
+            else:
+                names.pop()
+        elif e.name.endswith(".py") and not skip(ig, states, xstates, e.name, False):
             try:
                 ok = e.is_file()
             except OSError:
