@@ -222,7 +222,7 @@ class _Pattern:
         self.basename = tokens[1] if len(tokens) == 2 and tokens[0] is _ANY and tokens[1] is not _ANY else None
         self.fixed = None if _ANY in tokens else len(tokens)  # component count of every path it can match
         self.first, self.last = tokens[0], tokens[-1]  # checked before the whole (unless `**`)
-        # With `**` anywhere but in front, a walk matches it one component at a time (advance):
+        # A pattern with `**` (other than a plain name) is matched by a walk one component at a time (advance):
         # checking every path from scratch would cost the depth of the tree per .gitignore above it.
         self.stepped = self.basename is None and self.fixed is None
         self.start = self._close(1) if self.stepped else 0
