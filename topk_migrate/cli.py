@@ -24,7 +24,7 @@ def _paths(f):
 def _verbose(f):
     return click.option("--verbose", "-v", is_flag=True,
                         help="Show the kernel decision each site rests on (and where it came from), "
-                             "and tracebacks for unexpected errors.")(f)
+                             "what a directory walk skipped and why, and tracebacks for unexpected errors.")(f)
 
 
 def _follow_links(f):
