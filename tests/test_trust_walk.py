@@ -63,6 +63,16 @@ def test_apply_on_a_directory_never_rewrites_files_outside_it(escape_tree):
 def test_audit_skips_links_that_leave_the_tree(escape_tree):
     r = audit([str(escape_tree / "tree")], kernel=KERNEL)
     assert r.sites == [] and r.errors == [] and r.summary["files"] == 0
+    (escape_tree / "tree" / "in").mkdir()
+    shutil.copy(BACKEND, escape_tree / "tree" / "in" / "b.py")
+    os.symlink("in", escape_tree / "tree" / "alias")
+    r = cli("audit", "-v", "--kernel", KERNEL, escape_tree / "tree")
+    assert r.returncode == 1 and r.stdout.count(" fixable ") == 1 and "in/b.py" in r.stdout
+    assert sorted(ln.split(": skipped: ")[1].split(",")[0] for ln in r.stderr.splitlines() if ": skipped: " in ln) == [
+        "symlink to " + str(escape_tree / "outside"), "symlink to " + str(escape_tree / "outside" / "victim.py"),
+        "symlinked directory"]
+    r = cli("audit", "--follow-links", "--kernel", KERNEL, escape_tree / "tree")
+    assert r.returncode == 1 and r.stdout.count(" fixable ") == 1 and "alias/b.py" in r.stdout, r.stdout
 
 
 def test_follow_links_still_never_leaves_the_tree(escape_tree):

@@ -377,8 +377,12 @@ def audit(
     jobs: Optional[int] = None,
     gitignore: bool = True,
     progress: bool = False,
+    follow_links: bool = False,
+    note=None,
 ) -> AuditResult:
-    """Classify every site under `paths` (in the work tree, or in commit `rev`)."""
+    """Classify every site under `paths` (in the work tree, or in commit `rev`).
+
+    follow_links and note (told what a walk leaves out, and why): as discover.iter_python_files."""
     t0 = time.perf_counter()
     prog = _Progress(progress)
     runner = _Runner(jobs or os.cpu_count() or 1)
@@ -387,7 +391,7 @@ def audit(
     try:
         if rev is None:
             root = display_root(paths)
-            _scan_disk(paths, exclude, gitignore, kernel, runner, tally, prog)
+            _scan_disk(paths, exclude, gitignore, kernel, runner, tally, prog, follow_links, note)
         else:
             tmp = os.path.realpath(tempfile.mkdtemp(prefix="topk-migrate-rev-"))
             root, top, commit = _scan_rev(paths, rev, exclude, kernel, runner, tally, prog, tmp)
@@ -426,8 +430,9 @@ def _result(sites, tally, root, rev, commit, t0) -> AuditResult:
     return AuditResult(sites, errors, summary)
 
 
-def _scan_disk(paths, exclude, gitignore, kernel, runner: _Runner, tally: _Tally, prog: _Progress) -> None:
-    listed = list(iter_python_files(paths, exclude, gitignore))
+def _scan_disk(paths, exclude, gitignore, kernel, runner: _Runner, tally: _Tally, prog: _Progress,
+               follow_links: bool = False, note=None) -> None:
+    listed = list(iter_python_files(paths, exclude, gitignore, follow_links, note))
     if len(paths) > 1:  # a file named twice, or inside a directory also given, is audited once
         seen: set = set()
         listed = [(p, e) for p, e in listed if not (os.path.abspath(p) in seen or seen.add(os.path.abspath(p)))]
@@ -635,6 +640,13 @@ def _lay_out(inside: str, path: str, data: bytes, tally: _Tally, top: str) -> Op
 # -- the command ------------------------------------------------------------
 
 
+def _skipped(path: str, why: str) -> None:
+    from .escape import fit, printable
+
+    click.echo(fit(f"{printable(path)}: skipped: {printable(why)}", sys.stderr.encoding), err=True)
+
+
+
 @click.command("audit")
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--rev", metavar="REF", help="Audit this git commit (tag, branch, sha) without checking it out.")
@@ -646,9 +658,12 @@ def _lay_out(inside: str, path: str, data: bytes, tally: _Tally, top: str) -> Op
 @click.option("--kernel", metavar="NAME==VERSION", help="Kernel the calls resolve to (e.g. sglang-kernel==0.4.6); overrides pins.")
 @click.option("-j", "--jobs", type=click.IntRange(1), help="Worker processes for parsing [default: CPU count].")
 @click.option("--progress/--no-progress", default=None, help="Progress line on stderr [default: when stderr is a terminal].")
+@click.option("--follow-links", is_flag=True,
+              help="Walk into symlinked directories (only those inside the PATH given; each once).")
+@click.option("--verbose", "-v", is_flag=True, help="Say what a directory walk skipped, and why (on stderr).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default="-",
               help="Write the report to this file (replaced whole once the run is done) instead of stdout.")
-def audit_command(paths, rev, fmt, exclude, no_gitignore, kernel, jobs, progress, output):
+def audit_command(paths, rev, fmt, exclude, no_gitignore, kernel, jobs, progress, follow_links, verbose, output):
     """Classify every kernel call site under PATHs (default: .), fast.
 
     Files that cannot hold a call are never parsed. Hidden directories,
@@ -674,8 +689,8 @@ def audit_command(paths, rev, fmt, exclude, no_gitignore, kernel, jobs, progress
     if progress is None:
         progress = sys.stderr.isatty()
     try:
-        result = audit(paths, rev=rev, exclude=exclude, kernel=kernel, jobs=jobs,
-                       gitignore=not no_gitignore, progress=progress)
+        result = audit(paths, rev=rev, exclude=exclude, kernel=kernel, jobs=jobs, gitignore=not no_gitignore,
+                       progress=progress, follow_links=follow_links, note=_skipped if verbose else None)
     except AuditError as e:
         click.echo(fit(f"error: {printable(str(e))}", sys.stderr.encoding), err=True)
         sys.exit(2)
