@@ -91,6 +91,14 @@ class Tree:
         body = self.parent.get(fdef)
         return isinstance(body, cst.IndentedBlock) and isinstance(self.parent.get(body), cst.ClassDef)
 
+    def none_tested(self) -> Set[str]:
+        """Names (bare, or the last part of an attribute) this module compares with None or tests with `not`."""
+        if not hasattr(self, "_none_tested"):
+            v = _NoneTests(None)
+            self.module.visit(v)
+            self._none_tested = v.names
+        return self._none_tested
+
     # -- structure ----------------------------------------------------------------
     def line(self, node: cst.CSTNode) -> int:
         pos = self.position.get(node)
@@ -186,8 +194,11 @@ def may_be_none(tree: Tree, a: object, name: str) -> bool:
     stmt = tree.assignment_statement(a)
     if stmt is not None and _maybe_none_value(stmt.value):
         return True
-    if stmt is not None and isinstance(stmt.value, cst.Attribute) and stmt.value.attr.value in tree.none_attributes():
-        return True  # `metadata = self.forward_metadata` where the module sets it to None somewhere
+    if stmt is not None and isinstance(stmt.value, cst.Attribute) and (
+            stmt.value.attr.value in tree.none_attributes() or stmt.value.attr.value in tree.none_tested()):
+        return True  # `metadata = self.forward_metadata` where the module sets it to None or tests it for None
+    if name in tree.none_tested():
+        return True  # the module expects a `metadata` that is None somewhere (a None check in any function)
     scope = getattr(a, "scope", None)
     body = getattr(scope, "node", None)
     return body is not None and _tests_for_none(body, name)
@@ -249,17 +260,29 @@ class _NoneAttributes(cst.CSTVisitor):
 
 
 class _NoneTests(cst.CSTVisitor):
-    def __init__(self, name: str) -> None:
+    """Finds `x is None`-style tests: of `name` (found), and of every name or attribute (names)."""
+
+    def __init__(self, name: Optional[str]) -> None:
         self.name, self.found = name, False
+        self.names: Set[str] = set()
+
+    def _tested(self, e: cst.BaseExpression) -> None:
+        if isinstance(e, cst.Name):
+            self.names.add(e.value)
+        elif isinstance(e, cst.Attribute):
+            self.names.add(e.attr.value)
+        if self.name is not None and get_full_name_for_node(e) == self.name:
+            self.found = True
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         sides = [node.left, *(c.comparator for c in node.comparisons)]
-        if any(_is_none(s) for s in sides) and any(get_full_name_for_node(s) == self.name for s in sides):
-            self.found = True
+        if any(_is_none(s) for s in sides):
+            for side in sides:
+                self._tested(side)
 
     def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
-        if isinstance(node.operator, cst.Not) and get_full_name_for_node(node.expression) == self.name:
-            self.found = True
+        if isinstance(node.operator, cst.Not):
+            self._tested(node.expression)
 
 
 def _tests_for_none(body: cst.CSTNode, name: str) -> bool:
