@@ -687,6 +687,36 @@ class AttentionBackend:
         self.forward_metadata = None
 ''')))
 
+add("metadata_declared_type_none_handled_elsewhere", "2 metadata", '''
+from adv_base_backend3 import AttentionBackend, describe
+
+
+class DSAMetadata:
+    dsa_cache_seqlens_int32: torch.Tensor
+
+
+class DSABackend(AttentionBackend):
+    forward_metadata: DSAMetadata  # set by init_forward_metadata; the base class starts it at None
+
+    def forward(self, inp):
+        metadata = self.forward_metadata
+        q = inp.q
+        o, _, _ = flash_mla_sparse_fwd(q, inp.kv, inp.indices, inp.sm_scale)  # SITE
+        return o, describe(metadata)
+
+
+def entry(inp):
+    return DSABackend().forward(inp)[0]  # a warmup step, before any metadata
+''', files=(("requirements.txt", "sglang-kernel==0.4.6\n"), ("adv_base_backend3.py", '''\
+class AttentionBackend:
+    def __init__(self):
+        self.forward_metadata = None
+
+
+def describe(metadata):
+    return "warmup" if metadata is None else "serving"
+''')))
+
 # --- 3 name hygiene -----------------------------------------------------------------------------
 add("module_global_width_read_in_helper", "3 names", '''
 topk_length = 16  # the indexer's width
