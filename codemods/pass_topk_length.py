@@ -166,6 +166,7 @@ class _Analysis:
         self.sites: List[Site] = []
         self.groups: List[Group] = []
         self._helper_groups: Dict[int, Group] = {}
+        self._external: Dict[str, Optional[Tuple[Tree, cst.FunctionDef]]] = {}
 
     # -- helpers ----------------------------------------------------------
     def site(self, c: CallInfo, status: Status, reason: str, metadata: Optional[str] = None) -> Site:
@@ -385,7 +386,7 @@ class _Analysis:
             return self.site(c, Status.MANUAL, "q is not a plain name; its rows cannot be checked without re-evaluating it")
         here, form, why_not = self.metadata_at(c.node) if c.function is not None else (None, "plain", None)
         if here:
-            hazard, _ = row_hazard(self.tree, q_expr, self.tree.binding(c.node, here.split(".")[0]).assignments[0].scope)
+            hazard, _ = row_hazard(self.tree, q_expr, self.tree.binding(c.node, here.split(".")[0]).assignments[0].scope, self.external_def)
             if hazard:
                 return self.site(c, Status.MANUAL, _rows_reason(hazard))
             hazard = self.indices_hazard(c)[0]
@@ -477,7 +478,7 @@ class _Analysis:
             return self.site(c, Status.MANUAL, f"{why_not}; the {wanted} is not provably there at the call")
         existing = self.helper_groups_of(fn)
         if existing is not None:  # a second kernel call in the same helper joins its group
-            hazard, _ = row_hazard(self.tree, q_expr, self.tree.scope_of.get(fn.node.body))
+            hazard, _ = row_hazard(self.tree, q_expr, self.tree.scope_of.get(fn.node.body), self.external_def)
             if hazard:
                 return self.site(c, Status.MANUAL, _rows_reason(hazard))
             hazard = self.indices_hazard(c)[0]
@@ -493,7 +494,7 @@ class _Analysis:
         why = self.helper_identity(fn)
         if why:
             return self.site(c, Status.MANUAL, why)
-        hazard, sources = row_hazard(self.tree, q_expr, self.tree.scope_of.get(fn.node.body))
+        hazard, sources = row_hazard(self.tree, q_expr, self.tree.scope_of.get(fn.node.body), self.external_def)
         if hazard:
             return self.site(c, Status.MANUAL, _rows_reason(hazard))
         hazard, index_sources = self.indices_hazard(c)
@@ -522,7 +523,7 @@ class _Analysis:
             batch = self.tree.binding(k.node, expr.split(".")[0]).assignments[0].scope
             for p in sources:
                 arg = _argument_for(k.node, p, positions.get(p), shift)
-                hazard = row_hazard(self.tree, arg, batch)[0] if arg is not None else None
+                hazard = row_hazard(self.tree, arg, batch, self.external_def)[0] if arg is not None else None
                 if hazard:
                     return self.site(c, Status.MANUAL, f"at the caller on line {k.range.start.line}: " + _rows_reason(hazard))
             for p in index_sources:
@@ -547,6 +548,30 @@ class _Analysis:
             g.reason += f"; {_at(lacking)} have no metadata and keep the full width"
         self._remember(fn, g)
         return self.site(c, Status.FIXABLE, g.reason, found)
+
+    def external_def(self, qualname: str) -> Optional[Tuple[Tree, cst.FunctionDef]]:
+        """A top-level def of another module of this project, parsed alone (for the row trace)."""
+        if qualname in self._external:
+            return self._external[qualname]
+        self._external[qualname] = None
+        module, _, name = qualname.rpartition(".")
+        if not module or is_kernel(qualname):
+            return None
+        import ast
+
+        from topk_migrate import kernels, project
+
+        found = kernels.find_module(self.path, module)
+        text = project.read_project_file(found) if found else None
+        try:
+            node = next((n for n in ast.parse(text or "").body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+            if node is not None:
+                first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+                snippet = cst.parse_module("\n".join(text.split("\n")[first - 1:node.end_lineno]) + "\n")
+                self._external[qualname] = (Tree(snippet, positions=False), snippet.body[0])
+        except (SyntaxError, ValueError, cst.ParserSyntaxError, RecursionError):
+            pass
+        return self._external[qualname]
 
     def indices_hazard(self, c: CallInfo) -> Tuple[Optional[str], Set[str]]:
         arg = _indices_arg(c.node)

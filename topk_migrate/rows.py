@@ -11,13 +11,16 @@ calls of unknown functions pass: refusing those would refuse the real engines.
 """
 from __future__ import annotations
 
-from typing import List, Optional, Set, Tuple
+from typing import Callable, List, Optional, Set, Tuple
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
-from libcst.metadata import ClassScope, ComprehensionScope, FunctionScope, GlobalScope
+from libcst.metadata import ClassScope, ComprehensionScope, FunctionScope, GlobalScope, ImportAssignment
 
 from .scopecheck import Tree
+
+# qualified name -> (tree of a module holding just that def, the def) for a function of the project
+External = Callable[[str], Optional[Tuple[Tree, cst.FunctionDef]]]
 
 # Reading these gives no rows of the tensor (shapes, dtypes) or fresh rows (allocation).
 NO_DATA_ATTRS = {"shape", "dtype", "device", "ndim", "is_cuda", "layout", "requires_grad"}
@@ -104,8 +107,8 @@ def local_defs(tree: Tree, func: cst.BaseExpression) -> List[cst.FunctionDef]:
 class RowTrace:
     """Follows q's rows back through the assignments of its function."""
 
-    def __init__(self, tree: Tree):
-        self.tree = tree
+    def __init__(self, tree: Tree, external: Optional[External] = None):
+        self.tree, self.external = tree, external
         self.seen: Set[int] = set()
         self.params: Set[Tuple[object, str]] = set()  # (scope, name) of the parameters q's rows come from
         self.inside = 0  # > 0 while reading the returns of a function defined in this module
@@ -161,6 +164,9 @@ class RowTrace:
         if local:  # a function or method of this module: what it returns, then its arguments
             why = next((w for w in map(self._returns, local) if w), None)
             return why or self._args(args) or (self._data(func.value) if isinstance(func, cst.Attribute) else None)
+        why = self._imported(func)
+        if why:
+            return why
         if method:
             receiver = func.value
             if op in NO_DATA_METHODS:
@@ -185,6 +191,27 @@ class RowTrace:
         if op in DIM_OPS and name.startswith("torch."):
             return self._dim_op(call, args[1:], op, 0) or self._args(args)
         return self._args(args)  # an unknown function: its rows come from its arguments
+
+    def _imported(self, func: cst.BaseExpression) -> Optional[str]:
+        """A function imported from another module of the project: what it returns."""
+        root = func
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if self.external is None or not isinstance(root, cst.Name) or self.inside:
+            return None
+        rest = (get_full_name_for_node(func) or "").partition(".")[2]
+        for a in self.tree.binding(root, root.value).assignments:
+            if not isinstance(a, ImportAssignment):
+                continue
+            for qn in a.get_qualified_names_for(root.value):
+                found = self.external(qn.name + ("." + rest if rest else ""))
+                if found is not None:
+                    other = RowTrace(found[0])
+                    other.inside = 1
+                    why = other._returns(found[1])
+                    if why:
+                        return why
+        return None
 
     def _returns(self, fdef: cst.FunctionDef) -> Optional[str]:
         if id(fdef) in self.seen or self.inside > 3:
@@ -373,14 +400,15 @@ class _RowWrites(cst.CSTVisitor):
                 self.changes.append(node)
 
 
-def row_hazard(tree: Tree, expr: cst.BaseExpression, batch_scope=None) -> Tuple[Optional[str], Set[str]]:
+def row_hazard(tree: Tree, expr: cst.BaseExpression, batch_scope=None,
+               external: Optional[External] = None) -> Tuple[Optional[str], Set[str]]:
     """(why q's rows may not be the batch's rows in order, or None; the parameters they come from).
 
     batch_scope: the function scope the metadata is bound in. Rows that come in through
     the parameters of another function (a nested def called with pieces) are not known to
     be that batch's.
     """
-    t = RowTrace(tree)
+    t = RowTrace(tree, external)
     why = t.hazard(expr)
     if why is None and batch_scope is not None:
         for scope, name in t.params:
