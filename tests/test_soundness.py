@@ -285,3 +285,16 @@ def test_metadata_attribute_set_to_none_is_handled(tmp_path):
         # metadata.dsa_cache_seqlens_int32
         """, tmp_path)
     assert 'topk_length = getattr(metadata, "dsa_cache_seqlens_int32", None)' in m.new_source
+
+
+def test_rows_reordered_by_a_function_of_another_project_module(tmp_path):
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    (tmp_path / "sched.py").write_text("def decode_first(x):\n    return x.flip(0)\n\n\ndef same(x):\n    return x.view(-1, 4)\n")
+    body = ("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\nfrom sched import {f}\n\n"
+            "def entry(q, metadata, idx):\n    q = {f}(q)\n    return flash_mla_sparse_fwd(q, None, idx, 1.0)\n"
+            "# metadata.dsa_cache_seqlens_int32\n")
+    reordered = migrate_source(body.format(f="decode_first"), str(tmp_path / "b.py")).sites
+    assert [s.status for s in reordered] == [Status.MANUAL]
+    assert "`x.flip(0)` works on dim 0 (the rows) (in `decode_first`)" in reordered[0].reason
+    kept = migrate_source(body.format(f="same"), str(tmp_path / "b.py")).sites
+    assert [s.status for s in kept] == [Status.FIXABLE]
