@@ -67,9 +67,10 @@ def main():
                 for cmd in (["audit", "-j", "1", p], ["audit", "-j", "2", d], ["check", "--kernel", "sglang-kernel==0.4.6", p]):
                     rc, peak, secs, first = run([sys.executable, "-m", "topk_migrate", *cmd], env)
                     name = " ".join(c if c not in (p, d) else ("FILE" if c == p else "DIR") for c in cmd)
-                    rows.append((mb, shape, name, rc, peak, peak / mb, secs, first[-150:]))
+                    said = first.split(": error: ", 1)[1] if ": error: " in first else first
+                    rows.append((mb, shape, name, rc, peak, peak / mb, secs, said[:100]))
                     print(rows[-1], flush=True)
-    lines = ["| input | shape | command | exit | peak RSS (MB) | per MB of input | seconds | first line |",
+    lines = ["| input | shape | command | exit | peak RSS (MB) | per MB of input | seconds | what it said |",
              "|---|---|---|---|---|---|---|---|"]
     lines += [f"| {mb:g} MB | {c} | `{n}` | {rc} | {pk:.0f} | {per:.0f} | {s} | {fl.replace('|', '/')} |"
               for mb, c, n, rc, pk, per, s, fl in rows]

@@ -119,3 +119,29 @@ def test_audit_replaces_workers_that_die_and_goes_on(tmp_path, monkeypatch):
     assert sorted(s.path for s in r.sites) == sorted(n for n in names if not n.startswith("crash"))
     assert r.errors == [(f"crash{i}.py", "the worker process analysing it died (signal 11 (SIGSEGV)); skipped")
                         for i in (1, 2, 3)]
+
+
+# -- heavy tier: a property over nesting shapes and depths, through the CLI ---------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_SHAPES = ["+ b", ".a", "()", "[0]", " ** c", " if x else y"]
+
+
+@pytest.mark.heavy
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 99), st.lists(st.tuples(st.sampled_from(_SHAPES), st.integers(1, 400)), min_size=1, max_size=3),
+       st.integers(0, 250))
+def test_any_nesting_is_analysed_or_refused_never_a_crash(tmp_path_factory, blocks, chains, parens):
+    d = tmp_path_factory.mktemp("nest")
+    expr = CALL
+    for shape, n in chains:
+        expr = expr + shape * n
+    expr = "(" * parens + expr + ")" * parens
+    body = "".join("    " * (k + 1) + "if x:\n" for k in range(blocks)) + "    " * (blocks + 1) + "y = " + expr + "\n"
+    tree_with(d, "deep.py", HEAD + body)
+    r = check(d, timeout=300)
+    assert r.returncode in (1, 2), r.stderr[-500:]  # 139 would be a crash
+    errors = [ln for ln in r.stderr.splitlines() if ": error: " in ln]
+    assert all("deep.py: error: " in e and ("nesting too deep" in e or "too many" in e) for e in errors), errors
+    assert "backend.py:" in r.stdout and ("deep.py:" in r.stdout) != bool(errors)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from topk_migrate.audit import AuditError, audit
+from topk_migrate.audit import AuditError, audit, unsafe_path
 
 ROOT = Path(__file__).resolve().parents[1]
 BACKEND = (ROOT / "fixtures" / "examples" / "dsa_backend.py").read_bytes()
@@ -119,3 +119,59 @@ def test_cli_reproducer_from_the_issue(repo, tmp_path):
                        capture_output=True, text=True, env={**os.environ, "TMPDIR": str(td)}, timeout=120)
     assert (td / "victim" / "setup.py").read_text() == "print(1)\n"
     assert r.returncode == 2 and "unsafe path" in r.stdout + r.stderr
+
+
+# -- heavy tier: properties over path names ------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+_PART = st.one_of(st.sampled_from(["..", ".", "", ".git", ".GIT", ".Git", "a", "b.py", "..a", "a..", "a\\..", "\\", " ", "git"]),
+                  st.text(alphabet="ab./\\_-~ ", min_size=1, max_size=4))
+
+
+@pytest.mark.heavy
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(_PART, min_size=1, max_size=6))
+def test_any_path_accepted_stays_inside_and_outside_git(parts):
+    path = "/".join(parts)
+    if unsafe_path(path) is None:
+        base = os.path.join(os.sep, "sandbox")
+        full = os.path.normpath(os.path.join(base, *path.split("/")))
+        assert full.startswith(base + os.sep) and full != base
+        assert ".git" not in [c.lower() for c in full.split(os.sep)] and "\\" not in path
+
+
+@pytest.mark.heavy
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.lists(st.sampled_from(["..", ".", ".git", "a", "sub", "x\\y"]), min_size=1, max_size=4), min_size=1, max_size=3))
+def test_random_attacker_trees_write_nothing_outside(tmp_path_factory, chains):
+    base = tmp_path_factory.mktemp("prop")
+    repo = base / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "a.py").write_bytes(BACKEND)
+    git(repo, "add", "a.py")
+    git(repo, "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-qm", "init")
+    deep = base / "t1" / "t2" / "t3" / "t4" / "t5"
+    deep.mkdir(parents=True)
+    evil = blob(repo, ATTACK)
+    entries = []
+    for k, chain in enumerate(chains):
+        entries.append(("040000", "tree", nest(repo, chain[1:], f"p{k}.py", evil), chain[0] + ("" if chain[0] in ("..", ".", ".git") else str(k))))
+    if len({e[3] for e in entries}) != len(entries):
+        return  # git mktree would merge or reject duplicate names
+    before = sorted(p for p in base.rglob("*") if ".git" not in p.parts)
+    commit_tree(repo, entries, "evil")
+    old = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = str(deep)
+    import tempfile
+    tempfile.tempdir = None
+    try:
+        audit([str(repo)], rev="evil")
+    finally:
+        if old is None:
+            del os.environ["TMPDIR"]
+        else:
+            os.environ["TMPDIR"] = old
+        tempfile.tempdir = None
+    assert sorted(p for p in base.rglob("*") if ".git" not in p.parts) == before

@@ -115,7 +115,7 @@ def isolated(fn: Callable[..., Any], *args) -> Any:
     _, status = os.waitpid(pid, 0)
     if os.WIFSIGNALED(status) or not data:
         sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
-        if sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        if sig == signal.SIGINT:  # Ctrl-C reached the child too: the run stops, as without a child
             raise KeyboardInterrupt
         how = f"signal {sig} ({signal.Signals(sig).name})" if sig else f"exit status {os.WEXITSTATUS(status)}"
         raise InputError(f"the parser crashed on this file ({how}); skipped, the other files go on")
