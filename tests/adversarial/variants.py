@@ -1357,6 +1357,33 @@ def entry(inp):
     return forward(inp), sparse(inp.q, inp.kv, inp.indices, inp.sm_scale)
 ''')
 
+add("subclass_in_other_module_overrides_helper", "4 callee", '''
+class Backend:
+    def _sparse(self, q, kv, indices, scale):
+        o, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)  # SITE
+        return o
+
+    def forward(self, inp):
+        metadata = inp.metadata
+        return self._sparse(inp.q, inp.kv, inp.indices, inp.sm_scale)
+
+
+def entry(inp):
+    from adv_fork_backend import ForkBackend
+
+    return ForkBackend().forward(inp)
+''', files=(("requirements.txt", "sglang-kernel==0.4.6\n"), ("adv_fork_backend.py", '''\
+from backend import Backend
+from sgl_kernel.flash_mla import legacy_fwd
+
+
+class ForkBackend(Backend):
+    """This fork's override, in its own file: the old signature."""
+
+    def _sparse(self, q, kv, indices, scale):
+        return legacy_fwd(q, kv, indices, scale)[0]
+''')))
+
 # --- 5 row alignment: q's rows reordered or selected while the metadata covers other rows -------
 # (name, how q_sel/idx_sel are made from q/idx: the counts match, the rows do not)
 REORDERINGS = [
