@@ -211,7 +211,7 @@ class _Analysis:
             value = stmt.value if stmt is not None else None
             if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) and value.value.value == "self":
                 annotation = self.declared(value.attr.value)
-                optional = value.attr.value in self.tree.none_attributes()  # `self.x = None` somewhere
+                optional = value.attr.value in self.tree.none_attributes() or self.base_sets_none(value.attr.value)
             elif isinstance(value, cst.Call):
                 annotation = value.func
         if annotation is None:
@@ -225,6 +225,22 @@ class _Analysis:
                 if not re.search(r"\bNone\b|Optional", _code(stmt.annotation.annotation)):
                     return not (optional or re.search(r"\bNone\b|Optional", _code(annotation)))
         return None
+
+    def base_sets_none(self, attr: str) -> bool:
+        """Does a base class imported from another module of the project set `self.<attr>` to None?"""
+        from topk_migrate import kernels, project
+
+        pattern = re.compile(rf"\b(self\.)?{re.escape(attr)}\s*(:[^=\n]*)?=\s*None\b")
+        for cls in m.findall(self.facts.module, m.ClassDef()):
+            for base in cls.bases:
+                root = _root(base.value)
+                for a in self.tree.binding(root, root.value).assignments if root is not None else ():
+                    for qn in a.get_qualified_names_for(root.value) if isinstance(a, ImportAssignment) else ():
+                        found = kernels.find_module(self.path, qn.name.rpartition(".")[0])
+                        text = project.read_project_file(found) if found else None
+                        if text and pattern.search(text):
+                            return True
+        return False
 
     def declared(self, attr: str) -> Optional[cst.BaseExpression]:
         """The annotation of `self.<attr>` in this module (`self.x: T` or a class-level `x: T`)."""

@@ -134,3 +134,18 @@ def test_metadata_is_read_plainly_only_where_its_type_is_declared(tmp_path):
                         (" = make_metadata()", 'topk_length = getattr(metadata, "dsa_cache_seqlens_int32", None)\n')):
         m, (s,) = sites(head.format(decl=decl), tmp_path)
         assert s.status is Status.FIXABLE and bound in m.new_source, (decl, m.new_source)
+
+
+def test_metadata_a_base_class_elsewhere_starts_at_none_is_checked_for_none(tmp_path):
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    (tmp_path / "base.py").write_text("class Backend:\n    def __init__(self):\n        self.forward_metadata = None\n")
+    src = ("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\nfrom base import Backend\n"
+           "class DSAMetadata:\n    dsa_cache_seqlens_int32: torch.Tensor\n"
+           "class DSA(Backend):\n    forward_metadata: DSAMetadata\n"
+           "    def f(self, q):\n        metadata = self.forward_metadata\n"
+           "        return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)\n")
+    m = migrate_source(src, str(tmp_path / "b.py"))
+    assert "topk_length = metadata.dsa_cache_seqlens_int32 if metadata is not None else None\n" in m.new_source
+    (tmp_path / "base.py").write_text("class Backend:\n    pass\n")
+    m = migrate_source(src, str(tmp_path / "b.py"))
+    assert "topk_length = metadata.dsa_cache_seqlens_int32\n" in m.new_source
