@@ -179,8 +179,25 @@ def _clean_once(directory: str) -> None:
         remove_stale_temps(directory)
 
 
+def _diff_name(path: str) -> str:
+    """path relative to the top of the git work tree holding it (else the current directory),
+    with `/`: how `git apply` and `patch -p1` from there name the file, whatever form was given
+    (./x, ../x, absolute, through a symlinked directory)."""
+    real = os.path.realpath(path)
+    top = d = os.path.dirname(real)
+    while not os.path.exists(os.path.join(d, ".git")):
+        if os.path.dirname(d) == d:
+            top = os.path.realpath(os.getcwd())
+            break
+        d = os.path.dirname(d)
+    else:
+        top = d
+    return os.path.relpath(real, top).replace(os.sep, "/")
+
+
 def _labels(path: str):
-    return (path, path) if os.path.isabs(path) else (f"a/{path}", f"b/{path}")
+    name = _diff_name(path)
+    return f"a/{name}", f"b/{name}"
 
 
 def process_file(path: str, kernel: Optional[str] = None, write: bool = False, verbose: bool = False,
