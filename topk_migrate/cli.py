@@ -83,10 +83,23 @@ def _report(report: api.Report, applied: bool, err: bool, verbose: bool = False)
                 _echo(printable(f"    kernel: {s.kernel}"), err=err)
     for f in report.errors:
         _echo(f"{printable(f.path)}: error: {printable(f.error, keep_newlines=verbose)}", err=True)
-    counts = ", ".join(f"{report.count(st)} {st.value}" for st in Status)
+    counts = _counts(report)
     written = sum(f.written for f in report.files)
     tail = f"; rewrote {written} file(s)" if applied else ""
     click.echo(f"{len(report.files)} file(s), {len(report.sites)} site(s): {counts}; {len(report.errors)} error(s){tail}", err=True)
+
+
+def _counts(report: api.Report) -> str:
+    """What the run did: sites of the files it rewrote are `fixed`, not still `fixable`."""
+    fixed = sum(s.status is Status.FIXABLE for f in report.files if f.written for s in f.sites)
+    parts = []
+    for st in Status:
+        n = report.count(st)
+        if st is Status.FIXABLE and any(f.written for f in report.files):
+            parts.append(f"{fixed} fixed")
+            n -= fixed
+        parts.append(f"{n} {st.value}")
+    return ", ".join(parts)
 
 
 class _Group(click.Group):
@@ -106,6 +119,25 @@ class _Group(click.Group):
 
             self.add_command(getattr(importlib.import_module(module), attr), name)
         return super().get_command(ctx, name)
+
+    def resolve_command(self, ctx, args):
+        """Suggest among every command, the lazy ones too (click only knows those already loaded)."""
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand as e:
+            raise click.exceptions.NoSuchCommand(e.command_name, possibilities=self.list_commands(ctx),
+                                                 ctx=ctx) from None
+
+    def format_commands(self, ctx, formatter):
+        """Each command's whole first sentence: click's default cuts it to the terminal's width."""
+        rows = []
+        for name in self.list_commands(ctx):
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(limit=200)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def invoke(self, ctx):
         try:
