@@ -403,10 +403,9 @@ def _read_lines(path: str, note: Note) -> List[str]:
         return []
 
 
-def _outer_ignores(root: str, note: Note) -> Tuple[List[Tuple[str, PatternSet]], List[str]]:
+def _outer_ignores(root: str, note: Note) -> List[Tuple[str, PatternSet]]:
     """(directory, patterns) of the .gitignore files above root, up to its git work tree's top
-    (plus .git/info/exclude), shallowest first; and the directories from that top down to
-    root, each of which git may ignore."""
+    (plus .git/info/exclude), shallowest first."""
     chain, d = [], os.path.dirname(root)
     while True:
         chain.append(d)
@@ -414,11 +413,11 @@ def _outer_ignores(root: str, note: Note) -> Tuple[List[Tuple[str, PatternSet]],
             break
         parent = os.path.dirname(d)
         if parent == d:
-            return [], []  # not in a git work tree: nothing above root applies
+            return []  # not in a git work tree: nothing above root applies
         d = parent
     files = [(d, os.path.join(d, ".git", "info", "exclude"))] + [(a, os.path.join(a, ".gitignore")) for a in reversed(chain)]
     specs = [(a, _compile(_read_lines(f, note))) for a, f in files]
-    return [(a, spec) for a, spec in specs if spec is not None], chain[-2::-1] + [root]
+    return [(a, spec) for a, spec in specs if spec is not None]
 
 
 def _after(spec: PatternSet, components: Sequence[str]) -> tuple:
@@ -471,15 +470,9 @@ def _walk(top: str, excl: Optional[PatternSet], gitignore: bool, follow_links: b
     """
     top = os.path.normpath(top)
     atop, real_top = os.path.abspath(top), os.path.realpath(top)
-    outer, above = _outer_ignores(atop, note) if gitignore else ([], [])
-    for d in above:  # git ignores everything under an ignored directory
-        for a, spec in reversed(outer):
-            decided = spec.check(os.path.relpath(d, a).replace(os.sep, "/"), True) if _inside(d, a) and d != a else None
-            if decided:
-                note(top, f"{d} is ignored by .gitignore, and so is everything below it")
-                return
-            if decided is not None:
-                break
+    # A directory given is walked even where git would ignore it (or one above it): as in ruff
+    # and black, paths given are always processed; ignore rules apply to what the walk finds.
+    outer = _outer_ignores(atop, note) if gitignore else []
     ig = Ignore([(os.path.relpath(atop, a).split(os.sep), 0, spec) for a, spec in outer])
     states = [_after(spec, lead) for lead, _, spec in ig.specs]  # per spec: its `**` patterns' states here
     walked = {}  # (st_dev, st_ino) -> path: each directory once, so never into a loop
