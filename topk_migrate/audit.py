@@ -417,7 +417,7 @@ def audit(
 def _result(sites, tally, root, rev, commit, t0) -> AuditResult:
     sites.sort(key=lambda s: (s.path, s.line, s.column))
     # a path that does not exist is named as given: relative to root it would name something else
-    errors = sorted((_rel(p, root) if os.path.lexists(p) else p, e) for p, e in tally.errors)
+    errors = sorted((_rel(p, root) if rev or os.path.lexists(p) else p, e) for p, e in tally.errors)
     summary = {
         "files": tally.files,
         "parsed": tally.candidates,
