@@ -432,6 +432,9 @@ def _inside(real: str, top: str) -> bool:
     return real == top or real.startswith(top if top.endswith(os.sep) else top + os.sep)
 
 
+NO_PYTHON_FILES = "no Python files found (after ignore rules)"  # told to `note` for a directory given
+
+
 def iter_python_files(
     paths: Iterable[str], exclude: Sequence[str] = (), gitignore: bool = True,
     follow_links: bool = False, note: Optional[Note] = None,
@@ -443,7 +446,8 @@ def iter_python_files(
     directories, .gitignore'd paths, paths that match an `exclude` pattern
     (gitignore syntax, relative to the directory given), anything whose real path
     lies outside the directory given, and symlinked directories unless
-    `follow_links`. Each skip for a reason of trust is told to `note`. A file
+    `follow_links`. Each skip for a reason of trust is told to `note`, and so is a
+    directory given that holds no file to look at (NO_PYTHON_FILES). A file
     reached by several paths is yielded once. A *.py entry that is not a regular
     file (broken link, link loop, FIFO, ...) is reported, not read.
     """
@@ -452,7 +456,12 @@ def iter_python_files(
     yielded: set = set()  # real paths: a file reached twice is looked at once
     for p in paths:
         if os.path.isdir(p):
-            yield from _walk(p, excl, gitignore, follow_links, note, yielded)
+            found = False
+            for got in _walk(p, excl, gitignore, follow_links, note, yielded):
+                found = True
+                yield got
+            if not found:  # a wrong path in CI must not pass as "0 file(s)" unnoticed
+                note(p, NO_PYTHON_FILES)
         elif os.path.isfile(p):
             real = os.path.realpath(p)
             if real not in yielded:
