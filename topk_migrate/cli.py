@@ -54,10 +54,16 @@ def _diff_text(f: api.FileOutcome) -> str:
 
 
 def _skipped(verbose: bool):
-    """What a walk leaves out (links outside the tree, symlinked directories...): shown with -v."""
-    if not verbose:
-        return None
-    return lambda path, why: _echo(f"{printable(path)}: skipped: {printable(why)}", err=True)
+    """What a walk leaves out (links outside the tree, symlinked directories...): shown with -v.
+    A directory given with no Python file is always warned about (a wrong path in CI)."""
+    from .discover import NO_PYTHON_FILES
+
+    def note(path, why):
+        if why == NO_PYTHON_FILES:
+            _echo(f"warning: {printable(path)}: {why}", err=True)
+        elif verbose:
+            _echo(f"{printable(path)}: skipped: {printable(why)}", err=True)
+    return note
 
 
 def _validate_kernel(kernel):
