@@ -641,10 +641,15 @@ def _lay_out(inside: str, path: str, data: bytes, tally: _Tally, top: str) -> Op
 # -- the command ------------------------------------------------------------
 
 
-def _skipped(path: str, why: str) -> None:
+def _skipped(path: str, why: str, verbose: bool = True) -> None:
+    """What the walk left out (with -v); a directory given with no Python file, always."""
+    from .discover import NO_PYTHON_FILES
     from .escape import fit, printable
 
-    click.echo(fit(f"{printable(path)}: skipped: {printable(why)}", sys.stderr.encoding), err=True)
+    if why == NO_PYTHON_FILES:
+        click.echo(fit(f"warning: {printable(path)}: {why}", sys.stderr.encoding), err=True)
+    elif verbose:
+        click.echo(fit(f"{printable(path)}: skipped: {printable(why)}", sys.stderr.encoding), err=True)
 
 
 
@@ -691,7 +696,7 @@ def audit_command(paths, rev, fmt, exclude, no_gitignore, kernel, jobs, progress
         progress = sys.stderr.isatty()
     try:
         result = audit(paths, rev=rev, exclude=exclude, kernel=kernel, jobs=jobs, gitignore=not no_gitignore,
-                       progress=progress, follow_links=follow_links, note=_skipped if verbose else None)
+                       progress=progress, follow_links=follow_links, note=lambda path, why: _skipped(path, why, verbose))
     except AuditError as e:
         click.echo(fit(f"error: {printable(str(e))}", sys.stderr.encoding), err=True)
         sys.exit(2)
