@@ -6,7 +6,7 @@ import sys
 import click
 
 
-@click.command("smoke")
+@click.command("smoke", short_help="Patch PATH (default: the bundled example backend) and run both versions against the kernel.")
 @click.argument("path", required=False, type=click.Path(exists=True, dir_okay=False))
 @click.option("--function", "function", metavar="QUALNAME", help="Helper that calls the kernel, e.g. Backend._forward_flashmla_sparse (default: the only caller).")
 @click.option("--device", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True, help="cuda: the real sgl_kernel; cpu: the torch reference on small shapes.")
@@ -17,6 +17,11 @@ def smoke_command(path, function, device, json_path, emitter_fault):
     """Patch PATH (default: the bundled example backend) with the codemod and
     run both versions end to end against the kernel. Exit 0 only if every
     check passed."""
+    if path is not None:
+        error = _unreadable(path)
+        if error:
+            click.echo(error, err=True)
+            sys.exit(2)
     try:
         import torch  # noqa: F401
     except ImportError:
@@ -26,3 +31,28 @@ def smoke_command(path, function, device, json_path, emitter_fault):
 
     sys.exit(run_smoke(path=path, function=function, device=device, json_path=json_path, echo=click.echo,
                        emitter_fault=emitter_fault))
+
+
+def _unreadable(path: str):
+    """`path: error: cause`, the line `check` gives for a file it cannot read as Python, or None.
+
+    Checked before torch is imported, so bad input never ends in a traceback."""
+    from ..discover import read_regular
+    from ..escape import fit, printable
+    from ..files import decode_source, input_error, syntax_error_message
+    from ..guard import parse_checked
+    from ..model import InputError
+
+    try:
+        try:
+            raw, st = read_regular(path)
+        except OSError as e:
+            raise input_error(e, path) from None
+        text = decode_source(path, raw, st).text
+        parse_checked(text, path)
+        cause = syntax_error_message(text, path)
+    except InputError as e:
+        cause = str(e)
+    if cause is None:
+        return None
+    return fit(f"{printable(path)}: error: {printable(cause)}", getattr(sys.stderr, "encoding", None))
