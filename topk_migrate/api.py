@@ -164,6 +164,14 @@ class FileOutcome:
     error: Optional[str] = None
     diff: str = ""
     written: bool = False
+    new_bytes: Optional[bytes] = None  # the rewrite of source given as bytes (standard input)
+
+
+def _stdin_stat(data: bytes) -> os.stat_result:
+    """A stat for bytes that are no file: decode_source records a mode and owner never used."""
+    import stat
+
+    return os.stat_result((stat.S_IFREG | 0o644, 0, 0, 1, 0, 0, len(data), 0, 0, 0))
 
 
 NARROW_BYTES = 512 * 1024  # bigger files are classified on their narrowed text (narrow.py)
@@ -201,17 +209,19 @@ def _labels(path: str):
 
 
 def process_file(path: str, kernel: Optional[str] = None, write: bool = False, verbose: bool = False,
-                 narrowed: bool = False) -> FileOutcome:
+                 narrowed: bool = False, data: Optional[bytes] = None) -> FileOutcome:
     """Read, classify and (if write) rewrite one file; every expected failure becomes `error`.
 
     narrowed: classify only (audit), on the text narrow.py cuts down to what the engine reads.
     Files over NARROW_BYTES are classified that way too; LibCST reads one whole only to
     rewrite it. Every stage is first estimated against the memory bound (memory.py).
+    data: the source's bytes (standard input), named `path` for pins, config and
+    reporting; never written; the rewrite is kept in new_bytes, encoded as the source was.
     """
     out = FileOutcome(path)
     try:
         try:
-            raw, st = read_regular(path)  # read once: prefiltered here, decoded below
+            raw, st = (data, _stdin_stat(data)) if data is not None else read_regular(path)
         except OSError as e:
             from .files import input_error
 
@@ -253,7 +263,14 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
 
             out.diff = "".join(difflib.unified_diff(
                 src.text.splitlines(True), m.new_source.splitlines(True), *_labels(path)))
-            if write:
+            if data is not None:
+                from .files import _keep_tail
+
+                try:
+                    out.new_bytes = _keep_tail(src.text, m.new_source).encode(src.encoding)
+                except UnicodeEncodeError as e:
+                    raise InputError(f"rewrite cannot be encoded as {src.encoding} ({e.reason})") from None
+            elif write:
                 from .files import write_source
 
                 write_source(src, m.new_source)
