@@ -32,6 +32,28 @@ def _follow_links(f):
                         help="Walk into symlinked directories (only those inside the directory given; each once).")(f)
 
 
+def _stdin_filename(f):
+    return click.option("--stdin-filename", metavar="PATH",
+                        help="With `-` (source on standard input): the file it stands for, whose pins and "
+                             "[tool.topk-migrate] apply and whose name is reported.")(f)
+
+
+def _run(paths, stdin_filename, **kw) -> api.Report:
+    """api.run over paths, or over standard input when the only path is `-` (as ruff and black read it)."""
+    if "-" not in paths:
+        if stdin_filename is not None:
+            raise click.UsageError("--stdin-filename is for `-` (source on standard input)")
+        return api.run(paths, **kw)
+    if len(paths) > 1:
+        raise click.UsageError("`-` reads the source from standard input: give it as the only path")
+    kw.pop("follow_links"), kw.pop("note")
+    data = click.get_binary_stream("stdin").read()
+    f = api.process_file(stdin_filename or "-", data=data, **kw)
+    if f.new_bytes is None and not f.error:
+        f.new_bytes = data  # nothing to fix: `apply -` gives back the bytes it read
+    return api.Report([f])
+
+
 def _echo(text: str, err: bool = False, nl: bool = True) -> None:
     """click.echo, never failing on a stream that cannot encode the text (PYTHONIOENCODING=latin-1)."""
     click.echo(fit(text, getattr(sys.stderr if err else sys.stdout, "encoding", None)), err=err, nl=nl)
@@ -42,6 +64,16 @@ def _note_links(paths, what: str) -> None:
     for p in paths:
         if os.path.islink(p) and os.path.exists(p):
             _echo(f"note: {printable(p)} is a symlink to {printable(os.path.realpath(p))}; {what} the target", err=True)
+
+
+def _stdout_source(f: api.FileOutcome) -> None:
+    """`apply -`: the rewrite (or the bytes read, unchanged) on stdout, as editors expect; nothing on error."""
+    if f.error:
+        return
+    f.written = bool(f.diff)  # what the run rewrote: counted as fixed, exit 1
+    out = click.get_binary_stream("stdout")
+    out.write(f.new_bytes)
+    out.flush()
 
 
 def _diff_text(f: api.FileOutcome) -> str:
@@ -165,13 +197,17 @@ def main() -> None:
 @main.command()
 @_paths
 @_kernel_option
+@_stdin_filename
 @_follow_links
 @_verbose
-def check(paths, kernel, follow_links, verbose):
-    """List every site that does not pass topk_length; write nothing."""
+def check(paths, kernel, stdin_filename, follow_links, verbose):
+    """List every site that does not pass topk_length; write nothing.
+
+    PATH `-` reads the source from standard input (see --stdin-filename)."""
     _validate_kernel(kernel)
     _note_links(paths, "check reads")
-    report = api.run(paths, kernel=kernel, verbose=verbose, follow_links=follow_links, note=_skipped(verbose))
+    report = _run(paths, stdin_filename, kernel=kernel, verbose=verbose, follow_links=follow_links,
+                  note=_skipped(verbose))
     _report(report, applied=False, err=False, verbose=verbose)
     sys.exit(report.exit_code())
 
@@ -180,14 +216,23 @@ def check(paths, kernel, follow_links, verbose):
 @_paths
 @_kernel_option
 @click.option("--diff", is_flag=True, help="Print a unified diff instead of writing.")
+@_stdin_filename
 @_follow_links
 @_verbose
-def apply(paths, kernel, diff, follow_links, verbose):
-    """Rewrite fixable sites in place (or show the diff); report the rest."""
+def apply(paths, kernel, diff, stdin_filename, follow_links, verbose):
+    """Rewrite fixable sites in place (or show the diff); report the rest.
+
+    PATH `-` reads the source from standard input and writes the rewritten source
+    (the same bytes if nothing is fixed) to standard output; sites and summary go
+    to stderr. On an error nothing is written to standard output (exit 2)."""
     _validate_kernel(kernel)
     _note_links(paths, "apply --diff shows" if diff else "apply rewrites")
-    report = api.run(paths, kernel=kernel, write=not diff, verbose=verbose, follow_links=follow_links,
-                     note=_skipped(verbose))
+    report = _run(paths, stdin_filename, kernel=kernel, write=not diff, verbose=verbose,
+                  follow_links=follow_links, note=_skipped(verbose))
+    if "-" in paths and not diff:
+        _stdout_source(report.files[0])
+        _report(report, applied=True, err=True, verbose=verbose)
+        sys.exit(report.exit_code(wrote=True))
     if diff:
         for f in report.files:
             if f.diff:
