@@ -190,7 +190,8 @@ def _clean_once(directory: str) -> None:
 def _diff_name(path: str) -> str:
     """path relative to the top of the git work tree holding it (else the current directory),
     with `/`: how `git apply` and `patch -p1` from there name the file, whatever form was given
-    (./x, ../x, absolute, through a symlinked directory)."""
+    (./x, ../x, absolute, through a symlinked directory). A file outside both is named from
+    the file system's root, as `git diff --no-index` does."""
     real = os.path.realpath(path)
     top = d = os.path.dirname(real)
     while not os.path.exists(os.path.join(d, ".git")):
@@ -200,7 +201,10 @@ def _diff_name(path: str) -> str:
         d = os.path.dirname(d)
     else:
         top = d
-    return os.path.relpath(real, top).replace(os.sep, "/")
+    name = os.path.relpath(real, top)
+    if name == os.pardir or name.startswith(os.pardir + os.sep):
+        name = os.path.splitdrive(real)[1].lstrip(os.sep)
+    return name.replace(os.sep, "/")
 
 
 def _labels(path: str):
