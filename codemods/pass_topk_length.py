@@ -226,6 +226,42 @@ class _Analysis:
                     return not (optional or re.search(r"\bNone\b|Optional", _code(annotation)))
         return None
 
+    def override_elsewhere(self, fn: Function) -> Optional[str]:
+        """A subclass in another module of the same folder that overrides the helper without topk_length.
+
+        Only files whose text names both the class and `def <helper>(` are parsed."""
+        import ast
+        import os
+
+        from topk_migrate import project
+
+        folder = os.path.dirname(os.path.abspath(self.path))
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            return None
+        for name in names:
+            other = os.path.join(folder, name)
+            if not name.endswith(".py") or os.path.abspath(other) == os.path.abspath(self.path):
+                continue
+            text = project.read_project_file(other)
+            if not text or f"def {fn.name}(" not in text or fn.class_name not in text:
+                continue
+            try:
+                tree = ast.parse(text)
+            except (SyntaxError, ValueError, RecursionError):
+                continue
+            for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+                if not any(fn.class_name in ast.unparse(b) for b in cls.bases):
+                    continue
+                for d in cls.body:
+                    if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == fn.name:
+                        a = d.args
+                        if PARAM not in {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs} and a.kwarg is None:
+                            return (f"{cls.name}.{fn.name} in {name} overrides {fn.qualname} without topk_length; "
+                                    "add the parameter there too")
+        return None
+
     def base_sets_none(self, attr: str) -> bool:
         """Does a base class imported from another module of the project set `self.<attr>` to None?"""
         from topk_migrate import kernels, project
@@ -476,6 +512,10 @@ class _Analysis:
                     and call.args[1].value.evaluated_value == fn.name:
                 return (f"setattr at line {self.tree.line(call)} replaces `{fn.name}`: callers may reach another "
                         f"function than {fn.qualname}; add topk_length by hand")
+        if fn.class_name:
+            why = self.override_elsewhere(fn)
+            if why:
+                return why
         if fn.class_name:  # `self.helper(..., topk_length=...)` also reaches same-named overrides
             for other in self.facts.functions:
                 op = other.node.params

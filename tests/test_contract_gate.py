@@ -149,3 +149,18 @@ def test_metadata_a_base_class_elsewhere_starts_at_none_is_checked_for_none(tmp_
     (tmp_path / "base.py").write_text("class Backend:\n    pass\n")
     m = migrate_source(src, str(tmp_path / "b.py"))
     assert "topk_length = metadata.dsa_cache_seqlens_int32\n" in m.new_source
+
+
+def test_override_in_another_file_of_the_folder_blocks_the_helper_route(tmp_path):
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    (tmp_path / "fork.py").write_text("from b import B\n\n\nclass Fork(B):\n    def _sparse(self, q):\n        return q\n")
+    src = ("class B:\n    def extend(self, q):\n        metadata = self.forward_metadata\n"
+           "        return self._sparse(q)\n"
+           "    def _sparse(self, q):\n        from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
+           "        return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)\n# dsa_cache_seqlens_int32\n")
+    m = migrate_source(src, str(tmp_path / "b.py"))
+    (s,) = m.sites
+    assert s.status is Status.MANUAL and "Fork._sparse in fork.py overrides B._sparse without topk_length" in s.reason
+    (tmp_path / "fork.py").write_text("from b import B\n\n\nclass Fork(B):\n    def _sparse(self, q, topk_length=None):\n"
+                                      "        return q\n")
+    assert migrate_source(src, str(tmp_path / "b.py")).sites[0].status is Status.FIXABLE
