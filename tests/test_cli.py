@@ -36,10 +36,12 @@ def test_diff_then_apply_then_nothing_left(tree):
     target = tree / "dsa_backend.py"
     before = target.read_bytes()
     r = cli("apply", "--diff", tree)
-    assert r.returncode == 1 and r.stdout.startswith(f"--- {target}") and "+            topk_length=topk_length," in r.stdout
+    header = f"--- a/{str(target.resolve()).lstrip('/')}\n+++ b/"  # outside any repo and the cwd: named from /
+    assert r.returncode == 1 and r.stdout.startswith(header) and "+            topk_length=topk_length," in r.stdout
     assert target.read_bytes() == before
     r = cli("apply", tree)
     assert r.returncode == 1 and " fixed " in r.stdout and "rewrote 1 file(s)" in r.stderr
+    assert "1 fixed, 0 fixable" in r.stderr  # the summary counts what the run did
     assert target.read_bytes() != before
     assert cli("check", tree).returncode == 0
     r = cli("apply", tree)
