@@ -1,4 +1,5 @@
-"""Row alignment (issue 8, class 5): is a q tensor's dim 0 still the batch's rows, in order?
+"""Row alignment (issue 8, class 5): is a q tensor's dim 0 still the batch's rows, in order,
+and are the kernel's indices still the top-k entries the metadata counted?
 
 The rewrite's guard compares row counts only. A q built from the batch by a
 row-selecting or row-reordering step (indexing dim 0 by a permutation, mask or slice,
