@@ -60,3 +60,29 @@ def test_big_files_are_classified_on_narrowed_text(tmp_path, monkeypatch):
     assert small.error is None and seen[0] == p.read_text()
     import ast
     assert len(ast.parse(seen[0]).body) > 3000 and len(ast.parse(seen[1]).body) < 10  # LibCST saw the gist
+
+
+def test_a_big_file_is_classified_within_the_bound_even_when_its_rewrite_is_not(tmp_path, monkeypatch):
+    """The narrowed text is what LibCST holds for classification: it is what the bound counts.
+    A rewrite needs the whole file: over the bound, the sites are still listed, with one error."""
+    from topk_migrate import narrow
+
+    body = "".join(f"    a = b.c(a, d[{k}], e=f + {k})\n" for k in range(10))
+    fixable = (HEAD + "".join(f"def g{i}(a):\n{body}    return a\n" for i in range(3000)) +
+               "\n\ndef f(q, kv, i, metadata):\n    return flash_mla_sparse_fwd(q, kv, i, 1.0, topk_length=None)\n"
+               "\n\ndef h(q, kv, i, metadata):\n    n = metadata.dsa_cache_seqlens_int32\n"
+               "    return flash_mla_sparse_fwd(q, kv, i, 1.0)\n")
+    p = tmp_path / "m.py"
+    p.write_text(fixable)
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    text = p.read_text()
+    small = narrow.narrow(text)
+    need = lambda t: memory.tokens(t) * memory.REWRITE_BYTES_PER_TOKEN + len(t) * memory.BYTES_PER_BYTE  # noqa: E731
+    parse = memory.tokens(text) * memory.PARSE_BYTES_PER_TOKEN + len(text) * memory.BYTES_PER_BYTE
+    budget_mib = max(need(narrow.without_stubs(small)), parse) // (1 << 20) + 2
+    assert need(text) > budget_mib << 20 > need(narrow.without_stubs(small))
+    monkeypatch.setenv(memory.BUDGET_ENV, str(budget_mib))
+    out = api.process_file(str(p), kernel="sglang-kernel==0.4.6", write=True)
+    assert [s.status.value for s in out.sites] == ["opt-out", "fixable"]
+    assert out.error.startswith("too big to rewrite within the memory bound") and not out.written
+    assert p.read_text() == fixable

@@ -253,10 +253,10 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
             small = cut or text
         del tree  # not held while LibCST runs
         if classify_first:
-            memory.check(small, memory.REWRITE_BYTES_PER_TOKEN, "analyse")
+            memory.check(narrow.without_stubs(small), memory.REWRITE_BYTES_PER_TOKEN, "analyse")
             m = _migrate_checked(small, isolate, path, kernel, cfg.metadata)
+            out.sites = m.sites  # the file's sites, whatever happens to the rewrite below
             if narrowed or not any(s.status is Status.FIXABLE for s in m.sites):
-                out.sites = m.sites  # nothing to rewrite: the narrowed sites are the file's
                 return out
         # A rewrite is made on the whole text (LibCST must see all of it to write it back).
         memory.check(text, memory.REWRITE_BYTES_PER_TOKEN, "rewrite")

@@ -85,6 +85,15 @@ def narrow(text: str, tree: Union[ast.Module, None, str] = "parse") -> Optional[
     return _stub_defs(tree, lines, names, calls)
 
 
+_STUB = re.compile(r'r"""[^"]*"""')  # a stubbed run of lines: _strings() leaves no '"' inside
+
+
+def without_stubs(narrowed: str) -> str:
+    """The narrowed text with each stubbed run emptied: what LibCST will hold as code (each
+    run is one string token to it), for the memory estimate."""
+    return _STUB.sub('""', narrowed)
+
+
 def _chain(expr: ast.AST) -> List[str]:
     """The names in a callee like `torch.ops.ns.sparse_prefill_fwd.default` or `f`."""
     out = []
