@@ -8,9 +8,12 @@ write_source() replaces a file only if
   * the new text still compiles (so never invalid code, never a repeated keyword),
   * the file on disk still has the bytes that were read (no racing editor lost),
   * the file is writable (a read-only file is a user's "do not touch"),
-and then does it atomically: temp file in the same directory, fsync, rename,
-with SIGINT/SIGTERM/SIGHUP held back for that window so an interrupted run
-leaves each file either original or fully rewritten and no temp files behind.
+and then does it atomically: temp file in the same directory, fsync, rename
+(a swap on Linux, undone if another writer got in: see write_source), with
+SIGINT/SIGTERM/SIGHUP held back for that window so an interrupted run leaves
+each file either original or fully rewritten and no temp files behind. Only
+SIGKILL can leave a temp file; its name holds the writer's pid, and the next
+apply in that directory removes it (remove_stale_temps).
 Mode, owner (where permitted), encoding (PEP 263 cookie), UTF-8 BOM, line
 endings and the trailing-newline state are kept.
 """
