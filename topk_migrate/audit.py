@@ -116,7 +116,8 @@ def _zygote(ctx, tasks, results, recv, workers: int, main: int) -> None:
     process, which ends the whole group (see _Runner.close). Each process here dies with
     its parent (PR_SET_PDEATHSIG, and polling where that is missing), and none holds the
     read end of the result pipe: if the main process is gone, a write fails instead of
-    blocking forever."""
+    blocking forever. What remains: a worker killed while it holds a queue's lock (inside
+    get or send, not while analysing) leaves that lock taken, and the run waits."""
     from multiprocessing.connection import wait
 
     from .guard import exit_with_parent
