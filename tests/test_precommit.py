@@ -1,10 +1,13 @@
 """The two pre-commit hooks of .pre-commit-hooks.yaml, end to end with the real pre-commit tool.
 
 A snapshot of this work tree becomes a throwaway hook repository; a throwaway
-project uses it from its .pre-commit-config.yaml, as a user would. pre-commit
-builds the hook environment with pip (PyPI needed, about half a minute once).
+project uses it from the .pre-commit-config.yaml snippet that docs/audit.md tells
+users to paste (the README's must be the same text), taken as written with only
+`repo:` and `rev:` filled in: a paste that fails, fails here. pre-commit builds the hook
+environment with pip (PyPI needed, about half a minute once).
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,6 +26,49 @@ def run(*cmd, cwd, env=ENV, check=True):
     if check and r.returncode != 0:
         raise AssertionError(f"{cmd} exited {r.returncode}:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
     return r
+
+
+def documented_snippet(doc: Path) -> str:
+    """The yaml block of the doc's pre-commit section, as a user would copy it."""
+    section = doc.read_text().split("pre-commit\n", 1)[1]
+    return re.search(r"```yaml\n(.*?)```", section, re.S).group(1)
+
+
+def filled_in(snippet: str, url: str, sha: str) -> str:
+    """The two values the doc tells the user to set; nothing else changes."""
+    snippet, n_repo = re.subn(r"^(\s*- repo: )\S+", lambda m: m.group(1) + url, snippet, flags=re.M)
+    snippet, n_rev = re.subn(r"^(\s*rev: )\S+", lambda m: m.group(1) + sha, snippet, flags=re.M)
+    assert n_repo == n_rev == 1, snippet
+    return snippet
+
+
+def test_documented_snippets_are_complete():
+    """Each doc's snippet is a whole config (a `repos:` list) that says what to put in rev;
+    the README's is docs/audit.md's, which the hooks fixture runs."""
+    docs = [ROOT / "docs" / "audit.md"] + [d for d in [ROOT / "README.md"] if "topk-migrate-check" in d.read_text()]
+    for doc in docs:
+        snippet = documented_snippet(doc)
+        assert snippet.startswith("repos:\n"), (doc, snippet)
+        assert re.search(r"^\s*rev: [0-9a-f]{40}\b.*sha", snippet, re.M), (doc, snippet)
+        assert re.search(r"^\s*- id: topk-migrate-check\b", snippet, re.M) and "topk-migrate-fix" in snippet
+        assert snippet == documented_snippet(docs[0]), doc
+
+
+def test_docs_name_the_dependencies_pyproject_installs():
+    """What the docs say the hooks install is what pyproject.toml's dependencies are."""
+    try:
+        import tomllib
+    except ImportError:
+        import tomli as tomllib
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    names = {re.match(r"[A-Za-z0-9_.-]+", d).group(0).lower() for d in deps}
+    texts = {"docs/audit.md": (ROOT / "docs" / "audit.md").read_text().split("## pre-commit", 1)[1],
+             ".pre-commit-hooks.yaml": (ROOT / ".pre-commit-hooks.yaml").read_text()}
+    for where, text in texts.items():
+        for name in names:
+            assert name in text.lower(), (where, name)
+        for gone in ("pathspec", "torch>", "only libcst and click", "libcst and click only"):
+            assert gone not in text.lower(), (where, gone)
 
 
 @pytest.fixture(scope="module")
@@ -50,8 +96,11 @@ def hooks(tmp_path_factory):
     shutil.copy(PAIRS / "requirements.txt", project / "requirements.txt")
     shutil.copy(PAIRS / "fork_inline" / "before.py", project / "pkg" / "attn.py")
     (project / "pkg" / "plain.py").write_text("def f(x):\n    return x\n")
-    (project / ".pre-commit-config.yaml").write_text(
-        f"repos:\n- repo: {src.as_uri()}\n  rev: {sha}\n  hooks:\n  - id: topk-migrate-check\n  - id: topk-migrate-fix\n    stages: [manual]\n")
+    snippet = filled_in(documented_snippet(ROOT / "docs" / "audit.md"), src.as_uri(), sha)
+    # the fix hook, uncommented as the snippet invites, runs only when asked for by name
+    snippet = re.sub(r"^(\s*)# (- id: topk-migrate-fix)[^\n]*$", r"\1\2\n\1  stages: [manual]", snippet, flags=re.M)
+    assert "stages: [manual]" in snippet
+    (project / ".pre-commit-config.yaml").write_text(snippet)
     run("git", "add", "-A", cwd=project)
     env = {**ENV, "PRE_COMMIT_HOME": str(base / "cache"), "PRE_COMMIT_COLOR": "never"}
 
