@@ -251,3 +251,25 @@ def test_stdin_is_the_only_path(tmp_path):
     assert r.exit_code == 2 and "only path" in r.output
     r = cli("check", "--stdin-filename", "x.py", tmp_path)
     assert r.exit_code == 2 and "--stdin-filename" in r.output
+
+
+# -- installs: the gpu extra installs a kernel that takes topk_length, with its torch ----------
+
+
+def test_gpu_extra_pins_a_kernel_with_topk_length_and_its_torch():
+    try:
+        import tomllib
+    except ImportError:
+        import tomli as tomllib
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    from topk_migrate.codemods.pass_topk_length import MIN_KERNEL
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    pins = {r.name: r for r in map(Requirement, extras["gpu"])}
+    kernel = next(iter(pins["sglang-kernel"].specifier))
+    assert kernel.operator == "==" and Version(kernel.version) >= Version(MIN_KERNEL["sglang-kernel"])
+    torch = next(iter(pins["torch"].specifier))
+    assert torch.operator == "==", "the kernel is built against one torch: pin it"
+    assert extras["smoke"] == ["torch>=2.4"]  # the CPU path stays light: the README pins the CPU build
