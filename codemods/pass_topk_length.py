@@ -185,7 +185,7 @@ class _Analysis:
                 continue
             why, none = root_binding(self.tree, node, root)
             owner = getattr(b.assignments[0].scope, "node", None)
-            for target in m.findall(owner, m.AssignTarget(target=m.Attribute()) | m.AugAssign(target=m.Attribute())) \
+            for target in self.find((cst.AssignTarget, cst.AugAssign), m.AssignTarget(target=m.Attribute()) | m.AugAssign(target=m.Attribute()), owner) \
                     if why is None and owner is not None else ():
                 if dotted(target.target) == expr:
                     why = f"`{expr}` is assigned at line {self.tree.line(target.target)}, in the function that passes it"
@@ -218,10 +218,10 @@ class _Analysis:
             return None
         names = {n.value for n in m.findall(annotation, m.Name())} | {
             s.evaluated_value for s in m.findall(annotation, m.SimpleString()) if isinstance(s.evaluated_value, str)}
-        declaring = [c for c in m.findall(self.facts.module, m.ClassDef())
+        declaring = [c for c in self.find(cst.ClassDef)
                      if c.name.value in names or any(c.name.value in n for n in names)]
         for cls in declaring:
-            for stmt in m.findall(cls.body, m.AnnAssign(target=m.Name(field_name))):
+            for stmt in self.find(cst.AnnAssign, m.AnnAssign(target=m.Name(field_name)), cls.body):
                 if not re.search(r"\bNone\b|Optional", _code(stmt.annotation.annotation)):
                     return not (optional or re.search(r"\bNone\b|Optional", _code(annotation)))
         return None
@@ -267,7 +267,7 @@ class _Analysis:
         from topk_migrate import kernels, project
 
         pattern = re.compile(rf"\b(self\.)?{re.escape(attr)}\s*(:[^=\n]*)?=\s*None\b")
-        for cls in m.findall(self.facts.module, m.ClassDef()):
+        for cls in self.find(cst.ClassDef):
             for base in cls.bases:
                 root = _root(base.value)
                 for a in self.tree.binding(root, root.value).assignments if root is not None else ():
@@ -280,9 +280,9 @@ class _Analysis:
 
     def declared(self, attr: str) -> Optional[cst.BaseExpression]:
         """The annotation of `self.<attr>` in this module (`self.x: T` or a class-level `x: T`)."""
-        for stmt in m.findall(self.facts.module, m.AnnAssign(target=m.Attribute(value=m.Name("self"), attr=m.Name(attr)))):
+        for stmt in self.find(cst.AnnAssign, m.AnnAssign(target=m.Attribute(value=m.Name("self"), attr=m.Name(attr)))):
             return stmt.annotation.annotation
-        for cls in m.findall(self.facts.module, m.ClassDef()):
+        for cls in self.find(cst.ClassDef):
             for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
                 for small in getattr(stmt, "body", ()) if isinstance(stmt, cst.SimpleStatementLine) else ():
                     if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.target.value == attr:
@@ -368,12 +368,12 @@ class _Analysis:
             what = "a parameter" if isinstance(node, cst.Param) else "something else"
             return (f"`{name}` may not be the kernel at run time: it is bound at line {line} to {what}; "
                     "rewrite by hand if every binding accepts topk_length")
-        for target in m.findall(self.facts.module, m.AssignTarget(target=m.Attribute()) | m.AnnAssign(target=m.Attribute())
-                                | m.AugAssign(target=m.Attribute())):
+        for target in self.find((cst.AssignTarget, cst.AnnAssign, cst.AugAssign), m.AssignTarget(target=m.Attribute())
+                                | m.AnnAssign(target=m.Attribute()) | m.AugAssign(target=m.Attribute())):
             if self.expand(dotted(target.target)) == c.callee:
                 return (f"`{dotted(target.target)}` is assigned at line {self.tree.line(target.target)}: the call may reach "
                         "another function than the kernel; rewrite by hand if it accepts topk_length")
-        for call in m.findall(self.facts.module, m.Call(func=m.Name("setattr"))):
+        for call in self.find(cst.Call, m.Call(func=m.Name("setattr"))):
             if len(call.args) > 1 and isinstance(call.args[1].value, cst.SimpleString) and \
                     self.expand(dotted(call.args[0].value)) + "." + str(call.args[1].value.evaluated_value) == c.callee:
                 return (f"setattr at line {self.tree.line(call)} replaces `{name}{'.' + rest if rest else ''}`; "
@@ -415,7 +415,7 @@ class _Analysis:
                 return (f"`{receiver}.{first}` is a method ({fn.qualname}), not the kernel; "
                         "give it a topk_length parameter and pass it by hand")
         sources = []
-        for node in m.findall(self.facts.module, m.Assign(targets=[m.AssignTarget(target=m.Attribute(
+        for node in self.find(cst.Assign, m.Assign(targets=[m.AssignTarget(target=m.Attribute(
                 value=m.Name(receiver), attr=m.Name(first)))])):
             value = dotted(node.value)
             root = value.split(".")[0] if value else None
@@ -452,7 +452,7 @@ class _Analysis:
     # -- the helper route -------------------------------------------------------------
     def subclasses(self, cls: str) -> Set[str]:
         bases: Dict[str, Set[str]] = {}
-        for node in m.findall(self.facts.module, m.ClassDef()):
+        for node in self.find(cst.ClassDef):
             bases.setdefault(node.name.value, set()).update(
                 (get_full_name_for_node(b.value) or "").rsplit(".", 1)[-1] for b in node.bases)
         out, grew = {cls}, True
@@ -504,10 +504,10 @@ class _Analysis:
             lines = sorted(self.tree.line(getattr(a, "node", None)) for a in defs if getattr(a, "node", None) is not None)
             return (f"{fn.qualname} is bound {len(defs)} times (lines {', '.join(map(str, lines))}); "
                     "a caller may reach a definition without topk_length")
-        for node in m.findall(self.facts.module, m.AssignTarget(target=m.Attribute(attr=m.Name(fn.name)))):
+        for node in self.find(cst.AssignTarget, m.AssignTarget(target=m.Attribute(attr=m.Name(fn.name)))):
             return (f"`{_code(node.target).strip()}` is assigned at line {self.tree.line(node.target)}: callers may "
                     f"reach another function than {fn.qualname}; add topk_length by hand")
-        for call in m.findall(self.facts.module, m.Call(func=m.Name("setattr"))):
+        for call in self.find(cst.Call, m.Call(func=m.Name("setattr"))):
             if len(call.args) > 1 and isinstance(call.args[1].value, cst.SimpleString) \
                     and call.args[1].value.evaluated_value == fn.name:
                 return (f"setattr at line {self.tree.line(call)} replaces `{fn.name}`: callers may reach another "
@@ -604,6 +604,9 @@ class _Analysis:
             g.reason += f"; {_at(lacking)} have no metadata and keep the full width"
         self._remember(fn, g)
         return self.site(c, Status.FIXABLE, g.reason, found)
+
+    def find(self, kinds, matcher=None, within: Optional[cst.CSTNode] = None) -> List[cst.CSTNode]:
+        return self.tree.find(kinds, matcher, within)
 
     def external_def(self, qualname: str) -> Optional[Tuple[Tree, cst.FunctionDef]]:
         """A top-level def of another module of this project, parsed alone (for the row trace)."""
@@ -1065,7 +1068,7 @@ def _value_uses(tree: Tree, facts: ModuleFacts, path: str) -> List[Site]:
         if isinstance(parent, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign)) and parent.target is chain:
             continue  # a rebinding: the calls through that name are refused by callee_identity
         add(chain, callee, _how(tree, chain))
-    for call in m.findall(facts.module, m.Call(func=m.Attribute())):
+    for call in tree.find(cst.Call, m.Call(func=m.Attribute())):
         attr = call.func.attr.value
         if dotted(call.func) is None and (attr in ENTRY_POINTS or attr == OP_NAME):
             add(call, attr, f"reached through `{_code(call.func.value).strip()[:40]}`")

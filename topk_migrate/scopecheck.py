@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
+import libcst.matchers as m
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import (
     Assignment, BuiltinScope, FunctionScope, GlobalScope, MetadataWrapper,
@@ -82,10 +83,21 @@ class Tree:
             self._none_attrs = finder.names
         return self._none_attrs
 
+    def find(self, kinds, matcher=None, within: Optional[cst.CSTNode] = None) -> List[cst.CSTNode]:
+        """Nodes of the given types in source order (matching `matcher`, inside `within`): one walk of
+        the module is shared by every lookup, where libcst.matchers.findall would walk it each time."""
+        if not hasattr(self, "_by_type"):
+            self._by_type: Dict[type, List[cst.CSTNode]] = {}
+            for node in self.parent:
+                self._by_type.setdefault(type(node), []).append(node)
+        kinds = kinds if isinstance(kinds, tuple) else (kinds,)
+        found = sorted((n for k in kinds for n in self._by_type.get(k, ())), key=lambda n: self.order[id(n)])
+        if within is not None:
+            found = [n for n in found if self.inside(n, within)]
+        return [n for n in found if matcher is None or m.matches(n, matcher)]
+
     def defs(self) -> List[cst.FunctionDef]:
-        if not hasattr(self, "_defs"):
-            self._defs = [n for n in self.parent if isinstance(n, cst.FunctionDef)]
-        return self._defs
+        return self.find(cst.FunctionDef)
 
     def is_method(self, fdef: cst.FunctionDef) -> bool:
         body = self.parent.get(fdef)
