@@ -59,7 +59,7 @@ def compose(c: Choice) -> Variant:
     call = f"out, _, _ = {callee}(q_input, kv, idx_input, scale)  # SITE\n"
     none_param = ", metadata=None" if c.binding == "none_default" else ""
     if c.shape == "helper":
-        kernel_fn = f"def attend(q_all, kv, idx_all, scale):\n" + textwrap.indent(local + step + width + call + post + "\nreturn out\n", "    ")
+        kernel_fn = "def attend(q_all, kv, idx_all, scale):\n" + textwrap.indent(local + step + width + call + post + "\nreturn out\n", "    ")
         caller = (f"def forward(inp{none_param}):\n"
                   + textwrap.indent(_binding(c.binding, "inp.metadata") + "return attend(inp.q, inp.kv, inp.indices, inp.sm_scale)\n", "    "))
         entry = "def entry(inp):\n    return forward(inp)\n"

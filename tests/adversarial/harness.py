@@ -190,14 +190,6 @@ def apply_engine(folder: Path):
     return report.sites, [f"{f.path}: {f.error}" for f in report.errors]
 
 
-def classify_engine(folder: Path):
-    """topk-migrate check over the folder (nothing written)."""
-    from topk_migrate import api
-
-    report = api.run([str(folder)], write=False)
-    return report.sites, [f"{f.path}: {f.error}" for f in report.errors]
-
-
 def marker_lines(source: str) -> List[int]:
     return [i for i, line in enumerate(source.splitlines(), 1) if MARKER in line]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import List
 
 import torch
 
@@ -59,7 +59,7 @@ def _check_length(call: Call, q, indices, topk_length) -> None:
 
 def _attend(q, kv, indices, sm_scale, d_v, topk_length):
     """(out, max_logits, lse) of softmax attention over each row's valid indices."""
-    s_q, topk = q.shape[0], indices.shape[2]
+    topk = indices.shape[2]
     idx = indices[:, 0, :].long()
     dead = idx < 0
     if topk_length is not None:
