@@ -239,7 +239,7 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
 
         src = decode_source(path, raw, st)
         cfg = config_for(os.path.dirname(os.path.abspath(path)))
-        if write:
+        if write and data is None:
             _clean_once(os.path.dirname(os.path.realpath(path)))
         text, kernel = src.text, kernel or cfg.kernel
         memory.check(raw, memory.PARSE_BYTES_PER_TOKEN, "parse")
