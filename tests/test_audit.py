@@ -90,7 +90,8 @@ def test_paths_are_relative_to_the_given_root(pairs, tmp_path):
     r = audit([str(pairs / "mixed_sites" / "before.py"), str(pairs / "nsa_backend")])
     assert {s.path for s in r.sites} == {"mixed_sites/before.py", "nsa_backend/after.py", "nsa_backend/before.py"}
     r = audit([str(pairs), str(tmp_path / "missing")])
-    assert r.errors == [("missing", "no such file or directory")] and r.exit_code() == 2
+    # named as given (issue 11): relative to a root it would name a path that was never given
+    assert r.errors == [(str(tmp_path / "missing"), "no such file or directory")] and r.exit_code() == 2
 
 
 def test_exclude_gitignore_and_project_config(pairs):
