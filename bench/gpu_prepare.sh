@@ -15,7 +15,7 @@
 # What the GPU machine must have: x86-64 Linux; an sm90 GPU (H100 / H200: sglang-kernel 0.4.6's FlashMLA
 # sparse kernels are built for sm_90a and sm_100f, and the smoke's timings were recorded on sm90); an NVIDIA
 # driver for CUDA 13.0 (>= 580); Python 3.12 with torch 2.11.0+cu130, the build sglang-kernel 0.4.6 targets;
-# click, pathspec and packaging (topk-migrate's other dependencies).
+# click and packaging (topk-migrate's other dependencies).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dest=.carry
