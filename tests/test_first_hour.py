@@ -135,6 +135,7 @@ def test_directory_without_python_files_is_warned_about(tmp_path, command):
         assert r.exit_code == 0
         assert f"warning: {tmp_path / name}: no Python files" in r.stderr, r.stderr
     assert "warning" not in cli(*command, tmp_path / "code").stderr
+    assert "warning" not in cli(*command, tmp_path / "code", tmp_path / "code").stderr  # given twice: read once
 
 
 # -- 5. paths named explicitly are processed, whatever a parent's .gitignore says ---------------

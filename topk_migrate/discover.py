@@ -460,8 +460,9 @@ def iter_python_files(
             for got in _walk(p, excl, gitignore, follow_links, note, yielded):
                 found = True
                 yield got
-            if not found:  # a wrong path in CI must not pass as "0 file(s)" unnoticed
-                note(p, NO_PYTHON_FILES)
+            inside = os.path.join(os.path.realpath(p), "")
+            if not found and not any(r.startswith(inside) for r in yielded):  # (not only given twice)
+                note(p, NO_PYTHON_FILES)  # a wrong path in CI must not pass as "0 file(s)" unnoticed
         elif os.path.isfile(p):
             real = os.path.realpath(p)
             if real not in yielded:
