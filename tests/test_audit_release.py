@@ -12,6 +12,8 @@ from sglang_wheels import install_like_site_packages
 
 from topk_migrate.audit import audit
 
+pytestmark = pytest.mark.heavy  # two releases laid out as a git history, audited on disk and with --rev
+
 ENV = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
        "GIT_COMMITTER_EMAIL": "t@t", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_SYSTEM": os.devnull}
 

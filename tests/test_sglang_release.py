@@ -109,13 +109,14 @@ def test_0516_with_an_old_kernel_is_manual_and_untouched(releases):
 # -- no over-refusal (issue 8): the real releases that need the fix stay fixable, with the reference shape --------
 
 KERNEL = "sglang-kernel==0.4.6"
+HEAVY = pytest.mark.heavy  # default tier keeps 0.5.16 (its own pin) and 0.5.12.post1 (--kernel): wheels bump reads too
 RELEASES = [  # (distribution, version, backend file, --kernel or None: the wheel's own pin decides)
-    ("sglang", "0.5.14", DSA, None),
-    ("sglang", "0.5.15", DSA, None),
-    ("sglang", "0.5.16", DSA, None),
-    ("sglang", "0.5.9", NSA, KERNEL),  # pins sgl-kernel==0.3.21: too old unless the kernel is declared
-    ("sglang", "0.5.12.post1", NSA, KERNEL),  # pins sglang-kernel==0.4.2.post2
-    ("sglang-kt", "0.7.2", NSA, KERNEL),  # pins kt-kernel only
+    pytest.param("sglang", "0.5.14", DSA, None, marks=HEAVY),
+    pytest.param("sglang", "0.5.15", DSA, None, marks=HEAVY),
+    pytest.param("sglang", "0.5.16", DSA, None),
+    pytest.param("sglang", "0.5.9", NSA, KERNEL, marks=HEAVY),  # pins sgl-kernel==0.3.21: too old unless the kernel is declared
+    pytest.param("sglang", "0.5.12.post1", NSA, KERNEL),  # pins sglang-kernel==0.4.2.post2
+    pytest.param("sglang-kt", "0.7.2", NSA, KERNEL, marks=HEAVY),  # pins kt-kernel only; a 97 MB wheel
 ]
 
 
@@ -124,7 +125,7 @@ def seqlens_field(src):
     return "metadata.dsa_cache_seqlens_int32" if "dsa_cache_seqlens_int32" in src else "metadata.nsa_cache_seqlens_int32"
 
 
-@pytest.mark.parametrize("dist,version,backend,kernel", RELEASES, ids=[f"{d}-{v}" for d, v, _, _ in RELEASES])
+@pytest.mark.parametrize("dist,version,backend,kernel", RELEASES, ids=[f"{p.values[0]}-{p.values[1]}" for p in RELEASES])
 def test_real_release_is_fixable_with_the_reference_shape(tmp_path, dist, version, backend, kernel):
     path = install_like_site_packages(version, tmp_path, dist, backend)
     original = path.read_text()
@@ -158,7 +159,8 @@ def test_real_release_is_fixable_with_the_reference_shape(tmp_path, dist, versio
     assert cli("apply", *flag, str(path)).returncode == 0 and path.read_text() == patched  # idempotent
 
 
-@pytest.mark.parametrize("version,pinned", [("0.5.9", "sgl-kernel==0.3.21"), ("0.5.12.post1", "sglang-kernel==0.4.2.post2")])
+@pytest.mark.parametrize("version,pinned", [pytest.param("0.5.9", "sgl-kernel==0.3.21", marks=HEAVY),
+                                            ("0.5.12.post1", "sglang-kernel==0.4.2.post2")])
 def test_release_pinning_an_old_kernel_is_too_old_from_its_own_metadata(tmp_path, version, pinned):
     path = install_like_site_packages(version, tmp_path, "sglang", NSA)
     r = cli("check", str(path))
@@ -166,6 +168,7 @@ def test_release_pinning_an_old_kernel_is_too_old_from_its_own_metadata(tmp_path
     assert f" manual sgl_kernel.flash_mla.flash_mla_sparse_fwd \u2014 kernel too old: {pinned} from sglang-{version}.dist-info/METADATA" in r.stdout, r.stdout
 
 
+@HEAVY
 def test_sglang_kt_without_a_kernel_says_what_to_declare(tmp_path):
     path = install_like_site_packages("0.7.2", tmp_path, "sglang-kt", NSA)
     r = cli("check", str(path))
