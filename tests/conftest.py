@@ -2,7 +2,9 @@
 big wheel downloads) run with `-m heavy` or TOPK_MIGRATE_HEAVY=1, as .ci/run does after the default run.
 Heavy tests are always collected (the count is the same on every machine) and skipped with the reason."""
 import os
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -22,3 +24,20 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "heavy" in item.keywords:
             item.add_marker(skip)
+
+
+BENCH_TREE = Path(os.environ.get("TOPK_BENCH_TREE", "/tmp/topk-bench-tree"))
+
+
+@pytest.fixture(scope="session")
+def bench_tree():
+    """The 13k-file benchmark tree (bench/build_tree.sh: PyPI wheels, cached), built once for the heavy tier."""
+    if not (BENCH_TREE / ".topk-bench-tree").exists():
+        script = Path(__file__).resolve().parents[1] / "bench" / "build_tree.sh"
+        r = subprocess.run(["bash", str(script), str(BENCH_TREE)], capture_output=True, text=True, timeout=1200)
+        if r.returncode != 0:
+            msg = f"cannot build the benchmark tree: {(r.stderr or r.stdout).strip()[-300:]}"
+            if os.environ.get("CI"):
+                pytest.fail(msg)
+            pytest.skip(msg)
+    return BENCH_TREE

@@ -16,7 +16,6 @@ from topk_migrate.model import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNEL = "sglang-kernel==0.4.6"
-TREE = Path(os.environ.get("TOPK_BENCH_TREE", "/tmp/topk-bench-tree"))
 
 HEAD = "import torch\nfrom typing import Optional\nfrom sgl_kernel import flash_mla_sparse_fwd\n"
 CASES = {
@@ -210,19 +209,25 @@ def test_narrowing_keeps_lines_and_shrinks_what_is_parsed():
     assert all(ln in src.splitlines() for ln in kept) and len(kept) == 5
 
 
-def corpus():
-    found = sorted(p for p in (ROOT / "fixtures").rglob("*.py") if may_hold_site(p.read_bytes()))
-    if (TREE / ".topk-bench-tree").exists():
-        found += sorted(p for p in TREE.rglob("*.py") if may_hold_site(p.read_bytes()))
-    return found
+FIXTURES = sorted(p for p in (ROOT / "fixtures").rglob("*.py") if may_hold_site(p.read_bytes()))
 
 
-@pytest.mark.parametrize("path", corpus(), ids=lambda p: str(p.relative_to(ROOT if ROOT in p.parents else TREE)))
-def test_fixtures_and_the_real_tree(path):
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_fixtures(path):
     """Real files, with their real kernel pins (no --kernel): the gate reads the same project."""
-    small, full = assert_same(path.read_text(), str(path), kernel=None)
+    assert_same(path.read_text(), str(path), kernel=None)
 
 
+@pytest.mark.heavy
+def test_the_real_tree(bench_tree):
+    """Every candidate of the 13k-file benchmark tree, with its real pins."""
+    candidates = sorted(p for p in bench_tree.rglob("*.py") if may_hold_site(p.read_bytes()))
+    assert candidates
+    for path in candidates:
+        assert_same(path.read_text(), str(path), kernel=None)
+
+
+@pytest.mark.heavy  # runs six test files again under a shadow plugin (about 2.5 min on 2 loaded cores)
 def test_in_the_engines_own_tests(tmp_path):
     """Every source the engine's tests feed it goes through narrowing too (tests/narrow_shadow.py)."""
     log = tmp_path / "shadow.jsonl"

@@ -20,21 +20,8 @@ import pytest
 pytestmark = pytest.mark.heavy  # builds a 247 MB tree from ~580 MB of wheels
 
 ROOT = Path(__file__).resolve().parents[1]
-TREE = Path(os.environ.get("TOPK_BENCH_TREE", "/tmp/topk-bench-tree"))
 ENTRY_POINTS = {"flash_mla_sparse_fwd", "flash_mla_sparse_prefill"}
 OP = "sparse_prefill_fwd"
-
-
-@pytest.fixture(scope="module")
-def tree():
-    if not (TREE / ".topk-bench-tree").exists():
-        r = subprocess.run(["bash", str(ROOT / "bench" / "build_tree.sh"), str(TREE)], capture_output=True, text=True, timeout=1200)
-        if r.returncode != 0:
-            msg = f"cannot build the benchmark tree: {(r.stderr or r.stdout).strip()[-300:]}"
-            if os.environ.get("CI"):
-                pytest.fail(msg)
-            pytest.skip(msg)
-    return TREE
 
 
 def dotted(node):
@@ -85,7 +72,8 @@ def independent_sites(root):
     return found
 
 
-def test_audit_finds_and_classifies_every_site(tree):
+def test_audit_finds_and_classifies_every_site(bench_tree):
+    tree = bench_tree
     t = time.perf_counter()
     r = subprocess.run([sys.executable, "-m", "topk_migrate", "audit", str(tree), "--format", "json"],
                        capture_output=True, text=True)
