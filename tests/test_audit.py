@@ -337,3 +337,29 @@ def test_workers_do_not_outlive_a_killed_main_process(tmp_path):
     finally:
         for pid in _group(zygote):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_a_scanner_that_dies_has_its_files_scanned_by_the_main_process(tmp_path, monkeypatch):
+    for i in range(100):
+        (tmp_path / f"m{i:03}.py").write_text(CALL.format(", topk_length=m.lens") if i % 10 == 0 else "x = 1\n")
+    main, real = os.getpid(), audit_mod._scan_chunk
+
+    def dying(paths, buf):
+        if os.getpid() != main:
+            os._exit(5)  # every scanner dies on its first chunk
+        return real(paths, buf)
+
+    monkeypatch.setattr(audit_mod, "_scan_chunk", dying)  # the forked scanners inherit it
+    r = audit([str(tmp_path)], jobs=2)
+    assert [s.path for s in r.sites] == [f"m{i:03}.py" for i in range(0, 100, 10)] and r.errors == []
+    assert r.summary["files"] == 100 and r.summary["parsed"] == 10
+
+
+def test_no_scanner_or_worker_outlives_the_run(tmp_path):
+    import multiprocessing
+
+    for i in range(80):
+        (tmp_path / f"m{i:03}.py").write_text(CALL.format("") if i % 20 == 0 else "x = 1\n")
+    r = audit([str(tmp_path)], jobs=3)
+    assert len(r.sites) == 4
+    assert multiprocessing.active_children() == []

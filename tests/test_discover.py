@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from topk_migrate.discover import NEEDLES, iter_python_files, may_hold_site, read_bytes
+from topk_migrate.discover import NEEDLES, SCAN_WINDOW, file_may_hold_site, iter_python_files, may_hold_site, read_bytes
 
 
 def walk(*paths, rel=None, **kw):
@@ -107,6 +107,8 @@ def test_fifo_named_py_is_reported_and_never_blocks(tmp_path):
     assert result.get("got") == [("pipe.py", "not a regular file")]
     with pytest.raises(OSError):
         read_bytes(str(tmp_path / "pipe.py"))
+    with pytest.raises(OSError):
+        file_may_hold_site(str(tmp_path / "pipe.py"))
 
 
 def test_prefilter_knows_every_spelling_the_engine_resolves():
@@ -136,3 +138,27 @@ def test_discover_imports_only_the_standard_library(tmp_path):
             "print(sorted(m for m in ('pathspec', 'libcst', 'click', 'torch') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_windowed_scan_sees_a_name_wherever_the_window_cuts_it(tmp_path):
+    """The scan reads a file a window at a time: a name across two windows must still be seen."""
+    p = tmp_path / "m.py"
+    buf = bytearray(64)  # a small window, so the names fall across its edges
+    for name in NEEDLES:
+        for offset in range(0, 200, 7):
+            data = b"#" * offset + name + b"(q)\n" + b"y = 2\n" * 20
+            p.write_bytes(data)
+            assert file_may_hold_site(str(p), buf) is may_hold_site(data) is True, (name, offset)
+            p.write_bytes(data.replace(name, name[:-1] + b"X"))
+            assert file_may_hold_site(str(p), buf) is False, (name, offset)
+    p.write_bytes(b"")
+    assert file_may_hold_site(str(p), buf) is False
+
+
+def test_windowed_scan_of_a_big_file_agrees_with_the_whole_bytes(tmp_path):
+    p = tmp_path / "big.py"
+    filler = b"sparse_attention(x)  # sparse_ everywhere, no name\n" * (3 * SCAN_WINDOW // 50)
+    p.write_bytes(filler)
+    assert file_may_hold_site(str(p)) is may_hold_site(filler) is False
+    p.write_bytes(filler + b"flash_mla_sparse_fwd(q)\n")
+    assert file_may_hold_site(str(p)) is True

@@ -1,13 +1,17 @@
 """`topk-migrate audit`: classify every kernel call site of a whole tree, fast.
 
 A tree of tens of thousands of files holds a handful of calls, so the work is
-arranged around not parsing: files are listed (honouring .gitignore and
---exclude), read, and kept only if their bytes contain a kernel name
-(discover.may_hold_site). Only those few reach the engine, each narrowed first
-to what the engine reads of it (narrow.py), in worker processes: from the second
-candidate on, one process (the zygote) imports LibCST and forks the workers from
-itself, while this process goes on reading; a worker that dies costs the file it
-held (one error line) and is replaced. This process never imports libcst or torch.
+arranged around not parsing: this process lists the files (honouring .gitignore
+and --exclude) and hands them, a chunk at a time, to scanner processes that read
+each one a window at a time and keep it only if its bytes contain a kernel name
+(discover.file_may_hold_site): memory stays flat, and no list of contents is
+held. Scanners never import the engine. The candidates go, as soon as they come
+back, to the engine, each narrowed first to what the engine reads of it
+(narrow.py), in worker processes: at the first candidate one process (the
+zygote) starts importing LibCST and forks the workers from itself, while the scan
+goes on; a worker that dies costs the file it held (one error line) and is
+replaced; a scanner that dies has its chunk scanned here. This process never
+imports libcst or torch. With -j 1 all of it runs in this one process.
 
 With --rev, files are read from a git commit (ls-tree + one cat-file --batch)
 without touching the work tree; the candidates and the files the kernel gate and
@@ -33,7 +37,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import click
 
-from .discover import iter_python_files, may_hold_site, read_bytes
+from .discover import SCAN_WINDOW, file_may_hold_site, iter_python_files, may_hold_site
 from .config import PathFilter, filter_for
 from .model import InputError, Site, Status
 
@@ -62,8 +66,13 @@ class AuditResult:
 
 
 def _warm() -> None:
-    """Import the engine (LibCST) ahead of the first candidate."""
-    from . import api  # noqa: F401
+    """Import the engine (LibCST), and what it imports on its first file, in the zygote: once,
+    not again in each worker it forks."""
+    import libcst.native  # noqa: F401
+    import packaging.requirements  # noqa: F401
+    import packaging.tags  # noqa: F401
+
+    from . import api, files, guard, kernels, memory, narrow, project  # noqa: F401
     from .codemods import pass_topk_length  # noqa: F401
 
 
@@ -183,9 +192,9 @@ def _alive(pid: int) -> bool:
 
 
 class _Runner:
-    """Runs analyse() in-process for a lone candidate, and from the second one on in
-    worker processes forked from a zygote that has imported LibCST (so it is imported
-    once, while this process goes on reading)."""
+    """Runs analyse() in-process with one job; otherwise, from the first candidate on, in
+    worker processes forked from a zygote that imports LibCST (once, while this process
+    and the scanners go on reading)."""
 
     def __init__(self, jobs: int):
         self.jobs = max(1, jobs)
@@ -195,7 +204,7 @@ class _Runner:
         self.pool = None
 
     def submit(self, *args) -> None:
-        if self.pool is None and (self.jobs == 1 or not self.queued):
+        if self.pool is None and self.jobs == 1:
             self.queued.append(args)
             return
         if self.pool is None:
@@ -434,36 +443,170 @@ def _result(sites, tally, root, rev, commit, t0) -> AuditResult:
 
 def _scan_disk(paths, exclude, gitignore, kernel, runner: _Runner, tally: _Tally, prog: _Progress,
                follow_links: bool = False, note=None) -> None:
-    listed = list(iter_python_files(paths, exclude, gitignore, follow_links, note))
-    if len(paths) > 1:  # a file named twice, or inside a directory also given, is audited once
-        seen: set = set()
-        listed = [(p, e) for p, e in listed if not (os.path.abspath(p) in seen or seen.add(os.path.abspath(p)))]
+    """Walk (here), read and prefilter (in the scanners, a chunk of paths at a time), and hand each
+    candidate to the runner as soon as it comes back, so parsing starts while the scan goes on."""
     filters: Dict[str, PathFilter] = {}
     for p in paths:
         if os.path.isdir(p):
             f = _filter(p)
             if f.base:
                 filters[os.path.abspath(p)] = f
-    for i, (path, err) in enumerate(listed):
-        prog.bar(i, len(listed), f", {tally.candidates} to analyse")
-        if err:
-            tally.files += 1
-            tally.errors.append((path, err))
-            continue
-        if filters:
-            f = filter_for(filters, path)
-            if f is not None and not f.keeps(os.path.abspath(path)):
-                continue
-        tally.files += 1
-        try:
-            data = read_bytes(path)
-        except OSError:
-            tally.candidates += 1  # let the engine's reader word the error
-            runner.submit(path, kernel)
-            continue
-        if may_hold_site(data):
+    seen: Optional[set] = set() if len(paths) > 1 else None  # a file named twice, or inside a directory also given
+    scanners = _Scanners(runner.jobs if runner.jobs > 1 else 0)
+    chunk: List[str] = []
+
+    def take(candidates: List[str]) -> None:
+        for path in candidates:
             tally.candidates += 1
             runner.submit(path, kernel)
+
+    try:
+        for path, err in iter_python_files(paths, exclude, gitignore, follow_links, note):
+            if seen is not None:
+                a = os.path.abspath(path)
+                if a in seen:
+                    continue
+                seen.add(a)
+            if err:
+                tally.files += 1
+                tally.errors.append((path, err))
+                continue
+            if filters:
+                f = filter_for(filters, path)
+                if f is not None and not f.keeps(os.path.abspath(path)):
+                    continue
+            tally.files += 1
+            chunk.append(path)
+            if len(chunk) == SCAN_CHUNK:
+                take(scanners.scan(chunk))
+                chunk = []
+                prog.show(f"{tally.files} files scanned, {tally.candidates} to analyse")
+        take(scanners.scan(chunk))
+        take(scanners.drain())
+    finally:
+        scanners.close()
+
+
+SCAN_CHUNK = 32  # paths per message to a scanner: few messages, and the work spread evenly
+
+
+def _scan_chunk(paths: List[str], buf: bytearray) -> List[str]:
+    """Those of `paths` that may hold a site, or cannot be read (the engine words that error)."""
+    keep = []
+    for path in paths:
+        try:
+            hit = file_may_hold_site(path, buf)
+        except OSError:
+            hit = True
+        if hit:
+            keep.append(path)
+    return keep
+
+
+def _scanner(conn, main: int, others) -> None:
+    """A scanning process: chunks of paths in, the candidates among them out. It never imports
+    the engine, dies with the main process (PR_SET_PDEATHSIG, or the pipe's end), and holds one
+    SCAN_WINDOW buffer whatever it reads."""
+    from .guard import exit_with_parent
+
+    exit_with_parent(main)
+    for c in others:  # the main process's ends of the other scanners' pipes
+        c.close()
+    buf = bytearray(SCAN_WINDOW)
+    while True:
+        try:
+            chunk = conn.recv()
+        except (EOFError, OSError):
+            return
+        if chunk is None:
+            return
+        conn.send(_scan_chunk(chunk, buf))
+
+
+class _Scanners:
+    """Processes that read and prefilter while this one walks; with none (-j 1), the scan is done here.
+
+    Each scanner holds at most one chunk at a time (so neither side can block the other on a full
+    pipe). One that dies has its chunk scanned here instead: a scanner only reads files, so nothing
+    it could die of is worth an error line. They are forked before any thread exists in this process
+    (the runner's queue thread starts with the first candidate), each in its own process group so
+    Ctrl-C reaches only this process, which ends them (close)."""
+
+    def __init__(self, n: int):
+        self.buf = bytearray(SCAN_WINDOW)
+        self.idle: List[tuple] = []  # (process, connection)
+        self.busy: Dict[object, Tuple[tuple, List[str]]] = {}  # connection -> (scanner, chunk it holds)
+        if n < 1 or sys.platform != "linux":
+            return
+        ctx = multiprocessing.get_context("fork")
+        for _ in range(n):
+            mine, theirs = ctx.Pipe()
+            proc = ctx.Process(target=_scanner, args=(theirs, os.getpid(), [c for _, c in self.idle]), daemon=True)
+            proc.start()
+            _own_group(proc.pid)
+            theirs.close()
+            self.idle.append((proc, mine))
+
+    def scan(self, chunk: List[str]) -> List[str]:
+        """Hand `chunk` to a scanner (waiting for one if all are busy); the candidates that came back meanwhile."""
+        if not chunk:
+            return []
+        got: List[str] = []
+        while not self.idle and self.busy:
+            got += self._wait()
+        if not self.idle:  # none left (or none at all): scan here
+            return got + _scan_chunk(chunk, self.buf)
+        proc, conn = self.idle.pop()
+        try:
+            conn.send(chunk)
+        except OSError:  # it died; its pipe is gone
+            self._drop((proc, conn))
+            return got + _scan_chunk(chunk, self.buf)
+        self.busy[conn] = ((proc, conn), chunk)
+        return got
+
+    def drain(self) -> List[str]:
+        got: List[str] = []
+        while self.busy:
+            got += self._wait()
+        return got
+
+    def _wait(self) -> List[str]:
+        from multiprocessing.connection import wait
+
+        got: List[str] = []
+        sentinels = {s[0].sentinel: conn for conn, (s, _) in self.busy.items()}
+        for ready in wait(list(self.busy) + list(sentinels)):
+            conn = sentinels.get(ready, ready)
+            if conn not in self.busy:
+                continue  # both its pipe and its sentinel were ready
+            scanner, chunk = self.busy.pop(conn)
+            try:
+                got += conn.recv()
+                self.idle.append(scanner)
+            except (EOFError, OSError):  # it died on this chunk: scan it here
+                self._drop(scanner)
+                got += _scan_chunk(chunk, self.buf)
+        return got
+
+    def _drop(self, scanner: tuple) -> None:
+        scanner[1].close()
+        scanner[0].kill()
+        scanner[0].join()
+
+    def close(self) -> None:
+        for proc, conn in self.idle + [s for s, _ in self.busy.values()]:
+            try:
+                conn.send(None) if proc.is_alive() else None
+            except OSError:
+                pass
+            conn.close()
+        for proc, _ in self.idle + [s for s, _ in self.busy.values()]:
+            proc.join(1)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+        self.idle, self.busy = [], {}
 
 
 # -- git --rev --------------------------------------------------------------

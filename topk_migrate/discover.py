@@ -34,6 +34,41 @@ def may_hold_site(data: bytes) -> bool:
     return _COMMON in data and any(n in data for n in NEEDLES)
 
 
+SCAN_WINDOW = 1 << 20  # bytes a scan holds of a file at once, whatever its size
+_CARRY = max(map(len, NEEDLES)) - 1  # kept from one window to the next: a name across the cut is still seen
+
+
+def file_may_hold_site(path: str, buf: Optional[bytearray] = None) -> bool:
+    """may_hold_site() of a file, read a window at a time into `buf` (a SCAN_WINDOW-byte buffer a
+    caller reuses from file to file), so a scan allocates nothing per file and its memory stays flat
+    however large a file is. OSError, as read_regular, for what is not a regular file (never blocks on
+    a FIFO) or cannot be read."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            isdir = stat.S_ISDIR(st.st_mode)
+            raise NotRegularFile(errno.EISDIR if isdir else errno.EINVAL, "is a directory" if isdir else "not a regular file")
+        if buf is None:
+            buf = bytearray(SCAN_WINDOW)
+        view = memoryview(buf)
+        have = total = 0  # bytes carried over at the start of buf; bytes read so far
+        while True:
+            want = len(buf) - have
+            got = os.readv(fd, [view[have:]])
+            total += got
+            end = have + got
+            # one search for the fragment all names share; the names themselves only where it is
+            if got and buf.find(_COMMON, 0, end) >= 0 and any(buf.find(n, 0, end) >= 0 for n in NEEDLES):
+                return True
+            if got < want and total >= st.st_size or not got:
+                return False  # the end (a short read at or past the size fstat gave)
+            have = min(_CARRY, end)
+            view[:have] = bytes(view[end - have:end])
+    finally:
+        os.close(fd)
+
+
 class NotRegularFile(OSError):
     """A path that opened but is not a regular file (directory, FIFO, device)."""
 
