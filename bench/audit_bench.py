@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark `topk-migrate audit` against its three targets and record the figures.
 
-1. full `audit --format json` of the tree   <= 5x   `grep -rl flash_mla_sparse_fwd` of it
+1. full `audit --format json` of the tree   <= 3x the wall, <= 4x the CPU time of `grep -rl flash_mla_sparse_fwd` of it
 2. full `audit --format json` of the tree   >= 100x faster than the same rule through
    LibCST's codemod CLI (run on an evenly spread sample, scaled by bytes to the tree)
 3. `check` of one file without the kernel name <= 1.5x the CPU time of `python3 -c "import click"`
@@ -159,7 +159,8 @@ def main() -> None:
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     rows = [
         ("audit --format json, whole tree", "grep -rl flash_mla_sparse_fwd", f"{vs_grep['b_wall']:.3f} s", f"{vs_grep['a_wall']:.3f} s",
-         f"{vs_grep['ratio_wall']:.2f}x", f"{vs_grep['ratio_cpu']:.2f}x", "<= 5x", vs_grep["ratio_wall"] <= 5),
+         f"{vs_grep['ratio_wall']:.2f}x", f"{vs_grep['ratio_cpu']:.2f}x", "<= 3x wall, <= 4x CPU (issue 12)",
+         vs_grep["ratio_wall"] <= 3 and vs_grep["ratio_cpu"] <= 4),
         ("audit --format json, whole tree", f"LibCST codemod CLI, {len(sample)}-file sample scaled x{scale:.1f} by bytes",
          f"{au_wall:.3f} s", f"{cm_wall * scale:.1f} s (sample {cm_wall:.2f} s)",
          f"{statistics.median(pair_ratios):.0f}x faster", "", ">= 100x faster", statistics.median(pair_ratios) >= 100),
