@@ -167,6 +167,8 @@ class _Analysis:
         self.groups: List[Group] = []
         self._helper_groups: Dict[int, Group] = {}
         self._external: Dict[str, Optional[Tuple[Tree, cst.FunctionDef]]] = {}
+        self._siblings: Optional[list] = None
+        self._indexes: Dict[str, object] = {}
 
     # -- helpers ----------------------------------------------------------
     def site(self, c: CallInfo, status: Status, reason: str, metadata: Optional[str] = None) -> Site:
@@ -229,38 +231,59 @@ class _Analysis:
     def override_elsewhere(self, fn: Function) -> Optional[str]:
         """A subclass in another module of the same folder that overrides the helper without topk_length.
 
-        Only files whose text names both the class and `def <helper>(` are parsed."""
+        Only files whose text names both a class and `def <method>(` of this module are parsed."""
+        for name, text, classes in self.sibling_classes():
+            if f"def {fn.name}(" not in text or fn.class_name not in text:
+                continue
+            for cls_name, bases, methods in classes:
+                if not any(fn.class_name in b for b in bases):
+                    continue
+                for d in methods.get(fn.name, ()):
+                    a = d.args
+                    if PARAM not in {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs} and a.kwarg is None:
+                        return (f"{cls_name}.{fn.name} in {name} overrides {fn.qualname} without topk_length; "
+                                "add the parameter there too")
+        return None
+
+    def sibling_classes(self):
+        """[(file name, text, [(class name, its bases as written, {method name: defs})])] of the other
+        modules of this folder that name `def ` at all: read and parsed once per file checked."""
+        if self._siblings is not None:
+            return self._siblings
         import ast
         import os
 
         from topk_migrate import project
 
+        self._siblings = []
+        method_names = {fn.name for fn in self.facts.functions if fn.class_name}
+        class_names = {fn.class_name for fn in self.facts.functions if fn.class_name}
         folder = os.path.dirname(os.path.abspath(self.path))
         try:
             names = sorted(os.listdir(folder))
         except OSError:
-            return None
+            return self._siblings
         for name in names:
             other = os.path.join(folder, name)
             if not name.endswith(".py") or os.path.abspath(other) == os.path.abspath(self.path):
                 continue
             text = project.read_project_file(other)
-            if not text or f"def {fn.name}(" not in text or fn.class_name not in text:
+            if not text or not method_names & set(re.findall(r"def\s+(\w+)\s*\(", text)) \
+                    or not any(c in text for c in class_names):
                 continue
             try:
                 tree = ast.parse(text)
             except (SyntaxError, ValueError, RecursionError):
                 continue
+            classes = []
             for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
-                if not any(fn.class_name in ast.unparse(b) for b in cls.bases):
-                    continue
+                methods: Dict[str, list] = {}
                 for d in cls.body:
-                    if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == fn.name:
-                        a = d.args
-                        if PARAM not in {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs} and a.kwarg is None:
-                            return (f"{cls.name}.{fn.name} in {name} overrides {fn.qualname} without topk_length; "
-                                    "add the parameter there too")
-        return None
+                    if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        methods.setdefault(d.name, []).append(d)
+                classes.append((cls.name, [ast.unparse(b) for b in cls.bases], methods))
+            self._siblings.append((name, text, classes))
+        return self._siblings
 
     def base_sets_none(self, attr: str) -> bool:
         """Does a base class imported from another module of the project set `self.<attr>` to None?"""
@@ -368,12 +391,11 @@ class _Analysis:
             what = "a parameter" if isinstance(node, cst.Param) else "something else"
             return (f"`{name}` may not be the kernel at run time: it is bound at line {line} to {what}; "
                     "rewrite by hand if every binding accepts topk_length")
-        for target in self.find((cst.AssignTarget, cst.AnnAssign, cst.AugAssign), m.AssignTarget(target=m.Attribute())
-                                | m.AnnAssign(target=m.Attribute()) | m.AugAssign(target=m.Attribute())):
+        for target in self.attribute_targets(c.callee):
             if self.expand(dotted(target.target)) == c.callee:
                 return (f"`{dotted(target.target)}` is assigned at line {self.tree.line(target.target)}: the call may reach "
                         "another function than the kernel; rewrite by hand if it accepts topk_length")
-        for call in self.find(cst.Call, m.Call(func=m.Name("setattr"))):
+        for call in self.setattr_calls():
             if len(call.args) > 1 and isinstance(call.args[1].value, cst.SimpleString) and \
                     self.expand(dotted(call.args[0].value)) + "." + str(call.args[1].value.evaluated_value) == c.callee:
                 return (f"setattr at line {self.tree.line(call)} replaces `{name}{'.' + rest if rest else ''}`; "
@@ -410,7 +432,7 @@ class _Analysis:
         or an attribute set from anything else (a parameter, a namespace), may be another kernel."""
         first = rest.split(".")[0]
         cls = c.function.class_name if c.function is not None else None
-        for fn in self.facts.functions:
+        for fn in self.functions_named(first):
             if fn.name == first and fn.class_name:
                 return (f"`{receiver}.{first}` is a method ({fn.qualname}), not the kernel; "
                         "give it a topk_length parameter and pass it by hand")
@@ -451,10 +473,11 @@ class _Analysis:
 
     # -- the helper route -------------------------------------------------------------
     def subclasses(self, cls: str) -> Set[str]:
-        bases: Dict[str, Set[str]] = {}
-        for node in self.find(cst.ClassDef):
-            bases.setdefault(node.name.value, set()).update(
-                (get_full_name_for_node(b.value) or "").rsplit(".", 1)[-1] for b in node.bases)
+        """cls and the classes of this module that derive from it (by name), for each class once."""
+        return self.index("subclasses:" + cls, lambda: self._subclasses(cls))
+
+    def _subclasses(self, cls: str) -> Set[str]:
+        bases: Dict[str, Set[str]] = self.index("bases", self._bases)
         out, grew = {cls}, True
         while grew:
             new = {n for n, bs in bases.items() if bs & out} - out
@@ -462,13 +485,20 @@ class _Analysis:
             grew = bool(new)
         return out
 
+    def _bases(self) -> Dict[str, Set[str]]:
+        bases: Dict[str, Set[str]] = {}
+        for node in self.find(cst.ClassDef):
+            bases.setdefault(node.name.value, set()).update(
+                (get_full_name_for_node(b.value) or "").rsplit(".", 1)[-1] for b in node.bases)
+        return bases
+
     def callers(self, fn: Function) -> List[CallInfo]:
         """Calls that reach this helper: `self.helper(...)` from a method of its class or a
         subclass (receiver = that method's first parameter), or `helper(...)` resolving to it."""
         out = []
         if fn.class_name:
             classes = self.subclasses(fn.class_name)
-            for k in self.facts.calls:
+            for k in self.calls_named(fn.name):
                 f = k.function
                 if k.function is fn or f is None or f.class_name not in classes:
                     continue
@@ -482,7 +512,7 @@ class _Analysis:
                         out.append(k)
             return out
         own = self.tree.binding(fn.node, fn.name)
-        for k in self.facts.calls:
+        for k in self.calls_named(fn.name):
             if k.function is fn or not isinstance(k.node.func, cst.Name) or k.node.func.value != fn.name:
                 continue
             b = self.tree.binding(k.node.func, fn.name)
@@ -504,10 +534,10 @@ class _Analysis:
             lines = sorted(self.tree.line(getattr(a, "node", None)) for a in defs if getattr(a, "node", None) is not None)
             return (f"{fn.qualname} is bound {len(defs)} times (lines {', '.join(map(str, lines))}); "
                     "a caller may reach a definition without topk_length")
-        for node in self.find(cst.AssignTarget, m.AssignTarget(target=m.Attribute(attr=m.Name(fn.name)))):
+        for node in self.attribute_assigns(fn.name):
             return (f"`{_code(node.target).strip()}` is assigned at line {self.tree.line(node.target)}: callers may "
                     f"reach another function than {fn.qualname}; add topk_length by hand")
-        for call in self.find(cst.Call, m.Call(func=m.Name("setattr"))):
+        for call in self.setattr_calls():
             if len(call.args) > 1 and isinstance(call.args[1].value, cst.SimpleString) \
                     and call.args[1].value.evaluated_value == fn.name:
                 return (f"setattr at line {self.tree.line(call)} replaces `{fn.name}`: callers may reach another "
@@ -517,7 +547,7 @@ class _Analysis:
             if why:
                 return why
         if fn.class_name:  # `self.helper(..., topk_length=...)` also reaches same-named overrides
-            for other in self.facts.functions:
+            for other in self.functions_named(fn.name):
                 op = other.node.params
                 if (other.name == fn.name and other is not fn and other.class_name
                         and not any(p.name.value == PARAM for p in (*op.params, *op.kwonly_params))
@@ -607,6 +637,44 @@ class _Analysis:
 
     def find(self, kinds, matcher=None, within: Optional[cst.CSTNode] = None) -> List[cst.CSTNode]:
         return self.tree.find(kinds, matcher, within)
+
+    # -- indexes of the module, built once so each site looks up instead of scanning ----------
+    def index(self, key: str, build: Callable[[], object]):
+        if key not in self._indexes:
+            self._indexes[key] = build()
+        return self._indexes[key]
+
+    def _grouped(self, items, key) -> Dict[str, list]:
+        out: Dict[str, list] = {}
+        for item in items:
+            k = key(item)
+            if k is not None:
+                out.setdefault(k, []).append(item)
+        return out
+
+    def calls_named(self, name: str) -> List[CallInfo]:
+        """Calls whose callee ends in `name` (`name(...)` or `x.name(...)`), in source order."""
+        return self.index("calls", lambda: self._grouped(self.facts.calls, lambda k: (
+            k.node.func.attr.value if isinstance(k.node.func, cst.Attribute)
+            else k.node.func.value if isinstance(k.node.func, cst.Name) else None))).get(name, [])
+
+    def functions_named(self, name: str) -> List[Function]:
+        return self.index("functions", lambda: self._grouped(self.facts.functions, lambda f: f.name)).get(name, [])
+
+    def attribute_assigns(self, attr: str) -> List[cst.AssignTarget]:
+        """`x.attr = ...` targets, in source order."""
+        return self.index("attribute_assigns", lambda: self._grouped(
+            self.find(cst.AssignTarget, m.AssignTarget(target=m.Attribute())), lambda t: t.target.attr.value)).get(attr, [])
+
+    def attribute_targets(self, name: str) -> List[cst.CSTNode]:
+        """`x.y = ...`, `x.y: T = ...`, `x.y += ...` whose target, expanded through the imports, is `name`."""
+        return self.index("attribute_targets", lambda: self._grouped(
+            self.find((cst.AssignTarget, cst.AnnAssign, cst.AugAssign), m.AssignTarget(target=m.Attribute())
+                      | m.AnnAssign(target=m.Attribute()) | m.AugAssign(target=m.Attribute())),
+            lambda t: self.expand(dotted(t.target)))).get(name, [])
+
+    def setattr_calls(self) -> List[cst.Call]:
+        return self.index("setattr", lambda: self.find(cst.Call, m.Call(func=m.Name("setattr"))))
 
     def external_def(self, qualname: str) -> Optional[Tuple[Tree, cst.FunctionDef]]:
         """A top-level def of another module of this project, parsed alone (for the row trace)."""
@@ -790,6 +858,7 @@ def validate_rewrite(original: Tree, rewritten: cst.Module, record: Record, grou
     mine = {id(g): inserted_ids(record.inserted.get(id(g), ())) for g in groups}
     everything = set().union(*mine.values()) if mine else set()
     owner = {i: gid for gid, ids in mine.items() for i in ids}
+    anywhere = inserted_ids([n for nodes in record.inserted.values() for n in nodes])
     failures: Dict[int, str] = {}
 
     def fail(gid: int, why: str) -> None:
@@ -819,7 +888,7 @@ def validate_rewrite(original: Tree, rewritten: cst.Module, record: Record, grou
         if gid is None or access.is_annotation or name in CONSTANT_NAMES:
             continue
         g = next(x for x in groups if id(x) == gid)
-        why = _check_read(new, g, record, mine[gid], access, name, node)
+        why = _check_read(new, g, record, mine[gid], anywhere, access, name, node)
         if why:
             fail(gid, why)
 
@@ -842,7 +911,9 @@ def _binding_ids(b) -> Set[int]:
     return {id(a) for a in b.assignments}
 
 
-def _check_read(new: Tree, g: Group, record: Record, ids: Set[int], access, name: str, node: cst.CSTNode) -> Optional[str]:
+def _check_read(new: Tree, g: Group, record: Record, ids: Set[int], anywhere: Set[int], access, name: str,
+                node: cst.CSTNode) -> Optional[str]:
+    """Why a read of `name` in the code inserted for g (node ids: ids; of every group: anywhere) is unsafe."""
     b = new.binding_in(access.scope, name)
     if name == "getattr":  # the builtin, for metadata whose type nothing declares
         return None if b.scope_rank == -2 or not b.assignments else "rewrite would read `getattr`, which this module rebinds"
@@ -857,7 +928,7 @@ def _check_read(new: Tree, g: Group, record: Record, ids: Set[int], access, name
         for a in b.assignments:
             if id(getattr(a, "node", None)) not in allowed:
                 other = getattr(a, "node", None)
-                if any(id(other) in inserted_ids(nodes) for nodes in record.inserted.values()):
+                if id(other) in anywhere:
                     return f"another rewritten kernel call in the same function also binds `{PARAM}`"
                 return (f"`{PARAM}` already names something where the rewrite would use it "
                         f"({_kind(a)}); rename it or migrate by hand")

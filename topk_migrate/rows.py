@@ -12,7 +12,8 @@ calls of unknown functions pass: refusing those would refuse the real engines.
 """
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Set, Tuple
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
@@ -328,8 +329,7 @@ class RowTrace:
         owner = getattr(scope, "node", None)
         if owner is None:
             return None
-        finder = _RowWrites(name)
-        owner.visit(finder)
+        finder = writes_in(self.tree, owner, name)
         for target, value in finder.subscripts:
             if self.tree.binding(target.value, name).scope_rank != self.tree.rank.get(id(scope)):
                 continue  # another function's `name`
@@ -372,33 +372,58 @@ def _own_returns(fdef: cst.FunctionDef) -> List[cst.Return]:
     return out
 
 
+@dataclass
+class _Writes:
+    """What a function does to one name in place: `name[i] = v`, row-writing or value-changing
+    methods, `out=name`, `name.copy_(v)`."""
+    subscripts: List[Tuple[cst.Subscript, cst.BaseExpression]] = field(default_factory=list)
+    inplace: List[cst.Call] = field(default_factory=list)
+    changes: List[cst.Call] = field(default_factory=list)  # in-place methods that change values (for the indices)
+    outs: List[cst.Call] = field(default_factory=list)  # calls that write their result into name (`out=name`)
+    copies: List[cst.BaseExpression] = field(default_factory=list)
+
+
 class _RowWrites(cst.CSTVisitor):
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.subscripts: List[Tuple[cst.Subscript, cst.BaseExpression]] = []
-        self.inplace: List[cst.Call] = []
-        self.changes: List[cst.Call] = []  # in-place methods that change values (for the indices)
-        self.outs: List[cst.Call] = []  # calls that write their result into name (`out=name`)
-        self.copies: List[cst.BaseExpression] = []
+    """The in-place writes of every name under one node, in one walk."""
+
+    def __init__(self) -> None:
+        self.by_name: Dict[str, _Writes] = {}
+
+    def _of(self, name: str) -> _Writes:
+        return self.by_name.setdefault(name, _Writes())
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
             tgt = t.target
-            if isinstance(tgt, cst.Subscript) and isinstance(tgt.value, cst.Name) and tgt.value.value == self.name:
-                self.subscripts.append((tgt, node.value))
+            if isinstance(tgt, cst.Subscript) and isinstance(tgt.value, cst.Name):
+                self._of(tgt.value.value).subscripts.append((tgt, node.value))
 
     def visit_Call(self, node: cst.Call) -> None:
-        if any(a.keyword and a.keyword.value == "out" and isinstance(a.value, cst.Name) and a.value.value == self.name
-               for a in node.args):
-            self.outs.append(node)
+        for a in node.args:
+            if a.keyword and a.keyword.value == "out" and isinstance(a.value, cst.Name):
+                self._of(a.value.value).outs.append(node)
         f = node.func
-        if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == self.name:
+        if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name):
             if f.attr.value in INPLACE_ROW_WRITES:
-                self.inplace.append(node)
+                self._of(f.value.value).inplace.append(node)
             elif f.attr.value == "copy_" and node.args:
-                self.copies.append(node.args[0].value)
+                self._of(f.value.value).copies.append(node.args[0].value)
             if f.attr.value.endswith("_") and f.attr.value in INDEX_CHANGES:
-                self.changes.append(node)
+                self._of(f.value.value).changes.append(node)
+
+
+_NO_WRITES = _Writes()
+
+
+def writes_in(tree: Tree, owner: cst.CSTNode, name: str) -> _Writes:
+    """The in-place writes of `name` under `owner`; each owner is walked once per tree, so
+    every trace that reaches it (one per kernel call or caller) shares the walk."""
+    cache = tree.__dict__.setdefault("_row_writes", {})
+    found = cache.get(id(owner))
+    if found is None:
+        found = cache[id(owner)] = _RowWrites()
+        owner.visit(found)
+    return found.by_name.get(name, _NO_WRITES)
 
 
 def row_hazard(tree: Tree, expr: cst.BaseExpression, batch_scope=None,
@@ -533,8 +558,7 @@ class IndexTrace:
         if key in self.seen:
             return None
         self.seen.add(key)
-        finder = _RowWrites(name)
-        scope.node.visit(finder)
+        finder = writes_in(self.tree, scope.node, name)
         for target, _ in finder.subscripts:
             if self.tree.binding(target.value, name).scope_rank == self.tree.rank.get(id(scope)):
                 return f"`{_code(target)} = ...` overwrites top-k entries"

@@ -6,6 +6,7 @@ differ only by inserted code (which never opens a scope) can be compared access 
 """
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
@@ -88,12 +89,16 @@ class Tree:
         the module is shared by every lookup, where libcst.matchers.findall would walk it each time."""
         if not hasattr(self, "_by_type"):
             self._by_type: Dict[type, List[cst.CSTNode]] = {}
+            self._sorted: Dict[tuple, Tuple[List[int], List[cst.CSTNode]]] = {}
             for node in self.parent:
                 self._by_type.setdefault(type(node), []).append(node)
         kinds = kinds if isinstance(kinds, tuple) else (kinds,)
-        found = sorted((n for k in kinds for n in self._by_type.get(k, ())), key=lambda n: self.order[id(n)])
+        if kinds not in self._sorted:  # sorted once per kind; `within` is then a slice by source order
+            nodes = sorted((n for k in kinds for n in self._by_type.get(k, ())), key=lambda n: self.order[id(n)])
+            self._sorted[kinds] = ([self.order[id(n)] for n in nodes], nodes)
+        orders, found = self._sorted[kinds]
         if within is not None:
-            found = [n for n in found if self.inside(n, within)]
+            found = found[bisect_left(orders, self.order[id(within)]):bisect_right(orders, self.end[id(within)])]
         return [n for n in found if matcher is None or m.matches(n, matcher)]
 
     def defs(self) -> List[cst.FunctionDef]:
@@ -106,10 +111,22 @@ class Tree:
     def none_tested(self) -> Set[str]:
         """Names (bare, or the last part of an attribute) this module compares with None or tests with `not`."""
         if not hasattr(self, "_none_tested"):
-            v = _NoneTests(None)
+            v = _NoneTests()
             self.module.visit(v)
             self._none_tested = v.names
         return self._none_tested
+
+    def none_tested_in(self, body: cst.CSTNode) -> Set[str]:
+        """Dotted names the code under `body` compares with None or tests with `not` (a code
+        that does expects None there). Walked once per body: every read in it shares the answer."""
+        if not hasattr(self, "_none_tested_in"):
+            self._none_tested_in: Dict[int, Set[str]] = {}
+        found = self._none_tested_in.get(id(body))
+        if found is None:
+            v = _NoneTests()
+            body.visit(v)
+            found = self._none_tested_in[id(body)] = v.full
+        return found
 
     # -- structure ----------------------------------------------------------------
     def line(self, node: cst.CSTNode) -> int:
@@ -213,7 +230,7 @@ def may_be_none(tree: Tree, a: object, name: str) -> bool:
         return True  # the module expects a `metadata` that is None somewhere (a None check in any function)
     scope = getattr(a, "scope", None)
     body = getattr(scope, "node", None)
-    return body is not None and _tests_for_none(body, name)
+    return body is not None and name in tree.none_tested_in(body)
 
 
 def _is_none(e: cst.BaseExpression) -> bool:
@@ -272,10 +289,11 @@ class _NoneAttributes(cst.CSTVisitor):
 
 
 class _NoneTests(cst.CSTVisitor):
-    """Finds `x is None`-style tests: of `name` (found), and of every name or attribute (names)."""
+    """Finds `x is None`-style tests: the full dotted names tested (full), and the bare
+    name or last attribute part of each (names)."""
 
-    def __init__(self, name: Optional[str]) -> None:
-        self.name, self.found = name, False
+    def __init__(self) -> None:
+        self.full: Set[str] = set()
         self.names: Set[str] = set()
 
     def _tested(self, e: cst.BaseExpression) -> None:
@@ -283,8 +301,9 @@ class _NoneTests(cst.CSTVisitor):
             self.names.add(e.value)
         elif isinstance(e, cst.Attribute):
             self.names.add(e.attr.value)
-        if self.name is not None and get_full_name_for_node(e) == self.name:
-            self.found = True
+        full = get_full_name_for_node(e)
+        if full is not None:
+            self.full.add(full)
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         sides = [node.left, *(c.comparator for c in node.comparisons)]
@@ -295,13 +314,6 @@ class _NoneTests(cst.CSTVisitor):
     def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
         if isinstance(node.operator, cst.Not):
             self._tested(node.expression)
-
-
-def _tests_for_none(body: cst.CSTNode, name: str) -> bool:
-    """Does the code compare `name` with None (or test `not name`)? Then it expects None."""
-    v = _NoneTests(name)
-    body.visit(v)
-    return v.found
 
 
 def root_binding(tree: Tree, node: cst.CSTNode, name: str, what: str = "metadata") -> Tuple[Optional[str], bool]:
@@ -329,6 +341,14 @@ def root_binding(tree: Tree, node: cst.CSTNode, name: str, what: str = "metadata
             return f"`{name}` is bound by a loop, `with`, `:=` or import (line {tree.line(a.node)}), not a plain assignment", False
         if not tree.dominates(stmt, node):
             return f"`{name}` is bound at line {tree.line(a.node)} only on some paths to the call", False
+    cache = tree.__dict__.setdefault("_binding_facts", {})
+    if id(a) not in cache:  # what follows depends on the binding alone: once per binding, not per read
+        cache[id(a)] = _binding_facts(tree, a, name)
+    return cache[id(a)]
+
+
+def _binding_facts(tree: Tree, a: Assignment, name: str) -> Tuple[Optional[str], bool]:
+    """root_binding's checks that hold for every read of the one binding `a`."""
     for access in a.references:
         if any(isinstance(anc, cst.Del) for anc in tree.ancestors(access.node)):
             return f"`{name}` is deleted at line {tree.line(access.node)}", False
