@@ -74,7 +74,7 @@ def main() -> None:
     ap.add_argument("--limit", type=float, default=120.0, help="seconds before a run is stopped")
     args = ap.parse_args()
     env_note = "TOPK_MIGRATE_MAX_BYTES" in os.environ
-    print(f"| shape | N | bytes | CPU s | wall s | rc | CPU ratio per doubling |" + (" (max bytes raised)" if env_note else ""))
+    print("| shape | N | bytes | CPU s | wall s | rc | CPU ratio per doubling |" + (" (max bytes raised)" if env_note else ""))
     print("|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for shape in args.shapes.split(","):

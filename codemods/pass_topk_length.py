@@ -187,11 +187,9 @@ class _Analysis:
                 continue
             why, none = root_binding(self.tree, node, root)
             owner = getattr(b.assignments[0].scope, "node", None)
-            for target in self.find((cst.AssignTarget, cst.AugAssign), m.AssignTarget(target=m.Attribute()) | m.AugAssign(target=m.Attribute()), owner) \
-                    if why is None and owner is not None else ():
-                if dotted(target.target) == expr:
-                    why = f"`{expr}` is assigned at line {self.tree.line(target.target)}, in the function that passes it"
-                    break
+            target = self.attribute_writes_in(owner).get(expr) if why is None and owner is not None else None
+            if target is not None:
+                why = f"`{expr}` is assigned at line {self.tree.line(target.target)}, in the function that passes it"
             if why is None:
                 if expr in self.user_metadata:  # the user vouches for the object; None is still handled
                     return expr, "none_safe" if none else "plain", None
@@ -672,6 +670,16 @@ class _Analysis:
             self.find((cst.AssignTarget, cst.AnnAssign, cst.AugAssign), m.AssignTarget(target=m.Attribute())
                       | m.AnnAssign(target=m.Attribute()) | m.AugAssign(target=m.Attribute())),
             lambda t: self.expand(dotted(t.target)))).get(name, [])
+
+    def attribute_writes_in(self, owner: cst.CSTNode) -> Dict[str, cst.CSTNode]:
+        """`x.y = ...` / `x.y += ...` under owner: dotted target -> its first one (one scan per function)."""
+        def build() -> Dict[str, cst.CSTNode]:
+            out: Dict[str, cst.CSTNode] = {}
+            for t in self.find((cst.AssignTarget, cst.AugAssign), m.AssignTarget(target=m.Attribute())
+                               | m.AugAssign(target=m.Attribute()), owner):
+                out.setdefault(dotted(t.target), t)
+            return out
+        return self.index(f"writes_in:{id(owner)}", build)
 
     def setattr_calls(self) -> List[cst.Call]:
         return self.index("setattr", lambda: self.find(cst.Call, m.Call(func=m.Name("setattr"))))
