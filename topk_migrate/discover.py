@@ -38,17 +38,27 @@ SCAN_WINDOW = 1 << 20  # bytes a scan holds of a file at once, whatever its size
 _CARRY = max(map(len, NEEDLES)) - 1  # kept from one window to the next: a name across the cut is still seen
 
 
-def file_may_hold_site(path: str, buf: Optional[bytearray] = None) -> bool:
-    """may_hold_site() of a file, read a window at a time into `buf` (a SCAN_WINDOW-byte buffer a
-    caller reuses from file to file), so a scan allocates nothing per file and its memory stays flat
-    however large a file is. OSError, as read_regular, for what is not a regular file (never blocks on
-    a FIFO) or cannot be read."""
+def _open_regular(path: str) -> Tuple[int, os.stat_result]:
+    """An fd and stat of a regular file; NotRegularFile (never blocking on a FIFO) or OSError otherwise."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             isdir = stat.S_ISDIR(st.st_mode)
             raise NotRegularFile(errno.EISDIR if isdir else errno.EINVAL, "is a directory" if isdir else "not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def file_may_hold_site(path: str, buf: Optional[bytearray] = None) -> bool:
+    """may_hold_site() of a file, read a window at a time into `buf` (a SCAN_WINDOW-byte buffer a
+    caller reuses from file to file), so a scan allocates nothing per file and its memory stays flat
+    however large a file is. OSError, as read_regular, for what is not a regular file (never blocks on
+    a FIFO) or cannot be read."""
+    fd, st = _open_regular(path)
+    try:
         if buf is None:
             buf = bytearray(SCAN_WINDOW)
         view = memoryview(buf)
@@ -79,12 +89,8 @@ def read_regular(path: str, limit: Optional[int] = None) -> Tuple[bytes, os.stat
     With `limit`, a file of more bytes (or one that grows past it while read) is
     refused with EFBIG before its contents are held in memory.
     """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    fd, st = _open_regular(path)
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            isdir = stat.S_ISDIR(st.st_mode)
-            raise NotRegularFile(errno.EISDIR if isdir else errno.EINVAL, "is a directory" if isdir else "not a regular file")
         if limit is not None and st.st_size > limit:
             raise OSError(errno.EFBIG, f"file too large ({st.st_size} bytes > {limit})")
         data = os.read(fd, st.st_size + 1)  # one read for the whole file, as a rule
