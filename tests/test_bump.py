@@ -341,6 +341,7 @@ def test_required_parameter_made_optional_is_its_own_kind():
         (c.kind, c.entry_point, c.param) for c in changes}
 
 
+@pytest.mark.heavy  # the whole nsa_backend.py bound twice
 def test_narrowing_big_files_changes_no_site(sglang_0_5_12, monkeypatch):
     """Files over NARROW_FROM bytes are parsed with unrelated functions blanked out: same sites,
     same lines, columns and verdicts as the whole file."""

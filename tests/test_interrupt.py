@@ -111,6 +111,7 @@ def test_kill_inside_the_write_window(tmp_path, reference, sig):
     assert temp_files(tree) == []
 
 
+@pytest.mark.heavy  # applies a whole tree twice around a SIGKILL (about 15 s)
 def test_sigkill_inside_the_write_window_leaves_the_original(tmp_path, reference):
     # SIGKILL cannot be deferred: the atomic rename alone must keep the file whole.
     tree = tmp_path / "tree"

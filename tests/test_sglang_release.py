@@ -109,11 +109,11 @@ def test_0516_with_an_old_kernel_is_manual_and_untouched(releases):
 # -- no over-refusal (issue 8): the real releases that need the fix stay fixable, with the reference shape --------
 
 KERNEL = "sglang-kernel==0.4.6"
-HEAVY = pytest.mark.heavy  # default tier keeps 0.5.16 (its own pin) and 0.5.12.post1 (--kernel): wheels bump reads too
+HEAVY = pytest.mark.heavy  # the default tier keeps 0.5.12.post1 (--kernel; bump reads that wheel too)
 RELEASES = [  # (distribution, version, backend file, --kernel or None: the wheel's own pin decides)
     pytest.param("sglang", "0.5.14", DSA, None, marks=HEAVY),
     pytest.param("sglang", "0.5.15", DSA, None, marks=HEAVY),
-    pytest.param("sglang", "0.5.16", DSA, None),
+    pytest.param("sglang", "0.5.16", DSA, None, marks=HEAVY),  # the default tier has test_0516_apply_reproduces_the_merged_fix
     pytest.param("sglang", "0.5.9", NSA, KERNEL, marks=HEAVY),  # pins sgl-kernel==0.3.21: too old unless the kernel is declared
     pytest.param("sglang", "0.5.12.post1", NSA, KERNEL),  # pins sglang-kernel==0.4.2.post2
     pytest.param("sglang-kt", "0.7.2", NSA, KERNEL, marks=HEAVY),  # pins kt-kernel only; a 97 MB wheel

@@ -62,6 +62,7 @@ def test_big_files_are_classified_on_narrowed_text(tmp_path, monkeypatch):
     assert len(ast.parse(seen[0]).body) > 3000 and len(ast.parse(seen[1]).body) < 10  # LibCST saw the gist
 
 
+@pytest.mark.heavy  # generates and analyses a file near the bound
 def test_a_big_file_is_classified_within_the_bound_even_when_its_rewrite_is_not(tmp_path, monkeypatch):
     """The narrowed text is what LibCST holds for classification: it is what the bound counts.
     A rewrite needs the whole file: over the bound, the sites are still listed, with one error."""
