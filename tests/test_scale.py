@@ -36,9 +36,10 @@ def calls_made(source: str, folder) -> tuple:
 
 
 @pytest.mark.parametrize("shape, n, status", [
-    ("direct", 40, Status.FIXABLE),
-    ("helper", 40, Status.FIXABLE),
-    ("copies", 6, Status.MANUAL),  # each copy re-defines the helper: callers may reach another one
+    ("direct", 40, Status.FIXABLE),  # the shape that was quadratic (3.6x per doubling at 6c9bf0a)
+    # these two were already near-linear at these sizes: regression guards, in the heavy tier
+    pytest.param("helper", 40, Status.FIXABLE, marks=pytest.mark.heavy),
+    pytest.param("copies", 6, Status.MANUAL, marks=pytest.mark.heavy),  # each copy re-defines the helper
 ])
 def test_work_grows_linearly(tmp_path, shape, n, status):
     make = scale_bench.SHAPES[shape]
