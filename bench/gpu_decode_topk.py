@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 
 import torch
+
+from topk_migrate.smoke.measure import paired_timing  # the smoke's A/B timing, shared
 
 TOPK, D_QK, D_V, PAGE = 2048, 576, 512, 64
 
@@ -68,26 +69,6 @@ def same_bits(a, b) -> int:
         return -1
     view = {2: torch.int16, 4: torch.int32}[a.element_size()]
     return int((a.contiguous().view(view) != b.contiguous().view(view)).sum())
-
-
-def paired(fa, fb, pairs=50, warmup=5):
-    for _ in range(warmup):
-        fa(), fb()
-    torch.cuda.synchronize()
-    ev = []
-    for i in range(pairs):
-        rec = {}
-        for which in ((0, 1) if i % 2 == 0 else (1, 0)):
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            (fa if which == 0 else fb)()
-            e.record()
-            rec[which] = (s, e)
-        ev.append(rec)
-    torch.cuda.synchronize()
-    a = [r[0][0].elapsed_time(r[0][1]) for r in ev]
-    b = [r[1][0].elapsed_time(r[1][1]) for r in ev]
-    return statistics.median(a), statistics.median(b), statistics.median(x / y for x, y in zip(a, b))
 
 
 def ideal(tl) -> float:
@@ -184,14 +165,16 @@ def main() -> int:
                                                      softmax_scale=scale, indices=idx, is_fp8_kvcache=True,
                                                      topk_length=tlen)
                 same = same_bits(call(None, fm.get_mla_metadata()[0])[0], call(tl, fm.get_mla_metadata()[0])[0])
-                per_call = paired(lambda: call(None, fm.get_mla_metadata()[0]), lambda: call(tl, fm.get_mla_metadata()[0]))
-                reused = paired(lambda: call(None, s_full), lambda: call(tl, s_short))
+                per_call = paired_timing(lambda: call(None, fm.get_mla_metadata()[0]),
+                                         lambda: call(tl, fm.get_mla_metadata()[0]), pairs=50)
+                reused = paired_timing(lambda: call(None, s_full), lambda: call(tl, s_short), pairs=50)
                 row = dict(case=name, heads=h, bs=len(lens), ideal=ideal(tl), out_bits_differ=same,
-                           rebuilt_ms=per_call[:2], rebuilt_speedup=per_call[2],
-                           reused_ms=reused[:2], reused_speedup=reused[2])
+                           rebuilt_ms=(per_call.unpatched_ms, per_call.patched_ms), rebuilt_speedup=per_call.speedup,
+                           reused_ms=(reused.unpatched_ms, reused.patched_ms), reused_speedup=reused.speedup)
                 c.append(row)
-                print(f"{name:18s} h={h:3d} ideal {row['ideal']:.2f}x  rebuilt {per_call[0]:.4f}->{per_call[1]:.4f} ms "
-                      f"{per_call[2]:.3f}x  reused {reused[0]:.4f}->{reused[1]:.4f} ms {reused[2]:.3f}x  differ {same}")
+                print(f"{name:18s} h={h:3d} ideal {row['ideal']:.2f}x  rebuilt {per_call.unpatched_ms:.4f}->"
+                      f"{per_call.patched_ms:.4f} ms {per_call.speedup:.3f}x  reused {reused.unpatched_ms:.4f}->"
+                      f"{reused.patched_ms:.4f} ms {reused.speedup:.3f}x  differ {same}")
     facts["c_timing"] = c or "not measured: no call with topk_length ran"
     print(json.dumps({k: v for k, v in facts.items() if k != "c_timing"}, indent=1))
     if args.json:
