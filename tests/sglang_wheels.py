@@ -2,6 +2,7 @@
 import os
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -18,11 +19,16 @@ def wheel(version: str, dist: str = "sglang") -> Path:
     found = sorted(CACHE.glob(f"{stem}-{version}-*.whl"))
     if not found:
         CACHE.mkdir(parents=True, exist_ok=True)
-        r = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-             "-d", str(CACHE), f"{dist}=={version}"],
-            capture_output=True, text=True, timeout=600,
-        )
+        # Into a private folder, then renamed: a test worker running beside this one never
+        # reads half a wheel.
+        with tempfile.TemporaryDirectory(prefix=".download-", dir=CACHE) as tmp:
+            r = subprocess.run(
+                [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+                 "-d", tmp, f"{dist}=={version}"],
+                capture_output=True, text=True, timeout=600,
+            )
+            for name in os.listdir(tmp):
+                os.replace(os.path.join(tmp, name), CACHE / name)
         found = sorted(CACHE.glob(f"{stem}-{version}-*.whl"))
         if not found:
             pytest.skip(f"PyPI unreachable, cannot fetch {dist}=={version}: {r.stderr.strip()[-200:]}")

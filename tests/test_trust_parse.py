@@ -74,12 +74,20 @@ def test_every_depth_under_the_limit_is_analysed_and_every_one_over_is_refused(t
     assert seen == {"refused", "isolated", "inline"}
 
 
+def _crash():
+    """A planted segfault, without the stack pytest-xdist's faulthandler would print for it."""
+    import faulthandler
+
+    faulthandler.disable()
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+
 def test_a_crash_in_the_parser_child_is_that_files_error(tmp_path, monkeypatch):
     real = api._migrate
 
     def crashing(source, *a):
         if "CRASH" in source:
-            os.kill(os.getpid(), signal.SIGSEGV)
+            _crash()
         return real(source, *a)
 
     monkeypatch.setattr(api, "_migrate", crashing)  # the forked child inherits it
@@ -111,7 +119,7 @@ def test_audit_replaces_workers_that_die_and_goes_on(tmp_path, monkeypatch):
 
     def dying(path, *a):
         if "crash" in os.path.basename(path):
-            os.kill(os.getpid(), signal.SIGSEGV)
+            _crash()
         return real(path, *a)
 
     monkeypatch.setattr(audit_mod, "analyse", dying)

@@ -197,8 +197,23 @@ def _from_pin(dist: str, version: str) -> Release:
 
 
 def _download(dist: str, version: str, dest: Path) -> None:
+    """Into a private temporary folder, then renamed into `dest`: a second run (or a test worker)
+    never sees half a wheel."""
+    import shutil
+    import tempfile
+
     dest.mkdir(parents=True, exist_ok=True)
-    base = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "-d", str(dest)]
+    tmp = tempfile.mkdtemp(prefix=".download-", dir=dest)
+    try:
+        _download_into(dist, version, tmp)
+        for name in os.listdir(tmp):
+            os.replace(os.path.join(tmp, name), dest / name)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _download_into(dist: str, version: str, dest: str) -> None:
+    base = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "-d", dest]
     # The wrapper is pure Python: any platform's wheel will do, so retry for Linux x86-64 if this
     # machine's platform has none.
     attempts = ([], ["--platform", "manylinux2014_x86_64", "--python-version", "3.10", "--implementation", "cp"])
