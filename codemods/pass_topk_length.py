@@ -22,10 +22,14 @@ import libcst.matchers as m
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import ClassScope, ComprehensionScope, FunctionScope, GlobalScope, ImportAssignment
 
+from topk_migrate import suppress
+from topk_migrate.bump.bind import OPPORTUNITY, Finding
+from topk_migrate.bump.context import BumpExample, Context, new_param
 from topk_migrate.cstutil import add_keyword, add_param
 from topk_migrate.model import Capability, Site, Status
 from topk_migrate.resolve import CallInfo, Function, ModuleFacts, collect, dotted
 from topk_migrate.rows import index_hazard, row_hazard
+from topk_migrate.rules import Rule
 from topk_migrate.scopecheck import Tree, inserted_ids, resolution_table, root_binding
 
 # Python entry points of the kernel, with the position of topk_length in their
@@ -47,21 +51,12 @@ MIN_KERNEL: Dict[str, Optional[str]] = {
     "tokenspeed-flashmla": "1.0.0.post20251110",
     "tokenspeed-kernel": "0.1.3",
 }
-# Which distributions can provide a kernel imported from a top-level module (the
-# first is the one `--kernel MODULE==VERSION` means).
-KERNEL_DISTS: Dict[str, Tuple[str, ...]] = {
-    "sgl_kernel": ("sglang-kernel", "sgl-kernel"),
-    "flash_mla": ("flash-mla", "tokenspeed-flashmla"),
-    "vllm": ("vllm",),
-    "tokenspeed_kernel": ("tokenspeed-kernel", "tokenspeed-flashmla"),
-}
-
 # Metadata known to satisfy the contract: per-row valid-index count (seqlens clipped
 # to topk), int32, 1-D, row-aligned with q, updated in place under CUDA-graph replay.
 KNOWN_METADATA = ("metadata.dsa_cache_seqlens_int32", "metadata.nsa_cache_seqlens_int32")
 
 PARAM = "topk_length"
-SUPPRESS = re.compile(r"#\s*topk-migrate:\s*ignore\b[\s:\-\u2014\[(]*(?P<reason>[^\])]*)")
+RULE_ID = "pass-topk-length"
 GUARD_COMMENT = "# topk-migrate: use the full top-k width if the row counts ever differ from q's."
 # Decorators that keep a method's signature as written (any other one may not pass topk_length on).
 SIGNATURE_KEEPING_DECORATORS = {"staticmethod", "classmethod"}
@@ -311,11 +306,7 @@ class _Analysis:
         return None
 
     def suppression(self, c: CallInfo) -> Optional[str]:
-        for text in self.lines[c.range.start.line - 1 : c.range.end.line]:
-            m = SUPPRESS.search(text)
-            if m:
-                return m.group("reason").strip() or "no reason given"
-        return None
+        return suppress.reason(self.lines, c.range.start.line, c.range.end.line, RULE_ID)
 
     # -- classification ---------------------------------------------------------
     def classify(self, c: CallInfo) -> Site:
@@ -1560,3 +1551,49 @@ INVALID = [
         _TYPE_CHECKING, '"Optional[torch.Tensor]"')),
     Example(_LAZY, Status.FIXABLE, "gains topk_length", after=_helper_after(_LAZY, "Optional[torch.Tensor]")),
 ]
+
+
+class PassTopkLength(Rule):
+    """Without topk_length the sparse prefill kernel scans the whole -1-padded top-k width of every
+    row. `topk-migrate apply` passes the clipped-seqlen metadata the callers already hold, through
+    the helper that calls the kernel, with a guard that falls back to the full width if the rows
+    ever differ from q's; a site it cannot prove safe is `manual`, with the hazard named."""
+
+    id = "pass-topk-length"
+    summary = "Sparse FlashMLA prefill call without topk_length"
+    entry_points = ("flash_mla_sparse_fwd", "flash_mla_sparse_prefill", "sparse_prefill_fwd")
+    param = PARAM
+    min_kernel = MIN_KERNEL
+    VALID, INVALID = VALID, INVALID
+    BUMP_EXAMPLES = [
+        BumpExample(_KERNEL_IMPORT + "def f(q, kv, idx, metadata):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0, d_v=512)\n",
+                    "sglang-kernel-0.4.2.post2", "sglang-kernel-0.4.6", OPPORTUNITY),
+        BumpExample(_KERNEL_IMPORT + "def f(q, kv, idx, n):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0, topk_length=n)\n",
+                    "sglang-kernel-0.4.2.post2", "sglang-kernel-0.4.6", None),
+    ]
+
+    def sites(self, source: str, path: str, gate: Gate, metadata: Sequence[str] = ()) -> Tuple[str, List[Site]]:
+        return migrate(source, path, gate, metadata)
+
+    def bump(self, ctx: Context) -> List[Finding]:
+        """In a bump that adds topk_length: an opportunity, fixable where this rule's own verdict
+        on the file under the new pin says so."""
+        if ctx.entry_point not in ENTRY_POINTS or not new_param(ctx, PARAM):
+            return []
+        why = (f"`topk_length` is new in {ctx.new.label} and not passed: the sparse prefill kernel scans the "
+               "whole -1-padded top-k width of every row")
+        if ctx.new.pin is None:
+            return [Finding(OPPORTUNITY, why + "; name the new release as NAME==VERSION to get the "
+                                               "topk_length rule's verdict", PARAM, self.id)]
+        verdicts = ctx.rule_sites(self.id)
+        if "error" in verdicts:
+            return [Finding(OPPORTUNITY, why + f"; the topk_length rule could not read the file ({verdicts['error']})",
+                            PARAM, self.id)]
+        site = verdicts.get((ctx.line, ctx.column))
+        status = getattr(getattr(site, "status", None), "value", None)
+        if status == "fixable":
+            passes = f" (passes `{site.metadata}`)" if site.metadata else ""
+            return [Finding(OPPORTUNITY, why + f"; fixable by the topk_length rule{passes}", PARAM, self.id,
+                            fix=f"topk-migrate apply --kernel {ctx.new.pin} {ctx.path}")]
+        detail = f": {status}, {site.reason}" if site is not None else ": the rule found no site here"
+        return [Finding(OPPORTUNITY, why + f"; not fixable automatically (topk_length rule{detail})", PARAM, self.id)]

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from topk_migrate.bump import bind, diff as bump_diff, engine, sources
-from topk_migrate.bump.rules import RULES
+from topk_migrate import rules as registry
 from topk_migrate.bump.signatures import KEYWORD_ONLY, POSITIONAL_ONLY, read_module
 from topk_migrate.cli import main
 
@@ -215,9 +215,20 @@ def test_direct_flash_mla_caller_moving_to_sgl_flash_mla_changes_defaults(tmp_pa
     assert "current kernels" in about["use_legacy"].reason and "natural-log" in about["return_log2_lse"].reason
 
 
-@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.id)
-def test_rule_examples(tmp_path, rule):
-    for i, ex in enumerate(rule.EXAMPLES):
+BUMP_RULES = [r.id for r in registry.specs() if r.has_bump]
+
+
+def test_the_three_rules_are_discovered_with_their_hooks():
+    assert {r.id: (r.has_sites, r.has_bump, r.default_enabled) for r in registry.specs()} == {
+        "pass-topk-length": (True, True, True), "decode-topk-length": (True, True, False),
+        "new-default-semantics": (False, True, True)}
+
+
+@pytest.mark.parametrize("rule_id", BUMP_RULES)
+def test_rule_examples(tmp_path, rule_id):
+    rule = registry.load(rule_id)
+    assert rule.BUMP_EXAMPLES
+    for i, ex in enumerate(rule.BUMP_EXAMPLES):
         site = only_site(bump(tmp_path, ex.source, ex.old, ex.new, name=f"ex{i}.py"))
         mine = [f for f in site.findings if f.rule == rule.id]
         if ex.verdict is None:
@@ -360,27 +371,3 @@ def test_call_written_for_the_new_release_says_so(tmp_path):
     site = only_site(bump(tmp_path, src, "sglang-kernel-0.4.2.post2", "sglang-kernel-0.4.6"))
     assert any(f.verdict == bind.UNCHANGED and "written for the new release" in f.reason for f in site.findings)
     assert site.verdict == bind.OPPORTUNITY and "`attn_sink`" in site.reason  # still not passed
-
-
-def test_a_new_rule_is_data_the_engine_does_not_name(tmp_path, monkeypatch):
-    """A toy rule added to RULES: its finding decides the verdict and shows in every format."""
-    from topk_migrate.bump import command, rules
-
-    class ToyScale:
-        id = "toy-scale"
-
-        def check(self, ctx):
-            if ctx.entry_point == "flash_mla_sparse_fwd" and ctx.args.passes(ctx.new_ep, "sm_scale") == "1.0":
-                return [bind.Finding(bind.MANUAL, "a literal scale of 1.0 is suspicious", "sm_scale", self.id)]
-            return []
-
-    monkeypatch.setattr(rules, "RULES", rules.RULES + [ToyScale()])
-    monkeypatch.setattr(engine, "RULES", rules.RULES)
-    src = ("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
-           "def f(q, kv, idx, n):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0, topk_length=n)\n")
-    r = bump(tmp_path, src, "sglang-kernel-0.4.6", "sglang-kernel-0.4.6")
-    site = only_site(r)
-    assert site.verdict == bind.MANUAL and site.reason == "a literal scale of 1.0 is suspicious"
-    assert "a literal scale of 1.0 is suspicious" in command.text_report(r)
-    assert "| manual |" in command.markdown_report(r)
-    assert json.loads(command.json_report(r))["sites"][0]["findings"][0]["rule"] == "toy-scale"

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from topk_migrate.discover import NEEDLES, SCAN_WINDOW, file_may_hold_site, iter_python_files, may_hold_site, read_bytes
+from topk_migrate.discover import SCAN_WINDOW, Prefilter, _cover, prefilter, prefilter_for, use_rules, file_may_hold_site, iter_python_files, may_hold_site, read_bytes
 
 
 def walk(*paths, rel=None, **kw):
@@ -115,10 +115,32 @@ def test_prefilter_knows_every_spelling_the_engine_resolves():
     from topk_migrate.codemods.pass_topk_length import ENTRY_POINTS, OP_NAME
 
     for name in [*ENTRY_POINTS, OP_NAME]:
-        assert name.encode() in NEEDLES, name
+        assert name.encode() in prefilter().needles, name
         assert may_hold_site(b"x = torch.ops.sgl_kernel." + name.encode() + b"(q)\n")
-    assert not may_hold_site(b"flash_mla_with_kvcache(q, k)\nsparse_attention(x)\n")
+    assert not may_hold_site(b"flash_mla_with_kvcache(q, k)\nsparse_attention(x)\n")  # that rule is off by default
     assert not may_hold_site(b"flash_mla_sparse")  # a prefix is not a name
+
+
+def test_prefilter_follows_the_rules_a_project_enables():
+    decode = b"flash_mla_with_kvcache(q, k, indices=i)\n"
+    assert not prefilter_for(()).matches(decode)
+    assert prefilter_for(("decode-topk-length",)).matches(decode)
+    assert prefilter_for(everything=True).matches(decode)
+    try:
+        use_rules(["decode-topk-length"])  # what audit does for a project that enables it
+        assert may_hold_site(decode)
+    finally:
+        use_rules([])
+
+
+def test_needles_are_covered_by_shared_fragments():
+    needles = (b"flash_mla_sparse_fwd", b"flash_mla_sparse_prefill", b"sparse_prefill_fwd")
+    assert _cover(needles) == [(b"sparse_", needles)]
+    groups = _cover(needles + (b"flash_mla_with_kvcache",))
+    assert sorted(n for _, g in groups for n in g) == sorted(needles + (b"flash_mla_with_kvcache",))
+    assert all(frag in n for frag, g in groups for n in g)
+    pf = Prefilter(needles + (b"other_kernel",))
+    assert pf.matches(b"x = other_kernel(q)") and not pf.matches(b"other_kerne")
 
 
 def test_read_bytes_reads_whole_files(tmp_path):
@@ -144,7 +166,7 @@ def test_windowed_scan_sees_a_name_wherever_the_window_cuts_it(tmp_path):
     """The scan reads a file a window at a time: a name across two windows must still be seen."""
     p = tmp_path / "m.py"
     buf = bytearray(64)  # a small window, so the names fall across its edges
-    for name in NEEDLES:
+    for name in prefilter().needles:
         for offset in range(0, 200, 7):
             data = b"#" * offset + name + b"(q)\n" + b"y = 2\n" * 20
             p.write_bytes(data)

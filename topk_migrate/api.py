@@ -5,6 +5,7 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import List, Optional, Sequence
 
+from . import discover
 from .discover import iter_python_files, may_hold_site, read_regular
 from .model import Capability, InputError, Site, Status
 
@@ -13,15 +14,16 @@ from .model import Capability, InputError, Site, Status
 
 
 class KernelGate:
-    """callee -> Capability for the calls in one file; remembers each decision for the report."""
+    """callee -> Capability (does the kernel behind it take the rule's parameter) for the calls in
+    one file; remembers each decision for the report. The parameter and the first version of each
+    distribution that has it are the rule's data."""
 
-    def __init__(self, path: str, kernel: Optional[str] = None):
-        from topk_migrate.codemods.pass_topk_length import KERNEL_DISTS, MIN_KERNEL
-
+    def __init__(self, path: str, kernel: Optional[str] = None, param: str = "", min_versions=None):
         from . import kernels
         from .project import project_root
 
-        self.path, self.min, self.dists = path, MIN_KERNEL, KERNEL_DISTS
+        self.param, self.min, self.dists = param, dict(min_versions or {}), kernels.PROVIDERS
+        self.path = path
         self.root = project_root(path)
         self.decisions: dict = {}  # callee -> "what decided, from where"
         self.explicit = None
@@ -50,9 +52,9 @@ class KernelGate:
         return cap
 
     def _decide(self, callee: str) -> Capability:
-        from topk_migrate.codemods.pass_topk_length import PARAM
-
         from . import kernels
+
+        param = self.param
 
         module = callee.split(".")[0]
         dists = self.dists.get(module, tuple(d for ds in self.dists.values() for d in ds))
@@ -72,32 +74,32 @@ class KernelGate:
             iface = kernels.read_interface(self.path, callee)
         if iface is not None:
             where = f"interface at {os.path.relpath(iface.path, self.root).replace(os.sep, '/')}:{iface.line}"
-            if PARAM in iface.params:
-                return Capability(True, f"{where} takes topk_length", iface.params.index(PARAM), where)
+            if param in iface.params:
+                return Capability(True, f"{where} takes {param}", iface.params.index(param), where)
             if not iface.has_var_kwargs:
-                return Capability(False, f"{where} has no topk_length parameter", decision=where)
+                return Capability(False, f"{where} has no {param} parameter", decision=where)
         if undecided:
-            what = f"{' and '.join(undecided)} allow{'s' if len(undecided) == 1 else ''} versions both with and without topk_length"
+            what = f"{' and '.join(undecided)} allow{'s' if len(undecided) == 1 else ''} versions both with and without {param}"
         else:
             what = f"no pin of {self._names(dists)}"
             if module in self.dists and (module,) != dists:
                 what += f" (the distribution{'s' if len(dists) > 1 else ''} of {module})"
             what += " found"
         example = f"{dists[0]}==VERSION"
-        return Capability(None, f"{what}; topk_length needs {self._needs(dists)}; declare the kernel with "
+        return Capability(None, f"{what}; {param} needs {self._needs(dists)}; declare the kernel with "
                                 f'--kernel {example} or kernel = "{example}" in [tool.topk-migrate]')
 
     def _pinned(self, ok: bool, pins, dists) -> Capability:
         said = "; ".join(f"{p} from {p.source}" for p in pins)
         if ok:
             return Capability(True, said, decision=said)
-        return Capability(False, f"{said} (topk_length needs {self._needs(dists)})", decision=said)
+        return Capability(False, f"{said} ({self.param} needs {self._needs(dists)})", decision=said)
 
     def _needs(self, dists) -> str:
         """The first version of each providing distribution that accepts topk_length."""
         known = [f"{d}>={self.min[d]}" for d in dists if self.min.get(d)]
         never = [d for d in dists if d in self.min and self.min[d] is None]
-        text = " or ".join(known) or "a kernel with topk_length"
+        text = " or ".join(known) or f"a kernel with {self.param}"
         return text + (f", and no {self._names(never)} release has it" if never else "")
 
     @staticmethod
@@ -105,9 +107,14 @@ class KernelGate:
         return " or ".join(dists)
 
 
-def kernel_gate(path: str, kernel: Optional[str] = None) -> KernelGate:
-    """A function callee -> Capability, for calls in the file at `path`."""
-    return KernelGate(path, kernel)
+def kernel_gate(path: str, kernel: Optional[str] = None, rule=None) -> KernelGate:
+    """A function callee -> Capability for calls in the file at `path`: does the kernel take
+    `rule`'s parameter (the first rule on by default when none is given)."""
+    if rule is None:
+        from . import rules
+
+        rule = rules.load(rules.enabled()[0].id)
+    return KernelGate(path, kernel, rule.param or "", rule.min_kernel)
 
 
 @dataclass
@@ -122,38 +129,50 @@ class Migration:
 
 
 def migrate_source(source: str, path: str = "<string>", kernel: Optional[str] = None,
-                   metadata: Sequence[str] = ()) -> Migration:
-    """Classify every kernel call in `source`; new_source has the fixable ones rewritten.
+                   metadata: Sequence[str] = (), enable: Sequence[str] = (), disable: Sequence[str] = ()) -> Migration:
+    """Classify every kernel call in `source` with the enabled rules; new_source has the fixable ones rewritten.
 
     Raises InputError (one line) for source that LibCST must not see (guard.py)."""
     from . import guard
 
-    return _migrate_checked(source, guard.needs_isolation(guard.parse_checked(source, path)), path, kernel, metadata)
+    tree = guard.parse_checked(source, path)
+    return _migrate_checked(source, guard.needs_isolation(tree), path, kernel, metadata, (tuple(enable), tuple(disable)))
 
 
-def _migrate_checked(text: str, isolate: bool, path: str, kernel: Optional[str], metadata: Sequence[str]) -> Migration:
+def _migrate_checked(text: str, isolate: bool, path: str, kernel: Optional[str], metadata: Sequence[str],
+                     switches=((), ())) -> Migration:
     """_migrate() on text that passed guard.parse_checked: in a child process if guard calls it risky."""
     from . import guard
 
     if isolate:
-        return guard.isolated(_migrate, text, path, kernel, metadata)
-    return _migrate(text, path, kernel, metadata)
+        return guard.isolated(_migrate, text, path, kernel, metadata, switches)
+    return _migrate(text, path, kernel, metadata, switches)
 
 
-def _migrate(source: str, path: str, kernel: Optional[str], metadata: Sequence[str]) -> Migration:
+def _migrate(source: str, path: str, kernel: Optional[str], metadata: Sequence[str], switches=((), ())) -> Migration:
+    """Each enabled site rule classifies the original text (so every site keeps its own line);
+    a rule's rewrite is made on top of the rewrites before it."""
     import libcst as cst
-    from topk_migrate.codemods.pass_topk_length import migrate
 
+    from . import rules
     from .files import check_rewrite, syntax_error_message
 
+    new, sites = source, []
     try:
-        gate = kernel_gate(path, kernel)
-        new, sites = migrate(source, path, gate, metadata)
-        sites = [replace(s, kernel=gate.decisions[s.callee]) if s.callee in gate.decisions else s for s in sites]
+        for spec in rules.enabled(*switches):
+            if not spec.has_sites or not any(e in source for e in spec.entry_points):
+                continue
+            rule = rules.load(spec.id)
+            gate = kernel_gate(path, kernel, rule)
+            out, found = rule.sites(source, path, gate, metadata)
+            sites += [replace(s, rule=spec.id, kernel=gate.decisions.get(s.callee, s.kernel)) for s in found]
+            if out != source:
+                new = out if new == source else rule.sites(new, path, gate, metadata)[0]
     except cst.ParserSyntaxError as e:  # CPython's message names the right line and spots Python 2
         raise InputError(syntax_error_message(source, path) or f"syntax error: {e.message}") from None
     if new != source:
         check_rewrite(source, new, path)  # never hand back code that does not parse, not even as a diff
+    sites.sort(key=lambda s: (s.line, s.column))
     return Migration(source, new, sites)
 
 
@@ -230,8 +249,8 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
             from .files import input_error
 
             raise input_error(e, path) from None
-        if not may_hold_site(raw):
-            return out
+        if not discover.prefilter_for(everything=True).matches(raw):
+            return out  # no call any rule reads, whatever a project switches on
         from .config import config_for
         from .files import decode_source
 
@@ -242,25 +261,31 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
         if write and data is None:
             _clean_once(os.path.dirname(os.path.realpath(path)))
         text, kernel = src.text, kernel or cfg.kernel
+        switches = (cfg.enable, cfg.disable)
+        if not discover.prefilter_for(tuple(sorted(cfg.enable))).matches(raw):
+            return out  # none of the rules this project runs
+        from .rules import enabled
+
+        names = tuple(e for r in enabled(*switches) if r.has_sites for e in r.entry_points)
         memory.check(raw, memory.PARSE_BYTES_PER_TOKEN, "parse")
         tree = guard.parse_checked(text, path)
         isolate = guard.needs_isolation(tree)
         classify_first = narrowed or len(raw) > NARROW_BYTES
         if classify_first:
-            cut = narrow.narrow(text, tree)
+            cut = narrow.narrow(text, tree, names)
             if cut == narrow.NOTHING:
                 return out
             small = cut or text
         del tree  # not held while LibCST runs
         if classify_first:
             memory.check(narrow.without_stubs(small), memory.REWRITE_BYTES_PER_TOKEN, "analyse")
-            m = _migrate_checked(small, isolate, path, kernel, cfg.metadata)
+            m = _migrate_checked(small, isolate, path, kernel, cfg.metadata, switches)
             out.sites = m.sites  # the file's sites, whatever happens to the rewrite below
             if narrowed or not any(s.status is Status.FIXABLE for s in m.sites):
                 return out
         # A rewrite is made on the whole text (LibCST must see all of it to write it back).
         memory.check(text, memory.REWRITE_BYTES_PER_TOKEN, "rewrite")
-        m = _migrate_checked(text, isolate, path, kernel, cfg.metadata)
+        m = _migrate_checked(text, isolate, path, kernel, cfg.metadata, switches)
         out.sites = m.sites
         if m.changed and not narrowed:
             import difflib

@@ -32,7 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import click
@@ -72,8 +72,11 @@ def _warm() -> None:
     import packaging.requirements  # noqa: F401
     import packaging.tags  # noqa: F401
 
-    from . import api, files, guard, kernels, memory, narrow, project  # noqa: F401
-    from .codemods import pass_topk_length  # noqa: F401
+    from . import api, files, guard, kernels, memory, narrow, project, rules  # noqa: F401
+
+    for r in rules.enabled():
+        if r.has_sites:
+            rules.load(r.id)
 
 
 def analyse(path: str, kernel: Optional[str], cwd: Optional[str] = None) -> Tuple[str, List[Site], Optional[str]]:
@@ -394,6 +397,7 @@ def audit(
 
     follow_links and note (told what a walk leaves out, and why): as discover.iter_python_files."""
     t0 = time.perf_counter()
+    _use_rules(paths)
     prog = _Progress(progress)
     runner = _Runner(jobs or os.cpu_count() or 1)
     tally = _Tally()
@@ -415,13 +419,27 @@ def audit(
             for s in got:
                 reason = s.reason.replace(tmp + os.sep, "") if tmp else s.reason
                 p = path if tmp else s.path
-                sites.append(Site(_rel(p, root), s.line, s.column, s.callee, s.status, reason, s.metadata, s.kernel))
+                sites.append(replace(s, path=_rel(p, root), reason=reason))
     finally:
         runner.close()
         prog.close()
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
     return _result(sites, tally, root, rev, commit, t0)
+
+
+def _use_rules(paths: Sequence[str]) -> None:
+    """Scan for the rules on by default and those the given paths' projects enable."""
+    from .config import config_for
+    from .discover import use_rules
+
+    enable = set()
+    for p in paths:
+        try:
+            enable.update(config_for(os.path.abspath(p) if os.path.isdir(p) else os.path.dirname(os.path.abspath(p))).enable)
+        except InputError:
+            pass  # reported where the file's own analysis reads it
+    use_rules(sorted(enable))
 
 
 def _result(sites, tally, root, rev, commit, t0) -> AuditResult:

@@ -15,13 +15,15 @@ class Config:
     metadata: Tuple[str, ...] = ()  # extra dotted names known to hold clipped seqlens
     include: Tuple[str, ...] = ()
     exclude: Tuple[str, ...] = ()
+    enable: Tuple[str, ...] = ()  # rule ids to run besides those on by default
+    disable: Tuple[str, ...] = ()  # rule ids not to run
     source: Optional[str] = None  # the pyproject.toml it came from
 
     def merged(self, **overrides) -> "Config":
         return Config(**{**self.__dict__, **{k: v for k, v in overrides.items() if v}})
 
 
-KEYS = ("kernel", "metadata", "include", "exclude")
+KEYS = ("kernel", "metadata", "include", "exclude", "enable", "disable")
 
 
 def is_dotted_name(text: str) -> bool:
@@ -94,7 +96,17 @@ def _load(pyproject: str) -> Optional[Config]:
         if not is_dotted_name(m):
             raise InputError(f"{where} metadata: {_shown(m)} is not a dotted name (name.attr...); "
                              "only names are inserted into source")
-    return Config(kernel, metadata, _strings(table, "include", where), _strings(table, "exclude", where), pyproject)
+    switched = {}
+    for key in ("enable", "disable"):
+        switched[key] = _strings(table, key, where)
+        try:
+            from .rules import check_ids
+
+            check_ids(switched[key], f"{where} {key}")
+        except ValueError as e:
+            raise InputError(str(e)) from None
+    return Config(kernel, metadata, _strings(table, "include", where), _strings(table, "exclude", where),
+                  switched["enable"], switched["disable"], pyproject)
 
 
 @functools.lru_cache(maxsize=None)

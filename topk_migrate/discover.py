@@ -14,15 +14,76 @@ linear in the path's length whatever a fork's .gitignore holds.
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import re
 import stat
 from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-# Every spelling the resolver knows ends in one of these names; a file without
-# any of them cannot hold a site and is never parsed.
-NEEDLES = (b"flash_mla_sparse_fwd", b"flash_mla_sparse_prefill", b"sparse_prefill_fwd")
-_COMMON = b"sparse_"  # in every needle: one cheap scan rules out most files
+class Prefilter:
+    """Bytes that cannot hold a call of any needle are never parsed.
+
+    Every spelling the resolver knows ends in a needle (an entry point of an enabled rule).
+    The needles are covered by a few shared fragments (`sparse_` for the prefill names): one
+    scan per fragment rules out most files, and the needles are searched only where one is.
+    """
+
+    def __init__(self, needles: Sequence[bytes]):
+        self.needles = tuple(sorted(set(needles)))
+        self.groups = _cover(self.needles)  # (fragment, needles holding it)
+        self.carry = max(map(len, self.needles), default=1) - 1  # kept across windows: a name across the cut is still seen
+
+    def matches(self, data) -> bool:
+        return self.find(data, len(data))
+
+    def find(self, buf, end: int) -> bool:
+        return any(buf.find(frag, 0, end) >= 0 and any(buf.find(n, 0, end) >= 0 for n in group)
+                   for frag, group in self.groups)
+
+
+def _cover(needles: Sequence[bytes], shortest: int = 6) -> List[Tuple[bytes, Tuple[bytes, ...]]]:
+    """Greedy: the longest substring (of at least `shortest` bytes) shared by the most needles
+    not yet covered, until every needle is; a needle no other shares is its own fragment."""
+    left, out = list(needles), []
+    while left:
+        best, holders = left[0], [left[0]]
+        for n in left:
+            for i in range(len(n)):
+                for j in range(i + shortest, len(n) + 1):
+                    frag = n[i:j]
+                    have = [m for m in left if frag in m]
+                    if (len(have), len(frag)) > (len(holders), len(best)):
+                        best, holders = frag, have
+        out.append((best, tuple(holders)))
+        left = [n for n in left if n not in holders]
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def prefilter_for(enable: Tuple[str, ...] = (), everything: bool = False) -> Prefilter:
+    """The prefilter of the site rules on by default plus `enable` (everything: of every site rule)."""
+    from .rules import site_needles
+
+    return Prefilter(site_needles(enable, everything))
+
+
+_active: Tuple[str, ...] = ()
+
+
+def use_rules(enable: Sequence[str]) -> None:
+    """From here on (and in scanner processes forked later) may_hold_site looks for the rules on by
+    default plus `enable`: what the configuration of the paths a command was given switches on."""
+    global _active
+    _active = tuple(sorted(set(enable)))
+
+
+def prefilter() -> Prefilter:
+    return prefilter_for(_active)
+
+
+def may_hold_site(data: bytes) -> bool:
+    return prefilter().matches(data)
+
 
 # .gitignore, pyproject.toml and the like: a bigger one is refused, not read.
 PROJECT_FILE_LIMIT = 1 << 20
@@ -30,12 +91,7 @@ PROJECT_FILE_LIMIT = 1 << 20
 Note = Callable[[str, str], None]  # (path, why it was left out): `path: skipped: why` with -v
 
 
-def may_hold_site(data: bytes) -> bool:
-    return _COMMON in data and any(n in data for n in NEEDLES)
-
-
 SCAN_WINDOW = 1 << 20  # bytes a scan holds of a file at once, whatever its size
-_CARRY = max(map(len, NEEDLES)) - 1  # kept from one window to the next: a name across the cut is still seen
 
 
 def _open_regular(path: str) -> Tuple[int, os.stat_result]:
@@ -58,6 +114,7 @@ def file_may_hold_site(path: str, buf: Optional[bytearray] = None) -> bool:
     however large a file is. OSError, as read_regular, for what is not a regular file (never blocks on
     a FIFO) or cannot be read."""
     fd, st = _open_regular(path)
+    pf = prefilter()
     try:
         if buf is None:
             buf = bytearray(SCAN_WINDOW)
@@ -68,12 +125,11 @@ def file_may_hold_site(path: str, buf: Optional[bytearray] = None) -> bool:
             got = os.readv(fd, [view[have:]])
             total += got
             end = have + got
-            # one search for the fragment all names share; the names themselves only where it is
-            if got and buf.find(_COMMON, 0, end) >= 0 and any(buf.find(n, 0, end) >= 0 for n in NEEDLES):
+            if got and pf.find(buf, end):
                 return True
             if got < want and total >= st.st_size or not got:
                 return False  # the end (a short read at or past the size fstat gave)
-            have = min(_CARRY, end)
+            have = min(pf.carry, end)
             view[:have] = bytes(view[end - have:end])
     finally:
         os.close(fd)

@@ -137,10 +137,14 @@ def decide(spec: str, floor: Optional[str]) -> Optional[bool]:
 # -- the kernel tables --------------------------------------------------------------------
 
 
-def _tables() -> Tuple[MinVersions, Dict[str, Tuple[str, ...]]]:
-    from topk_migrate.codemods.pass_topk_length import KERNEL_DISTS, MIN_KERNEL
-
-    return MIN_KERNEL, KERNEL_DISTS
+# Which distributions can provide a kernel imported from a top-level module (the first is the one
+# `--kernel MODULE==VERSION` means). Which of their versions take a parameter is each rule's data.
+PROVIDERS: Dict[str, Tuple[str, ...]] = {
+    "sgl_kernel": ("sglang-kernel", "sgl-kernel"),
+    "flash_mla": ("flash-mla", "tokenspeed-flashmla"),
+    "vllm": ("vllm",),
+    "tokenspeed_kernel": ("tokenspeed-kernel", "tokenspeed-flashmla"),
+}
 
 
 EXAMPLE_KERNEL = "sglang-kernel==0.4.6"  # shown where a kernel must be declared
@@ -150,8 +154,8 @@ def parse_pin(text: str, source: str) -> Pin:
     """--kernel or [tool.topk-migrate] kernel: a kernel distribution (or the module users
     import, `sgl_kernel==0.4.5` meaning sglang-kernel) and a version specifier. ValueError
     with a one-line message saying what is expected otherwise."""
-    min_kernel, kernel_dists = _tables()
-    dists = sorted({d for ds in kernel_dists.values() for d in ds} | set(min_kernel))
+    kernel_dists = PROVIDERS
+    dists = sorted({d for ds in kernel_dists.values() for d in ds})
     expected = (f"expected NAME==VERSION (or another version specifier), NAME a kernel distribution or the "
                 f"module it provides, e.g. {EXAMPLE_KERNEL} or sgl_kernel==0.4.6 "
                 f"(distributions: {', '.join(dists)}; modules: {', '.join(sorted(kernel_dists))})")

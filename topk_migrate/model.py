@@ -7,8 +7,8 @@ from typing import Optional
 
 
 class Status(str, Enum):
-    COMPLIANT = "compliant"  # already passes topk_length
-    OPT_OUT = "opt-out"  # passes topk_length=None on purpose, or suppressed by comment
+    COMPLIANT = "compliant"  # already does what the rule asks (passes topk_length)
+    OPT_OUT = "opt-out"  # opts out on purpose (topk_length=None), or suppressed by comment
     FIXABLE = "fixable"  # apply will rewrite it
     MANUAL = "manual"  # needs a human; `reason` says why
 
@@ -26,6 +26,7 @@ class Site:
     reason: str
     metadata: Optional[str] = None  # expression a fix passes as topk_length
     kernel: Optional[str] = None  # the kernel decision the gate used and where it came from
+    rule: str = ""  # id of the rule that reported it (topk_migrate/rules.py)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -33,7 +34,8 @@ class Site:
         return d
 
     def format(self) -> str:
-        return f"{self.path}:{self.line}:{self.column} {self.status.value} {self.callee} \u2014 {self.reason}"
+        rule = f" [{self.rule}]" if self.rule else ""
+        return f"{self.path}:{self.line}:{self.column} {self.status.value} {self.callee} \u2014 {self.reason}{rule}"
 
 
 @dataclass(frozen=True)

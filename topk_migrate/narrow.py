@@ -36,11 +36,13 @@ import os
 import re
 from typing import List, Optional, Set, Tuple, Union
 
-from .discover import NEEDLES
+import functools
 
-_NAMES = tuple(n.decode() for n in NEEDLES)
-# An entry point imported under another name; comments and continuations may sit before `as`.
-_ALIAS = re.compile(r"(?:%s)(?:\s|\\|#[^\n]*)*as\b" % "|".join(_NAMES))
+
+@functools.lru_cache(maxsize=None)
+def _alias(names: Tuple[str, ...]):
+    """An entry point imported under another name; comments and continuations may sit before `as`."""
+    return re.compile(r"(?:%s)(?:\s|\\|#[^\n]*)*as\b" % "|".join(map(re.escape, names)))
 _Def = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 _Import = Union[ast.Import, ast.ImportFrom]
 Found = Tuple[str, ast.stmt, ast.Call]  # (innermost function name, innermost statement, call)
@@ -52,10 +54,15 @@ def enabled() -> bool:
     return not os.environ.get("TOPK_MIGRATE_NO_NARROW")
 
 
-def narrow(text: str, tree: Union[ast.Module, None, str] = "parse") -> Optional[str]:
+def narrow(text: str, tree: Union[ast.Module, None, str] = "parse", entry_points: Tuple[str, ...] = ()) -> Optional[str]:
     """The narrowed source, NOTHING, or None when it cannot be done safely (parse it whole).
 
-    tree: ast.parse(text) when the caller has it already (None: CPython could not parse it)."""
+    tree: ast.parse(text) when the caller has it already (None: CPython could not parse it).
+    entry_points: the names the enabled rules read (default: those of the rules on by default)."""
+    if not entry_points:
+        from .rules import enabled
+
+        entry_points = tuple(e for r in enabled() if r.has_sites for e in r.entry_points)
     if "\r" in text or "\f" in text or "\v" in text or "\x1c" in text or "\x1d" in text or "\x1e" in text:
         return None  # line splitting below must agree with the parsers': only \n here
     if tree == "parse":
@@ -66,11 +73,11 @@ def narrow(text: str, tree: Union[ast.Module, None, str] = "parse") -> Optional[
     if tree is None:
         return None  # let the engine report it (or parse syntax newer than ours)
     lines = text.split("\n")
-    names = set(_NAMES)
-    if _ALIAS.search(text):
+    names = set(entry_points)
+    if _alias(entry_points).search(text):
         for x in ast.walk(tree):
             if isinstance(x, (ast.Import, ast.ImportFrom)):
-                names.update(a.asname for a in x.names if a.asname and any(n in a.name for n in _NAMES))
+                names.update(a.asname for a in x.names if a.asname and any(n in a.name for n in entry_points))
     scan = _Scan(lines, names)
     scan.block(tree.body, "")
     calls, imports = scan.calls, scan.imports

@@ -39,8 +39,8 @@ def summary_line(summary: dict) -> str:
 
 def render_text(sites: Sequence[Site], errors: Errors, summary: dict) -> str:
     rows = [("LOCATION", "STATUS", "CALLEE", "REASON")]
-    rows += [(printable(f"{s.path}:{s.line}:{s.column}"), s.status.value, printable(s.callee), printable(s.reason))
-             for s in sites]
+    rows += [(printable(f"{s.path}:{s.line}:{s.column}"), s.status.value, printable(s.callee),
+              printable(s.reason + (f" [{s.rule}]" if s.rule else ""))) for s in sites]
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     out = []
     if sites:
@@ -56,6 +56,8 @@ def to_json(sites: Sequence[Site], errors: Errors, summary: dict) -> dict:
     def site(s: Site) -> dict:
         d = s.to_dict()
         out = {k: d[k] for k in keys}
+        if s.rule:
+            out["rule"] = s.rule
         if s.kernel:  # optional: the kernel decision the gate used, and where it came from
             out["kernel"] = s.kernel
         return out
@@ -80,25 +82,12 @@ def render_json(sites: Sequence[Site], errors: Errors, summary: dict) -> str:
 
 # -- SARIF --------------------------------------------------------------------
 
-# One rule per status that asks something of a person; compliant sites are not results.
-RULES: Dict[Status, dict] = {
-    Status.FIXABLE: {
-        "id": "TKM001", "name": "TopkLengthMissingFixable", "level": "warning",
-        "short": "Sparse FlashMLA call without topk_length; `topk-migrate apply` can add it",
-        "help": "Without topk_length the kernel scans the whole -1-padded top-k width for every row. "
-                "Run `topk-migrate apply` on the file to pass the clipped-seqlen metadata.",
-    },
-    Status.MANUAL: {
-        "id": "TKM002", "name": "TopkLengthMissingManual", "level": "error",
-        "short": "Sparse FlashMLA call without topk_length that needs a manual fix",
-        "help": "The call does not pass topk_length and cannot be rewritten automatically; "
-                "the result message says why. Pass per-row valid-index counts (int32, one per q row).",
-    },
-    Status.OPT_OUT: {
-        "id": "TKM003", "name": "TopkLengthOptOut", "level": "note",
-        "short": "Sparse FlashMLA call opted out of topk_length",
-        "help": "The call passes topk_length=None or carries a `# topk-migrate: ignore` comment.",
-    },
+# The SARIF level of each status that asks something of a person; compliant sites are not results.
+LEVELS: Dict[Status, str] = {Status.FIXABLE: "warning", Status.MANUAL: "error", Status.OPT_OUT: "note"}
+WHAT: Dict[Status, str] = {
+    Status.FIXABLE: "`topk-migrate apply` can fix it",
+    Status.MANUAL: "needs a manual fix; the message says why",
+    Status.OPT_OUT: "opted out (the message says how)",
 }
 
 
@@ -119,24 +108,37 @@ def _location(path: str, line: int = 0, column: int = 0) -> dict:
     return {"physicalLocation": loc}
 
 
+def _sarif_rules(sites: Sequence[Site]) -> List[dict]:
+    """One SARIF rule per migration rule (topk_migrate/rules.py), its id the rule's id."""
+    from . import rules
+
+    known = {r.id: r for r in rules.specs() if r.has_sites}
+    out = []
+    for rid in sorted(set(known) | {s.rule for s in sites if s.rule}):
+        r = known.get(rid)
+        summary, help_text = (r.summary, " ".join(r.help.split())) if r else (rid, rid)
+        out.append({
+            "id": rid, "name": "".join(w.capitalize() for w in rid.split("-")),
+            "shortDescription": {"text": summary},
+            "fullDescription": {"text": help_text},
+            "help": {"text": help_text + " Suppress one call with `# topk-migrate: ignore[" + rid + "] <why>`."},
+            "defaultConfiguration": {"level": "warning", "enabled": bool(r.default_enabled) if r else True},
+            "properties": {"tags": ["performance", "flashmla"]},
+        })
+    return out
+
+
 def to_sarif(sites: Sequence[Site], errors: Errors, summary: dict) -> dict:
-    order = list(RULES)
-    rules = [{
-        "id": r["id"], "name": r["name"],
-        "shortDescription": {"text": r["short"]},
-        "fullDescription": {"text": r["help"]},
-        "help": {"text": r["help"]},
-        "defaultConfiguration": {"level": r["level"]},
-        "properties": {"tags": ["performance", "flashmla"]},
-    } for r in RULES.values()]
+    rules = _sarif_rules(sites)
+    order = [r["id"] for r in rules]
     results = []
     for s in sites:
-        if s.status not in RULES:
+        if s.status not in LEVELS:
             continue
-        r = RULES[s.status]
+        rid = s.rule or order[0]
         res = {
-            "ruleId": r["id"], "ruleIndex": order.index(s.status), "level": r["level"],
-            "message": {"text": f"{s.callee}: {s.reason}"},
+            "ruleId": rid, "ruleIndex": order.index(rid), "level": LEVELS[s.status],
+            "message": {"text": f"{s.callee}: {s.status.value}, {WHAT[s.status]}: {s.reason}"},
             "locations": [_location(s.path, s.line, s.column)],
             "partialFingerprints": {
                 "topkMigrateSite/v1": hashlib.sha256(f"{s.path}\0{s.callee}\0{s.line}".encode("utf-8", "surrogateescape")).hexdigest()},
@@ -181,7 +183,8 @@ def render_github(sites: Sequence[Site], errors: Errors, summary: dict) -> str:
     out: List[str] = []
     for s in sites:
         if s.status in kind:
-            props = f"file={_prop(s.path)},line={s.line},col={s.column},title={_prop('topk-migrate: ' + s.status.value)}"
+            title = f"topk-migrate {s.rule}: {s.status.value}" if s.rule else f"topk-migrate: {s.status.value}"
+            props = f"file={_prop(s.path)},line={s.line},col={s.column},title={_prop(title)}"
             out.append(f"::{kind[s.status]} {props}::{_data(f'{s.callee}: {s.reason}')}")
     out += [f"::error file={_prop(p)},title=topk-migrate%3A error::{_data(e)}" for p, e in errors]
     out.append(summary_line(summary))

@@ -11,7 +11,7 @@ from .bind import FAILING, SEVERITY
 from .diff import GUARD_ADDED, GUARD_REMOVED
 from .engine import BumpReport
 
-FORMATS = ("text", "json", "markdown")
+FORMATS = ("text", "json", "sarif", "github", "markdown")  # audit's formats, and one for a PR description
 RELEASE_HELP = "NAME==VERSION (downloaded once, cached), a wheel file, site-packages, a source tree or the wrapper .py"
 
 
@@ -89,6 +89,61 @@ def markdown_report(r: BumpReport) -> str:
     return "\n".join(out) + "\n"
 
 
+# SARIF and GitHub levels of each verdict; unchanged sites are not results.
+LEVELS = {"breaks": "error", "rebinds": "error", "manual": "error", "changes-default": "warning",
+          "opportunity": "note"}
+GITHUB = {"error": "error", "warning": "warning", "note": "notice"}
+
+
+def _rule_of(s) -> str:
+    """The rule behind a site's verdict (topk_migrate/rules.py), or the signature diff's own `signature-<verdict>`."""
+    return next((f.rule for f in s.findings if f.verdict == s.verdict and f.rule), f"signature-{s.verdict}")
+
+
+def sarif_report(r: BumpReport) -> str:
+    from topk_migrate import report as audit_report, rules
+
+    shown = [s for s in r.sites if s.verdict in LEVELS]
+    known = {x.id: x for x in rules.specs() if x.has_bump}
+    ids = sorted(set(known) | {_rule_of(s) for s in shown})
+
+    def rule(rid: str) -> dict:
+        spec = known.get(rid)
+        text = " ".join(spec.help.split()) if spec else f"The signature diff says `{rid[len('signature-'):]}` for this call."
+        return {"id": rid, "shortDescription": {"text": spec.summary if spec else rid}, "fullDescription": {"text": text},
+                "help": {"text": text}, "properties": {"tags": ["flashmla", "bump"]}}
+
+    results = [{
+        "ruleId": _rule_of(s), "ruleIndex": ids.index(_rule_of(s)), "level": LEVELS[s.verdict],
+        "message": {"text": f"{s.callee}: {s.verdict}: {s.reason}" + (f" (fix: {s.fix})" if s.fix else "")},
+        "locations": [audit_report._location(s.path, s.line, s.column)],
+        "properties": {"verdict": s.verdict, "entry_point": s.entry_point, "fix": s.fix},
+    } for s in shown]
+    notes = [{"level": "error", "message": {"text": e}, "locations": [audit_report._location(p)]} for p, e in r.errors]
+    doc = {"$schema": audit_report.SARIF_SCHEMA, "version": "2.1.0", "runs": [{
+        "tool": {"driver": {"name": "topk-migrate", "version": audit_report._tool_version(),
+                            "rules": [rule(i) for i in ids]}},
+        "columnKind": "unicodeCodePoints", "results": results,
+        "invocations": [{"executionSuccessful": not r.errors, "toolExecutionNotifications": notes}],
+        "properties": {"from": r.old.label, "to": r.new.label, "summary": {"files": r.files, **r.counts()}},
+    }]}
+    return audit_report._dumps(doc)
+
+
+def github_report(r: BumpReport) -> str:
+    """`::error file=...` lines GitHub Actions turns into annotations on the diff."""
+    from topk_migrate.report import _data, _prop
+
+    out = []
+    for s in r.sites:
+        if s.verdict in LEVELS:
+            title = _prop(f"topk-migrate bump {_rule_of(s)}: {s.verdict}")
+            out.append(f"::{GITHUB[LEVELS[s.verdict]]} file={_prop(s.path)},line={s.line},col={s.column},title={title}"
+                       f"::{_data(f'{s.callee}: {s.reason}')}")
+    out += [f"::error file={_prop(p)},title=topk-migrate%3A error::{_data(e)}" for p, e in r.errors]
+    return "\n".join(out) + "\n"
+
+
 @click.command("bump")
 @click.option("--from", "old", required=True, metavar="RELEASE", help="The kernel release pinned now: " + RELEASE_HELP)
 @click.option("--to", "new", required=True, metavar="RELEASE", help="The release to move to (same forms).")
@@ -114,7 +169,8 @@ def bump_command(old, new, paths, fmt, output, follow_links, verbose):
         sys.exit(2)
     report = run(paths, old_release, new_release, follow_links=follow_links)
     text = {"text": lambda: text_report(report, verbose), "json": lambda: json_report(report),
-            "markdown": lambda: markdown_report(report)}[fmt]()
+            "markdown": lambda: markdown_report(report), "sarif": lambda: sarif_report(report),
+            "github": lambda: github_report(report)}[fmt]()
     if output:
         from pathlib import Path
 

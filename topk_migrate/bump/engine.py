@@ -1,13 +1,14 @@
 """Run a bump over files and directories: the signature diff, then a verdict per call site."""
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .bind import FAILING, SEVERITY, BumpSite, CallArgs, compare, match
 from .diff import Change, diff
-from .rules import RULES, Context
+from .context import Context
 from .signatures import Release
 
 
@@ -60,7 +61,8 @@ class _FileError(Exception):
 def _file_sites(path: str, needles, root_re, names, roots, old: Release, new: Release) -> List[BumpSite]:
     import libcst as cst
 
-    from topk_migrate import guard
+    from topk_migrate import guard, rules as registry
+    from topk_migrate.config import config_for
     from topk_migrate.discover import read_regular
     from topk_migrate.files import decode_source, input_error
     from topk_migrate.model import InputError
@@ -81,12 +83,15 @@ def _file_sites(path: str, needles, root_re, names, roots, old: Release, new: Re
     except cst.ParserSyntaxError as e:
         raise _FileError(f"syntax error: {e.message}") from None
     facts = collect(module)
-    rule_sites: Dict[str, Optional[dict]] = {"sites": None}
+    cfg = config_for(os.path.dirname(os.path.abspath(path)))
+    rules = [registry.load(r.id) for r in registry.enabled(cfg.enable, cfg.disable, everything=True) if r.has_bump]
+    site_rules: Dict[str, dict] = {}
 
-    def topk_rule_sites() -> dict:
-        if rule_sites["sites"] is None:
-            rule_sites["sites"] = _topk_rule_sites(path, new.pin)
-        return rule_sites["sites"]
+    def rule_sites(rule_id: str) -> dict:
+        """The site rules' verdicts on this file under the new pin (one run for all of them)."""
+        if not site_rules:
+            site_rules.update(_site_rule_verdicts(path, new.pin))
+        return site_rules.get(rule_id, {"error": site_rules["error"]} if "error" in site_rules else {})
 
     out = []
     for c in facts.calls:
@@ -97,9 +102,9 @@ def _file_sites(path: str, needles, root_re, names, roots, old: Release, new: Re
         old_ep, new_ep = old.entry_points.get(entry), new.entry_points.get(entry)
         line, col = c.range.start.line, c.range.start.column + 1
         site = BumpSite(path, line, col, c.callee, entry, findings=compare(old_ep, new_ep, args, old, new))
-        ctx = Context(path, line, col, entry, args, old, new, old_ep, new_ep, topk_rule_sites)
-        for rule in RULES:
-            site.findings += rule.check(ctx)
+        ctx = Context(path, line, col, entry, args, old, new, old_ep, new_ep, rule_sites)
+        for rule in rules:
+            site.findings += rule.bump(ctx)
         site.settle()
         out.append(site)
     return out
@@ -146,12 +151,15 @@ def _narrowed(text: str, tree, names: set) -> str:
     return "".join(lines) if cut else text
 
 
-def _topk_rule_sites(path: str, pin: Optional[str]) -> dict:
-    """pass_topk_length's verdict on this file under the new pin, by (line, column): the file as
-    `audit` reads it (narrowed to what the rule looks at, the project's [tool.topk-migrate] applied)."""
+def _site_rule_verdicts(path: str, pin: Optional[str]) -> dict:
+    """Every site rule's verdicts on this file under the new pin: rule id -> {(line, column): Site}, or
+    {"error": line}: the file as `audit` reads it (narrowed, the project's [tool.topk-migrate] applied)."""
     from topk_migrate import api
 
     outcome = api.process_file(path, kernel=pin, narrowed=True)
     if outcome.error:
         return {"error": outcome.error}
-    return {(s.line, s.column): s for s in outcome.sites}
+    out: Dict[str, dict] = {}
+    for s in outcome.sites:
+        out.setdefault(s.rule, {})[(s.line, s.column)] = s
+    return out

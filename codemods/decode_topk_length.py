@@ -1,0 +1,132 @@
+"""`flash_mla_with_kvcache(..., indices=...)` without `topk_length`: reported, never rewritten.
+
+The decode wrapper takes topk_length from sglang-kernel 0.4.3 on, but passing it can turn a
+working decode into a crash: with tensor scheduling metadata (get_mla_metadata(cache_seqlens,
+...)) the wrapper asserts `topk_length is None` (0.4.3-0.4.10, read from the releases); with a
+FlashMLASchedMeta the split schedule is built on its first call and reused; and on an H200 with
+sglang-kernel 0.4.6 the sm90 sparse decode op raised "V3.2 does not support dynamic topk length"
+on every path (results/gpu/README.md, Decode). Off by default in check/apply/audit (enable it
+with `enable = ["decode-topk-length"]`); a bump always runs it.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Sequence, Tuple
+
+from topk_migrate import suppress
+from topk_migrate.bump.bind import OPPORTUNITY, Finding
+from topk_migrate.bump.context import BumpExample, Context, new_param
+from topk_migrate.model import Site, Status
+from topk_migrate.rules import Rule
+
+ENTRY_POINT = "flash_mla_with_kvcache"
+# Positional arguments before `indices` in every release that has it (q, k_cache, block_table,
+# cache_seqlens, head_dim_v, tile_scheduler_metadata, num_splits, softmax_scale, causal,
+# descale_q, descale_k, is_fp8_kvcache); sgl-kernel 0.3.17 had two fewer.
+INDICES_FROM = 10
+_IMPORT = "from sgl_kernel.flash_mla import flash_mla_with_kvcache\n"
+
+
+class DecodeTopkLength(Rule):
+    """Sparse decode without topk_length keeps scanning the whole top-k width, but the fix is not
+    mechanical: with tensor scheduling metadata the wrapper asserts `topk_length is None`, a reused
+    FlashMLASchedMeta keeps its first call's split schedule, and sglang-kernel 0.4.6's sm90 sparse
+    decode refuses a dynamic topk length. Pass it only where the kernel and the schedule allow."""
+
+    id = "decode-topk-length"
+    summary = "Sparse FlashMLA decode call (indices passed) without topk_length"
+    entry_points = ("flash_mla_with_kvcache",)
+    default_enabled = False
+    param = "topk_length"
+    min_kernel = {"sglang-kernel": "0.4.3", "sgl-kernel": None}
+    # Releases whose sparse decode kernel was run with topk_length, and what happened.
+    MEASURED: Dict[str, str] = {
+        "sglang-kernel==0.4.6": "on an H200 the sm90 sparse decode op raised `RuntimeError: ... V3.2 does not "
+                                "support dynamic topk length` with tensor metadata and with a FlashMLASchedMeta "
+                                "rebuilt per call (results/gpu/README.md, Decode)",
+    }
+    HAZARD = ("never rewritten: with tensor scheduling metadata the wrapper asserts `topk_length is None`, and a "
+              "reused FlashMLASchedMeta keeps the split schedule of its first call; pass topk_length by hand only "
+              "where the metadata is built per call and the kernel accepts it, or add `# topk-migrate: "
+              "ignore[decode-topk-length] <why>`")
+    # (source, status or None for no site, text the reason holds): its documentation and its tests
+    EXAMPLES: List[Tuple[str, object, str]] = [
+        (_IMPORT + "def f(q, k, bt, sl, meta, ns, idx):\n"
+         "    return flash_mla_with_kvcache(q, k, bt, sl, 512, meta, ns, indices=idx, is_fp8_kvcache=True)\n",
+         Status.MANUAL, "never rewritten"),
+        (_IMPORT + "def f(q, k, bt, sl, meta, ns, idx, n):\n"
+         "    return flash_mla_with_kvcache(q, k, bt, sl, 512, meta, ns, indices=idx, topk_length=n)\n",
+         Status.COMPLIANT, "passes topk_length"),
+        (_IMPORT + "def f(q, k, bt, sl, meta, ns):\n    return flash_mla_with_kvcache(q, k, bt, sl, 512, meta, ns)\n",
+         None, ""),
+        (_IMPORT + "def f(q, k, bt, sl, meta, ns, idx):\n"
+         "    return flash_mla_with_kvcache(q, k, bt, sl, 512, meta, ns, indices=idx)  "
+         "# topk-migrate: ignore[decode-topk-length] schedule reused\n",
+         Status.OPT_OUT, "schedule reused"),
+    ]
+    BUMP_EXAMPLES = [
+        BumpExample(_IMPORT + "def f(q, k, bt, sl, meta, ns, idx):\n"
+                    "    return flash_mla_with_kvcache(q, k, bt, sl, 512, meta, ns, indices=idx, is_fp8_kvcache=True)\n",
+                    "sglang-kernel-0.4.2.post2", "sglang-kernel-0.4.6", OPPORTUNITY),
+        BumpExample(_IMPORT + "def f(q, k, bt, sl, meta, ns):\n    return flash_mla_with_kvcache(q, k, bt, sl, 512, meta, ns)\n",
+                    "sglang-kernel-0.4.2.post2", "sglang-kernel-0.4.6", None),
+    ]
+
+    def sites(self, source: str, path: str, gate, metadata: Sequence[str] = ()) -> Tuple[str, List[Site]]:
+        import libcst as cst
+
+        from topk_migrate.resolve import collect
+
+        lines = source.splitlines()
+        out = []
+        for c in collect(cst.parse_module(source)).calls:
+            if c.callee.rsplit(".", 1)[-1] != ENTRY_POINT:
+                continue
+            keywords = {a.keyword.value: a.value for a in c.node.args if a.keyword}
+            positional = [a for a in c.node.args if not a.keyword and not a.star]
+            starred = any(a.star for a in c.node.args)
+            at = c.range.start
+
+            def site(status: Status, reason: str) -> Site:
+                return Site(path, at.line, at.column + 1, c.callee, status, reason)
+
+            if self.param in keywords:
+                value = keywords[self.param]
+                none = isinstance(value, cst.Name) and value.value == "None"
+                out.append(site(Status.OPT_OUT if none else Status.COMPLIANT,
+                                "passes topk_length=None explicitly" if none else "passes topk_length"))
+                continue
+            indices = keywords.get("indices")
+            if indices is None and len(positional) <= INDICES_FROM and not starred:
+                continue  # dense decode: topk_length has no meaning there
+            if isinstance(indices, cst.Name) and indices.value == "None":
+                continue
+            why = suppress.reason(lines, at.line, c.range.end.line, self.id)
+            if why is not None:
+                out.append(site(Status.OPT_OUT, f"suppressed by comment: {why}"))
+            elif indices is None:
+                out.append(site(Status.MANUAL, "indices may be passed positionally or through *args, where its "
+                                               "position depends on the release; pass indices= and topk_length= "
+                                               "by keyword"))
+            else:
+                cap = gate(c.callee)
+                old = f"; the kernel does not take it yet ({cap.detail})" if cap.accepts is False else ""
+                out.append(site(Status.MANUAL, f"sparse decode without topk_length{old}; " + self.HAZARD))
+        return source, out
+
+    def bump(self, ctx: Context) -> List[Finding]:
+        if ctx.entry_point != ENTRY_POINT or not new_param(ctx, self.param):
+            return []
+        if ctx.args.passes(ctx.new_ep, "indices") in (None, "None"):
+            return []  # dense decode: topk_length has no meaning there
+        hazards = [f"the wrapper has `{g.describe()}`" for g in ctx.new_ep.guards
+                   if g.kind == "assert" and g.test == f"{self.param} is None"
+                   and (g.condition or "").startswith("not isinstance(tile_scheduler_metadata")]
+        hazards.append("with a reused FlashMLASchedMeta the split schedule is built from its first call's "
+                       "`topk_length`, so the metadata must be built per call")
+        if ctx.new.pin in self.MEASURED:
+            hazards.append(self.MEASURED[ctx.new.pin])
+        else:
+            hazards.append(f"no run of {ctx.new.label}'s sparse decode with topk_length is recorded")
+        return [Finding(OPPORTUNITY, f"sparse decode (`indices` passed) without `topk_length`, new in "
+                                     f"{ctx.new.label}; never rewritten: " + "; ".join(hazards),
+                        self.param, self.id)]
