@@ -371,3 +371,30 @@ def test_call_written_for_the_new_release_says_so(tmp_path):
     site = only_site(bump(tmp_path, src, "sglang-kernel-0.4.2.post2", "sglang-kernel-0.4.6"))
     assert any(f.verdict == bind.UNCHANGED and "written for the new release" in f.reason for f in site.findings)
     assert site.verdict == bind.OPPORTUNITY and "`attn_sink`" in site.reason  # still not passed
+
+
+def test_rev_reads_the_commit_not_the_work_tree(tmp_path, monkeypatch):
+    import subprocess
+
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    subprocess.run(git + ["init", "-q", str(repo)], check=True)
+    ten = ("from sgl_kernel.flash_mla import flash_mla_with_kvcache\n"
+           "def f(q, k, bt, sl, meta, ns, s, c, f8, idx):\n"
+           "    return flash_mla_with_kvcache(q, k, bt, sl, 512, meta, ns, s, c, f8)\n")
+    (repo / "pkg" / "fork.py").write_text(ten)
+    subprocess.run(git + ["-C", str(repo), "add", "-A"], check=True)
+    subprocess.run(git + ["-C", str(repo), "commit", "-qm", "x"], check=True)
+    (repo / "pkg" / "fork.py").write_text("x = 1\n")  # the work tree no longer calls the kernel
+    monkeypatch.chdir(repo)
+    args = ["bump", "--from", str(DATA / "sgl-kernel-0.3.17.json"), "--to", str(DATA / "sgl-kernel-0.3.19.json"),
+            "--format", "json", "pkg"]
+    on_disk = json.loads(CliRunner().invoke(main, args).stdout)
+    assert on_disk["sites"] == []
+    r = CliRunner().invoke(main, args + ["--rev", "HEAD"])
+    doc = json.loads(r.stdout)
+    assert r.exit_code == 1 and [(s["path"], s["verdict"]) for s in doc["sites"]] == [("pkg/fork.py", bind.REBINDS)]
+    assert not any("topk-migrate-bump-rev" in json.dumps(s) for s in doc["sites"])
+    bad = CliRunner().invoke(main, args + ["--rev", "no-such-rev"])
+    assert bad.exit_code == 2 and "no such commit" in bad.output

@@ -673,8 +673,21 @@ def _cat_blobs(top: str, shas: List[str]) -> Iterable[bytes]:
 
 
 def _scan_rev(paths, rev, exclude, kernel, runner, tally, prog, tmp) -> Tuple[str, str, str]:
-    """List and prefilter the files of commit `rev`; lay candidates out under tmp. Returns (root, top, commit)."""
+    """List and prefilter the files of commit `rev`; lay candidates out under tmp and hand them to the
+    workers. Returns (root, top, commit)."""
+    root, top, commit, laid = lay_out_rev(paths, rev, exclude, tally, prog, tmp)
+    for dest in laid:  # only now: the gate may read one candidate (a vendored interface) for another
+        runner.submit(dest, kernel, tmp)
+    return root, top, commit
+
+
+def lay_out_rev(paths, rev, exclude, tally, prog, tmp, keep=None) -> Tuple[str, str, str, List[str]]:
+    """The files of commit `rev` under `paths` for which keep(bytes) holds (default: the prefilter),
+    and the project files the gate and config read, laid out under tmp (bump --rev reads them too).
+    Returns (root, top, commit, the laid-out candidates)."""
     from .discover import _compile
+
+    keep = keep or may_hold_site
 
     first = os.path.abspath(paths[0])
     start = first if os.path.isdir(first) else os.path.dirname(first)
@@ -749,14 +762,12 @@ def _scan_rev(paths, rev, exclude, kernel, runner, tally, prog, tmp) -> Tuple[st
     for i, ((sha, path), data) in enumerate(zip(wanted, _cat_blobs(top, [s for s, _ in wanted]))):
         prog.bar(i, len(wanted), f", {len(laid)} to analyse")
         tally.files += 1
-        if may_hold_site(data):
+        if keep(data):
             dest = _lay_out(tmp, path, data, tally, top)
             if dest:
                 laid.append(dest)
     tally.candidates = len(laid)
-    for dest in laid:  # only now: the gate may read one candidate (a vendored interface) for another
-        runner.submit(dest, kernel, tmp)
-    return root, top, commit
+    return root, top, commit, laid
 
 
 def unsafe_path(path: str) -> Optional[str]:

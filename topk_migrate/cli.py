@@ -239,3 +239,13 @@ def apply(paths, kernel, diff, stdin_filename, follow_links, verbose):
                 _echo(_diff_text(f), nl=False)
     _report(report, applied=not diff, err=diff, verbose=verbose)
     sys.exit(report.exit_code(wrote=not diff))
+
+
+@main.command("rules")
+def rules_command():
+    """List the migration rules: id, on or off by default, where they run, what they find."""
+    from . import rules
+
+    for s in rules.specs():
+        where = ", ".join(w for w, on in (("check/apply/audit", s.has_sites), ("bump", s.has_bump)) if on)
+        _echo(f"{s.id}  [{'on' if s.default_enabled else 'off'} by default; {where}]  {s.summary}")

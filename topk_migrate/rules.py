@@ -173,3 +173,4 @@ def check_ids(names: Sequence[str], where: str) -> None:
         hints = [f"{n!r} (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(n, ids(), 1)) else repr(n)
                  for n in unknown]
         raise ValueError(f"{where}: unknown rule(s) {', '.join(hints)}; rules: {', '.join(ids())}")
+

@@ -150,9 +150,10 @@ def github_report(r: BumpReport) -> str:
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report here instead of stdout.")
+@click.option("--rev", metavar="REV", help="Read PATHs as they are in this git commit (as `audit --rev`), not on disk.")
 @click.option("--follow-links", is_flag=True, help="Walk into symlinked directories inside the tree.")
 @click.option("--verbose", "-v", is_flag=True, help="Also show assert/raise changes and per-site notes.")
-def bump_command(old, new, paths, fmt, output, follow_links, verbose):
+def bump_command(old, new, paths, fmt, output, rev, follow_links, verbose):
     """What moving the kernel from one release to another does to every call site.
 
     Verdicts: breaks (TypeError), rebinds (a positional argument lands elsewhere), manual,
@@ -167,7 +168,7 @@ def bump_command(old, new, paths, fmt, output, follow_links, verbose):
     except SourceError as e:
         click.echo(f"error: {_escape(str(e))}", err=True)
         sys.exit(2)
-    report = run(paths, old_release, new_release, follow_links=follow_links)
+    report = run(paths, old_release, new_release, follow_links=follow_links, rev=rev)
     text = {"text": lambda: text_report(report, verbose), "json": lambda: json_report(report),
             "markdown": lambda: markdown_report(report), "sarif": lambda: sarif_report(report),
             "github": lambda: github_report(report)}[fmt]()

@@ -31,7 +31,10 @@ class BumpReport:
         return 1 if any(s.verdict in FAILING for s in self.sites) else 0
 
 
-def run(paths: Sequence[str], old: Release, new: Release, follow_links: bool = False) -> BumpReport:
+def run(paths: Sequence[str], old: Release, new: Release, follow_links: bool = False,
+        rev: Optional[str] = None) -> BumpReport:
+    """Every call of the releases' entry points under `paths`, on disk or in git commit `rev` (read as
+    `audit --rev` reads it: laid out in a temporary directory, never through the work tree)."""
     from topk_migrate.discover import iter_python_files
 
     report = BumpReport(old, new, diff(old, new))
@@ -42,23 +45,56 @@ def run(paths: Sequence[str], old: Release, new: Release, follow_links: bool = F
     # a whole name (`import flash_mla`, `from sgl_kernel.flash_mla import ...`): files without one
     # are left before any parse.
     root_re = re.compile(rb"(?<![\w.])(?:" + b"|".join(re.escape(r.encode()) for r in roots) + rb")(?!\w)")
+
+    def candidate(data: bytes) -> bool:
+        return any(n in data for n in needles) and root_re.search(data) is not None
+
+    def one(path: str, shown: str) -> None:
+        try:
+            report.sites += _file_sites(path, candidate, names, roots, old, new, shown)
+        except _FileError as e:
+            report.errors.append((shown, str(e)))
+
+    if rev is not None:
+        _run_rev(paths, rev, report, candidate, one)
+        return report
     for path, error in iter_python_files(paths, follow_links=follow_links):
         report.files += 1
         if error:
             report.errors.append((path, error))
-            continue
-        try:
-            report.sites += _file_sites(path, needles, root_re, names, roots, old, new)
-        except _FileError as e:
-            report.errors.append((path, str(e)))
+        else:
+            one(path, path)
     return report
+
+
+def _run_rev(paths, rev, report: BumpReport, candidate, one) -> None:
+    import shutil
+    import tempfile
+
+    from topk_migrate import audit
+
+    tmp = os.path.realpath(tempfile.mkdtemp(prefix="topk-migrate-bump-rev-"))
+    tally, back = audit._Tally(), os.getcwd()
+    try:
+        _, top, _, laid = audit.lay_out_rev(paths, rev, (), tally, audit._Progress(False), tmp, keep=candidate)
+        os.chdir(tmp)  # reasons name files relative to the repository, as audit --rev's do
+        for dest in laid:
+            one(os.path.relpath(dest, tmp), os.path.relpath(os.path.join(top, dest[len(tmp) + 1:]), back))
+    except audit.AuditError as e:
+        report.errors.append((", ".join(paths), str(e)))
+    finally:
+        os.chdir(back)
+        shutil.rmtree(tmp, ignore_errors=True)
+    report.files = tally.files
+    report.errors += [(os.path.relpath(p, back), e) for p, e in tally.errors]
 
 
 class _FileError(Exception):
     pass
 
 
-def _file_sites(path: str, needles, root_re, names, roots, old: Release, new: Release) -> List[BumpSite]:
+def _file_sites(path: str, candidate, names, roots, old: Release, new: Release, shown: str) -> List[BumpSite]:
+    """The sites of one file (read at `path`, reported as `shown`)."""
     import libcst as cst
 
     from topk_migrate import guard, rules as registry
@@ -72,7 +108,7 @@ def _file_sites(path: str, needles, root_re, names, roots, old: Release, new: Re
         raw, st = read_regular(path)
     except OSError as e:
         raise _FileError(str(input_error(e, path))) from None
-    if not any(n in raw for n in needles) or not root_re.search(raw):
+    if not candidate(raw):
         return []
     try:
         text = decode_source(path, raw, st).text
@@ -101,8 +137,8 @@ def _file_sites(path: str, needles, root_re, names, roots, old: Release, new: Re
         args = CallArgs.of(c.node, module)
         old_ep, new_ep = old.entry_points.get(entry), new.entry_points.get(entry)
         line, col = c.range.start.line, c.range.start.column + 1
-        site = BumpSite(path, line, col, c.callee, entry, findings=compare(old_ep, new_ep, args, old, new))
-        ctx = Context(path, line, col, entry, args, old, new, old_ep, new_ep, rule_sites)
+        site = BumpSite(shown, line, col, c.callee, entry, findings=compare(old_ep, new_ep, args, old, new))
+        ctx = Context(shown, line, col, entry, args, old, new, old_ep, new_ep, rule_sites)
         for rule in rules:
             site.findings += rule.bump(ctx)
         site.settle()
