@@ -103,9 +103,7 @@ def main() -> None:
     # As an installed tool runs: pip compiles a package's bytecode at install time, and click's is
     # compiled; an editable checkout under PYTHONDONTWRITEBYTECODE would recompile every module on
     # every run and time the compiler instead.
-    import topk_migrate
-
-    subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.dirname(topk_migrate.__file__),
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(HERE.parent / "topk_migrate"),
                     str(HERE.parent / "codemods")], check=True,
                    env={k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"})
     grep = ["grep", "-rl", "flash_mla_sparse_fwd", str(tree)]

@@ -461,8 +461,17 @@ def _result(sites, tally, root, rev, commit, t0) -> AuditResult:
 
 def _scan_disk(paths, exclude, gitignore, kernel, runner: _Runner, tally: _Tally, prog: _Progress,
                follow_links: bool = False, note=None) -> None:
-    """Walk (here), read and prefilter (in the scanners, a chunk of paths at a time), and hand each
-    candidate to the runner as soon as it comes back, so parsing starts while the scan goes on."""
+    """Hand each candidate to the runner as soon as it comes back, so parsing starts while the scan goes on."""
+    scan_disk(paths, exclude, gitignore, runner.jobs, tally, prog, lambda path: runner.submit(path, kernel),
+              follow_links, note)
+
+
+def scan_disk(paths, exclude, gitignore, jobs: int, tally: _Tally, prog: _Progress, take_one,
+              follow_links: bool = False, note=None) -> None:
+    """Walk (here), read and prefilter (in `jobs` scanner processes, a chunk of paths at a time; with
+    the prefilter discover.prefilter() gives), calling take_one(path) for each candidate as it comes
+    back. Paths are de-duplicated and the projects' include/exclude applied once, here, for every
+    command that reads a tree (audit, bump)."""
     filters: Dict[str, PathFilter] = {}
     for p in paths:
         if os.path.isdir(p):
@@ -470,13 +479,13 @@ def _scan_disk(paths, exclude, gitignore, kernel, runner: _Runner, tally: _Tally
             if f.base:
                 filters[os.path.abspath(p)] = f
     seen: Optional[set] = set() if len(paths) > 1 else None  # a file named twice, or inside a directory also given
-    scanners = _Scanners(runner.jobs if runner.jobs > 1 else 0)
+    scanners = _Scanners(jobs if jobs > 1 else 0)
     chunk: List[str] = []
 
     def take(candidates: List[str]) -> None:
         for path in candidates:
             tally.candidates += 1
-            runner.submit(path, kernel)
+            take_one(path)
 
     try:
         for path, err in iter_python_files(paths, exclude, gitignore, follow_links, note):

@@ -35,8 +35,6 @@ def run(paths: Sequence[str], old: Release, new: Release, follow_links: bool = F
         rev: Optional[str] = None) -> BumpReport:
     """Every call of the releases' entry points under `paths`, on disk or in git commit `rev` (read as
     `audit --rev` reads it: laid out in a temporary directory, never through the work tree)."""
-    from topk_migrate.discover import iter_python_files
-
     report = BumpReport(old, new, diff(old, new))
     names = sorted(set(old.entry_points) | set(new.entry_points))
     needles = [n.encode() for n in names]
@@ -58,12 +56,17 @@ def run(paths: Sequence[str], old: Release, new: Release, follow_links: bool = F
     if rev is not None:
         _run_rev(paths, rev, report, candidate, one)
         return report
-    for path, error in iter_python_files(paths, follow_links=follow_links):
-        report.files += 1
-        if error:
-            report.errors.append((path, error))
-        else:
-            one(path, path)
+    from topk_migrate import audit
+    from topk_migrate.discover import Prefilter, scanning_for
+
+    # audit's walk and parallel scanners, looking for the releases' entry-point names
+    tally, found = audit._Tally(), []
+    with scanning_for(Prefilter(needles)):
+        audit.scan_disk(paths, (), True, os.cpu_count() or 1, tally, audit._Progress(False), found.append,
+                        follow_links)
+    report.files, report.errors = tally.files, list(tally.errors)
+    for path in found:
+        one(path, path)
     return report
 
 
