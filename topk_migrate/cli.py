@@ -47,7 +47,7 @@ def _run(paths, stdin_filename, **kw) -> api.Report:
     if len(paths) > 1:
         raise click.UsageError("`-` reads the source from standard input: give it as the only path")
     kw.pop("follow_links"), kw.pop("note")
-    data = click.get_binary_stream("stdin").read()
+    data = sys.stdin.buffer.read()
     f = api.process_file(stdin_filename or "-", data=data, **kw)
     if f.new_bytes is None and not f.error:
         f.new_bytes = data  # nothing to fix: `apply -` gives back the bytes it read
@@ -71,7 +71,7 @@ def _stdout_source(f: api.FileOutcome) -> None:
     if f.error:
         return
     f.written = bool(f.diff)  # what the run rewrote: counted as fixed, exit 1
-    out = click.get_binary_stream("stdout")
+    out = sys.stdout.buffer
     out.write(f.new_bytes)
     out.flush()
 
