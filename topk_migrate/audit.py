@@ -430,9 +430,15 @@ def audit(
 
 def _use_rules(paths: Sequence[str]) -> None:
     """Scan for the rules on by default and those the given paths' projects enable."""
-    from .config import config_for
+    from . import config, project
     from .discover import use_rules
 
+    # A run reads each directory once; a process that audits again (the library, tests) must not
+    # fork its workers with an earlier run's listings and configuration.
+    project.clear_caches()
+    config.config_for.cache_clear()
+    config._load.cache_clear()
+    config_for = config.config_for
     enable = set()
     for p in paths:
         try:
