@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from topk_migrate.discover import SCAN_WINDOW, Prefilter, _cover, prefilter, prefilter_for, use_rules, file_may_hold_site, iter_python_files, may_hold_site, read_bytes
+from topk_migrate.discover import SCAN_WINDOW, Prefilter, _cover, prefilter, prefilter_for, scanning_for, file_may_hold_site, iter_python_files, may_hold_site, read_bytes
 
 
 def walk(*paths, rel=None, **kw):
@@ -126,11 +126,9 @@ def test_prefilter_follows_the_rules_a_project_enables():
     assert not prefilter_for(()).matches(decode)
     assert prefilter_for(("decode-topk-length",)).matches(decode)
     assert prefilter_for(everything=True).matches(decode)
-    try:
-        use_rules(["decode-topk-length"])  # what audit does for a project that enables it
+    with scanning_for(prefilter_for(("decode-topk-length",))):  # what audit does for a project that enables it
         assert may_hold_site(decode)
-    finally:
-        use_rules([])
+    assert not may_hold_site(decode)
 
 
 def test_needles_are_covered_by_shared_fragments():

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, replace
 from typing import List, Optional, Sequence
 
 from . import discover
-from .discover import iter_python_files, may_hold_site, read_regular
+from .discover import iter_python_files, read_regular
 from .model import Capability, InputError, Site, Status
 
 # Everything heavier (libcst, hashlib, tomllib, difflib) is imported only for a file
@@ -107,13 +107,8 @@ class KernelGate:
         return " or ".join(dists)
 
 
-def kernel_gate(path: str, kernel: Optional[str] = None, rule=None) -> KernelGate:
-    """A function callee -> Capability for calls in the file at `path`: does the kernel take
-    `rule`'s parameter (the first rule on by default when none is given)."""
-    if rule is None:
-        from . import rules
-
-        rule = rules.load(rules.enabled()[0].id)
+def kernel_gate(path: str, kernel: Optional[str], rule) -> KernelGate:
+    """A function callee -> Capability for calls in the file at `path`: does the kernel take `rule`'s parameter."""
     return KernelGate(path, kernel, rule.param or "", rule.min_kernel)
 
 

@@ -396,56 +396,57 @@ def audit(
     """Classify every site under `paths` (in the work tree, or in commit `rev`).
 
     follow_links and note (told what a walk leaves out, and why): as discover.iter_python_files."""
+    from .discover import scanning_for
+
     t0 = time.perf_counter()
-    _use_rules(paths)
     prog = _Progress(progress)
     runner = _Runner(jobs or os.cpu_count() or 1)
     tally = _Tally()
     tmp = commit = top = None
-    try:
-        if rev is None:
-            root = display_root(paths)
-            _scan_disk(paths, exclude, gitignore, kernel, runner, tally, prog, follow_links, note)
-        else:
-            tmp = os.path.realpath(tempfile.mkdtemp(prefix="topk-migrate-rev-"))
-            root, top, commit = _scan_rev(paths, rev, exclude, kernel, runner, tally, prog, tmp)
-        sites: List[Site] = []
-        for path, got, err in runner.results(prog):
-            if tmp:  # from the temporary layout back to the work tree's paths
-                path = os.path.join(top, path[len(tmp) + 1 :])
-                err = err and err.replace(tmp + os.sep, "")
-            if err:
-                tally.errors.append((path, err))
-            for s in got:
-                reason = s.reason.replace(tmp + os.sep, "") if tmp else s.reason
-                p = path if tmp else s.path
-                sites.append(replace(s, path=_rel(p, root), reason=reason))
-    finally:
-        runner.close()
-        prog.close()
-        if tmp:
-            shutil.rmtree(tmp, ignore_errors=True)
+    with scanning_for(_rules_prefilter(paths)):  # scanners forked inside look for these rules' names
+        try:
+            if rev is None:
+                root = display_root(paths)
+                _scan_disk(paths, exclude, gitignore, kernel, runner, tally, prog, follow_links, note)
+            else:
+                tmp = os.path.realpath(tempfile.mkdtemp(prefix="topk-migrate-rev-"))
+                root, top, commit = _scan_rev(paths, rev, exclude, kernel, runner, tally, prog, tmp)
+            sites: List[Site] = []
+            for path, got, err in runner.results(prog):
+                if tmp:  # from the temporary layout back to the work tree's paths
+                    path = os.path.join(top, path[len(tmp) + 1 :])
+                    err = err and err.replace(tmp + os.sep, "")
+                if err:
+                    tally.errors.append((path, err))
+                for s in got:
+                    reason = s.reason.replace(tmp + os.sep, "") if tmp else s.reason
+                    p = path if tmp else s.path
+                    sites.append(replace(s, path=_rel(p, root), reason=reason))
+        finally:
+            runner.close()
+            prog.close()
+            if tmp:
+                shutil.rmtree(tmp, ignore_errors=True)
     return _result(sites, tally, root, rev, commit, t0)
 
 
-def _use_rules(paths: Sequence[str]) -> None:
-    """Scan for the rules on by default and those the given paths' projects enable."""
+def _rules_prefilter(paths: Sequence[str]):
+    """The prefilter of the rules on by default and those the given paths' projects enable."""
     from . import config, project
-    from .discover import use_rules
+    from .discover import prefilter_for
 
     # A run reads each directory once; a process that audits again (the library, tests) must not
     # fork its workers with an earlier run's listings and configuration.
     project.clear_caches()
     config.config_for.cache_clear()
     config._load.cache_clear()
-    config_for = config.config_for
     enable = set()
-    for p in paths:
+    for p in map(os.path.abspath, paths):
         try:
-            enable.update(config_for(os.path.abspath(p) if os.path.isdir(p) else os.path.dirname(os.path.abspath(p))).enable)
+            enable.update(config.config_for(p if os.path.isdir(p) else os.path.dirname(p)).enable)
         except InputError:
             pass  # reported where the file's own analysis reads it
-    use_rules(sorted(enable))
+    return prefilter_for(tuple(sorted(enable)))
 
 
 def _result(sites, tally, root, rev, commit, t0) -> AuditResult:

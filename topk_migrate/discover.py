@@ -67,26 +67,18 @@ def prefilter_for(enable: Tuple[str, ...] = (), everything: bool = False) -> Pre
     return Prefilter(site_needles(enable, everything))
 
 
-_active: Tuple[str, ...] = ()
-
-
-def use_rules(enable: Sequence[str]) -> None:
-    """From here on (and in scanner processes forked later) may_hold_site looks for the rules on by
-    default plus `enable`: what the configuration of the paths a command was given switches on."""
-    global _active
-    _active = tuple(sorted(set(enable)))
-
-
 _override: Optional[Prefilter] = None
 
 
 def prefilter() -> Prefilter:
-    return _override or prefilter_for(_active)
+    """What may_hold_site and the scanners look for: the rules on by default, unless a command says otherwise."""
+    return _override or prefilter_for()
 
 
 class scanning_for:
-    """`with scanning_for(Prefilter(needles)):` the scan looks for these names instead of the rules'
-    (bump: the entry points of two releases); scanner processes forked inside inherit it."""
+    """`with scanning_for(pf):` the scan looks for pf's names (audit: the rules the given paths'
+    projects enable, prefilter_for(enable); bump: the entry points of two releases); scanner
+    processes forked inside inherit it."""
 
     def __init__(self, pf: Prefilter):
         self.pf = pf
