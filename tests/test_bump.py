@@ -353,14 +353,13 @@ def test_required_parameter_made_optional_is_its_own_kind():
 
 
 @pytest.mark.heavy  # the whole nsa_backend.py bound twice
-def test_narrowing_big_files_changes_no_site(sglang_0_5_12, monkeypatch):
-    """Files over NARROW_FROM bytes are parsed with unrelated functions blanked out: same sites,
-    same lines, columns and verdicts as the whole file."""
+def test_narrowing_changes_no_site(sglang_0_5_12, monkeypatch):
+    """Files are parsed narrowed to their call statements and the imports of their callees: same
+    sites, same lines, columns and verdicts as the whole file."""
     nsa = sglang_0_5_12 / "nsa_backend.py"
-    assert nsa.stat().st_size > engine.NARROW_FROM
     old, new = release("sglang-kernel-0.4.2.post2"), release("sglang-kernel-0.4.6")
     narrowed = [s.to_dict() for s in engine.run([str(nsa)], old, new).sites]
-    monkeypatch.setattr(engine, "NARROW_FROM", 1 << 40)
+    monkeypatch.setenv("TOPK_MIGRATE_NO_NARROW", "1")  # the workers are forked after this
     whole = [s.to_dict() for s in engine.run([str(nsa)], old, new).sites]
     assert narrowed == whole and len(whole) == 3
 

@@ -95,7 +95,7 @@ def analyse(path: str, kernel: Optional[str], cwd: Optional[str] = None) -> Tupl
             os.chdir(back)
 
 
-def _serve(tasks, results, main: int, zygote: int) -> None:
+def _serve(task, tasks, results, main: int, zygote: int) -> None:
     import queue
 
     from .guard import exit_with_parent
@@ -104,22 +104,22 @@ def _serve(tasks, results, main: int, zygote: int) -> None:
     send, lock = results
     while True:
         try:
-            task = tasks.get(timeout=1)
+            job = tasks.get(timeout=1)
         except queue.Empty:
             if _alive(main):
                 continue
             return  # the main process was killed outright: do not linger
-        if task is None:
+        if job is None:
             return
-        i, args = task
+        i, args = job
         with lock:  # says which file this worker holds, should it die on it
             send.send(("start", os.getpid(), i))
-        out = analyse(*args)
+        out = task(*args)
         with lock:  # straight into the pipe: a result is never lost in a buffer if we die next
             send.send(("done", os.getpid(), i, out))
 
 
-def _zygote(ctx, tasks, results, recv, workers: int, main: int) -> None:
+def _zygote(ctx, task, tasks, results, recv, workers: int, main: int) -> None:
     """Import the engine once, then fork the workers from this warm process and watch them:
     one that dies (a native crash, the OOM killer) is reported with the file it held and
     replaced, so the run goes on.
@@ -142,7 +142,7 @@ def _zygote(ctx, tasks, results, recv, workers: int, main: int) -> None:
     kids: Dict[int, "multiprocessing.process.BaseProcess"] = {}
 
     def spawn() -> None:
-        k = ctx.Process(target=_serve, args=(tasks, results, main, os.getpid()))
+        k = ctx.Process(target=_serve, args=(task, tasks, results, main, os.getpid()))
         k.start()
         kids[k.sentinel] = k
 
@@ -195,12 +195,14 @@ def _alive(pid: int) -> bool:
 
 
 class _Runner:
-    """Runs analyse() in-process with one job; otherwise, from the first candidate on, in
-    worker processes forked from a zygote that imports LibCST (once, while this process
-    and the scanners go on reading)."""
+    """Runs `task` (analyse(), or bump's per-file analysis) in-process with one job; otherwise, from
+    the first candidate on, in worker processes forked from a zygote that imports LibCST (once,
+    while this process and the scanners go on reading). `task` is a module-level function taking a
+    path first and returning (path, results, error line); it never raises."""
 
-    def __init__(self, jobs: int):
+    def __init__(self, jobs: int, task=None):
         self.jobs = max(1, jobs)
+        self.task = task or analyse
         self.queued: List[tuple] = []
         self.sent: List[tuple] = []
         self.early: List[tuple] = []  # results received while still submitting
@@ -220,7 +222,8 @@ class _Runner:
             ctx = multiprocessing.get_context("fork")
             tasks = ctx.Queue()  # put() never blocks this process, however far behind the workers are
             recv, send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_zygote, args=(ctx, tasks, (send, ctx.Lock()), recv, self.jobs, os.getpid()))
+            proc = ctx.Process(target=_zygote, args=(ctx, self.task, tasks, (send, ctx.Lock()), recv, self.jobs,
+                                                       os.getpid()))
             proc.start()  # before the first put: no queue thread exists yet to be forked
             _own_group(proc.pid)
             self.pool = (tasks, recv, proc)
@@ -243,13 +246,13 @@ class _Runner:
             except EOFError:
                 pass  # no worker is left; _collect reports what they did not do
         else:
-            self.sent[i] = (args, self.pool.submit(analyse, *args))
+            self.sent[i] = (args, self.pool.submit(self.task, *args))
 
     def results(self, progress: "_Progress") -> Iterable[Tuple[str, List[Site], Optional[str]]]:
         total = len(self.queued) + len(self.sent)
         done = 0
         for args in self.queued:
-            yield analyse(*args)
+            yield self.task(*args)
             done += 1
             progress.show(f"analysed {done}/{total} candidate files")
         if self.pool is None:

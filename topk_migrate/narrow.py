@@ -54,11 +54,14 @@ def enabled() -> bool:
     return not os.environ.get("TOPK_MIGRATE_NO_NARROW")
 
 
-def narrow(text: str, tree: Union[ast.Module, None, str] = "parse", entry_points: Tuple[str, ...] = ()) -> Optional[str]:
+def narrow(text: str, tree: Union[ast.Module, None, str] = "parse", entry_points: Tuple[str, ...] = (),
+           calls_only: bool = False) -> Optional[str]:
     """The narrowed source, NOTHING, or None when it cannot be done safely (parse it whole).
 
     tree: ast.parse(text) when the caller has it already (None: CPython could not parse it).
-    entry_points: the names the enabled rules read (default: those of the rules on by default)."""
+    entry_points: the names the enabled rules read (default: those of the rules on by default).
+    calls_only: the reader needs each call and the resolution of its callee, nothing around it
+    (bump binds arguments to signatures): the call statements and their imports, whatever they pass."""
     if not entry_points:
         from .rules import enabled
 
@@ -81,11 +84,11 @@ def narrow(text: str, tree: Union[ast.Module, None, str] = "parse", entry_points
     scan = _Scan(lines, names)
     scan.block(tree.body, "")
     calls, imports = scan.calls, scan.imports
-    if scan.value_use:
+    if scan.value_use and not calls_only:  # the engine reports such uses; bump reads calls alone
         return None
     if not calls:
         return NOTHING
-    if all(_passes(c) for _, _, c in calls):
+    if calls_only or all(_passes(c) for _, _, c in calls):
         minimal = _minimal(lines, calls, imports)
         if minimal is not None:
             return minimal

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
-
-import libcst as cst
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 from .diff import renamed_pairs
 from .signatures import VAR_KEYWORD, VAR_POSITIONAL, EntryPoint, Release
+
+if TYPE_CHECKING:  # LibCST is imported only where a file is parsed (in audit's workers)
+    import libcst as cst
 
 BREAKS, REBINDS, MANUAL = "breaks", "rebinds", "manual"
 CHANGES_DEFAULT, OPPORTUNITY, UNCHANGED = "changes-default", "opportunity", "unchanged"

@@ -32,75 +32,94 @@ class BumpReport:
 
 
 def run(paths: Sequence[str], old: Release, new: Release, follow_links: bool = False,
-        rev: Optional[str] = None) -> BumpReport:
+        rev: Optional[str] = None, jobs: Optional[int] = None) -> BumpReport:
     """Every call of the releases' entry points under `paths`, on disk or in git commit `rev` (read as
-    `audit --rev` reads it: laid out in a temporary directory, never through the work tree)."""
-    report = BumpReport(old, new, diff(old, new))
-    names = sorted(set(old.entry_points) | set(new.entry_points))
-    needles = [n.encode() for n in names]
-    roots = sorted(set(old.import_roots()) | set(new.import_roots()))
-    # A call resolves to the wrapper only through an import of its root module, where the root is
-    # a whole name (`import flash_mla`, `from sgl_kernel.flash_mla import ...`): files without one
-    # are left before any parse.
-    root_re = re.compile(rb"(?<![\w.])(?:" + b"|".join(re.escape(r.encode()) for r in roots) + rb")(?!\w)")
-
-    def candidate(data: bytes) -> bool:
-        return any(n in data for n in needles) and root_re.search(data) is not None
-
-    def one(path: str, shown: str) -> None:
-        try:
-            report.sites += _file_sites(path, candidate, names, roots, old, new, shown)
-        except _FileError as e:
-            report.errors.append((shown, str(e)))
-
-    if rev is not None:
-        _run_rev(paths, rev, report, candidate, one)
-        return report
+    `audit --rev` reads it: laid out in a temporary directory, never through the work tree). Files are
+    found by audit's walk and scanners and analysed in its worker processes."""
     from topk_migrate import audit
     from topk_migrate.discover import Prefilter, scanning_for
 
-    # audit's walk and parallel scanners, looking for the releases' entry-point names
-    tally, found = audit._Tally(), []
-    with scanning_for(Prefilter(needles)):
-        audit.scan_disk(paths, (), True, os.cpu_count() or 1, tally, audit._Progress(False), found.append,
-                        follow_links)
-    report.files, report.errors = tally.files, list(tally.errors)
-    for path in found:
-        one(path, path)
+    report = BumpReport(old, new, diff(old, new))
+    candidate = _Candidate(old, new)
+    runner = audit._Runner(jobs or os.cpu_count() or 1, task=analyse_file)
+    tally, tmp, back = audit._Tally(), None, os.getcwd()
+    try:
+        if rev is None:
+            with scanning_for(Prefilter(candidate.needles)):  # the releases' entry-point names
+                audit.scan_disk(paths, (), True, runner.jobs, tally, audit._Progress(False),
+                                lambda path: runner.submit(path, path, old, new), follow_links)
+        else:
+            import tempfile
+
+            tmp = os.path.realpath(tempfile.mkdtemp(prefix="topk-migrate-bump-rev-"))
+            try:
+                _, top, _, laid = audit.lay_out_rev(paths, rev, (), tally, audit._Progress(False), tmp,
+                                                    keep=candidate)
+            except audit.AuditError as e:
+                report.errors.append((", ".join(paths), str(e)))
+                laid = []
+            for dest in laid:  # reasons name files relative to the repository, as audit --rev's do
+                shown = os.path.relpath(os.path.join(top, dest[len(tmp) + 1:]), back)
+                runner.submit(shown, os.path.relpath(dest, tmp), old, new, tmp)
+        for shown, sites, err in runner.results(audit._Progress(False)):
+            report.sites += sites
+            if err:
+                report.errors.append((shown, err))
+    finally:
+        runner.close()
+        if tmp:
+            import shutil
+
+            shutil.rmtree(tmp, ignore_errors=True)
+    report.files = tally.files
+    report.errors += [(os.path.relpath(p, back) if rev else p, e) for p, e in tally.errors]
+    report.sites.sort(key=lambda s: (s.path, s.line, s.column))
     return report
 
 
-def _run_rev(paths, rev, report: BumpReport, candidate, one) -> None:
-    import shutil
-    import tempfile
+class _Candidate:
+    """Whether a file's bytes may hold a call of the releases' entry points: one of their names, and an
+    import of one of their root modules as a whole name (`import flash_mla`, `from sgl_kernel.flash_mla
+    import ...`), without which no call resolves to the wrapper. Picklable: it travels to the workers."""
 
-    from topk_migrate import audit
+    def __init__(self, old: Release, new: Release):
+        self.names = sorted(set(old.entry_points) | set(new.entry_points))
+        self.roots = sorted(set(old.import_roots()) | set(new.import_roots()))
+        self.needles = [n.encode() for n in self.names]
+        self.root_re = re.compile(rb"(?<![\w.])(?:" + b"|".join(re.escape(r.encode()) for r in self.roots)
+                                  + rb")(?!\w)")
 
-    tmp = os.path.realpath(tempfile.mkdtemp(prefix="topk-migrate-bump-rev-"))
-    tally, back = audit._Tally(), os.getcwd()
+    def __call__(self, data: bytes) -> bool:
+        return any(n in data for n in self.needles) and self.root_re.search(data) is not None
+
+
+def analyse_file(shown: str, path: str, old: Release, new: Release,
+                 cwd: Optional[str] = None) -> Tuple[str, List[BumpSite], Optional[str]]:
+    """(shown, sites, error line) of the file read at `path` (relative to `cwd`, when given) and
+    reported as `shown`; never raises (it runs in audit's worker processes)."""
+    back = os.getcwd() if cwd else None
     try:
-        _, top, _, laid = audit.lay_out_rev(paths, rev, (), tally, audit._Progress(False), tmp, keep=candidate)
-        os.chdir(tmp)  # reasons name files relative to the repository, as audit --rev's do
-        for dest in laid:
-            one(os.path.relpath(dest, tmp), os.path.relpath(os.path.join(top, dest[len(tmp) + 1:]), back))
-    except audit.AuditError as e:
-        report.errors.append((", ".join(paths), str(e)))
+        if cwd:
+            os.chdir(cwd)
+        return shown, _file_sites(path, _Candidate(old, new), old, new, shown), None
+    except _FileError as e:
+        return shown, [], str(e)
+    except Exception as e:  # a bug of ours: this file's error line, not a lost run
+        return shown, [], f"internal error: {type(e).__name__}: {e}"
     finally:
-        os.chdir(back)
-        shutil.rmtree(tmp, ignore_errors=True)
-    report.files = tally.files
-    report.errors += [(os.path.relpath(p, back), e) for p, e in tally.errors]
+        if back:
+            os.chdir(back)
 
 
 class _FileError(Exception):
     pass
 
 
-def _file_sites(path: str, candidate, names, roots, old: Release, new: Release, shown: str) -> List[BumpSite]:
+def _file_sites(path: str, candidate: _Candidate, old: Release, new: Release, shown: str) -> List[BumpSite]:
     """The sites of one file (read at `path`, reported as `shown`)."""
     import libcst as cst
 
-    from topk_migrate import guard, rules as registry
+    from topk_migrate import guard, narrow, rules as registry
     from topk_migrate.config import config_for
     from topk_migrate.discover import read_regular
     from topk_migrate.files import decode_source, input_error
@@ -116,7 +135,11 @@ def _file_sites(path: str, candidate, names, roots, old: Release, new: Release, 
     try:
         text = decode_source(path, raw, st).text
         tree = guard.parse_checked(text, path)
-        module = cst.parse_module(_narrowed(text, tree, set(names)) if tree is not None else text)
+        # the call statements and the imports of their callees, on their own lines (narrow.py)
+        narrowed = narrow.narrow(text, tree, tuple(candidate.names), calls_only=True) if narrow.enabled() else None
+        if narrowed == narrow.NOTHING:
+            return []
+        module = cst.parse_module(text if narrowed is None else narrowed)
     except InputError as e:
         raise _FileError(str(e)) from None
     except cst.ParserSyntaxError as e:
@@ -134,7 +157,7 @@ def _file_sites(path: str, candidate, names, roots, old: Release, new: Release, 
 
     out = []
     for c in facts.calls:
-        entry = match(c.callee, names, roots)
+        entry = match(c.callee, candidate.names, candidate.roots)
         if entry is None:
             continue
         args = CallArgs.of(c.node, module)
@@ -147,47 +170,6 @@ def _file_sites(path: str, candidate, names, roots, old: Release, new: Release, 
         site.settle()
         out.append(site)
     return out
-
-
-NARROW_FROM = 32 * 1024  # bytes: smaller files are parsed whole
-
-
-def _narrowed(text: str, tree, names: set) -> str:
-    """`text` with each function or class that neither calls one of `names` nor imports anything
-    replaced by `pass` and blank lines: every kept line keeps its number and columns, and every
-    import binding (function-local ones too) is kept, which is all the resolver reads for calls."""
-    import ast
-
-    if len(text) < NARROW_FROM:
-        return text
-
-    def needed(node) -> bool:
-        for n in ast.walk(node):
-            if isinstance(n, (ast.Import, ast.ImportFrom)):
-                return True
-            if isinstance(n, ast.Call):
-                f = n.func
-                if (f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)) in names:
-                    return True
-        return False
-
-    lines = text.splitlines(keepends=True)
-    cut = False
-
-    def prune(body) -> None:
-        nonlocal cut
-        for node in body:
-            if isinstance(node, ast.ClassDef) and needed(node):
-                prune(node.body)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not needed(node):
-                first = min([node.lineno] + [d.lineno for d in node.decorator_list]) - 1
-                lines[first] = " " * node.col_offset + "pass\n"
-                for i in range(first + 1, node.end_lineno):
-                    lines[i] = "\n"
-                cut = True
-
-    prune(tree.body)
-    return "".join(lines) if cut else text
 
 
 def _site_rule_verdicts(path: str, pin: Optional[str]) -> dict:
