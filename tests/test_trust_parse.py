@@ -153,3 +153,17 @@ def test_any_nesting_is_analysed_or_refused_never_a_crash(tmp_path_factory, bloc
     errors = [ln for ln in r.stderr.splitlines() if ": error: " in ln]
     assert all("deep.py: error: " in e and ("nesting too deep" in e or "too many" in e) for e in errors), errors
     assert "backend.py:" in r.stdout and ("deep.py:" in r.stdout) != bool(errors)
+
+
+def test_depth_is_measured_on_what_libcst_parses(tmp_path):
+    """audit parses the narrowed text: a too-deep expression in a function it stubs out never reaches
+    LibCST, so the file's sites are classified; a rewrite parses the whole file, so apply refuses it."""
+    deep = "def unrelated():\n    return 1" + " + 1" * 1000 + "\n\n"
+    f = tmp_path / "m.py"
+    f.write_text(BACKEND + "\n\n" + deep)
+    r = audit([str(tmp_path)], kernel=KERNEL, jobs=1)
+    assert r.errors == [] and {s.status.value for s in r.sites} == {"fixable"}
+    before = f.read_text()
+    out = api.run([str(f)], kernel=KERNEL, write=True)
+    assert [e.error for e in out.errors] and "nesting too deep" in out.errors[0].error
+    assert f.read_text() == before

@@ -263,14 +263,16 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
 
         names = tuple(e for r in enabled(*switches) if r.has_sites for e in r.entry_points)
         memory.check(raw, memory.PARSE_BYTES_PER_TOKEN, "parse")
-        tree = guard.parse_checked(text, path)
-        isolate = guard.needs_isolation(tree)
         classify_first = narrowed or len(raw) > NARROW_BYTES
+        # the nesting LibCST is exposed to is measured on what it parses: the narrowed text, when it is one
+        tree = guard.parse_checked(text, path, measure=not classify_first)
         if classify_first:
             cut = narrow.narrow(text, tree, names)
             if cut == narrow.NOTHING:
                 return out
             small = cut or text
+            tree = guard.measured(tree) if cut is None and tree is not None else guard.parse_checked(small, path)
+        isolate = guard.needs_isolation(tree)
         del tree  # not held while LibCST runs
         if classify_first:
             memory.check(narrow.without_stubs(small), memory.REWRITE_BYTES_PER_TOKEN, "analyse")
@@ -280,6 +282,8 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
                 return out
         # A rewrite is made on the whole text (LibCST must see all of it to write it back).
         memory.check(text, memory.REWRITE_BYTES_PER_TOKEN, "rewrite")
+        if classify_first:
+            isolate = guard.needs_isolation(guard.parse_checked(text, path))
         m = _migrate_checked(text, isolate, path, kernel, cfg.metadata, switches)
         out.sites = m.sites
         if m.changed and not narrowed:

@@ -36,10 +36,11 @@ ISOLATE_NESTING = 100  # above this, parse in a child process
 _NESTING_ERRORS = ("too many nested", "too many levels of indentation", "too many statically nested")
 
 
-def parse_checked(text: str, path: str) -> Optional[ast.Module]:
+def parse_checked(text: str, path: str, measure: bool = True) -> Optional[ast.Module]:
     """CPython's AST of text, or None when CPython rejects it for a reason LibCST may
     word better (or parse: newer syntax). Raises InputError for what must never reach
-    LibCST: nesting CPython refuses, or deeper than MAX_NESTING."""
+    LibCST: nesting CPython refuses, or (measure) deeper than MAX_NESTING. Without
+    measure, the caller checks the depth of the text LibCST will get (a narrowed one)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -53,11 +54,16 @@ def parse_checked(text: str, path: str) -> Optional[ast.Module]:
                          f"({type(e).__name__}; limit {MAX_NESTING} levels)") from None
     except ValueError as e:  # e.g. a NUL byte, in a string not rejected before
         raise InputError(f"cannot parse: {e}") from None
+    return measured(tree) if measure else tree
+
+
+def measured(tree: ast.Module) -> ast.Module:
+    """`tree`, its depth recorded for needs_isolation(); InputError if LibCST must not see it."""
     depth = nesting(tree)
     if depth > MAX_NESTING:
         raise InputError(f"expression nesting too deep for a safe rewrite: {depth} levels (limit {MAX_NESTING}, "
                          f"a nested block counting {BLOCK_COST})")
-    tree.topk_nesting = depth  # read by needs_isolation()
+    tree.topk_nesting = depth
     return tree
 
 
