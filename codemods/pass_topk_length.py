@@ -18,7 +18,6 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
-import libcst.matchers as m
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import ClassScope, ComprehensionScope, FunctionScope, GlobalScope, ImportAssignment
 
@@ -105,6 +104,28 @@ def _indices_arg(call: cst.Call) -> Optional[cst.BaseExpression]:
             return a.value
     positional = [a for a in call.args if not a.keyword]
     return positional[2].value if len(positional) > 2 and not any(a.star for a in positional[:3]) else None
+
+
+def _is_name(node: cst.CSTNode, name: str) -> bool:
+    return isinstance(node, cst.Name) and node.value == name
+
+
+def _is_attr(node: cst.CSTNode, base: str, attr: str) -> bool:
+    """`node` is `base.attr`."""
+    return isinstance(node, cst.Attribute) and _is_name(node.value, base) and node.attr.value == attr
+
+
+def _targets_attribute(node) -> bool:
+    """An assignment (`x.y = ...`, `x.y: T = ...`, `x.y += ...`) whose target is an attribute."""
+    return isinstance(node.target, cst.Attribute)
+
+
+def _descendants(node: cst.CSTNode):
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        yield n
+        todo.extend(n.children)
 
 
 def _code(node: cst.CSTNode) -> str:
@@ -211,12 +232,13 @@ class _Analysis:
                 annotation = value.func
         if annotation is None:
             return None
-        names = {n.value for n in m.findall(annotation, m.Name())} | {
-            s.evaluated_value for s in m.findall(annotation, m.SimpleString()) if isinstance(s.evaluated_value, str)}
+        inside = list(_descendants(annotation))
+        names = {n.value for n in inside if isinstance(n, cst.Name)} | {
+            s.evaluated_value for s in inside if isinstance(s, cst.SimpleString) and isinstance(s.evaluated_value, str)}
         declaring = [c for c in self.find(cst.ClassDef)
                      if c.name.value in names or any(c.name.value in n for n in names)]
         for cls in declaring:
-            for stmt in self.find(cst.AnnAssign, m.AnnAssign(target=m.Name(field_name)), cls.body):
+            for stmt in self.find(cst.AnnAssign, lambda a: _is_name(a.target, field_name), cls.body):
                 if not re.search(r"\bNone\b|Optional", _code(stmt.annotation.annotation)):
                     return not (optional or re.search(r"\bNone\b|Optional", _code(annotation)))
         return None
@@ -296,7 +318,7 @@ class _Analysis:
 
     def declared(self, attr: str) -> Optional[cst.BaseExpression]:
         """The annotation of `self.<attr>` in this module (`self.x: T` or a class-level `x: T`)."""
-        for stmt in self.find(cst.AnnAssign, m.AnnAssign(target=m.Attribute(value=m.Name("self"), attr=m.Name(attr)))):
+        for stmt in self.find(cst.AnnAssign, lambda a: _is_attr(a.target, "self", attr)):
             return stmt.annotation.annotation
         for cls in self.find(cst.ClassDef):
             for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
@@ -426,8 +448,8 @@ class _Analysis:
                 return (f"`{receiver}.{first}` is a method ({fn.qualname}), not the kernel; "
                         "give it a topk_length parameter and pass it by hand")
         sources = []
-        for node in self.find(cst.Assign, m.Assign(targets=[m.AssignTarget(target=m.Attribute(
-                value=m.Name(receiver), attr=m.Name(first)))])):
+        for node in self.find(cst.Assign, lambda a: len(a.targets) == 1
+                               and _is_attr(a.targets[0].target, receiver, first)):
             value = dotted(node.value)
             root = value.split(".")[0] if value else None
             qualified = (self.facts.imports.get(root, "") + value[len(root):]) if root in self.facts.imports else None
@@ -653,27 +675,25 @@ class _Analysis:
     def attribute_assigns(self, attr: str) -> List[cst.AssignTarget]:
         """`x.attr = ...` targets, in source order."""
         return self.index("attribute_assigns", lambda: self._grouped(
-            self.find(cst.AssignTarget, m.AssignTarget(target=m.Attribute())), lambda t: t.target.attr.value)).get(attr, [])
+            self.find(cst.AssignTarget, _targets_attribute), lambda t: t.target.attr.value)).get(attr, [])
 
     def attribute_targets(self, name: str) -> List[cst.CSTNode]:
         """`x.y = ...`, `x.y: T = ...`, `x.y += ...` whose target, expanded through the imports, is `name`."""
         return self.index("attribute_targets", lambda: self._grouped(
-            self.find((cst.AssignTarget, cst.AnnAssign, cst.AugAssign), m.AssignTarget(target=m.Attribute())
-                      | m.AnnAssign(target=m.Attribute()) | m.AugAssign(target=m.Attribute())),
+            self.find((cst.AssignTarget, cst.AnnAssign, cst.AugAssign), _targets_attribute),
             lambda t: self.expand(dotted(t.target)))).get(name, [])
 
     def attribute_writes_in(self, owner: cst.CSTNode) -> Dict[str, cst.CSTNode]:
         """`x.y = ...` / `x.y += ...` under owner: dotted target -> its first one (one scan per function)."""
         def build() -> Dict[str, cst.CSTNode]:
             out: Dict[str, cst.CSTNode] = {}
-            for t in self.find((cst.AssignTarget, cst.AugAssign), m.AssignTarget(target=m.Attribute())
-                               | m.AugAssign(target=m.Attribute()), owner):
+            for t in self.find((cst.AssignTarget, cst.AugAssign), _targets_attribute, owner):
                 out.setdefault(dotted(t.target), t)
             return out
         return self.index(f"writes_in:{id(owner)}", build)
 
     def setattr_calls(self) -> List[cst.Call]:
-        return self.index("setattr", lambda: self.find(cst.Call, m.Call(func=m.Name("setattr"))))
+        return self.index("setattr", lambda: self.find(cst.Call, lambda c: _is_name(c.func, "setattr")))
 
     def external_def(self, qualname: str) -> Optional[Tuple[Tree, cst.FunctionDef]]:
         """A top-level def of another module of this project, parsed alone (for the row trace)."""
@@ -1138,7 +1158,7 @@ def _value_uses(tree: Tree, facts: ModuleFacts, path: str) -> List[Site]:
         if isinstance(parent, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign)) and parent.target is chain:
             continue  # a rebinding: the calls through that name are refused by callee_identity
         add(chain, callee, _how(tree, chain))
-    for call in tree.find(cst.Call, m.Call(func=m.Attribute())):
+    for call in tree.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute)):
         attr = call.func.attr.value
         if dotted(call.func) is None and (attr in ENTRY_POINTS or attr == OP_NAME):
             add(call, attr, f"reached through `{_code(call.func.value).strip()[:40]}`")

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
-import libcst.matchers as m
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import (
     Assignment, BuiltinScope, FunctionScope, GlobalScope, MetadataWrapper,
@@ -84,9 +83,11 @@ class Tree:
             self._none_attrs = finder.names
         return self._none_attrs
 
-    def find(self, kinds, matcher=None, within: Optional[cst.CSTNode] = None) -> List[cst.CSTNode]:
-        """Nodes of the given types in source order (matching `matcher`, inside `within`): one walk of
-        the module is shared by every lookup, where libcst.matchers.findall would walk it each time."""
+    def find(self, kinds, where: Optional[Callable[[cst.CSTNode], bool]] = None,
+             within: Optional[cst.CSTNode] = None) -> List[cst.CSTNode]:
+        """Nodes of the given types in source order (for which `where` holds, inside `within`): one
+        walk of the module is shared by every lookup. (Plain predicates, not libcst.matchers: importing
+        that costs each audit worker more than all the lookups of a file.)"""
         if not hasattr(self, "_by_type"):
             self._by_type: Dict[type, List[cst.CSTNode]] = {}
             self._sorted: Dict[tuple, Tuple[List[int], List[cst.CSTNode]]] = {}
@@ -99,7 +100,7 @@ class Tree:
         orders, found = self._sorted[kinds]
         if within is not None:
             found = found[bisect_left(orders, self.order[id(within)]):bisect_right(orders, self.end[id(within)])]
-        return [n for n in found if matcher is None or m.matches(n, matcher)]
+        return [n for n in found if where is None or where(n)]
 
     def defs(self) -> List[cst.FunctionDef]:
         return self.find(cst.FunctionDef)
