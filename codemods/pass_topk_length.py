@@ -1139,7 +1139,7 @@ def _value_uses(tree: Tree, facts: ModuleFacts, path: str) -> List[Site]:
                           f"the kernel is {how}: calls through it cannot be checked or rewritten; "
                           "pass topk_length where it is called, or call the kernel directly"))
 
-    for _, name, node, _ in tree.accesses():
+    for _, name, node, _ in (tree.accesses() if _maybe_value_use(tree, facts) else ()):
         chain = node
         while isinstance(tree.parent.get(chain), cst.Attribute) and tree.parent[chain].value is chain:
             chain = tree.parent[chain]
@@ -1171,6 +1171,24 @@ def _value_uses(tree: Tree, facts: ModuleFacts, path: str) -> List[Site]:
             root, _, rest = base.partition(".")
             add(k.node, facts.imports.get(root, root) + ("." + rest if rest else "") + f".{attr}", "looked up by name with getattr")
     return sites
+
+
+def _maybe_value_use(tree: Tree, facts: ModuleFacts) -> bool:
+    """Whether a kernel name, or a name imported as one, occurs anywhere but in the callee of a call
+    or in an import. If not, no name read can be a value use, and the scope analysis that finds them
+    (the costliest step on a module whose calls all pass topk_length) is not needed."""
+    names = set(ENTRY_POINTS) | {OP_NAME} | {local for local, q in facts.imports.items() if is_kernel(q)}
+    for n in tree.find(cst.Name, lambda n: n.value in names):
+        top, up = n, tree.parent.get(n)
+        while isinstance(up, cst.Attribute) and (up.attr is top or up.value is top):
+            top, up = up, tree.parent.get(up)
+        if isinstance(up, cst.Call) and up.func is top:
+            continue
+        while up is not None and not isinstance(up, (cst.Import, cst.ImportFrom)):
+            up = tree.parent.get(up)
+        if up is None:
+            return True
+    return False
 
 
 def _how(tree: Tree, node: cst.CSTNode) -> str:

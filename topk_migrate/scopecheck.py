@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
@@ -54,20 +55,43 @@ class Binding:
 
 
 class Tree:
-    """One parsed module with scopes, parents and source order."""
+    """One parsed module with positions; scopes, parents and source order are worked out on first
+    use (a module whose kernel calls all pass the parameter never needs them)."""
 
     def __init__(self, module: cst.Module, positions: bool = True):
         self.module = module
         self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-        meta = self.wrapper.resolve_many((ScopeProvider, PositionProvider) if positions else (ScopeProvider,))
-        self.scope_of = meta[ScopeProvider]
-        self.position = meta.get(PositionProvider, {})
+        self.position = self.wrapper.resolve(PositionProvider) if positions else {}
+
+    @cached_property
+    def scope_of(self):
+        return self.wrapper.resolve(ScopeProvider)
+
+    @cached_property
+    def _numbered(self) -> _Numberer:
         num = _Numberer()
-        module.visit(num)
-        self.order, self.end, self.parent = num.order, num.end, num.parent
-        scopes = {s for s in self.scope_of.values() if s is not None}
-        self.scopes = sorted(scopes, key=self._scope_key)
-        self.rank = {id(s): i for i, s in enumerate(self.scopes)}
+        self.module.visit(num)
+        return num
+
+    @property
+    def order(self) -> Dict[int, int]:
+        return self._numbered.order
+
+    @property
+    def end(self) -> Dict[int, int]:
+        return self._numbered.end
+
+    @property
+    def parent(self) -> Dict[cst.CSTNode, cst.CSTNode]:
+        return self._numbered.parent
+
+    @cached_property
+    def scopes(self) -> List[Scope]:
+        return sorted({s for s in self.scope_of.values() if s is not None}, key=self._scope_key)
+
+    @cached_property
+    def rank(self) -> Dict[int, int]:
+        return {id(s): i for i, s in enumerate(self.scopes)}
 
     def _scope_key(self, scope: Scope) -> int:
         if isinstance(scope, (GlobalScope, BuiltinScope)):

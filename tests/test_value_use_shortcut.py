@@ -1,0 +1,68 @@
+"""The rule skips its scope walk for value uses of the kernel (`partial(kernel)`, `k = kernel`) when no
+kernel name occurs outside a callee or an import (`_maybe_value_use`). That shortcut must never hide a
+site: on every input below, the value-use sites with it equal those of the full walk."""
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from topk_migrate.codemods import pass_topk_length as rule
+from topk_migrate.resolve import collect
+from topk_migrate.scopecheck import Tree
+
+from adversarial.generated import SAMPLE
+from adversarial.variants import VARIANTS
+
+ROOT = Path(__file__).resolve().parents[1]
+VALUE_USES = [  # each is a value use; the shortcut must see it
+    "from sgl_kernel import flash_mla_sparse_fwd\nk = flash_mla_sparse_fwd\n",
+    "import functools\nfrom sgl_kernel import flash_mla_sparse_fwd as f\nk = functools.partial(f, scale=1.0)\n",
+    "import sgl_kernel\nclass B:\n    def __init__(self):\n        self.k = sgl_kernel.flash_mla_sparse_fwd\n",
+    "import sgl_kernel.flash_mla as fm\ndef g(q):\n    return run(fm.flash_mla_sparse_fwd, q)\n",
+    "import torch\nop = torch.ops.sgl_kernel.sparse_prefill_fwd.default\n",
+    "from sgl_kernel import flash_mla_sparse_fwd\nKERNELS = {'sparse': flash_mla_sparse_fwd}\n",
+    "from sgl_kernel import flash_mla_sparse_fwd\ndef g(q):\n    return [flash_mla_sparse_fwd][0](q)\n",
+]
+
+
+def _sources():
+    for p in sorted((ROOT / "fixtures").rglob("*.py")):
+        yield p.name, p.read_text()
+    for v in VARIANTS:
+        yield v.name, v.source
+    for v in SAMPLE:
+        yield v.name, v.source
+    for i, ex in enumerate(rule.VALID + rule.INVALID):
+        yield f"example {i}", ex.code
+    for i, src in enumerate(VALUE_USES):
+        yield f"value use {i}", src
+
+
+def _value_uses(src: str, shortcut: bool, monkeypatch) -> list:
+    module = cst.parse_module(src)
+    tree = Tree(module)
+    facts = collect(module, tree.wrapper)
+    if not shortcut:
+        monkeypatch.setattr(rule, "_maybe_value_use", lambda tree, facts: True)
+    try:
+        return rule._value_uses(tree, facts, "m.py")
+    finally:
+        monkeypatch.undo()
+
+
+def test_the_shortcut_never_hides_a_value_use(monkeypatch):
+    checked = skipped_walks = 0
+    for name, src in _sources():
+        full = _value_uses(src, False, monkeypatch)
+        assert _value_uses(src, True, monkeypatch) == full, name
+        checked += 1
+        skipped_walks += not full and not rule._maybe_value_use(Tree(cst.parse_module(src)), collect(cst.parse_module(src)))
+    assert checked > 100 and skipped_walks > 10  # the shortcut is exercised, not only the walk
+
+
+@pytest.mark.parametrize("src", VALUE_USES)
+def test_each_value_use_is_reported(src):
+    module = cst.parse_module(src)
+    tree = Tree(module)
+    assert rule._maybe_value_use(tree, collect(module, tree.wrapper))
+    assert rule._value_uses(tree, collect(module, tree.wrapper), "m.py")
