@@ -363,3 +363,15 @@ def test_no_scanner_or_worker_outlives_the_run(tmp_path):
     r = audit([str(tmp_path)], jobs=3)
     assert len(r.sites) == 4
     assert multiprocessing.active_children() == []
+
+
+def test_workers_started_with_the_run_serve_a_tree_with_or_without_candidates(tmp_path):
+    """From EAGER_FROM jobs the zygote starts before the scan: the same sites, and no wait when no
+    file is a candidate."""
+    (tmp_path / "plain.py").write_text("x = 1\n")
+    r = audit([str(tmp_path)], jobs=audit_mod.EAGER_FROM)
+    assert r.sites == [] and r.errors == [] and r.summary["parsed"] == 0
+    for i in range(3):
+        (tmp_path / f"m{i}.py").write_text(CALL.format(", topk_length=m.lens"))
+    eager, lazy = audit([str(tmp_path)], jobs=audit_mod.EAGER_FROM), audit([str(tmp_path)], jobs=2)
+    assert [key(s) for s in eager.sites] == [key(s) for s in lazy.sites] and len(eager.sites) == 3

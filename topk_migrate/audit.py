@@ -194,10 +194,14 @@ def _alive(pid: int) -> bool:
         return True
 
 
+EAGER_FROM = 4  # jobs from which the workers start with the run, not with its first candidate
+
+
 class _Runner:
-    """Runs `task` (analyse(), or bump's per-file analysis) in-process with one job; otherwise, from
-    the first candidate on, in worker processes forked from a zygote that imports LibCST (once,
-    while this process and the scanners go on reading). `task` is a module-level function taking a
+    """Runs `task` (analyse(), or bump's per-file analysis) in-process with one job; otherwise in
+    worker processes forked from a zygote that imports LibCST (once, while this process and the
+    scanners go on reading), started with the run from EAGER_FROM jobs on, else with its first
+    candidate (on fewer cores the import would slow the scan, and a tree may hold no candidate). `task` is a module-level function taking a
     path first and returning (path, results, error line); it never raises."""
 
     def __init__(self, jobs: int, task=None):
@@ -207,6 +211,8 @@ class _Runner:
         self.sent: List[tuple] = []
         self.early: List[tuple] = []  # results received while still submitting
         self.pool = None
+        if self.jobs >= EAGER_FROM:  # cores to spare: import the engine while the scan looks for work
+            self._start()
 
     def submit(self, *args) -> None:
         if self.pool is None and self.jobs == 1:
