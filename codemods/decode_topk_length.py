@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Dict, List, Sequence, Tuple
 
 from topk_migrate import suppress
-from topk_migrate.bump.bind import OPPORTUNITY, Finding
+from topk_migrate.bump.bind import OPPORTUNITY
 from topk_migrate.bump.context import BumpExample, Context, new_param
-from topk_migrate.model import Site, Status
+from topk_migrate.model import Finding, Site, Status
 from topk_migrate.rules import Rule
 
 ENTRY_POINT = "flash_mla_with_kvcache"

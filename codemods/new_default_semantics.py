@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
-from topk_migrate.bump.bind import CHANGES_DEFAULT, Finding
+from topk_migrate.bump.bind import CHANGES_DEFAULT
 from topk_migrate.bump.context import BumpExample, Context, new_param
+from topk_migrate.model import Finding
 from topk_migrate.rules import Rule
 
 

@@ -22,10 +22,10 @@ from libcst.helpers import get_full_name_for_node
 from libcst.metadata import ClassScope, ComprehensionScope, FunctionScope, GlobalScope, ImportAssignment
 
 from topk_migrate import suppress
-from topk_migrate.bump.bind import OPPORTUNITY, Finding
+from topk_migrate.bump.bind import OPPORTUNITY
 from topk_migrate.bump.context import BumpExample, Context, new_param
 from topk_migrate.cstutil import add_keyword, add_param
-from topk_migrate.model import Capability, Site, Status
+from topk_migrate.model import Capability, Finding, Site, Status
 from topk_migrate.resolve import CallInfo, Function, ModuleFacts, collect, dotted
 from topk_migrate.rows import index_hazard, row_hazard
 from topk_migrate.rules import Rule

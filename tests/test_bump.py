@@ -124,14 +124,14 @@ TEN_POSITIONAL = ("from sgl_kernel.flash_mla import flash_mla_with_kvcache\n"
 
 def test_ten_positional_arguments_rebind_across_0_3_17_to_0_3_19(tmp_path):
     site = only_site(bump(tmp_path, TEN_POSITIONAL, "sgl-kernel-0.3.17", "sgl-kernel-0.3.19"))
-    assert site.verdict == bind.REBINDS
+    assert site.status == bind.REBINDS
     assert "positional argument 10 (`True`) binds `descale_q`, was `is_fp8_kvcache`" in site.reason
 
 
 def test_nine_positional_arguments_bind_the_same(tmp_path):
     nine = TEN_POSITIONAL.replace(", False, True)", ", False)")
     site = only_site(bump(tmp_path, nine, "sgl-kernel-0.3.17", "sgl-kernel-0.3.19"))
-    assert site.verdict == bind.OPPORTUNITY and "descale_q" in site.reason
+    assert site.status == bind.OPPORTUNITY and "descale_q" in site.reason
 
 
 def test_downgrade_breaks_on_unknown_keyword_and_too_many_positionals(tmp_path):
@@ -141,7 +141,7 @@ def test_downgrade_breaks_on_unknown_keyword_and_too_many_positionals(tmp_path):
            "    b = fm.flash_mla_sparse_fwd(q, kv, idx, 1.0, 512, sink)\n"
            "    c = fm.flash_mla_sparse_fwd(q, kv, idx)\n")
     a, b, c = bump(tmp_path, src, "sglang-kernel-0.4.6", "sglang-kernel-0.4.2.post2").sites
-    assert a.verdict == b.verdict == c.verdict == bind.BREAKS
+    assert a.status == b.status == c.status == bind.BREAKS
     assert "unexpected keyword argument `topk_length`" in a.reason
     assert "takes 5 positional arguments but 6 are given" in b.reason
     assert "missing required argument(s) `sm_scale`" in c.reason and "already fails" in c.reason
@@ -151,7 +151,7 @@ def test_star_args_across_a_positional_change_is_manual(tmp_path):
     src = ("from sgl_kernel.flash_mla import flash_mla_with_kvcache\n"
            "def f(*a):\n    return flash_mla_with_kvcache(*a)\n")
     site = only_site(bump(tmp_path, src, "sgl-kernel-0.3.17", "sgl-kernel-0.3.19"))
-    assert site.verdict == bind.MANUAL and "*args" in site.reason
+    assert site.status == bind.MANUAL and "*args" in site.reason
 
 
 def test_passing_a_refused_parameter_on_every_path_is_manual():
@@ -178,20 +178,20 @@ def test_sglang_0_5_12_backends_from_0_4_2_post2_to_0_4_6(sglang_0_5_12):
     for s in r.sites:
         by[(Path(s.path).name, s.entry_point)].append(s)
     [prefill] = by[("nsa_backend.py", "flash_mla_sparse_fwd")]
-    assert prefill.verdict == bind.OPPORTUNITY
+    assert prefill.status == bind.OPPORTUNITY
     assert any(f.rule == "pass-topk-length" for f in prefill.findings)
     assert "fixable by the topk_length rule" in prefill.reason
     assert prefill.fix == f"topk-migrate apply --kernel sglang-kernel==0.4.6 {prefill.path}"
     [decode] = by[("nsa_backend.py", "flash_mla_with_kvcache")]
-    assert decode.verdict == bind.OPPORTUNITY and decode.fix is None
+    assert decode.status == bind.OPPORTUNITY and decode.fix is None
     assert any(f.rule == "decode-topk-length" for f in decode.findings)
     for hazard in ("never rewritten", "assert topk_length is None when not isinstance(tile_scheduler_metadata",
                    "V3.2 does not support dynamic topk length", "FlashMLASchedMeta"):
         assert hazard in decode.reason
     dense = by[("flashmla_backend.py", "flash_mla_with_kvcache")]  # no `indices`: the decode rule stays out
-    assert dense and all(s.verdict == bind.OPPORTUNITY and s.fix is None for s in dense)
+    assert dense and all(s.status == bind.OPPORTUNITY and s.fix is None for s in dense)
     assert not any(f.rule for s in dense for f in s.findings)
-    assert all(s.verdict == bind.UNCHANGED for (_, e), ss in by.items() if e == "get_mla_metadata" for s in ss)
+    assert all(s.status == bind.UNCHANGED for (_, e), ss in by.items() if e == "get_mla_metadata" for s in ss)
     # deepseek_v4_backend calls `flash_mla`, another distribution: not this bump's sites
     assert not any(n == "deepseek_v4_backend.py" for n, _ in by)
     assert r.exit_code() == 0 and not r.errors
@@ -201,7 +201,7 @@ def test_sparse_prefill_not_fixable_when_the_rule_says_manual(tmp_path):
     src = ("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
            "def f(q, kv, idx):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n")  # no metadata in scope
     site = only_site(bump(tmp_path, src, "sglang-kernel-0.4.2.post2", "sglang-kernel-0.4.6"))
-    assert site.verdict == bind.OPPORTUNITY and site.fix is None
+    assert site.status == bind.OPPORTUNITY and site.fix is None
     assert "not fixable automatically (topk_length rule: manual" in site.reason
 
 
@@ -209,7 +209,7 @@ def test_direct_flash_mla_caller_moving_to_sgl_flash_mla_changes_defaults(tmp_pa
     src = ("import flash_mla\n"
            "def prefill(q, kv, idx, scale):\n    return flash_mla.flash_mla_sparse_fwd(q, kv, idx, scale)\n")
     site = only_site(bump(tmp_path, src, "flashmla-upstream-9241ae3", "sgl-flash-mla-1.0.0"))
-    assert site.verdict == bind.CHANGES_DEFAULT
+    assert site.status == bind.CHANGES_DEFAULT
     about = {f.param: f for f in site.findings if f.verdict == bind.CHANGES_DEFAULT}
     assert set(about) == {"use_legacy", "return_log2_lse"}
     assert "current kernels" in about["use_legacy"].reason and "natural-log" in about["return_log2_lse"].reason
@@ -234,7 +234,7 @@ def test_rule_examples(tmp_path, rule_id):
         if ex.verdict is None:
             assert not mine, ex.source
         else:
-            assert mine and {f.verdict for f in mine} == {ex.verdict} and site.verdict == ex.verdict, ex.source
+            assert mine and {f.verdict for f in mine} == {ex.verdict} and site.status == ex.verdict, ex.source
 
 
 # -- sources and the cache ----------------------------------------------------------------
@@ -328,9 +328,9 @@ def test_upstream_rename_of_get_mla_metadata_breaks_keyword_callers(tmp_path):
            "    a = get_mla_metadata(seqlens, num_heads_per_head_k=h, num_heads_k=1)\n"
            "    b = get_mla_metadata(seqlens, h, 1)\n")
     a, b = bump(tmp_path, src, old, new).sites
-    assert a.verdict == bind.BREAKS and "unexpected keyword argument `num_heads_per_head_k`" in a.reason
+    assert a.status == bind.BREAKS and "unexpected keyword argument `num_heads_per_head_k`" in a.reason
     # a positional caller binds the renamed slot: reported as a rebind that is probably the rename
-    assert b.verdict == bind.REBINDS and "probably `num_heads_per_head_k` renamed (heuristic" in b.reason
+    assert b.status == bind.REBINDS and "probably `num_heads_per_head_k` renamed (heuristic" in b.reason
 
 
 def test_changed_default_left_out_is_changes_default(tmp_path):
@@ -341,9 +341,9 @@ def test_changed_default_left_out_is_changes_default(tmp_path):
            "def fp8(q, k, bt, sl, meta):\n"
            "    return flash_mla.flash_mla_with_kvcache(q, k, bt, sl, 512, meta, is_fp8_kvcache=False, use_legacy=True)\n")
     dense, fp8 = bump(tmp_path, src, "flashmla-upstream-9241ae3", "sgl-flash-mla-1.0.0").sites
-    assert dense.verdict == bind.CHANGES_DEFAULT
+    assert dense.status == bind.CHANGES_DEFAULT
     assert "`is_fp8_kvcache` is left to its default, which changed from False to None" in dense.reason
-    assert fp8.verdict == bind.OPPORTUNITY  # both passed: nothing left to a changed default
+    assert fp8.status == bind.OPPORTUNITY  # both passed: nothing left to a changed default
 
 
 def test_required_parameter_made_optional_is_its_own_kind():
@@ -369,7 +369,7 @@ def test_call_written_for_the_new_release_says_so(tmp_path):
            "def f(q, kv, idx, n):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0, topk_length=n)\n")
     site = only_site(bump(tmp_path, src, "sglang-kernel-0.4.2.post2", "sglang-kernel-0.4.6"))
     assert any(f.verdict == bind.UNCHANGED and "written for the new release" in f.reason for f in site.findings)
-    assert site.verdict == bind.OPPORTUNITY and "`attn_sink`" in site.reason  # still not passed
+    assert site.status == bind.OPPORTUNITY and "`attn_sink`" in site.reason  # still not passed
 
 
 def test_rev_reads_the_commit_not_the_work_tree(tmp_path, monkeypatch):

@@ -7,7 +7,7 @@ from typing import List, Optional, Sequence
 
 from . import discover
 from .discover import iter_python_files, read_regular
-from .model import Capability, InputError, Site, Status
+from .model import Capability, InputError, Site, Status, exit_code
 
 # Everything heavier (libcst, hashlib, tomllib, difflib) is imported only for a file
 # that passes the byte prefilter: most files of a tree never get that far.
@@ -328,13 +328,9 @@ class Report:
         return sum(s.status is status for s in self.sites)
 
     def exit_code(self, wrote: bool = False) -> int:
-        """0 nothing left to do, 1 rewrote something or sites remain, 2 errors."""
-        if self.errors:
-            return 2
-        if wrote and any(f.written for f in self.files):
-            return 1
-        left = self.count(Status.MANUAL) + (0 if wrote else self.count(Status.FIXABLE))
-        return 1 if left else 0
+        """0 nothing left to do, 1 rewrote something or sites remain, 2 errors (model.exit_code)."""
+        left = {Status.MANUAL} if wrote else {Status.FIXABLE, Status.MANUAL}
+        return exit_code(self.sites, bool(self.errors), left, rewrote=wrote and any(f.written for f in self.files))
 
 
 class _StopBetweenFiles:

@@ -39,7 +39,7 @@ import click
 
 from .discover import SCAN_WINDOW, file_may_hold_site, iter_python_files, may_hold_site
 from .config import PathFilter, filter_for
-from .model import InputError, Site, Status
+from .model import CHECK_STATUSES, InputError, Site, Status, exit_code
 
 FORMATS = ("text", "json", "sarif", "github")
 PROJECT_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
@@ -57,9 +57,7 @@ class AuditResult:
 
     def exit_code(self) -> int:
         """As in check: 0 nothing left to do, 1 sites remain, 2 errors."""
-        if self.errors:
-            return 2
-        return 1 if any(s.status in (Status.FIXABLE, Status.MANUAL) for s in self.sites) else 0
+        return exit_code(self.sites, bool(self.errors), (Status.FIXABLE, Status.MANUAL))
 
 
 # -- the engine, run in workers ------------------------------------------------
@@ -466,7 +464,7 @@ def _result(sites, tally, root, rev, commit, t0) -> AuditResult:
         "files": tally.files,
         "parsed": tally.candidates,
         "sites": len(sites),
-        "by_status": {st.value: sum(s.status is st for s in sites) for st in Status},
+        "by_status": {st.value: sum(s.status is st for s in sites) for st in CHECK_STATUSES},
         "errors": len(errors),
         "seconds": round(time.perf_counter() - t0, 3),
         "rev": rev,

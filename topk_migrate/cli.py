@@ -8,7 +8,7 @@ import click
 
 from . import api
 from .escape import fit, printable
-from .model import Status
+from .model import CHECK_STATUSES, Status
 
 KERNEL_HELP = "Kernel the calls resolve to, as NAME==VERSION (e.g. sglang-kernel==0.4.6); overrides pins."
 
@@ -131,7 +131,7 @@ def _counts(report: api.Report) -> str:
     """What the run did: sites of the files it rewrote are `fixed`, not still `fixable`."""
     fixed = sum(s.status is Status.FIXABLE for f in report.files if f.written for s in f.sites)
     parts = []
-    for st in Status:
+    for st in CHECK_STATUSES:
         n = report.count(st)
         if st is Status.FIXABLE and any(f.written for f in report.files):
             parts.append(f"{fixed} fixed")

@@ -1,19 +1,42 @@
-"""The vocabulary every part of the tool shares: a call site and its status."""
+"""The vocabulary every part of the tool shares: a call site, its status, and the exit-code rule."""
 from __future__ import annotations
 
 from dataclasses import dataclass, asdict
 from enum import Enum
-from typing import Optional
+from typing import Collection, Iterable, Optional, Tuple
 
 
 class Status(str, Enum):
+    # what check, apply and audit say of a call
     COMPLIANT = "compliant"  # already does what the rule asks (passes topk_length)
     OPT_OUT = "opt-out"  # opts out on purpose (topk_length=None), or suppressed by comment
     FIXABLE = "fixable"  # apply will rewrite it
-    MANUAL = "manual"  # needs a human; `reason` says why
+    MANUAL = "manual"  # needs a human; `reason` says why (bump says it too)
+    # what bump says a kernel release change does to a call
+    BREAKS = "breaks"  # a TypeError under the new release
+    REBINDS = "rebinds"  # a positional argument lands in another parameter, no error
+    CHANGES_DEFAULT = "changes-default"  # an argument left to a default whose value changed
+    OPPORTUNITY = "opportunity"  # a new optional parameter left out
+    UNCHANGED = "unchanged"
 
     def __str__(self) -> str:
         return self.value
+
+
+CHECK_STATUSES = (Status.COMPLIANT, Status.OPT_OUT, Status.FIXABLE, Status.MANUAL)
+BUMP_STATUSES = (Status.BREAKS, Status.REBINDS, Status.MANUAL, Status.CHANGES_DEFAULT, Status.OPPORTUNITY,
+                 Status.UNCHANGED)  # most serious first
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing bump found about a call: the status it argues for, and why."""
+
+    verdict: str  # a Status value, or "note" (worth reading, changes nothing)
+    reason: str
+    param: Optional[str] = None  # the parameter it is about (a rule's finding replaces the generic one)
+    rule: Optional[str] = None  # the rule that made it (None: the signature diff itself)
+    fix: Optional[str] = None  # the command that fixes it, where a rule has a rewrite
 
 
 @dataclass(frozen=True)
@@ -27,6 +50,11 @@ class Site:
     metadata: Optional[str] = None  # expression a fix passes as topk_length
     kernel: Optional[str] = None  # the kernel decision the gate used and where it came from
     rule: str = ""  # id of the rule that reported it (topk_migrate/rules.py)
+    # bump: the release entry point the call binds to, the command that fixes it, and every finding
+    # behind the status (most serious first)
+    entry_point: Optional[str] = None
+    fix: Optional[str] = None
+    findings: Tuple[Finding, ...] = ()
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -52,3 +80,11 @@ class Capability:
 
 class InputError(Exception):
     """An expected problem with one input file: reported in one line, the run goes on."""
+
+
+def exit_code(sites: Iterable[Site], errors: bool, failing: Collection[Status], rewrote: bool = False) -> int:
+    """Every command's exit code: 2 an input could not be read, 1 a site is in the command's `failing`
+    statuses (or a file was rewritten), 0 nothing left to do."""
+    if errors:
+        return 2
+    return 1 if rewrote or any(s.status in failing for s in sites) else 0

@@ -21,7 +21,7 @@ from typing import Callable, Dict, List, Sequence, Tuple
 from urllib.parse import quote
 
 from .escape import SURROGATE, escape, printable
-from .model import Site, Status
+from .model import CHECK_STATUSES, Site, Status
 
 Errors = Sequence[Tuple[str, str]]
 JSON_VERSION = 1
@@ -31,7 +31,7 @@ SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 def summary_line(summary: dict) -> str:
     by = summary["by_status"]
-    counts = ", ".join(f"{by.get(st.value, 0)} {st.value}" for st in Status)
+    counts = ", ".join(f"{by.get(st.value, 0)} {st.value}" for st in CHECK_STATUSES)
     at = f" at {printable(summary['rev'])}" if summary.get("rev") else ""
     return (f"{summary['files']} file(s) scanned{at}, {summary['parsed']} parsed; "
             f"{summary['sites']} site(s): {counts}; {summary['errors']} error(s) in {summary['seconds']:.2f}s")
@@ -82,13 +82,22 @@ def render_json(sites: Sequence[Site], errors: Errors, summary: dict) -> str:
 
 # -- SARIF --------------------------------------------------------------------
 
-# The SARIF level of each status that asks something of a person; compliant sites are not results.
-LEVELS: Dict[Status, str] = {Status.FIXABLE: "warning", Status.MANUAL: "error", Status.OPT_OUT: "note"}
+# The SARIF level of each status that asks something of a person; compliant and unchanged sites are
+# not results. check/apply/audit and bump share them (MANUAL is both's).
+LEVELS: Dict[Status, str] = {
+    Status.FIXABLE: "warning", Status.MANUAL: "error", Status.OPT_OUT: "note",
+    Status.BREAKS: "error", Status.REBINDS: "error", Status.CHANGES_DEFAULT: "warning", Status.OPPORTUNITY: "note",
+}
 WHAT: Dict[Status, str] = {
     Status.FIXABLE: "`topk-migrate apply` can fix it",
     Status.MANUAL: "needs a manual fix; the message says why",
     Status.OPT_OUT: "opted out (the message says how)",
+    Status.BREAKS: "a TypeError under the new release",
+    Status.REBINDS: "an argument binds another parameter under the new release",
+    Status.CHANGES_DEFAULT: "a default it relies on changes in the new release",
+    Status.OPPORTUNITY: "the new release has a parameter it does not pass",
 }
+GITHUB = {"error": "error", "warning": "warning", "note": "notice"}  # SARIF level -> workflow command
 
 
 def _tool_version() -> str:
@@ -108,28 +117,35 @@ def _location(path: str, line: int = 0, column: int = 0) -> dict:
     return {"physicalLocation": loc}
 
 
-def _sarif_rules(sites: Sequence[Site]) -> List[dict]:
-    """One SARIF rule per migration rule (topk_migrate/rules.py), its id the rule's id."""
+def _sarif_rules(sites: Sequence[Site], hook: str = "sites") -> List[dict]:
+    """One SARIF rule per migration rule (topk_migrate/rules.py) with that `hook` (sites: check, apply and
+    audit; bump), its id the rule's id; bump's `signature-<status>` ids are the signature diff's own."""
     from . import rules
 
-    known = {r.id: r for r in rules.specs() if r.has_sites}
+    known = {r.id: r for r in rules.specs() if getattr(r, f"has_{hook}")}
     out = []
     for rid in sorted(set(known) | {s.rule for s in sites if s.rule}):
         r = known.get(rid)
-        summary, help_text = (r.summary, " ".join(r.help.split())) if r else (rid, rid)
+        if r:
+            summary, help_text = r.summary, " ".join(r.help.split())
+        elif rid.startswith("signature-"):
+            summary = help_text = f"The signature diff says `{rid[len('signature-'):]}` for this call."
+        else:
+            summary = help_text = rid
         out.append({
             "id": rid, "name": "".join(w.capitalize() for w in rid.split("-")),
             "shortDescription": {"text": summary},
             "fullDescription": {"text": help_text},
-            "help": {"text": help_text + " Suppress one call with `# topk-migrate: ignore[" + rid + "] <why>`."},
+            "help": {"text": help_text + (" Suppress one call with `# topk-migrate: ignore[" + rid + "] <why>`."
+                                          if r else "")},
             "defaultConfiguration": {"level": "warning", "enabled": bool(r.default_enabled) if r else True},
-            "properties": {"tags": ["performance", "flashmla"]},
+            "properties": {"tags": ["performance", "flashmla"] + (["bump"] if hook == "bump" else [])},
         })
     return out
 
 
-def to_sarif(sites: Sequence[Site], errors: Errors, summary: dict) -> dict:
-    rules = _sarif_rules(sites)
+def to_sarif(sites: Sequence[Site], errors: Errors, summary: dict, hook: str = "sites") -> dict:
+    rules = _sarif_rules(sites, hook)
     order = [r["id"] for r in rules]
     results = []
     for s in sites:
@@ -138,11 +154,13 @@ def to_sarif(sites: Sequence[Site], errors: Errors, summary: dict) -> dict:
         rid = s.rule or order[0]
         res = {
             "ruleId": rid, "ruleIndex": order.index(rid), "level": LEVELS[s.status],
-            "message": {"text": f"{s.callee}: {s.status.value}, {WHAT[s.status]}: {s.reason}"},
+            "message": {"text": f"{s.callee}: {s.status.value}, {WHAT[s.status]}: {s.reason}"
+                                + (f" (fix: {s.fix})" if s.fix else "")},
             "locations": [_location(s.path, s.line, s.column)],
             "partialFingerprints": {
                 "topkMigrateSite/v1": hashlib.sha256(f"{s.path}\0{s.callee}\0{s.line}".encode("utf-8", "surrogateescape")).hexdigest()},
-            "properties": {"status": s.status.value, "callee": s.callee, "metadata": s.metadata},
+            "properties": {"status": s.status.value, "callee": s.callee, "metadata": s.metadata,
+                           **({"entry_point": s.entry_point, "fix": s.fix} if s.entry_point else {})},
         }
         if s.status is Status.OPT_OUT:
             res["suppressions"] = [{"kind": "inSource", "justification": s.reason}]
@@ -177,18 +195,21 @@ def _prop(s: str) -> str:
     return printable(s).replace("%", "%25").replace(":", "%3A").replace(",", "%2C")
 
 
-def render_github(sites: Sequence[Site], errors: Errors, summary: dict) -> str:
+def annotations(sites: Sequence[Site], errors: Errors, command: str = "") -> List[str]:
     """`::warning file=...` lines GitHub Actions turns into annotations on the diff."""
-    kind = {Status.FIXABLE: "warning", Status.MANUAL: "error", Status.OPT_OUT: "notice"}
     out: List[str] = []
     for s in sites:
-        if s.status in kind:
-            title = f"topk-migrate {s.rule}: {s.status.value}" if s.rule else f"topk-migrate: {s.status.value}"
+        if s.status in LEVELS:
+            title = f"topk-migrate{command and ' ' + command} {s.rule}: {s.status.value}" if s.rule \
+                else f"topk-migrate: {s.status.value}"
             props = f"file={_prop(s.path)},line={s.line},col={s.column},title={_prop(title)}"
-            out.append(f"::{kind[s.status]} {props}::{_data(f'{s.callee}: {s.reason}')}")
+            out.append(f"::{GITHUB[LEVELS[s.status]]} {props}::{_data(f'{s.callee}: {s.reason}')}")
     out += [f"::error file={_prop(p)},title=topk-migrate%3A error::{_data(e)}" for p, e in errors]
-    out.append(summary_line(summary))
-    return "\n".join(out) + "\n"
+    return out
+
+
+def render_github(sites: Sequence[Site], errors: Errors, summary: dict) -> str:
+    return "\n".join(annotations(sites, errors) + [summary_line(summary)]) + "\n"
 
 
 RENDERERS: Dict[str, Callable[[Sequence[Site], Errors, dict], str]] = {

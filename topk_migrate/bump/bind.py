@@ -11,8 +11,10 @@ unchanged.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
+
+from topk_migrate.model import BUMP_STATUSES, Finding, Site, Status
 
 from .diff import renamed_pairs
 from .signatures import VAR_KEYWORD, VAR_POSITIONAL, EntryPoint, Release
@@ -20,23 +22,14 @@ from .signatures import VAR_KEYWORD, VAR_POSITIONAL, EntryPoint, Release
 if TYPE_CHECKING:  # LibCST is imported only where a file is parsed (in audit's workers)
     import libcst as cst
 
-BREAKS, REBINDS, MANUAL = "breaks", "rebinds", "manual"
-CHANGES_DEFAULT, OPPORTUNITY, UNCHANGED = "changes-default", "opportunity", "unchanged"
+BREAKS, REBINDS, MANUAL = Status.BREAKS.value, Status.REBINDS.value, Status.MANUAL.value
+CHANGES_DEFAULT, OPPORTUNITY, UNCHANGED = Status.CHANGES_DEFAULT.value, Status.OPPORTUNITY.value, Status.UNCHANGED.value
 NOTE = "note"  # a fact worth reading that does not change the verdict (a refusal on another path)
-SEVERITY = [BREAKS, REBINDS, MANUAL, CHANGES_DEFAULT, OPPORTUNITY, UNCHANGED]
+SEVERITY = [s.value for s in BUMP_STATUSES]
 _ORDER = SEVERITY + [NOTE]
-FAILING = (BREAKS, REBINDS)  # what makes `bump` exit 1
+FAILING = (Status.BREAKS, Status.REBINDS)  # what makes `bump` exit 1
 
 _REFUSAL = re.compile(r"^(\w+) is None$")  # `assert X is None`: the release refuses any X
-
-
-@dataclass(frozen=True)
-class Finding:
-    verdict: str
-    reason: str
-    param: Optional[str] = None  # the parameter it is about (a rule's finding replaces the generic one)
-    rule: Optional[str] = None  # the rule that made it (None: the signature diff itself)
-    fix: Optional[str] = None  # the command that fixes it, where a rule has a rewrite
 
 
 @dataclass
@@ -103,47 +96,29 @@ def bind(ep: EntryPoint, args: CallArgs) -> Tuple[Dict[str, str], List[str]]:
     return bound, errors
 
 
-@dataclass
-class BumpSite:
-    path: str
-    line: int
-    column: int
-    callee: str
-    entry_point: str
-    verdict: str = UNCHANGED
-    findings: List[Finding] = field(default_factory=list)
+def settle(path: str, line: int, column: int, callee: str, entry_point: str, findings: List[Finding]) -> Site:
+    """The call's site: a rule's finding about a parameter replaces the diff's; the status is the most
+    serious finding's; the reason gathers that status's findings (new optional parameters a rule says
+    nothing about in one clause); the site's rule is the one behind the status, else the diff's own
+    `signature-<status>`."""
+    ruled = {f.param for f in findings if f.rule and f.param}
+    kept = sorted((f for f in findings if f.rule or f.param not in ruled),
+                  key=lambda f: (_ORDER.index(f.verdict), f.rule is None))
+    verdict = kept[0].verdict if kept and kept[0].verdict != NOTE else UNCHANGED
+    shown = [f for f in kept if f.verdict == verdict]
+    plain = [f.param for f in shown if f.verdict == OPPORTUNITY and f.rule is None and f.param]
+    parts = [f.reason for f in shown if not (f.verdict == OPPORTUNITY and f.rule is None and f.param)]
+    if plain:
+        parts.append(("also " if parts else "") + "new in the release, not passed: "
+                     + ", ".join(f"`{p}`" for p in plain))
+    return Site(path, line, column, callee, Status(verdict), "; ".join(parts) or "binds the same way; no new parameter",
+                rule=next((f.rule for f in shown if f.rule), f"signature-{verdict}"), entry_point=entry_point,
+                fix=next((f.fix for f in kept if f.fix), None), findings=tuple(kept))
 
-    @property
-    def reason(self) -> str:
-        """The findings behind the verdict; new optional parameters a rule says nothing about in one clause."""
-        shown = [f for f in self.findings if f.verdict == self.verdict]
-        plain = [f.param for f in shown if f.verdict == OPPORTUNITY and f.rule is None and f.param]
-        parts = [f.reason for f in shown if not (f.verdict == OPPORTUNITY and f.rule is None and f.param)]
-        if plain:
-            parts.append(("also " if parts else "") + "new in the release, not passed: "
-                         + ", ".join(f"`{p}`" for p in plain))
-        return "; ".join(parts) or "binds the same way; no new parameter"
 
-    @property
-    def notes(self) -> List[str]:
-        return [f.reason for f in self.findings if f.verdict == NOTE]
-
-    @property
-    def fix(self) -> Optional[str]:
-        return next((f.fix for f in self.findings if f.fix), None)
-
-    def settle(self) -> None:
-        """A rule's finding about a parameter replaces the diff's; the verdict is the most serious."""
-        ruled = {f.param for f in self.findings if f.rule and f.param}
-        self.findings = [f for f in self.findings if f.rule or f.param not in ruled]
-        self.findings.sort(key=lambda f: (_ORDER.index(f.verdict), f.rule is None))
-        self.verdict = self.findings[0].verdict if self.findings and self.findings[0].verdict != NOTE else UNCHANGED
-
-    def to_dict(self) -> dict:
-        return {"path": self.path, "line": self.line, "column": self.column, "callee": self.callee,
-                "entry_point": self.entry_point, "verdict": self.verdict, "reason": self.reason,
-                "fix": self.fix, "notes": self.notes,
-                "findings": [{k: v for k, v in f.__dict__.items()} for f in self.findings]}
+def notes(site: Site) -> List[str]:
+    """What the findings say beyond the status (a refusal on another path)."""
+    return [f.reason for f in site.findings if f.verdict == NOTE]
 
 
 def compare(old_ep: Optional[EntryPoint], new_ep: Optional[EntryPoint], args: CallArgs,

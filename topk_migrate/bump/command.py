@@ -7,7 +7,7 @@ from typing import List
 
 import click
 
-from .bind import FAILING, SEVERITY
+from .bind import FAILING, SEVERITY, notes
 from .diff import GUARD_ADDED, GUARD_REMOVED
 from .engine import BumpReport
 
@@ -30,11 +30,11 @@ def text_report(r: BumpReport, verbose: bool = False) -> str:
     for c in shown:
         out.append(f"  {c.kind} {c.entry_point}: {c.detail}")
     for s in r.sites:
-        out.append(_escape(f"{s.path}:{s.line}:{s.column} {s.verdict} {s.callee} \u2014 {s.reason}"))
+        out.append(_escape(f"{s.path}:{s.line}:{s.column} {s.status} {s.callee} \u2014 {s.reason}"))
         if s.fix:
             out.append(_escape(f"    fix: {s.fix}"))
         if verbose:
-            out += [_escape(f"    note: {n}") for n in s.notes]
+            out += [_escape(f"    note: {n}") for n in notes(s)]
     return "\n".join(out) + "\n"
 
 
@@ -44,11 +44,17 @@ def json_report(r: BumpReport) -> str:
         "from": {"release": r.old.label, "origin": r.old.origin, "sha256": r.old.sha256},
         "to": {"release": r.new.label, "origin": r.new.origin, "sha256": r.new.sha256},
         "changes": [c.to_dict() for c in r.changes],
-        "sites": [s.to_dict() for s in r.sites],
+        "sites": [_site_json(s) for s in r.sites],
         "errors": [{"path": p, "error": e} for p, e in r.errors],
         "summary": {"files": r.files, "sites": len(r.sites), **r.counts(), "errors": len(r.errors)},
     }
     return json.dumps(data, indent=2) + "\n"
+
+
+def _site_json(s) -> dict:
+    return {"path": s.path, "line": s.line, "column": s.column, "callee": s.callee, "entry_point": s.entry_point,
+            "verdict": s.status.value, "rule": s.rule, "reason": s.reason, "fix": s.fix, "notes": notes(s),
+            "findings": [dict(f.__dict__) for f in s.findings]}
 
 
 def _cell(text: str) -> str:
@@ -79,9 +85,9 @@ def markdown_report(r: BumpReport) -> str:
     out += ["", "### Call sites", ""]
     if r.sites:
         out += ["| verdict | site | entry point | reason | fix |", "|---|---|---|---|---|"]
-        for s in sorted(r.sites, key=lambda s: (SEVERITY.index(s.verdict), s.path, s.line)):
+        for s in sorted(r.sites, key=lambda s: (SEVERITY.index(s.status), s.path, s.line)):
             fix = f"`{_cell(s.fix)}`" if s.fix else ""
-            out.append(f"| {s.verdict} | `{_cell(s.path)}:{s.line}` | `{s.entry_point}` | {_cell(s.reason)} | {fix} |")
+            out.append(f"| {s.status} | `{_cell(s.path)}:{s.line}` | `{s.entry_point}` | {_cell(s.reason)} | {fix} |")
     else:
         out.append("No call site of the kernel's entry points.")
     for p, e in r.errors:
@@ -89,59 +95,19 @@ def markdown_report(r: BumpReport) -> str:
     return "\n".join(out) + "\n"
 
 
-# SARIF and GitHub levels of each verdict; unchanged sites are not results.
-LEVELS = {"breaks": "error", "rebinds": "error", "manual": "error", "changes-default": "warning",
-          "opportunity": "note"}
-GITHUB = {"error": "error", "warning": "warning", "note": "notice"}
-
-
-def _rule_of(s) -> str:
-    """The rule behind a site's verdict (topk_migrate/rules.py), or the signature diff's own `signature-<verdict>`."""
-    return next((f.rule for f in s.findings if f.verdict == s.verdict and f.rule), f"signature-{s.verdict}")
-
-
 def sarif_report(r: BumpReport) -> str:
-    from topk_migrate import report as audit_report, rules
+    """audit's SARIF (topk_migrate/report.py), with the bump rules and the two releases."""
+    from topk_migrate import report
 
-    shown = [s for s in r.sites if s.verdict in LEVELS]
-    known = {x.id: x for x in rules.specs() if x.has_bump}
-    ids = sorted(set(known) | {_rule_of(s) for s in shown})
-
-    def rule(rid: str) -> dict:
-        spec = known.get(rid)
-        text = " ".join(spec.help.split()) if spec else f"The signature diff says `{rid[len('signature-'):]}` for this call."
-        return {"id": rid, "shortDescription": {"text": spec.summary if spec else rid}, "fullDescription": {"text": text},
-                "help": {"text": text}, "properties": {"tags": ["flashmla", "bump"]}}
-
-    results = [{
-        "ruleId": _rule_of(s), "ruleIndex": ids.index(_rule_of(s)), "level": LEVELS[s.verdict],
-        "message": {"text": f"{s.callee}: {s.verdict}: {s.reason}" + (f" (fix: {s.fix})" if s.fix else "")},
-        "locations": [audit_report._location(s.path, s.line, s.column)],
-        "properties": {"verdict": s.verdict, "entry_point": s.entry_point, "fix": s.fix},
-    } for s in shown]
-    notes = [{"level": "error", "message": {"text": e}, "locations": [audit_report._location(p)]} for p, e in r.errors]
-    doc = {"$schema": audit_report.SARIF_SCHEMA, "version": "2.1.0", "runs": [{
-        "tool": {"driver": {"name": "topk-migrate", "version": audit_report._tool_version(),
-                            "rules": [rule(i) for i in ids]}},
-        "columnKind": "unicodeCodePoints", "results": results,
-        "invocations": [{"executionSuccessful": not r.errors, "toolExecutionNotifications": notes}],
-        "properties": {"from": r.old.label, "to": r.new.label, "summary": {"files": r.files, **r.counts()}},
-    }]}
-    return audit_report._dumps(doc)
+    doc = report.to_sarif(r.sites, r.errors, {"files": r.files, **r.counts()}, hook="bump")
+    doc["runs"][0]["properties"].update({"from": r.old.label, "to": r.new.label})
+    return report._dumps(doc)
 
 
 def github_report(r: BumpReport) -> str:
-    """`::error file=...` lines GitHub Actions turns into annotations on the diff."""
-    from topk_migrate.report import _data, _prop
+    from topk_migrate import report
 
-    out = []
-    for s in r.sites:
-        if s.verdict in LEVELS:
-            title = _prop(f"topk-migrate bump {_rule_of(s)}: {s.verdict}")
-            out.append(f"::{GITHUB[LEVELS[s.verdict]]} file={_prop(s.path)},line={s.line},col={s.column},title={title}"
-                       f"::{_data(f'{s.callee}: {s.reason}')}")
-    out += [f"::error file={_prop(p)},title=topk-migrate%3A error::{_data(e)}" for p, e in r.errors]
-    return "\n".join(out) + "\n"
+    return "\n".join(report.annotations(r.sites, r.errors, "bump")) + "\n"
 
 
 @click.command("bump")

@@ -6,7 +6,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .bind import FAILING, SEVERITY, BumpSite, CallArgs, compare, match
+from topk_migrate.model import Site, exit_code
+
+from .bind import FAILING, SEVERITY, CallArgs, compare, match, settle
 from .diff import Change, diff
 from .context import Context
 from .signatures import Release
@@ -17,18 +19,16 @@ class BumpReport:
     old: Release
     new: Release
     changes: List[Change]
-    sites: List[BumpSite] = field(default_factory=list)
+    sites: List[Site] = field(default_factory=list)
     errors: List[Tuple[str, str]] = field(default_factory=list)  # (path, one-line cause)
     files: int = 0
 
     def counts(self) -> Dict[str, int]:
-        return {v: sum(s.verdict == v for s in self.sites) for v in SEVERITY}
+        return {v: sum(s.status == v for s in self.sites) for v in SEVERITY}
 
     def exit_code(self) -> int:
-        """2 errors, 1 a call breaks or rebinds, 0 otherwise."""
-        if self.errors:
-            return 2
-        return 1 if any(s.verdict in FAILING for s in self.sites) else 0
+        """2 errors, 1 a call breaks or rebinds, 0 otherwise (model.exit_code)."""
+        return exit_code(self.sites, bool(self.errors), FAILING)
 
 
 def run(paths: Sequence[str], old: Release, new: Release, follow_links: bool = False,
@@ -94,7 +94,7 @@ class _Candidate:
 
 
 def analyse_file(shown: str, path: str, old: Release, new: Release,
-                 cwd: Optional[str] = None) -> Tuple[str, List[BumpSite], Optional[str]]:
+                 cwd: Optional[str] = None) -> Tuple[str, List[Site], Optional[str]]:
     """(shown, sites, error line) of the file read at `path` (relative to `cwd`, when given) and
     reported as `shown`; never raises (it runs in audit's worker processes)."""
     back = os.getcwd() if cwd else None
@@ -115,7 +115,7 @@ class _FileError(Exception):
     pass
 
 
-def _file_sites(path: str, candidate: _Candidate, old: Release, new: Release, shown: str) -> List[BumpSite]:
+def _file_sites(path: str, candidate: _Candidate, old: Release, new: Release, shown: str) -> List[Site]:
     """The sites of one file (read at `path`, reported as `shown`)."""
     import libcst as cst
 
@@ -163,12 +163,11 @@ def _file_sites(path: str, candidate: _Candidate, old: Release, new: Release, sh
         args = CallArgs.of(c.node, module)
         old_ep, new_ep = old.entry_points.get(entry), new.entry_points.get(entry)
         line, col = c.range.start.line, c.range.start.column + 1
-        site = BumpSite(shown, line, col, c.callee, entry, findings=compare(old_ep, new_ep, args, old, new))
+        findings = compare(old_ep, new_ep, args, old, new)
         ctx = Context(shown, line, col, entry, args, old, new, old_ep, new_ep, rule_sites)
         for rule in rules:
-            site.findings += rule.bump(ctx)
-        site.settle()
-        out.append(site)
+            findings += rule.bump(ctx)
+        out.append(settle(shown, line, col, c.callee, entry, findings))
     return out
 
 

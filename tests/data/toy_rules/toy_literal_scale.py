@@ -52,7 +52,8 @@ class ToyLiteralScale(Rule):
         return source, out
 
     def bump(self, ctx) -> list:
-        from topk_migrate.bump.bind import MANUAL, Finding
+        from topk_migrate.bump.bind import MANUAL
+        from topk_migrate.model import Finding
 
         if ctx.entry_point in self.entry_points and ctx.args.passes(ctx.new_ep, "sm_scale") == "1.0":
             return [Finding(MANUAL, _REASON, "sm_scale", self.id)]
