@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, replace
 from typing import List, Optional, Sequence
 
 from . import discover
-from .discover import iter_python_files, read_regular
+from .discover import read_regular
 from .model import Capability, InputError, Site, Status, exit_code
 
 # Everything heavier (libcst, hashlib, tomllib, difflib) is imported only for a file
@@ -373,21 +373,12 @@ def run(paths: Sequence[str], kernel: Optional[str] = None, write: bool = False,
     """check/apply over files and directories; a walked directory honours its [tool.topk-migrate] include/exclude.
 
     follow_links and note (told what a walk leaves out, and why): as discover.iter_python_files."""
-    from .config import PathFilter, filter_for
-
-    filters = {}
     outcomes = []
-    try:
-        for p in paths:
-            if os.path.isdir(p):
-                filters[os.path.abspath(p)] = PathFilter.for_dir(p)
-    except InputError as e:
-        return Report([FileOutcome(p, error=str(e))])
     with _StopBetweenFiles() as stop:
-        for path, error in iter_python_files(paths, follow_links=follow_links, note=note):
-            f = filter_for(filters, path)
-            if f is not None and not f.keeps(os.path.abspath(path)):
-                continue
-            outcomes.append(FileOutcome(path, error=error) if error else process_file(path, kernel, write, verbose))
-            stop.check()
+        try:
+            for path, error in discover.project_files(paths, follow_links=follow_links, note=note):
+                outcomes.append(FileOutcome(path, error=error) if error else process_file(path, kernel, write, verbose))
+                stop.check()
+        except InputError as e:  # a directory's configuration
+            outcomes.append(FileOutcome(", ".join(paths), error=str(e)))
     return Report(outcomes)

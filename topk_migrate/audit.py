@@ -37,7 +37,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import click
 
-from .discover import SCAN_WINDOW, file_may_hold_site, iter_python_files, may_hold_site
+from .discover import SCAN_WINDOW, file_may_hold_site, may_hold_site, project_files
 from .config import PathFilter, filter_for
 from .model import CHECK_STATUSES, InputError, Site, Status, exit_code
 
@@ -484,15 +484,7 @@ def scan_disk(paths, exclude, gitignore, jobs: int, tally: _Tally, prog: _Progre
               follow_links: bool = False, note=None) -> None:
     """Walk (here), read and prefilter (in `jobs` scanner processes, a chunk of paths at a time; with
     the prefilter discover.prefilter() gives), calling take_one(path) for each candidate as it comes
-    back. Paths are de-duplicated and the projects' include/exclude applied once, here, for every
-    command that reads a tree (audit, bump)."""
-    filters: Dict[str, PathFilter] = {}
-    for p in paths:
-        if os.path.isdir(p):
-            f = _filter(p)
-            if f.base:
-                filters[os.path.abspath(p)] = f
-    seen: Optional[set] = set() if len(paths) > 1 else None  # a file named twice, or inside a directory also given
+    back. The files are discover.project_files', as every command reads them."""
     scanners = _Scanners(jobs if jobs > 1 else 0)
     chunk: List[str] = []
 
@@ -502,21 +494,11 @@ def scan_disk(paths, exclude, gitignore, jobs: int, tally: _Tally, prog: _Progre
             take_one(path)
 
     try:
-        for path, err in iter_python_files(paths, exclude, gitignore, follow_links, note):
-            if seen is not None:
-                a = os.path.abspath(path)
-                if a in seen:
-                    continue
-                seen.add(a)
+        for path, err in project_files(paths, exclude, gitignore, follow_links, note):
+            tally.files += 1
             if err:
-                tally.files += 1
                 tally.errors.append((path, err))
                 continue
-            if filters:
-                f = filter_for(filters, path)
-                if f is not None and not f.keeps(os.path.abspath(path)):
-                    continue
-            tally.files += 1
             chunk.append(path)
             if len(chunk) == SCAN_CHUNK:
                 take(scanners.scan(chunk))
@@ -524,6 +506,8 @@ def scan_disk(paths, exclude, gitignore, jobs: int, tally: _Tally, prog: _Progre
                 prog.show(f"{tally.files} files scanned, {tally.candidates} to analyse")
         take(scanners.scan(chunk))
         take(scanners.drain())
+    except InputError as e:  # a directory's [tool.topk-migrate]
+        raise AuditError(str(e)) from None
     finally:
         scanners.close()
 

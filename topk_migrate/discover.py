@@ -577,8 +577,31 @@ def iter_python_files(
             if real not in yielded:
                 yielded.add(real)
                 yield p, None
-        else:
+        elif os.path.abspath(p) not in yielded:  # a bad path named twice is one error
+            yielded.add(os.path.abspath(p))
             yield p, _why_unreadable(p)
+
+
+def project_files(
+    paths: Sequence[str], exclude: Sequence[str] = (), gitignore: bool = True,
+    follow_links: bool = False, note: Optional[Note] = None,
+) -> Iterator[Tuple[str, Optional[str]]]:
+    """The files every command reads under `paths` (check, apply, audit, bump): iter_python_files,
+    each once, less what the [tool.topk-migrate] include/exclude of a directory given leaves out
+    (a file named on the command line is always read). InputError: a directory's configuration
+    cannot be read."""
+    from .config import PathFilter, filter_for
+
+    filters = {}
+    for p in paths:
+        if os.path.isdir(p):
+            f = PathFilter.for_dir(p)
+            if f.base:
+                filters[os.path.abspath(p)] = f
+    for path, err in iter_python_files(paths, exclude, gitignore, follow_links, note):
+        f = filter_for(filters, path) if filters else None
+        if f is None or f.keeps(os.path.abspath(path)):
+            yield path, err
 
 
 def _walk(top: str, excl: Optional[PatternSet], gitignore: bool, follow_links: bool, note: Note,
