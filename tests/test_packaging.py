@@ -15,7 +15,8 @@ def test_wheel_layout(tmp_path):
     names = zipfile.ZipFile(whl).namelist()
     tops = {n.split("/")[0] for n in names}
     assert tops == {"topk_migrate", next(t for t in tops if t.endswith(".dist-info"))}
-    assert "topk_migrate/codemods/pass_topk_length.py" in names
+    codemods = ROOT / "codemods"
+    assert {f"topk_migrate/codemods/{p.name}" for p in codemods.glob("*.py")} <= set(names)  # a rule's helpers too
     assert "topk_migrate/fixtures/examples/dsa_backend.py" in names
     assert "topk_migrate/smoke/command.py" in names
     meta = zipfile.ZipFile(whl).read(next(n for n in names if n.endswith("METADATA"))).decode()

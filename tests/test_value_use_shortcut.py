@@ -6,7 +6,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from topk_migrate.codemods import pass_topk_length as rule
+from topk_migrate.codemods import _topk_length_analysis as analysis, pass_topk_length as rule
 from topk_migrate.resolve import collect
 from topk_migrate.scopecheck import Tree
 
@@ -43,9 +43,9 @@ def _value_uses(src: str, shortcut: bool, monkeypatch) -> list:
     tree = Tree(module)
     facts = collect(module, tree.wrapper)
     if not shortcut:
-        monkeypatch.setattr(rule, "_maybe_value_use", lambda tree, facts: True)
+        monkeypatch.setattr(analysis, "_maybe_value_use", lambda tree, facts: True)
     try:
-        return rule._value_uses(tree, facts, "m.py")
+        return analysis._value_uses(tree, facts, "m.py")
     finally:
         monkeypatch.undo()
 
@@ -56,7 +56,7 @@ def test_the_shortcut_never_hides_a_value_use(monkeypatch):
         full = _value_uses(src, False, monkeypatch)
         assert _value_uses(src, True, monkeypatch) == full, name
         checked += 1
-        skipped_walks += not full and not rule._maybe_value_use(Tree(cst.parse_module(src)), collect(cst.parse_module(src)))
+        skipped_walks += not full and not analysis._maybe_value_use(Tree(cst.parse_module(src)), collect(cst.parse_module(src)))
     assert checked > 100 and skipped_walks > 10  # the shortcut is exercised, not only the walk
 
 
@@ -64,5 +64,5 @@ def test_the_shortcut_never_hides_a_value_use(monkeypatch):
 def test_each_value_use_is_reported(src):
     module = cst.parse_module(src)
     tree = Tree(module)
-    assert rule._maybe_value_use(tree, collect(module, tree.wrapper))
-    assert rule._value_uses(tree, collect(module, tree.wrapper), "m.py")
+    assert analysis._maybe_value_use(tree, collect(module, tree.wrapper))
+    assert analysis._value_uses(tree, collect(module, tree.wrapper), "m.py")

@@ -1,0 +1,832 @@
+"""What the pass-topk-length rule reads of a module (codemods/pass_topk_length.py): the kernel's entry
+points, the metadata that satisfies the kernel's contract, and the analysis that classifies each call and
+plans its rewrite (the helper that calls the kernel, its callers, where q's rows come from), including
+the kernel's uses as a value. The rewrite and its validation: _topk_length_rewrite.py."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+from libcst.metadata import FunctionScope, GlobalScope, ImportAssignment
+
+from topk_migrate import suppress
+from topk_migrate.model import Capability, Site, Status
+from topk_migrate.resolve import CallInfo, Function, ModuleFacts, dotted
+from topk_migrate.rows import index_hazard, row_hazard
+from topk_migrate.scopecheck import Tree, root_binding
+
+# Python entry points of the kernel, with the position of topk_length in their
+# signature (sgl_kernel / flash_mla: q, kv, indices, sm_scale, d_v, attn_sink, topk_length).
+ENTRY_POINTS: Dict[str, Optional[int]] = {"flash_mla_sparse_fwd": 6, "flash_mla_sparse_prefill": None}
+OP_NAME = "sparse_prefill_fwd"  # torch.ops.<ns>.sparse_prefill_fwd[.default], or an extension module's
+OP_TOPK_LENGTH_POSITION = 6
+
+# Metadata known to satisfy the contract: per-row valid-index count (seqlens clipped
+# to topk), int32, 1-D, row-aligned with q, updated in place under CUDA-graph replay.
+KNOWN_METADATA = ("metadata.dsa_cache_seqlens_int32", "metadata.nsa_cache_seqlens_int32")
+
+PARAM = "topk_length"
+RULE_ID = "pass-topk-length"
+GUARD_COMMENT = "# topk-migrate: use the full top-k width if the row counts ever differ from q's."
+# Decorators that keep a method's signature as written (any other one may not pass topk_length on).
+SIGNATURE_KEEPING_DECORATORS = {"staticmethod", "classmethod"}
+CONSTANT_NAMES = {"None", "True", "False"}
+
+
+# callee -> Capability: does the kernel behind it accept topk_length (see api.kernel_gate)
+Gate = Callable[[str], Capability]
+
+
+def is_op_level(callee: str) -> bool:
+    parts = callee.split(".")
+    return len(parts) > 1 and (parts[-1] == OP_NAME or parts[-2:] == [OP_NAME, "default"])
+
+
+def is_kernel(callee: str) -> bool:
+    return callee.rsplit(".", 1)[-1] in ENTRY_POINTS or is_op_level(callee)
+
+
+def _at(calls: Sequence[CallInfo]) -> str:
+    lines = ", ".join(str(k.range.start.line) for k in calls)
+    return f"callers at line{'s' if len(calls) > 1 else ''} {lines}"
+
+
+def _is_none(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "None"
+
+
+def _root(expr: cst.BaseExpression) -> Optional[cst.Name]:
+    while isinstance(expr, (cst.Attribute, cst.Subscript, cst.Call)):
+        expr = expr.value if not isinstance(expr, cst.Call) else expr.func
+    return expr if isinstance(expr, cst.Name) else None
+
+
+def _q_arg(call: cst.Call) -> Optional[cst.BaseExpression]:
+    for a in call.args:
+        if a.keyword and a.keyword.value == "q":
+            return a.value
+    first = call.args[0] if call.args else None
+    return first.value if first is not None and not first.keyword and not first.star else None
+
+
+def _indices_arg(call: cst.Call) -> Optional[cst.BaseExpression]:
+    for a in call.args:
+        if a.keyword and a.keyword.value == "indices":
+            return a.value
+    positional = [a for a in call.args if not a.keyword]
+    return positional[2].value if len(positional) > 2 and not any(a.star for a in positional[:3]) else None
+
+
+def _is_name(node: cst.CSTNode, name: str) -> bool:
+    return isinstance(node, cst.Name) and node.value == name
+
+
+def _is_attr(node: cst.CSTNode, base: str, attr: str) -> bool:
+    """`node` is `base.attr`."""
+    return isinstance(node, cst.Attribute) and _is_name(node.value, base) and node.attr.value == attr
+
+
+def _targets_attribute(node) -> bool:
+    """An assignment (`x.y = ...`, `x.y: T = ...`, `x.y += ...`) whose target is an attribute."""
+    return isinstance(node.target, cst.Attribute)
+
+
+def _descendants(node: cst.CSTNode):
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        yield n
+        todo.extend(n.children)
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+@dataclass(eq=False)
+class Group:
+    """Kernel calls rewritten together (one call, or every call in one helper plus its
+    callers); validated together and refused together."""
+
+    kind: str  # "direct": metadata at the call; "helper": the helper gains the parameter
+    calls: List[CallInfo]
+    sites: List[int]  # indices into the site list
+    metadata: Optional[str] = None  # direct: the expression passed
+    form: str = "plain"  # direct: how the metadata is read (see _metadata_value)
+    helper: Optional[Function] = None
+    callers: List[Tuple[CallInfo, str, str]] = field(default_factory=list)  # (call, expression, form)
+    add_param: bool = False
+    inline: bool = False  # guard inline in the call instead of a statement before it
+    reason: str = ""
+
+    def q(self, call: CallInfo) -> str:
+        return dotted(_q_arg(call.node))
+
+
+# How the metadata is read (class 2): "plain" where its root provably holds an object of a
+# class here that declares the field, non-Optional (SGLang's `self.forward_metadata: DSAMetadata`);
+# "none_safe" where that object may be None; "getattr" where nothing says what the root holds.
+
+def _metadata_value(expr: str, form: str) -> str:
+    root, (parent, field_name) = expr.split(".")[0], expr.rsplit(".", 1)
+    if form == "getattr":
+        return f'getattr({parent}, "{field_name}", None)'
+    return f"{expr} if {root} is not None else None" if form == "none_safe" else expr
+
+
+def _inline_value(expr: str, form: str, q: str) -> str:
+    """The metadata, guarded by q's rows, as one expression (no statement of its own)."""
+    value = _metadata_value(expr, "getattr" if form == "getattr" else "plain")
+    test = f"{expr.split('.')[0]} is not None and " if form == "none_safe" else ""
+    return f"{value} if {test}{value} is not None and {value}.shape[0] == {q}.shape[0] else None"
+
+
+class _Analysis:
+    def __init__(self, facts: ModuleFacts, tree: Tree, source: str, path: str, gate: Gate, metadata: Sequence[str]):
+        self.facts, self.tree, self.path, self.gate = facts, tree, path, gate
+        self.lines = source.splitlines()
+        # Defaults count only where the module itself uses that field; user mappings always count.
+        self.user_metadata = list(metadata)
+        self.metadata = list(metadata) + [
+            m for m in KNOWN_METADATA if re.search(rf"\b{m.rsplit('.', 1)[1]}\b", source)
+        ]
+        self.sites: List[Site] = []
+        self.groups: List[Group] = []
+        self._helper_groups: Dict[int, Group] = {}
+        self._external: Dict[str, Optional[Tuple[Tree, cst.FunctionDef]]] = {}
+        self._siblings: Optional[list] = None
+        self._indexes: Dict[str, object] = {}
+
+    # -- helpers ----------------------------------------------------------
+    def site(self, c: CallInfo, status: Status, reason: str, metadata: Optional[str] = None) -> Site:
+        s = c.range.start
+        return Site(self.path, s.line, s.column + 1, c.callee, status, reason, metadata)
+
+    def metadata_at(self, node: cst.CSTNode) -> Tuple[Optional[str], str, Optional[str]]:
+        """(known metadata expression usable at node, how to read it: plain, none_safe or getattr, why none is).
+
+        Class 2: its root must be bound once in the function, on every path to node."""
+        why_not = None
+        for expr in self.metadata:
+            root = expr.split(".")[0]
+            b = self.tree.binding(node, root)
+            if not b.assignments or not isinstance(b.assignments[0].scope, FunctionScope):
+                continue
+            why, none = root_binding(self.tree, node, root)
+            owner = getattr(b.assignments[0].scope, "node", None)
+            target = self.attribute_writes_in(owner).get(expr) if why is None and owner is not None else None
+            if target is not None:
+                why = f"`{expr}` is assigned at line {self.tree.line(target.target)}, in the function that passes it"
+            if why is None:
+                if expr in self.user_metadata:  # the user vouches for the object; None is still handled
+                    return expr, "none_safe" if none else "plain", None
+                typed = self.typed(b.assignments[0], expr.rsplit(".", 1)[1])
+                form = "getattr" if typed is None else "none_safe" if (none or not typed) else "plain"
+                return expr, form, None
+            why_not = why_not or why
+        return None, "plain", why_not
+
+    def typed(self, a, field_name: str) -> Optional[bool]:
+        """Does the root provably hold an instance of a class of this module that declares
+        `field_name`? True: yes; False: yes, or None (declared Optional); None: nothing says."""
+        node = getattr(a, "node", None)
+        annotation, optional = None, False
+        if isinstance(node, cst.Param):
+            annotation = node.annotation.annotation if node.annotation else None
+        else:
+            stmt = self.tree.assignment_statement(a)
+            value = stmt.value if stmt is not None else None
+            if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) and value.value.value == "self":
+                annotation = self.declared(value.attr.value)
+                optional = value.attr.value in self.tree.none_attributes() or self.base_sets_none(value.attr.value)
+            elif isinstance(value, cst.Call):
+                annotation = value.func
+        if annotation is None:
+            return None
+        inside = list(_descendants(annotation))
+        names = {n.value for n in inside if isinstance(n, cst.Name)} | {
+            s.evaluated_value for s in inside if isinstance(s, cst.SimpleString) and isinstance(s.evaluated_value, str)}
+        declaring = [c for c in self.find(cst.ClassDef)
+                     if c.name.value in names or any(c.name.value in n for n in names)]
+        for cls in declaring:
+            for stmt in self.find(cst.AnnAssign, lambda a: _is_name(a.target, field_name), cls.body):
+                if not re.search(r"\bNone\b|Optional", _code(stmt.annotation.annotation)):
+                    return not (optional or re.search(r"\bNone\b|Optional", _code(annotation)))
+        return None
+
+    def override_elsewhere(self, fn: Function) -> Optional[str]:
+        """A subclass in another module of the same folder that overrides the helper without topk_length.
+
+        Only files whose text names both a class and `def <method>(` of this module are parsed."""
+        for name, text, classes in self.sibling_classes():
+            if f"def {fn.name}(" not in text or fn.class_name not in text:
+                continue
+            for cls_name, bases, methods in classes:
+                if not any(fn.class_name in b for b in bases):
+                    continue
+                for d in methods.get(fn.name, ()):
+                    a = d.args
+                    if PARAM not in {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs} and a.kwarg is None:
+                        return (f"{cls_name}.{fn.name} in {name} overrides {fn.qualname} without topk_length; "
+                                "add the parameter there too")
+        return None
+
+    def sibling_classes(self):
+        """[(file name, text, [(class name, its bases as written, {method name: defs})])] of the other
+        modules of this folder that name `def ` at all: read and parsed once per file checked."""
+        if self._siblings is not None:
+            return self._siblings
+        import ast
+        import os
+
+        from topk_migrate import project
+
+        self._siblings = []
+        method_names = {fn.name for fn in self.facts.functions if fn.class_name}
+        class_names = {fn.class_name for fn in self.facts.functions if fn.class_name}
+        folder = os.path.dirname(os.path.abspath(self.path))
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            return self._siblings
+        for name in names:
+            other = os.path.join(folder, name)
+            if not name.endswith(".py") or os.path.abspath(other) == os.path.abspath(self.path):
+                continue
+            text = project.read_project_file(other)
+            if not text or not method_names & set(re.findall(r"def\s+(\w+)\s*\(", text)) \
+                    or not any(c in text for c in class_names):
+                continue
+            try:
+                tree = ast.parse(text)
+            except (SyntaxError, ValueError, RecursionError):
+                continue
+            classes = []
+            for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+                methods: Dict[str, list] = {}
+                for d in cls.body:
+                    if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        methods.setdefault(d.name, []).append(d)
+                classes.append((cls.name, [ast.unparse(b) for b in cls.bases], methods))
+            self._siblings.append((name, text, classes))
+        return self._siblings
+
+    def base_sets_none(self, attr: str) -> bool:
+        """Does a base class imported from another module of the project set `self.<attr>` to None?"""
+        from topk_migrate import kernels, project
+
+        pattern = re.compile(rf"\b(self\.)?{re.escape(attr)}\s*(:[^=\n]*)?=\s*None\b")
+        for cls in self.find(cst.ClassDef):
+            for base in cls.bases:
+                root = _root(base.value)
+                for a in self.tree.binding(root, root.value).assignments if root is not None else ():
+                    for qn in a.get_qualified_names_for(root.value) if isinstance(a, ImportAssignment) else ():
+                        found = kernels.find_module(self.path, qn.name.rpartition(".")[0])
+                        text = project.read_project_file(found) if found else None
+                        if text and pattern.search(text):
+                            return True
+        return False
+
+    def declared(self, attr: str) -> Optional[cst.BaseExpression]:
+        """The annotation of `self.<attr>` in this module (`self.x: T` or a class-level `x: T`)."""
+        for stmt in self.find(cst.AnnAssign, lambda a: _is_attr(a.target, "self", attr)):
+            return stmt.annotation.annotation
+        for cls in self.find(cst.ClassDef):
+            for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
+                for small in getattr(stmt, "body", ()) if isinstance(stmt, cst.SimpleStatementLine) else ():
+                    if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.target.value == attr:
+                        return small.annotation.annotation
+        return None
+
+    def suppression(self, c: CallInfo) -> Optional[str]:
+        return suppress.reason(self.lines, c.range.start.line, c.range.end.line, RULE_ID)
+
+    # -- classification ---------------------------------------------------------
+    def classify(self, c: CallInfo) -> Site:
+        args = c.node.args
+        for a in args:
+            if a.keyword and a.keyword.value == PARAM:
+                if _is_none(a.value):
+                    return self.site(c, Status.OPT_OUT, "passes topk_length=None explicitly")
+                return self.site(c, Status.COMPLIANT, "passes topk_length", dotted(a.value))
+        op_level = is_op_level(c.callee)
+        cap = self.gate(c.callee)
+        pos = OP_TOPK_LENGTH_POSITION if op_level else ENTRY_POINTS.get(c.callee.rsplit(".", 1)[-1])
+        if cap.position is not None:
+            pos = cap.position
+        positional = [a for a in args if not a.keyword and not a.star]
+        if pos is not None and len(positional) > pos and not any(a.star for a in args[: args.index(positional[pos])]):
+            if _is_none(positional[pos].value):
+                return self.site(c, Status.OPT_OUT, "passes topk_length=None positionally")
+            return self.site(c, Status.COMPLIANT, "passes topk_length positionally", dotted(positional[pos].value))
+        reason = self.suppression(c)
+        if reason is not None:
+            return self.site(c, Status.OPT_OUT, f"suppressed by comment: {reason}")
+        if any(a.star == "**" for a in args):
+            return self.site(c, Status.MANUAL, "**kwargs may already carry topk_length; pass it explicitly")
+        if any(a.star == "*" for a in args):
+            return self.site(c, Status.MANUAL, "*args may already carry topk_length; pass it explicitly")
+        if op_level:
+            return self.site(c, Status.MANUAL, "op-level call: its schema is fixed by the kernel build; call the Python wrapper with topk_length")
+        if cap.accepts is False:
+            return self.site(c, Status.MANUAL, f"kernel too old: {cap.detail}")
+        if cap.accepts is None:
+            return self.site(c, Status.MANUAL, f"kernel capability unknown (pass --kernel): {cap.detail}")
+        why = self.callee_identity(c)
+        if why:
+            return self.site(c, Status.MANUAL, why)
+        return self.contract(c)
+
+    def callee_identity(self, c: CallInfo) -> Optional[str]:
+        """Class 4: every binding of the called name that can reach the call is a kernel that
+        accepts topk_length (an import the gate accepts; `= None` fallbacks never run)."""
+        root = _root(c.node.func)
+        if root is None:
+            return None
+        name, rest = root.value, (dotted(c.node.func) or "").partition(".")[2]
+        b = self.tree.binding(root, name)
+        if not b.assignments or b.scope_rank == -2:
+            return None
+        for a in b.assignments:
+            node = getattr(a, "node", None)
+            line = self.tree.line(node) if node is not None else 0
+            if isinstance(a, ImportAssignment):
+                for qn in a.get_qualified_names_for(name):
+                    alt = qn.name + ("." + rest if rest else "")
+                    if alt != c.callee:
+                        cap = self.gate(alt)
+                        if cap.accepts is not True:
+                            state = "too old" if cap.accepts is False else "of unknown capability"
+                            return (f"`{name}` may also be {alt} (imported at line {line}), a kernel {state}: "
+                                    f"{cap.detail}; pass topk_length by hand once every alternative accepts it")
+                continue
+            stmt = self.tree.assignment_statement(a)
+            if stmt is not None and _is_none(stmt.value):
+                continue  # an unavailable-kernel fallback: calling it fails before and after
+            if isinstance(node, cst.FunctionDef) and len(b.assignments) == 1:
+                continue  # a kernel interface defined here: the gate read its signature
+            if isinstance(node, cst.Param) and rest and name in ("self", "cls"):
+                why = self.attribute_identity(c, name, rest)
+                if why:
+                    return why
+                continue
+            what = "a parameter" if isinstance(node, cst.Param) else "something else"
+            return (f"`{name}` may not be the kernel at run time: it is bound at line {line} to {what}; "
+                    "rewrite by hand if every binding accepts topk_length")
+        for target in self.attribute_targets(c.callee):
+            if self.expand(dotted(target.target)) == c.callee:
+                return (f"`{dotted(target.target)}` is assigned at line {self.tree.line(target.target)}: the call may reach "
+                        "another function than the kernel; rewrite by hand if it accepts topk_length")
+        for call in self.setattr_calls():
+            if len(call.args) > 1 and isinstance(call.args[1].value, cst.SimpleString) and \
+                    self.expand(dotted(call.args[0].value)) + "." + str(call.args[1].value.evaluated_value) == c.callee:
+                return (f"setattr at line {self.tree.line(call)} replaces `{name}{'.' + rest if rest else ''}`; "
+                        "rewrite by hand if what it sets accepts topk_length")
+        if "." in c.callee and not is_op_level(c.callee):
+            from topk_migrate import kernels
+
+            iface = kernels.vendored_interface(self.path, c.callee)
+            if iface is not None and PARAM not in iface.params and not iface.has_var_kwargs:
+                return (f"`{name}` is {c.callee}, defined in this project ({iface.path}:{iface.line}) "
+                        "without a topk_length parameter; add it there first")
+        if isinstance(b.assignments[0].scope, GlobalScope):
+            first = min(self.tree.order[id(a.node)] for a in b.assignments if getattr(a, "node", None) is not None)
+            for stmt in self.facts.module.body:
+                for small in getattr(stmt, "body", ()) if isinstance(stmt, cst.SimpleStatementLine) else ():
+                    if isinstance(small, cst.ImportFrom) and isinstance(small.names, cst.ImportStar) \
+                            and self.tree.order[id(small)] > first:
+                        module = get_full_name_for_node(small.module) if small.module else ""
+                        if not c.callee.startswith(module + "."):
+                            return (f"`from {module} import *` at line {self.tree.line(small)} may rebind `{name}`; "
+                                    "import the kernel after it or rewrite by hand")
+        return None
+
+    def expand(self, name: Optional[str]) -> str:
+        """A dotted name with its first part expanded through the imports (as callees are)."""
+        if not name:
+            return ""
+        root, _, rest = name.partition(".")
+        return self.facts.imports.get(root, root) + ("." + rest if rest else "")
+
+    def attribute_identity(self, c: CallInfo, receiver: str, rest: str) -> Optional[str]:
+        """`self.fm.flash_mla_sparse_fwd(...)`: what `self.fm` holds must be set in this module
+        from an import of the kernel's module (or be the kernel itself); a method of that name,
+        or an attribute set from anything else (a parameter, a namespace), may be another kernel."""
+        first = rest.split(".")[0]
+        cls = c.function.class_name if c.function is not None else None
+        for fn in self.functions_named(first):
+            if fn.name == first and fn.class_name:
+                return (f"`{receiver}.{first}` is a method ({fn.qualname}), not the kernel; "
+                        "give it a topk_length parameter and pass it by hand")
+        sources = []
+        for node in self.find(cst.Assign, lambda a: len(a.targets) == 1
+                               and _is_attr(a.targets[0].target, receiver, first)):
+            value = dotted(node.value)
+            root = value.split(".")[0] if value else None
+            qualified = (self.facts.imports.get(root, "") + value[len(root):]) if root in self.facts.imports else None
+            expected = c.callee.split(".", 1)[1][len(first):] if c.callee.startswith(receiver + ".") else ""
+            if qualified is None or not is_kernel(qualified + expected):
+                return (f"`{receiver}.{first}` is set at line {self.tree.line(node)} from "
+                        f"`{_code(node.value).strip()}`, which may not be the kernel's module; pass topk_length by hand")
+            sources.append(qualified)
+        if not sources:
+            where = f" in {cls}" if cls else ""
+            return (f"`{receiver}.{first}` is not set{where} in this module, so what it holds cannot be checked; "
+                    "pass topk_length by hand")
+        return None
+
+    def contract(self, c: CallInfo) -> Site:
+        q_expr = _q_arg(c.node)
+        q = dotted(q_expr) if q_expr is not None else None
+        if q is None:
+            return self.site(c, Status.MANUAL, "q is not a plain name; its rows cannot be checked without re-evaluating it")
+        here, form, why_not = self.metadata_at(c.node) if c.function is not None else (None, "plain", None)
+        if here:
+            hazard, _ = row_hazard(self.tree, q_expr, self.tree.binding(c.node, here.split(".")[0]).assignments[0].scope, self.external_def)
+            if hazard:
+                return self.site(c, Status.MANUAL, _rows_reason(hazard))
+            hazard = self.indices_hazard(c)[0]
+            if hazard:
+                return self.site(c, Status.MANUAL, _indices_reason(hazard))
+            g = Group("direct", [c], [], metadata=here, form=form, inline=c.statement is None)
+            self.groups.append(g)
+            return self.site(c, Status.FIXABLE, _direct_reason(g), here)
+        return self.through_helper(c, q_expr, why_not)
+
+    # -- the helper route -------------------------------------------------------------
+    def subclasses(self, cls: str) -> Set[str]:
+        """cls and the classes of this module that derive from it (by name), for each class once."""
+        return self.index("subclasses:" + cls, lambda: self._subclasses(cls))
+
+    def _subclasses(self, cls: str) -> Set[str]:
+        bases: Dict[str, Set[str]] = self.index("bases", self._bases)
+        out, grew = {cls}, True
+        while grew:
+            new = {n for n, bs in bases.items() if bs & out} - out
+            out |= new
+            grew = bool(new)
+        return out
+
+    def _bases(self) -> Dict[str, Set[str]]:
+        bases: Dict[str, Set[str]] = {}
+        for node in self.find(cst.ClassDef):
+            bases.setdefault(node.name.value, set()).update(
+                (get_full_name_for_node(b.value) or "").rsplit(".", 1)[-1] for b in node.bases)
+        return bases
+
+    def callers(self, fn: Function) -> List[CallInfo]:
+        """Calls that reach this helper: `self.helper(...)` from a method of its class or a
+        subclass (receiver = that method's first parameter), or `helper(...)` resolving to it."""
+        out = []
+        if fn.class_name:
+            classes = self.subclasses(fn.class_name)
+            for k in self.calls_named(fn.name):
+                f = k.function
+                if k.function is fn or f is None or f.class_name not in classes:
+                    continue
+                func = k.node.func
+                if not (isinstance(func, cst.Attribute) and func.attr.value == fn.name and isinstance(func.value, cst.Name)):
+                    continue
+                first = (f.node.params.posonly_params or f.node.params.params or [None])[0]
+                if first is not None and first.name.value == func.value.value:
+                    b = self.tree.binding(func.value, func.value.value)
+                    if len(b.assignments) == 1 and getattr(b.assignments[0], "node", None) is first:
+                        out.append(k)
+            return out
+        own = self.tree.binding(fn.node, fn.name)
+        for k in self.calls_named(fn.name):
+            if k.function is fn or not isinstance(k.node.func, cst.Name) or k.node.func.value != fn.name:
+                continue
+            b = self.tree.binding(k.node.func, fn.name)
+            if [getattr(a, "node", None) for a in b.assignments] == [fn.node] and own.scope_rank == b.scope_rank:
+                out.append(k)
+        return out
+
+    def helper_identity(self, fn: Function) -> Optional[str]:
+        """Class 4 for the helper: one definition, no decorator that may fix its signature,
+        no same-named override without the parameter."""
+        for d in fn.node.decorators:
+            name = get_full_name_for_node(d.decorator) or _code(d.decorator).strip()
+            if name not in SIGNATURE_KEEPING_DECORATORS:
+                return (f"{fn.qualname} is decorated with `@{name}`, which may not pass topk_length on; "
+                        "add the parameter by hand")
+        scope = self.tree.scope_of.get(fn.node)
+        defs = scope[fn.name] if scope is not None else ()
+        if len(defs) > 1:
+            lines = sorted(self.tree.line(getattr(a, "node", None)) for a in defs if getattr(a, "node", None) is not None)
+            return (f"{fn.qualname} is bound {len(defs)} times (lines {', '.join(map(str, lines))}); "
+                    "a caller may reach a definition without topk_length")
+        for node in self.attribute_assigns(fn.name):
+            return (f"`{_code(node.target).strip()}` is assigned at line {self.tree.line(node.target)}: callers may "
+                    f"reach another function than {fn.qualname}; add topk_length by hand")
+        for call in self.setattr_calls():
+            if len(call.args) > 1 and isinstance(call.args[1].value, cst.SimpleString) \
+                    and call.args[1].value.evaluated_value == fn.name:
+                return (f"setattr at line {self.tree.line(call)} replaces `{fn.name}`: callers may reach another "
+                        f"function than {fn.qualname}; add topk_length by hand")
+        if fn.class_name:
+            why = self.override_elsewhere(fn)
+            if why:
+                return why
+        if fn.class_name:  # `self.helper(..., topk_length=...)` also reaches same-named overrides
+            for other in self.functions_named(fn.name):
+                op = other.node.params
+                if (other.name == fn.name and other is not fn and other.class_name
+                        and not any(p.name.value == PARAM for p in (*op.params, *op.kwonly_params))
+                        and not isinstance(op.star_kwarg, cst.Param)):
+                    return f"{other.qualname} overrides {fn.qualname} without topk_length"
+        return None
+
+    def through_helper(self, c: CallInfo, q_expr: cst.BaseExpression, why_not: Optional[str]) -> Site:
+        fn = c.function
+        wanted = " or ".join(self.metadata) or "clipped-seqlen metadata (metadata.dsa_cache_seqlens_int32)"
+        if fn is None:
+            return self.site(c, Status.MANUAL, f"no {wanted} in scope at module level")
+        if why_not:
+            return self.site(c, Status.MANUAL, f"{why_not}; the {wanted} is not provably there at the call")
+        existing = self.helper_groups_of(fn)
+        if existing is not None:  # a second kernel call in the same helper joins its group
+            hazard, _ = row_hazard(self.tree, q_expr, self.tree.scope_of.get(fn.node.body), self.external_def)
+            if hazard:
+                return self.site(c, Status.MANUAL, _rows_reason(hazard))
+            hazard = self.indices_hazard(c)[0]
+            if hazard:
+                return self.site(c, Status.MANUAL, _indices_reason(hazard))
+            existing.calls.append(c)
+            return self.site(c, Status.FIXABLE, existing.reason, existing.callers[0][1] if existing.callers else None)
+        params = fn.node.params
+        all_params = [*params.posonly_params, *params.params, *params.kwonly_params]
+        mine = next((p for p in all_params if p.name.value == PARAM), None)
+        if mine is None and isinstance(params.star_kwarg, cst.Param):
+            return self.site(c, Status.MANUAL, f"{fn.qualname} takes **kwargs; add topk_length to it by hand")
+        why = self.helper_identity(fn)
+        if why:
+            return self.site(c, Status.MANUAL, why)
+        hazard, sources = row_hazard(self.tree, q_expr, self.tree.scope_of.get(fn.node.body), self.external_def)
+        if hazard:
+            return self.site(c, Status.MANUAL, _rows_reason(hazard))
+        hazard, index_sources = self.indices_hazard(c)
+        if hazard:
+            return self.site(c, Status.MANUAL, _indices_reason(hazard))
+        if mine is not None:
+            why = self.existing_param(fn, mine, all_params)
+            if why:
+                return self.site(c, Status.MANUAL, why)
+        positions = {p.name.value: i for i, p in enumerate([*params.posonly_params, *params.params])}
+        shift = 1 if fn.class_name and not any(
+            get_full_name_for_node(d.decorator) == "staticmethod" for d in fn.node.decorators) else 0
+        passing, lacking, found, already = [], [], None, 0
+        for k in self.callers(fn):
+            if any(a.keyword and a.keyword.value == PARAM for a in k.node.args):
+                already += 1
+                continue
+            expr, form, _ = self.metadata_at(k.node)
+            if expr is None or any(a.star for a in k.node.args):  # *args/**kwargs may fill it
+                lacking.append(k)
+                continue
+            if mine is not None and mine.name.value in positions and \
+                    len([a for a in k.node.args if not a.keyword]) > positions[PARAM] - shift:
+                return self.site(c, Status.MANUAL, f"the caller at line {k.range.start.line} already passes "
+                                 f"{fn.qualname}'s topk_length positionally; its meaning is unknown")
+            batch = self.tree.binding(k.node, expr.split(".")[0]).assignments[0].scope
+            for p in sources:
+                arg = _argument_for(k.node, p, positions.get(p), shift)
+                hazard = row_hazard(self.tree, arg, batch, self.external_def)[0] if arg is not None else None
+                if hazard:
+                    return self.site(c, Status.MANUAL, f"at the caller on line {k.range.start.line}: " + _rows_reason(hazard))
+            for p in index_sources:
+                arg = _argument_for(k.node, p, positions.get(p), shift)
+                hazard = index_hazard(self.tree, arg)[0] if arg is not None else None
+                if hazard:
+                    return self.site(c, Status.MANUAL, f"at the caller on line {k.range.start.line}: " + _indices_reason(hazard))
+            passing.append((k, expr, form))
+            found = found or expr
+        if mine is not None and already and not passing:  # half-migrated: callers pass it, the kernel call drops it
+            g = Group("helper", [c], [], helper=fn, inline=c.statement is None)
+            g.reason = f"{fn.qualname} takes topk_length from its callers but does not forward it"
+            self._remember(fn, g)
+            return self.site(c, Status.FIXABLE, g.reason)
+        if not passing:
+            why = f"no {wanted} in scope of {fn.qualname}"
+            why += f", nor in its {_at(lacking)}" if lacking else ", and it has no callers in this module"
+            return self.site(c, Status.MANUAL, why)
+        g = Group("helper", [c], [], helper=fn, callers=passing, add_param=mine is None, inline=c.statement is None)
+        g.reason = f"{fn.qualname} gains topk_length; {_at([k for k, _, _ in passing])} pass it"
+        if lacking:
+            g.reason += f"; {_at(lacking)} have no metadata and keep the full width"
+        self._remember(fn, g)
+        return self.site(c, Status.FIXABLE, g.reason, found)
+
+    def find(self, kinds, matcher=None, within: Optional[cst.CSTNode] = None) -> List[cst.CSTNode]:
+        return self.tree.find(kinds, matcher, within)
+
+    # -- indexes of the module, built once so each site looks up instead of scanning ----------
+    def index(self, key: str, build: Callable[[], object]):
+        if key not in self._indexes:
+            self._indexes[key] = build()
+        return self._indexes[key]
+
+    def _grouped(self, items, key) -> Dict[str, list]:
+        out: Dict[str, list] = {}
+        for item in items:
+            k = key(item)
+            if k is not None:
+                out.setdefault(k, []).append(item)
+        return out
+
+    def calls_named(self, name: str) -> List[CallInfo]:
+        """Calls whose callee ends in `name` (`name(...)` or `x.name(...)`), in source order."""
+        return self.index("calls", lambda: self._grouped(self.facts.calls, lambda k: (
+            k.node.func.attr.value if isinstance(k.node.func, cst.Attribute)
+            else k.node.func.value if isinstance(k.node.func, cst.Name) else None))).get(name, [])
+
+    def functions_named(self, name: str) -> List[Function]:
+        return self.index("functions", lambda: self._grouped(self.facts.functions, lambda f: f.name)).get(name, [])
+
+    def attribute_assigns(self, attr: str) -> List[cst.AssignTarget]:
+        """`x.attr = ...` targets, in source order."""
+        return self.index("attribute_assigns", lambda: self._grouped(
+            self.find(cst.AssignTarget, _targets_attribute), lambda t: t.target.attr.value)).get(attr, [])
+
+    def attribute_targets(self, name: str) -> List[cst.CSTNode]:
+        """`x.y = ...`, `x.y: T = ...`, `x.y += ...` whose target, expanded through the imports, is `name`."""
+        return self.index("attribute_targets", lambda: self._grouped(
+            self.find((cst.AssignTarget, cst.AnnAssign, cst.AugAssign), _targets_attribute),
+            lambda t: self.expand(dotted(t.target)))).get(name, [])
+
+    def attribute_writes_in(self, owner: cst.CSTNode) -> Dict[str, cst.CSTNode]:
+        """`x.y = ...` / `x.y += ...` under owner: dotted target -> its first one (one scan per function)."""
+        def build() -> Dict[str, cst.CSTNode]:
+            out: Dict[str, cst.CSTNode] = {}
+            for t in self.find((cst.AssignTarget, cst.AugAssign), _targets_attribute, owner):
+                out.setdefault(dotted(t.target), t)
+            return out
+        return self.index(f"writes_in:{id(owner)}", build)
+
+    def setattr_calls(self) -> List[cst.Call]:
+        return self.index("setattr", lambda: self.find(cst.Call, lambda c: _is_name(c.func, "setattr")))
+
+    def external_def(self, qualname: str) -> Optional[Tuple[Tree, cst.FunctionDef]]:
+        """A top-level def of another module of this project, parsed alone (for the row trace)."""
+        if qualname in self._external:
+            return self._external[qualname]
+        self._external[qualname] = None
+        module, _, name = qualname.rpartition(".")
+        if not module or is_kernel(qualname):
+            return None
+        import ast
+
+        from topk_migrate import kernels, project
+
+        found = kernels.find_module(self.path, module)
+        text = project.read_project_file(found) if found else None
+        try:
+            node = next((n for n in ast.parse(text or "").body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+            if node is not None:
+                first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+                snippet = cst.parse_module("\n".join(text.split("\n")[first - 1:node.end_lineno]) + "\n")
+                self._external[qualname] = (Tree(snippet, positions=False), snippet.body[0])
+        except (SyntaxError, ValueError, cst.ParserSyntaxError, RecursionError):
+            pass
+        return self._external[qualname]
+
+    def indices_hazard(self, c: CallInfo) -> Tuple[Optional[str], Set[str]]:
+        arg = _indices_arg(c.node)
+        return index_hazard(self.tree, arg) if arg is not None else (None, set())
+
+    def helper_groups_of(self, fn: Function) -> Optional[Group]:
+        return self._helper_groups.get(id(fn.node))
+
+    def _remember(self, fn: Function, g: Group) -> None:
+        self._helper_groups[id(fn.node)] = g
+        self.groups.append(g)
+
+    def existing_param(self, fn: Function, param: cst.Param, all_params: List[cst.Param]) -> Optional[str]:
+        """Class 3: a `topk_length` parameter the helper already has is reused only if it is
+        the unused, None-defaulted slot of a half-done migration."""
+        if param.default is None or not _is_none(param.default):
+            return (f"{fn.qualname} already has a parameter `topk_length` without a None default; "
+                    "its meaning is unknown, rename it or migrate by hand")
+        scope = self.tree.scope_of.get(fn.node.body)
+        for a in scope[PARAM] if scope is not None else ():
+            for access in getattr(a, "references", ()):
+                return (f"{fn.qualname} already reads its parameter `topk_length` (line "
+                        f"{self.tree.line(access.node)}); its meaning is unknown, migrate by hand")
+        return None
+
+
+def _argument_for(call: cst.Call, param: str, position: Optional[int], shift: int) -> Optional[cst.BaseExpression]:
+    for a in call.args:
+        if a.keyword and a.keyword.value == param:
+            return a.value
+    positional = [a for a in call.args if not a.keyword and not a.star]
+    if position is not None and 0 <= position - shift < len(positional):
+        return positional[position - shift].value
+    return None
+
+
+def _rows_reason(hazard: str) -> str:
+    return (f"q's rows may not be the metadata's rows: {hazard}; the row-count guard cannot tell, "
+            "so pass topk_length by hand if they align")
+
+
+def _indices_reason(hazard: str) -> str:
+    return (f"the indices may not be the top-k the metadata counts: {hazard}; topk_length would cut rows "
+            "short or read past them, so pass a length computed from these indices by hand")
+
+
+def _direct_reason(g: Group) -> str:
+    how = "guarded inline by q's row count" if g.inline else "guarded by q's row count"
+    return f"passes {g.metadata} ({how})"
+
+
+
+# -- value uses (class 8) --------------------------------------------------------------
+_TESTS = (cst.Comparison, cst.ComparisonTarget, cst.If, cst.While, cst.Assert, cst.UnaryOperation, cst.Del)
+
+
+def _value_uses(tree: Tree, facts: ModuleFacts, path: str) -> List[Site]:
+    """The kernel used other than by calling it: `partial(kernel, ...)`, `getattr(mod,
+    "flash_mla_sparse_fwd")`, stored in an attribute or passed on. Calls through it cannot
+    be checked, so each is reported as manual, never skipped."""
+    sites = []
+    seen: Set[int] = set()
+
+    def add(node: cst.CSTNode, callee: str, how: str) -> None:
+        pos = tree.position.get(node)
+        if pos is None or id(node) in seen:
+            return
+        seen.add(id(node))
+        sites.append(Site(path, pos.start.line, pos.start.column + 1, callee, Status.MANUAL,
+                          f"the kernel is {how}: calls through it cannot be checked or rewritten; "
+                          "pass topk_length where it is called, or call the kernel directly"))
+
+    for _, name, node, _ in (tree.accesses() if _maybe_value_use(tree, facts) else ()):
+        chain = node
+        while isinstance(tree.parent.get(chain), cst.Attribute) and tree.parent[chain].value is chain:
+            chain = tree.parent[chain]
+        full = dotted(chain) if isinstance(chain, (cst.Name, cst.Attribute)) else None
+        if not full:
+            continue
+        root, _, rest = full.partition(".")
+        callee = facts.imports.get(root, root) + ("." + rest if rest else "")
+        if not is_kernel(callee):
+            continue
+        parent = tree.parent.get(chain)
+        if isinstance(parent, cst.Call) and parent.func is chain:
+            continue
+        if isinstance(parent, _TESTS) or (isinstance(parent, cst.IfExp) and parent.test is chain):
+            continue
+        if isinstance(parent, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign)) and parent.target is chain:
+            continue  # a rebinding: the calls through that name are refused by callee_identity
+        add(chain, callee, _how(tree, chain))
+    for call in tree.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute)):
+        attr = call.func.attr.value
+        if dotted(call.func) is None and (attr in ENTRY_POINTS or attr == OP_NAME):
+            add(call, attr, f"reached through `{_code(call.func.value).strip()[:40]}`")
+    for k in facts.calls:
+        if k.callee != "getattr" or len(k.node.args) < 2 or not isinstance(k.node.args[1].value, cst.SimpleString):
+            continue
+        attr = k.node.args[1].value.evaluated_value
+        base = dotted(k.node.args[0].value)
+        if isinstance(attr, str) and base and is_kernel(f"{base}.{attr}"):
+            root, _, rest = base.partition(".")
+            add(k.node, facts.imports.get(root, root) + ("." + rest if rest else "") + f".{attr}", "looked up by name with getattr")
+    return sites
+
+
+def _maybe_value_use(tree: Tree, facts: ModuleFacts) -> bool:
+    """Whether a kernel name, or a name imported as one, occurs anywhere but in the callee of a call
+    or in an import. If not, no name read can be a value use, and the scope analysis that finds them
+    (the costliest step on a module whose calls all pass topk_length) is not needed."""
+    names = set(ENTRY_POINTS) | {OP_NAME} | {local for local, q in facts.imports.items() if is_kernel(q)}
+    for n in tree.find(cst.Name, lambda n: n.value in names):
+        top, up = n, tree.parent.get(n)
+        while isinstance(up, cst.Attribute) and (up.attr is top or up.value is top):
+            top, up = up, tree.parent.get(up)
+        if isinstance(up, cst.Call) and up.func is top:
+            continue
+        while up is not None and not isinstance(up, (cst.Import, cst.ImportFrom)):
+            up = tree.parent.get(up)
+        if up is None:
+            return True
+    return False
+
+
+def _how(tree: Tree, node: cst.CSTNode) -> str:
+    parent = tree.parent.get(node)
+    if isinstance(parent, cst.Arg):
+        call = tree.parent.get(parent)
+        fname = get_full_name_for_node(call.func) if isinstance(call, cst.Call) else None
+        if fname and fname.rsplit(".", 1)[-1] == "partial":
+            return "wrapped by functools.partial"
+        return f"passed to `{fname}` as a value" if fname else "passed as a value"
+    if isinstance(parent, (cst.Assign, cst.AnnAssign)):
+        targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+        if any(isinstance(t, (cst.Attribute, cst.Subscript)) for t in targets):
+            return f"stored in `{_code(targets[0]).strip()}`"
+        return f"bound to `{_code(targets[0]).strip()}`"
+    return "used as a value"

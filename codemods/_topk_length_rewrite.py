@@ -1,0 +1,368 @@
+"""The pass-topk-length rule's edit, and its proof: the rewritten module is checked with LibCST's
+scope analysis (validate_rewrite) before the edit is accepted; what cannot be proved safe becomes
+`manual`. Also the `Optional` annotation the new parameter gets (class 7)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Set, Tuple
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+from libcst.metadata import ClassScope, ComprehensionScope, GlobalScope
+
+from topk_migrate.cstutil import add_keyword, add_param
+from topk_migrate.resolve import ModuleFacts
+from topk_migrate.scopecheck import Tree, inserted_ids, resolution_table, root_binding
+
+from ._topk_length_analysis import (
+    CONSTANT_NAMES, GUARD_COMMENT, PARAM, Group, _code, _inline_value, _metadata_value, _q_arg, _root,
+)
+
+# -- the edit -----------------------------------------------------------------------
+@dataclass
+class Record:
+    """What the rewrite inserted, by identity in the rewritten tree, per group."""
+
+    inserted: Dict[int, List[cst.CSTNode]] = field(default_factory=dict)  # id(group) -> inserted subtrees
+    guards: Dict[int, List[cst.CSTNode]] = field(default_factory=dict)  # id(group) -> guard statements
+    kernel_calls: Dict[int, cst.Call] = field(default_factory=dict)  # id(original call) -> rewritten call
+    helper_defs: Dict[int, cst.FunctionDef] = field(default_factory=dict)  # id(group) -> rewritten helper
+
+
+class _Rewrite(cst.CSTTransformer):
+    def __init__(self, groups: Sequence[Group], annotation: Optional[str]):
+        self.annotation = annotation
+        self.record = Record()
+        self.keywords: Dict[int, Tuple[str, Group]] = {}
+        self.kernel: Set[int] = set()
+        self.guards: Dict[int, List[Tuple[Group, str, Optional[str]]]] = {}
+        self.params: Dict[int, Group] = {}
+        self.helpers: Dict[int, Group] = {}
+        for g in groups:
+            for c in g.calls:
+                q = g.q(c)
+                self.kernel.add(id(c.node))
+                if g.kind == "direct" and g.inline:
+                    value = _inline_value(g.metadata, g.form, q)
+                elif g.inline:
+                    value = f"{PARAM} if {PARAM} is not None and {PARAM}.shape[0] == {q}.shape[0] else None"
+                else:
+                    value = PARAM
+                    bind = _metadata_value(g.metadata, g.form) if g.kind == "direct" else None
+                    self.guards.setdefault(id(c.statement), []).append((g, q, bind))
+                self.keywords[id(c.node)] = (value, g)
+            for k, expr, form in g.callers:
+                self.keywords[id(k.node)] = (_metadata_value(expr, form), g)
+            if g.helper is not None:
+                self.helpers[id(g.helper.node)] = g
+                if g.add_param:
+                    self.params[id(g.helper.node)] = g
+
+    def _add(self, g: Group, node: cst.CSTNode) -> None:
+        self.record.inserted.setdefault(id(g), []).append(node)
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        if id(original) not in self.keywords:
+            return updated
+        value, g = self.keywords[id(original)]
+        new = add_keyword(updated, PARAM, value)
+        self._add(g, next(a for a in reversed(new.args) if a.keyword and a.keyword.value == PARAM).value)
+        if id(original) in self.kernel:
+            self.record.kernel_calls[id(original)] = new
+        return new
+
+    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
+        g = self.params.get(id(original))
+        if g is not None:
+            spec = f"{PARAM}: {self.annotation} = None" if self.annotation else f"{PARAM}=None"
+            updated = add_param(updated, spec)
+            p = updated.params
+            self._add(g, next(x for x in (*p.params, *p.kwonly_params) if x.name.value == PARAM))
+        h = self.helpers.get(id(original))
+        if h is not None:
+            self.record.helper_defs[id(h)] = updated
+        return updated
+
+    def _guarded(self, original_body, updated_body):
+        out = []
+        for orig, upd in zip(original_body, updated_body):
+            for g, q, bind in self.guards.get(id(orig), ()):
+                lead = upd.leading_lines
+                blank = [cst.EmptyLine(indent=False)] if lead and lead[0].comment is None else []
+                first = [*blank, cst.EmptyLine(comment=cst.Comment(GUARD_COMMENT))]
+                if bind:  # bind the metadata here, then the same guard as in a helper
+                    stmt = cst.parse_statement(f"{PARAM} = {bind}\n").with_changes(leading_lines=first)
+                    out.append(stmt)
+                    self._add(g, stmt)
+                    first = []
+                test = f"{PARAM} is not None and {PARAM}.shape[0] != {q}.shape[0]"
+                guard = cst.parse_statement(f"if {test}:\n    {PARAM} = None\n").with_changes(leading_lines=first)
+                out.append(guard)
+                self._add(g, guard)
+                self.record.guards.setdefault(id(g), []).append(guard)
+                if not blank:
+                    upd = upd.with_changes(leading_lines=[cst.EmptyLine(indent=False), *lead])
+            out.append(upd)
+        return out
+
+    def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock) -> cst.IndentedBlock:
+        if any(id(s) in self.guards for s in original.body):
+            return updated.with_changes(body=self._guarded(original.body, updated.body))
+        return updated
+
+
+# -- validation ------------------------------------------------------------------------
+# tests/test_adversarial.py disables this to prove it bites
+def validate_rewrite(original: Tree, rewritten: cst.Module, record: Record, groups: Sequence[Group]) -> Dict[int, str]:
+    """Check a planned rewrite on the rewritten module; {id(group): why it is unsafe}.
+
+    With LibCST scope analysis: every name the inserted code reads (q's root, the
+    metadata's root, topk_length) resolves to the binding intended (the one the kernel
+    call's q uses; the metadata bound once on every path, None handled; only this
+    group's topk_length); no name that resolved before resolves differently after; each
+    guard runs before its call in the same scope with nothing rebinding q in between.
+    """
+    new = Tree(rewritten, positions=False)
+    mine = {id(g): inserted_ids(record.inserted.get(id(g), ())) for g in groups}
+    everything = set().union(*mine.values()) if mine else set()
+    owner = {i: gid for gid, ids in mine.items() for i in ids}
+    anywhere = inserted_ids([n for nodes in record.inserted.values() for n in nodes])
+    failures: Dict[int, str] = {}
+
+    def fail(gid: int, why: str) -> None:
+        failures.setdefault(gid, why)
+
+    # 1. Nothing that resolved before resolves differently after (class 3: the new
+    # parameter or local would capture a global/closure `topk_length`, or make an earlier
+    # read of it an UnboundLocalError).
+    if not hasattr(original, "table"):
+        original.table = resolution_table(original)
+    before, after = original.table, resolution_table(new, skip=everything)
+    for key, reads in before.items():
+        now = after.get(key, [])
+        for i, (was, node) in enumerate(reads):
+            if i < len(now) and now[i][0] == was:
+                continue
+            culprits = {owner[id(a.node)] for s in new.scopes for a in s.assignments
+                        if a.name == key[1] and id(getattr(a, "node", None)) in owner} or set(mine)
+            for gid in culprits:
+                fail(gid, f"rewrite would change what `{key[1]}` means at line {original.line(node)}: "
+                          f"it would read the `{PARAM}` the rewrite adds; rename the existing one or migrate by hand")
+            break
+
+    # 2. What the inserted code reads.
+    for rank, name, node, access in new.accesses():
+        gid = owner.get(id(node))
+        if gid is None or access.is_annotation or name in CONSTANT_NAMES:
+            continue
+        g = next(x for x in groups if id(x) == gid)
+        why = _check_read(new, g, record, mine[gid], anywhere, access, name, node)
+        if why:
+            fail(gid, why)
+
+    # 3. Each statement guard dominates its call, in the call's own scope, with q unchanged.
+    for g in groups:
+        if g.inline:
+            continue
+        for c in g.calls:
+            call = record.kernel_calls.get(id(c.node))
+            if call is None:
+                fail(id(g), "the kernel call was not rewritten")
+                continue
+            why = _check_guard_placement(new, g, record, call, g.q(c))
+            if why:
+                fail(id(g), why)
+    return failures
+
+
+def _binding_ids(b) -> Set[int]:
+    return {id(a) for a in b.assignments}
+
+
+def _check_read(new: Tree, g: Group, record: Record, ids: Set[int], anywhere: Set[int], access, name: str,
+                node: cst.CSTNode) -> Optional[str]:
+    """Why a read of `name` in the code inserted for g (node ids: ids; of every group: anywhere) is unsafe."""
+    b = new.binding_in(access.scope, name)
+    if name == "getattr":  # the builtin, for metadata whose type nothing declares
+        return None if b.scope_rank == -2 or not b.assignments else "rewrite would read `getattr`, which this module rebinds"
+    if name == PARAM:
+        allowed = set(ids)
+        helper = record.helper_defs.get(id(g))
+        if helper is not None:
+            p = helper.params
+            allowed |= {id(x) for x in (*p.params, *p.kwonly_params, *p.posonly_params) if x.name.value == PARAM}
+        if not b.assignments:
+            return f"rewrite would read `{PARAM}` where nothing binds it"
+        for a in b.assignments:
+            if id(getattr(a, "node", None)) not in allowed:
+                other = getattr(a, "node", None)
+                if id(other) in anywhere:
+                    return f"another rewritten kernel call in the same function also binds `{PARAM}`"
+                return (f"`{PARAM}` already names something where the rewrite would use it "
+                        f"({_kind(a)}); rename it or migrate by hand")
+        return None
+    for c in g.calls:
+        call = record.kernel_calls.get(id(c.node))
+        q = g.q(c)
+        if call is not None and q.split(".")[0] == name and new.inside(node, call):
+            return None  # the call's own q, read inline at the call
+    for c in g.calls:
+        q = g.q(c)
+        call = record.kernel_calls.get(id(c.node))
+        if call is None or q.split(".")[0] != name:
+            continue
+        q_node = _root(_q_arg(call))
+        if q_node is None:
+            continue
+        at_call = new.binding(q_node, name)
+        if at_call.scope_rank == b.scope_rank and _binding_ids(at_call) == _binding_ids(b):
+            return None
+        return f"rewrite would read `{name}` outside its scope: the kernel call's `{name}` is {_describe(at_call)}"
+    roots = {m.split(".")[0] for m in ([g.metadata] if g.metadata else []) + [e for _, e, _ in g.callers]}
+    if name in roots:
+        why, none = root_binding(new, node, name)
+        if why:
+            return why
+        if none and not _tests_not_none(new, node, name):
+            return f"`{name}` may be None where the rewrite reads `{name}.` from it"
+        return None
+    return f"rewrite would read `{name}`, which it did not plan to read"
+
+
+def _kind(a) -> str:
+    node = getattr(a, "node", None)
+    if isinstance(node, cst.Param):
+        return "a parameter"
+    if isinstance(getattr(a, "scope", None), GlobalScope):
+        return "a module-level name"
+    if isinstance(node, (cst.Import, cst.ImportFrom)):
+        return "an import"
+    return "a local variable"
+
+
+def _describe(b) -> str:
+    if not b.assignments:
+        return "unbound there"
+    scope = b.assignments[0].scope
+    node = getattr(scope, "node", None)
+    if isinstance(node, cst.Lambda):
+        return "a lambda parameter"
+    if isinstance(scope, ComprehensionScope):
+        return "a comprehension variable"
+    if isinstance(scope, ClassScope):
+        return "a class attribute"
+    if isinstance(node, cst.FunctionDef):
+        return f"bound in `{node.name.value}`"
+    return "a module-level name"
+
+
+def _tests_not_none(new: Tree, node: cst.CSTNode, name: str) -> bool:
+    """Is the inserted expression holding node `... if name is not None ...` or `getattr(name, ...)`?"""
+    for anc in new.ancestors(node):
+        if isinstance(anc, cst.IfExp) and f"{name} is not None" in _code(anc.test):
+            return True
+        if isinstance(anc, cst.Call) and get_full_name_for_node(anc.func) == "getattr":
+            return True
+        if isinstance(anc, cst.BaseStatement):
+            break
+    return False
+
+
+def _check_guard_placement(new: Tree, g: Group, record: Record, call: cst.Call, q: str) -> Optional[str]:
+    guards = [s for s in record.guards.get(id(g), ()) if id(s) in new.order]
+    holding = next((a for a in new.ancestors(call) if isinstance(new.parent.get(a), cst.IndentedBlock)), None)
+    mine = [s for s in guards if holding is not None and new.parent.get(s) is new.parent.get(holding)
+            and new.order[id(s)] < new.order[id(holding)]]
+    if not mine:
+        return "the guard has no statement of its own before the call"
+    guard = mine[-1]
+    if not new.dominates(guard, call):
+        return "the guard would not run before the call on every path"
+    conditional = _conditionally_evaluated(new, call, holding)
+    if conditional:
+        return (f"the kernel call runs only on some evaluations of its statement ({conditional}): a guard before "
+                f"the statement would read `{q.split('.')[0]}` when the call does not run")
+    if new.scope_of.get(guard) is not new.scope_of.get(call):
+        kind = _scope_kind(new.scope_of.get(call))
+        return (f"the kernel call runs inside a {kind} within its statement, not when the statement runs: "
+                f"a guard before the statement would not check the `{q.split('.')[0]}` it receives")
+    names = {q.split(".")[0]} | ({g.metadata.split(".")[0]} if g.metadata else set())
+    for name in names:
+        for a in new.binding(call, name).assignments:
+            node = getattr(a, "node", None)
+            if node is None or id(node) not in new.order or not new.inside(node, holding):
+                continue
+            if isinstance(holding, cst.While) or new.binds_after_value(a) < new.order[id(call)]:
+                return (f"`{name}` is rebound in the statement that holds the call, before the call: "
+                        f"a guard before that statement would check another `{name}`")
+    return None
+
+
+def _conditionally_evaluated(new: Tree, call: cst.CSTNode, holding: cst.CSTNode) -> Optional[str]:
+    """Is `call` inside a part of its statement that may not run (`x if c else y`, `a and b`)?"""
+    child = call
+    for anc in new.ancestors(call):
+        if anc is holding:
+            return None
+        if isinstance(anc, cst.IfExp) and child is not anc.test:
+            return "a branch of `... if ... else ...`"
+        if isinstance(anc, cst.BooleanOperation) and child is anc.right:
+            return f"the right side of `{_code(anc.operator).strip()}`"
+        child = anc
+    return None
+
+
+def _scope_kind(scope) -> str:
+    node = getattr(scope, "node", None)
+    if isinstance(node, cst.Lambda):
+        return "lambda"
+    if isinstance(scope, ComprehensionScope):
+        return "comprehension"
+    if isinstance(scope, ClassScope):
+        return "class body"
+    return "nested function"
+
+
+# -- annotations (class 7) -----------------------------------------------------------
+def _top_level_imports(module: cst.Module) -> Dict[str, str]:
+    """Names bound by imports that run unconditionally at import time: local -> qualified."""
+    out: Dict[str, str] = {}
+    for stmt in module.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Import):
+                for alias in small.names:
+                    full = get_full_name_for_node(alias.name)
+                    local = alias.asname.name.value if alias.asname else full.split(".")[0]
+                    out[local] = full if alias.asname else local
+            elif isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar) and not small.relative:
+                base = get_full_name_for_node(small.module) if small.module else ""
+                for alias in small.names:
+                    local = alias.asname.name.value if alias.asname else alias.name.value
+                    out[local] = f"{base}.{alias.name.value}"
+    return out
+
+
+def _optional_annotation(module: cst.Module, facts: ModuleFacts) -> Tuple[Optional[str], bool]:
+    """The annotation to write (None: none) and whether `from typing import Optional` must be added.
+
+    An annotation is evaluated when the def runs unless the module has
+    `from __future__ import annotations`: every name it reads must then be imported
+    unconditionally before (not only under TYPE_CHECKING), or it is written as a string.
+    """
+    lazy = facts.imports.get("annotations") == "__future__.annotations"
+    known = dict(_top_level_imports(module))
+    if lazy:  # names imported anywhere at module level (also under TYPE_CHECKING) are fine
+        known.update({k: v for k, v in facts.imports.items() if k in facts.module_names})
+    torch = next((k for k, v in sorted(known.items()) if v == "torch"), None)
+    tensor = f"{torch}.Tensor" if torch else '"torch.Tensor"'
+    optional = next((k for k, v in sorted(known.items()) if v == "typing.Optional"), None)
+    if optional:
+        return f"{optional}[{tensor}]", False
+    typing = next((k for k, v in sorted(known.items()) if v == "typing"), None)
+    if typing:
+        return f"{typing}.Optional[{tensor}]", False
+    if "Optional" not in facts.module_names:
+        return f"Optional[{tensor}]", True
+    return f'"Optional[{tensor.strip(chr(34))}]"', False  # `Optional` means something else here, or is conditional
