@@ -799,15 +799,20 @@ def _value_uses(tree: Tree, facts: ModuleFacts, path: str) -> List[Site]:
 
 
 def _maybe_value_use(tree: Tree, facts: ModuleFacts) -> bool:
-    """Whether a kernel name, or a name imported as one, occurs anywhere but in the callee of a call
-    or in an import. If not, no name read can be a value use, and the scope analysis that finds them
-    (the costliest step on a module whose calls all pass topk_length) is not needed."""
+    """Whether a kernel name, or a name imported as one, occurs anywhere but in the callee of a call,
+    in an import, or where it is bound (a def's, class's or parameter's name, an assignment's target:
+    places _value_uses passes over too). If not, no name read can be a value use, and the scope
+    analysis that finds them (the costliest step on a module whose calls all pass topk_length) is not
+    needed."""
     names = set(ENTRY_POINTS) | {OP_NAME} | {local for local, q in facts.imports.items() if is_kernel(q)}
     for n in tree.find(cst.Name, lambda n: n.value in names):
         top, up = n, tree.parent.get(n)
         while isinstance(up, cst.Attribute) and (up.attr is top or up.value is top):
             top, up = up, tree.parent.get(up)
         if isinstance(up, cst.Call) and up.func is top:
+            continue
+        if isinstance(up, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign)) and up.target is top \
+                or isinstance(up, (cst.FunctionDef, cst.ClassDef, cst.Param)) and up.name is n:
             continue
         while up is not None and not isinstance(up, (cst.Import, cst.ImportFrom)):
             up = tree.parent.get(up)

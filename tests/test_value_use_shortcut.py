@@ -22,6 +22,15 @@ VALUE_USES = [  # each is a value use; the shortcut must see it
     "import torch\nop = torch.ops.sgl_kernel.sparse_prefill_fwd.default\n",
     "from sgl_kernel import flash_mla_sparse_fwd\nKERNELS = {'sparse': flash_mla_sparse_fwd}\n",
     "from sgl_kernel import flash_mla_sparse_fwd\ndef g(q):\n    return [flash_mla_sparse_fwd][0](q)\n",
+    "def flash_mla_sparse_fwd(q):\n    return q\n\nk = flash_mla_sparse_fwd\n",  # a def binds; the read is a use
+    "try:\n    from sgl_kernel import flash_mla_sparse_fwd\nexcept ImportError:\n    flash_mla_sparse_fwd = None\n"
+    "def g(f=flash_mla_sparse_fwd):\n    return f\n",  # assigned, then read as a default
+]
+BINDINGS_ONLY = [  # the kernel's name only bound and called: the scope walk is skipped, and finds nothing
+    "def flash_mla_sparse_fwd(q, kv, indices, sm_scale, topk_length=None):\n    return q\n",
+    "try:\n    from sgl_kernel import flash_mla_sparse_fwd\nexcept ImportError:\n    flash_mla_sparse_fwd = None\n"
+    "def g(q):\n    return flash_mla_sparse_fwd(q, topk_length=None)\n",
+    "class K:\n    def __init__(self, flash_mla_sparse_fwd):\n        self.flash_mla_sparse_fwd: object = None\n",
 ]
 
 
@@ -34,8 +43,8 @@ def _sources():
         yield v.name, v.source
     for i, ex in enumerate(rule.VALID + rule.INVALID):
         yield f"example {i}", ex.code
-    for i, src in enumerate(VALUE_USES):
-        yield f"value use {i}", src
+    for i, src in enumerate(VALUE_USES + BINDINGS_ONLY):
+        yield f"case {i}", src
 
 
 def _value_uses(src: str, shortcut: bool, monkeypatch) -> list:
@@ -66,3 +75,10 @@ def test_each_value_use_is_reported(src):
     tree = Tree(module)
     assert analysis._maybe_value_use(tree, collect(module, tree.wrapper))
     assert analysis._value_uses(tree, collect(module, tree.wrapper), "m.py")
+
+
+@pytest.mark.parametrize("src", BINDINGS_ONLY)
+def test_bindings_alone_skip_the_walk(src):
+    module = cst.parse_module(src)
+    tree = Tree(module)
+    assert not analysis._maybe_value_use(tree, collect(module, tree.wrapper))
