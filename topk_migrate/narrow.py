@@ -34,6 +34,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+from bisect import bisect_left
 from typing import List, Optional, Set, Tuple, Union
 
 import functools
@@ -135,7 +136,12 @@ class _Scan:
     reading only the statements whose text has a kernel name or the word `import`."""
 
     def __init__(self, lines: List[str], names: Set[str]):
-        self.lines, self.names, self.spelled = lines, names, _words(names)
+        self.lines, self.names = lines, names
+        spelled = _words(names)
+        # the lines (1-based, sorted) holding a kernel name, and those holding "import": a statement is
+        # read if its lines hold either (one pass over the text, not one search per statement and level)
+        self.kernel_lines = [i for i, ln in enumerate(lines, 1) if spelled.search(ln)]
+        self.import_lines = [i for i, ln in enumerate(lines, 1) if "import" in ln]
         self.calls: List[Found] = []
         self.imports: List[_Import] = []
         self.value_use = False  # a kernel name used other than as a callee: parse the file whole
@@ -143,9 +149,8 @@ class _Scan:
     def block(self, stmts: List[ast.stmt], fn: str) -> None:
         for st in stmts:
             first = _first(st) if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else st.lineno
-            text = "\n".join(self.lines[first - 1 : st.end_lineno])
-            kernel = bool(self.spelled.search(text))
-            if not kernel and "import" not in text:
+            kernel = _within(self.kernel_lines, first, st.end_lineno)
+            if not kernel and not _within(self.import_lines, first, st.end_lineno):
                 continue
             if isinstance(st, (ast.Import, ast.ImportFrom)):
                 self.imports.append(st)
@@ -168,6 +173,11 @@ class _Scan:
                     self.calls.extend((fn, stmt, x) for x in found)
                     if not self.value_use and name != "decorator_list":  # a decorator is read as a call
                         self.value_use = _used_as_value(v, found, self.names)
+
+
+def _within(hits: List[int], first: int, last: int) -> bool:
+    i = bisect_left(hits, first)
+    return i < len(hits) and hits[i] <= last
 
 
 def _used_as_value(tree: ast.AST, calls: List[ast.Call], names: Set[str]) -> bool:
