@@ -375,3 +375,14 @@ def test_workers_started_with_the_run_serve_a_tree_with_or_without_candidates(tm
         (tmp_path / f"m{i}.py").write_text(CALL.format(", topk_length=m.lens"))
     eager, lazy = audit([str(tmp_path)], jobs=audit_mod.EAGER_FROM), audit([str(tmp_path)], jobs=2)
     assert [key(s) for s in eager.sites] == [key(s) for s in lazy.sites] and len(eager.sites) == 3
+
+
+def test_a_second_run_in_the_same_process_reads_the_configuration_afresh(tmp_path):
+    """The workers are forked from this process: with them started at the run's start (EAGER_FROM jobs),
+    they must still see the configuration as it is now, not as an earlier run cached it."""
+    (tmp_path / "m.py").write_text(CALL.format(""))
+    first = audit([str(tmp_path)], jobs=audit_mod.EAGER_FROM)
+    assert [s.rule for s in first.sites] == ["pass-topk-length"]
+    (tmp_path / "pyproject.toml").write_text('[tool.topk-migrate]\ndisable = ["pass-topk-length"]\n')
+    second = audit([str(tmp_path)], jobs=audit_mod.EAGER_FROM)
+    assert second.sites == [] and second.errors == []

@@ -407,10 +407,11 @@ def audit(
 
     t0 = time.perf_counter()
     prog = _Progress(progress)
+    prefilter = _rules_prefilter(paths)  # before any process is forked: it starts the run afresh
     runner = _Runner(jobs or os.cpu_count() or 1)
     tally = _Tally()
     tmp = commit = top = None
-    with scanning_for(_rules_prefilter(paths)):  # scanners forked inside look for these rules' names
+    with scanning_for(prefilter):  # scanners forked inside look for these rules' names
         try:
             if rev is None:
                 root = display_root(paths)
@@ -437,16 +438,22 @@ def audit(
     return _result(sites, tally, root, rev, commit, t0)
 
 
-def _rules_prefilter(paths: Sequence[str]):
-    """The prefilter of the rules on by default and those the given paths' projects enable."""
+def fresh_run() -> None:
+    """A run reads each directory once; a process that runs again (the library, tests) must not fork
+    its scanners and workers with an earlier run's directory listings and configuration."""
     from . import config, project
-    from .discover import prefilter_for
 
-    # A run reads each directory once; a process that audits again (the library, tests) must not
-    # fork its workers with an earlier run's listings and configuration.
     project.clear_caches()
     config.config_for.cache_clear()
     config._load.cache_clear()
+
+
+def _rules_prefilter(paths: Sequence[str]):
+    """The prefilter of the rules on by default and those the given paths' projects enable."""
+    from . import config
+    from .discover import prefilter_for
+
+    fresh_run()
     enable = set()
     for p in map(os.path.abspath, paths):
         try:

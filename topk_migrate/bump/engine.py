@@ -41,6 +41,7 @@ def run(paths: Sequence[str], old: Release, new: Release, follow_links: bool = F
 
     report = BumpReport(old, new, diff(old, new))
     candidate = _Candidate(old, new)
+    audit.fresh_run()  # before the workers are forked
     runner = audit._Runner(jobs or os.cpu_count() or 1, task=analyse_file)
     tally, tmp, back = audit._Tally(), None, os.getcwd()
     try:
