@@ -397,3 +397,13 @@ def test_rev_reads_the_commit_not_the_work_tree(tmp_path, monkeypatch):
     assert not any("topk-migrate-bump-rev" in json.dumps(s) for s in doc["sites"])
     bad = CliRunner().invoke(main, args + ["--rev", "no-such-rev"])
     assert bad.exit_code == 2 and "no such commit" in bad.output
+
+
+def test_narrowing_changes_no_site_on_the_fixtures(monkeypatch):
+    """Every fixture backend, narrowed (its call statements and their imports) and whole: the same sites."""
+    old, new = release("sglang-kernel-0.4.2.post2"), release("sglang-kernel-0.4.6")
+    files = sorted(str(p) for p in (Path(__file__).resolve().parents[1] / "fixtures").rglob("*.py"))
+    narrowed = [s.to_dict() for f in files for s in engine.analyse_file(f, f, old, new)[1]]
+    monkeypatch.setenv("TOPK_MIGRATE_NO_NARROW", "1")
+    whole = [s.to_dict() for f in files for s in engine.analyse_file(f, f, old, new)[1]]
+    assert narrowed == whole and len(whole) >= 10
