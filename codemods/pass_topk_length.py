@@ -85,6 +85,23 @@ def _reduced(module: cst.Module, keep: Set[int]) -> cst.Module:
     return module.with_changes(body=shrink(module.body))
 
 
+def _inline_shared_functions(groups: List[Group], sites: List[Site]) -> None:
+    """Two guard statements in one function would both bind topk_length there, and validation refuses
+    each (every read sees the other binding), after which the loop below guards them inline. Plan them
+    inline from the start: the same outcome, one validation of the module fewer (validation still
+    checks the plan)."""
+    by_function: Dict[int, List[Group]] = {}
+    for g in groups:
+        if g.kind == "direct" and not g.inline:
+            by_function.setdefault(id(g.calls[0].function), []).append(g)
+    for shared in by_function.values():
+        if len(shared) > 1:
+            for g in shared:
+                g.inline = True
+                for i in g.sites:
+                    sites[i] = replace(sites[i], reason=_direct_reason(g))
+
+
 def migrate(source: str, path: str, gate: Gate, metadata: Sequence[str] = ()) -> Tuple[str, List[Site]]:
     """Classify every kernel call in `source` and return (rewritten source, sites)."""
     module = cst.parse_module(source)
@@ -102,6 +119,7 @@ def migrate(source: str, path: str, gate: Gate, metadata: Sequence[str] = ()) ->
             if any(x is c for x in g.calls) and len(sites) - 1 not in g.sites:
                 g.sites.append(len(sites) - 1)
     groups = list(analysis.groups)
+    _inline_shared_functions(groups, sites)
     annotation, need_import = _optional_annotation(module, facts)
     if groups:  # validate on the module cut down to the functions the rewrite touches (faster)
         small = _reduced(module, _touched(tree, groups))
