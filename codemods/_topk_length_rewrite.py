@@ -240,20 +240,18 @@ def _kind(a) -> str:
     return "a local variable"
 
 
+_BOUND_AS = {"lambda": "a lambda parameter", "comprehension": "a comprehension variable", "class body": "a class attribute"}
+
+
 def _describe(b) -> str:
     if not b.assignments:
         return "unbound there"
     scope = b.assignments[0].scope
+    kind = _scope_kind(scope)
+    if kind in _BOUND_AS:
+        return _BOUND_AS[kind]
     node = getattr(scope, "node", None)
-    if isinstance(node, cst.Lambda):
-        return "a lambda parameter"
-    if isinstance(scope, ComprehensionScope):
-        return "a comprehension variable"
-    if isinstance(scope, ClassScope):
-        return "a class attribute"
-    if isinstance(node, cst.FunctionDef):
-        return f"bound in `{node.name.value}`"
-    return "a module-level name"
+    return f"bound in `{node.name.value}`" if isinstance(node, cst.FunctionDef) else "a module-level name"
 
 
 def _tests_not_none(new: Tree, node: cst.CSTNode, name: str) -> bool:
