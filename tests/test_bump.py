@@ -407,3 +407,21 @@ def test_narrowing_changes_no_site_on_the_fixtures(monkeypatch):
     monkeypatch.setenv("TOPK_MIGRATE_NO_NARROW", "1")
     whole = [s.to_dict() for f in files for s in engine.analyse_file(f, f, old, new)[1]]
     assert narrowed == whole and len(whole) >= 10
+
+
+def test_sarif_and_github_are_audits_renderers_with_the_bump_rules(tmp_path):
+    """One result type, one report layer: bump's SARIF lists the bump rules and the signature diff's ids
+    of the results it has (an unchanged site is not a result), and names both releases."""
+    f = tmp_path / "fork.py"
+    f.write_text("from sgl_kernel.flash_mla import flash_mla_sparse_fwd, get_mla_metadata\n"
+                 "def f(q, kv, idx, s):\n    get_mla_metadata(s, 1)\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n")
+    old, new = DATA / "sglang-kernel-0.4.2.post2.json", DATA / "sglang-kernel-0.4.6.json"
+    sarif = json.loads(cli("--from", old, "--to", new, f, "--format", "sarif").stdout)["runs"][0]
+    ids = [r["id"] for r in sarif["tool"]["driver"]["rules"]]
+    assert set(ids) == {s.id for s in registry.specs() if s.has_bump}  # no `signature-unchanged`
+    (res,) = sarif["results"]
+    assert res["ruleId"] == "pass-topk-length" and res["level"] == "note" and res["properties"]["status"] == "opportunity"
+    assert sarif["properties"]["from"] == "sglang-kernel==0.4.2.post2" and sarif["properties"]["summary"]["unchanged"] == 1
+    gh = cli("--from", old, "--to", new, f, "--format", "github").stdout.splitlines()
+    assert gh == [line for line in gh if line.startswith("::")] and len(gh) == 1
+    assert gh[0].startswith(f"::notice file={f},line=4,col=12,title=topk-migrate bump pass-topk-length%3A opportunity::")

@@ -124,7 +124,7 @@ def _sarif_rules(sites: Sequence[Site], hook: str = "sites") -> List[dict]:
 
     known = {r.id: r for r in rules.specs() if getattr(r, f"has_{hook}")}
     out = []
-    for rid in sorted(set(known) | {s.rule for s in sites if s.rule}):
+    for rid in sorted(set(known) | {s.rule for s in sites if s.rule and s.status in LEVELS}):  # those of results
         r = known.get(rid)
         if r:
             summary, help_text = r.summary, " ".join(r.help.split())
