@@ -52,3 +52,13 @@ def test_one_exit_code_rule():
     assert exit_code([site], False, (Status.MANUAL,)) == 1
     assert exit_code([site], False, (Status.BREAKS, Status.REBINDS)) == 0
     assert exit_code([], False, (), rewrote=True) == 1
+
+
+def test_a_directory_whose_configuration_is_bad_is_named(tmp_path):
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for d in (good, bad):
+        d.mkdir()
+        (d / "m.py").write_text("x = 1\n")
+    (bad / "pyproject.toml").write_text("[tool.topk-migrate]\ninclude = 5\n")
+    (err,) = api.run([str(good), str(bad)]).errors
+    assert err.path == str(bad) and "include" in err.error

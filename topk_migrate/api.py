@@ -380,5 +380,5 @@ def run(paths: Sequence[str], kernel: Optional[str] = None, write: bool = False,
                 outcomes.append(FileOutcome(path, error=error) if error else process_file(path, kernel, write, verbose))
                 stop.check()
         except InputError as e:  # a directory's configuration
-            outcomes.append(FileOutcome(", ".join(paths), error=str(e)))
+            outcomes.append(FileOutcome(getattr(e, "path", ", ".join(paths)), error=str(e)))
     return Report(outcomes)

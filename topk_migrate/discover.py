@@ -589,13 +589,18 @@ def project_files(
     """The files every command reads under `paths` (check, apply, audit, bump): iter_python_files,
     each once, less what the [tool.topk-migrate] include/exclude of a directory given leaves out
     (a file named on the command line is always read). InputError: a directory's configuration
-    cannot be read."""
+    cannot be read (its `path` names the directory)."""
     from .config import PathFilter, filter_for
+    from .model import InputError
 
     filters = {}
     for p in paths:
         if os.path.isdir(p):
-            f = PathFilter.for_dir(p)
+            try:
+                f = PathFilter.for_dir(p)
+            except InputError as e:
+                e.path = p  # the directory given, for the error line
+                raise
             if f.base:
                 filters[os.path.abspath(p)] = f
     for path, err in iter_python_files(paths, exclude, gitignore, follow_links, note):
