@@ -38,7 +38,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 import click
 
 from .discover import SCAN_WINDOW, file_may_hold_site, may_hold_site, project_files
-from .config import PathFilter, filter_for
+from .config import dir_filters, kept
 from .model import CHECK_STATUSES, InputError, Site, Status, exit_code
 
 FORMATS = ("text", "json", "sarif", "github")
@@ -199,8 +199,9 @@ class _Runner:
     """Runs `task` (analyse(), or bump's per-file analysis) in-process with one job; otherwise in
     worker processes forked from a zygote that imports LibCST (once, while this process and the
     scanners go on reading), started with the run from EAGER_FROM jobs on, else with its first
-    candidate (on fewer cores the import would slow the scan, and a tree may hold no candidate). `task` is a module-level function taking a
-    path first and returning (path, results, error line); it never raises."""
+    candidate (on fewer cores the import would slow the scan, and a tree may hold no candidate).
+    `task` is a module-level function taking a path first and returning (path, results, error
+    line); it never raises."""
 
     def __init__(self, jobs: int, task=None):
         self.jobs = max(1, jobs)
@@ -357,13 +358,6 @@ class _Progress:
 
 
 # -- which files ------------------------------------------------------------
-
-
-def _filter(directory: str) -> PathFilter:
-    try:
-        return PathFilter.for_dir(directory)
-    except InputError as e:
-        raise AuditError(str(e)) from None
 
 
 def display_root(paths: Sequence[str]) -> str:
@@ -762,16 +756,14 @@ def lay_out_rev(paths, rev, exclude, tally, prog, tmp, keep=None) -> Tuple[str, 
     for (sha, path), data in zip(project, _cat_blobs(top, [s for s, _ in project])):
         _lay_out(tmp, path, data, tally, top)
     os.mkdir(os.path.join(tmp, ".git"))  # the gate and the config stop their upward search here
-    filters = {}
-    for rel in rels:
-        f = _filter(os.path.join(tmp, rel) if rel else tmp)
-        if f.base:
-            filters[os.path.join(tmp, rel) if rel else tmp] = f
+    try:
+        filters = dir_filters(os.path.join(tmp, rel) if rel else tmp for rel in rels)
+    except InputError as e:
+        raise AuditError(str(e)) from None
     seen = set()
     wanted = [w for w in wanted if not (w[1] in seen or seen.add(w[1]))]
     if filters:
-        wanted = [(sha, path) for sha, path in wanted
-                  if (filter_for(filters, os.path.join(tmp, path)) or PathFilter()).keeps(os.path.join(tmp, path))]
+        wanted = [(sha, path) for sha, path in wanted if kept(filters, os.path.join(tmp, path))]
     laid = []
     for i, ((sha, path), data) in enumerate(zip(wanted, _cat_blobs(top, [s for s, _ in wanted]))):
         prog.bar(i, len(wanted), f", {len(laid)} to analyse")

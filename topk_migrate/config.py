@@ -4,7 +4,7 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass
-from typing import Dict, Optional, Tuple
+from typing import Dict, Iterable, Optional, Tuple
 
 from .model import InputError
 
@@ -154,11 +154,27 @@ class PathFilter:
         return not (self.exclude is not None and self.exclude.match_file(rel))
 
 
-def filter_for(filters: Dict[str, PathFilter], path: str) -> Optional[PathFilter]:
-    """The filter of the walked directory `path` came from (files named on the command line: none)."""
+def dir_filters(dirs: Iterable[str]) -> Dict[str, PathFilter]:
+    """The include/exclude of each directory a command is given that has one, by absolute path.
+    InputError when one's configuration cannot be read; its `path` names that directory."""
+    out: Dict[str, PathFilter] = {}
+    for d in dirs:
+        try:
+            f = PathFilter.for_dir(d)
+        except InputError as e:
+            e.path = d
+            raise
+        if f.base:
+            out[os.path.abspath(d)] = f
+    return out
+
+
+def kept(filters: Dict[str, PathFilter], path: str) -> bool:
+    """Whether the filter of the given directory `path` came from keeps it (the innermost such
+    directory; a file named on the command line is under none and always kept)."""
     a = os.path.abspath(path)
     best = None
     for d, f in filters.items():
         if a.startswith(d + os.sep) and (best is None or len(d) > len(best[0])):
             best = (d, f)
-    return best[1] if best else None
+    return best is None or best[1].keeps(a)

@@ -590,22 +590,11 @@ def project_files(
     each once, less what the [tool.topk-migrate] include/exclude of a directory given leaves out
     (a file named on the command line is always read). InputError: a directory's configuration
     cannot be read (its `path` names the directory)."""
-    from .config import PathFilter, filter_for
-    from .model import InputError
+    from .config import dir_filters, kept
 
-    filters = {}
-    for p in paths:
-        if os.path.isdir(p):
-            try:
-                f = PathFilter.for_dir(p)
-            except InputError as e:
-                e.path = p  # the directory given, for the error line
-                raise
-            if f.base:
-                filters[os.path.abspath(p)] = f
+    filters = dir_filters(p for p in paths if os.path.isdir(p))
     for path, err in iter_python_files(paths, exclude, gitignore, follow_links, note):
-        f = filter_for(filters, path) if filters else None
-        if f is None or f.keeps(os.path.abspath(path)):
+        if not filters or kept(filters, path):
             yield path, err
 
 
