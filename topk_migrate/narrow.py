@@ -93,7 +93,7 @@ def narrow(text: str, tree: Union[ast.Module, None, str] = "parse", entry_points
         minimal = _minimal(lines, calls, imports)
         if minimal is not None:
             return minimal
-    return _stub_defs(tree, lines, names, calls)
+    return _stub_defs(tree, text, lines, scan, calls)
 
 
 _STUB = re.compile(r'r"""[^"]*"""')  # a stubbed run of lines: _strings() leaves no '"' inside
@@ -282,25 +282,20 @@ def _top_defs(body: List[ast.stmt], out: List[_Def]) -> List[_Def]:
     return out
 
 
-def _words(names: Set[str]) -> "re.Pattern[str]":
-    return re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(names))))
-
-
 def _first(d: Union[_Def, ast.ClassDef]) -> int:
     return min([x.lineno for x in d.decorator_list] + [d.lineno])
 
 
-def _stub_defs(tree: ast.Module, lines: List[str], names: Set[str], calls: List[Found]) -> str:
-    spelled = _words(names)
+def _stub_defs(tree: ast.Module, text: str, lines: List[str], scan: "_Scan", calls: List[Found]) -> str:
     # Functions holding a kernel call that does not pass topk_length= itself: the
     # engine may read their callers and overrides (a word search finds both).
     open_fns = {fn for fn, _, c in calls if not _passes(c) and fn}
-    named_open = _words(open_fns) if open_fns else None
+    named_open = _lines_of(text, open_fns, whole_word=True)
     out = list(lines)
     for d in _top_defs(tree.body, []):
-        src = "\n".join(lines[_first(d) - 1 : d.end_lineno])
-        if not spelled.search(src) and not (named_open and named_open.search(src)):
-            _stub(d, lines, out, "import" in src)
+        first, last = _first(d), d.end_lineno
+        if not _within(scan.kernel_lines, first, last) and not _within(named_open, first, last):
+            _stub(d, lines, out, _within(scan.import_lines, first, last))
     return "\n".join(out)
 
 
