@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Dict, List, Sequence, Tuple
 
 from topk_migrate import suppress
-from topk_migrate.bump.bind import OPPORTUNITY
+from topk_migrate.bump.bind import OPPORTUNITY, refusals
 from topk_migrate.bump.context import BumpExample, Context, new_param
 from topk_migrate.model import Finding, Site, Status
 from topk_migrate.rules import Rule
@@ -118,9 +118,8 @@ class DecodeTopkLength(Rule):
             return []
         if ctx.args.passes(ctx.new_ep, "indices") in (None, "None"):
             return []  # dense decode: topk_length has no meaning there
-        hazards = [f"the wrapper has `{g.describe()}`" for g in ctx.new_ep.guards
-                   if g.kind == "assert" and g.test == f"{self.param} is None"
-                   and (g.condition or "").startswith("not isinstance(tile_scheduler_metadata")]
+        hazards = [f"the wrapper has `{g.describe()}`" for g in refusals(ctx.new_ep, self.param)
+                   if (g.condition or "").startswith("not isinstance(tile_scheduler_metadata")]
         hazards.append("with a reused FlashMLASchedMeta the split schedule is built from its first call's "
                        "`topk_length`, so the metadata must be built per call")
         if ctx.new.pin in self.MEASURED:

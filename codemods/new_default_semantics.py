@@ -39,7 +39,7 @@ class NewDefaultSemantics(Rule):
     def bump(self, ctx: Context) -> List[Finding]:
         out = []
         for (dist, param), what in self.FACTS.items():
-            if ctx.new.dist == dist and ctx.new_ep is not None and new_param(ctx, param):
+            if ctx.new.dist == dist and new_param(ctx, param):
                 p = ctx.new_ep.param(param)
                 out.append(Finding(CHANGES_DEFAULT, f"`{param}={p.default}` is new in {ctx.new.label} and "
                                                     f"{what}", param, self.id))

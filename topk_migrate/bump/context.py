@@ -43,4 +43,4 @@ def new_param(ctx: Context, name: str) -> bool:
     """The new release has `name` on this entry point, the old one had not, and the call leaves it out."""
     return (ctx.new_ep is not None and ctx.new_ep.param(name) is not None
             and (ctx.old_ep is None or ctx.old_ep.param(name) is None)
-            and ctx.new_ep is not None and ctx.args.passes(ctx.new_ep, name) is None and not ctx.args.double_star)
+            and ctx.args.passes(ctx.new_ep, name) is None and not ctx.args.double_star)
