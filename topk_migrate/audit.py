@@ -820,18 +820,6 @@ def _lay_out(inside: str, path: str, data: bytes, tally: _Tally, top: str) -> Op
 # -- the command ------------------------------------------------------------
 
 
-def _skipped(path: str, why: str, verbose: bool = True) -> None:
-    """What the walk left out (with -v); a directory given with no Python file, always."""
-    from .discover import NO_PYTHON_FILES
-    from .escape import fit, printable
-
-    if why == NO_PYTHON_FILES:
-        click.echo(fit(f"warning: {printable(path)}: {why}", sys.stderr.encoding), err=True)
-    elif verbose:
-        click.echo(fit(f"{printable(path)}: skipped: {printable(why)}", sys.stderr.encoding), err=True)
-
-
-
 @click.command("audit")
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--rev", metavar="REF", help="Audit this git commit (tag, branch, sha) without checking it out.")
@@ -861,21 +849,16 @@ def audit_command(paths, rev, fmt, exclude, no_gitignore, kernel, jobs, progress
     Exit codes: 0 nothing left to do, 1 fixable or manual sites remain, 2 errors.
     """
     from . import report
+    from .cli import _skipped, _validate_kernel  # what check and apply say and check, the same way
     from .escape import fit, printable
 
-    if kernel:
-        from .kernels import parse_pin
-
-        try:
-            parse_pin(kernel, "--kernel")
-        except ValueError as e:
-            raise click.BadParameter(str(e), param_hint="--kernel")
+    _validate_kernel(kernel)
     paths = paths or (".",)
     if progress is None:
         progress = sys.stderr.isatty()
     try:
         result = audit(paths, rev=rev, exclude=exclude, kernel=kernel, jobs=jobs, gitignore=not no_gitignore,
-                       progress=progress, follow_links=follow_links, note=lambda path, why: _skipped(path, why, verbose))
+                       progress=progress, follow_links=follow_links, note=_skipped(verbose))
     except AuditError as e:
         click.echo(fit(f"error: {printable(str(e))}", sys.stderr.encoding), err=True)
         sys.exit(2)
