@@ -97,9 +97,15 @@ def _inline_shared_functions(groups: List[Group], sites: List[Site]) -> None:
     for shared in by_function.values():
         if len(shared) > 1:
             for g in shared:
-                g.inline = True
-                for i in g.sites:
-                    sites[i] = replace(sites[i], reason=_direct_reason(g))
+                _guard_inline(g, sites)
+
+
+def _guard_inline(g: Group, sites: List[Site]) -> None:
+    """Put g's guard into the call itself, where q is read, and say so in its sites' reasons."""
+    g.inline = True
+    for i in g.sites:
+        reason = _direct_reason(g) if g.kind == "direct" else sites[i].reason + " (guarded inline)"
+        sites[i] = replace(sites[i], reason=reason)
 
 
 def migrate(source: str, path: str, gate: Gate, metadata: Sequence[str] = ()) -> Tuple[str, List[Site]]:
@@ -132,10 +138,7 @@ def migrate(source: str, path: str, gate: Gate, metadata: Sequence[str] = ()) ->
             break
         for g in [g for g in groups if id(g) in failures]:
             if not g.inline:
-                g.inline = True  # the guard goes into the call itself, where q is read
-                for i in g.sites:
-                    inline = _direct_reason(g) if g.kind == "direct" else sites[i].reason + " (guarded inline)"
-                    sites[i] = replace(sites[i], reason=inline)
+                _guard_inline(g, sites)
                 continue
             groups.remove(g)
             for i in g.sites:
