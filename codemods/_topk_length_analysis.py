@@ -1,7 +1,8 @@
-"""What the pass-topk-length rule reads of a module (codemods/pass_topk_length.py): the kernel's entry
-points, the metadata that satisfies the kernel's contract, and the analysis that classifies each call and
-plans its rewrite (the helper that calls the kernel, its callers, where q's rows come from), including
-the kernel's uses as a value. The rewrite and its validation: _topk_length_rewrite.py."""
+"""What the pass-topk-length rule reads of a module (codemods/pass_topk_length.py): the metadata that
+satisfies the kernel's contract, and the analysis that classifies each call and plans its rewrite (the
+helper that calls the kernel, its callers, where q's rows come from), including the kernel's uses as a
+value. The kernel's names, and the verdicts that need no LibCST: _topk_length_quick.py. The rewrite and
+its validation: _topk_length_rewrite.py."""
 from __future__ import annotations
 
 import re
@@ -18,17 +19,12 @@ from topk_migrate.resolve import CallInfo, Function, ModuleFacts, dotted
 from topk_migrate.rows import index_hazard, row_hazard
 from topk_migrate.scopecheck import Tree, root_binding
 
-# Python entry points of the kernel, with the position of topk_length in their
-# signature (sgl_kernel / flash_mla: q, kv, indices, sm_scale, d_v, attn_sink, topk_length).
-ENTRY_POINTS: Dict[str, Optional[int]] = {"flash_mla_sparse_fwd": 6, "flash_mla_sparse_prefill": None}
-OP_NAME = "sparse_prefill_fwd"  # torch.ops.<ns>.sparse_prefill_fwd[.default], or an extension module's
-OP_TOPK_LENGTH_POSITION = 6
+from ._topk_length_quick import ENTRY_POINTS, OP_NAME, OP_TOPK_LENGTH_POSITION, PARAM, is_kernel, is_op_level  # noqa: F401
 
 # Metadata known to satisfy the contract: per-row valid-index count (seqlens clipped
 # to topk), int32, 1-D, row-aligned with q, updated in place under CUDA-graph replay.
 KNOWN_METADATA = ("metadata.dsa_cache_seqlens_int32", "metadata.nsa_cache_seqlens_int32")
 
-PARAM = "topk_length"
 RULE_ID = "pass-topk-length"
 GUARD_COMMENT = "# topk-migrate: use the full top-k width if the row counts ever differ from q's."
 # Decorators that keep a method's signature as written (any other one may not pass topk_length on).
@@ -38,15 +34,6 @@ CONSTANT_NAMES = {"None", "True", "False"}
 
 # callee -> Capability: does the kernel behind it accept topk_length (see api.kernel_gate)
 Gate = Callable[[str], Capability]
-
-
-def is_op_level(callee: str) -> bool:
-    parts = callee.split(".")
-    return len(parts) > 1 and (parts[-1] == OP_NAME or parts[-2:] == [OP_NAME, "default"])
-
-
-def is_kernel(callee: str) -> bool:
-    return callee.rsplit(".", 1)[-1] in ENTRY_POINTS or is_op_level(callee)
 
 
 def _at(calls: Sequence[CallInfo]) -> str:

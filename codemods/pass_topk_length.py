@@ -11,8 +11,9 @@ Soundness (issue 8): each planned rewrite is checked on the rewritten module by
 `validate_rewrite` (LibCST scope analysis) before it is accepted; what it cannot prove
 safe becomes `manual` with a reason that names the hazard.
 
-This file is the rule: its data (MIN_KERNEL), its driver, its examples and its class. What it
-reads of a module is in _topk_length_analysis.py, its edit and the edit's validation in
+This file is the rule: its driver, its examples and its class. Its names and data (the entry
+points, MIN_KERNEL) and the verdicts that need no LibCST are in _topk_length_quick.py, what it
+reads of a module in _topk_length_analysis.py, its edit and the edit's validation in
 _topk_length_rewrite.py (private modules: the registry never takes them for rules).
 """
 from __future__ import annotations
@@ -29,25 +30,9 @@ from topk_migrate.resolve import collect
 from topk_migrate.rules import Rule
 from topk_migrate.scopecheck import Tree
 
-from ._topk_length_analysis import (
-    ENTRY_POINTS, GUARD_COMMENT, PARAM, Gate, Group, _Analysis, _direct_reason, _value_uses, is_kernel,
-)
+from ._topk_length_analysis import GUARD_COMMENT, Gate, Group, _Analysis, _direct_reason, _value_uses
+from ._topk_length_quick import ENTRY_POINTS, MIN_KERNEL, PARAM, is_kernel
 from ._topk_length_rewrite import _optional_annotation, _Rewrite, validate_rewrite
-
-# First release of each distribution whose flash_mla_sparse_fwd takes topk_length
-# (None: no release does; sgl-kernel stopped at 0.3.x before the parameter existed).
-# vllm bundles FlashMLA: its own wrapper (vllm.v1.attention.ops.flashmla) passes
-# topk_length from 0.15.0 on (0.14.x's flash_mla_sparse_prefill has no such parameter).
-# tokenspeed-kernel re-exports flash_mla from tokenspeed-flashmla, whose every release
-# (from 1.0.0.post20251110) has it; tokenspeed-kernel 0.1.3, its first, pins one of them.
-MIN_KERNEL: Dict[str, Optional[str]] = {
-    "sglang-kernel": "0.4.3",
-    "sgl-kernel": None,
-    "vllm": "0.15.0",
-    "tokenspeed-flashmla": "1.0.0.post20251110",
-    "tokenspeed-kernel": "0.1.3",
-}
-
 
 # -- the driver --------------------------------------------------------------------------
 _STUB = cst.IndentedBlock(body=[cst.SimpleStatementLine([cst.Expr(cst.Ellipsis())])])
@@ -465,6 +450,7 @@ class PassTopkLength(Rule):
     entry_points = ("flash_mla_sparse_fwd", "flash_mla_sparse_prefill", "sparse_prefill_fwd")
     param = PARAM
     min_kernel = MIN_KERNEL
+    quick = "_topk_length_quick"
     VALID, INVALID = VALID, INVALID
     BUMP_EXAMPLES = [
         BumpExample(_KERNEL_IMPORT + "def f(q, kv, idx, metadata):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0, d_v=512)\n",

@@ -68,9 +68,35 @@ def test_main_process_never_imports_libcst(tmp_path):
     assert out.split() == ["3", "False", "False"]
 
 
+def test_a_tree_whose_calls_pass_topk_length_is_audited_without_libcst(tmp_path):
+    """No process of the run imports LibCST when the rules' quick classifiers answer for every
+    candidate; a `libcst` that leaves a mark when imported shows it (and shows it does, for a
+    call the engine must read)."""
+    fake = tmp_path / "fake"
+    (fake / "libcst").mkdir(parents=True)
+    (fake / "libcst" / "__init__.py").write_text(
+        "import os\nopen(os.environ['LIBCST_MARK'], 'a').write('imported')\nraise ImportError('marked')\n")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for i in range(6):
+        (tree / f"m{i}.py").write_text(CALL.format(", topk_length=m.lens") if i % 2 else "x = 1\n")
+    mark = tmp_path / "mark"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(fake), os.environ.get("PYTHONPATH", "")]),
+           "LIBCST_MARK": str(mark)}
+    for jobs in ("1", "2", "4"):
+        r = subprocess.run([sys.executable, "-m", "topk_migrate", "audit", "-j", jobs, str(tree)],
+                           capture_output=True, text=True, env=env)
+        assert r.returncode == 0 and "3 compliant" in r.stdout, r.stdout + r.stderr
+        assert not mark.exists(), jobs
+    (tree / "m0.py").write_text(CALL.format(""))  # no topk_length: only the engine can say what to do
+    r = subprocess.run([sys.executable, "-m", "topk_migrate", "audit", "-j", "2", str(tree)],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 2 and mark.exists()
+
+
 def test_a_worker_that_dies_costs_one_file_not_the_run(tmp_path, monkeypatch):
-    for name in ("a.py", "crash.py", "z.py"):
-        (tmp_path / name).write_text(CALL.format(", topk_length=m.lens"))
+    for name in ("a.py", "crash.py", "z.py"):  # calls without topk_length: the engine's workers read them
+        (tmp_path / name).write_text(CALL.format(""))
     real = audit_mod.analyse
 
     def dying(path, *a):
@@ -346,15 +372,33 @@ def test_a_scanner_that_dies_has_its_files_scanned_by_the_main_process(tmp_path,
         (tmp_path / f"m{i:03}.py").write_text(CALL.format(", topk_length=m.lens") if i % 10 == 0 else "x = 1\n")
     main, real = os.getpid(), audit_mod._scan_chunk
 
-    def dying(paths, buf):
+    def dying(paths, buf, classify=None):
         if os.getpid() != main:
             os._exit(5)  # every scanner dies on its first chunk
-        return real(paths, buf)
+        return real(paths, buf, classify)
 
     monkeypatch.setattr(audit_mod, "_scan_chunk", dying)  # the forked scanners inherit it
     r = audit([str(tmp_path)], jobs=2)
     assert [s.path for s in r.sites] == [f"m{i:03}.py" for i in range(0, 100, 10)] and r.errors == []
     assert r.summary["files"] == 100 and r.summary["parsed"] == 10
+
+
+def test_a_scanner_that_dies_classifying_leaves_its_chunk_to_the_engine(tmp_path, monkeypatch):
+    """The main process never classifies a chunk a scanner died on (it may be what killed it): the
+    candidates go to the engine's workers, and every site is still found."""
+    for i in range(40):
+        (tmp_path / f"m{i:03}.py").write_text(CALL.format(", topk_length=m.lens") if i % 4 == 0 else "x = 1\n")
+    real = audit_mod.classify_without_engine
+
+    def dying(path, kernel):
+        if path.endswith("m020.py"):
+            os._exit(6)  # in whichever process classifies it
+        return real(path, kernel)
+
+    monkeypatch.setattr(audit_mod, "classify_without_engine", dying)
+    r = audit([str(tmp_path)], jobs=2)
+    assert [s.path for s in r.sites] == [f"m{i:03}.py" for i in range(0, 40, 4)] and r.errors == []
+    assert {s.status.value for s in r.sites} == {"compliant"}
 
 
 def test_no_scanner_or_worker_outlives_the_run(tmp_path):
@@ -368,23 +412,29 @@ def test_no_scanner_or_worker_outlives_the_run(tmp_path):
 
 
 def test_workers_started_with_the_run_serve_a_tree_with_or_without_candidates(tmp_path):
-    """From EAGER_FROM jobs the zygote starts before the scan: the same sites, and no wait when no
-    file is a candidate."""
+    """An eager runner (bump's, from EAGER_FROM jobs) starts the zygote before the scan: the same
+    results, and no wait for its import when nothing was sent to it."""
     (tmp_path / "plain.py").write_text("x = 1\n")
-    r = audit([str(tmp_path)], jobs=audit_mod.EAGER_FROM)
-    assert r.sites == [] and r.errors == [] and r.summary["parsed"] == 0
+    runner = audit_mod._Runner(audit_mod.EAGER_FROM, eager=True)
+    assert runner.pool is not None and list(runner.results(audit_mod._Progress(False))) == []
     for i in range(3):
-        (tmp_path / f"m{i}.py").write_text(CALL.format(", topk_length=m.lens"))
-    eager, lazy = audit([str(tmp_path)], jobs=audit_mod.EAGER_FROM), audit([str(tmp_path)], jobs=2)
-    assert [key(s) for s in eager.sites] == [key(s) for s in lazy.sites] and len(eager.sites) == 3
+        (tmp_path / f"m{i}.py").write_text(CALL.format(""))
+    runner = audit_mod._Runner(audit_mod.EAGER_FROM, eager=True)
+    for i in range(3):
+        runner.submit(str(tmp_path / f"m{i}.py"), None)
+    eager = sorted(r for r in runner.results(audit_mod._Progress(False)))
+    assert [(p, [key(s) for s in got], e) for p, got, e in eager] == \
+        [(p, [key(s) for s in got], e) for p, got, e in sorted(audit_mod.analyse(str(tmp_path / f"m{i}.py"), None)
+                                                                for i in range(3))]
 
 
 def test_a_second_run_in_the_same_process_reads_the_configuration_afresh(tmp_path):
-    """The workers are forked from this process: with them started at the run's start (EAGER_FROM jobs),
-    they must still see the configuration as it is now, not as an earlier run cached it."""
+    """The scanners and workers are forked from this process: they must see the configuration as it
+    is now, not as an earlier run cached it."""
     (tmp_path / "m.py").write_text(CALL.format(""))
-    first = audit([str(tmp_path)], jobs=audit_mod.EAGER_FROM)
-    assert [s.rule for s in first.sites] == ["pass-topk-length"]
+    (tmp_path / "n.py").write_text(CALL.format(", topk_length=m.lens"))
+    first = audit([str(tmp_path)], jobs=4)
+    assert [s.rule for s in first.sites] == ["pass-topk-length"] * 2
     (tmp_path / "pyproject.toml").write_text('[tool.topk-migrate]\ndisable = ["pass-topk-length"]\n')
-    second = audit([str(tmp_path)], jobs=audit_mod.EAGER_FROM)
+    second = audit([str(tmp_path)], jobs=4)
     assert second.sites == [] and second.errors == []

@@ -19,15 +19,16 @@ class KernelGate:
     distribution that has it are the rule's data."""
 
     def __init__(self, path: str, kernel: Optional[str] = None, param: str = "", min_versions=None):
-        from . import kernels
         from .project import project_root
 
-        self.param, self.min, self.dists = param, dict(min_versions or {}), kernels.PROVIDERS
+        self.param, self.min = param, dict(min_versions or {})
         self.path = path
         self.root = project_root(path)
         self.decisions: dict = {}  # callee -> "what decided, from where"
         self.explicit = None
         if kernel:
+            from . import kernels
+
             where = self._declared_in(kernel)
             try:
                 if not isinstance(kernel, str):
@@ -50,6 +51,14 @@ class KernelGate:
         if cap.decision:
             self.decisions[callee] = cap.decision
         return cap
+
+    @property
+    def dists(self):
+        """Top-level module -> the distributions that can provide it (kernels.py, imported only when asked:
+        a file whose calls all pass the parameter by keyword never asks)."""
+        from . import kernels
+
+        return kernels.PROVIDERS
 
     def _decide(self, callee: str) -> Capability:
         from . import kernels
@@ -179,6 +188,7 @@ class FileOutcome:
     diff: str = ""
     written: bool = False
     new_bytes: Optional[bytes] = None  # the rewrite of source given as bytes (standard input)
+    needs_engine: bool = False  # process_file(engine=False) stopped where LibCST would start
 
 
 def _stdin_stat(data: bytes) -> os.stat_result:
@@ -186,6 +196,10 @@ def _stdin_stat(data: bytes) -> os.stat_result:
     import stat
 
     return os.stat_result((stat.S_IFREG | 0o644, 0, 0, 1, 0, 0, len(data), 0, 0, 0))
+
+
+def quick_enabled() -> bool:
+    return not os.environ.get("TOPK_MIGRATE_NO_QUICK")
 
 
 NARROW_BYTES = 512 * 1024  # bigger files are classified on their narrowed text (narrow.py)
@@ -227,7 +241,7 @@ def _labels(path: str):
 
 
 def process_file(path: str, kernel: Optional[str] = None, write: bool = False, verbose: bool = False,
-                 narrowed: bool = False, data: Optional[bytes] = None) -> FileOutcome:
+                 narrowed: bool = False, data: Optional[bytes] = None, engine: bool = True) -> FileOutcome:
     """Read, classify and (if write) rewrite one file; every expected failure becomes `error`.
 
     narrowed: classify only (audit), on the text narrow.py cuts down to what the engine reads.
@@ -235,6 +249,9 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
     rewrite it. Every stage is first estimated against the memory bound (memory.py).
     data: the source's bytes (standard input), named `path` for pins, config and
     reporting; never written; the rewrite is kept in new_bytes, encoded as the source was.
+    A narrowed text the enabled rules' quick classifiers answer for (rules.quick_sites) is
+    classified without LibCST. engine=False: stop where LibCST would be needed, with
+    needs_engine set (audit's scanners, which never import it).
     """
     out = FileOutcome(path)
     try:
@@ -273,9 +290,20 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
             small = cut or text
             tree = guard.measured(tree) if cut is None and tree is not None else guard.parse_checked(small, path)
         isolate = guard.needs_isolation(tree)
-        del tree  # not held while LibCST runs
         if classify_first:
             memory.check(narrow.without_stubs(small), memory.REWRITE_BYTES_PER_TOKEN, "analyse")
+            if cut is not None and not isolate and quick_enabled():
+                from .rules import quick_sites
+
+                found = quick_sites(small, tree, path, kernel, *switches)
+                if found is not None:  # compliant and opt-out sites only: nothing to rewrite
+                    out.sites = found
+                    return out
+        del tree  # not held while LibCST runs
+        if not engine:
+            out.needs_engine = True
+            return out
+        if classify_first:
             m = _migrate_checked(small, isolate, path, kernel, cfg.metadata, switches)
             out.sites = m.sites  # the file's sites, whatever happens to the rewrite below
             if narrowed or not any(s.status is Status.FIXABLE for s in m.sites):

@@ -93,6 +93,16 @@ def analyse(path: str, kernel: Optional[str], cwd: Optional[str] = None) -> Tupl
             os.chdir(back)
 
 
+def classify_without_engine(path: str, kernel: Optional[str]) -> Optional[Tuple[str, List[Site], Optional[str]]]:
+    """analyse()'s answer where it needs no LibCST (the file holds no call, cannot be read, or the
+    rules' quick classifiers answer for it); None where it does. Run where the file is found."""
+    from . import narrow
+    from .api import process_file
+
+    out = process_file(path, kernel, narrowed=narrow.enabled(), engine=False)
+    return None if out.needs_engine else (path, out.sites, out.error)
+
+
 def _serve(task, tasks, results, main: int, zygote: int) -> None:
     import queue
 
@@ -192,25 +202,27 @@ def _alive(pid: int) -> bool:
         return True
 
 
-EAGER_FROM = 4  # jobs from which the workers start with the run, not with its first candidate
+EAGER_FROM = 4  # jobs from which bump's workers start with the run, not with its first candidate
 
 
 class _Runner:
     """Runs `task` (analyse(), or bump's per-file analysis) in-process with one job; otherwise in
     worker processes forked from a zygote that imports LibCST (once, while this process and the
-    scanners go on reading), started with the run from EAGER_FROM jobs on, else with its first
-    candidate (on fewer cores the import would slow the scan, and a tree may hold no candidate).
+    scanners go on reading), started with its first candidate, or with the run if `eager` (bump,
+    whose every candidate needs LibCST, on EAGER_FROM jobs or more: cores to spare). Audit's
+    candidates mostly need no LibCST (classify_without_engine), and a tree may hold none that do.
     `task` is a module-level function taking a path first and returning (path, results, error
     line); it never raises."""
 
-    def __init__(self, jobs: int, task=None):
+    def __init__(self, jobs: int, task=None, eager: bool = False):
         self.jobs = max(1, jobs)
         self.task = task or analyse
         self.queued: List[tuple] = []
         self.sent: List[tuple] = []
         self.early: List[tuple] = []  # results received while still submitting
+        self.done: List[tuple] = []  # results that needed no engine (classify_without_engine)
         self.pool = None
-        if self.jobs >= EAGER_FROM:  # cores to spare: import the engine while the scan looks for work
+        if eager and self.jobs > 1:  # import the engine while the scan looks for work
             self._start()
 
     def submit(self, *args) -> None:
@@ -254,8 +266,12 @@ class _Runner:
             self.sent[i] = (args, self.pool.submit(self.task, *args))
 
     def results(self, progress: "_Progress") -> Iterable[Tuple[str, List[Site], Optional[str]]]:
+        yield from self.done
         total = len(self.queued) + len(self.sent)
         done = 0
+        if isinstance(self.pool, tuple) and not self.sent:
+            self.close()  # started early, and nothing needed it: do not wait for its import to finish
+            return
         for args in self.queued:
             yield self.task(*args)
             done += 1
@@ -476,23 +492,33 @@ def _result(sites, tally, root, rev, commit, t0) -> AuditResult:
 
 def _scan_disk(paths, exclude, gitignore, kernel, runner: _Runner, tally: _Tally, prog: _Progress,
                follow_links: bool = False, note=None) -> None:
-    """Hand each candidate to the runner as soon as it comes back, so parsing starts while the scan goes on."""
+    """Classify each candidate where it is found if no LibCST is needed; hand the others to the runner
+    as soon as they come back, so parsing starts while the scan goes on."""
+    from functools import partial
+
     scan_disk(paths, exclude, gitignore, runner.jobs, tally, prog, lambda path: runner.submit(path, kernel),
-              follow_links, note)
+              follow_links, note, classify=partial(classify_without_engine, kernel=kernel), classified=runner.done.append)
 
 
 def scan_disk(paths, exclude, gitignore, jobs: int, tally: _Tally, prog: _Progress, take_one,
-              follow_links: bool = False, note=None) -> None:
+              follow_links: bool = False, note=None, classify=None, classified=None) -> None:
     """Walk (here), read and prefilter (in `jobs` scanner processes, a chunk of paths at a time; with
     the prefilter discover.prefilter() gives), calling take_one(path) for each candidate as it comes
-    back. The files are discover.project_files', as every command reads them."""
-    scanners = _Scanners(jobs if jobs > 1 else 0)
+    back. The files are discover.project_files', as every command reads them. classify(path), if
+    given, runs on each candidate where it was read: what it answers goes to classified(answer), a
+    candidate it answers None for to take_one."""
+    if classify is not None:
+        from . import api, narrow, rules  # noqa: F401  (what classify imports: once here, not in each scanner)
+    scanners = _Scanners(jobs if jobs > 1 else 0, classify)
     chunk: List[str] = []
 
-    def take(candidates: List[str]) -> None:
-        for path in candidates:
+    def take(candidates: List[Tuple[str, object]]) -> None:
+        for path, answer in candidates:
             tally.candidates += 1
-            take_one(path)
+            if answer is None:
+                take_one(path)
+            else:
+                classified(answer)
 
     try:
         for path, err in project_files(paths, exclude, gitignore, follow_links, note):
@@ -516,8 +542,9 @@ def scan_disk(paths, exclude, gitignore, jobs: int, tally: _Tally, prog: _Progre
 SCAN_CHUNK = 32  # paths per message to a scanner: few messages, and the work spread evenly
 
 
-def _scan_chunk(paths: List[str], buf: bytearray) -> List[str]:
-    """Those of `paths` that may hold a site, or cannot be read (the engine words that error)."""
+def _scan_chunk(paths: List[str], buf: bytearray, classify=None) -> List[Tuple[str, object]]:
+    """(path, classify(path) or None) for those of `paths` that may hold a site, or cannot be read
+    (the engine words that error)."""
     keep = []
     for path in paths:
         try:
@@ -525,14 +552,14 @@ def _scan_chunk(paths: List[str], buf: bytearray) -> List[str]:
         except OSError:
             hit = True
         if hit:
-            keep.append(path)
+            keep.append((path, classify(path) if classify else None))
     return keep
 
 
-def _scanner(conn, main: int, others) -> None:
-    """A scanning process: chunks of paths in, the candidates among them out. It never imports
-    the engine, dies with the main process (PR_SET_PDEATHSIG, or the pipe's end), and holds one
-    SCAN_WINDOW buffer whatever it reads."""
+def _scanner(conn, main: int, others, classify) -> None:
+    """A scanning process: chunks of paths in, the candidates among them out (with classify's
+    answers). It never imports LibCST, dies with the main process (PR_SET_PDEATHSIG, or the pipe's
+    end), and holds one SCAN_WINDOW buffer whatever it reads."""
     from .guard import exit_with_parent
 
     exit_with_parent(main)
@@ -546,42 +573,46 @@ def _scanner(conn, main: int, others) -> None:
             return
         if chunk is None:
             return
-        conn.send(_scan_chunk(chunk, buf))
+        conn.send(_scan_chunk(chunk, buf, classify))
 
 
 class _Scanners:
     """Processes that read and prefilter while this one walks; with none (-j 1), the scan is done here.
 
     Each scanner holds at most one chunk at a time (so neither side can block the other on a full
-    pipe). One that dies has its chunk scanned here instead: a scanner only reads files, so nothing
-    it could die of is worth an error line. They are forked before any thread exists in this process
+    pipe). One that dies has its chunk scanned here instead, without classify (which parses, and
+    might be what it died of): its candidates go to the engine's workers, where a file that kills
+    its process costs one error line. They are forked before any thread exists in this process
     (the runner's queue thread starts with the first candidate), each in its own process group so
-    Ctrl-C reaches only this process, which ends them (close)."""
+    Ctrl-C reaches only this process, which ends them (close). With none, classify runs here."""
 
-    def __init__(self, n: int):
+    def __init__(self, n: int, classify=None):
         self.buf = bytearray(SCAN_WINDOW)
         self.idle: List[tuple] = []  # (process, connection)
         self.busy: Dict[object, Tuple[tuple, List[str]]] = {}  # connection -> (scanner, chunk it holds)
+        self.here = classify  # what a chunk scanned here is classified with
         if n < 1 or sys.platform != "linux":
             return
+        self.here = None
         ctx = multiprocessing.get_context("fork")
         for _ in range(n):
             mine, theirs = ctx.Pipe()
-            proc = ctx.Process(target=_scanner, args=(theirs, os.getpid(), [c for _, c in self.idle]), daemon=True)
+            proc = ctx.Process(target=_scanner, args=(theirs, os.getpid(), [c for _, c in self.idle], classify),
+                               daemon=True)
             proc.start()
             _own_group(proc.pid)
             theirs.close()
             self.idle.append((proc, mine))
 
-    def scan(self, chunk: List[str]) -> List[str]:
+    def scan(self, chunk: List[str]) -> List[Tuple[str, object]]:
         """Hand `chunk` to a scanner (waiting for one if all are busy); the candidates that came back meanwhile."""
         if not chunk:
             return []
-        got: List[str] = []
+        got: List[Tuple[str, object]] = []
         while not self.idle and self.busy:
             got += self._wait()
         if not self.idle:  # none left (or none at all): scan here
-            return got + _scan_chunk(chunk, self.buf)
+            return got + _scan_chunk(chunk, self.buf, self.here)
         proc, conn = self.idle.pop()
         try:
             conn.send(chunk)
@@ -591,16 +622,16 @@ class _Scanners:
         self.busy[conn] = ((proc, conn), chunk)
         return got
 
-    def drain(self) -> List[str]:
-        got: List[str] = []
+    def drain(self) -> List[Tuple[str, object]]:
+        got: List[Tuple[str, object]] = []
         while self.busy:
             got += self._wait()
         return got
 
-    def _wait(self) -> List[str]:
+    def _wait(self) -> List[Tuple[str, object]]:
         from multiprocessing.connection import wait
 
-        got: List[str] = []
+        got: List[Tuple[str, object]] = []
         sentinels = {s[0].sentinel: conn for conn, (s, _) in self.busy.items()}
         for ready in wait(list(self.busy) + list(sentinels)):
             conn = sentinels.get(ready, ready)

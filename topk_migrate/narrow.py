@@ -16,7 +16,8 @@ whole, they are nearly all of `audit`'s time. What the engine reads of a file:
 narrow() uses the standard library's C parser (ast) to keep just that:
 
 * None (parse it whole) when a kernel name is used other than as a callee (passed
-  to functools.partial, stored, looked up with getattr): the engine reports those;
+  to functools.partial, stored, looked up with getattr): the engine reports those
+  (a name rebound, `flash_mla_sparse_fwd = fallback`, is no such use);
 * NOTHING when no call is spelled like a kernel call (the engine is skipped);
 * when every kernel call passes `topk_length=`: the statements holding the
   calls and the imports that bind their callees' first names, each where it was;
@@ -170,8 +171,8 @@ class _Scan:
                 elif kernel and isinstance(v, ast.AST):
                     found = [x for x in ast.walk(v) if isinstance(x, ast.Call) and not self.names.isdisjoint(_chain(x.func))]
                     self.calls.extend((fn, stmt, x) for x in found)
-                    if not self.value_use and name != "decorator_list":  # a decorator is read as a call
-                        self.value_use = _used_as_value(v, found, self.names)
+                    if not self.value_use and name != "decorator_list" and not _rebinding(node, name, v):
+                        self.value_use = _used_as_value(v, found, self.names)  # (a decorator is read as a call)
 
 
 def _lines_of(text: str, words, whole_word: bool = False) -> List[int]:
@@ -200,6 +201,17 @@ def _lines_of(text: str, words, whole_word: bool = False) -> List[int]:
 def _within(hits: List[int], first: int, last: int) -> bool:
     i = bisect_left(hits, first)
     return i < len(hits) and hits[i] <= last
+
+
+def _rebinding(stmt: ast.AST, field: str, target: ast.AST) -> bool:
+    """Whether `target` is an assignment's whole target, a plain name or attribute chain
+    (`flash_mla_sparse_fwd = fallback`): the engine takes it for no value use either."""
+    if not (isinstance(stmt, ast.Assign) and field == "targets"
+            or isinstance(stmt, (ast.AnnAssign, ast.AugAssign)) and field == "target"):
+        return False
+    while isinstance(target, ast.Attribute):
+        target = target.value
+    return isinstance(target, ast.Name)
 
 
 def _used_as_value(tree: ast.AST, calls: List[ast.Call], names: Set[str]) -> bool:

@@ -9,6 +9,7 @@ A rule is imported (`load`) only where a file is analysed.
 The engine asks a rule for two things, both optional:
   sites(source, path, gate, metadata) -> (new source, [Site])   check, apply, audit
   bump(ctx) -> [Finding]                                          bump, one call site at a time
+and may name a `quick` module that answers for the simplest files without LibCST (audit).
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 PACKAGE = "topk_migrate.codemods"
 # Class attributes read statically, with their defaults.
-_SPEC_FIELDS = {"id": None, "summary": None, "entry_points": (), "default_enabled": True}
+_SPEC_FIELDS = {"id": None, "summary": None, "entry_points": (), "default_enabled": True, "quick": None}
 
 
 class Rule:
@@ -36,6 +37,10 @@ class Rule:
     # First release of each kernel distribution whose entry points take `param` (None: no release).
     min_kernel: Dict[str, Optional[str]] = {}
 
+    # A private module of this package, standard library only, whose quick_sites(tree, source, path)
+    # gives the rule's sites of a narrowed file from CPython's AST, or None to let the rule read it:
+    # audit classifies what it can there, in processes that never import LibCST.
+    quick: Optional[str] = None
     sites = None  # (source, path, gate, metadata) -> (new_source, [Site]); None: not a site rule
     bump = None  # (bump.rules.Context) -> [Finding]; None: says nothing in a bump
 
@@ -53,6 +58,7 @@ class RuleSpec:
     default_enabled: bool
     has_sites: bool
     has_bump: bool
+    quick: Optional[str] = None
 
 
 class RuleError(Exception):
@@ -106,8 +112,11 @@ def _read_spec(name: str, path: str) -> Optional[RuleSpec]:
     entry_points = tuple(found["entry_points"])
     if not all(isinstance(e, str) and e.isidentifier() for e in entry_points):
         raise RuleError(f"{path}: {cls.name}.entry_points must be a tuple of names")
+    quick = found["quick"]
+    if quick is not None and not (isinstance(quick, str) and quick.startswith("_") and quick.isidentifier()):
+        raise RuleError(f"{path}: {cls.name}.quick must name a private module of its package, such as \"_x_quick\"")
     return RuleSpec(rule_id, f"{PACKAGE}.{name}", path, summary, ast.get_docstring(cls) or summary, entry_points,
-                    bool(found["default_enabled"]), "sites" in hooks, "bump" in hooks)
+                    bool(found["default_enabled"]), "sites" in hooks, "bump" in hooks, quick)
 
 
 @functools.lru_cache(maxsize=None)
@@ -156,6 +165,32 @@ def enabled(enable: Sequence[str] = (), disable: Sequence[str] = (), everything:
     """The rules a run uses: those on by default, plus `enable`, less `disable`.
     everything: every rule not disabled (a bump asks for the whole picture)."""
     return [s for s in specs() if (everything or s.default_enabled or s.id in enable) and s.id not in disable]
+
+
+def quick_sites(source: str, tree: ast.Module, path: str, kernel: Optional[str] = None, enable: Sequence[str] = (),
+                disable: Sequence[str] = ()) -> Optional[list]:
+    """The sites of `source` (a narrowed file; `tree` its AST) from the quick classifiers of the rules
+    that read it, as the engine reports them; None if one of those rules has none or declines. A
+    quick module holds its rule's PARAM and MIN_KERNEL (the rule's class reads them from there), for
+    the kernel gate."""
+    from dataclasses import replace
+
+    from .api import KernelGate
+
+    sites = []
+    for s in enabled(enable, disable):
+        if not s.has_sites or not any(e in source for e in s.entry_points):
+            continue
+        if not s.quick:
+            return None
+        module = importlib.import_module(f"{PACKAGE}.{s.quick}")
+        gate = KernelGate(path, kernel, module.PARAM, module.MIN_KERNEL)
+        found = module.quick_sites(tree, source, path, gate)
+        if found is None:
+            return None
+        sites += [replace(site, rule=s.id, kernel=gate.decisions.get(site.callee, site.kernel)) for site in found]
+    sites.sort(key=lambda site: (site.line, site.column))
+    return sites
 
 
 def site_needles(enable: Sequence[str] = (), everything: bool = False) -> Tuple[bytes, ...]:

@@ -42,7 +42,8 @@ def run(paths: Sequence[str], old: Release, new: Release, follow_links: bool = F
     report = BumpReport(old, new, diff(old, new))
     candidate = _Candidate(old, new)
     audit.fresh_run()  # before the workers are forked
-    runner = audit._Runner(jobs or os.cpu_count() or 1, task=analyse_file)
+    jobs = jobs or os.cpu_count() or 1
+    runner = audit._Runner(jobs, task=analyse_file, eager=jobs >= audit.EAGER_FROM)
     tally, tmp, back = audit._Tally(), None, os.getcwd()
     try:
         if rev is None:
