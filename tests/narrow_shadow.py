@@ -1,14 +1,15 @@
-"""pytest plugin (-p narrow_shadow): every engine run in a test is repeated on the narrowed source.
+"""pytest plugin (-p narrow_shadow): every engine run in a test is repeated on the narrowed source,
+and by the rules' quick classifiers (rules.quick_sites) where they answer.
 
 Loaded by tests/test_audit_narrow.py around the engine's own tests, so narrowing is
 checked on every source they make up. Each comparison is appended to the JSON-lines
-file named by $NARROW_SHADOW_LOG as {"same": bool, ...}.
+file named by $NARROW_SHADOW_LOG as {"same": bool, "narrowed": bool, "quick": bool, ...}.
 """
 import json
 import os
 
 import topk_migrate.api as api
-from topk_migrate import narrow
+from topk_migrate import guard, narrow, rules
 
 _real = api.migrate_source
 
@@ -29,12 +30,28 @@ def _shadow(source, path="<string>", kernel=None, *args, **kwargs):
     except Exception as e:  # noqa: BLE001 - any difference is the finding
         other = f"raised {type(e).__name__}: {e}"
     same = other == m.sites
-    entry = {"same": same, "narrowed": True}
+    entry = {"same": same, "narrowed": True, "quick": False}
     if not same:
         entry.update(source=source, full=[s.to_dict() for s in m.sites],
                      narrowed_sites=other if isinstance(other, str) else [s.to_dict() for s in other])
+    elif small != narrow.NOTHING:  # and what audit reports without the engine, where it answers
+        quick = _quick(small, path, kernel, *args, **kwargs)
+        entry["quick"] = quick is not None
+        if quick is not None and quick != m.sites:
+            entry.update(same=False, source=source, full=[s.to_dict() for s in m.sites],
+                         quick_sites=[s.to_dict() for s in quick])
     _log(entry)
     return m
+
+
+def _quick(small, path, kernel, metadata=(), enable=(), disable=()):
+    try:
+        tree = guard.parse_checked(small, path)
+    except Exception:  # noqa: BLE001 - the engine's own verdict on it stands
+        return None
+    if guard.needs_isolation(tree):
+        return None
+    return rules.quick_sites(small, tree, path, kernel, enable, disable)
 
 
 def pytest_configure(config):

@@ -241,3 +241,4 @@ def test_in_the_engines_own_tests(tmp_path):
     differ = [e for e in entries if not e["same"]]
     assert not differ, json.dumps(differ[:3], indent=1)[:4000]
     assert sum(e["narrowed"] for e in entries) >= 50, len(entries)
+    assert sum(e["quick"] for e in entries if e["narrowed"]) >= 20, len(entries)
