@@ -47,7 +47,8 @@ def test_budget_is_configurable_and_applies_per_stage(tmp_path, monkeypatch):
 
 
 def test_big_files_are_classified_on_narrowed_text(tmp_path, monkeypatch):
-    """Over NARROW_BYTES, LibCST reads only what narrowing keeps unless there is a rewrite to make."""
+    """Over NARROW_BYTES, LibCST reads only what narrowing keeps unless there is a rewrite to make
+    (and nothing at all where the rule's quick classifier answers)."""
     p = tmp_path / "m.py"
     p.write_text(HEAD + "".join(f"def g{i}(a):\n    return a + {i}\n" for i in range(3000)) + CALL)
     seen = []
@@ -55,9 +56,11 @@ def test_big_files_are_classified_on_narrowed_text(tmp_path, monkeypatch):
     monkeypatch.setattr(api, "_migrate", lambda text, *a: seen.append(text) or real(text, *a))
     whole = api.process_file(str(p))
     monkeypatch.setattr(api, "NARROW_BYTES", 1000)
+    quick = api.process_file(str(p))
+    monkeypatch.setenv("TOPK_MIGRATE_NO_QUICK", "1")
     small = api.process_file(str(p))
     assert [s.status.value for s in small.sites] == [s.status.value for s in whole.sites] == ["compliant"]
-    assert small.error is None and seen[0] == p.read_text()
+    assert small.error is None and quick.sites == small.sites and len(seen) == 2 and seen[0] == p.read_text()
     import ast
     assert len(ast.parse(seen[0]).body) > 3000 and len(ast.parse(seen[1]).body) < 10  # LibCST saw the gist
 
