@@ -294,6 +294,51 @@ def test_a_kernel_installed_beside_decides_when_the_owner_does_not_pin_it(tmp_pa
     assert site.kernel == "sglang-kernel==0.4.6 from sglang_kernel-0.4.6.dist-info/METADATA (installed beside it)"
 
 
+def _owner_by_table(path, site_dir):
+    """The owner as a table of every RECORD entry would give it (the first dist-info listing the path)."""
+    rel = os.path.relpath(os.path.abspath(path), site_dir).replace(os.sep, "/")
+    owners = {}
+    for name in sorted(os.listdir(site_dir)):
+        if name.endswith(".dist-info"):
+            for line in (read_project_file(os.path.join(site_dir, name, "RECORD")) or "").splitlines():
+                owners.setdefault(line.rsplit(",", 2)[0], os.path.join(site_dir, name))
+    return owners.get(rel)
+
+
+def test_the_owner_is_found_by_searching_the_records(tmp_path):
+    """kernels.owner searches RECORD texts instead of building a table of their entries: the same answer
+    for prefixes of other entries, CRLF, entries without a hash, a path two dist-infos list, quoted paths."""
+    sp = tmp_path / "sp"
+    for name, record in {
+        "a-1.dist-info": "pkg/mod.pyc,sha256=x,1\r\npkg/mod.py.bak,,\r\npkg/one.py\r\npkg/two.py,\n",
+        "b-1.dist-info": "pkg/mod.py,sha256=y,2\npkg/both.py,,\n\"pkg/c,d.py\",,\n",
+        "c-1.dist-info": "pkg/both.py,,\npkg/mod.py,x\n",
+        "d-1.dist-info": "",
+    }.items():
+        (sp / name).mkdir(parents=True)
+        (sp / name / "RECORD").write_text(record, newline="")
+    (sp / "e-1.dist-info").mkdir()  # no RECORD at all
+    names = ["pkg/mod.py", "pkg/mod.pyc", "pkg/mod", "pkg/one.py", "pkg/two.py", "pkg/both.py", "pkg/c,d.py",
+             "pkg/none.py", "pkg/mod.py.bak", "pkg/mod.py,sha256=y"]
+    found = {n: kernels.owner(str(sp / n), str(sp)) for n in names}
+    assert found == {n: _owner_by_table(str(sp / n), str(sp)) for n in names}
+    assert found["pkg/mod.py"].endswith("b-1.dist-info") and found["pkg/both.py"].endswith("b-1.dist-info")
+    assert found["pkg/one.py"].endswith("a-1.dist-info") and found["pkg/none.py"] is None
+
+
+@pytest.mark.parametrize("requirement", [
+    "sglang-kernel==0.4.6", "SGLang_Kernel >= 0.4.3 ; extra == 'gpu'", "  vllm[cuda]==0.15.0", "torch==2.9.1",
+    "vllm-==1.0", "vllm.==1.0", "flash_mla @ https://x/y.whl", "(bad", "", "tokenspeed.flashmla (>=1.0)",
+])
+def test_a_requirement_is_parsed_only_if_it_may_name_a_kernel_distribution(requirement):
+    dists = ("sglang-kernel", "vllm", "flash-mla", "tokenspeed-flashmla")
+    pin = kernels._requirement(requirement, "METADATA")
+    if pin is not None and pin.dist in dists:
+        assert kernels._may_name(requirement, dists)
+    if not kernels._may_name(requirement, dists):
+        assert pin is None or pin.dist not in dists
+
+
 VLLM_BACKEND = textwrap.dedent("""\
     from vllm.v1.attention.ops.flashmla import flash_mla_sparse_fwd
 

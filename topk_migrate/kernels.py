@@ -354,15 +354,21 @@ def file_pins(directory: str, root: str) -> Tuple[Tuple[Pin, ...], ...]:
 
 
 @functools.lru_cache(maxsize=None)
-def _owners(site_dir: str) -> Dict[str, str]:
-    """Every file listed in a RECORD of site_dir -> the *.dist-info folder that lists it."""
-    owners: Dict[str, str] = {}
-    for name in listing(site_dir):
-        if name.endswith(".dist-info"):
-            info = os.path.join(site_dir, name)
-            for line in (read_project_file(os.path.join(info, "RECORD")) or "").splitlines():
-                owners.setdefault(line.rsplit(",", 2)[0], info)
-    return owners
+def _record(info: str) -> str:
+    """The RECORD of a *.dist-info folder, its lines joined by "\n" after a leading one."""
+    return "\n" + "\n".join((read_project_file(os.path.join(info, "RECORD")) or "").splitlines())
+
+
+def _lists(record: str, rel: str) -> bool:
+    """Whether a line of `record` (_record) is an entry for `rel` (its text before the last two commas).
+    A text search for the path, each hit checked: no table of the thousands of entries is built."""
+    at = record.find("\n" + rel)
+    while at >= 0:
+        end = record.find("\n", at + 1)
+        if record[at + 1 : end if end >= 0 else None].rsplit(",", 2)[0] == rel:
+            return True
+        at = record.find("\n" + rel, at + 1)
+    return False
 
 
 @functools.lru_cache(maxsize=None)
@@ -372,9 +378,23 @@ def _metadata(info: str) -> Tuple[Optional[str], Optional[str], Tuple[str, ...]]
 
 
 def owner(path: str, site_dir: str) -> Optional[str]:
-    """The *.dist-info folder in site_dir whose RECORD lists `path`."""
+    """The *.dist-info folder in site_dir whose RECORD lists `path` (the first, in listing order)."""
     rel = os.path.relpath(os.path.abspath(path), site_dir).replace(os.sep, "/")
-    return _owners(site_dir).get(rel)
+    for name in listing(site_dir):
+        if name.endswith(".dist-info") and _lists(_record(os.path.join(site_dir, name)), rel):
+            return os.path.join(site_dir, name)
+    return None
+
+
+_LEADING_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def _may_name(requirement: str, dists: Sequence[str]) -> bool:
+    """False only where `requirement` cannot parse into one of `dists`: its leading name (as PEP 508
+    reads it) is another distribution's. Spares parsing the hundreds of Requires-Dist lines of a
+    big distribution for the one or two that name a kernel."""
+    m = _LEADING_NAME.match(requirement)
+    return m is None or normalize(m.group(1)) in dists
 
 
 def installed_pins(path: str, site_dir: str, dists: Sequence[str]) -> List[Pin]:
@@ -390,7 +410,8 @@ def installed_pins(path: str, site_dir: str, dists: Sequence[str]) -> List[Pin]:
         source = f"{os.path.basename(info)}/METADATA"
         if name and version and normalize(name) in dists:
             return [Pin(normalize(name), f"=={version}", source)]
-        pins = [p for r in requires if (p := _requirement(r, source)) is not None and p.dist in dists]
+        pins = [p for r in requires if _may_name(r, dists) and (p := _requirement(r, source)) is not None
+                and p.dist in dists]
         if pins:
             return pins
     beside = []
