@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# audit on the 16-core GPU machine (issue 12): the real benchmark tree, carried as .carry/tree.tar.xz
+# (`tar cf - topk-bench-tree | xz -T2 -6 > .carry/tree.tar.xz` from /tmp, after bench/build_tree.sh), ten
+# copies of it, and the synthetic trees of bench/gen_tree.py (half their calls lack topk_length: the
+# engine's LibCST path). Installs the checkout and .carry/wheels/libcst into /tmp/site, bytecode compiled.
+#
+#   device run: bash bench/device_audit.sh [ROUNDS]      carry: .carry/wheels .carry/tree.tar.xz
+set -euo pipefail
+rounds=${1:-5}
+site=/tmp/site
+python3 -m pip install -q --no-index --no-deps --target "$site" .carry/wheels/*.whl
+python3 -m pip install -q --no-index --no-deps --no-build-isolation --target "$site" .
+python3 -m compileall -q "$site" >/dev/null || true
+export PYTHONPATH=$site
+mkdir -p /tmp/r1
+python3 -c "import tarfile; tarfile.open('.carry/tree.tar.xz').extractall('/tmp/r1')"
+real=/tmp/r1/topk-bench-tree
+mkdir -p /tmp/r10
+for i in $(seq 0 9); do cp -r "$real" "/tmp/r10/copy$i"; done
+python3 bench/gen_tree.py /tmp/s1 >/dev/null
+python3 bench/gen_tree.py /tmp/s10 --copies 10 >/dev/null
+echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo '?') (working tree as carried)"
+python3 bench/cores_bench.py --tree "$real" --tree /tmp/r10 --tree /tmp/s1 --tree /tmp/s10 --jobs "$(nproc)" --rounds "$rounds"
+for tree in "$real" /tmp/s1; do
+  for j in 1 2 4 8 16; do
+    /usr/bin/time -f "$(basename "$tree") -j $j: %e s wall %U+%S cpu %M KB" \
+      python3 -m topk_migrate audit "$tree" --format json -j "$j" >/dev/null || true
+  done
+done
