@@ -23,7 +23,7 @@ echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo '?') (working tre
 python3 bench/cores_bench.py --tree "$real" --tree /tmp/r10 --tree /tmp/s1 --tree /tmp/s10 --jobs "$(nproc)" --rounds "$rounds"
 for tree in "$real" /tmp/s1; do
   for j in 1 2 4 8 16; do
-    /usr/bin/time -f "$(basename "$tree") -j $j: %e s wall %U+%S cpu %M KB" \
-      python3 -m topk_migrate audit "$tree" --format json -j "$j" >/dev/null || true
+    TIMEFORMAT="$(basename "$tree") -j $j: %R s wall %U+%S cpu"
+    time python3 -m topk_migrate audit "$tree" --format json -j "$j" >/dev/null || true
   done
 done
