@@ -326,6 +326,13 @@ def test_the_owner_is_found_by_searching_the_records(tmp_path):
     assert found["pkg/one.py"].endswith("a-1.dist-info") and found["pkg/none.py"] is None
 
 
+def test_distribution_names_compare_as_packaging_compares_them():
+    from packaging.utils import canonicalize_name
+
+    for name in ["Sglang_Kernel", "sglang-kernel", "FLASH.MLA", "a..-_b", "x__", "tokenspeed_flashmla", "vLLM", "_a_"]:
+        assert kernels.normalize(name) == canonicalize_name(name)
+
+
 @pytest.mark.parametrize("requirement", [
     "sglang-kernel==0.4.6", "SGLang_Kernel >= 0.4.3 ; extra == 'gpu'", "  vllm[cuda]==0.15.0", "torch==2.9.1",
     "vllm-==1.0", "vllm.==1.0", "flash_mla @ https://x/y.whl", "(bad", "", "tokenspeed.flashmla (>=1.0)",

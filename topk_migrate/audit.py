@@ -103,6 +103,18 @@ def classify_without_engine(path: str, kernel: Optional[str]) -> Optional[Tuple[
     return None if out.needs_engine else (path, out.sites, out.error)
 
 
+def _import_for_classify() -> None:
+    """What classify_without_engine imports, imported here once, not in each scanner forked from here
+    (but kernels.py: only a call that does not pass topk_length by keyword asks the kernel gate)."""
+    import importlib
+
+    from . import api, config, files, guard, memory, narrow, rules  # noqa: F401
+
+    for s in rules.enabled():
+        if s.quick:
+            importlib.import_module(f"{rules.PACKAGE}.{s.quick}")
+
+
 def _serve(task, tasks, results, main: int, zygote: int) -> None:
     import queue
 
@@ -508,7 +520,7 @@ def scan_disk(paths, exclude, gitignore, jobs: int, tally: _Tally, prog: _Progre
     given, runs on each candidate where it was read: what it answers goes to classified(answer), a
     candidate it answers None for to take_one."""
     if classify is not None:
-        from . import api, narrow, rules  # noqa: F401  (what classify imports: once here, not in each scanner)
+        _import_for_classify()
     scanners = _Scanners(jobs if jobs > 1 else 0, classify)
     chunk: List[str] = []
 

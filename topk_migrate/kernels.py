@@ -17,10 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
-from packaging.markers import InvalidMarker
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from .project import PROJECT_FILES, inside, is_site_dir, listing, project_root, read_project_file, upward
@@ -28,8 +25,14 @@ from .project import PROJECT_FILES, inside, is_site_dir, listing, project_root, 
 MinVersions = Dict[str, Optional[str]]
 
 
+_SEPARATORS = re.compile(r"[-_.]+")
+
+
 def normalize(name: str) -> str:
-    return canonicalize_name(name)
+    """A distribution name as PEP 503 compares them (packaging's canonicalize_name, whose module costs
+    more to import than the rest of this one)."""
+    return _SEPARATORS.sub("-", name).lower()
+
 
 
 @dataclass(frozen=True)
@@ -159,6 +162,8 @@ def parse_pin(text: str, source: str) -> Pin:
     expected = (f"expected NAME==VERSION (or another version specifier), NAME a kernel distribution or the "
                 f"module it provides, e.g. {EXAMPLE_KERNEL} or sgl_kernel==0.4.6 "
                 f"(distributions: {', '.join(dists)}; modules: {', '.join(sorted(kernel_dists))})")
+    from packaging.requirements import InvalidRequirement, Requirement  # (its marker grammar: the costliest import here)
+
     try:
         req = Requirement(text.strip())
     except InvalidRequirement:
@@ -186,6 +191,9 @@ def accepts(pin: Pin, min_versions: MinVersions) -> Optional[bool]:
 
 
 def _requirement(text: str, source: str, extra_marker: str = "") -> Optional[Pin]:
+    from packaging.markers import InvalidMarker
+    from packaging.requirements import InvalidRequirement, Requirement
+
     try:
         req = Requirement(text)
     except (InvalidRequirement, InvalidSpecifier, InvalidMarker):

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Where the wall time of one `audit` goes, phase by phase (issue 12's critical path).
+
+Runs audit() in this process, timing: the imports, forking the scanners, the walk (the
+main process lists the files), the drain (waiting for the scanners' last chunks), the
+engine's results and the end. Prints one line per phase, median over --rounds runs.
+
+    python3 bench/audit_phases.py --tree /tmp/topk-bench-tree --jobs 16 --rounds 5
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+T0 = time.perf_counter()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tree", required=True)
+    ap.add_argument("--jobs", type=int, default=16)
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args()
+    from topk_migrate import audit
+
+    imported = time.perf_counter() - T0
+    marks = {}
+    real_init, real_drain, real_files = audit._Scanners.__init__, audit._Scanners.drain, audit.project_files
+
+    def init(self, *a, **k):
+        marks["fork scanners"] = time.perf_counter()
+        real_init(self, *a, **k)
+        marks["fork scanners"] = time.perf_counter() - marks["fork scanners"]
+
+    def files(*a, **k):
+        t = time.perf_counter()
+        yield from real_files(*a, **k)
+        marks["walk (with dispatch)"] = time.perf_counter() - t
+        marks["_walk_end"] = time.perf_counter()
+
+    def drain(self):
+        t = time.perf_counter()
+        out = real_drain(self)
+        marks["drain"] = time.perf_counter() - t
+        return out
+
+    audit._Scanners.__init__, audit._Scanners.drain, audit.project_files = init, drain, files
+    rows = []
+    for _ in range(args.rounds):
+        marks.clear()
+        t = time.perf_counter()
+        audit.audit([args.tree], jobs=args.jobs)
+        total = time.perf_counter() - t
+        rows.append({**{k: v for k, v in marks.items() if not k.startswith("_")}, "whole audit()": total})
+    walks = []
+    for _ in range(args.rounds):
+        t = time.perf_counter()
+        n = sum(1 for _ in real_files([args.tree]))
+        walks.append(time.perf_counter() - t)
+    print(f"imports before the first run: {imported:.3f} s")
+    print(f"the walk alone ({n} files, nothing read): {statistics.median(walks):.3f} s")
+    for k in rows[0]:
+        print(f"{k}: {statistics.median(r[k] for r in rows):.3f} s")
+
+
+if __name__ == "__main__":
+    main()
