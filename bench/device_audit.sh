@@ -7,6 +7,7 @@
 #   device run: bash bench/device_audit.sh [ROUNDS]      carry: .carry/wheels .carry/tree.tar.xz
 set -euo pipefail
 rounds=${1:-5}
+only=${2:-all}  # "phases": only bench/audit_phases.py
 site=/tmp/site
 python3 -m pip install -q --no-index --no-deps --target "$site" .carry/wheels/*.whl
 python3 -m pip install -q --no-index --no-deps --no-build-isolation --target "$site" .
@@ -15,6 +16,7 @@ export PYTHONPATH=$site
 mkdir -p /tmp/r1
 python3 -c "import tarfile; tarfile.open('.carry/tree.tar.xz').extractall('/tmp/r1')"
 real=/tmp/r1/topk-bench-tree
+if [ "$only" != phases ]; then
 mkdir -p /tmp/r10
 for i in $(seq 0 9); do cp -r "$real" "/tmp/r10/copy$i"; done
 python3 bench/gen_tree.py /tmp/s1 >/dev/null
@@ -26,4 +28,9 @@ for tree in "$real" /tmp/s1; do
     TIMEFORMAT="$(basename "$tree") -j $j: %R s wall %U+%S cpu"
     time python3 -m topk_migrate audit "$tree" --format json -j "$j" >/dev/null || true
   done
+done
+fi
+for j in 1 4 16; do
+  echo "== phases, -j $j"
+  python3 bench/audit_phases.py --tree "$real" --jobs "$j" --rounds 5
 done
