@@ -105,10 +105,11 @@ def classify_without_engine(path: str, kernel: Optional[str]) -> Optional[Tuple[
 
 def _import_for_classify() -> None:
     """What classify_without_engine imports, imported here once, not in each scanner forked from here
-    (but kernels.py: only a call that does not pass topk_length by keyword asks the kernel gate)."""
+    (kernels.py too: the vendored interfaces a tree with kernel calls usually holds ask the kernel gate,
+    and a scanner importing it on the last candidate found would hold up the end of the run)."""
     import importlib
 
-    from . import api, config, files, guard, memory, narrow, rules  # noqa: F401
+    from . import api, config, files, guard, kernels, memory, narrow, rules  # noqa: F401
 
     for s in rules.enabled():
         if s.quick:
