@@ -123,3 +123,28 @@ def test_rules_command_lists_every_rule():
     assert r.returncode == 0
     for spec in rules.specs():
         assert spec.id in r.stdout and spec.summary in r.stdout
+
+
+@pytest.mark.parametrize("quick,ok", [('"_toy_quick"', True), ('"toy_quick"', False), ("QUICK", False), ('"_a.b"', False)])
+def test_a_rules_quick_module_is_declared_as_a_private_module_name(tmp_path, quick, ok):
+    """`quick` is read without importing the rule: a literal naming a private module of its package."""
+    path = tmp_path / "toy.py"
+    path.write_text(f'class Toy(Rule):\n    id = "toy"\n    summary = "s"\n    quick = {quick}\n')
+    if ok:
+        assert rules._read_spec("toy", str(path)).quick == "_toy_quick"
+    else:
+        with pytest.raises(rules.RuleError, match="quick|literal"):
+            rules._read_spec("toy", str(path))
+
+
+def test_a_rule_without_a_quick_module_leaves_the_file_to_the_engine(toy, tmp_path):
+    """The toy rule reads the kernel's calls too and has no quick module: audit cannot answer for a
+    file it reads without running it, so the toy's site is there."""
+    import ast
+
+    from topk_migrate import audit
+
+    assert rules.quick_sites(SRC, ast.parse(SRC), str(tmp_path / "m.py"), KERNEL) is None
+    (tmp_path / "fork.py").write_text(SRC)
+    got = audit.audit([str(tmp_path)], kernel=KERNEL, jobs=1)
+    assert sorted(s.rule for s in got.sites) == ["pass-topk-length", "toy-literal-scale"]

@@ -37,9 +37,10 @@ class Rule:
     # First release of each kernel distribution whose entry points take `param` (None: no release).
     min_kernel: Dict[str, Optional[str]] = {}
 
-    # A private module of this package, standard library only, whose quick_sites(tree, source, path)
-    # gives the rule's sites of a narrowed file from CPython's AST, or None to let the rule read it:
-    # audit classifies what it can there, in processes that never import LibCST.
+    # A private module of this package, standard library only, whose quick_sites(tree, source, path, gate)
+    # gives the rule's sites of a narrowed file from CPython's AST, or None to let the rule read it
+    # (audit classifies what it can there, in processes that never import LibCST); it holds the rule's
+    # PARAM and MIN_KERNEL, for the kernel gate.
     quick: Optional[str] = None
     sites = None  # (source, path, gate, metadata) -> (new_source, [Site]); None: not a site rule
     bump = None  # (bump.rules.Context) -> [Finding]; None: says nothing in a bump
