@@ -21,6 +21,8 @@ def main() -> None:
     ap.add_argument("--tree", required=True)
     ap.add_argument("--jobs", type=int, default=16)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--candidates", action="store_true",
+                    help="also: each candidate's classification in this process (CPU), and where it was decided")
     args = ap.parse_args()
     from topk_migrate import audit
 
@@ -62,6 +64,29 @@ def main() -> None:
     print(f"the walk alone ({n} files, nothing read): {statistics.median(walks):.3f} s")
     for k in rows[0]:
         print(f"{k}: {statistics.median(r[k] for r in rows):.3f} s")
+    if args.candidates:
+        candidates(args.tree)
+
+
+def candidates(tree: str) -> None:
+    """Each candidate's classify_without_engine in this process (after the imports a run does first)."""
+    import os
+
+    from topk_migrate import audit
+    from topk_migrate.discover import file_may_hold_site, project_files
+
+    audit._import_for_classify()
+    found = [p for p, err in project_files([tree]) if not err and file_may_hold_site(p)]
+    print("\n| candidate | bytes | CPU | answered |\n|---|---|---|---|")
+    total = 0.0
+    for path in found:
+        t = time.process_time()
+        answer = audit.classify_without_engine(path, None)
+        cpu = time.process_time() - t
+        total += cpu
+        how = "engine needed" if answer is None else f"{len(answer[1])} site(s)" if answer[1] else "no call"
+        print(f"| {os.path.relpath(path, tree)} | {os.path.getsize(path)} | {cpu * 1000:.1f} ms | {how} |")
+    print(f"| all {len(found)} | | {total * 1000:.0f} ms | |")
 
 
 if __name__ == "__main__":

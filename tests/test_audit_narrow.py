@@ -161,6 +161,29 @@ def uses(q, kv, idx, metadata):
 def elsewhere(metadata):
     return metadata.dsa_cache_seqlens_int32
 ''',
+    "a fallback that rebinds the name, the call without topk_length": '''
+try:
+    from sgl_kernel import flash_mla_sparse_fwd
+except ImportError:
+    flash_mla_sparse_fwd = None
+
+
+def f(q, kv, i):
+    return flash_mla_sparse_fwd(q, kv, i, 1.0)
+
+
+def g(x):
+    return x
+''',
+    "the kernel stored in an attribute, and rebound from it": HEAD + '''
+class B:
+    def __init__(self):
+        self.flash_mla_sparse_fwd = flash_mla_sparse_fwd
+
+    def f(self, q, kv, i, m):
+        flash_mla_sparse_fwd = self.flash_mla_sparse_fwd
+        return flash_mla_sparse_fwd(q, kv, i, 1.0, topk_length=m.lens)
+''',
     "docstring mention only": '"""Wraps flash_mla_sparse_fwd; see sparse_prefill_fwd."""\nimport torch\n\ndef f(x):\n    return x\n',
     "syntax error": "def f(:\n    flash_mla_sparse_fwd(q)\n",
     "windows newlines": HEAD.replace("\n", "\r\n") + "def f(q):\r\n    return flash_mla_sparse_fwd(q, 1, 2, 3)\r\n",
@@ -186,8 +209,8 @@ def assert_same(source, path, kernel=KERNEL):
 @pytest.mark.parametrize("name", CASES)
 def test_made_up_edge_cases(name, tmp_path):
     small, full = assert_same(textwrap.dedent(CASES[name]), str(tmp_path / "m.py"))
-    if name in ("syntax error", "windows newlines"):
-        assert small is None  # not narrowed: parsed whole
+    if name in ("syntax error", "windows newlines", "the kernel stored in an attribute, and rebound from it"):
+        assert small is None  # not narrowed: parsed whole (a value use: the engine reports it)
     elif name == "docstring mention only":
         assert small == narrow.NOTHING and full == []
     elif name in ("aliases and module spellings", "op level and module level"):
