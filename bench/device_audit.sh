@@ -4,15 +4,27 @@
 # copies of it, and the synthetic trees of bench/gen_tree.py (half their calls lack topk_length: the
 # engine's LibCST path). Installs the checkout and .carry/wheels/libcst into /tmp/site, bytecode compiled.
 #
-#   device run: bash bench/device_audit.sh [ROUNDS]      carry: .carry/wheels .carry/tree.tar.xz
+#   device run: bash bench/device_audit.sh [ROUNDS] [phases]   carry: .carry/wheels .carry/extra .carry/tree.tar.xz
+# (.carry/extra: click and packaging wheels, `pip download --no-deps -d .carry/extra click packaging`: installed
+# beside the package and compiled, as a user's install has them.)
 set -euo pipefail
 rounds=${1:-5}
 only=${2:-all}  # "phases": only bench/audit_phases.py
 site=/tmp/site
+TIMEFORMAT="%R s wall, %U+%S cpu"
+echo "== the image's interpreter: start, and import click (as the image has it)"
+time python3 -c pass
+time python3 -c "import click"
+python3 -X importtime -c "import click" 2>&1 | sort -t'|' -k2 -n | tail -3
 python3 -m pip install -q --no-index --no-deps --target "$site" .carry/wheels/*.whl
+if ls .carry/extra/*.whl >/dev/null 2>&1; then  # click and packaging, compiled as pip installs them
+  python3 -m pip install -q --no-index --no-deps --target "$site" .carry/extra/*.whl
+fi
 python3 -m pip install -q --no-index --no-deps --no-build-isolation --target "$site" .
 python3 -m compileall -q "$site" >/dev/null || true
 export PYTHONPATH=$site
+echo "== with the installed package: start + import of the CLI and audit"
+time python3 -c "import topk_migrate.cli, topk_migrate.audit"
 mkdir -p /tmp/r1
 python3 -c "import tarfile; tarfile.open('.carry/tree.tar.xz').extractall('/tmp/r1')"
 real=/tmp/r1/topk-bench-tree
