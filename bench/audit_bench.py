@@ -42,8 +42,9 @@ repo_root: '.'
 
 HISTORY = "## All recorded runs"
 HISTORY_NOTE = ("Wall-time ratios move with the load of the (shared) machine: audit runs on both cores and "
-                "spends about 5x grep's CPU time, so when other jobs hold the cores its wall ratio climbs "
-                "toward its CPU ratio. Runs before the narrowing commits measured older code.")
+                "spends more CPU time than grep, so when other jobs hold the cores its wall ratio climbs "
+                "toward its CPU ratio. Each row measured the code of its commit: before d1219ed the "
+                "candidates were analysed with LibCST.")
 HISTORY_HEAD = ("| when | commit | load before / after | audit vs grep, wall | LibCST codemod / audit | check vs import click, CPU | codemod sample |\n"
                 "|---|---|---|---|---|---|---|")
 
