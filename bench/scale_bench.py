@@ -50,15 +50,20 @@ def helper(n: int) -> str:
             "        return out\n")
 
 
-SHAPES = {"copies": copies, "direct": direct, "helper": helper}
+def compliant(n: int) -> str:
+    """`direct`, every call passing topk_length: what a migrated backend holds (audit's quick classifier)."""
+    return direct(n).replace("d_v=512)", "d_v=512, topk_length=metadata.dsa_cache_seqlens_int32)")
 
 
-def measure(path: str, limit: float):
-    """CPU seconds, wall seconds and exit code of one check run (None on a timeout)."""
+SHAPES = {"copies": copies, "direct": direct, "helper": helper, "compliant": compliant}
+
+
+def measure(path: str, limit: float, command: str = "check"):
+    """CPU seconds, wall seconds and exit code of one check (or audit) run (None on a timeout)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     try:
-        rc = subprocess.run([sys.executable, "-m", "topk_migrate", "check", "--kernel", "sglang-kernel==0.4.6", path],
+        rc = subprocess.run([sys.executable, "-m", "topk_migrate", command, "--kernel", "sglang-kernel==0.4.6", path],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=limit).returncode
     except subprocess.TimeoutExpired:
         return None, time.perf_counter() - start, None
@@ -72,6 +77,7 @@ def main() -> None:
     ap.add_argument("--shapes", default="copies,direct,helper")
     ap.add_argument("--sizes", default="25,50,100")
     ap.add_argument("--limit", type=float, default=120.0, help="seconds before a run is stopped")
+    ap.add_argument("--command", default="check", choices=["check", "audit"])
     args = ap.parse_args()
     env_note = "TOPK_MIGRATE_MAX_BYTES" in os.environ
     print("| shape | N | bytes | CPU s | wall s | rc | CPU ratio per doubling |" + (" (max bytes raised)" if env_note else ""))
@@ -84,7 +90,7 @@ def main() -> None:
                 path = os.path.join(tmp, f"{shape}_{n}", "backend.py")
                 with open(path, "w") as f:
                     f.write(SHAPES[shape](n))
-                cpu, wall, rc = measure(path, args.limit)
+                cpu, wall, rc = measure(path, args.limit, args.command)
                 if cpu is None:
                     print(f"| {shape} | {n} | {os.path.getsize(path)} | > {args.limit:.0f} (stopped) | {wall:.1f} | - | - |", flush=True)
                     break

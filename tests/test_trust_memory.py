@@ -90,3 +90,24 @@ def test_a_big_file_is_classified_within_the_bound_even_when_its_rewrite_is_not(
     assert [s.status.value for s in out.sites] == ["opt-out", "fixable"]
     assert out.error.startswith("too big to rewrite within the memory bound") and not out.written
     assert p.read_text() == fixable
+
+
+def test_a_file_the_quick_classifier_answers_for_is_not_held_to_libcsts_bound(tmp_path, monkeypatch):
+    """The bound on what LibCST would hold guards LibCST: a narrowed file whose calls all pass topk_length is
+    classified from the parse already made, however many calls it has; one that needs LibCST is refused."""
+    from topk_migrate import narrow
+
+    calls = "".join(f"    o{k} = flash_mla_sparse_fwd(q, kv, i, 1.0, topk_length=m.lens)\n" for k in range(400))
+    p = tmp_path / "m.py"
+    p.write_text(HEAD + "\n\ndef f(q, kv, i, m):\n" + calls + "    return o0\n")
+    text = p.read_text()
+    need = memory.tokens(narrow.without_stubs(narrow.narrow(text))) * memory.REWRITE_BYTES_PER_TOKEN
+    parse = memory.tokens(text) * memory.PARSE_BYTES_PER_TOKEN + len(text) * memory.BYTES_PER_BYTE
+    budget_mib = parse // (1 << 20) + 1
+    assert need > budget_mib << 20  # LibCST would be over the bound; CPython's parse is not
+    monkeypatch.setenv(memory.BUDGET_ENV, str(budget_mib))
+    out = api.process_file(str(p), narrowed=True)
+    assert out.error is None and [s.status.value for s in out.sites] == ["compliant"] * 400
+    p.write_text(text.replace("1.0, topk_length=m.lens)\n    return", "1.0)\n    return"))
+    out = api.process_file(str(p), narrowed=True)
+    assert out.error.startswith("too big to analyse within the memory bound")

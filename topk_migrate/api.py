@@ -290,15 +290,16 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
             small = cut or text
             tree = guard.measured(tree) if cut is None and tree is not None else guard.parse_checked(small, path)
         isolate = guard.needs_isolation(tree)
+        if classify_first and cut is not None and not isolate and quick_enabled():
+            from .rules import quick_sites
+
+            # (before the bound on what LibCST would hold: the quick classifier holds only the parse made)
+            found = quick_sites(small, tree, path, kernel, *switches)
+            if found is not None:  # compliant and opt-out sites only: nothing to rewrite
+                out.sites = found
+                return out
         if classify_first:
             memory.check(narrow.without_stubs(small), memory.REWRITE_BYTES_PER_TOKEN, "analyse")
-            if cut is not None and not isolate and quick_enabled():
-                from .rules import quick_sites
-
-                found = quick_sites(small, tree, path, kernel, *switches)
-                if found is not None:  # compliant and opt-out sites only: nothing to rewrite
-                    out.sites = found
-                    return out
         del tree  # not held while LibCST runs
         if not engine:
             out.needs_engine = True
