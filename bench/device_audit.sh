@@ -9,7 +9,7 @@
 # beside the package and compiled, as a user's install has them.)
 set -euo pipefail
 rounds=${1:-5}
-only=${2:-all}  # "phases": only bench/audit_phases.py
+only=${2:-all}  # "phases": only bench/audit_phases.py; "startup": what a run costs outside audit()
 site=/tmp/site
 TIMEFORMAT="%R s wall, %U+%S cpu"
 echo "== the image's interpreter: start, and import click (as the image has it)"
@@ -28,6 +28,19 @@ time python3 -c "import topk_migrate.cli, topk_migrate.audit"
 mkdir -p /tmp/r1
 python3 -c "import tarfile; tarfile.open('.carry/tree.tar.xz').extractall('/tmp/r1')"
 real=/tmp/r1/topk-bench-tree
+if [ "$only" = startup ]; then
+  for i in 1 2 3; do
+    echo "-- round $i"
+    time python3 -c pass
+    time python3 -I -c pass
+    time python3 -c "import topk_migrate.cli, topk_migrate.audit"
+    time python3 -m topk_migrate audit "$real" --format json -j 16 >/dev/null
+    time python3 -c "import sys; from topk_migrate.audit import audit; audit([sys.argv[1]], jobs=16)" "$real"
+    time python3 -c "import sys, os; from topk_migrate.audit import audit; audit([sys.argv[1]], jobs=16); os._exit(0)" "$real"
+  done
+  python3 -X importtime -m topk_migrate audit "$real" --format json -j 16 2>&1 >/dev/null | sort -t'|' -k2 -n | tail -12
+  exit 0
+fi
 if [ "$only" != phases ]; then
 mkdir -p /tmp/r10
 for i in $(seq 0 9); do cp -r "$real" "/tmp/r10/copy$i"; done

@@ -378,6 +378,7 @@ def test_a_scanner_that_dies_has_its_files_scanned_by_the_main_process(tmp_path,
         return real(paths, buf, classify)
 
     monkeypatch.setattr(audit_mod, "_scan_chunk", dying)  # the forked scanners inherit it
+    monkeypatch.setattr(audit_mod, "SCAN_CHUNK", 8)  # many chunks, both scanners die
     r = audit([str(tmp_path)], jobs=2)
     assert [s.path for s in r.sites] == [f"m{i:03}.py" for i in range(0, 100, 10)] and r.errors == []
     assert r.summary["files"] == 100 and r.summary["parsed"] == 10
@@ -396,6 +397,7 @@ def test_a_scanner_that_dies_classifying_leaves_its_chunk_to_the_engine(tmp_path
         return real(path, kernel)
 
     monkeypatch.setattr(audit_mod, "classify_without_engine", dying)
+    monkeypatch.setattr(audit_mod, "SCAN_CHUNK", 8)  # the other chunks are classified by the live scanner
     r = audit([str(tmp_path)], jobs=2)
     assert [s.path for s in r.sites] == [f"m{i:03}.py" for i in range(0, 40, 4)] and r.errors == []
     assert {s.status.value for s in r.sites} == {"compliant"}
