@@ -23,10 +23,13 @@ fi
 python3 -m pip install -q --no-index --no-deps --no-build-isolation --target "$site" .
 python3 -m compileall -q "$site" >/dev/null || true
 export PYTHONPATH=$site
+repo=$PWD
+cd /tmp  # not the checkout: `python3 -m topk_migrate` there would import its uncompiled sources, not the install
+python3 -c "import topk_migrate; print('== the package imported:', topk_migrate.__file__)"
 echo "== with the installed package: start + import of the CLI and audit"
 time python3 -c "import topk_migrate.cli, topk_migrate.audit"
 mkdir -p /tmp/r1
-python3 -c "import tarfile; tarfile.open('.carry/tree.tar.xz').extractall('/tmp/r1')"
+python3 -c "import tarfile; tarfile.open('$repo/.carry/tree.tar.xz').extractall('/tmp/r1')"
 real=/tmp/r1/topk-bench-tree
 if [ "$only" = startup ]; then
   for i in 1 2 3; do
@@ -44,10 +47,10 @@ fi
 if [ "$only" != phases ]; then
 mkdir -p /tmp/r10
 for i in $(seq 0 9); do cp -r "$real" "/tmp/r10/copy$i"; done
-python3 bench/gen_tree.py /tmp/s1 >/dev/null
-python3 bench/gen_tree.py /tmp/s10 --copies 10 >/dev/null
-echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo '?') (working tree as carried)"
-python3 bench/cores_bench.py --tree "$real" --tree /tmp/r10 --tree /tmp/s1 --tree /tmp/s10 --jobs "$(nproc)" --rounds "$rounds"
+python3 "$repo/bench/gen_tree.py" /tmp/s1 >/dev/null
+python3 "$repo/bench/gen_tree.py" /tmp/s10 --copies 10 >/dev/null
+echo "commit: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?') (working tree as carried)"
+python3 "$repo/bench/cores_bench.py" --tree "$real" --tree /tmp/r10 --tree /tmp/s1 --tree /tmp/s10 --jobs "$(nproc)" --rounds "$rounds"
 for tree in "$real" /tmp/s1; do
   for j in 1 2 4 8 16; do
     TIMEFORMAT="$(basename "$tree") -j $j: %R s wall %U+%S cpu"
@@ -57,5 +60,5 @@ done
 fi
 for j in 1 4 16; do
   echo "== phases, -j $j"
-  python3 bench/audit_phases.py --tree "$real" --jobs "$j" --rounds 5
+  python3 "$repo/bench/audit_phases.py" --tree "$real" --jobs "$j" --rounds 5
 done
