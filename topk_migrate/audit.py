@@ -510,7 +510,8 @@ def _scan_disk(paths, exclude, gitignore, kernel, runner: _Runner, tally: _Tally
     from functools import partial
 
     scan_disk(paths, exclude, gitignore, runner.jobs, tally, prog, lambda path: runner.submit(path, kernel),
-              follow_links, note, classify=partial(classify_without_engine, kernel=kernel), classified=runner.done.append)
+              follow_links, note, classify=partial(classify_without_engine, kernel=kernel),
+              classified=runner.done.append)
 
 
 def scan_disk(paths, exclude, gitignore, jobs: int, tally: _Tally, prog: _Progress, take_one,
