@@ -184,3 +184,41 @@ def test_a_release_before_and_after_its_fix(tmp_path, version):
     backend = install_like_site_packages(version, tmp_path / "v")
     got = same_or_declined(backend.read_text(), str(backend), kernel=None)
     assert (got is None) == (version == "0.5.16")
+
+
+@pytest.mark.heavy
+def test_real_code_with_a_common_call_taken_for_the_kernel(bench_tree, monkeypatch):
+    """Real code's shapes, thousands of them: `zeros` taken for one more entry point and `dtype` for its
+    parameter, on the tree's files that pass it; wherever the quick classifier answers (from the
+    narrowed text, as audit asks it), the rule must give the same sites, and it must answer often."""
+    import dataclasses
+    import os
+
+    from topk_migrate import api, discover
+    from topk_migrate.codemods import _topk_length_analysis as analysis, _topk_length_quick as quick_rule
+
+    spec = rules.spec("pass-topk-length")
+    patched = tuple(dataclasses.replace(s, entry_points=s.entry_points + ("zeros",)) if s is spec else s
+                    for s in rules.specs())
+    monkeypatch.setattr(rules, "specs", lambda: patched)
+    monkeypatch.setitem(quick_rule.ENTRY_POINTS, "zeros", None)  # no place of its own: the keyword only
+    monkeypatch.setattr(quick_rule, "PARAM", "dtype")
+    monkeypatch.setattr(analysis, "PARAM", "dtype")
+    discover.prefilter_for.cache_clear()
+    try:
+        files = sorted(p for top in ("torch", "transformers", "vllm", "sglang") for p in (bench_tree / top).rglob("*.py")
+                       if "zeros(" in (t := p.read_text(errors="replace")) and "dtype=" in t)
+        answered = 0
+        for p in files:
+            got = api.process_file(str(p), narrowed=True, engine=False)  # what audit's scanners answer
+            if got.needs_engine or not got.sites:
+                continue
+            monkeypatch.setenv("TOPK_MIGRATE_NO_QUICK", "1")
+            want = api.process_file(str(p), narrowed=True)
+            monkeypatch.delenv("TOPK_MIGRATE_NO_QUICK")
+            assert (got.sites, got.error) == (want.sites, want.error), os.fspath(p)
+            answered += 1
+        print(f"{len(files)} files, {answered} answered without the engine")
+        assert len(files) >= 1500 and answered >= 800, (len(files), answered)  # 2,115 and 1,298 at this writing
+    finally:
+        discover.prefilter_for.cache_clear()
