@@ -6,7 +6,8 @@ that uses the kernel in no other way. quick_sites() gives those sites from CPyth
 narrowed file (narrow.py), so that audit classifies them in processes that never import LibCST.
 Anything else it declines (None), and the rule itself reads the file: a call without topk_length,
 the kernel used as a value or reached through an expression, syntax LibCST may read otherwise than
-CPython. tests/test_quick.py holds it to the rule's own sites.
+CPython (from 3.12 on, an f-string the grammar before PEP 701 would not take). tests/test_quick.py
+holds it to the rule's own sites.
 """
 from __future__ import annotations
 
@@ -48,9 +49,9 @@ def is_kernel(callee: str) -> bool:
 
 
 # Syntax this reader leaves to the rule: newer than some LibCST releases read (type parameters and
-# aliases, except*), match (LibCST's patterns are its own), f-strings from 3.12 on (PEP 701).
-_DECLINED = tuple(getattr(ast, n) for n in ("TypeAlias", "TryStar", "Match") if hasattr(ast, n)) + \
-    ((ast.JoinedStr,) if sys.version_info >= (3, 12) else ())
+# aliases, except*), match (LibCST's patterns are its own).
+_DECLINED = tuple(getattr(ast, n) for n in ("TypeAlias", "TryStar", "Match") if hasattr(ast, n))
+_PEP_701 = sys.version_info >= (3, 12)  # f-strings CPython reads more of than the grammar before it
 # Where a name is bound or declared outside Name nodes (kernel names there: the rule reads the file).
 _NAME_FIELDS = {ast.keyword: ("arg",), ast.Global: ("names",), ast.Nonlocal: ("names",), ast.ExceptHandler: ("name",)}
 
@@ -73,6 +74,9 @@ def quick_sites(tree: ast.Module, source: str, path: str, gate: Callable[[str], 
     sites = []
     for node in nodes:
         if isinstance(node, _DECLINED) or getattr(node, "type_params", None):
+            return None
+        if _PEP_701 and isinstance(node, ast.JoinedStr) and not isinstance(parent.get(node), ast.FormattedValue) \
+                and not _old_style_fstring(node, lines):
             return None
         if isinstance(node, ast.Name) and node.id in names or isinstance(node, ast.Attribute) and node.attr in names:
             if not _callee_or_target(node, parent):
@@ -125,6 +129,20 @@ def _passed(call: ast.Call, callee: str, gate: Callable[[str], Capability]):
     if any(isinstance(a, ast.Starred) for a in call.args[: call.args.index(positional[pos])]):
         return None
     return positional[pos], True
+
+
+def _old_style_fstring(node: ast.JoinedStr, lines: List[str]) -> bool:
+    """Whether an f-string is also one in the grammar before 3.12 (which LibCST reads as CPython does): on
+    one line, no backslash or `#` in it, and its quote character only around it (PEP 701 lets a
+    replacement field reuse the quote, hold a backslash or a comment, and span lines)."""
+    if node.lineno != node.end_lineno:
+        return False
+    text = lines[node.lineno - 1].encode()[node.col_offset : node.end_col_offset].decode(errors="replace")
+    body = text.lstrip("fFrRbBuU")
+    quote = body[:1]
+    if quote not in ("'", '"') or body.startswith(quote * 3) or "\\" in text or "#" in text:
+        return False
+    return body.count(quote) == 2
 
 
 def _dotted(node: ast.AST) -> Optional[str]:

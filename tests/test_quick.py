@@ -92,6 +92,11 @@ def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk
         assert topk_length.dtype == torch.int32, f"{topk_length.dtype}"
     return torch.ops.sgl_kernel.sparse_prefill_fwd.default(q, kv, indices, sm_scale, d_v, attn_sink, topk_length)
 ''',
+    "f-strings beside the call, one of them nested and formatted": HEAD + '''
+def f(q, kv, i, l, w):
+    out = flash_mla_sparse_fwd(q, kv, i, 1.0, topk_length=l) if l is not None else fail(f"no {q.shape[0]:>{w}} rows")
+    return out, f'{f"{w!r}"}'
+''',
     "a call nested in another's arguments": HEAD + '''
 def f(q, kv, i, l):
     return flash_mla_sparse_fwd(flash_mla_sparse_fwd(q, kv, i, 1.0, topk_length=l)[0], kv, i, 1.0, topk_length=l)
@@ -133,6 +138,17 @@ def test_declined_where_only_the_rule_can_tell(name, tmp_path):
     source, path = textwrap.dedent(DECLINED[name]), str(tmp_path / "m.py")
     assert rules.quick_sites(source, ast.parse(source), path, KERNEL) is None
     same_or_declined(source, path)
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="PEP 701 f-strings parse from Python 3.12 on (run on the GPU "
+                    "machine's 3.12: results/quick-py312.md)")
+def test_a_pep_701_f_string_is_declined(tmp_path):
+    """Quotes reused inside a replacement field: CPython 3.12 reads it, the grammar before it does not."""
+    source = HEAD + 'def f(q, kv, i, m):\n    return flash_mla_sparse_fwd(q, kv, i, 1.0, topk_length=m["lens"]), f"{m["n"]}"\n'
+    path = str(tmp_path / "m.py")
+    assert rules.quick_sites(source, ast.parse(source), path, KERNEL) is None
+    plain = source.replace('f"{m["n"]}"', "f\"{m['n']}\"")
+    assert same_or_declined(plain, path) is not None  # the same f-string in the old grammar is answered
 
 
 @pytest.mark.parametrize("name", CASES)
