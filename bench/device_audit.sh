@@ -9,7 +9,8 @@
 # beside the package and compiled, as a user's install has them.)
 set -euo pipefail
 rounds=${1:-5}
-only=${2:-all}  # "phases": only bench/audit_phases.py; "startup": what a run costs outside audit()
+only=${2:-all}  # "phases": only bench/audit_phases.py; "startup": what a run costs outside audit();
+                # "real": the real tree and its ten copies only (no synthetic trees)
 site=/tmp/site
 TIMEFORMAT="%R s wall, %U+%S cpu"
 echo "== the image's interpreter: start, and import click (as the image has it)"
@@ -47,11 +48,15 @@ fi
 if [ "$only" != phases ]; then
 mkdir -p /tmp/r10
 for i in $(seq 0 9); do cp -r "$real" "/tmp/r10/copy$i"; done
-python3 "$repo/bench/gen_tree.py" /tmp/s1 >/dev/null
-python3 "$repo/bench/gen_tree.py" /tmp/s10 --copies 10 >/dev/null
+trees=("$real" /tmp/r10)
+if [ "$only" != real ]; then
+  python3 "$repo/bench/gen_tree.py" /tmp/s1 >/dev/null
+  python3 "$repo/bench/gen_tree.py" /tmp/s10 --copies 10 >/dev/null
+  trees+=(/tmp/s1 /tmp/s10)
+fi
 echo "commit: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?') (working tree as carried)"
-python3 "$repo/bench/cores_bench.py" --tree "$real" --tree /tmp/r10 --tree /tmp/s1 --tree /tmp/s10 --jobs "$(nproc)" --rounds "$rounds"
-for tree in "$real" /tmp/s1; do
+python3 "$repo/bench/cores_bench.py" $(printf -- '--tree %s ' "${trees[@]}") --jobs "$(nproc)" --rounds "$rounds"
+for tree in "${trees[@]:0:1}" $([ "$only" != real ] && echo /tmp/s1); do
   for j in 1 2 4 8 16; do
     TIMEFORMAT="$(basename "$tree") -j $j: %R s wall %U+%S cpu"
     time python3 -m topk_migrate audit "$tree" --format json -j "$j" >/dev/null || true
