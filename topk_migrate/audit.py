@@ -104,8 +104,8 @@ def classify_without_engine(path: str, kernel: Optional[str]) -> Optional[Tuple[
 
 
 def _import_for_classify() -> None:
-    """What classify_without_engine imports, imported here once, not in each scanner forked from here
-    (kernels.py too: the vendored interfaces a tree with kernel calls usually holds ask the kernel gate,
+    """What classify_without_engine imports, imported in this process before the scanners are forked,
+    not again in each of them (kernels.py too: the vendored interfaces a tree with kernel calls usually holds ask the kernel gate,
     and a scanner importing it on the last candidate found would hold up the end of the run)."""
     import importlib
 
@@ -521,8 +521,6 @@ def scan_disk(paths, exclude, gitignore, jobs: int, tally: _Tally, prog: _Progre
     back. The files are discover.project_files', as every command reads them. classify(path), if
     given, runs on each candidate where it was read: what it answers goes to classified(answer), a
     candidate it answers None for to take_one."""
-    if classify is not None:
-        _import_for_classify()
     scanners = _Scanners(jobs if jobs > 1 else 0, classify)
     chunk: List[str] = []
 
@@ -608,6 +606,8 @@ class _Scanners:
         if n < 1 or sys.platform != "linux":
             return
         self.here = None
+        if classify is not None:
+            _import_for_classify()  # once, before forking (with no scanner, classify imports what it needs)
         ctx = multiprocessing.get_context("fork")
         for _ in range(n):
             mine, theirs = ctx.Pipe()
