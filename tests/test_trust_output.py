@@ -138,6 +138,24 @@ def test_report_written_through_a_symlink_keeps_the_link_and_the_mode(tmp_path):
     assert os.stat(tmp_path / "real.txt").st_mode & 0o777 == 0o640
 
 
+def test_a_report_to_a_fifo_is_written_into_it_not_put_in_its_place(tmp_path):
+    # `-o /dev/null` once renamed a regular file over /dev/null (as root, for every process).
+    # A FIFO stands in for any file that is not regular: a rename would replace it as well.
+    import threading
+
+    shutil.copy(BACKEND, tmp_path / "backend.py")
+    os.mkfifo(tmp_path / "report.fifo")
+    got = []
+    reader = threading.Thread(target=lambda: got.append((tmp_path / "report.fifo").read_bytes()), daemon=True)
+    reader.start()
+    r = cli("audit", "--kernel", KERNEL, "--format", "json", "-o", tmp_path / "report.fifo", tmp_path / "backend.py")
+    reader.join(60)
+    assert r.returncode == 1, r.stderr
+    assert os.path.exists(tmp_path / "report.fifo") and not os.path.isfile(tmp_path / "report.fifo")
+    assert json.loads(got[0])["summary"]["sites"] == 1
+    assert sorted(os.listdir(tmp_path)) == ["backend.py", "report.fifo"]  # no temporary file left behind
+
+
 @pytest.mark.parametrize("encoding", ["latin-1", "ascii"])
 def test_streams_that_cannot_encode_an_em_dash(tmp_path, encoding):
     (tmp_path / f"caf\u00e9_\u4e2d.py").write_text(MANUAL)

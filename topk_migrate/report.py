@@ -225,7 +225,8 @@ def write_report(path: str, text: str) -> None:
     """Write `text` (UTF-8) to `path` through a temporary file in the same directory and a rename.
 
     A run that fails, or is killed while writing, leaves the previous report whole.
-    A symlink is written through to its target, as source files are.
+    A symlink is written through to its target, as source files are. What is not a regular file
+    (/dev/null, a FIFO, `-o >(cmd)`'s pipe) is written to as it is: a rename would replace it.
     """
     import contextlib
     import stat
@@ -233,7 +234,12 @@ def write_report(path: str, text: str) -> None:
 
     real = os.path.realpath(path)
     try:
-        mode = stat.S_IMODE(os.stat(real).st_mode)
+        st = os.stat(real)
+        mode = stat.S_IMODE(st.st_mode)
+        if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+            with open(real, "w", encoding="utf-8", errors="backslashreplace", newline="") as f:
+                f.write(text)
+            return
     except FileNotFoundError:
         umask = os.umask(0)
         os.umask(umask)
