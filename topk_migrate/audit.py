@@ -37,7 +37,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import click
 
-from .discover import SCAN_WINDOW, file_may_hold_site, may_hold_site, project_files
+from .discover import SCAN_WINDOW, SplitWalk, file_may_hold_site, may_hold_site, project_files
 from .config import dir_filters, kept
 from .model import CHECK_STATUSES, InputError, Site, Status, exit_code
 
@@ -516,12 +516,12 @@ def _scan_disk(paths, exclude, gitignore, kernel, runner: _Runner, tally: _Tally
 
 def scan_disk(paths, exclude, gitignore, jobs: int, tally: _Tally, prog: _Progress, take_one,
               follow_links: bool = False, note=None, classify=None, classified=None) -> None:
-    """Walk (here), read and prefilter (in `jobs` scanner processes, a chunk of paths at a time; with
-    the prefilter discover.prefilter() gives), calling take_one(path) for each candidate as it comes
-    back. The files are discover.project_files', as every command reads them. classify(path), if
-    given, runs on each candidate where it was read: what it answers goes to classified(answer), a
-    candidate it answers None for to take_one."""
-    scanners = _Scanners(jobs if jobs > 1 else 0, classify)
+    """Walk, read and prefilter (in `jobs` scanner processes; with the prefilter discover.prefilter()
+    gives), calling take_one(path) for each candidate as it comes back. The files are
+    discover.project_files', as every command reads them. One directory given is walked by the
+    scanners themselves, in parts (discover.SplitWalk); otherwise this process walks and hands them
+    a chunk of paths at a time. classify(path), if given, runs on each candidate where it was read:
+    what it answers goes to classified(answer), a candidate it answers None for to take_one."""
     chunk: List[str] = []
 
     def take(candidates: List[Tuple[str, object]]) -> None:
@@ -532,8 +532,9 @@ def scan_disk(paths, exclude, gitignore, jobs: int, tally: _Tally, prog: _Progre
             else:
                 classified(answer)
 
-    try:
-        for path, err in project_files(paths, exclude, gitignore, follow_links, note):
+    def feed(files: Iterable[Tuple[str, Optional[str]]]) -> None:
+        nonlocal chunk
+        for path, err in files:
             tally.files += 1
             if err:
                 tally.errors.append((path, err))
@@ -544,14 +545,54 @@ def scan_disk(paths, exclude, gitignore, jobs: int, tally: _Tally, prog: _Progre
                 chunk = []
                 prog.show(f"{tally.files} files scanned, {tally.candidates} to analyse")
         take(scanners.scan(chunk))
-        take(scanners.drain())
+        chunk = []
+
+    try:
+        plan = _split_walk(paths, exclude, gitignore, follow_links, note) if jobs > 1 else None
+        scanners = _Scanners(jobs if jobs > 1 else 0, classify, plan)
+        try:
+            if plan is None:
+                feed(project_files(paths, exclude, gitignore, follow_links, note))
+            else:
+                _walk_split(plan, scanners, jobs, feed, take, tally, prog)
+            take(scanners.drain())
+        finally:
+            scanners.close()
     except InputError as e:  # a directory's [tool.topk-migrate]
         raise AuditError(str(e)) from None
-    finally:
-        scanners.close()
+
+
+def _split_walk(paths, exclude, gitignore, follow_links, note) -> Optional[SplitWalk]:
+    if sys.platform != "linux":
+        return None
+    filters = dir_filters(p for p in paths if os.path.isdir(p))
+    keeps = (lambda path: kept(filters, path)) if filters else None
+    return SplitWalk.plan(paths, exclude, gitignore, follow_links, note, keeps)
+
+
+def _walk_split(plan: SplitWalk, scanners: "_Scanners", jobs: int, feed, take, tally: _Tally,
+                prog: _Progress) -> None:
+    """The scanners walk the parts; the seeds a part donates go to the next idle one, a share of
+    what is left at a time (fewer messages than one a seed, and the last parts still small)."""
+    from collections import deque
+
+    feed(plan.start(2 * jobs))
+    pending = deque(plan.seeds)
+    while pending or scanners.busy:
+        while pending and (scanners.idle or not scanners.busy):
+            take(scanners.walk([pending.popleft() for _ in range(max(1, len(pending) // (2 * jobs)))]))
+        if scanners.busy:
+            take(scanners.wait())
+        for files, errors, result in scanners.walked():
+            tally.files += files
+            tally.errors += errors
+            pending.extend(plan.absorb(result))
+        prog.show(f"{tally.files} files scanned, {tally.candidates} to analyse")
+    feed(plan.finish())
 
 
 SCAN_CHUNK = 128  # paths per message to a scanner: few messages (fewer cost less CPU on 2 cores), the work still spread
+PART_SHARE = 256  # files a scanner walks of a part before it donates the directories it has not entered
 
 
 def _scan_chunk(paths: List[str], buf: bytearray, classify=None) -> List[Tuple[str, object]]:
@@ -568,10 +609,24 @@ def _scan_chunk(paths: List[str], buf: bytearray, classify=None) -> List[Tuple[s
     return keep
 
 
-def _scanner(conn, main: int, others, classify) -> None:
-    """A scanning process: chunks of paths in, the candidates among them out (with classify's
-    answers). It never imports LibCST, dies with the main process (PR_SET_PDEATHSIG, or the pipe's
-    end), and holds one SCAN_WINDOW buffer whatever it reads."""
+def _walk_part(plan: SplitWalk, seeds: List[tuple], buf: bytearray, classify=None, share=float("inf")):
+    """Walk a part of a split walk and scan its files: the candidates, and (files, errors, the rest
+    of the part's result) for plan.absorb."""
+    w = plan.part()
+    paths, errors, n = [], [], 0
+    for path, err in plan.files(w, seeds, share):
+        n += 1
+        if err:
+            errors.append((path, err))
+        else:
+            paths.append(path)
+    return _scan_chunk(paths, buf, classify), (n, errors, plan.result(w))
+
+
+def _scanner(conn, main: int, others, classify, plan) -> None:
+    """A scanning process: chunks of paths (or parts of a split walk) in, the candidates among them
+    out (with classify's answers). It never imports LibCST, dies with the main process
+    (PR_SET_PDEATHSIG, or the pipe's end), and holds one SCAN_WINDOW buffer whatever it reads."""
     from .guard import exit_with_parent
 
     exit_with_parent(main)
@@ -580,29 +635,35 @@ def _scanner(conn, main: int, others, classify) -> None:
     buf = bytearray(SCAN_WINDOW)
     while True:
         try:
-            chunk = conn.recv()
+            work = conn.recv()
         except (EOFError, OSError):
             return
-        if chunk is None:
+        if work is None:
             return
-        conn.send(_scan_chunk(chunk, buf, classify))
+        if isinstance(work, tuple):  # ("walk", seeds)
+            conn.send(_walk_part(plan, work[1], buf, classify, PART_SHARE))
+        else:
+            conn.send((_scan_chunk(work, buf, classify), None))
 
 
 class _Scanners:
-    """Processes that read and prefilter while this one walks; with none (-j 1), the scan is done here.
+    """Processes that read and prefilter (and walk, with a split walk) while this one goes on; with
+    none (-j 1), the scan is done here.
 
-    Each scanner holds at most one chunk at a time (so neither side can block the other on a full
-    pipe). One that dies has its chunk scanned here instead, without classify (which parses, and
-    might be what it died of): its candidates go to the engine's workers, where a file that kills
-    its process costs one error line. They are forked before any thread exists in this process
-    (the runner's queue thread starts with the first candidate), each in its own process group so
-    Ctrl-C reaches only this process, which ends them (close). With none, classify runs here."""
+    Each scanner holds at most one message at a time (so neither side can block the other on a full
+    pipe). One that dies has its work done here instead, without classify (which parses, and might
+    be what it died of): its candidates go to the engine's workers, where a file that kills its
+    process costs one error line. They are forked before any thread exists in this process (the
+    runner's queue thread starts with the first candidate), each in its own process group so Ctrl-C
+    reaches only this process, which ends them (close). With none, classify runs here."""
 
-    def __init__(self, n: int, classify=None):
+    def __init__(self, n: int, classify=None, plan: Optional[SplitWalk] = None):
         self.buf = bytearray(SCAN_WINDOW)
+        self.plan = plan
         self.idle: List[tuple] = []  # (process, connection)
-        self.busy: Dict[object, Tuple[tuple, List[str]]] = {}  # connection -> (scanner, chunk it holds)
-        self.here = classify  # what a chunk scanned here is classified with
+        self.busy: Dict[object, Tuple[tuple, object]] = {}  # connection -> (scanner, work it holds)
+        self.parts: List[tuple] = []  # walked parts' (files, errors, result), not yet taken
+        self.here = classify  # what work done here is classified with
         if n < 1 or sys.platform != "linux":
             return
         self.here = None
@@ -611,7 +672,7 @@ class _Scanners:
         ctx = multiprocessing.get_context("fork")
         for _ in range(n):
             mine, theirs = ctx.Pipe()
-            proc = ctx.Process(target=_scanner, args=(theirs, os.getpid(), [c for _, c in self.idle], classify),
+            proc = ctx.Process(target=_scanner, args=(theirs, os.getpid(), [c for _, c in self.idle], classify, plan),
                                daemon=True)
             proc.start()
             _own_group(proc.pid)
@@ -620,29 +681,46 @@ class _Scanners:
 
     def scan(self, chunk: List[str]) -> List[Tuple[str, object]]:
         """Hand `chunk` to a scanner (waiting for one if all are busy); the candidates that came back meanwhile."""
-        if not chunk:
-            return []
+        return self._hand(chunk) if chunk else []
+
+    def walk(self, seeds: List[tuple]) -> List[Tuple[str, object]]:
+        """Hand a part of the split walk to a scanner, as scan(); its result comes from walked()."""
+        return self._hand(("walk", seeds))
+
+    def walked(self) -> List[tuple]:
+        parts, self.parts = self.parts, []
+        return parts
+
+    def _hand(self, work) -> List[Tuple[str, object]]:
         got: List[Tuple[str, object]] = []
         while not self.idle and self.busy:
-            got += self._wait()
-        if not self.idle:  # none left (or none at all): scan here
-            return got + _scan_chunk(chunk, self.buf, self.here)
+            got += self.wait()
+        if not self.idle:  # none left (or none at all): do it here
+            return got + self._here(work, self.here)
         proc, conn = self.idle.pop()
         try:
-            conn.send(chunk)
+            conn.send(work)
         except OSError:  # it died; its pipe is gone
             self._drop((proc, conn))
-            return got + _scan_chunk(chunk, self.buf)
-        self.busy[conn] = ((proc, conn), chunk)
+            return got + self._here(work)
+        self.busy[conn] = ((proc, conn), work)
         return got
+
+    def _here(self, work, classify=None) -> List[Tuple[str, object]]:
+        if not isinstance(work, tuple):
+            return _scan_chunk(work, self.buf, classify)
+        found, part = _walk_part(self.plan, work[1], self.buf, classify)
+        self.parts.append(part)
+        return found
 
     def drain(self) -> List[Tuple[str, object]]:
         got: List[Tuple[str, object]] = []
         while self.busy:
-            got += self._wait()
+            got += self.wait()
         return got
 
-    def _wait(self) -> List[Tuple[str, object]]:
+    def wait(self) -> List[Tuple[str, object]]:
+        """The candidates of the scanners that answer next (at least one)."""
         from multiprocessing.connection import wait
 
         got: List[Tuple[str, object]] = []
@@ -651,13 +729,17 @@ class _Scanners:
             conn = sentinels.get(ready, ready)
             if conn not in self.busy:
                 continue  # both its pipe and its sentinel were ready
-            scanner, chunk = self.busy.pop(conn)
+            scanner, work = self.busy.pop(conn)
             try:
-                got += conn.recv()
-                self.idle.append(scanner)
-            except (EOFError, OSError):  # it died on this chunk: scan it here
+                found, part = conn.recv()
+            except (EOFError, OSError):  # it died on this work: do it here
                 self._drop(scanner)
-                got += _scan_chunk(chunk, self.buf)
+                got += self._here(work)
+                continue
+            self.idle.append(scanner)
+            got += found
+            if part is not None:
+                self.parts.append(part)
         return got
 
     def _drop(self, scanner: tuple) -> None:

@@ -598,28 +598,40 @@ def project_files(
             yield path, err
 
 
-def _walk(top: str, excl: Optional[PatternSet], gitignore: bool, follow_links: bool, note: Note,
-          yielded: set) -> Iterator[Tuple[str, Optional[str]]]:
-    """Walk one directory, depth first in sorted order, with a stack instead of recursion.
+class _Walker:
+    """The walk of one directory given: its rules, and the directories and files it has seen.
 
-    `excl` is tested on its own so no .gitignore negation can undo it.
+    `walk(seeds)` walks each seed (the directory given is `root`) depth first in sorted order,
+    with a stack instead of recursion; `linked()` then yields the symlinked files, which go last
+    (a target's own name goes first). With `donating` set it enters no further directory: each
+    becomes a seed in `donated` (its files are still yielded), so that the rest of a walk can go
+    to another process. What is left out is told with a key: the path's components below the
+    directory given, whose order is the walk's order. `excl` is tested on its own so no
+    .gitignore negation can undo it.
     """
-    top = os.path.normpath(top)
-    atop, real_top = os.path.abspath(top), os.path.realpath(top)
-    # A directory given is walked even where git would ignore it (or one above it): as in ruff
-    # and black, paths given are always processed; ignore rules apply to what the walk finds.
-    outer = _outer_ignores(atop, note) if gitignore else []
-    ig = Ignore([(os.path.relpath(atop, a).split(os.sep), 0, spec) for a, spec in outer])
-    states = [_after(spec, lead) for lead, _, spec in ig.specs]  # per spec: its `**` patterns' states here
-    walked = {}  # (st_dev, st_ino) -> path: each directory once, so never into a loop
-    linked: List[Tuple[str, str]] = []  # symlinked files, looked at last: the target's own name goes first
-    names: List[str] = []  # the components of the directory being listed, below top
 
-    def skip(ig: Ignore, states: list, xstates: tuple, name: str, is_dir: bool) -> bool:
-        if excl is None and not ig.specs:
+    def __init__(self, top: str, excl: Optional[PatternSet], gitignore: bool, follow_links: bool, note: Note,
+                 yielded: set):
+        self.top = top = os.path.normpath(top)
+        atop, self.real_top = os.path.abspath(top), os.path.realpath(top)
+        self.excl, self.gitignore, self.follow_links, self.yielded = excl, gitignore, follow_links, yielded
+        self.tell: Callable[[tuple, str, str], None] = lambda key, path, why: note(path, why)
+        self.walked: dict = {}  # (st_dev, st_ino) -> path: each directory once, so never into a loop
+        self.symlinked: List[Tuple[tuple, str, str]] = []  # (key, path, real): looked at last
+        self.donating, self.donated = False, []
+        # A directory given is walked even where git would ignore it (or one above it): as in ruff
+        # and black, paths given are always processed; ignore rules apply to what the walk finds.
+        outer = _outer_ignores(atop, note) if gitignore else []
+        ig = Ignore([(os.path.relpath(atop, a).split(os.sep), 0, spec) for a, spec in outer])
+        states = [_after(spec, lead) for lead, _, spec in ig.specs]  # per spec: its `**` patterns' states here
+        # a seed: (path, real path, components below top, ignore rules, their states, exclude's states)
+        self.root = (top, self.real_top, (), ig, states, excl.start() if excl is not None else ())
+
+    def _skip(self, names: tuple, ig: "Ignore", states: list, xstates: tuple, name: str, is_dir: bool) -> bool:
+        if self.excl is None and not ig.specs:
             return False
-        parts = names + [name]
-        if excl is not None and excl.check_walk(parts, 0, is_dir, xstates):
+        parts = [*names, name]
+        if self.excl is not None and self.excl.check_walk(parts, 0, is_dir, xstates):
             return True
         for (lead, depth, spec), st in zip(reversed(ig.specs), reversed(states)):
             decided = spec.check_walk(lead + parts if lead else parts, 0 if lead else depth, is_dir, st)
@@ -627,88 +639,223 @@ def _walk(top: str, excl: Optional[PatternSet], gitignore: bool, follow_links: b
                 return decided
         return False
 
-    def enter(d: str, real: str, ig: Ignore, states: list, xstates: tuple):
-        """The frame of directory d (its sorted entries, the ignore rules and pattern states
-        that apply in it, its real path + separator), None if already walked, or an error line."""
+    def _enter(self, seed: tuple):
+        """The frame of a seed's directory (its sorted entries, the ignore rules and pattern states
+        that apply in it, its real path + separator, its components), None if already walked, or an
+        error line."""
+        d, real, names, ig, states, xstates = seed
         try:
             st = os.stat(d)
         except OSError:
             return _why_unreadable(d)
         key = (st.st_dev, st.st_ino)
-        if key in walked:
-            note(d, f"same directory as {walked[key]}, walked once")
+        if key in self.walked:
+            self.tell(names, d, f"same directory as {self.walked[key]}, walked once")
             return None
-        walked[key] = d
+        self.walked[key] = d
         try:
             with os.scandir(d) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as e:
             return f"cannot list: {(e.strerror or str(e)).lower()}"
-        if gitignore and any(e.name == ".gitignore" for e in entries):
-            deeper = ig.with_patterns([], len(names), _read_lines(os.path.join(d, ".gitignore"), note))
+        if self.gitignore and any(e.name == ".gitignore" for e in entries):
+            told = lambda path, why: self.tell(names, path, why)  # noqa: E731 (before the entries)
+            deeper = ig.with_patterns([], len(names), _read_lines(os.path.join(d, ".gitignore"), told))
             if deeper is not ig:
                 ig, states = deeper, states + [deeper.specs[-1][2].start()]
-        return iter(entries), ig, real.rstrip(os.sep) + os.sep, states, xstates
+        return iter(entries), ig, real.rstrip(os.sep) + os.sep, states, xstates, names
 
-    stack = []
-    first = enter(top, real_top, ig, states, excl.start() if excl is not None else ())
-    if isinstance(first, str):
-        yield top, first
-    elif first is not None:
-        stack.append(first)
-    while stack:
-        entries, ig, real_dir, states, xstates = stack[-1]  # real_dir ends with a separator
-        e = next(entries, None)
-        if e is None:
-            stack.pop()
-            if stack:
-                names.pop()
-            continue
-        try:
-            link = e.is_symlink()
-        except OSError:
-            link = False
-        if link:
-            real = os.path.realpath(e.path)
-            if not _inside(real, real_top):
-                note(e.path, f"symlink to {real}, outside {top}")
+    def walk(self, seeds: Iterable[tuple]) -> Iterator[Tuple[str, Optional[str]]]:
+        for seed in seeds:
+            first = self._enter(seed)
+            if isinstance(first, str):
+                yield seed[0], first
+            elif first is not None:
+                yield from self._descend([first])
+
+    def _descend(self, stack: list) -> Iterator[Tuple[str, Optional[str]]]:
+        excl, yielded = self.excl, self.yielded
+        while stack:
+            entries, ig, real_dir, states, xstates, names = stack[-1]  # real_dir ends with a separator
+            e = next(entries, None)
+            if e is None:
+                stack.pop()
                 continue
-        else:
-            real = real_dir + e.name
-        try:
-            is_dir = e.is_dir()
-        except OSError:
-            is_dir = False
-        if is_dir:
-            if e.name.startswith(".") or skip(ig, states, xstates, e.name, True):
-                continue
-            if link and not follow_links:
-                note(e.path, "symlinked directory, not followed (pass --follow-links)")
-                continue
-            inner = [spec.advance(st, e.name) for (_, _, spec), st in zip(ig.specs, states)]
-            names.append(e.name)
-            sub = enter(e.path, real, ig, inner, excl.advance(xstates, e.name) if excl is not None else ())
-            if isinstance(sub, str):
-                yield e.path, sub
-            if isinstance(sub, tuple):
-                stack.append(sub)
-            else:
-                names.pop()
-        elif e.name.endswith(".py") and not skip(ig, states, xstates, e.name, False):
             try:
-                ok = e.is_file()
+                link = e.is_symlink()
             except OSError:
-                ok = False
-            if not ok:
-                yield e.path, _why_unreadable(e.path)
-            elif link:
-                linked.append((e.path, real))
-            elif real not in yielded:
-                yielded.add(real)
-                yield e.path, None
-    for path, real in linked:
-        if real in yielded:
-            note(path, f"symlink to {real}, which is looked at once")
-        else:
-            yielded.add(real)
-            yield path, None
+                link = False
+            if link:
+                real = os.path.realpath(e.path)
+                if not _inside(real, self.real_top):
+                    self.tell(names + (e.name,), e.path, f"symlink to {real}, outside {self.top}")
+                    continue
+            else:
+                real = real_dir + e.name
+            try:
+                is_dir = e.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir:
+                if e.name.startswith(".") or self._skip(names, ig, states, xstates, e.name, True):
+                    continue
+                if link and not self.follow_links:
+                    self.tell(names + (e.name,), e.path, "symlinked directory, not followed (pass --follow-links)")
+                    continue
+                seed = (e.path, real, names + (e.name,), ig,
+                        [spec.advance(st, e.name) for (_, _, spec), st in zip(ig.specs, states)],
+                        excl.advance(xstates, e.name) if excl is not None else ())
+                if self.donating:
+                    self.donated.append(seed)
+                    continue
+                sub = self._enter(seed)
+                if isinstance(sub, str):
+                    yield e.path, sub
+                elif sub is not None:
+                    stack.append(sub)
+            elif e.name.endswith(".py") and not self._skip(names, ig, states, xstates, e.name, False):
+                try:
+                    ok = e.is_file()
+                except OSError:
+                    ok = False
+                if not ok:
+                    yield e.path, _why_unreadable(e.path)
+                elif link:
+                    self.symlinked.append((names + (e.name,), e.path, real))
+                elif real not in yielded:
+                    yielded.add(real)
+                    yield e.path, None
+
+    def linked(self, symlinked: Iterable[Tuple[tuple, str, str]]) -> Iterator[Tuple[str, Optional[str]]]:
+        """The symlinked files, in the walk's order: each whose target was not looked at already."""
+        for key, path, real in symlinked:
+            if real in self.yielded:
+                self.tell(key, path, f"symlink to {real}, which is looked at once")
+            else:
+                self.yielded.add(real)
+                yield path, None
+
+
+def _walk(top: str, excl: Optional[PatternSet], gitignore: bool, follow_links: bool, note: Note,
+          yielded: set) -> Iterator[Tuple[str, Optional[str]]]:
+    """Walk one directory here, whole."""
+    w = _Walker(top, excl, gitignore, follow_links, note, yielded)
+    yield from w.walk([w.root])
+    yield from w.linked(w.symlinked)
+
+
+def _mount_points(table: str = "/proc/self/mountinfo") -> Optional[List[str]]:
+    """The mount points this process sees (Linux's mount table), None if it cannot be read."""
+    try:
+        with open(table, "rb") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    unescape = functools.partial(re.compile(rb"\\([0-7]{3})").sub, lambda m: bytes([int(m.group(1), 8) & 0xFF]))
+    return [os.fsdecode(unescape(line.split(b" ")[4])) for line in lines if line.count(b" ") >= 4]
+
+
+class SplitWalk:
+    """The walk of one directory given, split into parts that other processes walk (audit's scanners).
+
+    It yields what iter_python_files yields for that directory alone, as a set, and tells `note`
+    the same things in the same order (at the end). That holds because each directory is reached
+    once, by one path, so parts share no directory: it is planned only without --follow-links,
+    for one directory given, with no mount point inside it (a bind mount could show a directory
+    twice). Should a directory still come back twice (a mount made meanwhile), the part that found
+    it again walks no further there, so no loop can run on.
+
+    This process walks the first levels (`start`) until there are enough seeds (directories not
+    walked yet) for the processes it has; a process walks a part (`part`), and donates the seeds
+    it has not entered once it has walked its share; this process takes its results (`absorb`),
+    and at the end (`finish`) the symlinked files, which go last in the walk's order.
+    """
+
+    def __init__(self, given: str, exclude: Sequence[str], gitignore: bool, note: Note, keeps=None):
+        self.given, self.note, self.keeps = given, note, keeps  # keeps(path): [tool.topk-migrate]'s filter
+        self.walker = w = _Walker(given, _compile(exclude), gitignore, False, note, set())
+        self.notes: List[Tuple[tuple, str, str]] = []
+        w.tell = lambda key, path, why: self.notes.append((key, path, why))
+        self.symlinked = w.symlinked  # those met here and in every part: (key, path, real)
+        self.reals: List[str] = []  # each part's files' real paths, "\0"-joined: read only if a symlink needs them
+        self.walked = w.walked  # every part's directories, to find one walked twice
+        self.found = False  # anything yielded, before the filter
+
+    @classmethod
+    def plan(cls, paths: Sequence[str], exclude: Sequence[str], gitignore: bool, follow_links: bool,
+             note: Optional[Note], keeps=None) -> Optional["SplitWalk"]:
+        if len(paths) != 1 or follow_links or not os.path.isdir(paths[0]):
+            return None
+        real, points = os.path.realpath(paths[0]), _mount_points()
+        if points is None or any(p != real and _inside(p, real) for p in points):
+            return None
+        return cls(paths[0], exclude, gitignore, note or (lambda path, why: None), keeps)
+
+    def start(self, ways: int) -> Iterator[Tuple[str, Optional[str]]]:
+        """Walk here, a level at a time, until there are `ways` seeds (left in `seeds`) or none."""
+        w, seeds = self.walker, [self.walker.root]
+        w.donating = True
+        while seeds and len(seeds) < ways:
+            w.donated = []
+            yield from self._kept(w.walk(seeds))
+            seeds = w.donated
+        self.seeds = seeds
+
+    def _kept(self, found: Iterable[Tuple[str, Optional[str]]]) -> Iterator[Tuple[str, Optional[str]]]:
+        for path, err in found:
+            self.found = True
+            if self.keeps is None or self.keeps(path):
+                yield path, err
+
+    def part(self) -> _Walker:
+        """A walker for a part, in the process that walks it: the rules, none of what was seen."""
+        w = _Walker.__new__(_Walker)
+        w.__dict__.update(self.walker.__dict__)
+        w.yielded, w.walked, w.symlinked, w.donated, w.donating = set(), {}, [], [], False
+        w.notes, w.found = [], False
+        w.tell = lambda key, path, why: w.notes.append((key, path, why))
+        return w
+
+    def files(self, w: _Walker, seeds: List[tuple], share: float) -> Iterator[Tuple[str, Optional[str]]]:
+        """A part's files (after the filter); from the `share`-th, the walker donates what it has not entered."""
+        n, w.donating = 0, share <= 0
+        for got in w.walk(seeds):
+            w.found = True
+            n += 1
+            if n >= share:
+                w.donating = True
+            if self.keeps is None or self.keeps(got[0]):
+                yield got
+
+    @staticmethod
+    def result(w: _Walker) -> tuple:
+        """What a part sends back besides its files' verdicts."""
+        return w.notes, w.symlinked, "\0".join(w.yielded), list(w.walked.items()), w.donated, w.found
+
+    def absorb(self, result: tuple) -> List[tuple]:
+        """Take a part's result; the seeds it donated, to walk next."""
+        notes, symlinked, reals, walked, donated, found_any = result
+        self.notes += notes
+        self.symlinked += symlinked
+        self.reals.append(reals)
+        self.found = self.found or found_any
+        for key, path in walked:
+            if key in self.walked:  # a mount made meanwhile: walk no further below it
+                self.notes.append((tuple(os.path.relpath(path, self.walker.top).split(os.sep)), path,
+                                   f"same directory as {self.walked[key]}, walked once"))
+                donated = []
+            self.walked.setdefault(key, path)
+        return donated
+
+    def finish(self) -> Iterator[Tuple[str, Optional[str]]]:
+        """Tell what the walk left out, in its order; the symlinked files not looked at already."""
+        for _, path, why in sorted(self.notes, key=lambda n: n[0]):
+            self.note(path, why)
+        w = self.walker
+        w.tell = lambda key, path, why: self.note(path, why)
+        if self.symlinked:
+            for joined in self.reals:
+                w.yielded.update(joined.split("\0") if joined else ())
+        yield from self._kept(w.linked(sorted(self.symlinked, key=lambda s: s[0])))
+        if not self.found:
+            self.note(self.given, NO_PYTHON_FILES)
