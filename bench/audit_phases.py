@@ -2,7 +2,7 @@
 """Where the wall time of one `audit` goes, phase by phase (issue 12's critical path).
 
 Runs audit() in this process, timing: the imports, forking the scanners, the walk (the
-main process lists the files), the drain (waiting for the scanners' last chunks), the
+main process lists the files; with scanners and one directory, they walk it in parts), the drain (waiting for the scanners' last chunks), the
 engine's results and the end. Prints one line per phase, median over --rounds runs.
 
     python3 bench/audit_phases.py --tree /tmp/topk-bench-tree --jobs 16 --rounds 5
@@ -23,12 +23,17 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--candidates", action="store_true",
                     help="also: each candidate's classification in this process (CPU), and where it was decided")
+    ap.add_argument("--share", type=int, help="audit.PART_SHARE for these runs (files a scanner walks before it donates)")
     args = ap.parse_args()
     from topk_migrate import audit
+
+    if args.share:
+        audit.PART_SHARE = args.share
 
     imported = time.perf_counter() - T0
     marks = {}
     real_init, real_drain, real_files = audit._Scanners.__init__, audit._Scanners.drain, audit.project_files
+    real_split = audit._walk_split
 
     def init(self, *a, **k):
         marks["fork scanners"] = time.perf_counter()
@@ -41,6 +46,11 @@ def main() -> None:
         marks["walk (with dispatch)"] = time.perf_counter() - t
         marks["_walk_end"] = time.perf_counter()
 
+    def split(*a, **k):
+        t = time.perf_counter()
+        real_split(*a, **k)
+        marks["split walk (with dispatch)"] = time.perf_counter() - t
+
     def drain(self):
         t = time.perf_counter()
         out = real_drain(self)
@@ -48,6 +58,7 @@ def main() -> None:
         return out
 
     audit._Scanners.__init__, audit._Scanners.drain, audit.project_files = init, drain, files
+    audit._walk_split = split
     rows = []
     for _ in range(args.rounds):
         marks.clear()
