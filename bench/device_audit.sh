@@ -10,7 +10,8 @@
 set -euo pipefail
 rounds=${1:-5}
 only=${2:-all}  # "phases": only bench/audit_phases.py; "startup": what a run costs outside audit();
-                # "real": the real tree and its ten copies only (no synthetic trees)
+                # "real": the real tree and its ten copies only (no synthetic trees);
+                # "timeline": bench/audit_timeline.py on the real tree (cold audit() at -j 16, three times)
 site=/tmp/site
 TIMEFORMAT="%R s wall, %U+%S cpu"
 echo "== the image's interpreter: start, and import click (as the image has it)"
@@ -43,6 +44,10 @@ if [ "$only" = startup ]; then
     time python3 -c "import sys, os; from topk_migrate.audit import audit; audit([sys.argv[1]], jobs=16); os._exit(0)" "$real"
   done
   python3 -X importtime -m topk_migrate audit "$real" --format json -j 16 2>&1 >/dev/null | sort -t'|' -k2 -n | tail -12
+  exit 0
+fi
+if [ "$only" = timeline ]; then
+  for i in 1 2 3; do echo "-- -j 16, round $i"; python3 "$repo/bench/audit_timeline.py" --tree "$real" --jobs 16; done
   exit 0
 fi
 if [ "$only" != phases ]; then

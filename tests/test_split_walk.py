@@ -160,10 +160,10 @@ def test_a_scanner_that_dies_on_a_part_has_it_walked_here(tmp_path, monkeypatch,
     main = os.getpid()
     walk_part, classify = audit_mod._walk_part, audit_mod.classify_without_engine
 
-    def dying_walk(plan, seeds, buf, classify=None, share=float("inf")):
+    def dying_walk(plan, seeds, buf, share=float("inf")):
         if os.getpid() != main:
             os._exit(5)  # every scanner dies on its first part
-        return walk_part(plan, seeds, buf, classify, share)
+        return walk_part(plan, seeds, buf, share)
 
     def dying_classify(path, kernel):
         if path.endswith(os.path.join("d5", "m2.py")):

@@ -554,7 +554,7 @@ def scan_disk(paths, exclude, gitignore, jobs: int, tally: _Tally, prog: _Progre
             if plan is None:
                 feed(project_files(paths, exclude, gitignore, follow_links, note))
             else:
-                _walk_split(plan, scanners, jobs, feed, take, tally, prog)
+                _walk_split(plan, scanners, jobs, feed, take, tally, prog, classify is not None)
             take(scanners.drain())
         finally:
             scanners.close()
@@ -571,22 +571,31 @@ def _split_walk(paths, exclude, gitignore, follow_links, note) -> Optional[Split
 
 
 def _walk_split(plan: SplitWalk, scanners: "_Scanners", jobs: int, feed, take, tally: _Tally,
-                prog: _Progress) -> None:
+                prog: _Progress, classify: bool) -> None:
     """The scanners walk the parts; the seeds a part donates go to the next idle one, a share of
-    what is left at a time (fewer messages than one a seed, and the last parts still small)."""
+    what is left at a time (fewer messages than one a seed, and the last parts still small). The
+    candidates a part finds are classified by the next idle scanners, not by the one that walked it:
+    one directory can hold several of a tree's few candidates, each the longest work of a run."""
     from collections import deque
 
+    def share(queue: deque) -> list:
+        return [queue.popleft() for _ in range(max(1, len(queue) // (2 * jobs)))]
+
     feed(plan.start(2 * jobs))
-    pending = deque(plan.seeds)
-    while pending or scanners.busy:
-        while pending and (scanners.idle or not scanners.busy):
-            take(scanners.walk([pending.popleft() for _ in range(max(1, len(pending) // (2 * jobs)))]))
+    seeds, found = deque(plan.seeds), deque()
+    while seeds or found or scanners.busy:
+        while (seeds or found) and (scanners.idle or not scanners.busy):
+            take(scanners.scan(share(found)) if found else scanners.walk(share(seeds)))
         if scanners.busy:
             take(scanners.wait())
-        for files, errors, result in scanners.walked():
+        for files, errors, result, candidates in scanners.walked():
             tally.files += files
             tally.errors += errors
-            pending.extend(plan.absorb(result))
+            seeds.extend(plan.absorb(result))
+            if classify:
+                found.extend(path for path, _ in candidates)
+            else:
+                take(candidates)
         prog.show(f"{tally.files} files scanned, {tally.candidates} to analyse")
     feed(plan.finish())
 
@@ -609,9 +618,9 @@ def _scan_chunk(paths: List[str], buf: bytearray, classify=None) -> List[Tuple[s
     return keep
 
 
-def _walk_part(plan: SplitWalk, seeds: List[tuple], buf: bytearray, classify=None, share=float("inf")):
-    """Walk a part of a split walk and scan its files: the candidates, and (files, errors, the rest
-    of the part's result) for plan.absorb."""
+def _walk_part(plan: SplitWalk, seeds: List[tuple], buf: bytearray, share=float("inf")) -> tuple:
+    """Walk a part of a split walk and prefilter its files: (files, errors, the rest of the part's
+    result for plan.absorb, the candidates, not classified)."""
     w = plan.part()
     paths, errors, n = [], [], 0
     for path, err in plan.files(w, seeds, share):
@@ -620,7 +629,7 @@ def _walk_part(plan: SplitWalk, seeds: List[tuple], buf: bytearray, classify=Non
             errors.append((path, err))
         else:
             paths.append(path)
-    return _scan_chunk(paths, buf, classify), (n, errors, plan.result(w))
+    return n, errors, plan.result(w), _scan_chunk(paths, buf)
 
 
 def _scanner(conn, main: int, others, classify, plan) -> None:
@@ -641,7 +650,7 @@ def _scanner(conn, main: int, others, classify, plan) -> None:
         if work is None:
             return
         if isinstance(work, tuple):  # ("walk", seeds)
-            conn.send(_walk_part(plan, work[1], buf, classify, PART_SHARE))
+            conn.send(([], _walk_part(plan, work[1], buf, PART_SHARE)))
         else:
             conn.send((_scan_chunk(work, buf, classify), None))
 
@@ -662,7 +671,7 @@ class _Scanners:
         self.plan = plan
         self.idle: List[tuple] = []  # (process, connection)
         self.busy: Dict[object, Tuple[tuple, object]] = {}  # connection -> (scanner, work it holds)
-        self.parts: List[tuple] = []  # walked parts' (files, errors, result), not yet taken
+        self.parts: List[tuple] = []  # walked parts' (files, errors, result, candidates), not yet taken
         self.here = classify  # what work done here is classified with
         if n < 1 or sys.platform != "linux":
             return
@@ -709,9 +718,8 @@ class _Scanners:
     def _here(self, work, classify=None) -> List[Tuple[str, object]]:
         if not isinstance(work, tuple):
             return _scan_chunk(work, self.buf, classify)
-        found, part = _walk_part(self.plan, work[1], self.buf, classify)
-        self.parts.append(part)
-        return found
+        self.parts.append(_walk_part(self.plan, work[1], self.buf))
+        return []
 
     def drain(self) -> List[Tuple[str, object]]:
         got: List[Tuple[str, object]] = []
