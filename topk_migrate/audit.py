@@ -591,7 +591,7 @@ def _walk_split(plan: SplitWalk, scanners: "_Scanners", jobs: int, feed, take, t
         for files, errors, result, candidates in scanners.walked():
             tally.files += files
             tally.errors += errors
-            seeds.extend(plan.absorb(result))
+            seeds.extendleft(reversed(plan.absorb(result)))  # a big subtree's rest first: it is what a run waits for
             if classify:
                 found.extend(path for path, _ in candidates)
             else:
