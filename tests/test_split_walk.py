@@ -140,6 +140,8 @@ def test_audit_with_scanners_walking_gives_what_one_process_gives(tmp_path, monk
         top = tmp_path / str(seed)
         top.mkdir()
         _tree(top, rng)
+        if seed % 2:  # the project's own include/exclude, which the scanners apply to what they walk
+            (top / "pyproject.toml").write_text('[tool.topk-migrate]\nexclude = ["a/", "**/m.py"]\n')
         runs = []
         for jobs in (1, 3):
             told = []

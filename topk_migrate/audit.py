@@ -1,11 +1,12 @@
 """`topk-migrate audit`: classify every kernel call site of a whole tree, fast.
 
 A tree of tens of thousands of files holds a handful of calls, so the work is
-arranged around not parsing: this process lists the files (honouring .gitignore
-and --exclude) and hands them, a chunk at a time, to scanner processes that read
-each one a window at a time and keep it only if its bytes contain a kernel name
-(discover.file_may_hold_site): memory stays flat, and no list of contents is
-held. Scanners never import the engine. The candidates go, as soon as they come
+arranged around not parsing: scanner processes read each file a window at a time
+and keep it only if its bytes contain a kernel name (discover.file_may_hold_site):
+memory stays flat, and no list of contents is held. One directory given is walked
+by the scanners themselves, in parts (discover.SplitWalk); otherwise this process
+lists the files (honouring .gitignore and --exclude) and hands them over a chunk
+at a time. Scanners never import the engine. The candidates go, as soon as they come
 back, to the engine, each narrowed first to what the engine reads of it
 (narrow.py), in worker processes: at the first candidate one process (the
 zygote) starts importing LibCST and forks the workers from itself, while the scan
