@@ -583,10 +583,10 @@ def _walk_split(plan: SplitWalk, scanners: "_Scanners", jobs: int, feed, take, t
         return [queue.popleft() for _ in range(max(1, len(queue) // (2 * jobs)))]
 
     feed(plan.start(2 * jobs))
-    seeds, found = deque(plan.seeds), deque()
-    while seeds or found or scanners.busy:
-        while (seeds or found) and (scanners.idle or not scanners.busy):
-            take(scanners.scan(share(found)) if found else scanners.walk(share(seeds)))
+    seeds, to_classify = deque(plan.seeds), deque()
+    while seeds or to_classify or scanners.busy:
+        while (seeds or to_classify) and (scanners.idle or not scanners.busy):
+            take(scanners.scan(share(to_classify)) if to_classify else scanners.walk(share(seeds)))
         if scanners.busy:
             take(scanners.wait())
         for files, errors, result, candidates in scanners.walked():
@@ -594,7 +594,7 @@ def _walk_split(plan: SplitWalk, scanners: "_Scanners", jobs: int, feed, take, t
             tally.errors += errors
             seeds.extendleft(reversed(plan.absorb(result)))  # a big subtree's rest first: it is what a run waits for
             if classify:
-                found.extend(path for path, _ in candidates)
+                to_classify.extend(path for path, _ in candidates)
             else:
                 take(candidates)
         prog.show(f"{tally.files} files scanned, {tally.candidates} to analyse")
