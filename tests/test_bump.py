@@ -205,6 +205,17 @@ def test_sparse_prefill_not_fixable_when_the_rule_says_manual(tmp_path):
     assert "not fixable automatically (topk_length rule: manual" in site.reason
 
 
+def test_the_nesting_guard_measures_what_libcst_parses(tmp_path):
+    """Deep nesting away from the calls is cut by narrowing and costs nothing (the whole file's depth
+    was measured once, a 50 ms walk of a 200 KB backend); deep nesting in a call is refused, one line."""
+    call = "from sgl_kernel.flash_mla import flash_mla_sparse_fwd\ndef f(q, kv, idx):\n    return flash_mla_sparse_fwd(q, kv, idx, {})\n"
+    deep = "def g(x):\n" + "".join("    " * (i + 1) + "if x:\n" for i in range(90)) + "    " * 91 + "pass\n"
+    site = only_site(bump(tmp_path, call.format("1.0") + deep, "sglang-kernel-0.4.2.post2", "sglang-kernel-0.4.6"))
+    assert site.status == bind.OPPORTUNITY
+    r = bump(tmp_path, call.format("- " * 250 + "1.0"), "sglang-kernel-0.4.2.post2", "sglang-kernel-0.4.6", "deep.py")
+    assert r.sites == [] and len(r.errors) == 1 and "nesting too deep" in r.errors[0][1]
+
+
 def test_direct_flash_mla_caller_moving_to_sgl_flash_mla_changes_defaults(tmp_path):
     src = ("import flash_mla\n"
            "def prefill(q, kv, idx, scale):\n    return flash_mla.flash_mla_sparse_fwd(q, kv, idx, scale)\n")

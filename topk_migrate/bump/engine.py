@@ -136,11 +136,16 @@ def _file_sites(path: str, candidate: _Candidate, old: Release, new: Release, sh
         return []
     try:
         text = decode_source(path, raw, st).text
-        tree = guard.parse_checked(text, path)
+        # the nesting LibCST is exposed to is measured on what it parses: the narrowed text, when it is one
+        tree = guard.parse_checked(text, path, measure=False)
         # the call statements and the imports of their callees, on their own lines (narrow.py)
         narrowed = narrow.narrow(text, tree, tuple(candidate.names), calls_only=True) if narrow.enabled() else None
         if narrowed == narrow.NOTHING:
             return []
+        if narrowed is None and tree is not None:
+            guard.measured(tree)
+        elif narrowed is not None:
+            guard.parse_checked(narrowed, path)
         module = cst.parse_module(text if narrowed is None else narrowed)
     except InputError as e:
         raise _FileError(str(e)) from None
