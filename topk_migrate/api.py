@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
-from typing import List, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 from . import discover
 from .discover import read_regular
@@ -241,7 +241,8 @@ def _labels(path: str):
 
 
 def process_file(path: str, kernel: Optional[str] = None, write: bool = False, verbose: bool = False,
-                 narrowed: bool = False, data: Optional[bytes] = None, engine: bool = True) -> FileOutcome:
+                 narrowed: bool = False, data: Optional[bytes] = None, engine: bool = True,
+                 parsed: Optional[Any] = None) -> FileOutcome:
     """Read, classify and (if write) rewrite one file; every expected failure becomes `error`.
 
     narrowed: classify only (audit), on the text narrow.py cuts down to what the engine reads.
@@ -251,7 +252,8 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
     reporting; never written; the rewrite is kept in new_bytes, encoded as the source was.
     A narrowed text the enabled rules' quick classifiers answer for (rules.quick_sites) is
     classified without LibCST. engine=False: stop where LibCST would be needed, with
-    needs_engine set (audit's scanners, which never import it).
+    needs_engine set (audit's scanners, which never import it). parsed: with narrowed and
+    data, CPython's AST of those bytes, made by a caller that read them (bump): not made again.
     """
     out = FileOutcome(path)
     try:
@@ -282,7 +284,10 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
         memory.check(raw, memory.PARSE_BYTES_PER_TOKEN, "parse")
         classify_first = narrowed or len(raw) > NARROW_BYTES
         # the nesting LibCST is exposed to is measured on what it parses: the narrowed text, when it is one
-        tree = guard.parse_checked(text, path, measure=not classify_first)
+        if parsed is not None and narrowed and data is not None:
+            tree = parsed
+        else:
+            tree = guard.parse_checked(text, path, measure=not classify_first)
         if classify_first:
             cut = narrow.narrow(text, tree, names)
             if cut == narrow.NOTHING:

@@ -159,7 +159,7 @@ def _file_sites(path: str, candidate: _Candidate, old: Release, new: Release, sh
     def rule_sites(rule_id: str) -> dict:
         """The site rules' verdicts on this file under the new pin (one run for all of them)."""
         if not site_rules:
-            site_rules.update(_site_rule_verdicts(path, new.pin))
+            site_rules.update(_site_rule_verdicts(path, new.pin, raw, tree))
         return site_rules.get(rule_id, {"error": site_rules["error"]} if "error" in site_rules else {})
 
     out = []
@@ -178,12 +178,13 @@ def _file_sites(path: str, candidate: _Candidate, old: Release, new: Release, sh
     return out
 
 
-def _site_rule_verdicts(path: str, pin: Optional[str]) -> dict:
+def _site_rule_verdicts(path: str, pin: Optional[str], raw: bytes, tree) -> dict:
     """Every site rule's verdicts on this file under the new pin: rule id -> {(line, column): Site}, or
-    {"error": line}: the file as `audit` reads it (narrowed, the project's [tool.topk-migrate] applied)."""
+    {"error": line}: the file as `audit` reads it (narrowed, the project's [tool.topk-migrate] applied),
+    from the bytes and CPython's AST of them this run already has."""
     from topk_migrate import api
 
-    outcome = api.process_file(path, kernel=pin, narrowed=True)
+    outcome = api.process_file(path, kernel=pin, narrowed=True, data=raw, parsed=tree)
     if outcome.error:
         return {"error": outcome.error}
     out: Dict[str, dict] = {}
