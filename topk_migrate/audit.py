@@ -550,11 +550,13 @@ def scan_disk(paths, exclude, gitignore, jobs: int, tally: _Tally, prog: _Progre
 
     try:
         plan = _split_walk(paths, exclude, gitignore, follow_links, note) if jobs > 1 else None
+        first = plan.start(2 * jobs) if plan is not None else []  # before the fork: see SplitWalk.start
         scanners = _Scanners(jobs if jobs > 1 else 0, classify, plan)
         try:
             if plan is None:
                 feed(project_files(paths, exclude, gitignore, follow_links, note))
             else:
+                feed(first)
                 _walk_split(plan, scanners, jobs, feed, take, tally, prog, classify is not None)
             take(scanners.drain())
         finally:
@@ -582,7 +584,6 @@ def _walk_split(plan: SplitWalk, scanners: "_Scanners", jobs: int, feed, take, t
     def share(queue: deque) -> list:
         return [queue.popleft() for _ in range(max(1, len(queue) // (2 * jobs)))]
 
-    feed(plan.start(2 * jobs))
     seeds, to_classify = deque(plan.seeds), deque()
     while seeds or to_classify or scanners.busy:
         while (seeds or to_classify) and (scanners.idle or not scanners.busy):

@@ -421,12 +421,32 @@ def _parse_line(line: str) -> Optional[_Pattern]:
     return _Pattern(tokens, negate, dir_only)
 
 
+_SHARED: List["PatternSet"] = []  # what every process of a split walk holds (made before the fork)
+
+
+def _shared_pattern_set(i: int) -> "PatternSet":
+    return _SHARED[i]
+
+
+def _unshare() -> None:
+    for spec in _SHARED:
+        spec.shared = None
+    _SHARED.clear()
+
+
 class PatternSet:
     """Lines of gitignore syntax, matched against '/'-separated paths relative to their base."""
+
+    shared: Optional[int] = None  # its place in _SHARED: pickled as that, not as its patterns
 
     def __init__(self, patterns: Sequence[_Pattern]):
         self.patterns = list(patterns)
         self.stepped = [p for p in self.patterns if p.stepped]
+
+    def __reduce_ex__(self, protocol):
+        if self.shared is not None:
+            return _shared_pattern_set, (self.shared,)
+        return super().__reduce_ex__(protocol)
 
     # A walk keeps, per directory, the states of the stepped patterns (a tuple, in order).
 
@@ -497,6 +517,14 @@ class Ignore:
     def with_patterns(self, lead: List[str], depth: int, lines: Iterable[str]) -> "Ignore":
         spec = _compile(lines)
         return Ignore(self.specs + [(lead, depth, spec)]) if spec is not None else self
+
+    def travels(self) -> bool:
+        """Whether a seed under these rules is cheap to send to another process: its pattern sets are
+        shared, or small (a big .gitignore met by a scanner would be pickled with every seed below it)."""
+        return all(spec.shared is not None or len(spec.patterns) <= TRAVELLING_PATTERNS for _, _, spec in self.specs)
+
+
+TRAVELLING_PATTERNS = 64
 
 
 def _read_lines(path: str, note: Note) -> List[str]:
@@ -618,7 +646,7 @@ class _Walker:
         self.tell: Callable[[tuple, str, str], None] = lambda key, path, why: note(path, why)
         self.walked: dict = {}  # (st_dev, st_ino) -> path: each directory once, so never into a loop
         self.symlinked: List[Tuple[tuple, str, str]] = []  # (key, path, real): looked at last
-        self.donating, self.donated = False, []
+        self.donating, self.donated, self.donate_any = False, [], False
         # A directory given is walked even where git would ignore it (or one above it): as in ruff
         # and black, paths given are always processed; ignore rules apply to what the walk finds.
         outer = _outer_ignores(atop, note) if gitignore else []
@@ -705,7 +733,7 @@ class _Walker:
                 seed = (e.path, real, names + (e.name,), ig,
                         [spec.advance(st, e.name) for (_, _, spec), st in zip(ig.specs, states)],
                         excl.advance(xstates, e.name) if excl is not None else ())
-                if self.donating:
+                if self.donating and (self.donate_any or ig.travels()):
                     self.donated.append(seed)
                     continue
                 sub = self._enter(seed)
@@ -791,15 +819,22 @@ class SplitWalk:
             return None
         return cls(paths[0], exclude, gitignore, note or (lambda path, why: None), keeps)
 
-    def start(self, ways: int) -> Iterator[Tuple[str, Optional[str]]]:
-        """Walk here, a level at a time, until there are `ways` seeds (left in `seeds`) or none."""
-        w, seeds = self.walker, [self.walker.root]
-        w.donating = True
+    def start(self, ways: int) -> List[Tuple[str, Optional[str]]]:
+        """Walk here, a level at a time, until there are `ways` seeds (left in `seeds`) or none: the
+        files met. Before the processes that walk the parts are forked: the ignore files read here are
+        shared with them, so that a seed pickles as their places in _SHARED, not as their patterns."""
+        w, seeds, files = self.walker, [self.walker.root], []
+        w.donating = w.donate_any = True
         while seeds and len(seeds) < ways:
             w.donated = []
-            yield from self._kept(w.walk(seeds))
+            files += self._kept(w.walk(seeds))
             seeds = w.donated
         self.seeds = seeds
+        _unshare()  # an earlier run's, if it did not finish
+        _SHARED[:] = {id(spec): spec for seed in [self.walker.root, *seeds] for _, _, spec in seed[3].specs}.values()
+        for i, spec in enumerate(_SHARED):
+            spec.shared = i
+        return files
 
     def _kept(self, found: Iterable[Tuple[str, Optional[str]]]) -> Iterator[Tuple[str, Optional[str]]]:
         for path, err in found:
@@ -811,7 +846,7 @@ class SplitWalk:
         """A walker for a part, in the process that walks it: the rules, none of what was seen."""
         w = _Walker.__new__(_Walker)
         w.__dict__.update(self.walker.__dict__)
-        w.yielded, w.walked, w.symlinked, w.donated, w.donating = set(), {}, [], [], False
+        w.yielded, w.walked, w.symlinked, w.donated, w.donating, w.donate_any = set(), {}, [], [], False, False
         w.notes, w.found = [], False
         w.tell = lambda key, path, why: w.notes.append((key, path, why))
         return w
@@ -859,3 +894,4 @@ class SplitWalk:
         yield from self._kept(w.linked(sorted(self.symlinked, key=lambda s: s[0])))
         if not self.found:
             self.note(self.given, NO_PYTHON_FILES)
+        _unshare()
