@@ -30,7 +30,7 @@ cd /tmp  # not the checkout: `python3 -m topk_migrate` there would import its un
 python3 -c "import topk_migrate; print('== the package imported:', topk_migrate.__file__)"
 echo "== with the installed package: start + import of the CLI and audit"
 time python3 -c "import topk_migrate.cli, topk_migrate.audit"
-mkdir -p /tmp/r1
+rm -rf /tmp/r1 && mkdir -p /tmp/r1
 python3 -c "import tarfile; tarfile.open('$repo/.carry/tree.tar.xz').extractall('/tmp/r1')"
 real=/tmp/r1/topk-bench-tree
 if [ "$only" = startup ]; then
@@ -51,7 +51,7 @@ if [ "$only" = timeline ]; then
   exit 0
 fi
 if [ "$only" != phases ]; then
-mkdir -p /tmp/r10
+rm -rf /tmp/r10 && mkdir -p /tmp/r10  # afresh: a warm machine keeps the last call's copies
 for i in $(seq 0 9); do cp -r "$real" "/tmp/r10/copy$i"; done
 trees=("$real" /tmp/r10)
 if [ "$only" != real ]; then
