@@ -154,6 +154,10 @@ def test_a_report_to_a_fifo_is_written_into_it_not_put_in_its_place(tmp_path):
     assert os.path.exists(tmp_path / "report.fifo") and not os.path.isfile(tmp_path / "report.fifo")
     assert json.loads(got[0])["summary"]["sites"] == 1
     assert sorted(os.listdir(tmp_path)) == ["backend.py", "report.fifo"]  # no temporary file left behind
+    # /dev/stdout, a pipe here: its /proc link resolves to no path a rename could use
+    r = cli("audit", "--kernel", KERNEL, "--format", "json", "-o", "/dev/stdout", tmp_path / "backend.py")
+    assert r.returncode == 1, r.stderr
+    assert json.loads(r.stdout)["summary"]["sites"] == 1
 
 
 @pytest.mark.parametrize("encoding", ["latin-1", "ascii"])

@@ -226,24 +226,28 @@ def write_report(path: str, text: str) -> None:
 
     A run that fails, or is killed while writing, leaves the previous report whole.
     A symlink is written through to its target, as source files are. What is not a regular file
-    (/dev/null, a FIFO, `-o >(cmd)`'s pipe) is written to as it is: a rename would replace it.
+    (/dev/null, a FIFO, /dev/stdout's pipe, `-o >(cmd)`) is written to as it is, opened by the name
+    given (the kernel follows /proc's links to a pipe; a path string cannot): a rename would replace it.
     """
     import contextlib
     import stat
     import tempfile
 
-    real = os.path.realpath(path)
     try:
-        st = os.stat(real)
-        mode = stat.S_IMODE(st.st_mode)
-        if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
-            with open(real, "w", encoding="utf-8", errors="backslashreplace", newline="") as f:
-                f.write(text)
-            return
+        st = os.stat(path)
     except FileNotFoundError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+        with open(path, "w", encoding="utf-8", errors="backslashreplace", newline="") as f:
+            f.write(text)
+        return
+    if st is not None:
+        mode = stat.S_IMODE(st.st_mode)
+    else:
         umask = os.umask(0)
         os.umask(umask)
         mode = 0o666 & ~umask
+    real = os.path.realpath(path)
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(real), prefix=".topk-migrate-report-", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", newline="") as f:
