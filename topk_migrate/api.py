@@ -293,7 +293,7 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
             if cut == narrow.NOTHING:
                 return out
             small = cut or text
-            tree = guard.measured(tree) if cut is None and tree is not None else guard.parse_checked(small, path)
+            tree = guard.for_libcst(tree, text, cut, path)
         isolate = guard.needs_isolation(tree)
         if classify_first and cut is not None and not isolate and quick_enabled():
             from .rules import quick_sites

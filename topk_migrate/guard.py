@@ -57,6 +57,14 @@ def parse_checked(text: str, path: str, measure: bool = True) -> Optional[ast.Mo
     return measured(tree) if measure else tree
 
 
+def for_libcst(tree: Optional[ast.Module], text: str, cut: Optional[str], path: str) -> Optional[ast.Module]:
+    """The measured AST of what LibCST will parse: the narrowed `cut` when there is one (parsed
+    here), else `text`, whose `tree` (parsed without measure; None if CPython rejected it) is measured."""
+    if cut is None:
+        return measured(tree) if tree is not None else None
+    return parse_checked(cut, path)
+
+
 def measured(tree: ast.Module) -> ast.Module:
     """`tree`, its depth recorded for needs_isolation(); InputError if LibCST must not see it."""
     depth = nesting(tree)

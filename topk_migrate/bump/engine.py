@@ -142,10 +142,7 @@ def _file_sites(path: str, candidate: _Candidate, old: Release, new: Release, sh
         narrowed = narrow.narrow(text, tree, tuple(candidate.names), calls_only=True) if narrow.enabled() else None
         if narrowed == narrow.NOTHING:
             return []
-        if narrowed is None and tree is not None:
-            guard.measured(tree)
-        elif narrowed is not None:
-            guard.parse_checked(narrowed, path)
+        guard.for_libcst(tree, text, narrowed, path)
         module = cst.parse_module(text if narrowed is None else narrowed)
     except InputError as e:
         raise _FileError(str(e)) from None
