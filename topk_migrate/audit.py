@@ -549,7 +549,8 @@ def scan_disk(paths, exclude, gitignore, jobs: int, tally: _Tally, prog: _Progre
         chunk = []
 
     try:
-        plan = _split_walk(paths, exclude, gitignore, follow_links, note) if jobs > 1 else None
+        split = jobs > 1 and sys.platform == "linux"  # (where scanners run)
+        plan = SplitWalk.plan(paths, exclude, gitignore, follow_links, note) if split else None
         first = plan.start(2 * jobs) if plan is not None else []  # before the fork: see SplitWalk.start
         scanners = _Scanners(jobs if jobs > 1 else 0, classify, plan)
         try:
@@ -563,14 +564,6 @@ def scan_disk(paths, exclude, gitignore, jobs: int, tally: _Tally, prog: _Progre
             scanners.close()
     except InputError as e:  # a directory's [tool.topk-migrate]
         raise AuditError(str(e)) from None
-
-
-def _split_walk(paths, exclude, gitignore, follow_links, note) -> Optional[SplitWalk]:
-    if sys.platform != "linux":
-        return None
-    filters = dir_filters(p for p in paths if os.path.isdir(p))
-    keeps = (lambda path: kept(filters, path)) if filters else None
-    return SplitWalk.plan(paths, exclude, gitignore, follow_links, note, keeps)
 
 
 def _walk_split(plan: SplitWalk, scanners: "_Scanners", jobs: int, feed, take, tally: _Tally,

@@ -618,12 +618,19 @@ def project_files(
     each once, less what the [tool.topk-migrate] include/exclude of a directory given leaves out
     (a file named on the command line is always read). InputError: a directory's configuration
     cannot be read (its `path` names the directory)."""
+    keeps = _project_filter(paths)
+    for path, err in iter_python_files(paths, exclude, gitignore, follow_links, note):
+        if keeps is None or keeps(path):
+            yield path, err
+
+
+def _project_filter(paths: Sequence[str]) -> Optional[Callable[[str], bool]]:
+    """Whether the [tool.topk-migrate] include/exclude of the directories given keeps a file walked;
+    None where none has any. InputError as project_files."""
     from .config import dir_filters, kept
 
     filters = dir_filters(p for p in paths if os.path.isdir(p))
-    for path, err in iter_python_files(paths, exclude, gitignore, follow_links, note):
-        if not filters or kept(filters, path):
-            yield path, err
+    return functools.partial(kept, filters) if filters else None
 
 
 class _Walker:
@@ -799,8 +806,9 @@ class SplitWalk:
     and at the end (`finish`) the symlinked files, which go last in the walk's order.
     """
 
-    def __init__(self, given: str, exclude: Sequence[str], gitignore: bool, note: Note, keeps=None):
-        self.given, self.note, self.keeps = given, note, keeps  # keeps(path): [tool.topk-migrate]'s filter
+    def __init__(self, given: str, exclude: Sequence[str], gitignore: bool, note: Note):
+        self.given, self.note = given, note
+        self.keeps = _project_filter([given])  # [tool.topk-migrate]'s include/exclude, as project_files
         self.walker = w = _Walker(given, _compile(exclude), gitignore, False, note, set())
         self.notes: List[Tuple[tuple, str, str]] = []
         w.tell = lambda key, path, why: self.notes.append((key, path, why))
@@ -811,13 +819,13 @@ class SplitWalk:
 
     @classmethod
     def plan(cls, paths: Sequence[str], exclude: Sequence[str], gitignore: bool, follow_links: bool,
-             note: Optional[Note], keeps=None) -> Optional["SplitWalk"]:
+             note: Optional[Note]) -> Optional["SplitWalk"]:
         if len(paths) != 1 or follow_links or not os.path.isdir(paths[0]):
             return None
         real, points = os.path.realpath(paths[0]), _mount_points()
         if points is None or any(p != real and _inside(p, real) for p in points):
             return None
-        return cls(paths[0], exclude, gitignore, note or (lambda path, why: None), keeps)
+        return cls(paths[0], exclude, gitignore, note or (lambda path, why: None))
 
     def start(self, ways: int) -> List[Tuple[str, Optional[str]]]:
         """Walk here, a level at a time, until there are `ways` seeds (left in `seeds`) or none: the
