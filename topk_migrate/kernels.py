@@ -34,7 +34,6 @@ def normalize(name: str) -> str:
     return _SEPARATORS.sub("-", name).lower()
 
 
-
 @dataclass(frozen=True)
 class Pin:
     dist: str  # normalized distribution name
