@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from topk_migrate.audit import audit
-from topk_migrate.discover import PROJECT_FILE_LIMIT, _compile, iter_python_files, read_regular
+from topk_migrate.discover import (
+    PROJECT_FILE_LIMIT, WILD_PATTERNS, PatternSet, _compile, _Glob, _parse_line, iter_python_files, read_regular,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 BACKEND = ROOT / "fixtures" / "examples" / "dsa_backend.py"
@@ -210,6 +212,82 @@ def test_matching_is_linear_in_the_length_of_names_and_paths():
         assert spec.check("a" * n + "b", False) is True
         assert spec.match_file("/".join(["a" * 40] * 200) + "/x") is False
         assert spec.match_file("/".join(["a" * n + "b"] * 3) + "/x") is True
+
+
+def _reference(lines):
+    """Every line's pattern, last first, none indexed or dropped: what the index must agree with."""
+    return [p for p in map(_parse_line, reversed(lines)) if p is not None]
+
+
+def test_indexed_patterns_decide_as_a_scan_of_every_line():
+    """The index (names, anchored paths, literal heads and tails) and the dropping of repeated lines
+    pick the same deciding pattern as a scan of all the lines, last first."""
+    names = ["a", "b", "ab", "ba", "aab", "a.py", "b.py", "ab.py", "x", "[", "*"]
+    r = random.Random(7)
+    for _ in range(400):
+        lines = [r.choice([_pattern(r), r.choice(names), r.choice(names) + "/", "!" + r.choice(names),
+                           "/" + "/".join(r.sample(names, r.randint(1, 2))), r.choice(names) + "*",
+                           "*" + r.choice(names), "a\\b", "a*b*", "[ab]*.py"]) for _ in range(r.randint(1, 12))]
+        lines += r.sample(lines, r.randint(0, len(lines)))  # repeated lines
+        spec, ref = _compile(lines), _reference(lines)
+        for _ in range(20):
+            parts = [r.choice(names) for _ in range(r.randint(1, 4))]
+            is_dir = r.random() < 0.4
+            want = next((not p.negate for p in ref if p.matches(parts, 0, is_dir)), None)
+            assert spec.check("/".join(parts), is_dir) == want, (lines, parts, is_dir)
+            assert spec.check_walk(parts, 0, is_dir, _walk_states(spec, parts[:-1])) == want, (lines, parts)
+            rel = "/".join(parts) + ("/" if is_dir else "")
+            want = next((not p.negate for p in ref if p.matches_within(rel.strip("/"), is_dir)), False)
+            assert spec.match_file(rel) == want, (lines, rel)
+
+
+def _walk_states(spec: PatternSet, dirs):
+    states = spec.start()
+    for name in dirs:
+        states = spec.advance(states, name)
+    return states
+
+
+def test_a_check_matches_only_what_the_path_points_to(monkeypatch):
+    """100,000 names, heads and tails: a check matches a handful of globs, not 100,000
+    (a .gitignore of names used to cost minutes on a tree of a few thousand files)."""
+    n = 100_000
+    spec = _compile([f"name{i}" for i in range(n)] + [f"pre{i}_*" for i in range(n)] + [f"*.x{i}" for i in range(n)])
+    assert spec.wild == 0
+    calls = []
+    real = _Glob.match
+    monkeypatch.setattr(_Glob, "match", lambda self, name: calls.append(name) or real(self, name))
+    for path, want in (("src/name77", True), ("pre5_a", True), ("d/f.x9", True), ("src/other.py", None),
+                       ("pre5", None), ("f.x", None)):
+        calls.clear()
+        assert spec.check(path, False) is want
+        assert len(calls) <= 2, (path, len(calls))
+
+
+def test_a_gitignore_of_too_many_wildcards_is_not_applied_and_said(tmp_path):
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "x1.py").write_text(CALL)
+    (sub / "kept.py").write_text(CALL)
+    (tmp_path / ".gitignore").write_text("".join(f"*x{i}*\n" for i in range(WILD_PATTERNS - 1)))  # x1.py too
+    (sub / ".gitignore").write_text("![x]1.py\n")  # with those above: the limit itself, applied
+    assert [os.path.basename(p) for p, _ in found(tmp_path)] == ["kept.py", "x1.py"]
+    (sub / ".gitignore").write_text("![x]1.py\n[z]\n")
+    told = []
+    got = [os.path.basename(p) for p, _ in found(tmp_path, note=lambda path, why: told.append((path, why)))]
+    assert got == ["kept.py"]  # one more wildcard: not applied, so x1.py stays left out by the file above
+    assert told == [(str(sub / ".gitignore"),
+                     f"{WILD_PATTERNS + 1} wildcard patterns to match each path against, with the ignore files "
+                     f"above it (at most {WILD_PATTERNS}; patterns with a literal name, start or end are not counted)")]
+
+
+def test_configuration_of_too_many_wildcards_is_one_error_line(tmp_path):
+    (tmp_path / "b.py").write_text(CALL)
+    excl = ", ".join(f'"*x{i}*"' for i in range(WILD_PATTERNS + 1))
+    (tmp_path / "pyproject.toml").write_text(f"[tool.topk-migrate]\nexclude = [{excl}]\n")
+    r = cli("audit", tmp_path, timeout=60)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert f"[tool.topk-migrate] exclude: {WILD_PATTERNS + 1} wildcard patterns" in r.stderr
 
 
 def test_exclude_in_configuration_read_from_a_revision_is_matched_safely(tmp_path):

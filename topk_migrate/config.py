@@ -138,12 +138,18 @@ class PathFilter:
 
     @classmethod
     def for_dir(cls, directory: str) -> "PathFilter":
-        from .discover import _compile
+        from .discover import WILD_PATTERNS, _compile
 
         cfg = config_for(directory)
         if not cfg.source or not (cfg.include or cfg.exclude):
             return cls()
-        return cls(os.path.dirname(os.path.abspath(cfg.source)), _compile(cfg.include), _compile(cfg.exclude))
+        include, exclude = _compile(cfg.include), _compile(cfg.exclude)
+        for key, spec in (("include", include), ("exclude", exclude)):
+            if spec is not None and spec.wild > WILD_PATTERNS:  # each file would be matched against them all
+                raise InputError(f"{cfg.source}: [tool.topk-migrate] {key}: {spec.wild} wildcard patterns to match "
+                                 f"each path against (at most {WILD_PATTERNS}; patterns with a literal name, start "
+                                 f"or end are not counted)")
+        return cls(os.path.dirname(os.path.abspath(cfg.source)), include, exclude)
 
     def keeps(self, abspath: str) -> bool:
         if not self.base or not abspath.startswith(self.base + os.sep):

@@ -18,7 +18,7 @@ import functools
 import os
 import re
 import stat
-from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 class Prefilter:
     """Bytes that cannot hold a call of any needle are never parsed.
@@ -256,38 +256,50 @@ class _Glob:
     start the name, the last must end it, and each one between is found leftmost
     after the previous one. That is O(len(name) * len(glob)) whatever the glob,
     where a translation to `re` (`.*a.*a.*b`) backtracks exponentially.
+    `literal` is the name a glob without wildcards matches (compared, not compiled);
+    `head`/`tail`, the characters a name must start/end with where a starred glob's
+    first/last piece has no wildcard: what a PatternSet indexes it by.
     """
 
-    __slots__ = ("pieces", "lengths", "star")
+    __slots__ = ("pieces", "lengths", "star", "literal", "head", "tail")
 
     def __init__(self, text: str):
         pieces: List[List[str]] = [[]]  # regex atoms, one character each, between stars
+        plain: List[Optional[str]] = [""]  # each piece's characters while it holds no wildcard, else None
         i = 0
         while i < len(text):
             c = text[i]
             if c == "*":
-                if pieces[-1]:
+                if pieces[-1] or len(pieces) == 1:  # (a leading star: the head piece is empty)
                     pieces.append([])
-                elif len(pieces) == 1:
-                    pieces.append([])  # a leading star: the head piece is empty
+                    plain.append("")
                 i += 1
                 continue
+            char: Optional[str] = None
             if c == "?":
                 atom, i = ".", i + 1
             elif c == "[":
                 atom, i = _bracket(text, i)
-                atom = atom or re.escape("[")
+                if atom is None:
+                    atom, char = re.escape("["), "["
             elif c == "\\" and i + 1 < len(text):
-                atom, i = re.escape(text[i + 1]), i + 2
+                char, i = text[i + 1], i + 2
+                atom = re.escape(char)
             else:
-                atom, i = re.escape(c), i + 1
+                char, atom, i = c, re.escape(c), i + 1
             pieces[-1].append(atom)
+            plain[-1] = None if char is None or plain[-1] is None else plain[-1] + char
         self.star = len(pieces) > 1
         self.lengths = [len(p) for p in pieces]
-        self.pieces = [re.compile("".join(p), re.DOTALL) for p in pieces]
+        self.literal = None if self.star else plain[0]
+        self.head = plain[0] or None if self.star else None
+        self.tail = plain[-1] or None if self.star else None
+        self.pieces = [] if self.literal is not None else [re.compile("".join(p), re.DOTALL) for p in pieces]
 
     def match(self, name: str) -> bool:
         if not self.star:
+            if self.literal is not None:
+                return name == self.literal
             return self.lengths[0] == len(name) and self.pieces[0].fullmatch(name) is not None
         head, tail = self.lengths[0], self.lengths[-1]
         end = len(name) - tail
@@ -371,6 +383,18 @@ class _Pattern:
                     nxt |= low << 1
         return self._close(nxt) if nxt else 0
 
+    def index_key(self) -> Tuple[Optional[str], object]:
+        """Where a PatternSet indexes it: ("names", name), ("heads", head), ("tails", tail) for a
+        name at any depth; ("paths", components) for an anchored path without wildcards; else (None, None)."""
+        g = self.basename
+        if g is not None:
+            for where, key in (("names", g.literal), ("heads", g.head), ("tails", g.tail)):
+                if key is not None:
+                    return where, key
+        elif self.fixed is not None and all(t.literal is not None for t in self.tokens):
+            return "paths", tuple(t.literal for t in self.tokens)
+        return None, None
+
     def accepts(self, state: int, is_dir: bool) -> bool:
         return bool(state >> len(self.tokens) & 1) and (is_dir or not self.dir_only)
 
@@ -435,18 +459,88 @@ def _unshare() -> None:
 
 
 class PatternSet:
-    """Lines of gitignore syntax, matched against '/'-separated paths relative to their base."""
+    """Lines of gitignore syntax, matched against '/'-separated paths relative to their base.
+
+    The last pattern that names a path decides. Patterns with a literal part are indexed by it
+    (a name, an anchored path, a starred name's literal head or tail), so a check matches only
+    the few the path's own components point to, then the rest (`general`) back to the last hit:
+    a .gitignore of 100,000 names costs a lookup, not 100,000 matches, per path. What cannot be
+    indexed is counted in `wild`, which callers bound (WILD_PATTERNS).
+    """
 
     shared: Optional[int] = None  # its place in _SHARED: pickled as that, not as its patterns
 
     def __init__(self, patterns: Sequence[_Pattern]):
         self.patterns = list(patterns)
         self.stepped = [p for p in self.patterns if p.stepped]
+        self.names: Dict[str, List[int]] = {}  # indexes of the patterns keyed so, last first
+        self.paths: Dict[tuple, List[int]] = {}
+        self.heads: Dict[str, List[int]] = {}
+        self.tails: Dict[str, List[int]] = {}
+        self.general: List[Tuple[int, _Pattern, int]] = []  # (index, pattern, its place among `stepped` or -1)
+        k = 0
+        for i, p in enumerate(self.patterns):
+            where, key = p.index_key()
+            if where is None:
+                self.general.append((i, p, k if p.stepped else -1))
+                k += p.stepped
+                continue
+            bucket = getattr(self, where).setdefault(key, [])
+            if where in ("names", "paths"):  # the same name once per (negate, dir_only): the last
+                bucket[:] = [j for j in bucket if (self.patterns[j].negate, self.patterns[j].dir_only) != (p.negate, p.dir_only)]
+            bucket.append(i)
+        self.general.reverse()
+        for index in (self.names, self.paths, self.heads, self.tails):
+            for bucket in index.values():
+                bucket.reverse()
+        self.head_lengths = sorted({len(h) for h in self.heads})
+        self.tail_lengths = sorted({len(t) for t in self.tails})
+        self.indexed = bool(self.names or self.paths or self.heads or self.tails)
+        # what a check may match beyond one pattern per bucket its path points to
+        self.wild = len(self.general) + sum(len(b) - 1 for index in (self.heads, self.tails) for b in index.values())
 
     def __reduce_ex__(self, protocol):
         if self.shared is not None:
             return _shared_pattern_set, (self.shared,)
         return super().__reduce_ex__(protocol)
+
+    def _buckets(self, name: str) -> Iterator[List[int]]:
+        """The buckets of `name` as a last component: its name's, its heads' and its tails'."""
+        bucket = self.names.get(name)
+        if bucket:
+            yield bucket
+        for n in self.head_lengths:
+            if n > len(name):
+                break
+            bucket = self.heads.get(name[:n])
+            if bucket:
+                yield bucket
+        for n in self.tail_lengths:
+            if n > len(name):
+                break
+            bucket = self.tails.get(name[-n:])
+            if bucket:
+                yield bucket
+
+    def _last_indexed(self, parts: Sequence[str], start: int, is_dir: bool) -> int:
+        """The index of the last indexed pattern naming parts[start:], -1 if none."""
+        if not self.indexed or len(parts) <= start:
+            return -1
+        best, pats = -1, self.patterns
+        found = list(self._buckets(parts[-1]))
+        if self.paths:
+            found.append(self.paths.get(tuple(parts[start:]), ()))
+        for bucket in found:
+            for i in bucket:
+                if i <= best:
+                    break
+                if pats[i].matches(parts, start, is_dir):
+                    best = i
+                    break
+        return best
+
+    def _decided(self, best: int) -> Optional[bool]:
+        return None if best < 0 else not self.patterns[best].negate
 
     # A walk keeps, per directory, the states of the stepped patterns (a tuple, in order).
 
@@ -458,16 +552,13 @@ class PatternSet:
 
     def check_walk(self, parts: Sequence[str], start: int, is_dir: bool, states: tuple) -> Optional[bool]:
         """check_parts() of an entry of a walk; `states` are those of its directory."""
-        k = len(states)
-        for p in reversed(self.patterns):
-            if p.stepped:
-                k -= 1
-                hit = p.accepts(p.advance(states[k], parts[-1]), is_dir)
-            else:
-                hit = p.matches(parts, start, is_dir)
-            if hit:
+        best = self._last_indexed(parts, start, is_dir)
+        for i, p, k in self.general:
+            if i < best:
+                break
+            if p.accepts(p.advance(states[k], parts[-1]), is_dir) if k >= 0 else p.matches(parts, start, is_dir):
                 return not p.negate
-        return None
+        return self._decided(best)
 
     def check(self, rel: str, is_dir: bool) -> Optional[bool]:
         """True/False if the last pattern naming this very path excludes/re-includes it; None if none does.
@@ -479,25 +570,49 @@ class PatternSet:
 
     def check_parts(self, parts: Sequence[str], start: int, is_dir: bool) -> Optional[bool]:
         """check() of the path whose components are parts[start:]."""
-        for p in reversed(self.patterns):
+        best = self._last_indexed(parts, start, is_dir)
+        for i, p, _ in self.general:
+            if i < best:
+                break
             if p.matches(parts, start, is_dir):
                 return not p.negate
-        return None
+        return self._decided(best)
 
     def match_file(self, rel: str) -> bool:
         """For a whole path at once (no walk): the last pattern naming it or a parent decides.
         A trailing "/" marks a directory."""
         is_dir = rel.endswith("/")
         rel = rel.strip("/")
-        for p in reversed(self.patterns):
+        best, pats = -1, self.patterns
+        if self.indexed:
+            parts = rel.split("/")
+            found = [b for name in parts for b in self._buckets(name)]
+            if self.paths:
+                found += [self.paths.get(tuple(parts[:n]), ()) for n in range(1, len(parts) + 1)]
+            for bucket in found:
+                for i in bucket:
+                    if i <= best:
+                        break
+                    if pats[i].matches_within(rel, is_dir):
+                        best = i
+                        break
+        for i, p, _ in self.general:
+            if i < best:
+                break
             if p.matches_within(rel, is_dir):
                 return not p.negate
-        return False
+        return best >= 0 and not pats[best].negate
 
 
 def _compile(lines: Iterable[str]) -> Optional[PatternSet]:
-    patterns = [p for p in map(_parse_line, lines) if p is not None]
+    """The patterns of `lines`; a line given again counts where it last stands (the earlier
+    copy can never decide), so a file of repeated lines costs its distinct lines."""
+    last = {line: i for i, line in enumerate(lines)}
+    patterns = [p for p in map(_parse_line, sorted(last, key=last.__getitem__)) if p is not None]
     return PatternSet(patterns) if patterns else None
+
+
+WILD_PATTERNS = 1000  # patterns no literal part indexes, over the ignore files that apply at one place
 
 
 class Ignore:
@@ -514,9 +629,19 @@ class Ignore:
     def __init__(self, specs: Sequence[Tuple[List[str], int, PatternSet]] = ()):
         self.specs = list(specs)
 
-    def with_patterns(self, lead: List[str], depth: int, lines: Iterable[str]) -> "Ignore":
-        spec = _compile(lines)
-        return Ignore(self.specs + [(lead, depth, spec)]) if spec is not None else self
+    def with_file(self, path: str, lead: List[str], depth: int, note: Note) -> "Ignore":
+        """These rules and those of the ignore file at `path`. One whose patterns no literal part
+        indexes pass WILD_PATTERNS, with those of the files above it, is not applied (told to `note`):
+        each path would be matched against all of them."""
+        spec = _compile(_read_lines(path, note))
+        if spec is None:
+            return self
+        wild = spec.wild + sum(s.wild for _, _, s in self.specs)
+        if wild > WILD_PATTERNS:
+            note(path, f"{wild} wildcard patterns to match each path against, with the ignore files "
+                       f"above it (at most {WILD_PATTERNS}; patterns with a literal name, start or end are not counted)")
+            return self
+        return Ignore(self.specs + [(lead, depth, spec)])
 
     def travels(self) -> bool:
         """Whether a seed under these rules is cheap to send to another process: its pattern sets are
@@ -540,9 +665,9 @@ def _read_lines(path: str, note: Note) -> List[str]:
         return []
 
 
-def _outer_ignores(root: str, note: Note) -> List[Tuple[str, PatternSet]]:
-    """(directory, patterns) of the .gitignore files above root, up to its git work tree's top
-    (plus .git/info/exclude), shallowest first."""
+def _outer_ignore_files(root: str) -> List[Tuple[str, str]]:
+    """(directory, file) of the ignore files above root, up to its git work tree's top
+    (.git/info/exclude, then each .gitignore), shallowest first."""
     chain, d = [], os.path.dirname(root)
     while True:
         chain.append(d)
@@ -552,9 +677,7 @@ def _outer_ignores(root: str, note: Note) -> List[Tuple[str, PatternSet]]:
         if parent == d:
             return []  # not in a git work tree: nothing above root applies
         d = parent
-    files = [(d, os.path.join(d, ".git", "info", "exclude"))] + [(a, os.path.join(a, ".gitignore")) for a in reversed(chain)]
-    specs = [(a, _compile(_read_lines(f, note))) for a, f in files]
-    return [(a, spec) for a, spec in specs if spec is not None]
+    return [(d, os.path.join(d, ".git", "info", "exclude"))] + [(a, os.path.join(a, ".gitignore")) for a in reversed(chain)]
 
 
 def _after(spec: PatternSet, components: Sequence[str]) -> tuple:
@@ -656,8 +779,9 @@ class _Walker:
         self.donating, self.donated, self.donate_any = False, [], False
         # A directory given is walked even where git would ignore it (or one above it): as in ruff
         # and black, paths given are always processed; ignore rules apply to what the walk finds.
-        outer = _outer_ignores(atop, note) if gitignore else []
-        ig = Ignore([(os.path.relpath(atop, a).split(os.sep), 0, spec) for a, spec in outer])
+        ig = Ignore()
+        for a, f in _outer_ignore_files(atop) if gitignore else ():
+            ig = ig.with_file(f, os.path.relpath(atop, a).split(os.sep), 0, note)
         states = [_after(spec, lead) for lead, _, spec in ig.specs]  # per spec: its `**` patterns' states here
         # a seed: (path, real path, components below top, ignore rules, their states, exclude's states)
         self.root = (top, self.real_top, (), ig, states, excl.start() if excl is not None else ())
@@ -695,7 +819,7 @@ class _Walker:
             return f"cannot list: {(e.strerror or str(e)).lower()}"
         if self.gitignore and any(e.name == ".gitignore" for e in entries):
             told = lambda path, why: self.tell(names, path, why)  # noqa: E731 (before the entries)
-            deeper = ig.with_patterns([], len(names), _read_lines(os.path.join(d, ".gitignore"), told))
+            deeper = ig.with_file(os.path.join(d, ".gitignore"), [], len(names), told)
             if deeper is not ig:
                 ig, states = deeper, states + [deeper.specs[-1][2].start()]
         return iter(entries), ig, real.rstrip(os.sep) + os.sep, states, xstates, names

@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""What a big .gitignore costs `audit`: the same tree with no ignore file and with each of several
+adversarial ones at its top, `audit -j 1` run in rotating order, median wall time per variant and its
+ratio to no ignore file (the same rounds).
+
+    python3 bench/ignore_bench.py --tree /tmp/topk-bench-tree/sglang --work /tmp/ign --rounds 5
+
+`--work` gets a hard-linked copy of the tree (the .gitignore is written there). To measure another
+checkout of topk-migrate, run it with PYTHONPATH pointing at that checkout.
+"""
+import argparse
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+VARIANTS = {
+    "none": lambda: [],
+    "100,000 names (`name17`)": lambda: [f"name{i}" for i in range(100_000)],
+    "20,000 directory globs with a literal start (`pat17_*/`)": lambda: [f"pat{i}_*/" for i in range(20_000)],
+    "1 MiB of one-letter lines": lambda: [random.Random(1).choice("abcdefghijklmnopqrstuvwxyz") for _ in range(512 * 1024)],
+    "1,000 wildcards without a literal start or end (`*x17*`)": lambda: [f"*x{i}*" for i in range(1000)],
+    "20,000 wildcards without a literal start or end (`*x17*`)": lambda: [f"*x{i}*" for i in range(20_000)],
+    "2,000 `**/d17/**`": lambda: [f"**/d{i}/**" for i in range(2000)],
+}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tree", required=True)
+    ap.add_argument("--work", required=True, help="a folder for the hard-linked copy (emptied first)")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--only", action="append", default=[], help="variants whose name starts so (and none)")
+    args = ap.parse_args()
+    names = [n for n in VARIANTS if n == "none" or not args.only or any(n.startswith(o) for o in args.only)]
+    shutil.rmtree(args.work, ignore_errors=True)
+    tree = os.path.join(args.work, "tree")
+    subprocess.run(["cp", "-al", args.tree, tree], check=True)
+    texts = {n: "".join(line + "\n" for line in VARIANTS[n]()) for n in names}
+    report = os.path.join(args.work, "report.json")
+    times: dict = {n: [] for n in names}
+    for r in range(args.rounds):
+        for n in names[r % len(names):] + names[:r % len(names)]:
+            with open(os.path.join(tree, ".gitignore"), "w") as f:
+                f.write(texts[n])
+            t = time.perf_counter()
+            run = subprocess.run([sys.executable, "-m", "topk_migrate", "audit", "-j", "1", "--format", "json",
+                                  "-o", report, tree], capture_output=True, text=True)
+            times[n].append(time.perf_counter() - t)
+            if run.returncode not in (0, 1):
+                sys.exit(f"{n}: exit {run.returncode}: {run.stderr[-500:]}")
+    files = sum(1 for _, _, fs in os.walk(tree) for f in fs if f.endswith(".py"))
+    base = statistics.median(times["none"])
+    print(f"{files} .py files, {args.rounds} rounds, rotating order, load {os.getloadavg()[0]:.2f}\n")
+    print("| top .gitignore | bytes | audit -j 1 (median) | / no ignore file |\n|---|---|---|---|")
+    for n in names:
+        m = statistics.median(times[n])
+        print(f"| {n} | {len(texts[n].encode())} | {m:.2f} s | {m / base:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
