@@ -24,6 +24,7 @@ VARIANTS = {
     "1 MiB of one-letter lines": lambda: [random.Random(1).choice("abcdefghijklmnopqrstuvwxyz") for _ in range(512 * 1024)],
     "1,000 wildcards without a literal start or end (`*x17*`)": lambda: [f"*x{i}*" for i in range(1000)],
     "20,000 wildcards without a literal start or end (`*x17*`)": lambda: [f"*x{i}*" for i in range(20_000)],
+    "1,000 `**/d17/**`": lambda: [f"**/d{i}/**" for i in range(1000)],
     "2,000 `**/d17/**`": lambda: [f"**/d{i}/**" for i in range(2000)],
 }
 
@@ -37,6 +38,7 @@ def main() -> None:
     args = ap.parse_args()
     names = [n for n in VARIANTS if n == "none" or not args.only or any(n.startswith(o) for o in args.only)]
     shutil.rmtree(args.work, ignore_errors=True)
+    os.makedirs(args.work)
     tree = os.path.join(args.work, "tree")
     subprocess.run(["cp", "-al", args.tree, tree], check=True)
     texts = {n: "".join(line + "\n" for line in VARIANTS[n]()) for n in names}
