@@ -27,7 +27,7 @@ python3 -m compileall -q "$site" >/dev/null || true
 export PYTHONPATH=$site
 repo=$PWD
 cd /tmp  # not the checkout: `python3 -m topk_migrate` there would import its uncompiled sources, not the install
-python3 -c "import topk_migrate; print('== the package imported:', topk_migrate.__file__)"
+python3 -c "import topk_migrate; print('== the package imported from:', *topk_migrate.__path__)"  # a namespace package: no __file__
 echo "== with the installed package: start + import of the CLI and audit"
 time python3 -c "import topk_migrate.cli, topk_migrate.audit"
 rm -rf /tmp/r1 && mkdir -p /tmp/r1
@@ -59,7 +59,9 @@ if [ "$only" != real ]; then
   python3 "$repo/bench/gen_tree.py" /tmp/s10 --copies 10 >/dev/null
   trees+=(/tmp/s1 /tmp/s10)
 fi
-echo "commit: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?') (working tree as carried)"
+# the device's copy of .git can lag the carried working tree: name the sources by their content instead
+# (the same command in a local checkout says which commit that is)
+echo "sources: $(cd "$repo" && find topk_migrate codemods -name '*.py' | LC_ALL=C sort | xargs cat | sha1sum | cut -c1-12)"
 python3 "$repo/bench/cores_bench.py" $(printf -- '--tree %s ' "${trees[@]}") --jobs "$(nproc)" --rounds "$rounds"
 for tree in "${trees[@]:0:1}" $([ "$only" != real ] && echo /tmp/s1); do
   for j in 1 2 4 8 16; do
