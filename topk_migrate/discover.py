@@ -261,11 +261,12 @@ class _Glob:
     first/last piece has no wildcard: what a PatternSet indexes it by.
     """
 
-    __slots__ = ("pieces", "lengths", "star", "literal", "head", "tail")
+    __slots__ = ("pieces", "lengths", "star", "literal", "head", "tail", "needle")
 
     def __init__(self, text: str):
         pieces: List[List[str]] = [[]]  # regex atoms, one character each, between stars
         plain: List[Optional[str]] = [""]  # each piece's characters while it holds no wildcard, else None
+        chars: List[Optional[str]] = []  # the glob's characters, None for a wildcard
         i = 0
         while i < len(text):
             c = text[i]
@@ -274,6 +275,7 @@ class _Glob:
                     pieces.append([])
                     plain.append("")
                 i += 1
+                chars.append(None)
                 continue
             char: Optional[str] = None
             if c == "?":
@@ -289,18 +291,25 @@ class _Glob:
                 char, atom, i = c, re.escape(c), i + 1
             pieces[-1].append(atom)
             plain[-1] = None if char is None or plain[-1] is None else plain[-1] + char
+            chars.append(char)
         self.star = len(pieces) > 1
         self.lengths = [len(p) for p in pieces]
         self.literal = None if self.star else plain[0]
         self.head = plain[0] or None if self.star else None
         self.tail = plain[-1] or None if self.star else None
-        self.pieces = [] if self.literal is not None else [re.compile("".join(p), re.DOTALL) for p in pieces]
+        self.pieces, self.needle = [], ""
+        if self.literal is None:
+            self.pieces = [re.compile("".join(p), re.DOTALL) for p in pieces]
+            runs = "".join(c if c is not None else "\0" for c in chars).split("\0")
+            self.needle = max(runs, key=len)  # the longest run without a wildcard: in every name it matches
 
     def match(self, name: str) -> bool:
         if not self.star:
             if self.literal is not None:
                 return name == self.literal
-            return self.lengths[0] == len(name) and self.pieces[0].fullmatch(name) is not None
+            return self.lengths[0] == len(name) and self.needle in name and self.pieces[0].fullmatch(name) is not None
+        if self.needle not in name:
+            return False
         head, tail = self.lengths[0], self.lengths[-1]
         end = len(name) - tail
         if end < head or not self.pieces[0].match(name) or not self.pieces[-1].fullmatch(name, end):
@@ -335,7 +344,7 @@ def _match_components(tokens: Sequence[Optional[_Glob]], parts: Sequence[str], s
 class _Pattern:
     """One gitignore line."""
 
-    __slots__ = ("tokens", "negate", "dir_only", "basename", "fixed", "first", "last", "stepped", "start", "memo")
+    __slots__ = ("tokens", "negate", "dir_only", "basename", "fixed", "first", "last", "stepped", "start", "reach", "memo")
 
     def __init__(self, tokens, negate: bool, dir_only: bool):
         self.tokens, self.negate, self.dir_only = tokens, negate, dir_only
@@ -347,6 +356,9 @@ class _Pattern:
         # checking every path from scratch would cost the depth of the tree per .gitignore above it.
         self.stepped = self.basename is None and self.fixed is None
         self.start = self._close(1) if self.stepped else 0
+        # a state can accept after one more component only if it holds a position this far on
+        # (from there on every token is `**`): what a check skips the step for
+        self.reach = len(tokens) - next((n for n, t in enumerate(reversed(tokens)) if t is not _ANY), len(tokens))
         self.memo: dict = {}
 
     def _close(self, state: int) -> int:
@@ -556,7 +568,11 @@ class PatternSet:
         for i, p, k in self.general:
             if i < best:
                 break
-            if p.accepts(p.advance(states[k], parts[-1]), is_dir) if k >= 0 else p.matches(parts, start, is_dir):
+            if k < 0:
+                hit = p.matches(parts, start, is_dir)
+            else:
+                hit = states[k].bit_length() >= p.reach and p.accepts(p.advance(states[k], parts[-1]), is_dir)
+            if hit:
                 return not p.negate
         return self._decided(best)
 
