@@ -258,7 +258,8 @@ class _Glob:
     where a translation to `re` (`.*a.*a.*b`) backtracks exponentially.
     `literal` is the name a glob without wildcards matches (compared, not compiled);
     `head`/`tail`, the characters a name must start/end with where a starred glob's
-    first/last piece has no wildcard: what a PatternSet indexes it by.
+    first/last piece has no wildcard: what a PatternSet indexes it by. `needle`, its
+    longest run without a wildcard, is in every name it matches: looked for first.
     """
 
     __slots__ = ("pieces", "lengths", "star", "literal", "head", "tail", "needle")
@@ -301,7 +302,7 @@ class _Glob:
         if self.literal is None:
             self.pieces = [re.compile("".join(p), re.DOTALL) for p in pieces]
             runs = "".join(c if c is not None else "\0" for c in chars).split("\0")
-            self.needle = max(runs, key=len)  # the longest run without a wildcard: in every name it matches
+            self.needle = max(runs, key=len)
 
     def match(self, name: str) -> bool:
         if not self.star:
@@ -344,7 +345,8 @@ def _match_components(tokens: Sequence[Optional[_Glob]], parts: Sequence[str], s
 class _Pattern:
     """One gitignore line."""
 
-    __slots__ = ("tokens", "negate", "dir_only", "basename", "fixed", "first", "last", "stepped", "start", "reach", "memo")
+    __slots__ = ("tokens", "negate", "dir_only", "basename", "fixed", "first", "last", "stepped", "start", "reach",
+                 "memo")
 
     def __init__(self, tokens, negate: bool, dir_only: bool):
         self.tokens, self.negate, self.dir_only = tokens, negate, dir_only
@@ -499,7 +501,8 @@ class PatternSet:
                 continue
             bucket = getattr(self, where).setdefault(key, [])
             if where in ("names", "paths"):  # the same name once per (negate, dir_only): the last
-                bucket[:] = [j for j in bucket if (self.patterns[j].negate, self.patterns[j].dir_only) != (p.negate, p.dir_only)]
+                bucket[:] = [j for j in bucket
+                             if (self.patterns[j].negate, self.patterns[j].dir_only) != (p.negate, p.dir_only)]
             bucket.append(i)
         self.general.reverse()
         for index in (self.names, self.paths, self.heads, self.tails):
@@ -534,22 +537,26 @@ class PatternSet:
             if bucket:
                 yield bucket
 
+    def _last_hit(self, buckets: Iterable[Sequence[int]], hits: Callable[[_Pattern], bool]) -> int:
+        """The index of the last pattern in `buckets` that hits, -1 if none."""
+        best = -1
+        for bucket in buckets:
+            for i in bucket:  # last first: the first hit is the bucket's last
+                if i <= best:
+                    break
+                if hits(self.patterns[i]):
+                    best = i
+                    break
+        return best
+
     def _last_indexed(self, parts: Sequence[str], start: int, is_dir: bool) -> int:
         """The index of the last indexed pattern naming parts[start:], -1 if none."""
         if not self.indexed or len(parts) <= start:
             return -1
-        best, pats = -1, self.patterns
         found = list(self._buckets(parts[-1]))
         if self.paths:
             found.append(self.paths.get(tuple(parts[start:]), ()))
-        for bucket in found:
-            for i in bucket:
-                if i <= best:
-                    break
-                if pats[i].matches(parts, start, is_dir):
-                    best = i
-                    break
-        return best
+        return self._last_hit(found, lambda p: p.matches(parts, start, is_dir))
 
     def _decided(self, best: int) -> Optional[bool]:
         return None if best < 0 else not self.patterns[best].negate
@@ -599,25 +606,19 @@ class PatternSet:
         A trailing "/" marks a directory."""
         is_dir = rel.endswith("/")
         rel = rel.strip("/")
-        best, pats = -1, self.patterns
-        if self.indexed:
+        best = -1
+        if self.indexed:  # what each component (and each leading path) points to
             parts = rel.split("/")
             found = [b for name in parts for b in self._buckets(name)]
             if self.paths:
                 found += [self.paths.get(tuple(parts[:n]), ()) for n in range(1, len(parts) + 1)]
-            for bucket in found:
-                for i in bucket:
-                    if i <= best:
-                        break
-                    if pats[i].matches_within(rel, is_dir):
-                        best = i
-                        break
+            best = self._last_hit(found, lambda p: p.matches_within(rel, is_dir))
         for i, p, _ in self.general:
             if i < best:
                 break
             if p.matches_within(rel, is_dir):
                 return not p.negate
-        return best >= 0 and not pats[best].negate
+        return bool(self._decided(best))
 
 
 def _compile(lines: Iterable[str]) -> Optional[PatternSet]:
@@ -654,8 +655,8 @@ class Ignore:
             return self
         wild = spec.wild + sum(s.wild for _, _, s in self.specs)
         if wild > WILD_PATTERNS:
-            note(path, f"{wild} wildcard patterns to match each path against, with the ignore files "
-                       f"above it (at most {WILD_PATTERNS}; patterns with a literal name, start or end are not counted)")
+            note(path, f"{wild} wildcard patterns to match each path against, with the ignore files above it "
+                       f"(at most {WILD_PATTERNS}; patterns with a literal name, start or end are not counted)")
             return self
         return Ignore(self.specs + [(lead, depth, spec)])
 
