@@ -12,6 +12,12 @@ checkout of topk-migrate, run it with PYTHONPATH pointing at that checkout.
 
 times instead, in this process, the check of each directory and `.py` file of the tree against TYPICAL
 (what a Python project's .gitignore holds), as the walk asks it: microseconds an entry, median of 5 passes.
+
+    python3 bench/ignore_bench.py --work /tmp/ignmem --memory 31 90000 16
+
+builds instead a tree of 31 directories, each with a .gitignore of 90,000 names (one directory fewer than
+`-j 16` lists before forking its scanners) and runs `audit -j 16` on it once: the peak RSS of the largest
+process, and the time.
 """
 import argparse
 import os
@@ -66,18 +72,44 @@ def per_entry(tree: str) -> None:
           f"{statistics.median(passes) * 1e6 / len(entries):.2f} us an entry")
 
 
+def memory(work: str, dirs: int, lines: int, jobs: int) -> None:
+    import resource
+
+    shutil.rmtree(work, ignore_errors=True)
+    for d in range(dirs):
+        os.makedirs(os.path.join(work, f"d{d}", "sub"))
+        with open(os.path.join(work, f"d{d}", ".gitignore"), "w") as f:
+            f.write("".join(f"n{d}_{i}\n" for i in range(lines)))
+        for k in range(3):
+            with open(os.path.join(work, f"d{d}", "sub", f"m{k}.py"), "w") as f:
+                f.write("x = 1\n")
+    t = time.perf_counter()
+    run = subprocess.run([sys.executable, "-m", "topk_migrate", "audit", "-j", str(jobs), "--format", "json",
+                          "-o", os.path.join(work, "report.json"), work], capture_output=True, text=True)
+    took = time.perf_counter() - t
+    if run.returncode not in (0, 1):
+        sys.exit(f"exit {run.returncode}: {run.stderr[-500:]}")
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print(f"{dirs} directories, each a .gitignore of {lines} names; audit -j {jobs}: peak RSS {peak:.0f} MB "
+          f"(the largest process), {took:.1f} s")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--tree", required=True)
+    ap.add_argument("--tree")
     ap.add_argument("--work", help="a folder for the hard-linked copy (emptied first)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--only", action="append", default=[], help="variants whose name starts so (and none)")
     ap.add_argument("--per-entry", action="store_true", help="time the check of each entry against TYPICAL")
+    ap.add_argument("--memory", nargs=3, type=int, metavar=("DIRS", "LINES", "JOBS"),
+                    help="peak memory of audit on DIRS directories with a .gitignore of LINES names each")
     args = ap.parse_args()
     if args.per_entry:
         return per_entry(args.tree)
-    if not args.work:
-        ap.error("--work is needed")
+    if args.memory:
+        return memory(args.work, *args.memory)
+    if not args.work or not args.tree:
+        ap.error("--tree and --work are needed")
     names = [n for n in VARIANTS if n == "none" or not args.only or any(n.startswith(o) for o in args.only)]
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)

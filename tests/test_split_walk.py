@@ -80,6 +80,8 @@ def test_a_split_walk_yields_and_tells_what_the_whole_walk_does(tmp_path, seed, 
     rng = random.Random(seed)
     if seed % 2:  # no seed below an ignore file a part reads travels on (as below a big one)
         monkeypatch.setattr(discover, "TRAVELLING_PATTERNS", 2)
+    if seed % 3 == 0:  # ignore files past the bound on patterns held: not applied; the first levels stop early
+        monkeypatch.setattr(discover, "PATTERNS", rng.choice([2, 4, 7]))
     top = tmp_path / "t"
     top.mkdir()
     _tree(top, rng)
@@ -94,6 +96,24 @@ def test_a_split_walk_yields_and_tells_what_the_whole_walk_does(tmp_path, seed, 
     assert Counter(got) == Counter(whole)
     assert len(set(p for p, _ in got)) == len(got)
     assert plan_told == told
+
+
+def test_the_first_levels_stop_listing_at_the_bound_on_patterns_held(tmp_path, monkeypatch):
+    """What this process lists before the fork, it holds the ignore files of: at most about PATTERNS
+    patterns of them (a big .gitignore in each first-level directory would otherwise all be held here)."""
+    for name in "abcd":
+        (tmp_path / name / "sub").mkdir(parents=True)
+        (tmp_path / name / ".gitignore").write_text("x1\nx2\nx3\n")
+        (tmp_path / name / "sub" / "m.py").write_text(CALL)
+        (tmp_path / name / "x1").mkdir()
+        (tmp_path / name / "x1" / "n.py").write_text(CALL)
+    monkeypatch.setattr(discover, "PATTERNS", 4)
+    whole = list(iter_python_files([str(tmp_path)]))
+    plan = SplitWalk.plan([str(tmp_path)], (), True, False, None)
+    got = _split(plan, 100, 1000, random.Random(0))
+    # b's file took the patterns held past the bound: c and d were left unlisted, as seeds
+    assert sorted(os.path.relpath(seed[0], tmp_path) for seed in plan.seeds) == ["a/sub", "b/sub", "c", "d"]
+    assert Counter(got) == Counter(whole) and len(whole) == 4  # the x1/ directories stay ignored
 
 
 def test_the_split_walk_is_planned_only_where_it_gives_the_same(tmp_path, monkeypatch):

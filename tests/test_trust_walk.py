@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from topk_migrate import discover
 from topk_migrate.audit import audit
 from topk_migrate.discover import (
     PROJECT_FILE_LIMIT, WILD_PATTERNS, PatternSet, _compile, _Glob, _parse_line, iter_python_files, read_regular,
@@ -279,6 +280,21 @@ def test_a_gitignore_of_too_many_wildcards_is_not_applied_and_said(tmp_path):
     assert told == [(str(sub / ".gitignore"),
                      f"{WILD_PATTERNS + 1} wildcard patterns to match each path against, with the ignore files "
                      f"above it (at most {WILD_PATTERNS}; patterns with a literal name, start or end are not counted)")]
+
+
+def test_ignore_files_past_the_bound_on_patterns_held_are_not_applied_and_said(tmp_path, monkeypatch):
+    monkeypatch.setattr(discover, "PATTERNS", 5)  # 100,000 in use: about 72 MB
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "a.py").write_text(CALL)
+    (sub / "b.py").write_text(CALL)
+    (tmp_path / ".gitignore").write_text("x\ny\nz\n")
+    (sub / ".gitignore").write_text("a.py\nq\n")  # with those above: the bound itself, applied
+    assert [os.path.basename(p) for p, _ in found(tmp_path)] == ["b.py"]
+    (sub / ".gitignore").write_text("a.py\nq\nr\n")
+    told = []
+    assert [os.path.basename(p) for p, _ in found(tmp_path, note=lambda p, w: told.append((p, w)))] == ["a.py", "b.py"]
+    assert told == [(str(sub / ".gitignore"), "6 patterns with the ignore files above it (at most 5)")]
 
 
 def test_configuration_of_too_many_wildcards_is_one_error_line(tmp_path):

@@ -630,6 +630,7 @@ def _compile(lines: Iterable[str]) -> Optional[PatternSet]:
 
 
 WILD_PATTERNS = 1000  # patterns no literal part indexes, over the ignore files that apply at one place
+PATTERNS = 100_000  # patterns of any kind there: what a process holds of them (about 72 MB)
 
 
 class Ignore:
@@ -647,9 +648,9 @@ class Ignore:
         self.specs = list(specs)
 
     def with_file(self, path: str, lead: List[str], depth: int, note: Note) -> "Ignore":
-        """These rules and those of the ignore file at `path`. One whose patterns no literal part
-        indexes pass WILD_PATTERNS, with those of the files above it, is not applied (told to `note`):
-        each path would be matched against all of them."""
+        """These rules and those of the ignore file at `path`. One that would pass a bound with the files
+        above it is not applied (told to `note`): WILD_PATTERNS, since each path would be matched against
+        all of those, and PATTERNS, since the walk holds them all while it is below."""
         spec = _compile(_read_lines(path, note))
         if spec is None:
             return self
@@ -658,7 +659,14 @@ class Ignore:
             note(path, f"{wild} wildcard patterns to match each path against, with the ignore files above it "
                        f"(at most {WILD_PATTERNS}; patterns with a literal name, start or end are not counted)")
             return self
+        held = len(spec.patterns) + self.patterns()
+        if held > PATTERNS:
+            note(path, f"{held} patterns with the ignore files above it (at most {PATTERNS})")
+            return self
         return Ignore(self.specs + [(lead, depth, spec)])
+
+    def patterns(self) -> int:
+        return sum(len(s.patterns) for _, _, s in self.specs)
 
     def travels(self) -> bool:
         """Whether a seed under these rules is cheap to send to another process: its pattern sets are
@@ -931,6 +939,12 @@ def _mount_points(table: str = "/proc/self/mountinfo") -> Optional[List[str]]:
     return [os.fsdecode(unescape(line.split(b" ")[4])) for line in lines if line.count(b" ") >= 4]
 
 
+def _patterns_held(seeds: Sequence[tuple]) -> int:
+    """The patterns of the distinct ignore files the seeds' rules hold."""
+    distinct = {id(spec): spec for seed in seeds for _, _, spec in seed[3].specs}
+    return sum(len(spec.patterns) for spec in distinct.values())
+
+
 class SplitWalk:
     """The walk of one directory given, split into parts that other processes walk (audit's scanners).
 
@@ -974,10 +988,11 @@ class SplitWalk:
         shared with them, so that a seed pickles as their places in _SHARED, not as their patterns."""
         w, seeds, files = self.walker, [self.walker.root], []
         w.donating = w.donate_any = True
-        while seeds and len(seeds) < ways:
-            w.donated = []
-            files += self._kept(w.walk(seeds))
-            seeds = w.donated
+        while seeds and len(seeds) < ways and _patterns_held(seeds) <= PATTERNS:
+            w.donated, left = [], seeds[::-1]
+            while left and _patterns_held(w.donated) <= PATTERNS:  # each directory listed adds its ignore file
+                files += self._kept(w.walk([left.pop()]))
+            seeds = w.donated + left[::-1]  # (any order: parts share no directory, notes are sorted)
         self.seeds = seeds
         _unshare()  # an earlier run's, if it did not finish
         _SHARED[:] = {id(spec): spec for seed in [self.walker.root, *seeds] for _, _, spec in seed[3].specs}.values()
