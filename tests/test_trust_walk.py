@@ -17,7 +17,7 @@ import pytest
 from topk_migrate import discover
 from topk_migrate.audit import audit
 from topk_migrate.discover import (
-    PROJECT_FILE_LIMIT, WILD_PATTERNS, PatternSet, _compile, _Glob, _parse_line, iter_python_files, read_regular,
+    PROJECT_FILE_LIMIT, WILD_PATTERNS, _compile, _Glob, _parse_line, iter_python_files, read_regular,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -236,17 +236,10 @@ def test_indexed_patterns_decide_as_a_scan_of_every_line():
             is_dir = r.random() < 0.4
             want = next((not p.negate for p in ref if p.matches(parts, 0, is_dir)), None)
             assert spec.check("/".join(parts), is_dir) == want, (lines, parts, is_dir)
-            assert spec.check_walk(parts, 0, is_dir, _walk_states(spec, parts[:-1])) == want, (lines, parts)
+            assert spec.check_walk(parts, 0, is_dir, discover._after(spec, parts[:-1])) == want, (lines, parts)
             rel = "/".join(parts) + ("/" if is_dir else "")
             want = next((not p.negate for p in ref if p.matches_within(rel.strip("/"), is_dir)), False)
             assert spec.match_file(rel) == want, (lines, rel)
-
-
-def _walk_states(spec: PatternSet, dirs):
-    states = spec.start()
-    for name in dirs:
-        states = spec.advance(states, name)
-    return states
 
 
 def test_a_check_matches_only_what_the_path_points_to(monkeypatch):

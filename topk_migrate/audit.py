@@ -106,8 +106,9 @@ def classify_without_engine(path: str, kernel: Optional[str]) -> Optional[Tuple[
 
 def _import_for_classify() -> None:
     """What classify_without_engine imports, imported in this process before the scanners are forked,
-    not again in each of them (kernels.py too: the vendored interfaces a tree with kernel calls usually holds ask the kernel gate,
-    and a scanner importing it on the last candidate found would hold up the end of the run)."""
+    not again in each of them (kernels.py too: the vendored interfaces a tree with kernel calls usually
+    holds ask the kernel gate, and a scanner importing it on the last candidate found would hold up the
+    end of the run)."""
     import importlib
 
     from . import api, config, files, guard, kernels, memory, narrow, rules  # noqa: F401
@@ -549,10 +550,9 @@ def scan_disk(paths, exclude, gitignore, jobs: int, tally: _Tally, prog: _Progre
         chunk = []
 
     try:
-        split = jobs > 1 and sys.platform == "linux"  # (where scanners run)
-        plan = SplitWalk.plan(paths, exclude, gitignore, follow_links, note) if split else None
+        plan = SplitWalk.plan(paths, exclude, gitignore, follow_links, note) if _forks_scanners(jobs) else None
         first = plan.start(2 * jobs) if plan is not None else []  # before the fork: see SplitWalk.start
-        scanners = _Scanners(jobs if jobs > 1 else 0, classify, plan)
+        scanners = _Scanners(jobs, classify, plan)
         try:
             if plan is None:
                 feed(project_files(paths, exclude, gitignore, follow_links, note))
@@ -650,6 +650,11 @@ def _scanner(conn, main: int, others, classify, plan) -> None:
             conn.send((_scan_chunk(work, buf, classify), None))
 
 
+def _forks_scanners(jobs: int) -> bool:
+    """Whether a run with `jobs` has scanner processes (forked: Linux only)."""
+    return jobs > 1 and sys.platform == "linux"
+
+
 class _Scanners:
     """Processes that read and prefilter (and walk, with a split walk) while this one goes on; with
     none (-j 1), the scan is done here.
@@ -661,20 +666,20 @@ class _Scanners:
     runner's queue thread starts with the first candidate), each in its own process group so Ctrl-C
     reaches only this process, which ends them (close). With none, classify runs here."""
 
-    def __init__(self, n: int, classify=None, plan: Optional[SplitWalk] = None):
+    def __init__(self, jobs: int, classify=None, plan: Optional[SplitWalk] = None):
         self.buf = bytearray(SCAN_WINDOW)
         self.plan = plan
         self.idle: List[tuple] = []  # (process, connection)
         self.busy: Dict[object, Tuple[tuple, object]] = {}  # connection -> (scanner, work it holds)
         self.parts: List[tuple] = []  # walked parts' (files, errors, result, candidates), not yet taken
         self.here = classify  # what work done here is classified with
-        if n < 1 or sys.platform != "linux":
+        if not _forks_scanners(jobs):
             return
         self.here = None
         if classify is not None:
             _import_for_classify()  # once, before forking (with no scanner, classify imports what it needs)
         ctx = multiprocessing.get_context("fork")
-        for _ in range(n):
+        for _ in range(jobs):
             mine, theirs = ctx.Pipe()
             proc = ctx.Process(target=_scanner, args=(theirs, os.getpid(), [c for _, c in self.idle], classify, plan),
                                daemon=True)

@@ -265,18 +265,15 @@ class _Glob:
     __slots__ = ("pieces", "lengths", "star", "literal", "head", "tail", "needle")
 
     def __init__(self, text: str):
-        pieces: List[List[str]] = [[]]  # regex atoms, one character each, between stars
-        plain: List[Optional[str]] = [""]  # each piece's characters while it holds no wildcard, else None
-        chars: List[Optional[str]] = []  # the glob's characters, None for a wildcard
+        # between stars: (regex atom, its character, None for a wildcard), one character each
+        pieces: List[List[Tuple[str, Optional[str]]]] = [[]]
         i = 0
         while i < len(text):
             c = text[i]
             if c == "*":
                 if pieces[-1] or len(pieces) == 1:  # (a leading star: the head piece is empty)
                     pieces.append([])
-                    plain.append("")
                 i += 1
-                chars.append(None)
                 continue
             char: Optional[str] = None
             if c == "?":
@@ -290,19 +287,18 @@ class _Glob:
                 atom = re.escape(char)
             else:
                 char, atom, i = c, re.escape(c), i + 1
-            pieces[-1].append(atom)
-            plain[-1] = None if char is None or plain[-1] is None else plain[-1] + char
-            chars.append(char)
+            pieces[-1].append((atom, char))
         self.star = len(pieces) > 1
         self.lengths = [len(p) for p in pieces]
+        texts = ["".join("\0" if c is None else c for _, c in p) for p in pieces]  # "\0" for a wildcard
+        plain = [None if "\0" in t else t for t in texts]
         self.literal = None if self.star else plain[0]
         self.head = plain[0] or None if self.star else None
         self.tail = plain[-1] or None if self.star else None
         self.pieces, self.needle = [], ""
         if self.literal is None:
-            self.pieces = [re.compile("".join(p), re.DOTALL) for p in pieces]
-            runs = "".join(c if c is not None else "\0" for c in chars).split("\0")
-            self.needle = max(runs, key=len)
+            self.pieces = [re.compile("".join(a for a, _ in p), re.DOTALL) for p in pieces]
+            self.needle = max("\0".join(texts).split("\0"), key=len)
 
     def match(self, name: str) -> bool:
         if not self.star:
@@ -939,10 +935,13 @@ def _mount_points(table: str = "/proc/self/mountinfo") -> Optional[List[str]]:
     return [os.fsdecode(unescape(line.split(b" ")[4])) for line in lines if line.count(b" ") >= 4]
 
 
+def _distinct_specs(seeds: Sequence[tuple]) -> List[PatternSet]:
+    """The ignore files the seeds' rules hold, each once."""
+    return list({id(spec): spec for seed in seeds for _, _, spec in seed[3].specs}.values())
+
+
 def _patterns_held(seeds: Sequence[tuple]) -> int:
-    """The patterns of the distinct ignore files the seeds' rules hold."""
-    distinct = {id(spec): spec for seed in seeds for _, _, spec in seed[3].specs}
-    return sum(len(spec.patterns) for spec in distinct.values())
+    return sum(len(spec.patterns) for spec in _distinct_specs(seeds))
 
 
 class SplitWalk:
@@ -995,7 +994,7 @@ class SplitWalk:
             seeds = w.donated + left[::-1]  # (any order: parts share no directory, notes are sorted)
         self.seeds = seeds
         _unshare()  # an earlier run's, if it did not finish
-        _SHARED[:] = {id(spec): spec for seed in [self.walker.root, *seeds] for _, _, spec in seed[3].specs}.values()
+        _SHARED[:] = _distinct_specs([self.walker.root, *seeds])
         for i, spec in enumerate(_SHARED):
             spec.shared = i
         return files
