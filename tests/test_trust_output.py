@@ -128,14 +128,22 @@ def test_report_file_is_replaced_only_by_a_finished_run(tmp_path):
     assert r.returncode == 2 and r.stderr.decode().count("\n") == 1 and b"cannot write the report" in r.stderr
 
 
-def test_report_written_through_a_symlink_keeps_the_link_and_the_mode(tmp_path):
+def test_a_report_is_never_written_through_a_symlink_nor_keeps_execute_bits(tmp_path):
+    # A fork commits `report.txt -> ../home/bin/tool` where the docs put `-o`: the target must stay.
     shutil.copy(BACKEND, tmp_path / "backend.py")
-    (tmp_path / "real.txt").write_text("old\n")
-    os.chmod(tmp_path / "real.txt", 0o640)
-    os.symlink("real.txt", tmp_path / "link.txt")
-    assert cli("audit", "--kernel", KERNEL, "-o", tmp_path / "link.txt", tmp_path / "backend.py").returncode == 1
-    assert os.path.islink(tmp_path / "link.txt") and "LOCATION" in (tmp_path / "real.txt").read_text()
-    assert os.stat(tmp_path / "real.txt").st_mode & 0o777 == 0o640
+    (tmp_path / "tool").write_text("#!/bin/sh\necho genuine\n")
+    os.chmod(tmp_path / "tool", 0o755)
+    os.symlink("tool", tmp_path / "link.txt")
+    os.mkdir(tmp_path / "bin")
+    os.symlink("bin", tmp_path / "out")
+    for target, cwd in ((tmp_path / "link.txt", None), ("out/r.txt", tmp_path)):
+        r = cli("audit", "--kernel", KERNEL, "-o", target, tmp_path / "backend.py", cwd=cwd)
+        assert r.returncode == 2 and b"symbolic link" in r.stderr and r.stderr.count(b"\n") == 1, r.stderr
+    assert (tmp_path / "tool").read_text() == "#!/bin/sh\necho genuine\n" and os.listdir(tmp_path / "bin") == []
+    assert os.path.islink(tmp_path / "link.txt")
+    # a regular report replaced: its execute bits are not kept
+    assert cli("audit", "--kernel", KERNEL, "-o", tmp_path / "tool", tmp_path / "backend.py").returncode == 1
+    assert "LOCATION" in (tmp_path / "tool").read_text() and os.stat(tmp_path / "tool").st_mode & 0o111 == 0
 
 
 def test_a_report_to_a_fifo_is_written_into_it_not_put_in_its_place(tmp_path):

@@ -986,6 +986,7 @@ def audit_command(paths, rev, fmt, exclude, no_gitignore, kernel, jobs, progress
     from . import report
     from .cli import _skipped, _validate_kernel  # what check and apply say and check, the same way
     from .escape import fit, printable
+    from .output import write_output
 
     _validate_kernel(kernel)
     paths = paths or (".",)
@@ -1003,7 +1004,7 @@ def audit_command(paths, rev, fmt, exclude, no_gitignore, kernel, jobs, progress
         sys.stdout.flush()
     else:
         try:
-            report.write_report(output, text)
+            write_output(output, text)
         except OSError as e:
             click.echo(fit(f"error: cannot write the report to {printable(output)}: "
                            f"{(e.strerror or str(e)).lower()}", sys.stderr.encoding), err=True)

@@ -139,9 +139,13 @@ def bump_command(old, new, paths, fmt, output, rev, follow_links, verbose):
             "markdown": lambda: markdown_report(report), "sarif": lambda: sarif_report(report),
             "github": lambda: github_report(report)}[fmt]()
     if output:
-        from pathlib import Path
+        from ..output import write_output
 
-        Path(output).write_text(text, encoding="utf-8")
+        try:
+            write_output(output, text)
+        except OSError as e:
+            click.echo(f"error: cannot write the report to {_escape(output)}: {(e.strerror or str(e)).lower()}", err=True)
+            sys.exit(2)
     else:
         click.echo(text, nl=False)
     for p, e in report.errors:

@@ -5,6 +5,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import List
 
+from ..escape import printable
+
 PASS, FAIL, SKIP, INFO = "pass", "fail", "skip", "info"
 
 
@@ -48,17 +50,18 @@ class Report:
         }
 
     def write_json(self, path: str) -> None:
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(self.to_dict(), f, indent=2, default=str)
-            f.write("\n")
+        from ..output import write_output
+
+        write_output(path, json.dumps(self.to_dict(), indent=2, default=str) + "\n")
 
     def table(self) -> str:
         width = max([len(c.name) for c in self.checks] + [5])
-        lines = [f"topk-migrate smoke: {self.target}"]
-        lines += [f"  {k}: {v}" for k, v in self.meta.items() if not isinstance(v, (dict, list))]
+        # the target, the file's own names and the checks' details quote the file: escaped
+        lines = [f"topk-migrate smoke: {printable(str(self.target))}"]
+        lines += [f"  {k}: {printable(str(v))}" for k, v in self.meta.items() if not isinstance(v, (dict, list))]
         lines.append(f"{'CHECK'.ljust(width)}  STATUS  DETAIL")
         for c in self.checks:
-            lines.append(f"{c.name.ljust(width)}  {c.status.upper().ljust(6)}  {c.detail}")
+            lines.append(f"{printable(c.name).ljust(width)}  {c.status.upper().ljust(6)}  {printable(str(c.detail))}")
         counts = {s: sum(c.status == s for c in self.checks) for s in (PASS, FAIL, SKIP, INFO)}
         verdict = "OK" if self.ok else "FAILED"
         lines.append(

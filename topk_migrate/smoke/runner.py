@@ -702,6 +702,13 @@ def run_smoke(
                                    timing=not emitter_fault, emitters=emitters)
     echo(report.table())
     if json_path:
-        report.write_json(json_path)
-        echo(f"report written to {os.fspath(json_path)}")
+        from ..escape import printable
+
+        try:
+            report.write_json(json_path)
+        except OSError as e:
+            echo(f"error: cannot write the report to {printable(os.fspath(json_path))}: "
+                 f"{(e.strerror or str(e)).lower()}")
+            return 2
+        echo(f"report written to {printable(os.fspath(json_path))}")
     return 0 if report.ok else 1
