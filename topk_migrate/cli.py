@@ -40,6 +40,10 @@ def _stdin_filename(f):
 
 def _run(paths, stdin_filename, **kw) -> api.Report:
     """api.run over paths, or over standard input when the only path is `-` (as ruff and black read it)."""
+    for p in paths:  # only after `--` can one start with "-": an option put there (a hook's args:) is no file
+        if p.startswith("-") and p != "-" and not os.path.lexists(p):
+            raise click.UsageError(f"{printable(p)}: no such file (after `--` every word is a path: options go "
+                                   "before it, or in [tool.topk-migrate] for the pre-commit hooks)")
     if "-" not in paths:
         if stdin_filename is not None:
             raise click.UsageError("--stdin-filename is for `-` (source on standard input)")

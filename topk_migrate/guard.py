@@ -54,20 +54,21 @@ def parse_checked(text: str, path: str, measure: bool = True) -> Optional[ast.Mo
                          f"({type(e).__name__}; limit {MAX_NESTING} levels)") from None
     except ValueError as e:  # e.g. a NUL byte, in a string not rejected before
         raise InputError(f"cannot parse: {e}") from None
-    return measured(tree) if measure else tree
+    return measured(tree, text) if measure else tree
 
 
 def for_libcst(tree: Optional[ast.Module], text: str, cut: Optional[str], path: str) -> Optional[ast.Module]:
     """The measured AST of what LibCST will parse: the narrowed `cut` when there is one (parsed
     here), else `text`, whose `tree` (parsed without measure; None if CPython rejected it) is measured."""
     if cut is None:
-        return measured(tree) if tree is not None else None
+        return measured(tree, text) if tree is not None else None
     return parse_checked(cut, path)
 
 
-def measured(tree: ast.Module) -> ast.Module:
-    """`tree`, its depth recorded for needs_isolation(); InputError if LibCST must not see it."""
-    depth = nesting(tree)
+def measured(tree: ast.Module, text: Optional[str] = None) -> ast.Module:
+    """`tree` (CPython's AST of `text`), its depth recorded for needs_isolation(); InputError if
+    LibCST must not see it."""
+    depth = nesting(tree, text)
     if depth > MAX_NESTING:
         raise InputError(f"expression nesting too deep for a safe rewrite: {depth} levels (limit {MAX_NESTING}, "
                          f"a nested block counting {BLOCK_COST})")
@@ -75,17 +76,81 @@ def measured(tree: ast.Module) -> ast.Module:
     return tree
 
 
-def nesting(tree: ast.AST) -> int:
-    """The deepest path from the root, a statement counting BLOCK_COST and any other node 1."""
+def nesting(tree: ast.AST, text: Optional[str] = None) -> int:
+    """The deepest path from the root as LibCST will nest it: a statement counts BLOCK_COST, any
+    other node 1, plus the levels of what CPython keeps flat and LibCST nests one level per
+    part (_flat_run). `text` is the source of `tree`, for runs of implicitly joined strings."""
     deepest, todo = 0, [(tree, 0)]
-    children, stmt = ast.iter_child_nodes, ast.stmt
+    children, stmt, flat = ast.iter_child_nodes, ast.stmt, _FLAT_NODES
+    lines = _Lines(text) if text is not None else None
     while todo:
         node, depth = todo.pop()
         depth += BLOCK_COST if isinstance(node, stmt) else 1
+        if isinstance(node, flat):
+            depth += _flat_run(node, lines)
         if depth > deepest:
             deepest = depth
         todo.extend((c, depth) for c in children(node))
     return deepest
+
+
+# Where CPython's AST is flat and LibCST's tree is not: `a and b and c` is one BoolOp but a
+# BooleanOperation per operator; `import a.b.c` one alias but an Attribute per dot; `"a" "b" "c"`
+# one Constant but a ConcatenatedString per join. 8,000 `and` terms (48 KB) or 6,000 dotted parts
+# (12 KB) crashed LibCST's native parser, 500 joined strings its visitors.
+_FLAT_NODES = (ast.BoolOp, ast.alias, ast.ImportFrom, ast.Constant, ast.JoinedStr)
+_MANY_QUOTES = 64  # fewer quote characters than this in a literal: it cannot join enough pieces to matter
+
+
+class _Lines:
+    """Line start offsets of a text, built on first use, for source segments of string literals."""
+
+    def __init__(self, text: str):
+        self.text, self.starts = text, None
+
+    def segment(self, node: ast.AST) -> str:
+        if self.starts is None:
+            self.starts = [0]
+            find, text = self.text.find, self.text
+            at = find("\n")
+            while at >= 0:
+                self.starts.append(at + 1)
+                at = find("\n", at + 1)
+        try:
+            lo = self.starts[node.lineno - 1] + node.col_offset
+            hi = self.starts[node.end_lineno - 1] + node.end_col_offset
+        except (IndexError, TypeError, AttributeError):
+            return ""
+        return self.text[lo:hi]
+
+
+def _flat_run(node: ast.AST, lines: Optional[_Lines]) -> int:
+    if isinstance(node, ast.BoolOp):
+        return len(node.values) - 1
+    if isinstance(node, ast.alias):
+        return node.name.count(".")
+    if isinstance(node, ast.ImportFrom):
+        return (node.module or "").count(".")
+    if lines is None or (isinstance(node, ast.Constant) and not isinstance(node.value, (str, bytes))):
+        return 0
+    seg = lines.segment(node)
+    quotes = seg.count('"') + seg.count("'")
+    if quotes < _MANY_QUOTES:
+        return 0
+    return max(_string_pieces(seg) - 1, 0)
+
+
+def _string_pieces(segment: str) -> int:
+    """How many string literals are joined in `segment` (CPython 3.12 tokenizes f-strings in parts:
+    their starts count); the quote count halved if it cannot be tokenized (an upper bound)."""
+    import io
+    import tokenize
+
+    kinds = {tokenize.STRING, getattr(tokenize, "FSTRING_START", tokenize.STRING)}
+    try:
+        return sum(t.type in kinds for t in tokenize.generate_tokens(io.StringIO(f"({segment})").readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError, RecursionError, MemoryError):
+        return (segment.count('"') + segment.count("'")) // 2
 
 
 def needs_isolation(tree: Optional[ast.Module]) -> bool:

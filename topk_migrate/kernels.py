@@ -73,12 +73,12 @@ def _intervals(s: Specifier) -> List[Interval]:
             lo = Version(f"{base.epoch}!{'.'.join(map(str, base.release))}.dev0")
             hi = _next_prefix(base.release, base.epoch)
             return [(lo, True, hi, False)] if op == "==" else [(None, False, lo, False), (hi, True, None, False)]
-        if op == "===":
-            v = _public(text)
-            return [(v, True, v, True)]
+        if op == "===":  # arbitrary equality: that exact string, which no other spelling matches
+            v = Version(text)
+            return [(v, True, v, True)] if str(v) == text and not v.local else []
         v = _public(text)
     except InvalidVersion:
-        return [_EVERY]
+        return [] if op == "===" else [_EVERY]  # `===.py` names no version at all
     if op == "==":
         return [(v, True, v, True)]
     if op == "!=":
@@ -110,11 +110,26 @@ def _meet(a: Interval, b: Interval) -> Optional[Interval]:
     return (lo, lo_in, hi, hi_in)
 
 
+# Version clauses one decision weighs, and kernel pins one install may hold. Real projects have a
+# handful; each `!=` splits the intervals held, so a fork's thousands of them would cost time
+# quadratic in what it wrote. Past either bound the pins decide nothing (the site is manual).
+MAX_CLAUSES = 64
+MAX_PINS = 64
+
+
+def clause_count(spec: str) -> int:
+    return spec.count(",") + 1 if spec else 0
+
+
 def allowed(spec: str) -> List[Interval]:
-    """Every public version `spec` allows (pre-releases included), as disjoint-enough intervals."""
+    """Every public version `spec` allows (pre-releases included), as disjoint-enough intervals;
+    [_EVERY] (a superset that decides nothing) past MAX_CLAUSES."""
+    if clause_count(spec) > MAX_CLAUSES:
+        return [_EVERY]
     out = [_EVERY]
     for s in SpecifierSet(spec):
-        out = [m for a in out for b in _intervals(s) if (m := _meet(a, b)) is not None]
+        ranges = _intervals(s)
+        out = [m for a in out for b in ranges if (m := _meet(a, b)) is not None]
     return out
 
 
@@ -207,15 +222,19 @@ _INCLUDE = re.compile(r"^(-r|--requirement|-c|--constraint)(?:\s*=\s*|\s+|(?<=-r
 _OPTION_TAIL = re.compile(r"\s+--?[A-Za-z].*$")
 
 
-def requirements_file(path: str, root: str, rel: str, seen: Optional[Set[str]] = None) -> List[Pin]:
+MAX_INCLUDE_DEPTH = 16  # -r/-c nesting followed; real projects use two or three levels
+
+
+def requirements_file(path: str, root: str, rel: str, seen: Optional[Set[str]] = None, depth: int = 0) -> List[Pin]:
     """The pins of a requirements file and of the files it includes (-r/-c, relative to it).
 
     Constraints count as pins: they bound the version pip may install. An include that
-    leaves the project root, or that was already read (a cycle), is not followed.
+    leaves the project root, that was already read (a cycle), or that lies deeper than
+    MAX_INCLUDE_DEPTH is not followed: what it would add could only narrow the versions allowed.
     """
     seen = set() if seen is None else seen
     real = os.path.realpath(path)
-    if real in seen or not inside(real, root):
+    if real in seen or depth > MAX_INCLUDE_DEPTH or not inside(real, root):
         return []
     seen.add(real)
     text = read_project_file(path)
@@ -231,7 +250,7 @@ def requirements_file(path: str, root: str, rel: str, seen: Optional[Set[str]] =
             target = m.group(2)
             if "://" not in target:
                 inc = os.path.join(os.path.dirname(path), target)
-                pins += requirements_file(inc, root, os.path.relpath(inc, root).replace(os.sep, "/"), seen)
+                pins += requirements_file(inc, root, os.path.relpath(inc, root).replace(os.sep, "/"), seen, depth + 1)
             continue
         if line.startswith("-"):  # -e, --index-url, -f ...: no version of a kernel
             continue
@@ -439,7 +458,12 @@ class Decision:
     pins: Tuple[Pin, ...]  # what it rests on: for False the too-old pin(s), for None the undecided ones
 
     def describe(self) -> str:
-        return "; ".join(f"{p} from {p.source}" for p in self.pins)
+        def shown(p: Pin) -> str:
+            text = str(p)
+            if clause_count(p.spec) > MAX_CLAUSES:
+                text = f"{p.dist} ({clause_count(p.spec)} version clauses; more than {MAX_CLAUSES} are not weighed)"
+            return f"{text[:200]}{'...' if len(text) > 200 else ''} from {p.source}"
+        return "; ".join(map(shown, self.pins[:3])) + (f" (and {len(self.pins) - 3} more)" if len(self.pins) > 3 else "")
 
 
 def _environments(pins: Sequence[Pin]) -> List[List[Pin]]:
@@ -482,6 +506,9 @@ def decide_pins(sources: Sequence[Sequence[Pin]], dists: Sequence[str], min_vers
         if not relevant:
             continue
         found = True
+        if len(relevant) > MAX_PINS:  # environments grow with the product of pins: decide nothing
+            worst.setdefault(None, tuple(relevant[:3]))
+            continue
         for env in _environments(relevant):
             if env:
                 worst.setdefault(_decide_env(env, min_versions), tuple(env))
