@@ -55,12 +55,19 @@ def test_stale_temp_files_of_dead_runs_are_removed_others_kept(tmp_path):
     stale = tmp_path / f".topk-migrate-{dead.pid}-k2j3h4.tmp"
     live = tmp_path / f".topk-migrate-{os.getpid()}-abc123.tmp"  # a run still going: never touched
     other = tmp_path / ".topk-migrate-notes.tmp"  # not of our form
-    for p in (stale, live, other):
+    # what a fork can commit: a dead pid in a checkout's mode, a pid of 20 digits (an OverflowError
+    # in os.kill once made every apply in the directory an internal error)
+    committed = tmp_path / f".topk-migrate-{dead.pid}-zz9.tmp"
+    huge = tmp_path / ".topk-migrate-99999999999999999999-x.tmp"
+    for p in (stale, live, other, committed, huge):
         p.write_text("half a file")
+    os.chmod(stale, 0o600)  # mkstemp's mode: what a killed write leaves
+    os.chmod(committed, 0o644)
     (tmp_path / "a.py").write_text(FIXABLE)
     r = cli("apply", "--kernel", KERNEL, tmp_path)
-    assert r.returncode == 1, r.stderr
-    assert not stale.exists() and live.exists() and other.exists()
+    assert r.returncode == 1 and "internal error" not in r.stderr, r.stderr
+    assert "topk_length" in (tmp_path / "a.py").read_text()
+    assert not stale.exists() and live.exists() and other.exists() and committed.exists() and huge.exists()
 
 
 DRIVER = """

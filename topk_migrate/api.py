@@ -189,6 +189,7 @@ class FileOutcome:
     written: bool = False
     new_bytes: Optional[bytes] = None  # the rewrite of source given as bytes (standard input)
     needs_engine: bool = False  # process_file(engine=False) stopped where LibCST would start
+    config: Optional[str] = None  # the pyproject.toml whose [tool.topk-migrate] applied (-v names it)
 
 
 def _stdin_stat(data: bytes) -> os.stat_result:
@@ -258,7 +259,15 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
     out = FileOutcome(path)
     try:
         try:
-            raw, st = (data, _stdin_stat(data)) if data is not None else read_regular(path)
+            if data is not None:
+                raw, st = data, _stdin_stat(data)
+            else:
+                from .files import read_candidate
+
+                got = read_candidate(path)
+                if got is None:
+                    return out  # over the size bound, and no kernel name in it: nothing to do
+                raw, st = got
         except OSError as e:
             from .files import input_error
 
@@ -272,6 +281,7 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
 
         src = decode_source(path, raw, st)
         cfg = config_for(os.path.dirname(os.path.abspath(path)))
+        out.config = cfg.source
         if write and data is None:
             _clean_once(os.path.dirname(os.path.realpath(path)))
         text, kernel = src.text, kernel or cfg.kernel

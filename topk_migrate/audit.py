@@ -997,7 +997,11 @@ def audit_command(paths, rev, fmt, exclude, no_gitignore, kernel, jobs, progress
                        progress=progress, follow_links=follow_links, note=_skipped(verbose))
     except AuditError as e:
         click.echo(fit(f"error: {printable(str(e))}", sys.stderr.encoding), err=True)
-        sys.exit(2)
+        if output == "-":
+            sys.exit(2)
+        # a report that says the run failed, not none: a fork must not blank its own code scan
+        result = _result([], _Tally(errors=[(paths[0], str(e))]), os.path.abspath(paths[0]), rev, None,
+                         time.perf_counter())
     text = report.render(fmt, result.sites, result.errors, result.summary)
     if output == "-":
         sys.stdout.write(fit(text, sys.stdout.encoding))

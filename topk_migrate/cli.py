@@ -7,7 +7,7 @@ import sys
 import click
 
 from . import api
-from .escape import fit, printable
+from .escape import fit, listing, printable
 from .model import CHECK_STATUSES, Status
 
 KERNEL_HELP = "Kernel the calls resolve to, as NAME==VERSION (e.g. sglang-kernel==0.4.6); overrides pins."
@@ -80,13 +80,16 @@ def _stdout_source(f: api.FileOutcome) -> None:
     out.flush()
 
 
-def _diff_text(f: api.FileOutcome) -> str:
-    """The diff, its file names escaped (the body is the file's own code, as `git diff` shows it)."""
+def _diff_text(f: api.FileOutcome, terminal: bool) -> str:
+    """The diff, its file names escaped; its body is the file's own code, byte-exact for `git apply`
+    into a pipe or file, and on a terminal with every control but line feeds and tabs escaped (a
+    comment holding ESC ] 0; ... BEL would retitle the window or erase lines)."""
     a, b = api._labels(f.path)
     head = f"--- {a}\n+++ {b}\n"
-    if f.diff.startswith(head):
-        return f"--- {printable(a)}\n+++ {printable(b)}\n" + f.diff[len(head):]
-    return f.diff
+    body = f.diff[len(head):] if f.diff.startswith(head) else f.diff
+    if terminal:
+        body = listing(body)
+    return (f"--- {printable(a)}\n+++ {printable(b)}\n" if f.diff.startswith(head) else "") + body
 
 
 def _skipped(verbose: bool):
@@ -125,6 +128,9 @@ def _report(report: api.Report, applied: bool, err: bool, verbose: bool = False)
                 _echo(printable(f"    kernel: {s.kernel}"), err=err)
     for f in report.errors:
         _echo(f"{printable(f.path)}: error: {printable(f.error, keep_newlines=verbose)}", err=True)
+    if verbose:
+        for source in sorted({f.config for f in report.files if f.config}):
+            _echo(f"note: [tool.topk-migrate] read from {printable(source)}", err=True)
     counts = _counts(report)
     written = sum(f.written for f in report.files)
     tail = f"; rewrote {written} file(s)" if applied else ""
@@ -269,7 +275,7 @@ def apply(paths, kernel, diff, stdin_filename, follow_links, verbose):
     if diff:
         for f in report.files:
             if f.diff:
-                _echo(_diff_text(f), nl=False)
+                _echo(_diff_text(f, sys.stdout.isatty()), nl=False)
     _report(report, applied=not diff, err=diff, verbose=verbose)
     sys.exit(report.exit_code(wrote=not diff))
 

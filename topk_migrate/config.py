@@ -55,19 +55,20 @@ def _load(pyproject: str) -> Optional[Config]:
     Configuration is data, never code: `metadata` entries are inserted into source
     files, so only dotted names are accepted; `kernel` must parse as a requirement.
     """
-    try:  # imported here: most runs never meet a pyproject.toml that needs parsing
-        import tomllib
-    except ImportError:  # Python < 3.11
-        import tomli as tomllib  # type: ignore[no-redef]
+    from . import bounded  # imported here: most runs never meet a pyproject.toml that needs parsing
     from .discover import PROJECT_FILE_LIMIT, read_regular
+    from .project import _planted
 
     try:
-        doc = tomllib.loads(read_regular(pyproject, PROJECT_FILE_LIMIT)[0].decode("utf-8"))
+        raw, st = read_regular(pyproject, PROJECT_FILE_LIMIT)
+        if _planted(pyproject, st):  # another user's file in a directory anyone can write to
+            return None
+        doc = bounded.toml(raw.decode("utf-8"))
     except OSError as e:
         raise InputError(f"{pyproject}: cannot read: {(e.strerror or str(e)).lower()}") from None
     except UnicodeDecodeError as e:
         raise InputError(f"{pyproject}: not valid UTF-8 (byte {e.start})") from None
-    except tomllib.TOMLDecodeError as e:
+    except ValueError as e:
         raise InputError(f"{pyproject}: cannot read [tool.topk-migrate]: {e}") from None
     tool = doc.get("tool", {})
     if not isinstance(tool, dict):

@@ -32,6 +32,16 @@ def printable(text: str, keep_newlines: bool = False) -> str:
     return UNSAFE.sub(escape, text)
 
 
+# A code listing on a terminal (`apply --diff` into a tty): every UNSAFE character but the line
+# feed and the tab escaped. Into a pipe or file the diff stays byte-exact, for `git apply`.
+_LISTING_UNSAFE = re.compile(UNSAFE.pattern.replace("\x00-\x1f", "\x00-\x08\x0b-\x1f"))
+
+
+def listing(text: str) -> str:
+    """text as a terminal may show it: lines and tabs kept, any other control escaped."""
+    return _LISTING_UNSAFE.sub(escape, text)
+
+
 def fit(text: str, encoding: Optional[str]) -> str:
     """text as `encoding` can carry it: an em dash becomes "--", anything else it lacks a backslash escape."""
     encoding = encoding or "utf-8"

@@ -31,9 +31,9 @@ import tempfile
 import tokenize
 import warnings
 from dataclasses import dataclass
-from typing import Iterator, List, Optional
+from typing import Iterator, List, Optional, Tuple
 
-from .discover import NotRegularFile, may_hold_site, read_regular
+from .discover import NotRegularFile, file_may_hold_site, may_hold_site, read_regular
 from .model import InputError
 
 # Files above this size that could hold a site are refused rather than parsed
@@ -93,6 +93,22 @@ def input_error(e: OSError, path: str) -> InputError:
     if e.errno == errno.EISDIR:
         return InputError("is a directory")
     return InputError(f"cannot read: {(e.strerror or str(e)).lower()}")
+
+
+def read_candidate(path: str) -> Optional[Tuple[bytes, os.stat_result]]:
+    """The bytes and stat of a file that may hold a site, never holding more than max_bytes() of it:
+    a bigger file is scanned in windows and is None when it names no kernel, else InputError
+    (a sparse 2 GiB file costs its windows, not 2 GB per worker). OSError as read_regular."""
+    limit = max_bytes()
+    try:
+        return read_regular(path, limit)
+    except OSError as e:
+        if e.errno != errno.EFBIG:
+            raise
+    if not file_may_hold_site(path):
+        return None
+    size = os.stat(path).st_size
+    raise InputError(f"file too large ({size} bytes > {limit}); skipped (raise {MAX_BYTES_ENV} to process it)")
 
 
 def read_source(path: str, limit: Optional[int] = None) -> SourceFile:
@@ -348,27 +364,31 @@ def remove_stale_temps(directory: str) -> List[str]:
     """Remove this tool's temporary files in `directory` whose writer is dead (a run killed
     by SIGKILL inside the write window leaves one); returns their names.
 
-    Only names of our own form are touched (prefix, a pid, mkstemp's suffix), only regular
-    files, and only when no process has that pid: a live run's temp file is left alone."""
+    Only what a killed write can have left is touched: a name of our own form (prefix, a pid
+    this system can have, mkstemp's suffix), a regular file of ours with mkstemp's mode 0600
+    (a checkout, and so a file a fork commits under that name, has its umask's mode), and only
+    when no process has that pid: a live run's temp file, and anything else, is left alone."""
     removed = []
     try:
         names = [n for n in os.listdir(directory) if n.startswith(TEMP_PREFIX)]
     except OSError:
         return removed
+    uid = os.geteuid() if hasattr(os, "geteuid") else -1
     for name in names:
         m = _OUR_TEMP.fullmatch(name)
-        if not m or _pid_alive(int(m.group(1))):
+        if not m or len(m.group(1)) > 10 or _pid_alive(int(m.group(1))):
             continue
         path = os.path.join(directory, name)
         with contextlib.suppress(OSError):
-            if stat.S_ISREG(os.lstat(path).st_mode):
+            st = os.lstat(path)
+            if stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600 and st.st_uid in (uid, -1):
                 os.unlink(path)
                 removed.append(name)
     return removed
 
 
 def _pid_alive(pid: int) -> bool:
-    if pid <= 0:
+    if pid <= 0 or pid > 2**31 - 1:
         return True  # not a pid we wrote: leave it
     try:
         os.kill(pid, 0)

@@ -261,13 +261,11 @@ def requirements_file(path: str, root: str, rel: str, seen: Optional[Set[str]] =
 
 
 def _toml(text: str) -> dict:
+    from . import bounded
+
     try:
-        import tomllib
-    except ImportError:  # Python < 3.11
-        import tomli as tomllib  # type: ignore[no-redef]
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
+        return bounded.toml(text)
+    except ValueError:
         return {}
 
 
@@ -307,9 +305,10 @@ def setup_cfg_pins(text: str, rel: str) -> List[Pin]:
 def setup_py_pins(text: str, rel: str) -> List[Pin]:
     """install_requires / extras_require of setup(...), read statically: string literals only
     (in the call, or in a module-level name it passes)."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+    from . import bounded
+
+    tree = bounded.python_facts(text)
+    if tree is None:
         return []
     names = {t.id: node.value for node in tree.body if isinstance(node, ast.Assign)
              for t in node.targets if isinstance(t, ast.Name)}
@@ -319,7 +318,7 @@ def setup_py_pins(text: str, rel: str) -> List[Pin]:
             node = names[node.id]
         try:
             return ast.literal_eval(node)
-        except (ValueError, SyntaxError, TypeError):
+        except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):
             return None
 
     pins: List[Optional[Pin]] = []
@@ -590,12 +589,10 @@ def read_interface(file: str, func: str, depth: int = 0) -> Optional[Interface]:
     Where the module binds the name more than once (an import and a fallback), the
     interface is one that every binding satisfies, or None if they disagree.
     """
-    text = read_project_file(file)
-    if text is None or depth > 4:
-        return None
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+    from . import bounded
+
+    tree = bounded.python_facts(read_project_file(file)) if depth <= 4 else None
+    if tree is None:
         return None
     defs = {n.name: n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     found: List[Optional[Interface]] = []

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
+import stat
 from typing import Optional, Tuple
 
 PROJECT_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
@@ -37,6 +38,20 @@ def _has_requirements(names: Tuple[str, ...]) -> bool:
 
 
 @functools.lru_cache(maxsize=None)
+def shared(directory: str) -> bool:
+    """Can other users add files to `directory`? World-writable (/tmp, /var/tmp), or, for a user
+    other than root, owned by another user (root runs over checkouts it does not own, in containers)."""
+    try:
+        st = os.stat(directory)
+    except OSError:
+        return False
+    if st.st_mode & stat.S_IWOTH:
+        return True
+    uid = os.geteuid() if hasattr(os, "geteuid") else 0
+    return uid != 0 and st.st_uid not in (uid, 0)
+
+
+@functools.lru_cache(maxsize=None)
 def _root_of_dir(start: str) -> str:
     d, marked, loose = start, None, None
     while True:
@@ -50,7 +65,9 @@ def _root_of_dir(start: str) -> str:
         if loose is None and _has_requirements(names):
             loose = d
         parent = os.path.dirname(d)
-        if parent == d:
+        if parent == d or shared(parent):  # what another user planted above never governs the project
+            if loose is not None and (marked is None or len(loose) > len(marked)):
+                return loose  # a folder with its own requirements file: not a parent's project
             return marked or loose or start
         d = parent
 
@@ -62,8 +79,9 @@ def project_root(path: str) -> str:
     top of a revision `audit --rev` lays out): a directory of installed distributions
     (`*.dist-info`, site-packages) if one is met; else the first directory holding a
     project file (pyproject.toml, setup.cfg, setup.py); else the `.git` directory itself.
-    Outside any repository, with no project file: the nearest directory holding a
-    requirements file (a folder of scripts), else the directory itself.
+    Outside any repository: the nearest directory holding a project file or a requirements
+    file (a folder of scripts), else the directory itself. The climb never enters a directory
+    others can write to (`shared`: /tmp), so a `pyproject.toml` planted there governs nothing.
     """
     a = os.path.abspath(path)
     return _root_of_dir(a if os.path.isdir(a) else os.path.dirname(a))
@@ -97,12 +115,22 @@ def read_project_file(path: str, limit: int = PROJECT_FILE_LIMIT) -> Optional[st
     from .discover import read_regular
 
     try:
-        return read_regular(path, limit)[0].decode("utf-8", "replace")
+        data, st = read_regular(path, limit)
     except OSError:
         return None
+    if _planted(path, st):
+        return None
+    return data.decode("utf-8", "replace")
+
+
+def _planted(path: str, st: os.stat_result) -> bool:
+    """A file another user left in a directory anyone can write to: never one of this project's."""
+    uid = os.geteuid() if hasattr(os, "geteuid") else 0
+    return st.st_uid != uid and shared(os.path.dirname(os.path.abspath(path)))
 
 
 def clear_caches() -> None:
     """Forget directory listings and roots (for a process that runs more than once on changing trees)."""
     listing.cache_clear()
+    shared.cache_clear()
     _root_of_dir.cache_clear()

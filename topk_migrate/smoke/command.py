@@ -16,7 +16,13 @@ import click
 def smoke_command(path, function, device, json_path, emitter_fault):
     """Patch PATH (default: the bundled example backend) with the codemod and
     run both versions end to end against the kernel. Exit 0 only if every
-    check passed."""
+    check passed.
+
+    This RUNS CODE FROM PATH: the helper that calls the kernel and the
+    module-level statements it needs (right-hand sides of assignments
+    included), and, when PATH sets TOPK_MIGRATE_SMOKE, the whole module with
+    its imports, twice. Smoke only your own files, or a fork's inside a
+    sandbox; check, apply, audit and bump never run a file's code."""
     if path is not None:
         error = _unreadable(path)
         if error:
@@ -39,13 +45,13 @@ def _unreadable(path: str):
     Checked before torch is imported, so bad input never ends in a traceback."""
     from ..discover import read_regular
     from ..escape import fit, printable
-    from ..files import decode_source, input_error, syntax_error_message
+    from ..files import decode_source, input_error, max_bytes, syntax_error_message
     from ..guard import parse_checked
     from ..model import InputError
 
     try:
         try:
-            raw, st = read_regular(path)
+            raw, st = read_regular(path, max_bytes())
         except OSError as e:
             raise input_error(e, path) from None
         text = decode_source(path, raw, st).text

@@ -646,7 +646,12 @@ def smoke_sources(
         mods = []
         try:
             if runnable:
-                mods = [e2e.load_module(original, filename, "unpatched"), e2e.load_module(patched, filename, "patched")]
+                try:  # the whole module runs here (its TOPK_MIGRATE_SMOKE marker asked for it)
+                    mods = [e2e.load_module(original, filename, "unpatched")]
+                    mods.append(e2e.load_module(patched, filename, "patched"))
+                except Exception as e:  # its imports or top-level code failed: a failed check, not a traceback
+                    report.add("e2e.import", False, f"running the module failed: {type(e).__name__}: {e}")
+                    return report
                 e2e_calls = check_e2e(report, kernel, emitters, mods[0], mods[1], device, sm_major, topk, heads, small, only)
                 _guarded(report, "contract.front_packed", check_contract, e2e_calls, "kernel boundary, through the backend's own top-k path")
                 _guarded(report, "cuda_graph.replay", check_graph_e2e, kernel, emitters, mods[1], device, sm_major, topk, heads)
