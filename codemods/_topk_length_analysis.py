@@ -229,7 +229,7 @@ class _Analysis:
         import ast
         import os
 
-        from topk_migrate import project
+        from topk_migrate import bounded, project
 
         self._siblings = []
         method_names = {fn.name for fn in self.facts.functions if fn.class_name}
@@ -247,17 +247,19 @@ class _Analysis:
             if not text or not method_names & set(re.findall(r"def\s+(\w+)\s*\(", text)) \
                     or not any(c in text for c in class_names):
                 continue
-            try:
-                tree = ast.parse(text)
-            except (SyntaxError, ValueError, RecursionError):
+            tree = bounded.python_facts(text)
+            if tree is None:
                 continue
             classes = []
-            for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
-                methods: Dict[str, list] = {}
-                for d in cls.body:
-                    if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                        methods.setdefault(d.name, []).append(d)
-                classes.append((cls.name, [ast.unparse(b) for b in cls.bases], methods))
+            try:
+                for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+                    methods: Dict[str, list] = {}
+                    for d in cls.body:
+                        if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                            methods.setdefault(d.name, []).append(d)
+                    classes.append((cls.name, [ast.unparse(b) for b in cls.bases], methods))
+            except RecursionError:  # a base expression nested past what unparse takes: no facts
+                continue
             self._siblings.append((name, text, classes))
         return self._siblings
 
@@ -666,17 +668,22 @@ class _Analysis:
             return None
         import ast
 
-        from topk_migrate import kernels, project
+        from topk_migrate import bounded, guard, kernels, project
+        from topk_migrate.model import InputError
 
         found = kernels.find_module(self.path, module)
         text = project.read_project_file(found) if found else None
+        tree = bounded.python_facts(text)
         try:
-            node = next((n for n in ast.parse(text or "").body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+            node = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None) \
+                if tree is not None else None
             if node is not None:
                 first = min([node.lineno] + [d.lineno for d in node.decorator_list])
-                snippet = cst.parse_module("\n".join(text.split("\n")[first - 1:node.end_lineno]) + "\n")
+                lines = "\n".join(text.split("\n")[first - 1:node.end_lineno]) + "\n"
+                guard.parse_checked(lines, found)  # LibCST sees only what its nesting bound admits
+                snippet = cst.parse_module(lines)
                 self._external[qualname] = (Tree(snippet, positions=False), snippet.body[0])
-        except (SyntaxError, ValueError, cst.ParserSyntaxError, RecursionError):
+        except (SyntaxError, ValueError, cst.ParserSyntaxError, RecursionError, InputError):
             pass
         return self._external[qualname]
 
