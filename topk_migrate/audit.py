@@ -29,7 +29,6 @@ import multiprocessing
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -772,10 +771,30 @@ class _Scanners:
 
 # -- git --rev --------------------------------------------------------------
 
+# What one --rev run reads out of the repository, and lays out on disk, at most. git inflates what it
+# is asked for, so a repository of a few hundred KB (one blob under many paths, deltas of one blob)
+# can name far more bytes than it holds; past these bounds a file is one error line, not read (or not
+# written). A file linked to another copy of the same blob counts in full: each copy is analysed.
+REV_READ_LIMIT = 8 << 30
+REV_LAYOUT_LIMIT = 1 << 30
+
+
+def _rev_limits() -> Tuple[int, int]:
+    """(bytes read, bytes laid out) one run allows: the constants, or more where TOPK_MIGRATE_MAX_BYTES
+    was raised past what they hold of it."""
+    from .files import max_bytes
+
+    mb = max_bytes()
+    return max(REV_READ_LIMIT, 64 * mb), max(REV_LAYOUT_LIMIT, 16 * mb)
+
 
 def _git(args: List[str], cwd: str, stdin=None) -> bytes:
+    """A git command's output (subprocesses.git: no transport, no lazy fetch, scrubbed environment);
+    AuditError, one line, if it fails."""
+    from .subprocesses import git
+
     try:
-        r = subprocess.run(["git", *args], cwd=cwd, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        r = git(args, cwd) if stdin is None else git(args, cwd, stdin=stdin)
     except OSError as e:
         raise AuditError(f"cannot run git: {e.strerror or e}") from None
     if r.returncode != 0:
@@ -793,26 +812,102 @@ def _is_project_file(path: str) -> bool:
     return len(parts) >= 2 and parts[-2].endswith(".dist-info") and name in ("METADATA", "RECORD")
 
 
-def _cat_blobs(top: str, shas: List[str]) -> Iterable[bytes]:
-    """Contents of the blobs, in order, through one `git cat-file --batch`."""
+def _missing(top: str, commit: str) -> set:
+    """The objects of `commit`'s tree that the repository lacks (a partial clone's blobs never fetched),
+    found without fetching them (`--missing=print`): asked of cat-file, one would end it."""
+    out = _git(["rev-list", "--objects", "--no-object-names", "--no-walk", "--missing=print", commit], top)
+    return {line[1:].decode(errors="replace") for line in out.split(b"\n") if line.startswith(b"?")}
+
+
+def _sizes(top: str, shas: List[str]) -> Dict[str, Tuple[str, int]]:
+    """(type, size) of each object, through one `git cat-file --batch-check`: nothing is read yet."""
     if not shas:
-        return
+        return {}
     with tempfile.TemporaryFile() as req:  # a file, not a pipe: no writer thread, no deadlock
         req.write("".join(s + "\n" for s in shas).encode())
         req.seek(0)
-        proc = subprocess.Popen(["git", "cat-file", "--batch"], cwd=top, stdin=req, stdout=subprocess.PIPE)
+        lines = _git(["cat-file", "--batch-check"], top, stdin=req).splitlines()
+    if len(lines) != len(shas):
+        raise AuditError(f"git cat-file: {len(lines)} answers for {len(shas)} objects")
+    out = {}
+    for sha, line in zip(shas, lines):
+        f = line.split()
+        if len(f) == 3 and f[0].decode(errors="replace") == sha and f[2].isdigit():
+            out[sha] = (f[1].decode(errors="replace"), int(f[2]))
+        else:
+            out[sha] = (f[-1].decode(errors="replace") if f else "missing", 0)
+    return out
+
+
+def _cat_blobs(top: str, reqs: List[Tuple[str, int, object]]) -> Iterable[object]:
+    """For each (sha, size, scan), through one `git cat-file --batch`: the blob's bytes where scan is
+    None (the caller has checked size against a cap), else whether the Prefilter `scan` finds a name
+    in it, read a window at a time and never held whole. Only blobs _sizes found are asked for."""
+    if not reqs:
+        return
+    from .subprocesses import git_popen
+
+    with tempfile.TemporaryFile() as req:
+        req.write("".join(s + "\n" for s, _, _ in reqs).encode())
+        req.seek(0)
+        try:
+            proc = git_popen(["cat-file", "--batch"], top, req)
+        except OSError as e:
+            raise AuditError(f"cannot run git: {e.strerror or e}") from None
         try:
             out = proc.stdout
-            for sha in shas:
-                header = out.readline().split()
-                if len(header) != 3 or header[1] != b"blob":
-                    raise AuditError(f"git cat-file: unexpected answer for {sha}: {b' '.join(header).decode(errors='replace')}")
-                data = out.read(int(header[2]))
-                out.read(1)
-                yield data
+            for sha, size, scan in reqs:
+                line = out.readline(256)
+                header = line.split()
+                if header != [sha.encode(), b"blob", str(size).encode()]:
+                    got = line.decode(errors="replace").strip() or "no answer"
+                    raise AuditError(f"git cat-file: unexpected answer for {sha}: {got[:120]}")
+                yield _read_exactly(out, size, sha) if scan is None else _scan_stream(out, size, scan, sha)
+                if out.read(1) != b"\n":
+                    raise AuditError(f"git cat-file: unexpected answer after {sha}")
         finally:
             proc.stdout.close()
             proc.wait()
+
+
+def _read_exactly(out, size: int, sha: str) -> bytes:
+    data = out.read(size)
+    if len(data) != size:
+        raise AuditError(f"git cat-file: {sha} ended after {len(data)} of {size} bytes")
+    return data
+
+
+def _scan_stream(out, size: int, pf, sha: str) -> bool:
+    """Whether `pf` finds a name in the next `size` bytes of `out`, all of which are consumed, a
+    SCAN_WINDOW at a time (a name across two windows is still seen)."""
+    found, tail, left = False, b"", size
+    while left:
+        chunk = out.read(min(left, SCAN_WINDOW))
+        if not chunk:
+            raise AuditError(f"git cat-file: {sha} ended after {size - left} of {size} bytes")
+        left -= len(chunk)
+        if not found:
+            window = tail + chunk
+            found = pf.matches(window)
+            tail = window[len(window) - pf.carry:] if pf.carry else b""
+    return found
+
+
+def _directories_among(rels: Sequence[str], paths: Iterable[str]) -> set:
+    """Which of `rels` (repository-relative paths from the command line, "" the top) are directories
+    of the commit whose files are `paths`. One prefix comparison per path and rel: time linear in the
+    listing's size whatever its depth (the set of every directory, built by cutting each path at each
+    of its slashes, costs the cube of a deep chain's depth)."""
+    found = {r for r in rels if not r}
+    left = [(r, r + "/") for r in dict.fromkeys(rels) if r]
+    for p in paths:
+        if not left:
+            break
+        hit = [rh for rh in left if p.startswith(rh[1])]
+        if hit:
+            found.update(r for r, _ in hit)
+            left = [rh for rh in left if rh not in hit]
+    return found
 
 
 def _scan_rev(paths, rev, exclude, kernel, runner, tally, prog, tmp) -> Tuple[str, str, str]:
@@ -824,14 +919,87 @@ def _scan_rev(paths, rev, exclude, kernel, runner, tally, prog, tmp) -> Tuple[st
     return root, top, commit
 
 
+class _RevFiles:
+    """What one run has read out of the revision and laid out: the bounds, and each blob written once."""
+
+    def __init__(self, tmp, top, rev, tally, missing, sizes):
+        self.tmp, self.top, self.rev, self.tally = tmp, top, rev, tally
+        self.missing, self.sizes = missing, sizes
+        self.read_limit, self.layout_limit = _rev_limits()
+        self.read = self.laid = 0
+        self.by_sha: Dict[str, str] = {}  # blob -> the first file laid out from it
+        self.by_path: Dict[str, str] = {}  # path in the commit -> the file laid out
+        self.failed: set = set()  # paths with their error line already
+
+    def fail(self, paths: Sequence[str], why: str) -> None:
+        for p in paths:
+            self.failed.add(p)
+            self.tally.errors.append((os.path.join(self.top, p), why))
+
+    def size(self, sha: str, paths: Sequence[str]) -> Optional[int]:
+        """The blob's size, or None with each path's error line (missing, or not a blob)."""
+        kind, size = self.sizes.get(sha, ("missing", 0))
+        if sha in self.missing or kind == "missing":
+            self.fail(paths, "not in the repository (a partial clone's blob, never fetched: --rev fetches "
+                             "nothing); skipped")
+            return None
+        if kind != "blob":
+            self.fail(paths, f"object {sha} is a {kind}, not a blob; skipped")
+            return None
+        return size
+
+    def may_read(self, size: int, paths: Sequence[str]) -> bool:
+        if self.read + size > self.read_limit:
+            self.fail(paths, f"not read: this run has read {self.read} bytes of {self.rev}'s files, and "
+                             f"this one ({size} bytes) would pass the bound of {self.read_limit}; skipped")
+            return False
+        self.read += size
+        return True
+
+    def lay_out(self, path: str, sha: str, data: bytes) -> Optional[str]:
+        if path in self.by_path:  # a project file that is also a candidate (setup.py): laid out once
+            return self.by_path[path]
+        if self.laid + len(data) > self.layout_limit:
+            self.fail([path], f"not laid out: this run has laid out {self.laid} bytes of {self.rev}'s files, "
+                              f"and this one ({len(data)} bytes) would pass the bound of {self.layout_limit}; skipped")
+            return None
+        dest = _lay_out(self.tmp, path, data, self.tally, self.top, self.by_sha.get(sha))
+        if dest:
+            self.laid += len(data)
+            self.by_path[path] = dest
+            self.by_sha.setdefault(sha, dest)
+        return dest
+
+
+def _by_blob(items: Iterable[Tuple[str, str]]) -> Dict[str, List[str]]:
+    """{sha: its paths}, in the order the blobs first come."""
+    out: Dict[str, List[str]] = {}
+    for sha, path in items:
+        out.setdefault(sha, []).append(path)
+    return out
+
+
 def lay_out_rev(paths, rev, exclude, tally, prog, tmp, keep=None) -> Tuple[str, str, str, List[str]]:
     """The files of commit `rev` under `paths` for which keep(bytes) holds (default: the prefilter),
     and the project files the gate and config read, laid out under tmp (bump --rev reads them too).
-    Returns (root, top, commit, the laid-out candidates)."""
-    from .discover import _compile
+    Returns (root, top, commit, the laid-out candidates).
 
-    keep = keep or may_hold_site
+    Sizes come first (cat-file --batch-check), and nothing over its cap is read: a candidate over
+    TOPK_MIGRATE_MAX_BYTES is scanned a window at a time for the names keep looks for (the
+    prefilter's; a keep with a `needles` attribute, those; any other keep: every such file) and is
+    the usual "file too large" error line if one is there, as on disk; a project file over
+    project.PROJECT_FILE_LIMIT is an error line. A blob the repository lacks (a partial clone) is
+    an error line, never fetched. Each blob is written once (the same blob under other paths is
+    hard-linked), and a run reads and lays out at most _rev_limits() bytes."""
+    from .discover import Prefilter, _compile, prefilter
+    from .files import MAX_BYTES_ENV, max_bytes
+    from .project import PROJECT_FILE_LIMIT
 
+    if keep is None:
+        keep, scan = may_hold_site, prefilter()
+    else:
+        needles = getattr(keep, "needles", None)
+        scan = Prefilter([bytes(n) for n in needles]) if needles else None
     first = os.path.abspath(paths[0])
     start = first if os.path.isdir(first) else os.path.dirname(first)
     while not os.path.isdir(start):  # the path may exist only in that commit
@@ -861,8 +1029,7 @@ def lay_out_rev(paths, rev, exclude, tally, prog, tmp, keep=None) -> Tuple[str, 
                     tally.errors.append((top, f"unsafe path in {rev}: {path!r} {why}; skipped"))
                     continue
                 entries.append((mode.decode(), sha.decode(), path))
-    dirs = {""} | {p.rsplit("/", 1)[0] for _, _, p in entries if "/" in p}
-    dirs |= {d.rsplit("/", i)[0] for d in list(dirs) for i in range(1, d.count("/") + 1)}
+    dirs = _directories_among(rels, (p for _, _, p in entries))
     absd = [os.path.join(top, r) if r else top for r in rels]
     root = absd[0] if len(rels) == 1 and rels[0] in dirs else \
         os.path.commonpath([a if r in dirs else os.path.dirname(a) for a, r in zip(absd, rels)])
@@ -888,8 +1055,23 @@ def lay_out_rev(paths, rev, exclude, tally, prog, tmp, keep=None) -> Tuple[str, 
             wanted.append((sha, path))
         if not matched:
             tally.errors.append((os.path.join(top, rel), f"not in {rev}"))
-    for (sha, path), data in zip(project, _cat_blobs(top, [s for s, _ in project])):
-        _lay_out(tmp, path, data, tally, top)
+    missing = _missing(top, commit) if project or wanted else set()
+    shas = [s for s in dict.fromkeys(s for s, _ in project + wanted) if s not in missing]
+    files = _RevFiles(tmp, top, rev, tally, missing, _sizes(top, shas))
+
+    groups, reqs = _by_blob(project), []
+    for sha, ps in groups.items():
+        size = files.size(sha, ps)
+        if size is None:
+            continue
+        if size > PROJECT_FILE_LIMIT:
+            files.fail(ps, f"file too large ({size} bytes > {PROJECT_FILE_LIMIT}); skipped (a project file "
+                           "is read up to that size)")
+        elif files.may_read(size, ps):
+            reqs.append((sha, size, None))
+    for (sha, _, _), data in zip(reqs, _cat_blobs(top, reqs)):
+        for path in groups[sha]:
+            files.lay_out(path, sha, data)
     os.mkdir(os.path.join(tmp, ".git"))  # the gate and the config stop their upward search here
     try:
         filters = dir_filters(os.path.join(tmp, rel) if rel else tmp for rel in rels)
@@ -899,14 +1081,33 @@ def lay_out_rev(paths, rev, exclude, tally, prog, tmp, keep=None) -> Tuple[str, 
     wanted = [w for w in wanted if not (w[1] in seen or seen.add(w[1]))]
     if filters:
         wanted = [(sha, path) for sha, path in wanted if kept(filters, os.path.join(tmp, path))]
-    laid = []
-    for i, ((sha, path), data) in enumerate(zip(wanted, _cat_blobs(top, [s for s, _ in wanted]))):
-        prog.bar(i, len(wanted), f", {len(laid)} to analyse")
-        tally.files += 1
-        if keep(data):
-            dest = _lay_out(tmp, path, data, tally, top)
-            if dest:
-                laid.append(dest)
+    tally.files += len(wanted)
+
+    limit = max_bytes()
+    too_large = "file too large ({} bytes > %d); skipped (raise %s to process it)" % (limit, MAX_BYTES_ENV)
+    groups, reqs = _by_blob((sha, path) for sha, path in wanted if path not in files.failed), []
+    for sha, ps in groups.items():
+        size = files.size(sha, ps)
+        if size is None:
+            continue
+        if size > limit and scan is None:  # no names to look for: it may hold a call
+            files.fail(ps, too_large.format(size))
+        elif files.may_read(size, ps):
+            reqs.append((sha, size, scan if size > limit else None))
+    laid: List[str] = []
+    done = 0
+    for (sha, size, scanned), got in zip(reqs, _cat_blobs(top, reqs)):
+        ps = groups[sha]
+        prog.bar(done, len(wanted), f", {len(laid)} to analyse")
+        done += len(ps)
+        if scanned is not None:  # over the cap: an error line if it may hold a call, as on disk
+            if got:
+                files.fail(ps, too_large.format(size))
+        elif keep(got):
+            for path in ps:
+                dest = files.lay_out(path, sha, got)
+                if dest:
+                    laid.append(dest)
     tally.candidates = len(laid)
     return root, top, commit, laid
 
@@ -929,26 +1130,91 @@ def unsafe_path(path: str) -> Optional[str]:
     return None
 
 
-def _lay_out(inside: str, path: str, data: bytes, tally: _Tally, top: str) -> Optional[str]:
+# Directories deep a laid-out file may be. Git sets no limit on a tree's depth, but what removes the
+# layout (shutil.rmtree) recurses once per level; no project nests near this.
+LAYOUT_DEPTH = 256
+
+
+def _at_calls() -> bool:
+    return {os.open, os.mkdir, os.link} <= os.supports_dir_fd
+
+
+def _enter(inside: str, dirs: Sequence[str]) -> Optional[int]:
+    """An fd of the directory inside/dirs..., each made (0o700) and entered one component at a time,
+    never through a symlink: work linear in the depth, where a realpath per file is quadratic in it,
+    and no recursion (os.makedirs recurses once per missing level). None where there are no *at()
+    calls (Windows): there the directories are made by path and where they resolve is checked."""
+    if not _at_calls():
+        d = os.path.join(inside, *dirs)
+        os.makedirs(d, exist_ok=True)
+        real = os.path.realpath(d)
+        if real != inside and not real.startswith(inside + os.sep):
+            raise OSError(errno.EPERM, "would be written outside the temporary tree")
+        return None
+    fd = os.open(inside, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        for name in dirs:
+            try:
+                os.mkdir(name, 0o700, dir_fd=fd)
+            except FileExistsError:
+                pass
+            sub = os.open(name, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0), dir_fd=fd)
+            os.close(fd)
+            fd = sub
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _lay_out(inside: str, path: str, data: bytes, tally: _Tally, top: str, same: Optional[str] = None) -> Optional[str]:
     """Write a blob under the temporary directory `inside` (a real path); None, with an error, if refused.
 
-    unsafe_path() has vetted the name already; this is the second lock: the directory
-    written to must resolve inside `inside`, and the file is created new, never through
-    a symlink (none are laid out) and never over another file."""
-    dest = os.path.join(inside, *path.split("/"))
+    unsafe_path() has vetted the name already; this is the second lock: every directory on the way
+    is entered from `inside` one component at a time, never through a symlink (none are laid out),
+    and the file is created new, never over another. `same`: a file laid out already from the same
+    blob: hard-linked, not written again (written where the link is refused)."""
+    parts = path.split("/")
+    dest = os.path.join(inside, *parts)
+    if len(parts) > LAYOUT_DEPTH + 1 or len(os.fsencode(dest)) >= 4096:
+        why = f"{len(parts) - 1} directories deep (at most {LAYOUT_DEPTH})" if len(parts) > LAYOUT_DEPTH + 1 \
+            else "file name too long"
+        tally.errors.append((os.path.join(top, path), f"cannot lay out from the revision: {why}"))
+        return None
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    dfd = None
     try:
-        os.makedirs(os.path.dirname(dest), exist_ok=True)
-        parent = os.path.realpath(os.path.dirname(dest))
-        if parent != inside and not parent.startswith(inside + os.sep):
-            raise OSError(errno.EPERM, "would be written outside the temporary tree")
-        fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        dfd = _enter(inside, parts[:-1])
+        if same is not None:
+            try:
+                if dfd is None:
+                    os.link(same, dest)
+                else:
+                    os.link(same, parts[-1], dst_dir_fd=dfd, follow_symlinks=False)
+                return dest
+            except FileExistsError:
+                raise
+            except OSError:
+                pass  # no hard links here (or too many to one file): a copy
+        fd = os.open(dest, flags, 0o600) if dfd is None else os.open(parts[-1], flags, 0o600, dir_fd=dfd)
     except FileExistsError:
-        return dest  # a project file that is also a candidate (setup.py): laid out once
+        return dest  # the same path twice in a crafted tree: laid out once
     except OSError as e:
         tally.errors.append((os.path.join(top, path), f"cannot lay out from the revision: {(e.strerror or str(e)).lower()}"))
         return None
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
+    finally:
+        if dfd is not None:
+            os.close(dfd)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+    except OSError as e:  # a full disk: this file's error line, and no half-written file left to analyse
+        try:
+            os.unlink(dest)
+        except OSError:
+            pass
+        tally.errors.append((os.path.join(top, path), f"cannot lay out from the revision: {(e.strerror or str(e)).lower()}"))
+        return None
     return dest
 
 
