@@ -40,7 +40,7 @@ WORK_LIMIT = 4_000_000
 
 _DIST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?\Z")
 _VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+!_-]*\Z")
-_MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:/[A-Za-z_][A-Za-z0-9_]*)*\.py\Z")
+_MODULE = re.compile(r"(?:[A-Za-z0-9_][A-Za-z0-9_.-]*/)*[A-Za-z0-9_][A-Za-z0-9_.-]*\.py\Z")
 _SHA256 = re.compile(r"[0-9a-f]{64}\Z")
 
 
@@ -176,8 +176,8 @@ class Release:
         if sha is not None and not (isinstance(sha, str) and _SHA256.match(sha)):
             raise SignatureError("sha256 is not 64 hexadecimal digits")
         raw = data["entry_points"]
-        if not isinstance(raw, dict) or not raw:
-            raise SignatureError("entry_points is not a non-empty object")
+        if not isinstance(raw, dict):
+            raise SignatureError("entry_points is not an object")
         if len(raw) > MAX_ENTRY_POINTS:
             raise SignatureError(f"more than {MAX_ENTRY_POINTS} entry points")
         eps = {name: _entry_from_json(name, e) for name, e in raw.items()}

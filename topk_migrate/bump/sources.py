@@ -6,28 +6,103 @@ wrapper module file, or a signature JSON file written before. Only the wrapper m
 sglang-kernel wheel is never unpacked), and what was read is kept as JSON under
 ~/.cache/topk-migrate/signatures/<sha256>.json, so a second run needs neither the wheel's
 bytes nor the index.
+
+Every release may come from someone else (a fork's vendored tree, a wheel or signature file it
+ships, an index), so reading one is bounded and never runs or follows anything:
+
+* `NAME==VERSION` (no path separator) is always a pin, never the path of that name (`./NAME==VER`
+  is one); pip runs isolated (`python -I`) in a private empty directory with the scrubbed
+  environment (topk_migrate.subprocesses), and the one wheel it gives must be named for that
+  distribution and version before it is cached;
+* a wheel's wrapper member is refused past MODULE_LIMIT (its declared size, then the bytes read);
+  a source tree's wrapper module must lie inside the directory given (no link out), and is read as
+  a regular file under the same cap; dist-info files through project.read_project_file (a FIFO or
+  /dev/zero is never read);
+* signature JSON (a file or a cache entry) is capped, and its shape checked (Release.from_json);
+* whatever a crafted release raises is SourceError: one line, exit 2, never a traceback;
+* TOPK_MIGRATE_CACHE: empty is unset, relative is an error; a cache that cannot be written is a
+  note (the release is read, not kept).
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import re
+import shutil
+import stat
 import subprocess
-import sys
+import tempfile
 import zipfile
 from pathlib import Path
 from typing import Optional, Tuple
 
-from .signatures import SCHEMA, WRAPPER_MODULES, Release, read_module
+from topk_migrate.model import InputError
+
+from .signatures import (MAX_ENTRY_POINTS, WRAPPER_MODULES, Release, SignatureError, read_module,
+                         valid_dist, valid_version)
+
+CACHE_ENV = "TOPK_MIGRATE_CACHE"
+# Caps on what a release's files may hold (the real ones: a wrapper module of 10-30 KB, signature
+# JSON of 4-15 KB, a RECORD of a few KB, a METADATA of tens of KB).
+MODULE_LIMIT = 4 << 20  # a wrapper module: a wheel member (uncompressed) or a file of a tree
+SIGNATURES_LIMIT = 16 << 20  # a signature JSON file or cache entry
+RECORD_LIMIT = 8 << 20
+METADATA_LIMIT = 1 << 20
+INDEX_LIMIT = 4096  # a by-pin cache entry: one sha256
+DOWNLOAD_TIMEOUT = 1800
 
 
 class SourceError(Exception):
     """A release that cannot be found or read: one line for the user."""
 
 
+_noted: set = set()
+
+
+def _note(text: str) -> None:
+    """One `note:` line on stderr (escaped), once per process."""
+    if text in _noted:
+        return
+    _noted.add(text)
+    import click
+
+    from topk_migrate.escape import printable
+
+    click.echo(f"note: {printable(text)}", err=True)
+
+
+def _why(e: OSError) -> str:
+    return (e.strerror or str(e)).lower()
+
+
 def cache_dir() -> Path:
-    return Path(os.environ.get("TOPK_MIGRATE_CACHE", Path.home() / ".cache" / "topk-migrate"))
+    """$TOPK_MIGRATE_CACHE (an absolute path; empty is unset), else ~/.cache/topk-migrate.
+    SourceError for a relative value: it would be the tree bump runs in, which a fork writes."""
+    value = os.environ.get(CACHE_ENV, "")
+    if not value:
+        try:
+            home = Path.home()
+        except (RuntimeError, KeyError) as e:
+            raise SourceError(f"cannot find the home directory for the cache ({e}); "
+                              f"set {CACHE_ENV} to an absolute path") from None
+        if not home.is_absolute():
+            raise SourceError(f"the home directory {str(home)!r} is not an absolute path; "
+                              f"set {CACHE_ENV} to an absolute path for the cache")
+        return home / ".cache" / "topk-migrate"
+    if not os.path.isabs(value):
+        raise SourceError(f"{CACHE_ENV}={value!r} is not an absolute path (a relative cache would be "
+                          "the directory bump runs in); set it to an absolute path, or leave it empty")
+    return Path(value)
+
+
+def _cache_unusable(e: OSError) -> None:
+    try:
+        where = str(cache_dir())
+    except SourceError:
+        where = "the cache"
+    _note(f"cannot write the cache {where} ({_why(e)}); the release is read, not kept")
 
 
 PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([A-Za-z0-9][A-Za-z0-9.+!_-]*)\s*$")
@@ -37,110 +112,334 @@ def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def load(spec: str) -> Release:
-    """The release named by `spec` (NAME==VER, a .whl, a directory or a wrapper .py file)."""
-    path = Path(spec)
-    if spec.endswith(".whl") or path.exists():
-        if not path.exists():
-            raise SourceError(f"{spec}: no such file")
-        if path.is_dir():
-            return _from_dir(path)
-        if path.suffix == ".whl":
-            return from_wheel(path)
-        if path.suffix == ".json":
-            return _from_json(path)
-        return _from_module_file(path)
+def pin_of(spec: str) -> Optional[Tuple[str, str]]:
+    """(distribution, version) when `spec` is a pin: NAME==VERSION with no path separator. That is a
+    pin whatever exists under that name (a path of that form is named `./NAME==VERSION`)."""
     m = PIN.match(spec)
-    if not m:
-        raise SourceError(f"{spec}: not NAME==VERSION, a wheel file or a path")
-    return _from_pin(_norm(m.group(1)), m.group(2))
+    if m is None or "/" in spec or os.sep in spec or (os.altsep and os.altsep in spec):
+        return None
+    return m.group(1), m.group(2)
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+def load(spec: str) -> Release:
+    """The release named by `spec` (NAME==VER, a .whl, a directory, a wrapper .py file or a signature
+    .json). SourceError (one line) for anything that cannot be found or read, whatever it raised."""
+    try:
+        return _load(spec)
+    except SourceError:
+        raise
+    except InputError as e:
+        raise SourceError(f"{spec}: {e}") from None
+    except RecursionError:
+        raise SourceError(f"{spec}: cannot read the release (nesting too deep)") from None
+    except Exception as e:  # a crafted release is one line and exit 2, never a traceback (nor exit 1)
+        text = str(e)
+        text = text if len(text) <= 200 else text[:197] + "..."
+        raise SourceError(f"{spec}: cannot read the release ({type(e).__name__}: {text})") from None
+
+
+def _load(spec: str) -> Release:
+    pin = pin_of(spec)
+    if pin is not None:
+        name, version = pin
+        if not valid_version(version):
+            raise SourceError(f"{spec}: {version!r} is not a version (PEP 440); name a path of that form as ./{spec.strip()}")
+        if os.path.lexists(spec.strip()):
+            _note(f"{spec.strip()} is read as a pin (NAME==VERSION), not as the path of that name; "
+                  f"name the path as ./{spec.strip()}")
+        return _from_pin(_norm(name), version)
+    path = Path(spec)
+    try:
+        st = os.stat(spec)
+    except OSError as e:
+        if e.errno in (errno.ENOENT, errno.ENOTDIR) and not os.path.lexists(spec):
+            if spec.endswith((".whl", ".json", ".py")) or "/" in spec or os.sep in spec:
+                raise SourceError(f"{spec}: no such file") from None
+            raise SourceError(f"{spec}: not NAME==VERSION, a wheel file or a path") from None
+        raise SourceError(f"{spec}: cannot read ({_why(e)})") from None
+    if stat.S_ISDIR(st.st_mode):
+        return _from_dir(path)
+    if path.suffix == ".whl":
+        return from_wheel(path)
+    if path.suffix == ".json":
+        return _from_json(path)
+    return _from_module_file(path)
+
+
+# -- the cache -------------------------------------------------------------------------------
+
+def _write_atomic(path: Path, text: str) -> None:
+    """`text` at `path` in the cache: a private temporary file beside it, renamed over it."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".topk-migrate-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _read_signatures(path: str, text: str) -> Release:
+    """The release a signature JSON text holds; SignatureError (a ValueError) otherwise."""
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise SignatureError("JSON nested too deep") from None
+    return Release.from_json(data)
 
 
 def _cached(sha: str) -> Optional[Release]:
+    """The cache entry of the wheel whose sha256 is `sha`; None when there is none, or none of the right shape."""
+    from topk_migrate.project import read_project_file
+
     f = cache_dir() / "signatures" / f"{sha}.json"
-    try:
-        data = json.loads(f.read_text())
-    except (OSError, ValueError):
+    text = read_project_file(str(f), SIGNATURES_LIMIT)
+    if text is None:
         return None
-    return Release.from_json(data) if data.get("schema") == SCHEMA else None
+    try:
+        release = _read_signatures(str(f), text)
+    except (ValueError, MemoryError) as e:
+        _note(f"{f}: not a signature file ({e}); the wheel is read again")
+        return None
+    return release if release.sha256 == sha else None
 
 
 def _store(release: Release) -> None:
-    d = cache_dir() / "signatures"
-    d.mkdir(parents=True, exist_ok=True)
-    tmp = d / f".{release.sha256}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(release.to_json(), indent=1, sort_keys=True))
-    os.replace(tmp, d / f"{release.sha256}.json")
+    try:
+        d = cache_dir() / "signatures"
+        d.mkdir(parents=True, exist_ok=True)
+        _write_atomic(d / f"{release.sha256}.json", json.dumps(release.to_json(), indent=1, sort_keys=True))
+    except OSError as e:
+        _cache_unusable(e)
 
 
-def _wheel_name(path: Path) -> Tuple[Optional[str], Optional[str]]:
-    parts = path.name[:-len(".whl")].split("-")
-    return (_norm(parts[0]), parts[1]) if len(parts) >= 5 else (None, None)
+def _pin_index(dist: str, version: str) -> Path:
+    return cache_dir() / "signatures" / "by-pin" / f"{dist}=={version}"
+
+
+def _same_version(a: Optional[str], b: str) -> bool:
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return a is not None and Version(a) == Version(b)
+    except InvalidVersion:
+        return False
+
+
+def _pinned(dist: str, version: str) -> Optional[Release]:
+    """The cached release the by-pin index names, when it is that distribution and version."""
+    from topk_migrate.project import read_project_file
+
+    text = read_project_file(str(_pin_index(dist, version)), INDEX_LIMIT)
+    sha = (text or "").strip()
+    if not re.fullmatch(r"[0-9a-f]{64}", sha):
+        return None
+    hit = _cached(sha)
+    if hit is None or hit.dist != dist or not _same_version(hit.version, version):
+        return None
+    return hit
+
+
+def _index(dist: str, version: str, release: Release) -> None:
+    index = _pin_index(dist, version)
+    try:
+        index.parent.mkdir(parents=True, exist_ok=True)
+        _write_atomic(index, release.sha256 + "\n")
+    except OSError as e:
+        _cache_unusable(e)
+
+
+# -- wheels ------------------------------------------------------------------------------------
+
+# PEP 427: {distribution}-{version}(-{build tag})?-{python tag}-{abi tag}-{platform tag}.whl
+_WHEEL = re.compile(r"(?P<name>[^-]+)-(?P<version>[^-]+)(?:-(?P<build>[0-9][^-]*))?-[^-]+-[^-]+-[^-]+\.whl\Z")
+
+
+def wheel_name(filename: str) -> Tuple[Optional[str], Optional[str]]:
+    """(normalized distribution, version) a wheel's file name gives (PEP 427); None for what is not valid."""
+    m = _WHEEL.match(filename)
+    if m is None:
+        return None, None
+    name, version = m.group("name"), m.group("version")
+    return (_norm(name) if valid_dist(name) else None, version if valid_version(version) else None)
+
+
+def names_release(filename: str, dist: str, version: str) -> bool:
+    """Whether a wheel's file name is for that distribution and version (names normalized, PEP 440 equality)."""
+    name, got = wheel_name(filename)
+    return name is not None and name == _norm(dist) and _same_version(got, version)
+
+
+def wheel_path(dist: str, version: str) -> Optional[Path]:
+    """The cached wheel of a release, if it was downloaded before."""
+    d = cache_dir() / "wheels"
+    try:
+        names = sorted(os.listdir(d))
+    except OSError:
+        return None
+    for name in names:
+        if names_release(name, dist, version):
+            try:
+                if stat.S_ISREG(os.lstat(d / name).st_mode):
+                    return d / name
+            except OSError:
+                continue
+    return None
+
+
+def _hash(f) -> str:
+    h = hashlib.sha256()
+    for chunk in iter(lambda: f.read(1 << 20), b""):
+        h.update(chunk)
+    return h.hexdigest()
 
 
 def from_wheel(path: Path, cached: bool = True) -> Release:
     """Read the wrapper module(s) straight from the wheel's zip members; cached by sha256
     (cached=False reads the wheel again, and refreshes the cache)."""
-    sha = _sha256(path)
-    hit = _cached(sha) if cached else None
-    if hit is not None:
-        return hit
-    dist, version = _wheel_name(path)
-    eps = {}
+    from topk_migrate.discover import _open_regular
+
+    path = Path(path)
     try:
-        with zipfile.ZipFile(path) as z:
-            names = set(z.namelist())
-            for module in WRAPPER_MODULES:
-                if module in names:
-                    eps.update(read_module(z.read(module).decode("utf-8"), module))
-    except (zipfile.BadZipFile, OSError, SyntaxError, UnicodeDecodeError) as e:
-        raise SourceError(f"{path}: cannot read the wheel ({e})") from None
-    if not eps:
-        raise SourceError(f"{path}: holds no FlashMLA wrapper module ({', '.join(WRAPPER_MODULES)})")
+        fd, _ = _open_regular(str(path))
+    except OSError as e:
+        raise SourceError(f"{path}: cannot read the wheel ({_why(e)})") from None
+    with os.fdopen(fd, "rb") as f:  # one open file: what is hashed is what is read
+        try:
+            sha = _hash(f)
+            hit = _cached(sha) if cached else None
+            if hit is not None:
+                return hit
+            f.seek(0)
+        except OSError as e:
+            raise SourceError(f"{path}: cannot read the wheel ({_why(e)})") from None
+        eps = _read_wheel(f, path)
+    dist, version = wheel_name(path.name)
     release = Release(dist, version, f"{path.name} (sha256 {sha[:16]})", eps, sha)
     _store(release)
     return release
 
 
-def _dist_of(root: Path, module: str) -> Tuple[Optional[str], Optional[str]]:
-    """In site-packages: the distribution whose RECORD lists the module."""
-    for info in sorted(root.glob("*.dist-info")):
-        try:
-            if not any(line.split(",")[0] == module for line in (info / "RECORD").read_text().splitlines()):
-                continue
-            meta = (info / "METADATA").read_text(errors="replace")
-        except OSError:
+def _read_wheel(f, path: Path) -> dict:
+    """The entry points of the wrapper members of the open wheel `f`; SourceError for any trouble."""
+    import lzma
+    import zlib
+
+    eps: dict = {}
+    module = None
+    try:
+        with zipfile.ZipFile(f) as z:
+            for module in WRAPPER_MODULES:
+                try:
+                    info = z.getinfo(module)
+                except KeyError:
+                    continue
+                if info.file_size > MODULE_LIMIT:
+                    raise SourceError(f"{path}: {module} is {info.file_size} bytes (limit {MODULE_LIMIT}); "
+                                      "not a FlashMLA wrapper as released")
+                with z.open(info) as member:
+                    data = member.read(MODULE_LIMIT + 1)
+                if len(data) > MODULE_LIMIT:
+                    raise SourceError(f"{path}: {module} is over {MODULE_LIMIT} bytes; not a FlashMLA wrapper as released")
+                eps.update(read_module(data.decode("utf-8"), module))
+    except SourceError:
+        raise
+    except InputError as e:
+        raise SourceError(f"{path}: {module}: {e}") from None
+    except UnicodeDecodeError:
+        raise SourceError(f"{path}: {module}: not UTF-8") from None
+    except SyntaxError as e:
+        raise SourceError(f"{path}: {module}: syntax error at line {e.lineno}: {e.msg}") from None
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, NotImplementedError, RuntimeError,
+            ValueError, KeyError, zlib.error, lzma.LZMAError, OverflowError, MemoryError) as e:
+        # compression 99 (NotImplementedError), encryption (RuntimeError), a corrupt stream (zlib.error,
+        # LZMAError, EOFError, BadZipFile), a truncated or lying central directory
+        raise SourceError(f"{path}: cannot read the wheel ({type(e).__name__}: {e})") from None
+    if not eps:
+        raise SourceError(f"{path}: holds no FlashMLA wrapper module ({', '.join(WRAPPER_MODULES)})")
+    if len(eps) > MAX_ENTRY_POINTS:
+        raise SourceError(f"{path}: more than {MAX_ENTRY_POINTS} entry points; not a FlashMLA wrapper as released")
+    return eps
+
+
+# -- directories and files ------------------------------------------------------------------------
+
+def _inside(top: str, path: str) -> bool:
+    real = os.path.realpath(path)
+    return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
+
+
+def _read_module_file(path: Path, module: str) -> dict:
+    from topk_migrate.discover import read_regular
+
+    try:
+        raw, _ = read_regular(str(path), MODULE_LIMIT)
+        return read_module(raw.decode("utf-8"), module)
+    except OSError as e:
+        if e.errno == errno.EFBIG:
+            raise SourceError(f"{path}: over {MODULE_LIMIT} bytes; not a FlashMLA wrapper as released") from None
+        raise SourceError(f"{path}: cannot read ({_why(e)})") from None
+    except UnicodeDecodeError:
+        raise SourceError(f"{path}: cannot read (not UTF-8)") from None
+    except SyntaxError as e:
+        raise SourceError(f"{path}: cannot read (syntax error at line {e.lineno}: {e.msg})") from None
+    except InputError as e:
+        raise SourceError(f"{path}: {e}") from None
+
+
+_FIELD = {key: re.compile(rf"^{key}:[ \t]*(\S+)", re.M) for key in ("Name", "Version")}
+
+
+def _dist_of(top: str, base: Path, module: str) -> Tuple[Optional[str], Optional[str]]:
+    """In site-packages: the distribution whose RECORD lists the module (dist-info files inside `top`
+    only, each a regular file under its cap; a Name or Version that is not one is left out)."""
+    from topk_migrate.project import read_project_file
+
+    try:
+        infos = sorted(n for n in os.listdir(base) if n.endswith(".dist-info"))
+    except OSError:
+        return None, None
+    for info in infos:
+        record, meta = base / info / "RECORD", base / info / "METADATA"
+        if not (_inside(top, str(record)) and _inside(top, str(meta))):
             continue
-        name = re.search(r"^Name:\s*(\S+)", meta, re.M)
-        version = re.search(r"^Version:\s*(\S+)", meta, re.M)
-        return (_norm(name.group(1)) if name else None, version.group(1) if version else None)
+        text = read_project_file(str(record), RECORD_LIMIT)
+        if text is None or not any(line.split(",")[0] == module for line in text.splitlines()):
+            continue
+        text = read_project_file(str(meta), METADATA_LIMIT)
+        if text is None:
+            continue
+        found = {k: (m.group(1) if m else None) for k, m in ((k, r.search(text)) for k, r in _FIELD.items())}
+        name, version = found["Name"], found["Version"]
+        if name is not None and not valid_dist(name) or version is not None and not valid_version(version):
+            _note(f"{base / info}/METADATA: its Name or Version is not valid; the release is shown by its path")
+            return None, None
+        return (_norm(name) if name else None, version)
     return None, None
 
 
 def _from_dir(root: Path) -> Release:
     """site-packages or a source tree: the wrapper modules at the top, or one or two levels down
-    (sgl-kernel's tree keeps them under python/)."""
+    (sgl-kernel's tree keeps them under python/). Nothing is read from outside `root`."""
+    top = os.path.realpath(root)
     eps, dist, version, read = {}, None, None, []
     for module in WRAPPER_MODULES:
         for base in (root, root / "python", root / "sgl-kernel" / "python"):
             f = base / module
-            if f.is_file():
-                try:
-                    eps.update(read_module(f.read_text(encoding="utf-8"), module))
-                except (OSError, SyntaxError, UnicodeDecodeError) as e:
-                    raise SourceError(f"{f}: cannot read ({e})") from None
-                read.append(str(f))
-                if dist is None:
-                    dist, version = _dist_of(base, module)
-                break
+            if not os.path.lexists(f):
+                continue
+            if not _inside(top, str(f)):
+                raise SourceError(f"{f}: a link out of {root} (to {os.path.realpath(f)}); "
+                                  "a release's files are read only from inside the directory given")
+            eps.update(_read_module_file(f, module))
+            read.append(str(f))
+            if dist is None:
+                dist, version = _dist_of(top, base, module)
+            break
     if not eps:
         raise SourceError(f"{root}: holds no FlashMLA wrapper module ({', '.join(WRAPPER_MODULES)})")
     return Release(dist, version, ", ".join(read), eps)
@@ -148,84 +447,121 @@ def _from_dir(root: Path) -> Release:
 
 def _from_module_file(path: Path) -> Release:
     module = next((m for m in WRAPPER_MODULES if str(path).replace(os.sep, "/").endswith(m)), path.name)
-    try:
-        eps = read_module(path.read_text(encoding="utf-8"), module)
-    except (OSError, SyntaxError, UnicodeDecodeError) as e:
-        raise SourceError(f"{path}: cannot read ({e})") from None
-    return Release(None, None, str(path), eps)
+    return Release(None, None, str(path), _read_module_file(path, module))
 
 
 def _from_json(path: Path) -> Release:
     """Signatures saved before (`Release.to_json`): a release read once, kept with the project."""
+    from topk_migrate.discover import read_regular
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("schema") != SCHEMA:
-            raise ValueError(f"schema {data.get('schema')!r}, expected {SCHEMA}")
-        return Release.from_json(data)
-    except (OSError, ValueError, KeyError, TypeError) as e:
+        raw, _ = read_regular(str(path), SIGNATURES_LIMIT)
+    except OSError as e:
+        raise SourceError(f"{path}: cannot read ({_why(e)})") from None
+    try:
+        release = _read_signatures(str(path), raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise SourceError(f"{path}: not a signature file (not UTF-8)") from None
+    except ValueError as e:
         raise SourceError(f"{path}: not a signature file ({e})") from None
-
-
-def _pin_index(dist: str, version: str) -> Path:
-    return cache_dir() / "signatures" / "by-pin" / f"{dist}=={version}"
-
-
-def wheel_path(dist: str, version: str) -> Optional[Path]:
-    """The cached wheel of a release, if it was downloaded before."""
-    found = sorted((cache_dir() / "wheels").glob(f"{_norm(dist).replace('-', '_')}-{version}-*.whl"))
-    return found[0] if found else None
-
-
-def _from_pin(dist: str, version: str) -> Release:
-    index = _pin_index(dist, version)
-    try:
-        hit = _cached(index.read_text().strip())
-        if hit is not None:
-            return hit
-    except OSError:
-        pass
-    wheel = wheel_path(dist, version)
-    if wheel is None:
-        _download(dist, version, cache_dir() / "wheels")
-        wheel = wheel_path(dist, version)
-        if wheel is None:
-            raise SourceError(f"{dist}=={version}: the download gave no wheel; pass a wheel file or a path")
-    release = from_wheel(wheel)
-    index.parent.mkdir(parents=True, exist_ok=True)
-    index.write_text(release.sha256 + "\n")
+    release.origin = f"{path}, saved from {release.origin}"
     return release
 
 
-def _download(dist: str, version: str, dest: Path) -> None:
-    """Into a private temporary folder, then renamed into `dest`: a second run (or a test worker)
-    never sees half a wheel."""
-    import shutil
-    import tempfile
+# -- NAME==VERSION -----------------------------------------------------------------------------------
 
-    dest.mkdir(parents=True, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=".download-", dir=dest)
+def _from_pin(dist: str, version: str) -> Release:
+    hit = _pinned(dist, version)
+    if hit is not None:
+        return hit
+    wheel = wheel_path(dist, version)
+    if wheel is not None:
+        release = from_wheel(wheel)
+    else:
+        release = _download_and_read(dist, version)
+    _index(dist, version, release)
+    return release
+
+
+def _download_and_read(dist: str, version: str) -> Release:
+    """The release downloaded into the cache; into a temporary folder, read and removed, when the
+    cache cannot be written."""
     try:
-        _download_into(dist, version, tmp)
-        for name in os.listdir(tmp):
+        wheel = _download(dist, version, cache_dir() / "wheels")
+    except _CacheUnwritable as e:
+        _cache_unusable(e.error)
+        with tempfile.TemporaryDirectory(prefix="topk-migrate-download-") as tmp:
+            tmp = os.path.abspath(tmp)
+            return from_wheel(Path(tmp) / _download_into(dist, version, tmp))
+    return from_wheel(wheel)
+
+
+class _CacheUnwritable(Exception):
+    def __init__(self, error: OSError):
+        self.error = error
+
+
+def _download(dist: str, version: str, dest: Path) -> Path:
+    """Into a private temporary folder, checked, then renamed into `dest`: a second run (or a test
+    worker) never sees half a wheel, nor one of another release. The wheel's path."""
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=".download-", dir=dest)
+    except OSError as e:
+        raise _CacheUnwritable(e) from None
+    try:
+        name = _download_into(dist, version, os.path.abspath(tmp))
+        try:
             os.replace(os.path.join(tmp, name), dest / name)
+        except OSError as e:
+            raise _CacheUnwritable(e) from None
+        return dest / name
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _download_into(dist: str, version: str, dest: str) -> None:
-    base = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "-d", dest]
+def check_download(dist: str, version: str, folder: str) -> str:
+    """The file name of the one wheel pip put in `folder`, if it is for `dist`==`version`; SourceError
+    otherwise (more files, none, another release's wheel, not a regular file)."""
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError as e:
+        raise SourceError(f"{dist}=={version}: cannot read the download ({_why(e)})") from None
+    if len(names) != 1 or not names[0].endswith(".whl"):
+        from topk_migrate.escape import printable
+
+        got = ", ".join(printable(n) for n in names[:5]) or "nothing"
+        raise SourceError(f"{dist}=={version}: the download gave {got}, not one wheel; not used")
+    name = names[0]
+    if not names_release(name, dist, version):
+        raise SourceError(f"{dist}=={version}: the download gave {name!r}, not a wheel of {dist}=={version}; not used")
+    try:
+        if not stat.S_ISREG(os.lstat(os.path.join(folder, name)).st_mode):
+            raise SourceError(f"{dist}=={version}: the download gave {name!r}, not a regular file; not used")
+    except OSError as e:
+        raise SourceError(f"{dist}=={version}: cannot read the download ({_why(e)})") from None
+    return name
+
+
+def _download_into(dist: str, version: str, dest: str) -> str:
+    """pip, isolated (no current directory or PYTHON* on its path) in a private empty directory with
+    the scrubbed environment (the user's PIP_* settings kept); the checked wheel's file name."""
+    from topk_migrate import subprocesses
+
+    base = subprocesses.python_argv("-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "-d", dest)
     # The wrapper is pure Python: any platform's wheel will do, so retry for Linux x86-64 if this
     # machine's platform has none.
     attempts = ([], ["--platform", "manylinux2014_x86_64", "--python-version", "3.10", "--implementation", "cp"])
     err = ""
     for extra in attempts:
         try:
-            r = subprocess.run(base + extra + [f"{dist}=={version}"], capture_output=True, text=True, timeout=1800)
+            r = subprocesses.run(base + extra + [f"{dist}=={version}"], text=True, timeout=DOWNLOAD_TIMEOUT)
         except (OSError, subprocess.TimeoutExpired) as e:
             err = str(e)
             continue
         if r.returncode == 0:
-            return
-        err = next((ln for ln in reversed(r.stderr.splitlines()) if ln.strip() and not ln.startswith("WARNING")), "")
-    raise SourceError(f"cannot download {dist}=={version} ({err.strip() or 'pip failed'}); "
+            return check_download(dist, version, dest)
+        err = next((ln for ln in reversed((r.stderr or "").splitlines())
+                    if ln.strip() and not ln.startswith("WARNING")), "")
+    raise SourceError(f"cannot download {dist}=={version} ({err.strip()[:300] or 'pip failed'}); "
                       "pass a wheel file or a path (site-packages or a source tree) instead")
