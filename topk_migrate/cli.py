@@ -275,7 +275,9 @@ def apply(paths, kernel, diff, stdin_filename, follow_links, verbose):
     if diff:
         for f in report.files:
             if f.diff:
-                _echo(_diff_text(f, sys.stdout.isatty()), nl=False)
+                # not click.echo: it strips what it takes for colour codes from a pipe, and git apply needs every byte
+                sys.stdout.write(fit(_diff_text(f, sys.stdout.isatty()), sys.stdout.encoding))
+        sys.stdout.flush()
     _report(report, applied=not diff, err=diff, verbose=verbose)
     sys.exit(report.exit_code(wrote=not diff))
 

@@ -75,11 +75,9 @@ class SourceFile:
 
 
 def max_bytes() -> int:
-    v = os.environ.get(MAX_BYTES_ENV)
-    try:
-        return int(v) if v else DEFAULT_MAX_BYTES
-    except ValueError:
-        return DEFAULT_MAX_BYTES
+    from .memory import env_limit
+
+    return env_limit(MAX_BYTES_ENV, DEFAULT_MAX_BYTES)
 
 
 def input_error(e: OSError, path: str) -> InputError:

@@ -14,6 +14,7 @@ long string literal costs a few bytes per byte. The constants below add a margin
 from __future__ import annotations
 
 import os
+import sys
 from typing import Union
 
 from .model import InputError
@@ -30,14 +31,28 @@ _CLASSES = bytes(
 )
 
 
+_warned: set = set()
+
+
+def env_limit(name: str, default: int) -> int:
+    """A limit from the environment: ASCII digits only (int() would take `٣` or `1_000`); anything
+    else is the default, said once on stderr, since CI may set these from a fork's docs."""
+    v = os.environ.get(name)
+    if not v:
+        return default
+    if v.isascii() and v.strip().isdigit():
+        return int(v)
+    if name not in _warned:
+        _warned.add(name)
+        from .escape import printable
+
+        sys.stderr.write(f"warning: {name}={printable(v)!s} is not a whole number; using {default}\n")
+    return default
+
+
 def budget() -> int:
     """Bytes one file may cost, from TOPK_MIGRATE_MAX_MEMORY (MiB)."""
-    v = os.environ.get(BUDGET_ENV)
-    try:
-        mib = int(v) if v else DEFAULT_BUDGET_MIB
-    except ValueError:
-        mib = DEFAULT_BUDGET_MIB
-    return max(mib, 1) << 20
+    return max(env_limit(BUDGET_ENV, DEFAULT_BUDGET_MIB), 1) << 20
 
 
 def tokens(source: Union[str, bytes]) -> int:
