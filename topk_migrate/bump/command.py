@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
-from typing import List
+from typing import Dict, List, Optional
 
 import click
 
@@ -21,14 +22,21 @@ def _escape(text: str) -> str:
     return printable(text)
 
 
+def _release(r) -> str:
+    """A release as a header names it: its label and, when that is not the same, where it was read
+    (a path, or a wheel's name and sha256), so a pin served from elsewhere shows it."""
+    return r.label if r.origin == r.label else f"{r.label} [{r.origin}]"
+
+
 def text_report(r: BumpReport, verbose: bool = False) -> str:
+    """Every field escaped (labels and entry points come from the releases, details quote their code)."""
     out: List[str] = []
     shown = [c for c in r.changes if verbose or c.kind not in (GUARD_ADDED, GUARD_REMOVED)]
     hidden = len(r.changes) - len(shown)
-    out.append(f"{r.old.label} -> {r.new.label}: {len(r.changes)} signature change(s)"
-               + (f" ({hidden} guard change(s) shown with -v)" if hidden else ""))
+    out.append(_escape(f"{_release(r.old)} -> {_release(r.new)}: {len(r.changes)} signature change(s)"
+                       + (f" ({hidden} guard change(s) shown with -v)" if hidden else "")))
     for c in shown:
-        out.append(f"  {c.kind} {c.entry_point}: {c.detail}")
+        out.append(_escape(f"  {c.kind} {c.entry_point}: {c.detail}"))
     for s in r.sites:
         out.append(_escape(f"{s.path}:{s.line}:{s.column} {s.status} {s.callee} \u2014 {s.reason}"))
         if s.fix:
@@ -57,13 +65,62 @@ def _site_json(s) -> dict:
             "findings": [dict(f.__dict__) for f in s.findings]}
 
 
-def _cell(text: str) -> str:
-    return _escape(text).replace("|", "\\|").replace("\n", " ")
+_BACKTICKS = re.compile("`+")
+# Outside code: what markdown (GitHub's) reads as markup inline, escaped. `<` and `&` as entities
+# (no raw HTML, no entity), the rest with a backslash.
+_MARKUP = re.compile(r"[\\`*_\[\]~|<>&]")
+_ENTITIES = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
+
+
+def _plain(text: str) -> str:
+    return _MARKUP.sub(lambda m: _ENTITIES.get(m.group(), "\\" + m.group()), text)
+
+
+def _code(text: str, cell: bool = True) -> str:
+    """`text` as one inline code span that nothing in it can close: control characters escaped, a fence
+    of more backticks than its longest run, padded when it starts or ends with a backtick or space
+    (markdown strips one space each side); in a table `|` is escaped, which GFM splits cells on even in code."""
+    text = _escape(text)
+    if cell:
+        text = text.replace("|", "\\|")
+    if not text:
+        return ""
+    fence = "`" * (max((len(m.group()) for m in _BACKTICKS.finditer(text)), default=0) + 1)
+    pad = " " if text[0] in "` " or text[-1] in "` " else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _md(text: str, cell: bool = True) -> str:
+    """Free text that quotes code in backticks (a reason, a change's detail) as markdown that shows it and
+    nothing else: each span markdown would read as code (a run of backticks closed by the next run of the
+    same length) re-fenced by _code, everything between with its markup escaped (an unclosed backtick too)."""
+    text = _escape(text)
+    runs = list(_BACKTICKS.finditer(text))
+    closer: List[Optional[int]] = [None] * len(runs)  # the next run of the same length, for each
+    after: Dict[int, int] = {}
+    for i in range(len(runs) - 1, -1, -1):
+        n = len(runs[i].group())
+        closer[i] = after.get(n)
+        after[n] = i
+    out, pos, i = [], 0, 0
+    while i < len(runs):
+        j = closer[i]
+        if j is None:
+            i += 1
+            continue
+        out.append(_plain(text[pos:runs[i].start()]))
+        out.append(_code(text[runs[i].end():runs[j].start()], cell))
+        pos, i = runs[j].end(), j + 1
+    out.append(_plain(text[pos:]))
+    return "".join(out)
 
 
 def markdown_report(r: BumpReport) -> str:
-    """For a pull-request description: the signature changes, then a verdict per call site."""
-    out = [f"## FlashMLA bump: `{r.old.label}` \u2192 `{r.new.label}`", ""]
+    """For a pull-request description: the signature changes, then a verdict per call site. What comes
+    from the releases or the fork (labels, names, paths, quoted code) is escaped so that it stays text."""
+    out = [f"## FlashMLA bump: {_code(r.old.label, False)} \u2192 {_code(r.new.label, False)}", ""]
+    if r.old.origin != r.old.label or r.new.origin != r.new.label:
+        out += [f"Read from {_code(r.old.origin, False)} and {_code(r.new.origin, False)}.", ""]
     counts = r.counts()
     out.append(", ".join(f"**{counts[v]} {v}**" if v in FAILING and counts[v] else f"{counts[v]} {v}"
                          for v in SEVERITY) + f" across {len(r.sites)} call site(s) in {r.files} file(s)"
@@ -73,25 +130,26 @@ def markdown_report(r: BumpReport) -> str:
     guards = [c for c in r.changes if c.kind in (GUARD_ADDED, GUARD_REMOVED)]
     if main:
         out += ["| entry point | change | parameter | detail |", "|---|---|---|---|"]
-        out += [f"| `{c.entry_point}` | {c.kind} | {f'`{c.param}`' if c.param else ''} | {_cell(c.detail)} |"
+        out += [f"| {_code(c.entry_point)} | {_plain(c.kind)} | {_code(c.param or '')} | {_md(c.detail)} |"
                 for c in main]
     else:
         out.append("No parameter or entry-point change.")
     if guards:
         out += ["", f"<details><summary>{len(guards)} assert/raise change(s)</summary>", "",
                 "| entry point | change | parameters | guard |", "|---|---|---|---|"]
-        out += [f"| `{c.entry_point}` | {c.kind} | {_cell(c.param or '')} | `{_cell(c.detail)}` |" for c in guards]
+        out += [f"| {_code(c.entry_point)} | {_plain(c.kind)} | {_md(c.param or '')} | {_code(c.detail)} |"
+                for c in guards]
         out += ["", "</details>"]
     out += ["", "### Call sites", ""]
     if r.sites:
         out += ["| verdict | site | entry point | reason | fix |", "|---|---|---|---|---|"]
         for s in sorted(r.sites, key=lambda s: (SEVERITY.index(s.status), s.path, s.line)):
-            fix = f"`{_cell(s.fix)}`" if s.fix else ""
-            out.append(f"| {s.status} | `{_cell(s.path)}:{s.line}` | `{s.entry_point}` | {_cell(s.reason)} | {fix} |")
+            out.append(f"| {s.status} | {_code(f'{s.path}:{s.line}')} | {_code(s.entry_point or '')} | "
+                       f"{_md(s.reason)} | {_code(s.fix or '')} |")
     else:
         out.append("No call site of the kernel's entry points.")
     for p, e in r.errors:
-        out.append(f"- error: `{_cell(p)}`: {_cell(e)}")
+        out.append(f"- error: {_code(p, False)}: {_md(e, False)}")
     return "\n".join(out) + "\n"
 
 

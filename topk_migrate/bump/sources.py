@@ -77,6 +77,12 @@ def _why(e: OSError) -> str:
     return (e.strerror or str(e)).lower()
 
 
+def _kind(e: BaseException) -> str:
+    """An exception's type as a reader knows it: `zlib.error`, `RuntimeError`."""
+    t = type(e)
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__.lstrip('_')}.{t.__name__}"
+
+
 def cache_dir() -> Path:
     """$TOPK_MIGRATE_CACHE (an absolute path; empty is unset), else ~/.cache/topk-migrate.
     SourceError for a relative value: it would be the tree bump runs in, which a fork writes."""
@@ -135,7 +141,7 @@ def load(spec: str) -> Release:
     except Exception as e:  # a crafted release is one line and exit 2, never a traceback (nor exit 1)
         text = str(e)
         text = text if len(text) <= 200 else text[:197] + "..."
-        raise SourceError(f"{spec}: cannot read the release ({type(e).__name__}: {text})") from None
+        raise SourceError(f"{spec}: cannot read the release ({_kind(e)}: {text})") from None
 
 
 def _load(spec: str) -> Release:
@@ -358,7 +364,7 @@ def _read_wheel(f, path: Path) -> dict:
             ValueError, KeyError, zlib.error, lzma.LZMAError, OverflowError, MemoryError) as e:
         # compression 99 (NotImplementedError), encryption (RuntimeError), a corrupt stream (zlib.error,
         # LZMAError, EOFError, BadZipFile), a truncated or lying central directory
-        raise SourceError(f"{path}: cannot read the wheel ({type(e).__name__}: {e})") from None
+        raise SourceError(f"{path}: cannot read the wheel ({_kind(e)}: {e})") from None
     if not eps:
         raise SourceError(f"{path}: holds no FlashMLA wrapper module ({', '.join(WRAPPER_MODULES)})")
     if len(eps) > MAX_ENTRY_POINTS:
@@ -433,8 +439,8 @@ def _from_dir(root: Path) -> Release:
             if not os.path.lexists(f):
                 continue
             if not _inside(top, str(f)):
-                raise SourceError(f"{f}: a link out of {root} (to {os.path.realpath(f)}); "
-                                  "a release's files are read only from inside the directory given")
+                raise SourceError(f"{f}: a symlink leading out of {root}; a release's files are read only "
+                                  "from inside the directory given (name the target itself to read it)")
             eps.update(_read_module_file(f, module))
             read.append(str(f))
             if dist is None:
