@@ -121,6 +121,247 @@ def test_cli_reproducer_from_the_issue(repo, tmp_path):
     assert r.returncode == 2 and "unsafe path" in r.stdout + r.stderr
 
 
+# -- what a commit's objects, sizes and repository config may cost -------------------------
+
+CALL = (b"from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n\n\ndef f(q, kv, i, s):\n"
+        b"    return flash_mla_sparse_fwd(q, kv, i, s)\n")  # one site, a few hundred bytes
+
+
+def commit_entries(repo, ref, *entries):
+    """A commit of a root tree made of (name, blob sha) entries, without the fixture's a.py."""
+    root = tree(repo, *(("100644", "blob", s, n) for n, s in entries))
+    git(repo, "update-ref", f"refs/heads/{ref}", git(repo, "commit-tree", root, "-m", ref))
+
+
+@pytest.fixture
+def small_cap(monkeypatch):
+    """TOPK_MIGRATE_MAX_BYTES=4096: an "oversized" blob is a few KB and the test stays tiny."""
+    monkeypatch.setenv("TOPK_MIGRATE_MAX_BYTES", "4096")
+    return 4096
+
+
+@pytest.fixture
+def layouts(monkeypatch):
+    """Every _lay_out call's (path, bytes written or linked)."""
+    from topk_migrate import audit as audit_mod
+
+    calls = []
+    real = audit_mod._lay_out
+
+    def spy(inside, path, data, *rest):
+        calls.append((path, len(data)))
+        return real(inside, path, data, *rest)
+
+    monkeypatch.setattr(audit_mod, "_lay_out", spy)
+    return calls
+
+
+def test_partial_clone_missing_blob_runs_no_repository_command(tmp_path):
+    """Finding 3: a partial clone's missing blob made `cat-file --batch` fetch it from the promisor remote,
+    running the repository's own core.sshCommand. Now nothing is fetched: that file is one error line,
+    the blobs the clone has are still audited, and the command line run has no traceback."""
+    src = tmp_path / "src"
+    src.mkdir()
+    git(src, "init", "-q")
+    (src / "a.py").write_bytes(CALL)
+    (src / "b.py").write_bytes(CALL.replace(b"def f", b"def g"))
+    git(src, "add", "a.py", "b.py")
+    git(src, "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-qm", "x")
+    git(src, "config", "uploadpack.allowFilter", "true")
+    subprocess.run(["git", "clone", "-q", "--no-checkout", "--filter=blob:none", f"file://{src}", str(tmp_path / "fork")],
+                   check=True, capture_output=True)
+    fork = tmp_path / "fork"
+    git(fork, "cat-file", "blob", "HEAD:a.py")  # fetched now, from the real origin: a.py is there, b.py is not
+    marker = tmp_path / "PWNED"
+    git(fork, "config", "remote.origin.url", "ssh://attacker.invalid/x.git")
+    git(fork, "config", "core.sshCommand", f"sh -c 'id > {marker}'; false")
+    cli = subprocess.run([sys.executable, "-m", "topk_migrate", "audit", ".", "--rev", "HEAD"], cwd=fork,
+                         capture_output=True, text=True, timeout=120)
+    assert not marker.exists(), "the repository's core.sshCommand ran"
+    assert cli.returncode == 2 and "Traceback" not in cli.stderr, cli.stderr
+    assert cli.stdout.count("error:") == 1 and "b.py: error: not in the repository" in cli.stdout
+    r = audit([str(fork)], rev="HEAD", jobs=1)
+    assert not marker.exists()
+    assert [e for _, e in r.errors] == [
+        "not in the repository (a partial clone's blob, never fetched: --rev fetches nothing); skipped"]
+    assert [p for p, _ in r.errors] == ["b.py"] and [s.path for s in r.sites] == ["a.py"]
+    assert r.exit_code() == 2
+
+
+def test_oversized_blob_under_many_paths_is_never_laid_out(repo, small_cap, layouts):
+    """Finding 6: one blob over TOPK_MIGRATE_MAX_BYTES holding a kernel name, listed under many paths, was
+    read whole and written once per path before the worker refused it. Now its size is known first: it
+    is scanned a window at a time, never written, and each path is the usual one error line. An
+    oversized blob with no kernel name is no error (as on disk: it cannot hold a call)."""
+    big = blob(repo, b"from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n" + b"#" * 3 * small_cap + b"\n")
+    plain = blob(repo, b"x = 1\n" * small_cap)
+    ok = blob(repo, CALL)
+    n = 40
+    size = int(git(repo, "cat-file", "-s", big))
+    commit_entries(repo, "bomb", ("ok.py", ok), ("plain.py", plain), *((f"f{i:02}.py", big) for i in range(n)))
+    r = audit([str(repo)], rev="bomb", jobs=1)
+    assert all(length <= small_cap for _, length in layouts), layouts
+    assert [p for p, _ in layouts] == ["ok.py"]
+    want = f"file too large ({size} bytes > {small_cap}); skipped (raise TOPK_MIGRATE_MAX_BYTES to process it)"
+    assert r.errors == [(f"f{i:02}.py", want) for i in range(n)]
+    assert [s.path for s in r.sites] == ["ok.py"] and r.summary["files"] == n + 2
+
+
+def test_oversized_blob_scan_sees_a_name_across_windows(repo, small_cap, layouts, monkeypatch):
+    """The over-cap scan reads windows: a kernel name cut by a window boundary is still seen."""
+    from topk_migrate import audit as audit_mod
+
+    monkeypatch.setattr(audit_mod, "SCAN_WINDOW", 64)
+    name = b"flash_mla_sparse_fwd"
+    data = b"#" * (64 * 100 - 7) + name + b"\n" + b"#" * small_cap
+    commit_entries(repo, "cut", ("cut.py", blob(repo, data)), ("none.py", blob(repo, data.replace(name, b"x" * len(name)))))
+    r = audit([str(repo)], rev="cut", jobs=1)
+    assert [(p, e.split(" (")[0]) for p, e in r.errors] == [("cut.py", "file too large")] and not layouts
+
+
+def test_one_blob_under_many_paths_is_written_once(repo, tmp_path, monkeypatch):
+    """Each path is analysed, but the blob's bytes are on disk once: the other paths are hard links."""
+    import tempfile
+
+    from topk_migrate import audit as audit_mod
+
+    inodes = []
+    real = audit_mod._lay_out
+
+    def spy(*args):
+        dest = real(*args)
+        inodes.append(os.stat(dest).st_ino)
+        return dest
+
+    monkeypatch.setattr(audit_mod, "_lay_out", spy)
+    ok = blob(repo, CALL)
+    commit_entries(repo, "many", *((f"p{i:02}.py", ok) for i in range(30)))
+    r = audit([str(repo)], rev="many", jobs=1)
+    assert len(r.sites) == 30 and not r.errors
+    assert len(inodes) == 30 and len(set(inodes)) == 1
+
+
+def test_bytes_read_and_laid_out_per_run_are_bounded(repo, monkeypatch):
+    """Past the run's bounds a file is one error line, neither read nor written."""
+    from topk_migrate import audit as audit_mod
+
+    size = len(CALL)
+    ok = blob(repo, CALL)
+    commit_entries(repo, "linked", *((f"p{i:02}.py", ok) for i in range(10)))
+    monkeypatch.setattr(audit_mod, "_rev_limits", lambda: (10 ** 9, 3 * size), raising=False)
+    r = audit([str(repo)], rev="linked", jobs=1)
+    assert len(r.sites) == 3 and len(r.errors) == 7
+    assert all(e.startswith("not laid out: this run has laid out") and "bound of" in e for _, e in r.errors)
+    distinct = [blob(repo, CALL + f"# {i}\n".encode()) for i in range(5)]
+    commit_entries(repo, "distinct", *((f"d{i}.py", s) for i, s in enumerate(distinct)))
+    monkeypatch.setattr(audit_mod, "_rev_limits", lambda: (2 * size + 20, 10 ** 9), raising=False)
+    r = audit([str(repo)], rev="distinct", jobs=1)
+    assert len(r.sites) == 2 and [p for p, _ in r.errors] == ["d2.py", "d3.py", "d4.py"]
+    assert all(e.startswith("not read: this run has read") for _, e in r.errors)
+
+
+def test_project_file_over_its_cap_is_not_read(repo, monkeypatch, layouts):
+    """Finding 6: project files (requirements*.txt anywhere, pyproject.toml, dist-info METADATA/RECORD)
+    were read whole and laid out with no size check. One over project.PROJECT_FILE_LIMIT is now one
+    error line, and its bytes are neither read nor written; the candidates are still audited."""
+    from topk_migrate import audit as audit_mod, project
+
+    monkeypatch.setattr(project, "PROJECT_FILE_LIMIT", 4096)
+    read = []
+    real = getattr(audit_mod, "_read_exactly", None)
+    monkeypatch.setattr(audit_mod, "_read_exactly", lambda out, size, sha: read.append(size) or real(out, size, sha),
+                        raising=False)
+    huge = b"sglang-kernel==0.4.2\n" + b"# pad\n" * 2000
+    req, small = blob(repo, huge), blob(repo, b"sglang-kernel==0.4.2\n")
+    meta = blob(repo, b"Name: x\n" * 1000)
+    root = tree(repo, ("100644", "blob", req, "requirements.txt"), ("100644", "blob", small, "requirements-dev.txt"),
+                ("040000", "tree", tree(repo, ("100644", "blob", meta, "METADATA")), "x.dist-info"),
+                ("100644", "blob", blob(repo, CALL), "a.py"))
+    git(repo, "update-ref", "refs/heads/big-req", git(repo, "commit-tree", root, "-m", "x"))
+    r = audit([str(repo)], rev="big-req", jobs=1)
+    assert all(size <= 4096 for size in read) and all(length <= 4096 for _, length in layouts), (read, layouts)
+    assert sorted(p for p, _ in layouts) == ["a.py", "requirements-dev.txt"]
+    assert r.errors == [("requirements.txt", f"file too large ({len(huge)} bytes > 4096); skipped "
+                                             "(a project file is read up to that size)"),
+                        ("x.dist-info/METADATA", f"file too large ({8000} bytes > 4096); skipped "
+                                                 "(a project file is read up to that size)")]
+    assert [s.path for s in r.sites] == ["a.py"]
+
+
+def test_deep_tree_is_one_error_line_not_a_recursion(repo):
+    """Git sets no depth limit on a tree: a candidate 1,200 directories down made os.makedirs (and the
+    layout's removal) recurse past Python's limit, a traceback. Now it is one error line, and one at a
+    depth a project may have is laid out and audited."""
+    mark = b"blob\nmark :1\ndata %d\n%s\n" % (len(CALL), CALL)
+    head = b"commit refs/heads/deep\ncommitter x <x@x> 0 +0000\ndata 1\nx\n"
+    files = [("/".join(["a"] * k) + "/f.py").encode() for k in (1200, 40)]
+    subprocess.run(["git", "fast-import", "--quiet"], cwd=repo, check=True,
+                   input=mark + head + b"".join(b"M 100644 :1 " + f + b"\n" for f in files) + b"\n")
+    r = audit([str(repo)], rev="deep", jobs=1)
+    assert [s.path for s in r.sites] == [files[1].decode()]
+    assert r.errors == [(files[0].decode(), "cannot lay out from the revision: 1200 directories deep (at most 256)")]
+
+
+class _Counted(str):
+    """A str that adds to `ops` the characters each of its string operations may touch."""
+
+    ops = [0]
+
+    def _wrap(self, v):
+        if isinstance(v, str):
+            return _Counted(v)
+        if isinstance(v, (list, tuple)):
+            return type(v)(_Counted(x) if isinstance(x, str) else x for x in v)
+        return v
+
+    def __getattribute__(self, name):
+        attr = str.__getattribute__(self, name)
+        if name in ("startswith", "endswith", "rsplit", "split", "rfind", "find", "partition", "rpartition",
+                    "count", "index", "rindex", "__getitem__", "__add__", "__eq__", "__hash__", "__contains__"):
+            def counted(*a, **k):
+                _Counted.ops[0] += len(self) + sum(len(x) for x in a if isinstance(x, str)) + 1
+                return _Counted._wrap(self, attr(*a, **k))
+            return counted
+        return attr
+
+
+def _ops(function, rels, listing):
+    _Counted.ops[0] = 0
+    function([_Counted(r) for r in rels], [_Counted(p) for p in listing])
+    return _Counted.ops[0]
+
+
+def _cubic_directories(rels, paths):
+    """The construction finding 9 measured (kept here to show the count sees it)."""
+    dirs = {""} | {p.rsplit("/", 1)[0] for p in paths if "/" in p}
+    dirs |= {d.rsplit("/", i)[0] for d in list(dirs) for i in range(1, d.count("/") + 1)}
+    return {r for r in rels if r in dirs}
+
+
+def test_directory_test_is_linear_in_the_listing():
+    """Finding 9: which command-line paths are directories of the commit is decided in string work
+    linear in the listing's characters, whatever its depth: counted, at two sizes, for a chain of
+    one file per depth (the reproducer's shape) and for one deep file."""
+    from topk_migrate.audit import _directories_among
+
+    def chain(n):
+        return ["/".join(["a"] * k) + "/f.py" for k in range(1, n + 1)]
+
+    def single(n):
+        return ["/".join(["d"] * n) + "/f.py", "top.py"]
+
+    for shape, rels in ((chain, ["", "a/a/a", "zz", "a/b"]), (single, ["d/d", "d/e", "top.py"])):
+        for small, large in ((60, 120), (120, 240)):
+            sizes = [sum(map(len, shape(n))) for n in (small, large)]
+            per_char = [_ops(_directories_among, rels, shape(n)) / s for n, s in zip((small, large), sizes)]
+            assert per_char[1] <= 1.25 * per_char[0], (shape.__name__, small, per_char)
+    assert _directories_among(["", "a/a/a", "zz", "a/b", "a/a/f.py"], chain(5)) == {"", "a/a/a"}
+    assert _directories_among(["d/d", "d/e", "top.py"], single(4)) == {"d/d"}
+    # the same count, on the construction it replaced, grows with the listing's size to the 1.5th power
+    cubic = [_ops(_cubic_directories, ["", "a/a/a"], chain(n)) / sum(map(len, chain(n))) for n in (60, 120)]
+    assert cubic[1] >= 1.8 * cubic[0], cubic
+
+
 # -- heavy tier: properties over path names ------------------------------------------------
 
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
