@@ -262,11 +262,13 @@ def test_bytes_read_and_laid_out_per_run_are_bounded(repo, monkeypatch):
 
 def test_project_file_over_its_cap_is_not_read(repo, monkeypatch, layouts):
     """Finding 6: project files (requirements*.txt anywhere, pyproject.toml, dist-info METADATA/RECORD)
-    were read whole and laid out with no size check. One over project.PROJECT_FILE_LIMIT is now one
-    error line, and its bytes are neither read nor written; the candidates are still audited."""
+    were read whole and laid out with no size check. One over its cap (project.PROJECT_FILE_LIMIT; a
+    RECORD, project.RECORD_LIMIT) is now one error line, and its bytes are neither read nor written;
+    the others and the candidates are still laid out."""
     from topk_migrate import audit as audit_mod, project
 
     monkeypatch.setattr(project, "PROJECT_FILE_LIMIT", 4096)
+    monkeypatch.setattr(project, "RECORD_LIMIT", 8192, raising=False)
     read = []
     real = getattr(audit_mod, "_read_exactly", None)
     monkeypatch.setattr(audit_mod, "_read_exactly", lambda out, size, sha: read.append(size) or real(out, size, sha),
@@ -274,17 +276,20 @@ def test_project_file_over_its_cap_is_not_read(repo, monkeypatch, layouts):
     huge = b"sglang-kernel==0.4.2\n" + b"# pad\n" * 2000
     req, small = blob(repo, huge), blob(repo, b"sglang-kernel==0.4.2\n")
     meta = blob(repo, b"Name: x\n" * 1000)
+    record, big_record = blob(repo, b"x/a.py,,\n" * 600), blob(repo, b"x/a.py,,\n" * 1200)
+    info = tree(repo, ("100644", "blob", meta, "METADATA"), ("100644", "blob", record, "RECORD"))
+    info2 = tree(repo, ("100644", "blob", big_record, "RECORD"))
     root = tree(repo, ("100644", "blob", req, "requirements.txt"), ("100644", "blob", small, "requirements-dev.txt"),
-                ("040000", "tree", tree(repo, ("100644", "blob", meta, "METADATA")), "x.dist-info"),
+                ("040000", "tree", info, "x.dist-info"), ("040000", "tree", info2, "y.dist-info"),
                 ("100644", "blob", blob(repo, CALL), "a.py"))
     git(repo, "update-ref", "refs/heads/big-req", git(repo, "commit-tree", root, "-m", "x"))
     r = audit([str(repo)], rev="big-req", jobs=1)
-    assert all(size <= 4096 for size in read) and all(length <= 4096 for _, length in layouts), (read, layouts)
-    assert sorted(p for p, _ in layouts) == ["a.py", "requirements-dev.txt"]
-    assert r.errors == [("requirements.txt", f"file too large ({len(huge)} bytes > 4096); skipped "
-                                             "(a project file is read up to that size)"),
-                        ("x.dist-info/METADATA", f"file too large ({8000} bytes > 4096); skipped "
-                                                 "(a project file is read up to that size)")]
+    assert all(size <= 8192 for size in read) and all(length <= 8192 for _, length in layouts), (read, layouts)
+    assert sorted(p for p, _ in layouts) == ["a.py", "requirements-dev.txt", "x.dist-info/RECORD"]
+    why = "bytes > {}); skipped (a project file is read up to that size)"
+    assert r.errors == [("requirements.txt", f"file too large ({len(huge)} {why.format(4096)}"),
+                        ("x.dist-info/METADATA", f"file too large (8000 {why.format(4096)}"),
+                        ("y.dist-info/RECORD", f"file too large (10800 {why.format(8192)}")]
     assert [s.path for s in r.sites] == ["a.py"]
 
 

@@ -984,16 +984,19 @@ def lay_out_rev(paths, rev, exclude, tally, prog, tmp, keep=None) -> Tuple[str, 
     and the project files the gate and config read, laid out under tmp (bump --rev reads them too).
     Returns (root, top, commit, the laid-out candidates).
 
-    Sizes come first (cat-file --batch-check), and nothing over its cap is read: a candidate over
+    Sizes come first (cat-file --batch-check), and nothing over its cap is read. A candidate over
     TOPK_MIGRATE_MAX_BYTES is scanned a window at a time for the names keep looks for (the
     prefilter's; a keep with a `needles` attribute, those; any other keep: every such file) and is
-    the usual "file too large" error line if one is there, as on disk; a project file over
-    project.PROJECT_FILE_LIMIT is an error line. A blob the repository lacks (a partial clone) is
-    an error line, never fetched. Each blob is written once (the same blob under other paths is
-    hard-linked), and a run reads and lays out at most _rev_limits() bytes."""
+    the usual "file too large" error line if one is there, as on disk. A project file over
+    project.PROJECT_FILE_LIMIT (a RECORD: project.RECORD_LIMIT) is an error line. A blob the
+    repository lacks (a partial clone) is an error line, never fetched. Each blob is written once
+    (the same blob under other paths is hard-linked), and a run reads and lays out at most
+    _rev_limits() bytes."""
     from .discover import Prefilter, _compile, prefilter
     from .files import MAX_BYTES_ENV, max_bytes
-    from .project import PROJECT_FILE_LIMIT
+    from . import project as project_mod
+
+    project_limit = project_mod.PROJECT_FILE_LIMIT
 
     if keep is None:
         keep, scan = may_hold_site, prefilter()
@@ -1059,15 +1062,19 @@ def lay_out_rev(paths, rev, exclude, tally, prog, tmp, keep=None) -> Tuple[str, 
     shas = [s for s in dict.fromkeys(s for s, _ in project + wanted) if s not in missing]
     files = _RevFiles(tmp, top, rev, tally, missing, _sizes(top, shas))
 
+    record_limit = getattr(project_mod, "RECORD_LIMIT", project_limit)  # a wheel's RECORD may hold more
     groups, reqs = _by_blob(project), []
     for sha, ps in groups.items():
         size = files.size(sha, ps)
         if size is None:
             continue
-        if size > PROJECT_FILE_LIMIT:
-            files.fail(ps, f"file too large ({size} bytes > {PROJECT_FILE_LIMIT}); skipped (a project file "
-                           "is read up to that size)")
-        elif files.may_read(size, ps):
+        for p in ps:
+            cap = record_limit if p.endswith("/RECORD") else project_limit
+            if size > cap:  # what the gate and the config would refuse to read: never read
+                files.fail([p], f"file too large ({size} bytes > {cap}); skipped (a project file is read "
+                                "up to that size)")
+        ps[:] = [p for p in ps if p not in files.failed]
+        if ps and files.may_read(size, ps):
             reqs.append((sha, size, None))
     for (sha, _, _), data in zip(reqs, _cat_blobs(top, reqs)):
         for path in groups[sha]:
