@@ -308,11 +308,19 @@ def test_deep_tree_is_one_error_line_not_a_recursion(repo):
 
 
 class _Counted(str):
-    """A str that adds to `ops` the characters each of its string operations may touch."""
+    """A str that adds to `ops` the characters each string operation on it may touch (its methods,
+    slicing, hashing, comparing, concatenating); the strings those return are counted too."""
 
     ops = [0]
+    _METHODS = ("startswith", "endswith", "rsplit", "split", "rfind", "find", "partition", "rpartition",
+                "count", "index", "rindex", "join", "replace", "strip", "lower")
 
-    def _wrap(self, v):
+    @staticmethod
+    def _add(*strings):
+        _Counted.ops[0] += sum(len(x) for x in strings if isinstance(x, str)) + 1
+
+    @staticmethod
+    def _wrap(v):
         if isinstance(v, str):
             return _Counted(v)
         if isinstance(v, (list, tuple)):
@@ -321,13 +329,34 @@ class _Counted(str):
 
     def __getattribute__(self, name):
         attr = str.__getattribute__(self, name)
-        if name in ("startswith", "endswith", "rsplit", "split", "rfind", "find", "partition", "rpartition",
-                    "count", "index", "rindex", "__getitem__", "__add__", "__eq__", "__hash__", "__contains__"):
-            def counted(*a, **k):
-                _Counted.ops[0] += len(self) + sum(len(x) for x in a if isinstance(x, str)) + 1
-                return _Counted._wrap(self, attr(*a, **k))
-            return counted
-        return attr
+        if name not in _Counted._METHODS:
+            return attr
+
+        def counted(*a, **k):
+            _Counted._add(self, *a)
+            return _Counted._wrap(attr(*a, **k))
+        return counted
+
+    def __getitem__(self, key):
+        v = str.__getitem__(self, key)
+        _Counted._add(v)
+        return _Counted(v)
+
+    def __add__(self, other):
+        _Counted._add(self, other)
+        return _Counted(str.__add__(self, other))
+
+    def __hash__(self):
+        _Counted._add(self)
+        return str.__hash__(self)
+
+    def __eq__(self, other):
+        _Counted._add(self)
+        return str.__eq__(self, other)
+
+    def __contains__(self, other):
+        _Counted._add(self, other)
+        return str.__contains__(self, other)
 
 
 def _ops(function, rels, listing):
