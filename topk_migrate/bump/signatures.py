@@ -385,8 +385,11 @@ class _GuardWalker:
 
     def _add(self, kind, test_node, test, conds, rename, via, message) -> None:
         mentioned = _names(test_node, self.budget) if test_node is not None else set()
-        if kind == "raise":
-            mentioned = _names(ast.parse(conds[-1], mode="eval"), self.budget)  # the test the raise sits under
+        if kind == "raise":  # the test the raise sits under (`(yield x)` parses only in a def: no names then)
+            try:
+                mentioned = _names(ast.parse(conds[-1], mode="eval"), self.budget)
+            except SyntaxError:
+                mentioned = set()
         params = sorted({rename.get(n, n) for n in mentioned} & self.params)
         if not params:
             return
