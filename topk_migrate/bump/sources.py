@@ -45,11 +45,9 @@ from .signatures import (MAX_ENTRY_POINTS, WRAPPER_MODULES, Release, SignatureEr
 
 CACHE_ENV = "TOPK_MIGRATE_CACHE"
 # Caps on what a release's files may hold (the real ones: a wrapper module of 10-30 KB, signature
-# JSON of 4-15 KB, a RECORD of a few KB, a METADATA of tens of KB).
+# JSON of 4-15 KB). dist-info files have the project files' caps (topk_migrate.project).
 MODULE_LIMIT = 4 << 20  # a wrapper module: a wheel member (uncompressed) or a file of a tree
 SIGNATURES_LIMIT = 16 << 20  # a signature JSON file or cache entry
-RECORD_LIMIT = 8 << 20
-METADATA_LIMIT = 1 << 20
 INDEX_LIMIT = 4096  # a by-pin cache entry: one sha256
 DOWNLOAD_TIMEOUT = 1800
 
@@ -374,11 +372,6 @@ def _read_wheel(f, path: Path) -> dict:
 
 # -- directories and files ------------------------------------------------------------------------
 
-def _inside(top: str, path: str) -> bool:
-    real = os.path.realpath(path)
-    return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
-
-
 def _read_module_file(path: Path, module: str) -> dict:
     from topk_migrate.discover import read_regular
 
@@ -402,21 +395,22 @@ _FIELD = {key: re.compile(rf"^{key}:[ \t]*(\S+)", re.M) for key in ("Name", "Ver
 
 def _dist_of(top: str, base: Path, module: str) -> Tuple[Optional[str], Optional[str]]:
     """In site-packages: the distribution whose RECORD lists the module (dist-info files inside `top`
-    only, each a regular file under its cap; a Name or Version that is not one is left out)."""
-    from topk_migrate.project import read_project_file
+    only, each a regular file under the project files' caps; a Name or Version that is not one is left out)."""
+    from topk_migrate import project
 
+    record_limit = getattr(project, "RECORD_LIMIT", project.PROJECT_FILE_LIMIT)
     try:
         infos = sorted(n for n in os.listdir(base) if n.endswith(".dist-info"))
     except OSError:
         return None, None
     for info in infos:
-        record, meta = base / info / "RECORD", base / info / "METADATA"
-        if not (_inside(top, str(record)) and _inside(top, str(meta))):
+        record, meta = str(base / info / "RECORD"), str(base / info / "METADATA")
+        if not (project.inside(record, top) and project.inside(meta, top)):
             continue
-        text = read_project_file(str(record), RECORD_LIMIT)
+        text = project.read_project_file(record, record_limit)
         if text is None or not any(line.split(",")[0] == module for line in text.splitlines()):
             continue
-        text = read_project_file(str(meta), METADATA_LIMIT)
+        text = project.read_project_file(meta, project.PROJECT_FILE_LIMIT)
         if text is None:
             continue
         found = {k: (m.group(1) if m else None) for k, m in ((k, r.search(text)) for k, r in _FIELD.items())}
@@ -431,6 +425,8 @@ def _dist_of(top: str, base: Path, module: str) -> Tuple[Optional[str], Optional
 def _from_dir(root: Path) -> Release:
     """site-packages or a source tree: the wrapper modules at the top, or one or two levels down
     (sgl-kernel's tree keeps them under python/). Nothing is read from outside `root`."""
+    from topk_migrate import project
+
     top = os.path.realpath(root)
     eps, dist, version, read = {}, None, None, []
     for module in WRAPPER_MODULES:
@@ -438,7 +434,7 @@ def _from_dir(root: Path) -> Release:
             f = base / module
             if not os.path.lexists(f):
                 continue
-            if not _inside(top, str(f)):
+            if not project.inside(str(f), top):
                 raise SourceError(f"{f}: a symlink leading out of {root}; a release's files are read only "
                                   "from inside the directory given (name the target itself to read it)")
             eps.update(_read_module_file(f, module))
