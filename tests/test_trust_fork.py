@@ -36,12 +36,15 @@ OLD_PIN = "sglang-kernel==0.4.2.post2\n"  # topk_length raises TypeError there
 
 
 def cli(*args, cwd=None, env=None, timeout=120):
-    """The tool in a child, with its peak memory (MB) measured by the child itself."""
-    driver = ("import resource, sys\nfrom topk_migrate.cli import main\n"
-              "try:\n    main()\n    code = 0\nexcept SystemExit as e:\n    code = e.code or 0\n"
-              "sys.stderr.write('MAXRSS=%d\\n' % resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
-              "sys.exit(code)\n")
-    r = subprocess.run([sys.executable, "-c", driver, *map(str, args)], capture_output=True, text=True, cwd=cwd,
+    """The tool in a child, with its peak memory (MB). Measured through a small intermediate process:
+    Linux carries the peak of the memory a process was forked from across exec (and a vfork'd child's
+    is its parent's, here the whole pytest worker's), so the tool's own peak is only right under a
+    parent that is itself small."""
+    wrap = ("import resource, subprocess, sys\n"
+            "r = subprocess.run([sys.executable, '-m', 'topk_migrate', *sys.argv[1:]])\n"
+            "sys.stderr.write('MAXRSS=%d\\n' % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+            "sys.exit(r.returncode)\n")
+    r = subprocess.run([sys.executable, "-c", wrap, *map(str, args)], capture_output=True, text=True, cwd=cwd,
                        env={**os.environ, **(env or {})}, timeout=timeout)
     lines = r.stderr.splitlines()
     r.maxrss_mb = int(lines.pop()[len("MAXRSS="):]) // 1024 if lines and lines[-1].startswith("MAXRSS=") else -1

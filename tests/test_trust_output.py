@@ -120,9 +120,13 @@ def test_report_file_is_replaced_only_by_a_finished_run(tmp_path):
     assert "1 site(s)" in err and f"report written to {out}" in err  # the summary, and where the report went
     good = out.read_bytes()
     assert json.loads(good)["summary"]["sites"] == 1
+    # a run that fails as a whole still finishes its report, holding the error: a code scan fed by a
+    # fork's checkout must not come out blank (nor keep a stale one) because the fork made it fail
     r = cli("audit", "--rev", "no-such-rev", "--format", "json", "-o", out, tmp_path / "backend.py")
     assert r.returncode == 2 and b"error:" in r.stderr
-    assert out.read_bytes() == good  # click.File("w") had truncated it to 0 bytes before the run began
+    failed = json.loads(out.read_bytes())  # whole, never truncated (click.File("w") once left 0 bytes)
+    assert failed["summary"]["sites"] == 0 and failed["errors"][0]["path"] == "backend.py"
+    assert "git rev-parse" in failed["errors"][0]["error"]
     assert os.listdir(out.parent) == ["report.json"]  # no temporary file left behind
     r = cli("audit", "-o", tmp_path / "no-dir" / "r.json", tmp_path / "backend.py")
     assert r.returncode == 2 and r.stderr.decode().count("\n") == 1 and b"cannot write the report" in r.stderr

@@ -1273,8 +1273,9 @@ def audit_command(paths, rev, fmt, exclude, no_gitignore, kernel, jobs, progress
         if output == "-":
             sys.exit(2)
         # a report that says the run failed, not none: a fork must not blank its own code scan
-        result = _result([], _Tally(errors=[(paths[0], str(e))]), os.path.abspath(paths[0]), rev, None,
-                         time.perf_counter())
+        top = os.path.abspath(paths[0])
+        result = _result([], _Tally(errors=[(paths[0], str(e))]), top if os.path.isdir(top) else os.path.dirname(top),
+                         rev, None, time.perf_counter())
     text = report.render(fmt, result.sites, result.errors, result.summary)
     if output == "-":
         sys.stdout.write(fit(text, sys.stdout.encoding))

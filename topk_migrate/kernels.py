@@ -20,7 +20,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from .project import PROJECT_FILES, inside, is_site_dir, listing, project_root, read_project_file, upward
+from .project import PROJECT_FILES, RECORD_LIMIT, inside, is_site_dir, listing, project_root, read_project_file, upward
 
 MinVersions = Dict[str, Optional[str]]
 
@@ -381,7 +381,7 @@ def file_pins(directory: str, root: str) -> Tuple[Tuple[Pin, ...], ...]:
 @functools.lru_cache(maxsize=None)
 def _record(info: str) -> str:
     """The RECORD of a *.dist-info folder, its lines joined by "\n" after a leading one."""
-    return "\n" + "\n".join((read_project_file(os.path.join(info, "RECORD")) or "").splitlines())
+    return "\n" + "\n".join((read_project_file(os.path.join(info, "RECORD"), RECORD_LIMIT) or "").splitlines())
 
 
 def _lists(record: str, rel: str) -> bool:

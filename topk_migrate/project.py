@@ -14,10 +14,14 @@ import os
 import stat
 from typing import Optional, Tuple
 
+from .discover import PROJECT_FILE_LIMIT as _LIMIT
+
 PROJECT_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
-# requirements*.txt, pyproject.toml, METADATA, RECORD: a bigger one is not read.
-# (The RECORD of the biggest wheels, torch and vLLM, is 0.7 to 1.3 MB.)
-PROJECT_FILE_LIMIT = 16 << 20
+# requirements*.txt, pyproject.toml, setup.*, METADATA, modules read for facts: a bigger one is not
+# read (the one bound for every project file, discover's). Only a RECORD gets more: those of the
+# biggest wheels, torch and vLLM, are 0.7 to 1.3 MB.
+PROJECT_FILE_LIMIT = _LIMIT
+RECORD_LIMIT = 16 << 20
 
 
 @functools.lru_cache(maxsize=None)
