@@ -417,11 +417,16 @@ def _hostile_report() -> BumpReport:
     return BumpReport(old, new, diff(old, new), [site], [("e" + evil + ".py", "cannot read: " + evil)], 1)
 
 
-def test_text_report_escapes_every_field():
+def test_text_and_github_reports_keep_hostile_strings_on_one_line():
+    """Text printed labels, entry points and change details raw (terminal escapes, a `\\n::error ...` line
+    for GitHub to run as a workflow command); github's annotations must stay one line each too."""
     out = command.text_report(_hostile_report(), verbose=True)
     assert "\x1b" not in out and "\x07" not in out
     assert not any(line.startswith("::") for line in out.splitlines())
     assert out.count("\n") == 4  # header, one change, one site, its fix
+    lines = command.github_report(_hostile_report()).splitlines()
+    assert len(lines) == 2 and lines[0].startswith("::error file=p") and lines[1].startswith("::error file=e")
+    assert not any("\x1b" in ln for ln in lines) and "INJECTED" in lines[0]
 
 
 def _outside_code(line: str) -> str:
@@ -461,13 +466,6 @@ def test_markdown_keeps_honest_code_spans():
     assert command._md("positional argument 10 (`True`) binds `descale_q`, was `is_fp8_kvcache`") == \
         "positional argument 10 (`True`) binds `descale_q`, was `is_fp8_kvcache`"
     assert command._code("a`b") == "``a`b``" and command._code("`a") == "`` `a ``" and command._code("a|b") == "`a\\|b`"
-
-
-def test_github_format_keeps_hostile_strings_on_one_line():
-    out = command.github_report(_hostile_report())
-    lines = out.splitlines()
-    assert len(lines) == 2 and lines[0].startswith("::error file=p") and lines[1].startswith("::error file=e")
-    assert "\x1b" not in out and "INJECTED" in lines[0]
 
 
 def test_signature_json_cannot_write_a_line_into_the_log(tmp_path):
