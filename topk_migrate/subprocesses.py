@@ -11,8 +11,8 @@ over with its `.git`, that repository's configuration. So:
 * git runs with every transport disallowed and lazy fetching off: a partial clone's missing
   blob is one error line, never a fetch that would run the repository's `core.sshCommand`.
   No git command this tool runs starts a filter, textconv, hook, pager or fsmonitor
-  (`rev-parse`, `ls-tree`, `cat-file --batch` / `--batch-check` only, each with the
-  config that would start one overridden on its command line).
+  (`rev-parse`, `ls-tree`, `rev-list --objects --missing=print`, `cat-file --batch` /
+  `--batch-check` only, each with the config that would start one overridden on its command line).
 """
 from __future__ import annotations
 
