@@ -29,9 +29,9 @@ GUARD_KINDS = ("assert", "raise")
 # What one release may hold, however it is read (a wrapper module, a signature file, the cache):
 # a real wrapper has a handful of entry points of a few dozen parameters and guards each. Past
 # these, the diff and the binding (linear scans per parameter) would cost minutes, so it is refused.
-MAX_ENTRY_POINTS = 1024
-MAX_PARAMS = 256
-MAX_GUARDS = 1024
+MAX_ENTRY_POINTS = 256
+MAX_PARAMS = 128
+MAX_GUARDS = 512
 # Steps (AST nodes visited, and characters of source text made, in 16s) reading one wrapper
 # module may take: a real one takes some 10^4-10^5; a crafted one (a helper of 10^5 statements
 # followed from 10^5 entry points, 10^5 early returns each adding to every later guard's
