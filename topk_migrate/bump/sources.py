@@ -398,7 +398,6 @@ def _dist_of(top: str, base: Path, module: str) -> Tuple[Optional[str], Optional
     only, each a regular file under the project files' caps; a Name or Version that is not one is left out)."""
     from topk_migrate import project
 
-    record_limit = getattr(project, "RECORD_LIMIT", project.PROJECT_FILE_LIMIT)
     try:
         infos = sorted(n for n in os.listdir(base) if n.endswith(".dist-info"))
     except OSError:
@@ -407,7 +406,7 @@ def _dist_of(top: str, base: Path, module: str) -> Tuple[Optional[str], Optional
         record, meta = str(base / info / "RECORD"), str(base / info / "METADATA")
         if not (project.inside(record, top) and project.inside(meta, top)):
             continue
-        text = project.read_project_file(record, record_limit)
+        text = project.read_project_file(record, project.RECORD_LIMIT)
         if text is None or not any(line.split(",")[0] == module for line in text.splitlines()):
             continue
         text = project.read_project_file(meta, project.PROJECT_FILE_LIMIT)
