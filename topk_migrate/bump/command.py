@@ -13,7 +13,8 @@ from .diff import GUARD_ADDED, GUARD_REMOVED
 from .engine import BumpReport
 
 FORMATS = ("text", "json", "sarif", "github", "markdown")  # audit's formats, and one for a PR description
-RELEASE_HELP = "NAME==VERSION (downloaded once, cached), a wheel file, site-packages, a source tree or the wrapper .py"
+RELEASE_HELP = ("NAME==VERSION (a pin: downloaded once, cached; a path of that form is ./NAME==VERSION), "
+                "a wheel file, site-packages, a source tree, the wrapper .py or a signature .json")
 
 
 def _escape(text: str) -> str:
