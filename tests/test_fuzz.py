@@ -10,6 +10,7 @@ import os
 import tempfile
 import textwrap
 
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from topk_migrate.api import migrate_source
@@ -22,6 +23,9 @@ settings.register_profile("ci", max_examples=150, deadline=None, derandomize=Tru
 settings.register_profile("dev", max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("long", max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("TOPK_FUZZ_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+# Two entry points per fuzzer, one body: a short run in the default tier (README command 2) and
+# the profile's full count in the heavy tier (`pytest -m heavy`, which .ci/run runs after it).
+SHORT = settings(max_examples=min(25, settings.default.max_examples))
 
 PATH = os.path.join(tempfile.mkdtemp(prefix="topk-fuzz-"), "mod.py")
 PARAMS = ["q", "kv", "indices", "sm_scale", "d_v", "attn_sink", "topk_length"]  # topk_length is 7th
@@ -172,8 +176,19 @@ def kernel_calls(source):
     return v.found
 
 
+@SHORT
 @given(modules())
 def test_call_site_variants(source):
+    call_site_variants(source)
+
+
+@pytest.mark.heavy
+@given(modules())
+def test_call_site_variants_heavy(source):
+    call_site_variants(source)
+
+
+def call_site_variants(source):
     compile(source, "<generated>", "exec", dont_inherit=True)  # the generator makes valid Python
     m = migrate_source(source, PATH, kernel=KERNEL)  # no exception, not even InputError
     new = m.new_source
@@ -198,8 +213,19 @@ def test_call_site_variants(source):
     assert not [s for s in m2.sites if s.status is Status.FIXABLE]
 
 
+@SHORT
 @given(modules())
 def test_starred_arguments_are_never_guessed(source):
+    starred_arguments_are_never_guessed(source)
+
+
+@pytest.mark.heavy
+@given(modules())
+def test_starred_arguments_are_never_guessed_heavy(source):
+    starred_arguments_are_never_guessed(source)
+
+
+def starred_arguments_are_never_guessed(source):
     m = migrate_source(source, PATH, kernel=KERNEL)
     for (n_old, _), (n_new, dump_new), site in zip(kernel_calls(source), kernel_calls(m.new_source), m.sites):
         if n_old == 0 and ("Starred" in dump_new or "keyword(value=Name(id='kwargs'" in dump_new):

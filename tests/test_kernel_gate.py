@@ -595,11 +595,21 @@ SPECS += ["==0.4.*", "!=0.4.*", "==0.4.3.*", "!=0.4.2.*", "==0.*", "===0.4.3"]
 
 
 def test_decide_never_contradicts_the_versions_a_spec_allows():
+    decide_never_contradicts_the_versions_a_spec_allows(300)
+
+
+@pytest.mark.heavy
+def test_decide_never_contradicts_the_versions_a_spec_allows_heavy():
+    decide_never_contradicts_the_versions_a_spec_allows(3000)
+
+
+def decide_never_contradicts_the_versions_a_spec_allows(examples):
+    """A short run in the default tier, 3,000 examples in the heavy tier (same body)."""
     from hypothesis import given, settings, strategies as st
     from packaging.specifiers import SpecifierSet
     from packaging.version import Version
 
-    @settings(max_examples=3000, deadline=None)
+    @settings(max_examples=examples, deadline=None)
     @given(st.lists(st.sampled_from(SPECS), min_size=1, max_size=3), st.sampled_from(["0.4.3", "0.4.2.post2", "0.5", "1.0"]))
     def check(parts, floor):
         spec = ",".join(parts)

@@ -16,7 +16,7 @@ from topk_migrate import guard, narrow, rules
 from topk_migrate.api import migrate_source
 
 from test_audit_narrow import CASES, FIXTURES, KERNEL, ROOT, verdicts
-from test_fuzz import PATH, _is_kernel_call, modules
+from test_fuzz import PATH, SHORT, _is_kernel_call, modules
 
 HEAD = "import torch\nfrom sgl_kernel import flash_mla_sparse_fwd\n"
 
@@ -183,9 +183,21 @@ def test_fixtures():
     assert answered == {"pairs/fork_inline/after.py", "pairs/nsa_backend/after.py"}
 
 
+@SHORT
 @given(modules())
 def test_call_site_variants_before_and_after_apply(source):
-    """The fuzzer's modules, and what apply makes of them (whose calls then pass topk_length)."""
+    """The fuzzer's modules, and what apply makes of them (whose calls then pass topk_length):
+    a short run here, the fuzz profile's full count in the heavy tier (same body)."""
+    call_site_variants_before_and_after_apply(source)
+
+
+@pytest.mark.heavy
+@given(modules())
+def test_call_site_variants_before_and_after_apply_heavy(source):
+    call_site_variants_before_and_after_apply(source)
+
+
+def call_site_variants_before_and_after_apply(source):
     same_or_declined(source, PATH)
     after = migrate_source(source, PATH, kernel=KERNEL).new_source
     got = same_or_declined(after, PATH)
