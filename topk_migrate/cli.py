@@ -283,10 +283,72 @@ def apply(paths, kernel, diff, stdin_filename, follow_links, verbose):
 
 
 @main.command("rules")
-def rules_command():
+@click.option("--explain", "explain", metavar="ID",
+              help="Print the rule's documentation (what it finds, why, what it rewrites, when it refuses, an "
+                   "example before/after), from its own docstrings and examples.")
+def rules_command(explain):
     """List the migration rules: id, on or off by default, where they run, what they find."""
     from . import rules
 
+    if explain is not None:
+        if explain not in rules.ids():
+            import difflib
+
+            near = difflib.get_close_matches(explain, rules.ids(), n=1)
+            raise click.BadParameter(f"no rule {printable(explain)!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
+                                     + f"; the rules: {', '.join(rules.ids())}", param_hint="--explain")
+        _echo(_explain(rules, rules.spec(explain)), nl=False)
+        return
     for s in rules.specs():
         where = ", ".join(w for w, on in (("check/apply/audit", s.has_sites), ("bump", s.has_bump)) if on)
         _echo(f"{s.id}  [{'on' if s.default_enabled else 'off'} by default; {where}]  {s.summary}")
+
+
+def _explain(rules, s) -> str:
+    """`rules --explain`: the rule's docstrings, then its own examples by what it does with them; the
+    reasons are what the rule says of each example (run here, where no project pins it)."""
+    import difflib
+    import tempfile
+
+    module_doc, examples = rules.documentation(s.id)
+    where = ", ".join(w for w, on in (("check/apply/audit", s.has_sites), ("bump", s.has_bump)) if on)
+    off = "" if s.default_enabled else f' (enable = ["{s.id}"] in [tool.topk-migrate]; a bump runs it anyway)'
+    out = [f"# {s.id}", "", s.summary, "",
+           f"{'On' if s.default_enabled else 'Off'} by default{off}; runs in {where}; {s.module.replace('.', '/')}.py",
+           "", "## What it finds, and why", "", s.help, "", "## In detail", "", module_doc, ""]
+
+    def block(code: str, lang: str = "python") -> list:
+        return [f"```{lang}", code.rstrip("\n"), "```", ""]
+
+    with tempfile.TemporaryDirectory() as d:
+        def reason(e) -> str:
+            m = api.migrate_source(e.code, os.path.join(d, "backend.py"), kernel=e.kernel, enable=[s.id])
+            return next((x.reason for x in m.sites if x.rule == s.id), e.reason)
+
+        own = [e for e in examples if e.bump is None]
+        refusals = list(dict.fromkeys(reason(e) for e in own if e.status == "manual"))
+    fixes = [e for e in own if e.after is not None]
+    out += ["## What it rewrites", ""]
+    if fixes:
+        out += [f"`apply` rewrites the sites `check` reports `fixable` ({len(fixes)} of the rule's examples); "
+                f"the first, with --kernel {fixes[0].kernel}:", ""]
+        diff = difflib.unified_diff(fixes[0].code.splitlines(True), fixes[0].after.splitlines(True), "before", "after")
+        out += block("".join(diff), "diff")
+    else:
+        out += ["Nothing: `apply` never rewrites this rule's sites." if s.has_sites else
+                "Nothing: it runs only in `bump`, which reports and writes nothing.", ""]
+    if refusals:
+        out += ["## When it refuses", "", "`manual`, left as it is, with the reason (one example each):", ""]
+        out += [f"- {r}" for r in refusals] + [""]
+        if not fixes:
+            out += ["Example:", ""] + block(next(e.code for e in own if e.status == "manual"))
+    left = list(dict.fromkeys(f"`{e.status}`: {e.reason}" for e in own if e.status in ("compliant", "opt-out")))
+    if left:
+        out += ["## Left alone", ""] + [f"- {r}" for r in left] + [""]
+    bumps = [e for e in examples if e.bump is not None]
+    if bumps:
+        out += ["## In a bump", ""]
+        for e in bumps:
+            out += [f"From {e.bump[0]} to {e.bump[1]}: {f'`{e.status}`' if e.status else 'nothing reported'}", ""]
+            out += block(e.code)
+    return "\n".join(out).rstrip("\n") + "\n"

@@ -210,3 +210,32 @@ def check_ids(names: Sequence[str], where: str) -> None:
                  for n in unknown]
         raise ValueError(f"{where}: unknown rule(s) {', '.join(hints)}; rules: {', '.join(ids())}")
 
+
+
+@dataclass(frozen=True)
+class RuleExample:
+    """One of a rule's own examples, whatever shape the rule keeps it in (`rules --explain`)."""
+
+    code: str
+    status: Optional[str]  # check's status (bump: its verdict); None: no site
+    reason: str = ""
+    after: Optional[str] = None  # what apply makes of it
+    kernel: Optional[str] = None
+    bump: Optional[Tuple[str, str]] = None  # (old, new) release fixtures, for a bump example
+
+
+def documentation(rule_id: str) -> Tuple[str, List[RuleExample]]:
+    """The rule module's docstring and the rule's examples (VALID/INVALID, EXAMPLES, BUMP_EXAMPLES),
+    as its tests read them. Imports the rule."""
+    with open(spec(rule_id).path, "rb") as f:
+        module_doc = ast.get_docstring(ast.parse(f.read())) or ""
+    cls = type(load(rule_id))
+    out: List[RuleExample] = []
+    for ex in list(getattr(cls, "INVALID", [])) + list(getattr(cls, "VALID", [])):
+        status = getattr(ex.status, "value", ex.status)
+        out.append(RuleExample(ex.code, status, ex.reason, ex.after, getattr(ex, "kernel", None)))
+    for code, status, reason in getattr(cls, "EXAMPLES", []):
+        out.append(RuleExample(code, getattr(status, "value", status), reason))
+    for ex in getattr(cls, "BUMP_EXAMPLES", []):
+        out.append(RuleExample(ex.source, ex.verdict, bump=(ex.old, ex.new)))
+    return module_doc, out

@@ -1,0 +1,55 @@
+"""`topk-migrate rules --explain ID`: a rule's documentation from its own docstrings and examples."""
+import pytest
+from click.testing import CliRunner
+
+from topk_migrate import rules
+from topk_migrate.cli import main
+
+
+def explain(rule_id):
+    return CliRunner().invoke(main, ["rules", "--explain", rule_id], catch_exceptions=False)
+
+
+@pytest.mark.parametrize("rule_id", rules.ids())
+def test_every_rule_explains_itself_from_its_own_text(rule_id):
+    s = rules.spec(rule_id)
+    r = explain(rule_id)
+    assert r.exit_code == 0, r.output
+    module_doc, examples = rules.documentation(rule_id)
+    assert r.stdout.startswith(f"# {rule_id}\n\n{s.summary}\n")
+    for heading in ("## What it finds, and why", "## In detail", "## What it rewrites"):
+        assert heading in r.stdout
+    assert s.help in r.stdout and module_doc in r.stdout
+    assert examples and all(e.code.rstrip("\n") in r.stdout for e in examples if e.bump is not None)
+    assert ("On by default" if s.default_enabled else "Off by default") in r.stdout
+
+
+def test_the_prefill_rule_shows_its_rewrite_and_its_refusals():
+    out = explain("pass-topk-length").stdout
+    diff = out.split("```diff\n", 1)[1].split("```", 1)[0]
+    assert diff.startswith("--- before\n+++ after\n")
+    assert "+            topk_length=metadata.dsa_cache_seqlens_int32,\n" in diff
+    assert "+        topk_length: Optional[torch.Tensor] = None,\n" in diff
+    refusals = out.split("## When it refuses", 1)[1].split("## ", 1)[0]
+    # the reasons are what check prints for the rule's manual examples, whole
+    for fragment in ("kernel too old: sglang-kernel==0.4.2.post2 from --kernel", "kernel capability unknown (pass --kernel)",
+                     "the kernel is wrapped by functools.partial: calls through it cannot be checked",
+                     "`q[order]` indexes dim 0"):
+        assert fragment in refusals, fragment
+    assert "`opt-out`: topk_length=None" in out
+
+
+def test_a_rule_that_never_rewrites_says_so():
+    out = explain("decode-topk-length").stdout
+    assert "Nothing: `apply` never rewrites this rule's sites." in out and "never rewritten" in out
+    assert "Nothing: it runs only in `bump`" in explain("new-default-semantics").stdout
+
+
+def test_an_unknown_id_is_a_usage_error_with_a_suggestion():
+    r = CliRunner().invoke(main, ["rules", "--explain", "pass-topk"])
+    assert r.exit_code == 2 and "did you mean 'pass-topk-length'?" in r.output and "decode-topk-length" in r.output
+
+
+def test_the_listing_is_unchanged():
+    r = CliRunner().invoke(main, ["rules"])
+    assert r.exit_code == 0 and [line.split()[0] for line in r.stdout.splitlines()] == rules.ids()
