@@ -679,10 +679,16 @@ class _Analysis:
                 if tree is not None else None
             if node is not None:
                 first = min([node.lineno] + [d.lineno for d in node.decorator_list])
-                lines = "\n".join(text.split("\n")[first - 1:node.end_lineno]) + "\n"
+                split = text.split("\n")
+                # the module's own imports come along: what the def calls is known by where it comes from
+                imports = [ast.unparse(n) for top in tree.body
+                           for n in ([top] if isinstance(top, (ast.Import, ast.ImportFrom)) else
+                                     ast.walk(top) if isinstance(top, (ast.Try, ast.If)) else ())
+                           if isinstance(n, (ast.Import, ast.ImportFrom)) and not getattr(n, "level", 0)]
+                lines = "".join(f"{i}\n" for i in imports) + "\n".join(split[first - 1:node.end_lineno]) + "\n"
                 guard.parse_checked(lines, found)  # LibCST sees only what its nesting bound admits
                 snippet = cst.parse_module(lines)
-                self._external[qualname] = (Tree(snippet, positions=False), snippet.body[0])
+                self._external[qualname] = (Tree(snippet, positions=False), snippet.body[-1])
         except (SyntaxError, ValueError, cst.ParserSyntaxError, RecursionError, InputError):
             pass
         return self._external[qualname]

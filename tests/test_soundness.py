@@ -231,11 +231,52 @@ def test_row_index_and_metadata_hazards_are_manual(src, why, tmp_path):
     "q", "q.view(-1, 8, 64)", "q.reshape(q.shape[0], -1)", "q.unsqueeze(1)", "q.contiguous()", "q.to(torch.bfloat16)",
     "torch.cat([q, r], dim=-1)", "q.split([4, 4], dim=-1)[0]", "q.transpose(1, 2)", "q[:, :8]", "q[..., :64]",
     "q.flatten(1)", "concat_mla_absorb_q_general(q, r)", "q if r is None else r.view(-1, 4)",
+    "torch.unsqueeze(q, 1)", "q.squeeze(-1)", "q.float()", "torch.flatten(q, 1)", "q.clone().detach()",
 ])
 def test_row_preserving_steps_pass(expr):
-    tree = Tree(__import__("libcst").parse_module(f"def f(q, r):\n    x = {expr}\n"))
-    node = tree.module.body[0].body.body[0].body[0].value
+    # the engines import the absorbed-q concat from sglang; the allowlist matches that import, not the bare name
+    head = "from sglang.srt.layers.attention.utils import concat_mla_absorb_q_general\n"
+    tree = Tree(__import__("libcst").parse_module(f"{head}def f(q, r):\n    x = {expr}\n"))
+    node = tree.module.body[1].body.body[0].body[0].value
     assert row_hazard(tree, node)[0] is None
+
+
+# Default-deny: what is on no allowlist is refused, whatever it is and however it is spelled.
+@pytest.mark.parametrize("expr", [
+    "helper(q)", "self.permute_rows(q)", "np.ascontiguousarray(q)", "(lambda t: t)(q)", "mystery.op(q)",
+    "concat_mla_absorb_q_general(q, r)",  # not imported from sglang: a fork's own function of that name
+    "q.unsqueeze(0)", "torch.unsqueeze(q, 0)", "q.flatten()", "torch.flatten(q)", "q.squeeze()",
+    "torch.sort(q, dim=0)[0]", "torch.flip(q, [0])", "torch.roll(q, 1, 0)", "torch.index_select(q, 0, r)",
+    "q.new_method()", "torch.clamp(q[r], 0)", "q.apply_(f)",
+])
+def test_what_no_allowlist_names_is_refused(expr):
+    tree = Tree(__import__("libcst").parse_module(f"def f(q, r, helper, mystery, np, self):\n    x = {expr}\n"))
+    node = tree.module.body[0].body.body[0].body[0].value
+    assert row_hazard(tree, node)[0], expr
+
+
+@pytest.mark.parametrize("method,function", [
+    ("q.flip(0)", "torch.flip(q, 0)"), ("q.roll(1, 0)", "torch.roll(q, 1, 0)"),
+    ("q.index_select(0, r)", "torch.index_select(q, 0, r)"), ("q.unsqueeze(1)", "torch.unsqueeze(q, 1)"),
+    ("q.contiguous()", "torch.contiguous(q)"), ("q.narrow(0, 0, 2)", "torch.narrow(q, 0, 0, 2)"),
+    ("q.transpose(1, 2)", "torch.transpose(q, 1, 2)"), ("q.sort(0)", "torch.sort(q, 0)"),
+])
+def test_one_operation_one_verdict_in_either_spelling(method, function):
+    verdicts = []
+    for expr in (method, function):
+        tree = Tree(__import__("libcst").parse_module(f"def f(q, r):\n    x = {expr}\n"))
+        verdicts.append(row_hazard(tree, tree.module.body[0].body.body[0].body[0].value)[0] is None)
+    assert verdicts[0] == verdicts[1], (method, function)
+
+
+def test_unmodeled_binding_forms_are_refused():
+    import libcst
+
+    src = ("def f(inp, r):\n    match inp:\n        case (q, _):\n            pass\n    x = q\n")
+    tree = Tree(libcst.parse_module(src))
+    node = tree.module.body[0].body.body[1].body[0].value
+    why = row_hazard(tree, node)[0]  # LibCST's scopes record no binding for a `match` capture
+    assert why and "`q`" in why and "match" in why
 
 
 @pytest.mark.parametrize("expr", [

@@ -6,9 +6,13 @@ row-selecting or row-reordering step (indexing dim 0 by a permutation, mask or s
 index_select/gather/narrow on dim 0, cat/split/chunk along rows, a loop over
 sub-batches) can have as many rows as the metadata while its rows are other rows.
 This walks the data flow of q inside one function and names the first such step. Steps
-that keep dim 0 (view/reshape/unsqueeze, head padding by `new_zeros` + slice
-assignment of the trailing dims, cat along the last dim, `.contiguous()`, `.to()`) and
-calls of unknown functions pass: refusing those would refuse the real engines.
+that keep dim 0 pass only where they are on an allowlist kept below as data, each entry
+with the engine code that needs it (view/reshape keeping dim 0, unsqueeze/squeeze/flatten
+past dim 0, head padding by `new_zeros` + slice assignment of the trailing dims, cat along
+the last dim, `.contiguous()`, `.to()`), or a function of the project whose returns the trace
+reads. Everything else is refused by default: an unknown method or function, a lambda, a
+binding form the trace does not model. The same operation gets the same verdict in method
+and function form.
 """
 from __future__ import annotations
 
@@ -47,6 +51,37 @@ FUNCTION_DIM_OPS = {"cat", "concat", "concatenate", "stack"}  # torch.cat(tensor
 MOVE_OPS = {"transpose", "swapaxes", "swapdims", "movedim", "moveaxis"}
 INPLACE_ROW_WRITES = {"index_copy_", "index_put_", "scatter_", "masked_scatter_", "index_add_", "put_"}
 
+# The allowlist: operations known to keep each row of q where it is, in method form (q.op(...)) or as
+# torch.op(q, ...). Anything not here, not in the tables above and not a function of the project
+# the trace reads, makes the site manual.
+ROW_KEEPING = {
+    "contiguous": "sglang dsa_backend/nsa_backend: q_nope.contiguous() before the absorbed concat",
+    "to": "a dtype or device change: .to(torch.bfloat16) in the engines' MLA paths",
+    "float": "dtype", "half": "dtype", "bfloat16": "dtype", "type": "dtype",
+    "clone": "a copy: the same rows", "detach": "the same tensor outside autograd",
+    "cuda": "device", "cpu": "device",
+}
+# Engine functions on q's flow that the trace cannot read (a kernel, a module outside the tree given),
+# known to keep rows: matched on the name they are imported as from sglang or sgl_kernel, never on a bare
+# name (a project's own function of that name is read instead).
+ROW_KEEPING_FUNCTIONS = {
+    "concat_mla_absorb_q_general": "sglang (kernels/ops/)attention/utils.py: the absorbed q_nope and q_rope "
+                                   "joined on the last dim (torch.cat(..., dim=-1), or its fused kernel)",
+    "concat_mla_absorb_q": "sgl_kernel / sglang.jit_kernel.concat_mla: the fused cat of q_nope and q_rope on the last dim",
+}
+ENGINE_PACKAGES = ("sglang.", "sgl_kernel.", "sgl_kernel")
+# dim-taking steps that keep rows when the dim is past 0 (unsqueeze(1), squeeze(-1), flatten(1))
+DIM_KEEPING = {"unsqueeze": (0, None), "squeeze": (0, None), "flatten": (0, 0)}
+TORCH_PREFIXES = ("torch.", "F.")
+
+
+_NO_ROWS = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString,
+            cst.Ellipsis, cst.Lambda, cst.Dict, cst.Set, cst.DictComp, cst.Comparison)
+
+
+_BUILTIN_NAMES = {"None", "True", "False", "NotImplemented", "Ellipsis", "__debug__"}
+_NOT_TENSORS = (cst.FunctionDef, cst.ClassDef, cst.Import, cst.ImportFrom, cst.ImportAlias)
+
 
 def _int(e: Optional[cst.BaseExpression]) -> Optional[int]:
     if isinstance(e, cst.Integer):
@@ -69,7 +104,7 @@ def _keeps_rows(dim: Optional[cst.BaseExpression]) -> bool:
 def _dim_arg(args: List[cst.Arg], position: int) -> Tuple[bool, Optional[cst.BaseExpression]]:
     """(given, expression) of the `dim` argument."""
     for a in args:
-        if a.keyword and a.keyword.value in ("dim", "dims", "axis", "dim0"):
+        if a.keyword and a.keyword.value in ("dim", "dims", "axis", "dim0", "start_dim"):
             return True, a.value
     positional = [a for a in args if not a.keyword and not a.star]
     if len(positional) > position:
@@ -94,6 +129,18 @@ SPLITS = {"split", "chunk", "tensor_split", "unbind", "split_with_sizes"}
 
 def _is_split(e: cst.BaseExpression) -> bool:
     return isinstance(e, cst.Call) and (get_full_name_for_node(e.func) or "").rsplit(".", 1)[-1] in SPLITS
+
+
+def imported_names(tree: Tree, func: cst.BaseExpression) -> List[str]:
+    """The qualified names `func` (a name or a dotted attribute of one) is imported as."""
+    root = func
+    while isinstance(root, cst.Attribute):
+        root = root.value
+    if not isinstance(root, cst.Name):
+        return []
+    rest = (get_full_name_for_node(func) or "").partition(".")[2]
+    return [qn.name + ("." + rest if rest else "") for a in tree.binding(root, root.value).assignments
+            if isinstance(a, ImportAssignment) for qn in a.get_qualified_names_for(root.value)]
 
 
 def local_defs(tree: Tree, func: cst.BaseExpression) -> List[cst.FunctionDef]:
@@ -129,6 +176,8 @@ class RowTrace:
                 return f"`{_code(e)}` transposes rows"
             return self._data(e.value)
         if isinstance(e, cst.Subscript):
+            if _reads_no_data(e.value):
+                return None  # `q.shape[0]`: a size, not rows
             if _is_split(e.value):  # one piece of a split: rows kept if the split keeps them
                 return self._data(e.value)
             if not _first_index_keeps_rows(e):
@@ -138,7 +187,7 @@ class RowTrace:
             return self._call(e)
         if isinstance(e, cst.IfExp):
             return self._data(e.body) or self._data(e.orelse)
-        if isinstance(e, cst.BinaryOperation):
+        if isinstance(e, (cst.BinaryOperation, cst.BooleanOperation)):
             return self._data(e.left) or self._data(e.right)
         if isinstance(e, cst.UnaryOperation):
             return self._data(e.expression)
@@ -154,9 +203,13 @@ class RowTrace:
             return self._data(e.expression)
         if isinstance(e, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
             return f"`{_code(e)}` builds q from a loop over pieces"
-        return None  # constants, strings, lambdas: no rows of q
+        if isinstance(e, _NO_ROWS):
+            return None  # constants, strings, a lambda as a value: no rows of q
+        return f"`{_code(e)}` is a form the row trace does not model"
 
     def _call(self, call: cst.Call) -> Optional[str]:
+        if _reads_no_data(call):
+            return None
         func = call.func
         name = get_full_name_for_node(func) or ""
         op = name.rsplit(".", 1)[-1]
@@ -166,54 +219,71 @@ class RowTrace:
         if local:  # a function or method of this module: what it returns, then its arguments
             why = next((w for w in map(self._returns, local) if w), None)
             return why or self._args(args) or (self._data(func.value) if isinstance(func, cst.Attribute) else None)
-        why = self._imported(func)
-        if why:
-            return why
+        found, why = self._imported(func)
+        if why or found:  # a function of the project's other modules, its returns read
+            return why or self._args(args)
         if method:
-            receiver = func.value
-            if op in NO_DATA_METHODS:
-                return None
-            if op in ALWAYS_REORDERS:
-                return f"`{_code(call)}` reorders or selects rows"
-            if op in MOVE_OPS or op == "permute":
-                return self._moved(call, args, op) or self._data(receiver)
-            if op in DIM_OPS:
-                return self._dim_op(call, args, op, 0) or self._data(receiver)
-            if op in RESHAPES:
-                return self._reshaped(call, args, op) or self._data(receiver)
-            return self._data(receiver)  # view, reshape, to, contiguous, float, ...: same rows
+            return self._step(call, args, op, func.value, 0)
         if op in FRESH_FUNCTIONS:
+            return None
+        if op in FUNCTION_DIM_OPS:
+            return self._dim_op(call, args, op, 0) or self._args(args)
+        if name.startswith(TORCH_PREFIXES) and args and not args[0].keyword:
+            return self._step(call, args[1:], op, args[0].value, 1)  # torch.op(q, ...): as q.op(...)
+        if op in ROWS_FUNCTIONS:
+            return f"`{_code(call)}` reorders or selects rows"
+        if op in ROW_KEEPING_FUNCTIONS and any(qn.startswith(ENGINE_PACKAGES) for qn in imported_names(self.tree, func)):
+            return self._args(args)
+        return (f"`{_code(call)}` calls `{name or _code(func)}`, neither on the allowlist of operations that keep "
+                "q's rows (rows.ROW_KEEPING) nor a function of this project the trace can read")
+
+    def _step(self, call: cst.Call, args: List[cst.Arg], op: str, receiver: cst.BaseExpression,
+              shift: int) -> Optional[str]:
+        """`receiver.op(*args)`, or `torch.op(receiver, *args)`: one verdict for both spellings."""
+        if op in NO_DATA_METHODS:
             return None
         if op in ALWAYS_REORDERS or op in ROWS_FUNCTIONS:
             return f"`{_code(call)}` reorders or selects rows"
         if op in MOVE_OPS or op == "permute":
-            return self._moved(call, args[1:], op) or self._args(args)
-        if op in FUNCTION_DIM_OPS:
-            return self._dim_op(call, args, op, 0) or self._args(args)
-        if op in DIM_OPS and name.startswith("torch."):
-            return self._dim_op(call, args[1:], op, 0) or self._args(args)
-        return self._args(args)  # an unknown function: its rows come from its arguments
+            return self._moved(call, args, op) or self._data(receiver)
+        if op in DIM_OPS:
+            return self._dim_op(call, args, op, 0) or self._data(receiver)
+        if op in RESHAPES:
+            return self._reshaped(call, args, op) or self._data(receiver)
+        if op in DIM_KEEPING:
+            position, default = DIM_KEEPING[op]
+            given, dim = _dim_arg(args, position)
+            if not _keeps_rows(dim if given else (cst.Integer(str(default)) if default is not None else None)):
+                return f"`{_code(call)}` may change dim 0 (the rows)"
+            return self._data(receiver)
+        if op in ROW_KEEPING:
+            return self._data(receiver)
+        return (f"`{_code(call)}`: `{op}` is not on the allowlist of operations that keep q's rows "
+                "(rows.ROW_KEEPING)")
 
-    def _imported(self, func: cst.BaseExpression) -> Optional[str]:
-        """A function imported from another module of the project: what it returns."""
+    def _imported(self, func: cst.BaseExpression) -> Tuple[bool, Optional[str]]:
+        """A function imported from another module of the project: (found, why its returns are not
+        the rows of its arguments, or None)."""
         root = func
         while isinstance(root, cst.Attribute):
             root = root.value
         if self.external is None or not isinstance(root, cst.Name) or self.inside:
-            return None
+            return False, None
         rest = (get_full_name_for_node(func) or "").partition(".")[2]
+        found_any = False
         for a in self.tree.binding(root, root.value).assignments:
             if not isinstance(a, ImportAssignment):
                 continue
             for qn in a.get_qualified_names_for(root.value):
                 found = self.external(qn.name + ("." + rest if rest else ""))
                 if found is not None:
+                    found_any = True
                     other = RowTrace(found[0])
                     other.inside = 1
                     why = other._returns(found[1])
                     if why:
-                        return why
-        return None
+                        return True, why
+        return found_any, None
 
     def _returns(self, fdef: cst.FunctionDef) -> Optional[str]:
         if id(fdef) in self.seen or self.inside > 3:
@@ -281,6 +351,8 @@ class RowTrace:
     # -- names -------------------------------------------------------------------------
     def _name(self, node: cst.Name) -> Optional[str]:
         b = self.tree.binding(node, node.value)
+        if not b.assignments and node.value not in _BUILTIN_NAMES:
+            return f"`{node.value}` has no binding the row trace can see (a `match` capture, a star import, exec)"
         for a in b.assignments:
             if id(a) in self.seen:
                 continue
@@ -305,7 +377,9 @@ class RowTrace:
         if isinstance(scope, ComprehensionScope):
             return f"`{name}` is a comprehension variable: each is a piece of some sequence, not the batch"
         if not isinstance(node, cst.Name):
-            return None  # import, def, class: not a tensor built here
+            if node is None or isinstance(a, ImportAssignment) or isinstance(node, _NOT_TENSORS):  # (None: a builtin)
+                return None  # import, def, class: not a tensor built here
+            return f"`{name}` is bound by a `{type(node).__name__}`, a binding the row trace does not model"
         for anc in self.tree.ancestors(node):
             if isinstance(anc, (cst.For, cst.CompFor)):
                 return f"`{name}` is a loop variable: each iteration holds a piece, not the batch"
@@ -316,8 +390,10 @@ class RowTrace:
                 break
             if isinstance(anc, cst.WithItem):
                 return f"`{name}` is bound by `with ... as {name}`, whose rows cannot be traced"
-            if isinstance(anc, (cst.AugAssign, cst.BaseSmallStatement, cst.BaseStatement)):
-                break
+            if isinstance(anc, cst.AugAssign):
+                break  # `q *= scale`: elementwise, in place
+            if isinstance(anc, (cst.BaseSmallStatement, cst.BaseStatement)):
+                return f"`{name}` is bound by a `{type(anc).__name__}` statement, a binding the row trace does not model"
         return self._row_writes(scope, name)
 
     def _row_writes(self, scope, name: str) -> Optional[str]:
@@ -447,9 +523,26 @@ def row_hazard(tree: Tree, expr: cst.BaseExpression, batch_scope=None,
 
 
 # -- the indices (the metadata counts the indexer's valid entries per row) -------------------------
-# Steps that change which entries a row holds or how many are valid. Transforms the engines use
-# (page-table lookups, torch.where on the valid mask, padding rows in a helper) are calls this
-# module does not look into, so they pass.
+# Steps that change which entries a row holds or how many are valid are named; what keeps them is on
+# the allowlists below, each entry with the engine code that needs it; anything else is refused.
+INDEX_KEEPING = {
+    "to": "dtype/device", "int": "dtype", "long": "dtype", "contiguous": "layout", "clone": "a copy",
+    "detach": "the same tensor", "cuda": "device", "type": "dtype",
+    "view": "sglang: topk_indices.view(...) between [s, 1, k] and [s, k]", "reshape": "as view",
+    "unsqueeze": "sglang dsa/nsa_backend: page_table_1.unsqueeze(1) for the kernel's [s, 1, k]",
+    "squeeze": "the inverse of unsqueeze(1)",
+}
+# Engine transforms on the indices' flow, by the name they are imported as from sglang or sgl_kernel
+# (functions) or called by on an engine object (methods): each maps valid entries and keeps -1 as -1.
+INDEX_KEEPING_FUNCTIONS = {
+    "transform_index_page_table_decode": "sglang (kernels/ops/)attention/(n|d)sa/transform_index.py: "
+                                         "each valid index through the page table, -1 kept",
+    "transform_index_page_table_prefill": "as transform_index_page_table_decode, for prefill",
+}
+INDEX_KEEPING_ENGINE_METHODS = {
+    "translate_loc_to_hisparse_device": "sglang token_to_kv_pool (hisparse): each valid location to its device slot",
+    "swap_in_selected_pages": "sglang hisparse_coordinator: the selected pages' device locations, -1 kept",
+}
 INDEX_CHANGES = {"masked_fill", "masked_fill_", "fill_", "index_fill", "index_fill_", "scatter", "scatter_",
                  "clamp", "clamp_", "clip", "clip_", "sort", "flip", "roll", "narrow", "index_select", "gather",
                  "split", "chunk", "remainder", "fmod", "abs", "neg", "zero_", "masked_scatter_", "index_put_",
@@ -488,6 +581,8 @@ class IndexTrace:
         if isinstance(e, cst.Attribute):
             return None if e.attr.value in NO_DATA_ATTRS else self.hazard(e.value)
         if isinstance(e, cst.Subscript):
+            if _reads_no_data(e.value):
+                return None  # `idx.shape[0]`: a size, not entries
             for el in e.slice:
                 s = el.slice
                 full = (isinstance(s, cst.Slice) and s.lower is None and s.upper is None and s.step is None) or (
@@ -497,35 +592,62 @@ class IndexTrace:
                     return f"`{_code(e)}` narrows or selects top-k entries"
             return self.hazard(e.value)
         if isinstance(e, cst.Call):
-            func = e.func
-            why = self._local(e)
-            if why:
-                return why
-            name = get_full_name_for_node(func) or ""
-            if name.rsplit(".", 1)[-1] == "where" and len(e.args) == 3:
-                valid = _validity_test(e.args[0].value)
-                for branch, invalid_side in ((e.args[1].value, valid is False), (e.args[2].value, valid is True)):
-                    if _constant_fill(branch) and not (invalid_side and _int(branch) == -1):
-                        return f"`{_code(e)}` puts constants into the indices"
-                return None  # offsets added to the valid entries, -1 kept where entries are -1
-            if isinstance(func, cst.Attribute) and not name.startswith("torch."):
-                if func.attr.value in ("masked_fill", "masked_fill_") and len(e.args) >= 2 \
-                        and _validity_test(e.args[0].value) is False and _int(e.args[1].value) == -1:
-                    return self.hazard(func.value)  # -1 where entries were already invalid: counts kept
-                if func.attr.value in INDEX_CHANGES:
-                    return f"`{_code(e)}` changes which top-k entries are valid"
-                if func.attr.value in NO_DATA_METHODS:
-                    return None
-                receiver = func.value
-                if isinstance(receiver, cst.Name) and receiver.value in ("self", "cls"):
-                    return None  # a helper of the engine's: a transform we do not look into
-                return self.hazard(receiver)
-            return None  # a function: page-table transforms, torch.where on the valid mask
+            return self._call(e)
         if isinstance(e, cst.BinaryOperation):
             return f"`{_code(e)}` changes index values (and -1 entries with them)"
         if isinstance(e, cst.IfExp):
             return self.hazard(e.body) or self.hazard(e.orelse)
-        return None
+        if isinstance(e, _NO_ROWS) or (isinstance(e, cst.Name) and e.value == "None"):
+            return None
+        return f"`{_code(e)}` is a form the indices trace does not model"
+
+    def _call(self, e: cst.Call) -> Optional[str]:
+        if _reads_no_data(e):
+            return None
+        func = e.func
+        if local_defs(self.tree, func):  # a function or method of this module: what it returns, then its arguments
+            return self._local(e) or next((w for w in (self.hazard(a.value) for a in e.args if not (
+                a.keyword and a.keyword.value in ("dim", "dtype", "device"))) if w), None)
+        name = get_full_name_for_node(func) or ""
+        op = name.rsplit(".", 1)[-1]
+        args = [a for a in e.args if not a.keyword and not a.star]
+        if op == "where" and len(e.args) == 3:
+            valid = _validity_test(e.args[0].value)
+            for branch, invalid_side in ((e.args[1].value, valid is False), (e.args[2].value, valid is True)):
+                if _constant_fill(branch) and not (invalid_side and _int(branch) == -1):
+                    return f"`{_code(e)}` puts constants into the indices"
+            return None  # offsets added to the valid entries, -1 kept where entries are -1
+        if op in FILLS:  # a tensor of one value: padding rows of -1 hold no valid entry
+            fill = _keyword(e, "fill_value") or (args[1].value if len(args) > 1 else None)
+            return None if _int(fill) == -1 else f"`{_code(e)}` fills the indices with a value other than -1"
+        if op in ("cat", "concat", "concatenate") and name.startswith(TORCH_PREFIXES) and args:
+            given, dim = _dim_arg(list(e.args), 1)
+            if (not given or _int(dim) == 0) and isinstance(args[0].value, (cst.List, cst.Tuple)):  # rows appended
+                return next((w for w in (self.hazard(el.value) for el in args[0].value.elements) if w), None)
+            return f"`{_code(e)}` joins top-k entries other than by rows"
+        method = isinstance(func, cst.Attribute) and not name.startswith(TORCH_PREFIXES)
+        if method:
+            receiver = func.value
+            if op in ("masked_fill", "masked_fill_") and len(e.args) >= 2 \
+                    and _validity_test(e.args[0].value) is False and _int(e.args[1].value) == -1:
+                return self.hazard(receiver)  # -1 where entries were already invalid: counts kept
+            if op in INDEX_CHANGES:
+                return f"`{_code(e)}` changes which top-k entries are valid"
+            if op in NO_DATA_METHODS:
+                return None
+            if op in INDEX_KEEPING:
+                return self.hazard(receiver)
+            if op in INDEX_KEEPING_ENGINE_METHODS:
+                return None
+        elif name.startswith(TORCH_PREFIXES) and args:  # torch.op(idx, ...): as idx.op(...)
+            if op in INDEX_CHANGES:
+                return f"`{_code(e)}` changes which top-k entries are valid"
+            if op in INDEX_KEEPING:
+                return self.hazard(args[0].value)
+        elif op in INDEX_KEEPING_FUNCTIONS and any(q.startswith(ENGINE_PACKAGES) for q in imported_names(self.tree, func)):
+            return None
+        return (f"`{_code(e)}` is neither on the allowlist of steps that keep the top-k entries "
+                "(rows.INDEX_KEEPING) nor a function of this module the trace can read")
 
     def _name(self, node: cst.Name) -> Optional[str]:
         for a in self.tree.binding(node, node.value).assignments:
@@ -581,6 +703,20 @@ def _validity_test(cond: cst.BaseExpression) -> Optional[bool]:
     if (op, value) in ((cst.LessThan, 0), (cst.Equal, -1), (cst.LessThanEqual, -1)):
         return False
     return None
+
+
+def _reads_no_data(e: cst.BaseExpression) -> bool:
+    """`x.shape`, `x.size(...)`, `len(x)`: a size or dtype, none of x's rows or entries."""
+    if isinstance(e, cst.Attribute):
+        return e.attr.value in NO_DATA_ATTRS
+    if isinstance(e, cst.Call):
+        name = get_full_name_for_node(e.func) or ""
+        return name == "len" or (isinstance(e.func, cst.Attribute) and e.func.attr.value in NO_DATA_METHODS)
+    return False
+
+
+def _keyword(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
+    return next((a.value for a in call.args if a.keyword and a.keyword.value == name), None)
 
 
 def _constant_fill(e: cst.BaseExpression) -> bool:
