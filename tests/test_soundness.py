@@ -13,7 +13,7 @@ import pytest
 from topk_migrate.api import migrate_source
 from topk_migrate.codemods import pass_topk_length as rule
 from topk_migrate.model import Status
-from topk_migrate.rows import row_hazard
+from topk_migrate.rows import index_hazard, row_hazard
 from topk_migrate.scopecheck import Tree
 
 KERNEL = "sglang-kernel==0.4.6"
@@ -340,3 +340,34 @@ def test_rows_reordered_by_a_function_of_another_project_module(tmp_path):
     assert "`x.flip(0)` works on dim 0 (the rows) (in `decode_first`)" in reordered[0].reason
     kept = migrate_source(body.format(f="same"), str(tmp_path / "b.py")).sites
     assert [s.status for s in kept] == [Status.FIXABLE]
+
+
+# The indices: front-packing kept only by what an allowlist names; function and method form alike.
+@pytest.mark.parametrize("expr", [
+    "torch.sort(idx, dim=-1)[0]", "torch.clamp(idx, min=0)", "idx.clamp(min=0)", "idx.sort(dim=-1).values",
+    "torch.flip(idx, [-1])", "helper(idx)", "self.reorder(idx)", "np.asarray(idx)", "(lambda t: t)(idx)",
+    "torch.cat([idx, idx], dim=-1)", "torch.zeros_like(idx)", "idx.new_full((2, 4), 0)",
+    "transform_index_page_table_decode(page_table=p, topk_indices=idx)",  # not imported from sglang
+    "self._pad(idx.sort(dim=-1)[0], 2)",  # the argument a local helper's return comes from
+])
+def test_index_steps_no_allowlist_names_are_refused(expr):
+    src = (f"class B:\n    def _pad(self, t, n):\n        return torch.cat([t, t.new_full((n, 4), -1)])\n"
+           f"    def f(self, idx, p, helper, np):\n        x = {expr}\n")
+    tree = Tree(__import__("libcst").parse_module(src))
+    node = tree.module.body[0].body.body[1].body.body[0].body[0].value
+    assert index_hazard(tree, node)[0], expr
+
+
+@pytest.mark.parametrize("expr", [
+    "idx", "idx.to(torch.int32)", "idx.view(-1, 1, 64)", "idx.unsqueeze(1)", "idx.contiguous()",
+    "torch.where(idx >= 0, idx + 7, idx)", "idx.masked_fill(idx < 0, -1)", "self._pad(idx, 2)",
+    "torch.cat([idx, idx.new_full((2, 4), -1)])", "torch.full((2, 4), -1)",
+    "transform_index_page_table_prefill(page_table=p, topk_indices=idx)",
+])
+def test_index_steps_the_engines_use_pass(expr):
+    head = "from sglang.srt.layers.attention.nsa.transform_index import transform_index_page_table_prefill\n"
+    src = (f"{head}class B:\n    def _pad(self, t, n):\n        return torch.cat([t, t.new_full((n, 4), -1)])\n"
+           f"    def f(self, idx, p):\n        x = {expr}\n")
+    tree = Tree(__import__("libcst").parse_module(src))
+    node = tree.module.body[1].body.body[1].body.body[0].body[0].value
+    assert index_hazard(tree, node)[0] is None, expr

@@ -558,21 +558,37 @@ class IndexTrace:
         self.seen: Set[object] = set()
         self.params: Set[Tuple[object, str]] = set()
         self.inside = 0  # > 0 while reading the returns of a function defined in this module
+        self.reached: Set[str] = set()  # parameters of the function being read that its returns come from
+        self.read: Dict[int, Tuple[Optional[str], Set[str]]] = {}  # id(def) -> (why, parameters reached)
 
     def _local(self, call: cst.Call) -> Optional[str]:
-        """A function or method of this module: what it returns (its parameters are the call's)."""
+        """A function or method of this module: what it returns, and then the call's arguments for
+        the parameters those returns come from (a page table passed beside the indices is not one)."""
         for fdef in local_defs(self.tree, call.func):
-            if id(fdef) in self.seen or self.inside > 3:
-                continue
-            self.seen.add(id(fdef))
-            self.inside += 1
-            try:
-                for ret in _own_returns(fdef):
-                    why = self.hazard(ret.value) if ret.value is not None else None
-                    if why:
-                        return f"{why} (in `{fdef.name.value}`)" if "(in `" not in why else why
-            finally:
-                self.inside -= 1
+            if id(fdef) in self.read:  # read once; each call's own arguments are still followed
+                why, reached = self.read[id(fdef)]
+            elif id(fdef) in self.seen or self.inside > 3:
+                continue  # being read (recursion), or too deep
+            else:
+                self.seen.add(id(fdef))
+                self.inside += 1
+                outer, self.reached = self.reached, set()
+                try:
+                    why = next((w for w in (self.hazard(r.value) for r in _own_returns(fdef) if r.value is not None)
+                                if w), None)
+                    if why and "(in `" not in why:
+                        why = f"{why} (in `{fdef.name.value}`)"
+                    reached = self.reached
+                finally:
+                    self.inside -= 1
+                    self.reached = outer
+                self.read[id(fdef)] = (why, reached)
+            if why:
+                return why
+            for arg in _arguments_for(call, fdef, reached):
+                why = self.hazard(arg)
+                if why:
+                    return why
         return None
 
     def hazard(self, e: cst.BaseExpression) -> Optional[str]:
@@ -605,9 +621,8 @@ class IndexTrace:
         if _reads_no_data(e):
             return None
         func = e.func
-        if local_defs(self.tree, func):  # a function or method of this module: what it returns, then its arguments
-            return self._local(e) or next((w for w in (self.hazard(a.value) for a in e.args if not (
-                a.keyword and a.keyword.value in ("dim", "dtype", "device"))) if w), None)
+        if local_defs(self.tree, func):
+            return self._local(e)
         name = get_full_name_for_node(func) or ""
         op = name.rsplit(".", 1)[-1]
         args = [a for a in e.args if not a.keyword and not a.star]
@@ -663,6 +678,7 @@ class IndexTrace:
             target = getattr(a, "node", None)
             if isinstance(target, cst.Param):
                 if self.inside:
+                    self.reached.add(node.value)  # the caller's argument for it is followed at the call
                     continue
                 self.params.add((scope, node.value))
             else:
@@ -705,13 +721,30 @@ def _validity_test(cond: cst.BaseExpression) -> Optional[bool]:
     return None
 
 
+def _arguments_for(call: cst.Call, fdef: cst.FunctionDef, names: Set[str]) -> List[cst.BaseExpression]:
+    """The call's arguments for the parameters `names` of fdef (`self` skipped for a method call);
+    every argument when the call spreads *args or **kwargs."""
+    if any(a.star for a in call.args):
+        return [a.value for a in call.args]
+    params = list(fdef.params.posonly_params) + list(fdef.params.params)
+    if isinstance(call.func, cst.Attribute) and params and params[0].name.value in ("self", "cls"):
+        params = params[1:]
+    out, positional = [], [a for a in call.args if not a.keyword]
+    for p, a in zip(params, positional):
+        if p.name.value in names:
+            out.append(a.value)
+    out += [a.value for a in call.args if a.keyword and a.keyword.value in names]
+    return out
+
+
 def _reads_no_data(e: cst.BaseExpression) -> bool:
     """`x.shape`, `x.size(...)`, `len(x)`: a size or dtype, none of x's rows or entries."""
     if isinstance(e, cst.Attribute):
         return e.attr.value in NO_DATA_ATTRS
     if isinstance(e, cst.Call):
         name = get_full_name_for_node(e.func) or ""
-        return name == "len" or (isinstance(e.func, cst.Attribute) and e.func.attr.value in NO_DATA_METHODS)
+        return name == "len" or (isinstance(e.func, cst.Attribute) and e.func.attr.value in NO_DATA_METHODS
+                                 and not e.func.attr.value.startswith("new_"))  # new_full(...): a tensor of values
     return False
 
 
