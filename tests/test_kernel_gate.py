@@ -64,8 +64,11 @@ def repo(tmp_path):
     # extras: every group that installs the kernel must have the parameter
     ("pyproject.toml", '[project]\ndependencies = []\n[project.optional-dependencies]\n'
                        'gpu = ["sglang-kernel==0.4.6"]\nlegacy = ["sgl-kernel==0.3.21"]\n', False),
-    ("pyproject.toml", '[project.optional-dependencies]\nh100 = ["sglang-kernel==0.4.6"]\nb200 = ["sglang-kernel>=0.4.4"]\n', True),
-    ("setup.cfg", "[options.extras_require]\ngpu =\n    sglang-kernel==0.4.6\n", True),
+    # only extras pin the kernel: `pip install .` (no extra) installs an unpinned one, so nothing is decided
+    ("pyproject.toml", '[project.optional-dependencies]\nh100 = ["sglang-kernel==0.4.6"]\nb200 = ["sglang-kernel>=0.4.4"]\n', None),
+    ("setup.cfg", "[options.extras_require]\ngpu =\n    sglang-kernel==0.4.6\n", None),
+    ("pyproject.toml", '[project]\ndependencies = ["sglang-kernel>=0.4.4"]\n[project.optional-dependencies]\n'
+                       'h100 = ["sglang-kernel==0.4.6"]\n', True),
     ("setup.py", "REQS = ['torch', 'sglang-kernel==0.4.1']\nsetup(install_requires=REQS)\n", False),
     ("setup.py", "setup(extras_require={'gpu': ['sglang-kernel>=0.4.3'], 'old': ['sgl-kernel<0.4']})\n", False),
 ])
@@ -278,10 +281,18 @@ def test_a_project_file_shipped_inside_an_installed_package_does_not_hide_its_di
 
 
 def test_installed_pins_with_extras_markers(tmp_path):
+    # pinned only by extras: whether they were installed is not known, so the kernel installed beside decides
     sp = site_packages(tmp_path, "engine", "1.0", {"engine/backend.py": CALL},
                        ['sglang-kernel==0.4.6; extra == "gpu"', 'sglang-kernel==0.4.5; extra == "all"'])
     site = status_of(sp / "engine" / "backend.py")
-    assert site.status is Status.FIXABLE and site.kernel.startswith("sglang-kernel==0.4.6; extra == \"gpu\" from engine-1.0")
+    assert site.status is Status.MANUAL and 'extra == "gpu"' in site.reason, site.reason
+    sp = site_packages(tmp_path / "with-kernel", "engine", "1.0", {"engine/backend.py": CALL},
+                       ['sglang-kernel==0.4.6; extra == "gpu"', 'sglang-kernel==0.4.5; extra == "all"'])
+    info = sp / "sglang_kernel-0.4.2.post2.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Name: sglang-kernel\nVersion: 0.4.2.post2\n")
+    site = status_of(sp / "engine" / "backend.py")
+    assert site.status is Status.MANUAL and site.reason.startswith("kernel too old"), site.reason
 
 
 def test_a_kernel_installed_beside_decides_when_the_owner_does_not_pin_it(tmp_path):

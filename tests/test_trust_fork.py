@@ -341,3 +341,17 @@ def test_a_smoke_module_whose_imports_fail_is_a_failed_check_not_a_traceback(tmp
                        capture_output=True, text=True, timeout=600)
     assert "Traceback" not in r.stderr + r.stdout, (r.stdout + r.stderr)[-2000:]
     assert r.returncode in (1, 2), r.stdout[-1000:]
+
+
+def test_a_kernel_pinned_only_by_an_extra_decides_nothing_for_the_base_install(tmp_path):
+    (tmp_path / "backend.py").write_text(BACKEND)
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "x"\ndependencies = ["torch"]\n[project.optional-dependencies]\n'
+        f'gpu = ["{KERNEL}"]\n')
+    r = cli("check", tmp_path / "backend.py")
+    assert r.returncode == 1 and " manual " in r.stdout and 'extra == "gpu"' in r.stdout, r.stdout
+    # with the kernel in the base install too, the extra adds nothing undecided
+    (tmp_path / "pyproject.toml").write_text(
+        f'[project]\nname = "x"\ndependencies = ["{KERNEL}"]\n[project.optional-dependencies]\ngpu = ["{KERNEL}"]\n')
+    r = cli("check", tmp_path / "backend.py")
+    assert " fixable " in r.stdout, r.stdout

@@ -437,15 +437,17 @@ def installed_pins(path: str, site_dir: str, dists: Sequence[str]) -> List[Pin]:
             return [Pin(normalize(name), f"=={version}", source)]
         pins = [p for r in requires if _may_name(r, dists) and (p := _requirement(r, source)) is not None
                 and p.dist in dists]
-        if pins:
+        if pins and not all("extra" in p.marker for p in pins):
             return pins
+    else:
+        pins = []
     beside = []
     for name in listing(site_dir):
         if name.endswith(".dist-info"):
             dname, version, _ = _metadata(os.path.join(site_dir, name))
             if dname and version and normalize(dname) in dists:
                 beside.append(Pin(normalize(dname), f"=={version}", f"{name}/METADATA (installed beside it)"))
-    return beside
+    return beside or pins  # pinned only by extras: the kernel installed beside decides, if there is one
 
 
 # -- deciding over environments -----------------------------------------------------------------
@@ -511,6 +513,9 @@ def decide_pins(sources: Sequence[Sequence[Pin]], dists: Sequence[str], min_vers
         for env in _environments(relevant):
             if env:
                 worst.setdefault(_decide_env(env, min_versions), tuple(env))
+        if any("extra" in p.marker for p in relevant) and all(p.marker for p in relevant):
+            # only extras pin the kernel: `pip install .` without them installs whatever it finds
+            worst.setdefault(None, tuple(p for p in relevant if "extra" in p.marker)[:3])
     if not found:
         return None
     for verdict in (False, None, True):
