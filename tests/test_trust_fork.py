@@ -355,3 +355,13 @@ def test_a_kernel_pinned_only_by_an_extra_decides_nothing_for_the_base_install(t
         f'[project]\nname = "x"\ndependencies = ["{KERNEL}"]\n[project.optional-dependencies]\ngpu = ["{KERNEL}"]\n')
     r = cli("check", tmp_path / "backend.py")
     assert " fixable " in r.stdout, r.stdout
+
+
+def test_bump_on_a_deeply_nested_pyproject_is_one_error_line_not_a_verdict(tmp_path):
+    (tmp_path / "backend.py").write_text(BACKEND)
+    (tmp_path / "pyproject.toml").write_text("a = " + "[" * 3000 + "]" * 3000 + "\n")
+    rel = tmp_path / "k" / "sgl_kernel"
+    rel.mkdir(parents=True)
+    (rel / "flash_mla.py").write_text("def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512):\n    pass\n")
+    r = cli("bump", "--from", tmp_path / "k", "--to", tmp_path / "k", ".", cwd=tmp_path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "nested too deep" in r.stderr, r.stderr

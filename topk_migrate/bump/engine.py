@@ -47,9 +47,12 @@ def run(paths: Sequence[str], old: Release, new: Release, follow_links: bool = F
     tally, tmp, back = audit._Tally(), None, os.getcwd()
     try:
         if rev is None:
-            with scanning_for(Prefilter(candidate.needles)):  # the releases' entry-point names
-                audit.scan_disk(paths, (), True, runner.jobs, tally, audit._Progress(False),
-                                lambda path: runner.submit(path, path, old, new), follow_links)
+            try:
+                with scanning_for(Prefilter(candidate.needles)):  # the releases' entry-point names
+                    audit.scan_disk(paths, (), True, runner.jobs, tally, audit._Progress(False),
+                                    lambda path: runner.submit(path, path, old, new), follow_links)
+            except audit.AuditError as e:  # the walk cannot start (a project's configuration): one line
+                report.errors.append((", ".join(paths), str(e)))
         else:
             import tempfile
 
