@@ -1,8 +1,10 @@
 """`topk-migrate rules --explain ID`: a rule's documentation from its own docstrings and examples."""
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 
-from topk_migrate import rules
+from topk_migrate import discover, rules
 from topk_migrate.cli import main
 
 
@@ -36,13 +38,31 @@ def test_the_prefill_rule_shows_its_rewrite_and_its_refusals():
                      "the kernel is wrapped by functools.partial: calls through it cannot be checked",
                      "`q[order]` indexes dim 0"):
         assert fragment in refusals, fragment
-    assert "`opt-out`: topk_length=None" in out
+    assert "- `opt-out`: passes topk_length=None explicitly\n" in out
+    assert "On by default; runs in check/apply/audit, bump; codemods/pass_topk_length.py\n" in out
 
 
 def test_a_rule_that_never_rewrites_says_so():
     out = explain("decode-topk-length").stdout
     assert "Nothing: `apply` never rewrites this rule's sites." in out and "never rewritten" in out
     assert "Nothing: it runs only in `bump`" in explain("new-default-semantics").stdout
+
+
+def test_a_plug_in_rule_explains_itself(monkeypatch):
+    """A rule added as one file on the package's path (tests/test_plugin_rules.py's toy) gets its page too."""
+    import topk_migrate.codemods as codemods
+
+    toy = Path(__file__).parent / "data" / "toy_rules"
+    monkeypatch.setattr(codemods, "__path__", [*codemods.__path__, str(toy)])
+    rules.specs.cache_clear(), rules.load.cache_clear(), discover.prefilter_for.cache_clear()
+    try:
+        out = explain("toy-literal-scale").stdout
+    finally:
+        monkeypatch.undo()
+        rules.specs.cache_clear(), rules.load.cache_clear(), discover.prefilter_for.cache_clear()
+    assert out.startswith("# toy-literal-scale\n") and str(toy / "toy_literal_scale.py") in out
+    assert "- a literal sm_scale of 1.0 is almost never the softmax scale" in out
+    assert "- `opt-out`: suppressed by comment: unit test" in out
 
 
 def test_an_unknown_id_is_a_usage_error_with_a_suggestion():

@@ -313,8 +313,12 @@ def _explain(rules, s) -> str:
     module_doc, examples = rules.documentation(s.id)
     where = ", ".join(w for w, on in (("check/apply/audit", s.has_sites), ("bump", s.has_bump)) if on)
     off = "" if s.default_enabled else f' (enable = ["{s.id}"] in [tool.topk-migrate]; a bump runs it anyway)'
+    from . import codemods
+
+    own = os.path.dirname(os.path.abspath(codemods.__file__)) == os.path.dirname(os.path.abspath(s.path))
     out = [f"# {s.id}", "", s.summary, "",
-           f"{'On' if s.default_enabled else 'Off'} by default{off}; runs in {where}; {s.module.replace('.', '/')}.py",
+           f"{'On' if s.default_enabled else 'Off'} by default{off}; runs in {where}; "
+           + (f"codemods/{os.path.basename(s.path)}" if own else printable(s.path)),
            "", "## What it finds, and why", "", s.help, "", "## In detail", "", module_doc, ""]
 
     def block(code: str, lang: str = "python") -> list:
@@ -325,9 +329,10 @@ def _explain(rules, s) -> str:
             m = api.migrate_source(e.code, os.path.join(d, "backend.py"), kernel=e.kernel, enable=[s.id])
             return next((x.reason for x in m.sites if x.rule == s.id), e.reason)
 
-        own = [e for e in examples if e.bump is None]
-        refusals = list(dict.fromkeys(reason(e) for e in own if e.status == "manual"))
-    fixes = [e for e in own if e.after is not None]
+        mine = [e for e in examples if e.bump is None]
+        refusals = list(dict.fromkeys(reason(e) for e in mine if e.status == "manual"))
+        left = list(dict.fromkeys(f"`{e.status}`: {reason(e)}" for e in mine if e.status in ("compliant", "opt-out")))
+    fixes = [e for e in mine if e.after is not None]
     out += ["## What it rewrites", ""]
     if fixes:
         out += [f"`apply` rewrites the sites `check` reports `fixable` ({len(fixes)} of the rule's examples); "
@@ -341,8 +346,7 @@ def _explain(rules, s) -> str:
         out += ["## When it refuses", "", "`manual`, left as it is, with the reason (one example each):", ""]
         out += [f"- {r}" for r in refusals] + [""]
         if not fixes:
-            out += ["Example:", ""] + block(next(e.code for e in own if e.status == "manual"))
-    left = list(dict.fromkeys(f"`{e.status}`: {e.reason}" for e in own if e.status in ("compliant", "opt-out")))
+            out += ["Example:", ""] + block(next(e.code for e in mine if e.status == "manual"))
     if left:
         out += ["## Left alone", ""] + [f"- {r}" for r in left] + [""]
     bumps = [e for e in examples if e.bump is not None]

@@ -234,8 +234,8 @@ def documentation(rule_id: str) -> Tuple[str, List[RuleExample]]:
     for ex in list(getattr(cls, "INVALID", [])) + list(getattr(cls, "VALID", [])):
         status = getattr(ex.status, "value", ex.status)
         out.append(RuleExample(ex.code, status, ex.reason, ex.after, getattr(ex, "kernel", None)))
-    for code, status, reason in getattr(cls, "EXAMPLES", []):
-        out.append(RuleExample(code, getattr(status, "value", status), reason))
+    for code, status, *reason in getattr(cls, "EXAMPLES", []):  # (source, status[, text its reason holds])
+        out.append(RuleExample(code, getattr(status, "value", status), reason[0] if reason else ""))
     for ex in getattr(cls, "BUMP_EXAMPLES", []):
         out.append(RuleExample(ex.source, ex.verdict, bump=(ex.old, ex.new)))
     return module_doc, out
