@@ -29,6 +29,10 @@ RULE_ID = "pass-topk-length"
 GUARD_COMMENT = "# topk-migrate: use the full top-k width if the row counts ever differ from q's."
 # Decorators that keep a method's signature as written (any other one may not pass topk_length on).
 SIGNATURE_KEEPING_DECORATORS = {"staticmethod", "classmethod"}
+# Decorators called with no arguments that wrap the helper in a context and pass every argument on:
+# `@torch.inference_mode()` / `@torch.no_grad()` on engines' forward helpers. Matched on what `torch`
+# is imported as, never on the spelling alone.
+ARGUMENT_PASSING_DECORATORS = {"torch.inference_mode", "torch.no_grad", "torch.enable_grad"}
 CONSTANT_NAMES = {"None", "True", "False"}
 
 
@@ -499,6 +503,9 @@ class _Analysis:
         no same-named override without the parameter."""
         for d in fn.node.decorators:
             name = get_full_name_for_node(d.decorator) or _code(d.decorator).strip()
+            if isinstance(d.decorator, cst.Call) and not d.decorator.args \
+                    and self.expand(dotted(d.decorator.func)) in ARGUMENT_PASSING_DECORATORS:
+                continue
             if name not in SIGNATURE_KEEPING_DECORATORS:
                 return (f"{fn.qualname} is decorated with `@{name}`, which may not pass topk_length on; "
                         "add the parameter by hand")

@@ -371,3 +371,18 @@ def test_index_steps_the_engines_use_pass(expr):
     tree = Tree(__import__("libcst").parse_module(src))
     node = tree.module.body[1].body.body[1].body.body[0].body[0].value
     assert index_hazard(tree, node)[0] is None, expr
+
+
+@pytest.mark.parametrize("decorator,fixable", [
+    ("@torch.inference_mode()", True), ("@torch.no_grad()", True),
+    ("@torch.compile()", False), ("@torch.no_grad(some_arg)", False), ("@no_grad()", False),
+])
+def test_only_decorators_known_to_pass_arguments_on_keep_the_helper_fixable(tmp_path, decorator, fixable):
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    src = ("import torch\nfrom sgl_kernel.flash_mla import flash_mla_sparse_fwd\nfrom elsewhere import no_grad\n\n\n"
+           f"class Backend:\n    {decorator}\n    def _forward(self, q, kv, idx, scale):\n"
+           "        return flash_mla_sparse_fwd(q, kv, idx, scale)\n\n"
+           "    def forward(self, q, kv, idx, scale, metadata):\n        return self._forward(q, kv, idx, scale)\n\n"
+           "# uses metadata.nsa_cache_seqlens_int32\n")
+    (site,) = migrate_source(src, str(tmp_path / "b.py")).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
