@@ -49,6 +49,36 @@ def _is_none(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "None"
 
 
+# Names an annotation may hold besides the classes it is about.
+TYPING_NAMES = {"Optional", "Union", "None", "typing", "t", "Any"}
+
+
+def _annotation_names(annotation: cst.BaseExpression) -> Optional[set]:
+    """The names an annotation is made of (string annotations parsed), or None if it holds anything
+    but names, dotted names, subscripts, `|` unions and strings of those."""
+    out: set = set()
+    todo = [annotation]
+    while todo:
+        e = todo.pop()
+        if isinstance(e, cst.Name):
+            out.add(e.value)
+        elif isinstance(e, cst.Attribute):  # typing.Optional, mod.Cls: the last part names it
+            out.add(e.attr.value)
+        elif isinstance(e, cst.Subscript):
+            todo.append(e.value)
+            todo += [el.slice.value for el in e.slice if isinstance(el.slice, cst.Index)]
+        elif isinstance(e, cst.BinaryOperation) and isinstance(e.operator, cst.BitOr):
+            todo += [e.left, e.right]
+        elif isinstance(e, cst.SimpleString) and isinstance(e.evaluated_value, str) and len(e.evaluated_value) < 500:
+            try:
+                todo.append(cst.parse_expression(e.evaluated_value))
+            except (cst.ParserSyntaxError, RecursionError, ValueError):
+                return None
+        else:
+            return None
+    return out
+
+
 def _root(expr: cst.BaseExpression) -> Optional[cst.Name]:
     while isinstance(expr, (cst.Attribute, cst.Subscript, cst.Call)):
         expr = expr.value if not isinstance(expr, cst.Call) else expr.func
@@ -197,16 +227,22 @@ class _Analysis:
                 annotation = value.func
         if annotation is None:
             return None
-        inside = list(_descendants(annotation))
-        names = {n.value for n in inside if isinstance(n, cst.Name)} | {
-            s.evaluated_value for s in inside if isinstance(s, cst.SimpleString) and isinstance(s.evaluated_value, str)}
-        declaring = [c for c in self.find(cst.ClassDef)
-                     if c.name.value in names or any(c.name.value in n for n in names)]
-        for cls in declaring:
-            for stmt in self.find(cst.AnnAssign, lambda a: _is_name(a.target, field_name), cls.body):
-                if not re.search(r"\bNone\b|Optional", _code(stmt.annotation.annotation)):
-                    return not (optional or re.search(r"\bNone\b|Optional", _code(annotation)))
-        return None
+        names = _annotation_names(annotation)
+        if names is None:
+            return None  # an annotation the check does not read
+        optional = optional or bool(names & {"None", "Optional"})
+        classes = names - TYPING_NAMES
+        if not classes:
+            return None
+        # every class the annotation names (each member of a Union) must be one of this module's, by its
+        # exact name, declaring the field as not Optional: otherwise nothing is proven
+        for name in classes:
+            declaring = [c for c in self.find(cst.ClassDef) if c.name.value == name]
+            if len(declaring) != 1 or not any(
+                    not re.search(r"\bNone\b|Optional", _code(stmt.annotation.annotation))
+                    for stmt in self.find(cst.AnnAssign, lambda a: _is_name(a.target, field_name), declaring[0].body)):
+                return None
+        return not optional
 
     def override_elsewhere(self, fn: Function) -> Optional[str]:
         """A subclass in another module of the same folder that overrides the helper without topk_length.

@@ -386,3 +386,32 @@ def test_only_decorators_known_to_pass_arguments_on_keep_the_helper_fixable(tmp_
            "# uses metadata.nsa_cache_seqlens_int32\n")
     (site,) = migrate_source(src, str(tmp_path / "b.py")).sites
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("classes,annotation,form", [
+    ("class DSAMetadata:\n    dsa_cache_seqlens_int32: torch.Tensor\n", "DSAMetadata", "plain"),
+    ("class DSAMetadata:\n    dsa_cache_seqlens_int32: torch.Tensor\n", '"DSAMetadata"', "plain"),
+    ("class DSAMetadata:\n    dsa_cache_seqlens_int32: torch.Tensor\n", "Optional[DSAMetadata]", "none_safe"),
+    # a class whose name starts with the annotated one is not it
+    ("class DSAMetadataV2:\n    dsa_cache_seqlens_int32: torch.Tensor\nclass DSAMetadata:\n    pass\n",
+     "DSAMetadata", "getattr"),
+    # every member of a Union must declare the field
+    ("class A:\n    dsa_cache_seqlens_int32: torch.Tensor\nclass B:\n    pass\n", "Union[A, B]", "getattr"),
+    ("class A:\n    dsa_cache_seqlens_int32: torch.Tensor\nclass B:\n    dsa_cache_seqlens_int32: torch.Tensor\n",
+     "Union[A, B]", "plain"),
+    ("class A:\n    dsa_cache_seqlens_int32: torch.Tensor\n", "A | None", "none_safe"),
+])
+def test_the_metadata_type_is_the_class_its_annotation_names_exactly(tmp_path, classes, annotation, form):
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    src = ("import torch\nfrom typing import Optional, Union\nfrom sgl_kernel.flash_mla import flash_mla_sparse_fwd\n\n"
+           f"{classes}\n\nclass Backend:\n    def _forward(self, q, kv, idx, scale):\n"
+           "        return flash_mla_sparse_fwd(q, kv, idx, scale)\n\n"
+           f"    def forward(self, q, kv, idx, scale, metadata: {annotation}):\n"
+           "        return self._forward(q, kv, idx, scale)\n")
+    m = migrate_source(src, str(tmp_path / "b.py"))
+    assert [s.status for s in m.sites] == [Status.FIXABLE], m.sites
+    passed = m.new_source.split("self._forward(q, kv, idx, scale, ", 1)[1].split("\n")[0]
+    want = {"plain": "topk_length=metadata.dsa_cache_seqlens_int32)",
+            "none_safe": "topk_length=metadata.dsa_cache_seqlens_int32 if metadata is not None else None)",
+            "getattr": 'topk_length=getattr(metadata, "dsa_cache_seqlens_int32", None))'}[form]
+    assert passed == want, passed
