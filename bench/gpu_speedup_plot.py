@@ -3,6 +3,7 @@
 
     python3 bench/gpu_speedup_plot.py                      # reads results/gpu/*.json, writes results/gpu/speedup.svg
     python3 bench/gpu_speedup_plot.py --check              # exit 1 if the committed SVG is not what the JSON gives
+    python3 bench/gpu_speedup_plot.py --ideal 4096 8192    # the ideal of a causal ramp, and the share of work padding costs
 
 Each record with `timing.*` checks (topk_migrate.smoke --json) is one series: the measured
 speedup of the patched helper against s_q on causal ramps, and the full-rows case (every row at
@@ -169,7 +170,14 @@ def main(argv=None) -> int:
     ap.add_argument("records", nargs="*", help="smoke --json records (default: results/gpu/*.json)")
     ap.add_argument("-o", "--out", default=OUT, help="the SVG to write (default: results/gpu/speedup.svg)")
     ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if --out differs from the render")
+    ap.add_argument("--ideal", type=int, nargs="+", metavar="S_Q", help="print the causal ramp's ideal speedup at "
+                    "each s_q (topk 2048) and the share of the unpatched kernel's work that is padding; draw nothing")
     args = ap.parse_args(argv)
+    if args.ideal:
+        for s_q in args.ideal:
+            ideal = ramp_ideal(s_q, 2048)
+            print(f"s_q {s_q}: ideal {ideal:.3f}x; padding is {100 * (1 - 1 / ideal):.1f}% of the unpatched work")
+        return 0
     svg = render(load(args.records or glob.glob(os.path.join(GPU, "*.json"))))
     if args.check:
         try:

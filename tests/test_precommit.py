@@ -1,7 +1,7 @@
 """The two pre-commit hooks of .pre-commit-hooks.yaml, end to end with the real pre-commit tool.
 
 A snapshot of this work tree becomes a throwaway hook repository; a throwaway
-project uses it from the .pre-commit-config.yaml snippet that docs/audit.md tells
+project uses it from the .pre-commit-config.yaml snippet that docs/ci.md tells
 users to paste (the README's must be the same text), taken as written with only
 `repo:` and `rev:` filled in: a paste that fails, fails here. pre-commit builds the hook
 environment with pip (PyPI needed, about half a minute once).
@@ -29,8 +29,10 @@ def run(*cmd, cwd, env=ENV, check=True):
 
 
 def documented_snippet(doc: Path) -> str:
-    """The yaml block of the doc's pre-commit section, as a user would copy it."""
-    section = doc.read_text().split("pre-commit\n", 1)[1]
+    """The yaml block of the doc's pre-commit section (its `## pre-commit`, else from its first
+    mention of pre-commit), as a user would copy it."""
+    text = doc.read_text()
+    section = text.split("## pre-commit\n", 1)[1] if "## pre-commit\n" in text else re.split(r"\bpre-commit\b", text, 1)[1]
     return re.search(r"```yaml\n(.*?)```", section, re.S).group(1)
 
 
@@ -44,8 +46,8 @@ def filled_in(snippet: str, url: str, sha: str) -> str:
 
 def test_documented_snippets_are_complete():
     """Each doc's snippet is a whole config (a `repos:` list) that says what to put in rev;
-    the README's is docs/audit.md's, which the hooks fixture runs."""
-    docs = [ROOT / "docs" / "audit.md"] + [d for d in [ROOT / "README.md"] if "topk-migrate-check" in d.read_text()]
+    the README's is docs/ci.md's, which the hooks fixture runs."""
+    docs = [ROOT / "docs" / "ci.md"] + [d for d in [ROOT / "README.md"] if "topk-migrate-check" in d.read_text()]
     for doc in docs:
         snippet = documented_snippet(doc)
         assert snippet.startswith("repos:\n"), (doc, snippet)
@@ -62,7 +64,7 @@ def test_docs_name_the_dependencies_pyproject_installs():
         import tomli as tomllib
     deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     names = {re.match(r"[A-Za-z0-9_.-]+", d).group(0).lower() for d in deps}
-    texts = {"docs/audit.md": (ROOT / "docs" / "audit.md").read_text().split("## pre-commit", 1)[1],
+    texts = {"docs/ci.md": (ROOT / "docs" / "ci.md").read_text().split("## pre-commit", 1)[1].split("\n## ", 1)[0],
              ".pre-commit-hooks.yaml": (ROOT / ".pre-commit-hooks.yaml").read_text()}
     for where, text in texts.items():
         for name in names:
@@ -96,7 +98,7 @@ def hooks(tmp_path_factory):
     shutil.copy(PAIRS / "requirements.txt", project / "requirements.txt")
     shutil.copy(PAIRS / "fork_inline" / "before.py", project / "pkg" / "attn.py")
     (project / "pkg" / "plain.py").write_text("def f(x):\n    return x\n")
-    snippet = filled_in(documented_snippet(ROOT / "docs" / "audit.md"), src.as_uri(), sha)
+    snippet = filled_in(documented_snippet(ROOT / "docs" / "ci.md"), src.as_uri(), sha)
     # the fix hook, uncommented as the snippet invites, runs only when asked for by name
     snippet = re.sub(r"^(\s*)# (- id: topk-migrate-fix)[^\n]*$", r"\1\2\n\1  stages: [manual]", snippet, flags=re.M)
     assert "stages: [manual]" in snippet
