@@ -49,6 +49,27 @@ def _is_none(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "None"
 
 
+# Field meaning: what the engines write into the metadata field (sglang (n|d)sa/utils.py).
+CLIPS = {
+    "compute_dsa_seqlens": "sglang dsa/utils.py: original_seq_lens.clamp(max=dsa_index_topk)",
+    "compute_nsa_seqlens": "sglang nsa/utils.py: original_seq_lens.clamp(max=nsa_index_topk)",
+}
+CLIP_KEEPING = {"pad_dsa_cache_seqlens", "pad_nsa_cache_seqlens"}  # (forward_batch, clipped seqlens): padded for graphs
+CLIPPED_FIELDS = {
+    "dsa_cache_seqlens_int32": "the field itself", "nsa_cache_seqlens_int32": "the field itself",
+    "dsa_cache_seqlens": "sglang dsa/dsa_backend_mtp_precompute.py PrecomputedMetadata: compute_dsa_seqlens, "
+                         "or its fused twin for speculative steps",
+    "nsa_cache_seqlens": "sglang nsa/nsa_backend_mtp_precompute.py PrecomputedMetadata: compute_nsa_seqlens",
+}
+
+
+def _is_field(e: cst.BaseExpression, field_name: str) -> bool:
+    """`x.field` or `x.field[...]`."""
+    while isinstance(e, cst.Subscript):
+        e = e.value
+    return isinstance(e, cst.Attribute) and e.attr.value == field_name
+
+
 # Names an annotation may hold besides the classes it is about.
 TYPING_NAMES = {"Optional", "Union", "None", "typing", "t", "Any"}
 
@@ -201,6 +222,8 @@ class _Analysis:
             target = self.attribute_writes_in(owner).get(expr) if why is None and owner is not None else None
             if target is not None:
                 why = f"`{expr}` is assigned at line {self.tree.line(target.target)}, in the function that passes it"
+            if why is None and expr not in self.user_metadata:
+                why = self.unclipped_write(expr.rsplit(".", 1)[1])
             if why is None:
                 if expr in self.user_metadata:  # the user vouches for the object; None is still handled
                     return expr, "none_safe" if none else "plain", None
@@ -209,6 +232,99 @@ class _Analysis:
                 return expr, form, None
             why_not = why_not or why
         return None, "plain", why_not
+
+    def unclipped_write(self, field_name: str) -> Optional[str]:
+        """Field meaning: where this module writes `field_name` (a constructor's or replace()'s keyword,
+        an attribute assignment, an in-place `.copy_`), the value must be the seqlens clipped to the
+        top-k width (CLIPS); the first write not proven so, or None."""
+        def build() -> Optional[str]:
+            for arg in self.find(cst.Arg, lambda a: a.keyword is not None and a.keyword.value == field_name):
+                if not self._clipped(arg.value, set()):
+                    return self._unclipped(field_name, arg, arg.value)
+            for target in self.attribute_assigns(field_name):
+                stmt = next((a for a in self.tree.ancestors(target) if isinstance(a, cst.Assign)), None)
+                if stmt is not None and not self._clipped(stmt.value, set()):
+                    return self._unclipped(field_name, target, stmt.value)
+            for call in self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute) and c.func.attr.value == "copy_"
+                                  and _is_field(c.func.value, field_name) and bool(c.args)):
+                if not self._clipped(call.args[0].value, set()):
+                    return self._unclipped(field_name, call, call.args[0].value)
+            return None
+        return self.index(f"unclipped:{field_name}", build)
+
+    def _unclipped(self, field_name: str, at: cst.CSTNode, value: cst.BaseExpression) -> str:
+        return (f"this module sets `{field_name}` at line {self.tree.line(at)} from `{_code(value).strip()[:80]}`, "
+                f"not provably the seqlens clipped to the top-k width (a clamp with max=, or the engine's "
+                f"{' / '.join(sorted(CLIPS))}); clip it, or pass topk_length by hand")
+
+    def _clipped(self, e: cst.BaseExpression, seen: set, env: Optional[tuple] = None) -> bool:
+        """Is `e` the seqlens clipped to the top-k width, on every binding it can come from? `env`: while
+        reading the returns of a function of this module, (its parameters -> the call's arguments, the
+        caller's env)."""
+        if isinstance(e, cst.Call):
+            from topk_migrate.rows import _own_returns, local_defs
+
+            func = e.func
+            name = (get_full_name_for_node(func) or "").rsplit(".", 1)[-1]
+            method = isinstance(func, cst.Attribute)
+            positional = [a.value for a in e.args if not a.keyword and not a.star]
+            local = local_defs(self.tree, func)
+            depth, outer = 0, env
+            while outer is not None:
+                depth, outer = depth + 1, outer[1]
+            if len(local) == 1 and depth < 4 and not any(a.star for a in e.args):
+                # a function of this module: each of its returns, the call's arguments for its parameters
+                params = [p.name.value for p in (*local[0].params.posonly_params, *local[0].params.params)]
+                if method and params[:1] in (["self"], ["cls"]):
+                    params = params[1:]
+                args = dict(zip(params, positional))
+                args.update({a.keyword.value: a.value for a in e.args if a.keyword})
+                returns = [r.value for r in _own_returns(local[0])]
+                return bool(returns) and all(r is not None and self._clipped(r, seen, (args, env)) for r in returns)
+            if local:
+                return False
+            if name in CLIPS:
+                return True
+            if name in CLIP_KEEPING:  # pad_dsa_cache_seqlens(forward_batch, seqlens): pads clipped seqlens
+                return len(positional) >= 2 and all(self._clipped(v, seen, env) for v in positional[1:])
+            if name in ("clamp", "clamp_", "clip", "clip_"):  # an upper bound given
+                return any(a.keyword and a.keyword.value == "max" for a in e.args) or len(positional) >= (2 if method else 3)
+            if name in ("minimum", "min") and len(positional) + (1 if method else 0) >= 2:
+                return True
+            if name in ("zeros", "new_zeros", "zeros_like"):
+                return True  # pad rows of length 0
+            if name in ("cat", "concat") and positional and isinstance(positional[0], (cst.List, cst.Tuple)):
+                return all(self._clipped(el.value, seen, env) for el in positional[0].elements)
+            if method and name in ("to", "int", "contiguous", "clone", "view", "reshape", "detach", "cuda"):
+                return self._clipped(func.value, seen, env)
+            return False
+        if isinstance(e, cst.Subscript):
+            return self._clipped(e.value, seen, env)
+        if isinstance(e, cst.Attribute):
+            return e.attr.value in CLIPPED_FIELDS  # another read of the clipped field itself
+        if isinstance(e, cst.IfExp):
+            return self._clipped(e.body, seen, env) and self._clipped(e.orelse, seen, env)
+        if isinstance(e, cst.Name):
+            if e.value == "None":
+                return True  # no lengths: the kernel scans the full width
+            assignments = self.tree.binding(e, e.value).assignments
+            if not assignments:
+                return False
+            for a in assignments:
+                if isinstance(getattr(a, "node", None), cst.Param):
+                    if env is None or e.value not in env[0]:
+                        return False  # the caller's value: not known here
+                    if not self._clipped(env[0][e.value], seen, env[1]):
+                        return False
+                    continue
+                if id(a) in seen:
+                    continue  # `x = pad(fb, x)`: the other bindings of x decide
+                seen.add(id(a))
+                stmt = self.tree.assignment_statement(a)
+                if stmt is None or not self._clipped(stmt.value, seen, env):
+                    return False
+            return True
+        return False
 
     def typed(self, a, field_name: str) -> Optional[bool]:
         """Does the root provably hold an instance of a class of this module that declares
@@ -610,12 +726,13 @@ class _Analysis:
         positions = {p.name.value: i for i, p in enumerate([*params.posonly_params, *params.params])}
         shift = 1 if fn.class_name and not any(
             get_full_name_for_node(d.decorator) == "staticmethod" for d in fn.node.decorators) else 0
-        passing, lacking, found, already = [], [], None, 0
+        passing, lacking, found, already, blocker = [], [], None, 0, None
         for k in self.callers(fn):
             if any(a.keyword and a.keyword.value == PARAM for a in k.node.args):
                 already += 1
                 continue
-            expr, form, _ = self.metadata_at(k.node)
+            expr, form, why_not_here = self.metadata_at(k.node)
+            blocker = blocker or why_not_here
             if expr is None or any(a.star for a in k.node.args):  # *args/**kwargs may fill it
                 lacking.append(k)
                 continue
@@ -642,6 +759,8 @@ class _Analysis:
             self._remember(fn, g)
             return self.site(c, Status.FIXABLE, g.reason)
         if not passing:
+            if blocker:  # the real blocker first: the metadata is there, but not provably what topk_length needs
+                return self.site(c, Status.MANUAL, f"at the {_at(lacking)}: {blocker}")
             why = f"no {wanted} in scope of {fn.qualname}"
             why += f", nor in its {_at(lacking)}" if lacking else ", and it has no callers in this module"
             return self.site(c, Status.MANUAL, why)

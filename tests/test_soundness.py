@@ -7,6 +7,7 @@ raises on a row mismatch and records the lengths it got; then the same case with
 import sys
 import textwrap
 import types
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +16,8 @@ from topk_migrate.codemods import pass_topk_length as rule
 from topk_migrate.model import Status
 from topk_migrate.rows import index_hazard, row_hazard
 from topk_migrate.scopecheck import Tree
+
+ROOT_EXAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "examples" / "dsa_backend.py"
 
 KERNEL = "sglang-kernel==0.4.6"
 
@@ -415,3 +418,21 @@ def test_the_metadata_type_is_the_class_its_annotation_names_exactly(tmp_path, c
             "none_safe": "topk_length=metadata.dsa_cache_seqlens_int32 if metadata is not None else None)",
             "getattr": 'topk_length=getattr(metadata, "dsa_cache_seqlens_int32", None))'}[form]
     assert passed == want, passed
+
+
+@pytest.mark.parametrize("clip,fixable", [
+    ("return seqlens.clamp(max=index_topk)", True),
+    ("return torch.clamp(seqlens, 0, index_topk)", True),
+    ("return torch.minimum(seqlens, torch.full_like(seqlens, index_topk))", True),
+    ("return seqlens + 0", False),  # the module builds the field without clipping it to the top-k width
+    ("return seqlens.clamp(min=0)", False),
+    ("return helper(seqlens)", False),
+])
+def test_the_field_must_hold_the_seqlens_clipped_to_the_top_k_width(tmp_path, clip, fixable):
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    src = ROOT_EXAMPLE.read_text().replace("return seqlens.clamp(max=index_topk)", clip)
+    assert clip in src
+    (site,) = migrate_source(src, str(tmp_path / "b.py")).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+    if not fixable:
+        assert "not provably the seqlens clipped to the top-k width" in site.reason, site.reason
