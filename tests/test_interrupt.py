@@ -57,7 +57,7 @@ def start_apply(d: Path, env=None):
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-@pytest.mark.parametrize("round_", range(2))
+@pytest.mark.parametrize("round_", [0, pytest.param(1, marks=pytest.mark.heavy)])  # a second moment: heavy tier
 def test_kill_at_a_random_moment(tmp_path, reference, sig, round_):
     make_tree(tmp_path)
     original0 = reference[0]
