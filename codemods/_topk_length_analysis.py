@@ -223,7 +223,7 @@ class _Analysis:
             if target is not None:
                 why = f"`{expr}` is assigned at line {self.tree.line(target.target)}, in the function that passes it"
             if why is None and expr not in self.user_metadata:
-                why = self.unclipped_write(expr.rsplit(".", 1)[1])
+                why = self.unclipped_write(expr.rsplit(".", 1)[1]) or self.replay_replaces(expr.rsplit(".", 1)[1])
             if why is None:
                 if expr in self.user_metadata:  # the user vouches for the object; None is still handled
                     return expr, "none_safe" if none else "plain", None
@@ -251,6 +251,46 @@ class _Analysis:
                     return self._unclipped(field_name, call, call.args[0].value)
             return None
         return self.index(f"unclipped:{field_name}", build)
+
+    def replay_replaces(self, field_name: str) -> Optional[str]:
+        """CUDA graphs: a graph captured once reads the tensors it was captured with, so on replay
+        (functions named `*replay*`, as the engines' init_forward_metadata_replay_cuda_graph) the lengths
+        must be updated in place: no new value for the field, no new metadata object (`self.forward_metadata`
+        may only be given back an object read from where the captured ones are kept)."""
+        def build() -> Optional[str]:
+            for fdef in self.find(cst.FunctionDef, lambda f: "replay" in f.name.value):
+                for arg in self.find(cst.Arg, lambda a: a.keyword is not None and a.keyword.value == field_name, fdef):
+                    return self._replaced(fdef, arg, f"a new `{field_name}`")
+                for target in self.find(cst.AssignTarget, _targets_attribute, fdef):
+                    attr = target.target.attr.value
+                    stmt = next((a for a in self.tree.ancestors(target) if isinstance(a, cst.Assign)), None)
+                    if attr == field_name:
+                        return self._replaced(fdef, target, f"`{field_name}` a new tensor")
+                    if attr.endswith("metadata") and stmt is not None and not self._stored(stmt.value, set()):
+                        return self._replaced(fdef, target, f"`{_code(target.target).strip()}` a new object")
+            return None
+        return self.index(f"replay:{field_name}", build)
+
+    def _replaced(self, fdef: cst.FunctionDef, at: cst.CSTNode, what: str) -> str:
+        return (f"`{fdef.name.value}` gives {what} at line {self.tree.line(at)} on CUDA-graph replay, while a captured "
+                "graph keeps reading the tensors it was captured with; update them in place (copy_) first")
+
+    def _stored(self, e: cst.BaseExpression, seen: set) -> bool:
+        """An object read from where the captured metadata is kept (`self.graph_metadata[bs]`), not made."""
+        if isinstance(e, (cst.Subscript, cst.Attribute)):
+            return True
+        if isinstance(e, cst.Name):
+            if e.value == "None":
+                return True
+            for a in self.tree.binding(e, e.value).assignments:
+                if id(a) in seen:
+                    continue
+                seen.add(id(a))
+                stmt = self.tree.assignment_statement(a)
+                if stmt is None or not self._stored(stmt.value, seen):
+                    return False
+            return True
+        return False
 
     def _unclipped(self, field_name: str, at: cst.CSTNode, value: cst.BaseExpression) -> str:
         return (f"this module sets `{field_name}` at line {self.tree.line(at)} from `{_code(value).strip()[:80]}`, "

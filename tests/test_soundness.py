@@ -436,3 +436,22 @@ def test_the_field_must_hold_the_seqlens_clipped_to_the_top_k_width(tmp_path, cl
     assert (site.status is Status.FIXABLE) is fixable, site.reason
     if not fixable:
         assert "not provably the seqlens clipped to the top-k width" in site.reason, site.reason
+
+
+@pytest.mark.parametrize("replay,fixable", [
+    ("self._graph_metadata.copy_(self._build_metadata(batch))\n        self.forward_metadata = self._graph_metadata", True),
+    # a new metadata object on replay: the captured graph keeps reading the capture-time lengths
+    ("self.forward_metadata = self._build_metadata(batch)", False),
+    ("fresh = self._build_metadata(batch)\n        self.forward_metadata = fresh", False),
+    ("self._graph_metadata.dsa_cache_seqlens_int32 = self._build_metadata(batch).dsa_cache_seqlens_int32", False),
+])
+def test_on_cuda_graph_replay_the_lengths_are_updated_in_place(tmp_path, replay, fixable):
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    original = ("self._graph_metadata.copy_(self._build_metadata(batch))\n"
+                "        self.forward_metadata = self._graph_metadata")
+    src = ROOT_EXAMPLE.read_text()
+    assert original in src
+    (site,) = migrate_source(src.replace(original, replay), str(tmp_path / "b.py")).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+    if not fixable:
+        assert "CUDA-graph replay" in site.reason, site.reason
