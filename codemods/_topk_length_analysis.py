@@ -63,6 +63,10 @@ CLIPPED_FIELDS = {
 }
 
 
+def _is_attr_of_self(e: cst.BaseExpression) -> bool:
+    return isinstance(e, cst.Attribute) and isinstance(e.value, cst.Name) and e.value.value == "self"
+
+
 def _is_field(e: cst.BaseExpression, field_name: str) -> bool:
     """`x.field` or `x.field[...]`."""
     while isinstance(e, cst.Subscript):
@@ -258,6 +262,9 @@ class _Analysis:
         must be updated in place: no new value for the field, no new metadata object (`self.forward_metadata`
         may only be given back an object read from where the captured ones are kept)."""
         def build() -> Optional[str]:
+            roots = {expr.split(".")[0] for expr in self.metadata}
+            held = {a.value.attr.value for a in self.find(cst.Assign, lambda a: len(a.targets) == 1 and isinstance(
+                a.targets[0].target, cst.Name) and a.targets[0].target.value in roots and _is_attr_of_self(a.value))}
             for fdef in self.find(cst.FunctionDef, lambda f: "replay" in f.name.value):
                 for arg in self.find(cst.Arg, lambda a: a.keyword is not None and a.keyword.value == field_name, fdef):
                     return self._replaced(fdef, arg, f"a new `{field_name}`")
@@ -266,7 +273,9 @@ class _Analysis:
                     stmt = next((a for a in self.tree.ancestors(target) if isinstance(a, cst.Assign)), None)
                     if attr == field_name:
                         return self._replaced(fdef, target, f"`{field_name}` a new tensor")
-                    if attr.endswith("metadata") and stmt is not None and not self._stored(stmt.value, set()):
+                    # `self.forward_metadata = ...`, where the kernel's callers read the metadata from
+                    if _is_attr_of_self(target.target) and attr in held and stmt is not None \
+                            and not self._stored(stmt.value, set()):
                         return self._replaced(fdef, target, f"`{_code(target.target).strip()}` a new object")
             return None
         return self.index(f"replay:{field_name}", build)
