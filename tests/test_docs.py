@@ -79,6 +79,12 @@ def test_the_readme_is_a_first_page():
         assert page in " ".join(words), page
 
 
+def test_every_page_starts_with_what_a_reader_does_there():
+    for page in PAGES[1:]:
+        first = (ROOT / page).read_text().split("\n\n", 2)[1]
+        assert first.startswith(("Here you", "You are here", "Start here")), (page, first[:80])
+
+
 def test_every_link_between_pages_resolves():
     for page in PAGES:
         text = (ROOT / page).read_text()
