@@ -165,8 +165,16 @@ def _scenario_candidates(sc: Scenario):
             yield replace(sc, **{f.name: getattr(ref, f.name)})
 
 
-def minimize(runner: Runner, r: Result, budget: int = 120) -> Result:
-    """A smaller program that is still wrong: greedy, one production back to the reference at a time."""
+def minimize(runner: Runner, r: Result, budget: int = 120,
+             check: Optional[Callable[[Program], Optional[Result]]] = None) -> Result:
+    """A smaller program that is still wrong: greedy, one production back to the reference at a time.
+
+    check(program) -> its Result if it still shows the failure, else None (default: runs it, wrong)."""
+    def still_wrong(p: Program) -> Optional[Result]:
+        got = runner.run(p, tag="m")
+        return got if got.wrong else None
+
+    check = check or still_wrong
     best = r
     tried = 0
     progress = True
@@ -179,8 +187,8 @@ def minimize(runner: Runner, r: Result, budget: int = 120) -> Result:
             if (spec, sc) == (p.spec, p.scenario) or sc not in grammar.scenarios(spec):
                 continue
             tried += 1
-            got = runner.run(Program(p.seed, p.index, spec, sc), tag="m")
-            if got.wrong:
+            got = check(Program(p.seed, p.index, spec, sc))
+            if got is not None:
                 best, progress = got, True
                 break
             if tried >= budget:

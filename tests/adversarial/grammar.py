@@ -487,6 +487,8 @@ def safe_spec(rng: random.Random) -> Spec:
                       for _ in range(rng.choice((0, 1, 1, 2))))
     c["index_step"] = (rng.choice(SAFE_INDEX_OPS), "direct", "helper") if rng.random() < 0.3 else None
     c["edits"] = tuple(e for e in EDITS if rng.random() < 0.35)
+    if c["graph"] != "eager":
+        c["field_source"] = "clamp_f"  # a replay path writes the field from the batch's seqlens: clipped
     return normalize(Spec(**c))
 
 
@@ -1152,12 +1154,11 @@ class _Render:
                       "lens_parts = [lens[:h], torch.cat([lens[h:], lens.new_zeros(pad)])]"]
         lines.append("keep = [part.shape[0] for part in q_parts]" if split != "padded" else
                      f"keep = [h, {q}.shape[0] - h]")
-        ctor = "DSAMetadata"
         one = kind.startswith("one_meta")
         if one:
-            lines.append(f"metadata = {ctor}(lens_parts[0])")
+            lines.append(f"metadata = DSAMetadata({self.field}=lens_parts[0])")
         lines += ["outs = []", "for part in range(len(q_parts)):"]
-        inner = [] if one else [f"metadata = {ctor}(lens_parts[min(part, len(lens_parts) - 1)])"]
+        inner = [] if one else [f"metadata = DSAMetadata({self.field}=lens_parts[min(part, len(lens_parts) - 1)])"]
         inner.append("q_mb, idx_mb = q_parts[part], idx_parts[part]")
         if self.lay == "in_call":
             inner += self.kernel_block(f, "q_mb", kv, "idx_mb", sc, "caller", True, False)
@@ -1236,35 +1237,44 @@ class _Render:
                 f"    def {name}(self, {sig}):"] + _ind(body, 8)
 
     def meta_classes(self, f: _File) -> List[str]:
+        """The metadata dataclasses the module declares (SGLang's DSAMetadata is one)."""
         s, fld = self.s, self.field
         need_dsa = s.meta_class == "module" or s.decl in ("class", "string", "optional", "union", "prefix_name") \
             or (s.micro_batch != "none" and s.meta_class != "imported") or (s.graph != "eager" and s.meta_class != "imported")
         kinds = meta_kinds(s)
         out = []
-        dsa = ["class DSAMetadata:", '    """Per-batch metadata of the DSA backend."""', "",
-               f"    {fld}: torch.Tensor", "",
-               f"    def __init__(self, {fld}, page_table_1=None):", f"        self.{fld} = {fld}",
-               "        self.page_table_1 = page_table_1"]
+        dsa = ["@dataclass", "class DSAMetadata:", '    """Per-batch metadata of the DSA backend."""', "",
+               f"    {fld}: torch.Tensor", "    page_table_1: Optional[torch.Tensor] = None"]
         if need_dsa and s.meta_class != "imported":
+            f.imp("from dataclasses import dataclass")
             out += dsa + ["", ""]
         if s.meta_class == "imported":
-            self.extra.append(("adv_meta.py", "import torch\n\n\n" + "\n".join(dsa) + "\n"))
+            self.extra.append(("adv_meta.py", "from dataclasses import dataclass\nfrom typing import Optional\n\nimport torch\n\n\n"
+                               + "\n".join(dsa) + "\n"))
             f.imp("from adv_meta import DSAMetadata")
-        if s.decl == "union" or "no_field" in kinds:
-            out += ["class MLAMetadata:", '    """Metadata of the plain MLA layers (no top-k)."""', "",
-                    "    page_table_1: torch.Tensor", "", "    def __init__(self, page_table_1=None):",
-                    "        self.page_table_1 = page_table_1", "", ""]
-        if s.decl == "prefix_name" or "lite" in kinds:
-            out += ["class DSAMetadataLite:", '    """The draft model\'s metadata (no clipped seqlens)."""', "",
-                    "    page_table_1: torch.Tensor", "", "    def __init__(self, page_table_1=None):",
-                    "        self.page_table_1 = page_table_1", "", ""]
+        for name, doc, needed in (("MLAMetadata", "Metadata of the plain MLA layers (no top-k).",
+                                   s.decl == "union" or "no_field" in kinds),
+                                  ("DSAMetadataLite", "The draft model's metadata (no clipped seqlens).",
+                                   s.decl == "prefix_name" or "lite" in kinds)):
+            if needed:
+                f.imp("from dataclasses import dataclass")
+                out += ["@dataclass", f"class {name}:", f'    """{doc}"""', "",
+                        "    page_table_1: Optional[torch.Tensor] = None", "", ""]
         return out
+
+    def full_metadata(self, lens: str) -> str:
+        """The metadata object built from `lens` (per field_source), in the module's class."""
+        return f"DSAMetadata({self.field}={self.fs(lens)})"
 
     def build_metadata(self) -> List[str]:
         s, fld = self.s, self.field
         kinds = meta_kinds(s)
-        ctor = "inp.Meta" if s.meta_class == "harness" else "DSAMetadata"
-        full = f"{ctor}({fld}={self.fs('_seq_lens(inp)')})" if ctor != "inp.Meta" else f"{ctor}({self.fs('_seq_lens(inp)')})"
+        if s.meta_class == "harness":
+            full = "inp.metadata"  # the harness's object: its field holds the clipped counts
+        elif s.field_source == "harness":
+            full = f"DSAMetadata({fld}=inp.metadata.{fld})"  # the field read off the engine's own metadata
+        else:
+            full = self.full_metadata("_seq_lens(inp)")
         lines = ["def _build_metadata(inp):", '    kind = os.environ.get("ADV_META", "full")']
         if "none" in kinds:
             lines += ['    if kind == "none":', "        return None"]
