@@ -529,10 +529,41 @@ class _Analysis:
             return self.site(c, Status.MANUAL, f"kernel too old: {cap.detail}")
         if cap.accepts is None:
             return self.site(c, Status.MANUAL, f"kernel capability unknown (pass --kernel): {cap.detail}")
-        why = self.callee_identity(c)
+        why = self.callee_identity(c) or self.reflection()
         if why:
             return self.site(c, Status.MANUAL, why)
         return self.contract(c)
+
+    def reflection(self) -> Optional[str]:
+        """Reflection in the module: a name computed at run time can rebind or call the kernel, the helper or
+        its class, which no reading of the source can follow. setattr/delattr with a name that is not a literal,
+        a call of what getattr with a computed name returns, exec/eval/compile, globals()/vars()/locals(), `__dict__`, `sys.modules`, `__import__` and
+        `importlib.import_module` of a computed name: the first one, or None. (The real engines' backends use
+        none of them; `getattr(x, "literal", default)` is an attribute read.)"""
+        def build() -> Optional[str]:
+            for call in self.find(cst.Call):
+                name = get_full_name_for_node(call.func) or ""
+                literal = len(call.args) > 1 and isinstance(call.args[1].value, cst.SimpleString)
+                if name in ("setattr", "delattr") and not literal:
+                    return self._reflective(call, f"`{name}` with a computed name")
+                up = self.tree.parent.get(call)
+                if name == "getattr" and not literal and isinstance(up, cst.Call) and up.func is call:
+                    return self._reflective(call, "a call of `getattr` with a computed name")  # getattr(m, n)(...)
+                if name in ("exec", "eval", "compile", "globals", "vars", "locals", "__import__"):
+                    return self._reflective(call, f"`{name}()`")
+                if name in ("importlib.import_module", "import_module") and not (
+                        call.args and isinstance(call.args[0].value, cst.SimpleString)):
+                    return self._reflective(call, "`import_module` of a computed name")
+            for attr in self.find(cst.Attribute, lambda a: a.attr.value in ("__dict__", "__class__", "__globals__")
+                                  or (a.attr.value == "modules" and isinstance(a.value, cst.Name)
+                                      and a.value.value == "sys")):
+                return self._reflective(attr, f"`{_code(attr).strip()}`")
+            return None
+        return self.index("reflection", build)
+
+    def _reflective(self, node: cst.CSTNode, what: str) -> str:
+        return (f"{what} at line {self.tree.line(node)} may rebind or call the kernel, the helper or its class at "
+                "run time, which the analysis cannot follow; pass topk_length by hand if it cannot")
 
     def callee_identity(self, c: CallInfo) -> Optional[str]:
         """Class 4: every binding of the called name that can reach the call is a kernel that
