@@ -41,3 +41,17 @@ def bench_tree():
                 pytest.fail(msg)
             pytest.skip(msg)
     return BENCH_TREE
+
+
+def copy_checkout(dest: Path) -> Path:
+    """The repository's own files (tracked and not ignored), copied to `dest`: a fresh clone without git."""
+    import shutil
+
+    root = Path(__file__).resolve().parents[1]
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root,
+                            capture_output=True, text=True, check=True).stdout.split("\0")
+    for rel in filter(None, listed):
+        if (root / rel).is_file() and not rel.startswith(("shared/", ".carry/")):
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / rel, dest / rel)
+    return dest

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from conftest import copy_checkout
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -165,12 +167,7 @@ def test_the_docs_the_hooks_and_the_action_name_the_same_commands_and_flags():
 def test_the_install_step_installs_this_checkout(tmp_path):
     """pip install of the action's own checkout into a fresh environment (PyPI for the build backend)."""
     checkout = tmp_path / "action"
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                            capture_output=True, text=True, check=True).stdout.split("\0")
-    for rel in filter(None, listed):
-        if (ROOT / rel).is_file() and not rel.startswith(("shared/", ".carry/")):
-            (checkout / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / rel, checkout / rel)
+    copy_checkout(checkout)
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
     env = {"PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}"}

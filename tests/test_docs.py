@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import copy_checkout
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ["README.md"] + sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md"))
 NEEDS = {  # what a command may need that the test machine does not have
@@ -98,12 +100,7 @@ def test_every_link_between_pages_resolves():
 def sandbox(tmp_path):
     """A copy of the repository's files with path/to/fork/ in it, committed to git."""
     top = tmp_path / "repo"
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                            capture_output=True, text=True, check=True).stdout.split("\0")
-    for rel in filter(None, listed):
-        if (ROOT / rel).is_file() and not rel.startswith(("shared/", ".carry/")):
-            (top / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / rel, top / rel)
+    copy_checkout(top)
     fork = top / "path" / "to" / "fork"
     fork.mkdir(parents=True)
     shutil.copy(ROOT / "fixtures" / "examples" / "dsa_backend.py", fork / "dsa_backend.py")
