@@ -70,7 +70,7 @@ MUTATIONS: Dict[str, Tuple[str, str, tuple]] = {
     "ARGUMENT_PASSING_DECORATORS": ("helper-identity", f"{A}:ARGUMENT_PASSING_DECORATORS", ("accept_all",)),
     "SIGNATURE_KEEPING_DECORATORS": ("helper-identity", f"{A}:SIGNATURE_KEEPING_DECORATORS", ("accept_all",)),
     "kernel_gate": ("kernel-accepts", "topk_migrate.api:KernelGate.__call__", ("call", lambda orig: _gate_yes)),
-    "value_uses": ("discovery", f"{A}:_value_uses", ("returns", [])),
+    "value_uses": ("discovery", "topk_migrate.codemods.pass_topk_length:_value_uses", ("returns", [])),
     "existing_param": ("names", f"{A}:_Analysis.existing_param", ("returns", None)),
     "validate_rewrite": ("names / placement", "topk_migrate.codemods.pass_topk_length:validate_rewrite", ("returns", {})),
     # metadata
@@ -79,6 +79,7 @@ MUTATIONS: Dict[str, Tuple[str, str, tuple]] = {
     "base_sets_none": ("metadata-type", f"{A}:_Analysis.base_sets_none", ("returns", False)),
     "none_attributes": ("metadata-type", "topk_migrate.scopecheck:Tree.none_attributes", ("returns", frozenset())),
     "unclipped_write": ("field-meaning", f"{A}:_Analysis.unclipped_write", ("returns", None)),
+    "_clipped": ("field-meaning", f"{A}:_Analysis._clipped", ("returns", True)),
     "replay_replaces": ("graph-replay", f"{A}:_Analysis.replay_replaces", ("returns", None)),
     # rows
     "RowTrace.hazard": ("rows-aligned", f"{R}:RowTrace.hazard", ("returns", None)),

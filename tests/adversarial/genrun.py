@@ -127,7 +127,10 @@ class Runner:
         v = p.variant(tag=f"{tag}r{self.count}")
         out = self._pool.submit(harness.run_variant, v, self.root, self.engine).result()
         broken = any(x.startswith(BROKEN) for x in out.problems)
-        shutil.rmtree(self.root / v.name, ignore_errors=True)
+        folder = str(self.root / v.name)
+        shutil.rmtree(folder, ignore_errors=True)
+        for key in [k for k in sys.path_importer_cache if k.startswith(folder)]:
+            del sys.path_importer_cache[key]  # one finder per program folder would pile up over a heavy run
         return Result(p, list(out.problems), out.fixed, broken, out.sites, out.diff)
 
 

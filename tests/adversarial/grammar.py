@@ -94,11 +94,14 @@ _SPELL = {
     "shim_fixed": ("from adv_ops import flash_mla_sparse_fwd", "flash_mla_sparse_fwd", "flash_mla_sparse_fwd"),
 }
 REBINDS = ("none", "globals_literal", "globals_computed", "globals_update", "setattr_module", "sibling_monkeypatch",
-           "module_attr_assign")
+           "module_attr_assign", "instance_attr")
 KERNEL_CALLS = ("keywords", "positional", "keywords_reordered", "mixed", "with_dv", "attn_sink_none", "kwargs_dict",
                 "star_args", "indexed_result", "tuple_result", "partial", "local_alias")
 HELPER_CALLS = ("keywords", "positional", "keywords_reordered", "kwargs_dict")
-BINDINGS = ("self_attr", "param", "optional_param", "dict_get", "dict_get_truthy", "getattr_default")
+BINDINGS = ("self_attr", "param", "optional_param", "dict_get", "dict_get_truthy", "getattr_default",
+            "only_in_if", "rebound_to_none", "deleted", "rebound_other")
+# a base class setting self.forward_metadata = None (in this module, or imported from another one)
+BASES = ("none", "same_sets_none", "file_sets_none")
 DECLS = ("none", "class", "string", "optional", "union", "prefix_name", "imported", "imported_optional")
 META_CLASSES = ("harness", "module", "imported")
 META_RUNS = ("full", "declared")
@@ -106,7 +109,8 @@ FIELDS = ("dsa", "nsa")
 FIELD_SOURCES = ("harness", "clamp_f", "clamp_m", "minimum", "unclipped")
 MICRO_BATCHES = ("none", "one_meta_slices", "one_meta_chunk", "one_meta_split", "one_meta_narrow", "one_meta_padded",
                  "per_mb_slices", "per_mb_chunk", "per_mb_padded")
-DECORATORS = ("none", "no_grad", "inference_mode", "unknown_fixed", "wraps_varargs", "wraps_reorder", "imported_varargs")
+DECORATORS = ("none", "no_grad", "inference_mode", "unknown_fixed", "wraps_varargs", "wraps_reorder", "imported_varargs",
+              "factory_fixed", "factory_varargs")
 REFLECTIONS = ("none", "setattr_computed", "setattr_literal", "attr_assign", "sibling_patch", "getattr_call", "globals_helper")
 SUBCLASSES = ("none", "same_fixed", "same_kwargs_reorder", "same_kwargs_plain", "same_topk_param",
               "sibling_fixed", "sibling_kwargs_reorder", "sibling_kwargs_plain",
@@ -294,6 +298,7 @@ class Spec:
     pins: str = "req_new"
     graph: str = "eager"
     width: str = "none"
+    base: str = "none"
     edits: Tuple[str, ...] = ()
 
     def changes(self) -> Dict[str, object]:
@@ -339,7 +344,7 @@ def meta_kinds(s: Spec) -> Tuple[str, ...]:
     kinds = {"none": ("full", "none", "no_field", "lite"), "class": ("full",), "string": ("full",),
              "optional": ("full", "none"), "union": ("full", "no_field"), "prefix_name": ("lite",),
              "imported": ("full",), "imported_optional": ("full", "none")}[s.decl]
-    if s.binding in ("dict_get", "dict_get_truthy", "optional_param") and "none" not in kinds:
+    if (s.binding in ("dict_get", "dict_get_truthy", "optional_param") or s.base != "none") and "none" not in kinds:
         kinds = kinds + ("none",)  # .get() of a layer with no metadata; a parameter declared Optional
     if s.micro_batch != "none" or s.graph != "eager" or (s.meta_runs == "full" and "full" in kinds):
         kinds = tuple(k for k in kinds if k == "full")
@@ -367,6 +372,10 @@ def normalize(s: Spec) -> Spec:
     c["index_step"] = tuple(s.index_step) if s.index_step else None
     if c["reflection"] == "globals_helper":
         c["layout"] = "function_helper"  # globals() holds module functions only
+    if c["rebind"] == "instance_attr":  # self.flash_mla set from something else than the kernel's module
+        c["spelling"] = "self_attr"
+        if c["layout"] in ("function_helper", "mixin_file"):
+            c["layout"] = "method_helper"
     lay = c["layout"]
     if c["spelling"] == "self_attr" and lay in ("function_helper", "mixin_file"):
         c["spelling"] = "module_alias"
@@ -398,7 +407,7 @@ def normalize(s: Spec) -> Spec:
             c["subclass"] = "none"
             if c["reflection"] != "getattr_call":
                 c["reflection"] = "none"
-            if c["decorator"] == "unknown_fixed":
+            if c["decorator"] in ("unknown_fixed", "factory_fixed"):
                 c["decorator"] = "none"
     if c["micro_batch"] != "none" or c["graph"] != "eager":
         if c["binding"] not in ("self_attr", "param") or (c["graph"] != "eager" and c["binding"] != "self_attr"):
@@ -407,6 +416,8 @@ def normalize(s: Spec) -> Spec:
             c["decl"] = "class"
         if c["graph"] != "eager" and c["meta_class"] == "harness":
             c["meta_class"] = "module"
+        if c["graph"] != "eager" and c["field_source"] == "harness":
+            c["field_source"] = "clamp_f"  # the capture and replay paths write the field from the batch's seqlens
     if c["decl"] in ("class", "string", "optional", "union", "prefix_name"):
         c["meta_class"] = "module"
     elif c["decl"] in ("imported", "imported_optional"):
@@ -471,8 +482,8 @@ def is_safe(s: Spec) -> bool:
     for name, pool in SAFE.items():
         if getattr(s, name) not in pool:
             return False
-    if (s.rebind, s.binding, s.micro_batch, s.reflection, s.subclass, s.width) != \
-            ("none", "self_attr", "none", "none", "none", "none"):
+    if (s.rebind, s.binding, s.micro_batch, s.reflection, s.subclass, s.width, s.base) != \
+            ("none", "self_attr", "none", "none", "none", "none", "none"):
         return False
     if any(op not in SAFE_ROW_OPS or target != "q" or form != "direct" or loc != "helper" for op, target, form, loc in s.rows):
         return False
@@ -495,11 +506,11 @@ def safe_spec(rng: random.Random) -> Spec:
 _POOLS = dict(layout=LAYOUTS, spelling=SPELLINGS, rebind=REBINDS, kernel_call=KERNEL_CALLS, helper_call=HELPER_CALLS,
               binding=BINDINGS, decl=DECLS, meta_class=META_CLASSES, meta_runs=META_RUNS, field=FIELDS, field_source=FIELD_SOURCES,
               micro_batch=MICRO_BATCHES, decorator=DECORATORS, reflection=REFLECTIONS, subclass=SUBCLASSES,
-              pins=PIN_NAMES, graph=GRAPHS, width=WIDTHS)
+              pins=PIN_NAMES, graph=GRAPHS, width=WIDTHS, base=BASES)
 # how often each production leaves the reference (the rest of the time it keeps it)
 _RATE = dict(layout=0.45, spelling=0.3, rebind=0.12, kernel_call=0.3, helper_call=0.3, binding=0.3, decl=0.35,
              meta_class=0.3, meta_runs=1.0, field=0.3, field_source=0.25, micro_batch=0.15, decorator=0.2, reflection=0.12,
-             subclass=0.18, pins=0.2, graph=0.12, width=0.1)
+             subclass=0.18, pins=0.2, graph=0.12, width=0.1, base=0.1)
 
 
 def random_spec(rng: random.Random, focus: Optional[Tuple[str, str]] = None) -> Spec:
@@ -511,18 +522,40 @@ def random_spec(rng: random.Random, focus: Optional[Tuple[str, str]] = None) -> 
     istep = [rng.choice(INDEX_OP_NAMES), rng.choice(INDEX_FORMS), rng.choice(LOCS)] if rng.random() < 0.35 else None
     c["edits"] = tuple(e for e in EDITS if rng.random() < 0.15)
     if focus is not None:
-        prod, alt = focus
-        if prod.startswith("rows."):
-            if not rows:
-                rows.append([rng.choice(ROW_OP_NAMES), rng.choice(TARGETS), rng.choice(ROW_FORMS), rng.choice(LOCS)])
-            rows[0][("op", "target", "form", "loc").index(prod[5:])] = alt
-        elif prod.startswith("index_step."):
-            istep = istep or [rng.choice(INDEX_OP_NAMES), rng.choice(INDEX_FORMS), rng.choice(LOCS)]
-            istep[("op", "form").index(prod[11:])] = alt
-        elif prod == "edits":
-            c["edits"] = tuple(sorted(set(c["edits"]) | {alt}))
-        else:
-            c[prod] = alt
+        rows, istep = _choose(c, rows, istep, focus, rng)
+    c["rows"] = tuple(tuple(r) for r in rows)
+    c["index_step"] = tuple(istep) if istep else None
+    return normalize(Spec(**c))
+
+
+def _choose(c: dict, rows: list, istep, choice: Tuple[str, str], rng: random.Random):
+    """Set one production's alternative in a spec being drawn (c, its row steps, its index step)."""
+    prod, alt = choice
+    if prod.startswith("rows."):
+        if not rows:
+            rows.append([rng.choice(ROW_OP_NAMES), rng.choice(TARGETS), "direct", "helper"])
+        rows[0][("op", "target", "form", "loc").index(prod[5:])] = alt
+    elif prod.startswith("index_step."):
+        istep = istep or [rng.choice(INDEX_OP_NAMES), "direct", "helper"]
+        istep[("op", "form").index(prod[11:])] = alt
+    elif prod == "edits":
+        c["edits"] = tuple(sorted(set(c["edits"]) | {alt}))
+    else:
+        c[prod] = alt
+    return rows, istep
+
+
+def focused_spec(rng: random.Random, focus: Tuple[str, str], pool: Sequence[Tuple[str, str]]) -> Spec:
+    """The reference shape (or a safe-subset program) with the focus alternative and at most one other
+    choice: one hazard among what apply must keep fixing, where nothing else makes it refuse."""
+    base = safe_spec(rng) if rng.random() < 0.5 else Spec()
+    c = asdict(base)
+    c["meta_runs"] = rng.choice(META_RUNS)
+    rows = [list(r) for r in base.rows]
+    istep = list(base.index_step) if base.index_step else None
+    rows, istep = _choose(c, rows, istep, focus, rng)
+    if rng.random() < 0.4:
+        rows, istep = _choose(c, rows, istep, rng.choice(pool), rng)
     c["rows"] = tuple(tuple(r) for r in rows)
     c["index_step"] = tuple(istep) if istep else None
     return normalize(Spec(**c))
@@ -559,17 +592,24 @@ def _digest(*parts) -> str:
     return hashlib.sha1(repr(parts).encode()).hexdigest()[:10]
 
 
-def programs(seed: int, n: int, runs_per_spec: int = 3, safe_share: float = 0.3) -> List[Program]:
+def programs(seed: int, n: int, runs_per_spec: int = 3, safe_share: float = 0.25,
+             focused_share: float = 0.35) -> List[Program]:
     """n programs from `seed`: specs drawn one by one, each run under up to `runs_per_spec` of its
-    scenarios (drawn from the ones its files allow). Deterministic in (seed, n, runs_per_spec)."""
+    scenarios (drawn from the ones its files allow). A spec is a safe-subset program, a focused one
+    (one alternative, every other production at the reference or safe) or a random one; the focused
+    and random ones visit every alternative of every production in turn. Deterministic in its arguments."""
     out: List[Program] = []
     i = drawn = 0
     focus = [(k, a) for k, alts in every_production().items() for a in alts]
     random.Random(f"topk-gen:{seed}:focus").shuffle(focus)
     while len(out) < n:
         rng = random.Random(f"topk-gen:{seed}:{i}")
-        if rng.random() < safe_share:
+        kind = rng.random()
+        if kind < safe_share:
             spec = safe_spec(rng)
+        elif kind < safe_share + focused_share:
+            spec = focused_spec(rng, focus[drawn % len(focus)], focus)
+            drawn += 1
         else:
             spec = random_spec(rng, focus[drawn % len(focus)])
             drawn += 1
@@ -794,6 +834,9 @@ class _Render:
         if s.rebind in ("none", "sibling_monkeypatch"):
             return
         f.add(LEGACY_DEF)
+        if s.rebind == "instance_attr":
+            f.std.add("types")
+            return  # Backend.__init__ picks the module or a namespace holding the old kernel
         root = _SPELL[s.spelling][2]
         value = "_legacy_sparse_fwd" if root == _SPELL[s.spelling][1].split(".")[-1] or s.spelling == "local_import" \
             else "types.SimpleNamespace(flash_mla_sparse_fwd=_legacy_sparse_fwd)"
@@ -1026,6 +1069,16 @@ class _Render:
             f.add(f'def fixed_signature(fn):\n    """This fork\'s profiler hook."""\n\n'
                   f"    def wrapper({me}{args}):\n        return fn({me}{args})\n\n    return wrapper")
             return ["@fixed_signature"]
+        if d == "factory_fixed":
+            f.add(f'def profiled(tag):\n    """This fork\'s profiler hook, per call site."""\n\n    def deco(fn):\n'
+                  f"        def wrapper({me}{args}):\n            return fn({me}{args})\n\n        return wrapper\n\n"
+                  "    return deco")
+            return ['@profiled("sparse_prefill")']
+        if d == "factory_varargs":
+            f.std.add("functools")
+            f.add("def profiled(tag):\n    def deco(fn):\n        @functools.wraps(fn)\n        def wrapper(*args, **kwargs):\n"
+                  "            return fn(*args, **kwargs)\n\n        return wrapper\n\n    return deco")
+            return ['@profiled("sparse_prefill")']
         if d == "wraps_varargs":
             f.std.add("functools")
             f.add("def traced(fn):\n    @functools.wraps(fn)\n    def wrapper(*args, **kwargs):\n"
@@ -1083,6 +1136,15 @@ class _Render:
             return []
         if b == "self_attr":
             return [f"{name} = self.forward_metadata"]
+        if b == "only_in_if":
+            return ["if self.layer_id < 0:  # the draft layers only", f"    {name} = self.forward_metadata"]
+        if b == "rebound_to_none":
+            return [f"{name} = self.forward_metadata", f"self.steps = {name} is not None",
+                    f"{name} = None  # released: the rest of the step does not need it"]
+        if b == "deleted":
+            return [f"{name} = self.forward_metadata", f"self.steps = {name} is not None", f"del {name}"]
+        if b == "rebound_other":
+            return [f"{name} = self.forward_metadata", f"{name} = self.metadata_by_layer  # the name now holds the table"]
         if b == "getattr_default":
             return [f'{name} = getattr(self, "forward_metadata", None)']
         return [f"{name} = self.metadata_by_layer.get(self.layer_id)"]
@@ -1174,13 +1236,21 @@ class _Render:
         s, n = self.s, self.n
         body = ['"""The DSA attention backend."""', ""]
         decl = self.decl_text()
-        if decl and s.binding in ("self_attr", "getattr_default"):
+        if decl and s.binding in ("self_attr", "getattr_default", "only_in_if", "rebound_to_none", "deleted", "rebound_other"):
             body += [f"forward_metadata: {decl}", ""]
         elif decl and s.binding in ("dict_get", "dict_get_truthy"):
             body += [f"metadata_by_layer: Dict[int, {decl}]", ""]
-        init = ["def __init__(self, metadata=None):", "    self.forward_metadata = metadata",
+        init = ["def __init__(self, metadata=None):"]
+        if s.base != "none":
+            init += ["    super().__init__()", "    if metadata is not None:", "        self.forward_metadata = metadata"]
+        else:
+            init.append("    self.forward_metadata = metadata")
+        init += [
                 "    self.metadata_by_layer = {} if metadata is None else {0: metadata}", "    self.layer_id = 0"]
-        if s.spelling == "self_attr":
+        if s.spelling == "self_attr" and s.rebind == "instance_attr":
+            init.append('    self.flash_mla = fm if os.environ.get("ADV_LEGACY") != "1" else '
+                        "types.SimpleNamespace(flash_mla_sparse_fwd=_legacy_sparse_fwd)")
+        elif s.spelling == "self_attr":
             init.append("    self.flash_mla = fm")
         if s.width == "self_attr":
             init.append("    self.topk_length = TOPK")
@@ -1198,6 +1268,8 @@ class _Render:
         if "adv_rows_mixin.py" in self.files:
             bases.append("RowsMixin")
             f.imp("from adv_rows_mixin import RowsMixin")
+        if s.base != "none":
+            bases.append("AttentionBackend")
         head = f"class Backend({', '.join(bases)}):" if bases else "class Backend:"
         return [head] + _ind(body)
 
@@ -1386,6 +1458,13 @@ class _Render:
         if self.kfile != MODULE:
             main.imp("from adv_sparse_mixin import SparseMixin")
         meta = self.meta_classes(main)
+        base = ["class AttentionBackend:", '    """The engine\'s base backend."""', "", "    def __init__(self):",
+                "        self.forward_metadata = None  # set by init_forward_metadata"]
+        if s.base == "same_sets_none":
+            meta = meta + base + ["", ""]
+        elif s.base == "file_sets_none":
+            self.extra.append(("adv_base.py", "\n".join(base) + "\n"))
+            main.imp("from adv_base import AttentionBackend")
         # the helper (bodies first: they register preludes and imports)
         helper_blocks: List[str] = []
         if self.lay == "function_helper":
