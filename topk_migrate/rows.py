@@ -131,6 +131,21 @@ def _is_split(e: cst.BaseExpression) -> bool:
     return isinstance(e, cst.Call) and (get_full_name_for_node(e.func) or "").rsplit(".", 1)[-1] in SPLITS
 
 
+def _walrus_value(tree: Tree, target: object) -> Optional[cst.BaseExpression]:
+    """The value of `(name := value)` for the Name it binds, else None."""
+    parent = tree.parent.get(target) if isinstance(target, cst.CSTNode) else None
+    return parent.value if isinstance(parent, cst.NamedExpr) and parent.target is target else None
+
+
+def _torch_function(func: cst.BaseExpression, name: str) -> bool:
+    """`torch.op` / `F.op` as written: a dotted name, not a method of what a call returned
+    (`torch.remainder(x, n).to(...)` is `.to` on that result, though its full name reads torch.remainder.to)."""
+    e = func
+    while isinstance(e, cst.Attribute):
+        e = e.value
+    return isinstance(e, cst.Name) and name.startswith(TORCH_PREFIXES)
+
+
 def imported_names(tree: Tree, func: cst.BaseExpression) -> List[str]:
     """The qualified names `func` (a name or a dotted attribute of one) is imported as."""
     root = func
@@ -213,7 +228,7 @@ class RowTrace:
         func = call.func
         name = get_full_name_for_node(func) or ""
         op = name.rsplit(".", 1)[-1]
-        method = isinstance(func, cst.Attribute) and not name.startswith(("torch.", "F."))
+        method = isinstance(func, cst.Attribute) and not _torch_function(func, name)
         args = list(call.args)
         local = local_defs(self.tree, func)
         if local:  # a function or method of this module: what it returns, then its arguments
@@ -228,7 +243,7 @@ class RowTrace:
             return None
         if op in FUNCTION_DIM_OPS:
             return self._dim_op(call, args, op, 0) or self._args(args)
-        if name.startswith(TORCH_PREFIXES) and args and not args[0].keyword:
+        if _torch_function(func, name) and args and not args[0].keyword:
             return self._step(call, args[1:], op, args[0].value, 1)  # torch.op(q, ...): as q.op(...)
         if op in ROWS_FUNCTIONS:
             return f"`{_code(call)}` reorders or selects rows"
@@ -613,6 +628,10 @@ class IndexTrace:
             return f"`{_code(e)}` changes index values (and -1 entries with them)"
         if isinstance(e, cst.IfExp):
             return self.hazard(e.body) or self.hazard(e.orelse)
+        if isinstance(e, (cst.Tuple, cst.List)):  # `a, idx = x, y`: each part, conservatively
+            return next((w for w in (self.hazard(el.value) for el in e.elements) if w), None)
+        if isinstance(e, cst.NamedExpr):
+            return self.hazard(e.value)
         if isinstance(e, _NO_ROWS) or (isinstance(e, cst.Name) and e.value == "None"):
             return None
         return f"`{_code(e)}` is a form the indices trace does not model"
@@ -635,17 +654,19 @@ class IndexTrace:
         if op in FILLS:  # a tensor of one value: padding rows of -1 hold no valid entry
             fill = _keyword(e, "fill_value") or (args[1].value if len(args) > 1 else None)
             return None if _int(fill) == -1 else f"`{_code(e)}` fills the indices with a value other than -1"
-        if op in ("cat", "concat", "concatenate") and name.startswith(TORCH_PREFIXES) and args:
+        if op in ("cat", "concat", "concatenate") and _torch_function(func, name) and args:
             given, dim = _dim_arg(list(e.args), 1)
             if (not given or _int(dim) == 0) and isinstance(args[0].value, (cst.List, cst.Tuple)):  # rows appended
                 return next((w for w in (self.hazard(el.value) for el in args[0].value.elements) if w), None)
             return f"`{_code(e)}` joins top-k entries other than by rows"
-        method = isinstance(func, cst.Attribute) and not name.startswith(TORCH_PREFIXES)
+        method = isinstance(func, cst.Attribute) and not _torch_function(func, name)
         if method:
             receiver = func.value
             if op in ("masked_fill", "masked_fill_") and len(e.args) >= 2 \
                     and _validity_test(e.args[0].value) is False and _int(e.args[1].value) == -1:
-                return self.hazard(receiver)  # -1 where entries were already invalid: counts kept
+                # x.masked_fill(idx < 0, -1): -1 exactly where idx is invalid, so the valid entries are idx's
+                # (a page-table lookup `gather(table, 1, idx.clamp(min=0))` then restores the -1s)
+                return self.hazard(e.args[0].value.left)
             if op in INDEX_CHANGES:
                 return f"`{_code(e)}` changes which top-k entries are valid"
             if op in NO_DATA_METHODS:
@@ -654,7 +675,7 @@ class IndexTrace:
                 return self.hazard(receiver)
             if op in INDEX_KEEPING_ENGINE_METHODS:
                 return None
-        elif name.startswith(TORCH_PREFIXES) and args:  # torch.op(idx, ...): as idx.op(...)
+        elif _torch_function(func, name) and args:  # torch.op(idx, ...): as idx.op(...)
             if op in INDEX_CHANGES:
                 return f"`{_code(e)}` changes which top-k entries are valid"
             if op in INDEX_KEEPING:
@@ -683,7 +704,10 @@ class IndexTrace:
                 self.params.add((scope, node.value))
             else:
                 stmt = self.tree.assignment_statement(a)
-                why = self.hazard(stmt.value) if stmt is not None else None
+                value = stmt.value if stmt is not None else _walrus_value(self.tree, target)
+                if value is None and not isinstance(target, _NOT_TENSORS) and not isinstance(a, ImportAssignment):
+                    return f"`{node.value}` is bound by a form the indices trace does not model"
+                why = self.hazard(value) if value is not None else None
                 if why:
                     return why
             why = self._writes(scope, node.value)
