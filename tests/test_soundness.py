@@ -473,8 +473,8 @@ def test_the_soundness_page_lists_every_allowlist_entry():
 @pytest.mark.parametrize("line", [
     "setattr(Backend, NAME, staticmethod(lambda *a, **k: None))", "delattr(Backend, NAME)",
     "getattr(sys.modules[__name__], NAME)(None, None, None, 1.0)", "exec('Backend._forward = None')",
-    "globals()[NAME] = None", "vars(Backend)[NAME] = None", "Backend.__dict__", "sys.modules[__name__]",
-    "importlib.import_module(NAME)", "eval(NAME)",
+    "globals()[NAME] = None", "vars(Backend)[NAME] = None", "Backend.__dict__.update(x=None)",
+    "sys.modules[__name__] = None", "del sys.modules[NAME]", "eval(NAME)", "globals().update(x=None)",
 ])
 def test_reflection_in_the_module_makes_its_sites_manual(tmp_path, line):
     (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
@@ -485,6 +485,19 @@ def test_reflection_in_the_module_makes_its_sites_manual(tmp_path, line):
            f"def patch():\n    {line}\n# uses metadata.nsa_cache_seqlens_int32\n")
     (site,) = migrate_source(src, str(tmp_path / "b.py")).sites
     assert site.status is Status.MANUAL and "at run time" in site.reason, site.reason
+
+
+@pytest.mark.parametrize("line", ["x = Backend.__dict__[NAME]", "m = sys.modules[__name__]", "g = globals()",
+                                  "importlib.import_module(NAME)", "k = self.__class__"])
+def test_reads_of_reflective_tables_are_not_writes(tmp_path, line):
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    src = ("import importlib\nimport sys\nfrom sgl_kernel.flash_mla import flash_mla_sparse_fwd\nNAME = '_forward'\n\n\n"
+           "class Backend:\n    def _forward(self, q, kv, idx, scale):\n"
+           "        return flash_mla_sparse_fwd(q, kv, idx, scale)\n\n"
+           "    def forward(self, q, kv, idx, scale, metadata):\n        return self._forward(q, kv, idx, scale)\n\n"
+           f"    def peek(self):\n        {line}\n# uses metadata.nsa_cache_seqlens_int32\n")
+    (site,) = migrate_source(src, str(tmp_path / "b.py")).sites
+    assert site.status is Status.FIXABLE, site.reason
 
 
 def test_attribute_reads_by_literal_or_computed_name_are_not_reflection(tmp_path):
