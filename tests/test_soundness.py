@@ -470,6 +470,18 @@ def test_the_soundness_page_lists_every_allowlist_entry():
     assert not missing, f"docs/soundness.md does not name: {missing}"
 
 
+def _backend_with(tmp_path, method_body: str):
+    """The one site of a fixable backend whose class also has `def peek(self): <method_body>`."""
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    src = ("import importlib\nimport sys\nfrom sgl_kernel.flash_mla import flash_mla_sparse_fwd\nNAME = '_forward'\n\n\n"
+           "class Backend:\n    def _forward(self, q, kv, idx, scale):\n"
+           "        return flash_mla_sparse_fwd(q, kv, idx, scale)\n\n"
+           "    def forward(self, q, kv, idx, scale, metadata):\n        return self._forward(q, kv, idx, scale)\n\n"
+           f"    def peek(self):\n        {method_body}\n# uses metadata.nsa_cache_seqlens_int32\n")
+    (site,) = migrate_source(src, str(tmp_path / "b.py")).sites
+    return site
+
+
 @pytest.mark.parametrize("line", [
     "setattr(Backend, NAME, staticmethod(lambda *a, **k: None))", "delattr(Backend, NAME)",
     "getattr(sys.modules[__name__], NAME)(None, None, None, 1.0)", "exec('Backend._forward = None')",
@@ -477,26 +489,14 @@ def test_the_soundness_page_lists_every_allowlist_entry():
     "sys.modules[__name__] = None", "del sys.modules[NAME]", "eval(NAME)", "globals().update(x=None)",
 ])
 def test_reflection_in_the_module_makes_its_sites_manual(tmp_path, line):
-    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
-    src = ("import importlib\nimport sys\nfrom sgl_kernel.flash_mla import flash_mla_sparse_fwd\nNAME = '_forward'\n\n\n"
-           "class Backend:\n    def _forward(self, q, kv, idx, scale):\n"
-           "        return flash_mla_sparse_fwd(q, kv, idx, scale)\n\n"
-           "    def forward(self, q, kv, idx, scale, metadata):\n        return self._forward(q, kv, idx, scale)\n\n\n"
-           f"def patch():\n    {line}\n# uses metadata.nsa_cache_seqlens_int32\n")
-    (site,) = migrate_source(src, str(tmp_path / "b.py")).sites
+    site = _backend_with(tmp_path, line)
     assert site.status is Status.MANUAL and "at run time" in site.reason, site.reason
 
 
 @pytest.mark.parametrize("line", ["x = Backend.__dict__[NAME]", "m = sys.modules[__name__]", "g = globals()",
                                   "importlib.import_module(NAME)", "k = self.__class__"])
 def test_reads_of_reflective_tables_are_not_writes(tmp_path, line):
-    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
-    src = ("import importlib\nimport sys\nfrom sgl_kernel.flash_mla import flash_mla_sparse_fwd\nNAME = '_forward'\n\n\n"
-           "class Backend:\n    def _forward(self, q, kv, idx, scale):\n"
-           "        return flash_mla_sparse_fwd(q, kv, idx, scale)\n\n"
-           "    def forward(self, q, kv, idx, scale, metadata):\n        return self._forward(q, kv, idx, scale)\n\n"
-           f"    def peek(self):\n        {line}\n# uses metadata.nsa_cache_seqlens_int32\n")
-    (site,) = migrate_source(src, str(tmp_path / "b.py")).sites
+    site = _backend_with(tmp_path, line)
     assert site.status is Status.FIXABLE, site.reason
 
 
