@@ -54,7 +54,8 @@ def _value(v):
     return lambda *a, **k: v
 
 
-# name -> (the statement of docs/soundness.md it guards, "module:attr.path", how it is switched off)
+# name -> (the statement of docs/soundness.md it guards, "module:attr.path" (several, joined by " + ", for
+# a check made in more than one place: each is switched off), how it is switched off)
 # how: ("returns", value) | ("accept_all",) | ("empty",) | ("call", factory(original) -> replacement)
 MUTATIONS: Dict[str, Tuple[str, str, tuple]] = {
     # identity checks
@@ -75,9 +76,15 @@ MUTATIONS: Dict[str, Tuple[str, str, tuple]] = {
     "validate_rewrite": ("names / placement", "topk_migrate.codemods.pass_topk_length:validate_rewrite", ("returns", {})),
     # metadata
     "root_binding": ("metadata-in-scope", f"{A}:root_binding", ("returns", (None, False))),
+    "root_binding (analysis and validation)": (
+        "metadata-in-scope", f"{A}:root_binding + topk_migrate.codemods._topk_length_rewrite:root_binding",
+        ("returns", (None, False))),
     "typed": ("metadata-type", f"{A}:_Analysis.typed", ("returns", True)),
     "base_sets_none": ("metadata-type", f"{A}:_Analysis.base_sets_none", ("returns", False)),
     "none_attributes": ("metadata-type", "topk_migrate.scopecheck:Tree.none_attributes", ("returns", frozenset())),
+    "may_be_none": ("metadata-type", "topk_migrate.scopecheck:may_be_none", ("returns", False)),
+    "every None fact": ("metadata-type", f"topk_migrate.scopecheck:may_be_none + topk_migrate.scopecheck:Tree.none_attributes"
+                        f" + {A}:_Analysis.base_sets_none", ("returns", None)),
     "unclipped_write": ("field-meaning", f"{A}:_Analysis.unclipped_write", ("returns", None)),
     "_clipped": ("field-meaning", f"{A}:_Analysis._clipped", ("returns", True)),
     "replay_replaces": ("graph-replay", f"{A}:_Analysis.replay_replaces", ("returns", None)),
@@ -123,31 +130,43 @@ def _resolve(target: str):
     return owner, parts[-1]
 
 
+_NONE_FACT = {"may_be_none": False, "none_attributes": frozenset(), "base_sets_none": False}
+
+
 @contextlib.contextmanager
 def switched_off(name: str):
     """The analysis with one check switched off (restored on exit)."""
-    _, target, how = MUTATIONS[name]
-    owner, attr = _resolve(target)
-    orig = getattr(owner, attr)
-    if how[0] == "returns":
-        new = _value(how[1])
-    elif how[0] == "accept_all":
-        new = EverythingDict(orig) if isinstance(orig, dict) else Everything(orig)
-    elif how[0] == "empty":
-        new = type(orig)()
-    else:
-        new = how[1](orig)
-    setattr(owner, attr, new)
+    _, targets, how = MUTATIONS[name]
+    saved = []
+    for target in targets.split(" + "):
+        owner, attr = _resolve(target)
+        orig = getattr(owner, attr)
+        if name == "every None fact":
+            new = _value(_NONE_FACT[attr])
+        elif how[0] == "returns":
+            new = _value(how[1])
+        elif how[0] == "accept_all":
+            new = EverythingDict(orig) if isinstance(orig, dict) else Everything(orig)
+        elif how[0] == "empty":
+            new = type(orig)()
+        else:
+            new = how[1](orig)
+        saved.append((owner, attr, orig))
+        setattr(owner, attr, new)
     try:
         yield
     finally:
-        setattr(owner, attr, orig)
+        for owner, attr, orig in reversed(saved):
+            setattr(owner, attr, orig)
 
 
 def present(name: str) -> bool:
     try:
-        owner, attr = _resolve(MUTATIONS[name][1])
-        return hasattr(owner, attr)
+        for target in MUTATIONS[name][1].split(" + "):
+            owner, attr = _resolve(target)
+            if not hasattr(owner, attr):
+                return False
+        return True
     except (ImportError, AttributeError):
         return False
 

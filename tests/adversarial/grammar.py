@@ -1070,10 +1070,10 @@ class _Render:
                   f"    def wrapper({me}{args}):\n        return fn({me}{args})\n\n    return wrapper")
             return ["@fixed_signature"]
         if d == "factory_fixed":
-            f.add(f'def profiled(tag):\n    """This fork\'s profiler hook, per call site."""\n\n    def deco(fn):\n'
+            f.add(f'def profiled(tag="sparse"):\n    """This fork\'s profiler hook, per call site."""\n\n    def deco(fn):\n'
                   f"        def wrapper({me}{args}):\n            return fn({me}{args})\n\n        return wrapper\n\n"
                   "    return deco")
-            return ['@profiled("sparse_prefill")']
+            return ["@profiled()"]  # called with no arguments, as @torch.no_grad() is
         if d == "factory_varargs":
             f.std.add("functools")
             f.add("def profiled(tag):\n    def deco(fn):\n        @functools.wraps(fn)\n        def wrapper(*args, **kwargs):\n"
@@ -1240,13 +1240,9 @@ class _Render:
             body += [f"forward_metadata: {decl}", ""]
         elif decl and s.binding in ("dict_get", "dict_get_truthy"):
             body += [f"metadata_by_layer: Dict[int, {decl}]", ""]
-        init = ["def __init__(self, metadata=None):"]
-        if s.base != "none":
-            init += ["    super().__init__()", "    if metadata is not None:", "        self.forward_metadata = metadata"]
-        else:
-            init.append("    self.forward_metadata = metadata")
-        init += [
-                "    self.metadata_by_layer = {} if metadata is None else {0: metadata}", "    self.layer_id = 0"]
+        # SGLang's shape: the metadata arrives per batch through init_forward_metadata
+        init = ["def __init__(self):"] + (["    super().__init__()"] if s.base != "none" else []) + \
+            ["    self.metadata_by_layer = {}", "    self.layer_id = 0"]
         if s.spelling == "self_attr" and s.rebind == "instance_attr":
             init.append('    self.flash_mla = fm if os.environ.get("ADV_LEGACY") != "1" else '
                         "types.SimpleNamespace(flash_mla_sparse_fwd=_legacy_sparse_fwd)")
@@ -1254,7 +1250,8 @@ class _Render:
             init.append("    self.flash_mla = fm")
         if s.width == "self_attr":
             init.append("    self.topk_length = TOPK")
-        body += init + [""]
+        body += init + ["", "def init_forward_metadata(self, metadata):", "    self.forward_metadata = metadata",
+                        "    self.metadata_by_layer = {} if metadata is None else {0: metadata}", ""]
         if s.graph != "eager":
             body += self.graph_methods() + [""]
         body += self.forward_def(f)
@@ -1384,7 +1381,13 @@ class _Render:
             body += ["batch_meta = _build_metadata(inp)",
                      f"return {cls}().forward(inp.q, inp.kv, inp.indices, inp.sm_scale, batch_meta)"]
         else:
-            body += [f"backend = {cls}(_build_metadata(inp))", "return backend.forward(inp.q, inp.kv, inp.indices, inp.sm_scale)"]
+            body += [f"backend = {cls}()"]
+            if s.base != "none" and "none" in meta_kinds(s):  # no metadata yet: what the base class set stays
+                body += ["batch_meta = _build_metadata(inp)", "if batch_meta is not None:",
+                         "    backend.init_forward_metadata(batch_meta)"]
+            else:
+                body.append("backend.init_forward_metadata(_build_metadata(inp))")
+            body.append("return backend.forward(inp.q, inp.kv, inp.indices, inp.sm_scale)")
         return ["def entry(inp):"] + _ind(body)
 
     def reflection(self, f: _File) -> List[str]:
