@@ -1082,7 +1082,8 @@ def _how(tree: Tree, node: cst.CSTNode) -> str:
         fname = get_full_name_for_node(call.func) if isinstance(call, cst.Call) else None
         if fname and fname.rsplit(".", 1)[-1] == "partial":
             return "wrapped by functools.partial"
-        return f"passed to `{fname}` as a value" if fname else "passed as a value"
+        shown = _code(call.func).strip() if fname else ""  # as written: `super().__init__`, not super.__init__
+        return f"passed to `{shown if len(shown) <= 40 else fname}` as a value" if fname else "passed as a value"
     if isinstance(parent, (cst.Assign, cst.AnnAssign)):
         targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
         if any(isinstance(t, (cst.Attribute, cst.Subscript)) for t in targets):

@@ -33,6 +33,7 @@ from topk_migrate.scopecheck import Tree
 from ._topk_length_analysis import GUARD_COMMENT, Gate, Group, _Analysis, _direct_reason, _value_uses
 from ._topk_length_quick import ENTRY_POINTS, MIN_KERNEL, PARAM, is_kernel
 from ._topk_length_rewrite import _optional_annotation, _Rewrite, validate_rewrite
+from ._topk_length_values import is_marker, value_sites
 
 # -- the driver --------------------------------------------------------------------------
 _STUB = cst.IndentedBlock(body=[cst.SimpleStatementLine([cst.Expr(cst.Ellipsis())])])
@@ -99,7 +100,7 @@ def migrate(source: str, path: str, gate: Gate, metadata: Sequence[str] = ()) ->
     tree = Tree(module)
     facts = collect(module, tree.wrapper)
     analysis = _Analysis(facts, tree, source, path, gate, metadata)
-    calls = [c for c in facts.calls if is_kernel(c.callee)]
+    calls = [c for c in facts.calls if is_kernel(c.callee) and not is_marker(c.callee)]
     sites = []
     for c in calls:
         before = len(analysis.groups)
@@ -128,7 +129,7 @@ def migrate(source: str, path: str, gate: Gate, metadata: Sequence[str] = ()) ->
             groups.remove(g)
             for i in g.sites:
                 sites[i] = replace(sites[i], status=Status.MANUAL, reason=failures[id(g)], metadata=None)
-    sites += _value_uses(tree, facts, path)
+    sites += value_sites(tree, facts, _value_uses(tree, facts, path), path)
     sites.sort(key=lambda s: (s.line, s.column))
     if not groups:
         return source, sites

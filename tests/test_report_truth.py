@@ -1,0 +1,138 @@
+"""Issue 26: every report is right. A value use is a site only where the kernel can reach a call the tool has
+not checked (a pytest marker, an alias whose calls are checked, a lazy getter are not sites); reasons name
+what the code names. Each case is a shape met in a public repository (tests/corpus/manifest.toml)."""
+import textwrap
+
+import pytest
+
+from topk_migrate import api
+from topk_migrate.model import Status
+
+K = "sglang-kernel==0.4.6"
+
+
+def sites(src: str, kernel: str = K):
+    return api.migrate_source(textwrap.dedent(src), "backend.py", kernel).sites
+
+
+def statuses(src: str, kernel: str = K):
+    return [(s.line, s.status) for s in sites(src, kernel)]
+
+
+MARKER = """
+    import pytest
+    from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+
+    @pytest.mark.flash_mla_sparse_fwd
+    def test_bare(q):
+        assert flash_mla_sparse_fwd(q, q, q, 0.1, topk_length=None) is not None
+
+
+    @pytest.mark.flash_mla_sparse_fwd(reason="the marker called")
+    def test_called(q):
+        assert flash_mla_sparse_fwd(q, q, q, 0.1, topk_length=None) is not None
+"""
+
+
+def test_a_pytest_marker_named_after_the_kernel_is_not_a_site():
+    assert statuses(MARKER) == [(8, Status.OPT_OUT), (13, Status.OPT_OUT)]
+
+
+ALIAS = """
+    import sgl_kernel.flash_mla as kernel_module
+
+    flash_mla_sparse_fwd = kernel_module.flash_mla_sparse_fwd
+
+
+    def attend(q, kv, idx, metadata):
+        return flash_mla_sparse_fwd(q, kv, idx, 0.1, topk_length=metadata.dsa_cache_seqlens_int32)
+"""
+
+
+def test_a_module_alias_whose_only_call_is_checked_is_not_a_site():
+    assert statuses(ALIAS) == [(8, Status.COMPLIANT)]
+
+
+def test_an_alias_under_a_public_name_other_modules_can_import_stays_a_site():
+    src = ALIAS.replace("flash_mla_sparse_fwd = kernel", "SPARSE = kernel").replace("return flash_mla_sparse_fwd(", "return SPARSE(")
+    got = sites(src)
+    assert [(s.line, s.status) for s in got] == [(4, Status.MANUAL)]
+    assert "bound to `SPARSE`" in got[0].reason
+
+
+GETTER = """
+    class Impl:
+        def __init__(self):
+            self.flash_mla_sparse_fwd = None
+
+        def _get_flash_mla_sparse_fwd(self):
+            if self.flash_mla_sparse_fwd is not None:
+                return self.flash_mla_sparse_fwd
+            import flash_mla
+            self.flash_mla_sparse_fwd = flash_mla.flash_mla_sparse_fwd
+            return self.flash_mla_sparse_fwd
+
+        def _sparse(self, q, k, idx):
+            flash_mla_sparse_fwd = self._get_flash_mla_sparse_fwd()
+            return flash_mla_sparse_fwd(q, k, idx, sm_scale=1.0)
+"""
+
+
+def test_a_lazy_getter_is_not_a_site_only_the_real_call_is():
+    got = sites(GETTER)
+    assert [s.line for s in got] == [15]
+
+
+def test_a_getter_passed_on_is_still_a_site():
+    src = GETTER + "\n        def register(self, table):\n            table.add(self._get_flash_mla_sparse_fwd)\n"
+    assert 10 in [s.line for s in sites(src)]
+
+
+HOLDER = """
+    _flash_mla_sparse_fwd = None
+
+
+    def _ensure():
+        global _flash_mla_sparse_fwd
+        if _flash_mla_sparse_fwd is not None:
+            return
+        from sgl_kernel.flash_mla import flash_mla_sparse_fwd as _fwd
+        _flash_mla_sparse_fwd = _fwd
+
+
+    def attend(q, kv, idx, lens):
+        _ensure()
+        return _flash_mla_sparse_fwd(q, kv, idx, 0.1, topk_length=lens)
+
+
+    def attend_full(q, kv, idx):
+        _ensure()
+        return _flash_mla_sparse_fwd(q, kv, idx, 0.1)
+"""
+
+
+def test_calls_through_a_private_holder_are_the_sites():
+    got = sites(HOLDER)
+    assert [(s.line, s.status) for s in got] == [(15, Status.COMPLIANT), (20, Status.MANUAL)]
+    assert "through `_flash_mla_sparse_fwd`" in got[1].reason and "line 10" in got[1].reason
+    assert got[1].callee == "sgl_kernel.flash_mla.flash_mla_sparse_fwd"
+
+
+def test_check_exits_0_on_files_with_nothing_to_do(tmp_path):
+    for i, src in enumerate((MARKER, ALIAS)):
+        (tmp_path / f"f{i}.py").write_text(textwrap.dedent(src))
+    assert api.run([str(tmp_path)], kernel=K).exit_code() == 0
+
+
+def test_a_value_passed_to_super_init_names_it_as_written():
+    src = """
+        from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+
+        class Bench(Base):
+            def __init__(self):
+                super().__init__("sparse", flash_mla_sparse_fwd)
+    """
+    got = sites(src)
+    assert len(got) == 1 and "passed to `super().__init__` as a value" in got[0].reason, got[0].reason
