@@ -623,11 +623,12 @@ class _Analysis:
                 return (f"setattr at line {self.tree.line(call)} replaces `{name}{'.' + rest if rest else ''}`; "
                         "rewrite by hand if what it sets accepts topk_length")
         if "." in c.callee and not is_op_level(c.callee):
-            from topk_migrate import kernels
+            from topk_migrate import kernels, project
 
             iface = kernels.vendored_interface(self.path, c.callee)
             if iface is not None and PARAM not in iface.params and not iface.has_var_kwargs:
-                return (f"`{name}` is {c.callee}, defined in this project ({iface.path}:{iface.line}) "
+                rel = os.path.relpath(iface.path, project.project_root(self.path)).replace(os.sep, "/")
+                return (f"`{name}` is {c.callee}, defined in this project ({rel}:{iface.line}) "
                         "without a topk_length parameter; add it there first")
         if isinstance(b.assignments[0].scope, GlobalScope):
             first = min(self.tree.order[id(a.node)] for a in b.assignments if getattr(a, "node", None) is not None)

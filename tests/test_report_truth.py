@@ -136,3 +136,32 @@ def test_a_value_passed_to_super_init_names_it_as_written():
     """
     got = sites(src)
     assert len(got) == 1 and "passed to `super().__init__` as a value" in got[0].reason, got[0].reason
+
+
+def test_reasons_print_paths_from_the_project_root_never_absolute(tmp_path):
+    """With --kernel, a kernel defined in this project without the parameter is named by its path from
+    the project root, in the text and the JSON report alike."""
+    import json
+    import subprocess
+    import sys
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'fork'\nversion = '0'\n")
+    (tmp_path / "sgl_kernel").mkdir()
+    (tmp_path / "sgl_kernel" / "__init__.py").write_text("")
+    (tmp_path / "sgl_kernel" / "flash_mla.py").write_text(
+        "def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512):\n    return q\n")
+    (tmp_path / "backend.py").write_text(
+        "from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n\n\n"
+        "def attend(q, kv, idx, metadata):\n    return flash_mla_sparse_fwd(q, kv, idx, 0.1)\n\n"
+        "# metadata.dsa_cache_seqlens_int32\n")
+    got = api.run([str(tmp_path / "backend.py")], kernel=K).sites
+    assert len(got) == 1 and "defined in this project (sgl_kernel/flash_mla.py:1)" in got[0].reason, got[0].reason
+    for fmt in ([], ["--format", "json"]):
+        cmd = [sys.executable, "-m", "topk_migrate", "check" if not fmt else "audit", *fmt, "--kernel", K,
+               str(tmp_path / "backend.py")]
+        r = subprocess.run(cmd, capture_output=True, text=True, cwd=str(tmp_path.parent))
+        out = r.stdout
+        assert "sgl_kernel/flash_mla.py:1" in out, (r.stdout, r.stderr)
+        assert str(tmp_path) + "/sgl_kernel" not in out
+        if fmt:
+            assert all(str(tmp_path) not in s["reason"] for s in json.loads(out)["sites"])
