@@ -448,18 +448,13 @@ def test_reexports_are_followed_inside_the_project(repo, interface, ok):
 
 
 def test_project_root(tmp_path):
-    from topk_migrate.project import clear_caches
-
     (tmp_path / "a" / "b" / "c").mkdir(parents=True)
     assert project_root(str(tmp_path / "a" / "b" / "c" / "x.py")) == str(tmp_path / "a" / "b" / "c")  # nothing marks one
     (tmp_path / "a" / ".git").mkdir()
-    clear_caches()  # listings are read once per run
     assert project_root(str(tmp_path / "a" / "b" / "c" / "x.py")) == str(tmp_path / "a")
     (tmp_path / "a" / "b" / "setup.cfg").write_text("")
-    clear_caches()
     assert project_root(str(tmp_path / "a" / "b" / "c")) == str(tmp_path / "a" / "b")
     (tmp_path / "a" / "x-1.0.dist-info").mkdir()  # installed: the site directory is the root
-    clear_caches()
     assert project_root(str(tmp_path / "a" / "b" / "c")) == str(tmp_path / "a")
 
 

@@ -35,7 +35,6 @@ def project(tmp_path):
 def load(tmp_path, text):
     p = tmp_path / "pyproject.toml"
     p.write_text(text)
-    _load.cache_clear()
     return _load(str(p))
 
 
@@ -120,7 +119,6 @@ def test_valid_configuration_still_loads(tmp_path):
 
 def test_a_pyproject_that_is_not_utf8_or_not_a_regular_file_is_one_line(tmp_path):
     (tmp_path / "pyproject.toml").write_bytes(b"[tool.topk-migrate]\nkernel = \"\xff\"\n")
-    _load.cache_clear()
     with pytest.raises(InputError, match="not valid UTF-8"):
         _load(str(tmp_path / "pyproject.toml"))
     (tmp_path / "d").mkdir()

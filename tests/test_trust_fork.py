@@ -148,8 +148,6 @@ def _meets_for(tmp_path, n: int, monkeypatch) -> int:
         return real(a, b)
 
     monkeypatch.setattr(kernels, "_meet", counted)
-    project.clear_caches()
-    kernels.file_pins.cache_clear()
     kernels.project_decision(str(d / "backend.py"), ("sglang-kernel", "sgl-kernel"), {"sglang-kernel": "0.4.3"})
     return calls[0]
 

@@ -13,7 +13,7 @@ import os
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from topk_migrate import config, kernels, project
+from topk_migrate import config, kernels
 from topk_migrate.model import InputError
 
 DISTS = ("sglang-kernel", "sgl-kernel")
@@ -66,9 +66,6 @@ def _project(tmp, files) -> str:
 
 
 def _read(backend: str) -> None:
-    project.clear_caches()
-    kernels.file_pins.cache_clear()
-    config.config_for.cache_clear()
     try:
         config.config_for(os.path.dirname(backend))
     except InputError as e:

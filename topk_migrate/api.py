@@ -8,6 +8,7 @@ from typing import Any, List, Optional, Sequence
 from . import discover
 from .discover import read_regular
 from .model import Capability, InputError, Site, Status, exit_code
+from .run_context import in_run, per_run
 
 # Everything heavier (libcst, hashlib, tomllib, difflib) is imported only for a file
 # that passes the byte prefilter: most files of a tree never get that far.
@@ -132,6 +133,7 @@ class Migration:
         return self.new_source != self.source
 
 
+@in_run
 def migrate_source(source: str, path: str = "<string>", kernel: Optional[str] = None,
                    metadata: Sequence[str] = (), enable: Sequence[str] = (), disable: Sequence[str] = ()) -> Migration:
     """Classify every kernel call in `source` with the enabled rules; new_source has the fixable ones rewritten.
@@ -204,16 +206,14 @@ def quick_enabled() -> bool:
 
 
 NARROW_BYTES = 512 * 1024  # bigger files are classified on their narrowed text (narrow.py)
-_cleaned: set = set()
 
 
+@per_run
 def _clean_once(directory: str) -> None:
-    """Before the first write into a directory: remove temp files that a killed run left there."""
-    if directory not in _cleaned:
-        from .files import remove_stale_temps
+    """Before the run's first write into a directory: remove temp files that a killed run left there."""
+    from .files import remove_stale_temps
 
-        _cleaned.add(directory)
-        remove_stale_temps(directory)
+    remove_stale_temps(directory)
 
 
 def _diff_name(path: str) -> str:
@@ -241,6 +241,7 @@ def _labels(path: str):
     return f"a/{name}", f"b/{name}"
 
 
+@in_run
 def process_file(path: str, kernel: Optional[str] = None, write: bool = False, verbose: bool = False,
                  narrowed: bool = False, data: Optional[bytes] = None, engine: bool = True,
                  parsed: Optional[Any] = None) -> FileOutcome:
@@ -412,6 +413,7 @@ class _StopBetweenFiles:
             signal.signal(signal.SIGINT, self.old)
 
 
+@in_run
 def run(paths: Sequence[str], kernel: Optional[str] = None, write: bool = False, verbose: bool = False,
         follow_links: bool = False, note=None) -> Report:
     """check/apply over files and directories; a walked directory honours its [tool.topk-migrate] include/exclude.

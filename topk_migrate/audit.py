@@ -40,6 +40,7 @@ import click
 from .discover import SCAN_WINDOW, SplitWalk, file_may_hold_site, may_hold_site, project_files
 from .config import dir_filters, kept
 from .model import CHECK_STATUSES, InputError, Site, Status, exit_code
+from .run_context import in_run
 
 FORMATS = ("text", "json", "sarif", "github")
 PROJECT_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
@@ -413,6 +414,7 @@ class _Tally:
     errors: List[Tuple[str, str]] = field(default_factory=list)
 
 
+@in_run
 def audit(
     paths: Sequence[str],
     rev: Optional[str] = None,
@@ -424,14 +426,15 @@ def audit(
     follow_links: bool = False,
     note=None,
 ) -> AuditResult:
-    """Classify every site under `paths` (in the work tree, or in commit `rev`).
+    """Classify every site under `paths` (in the work tree, or in commit `rev`), in one run
+    (run_context: what it reads of the tree, its scanners and workers inherit; the next run reads afresh).
 
     follow_links and note (told what a walk leaves out, and why): as discover.iter_python_files."""
     from .discover import scanning_for
 
     t0 = time.perf_counter()
     prog = _Progress(progress)
-    prefilter = _rules_prefilter(paths)  # before any process is forked: it starts the run afresh
+    prefilter = _rules_prefilter(paths)  # before any process is forked
     runner = _Runner(jobs or os.cpu_count() or 1)
     tally = _Tally()
     tmp = commit = top = None
@@ -462,22 +465,11 @@ def audit(
     return _result(sites, tally, root, rev, commit, t0)
 
 
-def fresh_run() -> None:
-    """A run reads each directory once; a process that runs again (the library, tests) must not fork
-    its scanners and workers with an earlier run's directory listings and configuration."""
-    from . import config, project
-
-    project.clear_caches()
-    config.config_for.cache_clear()
-    config._load.cache_clear()
-
-
 def _rules_prefilter(paths: Sequence[str]):
     """The prefilter of the rules on by default and those the given paths' projects enable."""
     from . import config
     from .discover import prefilter_for
 
-    fresh_run()
     enable = set()
     for p in map(os.path.abspath, paths):
         try:

@@ -1,12 +1,12 @@
 """`[tool.topk-migrate]` in the pyproject.toml of the project being migrated."""
 from __future__ import annotations
 
-import functools
 import os
 from dataclasses import dataclass
 from typing import Dict, Iterable, Optional, Tuple
 
 from .model import InputError
+from .run_context import per_run
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ def _strings(table: dict, key: str, where: str) -> Tuple[str, ...]:
     return tuple(value)
 
 
-@functools.lru_cache(maxsize=None)
+@per_run
 def _load(pyproject: str) -> Optional[Config]:
     """[tool.topk-migrate] of one pyproject.toml, every key checked; InputError (one line) otherwise.
 
@@ -110,7 +110,7 @@ def _load(pyproject: str) -> Optional[Config]:
                   switched["enable"], switched["disable"], pyproject)
 
 
-@functools.lru_cache(maxsize=None)
+@per_run
 def config_for(directory: str) -> Config:
     """[tool.topk-migrate] of the project `directory` belongs to (empty if none).
 

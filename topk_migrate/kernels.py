@@ -11,7 +11,6 @@ the same side of the first release that has the parameter.
 from __future__ import annotations
 
 import ast
-import functools
 import os
 import re
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from .project import PROJECT_FILES, RECORD_LIMIT, inside, is_site_dir, listing, project_root, read_project_file, upward
+from .run_context import per_run
 
 MinVersions = Dict[str, Optional[str]]
 
@@ -354,7 +354,7 @@ def is_requirements(name: str) -> bool:
     return name.startswith("requirements") and name.endswith((".txt", ".in"))
 
 
-@functools.lru_cache(maxsize=None)
+@per_run
 def file_pins(directory: str, root: str) -> Tuple[Tuple[Pin, ...], ...]:
     """The pins of each project file in `directory`, one tuple per file (each file is one way to
     install); read once per run, however many candidate files share the directory."""
@@ -378,7 +378,7 @@ def file_pins(directory: str, root: str) -> Tuple[Tuple[Pin, ...], ...]:
 # -- installed distributions ------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=None)
+@per_run
 def _record(info: str) -> str:
     """The RECORD of a *.dist-info folder, its lines joined by "\n" after a leading one."""
     return "\n" + "\n".join((read_project_file(os.path.join(info, "RECORD"), RECORD_LIMIT) or "").splitlines())
@@ -396,7 +396,7 @@ def _lists(record: str, rel: str) -> bool:
     return False
 
 
-@functools.lru_cache(maxsize=None)
+@per_run
 def _metadata(info: str) -> Tuple[Optional[str], Optional[str], Tuple[str, ...]]:
     name, version, requires = metadata_fields(read_project_file(os.path.join(info, "METADATA")) or "")
     return name, version, tuple(requires)

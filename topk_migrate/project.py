@@ -9,12 +9,12 @@ one place that decides where that search stops.
 """
 from __future__ import annotations
 
-import functools
 import os
 import stat
 from typing import Optional, Tuple
 
 from .discover import PROJECT_FILE_LIMIT as _LIMIT
+from .run_context import per_run
 
 PROJECT_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
 # requirements*.txt, pyproject.toml, setup.*, METADATA, modules read for facts: a bigger one is not
@@ -24,9 +24,9 @@ PROJECT_FILE_LIMIT = _LIMIT
 RECORD_LIMIT = 16 << 20
 
 
-@functools.lru_cache(maxsize=None)
+@per_run
 def listing(directory: str) -> Tuple[str, ...]:
-    """The entry names of a directory (empty if it cannot be listed); read once per run."""
+    """The entry names of a directory (empty if it cannot be listed); read once per run (run_context)."""
     try:
         return tuple(sorted(os.listdir(directory)))
     except OSError:
@@ -41,7 +41,7 @@ def _has_requirements(names: Tuple[str, ...]) -> bool:
     return any(n.startswith("requirements") and n.endswith((".txt", ".in")) for n in names)
 
 
-@functools.lru_cache(maxsize=None)
+@per_run
 def shared(directory: str) -> bool:
     """Can other users add files to `directory`? World-writable (/tmp, /var/tmp), or, for a user
     other than root, owned by another user (root runs over checkouts it does not own, in containers)."""
@@ -55,7 +55,7 @@ def shared(directory: str) -> bool:
     return uid != 0 and st.st_uid not in (uid, 0)
 
 
-@functools.lru_cache(maxsize=None)
+@per_run
 def _root_of_dir(start: str) -> str:
     d, marked, loose = start, None, None
     while True:
@@ -131,10 +131,3 @@ def _planted(path: str, st: os.stat_result) -> bool:
     """A file another user left in a directory anyone can write to: never one of this project's."""
     uid = os.geteuid() if hasattr(os, "geteuid") else 0
     return st.st_uid != uid and shared(os.path.dirname(os.path.abspath(path)))
-
-
-def clear_caches() -> None:
-    """Forget directory listings and roots (for a process that runs more than once on changing trees)."""
-    listing.cache_clear()
-    shared.cache_clear()
-    _root_of_dir.cache_clear()

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from topk_migrate.model import Site, exit_code
+from topk_migrate.run_context import in_run
 
 from .bind import FAILING, SEVERITY, CallArgs, compare, match, settle
 from .diff import Change, diff
@@ -31,17 +32,17 @@ class BumpReport:
         return exit_code(self.sites, bool(self.errors), FAILING)
 
 
+@in_run
 def run(paths: Sequence[str], old: Release, new: Release, follow_links: bool = False,
         rev: Optional[str] = None, jobs: Optional[int] = None) -> BumpReport:
     """Every call of the releases' entry points under `paths`, on disk or in git commit `rev` (read as
     `audit --rev` reads it: laid out in a temporary directory, never through the work tree). Files are
-    found by audit's walk and scanners and analysed in its worker processes."""
+    found by audit's walk and scanners and analysed in its worker processes, in one run (run_context)."""
     from topk_migrate import audit
     from topk_migrate.discover import Prefilter, scanning_for
 
     report = BumpReport(old, new, diff(old, new))
     candidate = _Candidate(old, new)
-    audit.fresh_run()  # before the workers are forked
     jobs = jobs or os.cpu_count() or 1
     runner = audit._Runner(jobs, task=analyse_file, eager=jobs >= audit.EAGER_FROM)
     tally, tmp, back = audit._Tally(), None, os.getcwd()
