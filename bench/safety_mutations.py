@@ -35,7 +35,7 @@ MUTATIONS = {
     "BOM dropped": (F, "        text = raw.decode(encoding)",
                     "        encoding = 'utf-8' if encoding == 'utf-8-sig' else encoding\n"
                     "        text = raw.decode(encoding).lstrip('\\ufeff')", [UNIT, CLI]),
-    "trailing-newline state not kept": (F, "    new_text = _keep_tail(src.text, new_text)\n", "", [UNIT, CLI]),
+    "trailing-newline state not kept": (F, "    new_text = keep_tail(src.text, new_text)\n", "", [UNIT, CLI]),
     "cookie searched in the whole file": (F, "io.BytesIO(first_two.replace(b\"\\r\\n\", b\"\\n\").replace(b\"\\r\", b\"\\n\")).readline",
                                           "io.BytesIO(raw).readline", [UNIT]),
     "lossy codec accepted": (F, "    if text.encode(encoding) != raw:", "    if False:", [UNIT]),

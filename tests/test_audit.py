@@ -147,7 +147,7 @@ def test_cli_json_validates_and_exit_codes(pairs, tmp_path):
 
 
 def test_progress_line_only_after_a_while_and_cleared(capsys):
-    p = audit_mod._Progress(True)
+    p = audit_mod.Progress(True)
     p.show("early")
     assert capsys.readouterr().err == ""
     p.start -= 1
@@ -155,7 +155,7 @@ def test_progress_line_only_after_a_while_and_cleared(capsys):
     p.close()
     err = capsys.readouterr().err
     assert "[###############...............] 5/10 files, 1 to analyse" in err and err.endswith("\r\x1b[K")
-    silent = audit_mod._Progress(False)
+    silent = audit_mod.Progress(False)
     silent.start -= 1
     silent.bar(1, 2, "")
     silent.close()
@@ -293,11 +293,11 @@ def slow(*a):
         time.sleep(60)
     return real(*a)
 A.analyse = slow
-start = A._Runner._start
+start = A.Runner._start
 def started(self):
     start(self)
     print(self.pool[2].pid, flush=True)
-A._Runner._start = started
+A.Runner._start = started
 A.audit([sys.argv[1]], jobs=2)
 """
 
@@ -415,14 +415,14 @@ def test_workers_started_with_the_run_serve_a_tree_with_or_without_candidates(tm
     """An eager runner (bump's, from EAGER_FROM jobs) starts the zygote before the scan: the same
     results, and no wait for its import when nothing was sent to it."""
     (tmp_path / "plain.py").write_text("x = 1\n")
-    runner = audit_mod._Runner(audit_mod.EAGER_FROM, eager=True)
-    assert runner.pool is not None and list(runner.results(audit_mod._Progress(False))) == []
+    runner = audit_mod.Runner(audit_mod.EAGER_FROM, eager=True)
+    assert runner.pool is not None and list(runner.results(audit_mod.Progress(False))) == []
     for i in range(3):
         (tmp_path / f"m{i}.py").write_text(CALL.format(""))
-    runner = audit_mod._Runner(audit_mod.EAGER_FROM, eager=True)
+    runner = audit_mod.Runner(audit_mod.EAGER_FROM, eager=True)
     for i in range(3):
         runner.submit(str(tmp_path / f"m{i}.py"), None)
-    eager = sorted(r for r in runner.results(audit_mod._Progress(False)))
+    eager = sorted(r for r in runner.results(audit_mod.Progress(False)))
     assert [(p, [key(s) for s in got], e) for p, got, e in eager] == \
         [(p, [key(s) for s in got], e) for p, got, e in sorted(audit_mod.analyse(str(tmp_path / f"m{i}.py"), None)
                                                                 for i in range(3))]

@@ -76,12 +76,12 @@ from topk_migrate import audit as A
 def big(path, *a):
     return path, [], "x" * 1_000_000  # far more than a pipe holds: the writer blocks
 A.analyse = big
-A._Runner._put = lambda self, i, args: self.pool[0].put((i, args))  # never read back
+A.Runner._put = lambda self, i, args: self.pool[0].put((i, args))  # never read back
 def never_reads(self):
     print(self.pool[2].pid, flush=True)
     time.sleep(600)
     yield from ()
-A._Runner._collect = never_reads
+A.Runner._collect = never_reads
 A.audit([sys.argv[1]], jobs=2)
 """
 

@@ -17,7 +17,7 @@ import pytest
 from topk_migrate import discover
 from topk_migrate.audit import audit
 from topk_migrate.discover import (
-    PROJECT_FILE_LIMIT, WILD_PATTERNS, _compile, _Glob, _parse_line, iter_python_files, read_regular,
+    PROJECT_FILE_LIMIT, WILD_PATTERNS, compile_patterns, _Glob, _parse_line, iter_python_files, read_regular,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -207,7 +207,7 @@ def test_a_1500_level_tree_with_a_gitignore_at_every_level(tmp_path):
 
 
 def test_matching_is_linear_in_the_length_of_names_and_paths():
-    spec = _compile([BACKTRACKING, "**/" + BACKTRACKING + "/**/x", "/[a-z]*a*[!a]*a?/**"])
+    spec = compile_patterns([BACKTRACKING, "**/" + BACKTRACKING + "/**/x", "/[a-z]*a*[!a]*a?/**"])
     for n in (40, 4000):
         assert spec.check("a" * n, False) is None
         assert spec.check("a" * n + "b", False) is True
@@ -230,7 +230,7 @@ def test_indexed_patterns_decide_as_a_scan_of_every_line():
                            "/" + "/".join(r.sample(names, r.randint(1, 2))), r.choice(names) + "*",
                            "*" + r.choice(names), "a\\b", "a*b*", "[ab]*.py"]) for _ in range(r.randint(1, 12))]
         lines += r.sample(lines, r.randint(0, len(lines)))  # repeated lines
-        spec, ref = _compile(lines), _reference(lines)
+        spec, ref = compile_patterns(lines), _reference(lines)
         for _ in range(20):
             parts = [r.choice(names) for _ in range(r.randint(1, 4))]
             is_dir = r.random() < 0.4
@@ -246,7 +246,7 @@ def test_a_check_matches_only_what_the_path_points_to(monkeypatch):
     """100,000 names, heads and tails: a check matches a handful of globs, not 100,000
     (a .gitignore of names used to cost minutes on a tree of a few thousand files)."""
     n = 100_000
-    spec = _compile([f"name{i}" for i in range(n)] + [f"pre{i}_*" for i in range(n)] + [f"*.x{i}" for i in range(n)])
+    spec = compile_patterns([f"name{i}" for i in range(n)] + [f"pre{i}_*" for i in range(n)] + [f"*.x{i}" for i in range(n)])
     assert spec.wild == 0
     calls = []
     real = _Glob.match

@@ -236,7 +236,7 @@ def _diff_name(path: str) -> str:
     return name.replace(os.sep, "/")
 
 
-def _labels(path: str):
+def diff_labels(path: str):
     name = _diff_name(path)
     return f"a/{name}", f"b/{name}"
 
@@ -335,12 +335,12 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
             import difflib
 
             out.diff = "".join(difflib.unified_diff(
-                src.text.splitlines(True), m.new_source.splitlines(True), *_labels(path)))
+                src.text.splitlines(True), m.new_source.splitlines(True), *diff_labels(path)))
             if data is not None:
-                from .files import _keep_tail
+                from .files import keep_tail
 
                 try:
-                    out.new_bytes = _keep_tail(src.text, m.new_source).encode(src.encoding)
+                    out.new_bytes = keep_tail(src.text, m.new_source).encode(src.encoding)
                 except UnicodeEncodeError as e:
                     raise InputError(f"rewrite cannot be encoded as {src.encoding} ({e.reason})") from None
             elif write:

@@ -148,7 +148,7 @@ def _zygote(ctx, task, tasks, results, recv, workers: int, main: int) -> None:
     replaced, so the run goes on.
 
     The workers form a process group of their own: Ctrl-C reaches only the main
-    process, which ends the whole group (see _Runner.close). Each process here dies with
+    process, which ends the whole group (see Runner.close). Each process here dies with
     its parent (PR_SET_PDEATHSIG, and polling where that is missing), and none holds the
     read end of the result pipe: if the main process is gone, a write fails instead of
     blocking forever. What remains: a worker killed while it holds a queue's lock (inside
@@ -220,7 +220,7 @@ def _alive(pid: int) -> bool:
 EAGER_FROM = 4  # jobs from which bump's workers start with the run, not with its first candidate
 
 
-class _Runner:
+class Runner:
     """Runs `task` (analyse(), or bump's per-file analysis) in-process with one job; otherwise in
     worker processes forked from a zygote that imports LibCST (once, while this process and the
     scanners go on reading), started with its first candidate, or with the run if `eager` (bump,
@@ -280,7 +280,7 @@ class _Runner:
         else:
             self.sent[i] = (args, self.pool.submit(self.task, *args))
 
-    def results(self, progress: "_Progress") -> Iterable[Tuple[str, List[Site], Optional[str]]]:
+    def results(self, progress: "Progress") -> Iterable[Tuple[str, List[Site], Optional[str]]]:
         yield from self.done
         total = len(self.queued) + len(self.sent)
         done = 0
@@ -357,7 +357,7 @@ class _Runner:
         self.pool.shutdown()
 
 
-class _Progress:
+class Progress:
     """A one-line status on stderr, only on a terminal and only once a run has taken a while."""
 
     DELAY, EVERY = 0.5, 0.1
@@ -408,7 +408,7 @@ def _rel(path: str, root: str) -> str:
 
 
 @dataclass
-class _Tally:
+class Tally:
     files: int = 0
     candidates: int = 0
     errors: List[Tuple[str, str]] = field(default_factory=list)
@@ -433,10 +433,10 @@ def audit(
     from .discover import scanning_for
 
     t0 = time.perf_counter()
-    prog = _Progress(progress)
+    prog = Progress(progress)
     prefilter = _rules_prefilter(paths)  # before any process is forked
-    runner = _Runner(jobs or os.cpu_count() or 1)
-    tally = _Tally()
+    runner = Runner(jobs or os.cpu_count() or 1)
+    tally = Tally()
     tmp = commit = top = None
     with scanning_for(prefilter):  # scanners forked inside look for these rules' names
         try:
@@ -496,7 +496,7 @@ def _result(sites, tally, root, rev, commit, t0) -> AuditResult:
     return AuditResult(sites, errors, summary)
 
 
-def _scan_disk(paths, exclude, gitignore, kernel, runner: _Runner, tally: _Tally, prog: _Progress,
+def _scan_disk(paths, exclude, gitignore, kernel, runner: Runner, tally: Tally, prog: Progress,
                follow_links: bool = False, note=None) -> None:
     """Classify each candidate where it is found if no LibCST is needed; hand the others to the runner
     as soon as they come back, so parsing starts while the scan goes on."""
@@ -507,7 +507,7 @@ def _scan_disk(paths, exclude, gitignore, kernel, runner: _Runner, tally: _Tally
               classified=runner.done.append)
 
 
-def scan_disk(paths, exclude, gitignore, jobs: int, tally: _Tally, prog: _Progress, take_one,
+def scan_disk(paths, exclude, gitignore, jobs: int, tally: Tally, prog: Progress, take_one,
               follow_links: bool = False, note=None, classify=None, classified=None) -> None:
     """Walk, read and prefilter (in `jobs` scanner processes; with the prefilter discover.prefilter()
     gives), calling take_one(path) for each candidate as it comes back. The files are
@@ -557,8 +557,8 @@ def scan_disk(paths, exclude, gitignore, jobs: int, tally: _Tally, prog: _Progre
         raise AuditError(str(e)) from None
 
 
-def _walk_split(plan: SplitWalk, scanners: "_Scanners", jobs: int, feed, take, tally: _Tally,
-                prog: _Progress, classify: bool) -> None:
+def _walk_split(plan: SplitWalk, scanners: "_Scanners", jobs: int, feed, take, tally: Tally,
+                prog: Progress, classify: bool) -> None:
     """The scanners walk the parts; the seeds a part donates go to the next idle one, a share of
     what is left at a time (fewer messages than one a seed, and the last parts still small). The
     candidates a part finds are classified by the next idle scanners, not by the one that walked it:
@@ -984,7 +984,7 @@ def lay_out_rev(paths, rev, exclude, tally, prog, tmp, keep=None) -> Tuple[str, 
     repository lacks (a partial clone) is an error line, never fetched. Each blob is written once
     (the same blob under other paths is hard-linked), and a run reads and lays out at most
     _rev_limits() bytes."""
-    from .discover import Prefilter, _compile, prefilter
+    from .discover import Prefilter, compile_patterns, prefilter
     from .files import MAX_BYTES_ENV, max_bytes
     from . import project as project_mod
 
@@ -1028,7 +1028,7 @@ def lay_out_rev(paths, rev, exclude, tally, prog, tmp, keep=None) -> Tuple[str, 
     absd = [os.path.join(top, r) if r else top for r in rels]
     root = absd[0] if len(rels) == 1 and rels[0] in dirs else \
         os.path.commonpath([a if r in dirs else os.path.dirname(a) for a, r in zip(absd, rels)])
-    excl = _compile(exclude)
+    excl = compile_patterns(exclude)
     project = [(sha, path) for mode, sha, path in entries if _is_project_file(path)]
     wanted: List[Tuple[str, str]] = []
     for p, rel in zip(paths, rels):
@@ -1166,7 +1166,7 @@ def _enter(inside: str, dirs: Sequence[str]) -> Optional[int]:
     return fd
 
 
-def _lay_out(inside: str, path: str, data: bytes, tally: _Tally, top: str, same: Optional[str] = None) -> Optional[str]:
+def _lay_out(inside: str, path: str, data: bytes, tally: Tally, top: str, same: Optional[str] = None) -> Optional[str]:
     """Write a blob under the temporary directory `inside` (a real path); None, with an error, if refused.
 
     unsafe_path() has vetted the name already; this is the second lock: every directory on the way
@@ -1266,7 +1266,7 @@ def audit_command(paths, rev, fmt, exclude, no_gitignore, kernel, jobs, progress
             sys.exit(2)
         # a report that says the run failed, not none: a fork must not blank its own code scan
         top = os.path.abspath(paths[0])
-        result = _result([], _Tally(errors=[(paths[0], str(e))]), top if os.path.isdir(top) else os.path.dirname(top),
+        result = _result([], Tally(errors=[(paths[0], str(e))]), top if os.path.isdir(top) else os.path.dirname(top),
                          rev, None, time.perf_counter())
     text = report.render(fmt, result.sites, result.errors, result.summary)
     if output == "-":

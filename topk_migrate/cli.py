@@ -84,7 +84,7 @@ def _diff_text(f: api.FileOutcome, terminal: bool) -> str:
     """The diff, its file names escaped; its body is the file's own code, byte-exact for `git apply`
     into a pipe or file, and on a terminal with every control but line feeds and tabs escaped (a
     comment holding ESC ] 0; ... BEL would retitle the window or erase lines)."""
-    a, b = api._labels(f.path)
+    a, b = api.diff_labels(f.path)
     head = f"--- {a}\n+++ {b}\n"
     body = f.diff[len(head):] if f.diff.startswith(head) else f.diff
     if terminal:

@@ -57,11 +57,11 @@ def _load(pyproject: str) -> Optional[Config]:
     """
     from . import bounded  # imported here: most runs never meet a pyproject.toml that needs parsing
     from .discover import PROJECT_FILE_LIMIT, read_regular
-    from .project import _planted
+    from .project import planted
 
     try:
         raw, st = read_regular(pyproject, PROJECT_FILE_LIMIT)
-        if _planted(pyproject, st):  # another user's file in a directory anyone can write to
+        if planted(pyproject, st):  # another user's file in a directory anyone can write to
             return None
         doc = bounded.toml(raw.decode("utf-8"))
     except OSError as e:
@@ -139,12 +139,12 @@ class PathFilter:
 
     @classmethod
     def for_dir(cls, directory: str) -> "PathFilter":
-        from .discover import WILD_PATTERNS, _compile
+        from .discover import WILD_PATTERNS, compile_patterns
 
         cfg = config_for(directory)
         if not cfg.source or not (cfg.include or cfg.exclude):
             return cls()
-        include, exclude = _compile(cfg.include), _compile(cfg.exclude)
+        include, exclude = compile_patterns(cfg.include), compile_patterns(cfg.exclude)
         for key, spec in (("include", include), ("exclude", exclude)):
             if spec is not None and spec.wild > WILD_PATTERNS:  # each file would be matched against them all
                 raise InputError(f"{cfg.source}: [tool.topk-migrate] {key}: {spec.wild} wildcard patterns to match "

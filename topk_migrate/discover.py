@@ -106,7 +106,7 @@ Note = Callable[[str, str], None]  # (path, why it was left out): `path: skipped
 SCAN_WINDOW = 1 << 20  # bytes a scan holds of a file at once, whatever its size
 
 
-def _open_regular(path: str) -> Tuple[int, os.stat_result]:
+def open_regular(path: str) -> Tuple[int, os.stat_result]:
     """An fd and stat of a regular file; NotRegularFile (never blocking on a FIFO) or OSError otherwise."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     try:
@@ -125,7 +125,7 @@ def file_may_hold_site(path: str, buf: Optional[bytearray] = None) -> bool:
     caller reuses from file to file), so a scan allocates nothing per file and its memory stays flat
     however large a file is. OSError, as read_regular, for what is not a regular file (never blocks on
     a FIFO) or cannot be read."""
-    fd, st = _open_regular(path)
+    fd, st = open_regular(path)
     pf = prefilter()
     try:
         if buf is None:
@@ -157,7 +157,7 @@ def read_regular(path: str, limit: Optional[int] = None) -> Tuple[bytes, os.stat
     With `limit`, a file of more bytes (or one that grows past it while read) is
     refused with EFBIG before its contents are held in memory.
     """
-    fd, st = _open_regular(path)
+    fd, st = open_regular(path)
     try:
         if limit is not None and st.st_size > limit:
             raise OSError(errno.EFBIG, f"file too large ({st.st_size} bytes > {limit})")
@@ -617,7 +617,7 @@ class PatternSet:
         return bool(self._decided(best))
 
 
-def _compile(lines: Iterable[str]) -> Optional[PatternSet]:
+def compile_patterns(lines: Iterable[str]) -> Optional[PatternSet]:
     """The patterns of `lines`; a line given again counts where it last stands (the earlier
     copy can never decide), so a file of repeated lines costs its distinct lines."""
     last = {line: i for i, line in enumerate(lines)}
@@ -647,7 +647,7 @@ class Ignore:
         """These rules and those of the ignore file at `path`. One that would pass a bound with the files
         above it is not applied (told to `note`): WILD_PATTERNS, since each path would be matched against
         all of those, and PATTERNS, since the walk holds them all while it is below."""
-        spec = _compile(_read_lines(path, note))
+        spec = compile_patterns(_read_lines(path, note))
         if spec is None:
             return self
         wild = spec.wild + sum(s.wild for _, _, s in self.specs)
@@ -733,7 +733,7 @@ def iter_python_files(
     file (broken link, link loop, FIFO, ...) is reported, not read.
     """
     note = note or (lambda path, why: None)
-    excl = _compile(exclude)
+    excl = compile_patterns(exclude)
     yielded: set = set()  # real paths: a file reached twice is looked at once
     for p in paths:
         if os.path.isdir(p):
@@ -963,7 +963,7 @@ class SplitWalk:
     def __init__(self, given: str, exclude: Sequence[str], gitignore: bool, note: Note):
         self.given, self.note = given, note
         self.keeps = _project_filter([given])  # [tool.topk-migrate]'s include/exclude, as project_files
-        self.walker = w = _Walker(given, _compile(exclude), gitignore, False, note, set())
+        self.walker = w = _Walker(given, compile_patterns(exclude), gitignore, False, note, set())
         self.notes: List[Tuple[tuple, str, str]] = []
         w.tell = lambda key, path, why: self.notes.append((key, path, why))
         self.symlinked = w.symlinked  # those met here and in every part: (key, path, real)

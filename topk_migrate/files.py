@@ -153,7 +153,7 @@ def decode_source(path: str, raw: bytes, st: os.stat_result, limit: Optional[int
 _NEWLINE_AT_END = re.compile(r"(\r\n|\r|\n)\Z")
 
 
-def _keep_tail(old: str, new: str) -> str:
+def keep_tail(old: str, new: str) -> str:
     """Give new the trailing-newline state of old (LibCST drops a final lone CR, for one)."""
     o, n = _NEWLINE_AT_END.search(old), _NEWLINE_AT_END.search(new)
     if o and not n:
@@ -294,7 +294,7 @@ def write_source(src: SourceFile, new_text: str) -> bool:
     atomic save); where RENAME_EXCHANGE is missing (other systems, some file
     systems), a save landing between the last stat and the rename is lost.
     """
-    new_text = _keep_tail(src.text, new_text)
+    new_text = keep_tail(src.text, new_text)
     if new_text == src.text:
         return False
     check_rewrite(src.text, new_text, src.path)

@@ -122,12 +122,12 @@ def read_project_file(path: str, limit: int = PROJECT_FILE_LIMIT) -> Optional[st
         data, st = read_regular(path, limit)
     except OSError:
         return None
-    if _planted(path, st):
+    if planted(path, st):
         return None
     return data.decode("utf-8", "replace")
 
 
-def _planted(path: str, st: os.stat_result) -> bool:
+def planted(path: str, st: os.stat_result) -> bool:
     """A file another user left in a directory anyone can write to: never one of this project's."""
     uid = os.geteuid() if hasattr(os, "geteuid") else 0
     return st.st_uid != uid and shared(os.path.dirname(os.path.abspath(path)))

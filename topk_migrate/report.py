@@ -70,14 +70,14 @@ def to_json(sites: Sequence[Site], errors: Errors, summary: dict) -> dict:
     }
 
 
-def _dumps(doc: dict) -> str:
+def dumps(doc: dict) -> str:
     # A surrogate can only sit inside a JSON string: it becomes the text \xNN there.
     text = json.dumps(doc, indent=2, ensure_ascii=False)
     return SURROGATE.sub(lambda m: "\\" + escape(m), text) + "\n"
 
 
 def render_json(sites: Sequence[Site], errors: Errors, summary: dict) -> str:
-    return _dumps(to_json(sites, errors, summary))
+    return dumps(to_json(sites, errors, summary))
 
 
 # -- SARIF --------------------------------------------------------------------
@@ -180,7 +180,7 @@ def to_sarif(sites: Sequence[Site], errors: Errors, summary: dict, hook: str = "
 
 
 def render_sarif(sites: Sequence[Site], errors: Errors, summary: dict) -> str:
-    return _dumps(to_sarif(sites, errors, summary))
+    return dumps(to_sarif(sites, errors, summary))
 
 
 # -- GitHub workflow commands -------------------------------------------------------

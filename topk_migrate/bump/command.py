@@ -160,7 +160,7 @@ def sarif_report(r: BumpReport) -> str:
 
     doc = report.to_sarif(r.sites, r.errors, {"files": r.files, **r.counts()}, hook="bump")
     doc["runs"][0]["properties"].update({"from": r.old.label, "to": r.new.label})
-    return report._dumps(doc)
+    return report.dumps(doc)
 
 
 def github_report(r: BumpReport) -> str:

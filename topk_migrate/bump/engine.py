@@ -44,13 +44,13 @@ def run(paths: Sequence[str], old: Release, new: Release, follow_links: bool = F
     report = BumpReport(old, new, diff(old, new))
     candidate = _Candidate(old, new)
     jobs = jobs or os.cpu_count() or 1
-    runner = audit._Runner(jobs, task=analyse_file, eager=jobs >= audit.EAGER_FROM)
-    tally, tmp, back = audit._Tally(), None, os.getcwd()
+    runner = audit.Runner(jobs, task=analyse_file, eager=jobs >= audit.EAGER_FROM)
+    tally, tmp, back = audit.Tally(), None, os.getcwd()
     try:
         if rev is None:
             try:
                 with scanning_for(Prefilter(candidate.needles)):  # the releases' entry-point names
-                    audit.scan_disk(paths, (), True, runner.jobs, tally, audit._Progress(False),
+                    audit.scan_disk(paths, (), True, runner.jobs, tally, audit.Progress(False),
                                     lambda path: runner.submit(path, path, old, new), follow_links)
             except audit.AuditError as e:  # the walk cannot start (a project's configuration): one line
                 report.errors.append((", ".join(paths), str(e)))
@@ -59,7 +59,7 @@ def run(paths: Sequence[str], old: Release, new: Release, follow_links: bool = F
 
             tmp = os.path.realpath(tempfile.mkdtemp(prefix="topk-migrate-bump-rev-"))
             try:
-                _, top, _, laid = audit.lay_out_rev(paths, rev, (), tally, audit._Progress(False), tmp,
+                _, top, _, laid = audit.lay_out_rev(paths, rev, (), tally, audit.Progress(False), tmp,
                                                     keep=candidate)
             except audit.AuditError as e:
                 report.errors.append((", ".join(paths), str(e)))
@@ -67,7 +67,7 @@ def run(paths: Sequence[str], old: Release, new: Release, follow_links: bool = F
             for dest in laid:  # reasons name files relative to the repository, as audit --rev's do
                 shown = os.path.relpath(os.path.join(top, dest[len(tmp) + 1:]), back)
                 runner.submit(shown, os.path.relpath(dest, tmp), old, new, tmp)
-        for shown, sites, err in runner.results(audit._Progress(False)):
+        for shown, sites, err in runner.results(audit.Progress(False)):
             report.sites += sites
             if err:
                 report.errors.append((shown, err))

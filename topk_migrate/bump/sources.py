@@ -305,11 +305,11 @@ def _hash(f) -> str:
 def from_wheel(path: Path, cached: bool = True) -> Release:
     """Read the wrapper module(s) straight from the wheel's zip members; cached by sha256
     (cached=False reads the wheel again, and refreshes the cache)."""
-    from topk_migrate.discover import _open_regular
+    from topk_migrate.discover import open_regular
 
     path = Path(path)
     try:
-        fd, _ = _open_regular(str(path))
+        fd, _ = open_regular(str(path))
     except OSError as e:
         raise SourceError(f"{path}: cannot read the wheel ({_why(e)})") from None
     with os.fdopen(fd, "rb") as f:  # one open file: what is hashed is what is read
