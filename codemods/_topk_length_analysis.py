@@ -5,6 +5,7 @@ value. The kernel's names, and the verdicts that need no LibCST: _topk_length_qu
 its validation: _topk_length_rewrite.py."""
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
@@ -203,7 +204,7 @@ class _Analysis:
         self.groups: List[Group] = []
         self._helper_groups: Dict[int, Group] = {}
         self._external: Dict[str, Optional[Tuple[Tree, cst.FunctionDef]]] = {}
-        self._siblings: Optional[list] = None
+        self._project = None
         self._indexes: Dict[str, object] = {}
 
     # -- helpers ----------------------------------------------------------
@@ -409,64 +410,83 @@ class _Analysis:
                 return None
         return not optional
 
-    def override_elsewhere(self, fn: Function) -> Optional[str]:
-        """A subclass in another module of the same folder that overrides the helper without topk_length.
+    def project(self):
+        """The project's other files (topk_migrate.reach), read once per module checked."""
+        if self._project is None:
+            from topk_migrate import reach
+            from topk_migrate.project import project_root
 
-        Only files whose text names both a class and `def <method>(` of this module are parsed."""
-        for name, text, classes in self.sibling_classes():
-            if f"def {fn.name}(" not in text or fn.class_name not in text:
-                continue
-            for cls_name, bases, methods in classes:
-                if not any(fn.class_name in b for b in bases):
+            self._project = reach.Project(self.path, project_root(self.path))
+        return self._project
+
+    def whole_project(self, c: CallInfo, fn: Optional[Function]) -> Optional[str]:
+        """What another file of the project does that makes the rewrite wrong, or None: an override of the
+        helper in a subclass (any package) that does not take topk_length (or hands `**kwargs` to
+        super() changed), an assignment or setattr of the helper or of the kernel's name on a receiver that
+        may be its class or module, a reflective write that may reach them. Asked only of a site that is
+        otherwise fixable."""
+        from topk_migrate import reach
+
+        proj = self.project()
+        kernel = c.callee.rsplit(".", 1)[-1]
+        modules = {c.callee.rpartition(".")[0]} if "." in c.callee else set()
+        seeds = set(self.subclasses(fn.class_name)) if fn is not None and fn.class_name else set()
+        if fn is not None and fn.class_name:
+            for f, cls, d in proj.overrides(seeds, fn.name):
+                where = f"{proj.rel(f.path)}:{d.lineno}"
+                if not isinstance(d, (reach.ast.FunctionDef, reach.ast.AsyncFunctionDef)):
+                    return (f"{cls.name}.{fn.name} is assigned in the class body at {where}: callers may reach "
+                            f"another function than {fn.qualname}; add topk_length by hand")
+                a = d.args
+                if PARAM in {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}:
                     continue
-                for d in methods.get(fn.name, ()):
-                    a = d.args
-                    if PARAM not in {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs} and a.kwarg is None:
-                        return (f"{cls_name}.{fn.name} in {name} overrides {fn.qualname} without topk_length; "
-                                "add the parameter there too")
+                if a.kwarg is None:
+                    return (f"{cls.name}.{fn.name} at {where} overrides {fn.qualname} without topk_length; "
+                            "add the parameter there too (passing it on to super())")
+                _, what = reach.forwarded_call(d, fn.name)
+                if what:
+                    return (f"{cls.name}.{fn.name} at {where} overrides {fn.qualname} and takes **kwargs, but {what}: "
+                            "the topk_length it hands on may not fit the rows it passes; give it an explicit "
+                            "topk_length parameter and pass what fits")
+        for w in proj.attribute_writes({kernel}, seeds, modules):
+            return (f"{w.what} at {w.where()}: it may replace the kernel `{kernel}` at run time with a function that "
+                    "does not take topk_length; pass topk_length by hand once every replacement does")
+        for w in proj.attribute_writes({fn.name}, seeds, set()) if fn is not None else ():
+            return (f"{w.what} at {w.where()}: callers may reach another function than {fn.qualname}; "
+                    "add topk_length by hand once every replacement takes it")
+        names = {kernel, *seeds, self.path.rsplit("/", 1)[-1][:-3]} | ({fn.name} if fn is not None else set())
+        for w in proj.reflection(names, seeds, modules):
+            return (f"{w.what} at {w.where()} may rebind the kernel, the helper or its class at run time, which "
+                    "the analysis cannot follow; pass topk_length by hand if it cannot")
+        for w in proj.unreadable:
+            return (f"{w.path} {w.what}, so what it does to the kernel or the helper is not known; "
+                    "pass topk_length by hand")
         return None
 
-    def sibling_classes(self):
-        """[(file name, text, [(class name, its bases as written, {method name: defs})])] of the other
-        modules of this folder that name `def ` at all: read and parsed once per file checked."""
-        if self._siblings is not None:
-            return self._siblings
-        import ast
-        import os
+    def forwards_unchanged(self, c: CallInfo, d, where: str, imports: Dict[str, str], offset: int = 0) -> Optional[str]:
+        """A kernel defined in this project is a plain forwarding wrapper (topk_migrate.reach.forwarded_call):
+        it takes topk_length itself, or hands `**kwargs` to a kernel the gate accepts. Else why not."""
+        from topk_migrate import reach
 
-        from topk_migrate import bounded, project
-
-        self._siblings = []
-        method_names = {fn.name for fn in self.facts.functions if fn.class_name}
-        class_names = {fn.class_name for fn in self.facts.functions if fn.class_name}
-        folder = os.path.dirname(os.path.abspath(self.path))
-        try:
-            names = sorted(os.listdir(folder))
-        except OSError:
-            return self._siblings
-        for name in names:
-            other = os.path.join(folder, name)
-            if not name.endswith(".py") or os.path.abspath(other) == os.path.abspath(self.path):
-                continue
-            text = project.read_project_file(other)
-            if not text or not method_names & set(re.findall(r"def\s+(\w+)\s*\(", text)) \
-                    or not any(c in text for c in class_names):
-                continue
-            tree = bounded.python_facts(text)
-            if tree is None:
-                continue
-            classes = []
-            try:
-                for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
-                    methods: Dict[str, list] = {}
-                    for d in cls.body:
-                        if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                            methods.setdefault(d.name, []).append(d)
-                    classes.append((cls.name, [ast.unparse(b) for b in cls.bases], methods))
-            except RecursionError:  # a base expression nested past what unparse takes: no facts
-                continue
-            self._siblings.append((name, text, classes))
-        return self._siblings
+        name = c.callee.rsplit(".", 1)[-1]
+        call, what = reach.forwarded_call(d, None, offset)
+        if call is None and not what:
+            return None  # a stub: nothing runs before or after
+        if call is None:
+            return (f"`{name}` is defined in this project ({where}) and {what}: the rows or indices the kernel gets "
+                    "may not be the ones topk_length is computed for; pass topk_length by hand, or make it a plain "
+                    "wrapper that hands its arguments on unchanged")
+        a = d.args
+        if PARAM in {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}:
+            return None
+        inner = reach.ast.unparse(call.func)
+        root, _, rest = inner.partition(".")
+        target = imports.get(root, root) + ("." + rest if rest else "")
+        cap = self.gate(target) if target != c.callee and is_kernel(target) else None
+        if cap is None or cap.accepts is not True:
+            return (f"`{name}` is defined in this project ({where}) and hands **kwargs to `{inner}`, which is not "
+                    "a kernel known to accept topk_length; give the wrapper an explicit topk_length parameter")
+        return None
 
     def base_sets_none(self, attr: str) -> bool:
         """Does a base class imported from another module of the project set `self.<attr>` to None?"""
@@ -604,7 +624,11 @@ class _Analysis:
             if stmt is not None and _is_none(stmt.value):
                 continue  # an unavailable-kernel fallback: calling it fails before and after
             if isinstance(node, cst.FunctionDef) and len(b.assignments) == 1:
-                continue  # a kernel interface defined here: the gate read its signature
+                # a kernel interface defined here: the gate read its signature; its body must forward
+                why = self._local_wrapper(c, node, line)
+                if why:
+                    return why
+                continue
             if isinstance(node, cst.Param) and rest and name in ("self", "cls"):
                 why = self.attribute_identity(c, name, rest)
                 if why:
@@ -630,6 +654,10 @@ class _Analysis:
                 rel = os.path.relpath(iface.path, project.project_root(self.path)).replace(os.sep, "/")
                 return (f"`{name}` is {c.callee}, defined in this project ({rel}:{iface.line}) "
                         "without a topk_length parameter; add it there first")
+            if iface is not None:
+                why = self._vendored_wrapper(c, iface)
+                if why:
+                    return why
         if isinstance(b.assignments[0].scope, GlobalScope):
             first = min(self.tree.order[id(a.node)] for a in b.assignments if getattr(a, "node", None) is not None)
             for stmt in self.facts.module.body:
@@ -641,6 +669,38 @@ class _Analysis:
                             return (f"`from {module} import *` at line {self.tree.line(small)} may rebind `{name}`; "
                                     "import the kernel after it or rewrite by hand")
         return None
+
+    def _local_wrapper(self, c: CallInfo, node: cst.FunctionDef, line: int) -> Optional[str]:
+        import ast
+        import textwrap
+
+        try:
+            d = ast.parse(textwrap.dedent(_code(node))).body[0]
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return f"`{node.name.value}` (line {line}) could not be read; pass topk_length by hand"
+        return self.forwards_unchanged(c, d, f"line {line}", self.facts.imports, self.tree.line(node) - d.lineno)
+
+    def _vendored_wrapper(self, c: CallInfo, iface) -> Optional[str]:
+        """The project's own definition of the kernel (kernels.vendored_interface found it), read for its body."""
+        import ast
+
+        from topk_migrate import bounded, project
+
+        name = c.callee.rsplit(".", 1)[-1]
+        where = f"{os.path.relpath(iface.path, project.project_root(self.path))}:{iface.line}".replace(os.sep, "/")
+        tree = bounded.python_facts(project.read_project_file(iface.path))
+        defs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and n.name == name and n.lineno == iface.line] if tree is not None else []
+        if len(defs) != 1:  # a re-export, an assignment: not a def whose body can be read
+            return (f"`{name}` is {c.callee}, bound in this project ({where}) by something other than one plain def; "
+                    "pass topk_length by hand")
+        imports: Dict[str, str] = {}
+        for n in tree.body:
+            if isinstance(n, ast.ImportFrom) and not n.level and n.module:
+                imports.update({a.asname or a.name: f"{n.module}.{a.name}" for a in n.names})
+            elif isinstance(n, ast.Import):
+                imports.update({a.asname: a.name for a in n.names if a.asname})
+        return self.forwards_unchanged(c, defs[0], where, imports)
 
     def expand(self, name: Optional[str]) -> str:
         """A dotted name with its first part expanded through the imports (as callees are)."""
@@ -689,6 +749,9 @@ class _Analysis:
             hazard = self.indices_hazard(c)[0]
             if hazard:
                 return self.site(c, Status.MANUAL, _indices_reason(hazard))
+            why = self.whole_project(c, None)
+            if why:
+                return self.site(c, Status.MANUAL, why)
             g = Group("direct", [c], [], metadata=here, form=form, inline=c.statement is None)
             self.groups.append(g)
             return self.site(c, Status.FIXABLE, _direct_reason(g), here)
@@ -768,18 +831,33 @@ class _Analysis:
                     and call.args[1].value.evaluated_value == fn.name:
                 return (f"setattr at line {self.tree.line(call)} replaces `{fn.name}`: callers may reach another "
                         f"function than {fn.qualname}; add topk_length by hand")
-        if fn.class_name:
-            why = self.override_elsewhere(fn)
-            if why:
-                return why
         if fn.class_name:  # `self.helper(..., topk_length=...)` also reaches same-named overrides
             for other in self.functions_named(fn.name):
                 op = other.node.params
-                if (other.name == fn.name and other is not fn and other.class_name
-                        and not any(p.name.value == PARAM for p in (*op.params, *op.kwonly_params))
-                        and not isinstance(op.star_kwarg, cst.Param)):
+                if other.name != fn.name or other is fn or not other.class_name \
+                        or any(p.name.value == PARAM for p in (*op.posonly_params, *op.params, *op.kwonly_params)):
+                    continue
+                if not isinstance(op.star_kwarg, cst.Param):
                     return f"{other.qualname} overrides {fn.qualname} without topk_length"
+                what = self._forwarding(other)
+                if what:
+                    return (f"{other.qualname} overrides {fn.qualname} and takes **kwargs, but {what}: the "
+                            "topk_length it hands on may not fit the rows it passes; give it an explicit "
+                            "topk_length parameter and pass what fits")
         return None
+
+    def _forwarding(self, other: Function) -> str:
+        """"" if the method only hands its arguments, unchanged, to super() (reach.forwarded_call)."""
+        import ast
+        import textwrap
+
+        from topk_migrate import reach
+
+        try:
+            d = ast.parse(textwrap.dedent(_code(other.node))).body[0]
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return "it could not be read"
+        return reach.forwarded_call(d, other.name, self.tree.line(other.node) - d.lineno)[1]
 
     def through_helper(self, c: CallInfo, q_expr: cst.BaseExpression, why_not: Optional[str]) -> Site:
         fn = c.function
@@ -846,6 +924,10 @@ class _Analysis:
                     return self.site(c, Status.MANUAL, f"at the caller on line {k.range.start.line}: " + _indices_reason(hazard))
             passing.append((k, expr, form))
             found = found or expr
+        if passing or (mine is not None and already):
+            why = self.whole_project(c, fn)
+            if why:
+                return self.site(c, Status.MANUAL, why)
         if mine is not None and already and not passing:  # half-migrated: callers pass it, the kernel call drops it
             g = Group("helper", [c], [], helper=fn, inline=c.statement is None)
             g.reason = f"{fn.qualname} takes topk_length from its callers but does not forward it"

@@ -1019,7 +1019,8 @@ class _Render:
             return [f"attend_kernel = functools.partial({k}, sm_scale={scale})  # SITE",
                     f"out, _, _ = attend_kernel({q}, {kv}, {i})"]
         if form == "local_alias":
-            return [f"kernel = {k}  # SITE", f"out, _, _ = kernel({q}, {kv}, {i}, {scale})"]
+            # the call through the alias is the site (an alias whose calls are all checked is not one)
+            return [f"kernel = {k}", f"out, _, _ = kernel({q}, {kv}, {i}, {scale})  # SITE"]
         return pre + [f"out, _, _ = {k}({args})  # SITE"]
 
     def kernel_block(self, f: _File, q: str, kv: str, i: str, scale: str, where: str, has_self: bool,

@@ -1,0 +1,415 @@
+"""What the project's other files can do to the names one module's rewrite relies on.
+
+A rewrite that gives a method a new parameter and passes it from the callers is wrong wherever a
+caller reaches another definition: an override in a subclass (in any package of the project), a
+monkeypatch of the method or of the kernel's module attribute, a reflective write. Reading one
+folder misses a subclass two packages away, so every Python file of the project is looked at:
+read bounded, never imported; only those whose text names one of the names are parsed (CPython's
+`ast`). Test code (files under `tests/` or `test/`, `test_*.py`, `*_test.py`, `conftest.py`) is
+not read: it does not run in the serving process.
+
+Default-deny: a receiver the file does not bind to something provably unrelated (another class,
+another module of the project, an instance of an unrelated class) counts as one that can reach
+the module's names.
+"""
+from __future__ import annotations
+
+import ast
+import errno
+import os
+import re
+from dataclasses import dataclass
+from typing import Dict, Iterable, List, Optional, Set, Tuple
+
+from . import bounded, memory
+from .discover import iter_python_files, read_regular
+from .model import InputError
+
+# a file bigger than this that names one of the names cannot be checked; the project's biggest real
+# Python files (generated protobuf stubs, vendored tables) are under 1 MiB.
+READ_LIMIT = 8 << 20
+# the most files one project scan reads; past it nothing is proven (the largest real engine tree
+# the tests hold, sglang 0.5.16's wheel, has 2,859)
+MAX_FILES = 50_000
+_TEST_DIRS = {"tests", "test"}
+
+
+@dataclass(frozen=True)
+class Finding:
+    path: str  # relative to the project root, '/'-separated
+    line: int
+    what: str
+
+    def where(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+def is_test_code(rel: str) -> bool:
+    parts = rel.replace(os.sep, "/").split("/")
+    name = parts[-1]
+    return (any(p in _TEST_DIRS for p in parts[:-1]) or name.startswith("test_")
+            or name.endswith("_test.py") or name == "conftest.py")
+
+
+class _File:
+    """One parsed file: its imports and top-level classes, and how it resolves a receiver."""
+
+    def __init__(self, path: str, tree: ast.Module, find_module):
+        self.path, self.tree, self._find = path, tree, find_module
+        self.modules: Dict[str, str] = {}  # local name -> dotted module (`import a.b` binds a -> a)
+        self.froms: Dict[str, Tuple[str, str]] = {}  # local name -> (module, imported name)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.asname:
+                        self.modules[a.asname] = a.name
+                    else:
+                        self.modules[a.name.split(".")[0]] = a.name.split(".")[0]
+            elif isinstance(node, ast.ImportFrom):
+                mod = "." * node.level + (node.module or "")
+                for a in node.names:
+                    if a.name != "*":
+                        self.froms[a.asname or a.name] = (mod, a.name)
+        self.classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+        self.parents: Dict[int, ast.AST] = {}
+        for node in ast.walk(tree):
+            for child in ast.iter_child_nodes(node):
+                self.parents[id(child)] = node
+
+    def module_of(self, expr: ast.AST) -> Optional[str]:
+        """The dotted module an expression names through this file's imports, or None."""
+        chain: List[str] = []
+        while isinstance(expr, ast.Attribute):
+            chain.append(expr.attr)
+            expr = expr.value
+        if not isinstance(expr, ast.Name):
+            return None
+        if expr.id in self.modules:
+            base = self.modules[expr.id]
+        elif expr.id in self.froms:
+            mod, name = self.froms[expr.id]
+            base = (mod if mod.endswith(".") else mod + ".") + name
+        else:
+            return None
+        return ".".join([base, *reversed(chain)])
+
+    def resolve_class(self, expr: ast.AST) -> Tuple[Optional[str], str]:
+        """(file, class name) a base expression names; file None where it is outside the project or
+        not known (then only the name is known)."""
+        if isinstance(expr, ast.Subscript):  # Generic[T], Base[int]
+            expr = expr.value
+        if isinstance(expr, ast.Name):
+            if expr.id in self.classes:
+                return self.path, expr.id
+            if expr.id in self.froms:
+                mod, name = self.froms[expr.id]
+                return self._find(self.path, mod), name
+            return None, expr.id
+        if isinstance(expr, ast.Attribute):
+            mod = self.module_of(expr.value)
+            return (self._find(self.path, mod) if mod else None), expr.attr
+        return None, ""
+
+    def enclosing(self, node: ast.AST, kinds) -> Optional[ast.AST]:
+        up = self.parents.get(id(node))
+        while up is not None and not isinstance(up, kinds):
+            up = self.parents.get(id(up))
+        return up
+
+    def instance_of(self, expr: ast.AST) -> Optional[ast.ClassDef]:
+        """The class whose method binds `expr` (a Name) as its first parameter (self), or None."""
+        if not isinstance(expr, ast.Name):
+            return None
+        fn = self.enclosing(expr, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        cls = self.parents.get(id(fn))
+        params = fn.args.posonlyargs + fn.args.args
+        if not isinstance(cls, ast.ClassDef) or not params or params[0].arg != expr.id:
+            return None
+        if any(isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod") for d in fn.decorator_list):
+            return None
+        for node in ast.walk(fn):  # `self` rebound in the method: not provably the instance
+            if isinstance(node, ast.Name) and node.id == expr.id and isinstance(node.ctx, (ast.Store, ast.Del)):
+                return None
+        return cls
+
+
+class Project:
+    """The Python files of one project, read once, for the questions one module's rewrite asks."""
+
+    def __init__(self, module_path: str, root: str):
+        from .kernels import find_module
+
+        self.module = os.path.realpath(module_path)
+        self.root = root
+        self._find_module = lambda path, mod: _real(find_module(path, mod))
+        self._texts: Optional[List[Tuple[str, str]]] = None
+        self._parsed: Dict[str, Optional[_File]] = {}
+        self.unreadable: List[Finding] = []  # files that name a name but cannot be checked
+
+    def rel(self, path: str) -> str:
+        return os.path.relpath(path, self.root).replace(os.sep, "/")
+
+    def texts(self) -> List[Tuple[str, str]]:
+        """(real path, text) of every non-test Python file of the project but the module itself."""
+        if self._texts is not None:
+            return self._texts
+        out: List[Tuple[str, str]] = []
+        for n, (path, err) in enumerate(iter_python_files([self.root])):
+            if n >= MAX_FILES:
+                self.unreadable.append(Finding(".", 0, f"more than {MAX_FILES} Python files"))
+                break
+            real = os.path.realpath(path)
+            if err is not None or real == self.module or is_test_code(self.rel(path)):
+                continue
+            try:
+                data, _ = read_regular(path, READ_LIMIT)
+            except OSError as e:
+                if e.errno == errno.EFBIG:
+                    self.unreadable.append(Finding(self.rel(path), 0, "is too large to read"))
+                continue
+            out.append((real, data.decode("utf-8", "replace")))
+        self._texts = out
+        return out
+
+    def files_naming(self, names: Iterable[str]) -> List[_File]:
+        """The parsed files whose text names one of `names` as a word."""
+        names = [n for n in names if n]
+        if not names:
+            return []
+        pattern = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(set(names)))))
+        out = []
+        for path, text in self.texts():
+            if not pattern.search(text):
+                continue
+            if path not in self._parsed:
+                self._parsed[path] = self._parse(path, text)
+            f = self._parsed[path]
+            if f is not None:
+                out.append(f)
+        return out
+
+    def _parse(self, path: str, text: str) -> Optional[_File]:
+        """The file's facts; None for one that is not Python (Python cannot import it either: it changes
+        nothing at run time). One too big or too deep to parse is unreadable: it might."""
+        try:
+            if len(text) > bounded.FACTS_SOURCE_LIMIT:
+                raise MemoryError
+            memory.check(text, memory.PARSE_BYTES_PER_TOKEN, "parse")
+            return _File(path, ast.parse(text), self._find_module)
+        except (SyntaxError, ValueError):
+            return None
+        except (InputError, RecursionError, MemoryError):
+            self.unreadable.append(Finding(self.rel(path), 0, "is too big or too deeply nested to read"))
+            return None
+
+    # -- the class hierarchy -------------------------------------------------------------------
+    def subclasses(self, seeds: Set[str]) -> List[Tuple[_File, ast.ClassDef]]:
+        """Classes of other files that derive, directly or through each other, from one of the module's
+        classes `seeds`: a base resolving to one of them, or a base whose module is not known that
+        carries one of their names."""
+        keys = {(self.module, s) for s in seeds}
+        names = set(seeds)
+        found: Dict[Tuple[str, str], Tuple[_File, ast.ClassDef]] = {}
+        grew = True
+        while grew:
+            grew = False
+            for f in self.files_naming(names):
+                for cls in (n for n in ast.walk(f.tree) if isinstance(n, ast.ClassDef)):
+                    key = (f.path, cls.name)
+                    if key in found:
+                        continue
+                    for b in cls.bases:
+                        path, name = f.resolve_class(b)
+                        if (path, name) in keys or (path is None and name in names):
+                            found[key] = (f, cls)
+                            keys.add(key)
+                            names.add(cls.name)
+                            grew = True
+                            break
+        return list(found.values())
+
+    def overrides(self, seeds: Set[str], method: str) -> List[Tuple[_File, ast.ClassDef, ast.AST]]:
+        """Definitions of `method` in the classes `subclasses(seeds)` finds."""
+        out = []
+        for f, cls in self.subclasses(seeds):
+            for d in cls.body:
+                if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == method:
+                    out.append((f, cls, d))
+                elif isinstance(d, (ast.Assign, ast.AnnAssign)) and method in _stored_names(d):
+                    out.append((f, cls, d))
+        return out
+
+    # -- writes that rebind a name at run time --------------------------------------------------
+    def attribute_writes(self, attrs: Set[str], seeds: Set[str], modules: Set[str]) -> List[Finding]:
+        """Assignments, deletions and literal setattr/delattr of an attribute named in `attrs`, in other
+        files, whose receiver may be one of the module's classes `seeds` (or their subclasses), the module
+        itself, or a module named in `modules` (the kernel's): every receiver but an instance of an
+        unrelated class, another class, or another module of the project."""
+        related = {(self.module, s) for s in seeds} | {(f.path, c.name) for f, c in self.subclasses(seeds)}
+        out = []
+        for f in self.files_naming(attrs):
+            for node in ast.walk(f.tree):
+                targets: List[ast.AST] = []
+                if isinstance(node, (ast.Assign, ast.Delete)):
+                    targets = list(node.targets)
+                elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                    targets = [node.target]
+                elif _builtin_call(node, ("setattr", "delattr")) and len(node.args) > 1 \
+                        and isinstance(node.args[1], ast.Constant) and node.args[1].value in attrs:
+                    if self._may_reach(f, node.args[0], related, modules):
+                        out.append(Finding(self.rel(f.path), node.lineno,
+                                           f"`{node.func.id}(..., {node.args[1].value!r}, ...)`"))
+                    continue
+                for t in _flatten(targets):
+                    if isinstance(t, ast.Attribute) and t.attr in attrs and self._may_reach(f, t.value, related, modules):
+                        out.append(Finding(self.rel(f.path), t.lineno, f"`{_unparse(t)}` is assigned"))
+        return out
+
+    def reflection(self, names: Set[str], seeds: Set[str], modules: Set[str]) -> List[Finding]:
+        """Reflective writes in other files that name one of `names`: setattr/delattr with a computed name
+        on a receiver that may be related, exec/eval/compile, writes through vars()/`__dict__` of such a
+        receiver, and writes to sys.modules."""
+        related = {(self.module, s) for s in seeds} | {(f.path, c.name) for f, c in self.subclasses(seeds)}
+        out = []
+        for f in self.files_naming(names):
+            for node in ast.walk(f.tree):
+                what = None
+                if _builtin_call(node, ("setattr", "delattr")) and node.args and not (
+                        len(node.args) > 1 and isinstance(node.args[1], ast.Constant)):
+                    if self._may_reach(f, node.args[0], related, modules):
+                        what = f"`{node.func.id}` with a computed name"
+                elif _builtin_call(node, ("exec", "eval", "compile")):
+                    what = f"`{node.func.id}()`"
+                elif isinstance(node, ast.Subscript) and _written(f, node):
+                    v = node.value
+                    if isinstance(v, ast.Attribute) and v.attr == "modules" and isinstance(v.value, ast.Name) \
+                            and f.modules.get(v.value.id) == "sys":
+                        what = "a write to `sys.modules`"
+                    elif isinstance(v, ast.Attribute) and v.attr == "__dict__" \
+                            and self._may_reach(f, v.value, related, modules):
+                        what = f"a write through `{_unparse(v)}`"
+                    elif _builtin_call(v, ("vars",)) and v.args and self._may_reach(f, v.args[0], related, modules):
+                        what = f"a write through `{_unparse(v)}`"
+                if what:
+                    out.append(Finding(self.rel(f.path), getattr(node, "lineno", 0), what))
+        return out
+
+    def _may_reach(self, f: _File, receiver: ast.AST, related: Set[Tuple[str, str]], modules: Set[str]) -> bool:
+        """May `receiver`, in file f, be one of the related classes (or an instance of one), the module,
+        or a module in `modules`? Only a receiver the file binds to something else is not."""
+        cls = f.instance_of(receiver)
+        if cls is not None:  # `self.x = ...` shadows a method only on an instance of a related class
+            return (f.path, cls.name) in related
+        if isinstance(receiver, ast.Name) and receiver.id in f.classes:
+            return (f.path, receiver.id) in related
+        bound = isinstance(receiver, ast.Name) and (receiver.id in f.modules or receiver.id in f.froms)
+        if not bound and not (isinstance(receiver, ast.Attribute) and f.module_of(receiver.value) is not None):
+            return True  # a parameter, a local, a call's result: anything
+        mod = f.module_of(receiver)
+        if mod in modules:
+            return True
+        target = self._find_module(f.path, mod) if mod else None
+        if target is not None:  # a module of this project: the module itself, or none of its names
+            return target == self.module
+        path, name = f.resolve_class(receiver)  # `from m import C` / `m.C`: a class of m
+        if path is not None:
+            return (path, name) in related
+        return mod is None or mod.startswith(".")  # an import that does not resolve in the project: unknown
+
+
+def _real(path: Optional[str]) -> Optional[str]:
+    return os.path.realpath(path) if path else None
+
+
+def _builtin_call(node: ast.AST, names: Tuple[str, ...]) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names
+
+
+def _written(f: _File, node: ast.Subscript) -> bool:
+    return isinstance(node.ctx, (ast.Store, ast.Del))
+
+
+def _flatten(targets: Iterable[ast.AST]) -> Iterable[ast.AST]:
+    for t in targets:
+        if isinstance(t, (ast.Tuple, ast.List)):
+            yield from _flatten(t.elts)
+        elif isinstance(t, ast.Starred):
+            yield from _flatten([t.value])
+        else:
+            yield t
+
+
+def _stored_names(node: ast.AST) -> Set[str]:
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    return {t.id for t in _flatten(targets) if isinstance(t, ast.Name)}
+
+
+def _unparse(node: ast.AST) -> str:
+    try:
+        return ast.unparse(node)
+    except (RecursionError, ValueError):
+        return "<expression>"
+
+
+def forwarded_call(fn: ast.AST, super_method: Optional[str] = None, offset: int = 0) -> Tuple[Optional[ast.Call], str]:
+    """(the call, "") if `fn`'s body does nothing but pass each of its parameters, unchanged and in its
+    place, to one call whose result it returns (`super().<super_method>(...)` where given); else
+    (None, what it does besides, its lines shifted by `offset`). A stub (a body of `pass` or `...`)
+    hands nothing on: (None, ""). A wrapper or an override of this shape keeps the rows and indices it
+    is given and hands its `**kwargs` on, so what the callee accepts, it accepts."""
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None, "it is not a plain def"
+    if fn.decorator_list:
+        return None, f"it is decorated (`@{_unparse(fn.decorator_list[0])}`)"
+    body = list(fn.body)
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        body = body[1:]
+    if all(isinstance(b, ast.Pass) or (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant)
+                                       and b.value.value is Ellipsis) for b in body):
+        return None, ""  # a stub: it does nothing with any row
+    call: Optional[ast.AST] = None
+    if len(body) == 1 and isinstance(body[0], ast.Return):
+        call = body[0].value
+    elif len(body) == 2 and isinstance(body[0], ast.Assign) and len(body[0].targets) == 1 \
+            and isinstance(body[0].targets[0], ast.Name) and isinstance(body[1], ast.Return) \
+            and isinstance(body[1].value, ast.Name) and body[1].value.id == body[0].targets[0].id:
+        call = body[0].value
+    if not isinstance(call, ast.Call):
+        stmt = body[0] if body else fn
+        return None, f"its body does more than return one call (line {getattr(stmt, 'lineno', fn.lineno) + offset})"
+    if super_method is not None:
+        f = call.func
+        if not (isinstance(f, ast.Attribute) and f.attr == super_method and isinstance(f.value, ast.Call)
+                and isinstance(f.value.func, ast.Name) and f.value.func.id == "super"):
+            return None, f"it does not return `super().{super_method}(...)`"
+    a = fn.args
+    params = [p.arg for p in a.posonlyargs + a.args]
+    if super_method is not None:
+        params = params[1:]  # self
+    positional = [x for x in call.args if not isinstance(x, ast.Starred)]
+    if [x.id if isinstance(x, ast.Name) else None for x in positional] != params[:len(positional)]:
+        return None, f"it does not pass its parameters on unchanged and in order (line {call.lineno + offset})"
+    passed = set(params[:len(positional)])
+    for x in call.args:
+        if isinstance(x, ast.Starred):
+            if not (a.vararg and isinstance(x.value, ast.Name) and x.value.id == a.vararg.arg):
+                return None, f"it passes `*{_unparse(x.value)}` (line {call.lineno + offset})"
+            passed.add("*")
+    for k in call.keywords:
+        if k.arg is None:
+            if not (a.kwarg and isinstance(k.value, ast.Name) and k.value.id == a.kwarg.arg):
+                return None, f"it passes `**{_unparse(k.value)}` (line {call.lineno + offset})"
+            passed.add("**")
+        elif not (isinstance(k.value, ast.Name) and k.value.id == k.arg
+                  and k.arg in params + [p.arg for p in a.kwonlyargs]):
+            return None, f"it passes `{k.arg}={_unparse(k.value)}` (line {call.lineno + offset})"
+        else:
+            passed.add(k.arg)
+    wanted = set(params) | {p.arg for p in a.kwonlyargs} | ({"*"} if a.vararg else set()) | ({"**"} if a.kwarg else set())
+    if wanted - passed:
+        missing = sorted(wanted - passed)[0].replace("**", "**kwargs").replace("*", "*args")
+        return None, f"it does not pass `{missing}` on (line {call.lineno + offset})"
+    return call, ""
