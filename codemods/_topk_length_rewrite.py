@@ -3,6 +3,7 @@ scope analysis (validate_rewrite) before the edit is accepted; what cannot be pr
 `manual`. Also the `Optional` annotation the new parameter gets (class 7)."""
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
@@ -30,7 +31,10 @@ class Record:
 
 
 class _Rewrite(cst.CSTTransformer):
-    def __init__(self, groups: Sequence[Group], annotation: Optional[str]):
+    """tree: the numbered Tree of the module this will visit: only the nodes on the paths to the edited
+    ones are then visited (the rest stay as they are, the same objects); the output is the same."""
+
+    def __init__(self, groups: Sequence[Group], annotation: Optional[str], tree: Optional[Tree] = None):
         self.annotation = annotation
         self.record = Record()
         self.keywords: Dict[int, Tuple[str, Group]] = {}
@@ -57,6 +61,23 @@ class _Rewrite(cst.CSTTransformer):
                 self.helpers[id(g.helper.node)] = g
                 if g.add_param:
                     self.params[id(g.helper.node)] = g
+        self._spans = None
+        if tree is not None:
+            targets = {*self.keywords, *self.params, *self.helpers, *self.guards}
+            order = tree.order
+            found = sorted(order[i] for i in targets if i in order)
+            if len(found) == len(targets):  # else: every node, as without a tree
+                self._spans = (found, order, tree.end)
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self._spans is not None:
+            found, order, end = self._spans
+            i = order.get(id(node))
+            if i is not None:
+                k = bisect_left(found, i)
+                if k == len(found) or found[k] > end[id(node)]:
+                    return False  # no edited node below: leave it whole
+        return super().on_visit(node)
 
     def _add(self, g: Group, node: cst.CSTNode) -> None:
         self.record.inserted.setdefault(id(g), []).append(node)

@@ -118,7 +118,7 @@ def migrate(source: str, path: str, gate: Gate, metadata: Sequence[str] = ()) ->
         small_tree = Tree(small, positions=False)
         small_tree.position = tree.position  # kept nodes are the original objects: their lines hold
     while groups:
-        rewrite = _Rewrite(groups, annotation)
+        rewrite = _Rewrite(groups, annotation, small_tree)
         failures = validate_rewrite(small_tree, small.visit(rewrite), rewrite.record, groups) or {}
         if not failures:
             break
@@ -133,7 +133,7 @@ def migrate(source: str, path: str, gate: Gate, metadata: Sequence[str] = ()) ->
     sites.sort(key=lambda s: (s.line, s.column))
     if not groups:
         return source, sites
-    new = module.visit(_Rewrite(groups, annotation))
+    new = module.visit(_Rewrite(groups, annotation, tree))
     if need_import and any(g.add_param for g in groups):
         from libcst.codemod import CodemodContext
         from libcst.codemod.visitors import AddImportsVisitor

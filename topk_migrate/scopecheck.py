@@ -101,9 +101,10 @@ class Tree:
     def none_attributes(self) -> Set[str]:
         """Attribute names this module assigns None to, or declares Optional (`self.x = None`,
         `x: Optional[T] = None` in a class body)."""
-        if not hasattr(self, "_none_attrs"):
+        if not hasattr(self, "_none_attrs"):  # from the node index: no walk of the module of its own
             finder = _NoneAttributes()
-            self.module.visit(finder)
+            for node in self.find((cst.Assign, cst.AnnAssign)):
+                finder.at(node, self)
             self._none_attrs = finder.names
         return self._none_attrs
 
@@ -137,7 +138,8 @@ class Tree:
         """Names (bare, or the last part of an attribute) this module compares with None or tests with `not`."""
         if not hasattr(self, "_none_tested"):
             v = _NoneTests()
-            self.module.visit(v)
+            for node in self.find((cst.Comparison, cst.UnaryOperation)):
+                v.at(node)
             self._none_tested = v.names
         return self._none_tested
 
@@ -149,7 +151,11 @@ class Tree:
         found = self._none_tested_in.get(id(body))
         if found is None:
             v = _NoneTests()
-            body.visit(v)
+            if id(body) in self.order and body in self.parent or body is self.module:
+                for node in self.find((cst.Comparison, cst.UnaryOperation), within=body):
+                    v.at(node)
+            else:
+                body.visit(v)
             found = self._none_tested_in[id(body)] = v.full
         return found
 
@@ -312,6 +318,16 @@ class _NoneAttributes(cst.CSTVisitor):
         if (node.value is not None and _maybe_none_value(node.value)) or _mentions_none(node.annotation.annotation):
             self._target(node.target)
 
+    def at(self, node, tree: "Tree") -> None:
+        """What visiting `node` (an Assign or AnnAssign of `tree`) adds, its nesting read from the parents."""
+        self._classes = self._functions = 0
+        for a in tree.ancestors(node):
+            if isinstance(a, cst.ClassDef):
+                self._classes += 1
+            elif isinstance(a, cst.FunctionDef):
+                self._functions += 1
+        (self.visit_Assign if isinstance(node, cst.Assign) else self.visit_AnnAssign)(node)
+
 
 class _NoneTests(cst.CSTVisitor):
     """Finds `x is None`-style tests: the full dotted names tested (full), and the bare
@@ -339,6 +355,9 @@ class _NoneTests(cst.CSTVisitor):
     def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
         if isinstance(node.operator, cst.Not):
             self._tested(node.expression)
+
+    def at(self, node) -> None:
+        (self.visit_Comparison if isinstance(node, cst.Comparison) else self.visit_UnaryOperation)(node)
 
 
 def root_binding(tree: Tree, node: cst.CSTNode, name: str, what: str = "metadata") -> Tuple[Optional[str], bool]:
