@@ -62,19 +62,30 @@ class KernelGate:
         return kernels.PROVIDERS
 
     def _decide(self, callee: str) -> Capability:
+        """In order: --kernel NAME==VERSION, the project's pins, an interface vendored in the project, the
+        interface the running Python would import (read, never imported), a capability declaration
+        (`--kernel flash_mla:topk_length`). A distribution's pin decides only the modules it provides."""
         from . import kernels
+        from .installed import Declared, declaration_hint, installed_interface
 
         param = self.param
 
         module = callee.split(".")[0]
-        dists = self.dists.get(module, tuple(d for ds in self.dists.values() for d in ds))
+        imported = "." in callee and module not in ("self", "cls", "")
+        if module in self.dists:
+            dists = self.dists[module]
+        elif imported:
+            dists = ()  # a module no kernel distribution provides: no pin of one decides it
+        else:  # a bare name or an attribute of self: whatever kernel the project pins
+            dists = tuple(dict.fromkeys(d for ds in self.dists.values() for d in ds))
+        declared = self.explicit if isinstance(self.explicit, Declared) else None
         undecided = []
-        if self.explicit and self.explicit.dist in dists:
+        if self.explicit and not declared and self.explicit.dist in dists:
             ok = kernels.accepts(self.explicit, self.min)
             if ok is not None:
                 return self._pinned(ok, (self.explicit,), dists)
             undecided.append(f"{self.explicit} from {self.explicit.source}")
-        found = kernels.project_decision(self.path, dists, self.min)
+        found = kernels.project_decision(self.path, dists, self.min) if dists else None
         if found is not None:
             if found.accepts is not None:
                 return self._pinned(found.accepts, found.pins, dists)
@@ -88,6 +99,22 @@ class KernelGate:
                 return Capability(True, f"{where} takes {param}", iface.params.index(param), where)
             if not iface.has_var_kwargs:
                 return Capability(False, f"{where} has no {param} parameter", decision=where)
+        installed = installed_interface(callee) if imported and module != "torch" else None
+        if installed is not None:
+            where = f"the installed interface {module} ({_shown_path(installed.path)}:{installed.line})"
+            if param in installed.params:
+                return Capability(True, f"{where} takes {param}", installed.params.index(param), where)
+            if not installed.has_var_kwargs:
+                return Capability(False, f"{where} has no {param} parameter", decision=where)
+        if declared is not None and declared.module == module and declared.param == param:
+            said = f"{declared} from {declared.source}"
+            return Capability(True, said, decision=said)
+        hint = declaration_hint(module, param)
+        if imported and not dists:
+            told = f" ({declared} from {declared.source} is about {declared.module})" if declared else ""
+            return Capability(None, f"`{module}` is not a kernel module topk-migrate knows, and no interface of it is "
+                                    f"in this project or importable here{told}; if its "
+                                    f"{callee.rsplit('.', 1)[-1]} takes {param}, declare {hint}")
         if undecided:
             what = f"{' and '.join(undecided)} allow{'s' if len(undecided) == 1 else ''} versions both with and without {param}"
         else:
@@ -95,7 +122,15 @@ class KernelGate:
             if module in self.dists and (module,) != dists:
                 what += f" (the distribution{'s' if len(dists) > 1 else ''} of {module})"
             what += " found"
-        example = f"{dists[0]}==VERSION"
+        decidable = [d for d in dists if self.min.get(d)]
+        if imported and dists and dists[0] not in self.min:
+            # no release of the first distribution says what it takes (a source build calls itself
+            # 1.0.0+<rev> before and after the parameter): only the interface can decide
+            alt = f", or pin {decidable[0]}==VERSION if that is what you install" if decidable else ""
+            return Capability(None, f"{what}, and {module} is not importable here; a {dists[0]} build's version "
+                                    f"does not say whether it takes {param}: if the {callee.rsplit('.', 1)[-1]} your "
+                                    f"engine runs takes {param}, declare {hint}{alt}")
+        example = f"{(decidable or dists)[0]}==VERSION"
         return Capability(None, f"{what}; {param} needs {self._needs(dists)}; declare the kernel with "
                                 f'--kernel {example} or kernel = "{example}" in [tool.topk-migrate]')
 
@@ -115,6 +150,14 @@ class KernelGate:
     @staticmethod
     def _names(dists) -> str:
         return " or ".join(dists)
+
+
+def _shown_path(path: str) -> str:
+    """An installed file as a reader recognizes it: from its site-packages (or checkout) directory."""
+    from .project import project_root
+
+    root = project_root(path)
+    return os.path.join(os.path.basename(root), os.path.relpath(path, root)).replace(os.sep, "/")
 
 
 def kernel_gate(path: str, kernel: Optional[str], rule) -> KernelGate:

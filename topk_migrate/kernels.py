@@ -176,6 +176,12 @@ def parse_pin(text: str, source: str) -> Pin:
     expected = (f"expected NAME==VERSION (or another version specifier), NAME a kernel distribution or the "
                 f"module it provides, e.g. {EXAMPLE_KERNEL} or sgl_kernel==0.4.6 "
                 f"(distributions: {', '.join(dists)}; modules: {', '.join(sorted(kernel_dists))})")
+    from .installed import parse_declaration
+
+    declared = parse_declaration(text, source)  # `flash_mla:topk_length`: the interface's capability
+    if declared is not None:
+        return declared  # type: ignore[return-value]
+    expected += "; or MODULE:PARAM for a kernel whose interface takes PARAM (flash_mla:topk_length)"
     from packaging.requirements import InvalidRequirement, Requirement  # (its marker grammar: the costliest import here)
 
     try:
@@ -573,9 +579,10 @@ def find_module(path: str, module: str) -> Optional[str]:
             found = os.path.join(d, "__init__.py") if os.path.isfile(os.path.join(d, "__init__.py")) else None
         return found if found and inside(found, root) else None
     for d in upward(path):
-        found = _module_file(os.path.join(d, *module.split(".")))
-        if found and inside(found, root):
-            return found
+        for base in (d, os.path.join(d, "src")):  # a src/ layout holds the project's packages under src/
+            found = _module_file(os.path.join(base, *module.split(".")))
+            if found and inside(found, root):
+                return found
     return None
 
 

@@ -1,0 +1,100 @@
+"""A kernel whose version cannot say what it takes: the interface the environment has, read without
+importing it, and a capability declaration (`--kernel flash_mla:topk_length`) that can be true where it is
+not installed.
+
+FlashMLA built from source calls itself `1.0.0+<rev>` before and after its sparse kernel gained
+topk_length, so no version pin decides it. What decides it is the interface:
+
+- installed_interface(): where `flash_mla` (or another kernel module) is importable by the Python running
+  the tool, its file is found the way `import` would find it (importlib.util.find_spec on the top-level
+  name: the finders run, the package's own code does not), and `def flash_mla_sparse_fwd(...)` is read
+  from it statically, re-exports followed, each file read within the read bound (project.read_project_file);
+- Declared: where it is not installed (a pre-commit hook's own environment, CI), the user declares the
+  capability of the interface their engine runs: `MODULE:PARAM` in --kernel or `kernel = "..."` in
+  [tool.topk-migrate]. It decides only calls into that module; an installed interface that contradicts it
+  wins (the call would raise there).
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+from .kernels import PROVIDERS, Interface, normalize, read_interface
+
+_DECLARATION = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*:\s*([A-Za-z_][A-Za-z0-9_]*)\s*$")
+
+
+@dataclass(frozen=True)
+class Declared:
+    """`flash_mla:topk_length`: the kernel module's sparse entry point takes the parameter."""
+
+    module: str  # top-level module the declaration is about
+    param: str
+    source: str  # --kernel, or the pyproject.toml key it came from
+
+    def __str__(self) -> str:
+        return f"{self.module}:{self.param}"
+
+    @property
+    def dist(self) -> str:  # no distribution: a declaration is about an interface, not a release
+        return ""
+
+
+def _module_of(name: str) -> str:
+    """The top-level module a declaration names: itself, or the module a known distribution provides."""
+    if name in PROVIDERS:
+        return name
+    dist = normalize(name)
+    for module, dists in PROVIDERS.items():
+        if dists[0] == dist:
+            return module
+    return name.replace("-", "_").split(".")[0]
+
+
+def parse_declaration(text: str, source: str) -> Optional[Declared]:
+    """`MODULE:PARAM` (or `DISTRIBUTION:PARAM` of a known kernel distribution), else None."""
+    m = _DECLARATION.match(text)
+    if not m:
+        return None
+    return Declared(_module_of(m.group(1)), m.group(2), source)
+
+
+def declaration_hint(module: str, param: str) -> str:
+    return f'--kernel {module}:{param} or kernel = "{module}:{param}" in [tool.topk-migrate]'
+
+
+def installed_interface(callee: str) -> Optional[Interface]:
+    """`def FUNC(...)` of the module `callee` (`flash_mla.flash_mla_sparse_fwd`) as the running Python would
+    import it, read statically; None where it is not importable, not Python source, or unreadable."""
+    module, _, func = callee.rpartition(".")
+    top = module.split(".")[0]
+    if not module or not top.isidentifier():
+        return None
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(top)  # a top-level name: no parent package is imported
+    except (ImportError, ValueError, AttributeError):
+        return None
+    if spec is None:
+        return None
+    rest = module.split(".")[1:]
+    if not rest:
+        origin = spec.origin
+    else:
+        origin = None
+        for base in spec.submodule_search_locations or ():
+            for cand in (os.path.join(base, *rest) + ".py", os.path.join(base, *rest, "__init__.py")):
+                if os.path.isfile(cand):
+                    origin = cand
+                    break
+            if origin:
+                break
+    if not origin or not origin.endswith(".py") or not os.path.isfile(origin):
+        return None
+    try:
+        return read_interface(origin, func)
+    except (OSError, ValueError, SyntaxError):
+        return None
