@@ -25,3 +25,27 @@ def test_importing_the_package_loads_nothing_else():
     code = "import sys, topk_migrate; print(sorted(m for m in sys.modules if m.startswith('topk_migrate')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "['topk_migrate']"
+
+
+def _private_uses(path: Path):
+    """(line, name) of each underscore name path takes from another module of the package."""
+    tree = ast.parse(path.read_text())
+    modules = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("topk_migrate")):
+            for a in node.names:
+                if a.name.startswith("_") and not a.name.startswith("__"):
+                    yield node.lineno, a.name
+                modules.add(a.asname or a.name)
+        elif isinstance(node, ast.Import):
+            modules.update((a.asname or a.name).split(".")[0] for a in node.names if a.name.startswith("topk_migrate"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules \
+                and node.attr.startswith("_") and not node.attr.startswith("__"):
+            yield node.lineno, f"{node.value.id}.{node.attr}"
+
+
+def test_the_engine_uses_no_other_modules_private_names():
+    found = [f"{p.relative_to(ROOT)}:{line}: {name}" for p in sorted((ROOT / "topk_migrate").rglob("*.py"))
+             for line, name in _private_uses(p)]
+    assert found == []

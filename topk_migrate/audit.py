@@ -40,6 +40,7 @@ import click
 from .discover import SCAN_WINDOW, SplitWalk, file_may_hold_site, may_hold_site, project_files
 from .config import dir_filters, kept
 from .model import CHECK_STATUSES, InputError, Site, Status, exit_code
+from .options import follow_links_option, kernel_option, output_option, skipped_note, validate_kernel, verbose_option
 from .run_context import in_run
 
 FORMATS = ("text", "json", "sarif", "github")
@@ -1228,14 +1229,12 @@ def _lay_out(inside: str, path: str, data: bytes, tally: Tally, top: str, same: 
 @click.option("--exclude", multiple=True, metavar="PATTERN",
               help="Skip paths matching this gitignore-style pattern, relative to each PATH (repeatable).")
 @click.option("--no-gitignore", is_flag=True, help="Walk paths that .gitignore files exclude.")
-@click.option("--kernel", metavar="NAME==VERSION", help="Kernel the calls resolve to (e.g. sglang-kernel==0.4.6); overrides pins.")
+@kernel_option
 @click.option("-j", "--jobs", type=click.IntRange(1), help="Worker processes for parsing [default: CPU count].")
 @click.option("--progress/--no-progress", default=None, help="Progress line on stderr [default: when stderr is a terminal].")
-@click.option("--follow-links", is_flag=True,
-              help="Walk into symlinked directories (only those inside the PATH given; each once).")
-@click.option("--verbose", "-v", is_flag=True, help="Say what a directory walk skipped, and why (on stderr).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default="-",
-              help="Write the report to this file (replaced whole once the run is done) instead of stdout.")
+@follow_links_option
+@verbose_option
+@output_option(default="-", allow_dash=True)
 def audit_command(paths, rev, fmt, exclude, no_gitignore, kernel, jobs, progress, follow_links, verbose, output):
     """Classify every kernel call site under PATHs (default: .), fast.
 
@@ -1249,17 +1248,16 @@ def audit_command(paths, rev, fmt, exclude, no_gitignore, kernel, jobs, progress
     Exit codes: 0 nothing left to do, 1 fixable or manual sites remain, 2 errors.
     """
     from . import report
-    from .cli import _skipped, _validate_kernel  # what check and apply say and check, the same way
     from .escape import fit, printable
     from .output import write_output
 
-    _validate_kernel(kernel)
+    validate_kernel(kernel)
     paths = paths or (".",)
     if progress is None:
         progress = sys.stderr.isatty()
     try:
         result = audit(paths, rev=rev, exclude=exclude, kernel=kernel, jobs=jobs, gitignore=not no_gitignore,
-                       progress=progress, follow_links=follow_links, note=_skipped(verbose))
+                       progress=progress, follow_links=follow_links, note=skipped_note(verbose))
     except AuditError as e:
         click.echo(fit(f"error: {printable(str(e))}", sys.stderr.encoding), err=True)
         if output == "-":

@@ -9,27 +9,12 @@ import click
 from . import api
 from .escape import fit, listing, printable
 from .model import CHECK_STATUSES, Status
-
-KERNEL_HELP = "Kernel the calls resolve to, as NAME==VERSION (e.g. sglang-kernel==0.4.6); overrides pins."
-
-
-def _kernel_option(f):
-    return click.option("--kernel", metavar="NAME==VERSION", help=KERNEL_HELP)(f)
+from .options import echo as _echo
+from .options import follow_links_option, kernel_option, skipped_note, validate_kernel, verbose_option
 
 
 def _paths(f):
     return click.argument("paths", nargs=-1, required=True, type=click.Path())(f)
-
-
-def _verbose(f):
-    return click.option("--verbose", "-v", is_flag=True,
-                        help="Show the kernel decision each site rests on (and where it came from), "
-                             "what a directory walk skipped and why, and tracebacks for unexpected errors.")(f)
-
-
-def _follow_links(f):
-    return click.option("--follow-links", is_flag=True,
-                        help="Walk into symlinked directories (only those inside the directory given; each once).")(f)
 
 
 def _stdin_filename(f):
@@ -56,11 +41,6 @@ def _run(paths, stdin_filename, **kw) -> api.Report:
     if f.new_bytes is None and not f.error:
         f.new_bytes = data  # nothing to fix: `apply -` gives back the bytes it read
     return api.Report([f])
-
-
-def _echo(text: str, err: bool = False, nl: bool = True) -> None:
-    """click.echo, never failing on a stream that cannot encode the text (PYTHONIOENCODING=latin-1)."""
-    click.echo(fit(text, getattr(sys.stderr if err else sys.stdout, "encoding", None)), err=err, nl=nl)
 
 
 def _note_links(paths, what: str) -> None:
@@ -90,29 +70,6 @@ def _diff_text(f: api.FileOutcome, terminal: bool) -> str:
     if terminal:
         body = listing(body)
     return (f"--- {printable(a)}\n+++ {printable(b)}\n" if f.diff.startswith(head) else "") + body
-
-
-def _skipped(verbose: bool):
-    """What a walk leaves out (links outside the tree, symlinked directories...): shown with -v.
-    A directory given with no Python file is always warned about (a wrong path in CI)."""
-    from .discover import NO_PYTHON_FILES
-
-    def note(path, why):
-        if why == NO_PYTHON_FILES:
-            _echo(f"warning: {printable(path)}: {why}", err=True)
-        elif verbose:
-            _echo(f"{printable(path)}: skipped: {printable(why)}", err=True)
-    return note
-
-
-def _validate_kernel(kernel):
-    if kernel:
-        from .kernels import parse_pin
-
-        try:
-            parse_pin(kernel, "--kernel")
-        except ValueError as e:
-            raise click.BadParameter(str(e), param_hint="--kernel")
 
 
 def _report(report: api.Report, applied: bool, err: bool, verbose: bool = False) -> None:
@@ -235,39 +192,39 @@ def run() -> None:
 
 @main.command()
 @_paths
-@_kernel_option
+@kernel_option
 @_stdin_filename
-@_follow_links
-@_verbose
+@follow_links_option
+@verbose_option
 def check(paths, kernel, stdin_filename, follow_links, verbose):
     """List every site that does not pass topk_length; write nothing.
 
     PATH `-` reads the source from standard input (see --stdin-filename)."""
-    _validate_kernel(kernel)
+    validate_kernel(kernel)
     _note_links(paths, "check reads")
     report = _run(paths, stdin_filename, kernel=kernel, verbose=verbose, follow_links=follow_links,
-                  note=_skipped(verbose))
+                  note=skipped_note(verbose))
     _report(report, applied=False, err=False, verbose=verbose)
     sys.exit(report.exit_code())
 
 
 @main.command()
 @_paths
-@_kernel_option
+@kernel_option
 @click.option("--diff", is_flag=True, help="Print a unified diff instead of writing.")
 @_stdin_filename
-@_follow_links
-@_verbose
+@follow_links_option
+@verbose_option
 def apply(paths, kernel, diff, stdin_filename, follow_links, verbose):
     """Rewrite fixable sites in place (or show the diff); report the rest.
 
     PATH `-` reads the source from standard input and writes the rewritten source
     (the same bytes if nothing is fixed) to standard output; sites and summary go
     to stderr. On an error nothing is written to standard output (exit 2)."""
-    _validate_kernel(kernel)
+    validate_kernel(kernel)
     _note_links(paths, "apply --diff shows" if diff else "apply rewrites")
     report = _run(paths, stdin_filename, kernel=kernel, write=not diff, verbose=verbose,
-                  follow_links=follow_links, note=_skipped(verbose))
+                  follow_links=follow_links, note=skipped_note(verbose))
     if "-" in paths and not diff:
         _stdout_source(report.files[0])
         _report(report, applied=True, err=True, verbose=verbose)

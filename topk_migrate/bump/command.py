@@ -8,6 +8,8 @@ from typing import Dict, List, Optional
 
 import click
 
+from topk_migrate.options import follow_links_option, output_option, verbose_option
+
 from .bind import FAILING, SEVERITY, notes
 from .diff import GUARD_ADDED, GUARD_REMOVED
 from .engine import BumpReport
@@ -174,10 +176,10 @@ def github_report(r: BumpReport) -> str:
 @click.option("--to", "new", required=True, metavar="RELEASE", help="The release to move to (same forms).")
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report here instead of stdout.")
+@output_option()
 @click.option("--rev", metavar="REV", help="Read PATHs as they are in this git commit (as `audit --rev`), not on disk.")
-@click.option("--follow-links", is_flag=True, help="Walk into symlinked directories inside the tree.")
-@click.option("--verbose", "-v", is_flag=True, help="Also show assert/raise changes and per-site notes.")
+@follow_links_option
+@verbose_option
 def bump_command(old, new, paths, fmt, output, rev, follow_links, verbose):
     """What moving the kernel from one release to another does to every call site.
 

@@ -1,0 +1,65 @@
+"""The options several commands share (`--kernel`, `-v`, `--follow-links`, `-o`), declared once with one
+help text, and what the commands do with them the same way (validate --kernel, say what a walk skipped)."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .escape import fit, printable
+
+KERNEL_HELP = "Kernel the calls resolve to, as NAME==VERSION (e.g. sglang-kernel==0.4.6); overrides pins."
+VERBOSE_HELP = ("Say more. check/apply: the kernel decision each site rests on (and where it came from), what a "
+                "directory walk skipped and why, tracebacks for unexpected errors; audit: what a walk skipped and "
+                "why (on stderr); bump: assert/raise changes and per-site notes.")
+FOLLOW_LINKS_HELP = "Walk into symlinked directories (only those inside the PATH given; each once)."
+OUTPUT_HELP = "Write the report to this file (replaced whole once the run is done) instead of stdout."
+
+
+def kernel_option(f):
+    return click.option("--kernel", metavar="NAME==VERSION", help=KERNEL_HELP)(f)
+
+
+def verbose_option(f):
+    return click.option("--verbose", "-v", is_flag=True, help=VERBOSE_HELP)(f)
+
+
+def follow_links_option(f):
+    return click.option("--follow-links", is_flag=True, help=FOLLOW_LINKS_HELP)(f)
+
+
+def output_option(default=None, allow_dash: bool = False):
+    """-o/--output; `default="-", allow_dash=True`: `-` (the default) is stdout (audit)."""
+    def decorate(f):
+        return click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=allow_dash),
+                            default=default, help=OUTPUT_HELP)(f)
+    return decorate
+
+
+def echo(text: str, err: bool = False, nl: bool = True) -> None:
+    """click.echo, never failing on a stream that cannot encode the text (PYTHONIOENCODING=latin-1)."""
+    click.echo(fit(text, getattr(sys.stderr if err else sys.stdout, "encoding", None)), err=err, nl=nl)
+
+
+def skipped_note(verbose: bool):
+    """What a walk leaves out (links outside the tree, symlinked directories...): shown with -v.
+    A directory given with no Python file is always warned about (a wrong path in CI)."""
+    from .discover import NO_PYTHON_FILES
+
+    def note(path, why):
+        if why == NO_PYTHON_FILES:
+            echo(f"warning: {printable(path)}: {why}", err=True)
+        elif verbose:
+            echo(f"{printable(path)}: skipped: {printable(why)}", err=True)
+    return note
+
+
+def validate_kernel(kernel) -> None:
+    """--kernel must parse as NAME==VERSION (a usage error, exit 2, otherwise)."""
+    if kernel:
+        from .kernels import parse_pin
+
+        try:
+            parse_pin(kernel, "--kernel")
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint="--kernel")
