@@ -116,3 +116,26 @@ def test_every_recommended_declaration_passes(tmp_path, module):
         declared = f"{dist}=={MIN_KERNEL[dist]}"
     (after,) = statuses(f, kernel=declared)
     assert after[0] is Status.FIXABLE, (declared, after[1])
+
+
+def test_smoke_takes_kernel_and_decides_as_apply_does(tmp_path):
+    """External FlashMLA: without --kernel the installed sgl_kernel's version does not decide flash_mla, the
+    rewrite is refused; with the declaration apply takes, smoke rewrites and every check passes."""
+    pytest.importorskip("torch")
+    import json
+
+    from click.testing import CliRunner
+
+    from topk_migrate.smoke.command import smoke_command
+
+    f = project(tmp_path)
+    runs = {}
+    for args in ([], ["--kernel", "flash_mla:topk_length"]):
+        out = tmp_path / f"r{len(args)}.json"
+        res = CliRunner().invoke(smoke_command, [str(f), "--device", "cpu", "--json", str(out), *args])
+        got = {c["name"]: c for c in json.loads(out.read_text())["checks"]}
+        runs[len(args)] = (res.exit_code, got["rewrite.applied"])
+    assert runs[0][0] == 1 and runs[0][1]["status"] == "fail" and "manual" in runs[0][1]["detail"]
+    assert runs[2][0] == 0 and runs[2][1]["status"] == "pass", runs[2]
+    bad = CliRunner().invoke(smoke_command, [str(f), "--device", "cpu", "--kernel", "nonsense==="])
+    assert bad.exit_code == 2 and "--kernel" in bad.output

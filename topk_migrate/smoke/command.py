@@ -10,10 +10,12 @@ import click
 @click.argument("path", required=False, type=click.Path(exists=True, dir_okay=False))
 @click.option("--function", "function", metavar="QUALNAME", help="Helper that calls the kernel, e.g. Backend._forward_flashmla_sparse (default: the only caller).")
 @click.option("--device", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True, help="cuda: the real sgl_kernel; cpu: the torch reference on small shapes.")
+@click.option("--kernel", "kernel_decl", metavar="NAME==VERSION", help="The kernel the rewrite assumes, as for check and apply "
+              "(e.g. flash_mla:topk_length); default: [tool.topk-migrate] kernel, else the installed sgl_kernel's version.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, writable=True), help="Also write the report as JSON.")
 @click.option("--emitter-fault", type=click.Choice(["hole", "tail"]), help="Negative control: break the top-k emitters' output "
               "(hole: an interior -1; tail: a valid index after the count); the smoke must then fail.")
-def smoke_command(path, function, device, json_path, emitter_fault):
+def smoke_command(path, function, device, kernel_decl, json_path, emitter_fault):
     """Patch PATH (default: the bundled example backend) with the codemod and
     run both versions end to end against the kernel. Exit 0 only if every
     check passed.
@@ -28,6 +30,14 @@ def smoke_command(path, function, device, json_path, emitter_fault):
         if error:
             click.echo(error, err=True)
             sys.exit(2)
+    if kernel_decl is not None:
+        from ..kernels import parse_pin
+
+        try:
+            parse_pin(kernel_decl, "--kernel")
+        except ValueError as e:
+            click.echo(f"--kernel: {e}", err=True)
+            sys.exit(2)
     try:
         import torch  # noqa: F401
     except ImportError:
@@ -36,7 +46,7 @@ def smoke_command(path, function, device, json_path, emitter_fault):
     from .runner import run_smoke
 
     sys.exit(run_smoke(path=path, function=function, device=device, json_path=json_path, echo=click.echo,
-                       emitter_fault=emitter_fault))
+                       emitter_fault=emitter_fault, kernel_decl=kernel_decl))
 
 
 def _unreadable(path: str):

@@ -78,10 +78,14 @@ def load_kernel(device: str) -> Kernel:
 
 @contextlib.contextmanager
 def injected(kernel: Kernel):
-    """Serve `from sgl_kernel.flash_mla import flash_mla_sparse_fwd` from `kernel`."""
-    saved = {k: sys.modules.get(k) for k in ("sgl_kernel", MODULE)}
+    """Serve `from sgl_kernel.flash_mla import flash_mla_sparse_fwd` from `kernel`, and FlashMLA's own
+    `from flash_mla import flash_mla_sparse_fwd` (the same interface, for a backend built on external FlashMLA)."""
+    saved = {k: sys.modules.get(k) for k in ("sgl_kernel", MODULE, "flash_mla")}
     shim = types.ModuleType(MODULE)
     shim.flash_mla_sparse_fwd = kernel
+    external = types.ModuleType("flash_mla")
+    external.flash_mla_sparse_fwd = kernel
+    sys.modules["flash_mla"] = external
     if saved["sgl_kernel"] is None:
         pkg = types.ModuleType("sgl_kernel")
         pkg.__path__ = []  # a namespace-like stand-in: nothing else resolves under it

@@ -570,7 +570,8 @@ def kernel_decision(sites, kernel: Kernel, original: str, filename: str) -> str:
         own = own or next((s.reason for s in own_sites if str(s.status) == "manual"), "none")
     except Exception as e:  # the file's own pins are only reported here, never a reason to stop
         own = f"not decided ({type(e).__name__}: {e})"
-    return f"rewrite used {used}, the installed kernel; the file's own decision (apply without --kernel): {own}"
+    installed = ", the installed kernel" if str(kernel.pin) in used else ""  # not a --kernel or configured one
+    return f"rewrite used {used}{installed}; the file's own decision (apply without --kernel): {own}"
 
 
 def smoke_sources(
@@ -681,6 +682,16 @@ def smoke_sources(
     return report
 
 
+def _configured(target: Path) -> Optional[str]:
+    """The kernel [tool.topk-migrate] declares for `target`, which apply uses without --kernel."""
+    from topk_migrate.config import config_for
+
+    try:
+        return config_for(str(target.resolve().parent)).kernel
+    except Exception:  # a broken configuration is apply's error to report, not the smoke's
+        return None
+
+
 def run_smoke(
     path: Optional[str] = None,
     function: Optional[str] = None,
@@ -688,8 +699,12 @@ def run_smoke(
     json_path: Optional[str] = None,
     echo: Callable[[str], None] = print,
     emitter_fault: Optional[str] = None,
+    kernel_decl: Optional[str] = None,
 ) -> int:
-    """Patch `path` (default: the bundled example) with the codemod, smoke it, print, save; 0 iff all passed."""
+    """Patch `path` (default: the bundled example) with the codemod, smoke it, print, save; 0 iff all passed.
+
+    kernel_decl: the kernel the rewrite assumes (--kernel), the decision `apply --kernel` makes; without it
+    the file's [tool.topk-migrate] kernel, as apply, else the installed kernel's version."""
     target = Path(path) if path else default_example()
     original = target.read_text(encoding="utf-8")
     report = Report(str(target), device)
@@ -701,7 +716,7 @@ def run_smoke(
         except ImportError as e:
             report.add("kernel.accepts_topk_length", False, f"cannot import sgl_kernel.flash_mla: {e}")
         else:
-            patched, sites = rewrite(original, str(target), kernel.pin)
+            patched, sites = rewrite(original, str(target), kernel_decl or _configured(target) or kernel.pin)
             emitters = load_emitters(device, kernel.name.split("==")[-1], emitter_fault)
             report = smoke_sources(original, patched, str(target), kernel, device, function, sites,
                                    timing=not emitter_fault, emitters=emitters)
