@@ -1055,7 +1055,7 @@ def lay_out_rev(paths, rev, exclude, tally, prog, tmp, keep=None) -> Tuple[str, 
     shas = [s for s in dict.fromkeys(s for s, _ in project + wanted) if s not in missing]
     files = _RevFiles(tmp, top, rev, tally, missing, _sizes(top, shas))
 
-    record_limit = getattr(project_mod, "RECORD_LIMIT", project_limit)  # a wheel's RECORD may hold more
+    record_limit = project_mod.RECORD_LIMIT  # a wheel's RECORD may hold more
     groups, reqs = _by_blob(project), []
     for sha, ps in groups.items():
         size = files.size(sha, ps)
@@ -1280,7 +1280,3 @@ def audit_command(paths, rev, fmt, exclude, no_gitignore, kernel, jobs, progress
         where = f"{report.summary_line(result.summary)}; report written to {printable(output)}"
         click.echo(fit(where, sys.stderr.encoding), err=True)
     sys.exit(result.exit_code())
-
-
-if __name__ == "__main__":  # python -m topk_migrate.audit, until cli.py registers the command
-    audit_command()

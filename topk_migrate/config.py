@@ -19,9 +19,6 @@ class Config:
     disable: Tuple[str, ...] = ()  # rule ids not to run
     source: Optional[str] = None  # the pyproject.toml it came from
 
-    def merged(self, **overrides) -> "Config":
-        return Config(**{**self.__dict__, **{k: v for k, v in overrides.items() if v}})
-
 
 KEYS = ("kernel", "metadata", "include", "exclude", "enable", "disable")
 

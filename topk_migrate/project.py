@@ -13,14 +13,14 @@ import os
 import stat
 from typing import Optional, Tuple
 
-from .discover import PROJECT_FILE_LIMIT as _LIMIT
+from .discover import PROJECT_FILE_LIMIT  # the one bound of a project file (audit and bump read it from here)
 from .run_context import per_run
 
 PROJECT_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
 # requirements*.txt, pyproject.toml, setup.*, METADATA, modules read for facts: a bigger one is not
-# read (the one bound for every project file, discover's). Only a RECORD gets more: those of the
-# biggest wheels, torch and vLLM, are 0.7 to 1.3 MB.
-PROJECT_FILE_LIMIT = _LIMIT
+# read (PROJECT_FILE_LIMIT, discover's: the one bound for every project file, .gitignore included).
+# Only a RECORD gets more, under its own bound: those of the biggest wheels, torch and vLLM, are 0.7
+# to 1.3 MB.
 RECORD_LIMIT = 16 << 20
 
 

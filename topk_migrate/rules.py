@@ -43,7 +43,7 @@ class Rule:
     # PARAM and MIN_KERNEL, for the kernel gate.
     quick: Optional[str] = None
     sites = None  # (source, path, gate, metadata) -> (new_source, [Site]); None: not a site rule
-    bump = None  # (bump.rules.Context) -> [Finding]; None: says nothing in a bump
+    bump = None  # (bump.context.Context) -> [Finding]; None: says nothing in a bump
 
 
 @dataclass(frozen=True)

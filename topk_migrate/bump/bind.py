@@ -131,7 +131,7 @@ def compare(old_ep: Optional[EntryPoint], new_ep: Optional[EntryPoint], args: Ca
         if new_errors:
             return [Finding(BREAKS, f"TypeError under {new.label}: " + "; ".join(new_errors))]
         return [Finding(UNCHANGED, f"`{new_ep.name}` is new in {new.label}; the call binds")]
-    old_bound, old_errors = bind(old_ep, args)
+    _, old_errors = bind(old_ep, args)
     out: List[Finding] = []
     refused: Dict[str, List[str]] = {}  # path condition -> new parameters the release refuses there
     if new_errors:
