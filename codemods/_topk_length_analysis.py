@@ -28,6 +28,8 @@ KNOWN_METADATA = ("metadata.dsa_cache_seqlens_int32", "metadata.nsa_cache_seqlen
 
 RULE_ID = "pass-topk-length"
 GUARD_COMMENT = "# topk-migrate: use the full top-k width if the row counts ever differ from q's."
+# where nothing declares the metadata's type, the guard checks all the kernel needs (fits)
+CHECKED_GUARD_COMMENT = "# topk-migrate: use the full top-k width unless topk_length is int32, 1-D, one per row of q."
 # Decorators that keep a method's signature as written (any other one may not pass topk_length on).
 SIGNATURE_KEEPING_DECORATORS = {"staticmethod", "classmethod"}
 # Decorators called with no arguments that wrap the helper in a context and pass every argument on:
@@ -172,6 +174,11 @@ class Group:
     def q(self, call: CallInfo) -> str:
         return dotted(_q_arg(call.node))
 
+    @property
+    def proven(self) -> bool:
+        """Do the module's types prove what every metadata read of the group holds (not the getattr form)?"""
+        return self.form != "getattr" and all(form != "getattr" for _, _, form in self.callers)
+
 
 # How the metadata is read (class 2): "plain" where its root provably holds an object of a
 # class here that declares the field, non-Optional (SGLang's `self.forward_metadata: DSAMetadata`);
@@ -184,11 +191,27 @@ def _metadata_value(expr: str, form: str) -> str:
     return f"{expr} if {root} is not None else None" if form == "none_safe" else expr
 
 
-def _inline_value(expr: str, form: str, q: str) -> str:
+def _inline_value(expr: str, form: str, q: str, torch: Optional[str] = None) -> str:
     """The metadata, guarded by q's rows, as one expression (no statement of its own)."""
     value = _metadata_value(expr, "getattr" if form == "getattr" else "plain")
     test = f"{expr.split('.')[0]} is not None and " if form == "none_safe" else ""
-    return f"{value} if {test}{value} is not None and {value}.shape[0] == {q}.shape[0] else None"
+    return f"{value} if {test}{value} is not None and {fits(value, q, form != 'getattr', torch)} else None"
+
+
+def fits(value: str, q: str, proven: bool, torch: Optional[str] = None) -> str:
+    """The test that `value` (not None) may be the kernel's topk_length for q. Where the module's types
+    prove what the field holds (the reference fix's case), q's row count; where nothing does (the
+    getattr form), everything the kernel needs of it, read from tensor metadata only (no host sync,
+    safe under CUDA-graph capture): a tensor, int32, 1-D, on q's device, q's rows. `torch`: the name
+    the module binds torch to at import time, if any (else q's own type and the dtype's name)."""
+    rows = f"{value}.shape[0] == {q}.shape[0]"
+    if proven:
+        return rows
+    if torch:
+        kind = f"isinstance({value}, {torch}.Tensor) and {value}.dtype == {torch}.int32"
+    else:
+        kind = f'isinstance({value}, type({q})) and str({value}.dtype) == "torch.int32"'
+    return f"({kind} and {value}.dim() == 1 and {rows} and {value}.device == {q}.device)"
 
 
 class _Analysis:
@@ -879,11 +902,10 @@ class _Analysis:
         params = fn.node.params
         all_params = [*params.posonly_params, *params.params, *params.kwonly_params]
         mine = next((p for p in all_params if p.name.value == PARAM), None)
-        if mine is None and isinstance(params.star_kwarg, cst.Param):
-            return self.site(c, Status.MANUAL, f"{fn.qualname} takes **kwargs; add topk_length to it by hand")
-        why = self.helper_identity(fn)
-        if why:
-            return self.site(c, Status.MANUAL, why)
+        # the real blocker first (issue 26): rows or indices that cannot align, then no metadata, are what a
+        # maintainer must solve; a decorator, an override or **kwargs only decide how the value is passed
+        identity = f"{fn.qualname} takes **kwargs; add topk_length to it by hand" \
+            if mine is None and isinstance(params.star_kwarg, cst.Param) else self.helper_identity(fn)
         hazard, sources = row_hazard(self.tree, q_expr, self.tree.scope_of.get(fn.node.body), self.external_def)
         if hazard:
             return self.site(c, Status.MANUAL, _rows_reason(hazard))
@@ -924,6 +946,8 @@ class _Analysis:
                     return self.site(c, Status.MANUAL, f"at the caller on line {k.range.start.line}: " + _indices_reason(hazard))
             passing.append((k, expr, form))
             found = found or expr
+        if identity and (passing or (mine is not None and already)):
+            return self.site(c, Status.MANUAL, identity + _by_hand(found, passing))
         if passing or (mine is not None and already):
             why = self.whole_project(c, fn)
             if why:
@@ -936,8 +960,13 @@ class _Analysis:
         if not passing:
             if blocker:  # the real blocker first: the metadata is there, but not provably what topk_length needs
                 return self.site(c, Status.MANUAL, f"at the {_at(lacking)}: {blocker}")
+            if identity and not lacking and not _is_test(fn):  # no caller found: the helper's identity is why
+                return self.site(c, Status.MANUAL, identity)
             why = f"no {wanted} in scope of {fn.qualname}"
             why += f", nor in its {_at(lacking)}" if lacking else ", and it has no callers in this module"
+            if _is_test(fn):  # pytest fills a test's parameters with fixtures: never tell it to gain one
+                why += ("; it is a pytest test, so pass topk_length to the kernel call itself: the count of valid "
+                        "(front-packed) indices of each row of the indices it builds")
             return self.site(c, Status.MANUAL, why)
         g = Group("helper", [c], [], helper=fn, callers=passing, add_param=mine is None, inline=c.statement is None)
         g.reason = f"{fn.qualname} gains topk_length; {_at([k for k, _, _ in passing])} pass it"
@@ -1063,6 +1092,21 @@ def _argument_for(call: cst.Call, param: str, position: Optional[int], shift: in
     if position is not None and 0 <= position - shift < len(positional):
         return positional[position - shift].value
     return None
+
+
+def _is_test(fn: Function) -> bool:
+    """A function pytest collects (test_* at module level or in a Test* class): its parameters are fixtures."""
+    return fn.name.startswith("test") and (fn.class_name is None or fn.class_name.startswith("Test"))
+
+
+def _by_hand(found: Optional[str], passing) -> str:
+    """For a decorator or override reason: the value a hand migration must pass, and from where."""
+    if not found:
+        return ""
+    many = len(passing) > 1
+    lines = ", ".join(str(k.range.start.line) for k, _, _ in passing)
+    return (f" (the value to pass is {found}, which the caller{'s' if many else ''} at line{'s' if many else ''} "
+            f"{lines} hold{'' if many else 's'})")
 
 
 def _rows_reason(hazard: str) -> str:

@@ -16,7 +16,7 @@ from topk_migrate.resolve import ModuleFacts
 from topk_migrate.scopecheck import Tree, inserted_ids, resolution_table, root_binding
 
 from ._topk_length_analysis import (
-    CONSTANT_NAMES, GUARD_COMMENT, PARAM, Group, _code, _inline_value, _metadata_value, _q_arg, _root,
+    CHECKED_GUARD_COMMENT, CONSTANT_NAMES, GUARD_COMMENT, PARAM, Group, _code, _inline_value, fits, _metadata_value, _q_arg, _root,
 )
 
 # -- the edit -----------------------------------------------------------------------
@@ -28,15 +28,19 @@ class Record:
     guards: Dict[int, List[cst.CSTNode]] = field(default_factory=dict)  # id(group) -> guard statements
     kernel_calls: Dict[int, cst.Call] = field(default_factory=dict)  # id(original call) -> rewritten call
     helper_defs: Dict[int, cst.FunctionDef] = field(default_factory=dict)  # id(group) -> rewritten helper
+    torch_names: Set[str] = field(default_factory=set)  # what the guards read torch as
 
 
 class _Rewrite(cst.CSTTransformer):
     """tree: the numbered Tree of the module this will visit: only the nodes on the paths to the edited
     ones are then visited (the rest stay as they are, the same objects); the output is the same."""
 
-    def __init__(self, groups: Sequence[Group], annotation: Optional[str], tree: Optional[Tree] = None):
-        self.annotation = annotation
+    def __init__(self, groups: Sequence[Group], annotation: Optional[str], tree: Optional[Tree] = None,
+                 torch: Optional[str] = None):
+        self.annotation, self.torch = annotation, torch
         self.record = Record()
+        if torch:
+            self.record.torch_names.add(torch)
         self.keywords: Dict[int, Tuple[str, Group]] = {}
         self.kernel: Set[int] = set()
         self.guards: Dict[int, List[Tuple[Group, str, Optional[str]]]] = {}
@@ -47,9 +51,9 @@ class _Rewrite(cst.CSTTransformer):
                 q = g.q(c)
                 self.kernel.add(id(c.node))
                 if g.kind == "direct" and g.inline:
-                    value = _inline_value(g.metadata, g.form, q)
+                    value = _inline_value(g.metadata, g.form, q, torch)
                 elif g.inline:
-                    value = f"{PARAM} if {PARAM} is not None and {PARAM}.shape[0] == {q}.shape[0] else None"
+                    value = f"{PARAM} if {PARAM} is not None and {fits(PARAM, q, g.proven, torch)} else None"
                 else:
                     value = PARAM
                     bind = _metadata_value(g.metadata, g.form) if g.kind == "direct" else None
@@ -110,13 +114,14 @@ class _Rewrite(cst.CSTTransformer):
             for g, q, bind in self.guards.get(id(orig), ()):
                 lead = upd.leading_lines
                 blank = [cst.EmptyLine(indent=False)] if lead and lead[0].comment is None else []
-                first = [*blank, cst.EmptyLine(comment=cst.Comment(GUARD_COMMENT))]
+                first = [*blank, cst.EmptyLine(comment=cst.Comment(GUARD_COMMENT if g.proven else CHECKED_GUARD_COMMENT))]
                 if bind:  # bind the metadata here, then the same guard as in a helper
                     stmt = cst.parse_statement(f"{PARAM} = {bind}\n").with_changes(leading_lines=first)
                     out.append(stmt)
                     self._add(g, stmt)
                     first = []
-                test = f"{PARAM} is not None and {PARAM}.shape[0] != {q}.shape[0]"
+                test = f"{PARAM} is not None and not {fits(PARAM, q, g.proven, self.torch)}" if not g.proven \
+                    else f"{PARAM} is not None and {PARAM}.shape[0] != {q}.shape[0]"
                 guard = cst.parse_statement(f"if {test}:\n    {PARAM} = None\n").with_changes(leading_lines=first)
                 out.append(guard)
                 self._add(g, guard)
@@ -133,6 +138,7 @@ class _Rewrite(cst.CSTTransformer):
 
 
 # -- validation ------------------------------------------------------------------------
+GUARD_BUILTINS = {"isinstance", "type", "str"}
 # tests/test_adversarial.py disables this to prove it bites
 def validate_rewrite(original: Tree, rewritten: cst.Module, record: Record, groups: Sequence[Group]) -> Dict[int, str]:
     """Check a planned rewrite on the rewritten module; {id(group): why it is unsafe}.
@@ -206,6 +212,13 @@ def _check_read(new: Tree, g: Group, record: Record, ids: Set[int], anywhere: Se
     b = new.binding_in(access.scope, name)
     if name == "getattr":  # the builtin, for metadata whose type nothing declares
         return None if b.scope_rank == -2 or not b.assignments else "rewrite would read `getattr`, which this module rebinds"
+    if name in GUARD_BUILTINS:  # the defensive guard's builtins: never rebound in the module
+        return None if b.scope_rank == -2 or not b.assignments else f"rewrite would read `{name}`, which this module rebinds"
+    if name == "torch" or (name in record.torch_names):
+        if b.assignments and all(isinstance(getattr(a, "scope", None), GlobalScope) for a in b.assignments) \
+                and len(b.assignments) == 1 and isinstance(getattr(list(b.assignments)[0], "node", None), cst.Import):
+            return None
+        return f"rewrite would read `{name}`, which is not the module's own `import torch` there"
     if name == PARAM:
         allowed = set(ids)
         helper = record.helper_defs.get(id(g))

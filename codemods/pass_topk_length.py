@@ -28,11 +28,11 @@ from topk_migrate.bump.context import BumpExample, Context, new_param
 from topk_migrate.model import Finding, Site, Status
 from topk_migrate.resolve import collect
 from topk_migrate.rules import Rule
-from topk_migrate.scopecheck import Tree
+from topk_migrate.scopecheck import Tree, WholeModuleNeeded
 
-from ._topk_length_analysis import GUARD_COMMENT, Gate, Group, _Analysis, _direct_reason, _value_uses
+from ._topk_length_analysis import CHECKED_GUARD_COMMENT, GUARD_COMMENT, Gate, Group, _Analysis, _direct_reason, _inline_value, _value_uses, fits
 from ._topk_length_quick import ENTRY_POINTS, MIN_KERNEL, PARAM, is_kernel
-from ._topk_length_rewrite import _optional_annotation, _Rewrite, validate_rewrite
+from ._topk_length_rewrite import _optional_annotation, _Rewrite, _top_level_imports, validate_rewrite
 from ._topk_length_values import is_marker, value_sites
 
 # -- the driver --------------------------------------------------------------------------
@@ -94,12 +94,49 @@ def _guard_inline(g: Group, sites: List[Site]) -> None:
         sites[i] = replace(sites[i], reason=reason)
 
 
+def _skippable(tree: Tree, facts, fields: Sequence[str]) -> List[cst.FunctionDef]:
+    """The outermost defs whose bodies the scope analysis may leave out (Tree.skip_bodies): those
+    that never mention a kernel name or a metadata field (`fields`: their writes are followed), nor,
+    in turn, the name of a def kept (callers, overrides), that no def kept mentions (callees: rows are
+    traced into them), and hold no `global`/`nonlocal`. A fact asked of one anyway starts the file
+    again whole."""
+    units = [f.node for f in facts.functions
+             if not any(isinstance(a, cst.FunctionDef) for a in tree.ancestors(f.node))]
+    words = set(ENTRY_POINTS) | {"sparse_prefill_fwd"} | set(fields) | {
+        local for local, full in facts.imports.items() if any(e in full for e in (*ENTRY_POINTS, "sparse_prefill_fwd"))}
+    declares = {id(u) for u in units if tree.find((cst.Global, cst.Nonlocal), within=u.body)}
+    names = {id(u): {n.value for n in tree.find(cst.Name, within=u.body)} for u in units if id(u) not in declares}
+    left = [u for u in units if id(u) not in declares]
+    called: Set[str] = set()  # names the kept defs mention: the defs they may call (rows are traced into them)
+    while True:
+        kept = [u for u in left if names[id(u)] & words or u.name.value in called]
+        if not kept:
+            return left
+        words |= {u.name.value for u in kept}
+        for u in kept:
+            called |= names[id(u)]
+        left = [u for u in left if not (names[id(u)] & words or u.name.value in called)]
+
+
 def migrate(source: str, path: str, gate: Gate, metadata: Sequence[str] = ()) -> Tuple[str, List[Site]]:
-    """Classify every kernel call in `source` and return (rewritten source, sites)."""
+    """Classify every kernel call in `source` and return (rewritten source, sites).
+
+    The scope analysis first leaves out the bodies of the defs nothing here reaches (_skippable);
+    where the analysis asks after one of them, it runs again on the whole module."""
     module = cst.parse_module(source)
+    try:
+        return _migrate(module, source, path, gate, metadata, partial=True)
+    except WholeModuleNeeded:
+        return _migrate(module, source, path, gate, metadata, partial=False)
+
+
+def _migrate(module: cst.Module, source: str, path: str, gate: Gate, metadata: Sequence[str],
+             partial: bool) -> Tuple[str, List[Site]]:
     tree = Tree(module)
     facts = collect(module, tree.wrapper)
     analysis = _Analysis(facts, tree, source, path, gate, metadata)
+    if partial:
+        tree.skip_bodies(_skippable(tree, facts, [m.rsplit(".", 1)[-1] for m in analysis.metadata]))
     calls = [c for c in facts.calls if is_kernel(c.callee) and not is_marker(c.callee)]
     sites = []
     for c in calls:
@@ -113,12 +150,13 @@ def migrate(source: str, path: str, gate: Gate, metadata: Sequence[str] = ()) ->
     groups = list(analysis.groups)
     _inline_shared_functions(groups, sites)
     annotation, need_import = _optional_annotation(module, facts)
+    torch = next((k for k, v in sorted(_top_level_imports(module).items()) if v == "torch"), None)
     if groups:  # validate on the module cut down to the functions the rewrite touches (faster)
         small = _reduced(module, _touched(tree, groups))
         small_tree = Tree(small, positions=False)
         small_tree.position = tree.position  # kept nodes are the original objects: their lines hold
     while groups:
-        rewrite = _Rewrite(groups, annotation, small_tree)
+        rewrite = _Rewrite(groups, annotation, small_tree, torch)
         failures = validate_rewrite(small_tree, small.visit(rewrite), rewrite.record, groups) or {}
         if not failures:
             break
@@ -133,7 +171,7 @@ def migrate(source: str, path: str, gate: Gate, metadata: Sequence[str] = ()) ->
     sites.sort(key=lambda s: (s.line, s.column))
     if not groups:
         return source, sites
-    new = module.visit(_Rewrite(groups, annotation, tree))
+    new = module.visit(_Rewrite(groups, annotation, tree, torch))
     if need_import and any(g.add_param for g in groups):
         from libcst.codemod import CodemodContext
         from libcst.codemod.visitors import AddImportsVisitor
@@ -201,7 +239,13 @@ class Metadata:
 
 _KERNEL_IMPORT = "from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
 _GETATTR = 'getattr(metadata, "dsa_cache_seqlens_int32", None)'  # nothing here declares what `metadata` holds
-_INLINE = f"{_GETATTR} if {_GETATTR} is not None and {_GETATTR}.shape[0] == {{q}}.shape[0] else None"
+# where nothing declares what `metadata` holds, the guard checks all the kernel needs (fits)
+_INLINE = _inline_value("metadata.dsa_cache_seqlens_int32", "getattr", "{q}", "torch")
+
+
+def _checked(q: str = "q", torch: str = "torch") -> str:
+    """The statement guard's test for metadata read with getattr."""
+    return f"topk_length is not None and not {fits('topk_length', q, False, torch)}"
 
 
 def _fn(body: str, head: str = "", imports: str = _KERNEL_IMPORT) -> str:
@@ -216,11 +260,11 @@ def _helper(kernel_call: str, head: str = "", params: str = "q", call: str = "q"
             f"    {decorator}def _sparse(self, {params}):\n        {kernel_call}\n# metadata.dsa_cache_seqlens_int32\n")
 
 
-def _helper_after(before: str, annotation: str) -> str:
+def _helper_after(before: str, annotation: str, torch: Optional[str] = None) -> str:
     return before.replace("return self._sparse(q)", f"return self._sparse(q, topk_length={_GETATTR})").replace(
         "def _sparse(self, q):", f"def _sparse(self, q, topk_length: {annotation} = None):").replace(
         "        return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)",
-        f"        {GUARD_COMMENT}\n        if topk_length is not None and topk_length.shape[0] != q.shape[0]:\n"
+        f"        {CHECKED_GUARD_COMMENT}\n        if {_checked('q', torch)}:\n"
         "            topk_length = None\n\n        return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0, topk_length=topk_length)")
 
 
@@ -362,9 +406,11 @@ INVALID = [
         "# metadata.nsa_cache_seqlens_int32: clipped to topk\n",
         Status.FIXABLE, "passes metadata.nsa_cache_seqlens_int32",
         after="from sgl_kernel.flash_mla import flash_mla_sparse_fwd as sparse_fwd\n\n"
-        f"def attend(q, kv, idx, metadata):\n    {GUARD_COMMENT}\n"
+        f"def attend(q, kv, idx, metadata):\n    {CHECKED_GUARD_COMMENT}\n"
         "    topk_length = getattr(metadata, \"nsa_cache_seqlens_int32\", None)\n"
-        "    if topk_length is not None and topk_length.shape[0] != q.shape[0]:\n        topk_length = None\n\n"
+        "    if topk_length is not None and not (isinstance(topk_length, type(q)) and str(topk_length.dtype) == "
+        "\"torch.int32\" and topk_length.dim() == 1 and topk_length.shape[0] == q.shape[0] and "
+        "topk_length.device == q.device):\n        topk_length = None\n\n"
         "    return sparse_fwd(q, kv, idx, 0.1, topk_length=topk_length)\n\n"
         "# metadata.nsa_cache_seqlens_int32: clipped to topk\n",
     ),
@@ -377,8 +423,7 @@ INVALID = [
         Status.FIXABLE, "guarded inline",
         after="from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n\n"
         "def attend(q, kv, idx, metadata):\n    if metadata is not None: return flash_mla_sparse_fwd(q, kv, idx, 0.1, "
-        "topk_length=getattr(metadata, \"dsa_cache_seqlens_int32\", None) if getattr(metadata, \"dsa_cache_seqlens_int32\", None) is not None "
-        "and getattr(metadata, \"dsa_cache_seqlens_int32\", None).shape[0] == q.shape[0] else None)\n\n"
+        f"topk_length={_inline_value('metadata.dsa_cache_seqlens_int32', 'getattr', 'q')})\n\n"
         "# metadata.dsa_cache_seqlens_int32\n",
     ),
     # Module import alias, try/except fallback to None, and Optional not yet imported.
@@ -391,8 +436,8 @@ INVALID = [
         after="import torch\nfrom typing import Optional\n\ntry:\n    import sgl_kernel.flash_mla as fm\nexcept ImportError:\n    fm = None\n\n\n"
         "def run(metadata, q, kv, idx):\n    return helper(q, kv, idx, topk_length=getattr(metadata, \"dsa_cache_seqlens_int32\", None))\n\n\n"
         "def helper(q, kv, idx, topk_length: Optional[torch.Tensor] = None):\n"
-        f"    {GUARD_COMMENT}\n"
-        "    if topk_length is not None and topk_length.shape[0] != q.shape[0]:\n        topk_length = None\n\n"
+        f"    {CHECKED_GUARD_COMMENT}\n"
+        f"    if {_checked()}:\n        topk_length = None\n\n"
         "    out = fm.flash_mla_sparse_fwd(q, kv, idx, 1.0, topk_length=topk_length)  # the kernel\n    return out\n"
         "# dsa_cache_seqlens_int32\n",
     ),
@@ -411,9 +456,9 @@ INVALID = [
     # class 2: a None default: the inserted binding handles None.
     Example(_fn("def attend(q, kv, idx, metadata=None):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n"),
             Status.FIXABLE, "guarded by q's row count",
-            after=_fn(f"def attend(q, kv, idx, metadata=None):\n    {GUARD_COMMENT}\n"
+            after=_fn(f"def attend(q, kv, idx, metadata=None):\n    {CHECKED_GUARD_COMMENT}\n"
                       f"    topk_length = {_GETATTR}\n"
-                      "    if topk_length is not None and topk_length.shape[0] != q.shape[0]:\n        topk_length = None\n\n"
+                      f"    if {_checked()}:\n        topk_length = None\n\n"
                       "    return flash_mla_sparse_fwd(q, kv, idx, 1.0, topk_length=topk_length)\n")),
     # class 3: `topk_length` is already a local with another meaning: the guard goes inline.
     Example(_fn("def attend(q, kv, idx, metadata):\n    topk_length = idx.shape[-1]\n"
@@ -428,7 +473,7 @@ INVALID = [
         "return self._sparse(q_all)", f"return self._sparse(q_all, topk_length={_GETATTR})").replace(
         "def _sparse(self, q_all):", "def _sparse(self, q_all, topk_length: Optional[torch.Tensor] = None):").replace(
         "        o, _, _ = flash_mla_sparse_fwd(q_input, self.kv, self.idx, 1.0)",
-        f"        {GUARD_COMMENT}\n        if topk_length is not None and topk_length.shape[0] != q_input.shape[0]:\n"
+        f"        {CHECKED_GUARD_COMMENT}\n        if {_checked('q_input')}:\n"
         "            topk_length = None\n\n"
         "        o, _, _ = flash_mla_sparse_fwd(q_input, self.kv, self.idx, 1.0, topk_length=topk_length)").replace(
         _KERNEL_IMPORT, _KERNEL_IMPORT + "from typing import Optional\n", 1)),

@@ -23,11 +23,14 @@ KERNEL = "sglang-kernel==0.4.6"
 
 
 class T:
-    """A tensor stand-in: a shape and an id for its rows."""
+    """A tensor stand-in: a shape, a dtype's name, a device and an id for its rows."""
 
-    def __init__(self, rows, tag="t"):
-        self.shape = (rows, 4)
-        self.tag = tag
+    def __init__(self, rows, tag="t", shape=None, dtype="torch.bfloat16"):
+        self.shape = shape or (rows, 4)
+        self.tag, self.dtype, self.device = tag, dtype, "cpu"
+
+    def dim(self):
+        return len(self.shape)
 
     def view(self, *shape):
         return self
@@ -65,7 +68,7 @@ def run(source, *args):
 
 
 def md(rows):
-    return types.SimpleNamespace(dsa_cache_seqlens_int32=T(rows, "lens"))
+    return types.SimpleNamespace(dsa_cache_seqlens_int32=T(rows, "lens", (rows,), "torch.int32"))
 
 
 # Cases only the scope validation catches: each compiles either way, and without the
@@ -129,12 +132,18 @@ def entry(q, metadata, draft):
 # metadata.dsa_cache_seqlens_int32
 """
 
+# (typed metadata: the reference guard, q's row count only; the getattr form's checked guard would
+# fall back to the full width on q = None instead of raising)
 CONDITIONAL = """\
 from sgl_kernel.flash_mla import flash_mla_sparse_fwd
 
-def entry(q, metadata, draft):
+
+class DSAMetadata:
+    dsa_cache_seqlens_int32: "torch.Tensor"
+
+
+def entry(q, metadata: DSAMetadata, draft):
     return flash_mla_sparse_fwd(q, None, None, 1.0)[0] if q is not None else draft
-# metadata.dsa_cache_seqlens_int32
 """
 
 
@@ -510,3 +519,48 @@ def test_attribute_reads_by_literal_or_computed_name_are_not_reflection(tmp_path
            "# uses metadata.nsa_cache_seqlens_int32\n")
     (site,) = migrate_source(src, str(tmp_path / "b.py")).sites
     assert site.status is Status.FIXABLE, site.reason
+
+
+# Defense in depth: where nothing declares what the metadata holds (the getattr form), the inserted
+# guard hands the kernel topk_length only if it is a tensor, int32, 1-D, on q's device, with q's rows;
+# anything else (a field of another meaning, a list, a wrong dtype or shape) gets the full width, and
+# the guard itself never raises.
+UNTYPED = """\
+import torch
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+
+def entry(q, metadata):
+    return flash_mla_sparse_fwd(q, None, None, 1.0)[0]
+# metadata.dsa_cache_seqlens_int32
+"""
+
+
+@pytest.mark.parametrize("untyped", [UNTYPED, UNTYPED.replace("import torch\n", "")], ids=["torch", "no-torch"])
+@pytest.mark.parametrize("field,given", [
+    (lambda torch: torch.full((6,), 3, dtype=torch.int32), True),
+    (lambda torch: torch.full((6,), 3, dtype=torch.int64), False),
+    (lambda torch: torch.full((6, 1), 3, dtype=torch.int32), False),
+    (lambda torch: torch.full((5,), 3, dtype=torch.int32), False),
+    (lambda torch: torch.full((6,), 3, dtype=torch.int32, device="meta"), False),
+    (lambda torch: [3] * 6, False),
+    (lambda torch: 3, False),
+    (lambda torch: None, False),
+], ids=["int32", "int64", "2-d", "rows", "device", "list", "int", "none"])
+def test_checked_guard_passes_only_what_the_kernel_takes(untyped, field, given, tmp_path, monkeypatch):
+    torch = pytest.importorskip("torch")
+    got = []
+
+    def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_length=None):
+        got.append(topk_length)
+        return q, None, None
+
+    pkg, mod = types.ModuleType("sgl_kernel"), types.ModuleType("sgl_kernel.flash_mla")
+    mod.flash_mla_sparse_fwd = flash_mla_sparse_fwd
+    monkeypatch.setitem(sys.modules, "sgl_kernel", pkg)
+    monkeypatch.setitem(sys.modules, "sgl_kernel.flash_mla", mod)
+    m = migrate(untyped, tmp_path)
+    assert m.sites[0].status is Status.FIXABLE and "isinstance(topk_length" in m.new_source
+    value = field(torch)
+    run(m.new_source, torch.zeros(6, 4), types.SimpleNamespace(dsa_cache_seqlens_int32=value))
+    assert (got[0] is value) if given else (got[0] is None)

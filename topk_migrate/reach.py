@@ -144,18 +144,19 @@ class Project:
         self.module = os.path.realpath(module_path)
         self.root = root
         self._find_module = lambda path, mod: _real(find_module(path, mod))
-        self._texts: Optional[List[Tuple[str, str]]] = None
+        self._texts: Optional[List[Tuple[str, bytes]]] = None
         self._parsed: Dict[str, Optional[_File]] = {}
+        self._subclasses: Dict[frozenset, List[Tuple[_File, ast.ClassDef]]] = {}
         self.unreadable: List[Finding] = []  # files that name a name but cannot be checked
 
     def rel(self, path: str) -> str:
         return os.path.relpath(path, self.root).replace(os.sep, "/")
 
-    def texts(self) -> List[Tuple[str, str]]:
-        """(real path, text) of every non-test Python file of the project but the module itself."""
+    def texts(self) -> List[Tuple[str, bytes]]:
+        """(real path, contents) of every non-test Python file of the project but the module itself."""
         if self._texts is not None:
             return self._texts
-        out: List[Tuple[str, str]] = []
+        out: List[Tuple[str, bytes]] = []
         for n, (path, err) in enumerate(iter_python_files([self.root])):
             if n >= MAX_FILES:
                 self.unreadable.append(Finding(".", 0, f"more than {MAX_FILES} Python files"))
@@ -169,7 +170,7 @@ class Project:
                 if e.errno == errno.EFBIG:
                     self.unreadable.append(Finding(self.rel(path), 0, "is too large to read"))
                 continue
-            out.append((real, data.decode("utf-8", "replace")))
+            out.append((real, data))
         self._texts = out
         return out
 
@@ -178,13 +179,14 @@ class Project:
         names = [n for n in names if n]
         if not names:
             return []
-        pattern = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(set(names)))))
+        pattern = re.compile(rb"\b(?:%s)\b" % b"|".join(re.escape(n.encode()) for n in sorted(set(names))))
+        needles = [n.encode() for n in names]
         out = []
-        for path, text in self.texts():
-            if not pattern.search(text):
+        for path, data in self.texts():
+            if not any(n in data for n in needles) or not pattern.search(data):  # substring first: C speed
                 continue
             if path not in self._parsed:
-                self._parsed[path] = self._parse(path, text)
+                self._parsed[path] = self._parse(path, data.decode("utf-8", "replace"))
             f = self._parsed[path]
             if f is not None:
                 out.append(f)
@@ -209,6 +211,11 @@ class Project:
         """Classes of other files that derive, directly or through each other, from one of the module's
         classes `seeds`: a base resolving to one of them, or a base whose module is not known that
         carries one of their names."""
+        if frozenset(seeds) not in self._subclasses:
+            self._subclasses[frozenset(seeds)] = self._derive(seeds)
+        return self._subclasses[frozenset(seeds)]
+
+    def _derive(self, seeds: Set[str]) -> List[Tuple[_File, ast.ClassDef]]:
         keys = {(self.module, s) for s in seeds}
         names = set(seeds)
         found: Dict[Tuple[str, str], Tuple[_File, ast.ClassDef]] = {}
