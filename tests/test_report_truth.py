@@ -165,3 +165,70 @@ def test_reasons_print_paths_from_the_project_root_never_absolute(tmp_path):
         assert str(tmp_path) + "/sgl_kernel" not in out
         if fmt:
             assert all(str(tmp_path) not in s["reason"] for s in json.loads(out)["sites"])
+
+
+# -- the real blocker first -------------------------------------------------------------------------------
+DECORATED = """
+    from typing import Optional
+
+    import torch
+    from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+    from tensorrt_llm._utils import nvtx_range
+
+
+    class Backend:
+        @nvtx_range("sparse")
+        def _sparse(self, q, kv, idx):
+            return flash_mla_sparse_fwd(q, kv, idx, 0.1)
+
+        def forward(self, q, kv, idx, metadata):
+            return self._sparse(q, kv, idx)
+
+    # metadata.dsa_cache_seqlens_int32: clipped to the top-k width
+"""
+
+
+def test_a_decorator_reason_says_what_value_would_have_to_be_passed():
+    (s,) = sites(DECORATED)
+    assert s.status is Status.MANUAL and "decorated with `@nvtx_range`" in s.reason
+    assert "the value to pass is metadata.dsa_cache_seqlens_int32, which the caller at line 15 holds" in s.reason, s.reason
+
+
+def test_rows_that_cannot_align_come_before_the_decorator():
+    """TensorRT-LLM's DeepSeek-V4 Hopper shape: q cut into 512-row chunks inside a decorated helper."""
+    src = DECORATED.replace("return flash_mla_sparse_fwd(q, kv, idx, 0.1)",
+                            "q = q[i:i + 512]\n            return flash_mla_sparse_fwd(q, kv, idx, 0.1)").replace(
+        "def _sparse(self, q, kv, idx):", "def _sparse(self, q, kv, idx, i=0):")
+    (s,) = sites(src)
+    assert s.status is Status.MANUAL and s.reason.startswith("q's rows may not be the metadata's rows"), s.reason
+    assert "nvtx_range" not in s.reason
+
+
+def test_no_metadata_comes_before_the_decorator():
+    src = DECORATED.replace("# metadata.dsa_cache_seqlens_int32: clipped to the top-k width", "").replace(
+        "def forward(self, q, kv, idx, metadata):", "def forward(self, q, kv, idx, meta):")
+    (s,) = sites(src)
+    assert s.status is Status.MANUAL and s.reason.startswith("no clipped-seqlen metadata"), s.reason
+    assert "nvtx_range" not in s.reason
+
+
+def test_a_pytest_test_is_never_told_to_add_a_parameter():
+    src = """
+        import pytest
+        import torch
+        from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+
+        @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+        def test_sparse_prefill(q, kv):
+            idx = torch.full((64, 1, 2048), -1, dtype=torch.int32)
+            out = flash_mla_sparse_fwd(q, kv, idx, 0.1)
+            assert out is not None
+    """
+    (s,) = sites(src)
+    assert s.status is Status.MANUAL
+    assert "add the parameter" not in s.reason and "skipif" not in s.reason, s.reason
+    assert "it is a pytest test, so pass topk_length to the kernel call itself" in s.reason
+    # indices the test draws at random: that is the blocker, and still no parameter to add
+    (s,) = sites(src.replace("torch.full((64, 1, 2048), -1, dtype=torch.int32)", "torch.randint(0, 256, (64, 1, 2048))"))
+    assert s.reason.startswith("the indices may not be the top-k") and "skipif" not in s.reason, s.reason
