@@ -570,11 +570,11 @@ class _Analysis:
             return self.site(c, Status.MANUAL, "op-level call: its schema is fixed by the kernel build; call the Python wrapper with topk_length")
         if cap.accepts is False:
             return self.site(c, Status.MANUAL, f"kernel too old: {cap.detail}")
+        why = self.callee_identity(c) or self.reflection()
+        if why:  # the real blocker first: a name that may not be the kernel, whatever the kernel takes
+            return self.site(c, Status.MANUAL, why)
         if cap.accepts is None:
             return self.site(c, Status.MANUAL, f"kernel capability unknown (pass --kernel): {cap.detail}")
-        why = self.callee_identity(c) or self.reflection()
-        if why:
-            return self.site(c, Status.MANUAL, why)
         return self.contract(c)
 
     def reflection(self) -> Optional[str]:

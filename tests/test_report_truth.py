@@ -232,3 +232,11 @@ def test_a_pytest_test_is_never_told_to_add_a_parameter():
     # indices the test draws at random: that is the blocker, and still no parameter to add
     (s,) = sites(src.replace("torch.full((64, 1, 2048), -1, dtype=torch.int32)", "torch.randint(0, 256, (64, 1, 2048))"))
     assert s.reason.startswith("the indices may not be the top-k") and "skipif" not in s.reason, s.reason
+
+
+def test_a_name_that_may_not_be_the_kernel_comes_before_an_unknown_kernel():
+    """lmdeploy's shape: the kernel reaches a local through a lazy getter; no kernel declared. Declaring one
+    would not help (the name is not an import), so the reason is the name, not the kernel's capability."""
+    (s,) = sites(GETTER, kernel=None)
+    assert s.status is Status.MANUAL and "may not be the kernel at run time" in s.reason, s.reason
+    assert "capability unknown" not in s.reason
