@@ -7,6 +7,7 @@ differ only by inserted code (which never opens a scope) can be compared access 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
@@ -17,6 +18,8 @@ from libcst.metadata import (
     Assignment, BuiltinScope, FunctionScope, GlobalScope, MetadataWrapper,
     PositionProvider, Scope, ScopeProvider,
 )
+from libcst.metadata.expression_context_provider import ExpressionContextProvider
+from libcst.metadata.scope_provider import AnnotationScope, ScopeVisitor
 
 BLOCKS = (cst.Module, cst.IndentedBlock, cst.SimpleStatementLine, cst.SimpleStatementSuite)
 PLAIN_TYPES = {"dict", "list", "tuple", "str", "int", "float", "bool", "bytes", "set", "Dict", "List", "Tuple",
@@ -46,6 +49,79 @@ class _Numberer(cst.CSTVisitor):
         self.end[id(original_node)] = self._n - 1
 
 
+def scope_map(module: cst.Module, provider=ScopeProvider):
+    """What MetadataWrapper.resolve(ScopeProvider) gives, in two walks of the module instead of four.
+
+    Both LibCST providers involved (ScopeProvider and its dependency, ExpressionContextProvider) do all
+    their work in visit_Module, with a walk of their own; resolved through the wrapper, each also
+    costs a batched walk of the whole module that calls nothing. Here each provider's visit_Module
+    runs alone, with the dependency's results handed over as the wrapper would."""
+    context = ExpressionContextProvider()
+    context.visit_Module(module)
+    scopes = provider()
+    scopes.metadata = {ExpressionContextProvider: context._computed}
+    scopes.visit_Module(module)
+    return scopes._computed
+
+
+class WholeModuleNeeded(Exception):
+    """A scope fact was asked that a Tree with skip_bodies does not hold (see Tree.skip_bodies)."""
+
+
+class _PartialScopeVisitor(ScopeVisitor):
+    """LibCST's scope visitor, leaving out the bodies of the defs in provider.skip (a def's name,
+    decorators, parameters, defaults, annotations and return annotation are visited as LibCST does)."""
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> Optional[bool]:
+        if id(node) not in self.provider.skip:
+            return super().visit_FunctionDef(node)
+        self.scope.record_assignment(node.name.value, node)
+        self.provider.set_metadata(node.name, self.scope)
+        with ExitStack() as stack:
+            if node.type_parameters:
+                stack.enter_context(self._new_scope(AnnotationScope, node, None))
+                node.type_parameters.visit(self)
+            with self._new_scope(FunctionScope, node, get_full_name_for_node(node.name)):
+                node.params.visit(self)
+            for decorator in node.decorators:
+                decorator.visit(self)
+            if node.returns:
+                node.returns.visit(self)
+        return False
+
+
+class _PartialScopeProvider(ScopeProvider):
+    skip: frozenset = frozenset()
+
+    def visit_Module(self, node: cst.Module) -> Optional[bool]:
+        visitor = _PartialScopeVisitor(self)
+        node.visit(visitor)
+        visitor.infer_accesses()
+        return None
+
+
+class _PartialScopes:
+    """The scope map of a partial analysis: a node of a left-out body raises WholeModuleNeeded."""
+
+    def __init__(self, found, tree: "Tree"):
+        self._found, self._tree = found, tree
+
+    def get(self, node, default=None):
+        got = self._found.get(node)
+        if got is None and self._tree.in_skipped_body(node):
+            raise WholeModuleNeeded(f"a scope in a body left out (line {self._tree.line(node)})")
+        return default if got is None else got
+
+    def __getitem__(self, node):
+        got = self.get(node)
+        if got is None:
+            raise KeyError(node)
+        return got
+
+    def values(self):
+        return self._found.values()
+
+
 @dataclass
 class Binding:
     """Where a name read resolves: the scope (by rank) and the assignments Python may use."""
@@ -62,10 +138,32 @@ class Tree:
         self.module = module
         self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
         self.position = self.wrapper.resolve(PositionProvider) if positions else {}
+        self._skipped: Optional[Tuple[List[int], List[int]]] = None  # bodies the scope analysis left out
+
+    def skip_bodies(self, defs: Sequence[cst.FunctionDef]) -> None:
+        """Before the first scope fact: the scope analysis leaves out these defs' bodies (their names,
+        decorators, parameters and annotations are analysed). A fact asked of a node in such a body,
+        or every read of the module (accesses), raises WholeModuleNeeded: the caller then starts
+        again on a Tree without skip_bodies. The facts of every other node are the whole analysis'."""
+        assert "scope_of" not in self.__dict__, "skip_bodies after the scope analysis ran"
+        spans = sorted((self.order[id(d.body)], self.end[id(d.body)]) for d in defs if id(d.body) in self.order)
+        if spans:
+            self._skipped = ([a for a, _ in spans], [b for _, b in spans])
+
+    def in_skipped_body(self, node: cst.CSTNode) -> bool:
+        if self._skipped is None or id(node) not in self.order:
+            return False
+        starts, ends = self._skipped
+        i = bisect_right(starts, self.order[id(node)]) - 1
+        return i >= 0 and self.order[id(node)] <= ends[i]
 
     @cached_property
     def scope_of(self):
-        return self.wrapper.resolve(ScopeProvider)
+        if self._skipped is None:
+            return scope_map(self.module)
+        skip = frozenset(id(d) for d in self.find(cst.FunctionDef) if self.in_skipped_body(d.body))
+        provider = type("PartialScopeProvider", (_PartialScopeProvider,), {"skip": skip})
+        return _PartialScopes(scope_map(self.module, provider), self)
 
     @cached_property
     def _numbered(self) -> _Numberer:
@@ -210,6 +308,8 @@ class Tree:
 
     def accesses(self) -> Iterator[Tuple[int, str, cst.CSTNode, object]]:
         """(scope rank, name, node, access) for every name read in the module."""
+        if self._skipped is not None:
+            raise WholeModuleNeeded("every read of the module")
         for scope in self.scopes:
             for access in scope.accesses:
                 node = access.node
