@@ -564,3 +564,22 @@ def test_checked_guard_passes_only_what_the_kernel_takes(untyped, field, given, 
     value = field(torch)
     run(m.new_source, torch.zeros(6, 4), types.SimpleNamespace(dsa_cache_seqlens_int32=value))
     assert (got[0] is value) if given else (got[0] is None)
+
+
+# In-place writes through an alias are writes to the tensor (a points-to relation: views, the value
+# itself, what an unknown call may hand back); a copy's in-place writes are not.
+@pytest.mark.parametrize("body,hazard", [
+    ("a = q\n    a.copy_(a[perm])", True),
+    ("a = q[:, :8]\n    a.copy_(a.index_select(0, perm))", True),
+    ("for buf in (q, r):\n        buf.copy_(buf[perm])", True),
+    ("a = helper(q)\n    a.copy_(a[perm])", True),
+    ("a = q if r is None else r\n    a[perm] = r", True),
+    ("a = q.clone()\n    a.copy_(a[perm])", False),
+    ("a = q.new_zeros(q.shape)\n    a.copy_(a[perm])", False),
+    ("o = helper(q, r)\n    s = r\n    s[perm] = 0", False),  # q and r may each be o, not each other
+])
+def test_writes_through_aliases(body, hazard):
+    src = f"def f(q, r, perm, helper):\n    {body}\n    x = q\n"
+    tree = Tree(__import__("libcst").parse_module(src))
+    node = tree.module.body[0].body.body[-1].body[0].value
+    assert bool(row_hazard(tree, node)[0]) is hazard, row_hazard(tree, node)[0]

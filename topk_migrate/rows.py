@@ -420,6 +420,13 @@ class RowTrace:
         owner = getattr(scope, "node", None)
         if owner is None:
             return None
+        for n in [name, *sorted(aliases_in(self.tree, owner, name))]:  # a write through an alias is one to name
+            why = self._writes_of(scope, owner, n)
+            if why:
+                return why
+        return None
+
+    def _writes_of(self, scope, owner: cst.CSTNode, name: str) -> Optional[str]:
         finder = writes_in(self.tree, owner, name)
         for target, value in finder.subscripts:
             if self.tree.binding(target.value, name).scope_rank != self.tree.rank.get(id(scope)):
@@ -504,6 +511,144 @@ class _RowWrites(cst.CSTVisitor):
 
 
 _NO_WRITES = _Writes()
+
+
+# Method calls whose result never shares storage with the receiver or the arguments (a copy, a new
+# tensor, a reduction, a size): everything else may return a view, or the receiver itself
+# (`.contiguous()`, `.to(dtype)` when nothing changes).
+COPYING_METHODS = {"clone", "new_zeros", "new_empty", "new_ones", "new_full", "new_tensor", "index_select",
+                   "masked_select", "masked_fill", "gather", "sum", "mean", "amax", "amin", "cumsum", "argsort",
+                   "nonzero", "repeat", "repeat_interleave", "take", "take_along_dim"} | NO_DATA_METHODS
+COPYING_FUNCTIONS = {"cat", "concat", "stack", "hstack", "vstack", "index_select", "gather", "masked_select",
+                     "take", "take_along_dim", "repeat_interleave", "cumsum", "argsort", "where", "minimum",
+                     "maximum", "clamp", "remainder"} | FRESH_FUNCTIONS
+NON_TENSOR_BUILTINS = {"len", "int", "float", "bool", "str", "isinstance", "range", "print", "id", "hash"}
+
+
+def may_share(e: Optional[cst.CSTNode]) -> Set[str]:
+    """The names whose storage the value of `e` may share (be, or be a view of). Default-deny: an
+    expression this does not know (an unknown call: it may hand back an argument) shares with every
+    name it mentions; only copies, fresh tensors, arithmetic and sizes share with none."""
+    if e is None:
+        return set()
+    if isinstance(e, cst.Name):
+        return {e.value}
+    if isinstance(e, _NO_ROWS) or isinstance(e, (cst.BinaryOperation, cst.UnaryOperation)):
+        return set()
+    if isinstance(e, cst.Subscript):
+        return may_share(e.value)
+    if isinstance(e, cst.Attribute):
+        if e.attr.value in NO_DATA_ATTRS:
+            return set()
+        return may_share(e.value) if e.attr.value in TRANSPOSING_ATTRS | {"real", "imag", "data"} else set()
+    if isinstance(e, (cst.Tuple, cst.List)):
+        return set().union(*(may_share(x.value) for x in e.elements)) if e.elements else set()
+    if isinstance(e, cst.StarredElement):
+        return may_share(e.value)
+    if isinstance(e, cst.IfExp):
+        return may_share(e.body) | may_share(e.orelse)
+    if isinstance(e, cst.BooleanOperation):
+        return may_share(e.left) | may_share(e.right)
+    if isinstance(e, cst.NamedExpr):
+        return may_share(e.value) | may_share(e.target)
+    if isinstance(e, cst.Call):
+        f = e.func
+        args = set().union(*(may_share(a.value) for a in e.args)) if e.args else set()
+        if isinstance(f, cst.Attribute):
+            name = get_full_name_for_node(f) or ""
+            if name.startswith(TORCH_PREFIXES) and name.count(".") == 1:  # torch.fn(...)
+                return set() if f.attr.value in COPYING_FUNCTIONS else args
+            return set() if f.attr.value in COPYING_METHODS else may_share(f.value) | args
+        if isinstance(f, cst.Name) and f.value in NON_TENSOR_BUILTINS:
+            return set()
+        return args
+    return {n.value for n in _names_in(e)}
+
+
+class _Aliases(cst.CSTVisitor):
+    """Which names may share storage, under one node: a points-to relation over its bindings
+    (assignment, walrus, `for`, `with`, a comprehension's `for`), each name its own object and also
+    whatever its values may_share. Two names alias if they may point to one object."""
+
+    def __init__(self) -> None:
+        self.binds: List[Tuple[str, Set[str]]] = []
+
+    def _bind(self, targets, value, element: bool = False) -> None:
+        sources = may_share(value) if not element else _iterated(value)
+        for t in targets:
+            for n in _names_in(t) if isinstance(t, (cst.Tuple, cst.List, cst.StarredElement)) else [t]:
+                if isinstance(n, cst.Name):
+                    self.binds.append((n.value, sources))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._bind([t.target for t in node.targets], node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._bind([node.target], node.value)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._bind([node.target], node.value)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._bind([node.target], node.iter, element=True)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._bind([node.target], node.iter, element=True)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._bind([node.asname.name], node.item)
+
+    def points_to(self) -> Dict[str, Set[str]]:
+        pts: Dict[str, Set[str]] = {}
+        for target, sources in self.binds:
+            pts.setdefault(target, {target})
+            for src in sources:
+                pts.setdefault(src, {src})
+        grew = True
+        while grew:
+            grew = False
+            for target, sources in self.binds:
+                new = set().union(*(pts[x] for x in sources)) - pts[target] if sources else set()
+                if new:
+                    pts[target] |= new
+                    grew = True
+        return pts
+
+
+def _iterated(e: cst.BaseExpression) -> Set[str]:
+    """What the elements of an iterated value may share: a literal's elements, else the value's."""
+    return may_share(e)
+
+
+def _names_in(node: cst.CSTNode) -> List[cst.Name]:
+    out: List[cst.Name] = []
+
+    class _V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            out.append(n)
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            n.value.visit(self)  # `x.attr`: x, not attr
+            return False
+
+    node.visit(_V())
+    return out
+
+
+def aliases_in(tree: Tree, owner: cst.CSTNode, name: str) -> Set[str]:
+    """The names under owner that may point to an object `name` may point to (_Aliases), without name."""
+    cache = tree.__dict__.setdefault("_aliases", {})
+    pts = cache.get(id(owner))
+    if pts is None:
+        found = _Aliases()
+        owner.visit(found)
+        pts = cache[id(owner)] = found.points_to()
+    mine = pts.get(name)
+    if not mine:
+        return set()
+    return {other for other, theirs in pts.items() if other != name and theirs & mine}
 
 
 def writes_in(tree: Tree, owner: cst.CSTNode, name: str) -> _Writes:
@@ -720,12 +865,13 @@ class IndexTrace:
         if key in self.seen:
             return None
         self.seen.add(key)
-        finder = writes_in(self.tree, scope.node, name)
-        for target, _ in finder.subscripts:
-            if self.tree.binding(target.value, name).scope_rank == self.tree.rank.get(id(scope)):
-                return f"`{_code(target)} = ...` overwrites top-k entries"
-        for call in finder.inplace + finder.changes + finder.outs:
-            return f"`{_code(call)}` changes which top-k entries are valid"
+        for n in [name, *sorted(aliases_in(self.tree, scope.node, name))]:  # a write through an alias is one to name
+            finder = writes_in(self.tree, scope.node, n)
+            for target, _ in finder.subscripts:
+                if self.tree.binding(target.value, n).scope_rank == self.tree.rank.get(id(scope)):
+                    return f"`{_code(target)} = ...` overwrites top-k entries"
+            for call in finder.inplace + finder.changes + finder.outs:
+                return f"`{_code(call)}` changes which top-k entries are valid"
         return None
 
 
