@@ -84,7 +84,8 @@ def candidates(tree: str) -> None:
     import os
 
     from topk_migrate import audit
-    from topk_migrate.discover import file_may_hold_site, project_files
+    from topk_migrate.config import project_files
+    from topk_migrate.discover import file_may_hold_site
 
     audit._import_for_classify()
     found = [p for p, err in project_files([tree]) if not err and file_may_hold_site(p)]

@@ -1,5 +1,5 @@
 """pytest plugin (-p narrow_shadow): every engine run in a test is repeated on the narrowed source,
-and by the rules' quick classifiers (rules.quick_sites) where they answer.
+and by the rules' quick classifiers (api.quick_sites) where they answer.
 
 Loaded by tests/test_audit_narrow.py around the engine's own tests, so narrowing is
 checked on every source they make up. Each comparison is appended to the JSON-lines
@@ -9,7 +9,7 @@ import json
 import os
 
 import topk_migrate.api as api
-from topk_migrate import guard, narrow, rules
+from topk_migrate import guard, narrow
 
 _real = api.migrate_source
 
@@ -51,7 +51,7 @@ def _quick(small, path, kernel, metadata=(), enable=(), disable=()):
         return None
     if guard.needs_isolation(tree):
         return None
-    return rules.quick_sites(small, tree, path, kernel, enable, disable)
+    return api.quick_sites(small, tree, path, kernel, enable, disable)
 
 
 def pytest_configure(config):

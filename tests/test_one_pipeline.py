@@ -1,4 +1,4 @@
-"""check, apply, audit and bump read the same files (discover.project_files): each file once however
+"""check, apply, audit and bump read the same files (config.project_files): each file once however
 it is named, a bad path once, and a project's include/exclude for all of them; and they share
 model.exit_code."""
 import os

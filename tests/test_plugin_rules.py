@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 import topk_migrate.codemods as codemods
-from topk_migrate import discover, rules
+from topk_migrate import api, discover, rules
 from topk_migrate.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -144,7 +144,7 @@ def test_a_rule_without_a_quick_module_leaves_the_file_to_the_engine(toy, tmp_pa
 
     from topk_migrate import audit
 
-    assert rules.quick_sites(SRC, ast.parse(SRC), str(tmp_path / "m.py"), KERNEL) is None
+    assert api.quick_sites(SRC, ast.parse(SRC), str(tmp_path / "m.py"), KERNEL) is None
     (tmp_path / "fork.py").write_text(SRC)
     got = audit.audit([str(tmp_path)], kernel=KERNEL, jobs=1)
     assert sorted(s.rule for s in got.sites) == ["pass-topk-length", "toy-literal-scale"]

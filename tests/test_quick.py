@@ -12,7 +12,7 @@ import textwrap
 import pytest
 from hypothesis import given
 
-from topk_migrate import guard, narrow, rules
+from topk_migrate import api, guard, narrow, rules
 from topk_migrate.api import migrate_source
 
 from test_audit_narrow import CASES, FIXTURES, KERNEL, ROOT, verdicts
@@ -29,7 +29,7 @@ def quick(source, path, kernel=KERNEL):
     tree = guard.parse_checked(small, path)
     if guard.needs_isolation(tree):
         return None
-    sites = rules.quick_sites(small, tree, path, kernel)
+    sites = api.quick_sites(small, tree, path, kernel)
     return None if sites is None else [s.to_dict() for s in sites]
 
 
@@ -136,7 +136,7 @@ def test_declined_where_only_the_rule_can_tell(name, tmp_path):
     """The classifier itself, on the whole file (narrowing may leave such a statement out, and the
     rule's answer with it: test_narrowings_edge_cases and the rest hold those to the rule's)."""
     source, path = textwrap.dedent(DECLINED[name]), str(tmp_path / "m.py")
-    assert rules.quick_sites(source, ast.parse(source), path, KERNEL) is None
+    assert api.quick_sites(source, ast.parse(source), path, KERNEL) is None
     same_or_declined(source, path)
 
 
@@ -146,7 +146,7 @@ def test_a_pep_701_f_string_is_declined(tmp_path):
     """Quotes reused inside a replacement field: CPython 3.12 reads it, the grammar before it does not."""
     source = HEAD + 'def f(q, kv, i, m):\n    return flash_mla_sparse_fwd(q, kv, i, 1.0, topk_length=m["lens"]), f"{m["n"]}"\n'
     path = str(tmp_path / "m.py")
-    assert rules.quick_sites(source, ast.parse(source), path, KERNEL) is None
+    assert api.quick_sites(source, ast.parse(source), path, KERNEL) is None
     plain = source.replace('f"{m["n"]}"', "f\"{m['n']}\"")
     assert same_or_declined(plain, path) is not None  # the same f-string in the old grammar is answered
 

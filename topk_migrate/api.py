@@ -1,14 +1,18 @@
 """The library behind the CLI: classify and migrate files, one engine for every command."""
 from __future__ import annotations
 
+import importlib
 import os
 from dataclasses import dataclass, field, replace
-from typing import Any, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence
 
-from . import discover
+from . import discover, rules
 from .discover import read_regular
 from .model import Capability, InputError, Site, Status, exit_code
 from .run_context import in_run, per_run
+
+if TYPE_CHECKING:
+    import ast
 
 # Everything heavier (libcst, hashlib, tomllib, difflib) is imported only for a file
 # that passes the byte prefilter: most files of a tree never get that far.
@@ -20,7 +24,7 @@ class KernelGate:
     distribution that has it are the rule's data."""
 
     def __init__(self, path: str, kernel: Optional[str] = None, param: str = "", min_versions=None):
-        from .project import project_root
+        from .project import project_root  # not at the top: with config ~2.5 ms, which a file without the kernel never needs
 
         self.param, self.min = param, dict(min_versions or {})
         self.path = path
@@ -165,6 +169,28 @@ def kernel_gate(path: str, kernel: Optional[str], rule) -> KernelGate:
     return KernelGate(path, kernel, rule.param or "", rule.min_kernel)
 
 
+def quick_sites(source: str, tree: "ast.Module", path: str, kernel: Optional[str] = None, enable: Sequence[str] = (),
+                disable: Sequence[str] = ()) -> Optional[list]:
+    """The sites of `source` (a narrowed file; `tree` its AST) from the quick classifiers of the rules
+    that read it, as the engine reports them; None if one of those rules has none or declines. A
+    quick module holds its rule's PARAM and MIN_KERNEL (the rule's class reads them from there), for
+    the kernel gate."""
+    sites = []
+    for s in rules.enabled(enable, disable):
+        if not s.has_sites or not any(e in source for e in s.entry_points):
+            continue
+        if not s.quick:
+            return None
+        module = importlib.import_module(f"{rules.PACKAGE}.{s.quick}")
+        gate = KernelGate(path, kernel, module.PARAM, module.MIN_KERNEL)
+        found = module.quick_sites(tree, source, path, gate)
+        if found is None:
+            return None
+        sites += [replace(site, rule=s.id, kernel=gate.decisions.get(site.callee, site.kernel)) for site in found]
+    sites.sort(key=lambda site: (site.line, site.column))
+    return sites
+
+
 @dataclass
 class Migration:
     source: str
@@ -203,7 +229,6 @@ def _migrate(source: str, path: str, kernel: Optional[str], metadata: Sequence[s
     a rule's rewrite is made on top of the rewrites before it."""
     import libcst as cst
 
-    from . import rules
     from .files import check_rewrite, syntax_error_message
 
     new, sites = source, []
@@ -295,7 +320,7 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
     rewrite it. Every stage is first estimated against the memory bound (memory.py).
     data: the source's bytes (standard input), named `path` for pins, config and
     reporting; never written; the rewrite is kept in new_bytes, encoded as the source was.
-    A narrowed text the enabled rules' quick classifiers answer for (rules.quick_sites) is
+    A narrowed text the enabled rules' quick classifiers answer for (quick_sites) is
     classified without LibCST. engine=False: stop where LibCST would be needed, with
     needs_engine set (audit's scanners, which never import it). parsed: with narrowed and
     data, CPython's AST of those bytes, made by a caller that read them (bump): not made again.
@@ -318,7 +343,7 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
             raise input_error(e, path) from None
         if not discover.prefilter_for(everything=True).matches(raw):
             return out  # no call any rule reads, whatever a project switches on
-        from .config import config_for
+        from .config import config_for  # imported here, not at the top: check of a file without the kernel never needs it
         from .files import decode_source
 
         from . import guard, memory, narrow
@@ -332,9 +357,7 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
         switches = (cfg.enable, cfg.disable)
         if not discover.prefilter_for(tuple(sorted(cfg.enable))).matches(raw):
             return out  # none of the rules this project runs
-        from .rules import enabled
-
-        names = tuple(e for r in enabled(*switches) if r.has_sites for e in r.entry_points)
+        names = tuple(e for r in rules.enabled(*switches) if r.has_sites for e in r.entry_points)
         memory.check(raw, memory.PARSE_BYTES_PER_TOKEN, "parse")
         classify_first = narrowed or len(raw) > NARROW_BYTES
         # the nesting LibCST is exposed to is measured on what it parses: the narrowed text, when it is one
@@ -350,8 +373,6 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
             tree = guard.for_libcst(tree, text, cut, path)
         isolate = guard.needs_isolation(tree)
         if classify_first and cut is not None and not isolate and quick_enabled():
-            from .rules import quick_sites
-
             # (before the bound on what LibCST would hold: the quick classifier holds only the parse made)
             found = quick_sites(small, tree, path, kernel, *switches)
             if found is not None:  # compliant and opt-out sites only: nothing to rewrite
@@ -462,10 +483,12 @@ def run(paths: Sequence[str], kernel: Optional[str] = None, write: bool = False,
     """check/apply over files and directories; a walked directory honours its [tool.topk-migrate] include/exclude.
 
     follow_links and note (told what a walk leaves out, and why): as discover.iter_python_files."""
+    from . import config  # (as in process_file: importing api stays cheap)
+
     outcomes = []
     with _StopBetweenFiles() as stop:
         try:
-            for path, error in discover.project_files(paths, follow_links=follow_links, note=note):
+            for path, error in config.project_files(paths, follow_links=follow_links, note=note):
                 outcomes.append(FileOutcome(path, error=error) if error else process_file(path, kernel, write, verbose))
                 stop.check()
         except InputError as e:  # a directory's configuration

@@ -37,8 +37,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import click
 
-from .discover import SCAN_WINDOW, SplitWalk, file_may_hold_site, may_hold_site, project_files
-from .config import dir_filters, kept
+from .config import dir_filters, kept, project_filter, project_files
+from .discover import SCAN_WINDOW, SplitWalk, file_may_hold_site, may_hold_site
 from .model import CHECK_STATUSES, InputError, Site, Status, exit_code
 from .options import follow_links_option, kernel_option, output_option, skipped_note, validate_kernel, verbose_option
 from .run_context import in_run
@@ -512,7 +512,7 @@ def scan_disk(paths, exclude, gitignore, jobs: int, tally: Tally, prog: Progress
               follow_links: bool = False, note=None, classify=None, classified=None) -> None:
     """Walk, read and prefilter (in `jobs` scanner processes; with the prefilter discover.prefilter()
     gives), calling take_one(path) for each candidate as it comes back. The files are
-    discover.project_files', as every command reads them. One directory given is walked by the
+    config.project_files', as every command reads them. One directory given is walked by the
     scanners themselves, in parts (discover.SplitWalk); otherwise this process walks and hands them
     a chunk of paths at a time. classify(path), if given, runs on each candidate where it was read:
     what it answers goes to classified(answer), a candidate it answers None for to take_one."""
@@ -542,7 +542,7 @@ def scan_disk(paths, exclude, gitignore, jobs: int, tally: Tally, prog: Progress
         chunk = []
 
     try:
-        plan = SplitWalk.plan(paths, exclude, gitignore, follow_links, note) if _forks_scanners(jobs) else None
+        plan = SplitWalk.plan(paths, exclude, gitignore, follow_links, note, project_filter) if _forks_scanners(jobs) else None
         first = plan.start(2 * jobs) if plan is not None else []  # before the fork: see SplitWalk.start
         scanners = _Scanners(jobs, classify, plan)
         try:

@@ -1,11 +1,17 @@
-"""`[tool.topk-migrate]` in the pyproject.toml of the project being migrated."""
+"""`[tool.topk-migrate]` in the pyproject.toml of the project being migrated, and the files a command
+reads under the paths it is given, as their projects' include/exclude filter them."""
 from __future__ import annotations
 
+import functools
 import os
+import stat
 from dataclasses import dataclass
-from typing import Dict, Iterable, Optional, Tuple
+from typing import Callable, Dict, Iterable, Iterator, Optional, Sequence, Tuple
 
+from .discover import PROJECT_FILE_LIMIT, WILD_PATTERNS, Note, compile_patterns, iter_python_files, read_regular
 from .model import InputError
+from .project import planted, project_root
+from .rules import check_ids
 from .run_context import per_run
 
 
@@ -53,8 +59,6 @@ def _load(pyproject: str) -> Optional[Config]:
     files, so only dotted names are accepted; `kernel` must parse as a requirement.
     """
     from . import bounded  # imported here: most runs never meet a pyproject.toml that needs parsing
-    from .discover import PROJECT_FILE_LIMIT, read_regular
-    from .project import planted
 
     try:
         raw, st = read_regular(pyproject, PROJECT_FILE_LIMIT)
@@ -81,7 +85,7 @@ def _load(pyproject: str) -> Optional[Config]:
         raise InputError(f"{where}: unknown key(s): {', '.join(map(_shown, sorted(unknown)))}")
     kernel = table.get("kernel")
     if kernel is not None:
-        from .kernels import parse_pin
+        from .kernels import parse_pin  # imported here: packaging's requirement parser, for a configured kernel only
 
         if not isinstance(kernel, str):
             raise InputError(f"{where} kernel: expected a string such as \"sglang-kernel==0.4.6\", got {_shown(kernel)}")
@@ -98,8 +102,6 @@ def _load(pyproject: str) -> Optional[Config]:
     for key in ("enable", "disable"):
         switched[key] = _strings(table, key, where)
         try:
-            from .rules import check_ids
-
             check_ids(switched[key], f"{where} {key}")
         except ValueError as e:
             raise InputError(str(e)) from None
@@ -114,10 +116,6 @@ def config_for(directory: str) -> Config:
     Only the pyproject.toml at the project root counts (project.project_root): one in a
     directory above the project, or above the revision `audit --rev` lays out, never does.
     """
-    import stat
-
-    from .project import project_root
-
     candidate = os.path.join(project_root(directory), "pyproject.toml")
     try:
         regular = stat.S_ISREG(os.stat(candidate).st_mode)  # a FIFO would block the read
@@ -136,8 +134,6 @@ class PathFilter:
 
     @classmethod
     def for_dir(cls, directory: str) -> "PathFilter":
-        from .discover import WILD_PATTERNS, compile_patterns
-
         cfg = config_for(directory)
         if not cfg.source or not (cfg.include or cfg.exclude):
             return cls()
@@ -182,3 +178,24 @@ def kept(filters: Dict[str, PathFilter], path: str) -> bool:
         if a.startswith(d + os.sep) and (best is None or len(d) > len(best[0])):
             best = (d, f)
     return best is None or best[1].keeps(a)
+
+
+def project_files(
+    paths: Sequence[str], exclude: Sequence[str] = (), gitignore: bool = True,
+    follow_links: bool = False, note: Optional[Note] = None,
+) -> Iterator[Tuple[str, Optional[str]]]:
+    """The files every command reads under `paths` (check, apply, audit, bump): discover.iter_python_files,
+    each once, less what the [tool.topk-migrate] include/exclude of a directory given leaves out
+    (a file named on the command line is always read). InputError: a directory's configuration
+    cannot be read (its `path` names the directory)."""
+    keeps = project_filter(paths)
+    for path, err in iter_python_files(paths, exclude, gitignore, follow_links, note):
+        if keeps is None or keeps(path):
+            yield path, err
+
+
+def project_filter(paths: Sequence[str]) -> Optional[Callable[[str], bool]]:
+    """Whether the [tool.topk-migrate] include/exclude of the directories given keeps a file walked;
+    None where none has any. InputError as project_files."""
+    filters = dir_filters(p for p in paths if os.path.isdir(p))
+    return functools.partial(kept, filters) if filters else None

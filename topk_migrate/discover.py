@@ -20,6 +20,8 @@ import re
 import stat
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
+from .rules import site_needles
+
 class Prefilter:
     """Bytes that cannot hold a call of any needle are never parsed.
 
@@ -62,8 +64,6 @@ def _cover(needles: Sequence[bytes], shortest: int = 6) -> List[Tuple[bytes, Tup
 @functools.lru_cache(maxsize=None)
 def prefilter_for(enable: Tuple[str, ...] = (), everything: bool = False) -> Prefilter:
     """The prefilter of the site rules on by default plus `enable` (everything: of every site rule)."""
-    from .rules import site_needles
-
     return Prefilter(site_needles(enable, everything))
 
 
@@ -754,29 +754,6 @@ def iter_python_files(
             yield p, _why_unreadable(p)
 
 
-def project_files(
-    paths: Sequence[str], exclude: Sequence[str] = (), gitignore: bool = True,
-    follow_links: bool = False, note: Optional[Note] = None,
-) -> Iterator[Tuple[str, Optional[str]]]:
-    """The files every command reads under `paths` (check, apply, audit, bump): iter_python_files,
-    each once, less what the [tool.topk-migrate] include/exclude of a directory given leaves out
-    (a file named on the command line is always read). InputError: a directory's configuration
-    cannot be read (its `path` names the directory)."""
-    keeps = _project_filter(paths)
-    for path, err in iter_python_files(paths, exclude, gitignore, follow_links, note):
-        if keeps is None or keeps(path):
-            yield path, err
-
-
-def _project_filter(paths: Sequence[str]) -> Optional[Callable[[str], bool]]:
-    """Whether the [tool.topk-migrate] include/exclude of the directories given keeps a file walked;
-    None where none has any. InputError as project_files."""
-    from .config import dir_filters, kept
-
-    filters = dir_filters(p for p in paths if os.path.isdir(p))
-    return functools.partial(kept, filters) if filters else None
-
-
 class _Walker:
     """The walk of one directory given: its rules, and the directories and files it has seen.
 
@@ -960,9 +937,11 @@ class SplitWalk:
     and at the end (`finish`) the symlinked files, which go last in the walk's order.
     """
 
-    def __init__(self, given: str, exclude: Sequence[str], gitignore: bool, note: Note):
+    def __init__(self, given: str, exclude: Sequence[str], gitignore: bool, note: Note,
+                 keep_filter: Optional[Callable[[Sequence[str]], Optional[Callable[[str], bool]]]] = None):
         self.given, self.note = given, note
-        self.keeps = _project_filter([given])  # [tool.topk-migrate]'s include/exclude, as project_files
+        # [tool.topk-migrate]'s include/exclude, as config.project_files applies them (config.project_filter)
+        self.keeps = keep_filter([given]) if keep_filter is not None else None
         self.walker = w = _Walker(given, compile_patterns(exclude), gitignore, False, note, set())
         self.notes: List[Tuple[tuple, str, str]] = []
         w.tell = lambda key, path, why: self.notes.append((key, path, why))
@@ -973,13 +952,13 @@ class SplitWalk:
 
     @classmethod
     def plan(cls, paths: Sequence[str], exclude: Sequence[str], gitignore: bool, follow_links: bool,
-             note: Optional[Note]) -> Optional["SplitWalk"]:
+             note: Optional[Note], keep_filter=None) -> Optional["SplitWalk"]:
         if len(paths) != 1 or follow_links or not os.path.isdir(paths[0]):
             return None
         real, points = os.path.realpath(paths[0]), _mount_points()
         if points is None or any(p != real and _inside(p, real) for p in points):
             return None
-        return cls(paths[0], exclude, gitignore, note or (lambda path, why: None))
+        return cls(paths[0], exclude, gitignore, note or (lambda path, why: None), keep_filter)
 
     def start(self, ways: int) -> List[Tuple[str, Optional[str]]]:
         """Walk here, a level at a time, until there are `ways` seeds (left in `seeds`) or none: the

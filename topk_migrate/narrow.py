@@ -33,12 +33,13 @@ TOPK_MIGRATE_NO_NARROW=1 parses files whole.
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 from bisect import bisect_left
 from typing import List, Optional, Set, Tuple, Union
 
-import functools
+from . import rules
 
 
 @functools.lru_cache(maxsize=None)
@@ -65,9 +66,7 @@ def narrow(text: str, tree: Union[ast.Module, None, str] = "parse", entry_points
     calls_only: the reader needs each call and the resolution of its callee, nothing around it
     (bump binds arguments to signatures): the call statements and their imports, whatever they pass."""
     if not entry_points:
-        from .rules import enabled
-
-        entry_points = tuple(e for r in enabled() if r.has_sites for e in r.entry_points)
+        entry_points = tuple(e for r in rules.enabled() if r.has_sites for e in r.entry_points)
     if "\r" in text or "\f" in text or "\v" in text or "\x1c" in text or "\x1d" in text or "\x1e" in text:
         return None  # line splitting below must agree with the parsers': only \n here
     if tree == "parse":

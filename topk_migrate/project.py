@@ -13,7 +13,7 @@ import os
 import stat
 from typing import Optional, Tuple
 
-from .discover import PROJECT_FILE_LIMIT  # the one bound of a project file (audit and bump read it from here)
+from .discover import PROJECT_FILE_LIMIT, read_regular  # PROJECT_FILE_LIMIT: the one bound of a project file (audit and bump read it from here)
 from .run_context import per_run
 
 PROJECT_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
@@ -116,8 +116,6 @@ def read_project_file(path: str, limit: int = PROJECT_FILE_LIMIT) -> Optional[st
     Opened without blocking and checked with fstat before reading (discover.read_regular):
     a FIFO named requirements.txt never hangs the run, a link to /dev/zero is never read.
     """
-    from .discover import read_regular
-
     try:
         data, st = read_regular(path, limit)
     except OSError:

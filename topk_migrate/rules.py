@@ -168,32 +168,6 @@ def enabled(enable: Sequence[str] = (), disable: Sequence[str] = (), everything:
     return [s for s in specs() if (everything or s.default_enabled or s.id in enable) and s.id not in disable]
 
 
-def quick_sites(source: str, tree: ast.Module, path: str, kernel: Optional[str] = None, enable: Sequence[str] = (),
-                disable: Sequence[str] = ()) -> Optional[list]:
-    """The sites of `source` (a narrowed file; `tree` its AST) from the quick classifiers of the rules
-    that read it, as the engine reports them; None if one of those rules has none or declines. A
-    quick module holds its rule's PARAM and MIN_KERNEL (the rule's class reads them from there), for
-    the kernel gate."""
-    from dataclasses import replace
-
-    from .api import KernelGate
-
-    sites = []
-    for s in enabled(enable, disable):
-        if not s.has_sites or not any(e in source for e in s.entry_points):
-            continue
-        if not s.quick:
-            return None
-        module = importlib.import_module(f"{PACKAGE}.{s.quick}")
-        gate = KernelGate(path, kernel, module.PARAM, module.MIN_KERNEL)
-        found = module.quick_sites(tree, source, path, gate)
-        if found is None:
-            return None
-        sites += [replace(site, rule=s.id, kernel=gate.decisions.get(site.callee, site.kernel)) for site in found]
-    sites.sort(key=lambda site: (site.line, site.column))
-    return sites
-
-
 def site_needles(enable: Sequence[str] = (), everything: bool = False) -> Tuple[bytes, ...]:
     """The names a file must hold for any enabled site rule to find a call in it."""
     return tuple(sorted({e.encode() for s in enabled(enable, everything=everything) if s.has_sites
