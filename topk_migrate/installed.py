@@ -17,48 +17,10 @@ topk_length, so no version pin decides it. What decides it is the interface:
 from __future__ import annotations
 
 import os
-import re
-from dataclasses import dataclass
 from typing import Optional
 
-from .kernels import PROVIDERS, Interface, normalize, read_interface
-
-_DECLARATION = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*:\s*([A-Za-z_][A-Za-z0-9_]*)\s*$")
-
-
-@dataclass(frozen=True)
-class Declared:
-    """`flash_mla:topk_length`: the kernel module's sparse entry point takes the parameter."""
-
-    module: str  # top-level module the declaration is about
-    param: str
-    source: str  # --kernel, or the pyproject.toml key it came from
-
-    def __str__(self) -> str:
-        return f"{self.module}:{self.param}"
-
-    @property
-    def dist(self) -> str:  # no distribution: a declaration is about an interface, not a release
-        return ""
-
-
-def _module_of(name: str) -> str:
-    """The top-level module a declaration names: itself, or the module a known distribution provides."""
-    if name in PROVIDERS:
-        return name
-    dist = normalize(name)
-    for module, dists in PROVIDERS.items():
-        if dists[0] == dist:
-            return module
-    return name.replace("-", "_").split(".")[0]
-
-
-def parse_declaration(text: str, source: str) -> Optional[Declared]:
-    """`MODULE:PARAM` (or `DISTRIBUTION:PARAM` of a known kernel distribution), else None."""
-    m = _DECLARATION.match(text)
-    if not m:
-        return None
-    return Declared(_module_of(m.group(1)), m.group(2), source)
+# Declared and parse_declaration live in kernels (parse_pin reads a declaration): named here too.
+from .kernels import Declared, Interface, parse_declaration, read_interface  # noqa: F401
 
 
 def declaration_hint(module: str, param: str) -> str:

@@ -167,6 +167,44 @@ PROVIDERS: Dict[str, Tuple[str, ...]] = {
 EXAMPLE_KERNEL = "sglang-kernel==0.4.6"  # shown where a kernel must be declared
 
 
+_DECLARATION = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*:\s*([A-Za-z_][A-Za-z0-9_]*)\s*$")
+
+
+@dataclass(frozen=True)
+class Declared:  # (installed.py says what a declaration is for)
+    """`flash_mla:topk_length`: the kernel module's sparse entry point takes the parameter."""
+
+    module: str  # top-level module the declaration is about
+    param: str
+    source: str  # --kernel, or the pyproject.toml key it came from
+
+    def __str__(self) -> str:
+        return f"{self.module}:{self.param}"
+
+    @property
+    def dist(self) -> str:  # no distribution: a declaration is about an interface, not a release
+        return ""
+
+
+def _module_of(name: str) -> str:
+    """The top-level module a declaration names: itself, or the module a known distribution provides."""
+    if name in PROVIDERS:
+        return name
+    dist = normalize(name)
+    for module, dists in PROVIDERS.items():
+        if dists[0] == dist:
+            return module
+    return name.replace("-", "_").split(".")[0]
+
+
+def parse_declaration(text: str, source: str) -> Optional[Declared]:
+    """`MODULE:PARAM` (or `DISTRIBUTION:PARAM` of a known kernel distribution), else None."""
+    m = _DECLARATION.match(text)
+    if not m:
+        return None
+    return Declared(_module_of(m.group(1)), m.group(2), source)
+
+
 def parse_pin(text: str, source: str) -> Pin:
     """--kernel or [tool.topk-migrate] kernel: a kernel distribution (or the module users
     import, `sgl_kernel==0.4.5` meaning sglang-kernel) and a version specifier. ValueError
@@ -176,8 +214,6 @@ def parse_pin(text: str, source: str) -> Pin:
     expected = (f"expected NAME==VERSION (or another version specifier), NAME a kernel distribution or the "
                 f"module it provides, e.g. {EXAMPLE_KERNEL} or sgl_kernel==0.4.6 "
                 f"(distributions: {', '.join(dists)}; modules: {', '.join(sorted(kernel_dists))})")
-    from .installed import parse_declaration
-
     declared = parse_declaration(text, source)  # `flash_mla:topk_length`: the interface's capability
     if declared is not None:
         return declared  # type: ignore[return-value]
