@@ -10,6 +10,12 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 
+# Under xdist (`-n auto`: one worker per core) torch's intra-op threads, one per core and spinning while
+# they wait, only contend with the other workers: on 2 cores they doubled the CPU time of test_smoke.py.
+# One thread per worker (set before any test module imports torch; subprocesses inherit it).
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 HEAVY_HINT = "heavy tier: run `python3 -m pytest -m heavy` (.ci/run does)"
 
 
