@@ -481,14 +481,22 @@ class _Analysis:
         for w in proj.reflection(names, seeds, modules):
             return (f"{w.what} at {w.where()} may rebind the kernel, the helper or its class at run time, which "
                     "the analysis cannot follow; pass topk_length by hand if it cannot")
+        for field_name in sorted({m.rsplit(".", 1)[-1] for m in self.metadata}):
+            for f, node, value in reach.field_writes(proj, field_name):
+                if not _clipped_elsewhere(f, value, 0):
+                    return (f"{proj.rel(f.path)}:{getattr(node, 'lineno', 0)} sets `{field_name}` from "
+                            f"`{reach._unparse(value)[:80]}`, not provably the seqlens clipped to the top-k width "
+                            f"(a clamp with max=, or the engine's {' / '.join(sorted(CLIPS))}); clip it, or pass "
+                            "topk_length by hand")
         for w in proj.unreadable:
             return (f"{w.path} {w.what}, so what it does to the kernel or the helper is not known; "
                     "pass topk_length by hand")
         return None
 
-    def forwards_unchanged(self, c: CallInfo, d, where: str, imports: Dict[str, str], offset: int = 0) -> Optional[str]:
+    def forwards_unchanged(self, c: CallInfo, d, where: str, offset: int = 0) -> Optional[str]:
         """A kernel defined in this project is a plain forwarding wrapper (topk_migrate.reach.forwarded_call):
-        it takes topk_length itself, or hands `**kwargs` to a kernel the gate accepts. Else why not."""
+        whatever it takes (the gate read its signature, or its module's declaration), it hands on with the
+        rows and indices it was given. Else why not."""
         from topk_migrate import reach
 
         name = c.callee.rsplit(".", 1)[-1]
@@ -499,9 +507,7 @@ class _Analysis:
             return (f"`{name}` is defined in this project ({where}) and {what}: the rows or indices the kernel gets "
                     "may not be the ones topk_length is computed for; pass topk_length by hand, or make it a plain "
                     "wrapper that hands its arguments on unchanged")
-        a = d.args
-        if PARAM in {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}:
-            return None
+        return None  # what it takes, the gate decided (its signature, or a declaration of its module)
         inner = reach.ast.unparse(call.func)
         root, _, rest = inner.partition(".")
         target = imports.get(root, root) + ("." + rest if rest else "")
@@ -701,7 +707,7 @@ class _Analysis:
             d = ast.parse(textwrap.dedent(_code(node))).body[0]
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return f"`{node.name.value}` (line {line}) could not be read; pass topk_length by hand"
-        return self.forwards_unchanged(c, d, f"line {line}", self.facts.imports, self.tree.line(node) - d.lineno)
+        return self.forwards_unchanged(c, d, f"line {line}", self.tree.line(node) - d.lineno)
 
     def _vendored_wrapper(self, c: CallInfo, iface) -> Optional[str]:
         """The project's own definition of the kernel (kernels.vendored_interface found it), read for its body."""
@@ -717,13 +723,7 @@ class _Analysis:
         if len(defs) != 1:  # a re-export, an assignment: not a def whose body can be read
             return (f"`{name}` is {c.callee}, bound in this project ({where}) by something other than one plain def; "
                     "pass topk_length by hand")
-        imports: Dict[str, str] = {}
-        for n in tree.body:
-            if isinstance(n, ast.ImportFrom) and not n.level and n.module:
-                imports.update({a.asname or a.name: f"{n.module}.{a.name}" for a in n.names})
-            elif isinstance(n, ast.Import):
-                imports.update({a.asname: a.name for a in n.names if a.asname})
-        return self.forwards_unchanged(c, defs[0], where, imports)
+        return self.forwards_unchanged(c, defs[0], where)
 
     def expand(self, name: Optional[str]) -> str:
         """A dotted name with its first part expanded through the imports (as callees are)."""
@@ -902,16 +902,14 @@ class _Analysis:
         params = fn.node.params
         all_params = [*params.posonly_params, *params.params, *params.kwonly_params]
         mine = next((p for p in all_params if p.name.value == PARAM), None)
-        # the real blocker first (issue 26): rows or indices that cannot align, then no metadata, are what a
+        # the real blocker first (issue 26): no metadata, then rows or indices that cannot align, are what a
         # maintainer must solve; a decorator, an override or **kwargs only decide how the value is passed
         identity = f"{fn.qualname} takes **kwargs; add topk_length to it by hand" \
             if mine is None and isinstance(params.star_kwarg, cst.Param) else self.helper_identity(fn)
         hazard, sources = row_hazard(self.tree, q_expr, self.tree.scope_of.get(fn.node.body), self.external_def)
-        if hazard:
-            return self.site(c, Status.MANUAL, _rows_reason(hazard))
+        rows_why = _rows_reason(hazard) if hazard else None
         hazard, index_sources = self.indices_hazard(c)
-        if hazard:
-            return self.site(c, Status.MANUAL, _indices_reason(hazard))
+        indices_why = _indices_reason(hazard) if hazard else None
         if mine is not None:
             why = self.existing_param(fn, mine, all_params)
             if why:
@@ -946,18 +944,7 @@ class _Analysis:
                     return self.site(c, Status.MANUAL, f"at the caller on line {k.range.start.line}: " + _indices_reason(hazard))
             passing.append((k, expr, form))
             found = found or expr
-        if identity and (passing or (mine is not None and already)):
-            return self.site(c, Status.MANUAL, identity + _by_hand(found, passing))
-        if passing or (mine is not None and already):
-            why = self.whole_project(c, fn)
-            if why:
-                return self.site(c, Status.MANUAL, why)
-        if mine is not None and already and not passing:  # half-migrated: callers pass it, the kernel call drops it
-            g = Group("helper", [c], [], helper=fn, inline=c.statement is None)
-            g.reason = f"{fn.qualname} takes topk_length from its callers but does not forward it"
-            self._remember(fn, g)
-            return self.site(c, Status.FIXABLE, g.reason)
-        if not passing:
+        if not passing and not (mine is not None and already):
             if blocker:  # the real blocker first: the metadata is there, but not provably what topk_length needs
                 return self.site(c, Status.MANUAL, f"at the {_at(lacking)}: {blocker}")
             if identity and not lacking and not _is_test(fn):  # no caller found: the helper's identity is why
@@ -968,6 +955,18 @@ class _Analysis:
                 why += ("; it is a pytest test, so pass topk_length to the kernel call itself: the count of valid "
                         "(front-packed) indices of each row of the indices it builds")
             return self.site(c, Status.MANUAL, why)
+        if rows_why or indices_why:
+            return self.site(c, Status.MANUAL, rows_why or indices_why)
+        if identity:
+            return self.site(c, Status.MANUAL, identity + _by_hand(found, passing))
+        why = self.whole_project(c, fn)
+        if why:
+            return self.site(c, Status.MANUAL, why)
+        if mine is not None and already and not passing:  # half-migrated: callers pass it, the kernel call drops it
+            g = Group("helper", [c], [], helper=fn, inline=c.statement is None)
+            g.reason = f"{fn.qualname} takes topk_length from its callers but does not forward it"
+            self._remember(fn, g)
+            return self.site(c, Status.FIXABLE, g.reason)
         g = Group("helper", [c], [], helper=fn, callers=passing, add_param=mine is None, inline=c.statement is None)
         g.reason = f"{fn.qualname} gains topk_length; {_at([k for k, _, _ in passing])} pass it"
         if lacking:
@@ -1107,6 +1106,48 @@ def _by_hand(found: Optional[str], passing) -> str:
     lines = ", ".join(str(k.range.start.line) for k, _, _ in passing)
     return (f" (the value to pass is {found}, which the caller{'s' if many else ''} at line{'s' if many else ''} "
             f"{lines} hold{'' if many else 's'})")
+
+
+def _clipped_elsewhere(f, e, depth: int) -> bool:
+    """`_Analysis._clipped` for a value another file of the project gives the field (CPython's ast, read
+    by topk_migrate.reach): the engine's clip, a clamp with an upper bound, a minimum, zeros, a read of
+    the clipped field, or a local bound only to such; anything else is not proven."""
+    import ast
+
+    from topk_migrate import reach
+
+    if depth > 8:
+        return False
+    if isinstance(e, ast.Constant):
+        return e.value is None
+    if isinstance(e, ast.Call):
+        func = e.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        method = isinstance(func, ast.Attribute) and not (isinstance(func.value, ast.Name) and func.value.id == "torch")
+        positional = [a for a in e.args if not isinstance(a, ast.Starred)]
+        if name in CLIPS:
+            return True
+        if name in CLIP_KEEPING:
+            return len(positional) >= 2 and all(_clipped_elsewhere(f, v, depth + 1) for v in positional[1:])
+        if name in ("clamp", "clamp_", "clip", "clip_"):
+            return any(k.arg == "max" for k in e.keywords) or len(positional) >= (2 if method else 3)
+        if name in ("minimum", "min") and len(positional) + (1 if method else 0) >= 2:
+            return True
+        if name in ("zeros", "new_zeros", "zeros_like"):
+            return True
+        if method and name in ("to", "int", "contiguous", "clone", "view", "reshape", "detach", "cuda"):
+            return _clipped_elsewhere(f, func.value, depth + 1)
+        return False
+    if isinstance(e, ast.Subscript):
+        return _clipped_elsewhere(f, e.value, depth + 1)
+    if isinstance(e, ast.Attribute):
+        return e.attr in CLIPPED_FIELDS
+    if isinstance(e, ast.IfExp):
+        return _clipped_elsewhere(f, e.body, depth + 1) and _clipped_elsewhere(f, e.orelse, depth + 1)
+    if isinstance(e, ast.Name):
+        values = reach.local_value(f, e)
+        return values is not None and all(_clipped_elsewhere(f, v, depth + 1) for v in values)
+    return False
 
 
 def _rows_reason(hazard: str) -> str:

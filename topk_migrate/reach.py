@@ -420,3 +420,46 @@ def forwarded_call(fn: ast.AST, super_method: Optional[str] = None, offset: int 
         missing = sorted(wanted - passed)[0].replace("**", "**kwargs").replace("*", "*args")
         return None, f"it does not pass `{missing}` on (line {call.lineno + offset})"
     return call, ""
+
+
+def field_writes(project: "Project", field: str) -> List[Tuple[_File, ast.AST, ast.AST]]:
+    """Where other files of the project give `field` a value: (file, the node, the value) for a call's
+    keyword `field=v`, an assignment `x.field = v` and an in-place `x.field.copy_(v)`."""
+    out: List[Tuple[_File, ast.AST, ast.AST]] = []
+    for f in project.files_naming([field]):
+        for node in ast.walk(f.tree):
+            if isinstance(node, ast.keyword) and node.arg == field:
+                out.append((f, node.value, node.value))
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in _flatten(targets):
+                    if isinstance(t, ast.Attribute) and t.attr == field:
+                        out.append((f, t, node.value))
+            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Attribute) and node.target.attr == field:
+                out.append((f, node.target, node))
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "copy_" \
+                    and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == field and node.args:
+                out.append((f, node, node.args[0]))
+    return out
+
+
+def local_value(f: _File, name: ast.Name) -> Optional[List[ast.AST]]:
+    """The values a local name is assigned in the function (or module) that reads it, or None where it
+    is also bound otherwise (a parameter, a loop, an augmented assignment, a `with`, ...)."""
+    scope = f.enclosing(name, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) or f.tree
+    values: List[ast.AST] = []
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        a = scope.args
+        if name.id in {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs} | {
+                x.arg for x in (a.vararg, a.kwarg) if x is not None}:
+            return None
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Name) and node.id == name.id and isinstance(node.ctx, (ast.Store, ast.Del)):
+            up = f.parents.get(id(node))
+            if isinstance(up, ast.Assign) and len(up.targets) == 1 and up.targets[0] is node:
+                values.append(up.value)
+            elif isinstance(up, ast.AnnAssign) and up.target is node and up.value is not None:
+                values.append(up.value)
+            else:
+                return None
+    return values or None

@@ -1,0 +1,143 @@
+"""Whole project (docs/soundness.md `whole-project`, `callee-identity`): what the project's other files do
+to the helper, the kernel and the field decides whether the module's rewrite is sound."""
+import textwrap
+
+import pytest
+
+from topk_migrate.api import migrate_source
+from topk_migrate.model import Status
+
+KERNEL = "sglang-kernel==0.4.6"
+
+BACKEND = """\
+import torch
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+
+class DSAMetadata:
+    dsa_cache_seqlens_int32: torch.Tensor
+
+
+class Backend:
+    forward_metadata: DSAMetadata
+
+    def forward(self, q, kv, idx):
+        metadata = self.forward_metadata
+        return self._forward_flashmla_sparse(q, kv, idx, 1.0)
+
+    def _forward_flashmla_sparse(self, q, kv, idx, scale):
+        return flash_mla_sparse_fwd(q, kv, idx, scale)[0]
+"""
+
+
+def verdict(tmp_path, files, backend=BACKEND):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'fork'\n")
+    for name, text in files.items():
+        p = tmp_path / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text))
+    path = tmp_path / "engine" / "backend.py"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(backend)
+    (site,) = migrate_source(backend, str(path), kernel=KERNEL).sites
+    return site
+
+
+OVERRIDE = """\
+from engine.backend import Backend
+
+
+class Fast(Backend):
+    def _forward_flashmla_sparse(self, q, kv, idx, scale{extra}):
+        {body}
+"""
+
+
+@pytest.mark.parametrize("extra,body,fixable", [
+    ("", "return super()._forward_flashmla_sparse(q, kv, idx, scale)", False),
+    (", **kwargs", "return super()._forward_flashmla_sparse(q[::-1], kv, idx[::-1], scale, **kwargs)", False),
+    (", **kwargs", "out = super()._forward_flashmla_sparse(q, kv, idx, scale, **kwargs)\n        return out", True),
+    (", **kwargs", "return super()._forward_flashmla_sparse(q, kv, idx, scale, **kwargs)", True),
+    (", topk_length=None", "return super()._forward_flashmla_sparse(q, kv, idx, scale)", True),
+])
+def test_an_override_in_another_package(tmp_path, extra, body, fixable):
+    site = verdict(tmp_path, {"plugins/fast/impl.py": OVERRIDE.format(extra=extra, body=body),
+                              "plugins/__init__.py": "", "plugins/fast/__init__.py": ""})
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+    assert fixable or "plugins/fast/impl.py:5" in site.reason
+
+
+def test_a_subclass_of_a_subclass_and_an_import_alias(tmp_path):
+    site = verdict(tmp_path, {"a.py": "from engine.backend import Backend as B\n\nclass Mid(B):\n    pass\n",
+                              "b.py": "from a import Mid\n\nclass Leaf(Mid):\n"
+                                      "    def _forward_flashmla_sparse(self, q, kv, idx, scale):\n        return q\n"})
+    assert site.status is Status.MANUAL and "Leaf._forward_flashmla_sparse at b.py:4" in site.reason
+
+
+def test_a_same_named_class_in_a_sibling_copy_is_another_class(tmp_path):
+    copy = BACKEND.replace("return flash_mla_sparse_fwd(q, kv, idx, scale)[0]", "return q")
+    site = verdict(tmp_path, {"engine/backend_old.py": copy + "\n\nclass Fast(Backend):\n"
+                              "    def _forward_flashmla_sparse(self, q, kv, idx, scale):\n        return q\n"})
+    assert site.status is Status.FIXABLE, site.reason
+
+
+@pytest.mark.parametrize("patch,fixable", [
+    ("import engine.backend as b\nb.Backend._forward_flashmla_sparse = lambda *a: None\n", False),
+    ("def install(cls):\n    cls._forward_flashmla_sparse = lambda *a: None\n", False),
+    ("from engine.backend import Backend\nsetattr(Backend, '_forward_flashmla_sparse', None)\n", False),
+    ("import sgl_kernel.flash_mla as fm\nfm.flash_mla_sparse_fwd = lambda *a: None\n", False),
+    ("import sys\nsys.modules['sgl_kernel.flash_mla'] = None  # _forward_flashmla_sparse\n", False),
+    ("def go(obj, name, v):\n    setattr(obj, name, v)  # flash_mla_sparse_fwd\n", False),
+    # an instance attribute of an unrelated class, a class of another module: not the backend's
+    ("class Cache:\n    def __init__(self):\n        self._forward_flashmla_sparse = None\n", True),
+    ("from other import Thing\nThing.flash_mla_sparse_fwd = None\n", True),
+])
+def test_monkeypatches_elsewhere(tmp_path, patch, fixable):
+    site = verdict(tmp_path, {"patches.py": patch, "other.py": "class Thing:\n    pass\n"})
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+def test_test_code_does_not_count(tmp_path):
+    site = verdict(tmp_path, {"tests/test_backend.py": "import sgl_kernel.flash_mla as fm\n"
+                                                       "fm.flash_mla_sparse_fwd = lambda *a: None\n"})
+    assert site.status is Status.FIXABLE, site.reason
+
+
+def test_a_file_that_is_not_python_changes_nothing(tmp_path):
+    site = verdict(tmp_path, {"broken.py": "def f(:\n    Backend._forward_flashmla_sparse = None\n"})
+    assert site.status is Status.FIXABLE, site.reason
+
+
+@pytest.mark.parametrize("value,fixable", [
+    ("batch.seq_lens.to(torch.int32)", False),
+    ("batch.seq_lens.clamp(max=2048).to(torch.int32)", True),
+    ("torch.minimum(batch.seq_lens, batch.topk)", True),
+])
+def test_the_field_built_in_another_file(tmp_path, value, fixable):
+    site = verdict(tmp_path, {"builder.py": f"from engine.backend import DSAMetadata\n\ndef build(batch):\n"
+                                            f"    m = DSAMetadata()\n    lens = {value}\n"
+                                            "    m.dsa_cache_seqlens_int32 = lens\n    return m\n"})
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+WRAPPED = BACKEND.replace("from sgl_kernel.flash_mla import flash_mla_sparse_fwd", "from ops import flash_mla_sparse_fwd")
+
+
+@pytest.mark.parametrize("wrapper,fixable", [
+    ("def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_length=None):\n"
+     "    return _k(q, kv, indices, sm_scale, d_v, attn_sink, topk_length)\n", True),
+    ("def flash_mla_sparse_fwd(q, kv, indices, sm_scale, **kwargs):\n    return _k(q, kv, indices, sm_scale, **kwargs)\n", True),
+    ("def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, topk_length=None):\n    \"\"\"Docs.\"\"\"\n    ...\n", True),
+    ("def flash_mla_sparse_fwd(q, kv, indices, sm_scale, **kwargs):\n"
+     "    return _k(q[::-1], kv, indices[::-1], sm_scale, **kwargs)\n", False),
+    ("def flash_mla_sparse_fwd(q, kv, indices, sm_scale, **kwargs):\n    q = pad(q)\n"
+     "    return _k(q, kv, indices, sm_scale, **kwargs)\n", False),
+    ("def flash_mla_sparse_fwd(q, kv, indices, sm_scale, **kwargs):\n    return _k(kv, q, indices, sm_scale, **kwargs)\n",
+     False),
+])
+def test_the_projects_own_kernel_wrapper(tmp_path, wrapper, fixable, monkeypatch):
+    monkeypatch.setitem(globals(), "KERNEL", "ops:topk_length")  # a **kwargs signature decides nothing alone
+    site = verdict(tmp_path, {"ops.py": "from sgl_kernel.flash_mla import flash_mla_sparse_fwd as _k\n\n\n" + wrapper},
+                   backend=WRAPPED)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
