@@ -508,14 +508,6 @@ class _Analysis:
                     "may not be the ones topk_length is computed for; pass topk_length by hand, or make it a plain "
                     "wrapper that hands its arguments on unchanged")
         return None  # what it takes, the gate decided (its signature, or a declaration of its module)
-        inner = reach.ast.unparse(call.func)
-        root, _, rest = inner.partition(".")
-        target = imports.get(root, root) + ("." + rest if rest else "")
-        cap = self.gate(target) if target != c.callee and is_kernel(target) else None
-        if cap is None or cap.accepts is not True:
-            return (f"`{name}` is defined in this project ({where}) and hands **kwargs to `{inner}`, which is not "
-                    "a kernel known to accept topk_length; give the wrapper an explicit topk_length parameter")
-        return None
 
     def base_sets_none(self, attr: str) -> bool:
         """Does a base class imported from another module of the project set `self.<attr>` to None?"""
