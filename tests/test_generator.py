@@ -12,9 +12,8 @@ Default tier: seed 25, 1,000 programs, split in two tests (one per xdist worker)
 failure message. `python3 bench/generator_run.py` writes the summary (results/generator.md) with
 each wrong rewrite minimized; `--seed S --index I` replays one program.
 
-While the wrong rewrites recorded in results/generator.md are open, the generated-program tests are
-xfail (non-strict) for WrongRewrites only: a broken generator (originals that fail) still fails.
-Remove the marks once the analysis makes them pass.
+Any wrong rewrite fails the test, with its seed and index to replay; so does a broken generator
+(originals that fail).
 """
 import os
 import random
@@ -32,12 +31,9 @@ HEAVY_PROGRAMS = 20000
 PARTS = 2
 BROKEN_LIMIT = 0.01  # originals that fail are generator bugs: they must stay rare
 
-OPEN = ("wrong rewrites found by the generator are open (results/generator.md lists them with minimal programs); "
-        "remove this mark once the analysis passes")
-
 
 class WrongRewrites(AssertionError):
-    """Generated programs that apply turned wrong (the only failure the xfail marks excuse)."""
+    """Generated programs that apply turned wrong."""
 
 
 def _run_part(seed: int, n: int, part: int, parts: int, tmp_path):
@@ -79,7 +75,6 @@ def _default_part(part: int, tmp_path) -> None:
     _verdict(summary, SEED, DEFAULT_PROGRAMS, part, PARTS)
 
 
-@pytest.mark.xfail(strict=False, raises=WrongRewrites, reason=OPEN)
 def test_generated_programs_part0(tmp_path):
     """Default tier: seed 25, 1,000 programs in all; this part runs the even-numbered generated projects
     (the odd ones are the last test of this file, so that xdist's two workers take one part each)."""
@@ -87,7 +82,6 @@ def test_generated_programs_part0(tmp_path):
 
 
 @pytest.mark.heavy
-@pytest.mark.xfail(strict=False, raises=WrongRewrites, reason=OPEN)
 @pytest.mark.parametrize("part", range(PARTS))
 def test_generated_programs_heavy(part, tmp_path):
     """Heavy tier: 20,000 programs of TOPK_GEN_SEED (else a seed drawn now; it is in every message)."""
@@ -216,7 +210,6 @@ def test_generator_catches_a_disabled_row_check(tmp_path, monkeypatch):
         assert not runner.run(caught).wrong, f"{caught.key} is wrong even with the row trace on"
 
 
-@pytest.mark.xfail(strict=False, raises=WrongRewrites, reason=OPEN)
 def test_generated_programs_part1(tmp_path):
     """Default tier, the odd-numbered generated projects of seed 25 (see part 0)."""
     _default_part(1, tmp_path)
