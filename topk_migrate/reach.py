@@ -24,6 +24,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 from . import bounded, memory
 from .discover import iter_python_files, read_regular
 from .model import InputError
+from .run_context import per_run
 
 # a file bigger than this that names one of the names cannot be checked; the project's biggest real
 # Python files (generated protobuf stubs, vendored tables) are under 1 MiB.
@@ -42,6 +43,29 @@ class Finding:
 
     def where(self) -> str:
         return f"{self.path}:{self.line}"
+
+
+@per_run
+def project_sources(root: str) -> Tuple[List[Tuple[str, bytes]], List[Finding]]:
+    """(real path, contents) of every non-test Python file under root, and the files that could not be
+    read whole: read once per run (every module checked in a run asks of the same project)."""
+    out: List[Tuple[str, bytes]] = []
+    unreadable: List[Finding] = []
+    for n, (path, err) in enumerate(iter_python_files([root])):
+        if n >= MAX_FILES:
+            unreadable.append(Finding(".", 0, f"has more than {MAX_FILES} Python files"))
+            break
+        rel = os.path.relpath(path, root).replace(os.sep, "/")
+        if err is not None or is_test_code(rel):
+            continue
+        try:
+            data, _ = read_regular(path, READ_LIMIT)
+        except OSError as e:
+            if e.errno == errno.EFBIG:
+                unreadable.append(Finding(rel, 0, "is too large to read"))
+            continue
+        out.append((os.path.realpath(path), data))
+    return out, unreadable
 
 
 def is_test_code(rel: str) -> bool:
@@ -154,25 +178,11 @@ class Project:
 
     def texts(self) -> List[Tuple[str, bytes]]:
         """(real path, contents) of every non-test Python file of the project but the module itself."""
-        if self._texts is not None:
-            return self._texts
-        out: List[Tuple[str, bytes]] = []
-        for n, (path, err) in enumerate(iter_python_files([self.root])):
-            if n >= MAX_FILES:
-                self.unreadable.append(Finding(".", 0, f"more than {MAX_FILES} Python files"))
-                break
-            real = os.path.realpath(path)
-            if err is not None or real == self.module or is_test_code(self.rel(path)):
-                continue
-            try:
-                data, _ = read_regular(path, READ_LIMIT)
-            except OSError as e:
-                if e.errno == errno.EFBIG:
-                    self.unreadable.append(Finding(self.rel(path), 0, "is too large to read"))
-                continue
-            out.append((real, data))
-        self._texts = out
-        return out
+        if self._texts is None:
+            found, unreadable = project_sources(self.root)
+            self.unreadable.extend(unreadable)
+            self._texts = [(path, data) for path, data in found if path != self.module]
+        return self._texts
 
     def files_naming(self, names: Iterable[str]) -> List[_File]:
         """The parsed files whose text names one of `names` as a word."""
