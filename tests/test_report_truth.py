@@ -229,9 +229,18 @@ def test_a_pytest_test_is_never_told_to_add_a_parameter():
     assert s.status is Status.MANUAL
     assert "add the parameter" not in s.reason and "skipif" not in s.reason, s.reason
     assert "it is a pytest test, so pass topk_length to the kernel call itself" in s.reason
-    # indices the test draws at random: that is the blocker, and still no parameter to add
+    # indices drawn at random: still no metadata first (nothing to pass), and no parameter to add
     (s,) = sites(src.replace("torch.full((64, 1, 2048), -1, dtype=torch.int32)", "torch.randint(0, 256, (64, 1, 2048))"))
-    assert s.reason.startswith("the indices may not be the top-k") and "skipif" not in s.reason, s.reason
+    assert "it is a pytest test, so pass topk_length to the kernel call itself" in s.reason, s.reason
+
+
+def test_no_metadata_comes_before_rows_that_cannot_align():
+    """A benchmark helper with no metadata anywhere: nothing to pass is the blocker, not how q was built."""
+    src = DECORATED.replace("# metadata.dsa_cache_seqlens_int32: clipped to the top-k width", "").replace(
+        "def forward(self, q, kv, idx, metadata):", "def forward(self, q, kv, idx, meta):").replace(
+        "return flash_mla_sparse_fwd(q, kv, idx, 0.1)", "q = q[order]\n            return flash_mla_sparse_fwd(q, kv, idx, 0.1)")
+    (s,) = sites(src)
+    assert s.reason.startswith("no clipped-seqlen metadata"), s.reason
 
 
 def test_a_name_that_may_not_be_the_kernel_comes_before_an_unknown_kernel():
