@@ -939,8 +939,8 @@ class _Analysis:
         if not passing and not (mine is not None and already):
             if blocker:  # the real blocker first: the metadata is there, but not provably what topk_length needs
                 return self.site(c, Status.MANUAL, f"at the {_at(lacking)}: {blocker}")
-            if identity and not lacking and not _is_test(fn):  # no caller found: the helper's identity is why
-                return self.site(c, Status.MANUAL, identity)
+            if identity and not lacking and not _is_test(fn) and any(k.function is not fn for k in self.calls_named(fn.name)):
+                return self.site(c, Status.MANUAL, identity)  # calls by its name that are not callers: its identity is why
             why = f"no {wanted} in scope of {fn.qualname}"
             why += f", nor in its {_at(lacking)}" if lacking else ", and it has no callers in this module"
             if _is_test(fn):  # pytest fills a test's parameters with fixtures: never tell it to gain one

@@ -249,3 +249,23 @@ def test_a_name_that_may_not_be_the_kernel_comes_before_an_unknown_kernel():
     (s,) = sites(GETTER, kernel=None)
     assert s.status is Status.MANUAL and "may not be the kernel at run time" in s.reason, s.reason
     assert "capability unknown" not in s.reason
+
+
+def test_a_closure_defined_twice_and_handed_to_a_timer_is_told_the_metadata_is_missing():
+    """SGLang's q8kv8 prefill benchmark: `fn` is defined on two branches and passed to the timer; no metadata
+    anywhere. Renaming one `fn` would not help: the reason is the missing metadata."""
+    src = """
+        from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+
+        def bench(q, kv, idx, fp8, timer):
+            if fp8:
+                def fn():
+                    return flash_mla_sparse_fwd(q, kv, idx, 0.1)
+            else:
+                def fn():
+                    return q
+            return timer(fn)
+    """
+    (s,) = sites(src)
+    assert s.reason.startswith("no clipped-seqlen metadata"), s.reason
