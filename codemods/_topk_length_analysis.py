@@ -754,6 +754,9 @@ class _Analysis:
     def contract(self, c: CallInfo) -> Site:
         q_expr = _q_arg(c.node)
         q = dotted(q_expr) if q_expr is not None else None
+        if q is None and c.function is not None and _is_test(c.function) and not self.callers(c.function) \
+                and not self.metadata_at(c.node)[0]:
+            return self.through_helper(c, q_expr, None)  # a pytest test without metadata: that is the blocker
         if q is None:
             return self.site(c, Status.MANUAL, "q is not a plain name; its rows cannot be checked without re-evaluating it")
         here, form, why_not = self.metadata_at(c.node) if c.function is not None else (None, "plain", None)
@@ -939,8 +942,9 @@ class _Analysis:
         if not passing and not (mine is not None and already):
             if blocker:  # the real blocker first: the metadata is there, but not provably what topk_length needs
                 return self.site(c, Status.MANUAL, f"at the {_at(lacking)}: {blocker}")
-            if identity and not lacking and not _is_test(fn) and any(k.function is not fn for k in self.calls_named(fn.name)):
-                return self.site(c, Status.MANUAL, identity)  # calls by its name that are not callers: its identity is why
+            if identity and not lacking and not _is_test(fn) and fn.class_name is None and any(
+                    isinstance(k.node.func, cst.Name) and k.function is not fn for k in self.calls_named(fn.name)):
+                return self.site(c, Status.MANUAL, identity)  # calls of its name that are not callers: its identity is why
             why = f"no {wanted} in scope of {fn.qualname}"
             why += f", nor in its {_at(lacking)}" if lacking else ", and it has no callers in this module"
             if _is_test(fn):  # pytest fills a test's parameters with fixtures: never tell it to gain one

@@ -269,3 +269,42 @@ def test_a_closure_defined_twice_and_handed_to_a_timer_is_told_the_metadata_is_m
     """
     (s,) = sites(src)
     assert s.reason.startswith("no clipped-seqlen metadata"), s.reason
+
+
+def test_a_test_without_metadata_calling_with_an_expression_for_q_is_told_the_metadata_is_missing():
+    """sgl-kernel's test_flashmla.py: `flash_mla_sparse_fwd(q.squeeze(0), ...)` in a pytest test."""
+    src = """
+        import torch
+        from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+
+        def test_flash_mla_prefill(q, kv, indices):
+            out, _, _ = flash_mla_sparse_fwd(q.squeeze(0), kv.squeeze(0), indices.squeeze(0), sm_scale=0.1)
+            assert out is not None
+    """
+    (s,) = sites(src)
+    assert "it is a pytest test, so pass topk_length to the kernel call itself" in s.reason, s.reason
+
+
+def test_an_override_in_a_module_without_metadata_is_told_the_metadata_is_missing():
+    """rtp-llm's SparseMlaOp / SparseMlaFp8Op: the module holds no clipped seqlens at all."""
+    src = """
+        from flash_mla import flash_mla_sparse_fwd
+
+
+        class SparseMlaOp:
+            def forward(self, q, kv, topk_indices):
+                out, _, _ = flash_mla_sparse_fwd(q, kv, topk_indices, 0.1, d_v=512)
+                return out
+
+
+        class SparseMlaFp8Op(SparseMlaOp):
+            def forward(self, q, kv, topk_indices, scales):
+                return q
+
+
+        def run(op, q, kv, idx):
+            return op.forward(q, kv, idx)
+    """
+    (s,) = sites(src, kernel="flash_mla:topk_length")
+    assert s.reason.startswith("no clipped-seqlen metadata"), s.reason
