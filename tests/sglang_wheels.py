@@ -41,11 +41,12 @@ def wheel(version: str, dist: str = "sglang") -> Path:
     return found[0]
 
 
-def install_like_site_packages(version: str, dest: Path, dist: str = "sglang", backend: str = DSA) -> Path:
-    """Unpack the attention package and the dist-info, as pip would lay them out in site-packages;
-    returns the path of `backend`."""
+def install_like_site_packages(version: str, dest: Path, dist: str = "sglang", backend: str = DSA,
+                               whole: bool = False) -> Path:
+    """Unpack the attention package (`whole`: every Python file of the wheel, for the checks that read the
+    whole project) and the dist-info, as pip would lay them out in site-packages; returns the path of `backend`."""
     with zipfile.ZipFile(wheel(version, dist)) as z:
         for name in z.namelist():
-            if name.startswith(ATTENTION) or ".dist-info/" in name:
+            if name.startswith(ATTENTION) or ".dist-info/" in name or (whole and name.endswith(".py")):
                 z.extract(name, dest)
     return dest / backend

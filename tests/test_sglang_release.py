@@ -129,7 +129,8 @@ def seqlens_field(src):
 
 @pytest.mark.parametrize("dist,version,backend,kernel", RELEASES, ids=[f"{p.values[0]}-{p.values[1]}" for p in RELEASES])
 def test_real_release_is_fixable_with_the_reference_shape(tmp_path, dist, version, backend, kernel):
-    path = install_like_site_packages(version, tmp_path, dist, backend)
+    # the whole wheel: every other file of the engine is read for overrides and patches (whole-project)
+    path = install_like_site_packages(version, tmp_path, dist, backend, whole=True)
     original = path.read_text()
     flag = ("--kernel", kernel) if kernel else ()
     r = cli("check", "-v", *flag, str(path))
