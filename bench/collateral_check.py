@@ -180,7 +180,7 @@ def seed(tree: str, n: int, seed_value: int) -> Tuple[int, Dict[str, str]]:
 
 def snapshot(root: str) -> Dict[str, Tuple[str, int]]:
     out = {}
-    for d, dirs, files in os.walk(root):
+    for d, _dirs, files in os.walk(root):
         for name in files:
             p = os.path.join(d, name)
             st = os.lstat(p)
@@ -358,7 +358,7 @@ def main(argv=None) -> int:
         bytes_outside += outside
         if probs:
             problems[p] = probs
-    for p in unexpected:
+    for _p in unexpected:
         bytes_outside += 1  # at least
     idem_changed = sorted(p for p in after.keys() | again.keys() if after.get(p) != again.get(p))
     partial = len(temps) + sum(1 for p in problems if any(x.startswith("does not compile") for x in problems[p]))
@@ -367,7 +367,7 @@ def main(argv=None) -> int:
     ok = not (crashes or unexpected or missed or created or deleted or remoded or temps or problems or idem_changed or errors)
     rel = lambda p: os.path.relpath(p, work)
     variants = {}
-    for p, v in planted.items():
+    for v in planted.values():
         variants[v] = variants.get(v, 0) + 1
     lines = [
         "# Collateral check: apply on the large real tree",

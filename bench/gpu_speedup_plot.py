@@ -20,7 +20,7 @@ import json
 import math
 import os
 import sys
-from typing import Dict, List, Tuple
+from typing import List
 from xml.sax.saxutils import escape
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

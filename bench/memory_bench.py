@@ -11,11 +11,9 @@ at its default unless --budget is given.
 """
 import argparse
 import os
-import resource
 import subprocess
 import sys
 import tempfile
-import time
 
 HEAD = "from sgl_kernel import flash_mla_sparse_fwd\n"
 

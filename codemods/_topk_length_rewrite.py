@@ -178,7 +178,7 @@ def validate_rewrite(original: Tree, rewritten: cst.Module, record: Record, grou
             break
 
     # 2. What the inserted code reads.
-    for rank, name, node, access in new.accesses():
+    for _rank, name, node, access in new.accesses():
         gid = owner.get(id(node))
         if gid is None or access.is_annotation or name in CONSTANT_NAMES:
             continue

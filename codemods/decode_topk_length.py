@@ -86,7 +86,7 @@ class DecodeTopkLength(Rule):
             starred = any(a.star for a in c.node.args)
             at = c.range.start
 
-            def site(status: Status, reason: str) -> Site:
+            def site(status: Status, reason: str, at=at, c=c) -> Site:  # (called in this iteration)
                 return Site(path, at.line, at.column + 1, c.callee, status, reason)
 
             if self.param in keywords:

@@ -155,7 +155,7 @@ def test_the_docs_the_hooks_and_the_action_name_the_same_commands_and_flags():
         assert hook["entry"].endswith(" --") and f"`{hook['entry']}`" in CI_DOC, hook["entry"]
     for command in doc_commands():
         assert command.startswith("topk-migrate audit --kernel ") and " -- path/to/fork" in command
-    for name, spec in ACTION["inputs"].items():
+    for name in ACTION["inputs"]:
         assert f"| `{name}` |" in CI_DOC, name  # every input documented
     # the kernel is declared the same way for the hooks, the action and the commands
     assert 'kernel = "sglang-kernel==0.4.6"' in CI_DOC and "--kernel" in STEPS["Audit"]["run"]

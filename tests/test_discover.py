@@ -78,7 +78,7 @@ def test_a_directory_link_back_to_an_ancestor_is_never_entered(tmp_path):
     os.symlink(tmp_path, tmp_path / "d" / "up")
     for follow in (False, True):
         notes = []
-        got = list(iter_python_files([str(tmp_path)], follow_links=follow, note=lambda p, why: notes.append((p, why))))
+        got = list(iter_python_files([str(tmp_path)], follow_links=follow, note=lambda p, why, notes=notes: notes.append((p, why))))
         assert got == [(str(tmp_path / "d" / "a.py"), None)]
         assert [p for p, _ in notes] == [str(tmp_path / "d" / "up")], notes
     assert "walked once" in notes[0][1]

@@ -10,7 +10,7 @@ import pytest
 
 from topk_migrate import kernels
 from topk_migrate.api import migrate_source, process_file
-from topk_migrate.model import InputError, Status
+from topk_migrate.model import Status
 from topk_migrate.project import project_root, read_project_file
 
 CALL = textwrap.dedent("""\

@@ -32,7 +32,7 @@ def documented_snippet(doc: Path) -> str:
     """The yaml block of the doc's pre-commit section (its `## pre-commit`, else from its first
     mention of pre-commit), as a user would copy it."""
     text = doc.read_text()
-    section = text.split("## pre-commit\n", 1)[1] if "## pre-commit\n" in text else re.split(r"\bpre-commit\b", text, 1)[1]
+    section = text.split("## pre-commit\n", 1)[1] if "## pre-commit\n" in text else re.split(r"\bpre-commit\b", text, maxsplit=1)[1]
     return re.search(r"```yaml\n(.*?)```", section, re.S).group(1)
 
 

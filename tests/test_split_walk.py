@@ -168,7 +168,7 @@ def test_audit_with_scanners_walking_gives_what_one_process_gives(tmp_path, monk
         runs = []
         for jobs in (1, 3):
             told = []
-            r = audit([str(top)], kernel="sglang-kernel==0.4.6", jobs=jobs, note=lambda p, w: told.append((p, w)))
+            r = audit([str(top)], kernel="sglang-kernel==0.4.6", jobs=jobs, note=lambda p, w, told=told: told.append((p, w)))
             summary = dict(r.summary, seconds=None)
             runs.append((summary, [(s.path, s.line, s.status) for s in r.sites], r.errors, told))
         assert runs[0] == runs[1]

@@ -6,9 +6,7 @@ Memory is measured on the child (ru_maxrss), work by counting calls, never by ti
 """
 import json
 import os
-import resource
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -79,7 +77,7 @@ def test_hook_entries_end_with_double_dash_so_a_file_named_like_an_option_stays_
     (tmp_path / evil).write_text("")
     entries = hook_entries()
     assert set(entries) == {"topk-migrate-check", "topk-migrate-fix"}
-    for hook, entry in entries.items():
+    for entry in entries.values():
         argv = shlex.split(entry)
         assert argv[0] == "topk-migrate" and argv[-1] == "--", entry
         # as pre-commit calls it: the entry, then every staged file name

@@ -1,7 +1,6 @@
 """Memory is bounded: each stage (ast, LibCST) is estimated from a token count before it
 runs, and a file over the bound is one error line, never the OOM killer; big files are
 classified on their narrowed text."""
-import resource
 import subprocess
 import sys
 

@@ -174,7 +174,7 @@ def test_a_report_to_a_fifo_is_written_into_it_not_put_in_its_place(tmp_path):
 
 @pytest.mark.parametrize("encoding", ["latin-1", "ascii"])
 def test_streams_that_cannot_encode_an_em_dash(tmp_path, encoding):
-    (tmp_path / f"caf\u00e9_\u4e2d.py").write_text(MANUAL)
+    (tmp_path / "caf\u00e9_\u4e2d.py").write_text(MANUAL)
     for cmd in ("check", "audit"):
         r = cli(cmd, tmp_path, env={"PYTHONIOENCODING": encoding})
         assert r.returncode == 1 and b"Traceback" not in r.stderr, r.stderr

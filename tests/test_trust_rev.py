@@ -221,7 +221,6 @@ def test_oversized_blob_scan_sees_a_name_across_windows(repo, small_cap, layouts
 
 def test_one_blob_under_many_paths_is_written_once(repo, tmp_path, monkeypatch):
     """Each path is analysed, but the blob's bytes are on disk once: the other paths are hard links."""
-    import tempfile
 
     from topk_migrate import audit as audit_mod
 

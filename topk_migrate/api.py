@@ -7,7 +7,6 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence
 
 from . import discover, rules
-from .discover import read_regular
 from .model import Capability, InputError, Site, Status, exit_code
 from .run_context import in_run, per_run
 

@@ -1032,7 +1032,7 @@ def lay_out_rev(paths, rev, exclude, tally, prog, tmp, keep=None) -> Tuple[str, 
     excl = compile_patterns(exclude)
     project = [(sha, path) for mode, sha, path in entries if _is_project_file(path)]
     wanted: List[Tuple[str, str]] = []
-    for p, rel in zip(paths, rels):
+    for rel in rels:
         matched = False
         for mode, sha, path in entries:
             if rel and path != rel and not path.startswith(rel + "/"):

@@ -111,7 +111,7 @@ class _Lines:
     def segment(self, node: ast.AST) -> str:
         if self.starts is None:
             self.starts = [0]
-            find, text = self.text.find, self.text
+            find = self.text.find
             at = find("\n")
             while at >= 0:
                 self.starts.append(at + 1)

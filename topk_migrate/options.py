@@ -62,4 +62,4 @@ def validate_kernel(kernel) -> None:
         try:
             parse_pin(kernel, "--kernel")
         except ValueError as e:
-            raise click.BadParameter(str(e), param_hint="--kernel")
+            raise click.BadParameter(str(e), param_hint="--kernel") from None

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
 import shutil
 import sys
 import tempfile
@@ -148,7 +147,7 @@ def _candidates(s: Spec):
         yield replace(s, rows=s.rows[:k] + s.rows[k + 1:])
     if s.index_step is not None:
         yield replace(s, index_step=None)
-    for k, e in enumerate(s.edits):
+    for k in range(len(s.edits)):
         yield replace(s, edits=s.edits[:k] + s.edits[k + 1:])
     for k, (op, target, form, loc) in enumerate(s.rows):
         for simpler in ((op, target, "direct", loc), (op, target, form, "helper"), (op, "both", form, loc)):
@@ -241,7 +240,6 @@ def run_many(progs: Sequence[Program], runner: Runner, stop_on_wrong: bool = Fal
     calls0, secs0 = runner.engine.calls, runner.engine.seconds
     s = Summary(progs[0].seed if progs else 0)
     specs = set()
-    refused_specs = {}
     for p in progs:
         r = runner.run(p)
         s.programs += 1

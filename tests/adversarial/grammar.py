@@ -62,8 +62,7 @@ import functools
 import hashlib
 import itertools
 import random
-import textwrap
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, fields
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .harness import MODULE, Variant
@@ -998,7 +997,7 @@ class _Render:
             "with_dv": f"{q}, {kv}, {i}, {scale}, d_v={kv}.shape[-1]",
             "attn_sink_none": f"q={q}, kv={kv}, indices={i}, sm_scale={scale}, attn_sink=None",
             "kwargs_dict": f"{q}, {kv}, {i}, **kernel_kwargs",
-            "star_args": f"*kernel_args",
+            "star_args": "*kernel_args",
         }.get(form, f"q={q}, kv={kv}, indices={i}, sm_scale={scale}")
         if lam:
             if form == "kwargs_dict":
@@ -1112,7 +1111,7 @@ class _Render:
     def helper_callee(self) -> str:
         r, name = self.s.reflection, self.helper_name
         if self.helper_is_method:
-            return f'getattr(self, "_forward_" + "flashmla_sparse")' if r == "getattr_call" else f"self.{name}"
+            return 'getattr(self, "_forward_" + "flashmla_sparse")' if r == "getattr_call" else f"self.{name}"
         if self.lay == "function_helper" and r == "getattr_call":
             return 'globals()["sparse_" + "attend"]'
         return name
@@ -1234,7 +1233,7 @@ class _Render:
 
     # -- classes -------------------------------------------------------------------------------
     def backend_class(self, f: _File) -> List[str]:
-        s, n = self.s, self.n
+        s = self.s
         body = ['"""The DSA attention backend."""', ""]
         decl = self.decl_text()
         if decl and s.binding in ("self_attr", "getattr_default", "only_in_if", "rebound_to_none", "deleted", "rebound_other"):

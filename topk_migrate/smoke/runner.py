@@ -7,7 +7,7 @@ import inspect
 import math
 import os
 from pathlib import Path
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, Optional, Tuple
 
 import torch
 
@@ -245,7 +245,7 @@ def check_helper_matrix(report, kernel, old, new, cases, device) -> list:
     calls = []
     for c in cases:
         pair = _paired_calls(report, kernel, f"bitwise.{c.name}",
-                             lambda: _helper_call(old, c), lambda: _helper_call(new, c, c.topk_length))
+                             lambda c=c: _helper_call(old, c), lambda c=c: _helper_call(new, c, c.topk_length))
         if pair is None:
             continue
         out_old, call_old, out_new, call_new = pair
@@ -356,7 +356,7 @@ def check_graph_helper(report, kernel, emitters: Emitters, emitter, new, engine,
     ]
     gen = torch.Generator(device=device).manual_seed(21)
     kv = (torch.randn((bs * ctx + 8, 1, 576), generator=gen, device=device) / 4).to(torch.bfloat16)
-    table = torch.randperm(bs * ctx, generator=gen, device=device).to(torch.int32).view(bs, ctx)
+    _table = torch.randperm(bs * ctx, generator=gen, device=device).to(torch.int32).view(bs, ctx)  # drawn: keeps gen's sequence
     cu = torch.arange(bs + 1, dtype=torch.int32, device=device)
     fn = emitters.wrapped(emitter)
 
@@ -419,14 +419,14 @@ def check_e2e(report, kernel, emitters: Emitters, old_mod, new_mod, device, sm_m
         emitters.take_calls()
         notes = []
 
-        def run_new():  # the patched backend's emitter calls get the unpatched run's outputs (same inputs)
+        def run_new(sc=sc, inp=inp, notes=notes):  # the patched run's emitter calls get the unpatched one's outputs (same inputs)
             emitters.pin(emitters.take_calls())
             try:
                 return new.run(sc, inp)[1]
             finally:
                 notes.append(emitters.unpin())
 
-        pair = _paired_calls(report, kernel, f"bitwise.{sc.name}", lambda: old.run(sc, inp)[1], run_new)
+        pair = _paired_calls(report, kernel, f"bitwise.{sc.name}", lambda sc=sc, inp=inp: old.run(sc, inp)[1], run_new)
         if pair is None:
             continue
         out_old, call_old, out_new, call_new = pair
