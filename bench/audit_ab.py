@@ -10,7 +10,12 @@ discover.py at a given commit), each with codemods/ placed as topk_migrate/codem
     git show fe42c4c:topk_migrate/discover.py > /tmp/cmp/old/topk_migrate/discover.py
     python3 bench/audit_ab.py 9        # rounds; prints a markdown table of medians and per-round ratios to grep
 """
-import os, statistics, subprocess, sys, time
+import os
+import statistics
+import subprocess
+import sys
+import time
+
 T = "/tmp/topk-bench-tree"
 def cmd(v): return ["env", f"PYTHONPATH=/tmp/cmp/{v}", sys.executable, "-m", "topk_migrate", "audit", T, "--format", "json", "-o", f"/tmp/cmp/{v}.json"]
 C = {"grep": ["grep", "-rl", "flash_mla_sparse_fwd", T], "before": cmd("old"), "after": cmd("new")}

@@ -16,8 +16,19 @@ from topk_migrate.resolve import ModuleFacts
 from topk_migrate.scopecheck import Tree, inserted_ids, resolution_table, root_binding
 
 from ._topk_length_analysis import (
-    CHECKED_GUARD_COMMENT, CONSTANT_NAMES, GUARD_COMMENT, PARAM, Group, _code, _inline_value, fits, _metadata_value, _q_arg, _root,
+    CHECKED_GUARD_COMMENT,
+    CONSTANT_NAMES,
+    GUARD_COMMENT,
+    PARAM,
+    Group,
+    _code,
+    _inline_value,
+    _metadata_value,
+    _q_arg,
+    _root,
+    fits,
 )
+
 
 # -- the edit -----------------------------------------------------------------------
 @dataclass

@@ -23,7 +23,8 @@ class KernelGate:
     distribution that has it are the rule's data."""
 
     def __init__(self, path: str, kernel: Optional[str] = None, param: str = "", min_versions=None):
-        from .project import project_root  # not at the top: with config ~2.5 ms, which a file without the kernel never needs
+        # not at the top: with config ~2.5 ms, which check of a file without the kernel never needs
+        from .project import project_root
 
         self.param, self.min = param, dict(min_versions or {})
         self.path = path
@@ -342,10 +343,10 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
             raise input_error(e, path) from None
         if not discover.prefilter_for(everything=True).matches(raw):
             return out  # no call any rule reads, whatever a project switches on
-        from .config import config_for  # imported here, not at the top: check of a file without the kernel never needs it
-        from .files import decode_source
-
+        # imported here, not at the top: check of a file without the kernel never needs them
         from . import guard, memory, narrow
+        from .config import config_for
+        from .files import decode_source
 
         src = decode_source(path, raw, st)
         cfg = config_for(os.path.dirname(os.path.abspath(path)))

@@ -37,7 +37,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import click
 
-from .config import dir_filters, kept, project_filter, project_files
+from .config import dir_filters, kept, project_files, project_filter
 from .discover import SCAN_WINDOW, SplitWalk, file_may_hold_site, may_hold_site
 from .model import CHECK_STATUSES, InputError, Site, Status, exit_code
 from .options import follow_links_option, kernel_option, output_option, skipped_note, validate_kernel, verbose_option
@@ -985,9 +985,9 @@ def lay_out_rev(paths, rev, exclude, tally, prog, tmp, keep=None) -> Tuple[str, 
     repository lacks (a partial clone) is an error line, never fetched. Each blob is written once
     (the same blob under other paths is hard-linked), and a run reads and lays out at most
     _rev_limits() bytes."""
+    from . import project as project_mod
     from .discover import Prefilter, compile_patterns, prefilter
     from .files import MAX_BYTES_ENV, max_bytes
-    from . import project as project_mod
 
     project_limit = project_mod.PROJECT_FILE_LIMIT
 

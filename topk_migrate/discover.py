@@ -22,6 +22,7 @@ from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence,
 
 from .rules import site_needles
 
+
 class Prefilter:
     """Bytes that cannot hold a call of any needle are never parsed.
 

@@ -218,7 +218,8 @@ def parse_pin(text: str, source: str) -> Pin:
     if declared is not None:
         return declared  # type: ignore[return-value]
     expected += "; or MODULE:PARAM for a kernel whose interface takes PARAM (flash_mla:topk_length)"
-    from packaging.requirements import InvalidRequirement, Requirement  # (its marker grammar: the costliest import here)
+    # (its marker grammar: the costliest import here)
+    from packaging.requirements import InvalidRequirement, Requirement
 
     try:
         req = Requirement(text.strip())

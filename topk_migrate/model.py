@@ -1,7 +1,7 @@
 """The vocabulary every part of the tool shares: a call site, its status, and the exit-code rule."""
 from __future__ import annotations
 
-from dataclasses import dataclass, asdict
+from dataclasses import asdict, dataclass
 from enum import Enum
 from typing import Collection, Iterable, Optional, Tuple
 

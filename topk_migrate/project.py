@@ -13,7 +13,8 @@ import os
 import stat
 from typing import Optional, Tuple
 
-from .discover import PROJECT_FILE_LIMIT, read_regular  # PROJECT_FILE_LIMIT: the one bound of a project file (audit and bump read it from here)
+# PROJECT_FILE_LIMIT: the one bound of a project file (audit and bump read it from here)
+from .discover import PROJECT_FILE_LIMIT, read_regular
 from .run_context import per_run
 
 PROJECT_FILES = ("pyproject.toml", "setup.cfg", "setup.py")

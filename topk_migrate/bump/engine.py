@@ -10,8 +10,8 @@ from topk_migrate.model import Site, exit_code
 from topk_migrate.run_context import in_run
 
 from .bind import FAILING, SEVERITY, CallArgs, compare, match, settle
-from .diff import Change, diff
 from .context import Context
+from .diff import Change, diff
 from .signatures import Release
 
 
@@ -125,7 +125,8 @@ def _file_sites(path: str, candidate: _Candidate, old: Release, new: Release, sh
     """The sites of one file (read at `path`, reported as `shown`)."""
     import libcst as cst
 
-    from topk_migrate import guard, narrow, rules as registry
+    from topk_migrate import guard, narrow
+    from topk_migrate import rules as registry
     from topk_migrate.config import config_for
     from topk_migrate.discover import read_regular
     from topk_migrate.files import decode_source, input_error

@@ -40,8 +40,15 @@ from typing import Optional, Tuple
 
 from topk_migrate.model import InputError
 
-from .signatures import (MAX_ENTRY_POINTS, WRAPPER_MODULES, Release, SignatureError, read_module,
-                         valid_dist, valid_version)
+from .signatures import (
+    MAX_ENTRY_POINTS,
+    WRAPPER_MODULES,
+    Release,
+    SignatureError,
+    read_module,
+    valid_dist,
+    valid_version,
+)
 
 CACHE_ENV = "TOPK_MIGRATE_CACHE"
 # Caps on what a release's files may hold (the real ones: a wrapper module of 10-30 KB, signature

@@ -9,8 +9,8 @@ name instead of being imported. `self` is a bare instance of a stand-in class
 whose attributes the caller supplies (e.g. `device_sm_major`).
 """
 from __future__ import annotations
-
 import __future__
+
 import ast
 import builtins
 import sys

@@ -11,7 +11,8 @@ from typing import Callable, Optional, Tuple
 
 import torch
 
-from . import contract, e2e, emitters as em, feed, isolate
+from . import contract, e2e, feed, isolate
+from . import emitters as em
 from .emitters import Emitters, injected_emitters, load_emitters
 from .kernel import Kernel, injected, load_kernel
 from .measure import hot_path_costs, paired_timing
