@@ -10,9 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from conftest import copy_checkout
 import yaml
+from conftest import copy_checkout
 
 ROOT = Path(__file__).resolve().parents[1]
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text())

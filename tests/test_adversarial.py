@@ -6,12 +6,12 @@ only lengths that agree with the indices. Row-preserving controls must stay fixe
 `python3 -m adversarial.report` (from tests/) prints the tally recorded in results/adversarial.md.
 """
 import collections
-
 import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("torch", reason="the stub kernel needs torch (pip install 'topk-migrate[smoke]')")
 

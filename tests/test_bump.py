@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from topk_migrate.bump import bind, diff as bump_diff, engine, sources
 from topk_migrate import rules as registry
+from topk_migrate.bump import bind, engine, sources
+from topk_migrate.bump import diff as bump_diff
 from topk_migrate.bump.signatures import KEYWORD_ONLY, POSITIONAL_ONLY, read_module
 from topk_migrate.cli import main
 

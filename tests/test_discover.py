@@ -6,7 +6,18 @@ import threading
 
 import pytest
 
-from topk_migrate.discover import SCAN_WINDOW, Prefilter, _cover, prefilter, prefilter_for, scanning_for, file_may_hold_site, iter_python_files, may_hold_site, read_bytes
+from topk_migrate.discover import (
+    SCAN_WINDOW,
+    Prefilter,
+    _cover,
+    file_may_hold_site,
+    iter_python_files,
+    may_hold_site,
+    prefilter,
+    prefilter_for,
+    read_bytes,
+    scanning_for,
+)
 
 
 def walk(*paths, rel=None, **kw):

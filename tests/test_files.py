@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from topk_migrate import files
-from topk_migrate.files import read_source, write_source, syntax_error_message
+from topk_migrate.files import read_source, syntax_error_message, write_source
 from topk_migrate.model import InputError
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,12 +11,12 @@ import tempfile
 import textwrap
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from safety_samples import KERNEL
 
 from topk_migrate.api import migrate_source
 from topk_migrate.model import Status
-
-from safety_samples import KERNEL
 
 settings.register_profile("ci", max_examples=150, deadline=None, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow])

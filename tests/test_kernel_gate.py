@@ -611,7 +611,8 @@ def test_decide_never_contradicts_the_versions_a_spec_allows_heavy():
 
 def decide_never_contradicts_the_versions_a_spec_allows(examples):
     """A short run in the default tier, 3,000 examples in the heavy tier (same body)."""
-    from hypothesis import given, settings, strategies as st
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
     from packaging.specifiers import SpecifierSet
     from packaging.version import Version
 

@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import pytest
-
 from sglang_wheels import DSA, install_like_site_packages
 
 pytestmark = pytest.mark.heavy

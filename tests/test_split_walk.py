@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from topk_migrate import audit as audit_mod, discover
+from topk_migrate import audit as audit_mod
+from topk_migrate import discover
 from topk_migrate.audit import audit
 from topk_migrate.discover import SplitWalk, iter_python_files
 

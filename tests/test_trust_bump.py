@@ -18,7 +18,8 @@ from pathlib import Path
 from unittest import mock
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from topk_migrate.bump import command, sources
 from topk_migrate.bump.diff import diff

@@ -290,7 +290,8 @@ def test_verbose_names_the_pyproject_used(tmp_path):
 
 
 def test_diff_bodies_are_escaped_on_a_terminal_and_exact_in_a_pipe(tmp_path):
-    from topk_migrate import api, cli as tool
+    from topk_migrate import api
+    from topk_migrate import cli as tool
 
     evil = "\x1b]0;owned\x07\x1b[1A\x1b[2K"
     src = BACKEND.replace("def _forward(self, q, kv, idx, scale):", f"def _forward(self, q, kv, idx, scale):  # {evil}")

@@ -11,7 +11,8 @@ projects; the heavy tier a few thousand with a random seed (printed by hypothesi
 import os
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from topk_migrate import config, kernels
 from topk_migrate.model import InputError

@@ -130,7 +130,8 @@ def test_audit_replaces_workers_that_die_and_goes_on(tmp_path, monkeypatch):
 
 # -- heavy tier: a property over nesting shapes and depths, through the CLI ---------------
 
-from hypothesis import given, settings, strategies as st  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st
 
 _SHAPES = ["+ b", ".a", "()", "[0]", " ** c", " if x else y"]
 

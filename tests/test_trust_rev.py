@@ -264,7 +264,8 @@ def test_project_file_over_its_cap_is_not_read(repo, monkeypatch, layouts):
     were read whole and laid out with no size check. One over its cap (project.PROJECT_FILE_LIMIT; a
     RECORD, project.RECORD_LIMIT) is now one error line, and its bytes are neither read nor written;
     the others and the candidates are still laid out."""
-    from topk_migrate import audit as audit_mod, project
+    from topk_migrate import audit as audit_mod
+    from topk_migrate import project
 
     monkeypatch.setattr(project, "PROJECT_FILE_LIMIT", 4096)
     monkeypatch.setattr(project, "RECORD_LIMIT", 8192, raising=False)
@@ -397,7 +398,8 @@ def test_directory_test_is_linear_in_the_listing():
 
 # -- heavy tier: properties over path names ------------------------------------------------
 
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st
 
 _PART = st.one_of(st.sampled_from(["..", ".", "", ".git", ".GIT", ".Git", "a", "b.py", "..a", "a..", "a\\..", "\\", " ", "git"]),
                   st.text(alphabet="ab./\\_-~ ", min_size=1, max_size=4))

@@ -17,7 +17,13 @@ import pytest
 from topk_migrate import discover
 from topk_migrate.audit import audit
 from topk_migrate.discover import (
-    PROJECT_FILE_LIMIT, WILD_PATTERNS, compile_patterns, _Glob, _parse_line, iter_python_files, read_regular,
+    PROJECT_FILE_LIMIT,
+    WILD_PATTERNS,
+    _Glob,
+    _parse_line,
+    compile_patterns,
+    iter_python_files,
+    read_regular,
 )
 
 ROOT = Path(__file__).resolve().parents[1]

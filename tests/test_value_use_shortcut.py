@@ -5,13 +5,13 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
-
-from topk_migrate.codemods import _topk_length_analysis as analysis, pass_topk_length as rule
-from topk_migrate.resolve import collect
-from topk_migrate.scopecheck import Tree
-
 from adversarial.generated import SAMPLE
 from adversarial.variants import VARIANTS
+from topk_migrate.codemods import _topk_length_analysis as analysis
+from topk_migrate.codemods import pass_topk_length as rule
+
+from topk_migrate.resolve import collect
+from topk_migrate.scopecheck import Tree
 
 ROOT = Path(__file__).resolve().parents[1]
 VALUE_USES = [  # each is a value use; the shortcut must see it
