@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from sglang_wheels import DSA, install_like_site_packages
+from sglang_wheels import install_like_site_packages
 
 pytestmark = pytest.mark.heavy
 KERNEL = "sglang-kernel==0.4.6"
