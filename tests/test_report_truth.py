@@ -3,7 +3,6 @@ not checked (a pytest marker, an alias whose calls are checked, a lazy getter ar
 what the code names. Each case is a shape met in a public repository (tests/corpus/manifest.toml)."""
 import textwrap
 
-
 from topk_migrate import api
 from topk_migrate.model import Status
 
