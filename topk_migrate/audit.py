@@ -37,8 +37,19 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import click
 
-from .config import dir_filters, kept, project_files, project_filter
-from .discover import SCAN_WINDOW, SplitWalk, file_may_hold_site, may_hold_site
+from . import project as project_mod
+from .config import config_for, dir_filters, kept, project_files, project_filter
+from .discover import (
+    SCAN_WINDOW,
+    Prefilter,
+    SplitWalk,
+    compile_patterns,
+    file_may_hold_site,
+    may_hold_site,
+    prefilter,
+    prefilter_for,
+    scanning_for,
+)
 from .model import CHECK_STATUSES, InputError, Site, Status, exit_code
 from .options import follow_links_option, kernel_option, output_option, skipped_note, validate_kernel, verbose_option
 from .run_context import in_run
@@ -431,8 +442,6 @@ def audit(
     (run_context: what it reads of the tree, its scanners and workers inherit; the next run reads afresh).
 
     follow_links and note (told what a walk leaves out, and why): as discover.iter_python_files."""
-    from .discover import scanning_for
-
     t0 = time.perf_counter()
     prog = Progress(progress)
     prefilter = _rules_prefilter(paths)  # before any process is forked
@@ -468,13 +477,10 @@ def audit(
 
 def _rules_prefilter(paths: Sequence[str]):
     """The prefilter of the rules on by default and those the given paths' projects enable."""
-    from . import config
-    from .discover import prefilter_for
-
     enable = set()
     for p in map(os.path.abspath, paths):
         try:
-            enable.update(config.config_for(p if os.path.isdir(p) else os.path.dirname(p)).enable)
+            enable.update(config_for(p if os.path.isdir(p) else os.path.dirname(p)).enable)
         except InputError:
             pass  # reported where the file's own analysis reads it
     return prefilter_for(tuple(sorted(enable)))
@@ -985,8 +991,6 @@ def lay_out_rev(paths, rev, exclude, tally, prog, tmp, keep=None) -> Tuple[str, 
     repository lacks (a partial clone) is an error line, never fetched. Each blob is written once
     (the same blob under other paths is hard-linked), and a run reads and lays out at most
     _rev_limits() bytes."""
-    from . import project as project_mod
-    from .discover import Prefilter, compile_patterns, prefilter
     from .files import MAX_BYTES_ENV, max_bytes
 
     project_limit = project_mod.PROJECT_FILE_LIMIT

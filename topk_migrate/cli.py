@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from . import api
+from . import api, rules
 from .escape import fit, listing, printable
 from .model import CHECK_STATUSES, Status
 from .options import echo as _echo
@@ -245,8 +245,6 @@ def apply(paths, kernel, diff, stdin_filename, follow_links, verbose):
                    "example before/after), from its own docstrings and examples.")
 def rules_command(explain):
     """List the migration rules: id, on or off by default, where they run, what they find."""
-    from . import rules
-
     if explain is not None:
         if explain not in rules.ids():
             import difflib

@@ -12,7 +12,7 @@ from topk_migrate.options import follow_links_option, output_option, verbose_opt
 
 from .bind import FAILING, SEVERITY, notes
 from .diff import GUARD_ADDED, GUARD_REMOVED
-from .engine import BumpReport
+from .engine import BumpReport, run
 
 FORMATS = ("text", "json", "sarif", "github", "markdown")  # audit's formats, and one for a PR description
 RELEASE_HELP = ("NAME==VERSION (a pin: downloaded once, cached; a path of that form is ./NAME==VERSION), "
@@ -187,7 +187,6 @@ def bump_command(old, new, paths, fmt, output, rev, follow_links, verbose):
     changes-default, opportunity (a new optional parameter not passed), unchanged.
     Exit codes: 0 nothing breaks or rebinds, 1 something does, 2 errors.
     """
-    from .engine import run
     from .sources import SourceError, load
 
     try:

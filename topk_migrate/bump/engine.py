@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from topk_migrate.model import Site, exit_code
+from topk_migrate.model import InputError, Site, exit_code
 from topk_migrate.run_context import in_run
 
 from .bind import FAILING, SEVERITY, CallArgs, compare, match, settle
@@ -130,7 +130,6 @@ def _file_sites(path: str, candidate: _Candidate, old: Release, new: Release, sh
     from topk_migrate.config import config_for
     from topk_migrate.discover import read_regular
     from topk_migrate.files import decode_source, input_error
-    from topk_migrate.model import InputError
     from topk_migrate.resolve import collect
 
     try:
