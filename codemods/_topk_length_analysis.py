@@ -761,7 +761,7 @@ class _Analysis:
             return self.site(c, Status.MANUAL, "q is not a plain name; its rows cannot be checked without re-evaluating it")
         here, form, why_not = self.metadata_at(c.node) if c.function is not None else (None, "plain", None)
         if here:
-            hazard, _ = row_hazard(self.tree, q_expr, self.tree.binding(c.node, here.split(".")[0]).assignments[0].scope, self.external_def)
+            hazard, _ = row_hazard(self.tree, q_expr, self.tree.binding(c.node, here.split(".")[0]).assignments[0].scope, self.external_def, self.outside_project)
             if hazard:
                 return self.site(c, Status.MANUAL, _rows_reason(hazard))
             hazard = self.indices_hazard(c)[0]
@@ -886,7 +886,7 @@ class _Analysis:
             return self.site(c, Status.MANUAL, f"{why_not}; the {wanted} is not provably there at the call")
         existing = self.helper_groups_of(fn)
         if existing is not None:  # a second kernel call in the same helper joins its group
-            hazard, _ = row_hazard(self.tree, q_expr, self.tree.scope_of.get(fn.node.body), self.external_def)
+            hazard, _ = row_hazard(self.tree, q_expr, self.tree.scope_of.get(fn.node.body), self.external_def, self.outside_project)
             if hazard:
                 return self.site(c, Status.MANUAL, _rows_reason(hazard))
             hazard = self.indices_hazard(c)[0]
@@ -901,7 +901,7 @@ class _Analysis:
         # maintainer must solve; a decorator, an override or **kwargs only decide how the value is passed
         identity = f"{fn.qualname} takes **kwargs; add topk_length to it by hand" \
             if mine is None and isinstance(params.star_kwarg, cst.Param) else self.helper_identity(fn)
-        hazard, sources = row_hazard(self.tree, q_expr, self.tree.scope_of.get(fn.node.body), self.external_def)
+        hazard, sources = row_hazard(self.tree, q_expr, self.tree.scope_of.get(fn.node.body), self.external_def, self.outside_project)
         rows_why = _rows_reason(hazard) if hazard else None
         hazard, index_sources = self.indices_hazard(c)
         indices_why = _indices_reason(hazard) if hazard else None
@@ -929,12 +929,12 @@ class _Analysis:
             batch = self.tree.binding(k.node, expr.split(".")[0]).assignments[0].scope
             for p in sources:
                 arg = _argument_for(k.node, p, positions.get(p), shift)
-                hazard = row_hazard(self.tree, arg, batch, self.external_def)[0] if arg is not None else None
+                hazard = row_hazard(self.tree, arg, batch, self.external_def, self.outside_project)[0] if arg is not None else None
                 if hazard:
                     return self.site(c, Status.MANUAL, f"at the caller on line {k.range.start.line}: " + _rows_reason(hazard))
             for p in index_sources:
                 arg = _argument_for(k.node, p, positions.get(p), shift)
-                hazard = index_hazard(self.tree, arg)[0] if arg is not None else None
+                hazard = index_hazard(self.tree, arg, self.outside_project)[0] if arg is not None else None
                 if hazard:
                     return self.site(c, Status.MANUAL, f"at the caller on line {k.range.start.line}: " + _indices_reason(hazard))
             passing.append((k, expr, form))
@@ -1019,6 +1019,17 @@ class _Analysis:
     def setattr_calls(self) -> List[cst.Call]:
         return self.index("setattr", lambda: self.find(cst.Call, lambda c: _is_name(c.func, "setattr")))
 
+    def outside_project(self, qualname: str) -> bool:
+        """Is `qualname` defined outside this project (a library), not by one of its modules?"""
+        from topk_migrate import kernels
+
+        module = qualname
+        while module:
+            if kernels.find_module(self.path, module) is not None:
+                return False
+            module = module.rpartition(".")[0]
+        return not qualname.startswith(".")
+
     def external_def(self, qualname: str) -> Optional[Tuple[Tree, cst.FunctionDef]]:
         """A top-level def of another module of this project, parsed alone (for the row trace)."""
         if qualname in self._external:
@@ -1056,7 +1067,7 @@ class _Analysis:
 
     def indices_hazard(self, c: CallInfo) -> Tuple[Optional[str], Set[str]]:
         arg = _indices_arg(c.node)
-        return index_hazard(self.tree, arg) if arg is not None else (None, set())
+        return index_hazard(self.tree, arg, self.outside_project) if arg is not None else (None, set())
 
     def helper_groups_of(self, fn: Function) -> Optional[Group]:
         return self._helper_groups.get(id(fn.node))
@@ -1104,10 +1115,11 @@ def _by_hand(found: Optional[str], passing) -> str:
             f"{lines} hold{'' if many else 's'})")
 
 
-def _clipped_elsewhere(f, e, depth: int) -> bool:
+def _clipped_elsewhere(f, e, depth: int, env: Optional[dict] = None) -> bool:
     """`_Analysis._clipped` for a value another file of the project gives the field (CPython's ast, read
     by topk_migrate.reach): the engine's clip, a clamp with an upper bound, a minimum, zeros, a read of
-    the clipped field, or a local bound only to such; anything else is not proven."""
+    the clipped field, a top-level function of that file whose every return is such (its parameters are
+    the call's arguments: `env`), or a local bound only to such; anything else is not proven."""
     import ast
 
     from topk_migrate import reach
@@ -1121,28 +1133,45 @@ def _clipped_elsewhere(f, e, depth: int) -> bool:
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
         method = isinstance(func, ast.Attribute) and not (isinstance(func.value, ast.Name) and func.value.id == "torch")
         positional = [a for a in e.args if not isinstance(a, ast.Starred)]
+        local = [d for d in f.tree.body if isinstance(d, ast.FunctionDef) and d.name == name] \
+            if isinstance(func, ast.Name) else []
+        if len(local) == 1 and len(positional) == len(e.args):
+            params = [p.arg for p in local[0].args.posonlyargs + local[0].args.args]
+            args = dict(zip(params, positional))
+            args.update({k.arg: k.value for k in e.keywords if k.arg})
+            caller = (env or {}).copy()
+            bound = {p: (v, caller) for p, v in args.items()}
+            returns = [r.value for r in ast.walk(local[0]) if isinstance(r, ast.Return)]
+            return bool(returns) and all(r is not None and _clipped_elsewhere(f, r, depth + 1, bound) for r in returns)
+        if local:
+            return False
         if name in CLIPS:
             return True
         if name in CLIP_KEEPING:
-            return len(positional) >= 2 and all(_clipped_elsewhere(f, v, depth + 1) for v in positional[1:])
+            return len(positional) >= 2 and all(_clipped_elsewhere(f, v, depth + 1, env) for v in positional[1:])
         if name in ("clamp", "clamp_", "clip", "clip_"):
             return any(k.arg == "max" for k in e.keywords) or len(positional) >= (2 if method else 3)
         if name in ("minimum", "min") and len(positional) + (1 if method else 0) >= 2:
             return True
         if name in ("zeros", "new_zeros", "zeros_like"):
             return True
+        if name in ("cat", "concat") and positional and isinstance(positional[0], (ast.List, ast.Tuple)):
+            return all(_clipped_elsewhere(f, el, depth + 1, env) for el in positional[0].elts)
         if method and name in ("to", "int", "contiguous", "clone", "view", "reshape", "detach", "cuda"):
-            return _clipped_elsewhere(f, func.value, depth + 1)
+            return _clipped_elsewhere(f, func.value, depth + 1, env)
         return False
     if isinstance(e, ast.Subscript):
-        return _clipped_elsewhere(f, e.value, depth + 1)
+        return _clipped_elsewhere(f, e.value, depth + 1, env)
     if isinstance(e, ast.Attribute):
         return e.attr in CLIPPED_FIELDS
     if isinstance(e, ast.IfExp):
-        return _clipped_elsewhere(f, e.body, depth + 1) and _clipped_elsewhere(f, e.orelse, depth + 1)
+        return _clipped_elsewhere(f, e.body, depth + 1, env) and _clipped_elsewhere(f, e.orelse, depth + 1, env)
     if isinstance(e, ast.Name):
+        if env is not None and e.id in env:  # a parameter of the function being read: the call's argument
+            value, outer = env[e.id]
+            return _clipped_elsewhere(f, value, depth + 1, outer or None)
         values = reach.local_value(f, e)
-        return values is not None and all(_clipped_elsewhere(f, v, depth + 1) for v in values)
+        return values is not None and all(_clipped_elsewhere(f, v, depth + 1, env) for v in values)
     return False
 
 

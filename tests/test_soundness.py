@@ -577,7 +577,8 @@ def test_checked_guard_passes_only_what_the_kernel_takes(untyped, field, given, 
     ("a = q if r is None else r\n    a[perm] = r", True),
     ("a = q.clone()\n    a.copy_(a[perm])", False),
     ("a = q.new_zeros(q.shape)\n    a.copy_(a[perm])", False),
-    ("o = helper(q, r)\n    s = r\n    s[perm] = 0", False),  # q and r may each be o, not each other
+    ("o = q if r is None else r\n    s = r\n    s[perm] = 0", False),  # q and r may each be o, not each other
+    ("helper(q, perm)", True),  # a function that may permute q in place
 ])
 def test_writes_through_aliases(body, hazard):
     src = f"def f(q, r, perm, helper):\n    {body}\n    x = q\n"

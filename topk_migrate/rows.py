@@ -27,6 +27,8 @@ from .scopecheck import Tree
 
 # qualified name -> (tree of a module holding just that def, the def) for a function of the project
 External = Callable[[str], Optional[Tuple[Tree, cst.FunctionDef]]]
+# qualified name -> is it defined outside the project (a library: torch, flashinfer, the kernel's package)?
+Outside = Callable[[str], bool]
 
 # Reading these gives no rows of the tensor (shapes, dtypes) or fresh rows (allocation).
 NO_DATA_ATTRS = {"shape", "dtype", "device", "ndim", "is_cuda", "layout", "requires_grad"}
@@ -171,14 +173,43 @@ def local_defs(tree: Tree, func: cst.BaseExpression) -> List[cst.FunctionDef]:
 class RowTrace:
     """Follows q's rows back through the assignments of its function."""
 
-    def __init__(self, tree: Tree, external: Optional[External] = None):
-        self.tree, self.external = tree, external
+    def __init__(self, tree: Tree, external: Optional[External] = None, outside: Optional[Outside] = None):
+        self.tree, self.external, self.outside = tree, external, outside
         self.seen: Set[int] = set()
         self.params: Set[Tuple[object, str]] = set()  # (scope, name) of the parameters q's rows come from
         self.inside = 0  # > 0 while reading the returns of a function defined in this module
+        self.exempt: Set[int] = set()
 
     def hazard(self, expr: cst.BaseExpression) -> Optional[str]:
+        up = self.tree.parent.get(expr)
+        up = self.tree.parent.get(up) if isinstance(up, cst.Arg) else up
+        if isinstance(up, cst.Call):
+            self.exempt.add(id(up))  # the call q is traced for (the kernel's, or the helper's at a caller)
         return self._data(expr)
+
+    def _pure(self, call: cst.Call) -> bool:
+        """The traced call itself, or a def of the project that writes none of its parameters."""
+        if id(call) in self.exempt:
+            return True
+        local = local_defs(self.tree, call.func)
+        if local:
+            return all(self._writes_no_param(fdef) for fdef in local)
+        found = [self.external(qn) for qn in imported_names(self.tree, call.func)] if self.external else []
+        if found and all(f is not None for f in found) and self.inside <= 3:
+            return all(RowTrace(f[0], None, self.outside)._writes_no_param(f[1]) for f in found)
+        return False
+
+    def _writes_no_param(self, fdef: cst.FunctionDef) -> bool:
+        if id(fdef) in self.seen or self.inside > 3:
+            return True  # being read: its other uses decide
+        self.seen.add(id(fdef))
+        scope = self.tree.scope_of.get(fdef.body)
+        params = [p.name.value for p in (*fdef.params.posonly_params, *fdef.params.params, *fdef.params.kwonly_params)]
+        self.inside += 1
+        try:
+            return scope is None or all(self._row_writes(scope, p) is None for p in params if p not in ("self", "cls"))
+        finally:
+            self.inside -= 1
 
     # -- expressions -------------------------------------------------------------------
     def _data(self, e: cst.BaseExpression) -> Optional[str]:
@@ -420,7 +451,10 @@ class RowTrace:
         owner = getattr(scope, "node", None)
         if owner is None:
             return None
-        for n in [name, *sorted(aliases_in(self.tree, owner, name))]:  # a write through an alias is one to name
+        # a write through an alias is one to name (only names written at all can hold one: N kernel calls
+        # in one function, each with its N aliases, cost N lookups, not N * N traces)
+        written = written_names(self.tree, owner)
+        for n in [name, *sorted(aliases_in(self.tree, owner, name) & written)]:
             why = self._writes_of(scope, owner, n)
             if why:
                 return why
@@ -438,6 +472,13 @@ class RowTrace:
                 return why
         for call in finder.inplace:
             return f"`{_code(call)}` writes rows by index"
+        for call in finder.mutators:
+            if call.func.attr.value not in VALUE_INPLACE:
+                return f"`{_code(call)}` changes `{name}` in place, which may move its rows"
+        for call in finder.passed:
+            if may_mutate(self.tree, call, self._pure, self.outside):
+                return (f"`{_code(call).strip()[:80]}` hands `{name}` to `{get_full_name_for_node(call.func) or _code(call.func)}`, "
+                        "which may change it in place; the row trace cannot follow it there")
         for call in finder.outs:
             why = self._call(call)
             if why:
@@ -479,6 +520,8 @@ class _Writes:
     changes: List[cst.Call] = field(default_factory=list)  # in-place methods that change values (for the indices)
     outs: List[cst.Call] = field(default_factory=list)  # calls that write their result into name (`out=name`)
     copies: List[cst.BaseExpression] = field(default_factory=list)
+    passed: List[cst.Call] = field(default_factory=list)  # calls that get the name itself as an argument
+    mutators: List[cst.Call] = field(default_factory=list)  # `name.op_(...)`: in-place methods of the name
 
 
 class _RowWrites(cst.CSTVisitor):
@@ -500,8 +543,13 @@ class _RowWrites(cst.CSTVisitor):
         for a in node.args:
             if a.keyword and a.keyword.value == "out" and isinstance(a.value, cst.Name):
                 self._of(a.value.value).outs.append(node)
+            elif a.keyword is None or a.keyword.value != "out":
+                for n in _passed_names(a.value):
+                    self._of(n).passed.append(node)
         f = node.func
         if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name):
+            if f.attr.value.endswith("_") and not f.attr.value.endswith("__"):
+                self._of(f.value.value).mutators.append(node)
             if f.attr.value in INPLACE_ROW_WRITES:
                 self._of(f.value.value).inplace.append(node)
             elif f.attr.value == "copy_" and node.args:
@@ -513,6 +561,71 @@ class _RowWrites(cst.CSTVisitor):
 _NO_WRITES = _Writes()
 
 
+def _passed_names(e: cst.BaseExpression) -> List[str]:
+    """Names handed to a call as they are (an argument, or an element of a tuple or list argument)."""
+    if isinstance(e, cst.Name):
+        return [e.value]
+    if isinstance(e, (cst.Tuple, cst.List)):
+        return [n for el in e.elements for n in _passed_names(el.value)]
+    if isinstance(e, cst.StarredElement):
+        return _passed_names(e.value)
+    return []
+
+
+# In-place methods that change values, never which row is where: `q.mul_(scale)` keeps q's rows.
+# Any other `q.op_(...)` (`t_`, `transpose_`, `resize_`, `set_`, `index_copy_`, ...) may move them.
+VALUE_INPLACE = {"mul_", "add_", "sub_", "div_", "clamp_", "clamp_min_", "clamp_max_", "clip_", "zero_", "fill_",
+                 "neg_", "abs_", "exp_", "sqrt_", "rsqrt_", "pow_", "tanh_", "sigmoid_", "relu_", "masked_fill_",
+                 "requires_grad_", "nan_to_num_", "round_", "copy_"}
+# Calls that never change their arguments in place: Python's own builtins that read a value, and
+# logging. (torch functions and methods whose names do not end in `_` change no argument but `out=`.)
+NON_MUTATING_BUILTINS = {"len", "isinstance", "print", "id", "type", "str", "repr", "hash", "bool", "int", "float",
+                         "format", "getattr", "hasattr", "callable", "max", "min", "tuple", "list", "iter", "next",
+                         "zip", "enumerate", "range"}
+LOGGING_ROOTS = {"logger", "logging", "log", "LOGGER", "_logger", "warnings"}
+
+
+def _returned(tree: Tree, call: cst.Call) -> bool:
+    """Is `call` evaluated by a `return` of its function? Then nothing after it in that call of the
+    function runs: not the kernel call a trace follows there (the engines' other-backend branches,
+    `if self.use_trtllm: return self._forward_trtllm(q, ...)`)."""
+    up = tree.parent.get(call)
+    while up is not None and not isinstance(up, (cst.BaseSmallStatement, cst.FunctionDef, cst.Lambda)):
+        up = tree.parent.get(up)
+    return isinstance(up, cst.Return)
+
+
+def may_mutate(tree: Tree, call: cst.Call, pure: Callable[[cst.Call], bool], outside: Optional[Outside] = None) -> bool:
+    """May `call` move the rows (or change the entries) of an argument it is handed, in place?
+    Default-deny: only torch's functions and methods without a trailing `_`, the builtins that read,
+    logging, the engine functions on the row allowlist, a function imported from outside the project
+    (a library: libraries write results to outputs; an in-place rotary embedding changes values, not
+    rows), and what `pure` says (the traced call itself, a def of the project that writes none of its
+    parameters) change nothing."""
+    func = call.func
+    name = get_full_name_for_node(func) or ""
+    op = name.rsplit(".", 1)[-1]
+    root = name.split(".")[0]
+    if pure(call) or _returned(tree, call):
+        return False
+    if op.endswith("_"):
+        return True  # in place by name, wherever it comes from (`torch.Tensor.copy_(q, ...)`)
+    names = imported_names(tree, func)
+    if names and outside is not None and all(outside(qn) for qn in names):
+        return False
+    if isinstance(func, cst.Name) and op in NON_MUTATING_BUILTINS:
+        return False
+    if root in LOGGING_ROOTS:
+        return False
+    if _torch_function(func, name) and not op.endswith("_"):
+        return False
+    if isinstance(func, cst.Attribute) and not op.endswith("_") and not isinstance(func.value, cst.Name):
+        return False  # a method of a computed value (`q.view(...).copy_` is the receiver's, checked there)
+    if op in ROW_KEEPING_FUNCTIONS and any(qn.startswith(ENGINE_PACKAGES) for qn in imported_names(tree, func)):
+        return False
+    return True
+
+
 # Method calls whose result never shares storage with the receiver or the arguments (a copy, a new
 # tensor, a reduction, a size): everything else may return a view, or the receiver itself
 # (`.contiguous()`, `.to(dtype)` when nothing changes).
@@ -522,6 +635,11 @@ COPYING_METHODS = {"clone", "new_zeros", "new_empty", "new_ones", "new_full", "n
 COPYING_FUNCTIONS = {"cat", "concat", "stack", "hstack", "vstack", "index_select", "gather", "masked_select",
                      "take", "take_along_dim", "repeat_interleave", "cumsum", "argsort", "where", "minimum",
                      "maximum", "clamp", "remainder"} | FRESH_FUNCTIONS
+# tensor methods whose result is the receiver or a view of it, never one of their arguments
+TENSOR_VIEW_METHODS = {"view", "view_as", "reshape", "reshape_as", "narrow", "select", "expand", "expand_as", "permute",
+                       "transpose", "swapaxes", "movedim", "unsqueeze", "squeeze", "flatten", "unflatten", "split",
+                       "chunk", "unbind", "tensor_split", "t", "diagonal", "as_strided", "contiguous", "to", "float",
+                       "half", "bfloat16", "int", "long", "type", "detach", "cuda", "cpu", "flip", "roll"}
 NON_TENSOR_BUILTINS = {"len", "int", "float", "bool", "str", "isinstance", "range", "print", "id", "hash"}
 
 
@@ -558,7 +676,11 @@ def may_share(e: Optional[cst.CSTNode]) -> Set[str]:
             name = get_full_name_for_node(f) or ""
             if name.startswith(TORCH_PREFIXES) and name.count(".") == 1:  # torch.fn(...)
                 return set() if f.attr.value in COPYING_FUNCTIONS else args
-            return set() if f.attr.value in COPYING_METHODS else may_share(f.value) | args
+            if f.attr.value in COPYING_METHODS:
+                return set()
+            if f.attr.value in TENSOR_VIEW_METHODS:  # a view of the receiver: its arguments are sizes and dims
+                return may_share(f.value)
+            return may_share(f.value) | args
         if isinstance(f, cst.Name) and f.value in NON_TENSOR_BUILTINS:
             return set()
         return args
@@ -645,10 +767,18 @@ def aliases_in(tree: Tree, owner: cst.CSTNode, name: str) -> Set[str]:
         found = _Aliases()
         owner.visit(found)
         pts = cache[id(owner)] = found.points_to()
-    mine = pts.get(name)
-    if not mine:
-        return set()
-    return {other for other, theirs in pts.items() if other != name and theirs & mine}
+    answers = tree.__dict__.setdefault("_aliases_of", {})  # one answer per name: every trace of it shares it
+    key = (id(owner), name)
+    if key not in answers:
+        mine = pts.get(name)
+        answers[key] = frozenset(other for other, theirs in pts.items() if other != name and theirs & mine) if mine else frozenset()
+    return answers[key]
+
+
+def written_names(tree: Tree, owner: cst.CSTNode) -> Set[str]:
+    """The names writes_in finds a write of under owner (every other name's writes are none)."""
+    writes_in(tree, owner, "")
+    return tree.__dict__["_row_writes"][id(owner)].by_name.keys()
 
 
 def writes_in(tree: Tree, owner: cst.CSTNode, name: str) -> _Writes:
@@ -663,14 +793,14 @@ def writes_in(tree: Tree, owner: cst.CSTNode, name: str) -> _Writes:
 
 
 def row_hazard(tree: Tree, expr: cst.BaseExpression, batch_scope=None,
-               external: Optional[External] = None) -> Tuple[Optional[str], Set[str]]:
+               external: Optional[External] = None, outside: Optional[Outside] = None) -> Tuple[Optional[str], Set[str]]:
     """(why q's rows may not be the batch's rows in order, or None; the parameters they come from).
 
     batch_scope: the function scope the metadata is bound in. Rows that come in through
     the parameters of another function (a nested def called with pieces) are not known to
     be that batch's.
     """
-    t = RowTrace(tree, external)
+    t = RowTrace(tree, external, outside)
     why = t.hazard(expr)
     if why is None and batch_scope is not None:
         for scope, name in t.params:
@@ -713,10 +843,11 @@ class IndexTrace:
     """Follows the kernel's `indices` back through its function: may an entry have been
     dropped, masked or narrowed after the indexer counted it?"""
 
-    def __init__(self, tree: Tree):
-        self.tree = tree
+    def __init__(self, tree: Tree, outside: Optional[Outside] = None):
+        self.tree, self.outside = tree, outside
         self.seen: Set[object] = set()
         self.params: Set[Tuple[object, str]] = set()
+        self.exempt: Set[int] = set()
         self.inside = 0  # > 0 while reading the returns of a function defined in this module
         self.reached: Set[str] = set()  # parameters of the function being read that its returns come from
         self.read: Dict[int, Tuple[Optional[str], Set[str]]] = {}  # id(def) -> (why, parameters reached)
@@ -870,9 +1001,41 @@ class IndexTrace:
             for target, _ in finder.subscripts:
                 if self.tree.binding(target.value, n).scope_rank == self.tree.rank.get(id(scope)):
                     return f"`{_code(target)} = ...` overwrites top-k entries"
-            for call in finder.inplace + finder.changes + finder.outs:
+            for call in finder.inplace + finder.changes + finder.outs + finder.mutators:
                 return f"`{_code(call)}` changes which top-k entries are valid"
+            for call in finder.passed:
+                if may_mutate(self.tree, call, self._pure, self.outside):
+                    return (f"`{_code(call).strip()[:80]}` hands `{n}` to `{get_full_name_for_node(call.func) or _code(call.func)}`, "
+                            "which may change its entries in place; the indices trace cannot follow it there")
         return None
+
+    def _pure(self, call: cst.Call) -> bool:
+        """The traced call itself, an engine function on the index allowlist (it reads the indices and
+        returns new ones), or a def of this module that writes none of its parameters."""
+        if id(call) in self.exempt:
+            return True
+        name = get_full_name_for_node(call.func) or ""
+        op = name.rsplit(".", 1)[-1]
+        if op in INDEX_KEEPING_FUNCTIONS and any(qn.startswith(ENGINE_PACKAGES) for qn in imported_names(self.tree, call.func)):
+            return True
+        if op in INDEX_KEEPING_ENGINE_METHODS and isinstance(call.func, cst.Attribute):
+            return True
+        local = local_defs(self.tree, call.func)
+        if not local or self.inside > 3:
+            return False
+        for fdef in local:
+            if id(fdef) in self.seen:
+                continue
+            self.seen.add(id(fdef))
+            scope = self.tree.scope_of.get(fdef.body)
+            params = [p.name.value for p in (*fdef.params.posonly_params, *fdef.params.params, *fdef.params.kwonly_params)]
+            self.inside += 1
+            try:
+                if scope is None or any(self._writes(scope, p) for p in params if p not in ("self", "cls")):
+                    return False
+            finally:
+                self.inside -= 1
+        return True
 
 
 FILLS = {"full", "full_like", "new_full", "zeros_like", "ones_like", "zeros", "ones", "new_zeros", "new_ones",
@@ -928,7 +1091,11 @@ def _constant_fill(e: cst.BaseExpression) -> bool:
     return isinstance(e, cst.Call) and (get_full_name_for_node(e.func) or "").rsplit(".", 1)[-1] in FILLS
 
 
-def index_hazard(tree: Tree, expr: cst.BaseExpression) -> Tuple[Optional[str], Set[str]]:
+def index_hazard(tree: Tree, expr: cst.BaseExpression, outside: Optional[Outside] = None) -> Tuple[Optional[str], Set[str]]:
     """(why the kernel's indices may no longer be what the metadata counted, or None; their parameters)."""
-    t = IndexTrace(tree)
+    t = IndexTrace(tree, outside)
+    up = tree.parent.get(expr)
+    up = tree.parent.get(up) if isinstance(up, cst.Arg) else up
+    if isinstance(up, cst.Call):
+        t.exempt.add(id(up))  # the call the indices are traced for
     return t.hazard(expr), {name for _, name in t.params}
