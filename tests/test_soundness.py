@@ -585,3 +585,26 @@ def test_writes_through_aliases(body, hazard):
     tree = Tree(__import__("libcst").parse_module(src))
     node = tree.module.body[0].body.body[-1].body[0].value
     assert bool(row_hazard(tree, node)[0]) is hazard, row_hazard(tree, node)[0]
+
+
+# A call handed q (or an alias) may change it in place: refused unless it provably does not.
+@pytest.mark.parametrize("body,hazard", [
+    ("_perm_(q)", True),  # a def of the module that permutes its argument in place
+    ("torch.Tensor.copy_(q, q[perm])", True),
+    ("obj.reorder(q)", True),
+    ("q.t_()", True),
+    ("_scale(q)", False),  # a def of the module that writes none of its parameters
+    ("flashinfer_rope(q)", False),  # a library function (outside the project): results go to outputs
+    ("q.mul_(2.0)", False),  # values change, rows stay
+    ("logger.debug(q)", False),
+    ("return obj.reorder(q) if perm is None else None", False),  # nothing after a return runs
+])
+def test_calls_that_may_change_q_in_place(body, hazard):
+    src = ("import torch\nfrom flashinfer import flashinfer_rope\n\n"
+           "def _perm_(t):\n    t.copy_(t[t.argsort(0)])\n\n"
+           "def _scale(t):\n    return t * 2\n\n"
+           f"def f(q, perm, obj, logger):\n    {body}\n    x = q\n")
+    tree = Tree(__import__("libcst").parse_module(src))
+    node = tree.module.body[-1].body.body[-1].body[0].value
+    why = row_hazard(tree, node, outside=lambda qn: qn.startswith("flashinfer"))[0]
+    assert bool(why) is hazard, why
