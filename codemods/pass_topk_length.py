@@ -50,17 +50,26 @@ def _touched(tree: Tree, groups: Sequence[Group]) -> Set[int]:
     return out
 
 
-def _reduced(module: cst.Module, keep: Set[int]) -> cst.Module:
+def _reduced(module: cst.Module, keep: Set[int], tree: Optional[Tree] = None) -> cst.Module:
     """The module with the body of every def outside `keep` replaced by `...`.
 
     New bindings only appear inside kept defs, so every read they can change is still
     there; module- and class-level code is kept whole. Kept nodes stay the same objects.
+    With `tree` (the module's), such a def whose decorators, parameters and annotations
+    bind nothing (no `:=`) and test nothing for None (what the validation reads of the whole
+    module) loses them too: `def name(): ...`.
     """
+    def stub(st: cst.FunctionDef) -> cst.FunctionDef:
+        if tree is not None and not tree.find((cst.NamedExpr, cst.Comparison, cst.UnaryOperation),
+                                              lambda n: not tree.inside(n, st.body), within=st):
+            return cst.FunctionDef(name=st.name, params=cst.Parameters(), body=_STUB, asynchronous=st.asynchronous)
+        return st.with_changes(body=_STUB)
+
     def shrink(body):
         out = []
         for st in body:
             if isinstance(st, cst.FunctionDef) and id(st) not in keep:
-                st = st.with_changes(body=_STUB)
+                st = stub(st)
             elif isinstance(st, cst.ClassDef) and isinstance(st.body, cst.IndentedBlock):
                 inner = shrink(st.body.body)
                 if any(a is not b for a, b in zip(inner, st.body.body)):
@@ -115,7 +124,8 @@ def _skippable(tree: Tree, facts, fields: Sequence[str]) -> List[cst.FunctionDef
         words |= {u.name.value for u in kept}
         for u in kept:
             called |= names[id(u)]
-        left = [u for u in left if not (names[id(u)] & words or u.name.value in called)]
+        kept_ids = {id(u) for u in kept}  # the next round sees what these mention and are named
+        left = [u for u in left if id(u) not in kept_ids]
 
 
 def migrate(source: str, path: str, gate: Gate, metadata: Sequence[str] = ()) -> Tuple[str, List[Site]]:
@@ -133,7 +143,7 @@ def migrate(source: str, path: str, gate: Gate, metadata: Sequence[str] = ()) ->
 def _migrate(module: cst.Module, source: str, path: str, gate: Gate, metadata: Sequence[str],
              partial: bool) -> Tuple[str, List[Site]]:
     tree = Tree(module)
-    facts = collect(module, tree.wrapper)
+    facts = collect(module, tree.wrapper, tree.numberer())
     analysis = _Analysis(facts, tree, source, path, gate, metadata)
     if partial:
         tree.skip_bodies(_skippable(tree, facts, [m.rsplit(".", 1)[-1] for m in analysis.metadata]))
@@ -152,7 +162,7 @@ def _migrate(module: cst.Module, source: str, path: str, gate: Gate, metadata: S
     annotation, need_import = _optional_annotation(module, facts)
     torch = next((k for k, v in sorted(_top_level_imports(module).items()) if v == "torch"), None)
     if groups:  # validate on the module cut down to the functions the rewrite touches (faster)
-        small = _reduced(module, _touched(tree, groups))
+        small = _reduced(module, _touched(tree, groups), tree)
         small_tree = Tree(small, positions=False)
         small_tree.position = tree.position  # kept nodes are the original objects: their lines hold
     while groups:

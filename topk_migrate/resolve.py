@@ -62,6 +62,7 @@ class _Collector(cst.CSTVisitor):
         self._classes: List[str] = []
         self._stmts: List[Optional[cst.BaseStatement]] = []
         self._block_children: Set[int] = set()
+        self.numberer = None
 
     # -- scopes ---------------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -98,6 +99,8 @@ class _Collector(cst.CSTVisitor):
         self._block_children.update(id(s) for s in node.body)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.numberer is not None:
+            self.numberer.on_visit(node)
         if isinstance(node, cst.BaseStatement):
             self._stmts.append(node if id(node) in self._block_children else None)
         elif isinstance(node, cst.SimpleStatementSuite):  # `if x: f()`: no statement of its own
@@ -108,6 +111,8 @@ class _Collector(cst.CSTVisitor):
         super().on_leave(original_node)
         if isinstance(original_node, (cst.BaseStatement, cst.SimpleStatementSuite)):
             self._stmts.pop()
+        if self.numberer is not None:
+            self.numberer.on_leave(original_node)
 
     # -- bindings --------------------------------------------------------
     def _line(self, node: cst.CSTNode) -> int:
@@ -176,10 +181,12 @@ class _Collector(cst.CSTVisitor):
         self.raw_calls.append((node, fn, stmt, self.get_metadata(PositionProvider, node)))
 
 
-def collect(module: cst.Module, wrapper: Optional[MetadataWrapper] = None) -> ModuleFacts:
-    """wrapper: one already made for `module` (its resolved positions are reused)."""
+def collect(module: cst.Module, wrapper: Optional[MetadataWrapper] = None, numberer=None) -> ModuleFacts:
+    """wrapper: one already made for `module` (its resolved positions are reused). numberer: a
+    visitor told of every node of the same walk (scopecheck's numbering: no walk of its own)."""
     wrapper = wrapper or MetadataWrapper(module, unsafe_skip_copy=True)
     c = _Collector()
+    c.numberer = numberer
     wrapper.visit(c)
     calls = []
     for node, fn, stmt, rng in c.raw_calls:

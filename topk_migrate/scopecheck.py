@@ -49,6 +49,17 @@ class _Numberer(cst.CSTVisitor):
         self.end[id(original_node)] = self._n - 1
 
 
+def _positions(wrapper: MetadataWrapper):
+    """wrapper.resolve(PositionProvider), without the walk LibCST's resolver makes for the (here empty)
+    batch of batchable providers; stored in the wrapper as resolve would (visitors that depend on it)."""
+    store = getattr(wrapper, "_metadata", None)
+    if not isinstance(store, dict):
+        return wrapper.resolve(PositionProvider)
+    if PositionProvider not in store:
+        store[PositionProvider] = PositionProvider()._gen(wrapper)
+    return store[PositionProvider]
+
+
 def scope_map(module: cst.Module, provider=ScopeProvider):
     """What MetadataWrapper.resolve(ScopeProvider) gives, in two walks of the module instead of four.
 
@@ -137,8 +148,9 @@ class Tree:
     def __init__(self, module: cst.Module, positions: bool = True):
         self.module = module
         self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-        self.position = self.wrapper.resolve(PositionProvider) if positions else {}
+        self.position = _positions(self.wrapper) if positions else {}
         self._skipped: Optional[Tuple[List[int], List[int]]] = None  # bodies the scope analysis left out
+        self._bindings: Dict[Tuple[int, str], Binding] = {}
 
     def skip_bodies(self, defs: Sequence[cst.FunctionDef]) -> None:
         """Before the first scope fact: the scope analysis leaves out these defs' bodies (their names,
@@ -164,6 +176,14 @@ class Tree:
         skip = frozenset(id(d) for d in self.find(cst.FunctionDef) if self.in_skipped_body(d.body))
         provider = type("PartialScopeProvider", (_PartialScopeProvider,), {"skip": skip})
         return _PartialScopes(scope_map(self.module, provider), self)
+
+    def numberer(self) -> Optional["_Numberer"]:
+        """A numbering to fill in a walk of the module made anyway (resolve.collect), before the first use
+        of the order or the parents; None once they are known."""
+        if "_numbered" in self.__dict__:
+            return None
+        num = self.__dict__["_numbered"] = _Numberer()
+        return num
 
     @cached_property
     def _numbered(self) -> _Numberer:
@@ -300,11 +320,12 @@ class Tree:
     def binding_in(self, scope: Optional[Scope], name: str) -> Binding:
         if scope is None:
             return Binding(None, ())
-        found = tuple(scope[name])
-        if not found:
-            return Binding(None, ())
-        owner = found[0].scope
-        return Binding(self.rank.get(id(owner), -2), found)
+        key = (id(scope), name)  # the analysis is made once: each (scope, name) has one answer
+        got = self._bindings.get(key)
+        if got is None:
+            found = tuple(scope[name])
+            got = self._bindings[key] = Binding(self.rank.get(id(found[0].scope), -2), found) if found else Binding(None, ())
+        return got
 
     def accesses(self) -> Iterator[Tuple[int, str, cst.CSTNode, object]]:
         """(scope rank, name, node, access) for every name read in the module."""

@@ -1,0 +1,121 @@
+"""What `check` of one file costs, counted (issue 23): speed is measured by bench/check_bench.py,
+never by a timed test; these count the work that bench found to be the cost.
+
+* the scope analyses: one per tree (the original, the validation's cut-down module, the rewritten
+  one), each in two walks of its module (scopecheck.scope_map), and no batched walk of LibCST's
+  metadata resolver at all;
+* the original's analysis leaves out the bodies nothing reaches, and gives the verdicts and the
+  rewrite of the whole analysis (pass_topk_length._migrate with partial=False);
+* the row trace looks at each alias of q once per name, not once per kernel call.
+"""
+import os
+from pathlib import Path
+
+import pytest
+from libcst.metadata import wrapper as libcst_wrapper
+
+from topk_migrate import api, rows, scopecheck
+from topk_migrate.codemods import pass_topk_length
+from test_scale import KERNEL, scale_bench
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "fixtures" / "examples" / "dsa_backend.py"
+PAIRS = sorted((ROOT / "fixtures" / "pairs").glob("*/before.py"))
+
+
+def _counting(monkeypatch, module, name):
+    calls = []
+    real = getattr(module, name)
+
+    def counted(*a, **k):
+        calls.append(a)
+        return real(*a, **k)
+    monkeypatch.setattr(module, name, counted)
+    return calls
+
+
+def test_three_scope_analyses_and_no_batched_walk(monkeypatch, tmp_path):
+    maps = _counting(monkeypatch, scopecheck, "scope_map")
+    batched = _counting(monkeypatch, libcst_wrapper, "_gen_batchable")
+    m = api.migrate_source(EXAMPLE.read_text(), str(tmp_path / "backend.py"), kernel=KERNEL)
+    assert [s.status.value for s in m.sites] == ["fixable"] and m.changed
+    assert len(maps) == 3, "original, cut-down module, rewritten module"
+    assert batched == [], "a metadata resolve walked the module through LibCST's batched visitor"
+
+
+def test_the_original_analysis_leaves_bodies_out(monkeypatch, tmp_path):
+    restarts = []
+    real = pass_topk_length._migrate
+
+    def watched(*a, partial):
+        try:
+            return real(*a, partial=partial)
+        except scopecheck.WholeModuleNeeded:
+            restarts.append(a)
+            raise
+    monkeypatch.setattr(pass_topk_length, "_migrate", watched)
+    skipped = []
+    real_skip = scopecheck.Tree.skip_bodies
+    monkeypatch.setattr(scopecheck.Tree, "skip_bodies", lambda self, defs: (skipped.extend(defs), real_skip(self, defs)))
+    api.migrate_source(EXAMPLE.read_text(), str(tmp_path / "backend.py"), kernel=KERNEL)
+    assert skipped and not restarts
+
+
+@pytest.mark.parametrize("path", [EXAMPLE, *PAIRS], ids=lambda p: os.path.relpath(p, ROOT))
+def test_partial_analysis_gives_the_whole_ones_answer(monkeypatch, tmp_path, path):
+    source = path.read_text()
+    partial = api.migrate_source(source, str(tmp_path / "backend.py"), kernel=KERNEL)
+    real = pass_topk_length._migrate
+    monkeypatch.setattr(pass_topk_length, "_migrate", lambda *a, partial: real(*a, partial=False))
+    whole = api.migrate_source(source, str(tmp_path / "backend.py"), kernel=KERNEL)
+    assert partial.sites == whole.sites and partial.new_source == whole.new_source
+
+
+def test_a_fact_from_a_left_out_body_restarts_whole(monkeypatch, tmp_path):
+    """Every def left out, the kernel's own included: the first fact asked of its body raises
+    WholeModuleNeeded, and the file is analysed again whole, with the whole analysis' answer."""
+    source = EXAMPLE.read_text()
+    whole = api.migrate_source(source, str(tmp_path / "backend.py"), kernel=KERNEL)
+    monkeypatch.setattr(pass_topk_length, "_skippable",
+                        lambda tree, facts, fields: [f.node for f in facts.functions if f.class_name or "." not in f.qualname])
+    restarts = []
+    real = pass_topk_length._migrate
+
+    def watched(*a, partial):
+        try:
+            return real(*a, partial=partial)
+        except scopecheck.WholeModuleNeeded:
+            restarts.append(partial)
+            raise
+    monkeypatch.setattr(pass_topk_length, "_migrate", watched)
+    got = api.migrate_source(source, str(tmp_path / "backend.py"), kernel=KERNEL)
+    assert restarts == [True]
+    assert got.sites == whole.sites and got.new_source == whole.new_source
+
+
+def test_a_left_out_body_answers_nothing():
+    import libcst as cst
+
+    module = cst.parse_module("def kept(a):\n    return a\n\ndef out(b):\n    c = b\n    return c\n")
+    tree = scopecheck.Tree(module)
+    kept, out = module.body
+    tree.skip_bodies([out])
+    assert tree.binding(kept.body.body[0].body[0].value, "a").assignments  # `a` in kept: its parameter
+    with pytest.raises(scopecheck.WholeModuleNeeded):
+        tree.binding(out.body.body[1].body[0].value, "c")
+    with pytest.raises(scopecheck.WholeModuleNeeded):
+        list(tree.accesses())
+
+
+def test_row_trace_reads_each_alias_once(monkeypatch, tmp_path):
+    """N kernel calls in one function, each result an alias of q: the row trace looks up the writes of
+    q's aliases for the names written at all, not of every alias once per call (issue 23: 251,000
+    lookups for 500 calls, 13 ms per site at 5,000)."""
+    counts = []
+    real = rows.RowTrace._writes_of
+    for n in (20, 40):
+        looked = []
+        monkeypatch.setattr(rows.RowTrace, "_writes_of", lambda self, *a: (looked.append(a), real(self, *a))[1])
+        api.migrate_source(scale_bench.direct(n), str(tmp_path / f"b{n}.py"), kernel=KERNEL)
+        counts.append(len(looked))
+    assert counts[1] <= 2.2 * counts[0], counts
