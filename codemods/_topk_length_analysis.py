@@ -656,6 +656,10 @@ class _Analysis:
                     return why
                 continue
             what = "a parameter" if isinstance(node, cst.Param) else "something else"
+            if rest:  # `fm.flash_mla_sparse_fwd`: the name rebound is the module (or object) the kernel is read from
+                kind = "the kernel's module" if name in self.facts.imports else "what the kernel is read from"
+                return (f"`{name}` may not be {kind} at run time: it is bound at line {line} to {what}, so "
+                        f"`{name}.{rest}` may be another function; rewrite by hand if every binding's {rest} accepts topk_length")
             return (f"`{name}` may not be the kernel at run time: it is bound at line {line} to {what}; "
                     "rewrite by hand if every binding accepts topk_length")
         for target in self.attribute_targets(c.callee):

@@ -306,3 +306,22 @@ def test_an_override_in_a_module_without_metadata_is_told_the_metadata_is_missin
     """
     (s,) = sites(src, kernel="flash_mla:topk_length")
     assert s.reason.startswith("no clipped-seqlen metadata"), s.reason
+
+
+def test_a_module_alias_rebound_is_named_as_the_module_not_the_kernel():
+    src = """
+        import sgl_kernel.flash_mla as fm
+        import legacy
+
+        if FAST:
+            fm = legacy
+
+
+        def attend(q, kv, idx, metadata):
+            return fm.flash_mla_sparse_fwd(q, kv, idx, 0.1)
+
+        # metadata.dsa_cache_seqlens_int32
+    """
+    (s,) = sites(src)
+    assert "`fm` may not be the kernel's module at run time" in s.reason, s.reason
+    assert "`fm` may not be the kernel at run time" not in s.reason
