@@ -453,7 +453,8 @@ class _Analysis:
         proj = self.project()
         kernel = c.callee.rsplit(".", 1)[-1]
         modules = {c.callee.rpartition(".")[0]} if "." in c.callee else set()
-        seeds = set(self.subclasses(fn.class_name)) if fn is not None and fn.class_name else set()
+        owner = fn or c.function  # the helper, or (direct) the function that calls the kernel
+        seeds = set(self.subclasses(owner.class_name)) if owner is not None and owner.class_name else set()
         if fn is not None and fn.class_name:
             for f, cls, d in proj.overrides(seeds, fn.name):
                 where = f"{proj.rel(f.path)}:{d.lineno}"
@@ -481,6 +482,16 @@ class _Analysis:
         for w in proj.reflection(names, seeds, modules):
             return (f"{w.what} at {w.where()} may rebind the kernel, the helper or its class at run time, which "
                     "the analysis cannot follow; pass topk_length by hand if it cannot")
+        if seeds:
+            roots = {expr.split(".")[0] for expr in self.metadata}
+            held = {a.value.attr.value for a in self.find(cst.Assign, lambda a: len(a.targets) == 1 and isinstance(
+                a.targets[0].target, cst.Name) and a.targets[0].target.value in roots and _is_attr_of_self(a.value))}
+            related = proj.subclasses(seeds) + proj.ancestors(seeds)
+            for field_name in sorted({m.rsplit(".", 1)[-1] for m in self.metadata}):
+                w = reach.replay_writes(proj, related, field_name, held)
+                if w is not None:
+                    return (f"{w.what} at {w.where()} on CUDA-graph replay, while a captured graph keeps reading "
+                            "the tensors it was captured with; update them in place (copy_) first")
         for field_name in sorted({m.rsplit(".", 1)[-1] for m in self.metadata}):
             for f, node, value in reach.field_writes(proj, field_name):
                 if not _clipped_elsewhere(f, value, 0):

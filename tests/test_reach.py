@@ -141,3 +141,24 @@ def test_the_projects_own_kernel_wrapper(tmp_path, wrapper, fixable, monkeypatch
     site = verdict(tmp_path, {"ops.py": "from sgl_kernel.flash_mla import flash_mla_sparse_fwd as _k\n\n\n" + wrapper},
                    backend=WRAPPED)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("where", ["subclass", "base"])
+@pytest.mark.parametrize("replay,fixable", [
+    ("self.forward_metadata = DSAMetadata()", False),
+    ("self.forward_metadata.dsa_cache_seqlens_int32 = lens", False),
+    ("self.forward_metadata = self.graph_metadata[bs]", True),
+    ("self.forward_metadata.dsa_cache_seqlens_int32.copy_(lens.clamp(max=2048))", True),
+    ("self.forward_metadata.dsa_cache_seqlens_int32.copy_(lens)", False),  # in place, but not clipped
+])
+def test_cuda_graph_replay_in_another_file(tmp_path, where, replay, fixable):
+    method = f"    def init_forward_metadata_replay_cuda_graph(self, bs, lens):\n        {replay}\n"
+    if where == "subclass":
+        files = {"graphs.py": "from engine.backend import Backend, DSAMetadata\n\n\nclass GraphBackend(Backend):\n" + method}
+        backend = BACKEND
+    else:
+        files = {"engine/graphs.py": "class GraphMixin:\n" + method}
+        backend = BACKEND.replace("class Backend:", "from engine.graphs import GraphMixin\n\n\nclass Backend(GraphMixin):")
+    site = verdict(tmp_path, files, backend=backend)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+    assert fixable or "replay" in site.reason or "not provably the seqlens clipped" in site.reason

@@ -247,6 +247,39 @@ class Project:
                             break
         return list(found.values())
 
+    def ancestors(self, seeds: Set[str]) -> List[Tuple[_File, ast.ClassDef]]:
+        """Classes of other files that the module's classes `seeds` derive from, directly or through
+        each other (a mixin, a base backend), resolved through the imports."""
+        try:
+            text = read_regular(self.module, READ_LIMIT)[0].decode("utf-8", "replace")
+        except OSError:
+            return []
+        own = self._parse(self.module, text)
+        if own is None:
+            return []
+        todo = [(own, own.classes[n]) for n in seeds if n in own.classes]
+        seen: Set[Tuple[str, str]] = set()
+        out: List[Tuple[_File, ast.ClassDef]] = []
+        while todo and len(seen) < 64:
+            f, cls = todo.pop()
+            for b in cls.bases:
+                path, name = f.resolve_class(b)
+                if path is None or (path, name) in seen:
+                    continue
+                seen.add((path, name))
+                other = own if path == self.module else self._file_at(path)
+                if other is not None and name in other.classes:
+                    if path != self.module:
+                        out.append((other, other.classes[name]))
+                    todo.append((other, other.classes[name]))
+        return out
+
+    def _file_at(self, path: str) -> Optional[_File]:
+        if path not in self._parsed:
+            data = next((d for p, d in self.texts() if p == path), None)
+            self._parsed[path] = self._parse(path, data.decode("utf-8", "replace")) if data is not None else None
+        return self._parsed[path]
+
     def overrides(self, seeds: Set[str], method: str) -> List[Tuple[_File, ast.ClassDef, ast.AST]]:
         """Definitions of `method` in the classes `subclasses(seeds)` finds."""
         out = []
@@ -473,3 +506,27 @@ def local_value(f: _File, name: ast.Name) -> Optional[List[ast.AST]]:
             else:
                 return None
     return values or None
+
+
+def replay_writes(project: "Project", classes: List[Tuple[_File, ast.ClassDef]], field: str,
+                  held: Set[str]) -> Optional[Finding]:
+    """CUDA graphs, in the related classes of other files: a method named `*replay*` that gives `field` a
+    new value (a keyword `field=`, an assignment `x.field = ...`) or gives `self.<held>` (where the kernel's
+    callers read the metadata) anything but an object read from somewhere (`self.graph_metadata[bs]`)."""
+    for f, cls in classes:
+        for d in cls.body:
+            if not isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) or "replay" not in d.name:
+                continue
+            for node in ast.walk(d):
+                if isinstance(node, ast.keyword) and node.arg == field:
+                    return Finding(project.rel(f.path), node.value.lineno, f"`{d.name}` gives a new `{field}`")
+                if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    for t in _flatten(targets):
+                        if isinstance(t, ast.Attribute) and t.attr == field:
+                            return Finding(project.rel(f.path), t.lineno, f"`{d.name}` gives `{field}` a new tensor")
+                        if isinstance(t, ast.Attribute) and t.attr in held and isinstance(t.value, ast.Name) \
+                                and t.value.id == "self" and not isinstance(node.value, (ast.Subscript, ast.Attribute)) \
+                                and not (isinstance(node.value, ast.Constant) and node.value.value is None):
+                            return Finding(project.rel(f.path), t.lineno, f"`{d.name}` gives `self.{t.attr}` a new object")
+    return None
