@@ -472,6 +472,11 @@ class _Analysis:
                     return (f"{cls.name}.{fn.name} at {where} overrides {fn.qualname} and takes **kwargs, but {what}: "
                             "the topk_length it hands on may not fit the rows it passes; give it an explicit "
                             "topk_length parameter and pass what fits")
+        if fn is not None and fn.class_name:
+            for f, cls, d in proj.rivals(seeds, fn.name):
+                return (f"{cls.name}.{fn.name} at {proj.rel(f.path)}:{d.lineno} is defined by another base of a "
+                        f"subclass of {fn.class_name}, so calls on its instances may reach it instead of {fn.qualname}; "
+                        "add topk_length there too")
         for w in proj.attribute_writes({kernel}, seeds, modules):
             return (f"{w.what} at {w.where()}: it may replace the kernel `{kernel}` at run time with a function that "
                     "does not take topk_length; pass topk_length by hand once every replacement does")

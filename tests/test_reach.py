@@ -162,3 +162,11 @@ def test_cuda_graph_replay_in_another_file(tmp_path, where, replay, fixable):
     site = verdict(tmp_path, files, backend=backend)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
     assert fixable or "replay" in site.reason or "not provably the seqlens clipped" in site.reason
+
+
+def test_another_base_of_a_subclass_that_defines_the_helper(tmp_path):
+    site = verdict(tmp_path, {"old_impl.py": "class Legacy:\n    def _forward_flashmla_sparse(self, q, kv, idx, scale):\n"
+                                             "        return q\n",
+                              "mixed.py": "from engine.backend import Backend\nfrom old_impl import Legacy\n\n\n"
+                                          "class Mixed(Legacy, Backend):\n    pass\n"})
+    assert site.status is Status.MANUAL and "Legacy._forward_flashmla_sparse at old_impl.py:2" in site.reason, site.reason

@@ -274,6 +274,41 @@ class Project:
                     todo.append((other, other.classes[name]))
         return out
 
+    def rivals(self, seeds: Set[str], method: str) -> List[Tuple[_File, ast.ClassDef, ast.AST]]:
+        """Definitions of `method` that an instance of a subclass of `seeds` may reach before the module's
+        own: in another base of such a subclass (`class X(Other, Backend)`), or one of that base's ancestors."""
+        out = []
+        subs = self.subclasses(seeds)
+        keys = {(self.module, s) for s in seeds} | {(f.path, c.name) for f, c in subs}
+        for f, cls in subs:
+            for b in cls.bases:
+                path, name = f.resolve_class(b)
+                if path is None or (path, name) in keys:
+                    continue
+                other = self._file_at(path) if path != self.module else None  # the module's own: the rule reads them
+                if other is None or name not in other.classes:
+                    continue
+                for g, c in [(other, other.classes[name])] + self._ancestors_of(other, other.classes[name]):
+                    for d in c.body:
+                        if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == method:
+                            out.append((g, c, d))
+        return out
+
+    def _ancestors_of(self, f: _File, cls: ast.ClassDef) -> List[Tuple[_File, ast.ClassDef]]:
+        out, todo, seen = [], [(f, cls)], set()
+        while todo and len(seen) < 64:
+            g, c = todo.pop()
+            for b in c.bases:
+                path, name = g.resolve_class(b)
+                if path is None or (path, name) in seen or path == self.module:
+                    continue
+                seen.add((path, name))
+                h = self._file_at(path)
+                if h is not None and name in h.classes:
+                    out.append((h, h.classes[name]))
+                    todo.append((h, h.classes[name]))
+        return out
+
     def _file_at(self, path: str) -> Optional[_File]:
         if path not in self._parsed:
             data = next((d for p, d in self.texts() if p == path), None)
