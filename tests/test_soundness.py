@@ -361,6 +361,8 @@ def test_rows_reordered_by_a_function_of_another_project_module(tmp_path):
     "torch.cat([idx, idx], dim=-1)", "torch.zeros_like(idx)", "idx.new_full((2, 4), 0)",
     "transform_index_page_table_decode(page_table=p, topk_indices=idx)",  # not imported from sglang
     "self._pad(idx.sort(dim=-1)[0], 2)",  # the argument a local helper's return comes from
+    "torch.where(idx[p] >= 0, idx[p] + 7, -1)",  # where: what it tests and takes are traced too
+    "torch.where(idx >= 0, torch.flip(idx, [-1]), -1)",
 ])
 def test_index_steps_no_allowlist_names_are_refused(expr):
     src = (f"class B:\n    def _pad(self, t, n):\n        return torch.cat([t, t.new_full((n, 4), -1)])\n"
@@ -375,6 +377,7 @@ def test_index_steps_no_allowlist_names_are_refused(expr):
     "torch.where(idx >= 0, idx + 7, idx)", "idx.masked_fill(idx < 0, -1)", "self._pad(idx, 2)",
     "torch.cat([idx, idx.new_full((2, 4), -1)])", "torch.full((2, 4), -1)",
     "transform_index_page_table_prefill(page_table=p, topk_indices=idx)",
+    "torch.where(idx != -1, idx + p, idx)",  # sglang 0.5.16's ragged transform (the mask bound first there)
 ])
 def test_index_steps_the_engines_use_pass(expr):
     head = "from sglang.srt.layers.attention.nsa.transform_index import transform_index_page_table_prefill\n"

@@ -926,7 +926,24 @@ class IndexTrace:
             for branch, invalid_side in ((e.args[1].value, valid is False), (e.args[2].value, valid is True)):
                 if _constant_fill(branch) and not (invalid_side and _int(branch) == -1):
                     return f"`{_code(e)}` puts constants into the indices"
-            return None  # offsets added to the valid entries, -1 kept where entries are -1
+            # offsets added to the valid entries, -1 kept where entries are -1: what the test reads and
+            # what the branches take must themselves be the counted top-k
+            test = e.args[0].value
+            if isinstance(test, cst.Name):  # `mask = idx != -1` first: the comparison bound once
+                b = self.tree.binding(test, test.value)
+                stmt = self.tree.assignment_statement(b.assignments[0]) if len(b.assignments) == 1 else None
+                if stmt is not None and isinstance(stmt.value, cst.Comparison):
+                    test = stmt.value
+            tested = test.left if isinstance(test, cst.Comparison) else None
+            sources = [tested] if tested is not None else []
+            for b in (e.args[1].value, e.args[2].value):
+                if _constant_fill(b):
+                    continue
+                if tested is not None and isinstance(b, cst.BinaryOperation) and isinstance(
+                        b.operator, (cst.Add, cst.Subtract)) and _code(b.left) == _code(tested):
+                    continue  # `idx + offset` where idx is valid: new values, the tested validity
+                sources.append(b)
+            return next((w for w in map(self.hazard, sources) if w), None)
         if op in FILLS:  # a tensor of one value: padding rows of -1 hold no valid entry
             fill = _keyword(e, "fill_value") or (args[1].value if len(args) > 1 else None)
             return None if _int(fill) == -1 else f"`{_code(e)}` fills the indices with a value other than -1"
