@@ -30,7 +30,17 @@ from topk_migrate.resolve import collect
 from topk_migrate.rules import Rule
 from topk_migrate.scopecheck import Tree, WholeModuleNeeded
 
-from ._topk_length_analysis import CHECKED_GUARD_COMMENT, GUARD_COMMENT, Gate, Group, _Analysis, _direct_reason, _inline_value, _value_uses, fits
+from ._topk_length_analysis import (
+    CHECKED_GUARD_COMMENT,
+    GUARD_COMMENT,
+    Gate,
+    Group,
+    _Analysis,
+    _direct_reason,
+    _inline_value,
+    _value_uses,
+    fits,
+)
 from ._topk_length_quick import ENTRY_POINTS, MIN_KERNEL, PARAM, is_kernel
 from ._topk_length_rewrite import _optional_annotation, _Rewrite, _top_level_imports, validate_rewrite
 from ._topk_length_values import is_marker, value_sites

@@ -160,7 +160,7 @@ def test_override_in_another_file_of_the_folder_blocks_the_helper_route(tmp_path
            "        return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)\n# dsa_cache_seqlens_int32\n")
     m = migrate_source(src, str(tmp_path / "b.py"))
     (s,) = m.sites
-    assert s.status is Status.MANUAL and "Fork._sparse in fork.py overrides B._sparse without topk_length" in s.reason
+    assert s.status is Status.MANUAL and "Fork._sparse at fork.py:5 overrides B._sparse without topk_length" in s.reason
     (tmp_path / "fork.py").write_text("from b import B\n\n\nclass Fork(B):\n    def _sparse(self, q, topk_length=None):\n"
                                       "        return q\n")
     assert migrate_source(src, str(tmp_path / "b.py")).sites[0].status is Status.FIXABLE
