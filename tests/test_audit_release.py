@@ -8,8 +8,8 @@ import shutil
 import subprocess
 
 import pytest
-from sglang_wheels import install_like_site_packages
 
+from sglang_wheels import install_like_site_packages
 from topk_migrate.audit import audit
 
 pytestmark = pytest.mark.heavy  # two releases laid out as a git history, audited on disk and with --rev

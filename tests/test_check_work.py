@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from libcst.metadata import wrapper as libcst_wrapper
 
+from test_scale import KERNEL, scale_bench
 from topk_migrate import api, rows, scopecheck
 from topk_migrate.codemods import pass_topk_length
-from test_scale import KERNEL, scale_bench
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "fixtures" / "examples" / "dsa_backend.py"

@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from conftest import copy_checkout
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -264,6 +264,7 @@ def test_gpu_extra_pins_a_kernel_with_topk_length_and_its_torch():
         import tomli as tomllib
     from packaging.requirements import Requirement
     from packaging.version import Version
+
     from topk_migrate.codemods.pass_topk_length import MIN_KERNEL
 
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]

@@ -13,8 +13,8 @@ import textwrap
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from safety_samples import KERNEL
 
+from safety_samples import KERNEL
 from topk_migrate.api import migrate_source
 from topk_migrate.model import Status
 

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from safety_samples import FIXABLE, KERNEL, cli, temp_files
 
 N_FILES = 120  # ~50 ms each: the run lasts seconds, so the signal lands mid-run

@@ -5,9 +5,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import topk_migrate.codemods as codemods
 from click.testing import CliRunner
 
+import topk_migrate.codemods as codemods
 from topk_migrate import api, discover, rules
 from topk_migrate.cli import main
 

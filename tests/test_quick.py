@@ -11,9 +11,9 @@ import textwrap
 
 import pytest
 from hypothesis import given
+
 from test_audit_narrow import CASES, FIXTURES, KERNEL, ROOT, verdicts
 from test_fuzz import PATH, SHORT, _is_kernel_call, modules
-
 from topk_migrate import api, guard, narrow, rules
 from topk_migrate.api import migrate_source
 
@@ -241,10 +241,9 @@ def test_real_code_with_a_common_call_taken_for_the_kernel(bench_tree, monkeypat
     import dataclasses
     import os
 
+    from topk_migrate import api, discover
     from topk_migrate.codemods import _topk_length_analysis as analysis
     from topk_migrate.codemods import _topk_length_quick as quick_rule
-
-    from topk_migrate import api, discover
 
     spec = rules.spec("pass-topk-length")
     patched = tuple(dataclasses.replace(s, entry_points=s.entry_points + ("zeros",)) if s is spec else s

@@ -2,9 +2,9 @@
 import ast
 
 import pytest
-from topk_migrate.codemods import pass_topk_length as rule
 
 from topk_migrate.api import migrate_source
+from topk_migrate.codemods import pass_topk_length as rule
 
 
 def _run(ex, tmp_path):

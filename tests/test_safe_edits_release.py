@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+
 from sglang_wheels import install_like_site_packages
 
 pytestmark = pytest.mark.heavy

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+
 from safety_samples import COMPLIANT, FIXABLE, KERNEL, ROOT, cli, snapshot, temp_files
 
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]

@@ -6,6 +6,7 @@ import sys
 from types import SimpleNamespace
 
 import pytest
+
 from sglang_wheels import DSA, NSA, install_like_site_packages
 
 HELPER, CALLERS = "_forward_flashmla_sparse", ("forward_extend", "forward_decode")

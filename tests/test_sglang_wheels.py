@@ -1,6 +1,7 @@
 """tests/sglang_wheels.py: without the package index the real-release tests skip on a laptop and
 fail under CI (a green CI always carries the real-release checks, as conftest's bench_tree does)."""
 import pytest
+
 import sglang_wheels
 
 

@@ -8,8 +8,8 @@ import sys
 import time
 
 import pytest
-from safety_samples import FIXABLE, KERNEL, cli, temp_files
 
+from safety_samples import FIXABLE, KERNEL, cli, temp_files
 from topk_migrate import files
 
 

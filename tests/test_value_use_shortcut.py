@@ -5,11 +5,11 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
+
 from adversarial.generated import SAMPLE
 from adversarial.variants import VARIANTS
 from topk_migrate.codemods import _topk_length_analysis as analysis
 from topk_migrate.codemods import pass_topk_length as rule
-
 from topk_migrate.resolve import collect
 from topk_migrate.scopecheck import Tree
 

@@ -15,8 +15,14 @@ from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set, Tupl
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import (
-    Assignment, BuiltinScope, FunctionScope, GlobalScope, MetadataWrapper,
-    PositionProvider, Scope, ScopeProvider,
+    Assignment,
+    BuiltinScope,
+    FunctionScope,
+    GlobalScope,
+    MetadataWrapper,
+    PositionProvider,
+    Scope,
+    ScopeProvider,
 )
 from libcst.metadata.expression_context_provider import ExpressionContextProvider
 from libcst.metadata.scope_provider import AnnotationScope, ScopeVisitor
