@@ -115,7 +115,7 @@ def test_row_trace_reads_each_alias_once(monkeypatch, tmp_path):
     real = rows.RowTrace._writes_of
     for n in (20, 40):
         looked = []
-        monkeypatch.setattr(rows.RowTrace, "_writes_of", lambda self, *a: (looked.append(a), real(self, *a))[1])
+        monkeypatch.setattr(rows.RowTrace, "_writes_of", lambda self, *a, looked=looked: (looked.append(a), real(self, *a))[1])
         api.migrate_source(scale_bench.direct(n), str(tmp_path / f"b{n}.py"), kernel=KERNEL)
         counts.append(len(looked))
     assert counts[1] <= 2.2 * counts[0], counts

@@ -11,7 +11,6 @@ Two tiers, and what each can run:
   (TOPK_MIGRATE_MIRROR, default /work/.mirror) runs it with `python3 -m pytest -m heavy tests/test_corpus.py`.
 """
 import collections
-import json
 import re
 import sys
 from pathlib import Path
