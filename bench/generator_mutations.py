@@ -173,7 +173,7 @@ def present(name: str) -> bool:
 
 def hunt(name: str, seed: int, budget: int, minimize_budget: int = 80) -> dict:
     """Run programs of `seed` under the mutant until one is wrong there and right with the check on."""
-    from adversarial import genrun, grammar, harness
+    from adversarial import genrun, grammar
 
     out = {"name": name, "statement": MUTATIONS[name][0], "target": MUTATIONS[name][1], "how": MUTATIONS[name][2][0],
            "seed": seed, "budget": budget}
