@@ -20,8 +20,6 @@ import re
 import stat
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from .rules import site_needles
-
 
 class Prefilter:
     """Bytes that cannot hold a call of any needle are never parsed.
@@ -65,6 +63,8 @@ def _cover(needles: Sequence[bytes], shortest: int = 6) -> List[Tuple[bytes, Tup
 @functools.lru_cache(maxsize=None)
 def prefilter_for(enable: Tuple[str, ...] = (), everything: bool = False) -> Prefilter:
     """The prefilter of the site rules on by default plus `enable` (everything: of every site rule)."""
+    from .rules import site_needles  # here: safe reading (read_regular...) works with no rule registry about
+
     return Prefilter(site_needles(enable, everything))
 
 
