@@ -1040,15 +1040,18 @@ class _Analysis:
         return self.index("setattr", lambda: self.find(cst.Call, lambda c: _is_name(c.func, "setattr")))
 
     def outside_project(self, qualname: str) -> bool:
-        """Is `qualname` defined outside this project (a library), not by one of its modules?"""
-        from topk_migrate import kernels
+        """Is `qualname` defined outside this project (a library), not by one of its modules?
+        Once per name and file (the row trace asks it of every call handed q, for every kernel call)."""
+        def build() -> bool:
+            from topk_migrate import kernels
 
-        module = qualname
-        while module:
-            if kernels.find_module(self.path, module) is not None:
-                return False
-            module = module.rpartition(".")[0]
-        return not qualname.startswith(".")
+            module = qualname
+            while module:
+                if kernels.find_module(self.path, module) is not None:
+                    return False
+                module = module.rpartition(".")[0]
+            return not qualname.startswith(".")
+        return self.index(f"outside:{qualname}", build)
 
     def external_def(self, qualname: str) -> Optional[Tuple[Tree, cst.FunctionDef]]:
         """A top-level def of another module of this project, parsed alone (for the row trace)."""
