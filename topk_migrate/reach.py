@@ -250,11 +250,13 @@ class Project:
     def ancestors(self, seeds: Set[str]) -> List[Tuple[_File, ast.ClassDef]]:
         """Classes of other files that the module's classes `seeds` derive from, directly or through
         each other (a mixin, a base backend), resolved through the imports."""
-        try:
-            text = read_regular(self.module, READ_LIMIT)[0].decode("utf-8", "replace")
-        except OSError:
-            return []
-        own = self._parse(self.module, text)
+        own = self.__dict__.get("_own")  # the module's own facts: read and parsed once, not once per kernel call
+        if own is None:
+            try:
+                text = read_regular(self.module, READ_LIMIT)[0].decode("utf-8", "replace")
+            except OSError:
+                return []
+            own = self._own = self._parse(self.module, text)
         if own is None:
             return []
         todo = [(own, own.classes[n]) for n in seeds if n in own.classes]
