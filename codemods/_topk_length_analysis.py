@@ -1234,7 +1234,7 @@ def _value_uses(tree: Tree, facts: ModuleFacts, path: str) -> List[Site]:
                           f"the kernel is {how}: calls through it cannot be checked or rewritten; "
                           "pass topk_length where it is called, or call the kernel directly"))
 
-    for _, name, node, _ in (tree.accesses() if _maybe_value_use(tree, facts) else ()):
+    for _, _name, node, _ in (tree.accesses() if _maybe_value_use(tree, facts) else ()):
         chain = node
         while isinstance(tree.parent.get(chain), cst.Attribute) and tree.parent[chain].value is chain:
             chain = tree.parent[chain]
