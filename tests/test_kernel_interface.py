@@ -139,3 +139,15 @@ def test_smoke_takes_kernel_and_decides_as_apply_does(tmp_path):
     assert runs[2][0] == 0 and runs[2][1]["status"] == "pass", runs[2]
     bad = CliRunner().invoke(smoke_command, [str(f), "--device", "cpu", "--kernel", "nonsense==="])
     assert bad.exit_code == 2 and "--kernel" in bad.output
+
+
+def test_an_installed_sgl_kernel_does_not_replace_the_pins_a_version_decides(tmp_path, monkeypatch):
+    """Where versions decide (sgl_kernel), what happens to be installed where the tool runs decides nothing:
+    a pre-commit hook and a developer's shell must agree."""
+    site = tmp_path / "site" / "sgl_kernel"
+    site.mkdir(parents=True)
+    (site / "__init__.py").write_text("")
+    (site / "flash_mla.py").write_text(f"def flash_mla_sparse_fwd({SIGNATURE_NEW}):\n    return q\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    (got,) = statuses(project(tmp_path / "fork", src=EXAMPLE))
+    assert got[0] is Status.MANUAL and "capability unknown" in got[1], got[1]

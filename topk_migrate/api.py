@@ -103,7 +103,10 @@ class KernelGate:
                 return Capability(True, f"{where} takes {param}", iface.params.index(param), where)
             if not iface.has_var_kwargs:
                 return Capability(False, f"{where} has no {param} parameter", decision=where)
-        installed = installed_interface(callee) if imported and module != "torch" else None
+        # the installed interface decides where no release number can (a FlashMLA source build, a module no
+        # kernel distribution provides); where a version pin can, the project's pins stay what decides
+        versionless = not dists or dists[0] not in self.min
+        installed = installed_interface(callee) if imported and module != "torch" and versionless else None
         if installed is not None:
             where = f"the installed interface {module} ({_shown_path(installed.path)}:{installed.line})"
             if param in installed.params:
