@@ -56,7 +56,7 @@ def project_sources(root: str) -> Tuple[List[Tuple[str, bytes]], List[Finding]]:
             unreadable.append(Finding(".", 0, f"has more than {MAX_FILES} Python files"))
             break
         rel = os.path.relpath(path, root).replace(os.sep, "/")
-        if err is not None or is_test_code(rel):
+        if err is not None or is_test_code(rel) or _own_source(path):
             continue
         try:
             data, _ = read_regular(path, READ_LIMIT)
@@ -66,6 +66,27 @@ def project_sources(root: str) -> Tuple[List[Tuple[str, bytes]], List[Finding]]:
             continue
         out.append((os.path.realpath(path), data))
     return out, unreadable
+
+
+def _own_source(path: str) -> bool:
+    """A file of topk-migrate itself (a checkout of it holds the example engine): the tool is not the
+    fork, and its smoke injects the kernel it tests with."""
+    real = os.path.realpath(path)
+    return any(real.startswith(os.path.join(d, "")) for d in _own_dirs())
+
+
+_OWN: List[str] = []
+
+
+def _own_dirs() -> List[str]:
+    """Where this package and its rules are installed (code locations, found once; not tree contents)."""
+    if not _OWN:
+        import importlib.util
+
+        spec = importlib.util.find_spec("topk_migrate.codemods")
+        rules = list(spec.submodule_search_locations or ()) if spec is not None else []
+        _OWN.extend(os.path.realpath(d) for d in (os.path.dirname(os.path.abspath(__file__)), *rules))
+    return _OWN
 
 
 def is_test_code(rel: str) -> bool:
@@ -177,7 +198,11 @@ class Project:
         return os.path.relpath(path, self.root).replace(os.sep, "/")
 
     def texts(self) -> List[Tuple[str, bytes]]:
-        """(real path, contents) of every non-test Python file of the project but the module itself."""
+        """(real path, contents) of every non-test Python file of the project but the module itself; none
+        for a module that is not on disk (a source classified under a path of its own, `migrate_source`):
+        no file of a project imports it there."""
+        if self._texts is None and not os.path.isfile(self.module):
+            self._texts = []
         if self._texts is None:
             found, unreadable = project_sources(self.root)
             self.unreadable.extend(unreadable)
@@ -189,8 +214,8 @@ class Project:
         names = [n for n in names if n]
         if not names:
             return []
-        pattern = re.compile(rb"\b(?:%s)\b" % b"|".join(re.escape(n.encode()) for n in sorted(set(names))))
-        needles = [n.encode() for n in names]
+        pattern = re.compile(rb"\b(?:%s)\b" % b"|".join(re.escape(n.encode("utf-8", "surrogateescape")) for n in sorted(set(names))))
+        needles = [n.encode("utf-8", "surrogateescape") for n in names]
         out = []
         for path, data in self.texts():
             if not any(n in data for n in needles) or not pattern.search(data):  # substring first: C speed

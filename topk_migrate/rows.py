@@ -155,9 +155,12 @@ def imported_names(tree: Tree, func: cst.BaseExpression) -> List[str]:
         root = root.value
     if not isinstance(root, cst.Name):
         return []
-    rest = (get_full_name_for_node(func) or "").partition(".")[2]
-    return [qn.name + ("." + rest if rest else "") for a in tree.binding(root, root.value).assignments
-            if isinstance(a, ImportAssignment) for qn in a.get_qualified_names_for(root.value)]
+    cache = tree.__dict__.setdefault("_imported_names", {})  # once per callee node: traces ask it again and again
+    if id(func) not in cache:
+        rest = (get_full_name_for_node(func) or "").partition(".")[2]
+        cache[id(func)] = [qn.name + ("." + rest if rest else "") for a in tree.binding(root, root.value).assignments
+                           if isinstance(a, ImportAssignment) for qn in a.get_qualified_names_for(root.value)]
+    return cache[id(func)]
 
 
 def local_defs(tree: Tree, func: cst.BaseExpression) -> List[cst.FunctionDef]:
@@ -601,12 +604,23 @@ def may_mutate(tree: Tree, call: cst.Call, pure: Callable[[cst.Call], bool], out
     logging, the engine functions on the row allowlist, a function imported from outside the project
     (a library: libraries write results to outputs; an in-place rotary embedding changes values, not
     rows), and what `pure` says (the traced call itself, a def of the project that writes none of its
-    parameters) change nothing."""
+    parameters) change nothing. Past `pure`, the answer is the call's own: worked out once per call and
+    `outside` (every kernel call's trace asks it of every call handed q)."""
+    if pure(call):
+        return False
+    cache = tree.__dict__.setdefault("_may_mutate", {})
+    key = (id(call), id(getattr(outside, "__self__", None)), id(getattr(outside, "__func__", outside)))
+    if key not in cache:
+        cache[key] = _may_mutate(tree, call, outside)
+    return cache[key]
+
+
+def _may_mutate(tree: Tree, call: cst.Call, outside: Optional[Outside]) -> bool:
     func = call.func
     name = get_full_name_for_node(func) or ""
     op = name.rsplit(".", 1)[-1]
     root = name.split(".")[0]
-    if pure(call) or _returned(tree, call):
+    if _returned(tree, call):
         return False
     if op.endswith("_"):
         return True  # in place by name, wherever it comes from (`torch.Tensor.copy_(q, ...)`)
@@ -942,6 +956,8 @@ class IndexTrace:
                 if tested is not None and isinstance(b, cst.BinaryOperation) and isinstance(
                         b.operator, (cst.Add, cst.Subtract)) and _code(b.left) == _code(tested):
                     continue  # `idx + offset` where idx is valid: new values, the tested validity
+                if tested is not None and _looks_up(b, tested):
+                    continue  # `table.gather(1, idx.clamp(min=0))`: a page table's locations where idx is valid
                 sources.append(b)
             return next((w for w in map(self.hazard, sources) if w), None)
         if op in FILLS:  # a tensor of one value: padding rows of -1 hold no valid entry
@@ -1057,6 +1073,18 @@ class IndexTrace:
 
 FILLS = {"full", "full_like", "new_full", "zeros_like", "ones_like", "zeros", "ones", "new_zeros", "new_ones",
          "empty_like", "tensor", "fill_"}
+
+
+def _looks_up(e: cst.BaseExpression, tested: cst.BaseExpression) -> bool:
+    """`table.gather(1, idx)` / `table.gather(1, idx.clamp(min=0))` / `torch.gather(table, 1, idx...)`: the
+    entries of a lookup table (a page table: locations) at the tested indices, read only where they are
+    valid (the where's other branch is -1)."""
+    if not isinstance(e, cst.Call) or (get_full_name_for_node(e.func) or "").rsplit(".", 1)[-1] != "gather":
+        return False
+    index = _keyword(e, "index") or (e.args[-1].value if e.args else None)
+    if isinstance(index, cst.Call) and isinstance(index.func, cst.Attribute) and index.func.attr.value in ("clamp", "clamp_min"):
+        index = index.func.value
+    return index is not None and _code(index) == _code(tested)
 
 
 def _validity_test(cond: cst.BaseExpression) -> Optional[bool]:
