@@ -610,3 +610,12 @@ def test_calls_that_may_change_q_in_place(body, hazard):
     node = tree.module.body[-1].body.body[-1].body[0].value
     why = row_hazard(tree, node, outside=lambda qn: qn.startswith("flashinfer"))[0]
     assert bool(why) is hazard, why
+
+
+def test_indices_bound_by_a_match_capture_are_refused():
+    import libcst
+
+    src = "def f(inp):\n    match inp:\n        case idx:\n            pass\n    x = idx\n"
+    tree = Tree(libcst.parse_module(src))
+    why = index_hazard(tree, tree.module.body[0].body.body[1].body[0].value)[0]
+    assert why and "`idx`" in why and "match" in why  # found by the generator, seed 42

@@ -995,7 +995,10 @@ class IndexTrace:
                 "(rows.INDEX_KEEPING) nor a function of this module the trace can read")
 
     def _name(self, node: cst.Name) -> Optional[str]:
-        for a in self.tree.binding(node, node.value).assignments:
+        b = self.tree.binding(node, node.value)
+        if not b.assignments and node.value not in _BUILTIN_NAMES:
+            return f"`{node.value}` has no binding the indices trace can see (a `match` capture, a star import, exec)"
+        for a in b.assignments:
             scope = getattr(a, "scope", None)
             target = getattr(a, "node", None)
             if isinstance(scope, ComprehensionScope) or (isinstance(target, cst.Name) and any(
