@@ -244,6 +244,8 @@ def test_row_index_and_metadata_hazards_are_manual(src, why, tmp_path):
     "torch.cat([q, r], dim=-1)", "q.split([4, 4], dim=-1)[0]", "q.transpose(1, 2)", "q[:, :8]", "q[..., :64]",
     "q.flatten(1)", "concat_mla_absorb_q_general(q, r)", "q if r is None else r.view(-1, 4)",
     "torch.unsqueeze(q, 1)", "q.squeeze(-1)", "q.float()", "torch.flatten(q, 1)", "q.clone().detach()",
+    "q[:r]", "q[0:r]",  # a prefix: row i stays row i; fewer rows than the metadata's meet the row-count guard
+    "q.transpose(0, 1).transpose(0, 1)", "torch.bmm(q.transpose(0, 1), r).transpose(0, 1)",  # MLA absorption
 ])
 def test_row_preserving_steps_pass(expr):
     # the engines import the absorbed-q concat from sglang; the allowlist matches that import, not the bare name
@@ -258,6 +260,7 @@ def test_row_preserving_steps_pass(expr):
     "helper(q)", "self.permute_rows(q)", "np.ascontiguousarray(q)", "(lambda t: t)(q)", "mystery.op(q)",
     "concat_mla_absorb_q_general(q, r)",  # not imported from sglang: a fork's own function of that name
     "q.unsqueeze(0)", "torch.unsqueeze(q, 0)", "q.flatten()", "torch.flatten(q)", "q.squeeze()",
+    "q.transpose(0, 1).transpose(0, 2)", "torch.matmul(q.transpose(0, 1), r).transpose(0, 1)",
     "torch.sort(q, dim=0)[0]", "torch.flip(q, [0])", "torch.roll(q, 1, 0)", "torch.index_select(q, 0, r)",
     "q.new_method()", "torch.clamp(q[r], 0)", "q.apply_(f)",
 ])
@@ -292,7 +295,7 @@ def test_unmodeled_binding_forms_are_refused():
 
 
 @pytest.mark.parametrize("expr", [
-    "q[perm]", "q[:n]", "q[mask]", "q[1:]", "q.index_select(0, idx)", "torch.index_select(q, 0, idx)",
+    "q[perm]", "q[mask]", "q[1:]", "q[1:n]", "q[::2]", "q.index_select(0, idx)", "torch.index_select(q, 0, idx)",
     "q.gather(0, idx)", "torch.cat([q, r])", "torch.cat([q, r], 0)", "q.split(4)[0]", "q.chunk(2)[1]",
     "q.flip(0)", "q.roll(1)", "q.T", "q.t()", "q.permute(1, 0, 2)", "q.masked_select(m)", "torch.stack([q, r])",
     "q.sort(dim=0)", "q.index_select(d, idx)",
@@ -378,6 +381,7 @@ def test_index_steps_no_allowlist_names_are_refused(expr):
     "torch.cat([idx, idx.new_full((2, 4), -1)])", "torch.full((2, 4), -1)",
     "transform_index_page_table_prefill(page_table=p, topk_indices=idx)",
     "torch.where(idx != -1, idx + p, idx)",  # sglang 0.5.16's ragged transform (the mask bound first there)
+    'p["topk_indices"]',  # a lookup in a mapping, not a narrowing
 ])
 def test_index_steps_the_engines_use_pass(expr):
     head = "from sglang.srt.layers.attention.nsa.transform_index import transform_index_page_table_prefill\n"

@@ -126,6 +126,59 @@ def _first_index_keeps_rows(sub: cst.Subscript) -> bool:
     return isinstance(first, cst.Index) and isinstance(first.value, cst.Ellipsis)
 
 
+def _swap(dims: List[cst.BaseExpression]) -> Optional[Tuple[int, int]]:
+    pair = tuple(sorted(_int(d) for d in dims)) if len(dims) == 2 and all(_int(d) is not None for d in dims) else None
+    return pair if pair is not None and pair[0] == 0 and pair[1] > 0 else None  # type: ignore[return-value]
+
+
+def _transpose_of(e: cst.BaseExpression) -> Optional[Tuple[cst.BaseExpression, Tuple[int, int]]]:
+    """`z.transpose(0, d)` / `torch.transpose(z, 0, d)`: (z, (0, d)), else None."""
+    if not isinstance(e, cst.Call):
+        return None
+    name = get_full_name_for_node(e.func) or ""
+    if name.rsplit(".", 1)[-1] not in ("transpose", "swapaxes", "swapdims"):
+        return None
+    args = [a.value for a in e.args if not a.star and not a.keyword]
+    if _torch_function(e.func, name):
+        z, dims = (args[0], args[1:3]) if args else (None, [])
+    elif isinstance(e.func, cst.Attribute):
+        z, dims = e.func.value, args[:2]
+    else:
+        return None
+    pair = _swap(dims)
+    return (z, pair) if z is not None and pair is not None else None
+
+
+def _transposed_back(tree: Tree, call: cst.Call, op: str, dims: List[cst.BaseExpression]) -> Optional[cst.BaseExpression]:
+    """For `y.transpose(0, d)` where y is `z.transpose(0, d)` or `torch.bmm(z.transpose(0, d), w)` (MLA
+    absorption: bmm keeps dims 0 and 1 of its first argument), written in one expression or bound once
+    to a name: z, whose rows the result has in their order; else None."""
+    pair = _swap(dims) if op in ("transpose", "swapaxes", "swapdims") else None
+    if pair is None:
+        return None
+    inner = call.func.value if isinstance(call.func, cst.Attribute) and not _torch_function(
+        call.func, get_full_name_for_node(call.func) or "") else None
+    if inner is None:
+        args = [a.value for a in call.args if not a.star and not a.keyword]
+        inner = args[0] if args else None
+    if isinstance(inner, cst.Name):
+        b = tree.binding(inner, inner.value)
+        stmt = tree.assignment_statement(b.assignments[0]) if len(b.assignments) == 1 else None
+        inner = stmt.value if stmt is not None else None
+    if isinstance(inner, cst.Call) and (get_full_name_for_node(inner.func) or "") == "torch.bmm" \
+            and inner.args:
+        inner = inner.args[0].value
+    found = _transpose_of(inner) if inner is not None else None
+    return found[0] if found is not None and found[1] == pair else None
+
+
+def _prefix(sub: cst.Subscript) -> bool:
+    """`q[:n]`: the first n rows, row i still row i; fewer rows than the metadata's, which the row-count
+    guard turns into the full width (a fork's padded-batch trim)."""
+    first = sub.slice[0].slice if sub.slice else None
+    return isinstance(first, cst.Slice) and (first.lower is None or _int(first.lower) == 0) and first.step is None
+
+
 SPLITS = {"split", "chunk", "tensor_split", "unbind", "split_with_sizes"}
 
 
@@ -229,7 +282,7 @@ class RowTrace:
                 return None  # `q.shape[0]`: a size, not rows
             if _is_split(e.value):  # one piece of a split: rows kept if the split keeps them
                 return self._data(e.value)
-            if not _first_index_keeps_rows(e):
+            if not _first_index_keeps_rows(e) and not _prefix(e):
                 return f"`{_code(e)}` indexes dim 0"
             return self._data(e.value)
         if isinstance(e, cst.Call):
@@ -294,6 +347,9 @@ class RowTrace:
         if op in ALWAYS_REORDERS or op in ROWS_FUNCTIONS:
             return f"`{_code(call)}` reorders or selects rows"
         if op in MOVE_OPS or op == "permute":
+            back = _transposed_back(self.tree, call, op, [a.value for a in args if not a.star][:2])
+            if back is not None:  # `x.transpose(0, 1)` ... `.transpose(0, 1)`: the rows back in their order
+                return self._data(back)
             return self._moved(call, args, op) or self._data(receiver)
         if op in DIM_OPS:
             return self._dim_op(call, args, op, 0) or self._data(receiver)
@@ -904,6 +960,9 @@ class IndexTrace:
         if isinstance(e, cst.Subscript):
             if _reads_no_data(e.value):
                 return None  # `idx.shape[0]`: a size, not entries
+            if len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index) and isinstance(
+                    e.slice[0].slice.value, (cst.SimpleString, cst.ConcatenatedString)):
+                return self.hazard(e.value)  # `state["topk_indices"]`: a lookup in a mapping, not a narrowing
             for el in e.slice:
                 s = el.slice
                 full = (isinstance(s, cst.Slice) and s.lower is None and s.upper is None and s.step is None) or (
