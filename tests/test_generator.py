@@ -187,12 +187,14 @@ def test_graph_simulation_reads_the_captured_tensor(replace_object, tmp_path):
             assert second.shape == plain.shape
 
 
-def test_generator_catches_a_disabled_row_check(tmp_path, monkeypatch):
-    """With the row trace switched off, the default seed's programs include a wrong rewrite the analysis
-    otherwise refuses (the mutation check of bench/generator_mutations.py, for one check, in the default tier)."""
+def test_generator_catches_a_disabled_index_check(tmp_path, monkeypatch):
+    """With the indices trace switched off, the default seed's programs include a wrong rewrite the analysis
+    otherwise refuses (the mutation check of bench/generator_mutations.py, for one check, in the default tier).
+    Rows reordered in the indices (alone or with q) are what topk_length can get wrong: q's rows reordered
+    alone pair each q row with its own indices and lengths, before and after apply alike."""
     from topk_migrate import rows
 
-    progs = grammar.programs(SEED, 400)
+    progs = grammar.programs(SEED, DEFAULT_PROGRAMS)
     with genrun.Runner(tmp_path / "mutant") as runner:
         caught = None
         for p in progs:
@@ -200,14 +202,14 @@ def test_generator_catches_a_disabled_row_check(tmp_path, monkeypatch):
                        for st in p.spec.rows):
                 continue
             with monkeypatch.context() as m:
-                m.setattr(rows.RowTrace, "hazard", lambda self, expr: None)
+                m.setattr(rows.IndexTrace, "hazard", lambda self, e: None)
                 r = runner.run(p)
             if r.wrong:
                 caught = p
                 break
-    assert caught is not None, "no program of seed 25 went wrong with RowTrace.hazard disabled"
+    assert caught is not None, "no program of seed 25 went wrong with IndexTrace.hazard disabled"
     with genrun.Runner(tmp_path / "intact") as runner:
-        assert not runner.run(caught).wrong, f"{caught.key} is wrong even with the row trace on"
+        assert not runner.run(caught).wrong, f"{caught.key} is wrong even with the indices trace on"
 
 
 def test_generated_programs_part1(tmp_path):
