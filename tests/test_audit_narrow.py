@@ -265,3 +265,30 @@ def test_in_the_engines_own_tests(tmp_path):
     assert not differ, json.dumps(differ[:3], indent=1)[:4000]
     assert sum(e["narrowed"] for e in entries) >= 50, len(entries)
     assert sum(e["quick"] for e in entries if e["narrowed"]) >= 20, len(entries)
+
+
+# What the analysis reads of the whole module, outside the functions that hold or call the kernel: the
+# narrowed file must keep it, or audit says fixable where check says manual.
+MODULE_WIDE = {
+    "computed-setattr": ("", "\n\ndef _unrelated(obj, name, value):\n    setattr(obj, name, value)\n"),
+    "unclipped-field": ("dsa_cache_seqlens_int32=pad_rows(compute_dsa_seqlens(seqlens, self.index_topk), rows),",
+                        "dsa_cache_seqlens_int32=seqlens.to(torch.int32),"),
+    "replay-elsewhere": ("", "\n\nclass Other:\n    def init_forward_metadata_replay_cuda_graph(self, bs):\n"
+                             "        self.forward_metadata = DSAMetadata(1, 2)\n"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MODULE_WIDE))
+def test_audit_keeps_what_the_analysis_reads_module_wide(name, tmp_path):
+    from topk_migrate.audit import audit
+
+    example = Path(__file__).resolve().parents[1] / "fixtures" / "examples"
+    old, new = MODULE_WIDE[name]
+    src = example.joinpath("dsa_backend.py").read_text()
+    src = src.replace(old, new) if old else src + new
+    (tmp_path / "requirements.txt").write_text(example.joinpath("requirements.txt").read_text())
+    path = tmp_path / "dsa_backend.py"
+    path.write_text(src)
+    checked = [(s.status, s.reason) for s in migrate_source(src, str(path)).sites]
+    audited = [(s.status, s.reason) for s in audit([str(tmp_path)]).sites]
+    assert audited == checked and checked[0][0].value == "manual", (audited, checked)

@@ -303,11 +303,56 @@ def _stub_defs(tree: ast.Module, text: str, lines: List[str], scan: "_Scan", cal
     open_fns = {fn for fn, _, c in calls if not _passes(c) and fn}
     named_open = _lines_of(text, open_fns, whole_word=True)
     out = list(lines)
-    for d in _top_defs(tree.body, []):
-        first, last = _first(d), d.end_lineno
-        if not _within(scan.kernel_lines, first, last) and not _within(named_open, first, last):
-            _stub(d, lines, out, _within(scan.import_lines, first, last))
+    defs = list(_top_defs(tree.body, []))
+    kept = [d for d in defs if _within(scan.kernel_lines, _first(d), d.end_lineno)
+            or _within(named_open, _first(d), d.end_lineno)]
+    read = {x.attr for d in kept for x in ast.walk(d) if isinstance(x, ast.Attribute)}
+    read |= {x.target.id for c in tree.body if isinstance(c, ast.ClassDef) for x in c.body
+             if isinstance(x, ast.AnnAssign) and isinstance(x.target, ast.Name)}  # declared fields (a metadata class)
+    whole = kept + [d for d in defs if d not in kept and _module_wide(d, read)]
+    grew = len(whole) > len(kept)
+    while grew:  # what the module-wide defs call is read with them (a clip helper of a metadata builder)
+        called = {_callee_name(x) for d in whole[len(kept):] for x in ast.walk(d) if isinstance(x, ast.Call)}
+        more = [d for d in defs if d not in whole and d.name in called]
+        whole += more
+        grew = bool(more)
+    for d in defs:
+        if d not in whole:
+            _stub(d, lines, out, _within(scan.import_lines, _first(d), d.end_lineno))
     return "\n".join(out)
+
+
+def _callee_name(call: ast.Call) -> str:
+    f = call.func
+    return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+
+
+_REFLECTIVE = {"setattr", "delattr", "exec", "eval", "compile", "globals", "vars", "locals"}
+
+
+def _module_wide(d: "_Def", read: Set[str]) -> bool:
+    """Does d hold what the engine reads of the whole module, wherever it sits: reflection (a computed
+    setattr, exec, a write through globals() or __dict__), a CUDA-graph replay method, or a write of an
+    attribute the kept functions read or a class of the module declares (a metadata field built by another
+    method)? Such a def is kept whole."""
+    if "replay" in d.name:
+        return True
+    for x in ast.walk(d):
+        if isinstance(x, ast.Call) and isinstance(x.func, ast.Name) and x.func.id in _REFLECTIVE:
+            return True
+        if isinstance(x, ast.Attribute) and (x.attr in ("__dict__", "__globals__") or (
+                x.attr == "modules" and isinstance(x.value, ast.Name) and x.value.id == "sys")):
+            return True
+        if isinstance(x, ast.keyword) and x.arg in read:
+            return True
+        if isinstance(x, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = x.targets if isinstance(x, ast.Assign) else [x.target]
+            if any(isinstance(t, ast.Attribute) and t.attr in read for t in targets):
+                return True
+        if isinstance(x, ast.Call) and isinstance(x.func, ast.Attribute) and x.func.attr == "copy_" \
+                and isinstance(x.func.value, ast.Attribute) and x.func.value.attr in read:
+            return True
+    return False
 
 
 def _stub(d: _Def, lines: List[str], out: List[str], has_import: bool) -> None:
