@@ -448,6 +448,11 @@ class _Analysis:
         super() changed), an assignment or setattr of the helper or of the kernel's name on a receiver that
         may be its class or module, a reflective write that may reach them. Asked only of a site that is
         otherwise fixable."""
+        owner = fn or c.function
+        key = f"whole:{c.callee}:{id(fn)}:{owner.class_name if owner is not None else ''}"
+        return self.index(key, lambda: self._whole_project(c, fn))  # the same for every call of one callee and helper
+
+    def _whole_project(self, c: CallInfo, fn: Optional[Function]) -> Optional[str]:
         from topk_migrate import reach
 
         proj = self.project()

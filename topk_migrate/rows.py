@@ -662,13 +662,11 @@ def may_mutate(tree: Tree, call: cst.Call, pure: Callable[[cst.Call], bool], out
     rows), and what `pure` says (the traced call itself, a def of the project that writes none of its
     parameters) change nothing. Past `pure`, the answer is the call's own: worked out once per call and
     `outside` (every kernel call's trace asks it of every call handed q)."""
-    if pure(call):
-        return False
     cache = tree.__dict__.setdefault("_may_mutate", {})
     key = (id(call), id(getattr(outside, "__self__", None)), id(getattr(outside, "__func__", outside)))
     if key not in cache:
         cache[key] = _may_mutate(tree, call, outside)
-    return cache[key]
+    return cache[key] and not pure(call)  # the call's own answer first: `pure` reads defs, once it must
 
 
 def _may_mutate(tree: Tree, call: cst.Call, outside: Optional[Outside]) -> bool:
