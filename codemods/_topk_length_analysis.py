@@ -488,7 +488,7 @@ class _Analysis:
         for w in proj.attribute_writes({fn.name}, seeds, set()) if fn is not None else ():
             return (f"{w.what} at {w.where()}: callers may reach another function than {fn.qualname}; "
                     "add topk_length by hand once every replacement takes it")
-        names = {kernel, *seeds, self.path.rsplit("/", 1)[-1][:-3]} | ({fn.name} if fn is not None else set())
+        names = {kernel, *seeds} | ({fn.name} if fn is not None else set())  # (and the files importing the module)
         for w in proj.reflection(names, seeds, modules):
             return (f"{w.what} at {w.where()} may rebind the kernel, the helper or its class at run time, which "
                     "the analysis cannot follow; pass topk_length by hand if it cannot")

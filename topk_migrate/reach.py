@@ -198,11 +198,7 @@ class Project:
         return os.path.relpath(path, self.root).replace(os.sep, "/")
 
     def texts(self) -> List[Tuple[str, bytes]]:
-        """(real path, contents) of every non-test Python file of the project but the module itself; none
-        for a module that is not on disk (a source classified under a path of its own, `migrate_source`):
-        no file of a project imports it there."""
-        if self._texts is None and not os.path.isfile(self.module):
-            self._texts = []
+        """(real path, contents) of every non-test Python file of the project but the module itself."""
         if self._texts is None:
             found, unreadable = project_sources(self.root)
             self.unreadable.extend(unreadable)
@@ -380,19 +376,25 @@ class Project:
         return out
 
     def reflection(self, names: Set[str], seeds: Set[str], modules: Set[str]) -> List[Finding]:
-        """Reflective writes in other files that name one of `names`: setattr/delattr with a computed name
-        on a receiver that may be related, exec/eval/compile, writes through vars()/`__dict__` of such a
+        """Reflective writes in other files that name one of `names` or import the module: setattr/delattr with a computed name
+        on a receiver that may be related, exec/eval, writes through vars()/`__dict__` of such a
         receiver, and writes to sys.modules."""
         related = {(self.module, s) for s in seeds} | {(f.path, c.name) for f, c in self.subclasses(seeds)}
         out = []
-        for f in self.files_naming(names):
+        stem = os.path.splitext(os.path.basename(self.module))[0]
+        importers = [f for f in self.files_naming([stem]) if any(  # files that import the module by its name
+            isinstance(n, ast.Import) and any(stem in a.name.split(".") for a in n.names)
+            or isinstance(n, ast.ImportFrom) and (stem in (n.module or "").split(".") or any(a.name == stem for a in n.names))
+            for n in ast.walk(f.tree))]
+        files = {id(f): f for f in self.files_naming(names) + importers}
+        for f in files.values():
             for node in ast.walk(f.tree):
                 what = None
                 if _builtin_call(node, ("setattr", "delattr")) and node.args and not (
                         len(node.args) > 1 and isinstance(node.args[1], ast.Constant)):
                     if self._may_reach(f, node.args[0], related, modules):
                         what = f"`{node.func.id}` with a computed name"
-                elif _builtin_call(node, ("exec", "eval", "compile")):
+                elif _builtin_call(node, ("exec", "eval")):  # compile() alone runs nothing
                     what = f"`{node.func.id}()`"
                 elif isinstance(node, ast.Subscript) and _written(f, node):
                     v = node.value
