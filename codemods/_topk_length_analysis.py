@@ -5,6 +5,7 @@ value. The kernel's names, and the verdicts that need no LibCST: _topk_length_qu
 its validation: _topk_length_rewrite.py."""
 from __future__ import annotations
 
+import ast
 import os
 import re
 from dataclasses import dataclass, field
@@ -463,7 +464,7 @@ class _Analysis:
         if fn is not None and fn.class_name:
             for f, cls, d in proj.overrides(seeds, fn.name):
                 where = f"{proj.rel(f.path)}:{d.lineno}"
-                if not isinstance(d, (reach.ast.FunctionDef, reach.ast.AsyncFunctionDef)):
+                if not isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     return (f"{cls.name}.{fn.name} is assigned in the class body at {where}: callers may reach "
                             f"another function than {fn.qualname}; add topk_length by hand")
                 a = d.args
@@ -717,7 +718,7 @@ class _Analysis:
         return None
 
     def _local_wrapper(self, c: CallInfo, node: cst.FunctionDef, line: int) -> Optional[str]:
-        import ast
+
         import textwrap
 
         try:
@@ -728,7 +729,7 @@ class _Analysis:
 
     def _vendored_wrapper(self, c: CallInfo, iface) -> Optional[str]:
         """The project's own definition of the kernel (kernels.vendored_interface found it), read for its body."""
-        import ast
+
 
         from topk_migrate import bounded, project
 
@@ -891,7 +892,7 @@ class _Analysis:
 
     def _forwarding(self, other: Function) -> str:
         """"" if the method only hands its arguments, unchanged, to super() (reach.forwarded_call)."""
-        import ast
+
         import textwrap
 
         from topk_migrate import reach
@@ -1066,7 +1067,7 @@ class _Analysis:
         module, _, name = qualname.rpartition(".")
         if not module or is_kernel(qualname):
             return None
-        import ast
+
 
         from topk_migrate import bounded, guard, kernels, project
         from topk_migrate.model import InputError
@@ -1148,7 +1149,7 @@ def _clipped_elsewhere(f, e, depth: int, env: Optional[dict] = None) -> bool:
     by topk_migrate.reach): the engine's clip, a clamp with an upper bound, a minimum, zeros, a read of
     the clipped field, a top-level function of that file whose every return is such (its parameters are
     the call's arguments: `env`), or a local bound only to such; anything else is not proven."""
-    import ast
+
 
     from topk_migrate import reach
 
