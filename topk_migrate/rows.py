@@ -534,8 +534,8 @@ class RowTrace:
         for call in finder.mutators:
             if call.func.attr.value not in VALUE_INPLACE:
                 return f"`{_code(call)}` changes `{name}` in place, which may move its rows"
-        for call in finder.passed:
-            if may_mutate(self.tree, call, self._pure, self.outside):
+        for call in _mutating(self.tree, finder, self.outside):
+            if not self._pure(call):
                 return (f"`{_code(call).strip()[:80]}` hands `{name}` to `{get_full_name_for_node(call.func) or _code(call.func)}`, "
                         "which may change it in place; the row trace cannot follow it there")
         for call in finder.outs:
@@ -667,6 +667,17 @@ def may_mutate(tree: Tree, call: cst.Call, pure: Callable[[cst.Call], bool], out
     if key not in cache:
         cache[key] = _may_mutate(tree, call, outside)
     return cache[key] and not pure(call)  # the call's own answer first: `pure` reads defs, once it must
+
+
+def _mutating(tree: Tree, finder: "_Writes", outside: Optional[Outside]) -> List[cst.Call]:
+    """The calls handed a name (finder.passed) whose own answer is that they may change it: worked out once
+    per name and tree, so that each kernel call's trace reads only those (5,000 calls handed one q: the
+    other calls' answers are not asked again for each of them)."""
+    cache = tree.__dict__.setdefault("_mutating", {})
+    key = (id(finder), id(getattr(outside, "__self__", None)), id(getattr(outside, "__func__", outside)))
+    if key not in cache:
+        cache[key] = [c for c in finder.passed if may_mutate(tree, c, lambda _: False, outside)]
+    return cache[key]
 
 
 def _may_mutate(tree: Tree, call: cst.Call, outside: Optional[Outside]) -> bool:
@@ -1096,8 +1107,8 @@ class IndexTrace:
                     return f"`{_code(target)} = ...` overwrites top-k entries"
             for call in finder.inplace + finder.changes + finder.outs + finder.mutators:
                 return f"`{_code(call)}` changes which top-k entries are valid"
-            for call in finder.passed:
-                if may_mutate(self.tree, call, self._pure, self.outside):
+            for call in _mutating(self.tree, finder, self.outside):
+                if not self._pure(call):
                     return (f"`{_code(call).strip()[:80]}` hands `{n}` to `{get_full_name_for_node(call.func) or _code(call.func)}`, "
                             "which may change its entries in place; the indices trace cannot follow it there")
         return None
