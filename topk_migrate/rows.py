@@ -1100,7 +1100,8 @@ class IndexTrace:
         if key in self.seen:
             return None
         self.seen.add(key)
-        for n in [name, *sorted(aliases_in(self.tree, scope.node, name))]:  # a write through an alias is one to name
+        written = written_names(self.tree, scope.node)  # only names written or handed on at all can carry a write
+        for n in [name, *sorted(aliases_in(self.tree, scope.node, name) & written)]:  # a write through an alias is one to name
             finder = writes_in(self.tree, scope.node, n)
             for target, _ in finder.subscripts:
                 if self.tree.binding(target.value, n).scope_rank == self.tree.rank.get(id(scope)):
