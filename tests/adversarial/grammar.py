@@ -9,7 +9,7 @@ reference value: the SGLang shape `apply` must keep fixing):
                  function, nested def, lambda, mixin in this file or in another file)
     spelling     how the kernel is imported (module, alias, package, attribute, local, self
                  attribute, try/except fallback, the project's own shim: padding, reordering,
-                 plain, fixed signature)
+                 plain, fixed signature; padding or reordering with a topk_length parameter of its own)
     rebind       the kernel name rebound at run time (globals(), computed names, setattr on the
                  module, a sibling file monkeypatching the kernel module, an attribute assignment)
     kernel_call  how the kernel is called (keywords, positional, reordered, mixed, d_v, attn_sink,
@@ -36,7 +36,7 @@ reference value: the SGLang shape `apply` must keep fixing):
     decorator    on the helper (@torch.no_grad(), @torch.inference_mode(), an unknown fixed-signature
                  wrapper, a functools.wraps *args/**kwargs wrapper here or imported, one reordering rows)
     reflection   the helper replaced (setattr with a computed or literal name, attribute assignment,
-                 a sibling file's monkeypatch, globals()) or reached by getattr with a computed name
+                 a sibling file's monkeypatch or computed setattr, globals()) or reached by getattr with a computed name
     subclass     the entry uses a subclass overriding the helper: fixed signature, **kwargs forwarded
                  to super() with reordered rows or unchanged, a topk_length parameter; in this file,
                  a sibling file or another package of the project
@@ -75,7 +75,7 @@ METHOD_LAYOUTS = ("method_helper", "mixin_same", "mixin_file")  # the helper is 
 DEF_LAYOUTS = METHOD_LAYOUTS + ("function_helper", "nested_helper")  # the helper is a def
 
 SPELLINGS = ("from_module", "module_alias", "package_alias", "package_attr", "submodule", "local_import", "self_attr",
-             "try_fallback", "shim_pad", "shim_reorder", "shim_plain", "shim_fixed")
+             "try_fallback", "shim_pad", "shim_reorder", "shim_plain", "shim_fixed", "shim_pad_param", "shim_reorder_param")
 # spelling -> (module-level import lines, callee as written, root name a rebinding replaces)
 _SPELL = {
     "from_module": ("from sgl_kernel.flash_mla import flash_mla_sparse_fwd", "flash_mla_sparse_fwd", "flash_mla_sparse_fwd"),
@@ -91,6 +91,8 @@ _SPELL = {
     "shim_reorder": ("from adv_ops import flash_mla_sparse_fwd", "flash_mla_sparse_fwd", "flash_mla_sparse_fwd"),
     "shim_plain": ("from adv_ops import flash_mla_sparse_fwd", "flash_mla_sparse_fwd", "flash_mla_sparse_fwd"),
     "shim_fixed": ("from adv_ops import flash_mla_sparse_fwd", "flash_mla_sparse_fwd", "flash_mla_sparse_fwd"),
+    "shim_pad_param": ("from adv_ops import flash_mla_sparse_fwd", "flash_mla_sparse_fwd", "flash_mla_sparse_fwd"),
+    "shim_reorder_param": ("from adv_ops import flash_mla_sparse_fwd", "flash_mla_sparse_fwd", "flash_mla_sparse_fwd"),
 }
 REBINDS = ("none", "globals_literal", "globals_computed", "globals_update", "setattr_module", "sibling_monkeypatch",
            "module_attr_assign", "instance_attr")
@@ -110,7 +112,8 @@ MICRO_BATCHES = ("none", "one_meta_slices", "one_meta_chunk", "one_meta_split", 
                  "per_mb_slices", "per_mb_chunk", "per_mb_padded")
 DECORATORS = ("none", "no_grad", "inference_mode", "unknown_fixed", "wraps_varargs", "wraps_reorder", "imported_varargs",
               "factory_fixed", "factory_varargs")
-REFLECTIONS = ("none", "setattr_computed", "setattr_literal", "attr_assign", "sibling_patch", "getattr_call", "globals_helper")
+REFLECTIONS = ("none", "setattr_computed", "setattr_literal", "attr_assign", "sibling_patch", "getattr_call", "globals_helper",
+               "sibling_setattr")
 SUBCLASSES = ("none", "same_fixed", "same_kwargs_reorder", "same_kwargs_plain", "same_topk_param",
               "sibling_fixed", "sibling_kwargs_reorder", "sibling_kwargs_plain",
               "package_fixed", "package_kwargs_reorder", "package_kwargs_plain", "package_topk_param")
@@ -235,6 +238,8 @@ INDEX_OPS = {o.name: o for o in [
     Op("clamp_f", "torch.clamp({x}, min=0)", "bad"),
     Op("clamp_m", "{x}.clamp(min=0)", "bad"),
     Op("clamp_range", "torch.clamp({x}, 0, 47)", "bad"),
+    Op("clamp_min_m", "{x}.clamp_min(0)", "bad"),
+    Op("clamp_min_f", "torch.clamp_min({x}, 0)", "bad"),
     Op("clip_m", "{x}.clip(0, 47)", "bad"),
     Op("flip_last", "{x}.flip(-1)", "bad"),
     Op("flip_last_f", "torch.flip({x}, [-1])", "bad"),
@@ -322,7 +327,7 @@ class Spec:
 class Scenario:
     """What differs between runs of one program: nothing in its files changes."""
 
-    meta: str = "full"  # the metadata object the entry builds: full | none | no_field | lite
+    meta: str = "full"  # the metadata object the entry builds: full | none | no_field | lite | int64 | padded
     kernel: str = "current"  # current | legacy (sglang-kernel <= 0.4.2.post2)
     legacy_flag: bool = False  # ADV_LEGACY=1: the rebinding productions take effect
     patch_flag: bool = False  # ADV_PATCH=1: the reflection productions take effect
@@ -340,7 +345,7 @@ class Scenario:
 
 def meta_kinds(s: Spec) -> Tuple[str, ...]:
     """The metadata objects the module's own declarations allow at run time."""
-    kinds = {"none": ("full", "none", "no_field", "lite"), "class": ("full",), "string": ("full",),
+    kinds = {"none": ("full", "none", "no_field", "lite", "int64", "padded"), "class": ("full",), "string": ("full",),
              "optional": ("full", "none"), "union": ("full", "no_field"), "prefix_name": ("lite",),
              "imported": ("full",), "imported_optional": ("full", "none")}[s.decl]
     if (s.binding in ("dict_get", "dict_get_truthy", "optional_param") or s.base != "none") and "none" not in kinds:
@@ -361,7 +366,7 @@ def scenarios(s: Spec) -> List[Scenario]:
     return out
 
 
-_PATCHING = ("setattr_computed", "setattr_literal", "attr_assign", "sibling_patch", "globals_helper")
+_PATCHING = ("setattr_computed", "setattr_literal", "attr_assign", "sibling_patch", "globals_helper", "sibling_setattr")
 
 
 def normalize(s: Spec) -> Spec:
@@ -631,6 +636,30 @@ NAMES = dict(q="q", kv="kv", idx="indices", scale="scale", hq="q_all", hkv="kv_c
 RENAMED = dict(q="hidden_states", kv="kv_pool", idx="topk_idx", scale="softmax_scale", hq="query", hkv="kv_buffer",
                hidx="topk_indices", hscale="scaling", qi="q_in", ii="idx_in")
 
+# The metadata of another step of the engine, built in a module of its own: the field holds the
+# clipped lengths, but as int64, or padded by two empty rows (a CUDA-graph batch size). Where
+# nothing declares the metadata's type, the checked guard must hand the kernel the full width.
+DRAFT_META = '''"""The draft step's metadata: its own lengths."""
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+
+
+@dataclass
+class DraftMetadata:
+    {field}: Optional[torch.Tensor] = None
+    page_table_1: Optional[torch.Tensor] = None
+
+
+def draft_metadata(inp, kind):
+    lens = inp.metadata.{field}
+    if kind == "int64":  # the clipped lengths, as int64
+        return DraftMetadata({field}=lens.to(torch.int64), page_table_1=inp.metadata.page_table_1)
+    # the clipped lengths padded with two empty rows
+    return DraftMetadata({field}=torch.cat([lens, lens.new_zeros(2)]), page_table_1=inp.metadata.page_table_1)
+'''
+
 GRAPH_SIM = '''"""CPU stand-in for torch.cuda.CUDAGraph around the sparse kernel.
 
 capture(): runs the step once and records, for each kernel launch, the topk_length *object* it got
@@ -709,6 +738,10 @@ def _shim(kind: str) -> str:
         return head + ("def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, attn_sink=None):\n"
                        "    return _kernel(q, kv, indices, sm_scale, d_v, attn_sink)\n")
     body = "def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, **kwargs):\n"
+    if kind.endswith("_param"):  # takes topk_length itself (the gate accepts it), hands it on with other rows
+        body = ("def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_length=None):\n"
+                "    kwargs = {} if topk_length is None else {\"topk_length\": topk_length}\n")
+        kind = kind[: -len("_param")]
     if kind == "shim_pad":
         body += ('    """Pads the rows to the kernel\'s tile of 16."""\n'
                  "    pad = (-q.shape[0]) % 16\n"
@@ -1329,6 +1362,9 @@ class _Render:
                 f.imp("from dataclasses import dataclass")
                 out += ["@dataclass", f"class {name}:", f'    """{doc}"""', "",
                         "    page_table_1: Optional[torch.Tensor] = None", "", ""]
+        if "int64" in kinds or "padded" in kinds:  # the field there, from another module, not what the kernel takes
+            self.extra.append(("adv_draft.py", DRAFT_META.format(field=fld)))
+            f.imp("from adv_draft import draft_metadata")
         return out
 
     def full_metadata(self, lens: str) -> str:
@@ -1351,6 +1387,8 @@ class _Render:
             lines += ['    if kind == "no_field":', "        return MLAMetadata(page_table_1=inp.metadata.page_table_1)"]
         if "lite" in kinds:
             lines += ['    if kind == "lite":', "        return DSAMetadataLite(page_table_1=inp.metadata.page_table_1)"]
+        if "int64" in kinds or "padded" in kinds:  # a checked guard must fall back to the full width
+            lines += ['    if kind in ("int64", "padded"):', "        return draft_metadata(inp, kind)"]
         if "full" in kinds:
             lines.append(f"    return {full}")
         else:
@@ -1402,10 +1440,12 @@ class _Render:
         target = "Backend" if self.helper_is_method else "sys.modules[__name__]"
         hname = self.helper_name
         cut = len(hname) // 2
-        if r == "sibling_patch":
+        if r in ("sibling_patch", "sibling_setattr"):  # in another file: an attribute write, or setattr with a computed name
             what = "cls" if self.helper_is_method else "module"
+            write = f"{what}.{hname} = _fixed_sparse" if r == "sibling_patch" else \
+                f'name = "{hname}"\n    setattr({what}, name, _fixed_sparse)'
             self.extra.append(("adv_patches.py", '"""Patches this fork installs at start-up on some deployments."""\n\n\n'
-                               + fixed + f"\n\n\ndef install({what}):\n    {what}.{hname} = _fixed_sparse\n"))
+                               + fixed + f"\n\n\ndef install({what}):\n    {write}\n"))
             f.imp("import adv_patches")
             if not self.helper_is_method:
                 f.std.add("sys")
