@@ -170,3 +170,11 @@ def test_another_base_of_a_subclass_that_defines_the_helper(tmp_path):
                               "mixed.py": "from engine.backend import Backend\nfrom old_impl import Legacy\n\n\n"
                                           "class Mixed(Legacy, Backend):\n    pass\n"})
     assert site.status is Status.MANUAL and "Legacy._forward_flashmla_sparse at old_impl.py:2" in site.reason, site.reason
+
+
+def test_a_module_the_backend_imports_and_hands_its_class(tmp_path):
+    """A file that names nothing of the backend but is imported by it, and patches what it is handed."""
+    backend = BACKEND.replace("class Backend:", "import patches\n\n\nclass Backend:") + "\npatches.install(Backend)\n"
+    site = verdict(tmp_path, {"engine/patches.py": "def install(cls):\n    setattr(cls, '_forward_fl' + 'ashmla_sparse', None)\n"},
+                   backend=backend.replace("import patches", "from engine import patches"))
+    assert site.status is Status.MANUAL and "patches.py:2" in site.reason, site.reason

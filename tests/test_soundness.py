@@ -366,6 +366,7 @@ def test_rows_reordered_by_a_function_of_another_project_module(tmp_path):
     "self._pad(idx.sort(dim=-1)[0], 2)",  # the argument a local helper's return comes from
     "torch.where(idx[p] >= 0, idx[p] + 7, -1)",  # where: what it tests and takes are traced too
     "torch.where(idx >= 0, torch.flip(idx, [-1]), -1)",
+    "p.translate_loc_to_hisparse_device(idx.flip(-1))",  # an engine method on the allowlist: of what it is given
 ])
 def test_index_steps_no_allowlist_names_are_refused(expr):
     src = (f"class B:\n    def _pad(self, t, n):\n        return torch.cat([t, t.new_full((n, 4), -1)])\n"
@@ -382,6 +383,7 @@ def test_index_steps_no_allowlist_names_are_refused(expr):
     "transform_index_page_table_prefill(page_table=p, topk_indices=idx)",
     "torch.where(idx != -1, idx + p, idx)",  # sglang 0.5.16's ragged transform (the mask bound first there)
     'p["topk_indices"]',  # a lookup in a mapping, not a narrowing
+    "p.translate_loc_to_hisparse_device(idx)",
 ])
 def test_index_steps_the_engines_use_pass(expr):
     head = "from sglang.srt.layers.attention.nsa.transform_index import transform_index_page_table_prefill\n"

@@ -268,16 +268,30 @@ class Project:
                             break
         return list(found.values())
 
-    def ancestors(self, seeds: Set[str]) -> List[Tuple[_File, ast.ClassDef]]:
-        """Classes of other files that the module's classes `seeds` derive from, directly or through
-        each other (a mixin, a base backend), resolved through the imports."""
-        own = self.__dict__.get("_own")  # the module's own facts: read and parsed once, not once per kernel call
-        if own is None:
+    def own(self) -> Optional[_File]:
+        """The module's own facts: read and parsed once, not once per kernel call."""
+        if "_own" not in self.__dict__:
             try:
                 text = read_regular(self.module, READ_LIMIT)[0].decode("utf-8", "replace")
             except OSError:
-                return []
-            own = self._own = self._parse(self.module, text)
+                text = None
+            self._own = self._parse(self.module, text) if text is not None else None
+        return self._own
+
+    def imported(self) -> List[_File]:
+        """The project's files the module imports (it may hand them its classes: `patches.install(Backend)`)."""
+        own = self.own()
+        if own is None:
+            return []
+        mods = {m for m in own.modules.values()} | {m for m, _ in own.froms.values()} | {
+            (m if m.endswith(".") else m + ".") + n for m, n in own.froms.values()}
+        paths = {p for p in (self._find_module(self.module, m) for m in mods) if p is not None and p != self.module}
+        return [f for f in (self._file_at(p) for p in sorted(paths)) if f is not None]
+
+    def ancestors(self, seeds: Set[str]) -> List[Tuple[_File, ast.ClassDef]]:
+        """Classes of other files that the module's classes `seeds` derive from, directly or through
+        each other (a mixin, a base backend), resolved through the imports."""
+        own = self.own()
         if own is None:
             return []
         todo = [(own, own.classes[n]) for n in seeds if n in own.classes]
@@ -376,7 +390,8 @@ class Project:
         return out
 
     def reflection(self, names: Set[str], seeds: Set[str], modules: Set[str]) -> List[Finding]:
-        """Reflective writes in other files that name one of `names` or import the module: setattr/delattr with a computed name
+        """Reflective writes in other files that name one of `names`, import the module or are imported by it:
+        setattr/delattr with a computed name
         on a receiver that may be related, exec/eval, writes through vars()/`__dict__` of such a
         receiver, and writes to sys.modules."""
         related = {(self.module, s) for s in seeds} | {(f.path, c.name) for f, c in self.subclasses(seeds)}
@@ -386,7 +401,7 @@ class Project:
             isinstance(n, ast.Import) and any(stem in a.name.split(".") for a in n.names)
             or isinstance(n, ast.ImportFrom) and (stem in (n.module or "").split(".") or any(a.name == stem for a in n.names))
             for n in ast.walk(f.tree))]
-        files = {id(f): f for f in self.files_naming(names) + importers}
+        files = {id(f): f for f in self.files_naming(names) + importers + self.imported()}
         for f in files.values():
             for node in ast.walk(f.tree):
                 what = None

@@ -1050,15 +1050,17 @@ class IndexTrace:
                 return None
             if op in INDEX_KEEPING:
                 return self.hazard(receiver)
-            if op in INDEX_KEEPING_ENGINE_METHODS:
-                return None
+            if op in INDEX_KEEPING_ENGINE_METHODS:  # each valid location mapped, -1 kept: of the locations it gets
+                return next((w for w in (self.hazard(a.value) for a in args) if w), None)
         elif _torch_function(func, name) and args:  # torch.op(idx, ...): as idx.op(...)
             if op in INDEX_CHANGES:
                 return f"`{_code(e)}` changes which top-k entries are valid"
             if op in INDEX_KEEPING:
                 return self.hazard(args[0].value)
         elif op in INDEX_KEEPING_FUNCTIONS and any(q.startswith(ENGINE_PACKAGES) for q in imported_names(self.tree, func)):
-            return None
+            # each valid index through the page table, -1 kept: of the top-k it is handed (topk_indices=, 2nd)
+            given = _keyword(e, "topk_indices") or (args[1].value if len(args) > 1 else None)
+            return self.hazard(given) if given is not None else None
         return (f"`{_code(e)}` is neither on the allowlist of steps that keep the top-k entries "
                 "(rows.INDEX_KEEPING) nor a function of this module the trace can read")
 
