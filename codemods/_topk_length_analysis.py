@@ -688,9 +688,17 @@ class _Analysis:
             if self.expand(dotted(target.target)) == c.callee:
                 return (f"`{dotted(target.target)}` is assigned at line {self.tree.line(target.target)}: the call may reach "
                         "another function than the kernel; rewrite by hand if it accepts topk_length")
+        kernel = c.callee.rsplit(".", 1)[-1]
+        for target in self.find((cst.AssignTarget, cst.AnnAssign, cst.AugAssign), _targets_attribute):
+            # `fm.flash_mla_sparse_fwd = ...` while the call reads the module through `self.flash_mla`: any
+            # attribute of the kernel's name assigned here may be the one the call reaches
+            if target.target.attr.value == kernel:
+                return (f"`{_code(target.target).strip()}` is assigned at line {self.tree.line(target.target)}: the call "
+                        "may reach another function than the kernel; rewrite by hand if it accepts topk_length")
         for call in self.setattr_calls():
-            if len(call.args) > 1 and isinstance(call.args[1].value, cst.SimpleString) and \
-                    self.expand(dotted(call.args[0].value)) + "." + str(call.args[1].value.evaluated_value) == c.callee:
+            if len(call.args) > 1 and isinstance(call.args[1].value, cst.SimpleString) and (
+                    self.expand(dotted(call.args[0].value)) + "." + str(call.args[1].value.evaluated_value) == c.callee
+                    or call.args[1].value.evaluated_value == kernel):  # (as an attribute of the kernel's name above)
                 return (f"setattr at line {self.tree.line(call)} replaces `{name}{'.' + rest if rest else ''}`; "
                         "rewrite by hand if what it sets accepts topk_length")
         if "." in c.callee and not is_op_level(c.callee):

@@ -178,3 +178,16 @@ def test_a_module_the_backend_imports_and_hands_its_class(tmp_path):
     site = verdict(tmp_path, {"engine/patches.py": "def install(cls):\n    setattr(cls, '_forward_fl' + 'ashmla_sparse', None)\n"},
                    backend=backend.replace("import patches", "from engine import patches"))
     assert site.status is Status.MANUAL and "patches.py:2" in site.reason, site.reason
+
+
+@pytest.mark.parametrize("patch", ["fm.flash_mla_sparse_fwd = legacy", "setattr(fm, 'flash_mla_sparse_fwd', legacy)"])
+def test_the_kernel_module_patched_while_the_call_reads_it_through_self(tmp_path, patch):
+    """Found by the generator (seed 93): the call is `self.flash_mla.flash_mla_sparse_fwd(...)` and the module
+    `fm` it holds gets another function for the kernel's name at import time."""
+    backend = ("import sgl_kernel.flash_mla as fm\n\n\ndef legacy(q, kv, idx, scale):\n    return q\n\n\n"
+               f"{patch}\n\n\nclass Backend:\n    def __init__(self):\n        self.flash_mla = fm\n\n"
+               "    def forward(self, q, kv, idx, metadata):\n"
+               "        return self.flash_mla.flash_mla_sparse_fwd(q, kv, idx, 1.0)[0]\n"
+               "# metadata.dsa_cache_seqlens_int32\n")
+    site = verdict(tmp_path, {}, backend=backend)
+    assert site.status is Status.MANUAL and "line 8" in site.reason, site.reason
