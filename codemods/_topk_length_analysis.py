@@ -287,9 +287,7 @@ class _Analysis:
         must be updated in place: no new value for the field, no new metadata object (`self.forward_metadata`
         may only be given back an object read from where the captured ones are kept)."""
         def build() -> Optional[str]:
-            roots = {expr.split(".")[0] for expr in self.metadata}
-            held = {a.value.attr.value for a in self.find(cst.Assign, lambda a: len(a.targets) == 1 and isinstance(
-                a.targets[0].target, cst.Name) and a.targets[0].target.value in roots and _is_attr_of_self(a.value))}
+            held = self.held_attributes()
             for fdef in self.find(cst.FunctionDef, lambda f: "replay" in f.name.value):
                 for arg in self.find(cst.Arg, lambda a: a.keyword is not None and a.keyword.value == field_name, fdef):
                     return self._replaced(fdef, arg, f"a new `{field_name}`")
@@ -304,6 +302,14 @@ class _Analysis:
                         return self._replaced(fdef, target, f"`{_code(target.target).strip()}` a new object")
             return None
         return self.index(f"replay:{field_name}", build)
+
+    def held_attributes(self) -> Set[str]:
+        """The attributes of self the kernel's callers read the metadata from (`metadata = self.forward_metadata`)."""
+        def build() -> Set[str]:
+            roots = {expr.split(".")[0] for expr in self.metadata}
+            return {a.value.attr.value for a in self.find(cst.Assign, lambda a: len(a.targets) == 1 and isinstance(
+                a.targets[0].target, cst.Name) and a.targets[0].target.value in roots and _is_attr_of_self(a.value))}
+        return self.index("held", build)
 
     def _replaced(self, fdef: cst.FunctionDef, at: cst.CSTNode, what: str) -> str:
         return (f"`{fdef.name.value}` gives {what} at line {self.tree.line(at)} on CUDA-graph replay, while a captured "
@@ -494,9 +500,7 @@ class _Analysis:
             return (f"{w.what} at {w.where()} may rebind the kernel, the helper or its class at run time, which "
                     "the analysis cannot follow; pass topk_length by hand if it cannot")
         if seeds:
-            roots = {expr.split(".")[0] for expr in self.metadata}
-            held = {a.value.attr.value for a in self.find(cst.Assign, lambda a: len(a.targets) == 1 and isinstance(
-                a.targets[0].target, cst.Name) and a.targets[0].target.value in roots and _is_attr_of_self(a.value))}
+            held = self.held_attributes()
             related = proj.subclasses(seeds) + proj.ancestors(seeds)
             for field_name in sorted({m.rsplit(".", 1)[-1] for m in self.metadata}):
                 w = reach.replay_writes(proj, related, field_name, held)
@@ -726,19 +730,13 @@ class _Analysis:
         return None
 
     def _local_wrapper(self, c: CallInfo, node: cst.FunctionDef, line: int) -> Optional[str]:
-
-        import textwrap
-
-        try:
-            d = ast.parse(textwrap.dedent(_code(node))).body[0]
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        d = _as_ast(node)
+        if d is None:
             return f"`{node.name.value}` (line {line}) could not be read; pass topk_length by hand"
         return self.forwards_unchanged(c, d, f"line {line}", self.tree.line(node) - d.lineno)
 
     def _vendored_wrapper(self, c: CallInfo, iface) -> Optional[str]:
         """The project's own definition of the kernel (kernels.vendored_interface found it), read for its body."""
-
-
         from topk_migrate import bounded, project
 
         name = c.callee.rsplit(".", 1)[-1]
@@ -900,14 +898,10 @@ class _Analysis:
 
     def _forwarding(self, other: Function) -> str:
         """"" if the method only hands its arguments, unchanged, to super() (reach.forwarded_call)."""
-
-        import textwrap
-
         from topk_migrate import reach
 
-        try:
-            d = ast.parse(textwrap.dedent(_code(other.node))).body[0]
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        d = _as_ast(other.node)
+        if d is None:
             return "it could not be read"
         return reach.forwarded_call(d, other.name, self.tree.line(other.node) - d.lineno)[1]
 
@@ -1150,6 +1144,16 @@ def _by_hand(found: Optional[str], passing) -> str:
     lines = ", ".join(str(k.range.start.line) for k, _, _ in passing)
     return (f" (the value to pass is {found}, which the caller{'s' if many else ''} at line{'s' if many else ''} "
             f"{lines} hold{'' if many else 's'})")
+
+
+def _as_ast(node: cst.FunctionDef) -> Optional[ast.AST]:
+    """A def of this module as CPython's ast (what topk_migrate.reach reads), or None if it cannot be read."""
+    import textwrap
+
+    try:
+        return ast.parse(textwrap.dedent(_code(node))).body[0]
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
 
 
 def _clipped_elsewhere(f, e, depth: int, env: Optional[dict] = None) -> bool:
