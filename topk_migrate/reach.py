@@ -192,6 +192,7 @@ class Project:
         self._texts: Optional[List[Tuple[str, bytes]]] = None
         self._parsed: Dict[str, Optional[_File]] = {}
         self._subclasses: Dict[frozenset, List[Tuple[_File, ast.ClassDef]]] = {}
+        self._by_path: Optional[Dict[str, bytes]] = None
         self.unreadable: List[Finding] = []  # files that name a name but cannot be checked
 
     def rel(self, path: str) -> str:
@@ -294,22 +295,7 @@ class Project:
         own = self.own()
         if own is None:
             return []
-        todo = [(own, own.classes[n]) for n in seeds if n in own.classes]
-        seen: Set[Tuple[str, str]] = set()
-        out: List[Tuple[_File, ast.ClassDef]] = []
-        while todo and len(seen) < 64:
-            f, cls = todo.pop()
-            for b in cls.bases:
-                path, name = f.resolve_class(b)
-                if path is None or (path, name) in seen:
-                    continue
-                seen.add((path, name))
-                other = own if path == self.module else self._file_at(path)
-                if other is not None and name in other.classes:
-                    if path != self.module:
-                        out.append((other, other.classes[name]))
-                    todo.append((other, other.classes[name]))
-        return out
+        return self._ancestors_of([(own, own.classes[n]) for n in seeds if n in own.classes], own)
 
     def rivals(self, seeds: Set[str], method: str) -> List[Tuple[_File, ast.ClassDef, ast.AST]]:
         """Definitions of `method` that an instance of a subclass of `seeds` may reach before the module's
@@ -325,30 +311,38 @@ class Project:
                 other = self._file_at(path) if path != self.module else None  # the module's own: the rule reads them
                 if other is None or name not in other.classes:
                     continue
-                for g, c in [(other, other.classes[name])] + self._ancestors_of(other, other.classes[name]):
+                start = [(other, other.classes[name])]
+                for g, c in start + self._ancestors_of(start):
                     for d in c.body:
                         if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == method:
                             out.append((g, c, d))
         return out
 
-    def _ancestors_of(self, f: _File, cls: ast.ClassDef) -> List[Tuple[_File, ast.ClassDef]]:
-        out, todo, seen = [], [(f, cls)], set()
+    def _ancestors_of(self, start: List[Tuple[_File, ast.ClassDef]],
+                      own: Optional[_File] = None) -> List[Tuple[_File, ast.ClassDef]]:
+        """The classes of other files the classes `start` derive from, through their bases' bases. The
+        module's own classes are passed through where its facts `own` are given, else not followed."""
+        out: List[Tuple[_File, ast.ClassDef]] = []
+        todo, seen = list(start), set()
         while todo and len(seen) < 64:
             g, c = todo.pop()
             for b in c.bases:
                 path, name = g.resolve_class(b)
-                if path is None or (path, name) in seen or path == self.module:
+                if path is None or (path, name) in seen or (path == self.module and own is None):
                     continue
                 seen.add((path, name))
-                h = self._file_at(path)
+                h = own if path == self.module else self._file_at(path)
                 if h is not None and name in h.classes:
-                    out.append((h, h.classes[name]))
+                    if path != self.module:
+                        out.append((h, h.classes[name]))
                     todo.append((h, h.classes[name]))
         return out
 
     def _file_at(self, path: str) -> Optional[_File]:
         if path not in self._parsed:
-            data = next((d for p, d in self.texts() if p == path), None)
+            if self._by_path is None:
+                self._by_path = dict(self.texts())
+            data = self._by_path.get(path)
             self._parsed[path] = self._parse(path, data.decode("utf-8", "replace")) if data is not None else None
         return self._parsed[path]
 
