@@ -464,7 +464,7 @@ class _Analysis:
 
         proj = self.project()
         kernel = c.callee.rsplit(".", 1)[-1]
-        modules = {c.callee.rpartition(".")[0]} if "." in c.callee else set()
+        modules = self.kernel_modules(c.callee)
         owner = fn or c.function  # the helper, or (direct) the function that calls the kernel
         seeds = set(self.subclasses(owner.class_name)) if owner is not None and owner.class_name else set()
         if fn is not None and fn.class_name:
@@ -766,22 +766,40 @@ class _Analysis:
             if fn.name == first and fn.class_name:
                 return (f"`{receiver}.{first}` is a method ({fn.qualname}), not the kernel; "
                         "give it a topk_length parameter and pass it by hand")
-        sources = []
-        for node in self.find(cst.Assign, lambda a: len(a.targets) == 1
-                               and _is_attr(a.targets[0].target, receiver, first)):
-            value = dotted(node.value)
-            root = value.split(".")[0] if value else None
-            qualified = (self.facts.imports.get(root, "") + value[len(root):]) if root in self.facts.imports else None
-            expected = c.callee.split(".", 1)[1][len(first):] if c.callee.startswith(receiver + ".") else ""
+        sources = self.attribute_sources(receiver, first)
+        expected = c.callee.split(".", 1)[1][len(first):] if c.callee.startswith(receiver + ".") else ""
+        for node, qualified in sources:
             if qualified is None or not is_kernel(qualified + expected):
                 return (f"`{receiver}.{first}` is set at line {self.tree.line(node)} from "
                         f"`{_code(node.value).strip()}`, which may not be the kernel's module; pass topk_length by hand")
-            sources.append(qualified)
         if not sources:
             where = f" in {cls}" if cls else ""
             return (f"`{receiver}.{first}` is not set{where} in this module, so what it holds cannot be checked; "
                     "pass topk_length by hand")
         return None
+
+    def attribute_sources(self, receiver: str, first: str) -> List[Tuple[cst.Assign, Optional[str]]]:
+        """The assignments `receiver.first = value` in this module, each with the qualified name of what
+        it assigns when that is read from an import (else None)."""
+        out = []
+        for node in self.find(cst.Assign, lambda a: len(a.targets) == 1
+                               and _is_attr(a.targets[0].target, receiver, first)):
+            value = dotted(node.value)
+            root = value.split(".")[0] if value else None
+            out.append((node, (self.facts.imports.get(root, "") + value[len(root):]) if root in self.facts.imports else None))
+        return out
+
+    def kernel_modules(self, callee: str) -> Set[str]:
+        """The modules the kernel is read from: the callee's own prefix, and for `self.fm.kernel` the
+        modules this module assigns to `self.fm` (a patch of those reaches the call too)."""
+        home = callee.rpartition(".")[0]
+        if not home:
+            return set()
+        receiver, _, rest = home.partition(".")
+        if receiver in ("self", "cls") and rest:
+            first, _, tail = rest.partition(".")
+            return {home} | {q + ("." + tail if tail else "") for _, q in self.attribute_sources(receiver, first) if q}
+        return {home}
 
     def contract(self, c: CallInfo) -> Site:
         q_expr = _q_arg(c.node)

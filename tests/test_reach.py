@@ -191,3 +191,23 @@ def test_the_kernel_module_patched_while_the_call_reads_it_through_self(tmp_path
                "# metadata.dsa_cache_seqlens_int32\n")
     site = verdict(tmp_path, {}, backend=backend)
     assert site.status is Status.MANUAL and "line 8" in site.reason, site.reason
+
+
+@pytest.mark.parametrize("patched", [True, False])
+def test_the_kernel_module_patched_in_another_file_while_the_call_reads_it_through_self(tmp_path, patched):
+    """Found by the generator (seed 1014472558): the call reads `self.flash_mla.flash_mla_sparse_fwd`, where
+    `self.flash_mla` is the kernel's module (bound in a subclass's __init__), and a compat file the backend
+    imports assigns another function to that module's kernel name."""
+    compat = ("import sgl_kernel.flash_mla as _fm\n\n\ndef legacy(q, kv, idx, scale):\n    return q\n\n\n"
+              "def install():\n    _fm.flash_mla_sparse_fwd = legacy\n" if patched else "def install():\n    pass\n")
+    backend = ("from engine import compat\nimport sgl_kernel.flash_mla as fm\n\ncompat.install()\n\n\n"
+               "class Mixin:\n    def _sparse(self, q, kv, idx):\n"
+               "        return self.flash_mla.flash_mla_sparse_fwd(q, kv, idx, 1.0)[0]\n\n\n"
+               "class Backend(Mixin):\n    def __init__(self):\n        self.flash_mla = fm\n\n"
+               "    def forward(self, q, kv, idx, metadata):\n        return self._sparse(q, kv, idx)\n"
+               "# metadata.dsa_cache_seqlens_int32\n")
+    site = verdict(tmp_path, {"engine/compat.py": compat}, backend=backend)
+    if patched:
+        assert site.status is Status.MANUAL and "compat.py:9" in site.reason, site.reason
+    else:
+        assert site.status is Status.FIXABLE, site.reason
