@@ -120,7 +120,8 @@ def main(argv=None) -> int:
             "Generated DSA backends run before and after `topk-migrate apply` under the contract-enforcing stub "
             "kernel (tests/stubs): the oracle is execution only. The default test tier "
             "(`python3 -m pytest -q tests/test_generator.py`) runs the programs of seed 25 below; the heavy tier "
-            "(`-m heavy`) 20,000 of a random seed (`TOPK_GEN_SEED` picks one).\n\n"
+            f"(`-m heavy`) 20,000 of seed {genrun.HEAVY_SEED} (`TOPK_GEN_SEED=S` picks another, `TOPK_GEN_SEED=random` "
+            "draws one).\n\n"
             f"Engine at {_commit()}; {platform.python_version()}, {os.cpu_count()} cores, "
             f"load average {load0} before the run.\n")
     text = report(summary, classes, cmd, head) + "\n" + grammar_section()

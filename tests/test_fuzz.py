@@ -18,11 +18,12 @@ from safety_samples import KERNEL
 from topk_migrate.api import migrate_source
 from topk_migrate.model import Status
 
-settings.register_profile("ci", max_examples=150, deadline=None, derandomize=True,
+# Profiles on top of conftest's (which fixes the draw unless TOPK_FUZZ_RANDOM=1): 150 examples, or 3,000.
+settings.register_profile("ci", parent=settings.get_profile("topk"), max_examples=150, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("dev", max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("long", max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile(os.environ.get("TOPK_FUZZ_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+settings.register_profile("long", parent=settings.get_profile("topk"), max_examples=3000, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("TOPK_FUZZ_PROFILE", "ci"))
 # Two entry points per fuzzer, one body: a short run in the default tier (README command 2) and
 # the profile's full count in the heavy tier (`pytest -m heavy`, which .ci/run runs after it).
 SHORT = settings(max_examples=min(25, settings.default.max_examples))

@@ -22,6 +22,9 @@ from . import grammar, harness
 from .grammar import Program, Scenario, Spec
 
 BROKEN = "variant is broken"
+# The heavy tier's seed (tests/test_generator.py): CI's draw at stop 29, which found the self.<module> patch
+# in a compat file; fixed, so CI's verdict no longer depends on a draw (TOPK_GEN_SEED=random hunts).
+HEAVY_SEED = 1014472558
 
 
 @dataclass
