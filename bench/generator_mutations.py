@@ -26,7 +26,7 @@ from typing import Dict, List, Optional, Tuple
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tests"))
 
-A = "topk_migrate.codemods._topk_length_analysis"
+A = "topk_migrate.codemods.pass_topk_length.analysis"
 R = "topk_migrate.rows"
 
 
@@ -59,8 +59,8 @@ def _value(v):
 # a check made in more than one place: each is switched off), how it is switched off)
 # how: ("returns", value) | ("accept_all",) | ("empty",) | ("call", factory(original) -> replacement)
 #      | ("admits", phrases): the method's refusals that contain one of the phrases become None (admitted)
-PK = "topk_migrate.codemods.pass_topk_length"
-RW = "topk_migrate.codemods._topk_length_rewrite"
+PK = "topk_migrate.codemods.pass_topk_length.rule"
+RW = "topk_migrate.codemods.pass_topk_length.rewrite"
 ROW_BINDINGS = {
     "no binding (match capture, star import)": ("has no binding the row trace can see",),
     "loop variable": ("is a loop variable",),

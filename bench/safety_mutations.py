@@ -17,7 +17,7 @@ import sys
 import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-F, C = "topk_migrate/files.py", "topk_migrate/codemods/_topk_length_analysis.py"
+F, C = "topk_migrate/files.py", "topk_migrate/codemods/pass_topk_length/analysis.py"
 UNIT, CLI, INT, FUZZ = "tests/test_files.py", "tests/test_safety_cli.py", "tests/test_interrupt.py", "tests/test_fuzz.py"
 
 # name: (file, text to replace, replacement, tests that must catch it)

@@ -104,7 +104,7 @@ RECOMMENDED = re.compile(r"--kernel (\S+)")
 @pytest.mark.parametrize("module", ["flash_mla", "sgl_kernel.flash_mla", "flag_gems", "vllm.v1.attention.ops.flashmla"])
 def test_every_recommended_declaration_passes(tmp_path, module):
     """Follow what the reason says (VERSION: the first release with the parameter): the site is decided."""
-    from topk_migrate.codemods._topk_length_quick import MIN_KERNEL
+    from topk_migrate.codemods.pass_topk_length.quick import MIN_KERNEL
 
     src = EXAMPLE.replace("from sgl_kernel.flash_mla import", f"from {module} import")
     f = project(tmp_path, src=src)

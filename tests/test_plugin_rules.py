@@ -1,5 +1,6 @@
-"""Rules are plug-ins: a third rule is one new file (tests/data/toy_rules/), found by discovery,
-and its sites reach check, audit and bump in every format, with no engine file changed."""
+"""Rules are plug-ins: a fourth rule, with its own kernel parameter (`d_v`), is one new package
+(tests/data/toy_rules/explicit_d_v/), found by discovery; its sites reach check, apply, audit (its
+quick classifier too) and bump in every format, with no engine file changed."""
 import json
 import subprocess
 from pathlib import Path
@@ -8,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 import topk_migrate.codemods as codemods
+from rule_examples import check_example
 from topk_migrate import api, discover, rules
 from topk_migrate.cli import main
 
@@ -17,7 +19,8 @@ BUMP_DATA = Path(__file__).parent / "data" / "bump"
 KERNEL = "sglang-kernel==0.4.6"
 SRC = ("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n\n"
        "def prefill(q, kv, idx, n):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0, topk_length=n)\n")
-REASON = "a literal sm_scale of 1.0"
+FIXED = SRC.replace("topk_length=n)", "topk_length=n, d_v=512)")
+REASON = "leaves d_v to the kernel's default"
 
 
 def _clear():
@@ -28,10 +31,10 @@ def _clear():
 
 @pytest.fixture
 def toy(monkeypatch):
-    """The toy rule's folder on the codemods package's path: how a rule file is added."""
+    """The toy rules' folder on the codemods package's path: how a rule package is added."""
     monkeypatch.setattr(codemods, "__path__", [*codemods.__path__, str(TOY)])
     _clear()
-    yield rules.load("toy-literal-scale")
+    yield rules.load("explicit-d-v")
     monkeypatch.undo()
     _clear()
 
@@ -47,49 +50,69 @@ def test_no_engine_file_names_a_rule():
 
 
 def test_the_toy_rule_is_discovered_with_its_examples(toy, tmp_path):
-    from topk_migrate.api import migrate_source
-
-    assert "toy-literal-scale" in rules.ids()
-    for i, (source, status) in enumerate(toy.EXAMPLES):
-        sites = [s for s in migrate_source(source, str(tmp_path / f"ex{i}.py"), kernel=KERNEL).sites
-                 if s.rule == toy.id]
-        assert [s.status for s in sites] == ([status] if status else []), source
+    """Its examples are its tests, run as every shipped rule's are (tests/rule_examples.py)."""
+    assert "explicit-d-v" in rules.ids() and rules.spec("explicit-d-v").param == "d_v"
+    assert toy.EXAMPLES
+    for i, ex in enumerate(toy.EXAMPLES):
+        (tmp_path / str(i)).mkdir()
+        check_example(toy.id, i, ex, tmp_path / str(i))
 
 
 def test_the_toy_rules_sites_show_in_every_format(toy, tmp_path):
     (tmp_path / "fork.py").write_text(SRC)
     run = CliRunner().invoke
     check = run(main, ["check", "--kernel", KERNEL, str(tmp_path / "fork.py")])
-    assert check.exit_code == 1 and REASON in check.output and "[toy-literal-scale]" in check.output, check.output
+    assert check.exit_code == 1 and REASON in check.output and "[explicit-d-v]" in check.output, check.output
     audits = {fmt: run(main, ["audit", "--kernel", KERNEL, "--format", fmt, str(tmp_path)])
               for fmt in ("text", "json", "sarif", "github")}
     assert all(r.exit_code == 1 for r in audits.values()), {k: r.output for k, r in audits.items()}
-    assert REASON in audits["text"].output and "toy-literal-scale" in audits["text"].output
+    assert REASON in audits["text"].output and "explicit-d-v" in audits["text"].output
     doc = json.loads(audits["json"].stdout)
-    assert [(s["rule"], s["status"]) for s in doc["sites"]] == [("pass-topk-length", "compliant"),
-                                                                ("toy-literal-scale", "manual")]
+    assert sorted((s["rule"], s["status"]) for s in doc["sites"]) == [("explicit-d-v", "fixable"),
+                                                                      ("pass-topk-length", "compliant")]
     sarif = json.loads(audits["sarif"].stdout)["runs"][0]
-    assert {r["id"] for r in sarif["tool"]["driver"]["rules"]} >= {"pass-topk-length", "toy-literal-scale"}
-    assert [r["ruleId"] for r in sarif["results"]] == ["toy-literal-scale"]
-    assert "title=topk-migrate toy-literal-scale%3A manual" in audits["github"].output
-    old, new = str(BUMP_DATA / "sglang-kernel-0.4.6.json"), str(BUMP_DATA / "sglang-kernel-0.4.6.json")
-    for fmt, needle in (("text", REASON), ("json", '"rule": "toy-literal-scale"'), ("markdown", "| manual |"),
-                        ("sarif", '"ruleId": "toy-literal-scale"'), ("github", "toy-literal-scale")):
+    assert {r["id"] for r in sarif["tool"]["driver"]["rules"]} >= {"pass-topk-length", "explicit-d-v"}
+    assert [r["ruleId"] for r in sarif["results"]] == ["explicit-d-v"]
+    assert "title=topk-migrate explicit-d-v%3A fixable" in audits["github"].output
+    tags = {r["id"]: r["properties"]["tags"] for r in sarif["tool"]["driver"]["rules"]}
+    assert tags["explicit-d-v"] == ["correctness"] and tags["pass-topk-length"] == ["performance", "flashmla"]
+    old, new = str(BUMP_DATA / "sgl-kernel-0.3.17.json"), str(BUMP_DATA / "sglang-kernel-0.4.6.json")
+    for fmt, needle in (("text", "`d_v` is left to"), ("json", '"rule": "explicit-d-v"'), ("markdown", "| opportunity |"),
+                        ("sarif", '"ruleId": "explicit-d-v"'), ("github", "explicit-d-v")):
         r = run(main, ["bump", "--from", old, "--to", new, "--format", fmt, str(tmp_path)])
         assert needle in r.output, (fmt, r.output)
+    diff = run(main, ["apply", "--diff", "--kernel", KERNEL, str(tmp_path / "fork.py")])
+    assert "+    return flash_mla_sparse_fwd(q, kv, idx, 1.0, topk_length=n, d_v=512)" in diff.output, diff.output
+    applied = run(main, ["apply", "--kernel", KERNEL, str(tmp_path / "fork.py")])
+    assert applied.exit_code == 1 and (tmp_path / "fork.py").read_text() == FIXED, applied.output  # 1: it rewrote
+
+
+def test_the_toy_rules_quick_classifier_answers_for_audit(toy, tmp_path):
+    """A file whose every call passes both rules' parameters is classified without LibCST (audit's
+    scanners), by both quick classifiers, with the sites the rules' own hooks give."""
+    p = tmp_path / "fork.py"
+    p.write_text(FIXED)
+    quick = api.process_file(str(p), kernel=KERNEL, narrowed=True, engine=False)
+    assert not quick.needs_engine and sorted((s.rule, s.status.value) for s in quick.sites) == [
+        ("explicit-d-v", "compliant"), ("pass-topk-length", "compliant")], quick
+    full = api.process_file(str(p), kernel=KERNEL)
+    assert sorted((s.rule, s.status.value, s.line) for s in full.sites) == sorted(
+        (s.rule, s.status.value, s.line) for s in quick.sites)
+    p.write_text(SRC)  # passes topk_length only: the narrowing keeps what the toy rule needs, and declines
+    assert api.process_file(str(p), kernel=KERNEL, narrowed=True, engine=False).needs_engine
 
 
 def test_a_rule_can_be_switched_off_per_project_and_suppressed_per_call(toy, tmp_path):
     (tmp_path / "fork.py").write_text(SRC)
-    (tmp_path / "pyproject.toml").write_text('[tool.topk-migrate]\ndisable = ["toy-literal-scale"]\n')
+    (tmp_path / "pyproject.toml").write_text('[tool.topk-migrate]\ndisable = ["explicit-d-v"]\n')
     r = CliRunner().invoke(main, ["check", "--kernel", KERNEL, str(tmp_path / "fork.py")])
     assert r.exit_code == 0 and REASON not in r.output, r.output
     other = tmp_path / "other"
     other.mkdir()
     (other / "fork.py").write_text(SRC)
-    (other / "pyproject.toml").write_text('[tool.topk-migrate]\ndisable = ["toy-literal-scal"]\n')
+    (other / "pyproject.toml").write_text('[tool.topk-migrate]\ndisable = ["explicit-d-"]\n')
     r = CliRunner().invoke(main, ["check", "--kernel", KERNEL, str(other / "fork.py")])
-    assert r.exit_code == 2 and "did you mean 'toy-literal-scale'" in r.output, r.output
+    assert r.exit_code == 2 and "did you mean 'explicit-d-v'" in r.output, r.output
 
 
 def test_a_suppression_names_the_rule_it_silences(tmp_path):
@@ -105,17 +128,13 @@ def test_a_suppression_names_the_rule_it_silences(tmp_path):
         assert (site.status.value == "opt-out") is silenced, (comment, site)
 
 
-def test_decode_rule_is_off_by_default_and_reports_its_hazard_when_enabled(tmp_path):
+def test_decode_rule_is_off_by_default(tmp_path):
+    """Its examples (tests/test_rule_examples.py runs them enabled) give no site while it is off."""
     decode = rules.load("decode-topk-length")
     from topk_migrate.api import migrate_source
 
-    for i, (source, status, text) in enumerate(decode.EXAMPLES):
-        path = str(tmp_path / f"d{i}.py")
-        assert migrate_source(source, path, kernel=KERNEL).sites == []  # off by default
-        sites = migrate_source(source, path, kernel=KERNEL, enable=["decode-topk-length"]).sites
-        assert [s.status for s in sites] == ([status] if status else []), source
-        assert all(text in s.reason and s.rule == decode.id for s in sites)
-        assert migrate_source(source, path, kernel=KERNEL, enable=["decode-topk-length"]).new_source == source
+    for i, ex in enumerate(e for e in decode.EXAMPLES if e.bump is None):
+        assert migrate_source(ex.code, str(tmp_path / f"d{i}.py"), kernel=ex.kernel).sites == []
 
 
 def test_rules_command_lists_every_rule():
@@ -125,21 +144,36 @@ def test_rules_command_lists_every_rule():
         assert spec.id in r.stdout and spec.summary in r.stdout
 
 
-@pytest.mark.parametrize("quick,ok", [('"_toy_quick"', True), ('"toy_quick"', False), ("QUICK", False), ('"_a.b"', False)])
-def test_a_rules_quick_module_is_declared_as_a_private_module_name(tmp_path, quick, ok):
-    """`quick` is read without importing the rule: a literal naming a private module of its package."""
-    path = tmp_path / "toy.py"
-    path.write_text(f'class Toy(Rule):\n    id = "toy"\n    summary = "s"\n    quick = {quick}\n')
-    if ok:
-        assert rules._read_spec("toy", str(path)).quick == "_toy_quick"
-    else:
-        with pytest.raises(rules.RuleError, match="quick|literal"):
-            rules._read_spec("toy", str(path))
+@pytest.mark.parametrize("info,error", [
+    ('RuleInfo(id="Toy", summary="s", help="h")', "lower-case"),
+    ('RuleInfo(id="toy", summary="two\\nlines", help="h")', "one-line"),
+    ('RuleInfo(id="toy", summary="s", help="h", quick="a.b")', "quick"),
+    ('{"id": "toy"}', "RuleInfo"),
+    (None, "RuleInfo"),
+])
+def test_a_rule_package_declares_a_valid_info(tmp_path, monkeypatch, info, error):
+    """The registry imports a rule package's __init__ and reads INFO; a bad one is one error naming the file."""
+    pkg = tmp_path / "bad_rule"
+    pkg.mkdir()
+    head = "from topk_migrate.rules import RuleInfo\n"
+    (pkg / "__init__.py").write_text(head + (f"INFO = {info}\n" if info else ""))
+    monkeypatch.setattr(codemods, "__path__", [*codemods.__path__, str(tmp_path)])
+    _clear()
+    try:
+        with pytest.raises(rules.RuleError, match=error) as e:
+            rules.specs()
+        assert str(pkg / "__init__.py") in str(e.value)
+    finally:
+        monkeypatch.undo()
+        import sys
+
+        sys.modules.pop("topk_migrate.codemods.bad_rule", None)
+        _clear()
 
 
-def test_a_rule_without_a_quick_module_leaves_the_file_to_the_engine(toy, tmp_path):
-    """The toy rule reads the kernel's calls too and has no quick module: audit cannot answer for a
-    file it reads without running it, so the toy's site is there."""
+def test_a_call_a_quick_classifier_declines_is_left_to_the_engine(toy, tmp_path):
+    """The call passes topk_length but not d_v: the toy's quick classifier declines, so audit's scanners
+    hand the file to the engine, which gives both rules' sites."""
     import ast
 
     from topk_migrate import audit
@@ -147,4 +181,4 @@ def test_a_rule_without_a_quick_module_leaves_the_file_to_the_engine(toy, tmp_pa
     assert api.quick_sites(SRC, ast.parse(SRC), str(tmp_path / "m.py"), KERNEL) is None
     (tmp_path / "fork.py").write_text(SRC)
     got = audit.audit([str(tmp_path)], kernel=KERNEL, jobs=1)
-    assert sorted(s.rule for s in got.sites) == ["pass-topk-length", "toy-literal-scale"]
+    assert sorted((s.rule, s.status.value) for s in got.sites) == [("explicit-d-v", "fixable"), ("pass-topk-length", "compliant")], got.sites

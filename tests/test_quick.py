@@ -1,4 +1,4 @@
-"""The rule's quick classifier (codemods/_topk_length_quick.py) gives exactly the rule's own sites, or declines.
+"""The rule's quick classifier (codemods/pass_topk_length/quick.py) gives exactly the rule's own sites, or declines.
 
 audit takes its answer without ever running the rule, so each test here runs both: the rule on the
 whole file (what check reports), and the quick classifier on the narrowed file (what audit reports
@@ -206,7 +206,7 @@ def call_site_variants_before_and_after_apply(source):
 
 
 def test_the_quick_classifier_imports_no_libcst():
-    code = ("import sys, topk_migrate.rules as r, topk_migrate.api; from topk_migrate.codemods import _topk_length_quick;"
+    code = ("import sys, topk_migrate.rules as r, topk_migrate.api; from topk_migrate.codemods.pass_topk_length import quick;"
             "print('libcst' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
 
@@ -242,8 +242,8 @@ def test_real_code_with_a_common_call_taken_for_the_kernel(bench_tree, monkeypat
     import os
 
     from topk_migrate import api, discover
-    from topk_migrate.codemods import _topk_length_analysis as analysis
-    from topk_migrate.codemods import _topk_length_quick as quick_rule
+    from topk_migrate.codemods.pass_topk_length import analysis as analysis
+    from topk_migrate.codemods.pass_topk_length import quick as quick_rule
 
     spec = rules.spec("pass-topk-length")
     patched = tuple(dataclasses.replace(s, entry_points=s.entry_points + ("zeros",)) if s is spec else s

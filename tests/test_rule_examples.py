@@ -1,35 +1,24 @@
-"""Each rule's VALID/INVALID examples are its tests: already-migrated code first."""
-import ast
-
+"""Every discovered rule's EXAMPLES are its tests (tests/rule_examples.py says what each one must do)."""
 import pytest
 
-from topk_migrate.api import migrate_source
-from topk_migrate.codemods import pass_topk_length as rule
+from rule_examples import check_example
+from topk_migrate import rules
+
+EXAMPLES = [(s.id, i, ex) for s in rules.specs() for i, ex in enumerate(rules.load(s.id).EXAMPLES)]
 
 
-def _run(ex, tmp_path):
-    # a path in an empty folder: no project pins, so only ex.kernel decides the kernel
-    return migrate_source(ex.code, str(tmp_path / "backend.py"), kernel=ex.kernel)
+def test_every_rule_has_examples_of_what_it_does():
+    """A site rule shows a site and a call it leaves alone; a bump rule a verdict and a silence."""
+    for s in rules.specs():
+        mine = [ex for rid, _, ex in EXAMPLES if rid == s.id]
+        sites = [ex for ex in mine if ex.bump is None]
+        bumps = [ex for ex in mine if ex.bump is not None]
+        if s.has_sites:
+            assert any(ex.status is not None for ex in sites) and any(ex.status in (None, "compliant") for ex in sites), s.id
+        if s.has_bump:
+            assert any(ex.status for ex in bumps) and any(ex.status is None for ex in bumps), s.id
 
 
-@pytest.mark.parametrize("ex", rule.VALID, ids=lambda e: e.reason or "no-site")
-def test_valid_examples_are_left_alone(ex, tmp_path):
-    m = _run(ex, tmp_path)
-    assert m.new_source == ex.code
-    if ex.status is None:
-        assert m.sites == []
-    else:
-        assert [s.status for s in m.sites] == [ex.status]
-        assert ex.reason in m.sites[0].reason
-
-
-@pytest.mark.parametrize("ex", rule.INVALID, ids=lambda e: e.reason)
-def test_invalid_examples_are_rewritten(ex, tmp_path):
-    m = _run(ex, tmp_path)
-    assert [s.status for s in m.sites] == [ex.status]
-    assert ex.reason in m.sites[0].reason
-    assert m.new_source == ex.after
-    ast.parse(m.new_source)
-    again = migrate_source(m.new_source, str(tmp_path / "backend.py"), kernel=ex.kernel)
-    assert again.new_source == m.new_source  # idempotent
-    assert all(s.status is rule.Status.COMPLIANT for s in again.sites)
+@pytest.mark.parametrize("rule_id,i,ex", EXAMPLES, ids=[f"{rid}-{i}" for rid, i, _ in EXAMPLES])
+def test_rule_example(rule_id, i, ex, tmp_path):
+    check_example(rule_id, i, ex, tmp_path)

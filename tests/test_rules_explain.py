@@ -39,7 +39,7 @@ def test_the_prefill_rule_shows_its_rewrite_and_its_refusals():
                      "`q[order]` indexes dim 0"):
         assert fragment in refusals, fragment
     assert "- `opt-out`: passes topk_length=None explicitly\n" in out
-    assert "On by default; runs in check/apply/audit, bump; codemods/pass_topk_length.py\n" in out
+    assert "On by default; runs in check/apply/audit, bump; codemods/pass_topk_length/\n" in out
 
 
 def test_a_rule_that_never_rewrites_says_so():
@@ -49,19 +49,19 @@ def test_a_rule_that_never_rewrites_says_so():
 
 
 def test_a_plug_in_rule_explains_itself(monkeypatch):
-    """A rule added as one file on the package's path (tests/test_plugin_rules.py's toy) gets its page too."""
+    """A rule added as one package on the package's path (tests/test_plugin_rules.py's toy) gets its page too."""
     import topk_migrate.codemods as codemods
 
     toy = Path(__file__).parent / "data" / "toy_rules"
     monkeypatch.setattr(codemods, "__path__", [*codemods.__path__, str(toy)])
     rules.specs.cache_clear(), rules.load.cache_clear(), discover.prefilter_for.cache_clear()
     try:
-        out = explain("toy-literal-scale").stdout
+        out = explain("explicit-d-v").stdout
     finally:
         monkeypatch.undo()
         rules.specs.cache_clear(), rules.load.cache_clear(), discover.prefilter_for.cache_clear()
-    assert out.startswith("# toy-literal-scale\n") and str(toy / "toy_literal_scale.py") in out
-    assert "- a literal sm_scale of 1.0 is almost never the softmax scale" in out
+    assert out.startswith("# explicit-d-v\n") and str(toy / "explicit_d_v") in out
+    assert "+    return flash_mla_sparse_fwd(q, kv, idx, 1.0, d_v=512)" in out  # what apply makes of its example
     assert "- `opt-out`: suppressed by comment: unit test" in out
 
 

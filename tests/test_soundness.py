@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from topk_migrate.api import migrate_source
-from topk_migrate.codemods import pass_topk_length as rule
+from topk_migrate.codemods.pass_topk_length import rule as rule
 from topk_migrate.model import Status
 from topk_migrate.rows import index_hazard, row_hazard
 from topk_migrate.scopecheck import Tree
@@ -477,7 +477,7 @@ def test_on_cuda_graph_replay_the_lengths_are_updated_in_place(tmp_path, replay,
 
 def test_the_soundness_page_lists_every_allowlist_entry():
     from topk_migrate import rows
-    from topk_migrate.codemods import _topk_length_analysis as analysis
+    from topk_migrate.codemods.pass_topk_length import analysis as analysis
 
     page = (Path(__file__).resolve().parents[1] / "docs" / "soundness.md").read_text()
     tables = [rows.ROW_KEEPING, rows.ROW_KEEPING_FUNCTIONS, rows.DIM_KEEPING, rows.INDEX_KEEPING,

@@ -8,8 +8,8 @@ import pytest
 
 from adversarial.generated import SAMPLE
 from adversarial.variants import VARIANTS
-from topk_migrate.codemods import _topk_length_analysis as analysis
-from topk_migrate.codemods import pass_topk_length as rule
+from topk_migrate.codemods.pass_topk_length import analysis as analysis
+from topk_migrate.codemods.pass_topk_length import rule as rule
 from topk_migrate.resolve import collect
 from topk_migrate.scopecheck import Tree
 

@@ -94,9 +94,9 @@ class KernelGate:
             if found.accepts is not None:
                 return self._pinned(found.accepts, found.pins, dists)
             undecided.append(found.describe())
-        iface = kernels.vendored_interface(self.path, callee)
+        iface = kernels.vendored_interface(self.path, callee, param)
         if iface is None and "." not in callee:
-            iface = kernels.read_interface(self.path, callee)
+            iface = kernels.read_interface(self.path, callee, param=param)
         if iface is not None:
             where = f"interface at {os.path.relpath(iface.path, self.root).replace(os.sep, '/')}:{iface.line}"
             if param in iface.params:
@@ -106,7 +106,7 @@ class KernelGate:
         # the installed interface decides where no release number can (a FlashMLA source build, a module no
         # kernel distribution provides); where a version pin can, the project's pins stay what decides
         versionless = not dists or dists[0] not in self.min
-        installed = installed_interface(callee) if imported and module != "torch" and versionless else None
+        installed = installed_interface(callee, param) if imported and module != "torch" and versionless else None
         if installed is not None:
             where = f"the installed interface {module} ({_shown_path(installed.path)}:{installed.line})"
             if param in installed.params:
@@ -175,17 +175,16 @@ def kernel_gate(path: str, kernel: Optional[str], rule) -> KernelGate:
 def quick_sites(source: str, tree: "ast.Module", path: str, kernel: Optional[str] = None, enable: Sequence[str] = (),
                 disable: Sequence[str] = ()) -> Optional[list]:
     """The sites of `source` (a narrowed file; `tree` its AST) from the quick classifiers of the rules
-    that read it, as the engine reports them; None if one of those rules has none or declines. A
-    quick module holds its rule's PARAM and MIN_KERNEL (the rule's class reads them from there), for
-    the kernel gate."""
+    that read it, as the engine reports them; None if one of those rules has none or declines. The kernel gate is the
+    one the rule's sites hook gets (its INFO's parameter and first kernel releases)."""
     sites = []
     for s in rules.enabled(enable, disable):
         if not s.has_sites or not any(e in source for e in s.entry_points):
             continue
         if not s.quick:
             return None
-        module = importlib.import_module(f"{rules.PACKAGE}.{s.quick}")
-        gate = KernelGate(path, kernel, module.PARAM, module.MIN_KERNEL)
+        module = importlib.import_module(f"{s.module}.{s.quick}")
+        gate = kernel_gate(path, kernel, s)
         found = module.quick_sites(tree, source, path, gate)
         if found is None:
             return None
@@ -360,7 +359,8 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
         switches = (cfg.enable, cfg.disable)
         if not discover.prefilter_for(tuple(sorted(cfg.enable))).matches(raw):
             return out  # none of the rules this project runs
-        names = tuple(e for r in rules.enabled(*switches) if r.has_sites for e in r.entry_points)
+        site_rules = [r for r in rules.enabled(*switches) if r.has_sites]
+        names = tuple(e for r in site_rules for e in r.entry_points)
         memory.check(raw, memory.PARSE_BYTES_PER_TOKEN, "parse")
         classify_first = narrowed or len(raw) > NARROW_BYTES
         # the nesting LibCST is exposed to is measured on what it parses: the narrowed text, when it is one
@@ -369,7 +369,7 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
         else:
             tree = guard.parse_checked(text, path, measure=not classify_first)
         if classify_first:
-            cut = narrow.narrow(text, tree, names)
+            cut = narrow.narrow(text, tree, names, params=tuple(r.param for r in site_rules))
             if cut == narrow.NOTHING:
                 return out
             small = cut or text

@@ -127,7 +127,7 @@ def _import_for_classify() -> None:
 
     for s in rules.enabled():
         if s.quick:
-            importlib.import_module(f"{rules.PACKAGE}.{s.quick}")
+            importlib.import_module(f"{s.module}.{s.quick}")
 
 
 def _serve(task, tasks, results, main: int, zygote: int) -> None:

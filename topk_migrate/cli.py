@@ -270,10 +270,11 @@ def _explain(rules, s) -> str:
     off = "" if s.default_enabled else f' (enable = ["{s.id}"] in [tool.topk-migrate]; a bump runs it anyway)'
     from . import codemods
 
-    own = os.path.dirname(os.path.abspath(codemods.__file__)) == os.path.dirname(os.path.abspath(s.path))
+    package = os.path.dirname(os.path.abspath(s.path))
+    own = os.path.dirname(os.path.abspath(codemods.__file__)) == os.path.dirname(package)
     out = [f"# {s.id}", "", s.summary, "",
            f"{'On' if s.default_enabled else 'Off'} by default{off}; runs in {where}; "
-           + (f"codemods/{os.path.basename(s.path)}" if own else printable(s.path)),
+           + (f"codemods/{os.path.basename(package)}/" if own else printable(package)),
            "", "## What it finds, and why", "", s.help, "", "## In detail", "", module_doc, ""]
 
     def block(code: str, lang: str = "python") -> list:

@@ -27,7 +27,7 @@ def declaration_hint(module: str, param: str) -> str:
     return f'--kernel {module}:{param} or kernel = "{module}:{param}" in [tool.topk-migrate]'
 
 
-def installed_interface(callee: str) -> Optional[Interface]:
+def installed_interface(callee: str, param: str = "") -> Optional[Interface]:
     """`def FUNC(...)` of the module `callee` (`flash_mla.flash_mla_sparse_fwd`) as the running Python would
     import it, read statically; None where it is not importable, not Python source, or unreadable."""
     module, _, func = callee.rpartition(".")
@@ -57,6 +57,6 @@ def installed_interface(callee: str) -> Optional[Interface]:
     if not origin or not origin.endswith(".py") or not os.path.isfile(origin):
         return None
     try:
-        return read_interface(origin, func)
+        return read_interface(origin, func, param=param)
     except (OSError, ValueError, SyntaxError):
         return None

@@ -623,20 +623,21 @@ def find_module(path: str, module: str) -> Optional[str]:
     return None
 
 
-def vendored_interface(path: str, qualname: str) -> Optional[Interface]:
-    """Read `def NAME(...)` of the module `qualname` points at, if that module sits in the same project."""
+def vendored_interface(path: str, qualname: str, param: str = "") -> Optional[Interface]:
+    """Read `def NAME(...)` of the module `qualname` points at, if that module sits in the same project
+    (param: the parameter a rule asks about, which decides between several bindings of the name)."""
     module, _, func = qualname.rpartition(".")
     if not module:
         return None
     found = find_module(path, module)
-    return read_interface(found, func) if found else None
+    return read_interface(found, func, param=param) if found else None
 
 
-def read_interface(file: str, func: str, depth: int = 0) -> Optional[Interface]:
+def read_interface(file: str, func: str, depth: int = 0, param: str = "") -> Optional[Interface]:
     """The signature of `func` in `file`, following a re-export (`from x import func`) within the project.
 
     Where the module binds the name more than once (an import and a fallback), the
-    interface is one that every binding satisfies, or None if they disagree.
+    interface is one that every binding satisfies as to `param`, or None if they disagree.
     """
     from . import bounded
 
@@ -654,7 +655,7 @@ def read_interface(file: str, func: str, depth: int = 0) -> Optional[Interface]:
             for alias in node.names:
                 if (alias.asname or alias.name) == func and alias.name != "*":
                     target = find_module(file, "." * node.level + (node.module or ""))
-                    found.append(read_interface(target, alias.name, depth + 1) if target else None)
+                    found.append(read_interface(target, alias.name, depth + 1, param) if target else None)
         elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == func for t in node.targets):
             value = node.value
             if isinstance(value, ast.Name) and value.id in defs and value.id != func:
@@ -665,17 +666,17 @@ def read_interface(file: str, func: str, depth: int = 0) -> Optional[Interface]:
                 found.append(None)
     if not found or any(i is None for i in found):
         return None
-    return found[0] if len(found) == 1 else _merge(found)  # type: ignore[arg-type]
+    return found[0] if len(found) == 1 else _merge(found, param)  # type: ignore[arg-type]
 
 
-def _merge(found: List[Interface]) -> Optional[Interface]:
+def _merge(found: List[Interface], param: str) -> Optional[Interface]:
     """Several bindings of one name (an import and a fallback): one that cannot take
-    topk_length decides (the call would raise there); otherwise one that has it, if
+    `param` decides (the call would raise there); otherwise one that has it, if
     they all put it at one position (a `**kwargs` fallback takes anything)."""
     for i in found:
-        if "topk_length" not in i.params and not i.has_var_kwargs:
+        if param not in i.params and not i.has_var_kwargs:
             return i
-    real = [i for i in found if "topk_length" in i.params]
-    if len({i.params.index("topk_length") for i in real}) > 1:
+    real = [i for i in found if param in i.params]
+    if len({i.params.index(param) for i in real}) > 1:
         return None
     return real[0] if real else found[0]

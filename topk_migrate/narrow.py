@@ -6,7 +6,7 @@ whole, they are nearly all of `audit`'s time. What the engine reads of a file:
 
 * every call, to find the kernel calls; it resolves a callee by expanding its
   first name through the file's imports (all scopes; the first binding wins);
-* for a call that passes `topk_length=` itself, nothing more: it is compliant
+* for a call that passes the rules' parameters (RuleInfo.param) itself, nothing more: it is compliant
   (or opt-out, for None), whatever surrounds it;
 * for any other call, the function holding it, the functions that call that
   one and the same-named methods (overrides), with their bindings; module- and
@@ -19,7 +19,7 @@ narrow() uses the standard library's C parser (ast) to keep just that:
   to functools.partial, stored, looked up with getattr): the engine reports those
   (a name rebound, `flash_mla_sparse_fwd = fallback`, is no such use);
 * NOTHING when no call is spelled like a kernel call (the engine is skipped);
-* when every kernel call passes `topk_length=`: the statements holding the
+* when every kernel call passes them: the statements holding the
   calls and the imports that bind their callees' first names, each where it was;
 * otherwise every module- or class-level def that neither holds a kernel call
   nor names an open holder becomes a stub: `def name():` (its first line kept as
@@ -58,15 +58,19 @@ def enabled() -> bool:
 
 
 def narrow(text: str, tree: Union[ast.Module, None, str] = "parse", entry_points: Tuple[str, ...] = (),
-           calls_only: bool = False) -> Optional[str]:
+           calls_only: bool = False, params: Optional[Tuple[Optional[str], ...]] = None) -> Optional[str]:
     """The narrowed source, NOTHING, or None when it cannot be done safely (parse it whole).
 
     tree: ast.parse(text) when the caller has it already (None: CPython could not parse it).
     entry_points: the names the enabled rules read (default: those of the rules on by default).
+    params: the parameters of those rules (RuleInfo.param; None for a rule without one); a call that
+    passes each of them by keyword needs nothing around it.
     calls_only: the reader needs each call and the resolution of its callee, nothing around it
     (bump binds arguments to signatures): the call statements and their imports, whatever they pass."""
     if not entry_points:
         entry_points = tuple(e for r in rules.enabled() if r.has_sites for e in r.entry_points)
+    if params is None:
+        params = tuple(r.param for r in rules.enabled() if r.has_sites)
     if "\r" in text or "\f" in text or "\v" in text or "\x1c" in text or "\x1d" in text or "\x1e" in text:
         return None  # line splitting below must agree with the parsers': only \n here
     if tree == "parse":
@@ -89,11 +93,11 @@ def narrow(text: str, tree: Union[ast.Module, None, str] = "parse", entry_points
         return None
     if not calls:
         return NOTHING
-    if calls_only or all(_passes(c) for _, _, c in calls):
+    if calls_only or all(_passes(c, params) for _, _, c in calls):
         minimal = _minimal(lines, calls, imports)
         if minimal is not None:
             return minimal
-    return _stub_defs(tree, text, lines, scan, calls)
+    return _stub_defs(tree, text, lines, scan, calls, params)
 
 
 _STUB = re.compile(r'r"""[^"]*"""')  # a stubbed run of lines: _strings() leaves no '"' inside
@@ -123,8 +127,10 @@ def _bound(imp: _Import) -> Set[str]:
     return {a.asname or a.name for a in imp.names}
 
 
-def _passes(call: ast.Call) -> bool:
-    return any(k.arg == "topk_length" for k in call.keywords)
+def _passes(call: ast.Call, params: Tuple[Optional[str], ...]) -> bool:
+    """Does the call pass every rule's parameter by keyword (a rule with none: never)?"""
+    passed = {k.arg for k in call.keywords}
+    return bool(params) and all(p is not None and p in passed for p in params)
 
 
 def _simple(stmt: ast.stmt) -> bool:
@@ -297,10 +303,11 @@ def _first(d: Union[_Def, ast.ClassDef]) -> int:
     return min([x.lineno for x in d.decorator_list] + [d.lineno])
 
 
-def _stub_defs(tree: ast.Module, text: str, lines: List[str], scan: "_Scan", calls: List[Found]) -> str:
-    # Functions holding a kernel call that does not pass topk_length= itself: the
+def _stub_defs(tree: ast.Module, text: str, lines: List[str], scan: "_Scan", calls: List[Found],
+               params: Tuple[Optional[str], ...]) -> str:
+    # Functions holding a kernel call that does not pass the rules' parameters itself: the
     # engine may read their callers and overrides (a word search finds both).
-    open_fns = {fn for fn, _, c in calls if not _passes(c) and fn}
+    open_fns = {fn for fn, _, c in calls if not _passes(c, params) and fn}
     named_open = _lines_of(text, open_fns, whole_word=True)
     out = list(lines)
     defs = list(_top_defs(tree.body, []))

@@ -139,7 +139,7 @@ def _sarif_rules(sites: Sequence[Site], hook: str = "sites") -> List[dict]:
             "help": {"text": help_text + (" Suppress one call with `# topk-migrate: ignore[" + rid + "] <why>`."
                                           if r else "")},
             "defaultConfiguration": {"level": "warning", "enabled": bool(r.default_enabled) if r else True},
-            "properties": {"tags": ["performance", "flashmla"] + (["bump"] if hook == "bump" else [])},
+            "properties": {"tags": list(r.tags if r else ()) + (["bump"] if hook == "bump" else [])},
         })
     return out
 

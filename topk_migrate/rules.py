@@ -1,141 +1,107 @@
-"""Migration rules as plug-ins: each is one module in `topk_migrate.codemods`, found there, never named.
+"""Migration rules as plug-ins: each is one package in `topk_migrate.codemods`, found there, never named.
 
-A rule module holds one class that derives from `Rule`. Its identity (id, summary, the kernel
-entry points it reads, whether it is on by default) is plain literals, read here with `ast`
-without importing the module: the byte prefilter, the config check and the report formats
-need it in processes that never parse a candidate, and importing a rule imports LibCST.
-A rule is imported (`load`) only where a file is analysed.
-
-The engine asks a rule for two things, both optional:
+A rule package's `__init__` declares `INFO = RuleInfo(...)` with the standard library only: its id,
+summary, the kernel entry points it reads, its parameter and the first kernel release of each
+distribution that takes it, whether it is on by default, its hooks and its quick classifier. The byte
+prefilter, the config check, the kernel gate and the report formats read that in processes that
+never parse a candidate. The hooks live in the package's `rule` module (which may import LibCST),
+imported (`load`) only where a file is analysed:
   sites(source, path, gate, metadata) -> (new source, [Site])   check, apply, audit
   bump(ctx) -> [Finding]                                          bump, one call site at a time
-and may name a `quick` module that answers for the simplest files without LibCST (audit).
+A `quick` module of the package may answer for the simplest files without LibCST (audit):
+quick_sites(tree, source, path, gate) -> [Site] or None.
 """
 from __future__ import annotations
 
-import ast
 import functools
 import importlib
-import os
-import re
-from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass, field, replace
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 PACKAGE = "topk_migrate.codemods"
-# Class attributes read statically, with their defaults.
-_SPEC_FIELDS = {"id": None, "summary": None, "entry_points": (), "default_enabled": True, "quick": None}
-
-
-class Rule:
-    """Base class of a migration rule (see the module docstring for the hooks)."""
-
-    id: str = ""
-    summary: str = ""  # one line: SARIF's shortDescription, `topk-migrate rules`
-    entry_points: Tuple[str, ...] = ()  # names of the calls it reads: the byte prefilter's needles
-    default_enabled: bool = True  # off: only with `enable = ["id"]` in [tool.topk-migrate] (bump runs it anyway)
-    param: Optional[str] = None  # the kernel parameter the rule is about
-    # First release of each kernel distribution whose entry points take `param` (None: no release).
-    min_kernel: Dict[str, Optional[str]] = {}
-
-    # A private module of this package, standard library only, whose quick_sites(tree, source, path, gate)
-    # gives the rule's sites of a narrowed file from CPython's AST, or None to let the rule read it
-    # (audit classifies what it can there, in processes that never import LibCST); it holds the rule's
-    # PARAM and MIN_KERNEL, for the kernel gate.
-    quick: Optional[str] = None
-    sites = None  # (source, path, gate, metadata) -> (new_source, [Site]); None: not a site rule
-    bump = None  # (bump.context.Context) -> [Finding]; None: says nothing in a bump
 
 
 @dataclass(frozen=True)
-class RuleSpec:
-    """What is known of a rule without importing it."""
+class RuleInfo:
+    """What a rule declares of itself (its package's `INFO`), and where the registry found it."""
 
-    id: str
-    module: str  # importable name
-    path: str
-    summary: str
-    help: str  # the class docstring
-    entry_points: Tuple[str, ...]
-    default_enabled: bool
-    has_sites: bool
-    has_bump: bool
-    quick: Optional[str] = None
+    id: str  # lower-case words joined by '-': config, suppression comments, reports
+    summary: str  # one line: SARIF's shortDescription, `topk-migrate rules`
+    help: str  # a paragraph: what it finds and why (SARIF's help, `rules --explain`)
+    entry_points: Tuple[str, ...] = ()  # names of the calls it reads: the byte prefilter's needles
+    param: Optional[str] = None  # the kernel parameter the rule is about (the kernel gate asks for it)
+    # First release of each kernel distribution whose entry points take `param` (None: no release).
+    min_kernel: Mapping[str, Optional[str]] = field(default_factory=dict, hash=False, compare=False)
+    default_enabled: bool = True  # off: only with `enable = ["id"]` in [tool.topk-migrate] (bump runs it anyway)
+    has_sites: bool = False  # its Rule has a sites hook
+    has_bump: bool = False  # its Rule has a bump hook
+    quick: Optional[str] = None  # a module of its package, standard library only (see above)
+    tags: Tuple[str, ...] = ()  # SARIF's rule tags
+    module: str = ""  # set by the registry: the package's importable name
+    path: str = ""  # set by the registry: the package's __init__.py
+
+
+class Rule:
+    """Base class of a rule's hooks (its package's `rule` module): `info` is the package's INFO."""
+
+    info: RuleInfo
+    sites = None  # (source, path, gate, metadata) -> (new_source, [Site]); None: not a site rule
+    bump = None  # (bump.context.Context) -> [Finding]; None: says nothing in a bump
+    EXAMPLES: Sequence["RuleExample"] = ()  # its documentation and its tests (tests/test_rule_examples.py)
+
+    @property
+    def id(self) -> str:
+        return self.info.id
+
+    @property
+    def param(self) -> Optional[str]:
+        return self.info.param
+
+    @property
+    def min_kernel(self) -> Mapping[str, Optional[str]]:
+        return self.info.min_kernel
+
+    @property
+    def entry_points(self) -> Tuple[str, ...]:
+        return self.info.entry_points
 
 
 class RuleError(Exception):
-    """A rule module the registry cannot use: one line naming the file."""
+    """A rule package the registry cannot use: one line naming the file."""
 
 
-_CLASS = re.compile(rb"^class\s+\w+\s*\([^)]*\bRule\b[^)]*\)\s*:", re.M)
-
-
-def _rule_class_source(data: bytes) -> bytes:
-    """The top-level class statements deriving from Rule, cut from the file (parsing a rule's
-    whole module costs tens of milliseconds in every run); the whole file if a cut would not parse."""
-    parts = []
-    for m in _CLASS.finditer(data):
-        end = re.compile(rb"^(?=[^\s#])", re.M).search(data, m.end())
-        parts.append(data[m.start(): end.start() if end else len(data)])
-    return b"\n".join(parts) if parts else data
-
-
-def _read_spec(name: str, path: str) -> Optional[RuleSpec]:
-    with open(path, "rb") as f:
-        data = f.read()
-    try:
-        tree = ast.parse(_rule_class_source(data), path)
-    except SyntaxError:  # a class body with text at column 0 (a multi-line string): read it all
-        tree = ast.parse(data, path)
-    classes = [n for n in tree.body if isinstance(n, ast.ClassDef)
-               and any(isinstance(b, ast.Name) and b.id == "Rule" for b in n.bases)]
-    if not classes:
-        return None  # a helper module, not a rule
-    if len(classes) > 1:
-        raise RuleError(f"{path}: one rule per module, found {', '.join(c.name for c in classes)}")
-    cls = classes[0]
-    found: Dict[str, object] = dict(_SPEC_FIELDS)
-    hooks = set()
-    for node in cls.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            hooks.add(node.name)
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
-        for t in targets:
-            if isinstance(t, ast.Name) and t.id in _SPEC_FIELDS and getattr(node, "value", None) is not None:
-                try:
-                    found[t.id] = ast.literal_eval(node.value)
-                except ValueError:
-                    raise RuleError(f"{path}:{node.lineno}: {cls.name}.{t.id} must be a literal") from None
-    rule_id, summary = found["id"], found["summary"]
-    if not isinstance(rule_id, str) or not rule_id.replace("-", "").isalnum() or rule_id != rule_id.lower():
-        raise RuleError(f"{path}: {cls.name}.id must be a lower-case name such as \"pass-topk-length\", got {rule_id!r}")
-    if not isinstance(summary, str) or not summary:
-        raise RuleError(f"{path}: {cls.name}.summary must be a one-line string")
-    entry_points = tuple(found["entry_points"])
-    if not all(isinstance(e, str) and e.isidentifier() for e in entry_points):
-        raise RuleError(f"{path}: {cls.name}.entry_points must be a tuple of names")
-    quick = found["quick"]
-    if quick is not None and not (isinstance(quick, str) and quick.startswith("_") and quick.isidentifier()):
-        raise RuleError(f"{path}: {cls.name}.quick must name a private module of its package, such as \"_x_quick\"")
-    return RuleSpec(rule_id, f"{PACKAGE}.{name}", path, summary, ast.get_docstring(cls) or summary, entry_points,
-                    bool(found["default_enabled"]), "sites" in hooks, "bump" in hooks, quick)
+def _read_info(name: str) -> RuleInfo:
+    module = f"{PACKAGE}.{name}"
+    package = importlib.import_module(module)
+    path = getattr(package, "__file__", None) or module
+    info = getattr(package, "INFO", None)
+    if not isinstance(info, RuleInfo):
+        raise RuleError(f"{path}: a rule package declares INFO = RuleInfo(...) in its __init__")
+    if not info.id or not info.id.replace("-", "").isalnum() or info.id != info.id.lower():
+        raise RuleError(f"{path}: INFO.id must be a lower-case name such as \"pass-topk-length\", got {info.id!r}")
+    if not isinstance(info.summary, str) or not info.summary or "\n" in info.summary:
+        raise RuleError(f"{path}: INFO.summary must be a one-line string")
+    if not all(isinstance(e, str) and e.isidentifier() for e in info.entry_points):
+        raise RuleError(f"{path}: INFO.entry_points must be a tuple of names")
+    if info.quick is not None and not (isinstance(info.quick, str) and info.quick.isidentifier()):
+        raise RuleError(f"{path}: INFO.quick must name a module of its package, such as \"quick\"")
+    return replace(info, module=module, path=path)
 
 
 @functools.lru_cache(maxsize=None)
-def specs() -> Tuple[RuleSpec, ...]:
-    """Every rule in the codemods package (each directory of its __path__), sorted by id."""
+def specs() -> Tuple[RuleInfo, ...]:
+    """Every rule in the codemods package (each directory of its __path__), sorted by id. Imports each
+    rule package's __init__ (standard library only), never its hooks."""
     import pkgutil
 
     package = importlib.import_module(PACKAGE)
-    out: Dict[str, RuleSpec] = {}
+    out: Dict[str, RuleInfo] = {}
     for info in pkgutil.iter_modules(package.__path__):
-        if info.ispkg or info.name.startswith("_"):
+        if not info.ispkg or info.name.startswith("_"):
             continue
-        path = os.path.join(info.module_finder.path, info.name + ".py")
-        spec = _read_spec(info.name, path)
-        if spec is None:
-            continue
+        spec = _read_info(info.name)
         if spec.id in out:
-            raise RuleError(f"{path}: rule id {spec.id!r} is also the id of {out[spec.id].path}")
+            raise RuleError(f"{spec.path}: rule id {spec.id!r} is also the id of {out[spec.id].path}")
         out[spec.id] = spec
     return tuple(out[k] for k in sorted(out))
 
@@ -144,7 +110,7 @@ def ids() -> List[str]:
     return [s.id for s in specs()]
 
 
-def spec(rule_id: str) -> RuleSpec:
+def spec(rule_id: str) -> RuleInfo:
     for s in specs():
         if s.id == rule_id:
             return s
@@ -153,16 +119,21 @@ def spec(rule_id: str) -> RuleSpec:
 
 @functools.lru_cache(maxsize=None)
 def load(rule_id: str) -> Rule:
-    """The rule's instance (imports its module: LibCST and all)."""
+    """The rule's hooks (imports its package's `rule` module: LibCST and all)."""
     s = spec(rule_id)
-    module = importlib.import_module(s.module)
+    module = importlib.import_module(f"{s.module}.rule")
     for value in vars(module).values():
-        if isinstance(value, type) and issubclass(value, Rule) and value is not Rule and value.id == rule_id:
-            return value()
-    raise RuleError(f"{s.path}: no Rule subclass with id {rule_id!r} after import")
+        if isinstance(value, type) and issubclass(value, Rule) and value is not Rule \
+                and getattr(value, "info", None) is not None and value.info.id == rule_id:
+            rule = value()
+            rule.info = s  # the registry's copy: where it was found
+            if (rule.sites is not None, rule.bump is not None) != (s.has_sites, s.has_bump):
+                raise RuleError(f"{s.path}: INFO.has_sites/has_bump disagree with the hooks of {value.__name__}")
+            return rule
+    raise RuleError(f"{s.path}: no Rule subclass with info.id {rule_id!r} in {s.module}.rule")
 
 
-def enabled(enable: Sequence[str] = (), disable: Sequence[str] = (), everything: bool = False) -> List[RuleSpec]:
+def enabled(enable: Sequence[str] = (), disable: Sequence[str] = (), everything: bool = False) -> List[RuleInfo]:
     """The rules a run uses: those on by default, plus `enable`, less `disable`.
     everything: every rule not disabled (a bump asks for the whole picture)."""
     return [s for s in specs() if (everything or s.default_enabled or s.id in enable) and s.id not in disable]
@@ -188,28 +159,21 @@ def check_ids(names: Sequence[str], where: str) -> None:
 
 @dataclass(frozen=True)
 class RuleExample:
-    """One of a rule's own examples, whatever shape the rule keeps it in (`rules --explain`)."""
+    """One of a rule's examples (its EXAMPLES): its documentation (`rules --explain`) and its tests
+    (tests/test_rule_examples.py runs every discovered rule's). A site example is checked with
+    `--kernel kernel` (no project pins): its one site of the rule has `status`, a reason holding
+    `reason`, and apply gives `after` (None: leaves it as it is). A bump example (`bump` set) is the
+    call in a module bumped from the old to the new release fixture, and `status` the verdict."""
 
     code: str
-    status: Optional[str]  # check's status (bump: its verdict); None: no site
+    status: Optional[str]  # check's status (bump: the verdict); None: no site (no finding)
     reason: str = ""
-    after: Optional[str] = None  # what apply makes of it
+    after: Optional[str] = None  # what apply makes of it; None: unchanged
     kernel: Optional[str] = None
     bump: Optional[Tuple[str, str]] = None  # (old, new) release fixtures, for a bump example
 
 
 def documentation(rule_id: str) -> Tuple[str, List[RuleExample]]:
-    """The rule module's docstring and the rule's examples (VALID/INVALID, EXAMPLES, BUMP_EXAMPLES),
-    as its tests read them. Imports the rule."""
-    with open(spec(rule_id).path, "rb") as f:
-        module_doc = ast.get_docstring(ast.parse(f.read())) or ""
-    cls = type(load(rule_id))
-    out: List[RuleExample] = []
-    for ex in list(getattr(cls, "INVALID", [])) + list(getattr(cls, "VALID", [])):
-        status = getattr(ex.status, "value", ex.status)
-        out.append(RuleExample(ex.code, status, ex.reason, ex.after, getattr(ex, "kernel", None)))
-    for code, status, *reason in getattr(cls, "EXAMPLES", []):  # (source, status[, text its reason holds])
-        out.append(RuleExample(code, getattr(status, "value", status), reason[0] if reason else ""))
-    for ex in getattr(cls, "BUMP_EXAMPLES", []):
-        out.append(RuleExample(ex.source, ex.verdict, bump=(ex.old, ex.new)))
-    return module_doc, out
+    """The rule package's docstring and the rule's examples. Imports the rule."""
+    module_doc = importlib.import_module(spec(rule_id).module).__doc__ or ""
+    return module_doc.strip(), list(load(rule_id).EXAMPLES)

@@ -22,7 +22,7 @@ def main(argv=None) -> int:
     args = argv if argv is not None else sys.argv[1:]
     verbose = "-v" in args
     if "--without-validation" in args:  # what the scope-validation step catches
-        from topk_migrate.codemods import pass_topk_length
+        from topk_migrate.codemods.pass_topk_length import rule as pass_topk_length
 
         pass_topk_length.validate_rewrite = lambda *a, **k: None
         print("validate_rewrite disabled\n")

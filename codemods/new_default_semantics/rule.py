@@ -1,25 +1,20 @@
-"""A new parameter whose default changes what an unchanged call does: no error, other results.
-
-sgl-flash-mla 1.0.0 adds `use_legacy=False` to every entry point (sglang's own wrapper re-defaults
-it to True) and `return_log2_lse` to flash_mla_sparse_fwd (the default LSE becomes natural-log):
-a fork calling the package directly changes kernels and LSE base on upgrade. Bump only.
-"""
+"""The new-default-semantics rule's hooks and examples (the package's docstring says what it does)."""
 from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
 from topk_migrate.bump.bind import CHANGES_DEFAULT
-from topk_migrate.bump.context import BumpExample, Context, new_param
+from topk_migrate.bump.context import Context, new_param
 from topk_migrate.model import Finding
-from topk_migrate.rules import Rule
+from topk_migrate.rules import Rule, RuleExample
+
+from . import INFO
 
 
 class NewDefaultSemantics(Rule):
-    """An argument left to a default that is new in the release and changes what the call computes.
-    Pass the parameter explicitly to keep the old behaviour, or review the call against the release."""
+    """The hooks of new-default-semantics (INFO.help says what it does)."""
 
-    id = "new-default-semantics"
-    summary = "New parameter whose default changes what an unchanged call computes"
+    info = INFO
     # (distribution of the new release, parameter) -> what its default now does to a call that omits it
     FACTS: Dict[Tuple[str, str], str] = {
         ("sgl-flash-mla", "use_legacy"): "defaults to False: the call now runs the current kernels, not the "
@@ -28,12 +23,12 @@ class NewDefaultSemantics(Rule):
                                               "units; the legacy kernels return them in base 2 (pass "
                                               "return_log2_lse=True with use_legacy=True to keep base 2)",
     }
-    BUMP_EXAMPLES = [
-        BumpExample("import flash_mla\ndef f(q, kv, idx):\n    return flash_mla.flash_mla_sparse_fwd(q, kv, idx, 1.0)\n",
-                    "flashmla-upstream-9241ae3", "sgl-flash-mla-1.0.0", CHANGES_DEFAULT),
-        BumpExample("import flash_mla\ndef f(q, kv, idx):\n"
+    EXAMPLES = [
+        RuleExample("import flash_mla\ndef f(q, kv, idx):\n    return flash_mla.flash_mla_sparse_fwd(q, kv, idx, 1.0)\n",
+                    CHANGES_DEFAULT, bump=("flashmla-upstream-9241ae3", "sgl-flash-mla-1.0.0")),
+        RuleExample("import flash_mla\ndef f(q, kv, idx):\n"
                     "    return flash_mla.flash_mla_sparse_fwd(q, kv, idx, 1.0, use_legacy=True, return_log2_lse=True)\n",
-                    "flashmla-upstream-9241ae3", "sgl-flash-mla-1.0.0", None),
+                    None, bump=("flashmla-upstream-9241ae3", "sgl-flash-mla-1.0.0")),
     ]
 
     def bump(self, ctx: Context) -> List[Finding]:

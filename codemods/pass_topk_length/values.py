@@ -22,7 +22,7 @@ import libcst as cst
 from topk_migrate.model import Site, Status
 from topk_migrate.resolve import ModuleFacts, dotted
 
-from ._topk_length_quick import ENTRY_POINTS, PARAM, is_kernel
+from .quick import ENTRY_POINTS, PARAM, is_kernel
 
 _TESTS = (cst.Comparison, cst.ComparisonTarget, cst.If, cst.While, cst.Assert, cst.UnaryOperation, cst.Del)
 _MARKERS = ("pytest.mark.", "_pytest.mark.")

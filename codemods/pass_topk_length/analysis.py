@@ -1,8 +1,8 @@
-"""What the pass-topk-length rule reads of a module (codemods/pass_topk_length.py): the metadata that
+"""What the pass-topk-length rule reads of a module (codemods/pass_topk_length/rule.py): the metadata that
 satisfies the kernel's contract, and the analysis that classifies each call and plans its rewrite (the
 helper that calls the kernel, its callers, where q's rows come from), including the kernel's uses as a
-value. The kernel's names, and the verdicts that need no LibCST: _topk_length_quick.py. The rewrite and
-its validation: _topk_length_rewrite.py."""
+value. The kernel's names, and the verdicts that need no LibCST: pass_topk_length/quick.py. The rewrite and
+its validation: pass_topk_length/rewrite.py."""
 from __future__ import annotations
 
 import ast
@@ -21,7 +21,7 @@ from topk_migrate.resolve import CallInfo, Function, ModuleFacts, dotted
 from topk_migrate.rows import index_hazard, row_hazard
 from topk_migrate.scopecheck import Tree, root_binding
 
-from ._topk_length_quick import ENTRY_POINTS, OP_NAME, OP_TOPK_LENGTH_POSITION, PARAM, is_kernel, is_op_level  # noqa: F401
+from .quick import ENTRY_POINTS, OP_NAME, OP_TOPK_LENGTH_POSITION, PARAM, is_kernel, is_op_level  # noqa: F401
 
 # Metadata known to satisfy the contract: per-row valid-index count (seqlens clipped
 # to topk), int32, 1-D, row-aligned with q, updated in place under CUDA-graph replay.
@@ -708,7 +708,7 @@ class _Analysis:
         if "." in c.callee and not is_op_level(c.callee):
             from topk_migrate import kernels, project
 
-            iface = kernels.vendored_interface(self.path, c.callee)
+            iface = kernels.vendored_interface(self.path, c.callee, PARAM)
             if iface is not None and PARAM not in iface.params and not iface.has_var_kwargs:
                 rel = os.path.relpath(iface.path, project.project_root(self.path)).replace(os.sep, "/")
                 return (f"`{name}` is {c.callee}, defined in this project ({rel}:{iface.line}) "

@@ -1,4 +1,4 @@
-"""The pass-topk-length rule's names and data, and its verdicts that need no LibCST (standard library only).
+"""The pass-topk-length rule's kernel names, and its verdicts that need no LibCST (standard library only).
 
 A kernel call that passes topk_length, by keyword or in its place, is compliant (opt-out for None)
 whatever surrounds it, and the rule reads nothing else of a file whose every kernel call does so and
@@ -17,26 +17,16 @@ from typing import Callable, Dict, List, Optional
 
 from topk_migrate.model import Capability, Site, Status
 
+from . import INFO
+
 # Python entry points of the kernel, with the position of topk_length in their
 # signature (sgl_kernel / flash_mla: q, kv, indices, sm_scale, d_v, attn_sink, topk_length).
 ENTRY_POINTS: Dict[str, Optional[int]] = {"flash_mla_sparse_fwd": 6, "flash_mla_sparse_prefill": None}
 OP_NAME = "sparse_prefill_fwd"  # torch.ops.<ns>.sparse_prefill_fwd[.default], or an extension module's
 OP_TOPK_LENGTH_POSITION = 6
-PARAM = "topk_length"
+PARAM = INFO.param
+MIN_KERNEL = INFO.min_kernel
 
-# First release of each distribution whose flash_mla_sparse_fwd takes topk_length
-# (None: no release does; sgl-kernel stopped at 0.3.x before the parameter existed).
-# vllm bundles FlashMLA: its own wrapper (vllm.v1.attention.ops.flashmla) passes
-# topk_length from 0.15.0 on (0.14.x's flash_mla_sparse_prefill has no such parameter).
-# tokenspeed-kernel re-exports flash_mla from tokenspeed-flashmla, whose every release
-# (from 1.0.0.post20251110) has it; tokenspeed-kernel 0.1.3, its first, pins one of them.
-MIN_KERNEL: Dict[str, Optional[str]] = {
-    "sglang-kernel": "0.4.3",
-    "sgl-kernel": None,
-    "vllm": "0.15.0",
-    "tokenspeed-flashmla": "1.0.0.post20251110",
-    "tokenspeed-kernel": "0.1.3",
-}
 
 
 def is_op_level(callee: str) -> bool:

@@ -1,22 +1,15 @@
-"""`flash_mla_with_kvcache(..., indices=...)` without `topk_length`: reported, never rewritten.
-
-The decode wrapper takes topk_length from sglang-kernel 0.4.3 on, but passing it can turn a
-working decode into a crash: with tensor scheduling metadata (get_mla_metadata(cache_seqlens,
-...)) the wrapper asserts `topk_length is None` (0.4.3-0.4.10, read from the releases); with a
-FlashMLASchedMeta the split schedule is built on its first call and reused; and on an H200 with
-sglang-kernel 0.4.6 the sm90 sparse decode op raised "V3.2 does not support dynamic topk length"
-on every path (results/gpu/README.md, Decode). Off by default in check/apply/audit (enable it
-with `enable = ["decode-topk-length"]`); a bump always runs it.
-"""
+"""The decode-topk-length rule's hooks and examples (the package's docstring says what it does)."""
 from __future__ import annotations
 
 from typing import Dict, List, Sequence, Tuple
 
 from topk_migrate import suppress
 from topk_migrate.bump.bind import OPPORTUNITY, refusals
-from topk_migrate.bump.context import BumpExample, Context, new_param
+from topk_migrate.bump.context import Context, new_param
 from topk_migrate.model import Finding, Site, Status
-from topk_migrate.rules import Rule
+from topk_migrate.rules import Rule, RuleExample
+
+from . import INFO
 
 ENTRY_POINT = "flash_mla_with_kvcache"
 # Positional arguments before `indices` in every release that has it (q, k_cache, block_table,
@@ -24,20 +17,13 @@ ENTRY_POINT = "flash_mla_with_kvcache"
 # descale_q, descale_k, is_fp8_kvcache); sgl-kernel 0.3.17 had two fewer.
 INDICES_FROM = 10
 _IMPORT = "from sgl_kernel.flash_mla import flash_mla_with_kvcache\n"
+_KERNEL = "sglang-kernel==0.4.6"
 
 
 class DecodeTopkLength(Rule):
-    """Sparse decode without topk_length keeps scanning the whole top-k width, but the fix is not
-    mechanical: with tensor scheduling metadata the wrapper asserts `topk_length is None`, a reused
-    FlashMLASchedMeta keeps its first call's split schedule, and sglang-kernel 0.4.6's sm90 sparse
-    decode refuses a dynamic topk length. Pass it only where the kernel and the schedule allow."""
+    """The hooks of decode-topk-length (INFO.help says what it does)."""
 
-    id = "decode-topk-length"
-    summary = "Sparse FlashMLA decode call (indices passed) without topk_length"
-    entry_points = ("flash_mla_with_kvcache",)
-    default_enabled = False
-    param = "topk_length"
-    min_kernel = {"sglang-kernel": "0.4.3", "sgl-kernel": None}
+    info = INFO
     # Releases whose sparse decode kernel was run with topk_length, and what happened.
     MEASURED: Dict[str, str] = {
         "sglang-kernel==0.4.6": "on an H200 the sm90 sparse decode op raised `RuntimeError: ... V3.2 does not "
@@ -48,27 +34,24 @@ class DecodeTopkLength(Rule):
               "reused FlashMLASchedMeta keeps the split schedule of its first call; pass topk_length by hand only "
               "where the metadata is built per call and the kernel accepts it, or add `# topk-migrate: "
               "ignore[decode-topk-length] <why>`")
-    # (source, status or None for no site, text the reason holds): its documentation and its tests
-    EXAMPLES: List[Tuple[str, object, str]] = [
-        (_IMPORT + "def f(q, k, bt, sl, meta, ns, idx):\n"
-         "    return flash_mla_with_kvcache(q, k, bt, sl, 512, meta, ns, indices=idx, is_fp8_kvcache=True)\n",
-         Status.MANUAL, "never rewritten"),
-        (_IMPORT + "def f(q, k, bt, sl, meta, ns, idx, n):\n"
-         "    return flash_mla_with_kvcache(q, k, bt, sl, 512, meta, ns, indices=idx, topk_length=n)\n",
-         Status.COMPLIANT, "passes topk_length"),
-        (_IMPORT + "def f(q, k, bt, sl, meta, ns):\n    return flash_mla_with_kvcache(q, k, bt, sl, 512, meta, ns)\n",
-         None, ""),
-        (_IMPORT + "def f(q, k, bt, sl, meta, ns, idx):\n"
-         "    return flash_mla_with_kvcache(q, k, bt, sl, 512, meta, ns, indices=idx)  "
-         "# topk-migrate: ignore[decode-topk-length] schedule reused\n",
-         Status.OPT_OUT, "schedule reused"),
-    ]
-    BUMP_EXAMPLES = [
-        BumpExample(_IMPORT + "def f(q, k, bt, sl, meta, ns, idx):\n"
+    EXAMPLES = [
+        RuleExample(_IMPORT + "def f(q, k, bt, sl, meta, ns, idx):\n"
                     "    return flash_mla_with_kvcache(q, k, bt, sl, 512, meta, ns, indices=idx, is_fp8_kvcache=True)\n",
-                    "sglang-kernel-0.4.2.post2", "sglang-kernel-0.4.6", OPPORTUNITY),
-        BumpExample(_IMPORT + "def f(q, k, bt, sl, meta, ns):\n    return flash_mla_with_kvcache(q, k, bt, sl, 512, meta, ns)\n",
-                    "sglang-kernel-0.4.2.post2", "sglang-kernel-0.4.6", None),
+                    "manual", "never rewritten", kernel=_KERNEL),
+        RuleExample(_IMPORT + "def f(q, k, bt, sl, meta, ns, idx, n):\n"
+                    "    return flash_mla_with_kvcache(q, k, bt, sl, 512, meta, ns, indices=idx, topk_length=n)\n",
+                    "compliant", "passes topk_length", kernel=_KERNEL),
+        RuleExample(_IMPORT + "def f(q, k, bt, sl, meta, ns):\n    return flash_mla_with_kvcache(q, k, bt, sl, 512, meta, ns)\n",
+                    None, "", kernel=_KERNEL),
+        RuleExample(_IMPORT + "def f(q, k, bt, sl, meta, ns, idx):\n"
+                    "    return flash_mla_with_kvcache(q, k, bt, sl, 512, meta, ns, indices=idx)  "
+                    "# topk-migrate: ignore[decode-topk-length] schedule reused\n",
+                    "opt-out", "schedule reused", kernel=_KERNEL),
+        RuleExample(_IMPORT + "def f(q, k, bt, sl, meta, ns, idx):\n"
+                    "    return flash_mla_with_kvcache(q, k, bt, sl, 512, meta, ns, indices=idx, is_fp8_kvcache=True)\n",
+                    OPPORTUNITY, bump=("sglang-kernel-0.4.2.post2", "sglang-kernel-0.4.6")),
+        RuleExample(_IMPORT + "def f(q, k, bt, sl, meta, ns):\n    return flash_mla_with_kvcache(q, k, bt, sl, 512, meta, ns)\n",
+                    None, bump=("sglang-kernel-0.4.2.post2", "sglang-kernel-0.4.6")),
     ]
 
     def sites(self, source: str, path: str, gate, metadata: Sequence[str] = ()) -> Tuple[str, List[Site]]:

@@ -1,36 +1,20 @@
-"""Pass FlashMLA's per-row `topk_length` to `flash_mla_sparse_fwd`.
-
-Without it the sparse kernel scans the whole -1-padded top-k width for every row
-shorter than index_topk (the first 2048 tokens of each prefill, short decode and
-verify rows). The fix mirrors SGLang's: the helper that calls the kernel gains
-`topk_length: Optional[torch.Tensor] = None`, a shape-only guard falls back to the
-full width if its rows differ from q's, and the callers pass the clipped-seqlen
-metadata they already hold. The output is bitwise identical; no sync is added.
-
-Soundness (issue 8): each planned rewrite is checked on the rewritten module by
-`validate_rewrite` (LibCST scope analysis) before it is accepted; what it cannot prove
-safe becomes `manual` with a reason that names the hazard.
-
-This file is the rule: its driver, its examples and its class. Its names and data (the entry
-points, MIN_KERNEL) and the verdicts that need no LibCST are in _topk_length_quick.py, what it
-reads of a module in _topk_length_analysis.py, its edit and the edit's validation in
-_topk_length_rewrite.py (private modules: the registry never takes them for rules).
-"""
+"""The pass-topk-length rule's hooks: its driver, its examples and its class (the package's docstring says what it does)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
 from topk_migrate.bump.bind import OPPORTUNITY
-from topk_migrate.bump.context import BumpExample, Context, new_param
+from topk_migrate.bump.context import Context, new_param
 from topk_migrate.model import Finding, Site, Status
 from topk_migrate.resolve import collect
-from topk_migrate.rules import Rule
+from topk_migrate.rules import Rule, RuleExample
 from topk_migrate.scopecheck import Tree, WholeModuleNeeded
 
-from ._topk_length_analysis import (
+from . import INFO
+from .analysis import (
     CHECKED_GUARD_COMMENT,
     GUARD_COMMENT,
     Gate,
@@ -41,9 +25,9 @@ from ._topk_length_analysis import (
     _value_uses,
     fits,
 )
-from ._topk_length_quick import ENTRY_POINTS, MIN_KERNEL, PARAM, is_kernel
-from ._topk_length_rewrite import _optional_annotation, _Rewrite, _top_level_imports, validate_rewrite
-from ._topk_length_values import is_marker, value_sites
+from .quick import ENTRY_POINTS, PARAM, is_kernel
+from .rewrite import _optional_annotation, _Rewrite, _top_level_imports, validate_rewrite
+from .values import is_marker, value_sites
 
 # -- the driver --------------------------------------------------------------------------
 _STUB = cst.IndentedBlock(body=[cst.SimpleStatementLine([cst.Expr(cst.Ellipsis())])])
@@ -203,15 +187,10 @@ def _migrate(module: cst.Module, source: str, path: str, gate: Gate, metadata: S
 
 
 # -- examples: the rule's documentation and its tests (tests/test_rule_examples.py) -----------
-@dataclass(frozen=True)
-class Example:
+def _example(code: str, status: Optional[Status], reason: str = "", after: Optional[str] = None,
+             kernel: Optional[str] = "sglang-kernel==0.4.6") -> RuleExample:
     """`code` must classify as `status` (reason containing `reason`); if `after` is set, apply gives it."""
-
-    code: str
-    status: Optional[Status]  # None: no site at all
-    reason: str = ""
-    after: Optional[str] = None
-    kernel: Optional[str] = "sglang-kernel==0.4.6"
+    return RuleExample(code, status.value if status is not None else None, reason, after, kernel)
 
 
 _HELPER_BEFORE = '''\
@@ -310,100 +289,100 @@ _LAZY = "from __future__ import annotations\n\n" + _TYPE_CHECKING
 
 
 VALID = [
-    Example(_HELPER_BEFORE.replace("sm_scale=sm_scale,\n        )", "sm_scale=sm_scale,\n            topk_length=lens,\n        )"),
+    _example(_HELPER_BEFORE.replace("sm_scale=sm_scale,\n        )", "sm_scale=sm_scale,\n            topk_length=lens,\n        )"),
             Status.COMPLIANT, "passes topk_length"),
-    Example("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\nflash_mla_sparse_fwd(q, kv, idx, s, topk_length=None)\n",
+    _example("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\nflash_mla_sparse_fwd(q, kv, idx, s, topk_length=None)\n",
             Status.OPT_OUT, "topk_length=None"),
-    Example("import sgl_kernel\nsgl_kernel.flash_mla_sparse_fwd(q, kv, idx, s, 512, sink, lens)\n",
+    _example("import sgl_kernel\nsgl_kernel.flash_mla_sparse_fwd(q, kv, idx, s, 512, sink, lens)\n",
             Status.COMPLIANT, "positionally"),
-    Example("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
+    _example("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
             "o = flash_mla_sparse_fwd(q, kv, idx, s)  # topk-migrate: ignore -- indices have interior -1 gaps\n",
             Status.OPT_OUT, "interior -1 gaps"),
-    Example("from sgl_kernel.flash_mla import flash_mla_with_kvcache, sparse_mla_q8kv8_prefill_fwd\n"
+    _example("from sgl_kernel.flash_mla import flash_mla_with_kvcache, sparse_mla_q8kv8_prefill_fwd\n"
             "flash_mla_with_kvcache(q, kv)\nsparse_mla_q8kv8_prefill_fwd(q, kv, idx)\n"
             "triton_sparse_mla_fwd(q, kv, idx)\nsparse_mla_prefill(q, kv, idx)\n", None),
-    Example("def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_length=None):\n"
+    _example("def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_length=None):\n"
             "    return q\n", None),
-    Example("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
+    _example("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
             "def f(metadata, q, kv, idx, **kw):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0, **kw)\n"
             "class M:\n    dsa_cache_seqlens_int32 = None\n",
             Status.MANUAL, "**kwargs may already carry"),
-    Example("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
+    _example("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
             "def f(q, kv, idx, seq_lens):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n",
             Status.MANUAL, "no clipped-seqlen metadata"),
-    Example("import torch\ntorch.ops.sgl_kernel.sparse_prefill_fwd.default(q, kv, idx, s, 512)\n",
+    _example("import torch\ntorch.ops.sgl_kernel.sparse_prefill_fwd.default(q, kv, idx, s, 512)\n",
             Status.MANUAL, "op-level call"),
-    Example(_HELPER_BEFORE, Status.MANUAL, "kernel too old", kernel="sglang-kernel==0.4.2.post2"),
-    Example(_HELPER_BEFORE, Status.MANUAL, "kernel too old", kernel="sgl-kernel==0.3.21"),
-    Example(_HELPER_BEFORE, Status.MANUAL, "kernel capability unknown (pass --kernel)", kernel=None),
-    Example("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
+    _example(_HELPER_BEFORE, Status.MANUAL, "kernel too old", kernel="sglang-kernel==0.4.2.post2"),
+    _example(_HELPER_BEFORE, Status.MANUAL, "kernel too old", kernel="sgl-kernel==0.3.21"),
+    _example(_HELPER_BEFORE, Status.MANUAL, "kernel capability unknown (pass --kernel)", kernel=None),
+    _example("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
             "def f(metadata, x, kv, idx):\n    return flash_mla_sparse_fwd(q=pad(x), kv=kv, indices=idx, sm_scale=1.0)\n"
             "# metadata.dsa_cache_seqlens_int32\n",
             Status.MANUAL, "q is not a plain name"),
 
     # -- issue 8, class 1 (placement): q is a lambda's parameter, the metadata the enclosing function's.
-    Example(_fn("def attend(q, kv, idx, metadata):\n"
+    _example(_fn("def attend(q, kv, idx, metadata):\n"
                 "    fwd = lambda q: flash_mla_sparse_fwd(q, kv, idx, 1.0)\n"
                 "    return fwd(q)\n"),
             Status.MANUAL, "`q` is a lambda parameter"),
     # class 2 (metadata availability): bound on one path only; rebound before the call.
-    Example(_fn("def attend(self, q, kv, idx, eager):\n    if not eager:\n        metadata = self.forward_metadata\n"
+    _example(_fn("def attend(self, q, kv, idx, eager):\n    if not eager:\n        metadata = self.forward_metadata\n"
                 "    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n"),
             Status.MANUAL, "`metadata` is bound at line 6 only on some paths to the call"),
-    Example(_fn("def attend(self, q, kv, idx):\n    metadata = self.forward_metadata\n"
+    _example(_fn("def attend(self, q, kv, idx):\n    metadata = self.forward_metadata\n"
                 "    metadata = metadata.page_table_1\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n"),
             Status.MANUAL, "`metadata` is bound 2 times in its function (lines 5, 6)"),
     # class 3 (names): the helper reads a module-level `topk_length`; the new parameter would capture it.
-    Example(_helper("assert self.idx.shape[-1] == topk_length\n        return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)",
+    _example(_helper("assert self.idx.shape[-1] == topk_length\n        return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)",
                     head="topk_length = 2048  # the indexer's width\n"),
             Status.MANUAL, "rewrite would change what `topk_length` means at line 11"),
-    Example(_helper("assert self.idx.shape[-1] == topk_length\n        return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)",
+    _example(_helper("assert self.idx.shape[-1] == topk_length\n        return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)",
                     params="q, topk_length", call="q, 2048"),
             Status.MANUAL, "already has a parameter `topk_length` without a None default"),
     # class 4 (callee identity): rebound under a flag; a fallback to another kernel module; a star
     # import after the kernel; a decorator; two definitions; a method with the kernel's name.
-    Example(_fn("def attend(q, kv, idx, metadata):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n",
+    _example(_fn("def attend(q, kv, idx, metadata):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n",
                 head="from legacy_ops import sparse_fwd_v1\n\nif USE_LEGACY:\n    flash_mla_sparse_fwd = sparse_fwd_v1\n"),
             Status.MANUAL, "`flash_mla_sparse_fwd` may not be the kernel at run time: it is bound at line 6"),
-    Example(_fn("def attend(q, kv, idx, metadata):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n",
+    _example(_fn("def attend(q, kv, idx, metadata):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n",
                 imports="try:\n    from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
                         "except ImportError:\n    from flash_mla import flash_mla_sparse_fwd\n"),
             Status.MANUAL, "`flash_mla_sparse_fwd` may also be flash_mla.flash_mla_sparse_fwd (imported at line 5)"),
-    Example(_fn("def attend(q, kv, idx, metadata):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n",
+    _example(_fn("def attend(q, kv, idx, metadata):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n",
                 head="from legacy_ops import *\n"),
             Status.MANUAL, "`from legacy_ops import *` at line 3 may rebind `flash_mla_sparse_fwd`"),
-    Example(_helper("return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)", decorator="@traced(\"sparse\")\n    "),
+    _example(_helper("return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)", decorator="@traced(\"sparse\")\n    "),
             Status.MANUAL, "is decorated with `@traced`"),
-    Example(_fn("if FAST:\n    def sparse(q, kv, idx):\n        return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n"
+    _example(_fn("if FAST:\n    def sparse(q, kv, idx):\n        return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n"
                 "else:\n    def sparse(q, kv, idx):\n        return slow_sparse(q, kv, idx)\n\n"
                 "def forward(metadata, q, kv, idx):\n    return sparse(q, kv, idx)\n"),
             Status.MANUAL, "sparse is bound 2 times (lines 5, 8)"),
-    Example(_fn("class B:\n    def flash_mla_sparse_fwd(self, q, kv, idx, s):\n        return legacy(q, kv, idx, s)\n\n"
+    _example(_fn("class B:\n    def flash_mla_sparse_fwd(self, q, kv, idx, s):\n        return legacy(q, kv, idx, s)\n\n"
                 "    def attend(self, q, kv, idx, metadata):\n        return self.flash_mla_sparse_fwd(q, kv, idx, 1.0)\n"),
             Status.MANUAL, "`self.flash_mla_sparse_fwd` is a method (B.flash_mla_sparse_fwd)"),
     # class 5 (rows): q reordered at the call, in a caller's argument, or concatenated along rows.
-    Example(_fn("def attend(q, kv, idx, metadata, order):\n    q = q[order]  # sorted by length\n"
+    _example(_fn("def attend(q, kv, idx, metadata, order):\n    q = q[order]  # sorted by length\n"
                 "    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n"),
             Status.MANUAL, "`q[order]` indexes dim 0"),
-    Example(_helper("return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)", call="q.index_select(0, self.perm)"),
+    _example(_helper("return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)", call="q.index_select(0, self.perm)"),
             Status.MANUAL, "at the caller on line 7: q's rows may not be the metadata's rows: `q.index_select(0, self.perm)`"),
-    Example(_fn("def attend(q_nope, q_rope, kv, idx, metadata):\n    q = torch.cat([q_nope, q_rope])\n"
+    _example(_fn("def attend(q_nope, q_rope, kv, idx, metadata):\n    q = torch.cat([q_nope, q_rope])\n"
                 "    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n"),
             Status.MANUAL, "`torch.cat([q_nope, q_rope])` works on dim 0 (the rows)"),
     # class 8 (discovery): the kernel used as a value is reported, never skipped.
-    Example("import functools\nfrom sgl_kernel.flash_mla import flash_mla_sparse_fwd\n\n"
+    _example("import functools\nfrom sgl_kernel.flash_mla import flash_mla_sparse_fwd\n\n"
             "sparse = functools.partial(flash_mla_sparse_fwd, d_v=512)\n",
             Status.MANUAL, "the kernel is wrapped by functools.partial"),
-    Example("from sgl_kernel import flash_mla\n\nfwd = getattr(flash_mla, \"flash_mla_sparse_fwd\")\n",
+    _example("from sgl_kernel import flash_mla\n\nfwd = getattr(flash_mla, \"flash_mla_sparse_fwd\")\n",
             Status.MANUAL, "the kernel is looked up by name with getattr"),
-    Example("from sgl_kernel import flash_mla\n\n\nclass B:\n    def __init__(self):\n"
+    _example("from sgl_kernel import flash_mla\n\n\nclass B:\n    def __init__(self):\n"
             "        self.kernel = flash_mla.flash_mla_sparse_fwd\n",
             Status.MANUAL, "the kernel is stored in `self.kernel`"),
 ]
 
 INVALID = [
     # The reference shape: the kernel sits in a helper whose callers hold the metadata.
-    Example(_HELPER_BEFORE, Status.FIXABLE, "gains topk_length", after=_HELPER_BEFORE.replace(
+    _example(_HELPER_BEFORE, Status.FIXABLE, "gains topk_length", after=_HELPER_BEFORE.replace(
         "            sm_scale=layer.scaling,\n        )",
         "            sm_scale=layer.scaling,\n            topk_length=metadata.dsa_cache_seqlens_int32,\n        )",
     ).replace(
@@ -420,7 +399,7 @@ INVALID = [
         "            sm_scale=sm_scale,\n            topk_length=topk_length,\n        )",
     )),
     # Metadata in scope at the call itself, kernel imported under an alias (older NSA names).
-    Example(
+    _example(
         "from sgl_kernel.flash_mla import flash_mla_sparse_fwd as sparse_fwd\n\n"
         "def attend(q, kv, idx, metadata):\n    return sparse_fwd(q, kv, idx, 0.1)\n\n"
         "# metadata.nsa_cache_seqlens_int32: clipped to topk\n",
@@ -436,7 +415,7 @@ INVALID = [
     ),
     # A one-line suite leaves no statement to guard before (it would run even when the branch
     # does not): the guard goes inline.
-    Example(
+    _example(
         "from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n\n"
         "def attend(q, kv, idx, metadata):\n    if metadata is not None: return flash_mla_sparse_fwd(q, kv, idx, 0.1)\n\n"
         "# metadata.dsa_cache_seqlens_int32\n",
@@ -447,7 +426,7 @@ INVALID = [
         "# metadata.dsa_cache_seqlens_int32\n",
     ),
     # Module import alias, try/except fallback to None, and Optional not yet imported.
-    Example(
+    _example(
         "import torch\ntry:\n    import sgl_kernel.flash_mla as fm\nexcept ImportError:\n    fm = None\n\n\n"
         "def run(metadata, q, kv, idx):\n    return helper(q, kv, idx)\n\n\n"
         "def helper(q, kv, idx):\n    out = fm.flash_mla_sparse_fwd(q, kv, idx, 1.0)  # the kernel\n    return out\n"
@@ -464,24 +443,24 @@ INVALID = [
 
     # -- issue 8, class 1 (placement): a guard before the statement would not see the `q` a lambda's
     # call reads later, nor a `q` rebound earlier on the same line; both guard inline, at the call.
-    Example(_fn("def attend(q, kv, idx, metadata):\n    run = lambda: flash_mla_sparse_fwd(q, kv, idx, 1.0)\n    return run()\n"),
+    _example(_fn("def attend(q, kv, idx, metadata):\n    run = lambda: flash_mla_sparse_fwd(q, kv, idx, 1.0)\n    return run()\n"),
             Status.FIXABLE, "guarded inline",
             after=_fn("def attend(q, kv, idx, metadata):\n    run = lambda: flash_mla_sparse_fwd(q, kv, idx, 1.0, "
                       f"topk_length={_INLINE.format(q='q')})\n    return run()\n")),
-    Example(_fn("def attend(x, kv, idx, metadata):\n    q = x.view(x.shape[0], -1, 576); o = flash_mla_sparse_fwd(q, kv, idx, 1.0)\n"
+    _example(_fn("def attend(x, kv, idx, metadata):\n    q = x.view(x.shape[0], -1, 576); o = flash_mla_sparse_fwd(q, kv, idx, 1.0)\n"
                 "    return o\n"),
             Status.FIXABLE, "guarded inline",
             after=_fn("def attend(x, kv, idx, metadata):\n    q = x.view(x.shape[0], -1, 576); o = flash_mla_sparse_fwd(q, kv, idx, 1.0, "
                       f"topk_length={_INLINE.format(q='q')})\n    return o\n")),
     # class 2: a None default: the inserted binding handles None.
-    Example(_fn("def attend(q, kv, idx, metadata=None):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n"),
+    _example(_fn("def attend(q, kv, idx, metadata=None):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n"),
             Status.FIXABLE, "guarded by q's row count",
             after=_fn(f"def attend(q, kv, idx, metadata=None):\n    {CHECKED_GUARD_COMMENT}\n"
                       f"    topk_length = {_GETATTR}\n"
                       f"    if {_checked()}:\n        topk_length = None\n\n"
                       "    return flash_mla_sparse_fwd(q, kv, idx, 1.0, topk_length=topk_length)\n")),
     # class 3: `topk_length` is already a local with another meaning: the guard goes inline.
-    Example(_fn("def attend(q, kv, idx, metadata):\n    topk_length = idx.shape[-1]\n"
+    _example(_fn("def attend(q, kv, idx, metadata):\n    topk_length = idx.shape[-1]\n"
                 "    o, _, _ = flash_mla_sparse_fwd(q, kv, idx, 1.0)\n    return o, topk_length\n"),
             Status.FIXABLE, "guarded inline",
             after=_fn("def attend(q, kv, idx, metadata):\n    topk_length = idx.shape[-1]\n"
@@ -489,7 +468,7 @@ INVALID = [
                       f"topk_length={_INLINE.format(q='q')})\n    return o, topk_length\n")),
     # class 5 (rows): head padding by new_zeros + slice assignment, view and cat along the last dim
     # keep the rows: SGLang's own shape stays fixable. Class 7: torch imported unconditionally.
-    Example(_PADDED, Status.FIXABLE, "gains topk_length", after=_PADDED.replace(
+    _example(_PADDED, Status.FIXABLE, "gains topk_length", after=_PADDED.replace(
         "return self._sparse(q_all)", f"return self._sparse(q_all, topk_length={_GETATTR})").replace(
         "def _sparse(self, q_all):", "def _sparse(self, q_all, topk_length: Optional[torch.Tensor] = None):").replace(
         "        o, _, _ = flash_mla_sparse_fwd(q_input, self.kv, self.idx, 1.0)",
@@ -499,31 +478,25 @@ INVALID = [
         _KERNEL_IMPORT, _KERNEL_IMPORT + "from typing import Optional\n", 1)),
     # class 7 (annotations): torch and Optional only under TYPE_CHECKING: a string annotation; with
     # `from __future__ import annotations` the file's own spelling.
-    Example(_TYPE_CHECKING, Status.FIXABLE, "gains topk_length", after=_helper_after(
+    _example(_TYPE_CHECKING, Status.FIXABLE, "gains topk_length", after=_helper_after(
         _TYPE_CHECKING, '"Optional[torch.Tensor]"')),
-    Example(_LAZY, Status.FIXABLE, "gains topk_length", after=_helper_after(_LAZY, "Optional[torch.Tensor]")),
+    _example(_LAZY, Status.FIXABLE, "gains topk_length", after=_helper_after(_LAZY, "Optional[torch.Tensor]")),
+]
+
+
+BUMP_EXAMPLES = [
+    RuleExample(_KERNEL_IMPORT + "def f(q, kv, idx, metadata):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0, d_v=512)\n",
+                OPPORTUNITY, bump=("sglang-kernel-0.4.2.post2", "sglang-kernel-0.4.6")),
+    RuleExample(_KERNEL_IMPORT + "def f(q, kv, idx, n):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0, topk_length=n)\n",
+                None, bump=("sglang-kernel-0.4.2.post2", "sglang-kernel-0.4.6")),
 ]
 
 
 class PassTopkLength(Rule):
-    """Without topk_length the sparse prefill kernel scans the whole -1-padded top-k width of every
-    row. `topk-migrate apply` passes the clipped-seqlen metadata the callers already hold, through
-    the helper that calls the kernel, with a guard that falls back to the full width if the rows
-    ever differ from q's; a site it cannot prove safe is `manual`, with the hazard named."""
+    """The hooks of pass-topk-length (INFO.help says what it does)."""
 
-    id = "pass-topk-length"
-    summary = "Sparse FlashMLA prefill call without topk_length"
-    entry_points = ("flash_mla_sparse_fwd", "flash_mla_sparse_prefill", "sparse_prefill_fwd")
-    param = PARAM
-    min_kernel = MIN_KERNEL
-    quick = "_topk_length_quick"
-    VALID, INVALID = VALID, INVALID
-    BUMP_EXAMPLES = [
-        BumpExample(_KERNEL_IMPORT + "def f(q, kv, idx, metadata):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0, d_v=512)\n",
-                    "sglang-kernel-0.4.2.post2", "sglang-kernel-0.4.6", OPPORTUNITY),
-        BumpExample(_KERNEL_IMPORT + "def f(q, kv, idx, n):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0, topk_length=n)\n",
-                    "sglang-kernel-0.4.2.post2", "sglang-kernel-0.4.6", None),
-    ]
+    info = INFO
+    EXAMPLES = INVALID + VALID + BUMP_EXAMPLES
 
     def sites(self, source: str, path: str, gate: Gate, metadata: Sequence[str] = ()) -> Tuple[str, List[Site]]:
         return migrate(source, path, gate, metadata)

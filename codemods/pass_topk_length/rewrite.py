@@ -15,7 +15,7 @@ from topk_migrate.cstutil import add_keyword, add_param
 from topk_migrate.resolve import ModuleFacts
 from topk_migrate.scopecheck import Tree, inserted_ids, resolution_table, root_binding
 
-from ._topk_length_analysis import (
+from .analysis import (
     CHECKED_GUARD_COMMENT,
     CONSTANT_NAMES,
     GUARD_COMMENT,
