@@ -182,3 +182,12 @@ def test_a_call_a_quick_classifier_declines_is_left_to_the_engine(toy, tmp_path)
     (tmp_path / "fork.py").write_text(SRC)
     got = audit.audit([str(tmp_path)], kernel=KERNEL, jobs=1)
     assert sorted((s.rule, s.status.value) for s in got.sites) == [("explicit-d-v", "fixable"), ("pass-topk-length", "compliant")], got.sites
+
+def test_the_registry_imports_no_rule_hooks():
+    """Reading every rule's INFO imports its package's __init__ only: no LibCST, no hook module."""
+    import sys
+
+    code = ("import sys; from topk_migrate import rules; rules.specs(); "
+            "print('libcst' in sys.modules, sorted(m for m in sys.modules if m.endswith('.rule')))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert r.stdout.split() == ["False", "[]"], r.stdout + r.stderr

@@ -28,17 +28,6 @@ class Context:
     rule_sites: Callable[[str], Dict[object, object]]
 
 
-@dataclass(frozen=True)
-class BumpExample:
-    """A call (in a module that imports the kernel), the releases, and the verdict the rule gives
-    (a rule's BUMP_EXAMPLES: its documentation and its tests)."""
-
-    source: str
-    old: str  # fixture name of the old release
-    new: str
-    verdict: Optional[str]  # None: the rule says nothing
-
-
 def new_param(ctx: Context, name: str) -> bool:
     """The new release has `name` on this entry point, the old one had not, and the call leaves it out."""
     return (ctx.new_ep is not None and ctx.new_ep.param(name) is not None
