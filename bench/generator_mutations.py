@@ -27,7 +27,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tests"))
 
 A = "topk_migrate.codemods.pass_topk_length.analysis"
-R = "topk_migrate.rows"
+R = "topk_migrate.codemods.pass_topk_length.rows"
 
 
 class Everything(frozenset):

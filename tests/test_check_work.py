@@ -15,7 +15,8 @@ import pytest
 from libcst.metadata import wrapper as libcst_wrapper
 
 from test_scale import KERNEL, scale_bench
-from topk_migrate import api, rows, scopecheck
+from topk_migrate import api, scopecheck
+from topk_migrate.codemods.pass_topk_length import rows
 from topk_migrate.codemods.pass_topk_length import rule as pass_topk_length
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -194,7 +194,7 @@ def test_generator_catches_a_disabled_index_check(tmp_path, monkeypatch):
     otherwise refuses (the mutation check of bench/generator_mutations.py, for one check, in the default tier).
     Rows reordered in the indices (alone or with q) are what topk_length can get wrong: q's rows reordered
     alone pair each q row with its own indices and lengths, before and after apply alike."""
-    from topk_migrate import rows
+    from topk_migrate.codemods.pass_topk_length import rows
 
     progs = grammar.programs(SEED, DEFAULT_PROGRAMS)
     with genrun.Runner(tmp_path / "mutant") as runner:

@@ -13,8 +13,8 @@ import pytest
 
 from topk_migrate.api import migrate_source
 from topk_migrate.codemods.pass_topk_length import rule as rule
+from topk_migrate.codemods.pass_topk_length.rows import index_hazard, row_hazard
 from topk_migrate.model import Status
-from topk_migrate.rows import index_hazard, row_hazard
 from topk_migrate.scopecheck import Tree
 
 ROOT_EXAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "examples" / "dsa_backend.py"
@@ -476,8 +476,8 @@ def test_on_cuda_graph_replay_the_lengths_are_updated_in_place(tmp_path, replay,
 
 
 def test_the_soundness_page_lists_every_allowlist_entry():
-    from topk_migrate import rows
     from topk_migrate.codemods.pass_topk_length import analysis as analysis
+    from topk_migrate.codemods.pass_topk_length import rows
 
     page = (Path(__file__).resolve().parents[1] / "docs" / "soundness.md").read_text()
     tables = [rows.ROW_KEEPING, rows.ROW_KEEPING_FUNCTIONS, rows.DIM_KEEPING, rows.INDEX_KEEPING,

@@ -18,10 +18,10 @@ from libcst.metadata import FunctionScope, GlobalScope, ImportAssignment
 from topk_migrate import suppress
 from topk_migrate.model import Capability, Site, Status
 from topk_migrate.resolve import CallInfo, Function, ModuleFacts, dotted
-from topk_migrate.rows import index_hazard, row_hazard
 from topk_migrate.scopecheck import Tree, root_binding
 
 from .quick import ENTRY_POINTS, OP_NAME, OP_TOPK_LENGTH_POSITION, PARAM, is_kernel, is_op_level  # noqa: F401
+from .rows import index_hazard, row_hazard
 
 # Metadata known to satisfy the contract: per-row valid-index count (seqlens clipped
 # to topk), int32, 1-D, row-aligned with q, updated in place under CUDA-graph replay.
@@ -342,7 +342,7 @@ class _Analysis:
         reading the returns of a function of this module, (its parameters -> the call's arguments, the
         caller's env)."""
         if isinstance(e, cst.Call):
-            from topk_migrate.rows import _own_returns, local_defs
+            from .rows import _own_returns, local_defs
 
             func = e.func
             name = (get_full_name_for_node(func) or "").rsplit(".", 1)[-1]
