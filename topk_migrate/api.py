@@ -59,11 +59,8 @@ class KernelGate:
 
     @property
     def dists(self):
-        """Top-level module -> the distributions that can provide it (kernels.py, imported only when asked:
-        a file whose calls all pass the parameter by keyword never asks)."""
-        from . import kernels
-
-        return kernels.PROVIDERS
+        """Top-level module -> the distributions that can provide it (the rules' INFO.providers)."""
+        return rules.providers()
 
     def _decide(self, callee: str) -> Capability:
         """In order: --kernel NAME==VERSION, the project's pins, an interface vendored in the project, the

@@ -19,6 +19,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from . import rules
 from .project import PROJECT_FILES, RECORD_LIMIT, inside, is_site_dir, listing, project_root, read_project_file, upward
 from .run_context import per_run
 
@@ -152,17 +153,9 @@ def decide(spec: str, floor: Optional[str]) -> Optional[bool]:
 
 
 # -- the kernel tables --------------------------------------------------------------------
-
-
 # Which distributions can provide a kernel imported from a top-level module (the first is the one
-# `--kernel MODULE==VERSION` means). Which of their versions take a parameter is each rule's data.
-PROVIDERS: Dict[str, Tuple[str, ...]] = {
-    "sgl_kernel": ("sglang-kernel", "sgl-kernel"),
-    "flash_mla": ("flash-mla", "tokenspeed-flashmla"),
-    "vllm": ("vllm",),
-    "tokenspeed_kernel": ("tokenspeed-kernel", "tokenspeed-flashmla"),
-}
-
+# `--kernel MODULE==VERSION` means), and which of their versions take a parameter, are the rules'
+# data (RuleInfo.providers, RuleInfo.min_kernel): rules.providers() merges the first.
 
 EXAMPLE_KERNEL = "sglang-kernel==0.4.6"  # shown where a kernel must be declared
 
@@ -188,10 +181,11 @@ class Declared:  # (installed.py says what a declaration is for)
 
 def _module_of(name: str) -> str:
     """The top-level module a declaration names: itself, or the module a known distribution provides."""
-    if name in PROVIDERS:
+    known = rules.providers()
+    if name in known:
         return name
     dist = normalize(name)
-    for module, dists in PROVIDERS.items():
+    for module, dists in known.items():
         if dists[0] == dist:
             return module
     return name.replace("-", "_").split(".")[0]
@@ -209,7 +203,7 @@ def parse_pin(text: str, source: str) -> Pin:
     """--kernel or [tool.topk-migrate] kernel: a kernel distribution (or the module users
     import, `sgl_kernel==0.4.5` meaning sglang-kernel) and a version specifier. ValueError
     with a one-line message saying what is expected otherwise."""
-    kernel_dists = PROVIDERS
+    kernel_dists = rules.providers()
     dists = sorted({d for ds in kernel_dists.values() for d in ds})
     expected = (f"expected NAME==VERSION (or another version specifier), NAME a kernel distribution or the "
                 f"module it provides, e.g. {EXAMPLE_KERNEL} or sgl_kernel==0.4.6 "

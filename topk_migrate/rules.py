@@ -32,6 +32,12 @@ class RuleInfo:
     param: Optional[str] = None  # the kernel parameter the rule is about (the kernel gate asks for it)
     # First release of each kernel distribution whose entry points take `param` (None: no release).
     min_kernel: Mapping[str, Optional[str]] = field(default_factory=dict, hash=False, compare=False)
+    # The kernel modules its entry points live in -> the distributions that provide each (the first one
+    # the module's own): what `--kernel NAME==VERSION` and the project's pins may name.
+    providers: Mapping[str, Tuple[str, ...]] = field(default_factory=dict, hash=False, compare=False)
+    # Where a kernel release keeps the wrapper modules a bump reads signatures from (a path inside a
+    # wheel or source tree) -> the module a call site imports to reach it.
+    wrappers: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
     default_enabled: bool = True  # off: only with `enable = ["id"]` in [tool.topk-migrate] (bump runs it anyway)
     has_sites: bool = False  # its Rule has a sites hook
     has_bump: bool = False  # its Rule has a bump hook
@@ -104,6 +110,24 @@ def specs() -> Tuple[RuleInfo, ...]:
             raise RuleError(f"{spec.path}: rule id {spec.id!r} is also the id of {out[spec.id].path}")
         out[spec.id] = spec
     return tuple(out[k] for k in sorted(out))
+
+
+def providers() -> Dict[str, Tuple[str, ...]]:
+    """Kernel module -> the distributions that provide it, over every rule (each rule's order kept)."""
+    out: Dict[str, Tuple[str, ...]] = {}
+    for s in specs():
+        for module, dists in s.providers.items():
+            out[module] = tuple(dict.fromkeys((*out.get(module, ()), *dists)))
+    return out
+
+
+def wrapper_modules() -> Dict[str, str]:
+    """Wrapper module path in a kernel release -> the module call sites import, over every rule."""
+    out: Dict[str, str] = {}
+    for s in specs():
+        for path, module in s.wrappers.items():
+            out.setdefault(path, module)
+    return out
 
 
 def ids() -> List[str]:

@@ -11,6 +11,7 @@ INFO = RuleInfo(
     summary="New parameter whose default changes what an unchanged call computes",
     help="An argument left to a default that is new in the release and changes what the call computes. "
          "Pass the parameter explicitly to keep the old behaviour, or review the call against the release.",
+    wrappers={"sgl_kernel/flash_mla.py": "sgl_kernel", "flash_mla/flash_mla_interface.py": "flash_mla"},
     has_bump=True,
     tags=("correctness", "flashmla"),
 )

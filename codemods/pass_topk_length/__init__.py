@@ -44,6 +44,13 @@ INFO = RuleInfo(
     entry_points=("flash_mla_sparse_fwd", "flash_mla_sparse_prefill", "sparse_prefill_fwd"),
     param="topk_length",
     min_kernel=MIN_KERNEL,
+    providers={
+        "sgl_kernel": ("sglang-kernel", "sgl-kernel"),
+        "flash_mla": ("flash-mla", "tokenspeed-flashmla"),
+        "vllm": ("vllm",),
+        "tokenspeed_kernel": ("tokenspeed-kernel", "tokenspeed-flashmla"),
+    },
+    wrappers={"sgl_kernel/flash_mla.py": "sgl_kernel", "flash_mla/flash_mla_interface.py": "flash_mla"},
     has_sites=True,
     has_bump=True,
     quick="quick",

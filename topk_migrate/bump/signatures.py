@@ -13,12 +13,11 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
+from topk_migrate import rules
 from topk_migrate.model import InputError
 
-# Wrapper modules, by path inside a wheel / site-packages / source tree.
-WRAPPER_MODULES = ("sgl_kernel/flash_mla.py", "flash_mla/flash_mla_interface.py")
-# What a call site imports to reach each wrapper module (flash_mla re-exports its interface).
-IMPORT_ROOTS = {"sgl_kernel/flash_mla.py": "sgl_kernel", "flash_mla/flash_mla_interface.py": "flash_mla"}
+# The wrapper modules a release is read from, by path inside a wheel / site-packages / source tree, and
+# what a call site imports to reach each, are the rules' data (RuleInfo.wrappers, rules.wrapper_modules()).
 
 POSITIONAL_ONLY, POSITIONAL_OR_KEYWORD, VAR_POSITIONAL = "positional-only", "positional-or-keyword", "var-positional"
 KEYWORD_ONLY, VAR_KEYWORD = "keyword-only", "var-keyword"
@@ -148,7 +147,8 @@ class Release:
         return self.pin or self.origin
 
     def import_roots(self) -> List[str]:
-        return sorted({IMPORT_ROOTS.get(e.module, e.module.split("/")[0]) for e in self.entry_points.values()})
+        roots = rules.wrapper_modules()
+        return sorted({roots.get(e.module, e.module.split("/")[0]) for e in self.entry_points.values()})
 
     def to_json(self) -> dict:
         return {"schema": SCHEMA, "dist": self.dist, "version": self.version, "origin": self.origin,

@@ -38,11 +38,11 @@ import zipfile
 from pathlib import Path
 from typing import Optional, Tuple
 
+from topk_migrate import rules
 from topk_migrate.model import InputError
 
 from .signatures import (
     MAX_ENTRY_POINTS,
-    WRAPPER_MODULES,
     Release,
     SignatureError,
     read_module,
@@ -344,7 +344,7 @@ def _read_wheel(f, path: Path) -> dict:
     module = None
     try:
         with zipfile.ZipFile(f) as z:
-            for module in WRAPPER_MODULES:
+            for module in rules.wrapper_modules():
                 try:
                     info = z.getinfo(module)
                 except KeyError:
@@ -371,7 +371,7 @@ def _read_wheel(f, path: Path) -> dict:
         # LZMAError, EOFError, BadZipFile), a truncated or lying central directory
         raise SourceError(f"{path}: cannot read the wheel ({_kind(e)}: {e})") from None
     if not eps:
-        raise SourceError(f"{path}: holds no FlashMLA wrapper module ({', '.join(WRAPPER_MODULES)})")
+        raise SourceError(f"{path}: holds no FlashMLA wrapper module ({', '.join(rules.wrapper_modules())})")
     if len(eps) > MAX_ENTRY_POINTS:
         raise SourceError(f"{path}: more than {MAX_ENTRY_POINTS} entry points; not a FlashMLA wrapper as released")
     return eps
@@ -435,7 +435,7 @@ def _from_dir(root: Path) -> Release:
 
     top = os.path.realpath(root)
     eps, dist, version, read = {}, None, None, []
-    for module in WRAPPER_MODULES:
+    for module in rules.wrapper_modules():
         for base in (root, root / "python", root / "sgl-kernel" / "python"):
             f = base / module
             if not os.path.lexists(f):
@@ -449,12 +449,12 @@ def _from_dir(root: Path) -> Release:
                 dist, version = _dist_of(top, base, module)
             break
     if not eps:
-        raise SourceError(f"{root}: holds no FlashMLA wrapper module ({', '.join(WRAPPER_MODULES)})")
+        raise SourceError(f"{root}: holds no FlashMLA wrapper module ({', '.join(rules.wrapper_modules())})")
     return Release(dist, version, ", ".join(read), eps)
 
 
 def _from_module_file(path: Path) -> Release:
-    module = next((m for m in WRAPPER_MODULES if str(path).replace(os.sep, "/").endswith(m)), path.name)
+    module = next((m for m in rules.wrapper_modules() if str(path).replace(os.sep, "/").endswith(m)), path.name)
     return Release(None, None, str(path), _read_module_file(path, module))
 
 
