@@ -3,12 +3,11 @@ big wheel downloads) run with `-m heavy` or TOPK_MIGRATE_HEAVY=1, as .ci/run doe
 Heavy tests are always collected (the count is the same on every machine) and skipped with the reason."""
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
+from helpers import ROOT
 
 # Under xdist (`-n auto`: one worker per core) torch's intra-op threads, one per core and spinning while
 # they wait, only contend with the other workers: on 2 cores they doubled the CPU time of test_smoke.py.
@@ -49,7 +48,7 @@ BENCH_TREE = Path(os.environ.get("TOPK_BENCH_TREE", "/tmp/topk-bench-tree"))
 def bench_tree():
     """The 13k-file benchmark tree (bench/build_tree.sh: PyPI wheels, cached), built once for the heavy tier."""
     if not (BENCH_TREE / ".topk-bench-tree").exists():
-        script = Path(__file__).resolve().parents[1] / "bench" / "build_tree.sh"
+        script = ROOT / "bench" / "build_tree.sh"
         r = subprocess.run(["bash", str(script), str(BENCH_TREE)], capture_output=True, text=True, timeout=1200)
         if r.returncode != 0:
             msg = f"cannot build the benchmark tree: {(r.stderr or r.stdout).strip()[-300:]}"
@@ -58,16 +57,3 @@ def bench_tree():
             pytest.skip(msg)
     return BENCH_TREE
 
-
-def copy_checkout(dest: Path) -> Path:
-    """The repository's own files (tracked and not ignored), copied to `dest`: a fresh clone without git."""
-    import shutil
-
-    root = Path(__file__).resolve().parents[1]
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root,
-                            capture_output=True, text=True, check=True).stdout.split("\0")
-    for rel in filter(None, listed):
-        if (root / rel).is_file() and not rel.startswith(("shared/", ".carry/")):
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(root / rel, dest / rel)
-    return dest

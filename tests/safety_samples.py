@@ -2,11 +2,9 @@
 import hashlib
 import os
 import stat
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import run_cli
+
 KERNEL = "sglang-kernel==0.4.5"  # a release whose flash_mla_sparse_fwd takes topk_length
 
 # Two fixable sites: a direct call with metadata in scope, and a helper whose
@@ -47,14 +45,7 @@ def forward(q, kv, indices, lens, scale):
 '''
 
 
-def cli(*args, cwd=None, env=None, timeout=300, **kw):
-    """Run `python -m topk_migrate ARGS`; returns CompletedProcess with text output."""
-    e = dict(os.environ)
-    e.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "topk_migrate", *map(str, args)],
-        cwd=cwd, env=e, capture_output=True, text=True, timeout=timeout, **kw,
-    )
+cli = run_cli  # `python -m topk_migrate ARGS`, text output, 300 s
 
 
 def snapshot(root):

@@ -12,14 +12,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import copy_checkout
+from helpers import KERNEL, ROOT, copy_checkout
 
-ROOT = Path(__file__).resolve().parents[1]
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text())
 STEPS = {s["name"]: s for s in ACTION["runs"]["steps"]}
 CI_DOC = (ROOT / "docs" / "ci.md").read_text()
 EXAMPLE = ROOT / "fixtures" / "examples" / "dsa_backend.py"
-KERNEL = "sglang-kernel==0.4.6"
 
 
 def doc_commands():

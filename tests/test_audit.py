@@ -1,26 +1,25 @@
 """`topk-migrate audit`: the same verdicts as `check`, over whole trees, fast, and at git revisions."""
+import functools
 import json
 import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import jsonschema
 import pytest
 
+from helpers import ROOT, run_cli
 from topk_migrate import api
 from topk_migrate import audit as audit_mod
 from topk_migrate.audit import audit
 
-ROOT = Path(__file__).resolve().parents[1]
 PAIRS = ROOT / "fixtures" / "pairs"
 SCHEMA = json.loads((ROOT / "topk_migrate" / "schemas" / "audit-v1.schema.json").read_text())
 CALL = "from sgl_kernel import flash_mla_sparse_fwd\n\ndef f(q, kv, i, m):\n    return flash_mla_sparse_fwd(q, kv, i, 1.0{})\n"
 
 
-def cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "topk_migrate", *map(str, args)], capture_output=True, text=True, cwd=cwd)
+cli = functools.partial(run_cli, timeout=None)
 
 
 def key(s):

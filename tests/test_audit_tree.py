@@ -12,14 +12,14 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import jsonschema
 import pytest
 
+from helpers import ROOT
+
 pytestmark = pytest.mark.heavy  # builds a 247 MB tree from ~580 MB of wheels
 
-ROOT = Path(__file__).resolve().parents[1]
 ENTRY_POINTS = {"flash_mla_sparse_fwd", "flash_mla_sparse_prefill"}
 OP = "sparse_prefill_fwd"
 

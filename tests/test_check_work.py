@@ -9,17 +9,16 @@ never by a timed test; these count the work that bench found to be the cost.
 * the row trace looks at each alias of q once per name, not once per kernel call.
 """
 import os
-from pathlib import Path
 
 import pytest
 from libcst.metadata import wrapper as libcst_wrapper
 
-from test_scale import KERNEL, scale_bench
+import scale_bench  # bench/scale_bench.py's shapes (bench/ is on the tests' sys.path)
+from helpers import KERNEL, ROOT
 from topk_migrate import api, scopecheck
 from topk_migrate.codemods.pass_topk_length import rows
 from topk_migrate.codemods.pass_topk_length import rule as pass_topk_length
 
-ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "fixtures" / "examples" / "dsa_backend.py"
 PAIRS = sorted((ROOT / "fixtures" / "pairs").glob("*/before.py"))
 

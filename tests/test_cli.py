@@ -1,18 +1,19 @@
 """The CLI contract: output lines, exit codes, diff-before-write, directories."""
+import functools
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from helpers import run_cli
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "examples"
 LINE = re.compile(r"^(?P<path>.+):(?P<line>\d+):(?P<col>\d+) (?P<status>compliant|opt-out|fixable|fixed|manual) (?P<callee>\S+) \u2014 .+$")
 
 
-def cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "topk_migrate", *map(str, args)], capture_output=True, text=True, cwd=cwd)
+cli = functools.partial(run_cli, timeout=None)
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import click
 import libcst
 import pytest
 
-from safety_samples import ROOT
+from helpers import ROOT
 
 pytestmark = pytest.mark.heavy  # copies and rewrites ~330 real files twice (about 2 min on 2 loaded cores)
 

@@ -1,10 +1,9 @@
 """Only metadata known to satisfy the contract is passed, and only where it is bound."""
 import textwrap
 
+from helpers import KERNEL
 from topk_migrate.api import migrate_source
 from topk_migrate.model import Status
-
-KERNEL = "sglang-kernel==0.4.6"
 
 
 def sites(src, tmp_path, **kw):

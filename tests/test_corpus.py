@@ -12,15 +12,11 @@ Two tiers, and what each can run:
 """
 import collections
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
-
-import corpus_build  # noqa: E402
+import corpus_build  # bench/corpus_build.py (bench/ is on sys.path: pyproject.toml's pytest pythonpath)
+from helpers import ROOT
 
 MANIFEST = corpus_build.load()
 STATUSES = {"compliant", "opt-out", "fixable", "manual"}

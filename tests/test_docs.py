@@ -20,13 +20,11 @@ import shlex
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from conftest import copy_checkout
+from helpers import ROOT, copy_checkout
 
-ROOT = Path(__file__).resolve().parents[1]
 PAGES = ["README.md"] + sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md"))
 NEEDS = {  # what a command may need that the test machine does not have
     "gpu": "an sm90 GPU with sglang-kernel (bench/gpu_smoke.sh records its runs)",

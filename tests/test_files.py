@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from helpers import ROOT
 from topk_migrate import files
 from topk_migrate.files import read_source, syntax_error_message, write_source
 from topk_migrate.model import InputError
 
-ROOT = Path(__file__).resolve().parents[1]
 CALL = "out = flash_mla_sparse_fwd(q, kv, indices, scale)"
 FIXED = "out = flash_mla_sparse_fwd(q, kv, indices, scale, topk_length=lens)"
 

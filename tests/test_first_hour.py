@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from helpers import ROOT
 from topk_migrate.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "fixtures" / "examples" / "dsa_backend.py"
 KERNEL = ("--kernel", "sglang-kernel==0.4.6")
 GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",

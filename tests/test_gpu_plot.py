@@ -4,9 +4,9 @@ import importlib.util
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
+
 SCRIPT = ROOT / "bench" / "gpu_speedup_plot.py"
 SVG = ROOT / "results" / "gpu" / "speedup.svg"
 

@@ -1,5 +1,6 @@
 """The kernel gate reads pins and vendored interfaces statically, in the documented order,
 from inside the project only, and says what to do when it cannot decide."""
+import functools
 import json
 import os
 import subprocess
@@ -8,6 +9,7 @@ import textwrap
 
 import pytest
 
+from helpers import run_cli
 from topk_migrate import kernels
 from topk_migrate.api import migrate_source, process_file
 from topk_migrate.model import Status
@@ -28,9 +30,7 @@ def status_of(path, src=CALL, kernel=None):
     return site
 
 
-def cli(*args, cwd=None, env=None, timeout=120):
-    return subprocess.run([sys.executable, "-m", "topk_migrate", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=timeout)
+cli = functools.partial(run_cli, timeout=120)
 
 
 @pytest.fixture

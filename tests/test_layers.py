@@ -2,9 +2,8 @@
 ruff's pyflakes, bugbear and isort rules with zero findings. Both tools come with the `test` extra."""
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
 
 
 def test_import_contracts_are_kept():

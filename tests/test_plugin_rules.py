@@ -9,14 +9,13 @@ import pytest
 from click.testing import CliRunner
 
 import topk_migrate.codemods as codemods
+from helpers import KERNEL, ROOT
 from rule_examples import check_example
 from topk_migrate import api, discover, rules
 from topk_migrate.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
 TOY = Path(__file__).parent / "data" / "toy_rules"
 BUMP_DATA = Path(__file__).parent / "data" / "bump"
-KERNEL = "sglang-kernel==0.4.6"
 SRC = ("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n\n"
        "def prefill(q, kv, idx, n):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0, topk_length=n)\n")
 FIXED = SRC.replace("topk_length=n)", "topk_length=n, d_v=512)")

@@ -6,8 +6,7 @@ import sys
 from pathlib import Path
 
 import topk_migrate
-
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
 
 
 def test_version_is_pyprojects():

@@ -12,8 +12,9 @@ import textwrap
 import pytest
 from hypothesis import given
 
-from test_audit_narrow import CASES, FIXTURES, KERNEL, ROOT, verdicts
-from test_fuzz import PATH, SHORT, _is_kernel_call, modules
+from call_variants import PATH, SHORT, is_kernel_call, modules
+from helpers import KERNEL, ROOT
+from narrow_cases import CASES, FIXTURES, verdicts
 from topk_migrate import api, guard, narrow, rules
 from topk_migrate.api import migrate_source
 
@@ -150,7 +151,7 @@ def test_a_pep_701_f_string_is_declined(tmp_path):
     assert same_or_declined(plain, path) is not None  # the same f-string in the old grammar is answered
 
 
-# The cases of test_audit_narrow.CASES the classifier must answer, with their site count: every
+# The cases of narrow_cases.CASES the classifier must answer, with their site count: every
 # kernel call in them passes topk_length and nothing uses the kernel as a value. Every other case
 # holds a call without topk_length, a value use, no kernel call or no parse, and must be declined
 # (a case added there lands on one side or the other here, never passing by being declined).
@@ -200,7 +201,7 @@ def call_site_variants_before_and_after_apply(source):
     same_or_declined(source, PATH)
     after = migrate_source(source, PATH, kernel=KERNEL).new_source
     got = same_or_declined(after, PATH)
-    calls = [n for n in ast.walk(ast.parse(after)) if isinstance(n, ast.Call) and _is_kernel_call(n)]
+    calls = [n for n in ast.walk(ast.parse(after)) if isinstance(n, ast.Call) and is_kernel_call(n)]
     if all(any(k.arg == "topk_length" for k in c.keywords) for c in calls):
         assert got is not None, after  # every call passes it by keyword: nothing to decline
 

@@ -4,10 +4,9 @@ import textwrap
 
 import pytest
 
+from helpers import KERNEL
 from topk_migrate.api import migrate_source
 from topk_migrate.model import Status
-
-KERNEL = "sglang-kernel==0.4.6"
 
 BACKEND = """\
 import torch

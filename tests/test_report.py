@@ -5,10 +5,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from helpers import ROOT
 from topk_migrate import report
 from topk_migrate.model import Site, Status
 
-ROOT = Path(__file__).resolve().parents[1]
 AUDIT_SCHEMA = json.loads((ROOT / "topk_migrate" / "schemas" / "audit-v1.schema.json").read_text())
 SARIF_SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text())
 

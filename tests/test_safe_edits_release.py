@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
+from helpers import KERNEL
 from sglang_wheels import install_like_site_packages
 
 pytestmark = pytest.mark.heavy
-KERNEL = "sglang-kernel==0.4.6"
 HELPER = "    def _forward_flashmla_sparse(\n"
 PAD = "        num_tokens, num_heads, head_dim = q_all.shape\n"
 CALL = ("        o, _, _ = flash_mla_sparse_fwd(\n            q=q_input,\n            kv=kv_cache,\n"

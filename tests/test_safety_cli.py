@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from safety_samples import COMPLIANT, FIXABLE, KERNEL, ROOT, cli, snapshot, temp_files
+from helpers import ROOT
+from safety_samples import COMPLIANT, FIXABLE, KERNEL, cli, snapshot, temp_files
 
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
@@ -78,7 +79,8 @@ def test_bad_input_one_line_and_run_goes_on(tmp_path, kind):
     bad, expected = make_bad(kind, tmp_path)
     before = snapshot(tmp_path)
     extra = [bad] if kind == "missing" else []
-    r = cli("apply", "--kernel", KERNEL, tmp_path, *extra, env={"TOPK_MIGRATE_MAX_BYTES": "100000"}, timeout=120)
+    r = cli("apply", "--kernel", KERNEL, tmp_path, *extra, env={**os.environ, "TOPK_MIGRATE_MAX_BYTES": "100000"},
+            timeout=120)
     assert r.returncode == 2, r.stderr
     assert "Traceback" not in r.stdout + r.stderr
     errors = [l for l in r.stderr.splitlines() if l.startswith(f"{bad}: error: ")]

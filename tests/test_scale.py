@@ -6,21 +6,14 @@ on an idle or a loaded machine) for N and 2N sites. A scan of the module per sit
 function per read, makes it grow about 3-4x per doubling at these sizes; linear work about 2x.
 """
 import cProfile
-import importlib.util
-import os
 import pstats
 
 import pytest
 
+import scale_bench  # bench/scale_bench.py's shapes (bench/ is on the tests' sys.path)
+from helpers import KERNEL
 from topk_migrate.api import migrate_source
 from topk_migrate.model import Status
-
-_spec = importlib.util.spec_from_file_location(
-    "scale_bench", os.path.join(os.path.dirname(__file__), "..", "bench", "scale_bench.py"))
-scale_bench = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(scale_bench)
-
-KERNEL = "sglang-kernel==0.4.6"
 
 
 def calls_made(source: str, folder) -> tuple:

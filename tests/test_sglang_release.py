@@ -1,19 +1,18 @@
 """Done-when of the core issue: on sglang 0.5.16's real dsa_backend.py, `apply` produces the
 fix that 0.5.17 merged, function by function; 0.5.17 is compliant and left byte-identical."""
 import ast
-import subprocess
-import sys
+import functools
 from types import SimpleNamespace
 
 import pytest
 
+from helpers import KERNEL, run_cli
 from sglang_wheels import DSA, NSA, install_like_site_packages
 
 HELPER, CALLERS = "_forward_flashmla_sparse", ("forward_extend", "forward_decode")
 
 
-def cli(*args):
-    return subprocess.run([sys.executable, "-m", "topk_migrate", *args], capture_output=True, text=True)
+cli = functools.partial(run_cli, timeout=None)
 
 
 def functions(src):
@@ -108,7 +107,6 @@ def test_0516_with_an_old_kernel_is_manual_and_untouched(releases):
 
 # -- no over-refusal (issue 8): the real releases that need the fix stay fixable, with the reference shape --------
 
-KERNEL = "sglang-kernel==0.4.6"
 # The default tier keeps 0.5.16 (test_0516_*: the merged fix, the old kernel), 0.5.17 and 0.5.12.post1's own
 # pin (test_release_pinning_an_old_kernel_...); the reference shape on every release is in the heavy tier.
 HEAVY = pytest.mark.heavy

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import KERNEL
 from topk_migrate.api import migrate_source
 from topk_migrate.codemods.pass_topk_length import rule as rule
 from topk_migrate.codemods.pass_topk_length.rows import index_hazard, row_hazard
@@ -19,7 +20,6 @@ from topk_migrate.scopecheck import Tree
 
 ROOT_EXAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "examples" / "dsa_backend.py"
 
-KERNEL = "sglang-kernel==0.4.6"
 
 
 class T:

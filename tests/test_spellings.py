@@ -1,9 +1,9 @@
 """Every import spelling of the kernel is found; similar-named kernels never are."""
 import pytest
 
+from helpers import KERNEL
 from topk_migrate.api import migrate_source
 
-KERNEL = "sglang-kernel==0.4.6"
 SPELLINGS = {
     "module-level": ("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
                      "def f(q, kv, i):\n    return flash_mla_sparse_fwd(q, kv, i, 1.0)\n",

@@ -5,25 +5,20 @@ write code of its choosing into a backend, nor crash the run or silently skip
 every file: anything but the documented shapes is a one-line configuration error
 that names the file and the key.
 """
+import functools
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
+from helpers import KERNEL, ROOT, run_cli
 from topk_migrate.config import _load, is_dotted_name
 from topk_migrate.model import InputError
 
-ROOT = Path(__file__).resolve().parents[1]
 BACKEND = ROOT / "fixtures" / "examples" / "dsa_backend.py"
-KERNEL = "sglang-kernel==0.4.6"
 INJECTION = 'metadata.x if __import__("os").system("id") else metadata.y'
 
 
-def cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "topk_migrate", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, timeout=120)
+cli = functools.partial(run_cli, timeout=120)
 
 
 @pytest.fixture

@@ -9,15 +9,13 @@ import os
 import shlex
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+from helpers import KERNEL, ROOT
 from topk_migrate import guard, kernels, project
 from topk_migrate.model import InputError
 
-ROOT = Path(__file__).resolve().parents[1]
-KERNEL = "sglang-kernel==0.4.6"
 HEADER = "from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
 BACKEND = HEADER + '''
 

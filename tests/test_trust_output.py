@@ -5,35 +5,30 @@ File names in a fork may hold terminal escapes, carriage returns, bidi overrides
 GitHub workflow-command syntax or bytes that are not UTF-8. Human-readable output
 shows them escaped; JSON and SARIF carry them; nothing crashes on them.
 """
+import functools
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
-from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers import KERNEL, ROOT, run_cli
 from topk_migrate import report
 from topk_migrate.audit import audit
 from topk_migrate.discover import iter_python_files
 from topk_migrate.escape import UNSAFE, printable
 
-ROOT = Path(__file__).resolve().parents[1]
 BACKEND = ROOT / "fixtures" / "examples" / "dsa_backend.py"
-KERNEL = "sglang-kernel==0.4.6"
 MANUAL = "from sgl_kernel import flash_mla_sparse_fwd\n\ndef f(q, kv, i, **kw):\n    return flash_mla_sparse_fwd(q, kv, i, 1.0, **kw)\n"
 HOSTILE = "\x1b]0;PWNED\x07\x1b[31mred\r\x9b2J\u202eyp.txt"  # title, colour, carriage return, C1 CSI, bidi
 RAW_CONTROLS = ("\x1b", "\x07", "\r", "\x9b", "\u202e")
 
 
-def cli(*args, cwd=None, env=None):
-    return subprocess.run([sys.executable, "-m", "topk_migrate", *map(str, args)], capture_output=True, cwd=cwd,
-                          env={**os.environ, **(env or {})}, timeout=120)
+cli = functools.partial(run_cli, timeout=120, text=False)  # bytes: the tests decode it strictly themselves
 
 
 @pytest.fixture
@@ -177,7 +172,7 @@ def test_a_report_to_a_fifo_is_written_into_it_not_put_in_its_place(tmp_path):
 def test_streams_that_cannot_encode_an_em_dash(tmp_path, encoding):
     (tmp_path / "caf\u00e9_\u4e2d.py").write_text(MANUAL)
     for cmd in ("check", "audit"):
-        r = cli(cmd, tmp_path, env={"PYTHONIOENCODING": encoding})
+        r = cli(cmd, tmp_path, env={**os.environ, "PYTHONIOENCODING": encoding})
         assert r.returncode == 1 and b"Traceback" not in r.stderr, r.stderr
         text = r.stdout.decode(encoding) + r.stderr.decode(encoding)
         assert "manual" in text and "\\u4e2d" in text

@@ -5,18 +5,16 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+from helpers import KERNEL, ROOT
 from topk_migrate import api, guard
 from topk_migrate import audit as audit_mod
 from topk_migrate.audit import audit
 from topk_migrate.model import InputError
 
-ROOT = Path(__file__).resolve().parents[1]
 BACKEND = (ROOT / "fixtures" / "examples" / "dsa_backend.py").read_text()
-KERNEL = "sglang-kernel==0.4.6"
 HEAD = "from sgl_kernel import flash_mla_sparse_fwd\n\ndef f(q, kv, i, m):\n"
 CALL = "flash_mla_sparse_fwd(q, kv, i, 1.0)"
 

@@ -3,13 +3,12 @@ backslash never put a file outside (or inside the control files of) the temporar
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+from helpers import ROOT
 from topk_migrate.audit import AuditError, audit, unsafe_path
 
-ROOT = Path(__file__).resolve().parents[1]
 BACKEND = (ROOT / "fixtures" / "examples" / "dsa_backend.py").read_bytes()
 ATTACK = b"import os  # ATTACKER flash_mla_sparse_fwd\n"
 

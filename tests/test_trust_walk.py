@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import KERNEL, ROOT
 from topk_migrate import discover
 from topk_migrate.audit import audit
 from topk_migrate.discover import (
@@ -26,9 +27,7 @@ from topk_migrate.discover import (
     read_regular,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
 BACKEND = ROOT / "fixtures" / "examples" / "dsa_backend.py"
-KERNEL = "sglang-kernel==0.4.6"
 CALL = "from sgl_kernel import flash_mla_sparse_fwd\n\ndef f(q, kv, i, m):\n    return flash_mla_sparse_fwd(q, kv, i, 1.0, topk_length=m.lens)\n"
 
 

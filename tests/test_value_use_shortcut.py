@@ -1,19 +1,18 @@
 """The rule skips its scope walk for value uses of the kernel (`partial(kernel)`, `k = kernel`) when no
 kernel name occurs outside a callee or an import (`_maybe_value_use`). That shortcut must never hide a
 site: on every input below, the value-use sites with it equal those of the full walk."""
-from pathlib import Path
 
 import libcst as cst
 import pytest
 
 from adversarial.generated import SAMPLE
 from adversarial.variants import VARIANTS
+from helpers import ROOT
 from topk_migrate.codemods.pass_topk_length import analysis as analysis
 from topk_migrate.codemods.pass_topk_length import rule as rule
 from topk_migrate.resolve import collect
 from topk_migrate.scopecheck import Tree
 
-ROOT = Path(__file__).resolve().parents[1]
 VALUE_USES = [  # each is a value use; the shortcut must see it
     "from sgl_kernel import flash_mla_sparse_fwd\nk = flash_mla_sparse_fwd\n",
     "import functools\nfrom sgl_kernel import flash_mla_sparse_fwd as f\nk = functools.partial(f, scale=1.0)\n",
