@@ -48,6 +48,50 @@ def test_no_engine_file_names_a_rule():
             assert f"codemods.{module}" not in text and f"import {module}" not in text, (p, spec.id)
 
 
+# Where the engine may still say a rule's words, and why: the example a message or an option's help shows.
+# topk_migrate/smoke/ is the first rule's GPU proof (its kernel, emitters and contract) and is left out.
+SAYS = {
+    "config.py": {"sglang-kernel"},  # `kernel: expected a string such as "sglang-kernel==0.4.6"`
+    "kernels.py": {"sglang-kernel", "sgl_kernel", "flash_mla", "topk_length"},  # parse_pin's examples
+    "options.py": {"sglang-kernel"},  # --kernel's help
+    "rules.py": {"pass-topk-length"},  # the example of a valid rule id
+    "bump/sources.py": {"sgl-kernel"},  # a source tree's layout: sglang keeps its kernel under sgl-kernel/python/
+}
+
+
+def _words(spec) -> set:
+    words = {spec.id, *spec.entry_points, *spec.providers, *spec.tags, *spec.wrappers,
+             *(d for ds in spec.providers.values() for d in ds)}
+    return words | ({spec.param} if spec.param else set())
+
+
+def test_no_engine_code_says_a_rules_parameter_entry_points_or_kernels():
+    """Beyond imports: no name, attribute or string in the engine's code (docstrings and comments
+    aside) is one of a rule's id, parameter, entry points, kernel modules, distributions, wrapper
+    paths or tags, except the examples in SAYS; the engine takes them all from RuleInfo."""
+    import ast
+
+    words = set().union(*(_words(s) for s in rules.specs()))
+    found = []
+    for p in sorted((ROOT / "topk_migrate").rglob("*.py")):
+        rel = p.relative_to(ROOT / "topk_migrate").as_posix()
+        if rel.startswith("smoke/"):
+            continue
+        tree = ast.parse(p.read_text())
+        docs = {id(n.body[0].value) for n in ast.walk(tree)
+                if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+        for n in ast.walk(tree):
+            said = n.value if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs else \
+                n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else None
+            if said is None:
+                continue
+            hits = {w for w in words if w in said} - SAYS.get(rel, set())
+            if hits:
+                found.append(f"{rel}:{n.lineno}: {sorted(hits)}")
+    assert not found, "\n".join(found)
+
+
 def test_the_toy_rule_is_discovered_with_its_examples(toy, tmp_path):
     """Its examples are its tests, run as every shipped rule's are (tests/rule_examples.py)."""
     assert "explicit-d-v" in rules.ids() and rules.spec("explicit-d-v").param == "d_v"

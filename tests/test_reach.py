@@ -210,3 +210,42 @@ def test_the_kernel_module_patched_in_another_file_while_the_call_reads_it_throu
         assert site.status is Status.MANUAL and "compat.py:9" in site.reason, site.reason
     else:
         assert site.status is Status.FIXABLE, site.reason
+
+
+GRAPH_BACKEND = BACKEND.replace('''    def forward(self, q, kv, idx):''', '''    def init_forward_metadata_out_graph(self, seq_lens):
+        self._apply_graph_metadata(seq_lens)
+
+    def _apply_graph_metadata(self, seq_lens):
+        metadata = self.forward_metadata
+        {update}
+
+    def forward(self, q, kv, idx):''')
+
+
+@pytest.mark.parametrize("update,fixable", [
+    ("metadata.dsa_cache_seqlens_int32 = torch.clamp(seq_lens, max=2048).to(torch.int32)", False),
+    ("metadata.dsa_cache_seqlens_int32.copy_(torch.clamp(seq_lens, max=2048))", True),
+    ("setattr(metadata, 'dsa_cache_seqlens_int32', torch.clamp(seq_lens, max=2048).to(torch.int32))", False),
+    ("m = DSAMetadata()\n        m.dsa_cache_seqlens_int32 = torch.clamp(seq_lens, max=2048).to(torch.int32)", True),
+])
+def test_the_field_given_a_new_tensor_where_no_replay_hook_is_named(tmp_path, update, fixable):
+    """Found hand-editing sglang 0.5.16, whose CUDA-graph update runs in `_apply_cuda_graph_metadata`: a
+    captured graph keeps reading the tensor the field held, so giving an existing metadata object's field a new
+    tensor, under any method name, leaves topk_length stale on replay; a new object built there is another one."""
+    site = verdict(tmp_path, {}, backend=GRAPH_BACKEND.replace("{update}", update))
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+    if not fixable:
+        assert "a new tensor" in site.reason and "copy_" in site.reason, site.reason
+
+
+@pytest.mark.parametrize("write,fixable", [
+    ("def refresh(backend, lens):\n    backend.forward_metadata.dsa_cache_seqlens_int32 = lens.clamp(max=2048)\n", False),
+    ("def refresh(backend, lens):\n    backend.forward_metadata.dsa_cache_seqlens_int32.copy_(lens.clamp(max=2048))\n", True),
+    ("from engine.backend import DSAMetadata\n\n\ndef build(lens):\n    m = DSAMetadata()\n"
+     "    m.dsa_cache_seqlens_int32 = lens.clamp(max=2048)\n    return m\n", True),
+])
+def test_the_field_given_a_new_tensor_in_another_file(tmp_path, write, fixable):
+    site = verdict(tmp_path, {"engine/graphs.py": write})
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+    if not fixable:
+        assert "graphs.py:2" in site.reason and "a new tensor" in site.reason, site.reason

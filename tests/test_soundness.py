@@ -471,8 +471,8 @@ def test_on_cuda_graph_replay_the_lengths_are_updated_in_place(tmp_path, replay,
     assert original in src
     (site,) = migrate_source(src.replace(original, replay), str(tmp_path / "b.py")).sites
     assert (site.status is Status.FIXABLE) is fixable, site.reason
-    if not fixable:
-        assert "CUDA-graph replay" in site.reason, site.reason
+    if not fixable:  # (a new tensor for the field is refused under any method name: replaced_field)
+        assert "CUDA-graph replay" in site.reason or "a CUDA graph was captured with" in site.reason, site.reason
 
 
 def test_the_soundness_page_lists_every_allowlist_entry():

@@ -559,6 +559,14 @@ def field_writes(project: "Project", field: str) -> List[Tuple[_File, ast.AST, a
     return out
 
 
+def constructed(f: _File, e: ast.AST) -> bool:
+    """Is `e` a local name bound, at each of its bindings, to a class's constructor call (a capitalized
+    callee: `DSAMetadata(...)`): a new object, which no captured CUDA graph holds?"""
+    values = local_value(f, e) if isinstance(e, ast.Name) else None
+    return bool(values) and all(isinstance(v, ast.Call) and _unparse(v.func).rsplit(".", 1)[-1][:1].isupper()
+                                for v in values)
+
+
 def local_value(f: _File, name: ast.Name) -> Optional[List[ast.AST]]:
     """The values a local name is assigned in the function (or module) that reads it, or None where it
     is also bound otherwise (a parameter, a loop, an augmented assignment, a `with`, ...)."""

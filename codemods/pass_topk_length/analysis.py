@@ -252,7 +252,9 @@ class _Analysis:
             if target is not None:
                 why = f"`{expr}` is assigned at line {self.tree.line(target.target)}, in the function that passes it"
             if why is None and expr not in self.user_metadata:
-                why = self.unclipped_write(expr.rsplit(".", 1)[1]) or self.replay_replaces(expr.rsplit(".", 1)[1])
+                field_name = expr.rsplit(".", 1)[1]
+                why = self.unclipped_write(field_name) or self.replaced_field(field_name) \
+                    or self.replay_replaces(field_name)
             if why is None:
                 if expr in self.user_metadata:  # the user vouches for the object; None is still handled
                     return expr, "none_safe" if none else "plain", None
@@ -280,6 +282,44 @@ class _Analysis:
                     return self._unclipped(field_name, call, call.args[0].value)
             return None
         return self.index(f"unclipped:{field_name}", build)
+
+    def replaced_field(self, field_name: str) -> Optional[str]:
+        """CUDA graphs, whatever path updates the metadata (sglang 0.5.16 does it in
+        `_apply_cuda_graph_metadata`, a name like no replay hook): a captured graph keeps reading the tensor
+        the field held when it was captured, so the field is never given a new tensor on an object that may
+        be a captured one. `x.field = v` (`+=`, `: T =`, a literal setattr) only where x is bound in the same
+        function, on every path, to a class's constructor call (`DSAMetadata(...)`): the first other one, or None."""
+        def build() -> Optional[str]:
+            writes = [t for t in self.find((cst.AssignTarget, cst.AnnAssign, cst.AugAssign), _targets_attribute)
+                      if t.target.attr.value == field_name]
+            writes += [c for c in self.find(cst.Call, lambda c: get_full_name_for_node(c.func) == "setattr"
+                                            and len(c.args) > 1 and isinstance(c.args[1].value, cst.SimpleString)
+                                            and c.args[1].value.evaluated_value == field_name)]
+            for w in writes:
+                receiver = w.args[0].value if isinstance(w, cst.Call) else w.target.value
+                if isinstance(w, cst.AugAssign) or not self._constructed(receiver):
+                    obj = _code(receiver).strip()
+                    return (f"line {self.tree.line(w)} gives `{obj}.{field_name}` a new tensor, and `{obj}` may be "
+                            "metadata a CUDA graph was captured with, which keeps reading the tensor it held; "
+                            f"update it in place (`{obj}.{field_name}.copy_(...)`), or pass topk_length by hand")
+            return None
+        return self.index(f"replaced:{field_name}", build)
+
+    def _constructed(self, e: cst.BaseExpression) -> bool:
+        """Is `e` a local name bound, at each of its bindings, to a class's constructor call (a capitalized
+        callee: `DSAMetadata(...)`), so a new object no captured graph holds?"""
+        if not isinstance(e, cst.Name):
+            return False
+        b = self.tree.binding(e, e.value)
+        if not b.assignments or not isinstance(b.assignments[0].scope, FunctionScope):
+            return False
+        for a in b.assignments:
+            stmt = self.tree.assignment_statement(a)
+            value = getattr(stmt, "value", None)
+            callee = (dotted(value.func) or "") if isinstance(value, cst.Call) else ""
+            if not callee or not callee.rsplit(".", 1)[-1][:1].isupper():
+                return False
+        return True
 
     def replay_replaces(self, field_name: str) -> Optional[str]:
         """CUDA graphs: a graph captured once reads the tensors it was captured with, so on replay
@@ -509,6 +549,11 @@ class _Analysis:
                             "the tensors it was captured with; update them in place (copy_) first")
         for field_name in sorted({m.rsplit(".", 1)[-1] for m in self.metadata}):
             for f, node, value in reach.field_writes(proj, field_name):
+                if isinstance(node, ast.Attribute) and not reach.constructed(f, node.value) or isinstance(value, ast.AugAssign):
+                    obj = reach._unparse(node.value if isinstance(node, ast.Attribute) else node)
+                    return (f"{proj.rel(f.path)}:{getattr(node, 'lineno', 0)} gives `{obj}.{field_name}` a new tensor, "
+                            f"and `{obj}` may be metadata a CUDA graph was captured with, which keeps reading the tensor "
+                            f"it held; update it in place (`.copy_(...)`), or pass topk_length by hand")
                 if not _clipped_elsewhere(f, value, 0):
                     return (f"{proj.rel(f.path)}:{getattr(node, 'lineno', 0)} sets `{field_name}` from "
                             f"`{reach._unparse(value)[:80]}`, not provably the seqlens clipped to the top-k width "

@@ -117,7 +117,9 @@ REFLECTIONS = ("none", "setattr_computed", "setattr_literal", "attr_assign", "si
 SUBCLASSES = ("none", "same_fixed", "same_kwargs_reorder", "same_kwargs_plain", "same_topk_param",
               "sibling_fixed", "sibling_kwargs_reorder", "sibling_kwargs_plain",
               "package_fixed", "package_kwargs_reorder", "package_kwargs_plain", "package_topk_param")
-GRAPHS = ("eager", "graph_inplace", "graph_replace", "graph_replace_field")
+# graph_apply_*: the replay hook updates the metadata through a method named like no hook (sglang 0.5.16's
+# `_apply_cuda_graph_metadata`), in place or by giving the field a new tensor
+GRAPHS = ("eager", "graph_inplace", "graph_replace", "graph_replace_field", "graph_apply_inplace", "graph_apply_field")
 EDITS = ("rename", "log", "assert", "early_return", "str_annotations", "future_annotations")
 
 # pins -> (files, kernel generations at run time that those pins allow: "current" and/or "legacy")
@@ -473,7 +475,7 @@ SAFE = dict(
     field_source=("harness", "clamp_f"),
     decorator=("none", "no_grad", "inference_mode"),
     pins=("req_new", "pyproject_new"),
-    graph=("eager", "graph_inplace"),
+    graph=("eager", "graph_inplace", "graph_apply_inplace"),
 )
 # the row-preserving steps README says stay accepted, on q in the helper, written directly
 SAFE_ROW_OPS = ("head_pad", "view_keep", "reshape_keep", "reshape_neg", "unsqueeze_roundtrip", "cat_last",
@@ -1306,12 +1308,18 @@ class _Render:
     def graph_methods(self) -> List[str]:
         fld, g = self.field, self.s.graph
         make = self.fs("seq_lens")
+        capture = ["def init_forward_metadata_capture_cuda_graph(self, seq_lens):",
+                   f"    self.forward_metadata = DSAMetadata({fld}={make})", ""]
+        if g.startswith("graph_apply_"):
+            update = f"metadata.{fld}.copy_({make})" if g == "graph_apply_inplace" else f"metadata.{fld} = {make}.clone()"
+            return capture + ["def init_forward_metadata_replay_cuda_graph(self, seq_lens):",
+                              "    self._apply_graph_metadata(seq_lens)", "",
+                              "def _apply_graph_metadata(self, seq_lens):", "    metadata = self.forward_metadata",
+                              f"    {update}"]
         replay = {"graph_inplace": f"self.forward_metadata.{fld}.copy_({make})",
                   "graph_replace": f"self.forward_metadata = DSAMetadata({fld}={make}.clone())",
                   "graph_replace_field": f"self.forward_metadata.{fld} = {make}.clone()"}[g]
-        return ["def init_forward_metadata_capture_cuda_graph(self, seq_lens):",
-                f"    self.forward_metadata = DSAMetadata({fld}={make})", "",
-                "def init_forward_metadata_replay_cuda_graph(self, seq_lens):", f"    {replay}"]
+        return capture + ["def init_forward_metadata_replay_cuda_graph(self, seq_lens):", f"    {replay}"]
 
     def fs(self, e: str) -> str:
         return {"harness": f"{e}", "clamp_f": f"torch.clamp({e}, max=TOPK).to(torch.int32)",
