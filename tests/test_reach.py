@@ -226,7 +226,11 @@ GRAPH_BACKEND = BACKEND.replace('''    def forward(self, q, kv, idx):''', '''   
     ("metadata.dsa_cache_seqlens_int32 = torch.clamp(seq_lens, max=2048).to(torch.int32)", False),
     ("metadata.dsa_cache_seqlens_int32.copy_(torch.clamp(seq_lens, max=2048))", True),
     ("setattr(metadata, 'dsa_cache_seqlens_int32', torch.clamp(seq_lens, max=2048).to(torch.int32))", False),
-    ("m = DSAMetadata()\n        m.dsa_cache_seqlens_int32 = torch.clamp(seq_lens, max=2048).to(torch.int32)", True),
+    # a new object built in a method named for the graph: refused all the same (it may be handed on)
+    ("m = DSAMetadata()\n        m.dsa_cache_seqlens_int32 = torch.clamp(seq_lens, max=2048).to(torch.int32)", False),
+    # the attribute the callers read the metadata from, given a new object between replays / a stored one
+    ("self.forward_metadata = DSAMetadata()", False),
+    ("self.forward_metadata = self.graph_metadata[seq_lens.shape[0]]", True),
 ])
 def test_the_field_given_a_new_tensor_where_no_replay_hook_is_named(tmp_path, update, fixable):
     """Found hand-editing sglang 0.5.16, whose CUDA-graph update runs in `_apply_cuda_graph_metadata`: a
@@ -235,7 +239,20 @@ def test_the_field_given_a_new_tensor_where_no_replay_hook_is_named(tmp_path, up
     site = verdict(tmp_path, {}, backend=GRAPH_BACKEND.replace("{update}", update))
     assert (site.status is Status.FIXABLE) is fixable, site.reason
     if not fixable:
-        assert "a new tensor" in site.reason and "copy_" in site.reason, site.reason
+        assert ("a new tensor" in site.reason or "a new object" in site.reason) and "copy_" in site.reason, site.reason
+
+
+def test_a_new_metadata_object_built_outside_the_graph_path_may_be_given_the_field(tmp_path):
+    """A local built by a class's constructor is a new object, which no captured graph holds (in a method
+    the graph's update does not reach: what that reaches is refused a new field or object, as above)."""
+    update = "m = DSAMetadata()\n        m.dsa_cache_seqlens_int32 = torch.clamp(seq_lens, max=2048).to(torch.int32)"
+    backend = GRAPH_BACKEND.replace("{update}", update).replace("def _apply_graph_metadata(self", "def _make(self")
+    site = verdict(tmp_path, {}, backend=backend.replace("self._apply_graph_metadata(seq_lens)", "pass"))
+    assert site.status is Status.FIXABLE, site.reason
+    reached = backend.replace("self._apply_graph_metadata(seq_lens)", "self._make(seq_lens)")
+    (tmp_path / "reached").mkdir()
+    site = verdict(tmp_path / "reached", {}, backend=reached)
+    assert site.status is Status.MANUAL and "`_make` gives" in site.reason, site.reason
 
 
 @pytest.mark.parametrize("write,fixable", [

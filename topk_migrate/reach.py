@@ -589,6 +589,18 @@ def local_value(f: _File, name: ast.Name) -> Optional[List[ast.AST]]:
     return values or None
 
 
+def graph_update(name: str) -> bool:
+    """A method that may run between a CUDA graph's replays to update what it reads: a `*replay*` hook, or one
+    named for the graph that neither captures nor builds (sglang 0.5.16: init_forward_metadata_out_graph,
+    _apply_cuda_graph_metadata; a capture or its builder makes the objects a graph keeps)."""
+    return "replay" in name or ("graph" in name and not graph_builder(name))
+
+
+def graph_builder(name: str) -> bool:
+    """A method that makes what a CUDA graph keeps (a capture, its builder, the graph state's set-up)."""
+    return any(w in name for w in ("capture", "build", "init_cuda_graph"))
+
+
 def replay_writes(project: "Project", classes: List[Tuple[_File, ast.ClassDef]], field: str,
                   held: Set[str]) -> Optional[Finding]:
     """CUDA graphs, in the related classes of other files: a method named `*replay*` that gives `field` a
@@ -596,7 +608,7 @@ def replay_writes(project: "Project", classes: List[Tuple[_File, ast.ClassDef]],
     callers read the metadata) anything but an object read from somewhere (`self.graph_metadata[bs]`)."""
     for f, cls in classes:
         for d in cls.body:
-            if not isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) or "replay" not in d.name:
+            if not isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) or not graph_update(d.name):
                 continue
             for node in ast.walk(d):
                 if isinstance(node, ast.keyword) and node.arg == field:

@@ -15,7 +15,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import FunctionScope, GlobalScope, ImportAssignment
 
-from topk_migrate import suppress
+from topk_migrate import reach, suppress
 from topk_migrate.model import Capability, Site, Status
 from topk_migrate.resolve import CallInfo, Function, ModuleFacts, dotted
 from topk_migrate.scopecheck import Tree, root_binding
@@ -322,13 +322,14 @@ class _Analysis:
         return True
 
     def replay_replaces(self, field_name: str) -> Optional[str]:
-        """CUDA graphs: a graph captured once reads the tensors it was captured with, so on replay
-        (functions named `*replay*`, as the engines' init_forward_metadata_replay_cuda_graph) the lengths
-        must be updated in place: no new value for the field, no new metadata object (`self.forward_metadata`
-        may only be given back an object read from where the captured ones are kept)."""
+        """CUDA graphs: a graph captured once reads the tensors it was captured with, so between replays
+        (reach.graph_update's methods, as the engines' init_forward_metadata_replay_cuda_graph, and the methods
+        they call through self, but a capture or its builder) the lengths must be updated in place: no new
+        value for the field, no new metadata object (`self.forward_metadata` may only be given back an object
+        read from where the captured ones are kept)."""
         def build() -> Optional[str]:
             held = self.held_attributes()
-            for fdef in self.find(cst.FunctionDef, lambda f: "replay" in f.name.value):
+            for fdef in self.graph_update_defs():
                 for arg in self.find(cst.Arg, lambda a: a.keyword is not None and a.keyword.value == field_name, fdef):
                     return self._replaced(fdef, arg, f"a new `{field_name}`")
                 for target in self.find(cst.AssignTarget, _targets_attribute, fdef):
@@ -342,6 +343,25 @@ class _Analysis:
                         return self._replaced(fdef, target, f"`{_code(target.target).strip()}` a new object")
             return None
         return self.index(f"replay:{field_name}", build)
+
+    def graph_update_defs(self) -> List[cst.FunctionDef]:
+        """The defs that may run between a graph's replays: reach.graph_update's, and what they call as
+        `self.name(...)` (transitively), less a capture or a builder (which make the objects a graph keeps)."""
+        def build() -> List[cst.FunctionDef]:
+            todo = list(self.find(cst.FunctionDef, lambda f: reach.graph_update(f.name.value)))
+            seen: Dict[int, cst.FunctionDef] = {}
+            while todo:
+                fdef = todo.pop()
+                if id(fdef) in seen:
+                    continue
+                seen[id(fdef)] = fdef
+                for call in self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute)
+                                      and isinstance(c.func.value, cst.Name) and c.func.value.value == "self", fdef):
+                    name = call.func.attr.value
+                    if not reach.graph_builder(name):
+                        todo += [f.node for f in self.functions_named(name) if f.class_name]
+            return list(seen.values())
+        return self.index("graph_update_defs", build)
 
     def held_attributes(self) -> Set[str]:
         """The attributes of self the kernel's callers read the metadata from (`metadata = self.forward_metadata`)."""
@@ -483,7 +503,6 @@ class _Analysis:
     def project(self):
         """The project's other files (topk_migrate.reach), read once per module checked."""
         if self._project is None:
-            from topk_migrate import reach
             from topk_migrate.project import project_root
 
             self._project = reach.Project(self.path, project_root(self.path))
@@ -500,8 +519,6 @@ class _Analysis:
         return self.index(key, lambda: self._whole_project(c, fn))  # the same for every call of one callee and helper
 
     def _whole_project(self, c: CallInfo, fn: Optional[Function]) -> Optional[str]:
-        from topk_migrate import reach
-
         proj = self.project()
         kernel = c.callee.rsplit(".", 1)[-1]
         modules = self.kernel_modules(c.callee)
@@ -568,8 +585,6 @@ class _Analysis:
         """A kernel defined in this project is a plain forwarding wrapper (topk_migrate.reach.forwarded_call):
         whatever it takes (the gate read its signature, or its module's declaration), it hands on with the
         rows and indices it was given. Else why not."""
-        from topk_migrate import reach
-
         name = c.callee.rsplit(".", 1)[-1]
         call, what = reach.forwarded_call(d, None, offset)
         if call is None and not what:
@@ -961,8 +976,6 @@ class _Analysis:
 
     def _forwarding(self, other: Function) -> str:
         """"" if the method only hands its arguments, unchanged, to super() (reach.forwarded_call)."""
-        from topk_migrate import reach
-
         d = _as_ast(other.node)
         if d is None:
             return "it could not be read"
@@ -1225,8 +1238,6 @@ def _clipped_elsewhere(f, e, depth: int, env: Optional[dict] = None) -> bool:
     the clipped field, a top-level function of that file whose every return is such (its parameters are
     the call's arguments: `env`), or a local bound only to such; anything else is not proven."""
 
-
-    from topk_migrate import reach
 
     if depth > 8:
         return False
