@@ -110,7 +110,7 @@ def test_a_file_that_is_not_python_changes_nothing(tmp_path):
 
 @pytest.mark.parametrize("value,fixable", [
     ("batch.seq_lens.to(torch.int32)", False),
-    ("batch.seq_lens.clamp(max=2048).to(torch.int32)", True),
+    ("batch.seq_lens.clamp(max=INDEX_TOPK).to(torch.int32)", True),
     ("torch.minimum(batch.seq_lens, batch.topk)", True),
 ])
 def test_the_field_built_in_another_file(tmp_path, value, fixable):
@@ -147,7 +147,7 @@ def test_the_projects_own_kernel_wrapper(tmp_path, wrapper, fixable, monkeypatch
     ("self.forward_metadata = DSAMetadata()", False),
     ("self.forward_metadata.dsa_cache_seqlens_int32 = lens", False),
     ("self.forward_metadata = self.graph_metadata[bs]", True),
-    ("self.forward_metadata.dsa_cache_seqlens_int32.copy_(lens.clamp(max=2048))", True),
+    ("self.forward_metadata.dsa_cache_seqlens_int32.copy_(lens.clamp(max=INDEX_TOPK))", True),
     ("self.forward_metadata.dsa_cache_seqlens_int32.copy_(lens)", False),  # in place, but not clipped
 ])
 def test_cuda_graph_replay_in_another_file(tmp_path, where, replay, fixable):
@@ -223,11 +223,11 @@ GRAPH_BACKEND = BACKEND.replace('''    def forward(self, q, kv, idx):''', '''   
 
 
 @pytest.mark.parametrize("update,fixable", [
-    ("metadata.dsa_cache_seqlens_int32 = torch.clamp(seq_lens, max=2048).to(torch.int32)", False),
-    ("metadata.dsa_cache_seqlens_int32.copy_(torch.clamp(seq_lens, max=2048))", True),
-    ("setattr(metadata, 'dsa_cache_seqlens_int32', torch.clamp(seq_lens, max=2048).to(torch.int32))", False),
+    ("metadata.dsa_cache_seqlens_int32 = torch.clamp(seq_lens, max=INDEX_TOPK).to(torch.int32)", False),
+    ("metadata.dsa_cache_seqlens_int32.copy_(torch.clamp(seq_lens, max=INDEX_TOPK))", True),
+    ("setattr(metadata, 'dsa_cache_seqlens_int32', torch.clamp(seq_lens, max=INDEX_TOPK).to(torch.int32))", False),
     # a new object built in a method named for the graph: refused all the same (it may be handed on)
-    ("m = DSAMetadata()\n        m.dsa_cache_seqlens_int32 = torch.clamp(seq_lens, max=2048).to(torch.int32)", False),
+    ("m = DSAMetadata()\n        m.dsa_cache_seqlens_int32 = torch.clamp(seq_lens, max=INDEX_TOPK).to(torch.int32)", False),
     # the attribute the callers read the metadata from, given a new object between replays / a stored one
     ("self.forward_metadata = DSAMetadata()", False),
     ("self.forward_metadata = self.graph_metadata[seq_lens.shape[0]]", True),
@@ -245,7 +245,7 @@ def test_the_field_given_a_new_tensor_where_no_replay_hook_is_named(tmp_path, up
 def test_a_new_metadata_object_built_outside_the_graph_path_may_be_given_the_field(tmp_path):
     """A local built by a class's constructor is a new object, which no captured graph holds (in a method
     the graph's update does not reach: what that reaches is refused a new field or object, as above)."""
-    update = "m = DSAMetadata()\n        m.dsa_cache_seqlens_int32 = torch.clamp(seq_lens, max=2048).to(torch.int32)"
+    update = "m = DSAMetadata()\n        m.dsa_cache_seqlens_int32 = torch.clamp(seq_lens, max=INDEX_TOPK).to(torch.int32)"
     backend = GRAPH_BACKEND.replace("{update}", update).replace("def _apply_graph_metadata(self", "def _make(self")
     site = verdict(tmp_path, {}, backend=backend.replace("self._apply_graph_metadata(seq_lens)", "pass"))
     assert site.status is Status.FIXABLE, site.reason
@@ -256,10 +256,10 @@ def test_a_new_metadata_object_built_outside_the_graph_path_may_be_given_the_fie
 
 
 @pytest.mark.parametrize("write,fixable", [
-    ("def refresh(backend, lens):\n    backend.forward_metadata.dsa_cache_seqlens_int32 = lens.clamp(max=2048)\n", False),
-    ("def refresh(backend, lens):\n    backend.forward_metadata.dsa_cache_seqlens_int32.copy_(lens.clamp(max=2048))\n", True),
+    ("def refresh(backend, lens):\n    backend.forward_metadata.dsa_cache_seqlens_int32 = lens.clamp(max=INDEX_TOPK)\n", False),
+    ("def refresh(backend, lens):\n    backend.forward_metadata.dsa_cache_seqlens_int32.copy_(lens.clamp(max=INDEX_TOPK))\n", True),
     ("from engine.backend import DSAMetadata\n\n\ndef build(lens):\n    m = DSAMetadata()\n"
-     "    m.dsa_cache_seqlens_int32 = lens.clamp(max=2048)\n    return m\n", True),
+     "    m.dsa_cache_seqlens_int32 = lens.clamp(max=INDEX_TOPK)\n    return m\n", True),
 ])
 def test_the_field_given_a_new_tensor_in_another_file(tmp_path, write, fixable):
     site = verdict(tmp_path, {"engine/graphs.py": write})

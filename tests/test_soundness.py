@@ -445,6 +445,11 @@ def test_the_metadata_type_is_the_class_its_annotation_names_exactly(tmp_path, c
     ("return seqlens + 0", False),  # the module builds the field without clipping it to the top-k width
     ("return seqlens.clamp(min=0)", False),
     ("return helper(seqlens)", False),
+    # the bound must be the top-k width itself (topk_length past the indices' width reads past them)
+    ("return seqlens.clamp(max=index_topk * 2)", False),
+    ("return seqlens.clamp(max=4096)", False),
+    ("return torch.clamp(seqlens, 0, self_width)", False),
+    ("return torch.minimum(seqlens, torch.full_like(seqlens, 2 * index_topk))", False),
 ])
 def test_the_field_must_hold_the_seqlens_clipped_to_the_top_k_width(tmp_path, clip, fixable):
     (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")

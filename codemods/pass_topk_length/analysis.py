@@ -58,6 +58,8 @@ CLIPS = {
     "compute_dsa_seqlens": "sglang dsa/utils.py: original_seq_lens.clamp(max=dsa_index_topk)",
     "compute_nsa_seqlens": "sglang nsa/utils.py: original_seq_lens.clamp(max=nsa_index_topk)",
 }
+CLIP_HOW = ("the engine's compute_dsa_seqlens / compute_nsa_seqlens, a clamp with max= or a minimum, bounded by the "
+            "top-k width read plainly: self.dsa_index_topk, self.nsa_index_topk, TOPK")
 CLIP_KEEPING = {"pad_dsa_cache_seqlens", "pad_nsa_cache_seqlens"}  # (forward_batch, clipped seqlens): padded for graphs
 CLIPPED_FIELDS = {
     "dsa_cache_seqlens_int32": "the field itself", "nsa_cache_seqlens_int32": "the field itself",
@@ -394,8 +396,7 @@ class _Analysis:
 
     def _unclipped(self, field_name: str, at: cst.CSTNode, value: cst.BaseExpression) -> str:
         return (f"this module sets `{field_name}` at line {self.tree.line(at)} from `{_code(value).strip()[:80]}`, "
-                f"not provably the seqlens clipped to the top-k width (a clamp with max=, or the engine's "
-                f"{' / '.join(sorted(CLIPS))}); clip it, or pass topk_length by hand")
+                f"not provably the seqlens clipped to the top-k width ({CLIP_HOW}); clip it, or pass topk_length by hand")
 
     def _clipped(self, e: cst.BaseExpression, seen: set, env: Optional[tuple] = None) -> bool:
         """Is `e` the seqlens clipped to the top-k width, on every binding it can come from? `env`: while
@@ -423,14 +424,10 @@ class _Analysis:
                 return bool(returns) and all(r is not None and self._clipped(r, seen, (args, env)) for r in returns)
             if local:
                 return False
-            if name in CLIPS:
-                return True
+            if name in CLIPS or name in ("clamp", "clamp_", "clip", "clip_", "minimum", "min"):
+                return _clips_to_width(ast.parse(_code(e).strip(), mode="eval").body)
             if name in CLIP_KEEPING:  # pad_dsa_cache_seqlens(forward_batch, seqlens): pads clipped seqlens
                 return len(positional) >= 2 and all(self._clipped(v, seen, env) for v in positional[1:])
-            if name in ("clamp", "clamp_", "clip", "clip_"):  # an upper bound given
-                return any(a.keyword and a.keyword.value == "max" for a in e.args) or len(positional) >= (2 if method else 3)
-            if name in ("minimum", "min") and len(positional) + (1 if method else 0) >= 2:
-                return True
             if name in ("zeros", "new_zeros", "zeros_like"):
                 return True  # pad rows of length 0
             if name in ("cat", "concat") and positional and isinstance(positional[0], (cst.List, cst.Tuple)):
@@ -574,8 +571,7 @@ class _Analysis:
                 if not _clipped_elsewhere(f, value, 0):
                     return (f"{proj.rel(f.path)}:{getattr(node, 'lineno', 0)} sets `{field_name}` from "
                             f"`{reach._unparse(value)[:80]}`, not provably the seqlens clipped to the top-k width "
-                            f"(a clamp with max=, or the engine's {' / '.join(sorted(CLIPS))}); clip it, or pass "
-                            "topk_length by hand")
+                            f"({CLIP_HOW}); clip it, or pass topk_length by hand")
         for w in proj.unreadable:
             return (f"{w.path} {w.what}, so what it does to the kernel or the helper is not known; "
                     "pass topk_length by hand")
@@ -1232,6 +1228,43 @@ def _as_ast(node: cst.FunctionDef) -> Optional[ast.AST]:
         return None
 
 
+# The names the top-k width goes by (sglang: self.dsa_index_topk / self.nsa_index_topk, the indexer's topk):
+# a clip's bound must be one, read plainly, so that topk_length never exceeds the indices' width (a bound of
+# `2 * self.dsa_index_topk`, a literal or any other expression is not proven).
+WIDTH_NAME = re.compile(r"(?i)(dsa_|nsa_)?(index_)?topk")
+
+
+def _is_width(e: ast.AST) -> bool:
+    """A plain read of the top-k width (`self.dsa_index_topk`, `TOPK`), or a tensor filled with it."""
+    if isinstance(e, ast.Name):
+        return bool(WIDTH_NAME.fullmatch(e.id))
+    if isinstance(e, ast.Attribute):
+        return bool(WIDTH_NAME.fullmatch(e.attr))
+    if isinstance(e, ast.Call):
+        name = e.func.attr if isinstance(e.func, ast.Attribute) else e.func.id if isinstance(e.func, ast.Name) else ""
+        fill = e.args[1] if name in ("full_like", "full", "new_full") and len(e.args) > 1 \
+            else e.args[0] if name == "tensor" and e.args else None
+        fill = next((k.value for k in e.keywords if k.arg == "fill_value"), fill)
+        return fill is not None and _is_width(fill)
+    return False
+
+
+def _clips_to_width(e: ast.Call) -> bool:
+    """Is the call (the engine's clip, a clamp, a minimum) bounded above by the top-k width itself?"""
+    func = e.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    method = isinstance(func, ast.Attribute) and not (isinstance(func.value, ast.Name) and func.value.id == "torch")
+    kw = {k.arg: k.value for k in e.keywords if k.arg}
+    args = list(e.args)
+    if name in CLIPS:  # compute_dsa_seqlens(seqlens, dsa_index_topk)
+        bound = kw.get(f"{name.split('_')[1]}_index_topk", args[1] if len(args) > 1 else None)
+    elif name in ("clamp", "clamp_", "clip", "clip_"):  # x.clamp(min, max) / torch.clamp(x, min, max)
+        bound = kw.get("max", args[1 if method else 2] if len(args) > (1 if method else 2) else None)
+    else:  # x.minimum(w) / torch.minimum(x, w): either side may be the width
+        return any(_is_width(a) for a in args + list(kw.values()))
+    return bound is not None and _is_width(bound)
+
+
 def _clipped_elsewhere(f, e, depth: int, env: Optional[dict] = None) -> bool:
     """`_Analysis._clipped` for a value another file of the project gives the field (CPython's ast, read
     by topk_migrate.reach): the engine's clip, a clamp with an upper bound, a minimum, zeros, a read of
@@ -1260,14 +1293,10 @@ def _clipped_elsewhere(f, e, depth: int, env: Optional[dict] = None) -> bool:
             return bool(returns) and all(r is not None and _clipped_elsewhere(f, r, depth + 1, bound) for r in returns)
         if local:
             return False
-        if name in CLIPS:
-            return True
+        if name in CLIPS or name in ("clamp", "clamp_", "clip", "clip_", "minimum", "min"):
+            return _clips_to_width(e)
         if name in CLIP_KEEPING:
             return len(positional) >= 2 and all(_clipped_elsewhere(f, v, depth + 1, env) for v in positional[1:])
-        if name in ("clamp", "clamp_", "clip", "clip_"):
-            return any(k.arg == "max" for k in e.keywords) or len(positional) >= (2 if method else 3)
-        if name in ("minimum", "min") and len(positional) + (1 if method else 0) >= 2:
-            return True
         if name in ("zeros", "new_zeros", "zeros_like"):
             return True
         if name in ("cat", "concat") and positional and isinstance(positional[0], (ast.List, ast.Tuple)):

@@ -23,7 +23,7 @@ reference value: the SGLang shape `apply` must keep fixing):
     meta_class   the class of the metadata object at run time (the harness's, the module's, imported)
     field        dsa_cache_seqlens_int32 or nsa_cache_seqlens_int32
     field_source how the module builds the field (the harness's clipped counts, clamp to the top-k
-                 width three ways, or unclipped sequence lengths)
+                 width three ways, unclipped sequence lengths, or clamped to twice the width)
     rows         0-2 row steps on q and/or the indices: an op from ROW_OPS (permutations in method
                  and function form, row-preserving ops, row-count changes, duplications), a form of
                  application (direct, lambda, nested def, module function, method, mixin method in
@@ -107,7 +107,8 @@ DECLS = ("none", "class", "string", "optional", "union", "prefix_name", "importe
 META_CLASSES = ("harness", "module", "imported")
 META_RUNS = ("full", "declared")
 FIELDS = ("dsa", "nsa")
-FIELD_SOURCES = ("harness", "clamp_f", "clamp_m", "minimum", "unclipped")
+# clamp_wide: clipped, but to twice the top-k width (topk_length past the indices' width)
+FIELD_SOURCES = ("harness", "clamp_f", "clamp_m", "minimum", "unclipped", "clamp_wide")
 MICRO_BATCHES = ("none", "one_meta_slices", "one_meta_chunk", "one_meta_split", "one_meta_narrow", "one_meta_padded",
                  "per_mb_slices", "per_mb_chunk", "per_mb_padded")
 DECORATORS = ("none", "no_grad", "inference_mode", "unknown_fixed", "wraps_varargs", "wraps_reorder", "imported_varargs",
@@ -1325,7 +1326,8 @@ class _Render:
         return {"harness": f"{e}", "clamp_f": f"torch.clamp({e}, max=TOPK).to(torch.int32)",
                 "clamp_m": f"{e}.clamp(max=TOPK).to(torch.int32)",
                 "minimum": f"torch.minimum({e}, torch.full_like({e}, TOPK)).to(torch.int32)",
-                "unclipped": f"{e}.to(torch.int32)"}[self.s.field_source]
+                "unclipped": f"{e}.to(torch.int32)",
+                "clamp_wide": f"torch.clamp({e}, max=2 * TOPK).to(torch.int32)"}[self.s.field_source]
 
     def subclass_block(self) -> List[str]:
         s, n = self.s, self.n
