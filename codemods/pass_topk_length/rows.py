@@ -16,6 +16,7 @@ and function form.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
@@ -912,10 +913,18 @@ INDEX_KEEPING_ENGINE_METHODS = {
     "translate_loc_to_hisparse_device": "sglang token_to_kv_pool (hisparse): each valid location to its device slot",
     "swap_in_selected_pages": "sglang hisparse_coordinator: the selected pages' device locations, -1 kept",
 }
+# Where each of those methods takes the indices (position after self, keyword): only that argument is traced.
+INDEX_ARGUMENT = {"translate_loc_to_hisparse_device": (0, "compressed_indices"), "swap_in_selected_pages": (2, "top_k_result")}
 INDEX_CHANGES = {"masked_fill", "masked_fill_", "fill_", "index_fill", "index_fill_", "scatter", "scatter_",
                  "clamp", "clamp_", "clip", "clip_", "sort", "flip", "roll", "narrow", "index_select", "gather",
                  "split", "chunk", "remainder", "fmod", "abs", "neg", "zero_", "masked_scatter_", "index_put_",
                  "copy_", "put_", "add_", "sub_", "mul_"}
+
+
+# An attribute the indices are read from must say it holds them (`forward_batch.topk_indices`, `self.idx`,
+# `inp.indices`); any other one (`metadata.page_table_1`: every KV slot of the row, past the top-k width)
+# is not the indexer's output.
+INDEX_NAME = re.compile(r"(?i)topk|indices|idx")
 
 
 class IndexTrace:
@@ -965,7 +974,12 @@ class IndexTrace:
         if isinstance(e, cst.Name):
             return self._name(e)
         if isinstance(e, cst.Attribute):
-            return None if e.attr.value in NO_DATA_ATTRS else self.hazard(e.value)
+            if e.attr.value in NO_DATA_ATTRS:
+                return None
+            if not INDEX_NAME.search(e.attr.value):  # default-deny: an attribute that does not say it holds them
+                return (f"`{_code(e)}` is read from an attribute that does not say it holds the top-k indices "
+                        "(a page table or other tensor may hold more valid entries than the metadata counts)")
+            return self.hazard(e.value)
         if isinstance(e, cst.Subscript):
             if _reads_no_data(e.value):
                 return None  # `idx.shape[0]`: a size, not entries
@@ -1051,7 +1065,9 @@ class IndexTrace:
             if op in INDEX_KEEPING:
                 return self.hazard(receiver)
             if op in INDEX_KEEPING_ENGINE_METHODS:  # each valid location mapped, -1 kept: of the locations it gets
-                return next((w for w in (self.hazard(a.value) for a in args) if w), None)
+                pos, keyword = INDEX_ARGUMENT[op]
+                given = _keyword(e, keyword) or (args[pos].value if len(args) > pos else None)
+                return self.hazard(given) if given is not None else f"`{_code(e)}` is not handed the indices where expected"
         elif _torch_function(func, name) and args:  # torch.op(idx, ...): as idx.op(...)
             if op in INDEX_CHANGES:
                 return f"`{_code(e)}` changes which top-k entries are valid"

@@ -203,12 +203,12 @@ class Backend:
     def __init__(self):
         self.forward_metadata: Metadata  # declared as SGLang does: the metadata is read plainly
 
-    def forward_decode(self, q, kv, layer):
+    def forward_decode(self, q, kv, layer, topk_indices):
         metadata = self.forward_metadata
         return self._forward_flashmla_sparse(
             q_all=q,
             kv_cache=kv,
-            page_table_1=metadata.page_table_1,
+            page_table_1=topk_indices,
             sm_scale=layer.scaling,
         )
 
