@@ -283,3 +283,24 @@ def test_indices_read_from_an_attribute_must_say_they_are_the_top_k(tmp_path, in
     assert (site.status is Status.FIXABLE) is fixable, site.reason
     if not fixable:
         assert "does not say it holds the top-k indices" in site.reason, site.reason
+
+
+@pytest.mark.parametrize("second_q,fixable", [
+    ("q", True),
+    ("self.draft_q", False),  # a tensor held elsewhere: rows of its own
+    ("q2", False),  # a parameter the first call's q does not come from: what the callers pass for it is unchecked
+])
+def test_a_second_kernel_call_in_the_helper_takes_q_from_what_the_callers_pass(tmp_path, second_q, fixable):
+    """Found hand-editing sglang 0.5.16 (a draft-model call added beside the kernel call in the helper)."""
+    backend = BACKEND.replace(
+        "    def _forward_flashmla_sparse(self, q, kv, idx, scale):\n        return flash_mla_sparse_fwd(q, kv, idx, scale)[0]\n",
+        "    def _forward_flashmla_sparse(self, q, kv, idx, scale, q2=None):\n"
+        "        out = flash_mla_sparse_fwd(q, kv, idx, scale)[0]\n"
+        f"        return out + flash_mla_sparse_fwd({second_q}, kv, idx, scale)[0]\n")
+    assert backend != BACKEND
+    (tmp_path / ".git").mkdir()
+    path = tmp_path / "backend.py"
+    path.write_text(backend)
+    first, second = migrate_source(backend, str(path), kernel=KERNEL).sites
+    assert first.status is Status.FIXABLE, first.reason
+    assert (second.status is Status.FIXABLE) is fixable, second.reason

@@ -173,6 +173,9 @@ class Group:
     add_param: bool = False
     inline: bool = False  # guard inline in the call instead of a statement before it
     reason: str = ""
+    # helper: the parameters its first kernel call's q and indices come from (the callers' arguments traced)
+    row_sources: Set[str] = field(default_factory=set)
+    index_sources: Set[str] = field(default_factory=set)
 
     def q(self, call: CallInfo) -> str:
         return dotted(_q_arg(call.node))
@@ -986,12 +989,18 @@ class _Analysis:
             return self.site(c, Status.MANUAL, f"{why_not}; the {wanted} is not provably there at the call")
         existing = self.helper_groups_of(fn)
         if existing is not None:  # a second kernel call in the same helper joins its group
-            hazard, _ = row_hazard(self.tree, q_expr, self.tree.scope_of.get(fn.node.body), self.external_def, self.outside_project)
+            hazard, rows_from = row_hazard(self.tree, q_expr, self.tree.scope_of.get(fn.node.body), self.external_def,
+                                           self.outside_project, params_only=True)
             if hazard:
                 return self.site(c, Status.MANUAL, _rows_reason(hazard))
-            hazard = self.indices_hazard(c)[0]
+            hazard, indices_from = self.indices_hazard(c)
             if hazard:
                 return self.site(c, Status.MANUAL, _indices_reason(hazard))
+            untraced = sorted((rows_from - existing.row_sources) | (indices_from - existing.index_sources))
+            if untraced:  # the callers' arguments were traced for the first call's parameters only
+                return self.site(c, Status.MANUAL, f"this call's q or indices come from `{untraced[0]}`, a parameter of "
+                                 f"{fn.qualname} the first kernel call's do not come from, so what its callers pass "
+                                 "for it is not checked; pass topk_length by hand")
             existing.calls.append(c)
             return self.site(c, Status.FIXABLE, existing.reason, existing.callers[0][1] if existing.callers else None)
         params = fn.node.params
@@ -1001,7 +1010,8 @@ class _Analysis:
         # maintainer must solve; a decorator, an override or **kwargs only decide how the value is passed
         identity = f"{fn.qualname} takes **kwargs; add topk_length to it by hand" \
             if mine is None and isinstance(params.star_kwarg, cst.Param) else self.helper_identity(fn)
-        hazard, sources = row_hazard(self.tree, q_expr, self.tree.scope_of.get(fn.node.body), self.external_def, self.outside_project)
+        hazard, sources = row_hazard(self.tree, q_expr, self.tree.scope_of.get(fn.node.body), self.external_def,
+                                     self.outside_project, params_only=True)
         rows_why = _rows_reason(hazard) if hazard else None
         hazard, index_sources = self.indices_hazard(c)
         indices_why = _indices_reason(hazard) if hazard else None
@@ -1059,11 +1069,13 @@ class _Analysis:
         if why:
             return self.site(c, Status.MANUAL, why)
         if mine is not None and already and not passing:  # half-migrated: callers pass it, the kernel call drops it
-            g = Group("helper", [c], [], helper=fn, inline=c.statement is None)
+            g = Group("helper", [c], [], helper=fn, inline=c.statement is None, row_sources=sources,
+                      index_sources=index_sources)
             g.reason = f"{fn.qualname} takes topk_length from its callers but does not forward it"
             self._remember(fn, g)
             return self.site(c, Status.FIXABLE, g.reason)
-        g = Group("helper", [c], [], helper=fn, callers=passing, add_param=mine is None, inline=c.statement is None)
+        g = Group("helper", [c], [], helper=fn, callers=passing, add_param=mine is None, inline=c.statement is None,
+                  row_sources=sources, index_sources=index_sources)
         g.reason = f"{fn.qualname} gains topk_length; {_at([k for k, _, _ in passing])} pass it"
         if lacking:
             g.reason += f"; {_at(lacking)} have no metadata and keep the full width"

@@ -227,11 +227,19 @@ def local_defs(tree: Tree, func: cst.BaseExpression) -> List[cst.FunctionDef]:
     return []
 
 
+# Attributes of a tensor that are the tensor itself, rows and all (`q.data`, `q.real` of a real tensor): the
+# only attributes q's flow may read inside a helper; any other (`self.draft_q`) holds a tensor with rows of
+# its own. (Where the metadata is bound, q is taken as the engine hands it: `forward_batch.q` is that batch's.)
+ROW_KEEPING_ATTRS = {"data", "real"}
+
+
 class RowTrace:
     """Follows q's rows back through the assignments of its function."""
 
-    def __init__(self, tree: Tree, external: Optional[External] = None, outside: Optional[Outside] = None):
+    def __init__(self, tree: Tree, external: Optional[External] = None, outside: Optional[Outside] = None,
+                 params_only: bool = False):
         self.tree, self.external, self.outside = tree, external, outside
+        self.params_only = params_only  # a helper's q: it must come from its parameters (what the callers pass)
         self.seen: Set[int] = set()
         self.params: Set[Tuple[object, str]] = set()  # (scope, name) of the parameters q's rows come from
         self.inside = 0  # > 0 while reading the returns of a function defined in this module
@@ -277,6 +285,10 @@ class RowTrace:
                 return None
             if e.attr.value in TRANSPOSING_ATTRS:
                 return f"`{_code(e)}` transposes rows"
+            if self.params_only and e.attr.value not in ROW_KEEPING_ATTRS:
+                # in a helper, q must be what its callers pass: a tensor held elsewhere has rows of its own
+                return (f"`{_code(e)}` is read from an attribute, not from the q the callers pass, so its rows "
+                        "cannot be tied to the metadata's")
             return self._data(e.value)
         if isinstance(e, cst.Subscript):
             if _reads_no_data(e.value):
@@ -873,14 +885,15 @@ def writes_in(tree: Tree, owner: cst.CSTNode, name: str) -> _Writes:
 
 
 def row_hazard(tree: Tree, expr: cst.BaseExpression, batch_scope=None,
-               external: Optional[External] = None, outside: Optional[Outside] = None) -> Tuple[Optional[str], Set[str]]:
+               external: Optional[External] = None, outside: Optional[Outside] = None,
+               params_only: bool = False) -> Tuple[Optional[str], Set[str]]:
     """(why q's rows may not be the batch's rows in order, or None; the parameters they come from).
 
     batch_scope: the function scope the metadata is bound in. Rows that come in through
     the parameters of another function (a nested def called with pieces) are not known to
-    be that batch's.
+    be that batch's. params_only: q is a helper's, so it must come from its parameters.
     """
-    t = RowTrace(tree, external, outside)
+    t = RowTrace(tree, external, outside, params_only)
     why = t.hazard(expr)
     if why is None and batch_scope is not None:
         for scope, name in t.params:
