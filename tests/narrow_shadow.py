@@ -9,7 +9,7 @@ import json
 import os
 
 import topk_migrate.api as api
-from topk_migrate import guard, narrow
+from topk_migrate import guard, narrow, rules
 
 _real = api.migrate_source
 
@@ -19,9 +19,16 @@ def _log(entry):
         f.write(json.dumps(entry) + "\n")
 
 
+def _narrowed(source, metadata=(), enable=(), disable=()):
+    """The source narrowed for the rules this run enables, as api.process_file narrows it."""
+    site_rules = [r for r in rules.enabled(enable, disable) if r.has_sites]
+    names = tuple(e for r in site_rules for e in r.entry_points)
+    return narrow.narrow(source, "parse", names, params=tuple(r.param for r in site_rules))
+
+
 def _shadow(source, path="<string>", kernel=None, *args, **kwargs):
     m = _real(source, path, kernel, *args, **kwargs)
-    small = narrow.narrow(source)
+    small = _narrowed(source, *args, **kwargs)
     if small is None:
         _log({"same": True, "narrowed": False})
         return m
