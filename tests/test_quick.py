@@ -247,14 +247,13 @@ def test_real_code_with_a_common_call_taken_for_the_kernel(bench_tree, monkeypat
     from topk_migrate.codemods.pass_topk_length import quick as quick_rule
 
     spec = rules.spec("pass-topk-length")
-    patched = tuple(dataclasses.replace(s, entry_points=s.entry_points + ("zeros",)) if s is spec else s
-                    for s in rules.specs())
+    mine = dataclasses.replace(spec, entry_points=spec.entry_points + ("zeros",), param="dtype")
+    patched = tuple(mine if s is spec else s for s in rules.specs())
     monkeypatch.setattr(rules, "specs", lambda: patched)
+    monkeypatch.setattr(rules.load("pass-topk-length"), "info", mine)  # the loaded rule's INFO (its gate asks it)
     monkeypatch.setitem(quick_rule.ENTRY_POINTS, "zeros", None)  # no place of its own: the keyword only
     monkeypatch.setattr(quick_rule, "PARAM", "dtype")
     monkeypatch.setattr(analysis, "PARAM", "dtype")
-    # the engine's kernel gate asks the rule for its parameter (bound when the rule's module was first imported)
-    monkeypatch.setattr(rules.load("pass-topk-length"), "param", "dtype")
     discover.prefilter_for.cache_clear()
     try:
         files = sorted(p for top in ("torch", "transformers", "vllm", "sglang") for p in (bench_tree / top).rglob("*.py")
