@@ -260,6 +260,9 @@ def test_a_new_metadata_object_built_outside_the_graph_path_may_be_given_the_fie
     ("def refresh(backend, lens):\n    backend.forward_metadata.dsa_cache_seqlens_int32.copy_(lens.clamp(max=INDEX_TOPK))\n", True),
     ("from engine.backend import DSAMetadata\n\n\ndef build(lens):\n    m = DSAMetadata()\n"
      "    m.dsa_cache_seqlens_int32 = lens.clamp(max=INDEX_TOPK)\n    return m\n", True),
+    # a keyword whose value reads the field of another object: a new object, given the clipped field
+    ("from engine.backend import DSAMetadata\n\n\ndef copy(m):\n"
+     "    return DSAMetadata(dsa_cache_seqlens_int32=m.dsa_cache_seqlens_int32)\n", True),
 ])
 def test_the_field_given_a_new_tensor_in_another_file(tmp_path, write, fixable):
     site = verdict(tmp_path, {"engine/graphs.py": write})

@@ -566,7 +566,8 @@ class _Analysis:
                             "the tensors it was captured with; update them in place (copy_) first")
         for field_name in sorted({m.rsplit(".", 1)[-1] for m in self.metadata}):
             for f, node, value in reach.field_writes(proj, field_name):
-                if isinstance(node, ast.Attribute) and not reach.constructed(f, node.value) or isinstance(value, ast.AugAssign):
+                target = isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)  # `x.field = v`, not `field=x.y`
+                if target and not reach.constructed(f, node.value) or isinstance(value, ast.AugAssign):
                     obj = reach._unparse(node.value if isinstance(node, ast.Attribute) else node)
                     return (f"{proj.rel(f.path)}:{getattr(node, 'lineno', 0)} gives `{obj}.{field_name}` a new tensor, "
                             f"and `{obj}` may be metadata a CUDA graph was captured with, which keeps reading the tensor "
