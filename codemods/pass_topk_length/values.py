@@ -210,7 +210,7 @@ def value_sites(tree, facts: ModuleFacts, found: List[Site], path: str) -> List[
     """The value uses _value_uses found that are sites (each whose kernel value can reach a call the rule
     does not report), then the calls through a holder that a contained value reaches."""
     starts: Dict[Tuple[int, int], List[cst.CSTNode]] = {}
-    for n in tree.find((cst.Name, cst.Attribute)):
+    for n in tree.find((cst.Name, cst.Attribute)) if found else ():  # each node's position: only when asked
         pos = tree.position.get(n)
         if pos is not None:
             starts.setdefault((pos.start.line, pos.start.column + 1), []).append(n)

@@ -1,0 +1,114 @@
+"""cstwalk: a read-only walk sees what LibCST's own walk sees, in the same order, with the same callbacks."""
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+
+from helpers import ROOT
+from topk_migrate import cstwalk
+
+SOURCES = sorted(p for p in (ROOT / "fixtures").rglob("*.py")) + sorted((ROOT / "topk_migrate").glob("*.py"))
+ODD = '''\
+from .a import (b as c, d)
+x = f"{a!r:>{w}} {b=}"
+@dec(1)
+async def g(p, /, q=1, *r, s: int = 2, **t) -> "T":
+    async with a as (b, c), d:
+        async for i in j:
+            yield [k async for k in l if k]
+    match p:
+        case {"a": [1, *rest]} | Point(x=0) as z if z:
+            pass
+    try:
+        pass
+    except* ValueError as e:
+        raise
+    lambda u, *, v=1: (w := u)
+    global y
+    del x[1:2, ::3], y.z
+class K(B, metaclass=M):
+    k: int = 1
+'''
+
+
+def _modules():
+    for path in SOURCES:
+        yield path.name, cst.parse_module(path.read_text(encoding="utf-8"))
+    yield "odd", cst.parse_module(ODD)
+
+
+class _Record(cst.CSTVisitor):
+    """Every callback LibCST makes, attribute hooks included."""
+
+    def __init__(self):
+        self.seen = []
+
+    def on_visit(self, node):
+        self.seen.append(("visit", id(node)))
+        return not isinstance(node, cst.Lambda)  # a visitor may stop at a node: its children are not walked
+
+    def on_leave(self, node):
+        self.seen.append(("leave", id(node)))
+
+    def on_visit_attribute(self, node, attribute):
+        self.seen.append(("field", id(node), attribute))
+
+    def on_leave_attribute(self, node, attribute):
+        self.seen.append(("left", id(node), attribute))
+
+
+class _ClassBases(cst.CSTVisitor):
+    def __init__(self):
+        self.seen = []
+
+    def visit_ClassDef_bases(self, node):
+        self.seen.append(("bases", node.name.value))
+
+    def leave_ClassDef_bases(self, node):
+        self.seen.append(("bases done", node.name.value))
+
+    def visit_Name(self, node):
+        self.seen.append(node.value)
+
+
+@pytest.mark.parametrize("name,module", list(_modules()), ids=lambda v: v if isinstance(v, str) else "")
+def test_children_are_libcsts_in_its_order(name, module):
+    stack = [module]
+    while stack:
+        node = stack.pop()
+        want = list(node.children)
+        assert [id(c) for c in cstwalk.children(node)] == [id(c) for c in want], type(node).__name__
+        stack.extend(want)
+
+
+@pytest.mark.parametrize("visitor", [_Record, _ClassBases])
+def test_a_walk_makes_libcsts_callbacks(visitor):
+    seen = 0
+    for _, module in _modules():
+        theirs, ours = visitor(), visitor()
+        module.visit(theirs)
+        with cstwalk.fast_visits():
+            assert module.visit(ours) is module
+        assert ours.seen == theirs.seen
+        seen += len(ours.seen)
+    assert seen > 1000
+
+
+def test_only_inside_the_context_and_transformers_keep_libcsts_walk():
+    class Rename(cst.CSTTransformer):
+        def leave_Name(self, original, updated):
+            return updated.with_changes(value=updated.value.upper()) if updated.value == "x" else updated
+
+    module = cst.parse_module("x = y\n")
+    with pytest.raises(RuntimeError):
+        with cstwalk.fast_visits():
+            assert cst.CSTNode.visit is not cstwalk._lib_visit
+            assert module.visit(Rename()).code == "X = y\n"
+            raise RuntimeError
+    assert cst.CSTNode.visit is cstwalk._lib_visit
+
+
+def test_a_method_with_a_branch_is_walked_libcsts_way():
+    assert cstwalk.fields(cst.FormattedStringExpression) is None  # its method branches on a field
+    assert cstwalk.fields(cst.Name) == ("lpar", "rpar")
+    assert cstwalk.fields(cst.Newline) == ()  # a leaf
