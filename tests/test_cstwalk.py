@@ -112,3 +112,27 @@ def test_a_method_with_a_branch_is_walked_libcsts_way():
     assert cstwalk.fields(cst.FormattedStringExpression) is None  # its method branches on a field
     assert cstwalk.fields(cst.Name) == ("lpar", "rpar")
     assert cstwalk.fields(cst.Newline) == ()  # a leaf
+
+
+def _scope_facts(module):
+    """Every read's resolution and every assignment, by node identity: what the analysis reads of a scope map."""
+    from topk_migrate import scopecheck
+
+    tree = scopecheck.Tree(module, positions=False)
+    reads = {k: [(r, id(n)) for r, n in v] for k, v in scopecheck.resolution_table(tree).items()}
+    assigned = sorted((tree.rank[id(s)], name, id(getattr(a, "node", None)),
+                       tuple(sorted(id(x.node) for x in a.references)))
+                      for s in tree.scopes for name in {a.name for a in s.assignments} for a in s.assignments[name])
+    return reads, assigned, tree.order.keys() - {id(n) for n in tree.parent if isinstance(n, cstwalk.TRIVIA)}
+
+
+@pytest.mark.parametrize("name,module", list(_modules()), ids=lambda v: v if isinstance(v, str) else "")
+def test_scopes_without_walking_the_layout_are_libcsts(name, module):
+    """The engine's walks leave out TRIVIA: LibCST's scope analysis and the numbering see the same
+    names, calls and statements in the same order, and resolve every read the same way."""
+    want = _scope_facts(module)
+    with cstwalk.fast_visits(trivia=False):
+        got = _scope_facts(module)
+    assert got[0] == want[0] and got[1] == want[1]
+    assert got[2] == want[2]  # every node that is not layout is numbered
+    assert len(want[0]) or not module.body or name == "__init__.py"

@@ -233,7 +233,7 @@ def _migrate(source: str, path: str, kernel: Optional[str], metadata: Sequence[s
 
     new, sites = source, []
     try:
-        with fast_visits():  # the rules' read-only walks rebuild no node (cstwalk)
+        with fast_visits(trivia=False):  # the rules' read-only walks: no node rebuilt, no layout walked
             for spec in rules.enabled(*switches):
                 if not spec.has_sites or not any(e in source for e in spec.entry_points):
                     continue

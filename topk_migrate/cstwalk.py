@@ -15,17 +15,18 @@ from __future__ import annotations
 
 import dis
 import re
+import weakref
 from contextlib import contextmanager
 from typing import Dict, Iterator, Optional, Tuple
 
+import libcst as cst
 from libcst import CSTNode, CSTVisitor
 
 _HELPERS = frozenset({"visit_required", "visit_optional", "visit_sentinel", "visit_sequence",
                       "visit_body_sequence", "visit_iterable", "visit_body_iterable"})
 _FIELDS: Dict[type, Optional[Tuple[str, ...]]] = {}
-_HOOKS: Dict[type, object] = {}
-_VISITORS: Dict[type, bool] = {}
-_NODE_TYPES: Dict[type, bool] = {}
+_VISITORS: "weakref.WeakKeyDictionary[type, Tuple[bool, object]]" = weakref.WeakKeyDictionary()
+_TYPE_KINDS: Dict[type, int] = {}
 _ATTRIBUTE_HOOK = re.compile(r"(visit|leave)_([A-Z][A-Za-z]*)_\w+$")
 _lib_visit = CSTNode.visit
 _depth = 0
@@ -84,34 +85,58 @@ _ALL = "all"  # a visitor whose on_visit_attribute is its own: told of every fie
 
 def _hooked(cls: type):
     """How a visitor acts on entering a field: None (it does not), _ALL (an on_visit_attribute of its
-    own), or the node type names it has `visit_ClassDef_bases`-style hooks for."""
+    own), or the node type names it has `visit_ClassDef_bases`-style hooks for. Only the classes
+    above CSTVisitor count (it has a no-op for every field of every node)."""
+    found = set()
+    for k in cls.__mro__:
+        if k is CSTVisitor:
+            break
+        for name in vars(k):
+            if name in ("on_visit_attribute", "on_leave_attribute"):
+                return _ALL
+            m = _ATTRIBUTE_HOOK.match(name)
+            if m:
+                found.add(m.group(2))
+    return frozenset(found) or None
+
+
+def _visitor_kind(cls: type):
+    """(a CSTVisitor, its field hooks), once per visitor class (weakly held: rules make classes per call)."""
     try:
-        return _HOOKS[cls]
+        return _VISITORS[cls]
     except KeyError:
-        pass
-    if (cls.on_visit_attribute is not CSTVisitor.on_visit_attribute
-            or cls.on_leave_attribute is not CSTVisitor.on_leave_attribute):
-        got = _ALL
-    else:
-        got = frozenset(m.group(2) for m in map(_ATTRIBUTE_HOOK.match, dir(cls))  # CSTVisitor has a no-op for each
-                        if m and getattr(cls, m.group(0)) is not getattr(CSTVisitor, m.group(0), None)) or None
-    _HOOKS[cls] = got
-    return got
-
-
-def _is_node(t: type) -> bool:
-    try:
-        return _NODE_TYPES[t]
-    except KeyError:  # CSTNode is an ABC: isinstance on it costs, once per type here
-        got = _NODE_TYPES[t] = issubclass(t, CSTNode)
+        visitor = issubclass(cls, CSTVisitor)
+        got = _VISITORS[cls] = (visitor, _hooked(cls) if visitor else None)
         return got
 
 
+# Layout only: whitespace, comments, line ends, punctuation and operator tokens. Two thirds of a
+# module's nodes; no name, call or statement lies under one (an operator is read through its parent's
+# field: `isinstance(node.operator, cst.Not)`).
+TRIVIA = (cst.BaseParenthesizableWhitespace, cst.EmptyLine, cst.TrailingWhitespace, cst.Newline, cst.Comment,
+          cst.Comma, cst.Dot, cst.Colon, cst.Semicolon, cst.AssignEqual, cst.LeftParen, cst.RightParen,
+          cst.LeftSquareBracket, cst.RightSquareBracket, cst.LeftCurlyBrace, cst.RightCurlyBrace,
+          cst.BaseBinaryOp, cst.BaseBooleanOp, cst.BaseCompOp, cst.BaseUnaryOp, cst.BaseAugOp, cst.Asynchronous)
+_NOT_NODE, _NODE, _TRIVIA = 0, 1, 2
+_skip_trivia = False
+
+
+def _kind_of(t: type) -> int:
+    try:
+        return _TYPE_KINDS[t]
+    except KeyError:  # CSTNode is an ABC: isinstance on it costs, once per type here
+        got = _TYPE_KINDS[t] = (_NOT_NODE if not issubclass(t, CSTNode)
+                                else _TRIVIA if issubclass(t, TRIVIA) else _NODE)
+        return got
+
+
+def _is_node(t: type) -> bool:
+    return _kind_of(t) != _NOT_NODE
+
+
 def _visit(self: CSTNode, visitor):
-    kind = _VISITORS.get(type(visitor))
-    if kind is None:
-        kind = _VISITORS[type(visitor)] = isinstance(visitor, CSTVisitor)
-    if not kind:  # a transformer: LibCST's own walk, which builds what it returns
+    plain, hooked = _visitor_kind(type(visitor))
+    if not plain:  # a transformer: LibCST's own walk, which builds what it returns
         return _lib_visit(self, visitor)
     if visitor.on_visit(self):
         t = type(self)
@@ -119,7 +144,6 @@ def _visit(self: CSTNode, visitor):
         if names is None:  # LibCST's way for this node (its children still walked here)
             self._visit_and_replace_children(visitor)
         else:
-            hooked = _hooked(type(visitor))
             if hooked is not None and (hooked is _ALL or t.__name__ in hooked):
                 for name in names:
                     visitor.on_visit_attribute(self, name)
@@ -134,28 +158,32 @@ def _visit(self: CSTNode, visitor):
 
 def _visit_field(value, visitor) -> None:
     t = type(value)
-    if t is tuple or t is list:
-        for v in value:
-            if _is_node(type(v)):
+    if t is tuple or t is list or (_kind_of(t) == _NOT_NODE and value is not None and hasattr(value, "__iter__")):
+        for v in value:  # a sequence (tuple or list, or another type a node was built with)
+            kind = _kind_of(type(v))
+            if kind == _NODE or kind == _TRIVIA and not _skip_trivia:
                 v.visit(visitor)
-    elif _is_node(t):
-        value.visit(visitor)
-    elif value is not None and hasattr(value, "__iter__"):  # another sequence type a node was built with
-        for v in value:
-            if _is_node(type(v)):
-                v.visit(visitor)
+    else:
+        kind = _kind_of(t)
+        if kind == _NODE or kind == _TRIVIA and not _skip_trivia:
+            value.visit(visitor)
 
 
 @contextmanager
-def fast_visits() -> Iterator[None]:
-    """While open, every CSTVisitor's walk (LibCST's metadata providers' too) goes without rebuilding."""
-    global _depth
+def fast_visits(trivia: bool = True) -> Iterator[None]:
+    """While open, every CSTVisitor's walk (LibCST's metadata providers' too) goes without rebuilding.
+    trivia=False: nor into the TRIVIA under a node (for visitors that act on names, calls and
+    statements only: the engine's and LibCST's scope and expression-context visitors). A walk started
+    at a trivia node still sees it."""
+    global _depth, _skip_trivia
     if _depth == 0:
         CSTNode.visit = _visit
     _depth += 1
+    before, _skip_trivia = _skip_trivia, _skip_trivia or not trivia
     try:
         yield
     finally:
+        _skip_trivia = before
         _depth -= 1
         if _depth == 0:
             CSTNode.visit = _lib_visit

@@ -27,6 +27,8 @@ from libcst.metadata import (
 from libcst.metadata.expression_context_provider import ExpressionContextProvider
 from libcst.metadata.scope_provider import AnnotationScope, ScopeVisitor
 
+from . import cstwalk
+
 BLOCKS = (cst.Module, cst.IndentedBlock, cst.SimpleStatementLine, cst.SimpleStatementSuite)
 PLAIN_TYPES = {"dict", "list", "tuple", "str", "int", "float", "bool", "bytes", "set", "Dict", "List", "Tuple",
                "Mapping", "MutableMapping", "Sequence", "Set", "FrozenSet", "frozenset"}
@@ -542,7 +544,7 @@ def inserted_ids(roots: Sequence[cst.CSTNode]) -> Set[int]:
         if id(n) in out:
             continue
         out.add(id(n))
-        stack.extend(n.children)
+        stack.extend(cstwalk.children(n))
     return out
 
 
