@@ -136,3 +136,28 @@ def test_scopes_without_walking_the_layout_are_libcsts(name, module):
     assert got[0] == want[0] and got[1] == want[1]
     assert got[2] == want[2]  # every node that is not layout is numbered
     assert len(want[0]) or not module.body or name == "__init__.py"
+
+
+@pytest.mark.parametrize("name,module", list(_modules()), ids=lambda v: v if isinstance(v, str) else "")
+def test_positions_are_libcsts_for_every_node_but_layout(name, module):
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    from topk_migrate import scopecheck
+
+    theirs = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    ours = scopecheck.Tree(module).position
+    assert all(theirs[n] == r for n, r in ours.items())  # each range recorded is LibCST's
+    assert not [n for n in theirs if n not in ours and not scopecheck._unrecorded(n)]  # and only layout is left out
+    assert len(ours) > len(theirs) / 4 or len(theirs) < 50
+
+
+def test_a_range_hoisted_from_unrecorded_layout_falls_back_to_libcsts_provider(monkeypatch):
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    from topk_migrate import scopecheck
+
+    module = cst.parse_module("from a import (\n    b,\n)\nx = [1]\n")
+    monkeypatch.setattr(scopecheck, "_BRACKETS", ())  # as if `)` were left out: the import's range needs it
+    monkeypatch.setattr(scopecheck, "_UNRECORDED", {})
+    theirs = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    assert dict(scopecheck.Tree(module).position) == dict(theirs)

@@ -134,6 +134,10 @@ def _is_node(t: type) -> bool:
     return _kind_of(t) != _NOT_NODE
 
 
+def is_trivia(node: CSTNode) -> bool:
+    return _kind_of(type(node)) == _TRIVIA
+
+
 def _visit(self: CSTNode, visitor):
     plain, hooked = _visitor_kind(type(visitor))
     if not plain:  # a transformer: LibCST's own walk, which builds what it returns

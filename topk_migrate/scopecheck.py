@@ -13,6 +13,7 @@ from functools import cached_property
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
+from libcst._position import CodePosition, CodeRange
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import (
     Assignment,
@@ -25,6 +26,7 @@ from libcst.metadata import (
     ScopeProvider,
 )
 from libcst.metadata.expression_context_provider import ExpressionContextProvider
+from libcst.metadata.position_provider import NEWLINE_RE, PositionProvidingCodegenState
 from libcst.metadata.scope_provider import AnnotationScope, ScopeVisitor
 
 from . import cstwalk
@@ -57,14 +59,95 @@ class _Numberer(cst.CSTVisitor):
         self.end[id(original_node)] = self._n - 1
 
 
+class _PositionState(PositionProvidingCodegenState):
+    """LibCST's position-recording codegen, recording no cstwalk.TRIVIA node but brackets (two thirds
+    of the nodes, none of which the analysis asks a line of) and with a cheaper step over a token without a line
+    break. Every other node gets the range LibCST gives it (tests/test_cstwalk.py)."""
+
+    __slots__ = ()
+
+    def _update_position(self, value: str) -> None:
+        if "\n" in value or "\r" in value:
+            segments = NEWLINE_RE.split(value)
+            self.line += len(segments) - 1
+            self.column = len(segments[-1])
+        else:
+            self.column += len(value)
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        if not _unrecorded(node):
+            self._stack.append(CodePosition(self.line, self.column))
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        if not _unrecorded(node):
+            start = self._stack.pop()
+            if node not in self.provider._computed:
+                self.provider._computed[node] = CodeRange(start, CodePosition(self.line, self.column))
+
+    def record_syntactic_position(self, node: cst.CSTNode, *, start_node: Optional[cst.CSTNode] = None,
+                                  end_node: Optional[cst.CSTNode] = None) -> "_Syntactic":
+        return _Syntactic(self, node, start_node, end_node)
+
+
+class _Syntactic:
+    """PositionProvidingCodegenState.record_syntactic_position, as a plain context manager."""
+
+    __slots__ = ("state", "node", "start_node", "end_node", "start")
+
+    def __init__(self, state, node, start_node, end_node):
+        self.state, self.node, self.start_node, self.end_node = state, node, start_node, end_node
+
+    def __enter__(self) -> None:
+        self.start = CodePosition(self.state.line, self.state.column)
+
+    def __exit__(self, *exc) -> None:
+        state = self.state
+        computed = state.provider._computed
+        try:  # a node's range hoisted from a child's (an import's ends at its `)`: recorded, not layout)
+            start = computed[self.start_node].start if self.start_node is not None else self.start
+            end = computed[self.end_node].end if self.end_node is not None else CodePosition(state.line, state.column)
+        except KeyError:
+            raise _Unrecorded from None
+        computed[self.node] = CodeRange(start, end)
+
+
+class _Unrecorded(Exception):
+    """A node's range is hoisted from a layout node _PositionState did not record: LibCST's provider then."""
+
+
+_BRACKETS = (cst.LeftParen, cst.RightParen, cst.LeftSquareBracket, cst.RightSquareBracket,
+             cst.LeftCurlyBrace, cst.RightCurlyBrace)
+
+
+_UNRECORDED: Dict[type, bool] = {}
+
+
+def _unrecorded(node: cst.CSTNode) -> bool:
+    t = type(node)
+    got = _UNRECORDED.get(t)
+    if got is None:  # once per type (isinstance on LibCST's abstract bases costs)
+        got = _UNRECORDED[t] = cstwalk.is_trivia(node) and not issubclass(t, _BRACKETS)
+    return got
+
+
+class _Positions(PositionProvider):
+    def _gen_impl(self, module: cst.Module) -> None:
+        module._codegen(_PositionState(default_indent=module.default_indent,
+                                       default_newline=module.default_newline, provider=self))
+
+
 def _positions(wrapper: MetadataWrapper):
     """wrapper.resolve(PositionProvider), without the walk LibCST's resolver makes for the (here empty)
-    batch of batchable providers; stored in the wrapper as resolve would (visitors that depend on it)."""
+    batch of batchable providers, and for the nodes that are not layout (_PositionState); stored in the
+    wrapper as resolve would (visitors that depend on it)."""
     store = getattr(wrapper, "_metadata", None)
     if not isinstance(store, dict):
         return wrapper.resolve(PositionProvider)
     if PositionProvider not in store:
-        store[PositionProvider] = PositionProvider()._gen(wrapper)
+        try:
+            store[PositionProvider] = _Positions()._gen(wrapper)
+        except _Unrecorded:
+            store[PositionProvider] = PositionProvider()._gen(wrapper)
     return store[PositionProvider]
 
 
