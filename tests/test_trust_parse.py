@@ -1,6 +1,7 @@
 """No input crashes or hangs a run: nesting that LibCST's parser cannot survive is refused
 before it sees it (one line for that file, the others go on), a crash in a parser child or
 an audit worker costs one file, and the run goes on with a new worker."""
+import ast
 import os
 import signal
 import subprocess
@@ -165,3 +166,27 @@ def test_depth_is_measured_on_what_libcst_parses(tmp_path):
     out = api.run([str(f)], kernel=KERNEL, write=True)
     assert [e.error for e in out.errors] and "nesting too deep" in out.errors[0].error
     assert f.read_text() == before
+
+
+def _nesting_by_iter_child_nodes(tree, text):
+    """guard.nesting as first written, over ast.iter_child_nodes: the oracle of its faster walk."""
+    deepest, todo = 0, [(tree, 0)]
+    lines = guard._Lines(text)
+    while todo:
+        node, depth = todo.pop()
+        depth += guard.BLOCK_COST if isinstance(node, ast.stmt) else 1
+        if isinstance(node, guard._FLAT_NODES):
+            depth += guard._flat_run(node, lines)
+        deepest = max(deepest, depth)
+        todo.extend((c, depth) for c in ast.iter_child_nodes(node))
+    return deepest
+
+
+def test_nesting_walks_what_iter_child_nodes_walks():
+    texts = [p.read_text(encoding="utf-8") for p in sorted((ROOT / "fixtures").rglob("*.py"))]
+    texts += [p.read_text(encoding="utf-8") for p in sorted((ROOT / "topk_migrate").rglob("*.py"))]
+    texts += ["x = " + "(" * 60 + "1" + ")" * 60, "if a:\n" + "".join(f"{' ' * i}if b:\n" for i in range(1, 30))
+              + " " * 30 + "pass\n", "y = a and b and c and d\nimport a.b.c\nz = 'a' 'b' f'{c}'\n"]
+    depths = [guard.nesting(ast.parse(t), t) for t in texts]
+    assert depths == [_nesting_by_iter_child_nodes(ast.parse(t), t) for t in texts]
+    assert len(set(depths)) > 5

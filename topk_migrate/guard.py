@@ -81,17 +81,33 @@ def nesting(tree: ast.AST, text: Optional[str] = None) -> int:
     other node 1, plus the levels of what CPython keeps flat and LibCST nests one level per
     part (_flat_run). `text` is the source of `tree`, for runs of implicitly joined strings."""
     deepest, todo = 0, [(tree, 0)]
-    children, stmt, flat = ast.iter_child_nodes, ast.stmt, _FLAT_NODES
     lines = _Lines(text) if text is not None else None
+    kinds = _KINDS
+    AST = ast.AST
     while todo:
         node, depth = todo.pop()
-        depth += BLOCK_COST if isinstance(node, stmt) else 1
-        if isinstance(node, flat):
+        kind = kinds.get(type(node)) or _kind(type(node))
+        depth += kind[0]
+        if kind[1]:
             depth += _flat_run(node, lines)
         if depth > deepest:
             deepest = depth
-        todo.extend((c, depth) for c in children(node))
+        for name in kind[2]:  # ast.iter_child_nodes, without a generator per node
+            value = getattr(node, name, None)
+            if isinstance(value, AST):
+                todo.append((value, depth))
+            elif isinstance(value, list):
+                todo.extend((v, depth) for v in value if isinstance(v, AST))
     return deepest
+
+
+_KINDS: dict = {}
+
+
+def _kind(t: type) -> tuple:
+    """(the levels a node of type t counts, whether CPython keeps a run of it flat, its fields)."""
+    got = _KINDS[t] = (BLOCK_COST if issubclass(t, ast.stmt) else 1, issubclass(t, _FLAT_NODES), t._fields)
+    return got
 
 
 # Where CPython's AST is flat and LibCST's tree is not: `a and b and c` is one BoolOp but a
