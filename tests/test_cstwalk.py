@@ -161,3 +161,39 @@ def test_a_range_hoisted_from_unrecorded_layout_falls_back_to_libcsts_provider(m
     monkeypatch.setattr(scopecheck, "_UNRECORDED", {})
     theirs = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     assert dict(scopecheck.Tree(module).position) == dict(theirs)
+
+
+def _texts():
+    for path in SOURCES:
+        yield path.name, path.read_text(encoding="utf-8")
+    yield "odd", ODD
+    yield "no final newline", "class A:\n    def f(self):\n        return 1\n    x = 2"
+    yield "semicolons and a CR", "import a; import b\r\nclass B:  # c\r\n\r\n    @d\r\n    # e\r\n    def g(self): pass\r\n"
+    yield "lone CR", "x = 1\ry = 2\n"
+    yield "decorated at the top", "# a\n\n@dec\n\n# b\n@dec2(\n  1)\nclass C(\n  object):\n  '''d'''\n  def h(s): ...\n"
+
+
+@pytest.mark.parametrize("name,text", list(_texts()), ids=lambda v: v if len(v) < 40 else "")
+def test_statement_positions_are_the_whole_modules(name, text):
+    """Positions worked out per statement, node by node in any order, are those of the whole module."""
+    from topk_migrate import scopecheck
+
+    module = cst.parse_module(text)
+    whole = scopecheck.Tree(module).position
+    tree = scopecheck.Tree(module, source=text)
+    lazy = tree.position
+    nodes = [n for n in tree.parent if not scopecheck._unrecorded(n)]
+    for node in reversed(nodes):  # the last statements first: no unit leans on one before it
+        assert lazy.get(node) == whole.get(node), (type(node).__name__, name)
+    assert lazy.get(cst.Name("elsewhere")) is None
+
+
+def test_statement_positions_generate_only_the_statements_asked():
+    from topk_migrate import scopecheck
+
+    text = "import a\n\n\nclass A:\n    def f(self):\n        return a.b(1)\n\n    def g(self):\n        return 2\n"
+    module = cst.parse_module(text)
+    tree = scopecheck.Tree(module, source=text)
+    call = next(n for n in tree.parent if isinstance(n, cst.Call))
+    assert tree.position[call].start.line == 6
+    assert not tree.position._whole and len(tree.position._done) == 1  # only `f` was generated

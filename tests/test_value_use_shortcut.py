@@ -57,7 +57,7 @@ def _sources(tier="default"):
 def _value_uses(src: str, shortcut: bool, monkeypatch) -> list:
     module = cst.parse_module(src)
     tree = Tree(module)
-    facts = collect(module, tree.wrapper)
+    facts = collect(module, tree.position)
     if not shortcut:
         monkeypatch.setattr(analysis, "_maybe_value_use", lambda tree, facts: True)
     try:
@@ -89,12 +89,12 @@ def the_shortcut_never_hides_a_value_use(monkeypatch, tier, at_least):
 def test_each_value_use_is_reported(src):
     module = cst.parse_module(src)
     tree = Tree(module)
-    assert analysis._maybe_value_use(tree, collect(module, tree.wrapper))
-    assert analysis._value_uses(tree, collect(module, tree.wrapper), "m.py")
+    assert analysis._maybe_value_use(tree, collect(module, tree.position))
+    assert analysis._value_uses(tree, collect(module, tree.position), "m.py")
 
 
 @pytest.mark.parametrize("src", BINDINGS_ONLY)
 def test_bindings_alone_skip_the_walk(src):
     module = cst.parse_module(src)
     tree = Tree(module)
-    assert not analysis._maybe_value_use(tree, collect(module, tree.wrapper))
+    assert not analysis._maybe_value_use(tree, collect(module, tree.position))

@@ -7,7 +7,7 @@ body is still the kernel.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Set
+from typing import Dict, List, Mapping, Optional, Set
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
@@ -29,7 +29,6 @@ class Function:
     name: str
     qualname: str
     class_name: Optional[str]
-    bound: Dict[str, int] = field(default_factory=dict)  # name -> first line bound (params: def line)
 
 
 @dataclass
@@ -38,7 +37,12 @@ class CallInfo:
     callee: str  # dotted, with import aliases expanded
     function: Optional[Function]  # innermost enclosing def
     statement: Optional[cst.BaseStatement]  # innermost statement that sits in an indented block
-    range: CodeRange
+    positions: Mapping[cst.CSTNode, CodeRange] = field(repr=False, compare=False)
+
+    @property
+    def range(self) -> CodeRange:
+        """Where the call is: worked out when asked (a module's positions may be computed per statement)."""
+        return self.positions[self.node]
 
 
 @dataclass
@@ -51,7 +55,6 @@ class ModuleFacts:
 
 
 class _Collector(cst.CSTVisitor):
-    METADATA_DEPENDENCIES = (PositionProvider,)
 
     def __init__(self) -> None:
         self.imports: Dict[str, str] = {}
@@ -78,13 +81,6 @@ class _Collector(cst.CSTVisitor):
         cls = self._classes[-1] if self._classes and outer is None else None
         prefix = outer.qualname + ".<locals>." if outer else (cls + "." if cls else "")
         fn = Function(node, node.name.value, prefix + node.name.value, cls)
-        line = self._line(node)
-        p = node.params
-        for param in (*p.posonly_params, *p.params, *p.kwonly_params):
-            fn.bound[param.name.value] = line
-        for star in (p.star_arg, p.star_kwarg):
-            if isinstance(star, cst.Param):
-                fn.bound[star.name.value] = line
         self.functions.append(fn)
         self._funcs.append(fn)
 
@@ -115,13 +111,8 @@ class _Collector(cst.CSTVisitor):
             self.numberer.on_leave(original_node)
 
     # -- bindings --------------------------------------------------------
-    def _line(self, node: cst.CSTNode) -> int:
-        return self.get_metadata(PositionProvider, node).start.line
-
     def _bind(self, name: str, node: cst.CSTNode) -> None:
-        if self._funcs:
-            self._funcs[-1].bound.setdefault(name, self._line(node))
-        else:
+        if not self._funcs:  # a function's own names: the scope analysis answers for them
             self.module_names.add(name)
 
     def _bind_target(self, target: cst.BaseExpression, node: cst.CSTNode) -> None:
@@ -178,23 +169,26 @@ class _Collector(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         stmt = self._stmts[-1] if self._stmts else None
         fn = self._funcs[-1] if self._funcs else None
-        self.raw_calls.append((node, fn, stmt, self.get_metadata(PositionProvider, node)))
+        self.raw_calls.append((node, fn, stmt))
 
 
-def collect(module: cst.Module, wrapper: Optional[MetadataWrapper] = None, numberer=None) -> ModuleFacts:
-    """wrapper: one already made for `module` (its resolved positions are reused). numberer: a
-    visitor told of every node of the same walk (scopecheck's numbering: no walk of its own)."""
-    wrapper = wrapper or MetadataWrapper(module, unsafe_skip_copy=True)
+def collect(module: cst.Module, positions: Optional[Mapping[cst.CSTNode, CodeRange]] = None,
+            numberer=None) -> ModuleFacts:
+    """positions: the module's (scopecheck.Tree.position; LibCST's PositionProvider if not given), read
+    only where a call's range is asked. numberer: a visitor told of every node of the same walk
+    (scopecheck's numbering: no walk of its own)."""
+    if positions is None:
+        positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     c = _Collector()
     c.numberer = numberer
-    wrapper.visit(c)
+    module.visit(c)
     calls = []
-    for node, fn, stmt, rng in c.raw_calls:
+    for node, fn, stmt in c.raw_calls:
         name = dotted(node.func)
         if name is None:
             continue
         root, _, rest = name.partition(".")
         if root in c.imports:
             name = c.imports[root] + ("." + rest if rest else "")
-        calls.append(CallInfo(node, name, fn, stmt, rng))
+        calls.append(CallInfo(node, name, fn, stmt, positions))
     return ModuleFacts(module, c.imports, c.module_names, calls, c.functions)

@@ -6,6 +6,7 @@ differ only by inserted code (which never opens a scope) can be compared access 
 """
 from __future__ import annotations
 
+import ast
 from bisect import bisect_left, bisect_right
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -136,6 +137,145 @@ class _Positions(PositionProvider):
                                        default_newline=module.default_newline, provider=self))
 
 
+class StatementPositions:
+    """A module's positions as _positions gives them, worked out one statement at a time, when a node's
+    is asked: the statements of the module and of its classes' bodies (a method, a class, an import)
+    are the units, each generated alone from the line CPython's ast says it starts on (less its leading
+    comment and blank lines). A unit whose generated text is not the source's text at that line, or a
+    node outside every unit, has the whole module's positions computed instead: a doubt costs time,
+    never a wrong line."""
+
+    def __init__(self, tree: "Tree", source: str):
+        self._tree, self._source = tree, source
+        self._computed: Dict[cst.CSTNode, CodeRange] = {}
+        self._units: Optional[Dict[int, Tuple[cst.CSTNode, int, Tuple[str, ...]]]] = None
+        self._done: Set[int] = set()
+        self._whole = False
+
+    def get(self, node: cst.CSTNode, default=None):
+        got = self._computed.get(node)
+        if got is not None or self._whole:
+            return default if got is None else got
+        if id(node) not in self._tree.order and node is not self._tree.module:
+            return default  # not a node of this module, or layout (which has no position of its own here)
+        unit = self._unit_of(node)
+        if unit is None:
+            self._all()
+        elif id(unit) not in self._done:
+            self._generate(unit)
+        return self._computed.get(node, default)
+
+    def __getitem__(self, node: cst.CSTNode) -> CodeRange:
+        got = self.get(node)
+        if got is None:
+            raise KeyError(node)
+        return got
+
+    def __contains__(self, node: object) -> bool:
+        return isinstance(node, cst.CSTNode) and self.get(node) is not None
+
+    def every(self) -> Dict[cst.CSTNode, CodeRange]:
+        """Every node's range (the whole module's)."""
+        self._all()
+        return self._computed
+
+    def _unit_of(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        units = self._find_units()
+        if units is None:
+            return None
+        parent = self._tree.parent
+        while node is not None:
+            if id(node) in units:
+                return node
+            node = parent.get(node)
+        return None
+
+    def _find_units(self):
+        if self._units is None:
+            try:
+                found: Dict[int, Tuple[cst.CSTNode, int, Tuple[str, ...]]] = {}
+                _zip_units(self._tree.module.body, ast.parse(self._source).body, (), self._tree.module, found)
+                self._units = found
+            except (_Unzipped, SyntaxError, ValueError, RecursionError, MemoryError):
+                self._units = {}
+        return self._units or None
+
+    def _generate(self, unit: cst.CSTNode) -> None:
+        _, line, indents = self._units[id(unit)]
+        module = self._tree.module
+        computed: Dict[cst.CSTNode, CodeRange] = {}
+        state = _PositionState(default_indent=module.default_indent, default_newline=module.default_newline,
+                               provider=_Store(computed))
+        state.indent_tokens.extend(indents)
+        state.line = line
+        try:
+            unit._codegen(state)
+        except _Unrecorded:
+            self._all()
+            return
+        starts = self._line_starts()
+        text = "".join(state.tokens)
+        at = starts[line - 1] if 0 < line <= len(starts) else -1
+        if at < 0 or not self._source.startswith(text, at):
+            self._all()
+            return
+        for node, rng in computed.items():
+            self._computed.setdefault(node, rng)
+        self._done.add(id(unit))
+
+    def _line_starts(self) -> List[int]:
+        if not hasattr(self, "_starts"):
+            self._starts, find, at = [0], self._source.find, self._source.find("\n")
+            while at >= 0:
+                self._starts.append(at + 1)
+                at = find("\n", at + 1)
+        return self._starts
+
+    def _all(self) -> None:
+        if not self._whole:
+            self._computed = _positions(MetadataWrapper(self._tree.module, unsafe_skip_copy=True))
+            self._whole = True
+
+
+class _Store:
+    """What a position-recording codegen state writes into (a provider's `_computed`)."""
+
+    __slots__ = ("_computed",)
+
+    def __init__(self, computed):
+        self._computed = computed
+
+
+class _Unzipped(Exception):
+    """LibCST's statements and CPython's do not pair up as expected."""
+
+
+def _zip_units(body, stmts, indents: Tuple[str, ...], module: cst.Module, found) -> None:
+    """Pair the LibCST statements of a body with CPython's (a line of `a; b` is one LibCST statement and
+    two of CPython's), recording each LibCST statement's first generated line; into class bodies."""
+    i = 0
+    for stmt in body:
+        if i >= len(stmts):
+            raise _Unzipped
+        first = stmts[i]
+        leading = len(getattr(stmt, "leading_lines", ()))
+        decorators = getattr(stmt, "decorators", ())
+        if decorators:
+            line = first.decorator_list[0].lineno - leading - len(decorators[0].leading_lines)
+        else:
+            line = first.lineno - leading
+        found[id(stmt)] = (stmt, line, indents)
+        if isinstance(stmt, cst.ClassDef) and isinstance(stmt.body, cst.IndentedBlock):
+            if not isinstance(first, ast.ClassDef):
+                raise _Unzipped
+            indent = stmt.body.indent
+            _zip_units(stmt.body.body, first.body, indents + (module.default_indent if indent is None else indent,),
+                       module, found)
+        i += len(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else 1
+    if i != len(stmts):
+        raise _Unzipped
+
+
 def _positions(wrapper: MetadataWrapper):
     """wrapper.resolve(PositionProvider), without the walk LibCST's resolver makes for the (here empty)
     batch of batchable providers, and for the nodes that are not layout (_PositionState); stored in the
@@ -236,10 +376,16 @@ class Tree:
     """One parsed module with positions; scopes, parents and source order are worked out on first
     use (a module whose kernel calls all pass the parameter never needs them)."""
 
-    def __init__(self, module: cst.Module, positions: bool = True):
+    def __init__(self, module: cst.Module, positions: bool = True, source: Optional[str] = None):
+        """positions: the module's, all at once; or, given its `source`, each statement's when a node in it
+        is asked (StatementPositions). Without positions, `position` is empty."""
         self.module = module
-        self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-        self.position = _positions(self.wrapper) if positions else {}
+        if not positions:
+            self.position = {}
+        elif source is not None:
+            self.position = StatementPositions(self, source)
+        else:
+            self.position = _positions(MetadataWrapper(module, unsafe_skip_copy=True))
         self._skipped: Optional[Tuple[List[int], List[int]]] = None  # bodies the scope analysis left out
         self._bindings: Dict[Tuple[int, str], Binding] = {}
 

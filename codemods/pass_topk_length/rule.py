@@ -136,8 +136,8 @@ def migrate(source: str, path: str, gate: Gate, metadata: Sequence[str] = ()) ->
 
 def _migrate(module: cst.Module, source: str, path: str, gate: Gate, metadata: Sequence[str],
              partial: bool) -> Tuple[str, List[Site]]:
-    tree = Tree(module)
-    facts = collect(module, tree.wrapper, tree.numberer())
+    tree = Tree(module, source=source)
+    facts = collect(module, tree.position, tree.numberer())
     analysis = _Analysis(facts, tree, source, path, gate, metadata)
     if partial:
         tree.skip_bodies(_skippable(tree, facts, [m.rsplit(".", 1)[-1] for m in analysis.metadata]))
