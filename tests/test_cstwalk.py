@@ -197,3 +197,26 @@ def test_statement_positions_generate_only_the_statements_asked():
     call = next(n for n in tree.parent if isinstance(n, cst.Call))
     assert tree.position[call].start.line == 6
     assert not tree.position._whole and len(tree.position._done) == 1  # only `f` was generated
+
+
+def test_another_threads_walks_keep_libcsts_way():
+    import threading
+
+    module = cst.parse_module(ODD)
+    theirs = _Record()
+    module.visit(theirs)
+    got = {}
+
+    def other():
+        ours = _Record()
+        module.visit(ours)
+        got["seen"] = ours.seen
+
+    with cstwalk.fast_visits(trivia=False):
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        mine = _Record()
+        module.visit(mine)
+    assert got["seen"] == theirs.seen  # every layout node walked, as LibCST does
+    assert len(mine.seen) < len(theirs.seen)  # this thread's walk left the layout out

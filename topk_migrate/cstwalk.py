@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dis
 import re
-import weakref
+import threading
 from contextlib import contextmanager
 from typing import Dict, Iterator, Optional, Tuple
 
@@ -25,11 +25,14 @@ from libcst import CSTNode, CSTVisitor
 _HELPERS = frozenset({"visit_required", "visit_optional", "visit_sentinel", "visit_sequence",
                       "visit_body_sequence", "visit_iterable", "visit_body_iterable"})
 _FIELDS: Dict[type, Optional[Tuple[str, ...]]] = {}
-_VISITORS: "weakref.WeakKeyDictionary[type, Tuple[bool, object]]" = weakref.WeakKeyDictionary()
+_VISITORS: Dict[type, Tuple[bool, object]] = {}
 _TYPE_KINDS: Dict[type, int] = {}
 _ATTRIBUTE_HOOK = re.compile(r"(visit|leave)_([A-Z][A-Za-z]*)_\w+$")
 _lib_visit = CSTNode.visit
 _depth = 0
+_owner: Optional[int] = None  # the thread whose walks are fast
+_lock = threading.Lock()
+_get_ident = threading.get_ident
 
 
 def _read_fields(cls: type) -> Optional[Tuple[str, ...]]:
@@ -101,10 +104,12 @@ def _hooked(cls: type):
 
 
 def _visitor_kind(cls: type):
-    """(a CSTVisitor, its field hooks), once per visitor class (weakly held: rules make classes per call)."""
+    """(a CSTVisitor, its field hooks), once per visitor class. Bounded: a rule may make a class per call."""
     try:
         return _VISITORS[cls]
     except KeyError:
+        if len(_VISITORS) >= 256:
+            _VISITORS.clear()
         visitor = issubclass(cls, CSTVisitor)
         got = _VISITORS[cls] = (visitor, _hooked(cls) if visitor else None)
         return got
@@ -140,7 +145,7 @@ def is_trivia(node: CSTNode) -> bool:
 
 def _visit(self: CSTNode, visitor):
     plain, hooked = _visitor_kind(type(visitor))
-    if not plain:  # a transformer: LibCST's own walk, which builds what it returns
+    if not plain or _get_ident() != _owner:  # a transformer, or another thread: LibCST's own walk
         return _lib_visit(self, visitor)
     if visitor.on_visit(self):
         t = type(self)
@@ -175,19 +180,28 @@ def _visit_field(value, visitor) -> None:
 
 @contextmanager
 def fast_visits(trivia: bool = True) -> Iterator[None]:
-    """While open, every CSTVisitor's walk (LibCST's metadata providers' too) goes without rebuilding.
+    """While open, every CSTVisitor's walk in this thread (LibCST's metadata providers' too) goes without
+    rebuilding; other threads keep LibCST's walk (and, while one thread holds it, get it when they open one).
     trivia=False: nor into the TRIVIA under a node (for visitors that act on names, calls and
     statements only: the engine's and LibCST's scope and expression-context visitors). A walk started
     at a trivia node still sees it."""
-    global _depth, _skip_trivia
-    if _depth == 0:
-        CSTNode.visit = _visit
-    _depth += 1
+    global _depth, _skip_trivia, _owner
+    me = _get_ident()
+    if _depth and _owner != me:
+        yield
+        return
+    with _lock:
+        if _depth == 0:
+            _owner = me
+            CSTNode.visit = _visit
+        _depth += 1
     before, _skip_trivia = _skip_trivia, _skip_trivia or not trivia
     try:
         yield
     finally:
         _skip_trivia = before
-        _depth -= 1
-        if _depth == 0:
-            CSTNode.visit = _lib_visit
+        with _lock:
+            _depth -= 1
+            if _depth == 0:
+                CSTNode.visit = _lib_visit
+                _owner = None
