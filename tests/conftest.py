@@ -3,6 +3,7 @@ big wheel downloads) run with `-m heavy` or TOPK_MIGRATE_HEAVY=1, as .ci/run doe
 Heavy tests are always collected (the count is the same on every machine) and skipped with the reason."""
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,23 @@ except ImportError:  # the test extra is not installed: the property tests skip 
     pass
 
 HEAVY_HINT = "heavy tier: run `python3 -m pytest -m heavy` (.ci/run does)"
+
+
+def pytest_configure(config):
+    """Compile the engine's bytecode once, before the workers start, where PYTHONDONTWRITEBYTECODE is set.
+
+    The tests run the CLI as a user does, in several hundred child processes (`python -m topk_migrate`);
+    under PYTHONDONTWRITEBYTECODE an editable checkout (no __pycache__, none written) recompiles every
+    module of topk_migrate and its rules in each of them: about a fifth of the default tier's time on
+    2 cores. An installed tool has its bytecode compiled by pip, and bench/check_bench.py and
+    bench/audit_bench.py compile it the same way. Hash-checked .pyc files (in the ignored __pycache__/):
+    a source edited during the run is recompiled, never run from a stale .pyc. Without the variable
+    the first child writes them itself, as Python does."""
+    if not sys.dont_write_bytecode or hasattr(config, "workerinput"):  # not set, or an xdist worker
+        return
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run([sys.executable, "-m", "compileall", "-q", "--invalidation-mode", "checked-hash",
+                    str(ROOT / "topk_migrate"), str(ROOT / "codemods")], env=env, capture_output=True, timeout=120)
 
 
 def heavy_selected(config) -> bool:
