@@ -29,6 +29,18 @@ def fixed_text(tmp_path_factory, text=FIXABLE):
     return out
 
 
+@pytest.fixture(scope="module")
+def fixed(tmp_path_factory):
+    """fixed_text, made once per text for the module's tests (one apply run each, not one per test)."""
+    made = {}
+
+    def get(text=FIXABLE):
+        if text not in made:
+            made[text] = fixed_text(tmp_path_factory, text)
+        return made[text]
+    return get
+
+
 # ---- bad input: one line each, the run goes on, exit 2 ---------------------------
 
 def make_bad(kind, d: Path):
@@ -47,7 +59,7 @@ def make_bad(kind, d: Path):
         p.write_bytes(b"\x7fELF\x02\x01\x01\x00flash_mla_sparse_fwd\x00\x00")
         return p, "binary file"
     if kind == "too_large":
-        p.write_text(FIXABLE + "x = 1\n" * 50_000)
+        p.write_text(FIXABLE + "x = 1\n" * 20_000)  # 120 kB, over the run's TOPK_MIGRATE_MAX_BYTES=100000
         return p, "file too large"
     if kind == "read_only":
         p.write_text(FIXABLE)
@@ -265,10 +277,10 @@ LATIN1_HEAD = "# -*- coding: latin-1 -*-\n# caf\u00e9\n"
 
 
 @pytest.mark.parametrize("variant", ["crlf", "bom", "latin1", "no_final_newline", "mode_755", "cr"])
-def test_apply_keeps_encoding_newlines_and_mode(tmp_path, tmp_path_factory, variant):
-    ref_in, ref_out = FIXABLE, fixed_text(tmp_path_factory)
+def test_apply_keeps_encoding_newlines_and_mode(tmp_path, fixed, variant):
+    ref_in, ref_out = FIXABLE, fixed()
     if variant == "latin1":
-        ref_in, ref_out = LATIN1_HEAD + FIXABLE, fixed_text(tmp_path_factory, LATIN1_HEAD + FIXABLE)
+        ref_in, ref_out = LATIN1_HEAD + FIXABLE, fixed(LATIN1_HEAD + FIXABLE)
     encode = {"latin1": lambda t: t.encode("latin-1"),
               "bom": lambda t: b"\xef\xbb\xbf" + t.encode(),
               "crlf": lambda t: t.replace("\n", "\r\n").encode(),
