@@ -196,7 +196,7 @@ def test_statement_positions_generate_only_the_statements_asked():
     tree = scopecheck.Tree(module, source=text)
     call = next(n for n in tree.parent if isinstance(n, cst.Call))
     assert tree.position[call].start.line == 6
-    assert not tree.position._whole and len(tree.position._done) == 1  # only `f` was generated
+    assert not tree.position._whole and len(tree.position._done) == 1  # only the line of `f` holding the call
 
 
 def test_another_threads_walks_keep_libcsts_way():

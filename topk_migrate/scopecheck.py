@@ -139,8 +139,8 @@ class _Positions(PositionProvider):
 
 class StatementPositions:
     """A module's positions as _positions gives them, worked out one statement at a time, when a node's
-    is asked: the statements of the module and of its classes' bodies (a method, a class, an import)
-    are the units, each generated alone from the line CPython's ast says it starts on (less its leading
+    is asked: the statements of the module and of the bodies of its classes and functions (a method, a
+    line of a method, an `if` block in it) are the units, the innermost holding a node generated alone from the line CPython's ast says it starts on (less its leading
     comment and blank lines). A unit whose generated text is not the source's text at that line, or a
     node outside every unit, has the whole module's positions computed instead: a doubt costs time,
     never a wrong line."""
@@ -252,7 +252,8 @@ class _Unzipped(Exception):
 
 def _zip_units(body, stmts, indents: Tuple[str, ...], module: cst.Module, found) -> None:
     """Pair the LibCST statements of a body with CPython's (a line of `a; b` is one LibCST statement and
-    two of CPython's), recording each LibCST statement's first generated line; into class bodies."""
+    two of CPython's), recording each LibCST statement's first generated line; into the bodies of
+    classes and functions."""
     i = 0
     for stmt in body:
         if i >= len(stmts):
@@ -265,8 +266,8 @@ def _zip_units(body, stmts, indents: Tuple[str, ...], module: cst.Module, found)
         else:
             line = first.lineno - leading
         found[id(stmt)] = (stmt, line, indents)
-        if isinstance(stmt, cst.ClassDef) and isinstance(stmt.body, cst.IndentedBlock):
-            if not isinstance(first, ast.ClassDef):
+        if isinstance(stmt, (cst.ClassDef, cst.FunctionDef)) and isinstance(stmt.body, cst.IndentedBlock):
+            if not isinstance(first, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
                 raise _Unzipped
             indent = stmt.body.indent
             _zip_units(stmt.body.body, first.body, indents + (module.default_indent if indent is None else indent,),
