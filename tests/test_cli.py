@@ -86,3 +86,20 @@ def test_config_exclude_applies_to_walked_directories(tree):
     r = cli("check", tree)
     assert r.returncode == 0 and r.stdout == "", r.stdout
     assert cli("check", tree / "dsa_backend.py").returncode == 1  # a file named explicitly is still checked
+
+
+def test_an_internal_error_is_one_short_line(tmp_path, monkeypatch):
+    """A bug of ours met on a file is reported in a line of bounded length, whatever the exception holds."""
+    from topk_migrate import api
+    from topk_migrate.model import INTERNAL_ERROR_CHARS
+
+    f = tmp_path / "m.py"
+    f.write_text("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\nflash_mla_sparse_fwd(q, kv, i, 1.0)\n")
+
+    def boom(*a, **k):
+        raise KeyError("x" * 10_000)
+
+    monkeypatch.setattr(api, "_migrate", boom)
+    out = api.process_file(str(f), kernel="sglang-kernel==0.4.6")
+    assert out.error.startswith("internal error: KeyError: ") and len(out.error) <= len("internal error: ") + INTERNAL_ERROR_CHARS
+    assert "\n" not in out.error

@@ -220,3 +220,23 @@ def test_another_threads_walks_keep_libcsts_way():
         module.visit(mine)
     assert got["seen"] == theirs.seen  # every layout node walked, as LibCST does
     assert len(mine.seen) < len(theirs.seen)  # this thread's walk left the layout out
+
+
+def test_statement_positions_doubt_falls_back_to_the_whole_modules(monkeypatch):
+    """A pairing that breaks (here: CPython's statements shifted a line) is caught by the text check."""
+    from topk_migrate import scopecheck
+
+    text = "import a\n\n\nclass A:\n    def f(self):\n        return a.b(1)\n"
+    module = cst.parse_module(text)
+    whole = scopecheck.Tree(module).position
+    real = scopecheck._zip_units
+
+    def shifted(body, stmts, indents, module_, found):
+        real(body, stmts, indents, module_, found)
+        for k, (node, line, ind) in list(found.items()):
+            found[k] = (node, line + 1, ind)
+
+    monkeypatch.setattr(scopecheck, "_zip_units", shifted)
+    tree = scopecheck.Tree(module, source=text)
+    call = next(n for n in tree.parent if isinstance(n, cst.Call))
+    assert tree.position[call] == whole[call] and tree.position._whole

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence
 
 from . import discover, rules
-from .model import Capability, InputError, Site, Status, exit_code
+from .model import Capability, InputError, Site, Status, exit_code, internal_error
 from .run_context import in_run, per_run
 
 if TYPE_CHECKING:
@@ -419,7 +419,7 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
     except Exception as e:  # a bug of ours: report it, keep going with the other files
         import traceback
 
-        out.error = f"internal error: {type(e).__name__}: {e}" + (f"\n{traceback.format_exc()}" if verbose else "")
+        out.error = internal_error(e) + (f"\n{traceback.format_exc()}" if verbose else "")
     return out
 
 

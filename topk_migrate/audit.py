@@ -50,7 +50,7 @@ from .discover import (
     prefilter_for,
     scanning_for,
 )
-from .model import CHECK_STATUSES, InputError, Site, Status, exit_code
+from .model import CHECK_STATUSES, InputError, Site, Status, exit_code, internal_error
 from .options import follow_links_option, kernel_option, output_option, skipped_note, validate_kernel, verbose_option
 from .run_context import in_run
 
@@ -365,7 +365,7 @@ class Runner:
             try:
                 yield fut.result()
             except Exception as e:  # BrokenProcessPool: a worker died
-                yield args[0], [], f"internal error: {type(e).__name__}: {e}"
+                yield args[0], [], internal_error(e)
         self.pool.shutdown()
 
 

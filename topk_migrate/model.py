@@ -82,6 +82,17 @@ class InputError(Exception):
     """An expected problem with one input file: reported in one line, the run goes on."""
 
 
+INTERNAL_ERROR_CHARS = 300
+
+
+def internal_error(e: BaseException) -> str:
+    """One short line for a bug of ours met on a file (an exception's text may hold a whole node's repr)."""
+    text = f"{type(e).__name__}: {e}"
+    if len(text) > INTERNAL_ERROR_CHARS:
+        text = text[:INTERNAL_ERROR_CHARS - 3] + "..."
+    return f"internal error: {text}"
+
+
 def exit_code(sites: Iterable[Site], errors: bool, failing: Collection[Status], rewrote: bool = False) -> int:
     """Every command's exit code: 2 an input could not be read, 1 a site is in the command's `failing`
     statuses (or a file was rewritten), 0 nothing left to do."""

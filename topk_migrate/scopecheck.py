@@ -196,7 +196,7 @@ class StatementPositions:
                 found: Dict[int, Tuple[cst.CSTNode, int, Tuple[str, ...]]] = {}
                 _zip_units(self._tree.module.body, ast.parse(self._source).body, (), self._tree.module, found)
                 self._units = found
-            except (_Unzipped, SyntaxError, ValueError, RecursionError, MemoryError):
+            except Exception:  # _Unzipped, or a shape the pairing did not foresee: the whole module's then
                 self._units = {}
         return self._units or None
 
@@ -210,7 +210,7 @@ class StatementPositions:
         state.line = line
         try:
             unit._codegen(state)
-        except _Unrecorded:
+        except Exception:  # _Unrecorded, or a unit LibCST cannot generate alone: the whole module's then
             self._all()
             return
         starts = self._line_starts()

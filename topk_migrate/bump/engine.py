@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from topk_migrate.model import InputError, Site, exit_code
+from topk_migrate.model import InputError, Site, exit_code, internal_error
 from topk_migrate.run_context import in_run
 
 from .bind import FAILING, SEVERITY, CallArgs, compare, match, settle
@@ -111,7 +111,7 @@ def analyse_file(shown: str, path: str, old: Release, new: Release,
     except _FileError as e:
         return shown, [], str(e)
     except Exception as e:  # a bug of ours: this file's error line, not a lost run
-        return shown, [], f"internal error: {type(e).__name__}: {e}"
+        return shown, [], internal_error(e)
     finally:
         if back:
             os.chdir(back)
