@@ -231,6 +231,7 @@ class _Analysis:
         ]
         self.sites: List[Site] = []
         self.groups: List[Group] = []
+        self.joined: Dict[int, Group] = {}  # id of a kernel call -> the helper group it joined after the first
         self._helper_groups: Dict[int, Group] = {}
         self._external: Dict[str, Optional[Tuple[Tree, cst.FunctionDef]]] = {}
         self._project = None
@@ -753,7 +754,7 @@ class _Analysis:
                 return (f"`{dotted(target.target)}` is assigned at line {self.tree.line(target.target)}: the call may reach "
                         "another function than the kernel; rewrite by hand if it accepts topk_length")
         kernel = c.callee.rsplit(".", 1)[-1]
-        for target in self.find((cst.AssignTarget, cst.AnnAssign, cst.AugAssign), _targets_attribute):
+        for target in self.targets_named(kernel):
             # `fm.flash_mla_sparse_fwd = ...` while the call reads the module through `self.flash_mla`: any
             # attribute of the kernel's name assigned here may be the one the call reaches
             if target.target.attr.value == kernel:
@@ -1003,6 +1004,7 @@ class _Analysis:
                                  f"{fn.qualname} the first kernel call's do not come from, so what its callers pass "
                                  "for it is not checked; pass topk_length by hand")
             existing.calls.append(c)
+            self.joined[id(c.node)] = existing
             return self.site(c, Status.FIXABLE, existing.reason, existing.callers[0][1] if existing.callers else None)
         params = fn.node.params
         all_params = [*params.posonly_params, *params.params, *params.kwonly_params]
@@ -1113,6 +1115,12 @@ class _Analysis:
         """`x.attr = ...` targets, in source order."""
         return self.index("attribute_assigns", lambda: self._grouped(
             self.find(cst.AssignTarget, _targets_attribute), lambda t: t.target.attr.value)).get(attr, [])
+
+    def targets_named(self, attr: str) -> List[cst.CSTNode]:
+        """`x.attr = ...`, `x.attr: T = ...`, `x.attr += ...`, whatever x (one scan of the module, not one per call)."""
+        return self.index("targets_named", lambda: self._grouped(
+            self.find((cst.AssignTarget, cst.AnnAssign, cst.AugAssign), _targets_attribute),
+            lambda t: t.target.attr.value)).get(attr, [])
 
     def attribute_targets(self, name: str) -> List[cst.CSTNode]:
         """`x.y = ...`, `x.y: T = ...`, `x.y += ...` whose target, expanded through the imports, is `name`."""

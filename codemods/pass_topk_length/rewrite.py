@@ -189,11 +189,12 @@ def validate_rewrite(original: Tree, rewritten: cst.Module, record: Record, grou
             break
 
     # 2. What the inserted code reads.
+    by_id = {id(x): x for x in groups}
     for _rank, name, node, access in new.accesses():
         gid = owner.get(id(node))
         if gid is None or access.is_annotation or name in CONSTANT_NAMES:
             continue
-        g = next(x for x in groups if id(x) == gid)
+        g = by_id[gid]
         why = _check_read(new, g, record, mine[gid], anywhere, access, name, node)
         if why:
             fail(gid, why)

@@ -148,9 +148,9 @@ def _migrate(module: cst.Module, source: str, path: str, gate: Gate, metadata: S
         sites.append(analysis.classify(c))
         for g in analysis.groups[before:]:
             g.sites.append(len(sites) - 1)
-        for g in analysis.groups[:before]:  # a second kernel call joined a helper's group
-            if any(x is c for x in g.calls) and len(sites) - 1 not in g.sites:
-                g.sites.append(len(sites) - 1)
+        joined = analysis.joined.get(id(c.node))  # a second kernel call joined a helper's group
+        if joined is not None and len(sites) - 1 not in joined.sites:
+            joined.sites.append(len(sites) - 1)
     groups = list(analysis.groups)
     _inline_shared_functions(groups, sites)
     annotation, need_import = _optional_annotation(module, facts)
