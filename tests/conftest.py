@@ -39,7 +39,7 @@ def pytest_configure(config):
     bench/audit_bench.py compile it the same way. Hash-checked .pyc files (in the ignored __pycache__/):
     a source edited during the run is recompiled, never run from a stale .pyc. Without the variable
     the first child writes them itself, as Python does."""
-    if not sys.dont_write_bytecode or hasattr(config, "workerinput"):  # not set, or an xdist worker
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE") or hasattr(config, "workerinput"):  # not set, or a worker
         return
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     subprocess.run([sys.executable, "-m", "compileall", "-q", "--invalidation-mode", "checked-hash",
