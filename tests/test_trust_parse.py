@@ -190,3 +190,14 @@ def test_nesting_walks_what_iter_child_nodes_walks():
     depths = [guard.nesting(ast.parse(t), t) for t in texts]
     assert depths == [_nesting_by_iter_child_nodes(ast.parse(t), t) for t in texts]
     assert len(set(depths)) > 5
+
+
+def test_the_guards_tree_is_shared_with_later_readers_of_the_same_text_in_a_run():
+    from topk_migrate import run_context
+
+    text = "import a\nx = a.b(1)\n"
+    with_run = run_context.in_run(lambda: (guard.parse_checked(text, "m.py"), guard.tree_of(text),
+                                           guard.tree_of(text + "y = 2\n")))
+    first, again, other = with_run()
+    assert again is first and other is not first and len(other.body) == 3
+    assert guard.tree_of(text) is not first  # outside a run nothing is kept

@@ -26,6 +26,7 @@ import warnings
 from typing import Any, Callable, Optional
 
 from .model import InputError
+from .run_context import per_run
 
 # Measured (libcst 1.0.1, CPython 3.11, default recursion limit): an expression
 # chain fails at ~330 levels, 95 nested blocks plus ~90 expression levels fail.
@@ -54,7 +55,26 @@ def parse_checked(text: str, path: str, measure: bool = True) -> Optional[ast.Mo
                          f"({type(e).__name__}; limit {MAX_NESTING} levels)") from None
     except ValueError as e:  # e.g. a NUL byte, in a string not rejected before
         raise InputError(f"cannot parse: {e}") from None
+    _last_tree()[:] = [text, tree]
     return measured(tree, text) if measure else tree
+
+
+@per_run
+def _last_tree() -> list:
+    """[text, CPython's AST of it]: the run's last file parsed here (one slot: a run reads many files)."""
+    return [None, None]
+
+
+def tree_of(text: str) -> ast.Module:
+    """CPython's AST of text (SyntaxError, ValueError as ast.parse), the one parse_checked made of the
+    same text in this run if it was the last: the rule's analysis and the project scan read the file the
+    guard just parsed. Shared: read it, never change it."""
+    slot = _last_tree()
+    if slot[0] is not None and (slot[0] is text or slot[0] == text):
+        return slot[1]
+    tree = ast.parse(text)
+    slot[:] = [text, tree]
+    return tree
 
 
 def for_libcst(tree: Optional[ast.Module], text: str, cut: Optional[str], path: str) -> Optional[ast.Module]:

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
-from . import bounded, memory
+from . import bounded, guard, memory
 from .discover import iter_python_files, read_regular
 from .model import InputError
 from .run_context import per_run
@@ -231,7 +231,7 @@ class Project:
             if len(text) > bounded.FACTS_SOURCE_LIMIT:
                 raise MemoryError
             memory.check(text, memory.PARSE_BYTES_PER_TOKEN, "parse")
-            return _File(path, ast.parse(text), self._find_module)
+            return _File(path, guard.tree_of(text), self._find_module)
         except (SyntaxError, ValueError):
             return None
         except (InputError, RecursionError, MemoryError):

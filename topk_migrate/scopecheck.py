@@ -30,7 +30,7 @@ from libcst.metadata.expression_context_provider import ExpressionContextProvide
 from libcst.metadata.position_provider import NEWLINE_RE, PositionProvidingCodegenState
 from libcst.metadata.scope_provider import AnnotationScope, ScopeVisitor
 
-from . import cstwalk
+from . import cstwalk, guard
 
 BLOCKS = (cst.Module, cst.IndentedBlock, cst.SimpleStatementLine, cst.SimpleStatementSuite)
 PLAIN_TYPES = {"dict", "list", "tuple", "str", "int", "float", "bool", "bytes", "set", "Dict", "List", "Tuple",
@@ -194,7 +194,7 @@ class StatementPositions:
         if self._units is None:
             try:
                 found: Dict[int, Tuple[cst.CSTNode, int, Tuple[str, ...]]] = {}
-                _zip_units(self._tree.module.body, ast.parse(self._source).body, (), self._tree.module, found)
+                _zip_units(self._tree.module.body, guard.tree_of(self._source).body, (), self._tree.module, found)
                 self._units = found
             except Exception:  # _Unzipped, or a shape the pairing did not foresee: the whole module's then
                 self._units = {}
