@@ -98,51 +98,28 @@ def _guard_inline(g: Group, sites: List[Site]) -> None:
 
 
 def _skippable(tree: Tree, facts, fields: Sequence[str]) -> List[cst.FunctionDef]:
-    """The outermost defs whose bodies the scope analysis may leave out (Tree.skip_bodies): those that
-    do not mention a kernel name, do not write a metadata field (`fields`: an assignment to it, a keyword
-    of its name, a setattr, an in-place `x.field.copy_(...)`), do not mention the name of a def kept
-    (callers, overrides) and are not called by one (callees: rows are traced into them), and hold no
-    `global`/`nonlocal`. A guess only: a scope fact asked of a body left out starts the file again
-    whole (WholeModuleNeeded), so a wrong one costs time, never a verdict."""
+    """The outermost defs whose bodies the scope analysis may leave out (Tree.skip_bodies): those
+    that never mention a kernel name or a metadata field (`fields`: their writes are followed), nor,
+    in turn, the name of a def kept (callers, overrides), that no def kept mentions (callees: rows are
+    traced into them), and hold no `global`/`nonlocal`. A fact asked of one anyway starts the file
+    again whole."""
     units = [f.node for f in facts.functions
              if not any(isinstance(a, cst.FunctionDef) for a in tree.ancestors(f.node))]
-    words = set(ENTRY_POINTS) | {"sparse_prefill_fwd"} | {
+    words = set(ENTRY_POINTS) | {"sparse_prefill_fwd"} | set(fields) | {
         local for local, full in facts.imports.items() if any(e in full for e in (*ENTRY_POINTS, "sparse_prefill_fwd"))}
-    fields = set(fields)
-    left = [u for u in units if not tree.find((cst.Global, cst.Nonlocal), within=u.body)]
-    names = {id(u): {n.value for n in tree.find(cst.Name, within=u.body)} for u in left}
-    writes = {id(u): _written_names(tree, u, names[id(u)]) for u in left}
-    calls = {id(u): {_called_name(c) for c in tree.find(cst.Call, within=u.body)} for u in left}
-    called: Set[str] = set()  # what the kept defs call: the defs they may reach (rows are traced into them)
+    declares = {id(u) for u in units if tree.find((cst.Global, cst.Nonlocal), within=u.body)}
+    names = {id(u): {n.value for n in tree.find(cst.Name, within=u.body)} for u in units if id(u) not in declares}
+    left = [u for u in units if id(u) not in declares]
+    called: Set[str] = set()  # names the kept defs mention: the defs they may call (rows are traced into them)
     while True:
-        kept = [u for u in left if names[id(u)] & words or writes[id(u)] & fields or u.name.value in called]
+        kept = [u for u in left if names[id(u)] & words or u.name.value in called]
         if not kept:
             return left
         words |= {u.name.value for u in kept}
         for u in kept:
-            called |= calls[id(u)]
-        kept_ids = {id(u) for u in kept}  # the next round sees what these call and are named
+            called |= names[id(u)]
+        kept_ids = {id(u) for u in kept}  # the next round sees what these mention and are named
         left = [u for u in left if id(u) not in kept_ids]
-
-
-def _written_names(tree: Tree, fdef: cst.FunctionDef, mentioned: Set[str]) -> Set[str]:
-    """Names a def may write a field through: those in its assignment targets, its keywords, the callee
-    of an in-place method (`m.field.copy_(...)`), and every name it mentions if it calls setattr."""
-    out: Set[str] = set()
-    for t in tree.find((cst.AssignTarget, cst.AnnAssign, cst.AugAssign), within=fdef.body):
-        out |= {n.value for n in tree.find(cst.Name, within=t.target)}
-    out |= {a.keyword.value for a in tree.find(cst.Arg, within=fdef.body) if a.keyword is not None}
-    for c in tree.find(cst.Call, within=fdef.body):
-        if isinstance(c.func, cst.Name) and c.func.value == "setattr":
-            return mentioned
-        if isinstance(c.func, cst.Attribute) and c.func.attr.value.endswith("_"):
-            out |= {n.value for n in tree.find(cst.Name, within=c.func)}
-    return out
-
-
-def _called_name(call: cst.Call) -> Optional[str]:
-    f = call.func
-    return f.value if isinstance(f, cst.Name) else f.attr.value if isinstance(f, cst.Attribute) else None
 
 
 def migrate(source: str, path: str, gate: Gate, metadata: Sequence[str] = ()) -> Tuple[str, List[Site]]:
