@@ -61,9 +61,9 @@ class _Numberer(cst.CSTVisitor):
 
 
 class _PositionState(PositionProvidingCodegenState):
-    """LibCST's position-recording codegen, recording no cstwalk.TRIVIA node but brackets (two thirds
-    of the nodes, none of which the analysis asks a line of) and with a cheaper step over a token without a line
-    break. Every other node gets the range LibCST gives it (tests/test_cstwalk.py)."""
+    """LibCST's position-recording codegen, recording no cstwalk.TRIVIA node but brackets (two thirds of
+    the nodes, none of which the analysis asks a line of), with a cheaper step over a token without a
+    line break. Every other node gets the range LibCST gives it (tests/test_cstwalk.py)."""
 
     __slots__ = ()
 
@@ -140,10 +140,10 @@ class _Positions(PositionProvider):
 class StatementPositions:
     """A module's positions as _positions gives them, worked out one statement at a time, when a node's
     is asked: the statements of the module and of the bodies of its classes and functions (a method, a
-    line of a method, an `if` block in it) are the units, the innermost holding a node generated alone from the line CPython's ast says it starts on (less its leading
-    comment and blank lines). A unit whose generated text is not the source's text at that line, or a
-    node outside every unit, has the whole module's positions computed instead: a doubt costs time,
-    never a wrong line."""
+    line of a method, an `if` block in it) are the units; the innermost holding the node is generated
+    alone, from the line CPython's ast says it starts on (less its leading comment and blank lines). A
+    unit whose generated text is not the source's text at that line, or a node outside every unit, has
+    the whole module's positions computed instead: a doubt costs time, never a wrong line."""
 
     def __init__(self, tree: "Tree", source: str):
         self._tree, self._source = tree, source
@@ -173,11 +173,6 @@ class StatementPositions:
 
     def __contains__(self, node: object) -> bool:
         return isinstance(node, cst.CSTNode) and self.get(node) is not None
-
-    def every(self) -> Dict[cst.CSTNode, CodeRange]:
-        """Every node's range (the whole module's)."""
-        self._all()
-        return self._computed
 
     def _unit_of(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         units = self._find_units()
