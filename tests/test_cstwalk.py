@@ -7,7 +7,10 @@ import pytest
 from helpers import ROOT
 from topk_migrate import cstwalk
 
-SOURCES = sorted(p for p in (ROOT / "fixtures").rglob("*.py")) + sorted((ROOT / "topk_migrate").glob("*.py"))
+FIXTURES = sorted(p for p in (ROOT / "fixtures").rglob("*.py"))  # the real backends: the default tier
+ENGINE = sorted((ROOT / "topk_migrate").glob("*.py"))  # more shapes of Python: the heavy tier
+SOURCES = FIXTURES + ENGINE
+HEAVY = pytest.mark.heavy
 ODD = '''\
 from .a import (b as c, d)
 x = f"{a!r:>{w}} {b=}"
@@ -31,10 +34,16 @@ class K(B, metaclass=M):
 '''
 
 
-def _modules():
-    for path in SOURCES:
+def _modules(paths=FIXTURES, odd=True):
+    for path in paths:
         yield path.name, cst.parse_module(path.read_text(encoding="utf-8"))
-    yield "odd", cst.parse_module(ODD)
+    if odd:
+        yield "odd", cst.parse_module(ODD)
+
+
+# each test below runs on the fixtures and odd shapes here, on the engine's modules in the heavy tier
+EVERY = [pytest.param(n, m, id=n) for n, m in _modules()] + [
+    pytest.param(n, m, id=n, marks=HEAVY) for n, m in _modules(ENGINE, odd=False)]
 
 
 class _Record(cst.CSTVisitor):
@@ -71,7 +80,7 @@ class _ClassBases(cst.CSTVisitor):
         self.seen.append(node.value)
 
 
-@pytest.mark.parametrize("name,module", list(_modules()), ids=lambda v: v if isinstance(v, str) else "")
+@pytest.mark.parametrize("name,module", EVERY)
 def test_children_are_libcsts_in_its_order(name, module):
     stack = [module]
     while stack:
@@ -81,10 +90,12 @@ def test_children_are_libcsts_in_its_order(name, module):
         stack.extend(want)
 
 
+@pytest.mark.parametrize("paths", [pytest.param(FIXTURES, id="fixtures"),
+                                   pytest.param(ENGINE, id="engine", marks=HEAVY)])
 @pytest.mark.parametrize("visitor", [_Record, _ClassBases])
-def test_a_walk_makes_libcsts_callbacks(visitor):
+def test_a_walk_makes_libcsts_callbacks(visitor, paths):
     seen = 0
-    for _, module in _modules():
+    for _, module in _modules(paths):
         theirs, ours = visitor(), visitor()
         module.visit(theirs)
         with cstwalk.fast_visits():
@@ -126,7 +137,7 @@ def _scope_facts(module):
     return reads, assigned, tree.order.keys() - {id(n) for n in tree.parent if isinstance(n, cstwalk.TRIVIA)}
 
 
-@pytest.mark.parametrize("name,module", list(_modules()), ids=lambda v: v if isinstance(v, str) else "")
+@pytest.mark.parametrize("name,module", EVERY)
 def test_scopes_without_walking_the_layout_are_libcsts(name, module):
     """The engine's walks leave out TRIVIA: LibCST's scope analysis and the numbering see the same
     names, calls and statements in the same order, and resolve every read the same way."""
@@ -138,7 +149,7 @@ def test_scopes_without_walking_the_layout_are_libcsts(name, module):
     assert len(want[0]) or not module.body or name == "__init__.py"
 
 
-@pytest.mark.parametrize("name,module", list(_modules()), ids=lambda v: v if isinstance(v, str) else "")
+@pytest.mark.parametrize("name,module", EVERY)
 def test_positions_are_libcsts_for_every_node_but_layout(name, module):
     from libcst.metadata import MetadataWrapper, PositionProvider
 
@@ -164,7 +175,7 @@ def test_a_range_hoisted_from_unrecorded_layout_falls_back_to_libcsts_provider(m
 
 
 def _texts():
-    for path in SOURCES:
+    for path in FIXTURES:
         yield path.name, path.read_text(encoding="utf-8")
     yield "odd", ODD
     yield "no final newline", "class A:\n    def f(self):\n        return 1\n    x = 2"
@@ -173,7 +184,8 @@ def _texts():
     yield "decorated at the top", "# a\n\n@dec\n\n# b\n@dec2(\n  1)\nclass C(\n  object):\n  '''d'''\n  def h(s): ...\n"
 
 
-@pytest.mark.parametrize("name,text", list(_texts()), ids=lambda v: v if len(v) < 40 else "")
+@pytest.mark.parametrize("name,text", [pytest.param(n, t, id=n) for n, t in _texts()] + [
+    pytest.param(p.name, p.read_text(encoding="utf-8"), id=p.name, marks=HEAVY) for p in ENGINE])
 def test_statement_positions_are_the_whole_modules(name, text):
     """Positions worked out per statement, node by node in any order, are those of the whole module."""
     from topk_migrate import scopecheck
