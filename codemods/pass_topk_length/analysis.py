@@ -1113,11 +1113,10 @@ class _Analysis:
 
     def attribute_assigns(self, attr: str) -> List[cst.AssignTarget]:
         """`x.attr = ...` targets, in source order."""
-        return self.index("attribute_assigns", lambda: self._grouped(
-            self.find(cst.AssignTarget, _targets_attribute), lambda t: t.target.attr.value)).get(attr, [])
+        return [t for t in self.targets_named(attr) if isinstance(t, cst.AssignTarget)]
 
     def targets_named(self, attr: str) -> List[cst.CSTNode]:
-        """`x.attr = ...`, `x.attr: T = ...`, `x.attr += ...`, whatever x (one scan of the module, not one per call)."""
+        """`x.attr = ...`, `x.attr: T = ...`, `x.attr += ...`, whatever x, in source order (one scan of the module)."""
         return self.index("targets_named", lambda: self._grouped(
             self.find((cst.AssignTarget, cst.AnnAssign, cst.AugAssign), _targets_attribute),
             lambda t: t.target.attr.value)).get(attr, [])
