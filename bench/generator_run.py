@@ -119,9 +119,10 @@ def main(argv=None) -> int:
     head = ("# Program generator (issue 25, item 7)\n\n"
             "Generated DSA backends run before and after `topk-migrate apply` under the contract-enforcing stub "
             "kernel (tests/stubs): the oracle is execution only. The default test tier "
-            "(`python3 -m pytest -q tests/test_generator.py`) runs the programs of seed 25 below; the heavy tier "
-            f"(`-m heavy`) 20,000 of seed {genrun.HEAVY_SEED} (`TOPK_GEN_SEED=S` picks another, `TOPK_GEN_SEED=random` "
-            "draws one).\n\n"
+            "(`python3 -m pytest -q tests/test_generator.py`) runs a part of seed 25's first 1,000 programs (the first "
+            "150 and the fewest more that draw every alternative of every production); the heavy tier (`-m heavy`) "
+            f"all 1,000, and 20,000 of seed {genrun.HEAVY_SEED} (`TOPK_GEN_SEED=S` picks another, "
+            "`TOPK_GEN_SEED=random` draws one).\n\n"
             f"Engine at {_commit()}; {platform.python_version()}, {os.cpu_count()} cores, "
             f"load average {load0} before the run.\n")
     text = report(summary, classes, cmd, head) + "\n" + grammar_section()

@@ -307,3 +307,26 @@ def test_a_second_kernel_call_in_the_helper_takes_q_from_what_the_callers_pass(t
     first, second = migrate_source(backend, str(path), kernel=KERNEL).sites
     assert first.status is Status.FIXABLE, first.reason
     assert (second.status is Status.FIXABLE) is fixable, second.reason
+
+
+def test_a_file_over_the_runs_size_limit_is_not_read_and_keeps_the_site_manual(tmp_path, monkeypatch):
+    """TOPK_MIGRATE_MAX_BYTES bounds every file a run reads, the project scan's included: a bigger file is
+    not read (it might patch the helper), and the reason names the limit to raise."""
+    monkeypatch.setenv("TOPK_MIGRATE_MAX_BYTES", "20000")
+    big = "x = 1\n" * 5000  # 30 kB: over the limit, under the scan's own 8 MiB
+    site = verdict(tmp_path, {"vendored/table.py": big})
+    assert site.status is Status.MANUAL
+    assert "vendored/table.py is over the 20000-byte read limit (TOPK_MIGRATE_MAX_BYTES)" in site.reason
+    monkeypatch.setenv("TOPK_MIGRATE_MAX_BYTES", "40000")
+    (tmp_path / "again").mkdir()
+    assert verdict(tmp_path / "again", {"vendored/table.py": big}).status is Status.FIXABLE
+
+
+def test_the_project_scan_holds_its_files_within_the_memory_bound(tmp_path, monkeypatch):
+    """The scan keeps every file's text for the run; past TOPK_MIGRATE_MAX_MEMORY together it stops, and
+    what it did not read keeps the site manual."""
+    monkeypatch.setenv("TOPK_MIGRATE_MAX_MEMORY", "1")
+    chunk = "x = 1\n" * 50_000  # 300 kB each: four of them are over 1 MiB
+    site = verdict(tmp_path, {f"pkg/m{i}.py": chunk for i in range(4)})
+    assert site.status is Status.MANUAL
+    assert "holds more than 1 MiB of Python files (the memory bound, TOPK_MIGRATE_MAX_MEMORY)" in site.reason

@@ -21,13 +21,13 @@ import re
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
-from . import bounded, guard, memory
+from . import bounded, files, guard, memory
 from .discover import iter_python_files, read_regular
 from .model import InputError
 from .run_context import per_run
 
-# a file bigger than this that names one of the names cannot be checked; the project's biggest real
-# Python files (generated protobuf stubs, vendored tables) are under 1 MiB.
+# a file bigger than this (or than the run's TOPK_MIGRATE_MAX_BYTES, if smaller) cannot be checked; the
+# project's biggest real Python files (generated protobuf stubs, vendored tables) are under 1 MiB.
 READ_LIMIT = 8 << 20
 # the most files one project scan reads; past it nothing is proven (the largest real engine tree
 # the tests hold, sglang 0.5.16's wheel, has 2,859)
@@ -51,6 +51,8 @@ def project_sources(root: str) -> Tuple[List[Tuple[str, bytes]], List[Finding]]:
     read whole: read once per run (every module checked in a run asks of the same project)."""
     out: List[Tuple[str, bytes]] = []
     unreadable: List[Finding] = []
+    limit = min(READ_LIMIT, files.max_bytes())  # the bound the run promises holds for every file it reads
+    held, budget = 0, memory.budget()  # the texts are held for the run: together, within its memory bound
     for n, (path, err) in enumerate(iter_python_files([root])):
         if n >= MAX_FILES:
             unreadable.append(Finding(".", 0, f"has more than {MAX_FILES} Python files"))
@@ -59,11 +61,16 @@ def project_sources(root: str) -> Tuple[List[Tuple[str, bytes]], List[Finding]]:
         if err is not None or is_test_code(rel) or _own_source(path):
             continue
         try:
-            data, _ = read_regular(path, READ_LIMIT)
+            data, _ = read_regular(path, limit)
         except OSError as e:
             if e.errno == errno.EFBIG:
-                unreadable.append(Finding(rel, 0, "is too large to read"))
+                unreadable.append(Finding(rel, 0, f"is over the {limit}-byte read limit ({files.MAX_BYTES_ENV})"))
             continue
+        held += len(data)
+        if held > budget:
+            unreadable.append(Finding(".", 0, f"holds more than {budget >> 20} MiB of Python files "
+                                              f"(the memory bound, {memory.BUDGET_ENV})"))
+            break
         out.append((os.path.realpath(path), data))
     return out, unreadable
 
