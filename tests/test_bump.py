@@ -423,3 +423,30 @@ def test_sarif_and_github_are_audits_renderers_with_the_bump_rules(tmp_path):
     gh = cli("--from", old, "--to", new, f, "--format", "github").stdout.splitlines()
     assert gh == [line for line in gh if line.startswith("::")] and len(gh) == 1
     assert gh[0].startswith(f"::notice file={f},line=4,col=12,title=topk-migrate bump pass-topk-length%3A opportunity::")
+
+
+def test_a_file_over_max_bytes_is_not_read_whole(tmp_path, monkeypatch):
+    """bump reads a file under TOPK_MIGRATE_MAX_BYTES whole; a bigger one is scanned in windows for the releases'
+    entry points: one that names none is no site, one that names one is a one-line error, never held whole."""
+    from topk_migrate import discover, files
+
+    reads = []
+    for mod in (discover, files):
+        real = mod.read_regular
+        monkeypatch.setattr(mod, "read_regular", lambda p, limit=None, real=real: (reads.append(limit), real(p, limit))[1])
+    monkeypatch.setenv("TOPK_MIGRATE_MAX_BYTES", "5000")
+    pad = "x = 1\n" * 2000
+    f = tmp_path / "fork.py"
+
+    def run(source):
+        f.write_text(source)
+        return engine.run([str(f)], release("sgl-kernel-0.3.17"), release("sgl-kernel-0.3.19"), jobs=1)
+
+    report = run(TEN_POSITIONAL + pad)
+    assert report.sites == [] and len(report.errors) == 1, report.errors
+    assert "file too large" in report.errors[0][1] and "TOPK_MIGRATE_MAX_BYTES" in report.errors[0][1]
+    report = run("import sgl_kernel.flash_mla\n" + pad)
+    assert report.sites == [] and report.errors == []
+    assert reads and None not in reads  # every read of the fork's file was bounded
+    monkeypatch.setenv("TOPK_MIGRATE_MAX_BYTES", "50000")
+    assert only_site(run(TEN_POSITIONAL + pad)).status == bind.REBINDS

@@ -309,17 +309,28 @@ def test_a_second_kernel_call_in_the_helper_takes_q_from_what_the_callers_pass(t
     assert (second.status is Status.FIXABLE) is fixable, second.reason
 
 
-def test_a_file_over_the_runs_size_limit_is_not_read_and_keeps_the_site_manual(tmp_path, monkeypatch):
-    """TOPK_MIGRATE_MAX_BYTES bounds every file a run reads, the project scan's included: a bigger file is
-    not read (it might patch the helper), and the reason names the limit to raise."""
+def test_a_file_over_the_runs_size_limit_is_scanned_not_read(tmp_path, monkeypatch):
+    """TOPK_MIGRATE_MAX_BYTES bounds every file a run reads, the project scan's included: a bigger file is only
+    scanned for the names, a window at a time. One that names none changes nothing; one that names the helper
+    might patch it, so the site is manual and the reason names the limit to raise."""
+    from topk_migrate import discover
+
+    reads = []
+    real = discover.read_regular
+    monkeypatch.setattr("topk_migrate.reach.read_regular", lambda p, limit=None: (reads.append(limit), real(p, limit))[1])
     monkeypatch.setenv("TOPK_MIGRATE_MAX_BYTES", "20000")
     big = "x = 1\n" * 5000  # 30 kB: over the limit, under the scan's own 8 MiB
-    site = verdict(tmp_path, {"vendored/table.py": big})
+    assert verdict(tmp_path, {"vendored/table.py": big}).status is Status.FIXABLE
+    assert reads and all(limit == 20000 for limit in reads)
+    (tmp_path / "patched").mkdir()
+    patch = "from engine.backend import Backend\nBackend._forward_flashmla_sparse = None\n"
+    site = verdict(tmp_path / "patched", {"vendored/table.py": big + patch})
     assert site.status is Status.MANUAL
-    assert "vendored/table.py is over the 20000-byte read limit (TOPK_MIGRATE_MAX_BYTES)" in site.reason
+    assert "vendored/table.py is over the 20000-byte read limit (raise TOPK_MIGRATE_MAX_BYTES to read it)" in site.reason
     monkeypatch.setenv("TOPK_MIGRATE_MAX_BYTES", "40000")
-    (tmp_path / "again").mkdir()
-    assert verdict(tmp_path / "again", {"vendored/table.py": big}).status is Status.FIXABLE
+    (tmp_path / "read").mkdir()
+    site = verdict(tmp_path / "read", {"vendored/table.py": big + patch})
+    assert site.status is Status.MANUAL and "table.py:5002" in site.reason, site.reason
 
 
 def test_the_project_scan_holds_its_files_within_the_memory_bound(tmp_path, monkeypatch):

@@ -230,11 +230,14 @@ def deferred_signals() -> Iterator[None]:
 
 
 def _digest(path: str) -> Optional[str]:
+    h = hashlib.sha256()
     try:
-        with open(path, "rb") as f:
-            return hashlib.sha256(f.read()).hexdigest()
+        with open(path, "rb") as f:  # a window at a time: the file may have grown since it was read
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
     except OSError:
         return None
+    return h.hexdigest()
 
 
 def _stamp(st: os.stat_result) -> tuple:

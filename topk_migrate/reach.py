@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from . import bounded, files, guard, memory
-from .discover import iter_python_files, read_regular
+from .discover import Prefilter, file_may_hold_site, iter_python_files, read_regular, scanning_for
 from .model import InputError
 from .run_context import per_run
 
@@ -46,12 +46,14 @@ class Finding:
 
 
 @per_run
-def project_sources(root: str) -> Tuple[List[Tuple[str, bytes]], List[Finding]]:
-    """(real path, contents) of every non-test Python file under root, and the files that could not be
-    read whole: read once per run (every module checked in a run asks of the same project)."""
+def project_sources(root: str) -> Tuple[List[Tuple[str, bytes]], List[Tuple[str, str]], List[Finding]]:
+    """(real path, contents) of every non-test Python file under root; (real path, relative path) of those
+    over the read limit, which are only scanned for names (files_naming); and what stopped the scan. Read once
+    per run (every module checked in a run asks of the same project)."""
     out: List[Tuple[str, bytes]] = []
+    big: List[Tuple[str, str]] = []
     unreadable: List[Finding] = []
-    limit = min(READ_LIMIT, files.max_bytes())  # the bound the run promises holds for every file it reads
+    limit = read_limit()
     held, budget = 0, memory.budget()  # the texts are held for the run: together, within its memory bound
     for n, (path, err) in enumerate(iter_python_files([root])):
         if n >= MAX_FILES:
@@ -64,7 +66,7 @@ def project_sources(root: str) -> Tuple[List[Tuple[str, bytes]], List[Finding]]:
             data, _ = read_regular(path, limit)
         except OSError as e:
             if e.errno == errno.EFBIG:
-                unreadable.append(Finding(rel, 0, f"is over the {limit}-byte read limit ({files.MAX_BYTES_ENV})"))
+                big.append((os.path.realpath(path), rel))
             continue
         held += len(data)
         if held > budget:
@@ -72,7 +74,21 @@ def project_sources(root: str) -> Tuple[List[Tuple[str, bytes]], List[Finding]]:
                                               f"(the memory bound, {memory.BUDGET_ENV})"))
             break
         out.append((os.path.realpath(path), data))
-    return out, unreadable
+    return out, big, unreadable
+
+
+def read_limit() -> int:
+    """The most bytes of one file the scan holds: the run's bound for every file it reads, if smaller."""
+    return min(READ_LIMIT, files.max_bytes())
+
+
+def _names_any(path: str, needles: List[bytes]) -> bool:
+    """Does the file hold one of the needles (read a window at a time)? One that cannot be read might."""
+    try:
+        with scanning_for(Prefilter(needles)):
+            return file_may_hold_site(path)
+    except OSError:
+        return True
 
 
 def _own_source(path: str) -> bool:
@@ -197,6 +213,7 @@ class Project:
         self.root = root
         self._find_module = lambda path, mod: _real(find_module(path, mod))
         self._texts: Optional[List[Tuple[str, bytes]]] = None
+        self._big: List[Tuple[str, str]] = []  # (real path, relative path) of files over the read limit
         self._parsed: Dict[str, Optional[_File]] = {}
         self._subclasses: Dict[frozenset, List[Tuple[_File, ast.ClassDef]]] = {}
         self._by_path: Optional[Dict[str, bytes]] = None
@@ -208,9 +225,10 @@ class Project:
     def texts(self) -> List[Tuple[str, bytes]]:
         """(real path, contents) of every non-test Python file of the project but the module itself."""
         if self._texts is None:
-            found, unreadable = project_sources(self.root)
+            found, big, unreadable = project_sources(self.root)
             self.unreadable.extend(unreadable)
             self._texts = [(path, data) for path, data in found if path != self.module]
+            self._big = [(path, rel) for path, rel in big if path != self.module]
         return self._texts
 
     def files_naming(self, names: Iterable[str]) -> List[_File]:
@@ -229,6 +247,11 @@ class Project:
             f = self._parsed[path]
             if f is not None:
                 out.append(f)
+        for path, rel in self._big:  # scanned in windows, never held: one that names a name is not known
+            if path not in self._parsed and _names_any(path, needles):
+                self._parsed[path] = None
+                self.unreadable.append(Finding(rel, 0, f"is over the {read_limit()}-byte read limit "
+                                                       f"(raise {files.MAX_BYTES_ENV} to read it)"))
         return out
 
     def _parse(self, path: str, text: str) -> Optional[_File]:
@@ -280,7 +303,7 @@ class Project:
         """The module's own facts: read and parsed once, not once per kernel call."""
         if "_own" not in self.__dict__:
             try:
-                text = read_regular(self.module, READ_LIMIT)[0].decode("utf-8", "replace")
+                text = read_regular(self.module, read_limit())[0].decode("utf-8", "replace")
             except OSError:
                 text = None
             self._own = self._parse(self.module, text) if text is not None else None

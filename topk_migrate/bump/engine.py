@@ -128,16 +128,20 @@ def _file_sites(path: str, candidate: _Candidate, old: Release, new: Release, sh
     from topk_migrate import guard, narrow
     from topk_migrate import rules as registry
     from topk_migrate.config import config_for
-    from topk_migrate.discover import read_regular
-    from topk_migrate.files import decode_source, input_error
+    from topk_migrate.discover import Prefilter, scanning_for
+    from topk_migrate.files import decode_source, input_error, read_candidate
     from topk_migrate.resolve import collect
 
     try:
-        raw, st = read_regular(path)
+        with scanning_for(Prefilter(candidate.needles)):  # a file over max_bytes() is scanned in windows
+            got = read_candidate(path)
     except OSError as e:
         raise _FileError(str(input_error(e, path))) from None
-    if not candidate(raw):
+    except InputError as e:  # too large, and names an entry point
+        raise _FileError(str(e)) from None
+    if got is None or not candidate(got[0]):
         return []
+    raw, st = got
     try:
         text = decode_source(path, raw, st).text
         # the nesting LibCST is exposed to is measured on what it parses: the narrowed text, when it is one
