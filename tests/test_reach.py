@@ -341,3 +341,69 @@ def test_the_project_scan_holds_its_files_within_the_memory_bound(tmp_path, monk
     site = verdict(tmp_path, {f"pkg/m{i}.py": chunk for i in range(4)})
     assert site.status is Status.MANUAL
     assert "holds more than 1 MiB of Python files (the memory bound, TOPK_MIGRATE_MAX_MEMORY)" in site.reason
+
+
+IMPORTS_EVERYWHERE = """\
+import a.b
+import c as d
+from . import e
+from ..f import g as h
+from star import *
+if x:
+    import i
+else:
+    from j import k
+try:
+    import l
+except E:
+    from m import n
+finally:
+    import o
+for p in q:
+    import r
+else:
+    import s
+while t:
+    from u import v
+with w:
+    import x2
+class C:
+    import y
+    def f(self):
+        import z
+        lam = lambda: None
+        async def g():
+            async with aa:
+                import bb
+            async for cc in dd:
+                from ee import ff
+"""
+
+
+def test_a_files_imports_are_those_of_every_statement():
+    """_File reads imports from the statements (no expression holds one): the same tables as a walk of every node,
+    on every fixture and on imports nested in every kind of block."""
+    import ast
+    from pathlib import Path
+
+    from topk_migrate.reach import _File
+
+    def walked(tree):
+        modules, froms = {}, {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    modules[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+            elif isinstance(node, ast.ImportFrom):
+                for a in node.names:
+                    if a.name != "*":
+                        froms[a.asname or a.name] = ("." * node.level + (node.module or ""), a.name)
+        return modules, froms
+
+    root = Path(__file__).resolve().parent.parent
+    sources = [IMPORTS_EVERYWHERE] + [p.read_text() for p in sorted((root / "fixtures").rglob("*.py"))]
+    for text in sources:
+        tree = ast.parse(text)
+        f = _File("m.py", tree, lambda path, mod: None)
+        assert (f.modules, f.froms) == walked(tree)
+    assert len(walked(ast.parse(IMPORTS_EVERYWHERE))[0]) + len(walked(ast.parse(IMPORTS_EVERYWHERE))[1]) == 17

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import ast
 import errno
+import functools
 import os
 import re
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Set, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 from . import bounded, files, guard, memory
 from .discover import Prefilter, file_may_hold_site, iter_python_files, read_regular, scanning_for
@@ -119,6 +120,19 @@ def is_test_code(rel: str) -> bool:
             or name.endswith("_test.py") or name == "conftest.py")
 
 
+_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _statements(tree: ast.Module) -> Iterator[ast.AST]:
+    """Every statement of the module, nested ones included (an import is a statement: no expression holds one)."""
+    stack: List[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        for field in _BODIES:
+            stack.extend(reversed(getattr(node, field, ())))
+
+
 class _File:
     """One parsed file: its imports and top-level classes, and how it resolves a receiver."""
 
@@ -126,7 +140,7 @@ class _File:
         self.path, self.tree, self._find = path, tree, find_module
         self.modules: Dict[str, str] = {}  # local name -> dotted module (`import a.b` binds a -> a)
         self.froms: Dict[str, Tuple[str, str]] = {}  # local name -> (module, imported name)
-        for node in ast.walk(tree):
+        for node in _statements(tree):
             if isinstance(node, ast.Import):
                 for a in node.names:
                     if a.asname:
@@ -139,10 +153,15 @@ class _File:
                     if a.name != "*":
                         self.froms[a.asname or a.name] = (mod, a.name)
         self.classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
-        self.parents: Dict[int, ast.AST] = {}
-        for node in ast.walk(tree):
+
+    @functools.cached_property
+    def parents(self) -> Dict[int, ast.AST]:
+        """Each node's parent, by id (built when first asked: most files are asked only of their imports)."""
+        parents: Dict[int, ast.AST] = {}
+        for node in ast.walk(self.tree):
             for child in ast.iter_child_nodes(node):
-                self.parents[id(child)] = node
+                parents[id(child)] = node
+        return parents
 
     def module_of(self, expr: ast.AST) -> Optional[str]:
         """The dotted module an expression names through this file's imports, or None."""
