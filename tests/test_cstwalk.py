@@ -80,6 +80,46 @@ class _ClassBases(cst.CSTVisitor):
         self.seen.append(node.value)
 
 
+class _Plain(cst.CSTVisitor):
+    """Every on_visit and on_leave, no field hooks: the walk without layout reads only the fields that can hold
+    more than layout."""
+
+    def __init__(self):
+        self.seen = []
+
+    def on_visit(self, node):
+        self.seen.append(("visit", id(node)))
+        return not isinstance(node, cst.Lambda)
+
+    def on_leave(self, node):
+        self.seen.append(("leave", id(node)))
+
+
+class _Hooks(cst.CSTVisitor):
+    """CSTVisitor's own dispatch to visit_<Node>/leave_<Node> (looked up once per node type in the fast walk);
+    visit_ returning False stops the descent, None does not."""
+
+    def __init__(self):
+        self.seen = []
+
+    def visit_Name(self, node):
+        self.seen.append(("name", id(node)))
+
+    def visit_Lambda(self, node):
+        self.seen.append(("lambda", id(node)))
+        return False
+
+    def visit_Call(self, node):
+        self.seen.append(("call", id(node)))
+        return True
+
+    def leave_Call(self, node):
+        self.seen.append(("call done", id(node)))
+
+    def leave_Comma(self, node):
+        self.seen.append(("comma", id(node)))
+
+
 @pytest.mark.parametrize("name,module", EVERY)
 def test_children_are_libcsts_in_its_order(name, module):
     stack = [module]
@@ -92,7 +132,7 @@ def test_children_are_libcsts_in_its_order(name, module):
 
 @pytest.mark.parametrize("paths", [pytest.param(FIXTURES, id="fixtures"),
                                    pytest.param(ENGINE, id="engine", marks=HEAVY)])
-@pytest.mark.parametrize("visitor", [_Record, _ClassBases])
+@pytest.mark.parametrize("visitor", [_Record, _ClassBases, _Plain, _Hooks])
 def test_a_walk_makes_libcsts_callbacks(visitor, paths):
     seen = 0
     for _, module in _modules(paths):
@@ -101,6 +141,40 @@ def test_a_walk_makes_libcsts_callbacks(visitor, paths):
         with cstwalk.fast_visits():
             assert module.visit(ours) is module
         assert ours.seen == theirs.seen
+        seen += len(ours.seen)
+    assert seen > 1000
+
+
+def _layout_ids(module):
+    """ids of every node at or under a TRIVIA node."""
+    out, stack = set(), [(module, False)]
+    while stack:
+        node, under = stack.pop()
+        under = under or isinstance(node, cstwalk.TRIVIA)
+        if under:
+            out.add(id(node))
+        stack.extend((c, under) for c in node.children)
+    return out
+
+
+@pytest.mark.parametrize("paths", [pytest.param(FIXTURES, id="fixtures"),
+                                   pytest.param(ENGINE, id="engine", marks=HEAVY)])
+@pytest.mark.parametrize("visitor", [_Record, _ClassBases, _Plain, _Hooks])
+def test_a_walk_without_layout_makes_libcsts_callbacks_but_the_layouts(visitor, paths):
+    seen = 0
+    for _, module in _modules(paths):
+        theirs, ours = visitor(), visitor()
+        module.visit(theirs)
+        layout = _layout_ids(module)
+        with cstwalk.fast_visits(trivia=False):
+            assert module.visit(ours) is module
+        def substantive(events, layout=layout):
+            return [e for e in events if not isinstance(e, tuple) or e[1] not in layout]
+
+        # the same callbacks on every node that is not layout, in the same order (a node type walked LibCST's
+        # way, its method branching, still hands its layout to the visitor)
+        assert substantive(ours.seen) == substantive(theirs.seen)
+        assert len(ours.seen) < len(theirs.seen) or len(ours.seen) == len(substantive(theirs.seen))
         seen += len(ours.seen)
     assert seen > 1000
 
@@ -138,10 +212,19 @@ def _scope_facts(module):
 
 
 @pytest.mark.parametrize("name,module", EVERY)
-def test_scopes_without_walking_the_layout_are_libcsts(name, module):
-    """The engine's walks leave out TRIVIA: LibCST's scope analysis and the numbering see the same
-    names, calls and statements in the same order, and resolve every read the same way."""
-    want = _scope_facts(module)
+def test_scopes_without_walking_the_layout_are_libcsts(name, module, monkeypatch):
+    """The engine's walks leave out TRIVIA, and its scope visitor counts assignments with a type test made
+    once per node type: the numbering and the scope analysis see the same names, calls and statements
+    in the same order, and resolve every read the same way, as LibCST's own ScopeProvider resolved
+    through a MetadataWrapper with LibCST's walk."""
+    from libcst.metadata import MetadataWrapper, ScopeProvider
+
+    from topk_migrate import scopecheck
+
+    with monkeypatch.context() as m:
+        m.setattr(scopecheck, "scope_map",
+                  lambda module, provider=None: MetadataWrapper(module, unsafe_skip_copy=True).resolve(ScopeProvider))
+        want = _scope_facts(module)
     with cstwalk.fast_visits(trivia=False):
         got = _scope_facts(module)
     assert got[0] == want[0] and got[1] == want[1]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dis
 import re
 import threading
+import typing
 from contextlib import contextmanager
 from typing import Dict, Iterator, Optional, Tuple
 
@@ -25,10 +26,14 @@ from libcst import CSTNode, CSTVisitor
 _HELPERS = frozenset({"visit_required", "visit_optional", "visit_sentinel", "visit_sequence",
                       "visit_body_sequence", "visit_iterable", "visit_body_iterable"})
 _FIELDS: Dict[type, Optional[Tuple[str, ...]]] = {}
+_SUBSTANTIVE: Dict[type, Optional[Tuple[str, ...]]] = {}
 _VISITORS: Dict[type, Tuple[bool, object]] = {}
 _TYPE_KINDS: Dict[type, int] = {}
 _ATTRIBUTE_HOOK = re.compile(r"(visit|leave)_([A-Z][A-Za-z]*)_\w+$")
+_HOOKS: Dict[tuple, object] = {}
+_MISSING = object()
 _lib_visit = CSTNode.visit
+_LIB_ON_VISIT, _LIB_ON_LEAVE = CSTVisitor.on_visit, CSTVisitor.on_leave
 _depth = 0
 _owner: Optional[int] = None  # the thread whose walks are fast
 _lock = threading.Lock()
@@ -65,6 +70,38 @@ def fields(cls: type) -> Optional[Tuple[str, ...]]:
         return _FIELDS[cls]
     except KeyError:
         got = _FIELDS[cls] = _read_fields(cls)
+        return got
+
+
+def _leaf_types(hint) -> Iterator[object]:
+    """The types a field's annotation allows (`Sequence[Union[A, B]]`, `Optional[A]`: A, B, NoneType)."""
+    args = typing.get_args(hint)
+    if not args:
+        yield hint
+        return
+    for a in args:
+        yield from _leaf_types(a)
+
+
+def _holds_layout_only(hint) -> bool:
+    return all(isinstance(t, type) and (issubclass(t, TRIVIA) or t in (cst.MaybeSentinel, type(None)))
+               for t in _leaf_types(hint))
+
+
+def substantive_fields(cls: type) -> Optional[Tuple[str, ...]]:
+    """fields(cls) less those its annotations allow only TRIVIA in (`whitespace_after`, `lpar`, `comma`): the
+    fields a walk without layout must read. A type whose annotations cannot be read keeps them all."""
+    try:
+        return _SUBSTANTIVE[cls]
+    except KeyError:
+        names = fields(cls)
+        if names is not None:
+            try:
+                hints = typing.get_type_hints(cls)
+            except Exception:  # an annotation this Python cannot evaluate: read every field
+                hints = {}
+            names = tuple(n for n in names if n not in hints or not _holds_layout_only(hints[n]))
+        got = _SUBSTANTIVE[cls] = names
         return got
 
 
@@ -147,35 +184,98 @@ def _visit(self: CSTNode, visitor):
     plain, hooked = _visitor_kind(type(visitor))
     if not plain or _get_ident() != _owner:  # a transformer, or another thread: LibCST's own walk
         return _lib_visit(self, visitor)
-    if visitor.on_visit(self):
-        t = type(self)
-        names = _FIELDS[t] if t in _FIELDS else fields(t)
-        if names is None:  # LibCST's way for this node (its children still walked here)
-            self._visit_and_replace_children(visitor)
-        else:
-            if hooked is not None and (hooked is _ALL or t.__name__ in hooked):
-                for name in names:
-                    visitor.on_visit_attribute(self, name)
-                    _visit_field(getattr(self, name), visitor)
-                    visitor.on_leave_attribute(self, name)
-            else:
-                for name in names:
-                    _visit_field(getattr(self, name), visitor)
-    visitor.on_leave(self)
+    cls = type(visitor)
+    own = vars(visitor) if hasattr(visitor, "__dict__") else {}
+    shadowed = any(k.startswith(("visit_", "leave_", "on_visit", "on_leave")) for k in own)
+    enter = cls if cls.on_visit is _LIB_ON_VISIT and not shadowed else None  # LibCST's dispatch, by class
+    leave = cls if cls.on_leave is _LIB_ON_LEAVE and not shadowed else None
+    _walk(self, visitor, hooked, enter, leave)
     return self
 
 
-def _visit_field(value, visitor) -> None:
+def _hook(cls: type, prefix: str, t: type):
+    """cls's `visit_<Node>` / `leave_<Node>` function for node type t, or None: what CSTVisitor.on_visit and
+    on_leave look up with getattr on every node, once per (visitor class, node type)."""
+    key = (cls, prefix, t)
+    try:
+        return _HOOKS[key]
+    except KeyError:
+        if len(_HOOKS) >= 4096:
+            _HOOKS.clear()
+        got = _HOOKS[key] = getattr(cls, prefix + t.__name__, None)
+        return got
+
+
+def visit_hook(visitor: CSTVisitor, node: CSTNode) -> bool:
+    """CSTVisitor.on_visit(visitor, node), the `visit_<Node>` method looked up once per (class, node type):
+    for visitors of our own, whose on_visit adds to LibCST's and whose instances hold no hooks."""
+    f = _HOOKS.get((type(visitor), "visit_", type(node)), _MISSING)
+    if f is _MISSING:
+        f = _hook(type(visitor), "visit_", type(node))
+    return f is None or f(visitor, node) is not False
+
+
+def leave_hook(visitor: CSTVisitor, node: CSTNode) -> None:
+    """CSTVisitor.on_leave(visitor, node), as visit_hook."""
+    f = _HOOKS.get((type(visitor), "leave_", type(node)), _MISSING)
+    if f is _MISSING:
+        f = _hook(type(visitor), "leave_", type(node))
+    if f is not None:
+        f(visitor, node)
+
+
+def _walk(node: CSTNode, visitor, hooked, enter, leave) -> None:
+    """LibCST's visit of node (its callbacks, in its order) without the rebuild; enter/leave: the visitor's
+    class where its on_visit/on_leave are CSTVisitor's (the hook is looked up once per node type)."""
+    t = type(node)
+    if enter is not None:
+        f = _HOOKS.get((enter, "visit_", t), _MISSING)
+        if f is _MISSING:
+            f = _hook(enter, "visit_", t)
+        go = f is None or f(visitor, node) is not False
+    else:
+        go = visitor.on_visit(node)
+    if go:
+        if hooked is not None and (hooked is _ALL or t.__name__ in hooked):
+            names = _FIELDS[t] if t in _FIELDS else fields(t)  # told of every field, layout or not
+            if names is None:  # LibCST's way for this node (its children still walked here)
+                node._visit_and_replace_children(visitor)
+            else:
+                for name in names:
+                    visitor.on_visit_attribute(node, name)
+                    _walk_field(getattr(node, name), visitor, hooked, enter, leave)
+                    visitor.on_leave_attribute(node, name)
+        else:
+            if _skip_trivia:
+                names = _SUBSTANTIVE[t] if t in _SUBSTANTIVE else substantive_fields(t)
+            else:
+                names = _FIELDS[t] if t in _FIELDS else fields(t)
+            if names is None:
+                node._visit_and_replace_children(visitor)
+            else:
+                for name in names:
+                    _walk_field(getattr(node, name), visitor, hooked, enter, leave)
+    if leave is not None:
+        f = _HOOKS.get((leave, "leave_", t), _MISSING)
+        if f is _MISSING:
+            f = _hook(leave, "leave_", t)
+        if f is not None:
+            f(visitor, node)
+    else:
+        visitor.on_leave(node)
+
+
+def _walk_field(value, visitor, hooked, enter, leave) -> None:
     t = type(value)
     if t is tuple or t is list or (_kind_of(t) == _NOT_NODE and value is not None and hasattr(value, "__iter__")):
         for v in value:  # a sequence (tuple or list, or another type a node was built with)
             kind = _kind_of(type(v))
             if kind == _NODE or kind == _TRIVIA and not _skip_trivia:
-                v.visit(visitor)
+                _walk(v, visitor, hooked, enter, leave) if type(v).visit is _visit else v.visit(visitor)
     else:
         kind = _kind_of(t)
         if kind == _NODE or kind == _TRIVIA and not _skip_trivia:
-            value.visit(visitor)
+            _walk(value, visitor, hooked, enter, leave) if t.visit is _visit else value.visit(visitor)
 
 
 @contextmanager

@@ -12,6 +12,8 @@ from typing import Dict, List, Mapping, Optional, Set
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
+from . import cstwalk
+
 
 def dotted(expr: cst.BaseExpression) -> Optional[str]:
     """`a.b.c` for a Name/Attribute chain, else None."""
@@ -52,6 +54,20 @@ class ModuleFacts:
     module_names: Set[str]  # names bound at module level
     calls: List[CallInfo]
     functions: List[Function]
+
+
+_OTHER, _STATEMENT, _SUITE = 0, 1, 2
+_KINDS: Dict[type, int] = {}
+
+
+def _kind(t: type) -> int:
+    """Is a node type a statement, a one-line suite, or neither (an ABC isinstance once per type, not per node)?"""
+    try:
+        return _KINDS[t]
+    except KeyError:
+        got = _KINDS[t] = (_STATEMENT if issubclass(t, cst.BaseStatement)
+                           else _SUITE if issubclass(t, cst.SimpleStatementSuite) else _OTHER)
+        return got
 
 
 class _Collector(cst.CSTVisitor):
@@ -97,15 +113,16 @@ class _Collector(cst.CSTVisitor):
     def on_visit(self, node: cst.CSTNode) -> bool:
         if self.numberer is not None:
             self.numberer.on_visit(node)
-        if isinstance(node, cst.BaseStatement):
+        kind = _kind(type(node))
+        if kind == _STATEMENT:
             self._stmts.append(node if id(node) in self._block_children else None)
-        elif isinstance(node, cst.SimpleStatementSuite):  # `if x: f()`: no statement of its own
+        elif kind == _SUITE:  # `if x: f()`: no statement of its own
             self._stmts.append(None)
-        return super().on_visit(node)
+        return cstwalk.visit_hook(self, node)
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
-        super().on_leave(original_node)
-        if isinstance(original_node, (cst.BaseStatement, cst.SimpleStatementSuite)):
+        cstwalk.leave_hook(self, original_node)
+        if _kind(type(original_node)) != _OTHER:
             self._stmts.pop()
         if self.numberer is not None:
             self.numberer.on_leave(original_node)

@@ -26,6 +26,7 @@ from libcst.metadata import (
     Scope,
     ScopeProvider,
 )
+from libcst.metadata import scope_provider as _scope_provider
 from libcst.metadata.expression_context_provider import ExpressionContextProvider
 from libcst.metadata.position_provider import NEWLINE_RE, PositionProvidingCodegenState
 from libcst.metadata.scope_provider import AnnotationScope, ScopeVisitor
@@ -287,7 +288,39 @@ def _positions(wrapper: MetadataWrapper):
     return store[PositionProvider]
 
 
-def scope_map(module: cst.Module, provider=ScopeProvider):
+_ASSIGNMENT_LIKE: Dict[type, bool] = {}
+# ScopeVisitor.on_leave as LibCST 1.1-1.9 write it: set the node's scope, count assignment-like nodes, then
+# CSTVisitor's dispatch. _ScopeVisitor does the same with the type test made once per node type (an
+# isinstance against a tuple of eighteen ABCs on every node was a third of the walk); another release's
+# on_leave is used as it is.
+_KNOWN_ON_LEAVE = ("provider", "set_metadata", "scope", "isinstance", "_ASSIGNMENT_LIKE_NODES",
+                   "_assignment_count", "super", "on_leave")
+
+
+class _ScopeVisitor(ScopeVisitor):
+    if ScopeVisitor.on_leave.__code__.co_names == _KNOWN_ON_LEAVE:
+        def on_leave(self, original_node: cst.CSTNode) -> None:
+            self.provider.set_metadata(original_node, self.scope)
+            t = type(original_node)
+            like = _ASSIGNMENT_LIKE.get(t)
+            if like is None:
+                like = _ASSIGNMENT_LIKE[t] = isinstance(original_node, _scope_provider._ASSIGNMENT_LIKE_NODES)
+            if like:
+                self.scope._assignment_count += 1
+            cstwalk.leave_hook(self, original_node)
+
+
+class _ScopeProvider(ScopeProvider):
+    """LibCST's ScopeProvider, walking with _ScopeVisitor."""
+
+    def visit_Module(self, node: cst.Module) -> Optional[bool]:
+        visitor = _ScopeVisitor(self)
+        node.visit(visitor)
+        visitor.infer_accesses()
+        return None
+
+
+def scope_map(module: cst.Module, provider=_ScopeProvider):
     """What MetadataWrapper.resolve(ScopeProvider) gives, in two walks of the module instead of four.
 
     Both LibCST providers involved (ScopeProvider and its dependency, ExpressionContextProvider) do all
@@ -306,7 +339,7 @@ class WholeModuleNeeded(Exception):
     """A scope fact was asked that a Tree with skip_bodies does not hold (see Tree.skip_bodies)."""
 
 
-class _PartialScopeVisitor(ScopeVisitor):
+class _PartialScopeVisitor(_ScopeVisitor):
     """LibCST's scope visitor, leaving out the bodies of the defs in provider.skip (a def's name,
     decorators, parameters, defaults, annotations and return annotation are visited as LibCST does)."""
 
@@ -328,7 +361,7 @@ class _PartialScopeVisitor(ScopeVisitor):
         return False
 
 
-class _PartialScopeProvider(ScopeProvider):
+class _PartialScopeProvider(_ScopeProvider):
     skip: frozenset = frozenset()
 
     def visit_Module(self, node: cst.Module) -> Optional[bool]:
