@@ -1,8 +1,12 @@
-"""cstutil: keyword values built without the parser are the parser's nodes."""
+"""cstutil: keyword values built without the parser are the parser's nodes; a rewrite's code, generated only
+where it replaced statements, is the whole module's."""
+import random
+from pathlib import Path
+
 import libcst as cst
 import pytest
 
-from topk_migrate import cstutil
+from topk_migrate import cstutil, cstwalk
 
 
 @pytest.mark.parametrize("code", ["topk_length", "metadata.dsa_cache_seqlens_int32", "a.b.c", "None", "True",
@@ -14,3 +18,89 @@ def test_an_expression_built_is_the_one_parsed(code):
 def test_a_keyword_is_never_a_name():
     with pytest.raises(cst.ParserSyntaxError):
         cstutil._expression("a.if")  # parsed, and refused, as the parser would
+
+
+# -- rewritten_code: the code of a rewrite, generating only the statements it replaced ----------------
+
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = sorted((ROOT / "fixtures").rglob("*.py"))
+SHAPES = {
+    "tabs": "class A:\n\tdef f(self):\n\t\tx = 1\n\t\treturn x\n\n\tdef g(self):\n\t\treturn 2\n",
+    "two spaces, comments": "# top\nclass A:\n  # lead\n  def f(self):  # t\n    x = 1  # c\n    # foot\n\n  def g(self): return 2\n",
+    "twins": "class A:\n    def f(self):\n        return 1\n\n\nclass B:\n    def f(self):\n        return 1\n",
+    "no final newline": "def f():\n    return 1\n\ndef g():\n    return 2",
+    "semicolons, CRLF": "import a; import b\r\nif a:\r\n    x = 1; y = 2\r\nelse:\r\n    z = 3\r\n",
+    "nested": "class A:\n    class B:\n        def f(self):\n            if x:\n                return 1\n            return 2\n",
+}
+
+
+def _path_copy(module, parent, target, replacement):
+    """module with target replaced, every node off the path from the root kept (as a pruning rewrite keeps them)."""
+    chain = [target]
+    while chain[-1] in parent:
+        chain.append(parent[chain[-1]])
+    new = replacement
+    for child, up in zip(chain, chain[1:]):
+        new_child = new
+        changes = {}
+        for name in cstwalk.fields(type(up)) or [f for f in vars(up)]:
+            value = getattr(up, name)
+            if value is child:
+                changes[name] = new_child
+            elif isinstance(value, (tuple, list)) and any(v is child for v in value):
+                changes[name] = type(value)(new_child if v is child else v for v in value)
+        assert changes, type(up).__name__
+        new = up.with_changes(**changes)
+    return new
+
+
+def _parents(module):
+    parent, stack = {}, [module]
+    while stack:
+        node = stack.pop()
+        for c in node.children:
+            parent[c] = node
+            stack.append(c)
+    return parent
+
+
+def _sources():
+    for p in FIXTURES:
+        yield p.name, p.read_text(encoding="utf-8")
+    yield from SHAPES.items()
+
+
+@pytest.mark.parametrize("name,source", [pytest.param(n, s, id=n) for n, s in _sources()])
+def test_the_code_of_a_rewrite_is_the_whole_modules(name, source, monkeypatch):
+    """Statements replaced at every depth, one or several at a time, with comments and blank lines changed
+    too: the spliced code is new.code, byte for byte (its fallbacks included: twins, no final newline)."""
+    module = cst.parse_module(source)
+    rng = random.Random(name)
+    lines = [n for n in _parents(module) if isinstance(n, (cst.SimpleStatementLine, cst.FunctionDef, cst.If))]
+    assert lines
+    whole = cst.Module.code
+    generated = []  # rewrites whose whole module was generated (a fallback)
+    monkeypatch.setattr(cst.Module, "code", property(lambda m: (generated.append(1), whole.fget(m))[1]))
+    spliced = 0
+    for _ in range(12):
+        new = module
+        for target in rng.sample(lines, min(len(lines), rng.choice([1, 2, 3]))):
+            if isinstance(target, cst.SimpleStatementLine):
+                repl = target.with_changes(body=[*target.body, cst.Expr(cst.Name("added"))])
+            elif isinstance(target, cst.FunctionDef):
+                repl = target.with_changes(name=cst.Name(target.name.value + "_2"),
+                                           leading_lines=[*target.leading_lines, cst.EmptyLine(comment=cst.Comment("# n"))])
+            else:
+                repl = target.with_changes(test=cst.Name("changed"))
+            parent = _parents(new)
+            if target in parent:  # not rebuilt by an earlier replacement on its path
+                new = _path_copy(new, parent, target, repl)
+        before = len(generated)
+        got = cstutil.rewritten_code(module, new, source)
+        spliced += len(generated) == before
+        assert got == new.code
+    if name in ("twins", "no final newline"):
+        assert spliced < 12
+    elif name.endswith(".py"):
+        assert spliced >= 6  # the fixtures' rewrites generate only what they replaced

@@ -437,3 +437,14 @@ def test_signal_inside_write_window_finishes_the_write(tmp_path, sig):
     assert out.returncode != 0 and "survived" not in out.stdout
     assert p.read_text() == FIXED + "\n"
     assert temps(tmp_path) == []
+
+
+@pytest.mark.parametrize("raw", [b"x = 1\n", "\ufeffx = 'é'\r\n".encode("utf-8"),
+                                 b"# -*- coding: latin-1 -*-\nx = '\xe9'\r", b"x = 1"])
+def test_the_digest_is_of_the_bytes_read(tmp_path, raw):
+    """SourceFile.digest, made from the text when a write asks it, is the sha256 of the file's bytes."""
+    import hashlib
+
+    p = tmp_path / "m.py"
+    p.write_bytes(raw)
+    assert read_source(str(p)).digest == hashlib.sha256(raw).hexdigest()

@@ -83,3 +83,80 @@ def add_param(fn: cst.FunctionDef, source: str) -> cst.FunctionDef:
         group, field = params.params, "params"
     grown = append_item(group, param, fn.whitespace_before_params, "whitespace_after_param")
     return fn.with_changes(params=params.with_changes(**{field: grown}))
+
+
+# -- the rewritten module's code, generating only what the rewrite replaced ---------------------------
+
+_COMPOUND_FIELDS: dict = {}
+
+
+def _code_at(node: cst.CSTNode, module: cst.Module, indents: Sequence[str]) -> str:
+    """node's code where it stands: inside blocks indented by `indents` (Module.code_for_node, with the
+    indentation the blocks around it give every line it generates)."""
+    from libcst._nodes.internal import CodegenState
+
+    state = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline)
+    state.indent_tokens.extend(indents)
+    node._codegen(state)
+    return "".join(state.tokens)
+
+
+def _replaced(old: Sequence[cst.CSTNode], new: Sequence[cst.CSTNode], indents: List[str], module: cst.Module,
+              out: list) -> bool:
+    """The (old, new, indents) statements that differ between two statement lists, descending into a compound
+    statement whose only change is its block's statements; False where the lists do not pair up."""
+    if len(old) != len(new):
+        return False
+    for o, n in zip(old, new):
+        if o is n:
+            continue
+        body_o, body_n = getattr(o, "body", None), getattr(n, "body", None)
+        if (type(o) is type(n) and isinstance(o, cst.BaseCompoundStatement) and isinstance(body_o, cst.IndentedBlock)
+                and type(body_n) is cst.IndentedBlock and _same_but(o, n, "body")
+                and _same_but(body_o, body_n, "body")):
+            indent = module.default_indent if body_o.indent is None else body_o.indent
+            if _replaced(body_o.body, body_n.body, indents + [indent], module, out):
+                continue
+        out.append((o, n, list(indents)))
+    return True
+
+
+def _same_but(a: cst.CSTNode, b: cst.CSTNode, name: str) -> bool:
+    """Do two nodes of one type hold the very same objects in every field but `name`?"""
+    import dataclasses
+
+    t = type(a)
+    names = _COMPOUND_FIELDS.get(t)
+    if names is None:
+        names = _COMPOUND_FIELDS[t] = tuple(f.name for f in dataclasses.fields(t))
+    return all(getattr(a, f) is getattr(b, f) for f in names if f != name)
+
+
+def rewritten_code(module: cst.Module, new: cst.Module, source: str) -> str:
+    """new.code, for `new` a rewrite of `module` (parsed from `source`) that shares the nodes it left alone:
+    the source with each replaced statement's text swapped for its new code, so that only those statements
+    are generated. A replaced statement's old code is found where it occurs exactly once in the source (LibCST
+    gives back the source byte for byte, so that one occurrence is the statement's); anything else, a module
+    without a final newline included, generates the whole module."""
+    same_frame = all(getattr(module, f) is getattr(new, f) or getattr(module, f) == getattr(new, f)
+                     for f in ("header", "footer", "encoding", "default_indent", "default_newline",
+                               "has_trailing_newline"))
+    edits: list = []
+    if not same_frame or not module.has_trailing_newline or not _replaced(module.body, new.body, [], module, edits):
+        return new.code
+    spans = []
+    for o, n, indents in edits:
+        before = _code_at(o, module, indents)
+        at = source.find(before)
+        if not before or at < 0 or source.find(before, at + 1) >= 0:
+            return new.code
+        spans.append((at, at + len(before), _code_at(n, module, indents)))
+    spans.sort()
+    if any(a[1] > b[0] for a, b in zip(spans, spans[1:])):
+        return new.code
+    parts, last = [], 0
+    for start, end, text in spans:
+        parts += [source[last:start], text]
+        last = end
+    parts.append(source[last:])
+    return "".join(parts)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import io
 import os
 import re
@@ -54,7 +53,6 @@ class SourceFile:
     path: str
     text: str  # decoded, newlines exactly as in the file (no universal newlines)
     encoding: str  # codec to write back with; "utf-8-sig" when the file had a BOM
-    digest: str  # sha256 of the bytes read, to detect concurrent edits
     mode: int = 0o644  # st_mode & 0o7777 of the file read
     uid: int = -1
     gid: int = -1
@@ -63,6 +61,14 @@ class SourceFile:
     @property
     def bom(self) -> bool:
         return self.encoding == "utf-8-sig"
+
+    @property
+    def digest(self) -> str:
+        """sha256 of the bytes read, to detect concurrent edits: the text encodes back to exactly those bytes
+        (decode_source refuses a file that does not round-trip), so only a write pays for it."""
+        import hashlib
+
+        return hashlib.sha256(self.text.encode(self.encoding)).hexdigest()
 
     @property
     def newline(self) -> Optional[str]:
@@ -144,10 +150,7 @@ def decode_source(path: str, raw: bytes, st: os.stat_result, limit: Optional[int
         raise InputError(f"not valid {name} at line {line} (byte {e.start})") from None
     if text.encode(encoding) != raw:  # a lossy codec would change bytes we never meant to touch
         raise InputError(f"{encoding} does not round-trip this file's bytes; skipped")
-    return SourceFile(
-        path, text, encoding, hashlib.sha256(raw).hexdigest(),
-        stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid, len(raw),
-    )
+    return SourceFile(path, text, encoding, stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid, len(raw))
 
 
 _NEWLINE_AT_END = re.compile(r"(\r\n|\r|\n)\Z")
@@ -230,6 +233,8 @@ def deferred_signals() -> Iterator[None]:
 
 
 def _digest(path: str) -> Optional[str]:
+    import hashlib
+
     h = hashlib.sha256()
     try:
         with open(path, "rb") as f:  # a window at a time: the file may have grown since it was read

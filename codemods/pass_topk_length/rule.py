@@ -8,6 +8,7 @@ import libcst as cst
 
 from topk_migrate.bump.bind import OPPORTUNITY
 from topk_migrate.bump.context import Context, new_param
+from topk_migrate.cstutil import rewritten_code
 from topk_migrate.model import Finding, Site, Status
 from topk_migrate.resolve import collect
 from topk_migrate.rules import Rule, RuleExample
@@ -183,7 +184,7 @@ def _migrate(module: cst.Module, source: str, path: str, gate: Gate, metadata: S
         ctx = CodemodContext()
         AddImportsVisitor.add_needed_import(ctx, "typing", "Optional")
         new = AddImportsVisitor(ctx).transform_module(new)
-    return new.code, sites
+    return rewritten_code(module, new, source), sites
 
 
 # -- examples: the rule's documentation and its tests (tests/test_rule_examples.py) -----------
