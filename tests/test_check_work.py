@@ -4,8 +4,8 @@ never by a timed test; these count the work that bench found to be the cost.
 * the scope analyses: one per tree (the original, the validation's cut-down module, the rewritten
   one), each in two walks of its module (scopecheck.scope_map), and no batched walk of LibCST's
   metadata resolver at all;
-* the original's analysis leaves out the bodies nothing reaches, and gives the verdicts and the
-  rewrite of the whole analysis (pass_topk_length._migrate with partial=False);
+* the original's analysis leaves out every body at first and walks those it asks facts of, with the
+  verdicts and the rewrite of the whole analysis (pass_topk_length._migrate with partial=False);
 * the row trace looks at each alias of q once per name, not once per kernel call.
 """
 import os
@@ -43,22 +43,15 @@ def test_three_scope_analyses_and_no_batched_walk(monkeypatch, tmp_path):
     assert batched == [], "a metadata resolve walked the module through LibCST's batched visitor"
 
 
-def test_the_original_analysis_leaves_bodies_out(monkeypatch, tmp_path):
-    restarts = []
-    real = pass_topk_length._migrate
-
-    def watched(*a, partial):
-        try:
-            return real(*a, partial=partial)
-        except scopecheck.WholeModuleNeeded:
-            restarts.append(a)
-            raise
-    monkeypatch.setattr(pass_topk_length, "_migrate", watched)
+def test_the_original_analysis_walks_only_the_bodies_asked(monkeypatch, tmp_path):
+    """Every def outside the others is left out at first; the analysis walks the few it asks facts of."""
+    walked = _counting(monkeypatch, scopecheck._LazyScopes, "_walk_body")
     skipped = []
     real_skip = scopecheck.Tree.skip_bodies
     monkeypatch.setattr(scopecheck.Tree, "skip_bodies", lambda self, defs: (skipped.extend(defs), real_skip(self, defs)))
-    api.migrate_source(EXAMPLE.read_text(), str(tmp_path / "backend.py"), kernel=KERNEL)
-    assert skipped and not restarts
+    m = api.migrate_source(EXAMPLE.read_text(), str(tmp_path / "backend.py"), kernel=KERNEL)
+    assert [s.status.value for s in m.sites] == ["fixable"]
+    assert len(skipped) >= 4 and 0 < len(walked) < len(skipped), (len(walked), len(skipped))
 
 
 @pytest.mark.parametrize("path", [EXAMPLE, *PAIRS], ids=lambda p: os.path.relpath(p, ROOT))
@@ -71,40 +64,23 @@ def test_partial_analysis_gives_the_whole_ones_answer(monkeypatch, tmp_path, pat
     assert partial.sites == whole.sites and partial.new_source == whole.new_source
 
 
-def test_a_fact_from_a_left_out_body_restarts_whole(monkeypatch, tmp_path):
-    """Every def left out, the kernel's own included: the first fact asked of its body raises
-    WholeModuleNeeded, and the file is analysed again whole, with the whole analysis' answer."""
-    source = EXAMPLE.read_text()
-    whole = api.migrate_source(source, str(tmp_path / "backend.py"), kernel=KERNEL)
-    monkeypatch.setattr(pass_topk_length, "_skippable",
-                        lambda tree, facts, fields: [f.node for f in facts.functions if f.class_name or "." not in f.qualname])
-    restarts = []
-    real = pass_topk_length._migrate
-
-    def watched(*a, partial):
-        try:
-            return real(*a, partial=partial)
-        except scopecheck.WholeModuleNeeded:
-            restarts.append(partial)
-            raise
-    monkeypatch.setattr(pass_topk_length, "_migrate", watched)
-    got = api.migrate_source(source, str(tmp_path / "backend.py"), kernel=KERNEL)
-    assert restarts == [True]
-    assert got.sites == whole.sites and got.new_source == whole.new_source
-
-
-def test_a_left_out_body_answers_nothing():
+def test_a_left_out_body_is_walked_when_asked():
     import libcst as cst
 
-    module = cst.parse_module("def kept(a):\n    return a\n\ndef out(b):\n    c = b\n    return c\n")
+    module = cst.parse_module("x = 0\n\ndef kept(a):\n    return a\n\ndef out(b):\n    c = b + x\n    return c\n")
     tree = scopecheck.Tree(module)
-    kept, out = module.body
-    tree.skip_bodies([out])
-    assert tree.binding(kept.body.body[0].body[0].value, "a").assignments  # `a` in kept: its parameter
-    with pytest.raises(scopecheck.WholeModuleNeeded):
-        tree.binding(out.body.body[1].body[0].value, "c")
-    with pytest.raises(scopecheck.WholeModuleNeeded):
-        list(tree.accesses())
+    _, kept, out = module.body
+    tree.skip_bodies([kept, out])
+    read_c = out.body.body[1].body[0].value
+    assert tree.left_out_def(read_c) is out and tree.left_out_def(kept) is None
+    assert [getattr(a, "node", None) for a in tree.binding(read_c, "c").assignments] == [
+        out.body.body[0].body[0].targets[0].target]  # `c` in out: its assignment, walked now
+    assert id(kept) in tree.scope_of._pending  # kept's body: never asked, never walked
+    x = module.body[0].body[0].targets[0].target
+    reads = {id(n) for _, name, n, _ in tree.accesses() if name == "x"}  # every read: every body walked first
+    assert not tree.scope_of._pending and len(reads) == 1
+    assert [id(r.node) for a in tree.binding(read_c, "x").assignments for r in a.references] == list(reads)
+    assert tree.binding(read_c, "x").assignments[0].node is x
 
 
 def test_row_trace_reads_each_alias_once(monkeypatch, tmp_path):

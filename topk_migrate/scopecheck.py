@@ -326,22 +326,20 @@ def scope_map(module: cst.Module, provider=_ScopeProvider):
     Both LibCST providers involved (ScopeProvider and its dependency, ExpressionContextProvider) do all
     their work in visit_Module, with a walk of their own; resolved through the wrapper, each also
     costs a batched walk of the whole module that calls nothing. Here each provider's visit_Module
-    runs alone, with the dependency's results handed over as the wrapper would."""
+    runs alone, with the dependency's results handed over as the wrapper would. `provider`: the class,
+    or an instance to fill (one the caller keeps)."""
     context = ExpressionContextProvider()
     context.visit_Module(module)
-    scopes = provider()
+    scopes = provider() if isinstance(provider, type) else provider
     scopes.metadata = {ExpressionContextProvider: context._computed}
     scopes.visit_Module(module)
     return scopes._computed
 
 
-class WholeModuleNeeded(Exception):
-    """A scope fact was asked that a Tree with skip_bodies does not hold (see Tree.skip_bodies)."""
-
-
 class _PartialScopeVisitor(_ScopeVisitor):
     """LibCST's scope visitor, leaving out the bodies of the defs in provider.skip (a def's name,
-    decorators, parameters, defaults, annotations and return annotation are visited as LibCST does)."""
+    decorators, parameters, defaults, annotations and return annotation are visited as LibCST does),
+    each def's FunctionScope kept in provider.pending for the walk of its body later (_LazyScopes)."""
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> Optional[bool]:
         if id(node) not in self.provider.skip:
@@ -354,6 +352,7 @@ class _PartialScopeVisitor(_ScopeVisitor):
                 node.type_parameters.visit(self)
             with self._new_scope(FunctionScope, node, get_full_name_for_node(node.name)):
                 node.params.visit(self)
+                self.provider.pending[id(node)] = (node, self.scope)  # where LibCST walks node.body
             for decorator in node.decorators:
                 decorator.visit(self)
             if node.returns:
@@ -362,7 +361,10 @@ class _PartialScopeVisitor(_ScopeVisitor):
 
 
 class _PartialScopeProvider(_ScopeProvider):
-    skip: frozenset = frozenset()
+    def __init__(self, skip: frozenset):
+        super().__init__()
+        self.skip = skip
+        self.pending: Dict[int, Tuple[cst.FunctionDef, Scope]] = {}  # id(def) -> (def, its FunctionScope)
 
     def visit_Module(self, node: cst.Module) -> Optional[bool]:
         visitor = _PartialScopeVisitor(self)
@@ -371,16 +373,41 @@ class _PartialScopeProvider(_ScopeProvider):
         return None
 
 
-class _PartialScopes:
-    """The scope map of a partial analysis: a node of a left-out body raises WholeModuleNeeded."""
+class _LazyScopes:
+    """The scope map of an analysis that left some defs' bodies out: a body is walked the first time a fact
+    is asked of a node in it, or of its def's FunctionScope, as LibCST walks it (inside that FunctionScope,
+    after every scope around it is complete), and its reads resolved then.
 
-    def __init__(self, found, tree: "Tree"):
-        self._found, self._tree = found, tree
+    Why the answers are the whole analysis': a body left out declares no `global` or `nonlocal` (Tree.
+    skip_bodies' caller sees to it), so walking it adds nothing to any scope outside it, and what outside
+    code resolves is the same before and after; a read inside it resolves against scopes that are, by then,
+    complete. The reads an outside name has (its assignments' references, a scope's accesses) are the one
+    fact a body can add to: every_body() walks them all first (Tree.accesses, Tree.scopes)."""
+
+    def __init__(self, module: cst.Module, skip: frozenset, tree: "Tree"):
+        self._provider = _PartialScopeProvider(skip)
+        self._found = scope_map(module, self._provider)
+        self._pending = self._provider.pending
+        self._by_scope = {id(scope): key for key, (_, scope) in self._pending.items()}
+        self._tree = tree
+
+    def _walk_body(self, key: int) -> None:
+        fdef, scope = self._pending.pop(key)
+        del self._by_scope[id(scope)]
+        visitor = _ScopeVisitor(self._provider)
+        visitor.scope = scope
+        fdef.body.visit(visitor)
+        visitor.infer_accesses()
 
     def get(self, node, default=None):
         got = self._found.get(node)
-        if got is None and self._tree.in_skipped_body(node):
-            raise WholeModuleNeeded(f"a scope in a body left out (line {self._tree.line(node)})")
+        if got is None:
+            fdef = self._tree.left_out_def(node)
+            if fdef is not None and id(fdef) in self._pending:
+                self._walk_body(id(fdef))
+                got = self._found.get(node)
+        elif id(got) in self._by_scope:  # a parameter's scope: complete only with its body's names
+            self._walk_body(self._by_scope[id(got)])
         return default if got is None else got
 
     def __getitem__(self, node):
@@ -389,7 +416,12 @@ class _PartialScopes:
             raise KeyError(node)
         return got
 
+    def every_body(self) -> None:
+        for key in list(self._pending):
+            self._walk_body(key)
+
     def values(self):
+        self.every_body()
         return self._found.values()
 
 
@@ -415,33 +447,32 @@ class Tree:
             self.position = StatementPositions(self, source)
         else:
             self.position = _positions(MetadataWrapper(module, unsafe_skip_copy=True))
-        self._skipped: Optional[Tuple[List[int], List[int]]] = None  # bodies the scope analysis left out
+        self._skipped: Optional[Tuple[List[int], List[int], List[cst.FunctionDef]]] = None  # bodies left out
         self._bindings: Dict[Tuple[int, str], Binding] = {}
 
     def skip_bodies(self, defs: Sequence[cst.FunctionDef]) -> None:
         """Before the first scope fact: the scope analysis leaves out these defs' bodies (their names,
-        decorators, parameters and annotations are analysed). A fact asked of a node in such a body,
-        or every read of the module (accesses), raises WholeModuleNeeded: the caller then starts
-        again on a Tree without skip_bodies. The facts of every other node are the whole analysis'."""
+        decorators, parameters and annotations are analysed) until a fact is asked of one (_LazyScopes).
+        Each must be outside every other def and declare no `global` or `nonlocal` in its body."""
         assert "scope_of" not in self.__dict__, "skip_bodies after the scope analysis ran"
-        spans = sorted((self.order[id(d.body)], self.end[id(d.body)]) for d in defs if id(d.body) in self.order)
+        spans = sorted((self.order[id(d.body)], self.end[id(d.body)], i, d) for i, d in enumerate(defs)
+                       if id(d.body) in self.order)
         if spans:
-            self._skipped = ([a for a, _ in spans], [b for _, b in spans])
+            self._skipped = ([a for a, _, _, _ in spans], [b for _, b, _, _ in spans], [d for _, _, _, d in spans])
 
-    def in_skipped_body(self, node: cst.CSTNode) -> bool:
+    def left_out_def(self, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
+        """The def left out (skip_bodies) whose body holds node, or None."""
         if self._skipped is None or id(node) not in self.order:
-            return False
-        starts, ends = self._skipped
+            return None
+        starts, ends, defs = self._skipped
         i = bisect_right(starts, self.order[id(node)]) - 1
-        return i >= 0 and self.order[id(node)] <= ends[i]
+        return defs[i] if i >= 0 and self.order[id(node)] <= ends[i] else None
 
     @cached_property
     def scope_of(self):
         if self._skipped is None:
             return scope_map(self.module)
-        skip = frozenset(id(d) for d in self.find(cst.FunctionDef) if self.in_skipped_body(d.body))
-        provider = type("PartialScopeProvider", (_PartialScopeProvider,), {"skip": skip})
-        return _PartialScopes(scope_map(self.module, provider), self)
+        return _LazyScopes(self.module, frozenset(id(d) for d in self._skipped[2]), self)
 
     def numberer(self) -> Optional["_Numberer"]:
         """A numbering to fill in a walk of the module made anyway (resolve.collect), before the first use
@@ -475,7 +506,17 @@ class Tree:
 
     @cached_property
     def rank(self) -> Dict[int, int]:
-        return {id(s): i for i, s in enumerate(self.scopes)}
+        """Each scope's place among the module's scopes in source order (a partial analysis: in the order
+        they are first ranked, rank_of; a rank is then never renumbered)."""
+        return {} if self._skipped is not None else {id(s): i for i, s in enumerate(self.scopes)}
+
+    def rank_of(self, scope: Optional[Scope], default: Optional[int] = None) -> Optional[int]:
+        if scope is None or isinstance(scope, BuiltinScope):
+            return default
+        got = self.rank.get(id(scope))
+        if got is None and self._skipped is not None:
+            got = self.rank[id(scope)] = len(self.rank)
+        return default if got is None else got
 
     def _scope_key(self, scope: Scope) -> int:
         if isinstance(scope, (GlobalScope, BuiltinScope)):
@@ -590,19 +631,17 @@ class Tree:
         got = self._bindings.get(key)
         if got is None:
             found = tuple(scope[name])
-            got = self._bindings[key] = Binding(self.rank.get(id(found[0].scope), -2), found) if found else Binding(None, ())
+            got = self._bindings[key] = Binding(self.rank_of(found[0].scope, -2), found) if found else Binding(None, ())
         return got
 
     def accesses(self) -> Iterator[Tuple[int, str, cst.CSTNode, object]]:
         """(scope rank, name, node, access) for every name read in the module."""
-        if self._skipped is not None:
-            raise WholeModuleNeeded("every read of the module")
-        for scope in self.scopes:
+        for scope in self.scopes:  # a partial analysis walks every body left out first
             for access in scope.accesses:
                 node = access.node
                 name = get_full_name_for_node(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
                 if name:
-                    yield self.rank[id(scope)], name, node, access
+                    yield self.rank_of(scope), name, node, access
 
     def assignment_statement(self, a: object) -> Optional[cst.CSTNode]:
         """For `x = ...` / `x: T = ...` (also in tuple targets): the small statement; else None."""

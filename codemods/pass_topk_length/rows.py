@@ -535,7 +535,7 @@ class RowTrace:
     def _writes_of(self, scope, owner: cst.CSTNode, name: str) -> Optional[str]:
         finder = writes_in(self.tree, owner, name)
         for target, value in finder.subscripts:
-            if self.tree.binding(target.value, name).scope_rank != self.tree.rank.get(id(scope)):
+            if self.tree.binding(target.value, name).scope_rank != self.tree.rank_of(scope):
                 continue  # another function's `name`
             if not _first_index_keeps_rows(target):
                 return f"`{_code(target)} = ...` writes rows by index"
@@ -1135,7 +1135,7 @@ class IndexTrace:
         for n in [name, *sorted(aliases_in(self.tree, scope.node, name) & written)]:  # a write through an alias is one to name
             finder = writes_in(self.tree, scope.node, n)
             for target, _ in finder.subscripts:
-                if self.tree.binding(target.value, n).scope_rank == self.tree.rank.get(id(scope)):
+                if self.tree.binding(target.value, n).scope_rank == self.tree.rank_of(scope):
                     return f"`{_code(target)} = ...` overwrites top-k entries"
             for call in finder.inplace + finder.changes + finder.outs + finder.mutators:
                 return f"`{_code(call)}` changes which top-k entries are valid"

@@ -12,7 +12,7 @@ from topk_migrate.cstutil import rewritten_code
 from topk_migrate.model import Finding, Site, Status
 from topk_migrate.resolve import collect
 from topk_migrate.rules import Rule, RuleExample
-from topk_migrate.scopecheck import Tree, WholeModuleNeeded
+from topk_migrate.scopecheck import Tree
 
 from . import INFO
 from .analysis import (
@@ -98,41 +98,19 @@ def _guard_inline(g: Group, sites: List[Site]) -> None:
         sites[i] = replace(sites[i], reason=reason)
 
 
-def _skippable(tree: Tree, facts, fields: Sequence[str]) -> List[cst.FunctionDef]:
-    """The outermost defs whose bodies the scope analysis may leave out (Tree.skip_bodies): those
-    that never mention a kernel name or a metadata field (`fields`: their writes are followed), nor,
-    in turn, the name of a def kept (callers, overrides), that no def kept mentions (callees: rows are
-    traced into them), and hold no `global`/`nonlocal`. A fact asked of one anyway starts the file
-    again whole."""
+def _skippable(tree: Tree, facts) -> List[cst.FunctionDef]:
+    """The defs whose bodies the scope analysis leaves out until a fact is asked of one (Tree.skip_bodies):
+    those outside every other def whose bodies declare no `global`/`nonlocal` (walked later, such a body
+    could add to a scope outside it). Most are never asked of: a helper's callers call every sibling
+    method, of which the analysis asks facts of a few."""
     units = [f.node for f in facts.functions
              if not any(isinstance(a, cst.FunctionDef) for a in tree.ancestors(f.node))]
-    words = set(ENTRY_POINTS) | {"sparse_prefill_fwd"} | set(fields) | {
-        local for local, full in facts.imports.items() if any(e in full for e in (*ENTRY_POINTS, "sparse_prefill_fwd"))}
-    declares = {id(u) for u in units if tree.find((cst.Global, cst.Nonlocal), within=u.body)}
-    names = {id(u): {n.value for n in tree.find(cst.Name, within=u.body)} for u in units if id(u) not in declares}
-    left = [u for u in units if id(u) not in declares]
-    called: Set[str] = set()  # names the kept defs mention: the defs they may call (rows are traced into them)
-    while True:
-        kept = [u for u in left if names[id(u)] & words or u.name.value in called]
-        if not kept:
-            return left
-        words |= {u.name.value for u in kept}
-        for u in kept:
-            called |= names[id(u)]
-        kept_ids = {id(u) for u in kept}  # the next round sees what these mention and are named
-        left = [u for u in left if id(u) not in kept_ids]
+    return [u for u in units if not tree.find((cst.Global, cst.Nonlocal), within=u.body)]
 
 
 def migrate(source: str, path: str, gate: Gate, metadata: Sequence[str] = ()) -> Tuple[str, List[Site]]:
-    """Classify every kernel call in `source` and return (rewritten source, sites).
-
-    The scope analysis first leaves out the bodies of the defs nothing here reaches (_skippable);
-    where the analysis asks after one of them, it runs again on the whole module."""
-    module = cst.parse_module(source)
-    try:
-        return _migrate(module, source, path, gate, metadata, partial=True)
-    except WholeModuleNeeded:
-        return _migrate(module, source, path, gate, metadata, partial=False)
+    """Classify every kernel call in `source` and return (rewritten source, sites)."""
+    return _migrate(cst.parse_module(source), source, path, gate, metadata, partial=True)
 
 
 def _migrate(module: cst.Module, source: str, path: str, gate: Gate, metadata: Sequence[str],
@@ -141,7 +119,7 @@ def _migrate(module: cst.Module, source: str, path: str, gate: Gate, metadata: S
     facts = collect(module, tree.position, tree.numberer())
     analysis = _Analysis(facts, tree, source, path, gate, metadata)
     if partial:
-        tree.skip_bodies(_skippable(tree, facts, [m.rsplit(".", 1)[-1] for m in analysis.metadata]))
+        tree.skip_bodies(_skippable(tree, facts))
     calls = [c for c in facts.calls if is_kernel(c.callee) and not is_marker(c.callee)]
     sites = []
     for c in calls:
