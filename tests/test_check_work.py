@@ -95,3 +95,12 @@ def test_row_trace_reads_each_alias_once(monkeypatch, tmp_path):
         api.migrate_source(scale_bench.direct(n), str(tmp_path / f"b{n}.py"), kernel=KERNEL)
         counts.append(len(looked))
     assert counts[1] <= 2.2 * counts[0], counts
+
+
+def test_a_libcst_whose_visitors_are_not_the_ones_copied_leaves_no_body_out(monkeypatch, tmp_path):
+    source = EXAMPLE.read_text()
+    lazy = api.migrate_source(source, str(tmp_path / "backend.py"), kernel=KERNEL)
+    monkeypatch.setattr(scopecheck, "_PARTIAL", False)
+    walked = _counting(monkeypatch, scopecheck._LazyScopes, "_walk_body")
+    whole = api.migrate_source(source, str(tmp_path / "backend.py"), kernel=KERNEL)
+    assert walked == [] and whole.sites == lazy.sites and whole.new_source == lazy.new_source

@@ -102,9 +102,10 @@ def _code_at(node: cst.CSTNode, module: cst.Module, indents: Sequence[str]) -> s
 
 
 def _replaced(old: Sequence[cst.CSTNode], new: Sequence[cst.CSTNode], indents: List[str], module: cst.Module,
-              out: list) -> bool:
-    """The (old, new, indents) statements that differ between two statement lists, descending into a compound
-    statement whose only change is its block's statements; False where the lists do not pair up."""
+              out: list, around: tuple = ()) -> bool:
+    """The statements that differ between two statement lists, as (old, new, indents, around): descending into
+    a compound statement whose only change is its block's statements, `around` the (old, new, indents) of
+    the statements descended through, outermost first. False where the lists do not pair up."""
     if len(old) != len(new):
         return False
     for o, n in zip(old, new):
@@ -115,47 +116,66 @@ def _replaced(old: Sequence[cst.CSTNode], new: Sequence[cst.CSTNode], indents: L
                 and type(body_n) is cst.IndentedBlock and _same_but(o, n, "body")
                 and _same_but(body_o, body_n, "body")):
             indent = module.default_indent if body_o.indent is None else body_o.indent
-            if _replaced(body_o.body, body_n.body, indents + [indent], module, out):
+            inner: list = []
+            if _replaced(body_o.body, body_n.body, indents + [indent], module, inner, around + ((o, n, list(indents)),)):
+                out += inner
                 continue
-        out.append((o, n, list(indents)))
+        out.append((o, n, list(indents), around))
     return True
 
 
 def _same_but(a: cst.CSTNode, b: cst.CSTNode, name: str) -> bool:
-    """Do two nodes of one type hold the very same objects in every field but `name`?"""
+    """Do two nodes of one type hold the same (_same) in every field but `name`?"""
     import dataclasses
 
     t = type(a)
     names = _COMPOUND_FIELDS.get(t)
     if names is None:
         names = _COMPOUND_FIELDS[t] = tuple(f.name for f in dataclasses.fields(t))
-    return all(getattr(a, f) is getattr(b, f) for f in names if f != name)
+    return all(_same(getattr(a, f), getattr(b, f)) for f in names if f != name)
+
+
+def _same(a: object, b: object) -> bool:
+    """The same object, or one generating the same code: a transformer rebuilds the layout and sequences it
+    passes (brackets, blank lines, a block's header), equal node for node (deep_equals)."""
+    if a is b:
+        return True
+    if isinstance(a, cst.CSTNode):
+        return isinstance(b, cst.CSTNode) and a.deep_equals(b)
+    return (type(a) in (tuple, list) and type(b) in (tuple, list) and len(a) == len(b)
+            and all(_same(x, y) for x, y in zip(a, b)))
 
 
 def rewritten_code(module: cst.Module, new: cst.Module, source: str) -> str:
     """new.code, for `new` a rewrite of `module` (parsed from `source`) that shares the nodes it left alone:
     the source with each replaced statement's text swapped for its new code, so that only those statements
     are generated. A replaced statement's old code is found where it occurs exactly once in the source (LibCST
-    gives back the source byte for byte, so that one occurrence is the statement's); anything else, a module
-    without a final newline included, generates the whole module."""
-    same_frame = all(getattr(module, f) is getattr(new, f) or getattr(module, f) == getattr(new, f)
-                     for f in ("header", "footer", "encoding", "default_indent", "default_newline",
-                               "has_trailing_newline"))
+    gives back the source byte for byte, so that one occurrence is the statement's); one whose text occurs
+    twice is replaced with the statement around it. Anything else, a module without a final newline
+    included, generates the whole module."""
+    same_frame = all(_same(getattr(module, f), getattr(new, f)) for f in (
+        "header", "footer", "encoding", "default_indent", "default_newline", "has_trailing_newline"))
     edits: list = []
     if not same_frame or not module.has_trailing_newline or not _replaced(module.body, new.body, [], module, edits):
         return new.code
-    spans = []
-    for o, n, indents in edits:
+    spans = []  # (start, end, new text, around)
+    while edits:
+        o, n, indents, around = edits.pop()
         before = _code_at(o, module, indents)
         at = source.find(before)
-        if not before or at < 0 or source.find(before, at + 1) >= 0:
+        if before and at >= 0 and source.find(before, at + 1) < 0:
+            spans.append((at, at + len(before), _code_at(n, module, indents), around))
+            continue
+        if not around:
             return new.code
-        spans.append((at, at + len(before), _code_at(n, module, indents)))
-    spans.sort()
+        outer = around[-1][0]  # the statement around it, instead of it and of every other edit inside it
+        edits = [e for e in edits if not any(a[0] is outer for a in e[3])] + [(*around[-1], around[:-1])]
+        spans = [sp for sp in spans if not any(a[0] is outer for a in sp[3])]
+    spans.sort(key=lambda sp: sp[0])
     if any(a[1] > b[0] for a, b in zip(spans, spans[1:])):
         return new.code
     parts, last = [], 0
-    for start, end, text in spans:
+    for start, end, text, _ in spans:
         parts += [source[last:start], text]
         last = end
     parts.append(source[last:])

@@ -27,7 +27,11 @@ from libcst.metadata import (
     ScopeProvider,
 )
 from libcst.metadata import scope_provider as _scope_provider
-from libcst.metadata.expression_context_provider import ExpressionContextProvider
+from libcst.metadata.expression_context_provider import (
+    ExpressionContext,
+    ExpressionContextProvider,
+    ExpressionContextVisitor,
+)
 from libcst.metadata.position_provider import NEWLINE_RE, PositionProvidingCodegenState
 from libcst.metadata.scope_provider import AnnotationScope, ScopeVisitor
 
@@ -320,15 +324,15 @@ class _ScopeProvider(ScopeProvider):
         return None
 
 
-def scope_map(module: cst.Module, provider=_ScopeProvider):
+def scope_map(module: cst.Module, provider=_ScopeProvider, context=ExpressionContextProvider):
     """What MetadataWrapper.resolve(ScopeProvider) gives, in two walks of the module instead of four.
 
     Both LibCST providers involved (ScopeProvider and its dependency, ExpressionContextProvider) do all
     their work in visit_Module, with a walk of their own; resolved through the wrapper, each also
     costs a batched walk of the whole module that calls nothing. Here each provider's visit_Module
-    runs alone, with the dependency's results handed over as the wrapper would. `provider`: the class,
-    or an instance to fill (one the caller keeps)."""
-    context = ExpressionContextProvider()
+    runs alone, with the dependency's results handed over as the wrapper would. `provider`, `context`: the
+    classes, or instances to fill (ones the caller keeps)."""
+    context = context() if isinstance(context, type) else context
     context.visit_Module(module)
     scopes = provider() if isinstance(provider, type) else provider
     scopes.metadata = {ExpressionContextProvider: context._computed}
@@ -360,6 +364,46 @@ class _PartialScopeVisitor(_ScopeVisitor):
         return False
 
 
+# The partial visitors below copy LibCST's visit_FunctionDef of each visitor, less `node.body.visit`: as
+# LibCST 1.1-1.9 write them. Another release's are not copied: its analysis leaves no body out.
+_PARTIAL = (ScopeVisitor.visit_FunctionDef.__code__.co_names == (
+    "scope", "record_assignment", "name", "value", "provider", "set_metadata", "ExitStack", "type_parameters",
+    "enter_context", "_new_scope", "AnnotationScope", "visit", "FunctionScope", "get_full_name_for_node", "params",
+    "body", "decorators", "returns") and ExpressionContextVisitor.visit_FunctionDef.__code__.co_names == (
+    "name", "visit", "ExpressionContextVisitor", "provider", "ExpressionContext", "STORE", "params", "body",
+    "decorators", "returns"))
+
+
+class _PartialContextVisitor(ExpressionContextVisitor):
+    """LibCST's expression-context visitor, leaving out the bodies of the defs in `skip` as _PartialScopeVisitor
+    does (a def's body is reached at statement level, in a Load context: _LazyScopes walks it so later)."""
+
+    def __init__(self, provider, context, skip: frozenset):
+        super().__init__(provider, context)
+        self.skip = skip
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> Optional[bool]:
+        if id(node) not in self.skip:
+            return super().visit_FunctionDef(node)
+        node.name.visit(ExpressionContextVisitor(self.provider, ExpressionContext.STORE))
+        node.params.visit(self)
+        for decorator in node.decorators:
+            decorator.visit(self)
+        if node.returns:
+            node.returns.visit(self)
+        return False
+
+
+class _PartialContextProvider(ExpressionContextProvider):
+    def __init__(self, skip: frozenset):
+        super().__init__()
+        self.skip = skip
+
+    def visit_Module(self, node: cst.Module) -> Optional[bool]:
+        node.visit(_PartialContextVisitor(self, ExpressionContext.LOAD, self.skip))
+        return None
+
+
 class _PartialScopeProvider(_ScopeProvider):
     def __init__(self, skip: frozenset):
         super().__init__()
@@ -385,8 +429,8 @@ class _LazyScopes:
     fact a body can add to: every_body() walks them all first (Tree.accesses, Tree.scopes)."""
 
     def __init__(self, module: cst.Module, skip: frozenset, tree: "Tree"):
-        self._provider = _PartialScopeProvider(skip)
-        self._found = scope_map(module, self._provider)
+        self._provider, self._context = _PartialScopeProvider(skip), _PartialContextProvider(skip)
+        self._found = scope_map(module, self._provider, self._context)
         self._pending = self._provider.pending
         self._by_scope = {id(scope): key for key, (_, scope) in self._pending.items()}
         self._tree = tree
@@ -394,6 +438,7 @@ class _LazyScopes:
     def _walk_body(self, key: int) -> None:
         fdef, scope = self._pending.pop(key)
         del self._by_scope[id(scope)]
+        fdef.body.visit(ExpressionContextVisitor(self._context, ExpressionContext.LOAD))  # as LibCST reaches it
         visitor = _ScopeVisitor(self._provider)
         visitor.scope = scope
         fdef.body.visit(visitor)
@@ -455,6 +500,8 @@ class Tree:
         decorators, parameters and annotations are analysed) until a fact is asked of one (_LazyScopes).
         Each must be outside every other def and declare no `global` or `nonlocal` in its body."""
         assert "scope_of" not in self.__dict__, "skip_bodies after the scope analysis ran"
+        if not _PARTIAL:
+            return
         spans = sorted((self.order[id(d.body)], self.end[id(d.body)], i, d) for i, d in enumerate(defs)
                        if id(d.body) in self.order)
         if spans:
