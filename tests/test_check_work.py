@@ -104,3 +104,17 @@ def test_a_libcst_whose_visitors_are_not_the_ones_copied_leaves_no_body_out(monk
     walked = _counting(monkeypatch, scopecheck._LazyScopes, "_walk_body")
     whole = api.migrate_source(source, str(tmp_path / "backend.py"), kernel=KERNEL)
     assert walked == [] and whole.sites == lazy.sites and whole.new_source == lazy.new_source
+
+
+@pytest.mark.parametrize("path", [EXAMPLE, *PAIRS], ids=lambda p: os.path.relpath(p, ROOT))
+def test_the_validated_statements_spliced_are_the_whole_modules_rewrite(monkeypatch, tmp_path, path):
+    """apply's code is the validation module's rewritten statements spliced into the source: the same bytes as
+    the whole module rewritten again (what apply did before)."""
+    source = path.read_text()
+    spliced = _counting(monkeypatch, pass_topk_length, "spliced_code")
+    got = api.migrate_source(source, str(tmp_path / "backend.py"), kernel=KERNEL)
+    monkeypatch.setattr(pass_topk_length, "spliced_code", lambda *a, **k: None)
+    whole = api.migrate_source(source, str(tmp_path / "backend.py"), kernel=KERNEL)
+    assert got.new_source == whole.new_source and got.sites == whole.sites
+    if path == EXAMPLE:  # (a rewrite that adds `from typing import Optional` is made on the whole module)
+        assert spliced

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import keyword
-from typing import List, Sequence, TypeVar, Union
+from typing import Callable, List, Optional, Sequence, TypeVar, Union
 
 import libcst as cst
 
@@ -147,33 +147,42 @@ def _same(a: object, b: object) -> bool:
 
 
 def rewritten_code(module: cst.Module, new: cst.Module, source: str) -> str:
-    """new.code, for `new` a rewrite of `module` (parsed from `source`) that shares the nodes it left alone:
-    the source with each replaced statement's text swapped for its new code, so that only those statements
-    are generated. A replaced statement's old code is found where it occurs exactly once in the source (LibCST
-    gives back the source byte for byte, so that one occurrence is the statement's); one whose text occurs
-    twice is replaced with the statement around it. Anything else, a module without a final newline
-    included, generates the whole module."""
+    """new.code, for `new` a rewrite of `module` (parsed from `source`) that shares the nodes it left alone,
+    generating only the statements it replaced (spliced_code); the whole module where that cannot be done."""
+    got = spliced_code(module, new, source)
+    return new.code if got is None else got
+
+
+def spliced_code(module: cst.Module, new: cst.Module, source: str,
+                 original: Callable[[cst.CSTNode], bool] = lambda node: True) -> Optional[str]:
+    """The source with each statement `new` replaced swapped for its new code, or None where that cannot be
+    done. A replaced statement's old code is found where it occurs exactly once in the source (LibCST gives
+    back the source byte for byte, so that one occurrence is the statement's); one whose text occurs twice is
+    replaced with the statement around it. `module` may be a cut-down copy of the module parsed from `source`
+    (a rewrite's validation module): `original` then says which of its nodes are the parsed module's own, and
+    only those are looked for (another's text need not stand where it stands). None for a module without a
+    final newline, a changed frame, or a list of statements that does not pair up."""
     same_frame = all(_same(getattr(module, f), getattr(new, f)) for f in (
         "header", "footer", "encoding", "default_indent", "default_newline", "has_trailing_newline"))
     edits: list = []
     if not same_frame or not module.has_trailing_newline or not _replaced(module.body, new.body, [], module, edits):
-        return new.code
+        return None
     spans = []  # (start, end, new text, around)
     while edits:
         o, n, indents, around = edits.pop()
-        before = _code_at(o, module, indents)
-        at = source.find(before)
-        if before and at >= 0 and source.find(before, at + 1) < 0:
+        before = _code_at(o, module, indents) if original(o) else ""
+        at = source.find(before) if before else -1
+        if at >= 0 and source.find(before, at + 1) < 0:
             spans.append((at, at + len(before), _code_at(n, module, indents), around))
             continue
-        if not around:
-            return new.code
+        if not around or not original(o):
+            return None
         outer = around[-1][0]  # the statement around it, instead of it and of every other edit inside it
         edits = [e for e in edits if not any(a[0] is outer for a in e[3])] + [(*around[-1], around[:-1])]
         spans = [sp for sp in spans if not any(a[0] is outer for a in sp[3])]
     spans.sort(key=lambda sp: sp[0])
     if any(a[1] > b[0] for a, b in zip(spans, spans[1:])):
-        return new.code
+        return None
     parts, last = [], 0
     for start, end, text, _ in spans:
         parts += [source[last:start], text]

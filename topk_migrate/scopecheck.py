@@ -684,11 +684,18 @@ class Tree:
     def accesses(self) -> Iterator[Tuple[int, str, cst.CSTNode, object]]:
         """(scope rank, name, node, access) for every name read in the module."""
         for scope in self.scopes:  # a partial analysis walks every body left out first
+            rank = self.rank_of(scope)
             for access in scope.accesses:
                 node = access.node
-                name = get_full_name_for_node(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
+                t = type(node)
+                if t is cst.Name:  # most reads: get_full_name_for_node's answer, without its isinstance chain
+                    name = node.value
+                elif t is cst.Attribute or t is not cst.SimpleString and isinstance(node, (cst.Name, cst.Attribute)):
+                    name = get_full_name_for_node(node)
+                else:
+                    continue
                 if name:
-                    yield self.rank_of(scope), name, node, access
+                    yield rank, name, node, access
 
     def assignment_statement(self, a: object) -> Optional[cst.CSTNode]:
         """For `x = ...` / `x: T = ...` (also in tuple targets): the small statement; else None."""
@@ -880,7 +887,8 @@ def _binding_facts(tree: Tree, a: Assignment, name: str) -> Tuple[Optional[str],
 
 
 def inserted_ids(roots: Sequence[cst.CSTNode]) -> Set[int]:
-    """ids of every node in the given subtrees."""
+    """ids of every node in the given subtrees but their layout (cstwalk.TRIVIA: no name is read or bound
+    in it; the validation asks these ids of names read and bound only)."""
     out: Set[int] = set()
     stack = list(roots)
     while stack:
@@ -888,15 +896,25 @@ def inserted_ids(roots: Sequence[cst.CSTNode]) -> Set[int]:
         if id(n) in out:
             continue
         out.add(id(n))
-        stack.extend(cstwalk.children(n))
+        names = cstwalk.substantive_fields(type(n))
+        if names is None:
+            stack.extend(c for c in n.children if not cstwalk.is_trivia(c))
+            continue
+        for name in names:
+            value = getattr(n, name)
+            if isinstance(value, cst.CSTNode):
+                stack.append(value)
+            elif isinstance(value, (tuple, list)):
+                stack.extend(v for v in value if isinstance(v, cst.CSTNode))
     return out
 
 
 def resolution_table(tree: Tree, skip: Set[int] = frozenset()) -> Dict[Tuple[int, str], List[Tuple[Optional[int], cst.CSTNode]]]:
     """(scope rank, name) -> [(rank of the scope the read resolves to, node)] in source order."""
     table: Dict[Tuple[int, str], List[Tuple[int, Optional[int], cst.CSTNode]]] = {}
+    order, binding_in = tree.order, tree.binding_in
     for rank, name, node, access in tree.accesses():
         if id(node) in skip:
             continue
-        table.setdefault((rank, name), []).append((tree.order[id(node)], tree.binding_in(access.scope, name).scope_rank, node))
+        table.setdefault((rank, name), []).append((order[id(node)], binding_in(access.scope, name).scope_rank, node))
     return {k: [(r, n) for _, r, n in sorted(v, key=lambda t: t[0])] for k, v in table.items()}

@@ -164,7 +164,7 @@ def validate_rewrite(original: Tree, rewritten: cst.Module, record: Record, grou
     mine = {id(g): inserted_ids(record.inserted.get(id(g), ())) for g in groups}
     everything = set().union(*mine.values()) if mine else set()
     owner = {i: gid for gid, ids in mine.items() for i in ids}
-    anywhere = inserted_ids([n for nodes in record.inserted.values() for n in nodes])
+    anywhere = set().union(everything, *(inserted_ids(nodes) for gid, nodes in record.inserted.items() if gid not in mine))
     failures: Dict[int, str] = {}
 
     def fail(gid: int, why: str) -> None:

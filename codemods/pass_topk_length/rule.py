@@ -8,7 +8,7 @@ import libcst as cst
 
 from topk_migrate.bump.bind import OPPORTUNITY
 from topk_migrate.bump.context import Context, new_param
-from topk_migrate.cstutil import rewritten_code
+from topk_migrate.cstutil import rewritten_code, spliced_code
 from topk_migrate.model import Finding, Site, Status
 from topk_migrate.resolve import collect
 from topk_migrate.rules import Rule, RuleExample
@@ -140,7 +140,8 @@ def _migrate(module: cst.Module, source: str, path: str, gate: Gate, metadata: S
         small_tree.position = tree.position  # kept nodes are the original objects: their lines hold
     while groups:
         rewrite = _Rewrite(groups, annotation, small_tree, torch)
-        failures = validate_rewrite(small_tree, small.visit(rewrite), rewrite.record, groups) or {}
+        validated = small.visit(rewrite)
+        failures = validate_rewrite(small_tree, validated, rewrite.record, groups) or {}
         if not failures:
             break
         for g in [g for g in groups if id(g) in failures]:
@@ -154,6 +155,11 @@ def _migrate(module: cst.Module, source: str, path: str, gate: Gate, metadata: S
     sites.sort(key=lambda s: (s.line, s.column))
     if not groups:
         return source, sites
+    if not (need_import and any(g.add_param for g in groups)):
+        # the statements validated are the module's own, rewritten: spliced into the source, they are the code
+        code = spliced_code(small, validated, source, original=lambda node: node in tree.parent)
+        if code is not None:
+            return code, sites
     new = module.visit(_Rewrite(groups, annotation, tree, torch))
     if need_import and any(g.add_param for g in groups):
         from libcst.codemod import CodemodContext
