@@ -524,9 +524,10 @@ class RowTrace:
         if owner is None:
             return None
         # a write through an alias is one to name (only names written at all can hold one: N kernel calls
-        # in one function, each with its N aliases, cost N lookups, not N * N traces)
+        # in one function, each with its N aliases, cost N lookups, not N * N traces; `intersection`, as
+        # `aliases & written` of a dict's keys walks all N aliases on every call)
         written = written_names(self.tree, owner)
-        for n in [name, *sorted(aliases_in(self.tree, owner, name) & written)]:
+        for n in [name, *sorted(aliases_in(self.tree, owner, name).intersection(written))]:
             why = self._writes_of(scope, owner, n)
             if why:
                 return why
@@ -1132,7 +1133,7 @@ class IndexTrace:
             return None
         self.seen.add(key)
         written = written_names(self.tree, scope.node)  # only names written or handed on at all can carry a write
-        for n in [name, *sorted(aliases_in(self.tree, scope.node, name) & written)]:  # a write through an alias is one to name
+        for n in [name, *sorted(aliases_in(self.tree, scope.node, name).intersection(written))]:  # a write through an alias is one to name
             finder = writes_in(self.tree, scope.node, n)
             for target, _ in finder.subscripts:
                 if self.tree.binding(target.value, n).scope_rank == self.tree.rank_of(scope):
