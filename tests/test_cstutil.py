@@ -145,3 +145,22 @@ def test_the_engines_rewrite_generates_only_what_it_replaced(monkeypatch):
     m = api.migrate_source(source, "backend.py", kernel="sglang-kernel==0.4.6")
     assert m.changed and generated
     assert sum(generated) < len(source) / 3, (sum(generated), len(source))
+
+
+@pytest.mark.parametrize("code", ['getattr(m, "f", None) if getattr(m, "f", None) is not None and '
+                                  'getattr(m, "f", None).shape[0] == q.shape[0] else None',
+                                  "x[0]", "f(*a, **k)", "lambda u: (w := u)", '(a, [b, {c: d}], f"{e!r:>{w}}")'])
+def test_an_expression_parsed_once_is_copied_node_for_node(code):
+    """A second site's expression is a copy of the first's: equal, the same code, no node shared."""
+    first, second = cstutil._expression(code), cstutil._expression(code)
+    assert second.deep_equals(first) and second.deep_equals(cst.parse_expression(code))
+    assert cst.Module([]).code_for_node(second) == code
+
+    def ids(node):
+        out, stack = set(), [node]
+        while stack:
+            n = stack.pop()
+            out.add(id(n))
+            stack.extend(n.children)
+        return out
+    assert not ids(first) & ids(second)

@@ -1,6 +1,7 @@
 """Small LibCST helpers that keep the user's formatting when a list grows by one item."""
 from __future__ import annotations
 
+import dataclasses
 import keyword
 from typing import Callable, List, Optional, Sequence, TypeVar, Union
 
@@ -52,16 +53,46 @@ def append_item(items: Sequence[T], new: T, open_ws: Whitespace, ws_attr: str) -
     return [*items[:-1], last, new]
 
 
+_PARSED: dict = {}  # code -> its expression, parsed once per run of many sites (bounded)
+
+
 def _expression(code: str) -> cst.BaseExpression:
-    """`code` as an expression node: a dotted name built directly (most keyword values; the parser
-    costs a millisecond a call), anything else parsed."""
+    """`code` as an expression node of its own: a dotted name built directly (most keyword values; the parser
+    costs a millisecond a call), anything else parsed once and copied for each further site."""
     parts = code.split(".")
     if all(p.isidentifier() and not keyword.iskeyword(p) for p in parts):
         node: cst.BaseExpression = cst.Name(parts[0])
         for part in parts[1:]:
             node = cst.Attribute(value=node, attr=cst.Name(part))
         return node
-    return cst.parse_expression(code)
+    parsed = _PARSED.get(code)
+    if parsed is None:
+        if len(_PARSED) >= 64:
+            _PARSED.clear()
+        parsed = _PARSED[code] = cst.parse_expression(code)
+    return copy_tree(parsed)
+
+
+_FIELD_NAMES: dict = {}
+
+
+def copy_tree(node: cst.CSTNode) -> cst.CSTNode:
+    """A copy of node made of new node objects, field for field (the analyses tell nodes apart by identity).
+    Built without LibCST's constructors: they validate what the parser built and validated already, and cost
+    twice a parse of it (deep_clone three times)."""
+    t = type(node)
+    names = _FIELD_NAMES.get(t)
+    if names is None:
+        names = _FIELD_NAMES[t] = tuple(f.name for f in dataclasses.fields(t))
+    new = object.__new__(t)
+    for name in names:
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            value = copy_tree(value)
+        elif type(value) in (tuple, list):
+            value = type(value)(copy_tree(v) if isinstance(v, cst.CSTNode) else v for v in value)
+        object.__setattr__(new, name, value)
+    return new
 
 
 def add_keyword(call: cst.Call, name: str, value: str) -> cst.Call:

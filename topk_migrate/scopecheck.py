@@ -886,9 +886,9 @@ def _binding_facts(tree: Tree, a: Assignment, name: str) -> Tuple[Optional[str],
     return None, may_be_none(tree, a, name)
 
 
-def inserted_ids(roots: Sequence[cst.CSTNode]) -> Set[int]:
+def inserted_ids(roots: Sequence[cst.CSTNode], kinds: Optional[Set[type]] = None) -> Set[int]:
     """ids of every node in the given subtrees but their layout (cstwalk.TRIVIA: no name is read or bound
-    in it; the validation asks these ids of names read and bound only)."""
+    in it; the validation asks these ids of names read and bound only); their types added to `kinds`."""
     out: Set[int] = set()
     stack = list(roots)
     while stack:
@@ -896,6 +896,8 @@ def inserted_ids(roots: Sequence[cst.CSTNode]) -> Set[int]:
         if id(n) in out:
             continue
         out.add(id(n))
+        if kinds is not None:
+            kinds.add(type(n))
         names = cstwalk.substantive_fields(type(n))
         if names is None:
             stack.extend(c for c in n.children if not cstwalk.is_trivia(c))
@@ -909,12 +911,14 @@ def inserted_ids(roots: Sequence[cst.CSTNode]) -> Set[int]:
     return out
 
 
-def resolution_table(tree: Tree, skip: Set[int] = frozenset()) -> Dict[Tuple[int, str], List[Tuple[Optional[int], cst.CSTNode]]]:
-    """(scope rank, name) -> [(rank of the scope the read resolves to, node)] in source order."""
+def resolution_table(tree: Tree, skip: Set[int] = frozenset(), names: Optional[Set[str]] = None,
+                     ) -> Dict[Tuple[int, str], List[Tuple[Optional[int], cst.CSTNode]]]:
+    """(scope rank, name) -> [(rank of the scope the read resolves to, node)] in source order (of the
+    names in `names` only, when given)."""
     table: Dict[Tuple[int, str], List[Tuple[int, Optional[int], cst.CSTNode]]] = {}
     order, binding_in = tree.order, tree.binding_in
     for rank, name, node, access in tree.accesses():
-        if id(node) in skip:
+        if id(node) in skip or names is not None and name not in names:
             continue
         table.setdefault((rank, name), []).append((order[id(node)], binding_in(access.scope, name).scope_rank, node))
     return {k: [(r, n) for _, r, n in sorted(v, key=lambda t: t[0])] for k, v in table.items()}

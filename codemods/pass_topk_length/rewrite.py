@@ -150,6 +150,10 @@ class _Rewrite(cst.CSTTransformer):
 
 # -- validation ------------------------------------------------------------------------
 GUARD_BUILTINS = {"isinstance", "type", "str"}
+# inserted nodes after which the validation compares every read (a declaration, a deletion, an import, a scope)
+_BINDS_OTHERWISE = {cst.Global, cst.Nonlocal, cst.Del, cst.Import, cst.ImportFrom, cst.FunctionDef, cst.ClassDef,
+                    cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp,
+                    *(getattr(cst, k) for k in ("TypeAlias", "TypeParameters") if hasattr(cst, k))}
 # tests/test_adversarial.py disables this to prove it bites
 def validate_rewrite(original: Tree, rewritten: cst.Module, record: Record, groups: Sequence[Group]) -> Dict[int, str]:
     """Check a planned rewrite on the rewritten module; {id(group): why it is unsafe}.
@@ -161,7 +165,8 @@ def validate_rewrite(original: Tree, rewritten: cst.Module, record: Record, grou
     guard runs before its call in the same scope with nothing rebinding q in between.
     """
     new = Tree(rewritten, positions=False)
-    mine = {id(g): inserted_ids(record.inserted.get(id(g), ())) for g in groups}
+    kinds: Set[type] = set()
+    mine = {id(g): inserted_ids(record.inserted.get(id(g), ()), kinds) for g in groups}
     everything = set().union(*mine.values()) if mine else set()
     owner = {i: gid for gid, ids in mine.items() for i in ids}
     anywhere = set().union(everything, *(inserted_ids(nodes) for gid, nodes in record.inserted.items() if gid not in mine))
@@ -173,9 +178,16 @@ def validate_rewrite(original: Tree, rewritten: cst.Module, record: Record, grou
     # 1. Nothing that resolved before resolves differently after (class 3: the new
     # parameter or local would capture a global/closure `topk_length`, or make an earlier
     # read of it an UnboundLocalError).
-    if not hasattr(original, "table"):
-        original.table = resolution_table(original)
-    before, after = original.table, resolution_table(new, skip=everything)
+    # Only a binding changes what a read of its name resolves to: of the names the inserted code binds, the
+    # reads are compared; every read, where it holds a statement that binds otherwise or opens a scope.
+    if kinds & _BINDS_OTHERWISE:
+        names = None
+    else:
+        names = frozenset(a.name for s in new.scopes for a in s.assignments if id(getattr(a, "node", None)) in everything)
+    tables = original.__dict__.setdefault("_tables", {})
+    if names not in tables:
+        tables[names] = resolution_table(original, names=names)
+    before, after = tables[names], resolution_table(new, skip=everything, names=names)
     for key, reads in before.items():
         now = after.get(key, [])
         for i, (was, node) in enumerate(reads):
