@@ -7,6 +7,8 @@ from typing import Callable, List, Optional, Sequence, TypeVar, Union
 
 import libcst as cst
 
+from .cstwalk import is_node
+
 T = TypeVar("T", cst.Arg, cst.Param)
 PW = cst.ParenthesizedWhitespace
 Whitespace = Union[cst.SimpleWhitespace, cst.ParenthesizedWhitespace]
@@ -87,10 +89,10 @@ def copy_tree(node: cst.CSTNode) -> cst.CSTNode:
     new = object.__new__(t)
     for name in names:
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
+        if is_node(value):
             value = copy_tree(value)
         elif type(value) in (tuple, list):
-            value = type(value)(copy_tree(v) if isinstance(v, cst.CSTNode) else v for v in value)
+            value = type(value)(copy_tree(v) if is_node(v) else v for v in value)
         object.__setattr__(new, name, value)
     return new
 

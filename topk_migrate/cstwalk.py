@@ -172,8 +172,9 @@ def _kind_of(t: type) -> int:
         return got
 
 
-def _is_node(t: type) -> bool:
-    return _kind_of(t) != _NOT_NODE
+def is_node(value: object) -> bool:
+    """isinstance(value, CSTNode), answered once per type (CSTNode is an ABC: each isinstance costs)."""
+    return _kind_of(type(value)) != _NOT_NODE
 
 
 def is_trivia(node: CSTNode) -> bool:

@@ -874,7 +874,7 @@ def root_binding(tree: Tree, node: cst.CSTNode, name: str, what: str = "metadata
 def _binding_facts(tree: Tree, a: Assignment, name: str) -> Tuple[Optional[str], bool]:
     """root_binding's checks that hold for every read of the one binding `a`."""
     for access in a.references:
-        if any(isinstance(anc, cst.Del) for anc in tree.ancestors(access.node)):
+        if any(type(anc) is cst.Del for anc in tree.ancestors(access.node)):
             return f"`{name}` is deleted at line {tree.line(access.node)}", False
         parent = tree.parent.get(access.node)
         if isinstance(parent, cst.Subscript) and parent.value is access.node:
@@ -904,10 +904,10 @@ def inserted_ids(roots: Sequence[cst.CSTNode], kinds: Optional[Set[type]] = None
             continue
         for name in names:
             value = getattr(n, name)
-            if isinstance(value, cst.CSTNode):
+            if cstwalk.is_node(value):
                 stack.append(value)
             elif isinstance(value, (tuple, list)):
-                stack.extend(v for v in value if isinstance(v, cst.CSTNode))
+                stack.extend(v for v in value if cstwalk.is_node(v))
     return out
 
 
