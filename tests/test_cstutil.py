@@ -142,9 +142,15 @@ def test_the_engines_rewrite_generates_only_what_it_replaced(monkeypatch):
     generated = []
     real = cstutil._code_at
     monkeypatch.setattr(cstutil, "_code_at", lambda *a: (generated.append(len(real(*a))), real(*a))[1])
+    from topk_migrate.scopecheck import StatementPositions
+
+    placed = []
+    real_text = StatementPositions.text_of
+    monkeypatch.setattr(StatementPositions, "text_of", lambda self, n: (placed.append(real_text(self, n)), placed[-1])[1])
     m = api.migrate_source(source, "backend.py", kernel="sglang-kernel==0.4.6")
     assert m.changed and generated
     assert sum(generated) < len(source) / 3, (sum(generated), len(source))
+    assert any(placed)  # a statement whose positions were worked out is not generated again to be found
 
 
 @pytest.mark.parametrize("code", ['getattr(m, "f", None) if getattr(m, "f", None) is not None and '

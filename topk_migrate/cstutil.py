@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import keyword
-from typing import Callable, List, Optional, Sequence, TypeVar, Union
+from typing import Callable, List, Optional, Sequence, Tuple, TypeVar, Union
 
 import libcst as cst
 
@@ -187,14 +187,16 @@ def rewritten_code(module: cst.Module, new: cst.Module, source: str) -> str:
 
 
 def spliced_code(module: cst.Module, new: cst.Module, source: str,
-                 original: Callable[[cst.CSTNode], bool] = lambda node: True) -> Optional[str]:
+                 original: Callable[[cst.CSTNode], bool] = lambda node: True,
+                 known: Callable[[cst.CSTNode], Optional[Tuple[int, str]]] = lambda node: None) -> Optional[str]:
     """The source with each statement `new` replaced swapped for its new code, or None where that cannot be
     done. A replaced statement's old code is found where it occurs exactly once in the source (LibCST gives
     back the source byte for byte, so that one occurrence is the statement's); one whose text occurs twice is
     replaced with the statement around it. `module` may be a cut-down copy of the module parsed from `source`
     (a rewrite's validation module): `original` then says which of its nodes are the parsed module's own, and
     only those are looked for (another's text need not stand where it stands). None for a module without a
-    final newline, a changed frame, or a list of statements that does not pair up."""
+    final newline, a changed frame, or a list of statements that does not pair up. `known`: where a statement's
+    code stands in the source, as its positions were worked out (StatementPositions.text_of), if they were."""
     same_frame = all(_same(getattr(module, f), getattr(new, f)) for f in (
         "header", "footer", "encoding", "default_indent", "default_newline", "has_trailing_newline"))
     edits: list = []
@@ -203,6 +205,11 @@ def spliced_code(module: cst.Module, new: cst.Module, source: str,
     spans = []  # (start, end, new text, around)
     while edits:
         o, n, indents, around = edits.pop()
+        found = known(o) if original(o) else None
+        if found is not None:  # its place is known: generated there, and its text checked there
+            at, before = found
+            spans.append((at, at + len(before), _code_at(n, module, indents), around))
+            continue
         before = _code_at(o, module, indents) if original(o) else ""
         at = source.find(before) if before else -1
         if at >= 0 and source.find(before, at + 1) < 0:

@@ -155,6 +155,7 @@ class StatementPositions:
         self._computed: Dict[cst.CSTNode, CodeRange] = {}
         self._units: Optional[Dict[int, Tuple[cst.CSTNode, int, Tuple[str, ...]]]] = None
         self._done: Set[int] = set()
+        self._texts: Dict[int, Tuple[int, str]] = {}  # id(unit) -> (its offset in the source, its text)
         self._whole = False
 
     def get(self, node: cst.CSTNode, default=None):
@@ -222,6 +223,11 @@ class StatementPositions:
         for node, rng in computed.items():
             self._computed.setdefault(node, rng)
         self._done.add(id(unit))
+        self._texts[id(unit)] = (at, text)
+
+    def text_of(self, node: cst.CSTNode) -> Optional[Tuple[int, str]]:
+        """(offset in the source, code) of a statement generated as a unit, checked there; else None."""
+        return self._texts.get(id(node))
 
     def _line_starts(self) -> List[int]:
         if not hasattr(self, "_starts"):

@@ -157,7 +157,8 @@ def _migrate(module: cst.Module, source: str, path: str, gate: Gate, metadata: S
         return source, sites
     if not (need_import and any(g.add_param for g in groups)):
         # the statements validated are the module's own, rewritten: spliced into the source, they are the code
-        code = spliced_code(small, validated, source, original=lambda node: node in tree.parent)
+        code = spliced_code(small, validated, source, original=lambda node: node in tree.parent,
+                            known=getattr(tree.position, "text_of", lambda node: None))
         if code is not None:
             return code, sites
     new = module.visit(_Rewrite(groups, annotation, tree, torch))
