@@ -118,3 +118,20 @@ def test_the_validated_statements_spliced_are_the_whole_modules_rewrite(monkeypa
     assert got.new_source == whole.new_source and got.sites == whole.sites
     if path == EXAMPLE:  # (a rewrite that adds `from typing import Optional` is made on the whole module)
         assert spliced
+
+
+def test_no_read_of_the_names_the_rewrite_binds_needs_no_analysis_of_the_cut_down_module(monkeypatch, tmp_path):
+    """A source that never spells `topk_length`: no read of it can change, so the validation compares none and
+    the cut-down module is not analysed (two scope analyses); the verdicts and code are those of the comparison."""
+    from topk_migrate.codemods.pass_topk_length import rewrite
+
+    source = scale_bench.direct(20)
+    assert "topk_length" not in source
+    maps = _counting(monkeypatch, scopecheck, "scope_map")
+    short = api.migrate_source(source, str(tmp_path / "backend.py"), kernel=KERNEL)
+    assert len(maps) == 2 and short.changed
+    real = rewrite.validate_rewrite
+    monkeypatch.setattr(pass_topk_length, "validate_rewrite", lambda *a: real(*a[:4], None))
+    del maps[:]
+    full = api.migrate_source(source, str(tmp_path / "backend.py"), kernel=KERNEL)
+    assert len(maps) == 3 and (full.sites, full.new_source) == (short.sites, short.new_source)

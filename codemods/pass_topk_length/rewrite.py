@@ -155,7 +155,8 @@ _BINDS_OTHERWISE = {cst.Global, cst.Nonlocal, cst.Del, cst.Import, cst.ImportFro
                     cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp,
                     *(getattr(cst, k) for k in ("TypeAlias", "TypeParameters") if hasattr(cst, k))}
 # tests/test_adversarial.py disables this to prove it bites
-def validate_rewrite(original: Tree, rewritten: cst.Module, record: Record, groups: Sequence[Group]) -> Dict[int, str]:
+def validate_rewrite(original: Tree, rewritten: cst.Module, record: Record, groups: Sequence[Group],
+                     source: Optional[str] = None) -> Dict[int, str]:
     """Check a planned rewrite on the rewritten module; {id(group): why it is unsafe}.
 
     With LibCST scope analysis: every name the inserted code reads (q's root, the
@@ -163,6 +164,7 @@ def validate_rewrite(original: Tree, rewritten: cst.Module, record: Record, grou
     call's q uses; the metadata bound once on every path, None handled; only this
     group's topk_length); no name that resolved before resolves differently after; each
     guard runs before its call in the same scope with nothing rebinding q in between.
+    `source`: the text `original` was cut down from, when it is known.
     """
     new = Tree(rewritten, positions=False)
     kinds: Set[type] = set()
@@ -185,9 +187,12 @@ def validate_rewrite(original: Tree, rewritten: cst.Module, record: Record, grou
     else:
         names = frozenset(a.name for s in new.scopes for a in s.assignments if id(getattr(a, "node", None)) in everything)
     tables = original.__dict__.setdefault("_tables", {})
-    if names not in tables:
-        tables[names] = resolution_table(original, names=names)
-    before, after = tables[names], resolution_table(new, skip=everything, names=names)
+    if names is not None and source is not None and source.isascii() and not any(n in source for n in names):
+        before = after = {}  # no read of them before: nothing to compare (nor the original's analysis to make)
+    else:
+        if names not in tables:
+            tables[names] = resolution_table(original, names=names)
+        before, after = tables[names], resolution_table(new, skip=everything, names=names)
     for key, reads in before.items():
         now = after.get(key, [])
         for i, (was, node) in enumerate(reads):

@@ -141,7 +141,7 @@ def _migrate(module: cst.Module, source: str, path: str, gate: Gate, metadata: S
     while groups:
         rewrite = _Rewrite(groups, annotation, small_tree, torch)
         validated = small.visit(rewrite)
-        failures = validate_rewrite(small_tree, validated, rewrite.record, groups) or {}
+        failures = validate_rewrite(small_tree, validated, rewrite.record, groups, source) or {}
         if not failures:
             break
         for g in [g for g in groups if id(g) in failures]:
