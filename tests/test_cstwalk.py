@@ -131,21 +131,6 @@ def test_children_are_libcsts_in_its_order(name, module):
         stack.extend(want)
 
 
-@pytest.mark.parametrize("paths", [pytest.param(FIXTURES, id="fixtures"),
-                                   pytest.param(ENGINE, id="engine", marks=HEAVY)])
-@pytest.mark.parametrize("visitor", [_Record, _ClassBases, _Plain, _Hooks])
-def test_a_walk_makes_libcsts_callbacks(visitor, paths):
-    seen = 0
-    for _, module in _modules(paths):
-        theirs, ours = visitor(), visitor()
-        module.visit(theirs)
-        with cstwalk.fast_visits():
-            assert module.visit(ours) is module
-        assert ours.seen == theirs.seen
-        seen += len(ours.seen)
-    assert seen > 1000
-
-
 def _layout_ids(module):
     """ids of every node at or under a TRIVIA node."""
     out, stack = set(), [(module, False)]
@@ -161,21 +146,25 @@ def _layout_ids(module):
 @pytest.mark.parametrize("paths", [pytest.param(FIXTURES, id="fixtures"),
                                    pytest.param(ENGINE, id="engine", marks=HEAVY)])
 @pytest.mark.parametrize("visitor", [_Record, _ClassBases, _Plain, _Hooks])
-def test_a_walk_without_layout_makes_libcsts_callbacks_but_the_layouts(visitor, paths):
+@pytest.mark.parametrize("trivia", [True, False], ids=["with layout", "without layout"])
+def test_a_walk_makes_libcsts_callbacks(visitor, paths, trivia):
+    """The same callbacks as LibCST's walk, in the same order; without layout, on every node that is not layout
+    (a node type walked LibCST's way, its method branching, still hands its layout to the visitor)."""
     seen = 0
     for _, module in _modules(paths):
         theirs, ours = visitor(), visitor()
         module.visit(theirs)
-        layout = _layout_ids(module)
-        with cstwalk.fast_visits(trivia=False):
+        layout = set() if trivia else _layout_ids(module)
+        with cstwalk.fast_visits(trivia=trivia):
             assert module.visit(ours) is module
+
         def substantive(events, layout=layout):
             return [e for e in events if not isinstance(e, tuple) or e[1] not in layout]
-
-        # the same callbacks on every node that is not layout, in the same order (a node type walked LibCST's
-        # way, its method branching, still hands its layout to the visitor)
         assert substantive(ours.seen) == substantive(theirs.seen)
-        assert len(ours.seen) < len(theirs.seen) or len(ours.seen) == len(substantive(theirs.seen))
+        if trivia:
+            assert ours.seen == theirs.seen
+        else:
+            assert len(ours.seen) < len(theirs.seen) or len(ours.seen) == len(substantive(theirs.seen))
         seen += len(ours.seen)
     assert seen > 1000
 
