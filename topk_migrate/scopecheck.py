@@ -502,14 +502,17 @@ class Tree:
         self._bindings: Dict[Tuple[int, str], Binding] = {}
 
     def skip_bodies(self, defs: Sequence[cst.FunctionDef]) -> None:
-        """Before the first scope fact: the scope analysis leaves out these defs' bodies (their names,
-        decorators, parameters and annotations are analysed) until a fact is asked of one (_LazyScopes).
-        Each must be outside every other def and declare no `global` or `nonlocal` in its body."""
+        """Before the first scope fact: the scope analysis leaves out the bodies (their names, decorators,
+        parameters and annotations are analysed) of those of these defs that lie outside every other def and
+        whose bodies declare no `global` or `nonlocal` (walked later, such a body could add to a scope
+        outside it), until a fact is asked of one (_LazyScopes)."""
         assert "scope_of" not in self.__dict__, "skip_bodies after the scope analysis ran"
         if not _PARTIAL:
             return
-        spans = sorted((self.order[id(d.body)], self.end[id(d.body)], i, d) for i, d in enumerate(defs)
-                       if id(d.body) in self.order)
+        defs = [d for d in defs if id(d.body) in self.order
+                and not any(isinstance(a, cst.FunctionDef) for a in self.ancestors(d))
+                and not self.find((cst.Global, cst.Nonlocal), within=d.body)]
+        spans = sorted((self.order[id(d.body)], self.end[id(d.body)], i, d) for i, d in enumerate(defs))
         if spans:
             self._skipped = ([a for a, _, _, _ in spans], [b for _, b, _, _ in spans], [d for _, _, _, d in spans])
 

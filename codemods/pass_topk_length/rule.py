@@ -98,16 +98,6 @@ def _guard_inline(g: Group, sites: List[Site]) -> None:
         sites[i] = replace(sites[i], reason=reason)
 
 
-def _skippable(tree: Tree, facts) -> List[cst.FunctionDef]:
-    """The defs whose bodies the scope analysis leaves out until a fact is asked of one (Tree.skip_bodies):
-    those outside every other def whose bodies declare no `global`/`nonlocal` (walked later, such a body
-    could add to a scope outside it). Most are never asked of: a helper's callers call every sibling
-    method, of which the analysis asks facts of a few."""
-    units = [f.node for f in facts.functions
-             if not any(isinstance(a, cst.FunctionDef) for a in tree.ancestors(f.node))]
-    return [u for u in units if not tree.find((cst.Global, cst.Nonlocal), within=u.body)]
-
-
 def migrate(source: str, path: str, gate: Gate, metadata: Sequence[str] = ()) -> Tuple[str, List[Site]]:
     """Classify every kernel call in `source` and return (rewritten source, sites)."""
     return _migrate(cst.parse_module(source), source, path, gate, metadata, partial=True)
@@ -118,8 +108,8 @@ def _migrate(module: cst.Module, source: str, path: str, gate: Gate, metadata: S
     tree = Tree(module, source=source)
     facts = collect(module, tree.position, tree.numberer())
     analysis = _Analysis(facts, tree, source, path, gate, metadata)
-    if partial:
-        tree.skip_bodies(_skippable(tree, facts))
+    if partial:  # every body the analysis does not ask of is never walked: most of them
+        tree.skip_bodies([f.node for f in facts.functions])
     calls = [c for c in facts.calls if is_kernel(c.callee) and not is_marker(c.callee)]
     sites = []
     for c in calls:
