@@ -157,16 +157,19 @@ def test_the_engines_rewrite_generates_only_what_it_replaced(monkeypatch):
                                   'getattr(m, "f", None).shape[0] == q.shape[0] else None',
                                   "x[0]", "f(*a, **k)", "lambda u: (w := u)", '(a, [b, {c: d}], f"{e!r:>{w}}")'])
 def test_an_expression_parsed_once_is_copied_node_for_node(code):
-    """A second site's expression is a copy of the first's: equal, the same code, no node shared."""
+    """A second site's expression is a copy of the first's: equal, the same code, no node shared but whitespace
+    and comments (immutable, and never told apart)."""
     first, second = cstutil._expression(code), cstutil._expression(code)
     assert second.deep_equals(first) and second.deep_equals(cst.parse_expression(code))
     assert cst.Module([]).code_for_node(second) == code
 
     def ids(node):
-        out, stack = set(), [node]
+        out, stack = {}, [node]
         while stack:
             n = stack.pop()
-            out.add(id(n))
+            out[id(n)] = n
             stack.extend(n.children)
         return out
-    assert not ids(first) & ids(second)
+    mine, theirs = ids(first), ids(second)
+    shared = [mine[i] for i in mine.keys() & theirs.keys()]
+    assert all(isinstance(n, cstutil._SHARED) for n in shared)  # every other node is a copy of its own

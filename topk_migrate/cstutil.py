@@ -7,7 +7,7 @@ from typing import Callable, List, Optional, Sequence, Tuple, TypeVar, Union
 
 import libcst as cst
 
-from .cstwalk import is_node
+from .cstwalk import is_node_type
 
 T = TypeVar("T", cst.Arg, cst.Param)
 PW = cst.ParenthesizedWhitespace
@@ -76,12 +76,23 @@ def _expression(code: str) -> cst.BaseExpression:
 
 
 _FIELD_NAMES: dict = {}
+_SHARED = (cst.BaseParenthesizableWhitespace, cst.EmptyLine, cst.TrailingWhitespace, cst.Newline, cst.Comment)
+_KINDS: dict = {}  # type -> 0: not a node, 1: a node to copy, 2: whitespace, shared as it is
+_NOT_NODE, _COPY, _SHARE = 0, 1, 2
+
+
+def _kind(t: type) -> int:
+    got = _KINDS.get(t)
+    if got is None:
+        got = _KINDS[t] = _NOT_NODE if not is_node_type(t) else _SHARE if issubclass(t, _SHARED) else _COPY
+    return got
 
 
 def copy_tree(node: cst.CSTNode) -> cst.CSTNode:
-    """A copy of node made of new node objects, field for field (the analyses tell nodes apart by identity).
-    Built without LibCST's constructors: they validate what the parser built and validated already, and cost
-    twice a parse of it (deep_clone three times)."""
+    """A copy of node made of new node objects, field for field (the analyses tell nodes apart by identity), but
+    its whitespace and comments, which no analysis asks of and which are immutable, shared. Built without
+    LibCST's constructors: they validate what the parser built and validated already, and cost twice a parse
+    of it (deep_clone three times)."""
     t = type(node)
     names = _FIELD_NAMES.get(t)
     if names is None:
@@ -89,10 +100,14 @@ def copy_tree(node: cst.CSTNode) -> cst.CSTNode:
     new = object.__new__(t)
     for name in names:
         value = getattr(node, name)
-        if is_node(value):
+        vt = type(value)
+        if vt is tuple or vt is list:
+            if value:
+                value = vt(copy_tree(v) if (_KINDS.get(type(v)) or _kind(type(v))) == _COPY else v for v in value)
+            elif vt is list:
+                value = []
+        elif (_KINDS.get(vt) or _kind(vt)) == _COPY:
             value = copy_tree(value)
-        elif type(value) in (tuple, list):
-            value = type(value)(copy_tree(v) if is_node(v) else v for v in value)
         object.__setattr__(new, name, value)
     return new
 

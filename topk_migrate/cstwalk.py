@@ -177,6 +177,10 @@ def is_node(value: object) -> bool:
     return _kind_of(type(value)) != _NOT_NODE
 
 
+def is_node_type(t: type) -> bool:
+    return _kind_of(t) != _NOT_NODE
+
+
 def is_trivia(node: CSTNode) -> bool:
     return _kind_of(type(node)) == _TRIVIA
 
