@@ -1,6 +1,7 @@
 """Small LibCST helpers that keep the user's formatting when a list grows by one item."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import keyword
 from typing import Callable, List, Optional, Sequence, Tuple, TypeVar, Union
@@ -138,12 +139,32 @@ def add_param(fn: cst.FunctionDef, source: str) -> cst.FunctionDef:
 _COMPOUND_FIELDS: dict = {}
 
 
+_NO_RECORD = contextlib.nullcontext()
+
+
+def _plain_state():
+    """LibCST's CodegenState, recording no position: its record_syntactic_position is a generator-made context
+    manager entered around most nodes, that records nothing there either."""
+    from libcst._nodes.internal import CodegenState
+
+    class _State(CodegenState):
+        __slots__ = ()
+
+        def record_syntactic_position(self, node, *, start_node=None, end_node=None):
+            return _NO_RECORD
+
+    return _State
+
+
+_STATE: list = []
+
+
 def _code_at(node: cst.CSTNode, module: cst.Module, indents: Sequence[str]) -> str:
     """node's code where it stands: inside blocks indented by `indents` (Module.code_for_node, with the
     indentation the blocks around it give every line it generates)."""
-    from libcst._nodes.internal import CodegenState
-
-    state = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline)
+    if not _STATE:
+        _STATE.append(_plain_state())
+    state = _STATE[0](default_indent=module.default_indent, default_newline=module.default_newline)
     state.indent_tokens.extend(indents)
     node._codegen(state)
     return "".join(state.tokens)
@@ -198,7 +219,7 @@ def rewritten_code(module: cst.Module, new: cst.Module, source: str) -> str:
     """new.code, for `new` a rewrite of `module` (parsed from `source`) that shares the nodes it left alone,
     generating only the statements it replaced (spliced_code); the whole module where that cannot be done."""
     got = spliced_code(module, new, source)
-    return new.code if got is None else got
+    return _code_at(new, new, ()) if got is None else got
 
 
 def spliced_code(module: cst.Module, new: cst.Module, source: str,
