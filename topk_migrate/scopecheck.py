@@ -650,9 +650,11 @@ class Tree:
         return self.order[id(ancestor)] <= i <= self.end[id(ancestor)]
 
     def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-        while node in self.parent:
-            node = self.parent[node]
+        parent = self.parent.get
+        node = parent(node)
+        while node is not None:
             yield node
+            node = parent(node)
 
     def dominates(self, stmt: cst.CSTNode, target: cst.CSTNode) -> bool:
         """Does executing `target` imply `stmt` ran before it, on every path?
