@@ -419,3 +419,24 @@ def test_bodies_walked_when_asked_resolve_as_the_whole_analysis(name, module):
         assert lazy.scope_of._pending == {}
     if name == "lazy":  # the shapes above: three of the five outermost defs left out, outer and declares kept
         assert len(lazy._skipped[2]) == 3 and isinstance(lazy.scope_of, scopecheck._LazyScopes)
+
+
+def test_a_hook_an_instance_holds_is_the_one_called():
+    """CSTVisitor's dispatch reads the instance: a `visit_Name` set on one visitor object is called for it, and
+    the class's for another object of the same class."""
+    module = cst.parse_module("x = y + z\n")
+
+    class V(cst.CSTVisitor):
+        def __init__(self):
+            self.seen = []
+
+        def visit_Name(self, node):
+            self.seen.append(("class", node.value))
+
+    plain, patched = V(), V()
+    patched.visit_Name = lambda node: patched.seen.append(("instance", node.value))
+    with cstwalk.fast_visits(trivia=False):
+        module.visit(plain)
+        module.visit(patched)
+    assert plain.seen == [("class", n) for n in "xyz"]
+    assert patched.seen == [("instance", n) for n in "xyz"]

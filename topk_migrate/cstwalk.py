@@ -31,6 +31,9 @@ _VISITORS: Dict[type, Tuple[bool, object]] = {}
 _TYPE_KINDS: Dict[type, int] = {}
 _ATTRIBUTE_HOOK = re.compile(r"(visit|leave)_([A-Z][A-Za-z]*)_\w+$")
 _HOOKS: Dict[tuple, object] = {}
+# visitor classes whose instances are known to hold no `visit_`/`leave_`/`on_` attribute of their own (so
+# CSTVisitor's getattr dispatch finds the class's): their walks skip the look at each instance's attributes
+_NO_INSTANCE_HOOKS: set = set()
 _MISSING = object()
 _lib_visit = CSTNode.visit
 _LIB_ON_VISIT, _LIB_ON_LEAVE = CSTVisitor.on_visit, CSTVisitor.on_leave
@@ -190,53 +193,68 @@ def _visit(self: CSTNode, visitor):
     if not plain or _get_ident() != _owner:  # a transformer, or another thread: LibCST's own walk
         return _lib_visit(self, visitor)
     cls = type(visitor)
-    own = vars(visitor) if hasattr(visitor, "__dict__") else {}
-    shadowed = any(k.startswith(("visit_", "leave_", "on_visit", "on_leave")) for k in own)
-    enter = cls if cls.on_visit is _LIB_ON_VISIT and not shadowed else None  # LibCST's dispatch, by class
-    leave = cls if cls.on_leave is _LIB_ON_LEAVE and not shadowed else None
+    if cls in _NO_INSTANCE_HOOKS:
+        shadowed = False
+    else:
+        own = vars(visitor) if hasattr(visitor, "__dict__") else {}
+        shadowed = any(k.startswith(("visit_", "leave_", "on_visit", "on_leave")) for k in own)
+    enter = _hooks_of(cls, "visit_") if cls.on_visit is _LIB_ON_VISIT and not shadowed else None
+    leave = _hooks_of(cls, "leave_") if cls.on_leave is _LIB_ON_LEAVE and not shadowed else None
     _walk(self, visitor, hooked, enter, leave)
     return self
 
 
-def _hook(cls: type, prefix: str, t: type):
-    """cls's `visit_<Node>` / `leave_<Node>` function for node type t, or None: what CSTVisitor.on_visit and
-    on_leave look up with getattr on every node, once per (visitor class, node type)."""
-    key = (cls, prefix, t)
-    try:
-        return _HOOKS[key]
-    except KeyError:
-        if len(_HOOKS) >= 4096:
+def no_instance_hooks(*classes: type) -> None:
+    """Declare visitor classes whose instances never hold a hook of their own (the engine's scope visitors)."""
+    _NO_INSTANCE_HOOKS.update(classes)
+
+
+def _hooks_of(cls: type, prefix: str) -> Dict[type, object]:
+    """cls's `visit_<Node>` (or `leave_<Node>`) functions by node type, filled as types are met: what
+    CSTVisitor.on_visit and on_leave look up with getattr on every node. Bounded: a rule may make a class
+    per call."""
+    key = (cls, prefix)
+    got = _HOOKS.get(key)
+    if got is None:
+        if len(_HOOKS) >= 512:
             _HOOKS.clear()
-        got = _HOOKS[key] = getattr(cls, prefix + t.__name__, None)
-        return got
+        got = _HOOKS[key] = {}
+    return got
+
+
+def _hook(hooks: Dict[type, object], cls: type, prefix: str, t: type):
+    got = hooks[t] = getattr(cls, prefix + t.__name__, None)
+    return got
 
 
 def visit_hook(visitor: CSTVisitor, node: CSTNode) -> bool:
     """CSTVisitor.on_visit(visitor, node), the `visit_<Node>` method looked up once per (class, node type):
     for visitors of our own, whose on_visit adds to LibCST's and whose instances hold no hooks."""
-    f = _HOOKS.get((type(visitor), "visit_", type(node)), _MISSING)
+    hooks = _hooks_of(type(visitor), "visit_")
+    f = hooks.get(type(node), _MISSING)
     if f is _MISSING:
-        f = _hook(type(visitor), "visit_", type(node))
+        f = _hook(hooks, type(visitor), "visit_", type(node))
     return f is None or f(visitor, node) is not False
 
 
 def leave_hook(visitor: CSTVisitor, node: CSTNode) -> None:
     """CSTVisitor.on_leave(visitor, node), as visit_hook."""
-    f = _HOOKS.get((type(visitor), "leave_", type(node)), _MISSING)
+    hooks = _hooks_of(type(visitor), "leave_")
+    f = hooks.get(type(node), _MISSING)
     if f is _MISSING:
-        f = _hook(type(visitor), "leave_", type(node))
+        f = _hook(hooks, type(visitor), "leave_", type(node))
     if f is not None:
         f(visitor, node)
 
 
 def _walk(node: CSTNode, visitor, hooked, enter, leave) -> None:
     """LibCST's visit of node (its callbacks, in its order) without the rebuild; enter/leave: the visitor's
-    class where its on_visit/on_leave are CSTVisitor's (the hook is looked up once per node type)."""
+    class's hooks by node type (_hooks_of) where its on_visit/on_leave are CSTVisitor's."""
     t = type(node)
     if enter is not None:
-        f = _HOOKS.get((enter, "visit_", t), _MISSING)
+        f = enter.get(t, _MISSING)
         if f is _MISSING:
-            f = _hook(enter, "visit_", t)
+            f = _hook(enter, type(visitor), "visit_", t)
         go = f is None or f(visitor, node) is not False
     else:
         go = visitor.on_visit(node)
@@ -261,9 +279,9 @@ def _walk(node: CSTNode, visitor, hooked, enter, leave) -> None:
                 for name in names:
                     _walk_field(getattr(node, name), visitor, hooked, enter, leave)
     if leave is not None:
-        f = _HOOKS.get((leave, "leave_", t), _MISSING)
+        f = leave.get(t, _MISSING)
         if f is _MISSING:
-            f = _hook(leave, "leave_", t)
+            f = _hook(leave, type(visitor), "leave_", t)
         if f is not None:
             f(visitor, node)
     else:

@@ -423,6 +423,10 @@ class _PartialScopeProvider(_ScopeProvider):
         return None
 
 
+# their instances hold a provider, a scope or context and LibCST's own state, never a hook
+cstwalk.no_instance_hooks(ExpressionContextVisitor, _ScopeVisitor, _PartialScopeVisitor, _PartialContextVisitor)
+
+
 class _LazyScopes:
     """The scope map of an analysis that left some defs' bodies out: a body is walked the first time a fact
     is asked of a node in it, or of its def's FunctionScope, as LibCST walks it (inside that FunctionScope,
