@@ -76,7 +76,12 @@ def _expression(code: str) -> cst.BaseExpression:
     return copy_tree(parsed)
 
 
-_FIELD_NAMES: dict = {}
+_FIELD_NAMES: dict = {}  # node type -> its dataclass fields' names
+
+
+def _field_names(t: type) -> tuple:
+    names = _FIELD_NAMES[t] = tuple(f.name for f in dataclasses.fields(t))
+    return names
 _SHARED = (cst.BaseParenthesizableWhitespace, cst.EmptyLine, cst.TrailingWhitespace, cst.Newline, cst.Comment)
 _KINDS: dict = {}  # type -> 0: not a node, 1: a node to copy, 2: whitespace, shared as it is
 _NOT_NODE, _COPY, _SHARE = 0, 1, 2
@@ -95,9 +100,7 @@ def copy_tree(node: cst.CSTNode) -> cst.CSTNode:
     LibCST's constructors: they validate what the parser built and validated already, and cost twice a parse
     of it (deep_clone three times)."""
     t = type(node)
-    names = _FIELD_NAMES.get(t)
-    if names is None:
-        names = _FIELD_NAMES[t] = tuple(f.name for f in dataclasses.fields(t))
+    names = _FIELD_NAMES.get(t) or _field_names(t)
     new = object.__new__(t)
     for name in names:
         value = getattr(node, name)
@@ -135,9 +138,6 @@ def add_param(fn: cst.FunctionDef, source: str) -> cst.FunctionDef:
 
 
 # -- the rewritten module's code, generating only what the rewrite replaced ---------------------------
-
-_COMPOUND_FIELDS: dict = {}
-
 
 _NO_RECORD = contextlib.nullcontext()
 
@@ -195,12 +195,9 @@ def _replaced(old: Sequence[cst.CSTNode], new: Sequence[cst.CSTNode], indents: L
 
 def _same_but(a: cst.CSTNode, b: cst.CSTNode, name: str) -> bool:
     """Do two nodes of one type hold the same (_same) in every field but `name`?"""
-    import dataclasses
 
     t = type(a)
-    names = _COMPOUND_FIELDS.get(t)
-    if names is None:
-        names = _COMPOUND_FIELDS[t] = tuple(f.name for f in dataclasses.fields(t))
+    names = _FIELD_NAMES.get(t) or _field_names(t)
     return all(_same(getattr(a, f), getattr(b, f)) for f in names if f != name)
 
 
