@@ -20,11 +20,12 @@ CI_DOC = (ROOT / "docs" / "ci.md").read_text()
 EXAMPLE = ROOT / "fixtures" / "examples" / "dsa_backend.py"
 
 
-def doc_commands():
+def doc_commands(runner_temp="$RUNNER_TEMP"):
     """The bash block of docs/ci.md's action section: the commands the action runs, as documented."""
     section = CI_DOC.split("## GitHub Actions", 1)[1]
     block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
-    return [line.split("  #")[0].strip() for line in block.splitlines() if line.strip()]
+    return [line.split("  #")[0].strip().replace("$RUNNER_TEMP", str(runner_temp))
+            for line in block.splitlines() if line.strip()]
 
 
 def resolve(value, inputs, outputs):
@@ -43,15 +44,20 @@ def resolve(value, inputs, outputs):
 
 
 def run_step(name, cwd, with_=None, outputs=None, env=None):
-    """Run step `name`'s script: (completed process, the outputs it wrote to $GITHUB_OUTPUT)."""
+    """Run step `name`'s script: (completed process, the outputs it wrote to $GITHUB_OUTPUT). $RUNNER_TEMP
+    is the workspace's sibling `runner-temp` (the runner's own directory, outside the checkout)."""
     step = STEPS[name]
     assert step["shell"] == "bash"
     inputs = {k: str(v.get("default", "")) for k, v in ACTION["inputs"].items()}
     inputs.update(with_ or {})
-    out_file = Path(cwd) / ".github_output"
+    runner_temp = Path(cwd).parent / "runner-temp"
+    runner_temp.mkdir(exist_ok=True)
+    out_file = runner_temp / "github_output"
     out_file.write_text("")
+    (runner_temp / "github_path").write_text("")
     step_env = {k: resolve(v, inputs, outputs or {}) for k, v in step.get("env", {}).items()}
-    full = {**os.environ, **(env or {}), **step_env, "GITHUB_OUTPUT": str(out_file)}
+    full = {**os.environ, "RUNNER_TEMP": str(runner_temp), **(env or {}), **step_env, "GITHUB_OUTPUT": str(out_file),
+            "GITHUB_PATH": str(runner_temp / "github_path")}
     r = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]], cwd=cwd, env=full,
                        capture_output=True, text=True, timeout=300)
     written = dict(line.split("=", 1) for line in out_file.read_text().splitlines() if "=" in line)
@@ -61,10 +67,10 @@ def run_step(name, cwd, with_=None, outputs=None, env=None):
 @pytest.fixture
 def workspace(tmp_path):
     """A checkout with one fork directory below its top: path/to/fork/dsa_backend.py (one fixable call)."""
-    fork = tmp_path / "path" / "to" / "fork"
+    fork = tmp_path / "workspace" / "path" / "to" / "fork"
     fork.mkdir(parents=True)
     shutil.copy(EXAMPLE, fork / "dsa_backend.py")
-    return tmp_path
+    return tmp_path / "workspace"
 
 
 def test_no_input_is_spliced_into_a_script():
@@ -77,9 +83,10 @@ def test_no_input_is_spliced_into_a_script():
 def test_sarif_mode_writes_the_report_with_paths_from_the_workspace_top(workspace):
     r, out = run_step("Audit", workspace, {"paths": "path/to/fork", "kernel": KERNEL})
     assert r.returncode == 0, r.stdout + r.stderr  # the step itself passes: fail-on decides later
-    assert r.stdout.splitlines()[0] == "+ " + doc_commands()[0]
-    assert out == {"exit-code": "1", "sarif-file": "topk-migrate.sarif"}
-    sarif = json.loads((workspace / "topk-migrate.sarif").read_text())
+    report = workspace.parent / "runner-temp" / "topk-migrate.sarif"  # outside the checkout
+    assert r.stdout.splitlines()[0] == "+ " + doc_commands(report.parent)[0]
+    assert out == {"exit-code": "1", "sarif-file": str(report)}
+    sarif = json.loads(report.read_text())
     assert sarif["version"] == "2.1.0"
     results = sarif["runs"][0]["results"]
     assert [(x["ruleId"], x["level"]) for x in results] == [("pass-topk-length", "warning")]
@@ -89,7 +96,7 @@ def test_sarif_mode_writes_the_report_with_paths_from_the_workspace_top(workspac
 def test_sarif_mode_at_the_top_keeps_the_paths(workspace):
     r, out = run_step("Audit", workspace, {"kernel": KERNEL})  # paths: . (the default)
     assert r.returncode == 0 and out["exit-code"] == "1", r.stdout + r.stderr
-    uri = json.loads((workspace / "topk-migrate.sarif").read_text())["runs"][0]["results"][0]["locations"][0]
+    uri = json.loads(Path(out["sarif-file"]).read_text())["runs"][0]["results"][0]["locations"][0]
     assert uri["physicalLocation"]["artifactLocation"]["uri"] == "path/to/fork/dsa_backend.py"
 
 
@@ -101,7 +108,7 @@ def test_annotations_mode_annotates_the_file_from_the_workspace_top(workspace):
     assert lines[1].startswith("::warning file=path/to/fork/dsa_backend.py,line=232,col=21,"
                                "title=topk-migrate pass-topk-length%3A fixable::"), lines
     assert out == {"exit-code": "1"}
-    assert not (workspace / "topk-migrate.sarif").exists()
+    assert not (workspace.parent / "runner-temp" / "topk-migrate.sarif").exists()
 
 
 def test_a_migrated_fork_passes(workspace):
@@ -152,7 +159,7 @@ def test_the_docs_the_hooks_and_the_action_name_the_same_commands_and_flags():
     for hook in hooks:
         assert hook["entry"].endswith(" --") and f"`{hook['entry']}`" in CI_DOC, hook["entry"]
     for command in doc_commands():
-        assert command.startswith("topk-migrate audit --kernel ") and " -- path/to/fork" in command
+        assert command.startswith("topk-migrate audit --relative-to . --kernel ") and " -- path/to/fork" in command
     for name in ACTION["inputs"]:
         assert f"| `{name}` |" in CI_DOC, name  # every input documented
     # the kernel is declared the same way for the hooks, the action and the commands
@@ -161,19 +168,156 @@ def test_the_docs_the_hooks_and_the_action_name_the_same_commands_and_flags():
     assert "action.yml" in readme and "docs/ci.md" in readme
 
 
+# -- a hostile workspace: what a pull request from a fork can commit at its top ----------------------------
+
+MARKER = "import os\nopen(os.path.join({where!r}, {name!r}), 'w').write('ran')\n"
+
+
+def plant(workspace, ran, names=("pip", "json", "re", "os", "sitecustomize", "topk_migrate", "click", "libcst")):
+    """Modules a fork commits at its top; each one, if imported, leaves a file named for it in `ran`."""
+    for name in names:
+        code = MARKER.format(where=str(ran), name=name)
+        if name in ("topk_migrate", "click"):  # a package, as the fork's own topk_migrate/ would be
+            (workspace / name).mkdir(exist_ok=True)
+            (workspace / name / "__init__.py").write_text(code)
+        else:
+            (workspace / f"{name}.py").write_text(code)
+    (workspace / "pip").mkdir(exist_ok=True)
+    (workspace / "pip" / "__main__.py").write_text(MARKER.format(where=str(ran), name="pip-main"))
+
+
+@pytest.fixture
+def ran(tmp_path):
+    d = tmp_path / "ran"
+    d.mkdir()
+    return d
+
+
+SHIM = """#!/bin/sh
+# a python3 that says where and how it was started; `-m venv DIR` makes DIR/bin/python this script
+printf '%s\\t%s\\n' "$PWD" "$*" >> {log}
+if [ "$2" = -m ] && [ "$3" = venv ]; then mkdir -p "$4/bin" && ln -s {shim} "$4/bin/python"; fi
+"""
+
+
+def test_the_install_step_starts_python_only_isolated_outside_the_workspace(workspace, tmp_path):
+    """Every Python the step starts runs with -I (no working directory, no user site on sys.path) in a
+    directory of the runner's temp: a fork's pip.py, pip/ or json.py at its top is never on the path.
+    (The heavy tier's test_the_install_step_installs_this_checkout runs the real install beside them.)"""
+    shims, log = tmp_path / "shims", tmp_path / "python.log"
+    shims.mkdir()
+    (shims / "python3").write_text(SHIM.format(log=log, shim=shims / "python3"))
+    (shims / "python3").chmod(0o755)
+    env = {"PATH": f"{shims}{os.pathsep}{os.environ['PATH']}", "ACTION_PATH": str(ROOT)}
+    r, _ = run_step("Install topk-migrate", workspace, env=env)
+    starts = [line.split("\t") for line in log.read_text().splitlines()]
+    assert [args.split()[:3] for _, args in starts] == [["-I", "-m", "venv"], ["-I", "-m", "pip"]], r.stderr
+    for cwd, _ in starts:
+        assert Path(cwd).is_relative_to(workspace.parent / "runner-temp"), cwd
+
+
+@pytest.mark.parametrize("mode", ["sarif", "annotations"])
+def test_the_audit_step_runs_only_the_tool(workspace, ran, mode):
+    """No `python -c` or `python -` in the workspace: the fork's json.py, re.py or topk_migrate/ never run."""
+    plant(workspace, ran)
+    r, out = run_step("Audit", workspace, {"paths": "path/to/fork", "kernel": KERNEL, "mode": mode})
+    assert sorted(os.listdir(ran)) == [] and out["exit-code"] == "1", r.stdout + r.stderr
+    assert "python" not in STEPS["Audit"]["run"]
+
+
+def test_a_link_at_the_report_path_is_never_followed(workspace):
+    """A fork's `topk-migrate.sarif` link to a JSON file outside: the file is untouched, and the report
+    handed on is the one the run wrote."""
+    outside = workspace.parent / "outside.sarif"
+    outside.write_text('{"runs": []}')
+    (workspace / "topk-migrate.sarif").symlink_to(outside)
+    r, out = run_step("Audit", workspace, {"paths": "path/to/fork", "kernel": KERNEL,
+                                            "sarif-file": "topk-migrate.sarif"})
+    assert outside.read_text() == '{"runs": []}', r.stdout + r.stderr
+    report = workspace / "topk-migrate.sarif"
+    assert out == {"exit-code": "1", "sarif-file": "topk-migrate.sarif"} and not report.is_symlink()
+    assert json.loads(report.read_text())["runs"][0]["results"]
+
+
+def test_a_directory_at_the_report_path_is_never_handed_to_the_upload(workspace):
+    forged = workspace / "topk-migrate.sarif"
+    forged.mkdir()
+    (forged / "forged.sarif").write_text('{"version": "2.1.0", "runs": []}')
+    r, out = run_step("Audit", workspace, {"paths": "path/to/fork", "kernel": KERNEL,
+                                            "sarif-file": "topk-migrate.sarif"})
+    assert out == {"exit-code": "2"}, r.stdout + r.stderr  # audit could not write: nothing to upload
+
+
 @pytest.mark.heavy
 def test_the_install_step_installs_this_checkout(tmp_path):
-    """pip install of the action's own checkout into a fresh environment (PyPI for the build backend)."""
+    """pip install of the action's own checkout into the tool's own environment (PyPI for the build backend
+    and the dependencies), from a hostile workspace; only the console script reaches the job's PATH and
+    the job's Python is left as it was."""
     checkout = tmp_path / "action"
     copy_checkout(checkout)
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
-    env = {"PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}"}
-    step = STEPS["Install topk-migrate"]
-    full = {**os.environ, **env, "ACTION_PATH": str(checkout)}
-    assert step["env"] == {"ACTION_PATH": "${{ github.action_path }}"}
-    r = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]], cwd=tmp_path,
-                       env=full, capture_output=True, text=True, timeout=600)
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    ran = tmp_path / "ran"
+    ran.mkdir()
+    plant(workspace, ran)
+    venv = tmp_path / "venv"  # the job's Python
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    before = sorted(os.listdir(next((venv / "lib").glob("python*")) / "site-packages"))
+    env = {"PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}", "ACTION_PATH": str(checkout)}
+    assert STEPS["Install topk-migrate"]["env"] == {"ACTION_PATH": "${{ github.action_path }}"}
+    r, _ = run_step("Install topk-migrate", workspace, env=env)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert r.stdout.strip().splitlines()[-1].startswith("topk-migrate, version ")
-    assert (venv / "bin" / "topk-migrate").exists()
+    assert sorted(os.listdir(ran)) == []
+    added = (tmp_path / "runner-temp" / "github_path").read_text().split()
+    assert len(added) == 1 and os.listdir(added[0]) == ["topk-migrate"]  # the console script alone on PATH
+    assert Path(added[0]).is_relative_to(tmp_path / "runner-temp")
+    tool = subprocess.run([os.path.join(added[0], "topk-migrate"), "--version"], capture_output=True, text=True)
+    assert tool.returncode == 0 and tool.stdout.startswith("topk-migrate, version ")
+    after = sorted(os.listdir(next((venv / "lib").glob("python*")) / "site-packages"))
+    assert after == before  # the job's Python: nothing installed into it
+
+
+@pytest.mark.heavy
+def test_random_hostile_workspaces_never_run_code_write_outside_or_forge_the_report(tmp_path):
+    """Random workspaces a fork could commit (modules at its top, a link, a directory or a forged file at
+    the report's path, names a runner reads as commands) through the audit step, in both modes."""
+    import random
+
+    rng = random.Random(35)
+    names = ["::error title=ok::x.py", " ::stop-commands::y.py", "##vso[task.complete]z.py", "-.py", "plain.py"]
+    for i in range(12):
+        root = tmp_path / str(i)
+        ws, ran = root / "workspace", root / "ran"
+        fork = ws / "fork"
+        fork.mkdir(parents=True)
+        ran.mkdir()
+        plant(ws, ran, rng.sample(["pip", "json", "re", "os", "sitecustomize", "topk_migrate", "click"], 4))
+        for name in rng.sample(names, 3):
+            shutil.copy(EXAMPLE, fork / name)
+        outside = root / "outside.sarif"
+        outside.write_text('{"runs": []}')
+        report = rng.choice(["", "topk-migrate.sarif"])
+        obstacle = rng.choice(["link", "dir", "file", None]) if report else None
+        at = ws / "topk-migrate.sarif"
+        if obstacle == "link":
+            at.symlink_to(outside)
+        elif obstacle == "dir":
+            at.mkdir()
+            (at / "forged.sarif").write_text('{"version": "2.1.0", "runs": []}')
+        elif obstacle == "file":
+            at.write_text('{"version": "2.1.0", "runs": []}')
+        mode = rng.choice(["sarif", "annotations"])
+        r, out = run_step("Audit", ws, {"paths": "fork", "kernel": KERNEL, "mode": mode, "sarif-file": report})
+        what = f"case {i}: {mode} {report!r} {obstacle}: " + r.stdout[-1500:] + r.stderr[-1500:]
+        assert os.listdir(ran) == [] and outside.read_text() == '{"runs": []}', what
+        for line in r.stdout.splitlines() + r.stderr.splitlines():
+            bare = line.lstrip()
+            assert not bare.startswith("##"), what
+            assert not bare.startswith("::") or re.match(r"::(warning|error|notice) file=fork/", bare), what
+        if "sarif-file" in out:
+            handed = Path(out["sarif-file"]) if os.path.isabs(out["sarif-file"]) else ws / out["sarif-file"]
+            assert handed.is_file() and not handed.is_symlink(), what
+            assert json.loads(handed.read_text())["runs"][0]["results"], what  # the run's own findings
+        else:
+            assert mode == "annotations" or obstacle == "dir", what

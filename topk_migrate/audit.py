@@ -437,11 +437,14 @@ def audit(
     progress: bool = False,
     follow_links: bool = False,
     note=None,
+    relative_to: Optional[str] = None,
 ) -> AuditResult:
     """Classify every site under `paths` (in the work tree, or in commit `rev`), in one run
     (run_context: what it reads of the tree, its scanners and workers inherit; the next run reads afresh).
 
-    follow_links and note (told what a walk leaves out, and why): as discover.iter_python_files."""
+    follow_links and note (told what a walk leaves out, and why): as discover.iter_python_files.
+    relative_to: the directory reported paths are relative to (default: display_root of the paths; for
+    `--rev`, the work tree's place of them)."""
     t0 = time.perf_counter()
     prog = Progress(progress)
     prefilter = _rules_prefilter(paths)  # before any process is forked
@@ -456,6 +459,8 @@ def audit(
             else:
                 tmp = os.path.realpath(tempfile.mkdtemp(prefix="topk-migrate-rev-"))
                 root, top, commit = _scan_rev(paths, rev, exclude, kernel, runner, tally, prog, tmp)
+            if relative_to is not None:
+                root = os.path.abspath(relative_to)
             sites: List[Site] = []
             for path, got, err in runner.results(prog):
                 if tmp:  # from the temporary layout back to the work tree's paths
@@ -788,14 +793,16 @@ def _rev_limits() -> Tuple[int, int]:
 
 
 def _git(args: List[str], cwd: str, stdin=None) -> bytes:
-    """A git command's output (subprocesses.git: no transport, no lazy fetch, scrubbed environment);
-    AuditError, one line, if it fails."""
-    from .subprocesses import git
+    """A git command's output (subprocesses.git: no transport, no lazy fetch, scrubbed environment, a
+    time limit and bounded output); AuditError, one line, if it fails."""
+    from .subprocesses import GitStopped, git
 
     try:
         r = git(args, cwd) if stdin is None else git(args, cwd, stdin=stdin)
     except OSError as e:
         raise AuditError(f"cannot run git: {e.strerror or e}") from None
+    except GitStopped as e:  # a repository that blocks git (a FIFO its config includes) or floods it
+        raise AuditError(f"{cwd}: {e}") from None
     if r.returncode != 0:
         msg = r.stderr.decode(errors="replace").strip().splitlines()
         raise AuditError(f"git {args[0]}: {msg[-1] if msg else 'failed'}")
@@ -841,20 +848,20 @@ def _sizes(top: str, shas: List[str]) -> Dict[str, Tuple[str, int]]:
 def _cat_blobs(top: str, reqs: List[Tuple[str, int, object]]) -> Iterable[object]:
     """For each (sha, size, scan), through one `git cat-file --batch`: the blob's bytes where scan is
     None (the caller has checked size against a cap), else whether the Prefilter `scan` finds a name
-    in it, read a window at a time and never held whole. Only blobs _sizes found are asked for."""
+    in it, read a window at a time and never held whole. Only blobs _sizes found are asked for.
+    Each read of an answer has git's time limit (subprocesses.GitStream): past it, one AuditError."""
     if not reqs:
         return
-    from .subprocesses import git_popen
+    from .subprocesses import GitStopped, git_popen
 
     with tempfile.TemporaryFile() as req:
         req.write("".join(s + "\n" for s, _, _ in reqs).encode())
         req.seek(0)
         try:
-            proc = git_popen(["cat-file", "--batch"], top, req)
+            out = git_popen(["cat-file", "--batch"], top, req)
         except OSError as e:
             raise AuditError(f"cannot run git: {e.strerror or e}") from None
         try:
-            out = proc.stdout
             for sha, size, scan in reqs:
                 line = out.readline(256)
                 header = line.split()
@@ -864,9 +871,10 @@ def _cat_blobs(top: str, reqs: List[Tuple[str, int, object]]) -> Iterable[object
                 yield _read_exactly(out, size, sha) if scan is None else _scan_stream(out, size, scan, sha)
                 if out.read(1) != b"\n":
                     raise AuditError(f"git cat-file: unexpected answer after {sha}")
+        except GitStopped as e:
+            raise AuditError(f"{top}: {e}") from None
         finally:
-            proc.stdout.close()
-            proc.wait()
+            out.close()
 
 
 def _read_exactly(out, size: int, sha: str) -> bytes:
@@ -1239,14 +1247,18 @@ def _lay_out(inside: str, path: str, data: bytes, tally: Tally, top: str, same: 
 @follow_links_option
 @verbose_option
 @output_option(default="-", allow_dash=True)
-def audit_command(paths, rev, fmt, exclude, no_gitignore, kernel, jobs, progress, follow_links, verbose, output):
+@click.option("--relative-to", metavar="DIR", type=click.Path(file_okay=False),
+              help="Report paths relative to DIR (the GitHub Action gives the workspace's top, as SARIF and "
+                   "annotations want them) [default: the directory audited].")
+def audit_command(paths, rev, fmt, exclude, no_gitignore, kernel, jobs, progress, follow_links, verbose, output,
+                  relative_to):
     """Classify every kernel call site under PATHs (default: .), fast.
 
     Files that cannot hold a call are never parsed. Hidden directories,
     .gitignore'd paths, symlinked directories and links that lead outside a
     PATH are skipped when walking; files named explicitly are always read.
     Reported paths are relative to the directory given (or the common parent
-    of several PATHs). With -o the report file is replaced only once the run
+    of several PATHs), or to --relative-to DIR. With -o the report file is replaced only once the run
     is done, and the summary goes to stderr.
 
     Exit codes: 0 nothing left to do, 1 fixable or manual sites remain, 2 errors.
@@ -1261,13 +1273,14 @@ def audit_command(paths, rev, fmt, exclude, no_gitignore, kernel, jobs, progress
         progress = sys.stderr.isatty()
     try:
         result = audit(paths, rev=rev, exclude=exclude, kernel=kernel, jobs=jobs, gitignore=not no_gitignore,
-                       progress=progress, follow_links=follow_links, note=skipped_note(verbose))
+                       progress=progress, follow_links=follow_links, note=skipped_note(verbose),
+                       relative_to=relative_to)
     except AuditError as e:
         click.echo(fit(f"error: {printable(str(e))}", sys.stderr.encoding), err=True)
         if output == "-":
             sys.exit(2)
         # a report that says the run failed, not none: a fork must not blank its own code scan
-        top = os.path.abspath(paths[0])
+        top = os.path.abspath(relative_to or paths[0])
         result = _result([], Tally(errors=[(paths[0], str(e))]), top if os.path.isdir(top) else os.path.dirname(top),
                          rev, None, time.perf_counter())
     text = report.render(fmt, result.sites, result.errors, result.summary)
