@@ -7,7 +7,7 @@ import sys
 import click
 
 from . import api, rules
-from .escape import fit, listing, printable
+from .escape import fit, lead, listing, printable
 from .model import CHECK_STATUSES, Status
 from .options import echo as _echo
 from .options import follow_links_option, kernel_option, skipped_note, validate_kernel, verbose_option
@@ -15,6 +15,18 @@ from .options import follow_links_option, kernel_option, skipped_note, validate_
 
 def _paths(f):
     return click.argument("paths", nargs=-1, required=True, type=click.Path())(f)
+
+
+class _PathsCommand(click.Command):
+    """A command over PATHs where, after `--`, every word is a file: `-` there is the file named `-`
+    (given on as `./-`), never standard input. The pre-commit hooks end with `--`, so a committed file
+    named `-` is checked like any other; `-` before `--` reads standard input, as ruff and black do."""
+
+    def parse_args(self, ctx, args):
+        if "--" in args:
+            at = args.index("--") + 1
+            args = args[:at] + ["./-" if a == "-" else a for a in args[at:]]
+        return super().parse_args(ctx, args)
 
 
 def _stdin_filename(f):
@@ -80,11 +92,11 @@ def _report(report: api.Report, applied: bool, err: bool, verbose: bool = False)
             line = s.format()
             if f.written and s.status is Status.FIXABLE:
                 line = line.replace(" fixable ", " fixed ", 1)
-            _echo(printable(line), err=err)
+            _echo(lead(printable(line)), err=err)
             if verbose and s.kernel:
                 _echo(printable(f"    kernel: {s.kernel}"), err=err)
     for f in report.errors:
-        _echo(f"{printable(f.path)}: error: {printable(f.error, keep_newlines=verbose)}", err=True)
+        _echo(lead(f"{printable(f.path)}: error: {printable(f.error, keep_newlines=verbose)}"), err=True)
     if verbose:
         for source in sorted({f.config for f in report.files if f.config}):
             _echo(f"note: [tool.topk-migrate] read from {printable(source)}", err=True)
@@ -190,7 +202,7 @@ def run() -> None:
     os._exit(code)
 
 
-@main.command()
+@main.command(cls=_PathsCommand)
 @_paths
 @kernel_option
 @_stdin_filename
@@ -199,7 +211,8 @@ def run() -> None:
 def check(paths, kernel, stdin_filename, follow_links, verbose):
     """List every site that does not pass topk_length; write nothing.
 
-    PATH `-` reads the source from standard input (see --stdin-filename)."""
+    PATH `-` reads the source from standard input (see --stdin-filename); after `--`
+    it is the file named `-`."""
     validate_kernel(kernel)
     _note_links(paths, "check reads")
     report = _run(paths, stdin_filename, kernel=kernel, verbose=verbose, follow_links=follow_links,
@@ -208,7 +221,7 @@ def check(paths, kernel, stdin_filename, follow_links, verbose):
     sys.exit(report.exit_code())
 
 
-@main.command()
+@main.command(cls=_PathsCommand)
 @_paths
 @kernel_option
 @click.option("--diff", is_flag=True, help="Print a unified diff instead of writing.")
@@ -218,7 +231,7 @@ def check(paths, kernel, stdin_filename, follow_links, verbose):
 def apply(paths, kernel, diff, stdin_filename, follow_links, verbose):
     """Rewrite fixable sites in place (or show the diff); report the rest.
 
-    PATH `-` reads the source from standard input and writes the rewritten source
+    PATH `-` (before any `--`) reads the source from standard input and writes the rewritten source
     (the same bytes if nothing is fixed) to standard output; sites and summary go
     to stderr. On an error nothing is written to standard output (exit 2)."""
     validate_kernel(kernel)

@@ -32,6 +32,16 @@ def printable(text: str, keep_newlines: bool = False) -> str:
     return UNSAFE.sub(escape, text)
 
 
+def lead(text: str) -> str:
+    """text that begins a line with a name a fork chose (a path): `./` before it unless it starts with a
+    letter, a digit, `_`, `.`, `/` or `-` (standard input is `-`). A CI runner reads a line that starts, after blanks, with `::` (GitHub)
+    or `##` (Azure) as a command to it; `./::error ...` is only a path, as `./-x` is for git and ls."""
+    first = text[:1]
+    if not first or first.isalnum() or first in "_./-":
+        return text
+    return "./" + text
+
+
 # A code listing on a terminal (`apply --diff` into a tty): every UNSAFE character but the line
 # feed and the tab escaped. Into a pipe or file the diff stays byte-exact, for `git apply`.
 _LISTING_UNSAFE = re.compile(UNSAFE.pattern.replace("\x00-\x1f", "\x00-\x08\x0b-\x1f"))

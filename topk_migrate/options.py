@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from .escape import fit, printable
+from .escape import fit, lead, printable
 
 KERNEL_HELP = "Kernel the calls resolve to, as NAME==VERSION (e.g. sglang-kernel==0.4.6); overrides pins."
 VERBOSE_HELP = ("Say more. check/apply: the kernel decision each site rests on (and where it came from), what a "
@@ -50,7 +50,7 @@ def skipped_note(verbose: bool):
         if why == NO_PYTHON_FILES:
             echo(f"warning: {printable(path)}: {why}", err=True)
         elif verbose:
-            echo(f"{printable(path)}: skipped: {printable(why)}", err=True)
+            echo(lead(f"{printable(path)}: skipped: {printable(why)}"), err=True)
     return note
 
 

@@ -20,7 +20,7 @@ import os
 from typing import Callable, Dict, List, Sequence, Tuple
 from urllib.parse import quote
 
-from .escape import SURROGATE, escape, printable
+from .escape import SURROGATE, escape, lead, printable
 from .model import CHECK_STATUSES, Site, Status
 
 Errors = Sequence[Tuple[str, str]]
@@ -39,13 +39,13 @@ def summary_line(summary: dict) -> str:
 
 def render_text(sites: Sequence[Site], errors: Errors, summary: dict) -> str:
     rows = [("LOCATION", "STATUS", "CALLEE", "REASON")]
-    rows += [(printable(f"{s.path}:{s.line}:{s.column}"), s.status.value, printable(s.callee),
+    rows += [(lead(printable(f"{s.path}:{s.line}:{s.column}")), s.status.value, printable(s.callee),
               printable(s.reason + (f" [{s.rule}]" if s.rule else ""))) for s in sites]
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     out = []
     if sites:
         out += [f"{a:<{widths[0]}}  {b:<{widths[1]}}  {c:<{widths[2]}}  {d}".rstrip() for a, b, c, d in rows]
-    out += [f"{printable(p)}: error: {printable(e)}" for p, e in errors]
+    out += [lead(f"{printable(p)}: error: {printable(e)}") for p, e in errors]
     out.append(summary_line(summary))
     return "\n".join(out) + "\n"
 

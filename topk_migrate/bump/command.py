@@ -32,16 +32,19 @@ def _release(r) -> str:
 
 
 def text_report(r: BumpReport, verbose: bool = False) -> str:
-    """Every field escaped (labels and entry points come from the releases, details quote their code)."""
+    """Every field escaped (labels and entry points come from the releases, details quote their code); a line
+    that starts with a label or a path starts `./` where a CI runner could read it as a command (escape.lead)."""
+    from topk_migrate.escape import lead
+
     out: List[str] = []
     shown = [c for c in r.changes if verbose or c.kind not in (GUARD_ADDED, GUARD_REMOVED)]
     hidden = len(r.changes) - len(shown)
-    out.append(_escape(f"{_release(r.old)} -> {_release(r.new)}: {len(r.changes)} signature change(s)"
-                       + (f" ({hidden} guard change(s) shown with -v)" if hidden else "")))
+    out.append(lead(_escape(f"{_release(r.old)} -> {_release(r.new)}: {len(r.changes)} signature change(s)"
+                       + (f" ({hidden} guard change(s) shown with -v)" if hidden else ""))))
     for c in shown:
         out.append(_escape(f"  {c.kind} {c.entry_point}: {c.detail}"))
     for s in r.sites:
-        out.append(_escape(f"{s.path}:{s.line}:{s.column} {s.status} {s.callee} \u2014 {s.reason}"))
+        out.append(lead(_escape(f"{s.path}:{s.line}:{s.column} {s.status} {s.callee} \u2014 {s.reason}")))
         if s.fix:
             out.append(_escape(f"    fix: {s.fix}"))
         if verbose:

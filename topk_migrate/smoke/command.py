@@ -54,7 +54,7 @@ def _unreadable(path: str):
 
     Checked before torch is imported, so bad input never ends in a traceback."""
     from ..discover import read_regular
-    from ..escape import fit, printable
+    from ..escape import fit, lead, printable
     from ..files import decode_source, input_error, max_bytes, syntax_error_message
     from ..guard import parse_checked
     from ..model import InputError
@@ -71,4 +71,4 @@ def _unreadable(path: str):
         cause = str(e)
     if cause is None:
         return None
-    return fit(f"{printable(path)}: error: {printable(cause)}", getattr(sys.stderr, "encoding", None))
+    return fit(lead(f"{printable(path)}: error: {printable(cause)}"), getattr(sys.stderr, "encoding", None))
