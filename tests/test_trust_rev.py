@@ -306,6 +306,80 @@ def test_deep_tree_is_one_error_line_not_a_recursion(repo):
     assert r.errors == [(files[0].decode(), "cannot lay out from the revision: 1200 directories deep (at most 256)")]
 
 
+# -- git itself: bounded in time and output (security4 #7) ---------------------------------
+
+
+def _fifo_included_by_config(repo):
+    os.mkfifo(repo / ".git" / "stall")
+    git(repo, "config", "include.path", "stall")
+
+
+def _fifo_head(repo):
+    (repo / ".git" / "HEAD").unlink()
+    os.mkfifo(repo / ".git" / "HEAD")
+
+
+def _fifo_loose_blob(repo):
+    loose = repo / ".git" / "objects" / (lambda s: f"{s[:2]}/{s[2:]}")(git(repo, "rev-parse", "HEAD:a.py"))
+    loose.unlink()
+    os.mkfifo(loose)
+
+
+@pytest.mark.parametrize("plant", [_fifo_included_by_config, _fifo_head, _fifo_loose_blob],
+                         ids=["config-include", "HEAD", "loose-object"])
+def test_a_repository_that_blocks_git_is_one_error_not_a_hang(repo, monkeypatch, plant):
+    """A `.git` handed over with a FIFO that git opens (what its config includes, HEAD, an object) blocked
+    `git rev-parse` (or cat-file) in open() forever, and `audit --rev` with it. Now git may go
+    git_timeout() seconds without answering (1 here), then the run is one error."""
+    import time
+
+    from topk_migrate import subprocesses
+
+    plant(repo)
+    monkeypatch.setattr(subprocesses, "GIT_TIMEOUT", 1)
+    t0 = time.monotonic()
+    with pytest.raises(AuditError, match=r"git [a-z-]+: no answer for 1 s .*TOPK_MIGRATE_GIT_TIMEOUT"):
+        audit([str(repo)], rev="HEAD", jobs=1)
+    assert time.monotonic() - t0 < 30
+
+
+def test_a_blocked_git_is_one_error_line_and_exit_2_on_the_command_line(repo):
+    _fifo_included_by_config(repo)
+    r = subprocess.run([sys.executable, "-m", "topk_migrate", "audit", "--rev", "HEAD", str(repo)], capture_output=True,
+                       text=True, env={**os.environ, "TOPK_MIGRATE_GIT_TIMEOUT": "1"}, timeout=60)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.splitlines() == [f"error: {repo}: git rev-parse: no answer for 1 s (a FIFO or device the repository "
+                                     "or its configuration names?); stopped (raise TOPK_MIGRATE_GIT_TIMEOUT, in "
+                                     "seconds, to wait longer)"]
+
+
+def test_a_stalled_cat_file_answer_is_one_error(repo, monkeypatch):
+    """cat-file --batch lives for the whole layout: each read of its answers has the bound, not the command."""
+    import time
+
+    from topk_migrate import audit as audit_mod
+    from topk_migrate import subprocesses
+
+    sha = git(repo, "rev-parse", "HEAD:a.py")
+    stall = f"import sys, time; sys.stdout.write('{sha} blob 5\\nab'); sys.stdout.flush(); time.sleep(60)"
+    monkeypatch.setattr(subprocesses, "git_argv", lambda *args: [sys.executable, "-c", stall])
+    monkeypatch.setattr(subprocesses, "GIT_TIMEOUT", 1)
+    t0 = time.monotonic()
+    with pytest.raises(AuditError, match="git cat-file: no answer for 1 s"):
+        list(audit_mod._cat_blobs(str(repo), [(sha, 5, None)]))
+    assert time.monotonic() - t0 < 30
+
+
+def test_git_output_is_bounded(repo, monkeypatch):
+    from topk_migrate import subprocesses
+
+    one = blob(repo, CALL)
+    commit_entries(repo, "wide", *((f"f{i}.py", one) for i in range(100)))  # its listing: about 6 KB
+    monkeypatch.setattr(subprocesses, "GIT_OUTPUT_LIMIT", 2000)
+    with pytest.raises(AuditError, match="git ls-tree: more than 2000 bytes of output; stopped"):
+        audit([str(repo)], rev="wide", jobs=1)
+
+
 class _Counted(str):
     """A str that adds to `ops` the characters each string operation on it may touch (its methods,
     slicing, hashing, comparing, concatenating); the strings those return are counted too."""
