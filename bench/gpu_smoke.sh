@@ -11,31 +11,64 @@
 #   bench/gpu_prepare.sh                 # once, where PyPI is reachable: fills .carry/
 #   bench/gpu_smoke.sh [ENGINE_FILE]     # on the GPU machine, from the repository root
 #
-# DEVICE=cpu runs the same pipeline on the torch references (a dry run; no decode facts).
+# DEVICE=cpu runs the same pipeline on the torch references (a dry run; no decode facts, no kernel): CI runs
+# `DEVICE=cpu bench/gpu_prepare.sh` then `DEVICE=cpu bench/gpu_smoke.sh` (tests/test_gpu_smoke.py, heavy tier).
+# OUT: where the 8 files go (default results/gpu); CARRY: what gpu_prepare.sh filled (default .carry).
+#
+# The package the smoke runs is assembled as pip installs it (codemods/ and fixtures/ under topk_migrate/)
+# and imported from there alone: python runs a launcher inside the assembly, so the source topk_migrate/
+# of the checkout (which has no codemods/) is never on sys.path ahead of it; environment.txt says where it came from.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-engine=${1:-.carry/engines/sglang-0.5.16/sglang/srt/layers/attention/dsa_backend.py}
+repo=$PWD
+carry=$(cd "${CARRY:-.carry}" 2>/dev/null && pwd) || carry=$repo/${CARRY:-.carry}
+engine=${1:-$carry/engines/sglang-0.5.16/sglang/srt/layers/attention/dsa_backend.py}
+engine=${engine#"$repo"/}  # shown relative to the checkout, as recorded
 device=${DEVICE:-cuda}
 out=${OUT:-results/gpu}
-mkdir -p "$out"
+mkdir -p "$out" || exit 2
 
-# The package as installed (codemods/ and fixtures/ live under topk_migrate/), without a build step.
-pkg=/tmp/topk_pkg
-rm -rf "$pkg" && mkdir -p "$pkg"
-cp -r topk_migrate "$pkg/" && cp -r codemods "$pkg/topk_migrate/codemods" && cp -r fixtures "$pkg/topk_migrate/fixtures"
-python3 -m pip install -q --no-index --no-deps --target /tmp/site .carry/wheels/*.whl || exit 2
-export PYTHONPATH=$PWD/.carry:/tmp/site:$pkg${PYTHONPATH:+:$PYTHONPATH}
+work=$(mktemp -d "${TMPDIR:-/tmp}/topk-gpu-smoke.XXXXXX") || exit 2
+trap 'rm -rf "$work"' EXIT
+pkg=$work/pkg site=$work/site
+mkdir -p "$pkg" "$site"
+cp -r topk_migrate "$pkg/" && cp -r codemods "$pkg/topk_migrate/codemods" && cp -r fixtures "$pkg/topk_migrate/fixtures" || exit 2
+cat > "$pkg/run_module.py" <<'PY'
+import os, runpy, sys
+from importlib.metadata import version
+here = os.path.dirname(os.path.abspath(__file__))  # sys.path[0]: the assembly, not the working directory
+import topk_migrate, topk_migrate.codemods  # noqa: E401
+for m in (topk_migrate, topk_migrate.codemods):
+    if not os.path.abspath(m.__file__).startswith(os.path.join(here, "topk_migrate") + os.sep):
+        sys.exit(f"gpu_smoke: {m.__name__} imported from {m.__file__}, not from the assembled package in {here}")
+if len(sys.argv) == 1:  # where the smoke's code comes from
+    print("topk_migrate", topk_migrate.__version__, "assembled (codemods/ and fixtures/ under topk_migrate/)",
+          "| python", sys.version.split()[0], "| libcst", version("libcst"), "| click", version("click"))
+else:
+    runpy.run_module(sys.argv.pop(1), run_name="__main__", alter_sys=True)
+PY
+# libcst, click, packaging: those installed, else the wheels gpu_prepare.sh fetched (for the GPU machine's Python)
+if ! python3 -c "import libcst, click, packaging" 2>/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --target "$site" "$carry"/wheels/*.whl || exit 2
+fi
+export PYTHONPATH=$carry:$site:$pkg${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONUNBUFFERED=1
+py() { python3 "$pkg/run_module.py" "$@"; }  # python3 -m MODULE, from the assembly
 
 {
-  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv
-  python3 -c "import torch, sgl_kernel; print('torch', torch.__version__, 'cuda', torch.version.cuda, '| sgl_kernel', sgl_kernel.__version__)"
+  if [ "$device" = cuda ]; then
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv
+    python3 -c "import torch, sgl_kernel; print('torch', torch.__version__, 'cuda', torch.version.cuda, '| sgl_kernel', sgl_kernel.__version__)"
+  else
+    python3 -c "import torch; print('DEVICE=cpu: a dry run on the torch references (no GPU, no kernel) | torch', torch.__version__)"
+  fi
+  py
   [ "$device" = cuda ] && { echo "# bench/gpu_emitter_probe.py: the emitters on edge rows"; python3 bench/gpu_emitter_probe.py; }
 } > "$out/environment.txt" 2>&1
 cat "$out/environment.txt"
 
 rc=0
-smoke() { python3 -m topk_migrate.smoke "$@"; }
+smoke() { py topk_migrate.smoke "$@"; }
 smoke --device "$device" --json "$out/example.json" 2>&1 | tee "$out/example.txt"
 [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
 if [ -f "$engine" ]; then

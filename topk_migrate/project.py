@@ -14,7 +14,7 @@ import stat
 from typing import Optional, Tuple
 
 # PROJECT_FILE_LIMIT: the one bound of a project file (audit and bump read it from here)
-from .discover import PROJECT_FILE_LIMIT, read_regular
+from .discover import PROJECT_FILE_LIMIT, PatternSet, compile_patterns, read_regular
 from .run_context import per_run
 
 PROJECT_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
@@ -57,24 +57,62 @@ def shared(directory: str) -> bool:
 
 
 @per_run
-def _root_of_dir(start: str) -> str:
+def _root_of_dir(start: str, stop: Optional[str] = None) -> str:
     d, marked, loose = start, None, None
     while True:
         names = listing(d)
         if is_site_dir(names):  # installed: wheels ship nested pyproject.toml/setup.py of their own
             return d
         if ".git" in names:
-            return marked or d
+            ignored = ignored_dir(d, start)
+            if ignored is None:
+                return marked or d
+            # What the repository ignores (a build folder, a kernel fetched into .carry/) is none of its
+            # project: the climb ends at that directory, as it ends outside any repository.
+            return _root_of_dir(start, ignored)
         if marked is None and any(n in PROJECT_FILES for n in names):
             marked = d
         if loose is None and _has_requirements(names):
             loose = d
         parent = os.path.dirname(d)
-        if parent == d or shared(parent):  # what another user planted above never governs the project
+        if d == stop or parent == d or shared(parent):  # what another user planted above never governs the project
             if loose is not None and (marked is None or len(loose) > len(marked)):
                 return loose  # a folder with its own requirements file: not a parent's project
             return marked or loose or start
         d = parent
+
+
+@per_run
+def _ignore_patterns(path: str) -> Optional[PatternSet]:
+    """The patterns of one ignore file (None: absent, empty, or symlinked, which git does not read)."""
+    text = None if os.path.islink(path) else read_project_file(path)
+    return compile_patterns(text.splitlines()) if text else None
+
+
+def ignored_dir(top: str, start: str) -> Optional[str]:
+    """The shallowest directory from `top` (a git work tree's top) down to `start` that git's ignore
+    rules exclude, as git reads them (.git/info/exclude, then each .gitignore on the way, the deeper
+    deciding); None if none does. Read statically: a file git tracks inside an ignored directory is
+    not told apart (git itself adds one only when forced)."""
+    rel = os.path.relpath(start, top)
+    if rel == os.curdir or rel.split(os.sep)[0] == os.pardir:
+        return None
+    parts = rel.split(os.sep)
+    specs = []  # (how many components down its base is, its patterns), deepest last
+    for depth in range(len(parts)):
+        d = os.path.join(top, *parts[:depth])
+        files = [os.path.join(top, ".git", "info", "exclude")] if depth == 0 else []
+        for f in files + [os.path.join(d, ".gitignore")]:
+            spec = _ignore_patterns(f)
+            if spec is not None:
+                specs.append((depth, spec))
+        for base, spec in reversed(specs):
+            decided = spec.check_parts(parts[:depth + 1], base, True)
+            if decided is not None:
+                if decided:
+                    return os.path.join(top, *parts[:depth + 1])
+                break
+    return None
 
 
 def project_root(path: str) -> str:
@@ -83,7 +121,9 @@ def project_root(path: str) -> str:
     Climbing from `path` no higher than the first `.git` entry (a repository, or the
     top of a revision `audit --rev` lays out): a directory of installed distributions
     (`*.dist-info`, site-packages) if one is met; else the first directory holding a
-    project file (pyproject.toml, setup.cfg, setup.py); else the `.git` directory itself.
+    project file (pyproject.toml, setup.cfg, setup.py); else the `.git` directory itself. A
+    directory the repository's ignore rules exclude (`ignored_dir`) is none of its project: from
+    inside one the climb ends there, as outside any repository.
     Outside any repository: the nearest directory holding a project file or a requirements
     file (a folder of scripts), else the directory itself. The climb never enters a directory
     others can write to (`shared`: /tmp), so a `pyproject.toml` planted there governs nothing.
