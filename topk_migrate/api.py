@@ -209,10 +209,15 @@ def migrate_source(source: str, path: str = "<string>", kernel: Optional[str] = 
     """Classify every kernel call in `source` with the enabled rules; new_source has the fixable ones rewritten.
 
     Raises InputError (one line) for source that LibCST must not see (guard.py)."""
-    from . import guard
+    from . import guard, spelling
 
-    tree = guard.parse_checked(source, path)
-    return _migrate_checked(source, guard.needs_isolation(tree), path, kernel, metadata, (tuple(enable), tuple(disable)))
+    spelled = spelling.normal_form(source)  # identifiers as Python reads them (NFKC)
+    tree = guard.parse_checked(spelled.text, path)
+    m = _migrate_checked(spelled.text, guard.needs_isolation(tree), path, kernel, metadata,
+                         (tuple(enable), tuple(disable)))
+    if spelled.changed:  # classified as Python reads it; never rewritten from that text
+        return Migration(source, source, spelled.sites(m.sites))
+    return m
 
 
 def _migrate_checked(text: str, isolate: bool, path: str, kernel: Optional[str], metadata: Sequence[str],
@@ -364,7 +369,7 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
         if not discover.prefilter_for(everything=True).matches(raw):
             return out  # no call any rule reads, whatever a project switches on
         # imported here, not at the top: check of a file without the kernel never needs them
-        from . import guard, memory, narrow
+        from . import guard, memory, narrow, spelling
         from .config import config_for
         from .files import decode_source
 
@@ -380,9 +385,13 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
         site_rules = [r for r in rules.enabled(*switches) if r.has_sites]
         names = tuple(e for r in site_rules for e in r.entry_points)
         memory.check(raw, memory.PARSE_BYTES_PER_TOKEN, "parse")
+        # the engine reads each identifier as Python does (NFKC); sites come back in the file's own columns,
+        # and a file spelled otherwise is never rewritten from that text (spelling.py)
+        spelled = spelling.normal_form(text)
+        text = spelled.text
         classify_first = narrowed or len(raw) > NARROW_BYTES
         # the nesting LibCST is exposed to is measured on what it parses: the narrowed text, when it is one
-        if parsed is not None and narrowed and data is not None:
+        if parsed is not None and narrowed and data is not None and not spelled.changed:
             tree = parsed
         else:
             tree = guard.parse_checked(text, path, measure=not classify_first)
@@ -397,7 +406,7 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
             # (before the bound on what LibCST would hold: the quick classifier holds only the parse made)
             found = quick_sites(small, tree, path, kernel, *switches)
             if found is not None:  # compliant and opt-out sites only: nothing to rewrite
-                out.sites = found
+                out.sites = spelled.sites(found)
                 return out
         if classify_first:
             memory.check(narrow.without_stubs(small), memory.REWRITE_BYTES_PER_TOKEN, "analyse")
@@ -407,16 +416,16 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
             return out
         if classify_first:
             m = _migrate_checked(small, isolate, path, kernel, cfg.metadata, switches)
-            out.sites = m.sites  # the file's sites, whatever happens to the rewrite below
-            if narrowed or not any(s.status is Status.FIXABLE for s in m.sites):
+            out.sites = spelled.sites(m.sites)  # the file's sites, whatever happens to the rewrite below
+            if narrowed or not any(s.status is Status.FIXABLE for s in out.sites):
                 return out
         # A rewrite is made on the whole text (LibCST must see all of it to write it back).
         memory.check(text, memory.REWRITE_BYTES_PER_TOKEN, "rewrite")
         if classify_first:
             isolate = guard.needs_isolation(guard.parse_checked(text, path))
         m = _migrate_checked(text, isolate, path, kernel, cfg.metadata, switches)
-        out.sites = m.sites
-        if m.changed and not narrowed:
+        out.sites = spelled.sites(m.sites)
+        if m.changed and not narrowed and not spelled.changed:
             import difflib
 
             out.diff = "".join(difflib.unified_diff(

@@ -44,6 +44,7 @@ from .discover import (
     Prefilter,
     SplitWalk,
     compile_patterns,
+    declares_other_codec,
     file_may_hold_site,
     may_hold_site,
     prefilter,
@@ -886,8 +887,8 @@ def _read_exactly(out, size: int, sha: str) -> bytes:
 
 def _scan_stream(out, size: int, pf, sha: str) -> bool:
     """Whether `pf` finds a name in the next `size` bytes of `out`, all of which are consumed, a
-    SCAN_WINDOW at a time (a name across two windows is still seen)."""
-    found, tail, left = False, b"", size
+    SCAN_WINDOW at a time (a name across two windows is still seen, and its codec is read in the first)."""
+    found, tail, left, foreign = False, b"", size, None
     while left:
         chunk = out.read(min(left, SCAN_WINDOW))
         if not chunk:
@@ -895,7 +896,9 @@ def _scan_stream(out, size: int, pf, sha: str) -> bool:
         left -= len(chunk)
         if not found:
             window = tail + chunk
-            found = pf.matches(window)
+            if foreign is None:
+                foreign = declares_other_codec(window)
+            found = pf.find(window, len(window), foreign)
             tail = window[len(window) - pf.carry:] if pf.carry else b""
     return found
 

@@ -124,6 +124,25 @@ def read_source(path: str, limit: Optional[int] = None) -> SourceFile:
     return decode_source(path, raw, st, limit)
 
 
+def source_codec(raw: bytes) -> str:
+    """The codec Python decodes a source file's bytes with: its PEP 263 cookie's, "utf-8-sig" after a BOM,
+    else UTF-8. SyntaxError for a bad declaration."""
+    # The cookie may only sit on line 1 or 2, and CPython counts a lone CR as a
+    # line end; detect_encoding splits at LF only, so it would search a whole
+    # CR-only file as "line 1" and find a stray "coding: x" anywhere in it.
+    first_two = re.match(rb"[^\r\n]*(?:\r\n|\r|\n)?[^\r\n]*(?:\r\n|\r|\n)?", raw).group(0)
+    return tokenize.detect_encoding(io.BytesIO(first_two.replace(b"\r\n", b"\n").replace(b"\r", b"\n")).readline)[0]
+
+
+def python_text(raw: bytes) -> str:
+    """A source file's bytes as the text Python reads (source_codec), what it cannot decode replaced; a file
+    that declares a codec Python does not know (it cannot be imported) as UTF-8."""
+    try:
+        return raw.decode(source_codec(raw), "replace")
+    except (SyntaxError, LookupError):
+        return raw.decode("utf-8", "replace")
+
+
 def decode_source(path: str, raw: bytes, st: os.stat_result, limit: Optional[int] = None) -> SourceFile:
     """The SourceFile for bytes already read from `path` (with their stat), or InputError."""
     limit = max_bytes() if limit is None else limit
@@ -134,12 +153,8 @@ def decode_source(path: str, raw: bytes, st: os.stat_result, limit: Optional[int
     nul = raw.find(b"\0")
     if nul >= 0:
         raise InputError(f"binary file (NUL byte at offset {nul})")
-    # The cookie may only sit on line 1 or 2, and CPython counts a lone CR as a
-    # line end; detect_encoding splits at LF only, so it would search a whole
-    # CR-only file as "line 1" and find a stray "coding: x" anywhere in it.
-    first_two = re.match(rb"[^\r\n]*(?:\r\n|\r|\n)?[^\r\n]*(?:\r\n|\r|\n)?", raw).group(0)
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(first_two.replace(b"\r\n", b"\n").replace(b"\r", b"\n")).readline)
+        encoding = source_codec(raw)
     except SyntaxError as e:
         raise InputError(f"bad encoding declaration: {e.msg}") from None
     try:

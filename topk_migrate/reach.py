@@ -19,6 +19,7 @@ import errno
 import functools
 import os
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
@@ -81,6 +82,10 @@ def project_sources(root: str) -> Tuple[List[Tuple[str, bytes]], List[Tuple[str,
 def read_limit() -> int:
     """The most bytes of one file the scan holds: the run's bound for every file it reads, if smaller."""
     return min(READ_LIMIT, files.max_bytes())
+
+
+def _names(data: bytes, needles: List[bytes], pattern) -> bool:
+    return any(n in data for n in needles) and pattern.search(data) is not None  # substring first: C speed
 
 
 def _names_any(path: str, needles: List[bytes]) -> bool:
@@ -236,6 +241,7 @@ class Project:
         self._parsed: Dict[str, Optional[_File]] = {}
         self._subclasses: Dict[frozenset, List[Tuple[_File, ast.ClassDef]]] = {}
         self._by_path: Optional[Dict[str, bytes]] = None
+        self._read: Dict[str, bytes] = {}  # _as_read's answers
         self.unreadable: List[Finding] = []  # files that name a name but cannot be checked
 
     def rel(self, path: str) -> str:
@@ -259,10 +265,10 @@ class Project:
         needles = [n.encode("utf-8", "surrogateescape") for n in names]
         out = []
         for path, data in self.texts():
-            if not any(n in data for n in needles) or not pattern.search(data):  # substring first: C speed
+            if not _names(data, needles, pattern) and not _names(self._as_read(path, data), needles, pattern):
                 continue
             if path not in self._parsed:
-                self._parsed[path] = self._parse(path, data.decode("utf-8", "replace"))
+                self._parsed[path] = self._parse(path, files.python_text(data))
             f = self._parsed[path]
             if f is not None:
                 out.append(f)
@@ -272,6 +278,17 @@ class Project:
                 self.unreadable.append(Finding(rel, 0, f"is over the {read_limit()}-byte read limit "
                                                        f"(raise {files.MAX_BYTES_ENV} to read it)"))
         return out
+
+    def _as_read(self, path: str, data: bytes) -> bytes:
+        """The file's text with its identifiers as Python reads them (NFKC, PEP 3131), as UTF-8: where its
+        bytes are not all ASCII, a name the byte search missed may be spelled otherwise (a fullwidth `f` is f).
+        Empty when that is its bytes; made once per file."""
+        if data.isascii():
+            return b""
+        if path not in self._read:
+            read = unicodedata.normalize("NFKC", files.python_text(data)).encode("utf-8", "surrogateescape")
+            self._read[path] = b"" if read == data else read
+        return self._read[path]
 
     def _parse(self, path: str, text: str) -> Optional[_File]:
         """The file's facts; None for one that is not Python (Python cannot import it either: it changes
@@ -322,7 +339,7 @@ class Project:
         """The module's own facts: read and parsed once, not once per kernel call."""
         if "_own" not in self.__dict__:
             try:
-                text = read_regular(self.module, read_limit())[0].decode("utf-8", "replace")
+                text = files.python_text(read_regular(self.module, read_limit())[0])
             except OSError:
                 text = None
             self._own = self._parse(self.module, text) if text is not None else None
@@ -392,7 +409,7 @@ class Project:
             if self._by_path is None:
                 self._by_path = dict(self.texts())
             data = self._by_path.get(path)
-            self._parsed[path] = self._parse(path, data.decode("utf-8", "replace")) if data is not None else None
+            self._parsed[path] = self._parse(path, files.python_text(data)) if data is not None else None
         return self._parsed[path]
 
     def overrides(self, seeds: Set[str], method: str) -> List[Tuple[_File, ast.ClassDef, ast.AST]]:

@@ -1163,7 +1163,7 @@ class _Analysis:
             return None
 
 
-        from topk_migrate import bounded, guard, kernels, project
+        from topk_migrate import bounded, guard, kernels, project, spelling
         from topk_migrate.model import InputError
 
         found = kernels.find_module(self.path, module)
@@ -1174,7 +1174,7 @@ class _Analysis:
                 if tree is not None else None
             if node is not None:
                 first = min([node.lineno] + [d.lineno for d in node.decorator_list])
-                split = text.split("\n")
+                split = spelling.normal_form(text).text.split("\n")  # its names as Python reads them
                 # the module's own imports come along: what the def calls is known by where it comes from
                 imports = [ast.unparse(n) for top in tree.body
                            for n in ([top] if isinstance(top, (ast.Import, ast.ImportFrom)) else

@@ -96,7 +96,17 @@ class _Candidate:
                                   + rb")(?!\w)")
 
     def __call__(self, data: bytes) -> bool:
-        return any(n in data for n in self.needles) and self.root_re.search(data) is not None
+        if any(n in data for n in self.needles) and self.root_re.search(data) is not None:
+            return True
+        if data.isascii():
+            return False
+        # names Python reads in NFKC form (PEP 3131): a fullwidth `f` in `flash_mla` still imports it
+        import unicodedata
+
+        from topk_migrate.files import python_text
+
+        read = unicodedata.normalize("NFKC", python_text(data)).encode("utf-8", "surrogateescape")
+        return read != data and any(n in read for n in self.needles) and self.root_re.search(read) is not None
 
 
 def analyse_file(shown: str, path: str, old: Release, new: Release,
@@ -125,7 +135,7 @@ def _file_sites(path: str, candidate: _Candidate, old: Release, new: Release, sh
     """The sites of one file (read at `path`, reported as `shown`)."""
     import libcst as cst
 
-    from topk_migrate import guard, narrow
+    from topk_migrate import guard, narrow, spelling
     from topk_migrate import rules as registry
     from topk_migrate.config import config_for
     from topk_migrate.discover import Prefilter, scanning_for
@@ -143,7 +153,9 @@ def _file_sites(path: str, candidate: _Candidate, old: Release, new: Release, sh
         return []
     raw, st = got
     try:
-        text = decode_source(path, raw, st).text
+        # identifiers as Python reads them (NFKC); columns come back in the file's own characters
+        spelled = spelling.normal_form(decode_source(path, raw, st).text)
+        text = spelled.text
         # the nesting LibCST is exposed to is measured on what it parses: the narrowed text, when it is one
         tree = guard.parse_checked(text, path, measure=False)
         # the call statements and the imports of their callees, on their own lines (narrow.py)
@@ -174,7 +186,8 @@ def _file_sites(path: str, candidate: _Candidate, old: Release, new: Release, sh
             continue
         args = CallArgs.of(c.node, module)
         old_ep, new_ep = old.entry_points.get(entry), new.entry_points.get(entry)
-        line, col = c.range.start.line, c.range.start.column + 1
+        line = c.range.start.line
+        col = spelled.column(line, c.range.start.column + 1)
         findings = compare(old_ep, new_ep, args, old, new)
         ctx = Context(shown, line, col, entry, args, old, new, old_ep, new_ep, rule_sites)
         for rule in rules:
