@@ -84,7 +84,7 @@ def test_a_tree_whose_calls_pass_topk_length_is_audited_without_libcst(tmp_path)
     for jobs in ("1", "2", "4"):
         r = subprocess.run([sys.executable, "-m", "topk_migrate", "audit", "-j", jobs, str(tree)],
                            capture_output=True, text=True, env=env)
-        assert r.returncode == 0 and "3 compliant" in r.stdout, r.stdout + r.stderr
+        assert r.returncode == 0 and "3 compliant" in r.stderr, r.stdout + r.stderr
         assert not mark.exists(), jobs
     (tree / "m0.py").write_text(CALL.format(""))  # no topk_length: only the engine can say what to do
     r = subprocess.run([sys.executable, "-m", "topk_migrate", "audit", "-j", "2", str(tree)],
@@ -272,7 +272,8 @@ def test_cli_sarif_and_github_formats(pairs):
     r = cli("audit", pairs, "--format", "github")
     lines = r.stdout.splitlines()
     assert r.returncode == 1 and sum(ln.startswith("::warning file=") for ln in lines) == 3
-    assert sum(ln.startswith("::error file=") for ln in lines) == 4 and lines[-1].startswith("6 file(s) scanned")
+    assert sum(ln.startswith("::error file=") for ln in lines) == 4 and all(ln.startswith("::") for ln in lines)
+    assert r.stderr.startswith("6 file(s) scanned")  # the summary, on stderr in every format
 
 
 def test_many_candidates_all_come_back(tmp_path):

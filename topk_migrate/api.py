@@ -285,6 +285,7 @@ class FileOutcome:
     new_bytes: Optional[bytes] = None  # the rewrite of source given as bytes (standard input)
     needs_engine: bool = False  # process_file(engine=False) stopped where LibCST would start
     config: Optional[str] = None  # the pyproject.toml whose [tool.topk-migrate] applied (-v names it)
+    parsed: bool = False  # its bytes hold a name a rule reads, so it was analysed (a report's "parsed")
 
 
 def _stdin_stat(data: bytes) -> os.stat_result:
@@ -368,6 +369,7 @@ def process_file(path: str, kernel: Optional[str] = None, write: bool = False, v
             raise input_error(e, path) from None
         if not discover.prefilter_for(everything=True).matches(raw):
             return out  # no call any rule reads, whatever a project switches on
+        out.parsed = True
         # imported here, not at the top: check of a file without the kernel never needs them
         from . import guard, memory, narrow, spelling
         from .config import config_for

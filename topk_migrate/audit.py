@@ -52,7 +52,15 @@ from .discover import (
     scanning_for,
 )
 from .model import CHECK_STATUSES, InputError, Site, Status, exit_code, internal_error
-from .options import follow_links_option, kernel_option, output_option, skipped_note, validate_kernel, verbose_option
+from .options import (
+    follow_links_option,
+    kernel_option,
+    output_option,
+    skipped_note,
+    statistics_option,
+    validate_kernel,
+    verbose_option,
+)
 from .run_context import in_run
 
 FORMATS = ("text", "json", "sarif", "github")
@@ -1248,13 +1256,14 @@ def _lay_out(inside: str, path: str, data: bytes, tally: Tally, top: str, same: 
 @click.option("-j", "--jobs", type=click.IntRange(1), help="Worker processes for parsing [default: CPU count].")
 @click.option("--progress/--no-progress", default=None, help="Progress line on stderr [default: when stderr is a terminal].")
 @follow_links_option
+@statistics_option
 @verbose_option
 @output_option(default="-", allow_dash=True)
 @click.option("--relative-to", metavar="DIR", type=click.Path(file_okay=False),
               help="Report paths relative to DIR (the GitHub Action gives the workspace's top, as SARIF and "
                    "annotations want them) [default: the directory audited].")
-def audit_command(paths, rev, fmt, exclude, no_gitignore, kernel, jobs, progress, follow_links, verbose, output,
-                  relative_to):
+def audit_command(paths, rev, fmt, exclude, no_gitignore, kernel, jobs, progress, follow_links, statistics, verbose,
+                  output, relative_to):
     """Classify every kernel call site under PATHs (default: .), fast.
 
     Files that cannot hold a call are never parsed. Hidden directories,
@@ -1286,10 +1295,14 @@ def audit_command(paths, rev, fmt, exclude, no_gitignore, kernel, jobs, progress
         top = os.path.abspath(relative_to or paths[0])
         result = _result([], Tally(errors=[(paths[0], str(e))]), top if os.path.isdir(top) else os.path.dirname(top),
                          rev, None, time.perf_counter())
-    text = report.render(fmt, result.sites, result.errors, result.summary)
+    if statistics and fmt == "text":
+        text = report.statistics(result.sites) + report.render_text([], result.errors, result.summary)
+    else:
+        text = report.render(fmt, result.sites, result.errors, result.summary)
     if output == "-":
         sys.stdout.write(fit(text, sys.stdout.encoding))
         sys.stdout.flush()
+        click.echo(fit(report.summary_line(result.summary), sys.stderr.encoding), err=True)
     else:
         try:
             write_output(output, text)

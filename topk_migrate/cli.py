@@ -9,8 +9,17 @@ import click
 from . import api, rules
 from .escape import fit, lead, listing, printable
 from .model import CHECK_STATUSES, Status
+from .options import (
+    FORMAT_HELP,
+    follow_links_option,
+    format_option,
+    kernel_option,
+    skipped_note,
+    statistics_option,
+    validate_kernel,
+    verbose_option,
+)
 from .options import echo as _echo
-from .options import follow_links_option, kernel_option, skipped_note, validate_kernel, verbose_option
 
 
 def _paths(f):
@@ -84,7 +93,54 @@ def _diff_text(f: api.FileOutcome, terminal: bool) -> str:
     return (f"--- {printable(a)}\n+++ {printable(b)}\n" if f.diff.startswith(head) else "") + body
 
 
-def _report(report: api.Report, applied: bool, err: bool, verbose: bool = False) -> None:
+def _shown_path(path: str) -> str:
+    """A path as the machine formats give it: relative to the working directory when it lies below it."""
+    rel = os.path.relpath(path) if path != "-" else path
+    return rel if not rel.startswith(os.pardir) else path
+
+
+def _after_run(f: api.FileOutcome) -> list:
+    """f's sites as the run left them: a fixable site of a file this run rewrote now passes topk_length."""
+    from dataclasses import replace
+
+    done = "fixed: rewritten by this run"
+    return [replace(s, path=_shown_path(s.path), **({"status": Status.COMPLIANT, "reason": done}
+                                                     if f.written and s.status is Status.FIXABLE else {}))
+            for s in f.sites]
+
+
+def _machine_report(report: api.Report, fmt: str, seconds: float) -> dict:
+    """The run in json, sarif or github on stdout (report.py's renderers, as audit's); its summary dict."""
+    from . import report as render
+
+    sites = [s for f in report.files for s in _after_run(f)]
+    errors = [(_shown_path(f.path), f.error) for f in report.errors]
+    summary = {"files": len(report.files), "parsed": sum(f.parsed for f in report.files), "sites": len(sites),
+               "by_status": {st.value: sum(s.status is st for s in sites) for st in CHECK_STATUSES},
+               "errors": len(errors), "seconds": round(seconds, 3), "rev": None, "commit": None}
+    sites.sort(key=lambda s: (s.path, s.line, s.column))
+    text = render.render(fmt, sites, errors, summary)
+    sys.stdout.write(fit(text, sys.stdout.encoding))
+    sys.stdout.flush()
+    return summary
+
+
+def _report(report: api.Report, applied: bool, err: bool, verbose: bool = False, fmt: str = "text",
+            statistics: bool = False, seconds: float = 0.0) -> None:
+    if fmt != "text":
+        _machine_report(report, fmt, seconds)
+        _tail(report, applied, verbose)
+        return
+    if statistics:
+        from . import report as render
+
+        table = render.statistics([s for f in report.files for s in _after_run(f)])
+        if table:
+            _echo(table.rstrip("\n"), err=err)
+        for f in report.errors:
+            _echo(lead(f"{printable(f.path)}: error: {printable(f.error, keep_newlines=verbose)}"), err=True)
+        _tail(report, applied, verbose)
+        return
     for f in report.files:
         for s in f.sites:
             if s.status is Status.COMPLIANT:
@@ -97,6 +153,11 @@ def _report(report: api.Report, applied: bool, err: bool, verbose: bool = False)
                 _echo(printable(f"    kernel: {s.kernel}"), err=err)
     for f in report.errors:
         _echo(lead(f"{printable(f.path)}: error: {printable(f.error, keep_newlines=verbose)}"), err=True)
+    _tail(report, applied, verbose)
+
+
+def _tail(report: api.Report, applied: bool, verbose: bool) -> None:
+    """What every format ends with, on stderr: the configuration read (-v) and the summary line."""
     if verbose:
         for source in sorted({f.config for f in report.files if f.config}):
             _echo(f"note: [tool.topk-migrate] read from {printable(source)}", err=True)
@@ -207,17 +268,23 @@ def run() -> None:
 @kernel_option
 @_stdin_filename
 @follow_links_option
+@format_option()
+@statistics_option
 @verbose_option
-def check(paths, kernel, stdin_filename, follow_links, verbose):
+def check(paths, kernel, stdin_filename, follow_links, fmt, statistics, verbose):
     """List every site that does not pass topk_length; write nothing.
 
     PATH `-` reads the source from standard input (see --stdin-filename); after `--`
     it is the file named `-`."""
+    import time
+
     validate_kernel(kernel)
     _note_links(paths, "check reads")
+    t0 = time.perf_counter()
     report = _run(paths, stdin_filename, kernel=kernel, verbose=verbose, follow_links=follow_links,
                   note=skipped_note(verbose))
-    _report(report, applied=False, err=False, verbose=verbose)
+    _report(report, applied=False, err=False, verbose=verbose, fmt=fmt, statistics=statistics,
+            seconds=time.perf_counter() - t0)
     sys.exit(report.exit_code())
 
 
@@ -227,14 +294,19 @@ def check(paths, kernel, stdin_filename, follow_links, verbose):
 @click.option("--diff", is_flag=True, help="Print a unified diff instead of writing.")
 @_stdin_filename
 @follow_links_option
+@format_option("The report of what is left once the run is done (rewritten sites are compliant): " + FORMAT_HELP
+               + " Not with --diff or `-`, whose output is code.")
+@statistics_option
 @verbose_option
-def apply(paths, kernel, diff, stdin_filename, follow_links, verbose):
+def apply(paths, kernel, diff, stdin_filename, follow_links, fmt, statistics, verbose):
     """Rewrite fixable sites in place (or show the diff); report the rest.
 
     PATH `-` (before any `--`) reads the source from standard input and writes the rewritten source
     (the same bytes if nothing is fixed) to standard output; sites and summary go
     to stderr. On an error nothing is written to standard output (exit 2)."""
     validate_kernel(kernel)
+    if fmt != "text" and (diff or "-" in paths):
+        raise click.UsageError(f"--format {fmt} is for the report; --diff and `-` write code to standard output")
     _note_links(paths, "apply --diff shows" if diff else "apply rewrites")
     report = _run(paths, stdin_filename, kernel=kernel, write=not diff, verbose=verbose,
                   follow_links=follow_links, note=skipped_note(verbose))
@@ -248,7 +320,7 @@ def apply(paths, kernel, diff, stdin_filename, follow_links, verbose):
                 # not click.echo: it strips what it takes for colour codes from a pipe, and git apply needs every byte
                 sys.stdout.write(fit(_diff_text(f, sys.stdout.isatty()), sys.stdout.encoding))
         sys.stdout.flush()
-    _report(report, applied=not diff, err=diff, verbose=verbose)
+    _report(report, applied=not diff, err=diff, verbose=verbose, fmt=fmt, statistics=statistics)
     sys.exit(report.exit_code(wrote=not diff))
 
 

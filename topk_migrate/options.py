@@ -36,6 +36,21 @@ def output_option(default=None, allow_dash: bool = False):
     return decorate
 
 
+SITE_FORMATS = ("text", "json", "sarif", "github")  # check, apply and audit: one set of renderers (report.py)
+FORMAT_HELP = ("text lines, json (schemas/audit-v1.schema.json), sarif 2.1.0, or github annotations; the summary "
+               "goes to stderr.")
+STATISTICS_HELP = "Instead of each site, count them by rule, status and kind of reason, the most frequent first."
+
+
+def format_option(help_text: str = FORMAT_HELP):
+    return click.option("--format", "fmt", type=click.Choice(SITE_FORMATS), default="text", show_default=True,
+                        help=help_text)
+
+
+def statistics_option(f):
+    return click.option("--statistics", is_flag=True, help=STATISTICS_HELP)(f)
+
+
 def echo(text: str, err: bool = False, nl: bool = True) -> None:
     """click.echo, never failing on a stream that cannot encode the text (PYTHONIOENCODING=latin-1)."""
     click.echo(fit(text, getattr(sys.stderr if err else sys.stdout, "encoding", None)), err=err, nl=nl)

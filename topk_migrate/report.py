@@ -46,8 +46,7 @@ def render_text(sites: Sequence[Site], errors: Errors, summary: dict) -> str:
     if sites:
         out += [f"{a:<{widths[0]}}  {b:<{widths[1]}}  {c:<{widths[2]}}  {d}".rstrip() for a, b, c, d in rows]
     out += [lead(f"{printable(p)}: error: {printable(e)}") for p, e in errors]
-    out.append(summary_line(summary))
-    return "\n".join(out) + "\n"
+    return "".join(line + "\n" for line in out)  # the summary line goes to stderr (summary_line)
 
 
 def to_json(sites: Sequence[Site], errors: Errors, summary: dict) -> dict:
@@ -86,8 +85,9 @@ def render_json(sites: Sequence[Site], errors: Errors, summary: dict) -> str:
 # not results. check/apply/audit and bump share them (MANUAL is both's).
 LEVELS: Dict[Status, str] = {
     Status.FIXABLE: "warning", Status.MANUAL: "error", Status.OPT_OUT: "note",
-    Status.BREAKS: "error", Status.REBINDS: "error", Status.CHANGES_DEFAULT: "warning", Status.OPPORTUNITY: "note",
-}
+    Status.BREAKS: "error", Status.REBINDS: "error", Status.CHANGES_DEFAULT: "warning", Status.CHANGES_CALLEE: "warning",
+    Status.OPPORTUNITY: "note",
+}  # not-applicable, like unchanged, asks nothing: not a result
 WHAT: Dict[Status, str] = {
     Status.FIXABLE: "`topk-migrate apply` can fix it",
     Status.MANUAL: "needs a manual fix; the message says why",
@@ -95,6 +95,7 @@ WHAT: Dict[Status, str] = {
     Status.BREAKS: "a TypeError under the new release",
     Status.REBINDS: "an argument binds another parameter under the new release",
     Status.CHANGES_DEFAULT: "a default it relies on changes in the new release",
+    Status.CHANGES_CALLEE: "the new release runs other ops or functions for the same arguments",
     Status.OPPORTUNITY: "the new release has a parameter it does not pass",
 }
 GITHUB = {"error": "error", "warning": "warning", "note": "notice"}  # SARIF level -> workflow command
@@ -209,7 +210,7 @@ def annotations(sites: Sequence[Site], errors: Errors, command: str = "") -> Lis
 
 
 def render_github(sites: Sequence[Site], errors: Errors, summary: dict) -> str:
-    return "\n".join(annotations(sites, errors) + [summary_line(summary)]) + "\n"
+    return "".join(line + "\n" for line in annotations(sites, errors))
 
 
 RENDERERS: Dict[str, Callable[[Sequence[Site], Errors, dict], str]] = {
@@ -219,3 +220,25 @@ RENDERERS: Dict[str, Callable[[Sequence[Site], Errors, dict], str]] = {
 
 def render(fmt: str, sites: Sequence[Site], errors: Errors, summary: dict) -> str:
     return RENDERERS[fmt](sites, errors, summary)
+
+
+def reason_kind(reason: str) -> str:
+    """What a reason says, without the names and lines of its site: its words up to the first `(`, `:` or `;`
+    (`kernel capability unknown (pass --kernel): no pin ...` is `kernel capability unknown`)."""
+    cut = min((i for i in (reason.find(c) for c in "(:;") if i > 0), default=len(reason))
+    return " ".join(reason[:cut].split()) or reason
+
+
+def statistics(sites: Sequence[Site]) -> str:
+    """`--statistics`: one row per rule, status and kind of reason, the most frequent first (as ruff's)."""
+    counts: Dict[Tuple[str, str, str], int] = {}
+    for s in sites:
+        if s.status in LEVELS:
+            key = (s.rule or "", s.status.value, reason_kind(s.reason))
+            counts[key] = counts.get(key, 0) + 1
+    rows = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    width = max((len(str(n)) for _, n in rows), default=1)
+    rule_w = max((len(k[0]) for k, _ in rows), default=0)
+    status_w = max((len(k[1]) for k, _ in rows), default=0)
+    return "".join(f"{n:>{width}}  {rule:<{rule_w}}  {status:<{status_w}}  {printable(kind)}\n"
+                   for (rule, status, kind), n in rows)
