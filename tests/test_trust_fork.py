@@ -6,6 +6,7 @@ Memory is measured on the child (ru_maxrss), work by counting calls, never by ti
 """
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -94,6 +95,37 @@ def test_arbitrary_equality_with_no_version_allows_nothing_not_everything():
     # `===.py` matched every version in the gate: with `>=0.4.6` beside it the site was "fixable"
     assert kernels.decide(">=0.4.6,===.py", "0.4.3") is None
     assert kernels.decide("===0.4.6", "0.4.3") is True
+
+
+HUGE = "1" * 5000  # int() refuses a string of more than 4,300 digits: packaging's Version() a plain ValueError
+
+
+@pytest.mark.parametrize("spec", [
+    "==" + HUGE, "===" + HUGE, "!=" + HUGE, ">=" + HUGE, "==1." + HUGE + ".*",
+    "~=1." + "9" * 4300 + ".0", "==" + "9" * 4300 + ".*",  # parse, but their next prefix has 4,301 digits
+], ids=["eq", "arbitrary", "ne", "ge", "prefix", "compatible-bumped", "prefix-bumped"])
+def test_a_version_packaging_cannot_read_decides_nothing(spec):
+    # security4 #11: every file of the project was `internal error: ValueError: Exceeds the limit`
+    assert kernels.decide(spec, "0.4.3") is None
+    # beside other clauses: every version (a superset), or for === none (nothing decided either)
+    assert kernels.decide(spec + ",<0.4", "0.4.3") is (None if spec.startswith("===") else False)
+    pin = kernels._requirement("sglang-kernel" + spec, "requirements.txt")
+    assert pin is None or kernels.decide(pin.spec, "0.4.3") is None
+    assert kernels.decide("==0.4.6 and so on", "0.4.3") is None  # no specifier set at all (a METADATA Version)
+
+
+@pytest.mark.parametrize("where", ["requirements.txt", "pyproject.toml", "--kernel"])
+def test_a_5000_digit_version_in_a_pin_is_a_manual_site_not_an_internal_error(tmp_path, where):
+    (tmp_path / "backend.py").write_text(BACKEND)
+    pin = "sglang-kernel==" + HUGE
+    args = ["--kernel", pin] if where == "--kernel" else []
+    if where == "requirements.txt":
+        (tmp_path / where).write_text(pin + "\n")
+    elif where == "pyproject.toml":
+        (tmp_path / where).write_text(f'[tool.topk-migrate]\nkernel = "{pin}"\n')
+    r = cli("check", *args, "backend.py", cwd=tmp_path)
+    assert r.returncode == 1 and "internal error" not in r.stderr and "Traceback" not in r.stderr, r.stderr[:500]
+    assert re.match(r"backend\.py:\d+:\d+ manual .*kernel capability unknown", r.stdout), r.stdout[:500]
 
 
 # -- parsers: what CPython keeps flat, LibCST nests (finding 7) -------------------------------------

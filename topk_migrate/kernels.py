@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
-from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.specifiers import Specifier, SpecifierSet
+from packaging.version import Version
 
 from . import rules
 from .project import PROJECT_FILES, RECORD_LIMIT, inside, is_site_dir, listing, project_root, read_project_file, upward
@@ -64,22 +64,31 @@ def _next_prefix(release: Tuple[int, ...], epoch: int) -> Version:
 
 
 def _intervals(s: Specifier) -> List[Interval]:
-    """The public versions one specifier allows, as intervals (a superset where PEP 440 is finer)."""
-    op, text = s.operator, s.version
+    """The public versions one specifier allows, as intervals (a superset where PEP 440 is finer).
+
+    A version packaging cannot read or compare decides nothing, whatever packaging raises: not only
+    InvalidVersion, but the plain ValueError of int() on a release segment past CPython's 4,300
+    digits (`==111...1`), or of str() on one that ~= or .* bumps past it."""
     try:
-        if text.endswith(".*"):
-            base = Version(text[:-2])
-            if base.pre or base.post or base.dev:
-                return [_EVERY]
-            lo = Version(f"{base.epoch}!{'.'.join(map(str, base.release))}.dev0")
-            hi = _next_prefix(base.release, base.epoch)
-            return [(lo, True, hi, False)] if op == "==" else [(None, False, lo, False), (hi, True, None, False)]
-        if op == "===":  # arbitrary equality: that exact string, which no other spelling matches
-            v = Version(text)
-            return [(v, True, v, True)] if str(v) == text and not v.local else []
-        v = _public(text)
-    except InvalidVersion:
-        return [] if op == "===" else [_EVERY]  # `===.py` names no version at all
+        return _clause_intervals(s)
+    except Exception:
+        return [] if s.operator == "===" else [_EVERY]  # `===.py` names no version at all
+
+
+def _clause_intervals(s: Specifier) -> List[Interval]:
+    """_intervals, raising whatever packaging raises."""
+    op, text = s.operator, s.version
+    if text.endswith(".*"):
+        base = Version(text[:-2])
+        if base.pre or base.post or base.dev:
+            return [_EVERY]
+        lo = Version(f"{base.epoch}!{'.'.join(map(str, base.release))}.dev0")
+        hi = _next_prefix(base.release, base.epoch)
+        return [(lo, True, hi, False)] if op == "==" else [(None, False, lo, False), (hi, True, None, False)]
+    if op == "===":  # arbitrary equality: that exact string, which no other spelling matches
+        v = Version(text)
+        return [(v, True, v, True)] if str(v) == text and not v.local else []
+    v = _public(text)
     if op == "==":
         return [(v, True, v, True)]
     if op == "!=":
@@ -127,8 +136,12 @@ def allowed(spec: str) -> List[Interval]:
     [_EVERY] (a superset that decides nothing) past MAX_CLAUSES."""
     if clause_count(spec) > MAX_CLAUSES:
         return [_EVERY]
+    try:
+        clauses = list(SpecifierSet(spec))
+    except Exception:  # not a specifier set packaging reads: it decides nothing
+        return [_EVERY]
     out = [_EVERY]
-    for s in SpecifierSet(spec):
+    for s in clauses:
         ranges = _intervals(s)
         out = [m for a in out for b in ranges if (m := _meet(a, b)) is not None]
     return out
@@ -144,7 +157,10 @@ def decide(spec: str, floor: Optional[str]) -> Optional[bool]:
         return None
     if floor is None:
         return False
-    f = Version(floor)
+    try:
+        f = Version(floor)
+    except Exception:  # a rule's floor packaging cannot read: nothing is decided against it
+        return None
     if all(lo is not None and lo >= f for lo, _, _, _ in ranges):
         return True
     if all(hi is not None and (hi < f or (hi == f and not hi_in)) for _, _, hi, hi_in in ranges):
@@ -213,11 +229,11 @@ def parse_pin(text: str, source: str) -> Pin:
         return declared  # type: ignore[return-value]
     expected += "; or MODULE:PARAM for a kernel whose interface takes PARAM (flash_mla:topk_length)"
     # (its marker grammar: the costliest import here)
-    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.requirements import Requirement
 
     try:
         req = Requirement(text.strip())
-    except InvalidRequirement:
+    except Exception:  # InvalidRequirement, or whatever else packaging raises on what it cannot read
         raise ValueError(f"{expected}; got {text!r}") from None
     if not req.specifier or req.url or req.marker or req.extras:
         raise ValueError(f"{expected}; got {text!r}")
@@ -242,12 +258,13 @@ def accepts(pin: Pin, min_versions: MinVersions) -> Optional[bool]:
 
 
 def _requirement(text: str, source: str, extra_marker: str = "") -> Optional[Pin]:
-    from packaging.markers import InvalidMarker
-    from packaging.requirements import InvalidRequirement, Requirement
+    """The pin a PEP 508 line makes, or None where packaging cannot read it (whatever it raises: a line
+    it cannot read pins nothing)."""
+    from packaging.requirements import Requirement
 
     try:
         req = Requirement(text)
-    except (InvalidRequirement, InvalidSpecifier, InvalidMarker):
+    except Exception:
         return None
     marker = str(req.marker) if req.marker else ""
     if extra_marker:

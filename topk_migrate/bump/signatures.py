@@ -61,11 +61,11 @@ def valid_version(text: Any) -> bool:
     """A version as PEP 440 spells one (packaging parses it)."""
     if not (isinstance(text, str) and len(text) <= 100 and _VERSION.match(text)):
         return False
-    from packaging.version import InvalidVersion, Version
+    from packaging.version import Version
 
     try:
         Version(text)
-    except InvalidVersion:
+    except Exception:  # InvalidVersion, or whatever else packaging raises on what it cannot read
         return False
     return True
 

@@ -233,11 +233,11 @@ def _pin_index(dist: str, version: str) -> Path:
 
 
 def _same_version(a: Optional[str], b: str) -> bool:
-    from packaging.version import InvalidVersion, Version
+    from packaging.version import Version
 
     try:
         return a is not None and Version(a) == Version(b)
-    except InvalidVersion:
+    except Exception:  # a version packaging cannot read or compare is no match
         return False
 
 
