@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -49,25 +50,61 @@ def test_an_edit_saved_just_before_the_rename_is_kept_and_reported(tmp_path, mon
     assert temp_files(tmp_path) == []
 
 
-def test_stale_temp_files_of_dead_runs_are_removed_others_kept(tmp_path):
+def test_stale_temp_files_of_dead_runs_are_removed_others_kept(tmp_path, monkeypatch):
+    """Only a temp file whose name carries the tag this user's key gives it and its inode is ours (a run
+    killed in the write window leaves one). The mode proves nothing: under umask 077, or from a tar
+    extracted as root, a checkout's files are 0600 as mkstemp's are (security4 #9: a committed
+    `.topk-migrate-<dead pid>-x.tmp` of mode 0600 was deleted)."""
+    cache = tmp_path / "cache"  # the key's home, outside the tree applied to
+    monkeypatch.setenv("TOPK_MIGRATE_CACHE", str(cache))
+    key = files.temp_key()
+    assert key is not None and (cache / files.TEMP_KEY).stat().st_mode & 0o777 == 0o600
+    work = tmp_path / "work"
+    work.mkdir()
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    stale = tmp_path / f".topk-migrate-{dead.pid}-k2j3h4.tmp"
-    live = tmp_path / f".topk-migrate-{os.getpid()}-abc123.tmp"  # a run still going: never touched
-    other = tmp_path / ".topk-migrate-notes.tmp"  # not of our form
-    # what a fork can commit: a dead pid in a checkout's mode, a pid of 20 digits (an OverflowError
-    # in os.kill once made every apply in the directory an internal error)
-    committed = tmp_path / f".topk-migrate-{dead.pid}-zz9.tmp"
-    huge = tmp_path / ".topk-migrate-99999999999999999999-x.tmp"
-    for p in (stale, live, other, committed, huge):
-        p.write_text("half a file")
-    os.chmod(stale, 0o600)  # mkstemp's mode: what a killed write leaves
-    os.chmod(committed, 0o644)
-    (tmp_path / "a.py").write_text(FIXABLE)
-    r = cli("apply", "--kernel", KERNEL, tmp_path)
+
+    def left_by(pid):  # what write_source's first steps leave, for a writer of that pid
+        fd, tmp = files.tempfile.mkstemp(dir=work, prefix=f"{files.TEMP_PREFIX}{pid}-", suffix=files.TEMP_SUFFIX)
+        tmp = files._claim(fd, tmp, key)
+        os.write(fd, b"half a file")
+        os.close(fd)
+        return Path(tmp)
+
+    stale = left_by(dead.pid)
+    live = left_by(os.getpid())  # a run still going: never touched
+    replaced = left_by(dead.pid)  # its name, another file (what write_source's swap puts there): not ours now
+    original = work / "original"
+    original.write_text("the original, swapped out")
+    os.replace(original, replaced)
+    other = work / ".topk-migrate-notes.tmp"  # not of our form
+    # what a fork can commit: a dead pid, a tag of the right shape (it cannot know the key), or the old form
+    # without one; a pid of 20 digits (an OverflowError in os.kill once made every apply here an internal error)
+    forged = work / f".topk-migrate-{dead.pid}-zz9-{'0' * 32}.tmp"
+    untagged = work / f".topk-migrate-{dead.pid}-k2j3h4.tmp"
+    huge = work / ".topk-migrate-99999999999999999999-x.tmp"
+    for p in (other, forged, untagged, huge):
+        p.write_text("the fork's own tracked file")
+    for p in (stale, live, replaced, other, forged, untagged, huge):
+        os.chmod(p, 0o600)  # what a checkout under umask 077 has: mkstemp's mode
+    (work / "a.py").write_text(FIXABLE)
+    r = cli("apply", "--kernel", KERNEL, work, env={**os.environ, "TOPK_MIGRATE_CACHE": str(cache)})
     assert r.returncode == 1 and "internal error" not in r.stderr, r.stderr
-    assert "topk_length" in (tmp_path / "a.py").read_text()
-    assert not stale.exists() and live.exists() and other.exists() and committed.exists() and huge.exists()
+    assert "topk_length" in (work / "a.py").read_text()
+    kept = (live, replaced, other, forged, untagged, huge)
+    assert not stale.exists() and all(p.exists() for p in kept), [p.name for p in kept if not p.exists()]
+    assert temp_files(work) == sorted(map(str, kept))  # the run's own temp file is gone too
+
+
+def test_without_a_key_no_temp_file_is_removed(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOPK_MIGRATE_CACHE", "relative/cache")  # refused: it would be the tree it runs in
+    assert files.temp_key() is None
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    fd, tmp = files.tempfile.mkstemp(dir=tmp_path, prefix=f"{files.TEMP_PREFIX}{dead.pid}-", suffix=files.TEMP_SUFFIX)
+    os.close(fd)
+    assert files._claim(fd, tmp, None) == tmp and files.remove_stale_temps(str(tmp_path)) == []
+    assert os.path.exists(tmp)
 
 
 DRIVER = """

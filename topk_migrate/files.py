@@ -12,8 +12,9 @@ and then does it atomically: temp file in the same directory, fsync, rename
 (a swap on Linux, undone if another writer got in: see write_source), with
 SIGINT/SIGTERM/SIGHUP held back for that window so an interrupted run leaves
 each file either original or fully rewritten and no temp files behind. Only
-SIGKILL can leave a temp file; its name holds the writer's pid, and the next
-apply in that directory removes it (remove_stale_temps).
+SIGKILL can leave a temp file; its name holds the writer's pid and a tag that
+only this user's runs can make, and the next apply in that directory removes it
+(remove_stale_temps).
 Mode, owner (where permitted), encoding (PEP 263 cookie), UTF-8 BOM, line
 endings and the trailing-newline state are kept.
 """
@@ -21,16 +22,19 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
+import hmac
 import io
 import os
 import re
+import secrets
 import signal
 import stat
 import tempfile
 import tokenize
 import warnings
 from dataclasses import dataclass
-from typing import Iterator, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 from .discover import NotRegularFile, file_may_hold_site, may_hold_site, read_regular
 from .model import InputError
@@ -39,9 +43,11 @@ from .model import InputError
 # (LibCST on tens of MB takes minutes and GBs). Override with the environment.
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 MAX_BYTES_ENV = "TOPK_MIGRATE_MAX_BYTES"
-TEMP_PREFIX = ".topk-migrate-"  # then the writer's pid, "-", mkstemp's random part
+TEMP_PREFIX = ".topk-migrate-"  # then the writer's pid, "-", mkstemp's random part, "-", the tag (_claim)
 TEMP_SUFFIX = ".tmp"
-_OUR_TEMP = re.compile(re.escape(TEMP_PREFIX) + r"(\d+)-[A-Za-z0-9_]+" + re.escape(TEMP_SUFFIX))
+_OUR_TEMP = re.compile(re.escape(TEMP_PREFIX) + r"((\d{1,10})-[A-Za-z0-9_]+)-([0-9a-f]{32})" + re.escape(TEMP_SUFFIX))
+TEMP_KEY = "temp-key"  # in the cache directory: this user's secret, which tags the temp files its runs make
+_KEY_BYTES = 32
 
 _DEFERRED_SIGNALS = tuple(
     s for s in (getattr(signal, n, None) for n in ("SIGINT", "SIGTERM", "SIGHUP")) if s is not None
@@ -334,11 +340,13 @@ def write_source(src: SourceFile, new_text: str) -> bool:
     if _read_only(real, st):
         raise InputError("read-only file; not overwritten")
     d = os.path.dirname(real)
+    key = temp_key()
     with deferred_signals():
         try:
             fd, tmp = tempfile.mkstemp(dir=d, prefix=f"{TEMP_PREFIX}{os.getpid()}-", suffix=TEMP_SUFFIX)
         except OSError as e:
             raise InputError(f"cannot write: {(e.strerror or str(e)).lower()}") from None
+        tmp = _claim(fd, tmp, key)
         keep = False
         try:
             with os.fdopen(fd, "wb") as f:
@@ -381,28 +389,122 @@ def write_source(src: SourceFile, new_text: str) -> bool:
     return True
 
 
+# -- temporary files a killed run left -------------------------------------------------------------
+#
+# A name proves nothing: a fork can commit a file under any name, with any pid in it, and the mode
+# a checkout gets is the umask's (under umask 077, or from a tar extracted as root, 0600, mkstemp's
+# own). So a temp file is ours only if its name carries a tag that nothing but this user's runs can
+# make: an HMAC, under a secret kept in the user's cache directory (TEMP_KEY, made once, 0600), of the
+# name and of the inode the name was given to. A committed file cannot carry it (the fork does not
+# know the key); and once the swap of write_source has put another file (the original, or another
+# writer's version) under the temp name, that name no longer matches its inode and is kept.
+
+
+def _key_dir() -> Optional[str]:
+    """The cache directory bump uses (bump.sources.cache_dir, whose module is not imported for this):
+    $TOPK_MIGRATE_CACHE when absolute, else ~/.cache/topk-migrate; None where neither can be had."""
+    value = os.environ.get("TOPK_MIGRATE_CACHE", "")
+    if value:
+        return value if os.path.isabs(value) else None  # relative: the tree it runs in, which a fork writes
+    home = os.path.expanduser("~")
+    return os.path.join(home, ".cache", "topk-migrate") if os.path.isabs(home) else None
+
+
+def _read_key(path: str) -> Optional[bytes]:
+    """The key at `path`: a regular file of ours that no one else may read or write, of _KEY_BYTES."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        mine = not hasattr(os, "geteuid") or st.st_uid == os.geteuid()
+        if not stat.S_ISREG(st.st_mode) or st.st_size != _KEY_BYTES or st.st_mode & 0o077 or not mine:
+            return None
+        data = os.read(fd, _KEY_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data if len(data) == _KEY_BYTES else None
+
+
+_keys: Dict[str, Optional[bytes]] = {}
+
+
+def temp_key() -> Optional[bytes]:
+    """This user's secret for tagging temp files (TEMP_KEY in the cache directory; made, privately and
+    whole, the first time), or None where there is none to be had (then no temp file is ever removed)."""
+    d = _key_dir()
+    if d is None:
+        return None
+    if d not in _keys:
+        path = os.path.join(d, TEMP_KEY)
+        key = _read_key(path)
+        if key is None:
+            with contextlib.suppress(OSError):
+                os.makedirs(d, mode=0o700, exist_ok=True)
+                fd, new = tempfile.mkstemp(dir=d, prefix=".temp-key-")
+                try:
+                    with os.fdopen(fd, "wb") as f:
+                        f.write(secrets.token_bytes(_KEY_BYTES))
+                        f.flush()
+                        os.fsync(f.fileno())
+                    with contextlib.suppress(FileExistsError):  # another run made it first: theirs is read
+                        os.link(new, path)  # whole or not at all, never over another
+                finally:
+                    os.unlink(new)
+            key = _read_key(path)
+        _keys[d] = key
+    return _keys[d]
+
+
+def _tag(key: bytes, stem: str, inode: int) -> str:
+    return hmac.new(key, f"{stem}\0{inode}".encode(), hashlib.sha256).hexdigest()[:32]
+
+
+def _claim(fd: int, tmp: str, key: Optional[bytes]) -> str:
+    """The new temp file `tmp` (open as `fd`) renamed to carry its tag (the key's HMAC of its name and
+    inode); `tmp` as it is where there is no key or the rename fails (it is then never removed). The
+    tagged name cannot exist already: no one without the key can make it."""
+    if key is None:
+        return tmp
+    stem = os.path.basename(tmp)[len(TEMP_PREFIX) : -len(TEMP_SUFFIX)]
+    tagged = os.path.join(os.path.dirname(tmp), f"{TEMP_PREFIX}{stem}-{_tag(key, stem, os.fstat(fd).st_ino)}{TEMP_SUFFIX}")
+    try:
+        os.rename(tmp, tagged)
+    except OSError:
+        return tmp
+    return tagged
+
+
 def remove_stale_temps(directory: str) -> List[str]:
     """Remove this tool's temporary files in `directory` whose writer is dead (a run killed
     by SIGKILL inside the write window leaves one); returns their names.
 
-    Only what a killed write can have left is touched: a name of our own form (prefix, a pid
-    this system can have, mkstemp's suffix), a regular file of ours with mkstemp's mode 0600
-    (a checkout, and so a file a fork commits under that name, has its umask's mode), and only
-    when no process has that pid: a live run's temp file, and anything else, is left alone."""
-    removed = []
+    A file is ours only by its tag (see above): a name of our form whose tag is the HMAC, under this
+    user's key, of its name and of the inode it names now, a regular file owned by us. Never by its
+    mode. And only when no process has the pid in its name: a live run's temp file is left alone.
+    Without a key nothing is removed."""
+    removed: List[str] = []
     try:
         names = [n for n in os.listdir(directory) if n.startswith(TEMP_PREFIX)]
     except OSError:
         return removed
     uid = os.geteuid() if hasattr(os, "geteuid") else -1
+    key = None
     for name in names:
         m = _OUR_TEMP.fullmatch(name)
-        if not m or len(m.group(1)) > 10 or _pid_alive(int(m.group(1))):
+        if not m or _pid_alive(int(m.group(2))):
             continue
+        key = key or temp_key()
+        if key is None:
+            return removed
         path = os.path.join(directory, name)
         with contextlib.suppress(OSError):
             st = os.lstat(path)
-            if stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600 and st.st_uid in (uid, -1):
+            if stat.S_ISREG(st.st_mode) and st.st_uid in (uid, -1) and \
+                    hmac.compare_digest(m.group(3), _tag(key, m.group(1), st.st_ino)):
                 os.unlink(path)
                 removed.append(name)
     return removed
