@@ -55,6 +55,7 @@ from .model import CHECK_STATUSES, InputError, Site, Status, exit_code, internal
 from .options import (
     follow_links_option,
     kernel_option,
+    new_since_option,
     output_option,
     skipped_note,
     statistics_option,
@@ -487,6 +488,18 @@ def audit(
             if tmp:
                 shutil.rmtree(tmp, ignore_errors=True)
     return _result(sites, tally, root, rev, commit, t0)
+
+
+def _new_since(now: AuditResult, paths, ref, exclude, kernel, jobs, gitignore, relative_to) -> AuditResult:
+    """now's sites less those commit `ref` had (baseline.py), its summary counted again."""
+    from .baseline import only_new
+
+    root = os.path.abspath(relative_to) if relative_to is not None else display_root(paths)
+    then = audit(paths, rev=ref, exclude=exclude, kernel=kernel, jobs=jobs, gitignore=gitignore, relative_to=root)
+    sites = only_new(now.sites, root, then.sites, then.summary["commit"])
+    summary = {**now.summary, "sites": len(sites),
+               "by_status": {st.value: sum(s.status is st for s in sites) for st in CHECK_STATUSES}}
+    return AuditResult(sites, now.errors, summary)
 
 
 def _rules_prefilter(paths: Sequence[str]):
@@ -1257,13 +1270,14 @@ def _lay_out(inside: str, path: str, data: bytes, tally: Tally, top: str, same: 
 @click.option("--progress/--no-progress", default=None, help="Progress line on stderr [default: when stderr is a terminal].")
 @follow_links_option
 @statistics_option
+@new_since_option
 @verbose_option
 @output_option(default="-", allow_dash=True)
 @click.option("--relative-to", metavar="DIR", type=click.Path(file_okay=False),
               help="Report paths relative to DIR (the GitHub Action gives the workspace's top, as SARIF and "
                    "annotations want them) [default: the directory audited].")
-def audit_command(paths, rev, fmt, exclude, no_gitignore, kernel, jobs, progress, follow_links, statistics, verbose,
-                  output, relative_to):
+def audit_command(paths, rev, fmt, exclude, no_gitignore, kernel, jobs, progress, follow_links, statistics, new_since,
+                  verbose, output, relative_to):
     """Classify every kernel call site under PATHs (default: .), fast.
 
     Files that cannot hold a call are never parsed. Hidden directories,
@@ -1280,6 +1294,8 @@ def audit_command(paths, rev, fmt, exclude, no_gitignore, kernel, jobs, progress
     from .output import write_output
 
     validate_kernel(kernel)
+    if new_since and rev:
+        raise click.UsageError("--new-since compares the work tree with REF; it does not go with --rev")
     paths = paths or (".",)
     if progress is None:
         progress = sys.stderr.isatty()
@@ -1287,6 +1303,8 @@ def audit_command(paths, rev, fmt, exclude, no_gitignore, kernel, jobs, progress
         result = audit(paths, rev=rev, exclude=exclude, kernel=kernel, jobs=jobs, gitignore=not no_gitignore,
                        progress=progress, follow_links=follow_links, note=skipped_note(verbose),
                        relative_to=relative_to)
+        if new_since:
+            result = _new_since(result, paths, new_since, exclude, kernel, jobs, not no_gitignore, relative_to)
     except AuditError as e:
         click.echo(fit(f"error: {printable(str(e))}", sys.stderr.encoding), err=True)
         if output == "-":

@@ -14,6 +14,7 @@ from .options import (
     follow_links_option,
     format_option,
     kernel_option,
+    new_since_option,
     skipped_note,
     statistics_option,
     validate_kernel,
@@ -62,6 +63,29 @@ def _run(paths, stdin_filename, **kw) -> api.Report:
     if f.new_bytes is None and not f.error:
         f.new_bytes = data  # nothing to fix: `apply -` gives back the bytes it read
     return api.Report([f])
+
+
+def _keep_new(report: api.Report, paths, ref: str, kernel) -> None:
+    """--new-since: each file keeps the sites commit `ref` had no match for (baseline.py); the sites of
+    `ref` are audit's of that commit, with paths from the working directory as check's own."""
+    from .audit import AuditError, audit
+    from .baseline import only_new
+
+    if "-" in paths:
+        raise click.UsageError("--new-since compares files with a commit; standard input is none")
+    try:
+        then = audit(paths, rev=ref, kernel=kernel, relative_to=".")
+    except AuditError as e:
+        _echo(f"error: --new-since {printable(ref)}: {printable(str(e))}", err=True)
+        sys.exit(2)
+    from dataclasses import replace
+
+    now = [s for f in report.files for s in f.sites]
+    shown = {id(s): replace(s, path=_shown_path(s.path)) for s in now}  # paths as then's: from here
+    kept = {id(s) for s in only_new(list(shown.values()), os.getcwd(), then.sites, then.summary["commit"])}
+    new = {i for i, s in shown.items() if id(s) in kept}
+    for f in report.files:
+        f.sites = [s for s in f.sites if id(s) in new]
 
 
 def _note_links(paths, what: str) -> None:
@@ -270,8 +294,9 @@ def run() -> None:
 @follow_links_option
 @format_option()
 @statistics_option
+@new_since_option
 @verbose_option
-def check(paths, kernel, stdin_filename, follow_links, fmt, statistics, verbose):
+def check(paths, kernel, stdin_filename, follow_links, fmt, statistics, new_since, verbose):
     """List every site that does not pass topk_length; write nothing.
 
     PATH `-` reads the source from standard input (see --stdin-filename); after `--`
@@ -283,6 +308,8 @@ def check(paths, kernel, stdin_filename, follow_links, fmt, statistics, verbose)
     t0 = time.perf_counter()
     report = _run(paths, stdin_filename, kernel=kernel, verbose=verbose, follow_links=follow_links,
                   note=skipped_note(verbose))
+    if new_since:
+        _keep_new(report, paths, new_since, kernel)
     _report(report, applied=False, err=False, verbose=verbose, fmt=fmt, statistics=statistics,
             seconds=time.perf_counter() - t0)
     sys.exit(report.exit_code())

@@ -42,6 +42,14 @@ FORMAT_HELP = ("text lines, json (schemas/audit-v1.schema.json), sarif 2.1.0, or
 STATISTICS_HELP = "Instead of each site, count them by rule, status and kind of reason, the most frequent first."
 
 
+NEW_SINCE_HELP = ("Report only the sites new or changed since git commit REF (same rule, callee, status and code on "
+                  "the call's line; line numbers and file names play no part, so moved code is not new).")
+
+
+def new_since_option(f):
+    return click.option("--new-since", metavar="REF", help=NEW_SINCE_HELP)(f)
+
+
 def format_option(help_text: str = FORMAT_HELP):
     return click.option("--format", "fmt", type=click.Choice(SITE_FORMATS), default="text", show_default=True,
                         help=help_text)
