@@ -62,6 +62,7 @@ from .options import (
     validate_kernel,
     verbose_option,
 )
+from .progress import Progress  # noqa: F401  (also audit.Progress, as bump and the tests name it)
 from .run_context import in_run
 
 FORMATS = ("text", "json", "sarif", "github")
@@ -377,37 +378,6 @@ class Runner:
             except Exception as e:  # BrokenProcessPool: a worker died
                 yield args[0], [], internal_error(e)
         self.pool.shutdown()
-
-
-class Progress:
-    """A one-line status on stderr, only on a terminal and only once a run has taken a while."""
-
-    DELAY, EVERY = 0.5, 0.1
-
-    def __init__(self, enabled: bool):
-        self.enabled = enabled
-        self.start, self.last = time.monotonic(), 0.0
-        self.shown = False
-
-    def show(self, text: str) -> None:
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if now - self.start < self.DELAY or now - self.last < self.EVERY:
-            return
-        self.last, self.shown = now, True
-        sys.stderr.write(f"\r\033[K{text}")
-        sys.stderr.flush()
-
-    def bar(self, done: int, total: int, extra: str) -> None:
-        if self.enabled:
-            n = 30 * done // max(total, 1)
-            self.show(f"[{'#' * n}{'.' * (30 - n)}] {done}/{total} files{extra}")
-
-    def close(self) -> None:
-        if self.shown:
-            sys.stderr.write("\r\033[K")
-            sys.stderr.flush()
 
 
 # -- which files ------------------------------------------------------------

@@ -15,6 +15,7 @@ from .options import (
     format_option,
     kernel_option,
     new_since_option,
+    progress_option,
     skipped_note,
     statistics_option,
     validate_kernel,
@@ -57,12 +58,17 @@ def _run(paths, stdin_filename, **kw) -> api.Report:
         return api.run(paths, **kw)
     if len(paths) > 1:
         raise click.UsageError("`-` reads the source from standard input: give it as the only path")
-    kw.pop("follow_links"), kw.pop("note")
+    kw.pop("follow_links"), kw.pop("note"), kw.pop("progress")
     data = sys.stdin.buffer.read()
     f = api.process_file(stdin_filename or "-", data=data, **kw)
     if f.new_bytes is None and not f.error:
         f.new_bytes = data  # nothing to fix: `apply -` gives back the bytes it read
     return api.Report([f])
+
+
+def _progress(asked):
+    """--progress/--no-progress, else a status line only where stderr is a terminal."""
+    return sys.stderr.isatty() if asked is None else asked
 
 
 def _keep_new(report: api.Report, paths, ref: str, kernel) -> None:
@@ -295,8 +301,9 @@ def run() -> None:
 @format_option()
 @statistics_option
 @new_since_option
+@progress_option
 @verbose_option
-def check(paths, kernel, stdin_filename, follow_links, fmt, statistics, new_since, verbose):
+def check(paths, kernel, stdin_filename, follow_links, fmt, statistics, new_since, progress, verbose):
     """List every site that does not pass topk_length; write nothing.
 
     PATH `-` reads the source from standard input (see --stdin-filename); after `--`
@@ -307,7 +314,7 @@ def check(paths, kernel, stdin_filename, follow_links, fmt, statistics, new_sinc
     _note_links(paths, "check reads")
     t0 = time.perf_counter()
     report = _run(paths, stdin_filename, kernel=kernel, verbose=verbose, follow_links=follow_links,
-                  note=skipped_note(verbose))
+                  note=skipped_note(verbose), progress=_progress(progress))
     if new_since:
         _keep_new(report, paths, new_since, kernel)
     _report(report, applied=False, err=False, verbose=verbose, fmt=fmt, statistics=statistics,
@@ -324,8 +331,9 @@ def check(paths, kernel, stdin_filename, follow_links, fmt, statistics, new_sinc
 @format_option("The report of what is left once the run is done (rewritten sites are compliant): " + FORMAT_HELP
                + " Not with --diff or `-`, whose output is code.")
 @statistics_option
+@progress_option
 @verbose_option
-def apply(paths, kernel, diff, stdin_filename, follow_links, fmt, statistics, verbose):
+def apply(paths, kernel, diff, stdin_filename, follow_links, fmt, statistics, progress, verbose):
     """Rewrite fixable sites in place (or show the diff); report the rest.
 
     PATH `-` (before any `--`) reads the source from standard input and writes the rewritten source
@@ -336,7 +344,7 @@ def apply(paths, kernel, diff, stdin_filename, follow_links, fmt, statistics, ve
         raise click.UsageError(f"--format {fmt} is for the report; --diff and `-` write code to standard output")
     _note_links(paths, "apply --diff shows" if diff else "apply rewrites")
     report = _run(paths, stdin_filename, kernel=kernel, write=not diff, verbose=verbose,
-                  follow_links=follow_links, note=skipped_note(verbose))
+                  follow_links=follow_links, note=skipped_note(verbose), progress=_progress(progress))
     if "-" in paths and not diff:
         _stdout_source(report.files[0])
         _report(report, applied=True, err=True, verbose=verbose)

@@ -50,6 +50,11 @@ def new_since_option(f):
     return click.option("--new-since", metavar="REF", help=NEW_SINCE_HELP)(f)
 
 
+def progress_option(f):
+    return click.option("--progress/--no-progress", default=None,
+                        help="A status line on stderr while the run goes on [default: when stderr is a terminal].")(f)
+
+
 def format_option(help_text: str = FORMAT_HELP):
     return click.option("--format", "fmt", type=click.Choice(SITE_FORMATS), default="text", show_default=True,
                         help=help_text)
