@@ -374,9 +374,12 @@ def rules_command(explain):
                                      + f"; the rules: {', '.join(rules.ids())}", param_hint="--explain")
         _echo(_explain(rules, rules.spec(explain)), nl=False)
         return
-    for s in rules.specs():
-        where = ", ".join(w for w, on in (("check/apply/audit", s.has_sites), ("bump", s.has_bump)) if on)
-        _echo(f"{s.id}  [{'on' if s.default_enabled else 'off'} by default; {where}]  {s.summary}")
+    rows = [(s.id, f"[{'on' if s.default_enabled else 'off'} by default; "
+                   + ", ".join(w for w, on in (("check/apply/audit", s.has_sites), ("bump", s.has_bump)) if on) + "]",
+             s.summary) for s in rules.specs()]
+    widths = [max(len(r[i]) for r in rows) for i in range(2)]
+    for rid, where, summary in rows:
+        _echo(f"{rid:<{widths[0]}}  {where:<{widths[1]}}  {summary}")
 
 
 def _explain(rules, s) -> str:
