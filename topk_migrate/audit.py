@@ -1241,7 +1241,7 @@ def _lay_out(inside: str, path: str, data: bytes, tally: Tally, top: str, same: 
 @follow_links_option
 @statistics_option
 @new_since_option
-@verbose_option
+@verbose_option(command="audit")
 @output_option(default="-", allow_dash=True)
 @click.option("--relative-to", metavar="DIR", type=click.Path(file_okay=False),
               help="Report paths relative to DIR (the GitHub Action gives the workspace's top, as SARIF and "

@@ -302,7 +302,7 @@ def run() -> None:
 @statistics_option
 @new_since_option
 @progress_option
-@verbose_option
+@verbose_option(command="check")
 def check(paths, kernel, stdin_filename, follow_links, fmt, statistics, new_since, progress, verbose):
     """List every site that does not pass topk_length; write nothing.
 
@@ -332,7 +332,7 @@ def check(paths, kernel, stdin_filename, follow_links, fmt, statistics, new_sinc
                + " Not with --diff or `-`, whose output is code.")
 @statistics_option
 @progress_option
-@verbose_option
+@verbose_option(command="check")
 def apply(paths, kernel, diff, stdin_filename, follow_links, fmt, statistics, progress, verbose):
     """Rewrite fixable sites in place (or show the diff); report the rest.
 

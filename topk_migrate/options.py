@@ -20,8 +20,18 @@ def kernel_option(f):
     return click.option("--kernel", metavar="NAME==VERSION", help=KERNEL_HELP)(f)
 
 
-def verbose_option(f):
-    return click.option("--verbose", "-v", is_flag=True, help=VERBOSE_HELP)(f)
+VERBOSE_FOR = {
+    "check": "Say more: the kernel decision each site rests on and where it came from, the [tool.topk-migrate] "
+             "read, what a directory walk skipped and why, tracebacks for unexpected errors.",
+    "audit": "Say more, on stderr: what a walk skipped and why.",
+}
+
+
+def verbose_option(f=None, *, command: str = ""):
+    """-v, its help the command's own (VERBOSE_FOR), else the text that names every command's."""
+    def decorate(g):
+        return click.option("--verbose", "-v", is_flag=True, help=VERBOSE_FOR.get(command, VERBOSE_HELP))(g)
+    return decorate(f) if f is not None else decorate
 
 
 def follow_links_option(f):
