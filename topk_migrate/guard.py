@@ -23,7 +23,7 @@ import os
 import pickle
 import signal
 import warnings
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 from .model import InputError
 from .run_context import per_run
@@ -139,25 +139,32 @@ _MANY_QUOTES = 64  # fewer quote characters than this in a literal: it cannot jo
 
 
 class _Lines:
-    """Line start offsets of a text, built on first use, for source segments of string literals."""
+    """Line start offsets of a text, built on first use, for source segments of string literals. A node's
+    columns count UTF-8 bytes: a text that is not ASCII is sliced as its UTF-8 encoding (taken as
+    characters, a literal after an `é` was cut short and tokenized as an unterminated string)."""
 
     def __init__(self, text: str):
         self.text, self.starts = text, None
+        self.data: Union[str, bytes] = text
+        self.runs: dict = {}  # _flat_run's answer per span: the parts of an f-string (3.11) all span it whole
 
     def segment(self, node: ast.AST) -> str:
         if self.starts is None:
+            if not self.text.isascii():
+                self.data = self.text.encode("utf-8", "surrogatepass")
             self.starts = [0]
-            find = self.text.find
-            at = find("\n")
+            find, newline = self.data.find, "\n" if isinstance(self.data, str) else b"\n"
+            at = find(newline)
             while at >= 0:
                 self.starts.append(at + 1)
-                at = find("\n", at + 1)
+                at = find(newline, at + 1)
         try:
             lo = self.starts[node.lineno - 1] + node.col_offset
             hi = self.starts[node.end_lineno - 1] + node.end_col_offset
         except (IndexError, TypeError, AttributeError):
             return ""
-        return self.text[lo:hi]
+        piece = self.data[lo:hi]
+        return piece if isinstance(piece, str) else piece.decode("utf-8", "replace")
 
 
 def _flat_run(node: ast.AST, lines: Optional[_Lines]) -> int:
@@ -169,11 +176,14 @@ def _flat_run(node: ast.AST, lines: Optional[_Lines]) -> int:
         return (node.module or "").count(".")
     if lines is None or (isinstance(node, ast.Constant) and not isinstance(node.value, (str, bytes))):
         return 0
-    seg = lines.segment(node)
-    quotes = seg.count('"') + seg.count("'")
-    if quotes < _MANY_QUOTES:
-        return 0
-    return max(_string_pieces(seg) - 1, 0)
+    span = (getattr(node, "lineno", None), getattr(node, "col_offset", None), getattr(node, "end_lineno", None),
+            getattr(node, "end_col_offset", None))
+    run = lines.runs.get(span)
+    if run is None:  # once per span: an f-string of k parts is k Constants with its span, read k times it was quadratic
+        seg = lines.segment(node)
+        quotes = seg.count('"') + seg.count("'")
+        run = lines.runs[span] = 0 if quotes < _MANY_QUOTES else max(_string_pieces(seg) - 1, 0)
+    return run
 
 
 def _string_pieces(segment: str) -> int:
@@ -183,10 +193,17 @@ def _string_pieces(segment: str) -> int:
     import tokenize
 
     kinds = {tokenize.STRING, getattr(tokenize, "FSTRING_START", tokenize.STRING)}
+    pieces = 0
     try:
-        return sum(t.type in kinds for t in tokenize.generate_tokens(io.StringIO(f"({segment})").readline))
+        for t in tokenize.generate_tokens(io.StringIO(f"({segment})").readline):
+            if t.type == tokenize.ERRORTOKEN:  # an unterminated quote: tokenize would read the rest of the
+                break  # line again from each quote after it (quadratic); no literal's source holds one
+            pieces += t.type in kinds
+        else:
+            return pieces
     except (tokenize.TokenError, SyntaxError, IndentationError, RecursionError, MemoryError):
-        return (segment.count('"') + segment.count("'")) // 2
+        pass
+    return (segment.count('"') + segment.count("'")) // 2
 
 
 def needs_isolation(tree: Optional[ast.Module]) -> bool:

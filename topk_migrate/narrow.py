@@ -33,7 +33,6 @@ TOPK_MIGRATE_NO_NARROW=1 parses files whole.
 from __future__ import annotations
 
 import ast
-import functools
 import os
 import re
 from bisect import bisect_left
@@ -41,13 +40,9 @@ from typing import List, Optional, Set, Tuple, Union
 
 from . import rules
 
-
-@functools.lru_cache(maxsize=None)
-def _alias(names: Tuple[str, ...]):
-    """An entry point imported under another name; comments and continuations may sit before `as`."""
-    return re.compile(r"(?:%s)(?:\s|\\|#[^\n]*)*as\b" % "|".join(map(re.escape, names)))
 _Def = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 _Import = Union[ast.Import, ast.ImportFrom]
+_HOLDERS = (ast.excepthandler, getattr(ast, "match_case", ast.excepthandler))  # hold a body of statements
 Found = Tuple[str, ast.stmt, ast.Call]  # (innermost function name, innermost statement, call)
 
 NOTHING = ""  # narrow()'s answer for a file without any call spelled like a kernel call
@@ -81,12 +76,9 @@ def narrow(text: str, tree: Union[ast.Module, None, str] = "parse", entry_points
     if tree is None:
         return None  # let the engine report it (or parse syntax newer than ours)
     lines = text.split("\n")
-    names = set(entry_points)
-    if _alias(entry_points).search(text):
-        for x in ast.walk(tree):
-            if isinstance(x, (ast.Import, ast.ImportFrom)):
-                names.update(a.asname for a in x.names if a.asname and any(n in a.name for n in entry_points))
-    scan = _Scan(text, lines, names)
+    import_lines = _lines_of(text, ("import",))
+    names = set(entry_points) | _aliases(tree.body, entry_points, import_lines)
+    scan = _Scan(text, lines, names, import_lines)
     scan.block(tree.body, "")
     calls, imports = scan.calls, scan.imports
     if scan.value_use and not calls_only:  # the engine reports such uses; bump reads calls alone
@@ -98,6 +90,34 @@ def narrow(text: str, tree: Union[ast.Module, None, str] = "parse", entry_points
         if minimal is not None:
             return minimal
     return _stub_defs(tree, text, lines, scan, calls, params)
+
+
+def _aliases(body: List[ast.stmt], entry_points: Tuple[str, ...], import_lines: List[int]) -> Set[str]:
+    """The other names an entry point is imported under (`from m import flash_mla_sparse_fwd as fwd`,
+    `import m.flash_mla_sparse_fwd as fwd`), read from the import statements the tree holds, at any depth.
+
+    Once some import gives another name to a name ending in an entry point, the local name of every
+    import of a name holding one is a kernel name (what a search of the text for an entry point, then
+    blanks, continuations or comments, then `as` decided before; that regex backtracked exponentially
+    over a run of `#` after a kernel name). Work: each statement whose lines hold the word `import` is
+    looked at once (an explicit stack, no recursion), each alias once per entry point."""
+    imports: List[_Import] = []
+    stack = [body]
+    while stack:
+        for st in stack.pop():
+            if not _within(import_lines, st.lineno, st.end_lineno):
+                continue  # no import statement inside (decorators hold none)
+            if isinstance(st, (ast.Import, ast.ImportFrom)):
+                imports.append(st)
+                continue
+            for _, value in ast.iter_fields(st):
+                if isinstance(value, list):  # a body, orelse, finalbody; handlers and cases hold bodies
+                    stack.append([v for v in value if isinstance(v, ast.stmt)])
+                    stack.extend(v.body for v in value if isinstance(v, _HOLDERS))
+    renamed = [a for imp in imports for a in imp.names if a.asname]
+    if not any(a.name.endswith(n) for a in renamed for n in entry_points):
+        return set()
+    return {a.asname for a in renamed if any(n in a.name for n in entry_points)}
 
 
 _STUB = re.compile(r'r"""[^"]*"""')  # a stubbed run of lines: _strings() leaves no '"' inside
@@ -141,12 +161,12 @@ class _Scan:
     """Collect kernel calls (with their innermost function and statement) and import statements,
     reading only the statements whose text has a kernel name or the word `import`."""
 
-    def __init__(self, text: str, lines: List[str], names: Set[str]):
+    def __init__(self, text: str, lines: List[str], names: Set[str], import_lines: Optional[List[int]] = None):
         self.lines, self.names = lines, names
         # the lines (1-based, sorted) holding a kernel name, and those holding "import": a statement is
         # read if its lines hold either (one pass over the text, not one search per statement and level)
         self.kernel_lines = _lines_of(text, names, whole_word=True)
-        self.import_lines = _lines_of(text, ("import",))
+        self.import_lines = _lines_of(text, ("import",)) if import_lines is None else import_lines
         self.calls: List[Found] = []
         self.imports: List[_Import] = []
         self.value_use = False  # a kernel name used other than as a callee: parse the file whole
