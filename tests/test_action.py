@@ -37,6 +37,8 @@ def resolve(value, inputs, outputs):
             return inputs[expr[len("inputs."):]]
         if expr == "github.action_path":
             return str(ROOT)
+        if expr == "github.event_name":
+            return inputs.get("_event", "push")
         if expr.startswith("steps.audit.outputs."):
             return outputs.get(expr[len("steps.audit.outputs."):], "")
         raise AssertionError(f"an expression the test does not know: {expr}")
@@ -77,7 +79,8 @@ def test_no_input_is_spliced_into_a_script():
     for step in ACTION["runs"]["steps"]:
         assert "${{" not in step.get("run", ""), step["name"]  # inputs reach scripts through env only
     assert ACTION["runs"]["using"] == "composite"
-    assert set(ACTION["inputs"]) == {"paths", "kernel", "mode", "fail-on", "sarif-file", "python-version"}
+    assert set(ACTION["inputs"]) == {"paths", "kernel", "mode", "fail-on", "sarif-file", "args", "new-since",
+                                     "python-version"}
 
 
 def test_sarif_mode_writes_the_report_with_paths_from_the_workspace_top(workspace):
@@ -246,6 +249,53 @@ def test_a_directory_at_the_report_path_is_never_handed_to_the_upload(workspace)
     r, out = run_step("Audit", workspace, {"paths": "path/to/fork", "kernel": KERNEL,
                                             "sarif-file": "topk-migrate.sarif"})
     assert out == {"exit-code": "2"}, r.stdout + r.stderr  # audit could not write: nothing to upload
+
+
+def test_args_are_passed_through_as_words(workspace):
+    shutil.copy(EXAMPLE, workspace / "path" / "to" / "fork" / "other.py")
+    r, out = run_step("Audit", workspace, {"paths": "path/to/fork", "kernel": KERNEL, "mode": "annotations",
+                                            "args": "--exclude other.py  -j 1"})
+    assert r.stdout.splitlines()[0].endswith("--exclude other.py -j 1 -- path/to/fork"), r.stdout
+    assert sum(ln.startswith("::warning") for ln in r.stdout.splitlines()) == 1 and out["exit-code"] == "1"
+
+
+def git_in(repo, *args):
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo, check=True,
+                   capture_output=True)
+
+
+def test_on_a_pull_request_only_what_it_brings_is_reported(workspace):
+    """new-since: auto, on pull_request: against the merge commit's first parent (the base)."""
+    git_in(workspace, "init", "-q")
+    git_in(workspace, "add", "-A")
+    git_in(workspace, "commit", "-qm", "base")
+    pr = {"paths": "path/to/fork", "kernel": KERNEL, "mode": "annotations", "_event": "pull_request"}
+    git_in(workspace, "commit", "-qm", "merge", "--allow-empty")  # the pull request changes nothing
+    r, out = run_step("Audit", workspace, pr)
+    assert "--new-since " in r.stdout.splitlines()[0] and out["exit-code"] == "0", r.stdout + r.stderr
+    shutil.copy(EXAMPLE, workspace / "path" / "to" / "fork" / "new.py")  # it brings a call
+    r, out = run_step("Audit", workspace, pr)
+    assert out["exit-code"] == "1" and [ln.split(",")[0] for ln in r.stdout.splitlines()[1:]] == [
+        "::warning file=path/to/fork/new.py"], r.stdout
+    r, out = run_step("Audit", workspace, {**pr, "_event": "push"})  # elsewhere: every site
+    assert "--new-since" not in r.stdout and out["exit-code"] == "1"
+
+
+def test_a_shallow_pull_request_checkout_reports_everything_and_says_why(workspace):
+    git_in(workspace, "init", "-q")
+    git_in(workspace, "add", "-A")
+    git_in(workspace, "commit", "-qm", "only")  # depth 1: no parent
+    r, out = run_step("Audit", workspace, {"paths": "path/to/fork", "kernel": KERNEL, "mode": "annotations",
+                                            "_event": "pull_request"})
+    assert "::notice::topk-migrate: the pull request's base is not in the checkout" in r.stdout
+    assert out["exit-code"] == "1"
+
+
+def test_no_upload_from_a_fork_s_pull_request_and_a_notice_says_so():
+    """A fork's pull request gets a read-only token: upload-sarif would fail the job."""
+    assert "!github.event.pull_request.head.repo.fork" in STEPS["Upload for code scanning"]["if"]
+    notice = STEPS["Say why there is no upload"]
+    assert "github.event.pull_request.head.repo.fork" in notice["if"] and "::notice::" in notice["run"]
 
 
 @pytest.mark.heavy

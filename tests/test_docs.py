@@ -63,7 +63,7 @@ def test_every_page_has_commands_and_only_known_markers():
             if needs:
                 assert any(needs.group(1).startswith(n) for n in NEEDS), (page, command, comment)
     readme = (ROOT / "README.md").read_text()
-    assert re.match(r"# topk-migrate\n\n[^\n`]+\.\n\n```bash\npython3 -m pip install \. && topk-migrate apply --diff "
+    assert re.match(r"# topk-migrate\n\n[^\n]+\.\n\n```bash\npython3 -m pip install \. && topk-migrate apply --diff "
                     r"fixtures/examples/dsa_backend\.py\n```\n```bash\npython3 -m pip install -e '\.\[test,smoke\]' "
                     r"torch==2\.13\.0 && python3 -m pytest -q -n auto\n```\n", readme), "one sentence, then the README's two commands"
 

@@ -81,3 +81,19 @@ def test_statistics_count_sites_by_rule_status_and_reason(tree):
 def test_audit_text_puts_its_summary_on_stderr_as_check_does(tree):
     r = run_cli("audit", "--kernel", KERNEL, "pkg", cwd=tree)
     assert "file(s) scanned" in r.stderr and "file(s) scanned" not in r.stdout
+
+
+def test_check_over_a_tree_shows_progress_on_a_terminal_only(tree, monkeypatch, capsys):
+    """The status line (progress.Progress, audit's) once the run takes a while: here at once."""
+    from topk_migrate import api
+    from topk_migrate.progress import Progress
+
+    monkeypatch.setattr(Progress, "DELAY", 0.0)
+    monkeypatch.setattr(Progress, "EVERY", 0.0)
+    api.run([str(tree / "pkg")], kernel=KERNEL, progress=True)
+    err = capsys.readouterr().err
+    assert "\r\x1b[K3 file(s), 2 site(s): " in err and err.endswith("\r\x1b[K")  # shown, then wiped
+    api.run([str(tree / "pkg")], kernel=KERNEL)
+    assert capsys.readouterr().err == ""
+    r = run_cli("check", "--no-progress", "--kernel", KERNEL, "pkg", cwd=tree)
+    assert "\r" not in r.stderr

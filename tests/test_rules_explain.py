@@ -73,3 +73,13 @@ def test_an_unknown_id_is_a_usage_error_with_a_suggestion():
 def test_the_listing_is_unchanged():
     r = CliRunner().invoke(main, ["rules"])
     assert r.exit_code == 0 and [line.split()[0] for line in r.stdout.splitlines()] == rules.ids()
+
+
+def test_the_rules_list_is_in_columns_and_explain_speaks_to_the_rules_users():
+    lines = CliRunner().invoke(main, ["rules"]).output.splitlines()
+    assert len(lines) == len(rules.specs()) >= 3
+    starts = {ln.index(s.summary) for ln, s in zip(lines, rules.specs())}
+    assert len({ln.index("[") for ln in lines}) == 1 and len(starts) == 1
+    for rid in rules.ids():
+        text = CliRunner().invoke(main, ["rules", "--explain", rid]).output
+        assert "This package is the rule" not in text and "`rule` holds its driver" not in text

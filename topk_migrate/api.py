@@ -511,18 +511,26 @@ class _StopBetweenFiles:
 
 @in_run
 def run(paths: Sequence[str], kernel: Optional[str] = None, write: bool = False, verbose: bool = False,
-        follow_links: bool = False, note=None) -> Report:
+        follow_links: bool = False, note=None, progress: bool = False) -> Report:
     """check/apply over files and directories; a walked directory honours its [tool.topk-migrate] include/exclude.
 
-    follow_links and note (told what a walk leaves out, and why): as discover.iter_python_files."""
+    follow_links and note (told what a walk leaves out, and why): as discover.iter_python_files.
+    progress: a status line on stderr (progress.Progress) once the run takes a while."""
     from . import config  # (as in process_file: importing api stays cheap)
+    from .escape import printable
+    from .progress import Progress
 
-    outcomes = []
+    outcomes: List[FileOutcome] = []
+    shown, sites = Progress(progress), 0
     with _StopBetweenFiles() as stop:
         try:
             for path, error in config.project_files(paths, follow_links=follow_links, note=note):
+                shown.show(f"{len(outcomes)} file(s), {sites} site(s): {printable(path)}")
                 outcomes.append(FileOutcome(path, error=error) if error else process_file(path, kernel, write, verbose))
+                sites += len(outcomes[-1].sites)
                 stop.check()
         except InputError as e:  # a directory's configuration
             outcomes.append(FileOutcome(getattr(e, "path", ", ".join(paths)), error=str(e)))
+        finally:
+            shown.close()
     return Report(outcomes)

@@ -55,12 +55,14 @@ from .model import CHECK_STATUSES, InputError, Site, Status, exit_code, internal
 from .options import (
     follow_links_option,
     kernel_option,
+    new_since_option,
     output_option,
     skipped_note,
     statistics_option,
     validate_kernel,
     verbose_option,
 )
+from .progress import Progress  # noqa: F401  (also audit.Progress, as bump and the tests name it)
 from .run_context import in_run
 
 FORMATS = ("text", "json", "sarif", "github")
@@ -378,37 +380,6 @@ class Runner:
         self.pool.shutdown()
 
 
-class Progress:
-    """A one-line status on stderr, only on a terminal and only once a run has taken a while."""
-
-    DELAY, EVERY = 0.5, 0.1
-
-    def __init__(self, enabled: bool):
-        self.enabled = enabled
-        self.start, self.last = time.monotonic(), 0.0
-        self.shown = False
-
-    def show(self, text: str) -> None:
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if now - self.start < self.DELAY or now - self.last < self.EVERY:
-            return
-        self.last, self.shown = now, True
-        sys.stderr.write(f"\r\033[K{text}")
-        sys.stderr.flush()
-
-    def bar(self, done: int, total: int, extra: str) -> None:
-        if self.enabled:
-            n = 30 * done // max(total, 1)
-            self.show(f"[{'#' * n}{'.' * (30 - n)}] {done}/{total} files{extra}")
-
-    def close(self) -> None:
-        if self.shown:
-            sys.stderr.write("\r\033[K")
-            sys.stderr.flush()
-
-
 # -- which files ------------------------------------------------------------
 
 
@@ -487,6 +458,18 @@ def audit(
             if tmp:
                 shutil.rmtree(tmp, ignore_errors=True)
     return _result(sites, tally, root, rev, commit, t0)
+
+
+def _new_since(now: AuditResult, paths, ref, exclude, kernel, jobs, gitignore, relative_to) -> AuditResult:
+    """now's sites less those commit `ref` had (baseline.py), its summary counted again."""
+    from .baseline import only_new
+
+    root = os.path.abspath(relative_to) if relative_to is not None else display_root(paths)
+    then = audit(paths, rev=ref, exclude=exclude, kernel=kernel, jobs=jobs, gitignore=gitignore, relative_to=root)
+    sites = only_new(now.sites, root, then.sites, then.summary["commit"])
+    summary = {**now.summary, "sites": len(sites),
+               "by_status": {st.value: sum(s.status is st for s in sites) for st in CHECK_STATUSES}}
+    return AuditResult(sites, now.errors, summary)
 
 
 def _rules_prefilter(paths: Sequence[str]):
@@ -1257,13 +1240,14 @@ def _lay_out(inside: str, path: str, data: bytes, tally: Tally, top: str, same: 
 @click.option("--progress/--no-progress", default=None, help="Progress line on stderr [default: when stderr is a terminal].")
 @follow_links_option
 @statistics_option
-@verbose_option
+@new_since_option
+@verbose_option(command="audit")
 @output_option(default="-", allow_dash=True)
 @click.option("--relative-to", metavar="DIR", type=click.Path(file_okay=False),
               help="Report paths relative to DIR (the GitHub Action gives the workspace's top, as SARIF and "
                    "annotations want them) [default: the directory audited].")
-def audit_command(paths, rev, fmt, exclude, no_gitignore, kernel, jobs, progress, follow_links, statistics, verbose,
-                  output, relative_to):
+def audit_command(paths, rev, fmt, exclude, no_gitignore, kernel, jobs, progress, follow_links, statistics, new_since,
+                  verbose, output, relative_to):
     """Classify every kernel call site under PATHs (default: .), fast.
 
     Files that cannot hold a call are never parsed. Hidden directories,
@@ -1280,6 +1264,8 @@ def audit_command(paths, rev, fmt, exclude, no_gitignore, kernel, jobs, progress
     from .output import write_output
 
     validate_kernel(kernel)
+    if new_since and rev:
+        raise click.UsageError("--new-since compares the work tree with REF; it does not go with --rev")
     paths = paths or (".",)
     if progress is None:
         progress = sys.stderr.isatty()
@@ -1287,6 +1273,8 @@ def audit_command(paths, rev, fmt, exclude, no_gitignore, kernel, jobs, progress
         result = audit(paths, rev=rev, exclude=exclude, kernel=kernel, jobs=jobs, gitignore=not no_gitignore,
                        progress=progress, follow_links=follow_links, note=skipped_note(verbose),
                        relative_to=relative_to)
+        if new_since:
+            result = _new_since(result, paths, new_since, exclude, kernel, jobs, not no_gitignore, relative_to)
     except AuditError as e:
         click.echo(fit(f"error: {printable(str(e))}", sys.stderr.encoding), err=True)
         if output == "-":

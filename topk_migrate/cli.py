@@ -14,6 +14,8 @@ from .options import (
     follow_links_option,
     format_option,
     kernel_option,
+    new_since_option,
+    progress_option,
     skipped_note,
     statistics_option,
     validate_kernel,
@@ -56,12 +58,40 @@ def _run(paths, stdin_filename, **kw) -> api.Report:
         return api.run(paths, **kw)
     if len(paths) > 1:
         raise click.UsageError("`-` reads the source from standard input: give it as the only path")
-    kw.pop("follow_links"), kw.pop("note")
+    kw.pop("follow_links"), kw.pop("note"), kw.pop("progress")
     data = sys.stdin.buffer.read()
     f = api.process_file(stdin_filename or "-", data=data, **kw)
     if f.new_bytes is None and not f.error:
         f.new_bytes = data  # nothing to fix: `apply -` gives back the bytes it read
     return api.Report([f])
+
+
+def _progress(asked):
+    """--progress/--no-progress, else a status line only where stderr is a terminal."""
+    return sys.stderr.isatty() if asked is None else asked
+
+
+def _keep_new(report: api.Report, paths, ref: str, kernel) -> None:
+    """--new-since: each file keeps the sites commit `ref` had no match for (baseline.py); the sites of
+    `ref` are audit's of that commit, with paths from the working directory as check's own."""
+    from .audit import AuditError, audit
+    from .baseline import only_new
+
+    if "-" in paths:
+        raise click.UsageError("--new-since compares files with a commit; standard input is none")
+    try:
+        then = audit(paths, rev=ref, kernel=kernel, relative_to=".")
+    except AuditError as e:
+        _echo(f"error: --new-since {printable(ref)}: {printable(str(e))}", err=True)
+        sys.exit(2)
+    from dataclasses import replace
+
+    now = [s for f in report.files for s in f.sites]
+    shown = {id(s): replace(s, path=_shown_path(s.path)) for s in now}  # paths as then's: from here
+    kept = {id(s) for s in only_new(list(shown.values()), os.getcwd(), then.sites, then.summary["commit"])}
+    new = {i for i, s in shown.items() if id(s) in kept}
+    for f in report.files:
+        f.sites = [s for s in f.sites if id(s) in new]
 
 
 def _note_links(paths, what: str) -> None:
@@ -270,8 +300,10 @@ def run() -> None:
 @follow_links_option
 @format_option()
 @statistics_option
-@verbose_option
-def check(paths, kernel, stdin_filename, follow_links, fmt, statistics, verbose):
+@new_since_option
+@progress_option
+@verbose_option(command="check")
+def check(paths, kernel, stdin_filename, follow_links, fmt, statistics, new_since, progress, verbose):
     """List every site that does not pass topk_length; write nothing.
 
     PATH `-` reads the source from standard input (see --stdin-filename); after `--`
@@ -282,7 +314,9 @@ def check(paths, kernel, stdin_filename, follow_links, fmt, statistics, verbose)
     _note_links(paths, "check reads")
     t0 = time.perf_counter()
     report = _run(paths, stdin_filename, kernel=kernel, verbose=verbose, follow_links=follow_links,
-                  note=skipped_note(verbose))
+                  note=skipped_note(verbose), progress=_progress(progress))
+    if new_since:
+        _keep_new(report, paths, new_since, kernel)
     _report(report, applied=False, err=False, verbose=verbose, fmt=fmt, statistics=statistics,
             seconds=time.perf_counter() - t0)
     sys.exit(report.exit_code())
@@ -297,8 +331,9 @@ def check(paths, kernel, stdin_filename, follow_links, fmt, statistics, verbose)
 @format_option("The report of what is left once the run is done (rewritten sites are compliant): " + FORMAT_HELP
                + " Not with --diff or `-`, whose output is code.")
 @statistics_option
-@verbose_option
-def apply(paths, kernel, diff, stdin_filename, follow_links, fmt, statistics, verbose):
+@progress_option
+@verbose_option(command="check")
+def apply(paths, kernel, diff, stdin_filename, follow_links, fmt, statistics, progress, verbose):
     """Rewrite fixable sites in place (or show the diff); report the rest.
 
     PATH `-` (before any `--`) reads the source from standard input and writes the rewritten source
@@ -309,7 +344,7 @@ def apply(paths, kernel, diff, stdin_filename, follow_links, fmt, statistics, ve
         raise click.UsageError(f"--format {fmt} is for the report; --diff and `-` write code to standard output")
     _note_links(paths, "apply --diff shows" if diff else "apply rewrites")
     report = _run(paths, stdin_filename, kernel=kernel, write=not diff, verbose=verbose,
-                  follow_links=follow_links, note=skipped_note(verbose))
+                  follow_links=follow_links, note=skipped_note(verbose), progress=_progress(progress))
     if "-" in paths and not diff:
         _stdout_source(report.files[0])
         _report(report, applied=True, err=True, verbose=verbose)
@@ -339,9 +374,12 @@ def rules_command(explain):
                                      + f"; the rules: {', '.join(rules.ids())}", param_hint="--explain")
         _echo(_explain(rules, rules.spec(explain)), nl=False)
         return
-    for s in rules.specs():
-        where = ", ".join(w for w, on in (("check/apply/audit", s.has_sites), ("bump", s.has_bump)) if on)
-        _echo(f"{s.id}  [{'on' if s.default_enabled else 'off'} by default; {where}]  {s.summary}")
+    rows = [(s.id, f"[{'on' if s.default_enabled else 'off'} by default; "
+                   + ", ".join(w for w, on in (("check/apply/audit", s.has_sites), ("bump", s.has_bump)) if on) + "]",
+             s.summary) for s in rules.specs()]
+    widths = [max(len(r[i]) for r in rows) for i in range(2)]
+    for rid, where, summary in rows:
+        _echo(f"{rid:<{widths[0]}}  {where:<{widths[1]}}  {summary}")
 
 
 def _explain(rules, s) -> str:

@@ -20,8 +20,18 @@ def kernel_option(f):
     return click.option("--kernel", metavar="NAME==VERSION", help=KERNEL_HELP)(f)
 
 
-def verbose_option(f):
-    return click.option("--verbose", "-v", is_flag=True, help=VERBOSE_HELP)(f)
+VERBOSE_FOR = {
+    "check": "Say more: the kernel decision each site rests on and where it came from, the [tool.topk-migrate] "
+             "read, what a directory walk skipped and why, tracebacks for unexpected errors.",
+    "audit": "Say more, on stderr: what a walk skipped and why.",
+}
+
+
+def verbose_option(f=None, *, command: str = ""):
+    """-v, its help the command's own (VERBOSE_FOR), else the text that names every command's."""
+    def decorate(g):
+        return click.option("--verbose", "-v", is_flag=True, help=VERBOSE_FOR.get(command, VERBOSE_HELP))(g)
+    return decorate(f) if f is not None else decorate
 
 
 def follow_links_option(f):
@@ -40,6 +50,19 @@ SITE_FORMATS = ("text", "json", "sarif", "github")  # check, apply and audit: on
 FORMAT_HELP = ("text lines, json (schemas/audit-v1.schema.json), sarif 2.1.0, or github annotations; the summary "
                "goes to stderr.")
 STATISTICS_HELP = "Instead of each site, count them by rule, status and kind of reason, the most frequent first."
+
+
+NEW_SINCE_HELP = ("Report only the sites new or changed since git commit REF (same rule, callee, status and code on "
+                  "the call's line; line numbers and file names play no part, so moved code is not new).")
+
+
+def new_since_option(f):
+    return click.option("--new-since", metavar="REF", help=NEW_SINCE_HELP)(f)
+
+
+def progress_option(f):
+    return click.option("--progress/--no-progress", default=None,
+                        help="A status line on stderr while the run goes on [default: when stderr is a terminal].")(f)
 
 
 def format_option(help_text: str = FORMAT_HELP):

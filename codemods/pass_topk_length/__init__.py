@@ -10,12 +10,11 @@ metadata they already hold. The output is bitwise identical; no sync is added.
 Soundness (docs/soundness.md): each planned rewrite is checked on the rewritten module by
 `validate_rewrite` (LibCST scope analysis) before it is accepted; what it cannot prove
 safe becomes `manual` with a reason that names the hazard.
-
-This package is the rule: INFO here (standard library only); `rule` holds its driver, its
-examples and its hooks; `quick` the kernel's names and the verdicts that need no LibCST; `analysis`
-what it reads of a module; `rewrite` its edit and the edit's validation; `values` the sites where
-the kernel is used as a value.
 """
+# This package is the rule: INFO here (standard library only); `rule` holds its driver, its examples and
+# its hooks; `quick` the kernel's names and the verdicts that need no LibCST; `analysis` what it reads of a
+# module; `rewrite` its edit and the edit's validation; `values` the sites where the kernel is used as a
+# value. (A comment, not the docstring: `rules --explain` prints the docstring to the rule's users.)
 from typing import Dict, Optional
 
 from topk_migrate.rules import RuleInfo
