@@ -10,7 +10,7 @@ from typing import Callable, Dict, Iterable, Iterator, Optional, Sequence, Tuple
 
 from .discover import PROJECT_FILE_LIMIT, WILD_PATTERNS, Note, compile_patterns, iter_python_files, read_regular
 from .model import InputError
-from .project import planted, project_root
+from .project import is_site_dir, listing, planted, project_root
 from .rules import check_ids
 from .run_context import per_run
 
@@ -115,8 +115,13 @@ def config_for(directory: str) -> Config:
 
     Only the pyproject.toml at the project root counts (project.project_root): one in a
     directory above the project, or above the revision `audit --rev` lays out, never does.
+    An installed distribution has none (docs/project.md): a pyproject.toml at the top of
+    site-packages is no distribution's settings, and governs none of them.
     """
-    candidate = os.path.join(project_root(directory), "pyproject.toml")
+    root = project_root(directory)
+    if is_site_dir(listing(root)):
+        return Config()
+    candidate = os.path.join(root, "pyproject.toml")
     try:
         regular = stat.S_ISREG(os.stat(candidate).st_mode)  # a FIFO would block the read
     except OSError:

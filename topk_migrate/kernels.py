@@ -13,14 +13,25 @@ from __future__ import annotations
 import ast
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from packaging.specifiers import Specifier, SpecifierSet
 from packaging.version import Version
 
 from . import rules
-from .project import PROJECT_FILES, RECORD_LIMIT, inside, is_site_dir, listing, project_root, read_project_file, upward
+from .project import (
+    PROJECT_FILES,
+    Scope,
+    inside,
+    is_site_dir,
+    listing,
+    owner,  # the dist-info that installed a file: project.py decides an installed file's project with it
+    project_root,
+    project_scope,
+    read_project_file,
+    upward,
+)
 from .run_context import per_run
 
 MinVersions = Dict[str, Optional[str]]
@@ -455,36 +466,9 @@ def file_pins(directory: str, root: str) -> Tuple[Tuple[Pin, ...], ...]:
 
 
 @per_run
-def _record(info: str) -> str:
-    """The RECORD of a *.dist-info folder, its lines joined by "\n" after a leading one."""
-    return "\n" + "\n".join((read_project_file(os.path.join(info, "RECORD"), RECORD_LIMIT) or "").splitlines())
-
-
-def _lists(record: str, rel: str) -> bool:
-    """Whether a line of `record` (_record) is an entry for `rel` (its text before the last two commas).
-    A text search for the path, each hit checked: no table of the thousands of entries is built."""
-    at = record.find("\n" + rel)
-    while at >= 0:
-        end = record.find("\n", at + 1)
-        if record[at + 1 : end if end >= 0 else None].rsplit(",", 2)[0] == rel:
-            return True
-        at = record.find("\n" + rel, at + 1)
-    return False
-
-
-@per_run
 def _metadata(info: str) -> Tuple[Optional[str], Optional[str], Tuple[str, ...]]:
     name, version, requires = metadata_fields(read_project_file(os.path.join(info, "METADATA")) or "")
     return name, version, tuple(requires)
-
-
-def owner(path: str, site_dir: str) -> Optional[str]:
-    """The *.dist-info folder in site_dir whose RECORD lists `path` (the first, in listing order)."""
-    rel = os.path.relpath(os.path.abspath(path), site_dir).replace(os.sep, "/")
-    for name in listing(site_dir):
-        if name.endswith(".dist-info") and _lists(_record(os.path.join(site_dir, name)), rel):
-            return os.path.join(site_dir, name)
-    return None
 
 
 _LEADING_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
@@ -624,6 +608,7 @@ class Interface:
     line: int
     params: Tuple[str, ...]
     has_var_kwargs: bool
+    installed: bool = False  # another distribution's, beside an installed one: an interface, not the project's code
 
 
 def _module_file(base: str) -> Optional[str]:
@@ -633,9 +618,10 @@ def _module_file(base: str) -> Optional[str]:
     return None
 
 
-def find_module(path: str, module: str) -> Optional[str]:
-    """The file of `module` (absolute, or relative to the file at `path`) inside path's project."""
-    root = project_root(path)
+def find_module(path: str, module: str, scope: Optional[Scope] = None) -> Optional[str]:
+    """The file of `module` (absolute, or relative to the file at `path`) among the files of path's project
+    (`scope`, if given: project.project_scope(path))."""
+    scope = scope or project_scope(path)
     here = os.path.dirname(os.path.abspath(path))
     if module.startswith("."):
         level = len(module) - len(module.lstrip("."))
@@ -647,23 +633,40 @@ def find_module(path: str, module: str) -> Optional[str]:
             found = _module_file(os.path.join(d, *rest.split(".")))
         else:  # `from . import name`: the package itself
             found = os.path.join(d, "__init__.py") if os.path.isfile(os.path.join(d, "__init__.py")) else None
-        return found if found and inside(found, root) else None
+        return found if found and scope.holds(found) else None
     for d in upward(path):
         for base in (d, os.path.join(d, "src")):  # a src/ layout holds the project's packages under src/
             found = _module_file(os.path.join(base, *module.split(".")))
-            if found and inside(found, root):
+            if found and scope.holds(found):
                 return found
     return None
 
 
+def installed_module(path: str, module: str) -> Optional[str]:
+    """For a file of an installed distribution, the file of `module` (absolute) that another distribution
+    installed beside it ships (sgl_kernel beside sglang): none of the project's code, read only for the
+    interface it declares."""
+    scope = project_scope(path)
+    if not scope.installed or module.startswith("."):
+        return None
+    found = _module_file(os.path.join(scope.root, *module.split(".")))
+    return found if found and inside(found, scope.root) and not scope.holds(found) else None
+
+
 def vendored_interface(path: str, qualname: str, param: str = "") -> Optional[Interface]:
-    """Read `def NAME(...)` of the module `qualname` points at, if that module sits in the same project
-    (param: the parameter a rule asks about, which decides between several bindings of the name)."""
+    """Read `def NAME(...)` of the module `qualname` points at, if that module sits in the same project, or,
+    for a file of an installed distribution, in another one installed beside it (`installed`: read as the
+    kernel's interface, never as the project's code) (param: the parameter a rule asks about, which decides
+    between several bindings of the name)."""
     module, _, func = qualname.rpartition(".")
     if not module:
         return None
     found = find_module(path, module)
-    return read_interface(found, func, param=param) if found else None
+    if found:
+        return read_interface(found, func, param=param)
+    beside = installed_module(path, module)
+    iface = read_interface(beside, func, param=param) if beside else None
+    return replace(iface, installed=True) if iface is not None else None
 
 
 def read_interface(file: str, func: str, depth: int = 0, param: str = "") -> Optional[Interface]:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import Optional, Tuple
+from dataclasses import dataclass
+from typing import FrozenSet, Optional, Tuple
 
 # PROJECT_FILE_LIMIT: the one bound of a project file (audit and bump read it from here)
 from .discover import PROJECT_FILE_LIMIT, PatternSet, compile_patterns, read_regular
@@ -170,3 +171,98 @@ def planted(path: str, st: os.stat_result) -> bool:
     """A file another user left in a directory anyone can write to: never one of this project's."""
     uid = os.geteuid() if hasattr(os, "geteuid") else 0
     return st.st_uid != uid and shared(os.path.dirname(os.path.abspath(path)))
+
+
+# -- the project of an installed file: its distribution's own files -----------------------------------
+
+
+@per_run
+def _record(info: str) -> str:
+    """The RECORD of a *.dist-info folder, its lines joined by "\n" after a leading one."""
+    return "\n" + "\n".join((read_project_file(os.path.join(info, "RECORD"), RECORD_LIMIT) or "").splitlines())
+
+
+def _lists(record: str, rel: str) -> bool:
+    """Whether a line of `record` (_record) is an entry for `rel` (its text before the last two commas).
+    A text search for the path, each hit checked: no table of the thousands of entries is built."""
+    at = record.find("\n" + rel)
+    while at >= 0:
+        end = record.find("\n", at + 1)
+        if record[at + 1 : end if end >= 0 else None].rsplit(",", 2)[0] == rel:
+            return True
+        at = record.find("\n" + rel, at + 1)
+    return False
+
+
+@per_run
+def owner(path: str, site_dir: str) -> Optional[str]:
+    """The *.dist-info folder in site_dir whose RECORD lists `path` (the first, in listing order)."""
+    rel = os.path.relpath(os.path.abspath(path), site_dir).replace(os.sep, "/")
+    for name in listing(site_dir):
+        if name.endswith(".dist-info") and _lists(_record(os.path.join(site_dir, name)), rel):
+            return os.path.join(site_dir, name)
+    return None
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The files of one project (docs/project.md): everything under `root`, or, where root is a directory of
+    installed distributions, the files of one distribution only: those its RECORD lists (`files`), or, for a
+    file no RECORD lists, everything under its top-level entry. `tops` are root's entries that hold them."""
+
+    root: str  # where every upward search stops; paths are shown relative to it
+    installed: bool = False
+    tops: Tuple[str, ...] = ()
+    files: Optional[FrozenSet[str]] = None  # '/'-separated, relative to root
+
+    def walked(self) -> Tuple[str, ...]:
+        """The paths whose Python files the project's scan walks."""
+        return tuple(os.path.join(self.root, t) for t in self.tops) if self.installed else (self.root,)
+
+    def holds_rel(self, rel: str) -> bool:
+        """Is the file at `rel` ('/'-separated, relative to root, inside it) one of the project's?"""
+        if not self.installed:
+            return True
+        return rel in self.files if self.files is not None else rel.split("/")[0] in self.tops
+
+    def holds(self, path: str) -> bool:
+        """Is `path`, symlinks resolved, one of the project's files?"""
+        if not inside(path, self.root):
+            return False
+        real, top = os.path.realpath(path), os.path.realpath(self.root)
+        return self.holds_rel(os.path.relpath(real, top).replace(os.sep, "/"))
+
+
+def _entry(line: str) -> Optional[str]:
+    """The path of one RECORD line, '/'-separated and normalized; None for one outside the site directory
+    (`../../bin/x`, an absolute path) or empty."""
+    path = line.rsplit(",", 2)[0] if line.count(",") >= 2 else line
+    if path.startswith('"') and path.endswith('"') and len(path) > 1:  # a quoted name holding a comma
+        path = path[1:-1].replace('""', '"')
+    if not path or path.startswith("/") or ".." in path.split("/"):
+        return None
+    return os.path.normpath(path).replace(os.sep, "/")
+
+
+@per_run
+def _distribution(site_dir: str, info: str) -> Scope:
+    files = frozenset(e for e in map(_entry, _record(info).splitlines()) if e and e != ".")
+    tops = sorted({e.split("/")[0] for e in files if e.endswith(".py")})  # a package, or a top-level module
+    return Scope(site_dir, True, tuple(tops), files)
+
+
+@per_run
+def project_scope(path: str) -> Scope:
+    """The project the file (or directory) at `path` belongs to, and so the files whose code can rebind its
+    names (docs/project.md). Under a directory of installed distributions: the distribution whose RECORD
+    lists it, its own files only, or, where none lists it, its top-level package; every other distribution
+    there is other people's code, read (where at all) as an interface. Anywhere else: everything under
+    `project_root`."""
+    root = project_root(path)
+    if not is_site_dir(listing(root)):
+        return Scope(root)
+    info = owner(path, root)
+    if info is not None:
+        return _distribution(root, info)
+    top = os.path.relpath(os.path.abspath(path), root).split(os.sep)[0]
+    return Scope(root, True, () if top in (os.curdir, os.pardir) else (top,))

@@ -3,7 +3,8 @@
 A rewrite that gives a method a new parameter and passes it from the callers is wrong wherever a
 caller reaches another definition: an override in a subclass (in any package of the project), a
 monkeypatch of the method or of the kernel's module attribute, a reflective write. Reading one
-folder misses a subclass two packages away, so every Python file of the project is looked at:
+folder misses a subclass two packages away, so every Python file of the project (project.Scope: an
+installed distribution's own files, not the rest of site-packages; docs/project.md) is looked at:
 read bounded, never imported; only those whose text names one of the names are parsed (CPython's
 `ast`). Test code (files under `tests/` or `test/`, `test_*.py`, `*_test.py`, `conftest.py`) is
 not read: it does not run in the serving process.
@@ -21,11 +22,12 @@ import os
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple, Union
 
 from . import bounded, files, guard, memory
 from .discover import Prefilter, file_may_hold_site, iter_python_files, read_regular, scanning_for
 from .model import InputError
+from .project import Scope
 from .run_context import per_run
 
 # a file bigger than this (or than the run's TOPK_MIGRATE_MAX_BYTES, if smaller) cannot be checked; the
@@ -48,21 +50,22 @@ class Finding:
 
 
 @per_run
-def project_sources(root: str) -> Tuple[List[Tuple[str, bytes]], List[Tuple[str, str]], List[Finding]]:
-    """(real path, contents) of every non-test Python file under root; (real path, relative path) of those
-    over the read limit, which are only scanned for names (files_naming); and what stopped the scan. Read once
-    per run (every module checked in a run asks of the same project)."""
+def project_sources(scope: Scope) -> Tuple[List[Tuple[str, bytes]], List[Tuple[str, str]], List[Finding]]:
+    """(real path, contents) of every non-test Python file of the project (under its root, or an installed
+    distribution's own: project.Scope); (real path, relative path) of those over the read limit, which are only
+    scanned for names (files_naming); and what stopped the scan. Read once per run (every module checked in a
+    run asks of the same project)."""
     out: List[Tuple[str, bytes]] = []
     big: List[Tuple[str, str]] = []
     unreadable: List[Finding] = []
     limit = read_limit()
     held, budget = 0, memory.budget()  # the texts are held for the run: together, within its memory bound
-    for n, (path, err) in enumerate(iter_python_files([root])):
+    for n, (path, err) in enumerate(iter_python_files(scope.walked())):
         if n >= MAX_FILES:
             unreadable.append(Finding(".", 0, f"has more than {MAX_FILES} Python files"))
             break
-        rel = os.path.relpath(path, root).replace(os.sep, "/")
-        if err is not None or is_test_code(rel) or _own_source(path):
+        rel = os.path.relpath(path, scope.root).replace(os.sep, "/")
+        if err is not None or is_test_code(rel) or not scope.holds_rel(rel) or _own_source(path):
             continue
         try:
             data, _ = read_regular(path, limit)
@@ -230,12 +233,13 @@ class _File:
 class Project:
     """The Python files of one project, read once, for the questions one module's rewrite asks."""
 
-    def __init__(self, module_path: str, root: str):
+    def __init__(self, module_path: str, scope: Union[Scope, str]):
         from .kernels import find_module
 
+        scope = Scope(scope) if isinstance(scope, str) else scope  # a root: every file under it
         self.module = os.path.realpath(module_path)
-        self.root = root
-        self._find_module = lambda path, mod: _real(find_module(path, mod))
+        self.scope, self.root = scope, scope.root
+        self._find_module = lambda path, mod: _real(find_module(path, mod, scope))
         self._texts: Optional[List[Tuple[str, bytes]]] = None
         self._big: List[Tuple[str, str]] = []  # (real path, relative path) of files over the read limit
         self._parsed: Dict[str, Optional[_File]] = {}
@@ -250,7 +254,7 @@ class Project:
     def texts(self) -> List[Tuple[str, bytes]]:
         """(real path, contents) of every non-test Python file of the project but the module itself."""
         if self._texts is None:
-            found, big, unreadable = project_sources(self.root)
+            found, big, unreadable = project_sources(self.scope)
             self.unreadable.extend(unreadable)
             self._texts = [(path, data) for path, data in found if path != self.module]
             self._big = [(path, rel) for path, rel in big if path != self.module]

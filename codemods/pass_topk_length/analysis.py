@@ -535,9 +535,9 @@ class _Analysis:
     def project(self):
         """The project's other files (topk_migrate.reach), read once per module checked."""
         if self._project is None:
-            from topk_migrate.project import project_root
+            from topk_migrate.project import project_scope
 
-            self._project = reach.Project(self.path, project_root(self.path))
+            self._project = reach.Project(self.path, project_scope(self.path))
         return self._project
 
     def whole_project(self, c: CallInfo, fn: Optional[Function]) -> Optional[str]:
@@ -802,9 +802,12 @@ class _Analysis:
             iface = kernels.vendored_interface(self.path, c.callee, PARAM)
             if iface is not None and PARAM not in iface.params and not iface.has_var_kwargs:
                 rel = os.path.relpath(iface.path, project.project_root(self.path)).replace(os.sep, "/")
+                if iface.installed:
+                    return (f"`{name}` is {c.callee}, whose interface installed beside this distribution "
+                            f"({rel}:{iface.line}) has no topk_length parameter; install a kernel release that takes it")
                 return (f"`{name}` is {c.callee}, defined in this project ({rel}:{iface.line}) "
                         "without a topk_length parameter; add it there first")
-            if iface is not None:
+            if iface is not None and not iface.installed:  # another distribution's: the kernel, not a wrapper of ours
                 why = self._vendored_wrapper(c, iface)
                 if why:
                     return why
