@@ -3,8 +3,9 @@
 A backtracking regex over fork text is a hang a fork can write: `narrow`'s alias search took days over a
 line `g = flash_mla_sparse_fwd  ` + 40 `#` (exponential), the requirements option strip 14 s over one line
 of 80,000 blanks (quadratic). Those, and the other super-linear ones the audit found (configparser's option
-line for setup.cfg, the `except X, e` hint, the search for `self.x = None` in a base class's module), are
-replaced by code whose steps are counted here, or by a regex with one way to match.
+line for setup.cfg, the `except X, e` hint, the search for `self.x = None` in a base class's module, and
+tokenize's string regex as guard.nesting ran it over string literals), are replaced by code whose steps are
+counted here, or by a regex with one way to match.
 
 What holds it:
 
@@ -34,9 +35,10 @@ import pytest
 from codemods.pass_topk_length import analysis, rows
 from helpers import ROOT
 from narrow_cases import CASES
-from topk_migrate import escape, files, guard, kernels, narrow, reach, suppress
+from topk_migrate import discover, escape, files, guard, kernels, narrow, reach, spelling, suppress
 from topk_migrate.bump import bind, command, engine, signatures, sources
 from topk_migrate.discover import compile_patterns
+from topk_migrate.model import InputError
 
 KERNEL_NAMES = ("flash_mla_sparse_fwd", "flash_mla_sparse_prefill", "sparse_prefill_fwd", "flash_mla_with_kvcache")
 
@@ -400,6 +402,13 @@ def _decode(raw: bytes):
         return str(e)
 
 
+def _normal_form(text: str):
+    try:
+        return spelling.normal_form(text)
+    except InputError as e:
+        return e
+
+
 def _toml_pins(text: str):
     return kernels.pyproject_pins(text, "pyproject.toml")
 
@@ -489,6 +498,12 @@ INVENTORY = {
         lambda n: '"a" ' * n, lambda n: "'" * n, lambda n: '"""' + "x" * n, lambda n: "1_" * n + "x",
         lambda n: "'\\" * n]),
     "discover: gitignore globs": (lambda t: _GLOBS.check(t, False), [lambda n: "a" * n, lambda n: "a/" * n + "x"]),
+    "discover.declares_other_codec (_TWO_LINES, _CODING)": (discover.declares_other_codec, [
+        lambda n: b"#" * n, lambda n: b"coding:" * n, lambda n: b"# coding=" + b" " * n + b"\n",
+        lambda n: b"coding:utf-8 " * n]),
+    "spelling.normal_form (_LINES, _RUN, tokenize)": (_normal_form, [
+        lambda n: "x = 1\n" * n + "\ufb02 = 1\n", lambda n: "\ufb02" * n + " = 1\n", lambda n: "a\ufb02 " * n,
+        lambda n: "\ufb02 = '" + "\\'" * n + "'\n", lambda n: "a" * n + "\ufb02\n", lambda n: "\ufb02 = 1\n" + "'" * n]),
 }
 
 
@@ -541,7 +556,7 @@ def _recipe(r: random.Random):
 
 def _adapted(name: str, text: str):
     """The text in the form the inventory entry takes (bytes for the byte-level ones)."""
-    if name.startswith(("files.decode_source", "reach.", "bump.engine")):
+    if name.startswith(("files.decode_source", "reach.", "bump.engine", "discover.declares")):
         return text.encode("utf-8", "surrogateescape")
     return text
 
