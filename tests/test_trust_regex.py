@@ -93,7 +93,9 @@ def _assert_linear(name, run, shape, most: int = 1 << 20):
     ratio, n, large = _growth(run, shape, most=most)
     if large < 0.002:  # 8n costs less than a few ms: too little work to be growing at all
         return
-    if ratio > BOUND:  # one more look before failing: another process may have taken the caches
+    for _ in range(2):  # another look before failing: another process may have taken the caches or the core
+        if ratio <= BOUND:
+            break
         ratio = min(ratio, _growth(run, shape, most=most)[0])
     assert ratio <= BOUND, f"{name}: {ratio:.1f}x the CPU time for {FACTOR}x the input (n={n})"
 
@@ -163,7 +165,7 @@ def test_string_literals_are_tokenized_once_and_never_rescanned():
     literal whose slice a non-ASCII line shifts (its columns are UTF-8 offsets) from each quote to the line's
     end (8,000 escaped quotes: 6 s): tokenize's regex for a string read the rest again from every quote."""
     for text in (_fstring_parts(8000), _shifted(8000)):
-        with _deadline(1.0):
+        with _deadline(2.0):  # (each takes 0.1 s)
             assert _nesting(text) < 10
 
 
