@@ -16,7 +16,9 @@ class Status(str, Enum):
     BREAKS = "breaks"  # a TypeError under the new release
     REBINDS = "rebinds"  # a positional argument lands in another parameter, no error
     CHANGES_DEFAULT = "changes-default"  # an argument left to a default whose value changed
-    OPPORTUNITY = "opportunity"  # a new optional parameter left out
+    CHANGES_CALLEE = "changes-callee"  # the same arguments now run other ops or functions of the release
+    OPPORTUNITY = "opportunity"  # a new optional parameter left out, that applies on the call's paths
+    NOT_APPLICABLE = "not-applicable"  # a new optional parameter the release refuses on the call's paths
     UNCHANGED = "unchanged"
 
     def __str__(self) -> str:
@@ -24,8 +26,8 @@ class Status(str, Enum):
 
 
 CHECK_STATUSES = (Status.COMPLIANT, Status.OPT_OUT, Status.FIXABLE, Status.MANUAL)
-BUMP_STATUSES = (Status.BREAKS, Status.REBINDS, Status.MANUAL, Status.CHANGES_DEFAULT, Status.OPPORTUNITY,
-                 Status.UNCHANGED)  # most serious first
+BUMP_STATUSES = (Status.BREAKS, Status.REBINDS, Status.MANUAL, Status.CHANGES_DEFAULT, Status.CHANGES_CALLEE,
+                 Status.OPPORTUNITY, Status.NOT_APPLICABLE, Status.UNCHANGED)  # most serious first
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,9 @@ class Capability:
     # which kernel the answer rests on and where that came from, e.g.
     # "sglang-kernel==0.4.5 from sglang-0.5.16.dist-info/METADATA" (check -v, JSON `kernel`)
     decision: Optional[str] = None
+    # the parameters of the interface the answer was read from, in order (empty where none was read: a pin
+    # decided): every rule matches a call's positional arguments to them (`indices` of the decode wrapper)
+    params: Tuple[str, ...] = ()
 
 
 class InputError(Exception):
