@@ -89,10 +89,11 @@ def test_guards_carry_their_path_condition():
 def test_0_3_19_inserts_descale_before_is_fp8_kvcache():
     changes = bump_diff.diff(release("sgl-kernel-0.3.17"), release("sgl-kernel-0.3.19"))
     kv = {(c.kind, c.param): c.detail for c in changes if c.entry_point == "flash_mla_with_kvcache"}
-    assert kv[("param-added-optional", "descale_q")] == "`descale_q=None` at position 9"
-    assert kv[("param-added-optional", "descale_k")] == "`descale_k=None` at position 10"
-    assert "from position 9 to 11" in kv[("position-changed", "is_fp8_kvcache")]
-    assert "from position 10 to 12" in kv[("position-changed", "indices")]
+    # positions 1-based, as the call's own arguments are counted (positional argument 10 binds descale_q)
+    assert kv[("param-added-optional", "descale_q")] == "`descale_q=None`, positional argument 10"
+    assert kv[("param-added-optional", "descale_k")] == "`descale_k=None`, positional argument 11"
+    assert "from positional argument 10 to 12" in kv[("position-changed", "is_fp8_kvcache")]
+    assert "from positional argument 11 to 13" in kv[("position-changed", "indices")]
 
 
 def test_0_4_3_adds_topk_length_and_the_decode_refusal():
@@ -130,9 +131,14 @@ def test_ten_positional_arguments_rebind_across_0_3_17_to_0_3_19(tmp_path):
 
 
 def test_nine_positional_arguments_bind_the_same(tmp_path):
+    """Nine positional arguments bind the same parameters; what changes is the op an fp8 `q` runs (0.3.19's
+    wrapper sends it to fwd_kvcache_mla_fp8), said on the path it takes, and the new descale pair."""
     nine = TEN_POSITIONAL.replace(", False, True)", ", False)")
     site = only_site(bump(tmp_path, nine, "sgl-kernel-0.3.17", "sgl-kernel-0.3.19"))
-    assert site.status == bind.OPPORTUNITY and "descale_q" in site.reason
+    assert site.status == bind.CHANGES_CALLEE and not any(f.verdict == bind.REBINDS for f in site.findings)
+    assert ("when q.element_size() == 1, sgl-kernel==0.3.19 runs `torch.ops.sgl_kernel.fwd_kvcache_mla_fp8` where "
+            "sgl-kernel==0.3.17 ran `torch.ops.sgl_kernel.fwd_kvcache_mla`") in site.reason
+    assert "also new in the release, not passed: `descale_q`, `descale_k`" in site.reason
 
 
 def test_downgrade_breaks_on_unknown_keyword_and_too_many_positionals(tmp_path):
@@ -189,9 +195,12 @@ def test_sglang_0_5_12_backends_from_0_4_2_post2_to_0_4_6(sglang_0_5_12):
     for hazard in ("never rewritten", "assert topk_length is None when not isinstance(tile_scheduler_metadata",
                    "V3.2 does not support dynamic topk length", "FlashMLASchedMeta"):
         assert hazard in decode.reason
-    dense = by[("flashmla_backend.py", "flash_mla_with_kvcache")]  # no `indices`: the decode rule stays out
-    assert dense and all(s.status == bind.OPPORTUNITY and s.fix is None for s in dense)
+    # no `indices`: the decode rule stays out, and every new parameter is one the release asserts is None on
+    # both paths a dense call can take (tensor metadata, and a FlashMLASchedMeta's dense branch)
+    dense = by[("flashmla_backend.py", "flash_mla_with_kvcache")]
+    assert dense and all(s.status == bind.NOT_APPLICABLE and s.fix is None for s in dense)
     assert not any(f.rule for s in dense for f in s.findings)
+    assert all("this call passes no `indices`" in s.reason and "`extra_topk_length`" in s.reason for s in dense)
     assert all(s.status == bind.UNCHANGED for (_, e), ss in by.items() if e == "get_mla_metadata" for s in ss)
     # deepseek_v4_backend calls `flash_mla`, another distribution: not this bump's sites
     assert not any(n == "deepseek_v4_backend.py" for n, _ in by)
@@ -298,7 +307,7 @@ def test_cli_exit_1_on_rebinds_and_every_format(tmp_path):
     data = json.loads(js.output[:js.output.rindex("}") + 1])
     assert js.exit_code == 1 and data["summary"]["rebinds"] == 1 and data["sites"][0]["verdict"] == "rebinds"
     assert {"kind": "position-changed", "entry_point": "flash_mla_with_kvcache", "param": "indices",
-            "detail": "`indices` moved from position 10 to 12"} in data["changes"]
+            "detail": "`indices` moved from positional argument 11 to 13"} in data["changes"]
     md = cli("--from", old, "--to", new, f, "--format", "markdown")
     assert md.exit_code == 1 and "| entry point | change | parameter | detail |" in md.output
     assert f"| rebinds | `{f}:3` | `flash_mla_with_kvcache` |" in md.output
@@ -339,9 +348,14 @@ def test_changed_default_left_out_is_changes_default(tmp_path):
            "def fp8(q, k, bt, sl, meta):\n"
            "    return flash_mla.flash_mla_with_kvcache(q, k, bt, sl, 512, meta, is_fp8_kvcache=False, use_legacy=True)\n")
     dense, fp8 = bump(tmp_path, src, "flashmla-upstream-9241ae3", "sgl-flash-mla-1.0.0").sites
-    assert dense.status == bind.CHANGES_DEFAULT
-    assert "`is_fp8_kvcache` is left to its default, which changed from False to None" in dense.reason
-    assert fp8.status == bind.OPPORTUNITY  # both passed: nothing left to a changed default
+    assert any(f.verdict == bind.CHANGES_DEFAULT and "`is_fp8_kvcache` is left to its default, which changed from "
+               "False to None" in f.reason for f in dense.findings)
+    # more serious: sgl-flash-mla 1.0.0 removed dense decoding from the current kernels, and asserts so
+    assert dense.status == bind.MANUAL and "`assert use_legacy`" in dense.reason
+    assert "this call passes no `indices` or `use_legacy`" in dense.reason
+    # both passed: nothing left to a changed default, but the legacy ops come through another module
+    assert not any(f.verdict == bind.CHANGES_DEFAULT for f in fp8.findings)
+    assert fp8.status == bind.CHANGES_CALLEE and "`flash_mla._loader.get_ops().dense_decode_fwd`" in fp8.reason
 
 
 def test_required_parameter_made_optional_is_its_own_kind():

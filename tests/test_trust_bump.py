@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from topk_migrate.bump import command, sources
 from topk_migrate.bump.diff import diff
 from topk_migrate.bump.engine import BumpReport
-from topk_migrate.bump.signatures import MAX_PARAMS, EntryPoint, Param, Release
+from topk_migrate.bump.signatures import MAX_PARAMS, SCHEMA, EntryPoint, Param, Release
 from topk_migrate.model import Site, Status
 
 MODULE = "sgl_kernel/flash_mla.py"
@@ -126,22 +126,39 @@ def test_downloaded_wheel_must_be_the_one_requested(tmp_path):
 
 def test_a_forged_wheel_from_the_download_is_never_cached(tmp_path, cache, monkeypatch):
     """pip (or whatever stood in for it) exits 0 with another release's wheel: refused, nothing cached.
-    The command it was given is `python -I -m pip`, run in a private directory (no cwd=)."""
-    from topk_migrate import subprocesses
-
+    The command it was given is `python -I -m pip` (sources._run_pip runs it in a private directory)."""
     calls = []
 
-    def fake_pip(argv, cwd=None, timeout=None, text=False, **kw):
-        calls.append((list(argv), cwd))
+    def fake_pip(argv, on_line, timeout, env):
+        calls.append(list(argv))
         dest = argv[argv.index("-d") + 1]
         wheel(Path(dest) / "sgl_kernel-0.4.6-py3-none-any.whl", "def flash_mla_with_kvcache(*a, **k):\n    pass\n")
-        return subprocess.CompletedProcess(argv, 0, "", "")
+        return 0, ""
 
-    monkeypatch.setattr(subprocesses, "run", fake_pip)
+    monkeypatch.setattr(sources, "_run_pip", fake_pip)
     with pytest.raises(sources.SourceError, match="not a wheel of sgl-kernel==0.3.19"):
         sources.load("sgl-kernel==0.3.19")
-    assert calls and calls[0][0][:4] == [sys.executable, "-I", "-m", "pip"] and calls[0][1] is None
+    assert calls and calls[0][:4] == [sys.executable, "-I", "-m", "pip"]
     assert not list(cache.rglob("*.whl")) and not (cache / "signatures" / "by-pin").exists()
+
+
+def test_pip_runs_in_a_private_empty_directory_streams_its_lines_and_is_stopped_past_its_time(tmp_path, monkeypatch):
+    """sources._run_pip: a fresh empty directory as cwd (never the fork's), the scrubbed environment plus
+    what it is given, each stdout line as it comes (the download line is said from them), killed at the
+    timeout (one line: the caller words it)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pip.py").write_text("raise SystemExit('the fork ran')\n")
+    lines = []
+    rc, err = sources._run_pip([sys.executable, "-I", "-c", "import os, sys; print(os.getcwd()); print(os.listdir('.'));"
+                                " print(os.environ.get('TMPDIR')); print('x', file=sys.stderr)"],
+                               lines.append, 30, {"TMPDIR": str(tmp_path / "scratch")})
+    assert rc == 0 and err.strip() == "x"
+    cwd, listing, tmpdir = [ln.strip() for ln in lines]
+    assert cwd != str(tmp_path) and listing == "[]" and tmpdir == str(tmp_path / "scratch")
+    t = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        sources._run_pip([sys.executable, "-c", "import time; time.sleep(60)"], lines.append, 1, {})
+    assert time.monotonic() - t < 20
 
 
 # -- finding 5: a pin is never a path ---------------------------------------------------------------
@@ -294,7 +311,7 @@ def _sig(**entry):
     ep = {"name": "f", "module": MODULE, "line": 1, "params": [{"name": "q", "kind": "positional-or-keyword"}],
           "guards": []}
     ep.update(entry)
-    return {"schema": 1, "dist": "sgl-kernel", "version": "0.4.6", "origin": "x", "sha256": None,
+    return {"schema": SCHEMA, "dist": "sgl-kernel", "version": "0.4.6", "origin": "x", "sha256": None,
             "entry_points": {ep.get("name") if isinstance(ep.get("name"), str) else "f": ep}}
 
 
@@ -330,6 +347,14 @@ BAD_SIGNATURES = {
     "version not a version": {**_sig(), "version": "0.4.6`**SAFE**`"},
     "sha256 not hex": {**_sig(), "sha256": "../../x"},
     "origin a number": {**_sig(), "origin": 1},
+    "call a string": _sig(calls=["torch.ops.k.op"]),
+    "call name not dotted": _sig(calls=[{"name": "torch.ops.k.op\n::error::x"}]),
+    "call via not a name": _sig(calls=[{"name": "torch.ops.k.op", "via": "a b"}]),
+    "call unknown field": _sig(calls=[{"name": "torch.ops.k.op", "x": 1}]),
+    "stale not parameters": _sig(guards=[{"params": ["q"], "kind": "assert", "test": "q", "stale": ["z"]}]),
+    "exports a list": {**_sig(), "exports": ["sgl_kernel"]},
+    "exports not names": {**_sig(), "exports": {"sgl_kernel": ["a b"]}},
+    "exports package not a name": {**_sig(), "exports": {"../x": []}},
 }
 
 
@@ -339,6 +364,32 @@ def test_signature_json_of_the_wrong_shape_is_a_source_error(tmp_path, case):
     f.write_text(json.dumps(BAD_SIGNATURES[case]))
     with pytest.raises(sources.SourceError, match="not a signature file"):
         sources.load(str(f))
+
+
+def test_path_conditions_of_a_crafted_release_are_bounded(tmp_path):
+    """What a release's conditions cost a site is bounded: every combination of undecided conditions is
+    judged only up to paths.MAX_ATOMS of them and paths.MAX_WORK steps; past that the question is not
+    decided (a note, or `cannot tell`), in well under a second per site."""
+    from topk_migrate.bump import engine, paths
+
+    many = " and ".join(f"x{i}.ok()" for i in range(paths.MAX_ATOMS + 2))
+    wide = " and ".join(f"(q.a{i} or q.b{i % 9} or q.c{i % 9})" for i in range(120))[:paths.MAX_TEXT - 10]
+    calls = [{"name": f"torch.ops.k.op{i}", "condition": many if i % 2 else wide} for i in range(512)]
+    params = [{"name": "q", "kind": "positional-or-keyword"}, {"name": "n", "kind": "positional-or-keyword",
+                                                                "default": "None"}]
+    guards = [{"params": ["n"], "kind": "assert", "test": "n is None", "condition": wide}] * 256
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    old.write_text(json.dumps(_sig(name="flash_mla_sparse_fwd", params=params[:1], calls=calls[:256])))
+    new.write_text(json.dumps(_sig(name="flash_mla_sparse_fwd", params=params, calls=calls, guards=guards)))
+    fork = tmp_path / "fork.py"
+    fork.write_text("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n\ndef f(q):\n"
+                    + "".join("    flash_mla_sparse_fwd(q)\n" for _ in range(10)))
+    t = time.monotonic()
+    report = engine.run([str(fork)], sources.load(str(old)), sources.load(str(new)), jobs=1)
+    assert time.monotonic() - t < 20 and len(report.sites) == 10 and not report.errors
+    assert all(s.status == Status.OPPORTUNITY and "cannot tell whether it applies" in s.reason for s in report.sites)
+    assert all(any("cannot tell whether the call runs other ops" in f.reason for f in s.findings)
+               for s in report.sites)
 
 
 def test_a_bad_cache_entry_is_read_again_not_a_crash(tmp_path, cache):

@@ -2,21 +2,24 @@
 
 A call is found the way `check` finds kernel calls (topk_migrate.resolve.collect: every import
 spelling, function-local and aliased imports); it is one of the release's entry points when its
-resolved name starts with the wrapper's import root (`sgl_kernel`, `flash_mla`). Verdicts, most
-serious first: breaks (a TypeError under the new release), rebinds (a positional argument lands
-in another parameter, no error), manual (cannot be bound statically, or the new release refuses
-what the call passes), changes-default, opportunity (a new optional parameter left out),
-unchanged.
+resolved name reaches one (`reach`): through the module that defines it, or through its package
+where the package's `__init__` re-exports it. Verdicts, most serious first: breaks (a TypeError
+under the new release), rebinds (a positional argument lands in another parameter, no error),
+manual (cannot be bound statically: `*args`/`**kwargs` forwarded to an entry point that changed; or
+the new release refuses the call on every path it takes), changes-default, changes-callee (the same
+arguments now run other ops or functions), opportunity (a new optional parameter left out, that
+applies on the call's paths), not-applicable (one the release refuses on them), unchanged. Which
+paths a call takes is read from what it passes (paths.py).
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 from topk_migrate.model import BUMP_STATUSES, Finding, Site, Status
 
-from .diff import renamed_pairs
+from . import paths
+from .diff import GUARD_ADDED, GUARD_REMOVED, diff_entry, renamed_pairs
 from .signatures import VAR_KEYWORD, VAR_POSITIONAL, EntryPoint, Release
 
 if TYPE_CHECKING:  # LibCST is imported only where a file is parsed (in audit's workers)
@@ -24,12 +27,13 @@ if TYPE_CHECKING:  # LibCST is imported only where a file is parsed (in audit's 
 
 BREAKS, REBINDS, MANUAL = Status.BREAKS.value, Status.REBINDS.value, Status.MANUAL.value
 CHANGES_DEFAULT, OPPORTUNITY, UNCHANGED = Status.CHANGES_DEFAULT.value, Status.OPPORTUNITY.value, Status.UNCHANGED.value
+CHANGES_CALLEE, NOT_APPLICABLE = Status.CHANGES_CALLEE.value, Status.NOT_APPLICABLE.value
 NOTE = "note"  # a fact worth reading that does not change the verdict (a refusal on another path)
 SEVERITY = [s.value for s in BUMP_STATUSES]
 _ORDER = SEVERITY + [NOTE]
 FAILING = (Status.BREAKS, Status.REBINDS)  # what makes `bump` exit 1
 
-_REFUSAL = re.compile(r"^(\w+) is None$")  # `assert X is None`: the release refuses any X
+_NOT_PASSED = " and not passed"  # how the plain finding of a new parameter that applies ends
 
 
 @dataclass
@@ -106,11 +110,23 @@ def settle(path: str, line: int, column: int, callee: str, entry_point: str, fin
                   key=lambda f: (_ORDER.index(f.verdict), f.rule is None))
     verdict = kept[0].verdict if kept and kept[0].verdict != NOTE else UNCHANGED
     shown = [f for f in kept if f.verdict == verdict]
-    plain = [f.param for f in shown if f.verdict == OPPORTUNITY and f.rule is None and f.param]
-    parts = [f.reason for f in shown if not (f.verdict == OPPORTUNITY and f.rule is None and f.param)]
+
+    def is_plain(f: Finding) -> bool:
+        return f.verdict == OPPORTUNITY and f.rule is None and bool(f.param) and f.reason.endswith(_NOT_PASSED)
+
+    plain = [f.param for f in shown if is_plain(f)]
+    parts = list(dict.fromkeys(f.reason for f in shown if not is_plain(f)))  # a reason shared by findings, once
     if plain:
         parts.append(("also " if parts else "") + "new in the release, not passed: "
                      + ", ".join(f"`{p}`" for p in plain))
+    if verdict == OPPORTUNITY:
+        refused = [f.param for f in kept if f.verdict == NOT_APPLICABLE and f.param]
+        if refused:
+            parts.append("not applicable here: " + ", ".join(f"`{p}`" for p in refused))
+    elif _ORDER.index(verdict) < _ORDER.index(OPPORTUNITY):
+        more = [f.param for f in kept if is_plain(f)]
+        if more:
+            parts.append("also new in the release, not passed: " + ", ".join(f"`{p}`" for p in more))
     return Site(path, line, column, callee, Status(verdict), "; ".join(parts) or "binds the same way; no new parameter",
                 rule=next((f.rule for f in shown if f.rule), f"signature-{verdict}"), entry_point=entry_point,
                 fix=next((f.fix for f in kept if f.fix), None), findings=tuple(kept))
@@ -123,7 +139,7 @@ def notes(site: Site) -> List[str]:
 
 def compare(old_ep: Optional[EntryPoint], new_ep: Optional[EntryPoint], args: CallArgs,
             old: Release, new: Release) -> List[Finding]:
-    """What the bump does to one call, from the two signatures alone."""
+    """What the bump does to one call, from the two signatures and the paths the call takes."""
     if new_ep is None:
         return [Finding(BREAKS, f"`{old_ep.name}` is not in {new.label} (AttributeError/ImportError)")]
     new_bound, new_errors = bind(new_ep, args)
@@ -133,7 +149,6 @@ def compare(old_ep: Optional[EntryPoint], new_ep: Optional[EntryPoint], args: Ca
         return [Finding(UNCHANGED, f"`{new_ep.name}` is new in {new.label}; the call binds")]
     _, old_errors = bind(old_ep, args)
     out: List[Finding] = []
-    refused: Dict[str, List[str]] = {}  # path condition -> new parameters the release refuses there
     if new_errors:
         was = " (it already fails under the old release)" if old_errors else ""
         out.append(Finding(BREAKS, f"TypeError under {new.label}: " + "; ".join(new_errors) + was))
@@ -156,6 +171,11 @@ def compare(old_ep: Optional[EntryPoint], new_ep: Optional[EntryPoint], args: Ca
                 continue
             out.append(Finding(REBINDS, f"positional argument {i + 1} (`{text}`) binds `{b}`, was `{a}`; "
                                         f"pass it as `{a}=...`", param=a))
+    forwards = " and ".join(w for w, on in (("*args", args.star), ("**kwargs", args.double_star)) if on)
+    old_values, new_values = paths.call_values(old_ep, args), paths.call_values(new_ep, args)
+    refused_params: List[tuple] = []
+    added = [p for p in new_ep.params if old_ep.param(p.name) is None and not p.required
+             and p.kind not in (VAR_POSITIONAL, VAR_KEYWORD) and p.name not in new_bound]
     for p in new_ep.params:
         was = old_ep.param(p.name)
         if p.name in new_bound or p.kind in (VAR_POSITIONAL, VAR_KEYWORD):
@@ -163,26 +183,173 @@ def compare(old_ep: Optional[EntryPoint], new_ep: Optional[EntryPoint], args: Ca
         if was is not None and was.default is not None and p.default is not None and was.default != p.default:
             out.append(Finding(CHANGES_DEFAULT, f"`{p.name}` is left to its default, which changed from "
                                                 f"{was.default} to {p.default}", param=p.name))
-        elif was is None and not p.required and not args.double_star:
-            out.append(Finding(OPPORTUNITY, f"`{p.name}={p.default}` is new in {new.label} and not passed",
-                               param=p.name))
-            for g in refusals(new_ep, p.name):
-                refused.setdefault(g.condition or "always", []).append(p.name)
-    for condition, params in refused.items():
-        out.append(Finding(NOTE, f"{new.label} refuses {', '.join(f'`{n}`' for n in params)} when {condition}"))
-    old_guards = {g.key() for g in old_ep.guards}
-    for g in new_ep.guards:
-        m = _REFUSAL.match(g.test) if g.kind == "assert" else None
-        passed = args.passes(new_ep, m.group(1)) if m else None
-        if passed is None or passed == "None" or g.key() in old_guards:
-            continue
-        if g.condition is None:
-            out.append(Finding(MANUAL, f"{new.label} refuses `{m.group(1)}={passed}`: {g.describe()}",
-                               param=m.group(1)))
-        else:  # which path a call takes is a runtime fact: said, not judged
-            out.append(Finding(NOTE, f"{new.label} refuses `{m.group(1)}` when {g.condition} "
-                                     f"(`{g.describe()}`); this call passes `{passed}`"))
+        elif was is None and not p.required and not forwards:
+            free = [q.name for q in added if q.name != p.name]
+            a = paths.applicability(new_ep, new_values, p.name, free)
+            if a.verdict == "refused":
+                refused_params.append((p.name, p.default, a))
+            else:
+                out.append(_applicability(p.name, p.default, a, new_values, new))
+    out += _not_applicable(refused_params, new_values, new)
+    # a call that did not bind under the old release took no path through it: nothing of it is refused now
+    refused = None if old_errors else paths.new_refusals(old_ep, new_ep, old_values, new_values)
+    if refused is not None:
+        out.append(_refused(refused, new_values, new))
+    if forwards:
+        changed = what_changed(old_ep, new_ep)
+        if changed:
+            out.append(Finding(MANUAL, f"cannot tell: the call forwards {forwards}, so what it passes cannot be "
+                                       f"read statically; {new.label} changes `{new_ep.name}`: " + "; ".join(changed)))
+        else:
+            out.append(Finding(UNCHANGED, f"the call forwards {forwards}; `{new_ep.name}` is the same in both releases"))
+    else:
+        changes, assumed = paths.callee_changes(old_ep, new_ep, old_values, new_values)
+        if changes is None:
+            out.append(Finding(NOTE, "cannot tell whether the call runs other ops under "
+                                     f"{new.label}: too many undecided path conditions"))
+        elif changes:
+            out.append(Finding(CHANGES_CALLEE, _callee_reason(changes, assumed, new_values, old, new)))
     return out
+
+
+def _names(names: Sequence[str]) -> str:
+    return ", ".join(f"`{n}`" for n in names)
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= 48 else text[:45] + "..."
+
+
+def _passes(names: Sequence[str], values: Dict[str, "paths.Value"]) -> str:
+    """What the call passes for `names`, as a reader checks it: "this call passes no `indices`,
+    `num_splits=x` (read as not None)"."""
+    absent, literal, assumed = [], [], []
+    for n in names:
+        v = values.get(n)
+        if v is None or v.kind == "unknown":
+            continue
+        if v.text is None:
+            absent.append(f"`{n}`")
+        elif v.assumed:
+            assumed.append(f"`{n}={_short(v.text)}`")
+        else:
+            literal.append(f"`{n}={_short(v.text)}`")
+    parts = (["no " + " or ".join(absent)] if absent else []) + literal + (
+        [", ".join(assumed) + " (read as not None)"] if assumed else [])
+    return ("this call passes " + ", ".join(parts)) if parts else ""
+
+
+def _guards(rs: Sequence["paths.Refusal"]) -> str:
+    """The refusing guards, each once with its message, and the paths it refuses on."""
+    wheres: Dict[str, List[str]] = {}
+    for r in rs:
+        g = r.guard
+        what = (f"`assert {g.test}`" if g.kind == "assert" else f"`{g.test}`") + (
+            f" (\"{g.message}\")" if g.message and g.message != g.test else "")
+        where = (f"when {g.condition}" if g.condition else "on every path") + (f" (in {g.via})" if g.via else "")
+        wheres.setdefault(what, [])
+        if where not in wheres[what]:
+            wheres[what].append(where)
+    return "; ".join(f"{what} {', or '.join(where)}" for what, where in wheres.items())
+
+
+def _facts(name: str, a: "paths.Applicability", values) -> str:
+    """What the call passes that decides the paths on which `name` is refused."""
+    return _passes(a.decided_by, values)
+
+
+def _not_applicable(items: Sequence[tuple], values, new: Release) -> List[Finding]:
+    """One finding per new parameter the release refuses on every path the call takes; those refused by
+    the same kind of guard (`assert X is None`, no message) on the same paths share one reason."""
+    groups: Dict[tuple, List[tuple]] = {}
+    for name, default, a in items:
+        plain = all(r.guard.kind == "assert" and r.guard.test == f"{name} is None" and not r.guard.message
+                    for r in a.refusals)
+        paths_ = tuple(sorted({(r.guard.condition or "", r.guard.via or "") for r in a.refusals}))
+        key = (paths_, _facts(name, a, values)) if plain else (name,)
+        groups.setdefault(key, []).append((name, default, a))
+    out = []
+    for key, members in groups.items():
+        facts = _facts(members[0][0], members[0][2], values)
+        tail = f"; {facts}" if facts else ""
+        if len(members) == 1:
+            name, default, a = members[0]
+            reason = (f"`{name}={default}` is new in {new.label} but not applicable here: the release refuses it on "
+                      f"every path this call takes: {_guards(a.refusals)}{tail}")
+        else:
+            where = ", or ".join((f"when {c}" if c else "on every path") + (f" (in {v})" if v else "")
+                                 for c, v in key[0])
+            reason = (f"new in {new.label} but not applicable here: {_names([m[0] for m in members])}: the release "
+                      f"asserts each is None {where}{tail}")
+        out += [Finding(NOT_APPLICABLE, reason, param=m[0]) for m in members]
+    return out
+
+
+def _applicability(name: str, default: Optional[str], a: "paths.Applicability", values, new: Release) -> Finding:
+    if a.verdict == "applies":
+        return Finding(OPPORTUNITY, f"`{name}={default}` is new in {new.label}" + _NOT_PASSED, param=name)
+    facts = _facts(name, a, values)
+    return Finding(OPPORTUNITY, f"`{name}={default}` is new in {new.label}, not passed; cannot tell whether it "
+                                f"applies here: the release refuses it " + (_guards(a.refusals) or "on some paths")
+                   + (f"; {facts}" if facts else ""), param=name)
+
+
+def _refused(r: "paths.NewRefusal", values, new: Release) -> Finding:
+    reader = paths.Reader(values)
+    for x in r.refusals:
+        reader.read(x.guard.test, x.guard.stale)
+        reader.read(x.guard.condition, x.guard.stale)
+    facts = _passes(sorted(reader.used), values)
+    tail = f"; {facts}" if facts else ""
+    if r.verdict == "every":
+        return Finding(MANUAL, f"{new.label} refuses this call on every path it takes: {_guards(r.refusals)}{tail}")
+    return Finding(NOTE, f"{new.label} refuses this call on some paths: {_guards(r.refusals)}{tail}")
+
+
+def _callee_reason(changes: Sequence["paths.CalleeChange"], assumed: Sequence[str], values, old: Release,
+                   new: Release) -> str:
+    parts = []
+    for c in changes:
+        where = f"when {' and '.join(c.when)}" if c.when else "with this call's arguments"
+        parts.append(f"{where}, {new.label} runs {_names(c.new) or 'no op or function'} where {old.label} ran "
+                     f"{_names(c.old) or 'no op or function'}")
+    facts = _passes(assumed, values)
+    return "; ".join(parts) + (f"; {facts}" if facts else "") + "; check that the results are the same"
+
+
+def what_changed(old_ep: EntryPoint, new_ep: EntryPoint) -> List[str]:
+    """What the new release changes in an entry point, as a forwarding call's reason names it."""
+    changes = diff_entry(old_ep, new_ep)
+    out = [f"{c.kind} {c.detail}" for c in changes if c.kind not in (GUARD_ADDED, GUARD_REMOVED)]
+    added = sum(c.kind == GUARD_ADDED for c in changes)
+    removed = sum(c.kind == GUARD_REMOVED for c in changes)
+    if added or removed:
+        out.append(f"{added} assert/raise(s) added, {removed} removed")
+    return out
+
+
+def reach(release: Release, callee: str) -> Tuple[Optional[str], Optional[str]]:
+    """(the entry point a resolved callee reaches in `release`, why not where it names one but does not
+    reach it). Through the module that defines it (`sgl_kernel.flash_mla.X`); through its package where
+    the package's `__init__` re-exports it, or was not read (`sgl_kernel.X`); through another module of
+    the package that was not read, as that module may re-export it."""
+    module, _, name = callee.rpartition(".")
+    ep = release.entry_points.get(name)
+    if ep is None or not module:
+        return None, None
+    own = ep.dotted_module()
+    if module == own:
+        return name, None
+    package = own.rpartition(".")[0]
+    if module == package:
+        exported = (release.exports or {}).get(package)
+        if exported is None or name in exported:
+            return name, None
+        return None, f"`{package.replace('.', '/')}/__init__.py` does not re-export `{name}`"
+    if module in {e.dotted_module() for e in release.entry_points.values()}:
+        return None, f"`{module}` has no `{name}`"
+    return (name, None) if module.split(".")[0] == own.split(".")[0] else (None, None)
 
 
 def refusals(ep: EntryPoint, param: str) -> list:

@@ -183,17 +183,21 @@ def github_report(r: BumpReport) -> str:
 @click.option("--rev", metavar="REV", help="Read PATHs as they are in this git commit (as `audit --rev`), not on disk.")
 @follow_links_option
 @verbose_option
-def bump_command(old, new, paths, fmt, output, rev, follow_links, verbose):
+@click.option("--quiet", "-q", is_flag=True,
+              help="No line on stderr before a release is downloaded, and no progress line while it is.")
+def bump_command(old, new, paths, fmt, output, rev, follow_links, verbose, quiet):
     """What moving the kernel from one release to another does to every call site.
 
-    Verdicts: breaks (TypeError), rebinds (a positional argument lands elsewhere), manual,
-    changes-default, opportunity (a new optional parameter not passed), unchanged.
+    Verdicts: breaks (TypeError), rebinds (a positional argument lands elsewhere), manual (cannot be
+    read statically, or refused on every path), changes-default, changes-callee (the same arguments
+    run other ops), opportunity (a new optional parameter not passed, that applies on the call's
+    paths), not-applicable (one the release refuses there), unchanged.
     Exit codes: 0 nothing breaks or rebinds, 1 something does, 2 errors.
     """
     from .sources import SourceError, load
 
     try:
-        old_release, new_release = load(old), load(new)
+        old_release, new_release = load(old, quiet), load(new, quiet)
     except SourceError as e:
         click.echo(f"error: {_escape(str(e))}", err=True)
         sys.exit(2)

@@ -1,4 +1,9 @@
-"""Typed changes between two releases' entry points (what a reviewer reads before the bump)."""
+"""Typed changes between two releases' entry points (what a reviewer reads before the bump).
+
+Positions are 1-based, as a call's arguments are counted: `positional argument 19`. An entry point
+new in the release says which module it is in (and whether that module is new) and whether it takes
+a rule's parameter; `callee-changed` says on which paths an entry point now runs other ops or
+functions (paths.py, every parameter undecided)."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -13,8 +18,10 @@ PARAM_ADDED_REQUIRED, PARAM_ADDED_OPTIONAL = "param-added-required", "param-adde
 POSITION_CHANGED, KIND_CHANGED, DEFAULT_CHANGED = "position-changed", "kind-changed", "default-changed"
 NOW_REQUIRED, NOW_OPTIONAL = "param-now-required", "param-now-optional"
 GUARD_ADDED, GUARD_REMOVED = "guard-added", "guard-removed"
+CALLEE_CHANGED = "callee-changed"
 ORDER = [ENTRY_REMOVED, PARAM_REMOVED, PARAM_RENAMED, PARAM_ADDED_REQUIRED, NOW_REQUIRED, POSITION_CHANGED,
-         KIND_CHANGED, DEFAULT_CHANGED, GUARD_ADDED, PARAM_ADDED_OPTIONAL, NOW_OPTIONAL, GUARD_REMOVED, ENTRY_ADDED]
+         KIND_CHANGED, DEFAULT_CHANGED, CALLEE_CHANGED, GUARD_ADDED, PARAM_ADDED_OPTIONAL, NOW_OPTIONAL, GUARD_REMOVED,
+         ENTRY_ADDED]
 
 
 @dataclass(frozen=True)
@@ -32,11 +39,29 @@ def diff(old: Release, new: Release) -> List[Change]:
     out: List[Change] = []
     for name in sorted(set(old.entry_points) - set(new.entry_points)):
         out.append(Change(ENTRY_REMOVED, name, None, f"{old.entry_points[name].signature()} is gone"))
+    old_modules = {e.module for e in old.entry_points.values()}
     for name in sorted(set(new.entry_points) - set(old.entry_points)):
-        out.append(Change(ENTRY_ADDED, name, None, new.entry_points[name].signature()))
+        ep = new.entry_points[name]
+        where = f"{ep.module}, a module new in this release" if ep.module not in old_modules else ep.module
+        out.append(Change(ENTRY_ADDED, name, None, f"{ep.signature()} in {where}; {_rule_params(ep)}"))
     for name in sorted(set(old.entry_points) & set(new.entry_points)):
         out += diff_entry(old.entry_points[name], new.entry_points[name])
     return sorted(out, key=lambda c: (ORDER.index(c.kind), c.entry_point))
+
+
+def _rule_params(ep: EntryPoint) -> str:
+    """Whether a new entry point takes a rule's parameter, and whether that rule reads it."""
+    from topk_migrate import rules
+
+    said = []
+    for param in sorted({r.param for r in rules.enabled(everything=True) if r.param}):
+        if ep.param(param) is None:
+            continue
+        ids = sorted(r.id for r in rules.enabled(everything=True) if r.param == param)
+        readers = sorted(r.id for r in rules.enabled(everything=True) if r.param == param and ep.name in r.entry_points)
+        said.append(f"takes `{param}`, the parameter of {', '.join(ids)} ("
+                    + (f"read by {', '.join(readers)})" if readers else "no rule reads this entry point)"))
+    return "; ".join(said) or "takes no rule's parameter"
 
 
 def renamed_pairs(old: EntryPoint, new: EntryPoint) -> dict:
@@ -73,12 +98,13 @@ def diff_entry(old: EntryPoint, new: EntryPoint) -> List[Change]:
             if p.required:
                 out.append(Change(PARAM_ADDED_REQUIRED, name, p.name, f"`{p.name}` ({p.kind}), required"))
             else:
-                where = f" at position {new_pos.index(p.name)}" if p.positional else ""
+                where = f", positional argument {new_pos.index(p.name) + 1}" if p.positional else ", keyword-only"
                 out.append(Change(PARAM_ADDED_OPTIONAL, name, p.name, f"`{p.name}={p.default}`{where}"))
             continue
         if p.positional and was.positional and old_pos.index(p.name) != new_pos.index(p.name):
             out.append(Change(POSITION_CHANGED, name, p.name,
-                              f"`{p.name}` moved from position {old_pos.index(p.name)} to {new_pos.index(p.name)}"))
+                              f"`{p.name}` moved from positional argument {old_pos.index(p.name) + 1} to "
+                              f"{new_pos.index(p.name) + 1}"))
         if p.kind != was.kind:
             out.append(Change(KIND_CHANGED, name, p.name, f"`{p.name}`: {was.kind} -> {p.kind}"))
         if p.required and not was.required:
@@ -96,4 +122,23 @@ def diff_entry(old: EntryPoint, new: EntryPoint) -> List[Change]:
     for g in old.guards:
         if g.key() not in new_guards:
             out.append(Change(GUARD_REMOVED, name, ", ".join(g.params), g.describe()))
+    out += callee_changed(old, new)
+    return out
+
+
+def callee_changed(old: EntryPoint, new: EntryPoint) -> List[Change]:
+    """The paths on which `new` runs other ops or functions than `old`, whatever a call passes."""
+    from . import paths
+
+    unknown = {p.name: paths.UNKNOWN for p in (*old.params, *new.params)}
+    changes, _ = paths.callee_changes(old, new, unknown, unknown)
+    if changes is None:
+        return [Change(CALLEE_CHANGED, old.name, None, "other ops or functions on some paths (too many path "
+                                                       "conditions to say which)")]
+    out = []
+    for c in changes:
+        was = ", ".join(f"`{n}`" for n in c.old) or "no op or function"
+        now = ", ".join(f"`{n}`" for n in c.new) or "no op or function"
+        where = f"when {' and '.join(c.when)}: " if c.when else ""
+        out.append(Change(CALLEE_CHANGED, old.name, None, f"{where}calls {now} (was {was})"))
     return out

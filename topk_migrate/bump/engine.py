@@ -6,10 +6,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from topk_migrate.model import InputError, Site, exit_code, internal_error
+from topk_migrate.model import Finding, InputError, Site, exit_code, internal_error
 from topk_migrate.run_context import in_run
 
-from .bind import FAILING, SEVERITY, CallArgs, compare, match, settle
+from .bind import BREAKS, FAILING, SEVERITY, UNCHANGED, CallArgs, compare, match, reach, settle
 from .context import Context
 from .diff import Change, diff
 from .signatures import Release
@@ -180,20 +180,96 @@ def _file_sites(path: str, candidate: _Candidate, old: Release, new: Release, sh
         return site_rules.get(rule_id, {"error": site_rules["error"]} if "error" in site_rules else {})
 
     out = []
+    bindings: Dict[str, List[str]] = {}
     for c in facts.calls:
-        entry = match(c.callee, candidate.names, candidate.roots)
-        if entry is None:
+        if c.callee.rpartition(".")[2] not in candidate.names:
             continue
+        if not bindings:
+            bindings.update(_bindings(module) or {"": []})
+        got = _entry(c, bindings, candidate, old, new)
+        if got is None:
+            continue
+        callee, entry, old_ep, new_ep, findings = got
         args = CallArgs.of(c.node, module)
-        old_ep, new_ep = old.entry_points.get(entry), new.entry_points.get(entry)
         line = c.range.start.line
         col = spelled.column(line, c.range.start.column + 1)
-        findings = compare(old_ep, new_ep, args, old, new)
-        ctx = Context(shown, line, col, entry, args, old, new, old_ep, new_ep, rule_sites)
-        for rule in rules:
-            findings += rule.bump(ctx)
-        out.append(settle(shown, line, col, c.callee, entry, findings))
+        if findings is None:
+            findings = compare(old_ep, new_ep, args, old, new)
+            ctx = Context(shown, line, col, entry, args, old, new, old_ep, new_ep, rule_sites)
+            for rule in rules:
+                findings += rule.bump(ctx)
+        out.append(settle(shown, line, col, callee, entry, findings))
     return out
+
+
+def _entry(c, bindings: Dict[str, List[str]], candidate: "_Candidate", old: Release, new: Release):
+    """(callee, entry point, old and new entry point, findings or None to bind) for a call whose resolved
+    name names an entry point under a wrapper's root; None when it is not a kernel call after all. The
+    resolver keeps a name's first import in the file; the name's other imports (`from sgl_kernel import f`
+    on one branch, `from sgl_kernel.flash_mla import f` on another) are tried after it, and the first
+    that reaches an entry point of either release is the call's."""
+    from topk_migrate.resolve import dotted
+
+    spelled = dotted(c.node.func) or ""
+    root, _, rest = spelled.partition(".")
+    tried = [c.callee] + [q + ("." + rest if rest else "") for q in bindings.get(root, [])]
+    missed = None
+    for callee in dict.fromkeys(tried):
+        entry = match(callee, candidate.names, candidate.roots)
+        if entry is None:
+            continue
+        o, why_old = reach(old, callee)
+        n, why_new = reach(new, callee)
+        old_ep = old.entry_points[o] if o else None
+        new_ep = new.entry_points[n] if n else None
+        if o and not n and why_new:
+            return callee, entry, old_ep, None, [Finding(BREAKS, f"`{callee}` does not reach `{entry}` under "
+                                                                 f"{new.label}: {why_new} (ImportError)")]
+        if o or n:
+            return callee, o or n, old_ep, new_ep, None
+        if missed is None and (why_old or why_new):
+            missed = (callee, entry, why_old or why_new)
+    if missed is None:
+        return None
+    callee, entry, why = missed
+    return callee, entry, None, None, [Finding(UNCHANGED, f"neither release provides `{callee}`: {why} in either "
+                                                          "(an ImportError under both); the call does not reach "
+                                                          "this kernel's wrapper, so the bump changes nothing here")]
+
+
+def _bindings(module) -> Dict[str, List[str]]:
+    """Every import of each local name in the module, in order (as resolve.collect spells them)."""
+    import libcst as cst
+
+    from topk_migrate.resolve import dotted
+
+    out: Dict[str, List[str]] = {}
+
+    class Imports(cst.CSTVisitor):
+        def visit_Import(self, node: cst.Import) -> None:
+            for alias in node.names:
+                full = dotted(alias.name)
+                if full is None:
+                    continue
+                name = getattr(getattr(alias.asname, "name", None), "value", None)
+                if name:
+                    out.setdefault(name, []).append(full)
+                else:
+                    out.setdefault(full.split(".")[0], []).append(full.split(".")[0])
+
+        def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+            if isinstance(node.names, cst.ImportStar):
+                return
+            base = "." * len(node.relative) + (dotted(node.module) if node.module else "")
+            for alias in node.names:
+                name = getattr(alias.name, "value", None)
+                if not isinstance(name, str):
+                    continue
+                local = getattr(getattr(alias.asname, "name", None), "value", None) or name
+                out.setdefault(local, []).append(f"{base}.{name}" if base and not base.endswith(".") else base + name)
+
+    module.visit(Imports())
+    return {k: list(dict.fromkeys(v)) for k, v in out.items()}
 
 
 def _site_rule_verdicts(path: str, pin: Optional[str], raw: bytes, tree) -> dict:

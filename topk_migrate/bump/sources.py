@@ -2,10 +2,14 @@
 
 A release is named as `NAME==VERSION` (the wheel is downloaded once, without dependencies, into
 ~/.cache/topk-migrate/wheels), a wheel file, a site-packages directory, a source tree, a
-wrapper module file, or a signature JSON file written before. Only the wrapper module's members are read from a wheel (a 370 MB
-sglang-kernel wheel is never unpacked), and what was read is kept as JSON under
-~/.cache/topk-migrate/signatures/<sha256>.json, so a second run needs neither the wheel's
-bytes nor the index.
+wrapper module file, or a signature JSON file written before. Only the FlashMLA modules' members are
+read from a wheel (a 370 MB sglang-kernel wheel is never unpacked): the wrapper module, the modules
+beside it whose names start with `flash_mla` (sglang-kernel 0.4.10's `sgl_kernel/flash_mla_mega.py`),
+and the package's `__init__` (with the modules it star-imports, one level) for which entry points it
+re-exports. What was read is kept as JSON under ~/.cache/topk-migrate/signatures/<sha256>.json, so a
+second run needs neither the wheel's bytes nor the index. Before a download one line on stderr says
+what is fetched, how big it is and where it goes; on a terminal a progress line follows (quiet=True:
+neither).
 
 Every release may come from someone else (a fork's vendored tree, a wheel or signature file it
 ships, an index), so reading one is bounded and never runs or follows anything:
@@ -33,7 +37,9 @@ import re
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
+import threading
 import zipfile
 from pathlib import Path
 from typing import Optional, Tuple
@@ -57,6 +63,9 @@ MODULE_LIMIT = 4 << 20  # a wrapper module: a wheel member (uncompressed) or a f
 SIGNATURES_LIMIT = 16 << 20  # a signature JSON file or cache entry
 INDEX_LIMIT = 4096  # a by-pin cache entry: one sha256
 DOWNLOAD_TIMEOUT = 1800
+SIBLING_PREFIX = "flash_mla"  # modules beside a wrapper read with it (sgl_kernel/flash_mla_mega.py)
+MAX_SIBLINGS = 16  # such modules read from one release (a real one: 0-1)
+MAX_STARS = 32  # modules a package's __init__ star-imports that are read for its exports
 
 
 class SourceError(Exception):
@@ -132,11 +141,12 @@ def pin_of(spec: str) -> Optional[Tuple[str, str]]:
     return m.group(1), m.group(2)
 
 
-def load(spec: str) -> Release:
+def load(spec: str, quiet: bool = False) -> Release:
     """The release named by `spec` (NAME==VER, a .whl, a directory, a wrapper .py file or a signature
-    .json). SourceError (one line) for anything that cannot be found or read, whatever it raised."""
+    .json). SourceError (one line) for anything that cannot be found or read, whatever it raised.
+    quiet: no line (nor progress) on stderr for a download."""
     try:
-        return _load(spec)
+        return _load(spec, quiet)
     except SourceError:
         raise
     except InputError as e:
@@ -149,7 +159,7 @@ def load(spec: str) -> Release:
         raise SourceError(f"{spec}: cannot read the release ({_kind(e)}: {text})") from None
 
 
-def _load(spec: str) -> Release:
+def _load(spec: str, quiet: bool = False) -> Release:
     pin = pin_of(spec)
     if pin is not None:
         name, version = pin
@@ -158,7 +168,7 @@ def _load(spec: str) -> Release:
         if os.path.lexists(spec.strip()):
             _note(f"{spec.strip()} is read as a pin (NAME==VERSION), not as the path of that name; "
                   f"name the path as ./{spec.strip()}")
-        return _from_pin(_norm(name), version)
+        return _from_pin(_norm(name), version, quiet)
     path = Path(spec)
     try:
         st = os.stat(spec)
@@ -328,35 +338,43 @@ def from_wheel(path: Path, cached: bool = True) -> Release:
             f.seek(0)
         except OSError as e:
             raise SourceError(f"{path}: cannot read the wheel ({_why(e)})") from None
-        eps = _read_wheel(f, path)
+        eps, exports = _read_wheel(f, path)
     dist, version = wheel_name(path.name)
-    release = Release(dist, version, f"{path.name} (sha256 {sha[:16]})", eps, sha)
+    release = Release(dist, version, f"{path.name} (sha256 {sha[:16]})", eps, sha, exports)
     _store(release)
     return release
 
 
-def _read_wheel(f, path: Path) -> dict:
-    """The entry points of the wrapper members of the open wheel `f`; SourceError for any trouble."""
+def _read_wheel(f, path: Path) -> Tuple[dict, Optional[dict]]:
+    """(entry points, exports) of the FlashMLA members of the open wheel `f`; SourceError for any trouble."""
     import lzma
     import zlib
 
     eps: dict = {}
+    exports = None
     module = None
     try:
         with zipfile.ZipFile(f) as z:
-            for module in rules.wrapper_modules():
-                try:
-                    info = z.getinfo(module)
-                except KeyError:
-                    continue
+            members = set(z.namelist())
+
+            def member(name: str) -> Optional[str]:
+                """A member's text; None when absent. SourceError past MODULE_LIMIT."""
+                if name not in members:
+                    return None
+                info = z.getinfo(name)
                 if info.file_size > MODULE_LIMIT:
-                    raise SourceError(f"{path}: {module} is {info.file_size} bytes (limit {MODULE_LIMIT}); "
+                    raise SourceError(f"{path}: {name} is {info.file_size} bytes (limit {MODULE_LIMIT}); "
                                       "not a FlashMLA wrapper as released")
-                with z.open(info) as member:
-                    data = member.read(MODULE_LIMIT + 1)
+                with z.open(info) as m:
+                    data = m.read(MODULE_LIMIT + 1)
                 if len(data) > MODULE_LIMIT:
-                    raise SourceError(f"{path}: {module} is over {MODULE_LIMIT} bytes; not a FlashMLA wrapper as released")
-                eps.update(read_module(data.decode("utf-8"), module))
+                    raise SourceError(f"{path}: {name} is over {MODULE_LIMIT} bytes; not a FlashMLA wrapper as released")
+                return data.decode("utf-8")
+
+            for module in _modules(sorted(members)):
+                _add_module(eps, member(module), module)
+            module = None
+            exports = _exports(eps, member)
     except SourceError:
         raise
     except InputError as e:
@@ -374,7 +392,71 @@ def _read_wheel(f, path: Path) -> dict:
         raise SourceError(f"{path}: holds no FlashMLA wrapper module ({', '.join(rules.wrapper_modules())})")
     if len(eps) > MAX_ENTRY_POINTS:
         raise SourceError(f"{path}: more than {MAX_ENTRY_POINTS} entry points; not a FlashMLA wrapper as released")
-    return eps
+    return eps, exports
+
+
+def _modules(members) -> list:
+    """The FlashMLA modules among a release's files (paths with `/`): each wrapper module present, then
+    the public modules beside it whose names start with SIBLING_PREFIX (at most MAX_SIBLINGS)."""
+    present = set(members)
+    out = [m for m in rules.wrapper_modules() if m in present]
+    siblings = []
+    for m in out:
+        folder = m.rpartition("/")[0]
+        for name in members:
+            d, _, base = name.rpartition("/")
+            if (d == folder and base.startswith(SIBLING_PREFIX) and base.endswith(".py") and name not in out
+                    and name not in siblings):
+                siblings.append(name)
+    return out + sorted(siblings)[:MAX_SIBLINGS]
+
+
+def _add_module(eps: dict, text: Optional[str], module: str) -> None:
+    """A module's entry points, added to those read so far (a name already read keeps its first module)."""
+    if text is None:
+        return
+    for name, ep in read_module(text, module).items():
+        eps.setdefault(name, ep)
+
+
+def _exports(eps: dict, member) -> Optional[dict]:
+    """package -> the entry points its `__init__` re-exports, for each package of the entry points whose
+    `__init__` can be read (member(path) -> text or None): a name it (or a module it star-imports, one
+    level) mentions. A package whose names are dynamic, or that star-imports what cannot be read, is
+    left out (unknown). None when no `__init__` was read."""
+    from .signatures import package_names
+
+    out: dict = {}
+    for package in sorted({e.dotted_module().rpartition(".")[0] for e in eps.values()} - {""}):
+        init = package.replace(".", "/") + "/__init__.py"
+        try:
+            text = member(init)
+            if text is None:
+                continue
+            names, stars, dynamic = package_names(text, init)
+            for star in stars[:MAX_STARS]:
+                if dynamic:
+                    break
+                own = [e.name for e in eps.values() if e.dotted_module() == star]
+                if own:
+                    names |= set(own)
+                    continue
+                base = star.replace(".", "/")
+                got = next(((t, m) for m in (base + ".py", base + "/__init__.py") for t in [member(m)] if t is not None),
+                           None)
+                if got is None:  # an extension module, or outside the release: anything
+                    dynamic = True
+                    break
+                more, _, more_dynamic = package_names(*got)
+                names |= more
+                dynamic = dynamic or more_dynamic
+        except (SyntaxError, UnicodeDecodeError, InputError):
+            continue  # not read: unknown, as if absent
+        if dynamic or len(stars) > MAX_STARS:
+            continue
+        out[package] = sorted(e.name for e in eps.values() if e.name in names
+                              and e.dotted_module().rpartition(".")[0] == package)
+    return out or None
 
 
 # -- directories and files ------------------------------------------------------------------------
@@ -430,11 +512,13 @@ def _dist_of(top: str, base: Path, module: str) -> Tuple[Optional[str], Optional
 
 def _from_dir(root: Path) -> Release:
     """site-packages or a source tree: the wrapper modules at the top, or one or two levels down
-    (sgl-kernel's tree keeps them under python/). Nothing is read from outside `root`."""
+    (sgl-kernel's tree keeps them under python/), with the FlashMLA modules beside them and their
+    package's `__init__`. Nothing is read from outside `root`."""
     from topk_migrate import project
 
     top = os.path.realpath(root)
     eps, dist, version, read = {}, None, None, []
+    exports: dict = {}
     for module in rules.wrapper_modules():
         for base in (root, root / "python", root / "sgl-kernel" / "python"):
             f = base / module
@@ -443,14 +527,57 @@ def _from_dir(root: Path) -> Release:
             if not project.inside(str(f), top):
                 raise SourceError(f"{f}: a symlink leading out of {root}; a release's files are read only "
                                   "from inside the directory given (name the target itself to read it)")
-            eps.update(_read_module_file(f, module))
+            folder = module.rpartition("/")[0]
+            try:
+                beside = sorted(f"{folder}/{n}" for n in os.listdir(base / folder))
+            except OSError:
+                beside = []
+            mine: dict = {}
+            for m in [module] + [m for m in _modules(beside) if m != module and m not in rules.wrapper_modules()]:
+                text = _dir_member(base, top, m, strict=m == module)
+                try:
+                    _add_module(mine, text, m)
+                except SyntaxError as e:
+                    raise SourceError(f"{base / m}: cannot read (syntax error at line {e.lineno}: {e.msg})") from None
+                except InputError as e:
+                    raise SourceError(f"{base / m}: {e}") from None
+            for name, ep in mine.items():
+                eps.setdefault(name, ep)
             read.append(str(f))
+            exports.update(_exports(mine, lambda m, base=base: _dir_member(base, top, m)) or {})
             if dist is None:
                 dist, version = _dist_of(top, base, module)
             break
     if not eps:
         raise SourceError(f"{root}: holds no FlashMLA wrapper module ({', '.join(rules.wrapper_modules())})")
-    return Release(dist, version, ", ".join(read), eps)
+    return Release(dist, version, ", ".join(read), eps, None, exports or None)
+
+
+def _dir_member(base: Path, top: str, module: str, strict: bool = False) -> Optional[str]:
+    """The text of `module` under `base`, read as a regular file inside `top` under MODULE_LIMIT; None
+    when absent (or, unless strict, not readable as one: a link out, another kind of file)."""
+    from topk_migrate import project
+    from topk_migrate.discover import read_regular
+
+    f = base / module
+    if not os.path.lexists(f):
+        return None
+    if not project.inside(str(f), top):
+        if strict:
+            raise SourceError(f"{f}: a symlink leading out of {base}; a release's files are read only "
+                              "from inside the directory given (name the target itself to read it)")
+        return None
+    try:
+        raw, _ = read_regular(str(f), MODULE_LIMIT)
+    except OSError as e:
+        if strict or e.errno == errno.EFBIG:
+            raise SourceError(f"{f}: " + (f"over {MODULE_LIMIT} bytes; not a FlashMLA wrapper as released"
+                                          if e.errno == errno.EFBIG else f"cannot read ({_why(e)})")) from None
+        return None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SourceError(f"{f}: cannot read (not UTF-8)") from None
 
 
 def _from_module_file(path: Path) -> Release:
@@ -478,7 +605,7 @@ def _from_json(path: Path) -> Release:
 
 # -- NAME==VERSION -----------------------------------------------------------------------------------
 
-def _from_pin(dist: str, version: str) -> Release:
+def _from_pin(dist: str, version: str, quiet: bool = False) -> Release:
     hit = _pinned(dist, version)
     if hit is not None:
         return hit
@@ -486,21 +613,21 @@ def _from_pin(dist: str, version: str) -> Release:
     if wheel is not None:
         release = from_wheel(wheel)
     else:
-        release = _download_and_read(dist, version)
+        release = _download_and_read(dist, version, quiet)
     _index(dist, version, release)
     return release
 
 
-def _download_and_read(dist: str, version: str) -> Release:
+def _download_and_read(dist: str, version: str, quiet: bool = False) -> Release:
     """The release downloaded into the cache; into a temporary folder, read and removed, when the
     cache cannot be written."""
     try:
-        wheel = _download(dist, version, cache_dir() / "wheels")
+        wheel = _download(dist, version, cache_dir() / "wheels", quiet)
     except _CacheUnwritable as e:
         _cache_unusable(e.error)
         with tempfile.TemporaryDirectory(prefix="topk-migrate-download-") as tmp:
             tmp = os.path.abspath(tmp)
-            return from_wheel(Path(tmp) / _download_into(dist, version, tmp))
+            return from_wheel(Path(tmp) / _download_into(dist, version, tmp, quiet, "a temporary folder"))
     return from_wheel(wheel)
 
 
@@ -509,7 +636,7 @@ class _CacheUnwritable(Exception):
         self.error = error
 
 
-def _download(dist: str, version: str, dest: Path) -> Path:
+def _download(dist: str, version: str, dest: Path, quiet: bool = False) -> Path:
     """Into a private temporary folder, checked, then renamed into `dest`: a second run (or a test
     worker) never sees half a wheel, nor one of another release. The wheel's path."""
     try:
@@ -518,7 +645,7 @@ def _download(dist: str, version: str, dest: Path) -> Path:
     except OSError as e:
         raise _CacheUnwritable(e) from None
     try:
-        name = _download_into(dist, version, os.path.abspath(tmp))
+        name = _download_into(dist, version, os.path.abspath(tmp), quiet, str(dest))
         try:
             os.replace(os.path.join(tmp, name), dest / name)
         except OSError as e:
@@ -551,25 +678,162 @@ def check_download(dist: str, version: str, folder: str) -> str:
     return name
 
 
-def _download_into(dist: str, version: str, dest: str) -> str:
-    """pip, isolated (no current directory or PYTHON* on its path) in a private empty directory with
-    the scrubbed environment (the user's PIP_* settings kept); the checked wheel's file name."""
+# pip's line before it fetches a file: `Downloading sglang_kernel-0.4.10-...whl (373.0 MB)`, or
+# `Using cached ...` when its own cache has it.
+_PIP_FETCH = re.compile(r"^\s*(Downloading|Using cached)\s+(\S+)\s+\(([^()]{1,40})\)\s*$")
+_UNITS = {"B": 1, "kB": 1e3, "KB": 1e3, "MB": 1e6, "GB": 1e9}
+
+
+class _Announce:
+    """What bump says of a download on stderr: one line before it (what, how big, where to), and on a
+    terminal a progress line (audit's Progress) while it runs; quiet: nothing."""
+
+    def __init__(self, pin: str, where: str, quiet: bool, scratch: str):
+        from topk_migrate.progress import Progress
+
+        self.pin, self.where, self.quiet, self.scratch = pin, where, quiet, scratch
+        self.said = False
+        self.name, self.size, self.total = "the wheel", "size not given", 0.0
+        self.progress = Progress(not quiet and sys.stderr.isatty())
+        self.done = threading.Event()
+        self.lock = threading.Lock()
+
+    def line(self, text: str) -> None:
+        """A line of pip's output."""
+        m = _PIP_FETCH.match(text)
+        if m:
+            name = m.group(2).split("#")[0].split("?")[0].rstrip("/").rsplit("/", 1)[-1]
+            number, _, unit = m.group(3).partition(" ")
+            try:
+                total = float(number) * _UNITS.get(unit, 0)
+            except ValueError:
+                total = 0.0
+            self.say(name, m.group(3), total, m.group(1) == "Using cached")
+
+    def say(self, name: str, size: str, total: float = 0.0, cached: bool = False) -> None:
+        with self.lock:
+            if self.said:
+                return
+            self.said, self.name, self.size, self.total = True, name, size, total
+        if self.quiet:
+            return
+        from topk_migrate.escape import printable
+
+        source = " from pip's cache" if cached else ""
+        _echo_err(printable(f"downloading {self.pin}: {name} ({size}){source} into {self.where}"))
+
+    def watch(self) -> None:
+        """Until done: the bytes pip has written so far (the biggest file in its scratch folder)."""
+        while not self.done.wait(0.25):
+            got = _biggest(self.scratch)
+            if got and not self.said:
+                self.say(self.name, self.size)
+            if got and self.progress.enabled:
+                from topk_migrate.escape import printable
+
+                of = f" of {self.total / 1e6:.1f} MB" if self.total else ""
+                self.progress.show(printable(f"downloading {self.name}: {got / 1e6:.1f} MB{of}"))
+
+    def close(self) -> None:
+        self.done.set()
+        self.progress.close()
+
+
+def _echo_err(text: str) -> None:
+    import click
+
+    click.echo(text, err=True)
+
+
+def _biggest(folder: str, limit: int = 2000) -> int:
+    """The size of the biggest regular file under `folder` (a few levels, at most `limit` entries)."""
+    best, seen = 0, 0
+    for top, dirs, files in os.walk(folder):
+        if top[len(folder):].count(os.sep) >= 3:
+            dirs[:] = []
+        for f in files:
+            seen += 1
+            if seen > limit:
+                return best
+            try:
+                st = os.lstat(os.path.join(top, f))
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                best = max(best, st.st_size)
+    return best
+
+
+def _run_pip(argv, on_line, timeout: float, env: dict) -> Tuple[int, str]:
+    """argv (pip) in a fresh private directory with the scrubbed environment plus `env`: each line of
+    its stdout to on_line as it comes, (exit status, the end of its stderr). Killed past `timeout`
+    (subprocess.TimeoutExpired); OSError where it cannot start."""
     from topk_migrate import subprocesses
 
-    base = subprocesses.python_argv("-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "-d", dest)
+    with tempfile.TemporaryDirectory(prefix="topk-migrate-run-") as private:
+        proc = subprocess.Popen(list(argv), cwd=private, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, errors="replace", env=subprocesses.scrubbed_env(env))
+        err: list = []
+
+        def drain() -> None:  # the end of stderr (its last lines hold the error)
+            kept = ""
+            for chunk in iter(lambda: proc.stderr.read(1 << 14), ""):
+                kept = (kept + chunk)[-(1 << 16):]
+            err.append(kept)
+
+        reader = threading.Thread(target=drain, daemon=True)
+        reader.start()
+        timer = threading.Timer(timeout, proc.kill)
+        timer.start()
+        try:
+            for line in iter(lambda: proc.stdout.readline(1 << 16), ""):
+                on_line(line)
+            proc.wait()
+        finally:
+            timed_out = not timer.is_alive() and proc.returncode is not None and proc.returncode < 0
+            timer.cancel()
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            reader.join(5)
+        if timed_out:
+            raise subprocess.TimeoutExpired(argv, timeout)
+        return proc.returncode, "".join(err)
+
+
+def _download_into(dist: str, version: str, dest: str, quiet: bool = False, where: Optional[str] = None) -> str:
+    """pip, isolated (no current directory or PYTHON* on its path) in a private empty directory with
+    the scrubbed environment (the user's PIP_* settings kept); the checked wheel's file name. `where`:
+    the folder the wheel is kept in, for the line said before the download."""
+    base = [*_pip_argv(), "download", "--no-deps", "--only-binary=:all:", "--progress-bar", "off",
+            "--disable-pip-version-check", "-d", dest]
     # The wrapper is pure Python: any platform's wheel will do, so retry for Linux x86-64 if this
     # machine's platform has none.
     attempts = ([], ["--platform", "manylinux2014_x86_64", "--python-version", "3.10", "--implementation", "cp"])
     err = ""
-    for extra in attempts:
-        try:
-            r = subprocesses.run(base + extra + [f"{dist}=={version}"], text=True, timeout=DOWNLOAD_TIMEOUT)
-        except (OSError, subprocess.TimeoutExpired) as e:
-            err = str(e)
-            continue
-        if r.returncode == 0:
-            return check_download(dist, version, dest)
-        err = next((ln for ln in reversed((r.stderr or "").splitlines())
-                    if ln.strip() and not ln.startswith("WARNING")), "")
+    with tempfile.TemporaryDirectory(prefix="topk-migrate-pip-") as scratch:  # pip's TMPDIR: what it has so far
+        for extra in attempts:
+            announce = _Announce(f"{dist}=={version}", where or dest, quiet, scratch)
+            watcher = threading.Thread(target=announce.watch, daemon=True)
+            watcher.start()
+            try:
+                rc, stderr = _run_pip(base + extra + [f"{dist}=={version}"], announce.line, DOWNLOAD_TIMEOUT,
+                                      {"TMPDIR": scratch})
+            except (OSError, subprocess.TimeoutExpired) as e:
+                err = str(e)
+                continue
+            finally:
+                announce.close()
+                watcher.join(5)
+            if rc == 0:
+                return check_download(dist, version, dest)
+            err = next((ln for ln in reversed((stderr or "").splitlines())
+                        if ln.strip() and not ln.startswith("WARNING")), "")
     raise SourceError(f"cannot download {dist}=={version} ({err.strip()[:300] or 'pip failed'}); "
                       "pass a wheel file or a path (site-packages or a source tree) instead")
+
+
+def _pip_argv() -> list:
+    from topk_migrate import subprocesses
+
+    return subprocesses.python_argv("-m", "pip")

@@ -23,6 +23,7 @@ WHEELS = {  # fixture name -> release
     "sglang-kernel-0.4.2.post2": "sglang-kernel==0.4.2.post2",
     "sglang-kernel-0.4.3": "sglang-kernel==0.4.3",
     "sglang-kernel-0.4.6": "sglang-kernel==0.4.6",
+    "sglang-kernel-0.4.10": "sglang-kernel==0.4.10",
     "sgl-flash-mla-1.0.0": "sgl-flash-mla==1.0.0",
 }
 UPSTREAM = {  # fixture name -> FlashMLA commit
