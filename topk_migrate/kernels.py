@@ -669,12 +669,26 @@ def vendored_interface(path: str, qualname: str, param: str = "") -> Optional[In
     return replace(iface, installed=True) if iface is not None else None
 
 
-def read_interface(file: str, func: str, depth: int = 0, param: str = "") -> Optional[Interface]:
-    """The signature of `func` in `file`, following a re-export (`from x import func`) within the project.
+def read_interface(file: str, func: str, depth: int = 0, param: str = "",
+                   _memo: Optional[dict] = None) -> Optional[Interface]:
+    """The signature of `func` in `file`, following a re-export within the project (`from x import func`,
+    or `from x import *` where x exports func: star_binds).
 
     Where the module binds the name more than once (an import and a fallback), the
     interface is one that every binding satisfies as to `param`, or None if they disagree.
+    Each module is read once per call (`_memo`: a module whose re-exports reach it again, or that many
+    modules re-export, costs one reading; one being read is not known).
     """
+    memo: dict = {} if _memo is None else _memo
+    key = ("interface", os.path.realpath(file), func)
+    if key in memo:
+        return memo[key]
+    memo[key] = None
+    memo[key] = _read_interface(file, func, depth, param, memo)
+    return memo[key]
+
+
+def _read_interface(file: str, func: str, depth: int, param: str, memo: dict) -> Optional[Interface]:
     from . import bounded
 
     tree = bounded.python_facts(read_project_file(file)) if depth <= 4 else None
@@ -689,9 +703,14 @@ def read_interface(file: str, func: str, depth: int = 0, param: str = "") -> Opt
             found.append(Interface(file, node.lineno, names, a.kwarg is not None))
         elif isinstance(node, ast.ImportFrom) and depth < 4:
             for alias in node.names:
-                if (alias.asname or alias.name) == func and alias.name != "*":
+                if alias.name == "*":  # `from .flash_mla_interface import *`: a binding where that module exports func
                     target = find_module(file, "." * node.level + (node.module or ""))
-                    found.append(read_interface(target, alias.name, depth + 1, param) if target else None)
+                    binds = star_binds(target, func, depth + 1, memo) if target else False
+                    if binds is not False:
+                        found.append(read_interface(target, func, depth + 1, param, memo) if binds else None)
+                elif (alias.asname or alias.name) == func:
+                    target = find_module(file, "." * node.level + (node.module or ""))
+                    found.append(read_interface(target, alias.name, depth + 1, param, memo) if target else None)
         elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == func for t in node.targets):
             value = node.value
             if isinstance(value, ast.Name) and value.id in defs and value.id != func:
@@ -703,6 +722,59 @@ def read_interface(file: str, func: str, depth: int = 0, param: str = "") -> Opt
     if not found or any(i is None for i in found):
         return None
     return found[0] if len(found) == 1 else _merge(found, param)  # type: ignore[arg-type]
+
+
+def star_binds(file: str, name: str, depth: int = 0, _memo: Optional[dict] = None) -> Optional[bool]:
+    """Does `from <the module at file> import *` bind `name`? As Python decides it: the names of a literal
+    `__all__` if the module sets one, else every name it binds that does not start with `_` (its own
+    star imports of the project's modules followed, 4 deep). None where that cannot be read: an `__all__`
+    built at run time, a module too big or too deep to read, a star import past the depth, a cycle of
+    star imports. Each module is read once per call (`_memo`, shared with read_interface)."""
+    memo: dict = {} if _memo is None else _memo
+    key = ("star", os.path.realpath(file), name)
+    if key in memo:
+        return memo[key]
+    memo[key] = None
+    memo[key] = _star_binds(file, name, depth, memo)
+    return memo[key]
+
+
+def _star_binds(file: str, name: str, depth: int, memo: dict) -> Optional[bool]:
+    from . import bounded
+
+    tree = bounded.python_facts(read_project_file(file)) if depth <= 4 else None
+    if tree is None:
+        return None
+    exported: Optional[Set[str]] = None
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
+            if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+            if exported is not None or isinstance(node, ast.AugAssign) or not isinstance(value, (ast.List, ast.Tuple)) \
+                    or not all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts):
+                return None  # set twice, extended, or computed: not known without running the module
+            exported = {e.value for e in value.elts}
+    for node in ast.walk(tree):  # `__all__.append(...)` and the like: computed
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "__all__":
+            return None
+    if exported is not None:
+        return name in exported
+    if name.startswith("_"):
+        return False
+    unknown = False
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name \
+                or isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del)) \
+                or isinstance(node, ast.alias) and (node.asname or node.name.split(".")[0]) == name:
+            return True
+        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            target = find_module(file, "." * node.level + (node.module or ""))
+            inner = star_binds(target, name, depth + 1, memo) if target else False
+            if inner:
+                return True
+            unknown = unknown or inner is None
+    return None if unknown else False
 
 
 def _merge(found: List[Interface], param: str) -> Optional[Interface]:
