@@ -99,9 +99,9 @@ class KernelGate:
         if iface is not None:
             where = f"interface at {os.path.relpath(iface.path, self.root).replace(os.sep, '/')}:{iface.line}"
             if param in iface.params:
-                return Capability(True, f"{where} takes {param}", iface.params.index(param), where)
+                return Capability(True, f"{where} takes {param}", iface.params.index(param), where, iface.params)
             if not iface.has_var_kwargs:
-                return Capability(False, f"{where} has no {param} parameter", decision=where)
+                return Capability(False, f"{where} has no {param} parameter", decision=where, params=iface.params)
         # the installed interface decides where no release number can (a FlashMLA source build, a module no
         # kernel distribution provides); where a version pin can, the project's pins stay what decides
         versionless = not dists or dists[0] not in self.min
@@ -109,9 +109,10 @@ class KernelGate:
         if installed is not None:
             where = f"the installed interface {module} ({_shown_path(installed.path)}:{installed.line})"
             if param in installed.params:
-                return Capability(True, f"{where} takes {param}", installed.params.index(param), where)
+                return Capability(True, f"{where} takes {param}", installed.params.index(param), where,
+                                  installed.params)
             if not installed.has_var_kwargs:
-                return Capability(False, f"{where} has no {param} parameter", decision=where)
+                return Capability(False, f"{where} has no {param} parameter", decision=where, params=installed.params)
         if declared is not None and declared.module == module and declared.param == param:
             said = f"{declared} from {declared.source}"
             return Capability(True, said, decision=said)

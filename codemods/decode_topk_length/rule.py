@@ -20,6 +20,24 @@ _IMPORT = "from sgl_kernel.flash_mla import flash_mla_with_kvcache\n"
 _KERNEL = "sglang-kernel==0.4.6"
 
 
+def _positional(args, params: Sequence[str], name: str):
+    """The argument a call passes positionally for `name`, by the interface's parameter order `params`;
+    None where it passes none there (or a `*args` comes before that place)."""
+    if name not in params:
+        return None
+    at = params.index(name)
+    seen = 0
+    for a in args:
+        if a.keyword:
+            continue
+        if a.star:
+            return None
+        if seen == at:
+            return a.value
+        seen += 1
+    return None
+
+
 class DecodeTopkLength(Rule):
     """The hooks of decode-topk-length (INFO.help says what it does)."""
 
@@ -78,7 +96,20 @@ class DecodeTopkLength(Rule):
                 out.append(site(Status.OPT_OUT if none else Status.COMPLIANT,
                                 "passes topk_length=None explicitly" if none else "passes topk_length"))
                 continue
+            # where the gate read the interface the call runs (in the tree, or installed), its positional
+            # arguments are that signature's: `topk_length` and `indices` in their places there
+            params = gate(c.callee).params
+            value = _positional(c.node.args, params, self.param)
+            if value is not None:
+                none = isinstance(value, cst.Name) and value.value == "None"
+                out.append(site(Status.OPT_OUT if none else Status.COMPLIANT,
+                                "passes topk_length=None positionally" if none else "passes topk_length positionally"))
+                continue
             indices = keywords.get("indices")
+            if indices is None and "indices" in params and not starred:
+                indices = _positional(c.node.args, params, "indices")
+                if indices is None:
+                    continue  # dense decode: indices not passed
             if indices is None and len(positional) <= INDICES_FROM and not starred:
                 continue  # dense decode: topk_length has no meaning there
             if isinstance(indices, cst.Name) and indices.value == "None":

@@ -690,6 +690,9 @@ class _Analysis:
             return self.site(c, Status.MANUAL, why)
         if cap.accepts is None:
             return self.site(c, Status.MANUAL, f"kernel capability unknown (pass --kernel): {cap.detail}")
+        why = _misplaced(positional, cap)
+        if why:
+            return self.site(c, Status.MANUAL, why)
         return self.contract(c)
 
     def reflection(self) -> Optional[str]:
@@ -1244,6 +1247,18 @@ class _Analysis:
                 return (f"{fn.qualname} already reads its parameter `topk_length` (line "
                         f"{self.tree.line(access.node)}); its meaning is unknown, migrate by hand")
         return None
+
+
+def _misplaced(positional: Sequence[cst.Arg], cap: Capability) -> Optional[str]:
+    """The rows and indices traces read q as the first positional argument and the indices as the third;
+    where the gate read the interface the call runs (cap.params) and it puts another parameter there, why
+    the call's arguments are not what the traces would read (else None)."""
+    for name, at in (("q", 0), ("indices", 2)):
+        if cap.params and len(positional) > at and (len(cap.params) <= at or cap.params[at] != name):
+            there = f"`{cap.params[at]}`" if len(cap.params) > at else "no parameter"
+            return (f"the interface the call runs ({cap.decision or cap.detail}) takes {there} in place {at + 1}, where "
+                    f"the rule reads `{name}`; pass q= and indices= by keyword")
+    return None
 
 
 def _argument_for(call: cst.Call, param: str, position: Optional[int], shift: int) -> Optional[cst.BaseExpression]:
