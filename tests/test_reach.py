@@ -407,3 +407,95 @@ def test_a_files_imports_are_those_of_every_statement():
         f = _File("m.py", tree, lambda path, mod: None)
         assert (f.modules, f.froms) == walked(tree)
     assert len(walked(ast.parse(IMPORTS_EVERYWHERE))[0]) + len(walked(ast.parse(IMPORTS_EVERYWHERE))[1]) == 17
+
+
+# -- receivers of a declared type (issue 34 item 2): vivienfanghuagood/sglang's model_config.py:89,
+# `def handle_rope_parameters(config: PretrainedConfig): ... setattr(config, k, v)`, refused nsa_backend.py:1221 ----
+HF_CONFIG = """\
+from typing import Any, Optional
+
+from transformers import PretrainedConfig
+
+from engine.backend import Backend
+
+
+class BaseBackend:
+    pass
+
+
+def handle(config: {annotation}):
+    for k, v in config.rope_scaling.items():
+        setattr(config, k, v)
+"""
+
+
+@pytest.mark.parametrize("annotation,fixable", [
+    ("PretrainedConfig", True),  # a class from outside the project: an instance of it is no backend, no module
+    ("Optional[PretrainedConfig]", True),
+    ("PretrainedConfig | None", True),
+    ("'PretrainedConfig'", True),
+    # what may still be the backend, its class, its module or the kernel's: anything
+    ("Backend", False), ("Optional[Backend]", False), ("Union[PretrainedConfig, Backend]", False),
+    ("Any", False), ("object", False), ("type", False), ("dict", False), ("T", False),
+])
+def test_a_setattr_on_a_parameter_of_a_declared_unrelated_class_rebinds_nothing(tmp_path, annotation, fixable):
+    config = HF_CONFIG.format(annotation=annotation).replace("import Any, Optional", "import Any, Optional, Union")
+    site = verdict(tmp_path, {"engine/config.py": config})
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+    assert fixable or "engine/config.py:14" in site.reason, site.reason
+
+
+def test_an_unannotated_or_rebound_parameter_is_still_anything(tmp_path):
+    for head in ("def handle(config):\n", "def handle(config: PretrainedConfig):\n    config = pick()\n"):
+        config = HF_CONFIG.replace("def handle(config: {annotation}):\n", head)
+        (tmp_path / str(len(head))).mkdir()
+        site = verdict(tmp_path / str(len(head)), {"engine/config.py": config})
+        assert site.status is Status.MANUAL and "engine/config.py" in site.reason, (head, site.reason)
+
+
+def test_an_annotated_class_in_the_helpers_hierarchy_may_be_the_backend(tmp_path):
+    """An instance declared as a base of the helper's class, or as a class some subclass of it also derives
+    from (`class Mixed(PretrainedConfig, Backend)`), may be a backend: it may rebind the helper."""
+    backend = BACKEND.replace("class Backend:", "from engine.bases import BaseBackend\n\n\nclass Backend(BaseBackend):")
+    bases = "class BaseBackend:\n    pass\n"
+    config = ("from engine.backend import Backend  # (read: it names the backend)\nfrom engine.bases import BaseBackend\n\n\n"
+              "def handle(b: BaseBackend, k, v):\n    setattr(b, k, v)\n")
+    (tmp_path / "base").mkdir(), (tmp_path / "diamond").mkdir()
+    site = verdict(tmp_path / "base", {"engine/bases.py": bases, "engine/config.py": config}, backend=backend)
+    assert site.status is Status.MANUAL and "engine/config.py:6" in site.reason, site.reason
+    mixed = ("from transformers import PretrainedConfig\nfrom engine.backend import Backend\n\n\n"
+             "class Mixed(PretrainedConfig, Backend):\n    pass\n")
+    site = verdict(tmp_path / "diamond", {"engine/mixed.py": mixed, "engine/config.py": HF_CONFIG.format(
+        annotation="PretrainedConfig")})
+    assert site.status is Status.MANUAL and "engine/config.py:14" in site.reason, site.reason
+
+
+@pytest.mark.parametrize("value,fixable", [
+    ("PretrainedConfig()", True), ("Thing()", True),  # a constructor of an unrelated class: its instance
+    ("Backend()", False), ("make()", False), ("PretrainedConfig() if flag else Backend()", False),
+])
+def test_a_local_bound_to_a_constructor_is_an_instance_of_that_class(tmp_path, value, fixable):
+    config = ("from transformers import PretrainedConfig\nfrom engine.backend import Backend\nfrom other import Thing\n\n\n"
+              f"def handle(flag, k, v):\n    cfg = {value}\n    setattr(cfg, k, v)\n    return cfg\n")
+    site = verdict(tmp_path, {"engine/config.py": config, "other.py": "class Thing:\n    pass\n"})
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("owner,fixable", [
+    ("class Registry:", True),  # spec_info.py's SpeculativeAlgorithm.register: `setattr(cls, name, algorithm)`
+    ("class Registry(Backend):", False),  # cls may be the backend's class (a subclass of it)
+])
+def test_a_classmethods_cls_is_its_class_or_one_deriving_from_it(tmp_path, owner, fixable):
+    registry = (f"from engine.backend import Backend\n\n\n{owner}\n    @classmethod\n"
+                "    def register(cls, name, value):\n        setattr(cls, name.upper(), value)\n")
+    site = verdict(tmp_path, {"engine/registry.py": registry})
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+def test_self_in_a_method_of_a_base_class_may_be_the_backend(tmp_path):
+    """A method the helper's class inherits runs on its instances: `setattr(self, name, fn)` there may shadow
+    the helper (before, only the related classes' own methods counted, and this was fixable)."""
+    backend = BACKEND.replace("class Backend:", "from engine.bases import Patchable\n\n\nclass Backend(Patchable):")
+    bases = "class Patchable:\n    def patch(self, name, fn):\n        setattr(self, name, fn)\n"
+    site = verdict(tmp_path, {"engine/bases.py": bases}, backend=backend)
+    assert site.status is Status.MANUAL and "engine/bases.py:3" in site.reason, site.reason

@@ -630,3 +630,88 @@ def test_indices_bound_by_a_match_capture_are_refused():
     tree = Tree(libcst.parse_module(src))
     why = index_hazard(tree, tree.module.body[0].body.body[1].body[0].value)[0]
     assert why and "`idx`" in why and "match" in why  # found by the generator, seed 42
+
+
+# -- what cannot run before the traced call is not on its path (issue 34 item 2) ---------------------------
+# meituan-longcat/SGLang-FluentLLM dsa_backend.py:967: forward_extend returns the prefill helper's call in
+# its `if`, and in the `elif` that follows hands the same indices to a decode method that writes another of
+# its parameters and only calls `unsqueeze` on them; that elif was taken for a write before the call.
+OFF_PATH = """\
+import torch
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+
+class DSAMetadata:
+    dsa_cache_seqlens_int32: torch.Tensor
+
+
+class Backend:
+    forward_metadata: DSAMetadata
+
+    def forward_extend(self, q, kv, topk_indices, impl, impls):
+        metadata = self.forward_metadata
+        page_table_1 = topk_indices
+{body}
+
+    def _forward_flashmla_prefill(self, q_all, kv_cache, page_table_1, sm_scale):
+        indices = page_table_1.unsqueeze(1)
+        return flash_mla_sparse_fwd(q_all, kv_cache, indices, sm_scale)[0]
+
+    def _forward_flashmla_decode(self, q_all, kv_cache, page_table_1):
+        kv_cache.mul_(2.0)  # writes one of its parameters: not a def that writes none
+        return q_all + page_table_1.unsqueeze(1).sum()
+"""
+PREFILL = "self._forward_flashmla_prefill(q, kv, page_table_1, 1.0)"
+
+
+@pytest.mark.parametrize("body", [
+    # the real shape: the elif after the branch that returns the call
+    f"if impl == 'prefill':\n    return {PREFILL}\nelif impl == 'decode':\n"
+    "    o = self._forward_flashmla_decode(q, kv, page_table_1)\n    return o",
+    # a write of the indices themselves, in another branch than the call
+    f"if impl == 'prefill':\n    return {PREFILL}\nelse:\n    page_table_1.copy_(page_table_1.flip(-1))\n    return q",
+    f"if impl == 'decode':\n    page_table_1.copy_(page_table_1.flip(-1))\nelif impl == 'prefill':\n    return {PREFILL}",
+    # after the branch that returns the call, or after the statement holding it
+    f"if impl == 'prefill':\n    return {PREFILL}\npage_table_1.copy_(page_table_1.flip(-1))\nreturn q",
+    f"o = {PREFILL}\npage_table_1.copy_(page_table_1.flip(-1))\nreturn o",
+    # after a `return` in its own branch: it never runs
+    f"if impl == 'decode':\n    return q\n    page_table_1.copy_(page_table_1.flip(-1))\nreturn {PREFILL}",
+    f"if impl == 'decode':\n    raise ValueError(impl); page_table_1.copy_(page_table_1.flip(-1))\nreturn {PREFILL}",
+])
+def test_a_write_that_cannot_run_before_the_call_is_off_its_path(tmp_path, body):
+    src = OFF_PATH.format(body=textwrap.indent(body, " " * 8))
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert site.status is Status.FIXABLE, site.reason
+
+
+@pytest.mark.parametrize("body,why", [
+    # a loop: the elif of one pass runs before the call of the next
+    (f"for impl in impls:\n    if impl == 'prefill':\n        o = {PREFILL}\n    elif impl == 'decode':\n"
+     "        page_table_1.copy_(page_table_1.flip(-1))\nreturn o", "page_table_1.copy_"),
+    (f"while impls:\n    if impls.pop() == 'prefill':\n        return {PREFILL}\n"
+     "    page_table_1.copy_(page_table_1.flip(-1))", "page_table_1.copy_"),
+    # a branch that falls through to the call, or the call's own branch before it
+    (f"if impl == 'decode':\n    page_table_1.copy_(page_table_1.flip(-1))\nreturn {PREFILL}", "page_table_1.copy_"),
+    (f"if impl == 'prefill':\n    page_table_1.copy_(page_table_1.flip(-1))\n    return {PREFILL}", "page_table_1.copy_"),
+    (f"if impl == 'decode':\n    o = self._forward_flashmla_decode(q, kv, page_table_1)\nreturn {PREFILL}",
+     "self._forward_flashmla_decode"),
+    # in the test of the `if` whose branch holds the call; in a nested def called first; before a return
+    # that is not the branch's (inside an inner if)
+    (f"if page_table_1.copy_(page_table_1.flip(-1)) is not None:\n    return {PREFILL}", "page_table_1.copy_"),
+    (f"def undo():\n    page_table_1.copy_(page_table_1.flip(-1))\n\nundo()\nreturn {PREFILL}", "page_table_1.copy_"),
+    (f"if impl == 'decode':\n    if impls:\n        return q\n    page_table_1.copy_(page_table_1.flip(-1))\n"
+     f"return {PREFILL}", "page_table_1.copy_"),
+    # the same for q's rows: an in-place transpose on the path
+    (f"if impl == 'decode':\n    q.transpose_(0, 1)\nreturn {PREFILL}", "q.transpose_"),
+])
+def test_a_write_that_may_run_before_the_call_is_still_on_its_path(tmp_path, body, why):
+    src = OFF_PATH.format(body=textwrap.indent(body, " " * 8))
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert site.status is Status.MANUAL and why in site.reason, site.reason
+
+
+def test_q_transposed_in_place_in_another_branch_is_off_the_path(tmp_path):
+    body = f"if impl == 'prefill':\n    return {PREFILL}\nelif impl == 'decode':\n    q.transpose_(0, 1)\n    return q"
+    (site,) = migrate_source(OFF_PATH.format(body=textwrap.indent(body, " " * 8)), str(tmp_path / "backend.py"),
+                             kernel=KERNEL).sites
+    assert site.status is Status.FIXABLE, site.reason

@@ -10,8 +10,8 @@ read bounded, never imported; only those whose text names one of the names are p
 not read: it does not run in the serving process.
 
 Default-deny: a receiver the file does not bind to something provably unrelated (another class,
-another module of the project, an instance of an unrelated class) counts as one that can reach
-the module's names.
+another module of the project, an instance of an unrelated class: `self` of its methods, a name its
+type declares as one, Project.declared_classes) counts as one that can reach the module's names.
 """
 from __future__ import annotations
 
@@ -493,12 +493,17 @@ class Project:
         """May `receiver`, in file f, be one of the related classes (or an instance of one), the module,
         or a module in `modules`? Only a receiver the file binds to something else is not."""
         cls = f.instance_of(receiver)
-        if cls is not None:  # `self.x = ...` shadows a method only on an instance of a related class
-            return (f.path, cls.name) in related
+        if cls is not None:  # `self.x = ...` shadows a method only on an instance of a related class, or of one
+            keys, names = self._hierarchy(frozenset(related))  # they derive from (its methods run on theirs)
+            return (f.path, cls.name) in keys or cls.name in names
         if isinstance(receiver, ast.Name) and receiver.id in f.classes:
             return (f.path, receiver.id) in related
         bound = isinstance(receiver, ast.Name) and (receiver.id in f.modules or receiver.id in f.froms)
         if not bound and not (isinstance(receiver, ast.Attribute) and f.module_of(receiver.value) is not None):
+            declared = self.declared_classes(f, receiver)
+            if declared is not None:  # an instance of the classes its type names: related only through them
+                keys, names = self._hierarchy(frozenset(related))
+                return any(k in keys or k[1] in names for k in declared)
             return True  # a parameter, a local, a call's result: anything
         mod = f.module_of(receiver)
         if mod in modules:
@@ -510,6 +515,160 @@ class Project:
         if path is not None:
             return (path, name) in related
         return mod is None or mod.startswith(".")  # an import that does not resolve in the project: unknown
+
+
+    # -- receivers of a declared type ------------------------------------------------------------------
+    def declared_classes(self, f: _File, receiver: ast.AST) -> Optional[List[Tuple[Optional[str], str]]]:
+        """The classes a name's type is declared as, each (file, class name) for a class of the project, or
+        (None, name) for one imported from outside it: a parameter annotated with them (`config:
+        PretrainedConfig`, `Optional[...]`, a union), never rebound in its function; or a local bound only
+        to constructor calls of them. None where nothing declares it, or the declaration names anything
+        else (`Any`, `object`, a builtin, a type variable, a generic, a class re-exported or not found):
+        then the name may hold anything."""
+        if not isinstance(receiver, ast.Name):
+            return None
+        fn = f.enclosing(receiver, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None  # a lambda's parameter, or a module-level name anything may assign
+        a = fn.args
+        param = next((x for x in a.posonlyargs + a.args + a.kwonlyargs if x.arg == receiver.id), None)
+        assigned, other = _bindings(f, fn)
+        if param is not None:
+            if receiver.id in assigned or receiver.id in other:
+                return None  # rebound in its function: no longer what the annotation says
+            owner = f.parents.get(id(fn))
+            if isinstance(owner, ast.ClassDef) and (a.posonlyargs + a.args)[:1] == [param] and any(
+                    isinstance(d, ast.Name) and d.id == "classmethod" for d in fn.decorator_list):
+                return [(f.path, owner.name)]  # a classmethod's `cls`: its class, or a class deriving from it
+            return self._annotated(f, param.annotation) if param.annotation is not None else None
+        if receiver.id in {x.arg for x in (a.vararg, a.kwarg) if x is not None}:
+            return None
+        values = assigned.get(receiver.id)
+        if not values or receiver.id in other:
+            return None  # bound otherwise too (a loop, `with ... as`, an import, a `global`, ...)
+        out: List[Tuple[Optional[str], str]] = []
+        for v in values:
+            cls = self._class_named(f, v.func) if isinstance(v, ast.Call) else None
+            if cls is None:
+                return None
+            out.append(cls)
+        return out
+
+    def _annotated(self, f: _File, annotation: ast.AST, depth: int = 0) -> Optional[List[Tuple[Optional[str], str]]]:
+        """The classes an annotation names: one class, `Optional[C]`, `Union[C, D]`, `C | None`, a string of
+        those; None for anything else."""
+        if depth > 8:
+            return None
+        if isinstance(annotation, ast.Constant) and annotation.value is None:
+            return []
+        if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str) and len(annotation.value) < 500:
+            try:
+                return self._annotated(f, ast.parse(annotation.value, mode="eval").body, depth + 1)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return None
+        if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+            left, right = self._annotated(f, annotation.left, depth + 1), self._annotated(f, annotation.right, depth + 1)
+            return None if left is None or right is None else left + right
+        if isinstance(annotation, ast.Subscript) and _typing_name(f, annotation.value) in ("Optional", "Union"):
+            parts = annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else [annotation.slice]
+            out: List[Tuple[Optional[str], str]] = []
+            for part in parts:
+                got = self._annotated(f, part, depth + 1)
+                if got is None:
+                    return None
+                out += got
+            return out
+        cls = self._class_named(f, annotation)
+        return [cls] if cls is not None else None
+
+    def _class_named(self, f: _File, expr: ast.AST) -> Optional[Tuple[Optional[str], str]]:
+        """(file, name) of the project class `expr` names, (None, name) of a class imported from outside the
+        project (a capitalized name from a module the project does not hold: `transformers.PretrainedConfig`),
+        or None: a builtin, a name of no import, a module, something the file cannot say is a class."""
+        if not isinstance(expr, (ast.Name, ast.Attribute)) or _typing_name(f, expr) in _ANY_TYPES:
+            return None
+        if isinstance(expr, ast.Name) and expr.id in f.classes:
+            return f.path, expr.id
+        mod = f.module_of(expr)
+        if mod is None or mod.startswith("."):
+            return None  # a builtin, a local name, or a relative import that does not resolve
+        if self._find_module(f.path, mod) is not None:
+            return None  # a module of the project, not a class
+        path, name = f.resolve_class(expr)
+        if path is not None:  # imported from a module of the project: a class only where one is defined there
+            other = self._file_at(os.path.realpath(path))
+            return (other.path, name) if other is not None and name in other.classes else None
+        top = mod.split(".")[0]
+        if self._find_module(f.path, top) is not None or not name[:1].isupper():
+            return None  # a package of the project that does not resolve further, or not named as a class
+        return None, name
+
+    def _hierarchy(self, related: frozenset) -> Tuple[Set[Tuple[str, str]], Set[str]]:
+        """The related classes and every class they derive from: (file, name) of those of the project, and the
+        names of those it cannot resolve (a class from outside the project, or one not found): an instance
+        declared as one of them may be an instance of a related class."""
+        cache = self.__dict__.setdefault("_hierarchies", {})
+        if related in cache:
+            return cache[related]
+        own = self.own()
+        todo = [(own, own.classes[n]) for p, n in related if p == self.module and own is not None and n in own.classes]
+        todo += [(g, c) for g, c in self.subclasses({n for p, n in related if p == self.module})
+                 if (g.path, c.name) in related]
+        keys, names = set(related), set()
+        while todo and len(keys) < 4096:
+            g, c = todo.pop()
+            for b in c.bases:
+                path, name = g.resolve_class(b)
+                h = own if path == self.module else self._file_at(path) if path is not None else None
+                if h is None or name not in h.classes:
+                    names.add(name)
+                elif (h.path, name) not in keys:
+                    keys.add((h.path, name))
+                    todo.append((h, h.classes[name]))
+        cache[related] = (keys, names)
+        return keys, names
+
+
+# Annotations that say nothing of the class (`Any`, `object`), or name a class object or a module, which
+# may be the kernel's module or the helper's class itself.
+_ANY_TYPES = {"Any", "object", "type", "Type", "ModuleType", "TypeVar", "Callable"}
+
+
+def _typing_name(f: _File, expr: ast.AST) -> str:
+    """The last part of a (dotted) name as written: `Optional`, `typing.Optional`, `t.Union`."""
+    return expr.attr if isinstance(expr, ast.Attribute) else expr.id if isinstance(expr, ast.Name) else ""
+
+
+def _bindings(f: _File, fn: ast.AST) -> Tuple[Dict[str, List[ast.AST]], Set[str]]:
+    """How `fn` (and the functions inside it) binds names, in one walk (kept per file: each receiver of the
+    function looks it up): name -> the values of its plain assignments (`x = v`, `x: T = v`), and the names
+    bound any other way (a `del`, a loop, a tuple target, `with ... as`, `except ... as`, `:=`, `+=`, a
+    `global`/`nonlocal`, an import, a nested def or class, a match capture)."""
+    cache = f.__dict__.setdefault("_bindings", {})
+    if id(fn) in cache:
+        return cache[id(fn)]
+    assigned: Dict[str, List[ast.AST]] = {}
+    other: Set[str] = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            up = f.parents.get(id(node))
+            if isinstance(up, ast.Assign) and len(up.targets) == 1 and up.targets[0] is node \
+                    or isinstance(up, ast.AnnAssign) and up.target is node and up.value is not None:
+                assigned.setdefault(node.id, []).append(up.value)
+            elif not (isinstance(up, ast.AnnAssign) and up.target is node):  # (`x: T` alone binds nothing)
+                other.add(node.id)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            other.update(node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node is not fn:
+            other.add(node.name)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            other.add(node.name)
+        elif isinstance(node, ast.alias):
+            other.add(node.asname or node.name.split(".")[0])
+        elif type(node).__name__.startswith("Match"):  # `case C(x)`, `case [*rest]`, `case {**rest}`
+            other.update(n for n in (getattr(node, "name", None), getattr(node, "rest", None)) if isinstance(n, str))
+    cache[id(fn)] = (assigned, other)
+    return assigned, other
 
 
 def _real(path: Optional[str]) -> Optional[str]:

@@ -1333,11 +1333,13 @@ def _clips_to_width(e: ast.Call) -> bool:
     return bound is not None and _is_width(bound)
 
 
-def _clipped_elsewhere(f, e, depth: int, env: Optional[dict] = None) -> bool:
+def _clipped_elsewhere(f, e, depth: int, env: Optional[dict] = None, seen: Optional[set] = None) -> bool:
     """`_Analysis._clipped` for a value another file of the project gives the field (CPython's ast, read
     by topk_migrate.reach): the engine's clip, a clamp with an upper bound, a minimum, zeros, a read of
     the clipped field, a top-level function of that file whose every return is such (its parameters are
-    the call's arguments: `env`), or a local bound only to such; anything else is not proven."""
+    the call's arguments: `env`), or a local bound only to such (`x = pad(fb, x)` after `x = compute(...)`: a
+    local met again while its own bindings are read, `seen`, is decided by its other bindings, as _clipped
+    does); anything else is not proven."""
 
 
     if depth > 8:
@@ -1358,32 +1360,44 @@ def _clipped_elsewhere(f, e, depth: int, env: Optional[dict] = None) -> bool:
             caller = (env or {}).copy()
             bound = {p: (v, caller) for p, v in args.items()}
             returns = [r.value for r in ast.walk(local[0]) if isinstance(r, ast.Return)]
-            return bool(returns) and all(r is not None and _clipped_elsewhere(f, r, depth + 1, bound) for r in returns)
+            return bool(returns) and all(r is not None and _clipped_elsewhere(f, r, depth + 1, bound, seen) for r in returns)
         if local:
             return False
         if name in CLIPS or name in ("clamp", "clamp_", "clip", "clip_", "minimum", "min"):
             return _clips_to_width(e)
         if name in CLIP_KEEPING:
-            return len(positional) >= 2 and all(_clipped_elsewhere(f, v, depth + 1, env) for v in positional[1:])
+            return len(positional) >= 2 and all(_clipped_elsewhere(f, v, depth + 1, env, seen) for v in positional[1:])
         if name in ("zeros", "new_zeros", "zeros_like"):
             return True
         if name in ("cat", "concat") and positional and isinstance(positional[0], (ast.List, ast.Tuple)):
-            return all(_clipped_elsewhere(f, el, depth + 1, env) for el in positional[0].elts)
+            return all(_clipped_elsewhere(f, el, depth + 1, env, seen) for el in positional[0].elts)
         if method and name in ("to", "int", "contiguous", "clone", "view", "reshape", "detach", "cuda"):
-            return _clipped_elsewhere(f, func.value, depth + 1, env)
+            return _clipped_elsewhere(f, func.value, depth + 1, env, seen)
         return False
     if isinstance(e, ast.Subscript):
-        return _clipped_elsewhere(f, e.value, depth + 1, env)
+        return _clipped_elsewhere(f, e.value, depth + 1, env, seen)
     if isinstance(e, ast.Attribute):
         return e.attr in CLIPPED_FIELDS
     if isinstance(e, ast.IfExp):
-        return _clipped_elsewhere(f, e.body, depth + 1, env) and _clipped_elsewhere(f, e.orelse, depth + 1, env)
+        return _clipped_elsewhere(f, e.body, depth + 1, env, seen) and _clipped_elsewhere(f, e.orelse, depth + 1, env, seen)
     if isinstance(e, ast.Name):
         if env is not None and e.id in env:  # a parameter of the function being read: the call's argument
             value, outer = env[e.id]
-            return _clipped_elsewhere(f, value, depth + 1, outer or None)
+            return _clipped_elsewhere(f, value, depth + 1, outer or None, seen)
         values = reach.local_value(f, e)
-        return values is not None and all(_clipped_elsewhere(f, v, depth + 1, env) for v in values)
+        if values is None:
+            return False
+        seen = set() if seen is None else seen
+        # the local as read on this path: its function, its name, and the call whose arguments `env` holds
+        # (alive while on the path, so its id is no other's)
+        key = (id(f.enclosing(e, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) or f.tree), e.id, id(env))
+        if key in seen:
+            return True  # met again while its own bindings are read: the others decide (each step a conjunction)
+        seen.add(key)
+        try:
+            return all(_clipped_elsewhere(f, v, depth + 1, env, seen) for v in values)
+        finally:
+            seen.discard(key)
     return False
 
 

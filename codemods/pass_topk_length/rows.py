@@ -244,12 +244,14 @@ class RowTrace:
         self.params: Set[Tuple[object, str]] = set()  # (scope, name) of the parameters q's rows come from
         self.inside = 0  # > 0 while reading the returns of a function defined in this module
         self.exempt: Set[int] = set()
+        self.anchor: Optional[cst.Call] = None  # the call q is traced for: a write off its path changes nothing
 
     def hazard(self, expr: cst.BaseExpression) -> Optional[str]:
         up = self.tree.parent.get(expr)
         up = self.tree.parent.get(up) if isinstance(up, cst.Arg) else up
         if isinstance(up, cst.Call):
             self.exempt.add(id(up))  # the call q is traced for (the kernel's, or the helper's at a caller)
+            self.anchor = self.anchor or up
         return self._data(expr)
 
     def _pure(self, call: cst.Call) -> bool:
@@ -535,29 +537,33 @@ class RowTrace:
 
     def _writes_of(self, scope, owner: cst.CSTNode, name: str) -> Optional[str]:
         finder = writes_in(self.tree, owner, name)
+
+        def on_path(node: cst.CSTNode) -> bool:
+            return not off_path(self.tree, node, self.anchor, owner)
+
         for target, value in finder.subscripts:
-            if self.tree.binding(target.value, name).scope_rank != self.tree.rank_of(scope):
-                continue  # another function's `name`
+            if self.tree.binding(target.value, name).scope_rank != self.tree.rank_of(scope) or not on_path(target):
+                continue  # another function's `name`, or a write that cannot run before the traced call
             if not _first_index_keeps_rows(target):
                 return f"`{_code(target)} = ...` writes rows by index"
             why = self._data(value)
             if why:
                 return why
-        for call in finder.inplace:
+        for call in filter(on_path, finder.inplace):
             return f"`{_code(call)}` writes rows by index"
-        for call in finder.mutators:
+        for call in filter(on_path, finder.mutators):
             if call.func.attr.value not in VALUE_INPLACE:
                 return f"`{_code(call)}` changes `{name}` in place, which may move its rows"
         for call in _mutating(self.tree, finder, self.outside):
-            if not self._pure(call):
+            if on_path(call) and not self._pure(call):
                 return (f"`{_code(call).strip()[:80]}` hands `{name}` to `{get_full_name_for_node(call.func) or _code(call.func)}`, "
                         "which may change it in place; the row trace cannot follow it there")
-        for call in finder.outs:
+        for call in filter(on_path, finder.outs):
             why = self._call(call)
             if why:
                 return why
         for value in finder.copies:
-            why = self._data(value)
+            why = self._data(value) if on_path(value) else None
             if why:
                 return why
         return None
@@ -656,6 +662,81 @@ NON_MUTATING_BUILTINS = {"len", "isinstance", "print", "id", "type", "str", "rep
                          "format", "getattr", "hasattr", "callable", "max", "min", "tuple", "list", "iter", "next",
                          "zip", "enumerate", "range"}
 LOGGING_ROOTS = {"logger", "logging", "log", "LOGGER", "_logger", "warnings"}
+
+
+# What a write's place in its function says of whether it can run before the traced call, in one call of
+# the function (the premise of _returned too). Only a function's own straight-line code is placed: inside a
+# loop, a nested def, lambda, class or comprehension, code may run in any order, so it is on every path.
+_LOOPS_AND_SCOPES = (cst.For, cst.While, cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.ListComp, cst.SetComp,
+                     cst.DictComp, cst.GeneratorExp)
+_EXITS = (cst.Return, cst.Raise)
+
+
+def _placement(tree: Tree, node: cst.CSTNode, owner: cst.CSTNode):
+    """(the statement holding node, {id(If): the branch node lies in}, the statements on the way up) where
+    node lies in owner's own straight-line code; None where a loop or a nested scope comes between (or
+    node is not under owner). The statement is the innermost simple one (`x = f(q)`, `return f(q)`) or,
+    for node in a compound statement's header (`if f(q):`), that whole statement. Once per node and owner."""
+    cache = tree.__dict__.setdefault("_placement", {})
+    key = (id(node), id(owner))
+    if key in cache:
+        return cache[key]
+    stmt, branches, chain, up, child = None, {}, [], tree.parent.get(node), node
+    while up is not None and up is not owner:
+        if isinstance(up, _LOOPS_AND_SCOPES):
+            break
+        if isinstance(up, cst.If) and child is not up.test:
+            branches[id(up)] = "body" if child is up.body else "orelse"
+        if isinstance(up, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            stmt = stmt or up
+            chain.append(up)
+        child, up = up, tree.parent.get(up)
+    cache[key] = (stmt, branches, chain) if up is owner and stmt is not None else None
+    return cache[key]
+
+
+def _after_exit(tree: Tree, stmt: cst.CSTNode) -> bool:
+    """Does a `return` or `raise` come before `stmt` in its own block (its line, or its suite)? Then it never
+    runs: code after a return in the same branch is on no path."""
+    cache = tree.__dict__.setdefault("_first_exit", {})
+
+    def first_exit(block: cst.CSTNode, statements: bool) -> Optional[int]:
+        """The order of block's first statement (or small statement, on one line) that leaves it, once per block."""
+        if id(block) not in cache:
+            body = getattr(block, "body", ())  # (an `elif`'s parent is an If, whose body is no statement list)
+            body = body if isinstance(body, (list, tuple)) else ()
+            found = (st for st in body if isinstance(st, _EXITS)) if not statements else (
+                st for st in body if isinstance(st, cst.SimpleStatementLine) and any(isinstance(x, _EXITS) for x in st.body))
+            cache[id(block)] = next((tree.order[id(st)] for st in found), None)
+        return cache[id(block)]
+
+    line = tree.parent.get(stmt)
+    if isinstance(stmt, cst.BaseSmallStatement) and isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+        first = first_exit(line, False)
+        if first is not None and tree.order[id(stmt)] > first:
+            return True
+        stmt = line
+    first = first_exit(tree.parent.get(stmt), True)
+    return first is not None and tree.order[id(stmt)] > first
+
+
+def off_path(tree: Tree, write: cst.CSTNode, anchor: Optional[cst.CSTNode], owner: cst.CSTNode) -> bool:
+    """Can `write` (an in-place write, or a call handed the tensor) not run before `anchor` (the call the
+    trace is for) in one call of the function `owner` that holds both? Only where both lie in owner's own
+    straight-line code (no loop, no nested scope): write comes after a `return` or `raise` in its block (or
+    in a block around it), or lies in another branch of an `if` than the call, or in a statement after the
+    call's. Anything else may run first: it is on the path."""
+    if anchor is None:
+        return False
+    w, c = _placement(tree, write, owner), _placement(tree, anchor, owner)
+    if w is None or c is None:
+        return False
+    stmt, branches, chain = w
+    if any(_after_exit(tree, st) for st in chain):
+        return True
+    if any(c[1].get(i, b) != b for i, b in branches.items()):
+        return True  # `if ...: return self._sparse(q, idx)` / `elif ...: idx.flip_(-1)`: never both
+    return tree.order[id(stmt)] > tree.end[id(c[0])]
 
 
 def _returned(tree: Tree, call: cst.Call) -> bool:
@@ -953,6 +1034,7 @@ class IndexTrace:
         self.inside = 0  # > 0 while reading the returns of a function defined in this module
         self.reached: Set[str] = set()  # parameters of the function being read that its returns come from
         self.read: Dict[int, Tuple[Optional[str], Set[str]]] = {}  # id(def) -> (why, parameters reached)
+        self.anchor: Optional[cst.Call] = None  # the call the indices are traced for (off_path)
 
     def _local(self, call: cst.Call) -> Optional[str]:
         """A function or method of this module: what it returns, and then the call's arguments for
@@ -1133,15 +1215,18 @@ class IndexTrace:
             return None
         self.seen.add(key)
         written = written_names(self.tree, scope.node)  # only names written or handed on at all can carry a write
+        def on_path(node: cst.CSTNode) -> bool:
+            return not off_path(self.tree, node, self.anchor, scope.node)
+
         for n in [name, *sorted(aliases_in(self.tree, scope.node, name).intersection(written))]:  # a write through an alias is one to name
             finder = writes_in(self.tree, scope.node, n)
             for target, _ in finder.subscripts:
-                if self.tree.binding(target.value, n).scope_rank == self.tree.rank_of(scope):
+                if self.tree.binding(target.value, n).scope_rank == self.tree.rank_of(scope) and on_path(target):
                     return f"`{_code(target)} = ...` overwrites top-k entries"
-            for call in finder.inplace + finder.changes + finder.outs + finder.mutators:
+            for call in filter(on_path, finder.inplace + finder.changes + finder.outs + finder.mutators):
                 return f"`{_code(call)}` changes which top-k entries are valid"
             for call in _mutating(self.tree, finder, self.outside):
-                if not self._pure(call):
+                if on_path(call) and not self._pure(call):
                     return (f"`{_code(call).strip()[:80]}` hands `{n}` to `{get_full_name_for_node(call.func) or _code(call.func)}`, "
                             "which may change its entries in place; the indices trace cannot follow it there")
         return None
@@ -1247,4 +1332,5 @@ def index_hazard(tree: Tree, expr: cst.BaseExpression, outside: Optional[Outside
     up = tree.parent.get(up) if isinstance(up, cst.Arg) else up
     if isinstance(up, cst.Call):
         t.exempt.add(id(up))  # the call the indices are traced for
+        t.anchor = up
     return t.hazard(expr), {name for _, name in t.params}

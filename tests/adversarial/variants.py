@@ -1904,4 +1904,90 @@ def entry(inp):
     return get_kernel()(q, inp.kv, inp.indices, inp.sm_scale)[0]
 ''', expect="reported")
 
+# -- issue 34 item 2: a write that cannot run before the call is off its path (FluentLLM's dsa_backend.py: an
+# `elif` after the branch that returns the helper's call); one that can, in a loop or a branch that falls
+# through to the call, is still refused: run, the reversal puts the valid entries last, and lengths cut them.
+_OFF_PATH = '''
+class Backend:
+    def __init__(self, metadata):
+        self.forward_metadata = metadata
+
+    def forward(self, q, kv, indices, scale, impls):
+        metadata = self.forward_metadata
+{body}
+
+    def _sparse(self, q_all, kv_cache, indices, sm_scale):
+        out, _, _ = flash_mla_sparse_fwd(q_all, kv_cache, indices, sm_scale)  # SITE
+        return out
+
+    def _decode(self, q_all, kv_cache, indices):
+        kv_cache.mul_(1.0)  # writes a parameter of its own: not a def that writes none
+        return q_all + indices.unsqueeze(1).sum()
+
+
+def entry(inp):
+    return Backend(inp.metadata).forward(inp.q, inp.kv, inp.indices, inp.sm_scale, {impls})
+'''
+_REVERSE = "indices.copy_(indices.flip(-1))"
+for _name, _hazard, _impls, _body in [
+    ("control_off_path_elif_after_returned_call", "control", '["prefill"]',
+     "if impls[0] == 'prefill':\n    return self._sparse(q, kv, indices, scale)\n"
+     "elif impls[0] == 'decode':\n    o = self._decode(q, kv, indices)\n    return o\nraise ValueError(impls)"),
+    ("control_off_path_reversed_in_other_branch", "control", '["prefill"]',
+     f"if impls[0] == 'prefill':\n    return self._sparse(q, kv, indices, scale)\n{_REVERSE}\nreturn q"),
+    ("control_off_path_q_transposed_in_other_branch", "control", '["prefill"]',
+     "if impls[0] == 'prefill':\n    return self._sparse(q, kv, indices, scale)\nelse:\n    q.transpose_(0, 1)\n    return q"),
+    ("indices_reversed_in_elif_of_a_loop", "5 rows", '["reverse", "prefill"]',
+     f"out = None\nfor impl in impls:\n    if impl == 'prefill':\n        out = self._sparse(q, kv, indices, scale)\n"
+     f"    elif impl == 'reverse':\n        {_REVERSE}\nreturn out"),
+    ("indices_reversed_in_branch_falling_through", "5 rows", '["reverse"]',
+     f"if impls[0] == 'reverse':\n    {_REVERSE}\nreturn self._sparse(q, kv, indices, scale)"),
+    ("indices_reversed_in_the_calls_branch", "5 rows", '["prefill"]',
+     f"if impls[0] == 'prefill':\n    {_REVERSE}\n    return self._sparse(q, kv, indices, scale)\nreturn q"),
+    ("indices_reversed_by_nested_def_called_first", "5 rows", '["prefill"]',
+     f"def undo():\n    {_REVERSE}\n\nif impls[0] == 'prefill':\n    undo()\n    return self._sparse(q, kv, indices, scale)\nreturn q"),
+    ("indices_reversed_after_an_inner_return", "5 rows", '["reverse"]',
+     f"if impls[0] == 'reverse':\n    if not impls:\n        return q\n    {_REVERSE}\nreturn self._sparse(q, kv, indices, scale)"),
+]:
+    add(_name, _hazard, _OFF_PATH.format(body=textwrap.indent(_body, " " * 8), impls=_impls),
+        expect="fixable" if _hazard == "control" else "reported")
+
+# -- issue 34 item 2: a receiver of a declared type (vivienfanghuagood/sglang's `setattr(config, k, v)` on a
+# `config: PretrainedConfig`): an instance of an unrelated class rebinds nothing of the backend; one declared
+# as a class the backend derives from may be the backend, and here is: the helper is swapped for one
+# without topk_length.
+_DECLARED = '''
+from argparse import Namespace
+
+from adv_declared_{tag} import {base}handle
+
+
+class Backend{parent}:
+    def __init__(self, metadata):
+        self.forward_metadata = metadata
+
+    def forward(self, q, kv, indices, scale):
+        metadata = self.forward_metadata
+        return self._sparse(q, kv, indices, scale)
+
+    def _sparse(self, q_all, kv_cache, indices, sm_scale):
+        out, _, _ = flash_mla_sparse_fwd(q_all, kv_cache, indices, sm_scale)  # SITE
+        return out
+
+
+def entry(inp):
+    backend = Backend(inp.metadata)
+    handle({target}, "_sp" + "arse")
+    return backend.forward(inp.q, inp.kv, inp.indices, inp.sm_scale)
+'''
+_LEGACY = "def legacy(q_all, kv_cache, indices, sm_scale):\n    return q_all\n\n\n"
+add("control_setattr_on_a_declared_unrelated_class", "control",
+    _DECLARED.format(tag="ns", base="", parent="", target="Namespace()"),
+    files=(("requirements.txt", "sglang-kernel==0.4.6\n"), ("adv_declared_ns.py", "from argparse import Namespace\n\n\n"
+           + _LEGACY + "def handle(cfg: Namespace, name):\n    setattr(cfg, name, legacy)\n")), expect="fixable")
+add("helper_swapped_through_a_parameter_declared_as_its_base", "4 callee",
+    _DECLARED.format(tag="base", base="Patchable, ", parent="(Patchable)", target="backend"),
+    files=(("requirements.txt", "sglang-kernel==0.4.6\n"), ("adv_declared_base.py", "class Patchable:\n    pass\n\n\n"
+           + _LEGACY + "def handle(obj: Patchable, name):\n    setattr(obj, name, legacy)\n")), expect="reported")
+
 HAZARDS = ["1 placement", "2 metadata", "3 names", "4 callee", "5 rows", "6 pins", "7 annotations", "8 discovery"]
