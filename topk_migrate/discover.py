@@ -753,6 +753,77 @@ def _outer_ignore_files(root: str) -> List[Tuple[str, str]]:
     return [(d, os.path.join(d, ".git", "info", "exclude"))] + [(a, os.path.join(a, ".gitignore")) for a in reversed(chain)]
 
 
+def _git_top(real: str) -> Tuple[Optional[str], Tuple[str, ...]]:
+    """The git work tree `real` (a real path) lies in, found as git finds it (the nearest directory up
+    holding a `.git` entry), and real's components below it; (None, ()) outside any."""
+    d = real
+    while True:
+        if os.path.lexists(os.path.join(d, ".git")):
+            rel = os.path.relpath(real, d)
+            return d, tuple(rel.split(os.sep)) if rel != os.curdir else ()
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None, ()
+        d = parent
+
+
+class Tracked:
+    """The .py files git tracks in one work tree ('/'-separated, relative to its top), by directory: a file
+    tracked there is walked even where an ignore rule matches it (git itself reads a tracked file whatever
+    .gitignore says; a `test_*.py` line does not untrack the tests)."""
+
+    def __init__(self, files: Iterable[str]):
+        self.files: Dict[str, List[str]] = {}  # directory ('' for the top) -> the tracked .py files in it
+        self.dirs: Dict[str, List[str]] = {}  # directory -> its subdirectories that hold one, at any depth
+        for rel in sorted(set(files)):
+            d, _, _ = rel.rpartition("/")
+            self.files.setdefault(d, []).append(rel)
+            while d and d not in self.dirs:
+                up = d.rpartition("/")[0]
+                self.dirs[d] = []
+                self.dirs.setdefault(up, []).append(d)
+                d = up
+
+    def holds(self, rel: str, is_dir: bool) -> bool:
+        return rel in self.dirs if is_dir else rel in self.files.get(rel.rpartition("/")[0], ())
+
+    def below(self, rel: str) -> Iterator[str]:
+        """The tracked .py files under the directory `rel`, in sorted order of their directories."""
+        todo = [rel]
+        while todo:
+            d = todo.pop()
+            yield from self.files.get(d, ())
+            todo.extend(sorted(self.dirs.get(d, ()), reverse=True))
+
+
+def _tracked_python_files(top: str) -> Optional[Tracked]:
+    """The .py files git tracks in the work tree at `top`, read with `git ls-files` (subprocesses.git: its
+    time, output and configuration bounds); None where git cannot tell (no git, a repository it refuses,
+    a bound passed): then the ignore rules decide alone, as before."""
+    from .subprocesses import GitStopped, git
+
+    try:
+        done = git(["ls-files", "-z", "--cached", "--", "*.py"], top)
+    except (OSError, GitStopped):
+        return None
+    if done.returncode != 0:
+        return None
+    return Tracked(os.fsdecode(raw) for raw in done.stdout.split(b"\0") if raw)
+
+
+_TRACKED: List[Callable[[str], Optional[Tracked]]] = []
+
+
+def tracked_python_files(top: str) -> Optional[Tracked]:
+    """_tracked_python_files, once per run (run_context, imported when first needed: a walk that meets no
+    ignored .py file or directory never runs git)."""
+    if not _TRACKED:
+        from .run_context import per_run
+
+        _TRACKED.append(per_run(_tracked_python_files))
+    return _TRACKED[0](top)
+
+
 def _after(spec: PatternSet, components: Sequence[str]) -> tuple:
     """The states of spec's `**` patterns once `components` are consumed."""
     states = spec.start()
@@ -835,18 +906,59 @@ class _Walker:
         states = [_after(spec, lead) for lead, _, spec in ig.specs]  # per spec: its `**` patterns' states here
         # a seed: (path, real path, components below top, ignore rules, their states, exclude's states)
         self.root = (top, self.real_top, (), ig, states, excl.start() if excl is not None else ())
+        # where git tracks files: the work tree and top's place in it (a tracked file an ignore rule matches
+        # is walked all the same: Tracked)
+        self.git_top, self.git_lead = _git_top(self.real_top) if gitignore else (None, ())
 
     def _skip(self, names: tuple, ig: "Ignore", states: list, xstates: tuple, name: str, is_dir: bool) -> bool:
+        return self._skipped(names, ig, states, xstates, name, is_dir) is not None
+
+    def _skipped(self, names: tuple, ig: "Ignore", states: list, xstates: tuple, name: str,
+                 is_dir: bool) -> Optional[str]:
+        """Why the entry is left out: "exclude" (--exclude, never undone), "ignore" (an ignore rule: for a
+        file, one git does not track; a directory is never entered, the files git tracks under it are
+        walked by _tracked_below), or None."""
         if self.excl is None and not ig.specs:
-            return False
+            return None
         parts = [*names, name]
         if self.excl is not None and self.excl.check_walk(parts, 0, is_dir, xstates):
-            return True
+            return "exclude"
         for (lead, depth, spec), st in zip(reversed(ig.specs), reversed(states)):
             decided = spec.check_walk(lead + parts if lead else parts, 0 if lead else depth, is_dir, st)
             if decided is not None:
-                return decided
-        return False
+                return "ignore" if decided and (is_dir or not self._tracked(parts, False)) else None
+        return None
+
+    def _tracked(self, parts: Sequence[str], is_dir: bool) -> bool:
+        """Does git track the .py file at `parts` (below top), or, for a directory, a .py file under it?"""
+        if self.git_top is None or not (is_dir or parts[-1].endswith(".py")):
+            return False
+        tracked = tracked_python_files(self.git_top)
+        return tracked is not None and tracked.holds("/".join((*self.git_lead, *parts)), is_dir)
+
+    def _tracked_below(self, names: tuple) -> Iterator[Tuple[str, Optional[str]]]:
+        """The .py files git tracks under the directory `names` (below top), which an ignore rule excludes:
+        each a regular file reached through no symlink, in no hidden directory, that --exclude keeps. Only
+        those: the untracked files beside them stay ignored, as git ignores them."""
+        tracked = tracked_python_files(self.git_top) if self.git_top is not None else None
+        if tracked is None:
+            return
+        lead = len(self.git_lead)
+        for rel in tracked.below("/".join((*self.git_lead, *names))):
+            parts = rel.split("/")[lead:]
+            if any(c.startswith(".") for c in parts[:-1]):
+                continue
+            if self.excl is not None and self.excl.match_file("/".join(parts)):
+                continue
+            path, real = os.path.join(self.top, *parts), os.path.join(self.real_top, *parts)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if not stat.S_ISREG(st.st_mode) or os.path.realpath(path) != real or real in self.yielded:
+                continue
+            self.yielded.add(real)
+            yield path, None
 
     def _enter(self, seed: tuple):
         """The frame of a seed's directory (its sorted entries, the ignore rules and pattern states
@@ -906,7 +1018,12 @@ class _Walker:
             except OSError:
                 is_dir = False
             if is_dir:
-                if e.name.startswith(".") or self._skip(names, ig, states, xstates, e.name, True):
+                if e.name.startswith("."):
+                    continue
+                why = self._skipped(names, ig, states, xstates, e.name, True)
+                if why is not None:
+                    if why == "ignore" and not link and self._tracked((*names, e.name), True):
+                        yield from self._tracked_below(names + (e.name,))
                     continue
                 if link and not self.follow_links:
                     self.tell(names + (e.name,), e.path, "symlinked directory, not followed (pass --follow-links)")
