@@ -473,14 +473,33 @@ def _new_since(now: AuditResult, paths, ref, exclude, kernel, jobs, gitignore, r
 
 
 def _rules_prefilter(paths: Sequence[str]):
-    """The prefilter of the rules on by default and those the given paths' projects enable."""
-    enable = set()
-    for p in map(os.path.abspath, paths):
-        try:
-            enable.update(config_for(p if os.path.isdir(p) else os.path.dirname(p)).enable)
-        except InputError:
-            pass  # reported where the file's own analysis reads it
-    return prefilter_for(tuple(sorted(enable)))
+    """What the scan looks for: the names of every site rule. Which rules a file is read for is its own
+    project's choice ([tool.topk-migrate] enable, where the file lies: _own_rules_hold), as in check, never
+    that of the directory a walk starts from (`audit .` above a `python/pyproject.toml` that enables
+    decode-topk-length still reads its files for that rule)."""
+    return prefilter_for(everything=True)
+
+
+def _own_rules_hold(path: str, data: Optional[bytes] = None, buf: Optional[bytearray] = None) -> bool:
+    """Does the file at `path` (its bytes `data`, or read a window at a time into `buf`), which holds a name
+    some site rule looks for, hold one of a rule its own project runs? What api.process_file asks before it
+    parses: the rules on by default, and those the [tool.topk-migrate] of the file's project enables. A
+    configuration that cannot be read: yes (the engine reports it, one line)."""
+    def holds(pf) -> bool:
+        if data is not None:
+            return pf.matches(data)
+        with scanning_for(pf):
+            return file_may_hold_site(path, buf)
+
+    try:
+        if holds(prefilter_for(())):
+            return True
+        enable = config_for(os.path.dirname(os.path.abspath(path))).enable
+    except InputError:
+        return True
+    except OSError:
+        return True  # the engine words why it cannot be read
+    return bool(enable) and holds(prefilter_for(tuple(sorted(enable))))
 
 
 def _result(sites, tally, root, rev, commit, t0) -> AuditResult:
@@ -600,7 +619,7 @@ def _scan_chunk(paths: List[str], buf: bytearray, classify=None) -> List[Tuple[s
     keep = []
     for path in paths:
         try:
-            hit = file_may_hold_site(path, buf)
+            hit = file_may_hold_site(path, buf) and _own_rules_hold(path, buf=buf)
         except OSError:
             hit = True
         if hit:
@@ -997,6 +1016,7 @@ def lay_out_rev(paths, rev, exclude, tally, prog, tmp, keep=None) -> Tuple[str, 
 
     project_limit = project_mod.PROJECT_FILE_LIMIT
 
+    own_rules = keep is None  # audit's: each candidate by the rules of its own project (_own_rules_hold)
     if keep is None:
         keep, scan = may_hold_site, prefilter()
     else:
@@ -1111,6 +1131,8 @@ def lay_out_rev(paths, rev, exclude, tally, prog, tmp, keep=None) -> Tuple[str, 
                 files.fail(ps, too_large.format(size))
         elif keep(got):
             for path in ps:
+                if own_rules and not _own_rules_hold(os.path.join(tmp, path), got):
+                    continue  # its project's project files are laid out already: config_for reads them
                 dest = files.lay_out(path, sha, got)
                 if dest:
                     laid.append(dest)
