@@ -615,11 +615,13 @@ PART_SHARE = 256  # files a scanner walks of a part before it donates the direct
 
 def _scan_chunk(paths: List[str], buf: bytearray, classify=None) -> List[Tuple[str, object]]:
     """(path, classify(path) or None) for those of `paths` that may hold a site, or cannot be read
-    (the engine words that error)."""
+    (the engine words that error). Under audit's scan (every site rule's names) a file is kept only for a
+    rule its own project runs (_own_rules_hold); bump's scan looks for its releases' names alone."""
+    own_rules = prefilter() is prefilter_for(everything=True)
     keep = []
     for path in paths:
         try:
-            hit = file_may_hold_site(path, buf) and _own_rules_hold(path, buf=buf)
+            hit = file_may_hold_site(path, buf) and (not own_rules or _own_rules_hold(path, buf=buf))
         except OSError:
             hit = True
         if hit:
