@@ -63,7 +63,6 @@ MODULE_LIMIT = 4 << 20  # a wrapper module: a wheel member (uncompressed) or a f
 SIGNATURES_LIMIT = 16 << 20  # a signature JSON file or cache entry
 INDEX_LIMIT = 4096  # a by-pin cache entry: one sha256
 DOWNLOAD_TIMEOUT = 1800
-SIBLING_PREFIX = "flash_mla"  # modules beside a wrapper read with it (sgl_kernel/flash_mla_mega.py)
 MAX_SIBLINGS = 16  # such modules read from one release (a real one: 0-1)
 MAX_STARS = 32  # modules a package's __init__ star-imports that are read for its exports
 
@@ -396,16 +395,17 @@ def _read_wheel(f, path: Path) -> Tuple[dict, Optional[dict]]:
 
 
 def _modules(members) -> list:
-    """The FlashMLA modules among a release's files (paths with `/`): each wrapper module present, then
-    the public modules beside it whose names start with SIBLING_PREFIX (at most MAX_SIBLINGS)."""
+    """The kernel's modules among a release's files (paths with `/`): each wrapper module present (the rules'
+    wrapper_modules), then the modules beside it whose names start with its own (sgl_kernel/flash_mla_mega.py
+    beside flash_mla.py; at most MAX_SIBLINGS)."""
     present = set(members)
     out = [m for m in rules.wrapper_modules() if m in present]
     siblings = []
     for m in out:
-        folder = m.rpartition("/")[0]
+        folder, _, own = m.rpartition("/")
         for name in members:
             d, _, base = name.rpartition("/")
-            if (d == folder and base.startswith(SIBLING_PREFIX) and base.endswith(".py") and name not in out
+            if (d == folder and base.startswith(own[:-3]) and base.endswith(".py") and name not in out
                     and name not in siblings):
                 siblings.append(name)
     return out + sorted(siblings)[:MAX_SIBLINGS]
