@@ -145,11 +145,14 @@ def test_directory_without_python_files_is_warned_about(tmp_path, command):
 def test_ignored_directory_named_explicitly_is_processed(repo, monkeypatch, command):
     (repo / ".gitignore").write_text("pkg/\n*_gen.py\n")
     shutil.copy(EXAMPLE, repo / "pkg" / "x_gen.py")
+    shutil.copy(EXAMPLE, repo / "pkg" / "y.py")  # untracked, unlike x.py
     monkeypatch.chdir(repo)
     r = cli(*command, *KERNEL, "pkg")
     assert r.exit_code == 1, r.output
-    assert "x.py" in r.stdout and "x_gen.py" not in r.stdout  # rules still apply to what the walk finds
-    assert "x.py" not in cli(*command, *KERNEL, ".").stdout  # walked from above, pkg/ stays ignored
+    assert "y.py" in r.stdout and "x_gen.py" not in r.stdout  # rules still apply to what the walk finds
+    above = cli(*command, *KERNEL, ".").stdout
+    assert "y.py" not in above  # walked from above, pkg/ stays ignored
+    assert "x.py" in above  # but a file git tracks is in, as git has it (issue 34)
 
 
 # -- 6. paths as given, suggestions for every command, whole help ------------------------------

@@ -26,11 +26,11 @@ whole; past MAX_ATOMS path variables, or MAX_WORK steps of judging them, a quest
 from __future__ import annotations
 
 import ast
-import functools
 import itertools
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
+from ..run_context import per_run
 from .signatures import VAR_KEYWORD, VAR_POSITIONAL, Callee, EntryPoint, Guard
 
 MAX_TEXT = 4000
@@ -55,7 +55,7 @@ class Value:
 UNKNOWN = Value("unknown")
 
 
-@functools.lru_cache(maxsize=4096)
+@per_run  # a release's and a fork's texts: kept for the run only (run_context), never the process
 def _parse(text: str) -> Optional[ast.expr]:
     if len(text) > MAX_TEXT:
         return None
@@ -291,9 +291,9 @@ def literal(atom: str, value: bool) -> str:
     node = _parse(atom)
     if node is None:
         return f"not ({atom})"
-    from .signatures import _not as negate
+    from .signatures import negation
 
-    return ast.unparse(negate(node))
+    return ast.unparse(negation(node))
 
 
 # -- guards --------------------------------------------------------------------------------------------

@@ -415,7 +415,7 @@ def _stores(node: ast.AST, budget: _Budget) -> List[str]:
 _OPPOSITE = {ast.Is: ast.IsNot, ast.IsNot: ast.Is, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.In: ast.NotIn, ast.NotIn: ast.In}
 
 
-def _not(test: ast.expr) -> ast.expr:
+def negation(test: ast.expr) -> ast.expr:
     """The negation of a test, as a reader writes it (`x is not None`, `not isinstance(...)`)."""
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _OPPOSITE:
         return ast.Compare(test.left, [_OPPOSITE[type(test.ops[0])]()], test.comparators)
@@ -489,7 +489,7 @@ class _Rewrite(ast.NodeTransformer):
             test, size = self.sc.defs[node.left.id]
             self.budget.spend(size)
             test = copy.deepcopy(test)
-            return test if isinstance(node.ops[0], ast.Is) else _not(test)
+            return test if isinstance(node.ops[0], ast.Is) else negation(test)
         return self.generic_visit(node)
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
@@ -573,7 +573,7 @@ class _Walker:
                     b = self.walk(st.orelse, conds, sc, set(assigned))
                 else:
                     node, text, names = self._rewrite(st.test, sc)
-                    yes, no = _Cond(text, names), _Cond(budget.unparse(_not(node)), names)
+                    yes, no = _Cond(text, names), _Cond(budget.unparse(negation(node)), names)
                     a = self.walk(st.body, conds + [yes], sc, set(assigned))
                     b = self.walk(st.orelse, conds + [no], sc, set(assigned))
                     if _terminates(st.body) and not _terminates(st.orelse):
@@ -632,7 +632,7 @@ class _Walker:
             return
         none = lambda e: isinstance(e, ast.Constant) and e.value is None  # noqa: E731
         if isinstance(value, ast.IfExp) and none(value.orelse) and _never_none(value.body):
-            test = _not(self._rewrite(value.test, sc)[0])
+            test = negation(self._rewrite(value.test, sc)[0])
         elif isinstance(value, ast.IfExp) and none(value.body) and _never_none(value.orelse):
             test = self._rewrite(value.test, sc)[0]
         elif _never_none(value):
