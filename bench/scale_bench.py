@@ -1,9 +1,15 @@
-"""How `topk-migrate check` scales with the size of one file, for three shapes:
+"""How `topk-migrate check` scales with the size of one file, for these shapes:
 
 * copies: the example backend repeated N times (each copy re-defines the same classes and
   functions, so they override each other);
 * direct: N direct kernel calls in one function, with the metadata in scope;
-* helper: one helper that calls the kernel, and N methods that call the helper.
+* helper: one helper that calls the kernel, and N methods that call the helper;
+* functions: N module-level functions each calling the kernel once, the metadata a parameter they
+  never read (each site manual); functions_meta: each reads `metadata.dsa_cache_seqlens_int32`
+  first (each site fixable: the whole analysis and a guard inserted in each function);
+* methods, methods_meta: one class with N such methods;
+* classes, classes_meta: N classes with one such method each;
+* nested: N kernel calls in a `with` block of one method (statements inside a block, not of a body).
 
     python3 bench/scale_bench.py [--shapes copies,direct,helper] [--sizes 25,50,100] [--limit 120]
 
@@ -55,7 +61,38 @@ def compliant(n: int) -> str:
     return direct(n).replace("d_v=512)", "d_v=512, topk_length=metadata.dsa_cache_seqlens_int32)")
 
 
-SHAPES = {"copies": copies, "direct": direct, "helper": helper, "compliant": compliant}
+KERNEL_IMPORT = "from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n\n\n"
+READ = "metadata.dsa_cache_seqlens_int32"
+
+
+def _body(indent: str, meta: bool) -> str:
+    return (f"{indent}s = {READ}\n" if meta else "") + f"{indent}return flash_mla_sparse_fwd(q, kv, idx, scale)\n"
+
+
+def functions(n: int, meta: bool = False) -> str:
+    return KERNEL_IMPORT + "\n\n".join(f"def f{i}(q, kv, idx, scale, metadata):\n{_body('    ', meta)}" for i in range(n))
+
+
+def methods(n: int, meta: bool = False) -> str:
+    return KERNEL_IMPORT + "class Backend:\n" + "\n".join(
+        f"    def m{i}(self, q, kv, idx, scale, metadata):\n{_body('        ', meta)}" for i in range(n))
+
+
+def classes(n: int, meta: bool = False) -> str:
+    return KERNEL_IMPORT + "\n\n".join(
+        f"class C{i}:\n    def m(self, q, kv, idx, scale, metadata):\n{_body('        ', meta)}" for i in range(n))
+
+
+def nested(n: int) -> str:
+    calls = "".join(f"            o{i} = flash_mla_sparse_fwd(q, kv, idx, 1.0)\n" for i in range(n))
+    return ("import torch\n" + KERNEL_IMPORT + "class Backend:\n    def forward(self, q, kv, idx, metadata):\n"
+            f"        s = {READ}\n        with torch.no_grad():\n" + calls + "        return o0\n")
+
+
+SHAPES = {"copies": copies, "direct": direct, "helper": helper, "compliant": compliant,
+          "functions": functions, "functions_meta": lambda n: functions(n, True),
+          "methods": methods, "methods_meta": lambda n: methods(n, True),
+          "classes": classes, "classes_meta": lambda n: classes(n, True), "nested": nested}
 
 
 def measure(path: str, limit: float, command: str = "check"):

@@ -212,16 +212,25 @@ def _same(a: object, b: object) -> bool:
             and all(_same(x, y) for x, y in zip(a, b)))
 
 
-def rewritten_code(module: cst.Module, new: cst.Module, source: str) -> str:
+def rewritten_code(module: cst.Module, new: cst.Module, source: str,
+                   known: Callable[[cst.CSTNode], Optional[Tuple[int, str]]] = lambda node: None,
+                   place: Callable[[cst.CSTNode, str], Optional[int]] = lambda node, text: None) -> str:
     """new.code, for `new` a rewrite of `module` (parsed from `source`) that shares the nodes it left alone,
     generating only the statements it replaced (spliced_code); the whole module where that cannot be done."""
-    got = spliced_code(module, new, source)
+    got = spliced_code(module, new, source, lambda node: True, known, place)
     return _code_at(new, new, ()) if got is None else got
+
+
+# At most this many replaced statements are searched for in the whole source (spliced_code): each search
+# reads the source, so a file of N statements replaced, none placed by its positions, would cost N x N;
+# past it the whole module is generated instead (linear, the same bytes).
+SEARCHES = 16
 
 
 def spliced_code(module: cst.Module, new: cst.Module, source: str,
                  original: Callable[[cst.CSTNode], bool] = lambda node: True,
-                 known: Callable[[cst.CSTNode], Optional[Tuple[int, str]]] = lambda node: None) -> Optional[str]:
+                 known: Callable[[cst.CSTNode], Optional[Tuple[int, str]]] = lambda node: None,
+                 place: Callable[[cst.CSTNode, str], Optional[int]] = lambda node, text: None) -> Optional[str]:
     """The source with each statement `new` replaced swapped for its new code, or None where that cannot be
     done. A replaced statement's old code is found where it occurs exactly once in the source (LibCST gives
     back the source byte for byte, so that one occurrence is the statement's); one whose text occurs twice is
@@ -229,21 +238,34 @@ def spliced_code(module: cst.Module, new: cst.Module, source: str,
     (a rewrite's validation module): `original` then says which of its nodes are the parsed module's own, and
     only those are looked for (another's text need not stand where it stands). None for a module without a
     final newline, a changed frame, or a list of statements that does not pair up. `known`: where a statement's
-    code stands in the source, as its positions were worked out (StatementPositions.text_of), if they were."""
+    code stands in the source, as its positions were worked out (StatementPositions.text_of), if they were;
+    `place`: the offset where the source holds a statement's code, from its positions (StatementPositions.place),
+    or None. Only a statement neither places is searched for, SEARCHES at most (past them: None)."""
     same_frame = all(_same(getattr(module, f), getattr(new, f)) for f in (
         "header", "footer", "encoding", "default_indent", "default_newline", "has_trailing_newline"))
     edits: list = []
     if not same_frame or not module.has_trailing_newline or not _replaced(module.body, new.body, [], module, edits):
         return None
     spans = []  # (start, end, new text, around)
+    dropped: set = set()  # ids of the statements replaced with the one around them: the edits inside are not made
+    searches = 0
     while edits:
         o, n, indents, around = edits.pop()
+        if dropped and any(id(a[0]) in dropped for a in around):
+            continue
         found = known(o) if original(o) else None
         if found is not None:  # its place is known: generated there, and its text checked there
             at, before = found
             spans.append((at, at + len(before), _code_at(n, module, indents), around))
             continue
         before = _code_at(o, module, indents) if original(o) else ""
+        at = place(o, before) if before else None
+        if at is not None:  # where its positions put it, its text checked there
+            spans.append((at, at + len(before), _code_at(n, module, indents), around))
+            continue
+        searches += 1
+        if searches > SEARCHES:
+            return None
         at = source.find(before) if before else -1
         if at >= 0 and source.find(before, at + 1) < 0:
             spans.append((at, at + len(before), _code_at(n, module, indents), around))
@@ -251,8 +273,10 @@ def spliced_code(module: cst.Module, new: cst.Module, source: str,
         if not around or not original(o):
             return None
         outer = around[-1][0]  # the statement around it, instead of it and of every other edit inside it
-        edits = [e for e in edits if not any(a[0] is outer for a in e[3])] + [(*around[-1], around[:-1])]
-        spans = [sp for sp in spans if not any(a[0] is outer for a in sp[3])]
+        dropped.add(id(outer))
+        edits.append((*around[-1], around[:-1]))
+    if dropped:
+        spans = [sp for sp in spans if not any(id(a[0]) in dropped for a in sp[3])]
     spans.sort(key=lambda sp: sp[0])
     if any(a[1] > b[0] for a, b in zip(spans, spans[1:])):
         return None

@@ -336,15 +336,20 @@ def _stub_defs(tree: ast.Module, text: str, lines: List[str], scan: "_Scan", cal
     read = {x.attr for d in kept for x in ast.walk(d) if isinstance(x, ast.Attribute)}
     read |= {x.target.id for c in tree.body if isinstance(c, ast.ClassDef) for x in c.body
              if isinstance(x, ast.AnnAssign) and isinstance(x.target, ast.Name)}  # declared fields (a metadata class)
-    whole = kept + [d for d in defs if d not in kept and _module_wide(d, read)]
-    grew = len(whole) > len(kept)
-    while grew:  # what the module-wide defs call is read with them (a clip helper of a metadata builder)
-        called = {_callee_name(x) for d in whole[len(kept):] for x in ast.walk(d) if isinstance(x, ast.Call)}
-        more = [d for d in defs if d not in whole and d.name in called]
+    # (membership by id, and each def walked once for the names it calls: a list searched per def, and every
+    # module-wide def walked again per round, made a file of N defs cost N x N)
+    held = {id(d) for d in kept}
+    whole = kept + [d for d in defs if id(d) not in held and _module_wide(d, read)]
+    held.update(id(d) for d in whole)
+    called: Set[str] = set()
+    more = whole[len(kept):]
+    while more:  # what the module-wide defs call is read with them (a clip helper of a metadata builder)
+        called |= {_callee_name(x) for d in more for x in ast.walk(d) if isinstance(x, ast.Call)}
+        more = [d for d in defs if id(d) not in held and d.name in called]
         whole += more
-        grew = bool(more)
+        held.update(id(d) for d in more)
     for d in defs:
-        if d not in whole:
+        if id(d) not in held:
             _stub(d, lines, out, _within(scan.import_lines, _first(d), d.end_lineno))
     return "\n".join(out)
 

@@ -91,6 +91,20 @@ def _names(data: bytes, needles: List[bytes], pattern) -> bool:
     return any(n in data for n in needles) and pattern.search(data) is not None  # substring first: C speed
 
 
+class _Words:
+    """`\\b(?:name|...)\\b` over the names, compiled at the first search (a file holding one as a substring):
+    a module of N classes asks of a set of classes per class, N x N names compiled where no file was read."""
+
+    def __init__(self, names: List[str]):
+        self._names, self._pattern = names, None
+
+    def search(self, data: bytes):
+        if self._pattern is None:
+            self._pattern = re.compile(rb"\b(?:%s)\b" % b"|".join(
+                re.escape(n.encode("utf-8", "surrogateescape")) for n in sorted(set(self._names))))
+        return self._pattern.search(data)
+
+
 def _names_any(path: str, needles: List[bytes]) -> bool:
     """Does the file hold one of the needles (read a window at a time)? One that cannot be read might."""
     try:
@@ -263,9 +277,9 @@ class Project:
     def files_naming(self, names: Iterable[str]) -> List[_File]:
         """The parsed files whose text names one of `names` as a word."""
         names = [n for n in names if n]
-        if not names:
+        if not names or not (self.texts() or self._big):  # (no other file: nothing to encode or compile)
             return []
-        pattern = re.compile(rb"\b(?:%s)\b" % b"|".join(re.escape(n.encode("utf-8", "surrogateescape")) for n in sorted(set(names))))
+        pattern = _Words(names)
         needles = [n.encode("utf-8", "surrogateescape") for n in names]
         out = []
         for path, data in self.texts():

@@ -229,6 +229,44 @@ class StatementPositions:
         """(offset in the source, code) of a statement generated as a unit, checked there; else None."""
         return self._texts.get(id(node))
 
+    def place(self, node: cst.CSTNode, text: str) -> Optional[int]:
+        """The offset at which the source holds `text`, a statement's code where it stands (its leading lines
+        included), as the statement's positions place it; None where they cannot say (the caller then searches
+        the whole source for it, which read once per statement is N x N for N of them). A unit's code starts
+        on the line its pairing with CPython's statements gave; any other statement's as many lines above its
+        own range's first as the node's code generated alone puts before it (leading lines, decorators). The
+        text is checked there."""
+        if self._lone_cr:
+            return None  # a lone CR ends a line for LibCST and CPython, not for _line_starts
+        units = self._find_units()
+        if units is not None and id(node) in units:
+            line = units[id(node)][1]
+        else:
+            rng, first = self.get(node), self._first_line_in(node)
+            if rng is None or first is None:
+                return None
+            line = rng.start.line - (first - 1)
+        starts = self._line_starts()
+        at = starts[line - 1] if 0 < line <= len(starts) else -1
+        return at if at >= 0 and self._source.startswith(text, at) else None
+
+    def _first_line_in(self, node: cst.CSTNode) -> Optional[int]:
+        """The line of node's code generated alone (1: its first) on which its own range starts."""
+        module = self._tree.module
+        computed: Dict[cst.CSTNode, CodeRange] = {}
+        state = _PositionState(default_indent=module.default_indent, default_newline=module.default_newline,
+                               provider=_Store(computed))
+        try:
+            node._codegen(state)
+        except Exception:  # _Unrecorded, or a node LibCST cannot generate alone: searched for instead
+            return None
+        got = computed.get(node)
+        return None if got is None else got.start.line
+
+    @cached_property
+    def _lone_cr(self) -> bool:
+        return "\r" in self._source and self._source.count("\r") != self._source.count("\r\n")
+
     def _line_starts(self) -> List[int]:
         if not hasattr(self, "_starts"):
             self._starts, find, at = [0], self._source.find, self._source.find("\n")

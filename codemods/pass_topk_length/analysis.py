@@ -816,14 +816,12 @@ class _Analysis:
                     return why
         if isinstance(b.assignments[0].scope, GlobalScope):
             first = min(self.tree.order[id(a.node)] for a in b.assignments if getattr(a, "node", None) is not None)
-            for stmt in self.facts.module.body:
-                for small in getattr(stmt, "body", ()) if isinstance(stmt, cst.SimpleStatementLine) else ():
-                    if isinstance(small, cst.ImportFrom) and isinstance(small.names, cst.ImportStar) \
-                            and self.tree.order[id(small)] > first:
-                        module = get_full_name_for_node(small.module) if small.module else ""
-                        if not c.callee.startswith(module + "."):
-                            return (f"`from {module} import *` at line {self.tree.line(small)} may rebind `{name}`; "
-                                    "import the kernel after it or rewrite by hand")
+            for small in self.star_imports():
+                if self.tree.order[id(small)] > first:
+                    module = get_full_name_for_node(small.module) if small.module else ""
+                    if not c.callee.startswith(module + "."):
+                        return (f"`from {module} import *` at line {self.tree.line(small)} may rebind `{name}`; "
+                                "import the kernel after it or rewrite by hand")
         return None
 
     def _local_wrapper(self, c: CallInfo, node: cst.FunctionDef, line: int) -> Optional[str]:
@@ -928,13 +926,25 @@ class _Analysis:
         return self.index("subclasses:" + cls, lambda: self._subclasses(cls))
 
     def _subclasses(self, cls: str) -> Set[str]:
-        bases: Dict[str, Set[str]] = self.index("bases", self._bases)
-        out, grew = {cls}, True
-        while grew:
-            new = {n for n, bs in bases.items() if bs & out} - out
-            out |= new
-            grew = bool(new)
+        """The closure from cls through the classes naming one of `out` as a base: each class looked at once
+        through an index of the module's classes by base name (a scan of every class per class, as it was,
+        made N classes cost N x N)."""
+        derived: Dict[str, Set[str]] = self.index("derived", self._derived)
+        out, todo = {cls}, [cls]
+        while todo:
+            for n in derived.get(todo.pop(), ()):
+                if n not in out:
+                    out.add(n)
+                    todo.append(n)
         return out
+
+    def _derived(self) -> Dict[str, Set[str]]:
+        """base name -> the names of the classes of this module that name it as a base."""
+        derived: Dict[str, Set[str]] = {}
+        for name, bs in self.index("bases", self._bases).items():
+            for b in bs:
+                derived.setdefault(b, set()).add(name)
+        return derived
 
     def _bases(self) -> Dict[str, Set[str]]:
         bases: Dict[str, Set[str]] = {}
@@ -1171,6 +1181,13 @@ class _Analysis:
                 out.setdefault(dotted(t.target), t)
             return out
         return self.index(f"writes_in:{id(owner)}", build)
+
+    def star_imports(self) -> List[cst.ImportFrom]:
+        """`from m import *` statements of the module's top level, in source order (one scan of its body,
+        not one per kernel call: a module of N functions each calling the kernel would cost N x N)."""
+        return self.index("star_imports", lambda: [
+            small for stmt in self.facts.module.body if isinstance(stmt, cst.SimpleStatementLine)
+            for small in stmt.body if isinstance(small, cst.ImportFrom) and isinstance(small.names, cst.ImportStar)])
 
     def setattr_calls(self) -> List[cst.Call]:
         return self.index("setattr", lambda: self.find(cst.Call, lambda c: _is_name(c.func, "setattr")))

@@ -148,7 +148,8 @@ def _migrate(module: cst.Module, source: str, path: str, gate: Gate, metadata: S
     if not (need_import and any(g.add_param for g in groups)):
         # the statements validated are the module's own, rewritten: spliced into the source, they are the code
         code = spliced_code(small, validated, source, original=lambda node: node in tree.parent,
-                            known=getattr(tree.position, "text_of", lambda node: None))
+                            known=getattr(tree.position, "text_of", lambda node: None),
+                            place=getattr(tree.position, "place", lambda node, text: None))
         if code is not None:
             return code, sites
     new = module.visit(_Rewrite(groups, annotation, tree, torch))
@@ -159,7 +160,8 @@ def _migrate(module: cst.Module, source: str, path: str, gate: Gate, metadata: S
         ctx = CodemodContext()
         AddImportsVisitor.add_needed_import(ctx, "typing", "Optional")
         new = AddImportsVisitor(ctx).transform_module(new)
-    return rewritten_code(module, new, source), sites
+    return rewritten_code(module, new, source, getattr(tree.position, "text_of", lambda node: None),
+                          getattr(tree.position, "place", lambda node, text: None)), sites
 
 
 # -- examples: the rule's documentation and its tests (tests/test_rule_examples.py) -----------
