@@ -2,6 +2,7 @@
 
     python3 bench/check_bench.py [--rounds 5] [--many-rounds 3] [--skip-many] [--write results/check-bench.md]
     python3 bench/check_bench.py --checkout /tmp/old ...   # the engine of another checkout (git worktree add /tmp/old REV)
+    python3 bench/check_bench.py --skip-real --shapes functions_meta,classes_meta --many 500,5000   # other shapes only
 
 Times, in one run, paired and interleaved, each command a child process (CPU = user + system of
 the child, from os.wait4; the machine's load moves wall times, so CPU is the figure):
@@ -15,7 +16,9 @@ the child, from os.wait4; the machine's load moves wall times, so CPU is the fig
 * `check` of a file without the kernel name (sglang's base_attn_backend.py) against
   `python3 -c "import click"` (goal: <= 1.2x);
 * `check` of files with 500 and 5,000 fixable calls (bench/scale_bench.py's `direct` shape),
-  interleaved (goal: 5,000 <= 10.5x 500, and <= 3 ms per site).
+  interleaved (goal: 5,000 <= 10.5x 500, and <= 3 ms per site); --shapes: the same for each of these
+  scale_bench.py shapes (N functions, N methods of a class, N classes, ...: the 10.5x goal for each,
+  the per-site goal for `direct` only); --skip-real: only these.
 
 Prints a markdown report and writes it to --write (default: print only).
 """
@@ -134,6 +137,8 @@ def main() -> None:
     ap.add_argument("--many-rounds", type=int, default=3, help="rounds for the 500/5,000-call files")
     ap.add_argument("--many", default="500,5000", help="the two call counts")
     ap.add_argument("--skip-many", action="store_true")
+    ap.add_argument("--shapes", default="direct", help="scale_bench.py shapes for the many-sites files (comma-separated)")
+    ap.add_argument("--skip-real", action="store_true", help="only the many-sites files")
     ap.add_argument("--write", type=Path, help="also write the markdown report here")
     ap.add_argument("--checkout", type=Path, help="time the engine of this checkout (a copy of it, made first)")
     args = ap.parse_args()
@@ -154,52 +159,61 @@ def main() -> None:
     out = [f"At {commit}{' (work tree modified)' if dirty else ''}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
            f"{os.cpu_count()} cores, load {load0[0]:.1f} at the start. Command:", "",
            f"    python3 bench/check_bench.py --rounds {args.rounds} --many-rounds {args.many_rounds}"
-           + (" --skip-many" if args.skip_many else "") + (f" --checkout {args.checkout}" if args.checkout else ""), ""]
+           + (" --skip-many" if args.skip_many else "") + (" --skip-real" if args.skip_real else "")
+           + (f" --shapes {args.shapes}" if args.shapes != "direct" else "")
+           + (f" --many {args.many}" if args.many != "500,5000" else "")
+           + (f" --checkout {args.checkout}" if args.checkout else ""), ""]
     with tempfile.TemporaryDirectory(prefix="topk-check-bench-") as tmp:
         tmp = Path(tmp)
-        out += [f"Real files, median CPU of {args.rounds} interleaved rounds; ratio: median of the per-round ratios "
-                "to the round's LibCST parse (goal <= 2x):", "",
-                "| file | lines | LibCST parse | check | apply --diff | check / parse | apply --diff / parse | <= 2x |",
-                "|---|---|---|---|---|---|---|---|"]
-        for label, dist, version, member in REAL:
-            path = extract(dist, version, member, tmp / "real")
-            cmds = {"parse": [sys.executable, "-c", PARSE, str(path)],
-                    "check": tool + ["check", "--kernel", KERNEL, str(path)],
-                    "diff": tool + ["apply", "--diff", "--kernel", KERNEL, str(path)]}
-            print(f"{label} ...", flush=True)
-            runs = interleaved(cmds, args.rounds)
-            rc, rd = ratio(runs["check"], runs["parse"]), ratio(runs["diff"], runs["parse"])
-            lines = path.read_text(encoding="utf-8").count("\n")
-            out.append(f"| {label} | {lines:,} | {med_cpu(runs['parse']):.3f} s | {med_cpu(runs['check']):.3f} s | "
-                       f"{med_cpu(runs['diff']):.3f} s | {rc:.2f}x | {rd:.2f}x | {'yes' if max(rc, rd) <= 2 else 'no'} |")
-        plain = extract(*PLAIN, tmp / "plain")
-        print("no kernel name vs import click ...", flush=True)
-        runs = interleaved({"click": [sys.executable, "-c", "import click"],
-                            "check": tool + ["check", str(plain)]}, args.click_pairs)
-        rp = ratio(runs["check"], runs["click"])
-        out += ["", f"A file without the kernel name ({PLAIN[0]} {PLAIN[1]} {os.path.basename(PLAIN[2])}), "
-                    f"{args.click_pairs} interleaved pairs:", "",
-                "| command | median CPU | ratio | <= 1.2x |", "|---|---|---|---|",
-                f"| `python3 -c \"import click\"` | {med_cpu(runs['click']):.3f} s | 1.00x | |",
-                f"| `topk-migrate check F` | {med_cpu(runs['check']):.3f} s | {rp:.2f}x | {'yes' if rp <= 1.2 else 'no'} |"]
+        if not args.skip_real:
+            out += [f"Real files, median CPU of {args.rounds} interleaved rounds; ratio: median of the per-round ratios "
+                    "to the round's LibCST parse (goal <= 2x):", "",
+                    "| file | lines | LibCST parse | check | apply --diff | check / parse | apply --diff / parse | <= 2x |",
+                    "|---|---|---|---|---|---|---|---|"]
+            for label, dist, version, member in REAL:
+                path = extract(dist, version, member, tmp / "real")
+                cmds = {"parse": [sys.executable, "-c", PARSE, str(path)],
+                        "check": tool + ["check", "--kernel", KERNEL, str(path)],
+                        "diff": tool + ["apply", "--diff", "--kernel", KERNEL, str(path)]}
+                print(f"{label} ...", flush=True)
+                runs = interleaved(cmds, args.rounds)
+                rc, rd = ratio(runs["check"], runs["parse"]), ratio(runs["diff"], runs["parse"])
+                lines = path.read_text(encoding="utf-8").count("\n")
+                out.append(f"| {label} | {lines:,} | {med_cpu(runs['parse']):.3f} s | {med_cpu(runs['check']):.3f} s | "
+                           f"{med_cpu(runs['diff']):.3f} s | {rc:.2f}x | {rd:.2f}x | {'yes' if max(rc, rd) <= 2 else 'no'} |")
+            plain = extract(*PLAIN, tmp / "plain")
+            print("no kernel name vs import click ...", flush=True)
+            runs = interleaved({"click": [sys.executable, "-c", "import click"],
+                                "check": tool + ["check", str(plain)]}, args.click_pairs)
+            rp = ratio(runs["check"], runs["click"])
+            out += ["", f"A file without the kernel name ({PLAIN[0]} {PLAIN[1]} {os.path.basename(PLAIN[2])}), "
+                        f"{args.click_pairs} interleaved pairs:", "",
+                    "| command | median CPU | ratio | <= 1.2x |", "|---|---|---|---|",
+                    f"| `python3 -c \"import click\"` | {med_cpu(runs['click']):.3f} s | 1.00x | |",
+                    f"| `topk-migrate check F` | {med_cpu(runs['check']):.3f} s | {rp:.2f}x | {'yes' if rp <= 1.2 else 'no'} |"]
         if not args.skip_many:
             small, big = (int(x) for x in args.many.split(","))
-            cmds = {}
-            for n in (small, big):
-                folder = tmp / f"many_{n}"
-                folder.mkdir()
-                (folder / "backend.py").write_text(scale_bench.direct(n))
-                cmds[n] = tool + ["check", "--kernel", KERNEL, str(folder / "backend.py")]
-            print(f"{small} and {big} calls ...", flush=True)
-            runs = interleaved(cmds, args.many_rounds)
-            rm = ratio(runs[big], runs[small])
-            per_site = med_cpu(runs[big]) / big * 1000
-            out += ["", f"Many sites (scale_bench.py's `direct` shape: N fixable calls in one function), "
-                        f"`check`, median CPU of {args.many_rounds} interleaved rounds:", "",
-                    f"| calls | median CPU | ms per site | ratio to {small} | goal | met |", "|---|---|---|---|---|---|",
-                    f"| {small} | {med_cpu(runs[small]):.2f} s | {med_cpu(runs[small]) / small * 1000:.2f} | 1.00x | | |",
-                    f"| {big} | {med_cpu(runs[big]):.2f} s | {per_site:.2f} | {rm:.2f}x | <= 10.5x, <= 3 ms per site | "
-                    f"{'yes' if rm <= 10.5 and per_site <= 3 else 'no'} |"]
+            for shape in args.shapes.split(","):
+                make = scale_bench.SHAPES[shape]
+                cmds = {}
+                for n in (small, big):
+                    folder = tmp / f"{shape}_{n}"
+                    folder.mkdir()
+                    (folder / "backend.py").write_text(make(n))
+                    cmds[n] = tool + ["check", "--kernel", KERNEL, str(folder / "backend.py")]
+                print(f"{shape}: {small} and {big} calls ...", flush=True)
+                runs = interleaved(cmds, args.many_rounds)
+                rm = ratio(runs[big], runs[small])
+                per_site = med_cpu(runs[big]) / big * 1000
+                goal, met = ("<= 10.5x, <= 3 ms per site", rm <= 10.5 and per_site <= 3) if shape == "direct" else (
+                    "<= 10.5x", rm <= 10.5)
+                what = ": N fixable calls in one function" if shape == "direct" else ""
+                out += ["", f"Many sites (scale_bench.py's `{shape}` shape{what}), `check`, median CPU of "
+                            f"{args.many_rounds} interleaved rounds:", "",
+                        f"| calls | median CPU | ms per site | ratio to {small} | goal | met |", "|---|---|---|---|---|---|",
+                        f"| {small} | {med_cpu(runs[small]):.2f} s | {med_cpu(runs[small]) / small * 1000:.2f} | 1.00x | | |",
+                        f"| {big} | {med_cpu(runs[big]):.2f} s | {per_site:.2f} | {rm:.2f}x | {goal} | "
+                        f"{'yes' if met else 'no'} |"]
     load1 = os.getloadavg()
     out += ["", f"Load {load0[0]:.1f} before, {load1[0]:.1f} after.", ""]
     engine_dir.cleanup()
