@@ -534,8 +534,12 @@ def test_the_measure_sees_what_the_old_constructions_cost():
             ("except hint", _OLD_EXCEPT.search, lambda n: "except" + " " * n + "x"),
             ("self.x = None", lambda t: _old_assigns_none(t, "x"), lambda n: "x:" * n),
             ("configparser", stock_setup_cfg, lambda n: "[options]\na" + " " * n + "b\n")):
-        ratio = _growth(run, shape, repeat=(1, 1))[0]
-        assert ratio > BOUND, (name, ratio)
+        ratios = []
+        for _ in range(3):  # a machine busy elsewhere can flatten one measure: the highest of up to three
+            ratios.append(_growth(run, shape, repeat=(1, 1))[0])
+            if ratios[-1] > BOUND:
+                break
+        assert max(ratios) > BOUND, (name, ratios)
 
 
 # -- heavy: random hostile fork text through the whole inventory ---------------------------------------------
