@@ -628,3 +628,19 @@ def decide_never_contradicts_the_versions_a_spec_allows(examples):
             assert all(Version(v) < Version(floor) for v in allowed), (spec, floor, allowed)
 
     check()
+
+
+def test_a_pin_is_named_from_the_working_directory_where_the_project_lies_under_it(tmp_path, monkeypatch):
+    """`check -v python` from a repository's top names python/pyproject.toml, as it names the sites' paths;
+    from inside the project, or where the project lies elsewhere, the name is from the project's root."""
+    (tmp_path / ".git").mkdir()
+    project = tmp_path / "python"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[project]\nname = "x"\ndependencies = ["sglang-kernel==0.4.6"]\n')
+    (project / "m.py").write_text(CALL)
+    monkeypatch.chdir(tmp_path)
+    assert status_of("python/m.py").kernel == "sglang-kernel==0.4.6 from python/pyproject.toml"
+    monkeypatch.chdir(project)
+    assert status_of("m.py").kernel == "sglang-kernel==0.4.6 from pyproject.toml"
+    monkeypatch.chdir(tmp_path.parent)
+    assert status_of(str(project / "m.py")).kernel.endswith(f"from {tmp_path.name}/python/pyproject.toml")

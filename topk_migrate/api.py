@@ -46,11 +46,12 @@ class KernelGate:
 
     def _declared_in(self, kernel) -> str:
         """--kernel, or the configuration file that supplied this value."""
+        from . import kernels  # with config_for: what a file without the kernel never needs
         from .config import config_for
 
         cfg = config_for(os.path.dirname(os.path.abspath(self.path)))
         if cfg.source and cfg.kernel == kernel:
-            return f"{os.path.relpath(cfg.source, self.root)} [tool.topk-migrate] kernel"
+            return f"{kernels.project_label(cfg.source, self.root)} [tool.topk-migrate] kernel"
         return "--kernel"
 
     def __call__(self, callee: str) -> Capability:
@@ -97,7 +98,7 @@ class KernelGate:
         if iface is None and "." not in callee:
             iface = kernels.read_interface(self.path, callee, param=param)
         if iface is not None:
-            where = f"interface at {os.path.relpath(iface.path, self.root).replace(os.sep, '/')}:{iface.line}"
+            where = f"interface at {kernels.project_label(iface.path, self.root)}:{iface.line}"
             if param in iface.params:
                 return Capability(True, f"{where} takes {param}", iface.params.index(param), where, iface.params)
             if not iface.has_var_kwargs:

@@ -330,7 +330,7 @@ def requirements_file(path: str, root: str, rel: str, seen: Optional[Set[str]] =
             target = m.group(2)
             if "://" not in target:
                 inc = os.path.join(os.path.dirname(path), target)
-                pins += requirements_file(inc, root, os.path.relpath(inc, root).replace(os.sep, "/"), seen, depth + 1)
+                pins += requirements_file(inc, root, project_label(inc, root), seen, depth + 1)
             continue
         if line.startswith("-"):  # -e, --index-url, -f ...: no version of a kernel
             continue
@@ -437,6 +437,14 @@ def metadata_fields(text: str) -> Tuple[Optional[str], Optional[str], List[str]]
     return name, version, requires
 
 
+def project_label(path: str, root: str) -> str:
+    """How a project file is named in a report: from the working directory where the project lies under
+    it (`python/pyproject.toml`, as the sites' paths are), else from the project's root."""
+    shown_root = os.path.relpath(root)
+    rel = os.path.relpath(path, root if shown_root.startswith("..") else os.curdir)
+    return rel.replace(os.sep, "/")
+
+
 def is_requirements(name: str) -> bool:
     return name.startswith("requirements") and name.endswith((".txt", ".in"))
 
@@ -448,7 +456,7 @@ def file_pins(directory: str, root: str) -> Tuple[Tuple[Pin, ...], ...]:
     out = []
     for name in listing(directory):
         path = os.path.join(directory, name)
-        rel = os.path.relpath(path, root).replace(os.sep, "/")
+        rel = project_label(path, root)
         if is_requirements(name):
             out.append(requirements_file(path, root, rel))
             continue
