@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import click
 
@@ -1001,38 +1001,47 @@ def _by_blob(items: Iterable[Tuple[str, str]]) -> Dict[str, List[str]]:
     return out
 
 
-def lay_out_rev(paths, rev, exclude, tally, prog, tmp, keep=None) -> Tuple[str, str, str, List[str]]:
-    """The files of commit `rev` under `paths` for which keep(bytes) holds (default: the prefilter),
-    and the project files the gate and config read, laid out under tmp (bump --rev reads them too).
-    Returns (root, top, commit, the laid-out candidates).
+@dataclass(frozen=True)
+class _Keep:
+    """Which read blobs lay_out_rev lays out: `test` (keep), `scan` (the names a blob over the cap is
+    scanned for; None: it may hold a call), `own_rules` (audit's: each by its own project's rules)."""
 
-    Sizes come first (cat-file --batch-check), and nothing over its cap is read. A candidate over
-    TOPK_MIGRATE_MAX_BYTES is scanned a window at a time for the names keep looks for (the
-    prefilter's; a keep with a `needles` attribute, those; any other keep: every such file) and is
-    the usual "file too large" error line if one is there, as on disk. A project file over
-    project.PROJECT_FILE_LIMIT (a RECORD: project.RECORD_LIMIT) is an error line. A blob the
-    repository lacks (a partial clone) is an error line, never fetched. Each blob is written once
-    (the same blob under other paths is hard-linked), and a run reads and lays out at most
-    _rev_limits() bytes."""
-    from .files import MAX_BYTES_ENV, max_bytes
+    test: Callable[[bytes], bool]
+    scan: Optional[Prefilter]
+    own_rules: bool
 
-    project_limit = project_mod.PROJECT_FILE_LIMIT
 
+def _rev_keep(keep) -> _Keep:
+    """lay_out_rev's `keep` as given (its `needles`, if any, for a blob over the cap), or audit's prefilter."""
     own_rules = keep is None  # audit's: each candidate by the rules of its own project (_own_rules_hold)
     if keep is None:
         keep, scan = may_hold_site, prefilter()
     else:
         needles = getattr(keep, "needles", None)
         scan = Prefilter([bytes(n) for n in needles]) if needles else None
+    return _Keep(keep, scan, own_rules)
+
+
+def _rev_top(paths: Sequence[str]) -> str:
+    """The top of the git repository holding the first path, asked from its nearest existing directory
+    (the path may exist only in the commit)."""
     first = os.path.abspath(paths[0])
     start = first if os.path.isdir(first) else os.path.dirname(first)
     while not os.path.isdir(start):  # the path may exist only in that commit
         start = os.path.dirname(start)
-    top = os.path.realpath(_git(["rev-parse", "--show-toplevel"], start).decode().strip())
+    return os.path.realpath(_git(["rev-parse", "--show-toplevel"], start).decode().strip())
+
+
+def _rev_commit(rev: str, top: str) -> str:
+    """The commit `rev` names (a tag peeled; never read as an option), or the one-line AuditError."""
     try:
-        commit = _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"], top).decode().strip()
+        return _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"], top).decode().strip()
     except AuditError:
         raise AuditError(f"--rev {rev}: no such commit in {top}") from None
+
+
+def _rev_rels(paths: Sequence[str], top: str) -> List[str]:
+    """Each path relative to the repository's top ("" the top itself): a path outside it is refused."""
     rels = []
     for p in paths:
         a = os.path.realpath(p) if os.path.exists(p) else os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(p))), os.path.basename(p))
@@ -1040,6 +1049,12 @@ def lay_out_rev(paths, rev, exclude, tally, prog, tmp, keep=None) -> Tuple[str, 
         if rel == ".." or rel.startswith("../"):
             raise AuditError(f"{p}: outside the git repository at {top}")
         rels.append("" if rel == "." else rel)
+    return rels
+
+
+def _rev_entries(top: str, commit: str, rev: str, tally: Tally) -> List[Tuple[str, str, str]]:
+    """The commit's blobs as (mode, sha, path); an unsafe path (an attacker's tree) is an error line,
+    never laid out, never read."""
     listing = _git(["ls-tree", "-r", "-z", "--full-tree", commit], top).split(b"\0")
     entries = []  # (mode, sha, path)
     for item in listing:
@@ -1053,12 +1068,32 @@ def lay_out_rev(paths, rev, exclude, tally, prog, tmp, keep=None) -> Tuple[str, 
                     tally.errors.append((top, f"unsafe path in {rev}: {path!r} {why}; skipped"))
                     continue
                 entries.append((mode.decode(), sha.decode(), path))
+    return entries
+
+
+def _rev_root(rels: Sequence[str], entries: Sequence[Tuple[str, str, str]], top: str) -> str:
+    """The directory the report is relative to: the one directory given, or what the paths have in common."""
     dirs = _directories_among(rels, (p for _, _, p in entries))
     absd = [os.path.join(top, r) if r else top for r in rels]
-    root = absd[0] if len(rels) == 1 and rels[0] in dirs else \
+    return absd[0] if len(rels) == 1 and rels[0] in dirs else \
         os.path.commonpath([a if r in dirs else os.path.dirname(a) for a, r in zip(absd, rels)])
+
+
+def _rev_candidate(rel: str, path: str, excl) -> bool:
+    """Whether a file of the commit under `rel` is looked at: `rel` itself (named on the command line), or
+    a .py file below it, outside hidden directories and not --exclude'd, as the walk on disk would."""
+    if path == rel:  # a file named on the command line: always looked at
+        return True
+    below = path[len(rel) + 1 :] if rel else path
+    if not path.endswith(".py") or any(c.startswith(".") for c in below.split("/")[:-1]):
+        return False
+    return not (excl is not None and excl.match_file(below))
+
+
+def _rev_wanted(rels, entries, exclude, rev, top, tally) -> List[Tuple[str, str]]:
+    """(sha, path) of each candidate under each rel, symlinks left out (a path string in a commit, not a
+    file to read); a rel that names nothing in the commit is an error line."""
     excl = compile_patterns(exclude)
-    project = [(sha, path) for mode, sha, path in entries if _is_project_file(path)]
     wanted: List[Tuple[str, str]] = []
     for rel in rels:
         matched = False
@@ -1068,21 +1103,17 @@ def lay_out_rev(paths, rev, exclude, tally, prog, tmp, keep=None) -> Tuple[str, 
             matched = True
             if mode == "120000":
                 continue  # a symlink in a commit is a path string, not a file to read
-            if path == rel:  # a file named on the command line: always looked at
+            if _rev_candidate(rel, path, excl):
                 wanted.append((sha, path))
-                continue
-            below = path[len(rel) + 1 :] if rel else path
-            if not path.endswith(".py") or any(c.startswith(".") for c in below.split("/")[:-1]):
-                continue
-            if excl is not None and excl.match_file(below):
-                continue
-            wanted.append((sha, path))
         if not matched:
             tally.errors.append((os.path.join(top, rel), f"not in {rev}"))
-    missing = _missing(top, commit) if project or wanted else set()
-    shas = [s for s in dict.fromkeys(s for s, _ in project + wanted) if s not in missing]
-    files = _RevFiles(tmp, top, rev, tally, missing, _sizes(top, shas))
+    return wanted
 
+
+def _lay_out_project_files(files: _RevFiles, project: Sequence[Tuple[str, str]]) -> None:
+    """Lay out the project files the gate and config read, each blob read once; one over the size they
+    would read (project.PROJECT_FILE_LIMIT, a RECORD project.RECORD_LIMIT) is an error line, never read."""
+    project_limit = project_mod.PROJECT_FILE_LIMIT
     record_limit = project_mod.RECORD_LIMIT  # a wheel's RECORD may hold more
     groups, reqs = _by_blob(project), []
     for sha, ps in groups.items():
@@ -1097,10 +1128,14 @@ def lay_out_rev(paths, rev, exclude, tally, prog, tmp, keep=None) -> Tuple[str, 
         ps[:] = [p for p in ps if p not in files.failed]
         if ps and files.may_read(size, ps):
             reqs.append((sha, size, None))
-    for (sha, _, _), data in zip(reqs, _cat_blobs(top, reqs)):
+    for (sha, _, _), data in zip(reqs, _cat_blobs(files.top, reqs)):
         for path in groups[sha]:
             files.lay_out(path, sha, data)
-    os.mkdir(os.path.join(tmp, ".git"))  # the gate and the config stop their upward search here
+
+
+def _rev_filtered(wanted: Sequence[Tuple[str, str]], rels: Sequence[str], tmp: str) -> List[Tuple[str, str]]:
+    """The candidates, each path once, less those the laid-out project files' [tool.topk-migrate]
+    filters leave out, as on disk (their project files must be laid out first)."""
     try:
         filters = dir_filters(os.path.join(tmp, rel) if rel else tmp for rel in rels)
     except InputError as e:
@@ -1109,35 +1144,94 @@ def lay_out_rev(paths, rev, exclude, tally, prog, tmp, keep=None) -> Tuple[str, 
     wanted = [w for w in wanted if not (w[1] in seen or seen.add(w[1]))]
     if filters:
         wanted = [(sha, path) for sha, path in wanted if kept(filters, os.path.join(tmp, path))]
-    tally.files += len(wanted)
+    return wanted
 
-    limit = max_bytes()
-    too_large = "file too large ({} bytes > %d); skipped (raise %s to process it)" % (limit, MAX_BYTES_ENV)
+
+def _too_large(size: int, limit: int) -> str:
+    """A candidate's error line over TOPK_MIGRATE_MAX_BYTES, as on disk."""
+    from .files import MAX_BYTES_ENV
+
+    return ("file too large ({} bytes > %d); skipped (raise %s to process it)" % (limit, MAX_BYTES_ENV)).format(size)
+
+
+def _candidate_reads(files: _RevFiles, wanted, scan: Optional[Prefilter], limit: int):
+    """({sha: its paths}, the blobs to read as (sha, size, the scan for one over `limit`, else None)):
+    a blob over it with no names to scan for may hold a call, so is the error line, never read."""
     groups, reqs = _by_blob((sha, path) for sha, path in wanted if path not in files.failed), []
     for sha, ps in groups.items():
         size = files.size(sha, ps)
         if size is None:
             continue
         if size > limit and scan is None:  # no names to look for: it may hold a call
-            files.fail(ps, too_large.format(size))
+            files.fail(ps, _too_large(size, limit))
         elif files.may_read(size, ps):
             reqs.append((sha, size, scan if size > limit else None))
+    return groups, reqs
+
+
+def _lay_out_kept(files: _RevFiles, sha: str, paths: Sequence[str], data: bytes, own_rules: bool) -> List[str]:
+    """Lay out a kept blob under each of its paths (by audit's keep, only where its own project's rules
+    hold); the files laid out."""
+    laid = []
+    for path in paths:
+        if own_rules and not _own_rules_hold(os.path.join(files.tmp, path), data):
+            continue  # its project's project files are laid out already: config_for reads them
+        dest = files.lay_out(path, sha, data)
+        if dest:
+            laid.append(dest)
+    return laid
+
+
+def _lay_out_candidates(files: _RevFiles, wanted, keep: _Keep, prog) -> List[str]:
+    """Read the candidates' blobs in one cat-file and lay out those keep holds for; one over the cap is
+    only scanned, and the error line if it may hold a call, as on disk."""
+    from .files import max_bytes
+
+    limit = max_bytes()
+    groups, reqs = _candidate_reads(files, wanted, keep.scan, limit)
     laid: List[str] = []
     done = 0
-    for (sha, size, scanned), got in zip(reqs, _cat_blobs(top, reqs)):
+    for (sha, size, scanned), got in zip(reqs, _cat_blobs(files.top, reqs)):
         ps = groups[sha]
         prog.bar(done, len(wanted), f", {len(laid)} to analyse")
         done += len(ps)
         if scanned is not None:  # over the cap: an error line if it may hold a call, as on disk
             if got:
-                files.fail(ps, too_large.format(size))
-        elif keep(got):
-            for path in ps:
-                if own_rules and not _own_rules_hold(os.path.join(tmp, path), got):
-                    continue  # its project's project files are laid out already: config_for reads them
-                dest = files.lay_out(path, sha, got)
-                if dest:
-                    laid.append(dest)
+                files.fail(ps, _too_large(size, limit))
+        elif keep.test(got):
+            laid += _lay_out_kept(files, sha, ps, got, keep.own_rules)
+    return laid
+
+
+def lay_out_rev(paths, rev, exclude, tally, prog, tmp, keep=None) -> Tuple[str, str, str, List[str]]:
+    """The files of commit `rev` under `paths` for which keep(bytes) holds (default: the prefilter),
+    and the project files the gate and config read, laid out under tmp (bump --rev reads them too).
+    Returns (root, top, commit, the laid-out candidates).
+
+    Sizes come first (cat-file --batch-check), and nothing over its cap is read. A candidate over
+    TOPK_MIGRATE_MAX_BYTES is scanned a window at a time for the names keep looks for (the
+    prefilter's; a keep with a `needles` attribute, those; any other keep: every such file) and is
+    the usual "file too large" error line if one is there, as on disk. A project file over
+    project.PROJECT_FILE_LIMIT (a RECORD: project.RECORD_LIMIT) is an error line. A blob the
+    repository lacks (a partial clone) is an error line, never fetched. Each blob is written once
+    (the same blob under other paths is hard-linked), and a run reads and lays out at most
+    _rev_limits() bytes."""
+    keeping = _rev_keep(keep)
+    top = _rev_top(paths)
+    commit = _rev_commit(rev, top)
+    rels = _rev_rels(paths, top)
+    entries = _rev_entries(top, commit, rev, tally)
+    root = _rev_root(rels, entries, top)
+    project = [(sha, path) for _, sha, path in entries if _is_project_file(path)]
+    wanted = _rev_wanted(rels, entries, exclude, rev, top, tally)
+    missing = _missing(top, commit) if project or wanted else set()
+    shas = [s for s in dict.fromkeys(s for s, _ in project + wanted) if s not in missing]
+    files = _RevFiles(tmp, top, rev, tally, missing, _sizes(top, shas))
+    _lay_out_project_files(files, project)
+    os.mkdir(os.path.join(tmp, ".git"))  # the gate and the config stop their upward search here
+    wanted = _rev_filtered(wanted, rels, tmp)
+    tally.files += len(wanted)
+    laid = _lay_out_candidates(files, wanted, keeping, prog)
     tally.candidates = len(laid)
     return root, top, commit, laid
 
