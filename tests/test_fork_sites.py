@@ -181,8 +181,8 @@ def test_meituan_longcat_fluentllm_dsa_backend_is_fixable_past_the_decode_elif(t
     assert status is Status.FIXABLE, reason
 
 
-def test_the_decode_call_on_the_path_to_the_prefill_call_still_refuses(tmp_path):
-    """The same decode method in a branch that falls through to the prefill call: it runs first."""
+def _decode_falls_through(writes_indices: bool) -> str:
+    """FLUENT_BACKEND with the decode method in a branch that falls through to the prefill call: it runs first."""
     start = FLUENT_BACKEND.index('        if self.nsa_prefill_impl == "flashmla_prefill":')
     end = FLUENT_BACKEND.index("    def _forward_flashmla_prefill")
     backend = FLUENT_BACKEND[:start] + (
@@ -191,8 +191,22 @@ def test_the_decode_call_on_the_path_to_the_prefill_call_still_refuses(tmp_path)
         "                                          page_table_1=page_table_1)\n"
         "        return self._forward_flashmla_prefill(q_all=q_all, kv_cache=kv_cache, page_table_1=page_table_1,\n"
         "                                              sm_scale=layer.scaling)\n\n") + FLUENT_BACKEND[end:]
-    ((_, _, status, reason),) = sites([fluent_fork(tmp_path, backend)], "flash_mla:topk_length")
+    if writes_indices:
+        backend = backend.replace("        indices = page_table_1.unsqueeze(1)\n        return q_all",
+                                  "        page_table_1[:, -1] = -1\n        indices = page_table_1.unsqueeze(1)\n        return q_all")
+    return backend
+
+
+def test_the_decode_call_on_the_path_to_the_prefill_call_refuses_where_it_writes_the_indices(tmp_path):
+    ((_, _, status, reason),) = sites([fluent_fork(tmp_path, _decode_falls_through(True))], "flash_mla:topk_length")
     assert status is Status.MANUAL and "_forward_flashmla_decode" in reason, reason
+
+
+def test_a_method_that_writes_another_of_its_parameters_leaves_the_indices_alone(tmp_path):
+    """The decode method writes kv_cache (quantize_k_cache) and only reads page_table_1: on the path or not,
+    it changes no top-k entry (the parameters the indices are handed to decide, not the method's others)."""
+    ((_, _, status, reason),) = sites([fluent_fork(tmp_path, _decode_falls_through(False))], "flash_mla:topk_length")
+    assert status is Status.FIXABLE, reason
 
 
 # -- IISuperluminaLII/FlashMLA_Windows_Linux_sm120: a tracked file the .gitignore matches ------------------------

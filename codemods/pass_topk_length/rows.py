@@ -254,27 +254,29 @@ class RowTrace:
             self.anchor = self.anchor or up
         return self._data(expr)
 
-    def _pure(self, call: cst.Call) -> bool:
-        """The traced call itself, or a def of the project that writes none of its parameters."""
+    def _pure(self, call: cst.Call, name: str) -> bool:
+        """The traced call itself, or a def of the project that writes none of the parameters `name` (or an
+        alias of it) is handed to."""
         if id(call) in self.exempt:
             return True
         local = local_defs(self.tree, call.func)
         if local:
-            return all(self._writes_no_param(fdef) for fdef in local)
+            return all(self._writes_no_param(fdef, handed_params(call, fdef, name)) for fdef in local)
         found = [self.external(qn) for qn in imported_names(self.tree, call.func)] if self.external else []
         if found and all(f is not None for f in found) and self.inside <= 3:
-            return all(RowTrace(f[0], None, self.outside)._writes_no_param(f[1]) for f in found)
+            return all(RowTrace(f[0], None, self.outside)._writes_no_param(f[1], handed_params(call, f[1], name))
+                       for f in found)
         return False
 
-    def _writes_no_param(self, fdef: cst.FunctionDef) -> bool:
-        if id(fdef) in self.seen or self.inside > 3:
+    def _writes_no_param(self, fdef: cst.FunctionDef, params: Sequence[str]) -> bool:
+        key = (id(fdef), tuple(params))
+        if key in self.seen or self.inside > 3:
             return True  # being read: its other uses decide
-        self.seen.add(id(fdef))
+        self.seen.add(key)
         scope = self.tree.scope_of.get(fdef.body)
-        params = [p.name.value for p in (*fdef.params.posonly_params, *fdef.params.params, *fdef.params.kwonly_params)]
         self.inside += 1
         try:
-            return scope is None or all(self._row_writes(scope, p) is None for p in params if p not in ("self", "cls"))
+            return scope is None or all(self._row_writes(scope, p) is None for p in params)
         finally:
             self.inside -= 1
 
@@ -555,7 +557,7 @@ class RowTrace:
             if call.func.attr.value not in VALUE_INPLACE:
                 return f"`{_code(call)}` changes `{name}` in place, which may move its rows"
         for call in _mutating(self.tree, finder, self.outside):
-            if on_path(call) and not self._pure(call):
+            if on_path(call) and not self._pure(call, name):
                 return (f"`{_code(call).strip()[:80]}` hands `{name}` to `{get_full_name_for_node(call.func) or _code(call.func)}`, "
                         "which may change it in place; the row trace cannot follow it there")
         for call in filter(on_path, finder.outs):
@@ -672,26 +674,23 @@ _LOOPS_AND_SCOPES = (cst.For, cst.While, cst.FunctionDef, cst.Lambda, cst.ClassD
 _EXITS = (cst.Return, cst.Raise)
 
 
-def _placement(tree: Tree, node: cst.CSTNode, owner: cst.CSTNode):
-    """(the statement holding node, {id(If): the branch node lies in}, the statements on the way up) where
-    node lies in owner's own straight-line code; None where a loop or a nested scope comes between (or
-    node is not under owner). The statement is the innermost simple one (`x = f(q)`, `return f(q)`) or,
-    for node in a compound statement's header (`if f(q):`), that whole statement. Once per node and owner."""
+def _placement(tree: Tree, node: cst.CSTNode, owner: cst.CSTNode) -> Optional[List[cst.CSTNode]]:
+    """The statements on the way up from node to owner (the innermost simple one first, or, for node in a
+    compound statement's header (`if f(q):`), that whole statement) where node lies in owner's own
+    straight-line code; None where a loop or a nested scope comes between (or node is not under owner).
+    Once per node and owner."""
     cache = tree.__dict__.setdefault("_placement", {})
     key = (id(node), id(owner))
     if key in cache:
         return cache[key]
-    stmt, branches, chain, up, child = None, {}, [], tree.parent.get(node), node
+    chain, up = [], tree.parent.get(node)
     while up is not None and up is not owner:
         if isinstance(up, _LOOPS_AND_SCOPES):
             break
-        if isinstance(up, cst.If) and child is not up.test:
-            branches[id(up)] = "body" if child is up.body else "orelse"
         if isinstance(up, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
-            stmt = stmt or up
             chain.append(up)
-        child, up = up, tree.parent.get(up)
-    cache[key] = (stmt, branches, chain) if up is owner and stmt is not None else None
+        up = tree.parent.get(up)
+    cache[key] = chain if up is owner and chain else None
     return cache[key]
 
 
@@ -721,22 +720,18 @@ def _after_exit(tree: Tree, stmt: cst.CSTNode) -> bool:
 
 
 def off_path(tree: Tree, write: cst.CSTNode, anchor: Optional[cst.CSTNode], owner: cst.CSTNode) -> bool:
-    """Can `write` (an in-place write, or a call handed the tensor) not run before `anchor` (the call the
-    trace is for) in one call of the function `owner` that holds both? Only where both lie in owner's own
-    straight-line code (no loop, no nested scope): write comes after a `return` or `raise` in its block (or
-    in a block around it), or lies in another branch of an `if` than the call, or in a statement after the
-    call's. Anything else may run first: it is on the path."""
+    """Can `write` (an in-place write, or a call handed the tensor) never run before `anchor` (the call the
+    trace is for), in any call of the function `owner` that holds both? Only where it never runs at all: it
+    comes after a `return` or `raise` in its block (or in a block around it) of owner's own straight-line
+    code. A write in another branch of an `if` than the call, or after the call, runs before the call the
+    next time owner runs, and the tensor it writes may be the one that call reads (a parameter the layers
+    share, an attribute, a buffer kept between steps): on the path."""
     if anchor is None:
         return False
-    w, c = _placement(tree, write, owner), _placement(tree, anchor, owner)
-    if w is None or c is None:
+    w = _placement(tree, write, owner)
+    if w is None or _placement(tree, anchor, owner) is None:
         return False
-    stmt, branches, chain = w
-    if any(_after_exit(tree, st) for st in chain):
-        return True
-    if any(c[1].get(i, b) != b for i, b in branches.items()):
-        return True  # `if ...: return self._sparse(q, idx)` / `elif ...: idx.flip_(-1)`: never both
-    return tree.order[id(stmt)] > tree.end[id(c[0])]
+    return any(_after_exit(tree, st) for st in w)
 
 
 def _returned(tree: Tree, call: cst.Call) -> bool:
@@ -1226,18 +1221,18 @@ class IndexTrace:
             for call in filter(on_path, finder.inplace + finder.changes + finder.outs + finder.mutators):
                 return f"`{_code(call)}` changes which top-k entries are valid"
             for call in _mutating(self.tree, finder, self.outside):
-                if on_path(call) and not self._pure(call):
+                if on_path(call) and not self._pure(call, n):
                     return (f"`{_code(call).strip()[:80]}` hands `{n}` to `{get_full_name_for_node(call.func) or _code(call.func)}`, "
                             "which may change its entries in place; the indices trace cannot follow it there")
         return None
 
-    def _pure(self, call: cst.Call) -> bool:
+    def _pure(self, call: cst.Call, name: str) -> bool:
         """The traced call itself, an engine function on the index allowlist (it reads the indices and
-        returns new ones), or a def of this module that writes none of its parameters."""
+        returns new ones), or a def of this module that writes none of the parameters `name` (or an alias of
+        it) is handed to."""
         if id(call) in self.exempt:
             return True
-        name = get_full_name_for_node(call.func) or ""
-        op = name.rsplit(".", 1)[-1]
+        op = (get_full_name_for_node(call.func) or "").rsplit(".", 1)[-1]
         if op in INDEX_KEEPING_FUNCTIONS and any(qn.startswith(ENGINE_PACKAGES) for qn in imported_names(self.tree, call.func)):
             return True
         if op in INDEX_KEEPING_ENGINE_METHODS and isinstance(call.func, cst.Attribute):
@@ -1246,14 +1241,15 @@ class IndexTrace:
         if not local or self.inside > 3:
             return False
         for fdef in local:
-            if id(fdef) in self.seen:
+            params = handed_params(call, fdef, name)
+            key = (id(fdef), tuple(params))
+            if key in self.seen:
                 continue
-            self.seen.add(id(fdef))
+            self.seen.add(key)
             scope = self.tree.scope_of.get(fdef.body)
-            params = [p.name.value for p in (*fdef.params.posonly_params, *fdef.params.params, *fdef.params.kwonly_params)]
             self.inside += 1
             try:
-                if scope is None or any(self._writes(scope, p) for p in params if p not in ("self", "cls")):
+                if scope is None or any(self._writes(scope, p) for p in params):
                     return False
             finally:
                 self.inside -= 1
@@ -1286,6 +1282,28 @@ def _validity_test(cond: cst.BaseExpression) -> Optional[bool]:
     if (op, value) in ((cst.LessThan, 0), (cst.Equal, -1), (cst.LessThanEqual, -1)):
         return False
     return None
+
+
+def handed_params(call: cst.Call, fdef: cst.FunctionDef, name: str) -> List[str]:
+    """The parameters of fdef (past `self`/`cls`) that `call` may hand `name`: those whose argument reads
+    it (the traces ask again for each alias of it); every parameter where the call spreads *args or
+    **kwargs, or fdef takes them (what lands there is not known)."""
+    params = [p.name.value for p in (*fdef.params.posonly_params, *fdef.params.params, *fdef.params.kwonly_params)
+              if p.name.value not in ("self", "cls")]
+    spread = [p.name.value for p in (fdef.params.star_arg, fdef.params.star_kwarg) if isinstance(p, cst.Param)]
+    if spread or any(a.star for a in call.args):
+        return params + spread
+    return [p for p in params if any(_reads_name(arg, name) for arg in _arguments_for(call, fdef, {p}))]
+
+
+def _reads_name(expr: cst.CSTNode, name: str) -> bool:
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name) and node.value == name:
+            return True
+        stack.extend(node.children)
+    return False
 
 
 def _arguments_for(call: cst.Call, fdef: cst.FunctionDef, names: Set[str]) -> List[cst.BaseExpression]:
