@@ -268,7 +268,7 @@ class RowTrace:
                        for f in found)
         return False
 
-    def _writes_no_param(self, fdef: cst.FunctionDef, params: Sequence[str]) -> bool:
+    def _writes_no_param(self, fdef: cst.FunctionDef, params: List[str]) -> bool:
         key = (id(fdef), tuple(params))
         if key in self.seen or self.inside > 3:
             return True  # being read: its other uses decide
