@@ -121,7 +121,7 @@ def main(argv=None) -> int:
             "kernel (tests/stubs): the oracle is execution only. The default test tier "
             "(`python3 -m pytest -q tests/test_generator.py`) runs a part of seed 25's first 1,000 programs (the first "
             "150 and the fewest more that draw every alternative of every production); the heavy tier (`-m heavy`) "
-            f"all 1,000, and 20,000 of seed {genrun.HEAVY_SEED} (`TOPK_GEN_SEED=S` picks another, "
+            f"all 1,000, and 8,000 of seed {genrun.HEAVY_SEED} (`TOPK_GEN_SEED=S` picks another, "
             "`TOPK_GEN_SEED=random` draws one).\n\n"
             f"Engine at {_commit()}; {platform.python_version()}, {os.cpu_count()} cores, "
             f"load average {load0} before the run.\n")
