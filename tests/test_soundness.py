@@ -715,3 +715,52 @@ def test_a_write_that_may_run_before_the_call_is_still_on_its_path(tmp_path, bod
     src = OFF_PATH.format(body=textwrap.indent(body, " " * 8))
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert site.status is Status.MANUAL and why in site.reason, site.reason
+
+
+# -- the lengths changed in place (red team B, issue 34): `metadata.dsa_cache_seqlens_int32.add_(1)` before or
+# after the call left lengths past the valid entries (the next call's, or this one's); only `.copy_` of a value
+# that is proven clipped, in this module or another, keeps the field what the metadata counted.
+LENGTHS_WRITTEN = """\
+import torch
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+{imports}
+
+class DSAMetadata:
+    dsa_cache_seqlens_int32: torch.Tensor
+
+
+class Backend:
+    forward_metadata: DSAMetadata
+
+    def forward(self, q, kv, indices):
+        metadata = self.forward_metadata
+        {write}
+        return flash_mla_sparse_fwd(q, kv, indices, 1.0)[0]
+"""
+IN_PLACE = ["metadata.dsa_cache_seqlens_int32.add_(1)", "metadata.dsa_cache_seqlens_int32[1:].clamp_(max=4096)",
+            "metadata.dsa_cache_seqlens_int32[0] = 2048", "metadata.dsa_cache_seqlens_int32[0] += 1",
+            "torch.add(metadata.dsa_cache_seqlens_int32, 1, out=metadata.dsa_cache_seqlens_int32)"]
+
+
+@pytest.mark.parametrize("write", IN_PLACE)
+def test_lengths_changed_in_place_in_this_module_refuse(tmp_path, write):
+    src = LENGTHS_WRITTEN.format(imports="", write=write)
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert site.status is Status.MANUAL and "in place" in site.reason, site.reason
+
+
+@pytest.mark.parametrize("write", IN_PLACE)
+def test_lengths_changed_in_place_in_another_module_refuse(tmp_path, write):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "steps.py").write_text(f"import torch\n\n\ndef advance(metadata):\n    {write}\n")
+    src = LENGTHS_WRITTEN.format(imports="import steps", write="steps.advance(metadata)")
+    (tmp_path / "backend.py").write_text(src)
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert site.status is Status.MANUAL and "steps.py:5 changes `dsa_cache_seqlens_int32` in place" in site.reason, site.reason
+
+
+def test_lengths_copied_in_place_from_a_clip_stay_fixable(tmp_path):
+    write = "metadata.dsa_cache_seqlens_int32.copy_(torch.clamp(metadata.seq_lens, max=self.dsa_index_topk))"
+    src = LENGTHS_WRITTEN.format(imports="", write=write)
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert site.status is Status.FIXABLE, site.reason

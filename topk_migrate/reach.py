@@ -781,13 +781,16 @@ def forwarded_call(fn: ast.AST, super_method: Optional[str] = None, offset: int 
     return call, ""
 
 
-def field_writes(project: "Project", field: str) -> List[Tuple[_File, ast.AST, ast.AST]]:
+def field_writes(project: "Project", field: str) -> List[Tuple[_File, ast.AST, Optional[ast.AST]]]:
     """Where other files of the project give `field` a value: (file, the node, the value) for a call's
-    keyword `field=v`, an assignment `x.field = v` and an in-place `x.field.copy_(v)`."""
-    out: List[Tuple[_File, ast.AST, ast.AST]] = []
+    keyword `field=v`, an assignment `x.field = v` and an in-place `x.field.copy_(v)`; (file, the node,
+    None) for any other write into the tensor it holds."""
+    out: List[Tuple[_File, ast.AST, Optional[ast.AST]]] = []
     for f in project.files_naming([field]):
         for node in ast.walk(f.tree):
-            if isinstance(node, ast.keyword) and node.arg == field:
+            if _changes_field_in_place(node, field):
+                out.append((f, node, None))  # no value: nothing proves what the write leaves clipped
+            elif isinstance(node, ast.keyword) and node.arg == field:
                 out.append((f, node.value, node.value))
             elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -800,6 +803,23 @@ def field_writes(project: "Project", field: str) -> List[Tuple[_File, ast.AST, a
                     and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == field and node.args:
                 out.append((f, node, node.args[0]))
     return out
+
+
+def _changes_field_in_place(node: ast.AST, field: str) -> bool:
+    """A write into the tensor `x.field` holds, other than `.copy_`: an in-place method (`x.field.add_(1)`,
+    `x.field[:n].clamp_(...)`), `out=x.field`, `x.field[i] = v`, `x.field[i] += v`."""
+    def is_field(e: ast.AST) -> bool:
+        while isinstance(e, ast.Subscript):
+            e = e.value
+        return isinstance(e, ast.Attribute) and e.attr == field
+
+    if isinstance(node, ast.Call):
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr.endswith("_") and func.attr != "copy_" and is_field(func.value):
+            return True
+        return any(k.arg == "out" and is_field(k.value) for k in node.keywords)
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AugAssign) else []
+    return any(isinstance(t, ast.Subscript) and is_field(t) for t in targets)
 
 
 def constructed(f: _File, e: ast.AST) -> bool:

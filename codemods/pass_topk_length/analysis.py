@@ -111,6 +111,19 @@ def _is_field(e: cst.BaseExpression, field_name: str) -> bool:
     return isinstance(e, cst.Attribute) and e.attr.value == field_name
 
 
+def _changes_in_place(node: cst.CSTNode, field_name: str) -> bool:
+    """A write into the tensor `x.field` holds, other than `.copy_` (checked for its value): an in-place
+    method (`x.field.add_(1)`, `x.field[:n].clamp_(...)`), `out=x.field`, `x.field[i] = v` or `x.field[i] += v`."""
+    if isinstance(node, cst.Call):
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value.endswith("_") and func.attr.value != "copy_" \
+                and _is_field(func.value, field_name):
+            return True
+        return any(a.keyword is not None and a.keyword.value == "out" and _is_field(a.value, field_name) for a in node.args)
+    target = node.target
+    return isinstance(target, cst.Subscript) and _is_field(target, field_name)
+
+
 # Names an annotation may hold besides the classes it is about.
 TYPING_NAMES = {"Optional", "Union", "None", "typing", "t", "Any"}
 
@@ -317,6 +330,10 @@ class _Analysis:
                                   and _is_field(c.func.value, field_name) and bool(c.args)):
                 if not self._clipped(call.args[0].value, set()):
                     return self._unclipped(field_name, call, call.args[0].value)
+            for node in self.find((cst.Call, cst.AssignTarget, cst.AugAssign), lambda n: _changes_in_place(n, field_name)):
+                return (f"this module changes `{field_name}` in place at line {self.tree.line(node)} "
+                        f"(`{_code(node).strip()[:80]}`): the lengths it leaves are not provably the seqlens clipped to "
+                        f"the top-k width ({CLIP_HOW}); pass topk_length by hand")
             return None
         return self.index(f"unclipped:{field_name}", build)
 
@@ -604,6 +621,10 @@ class _Analysis:
                     return (f"{proj.rel(f.path)}:{getattr(node, 'lineno', 0)} gives `{obj}.{field_name}` a new tensor, "
                             f"and `{obj}` may be metadata a CUDA graph was captured with, which keeps reading the tensor "
                             f"it held; update it in place (`.copy_(...)`), or pass topk_length by hand")
+                if value is None:
+                    return (f"{proj.rel(f.path)}:{getattr(node, 'lineno', 0)} changes `{field_name}` in place "
+                            f"(`{reach._unparse(node)[:80]}`): the lengths it leaves are not provably the seqlens "
+                            f"clipped to the top-k width ({CLIP_HOW}); pass topk_length by hand")
                 if not _clipped_elsewhere(f, value, 0):
                     return (f"{proj.rel(f.path)}:{getattr(node, 'lineno', 0)} sets `{field_name}` from "
                             f"`{reach._unparse(value)[:80]}`, not provably the seqlens clipped to the top-k width "
