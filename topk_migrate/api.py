@@ -94,9 +94,13 @@ class KernelGate:
             if found.accepts is not None:
                 return self._pinned(found.accepts, found.pins, dists)
             undecided.append(found.describe())
-        iface = kernels.vendored_interface(self.path, callee, param)
+        memo: dict = {}
+        iface = kernels.vendored_interface(self.path, callee, param, memo)
         if iface is None and "." not in callee:
-            iface = kernels.read_interface(self.path, callee, param=param)
+            iface = kernels.read_interface(self.path, callee, param=param, _memo=memo)
+        why = kernels.interface_why(memo) if iface is None else None
+        if why:  # the project's (or an installed) module binds the name in a way the reader cannot decide
+            return Capability(None, f"{callee}: {why}; rewrite by hand once it is one function that takes {param}")
         if iface is not None:
             where = f"interface at {kernels.project_label(iface.path, self.root)}:{iface.line}"
             if param in iface.params:

@@ -16,11 +16,10 @@ topk_length, so no version pin decides it. What decides it is the interface:
 """
 from __future__ import annotations
 
-import os
 from typing import Optional
 
 # Declared and parse_declaration live in kernels (parse_pin reads a declaration): named here too.
-from .kernels import Declared, Interface, parse_declaration, read_interface  # noqa: F401
+from .kernels import Declared, Interface, importable_file, parse_declaration, read_interface  # noqa: F401
 
 
 def declaration_hint(module: str, param: str) -> str:
@@ -31,30 +30,8 @@ def installed_interface(callee: str, param: str = "") -> Optional[Interface]:
     """`def FUNC(...)` of the module `callee` (`flash_mla.flash_mla_sparse_fwd`) as the running Python would
     import it, read statically; None where it is not importable, not Python source, or unreadable."""
     module, _, func = callee.rpartition(".")
-    top = module.split(".")[0]
-    if not module or not top.isidentifier():
-        return None
-    import importlib.util
-
-    try:
-        spec = importlib.util.find_spec(top)  # a top-level name: no parent package is imported
-    except (ImportError, ValueError, AttributeError):
-        return None
-    if spec is None:
-        return None
-    rest = module.split(".")[1:]
-    if not rest:
-        origin = spec.origin
-    else:
-        origin = None
-        for base in spec.submodule_search_locations or ():
-            for cand in (os.path.join(base, *rest) + ".py", os.path.join(base, *rest, "__init__.py")):
-                if os.path.isfile(cand):
-                    origin = cand
-                    break
-            if origin:
-                break
-    if not origin or not origin.endswith(".py") or not os.path.isfile(origin):
+    origin = importable_file(module) if module else None
+    if origin is None:
         return None
     try:
         return read_interface(origin, func, param=param)

@@ -661,19 +661,20 @@ def installed_module(path: str, module: str) -> Optional[str]:
     return found if found and inside(found, scope.root) and not scope.holds(found) else None
 
 
-def vendored_interface(path: str, qualname: str, param: str = "") -> Optional[Interface]:
+def vendored_interface(path: str, qualname: str, param: str = "", _memo: Optional[dict] = None) -> Optional[Interface]:
     """Read `def NAME(...)` of the module `qualname` points at, if that module sits in the same project, or,
     for a file of an installed distribution, in another one installed beside it (`installed`: read as the
     kernel's interface, never as the project's code) (param: the parameter a rule asks about, which decides
-    between several bindings of the name)."""
+    between several bindings of the name; `_memo`: read_interface's, whose interface_why says why it decided
+    nothing)."""
     module, _, func = qualname.rpartition(".")
     if not module:
         return None
     found = find_module(path, module)
     if found:
-        return read_interface(found, func, param=param)
+        return read_interface(found, func, param=param, _memo=_memo)
     beside = installed_module(path, module)
-    iface = read_interface(beside, func, param=param) if beside else None
+    iface = read_interface(beside, func, param=param, _memo=_memo) if beside else None
     return replace(iface, installed=True) if iface is not None else None
 
 
@@ -696,48 +697,207 @@ def read_interface(file: str, func: str, depth: int = 0, param: str = "",
     return memo[key]
 
 
+def importable_file(module: str) -> Optional[str]:
+    """The source file the running Python would import for the absolute `module` (found, never imported:
+    importlib's find_spec of its top-level package, then its path); None where it is not importable,
+    not Python source, or not a file."""
+    top = module.split(".")[0]
+    if not module or module.startswith(".") or not all(p.isidentifier() for p in module.split(".")):
+        return None
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(top)  # a top-level name: no parent package is imported
+    except (ImportError, ValueError, AttributeError):
+        return None
+    if spec is None:
+        return None
+    rest = module.split(".")[1:]
+    origin = spec.origin if not rest else None
+    for base in (spec.submodule_search_locations or ()) if rest else ():
+        for cand in (os.path.join(base, *rest) + ".py", os.path.join(base, *rest, "__init__.py")):
+            if os.path.isfile(cand):
+                origin = cand
+                break
+        if origin:
+            break
+    return origin if origin and origin.endswith(".py") and os.path.isfile(origin) else None
+
+
+def star_target(file: str, node: ast.ImportFrom) -> Tuple[Optional[str], str]:
+    """The file `from <module> import *` at `file` reads (the project's module, else one installed beside an
+    installed distribution, else the one the running Python would import), and the module as written."""
+    module = "." * node.level + (node.module or "")
+    target = find_module(file, module) or installed_module(file, module)
+    return target or (importable_file(module) if not node.level else None), module
+
+
+def star_import_binds(file: str, node: ast.ImportFrom, name: str, depth: int = 0,
+                      _memo: Optional[dict] = None) -> Optional[bool]:
+    """Does the star import `node` of the module at `file` bind `name`? A module that can be read decides
+    (star_binds); one that is neither the project's nor installed here may bind anything: None."""
+    target, _ = star_target(file, node)
+    return star_binds(target, name, depth, _memo) if target else None
+
+
+def scope_nodes(tree: ast.Module) -> Iterable[ast.AST]:
+    """Every node that runs in the module's own scope, at any depth of its blocks (if/try/with/for/while/
+    match, the expressions of its statements), but not the bodies of its functions, lambdas and classes
+    (each def, lambda and class is yielded, with its decorators, defaults and bases)."""
+    todo: List[ast.AST] = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            todo.extend([*node.decorator_list, *a.defaults, *(d for d in a.kw_defaults if d is not None)])
+            todo.extend(x for x in (node.returns,) if x is not None)
+        elif isinstance(node, ast.ClassDef):
+            todo.extend([*node.decorator_list, *node.bases, *node.keywords])
+        elif isinstance(node, ast.Lambda):
+            todo.extend([*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)])
+        else:
+            todo.extend(reversed(list(ast.iter_child_nodes(node))))
+
+
+_MATCH_NAMES = tuple(getattr(ast, n) for n in ("MatchAs", "MatchStar", "MatchMapping") if hasattr(ast, n))
+
+
+def _bound_name(node: ast.AST) -> Optional[str]:
+    """The name a node of the module's scope binds (or deletes), if it binds one by itself."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return node.name
+    if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+        return node.id
+    if isinstance(node, ast.ExceptHandler):
+        return node.name
+    if _MATCH_NAMES and isinstance(node, _MATCH_NAMES):
+        return getattr(node, "name", None) or getattr(node, "rest", None)
+    return None
+
+
+def _global_writes(tree: ast.Module, name: str) -> Optional[int]:
+    """The line of a `global name` in a function or class (a write to the module's binding from there)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Global) and name in node.names:
+            return node.lineno
+    return None
+
+
+def _reflective(tree: ast.Module) -> Optional[Tuple[int, str]]:
+    """exec(), globals()/vars(), sys.modules, setattr/delattr: a module binding that no reading can follow."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in ("exec", "globals", "vars", "setattr", "delattr"):
+            return node.lineno, f"{node.func.id}()"
+        if isinstance(node, ast.Attribute) and node.attr == "modules" and isinstance(node.value, ast.Name) \
+                and node.value.id == "sys":
+            return node.lineno, "sys.modules"
+    return None
+
+
+def _undecided(memo: dict, why: str) -> None:
+    memo.setdefault("why", why)
+
+
+def interface_why(memo: dict) -> Optional[str]:
+    """Why read_interface (given this `_memo`) decided nothing, where it read something it cannot model."""
+    return memo.get("why")
+
+
+def _where(file: str, line: int) -> str:
+    return f"{os.path.relpath(file, project_root(file)).replace(os.sep, '/')}:{line}"
+
+
 def _read_interface(file: str, func: str, depth: int, param: str, memo: dict) -> Optional[Interface]:
+    """Every binding of `func` in the module's scope, at any depth of its blocks, counts: a def, an import
+    or re-export, `func = other_def` (or `func: T = other_def`); any other form (a class, a tuple or `for`
+    target, with-as, a walrus, del, a `global` write from a function, a star import that may bind it, exec or
+    a write through globals()) is one the reader cannot model, and decides nothing."""
     from . import bounded
 
     tree = bounded.python_facts(read_project_file(file)) if depth <= 4 else None
     if tree is None:
         return None
-    defs = {n.name: n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    line = _global_writes(tree, func)
+    if line is not None:
+        _undecided(memo, f"{_where(file, line)} writes `{func}` from a function (`global {func}`)")
+        return None
+    nodes = list(scope_nodes(tree))
+    defs = {n.name: n for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     found: List[Optional[Interface]] = []
-    for node in ast.walk(tree):
+    plain: Set[int] = set()  # the Name targets of `func = other_def`, read as that def
+    for node in nodes:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == func:
             a = node.args
             names = tuple(x.arg for x in a.posonlyargs + a.args + a.kwonlyargs)
             found.append(Interface(file, node.lineno, names, a.kwarg is not None))
-        elif isinstance(node, ast.ImportFrom) and depth < 4:
+        elif isinstance(node, ast.ImportFrom):
             for alias in node.names:
                 if alias.name == "*":  # `from .flash_mla_interface import *`: a binding where that module exports func
-                    target = find_module(file, "." * node.level + (node.module or ""))
-                    binds = star_binds(target, func, depth + 1, memo) if target else False
+                    target, module = star_target(file, node)
+                    binds = star_binds(target, func, depth + 1, memo) if target and depth < 4 else None
+                    if binds is None:
+                        _undecided(memo, f"`from {module} import *` at {_where(file, node.lineno)} may bind `{func}`"
+                                         + ("" if target else ", and that module is not in the project nor "
+                                                              "importable here to read"))
+                    inner = read_interface(target, func, depth + 1, param, memo) if binds else None
+                    if binds and inner is None:  # the star import's own line is the blocker to name
+                        below = memo.get("why")
+                        memo["why"] = f"`from {module} import *` at {_where(file, node.lineno)} may rebind `{func}`" \
+                                      + (f" ({below})" if below and len(below) < 300 else "")
                     if binds is not False:
-                        found.append(read_interface(target, func, depth + 1, param, memo) if binds else None)
+                        found.append(inner)
                 elif (alias.asname or alias.name) == func:
-                    target = find_module(file, "." * node.level + (node.module or ""))
+                    target = find_module(file, "." * node.level + (node.module or "")) if depth < 4 else None
                     found.append(read_interface(target, alias.name, depth + 1, param, memo) if target else None)
-        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == func for t in node.targets):
+        elif isinstance(node, ast.Import):
+            if any((alias.asname or alias.name.split(".")[0]) == func for alias in node.names):
+                _undecided(memo, f"`import` at {_where(file, node.lineno)} binds `{func}` to a module")
+                found.append(None)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and any(
+                isinstance(t, ast.Name) and t.id == func for t in (node.targets if isinstance(node, ast.Assign)
+                                                                    else [node.target])):
+            plain.update(id(t) for t in (node.targets if isinstance(node, ast.Assign) else [node.target]))
             value = node.value
             if isinstance(value, ast.Name) and value.id in defs and value.id != func:
                 d = defs[value.id].args
                 found.append(Interface(file, node.lineno, tuple(x.arg for x in d.posonlyargs + d.args + d.kwonlyargs),
                                        d.kwarg is not None))
             else:
+                if not (isinstance(value, ast.Constant) and value.value is None):  # (a `= None` fallback: as before)
+                    _undecided(memo, f"{_where(file, node.lineno)} assigns `{func}` from something other than a "
+                                     "def of the module")
                 found.append(None)
+        elif _bound_name(node) == func and id(node) not in plain and not isinstance(node, (ast.FunctionDef,
+                                                                                            ast.AsyncFunctionDef)):
+            what = "a class" if isinstance(node, ast.ClassDef) else "a binding the reader does not model"
+            _undecided(memo, f"{_where(file, getattr(node, 'lineno', 0))} rebinds `{func}` ({what})")
+            found.append(None)
+    if found and not any(i is None for i in found):
+        odd = _reflective(tree)
+        if odd is not None:
+            _undecided(memo, f"{_where(file, odd[0])} uses {odd[1]}, which may rebind `{func}`")
+            return None
     if not found or any(i is None for i in found):
         return None
-    return found[0] if len(found) == 1 else _merge(found, param)  # type: ignore[arg-type]
+    if len(found) == 1:
+        return found[0]
+    merged = _merge(found, param)  # type: ignore[arg-type]
+    if merged is None:
+        lines = ", ".join(str(i.line) for i in found)  # type: ignore[union-attr]
+        _undecided(memo, f"{_where(file, found[0].line)} binds `{func}` {len(found)} times (lines {lines}) "  # type: ignore[union-attr]
+                         "with different signatures; which one runs is not decided")
+    return merged
 
 
 def star_binds(file: str, name: str, depth: int = 0, _memo: Optional[dict] = None) -> Optional[bool]:
     """Does `from <the module at file> import *` bind `name`? As Python decides it: the names of a literal
     `__all__` if the module sets one, else every name it binds that does not start with `_` (its own
-    star imports of the project's modules followed, 4 deep). None where that cannot be read: an `__all__`
-    built at run time, a module too big or too deep to read, a star import past the depth, a cycle of
-    star imports. Each module is read once per call (`_memo`, shared with read_interface)."""
+    star imports followed, 4 deep). None where that cannot be read: an `__all__` bound more than once or
+    anywhere but one top-level literal assignment (in a block, augmented, extended, computed), a module too
+    big or too deep to read, a star import past the depth or of a module neither the project's nor importable
+    here, a cycle of star imports. Each module is read once per call (`_memo`, shared with read_interface)."""
     memo: dict = {} if _memo is None else _memo
     key = ("star", os.path.realpath(file), name)
     if key in memo:
@@ -747,38 +907,50 @@ def star_binds(file: str, name: str, depth: int = 0, _memo: Optional[dict] = Non
     return memo[key]
 
 
+def _literal_all(tree: ast.Module, nodes: List[ast.AST]) -> Tuple[bool, Optional[Set[str]]]:
+    """(does the module name `__all__`, the names of its one literal top-level assignment or None)."""
+    uses = [n for n in nodes if isinstance(n, ast.Name) and n.id == "__all__"]
+    if not uses and _global_writes(tree, "__all__") is None:
+        return False, None
+    tops = [s for s in tree.body if isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None
+            and [t for t in (s.targets if isinstance(s, ast.Assign) else [s.target])
+                 if isinstance(t, ast.Name) and t.id == "__all__"]]
+    if len(uses) != 1 or len(tops) != 1 or _global_writes(tree, "__all__") is not None:
+        return True, None  # bound twice, in a block, augmented, extended, read or written from elsewhere
+    s = tops[0]
+    targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+    value = s.value
+    if len(targets) != 1 or not isinstance(value, (ast.List, ast.Tuple)) \
+            or not all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts):
+        return True, None  # computed
+    return True, {e.value for e in value.elts}  # type: ignore[union-attr]
+
+
 def _star_binds(file: str, name: str, depth: int, memo: dict) -> Optional[bool]:
     from . import bounded
 
     tree = bounded.python_facts(read_project_file(file)) if depth <= 4 else None
     if tree is None:
         return None
-    exported: Optional[Set[str]] = None
-    for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
-            if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
-        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
-            value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
-            if exported is not None or isinstance(node, ast.AugAssign) or not isinstance(value, (ast.List, ast.Tuple)) \
-                    or not all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts):
-                return None  # set twice, extended, or computed: not known without running the module
-            exported = {e.value for e in value.elts}
-    for node in ast.walk(tree):  # `__all__.append(...)` and the like: computed
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "__all__":
-            return None
-    if exported is not None:
-        return name in exported
+    nodes = list(scope_nodes(tree))
+    named, exported = _literal_all(tree, nodes)
+    if any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "__all__"
+           for n in ast.walk(tree)):
+        return None  # `__all__.append(...)` and the like: computed
+    if named:
+        return None if exported is None else name in exported
     if name.startswith("_"):
         return False
     unknown = False
     for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name \
-                or isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del)) \
+        if _bound_name(node) == name \
                 or isinstance(node, ast.alias) and (node.asname or node.name.split(".")[0]) == name:
             return True
+    if _global_writes(tree, name) is not None:
+        return True
+    for node in nodes:
         if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
-            target = find_module(file, "." * node.level + (node.module or ""))
-            inner = star_binds(target, name, depth + 1, memo) if target else False
+            inner = star_import_binds(file, node, name, depth + 1, memo) if depth < 4 else None
             if inner:
                 return True
             unknown = unknown or inner is None
@@ -786,13 +958,14 @@ def _star_binds(file: str, name: str, depth: int, memo: dict) -> Optional[bool]:
 
 
 def _merge(found: List[Interface], param: str) -> Optional[Interface]:
-    """Several bindings of one name (an import and a fallback): one that cannot take
-    `param` decides (the call would raise there); otherwise one that has it, if
-    they all put it at one position (a `**kwargs` fallback takes anything)."""
+    """Several bindings of one name (an import and a fallback, a TYPE_CHECKING stub and a def): one that
+    cannot take `param` decides (the call would raise there); otherwise the ones with named parameters must
+    agree (the same parameters in the same places, `**kwargs` or not; a `(*args, **kwargs)` fallback takes
+    anything), or which one runs is not decided: None."""
     for i in found:
         if param not in i.params and not i.has_var_kwargs:
             return i
-    real = [i for i in found if param in i.params]
-    if len({i.params.index(param) for i in real}) > 1:
+    named = [i for i in found if i.params] or found
+    if len({(i.params, i.has_var_kwargs) for i in named}) > 1:
         return None
-    return real[0] if real else found[0]
+    return named[0]
