@@ -207,12 +207,13 @@ def validate_rewrite(original: Tree, rewritten: cst.Module, record: Record, grou
 
     # 2. What the inserted code reads.
     by_id = {id(x): x for x in groups}
+    inserted = _Inserted(new, record, anywhere)
     for _rank, name, node, access in new.accesses():
         gid = owner.get(id(node))
         if gid is None or access.is_annotation or name in CONSTANT_NAMES:
             continue
         g = by_id[gid]
-        why = _check_read(new, g, record, mine[gid], anywhere, access, name, node)
+        why = _check_read(inserted, g, mine[gid], access, name, node)
         if why:
             fail(gid, why)
 
@@ -235,9 +236,19 @@ def _binding_ids(b) -> Set[int]:
     return {id(a) for a in b.assignments}
 
 
-def _check_read(new: Tree, g: Group, record: Record, ids: Set[int], anywhere: Set[int], access, name: str,
-                node: cst.CSTNode) -> Optional[str]:
-    """Why a read of `name` in the code inserted for g (node ids: ids; of every group: anywhere) is unsafe."""
+@dataclass(frozen=True)
+class _Inserted:
+    """What each read of the inserted code is checked against (_check_read), the same for every read: the
+    rewritten tree, the rewrite's record, and the ids of the nodes inserted for every group."""
+
+    new: Tree
+    record: Record
+    anywhere: Set[int]
+
+
+def _check_read(inserted: _Inserted, g: Group, ids: Set[int], access, name: str, node: cst.CSTNode) -> Optional[str]:
+    """Why a read of `name` in the code inserted for g (node ids: ids; of every group: inserted.anywhere) is unsafe."""
+    new, record, anywhere = inserted.new, inserted.record, inserted.anywhere
     b = new.binding_in(access.scope, name)
     if name == "getattr":  # the builtin, for metadata whose type nothing declares
         return None if b.scope_rank == -2 or not b.assignments else "rewrite would read `getattr`, which this module rebinds"
