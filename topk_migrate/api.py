@@ -362,9 +362,10 @@ def diff_labels(path: str):
 
 
 @in_run
-def process_file(path: str, kernel: Optional[str] = None, write: bool = False, verbose: bool = False,
-                 narrowed: bool = False, data: Optional[bytes] = None, engine: bool = True,
-                 parsed: Optional[Any] = None) -> FileOutcome:
+def process_file(  # noqa: PLR0913  (public API: keyword options with defaults)
+        path: str, kernel: Optional[str] = None, write: bool = False, verbose: bool = False,
+        narrowed: bool = False, data: Optional[bytes] = None, engine: bool = True,
+        parsed: Optional[Any] = None) -> FileOutcome:
     """Read, classify and (if write) rewrite one file; every expected failure becomes `error`.
 
     narrowed: classify only (audit), on the text narrow.py cuts down to what the engine reads.
@@ -536,7 +537,8 @@ class _StopBetweenFiles:
 
 
 @in_run
-def run(paths: Sequence[str], kernel: Optional[str] = None, write: bool = False, verbose: bool = False,
+def run(  # noqa: PLR0913  (public API: keyword options with defaults)
+        paths: Sequence[str], kernel: Optional[str] = None, write: bool = False, verbose: bool = False,
         follow_links: bool = False, note=None, progress: bool = False) -> Report:
     """check/apply over files and directories; a walked directory honours its [tool.topk-migrate] include/exclude.
 

@@ -165,7 +165,8 @@ def _serve(task, tasks, results, main: int, zygote: int) -> None:
             send.send(("done", os.getpid(), i, out))
 
 
-def _zygote(ctx, task, tasks, results, recv, workers: int, main: int) -> None:
+def _zygote(  # noqa: PLR0913  (a process target: the queues and pipe it starts with)
+        ctx, task, tasks, results, recv, workers: int, main: int) -> None:
     """Import the engine once, then fork the workers from this warm process and watch them:
     one that dies (a native crash, the OOM killer) is reported with the file it held and
     replaced, so the run goes on.
@@ -407,7 +408,7 @@ class Tally:
 
 
 @in_run
-def audit(
+def audit(  # noqa: PLR0913  (public API: keyword options with defaults)
     paths: Sequence[str],
     rev: Optional[str] = None,
     exclude: Sequence[str] = (),
@@ -460,7 +461,8 @@ def audit(
     return _result(sites, tally, root, rev, commit, t0)
 
 
-def _new_since(now: AuditResult, paths, ref, exclude, kernel, jobs, gitignore, relative_to) -> AuditResult:
+def _new_since(  # noqa: PLR0913  (audit()'s options, passed on to the audit of ref)
+        now: AuditResult, paths, ref, exclude, kernel, jobs, gitignore, relative_to) -> AuditResult:
     """now's sites less those commit `ref` had (baseline.py), its summary counted again."""
     from .baseline import only_new
 
@@ -519,8 +521,9 @@ def _result(sites, tally, root, rev, commit, t0) -> AuditResult:
     return AuditResult(sites, errors, summary)
 
 
-def _scan_disk(paths, exclude, gitignore, kernel, runner: Runner, tally: Tally, prog: Progress,
-               follow_links: bool = False, note=None) -> None:
+def _scan_disk(  # noqa: PLR0913  (the walk's options and the run's state)
+        paths, exclude, gitignore, kernel, runner: Runner, tally: Tally, prog: Progress,
+        follow_links: bool = False, note=None) -> None:
     """Classify each candidate where it is found if no LibCST is needed; hand the others to the runner
     as soon as they come back, so parsing starts while the scan goes on."""
     from functools import partial
@@ -530,8 +533,9 @@ def _scan_disk(paths, exclude, gitignore, kernel, runner: Runner, tally: Tally, 
               classified=runner.done.append)
 
 
-def scan_disk(paths, exclude, gitignore, jobs: int, tally: Tally, prog: Progress, take_one,
-              follow_links: bool = False, note=None, classify=None, classified=None) -> None:
+def scan_disk(  # noqa: PLR0913  (the walk's options and callbacks; bump's engine calls it too)
+        paths, exclude, gitignore, jobs: int, tally: Tally, prog: Progress, take_one,
+        follow_links: bool = False, note=None, classify=None, classified=None) -> None:
     """Walk, read and prefilter (in `jobs` scanner processes; with the prefilter discover.prefilter()
     gives), calling take_one(path) for each candidate as it comes back. The files are
     config.project_files', as every command reads them. One directory given is walked by the
@@ -580,8 +584,9 @@ def scan_disk(paths, exclude, gitignore, jobs: int, tally: Tally, prog: Progress
         raise AuditError(str(e)) from None
 
 
-def _walk_split(plan: SplitWalk, scanners: "_Scanners", jobs: int, feed, take, tally: Tally,
-                prog: Progress, classify: bool) -> None:
+def _walk_split(  # noqa: PLR0913  (the walk's plan, callbacks and the run's state)
+        plan: SplitWalk, scanners: "_Scanners", jobs: int, feed, take, tally: Tally,
+        prog: Progress, classify: bool) -> None:
     """The scanners walk the parts; the seeds a part donates go to the next idle one, a share of
     what is left at a time (fewer messages than one a seed, and the last parts still small). The
     candidates a part finds are classified by the next idle scanners, not by the one that walked it:
@@ -932,7 +937,8 @@ def _directories_among(rels: Sequence[str], paths: Iterable[str]) -> set:
     return found
 
 
-def _scan_rev(paths, rev, exclude, kernel, runner, tally, prog, tmp) -> Tuple[str, str, str]:
+def _scan_rev(  # noqa: PLR0913  (lay_out_rev's inputs and the runner)
+        paths, rev, exclude, kernel, runner, tally, prog, tmp) -> Tuple[str, str, str]:
     """List and prefilter the files of commit `rev`; lay candidates out under tmp and hand them to the
     workers. Returns (root, top, commit)."""
     root, top, commit, laid = lay_out_rev(paths, rev, exclude, tally, prog, tmp)
@@ -1203,7 +1209,8 @@ def _lay_out_candidates(files: _RevFiles, wanted, keep: _Keep, prog) -> List[str
     return laid
 
 
-def lay_out_rev(paths, rev, exclude, tally, prog, tmp, keep=None) -> Tuple[str, str, str, List[str]]:
+def lay_out_rev(  # noqa: PLR0913  (the commit's paths and options, the run's state; bump's engine calls it too)
+        paths, rev, exclude, tally, prog, tmp, keep=None) -> Tuple[str, str, str, List[str]]:
     """The files of commit `rev` under `paths` for which keep(bytes) holds (default: the prefilter),
     and the project files the gate and config read, laid out under tmp (bump --rev reads them too).
     Returns (root, top, commit, the laid-out candidates).
@@ -1364,8 +1371,9 @@ def _lay_out(inside: str, path: str, data: bytes, tally: Tally, top: str, same: 
 @click.option("--relative-to", metavar="DIR", type=click.Path(file_okay=False),
               help="Report paths relative to DIR (the GitHub Action gives the workspace's top, as SARIF and "
                    "annotations want them) [default: the directory audited].")
-def audit_command(paths, rev, fmt, exclude, no_gitignore, kernel, jobs, progress, follow_links, statistics, new_since,
-                  verbose, output, relative_to):
+def audit_command(  # noqa: PLR0913  (a click command: one parameter per option)
+        paths, rev, fmt, exclude, no_gitignore, kernel, jobs, progress, follow_links, statistics, new_since,
+        verbose, output, relative_to):
     """Classify every kernel call site under PATHs (default: .), fast.
 
     Files that cannot hold a call are never parsed. Hidden directories,

@@ -155,8 +155,9 @@ def _machine_report(report: api.Report, fmt: str, seconds: float) -> dict:
     return summary
 
 
-def _report(report: api.Report, applied: bool, err: bool, verbose: bool = False, fmt: str = "text",
-            statistics: bool = False, seconds: float = 0.0) -> None:
+def _report(  # noqa: PLR0913  (check's and apply's output options, by name)
+        report: api.Report, applied: bool, err: bool, verbose: bool = False, fmt: str = "text",
+        statistics: bool = False, seconds: float = 0.0) -> None:
     if fmt != "text":
         _machine_report(report, fmt, seconds)
         _tail(report, applied, verbose)
@@ -303,7 +304,8 @@ def run() -> None:
 @new_since_option
 @progress_option
 @verbose_option(command="check")
-def check(paths, kernel, stdin_filename, follow_links, fmt, statistics, new_since, progress, verbose):
+def check(  # noqa: PLR0913  (a click command: one parameter per option)
+        paths, kernel, stdin_filename, follow_links, fmt, statistics, new_since, progress, verbose):
     """List every site that does not pass topk_length; write nothing.
 
     PATH `-` reads the source from standard input (see --stdin-filename); after `--`
@@ -333,7 +335,8 @@ def check(paths, kernel, stdin_filename, follow_links, fmt, statistics, new_sinc
 @statistics_option
 @progress_option
 @verbose_option(command="check")
-def apply(paths, kernel, diff, stdin_filename, follow_links, fmt, statistics, progress, verbose):
+def apply(  # noqa: PLR0913  (a click command: one parameter per option)
+        paths, kernel, diff, stdin_filename, follow_links, fmt, statistics, progress, verbose):
     """Rewrite fixable sites in place (or show the diff); report the rest.
 
     PATH `-` (before any `--`) reads the source from standard input and writes the rewritten source

@@ -185,7 +185,8 @@ def github_report(r: BumpReport) -> str:
 @verbose_option
 @click.option("--quiet", "-q", is_flag=True,
               help="No line on stderr before a release is downloaded, and no progress line while it is.")
-def bump_command(old, new, paths, fmt, output, rev, follow_links, verbose, quiet):
+def bump_command(  # noqa: PLR0913  (a click command: one parameter per option)
+        old, new, paths, fmt, output, rev, follow_links, verbose, quiet):
     """What moving the kernel from one release to another does to every call site.
 
     Verdicts: breaks (TypeError), rebinds (a positional argument lands elsewhere), manual (cannot be
