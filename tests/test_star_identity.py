@@ -147,6 +147,31 @@ def test_a_binding_in_a_function_or_class_body_is_not_the_modules(tmp_path):
     assert status is Status.FIXABLE, reason
 
 
+# -- B: positional arguments -------------------------------------------------------------------------------------
+LOCAL = """\
+from sgl_kernel import flash_mla as _fm
+
+
+def flash_mla_sparse_fwd(SIG, sm_scale, d_v=512, attn_sink=None, topk_length=None):
+    return _fm.flash_mla_sparse_fwd(q=q, kv=kv, indices=indices, sm_scale=sm_scale, d_v=d_v, attn_sink=attn_sink,
+                                    topk_length=topk_length)
+"""
+
+
+@pytest.mark.parametrize("sig,args,fixable", [
+    ("q, kv, indices", ARGS, True),
+    ("q, indices, kv", "q, topk_indices, kv, sm_scale, d_v=16", False),
+    ("q, indices, kv", "q=q, indices=topk_indices, kv=kv, sm_scale=sm_scale, d_v=16", True),  # by keyword
+])
+def test_a_module_local_kernel_def_maps_positional_arguments_by_its_signature(tmp_path, sig, args, fixable):
+    status, reason = site(tmp_path, {"backend.py": backend(LOCAL.replace("SIG", sig), args)})
+    if fixable:
+        assert status is Status.FIXABLE, reason
+    else:
+        assert status is Status.MANUAL and "takes `indices` in place 2" not in reason \
+            and "takes `kv` in place 3, where the rule reads `indices`" in reason, reason
+
+
 TWO_DEFS = """\
 from typing import TYPE_CHECKING
 
@@ -169,3 +194,9 @@ def test_an_interface_bound_twice_with_different_signatures_is_not_decided(tmp_p
         assert status is Status.FIXABLE, reason
     else:
         assert status is Status.MANUAL and "binds `flash_mla_sparse_fwd` 2 times (lines 6, 9)" in reason, reason
+
+
+def test_each_def_of_an_interface_bound_twice_is_held_to_the_forwarding_rule(tmp_path):
+    fmla = TWO_DEFS.replace("SIG", "q, kv, indices").replace("        return _fm", "        q = q.flip(0)\n        return _fm")
+    status, reason = site(tmp_path, {"fmla.py": fmla, "backend.py": FROM_SHIM})
+    assert status is Status.MANUAL and "fmla.py:9" in reason, reason

@@ -786,8 +786,12 @@ class _Analysis:
             if stmt is not None and _is_none(stmt.value):
                 continue  # an unavailable-kernel fallback: calling it fails before and after
             if isinstance(node, cst.FunctionDef) and len(b.assignments) == 1:
-                # a kernel interface defined here: the gate read its signature; its body must forward
-                why = self._local_wrapper(c, node, line)
+                # a kernel interface defined here: its body must forward, and the call's arguments go to the
+                # parameters of its signature (the gate may have decided by a pin, without reading it)
+                p = node.params
+                why = self._local_wrapper(c, node, line) or _misplaced_params(
+                    _positional(c.node), [x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)],
+                    f"`{name}` defined at line {line}")
                 if why:
                     return why
                 continue
@@ -832,7 +836,9 @@ class _Analysis:
                 return (f"`{name}` is {c.callee}, defined in this project ({rel}:{iface.line}) "
                         "without a topk_length parameter; add it there first")
             if iface is not None and not iface.installed:  # another distribution's: the kernel, not a wrapper of ours
-                why = self._vendored_wrapper(c, iface)
+                rel = os.path.relpath(iface.path, project.project_root(self.path)).replace(os.sep, "/")
+                why = self._vendored_wrapper(c, iface) or _misplaced_params(
+                    _positional(c.node), iface.params, f"{rel}:{iface.line}")
                 if why:
                     return why
         if isinstance(b.assignments[0].scope, GlobalScope):
@@ -857,13 +863,19 @@ class _Analysis:
 
         name = c.callee.rsplit(".", 1)[-1]
         where = f"{os.path.relpath(iface.path, project.project_root(self.path))}:{iface.line}".replace(os.sep, "/")
+        from topk_migrate import kernels
+
         tree = bounded.python_facts(project.read_project_file(iface.path))
-        defs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                and n.name == name and n.lineno == iface.line] if tree is not None else []
-        if len(defs) != 1:  # a re-export, an assignment: not a def whose body can be read
+        defs = [n for n in kernels.scope_nodes(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and n.name == name] if tree is not None else []
+        if iface.line not in [d.lineno for d in defs]:  # a re-export, an assignment: not a def whose body can be read
             return (f"`{name}` is {c.callee}, bound in this project ({where}) by something other than one plain def; "
                     "pass topk_length by hand")
-        return self.forwards_unchanged(c, defs[0], where)
+        for d in defs:  # each def of the name (the reader found them alike): each body runs where it is bound
+            why = self.forwards_unchanged(c, d, where if d.lineno == iface.line else f"{where.rsplit(':', 1)[0]}:{d.lineno}")
+            if why:
+                return why
+        return None
 
     def expand(self, name: Optional[str]) -> str:
         """A dotted name with its first part expanded through the imports (as callees are)."""
@@ -1291,12 +1303,21 @@ def _misplaced(positional: Sequence[cst.Arg], cap: Capability) -> Optional[str]:
     """The rows and indices traces read q as the first positional argument and the indices as the third;
     where the gate read the interface the call runs (cap.params) and it puts another parameter there, why
     the call's arguments are not what the traces would read (else None)."""
+    return _misplaced_params(positional, cap.params, cap.decision or cap.detail)
+
+
+def _misplaced_params(positional: Sequence[cst.Arg], params: Sequence[str], where: str) -> Optional[str]:
+    """_misplaced for the signature `params` of the def the call runs (read at `where`)."""
     for name, at in (("q", 0), ("indices", 2)):
-        if cap.params and len(positional) > at and (len(cap.params) <= at or cap.params[at] != name):
-            there = f"`{cap.params[at]}`" if len(cap.params) > at else "no parameter"
-            return (f"the interface the call runs ({cap.decision or cap.detail}) takes {there} in place {at + 1}, where "
+        if params and len(positional) > at and (len(params) <= at or params[at] != name):
+            there = f"`{params[at]}`" if len(params) > at else "no parameter"
+            return (f"the interface the call runs ({where}) takes {there} in place {at + 1}, where "
                     f"the rule reads `{name}`; pass q= and indices= by keyword")
     return None
+
+
+def _positional(call: cst.Call) -> List[cst.Arg]:
+    return [a for a in call.args if not a.keyword and not a.star]
 
 
 def _argument_for(call: cst.Call, param: str, position: Optional[int], shift: int) -> Optional[cst.BaseExpression]:
