@@ -764,3 +764,47 @@ def test_lengths_copied_in_place_from_a_clip_stay_fixable(tmp_path):
     src = LENGTHS_WRITTEN.format(imports="", write=write)
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert site.status is Status.FIXABLE, site.reason
+
+
+# -- indices held in an attribute (red team B, issue 34): `topk_indices = self.topk_indices_buf` with
+# `self.topk_indices_buf.masked_fill_(...)` before the call, or after it (the next call reads it), or through a
+# local read from it in another method: the trace looked at writes of local names only.
+HELD = """\
+import torch
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+
+class DSAMetadata:
+    dsa_cache_seqlens_int32: torch.Tensor
+
+
+class Backend:
+    forward_metadata: DSAMetadata
+
+    def forward(self, q, kv):
+        metadata = self.forward_metadata
+        topk_indices = self.topk_indices_buf
+        {before}
+        return flash_mla_sparse_fwd(q, kv, topk_indices, 1.0)[0]
+
+    def evict(self, limit):
+        {elsewhere}
+"""
+
+
+@pytest.mark.parametrize("before,elsewhere", [
+    ("self.topk_indices_buf.masked_fill_(self.topk_indices_buf >= 24, -1)", "pass"),
+    ("pass", "self.topk_indices_buf[:, :, ::2] = -1"),
+    ("pass", "buf = self.topk_indices_buf\n        buf.fill_(-1)"),
+    ("pass", "torch.where(self.topk_indices_buf > limit, -1, self.topk_indices_buf, out=self.topk_indices_buf)"),
+])
+def test_indices_held_in_an_attribute_written_in_place_anywhere_refuse(tmp_path, before, elsewhere):
+    src = HELD.format(before=before, elsewhere=elsewhere)
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert site.status is Status.MANUAL and "held in an attribute" in site.reason, site.reason
+
+
+def test_indices_held_in_an_attribute_only_read_stay_fixable(tmp_path):
+    src = HELD.format(before="n = self.topk_indices_buf.shape[0]", elsewhere="return self.topk_indices_buf.clone()")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert site.status is Status.FIXABLE, site.reason

@@ -944,6 +944,45 @@ def aliases_in(tree: Tree, owner: cst.CSTNode, name: str) -> Set[str]:
     return answers[key]
 
 
+def attribute_write(tree: Tree, attr: str) -> Optional[cst.CSTNode]:
+    """The first in-place write in the module into a tensor held as `<anything>.attr`, or read from one into a
+    local first (`buf = self.attr; buf.masked_fill_(...)`): an attribute outlives the call that reads it, so
+    whatever writes it, wherever and whenever, may come before (receivers are not told apart: any object's
+    `.attr`). In-place means a method ending in `_`, `out=`, or an item or slice assigned."""
+    cache = tree.__dict__.setdefault("_attribute_writes", {})
+    if attr not in cache:
+        cache[attr] = _attribute_write(tree, attr)
+    return cache[attr]
+
+
+def _attribute_write(tree: Tree, attr: str) -> Optional[cst.CSTNode]:
+    def holds(e: cst.BaseExpression, locals_: Set[str]) -> bool:
+        while isinstance(e, (cst.Subscript, cst.Attribute)) and not (isinstance(e, cst.Attribute) and e.attr.value == attr):
+            e = e.value if isinstance(e, cst.Subscript) or e.attr.value in TRANSPOSING_ATTRS | {"data"} else None
+        return isinstance(e, cst.Attribute) or (isinstance(e, cst.Name) and e.value in locals_)
+
+    nodes, stack = [], [tree.module]
+    while stack:  # the whole module, skipped bodies too (tree.parent may leave them out)
+        node = stack.pop()
+        if isinstance(node, (cst.Call, cst.Assign, cst.AugAssign)):
+            nodes.append(node)
+        stack.extend(node.children)
+    locals_ = {t.target.value for n in nodes if isinstance(n, cst.Assign) for t in n.targets
+               if isinstance(t.target, cst.Name) and holds(n.value, set())}
+    for n in nodes:
+        if isinstance(n, cst.Call):
+            func = n.func
+            if isinstance(func, cst.Attribute) and func.attr.value.endswith("_") and holds(func.value, locals_):
+                return n
+            if any(a.keyword is not None and a.keyword.value == "out" and holds(a.value, locals_) for a in n.args):
+                return n
+        else:
+            targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+            if any(isinstance(t, cst.Subscript) and holds(t, locals_) for t in targets):
+                return n
+    return None
+
+
 def written_names(tree: Tree, owner: cst.CSTNode) -> Set[str]:
     """The names writes_in finds a write of under owner (every other name's writes are none)."""
     writes_in(tree, owner, "")
@@ -1070,6 +1109,11 @@ class IndexTrace:
             if not INDEX_NAME.search(e.attr.value):  # default-deny: an attribute that does not say it holds them
                 return (f"`{_code(e)}` is read from an attribute that does not say it holds the top-k indices "
                         "(a page table or other tensor may hold more valid entries than the metadata counts)")
+            written = attribute_write(self.tree, e.attr.value)
+            if written is not None:
+                return (f"`{_code(e)}` is held in an attribute, and `{_code(written).strip()[:80]}` (line "
+                        f"{self.tree.line(written)}) writes into a tensor of that attribute in place, which may run "
+                        "before the call (in this call or an earlier one)")
             return self.hazard(e.value)
         if isinstance(e, cst.Subscript):
             if _reads_no_data(e.value):
