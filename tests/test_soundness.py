@@ -808,3 +808,21 @@ def test_indices_held_in_an_attribute_only_read_stay_fixable(tmp_path):
     src = HELD.format(before="n = self.topk_indices_buf.shape[0]", elsewhere="return self.topk_indices_buf.clone()")
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert site.status is Status.FIXABLE, site.reason
+
+
+# -- indices bound outside a function (red team B, issue 34): a module global (or class attribute) tensor another
+# function fills in place; the trace skipped every binding that was not a function's, value and writes alike.
+@pytest.mark.parametrize("holder", ["module", "class"])
+def test_indices_bound_outside_a_function_refuse(tmp_path, holder):
+    where = "TOPK_BUF" if holder == "module" else "Backend.TOPK_BUF"
+    src = (
+        "import torch\nfrom sgl_kernel.flash_mla import flash_mla_sparse_fwd\n\n"
+        + ("TOPK_BUF = torch.full((8, 1, 16), -1, dtype=torch.int32)\n\n" if holder == "module" else "")
+        + "class DSAMetadata:\n    dsa_cache_seqlens_int32: torch.Tensor\n\n\n"
+        "class Backend:\n    forward_metadata: DSAMetadata\n"
+        + ("    TOPK_BUF = torch.full((8, 1, 16), -1, dtype=torch.int32)\n" if holder == "class" else "")
+        + f"\n    def forward(self, q, kv):\n        metadata = self.forward_metadata\n"
+        f"        return flash_mla_sparse_fwd(q, kv, {'TOPK_BUF' if holder == 'module' else 'self.TOPK_BUF'}, 1.0)[0]\n\n"
+        f"\ndef evict():\n    {where}[:, :, ::2] = -1\n")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert site.status is Status.MANUAL, site.reason

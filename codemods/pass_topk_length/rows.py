@@ -1226,7 +1226,12 @@ class IndexTrace:
                     isinstance(x, (cst.For, cst.CompFor)) and self.tree.inside(target, x.target)
                     for x in self.tree.ancestors(target))):
                 return f"`{node.value}` is a loop variable: each iteration holds other top-k entries than the metadata counts"
-            if id(a) in self.seen or not isinstance(scope, FunctionScope):
+            if id(a) in self.seen:
+                continue
+            if isinstance(scope, (GlobalScope, ClassScope)) and not isinstance(a, ImportAssignment):
+                return (f"`{node.value}` is bound outside a function (a module global or a class attribute): any "
+                        "function may write the tensor it holds before the call")
+            if not isinstance(scope, FunctionScope):
                 continue
             self.seen.add(id(a))
             target = getattr(a, "node", None)
