@@ -439,7 +439,8 @@ def _toml_pins(text: str):
 
 # name: (what runs the code over a fork's text, the worst-case shapes of that text at size n)
 INVENTORY = {
-    "kernels.normalize (_SEPARATORS)": (kernels.normalize, [lambda n: "a" + "-_." * n + "!", lambda n: "-" * n]),
+    "kernels.normalize (packaging's canonicalize_name)": (kernels.normalize, [
+        lambda n: "a" + "-_." * n + "!", lambda n: "-" * n]),
     "kernels.parse_declaration (_DECLARATION)": (lambda t: kernels.parse_declaration(t, "x"), [
         lambda n: " " * n + "a" * n + " " * n + "!", lambda n: "a" * n + " " * n + ":" + " " * n + "b" * n + " " * n + "!",
         lambda n: "a." * n + ":"]),
@@ -491,7 +492,7 @@ INVENTORY = {
         lambda n: b"flash_mla_sparse_fw " * n, lambda n: b"a" * n, lambda n: b"flash_mla_sparse_fwdx" * n]),
     "bump.engine._Candidate (root_re)": (_CANDIDATE, [
         lambda n: b"flash_mla_sparse_fwd " + b"sgl_kerne" * n, lambda n: b"flash_mla_sparse_fwd " + b".sgl_kernel" * n]),
-    "bump.sources.wheel_name (_WHEEL)": (sources.wheel_name, [
+    "bump.sources.wheel_name (packaging's parse_wheel_filename)": (sources.wheel_name, [
         lambda n: "a" * n + "-" + "1" * n + "-py3-none-any.wh", lambda n: "-" * n, lambda n: "a-" * n + ".whl",
         lambda n: "a-1-" + "1" * n + "-x-y-z.wh"]),
     "bump.sources._FIELD (METADATA)": (lambda t: [r.search(t) for r in sources._FIELD.values()], [

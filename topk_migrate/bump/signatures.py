@@ -68,9 +68,15 @@ def valid_dist(text: Any) -> bool:
     return isinstance(text, str) and len(text) <= 200 and _DIST.match(text) is not None
 
 
+def version_shaped(text: str) -> bool:
+    """Spelt with a version's characters (letters, digits and .+!_-, from a letter or digit), whether or
+    not packaging reads it."""
+    return _VERSION.match(text) is not None
+
+
 def valid_version(text: Any) -> bool:
     """A version as PEP 440 spells one (packaging parses it)."""
-    if not (isinstance(text, str) and len(text) <= 100 and _VERSION.match(text)):
+    if not (isinstance(text, str) and len(text) <= 100 and version_shaped(text)):
         return False
     from packaging.version import Version
 

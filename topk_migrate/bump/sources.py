@@ -44,7 +44,11 @@ import zipfile
 from pathlib import Path
 from typing import Optional, Tuple
 
+from packaging.requirements import Requirement
+from packaging.utils import parse_wheel_filename
+
 from topk_migrate import rules
+from topk_migrate.kernels import normalize
 from topk_migrate.model import InputError
 
 from .signatures import (
@@ -54,6 +58,7 @@ from .signatures import (
     read_module,
     valid_dist,
     valid_version,
+    version_shaped,
 )
 
 CACHE_ENV = "TOPK_MIGRATE_CACHE"
@@ -124,20 +129,28 @@ def _cache_unusable(e: OSError) -> None:
     _note(f"cannot write the cache {where} ({_why(e)}); the release is read, not kept")
 
 
-PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([A-Za-z0-9][A-Za-z0-9.+!_-]*)\s*$")
-
-
-def _norm(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def pin_of(spec: str) -> Optional[Tuple[str, str]]:
     """(distribution, version) when `spec` is a pin: NAME==VERSION with no path separator. That is a
-    pin whatever exists under that name (a path of that form is named `./NAME==VERSION`)."""
-    m = PIN.match(spec)
-    if m is None or "/" in spec or os.sep in spec or (os.altsep and os.altsep in spec):
+    pin whatever exists under that name (a path of that form is named `./NAME==VERSION`).
+
+    A requirement as packaging reads it with one `==` specifier (no wildcard, extras, marker nor URL); or
+    NAME==VERSION whose VERSION packaging cannot read but is spelt with a version's characters
+    (`sgl-kernel==1.0.x`), which load refuses as not a version, not as a path."""
+    if "/" in spec or os.sep in spec or (os.altsep and os.altsep in spec):
         return None
-    return m.group(1), m.group(2)
+    text = spec.strip()
+    try:
+        req = Requirement(text)
+    except Exception:  # InvalidRequirement, or whatever else packaging raises on what it cannot read
+        name, eq, version = text.partition("==")
+        name, version = name.strip(), version.strip()
+        return (name, version) if eq and valid_dist(name) and version_shaped(version) else None
+    if req.url or req.marker or req.extras or len(req.specifier) != 1:
+        return None
+    (only,) = req.specifier
+    if only.operator != "==" or only.version.endswith(".*"):
+        return None
+    return req.name, only.version
 
 
 def load(spec: str, quiet: bool = False) -> Release:
@@ -167,7 +180,7 @@ def _load(spec: str, quiet: bool = False) -> Release:
         if os.path.lexists(spec.strip()):
             _note(f"{spec.strip()} is read as a pin (NAME==VERSION), not as the path of that name; "
                   f"name the path as ./{spec.strip()}")
-        return _from_pin(_norm(name), version, quiet)
+        return _from_pin(normalize(name), version, quiet)
     path = Path(spec)
     try:
         st = os.stat(spec)
@@ -275,23 +288,21 @@ def _index(dist: str, version: str, release: Release) -> None:
 
 # -- wheels ------------------------------------------------------------------------------------
 
-# PEP 427: {distribution}-{version}(-{build tag})?-{python tag}-{abi tag}-{platform tag}.whl
-_WHEEL = re.compile(r"(?P<name>[^-]+)-(?P<version>[^-]+)(?:-(?P<build>[0-9][^-]*))?-[^-]+-[^-]+-[^-]+\.whl\Z")
-
-
 def wheel_name(filename: str) -> Tuple[Optional[str], Optional[str]]:
-    """(normalized distribution, version) a wheel's file name gives (PEP 427); None for what is not valid."""
-    m = _WHEEL.match(filename)
-    if m is None:
+    """(normalized distribution, version) a wheel's file name gives (PEP 427, as packaging reads it; the
+    version as the name spells it); None for what is not valid."""
+    try:
+        parse_wheel_filename(filename)
+    except Exception:  # InvalidWheelFilename, InvalidVersion (packaging < 23.2), whatever else it raises
         return None, None
-    name, version = m.group("name"), m.group("version")
-    return (_norm(name) if valid_dist(name) else None, version if valid_version(version) else None)
+    name, version = filename.split("-", 2)[:2]
+    return (normalize(name) if valid_dist(name) else None, version if valid_version(version) else None)
 
 
 def names_release(filename: str, dist: str, version: str) -> bool:
     """Whether a wheel's file name is for that distribution and version (names normalized, PEP 440 equality)."""
     name, got = wheel_name(filename)
-    return name is not None and name == _norm(dist) and _same_version(got, version)
+    return name is not None and name == normalize(dist) and _same_version(got, version)
 
 
 def wheel_path(dist: str, version: str) -> Optional[Path]:
@@ -506,7 +517,7 @@ def _dist_of(top: str, base: Path, module: str) -> Tuple[Optional[str], Optional
         if name is not None and not valid_dist(name) or version is not None and not valid_version(version):
             _note(f"{base / info}/METADATA: its Name or Version is not valid; the release is shown by its path")
             return None, None
-        return (_norm(name) if name else None, version)
+        return (normalize(name) if name else None, version)
     return None, None
 
 
