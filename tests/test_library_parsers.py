@@ -1,11 +1,12 @@
 """Where packaging and the standard library read a format, the tool asks them (issue 38 item 6): a
 distribution name (canonicalize_name), a wheel's file name (parse_wheel_filename), a `NAME==VERSION` pin
-(Requirement). The differential tests hold the replaced regexes as the reference: the new readers decide as
-they did, but for the differences named here."""
+(Requirement) and a METADATA header (email.parser). The differential tests hold the replaced regexes as the
+reference: the new readers decide as they did, but for the differences named here."""
 import itertools
 import os
 import random
 import re
+import time
 
 import pytest
 
@@ -36,6 +37,21 @@ def _old_wheel_name(filename):
         return None, None
     name, version = m.group("name"), m.group("version")
     return (_old_norm(name) if valid_dist(name) else None, version if valid_version(version) else None)
+
+
+def _old_metadata_fields(text):
+    name = version = None
+    requires = []
+    for line in text.split("\n\n", 1)[0].splitlines():
+        key, _, value = line.partition(":")
+        key, value = key.strip().lower(), value.strip()
+        if key == "name":
+            name = value
+        elif key == "version":
+            version = value
+        elif key == "requires-dist":
+            requires.append(value)
+    return name, version, requires
 
 
 # -- distribution names ----------------------------------------------------------------------------------
@@ -144,3 +160,67 @@ def test_a_wheel_name():
     assert sources.wheel_name("Sgl.Kernel-0.4.6-1-py3-none-any.whl") == ("sgl-kernel", "0.4.6")
     assert sources.wheel_name("sgl_kernel-0.4.6-py3-none-any.zip") == (None, None)
     assert sources.names_release("sgl_kernel-0.4.6.0-py3-none-any.whl", "Sgl-Kernel", "0.4.6")
+
+
+# -- METADATA --------------------------------------------------------------------------------------------
+
+SCIPY_LIKE = """Metadata-Version: 2.1
+Name: scipy
+Version: 1.17.1
+License: Copyright (c) 2001-2002 Enthought, Inc. 2003, SciPy Developers.
+        ----
+        Name: libquadmath
+        Version: 12.0
+        Requires-Dist: sglang-kernel==0.4.6
+Requires-Dist: numpy<2.7,>=1.26.4
+Requires-Dist: sglang-kernel
+  >=0.4.3 ; extra == "gpu"
+
+Name: the description
+Requires-Dist: nothing
+"""
+
+
+def test_folded_header_lines_continue_their_field():
+    """scipy's METADATA folds its bundled licenses into License: `Name: libquadmath` on a folded line was read
+    as the distribution's name, and a folded Requires-Dist lost its version."""
+    assert kernels.metadata_fields(SCIPY_LIKE) == (
+        "scipy", "1.17.1", ["numpy<2.7,>=1.26.4", 'sglang-kernel  >=0.4.3 ; extra == "gpu"'])
+    assert _old_metadata_fields(SCIPY_LIKE)[0] == "libquadmath"
+
+
+def test_metadata_fields_read_as_before_where_nothing_is_folded():
+    r = random.Random(11)
+    lines = ["Name: sglang-kernel", "Version: 0.4.6", "Requires-Dist: torch==2.9.1", "requires-dist:  a ; extra == 'x'",
+             "Summary: x: y", "Name:", "Version:0.1", "Metadata-Version: 2.4", "Requires-Dist: b\r"]
+    for _ in range(3000):
+        text = "\n".join(r.choice(lines) for _ in range(r.randint(0, 8))) + r.choice(["", "\n", "\n\nName: body\n"])
+        assert kernels.metadata_fields(text) == _old_metadata_fields(text), repr(text)
+
+
+def test_hostile_metadata_never_raises():
+    r = random.Random(13)
+    alphabet = ["Name:", "Version:", "Requires-Dist:", " ", "\t", "\n", "\r", "\r\n", ":", "-", "=", "x", "\x00", "\x0b",
+                "\x85", "\u2028", "\udcff", "é", "From ", ">From ", "\n\n", "=?utf-8?q?a?="]
+    for _ in range(3000):
+        text = "".join(r.choice(alphabet) for _ in range(r.randint(0, 60)))
+        name, version, requires = kernels.metadata_fields(text)
+        assert all(isinstance(v, str) for v in [*requires, *filter(None, (name, version))])
+
+
+@pytest.mark.parametrize("shape", [
+    lambda n: "Name: " + "a" * n, lambda n: "Requires-Dist: x\n" * (n // 17), lambda n: "Requires-Dist: x\n" + " y\n" * (n // 3),
+    lambda n: "x" * n + "\n", lambda n: "\r" * n, lambda n: ":" * n, lambda n: "N" * n + ":",
+], ids=["long line", "many headers", "many folds", "no colon", "carriage returns", "colons", "a long key"])
+def test_metadata_of_a_size_costs_in_proportion(shape):
+    """16x the text (up to 2 MB, past what a METADATA holds) costs well under 64x (the least of three runs)."""
+    def cost(n):
+        text, best = shape(n), float("inf")
+        for _ in range(3):
+            start = time.process_time()
+            kernels.metadata_fields(text)
+            best = min(best, time.process_time() - start)
+        return best
+
+    small, large = cost(1 << 17), cost(1 << 21)
+    assert large < 48 * max(small, 1e-3), (small, large)

@@ -441,6 +441,9 @@ def _toml_pins(text: str):
 INVENTORY = {
     "kernels.normalize (packaging's canonicalize_name)": (kernels.normalize, [
         lambda n: "a" + "-_." * n + "!", lambda n: "-" * n]),
+    "kernels.metadata_fields (email.parser.HeaderParser)": (kernels.metadata_fields, [
+        lambda n: "Name: " + "a" * n, lambda n: "Requires-Dist: x\n" * n, lambda n: "Requires-Dist: x\n" + " y\n" * n,
+        lambda n: "\r" * n, lambda n: "N" * n + ":", lambda n: ":" * n, lambda n: "Name: a\n" + " \n" * n]),
     "kernels.parse_declaration (_DECLARATION)": (lambda t: kernels.parse_declaration(t, "x"), [
         lambda n: " " * n + "a" * n + " " * n + "!", lambda n: "a" * n + " " * n + ":" + " " * n + "b" * n + " " * n + "!",
         lambda n: "a." * n + ":"]),
