@@ -26,6 +26,8 @@ import os
 import random
 import re
 import signal
+import subprocess
+import sys
 import time
 import types
 
@@ -34,7 +36,7 @@ import pytest
 from codemods.pass_topk_length import analysis, rows
 from helpers import ROOT
 from narrow_cases import CASES
-from topk_migrate import discover, escape, files, guard, kernels, narrow, reach, spelling, suppress
+from topk_migrate import bounded, discover, escape, files, guard, kernels, narrow, reach, spelling, suppress
 from topk_migrate.bump import bind, command, engine, signatures, sources
 from topk_migrate.discover import compile_patterns
 from topk_migrate.model import InputError
@@ -133,6 +135,21 @@ def test_a_run_of_hashes_after_a_kernel_name_costs_nothing():
     with _deadline(1.0):
         for _ in range(20):
             assert narrow.narrow(text) is None  # the kernel stored in g: parsed whole, as before
+
+
+def test_a_dotted_key_of_many_parts_in_pyproject_costs_nothing(tmp_path):
+    """tomllib's time grows with the square of a dotted key's parts: `self.` x 40,000 then `x = 1` (200 KB)
+    cost 21 s. A line of more than bounded.TOML_LINE_DOTS dots is not read: one line, no pins."""
+    text = "[project]\n" + "self." * 40_000 + "x = 1\n"
+    with _deadline(1.0):
+        assert kernels.pyproject_pins(text, "pyproject.toml") == []
+        with pytest.raises(ValueError, match="more than 128 dots"):
+            bounded.toml(text)
+    (tmp_path / "pyproject.toml").write_text(text)
+    (tmp_path / "m.py").write_text(HEAD)
+    cli = subprocess.run([sys.executable, "-m", "topk_migrate", "check", str(tmp_path / "m.py")],
+                         capture_output=True, text=True, timeout=60)  # before: 21 s
+    assert cli.returncode == 2 and "more than 128 dots" in cli.stdout + cli.stderr and "Traceback" not in cli.stderr, cli.stderr
 
 
 def test_a_line_of_blanks_in_requirements_costs_nothing(tmp_path):
