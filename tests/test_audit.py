@@ -439,3 +439,21 @@ def test_a_second_run_in_the_same_process_reads_the_configuration_afresh(tmp_pat
     (tmp_path / "pyproject.toml").write_text('[tool.topk-migrate]\ndisable = ["pass-topk-length"]\n')
     second = audit([str(tmp_path)], jobs=4)
     assert second.sites == [] and second.errors == []
+
+
+def test_paths_are_named_from_the_working_directory_where_the_audit_lies_under_it(tmp_path):
+    """`audit python` from a repository's top lists python/..., as `check python` does (issue 37); from
+    elsewhere, or with --relative-to, as before."""
+    (tmp_path / ".git").mkdir()
+    pkg = tmp_path / "python" / "pkg"
+    pkg.mkdir(parents=True)
+    shutil.copy(ROOT / "fixtures" / "examples" / "dsa_backend.py", pkg / "dsa_backend.py")
+    (tmp_path / "python" / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    from_top = run_cli("audit", "python", cwd=tmp_path)
+    checked = run_cli("check", "python", cwd=tmp_path)
+    assert "python/pkg/dsa_backend.py:232:21" in from_top.stdout, from_top.stdout
+    assert "python/pkg/dsa_backend.py:232:21" in checked.stdout, checked.stdout
+    elsewhere = run_cli("audit", str(tmp_path / "python"), cwd=ROOT)
+    assert "\npkg/dsa_backend.py:232:21" in elsewhere.stdout, elsewhere.stdout
+    given = run_cli("audit", "--relative-to", "python", "python", cwd=tmp_path)
+    assert "\npkg/dsa_backend.py:232:21" in given.stdout, given.stdout

@@ -393,6 +393,13 @@ def display_root(paths: Sequence[str]) -> str:
     return os.path.commonpath(dirs) if dirs else os.getcwd()
 
 
+def _inside(path: str, top: str) -> bool:
+    try:
+        return os.path.commonpath([os.path.abspath(path), os.path.abspath(top)]) == os.path.abspath(top)
+    except ValueError:  # another drive
+        return False
+
+
 def _rel(path: str, root: str) -> str:
     return os.path.relpath(os.path.abspath(path), root).replace(os.sep, "/")
 
@@ -1370,7 +1377,8 @@ def _lay_out(inside: str, path: str, data: bytes, tally: Tally, top: str, same: 
 @output_option(default="-", allow_dash=True)
 @click.option("--relative-to", metavar="DIR", type=click.Path(file_okay=False),
               help="Report paths relative to DIR (the GitHub Action gives the workspace's top, as SARIF and "
-                   "annotations want them) [default: the directory audited].")
+                   "annotations want them) [default: the working directory where the audited directory lies "
+                   "under it, as check names paths; else the directory audited; with --rev, the directory audited].")
 def audit_command(  # noqa: PLR0913  (a click command: one parameter per option)
         paths, rev, fmt, exclude, no_gitignore, kernel, jobs, progress, follow_links, statistics, new_since,
         verbose, output, relative_to):
@@ -1379,8 +1387,9 @@ def audit_command(  # noqa: PLR0913  (a click command: one parameter per option)
     Files that cannot hold a call are never parsed. Hidden directories,
     .gitignore'd paths, symlinked directories and links that lead outside a
     PATH are skipped when walking; files named explicitly are always read.
-    Reported paths are relative to the directory given (or the common parent
-    of several PATHs), or to --relative-to DIR. With -o the report file is replaced only once the run
+    Reported paths are relative to the working directory where what is audited lies under it (as check
+    names them), else to the directory given (or the common parent of several PATHs; with --rev, always),
+    or to --relative-to DIR. With -o the report file is replaced only once the run
     is done, and the summary goes to stderr.
 
     Exit codes: 0 nothing left to do, 1 fixable or manual sites remain, 2 errors.
@@ -1395,6 +1404,8 @@ def audit_command(  # noqa: PLR0913  (a click command: one parameter per option)
     paths = paths or (".",)
     if progress is None:
         progress = sys.stderr.isatty()
+    if relative_to is None and not rev and _inside(display_root(paths), os.getcwd()):
+        relative_to = os.curdir  # as check and ruff name them: `audit python` lists python/sglang/...
     try:
         result = audit(paths, rev=rev, exclude=exclude, kernel=kernel, jobs=jobs, gitignore=not no_gitignore,
                        progress=progress, follow_links=follow_links, note=skipped_note(verbose),
