@@ -147,6 +147,46 @@ def test_a_binding_in_a_function_or_class_body_is_not_the_modules(tmp_path):
     assert status is Status.FIXABLE, reason
 
 
+# -- C: star imports of the calling module -----------------------------------------------------------------------
+@pytest.mark.parametrize("head,line", [
+    (f"from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n\nif torch.cuda.is_available():\n"
+     f"    from {ABSENT} import *  # noqa\n", 5),
+    (f"from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n\ntry:\n    from {ABSENT} import *  # noqa\n"
+     "except ImportError:\n    pass\n", 5),
+    # before the import, but the import is not a top-level statement that binds the name again after it
+    (f"from {ABSENT} import *  # noqa\n\nif torch:\n    from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n", 2),
+])
+def test_a_star_import_in_a_block_of_the_calling_module_may_rebind_the_kernel(tmp_path, head, line):
+    status, reason = site(tmp_path, {"backend.py": backend(head)})
+    assert status is Status.MANUAL and f"`from {ABSENT} import *` at line {line} may rebind" in reason, reason
+
+
+@pytest.mark.parametrize("head", [
+    f"from {ABSENT} import *  # noqa\nfrom sgl_kernel.flash_mla import flash_mla_sparse_fwd\n",  # bound again after it
+    "from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n\ntry:\n    from helpers_mod import *  # noqa\n"
+    "except ImportError:\n    pass\n",  # a project module that does not export the name
+])
+def test_a_star_import_that_cannot_reach_the_call_is_no_blocker(tmp_path, head):
+    status, reason = site(tmp_path, {"backend.py": backend(head), "helpers_mod.py": "def pad(x):\n    return x\n"})
+    assert status is Status.FIXABLE, reason
+
+
+@pytest.mark.parametrize("fmla,fixable", [
+    (SHIM, True),
+    (SHIM + f"\ntry:\n    from {ABSENT} import *  # noqa\nexcept ImportError:\n    pass\n", False),
+    (SHIM.replace("    return _fm", "    q = q.flip(0)\n    return _fm"), False),  # not a plain wrapper
+    (SHIM.replace("(q, kv, indices, sm_scale, d_v=512,", "(q, indices, kv, sm_scale, d_v=512,")
+     .replace("(q, kv, indices, sm_scale, d_v, attn_sink", "(q=q, kv=kv, indices=indices, sm_scale=sm_scale, d_v=d_v, "
+              "attn_sink=attn_sink"), False),  # reordered
+])
+def test_a_kernel_bound_only_by_a_star_import_is_read_through_it(tmp_path, fmla, fixable):
+    status, reason = site(tmp_path, {"fmla.py": fmla, "backend.py": backend("from fmla import *  # noqa\n")})
+    if fixable:
+        assert status is Status.FIXABLE, reason
+    else:
+        assert status is Status.MANUAL and ("`from fmla import *` at line 2" in reason or "fmla.py:" in reason), reason
+
+
 # -- B: positional arguments -------------------------------------------------------------------------------------
 LOCAL = """\
 from sgl_kernel import flash_mla as _fm

@@ -767,6 +767,8 @@ class _Analysis:
             return None
         name, rest = root.value, (dotted(c.node.func) or "").partition(".")[2]
         b = self.tree.binding(root, name)
+        if not b.assignments and b.scope_rank is None and not rest:
+            return self._star_bound(c, name)  # bound by none of the module's own statements: a star import's, if any
         if not b.assignments or b.scope_rank == -2:
             return None
         for a in b.assignments:
@@ -842,13 +844,76 @@ class _Analysis:
                 if why:
                     return why
         if isinstance(b.assignments[0].scope, GlobalScope):
-            first = min(self.tree.order[id(a.node)] for a in b.assignments if getattr(a, "node", None) is not None)
-            for small in self.star_imports():
-                if self.tree.order[id(small)] > first:
-                    module = get_full_name_for_node(small.module) if small.module else ""
-                    if not c.callee.startswith(module + "."):
-                        return (f"`from {module} import *` at line {self.tree.line(small)} may rebind `{name}`; "
-                                "import the kernel after it or rewrite by hand")
+            return self._star_rebinds(c, name, b)
+        return None
+
+    def _star_module(self, small: cst.ImportFrom) -> Tuple[str, ast.ImportFrom]:
+        """`from m import *` as written (with its dots), and as the kernel reader takes it."""
+        module = get_full_name_for_node(small.module) if small.module else ""
+        level = len(small.relative)
+        return "." * level + module, ast.ImportFrom(module=module or None, names=[ast.alias(name="*")], level=level)
+
+    def _star_rebinds(self, c: CallInfo, name: str, b) -> Optional[str]:
+        """A star import anywhere in the module (in an `if` or `try` too) may rebind the module's `name`, unless
+        a top-level statement after it binds the name again, it is of the kernel's own module, or the module it
+        reads is one the reader can read (the project's, or importable here) and does not export the name."""
+        from topk_migrate import kernels
+
+        tops = [self.tree.order[id(a.node)] for a in b.assignments
+                if getattr(a, "node", None) is not None and self._top_level(a.node)]
+        for small in self.star_imports():
+            at = self.tree.order[id(small)]
+            if any(t > at for t in tops):
+                continue  # bound again, unconditionally, after it
+            written, node = self._star_module(small)
+            if not small.relative and c.callee.startswith(written + "."):
+                continue
+            if kernels.star_import_binds(self.path, node, name) is False:
+                continue
+            return (f"`from {written} import *` at line {self.tree.line(small)} may rebind `{name}`; "
+                    "import the kernel after it or rewrite by hand")
+        return None
+
+    def _top_level(self, node: cst.CSTNode) -> bool:
+        """Is node a statement of the module's body (or the one small statement of a line there)?"""
+        up = self.tree.parent.get(node)
+        if isinstance(up, cst.SimpleStatementLine):
+            up = self.tree.parent.get(up)
+        return isinstance(up, cst.Module)
+
+    def _star_bound(self, c: CallInfo, name: str) -> Optional[str]:
+        """`name` called where no statement of the module binds it: each star import that may bind it must
+        give it a kernel that takes topk_length (a kernel module the gate accepts, or an interface the reader
+        decides: read, and held to the plain-forwarding rule where the project defines it)."""
+        from topk_migrate import kernels, project
+
+        for small in self.star_imports():
+            written, node = self._star_module(small)
+            at = f"`from {written} import *` at line {self.tree.line(small)}"
+            in_project = kernels.find_module(self.path, written) is not None
+            if not in_project and not small.relative and is_kernel(f"{written}.{name}"):  # the kernel's module
+                cap = self.gate(f"{written}.{name}")
+                if cap.accepts is not True:
+                    state = "too old" if cap.accepts is False else "of unknown capability"
+                    return f"`{name}` may come from {at}, a kernel {state}: {cap.detail}; pass topk_length by hand"
+                continue
+            binds = kernels.star_import_binds(self.path, node, name)
+            if binds is False:
+                continue
+            target = kernels.star_target(self.path, node)[0] if binds else None
+            memo: dict = {}
+            iface = kernels.read_interface(target, name, param=PARAM, _memo=memo) if target else None
+            if iface is None:
+                why = kernels.interface_why(memo)
+                return (f"`{name}` is bound by {at}, to what the analysis cannot decide"
+                        + (f" ({why})" if why else "") + "; import the kernel by name or rewrite by hand")
+            rel = os.path.relpath(iface.path, project.project_root(self.path)).replace(os.sep, "/")
+            if PARAM not in iface.params and not iface.has_var_kwargs:
+                return f"`{name}` is bound by {at} to {rel}:{iface.line}, which has no topk_length parameter"
+            why = (self._vendored_wrapper(c, iface) if in_project else None) or _misplaced_params(
+                _positional(c.node), iface.params, f"{rel}:{iface.line}")
+            if why:
+                return why
         return None
 
     def _local_wrapper(self, c: CallInfo, node: cst.FunctionDef, line: int) -> Optional[str]:
@@ -1216,11 +1281,11 @@ class _Analysis:
         return self.index(f"writes_in:{id(owner)}", build)
 
     def star_imports(self) -> List[cst.ImportFrom]:
-        """`from m import *` statements of the module's top level, in source order (one scan of its body,
-        not one per kernel call: a module of N functions each calling the kernel would cost N x N)."""
-        return self.index("star_imports", lambda: [
-            small for stmt in self.facts.module.body if isinstance(stmt, cst.SimpleStatementLine)
-            for small in stmt.body if isinstance(small, cst.ImportFrom) and isinstance(small.names, cst.ImportStar)])
+        """`from m import *` statements of the module, at any depth of its blocks (`if`, `try`...), in source
+        order (one scan, not one per kernel call: a module of N functions each calling the kernel would cost
+        N x N)."""
+        return self.index("star_imports", lambda: self.find(
+            cst.ImportFrom, lambda small: isinstance(small.names, cst.ImportStar)))
 
     def setattr_calls(self) -> List[cst.Call]:
         return self.index("setattr", lambda: self.find(cst.Call, lambda c: _is_name(c.func, "setattr")))
