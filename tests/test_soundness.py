@@ -610,7 +610,10 @@ def test_writes_through_aliases(body, hazard):
     ("flashinfer_rope(q)", False),  # a library function (outside the project): results go to outputs
     ("q.mul_(2.0)", False),  # values change, rows stay
     ("logger.debug(q)", False),
-    ("return obj.reorder(q) if perm is None else None", False),  # nothing after a return runs
+    # a call a return evaluates: nothing after it runs in this call, but the next call of the function reads the q
+    # it may have changed (red team C, issue 34: a helper returned in one branch masked the indices the next
+    # layer read)
+    ("return obj.reorder(q) if perm is None else None", True),
 ])
 def test_calls_that_may_change_q_in_place(body, hazard):
     src = ("import torch\nfrom flashinfer import flashinfer_rope\n\n"
