@@ -499,3 +499,162 @@ def test_self_in_a_method_of_a_base_class_may_be_the_backend(tmp_path):
     bases = "class Patchable:\n    def patch(self, name, fn):\n        setattr(self, name, fn)\n"
     site = verdict(tmp_path, {"engine/bases.py": bases}, backend=backend)
     assert site.status is Status.MANUAL and "engine/bases.py:3" in site.reason, site.reason
+
+
+# -- default-deny for declared receivers (red team A: 19 forks where apply rewrote although another file rebinds
+# the helper or the kernel with the old signature): a receiver is unrelated only where that is proven ------------
+WRAP = "def wrap(f):\n    return lambda q, kv, idx, scale: f(q, kv, idx, scale)\n\n\n"
+
+
+def manual_at(site, where):
+    return site.status is Status.MANUAL and where in site.reason
+
+
+@pytest.mark.parametrize("base,fixable", [
+    ("from fakesgl.attn import SparseBase\n\n\nclass Backend(SparseBase):", False),  # its bases are not known
+    ("from abc import ABC\n\n\nclass Backend(ABC):", True),  # ABC adds no unknown base (sglang's AttentionBackend)
+    ("class Backend:", True),
+])
+def test_an_outside_class_is_related_where_the_helpers_hierarchy_has_an_outside_base(tmp_path, base, fixable):
+    tool = ("from fakesgl.attn import AttentionBase\n\n" + WRAP +
+            "def use(b: AttentionBase):\n    b._forward_flashmla_sparse = wrap(b._forward_flashmla_sparse)\n")
+    site = verdict(tmp_path, {"engine/tool.py": tool}, backend=BACKEND.replace("class Backend:", base))
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+    assert fixable or "engine/tool.py:8" in site.reason
+
+
+@pytest.mark.parametrize("protocol", ["Protocol", "typing.Protocol", "SupportsForward"])
+def test_a_structural_type_is_related_to_everything(tmp_path, protocol):
+    """A Protocol (directly, or a class deriving from one) describes any object with its members, the backend
+    and a module too: a receiver declared as one may be either."""
+    tool = ("import typing\nfrom typing import Protocol\n\n\nclass SupportsForward(Protocol):\n    pass\n\n\n"
+            f"class P({protocol}):\n    pass\n\n\n" + WRAP +
+            "def use(b: P):\n    b._forward_flashmla_sparse = wrap(b._forward_flashmla_sparse)\n\n\n"
+            "def table(b: P, name):\n    setattr(b, name, None)\n\n\n"
+            "def kernel(ops: P):\n    ops.flash_mla_sparse_fwd = None\n")
+    site = verdict(tmp_path, {"engine/tool.py": tool})
+    assert manual_at(site, "engine/tool.py:"), site.reason
+
+
+def test_a_class_something_registers_with_is_related_to_everything(tmp_path):
+    """`AttnBase.register(Backend)`: under ABCMeta `isinstance(b, AttnBase)` holds for the backend. A class
+    defining its own `register` (a registry) is not ABCMeta's."""
+    tool = ("from abc import ABC\n\n\nclass AttnBase(ABC):\n    pass\n\n\n" + WRAP +
+            "def use(b: AttnBase):\n    b._forward_flashmla_sparse = wrap(b._forward_flashmla_sparse)\n")
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    site = verdict(tmp_path / "a", {"engine/tool.py": tool, "engine/wiring.py": (
+        "from engine.backend import Backend\nfrom engine.tool import AttnBase\n\nAttnBase.register(Backend)\n")})
+    assert manual_at(site, "engine/tool.py:13"), site.reason
+    own = tool.replace("class AttnBase(ABC):\n    pass", "class AttnBase:\n    @classmethod\n    def register(cls, x):\n"
+                       "        return x")
+    site = verdict(tmp_path / "b", {"engine/tool.py": own, "engine/wiring.py": (
+        "from engine.backend import Backend\nfrom engine.tool import AttnBase\n\nAttnBase.register(Backend)\n")})
+    assert site.status is Status.FIXABLE, site.reason
+
+
+def test_a_class_name_its_file_also_imports_is_not_decided(tmp_path):
+    tool = ("class Backend:  # the fallback\n    pass\n\n\ntry:\n    from engine.backend import Backend  # noqa\n"
+            "except ImportError:\n    pass\n\n\n" + WRAP +
+            "def use(b: Backend):\n    b._forward_flashmla_sparse = wrap(b._forward_flashmla_sparse)\n")
+    site = verdict(tmp_path, {"engine/tool.py": tool})
+    assert manual_at(site, "engine/tool.py:16"), site.reason
+
+
+def test_cls_in_a_metaclass_of_the_helpers_class_is_related(tmp_path):
+    meta = ("class Meta(type):\n    def __init__(cls, name, bases, ns):\n        super().__init__(name, bases, ns)\n"
+            "        cls._forward_flashmla_sparse = ns.get('_forward_flashmla_sparse')\n")
+    backend = BACKEND.replace("class Backend:", "from engine.meta import Meta\n\n\nclass Backend(metaclass=Meta):")
+    site = verdict(tmp_path, {"engine/meta.py": meta}, backend=backend)
+    assert manual_at(site, "engine/meta.py:4"), site.reason
+
+
+@pytest.mark.parametrize("use,fixable", [
+    ("Tuner.install(b)", False),  # self is b
+    ("f = Tuner.install", False),
+    ("type(t).install(b)", False),
+    ("graft(b, Tuner)", False),  # the project's code holds the class: it may take any method
+    ("vars(Tuner)", False),
+    ("Tuner().install()", True),
+    ("field(default_factory=Tuner)", True),  # an outside function: it constructs it
+])
+def test_self_is_an_instance_only_where_no_method_is_taken_from_the_class(tmp_path, use, fixable):
+    tool = ("from dataclasses import field\n\nfrom engine.graft import graft\n\n\n" + WRAP +
+            "class Tuner:\n    def install(self):\n        self._forward_flashmla_sparse = wrap(self._forward_flashmla_sparse)\n"
+            "\n\nclass Sub(Tuner):\n    def __init__(self):\n        Tuner.__init__(self)\n\n\n"
+            f"def run(b, t):\n    {use}\n")
+    graft = "def graft(target, ext):\n    return target, ext\n"
+    site = verdict(tmp_path, {"engine/tool.py": tool, "engine/graft.py": graft})
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+    assert fixable or "engine/tool.py:12" in site.reason
+
+
+@pytest.mark.parametrize("cls,fixable", [
+    ("class Handle:\n    def __init__(self, t):\n        object.__setattr__(self, 't', t)\n\n"
+     "    def __setattr__(self, name, value):\n        pass\n", False),  # a write may be handed on
+    ("class Handle:\n    def __init__(self, t):\n        self.t = t\n", True),
+])
+def test_an_instance_of_a_class_with_attribute_hooks_may_forward_a_write(tmp_path, cls, fixable):
+    tool = (WRAP + "def use(b):\n    h = Handle(b)\n    h._forward_flashmla_sparse = wrap(h._forward_flashmla_sparse)\n")
+    site = verdict(tmp_path, {"engine/handle.py": cls, "engine/tool.py": "from engine.handle import Handle\n\n\n" + tool})
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+def test_self_of_a_class_deriving_from_an_outside_class_may_be_a_proxy(tmp_path):
+    tool = ("import wrapt\n\n\n" + WRAP + "class Traced(wrapt.ObjectProxy):\n    def enable(self):\n"
+            "        self._forward_flashmla_sparse = wrap(self._forward_flashmla_sparse)\n")
+    site = verdict(tmp_path, {"engine/tool.py": tool})
+    assert manual_at(site, "engine/tool.py:10"), site.reason
+
+
+@pytest.mark.parametrize("files,where", [
+    ({"engine/runtime.py": "attn_backend = None\n", "engine/tool.py": (
+        "from engine import runtime\n\n\ndef use():\n    runtime.attn_backend._forward_flashmla_sparse = None\n")},
+     "engine/tool.py:5"),  # a module's global holding an instance
+    ({"engine/kernels.py": "import sgl_kernel.flash_mla as fm\n", "engine/tool.py": (
+        "from engine.kernels import fm\n\nfm.flash_mla_sparse_fwd = None\n")}, "engine/tool.py:3"),  # the kernel's module
+    ({"engine/kernels.py": "from sgl_kernel import flash_mla\n", "engine/tool.py": (
+        "import engine.kernels\n\nengine.kernels.flash_mla.flash_mla_sparse_fwd = None\n")}, "engine/tool.py:3"),
+])
+def test_a_name_another_module_binds_is_followed_to_what_it_binds(tmp_path, files, where):
+    site = verdict(tmp_path, files)
+    assert manual_at(site, where), site.reason
+
+
+@pytest.mark.parametrize("write", [
+    "object.__setattr__(b, '_forward_flashmla_sparse', None)",
+    "b.__setattr__('_forward_flashmla_sparse', None)",
+    "builtins.setattr(b, '_forward_flashmla_sparse', None)",
+    "b.__dict__.update(_forward_flashmla_sparse=None)",
+    "vars(b).update({'_forward_flashmla_sparse': None})",
+    "d = vars(b)",
+    "s = setattr",
+    "object.__setattr__(b, name, None)",
+])
+def test_reflective_writes_through_other_spellings(tmp_path, write):
+    tool = f"import builtins\n\n\ndef use(b, name):\n    {write}\n"
+    site = verdict(tmp_path, {"engine/tool.py": tool, "engine/caller.py": "from engine import backend, tool\n"},
+                   backend=BACKEND.replace("import torch\n", "import torch\n\nfrom engine import tool\n"))
+    assert manual_at(site, "engine/tool.py:5"), site.reason
+
+
+@pytest.mark.parametrize("bases,fixable", [("(cls,)", False), ("bases", False), ("(Other,)", True)])
+def test_a_class_made_by_type_from_a_related_base_is_an_override_no_file_spells(tmp_path, bases, fixable):
+    tool = ("class Other:\n    pass\n\n\ndef ref(self, q, kv, idx, scale):\n    return q\n\n\n"
+            f"def with_reference(cls, bases=()):\n    return type('Ref', {bases}, {{'_forward_flashmla_sparse': ref}})\n")
+    site = verdict(tmp_path, {"engine/tool.py": tool},
+                   backend=BACKEND.replace("import torch\n", "import torch\n\nfrom engine import tool\n"))
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("importer,fixable", [
+    ("engine/patches.py", False),  # runtime code imports it: it is the project's code
+    ("tests/test_patches.py", True),  # only a test imports it
+    (None, True),
+])
+def test_a_module_named_like_a_test_that_the_project_imports_is_read(tmp_path, importer, fixable):
+    files = {"experiments/ab_test.py": WRAP + "def install(b):\n    b._forward_flashmla_sparse = wrap(b._forward_flashmla_sparse)\n"}
+    if importer:
+        files[importer] = "from experiments import ab_test\n"
+    site = verdict(tmp_path, files)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+    assert fixable or "experiments/ab_test.py:6" in site.reason

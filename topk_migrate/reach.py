@@ -7,7 +7,7 @@ folder misses a subclass two packages away, so every Python file of the project 
 installed distribution's own files, not the rest of site-packages; docs/project.md) is looked at:
 read bounded, never imported; only those whose text names one of the names are parsed (CPython's
 `ast`). Test code (files under `tests/` or `test/`, `test_*.py`, `*_test.py`, `conftest.py`) is
-not read: it does not run in the serving process.
+not read: it does not run in the serving process (one the project's other code imports is its code).
 
 Default-deny: a receiver the file does not bind to something provably unrelated (another class,
 another module of the project, an instance of an unrelated class: `self` of its methods, a name its
@@ -60,26 +60,96 @@ def project_sources(scope: Scope) -> Tuple[List[Tuple[str, bytes]], List[Tuple[s
     unreadable: List[Finding] = []
     limit = read_limit()
     held, budget = 0, memory.budget()  # the texts are held for the run: together, within its memory bound
-    for n, (path, err) in enumerate(iter_python_files(scope.walked())):
-        if n >= MAX_FILES:
-            unreadable.append(Finding(".", 0, f"has more than {MAX_FILES} Python files"))
-            break
-        rel = os.path.relpath(path, scope.root).replace(os.sep, "/")
-        if err is not None or is_test_code(rel) or not scope.holds_rel(rel) or _own_source(path):
-            continue
+    aside: List[Tuple[str, str]] = []  # test code, read only where other code imports it
+    rels: Dict[str, str] = {}
+
+    def read(path: str, rel: str) -> bool:
+        nonlocal held
         try:
             data, _ = read_regular(path, limit)
         except OSError as e:
             if e.errno == errno.EFBIG:
                 big.append((os.path.realpath(path), rel))
-            continue
+            return True
         held += len(data)
         if held > budget:
             unreadable.append(Finding(".", 0, f"holds more than {budget >> 20} MiB of Python files "
                                               f"(the memory bound, {memory.BUDGET_ENV})"))
-            break
+            return False
         out.append((os.path.realpath(path), data))
+        rels[os.path.realpath(path)] = rel
+        return True
+
+    for n, (path, err) in enumerate(iter_python_files(scope.walked())):
+        if n >= MAX_FILES:
+            unreadable.append(Finding(".", 0, f"has more than {MAX_FILES} Python files"))
+            break
+        rel = os.path.relpath(path, scope.root).replace(os.sep, "/")
+        if err is not None or not scope.holds_rel(rel) or _own_source(path):
+            continue
+        if is_test_code(rel):
+            aside.append((path, rel))
+        elif not read(path, rel):
+            return out, big, unreadable
+    done = 0
+    while aside and done < len(out):  # a file named like a test that the project's code imports is its code
+        imported = set()
+        for path, data in out[done:]:
+            if b"test" in data:  # (every file set aside spells `test` in its path: so does an import of it)
+                imported |= _imports(rels[path], data)
+        done = len(out)
+        still = []
+        for path, rel in aside:
+            if _module_names(rel) & imported:
+                if not read(path, rel):
+                    return out, big, unreadable
+            else:
+                still.append((path, rel))
+        aside = still
     return out, big, unreadable
+
+
+_IMPORT = re.compile(rb"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import[ \t]*(\([^)]*\)|[^\n]*)|import[ \t]+([^\n]*))"
+                     rb"|import_module\(\s*[\"']([\w.]+)", re.M)
+
+
+def _imports(rel: str, data: bytes) -> Set[str]:
+    """The modules a file's text may import, as paths from the project's root without `.py` (`a/b`), and as
+    the dotted names it spells (`a.b`), each also with every name a `from` imports from it: an
+    over-approximation (a line that only looks like an import counts)."""
+    out: Set[str] = set()
+    here = rel.split("/")[:-1]
+    for m in _IMPORT.finditer(data):
+        frm, names, plain, dyn = (g.decode("latin-1") if g is not None else None for g in m.groups())
+        mods: List[str] = []
+        if frm is not None:
+            mods += [frm] + [frm + ("" if frm.endswith(".") else ".") + w
+                             for w in re.findall(r"[A-Za-z_]\w*", names or "") if w != "as"]
+        elif plain is not None:
+            mods += [w for w in re.findall(r"[A-Za-z_][\w.]*", plain) if w != "as"]
+        elif dyn is not None:
+            mods.append(dyn)
+        for mod in mods:
+            level = len(mod) - len(mod.lstrip("."))
+            parts = [p for p in mod.lstrip(".").split(".") if p]
+            if level:
+                base = here[:len(here) - (level - 1)] if level - 1 <= len(here) else []
+                out.add("/".join(base + parts))
+            else:
+                out.add(".".join(parts))
+    return out
+
+
+def _module_names(rel: str) -> Set[str]:
+    """How an import may name the file at `rel`: its path from the root (`a/b`, a package by its folder), and
+    each dotted tail of it (`b`, `a.b`: the root of its imports may lie anywhere above it) that holds its test
+    folder (`tests.helpers`: a stub under tests/, `tests/stubs/sgl_kernel/flash_mla.py`, is not what
+    `import sgl_kernel.flash_mla` reads, unless tests/stubs is put on the path, which test code does)."""
+    parts = rel[:-3].split("/") if rel.endswith(".py") else rel.split("/")
+    if parts and parts[-1] == "__init__":
+        parts = parts[:-1]
+    top = next((i for i, p in enumerate(parts[:-1]) if p in _TEST_DIRS), len(parts))
+    return {"/".join(parts)} | {".".join(parts[i:]) for i in range(min(top + 1, len(parts)))}
 
 
 def read_limit() -> int:
@@ -155,6 +225,51 @@ def _statements(tree: ast.Module) -> Iterator[ast.AST]:
             stack.extend(reversed(getattr(node, field, ())))
 
 
+_KNOWN_MODULES = ("abc", "typing", "typing_extensions", "builtins")
+_KNOWN_BASES = ("ABC", "ABCMeta", "Generic", "object", "type")
+
+
+def _bound_twice(tree: ast.Module) -> Set[str]:
+    """Names the module's own scope binds more than once (a def or class, an import, an assignment, a loop's,
+    a `with`'s or an `except`'s target, at any depth of its blocks, or a `global` in a function): which of
+    the bindings a use reads is not decided (`class C` as the fallback of `try: from m import C`)."""
+    count: Dict[str, int] = {}
+
+    def bind(name: Optional[str]) -> None:
+        if name:
+            count[name] = count.get(name, 0) + 1
+
+    stack: List[ast.AST] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bind(node.name)
+            if not isinstance(node, ast.ClassDef):
+                for sub in ast.walk(node):
+                    if isinstance(sub, ast.Global):
+                        for n in sub.names:
+                            bind(n)
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for a in node.names:
+                bind(a.asname or a.name.split(".")[0])
+            continue
+        for sub in ast.iter_child_nodes(node):
+            if isinstance(sub, ast.stmt) or isinstance(sub, ast.ExceptHandler):
+                stack.append(sub)
+            elif isinstance(sub, ast.expr):
+                for n in ast.walk(sub):
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+                        bind(n.id)
+            elif isinstance(sub, ast.withitem) and sub.optional_vars is not None:
+                for n in ast.walk(sub.optional_vars):
+                    if isinstance(n, ast.Name):
+                        bind(n.id)
+        if isinstance(node, ast.ExceptHandler):
+            bind(node.name)
+    return {n for n, c in count.items() if c > 1}
+
+
 class _File:
     """One parsed file: its imports and top-level classes, and how it resolves a receiver."""
 
@@ -175,6 +290,11 @@ class _File:
                     if a.name != "*":
                         self.froms[a.asname or a.name] = (mod, a.name)
         self.classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+
+    @functools.cached_property
+    def ambiguous(self) -> Set[str]:
+        """Module-level names bound more than once (a class and its fallback import): built when first asked."""
+        return _bound_twice(self.tree)
 
     @functools.cached_property
     def parents(self) -> Dict[int, ast.AST]:
@@ -204,10 +324,13 @@ class _File:
 
     def resolve_class(self, expr: ast.AST) -> Tuple[Optional[str], str]:
         """(file, class name) a base expression names; file None where it is outside the project or
-        not known (then only the name is known)."""
+        not known (then only the name is known): a name the module binds more than once (a class and an
+        import of another, a fallback) is not known."""
         if isinstance(expr, ast.Subscript):  # Generic[T], Base[int]
             expr = expr.value
         if isinstance(expr, ast.Name):
+            if expr.id in self.ambiguous:
+                return None, expr.id
             if expr.id in self.classes:
                 return self.path, expr.id
             if expr.id in self.froms:
@@ -219,6 +342,23 @@ class _File:
             return (self._find(self.path, mod) if mod else None), expr.attr
         return None, ""
 
+    def known_base(self, expr: ast.AST) -> bool:
+        """A base that adds no unknown class to a hierarchy: `object`, `type`, `abc.ABC`, `abc.ABCMeta`,
+        `typing.Generic[...]` (what `ABC` allows, `register`, is looked at on its own)."""
+        if isinstance(expr, ast.Subscript):
+            expr = expr.value
+        if isinstance(expr, ast.Name) and expr.id in ("object", "type") and not self.binds(expr.id):
+            return True
+        if isinstance(expr, ast.Name) and expr.id in self.froms and expr.id not in self.ambiguous:
+            mod, name = self.froms[expr.id]
+            return mod in _KNOWN_MODULES and name in _KNOWN_BASES
+        if isinstance(expr, ast.Attribute):
+            return self.module_of(expr.value) in _KNOWN_MODULES and expr.attr in _KNOWN_BASES
+        return False
+
+    def binds(self, name: str) -> bool:
+        return name in self.classes or name in self.modules or name in self.froms or name in self.ambiguous
+
     def enclosing(self, node: ast.AST, kinds) -> Optional[ast.AST]:
         up = self.parents.get(id(node))
         while up is not None and not isinstance(up, kinds):
@@ -226,16 +366,20 @@ class _File:
         return up
 
     def instance_of(self, expr: ast.AST) -> Optional[ast.ClassDef]:
-        """The class whose method binds `expr` (a Name) as its first parameter (self), or None."""
-        if not isinstance(expr, ast.Name):
+        """The class whose method binds `expr` (a Name) as its first parameter (self), or None; `super()`
+        there stands for the same instance."""
+        zero_super = _builtin_call(expr, ("super",)) and not expr.args and not expr.keywords
+        if not isinstance(expr, ast.Name) and not zero_super:
             return None
         fn = self.enclosing(expr, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return None
         cls = self.parents.get(id(fn))
         params = fn.args.posonlyargs + fn.args.args
-        if not isinstance(cls, ast.ClassDef) or not params or params[0].arg != expr.id:
+        if not isinstance(cls, ast.ClassDef) or not params or not zero_super and params[0].arg != expr.id:
             return None
+        if zero_super:
+            expr = ast.Name(id=params[0].arg)
         if any(isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod") for d in fn.decorator_list):
             return None
         for node in ast.walk(fn):  # `self` rebound in the method: not provably the instance
@@ -443,10 +587,11 @@ class Project:
 
     # -- writes that rebind a name at run time --------------------------------------------------
     def attribute_writes(self, attrs: Set[str], seeds: Set[str], modules: Set[str]) -> List[Finding]:
-        """Assignments, deletions and literal setattr/delattr of an attribute named in `attrs`, in other
-        files, whose receiver may be one of the module's classes `seeds` (or their subclasses), the module
-        itself, or a module named in `modules` (the kernel's): every receiver but an instance of an
-        unrelated class, another class, or another module of the project."""
+        """Assignments, deletions and literal setattr/delattr of an attribute named in `attrs` (also through
+        `object.__setattr__`, `type.__setattr__`, `x.__setattr__`, `builtins.setattr`), in other files, whose
+        receiver may be one of the module's classes `seeds` (or their subclasses), the module itself, or a
+        module named in `modules` (the kernel's): every receiver but an instance of an unrelated class,
+        another class, or another module of the project."""
         related = {(self.module, s) for s in seeds} | {(f.path, c.name) for f, c in self.subclasses(seeds)}
         out = []
         for f in self.files_naming(attrs):
@@ -456,11 +601,13 @@ class Project:
                     targets = list(node.targets)
                 elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
                     targets = [node.target]
-                elif _builtin_call(node, ("setattr", "delattr")) and len(node.args) > 1 \
-                        and isinstance(node.args[1], ast.Constant) and node.args[1].value in attrs:
-                    if self._may_reach(f, node.args[0], related, modules):
-                        out.append(Finding(self.rel(f.path), node.lineno,
-                                           f"`{node.func.id}(..., {node.args[1].value!r}, ...)`"))
+                elif isinstance(node, ast.Call):
+                    hit = _setattr_call(f, node)
+                    if hit is not None:
+                        verb, receiver, name = hit
+                        if isinstance(name, ast.Constant) and name.value in attrs \
+                                and self._may_reach(f, receiver, related, modules):
+                            out.append(Finding(self.rel(f.path), node.lineno, f"`{verb}(..., {name.value!r}, ...)`"))
                     continue
                 for t in _flatten(targets):
                     if isinstance(t, ast.Attribute) and t.attr in attrs and self._may_reach(f, t.value, related, modules):
@@ -468,10 +615,12 @@ class Project:
         return out
 
     def reflection(self, names: Set[str], seeds: Set[str], modules: Set[str]) -> List[Finding]:
-        """Reflective writes in other files that name one of `names`, import the module or are imported by it:
-        setattr/delattr with a computed name
-        on a receiver that may be related, exec/eval, writes through vars()/`__dict__` of such a
-        receiver, and writes to sys.modules."""
+        """Reflective writes in other files: setattr/delattr with a computed name (or through
+        `object.__setattr__`, `x.__setattr__`, an alias of setattr) on a receiver that may be related,
+        exec/eval, writes through vars()/`__dict__` of such a receiver (`[k] = v`, `.update(...)`, an alias
+        of it), writes to sys.modules, and a class made by `type(name, bases, ns)` / `types.new_class` from
+        a base that may be related (an override no file spells). Read: every file that names one of `names`,
+        imports the module or is imported by it (docs/soundness.md `whole-project` says what that leaves)."""
         related = {(self.module, s) for s in seeds} | {(f.path, c.name) for f, c in self.subclasses(seeds)}
         out = []
         stem = os.path.splitext(os.path.basename(self.module))[0]
@@ -483,53 +632,285 @@ class Project:
         for f in files.values():
             for node in ast.walk(f.tree):
                 what = None
-                if _builtin_call(node, ("setattr", "delattr")) and node.args and not (
-                        len(node.args) > 1 and isinstance(node.args[1], ast.Constant)):
-                    if self._may_reach(f, node.args[0], related, modules):
-                        what = f"`{node.func.id}` with a computed name"
+                hit = _setattr_call(f, node) if isinstance(node, ast.Call) else None
+                if hit is not None:
+                    verb, receiver, name = hit
+                    if not isinstance(name, ast.Constant) and self._may_reach(f, receiver, related, modules):
+                        what = f"`{verb}` with a computed name"
                 elif _builtin_call(node, ("exec", "eval")):  # compile() alone runs nothing
                     what = f"`{node.func.id}()`"
+                elif isinstance(node, ast.Name) and node.id in ("setattr", "delattr") and isinstance(node.ctx, ast.Load) \
+                        and not (isinstance(f.parents.get(id(node)), ast.Call) and f.parents[id(node)].func is node):
+                    what = f"`{node.id}` taken as a value"  # `s = setattr`, `map(setattr, ...)`: on anything
                 elif isinstance(node, ast.Subscript) and _written(f, node):
                     v = node.value
                     if isinstance(v, ast.Attribute) and v.attr == "modules" and isinstance(v.value, ast.Name) \
                             and f.modules.get(v.value.id) == "sys":
                         what = "a write to `sys.modules`"
-                    elif isinstance(v, ast.Attribute) and v.attr == "__dict__" \
-                            and self._may_reach(f, v.value, related, modules):
+                    elif self._namespace_of(f, v, related, modules):
                         what = f"a write through `{_unparse(v)}`"
-                    elif _builtin_call(v, ("vars",)) and v.args and self._may_reach(f, v.args[0], related, modules):
-                        what = f"a write through `{_unparse(v)}`"
+                elif isinstance(node, ast.Attribute) and node.attr in ("__dict__",) or _builtin_call(node, ("vars",)):
+                    up = f.parents.get(id(node))
+                    written = isinstance(up, ast.Attribute) and up.value is node and up.attr in _DICT_WRITES \
+                        or isinstance(up, ast.AugAssign) and up.target is node \
+                        or isinstance(up, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and up.value is node
+                    if written and self._namespace_of(f, node, related, modules):
+                        what = f"a write through `{_unparse(node)}`" + (f".{up.attr}" if isinstance(up, ast.Attribute) else "")
+                elif isinstance(node, ast.Call) and (_builtin_call(node, ("type",)) and len(node.args) == 3
+                                                     or _typing_name(f, node.func) == "new_class"):
+                    bases = node.args[1] if len(node.args) > 1 else next(
+                        (k.value for k in node.keywords if k.arg == "bases"), None)
+                    if bases is not None and (not isinstance(bases, (ast.Tuple, ast.List)) or any(
+                            isinstance(b, ast.Starred) or self._may_reach(f, b, related, modules) for b in bases.elts)):
+                        what = f"a class made by `{_unparse(node.func)}(...)` from `{_unparse(bases)}`"
                 if what:
                     out.append(Finding(self.rel(f.path), getattr(node, "lineno", 0), what))
         return out
 
+    def _namespace_of(self, f: _File, v: ast.AST, related: Set[Tuple[str, str]], modules: Set[str]) -> bool:
+        """Is `v` the namespace (`x.__dict__`, `vars(x)`) of a receiver that may be related?"""
+        if isinstance(v, ast.Attribute) and v.attr == "__dict__":
+            return self._may_reach(f, v.value, related, modules)
+        if _builtin_call(v, ("vars",)):
+            return bool(v.args) and self._may_reach(f, v.args[0], related, modules)  # (`vars()`: that module's)
+        return False
+
     def _may_reach(self, f: _File, receiver: ast.AST, related: Set[Tuple[str, str]], modules: Set[str]) -> bool:
         """May `receiver`, in file f, be one of the related classes (or an instance of one), the module,
-        or a module in `modules`? Only a receiver the file binds to something else is not."""
+        or a module in `modules`? Only a receiver the file binds to something proven else is not."""
         cls = f.instance_of(receiver)
         if cls is not None:  # `self.x = ...` shadows a method only on an instance of a related class, or of one
             keys, names = self._hierarchy(frozenset(related))  # they derive from (its methods run on theirs)
-            return (f.path, cls.name) in keys or cls.name in names
+            if (f.path, cls.name) in keys or cls.name in names or self.open_class(f.path, cls.name):
+                return True
+            fn = f.enclosing(receiver, (ast.FunctionDef, ast.AsyncFunctionDef))
+            return self.self_is_anything(f, cls, fn)  # `Tuner.install(b)`: self is b
         if isinstance(receiver, ast.Name) and receiver.id in f.classes:
-            return (f.path, receiver.id) in related
+            return receiver.id in f.ambiguous or (f.path, receiver.id) in related
         bound = isinstance(receiver, ast.Name) and (receiver.id in f.modules or receiver.id in f.froms)
         if not bound and not (isinstance(receiver, ast.Attribute) and f.module_of(receiver.value) is not None):
+            owner = self._classmethod_of(f, receiver)
+            if owner is not None:  # a classmethod's `cls`: its class or one deriving from it (a class object)
+                keys, names = self._hierarchy(frozenset(related))
+                return (f.path, owner.name) in keys or owner.name in names or owner.name in f.ambiguous
             declared = self.declared_classes(f, receiver)
             if declared is not None:  # an instance of the classes its type names: related only through them
-                keys, names = self._hierarchy(frozenset(related))
-                return any(k in keys or k[1] in names for k in declared)
+                return any(self._declared_reaches(k, related) for k in declared)
             return True  # a parameter, a local, a call's result: anything
         mod = f.module_of(receiver)
-        if mod in modules:
-            return True
-        target = self._find_module(f.path, mod) if mod else None
-        if target is not None:  # a module of this project: the module itself, or none of its names
-            return target == self.module
-        path, name = f.resolve_class(receiver)  # `from m import C` / `m.C`: a class of m
-        if path is not None:
-            return (path, name) in related
-        return mod is None or mod.startswith(".")  # an import that does not resolve in the project: unknown
+        return self._dotted_reaches(f, mod, related, modules) if mod else True
 
+    def _declared_reaches(self, k: Tuple[Optional[str], str], related: Set[Tuple[str, str]]) -> bool:
+        """May an instance declared as the class k be one of the related classes, or the module? Related
+        are the helper's hierarchy both ways; where that hierarchy holds a class from outside the project
+        (whose bases are not known), every class from outside it too; and an open class of the project
+        (open_class: a Protocol, a proxy, an outside base, an ABC something registers with) always."""
+        keys, names = self._hierarchy(frozenset(related))
+        path, name = k
+        if k in keys or name in names:
+            return True
+        if path is None:  # a class from outside the project
+            return bool(names) or name in self.registered()
+        return self.open_class(path, name) or self.forwarding(path, name)
+
+    def forwarding(self, path: str, name: str) -> bool:
+        """Does the project's class (path, name) define `__setattr__`, `__delattr__`, `__getattr__` or
+        `__getattribute__` in its hierarchy? An instance of it may hand a write on to an object it wraps
+        (`Handle(backend)._forward = f`), in a file reflection may not read (one that names nothing: its
+        `setattr(self._target, name, value)`). (Not asked of `self` in its own methods: there a write is the
+        hook's own, read where it is.)"""
+        h = self.own() if path == self.module else self._file_at(path)
+        if h is None or name not in h.classes:
+            return True
+        _, _, walked = self._walk_up([(h, h.classes[name])], {(path, name)})
+        return any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name in _HOOKS
+                   or isinstance(d, ast.Assign) and _HOOKS & _stored_names(d) for _, c in walked for d in c.body)
+
+    def _dotted_reaches(self, g: _File, dotted: str, related: Set[Tuple[str, str]], modules: Set[str],
+                        depth: int = 0) -> bool:
+        """May what `dotted` (a module, or a module's names, as file g imports them) names be related? Through
+        the project's modules: a class there is related or not; a module of the project is the module or
+        not; a name bound to an import is followed (`from kernels import fm` where kernels.py does `import
+        sgl_kernel.flash_mla as fm` is the kernel's module); any other global (an instance, a function's
+        result, a name bound twice or not found) may be anything. A module outside the project that is not
+        the kernel's is not (its attributes are no class of the project)."""
+        if dotted in modules or depth > 16:
+            return True
+        lead = dotted[:len(dotted) - len(dotted.lstrip("."))]
+        parts = dotted[len(lead):].split(".") if dotted[len(lead):] else []
+        for n in range(len(parts), -1, -1):
+            if not n and not lead:
+                break
+            target = self._find_module(g.path, lead + ".".join(parts[:n]))
+            if target is None:
+                continue
+            rest = parts[n:]
+            if not rest:
+                return target == self.module
+            h = self.own() if target == self.module else self._file_at(target)
+            name = rest[0]
+            if h is None or name in h.ambiguous:
+                return True
+            if name in h.classes:
+                return len(rest) > 1 or (h.path, name) in related  # (an attribute of a class: anything)
+            if name in h.modules:
+                return self._dotted_reaches(h, ".".join([h.modules[name], *rest[1:]]), related, modules, depth + 1)
+            if name in h.froms:
+                mod, imported = h.froms[name]
+                base = (mod if mod.endswith(".") else mod + ".") + imported
+                return self._dotted_reaches(h, ".".join([base, *rest[1:]]), related, modules, depth + 1)
+            return True  # a global holding anything, a function, a name a star import may bind
+        return bool(lead)  # a relative import that does not resolve: unknown; a module outside the project: no
+
+    def _classmethod_of(self, f: _File, receiver: ast.AST) -> Optional[ast.ClassDef]:
+        if not isinstance(receiver, ast.Name):
+            return None
+        fn = f.enclosing(receiver, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        owner = f.parents.get(id(fn))
+        a = fn.args
+        if not isinstance(owner, ast.ClassDef) or [x.arg for x in (a.posonlyargs + a.args)[:1]] != [receiver.id] \
+                or not any(isinstance(d, ast.Name) and d.id == "classmethod" for d in fn.decorator_list):
+            return None
+        assigned, other = _bindings(f, fn)
+        return None if receiver.id in assigned or receiver.id in other else owner
+
+    def self_is_anything(self, f: _File, cls: ast.ClassDef, fn: ast.AST) -> bool:
+        """May `self` in the method `fn` of the class `cls` be something else than an instance of it? Where the
+        method may be taken from the class as a function and called with another first argument: through the
+        class or one deriving from it (`Tuner.install(b)`, `cls.install(b)`, `type(x).install(b)`,
+        `x.__class__.install`; `Base.install(self)` from a method of a class deriving from it, whose own `self`
+        is an instance, is not), read from its namespace where the class is named (`vars(Tuner)`,
+        `Tuner.__dict__`, `getattr(Tuner, name)`, `inspect.getmembers(Tuner)`), or handed to a decorator the
+        project defines (of the method, or of the class: it may graft the methods anywhere). A class handed to
+        other code as a value whose functions that code takes out of it by reflection is that code's
+        reflective read: its write with them (`setattr(target, name, fn)`) is read on its own (reflection)."""
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return True
+        cache = self.__dict__.setdefault("_escapes", {})
+        key = (f.path, cls.name, fn.name)
+        if key not in cache:
+            cache[key] = False  # (while it is decided: a method calling itself through the class adds no caller)
+            cache[key] = any(self._project_defined(f, d) for d in fn.decorator_list + cls.decorator_list) \
+                or self._taken_unbound(f, cls, fn.name)
+        return cache[key]
+
+    def _project_defined(self, f: _File, expr: ast.AST) -> bool:
+        """Is the decorator `expr` a function the project defines (it may call what it decorates with anything)?"""
+        while isinstance(expr, ast.Call):
+            expr = expr.func
+        root = expr
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if not isinstance(root, ast.Name):
+            return True
+        if root.id in f.modules or root.id in f.froms:
+            mod = f.module_of(expr)
+            if mod is None or mod.startswith("."):
+                return True
+            parts = mod.split(".")
+            return any(self._find_module(f.path, ".".join(parts[:n])) is not None for n in range(len(parts), 0, -1))
+        return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign)) and (
+            n.name == root.id if not isinstance(n, ast.Assign) else root.id in _stored_names(n)) for n in f.tree.body)
+
+    def _family(self, cls: ast.ClassDef) -> Tuple[Set[str], List[_File]]:
+        """The names of the class and of the classes deriving from it (by name: a same-named class counts too),
+        and the files naming one of them; once per class name."""
+        cache = self.__dict__.setdefault("_families", {})
+        if cls.name not in cache:
+            family = {cls.name}
+            grew = True
+            while grew and len(family) < 256:
+                grew = False
+                naming = self.files_naming(sorted(family))
+                for g in naming:
+                    for c in ast.walk(g.tree):
+                        if isinstance(c, ast.ClassDef) and c.name not in family and any(
+                                _typing_name(None, b.value if isinstance(b, ast.Subscript) else b) in family
+                                for b in c.bases):
+                            family.add(c.name)
+                            grew = True
+            cache[cls.name] = (family, naming)
+        return cache[cls.name]
+
+    def _taken_unbound(self, f: _File, cls: ast.ClassDef, method: str) -> bool:
+        family, naming = self._family(cls)
+        own = self.own()
+        cache = self.__dict__.setdefault("_uses_of", {})
+        if cls.name not in cache:  # what the files naming the class do with it: walked once per class
+            files = {id(g): g for g in naming + ([own] if own is not None else [])}
+            cache[cls.name] = self._class_uses(files.values(), family)
+        handed, methods, walked = cache[cls.name]
+        if handed or "*" in methods or any(self._unbound(g, node, family) for g, node in methods.get(method, ())):
+            return True
+        if f.path not in walked:
+            _, more, _ = self._class_uses([f], family)
+            if "*" in more or any(self._unbound(g, node, family) for g, node in more.get(method, ())):
+                return True
+        for g in self._files_matching(_Through(method), method.encode("utf-8", "surrogateescape")):
+            for node in ast.walk(g.tree):
+                if isinstance(node, ast.Attribute) and node.attr == method and _class_object(node.value, family) \
+                        and self._unbound(g, node, family):
+                    return True
+        return False
+
+    def _class_uses(self, files: Iterable[_File], family: Set[str]
+                    ) -> Tuple[bool, Dict[str, List[Tuple[_File, ast.Attribute]]], Set[str]]:
+        """In `files`: is a class of `family` handed to a function the project defines (`graft(target, Tuner)`:
+        it may take any method out of it); the methods read through one of them as a class object, each with
+        where (a namespace read, `vars(Tuner)`, `Tuner.__dict__`, `getattr(Tuner, name)`, is "*": any); and
+        the files walked."""
+        handed = False
+        methods: Dict[str, List[Tuple[_File, ast.Attribute]]] = {}
+        walked: Set[str] = set()
+        for g in files:
+            walked.add(g.path)
+            for node in ast.walk(g.tree):
+                if isinstance(node, ast.Attribute) and _class_object(node.value, family):
+                    methods.setdefault(node.attr, []).append((g, node))
+                    if node.attr == "__dict__" and _class_object(node.value, family, by_name=True):
+                        methods["*"] = []
+                elif isinstance(node, ast.Call) and (_builtin_call(node, ("vars", "getattr", "dir"))
+                                                     or _typing_name(None, node.func) == "getmembers"):
+                    if node.args and _class_object(node.args[0], family, by_name=True):
+                        name = node.args[1] if _builtin_call(node, ("getattr",)) and len(node.args) > 1 else None
+                        key = name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) else "*"
+                        methods.setdefault(key, []).append((g, node))
+                if not handed and isinstance(node, ast.Call) and any(
+                        _class_object(a, family, by_name=True) for a in (*node.args, *(k.value for k in node.keywords))) \
+                        and self._project_defined(g, node.func):
+                    handed = True  # handed to the project's code (`graft(target, Tuner)`): it may take any method
+        return handed, methods, walked
+
+    def _unbound(self, g: _File, node: ast.AST, family: Set[str]) -> bool:
+        """Is the method read at `node` (`Tuner.install`) called other than with the `self` of a method of the
+        family, itself an instance (`Base.__init__(self)`), as its first argument?"""
+        if not isinstance(node, ast.Attribute):
+            return True  # getattr(Tuner, "install")
+        up = g.parents.get(id(node))
+        return not (isinstance(up, ast.Call) and up.func is node and up.args and self._own_self(g, up.args[0], family))
+
+    def _files_matching(self, pattern, needle: bytes) -> List[_File]:
+        """The parsed files whose text matches `pattern` (as its bytes, or as Python reads it), which holds
+        `needle`."""
+        out = []
+        for path, data in self.texts():
+            if not _names(data, [needle], pattern) and not _names(self._as_read(path, data), [needle], pattern):
+                continue
+            if path not in self._parsed:
+                self._parsed[path] = self._parse(path, files.python_text(data))
+            if self._parsed[path] is not None:
+                out.append(self._parsed[path])
+        return out
+
+    def _own_self(self, g: _File, arg: ast.AST, family: Set[str]) -> bool:
+        """Is `arg` the `self` of a method of a class of `family`, itself an instance (`Base.__init__(self)`)?"""
+        cls = g.instance_of(arg)
+        if cls is None or cls.name not in family:
+            return False
+        fn = g.enclosing(arg, (ast.FunctionDef, ast.AsyncFunctionDef))
+        return not self.self_is_anything(g, cls, fn)
 
     # -- receivers of a declared type ------------------------------------------------------------------
     def declared_classes(self, f: _File, receiver: ast.AST) -> Optional[List[Tuple[Optional[str], str]]]:
@@ -618,9 +999,11 @@ class Project:
         return None, name
 
     def _hierarchy(self, related: frozenset) -> Tuple[Set[Tuple[str, str]], Set[str]]:
-        """The related classes and every class they derive from: (file, name) of those of the project, and the
-        names of those it cannot resolve (a class from outside the project, or one not found): an instance
-        declared as one of them may be an instance of a related class."""
+        """The related classes and every class they derive from, and their metaclasses (whose instances they
+        are: `cls` in a metaclass's methods is one of them) with theirs: (file, name) of those of the project,
+        and the names of those it cannot resolve (a class from outside the project, one not found, a name its
+        module binds twice; `object`, `ABC`, `Generic` and `type` add none): an instance declared as one of them
+        may be an instance of a related class."""
         cache = self.__dict__.setdefault("_hierarchies", {})
         if related in cache:
             return cache[related]
@@ -628,19 +1011,155 @@ class Project:
         todo = [(own, own.classes[n]) for p, n in related if p == self.module and own is not None and n in own.classes]
         todo += [(g, c) for g, c in self.subclasses({n for p, n in related if p == self.module})
                  if (g.path, c.name) in related]
-        keys, names = set(related), set()
+        keys, names, _ = self._walk_up(todo, set(related))
+        cache[related] = (keys, names)
+        return keys, names
+
+    def _walk_up(self, todo: List[Tuple[_File, ast.ClassDef]], keys: Set[Tuple[str, str]]
+                 ) -> Tuple[Set[Tuple[str, str]], Set[str], List[Tuple[_File, ast.ClassDef]]]:
+        """From the classes `todo`, through their bases and metaclasses: (file, name) of every class of the
+        project reached (`keys` given included), the names of those not resolved, and the classes walked."""
+        own = self.own()
+        names: Set[str] = set()
+        walked: List[Tuple[_File, ast.ClassDef]] = []
         while todo and len(keys) < 4096:
             g, c = todo.pop()
-            for b in c.bases:
+            walked.append((g, c))
+            for b in list(c.bases) + [k.value for k in c.keywords if k.arg == "metaclass"]:
+                if g.known_base(b):
+                    continue
                 path, name = g.resolve_class(b)
                 h = own if path == self.module else self._file_at(path) if path is not None else None
-                if h is None or name not in h.classes:
-                    names.add(name)
+                if h is None or name not in h.classes or name in h.ambiguous:
+                    names.add(name or _unparse(b))
                 elif (h.path, name) not in keys:
                     keys.add((h.path, name))
                     todo.append((h, h.classes[name]))
-        cache[related] = (keys, names)
-        return keys, names
+        return keys, names, walked
+
+    def open_class(self, path: str, name: str) -> bool:
+        """May an instance of the project's class (path, name) be anything, whatever its name says? A
+        structural type (a `Protocol`, directly or through its bases: any object with its members satisfies
+        it, a module too), a class deriving from a class outside the project (whose behaviour is not read: a
+        proxy such as `wrapt.ObjectProxy` hands every write on to the object it wraps), or one some
+        `X.register(...)` may make the virtual base of any class (`ABCMeta.register`). A project class's own
+        `__setattr__` that hands writes on is read like any code: its `setattr(self._target, name, value)` is a
+        computed write on a receiver that may be anything (reflection reads every file that spells one)."""
+        cache = self.__dict__.setdefault("_open", {})
+        if (path, name) not in cache:
+            h = self.own() if path == self.module else self._file_at(path)
+            if h is None or name not in h.classes or name in h.ambiguous:
+                cache[(path, name)] = True
+                return True
+            _, unresolved, walked = self._walk_up([(h, h.classes[name])], {(path, name)})
+            registered = self.registered()
+            cache[(path, name)] = bool(unresolved) or any(
+                c.name in registered or any(_is_protocol(b) for b in c.bases) for g, c in walked)
+        return cache[(path, name)]
+
+    def registered(self) -> Set[str]:
+        """Names of classes some file of the project (the module too) calls `register` on, or decorates with
+        it (`X.register(C)`, `@X.register`): under `ABCMeta` that makes C a virtual subclass of X
+        (`isinstance(c, X)` holds), so an instance declared as X, or as a class deriving from it, may be
+        anything. A class of the project that defines `register` itself (a registry's classmethod) is not
+        ABCMeta's."""
+        if "_registered" not in self.__dict__:
+            out: Set[str] = set()
+            own = self.own()
+            spelled = _Through("register", re.compile(rb"\b[A-Z]\w*\s*$"))
+            for f in self._files_matching(spelled, b"register") + ([own] if own is not None else []):
+                for node in ast.walk(f.tree):
+                    if not (isinstance(node, ast.Attribute) and node.attr == "register"):
+                        continue
+                    v = node.value
+                    name = v.id if isinstance(v, ast.Name) else v.attr if isinstance(v, ast.Attribute) else None
+                    if name is None or not name[:1].isupper():
+                        continue
+                    path, cname = f.resolve_class(v)
+                    h = (own if path == self.module else self._file_at(path)) if path is not None else None
+                    if h is not None and cname in h.classes and cname not in h.ambiguous:
+                        _, _, walked = self._walk_up([(h, h.classes[cname])], {(h.path, cname)})
+                        if any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == "register"
+                               for _, c in walked for d in c.body):
+                            continue  # its own register
+                    out.add(name)
+            self._registered = out
+        return self._registered
+
+
+# methods of a dict that write it
+_DICT_WRITES = {"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__", "__ior__"}
+
+
+def _setattr_call(f: _File, node: ast.Call) -> Optional[Tuple[str, ast.AST, Optional[ast.AST]]]:
+    """(how it is spelled, the receiver, the name) of a call that sets or deletes an attribute: `setattr(x, n,
+    v)` (also `builtins.setattr`, an import of it), `object.__setattr__(x, n, v)`, `type.__setattr__(...)`,
+    `super().__setattr__(n, v)` / `x.__setattr__(n, v)`; None for any other call."""
+    func = node.func
+    verb = None
+    if isinstance(func, ast.Name):
+        verb = func.id if func.id in ("setattr", "delattr") and func.id not in f.froms else (
+            f.froms[func.id][1] if func.id in f.froms and f.froms[func.id][0] == "builtins"
+            and f.froms[func.id][1] in ("setattr", "delattr") else None)
+        if verb is None or not node.args:
+            return None
+        return verb, node.args[0], node.args[1] if len(node.args) > 1 else None
+    if not isinstance(func, ast.Attribute):
+        return None
+    if func.attr in ("setattr", "delattr") and f.module_of(func.value) == "builtins":
+        return (func.attr, node.args[0], node.args[1] if len(node.args) > 1 else None) if node.args else None
+    if func.attr in ("__setattr__", "__delattr__"):
+        verb = _unparse(func)
+        explicit = 3 if func.attr == "__setattr__" else 2  # `object.__setattr__(x, n, v)`: x given
+        if len(node.args) >= explicit:
+            return verb, node.args[0], node.args[1]
+        return verb, func.value, node.args[0] if node.args else None
+    return None
+
+
+
+
+class _Through:
+    """`.search(text)`: does the text read `method` off `cls` (or the like), `x.__class__` or a call's result
+    other than `super()`'s (`type(x).method`), or (`before` given) off what `before` matches at its end? A
+    literal search for the name, then a look behind its dot."""
+
+    _BEFORE = re.compile(rb"(?:\b(?:cls|klass|mcs|metacls)|__class__|\))\s*$")
+
+    def __init__(self, method: str, before: Optional["re.Pattern[bytes]"] = None):
+        self._name = method.encode("utf-8", "surrogateescape")
+        self._BEFORE = before or self._BEFORE
+
+    def search(self, data: bytes) -> Optional[bool]:  # (None where it does not, as re's search)
+        at = data.find(self._name)
+        while at != -1:
+            end = at + len(self._name)
+            before = data[max(0, at - 48):at].rstrip()
+            if before.endswith(b".") and not (end < len(data) and (data[end:end + 1].isalnum() or data[end:end + 1] == b"_")):
+                before = before[:-1].rstrip()
+                if self._BEFORE.search(before) and not before.endswith(b"super()"):
+                    return True
+            at = data.find(self._name, end)
+        return None
+
+
+def _class_object(v: ast.AST, family: Set[str], by_name: bool = False) -> bool:
+    """May `v` be a class of `family` as an object: by its name, or (not `by_name`) `cls` (or the like),
+    `type(x)`, `x.__class__`?"""
+    if by_name:
+        return isinstance(v, ast.Name) and v.id in family or isinstance(v, ast.Attribute) and v.attr in family
+    return isinstance(v, ast.Name) and (v.id in family or v.id in ("cls", "klass", "mcs", "metacls")) \
+        or isinstance(v, ast.Attribute) and v.attr in family | {"__class__"} or _builtin_call(v, ("type",))
+
+
+_HOOKS = {"__setattr__", "__delattr__", "__getattr__", "__getattribute__"}
+
+
+def _is_protocol(expr: ast.AST) -> bool:
+    """`Protocol`, `typing.Protocol`, `Protocol[T]` (by its name, wherever it is imported from)."""
+    if isinstance(expr, ast.Subscript):
+        expr = expr.value
+    return _typing_name(None, expr) == "Protocol"
 
 
 # Annotations that say nothing of the class (`Any`, `object`), or name a class object or a module, which
@@ -648,7 +1167,7 @@ class Project:
 _ANY_TYPES = {"Any", "object", "type", "Type", "ModuleType", "TypeVar", "Callable"}
 
 
-def _typing_name(f: _File, expr: ast.AST) -> str:
+def _typing_name(f: Optional[_File], expr: ast.AST) -> str:
     """The last part of a (dotted) name as written: `Optional`, `typing.Optional`, `t.Union`."""
     return expr.attr if isinstance(expr, ast.Attribute) else expr.id if isinstance(expr, ast.Name) else ""
 
