@@ -598,7 +598,7 @@ class _Writes:
     methods, `out=name`, `name.copy_(v)`."""
     subscripts: List[Tuple[cst.Subscript, cst.BaseExpression]] = field(default_factory=list)
     inplace: List[cst.Call] = field(default_factory=list)
-    changes: List[cst.Call] = field(default_factory=list)  # in-place methods that change values (for the indices)
+    changes: List[cst.CSTNode] = field(default_factory=list)  # in-place writes that change values (for the indices)
     outs: List[cst.Call] = field(default_factory=list)  # calls that write their result into name (`out=name`)
     copies: List[cst.BaseExpression] = field(default_factory=list)
     passed: List[cst.Call] = field(default_factory=list)  # calls that get the name itself as an argument
@@ -619,6 +619,8 @@ class _RowWrites(cst.CSTVisitor):
             tgt = t.target
             if isinstance(tgt, cst.Subscript) and isinstance(tgt.value, cst.Name):
                 self._of(tgt.value.value).subscripts.append((tgt, node.value))
+            elif isinstance(tgt, cst.Subscript) and _viewed_name(tgt.value):  # `x[:, 0][m] = v`, `x.data[i] = v`:
+                self._of(_viewed_name(tgt.value)).changes.append(tgt)  # x's entries (values: q's rows stay)
 
     def visit_Call(self, node: cst.Call) -> None:
         for a in node.args:
@@ -628,6 +630,12 @@ class _RowWrites(cst.CSTVisitor):
                 for n in _passed_names(a.value):
                     self._of(n).passed.append(node)
         f = node.func
+        if isinstance(f, cst.Attribute) and not isinstance(f.value, cst.Name) and _viewed_name(f.value) \
+                and f.attr.value.endswith("_") and not f.attr.value.endswith("__"):
+            # `x[:, 0].masked_fill_(...)`, `x.data.fill_(-1)`, `x.view(...).copy_(...)`: into x's storage (its
+            # entries; for q, a method off VALUE_INPLACE may move rows, as x's own would)
+            self._of(_viewed_name(f.value)).mutators.append(node)
+            self._of(_viewed_name(f.value)).changes.append(node)
         if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name):
             if f.attr.value.endswith("_") and not f.attr.value.endswith("__"):
                 self._of(f.value.value).mutators.append(node)
@@ -640,6 +648,22 @@ class _RowWrites(cst.CSTVisitor):
 
 
 _NO_WRITES = _Writes()
+
+
+def _viewed_name(e: cst.BaseExpression) -> Optional[str]:
+    """The name whose storage `e` is, or views: through items and slices, `.data`/`.T`/..., and view
+    methods (`x[:, 0]`, `x.data`, `x.view(n, -1)[1:]`); None for anything else."""
+    while True:
+        if isinstance(e, cst.Name):
+            return e.value
+        if isinstance(e, cst.Subscript):
+            e = e.value
+        elif isinstance(e, cst.Attribute) and e.attr.value in TRANSPOSING_ATTRS | {"data", "real", "imag"}:
+            e = e.value
+        elif isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value in TENSOR_VIEW_METHODS:
+            e = e.func.value
+        else:
+            return None
 
 
 def _passed_names(e: cst.BaseExpression) -> List[str]:
