@@ -610,10 +610,10 @@ def test_writes_through_aliases(body, hazard):
     ("flashinfer_rope(q)", False),  # a library function (outside the project): results go to outputs
     ("q.mul_(2.0)", False),  # values change, rows stay
     ("logger.debug(q)", False),
-    # a call a return evaluates: nothing after it runs in this call, but the next call of the function reads the q
-    # it may have changed (red team C, issue 34: a helper returned in one branch masked the indices the next
-    # layer read)
-    ("return obj.reorder(q) if perm is None else None", True),
+    # a call a return evaluates: nothing after it runs in this call; assumed, not proven, that the next call's q
+    # is another tensor (red team C's indices shared across layers and masked in a returned branch go unseen:
+    # results/red-team.md; refusing them refused sglang 0.5.12.post1's NSA fix)
+    ("return obj.reorder(q) if perm is None else None", False),
 ])
 def test_calls_that_may_change_q_in_place(body, hazard):
     src = ("import torch\nfrom flashinfer import flashinfer_rope\n\n"

@@ -758,6 +758,18 @@ def off_path(tree: Tree, write: cst.CSTNode, anchor: Optional[cst.CSTNode], owne
     return any(_after_exit(tree, st) for st in w)
 
 
+def _returned(tree: Tree, call: cst.Call) -> bool:
+    """Is `call` evaluated by a `return` of its function? Then nothing after it runs in that call of the
+    function (sglang 0.5.12's `if ...: return self._forward_aiter_extend(q_all=q_all, page_table_1=...)`).
+    Assumed, not proven: what it is handed is this call's own (each layer computes its q and its top-k), so
+    a write there reaches no later call; red team C's helper that masks indices shared across layers in a
+    returned branch goes unseen (results/red-team.md)."""
+    up = tree.parent.get(call)
+    while up is not None and not isinstance(up, (cst.BaseSmallStatement, cst.FunctionDef, cst.Lambda)):
+        up = tree.parent.get(up)
+    return isinstance(up, cst.Return)
+
+
 def may_mutate(tree: Tree, call: cst.Call, pure: Callable[[cst.Call], bool], outside: Optional[Outside] = None) -> bool:
     """May `call` move the rows (or change the entries) of an argument it is handed, in place?
     Default-deny: only torch's functions and methods without a trailing `_`, the builtins that read,
@@ -789,6 +801,8 @@ def _may_mutate(tree: Tree, call: cst.Call, outside: Optional[Outside]) -> bool:
     name = get_full_name_for_node(func) or ""
     op = name.rsplit(".", 1)[-1]
     root = name.split(".")[0]
+    if _returned(tree, call):
+        return False
     if op.endswith("_"):
         return True  # in place by name, wherever it comes from (`torch.Tensor.copy_(q, ...)`)
     names = imported_names(tree, func)
