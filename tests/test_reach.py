@@ -658,3 +658,22 @@ def test_a_module_named_like_a_test_that_the_project_imports_is_read(tmp_path, i
     site = verdict(tmp_path, files)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
     assert fixable or "experiments/ab_test.py:6" in site.reason
+
+
+@pytest.mark.parametrize("patch,fixable", [
+    # click's globals.py: a module global made by an outside call of constants, its namespace written
+    ("from threading import local\n_local = local()\n\ndef push(ctx):  # _forward_flashmla_sparse\n"
+     "    _local.__dict__.setdefault('stack', []).append(ctx)\n", True),
+    ("import threading\n_local = threading.local()\n\ndef push(ctx):  # _forward_flashmla_sparse\n"
+     "    vars(_local).update(stack=[ctx])\n", True),
+    # the same global handed a project object, rebound by a function, or bound to what a parameter gives
+    ("from threading import local\nfrom engine.backend import Backend\n_local = local(Backend)\n\n"
+     "def push(ctx):  # _forward_flashmla_sparse\n    _local.__dict__.setdefault('stack', []).append(ctx)\n", False),
+    ("from threading import local\n_local = local()\n\ndef swap(b):\n    global _local\n    _local = b\n\n"
+     "def push(ctx):  # _forward_flashmla_sparse\n    _local.__dict__.setdefault('stack', []).append(ctx)\n", False),
+    ("_local = None\n\ndef push(ctx):  # _forward_flashmla_sparse\n"
+     "    _local.__dict__.setdefault('stack', []).append(ctx)\n", False),
+])
+def test_a_global_made_by_an_outside_call_of_constants_is_no_object_of_the_project(tmp_path, patch, fixable):
+    site = verdict(tmp_path, {"ctx.py": patch})
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

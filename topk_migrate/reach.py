@@ -20,6 +20,7 @@ import errno
 import functools
 import os
 import re
+import sys
 import unicodedata
 from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple, Union
@@ -916,8 +917,9 @@ class Project:
     def declared_classes(self, f: _File, receiver: ast.AST) -> Optional[List[Tuple[Optional[str], str]]]:
         """The classes a name's type is declared as, each (file, class name) for a class of the project, or
         (None, name) for one imported from outside it: a parameter annotated with them (`config:
-        PretrainedConfig`, `Optional[...]`, a union), never rebound in its function; or a local bound only
-        to constructor calls of them. None where nothing declares it, or the declaration names anything
+        PretrainedConfig`, `Optional[...]`, a union), never rebound in its function; or a local, or a global
+        the function only reads, bound only to constructor calls of them (every binding of the name in the
+        file, functions included). None where nothing declares it, or the declaration names anything
         else (`Any`, `object`, a builtin, a type variable, a generic, a class re-exported or not found):
         then the name may hold anything."""
         if not isinstance(receiver, ast.Name):
@@ -938,16 +940,33 @@ class Project:
             return self._annotated(f, param.annotation) if param.annotation is not None else None
         if receiver.id in {x.arg for x in (a.vararg, a.kwarg) if x is not None}:
             return None
+        if receiver.id not in assigned and receiver.id not in other:
+            # a global (or a closure's name) the function only reads: every binding of that name anywhere in
+            # the file (click's `_local = threading.local()`, then `_local.__dict__.setdefault(...)`)
+            assigned, other = _bindings(f, f.tree)
         values = assigned.get(receiver.id)
         if not values or receiver.id in other:
             return None  # bound otherwise too (a loop, `with ... as`, an import, a `global`, ...)
         out: List[Tuple[Optional[str], str]] = []
         for v in values:
-            cls = self._class_named(f, v.func) if isinstance(v, ast.Call) else None
+            cls = self._class_named(f, v.func) or self._outside_made(f, v) if isinstance(v, ast.Call) else None
             if cls is None:
                 return None
             out.append(cls)
         return out
+
+    def _outside_made(self, f: _File, call: ast.Call) -> Optional[Tuple[None, str]]:
+        """(None, name) for a call of a name of the standard library with constants only (`threading.local()`,
+        `logging.getLogger("x")`): no object of the project reaches it, so what it makes is no class or
+        instance of the project. None otherwise (a module the project holds, or shadows, or any other)."""
+        mod = f.module_of(call.func)
+        if mod is None or mod.startswith(".") or mod.split(".")[0] not in getattr(sys, "stdlib_module_names", ()) \
+                or self._find_module(f.path, mod.split(".")[0]) is not None:
+            return None
+        if not all(isinstance(a, ast.Constant) for a in [*call.args, *(k.value for k in call.keywords)]) \
+                or any(k.arg is None for k in call.keywords):
+            return None
+        return None, _unparse(call.func).rsplit(".", 1)[-1]
 
     def _annotated(self, f: _File, annotation: ast.AST, depth: int = 0) -> Optional[List[Tuple[Optional[str], str]]]:
         """The classes an annotation names: one class, `Optional[C]`, `Union[C, D]`, `C | None`, a string of
