@@ -650,12 +650,10 @@ class _RowWrites(cst.CSTVisitor):
 _NO_WRITES = _Writes()
 
 
-def _viewed_name(e: cst.BaseExpression) -> Optional[str]:
-    """The name whose storage `e` is, or views: through items and slices, `.data`/`.T`/..., and view
-    methods (`x[:, 0]`, `x.data`, `x.view(n, -1)[1:]`); None for anything else."""
+def _viewed(e: cst.BaseExpression) -> cst.BaseExpression:
+    """What `e` is the storage of, or views: through items and slices, `.data`/`.T`/..., and view methods
+    (`x[:, 0]`, `x.data`, `self.buf.view(n, -1)[1:]` give `x`, `x`, `self.buf`)."""
     while True:
-        if isinstance(e, cst.Name):
-            return e.value
         if isinstance(e, cst.Subscript):
             e = e.value
         elif isinstance(e, cst.Attribute) and e.attr.value in TRANSPOSING_ATTRS | {"data", "real", "imag"}:
@@ -663,7 +661,13 @@ def _viewed_name(e: cst.BaseExpression) -> Optional[str]:
         elif isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value in TENSOR_VIEW_METHODS:
             e = e.func.value
         else:
-            return None
+            return e
+
+
+def _viewed_name(e: cst.BaseExpression) -> Optional[str]:
+    """The name whose storage `e` is, or views (_viewed); None for anything else."""
+    base = _viewed(e)
+    return base.value if isinstance(base, cst.Name) else None
 
 
 def _passed_names(e: cst.BaseExpression) -> List[str]:
@@ -983,16 +987,11 @@ def attribute_write(tree: Tree, attr: str) -> Optional[cst.CSTNode]:
 
 def _attribute_write(tree: Tree, attr: str) -> Optional[cst.CSTNode]:
     def holds(e: cst.BaseExpression, locals_: Set[str]) -> bool:
-        while isinstance(e, (cst.Subscript, cst.Attribute)) and not (isinstance(e, cst.Attribute) and e.attr.value == attr):
-            e = e.value if isinstance(e, cst.Subscript) or e.attr.value in TRANSPOSING_ATTRS | {"data"} else None
-        return isinstance(e, cst.Attribute) or (isinstance(e, cst.Name) and e.value in locals_)
+        base = _viewed(e)
+        return isinstance(base, cst.Attribute) and base.attr.value == attr or (
+            isinstance(base, cst.Name) and base.value in locals_)
 
-    nodes, stack = [], [tree.module]
-    while stack:  # the whole module, skipped bodies too (tree.parent may leave them out)
-        node = stack.pop()
-        if isinstance(node, (cst.Call, cst.Assign, cst.AugAssign)):
-            nodes.append(node)
-        stack.extend(node.children)
+    nodes = tree.find((cst.Call, cst.Assign, cst.AugAssign))  # the whole module, defs' skipped bodies too
     locals_ = {t.target.value for n in nodes if isinstance(n, cst.Assign) for t in n.targets
                if isinstance(t.target, cst.Name) and holds(n.value, set())}
     for n in nodes:
