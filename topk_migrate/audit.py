@@ -393,13 +393,6 @@ def display_root(paths: Sequence[str]) -> str:
     return os.path.commonpath(dirs) if dirs else os.getcwd()
 
 
-def _inside(path: str, top: str) -> bool:
-    try:
-        return os.path.commonpath([os.path.abspath(path), os.path.abspath(top)]) == os.path.abspath(top)
-    except ValueError:  # another drive
-        return False
-
-
 def _rel(path: str, root: str) -> str:
     return os.path.relpath(os.path.abspath(path), root).replace(os.sep, "/")
 
@@ -1404,7 +1397,7 @@ def audit_command(  # noqa: PLR0913  (a click command: one parameter per option)
     paths = paths or (".",)
     if progress is None:
         progress = sys.stderr.isatty()
-    if relative_to is None and not rev and _inside(display_root(paths), os.getcwd()):
+    if relative_to is None and not rev and project_mod.inside(display_root(paths), os.getcwd()):
         relative_to = os.curdir  # as check and ruff name them: `audit python` lists python/sglang/...
     try:
         result = audit(paths, rev=rev, exclude=exclude, kernel=kernel, jobs=jobs, gitignore=not no_gitignore,
