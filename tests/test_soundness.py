@@ -834,20 +834,21 @@ def test_indices_bound_outside_a_function_refuse(tmp_path, holder):
 # -- an in-place write through a view of the name (red team C, issue 34): `topk_indices[:, 0].masked_fill_(...)`,
 # `topk_indices.data.fill_(-1)`, `topk_indices.view(-1)[m] = -1` write the indices' storage; only a write
 # whose receiver was the bare name was seen.
+def _handed(before: str) -> str:
+    """HELD with the indices handed to forward as a parameter, `before` run ahead of the kernel call."""
+    return HELD.replace("        topk_indices = self.topk_indices_buf\n", "").replace(
+        "def forward(self, q, kv):", "def forward(self, q, kv, topk_indices):").format(before=before, elsewhere="pass")
+
+
 @pytest.mark.parametrize("write", ["topk_indices[:, 0].masked_fill_(topk_indices[:, 0] >= 24, -1)",
                                    "topk_indices.data.fill_(-1)", "topk_indices.view(-1)[::2] = -1",
                                    "topk_indices.unsqueeze(0)[0].copy_(topk_indices.flip(-1))"])
 def test_indices_written_through_a_view_refuse(tmp_path, write):
-    src = HELD.replace("        topk_indices = self.topk_indices_buf\n", "").replace(
-        "def forward(self, q, kv):", "def forward(self, q, kv, topk_indices):").format(before=write, elsewhere="pass")
-    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    (site,) = migrate_source(_handed(write), str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert site.status is Status.MANUAL and write.split("=")[0].strip()[:20] in site.reason, site.reason
 
 
 def test_q_values_changed_in_place_through_a_view_keep_its_rows(tmp_path):
     """`q[..., 64:].mul_(s)` (a rotary or scale on part of each row) changes values, never which row is where."""
-    src = HELD.replace("        topk_indices = self.topk_indices_buf\n", "").replace(
-        "def forward(self, q, kv):", "def forward(self, q, kv, topk_indices):").format(before="q[..., 64:].mul_(0.5)",
-                                                                                      elsewhere="pass")
-    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    (site,) = migrate_source(_handed("q[..., 64:].mul_(0.5)"), str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert site.status is Status.FIXABLE, site.reason
