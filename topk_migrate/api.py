@@ -210,8 +210,9 @@ class Migration:
 
 
 @in_run
-def migrate_source(source: str, path: str = "<string>", kernel: Optional[str] = None,
-                   metadata: Sequence[str] = (), enable: Sequence[str] = (), disable: Sequence[str] = ()) -> Migration:
+def migrate_source(  # noqa: PLR0913  (public API: keyword options with defaults)
+        source: str, path: str = "<string>", kernel: Optional[str] = None, metadata: Sequence[str] = (),
+        enable: Sequence[str] = (), disable: Sequence[str] = (), lengths: str = "reference") -> Migration:
     """Classify every kernel call in `source` with the enabled rules; new_source has the fixable ones rewritten.
 
     Raises InputError (one line) for source that LibCST must not see (guard.py)."""
@@ -219,21 +220,21 @@ def migrate_source(source: str, path: str = "<string>", kernel: Optional[str] = 
 
     spelled = spelling.normal_form(source)  # identifiers as Python reads them (NFKC)
     tree = guard.parse_checked(spelled.text, path)
-    m = _migrate_checked(spelled.text, guard.needs_isolation(tree), path, kernel, metadata,
-                         (tuple(enable), tuple(disable)))
+    m = _migrate_checked(spelled.text, guard.needs_isolation(tree), path, kernel,
+                         rules.RuleOptions(tuple(metadata), lengths), (tuple(enable), tuple(disable)))
     if spelled.changed:  # classified as Python reads it; never rewritten from that text
         return Migration(source, source, spelled.sites(m.sites))
     return m
 
 
-def _migrate_checked(text: str, isolate: bool, path: str, kernel: Optional[str], metadata: Sequence[str],
+def _migrate_checked(text: str, isolate: bool, path: str, kernel: Optional[str], options: rules.RuleOptions,
                      switches=((), ())) -> Migration:
     """_migrate() on text that passed guard.parse_checked: in a child process if guard calls it risky."""
     from . import guard
 
     if isolate:
-        return guard.isolated(_migrate, text, path, kernel, metadata, switches)
-    return _migrate(text, path, kernel, metadata, switches)
+        return guard.isolated(_migrate, text, path, kernel, options, switches)
+    return _migrate(text, path, kernel, options, switches)
 
 
 @contextlib.contextmanager
@@ -253,7 +254,7 @@ def _cycles_collected_after():
         gc.enable()
 
 
-def _migrate(source: str, path: str, kernel: Optional[str], metadata: Sequence[str], switches=((), ())) -> Migration:
+def _migrate(source: str, path: str, kernel: Optional[str], options: rules.RuleOptions, switches=((), ())) -> Migration:
     """Each enabled site rule classifies the original text (so every site keeps its own line);
     a rule's rewrite is made on top of the rewrites before it."""
     import libcst as cst
@@ -269,10 +270,10 @@ def _migrate(source: str, path: str, kernel: Optional[str], metadata: Sequence[s
                     continue
                 rule = rules.load(spec.id)
                 gate = kernel_gate(path, kernel, rule)
-                out, found = rule.sites(source, path, gate, metadata)
+                out, found = rule.sites(source, path, gate, options)
                 sites += [replace(s, rule=spec.id, kernel=gate.decisions.get(s.callee, s.kernel)) for s in found]
                 if out != source:
-                    new = out if new == source else rule.sites(new, path, gate, metadata)[0]
+                    new = out if new == source else rule.sites(new, path, gate, options)[0]
     except cst.ParserSyntaxError as e:  # CPython's message names the right line and spots Python 2
         raise InputError(syntax_error_message(source, path) or f"syntax error: {e.message}") from None
     if new != source:
@@ -365,7 +366,7 @@ def diff_labels(path: str):
 def process_file(  # noqa: PLR0913  (public API: keyword options with defaults)
         path: str, kernel: Optional[str] = None, write: bool = False, verbose: bool = False,
         narrowed: bool = False, data: Optional[bytes] = None, engine: bool = True,
-        parsed: Optional[Any] = None) -> FileOutcome:
+        parsed: Optional[Any] = None, lengths: Optional[str] = None) -> FileOutcome:
     """Read, classify and (if write) rewrite one file; every expected failure becomes `error`.
 
     narrowed: classify only (audit), on the text narrow.py cuts down to what the engine reads.
@@ -377,6 +378,7 @@ def process_file(  # noqa: PLR0913  (public API: keyword options with defaults)
     classified without LibCST. engine=False: stop where LibCST would be needed, with
     needs_engine set (audit's scanners, which never import it). parsed: with narrowed and
     data, CPython's AST of those bytes, made by a caller that read them (bump): not made again.
+    lengths: rules.LENGTHS, over the project's [tool.topk-migrate] lengths.
     """
     out = FileOutcome(path)
     try:
@@ -444,7 +446,7 @@ def process_file(  # noqa: PLR0913  (public API: keyword options with defaults)
             out.needs_engine = True
             return out
         if classify_first:
-            m = _migrate_checked(small, isolate, path, kernel, cfg.metadata, switches)
+            m = _migrate_checked(small, isolate, path, kernel, cfg.options(lengths), switches)
             out.sites = spelled.sites(m.sites)  # the file's sites, whatever happens to the rewrite below
             if narrowed or not any(s.status is Status.FIXABLE for s in out.sites):
                 return out
@@ -455,7 +457,7 @@ def process_file(  # noqa: PLR0913  (public API: keyword options with defaults)
             narrowed_isolate, isolate = isolate, guard.needs_isolation(guard.parse_checked(text, path))
             if small == text and isolate == narrowed_isolate:  # nothing was cut: that run was this one
                 narrowed_run = m
-        m = narrowed_run or _migrate_checked(text, isolate, path, kernel, cfg.metadata, switches)
+        m = narrowed_run or _migrate_checked(text, isolate, path, kernel, cfg.options(lengths), switches)
         out.sites = spelled.sites(m.sites)
         if m.changed and not narrowed and not spelled.changed:
             out._diff_of = (src.text, m.new_source, diff_labels(path))  # the diff, made if it is read
@@ -539,11 +541,12 @@ class _StopBetweenFiles:
 @in_run
 def run(  # noqa: PLR0913  (public API: keyword options with defaults)
         paths: Sequence[str], kernel: Optional[str] = None, write: bool = False, verbose: bool = False,
-        follow_links: bool = False, note=None, progress: bool = False) -> Report:
+        follow_links: bool = False, note=None, progress: bool = False, lengths: Optional[str] = None) -> Report:
     """check/apply over files and directories; a walked directory honours its [tool.topk-migrate] include/exclude.
 
     follow_links and note (told what a walk leaves out, and why): as discover.iter_python_files.
-    progress: a status line on stderr (progress.Progress) once the run takes a while."""
+    progress: a status line on stderr (progress.Progress) once the run takes a while.
+    lengths: rules.LENGTHS, over each project's [tool.topk-migrate] lengths."""
     from . import config  # (as in process_file: importing api stays cheap)
     from .escape import printable
     from .progress import Progress
@@ -554,7 +557,7 @@ def run(  # noqa: PLR0913  (public API: keyword options with defaults)
         try:
             for path, error in config.project_files(paths, follow_links=follow_links, note=note):
                 shown.show(f"{len(outcomes)} file(s), {sites} site(s): {printable(path)}")
-                outcomes.append(FileOutcome(path, error=error) if error else process_file(path, kernel, write, verbose))
+                outcomes.append(FileOutcome(path, error=error) if error else process_file(path, kernel, write, verbose, lengths=lengths))
                 sites += len(outcomes[-1].sites)
                 stop.check()
         except InputError as e:  # a directory's configuration

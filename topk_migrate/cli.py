@@ -14,6 +14,7 @@ from .options import (
     follow_links_option,
     format_option,
     kernel_option,
+    lengths_option,
     new_since_option,
     progress_option,
     skipped_note,
@@ -297,6 +298,7 @@ def run() -> None:
 @main.command(cls=_PathsCommand)
 @_paths
 @kernel_option
+@lengths_option
 @_stdin_filename
 @follow_links_option
 @format_option()
@@ -305,7 +307,7 @@ def run() -> None:
 @progress_option
 @verbose_option(command="check")
 def check(  # noqa: PLR0913  (a click command: one parameter per option)
-        paths, kernel, stdin_filename, follow_links, fmt, statistics, new_since, progress, verbose):
+        paths, kernel, lengths, stdin_filename, follow_links, fmt, statistics, new_since, progress, verbose):
     """List every site that does not pass topk_length; write nothing.
 
     PATH `-` reads the source from standard input (see --stdin-filename); after `--`
@@ -315,7 +317,7 @@ def check(  # noqa: PLR0913  (a click command: one parameter per option)
     validate_kernel(kernel)
     _note_links(paths, "check reads")
     t0 = time.perf_counter()
-    report = _run(paths, stdin_filename, kernel=kernel, verbose=verbose, follow_links=follow_links,
+    report = _run(paths, stdin_filename, kernel=kernel, lengths=lengths, verbose=verbose, follow_links=follow_links,
                   note=skipped_note(verbose), progress=_progress(progress))
     if new_since:
         _keep_new(report, paths, new_since, kernel)
@@ -327,6 +329,7 @@ def check(  # noqa: PLR0913  (a click command: one parameter per option)
 @main.command(cls=_PathsCommand)
 @_paths
 @kernel_option
+@lengths_option
 @click.option("--diff", is_flag=True, help="Print a unified diff instead of writing.")
 @_stdin_filename
 @follow_links_option
@@ -336,7 +339,7 @@ def check(  # noqa: PLR0913  (a click command: one parameter per option)
 @progress_option
 @verbose_option(command="check")
 def apply(  # noqa: PLR0913  (a click command: one parameter per option)
-        paths, kernel, diff, stdin_filename, follow_links, fmt, statistics, progress, verbose):
+        paths, kernel, lengths, diff, stdin_filename, follow_links, fmt, statistics, progress, verbose):
     """Rewrite fixable sites in place (or show the diff); report the rest.
 
     PATH `-` (before any `--`) reads the source from standard input and writes the rewritten source
@@ -346,7 +349,7 @@ def apply(  # noqa: PLR0913  (a click command: one parameter per option)
     if fmt != "text" and (diff or "-" in paths):
         raise click.UsageError(f"--format {fmt} is for the report; --diff and `-` write code to standard output")
     _note_links(paths, "apply --diff shows" if diff else "apply rewrites")
-    report = _run(paths, stdin_filename, kernel=kernel, write=not diff, verbose=verbose,
+    report = _run(paths, stdin_filename, kernel=kernel, lengths=lengths, write=not diff, verbose=verbose,
                   follow_links=follow_links, note=skipped_note(verbose), progress=_progress(progress))
     if "-" in paths and not diff:
         _stdout_source(report.files[0])

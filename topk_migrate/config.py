@@ -11,7 +11,7 @@ from typing import Callable, Dict, Iterable, Iterator, Optional, Sequence, Tuple
 from .discover import PROJECT_FILE_LIMIT, WILD_PATTERNS, Note, compile_patterns, iter_python_files, read_regular
 from .model import InputError
 from .project import is_site_dir, listing, planted, project_root
-from .rules import check_ids
+from .rules import LENGTHS, RuleOptions, check_ids
 from .run_context import per_run
 
 
@@ -24,9 +24,14 @@ class Config:
     enable: Tuple[str, ...] = ()  # rule ids to run besides those on by default
     disable: Tuple[str, ...] = ()  # rule ids not to run
     source: Optional[str] = None  # the pyproject.toml it came from
+    lengths: str = "reference"  # rules.LENGTHS: "derived" opts in to lengths computed at the call
+
+    def options(self, lengths: Optional[str] = None) -> RuleOptions:
+        """What the rules are told for a file of this project (`lengths`: the command line's, first)."""
+        return RuleOptions(self.metadata, lengths or self.lengths)
 
 
-KEYS = ("kernel", "metadata", "include", "exclude", "enable", "disable")
+KEYS = ("kernel", "metadata", "include", "exclude", "enable", "disable", "lengths")
 
 
 def is_dotted_name(text: str) -> bool:
@@ -98,6 +103,9 @@ def _load(pyproject: str) -> Optional[Config]:
         if not is_dotted_name(m):
             raise InputError(f"{where} metadata: {_shown(m)} is not a dotted name (name.attr...); "
                              "only names are inserted into source")
+    lengths = table.get("lengths", "reference")
+    if lengths not in LENGTHS:
+        raise InputError(f"{where} lengths: expected one of {', '.join(map(repr, LENGTHS))}, got {_shown(lengths)}")
     switched = {}
     for key in ("enable", "disable"):
         switched[key] = _strings(table, key, where)
@@ -106,7 +114,7 @@ def _load(pyproject: str) -> Optional[Config]:
         except ValueError as e:
             raise InputError(str(e)) from None
     return Config(kernel, metadata, _strings(table, "include", where), _strings(table, "exclude", where),
-                  switched["enable"], switched["disable"], pyproject)
+                  switched["enable"], switched["disable"], pyproject, lengths)
 
 
 @per_run

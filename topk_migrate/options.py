@@ -20,6 +20,17 @@ def kernel_option(f):
     return click.option("--kernel", metavar="NAME==VERSION", help=KERNEL_HELP)(f)
 
 
+LENGTHS_HELP = ("Where the lengths passed come from. reference: the clipped seqlens the program already holds, "
+                "only where they are proven right (else manual). derived: where they are not, each row's length "
+                "derived at the call from the call's own arguments (right for any index layout, at a cost per call: "
+                "`topk-migrate rules --explain RULE` says what each rule derives). Default: [tool.topk-migrate] "
+                "lengths, else reference.")
+
+
+def lengths_option(f):
+    return click.option("--lengths", type=click.Choice(["reference", "derived"]), default=None, help=LENGTHS_HELP)(f)
+
+
 VERBOSE_FOR = {
     "check": "Say more: the kernel decision each site rests on and where it came from, the [tool.topk-migrate] "
              "read, what a directory walk skipped and why, tracebacks for unexpected errors.",

@@ -6,7 +6,7 @@ distribution that takes it, whether it is on by default, its hooks and its quick
 prefilter, the config check, the kernel gate and the report formats read that in processes that
 never parse a candidate. The hooks live in the package's `rule` module (which may import LibCST),
 imported (`load`) only where a file is analysed:
-  sites(source, path, gate, metadata) -> (new source, [Site])   check, apply, audit
+  sites(source, path, gate, options) -> (new source, [Site])    check, apply, audit
   bump(ctx) -> [Finding]                                          bump, one call site at a time
 A `quick` module of the package may answer for the simplest files without LibCST (audit):
 quick_sites(tree, source, path, gate) -> [Site] or None.
@@ -47,11 +47,24 @@ class RuleInfo:
     path: str = ""  # set by the registry: the package's __init__.py
 
 
+LENGTHS = ("reference", "derived")  # where the lengths a rule passes come from (RuleOptions.lengths)
+
+
+@dataclass(frozen=True)
+class RuleOptions:
+    """What a project's [tool.topk-migrate] (or the command line) tells every site rule."""
+
+    metadata: Tuple[str, ...] = ()  # extra dotted names known to hold clipped seqlens
+    # "reference": the lengths the program already holds, where they are proven right, else `manual`;
+    # "derived": where they are not, lengths computed at the call from its own arguments (opt-in: a cost per call)
+    lengths: str = "reference"
+
+
 class Rule:
     """Base class of a rule's hooks (its package's `rule` module): `info` is the package's INFO."""
 
     info: RuleInfo
-    sites = None  # (source, path, gate, metadata) -> (new_source, [Site]); None: not a site rule
+    sites = None  # (source, path, gate, RuleOptions) -> (new_source, [Site]); None: not a site rule
     bump = None  # (bump.context.Context) -> [Finding]; None: says nothing in a bump
     EXAMPLES: Sequence["RuleExample"] = ()  # its documentation and its tests (tests/test_rule_examples.py)
 

@@ -72,7 +72,7 @@ class DecodeTopkLength(Rule):
                     None, bump=("sglang-kernel-0.4.2.post2", "sglang-kernel-0.4.6")),
     ]
 
-    def sites(self, source: str, path: str, gate, metadata: Sequence[str] = ()) -> Tuple[str, List[Site]]:
+    def sites(self, source: str, path: str, gate, options=None) -> Tuple[str, List[Site]]:
         import libcst as cst
 
         from topk_migrate.resolve import collect

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
@@ -18,8 +18,10 @@ from libcst.metadata import FunctionScope, GlobalScope, ImportAssignment
 from topk_migrate import reach, suppress
 from topk_migrate.model import Capability, Site, Status
 from topk_migrate.resolve import CallInfo, Function, ModuleFacts, dotted
+from topk_migrate.rules import RuleOptions
 from topk_migrate.scopecheck import Tree, root_binding
 
+from . import derived
 from .quick import ENTRY_POINTS, OP_NAME, OP_TOPK_LENGTH_POSITION, PARAM, is_kernel, is_op_level  # noqa: F401
 from .rows import index_hazard, row_hazard
 
@@ -198,6 +200,26 @@ def _descendants(node: cst.CSTNode):
         todo.extend(n.children)
 
 
+def _top_level_imports(module: cst.Module) -> Dict[str, str]:
+    """Names bound by imports that run unconditionally at import time: local -> qualified."""
+    out: Dict[str, str] = {}
+    for stmt in module.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Import):
+                for alias in small.names:
+                    full = get_full_name_for_node(alias.name)
+                    local = alias.asname.name.value if alias.asname else full.split(".")[0]
+                    out[local] = full if alias.asname else local
+            elif isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar) and not small.relative:
+                base = get_full_name_for_node(small.module) if small.module else ""
+                for alias in small.names:
+                    local = alias.asname.name.value if alias.asname else alias.name.value
+                    out[local] = f"{base}.{alias.name.value}"
+    return out
+
+
 def _code(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node)
 
@@ -220,6 +242,9 @@ class Group:
     # helper: the parameters its first kernel call's q and indices come from (the callers' arguments traced)
     row_sources: Set[str] = field(default_factory=set)
     index_sources: Set[str] = field(default_factory=set)
+    # derived: the name the lengths are derived from, and whether the rewrite binds it at the call (`:=`)
+    indices: Optional[str] = None
+    bind_indices: bool = False
 
     def q(self, call: CallInfo) -> str:
         return dotted(_q_arg(call.node))
@@ -265,8 +290,12 @@ def fits(value: str, q: str, proven: bool, torch: Optional[str] = None) -> str:
 
 
 class _Analysis:
-    def __init__(self, facts: ModuleFacts, tree: Tree, source: str, path: str, gate: Gate, metadata: Sequence[str]):
+    def __init__(self, facts: ModuleFacts, tree: Tree, source: str, path: str, gate: Gate, options: RuleOptions):
         self.facts, self.tree, self.path, self.gate = facts, tree, path, gate
+        self.lengths = options.lengths
+        metadata = options.metadata
+        # what the module binds torch to at import time (the derived lengths and the checked guards read it)
+        self.torch = next((k for k, v in sorted(_top_level_imports(tree.module).items()) if v == "torch"), None)
         self.lines = source.splitlines()
         # Defaults count only where the module itself uses that field; user mappings always count.
         self.user_metadata = list(metadata)
@@ -569,8 +598,6 @@ class _Analysis:
 
     def _whole_project(self, c: CallInfo, fn: Optional[Function]) -> Optional[str]:
         proj = self.project()
-        kernel = c.callee.rsplit(".", 1)[-1]
-        modules = self.kernel_modules(c.callee)
         owner = fn or c.function  # the helper, or (direct) the function that calls the kernel
         seeds = set(self.subclasses(owner.class_name)) if owner is not None and owner.class_name else set()
         if fn is not None and fn.class_name:
@@ -595,16 +622,12 @@ class _Analysis:
                 return (f"{cls.name}.{fn.name} at {proj.rel(f.path)}:{d.lineno} is defined by another base of a "
                         f"subclass of {fn.class_name}, so calls on its instances may reach it instead of {fn.qualname}; "
                         "add topk_length there too")
-        for w in proj.attribute_writes({kernel}, seeds, modules):
-            return (f"{w.what} at {w.where()}: it may replace the kernel `{kernel}` at run time with a function that "
-                    "does not take topk_length; pass topk_length by hand once every replacement does")
+        why = self._kernel_rebound(c, seeds, {fn.name} if fn is not None else set())
+        if why:
+            return why
         for w in proj.attribute_writes({fn.name}, seeds, set()) if fn is not None else ():
             return (f"{w.what} at {w.where()}: callers may reach another function than {fn.qualname}; "
                     "add topk_length by hand once every replacement takes it")
-        names = {kernel, *seeds} | ({fn.name} if fn is not None else set())  # (and the files importing the module)
-        for w in proj.reflection(names, seeds, modules):
-            return (f"{w.what} at {w.where()} may rebind the kernel, the helper or its class at run time, which "
-                    "the analysis cannot follow; pass topk_length by hand if it cannot")
         if seeds:
             held = self.held_attributes()
             related = proj.subclasses(seeds) + proj.ancestors(seeds)
@@ -629,6 +652,23 @@ class _Analysis:
                     return (f"{proj.rel(f.path)}:{getattr(node, 'lineno', 0)} sets `{field_name}` from "
                             f"`{reach._unparse(value)[:80]}`, not provably the seqlens clipped to the top-k width "
                             f"({CLIP_HOW}); clip it, or pass topk_length by hand")
+        return None
+
+    def kernel_rebound(self, c: CallInfo) -> Optional[str]:
+        """What another file of the project may do to make c's callee another function than the kernel."""
+        owner = c.function
+        return self._kernel_rebound(c, set(self.subclasses(owner.class_name)) if owner and owner.class_name else set())
+
+    def _kernel_rebound(self, c: CallInfo, seeds: Set[str], helper: Set[str] = frozenset()) -> Optional[str]:
+        """An assignment or setattr of the kernel's name on a receiver that may be its class or module, a
+        reflective write that may reach the kernel, `helper` or the classes `seeds`, an unreadable file."""
+        proj, kernel, modules = self.project(), c.callee.rsplit(".", 1)[-1], self.kernel_modules(c.callee)
+        for w in proj.attribute_writes({kernel}, seeds, modules):
+            return (f"{w.what} at {w.where()}: it may replace the kernel `{kernel}` at run time with a function that "
+                    "does not take topk_length; pass topk_length by hand once every replacement does")
+        for w in proj.reflection({kernel, *seeds, *helper}, seeds, modules):  # (and the files importing the module)
+            return (f"{w.what} at {w.where()} may rebind the kernel, the helper or its class at run time, which "
+                    "the analysis cannot follow; pass topk_length by hand if it cannot")
         for w in proj.unreadable:
             return (f"{w.path} {w.what}, so what it does to the kernel or the helper is not known; "
                     "pass topk_length by hand")
@@ -714,7 +754,65 @@ class _Analysis:
         why = _misplaced(positional, cap)
         if why:
             return self.site(c, Status.MANUAL, why)
-        return self.contract(c)
+        site = self.contract(c)
+        return self.derived_or(c, site) if site.status is Status.MANUAL else site
+
+    # -- the derived lengths (--lengths derived) ----------------------------------------
+    def derived_or(self, c: CallInfo, site: Site) -> Site:
+        """A call whose kernel takes topk_length but whose reference fix is not proven: with --lengths derived,
+        the lengths derived from its own indices; else `site`, its reason saying whether they would fix it."""
+        blocker = self.underivable(c)
+        if self.lengths != "derived":
+            return site if blocker else replace(site, reason=site.reason + derived.HINT)
+        if blocker:
+            return replace(site, reason=f"{site.reason}; nor do the lengths derived at the call fix it: {blocker}")
+        g = self.derived_group(c, site.reason)
+        self.groups.append(g)
+        return self.site(c, Status.FIXABLE, g.reason)
+
+    def derived_group(self, c: CallInfo, why: str) -> Group:
+        """The group that passes c the lengths derived from its indices (underivable(c) said nothing)."""
+        arg = _indices_arg(c.node)
+        stable = self._stable_name(c, arg)
+        g = Group("derived", [c], [], inline=True, indices=stable or derived.BOUND_NAME, bind_indices=stable is None)
+        g.reason = f"passes topk_length derived from the call's indices (--lengths derived): {why}"
+        return g
+
+    def underivable(self, c: CallInfo) -> Optional[str]:
+        """Why the lengths derived at the call cannot be passed to c (its callee is the kernel and takes the
+        parameter: classify asked that first), or None."""
+        arg = _indices_arg(c.node)
+        if arg is None:
+            return "the call's indices are not found (neither `indices=` nor its third positional argument)"
+        if self.torch is None:
+            return "the module does not `import torch` at its top, which the derived lengths read"
+        if self._stable_name(c, arg) is None and self._in_comprehension(c.node):
+            return "the call sits in a comprehension, where its indices cannot be bound once (`:=`)"
+        return self.index(f"rebinds:{c.callee}", lambda: self.kernel_rebound(c))
+
+    def _stable_name(self, c: CallInfo, arg: Optional[cst.BaseExpression]) -> Optional[str]:
+        """The indices' name, where reading it again after the call's other arguments reads the same object:
+        a local of the call's function that nothing nested declares nonlocal, no `:=` among the arguments."""
+        if not isinstance(arg, cst.Name) or c.function is None:
+            return None
+        b = self.tree.binding(c.node, arg.value)
+        if not b.assignments or not all(isinstance(x.scope, FunctionScope) and getattr(x.scope, "node", None)
+                                        is c.function.node for x in b.assignments):
+            return None
+        rebinders = self.tree.find((cst.Nonlocal, cst.Global, cst.NamedExpr), within=c.function.node)
+        if any(isinstance(n, cst.NamedExpr) and self.tree.inside(n, c.node) and _is_name(n.target, arg.value)
+               or not isinstance(n, cst.NamedExpr) and any(x.name.value == arg.value for x in n.names)
+               for n in rebinders):
+            return None
+        return arg.value
+
+    def _in_comprehension(self, node: cst.CSTNode) -> bool:
+        for a in self.tree.ancestors(node):
+            if isinstance(a, (cst.FunctionDef, cst.Lambda)):
+                return False
+            if isinstance(a, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+                return True
+        return False
 
     def reflection(self) -> Optional[str]:
         """Reflection in the module: a name computed at run time can rebind or call the kernel, the helper or

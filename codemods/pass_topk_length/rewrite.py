@@ -22,12 +22,15 @@ from .analysis import (
     PARAM,
     Group,
     _code,
+    _indices_arg,
     _inline_value,
     _metadata_value,
     _q_arg,
     _root,
+    _top_level_imports,
     fits,
 )
+from .derived import derived_value
 
 
 # -- the edit -----------------------------------------------------------------------
@@ -40,6 +43,7 @@ class Record:
     kernel_calls: Dict[int, cst.Call] = field(default_factory=dict)  # id(original call) -> rewritten call
     helper_defs: Dict[int, cst.FunctionDef] = field(default_factory=dict)  # id(group) -> rewritten helper
     torch_names: Set[str] = field(default_factory=set)  # what the guards read torch as
+    bound: Dict[int, List[cst.CSTNode]] = field(default_factory=dict)  # id(group) -> its `:=` and the name it binds
 
 
 class _Rewrite(cst.CSTTransformer):
@@ -61,7 +65,9 @@ class _Rewrite(cst.CSTTransformer):
             for c in g.calls:
                 q = g.q(c)
                 self.kernel.add(id(c.node))
-                if g.kind == "direct" and g.inline:
+                if g.kind == "derived":
+                    value = derived_value(g.indices, torch)
+                elif g.kind == "direct" and g.inline:
                     value = _inline_value(g.metadata, g.form, q, torch)
                 elif g.inline:
                     value = f"{PARAM} if {PARAM} is not None and {fits(PARAM, q, g.proven, torch)} else None"
@@ -101,11 +107,20 @@ class _Rewrite(cst.CSTTransformer):
         if id(original) not in self.keywords:
             return updated
         value, g = self.keywords[id(original)]
+        if g.bind_indices:
+            updated = self._bind_indices(g, updated)
         new = add_keyword(updated, PARAM, value)
         self._add(g, next(a for a in reversed(new.args) if a.keyword and a.keyword.value == PARAM).value)
         if id(original) in self.kernel:
             self.record.kernel_calls[id(original)] = new
         return new
+
+    def _bind_indices(self, g: Group, call: cst.Call) -> cst.Call:
+        """The call with its indices argument bound to g.indices where it is evaluated: `(name := ...)`."""
+        arg = _indices_arg(call)
+        bound = cst.NamedExpr(target=cst.Name(g.indices), value=arg, lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        self.record.bound.setdefault(id(g), []).extend((bound, bound.target))
+        return call.with_changes(args=[a.with_changes(value=bound) if a.value is arg else a for a in call.args])
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
         g = self.params.get(id(original))
@@ -168,7 +183,8 @@ def validate_rewrite(original: Tree, rewritten: cst.Module, record: Record, grou
     """
     new = Tree(rewritten, positions=False)
     kinds: Set[type] = set()
-    mine = {id(g): inserted_ids(record.inserted.get(id(g), ()), kinds) for g in groups}
+    mine = {id(g): inserted_ids(record.inserted.get(id(g), ()), kinds) | {id(n) for n in record.bound.get(id(g), ())}
+            for g in groups}
     everything = set().union(*mine.values()) if mine else set()
     owner = {i: gid for gid, ids in mine.items() for i in ids}
     anywhere = set().union(everything, *(inserted_ids(nodes) for gid, nodes in record.inserted.items() if gid not in mine))
@@ -213,7 +229,8 @@ def validate_rewrite(original: Tree, rewritten: cst.Module, record: Record, grou
         if gid is None or access.is_annotation or name in CONSTANT_NAMES:
             continue
         g = by_id[gid]
-        why = _check_read(inserted, g, mine[gid], access, name, node)
+        check = _check_derived_read if g.kind == "derived" else _check_read
+        why = check(inserted, g, mine[gid], access, name, node)
         if why:
             fail(gid, why)
 
@@ -301,6 +318,26 @@ def _check_read(inserted: _Inserted, g: Group, ids: Set[int], access, name: str,
             return f"`{name}` may be None where the rewrite reads `{name}.` from it"
         return None
     return f"rewrite would read `{name}`, which it did not plan to read"
+
+
+def _check_derived_read(inserted: _Inserted, g: Group, ids: Set[int], access, name: str, node: cst.CSTNode) -> Optional[str]:
+    """Why a read of `name` in the derived lengths of g is unsafe: torch must be the module's own import, the
+    indices the object the call hands the kernel (the `:=` g inserted, or the name the call reads there)."""
+    new = inserted.new
+    b = new.binding_in(access.scope, name)
+    if name in inserted.record.torch_names:
+        return _check_read(inserted, g, ids, access, name, node)
+    if name != g.indices:
+        return f"rewrite would read `{name}`, which it did not plan to read"
+    if g.bind_indices:
+        if b.assignments and all(id(getattr(a, "node", None)) in ids for a in b.assignments):
+            return None
+        return f"`{name}` would also name something else where the rewrite reads it; migrate by hand"
+    call = inserted.record.kernel_calls.get(id(g.calls[0].node))
+    arg = _indices_arg(call) if call is not None else None
+    if isinstance(arg, cst.Name) and _binding_ids(new.binding(arg, name)) == _binding_ids(b) and b.assignments:
+        return None
+    return f"rewrite would read `{name}` where it may not be the call's indices"
 
 
 def _kind(a) -> str:
@@ -396,26 +433,6 @@ def _scope_kind(scope) -> str:
 
 
 # -- annotations (class 7) -----------------------------------------------------------
-def _top_level_imports(module: cst.Module) -> Dict[str, str]:
-    """Names bound by imports that run unconditionally at import time: local -> qualified."""
-    out: Dict[str, str] = {}
-    for stmt in module.body:
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            continue
-        for small in stmt.body:
-            if isinstance(small, cst.Import):
-                for alias in small.names:
-                    full = get_full_name_for_node(alias.name)
-                    local = alias.asname.name.value if alias.asname else full.split(".")[0]
-                    out[local] = full if alias.asname else local
-            elif isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar) and not small.relative:
-                base = get_full_name_for_node(small.module) if small.module else ""
-                for alias in small.names:
-                    local = alias.asname.name.value if alias.asname else alias.name.value
-                    out[local] = f"{base}.{alias.name.value}"
-    return out
-
-
 def _optional_annotation(module: cst.Module, facts: ModuleFacts) -> Tuple[Optional[str], bool]:
     """The annotation to write (None: none) and whether `from typing import Optional` must be added.
 

@@ -11,7 +11,7 @@ from topk_migrate.bump.context import Context, new_param
 from topk_migrate.cstutil import rewritten_code, spliced_code
 from topk_migrate.model import Finding, Site, Status
 from topk_migrate.resolve import collect
-from topk_migrate.rules import Rule, RuleExample
+from topk_migrate.rules import Rule, RuleExample, RuleOptions
 from topk_migrate.scopecheck import Tree
 
 from . import INFO
@@ -27,7 +27,7 @@ from .analysis import (
     fits,
 )
 from .quick import ENTRY_POINTS, PARAM, is_kernel
-from .rewrite import _optional_annotation, _Rewrite, _top_level_imports, validate_rewrite
+from .rewrite import _optional_annotation, _Rewrite, validate_rewrite
 from .values import is_marker, value_sites
 
 # -- the driver --------------------------------------------------------------------------
@@ -98,16 +98,29 @@ def _guard_inline(g: Group, sites: List[Site]) -> None:
         sites[i] = replace(sites[i], reason=reason)
 
 
-def migrate(source: str, path: str, gate: Gate, metadata: Sequence[str] = ()) -> Tuple[str, List[Site]]:
+def _derived_instead(analysis: _Analysis, g: Group, sites: List[Site]) -> List[Group]:
+    """Each of g's kernel calls, whose rewrite validation refused, as analysis.derived_or classifies it now."""
+    out = []
+    for c, i in zip(g.calls, g.sites):
+        before = len(analysis.groups)
+        sites[i] = analysis.derived_or(c, sites[i])
+        for d in analysis.groups[before:]:
+            d.sites.append(i)
+            out.append(d)
+    return out
+
+
+def migrate(source: str, path: str, gate: Gate, metadata: Sequence[str] = (),
+            lengths: str = "reference") -> Tuple[str, List[Site]]:
     """Classify every kernel call in `source` and return (rewritten source, sites)."""
-    return _migrate(cst.parse_module(source), source, path, gate, metadata, partial=True)
+    return _migrate(cst.parse_module(source), source, path, gate, RuleOptions(tuple(metadata), lengths), partial=True)
 
 
-def _migrate(module: cst.Module, source: str, path: str, gate: Gate, metadata: Sequence[str],
+def _migrate(module: cst.Module, source: str, path: str, gate: Gate, options: RuleOptions,
              partial: bool) -> Tuple[str, List[Site]]:
     tree = Tree(module, source=source)
     facts = collect(module, tree.position, tree.numberer())
-    analysis = _Analysis(facts, tree, source, path, gate, metadata)
+    analysis = _Analysis(facts, tree, source, path, gate, options)
     if partial:  # every body the analysis does not ask of is never walked: most of them
         tree.skip_bodies([f.node for f in facts.functions])
     calls = [c for c in facts.calls if is_kernel(c.callee) and not is_marker(c.callee)]
@@ -123,7 +136,7 @@ def _migrate(module: cst.Module, source: str, path: str, gate: Gate, metadata: S
     groups = list(analysis.groups)
     _inline_shared_functions(groups, sites)
     annotation, need_import = _optional_annotation(module, facts)
-    torch = next((k for k, v in sorted(_top_level_imports(module).items()) if v == "torch"), None)
+    torch = analysis.torch
     if groups:  # validate on the module cut down to the functions the rewrite touches (faster)
         small = _reduced(module, _touched(tree, groups), tree)
         small_tree = Tree(small, positions=False)
@@ -141,6 +154,8 @@ def _migrate(module: cst.Module, source: str, path: str, gate: Gate, metadata: S
             groups.remove(g)
             for i in g.sites:
                 sites[i] = replace(sites[i], status=Status.MANUAL, reason=failures[id(g)], metadata=None)
+            if g.kind != "derived":  # the reference fix is not proven after all: the derived lengths, if asked for
+                groups += _derived_instead(analysis, g, sites)
     sites += value_sites(tree, facts, _value_uses(tree, facts, path), path)
     sites.sort(key=lambda s: (s.line, s.column))
     if not groups:
@@ -476,8 +491,9 @@ class PassTopkLength(Rule):
     info = INFO
     EXAMPLES = INVALID + VALID + BUMP_EXAMPLES
 
-    def sites(self, source: str, path: str, gate: Gate, metadata: Sequence[str] = ()) -> Tuple[str, List[Site]]:
-        return migrate(source, path, gate, metadata)
+    def sites(self, source: str, path: str, gate: Gate, options: Optional[RuleOptions] = None) -> Tuple[str, List[Site]]:
+        options = options or RuleOptions()
+        return migrate(source, path, gate, options.metadata, options.lengths)
 
     def bump(self, ctx: Context) -> List[Finding]:
         """In a bump that adds topk_length: an opportunity, fixable where this rule's own verdict

@@ -1,7 +1,7 @@
 """explicit-d-v's hooks and examples (the package's docstring says what it does)."""
 from __future__ import annotations
 
-from typing import List, Sequence, Tuple
+from typing import List, Tuple
 
 import libcst as cst
 
@@ -43,7 +43,7 @@ class ExplicitDV(Rule):
                     None, bump=("sgl-kernel-0.3.17", "sglang-kernel-0.4.6")),
     ]
 
-    def sites(self, source: str, path: str, gate, metadata: Sequence[str] = ()) -> Tuple[str, List[Site]]:
+    def sites(self, source: str, path: str, gate, options=None) -> Tuple[str, List[Site]]:
         module = cst.parse_module(source)
         lines, out, edits = source.splitlines(), [], {}
         for c in collect(module).calls:

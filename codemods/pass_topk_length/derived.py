@@ -1,0 +1,48 @@
+"""`--lengths derived`: each row's topk_length derived at the call from the indices the kernel is handed.
+
+The kernel stops a row after ceil(topk_length / 64) blocks of its indices. The last valid slot + 1 is
+right for any layout of that row (front-packed or not), any row order and on every CUDA-graph replay,
+because it is computed from the very tensor the kernel reads, on the device, from tensor metadata
+only (no host sync). It costs a few small kernels per call, so it is passed only where the call has
+enough rows to repay them (`MIN_ROWS`, a host-side shape: free, and fixed under a CUDA graph); below,
+the call passes None (the full width, as before). The figures behind both choices are in
+results/gpu/derived-envelope.md (bench/derived_envelope.py on the H200).
+"""
+from __future__ import annotations
+
+from typing import Callable, Dict
+
+# The fewest rows (q.shape[0] == indices.shape[0]) for which the derived lengths are passed.
+MIN_ROWS = 2048
+# The name the rewrite binds the call's indices to (`:=`), where reading them again might not read the same object.
+BOUND_NAME = "topk_length_indices"
+# What a `manual` site's reason adds where the derived lengths would fix it (the cost: results/gpu/derived-envelope.md).
+HINT = ("; `--lengths derived` would fix it by deriving each row's length from this call's indices "
+        f"(a few small kernels per call: about 2% of the call from {MIN_ROWS} rows, nothing below)")
+
+
+def _last_arange(indices: str, torch: str) -> str:
+    """Valid slots times their 1-based position, the largest per row (int32 throughout)."""
+    slots = f"{torch}.arange(1, {indices}.shape[-1] + 1, device={indices}.device, dtype={torch}.int32)"
+    return f"(({indices} >= 0) * {slots}).flatten(1).amax(1)"
+
+
+def _last_cumsum(indices: str, torch: str) -> str:
+    """The first slot where the running count of valid slots peaks is the last valid one (argmax takes
+    the first maximum); a row with none gets 1, one block of -1, which the kernel skips as it would."""
+    return f"(({indices} >= 0).flatten(1).cumsum(1).argmax(1) + 1).to({torch}.int32)"
+
+
+# Formulations measured by bench/derived_envelope.py; FORMULATION is the one the rewrite writes.
+FORMULATIONS: Dict[str, Callable[[str, str], str]] = {"arange": _last_arange, "cumsum": _last_cumsum}
+FORMULATION = "arange"
+
+
+def lengths_of(indices: str, torch: str) -> str:
+    """The expression of each row's last valid slot + 1 of `indices` (an int32 tensor of its rows)."""
+    return FORMULATIONS[FORMULATION](indices, torch)
+
+
+def derived_value(indices: str, torch: str, min_rows: int = MIN_ROWS) -> str:
+    """The topk_length argument the rewrite passes: the derived lengths, or None below `min_rows` rows."""
+    return f"{lengths_of(indices, torch)} if {indices}.shape[0] >= {min_rows} else None"
