@@ -43,6 +43,6 @@ def lengths_of(indices: str, torch: str) -> str:
     return FORMULATIONS[FORMULATION](indices, torch)
 
 
-def derived_value(indices: str, torch: str, min_rows: int = MIN_ROWS) -> str:
-    """The topk_length argument the rewrite passes: the derived lengths, or None below `min_rows` rows."""
-    return f"{lengths_of(indices, torch)} if {indices}.shape[0] >= {min_rows} else None"
+def derived_value(indices: str, torch: str) -> str:
+    """The topk_length argument the rewrite passes: the derived lengths, or None below MIN_ROWS rows."""
+    return f"{lengths_of(indices, torch)} if {indices}.shape[0] >= {MIN_ROWS} else None"
