@@ -15,8 +15,8 @@ from topk_migrate.bump import engine, sources
 BUMP_DATA = Path(__file__).parent / "data" / "bump"
 
 
-def _sites(rule_id, code, kernel, path):
-    m = migrate_source(code, str(path), kernel=kernel, enable=[rule_id])
+def _sites(rule_id, code, kernel, path, lengths="reference"):
+    m = migrate_source(code, str(path), kernel=kernel, enable=[rule_id], lengths=lengths)
     return m, [s for s in m.sites if s.rule == rule_id]
 
 
@@ -35,7 +35,7 @@ def check_example(rule_id, i, ex, tmp_path) -> None:
             assert mine and {x.verdict for x in mine} == {ex.status} and site.status == ex.status, ex.code
         return
     path = tmp_path / "backend.py"
-    m, mine = _sites(rule_id, ex.code, ex.kernel, path)
+    m, mine = _sites(rule_id, ex.code, ex.kernel, path, ex.lengths)
     if ex.status is None:
         assert mine == [], ex.code
     else:
@@ -46,6 +46,6 @@ def check_example(rule_id, i, ex, tmp_path) -> None:
         return
     assert m.new_source == ex.after
     ast.parse(m.new_source)
-    again, mine_again = _sites(rule_id, m.new_source, ex.kernel, path)
+    again, mine_again = _sites(rule_id, m.new_source, ex.kernel, path, ex.lengths)
     assert again.new_source == m.new_source  # idempotent
     assert all(s.status.value == "compliant" for s in mine_again)

@@ -75,7 +75,8 @@ class KernelGate:
         param = self.param
 
         module = callee.split(".")[0]
-        imported = "." in callee and module not in ("self", "cls", "")
+        # (a relative import's name, `.legacy.f`, is imported too: from a module of this package, not a kernel's)
+        imported = "." in callee and module not in ("self", "cls")
         if module in self.dists:
             dists = self.dists[module]
         elif imported:
@@ -122,6 +123,10 @@ class KernelGate:
             said = f"{declared} from {declared.source}"
             return Capability(True, said, decision=said)
         hint = declaration_hint(module, param)
+        if not module:  # a relative import's: what reads the project found no def of it
+            return Capability(None, f"`{callee.rsplit('.', 1)[0]}` (imported relatively) has no interface in this "
+                                    f"project topk-migrate can read; rewrite by hand once its "
+                                    f"{callee.rsplit('.', 1)[-1]} takes {param}")
         if imported and not dists:
             told = f" ({declared} from {declared.source} is about {declared.module})" if declared else ""
             return Capability(None, f"`{module}` is not a kernel module topk-migrate knows, and no interface of it is "

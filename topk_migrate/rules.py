@@ -198,7 +198,7 @@ def check_ids(names: Sequence[str], where: str) -> None:
 class RuleExample:
     """One of a rule's examples (its EXAMPLES): its documentation (`rules --explain`) and its tests
     (tests/test_rule_examples.py runs every discovered rule's). A site example is checked with
-    `--kernel kernel` (no project pins): its one site of the rule has `status`, a reason holding
+    `--kernel kernel` and `--lengths lengths` (no project pins): its one site of the rule has `status`, a reason holding
     `reason`, and apply gives `after` (None: leaves it as it is). A bump example (`bump` set) is the
     call in a module bumped from the old to the new release fixture, and `status` the verdict."""
 
@@ -208,6 +208,7 @@ class RuleExample:
     after: Optional[str] = None  # what apply makes of it; None: unchanged
     kernel: Optional[str] = None
     bump: Optional[Tuple[str, str]] = None  # (old, new) release fixtures, for a bump example
+    lengths: str = "reference"  # RuleOptions.lengths it is checked with (--lengths)
 
 
 def documentation(rule_id: str) -> Tuple[str, List[RuleExample]]:

@@ -26,6 +26,7 @@ from .analysis import (
     _value_uses,
     fits,
 )
+from .derived import BOUND_NAME, derived_value
 from .quick import ENTRY_POINTS, PARAM, is_kernel
 from .rewrite import _optional_annotation, _Rewrite, validate_rewrite
 from .values import is_marker, value_sites
@@ -181,9 +182,9 @@ def _migrate(module: cst.Module, source: str, path: str, gate: Gate, options: Ru
 
 # -- examples: the rule's documentation and its tests (tests/test_rule_examples.py) -----------
 def _example(code: str, status: Optional[Status], reason: str = "", after: Optional[str] = None,
-             kernel: Optional[str] = "sglang-kernel==0.4.6") -> RuleExample:
+             kernel: Optional[str] = "sglang-kernel==0.4.6", lengths: str = "reference") -> RuleExample:
     """`code` must classify as `status` (reason containing `reason`); if `after` is set, apply gives it."""
-    return RuleExample(code, status.value if status is not None else None, reason, after, kernel)
+    return RuleExample(code, status.value if status is not None else None, reason, after, kernel, lengths=lengths)
 
 
 _HELPER_BEFORE = '''\
@@ -477,6 +478,25 @@ INVALID = [
 ]
 
 
+# --lengths derived: where the reference fix is not proven, the lengths derived from the call's own indices.
+_NO_METADATA = _fn("def attend(q, kv, idx):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n")
+_ROWS_REORDERED = _fn("def attend(q, kv, idx, metadata, order):\n    q = q[order]\n"
+                      "    return flash_mla_sparse_fwd(q, kv, idx.unsqueeze(1)[order], 1.0)\n")
+DERIVED = [
+    _example(_NO_METADATA, Status.MANUAL, "`--lengths derived` would fix it"),
+    _example(_NO_METADATA, Status.FIXABLE, "derived from the call's indices", lengths="derived", after=_NO_METADATA.replace(
+        "flash_mla_sparse_fwd(q, kv, idx, 1.0)", f"flash_mla_sparse_fwd(q, kv, idx, 1.0, topk_length={derived_value('idx', 'torch')})")),
+    # the indices are an expression: bound once, where the call evaluates them
+    _example(_ROWS_REORDERED, Status.FIXABLE, "derived from the call's indices", lengths="derived", after=_ROWS_REORDERED.replace(
+        "idx.unsqueeze(1)[order], 1.0)", f"({BOUND_NAME} := idx.unsqueeze(1)[order]), 1.0, "
+        f"topk_length={derived_value(BOUND_NAME, 'torch')})")),
+    # the callee may not be the kernel: no lengths make that right
+    _example(_fn("def attend(q, kv, idx):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n",
+                 head="if FLAG:\n    from .legacy import flash_mla_sparse_fwd\n"), Status.MANUAL, "", lengths="derived"),
+    _example(_NO_METADATA.replace("import torch\n", ""), Status.MANUAL, "does not `import torch`", lengths="derived"),
+]
+
+
 BUMP_EXAMPLES = [
     RuleExample(_KERNEL_IMPORT + "def f(q, kv, idx, metadata):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0, d_v=512)\n",
                 OPPORTUNITY, bump=("sglang-kernel-0.4.2.post2", "sglang-kernel-0.4.6")),
@@ -489,7 +509,7 @@ class PassTopkLength(Rule):
     """The hooks of pass-topk-length (INFO.help says what it does)."""
 
     info = INFO
-    EXAMPLES = INVALID + VALID + BUMP_EXAMPLES
+    EXAMPLES = INVALID + VALID + DERIVED + BUMP_EXAMPLES
 
     def sites(self, source: str, path: str, gate: Gate, options: Optional[RuleOptions] = None) -> Tuple[str, List[Site]]:
         options = options or RuleOptions()

@@ -1,0 +1,177 @@
+"""`--lengths derived` (issue 39): where the reference fix is not proven, each row's topk_length derived at the
+call from the very indices the kernel reads. What it fixes, what stays manual, how the indices are read once,
+and that the lengths it writes are each row's last valid slot + 1 (run on CPU here; the real kernel: smoke)."""
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from topk_migrate.api import migrate_source
+from topk_migrate.codemods.pass_topk_length import derived
+
+PIN = "sglang-kernel==0.4.6"
+HEAD = "import torch\nfrom sgl_kernel.flash_mla import flash_mla_sparse_fwd\n\n\n"
+
+
+@pytest.fixture(autouse=True)
+def _alone(tmp_path, monkeypatch):
+    """Each module is checked as a file of an empty project (not of this checkout, whose bench scripts differ)."""
+    monkeypatch.chdir(tmp_path)
+
+
+def run(body: str, lengths: str = "derived", head: str = HEAD):
+    m = migrate_source(head + body, "backend.py", kernel=PIN, lengths=lengths)
+    return m, [s for s in m.sites if s.rule == "pass-topk-length"]
+
+
+def statuses(sites):
+    return [s.status.value for s in sites]
+
+
+def test_without_the_option_a_site_the_derived_lengths_fix_says_so_and_nothing_changes():
+    m, sites = run("def f(q, kv, idx):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n", lengths="reference")
+    assert statuses(sites) == ["manual"] and "`--lengths derived` would fix it" in sites[0].reason
+    assert not m.changed
+
+
+def test_a_site_without_metadata_passes_lengths_derived_from_its_own_indices():
+    m, sites = run("def f(q, kv, idx):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n")
+    assert statuses(sites) == ["fixable"] and "derived from the call's indices" in sites[0].reason
+    assert f"flash_mla_sparse_fwd(q, kv, idx, 1.0, topk_length={derived.derived_value('idx', 'torch')})" in m.new_source
+
+
+def test_a_proven_reference_fix_is_kept():
+    m, sites = run("def f(q, kv, idx, metadata):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n"
+                   "# metadata.dsa_cache_seqlens_int32\n")
+    assert statuses(sites) == ["fixable"] and "metadata.dsa_cache_seqlens_int32" in sites[0].reason
+    assert "arange" not in m.new_source
+
+
+@pytest.mark.parametrize("call,bound", [
+    ("flash_mla_sparse_fwd(q, kv, idx.unsqueeze(1), 1.0)", "idx.unsqueeze(1)"),  # an expression
+    ("flash_mla_sparse_fwd(q=q, kv=kv, indices=self.idx, sm_scale=1.0)", "self.idx"),  # an attribute: read once
+    ("flash_mla_sparse_fwd(q, kv, idx, 1.0, (idx := other))", "idx"),  # a name a later argument rebinds
+])
+def test_indices_that_reading_again_may_not_reread_are_bound_once_where_the_call_evaluates_them(call, bound):
+    m, sites = run(f"class B:\n    def f(self, q, kv, idx, other):\n        return {call}\n")
+    assert statuses(sites) == ["fixable"], sites
+    assert f"({derived.BOUND_NAME} := {bound})" in m.new_source
+    assert derived.derived_value(derived.BOUND_NAME, "torch") in m.new_source
+    compile(m.new_source, "backend.py", "exec")
+
+
+def test_a_name_a_nested_function_may_rebind_is_bound_once():
+    m, sites = run("def f(q, kv, idx):\n    def g():\n        nonlocal idx\n        idx = None\n        return 1.0\n"
+                   "    return flash_mla_sparse_fwd(q, kv, idx, g())\n")
+    assert statuses(sites) == ["fixable"]
+    assert f"({derived.BOUND_NAME} := idx)" in m.new_source
+
+
+def test_a_call_in_a_comprehension_with_an_expression_for_indices_stays_manual():
+    _, sites = run("def f(qs, kv, idx):\n    return [flash_mla_sparse_fwd(q, kv, idx[i], 1.0) for i, q in enumerate(qs)]\n")
+    assert statuses(sites) == ["manual"] and "comprehension" in sites[0].reason
+
+
+def test_the_bound_name_taken_in_the_function_is_refused_by_validation():
+    _, sites = run(f"def f(q, kv, idx):\n    {derived.BOUND_NAME} = 3\n"
+                   f"    return flash_mla_sparse_fwd(q, kv, idx.view(-1), 1.0), {derived.BOUND_NAME}\n")
+    assert statuses(sites) == ["manual"], sites
+
+
+def test_a_module_without_import_torch_stays_manual():
+    _, sites = run("def f(q, kv, idx):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n",
+                   head="from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n\n\n")
+    assert statuses(sites) == ["manual"] and "does not `import torch`" in sites[0].reason
+
+
+@pytest.mark.parametrize("head", [
+    HEAD + "if FLAG:\n    from .legacy import flash_mla_sparse_fwd\n\n\n",  # may be another function
+    HEAD + "from legacy_ops import *\n\n\n",  # a star import after the kernel may rebind it
+    HEAD.replace("sgl_kernel.flash_mla", "legacy_ops"),  # not a kernel module anything says takes topk_length
+])
+def test_kernel_and_identity_hazards_stay_manual(head):
+    m, sites = run("def f(q, kv, idx):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n", head=head)
+    assert statuses(sites) == ["manual"] and not m.changed
+
+
+def test_a_kernel_too_old_stays_manual():
+    m = migrate_source(HEAD + "def f(q, kv, idx):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n", "backend.py",
+                       kernel="sglang-kernel==0.4.2", lengths="derived")
+    assert [s.status.value for s in m.sites] == ["manual"] and "too old" in m.sites[0].reason
+
+
+def test_rows_that_cannot_be_proven_get_the_derived_lengths():
+    """q's rows reordered at the call: the reference lengths would be another row's; the derived are the row's own."""
+    m, sites = run("def f(q, kv, idx, metadata, order):\n    q = q[order]\n"
+                   "    return flash_mla_sparse_fwd(q, kv, idx[order], 1.0)\n# metadata.dsa_cache_seqlens_int32\n")
+    assert statuses(sites) == ["fixable"] and "rows" in sites[0].reason
+
+
+def test_a_rewrite_validation_refuses_falls_back_to_the_derived_lengths():
+    """`topk_length` is read from a global in the helper: the reference rewrite's parameter would capture it."""
+    body = ("topk_length = 7\n\n\ndef forward(q, kv, idx, metadata):\n    return helper(q, kv, idx)\n\n\n"
+            "def helper(q, kv, idx):\n    print(topk_length)\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n"
+            "# metadata.dsa_cache_seqlens_int32\n")
+    ref, ref_sites = run(body, lengths="reference")
+    assert statuses(ref_sites) == ["manual"], ref_sites
+    m, sites = run(body)
+    assert statuses(sites) == ["fixable"] and "derived" in sites[0].reason
+    assert "arange" in m.new_source and "def helper(q, kv, idx):" in m.new_source
+
+
+def test_the_config_key_and_the_command_line_choose_it(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.topk-migrate]\nkernel = "sglang-kernel==0.4.6"\nlengths = "derived"\n')
+    f = tmp_path / "backend.py"
+    f.write_text(HEAD + "def f(q, kv, idx):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n")
+    cli = [sys.executable, "-m", "topk_migrate", "check"]
+    by_config = subprocess.run([*cli, str(f)], capture_output=True, text=True)
+    assert " fixable " in by_config.stdout, by_config.stdout + by_config.stderr
+    by_flag = subprocess.run([*cli, "--lengths", "reference", str(f)], capture_output=True, text=True)
+    assert " manual " in by_flag.stdout, by_flag.stdout + by_flag.stderr
+    (tmp_path / "pyproject.toml").write_text('[tool.topk-migrate]\nlengths = "counted"\n')
+    bad = subprocess.run([*cli, str(f)], capture_output=True, text=True)
+    assert bad.returncode == 2 and "lengths: expected one of 'reference', 'derived'" in bad.stderr
+
+
+def _last_valid(indices: torch.Tensor) -> torch.Tensor:
+    """Each row's last valid slot + 1, by a plain loop: what the kernel needs not to drop an entry."""
+    flat = indices.flatten(1)
+    return torch.tensor([max((i + 1 for i, v in enumerate(row.tolist()) if v >= 0), default=0) for row in flat],
+                        dtype=torch.int32)
+
+
+@pytest.mark.parametrize("name", sorted(derived.FORMULATIONS))
+def test_every_formulation_is_each_rows_last_valid_slot_plus_one_whatever_the_layout(name):
+    g = torch.Generator().manual_seed(0)
+    rows, width = 64, 256
+    counts = torch.randint(0, width + 1, (rows,), generator=g)
+    front = torch.full((rows, 1, width), -1, dtype=torch.int32)
+    for r, n in enumerate(counts.tolist()):
+        front[r, 0, :n] = torch.randperm(4 * width, generator=g)[:n].to(torch.int32)
+    scattered = torch.stack([row[:, torch.randperm(width, generator=g)] for row in front])
+    fn = eval(f"lambda indices: {derived.FORMULATIONS[name]('indices', 'torch')}", {"torch": torch})  # noqa: S307
+    for indices in (front, scattered):
+        got = fn(indices)
+        want = _last_valid(indices)
+        empty = want == 0  # a row with no valid entry: any length reads only -1 there
+        assert got.dtype == torch.int32 and got.shape == (rows,)
+        assert torch.equal(got[~empty], want[~empty]) and bool((got[empty] <= 64).all())
+
+
+def test_the_row_guard_passes_none_below_min_rows_and_the_lengths_from_it():
+    value = eval(f"lambda indices: {derived.derived_value('indices', 'torch')}", {"torch": torch})  # noqa: S307
+    small = torch.zeros(derived.MIN_ROWS - 1, 1, 64, dtype=torch.int32)
+    assert value(small) is None
+    big = torch.full((derived.MIN_ROWS, 1, 64), -1, dtype=torch.int32)
+    big[:, 0, :3] = 1
+    assert torch.equal(value(big), torch.full((derived.MIN_ROWS,), 3, dtype=torch.int32))
+
+
+def test_a_kernel_name_rebound_by_a_relative_import_is_not_decided_by_the_pin():
+    """`from .legacy import flash_mla_sparse_fwd` under a flag: a module of the package, whatever the pin says
+    (the gate took a relative name for a bare one, which any pin decides)."""
+    body = "def f(q, kv, idx, metadata):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n# metadata.dsa_cache_seqlens_int32\n"
+    head = HEAD + "if FLAG:\n    from .legacy import flash_mla_sparse_fwd\n\n\n"
+    _, sites = run(body, lengths="reference", head=head)
+    assert statuses(sites) == ["manual"] and "`.legacy` (imported relatively)" in sites[0].reason
