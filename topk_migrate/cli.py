@@ -388,6 +388,25 @@ def rules_command(explain):
         _echo(f"{rid:<{widths[0]}}  {where:<{widths[1]}}  {summary}")
 
 
+def _explain_derived(examples, block) -> list:
+    """`rules --explain`'s section on --lengths derived: its first fix as a diff, and its refusals."""
+    import difflib
+
+    fixes = [e for e in examples if e.after is not None]
+    if not fixes:
+        return []
+    diff = difflib.unified_diff(fixes[0].code.splitlines(True), fixes[0].after.splitlines(True), "before", "after")
+    out = ["## With --lengths derived", "",
+           "Where the fix above is not proven (`manual`), `--lengths derived` (or `lengths = \"derived\"` in "
+           "[tool.topk-migrate]) passes lengths computed at the call from its own arguments instead:", ""]
+    out += block("".join(diff), "diff")
+    refused = [e for e in examples if e.status == "manual"]
+    if refused:
+        out += ["It still refuses what no lengths make right (the callee may not be the kernel, or no kernel "
+                "takes the parameter); one example:", ""] + block(refused[0].code)
+    return out
+
+
 def _explain(rules, s) -> str:
     """`rules --explain`: the rule's docstrings, then its own examples by what it does with them; the
     reasons are what the rule says of each example (run here, where no project pins it)."""
@@ -411,10 +430,12 @@ def _explain(rules, s) -> str:
 
     with tempfile.TemporaryDirectory() as d:
         def reason(e) -> str:
-            m = api.migrate_source(e.code, os.path.join(d, "backend.py"), kernel=e.kernel, enable=[s.id])
+            m = api.migrate_source(e.code, os.path.join(d, "backend.py"), kernel=e.kernel, enable=[s.id],
+                                   lengths=e.lengths)
             return next((x.reason for x in m.sites if x.rule == s.id), e.reason)
 
-        mine = [e for e in examples if e.bump is None]
+        mine = [e for e in examples if e.bump is None and e.lengths == "reference"]
+        derived = [e for e in examples if e.bump is None and e.lengths != "reference"]
         refusals = list(dict.fromkeys(reason(e) for e in mine if e.status == "manual"))
         left = list(dict.fromkeys(f"`{e.status}`: {reason(e)}" for e in mine if e.status in ("compliant", "opt-out")))
     fixes = [e for e in mine if e.after is not None]
@@ -434,6 +455,7 @@ def _explain(rules, s) -> str:
             out += ["Example:", ""] + block(next(e.code for e in mine if e.status == "manual"))
     if left:
         out += ["## Left alone", ""] + [f"- {r}" for r in left] + [""]
+    out += _explain_derived(derived, block)
     bumps = [e for e in examples if e.bump is not None]
     if bumps:
         out += ["## In a bump", ""]

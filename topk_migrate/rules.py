@@ -56,7 +56,8 @@ class RuleOptions:
 
     metadata: Tuple[str, ...] = ()  # extra dotted names known to hold clipped seqlens
     # "reference": the lengths the program already holds, where they are proven right, else `manual`;
-    # "derived": where they are not, lengths computed at the call from its own arguments (opt-in: a cost per call)
+    # "derived": where they are not, lengths computed at the call from its own arguments (opt-in: a cost per call);
+    # "derived-everywhere" (the smoke's proof of that shape on real engines, never a user's choice): at every site
     lengths: str = "reference"
 
 

@@ -754,6 +754,8 @@ class _Analysis:
         why = _misplaced(positional, cap)
         if why:
             return self.site(c, Status.MANUAL, why)
+        if self.lengths == "derived-everywhere":
+            return self.derived_or(c, self.site(c, Status.MANUAL, "the derived lengths asked for everywhere"))
         site = self.contract(c)
         return self.derived_or(c, site) if site.status is Status.MANUAL else site
 
@@ -762,7 +764,7 @@ class _Analysis:
         """A call whose kernel takes topk_length but whose reference fix is not proven: with --lengths derived,
         the lengths derived from its own indices; else `site`, its reason saying whether they would fix it."""
         blocker = self.underivable(c)
-        if self.lengths != "derived":
+        if not self.lengths.startswith("derived"):
             return site if blocker else replace(site, reason=site.reason + derived.HINT)
         if blocker:
             return replace(site, reason=f"{site.reason}; nor do the lengths derived at the call fix it: {blocker}")
