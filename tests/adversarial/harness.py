@@ -71,6 +71,7 @@ class Variant:
     hide: Tuple[str, ...] = ()  # modules that fail to import in this environment
     env: Tuple[Tuple[str, str], ...] = ()
     expect: str = "sound"  # "sound" | "fixable" (control) | "reported" (manual at every SITE line)
+    #                      | "derived" (derived_mode: every SITE line fixable, the module rewritten)
 
 
 @dataclass
@@ -119,6 +120,10 @@ def environment(v: Variant, folder: Path):
     """The variant's world: its kernel generation, hidden modules, env vars, sibling modules."""
     kernel = _kernel_module()
     kernel.configure(legacy=v.legacy_kernel)
+    checked = kernel._check_length
+    if DERIVED:
+        kernel._check_length = _derived_check_length(checked)
+        _load_graph_sim(folder)
     saved_mods = {m: sys.modules.get(m) for m in v.hide}
     saved_env = {k: os.environ.get(k) for k, _ in v.env}
     for m in v.hide:
@@ -137,6 +142,7 @@ def environment(v: Variant, folder: Path):
         for m, old in saved_mods.items():
             sys.modules[m] = old
         _forget_modules_under(folder)
+        kernel._check_length = checked
         kernel.configure(legacy=False)
 
 
@@ -235,6 +241,8 @@ def run_variant(v: Variant, root: Path, engine: Engine = apply_engine) -> Outcom
     out.fixed = err is None and any(c.topk_length_given for c in calls)
     if v.expect == "fixable" and not out.fixed:
         out.problems.append("row-preserving control no longer fixed: the kernel got no topk_length after apply")
+    if v.expect == "derived" and after_src == v.source:
+        out.problems.append("expected fixed with --lengths derived, but apply left the module unchanged")
     return out
 
 
@@ -251,6 +259,9 @@ def _check_markers(v: Variant, sites, out: Outcome) -> None:
                                 + ", ".join(f"{s.status} ({s.reason})" for s in here))
         elif v.expect == "fixable" and not all(str(s.status) == "fixable" for s in here):
             out.problems.append(f"line {line}: control must stay fixable, got "
+                                + ", ".join(f"{s.status} ({s.reason})" for s in here))
+        elif v.expect == "derived" and not all(str(s.status) == "fixable" for s in here):
+            out.problems.append(f"line {line}: expected fixable with --lengths derived, got "
                                 + ", ".join(f"{s.status} ({s.reason})" for s in here))
 
 
@@ -275,3 +286,149 @@ def stub_kernels():
 def run_all(variants: Sequence[Variant], root: Path, engine: Engine = apply_engine) -> List[Outcome]:
     with stub_kernels():
         return [run_variant(v, root, engine) for v in variants]
+
+
+# -- `apply --lengths derived` (issue 39) -----------------------------------------------------------
+# The module the engine loads the rule's derived lengths from (rules.load imports the rules as
+# topk_migrate.codemods.*), and the name the checkout's codemods/ folder has when imported directly.
+DERIVED_MODULES = ("topk_migrate.codemods.pass_topk_length.derived", "codemods.pass_topk_length.derived")
+DERIVED = False  # inside derived_mode(): the kernel's own contract is checked (_derived_check_length), and a
+#                 program's simulated CUDA graph replays the step's tensor work (GRAPH_SIM_REPLAYED)
+
+
+def derived_engine(folder: Path):
+    """topk-migrate apply --lengths derived over the variant's folder, in-process: (sites, file errors)."""
+    from topk_migrate import api
+
+    report = api.run([str(folder)], write=True, lengths="derived")
+    return report.sites, [f"{f.path}: {f.error}" for f in report.errors]
+
+
+@contextlib.contextmanager
+def derived_mode(min_rows: Optional[int] = 0):
+    """Runs as `apply --lengths derived` needs them checked (engine: derived_engine).
+
+    min_rows: the derived lengths' MIN_ROWS while inside (None: left as it is). The harness's calls have
+    ROWS (8) rows, so at the default (thousands of rows) the rewrite passes None and nothing derived
+    reaches the kernel; it is lowered in the module the engine reads it from (and in any other copy loaded).
+
+    The kernel's contract is checked as the real kernel reads topk_length: it stops row i after its
+    first topk_length[i] slots and skips the -1 slots before that. The derived lengths (last valid
+    slot + 1) are right for indices with -1 gaps, which the stub's own check (front-packed counts,
+    what metadata lengths are) calls wrong; see _derived_check_length."""
+    import importlib
+
+    global DERIVED
+    importlib.import_module(DERIVED_MODULES[0])
+    modules = [sys.modules[m] for m in DERIVED_MODULES if sys.modules.get(m) is not None]
+    saved = [(m, m.MIN_ROWS) for m in modules]
+    was = DERIVED
+    DERIVED = True
+    try:
+        if min_rows is not None:
+            for m in modules:
+                m.MIN_ROWS = min_rows
+        yield
+    finally:
+        DERIVED = was
+        for m, rows in saved:
+            m.MIN_ROWS = rows
+
+
+def _derived_check_length(stub_check):
+    """The stub's check of topk_length (type, dtype, rows, range), with its front-packed test replaced by
+    the kernel's own: every valid (>= 0) index of row i lies in its first topk_length[i] slots."""
+    def check(call, q, indices, topk_length):
+        try:
+            stub_check(call, q, indices, topk_length)
+        finally:
+            call.violations[:] = [x for x in call.violations if not x.startswith("wrong length")]
+        valid = indices[:, 0, :] >= 0
+        slots = torch.arange(valid.shape[1])[None, :]
+        cut = (valid & (slots >= topk_length[:, None].long())).any(dim=-1).nonzero().flatten().tolist()
+        if cut:
+            last = torch.where(valid, slots + 1, torch.zeros_like(slots)).amax(dim=-1)
+            call.violations.append(
+                f"wrong length on rows {cut}: topk_length {topk_length[cut].tolist()} but the last valid index "
+                f"is in slot {(last[cut] - 1).tolist()} (the kernel would skip valid indices past the length)")
+    return check
+
+
+# The generated programs' simulated CUDA graph (grammar.GRAPH_SIM) replays each launch with the topk_length
+# object captured for it. Where that object was made by the captured step itself (the lengths derived at
+# the call), a real graph replays the ops that made it too, into the same memory: each replay's launch
+# reads what the replayed step computes. In derived_mode this Graph, loaded as the program's adv_graph_sim,
+# does that; an object the step did not make (the metadata's tensors) is read as captured, as before.
+GRAPH_SIM_REPLAYED = '''"""grammar.GRAPH_SIM, where tensors made during capture are made again by each replay."""
+import sys
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+
+class _Made(TorchFunctionMode):
+    """Every tensor a torch operation returns while the step is captured."""
+
+    def __init__(self):
+        super().__init__()
+        self.made = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if isinstance(out, torch.Tensor):
+            self.made.append(out)
+        return out
+
+
+class Graph:
+    def __init__(self, step):
+        self.step, self.captured = step, []  # per launch: (topk_length object, made by the step)
+
+    def capture(self):
+        stub = sys.modules["sgl_kernel.flash_mla"]
+        real = stub._attend
+        made = _Made()
+
+        def record(q, kv, indices, sm_scale, d_v, topk_length):
+            self.captured.append((topk_length, any(t is topk_length for t in made.made)))
+            return real(q, kv, indices, sm_scale, d_v, topk_length)
+
+        stub._attend = record
+        try:
+            with made:
+                return self.step()
+        finally:
+            stub._attend = real
+            made.made.clear()
+
+    def replay(self):
+        stub = sys.modules["sgl_kernel.flash_mla"]
+        check, attend = stub._check_length, stub._attend
+        launch = [0]
+
+        def replay_attend(q, kv, indices, sm_scale, d_v, topk_length):
+            tl, made = self.captured[launch[0]] if launch[0] < len(self.captured) else (None, False)
+            launch[0] += 1
+            if made:
+                tl = topk_length  # the replayed ops write it where the launch reads it
+            if tl is not None:
+                check(stub.CALLS[-1], q, indices, tl)
+            return attend(q, kv, indices, sm_scale, d_v, tl)
+
+        stub._check_length, stub._attend = (lambda *a: None), replay_attend
+        try:
+            return self.step()
+        finally:
+            stub._check_length, stub._attend = check, attend
+'''
+
+
+def _load_graph_sim(folder: Path) -> None:
+    """A program's adv_graph_sim, as GRAPH_SIM_REPLAYED (forgotten with the folder's other modules)."""
+    path = folder / "adv_graph_sim.py"
+    if not path.exists():
+        return
+    module = types.ModuleType("adv_graph_sim")
+    module.__file__ = str(path)
+    exec(compile(GRAPH_SIM_REPLAYED, str(path), "exec"), module.__dict__)
+    sys.modules["adv_graph_sim"] = module
