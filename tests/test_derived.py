@@ -182,3 +182,41 @@ def test_a_kernel_name_rebound_by_a_relative_import_is_not_decided_by_the_pin():
     head = HEAD + "if FLAG:\n    from .legacy import flash_mla_sparse_fwd\n\n\n"
     _, sites = run(body, lengths="reference", head=head)
     assert statuses(sites) == ["manual"] and "`.legacy` (imported relatively)" in sites[0].reason
+
+
+@pytest.mark.parametrize("body,head,why", [
+    # a wrapper of this module: what it hands the op (rows sorted, chunked) is not what the lengths read
+    ("def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_length=None):\n"
+     "    return _op(q, kv, indices, sm_scale, d_v, attn_sink, topk_length)\n\n\n"
+     "def f(q, kv, idx):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n", "import torch\n\n\n", "defined in this module"),
+    ("def f(q, kv, idx):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n\n\ndel torch\n", HEAD, "deletes `torch`"),
+    # `:=` where Python refuses it (a lambda in a comprehension's iterable), or where it would leave a global
+    ("def f(q, kv, idx, parts):\n    return [o for o in map(lambda p: flash_mla_sparse_fwd(q[p], kv, idx[p], 1.0), parts)]\n",
+     HEAD, "comprehension"),
+    ("OUT = flash_mla_sparse_fwd(Q, KV, IDX.view(-1), 1.0)\n", HEAD, "module level"),
+])
+def test_red_team_d_shapes_stay_manual(body, head, why):
+    m, sites = run(body, head=head)
+    assert statuses(sites) == ["manual"] and why in sites[0].reason, sites
+    assert not m.changed
+
+
+def test_a_test_double_of_the_kernel_in_another_module_of_the_project_is_a_rebinding(tmp_path):
+    """monkeypatch.setattr / mock.patch(.object) of the kernel's name in another (non-test) module: the double
+    may take the old signature, so passing topk_length there would raise. (Test files are not read:
+    docs/soundness.md.)"""
+    (tmp_path / "backend.py").write_text(HEAD + "def f(q, kv, idx):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n")
+    for i, line in enumerate(['monkeypatch.setattr(backend, "flash_mla_sparse_fwd", fake)',
+                              'mock.patch.object(backend, "flash_mla_sparse_fwd", fake)',
+                              'mock.patch("backend.flash_mla_sparse_fwd", fake)']):
+        (tmp_path / "doubles.py").write_text(f"import backend\nfrom unittest import mock\n\n\ndef install(monkeypatch):\n    {line}\n")
+        m = migrate_source((tmp_path / "backend.py").read_text(), str(tmp_path / "backend.py"), kernel=PIN, lengths="derived")
+        assert [s.status.value for s in m.sites] == ["manual"], (i, m.sites)
+
+
+def test_a_closure_read_of_the_indices_is_bound_once_and_two_calls_get_two_names():
+    m, sites = run("def steps(q, kv, batches):\n    for idx in batches:\n        yield lambda s: flash_mla_sparse_fwd(q, kv, idx, s())\n\n\n"
+                   "def g(q, kv, idx):\n    return flash_mla_sparse_fwd(q, kv, idx.view(-1), 1.0), flash_mla_sparse_fwd(q, kv, idx.view(-2), 1.0)\n",
+                   head=HEAD.replace("import torch\n", "import torch\nimport torch.distributed\n"))
+    assert statuses(sites) == ["fixable"] * 3
+    assert f"({derived.BOUND_NAME} := idx)" in m.new_source and f"({derived.BOUND_NAME}_2 := idx.view(-2))" in m.new_source

@@ -53,10 +53,15 @@ RUNS_ELSEWHERE = frozenset({
 DERIVED_REASON = "derived from the call's indices"
 
 
+# torch bound only under TYPE_CHECKING: the derived lengths read it at run time, and the rewrite adds no import
+NO_TORCH_AT_RUN_TIME = frozenset({"annotations_nested_helper_type_checking"})
+
+
 def stays_manual(v: harness.Variant) -> bool:
     """A kernel or identity hazard: too old or unknown a kernel (the pins), the kernel taken as a value
-    (class 8: the call is not the kernel's), or a callee that may not be the kernel."""
-    return v.legacy_kernel or v.hazard == "8 discovery" or v.name in KERNEL_IDENTITY
+    (class 8: the call is not the kernel's), or a callee that may not be the kernel; or a module whose torch
+    the derived lengths cannot read."""
+    return v.legacy_kernel or v.hazard == "8 discovery" or v.name in KERNEL_IDENTITY | NO_TORCH_AT_RUN_TIME
 
 
 def in_derived_mode(v: harness.Variant) -> harness.Variant:
@@ -75,7 +80,10 @@ _IDENTITY = re.compile(
     r"|may replace the kernel|^the kernel is |calls the kernel through|is defined in this project .* the kernel gets"
     r"|what it does to the kernel")
 _ARGUMENTS = re.compile(r"^\*{1,2}(kw)?args may already carry topk_length")
-ACCEPTED = ("kernel identity", "kernel capability")  # what may keep a site manual in derived mode
+_MODULE = re.compile(r"does not `import torch` at its top|deletes `torch`")
+# what may keep a site manual in derived mode: the kernel, its arguments (`**kwargs` may already carry
+# topk_length: passing it again would be a TypeError), a module whose torch is not there at run time
+ACCEPTED = ("kernel identity", "kernel capability", "call arguments (*args/**kwargs)", "module's torch")
 
 
 def reason_kind(reason: str) -> str:
@@ -84,6 +92,8 @@ def reason_kind(reason: str) -> str:
         blocker = reason.split(NOT_DERIVED, 1)[1]
         if _CAPABILITY.search(blocker):
             return "kernel capability"
+        if _MODULE.search(blocker):
+            return "module's torch"
         return "kernel identity" if _IDENTITY.search(blocker) else f"not derivable: {blocker[:90]}"
     if _CAPABILITY.search(reason):
         return "kernel capability"

@@ -603,11 +603,11 @@ class Project:
                 elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
                     targets = [node.target]
                 elif isinstance(node, ast.Call):
-                    hit = _setattr_call(f, node)
+                    hit = _setattr_call(f, node) or _patch_call(node)
                     if hit is not None:
                         verb, receiver, name = hit
                         if isinstance(name, ast.Constant) and name.value in attrs \
-                                and self._may_reach(f, receiver, related, modules):
+                                and (receiver is None or self._may_reach(f, receiver, related, modules)):
                             out.append(Finding(self.rel(f.path), node.lineno, f"`{verb}(..., {name.value!r}, ...)`"))
                     continue
                 for t in _flatten(targets):
@@ -1136,6 +1136,22 @@ def _setattr_call(f: _File, node: ast.Call) -> Optional[Tuple[str, ast.AST, Opti
     return None
 
 
+
+
+def _patch_call(node: ast.Call) -> Optional[Tuple[str, Optional[ast.AST], ast.AST]]:
+    """(how it is spelled, the receiver, the name) of a test double's write of an attribute: pytest's
+    `monkeypatch.setattr(x, "n", v)`, `mock.patch.object(x, "n", ...)`, or a dotted string naming it
+    (`monkeypatch.setattr("m.n", v)`, `mock.patch("m.n")`: the receiver is a module, None here)."""
+    func = node.func
+    verb = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    if verb not in ("setattr", "delattr", "object", "patch") or not node.args:
+        return None
+    first = node.args[0]
+    if isinstance(first, ast.Constant) and isinstance(first.value, str) and "." in first.value:
+        return verb, None, ast.Constant(first.value.rsplit(".", 1)[1])
+    if verb in ("setattr", "delattr", "object") and len(node.args) > 1 and isinstance(node.args[1], ast.Constant):
+        return verb, first, node.args[1]
+    return None
 
 
 class _Through:

@@ -774,9 +774,10 @@ class _Analysis:
 
     def derived_group(self, c: CallInfo, why: str) -> Group:
         """The group that passes c the lengths derived from its indices (underivable(c) said nothing)."""
-        arg = _indices_arg(c.node)
-        stable = self._stable_name(c, arg)
-        g = Group("derived", [c], [], inline=True, indices=stable or derived.BOUND_NAME, bind_indices=stable is None)
+        stable = self._stable_name(c, _indices_arg(c.node))
+        taken = sum(g.kind == "derived" and g.bind_indices and g.calls[0].function is c.function for g in self.groups)
+        name = stable or (derived.BOUND_NAME if not taken else f"{derived.BOUND_NAME}_{taken + 1}")
+        g = Group("derived", [c], [], inline=True, indices=name, bind_indices=stable is None)
         g.reason = f"passes topk_length derived from the call's indices (--lengths derived): {why}"
         return g
 
@@ -788,16 +789,53 @@ class _Analysis:
             return "the call's indices are not found (neither `indices=` nor its third positional argument)"
         if self.torch is None:
             return "the module does not `import torch` at its top, which the derived lengths read"
-        if self._stable_name(c, arg) is None and self._in_comprehension(c.node):
-            return "the call sits in a comprehension, where its indices cannot be bound once (`:=`)"
-        return self.index(f"rebinds:{c.callee}", lambda: self.kernel_rebound(c))
+        if any(_is_name(t, self.torch) for d in self.find(cst.Del) for t in _del_targets(d)):
+            return f"the module deletes `{self.torch}`, which the derived lengths read"
+        why = self._stable_name(c, arg) is None and self._walrus_blocker(c.node)
+        if why:
+            return why
+        return self.project_wrapper(c) or self.index(f"rebinds:{c.callee}", lambda: self.kernel_rebound(c))
+
+    def project_wrapper(self, c: CallInfo) -> Optional[str]:
+        """The callee is a function of this project (not the kernel's own interface): it may hand the op other
+        indices, rows or arguments than it was given, so lengths derived from its arguments prove nothing."""
+        root = _root(c.node.func)
+        kernel = c.callee.rsplit(".", 1)[-1]
+        if root is not None:
+            for x in self.tree.binding(root, root.value).assignments:
+                stmt = self.tree.assignment_statement(x)
+                if isinstance(getattr(x, "node", None), cst.Param) and root.value in ("self", "cls"):
+                    if self.functions_named(kernel):  # a method of that name here may be what it reaches
+                        return (f"`{kernel}` is also a method defined in this module: what it hands the op is not "
+                                "what the derived lengths read; pass topk_length by hand")
+                    continue
+                if not isinstance(x, ImportAssignment) and not (stmt is not None and _is_none(stmt.value)):
+                    line = self.tree.line(x.node) if getattr(x, "node", None) is not None else 0
+                    return (f"`{root.value}` is defined in this module (line {line}), not imported from the kernel: "
+                            "what it hands the op is not what the derived lengths read; pass topk_length by hand")
+        if "." in c.callee and not is_op_level(c.callee):
+            from topk_migrate import kernels
+
+            iface = kernels.vendored_interface(self.path, c.callee, PARAM)
+            if iface is not None and not iface.installed:
+                return (f"{c.callee} is defined in this project ({iface.path}:{iface.line}), not the kernel's own "
+                        "interface: what it hands the op is not what the derived lengths read; pass topk_length by hand")
+        return None
 
     def _stable_name(self, c: CallInfo, arg: Optional[cst.BaseExpression]) -> Optional[str]:
         """The indices' name, where reading it again after the call's other arguments reads the same object:
-        a local of the call's function that nothing nested declares nonlocal, no `:=` among the arguments."""
+        a local of the call's function, read in its own body (not a closure's: a later argument may resume
+        the frame that binds it), that nothing nested declares nonlocal, no `:=` among the arguments."""
         if not isinstance(arg, cst.Name) or c.function is None:
             return None
         b = self.tree.binding(c.node, arg.value)
+        scope = next((x for x in self.tree.ancestors(c.node)
+                      if isinstance(x, (cst.Lambda, cst.FunctionDef, cst.ClassDef, *_COMPREHENSIONS))), None)
+        if isinstance(scope, _COMPREHENSIONS):  # a variable of the comprehension the call runs in: no `:=` rebinds it
+            mine = b.assignments and all(getattr(x.scope, "node", None) is scope for x in b.assignments)
+            return arg.value if mine and not self.tree.inside(c.node, _iterable_of(scope)) else None
+        if scope is not c.function.node:
+            return None
         if not b.assignments or not all(isinstance(x.scope, FunctionScope) and getattr(x.scope, "node", None)
                                         is c.function.node for x in b.assignments):
             return None
@@ -808,13 +846,18 @@ class _Analysis:
             return None
         return arg.value
 
-    def _in_comprehension(self, node: cst.CSTNode) -> bool:
+    def _walrus_blocker(self, node: cst.CSTNode) -> Optional[str]:
+        """Why `(name := indices)` cannot stand at node: Python refuses it in a comprehension's iterable and in
+        a class body's comprehensions (a lambda in between changes nothing), and in a class body or at module
+        level it would leave an attribute or a global holding the indices."""
         for a in self.tree.ancestors(node):
-            if isinstance(a, (cst.FunctionDef, cst.Lambda)):
-                return False
-            if isinstance(a, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
-                return True
-        return False
+            if isinstance(a, _COMPREHENSIONS):
+                return "the call sits in a comprehension, where its indices cannot be bound once (`:=`)"
+            if isinstance(a, cst.FunctionDef):
+                return None
+            if isinstance(a, cst.ClassDef):
+                return "the call runs in a class body, where binding its indices once (`:=`) would add an attribute"
+        return "the call runs at module level, where binding its indices once (`:=`) would add a global"
 
     def reflection(self) -> Optional[str]:
         """Reflection in the module: a name computed at run time can rebind or call the kernel, the helper or
@@ -1493,6 +1536,19 @@ def _argument_for(call: cst.Call, param: str, position: Optional[int], shift: in
     if position is not None and 0 <= position - shift < len(positional):
         return positional[position - shift].value
     return None
+
+
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
+def _iterable_of(comp) -> cst.BaseExpression:
+    """The first `in ...` of a comprehension: evaluated outside it, in the enclosing scope."""
+    return comp.for_in.iter
+
+
+def _del_targets(d: cst.Del) -> List[cst.BaseExpression]:
+    t = d.target
+    return [e.value for e in t.elements] if isinstance(t, (cst.Tuple, cst.List)) else [t]
 
 
 def _is_test(fn: Function) -> bool:

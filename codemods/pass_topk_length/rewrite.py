@@ -272,8 +272,8 @@ def _check_read(inserted: _Inserted, g: Group, ids: Set[int], access, name: str,
     if name in GUARD_BUILTINS:  # the defensive guard's builtins: never rebound in the module
         return None if b.scope_rank == -2 or not b.assignments else f"rewrite would read `{name}`, which this module rebinds"
     if name == "torch" or (name in record.torch_names):
-        if b.assignments and all(isinstance(getattr(a, "scope", None), GlobalScope) for a in b.assignments) \
-                and len(b.assignments) == 1 and isinstance(getattr(list(b.assignments)[0], "node", None), cst.Import):
+        if b.assignments and all(isinstance(getattr(a, "scope", None), GlobalScope) and _imports_torch(a.node, name)
+                                 for a in b.assignments):
             return None
         return f"rewrite would read `{name}`, which is not the module's own `import torch` there"
     if name == PARAM:
@@ -338,6 +338,19 @@ def _check_derived_read(inserted: _Inserted, g: Group, ids: Set[int], access, na
     if isinstance(arg, cst.Name) and _binding_ids(new.binding(arg, name)) == _binding_ids(b) and b.assignments:
         return None
     return f"rewrite would read `{name}` where it may not be the call's indices"
+
+
+def _imports_torch(node, name: str) -> bool:
+    """Does `node` bind `name` to the torch package: `import torch`, `import torch.nn` (which binds `torch`),
+    or `import torch as name`?"""
+    if not isinstance(node, cst.Import):
+        return False
+    for alias in node.names:
+        full = get_full_name_for_node(alias.name) or ""
+        if alias.asname is None and full.split(".")[0] == name == "torch" or \
+                alias.asname is not None and full == "torch" and get_full_name_for_node(alias.asname.name) == name:
+            return True
+    return False
 
 
 def _kind(a) -> str:
