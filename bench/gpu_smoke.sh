@@ -8,8 +8,14 @@
 #   4. the decode facts (bench/gpu_decode_topk.py): flash_mla_with_kvcache with sparse indices and topk_length.
 # Writes 8 files to $OUT (default results/gpu). Exit 0 only if 1 and 2 pass and 3 fails as it must.
 #
+# DERIVED=1 records `smoke --lengths derived` (issue 39) INSTEAD of the above, on the same two files: the derived
+# lengths at every kernel call (the real MIN_ROWS, batches reaching it), their indices also scattered. It writes
+# 5 files of its own to $OUT, beside the record's 8 and never over them: derived-environment.txt,
+# derived-example.txt/.json, derived-sglang-0.5.16.txt/.json. Exit 0 only if both pass.
+#
 #   bench/gpu_prepare.sh                 # once, where PyPI is reachable: fills .carry/
 #   bench/gpu_smoke.sh [ENGINE_FILE]     # on the GPU machine, from the repository root
+#   DERIVED=1 bench/gpu_smoke.sh         # the derived fix's record, a second call
 #
 # DEVICE=cpu runs the same pipeline on the torch references (a dry run; no decode facts, no kernel): CI runs
 # `DEVICE=cpu bench/gpu_prepare.sh` then `DEVICE=cpu bench/gpu_smoke.sh` (tests/test_gpu_smoke.py, heavy tier).
@@ -26,6 +32,8 @@ engine=${1:-$carry/engines/sglang-0.5.16/sglang/srt/layers/attention/dsa_backend
 engine=${engine#"$repo"/}  # shown relative to the checkout, as recorded
 device=${DEVICE:-cuda}
 out=${OUT:-results/gpu}
+prefix=
+[ "${DERIVED:-0}" = 1 ] && prefix=derived-  # the derived record's files
 mkdir -p "$out" || exit 2
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/topk-gpu-smoke.XXXXXX") || exit 2
@@ -64,11 +72,24 @@ py() { python3 "$pkg/run_module.py" "$@"; }  # python3 -m MODULE, from the assem
   fi
   py
   [ "$device" = cuda ] && { echo "# bench/gpu_emitter_probe.py: the emitters on edge rows"; python3 bench/gpu_emitter_probe.py; }
-} > "$out/environment.txt" 2>&1
-cat "$out/environment.txt"
+} > "$out/${prefix}environment.txt" 2>&1
+cat "$out/${prefix}environment.txt"
 
 rc=0
 smoke() { py topk_migrate.smoke "$@"; }
+if [ -n "$prefix" ]; then
+  smoke --lengths derived --device "$device" --json "$out/derived-example.json" 2>&1 | tee "$out/derived-example.txt"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+  if [ -f "$engine" ]; then
+    smoke "$engine" --lengths derived --device "$device" --json "$out/derived-sglang-0.5.16.json" 2>&1 \
+      | tee "$out/derived-sglang-0.5.16.txt"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+  else
+    echo "engine file $engine not found (bench/gpu_prepare.sh)" | tee "$out/derived-sglang-0.5.16.txt"; rc=1
+  fi
+  echo "gpu_smoke: exit $rc"
+  exit $rc
+fi
 smoke --device "$device" --json "$out/example.json" 2>&1 | tee "$out/example.txt"
 [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
 if [ -f "$engine" ]; then

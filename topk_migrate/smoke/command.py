@@ -15,7 +15,11 @@ import click
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, writable=True), help="Also write the report as JSON.")
 @click.option("--emitter-fault", type=click.Choice(["hole", "tail"]), help="Negative control: break the top-k emitters' output "
               "(hole: an interior -1; tail: a valid index after the count); the smoke must then fail.")
-def smoke_command(path, function, device, kernel_decl, json_path, emitter_fault):
+@click.option("--lengths", type=click.Choice(["reference", "derived"]), default="reference", show_default=True,
+              help="The fix on trial. reference: the clipped seqlens through the helper; derived: each row's length derived "
+              "at every kernel call from its own indices (apply --lengths derived's shape), also on indices that are not "
+              "front-packed; the reference fix's contract checks are then skipped, each saying why.")
+def smoke_command(path, function, device, kernel_decl, json_path, emitter_fault, lengths):
     """Patch PATH (default: the bundled example backend) with the codemod and
     run both versions end to end against the kernel. Exit 0 only if every
     check passed.
@@ -46,7 +50,7 @@ def smoke_command(path, function, device, kernel_decl, json_path, emitter_fault)
     from .runner import run_smoke
 
     sys.exit(run_smoke(path=path, function=function, device=device, json_path=json_path, echo=click.echo,
-                       emitter_fault=emitter_fault, kernel_decl=kernel_decl))
+                       emitter_fault=emitter_fault, kernel_decl=kernel_decl, lengths=lengths))
 
 
 def _unreadable(path: str):

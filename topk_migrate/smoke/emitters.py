@@ -93,10 +93,32 @@ REFERENCE = {
 FAULTS = ("hole", "tail")
 
 
+SCATTER = "scatter"  # not a fault of the emitters: the layout the derived lengths must stand (smoke --lengths derived)
+
+
+def scatter_rows(out: torch.Tensor) -> torch.Tensor:
+    """Each row's valid entries moved to scrambled slots among the row's first 2 * count (the whole row
+    from half full), -1 in the others: not front-packed, holes inside, every valid entry kept once.
+
+    The order is a fixed function of (row, slot), no generator and no host sync, so the same output
+    scatters the same way twice (pinned emitter calls) and inside a CUDA-graph capture."""
+    rows, width = out.shape
+    count = (out >= 0).sum(dim=1, keepdim=True)
+    slot = torch.arange(width, device=out.device)[None, :]
+    row = torch.arange(rows, device=out.device)[:, None]
+    key = (slot * 40503 + row * 104729) % 65521  # 65521 is prime: distinct keys within a row of up to 65521 slots
+    dest = key.masked_fill(slot >= (2 * count).clamp(max=width), 1 << 20).argsort(dim=1)
+    packed = out.gather(1, (out < 0).to(torch.int32).argsort(dim=1, stable=True))  # valid entries first, -1 after
+    return torch.full_like(out, -1).scatter_(1, dest, packed)
+
+
 def break_contract(out: torch.Tensor, fault: str) -> torch.Tensor:
     """An emitter output that breaks the contract: `hole` puts -1 in slot 0 of
     every row with two or more valid entries (an interior -1); `tail` writes a
-    valid index right after the count of every row shorter than the width."""
+    valid index right after the count of every row shorter than the width;
+    `scatter` (scatter_rows) leaves only the valid entries' set intact."""
+    if fault == SCATTER:
+        return scatter_rows(out)
     if fault not in FAULTS:
         raise ValueError(f"unknown emitter fault {fault!r} (one of {', '.join(FAULTS)})")
     out = out.clone()  # no host sync below: the fault also works inside a CUDA-graph capture

@@ -6,6 +6,7 @@ import ast
 import inspect
 import math
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Tuple
 
@@ -13,6 +14,7 @@ import torch
 
 from . import contract, e2e, feed, isolate
 from . import emitters as em
+from . import lengths as dl
 from .emitters import Emitters, injected_emitters, load_emitters
 from .kernel import Kernel, injected, load_kernel
 from .measure import hot_path_costs, paired_timing
@@ -43,11 +45,13 @@ def default_example() -> Path:
     raise FileNotFoundError("the bundled example backend (fixtures/examples/dsa_backend.py) is missing")
 
 
-def rewrite(source: str, filename: str, pin: str):
-    """The codemod's own rewrite (never a hand patch)."""
+def rewrite(source: str, filename: str, pin: str, lengths: str = "reference"):
+    """The codemod's own rewrite (never a hand patch). lengths="derived": the derived lengths at every
+    site whose kernel takes them ("derived-everywhere"), the reference fix's sites included: on a real
+    engine the reference fix is provable, and it is the derived shape that is on trial."""
     from topk_migrate.api import migrate_source
 
-    m = migrate_source(source, path=filename, kernel=pin)
+    m = migrate_source(source, path=filename, kernel=pin, lengths="derived-everywhere" if lengths == "derived" else lengths)
     return m.new_source, list(m.sites)
 
 
@@ -172,6 +176,20 @@ def check_rewrite(report: Report, original: str, patched: str, qualname: str, si
     return bool(ok)
 
 
+def check_rewrite_derived(report: Report, original: str, patched: str, qualname: str, sites, min_rows: int) -> bool:
+    """Derived mode: the tool changed the kernel call itself, passing the lengths derived from its own
+    indices from min_rows rows (the helper's signature and its callers stay as they were)."""
+    derived = [s for s in sites if str(s.status) == "fixable" and "derived" in s.reason]
+    lines = [line.strip() for line in patched.splitlines() if line.strip().startswith("topk_length=")]
+    threshold = any(f">= {min_rows} else None" in line for line in lines)
+    ok = original != patched and bool(derived) and threshold
+    detail = (f"{qualname}: {len(derived)} of {len(sites)} kernel call(s) pass topk_length derived from their indices"
+              + (f" from {min_rows} rows" if threshold else f"; no derived topk_length from {min_rows} rows in the rewrite")
+              + f"; sites {sorted({str(s.status) for s in sites})}")
+    report.add("rewrite.applied", ok, detail, expressions=lines, sites=[s.to_dict() for s in sites])
+    return ok
+
+
 def _paired_calls(report, kernel, name, run_old, run_new):
     """Run the unpatched then the patched version, each with the kernel call it made;
     None, with `name` failed, if either raises."""
@@ -217,12 +235,13 @@ def check_emitter_contract(report, name: str, indices, topk_length, visible, s_k
     return clip_ok and not bad
 
 
-def fed_cases(report, emitters: Emitters, drive, engine, device, topk, heads, small, only=None) -> list:
-    """Every batch through every emitter the engine's top-k path uses; each
-    output's contract is checked where it is made."""
+def fed_cases(report, emitters: Emitters, drive, engine, device, topk, heads, small, only=None, checked=True, extra=()) -> list:
+    """Every batch (feed.batches, then `extra`) through every emitter the engine's top-k path uses; each
+    output's contract is checked where it is made (unless `checked` is False: derived mode, which does
+    not rely on it)."""
     cases = []
     emitters.record = False  # each output is checked here, from the case itself
-    for i, b in enumerate(feed.batches(topk, heads, small)):
+    for i, b in enumerate(feed.batches(topk, heads, small) + list(extra)):
         if only is not None and b.name not in only:
             continue
         for name in drive:
@@ -233,8 +252,9 @@ def fed_cases(report, emitters: Emitters, drive, engine, device, topk, heads, sm
             except Exception as e:
                 report.add(f"contract.{name}.{b.name}", False, f"emitter run raised {type(e).__name__}: {e}")
                 continue
-            where = f"{b.mode}, {emitters.source}"
-            check_emitter_contract(report, f"contract.{c.name}", c.indices, c.topk_length, c.visible, c.kv.shape[0], topk, where)
+            if checked:
+                where = f"{b.mode}, {emitters.source}"
+                check_emitter_contract(report, f"contract.{c.name}", c.indices, c.topk_length, c.visible, c.kv.shape[0], topk, where)
             cases.append(c)
     emitters.record = True
     return cases
@@ -261,6 +281,39 @@ def check_helper_matrix(report, kernel, old, new, cases, device) -> list:
             detail += "; topk_length NOT passed to the kernel"
         report.add(f"bitwise.{c.name}", ok, detail, kernel=stats, helper_out=ostats["out"], forwarded=forwarded)
     return calls
+
+
+def _check_derived_pair(report, name: str, pair, min_rows: int, where: str) -> int:
+    """One derived-mode pair: unpatched vs patched bitwise (the kernel's results and the helper's out),
+    and the kernel got each row's last valid slot + 1 (None below min_rows rows). Returns the call's row
+    count (not the call: its results are large on the GPU, and only the count is kept)."""
+    out_old, call_old, out_new, call_new = pair
+    same_k, stats = compare_results(call_old.result, call_new.result)
+    same_o, ostats = compare_results(out_old, out_new)
+    lengths_ok, got = dl.verdict(call_new, min_rows)
+    report.add(name, same_k and same_o and lengths_ok, f"{where}: {_fmt_diff(stats)}; {got}",
+               kernel=stats, helper_out=ostats["out"], lengths_ok=lengths_ok)
+    return call_new.indices.shape[0]
+
+
+def check_derived_matrix(report, kernel, old, new, cases, min_rows: int) -> list:
+    """Derived mode: each emitter-fed case through the unpatched and the patched helper, both called as
+    before (the patched one derives the lengths at its kernel call). Returns the kernel calls' row counts."""
+    rows = []
+    for c in cases:
+        name = f"bitwise.{c.name}"
+        pair = _paired_calls(report, kernel, name, lambda c=c: _helper_call(old, c), lambda c=c: _helper_call(new, c))
+        if pair is not None:
+            rows.append(_check_derived_pair(report, name, pair, min_rows, f"s_q={c.q.shape[0]} h={c.q.shape[1]}"))
+    return rows
+
+
+def check_derived_reach(report, rows: list, min_rows: int) -> None:
+    """The kernel calls (their row counts) reach MIN_ROWS: without one at or above it the derived lengths never ran."""
+    above = sum(n >= min_rows for n in rows)
+    report.add("derived.min_rows_reached", above > 0,
+               f"{above} kernel call(s) at >= MIN_ROWS {min_rows} rows (derived lengths), {len(rows) - above} below (None)",
+               above=above, below=len(rows) - above)
 
 
 def check_guard(report, kernel, old, new, case: contract.Case) -> None:
@@ -301,22 +354,24 @@ def check_contract(report, calls, source: str) -> None:
         report.add("contract.front_packed", True, f"{rows} rows in {len(calls)} kernel calls front-packed ({source})")
 
 
-def check_costs(report, kernel, device, old_fn: Callable, new_fn: Callable, where: str) -> None:
-    """The patched hot path adds no host sync and no allocating op."""
+def check_costs(report, kernel, device, old_fn: Callable, new_fn: Callable, where: str, derived: bool = False) -> None:
+    """The patched hot path adds no host sync and no allocating op (derived mode: it allocates by design,
+    a few small kernels per call that bench/derived_envelope.py prices; reported, not judged)."""
     a = hot_path_costs(old_fn, kernel, device)
     b = hot_path_costs(new_fn, kernel, device)
     added = b.ops - a.ops
     allocating = {k: v for k, v in added.items() if k not in b.views}
     ok = not allocating and (b.allocations is None or b.allocations <= a.allocations)
-    report.add(
-        "hot_path.no_allocation",
-        ok,
+    detail = (
         f"{where}: ops {sum(a.ops.values())} -> {sum(b.ops.values())}"
         + (f", added {dict(allocating)}" if allocating else ", no allocating op added")
-        + ("" if b.allocations is None else f"; allocator requests {a.allocations} -> {b.allocations}"),
-        added_ops=dict(added),
-        allocations=[a.allocations, b.allocations],
+        + ("" if b.allocations is None else f"; allocator requests {a.allocations} -> {b.allocations}")
     )
+    data = dict(added_ops=dict(added), allocations=[a.allocations, b.allocations])
+    if derived:
+        report.info("hot_path.no_allocation", detail + "; derived mode: the lengths are computed at the call, by design", **data)
+    else:
+        report.add("hot_path.no_allocation", ok, detail, **data)
     if device != "cuda":
         report.skip("hot_path.no_host_sync", "cpu: host syncs only exist on cuda")
     else:
@@ -404,7 +459,103 @@ def check_graph_helper(report, kernel, emitters: Emitters, emitter, new, engine,
                + "; ".join(_fmt_diff(r[1]) for r in results) + (f" ({note})" if note else ""))
 
 
+def _decode_topk(fn, emitter, score, lengths, table, cu, topk):
+    """The emitter in decode layout (one page-table row per q row, page size 1): kv-pool slots, -1 after;
+    the ragged transform with offset 0 (each row's ragged kv is the whole pool)."""
+    if emitter == "fast_topk_v2":
+        pos = fn(score, lengths, topk)
+        return table.gather(1, pos.clamp(min=0).long()).masked_fill(pos < 0, -1)
+    if emitter == "fast_topk_transform_fused":
+        return fn(score, lengths, table, cu, topk)
+    return fn(score, lengths, torch.zeros_like(lengths), topk)
+
+
+def _replay_vs_eager(kernel, emitters: Emitters, emitter, step, static: dict, replays: list, min_rows: int) -> list:
+    """Capture step(static) once; per replay: its inputs copied in place, replay, then step eagerly on them
+    with the emitter pinned to the graph's output. [(same, diff, the eager kernel call's lengths verdict, note)]"""
+    kernel.record = emitters.record = False
+    try:
+        g, out = _capture(lambda: step(static))
+        graph_topk = emitters.last_out  # the emitter's output buffer inside the graph
+        results = []
+        for fresh in replays:
+            for k, v in fresh.items():
+                static[k].copy_(v)
+            g.replay()
+            emitters.pin([em.EmitterCall(emitter, graph_topk.clone(), fresh["lengths"], fresh["score"])])
+            kernel.take_calls()
+            kernel.record = True
+            try:
+                eager = step(fresh)
+            finally:
+                kernel.record = False
+                note = emitters.unpin()
+            same, stats = compare_results(out.clone(), eager)
+            results.append((same, stats, dl.verdict(kernel.take_calls()[-1], min_rows), note))
+        torch.cuda.synchronize()
+    finally:
+        kernel.record = emitters.record = True
+    return results
+
+
+def check_graph_derived(report, kernel, emitters: Emitters, emitter, new, device, topk, heads, min_rows: int) -> None:
+    """Derived mode: the real emitter + patched helper captured once at MIN_ROWS q rows (the graph holds the
+    derived branch), every row of length 1 like a graph's fill value; replayed on random lengths (0 to
+    3 * topk) written in place: replay == eager, bitwise, the eager call's lengths right. Then the same with
+    the emitter's output scattered inside the graph: the lengths derived in the graph follow its buffer."""
+    if device != "cuda":
+        report.skip("cuda_graph.derived", "cpu: needs CUDA graphs")
+        return
+    graph_derived(report, kernel, emitters, emitter, new, device, topk, heads, min_rows)
+
+
+def graph_derived(report, kernel, emitters: Emitters, emitter, new, device, topk, heads, min_rows: int) -> None:
+    """check_graph_derived's body, on any device whose _capture works (a test runs it on cpu with a stand-in)."""
+    rows, ctx = min_rows, 3 * topk
+    gen = torch.Generator(device=device).manual_seed(23)
+    kv = (torch.randn((ctx + 8, 1, 576), generator=gen, device=device) / 4).to(torch.bfloat16)
+    table = torch.rand((rows, ctx), generator=gen, device=device).argsort(dim=1).to(torch.int32)  # each row: the pool, its own order
+    cu = torch.arange(rows + 1, dtype=torch.int32, device=device)
+    fn = emitters.wrapped(emitter)
+
+    def inputs(lengths):
+        return dict(score=torch.randn((rows, ctx), generator=gen, device=device), lengths=lengths.to(torch.int32),
+                    q=(torch.randn((rows, heads, 576), generator=gen, device=device) / 4).to(torch.bfloat16))
+
+    details, ok = [], True
+    for scatter in (False, True):
+        def step(x, scatter=scatter):
+            idx = _decode_topk(fn, emitter, x["score"], x["lengths"], table, cu, topk)
+            idx = em.scatter_rows(idx) if scatter else idx
+            return _helper_call(new, feed.Fed("", emitter, None, x["q"], kv, idx, x["lengths"], x["lengths"], 576 ** -0.5))
+
+        replays = [inputs(torch.randint(0, ctx + 1, (rows,), generator=gen, device=device)) for _ in range(2)]
+        results = _replay_vs_eager(kernel, emitters, emitter, step, inputs(torch.ones(rows, device=device)), replays, min_rows)
+        ok &= all(same and verdict[0] for same, _, verdict, _ in results)
+        details.append(("scattered: " if scatter else "front-packed: ") + "; ".join(
+            _fmt_diff(stats) + f", eager {verdict[1]}" + (f" ({note})" if note else "") for _, stats, verdict, note in results))
+    report.add("cuda_graph.derived", ok, f"{emitter} + patched helper at {rows} rows captured once (lengths 1), "
+               "replayed twice after in-place updates, " + " | ".join(details))
+
+
 # -- the runnable example: end to end ------------------------------------
+
+
+def _e2e_pair(report, kernel, emitters: Emitters, old: e2e.Driver, new: e2e.Driver, sc: e2e.Scenario, inp: e2e.Inputs, name: str):
+    """The unpatched then the patched backend on one scenario, the patched run's emitter calls pinned to
+    the unpatched run's outputs (same inputs): (_paired_calls' result, the pinning's note)."""
+    emitters.take_calls()
+    notes = []
+
+    def run_new():
+        emitters.pin(emitters.take_calls())
+        try:
+            return new.run(sc, inp)[1]
+        finally:
+            notes.append(emitters.unpin())
+
+    pair = _paired_calls(report, kernel, name, lambda: old.run(sc, inp)[1], run_new)
+    return pair, (notes[0] if notes else "")
 
 
 def check_e2e(report, kernel, emitters: Emitters, old_mod, new_mod, device, sm_major, topk, heads, small, only=None) -> list:
@@ -417,17 +568,7 @@ def check_e2e(report, kernel, emitters: Emitters, old_mod, new_mod, device, sm_m
         if only is not None and sc.name not in only:
             continue
         inp = e2e.make_inputs(sc, device, seed=100 + i)
-        emitters.take_calls()
-        notes = []
-
-        def run_new(sc=sc, inp=inp, notes=notes):  # the patched run's emitter calls get the unpatched one's outputs (same inputs)
-            emitters.pin(emitters.take_calls())
-            try:
-                return new.run(sc, inp)[1]
-            finally:
-                notes.append(emitters.unpin())
-
-        pair = _paired_calls(report, kernel, f"bitwise.{sc.name}", lambda sc=sc, inp=inp: old.run(sc, inp)[1], run_new)
+        pair, note = _e2e_pair(report, kernel, emitters, old, new, sc, inp, f"bitwise.{sc.name}")
         if pair is None:
             continue
         out_old, call_old, out_new, call_new = pair
@@ -444,14 +585,36 @@ def check_e2e(report, kernel, emitters: Emitters, old_mod, new_mod, device, sm_m
         same_o, ostats = compare_results(out_old, out_new)
         forwarded = call_new.topk_length is not None
         detail = f"{sc.mode.lower()} rows={call_new.indices.shape[0]} h={sc.heads}: " + _fmt_diff(stats)
-        if notes and notes[0]:
-            detail += f" ({notes[0]})"
+        if note:
+            detail += f" ({note})"
         if forwarded:
             detail += f"; ideal {contract.ideal_ratio(call_new.topk_length, topk):.2f}x"
         else:
             detail += "; topk_length NOT passed to the kernel"
         report.add(f"bitwise.{sc.name}", same_k and same_o and forwarded, detail, kernel=stats, helper_out=ostats["out"], forwarded=forwarded)
     return calls
+
+
+def check_e2e_derived(report, kernel, emitters: Emitters, mods, device, sm_major, topk, heads, small, only, min_rows: int) -> list:
+    """Derived mode: each scenario through the backend's own metadata, top-k emitter and forward path,
+    unpatched vs patched; then again with the emitters' output scattered (bitwise.scattered.*), the
+    layout the derived lengths must stand. Returns the kernel calls' row counts."""
+    old, new = (e2e.Driver(m, topk, device, sm_major) for m in mods)
+    rows, saved = [], emitters.fault
+    try:
+        for tag, fault in (("", saved), ("scattered.", em.SCATTER)):
+            emitters.fault = fault
+            for i, sc in enumerate(e2e.scenarios(topk, heads, small) + dl.threshold_scenarios(min_rows, topk, heads)):
+                if only is not None and sc.name not in only:
+                    continue
+                name = f"bitwise.{tag}{sc.name}"
+                pair, note = _e2e_pair(report, kernel, emitters, old, new, sc, e2e.make_inputs(sc, device, seed=100 + i), name)
+                if pair is not None:
+                    where = f"{sc.mode.lower()} h={sc.heads}" + (f" ({note})" if note else "")
+                    rows.append(_check_derived_pair(report, name, pair, min_rows, where))
+    finally:
+        emitters.fault = saved
+    return rows
 
 
 def check_graph_e2e(report, kernel, emitters: Emitters, new_mod, device, sm_major, topk, heads) -> None:
@@ -505,24 +668,38 @@ def check_graph_e2e(report, kernel, emitters: Emitters, new_mod, device, sm_majo
 # -- timing ---------------------------------------------------------------
 
 
-def check_timing(report, kernel, emitters: Emitters, emitter, old, new, engine, device, topk=2048, pairs=60) -> None:
+def _judge(report: Report, name: str, verdict: Optional[bool], detail: str, **data) -> None:
+    if verdict is None:
+        report.info(name, detail, **data)
+    else:
+        report.add(name, verdict, detail, **data)
+
+
+def check_timing(report, kernel, emitters: Emitters, emitter, old, new, engine, device, topk=2048, pairs=60, min_rows=None) -> None:
     """Paired A/B of the helper on causal ramps and the all-full case, on indices
-    from the real emitter (and the engine's clipped seqlens)."""
+    from the real emitter (and the engine's clipped seqlens). Derived mode (min_rows): the patched
+    helper is called as before, and judged by lengths.timing_bar."""
     if device != "cuda":
         report.skip("timing", "cpu: timing needs the real kernel")
         return
     kernel.record = emitters.record = False
     try:
-        for i, b in enumerate(feed.timing_batches(topk)):
+        for i, b in enumerate(feed.timing_batches(topk) + (dl.timing_batches(min_rows, topk) if min_rows else [])):
             name = f"timing.{b.name}"
             c = feed.feed(emitters, emitter, b, topk, engine, device, seed=500 + i)
             ideal = contract.ideal_ratio(c.topk_length, topk)
-            t = paired_timing(lambda c=c: _helper_call(old, c), lambda c=c: _helper_call(new, c, c.topk_length), pairs=pairs)
+            if min_rows and c.q.shape[0] < min_rows:
+                ideal = 1.0  # derived mode passes None below MIN_ROWS: nothing to gain
+            patched = (lambda c=c: _helper_call(new, c)) if min_rows else (lambda c=c: _helper_call(new, c, c.topk_length))
+            t = paired_timing(lambda c=c: _helper_call(old, c), patched, pairs=pairs)
             frac = t.speedup / ideal
             rows = c.q.shape[0]
             data = dict(s_q=rows, emitter=emitter, unpatched_ms=t.unpatched_ms, patched_ms=t.patched_ms, speedup=t.speedup, ideal=ideal, of_ideal=frac, pairs=t.pairs)
             detail = f"{emitter}: {t.unpatched_ms:.3f} -> {t.patched_ms:.3f} ms, speedup {t.speedup:.3f}x vs ideal {ideal:.3f}x ({100 * frac:.1f}%)"
-            if "all_full" in name:
+            if min_rows:
+                verdict, bar = dl.timing_bar(rows, min_rows, ideal, t.speedup, "all_full" in name)
+                _judge(report, name, verdict, detail + bar, **data)
+            elif "all_full" in name:
                 report.add(name, abs(t.speedup - 1) <= 0.02, detail + " (parity: within 2%)", **data)
             elif rows >= 4096:
                 report.add(name, frac >= 0.95, detail + " (bar: >= 95% of ideal)", **data)
@@ -586,9 +763,13 @@ def smoke_sources(
     timing: bool = True,
     emitters: Optional[Emitters] = None,
     only=None,
+    min_rows: Optional[int] = None,
 ) -> Report:
     """Every check, for one file before and after the rewrite (`only`: the
-    names of the batches and end-to-end scenarios to run; default all)."""
+    names of the batches and end-to-end scenarios to run; default all).
+
+    min_rows: `patched` is the derived rewrite (rewrite(..., lengths="derived")) with this MIN_ROWS,
+    and smoke_derived runs the derived fix's checks after the common ones."""
     report = Report(filename, device)
     small = device == "cpu"
     topk = 128 if small else 2048
@@ -630,7 +811,11 @@ def smoke_sources(
             report.add("isolate.helper", False, str(e))
             return report
         report.meta["helper"] = qualname
-        if not check_rewrite(report, original, patched, qualname, sites, new):
+        if min_rows is not None:
+            report.meta["lengths"] = dl.describe(min_rows)
+            if not check_rewrite_derived(report, original, patched, qualname, sites, min_rows):
+                return report
+        elif not check_rewrite(report, original, patched, qualname, sites, new):
             return report
         missing = [n for n in uses if n not in emitters.fns]
         if missing:
@@ -638,6 +823,10 @@ def smoke_sources(
         if not drive:
             report.add("emitters.available", False, f"{emitters.source} has none of {', '.join(em.NAMES)}: nothing real to feed the helper")
             return report
+        if min_rows is not None:
+            setup = Setup(kernel, emitters, old, new, original, patched, filename, device, sm_major, topk, heads,
+                          only, drive, engine, uses, runnable, timing)
+            return smoke_derived(report, setup, qualname, sites, min_rows)
 
         cases = fed_cases(report, emitters, drive, engine, device, topk, heads, small, only)
         check_helper_matrix(report, kernel, old, new, cases, device)
@@ -683,6 +872,79 @@ def smoke_sources(
     return report
 
 
+@dataclass
+class Setup:
+    """What the checks of one smoke run share, as smoke_sources set it up."""
+
+    kernel: Kernel
+    emitters: Emitters
+    old: Callable  # the helper, unpatched and patched
+    new: Callable
+    original: str
+    patched: str
+    filename: str
+    device: str
+    sm_major: int
+    topk: int
+    heads: int
+    only: object
+    drive: list  # the emitters fed
+    engine: feed.Engine
+    uses: dict  # the engine's top-k path
+    runnable: bool
+    timing: bool
+
+    @property
+    def small(self) -> bool:
+        return self.device == "cpu"
+
+
+def smoke_derived(report: Report, s: Setup, qualname: str, sites, min_rows: int) -> Report:
+    """The derived fix on trial, after the common checks: every fed case and end-to-end scenario (and each
+    on both sides of MIN_ROWS) bitwise, with the kernel getting each row's last valid slot + 1, then all
+    again on the emitters' output scattered; CUDA graphs, hot path, timing. The reference fix's contract
+    checks are skipped, each saying why (lengths.NOT_APPLICABLE)."""
+    for name, why in dl.NOT_APPLICABLE.items():
+        report.skip(name, f"derived mode: {why}")
+    extra = dl.threshold_batches(min_rows, s.topk, s.heads)
+    cases = fed_cases(report, s.emitters, s.drive, s.engine, s.device, s.topk, s.heads, s.small, s.only, checked=False, extra=extra)
+    rows = check_derived_matrix(report, s.kernel, s.old, s.new, cases + [dl.scattered(c) for c in cases], min_rows)
+    if s.runnable:
+        rows += _derived_e2e(report, s, min_rows)
+    check_derived_reach(report, rows, min_rows)
+    if not cases:
+        return report
+    chosen = feed.pick(s.uses, s.emitters)
+    _guarded(report, "cuda_graph.derived", check_graph_derived, s.kernel, s.emitters, chosen, s.new, s.device, s.topk, s.heads, min_rows)
+    c = next((c for c in cases if c.q.shape[0] >= min_rows), cases[0])
+    s.emitters.record = False
+    _guarded(report, "hot_path.no_allocation", check_costs, s.kernel, s.device, lambda: _helper_call(s.old, c),
+             lambda: _helper_call(s.new, c), f"helper call ({c.name}, {c.q.shape[0]} rows)", True)
+    s.emitters.record = True
+    if s.timing:
+        _guarded(report, "timing", check_timing, s.kernel, s.emitters, chosen, s.old, s.new, s.engine, s.device, s.topk, 60, min_rows)
+    return report
+
+
+def _derived_e2e(report: Report, s: Setup, min_rows: int) -> list:
+    """Derived mode, a runnable backend: both versions run whole (check_e2e_derived), and the patched
+    decode step's CUDA graph as in the reference mode. Returns the kernel calls' row counts."""
+    mods = []
+    try:
+        try:  # the whole module runs here (its TOPK_MIGRATE_SMOKE marker asked for it)
+            mods = [e2e.load_module(s.original, s.filename, "unpatched")]
+            mods.append(e2e.load_module(s.patched, s.filename, "patched"))
+        except Exception as e:  # its imports or top-level code failed: a failed check, not a traceback
+            report.add("e2e.import", False, f"running the module failed: {type(e).__name__}: {e}")
+            return []
+        rows = check_e2e_derived(report, s.kernel, s.emitters, mods, s.device, s.sm_major, s.topk, s.heads, s.small, s.only, min_rows)
+        _guarded(report, "cuda_graph.replay", check_graph_e2e, s.kernel, s.emitters, mods[1], s.device, s.sm_major, s.topk, s.heads)
+        return rows
+    finally:
+        for m in mods:
+            e2e.unload(m)
+
+
 def _configured(target: Path) -> Optional[str]:
     """The kernel [tool.topk-migrate] declares for `target`, which apply uses without --kernel."""
     from topk_migrate.config import config_for
@@ -693,6 +955,14 @@ def _configured(target: Path) -> Optional[str]:
         return None
 
 
+def _rewrite_for(source: str, filename: str, pin: str, lengths: str, device: str):
+    """rewrite(), and the MIN_ROWS the derived rewrite wrote (None for the reference fix)."""
+    if lengths != "derived":
+        return (*rewrite(source, filename, pin), None)
+    with dl.rewrite_min_rows(device) as min_rows:
+        return (*rewrite(source, filename, pin, lengths), min_rows)
+
+
 def run_smoke(
     path: Optional[str] = None,
     function: Optional[str] = None,
@@ -701,11 +971,14 @@ def run_smoke(
     echo: Callable[[str], None] = print,
     emitter_fault: Optional[str] = None,
     kernel_decl: Optional[str] = None,
+    lengths: str = "reference",
 ) -> int:
     """Patch `path` (default: the bundled example) with the codemod, smoke it, print, save; 0 iff all passed.
 
     kernel_decl: the kernel the rewrite assumes (--kernel), the decision `apply --kernel` makes; without it
-    the file's [tool.topk-migrate] kernel, as apply, else the installed kernel's version."""
+    the file's [tool.topk-migrate] kernel, as apply, else the installed kernel's version.
+    lengths: "reference" (the metadata through the helper) or "derived" (the lengths derived at every kernel
+    call from its own indices; on cpu from lengths.CPU_MIN_ROWS rows, the real MIN_ROWS on cuda)."""
     target = Path(path) if path else default_example()
     original = target.read_text(encoding="utf-8")
     report = Report(str(target), device)
@@ -717,10 +990,11 @@ def run_smoke(
         except ImportError as e:
             report.add("kernel.accepts_topk_length", False, f"cannot import sgl_kernel.flash_mla: {e}")
         else:
-            patched, sites = rewrite(original, str(target), kernel_decl or _configured(target) or kernel.pin)
+            pin = kernel_decl or _configured(target) or kernel.pin
+            patched, sites, min_rows = _rewrite_for(original, str(target), pin, lengths, device)
             emitters = load_emitters(device, kernel.name.split("==")[-1], emitter_fault)
             report = smoke_sources(original, patched, str(target), kernel, device, function, sites,
-                                   timing=not emitter_fault, emitters=emitters)
+                                   timing=not emitter_fault, emitters=emitters, min_rows=min_rows)
     echo(report.table())
     if json_path:
         from ..escape import printable
