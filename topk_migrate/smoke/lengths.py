@@ -19,8 +19,13 @@ import torch
 from . import contract, e2e, feed
 from .emitters import scatter_rows
 
-# The module the rule engine imports the derived rewrite under (MIN_ROWS is read when the rewrite writes).
-RULE_MODULE = "topk_migrate.codemods.pass_topk_length.derived"
+
+def _rule_module() -> str:
+    """The module the rule engine imports the derived rewrite under, from the registry (MIN_ROWS is read
+    when the rewrite writes)."""
+    from ..rules import spec
+
+    return spec("pass-topk-length").module + ".derived"
 # The cpu's shapes are 5..200 rows: MIN_ROWS 64 puts calls on both sides of it (the real one is 2048).
 CPU_MIN_ROWS = 64
 
@@ -39,7 +44,7 @@ def rewrite_min_rows(device: str) -> Iterator[int]:
     """The MIN_ROWS the rewrite writes: the real one on cuda; CPU_MIN_ROWS on cpu, for this rewrite only."""
     import importlib
 
-    rule = importlib.import_module(RULE_MODULE)
+    rule = importlib.import_module(_rule_module())
     saved = rule.MIN_ROWS
     if device == "cpu":
         rule.MIN_ROWS = CPU_MIN_ROWS
@@ -53,11 +58,11 @@ def describe(min_rows: int) -> str:
     """The report's `lengths` line: the shape on trial, and the MIN_ROWS its rewrite wrote."""
     import importlib
 
-    real = importlib.import_module(RULE_MODULE).MIN_ROWS
+    real = importlib.import_module(_rule_module()).MIN_ROWS
     line = (f"derived: each row's last valid slot + 1, from the kernel call's own indices, at every kernel call "
             f"(lengths='derived-everywhere'), from MIN_ROWS {min_rows} rows, None below")
     if min_rows != real:
-        line += (f"; MIN_ROWS lowered from {real} for this rewrite ({RULE_MODULE}.MIN_ROWS patched while it ran): "
+        line += (f"; MIN_ROWS lowered from {real} for this rewrite ({_rule_module()}.MIN_ROWS patched while it ran): "
                  "the cpu's shapes have 5..200 rows")
     return line
 
