@@ -148,8 +148,16 @@ def _last_valid(indices: torch.Tensor) -> torch.Tensor:
                         dtype=torch.int32)
 
 
+def _reads_exactly_the_valid_blocks(got: torch.Tensor, indices: torch.Tensor) -> bool:
+    """From each row's last valid slot + 1 up to the end of its 64-slot block (the kernel's step): the kernel
+    reads the same blocks as with the least length, so the same bits."""
+    least = _last_valid(indices)
+    most = ((least + 63) // 64 * 64).clamp(max=indices.shape[-1])
+    return got.dtype == torch.int32 and got.shape == least.shape and bool(((least <= got) & (got <= most)).all())
+
+
 @pytest.mark.parametrize("name", sorted(derived.FORMULATIONS))
-def test_every_formulation_is_each_rows_last_valid_slot_plus_one_whatever_the_layout(name):
+def test_every_formulation_reads_exactly_the_blocks_holding_a_valid_slot_whatever_the_layout(name):
     g = torch.Generator().manual_seed(0)
     rows, width = 64, 256
     counts = torch.randint(0, width + 1, (rows,), generator=g)
@@ -158,12 +166,12 @@ def test_every_formulation_is_each_rows_last_valid_slot_plus_one_whatever_the_la
         front[r, 0, :n] = torch.randperm(4 * width, generator=g)[:n].to(torch.int32)
     scattered = torch.stack([row[:, torch.randperm(width, generator=g)] for row in front])
     fn = as_function(derived.FORMULATIONS[name]("indices", "torch"))
-    for indices in (front, scattered):
-        got = fn(indices)
-        want = _last_valid(indices)
-        empty = want == 0  # a row with no valid entry: any length reads only -1 there
-        assert got.dtype == torch.int32 and got.shape == (rows,)
-        assert torch.equal(got[~empty], want[~empty]) and bool((got[empty] <= 64).all())
+    wider = torch.full((rows, 1, width + 128), -1, dtype=torch.int32)
+    wider[:, :, 64:64 + width] = scattered
+    strided = wider[:, :, 64:64 + width]  # a slice of a wider buffer: not contiguous
+    permuted = scattered.permute(1, 0, 2).contiguous().permute(1, 0, 2)  # dense, rows not outermost
+    for indices in (front, scattered, strided, permuted):
+        assert _reads_exactly_the_valid_blocks(fn(indices), indices), name
 
 
 def test_the_row_guard_passes_none_below_min_rows_and_the_lengths_from_it():
@@ -172,7 +180,14 @@ def test_the_row_guard_passes_none_below_min_rows_and_the_lengths_from_it():
     assert value(small) is None
     big = torch.full((derived.MIN_ROWS, 1, 64), -1, dtype=torch.int32)
     big[:, 0, :3] = 1
-    assert torch.equal(value(big), torch.full((derived.MIN_ROWS,), 3, dtype=torch.int32))
+    assert _reads_exactly_the_valid_blocks(value(big), big)
+
+
+def test_a_width_of_partial_words_gets_none_where_the_words_would_not_fit():
+    """The derivation reads the valid mask WORD slots at a time: any other width passes the full width."""
+    value = as_function(derived.derived_value("indices", "torch"))
+    odd = torch.zeros(max(derived.MIN_ROWS, 1), 1, 60, dtype=torch.int32)
+    assert 60 % derived.WORD and value(odd) is None
 
 
 def test_a_kernel_name_rebound_by_a_relative_import_is_not_decided_by_the_pin():

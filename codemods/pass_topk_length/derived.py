@@ -1,12 +1,14 @@
 """`--lengths derived`: each row's topk_length derived at the call from the indices the kernel is handed.
 
-The kernel stops a row after ceil(topk_length / 64) blocks of its indices. The last valid slot + 1 is
-right for any layout of that row (front-packed or not), any row order and on every CUDA-graph replay,
-because it is computed from the very tensor the kernel reads, on the device, from tensor metadata
-only (no host sync). It costs a few small kernels per call, so it is passed only where the call has
-enough rows to repay them (`MIN_ROWS`, a host-side shape: free, and fixed under a CUDA graph); below,
-the call passes None (the full width, as before). The figures behind both choices are in
-results/gpu/derived-envelope.md (bench/derived_envelope.py on the H200).
+The kernel stops a row after ceil(topk_length / 64) blocks of its indices, so any length from the last
+valid slot + 1 up to the end of that slot's block reads the same blocks and gives the same bits. The
+end of the last 8-slot word holding a valid slot is such a length for any layout of that row
+(front-packed or not), any row order and on every CUDA-graph replay: it is computed from the very
+tensor the kernel reads, on the device, from tensor metadata only (no host sync). It costs one pass
+over the indices and a few small kernels per call, so it is passed only where the call has enough
+rows to repay them (`MIN_ROWS`, a host-side shape: free, and fixed under a CUDA graph) and a width of
+whole words; otherwise the call passes None (the full width, as before). The figures behind both
+choices are in results/gpu/derived-envelope.md (bench/derived_envelope.py on the H200).
 """
 from __future__ import annotations
 
@@ -16,7 +18,11 @@ from typing import Callable, Dict
 # measured power of two from which the guarded fix is never 3% slower than passing nothing (eager, back to
 # back and in a CUDA graph; ramp and full rows), results/gpu/derived-envelope.md. Below it the derivation
 # (110-165 us a call, plus the 1-1.5% any topk_length costs the kernel on full rows) is not repaid.
-MIN_ROWS = 16384
+MIN_ROWS = 4096
+# Slots per word: the valid mask is read 8 bools at a time as one int64. FlashMLA's sparse prefill requires a
+# width of whole 128-slot steps; a width of partial words gets None, so the derivation never fails where the
+# call would not.
+WORD = 8
 # The name the rewrite binds the call's indices to (`:=`), where reading them again might not read the same object.
 BOUND_NAME = "topk_length_indices"
 # What a `manual` site's reason adds where the derived lengths would fix it (the cost: results/gpu/derived-envelope.md).
@@ -30,22 +36,26 @@ def _last_arange(indices: str, torch: str) -> str:
     return f"(({indices} >= 0) * {slots}).flatten(1).amax(1)"
 
 
-def _last_cumsum(indices: str, torch: str) -> str:
-    """The first slot where the running count of valid slots peaks is the last valid one (argmax takes
-    the first maximum); a row with none gets 1, one block of -1, which the kernel skips as it would."""
-    return f"(({indices} >= 0).flatten(1).cumsum(1).argmax(1) + 1).to({torch}.int32)"
+def _last_word(indices: str, torch: str) -> str:
+    """The end of the last WORD-slot word holding a valid slot: the valid mask (one pass over the indices),
+    read as int64 words (a view), then the last nonzero word per row on WORD times fewer values."""
+    words = f"({indices} >= 0).contiguous().view({torch}.int64)"
+    ends = f"{torch}.arange({WORD}, {indices}.shape[-1] + 1, {WORD}, device={indices}.device, dtype={torch}.int32)"
+    return f"(({words} != 0) * {ends}).flatten(1).amax(1)"
 
 
 # Formulations measured by bench/derived_envelope.py; FORMULATION is the one the rewrite writes.
-FORMULATIONS: Dict[str, Callable[[str, str], str]] = {"arange": _last_arange, "cumsum": _last_cumsum}
-FORMULATION = "arange"
+FORMULATIONS: Dict[str, Callable[[str, str], str]] = {"arange": _last_arange, "word": _last_word}
+FORMULATION = "word"
 
 
 def lengths_of(indices: str, torch: str) -> str:
-    """The expression of each row's last valid slot + 1 of `indices` (an int32 tensor of its rows)."""
+    """The expression of each row's derived length of `indices` (an int32 tensor of its rows)."""
     return FORMULATIONS[FORMULATION](indices, torch)
 
 
 def derived_value(indices: str, torch: str) -> str:
-    """The topk_length argument the rewrite passes: the derived lengths, or None below MIN_ROWS rows."""
-    return f"{lengths_of(indices, torch)} if {indices}.shape[0] >= {MIN_ROWS} else None"
+    """The topk_length argument the rewrite passes: the derived lengths, or None below MIN_ROWS rows or
+    on a width of partial words."""
+    guard = f"{indices}.shape[0] >= {MIN_ROWS} and {indices}.shape[-1] % {WORD} == 0"
+    return f"{lengths_of(indices, torch)} if {guard} else None"

@@ -181,7 +181,7 @@ def check_rewrite_derived(report: Report, original: str, patched: str, qualname:
     indices from min_rows rows (the helper's signature and its callers stay as they were)."""
     derived = [s for s in sites if str(s.status) == "fixable" and "derived" in s.reason]
     lines = [line.strip() for line in patched.splitlines() if line.strip().startswith("topk_length=")]
-    threshold = any(f">= {min_rows} else None" in line for line in lines)
+    threshold = any(f".shape[0] >= {min_rows} and " in line for line in lines)
     ok = original != patched and bool(derived) and threshold
     detail = (f"{qualname}: {len(derived)} of {len(sites)} kernel call(s) pass topk_length derived from their indices"
               + (f" from {min_rows} rows" if threshold else f"; no derived topk_length from {min_rows} rows in the rewrite")
@@ -285,7 +285,7 @@ def check_helper_matrix(report, kernel, old, new, cases, device) -> list:
 
 def _check_derived_pair(report, name: str, pair, min_rows: int, where: str) -> int:
     """One derived-mode pair: unpatched vs patched bitwise (the kernel's results and the helper's out),
-    and the kernel got each row's last valid slot + 1 (None below min_rows rows). Returns the call's row
+    and the kernel read exactly the blocks holding a valid slot (None below min_rows rows). Returns the call's row
     count (not the call: its results are large on the GPU, and only the count is kept)."""
     out_old, call_old, out_new, call_new = pair
     same_k, stats = compare_results(call_old.result, call_new.result)
@@ -901,7 +901,7 @@ class Setup:
 
 def smoke_derived(report: Report, s: Setup, qualname: str, sites, min_rows: int) -> Report:
     """The derived fix on trial, after the common checks: every fed case and end-to-end scenario (and each
-    on both sides of MIN_ROWS) bitwise, with the kernel getting each row's last valid slot + 1, then all
+    on both sides of MIN_ROWS) bitwise, with the kernel reading exactly the blocks holding a valid slot, then all
     again on the emitters' output scattered; CUDA graphs, hot path, timing. The reference fix's contract
     checks are skipped, each saying why (lengths.NOT_APPLICABLE)."""
     for name, why in dl.NOT_APPLICABLE.items():
