@@ -213,7 +213,7 @@ def test_derived_lengths_reach_the_kernel(sample_outcomes):
 
 
 def test_nothing_derived_reaches_the_kernel_below_min_rows(tmp_path):
-    """MIN_ROWS left as it is (2048 when issue 39 landed, now larger): the same rewrites are made, but on the
+    """MIN_ROWS left as it is (thousands of rows): the same rewrites are made, but on the
     harness's 8 rows the guard passes None."""
     import importlib
 

@@ -1,5 +1,4 @@
 """results/gpu/speedup.svg is what bench/gpu_speedup_plot.py draws from results/gpu/*.json."""
-import glob
 import importlib.util
 import subprocess
 import sys
@@ -20,7 +19,7 @@ def plot():
 
 def test_the_committed_svg_is_the_render_of_the_records():
     p = plot()
-    series = p.load(glob.glob(str(ROOT / "results" / "gpu" / "*.json")))
+    series = p.load(p.reference_records())
     assert SVG.read_text(encoding="utf-8") == p.render(series), "run python3 bench/gpu_speedup_plot.py"
     ET.fromstring(SVG.read_text(encoding="utf-8"))  # well-formed
 
@@ -29,7 +28,7 @@ def test_it_plots_the_readme_table():
     """The engine's record comes first, with the README table's figures, and the ideal curve
     reproduces each recorded ideal."""
     p = plot()
-    main = p.load(glob.glob(str(ROOT / "results" / "gpu" / "*.json")))[0]
+    main = p.load(p.reference_records())[0]
     assert main["name"] == "sglang-0.5.16"
     text = SVG.read_text(encoding="utf-8")
     readme = (ROOT / "README.md").read_text()

@@ -8,9 +8,10 @@ full width if its rows differ from q's, and the callers pass the clipped-seqlen
 metadata they already hold. The output is bitwise identical; no sync is added.
 
 With `--lengths derived` (or `lengths = "derived"` in [tool.topk-migrate]), a call whose kernel takes
-the parameter but where that fix is not proven passes each row's last valid slot + 1 instead, derived
-at the call from the indices it hands the kernel: right for any index layout, row order and CUDA-graph
-replay, at the cost of a few small kernels per call, so only from 16384 rows (None below). The kernel's
+the parameter but where that fix is not proven passes lengths derived at the call from the indices it
+hands the kernel instead (each row's last valid slot, rounded up to 8 slots): right for any index layout,
+row order and CUDA-graph replay, at the cost of a few small kernels per call, so only from 4096 rows
+(None below). The kernel's
 identity and capability must still be proven (docs/check-apply.md, results/gpu/derived-envelope.md).
 
 Soundness (docs/soundness.md): each planned rewrite is checked on the rewritten module by

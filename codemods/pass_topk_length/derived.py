@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from typing import Callable, Dict
 
-# The fewest rows (q.shape[0] == indices.shape[0]) for which the derived lengths are passed: the smallest
-# measured power of two from which the guarded fix is never 3% slower than passing nothing (eager, back to
-# back and in a CUDA graph; ramp and full rows), results/gpu/derived-envelope.md. Below it the derivation
-# (110-165 us a call, plus the 1-1.5% any topk_length costs the kernel on full rows) is not repaid.
+# The fewest rows (q.shape[0] == indices.shape[0]) for which the derived lengths are passed: the largest measured
+# size at or below 4096 from which the guarded fix was never 3% slower than passing nothing (eager back to back and
+# under a CUDA graph; ramp and full rows) and kept 80% of the reference gain at 4096 and 8192 rows,
+# results/gpu/derived-envelope.md. Below it the derivation (about 10 us of host time per op, 20-50 us of device
+# work, plus the 0.2-1.2% any topk_length costs the kernel on full rows) is not repaid.
 MIN_ROWS = 4096
 # Slots per word: the valid mask is read 8 bools at a time as one int64. FlashMLA's sparse prefill requires a
 # width of whole 128-slot steps; a width of partial words gets None, so the derivation never fails where the
@@ -27,7 +28,8 @@ WORD = 8
 BOUND_NAME = "topk_length_indices"
 # What a `manual` site's reason adds where the derived lengths would fix it (the cost: results/gpu/derived-envelope.md).
 HINT = ("; `--lengths derived` would fix it by deriving each row's length from this call's indices "
-        f"(passed from {MIN_ROWS} rows: 1.04x with short rows, 0.97x with full ones on an H200; None below)")
+        f"(passed from {MIN_ROWS} rows; at 4096 rows on an H200 1.19x on a causal ramp, 0.99x with every row full; "
+        "None below)")
 
 
 def _last_arange(indices: str, torch: str) -> str:

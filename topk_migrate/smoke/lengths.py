@@ -28,7 +28,7 @@ def _rule_module() -> str:
     from ..rules import spec
 
     return spec("pass-topk-length").module + ".derived"
-# The cpu's shapes are 5..200 rows: MIN_ROWS 64 puts calls on both sides of it (the real one is 2048).
+# The cpu's shapes are 5..200 rows: MIN_ROWS 64 puts calls on both sides of it (the real one is thousands).
 CPU_MIN_ROWS = 64
 
 NOT_APPLICABLE = {
