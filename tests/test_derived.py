@@ -188,6 +188,8 @@ def test_a_width_of_partial_words_gets_none_where_the_words_would_not_fit():
     value = as_function(derived.derived_value("indices", "torch"))
     odd = torch.zeros(max(derived.MIN_ROWS, 1), 1, 60, dtype=torch.int32)
     assert 60 % derived.WORD and value(odd) is None
+    empty = torch.zeros(max(derived.MIN_ROWS, 1), 1, 0, dtype=torch.int32)  # no slot: amax would have nothing
+    assert value(empty) is None
 
 
 def test_a_kernel_name_rebound_by_a_relative_import_is_not_decided_by_the_pin():

@@ -58,6 +58,6 @@ def lengths_of(indices: str, torch: str) -> str:
 
 def derived_value(indices: str, torch: str) -> str:
     """The topk_length argument the rewrite passes: the derived lengths, or None below MIN_ROWS rows or
-    on a width of partial words."""
-    guard = f"{indices}.shape[0] >= {MIN_ROWS} and {indices}.shape[-1] % {WORD} == 0"
+    on a width that is empty (no slot to reduce over) or of partial words."""
+    guard = f"{indices}.shape[0] >= {MIN_ROWS} and {indices}.shape[-1] > 0 and {indices}.shape[-1] % {WORD} == 0"
     return f"{lengths_of(indices, torch)} if {guard} else None"
