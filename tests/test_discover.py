@@ -9,15 +9,15 @@ import pytest
 from topk_migrate.discover import (
     SCAN_WINDOW,
     Prefilter,
-    _cover,
     file_may_hold_site,
     iter_python_files,
     may_hold_site,
     prefilter,
     prefilter_for,
-    read_bytes,
     scanning_for,
 )
+from topk_migrate.discover.bytescan import _cover
+from topk_migrate.discover.reads import read_bytes
 
 
 def walk(*paths, rel=None, **kw):

@@ -346,8 +346,10 @@ def test_unreadable_file():
     d = Path(tempfile.mkdtemp(prefix="topk-unreadable-"))
     try:
         (d / "topk_migrate").mkdir()
-        for m in ("files.py", "model.py", "discover.py"):
+        for m in ("files.py", "model.py"):
             shutil.copy(ROOT / "topk_migrate" / m, d / "topk_migrate" / m)
+        shutil.copytree(ROOT / "topk_migrate" / "discover", d / "topk_migrate" / "discover",
+                        ignore=shutil.ignore_patterns("__pycache__"))
         p = d / "secret.py"
         p.write_text(CALL + "\n")
         os.chmod(p, 0)

@@ -16,7 +16,7 @@ import pytest
 from helpers import KERNEL, run_cli
 from topk_migrate import discover, spelling
 from topk_migrate.api import migrate_source
-from topk_migrate.discover import Prefilter, file_may_hold_site, may_hold_site, prefilter
+from topk_migrate.discover import Prefilter, bytescan, file_may_hold_site, may_hold_site, prefilter
 from topk_migrate.model import InputError, Status
 
 NAME = "flash_mla_sparse_fwd"
@@ -215,8 +215,8 @@ def test_the_prefilter_costs_ascii_files_nothing_more_and_stays_linear(monkeypat
         calls["chars"] += len(text)
         return real_is(form, text)
 
-    monkeypatch.setattr(discover.unicodedata, "normalize", normalize)
-    monkeypatch.setattr(discover.unicodedata, "is_normalized", is_normalized)
+    monkeypatch.setattr(bytescan.unicodedata, "normalize", normalize)
+    monkeypatch.setattr(bytescan.unicodedata, "is_normalized", is_normalized)
     monkeypatch.setattr(spelling.unicodedata, "normalize", normalize)
     monkeypatch.setattr(spelling.unicodedata, "is_normalized", is_normalized)
     line = b"def f(x):\n    return sparse_attention(x)  # sparse_ is everywhere, no kernel\n"

@@ -54,7 +54,7 @@ def test_one_bound_for_a_project_file():
     """pyproject.toml, requirements, METADATA, .gitignore: one PROJECT_FILE_LIMIT; a RECORD its own."""
     assigned = [p.name for p in (ROOT / "topk_migrate").rglob("*.py")
                 if re.search(r"(?m)^PROJECT_FILE_LIMIT\s*=", p.read_text())]
-    assert assigned == ["discover.py"]
+    assert assigned == ["reads.py"]
     from topk_migrate import discover, project
 
     assert project.PROJECT_FILE_LIMIT == discover.PROJECT_FILE_LIMIT < project.RECORD_LIMIT

@@ -15,9 +15,8 @@ from pathlib import Path
 import pytest
 
 from topk_migrate import audit as audit_mod
-from topk_migrate import discover
 from topk_migrate.audit import audit
-from topk_migrate.discover import SplitWalk, iter_python_files
+from topk_migrate.discover import SplitWalk, ignore, iter_python_files, walk
 
 CALL = "from sgl_kernel import flash_mla_sparse_fwd\n\ndef f(q, kv, i):\n    return flash_mla_sparse_fwd(q, kv, i, 1.0)\n"
 DONE = "from sgl_kernel import flash_mla_sparse_fwd\n\ndef f(q, kv, i, n):\n    return flash_mla_sparse_fwd(q, kv, i, 1.0, topk_length=n)\n"
@@ -80,9 +79,9 @@ def _split(plan: SplitWalk, ways: int, share: int, rng: random.Random):
 def test_a_split_walk_yields_and_tells_what_the_whole_walk_does(tmp_path, seed, monkeypatch):
     rng = random.Random(seed)
     if seed % 2:  # no seed below an ignore file a part reads travels on (as below a big one)
-        monkeypatch.setattr(discover, "TRAVELLING_PATTERNS", 2)
+        monkeypatch.setattr(ignore, "TRAVELLING_PATTERNS", 2)
     if seed % 3 == 0:  # ignore files past the bound on patterns held: not applied; the first levels stop early
-        monkeypatch.setattr(discover, "PATTERNS", rng.choice([2, 4, 7]))
+        monkeypatch.setattr(ignore, "PATTERNS", rng.choice([2, 4, 7]))
     top = tmp_path / "t"
     top.mkdir()
     _tree(top, rng)
@@ -108,7 +107,7 @@ def test_the_first_levels_stop_listing_at_the_bound_on_patterns_held(tmp_path, m
         (tmp_path / name / "sub" / "m.py").write_text(CALL)
         (tmp_path / name / "x1").mkdir()
         (tmp_path / name / "x1" / "n.py").write_text(CALL)
-    monkeypatch.setattr(discover, "PATTERNS", 4)
+    monkeypatch.setattr(ignore, "PATTERNS", 4)
     whole = list(iter_python_files([str(tmp_path)]))
     plan = SplitWalk.plan([str(tmp_path)], (), True, False, None)
     got = _split(plan, 100, 1000, random.Random(0))
@@ -125,11 +124,11 @@ def test_the_split_walk_is_planned_only_where_it_gives_the_same(tmp_path, monkey
     assert SplitWalk.plan([str(tmp_path), str(tmp_path / "a")], (), True, False, None) is None
     assert SplitWalk.plan([str(tmp_path / "f.py")], (), True, False, None) is None
     # a mount point inside (a bind mount could show a directory twice), or no mount table
-    monkeypatch.setattr(discover, "_mount_points", lambda: ["/", str(tmp_path / "a")])
+    monkeypatch.setattr(walk, "_mount_points", lambda: ["/", str(tmp_path / "a")])
     assert SplitWalk.plan([str(tmp_path)], (), True, False, None) is None
-    monkeypatch.setattr(discover, "_mount_points", lambda: [str(tmp_path), "/"])  # at the top: fine
+    monkeypatch.setattr(walk, "_mount_points", lambda: [str(tmp_path), "/"])  # at the top: fine
     assert SplitWalk.plan([str(tmp_path)], (), True, False, None) is not None
-    monkeypatch.setattr(discover, "_mount_points", lambda: None)
+    monkeypatch.setattr(walk, "_mount_points", lambda: None)
     assert SplitWalk.plan([str(tmp_path)], (), True, False, None) is None
 
 
@@ -137,8 +136,8 @@ def test_the_mount_table_is_read_with_its_escapes(tmp_path):
     table = tmp_path / "mountinfo"
     table.write_bytes(b"22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
                       b"40 22 0:5 / /srv/my\\040tree/caf\\303\\251 rw - tmpfs none rw\n")
-    assert discover._mount_points(str(table)) == ["/", "/srv/my tree/caf\u00e9"]
-    assert discover._mount_points(str(tmp_path / "none")) is None
+    assert walk._mount_points(str(table)) == ["/", "/srv/my tree/caf\u00e9"]
+    assert walk._mount_points(str(tmp_path / "none")) is None
 
 
 def test_a_directory_that_comes_back_twice_is_walked_no_further(tmp_path):

@@ -15,17 +15,17 @@ from pathlib import Path
 import pytest
 
 from helpers import KERNEL, ROOT
-from topk_migrate import discover
 from topk_migrate.audit import audit
 from topk_migrate.discover import (
     PROJECT_FILE_LIMIT,
     WILD_PATTERNS,
-    _Glob,
-    _parse_line,
     compile_patterns,
+    ignore,
     iter_python_files,
     read_regular,
+    walk,
 )
+from topk_migrate.discover.ignore import _Glob, _parse_line
 
 BACKEND = ROOT / "fixtures" / "examples" / "dsa_backend.py"
 CALL = "from sgl_kernel import flash_mla_sparse_fwd\n\ndef f(q, kv, i, m):\n    return flash_mla_sparse_fwd(q, kv, i, 1.0, topk_length=m.lens)\n"
@@ -241,7 +241,7 @@ def test_indexed_patterns_decide_as_a_scan_of_every_line():
             is_dir = r.random() < 0.4
             want = next((not p.negate for p in ref if p.matches(parts, 0, is_dir)), None)
             assert spec.check("/".join(parts), is_dir) == want, (lines, parts, is_dir)
-            assert spec.check_walk(parts, 0, is_dir, discover._after(spec, parts[:-1])) == want, (lines, parts)
+            assert spec.check_walk(parts, 0, is_dir, walk._after(spec, parts[:-1])) == want, (lines, parts)
             rel = "/".join(parts) + ("/" if is_dir else "")
             want = next((not p.negate for p in ref if p.matches_within(rel.strip("/"), is_dir)), False)
             assert spec.match_file(rel) == want, (lines, rel)
@@ -281,7 +281,7 @@ def test_a_gitignore_of_too_many_wildcards_is_not_applied_and_said(tmp_path):
 
 
 def test_ignore_files_past_the_bound_on_patterns_held_are_not_applied_and_said(tmp_path, monkeypatch):
-    monkeypatch.setattr(discover, "PATTERNS", 5)  # 100,000 in use: about 72 MB
+    monkeypatch.setattr(ignore, "PATTERNS", 5)  # 100,000 in use: about 72 MB
     sub = tmp_path / "sub"
     sub.mkdir()
     (sub / "a.py").write_text(CALL)
