@@ -14,8 +14,11 @@ def test_wheel_layout(tmp_path):
     names = zipfile.ZipFile(whl).namelist()
     tops = {n.split("/")[0] for n in names}
     assert tops == {"topk_migrate", next(t for t in tops if t.endswith(".dist-info"))}
-    codemods = ROOT / "codemods"
-    assert {f"topk_migrate/codemods/{p.name}" for p in codemods.glob("*.py")} <= set(names)  # a rule's helpers too
+    def shipped(folder, under):  # every module of the source tree, subpackages included (a new one must be listed)
+        return {f"{under}/{p.relative_to(folder).as_posix()}" for p in folder.rglob("*.py") if "__pycache__" not in p.parts}
+
+    assert shipped(ROOT / "topk_migrate", "topk_migrate") - set(names) == set()
+    assert shipped(ROOT / "codemods", "topk_migrate/codemods") - set(names) == set()  # a rule's helpers too
     assert "topk_migrate/fixtures/examples/dsa_backend.py" in names
     assert "topk_migrate/smoke/command.py" in names
     meta = zipfile.ZipFile(whl).read(next(n for n in names if n.endswith("METADATA"))).decode()
