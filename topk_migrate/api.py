@@ -6,10 +6,11 @@ import gc
 import importlib
 import os
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple, Union
 
 from . import discover, rules
-from .model import Capability, InputError, Site, Status, exit_code, internal_error
+from .gate import FROM_OPTION, KernelGate, KernelOption
+from .model import InputError, Site, Status, exit_code, internal_error
 from .run_context import in_run, per_run
 
 if TYPE_CHECKING:
@@ -19,167 +20,53 @@ if TYPE_CHECKING:
 # that passes the byte prefilter: most files of a tree never get that far.
 
 
-class KernelGate:
-    """callee -> Capability (does the kernel behind it take the rule's parameter) for the calls in
-    one file; remembers each decision for the report. The parameter and the first version of each
-    distribution that has it are the rule's data."""
-
-    def __init__(self, path: str, kernel: Optional[str] = None, param: str = "", min_versions=None):
-        # not at the top: with config ~2.5 ms, which check of a file without the kernel never needs
-        from .project import project_root
-
-        self.param, self.min = param, dict(min_versions or {})
-        self.path = path
-        self.root = project_root(path)
-        self.decisions: dict = {}  # callee -> "what decided, from where"
-        self.explicit = None
-        if kernel:
-            from . import kernels
-
-            where = self._declared_in(kernel)
-            try:
-                if not isinstance(kernel, str):
-                    raise ValueError(f"expected a string such as {kernels.EXAMPLE_KERNEL!r}, got {kernel!r}")
-                self.explicit = kernels.parse_pin(kernel, where)
-            except ValueError as e:
-                raise InputError(f"{where}: {e}") from None
-
-    def _declared_in(self, kernel) -> str:
-        """--kernel, or the configuration file that supplied this value."""
-        from . import kernels  # with config_for: what a file without the kernel never needs
-        from .config import config_for
-
-        cfg = config_for(os.path.dirname(os.path.abspath(self.path)))
-        if cfg.source and cfg.kernel == kernel:
-            return f"{kernels.project_label(cfg.source, self.root)} [tool.topk-migrate] kernel"
-        return "--kernel"
-
-    def __call__(self, callee: str) -> Capability:
-        cap = self._decide(callee)
-        if cap.decision:
-            self.decisions[callee] = cap.decision
-        return cap
-
-    @property
-    def dists(self):
-        """Top-level module -> the distributions that can provide it (the rules' INFO.providers)."""
-        return rules.providers()
-
-    def _decide(self, callee: str) -> Capability:
-        """In order: --kernel NAME==VERSION, the project's pins, an interface vendored in the project, the
-        interface the running Python would import (read, never imported), a capability declaration
-        (`--kernel flash_mla:topk_length`). A distribution's pin decides only the modules it provides."""
-        from . import kernels
-        from .installed import Declared, declaration_hint, installed_interface
-
-        param = self.param
-
-        module = callee.split(".")[0]
-        # (a relative import's name, `.legacy.f`, is imported too: from a module of this package, not a kernel's)
-        imported = "." in callee and module not in ("self", "cls")
-        if module in self.dists:
-            dists = self.dists[module]
-        elif imported:
-            dists = ()  # a module no kernel distribution provides: no pin of one decides it
-        else:  # a bare name or an attribute of self: whatever kernel the project pins
-            dists = tuple(dict.fromkeys(d for ds in self.dists.values() for d in ds))
-        declared = self.explicit if isinstance(self.explicit, Declared) else None
-        undecided = []
-        if self.explicit and not declared and self.explicit.dist in dists:
-            ok = kernels.accepts(self.explicit, self.min)
-            if ok is not None:
-                return self._pinned(ok, (self.explicit,), dists)
-            undecided.append(f"{self.explicit} from {self.explicit.source}")
-        found = kernels.project_decision(self.path, dists, self.min) if dists else None
-        if found is not None:
-            if found.accepts is not None:
-                return self._pinned(found.accepts, found.pins, dists)
-            undecided.append(found.describe())
-        memo: dict = {}
-        iface = kernels.vendored_interface(self.path, callee, param, memo)
-        if iface is None and "." not in callee:
-            iface = kernels.read_interface(self.path, callee, param=param, _memo=memo)
-        why = kernels.interface_why(memo) if iface is None else None
-        if why:  # the project's (or an installed) module binds the name in a way the reader cannot decide
-            return Capability(None, f"{callee}: {why}; rewrite by hand once it is one function that takes {param}")
-        if iface is not None:
-            where = f"interface at {kernels.project_label(iface.path, self.root)}:{iface.line}"
-            if param in iface.params:
-                return Capability(True, f"{where} takes {param}", iface.params.index(param), where, iface.params)
-            if not iface.has_var_kwargs:
-                return Capability(False, f"{where} has no {param} parameter", decision=where, params=iface.params)
-        # the installed interface decides where no release number can (a FlashMLA source build, a module no
-        # kernel distribution provides); where a version pin can, the project's pins stay what decides
-        versionless = not dists or dists[0] not in self.min
-        installed = installed_interface(callee, param) if imported and module != "torch" and versionless else None
-        if installed is not None:
-            where = f"the installed interface {module} ({_shown_path(installed.path)}:{installed.line})"
-            if param in installed.params:
-                return Capability(True, f"{where} takes {param}", installed.params.index(param), where,
-                                  installed.params)
-            if not installed.has_var_kwargs:
-                return Capability(False, f"{where} has no {param} parameter", decision=where, params=installed.params)
-        if declared is not None and declared.module == module and declared.param == param:
-            said = f"{declared} from {declared.source}"
-            return Capability(True, said, decision=said)
-        hint = declaration_hint(module, param)
-        if not module:  # a relative import's: what reads the project found no def of it
-            return Capability(None, f"`{callee.rsplit('.', 1)[0]}` (imported relatively) has no interface in this "
-                                    f"project topk-migrate can read; rewrite by hand once its "
-                                    f"{callee.rsplit('.', 1)[-1]} takes {param}")
-        if imported and not dists:
-            told = f" ({declared} from {declared.source} is about {declared.module})" if declared else ""
-            return Capability(None, f"`{module}` is not a kernel module topk-migrate knows, and no interface of it is "
-                                    f"in this project or importable here{told}; if its "
-                                    f"{callee.rsplit('.', 1)[-1]} takes {param}, declare {hint}")
-        if undecided:
-            what = f"{' and '.join(undecided)} allow{'s' if len(undecided) == 1 else ''} versions both with and without {param}"
-        else:
-            what = f"no pin of {self._names(dists)}"
-            if module in self.dists and (module,) != dists:
-                what += f" (the distribution{'s' if len(dists) > 1 else ''} of {module})"
-            what += " found"
-        decidable = [d for d in dists if self.min.get(d)]
-        if imported and dists and dists[0] not in self.min:
-            # no release of the first distribution says what it takes (a source build calls itself
-            # 1.0.0+<rev> before and after the parameter): only the interface can decide
-            alt = f", or pin {decidable[0]}==VERSION if that is what you install" if decidable else ""
-            return Capability(None, f"{what}, and {module} is not importable here; a {dists[0]} build's version "
-                                    f"does not say whether it takes {param}: if the {callee.rsplit('.', 1)[-1]} your "
-                                    f"engine runs takes {param}, declare {hint}{alt}")
-        example = f"{(decidable or dists)[0]}==VERSION"
-        return Capability(None, f"{what}; {param} needs {self._needs(dists)}; declare the kernel with "
-                                f'--kernel {example} or kernel = "{example}" in [tool.topk-migrate]')
-
-    def _pinned(self, ok: bool, pins, dists) -> Capability:
-        said = "; ".join(f"{p} from {p.source}" for p in pins)
-        if ok:
-            return Capability(True, said, decision=said)
-        return Capability(False, f"{said} ({self.param} needs {self._needs(dists)})", decision=said)
-
-    def _needs(self, dists) -> str:
-        """The first version of each providing distribution that accepts topk_length."""
-        known = [f"{d}>={self.min[d]}" for d in dists if self.min.get(d)]
-        never = [d for d in dists if d in self.min and self.min[d] is None]
-        text = " or ".join(known) or f"a kernel with {self.param}"
-        return text + (f", and no {self._names(never)} release has it" if never else "")
-
-    @staticmethod
-    def _names(dists) -> str:
-        return " or ".join(dists)
-
-
-def _shown_path(path: str) -> str:
-    """An installed file as a reader recognizes it: from its site-packages (or checkout) directory."""
+def _declared_in(path: str, kernel: Any, cfg) -> str:
+    """Where `kernel` was declared, named in each decision its pin makes: the project's configuration where it
+    holds this value, else --kernel. Told by the caller that read the configuration, so the gate never reads it."""
+    if not (kernel and cfg.source and cfg.kernel == kernel):
+        return FROM_OPTION
+    from . import kernels  # with the gate: what a file without the kernel never needs
     from .project import project_root
 
-    root = project_root(path)
-    return os.path.join(os.path.basename(root), os.path.relpath(path, root)).replace(os.sep, "/")
+    return f"{kernels.project_label(cfg.source, project_root(path))} [tool.topk-migrate] kernel"
 
 
-def kernel_gate(path: str, kernel: Optional[str], rule) -> KernelGate:
+def _kernel_option(kernel: Any) -> KernelOption:
+    """A kernel as migrate_source and quick_sites are given it: its source named when a gate first needs it."""
+    return kernel if isinstance(kernel, KernelOption) else KernelOption(kernel, None)
+
+
+def kernel_gate(path: str, kernel: Any, rule) -> KernelGate:
     """A function callee -> Capability for calls in the file at `path`: does the kernel take `rule`'s parameter."""
+    kernel = _kernel_option(kernel)
+    if kernel.source is None:
+        kernel = KernelOption(kernel.value, _source_of(path, kernel.value))
     return KernelGate(path, kernel, rule.param or "", rule.min_kernel)
+
+
+def _source_of(path: str, kernel: Any) -> str:
+    """_declared_in for a caller that has not read the configuration (migrate_source): read once a file has a call
+    to decide, as a file without one never needs it."""
+    if not kernel:
+        return FROM_OPTION
+    from .config import config_for
+
+    return _declared_in(path, kernel, config_for(os.path.dirname(os.path.abspath(path))))
+
+
+def _reads(spec, source: str) -> bool:
+    """Whether a site rule has anything to read in `source`: one of its entry points is spelled there."""
+    return spec.has_sites and any(e in source for e in spec.entry_points)
+
+
+def _attributed(found: Sequence[Site], rule_id: str, gate: KernelGate) -> List[Site]:
+    """A rule's sites as the engine reports them: with the rule's id and what decided each kernel."""
+    return [replace(s, rule=rule_id, kernel=gate.decisions.get(s.callee, s.kernel)) for s in found]
+
+
+def _in_order(sites: List[Site]) -> List[Site]:
+    sites.sort(key=lambda s: (s.line, s.column))
+    return sites
 
 
 def quick_sites(source: str, tree: "ast.Module", path: str, kernel: Optional[str] = None, enable: Sequence[str] = (),
@@ -187,9 +74,14 @@ def quick_sites(source: str, tree: "ast.Module", path: str, kernel: Optional[str
     """The sites of `source` (a narrowed file; `tree` its AST) from the quick classifiers of the rules
     that read it, as the engine reports them; None if one of those rules has none or declines. The kernel gate is the
     one the rule's sites hook gets (its INFO's parameter and first kernel releases)."""
-    sites = []
-    for s in rules.enabled(enable, disable):
-        if not s.has_sites or not any(e in source for e in s.entry_points):
+    return _quick_sites(source, tree, path, _kernel_option(kernel), (enable, disable))
+
+
+def _quick_sites(source: str, tree: "ast.Module", path: str, kernel: KernelOption, switches) -> Optional[list]:
+    """quick_sites with the kernel's source named: process_file's, which read the configuration already."""
+    sites: List[Site] = []
+    for s in rules.enabled(*switches):
+        if not _reads(s, source):
             continue
         if not s.quick:
             return None
@@ -198,9 +90,8 @@ def quick_sites(source: str, tree: "ast.Module", path: str, kernel: Optional[str
         found = module.quick_sites(tree, source, path, gate)
         if found is None:
             return None
-        sites += [replace(site, rule=s.id, kernel=gate.decisions.get(site.callee, site.kernel)) for site in found]
-    sites.sort(key=lambda site: (site.line, site.column))
-    return sites
+        sites += _attributed(found, s.id, gate)
+    return _in_order(sites)
 
 
 @dataclass
@@ -225,14 +116,14 @@ def migrate_source(  # noqa: PLR0913  (public API: keyword options with defaults
 
     spelled = spelling.normal_form(source)  # identifiers as Python reads them (NFKC)
     tree = guard.parse_checked(spelled.text, path)
-    m = _migrate_checked(spelled.text, guard.needs_isolation(tree), path, kernel,
+    m = _migrate_checked(spelled.text, guard.needs_isolation(tree), path, _kernel_option(kernel),
                          rules.RuleOptions(tuple(metadata), lengths), (tuple(enable), tuple(disable)))
     if spelled.changed:  # classified as Python reads it; never rewritten from that text
         return Migration(source, source, spelled.sites(m.sites))
     return m
 
 
-def _migrate_checked(text: str, isolate: bool, path: str, kernel: Optional[str], options: rules.RuleOptions,
+def _migrate_checked(text: str, isolate: bool, path: str, kernel: KernelOption, options: rules.RuleOptions,
                      switches=((), ())) -> Migration:
     """_migrate() on text that passed guard.parse_checked: in a child process if guard calls it risky."""
     from . import guard
@@ -259,7 +150,7 @@ def _cycles_collected_after():
         gc.enable()
 
 
-def _migrate(source: str, path: str, kernel: Optional[str], options: rules.RuleOptions, switches=((), ())) -> Migration:
+def _migrate(source: str, path: str, kernel: KernelOption, options: rules.RuleOptions, switches=((), ())) -> Migration:
     """Each enabled site rule classifies the original text (so every site keeps its own line);
     a rule's rewrite is made on top of the rewrites before it."""
     import libcst as cst
@@ -271,20 +162,19 @@ def _migrate(source: str, path: str, kernel: Optional[str], options: rules.RuleO
     try:
         with _cycles_collected_after(), fast_visits(trivia=False):  # read-only walks: no node rebuilt, no layout
             for spec in rules.enabled(*switches):
-                if not spec.has_sites or not any(e in source for e in spec.entry_points):
+                if not _reads(spec, source):
                     continue
                 rule = rules.load(spec.id)
                 gate = kernel_gate(path, kernel, rule)
                 out, found = rule.sites(source, path, gate, options)
-                sites += [replace(s, rule=spec.id, kernel=gate.decisions.get(s.callee, s.kernel)) for s in found]
+                sites += _attributed(found, spec.id, gate)
                 if out != source:
                     new = out if new == source else rule.sites(new, path, gate, options)[0]
     except cst.ParserSyntaxError as e:  # CPython's message names the right line and spots Python 2
         raise InputError(syntax_error_message(source, path) or f"syntax error: {e.message}") from None
     if new != source:
         check_rewrite(source, new, path)  # never hand back code that does not parse, not even as a diff
-    sites.sort(key=lambda s: (s.line, s.column))
-    return Migration(source, new, sites)
+    return Migration(source, new, _in_order(sites))
 
 
 @dataclass
@@ -367,6 +257,72 @@ def diff_labels(path: str):
     return f"a/{name}", f"b/{name}"
 
 
+@dataclass(frozen=True)
+class _Request:
+    """What process_file was asked, carried through the stages as one value."""
+
+    kernel: Optional[str] = None
+    write: bool = False
+    narrowed: bool = False
+    data: Optional[bytes] = None
+    engine: bool = True
+    parsed: Optional["ast.Module"] = None
+    lengths: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class _Read:
+    """A candidate's bytes and their stat (a made-up one for standard input)."""
+
+    raw: bytes
+    stat: os.stat_result
+
+
+@dataclass(frozen=True)
+class _Opened:
+    """The decoded file and its project's configuration."""
+
+    source: Any  # files.SourceFile: the text as read and its encoding, for the write
+    config: Any  # config.Config
+
+
+@dataclass(frozen=True)
+class _Text:
+    """What the engine reads of a file: its text as Python reads it (spelling.py) and what runs over it."""
+
+    source: Any  # files.SourceFile
+    size: int  # of the bytes read: over NARROW_BYTES, the text is narrowed first
+    spelled: Any  # spelling.Spelling
+    kernel: KernelOption
+    options: rules.RuleOptions
+    switches: tuple  # (enable, disable)
+    names: tuple  # the site rules' entry points: what narrowing keeps
+    params: tuple  # and their parameters
+
+    @property
+    def text(self) -> str:
+        return self.spelled.text
+
+
+@dataclass(frozen=True)
+class _Answered:
+    """A file answered before LibCST: its sites (none where narrowing kept nothing a rule reads)."""
+
+    sites: tuple = ()
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What LibCST reads first. first: the narrowed text, classified alone before LibCST reads the whole
+    text (only for a rewrite); else the whole text, whose one run classifies and rewrites. whole: the text
+    is the file's whole text, so a first run is the rewrite's too."""
+
+    text: str
+    isolate: bool  # parse it in a child process (guard.py)
+    first: bool
+    whole: bool
+
+
 @in_run
 def process_file(  # noqa: PLR0913  (public API: keyword options with defaults)
         path: str, kernel: Optional[str] = None, write: bool = False, verbose: bool = False,
@@ -387,97 +343,7 @@ def process_file(  # noqa: PLR0913  (public API: keyword options with defaults)
     """
     out = FileOutcome(path)
     try:
-        try:
-            if data is not None:
-                raw, st = data, _stdin_stat(data)
-            else:
-                from .files import read_candidate
-
-                got = read_candidate(path)
-                if got is None:
-                    return out  # over the size bound, and no kernel name in it: nothing to do
-                raw, st = got
-        except OSError as e:
-            from .files import input_error
-
-            raise input_error(e, path) from None
-        if not discover.prefilter_for(everything=True).matches(raw):
-            return out  # no call any rule reads, whatever a project switches on
-        out.parsed = True
-        # imported here, not at the top: check of a file without the kernel never needs them
-        from . import guard, memory, narrow, spelling
-        from .config import config_for
-        from .files import decode_source
-
-        src = decode_source(path, raw, st)
-        cfg = config_for(os.path.dirname(os.path.abspath(path)))
-        out.config = cfg.source
-        if write and data is None:
-            _clean_once(os.path.dirname(os.path.realpath(path)))
-        text, kernel = src.text, kernel or cfg.kernel
-        switches = (cfg.enable, cfg.disable)
-        if not discover.prefilter_for(tuple(sorted(cfg.enable))).matches(raw):
-            return out  # none of the rules this project runs
-        site_rules = [r for r in rules.enabled(*switches) if r.has_sites]
-        names = tuple(e for r in site_rules for e in r.entry_points)
-        memory.check(raw, memory.PARSE_BYTES_PER_TOKEN, "parse")
-        # the engine reads each identifier as Python does (NFKC); sites come back in the file's own columns,
-        # and a file spelled otherwise is never rewritten from that text (spelling.py)
-        spelled = spelling.normal_form(text)
-        text = spelled.text
-        classify_first = narrowed or len(raw) > NARROW_BYTES
-        # the nesting LibCST is exposed to is measured on what it parses: the narrowed text, when it is one
-        if parsed is not None and narrowed and data is not None and not spelled.changed:
-            tree = parsed
-        else:
-            tree = guard.parse_checked(text, path, measure=not classify_first)
-        if classify_first:
-            cut = narrow.narrow(text, tree, names, params=tuple(r.param for r in site_rules))
-            if cut == narrow.NOTHING:
-                return out
-            small = cut or text
-            tree = guard.for_libcst(tree, text, cut, path)
-        isolate = guard.needs_isolation(tree)
-        if classify_first and cut is not None and not isolate and quick_enabled():
-            # (before the bound on what LibCST would hold: the quick classifier holds only the parse made)
-            found = quick_sites(small, tree, path, kernel, *switches)
-            if found is not None:  # compliant and opt-out sites only: nothing to rewrite
-                out.sites = spelled.sites(found)
-                return out
-        if classify_first:
-            memory.check(narrow.without_stubs(small), memory.REWRITE_BYTES_PER_TOKEN, "analyse")
-        del tree  # not held while LibCST runs
-        if not engine:
-            out.needs_engine = True
-            return out
-        if classify_first:
-            m = _migrate_checked(small, isolate, path, kernel, cfg.options(lengths), switches)
-            out.sites = spelled.sites(m.sites)  # the file's sites, whatever happens to the rewrite below
-            if narrowed or not any(s.status is Status.FIXABLE for s in out.sites):
-                return out
-        # A rewrite is made on the whole text (LibCST must see all of it to write it back).
-        memory.check(text, memory.REWRITE_BYTES_PER_TOKEN, "rewrite")
-        narrowed_run = None
-        if classify_first:
-            narrowed_isolate, isolate = isolate, guard.needs_isolation(guard.parse_checked(text, path))
-            if small == text and isolate == narrowed_isolate:  # nothing was cut: that run was this one
-                narrowed_run = m
-        m = narrowed_run or _migrate_checked(text, isolate, path, kernel, cfg.options(lengths), switches)
-        out.sites = spelled.sites(m.sites)
-        if m.changed and not narrowed and not spelled.changed:
-            out._diff_of = (src.text, m.new_source, diff_labels(path))  # the diff, made if it is read
-            if data is not None:
-                from .files import keep_tail
-
-                try:
-                    out.new_bytes = keep_tail(src.text, m.new_source).encode(src.encoding)
-                except UnicodeEncodeError as e:
-                    raise InputError(f"rewrite cannot be encoded as {src.encoding} ({e.reason})") from None
-            elif write:
-                from .files import write_source
-
-                write_source(src, m.new_source)
-                out.written = True
+        _pipeline(out, _Request(kernel, write, narrowed, data, engine, parsed, lengths))
     except InputError as e:
         out.error = str(e)
     except Exception as e:  # a bug of ours: report it, keep going with the other files
@@ -485,6 +351,157 @@ def process_file(  # noqa: PLR0913  (public API: keyword options with defaults)
 
         out.error = internal_error(e) + (f"\n{traceback.format_exc()}" if verbose else "")
     return out
+
+
+def _pipeline(out: FileOutcome, req: _Request) -> None:
+    """read -> classify -> rewrite -> write. Each stage's result is recorded in `out` as it comes, so an
+    error in a later stage keeps what the earlier ones found."""
+    read = _read(out.path, req.data)
+    if read is None:
+        return
+    out.parsed = True
+    opened = _open(out.path, read)
+    out.config = opened.config.source
+    if req.write and req.data is None:
+        _clean_once(os.path.dirname(os.path.realpath(out.path)))
+    text = _engine_text(out.path, read, opened, req)
+    if text is not None:
+        _classify_and_rewrite(out, text, req)
+
+
+def _classify_and_rewrite(out: FileOutcome, text: _Text, req: _Request) -> None:
+    """The stages after the read, each result recorded in `out`: the plan (or the quick answer), the
+    narrowed run, the rewrite, the write."""
+    plan = _plan(out.path, text, req)
+    if isinstance(plan, _Answered):
+        out.sites = list(plan.sites)
+        return
+    if not req.engine:
+        out.needs_engine = True  # audit's scanners stop where LibCST would start
+        return
+    first = _classify(out.path, plan, text) if plan.first else None
+    if first is not None:
+        out.sites = text.spelled.sites(first.sites)  # the file's sites, whatever happens to the rewrite below
+        if req.narrowed or not any(s.status is Status.FIXABLE for s in out.sites):
+            return
+    m = _rewrite(out.path, plan, first, text)
+    out.sites = text.spelled.sites(m.sites)
+    if m.changed and not text.spelled.changed:  # a file spelled otherwise is never rewritten from that text
+        out._diff_of = (text.source.text, m.new_source, diff_labels(out.path))  # the diff, made if it is read
+        out.new_bytes, out.written = _write(text.source, m.new_source, req)
+
+
+def _read(path: str, data: Optional[bytes]) -> Optional[_Read]:
+    """The file's bytes; None where no rule reads anything in them (over the size bound without a kernel name,
+    or no name any rule reads, whatever a project switches on: the byte prefilter)."""
+    read = _Read(data, _stdin_stat(data)) if data is not None else _read_file(path)
+    if read is None or not discover.prefilter_for(everything=True).matches(read.raw):
+        return None
+    return read
+
+
+def _read_file(path: str) -> Optional[_Read]:
+    from .files import input_error, read_candidate  # (as every import below: never for a file the prefilter drops)
+
+    try:
+        got = read_candidate(path)
+    except OSError as e:
+        raise input_error(e, path) from None
+    return None if got is None else _Read(*got)
+
+
+def _open(path: str, read: _Read) -> _Opened:
+    from .config import config_for
+    from .files import decode_source
+
+    source = decode_source(path, read.raw, read.stat)
+    return _Opened(source, config_for(os.path.dirname(os.path.abspath(path))))
+
+
+def _engine_text(path: str, read: _Read, opened: _Opened, req: _Request) -> Optional[_Text]:
+    """What the engine reads and runs over it; None where none of the rules this project runs reads the file.
+    Identifiers are read as Python does (NFKC): sites come back in the file's own columns (spelling.py)."""
+    from . import memory, spelling
+
+    cfg = opened.config
+    if not discover.prefilter_for(tuple(sorted(cfg.enable))).matches(read.raw):
+        return None
+    switches = (cfg.enable, cfg.disable)
+    site_rules = [r for r in rules.enabled(*switches) if r.has_sites]
+    memory.check(read.raw, memory.PARSE_BYTES_PER_TOKEN, "parse")
+    kernel = req.kernel or cfg.kernel
+    return _Text(opened.source, len(read.raw), spelling.normal_form(opened.source.text),
+                 KernelOption(kernel, _declared_in(path, kernel, cfg)), cfg.options(req.lengths), switches,
+                 tuple(e for r in site_rules for e in r.entry_points), tuple(r.param for r in site_rules))
+
+
+def _plan(path: str, text: _Text, req: _Request) -> Union[_Plan, _Answered]:
+    """What LibCST reads first. A file over NARROW_BYTES, and any narrowed run, is cut to what the engine reads
+    first (narrow.py); LibCST reads a file whole only to rewrite it."""
+    if req.narrowed or text.size > NARROW_BYTES:
+        return _narrowed_plan(path, text, req)
+    from . import guard
+
+    return _Plan(text.text, guard.needs_isolation(guard.parse_checked(text.text, path)), first=False, whole=True)
+
+
+def _narrowed_plan(path: str, text: _Text, req: _Request) -> Union[_Plan, _Answered]:
+    """The narrowed text and how to parse it, or the quick classifiers' answer where they give one. The nesting
+    LibCST is exposed to is measured on what it parses: the narrowed text, when it is one."""
+    from . import guard, memory, narrow
+
+    tree = req.parsed if _parsed_reusable(text, req) else guard.parse_checked(text.text, path, measure=False)
+    cut = narrow.narrow(text.text, tree, text.names, params=text.params)
+    if cut == narrow.NOTHING:
+        return _Answered()
+    small = cut or text.text
+    tree = guard.for_libcst(tree, text.text, cut, path)
+    isolate = guard.needs_isolation(tree)
+    if cut is not None and not isolate and quick_enabled():
+        # (before the bound on what LibCST would hold: the quick classifier holds only the parse made)
+        found = _quick_sites(small, tree, path, text.kernel, text.switches)
+        if found is not None:  # compliant and opt-out sites only: nothing to rewrite
+            return _Answered(tuple(text.spelled.sites(found)))
+    memory.check(narrow.without_stubs(small), memory.REWRITE_BYTES_PER_TOKEN, "analyse")
+    return _Plan(small, isolate, first=True, whole=small == text.text)
+
+
+def _parsed_reusable(text: _Text, req: _Request) -> bool:
+    """The caller's AST (bump's, of the bytes it handed in) is the text's: the same bytes, spelled alike."""
+    return req.parsed is not None and req.narrowed and req.data is not None and not text.spelled.changed
+
+
+def _classify(path: str, plan: _Plan, text: _Text) -> Migration:
+    """The engine's run over the narrowed text: the file's sites, and the rewrite where nothing was cut."""
+    return _migrate_checked(plan.text, plan.isolate, path, text.kernel, text.options, text.switches)
+
+
+def _rewrite(path: str, plan: _Plan, first: Optional[Migration], text: _Text) -> Migration:
+    """The engine's run over the whole text (LibCST must see all of it to write it back). A first run that read
+    the whole text is this run: a file is classified twice only where narrowing cut something from it."""
+    from . import guard, memory
+
+    memory.check(text.text, memory.REWRITE_BYTES_PER_TOKEN, "rewrite")
+    if plan.whole and first is not None:
+        return first
+    isolate = plan.isolate if plan.whole else guard.needs_isolation(guard.parse_checked(text.text, path))
+    return _migrate_checked(text.text, isolate, path, text.kernel, text.options, text.switches)
+
+
+def _write(source, new_text: str, req: _Request) -> Tuple[Optional[bytes], bool]:
+    """(new_bytes, written): standard input's rewrite encoded as its bytes were (never written), or the file
+    rewritten in place (apply); neither for check."""
+    from . import files
+
+    if req.data is not None:
+        try:
+            return files.keep_tail(source.text, new_text).encode(source.encoding), False
+        except UnicodeEncodeError as e:
+            raise InputError(f"rewrite cannot be encoded as {source.encoding} ({e.reason})") from None
+    if req.write:
+        files.write_source(source, new_text)
+        return None, True
+    return None, False
 
 
 @dataclass
