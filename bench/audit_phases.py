@@ -23,17 +23,17 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--candidates", action="store_true",
                     help="also: each candidate's classification in this process (CPU), and where it was decided")
-    ap.add_argument("--share", type=int, help="audit.PART_SHARE for these runs (files a scanner walks before it donates)")
+    ap.add_argument("--share", type=int, help="audit.scan.PART_SHARE for these runs (files a scanner walks before it donates)")
     args = ap.parse_args()
     from topk_migrate import audit
 
     if args.share:
-        audit.PART_SHARE = args.share
+        audit.scan.PART_SHARE = args.share
 
     imported = time.perf_counter() - T0
     marks = {}
-    real_init, real_drain, real_files = audit._Scanners.__init__, audit._Scanners.drain, audit.project_files
-    real_split = audit._walk_split
+    real_init, real_drain, real_files = audit.scan._Scanners.__init__, audit.scan._Scanners.drain, audit.scan.project_files
+    real_split = audit.scan._walk_split
 
     def init(self, *a, **k):
         marks["fork scanners"] = time.perf_counter()
@@ -57,8 +57,8 @@ def main() -> None:
         marks["drain"] = time.perf_counter() - t
         return out
 
-    audit._Scanners.__init__, audit._Scanners.drain, audit.project_files = init, drain, files
-    audit._walk_split = split
+    audit.scan._Scanners.__init__, audit.scan._Scanners.drain, audit.scan.project_files = init, drain, files
+    audit.scan._walk_split = split
     rows = []
     for _ in range(args.rounds):
         marks.clear()
@@ -87,7 +87,7 @@ def candidates(tree: str) -> None:
     from topk_migrate.config import project_files
     from topk_migrate.discover import file_may_hold_site
 
-    audit._import_for_classify()
+    audit.pool.import_for_classify()
     found = [p for p, err in project_files([tree]) if not err and file_may_hold_site(p)]
     print("\n| candidate | bytes | CPU | answered |\n|---|---|---|---|")
     total = 0.0

@@ -34,7 +34,7 @@ def main() -> None:
 
     mark("imported")
     wrap(audit, "_import_for_classify", "imported what classification needs")
-    wrap(audit._Scanners, "__init__", "scanners forked")
+    wrap(audit.scan._Scanners, "__init__", "scanners forked")
     wrap(discover.SplitWalk, "plan", "split walk planned")
     real_start = discover.SplitWalk.start
 
@@ -42,13 +42,13 @@ def main() -> None:
         yield from real_start(self, ways)
         mark(f"first levels walked here ({len(self.seeds)} seeds)")
     discover.SplitWalk.start = start
-    real_wait = audit._Scanners.wait
+    real_wait = audit.scan._Scanners.wait
 
     def wait(self):
         got = real_wait(self)
         mark(f"answer: {len(self.parts)} part(s), {len(got)} classified")
         return got
-    audit._Scanners.wait = wait
+    audit.scan._Scanners.wait = wait
     t = time.perf_counter()
     r = audit.audit([args.tree], jobs=args.jobs)
     mark(f"audit() done: {r.summary['files']} files, {r.summary['parsed']} parsed")

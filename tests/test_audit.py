@@ -102,7 +102,7 @@ def test_a_worker_that_dies_costs_one_file_not_the_run(tmp_path, monkeypatch):
             os._exit(3)
         return real(path, *a)
 
-    monkeypatch.setattr(audit_mod, "analyse", dying)  # the forked workers inherit it
+    monkeypatch.setattr(audit_mod.pool, "analyse", dying)  # the forked workers inherit it
     r = audit([str(tmp_path)], jobs=2)
     assert [s.path for s in r.sites] == ["a.py", "z.py"]
     assert r.errors == [("crash.py", "the worker process analysing it died (exit status 3); skipped")]
@@ -369,15 +369,15 @@ def test_workers_do_not_outlive_a_killed_main_process(tmp_path):
 def test_a_scanner_that_dies_has_its_files_scanned_by_the_main_process(tmp_path, monkeypatch):
     for i in range(100):
         (tmp_path / f"m{i:03}.py").write_text(CALL.format(", topk_length=m.lens") if i % 10 == 0 else "x = 1\n")
-    main, real = os.getpid(), audit_mod._scan_chunk
+    main, real = os.getpid(), audit_mod.scan._scan_chunk
 
     def dying(paths, buf, classify=None):
         if os.getpid() != main:
             os._exit(5)  # every scanner dies on its first chunk
         return real(paths, buf, classify)
 
-    monkeypatch.setattr(audit_mod, "_scan_chunk", dying)  # the forked scanners inherit it
-    monkeypatch.setattr(audit_mod, "SCAN_CHUNK", 8)  # many chunks, both scanners die
+    monkeypatch.setattr(audit_mod.scan, "_scan_chunk", dying)  # the forked scanners inherit it
+    monkeypatch.setattr(audit_mod.scan, "SCAN_CHUNK", 8)  # many chunks, both scanners die
     r = audit([str(tmp_path)], jobs=2)
     assert [s.path for s in r.sites] == [f"m{i:03}.py" for i in range(0, 100, 10)] and r.errors == []
     assert r.summary["files"] == 100 and r.summary["parsed"] == 10
@@ -395,8 +395,8 @@ def test_a_scanner_that_dies_classifying_leaves_its_chunk_to_the_engine(tmp_path
             os._exit(6)  # in whichever process classifies it
         return real(path, kernel)
 
-    monkeypatch.setattr(audit_mod, "classify_without_engine", dying)
-    monkeypatch.setattr(audit_mod, "SCAN_CHUNK", 8)  # the other chunks are classified by the live scanner
+    monkeypatch.setattr(audit_mod.scan, "classify_without_engine", dying)
+    monkeypatch.setattr(audit_mod.scan, "SCAN_CHUNK", 8)  # the other chunks are classified by the live scanner
     r = audit([str(tmp_path)], jobs=2)
     assert [s.path for s in r.sites] == [f"m{i:03}.py" for i in range(0, 40, 4)] and r.errors == []
     assert {s.status.value for s in r.sites} == {"compliant"}

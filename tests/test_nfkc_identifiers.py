@@ -176,12 +176,12 @@ def test_the_rev_scan_reads_the_codec_in_the_first_window_only(monkeypatch):
     """audit --rev scans a blob over the size cap in windows: the cookie is in the first, the name in a later one."""
     from topk_migrate import audit as audit_mod
 
-    monkeypatch.setattr(audit_mod, "SCAN_WINDOW", 64)
+    monkeypatch.setattr(audit_mod.rev, "SCAN_WINDOW", 64)
     body = b"x = 1\n" * 40 + b"\xdf\xbbsh_mla_sparse_fwd(q)\n" + b"y = 2\n" * 40
     pf = prefilter()
     for cookie, found in ((b"# coding: mac_roman\n", True), (b"# coding: utf-8\n", False)):
         data = cookie + body
-        assert audit_mod._scan_stream(io.BytesIO(data), len(data), pf, "sha") is found
+        assert audit_mod.rev._scan_stream(io.BytesIO(data), len(data), pf, "sha") is found
 
 
 def test_the_project_scan_finds_a_subclass_whose_base_is_spelled_otherwise(tmp_path):

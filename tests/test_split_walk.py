@@ -157,7 +157,7 @@ def test_a_directory_that_comes_back_twice_is_walked_no_further(tmp_path):
 
 
 def test_audit_with_scanners_walking_gives_what_one_process_gives(tmp_path, monkeypatch):
-    monkeypatch.setattr(audit_mod, "PART_SHARE", 2)  # the scanners, forked, donate after 2 files
+    monkeypatch.setattr(audit_mod.scan, "PART_SHARE", 2)  # the scanners, forked, donate after 2 files
     for seed in range(6):
         rng = random.Random(1000 + seed)
         top = tmp_path / str(seed)
@@ -183,7 +183,7 @@ def test_a_scanner_that_dies_on_a_part_has_it_walked_here(tmp_path, monkeypatch,
         for i in range(6):
             (tmp_path / f"d{d}" / f"m{i}.py").write_text(DONE if i == 2 else "x = 1\n")
     main = os.getpid()
-    walk_part, classify = audit_mod._walk_part, audit_mod.classify_without_engine
+    walk_part, classify = audit_mod.scan._walk_part, audit_mod.scan.classify_without_engine
 
     def dying_walk(plan, seeds, buf, share=float("inf")):
         if os.getpid() != main:
@@ -196,9 +196,9 @@ def test_a_scanner_that_dies_on_a_part_has_it_walked_here(tmp_path, monkeypatch,
         return classify(path, kernel)
 
     if dies_in == "walking":
-        monkeypatch.setattr(audit_mod, "_walk_part", dying_walk)
+        monkeypatch.setattr(audit_mod.scan, "_walk_part", dying_walk)
     else:
-        monkeypatch.setattr(audit_mod, "classify_without_engine", dying_classify)
+        monkeypatch.setattr(audit_mod.scan, "classify_without_engine", dying_classify)
     r = audit([str(tmp_path)], jobs=2)
     assert [s.path for s in r.sites] == [f"d{d}/m2.py" for d in range(8)] and r.errors == []
     assert {s.status.value for s in r.sites} == {"compliant"}

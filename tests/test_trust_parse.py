@@ -120,7 +120,7 @@ def test_audit_replaces_workers_that_die_and_goes_on(tmp_path, monkeypatch):
             _crash()
         return real(path, *a)
 
-    monkeypatch.setattr(audit_mod, "analyse", dying)
+    monkeypatch.setattr(audit_mod.pool, "analyse", dying)
     r = audit([str(tmp_path)], jobs=2)  # 3 deaths with 2 workers: only replacements can finish the run
     assert sorted(s.path for s in r.sites) == sorted(n for n in names if not n.startswith("crash"))
     assert r.errors == [(f"crash{i}.py", "the worker process analysing it died (signal 11 (SIGSEGV)); skipped")

@@ -145,13 +145,13 @@ def layouts(monkeypatch):
     from topk_migrate import audit as audit_mod
 
     calls = []
-    real = audit_mod._lay_out
+    real = audit_mod.rev._lay_out
 
     def spy(inside, path, data, *rest):
         calls.append((path, len(data)))
         return real(inside, path, data, *rest)
 
-    monkeypatch.setattr(audit_mod, "_lay_out", spy)
+    monkeypatch.setattr(audit_mod.rev, "_lay_out", spy)
     return calls
 
 
@@ -210,7 +210,7 @@ def test_oversized_blob_scan_sees_a_name_across_windows(repo, small_cap, layouts
     """The over-cap scan reads windows: a kernel name cut by a window boundary is still seen."""
     from topk_migrate import audit as audit_mod
 
-    monkeypatch.setattr(audit_mod, "SCAN_WINDOW", 64)
+    monkeypatch.setattr(audit_mod.rev, "SCAN_WINDOW", 64)
     name = b"flash_mla_sparse_fwd"
     data = b"#" * (64 * 100 - 7) + name + b"\n" + b"#" * small_cap
     commit_entries(repo, "cut", ("cut.py", blob(repo, data)), ("none.py", blob(repo, data.replace(name, b"x" * len(name)))))
@@ -224,14 +224,14 @@ def test_one_blob_under_many_paths_is_written_once(repo, tmp_path, monkeypatch):
     from topk_migrate import audit as audit_mod
 
     inodes = []
-    real = audit_mod._lay_out
+    real = audit_mod.rev._lay_out
 
     def spy(*args):
         dest = real(*args)
         inodes.append(os.stat(dest).st_ino)
         return dest
 
-    monkeypatch.setattr(audit_mod, "_lay_out", spy)
+    monkeypatch.setattr(audit_mod.rev, "_lay_out", spy)
     ok = blob(repo, CALL)
     commit_entries(repo, "many", *((f"p{i:02}.py", ok) for i in range(30)))
     r = audit([str(repo)], rev="many", jobs=1)
@@ -246,13 +246,13 @@ def test_bytes_read_and_laid_out_per_run_are_bounded(repo, monkeypatch):
     size = len(CALL)
     ok = blob(repo, CALL)
     commit_entries(repo, "linked", *((f"p{i:02}.py", ok) for i in range(10)))
-    monkeypatch.setattr(audit_mod, "_rev_limits", lambda: (10 ** 9, 3 * size), raising=False)
+    monkeypatch.setattr(audit_mod.rev, "_rev_limits", lambda: (10 ** 9, 3 * size), raising=False)
     r = audit([str(repo)], rev="linked", jobs=1)
     assert len(r.sites) == 3 and len(r.errors) == 7
     assert all(e.startswith("not laid out: this run has laid out") and "bound of" in e for _, e in r.errors)
     distinct = [blob(repo, CALL + f"# {i}\n".encode()) for i in range(5)]
     commit_entries(repo, "distinct", *((f"d{i}.py", s) for i, s in enumerate(distinct)))
-    monkeypatch.setattr(audit_mod, "_rev_limits", lambda: (2 * size + 20, 10 ** 9), raising=False)
+    monkeypatch.setattr(audit_mod.rev, "_rev_limits", lambda: (2 * size + 20, 10 ** 9), raising=False)
     r = audit([str(repo)], rev="distinct", jobs=1)
     assert len(r.sites) == 2 and [p for p, _ in r.errors] == ["d2.py", "d3.py", "d4.py"]
     assert all(e.startswith("not read: this run has read") for _, e in r.errors)
@@ -269,8 +269,8 @@ def test_project_file_over_its_cap_is_not_read(repo, monkeypatch, layouts):
     monkeypatch.setattr(project, "PROJECT_FILE_LIMIT", 4096)
     monkeypatch.setattr(project, "RECORD_LIMIT", 8192, raising=False)
     read = []
-    real = getattr(audit_mod, "_read_exactly", None)
-    monkeypatch.setattr(audit_mod, "_read_exactly", lambda out, size, sha: read.append(size) or real(out, size, sha),
+    real = getattr(audit_mod.rev, "_read_exactly", None)
+    monkeypatch.setattr(audit_mod.rev, "_read_exactly", lambda out, size, sha: read.append(size) or real(out, size, sha),
                         raising=False)
     huge = b"sglang-kernel==0.4.2\n" + b"# pad\n" * 2000
     req, small = blob(repo, huge), blob(repo, b"sglang-kernel==0.4.2\n")
@@ -366,7 +366,7 @@ def test_a_stalled_cat_file_answer_is_one_error(repo, monkeypatch):
     monkeypatch.setattr(subprocesses, "GIT_TIMEOUT", 1)
     t0 = time.monotonic()
     with pytest.raises(AuditError, match="git cat-file: no answer for 1 s"):
-        list(audit_mod._cat_blobs(str(repo), [(sha, 5, None)]))
+        list(audit_mod.rev._cat_blobs(str(repo), [(sha, 5, None)]))
     assert time.monotonic() - t0 < 30
 
 
@@ -449,7 +449,7 @@ def test_directory_test_is_linear_in_the_listing():
     """Finding 9: which command-line paths are directories of the commit is decided in string work
     linear in the listing's characters, whatever its depth: counted, at two sizes, for a chain of
     one file per depth (the reproducer's shape) and for one deep file."""
-    from topk_migrate.audit import _directories_among
+    from topk_migrate.audit.rev import _directories_among
 
     def chain(n):
         return ["/".join(["a"] * k) + "/f.py" for k in range(1, n + 1)]

@@ -1,0 +1,104 @@
+"""One audit run: the scan, the engine's results as they come back, the result."""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import replace
+from typing import List, Optional, Sequence
+
+from ..discover import (
+    scanning_for,
+)
+from ..model import CHECK_STATUSES, Site
+from ..progress import Progress
+from ..run_context import in_run
+from .pool import Runner
+from .results import AuditResult, Tally, display_root, rel_to
+from .rev import scan_rev
+from .scan import rules_prefilter, scan_into_runner
+
+
+@in_run
+def audit(  # noqa: PLR0913  (public API: keyword options with defaults)
+    paths: Sequence[str],
+    rev: Optional[str] = None,
+    exclude: Sequence[str] = (),
+    kernel: Optional[str] = None,
+    jobs: Optional[int] = None,
+    gitignore: bool = True,
+    progress: bool = False,
+    follow_links: bool = False,
+    note=None,
+    relative_to: Optional[str] = None,
+) -> AuditResult:
+    """Classify every site under `paths` (in the work tree, or in commit `rev`), in one run
+    (run_context: what it reads of the tree, its scanners and workers inherit; the next run reads afresh).
+
+    follow_links and note (told what a walk leaves out, and why): as discover.iter_python_files.
+    relative_to: the directory reported paths are relative to (default: display_root of the paths; for
+    `--rev`, the work tree's place of them)."""
+    t0 = time.perf_counter()
+    prog = Progress(progress)
+    prefilter = rules_prefilter(paths)  # before any process is forked
+    runner = Runner(jobs or os.cpu_count() or 1)
+    tally = Tally()
+    tmp = commit = top = None
+    with scanning_for(prefilter):  # scanners forked inside look for these rules' names
+        try:
+            if rev is None:
+                root = display_root(paths)
+                scan_into_runner(paths, exclude, gitignore, kernel, runner, tally, prog, follow_links, note)
+            else:
+                tmp = os.path.realpath(tempfile.mkdtemp(prefix="topk-migrate-rev-"))
+                root, top, commit = scan_rev(paths, rev, exclude, kernel, runner, tally, prog, tmp)
+            if relative_to is not None:
+                root = os.path.abspath(relative_to)
+            sites: List[Site] = []
+            for path, got, err in runner.results(prog):
+                if tmp:  # from the temporary layout back to the work tree's paths
+                    path = os.path.join(top, path[len(tmp) + 1 :])
+                    err = err and err.replace(tmp + os.sep, "")
+                if err:
+                    tally.errors.append((path, err))
+                for s in got:
+                    reason = s.reason.replace(tmp + os.sep, "") if tmp else s.reason
+                    p = path if tmp else s.path
+                    sites.append(replace(s, path=rel_to(p, root), reason=reason))
+        finally:
+            runner.close()
+            prog.close()
+            if tmp:
+                shutil.rmtree(tmp, ignore_errors=True)
+    return result_of(sites, tally, root, rev, commit, t0)
+
+
+def new_since(  # noqa: PLR0913  (audit()'s options, passed on to the audit of ref)
+        now: AuditResult, paths, ref, exclude, kernel, jobs, gitignore, relative_to) -> AuditResult:
+    """now's sites less those commit `ref` had (baseline.py), its summary counted again."""
+    from ..baseline import only_new
+
+    root = os.path.abspath(relative_to) if relative_to is not None else display_root(paths)
+    then = audit(paths, rev=ref, exclude=exclude, kernel=kernel, jobs=jobs, gitignore=gitignore, relative_to=root)
+    sites = only_new(now.sites, root, then.sites, then.summary["commit"])
+    summary = {**now.summary, "sites": len(sites),
+               "by_status": {st.value: sum(s.status is st for s in sites) for st in CHECK_STATUSES}}
+    return AuditResult(sites, now.errors, summary)
+
+
+def result_of(sites, tally, root, rev, commit, t0) -> AuditResult:
+    sites.sort(key=lambda s: (s.path, s.line, s.column))
+    # a path that does not exist is named as given: relative to root it would name something else
+    errors = sorted((rel_to(p, root) if rev or os.path.lexists(p) else p, e) for p, e in tally.errors)
+    summary = {
+        "files": tally.files,
+        "parsed": tally.candidates,
+        "sites": len(sites),
+        "by_status": {st.value: sum(s.status is st for s in sites) for st in CHECK_STATUSES},
+        "errors": len(errors),
+        "seconds": round(time.perf_counter() - t0, 3),
+        "rev": rev,
+        "commit": commit,
+    }
+    return AuditResult(sites, errors, summary)
