@@ -28,6 +28,7 @@ sys.path.insert(0, os.path.join(REPO, "tests"))
 
 A = "topk_migrate.codemods.pass_topk_length.analysis"
 R = "topk_migrate.codemods.pass_topk_length.rows"
+RE = "topk_migrate.codemods.pass_topk_length.reach"
 
 
 class Everything(frozenset):
@@ -83,11 +84,11 @@ MUTATIONS: Dict[str, Tuple[str, str, tuple]] = {
     "ARGUMENT_PASSING_DECORATORS": ("helper-identity", f"{A}:ARGUMENT_PASSING_DECORATORS", ("accept_all",)),
     "SIGNATURE_KEEPING_DECORATORS": ("helper-identity", f"{A}:SIGNATURE_KEEPING_DECORATORS", ("accept_all",)),
     "whole_project": ("whole-project", f"{A}:_Analysis.whole_project", ("returns", None)),
-    "whole_project: overrides in other files": ("whole-project", "topk_migrate.reach:Project.overrides",
+    "whole_project: overrides in other files": ("whole-project", f"{RE}:Project.overrides",
                                                 ("returns", [])),
-    "whole_project: attribute writes elsewhere": ("whole-project", "topk_migrate.reach:Project.attribute_writes",
+    "whole_project: attribute writes elsewhere": ("whole-project", f"{RE}:Project.attribute_writes",
                                                   ("returns", [])),
-    "whole_project: reflection elsewhere": ("whole-project", "topk_migrate.reach:Project.reflection", ("returns", [])),
+    "whole_project: reflection elsewhere": ("whole-project", f"{RE}:Project.reflection", ("returns", [])),
     # the kernel takes topk_length in every install
     "kernel_gate": ("kernel-accepts", "topk_migrate.api:KernelGate.__call__", ("call", lambda orig: _gate_yes)),
     "pins: extras-only": ("every-install", "topk_migrate.kernels:decide_pins", ("call", lambda orig: _extras_count(orig))),

@@ -317,7 +317,7 @@ def test_a_file_over_the_runs_size_limit_is_scanned_not_read(tmp_path, monkeypat
 
     reads = []
     real = discover.read_regular
-    monkeypatch.setattr("topk_migrate.reach.read_regular", lambda p, limit=None: (reads.append(limit), real(p, limit))[1])
+    monkeypatch.setattr("topk_migrate.codemods.pass_topk_length.reach.read_regular", lambda p, limit=None: (reads.append(limit), real(p, limit))[1])
     monkeypatch.setenv("TOPK_MIGRATE_MAX_BYTES", "20000")
     big = "x = 1\n" * 5000  # 30 kB: over the limit, under the scan's own 8 MiB
     assert verdict(tmp_path, {"vendored/table.py": big}).status is Status.FIXABLE
@@ -386,7 +386,7 @@ def test_a_files_imports_are_those_of_every_statement():
     import ast
     from pathlib import Path
 
-    from topk_migrate.reach import _File
+    from topk_migrate.codemods.pass_topk_length.reach import _File
 
     def walked(tree):
         modules, froms = {}, {}

@@ -36,8 +36,9 @@ import pytest
 from codemods.pass_topk_length import analysis, rows
 from helpers import ROOT
 from narrow_cases import CASES
-from topk_migrate import bounded, discover, escape, files, guard, kernels, narrow, reach, spelling, suppress
+from topk_migrate import bounded, discover, escape, files, guard, kernels, narrow, spelling, suppress
 from topk_migrate.bump import bind, command, engine, signatures, sources
+from topk_migrate.codemods.pass_topk_length import reach
 from topk_migrate.discover import compile_patterns
 from topk_migrate.model import InputError
 

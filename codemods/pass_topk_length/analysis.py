@@ -15,13 +15,13 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import FunctionScope, GlobalScope, ImportAssignment
 
-from topk_migrate import reach, suppress
+from topk_migrate import suppress
 from topk_migrate.model import Capability, Site, Status
 from topk_migrate.resolve import CallInfo, Function, ModuleFacts, dotted
 from topk_migrate.rules import RuleOptions
 from topk_migrate.scopecheck import Tree, root_binding
 
-from . import derived
+from . import derived, reach
 from .quick import ENTRY_POINTS, OP_NAME, OP_TOPK_LENGTH_POSITION, PARAM, is_kernel, is_op_level  # noqa: F401
 from .rows import index_hazard, row_hazard
 
@@ -579,7 +579,7 @@ class _Analysis:
         return not optional
 
     def project(self):
-        """The project's other files (topk_migrate.reach), read once per module checked."""
+        """The project's other files (reach.py), read once per module checked."""
         if self._project is None:
             from topk_migrate.project import project_scope
 
@@ -675,7 +675,7 @@ class _Analysis:
         return None
 
     def forwards_unchanged(self, c: CallInfo, d, where: str, offset: int = 0) -> Optional[str]:
-        """A kernel defined in this project is a plain forwarding wrapper (topk_migrate.reach.forwarded_call):
+        """A kernel defined in this project is a plain forwarding wrapper (reach.forwarded_call):
         whatever it takes (the gate read its signature, or its module's declaration), it hands on with the
         rows and indices it was given. Else why not."""
         name = c.callee.rsplit(".", 1)[-1]
@@ -1567,7 +1567,7 @@ def _by_hand(found: Optional[str], passing) -> str:
 
 
 def _as_ast(node: cst.FunctionDef) -> Optional[ast.AST]:
-    """A def of this module as CPython's ast (what topk_migrate.reach reads), or None if it cannot be read."""
+    """A def of this module as CPython's ast (what reach.py reads), or None if it cannot be read."""
     import textwrap
 
     try:
@@ -1615,7 +1615,7 @@ def _clips_to_width(e: ast.Call) -> bool:
 
 def _clipped_elsewhere(f, e, depth: int, env: Optional[dict] = None, seen: Optional[set] = None) -> bool:
     """`_Analysis._clipped` for a value another file of the project gives the field (CPython's ast, read
-    by topk_migrate.reach): the engine's clip, a clamp with an upper bound, a minimum, zeros, a read of
+    by reach.py): the engine's clip, a clamp with an upper bound, a minimum, zeros, a read of
     the clipped field, a top-level function of that file whose every return is such (its parameters are
     the call's arguments: `env`), or a local bound only to such (`x = pad(fb, x)` after `x = compute(...)`: a
     local met again while its own bindings are read, `seen`, is decided by its other bindings, as _clipped

@@ -25,11 +25,12 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple, Union
 
-from . import bounded, files, guard, memory
-from .discover import Prefilter, file_may_hold_site, iter_python_files, read_regular, scanning_for
-from .model import InputError
-from .project import Scope
-from .run_context import per_run
+import topk_migrate
+from topk_migrate import bounded, files, guard, memory
+from topk_migrate.discover import Prefilter, file_may_hold_site, iter_python_files, read_regular, scanning_for
+from topk_migrate.model import InputError
+from topk_migrate.project import Scope
+from topk_migrate.run_context import per_run
 
 # a file bigger than this (or than the run's TOPK_MIGRATE_MAX_BYTES, if smaller) cannot be checked; the
 # project's biggest real Python files (generated protobuf stubs, vendored tables) are under 1 MiB.
@@ -202,7 +203,8 @@ def _own_dirs() -> List[str]:
 
         spec = importlib.util.find_spec("topk_migrate.codemods")
         rules = list(spec.submodule_search_locations or ()) if spec is not None else []
-        _OWN.extend(os.path.realpath(d) for d in (os.path.dirname(os.path.abspath(__file__)), *rules))
+        engine = os.path.dirname(os.path.abspath(topk_migrate.__file__))
+        _OWN.extend(os.path.realpath(d) for d in (engine, *rules))
     return _OWN
 
 
@@ -393,7 +395,7 @@ class Project:
     """The Python files of one project, read once, for the questions one module's rewrite asks."""
 
     def __init__(self, module_path: str, scope: Union[Scope, str]):
-        from .kernels import find_module
+        from topk_migrate.kernels import find_module
 
         scope = Scope(scope) if isinstance(scope, str) else scope  # a root: every file under it
         self.module = os.path.realpath(module_path)
