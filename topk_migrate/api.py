@@ -382,13 +382,18 @@ def _classify_and_rewrite(out: FileOutcome, text: _Text, req: _Request) -> None:
     first = _classify(out.path, plan, text) if plan.first else None
     if first is not None:
         out.sites = text.spelled.sites(first.sites)  # the file's sites, whatever happens to the rewrite below
-        if req.narrowed or not any(s.status is Status.FIXABLE for s in out.sites):
+        if not _rewrite_wanted(out.sites, req):
             return
     m = _rewrite(out.path, plan, first, text)
     out.sites = text.spelled.sites(m.sites)
     if m.changed and not text.spelled.changed:  # a file spelled otherwise is never rewritten from that text
         out._diff_of = (text.source.text, m.new_source, diff_labels(out.path))  # the diff, made if it is read
         out.new_bytes, out.written = _write(text.source, m.new_source, req)
+
+
+def _rewrite_wanted(sites: List[Site], req: _Request) -> bool:
+    """After a narrowed run: LibCST reads the whole file only for a fixable site, and never for audit."""
+    return not req.narrowed and any(s.status is Status.FIXABLE for s in sites)
 
 
 def _read(path: str, data: Optional[bytes]) -> Optional[_Read]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, List, Optional, Tuple
 
 from . import rules
 from .model import Capability, InputError
@@ -33,6 +33,17 @@ def _parsed(kernel: KernelOption):
         return kernels.parse_pin(kernel.value, kernel.source)
     except ValueError as e:
         raise InputError(f"{kernel.source}: {e}") from None
+
+
+@dataclass(frozen=True)
+class _Callee:
+    """A callee as the gate reads it: its first name, whether it is imported, and the distributions whose
+    pins decide it."""
+
+    name: str
+    module: str
+    imported: bool
+    dists: tuple
 
 
 class KernelGate:
@@ -67,11 +78,20 @@ class KernelGate:
         """In order: --kernel NAME==VERSION, the project's pins, an interface vendored in the project, the
         interface the running Python would import (read, never imported), a capability declaration
         (`--kernel flash_mla:topk_length`). A distribution's pin decides only the modules it provides."""
-        from . import kernels
-        from .installed import Declared, declaration_hint, installed_interface
+        from .installed import Declared
 
-        param = self.param
+        c = self._callee(callee)
+        declared = self.explicit if isinstance(self.explicit, Declared) else None
+        cap, undecided = self._by_pins(c, declared)
+        if cap is None:
+            cap = self._by_project_interface(c)
+        if cap is None:
+            cap = self._by_installed_interface(c)
+        if cap is None:
+            cap = self._by_declaration(c, declared)
+        return cap if cap is not None else self._undecided(c, declared, undecided)
 
+    def _callee(self, callee: str) -> _Callee:
         module = callee.split(".")[0]
         # (a relative import's name, `.legacy.f`, is imported too: from a module of this package, not a kernel's)
         imported = "." in callee and module not in ("self", "cls")
@@ -81,64 +101,89 @@ class KernelGate:
             dists = ()  # a module no kernel distribution provides: no pin of one decides it
         else:  # a bare name or an attribute of self: whatever kernel the project pins
             dists = tuple(dict.fromkeys(d for ds in self.dists.values() for d in ds))
-        declared = self.explicit if isinstance(self.explicit, Declared) else None
-        undecided = []
-        if self.explicit and not declared and self.explicit.dist in dists:
+        return _Callee(callee, module, imported, dists)
+
+    def _by_pins(self, c: _Callee, declared) -> Tuple[Optional[Capability], List[str]]:
+        """--kernel NAME==VERSION, then the project's pins; with the pins that allow versions both with and
+        without the parameter, named where nothing else decides."""
+        from . import kernels
+
+        undecided: List[str] = []
+        if self.explicit and not declared and self.explicit.dist in c.dists:
             ok = kernels.accepts(self.explicit, self.min)
             if ok is not None:
-                return self._pinned(ok, (self.explicit,), dists)
+                return self._pinned(ok, (self.explicit,), c.dists), undecided
             undecided.append(f"{self.explicit} from {self.explicit.source}")
-        found = kernels.project_decision(self.path, dists, self.min) if dists else None
+        found = kernels.project_decision(self.path, c.dists, self.min) if c.dists else None
         if found is not None:
             if found.accepts is not None:
-                return self._pinned(found.accepts, found.pins, dists)
+                return self._pinned(found.accepts, found.pins, c.dists), undecided
             undecided.append(found.describe())
+        return None, undecided
+
+    def _by_project_interface(self, c: _Callee) -> Optional[Capability]:
+        """An interface vendored in the project, or for a bare name the def the file's imports bind."""
+        from . import kernels
+
         memo: dict = {}
-        iface = kernels.vendored_interface(self.path, callee, param, memo)
-        if iface is None and "." not in callee:
-            iface = kernels.read_interface(self.path, callee, param=param, _memo=memo)
+        iface = kernels.vendored_interface(self.path, c.name, self.param, memo)
+        if iface is None and "." not in c.name:
+            iface = kernels.read_interface(self.path, c.name, param=self.param, _memo=memo)
         why = kernels.interface_why(memo) if iface is None else None
         if why:  # the project's (or an installed) module binds the name in a way the reader cannot decide
-            return Capability(None, f"{callee}: {why}; rewrite by hand once it is one function that takes {param}")
-        if iface is not None:
-            where = f"interface at {kernels.project_label(iface.path, self.root)}:{iface.line}"
-            if param in iface.params:
-                return Capability(True, f"{where} takes {param}", iface.params.index(param), where, iface.params)
-            if not iface.has_var_kwargs:
-                return Capability(False, f"{where} has no {param} parameter", decision=where, params=iface.params)
-        # the installed interface decides where no release number can (a FlashMLA source build, a module no
-        # kernel distribution provides); where a version pin can, the project's pins stay what decides
-        versionless = not dists or dists[0] not in self.min
-        installed = installed_interface(callee, param) if imported and module != "torch" and versionless else None
-        if installed is not None:
-            where = f"the installed interface {module} ({_shown_path(installed.path)}:{installed.line})"
-            if param in installed.params:
-                return Capability(True, f"{where} takes {param}", installed.params.index(param), where,
-                                  installed.params)
-            if not installed.has_var_kwargs:
-                return Capability(False, f"{where} has no {param} parameter", decision=where, params=installed.params)
-        if declared is not None and declared.module == module and declared.param == param:
+            return Capability(None, f"{c.name}: {why}; rewrite by hand once it is one function that takes "
+                                    f"{self.param}")
+        if iface is None:
+            return None
+        return self._by_interface(iface, f"interface at {kernels.project_label(iface.path, self.root)}:{iface.line}")
+
+    def _by_installed_interface(self, c: _Callee) -> Optional[Capability]:
+        """The installed interface decides where no release number can (a FlashMLA source build, a module no
+        kernel distribution provides); where a version pin can, the project's pins stay what decides."""
+        from .installed import installed_interface
+
+        versionless = not c.dists or c.dists[0] not in self.min
+        installed = installed_interface(c.name, self.param) if c.imported and c.module != "torch" and versionless \
+            else None
+        if installed is None:
+            return None
+        return self._by_interface(installed, f"the installed interface {c.module} "
+                                             f"({_shown_path(installed.path)}:{installed.line})")
+
+    def _by_interface(self, iface, where: str) -> Optional[Capability]:
+        """What one interface says: it takes the parameter, it has none, or (**kwargs) it cannot say."""
+        param = self.param
+        if param in iface.params:
+            return Capability(True, f"{where} takes {param}", iface.params.index(param), where, iface.params)
+        if not iface.has_var_kwargs:
+            return Capability(False, f"{where} has no {param} parameter", decision=where, params=iface.params)
+        return None
+
+    def _by_declaration(self, c: _Callee, declared) -> Optional[Capability]:
+        """A capability declaration (`--kernel MODULE:PARAM`) about this callee's module and this parameter."""
+        if declared is not None and declared.module == c.module and declared.param == self.param:
             said = f"{declared} from {declared.source}"
             return Capability(True, said, decision=said)
+        return None
+
+    def _undecided(self, c: _Callee, declared, undecided: List[str]) -> Capability:
+        """Nothing decides: say why, and how to declare the kernel."""
+        from .installed import declaration_hint
+
+        param, callee, module, dists = self.param, c.name, c.module, c.dists
         hint = declaration_hint(module, param)
         if not module:  # a relative import's: what reads the project found no def of it
             return Capability(None, f"`{callee.rsplit('.', 1)[0]}` (imported relatively) has no interface in this "
                                     f"project topk-migrate can read; rewrite by hand once its "
                                     f"{callee.rsplit('.', 1)[-1]} takes {param}")
-        if imported and not dists:
+        if c.imported and not dists:
             told = f" ({declared} from {declared.source} is about {declared.module})" if declared else ""
             return Capability(None, f"`{module}` is not a kernel module topk-migrate knows, and no interface of it is "
                                     f"in this project or importable here{told}; if its "
                                     f"{callee.rsplit('.', 1)[-1]} takes {param}, declare {hint}")
-        if undecided:
-            what = f"{' and '.join(undecided)} allow{'s' if len(undecided) == 1 else ''} versions both with and without {param}"
-        else:
-            what = f"no pin of {self._names(dists)}"
-            if module in self.dists and (module,) != dists:
-                what += f" (the distribution{'s' if len(dists) > 1 else ''} of {module})"
-            what += " found"
+        what = self._what(c, undecided)
         decidable = [d for d in dists if self.min.get(d)]
-        if imported and dists and dists[0] not in self.min:
+        if c.imported and dists and dists[0] not in self.min:
             # no release of the first distribution says what it takes (a source build calls itself
             # 1.0.0+<rev> before and after the parameter): only the interface can decide
             alt = f", or pin {decidable[0]}==VERSION if that is what you install" if decidable else ""
@@ -148,6 +193,16 @@ class KernelGate:
         example = f"{(decidable or dists)[0]}==VERSION"
         return Capability(None, f"{what}; {param} needs {self._needs(dists)}; declare the kernel with "
                                 f'--kernel {example} or kernel = "{example}" in [tool.topk-migrate]')
+
+    def _what(self, c: _Callee, undecided: List[str]) -> str:
+        """What the pins said: versions both with and without the parameter, or no pin found."""
+        if undecided:
+            return f"{' and '.join(undecided)} allow{'s' if len(undecided) == 1 else ''} versions both with and " \
+                   f"without {self.param}"
+        what = f"no pin of {self._names(c.dists)}"
+        if c.module in self.dists and (c.module,) != c.dists:
+            what += f" (the distribution{'s' if len(c.dists) > 1 else ''} of {c.module})"
+        return what + " found"
 
     def _pinned(self, ok: bool, pins, dists) -> Capability:
         said = "; ".join(f"{p} from {p.source}" for p in pins)
