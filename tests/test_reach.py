@@ -677,3 +677,99 @@ def test_a_module_named_like_a_test_that_the_project_imports_is_read(tmp_path, i
 def test_a_global_made_by_an_outside_call_of_constants_is_no_object_of_the_project(tmp_path, patch, fixable):
     site = verdict(tmp_path, {"ctx.py": patch})
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+# -- red-team round E: what a computed import, a test double or a hand-off can do to the kernel ----------------
+
+REGISTRY = """\
+import importlib
+
+
+def override(path):
+    module_name, _, attr = path.rpartition(".")
+
+    def install(fn):
+        module = importlib.import_module(module_name)
+        setattr(module, attr, fn)
+        return fn
+
+    return install
+"""
+
+
+@pytest.mark.parametrize("target,fixable", [
+    ("sgl_kernel.flash_mla.flash_mla_sparse_fwd", False),  # the plugin names the kernel's dotted path
+    ("triton.language.semantic", True),  # a registry no string of the project points at the kernel
+])
+def test_a_registry_writing_a_module_imported_by_a_computed_name(tmp_path, target, fixable):
+    """The registry's file names neither the kernel nor its module: `import_module(m)` then `setattr(module,
+    attr, fn)` reaches the kernel's module where a string of the project spells the kernel's dotted path."""
+    plugin = f"from engine.registry import override\n\n\n@override({target!r})\ndef fwd(*a, **k):\n    return None\n"
+    site = verdict(tmp_path, {"engine/registry.py": REGISTRY, "engine/plugin.py": plugin})
+    if fixable:
+        assert site.status is Status.FIXABLE, site.reason
+    else:
+        assert site.status is Status.MANUAL and "imported by a computed name" in site.reason, site.reason
+
+
+def test_a_mock_patch_of_a_computed_target_in_code_that_runs(tmp_path):
+    hooks = ("from unittest import mock\n\nTARGET = 'sgl_kernel.flash_mla.flash_mla_sparse_fwd'\n\n\n"
+             "def install(fn):\n    mock.patch(TARGET, fn).start()\n")
+    site = verdict(tmp_path, {"engine/debug_hooks.py": hooks})
+    assert site.status is Status.MANUAL and "`mock.patch` with a computed target" in site.reason, site.reason
+
+
+@pytest.mark.parametrize("use,fixable", [
+    ("instrument(fm)", False),  # handed to a function that may rebind every `*_fwd` of it
+    ("KERNELS = [fm]", False),
+    ("assert fm is not None and getattr(fm, '__file__', None)", True),
+    ("if not fm:\n    raise ImportError('no kernel')", True),
+])
+def test_the_kernels_module_handed_on(tmp_path, use, fixable):
+    imports = "from engine.profiler import instrument\n" if "instrument" in use else ""
+    backend = BACKEND.replace("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n",
+                              "import sgl_kernel.flash_mla as fm\n" + imports + "\n"
+                              + use + "\n").replace("return flash_mla_sparse_fwd(", "return fm.flash_mla_sparse_fwd(")
+    profiler = "def instrument(module):\n    for n in dir(module):\n        module.__setattr__(n, None)\n"
+    site = verdict(tmp_path, {"engine/profiler.py": profiler}, backend=backend)
+    if fixable:
+        assert site.status is Status.FIXABLE, site.reason
+    else:
+        assert site.status is Status.MANUAL and "is handed on" in site.reason, site.reason
+
+
+DERIVED_BACKEND = """\
+import torch
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+{extra}
+
+def attend(q, kv, idx, scale):
+    return flash_mla_sparse_fwd(q, kv, idx, scale)
+"""
+
+
+@pytest.mark.parametrize("extra,files,why", [
+    ("from engine.devshim import *\n", {"engine/devshim.py": "torch = None\n"}, "may rebind `torch`"),
+    ("", {"engine/platform_patch.py": "import sys\n\nfor _n, _m in list(sys.modules.items()):\n"
+                                         "    if getattr(_m, 'torch', None) is not None:\n        _m.torch = None\n"},
+     "`_m.torch` is assigned"),
+    ("", {"engine/other.py": "from engine import backend\n\nbackend.torch = None\n"}, "`engine.backend.torch` is assigned"),
+    ("", {}, None),
+])
+def test_the_derived_lengths_read_the_modules_own_torch(tmp_path, extra, files, why):
+    """The derived lengths read the module's `torch`: a star import after `import torch`, or another file
+    assigning it (through the module's import, or a module reached by a computed name), may make it a shim."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'fork'\n")
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    path = tmp_path / "engine" / "backend.py"
+    path.parent.mkdir(exist_ok=True)
+    source = DERIVED_BACKEND.format(extra=extra)
+    path.write_text(source)
+    (site,) = migrate_source(source, str(path), kernel=KERNEL, lengths="derived").sites
+    if why is None:
+        assert site.status is Status.FIXABLE, site.reason
+    else:
+        assert site.status is Status.MANUAL and why in site.reason, site.reason

@@ -200,6 +200,15 @@ def _descendants(node: cst.CSTNode):
         todo.extend(n.children)
 
 
+def import_binding(alias: cst.ImportAlias) -> Tuple[str, str]:
+    """(the name `import <alias>` binds, what it binds it to): `import a.b` binds `a` to `a`, `import a.b as c`
+    binds `c` to `a.b`."""
+    full = get_full_name_for_node(alias.name) or ""
+    if alias.asname is None:
+        return full.split(".")[0], full.split(".")[0]
+    return get_full_name_for_node(alias.asname.name) or "", full
+
+
 def _top_level_imports(module: cst.Module) -> Dict[str, str]:
     """Names bound by imports that run unconditionally at import time: local -> qualified."""
     out: Dict[str, str] = {}
@@ -208,10 +217,7 @@ def _top_level_imports(module: cst.Module) -> Dict[str, str]:
             continue
         for small in stmt.body:
             if isinstance(small, cst.Import):
-                for alias in small.names:
-                    full = get_full_name_for_node(alias.name)
-                    local = alias.asname.name.value if alias.asname else full.split(".")[0]
-                    out[local] = full if alias.asname else local
+                out.update(import_binding(alias) for alias in small.names)
             elif isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar) and not small.relative:
                 base = get_full_name_for_node(small.module) if small.module else ""
                 for alias in small.names:
@@ -666,7 +672,7 @@ class _Analysis:
         for w in proj.attribute_writes({kernel}, seeds, modules):
             return (f"{w.what} at {w.where()}: it may replace the kernel `{kernel}` at run time with a function that "
                     "does not take topk_length; pass topk_length by hand once every replacement does")
-        for w in proj.reflection({kernel, *seeds, *helper}, seeds, modules):  # (and the files importing the module)
+        for w in proj.reflection({kernel, *seeds, *helper}, seeds, modules, kernel):  # (and the module's importers)
             return (f"{w.what} at {w.where()} may rebind the kernel, the helper or its class at run time, which "
                     "the analysis cannot follow; pass topk_length by hand if it cannot")
         for w in proj.unreadable:
@@ -791,10 +797,24 @@ class _Analysis:
             return "the module does not `import torch` at its top, which the derived lengths read"
         if any(_is_name(t, self.torch) for d in self.find(cst.Del) for t in _del_targets(d)):
             return f"the module deletes `{self.torch}`, which the derived lengths read"
+        why = self._torch_rebound(c)
+        if why:
+            return why
         why = self._stable_name(c, arg) is None and self._walrus_blocker(c.node)
         if why:
             return why
         return self.project_wrapper(c) or self.index(f"rebinds:{c.callee}", lambda: self.kernel_rebound(c))
+
+    def _torch_rebound(self, c: CallInfo) -> Optional[str]:
+        """What may make the module's `torch` another object where the derived lengths read it: a star import
+        that may bind the name, or another file assigning it on this module (`backend.torch = shim`)."""
+        why = self._star_rebinds(c, self.torch, self.tree.binding(c.node, self.torch))
+        if why:
+            return f"{why.split(';')[0]}, which the derived lengths read; import torch after it or pass topk_length by hand"
+        for w in self.project().module_name_writes(self.torch):
+            return (f"{w.what} at {w.where()}: the derived lengths read this module's `{self.torch}`; "
+                    "pass topk_length by hand")
+        return None
 
     def project_wrapper(self, c: CallInfo) -> Optional[str]:
         """The callee is a function of this project (not the kernel's own interface): it may hand the op other
@@ -814,9 +834,7 @@ class _Analysis:
                     return (f"`{root.value}` is defined in this module (line {line}), not imported from the kernel: "
                             "what it hands the op is not what the derived lengths read; pass topk_length by hand")
         if "." in c.callee and not is_op_level(c.callee):
-            from topk_migrate import kernels
-
-            iface = kernels.vendored_interface(self.path, c.callee, PARAM)
+            iface = self.vendored(c.callee)
             if iface is not None and not iface.installed:
                 return (f"{c.callee} is defined in this project ({iface.path}:{iface.line}), not the kernel's own "
                         "interface: what it hands the op is not what the derived lengths read; pass topk_length by hand")
@@ -970,9 +988,9 @@ class _Analysis:
                 return (f"setattr at line {self.tree.line(call)} replaces `{name}{'.' + rest if rest else ''}`; "
                         "rewrite by hand if what it sets accepts topk_length")
         if "." in c.callee and not is_op_level(c.callee):
-            from topk_migrate import kernels, project
+            from topk_migrate import project
 
-            iface = kernels.vendored_interface(self.path, c.callee, PARAM)
+            iface = self.vendored(c.callee)
             if iface is not None and PARAM not in iface.params and not iface.has_var_kwargs:
                 rel = os.path.relpath(iface.path, project.project_root(self.path)).replace(os.sep, "/")
                 if iface.installed:
@@ -1376,6 +1394,13 @@ class _Analysis:
         return self.tree.find(kinds, matcher, within)
 
     # -- indexes of the module, built once so each site looks up instead of scanning ----------
+    def vendored(self, callee: str):
+        """kernels.vendored_interface of a dotted callee (the project's own definition of it, or the interface
+        installed beside it), read once per analysis: callee_identity and project_wrapper both ask."""
+        from topk_migrate import kernels
+
+        return self.index(f"vendored:{callee}", lambda: kernels.vendored_interface(self.path, callee, PARAM))
+
     def index(self, key: str, build: Callable[[], object]):
         if key not in self._indexes:
             self._indexes[key] = build()

@@ -617,7 +617,7 @@ class Project:
                         out.append(Finding(self.rel(f.path), t.lineno, f"`{_unparse(t)}` is assigned"))
         return out
 
-    def reflection(self, names: Set[str], seeds: Set[str], modules: Set[str]) -> List[Finding]:
+    def reflection(self, names: Set[str], seeds: Set[str], modules: Set[str], kernel: str = "") -> List[Finding]:
         """Reflective writes in other files: setattr/delattr with a computed name (or through
         `object.__setattr__`, `x.__setattr__`, an alias of setattr) on a receiver that may be related,
         exec/eval, writes through vars()/`__dict__` of such a receiver (`[k] = v`, `.update(...)`, an alias
@@ -626,20 +626,24 @@ class Project:
         imports the module or is imported by it (docs/soundness.md `whole-project` says what that leaves)."""
         related = {(self.module, s) for s in seeds} | {(f.path, c.name) for f, c in self.subclasses(seeds)}
         out = []
-        stem = os.path.splitext(os.path.basename(self.module))[0]
-        importers = [f for f in self.files_naming([stem]) if any(  # files that import the module by its name
-            isinstance(n, ast.Import) and any(stem in a.name.split(".") for a in n.names)
-            or isinstance(n, ast.ImportFrom) and (stem in (n.module or "").split(".") or any(a.name == stem for a in n.names))
-            for n in ast.walk(f.tree))]
-        files = {id(f): f for f in self.files_naming(names) + importers + self.imported()}
+        files = {id(f): f for f in self.files_naming(names) + self.importers() + self.imported()}
+        if self.spelled_in_strings({kernel}):  # a dotted path naming it may be imported and written by that name
+            out += self._computed_imports_written(files, names)
+        out += self.module_escapes(modules)
         for f in files.values():
             for node in ast.walk(f.tree):
                 what = None
                 hit = _setattr_call(f, node) if isinstance(node, ast.Call) else None
+                patched = _mock_patch(f, node) if isinstance(node, ast.Call) else None
                 if hit is not None:
                     verb, receiver, name = hit
                     if not isinstance(name, ast.Constant) and self._may_reach(f, receiver, related, modules):
                         what = f"`{verb}` with a computed name"
+                elif patched is not None:
+                    verb, receiver, name = patched
+                    if not isinstance(name, ast.Constant) and (receiver is None or self._may_reach(
+                            f, receiver, related, modules)):
+                        what = f"`{verb}` with a computed target"
                 elif _builtin_call(node, ("exec", "eval")):  # compile() alone runs nothing
                     what = f"`{node.func.id}()`"
                 elif isinstance(node, ast.Name) and node.id in ("setattr", "delattr") and isinstance(node.ctx, ast.Load) \
@@ -668,6 +672,74 @@ class Project:
                         what = f"a class made by `{_unparse(node.func)}(...)` from `{_unparse(bases)}`"
                 if what:
                     out.append(Finding(self.rel(f.path), getattr(node, "lineno", 0), what))
+        return out
+
+    def spelled_in_strings(self, names: Set[str]) -> bool:
+        """Does a string of the project's code (a literal, or a part of an f-string) that could be a dotted path
+        (identifiers and dots only: not prose, not a docstring) spell one of `names` as a word: the only way code the project holds can name it to a computed import (a name held only outside
+        it, in an environment variable or a config file, is not followed: docs/soundness.md `whole-project`)."""
+        words = re.compile(r"\b(?:%s)\b" % "|".join(re.escape(n) for n in sorted(names) if n))
+        return any(isinstance(node, ast.Constant) and isinstance(node.value, str) and _DOTTED.fullmatch(node.value)
+                   and words.search(node.value)
+                   for f in [*filter(None, [self.own()]), *self.files_naming(names)] for node in ast.walk(f.tree))
+
+    def importers(self) -> List[_File]:
+        """The files that import this module by its name (its stem among an import's dotted parts)."""
+        stem = os.path.splitext(os.path.basename(self.module))[0]
+        return [f for f in self.files_naming([stem]) if any(
+            isinstance(n, ast.Import) and any(stem in a.name.split(".") for a in n.names)
+            or isinstance(n, ast.ImportFrom) and (stem in (n.module or "").split(".") or any(a.name == stem for a in n.names))
+            for n in ast.walk(f.tree))]
+
+    def module_name_writes(self, name: str) -> List[Finding]:
+        """Assignments, deletions and literal setattr of `<this module>.name` in the files importing it (a shim
+        put in place of this module's `torch`)."""
+        stem = os.path.splitext(os.path.basename(self.module))[0]
+        out = []
+        for f in self.importers():
+            for node in ast.walk(f.tree):
+                targets = list(node.targets) if isinstance(node, (ast.Assign, ast.Delete)) else [node.target] \
+                    if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+                hit = _setattr_call(f, node) if isinstance(node, ast.Call) else None
+                if hit is not None and isinstance(hit[2], ast.Constant) and hit[2].value == name:
+                    targets.append(ast.Attribute(value=hit[1], attr=name, ctx=ast.Store()))
+                for t in _flatten(targets):
+                    mod = f.module_of(t.value) if isinstance(t, ast.Attribute) and t.attr == name else None
+                    if mod is not None and mod.rsplit(".", 1)[-1] == stem:
+                        out.append(Finding(self.rel(f.path), node.lineno, f"`{mod}.{name}` is assigned"))
+        for f in self.files_naming(_COMPUTED_IMPORT_WORDS):
+            out += _computed_module_writes(self.rel(f.path), f, {name})
+        return out
+
+    def _computed_imports_written(self, seen: Dict[int, "_File"], names: Set[str]) -> List[Finding]:
+        """Writes, in files not read above, on a module imported by a computed name (`importlib.import_module(m)`,
+        `__import__`, `sys.modules`): a reflective write with a computed name, or an assignment of one of
+        `names`. That module may be the kernel's (or this one), and no file need spell it (a plugin registry's
+        `setattr(import_module(m), attr, fn)`)."""
+        out = []
+        for f in self.files_naming(_COMPUTED_IMPORT_WORDS):
+            if id(f) in seen:
+                continue
+            for node in ast.walk(f.tree):
+                hit = (_setattr_call(f, node) or _mock_patch(f, node)) if isinstance(node, ast.Call) else None
+                if hit is not None and hit[1] is not None and not isinstance(hit[2], ast.Constant) \
+                        and _computed_module(f, hit[1]):
+                    out.append(Finding(self.rel(f.path), node.lineno, f"`{hit[0]}` with a computed name on a module "
+                                                                      "imported by a computed name"))
+            out += _computed_module_writes(self.rel(f.path), f, names)
+        return out
+
+    def module_escapes(self, modules: Set[str]) -> List[Finding]:
+        """The kernel's module object handed on (an argument, a stored or returned value, an element): what the
+        code it reaches does to it is not followed (`instrument(fm)` may rebind every `*_fwd` of it)."""
+        out = []
+        own = [self.own()] if self.own() is not None else []
+        for f in own + self.files_naming({m.rsplit(".", 1)[-1] for m in modules}):
+            for node in ast.walk(f.tree):
+                if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load) \
+                        and f.module_of(node) in modules and _escapes(f, node):
+                    out.append(Finding(self.rel(f.path), node.lineno,
+                                       f"the kernel's module `{_unparse(node)}` is handed on"))
         return out
 
     def _namespace_of(self, f: _File, v: ast.AST, related: Set[Tuple[str, str]], modules: Set[str]) -> bool:
@@ -1154,6 +1226,93 @@ def _patch_call(node: ast.Call) -> Optional[Tuple[str, Optional[ast.AST], ast.AS
     if verb in ("setattr", "delattr", "object") and len(node.args) > 1 and isinstance(node.args[1], ast.Constant):
         return verb, first, node.args[1]
     return None
+
+
+_MOCK_MODULES = ("unittest.mock", "mock")
+
+
+def _mock_patch(f: _File, node: ast.Call) -> Optional[Tuple[str, Optional[ast.AST], ast.AST]]:
+    """(how it is spelled, the receiver, the name) of `mock.patch(target, ...)` (receiver None: the target's
+    module) or `mock.patch.object(x, name, ...)`, with `patch` from unittest.mock (or mock); None otherwise."""
+    func = node.func
+    dotted_func = _unparse(func)
+    obj = dotted_func.endswith(".object") or dotted_func.endswith("patch_object")
+    head = func.value if obj and isinstance(func, ast.Attribute) else func
+    if isinstance(head, ast.Name):
+        origin = f.froms.get(head.id)
+        ok = origin is not None and origin[0] in _MOCK_MODULES and origin[1] == "patch"
+    elif isinstance(head, ast.Attribute) and head.attr == "patch":
+        ok = f.module_of(head.value) in _MOCK_MODULES
+    else:
+        ok = False
+    if not ok or not node.args:
+        return None
+    if obj:
+        return (dotted_func, node.args[0], node.args[1]) if len(node.args) > 1 else None
+    first = node.args[0]
+    name = ast.Constant(first.value.rsplit(".", 1)[1]) if isinstance(first, ast.Constant) \
+        and isinstance(first.value, str) and "." in first.value else first
+    return dotted_func, None, name
+
+
+_COMPUTED_IMPORTS = ("import_module", "__import__")
+_DOTTED = re.compile(r"[\w.]+")
+_COMPUTED_IMPORT_WORDS = ["import_module", "__import__", "sys.modules"]  # a file that may hold one
+
+
+def _computed_module_writes(rel: str, f: _File, names: Set[str]) -> List[Finding]:
+    """Assignments and deletions of `<m>.<one of names>` where m may be a module imported by a computed name."""
+    out = []
+    for node in ast.walk(f.tree):
+        targets = list(node.targets) if isinstance(node, (ast.Assign, ast.Delete)) else [node.target] \
+            if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        for t in _flatten(targets):
+            if isinstance(t, ast.Attribute) and t.attr in names and _computed_module(f, t.value):
+                out.append(Finding(rel, node.lineno, f"`{_unparse(t)}` is assigned on a module that may be imported "
+                                                      "by a computed name"))
+    return out
+
+
+def _computed_module(f: _File, receiver: ast.AST, depth: int = 0) -> bool:
+    """Is `receiver` a module imported by a computed name: `importlib.import_module(...)`, `__import__(...)`,
+    `sys.modules[...]` / `sys.modules.get(...)`, or a local bound to one (a parameter: anything)?"""
+    if isinstance(receiver, ast.Call):
+        name = _unparse(receiver.func)
+        return name.rsplit(".", 1)[-1] in _COMPUTED_IMPORTS or name.endswith("modules.get")
+    if isinstance(receiver, ast.Subscript):
+        return _unparse(receiver.value).endswith("modules")
+    if isinstance(receiver, ast.Name) and depth < 4:
+        values = local_value(f, receiver)
+        if values is None:
+            return True  # a parameter, a loop variable, a `with`: it may hold one
+        return any(_computed_module(f, v, depth + 1) for v in values)
+    return False
+
+
+# Uses of a module object that hand nothing on: an attribute read off it, and these builtins of it.
+_MODULE_READS = ("getattr", "hasattr", "isinstance", "id", "repr", "str", "print", "type", "dir", "callable")
+
+
+def _escapes(f: _File, node: ast.AST) -> bool:
+    """Is the module object `node` handed on: anything but an attribute read off it (or a read through
+    _MODULE_READS), the callee of a call, a `del`, or a plain statement?"""
+    up = f.parents.get(id(node))
+    if isinstance(up, ast.Attribute) and up.value is node:
+        return False
+    if isinstance(up, ast.Call):
+        if up.func is node:
+            return False
+        return not (isinstance(up.func, ast.Name) and up.func.id in _MODULE_READS and up.args and up.args[0] is node)
+    if isinstance(up, (ast.Expr, ast.Compare)) or isinstance(up, ast.UnaryOp) and isinstance(up.op, ast.Not):
+        return False  # a truth value or a comparison of it
+    if isinstance(up, (ast.If, ast.While, ast.IfExp, ast.Assert)) and up.test is node:
+        return False
+    if isinstance(up, ast.BoolOp):
+        return _escapes(f, up)  # `fm and x` is one of its operands: handed on where it is
+    if isinstance(up, ast.Assign) and up.value is node and all(
+            isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self" for t in up.targets):
+        return False  # `self.fm = fm`: the analysis reads calls through it as the module's (kernel_modules)
+    return True
 
 
 class _Through:

@@ -29,6 +29,7 @@ from .analysis import (
     _root,
     _top_level_imports,
     fits,
+    import_binding,
 )
 from .derived import derived_value
 
@@ -343,14 +344,7 @@ def _check_derived_read(inserted: _Inserted, g: Group, ids: Set[int], access, na
 def _imports_torch(node, name: str) -> bool:
     """Does `node` bind `name` to the torch package: `import torch`, `import torch.nn` (which binds `torch`),
     or `import torch as name`?"""
-    if not isinstance(node, cst.Import):
-        return False
-    for alias in node.names:
-        full = get_full_name_for_node(alias.name) or ""
-        if alias.asname is None and full.split(".")[0] == name == "torch" or \
-                alias.asname is not None and full == "torch" and get_full_name_for_node(alias.asname.name) == name:
-            return True
-    return False
+    return isinstance(node, cst.Import) and (name, "torch") in map(import_binding, node.names)
 
 
 def _kind(a) -> str:
