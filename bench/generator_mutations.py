@@ -107,9 +107,9 @@ MUTATIONS: Dict[str, Tuple[str, str, tuple]] = {
         "metadata-in-scope", f"{A}:root_binding + {RW}:root_binding", ("returns", (None, False))),
     "typed": ("metadata-type", f"{A}:_Analysis.typed", ("returns", True)),
     "base_sets_none": ("metadata-type", f"{A}:_Analysis.base_sets_none", ("returns", False)),
-    "none_attributes": ("metadata-type", "topk_migrate.scopecheck:Tree.none_attributes", ("returns", frozenset())),
-    "may_be_none": ("metadata-type", "topk_migrate.scopecheck:may_be_none", ("returns", False)),
-    "every None fact": ("metadata-type", f"topk_migrate.scopecheck:may_be_none + topk_migrate.scopecheck:Tree.none_attributes"
+    "none_attributes": ("metadata-type", "topk_migrate.cst.scopecheck:Tree.none_attributes", ("returns", frozenset())),
+    "may_be_none": ("metadata-type", "topk_migrate.cst.scopecheck:may_be_none", ("returns", False)),
+    "every None fact": ("metadata-type", f"topk_migrate.cst.scopecheck:may_be_none + topk_migrate.cst.scopecheck:Tree.none_attributes"
                         f" + {A}:_Analysis.base_sets_none", ("returns", None)),
     "unclipped_write": ("field-meaning", f"{A}:_Analysis.unclipped_write", ("returns", None)),
     "_clipped": ("field-meaning", f"{A}:_Analysis._clipped", ("returns", True)),

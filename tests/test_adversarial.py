@@ -87,7 +87,7 @@ def test_harness_catches_a_blind_rewrite(stubs, tmp_path):
 def _validate_rewrite_owner():
     import importlib
 
-    for name in ("topk_migrate.codemods.pass_topk_length.rule", "topk_migrate.resolve", "topk_migrate.api"):
+    for name in ("topk_migrate.codemods.pass_topk_length.rule", "topk_migrate.cst.resolve", "topk_migrate.api"):
         module = importlib.import_module(name)
         if hasattr(module, "validate_rewrite"):
             return module

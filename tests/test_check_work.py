@@ -15,9 +15,10 @@ from libcst.metadata import wrapper as libcst_wrapper
 
 import scale_bench  # bench/scale_bench.py's shapes (bench/ is on the tests' sys.path)
 from helpers import KERNEL, ROOT
-from topk_migrate import api, scopecheck
+from topk_migrate import api
 from topk_migrate.codemods.pass_topk_length import rows
 from topk_migrate.codemods.pass_topk_length import rule as pass_topk_length
+from topk_migrate.cst import scopecheck
 
 EXAMPLE = ROOT / "fixtures" / "examples" / "dsa_backend.py"
 PAIRS = sorted((ROOT / "fixtures" / "pairs").glob("*/before.py"))

@@ -6,7 +6,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from topk_migrate import cstutil, cstwalk
+from topk_migrate.cst import cstutil, cstwalk
 
 
 @pytest.mark.parametrize("code", ["topk_length", "metadata.dsa_cache_seqlens_int32", "a.b.c", "None", "True",
@@ -142,7 +142,7 @@ def test_the_engines_rewrite_generates_only_what_it_replaced(monkeypatch):
     generated = []
     real = cstutil._code_at
     monkeypatch.setattr(cstutil, "_code_at", lambda *a: (generated.append(len(real(*a))), real(*a))[1])
-    from topk_migrate.scopecheck import StatementPositions
+    from topk_migrate.cst.scopecheck import StatementPositions
 
     placed = []
     real_text = StatementPositions.text_of

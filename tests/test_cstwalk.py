@@ -6,7 +6,7 @@ import pytest
 from libcst.metadata import FunctionScope
 
 from helpers import ROOT
-from topk_migrate import cstwalk
+from topk_migrate.cst import cstwalk
 
 FIXTURES = sorted(p for p in (ROOT / "fixtures").rglob("*.py"))  # the real backends: the default tier
 ENGINE = sorted((ROOT / "topk_migrate").glob("*.py"))  # more shapes of Python: the heavy tier
@@ -191,7 +191,7 @@ def test_a_method_with_a_branch_is_walked_libcsts_way():
 
 def _scope_facts(module, tree=None):
     """Every read's resolution and every assignment, by node identity: what the analysis reads of a scope map."""
-    from topk_migrate import scopecheck
+    from topk_migrate.cst import scopecheck
 
     tree = tree or scopecheck.Tree(module, positions=False)
     table = scopecheck.resolution_table(tree)  # ranks, named below by each scope's kind and node (a partial
@@ -212,7 +212,7 @@ def test_scopes_without_walking_the_layout_are_libcsts(name, module, monkeypatch
     through a MetadataWrapper with LibCST's walk."""
     from libcst.metadata import MetadataWrapper, ScopeProvider
 
-    from topk_migrate import scopecheck
+    from topk_migrate.cst import scopecheck
 
     with monkeypatch.context() as m:
         m.setattr(scopecheck, "scope_map",
@@ -229,7 +229,7 @@ def test_scopes_without_walking_the_layout_are_libcsts(name, module, monkeypatch
 def test_positions_are_libcsts_for_every_node_but_layout(name, module):
     from libcst.metadata import MetadataWrapper, PositionProvider
 
-    from topk_migrate import scopecheck
+    from topk_migrate.cst import scopecheck
 
     theirs = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     ours = scopecheck.Tree(module).position
@@ -241,7 +241,7 @@ def test_positions_are_libcsts_for_every_node_but_layout(name, module):
 def test_a_range_hoisted_from_unrecorded_layout_falls_back_to_libcsts_provider(monkeypatch):
     from libcst.metadata import MetadataWrapper, PositionProvider
 
-    from topk_migrate import scopecheck
+    from topk_migrate.cst import scopecheck
 
     module = cst.parse_module("from a import (\n    b,\n)\nx = [1]\n")
     monkeypatch.setattr(scopecheck, "_BRACKETS", ())  # as if `)` were left out: the import's range needs it
@@ -264,7 +264,7 @@ def _texts():
     pytest.param(p.name, p.read_text(encoding="utf-8"), id=p.name, marks=HEAVY) for p in ENGINE])
 def test_statement_positions_are_the_whole_modules(name, text):
     """Positions worked out per statement, node by node in any order, are those of the whole module."""
-    from topk_migrate import scopecheck
+    from topk_migrate.cst import scopecheck
 
     module = cst.parse_module(text)
     whole = scopecheck.Tree(module).position
@@ -277,7 +277,7 @@ def test_statement_positions_are_the_whole_modules(name, text):
 
 
 def test_statement_positions_generate_only_the_statements_asked():
-    from topk_migrate import scopecheck
+    from topk_migrate.cst import scopecheck
 
     text = "import a\n\n\nclass A:\n    def f(self):\n        return a.b(1)\n\n    def g(self):\n        return 2\n"
     module = cst.parse_module(text)
@@ -312,7 +312,7 @@ def test_another_threads_walks_keep_libcsts_way():
 
 def test_statement_positions_doubt_falls_back_to_the_whole_modules(monkeypatch):
     """A pairing that breaks (here: CPython's statements shifted a line) is caught by the text check."""
-    from topk_migrate import scopecheck
+    from topk_migrate.cst import scopecheck
 
     text = "import a\n\n\nclass A:\n    def f(self):\n        return a.b(1)\n"
     module = cst.parse_module(text)
@@ -389,7 +389,7 @@ def test_bodies_walked_when_asked_resolve_as_the_whole_analysis(name, module):
     function's own names with the same reads; once every read is asked for, every fact is the whole one's."""
     import random
 
-    from topk_migrate import scopecheck
+    from topk_migrate.cst import scopecheck
 
     def sig(scope):
         return None if scope is None else (type(scope).__name__, id(getattr(scope, "node", None)))

@@ -20,10 +20,10 @@ import pytest
 
 import scale_bench  # bench/scale_bench.py's shapes (bench/ is on the tests' sys.path)
 from helpers import KERNEL, ROOT
-from topk_migrate import cstutil
 from topk_migrate.api import migrate_source
 from topk_migrate.codemods.pass_topk_length import analysis
 from topk_migrate.codemods.pass_topk_length import rule as pass_topk_length
+from topk_migrate.cst import cstutil
 from topk_migrate.model import Status
 
 
@@ -128,7 +128,7 @@ def test_work_grows_linearly_in_the_shape_of_the_code(tmp_path, monkeypatch, sha
 def test_statements_their_positions_cannot_place_are_searched_a_bounded_number_of_times(tmp_path, monkeypatch):
     """Where no statement replaced is placed by its positions (text_of, place), each is searched in the whole
     source, cstutil.SEARCHES of them at most; past them the whole module is generated: the same code."""
-    from topk_migrate import scopecheck
+    from topk_migrate.cst import scopecheck
 
     make = scale_bench.SHAPES["functions_meta"]
     n = cstutil.SEARCHES + 4  # past the bound at both sizes
@@ -146,7 +146,7 @@ def test_statements_their_positions_cannot_place_are_searched_a_bounded_number_o
 def test_the_statements_placed_by_their_positions_are_spliced_where_a_search_put_them(tmp_path, monkeypatch, shape):
     """The rewrite placed by each statement's positions (StatementPositions.place) is byte for byte the one
     the search of the source gave, and the whole module generated (twin methods, a block's statements)."""
-    from topk_migrate import scopecheck
+    from topk_migrate.cst import scopecheck
 
     source = scale_bench.SHAPES[shape](3)
     placed = migrate_source(source, str(tmp_path / "backend.py"), kernel=KERNEL)
@@ -268,8 +268,8 @@ def test_every_statement_is_placed_where_its_code_stands(name):
     offset a search gives."""
     import libcst as cst
 
-    from topk_migrate import scopecheck
-    from topk_migrate.cstutil import _code_at
+    from topk_migrate.cst import scopecheck
+    from topk_migrate.cst.cstutil import _code_at
 
     sources = [PLACED[name]] if name != "fixtures" else [p.read_text() for p in sorted((ROOT / "fixtures").rglob("*.py"))]
     placed = 0

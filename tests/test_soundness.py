@@ -15,8 +15,8 @@ from helpers import KERNEL
 from topk_migrate.api import migrate_source
 from topk_migrate.codemods.pass_topk_length import rule as rule
 from topk_migrate.codemods.pass_topk_length.rows import index_hazard, row_hazard
+from topk_migrate.cst.scopecheck import Tree
 from topk_migrate.model import Status
-from topk_migrate.scopecheck import Tree
 
 ROOT_EXAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "examples" / "dsa_backend.py"
 

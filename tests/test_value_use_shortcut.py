@@ -10,8 +10,8 @@ from adversarial.variants import VARIANTS
 from helpers import ROOT
 from topk_migrate.codemods.pass_topk_length import analysis as analysis
 from topk_migrate.codemods.pass_topk_length import rule as rule
-from topk_migrate.resolve import collect
-from topk_migrate.scopecheck import Tree
+from topk_migrate.cst.resolve import collect
+from topk_migrate.cst.scopecheck import Tree
 
 VALUE_USES = [  # each is a value use; the shortcut must see it
     "from sgl_kernel import flash_mla_sparse_fwd\nk = flash_mla_sparse_fwd\n",

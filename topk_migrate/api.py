@@ -155,7 +155,7 @@ def _migrate(source: str, path: str, kernel: KernelOption, options: rules.RuleOp
     a rule's rewrite is made on top of the rewrites before it."""
     import libcst as cst
 
-    from .cstwalk import fast_visits
+    from .cst.cstwalk import fast_visits
     from .files import check_rewrite, syntax_error_message
 
     new, sites = source, []

@@ -75,7 +75,7 @@ class DecodeTopkLength(Rule):
     def sites(self, source: str, path: str, gate, options=None) -> Tuple[str, List[Site]]:
         import libcst as cst
 
-        from topk_migrate.resolve import collect
+        from topk_migrate.cst.resolve import collect
 
         lines = source.splitlines()
         out = []

@@ -16,10 +16,10 @@ from libcst.helpers import get_full_name_for_node
 from libcst.metadata import FunctionScope, GlobalScope, ImportAssignment
 
 from topk_migrate import suppress
+from topk_migrate.cst.resolve import CallInfo, Function, ModuleFacts, dotted
+from topk_migrate.cst.scopecheck import Tree, root_binding
 from topk_migrate.model import Capability, Site, Status
-from topk_migrate.resolve import CallInfo, Function, ModuleFacts, dotted
 from topk_migrate.rules import RuleOptions
-from topk_migrate.scopecheck import Tree, root_binding
 
 from . import derived, reach
 from .quick import ENTRY_POINTS, OP_NAME, OP_TOPK_LENGTH_POSITION, PARAM, is_kernel, is_op_level  # noqa: F401

@@ -11,9 +11,9 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import ClassScope, ComprehensionScope, GlobalScope
 
-from topk_migrate.cstutil import add_keyword, add_param
-from topk_migrate.resolve import ModuleFacts
-from topk_migrate.scopecheck import Tree, inserted_ids, resolution_table, root_binding
+from topk_migrate.cst.cstutil import add_keyword, add_param
+from topk_migrate.cst.resolve import ModuleFacts
+from topk_migrate.cst.scopecheck import Tree, inserted_ids, resolution_table, root_binding
 
 from .analysis import (
     CHECKED_GUARD_COMMENT,

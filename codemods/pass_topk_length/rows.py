@@ -24,7 +24,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import ClassScope, ComprehensionScope, FunctionScope, GlobalScope, ImportAssignment
 
-from topk_migrate.scopecheck import Tree
+from topk_migrate.cst.scopecheck import Tree
 
 # qualified name -> (tree of a module holding just that def, the def) for a function of the project
 External = Callable[[str], Optional[Tuple[Tree, cst.FunctionDef]]]

@@ -8,11 +8,11 @@ import libcst as cst
 
 from topk_migrate.bump.bind import OPPORTUNITY
 from topk_migrate.bump.context import Context, new_param
-from topk_migrate.cstutil import rewritten_code, spliced_code
+from topk_migrate.cst.cstutil import rewritten_code, spliced_code
+from topk_migrate.cst.resolve import collect
+from topk_migrate.cst.scopecheck import Tree
 from topk_migrate.model import Finding, Site, Status
-from topk_migrate.resolve import collect
 from topk_migrate.rules import Rule, RuleExample, RuleOptions
-from topk_migrate.scopecheck import Tree
 
 from . import INFO
 from .analysis import (

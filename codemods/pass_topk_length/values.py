@@ -19,8 +19,8 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from topk_migrate.cst.resolve import ModuleFacts, dotted
 from topk_migrate.model import Site, Status
-from topk_migrate.resolve import ModuleFacts, dotted
 
 from .quick import ENTRY_POINTS, PARAM, is_kernel
 

@@ -1,6 +1,6 @@
 """Bind each call site of the fork against the old and the new signature, statically.
 
-A call is found the way `check` finds kernel calls (topk_migrate.resolve.collect: every import
+A call is found the way `check` finds kernel calls (topk_migrate.cst.resolve.collect: every import
 spelling, function-local and aliased imports); it is one of the release's entry points when its
 resolved name reaches one (`reach`): through the module that defines it, or through its package
 where the package's `__init__` re-exports it. Verdicts, most serious first: breaks (a TypeError

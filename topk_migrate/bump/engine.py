@@ -138,9 +138,9 @@ def _file_sites(path: str, candidate: _Candidate, old: Release, new: Release, sh
     from topk_migrate import guard, narrow, spelling
     from topk_migrate import rules as registry
     from topk_migrate.config import config_for
+    from topk_migrate.cst.resolve import collect
     from topk_migrate.discover import Prefilter, scanning_for
     from topk_migrate.files import decode_source, input_error, read_candidate
-    from topk_migrate.resolve import collect
 
     try:
         with scanning_for(Prefilter(candidate.needles)):  # a file over max_bytes() is scanned in windows
@@ -208,7 +208,7 @@ def _entry(c, bindings: Dict[str, List[str]], candidate: "_Candidate", old: Rele
     resolver keeps a name's first import in the file; the name's other imports (`from sgl_kernel import f`
     on one branch, `from sgl_kernel.flash_mla import f` on another) are tried after it, and the first
     that reaches an entry point of either release is the call's."""
-    from topk_migrate.resolve import dotted
+    from topk_migrate.cst.resolve import dotted
 
     spelled = dotted(c.node.func) or ""
     root, _, rest = spelled.partition(".")
@@ -241,7 +241,7 @@ def _bindings(module) -> Dict[str, List[str]]:
     """Every import of each local name in the module, in order (as resolve.collect spells them)."""
     import libcst as cst
 
-    from topk_migrate.resolve import dotted
+    from topk_migrate.cst.resolve import dotted
 
     out: Dict[str, List[str]] = {}
 

@@ -8,8 +8,8 @@ import libcst as cst
 from topk_migrate import suppress
 from topk_migrate.bump.bind import OPPORTUNITY
 from topk_migrate.bump.context import Context
+from topk_migrate.cst.resolve import collect
 from topk_migrate.model import Finding, Site, Status
-from topk_migrate.resolve import collect
 from topk_migrate.rules import Rule, RuleExample
 
 from . import INFO

@@ -35,7 +35,8 @@ from libcst.metadata.expression_context_provider import (
 from libcst.metadata.position_provider import NEWLINE_RE, PositionProvidingCodegenState
 from libcst.metadata.scope_provider import AnnotationScope, ScopeVisitor
 
-from . import cstwalk, guard
+from .. import guard
+from . import cstwalk
 
 BLOCKS = (cst.Module, cst.IndentedBlock, cst.SimpleStatementLine, cst.SimpleStatementSuite)
 PLAIN_TYPES = {"dict", "list", "tuple", "str", "int", "float", "bool", "bytes", "set", "Dict", "List", "Tuple",
