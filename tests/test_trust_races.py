@@ -112,7 +112,7 @@ import os, sys, time
 from topk_migrate import audit as A
 def big(path, *a):
     return path, [], "x" * 1_000_000  # far more than a pipe holds: the writer blocks
-A.analyse = big
+A.pool.analyse = big
 A.Runner._put = lambda self, i, args: self.pool[0].put((i, args))  # never read back
 def never_reads(self):
     print(self.pool[2].pid, flush=True)

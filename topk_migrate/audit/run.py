@@ -74,7 +74,7 @@ def audit(  # noqa: PLR0913  (public API: keyword options with defaults)
     return result_of(sites, tally, root, rev, commit, t0)
 
 
-def new_since(  # noqa: PLR0913  (audit()'s options, passed on to the audit of ref)
+def only_new_since(  # noqa: PLR0913  (audit()'s options, passed on to the audit of ref)
         now: AuditResult, paths, ref, exclude, kernel, jobs, gitignore, relative_to) -> AuditResult:
     """now's sites less those commit `ref` had (baseline.py), its summary counted again."""
     from ..baseline import only_new
