@@ -724,6 +724,7 @@ def test_a_mock_patch_of_a_computed_target_in_code_that_runs(tmp_path):
     ("KERNELS = [fm]", False),
     ("assert fm is not None and getattr(fm, '__file__', None)", True),
     ("if not fm:\n    raise ImportError('no kernel')", True),
+    ("import logging\nlogging.getLogger(__name__).info('sparse MLA kernel from %s', fm)", True),
 ])
 def test_the_kernels_module_handed_on(tmp_path, use, fixable):
     imports = "from engine.profiler import instrument\n" if "instrument" in use else ""

@@ -1293,6 +1293,16 @@ def _computed_module(f: _File, receiver: ast.AST, depth: int = 0) -> bool:
 _MODULE_READS = ("getattr", "hasattr", "isinstance", "id", "repr", "str", "print", "type", "dir", "callable")
 
 
+_LOGGING_ROOTS = ("logger", "logging", "log", "LOGGER", "_logger", "warnings")
+
+
+def _root_name(e: ast.AST) -> Optional[str]:
+    """The name an attribute chain starts from, through calls (`logging.getLogger(n).info` -> logging)."""
+    while isinstance(e, (ast.Attribute, ast.Call)):
+        e = e.value if isinstance(e, ast.Attribute) else e.func
+    return e.id if isinstance(e, ast.Name) else None
+
+
 def _escapes(f: _File, node: ast.AST) -> bool:
     """Is the module object `node` handed on: anything but an attribute read off it (or a read through
     _MODULE_READS), the callee of a call, a `del`, or a plain statement?"""
@@ -1302,6 +1312,8 @@ def _escapes(f: _File, node: ast.AST) -> bool:
     if isinstance(up, ast.Call):
         if up.func is node:
             return False
+        if isinstance(up.func, ast.Attribute) and _root_name(up.func) in _LOGGING_ROOTS:
+            return False  # `logger.info("kernel from %s", fm)`: formatted, not kept
         return not (isinstance(up.func, ast.Name) and up.func.id in _MODULE_READS and up.args and up.args[0] is node)
     if isinstance(up, (ast.Expr, ast.Compare)) or isinstance(up, ast.UnaryOp) and isinstance(up.op, ast.Not):
         return False  # a truth value or a comparison of it
