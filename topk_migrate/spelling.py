@@ -6,7 +6,7 @@ keyword argument topk_length written with a fullwidth t passes topk_length. LibC
 written, and the engine compares names as strings (imports, callees, keywords, scopes, the rules' tables).
 So the engine reads a file through `normal_form`: each identifier in its NFKC form, strings and comments as
 written, lines where they were. It is the one place names are normalized for LibCST; CPython's `ast`
-(narrow.py, the quick classifiers, reach.py) normalizes them itself, and the byte prefilter
+(narrow.py, the rules' quick classifiers and project readers) normalizes them itself, and the byte prefilter
 (discover.Prefilter) searches a file's NFKC form where its bytes are not all ASCII.
 
 The file's own bytes are never rewritten from that text: in a file with such a spelling a fixable site is
