@@ -9,7 +9,8 @@ from helpers import ROOT
 from topk_migrate.cst import cstwalk
 
 FIXTURES = sorted(p for p in (ROOT / "fixtures").rglob("*.py"))  # the real backends: the default tier
-ENGINE = sorted((ROOT / "topk_migrate").glob("*.py"))  # more shapes of Python: the heavy tier
+# more shapes of Python, the heavy tier: the engine's modules (those of its audit, discover and cst packages too)
+ENGINE = sorted(p for d in ("", "audit", "discover", "cst") for p in (ROOT / "topk_migrate" / d).glob("*.py"))
 SOURCES = FIXTURES + ENGINE
 HEAVY = pytest.mark.heavy
 ODD = '''\
@@ -261,7 +262,7 @@ def _texts():
 
 
 @pytest.mark.parametrize("name,text", [pytest.param(n, t, id=n) for n, t in _texts()] + [
-    pytest.param(p.name, p.read_text(encoding="utf-8"), id=p.name, marks=HEAVY) for p in ENGINE])
+    pytest.param(p.name, p.read_text(encoding="utf-8"), id=p.relative_to(ROOT).as_posix(), marks=HEAVY) for p in ENGINE])
 def test_statement_positions_are_the_whole_modules(name, text):
     """Positions worked out per statement, node by node in any order, are those of the whole module."""
     from topk_migrate.cst import scopecheck
