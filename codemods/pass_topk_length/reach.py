@@ -599,12 +599,8 @@ class Project:
         out = []
         for f in self.files_naming(attrs):
             for node in ast.walk(f.tree):
-                targets: List[ast.AST] = []
-                if isinstance(node, (ast.Assign, ast.Delete)):
-                    targets = list(node.targets)
-                elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-                    targets = [node.target]
-                elif isinstance(node, ast.Call):
+                targets = _written_targets(node)
+                if isinstance(node, ast.Call):
                     hit = _setattr_call(f, node) or _patch_call(node)
                     if hit is not None:
                         verb, receiver, name = hit
@@ -617,7 +613,7 @@ class Project:
                         out.append(Finding(self.rel(f.path), t.lineno, f"`{_unparse(t)}` is assigned"))
         return out
 
-    def reflection(self, names: Set[str], seeds: Set[str], modules: Set[str], kernel: str = "") -> List[Finding]:
+    def reflection(self, names: Set[str], seeds: Set[str], modules: Set[str], kernel: str) -> List[Finding]:
         """Reflective writes in other files: setattr/delattr with a computed name (or through
         `object.__setattr__`, `x.__setattr__`, an alias of setattr) on a receiver that may be related,
         exec/eval, writes through vars()/`__dict__` of such a receiver (`[k] = v`, `.update(...)`, an alias
@@ -678,7 +674,10 @@ class Project:
         """Does a string of the project's code (a literal, or a part of an f-string) that could be a dotted path
         (identifiers and dots only: not prose, not a docstring) spell one of `names` as a word: the only way code the project holds can name it to a computed import (a name held only outside
         it, in an environment variable or a config file, is not followed: docs/soundness.md `whole-project`)."""
-        words = re.compile(r"\b(?:%s)\b" % "|".join(re.escape(n) for n in sorted(names) if n))
+        names = {n for n in names if n}
+        if not names:
+            return False
+        words = re.compile(r"\b(?:%s)\b" % "|".join(re.escape(n) for n in sorted(names)))
         return any(isinstance(node, ast.Constant) and isinstance(node.value, str) and _DOTTED.fullmatch(node.value)
                    and words.search(node.value)
                    for f in [*filter(None, [self.own()]), *self.files_naming(names)] for node in ast.walk(f.tree))
@@ -698,8 +697,7 @@ class Project:
         out = []
         for f in self.importers():
             for node in ast.walk(f.tree):
-                targets = list(node.targets) if isinstance(node, (ast.Assign, ast.Delete)) else [node.target] \
-                    if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+                targets = _written_targets(node)
                 hit = _setattr_call(f, node) if isinstance(node, ast.Call) else None
                 if hit is not None and isinstance(hit[2], ast.Constant) and hit[2].value == name:
                     targets.append(ast.Attribute(value=hit[1], attr=name, ctx=ast.Store()))
@@ -1260,13 +1258,18 @@ _DOTTED = re.compile(r"[\w.]+")
 _COMPUTED_IMPORT_WORDS = ["import_module", "__import__", "sys.modules"]  # a file that may hold one
 
 
+def _written_targets(node: ast.AST) -> List[ast.AST]:
+    """What a statement assigns, augments or deletes (its targets, unflattened); [] for anything else."""
+    if isinstance(node, (ast.Assign, ast.Delete)):
+        return list(node.targets)
+    return [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+
+
 def _computed_module_writes(rel: str, f: _File, names: Set[str]) -> List[Finding]:
     """Assignments and deletions of `<m>.<one of names>` where m may be a module imported by a computed name."""
     out = []
     for node in ast.walk(f.tree):
-        targets = list(node.targets) if isinstance(node, (ast.Assign, ast.Delete)) else [node.target] \
-            if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
-        for t in _flatten(targets):
+        for t in _flatten(_written_targets(node)):
             if isinstance(t, ast.Attribute) and t.attr in names and _computed_module(f, t.value):
                 out.append(Finding(rel, node.lineno, f"`{_unparse(t)}` is assigned on a module that may be imported "
                                                       "by a computed name"))
