@@ -755,6 +755,8 @@ def attend(q, kv, idx, scale):
                                          "    if getattr(_m, 'torch', None) is not None:\n        _m.torch = None\n"},
      "`_m.torch` is assigned"),
     ("", {"engine/other.py": "from engine import backend\n\nbackend.torch = None\n"}, "`engine.backend.torch` is assigned"),
+    ("\n\ndef use_device_torch():\n    global torch\n    import compat_torch\n    torch = compat_torch.torch\n", {},
+     "declares `global torch`"),
     ("", {}, None),
 ])
 def test_the_derived_lengths_read_the_modules_own_torch(tmp_path, extra, files, why):

@@ -806,8 +806,12 @@ class _Analysis:
         return self.project_wrapper(c) or self.index(f"rebinds:{c.callee}", lambda: self.kernel_rebound(c))
 
     def _torch_rebound(self, c: CallInfo) -> Optional[str]:
-        """What may make the module's `torch` another object where the derived lengths read it: a star import
-        that may bind the name, or another file assigning it on this module (`backend.torch = shim`)."""
+        """What may make the module's `torch` another object where the derived lengths read it: a function
+        declaring it global, a star import that may bind the name, or another file assigning it on this module
+        (`backend.torch = shim`)."""
+        if any(n.name.value == self.torch for g in self.find(cst.Global) for n in g.names):
+            return (f"a function of the module declares `global {self.torch}` and may rebind it, which the derived "
+                    "lengths read; pass topk_length by hand")
         why = self._star_rebinds(c, self.torch, self.tree.binding(c.node, self.torch))
         if why:
             return f"{why.split(';')[0]}, which the derived lengths read; import torch after it or pass topk_length by hand"
