@@ -712,11 +712,20 @@ def test_a_registry_writing_a_module_imported_by_a_computed_name(tmp_path, targe
         assert site.status is Status.MANUAL and "imported by a computed name" in site.reason, site.reason
 
 
-def test_a_mock_patch_of_a_computed_target_in_code_that_runs(tmp_path):
-    hooks = ("from unittest import mock\n\nTARGET = 'sgl_kernel.flash_mla.flash_mla_sparse_fwd'\n\n\n"
-             "def install(fn):\n    mock.patch(TARGET, fn).start()\n")
+@pytest.mark.parametrize("target,fixable", [
+    ("TARGET", False),
+    ("f'{CLOCK}.perf_counter'", True),  # the module is computed, the attribute is not the kernel
+    ("CLOCK + '.perf_counter'", True),
+    ("f'{CLOCK}.{NAME}'", False),
+])
+def test_a_mock_patch_of_a_computed_target_in_code_that_runs(tmp_path, target, fixable):
+    hooks = ("from unittest import mock\n\nTARGET = 'sgl_kernel.flash_mla.flash_mla_sparse_fwd'\nCLOCK = 'time'\n"
+             f"NAME = 'x'\n\n\ndef install(fn):\n    mock.patch({target}, fn).start()\n")
     site = verdict(tmp_path, {"engine/debug_hooks.py": hooks})
-    assert site.status is Status.MANUAL and "`mock.patch` with a computed target" in site.reason, site.reason
+    if fixable:
+        assert site.status is Status.FIXABLE, site.reason
+    else:
+        assert site.status is Status.MANUAL and "`mock.patch` with a computed target" in site.reason, site.reason
 
 
 @pytest.mark.parametrize("use,fixable", [

@@ -1247,10 +1247,20 @@ def _mock_patch(f: _File, node: ast.Call) -> Optional[Tuple[str, Optional[ast.AS
         return None
     if obj:
         return (dotted_func, node.args[0], node.args[1]) if len(node.args) > 1 else None
-    first = node.args[0]
-    name = ast.Constant(first.value.rsplit(".", 1)[1]) if isinstance(first, ast.Constant) \
-        and isinstance(first.value, str) and "." in first.value else first
-    return dotted_func, None, name
+    return dotted_func, None, _patched_name(node.args[0])
+
+
+def _patched_name(target: ast.AST) -> ast.AST:
+    """The attribute a dotted patch target names, as a constant where its text after the last dot is literal
+    (`"m.n"`, `f"{mod}.perf_counter"`, `mod + ".n"`); else the target itself (computed)."""
+    tail = target
+    if isinstance(target, ast.JoinedStr) and target.values:
+        tail = target.values[-1]
+    elif isinstance(target, ast.BinOp) and isinstance(target.op, ast.Add):
+        tail = target.right
+    if isinstance(tail, ast.Constant) and isinstance(tail.value, str) and "." in tail.value:
+        return ast.Constant(tail.value.rsplit(".", 1)[1])
+    return target
 
 
 _COMPUTED_IMPORTS = ("import_module", "__import__")
