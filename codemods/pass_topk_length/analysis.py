@@ -815,7 +815,7 @@ class _Analysis:
         why = self._star_rebinds(c, self.torch, self.tree.binding(c.node, self.torch))
         if why:
             return f"{why.split(';')[0]}, which the derived lengths read; import torch after it or pass topk_length by hand"
-        for w in self.project().module_name_writes(self.torch):
+        for w in self.index("torch-writes", lambda: self.project().module_name_writes(self.torch)):
             return (f"{w.what} at {w.where()}: the derived lengths read this module's `{self.torch}`; "
                     "pass topk_length by hand")
         return None

@@ -32,6 +32,8 @@ from topk_migrate.model import InputError
 from topk_migrate.project import Scope
 from topk_migrate.run_context import per_run
 
+from .rows import LOGGING_ROOTS
+
 # a file bigger than this (or than the run's TOPK_MIGRATE_MAX_BYTES, if smaller) cannot be checked; the
 # project's biggest real Python files (generated protobuf stubs, vendored tables) are under 1 MiB.
 READ_LIMIT = 8 << 20
@@ -731,8 +733,7 @@ class Project:
         """The kernel's module object handed on (an argument, a stored or returned value, an element): what the
         code it reaches does to it is not followed (`instrument(fm)` may rebind every `*_fwd` of it)."""
         out = []
-        own = [self.own()] if self.own() is not None else []
-        for f in own + self.files_naming({m.rsplit(".", 1)[-1] for m in modules}):
+        for f in [*filter(None, [self.own()]), *self.files_naming({m.rsplit(".", 1)[-1] for m in modules})]:
             for node in ast.walk(f.tree):
                 if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load) \
                         and f.module_of(node) in modules and _escapes(f, node):
@@ -1306,9 +1307,6 @@ def _computed_module(f: _File, receiver: ast.AST, depth: int = 0) -> bool:
 _MODULE_READS = ("getattr", "hasattr", "isinstance", "id", "repr", "str", "print", "type", "dir", "callable")
 
 
-_LOGGING_ROOTS = ("logger", "logging", "log", "LOGGER", "_logger", "warnings")
-
-
 def _root_name(e: ast.AST) -> Optional[str]:
     """The name an attribute chain starts from, through calls (`logging.getLogger(n).info` -> logging)."""
     while isinstance(e, (ast.Attribute, ast.Call)):
@@ -1325,7 +1323,7 @@ def _escapes(f: _File, node: ast.AST) -> bool:
     if isinstance(up, ast.Call):
         if up.func is node:
             return False
-        if isinstance(up.func, ast.Attribute) and _root_name(up.func) in _LOGGING_ROOTS:
+        if isinstance(up.func, ast.Attribute) and _root_name(up.func) in LOGGING_ROOTS:
             return False  # `logger.info("kernel from %s", fm)`: formatted, not kept
         return not (isinstance(up.func, ast.Name) and up.func.id in _MODULE_READS and up.args and up.args[0] is node)
     if isinstance(up, (ast.Expr, ast.Compare)) or isinstance(up, ast.UnaryOp) and isinstance(up.op, ast.Not):
