@@ -24,8 +24,8 @@ SIZES = (1024, 2048, 4096, 8192, 16384)
 # Beside derived.FORMULATIONS: the end of the last 64-slot block holding a valid slot, from the largest index
 # of each block (one reduction over the indices instead of a compare: torch's reduction of 64 values per
 # output runs at about a quarter of the compare's bandwidth on the H200).
-EXTRA = {"block": lambda i, t: (f"(({i}.unflatten(-1, (-1, 64)).amax(-1) >= 0) * {t}.arange(64, {i}.shape[-1] + 1, 64, "
-                               f"device={i}.device, dtype={t}.int32)).flatten(1).amax(1)")}
+EXTRA = {"block": lambda i: (f"(({i}.unflatten(-1, (-1, 64)).amax(-1) >= 0) * torch.arange(64, {i}.shape[-1] + 1, 64, "
+                            f"device={i}.device, dtype=torch.int32)).flatten(1).amax(1)")}
 ROUNDS, STREAM_CALLS = 200, 20
 
 

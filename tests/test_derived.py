@@ -39,7 +39,7 @@ def test_without_the_option_a_site_the_derived_lengths_fix_says_so_and_nothing_c
 def test_a_site_without_metadata_passes_lengths_derived_from_its_own_indices():
     m, sites = run("def f(q, kv, idx):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n")
     assert statuses(sites) == ["fixable"] and "derived from the call's indices" in sites[0].reason
-    assert f"flash_mla_sparse_fwd(q, kv, idx, 1.0, topk_length={derived.derived_value('idx', 'torch')})" in m.new_source
+    assert f"flash_mla_sparse_fwd(q, kv, idx, 1.0, topk_length={derived.derived_value('idx')})" in m.new_source
 
 
 def test_a_proven_reference_fix_is_kept():
@@ -58,7 +58,7 @@ def test_indices_that_reading_again_may_not_reread_are_bound_once_where_the_call
     m, sites = run(f"class B:\n    def f(self, q, kv, idx, other):\n        return {call}\n")
     assert statuses(sites) == ["fixable"], sites
     assert f"({derived.BOUND_NAME} := {bound})" in m.new_source
-    assert derived.derived_value(derived.BOUND_NAME, "torch") in m.new_source
+    assert derived.derived_value(derived.BOUND_NAME) in m.new_source
     compile(m.new_source, "backend.py", "exec")
 
 
@@ -80,10 +80,11 @@ def test_the_bound_name_taken_in_the_function_is_refused_by_validation():
     assert statuses(sites) == ["manual"], sites
 
 
-def test_a_module_without_import_torch_stays_manual():
-    _, sites = run("def f(q, kv, idx):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n",
+def test_a_module_without_import_torch_gets_the_derived_lengths_and_imports_nothing():
+    """The derived lengths read no module name, so a module that never imports torch needs no import."""
+    m, sites = run("def f(q, kv, idx):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n",
                    head="from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n\n\n")
-    assert statuses(sites) == ["manual"] and "does not `import torch`" in sites[0].reason
+    assert statuses(sites) == ["fixable"] and "import torch" not in m.new_source
 
 
 @pytest.mark.parametrize("head", [
@@ -118,7 +119,7 @@ def test_a_rewrite_validation_refuses_falls_back_to_the_derived_lengths():
     assert statuses(ref_sites) == ["manual"], ref_sites
     m, sites = run(body)
     assert statuses(sites) == ["fixable"] and "derived" in sites[0].reason
-    assert "arange" in m.new_source and "def helper(q, kv, idx):" in m.new_source
+    assert derived.lengths_of("idx") in m.new_source and "def helper(q, kv, idx):" in m.new_source
 
 
 def test_the_config_key_and_the_command_line_choose_it(tmp_path):
@@ -135,10 +136,11 @@ def test_the_config_key_and_the_command_line_choose_it(tmp_path):
     assert bad.returncode == 2 and "lengths: expected one of 'reference', 'derived'" in bad.stderr
 
 
-def as_function(text: str):
-    """`lambda indices: <text>` with torch in scope, from its code object (no eval: this checkout is a project
-    the tool reads, where an eval may rebind anything)."""
-    return types.FunctionType(compile(f"lambda indices: {text}", "<derived>", "eval"), {"torch": torch})()
+def as_function(text: str, names=None):
+    """`lambda indices: <text>` with `names` as its globals (torch alone by default), from its code object (no
+    eval: this checkout is a project the tool reads, where an eval may rebind anything)."""
+    scope = {"torch": torch} if names is None else names
+    return types.FunctionType(compile(f"lambda indices: {text}", "<derived>", "eval"), scope)()
 
 
 def _last_valid(indices: torch.Tensor) -> torch.Tensor:
@@ -165,7 +167,7 @@ def test_every_formulation_reads_exactly_the_blocks_holding_a_valid_slot_whateve
     for r, n in enumerate(counts.tolist()):
         front[r, 0, :n] = torch.randperm(4 * width, generator=g)[:n].to(torch.int32)
     scattered = torch.stack([row[:, torch.randperm(width, generator=g)] for row in front])
-    fn = as_function(derived.FORMULATIONS[name]("indices", "torch"))
+    fn = as_function(derived.FORMULATIONS[name]("indices"))
     wider = torch.full((rows, 1, width + 128), -1, dtype=torch.int32)
     wider[:, :, 64:64 + width] = scattered
     strided = wider[:, :, 64:64 + width]  # a slice of a wider buffer: not contiguous
@@ -174,8 +176,20 @@ def test_every_formulation_reads_exactly_the_blocks_holding_a_valid_slot_whateve
         assert _reads_exactly_the_valid_blocks(fn(indices), indices), name
 
 
+def test_the_chosen_formulation_reads_no_name_but_the_indices():
+    """What the rewrite writes runs with nothing in scope but the indices: no module's `torch` can reach it."""
+    assert derived.FORMULATION in derived.READS_NO_MODULE
+    value = as_function(derived.derived_value("indices"), names={"__builtins__": {}})
+    big = torch.full((derived.MIN_ROWS, 1, 64), -1, dtype=torch.int32)
+    big[::3, 0, 17] = 5
+    assert _reads_exactly_the_valid_blocks(value(big), big)
+    code = compile(derived.derived_value("indices"), "<derived>", "eval")
+    assert set(code.co_names) - {"indices"} <= {"shape", "contiguous", "view", "dtype", "new_full", "element_size",
+                                                "cumsum", "flatten", "amax"}
+
+
 def test_the_row_guard_passes_none_below_min_rows_and_the_lengths_from_it():
-    value = as_function(derived.derived_value("indices", "torch"))
+    value = as_function(derived.derived_value("indices"))
     small = torch.zeros(derived.MIN_ROWS - 1, 1, 64, dtype=torch.int32)
     assert value(small) is None
     big = torch.full((derived.MIN_ROWS, 1, 64), -1, dtype=torch.int32)
@@ -185,7 +199,7 @@ def test_the_row_guard_passes_none_below_min_rows_and_the_lengths_from_it():
 
 def test_a_width_of_partial_words_gets_none_where_the_words_would_not_fit():
     """The derivation reads the valid mask WORD slots at a time: any other width passes the full width."""
-    value = as_function(derived.derived_value("indices", "torch"))
+    value = as_function(derived.derived_value("indices"))
     odd = torch.zeros(max(derived.MIN_ROWS, 1), 1, 60, dtype=torch.int32)
     assert 60 % derived.WORD and value(odd) is None
     empty = torch.zeros(max(derived.MIN_ROWS, 1), 1, 0, dtype=torch.int32)  # no slot: amax would have nothing
@@ -206,7 +220,6 @@ def test_a_kernel_name_rebound_by_a_relative_import_is_not_decided_by_the_pin():
     ("def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_length=None):\n"
      "    return _op(q, kv, indices, sm_scale, d_v, attn_sink, topk_length)\n\n\n"
      "def f(q, kv, idx):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n", "import torch\n\n\n", "defined in this module"),
-    ("def f(q, kv, idx):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n\n\ndel torch\n", HEAD, "deletes `torch`"),
     # `:=` where Python refuses it (a lambda in a comprehension's iterable), or where it would leave a global
     ("def f(q, kv, idx, parts):\n    return [o for o in map(lambda p: flash_mla_sparse_fwd(q[p], kv, idx[p], 1.0), parts)]\n",
      HEAD, "comprehension"),

@@ -53,15 +53,10 @@ RUNS_ELSEWHERE = frozenset({
 DERIVED_REASON = "derived from the call's indices"
 
 
-# torch bound only under TYPE_CHECKING: the derived lengths read it at run time, and the rewrite adds no import
-NO_TORCH_AT_RUN_TIME = frozenset({"annotations_nested_helper_type_checking"})
-
-
 def stays_manual(v: harness.Variant) -> bool:
     """A kernel or identity hazard: too old or unknown a kernel (the pins), the kernel taken as a value
-    (class 8: the call is not the kernel's), or a callee that may not be the kernel; or a module whose torch
-    the derived lengths cannot read."""
-    return v.legacy_kernel or v.hazard == "8 discovery" or v.name in KERNEL_IDENTITY | NO_TORCH_AT_RUN_TIME
+    (class 8: the call is not the kernel's), or a callee that may not be the kernel."""
+    return v.legacy_kernel or v.hazard == "8 discovery" or v.name in KERNEL_IDENTITY
 
 
 def in_derived_mode(v: harness.Variant) -> harness.Variant:
@@ -80,10 +75,9 @@ _IDENTITY = re.compile(
     r"|may replace the kernel|^the kernel is |calls the kernel through|is defined in this project .* the kernel gets"
     r"|what it does to the kernel")
 _ARGUMENTS = re.compile(r"^\*{1,2}(kw)?args may already carry topk_length")
-_MODULE = re.compile(r"does not `import torch` at its top|deletes `torch`")
 # what may keep a site manual in derived mode: the kernel, its arguments (`**kwargs` may already carry
-# topk_length: passing it again would be a TypeError), a module whose torch is not there at run time
-ACCEPTED = ("kernel identity", "kernel capability", "call arguments (*args/**kwargs)", "module's torch")
+# topk_length: passing it again would be a TypeError)
+ACCEPTED = ("kernel identity", "kernel capability", "call arguments (*args/**kwargs)")
 
 
 def reason_kind(reason: str) -> str:
@@ -92,8 +86,6 @@ def reason_kind(reason: str) -> str:
         blocker = reason.split(NOT_DERIVED, 1)[1]
         if _CAPABILITY.search(blocker):
             return "kernel capability"
-        if _MODULE.search(blocker):
-            return "module's torch"
         return "kernel identity" if _IDENTITY.search(blocker) else f"not derivable: {blocker[:90]}"
     if _CAPABILITY.search(reason):
         return "kernel capability"
@@ -238,7 +230,7 @@ def test_derived_check_catches_lengths_that_cut_valid_indices(tmp_path, monkeypa
 
     derived = importlib.import_module(harness.DERIVED_MODULES[0])
     monkeypatch.setitem(derived.FORMULATIONS, "count",
-                        lambda idx, torch: f"({idx} >= 0).flatten(1).sum(1).to({torch}.int32)")
+                        lambda idx: f"({idx} >= 0).flatten(1).sum(1).int()")
     monkeypatch.setattr(derived, "FORMULATION", "count")
     v = next(v for v in VARIANTS if v.name == GAPPED[0])
     with harness.stub_kernels(), harness.derived_mode():

@@ -793,32 +793,10 @@ class _Analysis:
         arg = _indices_arg(c.node)
         if arg is None:
             return "the call's indices are not found (neither `indices=` nor its third positional argument)"
-        if self.torch is None:
-            return "the module does not `import torch` at its top, which the derived lengths read"
-        if any(_is_name(t, self.torch) for d in self.find(cst.Del) for t in _del_targets(d)):
-            return f"the module deletes `{self.torch}`, which the derived lengths read"
-        why = self._torch_rebound(c)
-        if why:
-            return why
         why = self._stable_name(c, arg) is None and self._walrus_blocker(c.node)
         if why:
             return why
         return self.project_wrapper(c) or self.index(f"rebinds:{c.callee}", lambda: self.kernel_rebound(c))
-
-    def _torch_rebound(self, c: CallInfo) -> Optional[str]:
-        """What may make the module's `torch` another object where the derived lengths read it: a function
-        declaring it global, a star import that may bind the name, or another file assigning it on this module
-        (`backend.torch = shim`)."""
-        if any(n.name.value == self.torch for g in self.find(cst.Global) for n in g.names):
-            return (f"a function of the module declares `global {self.torch}` and may rebind it, which the derived "
-                    "lengths read; pass topk_length by hand")
-        why = self._star_rebinds(c, self.torch, self.tree.binding(c.node, self.torch))
-        if why:
-            return f"{why.split(';')[0]}, which the derived lengths read; import torch after it or pass topk_length by hand"
-        for w in self.index("torch-writes", lambda: self.project().module_name_writes(self.torch)):
-            return (f"{w.what} at {w.where()}: the derived lengths read this module's `{self.torch}`; "
-                    "pass topk_length by hand")
-        return None
 
     def project_wrapper(self, c: CallInfo) -> Optional[str]:
         """The callee is a function of this project (not the kernel's own interface): it may hand the op other
@@ -1573,11 +1551,6 @@ _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 def _iterable_of(comp) -> cst.BaseExpression:
     """The first `in ...` of a comprehension: evaluated outside it, in the enclosing scope."""
     return comp.for_in.iter
-
-
-def _del_targets(d: cst.Del) -> List[cst.BaseExpression]:
-    t = d.target
-    return [e.value for e in t.elements] if isinstance(t, (cst.Tuple, cst.List)) else [t]
 
 
 def _is_test(fn: Function) -> bool:

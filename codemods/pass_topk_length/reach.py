@@ -692,25 +692,6 @@ class Project:
             or isinstance(n, ast.ImportFrom) and (stem in (n.module or "").split(".") or any(a.name == stem for a in n.names))
             for n in ast.walk(f.tree))]
 
-    def module_name_writes(self, name: str) -> List[Finding]:
-        """Assignments, deletions and literal setattr of `<this module>.name` in the files importing it (a shim
-        put in place of this module's `torch`)."""
-        stem = os.path.splitext(os.path.basename(self.module))[0]
-        out = []
-        for f in self.importers():
-            for node in ast.walk(f.tree):
-                targets = _written_targets(node)
-                hit = _setattr_call(f, node) if isinstance(node, ast.Call) else None
-                if hit is not None and isinstance(hit[2], ast.Constant) and hit[2].value == name:
-                    targets.append(ast.Attribute(value=hit[1], attr=name, ctx=ast.Store()))
-                for t in _flatten(targets):
-                    mod = f.module_of(t.value) if isinstance(t, ast.Attribute) and t.attr == name else None
-                    if mod is not None and mod.rsplit(".", 1)[-1] == stem:
-                        out.append(Finding(self.rel(f.path), node.lineno, f"`{mod}.{name}` is assigned"))
-        for f in self.files_naming(_COMPUTED_IMPORT_WORDS):
-            out += _computed_module_writes(self.rel(f.path), f, {name})
-        return out
-
     def _computed_imports_written(self, seen: Dict[int, "_File"], names: Set[str]) -> List[Finding]:
         """Writes, in files not read above, on a module imported by a computed name (`importlib.import_module(m)`,
         `__import__`, `sys.modules`): a reflective write with a computed name, or an assignment of one of

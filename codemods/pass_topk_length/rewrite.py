@@ -67,7 +67,7 @@ class _Rewrite(cst.CSTTransformer):
                 q = g.q(c)
                 self.kernel.add(id(c.node))
                 if g.kind == "derived":
-                    value = derived_value(g.indices, torch)
+                    value = derived_value(g.indices)
                 elif g.kind == "direct" and g.inline:
                     value = _inline_value(g.metadata, g.form, q, torch)
                 elif g.inline:

@@ -485,15 +485,18 @@ _ROWS_REORDERED = _fn("def attend(q, kv, idx, metadata, order):\n    q = q[order
 DERIVED = [
     _example(_NO_METADATA, Status.MANUAL, "`--lengths derived` would fix it"),
     _example(_NO_METADATA, Status.FIXABLE, "derived from the call's indices", lengths="derived", after=_NO_METADATA.replace(
-        "flash_mla_sparse_fwd(q, kv, idx, 1.0)", f"flash_mla_sparse_fwd(q, kv, idx, 1.0, topk_length={derived_value('idx', 'torch')})")),
+        "flash_mla_sparse_fwd(q, kv, idx, 1.0)", f"flash_mla_sparse_fwd(q, kv, idx, 1.0, topk_length={derived_value('idx')})")),
     # the indices are an expression: bound once, where the call evaluates them
     _example(_ROWS_REORDERED, Status.FIXABLE, "derived from the call's indices", lengths="derived", after=_ROWS_REORDERED.replace(
         "idx.unsqueeze(1)[order], 1.0)", f"({BOUND_NAME} := idx.unsqueeze(1)[order]), 1.0, "
-        f"topk_length={derived_value(BOUND_NAME, 'torch')})")),
+        f"topk_length={derived_value(BOUND_NAME)})")),
     # the callee may not be the kernel: no lengths make that right
     _example(_fn("def attend(q, kv, idx):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n",
                  head="if FLAG:\n    from .legacy import flash_mla_sparse_fwd\n"), Status.MANUAL, "", lengths="derived"),
-    _example(_NO_METADATA.replace("import torch\n", ""), Status.MANUAL, "does not `import torch`", lengths="derived"),
+    # the derived lengths read no module name: a module without `import torch` is fixed the same way
+    _example(_NO_METADATA.replace("import torch\n", ""), Status.FIXABLE, "derived from the call's indices",
+             lengths="derived", after=_NO_METADATA.replace("import torch\n", "").replace(
+                 "flash_mla_sparse_fwd(q, kv, idx, 1.0)", f"flash_mla_sparse_fwd(q, kv, idx, 1.0, topk_length={derived_value('idx')})")),
 ]
 
 
