@@ -62,7 +62,7 @@ _SELF_DOT = re.compile(r"\bself\.")
 
 
 def assigns_none(text: str, attr: str) -> bool:
-    """Whether `text` (a module's source) assigns None to `attr`: `self.attr = None`, `attr: T = None`, as the
+    r"""Whether `text` (a module's source) assigns None to `attr`: `self.attr = None`, `attr: T = None`, as the
     search `\b(self\.)?ATTR\s*(:[^=\n]*)?=\s*None\b` decided, in time linear in the text. That regex read
     the rest of the line again from each `ATTR:` on it (quadratic: `x:x:x:...`); here every `=` that
     `\s*None\b` follows is found in one pass; each `ATTR`, blanks, `:` or `=` in another (ATTR a literal

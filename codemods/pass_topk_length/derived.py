@@ -29,7 +29,7 @@ WORD = 8
 BOUND_NAME = "topk_length_indices"
 # What a `manual` site's reason adds where the derived lengths would fix it (the cost: results/gpu/derived-envelope.md).
 HINT = ("; `--lengths derived` would fix it by deriving each row's length from this call's indices "
-        f"(passed from {MIN_ROWS} rows; at 4096 rows on an H200 1.19x on a causal ramp, 0.99x with every row full; "
+        f"(passed from {MIN_ROWS} rows; at 4096 rows on an H200 1.18x on a causal ramp, 0.99x with every row full; "
         "None below)")
 
 
