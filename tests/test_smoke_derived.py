@@ -95,7 +95,7 @@ def test_derived_lengths_stay_bitwise_identical_on_scattered_rows(tmp_path):
 def test_a_derived_expression_right_only_on_front_packed_rows_fails_the_smoke(tmp_path, monkeypatch):
     """Planted: count the valid entries instead of the last valid slot + 1. The two agree on front-packed
     rows (those checks pass) and differ on scattered ones: there the kernel skips valid entries."""
-    monkeypatch.setitem(rule.FORMULATIONS, "count", lambda idx, torch: f"(({idx} >= 0).flatten(1).sum(1)).to({torch}.int32)")
+    monkeypatch.setitem(rule.FORMULATIONS, "count", lambda idx: f"(({idx} >= 0).flatten(1).sum(1)).int()")
     monkeypatch.setattr(rule, "FORMULATION", "count")
     path = tmp_path / "dsa_backend.py"
     path.write_text(EXAMPLE.read_text())

@@ -162,6 +162,31 @@ def _root(expr: cst.BaseExpression) -> Optional[cst.Name]:
     return expr if isinstance(expr, cst.Name) else None
 
 
+# Attributes whose write changes what a read of a module or function gives without naming it: a module's
+# class (its `__getattribute__`), a function's code and defaults.
+_OBJECT_DUNDERS = {"__class__", "__code__", "__defaults__", "__kwdefaults__", "__call__"}
+
+
+def _read_chain(c: CallInfo) -> Set[str]:
+    """Every name the call reads the kernel through: each part of its resolved dotted name (`sgl_kernel`,
+    `flash_mla`, the kernel's) and the name the module binds it to (`fm`, an alias, `self.fm`'s `fm`). A write
+    of any of them (or of _OBJECT_DUNDERS) on an object the call reads through may replace the kernel."""
+    spelled = []
+    expr = c.node.func
+    while isinstance(expr, cst.Attribute):
+        spelled.append(expr.attr.value)
+        expr = expr.value
+    if isinstance(expr, cst.Name):
+        spelled.append(expr.value)
+    return (set(c.callee.split(".")) | set(spelled)) - {"self", "cls", ""}
+
+
+def _packages(module: str) -> List[str]:
+    """`a.b.c` -> [`a`, `a.b`]: the packages a module is an attribute of."""
+    parts = module.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
 def _q_arg(call: cst.Call) -> Optional[cst.BaseExpression]:
     for a in call.args:
         if a.keyword and a.keyword.value == "q":
@@ -669,10 +694,13 @@ class _Analysis:
         """An assignment or setattr of the kernel's name on a receiver that may be its class or module, a
         reflective write that may reach the kernel, `helper` or the classes `seeds`, an unreadable file."""
         proj, kernel, modules = self.project(), c.callee.rsplit(".", 1)[-1], self.kernel_modules(c.callee)
-        for w in proj.attribute_writes({kernel}, seeds, modules):
+        chain = _read_chain(c)
+        packages = {p for m in modules for p in _packages(m)}
+        objects = modules | packages | {f"{m}.{kernel}" for m in modules}
+        for w in proj.attribute_writes(chain | _OBJECT_DUNDERS, seeds, objects):
             return (f"{w.what} at {w.where()}: it may replace the kernel `{kernel}` at run time with a function that "
                     "does not take topk_length; pass topk_length by hand once every replacement does")
-        for w in proj.reflection({kernel, *seeds, *helper}, seeds, modules, kernel):  # (and the module's importers)
+        for w in proj.reflection({kernel, *seeds, *helper}, seeds, objects, kernel, chain):  # (and the importers)
             return (f"{w.what} at {w.where()} may rebind the kernel, the helper or its class at run time, which "
                     "the analysis cannot follow; pass topk_length by hand if it cannot")
         for w in proj.unreadable:

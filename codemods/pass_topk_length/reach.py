@@ -32,6 +32,7 @@ from topk_migrate.model import InputError
 from topk_migrate.project import Scope
 from topk_migrate.run_context import per_run
 
+from . import namespaces
 from .rows import LOGGING_ROOTS
 
 # a file bigger than this (or than the run's TOPK_MIGRATE_MAX_BYTES, if smaller) cannot be checked; the
@@ -99,12 +100,14 @@ def project_sources(scope: Scope) -> Tuple[List[Tuple[str, bytes]], List[Tuple[s
     while aside and done < len(out):  # a file named like a test that the project's code imports is its code
         imported = set()
         for path, data in out[done:]:
-            if b"test" in data:  # (every file set aside spells `test` in its path: so does an import of it)
+            if b"test" in data or b"import_module" in data or b"__import__" in data:
+                # (every file set aside spells `test` in its path: so does an import of it, but for a computed one)
                 imported |= _imports(rels[path], data)
         done = len(out)
         still = []
         for path, rel in aside:
-            if _module_names(rel) & imported:
+            if _module_names(rel) & imported or any(n.startswith(h[:-1]) for h in imported if h.endswith("*")
+                                                    for n in _module_names(rel)):
                 if not read(path, rel):
                     return out, big, unreadable
             else:
@@ -114,17 +117,22 @@ def project_sources(scope: Scope) -> Tuple[List[Tuple[str, bytes]], List[Tuple[s
 
 
 _IMPORT = re.compile(rb"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import[ \t]*(\([^)]*\)|[^\n]*)|import[ \t]+([^\n]*))"
-                     rb"|import_module\(\s*[\"']([\w.]+)", re.M)
+                     rb"|import_module\(\s*[\"']([\w.]+)[\"']"
+                     rb"|(?:import_module|__import__)\(\s*(?:f[\"']([\w.]+)\{|[\"']([\w.]+)[\"']\s*\+)", re.M)
 
 
 def _imports(rel: str, data: bytes) -> Set[str]:
     """The modules a file's text may import, as paths from the project's root without `.py` (`a/b`), and as
-    the dotted names it spells (`a.b`), each also with every name a `from` imports from it: an
-    over-approximation (a line that only looks like an import counts)."""
+    the dotted names it spells (`a.b`), each also with every name a `from` imports from it, and for a computed
+    import with a literal head (`import_module(f"plugins.{name}")`) that head and `*` (every module it begins):
+    an over-approximation (a line that only looks like an import counts)."""
     out: Set[str] = set()
     here = rel.split("/")[:-1]
     for m in _IMPORT.finditer(data):
-        frm, names, plain, dyn = (g.decode("latin-1") if g is not None else None for g in m.groups())
+        frm, names, plain, dyn, head, joined = (g.decode("latin-1") if g is not None else None for g in m.groups())
+        if head or joined:
+            out.add((head or joined) + "*")
+            continue
         mods: List[str] = []
         if frm is not None:
             mods += [frm] + [frm + ("" if frm.endswith(".") else ".") + w
@@ -599,13 +607,12 @@ class Project:
         another class, or another module of the project."""
         related = {(self.module, s) for s in seeds} | {(f.path, c.name) for f, c in self.subclasses(seeds)}
         out = []
-        for f in self.files_naming(attrs):
+        for f in self.files_naming({a for a in attrs if not a.startswith("__")}):  # (a dunder's receiver is named)
             for node in ast.walk(f.tree):
                 targets = _written_targets(node)
                 if isinstance(node, ast.Call):
-                    hit = _setattr_call(f, node) or _patch_call(node)
-                    if hit is not None:
-                        verb, receiver, name = hit
+                    hit = _setattr_call(f, node)
+                    for verb, receiver, name in [hit] if hit is not None else _patch_calls(f, node):
                         if isinstance(name, ast.Constant) and name.value in attrs \
                                 and (receiver is None or self._may_reach(f, receiver, related, modules)):
                             out.append(Finding(self.rel(f.path), node.lineno, f"`{verb}(..., {name.value!r}, ...)`"))
@@ -615,52 +622,38 @@ class Project:
                         out.append(Finding(self.rel(f.path), t.lineno, f"`{_unparse(t)}` is assigned"))
         return out
 
-    def reflection(self, names: Set[str], seeds: Set[str], modules: Set[str], kernel: str) -> List[Finding]:
+    def reflection(self, names: Set[str], seeds: Set[str], modules: Set[str], kernel: str,
+                   chain: Set[str] = frozenset()) -> List[Finding]:
         """Reflective writes in other files: setattr/delattr with a computed name (or through
         `object.__setattr__`, `x.__setattr__`, an alias of setattr) on a receiver that may be related,
         exec/eval, writes through vars()/`__dict__` of such a receiver (`[k] = v`, `.update(...)`, an alias
         of it), writes to sys.modules, and a class made by `type(name, bases, ns)` / `types.new_class` from
         a base that may be related (an override no file spells). Read: every file that names one of `names`,
-        imports the module or is imported by it (docs/soundness.md `whole-project` says what that leaves)."""
+        imports the module or is imported by it (docs/soundness.md `whole-project` says what that leaves); and
+        writes through namespaces got at run time (namespace_writes), where `chain` adds the names the call
+        reads the kernel through."""
         related = {(self.module, s) for s in seeds} | {(f.path, c.name) for f, c in self.subclasses(seeds)}
         out = []
         files = {id(f): f for f in self.files_naming(names) + self.importers() + self.imported()}
-        if self.spelled_in_strings({kernel}):  # a dotted path naming it may be imported and written by that name
-            out += self._computed_imports_written(files, names)
-        out += self.module_escapes(modules)
+        out += self.namespace_writes(set(names) | set(chain), related, modules, kernel)
+        out += self.module_escapes({m for m in modules if not m.endswith("." + kernel)})  # (modules, not the kernel)
         for f in files.values():
             for node in ast.walk(f.tree):
                 what = None
                 hit = _setattr_call(f, node) if isinstance(node, ast.Call) else None
-                patched = _mock_patch(f, node) if isinstance(node, ast.Call) else None
+                patched = [p for p in _patch_calls(f, node) if not isinstance(p[2], ast.Constant) and (
+                    p[1] is None or self._may_reach(f, p[1], related, modules))] if isinstance(node, ast.Call) else []
                 if hit is not None:
                     verb, receiver, name = hit
                     if not isinstance(name, ast.Constant) and self._may_reach(f, receiver, related, modules):
                         what = f"`{verb}` with a computed name"
-                elif patched is not None:
-                    verb, receiver, name = patched
-                    if not isinstance(name, ast.Constant) and (receiver is None or self._may_reach(
-                            f, receiver, related, modules)):
-                        what = f"`{verb}` with a computed target"
+                elif patched:
+                    what = f"`{patched[0][0]}` with a computed target"
                 elif _builtin_call(node, ("exec", "eval")):  # compile() alone runs nothing
                     what = f"`{node.func.id}()`"
                 elif isinstance(node, ast.Name) and node.id in ("setattr", "delattr") and isinstance(node.ctx, ast.Load) \
                         and not (isinstance(f.parents.get(id(node)), ast.Call) and f.parents[id(node)].func is node):
                     what = f"`{node.id}` taken as a value"  # `s = setattr`, `map(setattr, ...)`: on anything
-                elif isinstance(node, ast.Subscript) and _written(f, node):
-                    v = node.value
-                    if isinstance(v, ast.Attribute) and v.attr == "modules" and isinstance(v.value, ast.Name) \
-                            and f.modules.get(v.value.id) == "sys":
-                        what = "a write to `sys.modules`"
-                    elif self._namespace_of(f, v, related, modules):
-                        what = f"a write through `{_unparse(v)}`"
-                elif isinstance(node, ast.Attribute) and node.attr in ("__dict__",) or _builtin_call(node, ("vars",)):
-                    up = f.parents.get(id(node))
-                    written = isinstance(up, ast.Attribute) and up.value is node and up.attr in _DICT_WRITES \
-                        or isinstance(up, ast.AugAssign) and up.target is node \
-                        or isinstance(up, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and up.value is node
-                    if written and self._namespace_of(f, node, related, modules):
-                        what = f"a write through `{_unparse(node)}`" + (f".{up.attr}" if isinstance(up, ast.Attribute) else "")
                 elif isinstance(node, ast.Call) and (_builtin_call(node, ("type",)) and len(node.args) == 3
                                                      or _typing_name(f, node.func) == "new_class"):
                     bases = node.args[1] if len(node.args) > 1 else next(
@@ -672,17 +665,90 @@ class Project:
                     out.append(Finding(self.rel(f.path), getattr(node, "lineno", 0), what))
         return out
 
-    def spelled_in_strings(self, names: Set[str]) -> bool:
-        """Does a string of the project's code (a literal, or a part of an f-string) that could be a dotted path
-        (identifiers and dots only: not prose, not a docstring) spell one of `names` as a word: the only way code the project holds can name it to a computed import (a name held only outside
-        it, in an environment variable or a config file, is not followed: docs/soundness.md `whole-project`)."""
-        names = {n for n in names if n}
-        if not names:
-            return False
-        words = re.compile(r"\b(?:%s)\b" % "|".join(re.escape(n) for n in sorted(names)))
-        return any(isinstance(node, ast.Constant) and isinstance(node.value, str) and _DOTTED.fullmatch(node.value)
-                   and words.search(node.value)
-                   for f in [*filter(None, [self.own()]), *self.files_naming(names)] for node in ast.walk(f.tree))
+    def namespace_writes(self, names: Set[str], related: Set[Tuple[str, str]], modules: Set[str],
+                         kernel: str) -> List[Finding]:
+        """Writes through a namespace got at run time (namespaces.Handles: default-deny), in every file that may
+        get one (a computed import, sys.modules, `__globals__`, `inspect.getmodule`, a function made from code)
+        or that names the kernel, the helper, the kernel's module, or imports this module or is imported by it."""
+        key = (frozenset(names), frozenset(related), frozenset(modules), kernel)
+        done = self.__dict__.setdefault("_namespace_writes_done", {})
+        if key not in done:
+            done[key] = self._namespace_writes(names, related, modules, kernel)
+        return done[key]
+
+    def _namespace_writes(self, names: Set[str], related: Set[Tuple[str, str]], modules: Set[str],
+                          kernel: str) -> List[Finding]:
+        stems = {m.rsplit(".", 1)[-1] for m in modules if f"{m}.{kernel}" in modules or m.endswith("." + kernel)}
+        packages = {m.rsplit(".", 1)[-1] for m in modules if f"{m}.{kernel}" not in modules
+                    and any(o.startswith(m + ".") for o in modules)}
+        words = {n for n in names | stems if n and not n.startswith("__")} - packages  # (a package's: every file)
+        files = {id(f): f for f in [*filter(None, [self.own()]), *self.files_naming([*words, *_HANDLE_WORDS]),
+                                    *self.importers(), *self.imported()]}
+        spelled = (set(names) | stems | {p for m in modules for p in m.split(".")}) - {""}
+        known = self.related_module_names(modules)
+        gate = self.named_by_code(self.lookup_words(modules, kernel))
+        out = []
+        for f in files.values():
+            facts = namespaces.Facts(known, spelled, f.path == self.module, gate)
+            handles = namespaces.Handles(f, lambda r, unknown=True, f=f: self._may_reach(f, r, related, modules, unknown),
+                                         facts,
+                                         lambda name, f=f: self._spelled_elsewhere(f, name))
+            out += [Finding(self.rel(f.path), line, what) for line, what in handles.writes()]
+        return out
+
+    def _spelled_elsewhere(self, f: _File, name: str) -> bool:
+        """May a file of the project other than f use f's `name`: does one spell it and f's module name (its
+        stem: it must import f, or name it to a computed import, to reach the name)?"""
+        done = self.__dict__.setdefault("_spelled_elsewhere_done", {})
+        if (f.path, name) not in done:
+            done[(f.path, name)] = self._spells(f, name)
+        return done[(f.path, name)]
+
+    def _spells(self, f: _File, name: str) -> bool:
+        stem = os.path.splitext(os.path.basename(f.path))[0]
+        if stem == "__init__":
+            stem = os.path.basename(os.path.dirname(f.path))
+        own = self.own()
+        if own is not None and own is not f and {name, stem} <= {
+                n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else
+                n.value if isinstance(n, ast.Constant) and isinstance(n.value, str) else None for n in ast.walk(own.tree)
+        } | {part for n in ast.walk(own.tree) if isinstance(n, ast.alias) for part in (n.name.split(".") + [n.asname])}:
+            return True
+        naming = {id(g) for g in self.files_naming([stem])}
+        return any(g is not f and id(g) in naming for g in self.files_naming([name])) or any(
+            f.path != p for p, _ in self._big)
+
+    def lookup_words(self, modules: Set[str], kernel: str) -> Set[str]:
+        """The words a name computed at run time must be built from to name the kernel, its module or this
+        module: the kernel's name, each kernel module's own name (not its packages': `sgl_kernel.` alone
+        names every module of the distribution), and this module's."""
+        own = os.path.splitext(os.path.basename(self.module))[0]
+        return {kernel, own} | {m.rsplit(".", 1)[-1] for m in modules if f"{m}.{kernel}" in modules}
+
+    def named_by_code(self, words: Set[str]) -> bool:
+        """Does a string of the project's code that could be a name (identifiers, dots, colons: not prose, not
+        a docstring; a part of an f-string or of a `+` counts) hold one of `words` as a part? If none does, a
+        name computed at run time can name them only from data (a config file, the environment): assumed not
+        to (docs/soundness.md `whole-project`)."""
+        key = frozenset(w for w in words if w)
+        done = self.__dict__.setdefault("_named_by_code_done", {})
+        if key not in done:
+            done[key] = bool(key) and any(
+                isinstance(node, ast.Constant) and isinstance(node.value, str) and _NAME_LIKE.fullmatch(node.value)
+                and key & set(re.split(r"[.:]", node.value))
+                for f in [*filter(None, [self.own()]), *self.files_naming(key)] for node in ast.walk(f.tree))
+        return done[key]
+
+    def related_module_names(self, modules: Set[str]) -> Set[str]:
+        """The dotted names a write through a namespace must not reach: the kernel's modules, this module (as
+        its path from the root and each dotted tail, also under the root's own name), and their packages."""
+        rel = self.rel(self.module)
+        parts = (rel[:-3] if rel.endswith(".py") else rel).split("/")
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        full = [os.path.basename(self.root)] + parts
+        names = set(modules) | {".".join(parts[i:]) for i in range(len(parts))} | {".".join(full)}
+        return {".".join(n.split(".")[:k]) for n in names for k in range(1, len(n.split(".")) + 1)}
 
     def importers(self) -> List[_File]:
         """The files that import this module by its name (its stem among an import's dotted parts)."""
@@ -692,45 +758,26 @@ class Project:
             or isinstance(n, ast.ImportFrom) and (stem in (n.module or "").split(".") or any(a.name == stem for a in n.names))
             for n in ast.walk(f.tree))]
 
-    def _computed_imports_written(self, seen: Dict[int, "_File"], names: Set[str]) -> List[Finding]:
-        """Writes, in files not read above, on a module imported by a computed name (`importlib.import_module(m)`,
-        `__import__`, `sys.modules`): a reflective write with a computed name, or an assignment of one of
-        `names`. That module may be the kernel's (or this one), and no file need spell it (a plugin registry's
-        `setattr(import_module(m), attr, fn)`)."""
-        out = []
-        for f in self.files_naming(_COMPUTED_IMPORT_WORDS):
-            if id(f) in seen:
-                continue
-            for node in ast.walk(f.tree):
-                hit = (_setattr_call(f, node) or _mock_patch(f, node)) if isinstance(node, ast.Call) else None
-                if hit is not None and hit[1] is not None and not isinstance(hit[2], ast.Constant) \
-                        and _computed_module(f, hit[1]):
-                    out.append(Finding(self.rel(f.path), node.lineno, f"`{hit[0]}` with a computed name on a module "
-                                                                      "imported by a computed name"))
-            out += _computed_module_writes(self.rel(f.path), f, names)
-        return out
-
     def module_escapes(self, modules: Set[str]) -> List[Finding]:
         """The kernel's module object handed on (an argument, a stored or returned value, an element): what the
         code it reaches does to it is not followed (`instrument(fm)` may rebind every `*_fwd` of it)."""
         out = []
-        for f in [*filter(None, [self.own()]), *self.files_naming({m.rsplit(".", 1)[-1] for m in modules})]:
+        stem = os.path.splitext(os.path.basename(self.module))[0]
+        for f in [*filter(None, [self.own()]), *self.files_naming({m.rsplit(".", 1)[-1] for m in modules} | {stem})]:
             for node in ast.walk(f.tree):
-                if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load) \
-                        and f.module_of(node) in modules and _escapes(f, node):
-                    out.append(Finding(self.rel(f.path), node.lineno,
-                                       f"the kernel's module `{_unparse(node)}` is handed on"))
+                if not (isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load)):
+                    continue
+                mod = f.module_of(node)
+                if mod is None or not (mod in modules or mod.rsplit(".", 1)[-1] == stem and f is not self.own()
+                                       and self._find_module(f.path, mod) == self.module):
+                    continue
+                if _escapes(f, node):
+                    out.append(Finding(self.rel(f.path), node.lineno, f"the module `{_unparse(node)}`, which the "
+                                                                      "kernel is read through, is handed on"))
         return out
 
-    def _namespace_of(self, f: _File, v: ast.AST, related: Set[Tuple[str, str]], modules: Set[str]) -> bool:
-        """Is `v` the namespace (`x.__dict__`, `vars(x)`) of a receiver that may be related?"""
-        if isinstance(v, ast.Attribute) and v.attr == "__dict__":
-            return self._may_reach(f, v.value, related, modules)
-        if _builtin_call(v, ("vars",)):
-            return bool(v.args) and self._may_reach(f, v.args[0], related, modules)  # (`vars()`: that module's)
-        return False
-
-    def _may_reach(self, f: _File, receiver: ast.AST, related: Set[Tuple[str, str]], modules: Set[str]) -> bool:
+    def _may_reach(self, f: _File, receiver: ast.AST, related: Set[Tuple[str, str]], modules: Set[str],
+                   unknown: bool = True) -> bool:
         """May `receiver`, in file f, be one of the related classes (or an instance of one), the module,
         or a module in `modules`? Only a receiver the file binds to something proven else is not."""
         cls = f.instance_of(receiver)
@@ -751,7 +798,7 @@ class Project:
             declared = self.declared_classes(f, receiver)
             if declared is not None:  # an instance of the classes its type names: related only through them
                 return any(self._declared_reaches(k, related) for k in declared)
-            return True  # a parameter, a local, a call's result: anything
+            return unknown  # a parameter, a local, a call's result: anything (where it may be)
         mod = f.module_of(receiver)
         return self._dotted_reaches(f, mod, related, modules) if mod else True
 
@@ -1160,10 +1207,6 @@ class Project:
         return self._registered
 
 
-# methods of a dict that write it
-_DICT_WRITES = {"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__", "__ior__"}
-
-
 def _setattr_call(f: _File, node: ast.Call) -> Optional[Tuple[str, ast.AST, Optional[ast.AST]]]:
     """(how it is spelled, the receiver, the name) of a call that sets or deletes an attribute: `setattr(x, n,
     v)` (also `builtins.setattr`, an import of it), `object.__setattr__(x, n, v)`, `type.__setattr__(...)`,
@@ -1192,44 +1235,40 @@ def _setattr_call(f: _File, node: ast.Call) -> Optional[Tuple[str, ast.AST, Opti
 
 
 
-def _patch_call(node: ast.Call) -> Optional[Tuple[str, Optional[ast.AST], ast.AST]]:
-    """(how it is spelled, the receiver, the name) of a test double's write of an attribute: pytest's
-    `monkeypatch.setattr(x, "n", v)`, `mock.patch.object(x, "n", ...)`, or a dotted string naming it
-    (`monkeypatch.setattr("m.n", v)`, `mock.patch("m.n")`: the receiver is a module, None here)."""
+def _patch_calls(f: _File, node: ast.Call) -> List[Tuple[str, Optional[ast.AST], ast.AST]]:
+    """(how it is spelled, the receiver, the name) of each attribute a test double's call writes: pytest's
+    `monkeypatch.setattr(x, "n", v)` / `.setattr("m.n", v)`; and `unittest.mock.patch` however the file
+    imports or aliases it (namespaces.qualified): `patch("m.n")` (receiver None: the target's module),
+    `patch.object(x, "n")`, `patch.multiple(m, n=...)` (one per keyword; `**kw`: a computed name), and
+    `patch.dict` of a target named by a string (`"sys.modules"`: any module, a computed name)."""
     func = node.func
-    verb = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
-    if verb not in ("setattr", "delattr", "object", "patch") or not node.args:
-        return None
+    if not node.args:
+        return []
     first = node.args[0]
-    if isinstance(first, ast.Constant) and isinstance(first.value, str) and "." in first.value:
-        return verb, None, ast.Constant(first.value.rsplit(".", 1)[1])
-    if verb in ("setattr", "delattr", "object") and len(node.args) > 1 and isinstance(node.args[1], ast.Constant):
-        return verb, first, node.args[1]
-    return None
+    q = namespaces.qualified(f, func)
+    tail = next((q[len(r):] for r in _MOCK_PATCH if q == r or q.startswith(r + ".")), None)
+    verb = _unparse(func)
+    if tail is None:
+        if isinstance(func, ast.Attribute) and func.attr in ("setattr", "delattr"):  # a monkeypatch fixture
+            if isinstance(first, ast.Constant) and isinstance(first.value, str) and "." in first.value:
+                return [(verb, None, ast.Constant(first.value.rsplit(".", 1)[1]))]
+            if len(node.args) > 1 and isinstance(node.args[1], ast.Constant):
+                return [(verb, first, node.args[1])]
+        return []
+    if tail == "":
+        return [(verb, None, _patched_name(first))]
+    if tail == ".object":
+        return [(verb, first, node.args[1])] if len(node.args) > 1 else [(verb, first, first)]
+    if tail == ".multiple":
+        return [(verb, first, ast.Constant(k.arg) if k.arg else k.value) for k in node.keywords] or [(verb, first, first)]
+    if tail == ".dict":  # a dict handed to it is a namespace's (namespaces.Handles); one named by a string:
+        named = isinstance(first, ast.Constant) and isinstance(first.value, str)
+        return [(verb, None, first if not named or first.value == "sys.modules" else _patched_name(first))] if named else []
+    return [(verb, None, first)]
 
 
-_MOCK_MODULES = ("unittest.mock", "mock")
-
-
-def _mock_patch(f: _File, node: ast.Call) -> Optional[Tuple[str, Optional[ast.AST], ast.AST]]:
-    """(how it is spelled, the receiver, the name) of `mock.patch(target, ...)` (receiver None: the target's
-    module) or `mock.patch.object(x, name, ...)`, with `patch` from unittest.mock (or mock); None otherwise."""
-    func = node.func
-    dotted_func = _unparse(func)
-    obj = dotted_func.endswith(".object") or dotted_func.endswith("patch_object")
-    head = func.value if obj and isinstance(func, ast.Attribute) else func
-    if isinstance(head, ast.Name):
-        origin = f.froms.get(head.id)
-        ok = origin is not None and origin[0] in _MOCK_MODULES and origin[1] == "patch"
-    elif isinstance(head, ast.Attribute) and head.attr == "patch":
-        ok = f.module_of(head.value) in _MOCK_MODULES
-    else:
-        ok = False
-    if not ok or not node.args:
-        return None
-    if obj:
-        return (dotted_func, node.args[0], node.args[1]) if len(node.args) > 1 else None
-    return dotted_func, None, _patched_name(node.args[0])
+# What `unittest.mock.patch` resolves to (mock is the backport).
+_MOCK_PATCH = ("unittest.mock.patch", "mock.patch")
 
 
 def _patched_name(target: ast.AST) -> ast.AST:
@@ -1245,9 +1284,13 @@ def _patched_name(target: ast.AST) -> ast.AST:
     return target
 
 
-_COMPUTED_IMPORTS = ("import_module", "__import__")
-_DOTTED = re.compile(r"[\w.]+")
-_COMPUTED_IMPORT_WORDS = ["import_module", "__import__", "sys.modules"]  # a file that may hold one
+# Words of a file that may get a namespace at run time (namespaces.Handles reads every such file).
+_NAME_LIKE = re.compile(r"[\w.:]+")
+# (`sys.modules`, or `modules` imported from sys; mock's `patch` needs an import of `mock`)
+_HANDLE_WORDS = ["import_module", "__import__", "sys.modules", "import modules", "__globals__", "f_globals",
+                 "getmodule", "FunctionType", "LambdaType", "mock", "resolve_name", "locate", "entry_points",
+                 "EntryPoint", "get_referrers", "get_objects", "get_referents", "runpy", "spec_from_file_location",
+                 "exec_module", "SourceFileLoader", "load_source"]
 
 
 def _written_targets(node: ast.AST) -> List[ast.AST]:
@@ -1255,33 +1298,6 @@ def _written_targets(node: ast.AST) -> List[ast.AST]:
     if isinstance(node, (ast.Assign, ast.Delete)):
         return list(node.targets)
     return [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
-
-
-def _computed_module_writes(rel: str, f: _File, names: Set[str]) -> List[Finding]:
-    """Assignments and deletions of `<m>.<one of names>` where m may be a module imported by a computed name."""
-    out = []
-    for node in ast.walk(f.tree):
-        for t in _flatten(_written_targets(node)):
-            if isinstance(t, ast.Attribute) and t.attr in names and _computed_module(f, t.value):
-                out.append(Finding(rel, node.lineno, f"`{_unparse(t)}` is assigned on a module that may be imported "
-                                                      "by a computed name"))
-    return out
-
-
-def _computed_module(f: _File, receiver: ast.AST, depth: int = 0) -> bool:
-    """Is `receiver` a module imported by a computed name: `importlib.import_module(...)`, `__import__(...)`,
-    `sys.modules[...]` / `sys.modules.get(...)`, or a local bound to one (a parameter: anything)?"""
-    if isinstance(receiver, ast.Call):
-        name = _unparse(receiver.func)
-        return name.rsplit(".", 1)[-1] in _COMPUTED_IMPORTS or name.endswith("modules.get")
-    if isinstance(receiver, ast.Subscript):
-        return _unparse(receiver.value).endswith("modules")
-    if isinstance(receiver, ast.Name) and depth < 4:
-        values = local_value(f, receiver)
-        if values is None:
-            return True  # a parameter, a loop variable, a `with`: it may hold one
-        return any(_computed_module(f, v, depth + 1) for v in values)
-    return False
 
 
 # Uses of a module object that hand nothing on: an attribute read off it, and these builtins of it.
@@ -1410,10 +1426,6 @@ def _real(path: Optional[str]) -> Optional[str]:
 
 def _builtin_call(node: ast.AST, names: Tuple[str, ...]) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names
-
-
-def _written(f: _File, node: ast.Subscript) -> bool:
-    return isinstance(node.ctx, (ast.Store, ast.Del))
 
 
 def _flatten(targets: Iterable[ast.AST]) -> Iterable[ast.AST]:

@@ -1,0 +1,630 @@
+"""Writes through a namespace the code got at run time: default-deny (docs/soundness.md `whole-project`).
+
+A module's bindings (the kernel's, the backend's) change only through a handle on its namespace: the module
+object or its dict. The rest of the analysis follows static imports; every other way to a handle (a computed
+import, `sys.modules`, a function's `__globals__`, `inspect.getmodule`, `vars()`/`__dict__`, `globals()`)
+makes a *handle* here, however its callee is spelled (resolved through the file's imports and aliases), and
+every use of a handle that is not a proven read counts as a write to whatever it may be: handed to a call,
+stored, returned, written through (`setattr`, `h[k] = v`, `.update`), looped over for its modules. A handle
+is harmless only where what it may be is proven another object: a module whose name's literal head no
+related module has (`sys.modules.get(p)` with `p` tested to start with "triton."), a receiver the caller
+proves unrelated, or a write whose literal name is none of the names that matter.
+
+The file protocol (reach._File): `modules`, `froms`, `parents`, `tree`, `module_of(expr)`.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Callable, Dict, Iterable, List, NamedTuple, Optional, Set, Tuple
+
+DICT, MODULES_DICT, MODULE = "a namespace", "a module's namespace", "a module"
+OBJECTS, ALL_MODULES = "objects (modules' dicts among them)", "the table of every module"
+_DICTS = (DICT, MODULES_DICT, ALL_MODULES)
+_IMPORTERS = {"importlib.import_module", "importlib.__import__", "builtins.__import__"}
+_GETMODULE = {"inspect.getmodule"}
+_FUNCTION_MAKERS = {"types.FunctionType", "types.LambdaType"}
+# What runs a file or module the analysis does not read as the project's code (by path, or as a script).
+# (the position of the path or module name it is given)
+_CODE_RUNNERS = {"runpy.run_path": 0, "runpy.run_module": 0, "importlib.util.spec_from_file_location": 1,
+                 "importlib.machinery.SourceFileLoader": 1, "imp.load_source": 1}
+# What resolves a dotted (or `module:attr`) name to its object at run time.
+_RESOLVERS = {"pkgutil.resolve_name", "pydoc.locate"}
+# What hands out every object that refers to another (a module's dict among them).
+_REFERRERS = {"gc.get_referrers", "gc.get_objects", "gc.get_referents"}
+# Reads that take a namespace and hand nothing on (resolved names).
+_NAMESPACE_READERS = {"json.dumps", "json.dump", "pprint.pprint", "pprint.pformat", "copy.copy", "copy.deepcopy",
+                      "inspect.getmembers", "inspect.signature", "inspect.getsource", "inspect.getfile",
+                      "inspect.ismodule", "inspect.isfunction", "inspect.getdoc"}
+# Calls that only read what they are handed (a handle given to one is not handed on).
+_READS = {"getattr", "hasattr", "isinstance", "id", "repr", "str", "len", "dir", "callable", "type", "print",
+          "dict", "list", "sorted", "set", "tuple", "iter", "any", "all", "bool", "issubclass", "format"}
+_DICT_READS = {"get", "items", "keys", "values", "copy", "__contains__", "__getitem__", "__len__", "__iter__"}
+_BUILTIN_WRITES = {"setattr", "delattr"}
+_DEPTH = 6
+_HEAD_DEPTH = 24  # (each name, call, f-string part is a step: a recursive construction is cut by `pending`)
+_HEAD_STEPS = 20000
+
+
+class Facts(NamedTuple):
+    """What one file's handles are checked against: the related modules' dotted names, the attribute names
+    a literal write must spell to matter, whether the file is the module itself, and whether a name computed
+    from nothing known may be a related one (Project.named_by_code)."""
+    modules: Set[str]
+    names: Set[str]
+    own: bool
+    named_by_code: bool
+
+
+class Handles:
+    """The handles of one file and the writes through them. `related(receiver)`: may an object this file
+    reads (the receiver of `__dict__`/`vars`) be a related class, the module or the kernel's module;
+    `modules`: the related modules' dotted names (the kernel's modules, this module, and their packages);
+    `names`: the attribute names a literal write must spell to matter; `own`: this file is the module."""
+
+    def __init__(self, f, related: Callable[..., bool], facts: "Facts", elsewhere: Callable[[str], bool]):
+        self.f, self.related, self.own = f, related, facts.own
+        self.modules, self.names, self.named_by_code = facts.modules, facts.names, facts.named_by_code
+        self.heads = Heads(f, elsewhere)
+        self.aliases: Dict[Tuple[int, str], str] = {}  # (scope, local name) -> the kind of handle it holds
+
+    def writes(self) -> List[Tuple[int, str]]:
+        """(line, what) of every write through a related handle, and every function made from a code object.
+        One walk finds the handles the file makes; the locals bound to them (and loop variables over their
+        values) are then followed to a fixed point, each new alias's reads being handles in turn."""
+        out, found = [], []
+        for node in ast.walk(self.f.tree):
+            if isinstance(node, ast.Call) and self.qualified(node.func) in _FUNCTION_MAKERS and self._reuses_code(node):
+                out.append((node.lineno, f"`{_text(node.func)}(...)` makes a function that runs existing code with "
+                                         "other globals"))
+            elif isinstance(node, ast.Call) and self.qualified(node.func) in _CODE_RUNNERS \
+                    and self._runs_project_code(node, _CODE_RUNNERS[self.qualified(node.func)]):
+                out.append((node.lineno, f"`{_text(node.func)}(...)` runs code the analysis does not read"))
+            elif not isinstance(node, ast.Name):
+                kind = self.kind(node)
+                if kind is not None:
+                    found.append((node, kind))
+        seen = {id(n) for n, _ in found}
+        todo = list(found)
+        while todo:
+            node, kind = todo.pop()
+            for key, bound in self._bound_from(node, kind):
+                if key not in self.aliases:
+                    self.aliases[key] = bound
+                    for read in self._reads(key):
+                        if id(read) not in seen:
+                            seen.add(id(read))
+                            found.append((read, bound))
+                            todo.append((read, bound))
+        for node, kind in found:
+            why = self.misuse(node, kind)
+            if why:
+                out.append((getattr(node, "lineno", 0), f"{why} (`{_text(node)[:60]}` is {kind} got at run time)"))
+        return out
+
+    def _bound_from(self, node: ast.AST, kind: str) -> List[Tuple[Tuple[int, str], str]]:
+        """The locals a handle is bound to, with what they hold: `x = h` (the same), a loop variable over
+        `h.values()` / `h.items()` (a module), over objects (a namespace: each may be a module's dict)."""
+        up = self.f.parents.get(id(node))
+        if isinstance(up, (ast.Assign, ast.AnnAssign)) and up.value is node:
+            return [((id(_scope(self.f, t)), t.id), kind) for t in _targets(up) if isinstance(t, ast.Name)]
+        if isinstance(up, (ast.For, ast.comprehension)) and up.iter is node and kind == OBJECTS:
+            return [((id(_scope(self.f, n)), n.id), MODULES_DICT) for n in ast.walk(up.target) if isinstance(n, ast.Name)]
+        if kind == ALL_MODULES and not self.named_by_code:
+            return []  # every module: the kernel's only by a name, and no name of the code can be its
+        if kind not in (MODULES_DICT, ALL_MODULES) or not (isinstance(up, ast.Attribute) and up.attr in ("values", "items")):
+            return []  # (a loop over a namespace itself binds its keys: strings; an object's holds no module)
+        call, inner = self.f.parents.get(id(up)), up
+        loop = self.f.parents.get(id(call)) if isinstance(call, ast.Call) and call.func is up else None
+        while isinstance(loop, ast.Call) and isinstance(loop.func, ast.Name) and loop.func.id in ("list", "tuple", "sorted"):
+            loop = self.f.parents.get(id(loop))
+        if not isinstance(loop, (ast.For, ast.comprehension)):
+            return []
+        target = loop.target
+        if inner.attr == "items":  # `for name, value in h.items()`: the values
+            target = target.elts[1] if isinstance(target, ast.Tuple) and len(target.elts) == 2 else target
+        return [((id(_scope(self.f, n)), n.id), MODULE) for n in ast.walk(target) if isinstance(n, ast.Name)]
+
+    def _reads(self, key: Tuple[int, str]) -> List[ast.Name]:
+        """The loads of a local in its scope (one index per file, built when first asked)."""
+        index = self.f.__dict__.get("_name_loads")
+        if index is None:
+            index = {}
+            for node in ast.walk(self.f.tree):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                    index.setdefault((id(_scope(self.f, node)), node.id), []).append(node)
+            self.f.__dict__["_name_loads"] = index
+        return index.get(key, [])
+
+    # -- what a node is -------------------------------------------------------------------------
+    def qualified(self, expr: ast.AST) -> str:
+        return qualified(self.f, expr)
+
+    def kind(self, node: ast.AST) -> Optional[str]:
+        """The kind of related namespace node evaluates to (got at run time), else None."""
+        if isinstance(node, ast.Name):
+            return self.aliases.get((id(_scope(self.f, node)), node.id)) if isinstance(node.ctx, ast.Load) else None
+        if isinstance(node, ast.Call):
+            q = self.qualified(node.func)
+            if q in _IMPORTERS or q.endswith(".import_module"):
+                return MODULE if self.name_related(node.args[0] if node.args else None) else None
+            if q in _GETMODULE:
+                return MODULE if not node.args or self.related(node.args[0], self.named_by_code) else None
+            if q == "builtins.vars":
+                if not node.args:
+                    return MODULES_DICT if self.own else None
+                return self._namespace_of(node.args[0])
+            if q == "builtins.globals":
+                return MODULES_DICT if self.own else None
+            if q == "sys.modules.get":
+                return MODULE if self.name_related(node.args[0] if node.args else None) else None
+            if q in _RESOLVERS:
+                return MODULE if self.object_related(node.args[0] if node.args else None) else None
+            if q in _REFERRERS:
+                return OBJECTS
+            if isinstance(node.func, ast.Attribute) and node.func.attr == "load" and not node.args \
+                    and self.f.modules.get(_root(node.func.value) or "") is None and self._reads_entry_points():
+                return MODULE if self._entry_point_related(node.func.value) else None
+            return None
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+            if node.attr in ("__globals__", "f_globals"):
+                # (a function's module: a related one only by a hand-off of it, or by a name)
+                return MODULES_DICT if self.related(node.value, self.named_by_code) or self.kind(node.value) else None
+            if node.attr == "__dict__":
+                return self._namespace_of(node.value)
+            if node.attr == "modules" and self.qualified(node) == "sys.modules":
+                return ALL_MODULES
+            return None
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and self.qualified(node.value) == "sys.modules":
+            return MODULE if self.name_related(node.slice) else None
+        return None
+
+    def _namespace_of(self, owner: ast.AST) -> Optional[str]:
+        """The kind of `vars(owner)` / `owner.__dict__`: a module's namespace where owner is a module (a
+        handle, or one this file imports), an object's where it may be a related one, else None."""
+        if self.kind(owner) == MODULE or self.f.module_of(owner) is not None and self.related(owner):
+            return MODULES_DICT
+        return DICT if self.related(owner) else None
+
+    def name_related(self, expr: Optional[ast.AST]) -> bool:
+        """May the module named by expr be a related one? Only a literal head that no related module's
+        name begins with proves it is not."""
+        head, exact = self.heads.of(expr)
+        if exact:
+            return head in self.modules
+        return any(m.startswith(head) for m in self.modules) if head else self.named_by_code
+
+    def object_related(self, expr: Optional[ast.AST]) -> bool:
+        """May `module`, `module.attr` or `module:attr`, named by expr, be or be in a related module?"""
+        head, exact = self.heads.of(expr)
+        if not head:
+            return self.named_by_code
+        if not exact:
+            return any(m.startswith(head.split(":")[0]) for m in self.modules)
+        module = head.split(":")[0]
+        return module in self.modules or module.rpartition(".")[0] in self.modules
+
+    def _reuses_code(self, call: ast.Call) -> bool:
+        """Does a function made from a code object run an existing function's code (`f.__code__`, directly or
+        through a local) under the globals it is given? Code just compiled is no function of the project's."""
+        code = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "code"), None)
+        values = [code] + (_bound_values(self.f, code) if isinstance(code, ast.Name) else [])
+        return code is None or any(isinstance(n, ast.Attribute) and n.attr == "__code__"
+                                   for v in values if isinstance(v, ast.AST) for n in ast.walk(v))
+
+    def _runs_project_code(self, call: ast.Call, position: int) -> bool:
+        """Is what the runner runs named by the project's code: a literal (or a literal head) path or module
+        name, or a path built from `__file__`? One named only by data (a model's directory, a config) is code
+        from outside the project, as a model's remote code is: assumed not to touch the kernel."""
+        arg = call.args[position] if position < len(call.args) else next(
+            (k.value for k in call.keywords if k.arg in ("path_name", "mod_name", "location", "path", "pathname")), None)
+        if arg is None:
+            return True
+        if any(isinstance(n, ast.Name) and n.id == "__file__" for n in ast.walk(arg)):
+            return True
+        return bool(self.heads.of(arg)[0])
+
+    def _entry_point_related(self, point: ast.AST) -> bool:
+        """May the object an entry point loads be related: one made here (`EntryPoint(name, value, group)`)
+        by the value it names; one a distribution's metadata lists, where a name built from nothing known may be."""
+        made = [point] if isinstance(point, ast.Call) else [
+            v for v in _bound_values(self.f, point) if isinstance(v, ast.Call)] if isinstance(point, ast.Name) else []
+        made = [c for c in made if self.qualified(c.func).endswith("EntryPoint")]
+        if made:
+            return any(self.object_related(c.args[1] if len(c.args) > 1 else next(
+                (k.value for k in c.keywords if k.arg == "value"), None)) for c in made)
+        return self.named_by_code
+
+    def _reads_entry_points(self) -> bool:
+        return any(q.startswith(("importlib.metadata", "importlib_metadata", "pkg_resources"))
+                   for q in [*self.f.modules.values(), *(m for m, _ in self.f.froms.values())])
+
+    # -- how a handle is used -------------------------------------------------------------------
+    def misuse(self, node: ast.AST, kind: str) -> Optional[str]:
+        """Why this use of a handle may write through it, or None for a proven read."""
+        up = self.f.parents.get(id(node))
+        if isinstance(up, ast.Attribute) and up.value is node:
+            return self._attribute_use(up, kind)
+        if isinstance(up, ast.Subscript) and up.value is node:
+            if isinstance(up.ctx, ast.Load):
+                return None
+            return None if self._key_not_named(up.slice, kind) else "a write through it"
+        if isinstance(up, ast.Call) and node in up.args:
+            return self._argument_use(up, node, kind)
+        if isinstance(up, ast.keyword) and up.arg is None and kind in _DICTS:
+            return None  # `f(**vars(args))`: the items copied into the call's keywords
+        if isinstance(up, (ast.Compare, ast.Expr)) or isinstance(up, ast.UnaryOp) and isinstance(up.op, ast.Not):
+            return None
+        if isinstance(up, (ast.If, ast.While, ast.IfExp, ast.Assert)) and up.test is node:
+            return None
+        if isinstance(up, ast.BoolOp):
+            return self.misuse(up, kind)
+        if isinstance(up, (ast.Assign, ast.AnnAssign)) and up.value is node and all(
+                isinstance(t, ast.Name) for t in _targets(up)):
+            return None  # a local alias: its own uses are checked where it is read
+        if isinstance(up, (ast.For, ast.comprehension)) and up.iter is node:
+            return None  # iterating a namespace yields its keys; a loop over objects binds handles (_bound_from)
+        return "it is handed on"
+
+    def _attribute_use(self, up: ast.Attribute, kind: str) -> Optional[str]:
+        if isinstance(up.ctx, (ast.Store, ast.Del)):
+            return None if kind == MODULE and up.attr not in self.names else "a write through it"
+        if up.attr in ("__setattr__", "__delattr__"):
+            return f"its `{up.attr}` is taken"
+        call = self.f.parents.get(id(up))
+        method_call = isinstance(call, ast.Call) and call.func is up
+        if kind in _DICTS:
+            if up.attr in _DICT_READS and method_call:
+                return None
+            if method_call and self._keys_not_named(call, up.attr, kind):
+                return None
+            return f"`.{up.attr}` on it"
+        if kind == OBJECTS:
+            return None if method_call and up.attr in ("__len__", "index", "count") else f"`.{up.attr}` on it"
+        return None  # an attribute read off a module (`.__dict__` is a handle of its own)
+
+    def _keys_not_named(self, call: ast.Call, method: str, kind: str) -> bool:
+        """A write of a namespace whose every key is proven none of the names that matter: `.setdefault(k, v)`,
+        `.__setitem__(k, v)`, `.pop(k)`, `.update({k: v}, k2=v2)`; `sys.modules.pop(k)` (a module dropped is
+        imported again from its file: the same objects)."""
+        if method in ("pop", "__delitem__") and isinstance(call.func, ast.Attribute) \
+                and self.qualified(call.func.value) == "sys.modules":
+            return True
+        if method in ("setdefault", "__setitem__", "pop", "__delitem__"):
+            return bool(call.args) and self._key_not_named(call.args[0], kind)
+        if method == "update":
+            keys = [k.arg for k in call.keywords]
+            for a in call.args:
+                if not isinstance(a, ast.Dict):
+                    return False
+                keys += a.keys
+            return all(k is not None and self._key_not_named(ast.Constant(k) if isinstance(k, str) else k, kind)
+                       for k in keys)
+        return False
+
+    def _argument_use(self, call: ast.Call, node: ast.AST, kind: str) -> Optional[str]:
+        q = self.qualified(call.func)
+        base = q[len("builtins."):] if q.startswith("builtins.") else ""
+        if base in _BUILTIN_WRITES and call.args[0] is node:
+            name = call.args[1] if len(call.args) > 1 else None
+            return None if kind == MODULE and self._literal_not_named(name, kind) else f"`{base}` on it"
+        if base in _READS or q in _NAMESPACE_READERS:
+            return None
+        if q in ("sys.modules.get",):
+            return None
+        return f"handed to `{_text(call.func)[:40]}`"
+
+    def _key_not_named(self, key: Optional[ast.AST], kind: str) -> bool:
+        """A key of a namespace that names nothing that matters: for the table of every module, a module
+        name that may not be a related one (name_related); else an attribute name (_literal_not_named)."""
+        return not self.name_related(key) if kind == ALL_MODULES else self._literal_not_named(key, kind)
+
+    def _literal_not_named(self, key: Optional[ast.AST], kind: str) -> bool:
+        """A key (an attribute's or a module's name) proven to spell none of the names that matter: a literal
+        that is none of them, or a literal head none of them begins with (Heads)."""
+        head, exact = self.heads.of(key)
+        if exact:
+            return head not in self.names and head not in self.modules
+        return bool(head) and not any(n.startswith(head) for n in self.names | self.modules)
+
+
+def qualified(f, expr: ast.AST, depth: int = 0) -> str:
+    """The dotted name expr refers to through the file's imports and module-level aliases
+    (`from importlib import import_module as load` -> importlib.import_module); a name the file never binds
+    as builtins.<name>; "" where it is not known."""
+    if isinstance(expr, ast.Attribute):
+        head = qualified(f, expr.value, depth)
+        return f"{head}.{expr.attr}" if head else ""
+    if not isinstance(expr, ast.Name):
+        return ""
+    if expr.id in f.modules:
+        return f.modules[expr.id]
+    if expr.id in f.froms:
+        mod, name = f.froms[expr.id]
+        return f"{mod}.{name}" if mod and not mod.endswith(".") else f"{mod}{name}"
+    values = _module_assignments(f).get(expr.id, []) if depth < _DEPTH else None
+    if values:
+        found = {qualified(f, v, depth + 1) for v in values}
+        return found.pop() if len(found) == 1 else ""
+    return f"builtins.{expr.id}" if values is not None else ""
+
+
+# -- literal heads of module names ---------------------------------------------------------------------
+class Heads:
+    """(the literal text every value of an expression starts with, whether that is the whole value), in one
+    file. `elsewhere(name)`: does another file of the project spell `name` (then a function or class of that
+    name may be called from there, with anything)."""
+
+    def __init__(self, f, elsewhere: Callable[[str], bool]):
+        self.f, self.elsewhere = f, elsewhere
+        self.pending: Set[Tuple[str, str]] = set()  # heads being worked out (a recursive construction)
+        self.memo: Dict[int, Tuple[str, bool]] = {}  # answers worked out with nothing pending
+        self.steps = 0  # the file's budget: past _HEAD_STEPS every head is unknown (related)
+
+    def of(self, expr: Optional[ast.AST], depth: int = 0) -> Tuple[str, bool]:
+        """The head of expr (see _of), remembered where nothing was pending."""
+        if expr is None:
+            return "", False
+        key = id(expr)
+        if key in self.memo:
+            return self.memo[key]
+        self.steps += 1
+        if self.steps > _HEAD_STEPS:
+            return "", False
+        free = not self.pending
+        found = self._of(expr, depth)
+        if free:
+            self.memo[key] = found
+        return found
+
+    def _of(self, expr: ast.AST, depth: int) -> Tuple[str, bool]:
+        """A literal; an f-string or `+` whose first part is one; a local assigned only such values; the part
+        of `x.rsplit(sep, 1)` / `x.split(sep)` / `x.partition(sep)` before its first separator; a name an
+        enclosing `if` tests with `.startswith(lit)` or `== lit` (each alternative of an `or`); a parameter of
+        a function only this file calls, by name, from the arguments of every call; `self.__name__` in a
+        module class only this file constructs, from every construction's name. ("", False): not known."""
+        if expr is None or depth > _HEAD_DEPTH:
+            return "", False
+        if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+            return expr.value, True
+        if isinstance(expr, ast.JoinedStr) and expr.values:
+            return self.of(expr.values[0], depth + 1)[0], False
+        if isinstance(expr, ast.FormattedValue):
+            return self.of(expr.value, depth + 1)[0], False
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+            return self.of(expr.left, depth + 1)[0], False
+        if isinstance(expr, ast.Attribute) and expr.attr == "__name__" and isinstance(expr.value, ast.Name) \
+                and expr.value.id == "self":
+            return self._module_class_name(expr, depth)
+        if not isinstance(expr, ast.Name):
+            return "", False
+        tested = _tested_head(self.f, expr)
+        if tested is not None:
+            return tested
+        param = _parameter_of(self.f, expr)
+        if param is not None:
+            return self._from_calls(param, depth)
+        values = _bound_values(self.f, expr)
+        return self._join([v.head(self, depth) if isinstance(v, _Part) else self.of(v, depth + 1) for v in values])
+
+    def _join(self, heads: List[Tuple[str, bool]]) -> Tuple[str, bool]:
+        if not heads or any(not h for h, _ in heads):
+            return "", False
+        if all(e for _, e in heads) and len({h for h, _ in heads}) == 1:
+            return heads[0]
+        return _common([h for h, _ in heads]), False
+
+    def _from_calls(self, param: Tuple[ast.AST, int, str], depth: int) -> Tuple[str, bool]:
+        """A parameter's head: the common head of what every call of its module-level function passes there,
+        where no other file spells the function's name and this file only calls it."""
+        fn, index, name = param
+        key = ("def", fn.name)
+        if key in self.pending:
+            return "\0", False  # (the same call path again: adds no head of its own)
+        if fn not in self.f.tree.body or self.elsewhere(fn.name):
+            return "", False
+        self.pending.add(key)
+        try:
+            return self._join(self._arguments(fn.name, index, name, depth))
+        finally:
+            self.pending.discard(key)
+
+    def _arguments(self, callee: str, index: int, name: str, depth: int) -> List[Tuple[str, bool]]:
+        out = []
+        for node in ast.walk(self.f.tree):
+            if isinstance(node, ast.Name) and node.id == callee and isinstance(node.ctx, ast.Load) \
+                    and not _annotation_or_type_test(self.f, node):
+                call = self.f.parents.get(id(node))
+                if not (isinstance(call, ast.Call) and call.func is node) or any(
+                        isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+                    return [("", False)]  # taken as a value, or called with what cannot be matched up
+                given = call.args[index] if index < len(call.args) else next(
+                    (k.value for k in call.keywords if k.arg == name), None)
+                out.append(self.of(given, depth + 1) if given is not None else ("", False))
+        return [h for h in out if h[0] != "\0"] or [("", False)]
+
+    def _module_class_name(self, expr: ast.Attribute, depth: int) -> Tuple[str, bool]:
+        """`self.__name__` in a method of a class deriving from `types.ModuleType`: the name every
+        construction of the class in this file passes (no other file spells the class, none assigns the
+        attribute)."""
+        cls = _enclosing_class(self.f, expr)
+        if cls is None or not any(qualified(self.f, b) == "types.ModuleType" for b in cls.bases) \
+                or self.elsewhere(cls.name) or any(isinstance(n, ast.Attribute) and n.attr == "__name__"
+                                                   and isinstance(n.ctx, (ast.Store, ast.Del)) for n in ast.walk(self.f.tree)):
+            return "", False
+        key = ("class", cls.name)
+        if key in self.pending:
+            return "\0", False
+        self.pending.add(key)
+        try:
+            return self._join(self._arguments(cls.name, 0, "name", depth))
+        finally:
+            self.pending.discard(key)
+
+
+def _annotation_or_type_test(f, node: ast.AST) -> bool:
+    """Is node inside an annotation, or the class of an isinstance/issubclass test (a read, no call)?"""
+    up = f.parents.get(id(node))
+    if isinstance(up, ast.Call) and isinstance(up.func, ast.Name) and up.func.id in ("isinstance", "issubclass") \
+            and len(up.args) == 2 and up.args[1] is node:
+        return True
+    while up is not None and not isinstance(up, ast.stmt):
+        if isinstance(up, ast.arg) and up.annotation is node:
+            return True
+        node, up = up, f.parents.get(id(up))
+    return isinstance(up, (ast.FunctionDef, ast.AsyncFunctionDef)) and up.returns is node \
+        or isinstance(up, ast.AnnAssign) and up.annotation is node
+
+
+def _parameter_of(f, name: ast.Name) -> Optional[Tuple[ast.AST, int, str]]:
+    """(the function, its position, its name) where name is a positional parameter of the function that
+    reads it and is never rebound there."""
+    scope = _scope(f, name)
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    params = [a.arg for a in scope.args.posonlyargs + scope.args.args]
+    if name.id not in params or any(isinstance(n, ast.Name) and n.id == name.id and not isinstance(n.ctx, ast.Load)
+                                    for n in ast.walk(scope)):
+        return None
+    return scope, params.index(name.id), name.id
+
+
+def _enclosing_class(f, node: ast.AST) -> Optional[ast.ClassDef]:
+    while node is not None and not isinstance(node, ast.ClassDef):
+        node = f.parents.get(id(node))
+    return node
+
+
+def _tested_head(f, name: ast.Name) -> Optional[Tuple[str, bool]]:
+    """The head an enclosing `if` proves of name where it is read in the if's body."""
+    node: ast.AST = name
+    while True:
+        up = f.parents.get(id(node))
+        if up is None or isinstance(up, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return None
+        if isinstance(up, ast.If) and node in up.body:
+            alternatives = _alternatives(up.test, name.id)
+            if alternatives:
+                exact = all(e for _, e in alternatives)
+                heads = [h for h, _ in alternatives]
+                return (heads[0], True) if exact and len(set(heads)) == 1 else (_common(heads), False)
+        node = up
+
+
+def _alternatives(test: ast.AST, name: str) -> Optional[List[Tuple[str, bool]]]:
+    """`name.startswith("a")` / `name == "a"`, or an `or` of them: each alternative's (head, exact)."""
+    parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or) else [test]
+    out = []
+    for p in parts:
+        if isinstance(p, ast.Call) and isinstance(p.func, ast.Attribute) and p.func.attr == "startswith" \
+                and isinstance(p.func.value, ast.Name) and p.func.value.id == name and len(p.args) == 1 \
+                and isinstance(p.args[0], ast.Constant) and isinstance(p.args[0].value, str):
+            out.append((p.args[0].value, False))
+        elif isinstance(p, ast.Compare) and len(p.ops) == 1 and isinstance(p.ops[0], ast.Eq) \
+                and isinstance(p.left, ast.Name) and p.left.id == name and isinstance(p.comparators[0], ast.Constant) \
+                and isinstance(p.comparators[0].value, str):
+            out.append((p.comparators[0].value, True))
+        else:
+            return None
+    return out
+
+
+class _Part:
+    """The first part of a split of a string (`a, b = x.rsplit(".", 1)`): it begins as x does, up to the
+    first separator x's head holds."""
+
+    def __init__(self, source: ast.AST, sep: str):
+        self.source, self.sep = source, sep
+
+    def head(self, heads: Heads, depth: int) -> Tuple[str, bool]:
+        head, _ = heads.of(self.source, depth + 1)
+        cut = head.find(self.sep) if self.sep else -1
+        return (head[:cut] if cut >= 0 else head), False
+
+
+def _bound_values(f, name: ast.Name) -> List[ast.AST]:
+    """What a local name may hold where it is read: its assignments' values, the first part of a split it
+    is unpacked from (_Part), and anything else binding it (a loop, `with`, an unpacking) as itself: unknown."""
+    values: List[ast.AST] = []
+    for node in ast.walk(_scope(f, name)):
+        if not (isinstance(node, ast.Name) and node.id == name.id and isinstance(node.ctx, ast.Store)):
+            continue
+        up = f.parents.get(id(node))
+        if isinstance(up, (ast.Assign, ast.AnnAssign)) and up.value is not None and node in _targets(up):
+            values.append(up.value)
+        elif isinstance(up, ast.Tuple) and isinstance(f.parents.get(id(up)), ast.Assign) \
+                and _split_of(f, f.parents[id(up)].value) is not None and up.elts and up.elts[0] is node:
+            values.append(_Part(*_split_of(f, f.parents[id(up)].value)))
+        else:
+            values.append(node)  # (a Name in a store: no literal head)
+    return values
+
+
+def _split_of(f, value: ast.AST) -> Optional[Tuple[ast.AST, str]]:
+    """(the string, the separator) of `x.split(sep)` / `rsplit` / `partition` / `rpartition`, or of a local
+    bound only to one (`parts = x.rsplit(".", 1)` ... `a, b = parts`)."""
+    if isinstance(value, ast.Name):
+        bound = [v for v in _bound_values(f, value) if not isinstance(v, _Part)]
+        return _split_of(f, bound[0]) if len(bound) == 1 and not isinstance(bound[0], ast.Name) else None
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+            and value.func.attr in ("split", "rsplit", "partition", "rpartition") and value.args \
+            and isinstance(value.args[0], ast.Constant) and isinstance(value.args[0].value, str):
+        return value.func.value, value.args[0].value
+    return None
+
+
+def _module_assignments(f) -> Dict[str, Optional[List[ast.AST]]]:
+    """name -> its values where the file binds it only by module-level assignments (an alias of a callable),
+    None where it binds it otherwise; a name absent is one the file never binds (a builtin). Built once."""
+    table = f.__dict__.get("_module_assignments")
+    if table is not None:
+        return table
+    table = {}
+    for node in ast.walk(f.tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            up = f.parents.get(id(node))
+            if isinstance(up, ast.Assign) and f.parents.get(id(up)) is f.tree and node in up.targets \
+                    and table.get(node.id, []) is not None:
+                table.setdefault(node.id, []).append(up.value)
+            else:
+                table[node.id] = None
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            table[node.name] = None
+        elif isinstance(node, ast.arg):
+            table[node.arg] = None
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for a in node.names:
+                table[(a.asname or a.name).split(".")[0]] = None
+    f.__dict__["_module_assignments"] = table
+    return table
+
+
+def _root(expr: ast.AST) -> Optional[str]:
+    while isinstance(expr, (ast.Attribute, ast.Call)):
+        expr = expr.value if isinstance(expr, ast.Attribute) else expr.func
+    return expr.id if isinstance(expr, ast.Name) else None
+
+
+def _scope(f, node: ast.AST) -> ast.AST:
+    while True:
+        node = f.parents.get(id(node))
+        if node is None or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return node if node is not None else f.tree
+
+
+def _targets(stmt: ast.AST) -> Iterable[ast.AST]:
+    return stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+
+
+def _common(heads: List[str]) -> str:
+    out = heads[0] if heads else ""
+    for h in heads[1:]:
+        while not h.startswith(out):
+            out = out[:-1]
+    return out
+
+
+def _text(node: ast.AST) -> str:
+    try:
+        return ast.unparse(node)
+    except Exception:  # noqa: BLE001 (a node made here for a check, or one unparse cannot write)
+        return type(node).__name__
