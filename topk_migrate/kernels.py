@@ -460,17 +460,47 @@ def file_pins(directory: str, root: str) -> Tuple[Tuple[Pin, ...], ...]:
     for name in listing(directory):
         path = os.path.join(directory, name)
         rel = project_label(path, root)
-        if is_requirements(name):
+        if is_requirements(name) or is_constraints(name):
             out.append(requirements_file(path, root, rel))
             continue
-        if name not in PROJECT_FILES:
+        if name not in PROJECT_FILES and not is_install_recipe(name):
             continue
         text = read_project_file(path)
         if text is None:
             continue
+        if is_install_recipe(name):
+            conda = _CONDA_PIN.sub(r"\1==", text) if name.endswith((".yml", ".yaml")) else text
+            out.append(spelled_pins(conda, rel))
+            continue
         parse = {"pyproject.toml": pyproject_pins, "setup.cfg": setup_cfg_pins, "setup.py": setup_py_pins}[name]
         out.append(parse(text, rel))
+        if name == "pyproject.toml":  # uv's overrides and constraints replace what the project declares
+            out.append(spelled_pins(" ".join(_UV_PINS.findall(text)), rel))
     return tuple(map(tuple, out))
+
+
+def is_constraints(name: str) -> bool:
+    return name.startswith("constraints") and name.endswith((".txt", ".in"))
+
+
+def is_install_recipe(name: str) -> bool:
+    """A file that installs the environment another way than the project's metadata: a Dockerfile, a
+    conda environment."""
+    return name.startswith("Dockerfile") or name.endswith(".dockerfile") or (
+        name.startswith(("environment", "conda")) and name.endswith((".yml", ".yaml")))
+
+
+_SPELLED_PIN = re.compile(r"""(?<![\w.-])([A-Za-z0-9][A-Za-z0-9._-]*\s*(?:\[[^\]]*\])?\s*(?:==|~=|<=|>=|<|>|!=)\s*[\w.*+!-]+"""
+                          r"""(?:\s*,\s*(?:==|~=|<=|>=|<|>|!=)\s*[\w.*+!-]+)*)""")
+_CONDA_PIN = re.compile(r"(?m)^(\s*-\s*[A-Za-z0-9][A-Za-z0-9._-]*)\s*=\s*(?==?[\w.*])=?")  # `- name=1.2` (conda's `=`)
+_UV_PINS = re.compile(r"(?:override|constraint)-dependencies\s*=\s*\[([^\]]*)\]")
+
+
+def spelled_pins(text: str, rel: str) -> List[Pin]:
+    """Every `name==version`-like requirement a text spells (`pip install sglang-kernel==0.4.2` in a
+    Dockerfile, a conda environment's pip list, uv's override-dependencies): each is what that way of
+    installing puts in the environment."""
+    return [p for m in _SPELLED_PIN.finditer(text) if (p := _requirement(m.group(1), rel)) is not None]
 
 
 # -- installed distributions ------------------------------------------------------------------

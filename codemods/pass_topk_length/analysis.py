@@ -821,9 +821,12 @@ class _Analysis:
         arg = _indices_arg(c.node)
         if arg is None:
             return "the call's indices are not found (neither `indices=` nor its third positional argument)"
-        why = self._stable_name(c, arg) is None and self._walrus_blocker(c.node)
+        why = self._stable_name(c, arg) is None and (self._walrus_blocker(c.node) or self._locals_read(c))
         if why:
             return why
+        for w in self.index("tensor-interceptors", lambda: self.project().tensor_interceptors()):
+            return (f"{w.what} ({w.where()}): the ops the derived lengths add would reach it; pass topk_length "
+                    "by hand")
         return self.project_wrapper(c) or self.index(f"rebinds:{c.callee}", lambda: self.kernel_rebound(c))
 
     def project_wrapper(self, c: CallInfo) -> Optional[str]:
@@ -874,18 +877,43 @@ class _Analysis:
             return None
         return arg.value
 
+    def _locals_read(self, c: CallInfo) -> Optional[str]:
+        """Who may see the local the rewrite binds (`:=`): the call's function reading its own namespace
+        (`locals()`, `vars()`) other than by a literal name, or a frame's locals read whole in the project."""
+        fn = c.function.node if c.function is not None else None
+        for call in (self.find(cst.Call, within=fn) if fn is not None else []):
+            name = get_full_name_for_node(call.func) or ""
+            if name in ("locals", "vars") and not call.args and not self._read_by_literal(call):
+                return f"`{name}()` in `{c.function.name}` would see the name the rewrite binds the indices to"
+        for w in self.index("frame-reads", lambda: self.project().frame_enumerations()):
+            return f"{w.what} at {w.where()}: it would see the name the rewrite binds the indices to"
+        return None
+
+    def _read_by_literal(self, node: cst.CSTNode) -> bool:
+        up = self.tree.parent.get(node)
+        if isinstance(up, cst.Subscript) and up.value is node:
+            return len(up.slice) == 1 and isinstance(getattr(up.slice[0].slice, "value", None), cst.SimpleString)
+        call = self.tree.parent.get(up)
+        return isinstance(up, cst.Attribute) and up.attr.value == "get" and isinstance(call, cst.Call) \
+            and call.func is up and bool(call.args) and isinstance(call.args[0].value, cst.SimpleString)
+
     def _walrus_blocker(self, node: cst.CSTNode) -> Optional[str]:
         """Why `(name := indices)` cannot stand at node: Python refuses it in a comprehension's iterable and in
         a class body's comprehensions (a lambda in between changes nothing), and in a class body or at module
-        level it would leave an attribute or a global holding the indices."""
+        level it would leave an attribute or a global holding the indices. A def's defaults, annotations and
+        decorators run where the def is (the class body, the module), not in its body; a lambda's body is its
+        own scope."""
+        prev, in_lambda = node, False
         for a in self.tree.ancestors(node):
             if isinstance(a, _COMPREHENSIONS):
                 return "the call sits in a comprehension, where its indices cannot be bound once (`:=`)"
-            if isinstance(a, cst.FunctionDef):
+            if isinstance(a, cst.FunctionDef) and prev is a.body:
                 return None
-            if isinstance(a, cst.ClassDef):
+            in_lambda = in_lambda or isinstance(a, cst.Lambda) and prev is a.body
+            if isinstance(a, cst.ClassDef) and not in_lambda:
                 return "the call runs in a class body, where binding its indices once (`:=`) would add an attribute"
-        return "the call runs at module level, where binding its indices once (`:=`) would add a global"
+            prev = a
+        return None if in_lambda else "the call runs at module level, where binding its indices once (`:=`) would add a global"
 
     def reflection(self) -> Optional[str]:
         """Reflection in the module: a name computed at run time can rebind or call the kernel, the helper or

@@ -57,6 +57,11 @@ def _last_own_word(indices: str) -> str:
     return f"(({words} != 0) * {ends}).flatten(1).amax(1)"
 
 
+# The tensor methods (and operators) the chosen formulation calls on the indices: a tensor subclass of the
+# project overriding one of them changes what the derived lengths compute (reach.Project.tensor_interceptors).
+TENSOR_METHODS = {"view", "contiguous", "new_full", "cumsum", "flatten", "amax", "element_size", "__ge__", "__ne__",
+                  "__mul__", "__rmul__", "__getattribute__", "__getattr__", "shape", "dtype"}
+
 # Formulations measured by bench/derived_envelope.py; FORMULATION is the one the rewrite writes.
 FORMULATIONS: Dict[str, Callable[[str], str]] = {"arange": _last_arange, "word": _last_word, "own-word": _last_own_word}
 # Only a formulation that reads no module name may be chosen (READS_NO_MODULE); the others are measured beside it.

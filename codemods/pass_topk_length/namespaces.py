@@ -32,7 +32,7 @@ _RESOLVERS = {"pkgutil.resolve_name", "pydoc.locate"}
 # What hands out every object that refers to another (a module's dict among them).
 _REFERRERS = {"gc.get_referrers", "gc.get_objects", "gc.get_referents"}
 # Reads that take a namespace and hand nothing on (resolved names).
-_NAMESPACE_READERS = {"json.dumps", "json.dump", "pprint.pprint", "pprint.pformat", "copy.copy", "copy.deepcopy",
+NAMESPACE_READERS = {"json.dumps", "json.dump", "pprint.pprint", "pprint.pformat", "copy.copy", "copy.deepcopy",
                       "inspect.getmembers", "inspect.signature", "inspect.getsource", "inspect.getfile",
                       "inspect.ismodule", "inspect.isfunction", "inspect.getdoc"}
 # Calls that only read what they are handed (a handle given to one is not handed on).
@@ -53,6 +53,9 @@ class Facts(NamedTuple):
     names: Set[str]
     own: bool
     named_by_code: bool
+    instances: bool  # the file names the helper, its classes or the kernel, or imports the module: an instance
+    # of a related class reaches it (a file that does not gets one only from a hand-off, which makes `self`
+    # anything where it lands: docs/soundness.md `whole-project`)
 
 
 class Handles:
@@ -64,6 +67,7 @@ class Handles:
     def __init__(self, f, related: Callable[..., bool], facts: "Facts", elsewhere: Callable[[str], bool]):
         self.f, self.related, self.own = f, related, facts.own
         self.modules, self.names, self.named_by_code = facts.modules, facts.names, facts.named_by_code
+        self.instances = facts.instances
         self.heads = Heads(f, elsewhere)
         self.aliases: Dict[Tuple[int, str], str] = {}  # (scope, local name) -> the kind of handle it holds
 
@@ -76,6 +80,8 @@ class Handles:
             if isinstance(node, ast.Call) and self.qualified(node.func) in _FUNCTION_MAKERS and self._reuses_code(node):
                 out.append((node.lineno, f"`{_text(node.func)}(...)` makes a function that runs existing code with "
                                          "other globals"))
+            elif isinstance(node, (ast.Attribute, ast.Call)) and self._writes_builtins(node):
+                out.append((node.lineno, f"`{_text(node)[:60]}` replaces a builtin (`__import__` serves every import)"))
             elif isinstance(node, ast.Call) and self.qualified(node.func) in _CODE_RUNNERS \
                     and self._runs_project_code(node, _CODE_RUNNERS[self.qualified(node.func)]):
                 out.append((node.lineno, f"`{_text(node.func)}(...)` runs code the analysis does not read"))
@@ -183,7 +189,7 @@ class Handles:
         handle, or one this file imports), an object's where it may be a related one, else None."""
         if self.kind(owner) == MODULE or self.f.module_of(owner) is not None and self.related(owner):
             return MODULES_DICT
-        return DICT if self.related(owner) else None
+        return DICT if self.instances and self.related(owner) else None
 
     def name_related(self, expr: Optional[ast.AST]) -> bool:
         """May the module named by expr be a related one? Only a literal head that no related module's
@@ -203,6 +209,17 @@ class Handles:
         module = head.split(":")[0]
         return module in self.modules or module.rpartition(".")[0] in self.modules
 
+    def _writes_builtins(self, node: ast.AST) -> bool:
+        """`builtins.__import__ = hook`, `setattr(builtins, "__import__", hook)` (what every module's import, a
+        lazy `from sgl_kernel.flash_mla import ...` among them, calls), or a builtin of a name that matters."""
+        matter = self.names | {"__import__"}
+        if isinstance(node, ast.Attribute):
+            return isinstance(node.ctx, (ast.Store, ast.Del)) and node.attr in matter \
+                and self.qualified(node.value) in ("builtins", "__builtins__")
+        return self.qualified(node.func) in ("builtins.setattr", "builtins.delattr") and bool(node.args) \
+            and self.qualified(node.args[0]) in ("builtins", "__builtins__") and (
+                len(node.args) < 2 or not self._literal_not_named(node.args[1], MODULE) or node.args[1].value == "__import__")
+
     def _reuses_code(self, call: ast.Call) -> bool:
         """Does a function made from a code object run an existing function's code (`f.__code__`, directly or
         through a local) under the globals it is given? Code just compiled is no function of the project's."""
@@ -219,7 +236,9 @@ class Handles:
             (k.value for k in call.keywords if k.arg in ("path_name", "mod_name", "location", "path", "pathname")), None)
         if arg is None:
             return True
-        if any(isinstance(n, ast.Name) and n.id == "__file__" for n in ast.walk(arg)):
+        values = [arg] + [v for v in (_bound_values(self.f, arg) if isinstance(arg, ast.Name) else [])
+                          if not isinstance(v, _Part)]
+        if any(isinstance(n, ast.Name) and n.id == "__file__" for v in values for n in ast.walk(v)):
             return True
         return bool(self.heads.of(arg)[0])
 
@@ -307,7 +326,7 @@ class Handles:
         if base in _BUILTIN_WRITES and call.args[0] is node:
             name = call.args[1] if len(call.args) > 1 else None
             return None if kind == MODULE and self._literal_not_named(name, kind) else f"`{base}` on it"
-        if base in _READS or q in _NAMESPACE_READERS:
+        if base in _READS or q in NAMESPACE_READERS:
             return None
         if q in ("sys.modules.get",):
             return None

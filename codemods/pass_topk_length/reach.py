@@ -32,7 +32,7 @@ from topk_migrate.model import InputError
 from topk_migrate.project import Scope
 from topk_migrate.run_context import per_run
 
-from . import namespaces
+from . import derived, namespaces
 from .rows import LOGGING_ROOTS
 
 # a file bigger than this (or than the run's TOPK_MIGRATE_MAX_BYTES, if smaller) cannot be checked; the
@@ -100,14 +100,14 @@ def project_sources(scope: Scope) -> Tuple[List[Tuple[str, bytes]], List[Tuple[s
     while aside and done < len(out):  # a file named like a test that the project's code imports is its code
         imported = set()
         for path, data in out[done:]:
-            if b"test" in data or b"import_module" in data or b"__import__" in data:
+            if b"test" in data or b"import_module" in data or b"__import__" in data or b"run_module" in data:
                 # (every file set aside spells `test` in its path: so does an import of it, but for a computed one)
                 imported |= _imports(rels[path], data)
         done = len(out)
         still = []
         for path, rel in aside:
             if _module_names(rel) & imported or any(n.startswith(h[:-1]) for h in imported if h.endswith("*")
-                                                    for n in _module_names(rel)):
+                                                    for n in _module_names(rel)) and not _under_test_dir(rel):
                 if not read(path, rel):
                     return out, big, unreadable
             else:
@@ -117,21 +117,32 @@ def project_sources(scope: Scope) -> Tuple[List[Tuple[str, bytes]], List[Tuple[s
 
 
 _IMPORT = re.compile(rb"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import[ \t]*(\([^)]*\)|[^\n]*)|import[ \t]+([^\n]*))"
-                     rb"|import_module\(\s*[\"']([\w.]+)[\"']"
-                     rb"|(?:import_module|__import__)\(\s*(?:f[\"']([\w.]+)\{|[\"']([\w.]+)[\"']\s*\+)", re.M)
+                     rb"|(?:import_module|__import__|run_module)\(\s*(?:name\s*=\s*)?(?:[\"']([\w.]+)[\"']\s*(\+)?"
+                     rb"|f[\"']([\w.]+)\{|([^\"'\s)]))"
+                     rb"|[\"']([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?::[\w.]*)?[\"']", re.M)
 
 
 def _imports(rel: str, data: bytes) -> Set[str]:
     """The modules a file's text may import, as paths from the project's root without `.py` (`a/b`), and as
-    the dotted names it spells (`a.b`), each also with every name a `from` imports from it, and for a computed
-    import with a literal head (`import_module(f"plugins.{name}")`) that head and `*` (every module it begins):
-    an over-approximation (a line that only looks like an import counts)."""
+    the dotted names it spells (`a.b`), each also with every name a `from` imports from it; every dotted
+    string (`"experiments.ab_test"`, `"m:attr"`: a name a computed import, `runpy` or a resolver may be
+    given); for a computed import with a literal head (`import_module(f"plugins.{name}")`, `"." + name`) that
+    head and `*` (every module it begins); for one named by nothing literal (`import_module(m.name)`), `*`
+    alone: an over-approximation (a line that only looks like an import counts)."""
     out: Set[str] = set()
     here = rel.split("/")[:-1]
     for m in _IMPORT.finditer(data):
-        frm, names, plain, dyn, head, joined = (g.decode("latin-1") if g is not None else None for g in m.groups())
+        frm, names, plain, literal, joined, head, computed, dotted = (
+            g.decode("latin-1") if g is not None else None for g in m.groups())
+        if computed is not None:
+            out.add("*")
+            continue
         if head or joined:
-            out.add((head or joined) + "*")
+            head = head or literal
+            if head.startswith("."):  # relative to the importing file's package
+                level = len(head) - len(head.lstrip("."))
+                head = ".".join(here[:len(here) - (level - 1)] + [head.lstrip(".")]).rstrip(".") + "."
+            out.add(head + "*")
             continue
         mods: List[str] = []
         if frm is not None:
@@ -139,8 +150,8 @@ def _imports(rel: str, data: bytes) -> Set[str]:
                              for w in re.findall(r"[A-Za-z_]\w*", names or "") if w != "as"]
         elif plain is not None:
             mods += [w for w in re.findall(r"[A-Za-z_][\w.]*", plain) if w != "as"]
-        elif dyn is not None:
-            mods.append(dyn)
+        elif literal is not None or dotted is not None:
+            mods.append(literal or dotted)
         for mod in mods:
             level = len(mod) - len(mod.lstrip("."))
             parts = [p for p in mod.lstrip(".").split(".") if p]
@@ -216,6 +227,12 @@ def _own_dirs() -> List[str]:
         engine = os.path.dirname(os.path.abspath(topk_migrate.__file__))
         _OWN.extend(os.path.realpath(d) for d in (engine, *rules))
     return _OWN
+
+
+def _under_test_dir(rel: str) -> bool:
+    """A file of a test suite's folder (`tests/`, `test/`): only an import naming it reaches it, never a
+    computed import's head (a plugin folder may hold `perf_test.py`; a test suite is not imported as plugins)."""
+    return any(p in _TEST_DIRS for p in rel.replace(os.sep, "/").split("/")[:-1])
 
 
 def is_test_code(rel: str) -> bool:
@@ -636,7 +653,9 @@ class Project:
         out = []
         files = {id(f): f for f in self.files_naming(names) + self.importers() + self.imported()}
         out += self.namespace_writes(set(names) | set(chain), related, modules, kernel)
-        out += self.module_escapes({m for m in modules if not m.endswith("." + kernel)})  # (modules, not the kernel)
+        # (the modules the kernel is read through, not the kernel: a function handed on is replaced only through
+        # a namespace, which namespace_writes reads; benchmarks hand the kernel to their timers)
+        out += self.module_escapes({m for m in modules if not m.endswith("." + kernel)})
         for f in files.values():
             for node in ast.walk(f.tree):
                 what = None
@@ -682,14 +701,15 @@ class Project:
         packages = {m.rsplit(".", 1)[-1] for m in modules if f"{m}.{kernel}" not in modules
                     and any(o.startswith(m + ".") for o in modules)}
         words = {n for n in names | stems if n and not n.startswith("__")} - packages  # (a package's: every file)
-        files = {id(f): f for f in [*filter(None, [self.own()]), *self.files_naming([*words, *_HANDLE_WORDS]),
-                                    *self.importers(), *self.imported()]}
+        scoped = {id(f): f for f in [*filter(None, [self.own()]), *self.files_naming(words), *self.importers(),
+                                     *self.imported()]}
+        files = {**scoped, **{id(f): f for f in self.files_naming(_HANDLE_WORDS)}}
         spelled = (set(names) | stems | {p for m in modules for p in m.split(".")}) - {""}
         known = self.related_module_names(modules)
         gate = self.named_by_code(self.lookup_words(modules, kernel))
         out = []
         for f in files.values():
-            facts = namespaces.Facts(known, spelled, f.path == self.module, gate)
+            facts = namespaces.Facts(known, spelled, f.path == self.module, gate, id(f) in scoped)
             handles = namespaces.Handles(f, lambda r, unknown=True, f=f: self._may_reach(f, r, related, modules, unknown),
                                          facts,
                                          lambda name, f=f: self._spelled_elsewhere(f, name))
@@ -717,6 +737,34 @@ class Project:
         naming = {id(g) for g in self.files_naming([stem])}
         return any(g is not f and id(g) in naming for g in self.files_naming([name])) or any(
             f.path != p for p, _ in self._big)
+
+    def tensor_interceptors(self) -> List[Finding]:
+        """Classes of the project that see every tensor op of their scope (a `TorchFunctionMode` or
+        `TorchDispatchMode`, a tensor subclass's `__torch_function__` / `__torch_dispatch__`): the ops the
+        derived lengths add reach them (an op counter, an allocation guard, a subclass refusing a view)."""
+        out = []
+        for f in [*filter(None, [self.own()]), *self.files_naming(_INTERCEPTORS + ["Tensor"])]:
+            for node in ast.walk(f.tree):
+                if not isinstance(node, ast.ClassDef):
+                    continue
+                bases = {_unparse(b).rsplit(".", 1)[-1] for b in node.bases}
+                methods = {d.name for d in node.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
+                if bases & set(_INTERCEPTORS) or methods & set(_INTERCEPTORS):
+                    out.append(Finding(self.rel(f.path), node.lineno, f"`{node.name}` sees every tensor op"))
+                elif "Tensor" in bases and methods & derived.TENSOR_METHODS:
+                    out.append(Finding(self.rel(f.path), node.lineno, f"the tensor subclass `{node.name}` overrides "
+                                                                      f"`{sorted(methods & derived.TENSOR_METHODS)[0]}`"))
+        return out
+
+    def frame_enumerations(self) -> List[Finding]:
+        """Reads of a frame's locals other than by a literal name (`f.f_locals["frame"]`,
+        `.get("self")`): they see a local the rewrite binds (`len(f_locals)`, a snapshot of them all)."""
+        out = []
+        for f in [*filter(None, [self.own()]), *self.files_naming(["f_locals"])]:
+            for node in ast.walk(f.tree):
+                if isinstance(node, ast.Attribute) and node.attr == "f_locals" and not _read_by_literal(f, node):
+                    out.append(Finding(self.rel(f.path), node.lineno, f"`{_unparse(node)}` is read whole"))
+        return out
 
     def lookup_words(self, modules: Set[str], kernel: str) -> Set[str]:
         """The words a name computed at run time must be built from to name the kernel, its module or this
@@ -1286,11 +1334,22 @@ def _patched_name(target: ast.AST) -> ast.AST:
 
 # Words of a file that may get a namespace at run time (namespaces.Handles reads every such file).
 _NAME_LIKE = re.compile(r"[\w.:]+")
+_INTERCEPTORS = ["TorchFunctionMode", "TorchDispatchMode", "__torch_function__", "__torch_dispatch__"]
+
+
+def _read_by_literal(f: "_File", node: ast.AST) -> bool:
+    """Is a mapping read only by a literal key: `node["k"]`, `node.get("k")`?"""
+    up = f.parents.get(id(node))
+    if isinstance(up, ast.Subscript) and up.value is node and isinstance(up.ctx, ast.Load):
+        return isinstance(up.slice, ast.Constant)
+    call = f.parents.get(id(up))
+    return isinstance(up, ast.Attribute) and up.attr == "get" and isinstance(call, ast.Call) and call.func is up \
+        and bool(call.args) and isinstance(call.args[0], ast.Constant)
 # (`sys.modules`, or `modules` imported from sys; mock's `patch` needs an import of `mock`)
 _HANDLE_WORDS = ["import_module", "__import__", "sys.modules", "import modules", "__globals__", "f_globals",
                  "getmodule", "FunctionType", "LambdaType", "mock", "resolve_name", "locate", "entry_points",
                  "EntryPoint", "get_referrers", "get_objects", "get_referents", "runpy", "spec_from_file_location",
-                 "exec_module", "SourceFileLoader", "load_source"]
+                 "exec_module", "SourceFileLoader", "load_source", "builtins"]
 
 
 def _written_targets(node: ast.AST) -> List[ast.AST]:
@@ -1322,6 +1381,8 @@ def _escapes(f: _File, node: ast.AST) -> bool:
             return False
         if isinstance(up.func, ast.Attribute) and _root_name(up.func) in LOGGING_ROOTS:
             return False  # `logger.info("kernel from %s", fm)`: formatted, not kept
+        if namespaces.qualified(f, up.func) in namespaces.NAMESPACE_READERS:
+            return False  # `inspect.getmembers(fm)`: read, not kept
         return not (isinstance(up.func, ast.Name) and up.func.id in _MODULE_READS and up.args and up.args[0] is node)
     if isinstance(up, (ast.Expr, ast.Compare)) or isinstance(up, ast.UnaryOp) and isinstance(up.op, ast.Not):
         return False  # a truth value or a comparison of it
