@@ -250,3 +250,32 @@ def test_a_closure_read_of_the_indices_is_bound_once_and_two_calls_get_two_names
                    head=HEAD.replace("import torch\n", "import torch\nimport torch.distributed\n"))
     assert statuses(sites) == ["fixable"] * 3
     assert f"({derived.BOUND_NAME} := idx)" in m.new_source and f"({derived.BOUND_NAME}_2 := idx.view(-2))" in m.new_source
+
+
+@pytest.mark.parametrize("body,why", [
+    # a def's default and a decorator's argument run where the def is: the `:=` would bind there
+    ("class Backend:\n    def warm(self, out=flash_mla_sparse_fwd(Q, KV, IDX.view(-1), 1.0)):\n        return out\n",
+     "class body"),
+    ("def warm(out=flash_mla_sparse_fwd(Q, KV, IDX.view(-1), 1.0)):\n    return out\n", "module level"),
+    # the function reads its own namespace whole: it would see the bound name
+    ("def f(q, kv, idx):\n    out = flash_mla_sparse_fwd(q, kv, idx.view(-1), 1.0)\n    return pack(**locals())\n",
+     "`locals()`"),
+])
+def test_where_the_bound_name_would_show_the_call_stays_manual(body, why):
+    _, sites = run(body)
+    assert statuses(sites) == ["manual"] and why in sites[0].reason, sites
+
+
+def test_the_same_call_in_a_lambda_body_binds_in_the_lambda():
+    m, sites = run("attend = lambda q, kv, idx: flash_mla_sparse_fwd(q, kv, idx.view(-1), 1.0)\n")
+    assert statuses(sites) == ["fixable"], sites
+    compile(m.new_source, "backend.py", "exec")
+
+
+@pytest.mark.parametrize("head", [
+    "class Counting(torch.overrides.TorchFunctionMode):\n    pass\n\n\n",
+    "class IndexTensor(torch.Tensor):\n    def view(self, *shape):\n        return super().view(*shape)\n\n\n",
+])
+def test_a_project_intercepting_tensor_ops_gets_no_derived_lengths(head):
+    _, sites = run("def f(q, kv, idx):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n", head=HEAD + head)
+    assert statuses(sites) == ["manual"] and "tensor" in sites[0].reason, sites

@@ -84,6 +84,29 @@ def test_project_pins(repo, name, text, ok):
         assert site.reason.startswith("kernel capability unknown"), site.reason
 
 
+@pytest.mark.parametrize("name,text", [
+    # other ways the project installs the environment: each is one more way to install (red-team round G)
+    ("Dockerfile", "FROM python:3.11\nRUN pip install --no-cache-dir sglang-kernel==0.4.2.post2 torch\n"),
+    ("environment.yml", "name: fork\ndependencies:\n  - python=3.11\n  - pip:\n    - sglang-kernel==0.4.2.post2\n"),
+    ("environment.yml", "name: fork\ndependencies:\n  - sglang-kernel=0.4.2\n"),  # conda's single `=`
+    ("constraints.txt", "sglang-kernel==0.4.2.post2\n"),
+    ("pyproject.toml", '[project]\ndependencies = ["sglang-kernel>=0.4.6"]\n[tool.uv]\n'
+                       'override-dependencies = ["sglang-kernel==0.4.2.post2"]\n'),
+])
+def test_an_install_recipe_pinning_an_old_kernel_decides_too(repo, name, text):
+    (repo / "requirements.txt").write_text("sglang-kernel>=0.4.6\n")
+    (repo / name).write_text(text)
+    (repo / "pkg").mkdir()
+    site = status_of(repo / "pkg" / "backend.py")
+    assert site.status is Status.MANUAL and site.reason.startswith("kernel too old") and name in site.reason, site.reason
+
+
+def test_an_install_recipe_pinning_a_new_kernel_keeps_the_site_fixable(repo):
+    (repo / "Dockerfile").write_text("RUN pip install sglang-kernel==0.4.6 'torch>=2.4'\n")
+    (repo / "pkg").mkdir()
+    assert status_of(repo / "pkg" / "backend.py").status is Status.FIXABLE
+
+
 @pytest.mark.parametrize("spec,want", [
     ("==0.4.3", True), ("==0.4.2.post2", False), ("==0.4.3+cu128", True), ("===0.4.6", True),
     (">=0.4.3", True), (">0.4.3", True), (">=0.4.2", None), (">0.4.2.post2", None), (">=0.4.3rc1", None),

@@ -824,6 +824,9 @@ class _Analysis:
         why = self._stable_name(c, arg) is None and (self._walrus_blocker(c.node) or self._locals_read(c))
         if why:
             return why
+        why = self._own_interceptor()
+        if why:
+            return f"{why}: the ops the derived lengths add would reach it; pass topk_length by hand"
         for w in self.index("tensor-interceptors", lambda: self.project().tensor_interceptors()):
             return (f"{w.what} ({w.where()}): the ops the derived lengths add would reach it; pass topk_length "
                     "by hand")
@@ -876,6 +879,17 @@ class _Analysis:
                for n in rebinders):
             return None
         return arg.value
+
+    def _own_interceptor(self) -> Optional[str]:
+        """A class of this module that sees tensor ops (reach.Project.tensor_interceptors, for the others)."""
+        for cls in self.find(cst.ClassDef):
+            bases = {(get_full_name_for_node(b.value) or "").rsplit(".", 1)[-1] for b in cls.bases}
+            methods = {d.name.value for d in cls.body.body if isinstance(d, cst.FunctionDef)}
+            if bases & set(reach.INTERCEPTORS) or methods & set(reach.INTERCEPTORS):
+                return f"`{cls.name.value}` sees every tensor op"
+            if "Tensor" in bases and methods & derived.TENSOR_METHODS:
+                return f"the tensor subclass `{cls.name.value}` overrides `{sorted(methods & derived.TENSOR_METHODS)[0]}`"
+        return None
 
     def _locals_read(self, c: CallInfo) -> Optional[str]:
         """Who may see the local the rewrite binds (`:=`): the call's function reading its own namespace

@@ -743,13 +743,13 @@ class Project:
         `TorchDispatchMode`, a tensor subclass's `__torch_function__` / `__torch_dispatch__`): the ops the
         derived lengths add reach them (an op counter, an allocation guard, a subclass refusing a view)."""
         out = []
-        for f in [*filter(None, [self.own()]), *self.files_naming(_INTERCEPTORS + ["Tensor"])]:
+        for f in [*filter(None, [self.own()]), *self.files_naming(INTERCEPTORS + ["Tensor"])]:
             for node in ast.walk(f.tree):
                 if not isinstance(node, ast.ClassDef):
                     continue
                 bases = {_unparse(b).rsplit(".", 1)[-1] for b in node.bases}
                 methods = {d.name for d in node.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
-                if bases & set(_INTERCEPTORS) or methods & set(_INTERCEPTORS):
+                if bases & set(INTERCEPTORS) or methods & set(INTERCEPTORS):
                     out.append(Finding(self.rel(f.path), node.lineno, f"`{node.name}` sees every tensor op"))
                 elif "Tensor" in bases and methods & derived.TENSOR_METHODS:
                     out.append(Finding(self.rel(f.path), node.lineno, f"the tensor subclass `{node.name}` overrides "
@@ -1334,7 +1334,7 @@ def _patched_name(target: ast.AST) -> ast.AST:
 
 # Words of a file that may get a namespace at run time (namespaces.Handles reads every such file).
 _NAME_LIKE = re.compile(r"[\w.:]+")
-_INTERCEPTORS = ["TorchFunctionMode", "TorchDispatchMode", "__torch_function__", "__torch_dispatch__"]
+INTERCEPTORS = ["TorchFunctionMode", "TorchDispatchMode", "__torch_function__", "__torch_dispatch__"]
 
 
 def _read_by_literal(f: "_File", node: ast.AST) -> bool:

@@ -1,0 +1,93 @@
+"""Identity across the project, red-team rounds F and G (results/red-team.md): what can replace the kernel at
+run time through something other than an assignment spelling its name, and the real engines' reflective code
+that must stay fixable. Each case is one file of a fork beside the backend of test_reach (the reference shape)."""
+import pytest
+
+from test_reach import BACKEND, verdict
+from topk_migrate.model import Status
+
+WRAP = "def wrap(fn):\n    def old(q, kv, indices, sm_scale, d_v=512):\n        return fn(q, kv, indices, sm_scale, d_v)\n    return old\n\n\n"
+FM_BACKEND = BACKEND.replace("from sgl_kernel.flash_mla import flash_mla_sparse_fwd",
+                             "from sgl_kernel import flash_mla as fm").replace(
+    "return flash_mla_sparse_fwd(", "return fm.flash_mla_sparse_fwd(")
+
+
+def _manual(site, where):
+    return site.status is Status.MANUAL and where in site.reason
+
+
+@pytest.mark.parametrize("tool", [
+    # a namespace got at run time, written however it is spelled
+    "import operator\nfrom sgl_kernel import flash_mla as fm\n\noperator.setitem(fm.__dict__, 'flash_mla_sparse_fwd', wrap(fm))\n",
+    "from sgl_kernel.flash_mla import flash_mla_sparse_fwd as old\n\nold.__globals__['flash_mla_sparse_fwd'] = wrap(old)\n",
+    "from unittest import mock\n\nmock.patch.multiple('sgl_kernel.flash_mla', flash_mla_sparse_fwd=wrap(None)).start()\n",
+    "from unittest.mock import patch as p\n\np('sgl_kernel.flash_mla.flash_mla_sparse_fwd', wrap(None)).start()\n",
+    "from unittest import mock\nfrom sgl_kernel import flash_mla as fm\n\nmock.patch.dict(fm.__dict__, {'x': 1}).start()\n",
+    "import sys\n\n_ns = sys.modules['sgl_kernel.flash_mla'].__dict__\n_ns.update({k: wrap(v) for k, v in _ns.items()})\n",
+    "import importlib\n\n_m = importlib.import_module('sgl_kernel.flash_mla')\n_set = getattr(type(_m), '__setattr__')\n"
+    "_set(_m, 'flash_mla_sparse_fwd', wrap(None))\n",
+    "from importlib import import_module as load\n\ndef override(path, attr):\n    setattr(load(path), attr, wrap(None))\n\n\n"
+    "override('sgl_kernel.flash_mla', 'flash_mla_sparse_fwd')\n",
+    "import pkgutil\n\ntarget = pkgutil.resolve_name('sgl_kernel.flash_mla')\nsetattr(target, NAME, None)\n",
+    "import gc\nfrom sgl_kernel.flash_mla import flash_mla_sparse_fwd as old\n\n"
+    "for d in gc.get_referrers(old):\n    d['flash_mla_sparse_fwd'] = wrap(old)\n",
+    "import types\nfrom engine import backend\n\nf = backend.Backend.forward\n"
+    "backend.Backend.forward = types.FunctionType(f.__code__, dict(f.__globals__), f.__name__)\n",
+    "import builtins\n\n_real = builtins.__import__\n\ndef hook(name, *a, **k):\n    return _real(name, *a, **k)\n\n\n"
+    "builtins.__import__ = hook\n",
+    # the names the call reads the kernel through: its package's attribute, the module's class, the code
+    "import sgl_kernel\nimport types\n\nsgl_kernel.flash_mla = types.SimpleNamespace(flash_mla_sparse_fwd=wrap(None))\n",
+    "from sgl_kernel import flash_mla as fm\nimport types\n\nclass Timed(types.ModuleType):\n    pass\n\n\nfm.__class__ = Timed\n",
+    "from sgl_kernel.flash_mla import flash_mla_sparse_fwd as old\n\nold.__code__ = wrap.__code__\n",
+])
+def test_a_replacement_of_the_kernel_through_any_route_refuses(tmp_path, tool):
+    site = verdict(tmp_path, {"engine/tool.py": WRAP + tool, "engine/launch.py": "from engine import tool\n"})
+    assert _manual(site, "engine/tool.py"), site.reason
+
+
+@pytest.mark.parametrize("tool", [
+    "from engine import backend\n\nbackend.fm = None\n",  # the module's own name for the kernel's module
+    "from engine import backend\n\nvars(backend)['fm'] = None\n",
+    "from engine import backend\n\ndef instrument(m):\n    pass\n\n\ninstrument(backend)\n",  # handed on
+])
+def test_the_name_the_module_reads_the_kernel_through_is_the_kernels(tmp_path, tool):
+    site = verdict(tmp_path, {"engine/tool.py": tool}, backend=FM_BACKEND)
+    assert _manual(site, "engine/tool.py"), site.reason
+
+
+@pytest.mark.parametrize("tool", [
+    # sglang 0.5.14-0.5.16's own: a triton stub for another platform, a JIT cache dropped, plugin hooks whose
+    # targets only a plugin's data names, a metadata copy with setattr, a source patcher driven by a YAML file
+    "import sys\n\ndef find_spec(fullname, mod):\n    if fullname == 'triton' or fullname.startswith('triton.'):\n"
+    "        sys.modules[fullname] = mod\n        parent_name, child = fullname.rsplit('.', 1)\n"
+    "        parent = sys.modules.get(parent_name)\n        if parent is not None:\n            setattr(parent, child, mod)\n",
+    "import sys\n\ndef reload_ext(name):\n    sys.modules.pop(name, None)\n",
+    "import sys\n\nsys.modules.setdefault('triton', object())\n",
+    "import sys\n\ndef propagate(original, wrapped):\n    for mod in list(sys.modules.values()):\n"
+    "        for k, v in list(vars(mod).items()):\n            if v is original:\n                setattr(mod, k, wrapped)\n",
+    "def patch_code(target, new):\n    exec(compile('x = 1', 'f', 'exec'), target.__globals__, {})\n    target.__code__ = new.__code__\n",
+    "import inspect\nimport json\nfrom sgl_kernel import flash_mla as fm\n\nKERNELS = inspect.getmembers(fm, inspect.isfunction)\n\n"
+    "def dump(args):\n    return json.dumps(vars(args))\n",
+    "import importlib\n\ndef load_custom(path_from_model_config):\n"
+    "    spec = importlib.util.spec_from_file_location('_custom', path_from_model_config)\n"
+    "    spec.loader.exec_module(importlib.util.module_from_spec(spec))\n",
+])
+def test_reflective_code_that_provably_misses_the_kernel_stays_fixable(tmp_path, tool):
+    site = verdict(tmp_path, {"engine/tool.py": tool, "engine/launch.py": "from engine import tool\n"})
+    assert site.status is Status.FIXABLE, site.reason
+
+
+@pytest.mark.parametrize("loader,fixable", [
+    ("import importlib\n\nfor name in ('experiments.ab_test',):\n    importlib.import_module(name)\n", False),
+    ("__import__('test_time_scaling')\n", False),
+    ("import importlib\nimport pkgutil\nimport plugins\n\nfor m in pkgutil.iter_modules(plugins.__path__, 'plugins.'):\n"
+     "    importlib.import_module(m.name)\n", False),
+    ("import runpy\nimport os\n\nrunpy.run_path(os.path.join(os.path.dirname(__file__), 'deploy', 'overrides.conf'))\n", False),
+    ("", True),  # nothing imports the test-named files: test code, not read
+])
+def test_a_test_named_module_the_project_may_import_is_read(tmp_path, loader, fixable):
+    patch = "from engine import backend\n\nbackend.Backend._forward_flashmla_sparse = None\n"
+    files = {"experiments/__init__.py": "", "experiments/ab_test.py": patch, "test_time_scaling.py": patch,
+             "plugins/__init__.py": "", "plugins/perf_test.py": patch, "launch.py": loader}
+    site = verdict(tmp_path, files)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
