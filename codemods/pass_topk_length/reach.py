@@ -448,16 +448,21 @@ class Project:
             self._big = [(path, rel) for path, rel in big if path != self.module]
         return self._texts
 
-    def files_naming(self, names: Iterable[str]) -> List[_File]:
-        """The parsed files whose text names one of `names` as a word."""
+    def files_naming(self, names: Iterable[str], also: Iterable[str] = ()) -> List[_File]:
+        """The parsed files whose text names one of `names` as a word (and, given `also`, one of those too)."""
         names = [n for n in names if n]
         if not names or not (self.texts() or self._big):  # (no other file: nothing to encode or compile)
             return []
         pattern = _Words(names)
         needles = [n.encode("utf-8", "surrogateescape") for n in names]
+        also = [n for n in also if n]
+        second = (_Words(also), [n.encode("utf-8", "surrogateescape") for n in also]) if also else None
         out = []
         for path, data in self.texts():
             if not _names(data, needles, pattern) and not _names(self._as_read(path, data), needles, pattern):
+                continue
+            if second is not None and not _names(data, second[1], second[0]) \
+                    and not _names(self._as_read(path, data), second[1], second[0]):
                 continue
             if path not in self._parsed:
                 self._parsed[path] = self._parse(path, files.python_text(data))
@@ -624,7 +629,11 @@ class Project:
         another class, or another module of the project."""
         related = {(self.module, s) for s in seeds} | {(f.path, c.name) for f, c in self.subclasses(seeds)}
         out = []
-        for f in self.files_naming({a for a in attrs if not a.startswith("__")}):  # (a dunder's receiver is named)
+        packages = {m.split(".")[0] for m in modules}  # (a write on a package names its module, or its class)
+        words = {a for a in attrs if not a.startswith("__")}
+        dunders = {a for a in attrs if a.startswith("__")}
+        files = {id(f): f for f in [*self.files_naming(words - packages), *self.files_naming(packages & words, dunders)]}
+        for f in files.values():
             for node in ast.walk(f.tree):
                 targets = _written_targets(node)
                 if isinstance(node, ast.Call):
@@ -708,7 +717,12 @@ class Project:
         known = self.related_module_names(modules)
         gate = self.named_by_code(self.lookup_words(modules, kernel))
         out = []
+        if self._by_path is None:
+            self._by_path = dict(self.texts())
         for f in files.values():
+            data = self._by_path.get(f.path)
+            if data is not None and not _HANDLE_TOKENS.search(data) and not _HANDLE_TOKENS.search(self._as_read(f.path, data)):
+                continue  # (no way to a namespace is spelled in it)
             facts = namespaces.Facts(known, spelled, f.path == self.module, gate, id(f) in scoped)
             handles = namespaces.Handles(f, lambda r, unknown=True, f=f: self._may_reach(f, r, related, modules, unknown),
                                          facts,
@@ -734,9 +748,7 @@ class Project:
                 n.value if isinstance(n, ast.Constant) and isinstance(n.value, str) else None for n in ast.walk(own.tree)
         } | {part for n in ast.walk(own.tree) if isinstance(n, ast.alias) for part in (n.name.split(".") + [n.asname])}:
             return True
-        naming = {id(g) for g in self.files_naming([stem])}
-        return any(g is not f and id(g) in naming for g in self.files_naming([name])) or any(
-            f.path != p for p, _ in self._big)
+        return any(g is not f for g in self.files_naming([name], also=[stem])) or any(f.path != p for p, _ in self._big)
 
     def tensor_interceptors(self) -> List[Finding]:
         """Classes of the project that see every tensor op of their scope (a `TorchFunctionMode` or
@@ -1334,6 +1346,11 @@ def _patched_name(target: ast.AST) -> ast.AST:
 
 # Words of a file that may get a namespace at run time (namespaces.Handles reads every such file).
 _NAME_LIKE = re.compile(r"[\w.:]+")
+# What a file must spell to get a namespace, or to write through one (namespaces.Handles): a file that spells
+# none of them has no handle to check.
+_HANDLE_TOKENS = re.compile(rb"__dict__|__globals__|f_globals|\bvars\b|\bglobals\b|\bmodules\b|import_module|__import__"
+                            rb"|getmodule|resolve_name|\blocate\b|\.load\(|get_referr|get_objects|runpy|spec_from_file"
+                            rb"|SourceFileLoader|load_source|FunctionType|LambdaType|builtins|\bmock\b|\bpatch\b")
 INTERCEPTORS = ["TorchFunctionMode", "TorchDispatchMode", "__torch_function__", "__torch_dispatch__"]
 
 
