@@ -779,24 +779,27 @@ class Project:
         return out
 
     def lookup_words(self, modules: Set[str], kernel: str) -> Set[str]:
-        """The words a name computed at run time must be built from to name the kernel, its module or this
-        module: the kernel's name, each kernel module's own name (not its packages': `sgl_kernel.` alone
-        names every module of the distribution), and this module's."""
-        own = os.path.splitext(os.path.basename(self.module))[0]
-        return {kernel, own} | {m.rsplit(".", 1)[-1] for m in modules if f"{m}.{kernel}" in modules}
+        """The words a name computed at run time must be built from to name the kernel or its module: the
+        kernel's name and each kernel module's own name (not its packages': `sgl_kernel.` alone names every
+        module of the distribution). This module is named by its name and its package's together
+        (named_by_code: `attention.dsa_backend`, not a word like `tool` alone)."""
+        return {kernel} | {m.rsplit(".", 1)[-1] for m in modules if f"{m}.{kernel}" in modules}
 
     def named_by_code(self, words: Set[str]) -> bool:
         """Does a string of the project's code that could be a name (identifiers, dots, colons: not prose, not
-        a docstring; a part of an f-string or of a `+` counts) hold one of `words` as a part? If none does, a
+        a docstring; a part of an f-string or of a `+` counts) hold one of `words` as a part, or this module's
+        name with its package's? If none does, a
         name computed at run time can name them only from data (a config file, the environment): assumed not
         to (docs/soundness.md `whole-project`)."""
         key = frozenset(w for w in words if w)
+        parts = self.rel(self.module)[:-3].split("/")  # this module: named by its name and its package's together
+        own = set(parts[-2:]) if len(parts) > 1 and parts[-1] != "__init__" else {parts[-1]}
         done = self.__dict__.setdefault("_named_by_code_done", {})
         if key not in done:
             done[key] = bool(key) and any(
                 isinstance(node, ast.Constant) and isinstance(node.value, str) and _NAME_LIKE.fullmatch(node.value)
-                and key & set(re.split(r"[.:]", node.value))
-                for f in [*filter(None, [self.own()]), *self.files_naming(key)] for node in ast.walk(f.tree))
+                and (key & set(re.split(r"[.:]", node.value)) or own <= set(re.split(r"[.:]", node.value)))
+                for f in [*filter(None, [self.own()]), *self.files_naming(key | own)] for node in ast.walk(f.tree))
         return done[key]
 
     def related_module_names(self, modules: Set[str]) -> Set[str]:
