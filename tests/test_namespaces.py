@@ -35,6 +35,10 @@ def _manual(site, where):
     "backend.Backend.forward = types.FunctionType(f.__code__, dict(f.__globals__), f.__name__)\n",
     "import builtins\n\n_real = builtins.__import__\n\ndef hook(name, *a, **k):\n    return _real(name, *a, **k)\n\n\n"
     "builtins.__import__ = hook\n",
+    # the module named by an object handed over: every binding of the old function replaced
+    "import pkgutil\nfrom sgl_kernel.flash_mla import flash_mla_sparse_fwd as old\n\ndef replace(f, new):\n"
+    "    home = pkgutil.resolve_name(f.__module__)\n    for k, v in list(vars(home).items()):\n"
+    "        if v is f:\n            setattr(home, k, new)\n\n\nreplace(old, wrap(old))\n",
     # the names the call reads the kernel through: its package's attribute, the module's class, the code
     "import sgl_kernel\nimport types\n\nsgl_kernel.flash_mla = types.SimpleNamespace(flash_mla_sparse_fwd=wrap(None))\n",
     "from sgl_kernel import flash_mla as fm\nimport types\n\nclass Timed(types.ModuleType):\n    pass\n\n\nfm.__class__ = Timed\n",

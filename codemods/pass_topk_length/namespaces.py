@@ -193,7 +193,11 @@ class Handles:
 
     def name_related(self, expr: Optional[ast.AST]) -> bool:
         """May the module named by expr be a related one? Only a literal head that no related module's
-        name begins with proves it is not."""
+        name begins with proves it is not; a name read off an object (`f.__module__`) is related where the
+        object may be (objects reach code by hand-offs, not by data)."""
+        owner = self._module_attribute_of(expr)
+        if owner is not None:
+            return self.related(owner)
         head, exact = self.heads.of(expr)
         if exact:
             return head in self.modules
@@ -201,6 +205,9 @@ class Handles:
 
     def object_related(self, expr: Optional[ast.AST]) -> bool:
         """May `module`, `module.attr` or `module:attr`, named by expr, be or be in a related module?"""
+        owner = self._module_attribute_of(expr)
+        if owner is not None:
+            return self.related(owner)
         head, exact = self.heads.of(expr)
         if not head:
             return self.named_by_code
@@ -241,6 +248,15 @@ class Handles:
         if any(isinstance(n, ast.Name) and n.id == "__file__" for v in values for n in ast.walk(v)):
             return True
         return bool(self.heads.of(arg)[0])
+
+    def _module_attribute_of(self, expr: Optional[ast.AST]) -> Optional[ast.AST]:
+        """x where expr is `x.__module__` (or a local bound only to it)."""
+        values = [expr] + ([v for v in _bound_values(self.f, expr) if not isinstance(v, _Part)]
+                           if isinstance(expr, ast.Name) else [])
+        for v in values:
+            if isinstance(v, ast.Attribute) and v.attr == "__module__":
+                return v.value
+        return None
 
     def _entry_point_related(self, point: ast.AST) -> bool:
         """May the object an entry point loads be related: one made here (`EntryPoint(name, value, group)`)
