@@ -95,3 +95,25 @@ def test_a_test_named_module_the_project_may_import_is_read(tmp_path, loader, fi
              "plugins/__init__.py": "", "plugins/perf_test.py": patch, "launch.py": loader}
     site = verdict(tmp_path, files)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+SELF_FM = BACKEND.replace("from sgl_kernel.flash_mla import flash_mla_sparse_fwd",
+                          "from sgl_kernel import flash_mla as fm\n{extra}").replace(
+    "class Backend:\n", "class Backend:\n    def __init__(self):\n        {init}\n\n").replace(
+    "return flash_mla_sparse_fwd(", "return self.fm.flash_mla_sparse_fwd(")
+
+
+@pytest.mark.parametrize("extra,init,fixable", [
+    ("", "self.fm = fm", True),
+    ("import flash_mla as vendored", "self.fm = vendored", False),  # another module: gated as a call of it would be
+    ("", "self.fm, self.tag = fm, 1", False),  # writes the analysis does not read as a source
+    ("", "self.fm: object = fm", False),
+    ("", "self.fm = self.fm2 = fm", False),
+    ("", "setattr(self, 'fm', fm)", False),
+    ("\nif BALANCED:\n    fm = load_balanced()\n", "self.fm = fm", False),  # the module's name bound again
+])
+def test_what_self_fm_holds_is_every_write_of_it_each_gated(tmp_path, extra, init, fixable):
+    """Round H: `self.fm.flash_mla_sparse_fwd(...)` is the kernel only where every write of `fm` in the module is
+    a plain `self.fm = <import>` of a module the gate accepts, and that import is the name's only binding."""
+    site = verdict(tmp_path, {}, backend=SELF_FM.format(extra=extra, init=init))
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

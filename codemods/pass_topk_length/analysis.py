@@ -1174,15 +1174,57 @@ class _Analysis:
                         "give it a topk_length parameter and pass it by hand")
         sources = self.attribute_sources(receiver, first)
         expected = c.callee.split(".", 1)[1][len(first):] if c.callee.startswith(receiver + ".") else ""
+        other = self._other_attribute_writes(first, sources)
+        if other is not None:
+            return (f"`{first}` is also set at line {self.tree.line(other)} (`{_code(other).strip()[:60]}`), "
+                    f"a write the analysis does not follow; set `{receiver}.{first}` once from an import, or pass "
+                    "topk_length by hand")
         for node, qualified in sources:
             if qualified is None or not is_kernel(qualified + expected):
                 return (f"`{receiver}.{first}` is set at line {self.tree.line(node)} from "
                         f"`{_code(node.value).strip()}`, which may not be the kernel's module; pass topk_length by hand")
+            root = dotted(node.value).split(".")[0]
+            if self._rebound_at_module_level(root):
+                return (f"`{receiver}.{first}` is set at line {self.tree.line(node)} from `{root}`, which the module "
+                        "binds again after its import; pass topk_length by hand")
+            cap = self.gate(qualified + expected)  # each module it may hold is gated as a direct call of it
+            if cap.accepts is not True:
+                verdict = "kernel too old" if cap.accepts is False else "kernel capability unknown (pass --kernel)"
+                return f"{verdict}: `{receiver}.{first}` is set at line {self.tree.line(node)} from `{qualified}`: {cap.detail}"
         if not sources:
             where = f" in {cls}" if cls else ""
             return (f"`{receiver}.{first}` is not set{where} in this module, so what it holds cannot be checked; "
                     "pass topk_length by hand")
         return None
+
+    def _other_attribute_writes(self, first: str, sources) -> Optional[cst.CSTNode]:
+        """A write of `<anything>.first` in this module other than the plain `self.first = value` sources: a
+        tuple or chained target, an annotated or augmented one, another receiver (`b.fm = ...`), a literal
+        `setattr` (also `object.__setattr__`), or a deletion."""
+        plain = {id(n.targets[0].target) for n, _ in sources}
+        for node in self.find(cst.Attribute, lambda a: a.attr.value == first):
+            inner, up = node, self.tree.parent.get(node)
+            while isinstance(up, (cst.Element, cst.StarredElement, cst.Tuple, cst.List)):
+                inner, up = up, self.tree.parent.get(up)  # (a tuple's or a list's element: unpacked into)
+            target = isinstance(up, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.Del, cst.For)) \
+                and getattr(up, "target", None) is inner or isinstance(up, cst.AsName) and up.name is inner
+            if target and id(node) not in plain:
+                return up
+        for call in self.find(cst.Call):
+            name = (get_full_name_for_node(call.func) or "").rsplit(".", 1)[-1]
+            if name in ("setattr", "__setattr__", "delattr", "__delattr__") and any(
+                    isinstance(a.value, cst.SimpleString) and a.value.evaluated_value == first for a in call.args):
+                return call
+        return None
+
+    def _rebound_at_module_level(self, name: str) -> bool:
+        """Is `name` bound at module level by anything but imports (`fm = _load_balanced()`, a `global`)?"""
+        for node in self.find(cst.Name, lambda n: n.value == name):
+            up = self.tree.parent.get(node)
+            if isinstance(up, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.NameItem)) \
+                    or isinstance(up, (cst.For, cst.CompFor)) and up.target is node:
+                return True
+        return False
 
     def attribute_sources(self, receiver: str, first: str) -> List[Tuple[cst.Assign, Optional[str]]]:
         """The assignments `receiver.first = value` in this module, each with the qualified name of what

@@ -34,7 +34,7 @@ _REFERRERS = {"gc.get_referrers", "gc.get_objects", "gc.get_referents"}
 # Reads that take a namespace and hand nothing on (resolved names).
 NAMESPACE_READERS = {"json.dumps", "json.dump", "pprint.pprint", "pprint.pformat", "copy.copy", "copy.deepcopy",
                       "inspect.getmembers", "inspect.signature", "inspect.getsource", "inspect.getfile",
-                      "inspect.ismodule", "inspect.isfunction", "inspect.getdoc"}
+                      "inspect.ismodule", "inspect.isfunction", "inspect.getdoc", "torch.is_tensor", "sys.getsizeof"}
 # Calls that only read what they are handed (a handle given to one is not handed on).
 _READS = {"getattr", "hasattr", "isinstance", "id", "repr", "str", "len", "dir", "callable", "type", "print",
           "dict", "list", "sorted", "set", "tuple", "iter", "any", "all", "bool", "issubclass", "format"}
@@ -53,6 +53,7 @@ class Facts(NamedTuple):
     names: Set[str]
     own: bool
     named_by_code: bool
+    module_name: str  # the file's dotted name from the project's root (what `__name__` is there)
     instances: bool  # the file names the helper, its classes or the kernel, or imports the module: an instance
     # of a related class reaches it (a file that does not gets one only from a hand-off, which makes `self`
     # anything where it lands: docs/soundness.md `whole-project`)
@@ -68,7 +69,7 @@ class Handles:
         self.f, self.related, self.own = f, related, facts.own
         self.modules, self.names, self.named_by_code = facts.modules, facts.names, facts.named_by_code
         self.instances = facts.instances
-        self.heads = Heads(f, elsewhere)
+        self.heads = Heads(f, elsewhere, facts.module_name)
         self.aliases: Dict[Tuple[int, str], str] = {}  # (scope, local name) -> the kind of handle it holds
 
     def writes(self) -> List[Tuple[int, str]]:
@@ -283,6 +284,8 @@ class Handles:
             if isinstance(up.ctx, ast.Load):
                 return None
             return None if self._key_not_named(up.slice, kind) else "a write through it"
+        if isinstance(up, ast.Call) and up.func is node:
+            return None  # (an entry point's function called: it runs, it is not handed on)
         if isinstance(up, ast.Call) and node in up.args:
             return self._argument_use(up, node, kind)
         if isinstance(up, ast.keyword) and up.arg is None and kind in _DICTS:
@@ -389,8 +392,9 @@ class Heads:
     file. `elsewhere(name)`: does another file of the project spell `name` (then a function or class of that
     name may be called from there, with anything)."""
 
-    def __init__(self, f, elsewhere: Callable[[str], bool]):
+    def __init__(self, f, elsewhere: Callable[[str], bool], module_name: str = ""):
         self.f, self.elsewhere = f, elsewhere
+        self.module_name = module_name  # the file's dotted name from the project's root
         self.pending: Set[Tuple[str, str]] = set()  # heads being worked out (a recursive construction)
         self.memo: Dict[int, Tuple[str, bool]] = {}  # answers worked out with nothing pending
         self.steps = 0  # the file's budget: past _HEAD_STEPS every head is unknown (related)
@@ -432,6 +436,8 @@ class Heads:
             return self._module_class_name(expr, depth)
         if not isinstance(expr, ast.Name):
             return "", False
+        if expr.id == "__name__" and not _bound_values(self.f, expr):  # this file's own module
+            return self.module_name, True
         tested = _tested_head(self.f, expr)
         if tested is not None:
             return tested

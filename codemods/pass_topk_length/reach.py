@@ -723,7 +723,9 @@ class Project:
             data = self._by_path.get(f.path)
             if data is not None and not _HANDLE_TOKENS.search(data) and not _HANDLE_TOKENS.search(self._as_read(f.path, data)):
                 continue  # (no way to a namespace is spelled in it)
-            facts = namespaces.Facts(known, spelled, f.path == self.module, gate, id(f) in scoped)
+            rel = self.rel(f.path)[:-3].split("/")
+            name = ".".join(rel[:-1] if rel[-1] == "__init__" else rel)
+            facts = namespaces.Facts(known, spelled, f.path == self.module, gate, name, id(f) in scoped)
             handles = namespaces.Handles(f, lambda r, unknown=True, f=f: self._may_reach(f, r, related, modules, unknown),
                                          facts,
                                          lambda name, f=f: self._spelled_elsewhere(f, name))
@@ -786,9 +788,9 @@ class Project:
         return {kernel} | {m.rsplit(".", 1)[-1] for m in modules if f"{m}.{kernel}" in modules}
 
     def named_by_code(self, words: Set[str]) -> bool:
-        """Does a string of the project's code that could be a name (identifiers, dots, colons: not prose, not
-        a docstring; a part of an f-string or of a `+` counts) hold one of `words` as a part, or this module's
-        name with its package's? If none does, a
+        """Does a string of the project's code that may name a module (no blank, not a docstring; a part of an
+        f-string or of a `+` counts; a dotted name, a path, a comma list, a glob or a pattern alike) hold one of
+        `words` as a word, or this module's name with its package's? If none does, a
         name computed at run time can name them only from data (a config file, the environment): assumed not
         to (docs/soundness.md `whole-project`)."""
         key = frozenset(w for w in words if w)
@@ -797,8 +799,9 @@ class Project:
         done = self.__dict__.setdefault("_named_by_code_done", {})
         if key not in done:
             done[key] = bool(key) and any(
-                isinstance(node, ast.Constant) and isinstance(node.value, str) and _NAME_LIKE.fullmatch(node.value)
-                and (key & set(re.split(r"[.:]", node.value)) or own <= set(re.split(r"[.:]", node.value)))
+                isinstance(node, ast.Constant) and isinstance(node.value, str)
+                and not isinstance(f.parents.get(id(node)), ast.Expr) and _NAME_LIKE.fullmatch(node.value)
+                and (key & set(_WORD_SPLIT.split(node.value)) or own <= set(_WORD_SPLIT.split(node.value)))
                 for f in [*filter(None, [self.own()]), *self.files_naming(key | own)] for node in ast.walk(f.tree))
         return done[key]
 
@@ -1348,7 +1351,9 @@ def _patched_name(target: ast.AST) -> ast.AST:
 
 
 # Words of a file that may get a namespace at run time (namespaces.Handles reads every such file).
-_NAME_LIKE = re.compile(r"[\w.:]+")
+_WORD_SPLIT = re.compile(r"[^\w]+")
+# A string that may name a module (no blank: not prose): a dotted name, `m:attr`, a path, a comma list, a glob, a pattern.
+_NAME_LIKE = re.compile(r"[\w.:/\\*?^$,|+\-\[\]()]+")
 # What a file must spell to get a namespace, or to write through one (namespaces.Handles): a file that spells
 # none of them has no handle to check.
 _HANDLE_TOKENS = re.compile(rb"__dict__|__globals__|f_globals|\bvars\b|\bglobals\b|\bmodules\b|import_module|__import__"
