@@ -52,6 +52,7 @@ def test_a_replacement_of_the_kernel_through_any_route_refuses(tmp_path, tool):
 @pytest.mark.parametrize("tool", [
     "from engine import backend\n\nbackend.fm = None\n",  # the module's own name for the kernel's module
     "from engine import backend\n\nvars(backend)['fm'] = None\n",
+    "import types\nfrom engine import backend\n\nbackend.sgl_kernel = types.SimpleNamespace()\n",  # the package's name
     "from engine import backend\n\ndef instrument(m):\n    pass\n\n\ninstrument(backend)\n",  # handed on
 ])
 def test_the_name_the_module_reads_the_kernel_through_is_the_kernels(tmp_path, tool):

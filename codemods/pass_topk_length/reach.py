@@ -632,7 +632,9 @@ class Project:
         packages = {m.split(".")[0] for m in modules}  # (a write on a package names its module, or its class)
         words = {a for a in attrs if not a.startswith("__")}
         dunders = {a for a in attrs if a.startswith("__")}
-        files = {id(f): f for f in [*self.files_naming(words - packages), *self.files_naming(packages & words, dunders)]}
+        own = os.path.splitext(os.path.basename(self.module))[0]  # (`backend.sgl_kernel = shim` names the module)
+        files = {id(f): f for f in [*self.files_naming(words - packages),
+                                    *self.files_naming(packages & words, dunders | {own})]}
         for f in files.values():
             for node in ast.walk(f.tree):
                 targets = _written_targets(node)
