@@ -4,6 +4,7 @@ that must stay fixable. Each case is one file of a fork beside the backend of te
 import pytest
 
 from test_reach import BACKEND, verdict
+from topk_migrate.api import migrate_source
 from topk_migrate.model import Status
 
 WRAP = "def wrap(fn):\n    def old(q, kv, indices, sm_scale, d_v=512):\n        return fn(q, kv, indices, sm_scale, d_v)\n    return old\n\n\n"
@@ -118,3 +119,37 @@ def test_what_self_fm_holds_is_every_write_of_it_each_gated(tmp_path, extra, ini
     a plain `self.fm = <import>` of a module the gate accepts, and that import is the name's only binding."""
     site = verdict(tmp_path, {}, backend=SELF_FM.format(extra=extra, init=init))
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("files", [
+    {"engine/idx.py": "import torch\n\n\nclass IndexBase(torch.Tensor):\n    pass\n",
+     "engine/idx2.py": "from engine.idx import IndexBase\n\n\nclass IndexTensor(IndexBase):\n"
+                       "    def view(self, *shape):\n        return super().view(*shape)\n"},  # a grandchild elsewhere
+    {"engine/idx.py": "from torch import Tensor as TensorBase\n\n\ndef _checked(self, *a):\n    return self\n\n\n"
+                      "class IndexTensor(TensorBase):\n    view = _checked\n"},  # an aliased base, a method assigned
+    {"engine/idx.py": "import torch\n\n\nclass NoReinterpret:\n    def view(self, *a):\n        return self\n\n\n"
+                      "class IndexTensor(NoReinterpret, torch.Tensor):\n    pass\n"},  # a mixin's method
+    {"engine/debug.py": "import torch\n\n\ndef strict(self, *a):\n    return self\n\n\ndef on():\n"
+                        "    torch.Tensor.view = strict\n"},  # the method replaced for every tensor
+])
+def test_tensor_ops_changed_anywhere_refuse_the_derived_lengths(tmp_path, files):
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    (tmp_path / ".git").mkdir()
+    backend = ("import torch\nfrom sgl_kernel.flash_mla import flash_mla_sparse_fwd\n\n\n"
+               "def attend(q, kv, idx):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n")
+    path = tmp_path / "engine" / "backend.py"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(backend)
+    (site,) = migrate_source(backend, str(path), kernel="sglang-kernel==0.4.6", lengths="derived").sites
+    assert site.status is Status.MANUAL and "the ops the derived lengths add would reach it" in site.reason, site.reason
+
+
+def test_self_fm_set_from_a_module_of_the_project_is_not_the_kernel(tmp_path):
+    kops = ("from sgl_kernel.flash_mla import flash_mla_sparse_fwd as _raw\n\n\n"
+            "def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_length=None):\n"
+            "    return _raw(q, kv, indices, sm_scale, d_v, attn_sink, topk_length)\n")
+    site = verdict(tmp_path, {"engine/kops.py": kops}, backend=SELF_FM.format(extra="from engine import kops",
+                                                                              init="self.fm = kops"))
+    assert site.status is Status.MANUAL and "a module of this project" in site.reason, site.reason

@@ -1187,6 +1187,10 @@ class _Analysis:
             if self._rebound_at_module_level(root):
                 return (f"`{receiver}.{first}` is set at line {self.tree.line(node)} from `{root}`, which the module "
                         "binds again after its import; pass topk_length by hand")
+            home = qualified + expected
+            if self.project()._find_module(self.path, home.rpartition(".")[0] or home) is not None:
+                return (f"`{receiver}.{first}` is set at line {self.tree.line(node)} from `{qualified}`, a module of "
+                        "this project, whose function may hand the kernel other rows or indices; pass topk_length by hand")
             cap = self.gate(qualified + expected)  # each module it may hold is gated as a direct call of it
             if cap.accepts is not True:
                 verdict = "kernel too old" if cap.accepts is False else "kernel capability unknown (pass --kernel)"

@@ -755,21 +755,51 @@ class Project:
         return any(g is not f for g in self.files_naming([name], also=[stem])) or any(f.path != p for p, _ in self._big)
 
     def tensor_interceptors(self) -> List[Finding]:
-        """Classes of the project that see every tensor op of their scope (a `TorchFunctionMode` or
-        `TorchDispatchMode`, a tensor subclass's `__torch_function__` / `__torch_dispatch__`): the ops the
-        derived lengths add reach them (an op counter, an allocation guard, a subclass refusing a view)."""
-        out = []
-        for f in [*filter(None, [self.own()]), *self.files_naming(INTERCEPTORS + ["Tensor"])]:
+        """What in the project sees or changes the tensor ops the derived lengths add: a `TorchFunctionMode` or
+        `TorchDispatchMode`, `__torch_function__` / `__torch_dispatch__`, a tensor subclass (through any
+        chain of the project's classes, however `Tensor` is imported) overriding, or taking from a mixin of
+        the project, a method those lengths call (`derived.TENSOR_METHODS`, by `def` or by assignment), and
+        `torch.Tensor.<method>` replaced (an op counter, an allocation guard, a subclass refusing a view)."""
+        out, classes = [], self._project_classes(INTERCEPTORS + ["Tensor"])
+        tensors = {name for name, (f, c) in classes.items()
+                   if any(namespaces.qualified(f, b).rsplit(".", 1)[-1] == "Tensor" for b in c.bases)}
+        for _ in range(8):  # subclasses of subclasses, in any file of the project
+            more = {name for name, (f, c) in self._project_classes(sorted(tensors)).items()
+                    if any(_unparse(b).rsplit(".", 1)[-1] in tensors for b in c.bases)} - tensors
+            if not more:
+                break
+            tensors |= more
+            classes.update(self._project_classes(sorted(more)))
+        for name, (f, c) in sorted(classes.items()):
+            bases = {_unparse(b).rsplit(".", 1)[-1] for b in c.bases}
+            own = _class_body_names(c)
+            if bases & set(INTERCEPTORS) or own & set(INTERCEPTORS):
+                out.append(Finding(self.rel(f.path), c.lineno, f"`{name}` sees every tensor op"))
+                continue
+            if name not in tensors:
+                continue
+            mixins = set().union(*[_class_body_names(classes[b][1]) for b in bases if b in classes and b not in tensors])
+            hit = (own | mixins) & derived.TENSOR_METHODS
+            if hit:
+                out.append(Finding(self.rel(f.path), c.lineno, f"the tensor subclass `{name}` overrides `{sorted(hit)[0]}`"))
+        for f in [*filter(None, [self.own()]), *self.files_naming(["Tensor"])]:
             for node in ast.walk(f.tree):
-                if not isinstance(node, ast.ClassDef):
-                    continue
-                bases = {_unparse(b).rsplit(".", 1)[-1] for b in node.bases}
-                methods = {d.name for d in node.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
-                if bases & set(INTERCEPTORS) or methods & set(INTERCEPTORS):
-                    out.append(Finding(self.rel(f.path), node.lineno, f"`{node.name}` sees every tensor op"))
-                elif "Tensor" in bases and methods & derived.TENSOR_METHODS:
-                    out.append(Finding(self.rel(f.path), node.lineno, f"the tensor subclass `{node.name}` overrides "
-                                                                      f"`{sorted(methods & derived.TENSOR_METHODS)[0]}`"))
+                targets = [t for t in _written_targets(node) if isinstance(t, ast.Attribute)]
+                if isinstance(node, ast.Call) and namespaces.qualified(f, node.func) == "builtins.setattr" and len(
+                        node.args) > 1 and isinstance(node.args[1], ast.Constant):
+                    targets.append(ast.Attribute(value=node.args[0], attr=str(node.args[1].value), ctx=ast.Store()))
+                for t in targets:
+                    if t.attr in derived.TENSOR_METHODS and namespaces.qualified(f, t.value) == "torch.Tensor":
+                        out.append(Finding(self.rel(f.path), node.lineno, f"`torch.Tensor.{t.attr}` is replaced"))
+        return out
+
+    def _project_classes(self, names: List[str]) -> Dict[str, Tuple["_File", ast.ClassDef]]:
+        """name -> (file, class) of every class of the project (this module too) in a file naming one of `names`."""
+        out = {}
+        for f in [*filter(None, [self.own()]), *self.files_naming(names)]:
+            for node in ast.walk(f.tree):
+                if isinstance(node, ast.ClassDef):
+                    out.setdefault(node.name, (f, node))
         return out
 
     def frame_enumerations(self) -> List[Finding]:
@@ -1362,6 +1392,18 @@ _HANDLE_TOKENS = re.compile(rb"__dict__|__globals__|f_globals|\bvars\b|\bglobals
                             rb"|getmodule|resolve_name|\blocate\b|\.load\(|get_referr|get_objects|runpy|spec_from_file"
                             rb"|SourceFileLoader|load_source|FunctionType|LambdaType|builtins|\bmock\b|\bpatch\b")
 INTERCEPTORS = ["TorchFunctionMode", "TorchDispatchMode", "__torch_function__", "__torch_dispatch__"]
+
+
+def _class_body_names(cls: ast.ClassDef) -> Set[str]:
+    """What a class body defines: its methods, and the names it assigns (`view = _checked_view`)."""
+    out = set()
+    for d in cls.body:
+        if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out.add(d.name)
+        for t in _flatten(_written_targets(d)):
+            if isinstance(t, ast.Name):
+                out.add(t.id)
+    return out
 
 
 def _read_by_literal(f: "_File", node: ast.AST) -> bool:
