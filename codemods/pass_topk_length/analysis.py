@@ -885,10 +885,9 @@ class _Analysis:
         for cls in self.find(cst.ClassDef):
             bases = {(get_full_name_for_node(b.value) or "").rsplit(".", 1)[-1] for b in cls.bases}
             methods = {d.name.value for d in cls.body.body if isinstance(d, cst.FunctionDef)}
-            if bases & set(reach.INTERCEPTORS) or methods & set(reach.INTERCEPTORS):
-                return f"`{cls.name.value}` sees every tensor op"
-            if "Tensor" in bases and methods & derived.TENSOR_METHODS:
-                return f"the tensor subclass `{cls.name.value}` overrides `{sorted(methods & derived.TENSOR_METHODS)[0]}`"
+            why = reach.interceptor(cls.name.value, bases, methods, "Tensor" in bases)
+            if why:
+                return why
         return None
 
     def _locals_read(self, c: CallInfo) -> Optional[str]:
@@ -1184,14 +1183,14 @@ class _Analysis:
                 return (f"`{receiver}.{first}` is set at line {self.tree.line(node)} from "
                         f"`{_code(node.value).strip()}`, which may not be the kernel's module; pass topk_length by hand")
             root = dotted(node.value).split(".")[0]
-            if self._rebound_at_module_level(root):
+            if self._bound_otherwise(root):
                 return (f"`{receiver}.{first}` is set at line {self.tree.line(node)} from `{root}`, which the module "
                         "binds again after its import; pass topk_length by hand")
             home = qualified + expected
             if self.project()._find_module(self.path, home.rpartition(".")[0] or home) is not None:
                 return (f"`{receiver}.{first}` is set at line {self.tree.line(node)} from `{qualified}`, a module of "
                         "this project, whose function may hand the kernel other rows or indices; pass topk_length by hand")
-            cap = self.gate(qualified + expected)  # each module it may hold is gated as a direct call of it
+            cap = self.gate(home)  # each module it may hold is gated as a direct call of it
             if cap.accepts is not True:
                 verdict = "kernel too old" if cap.accepts is False else "kernel capability unknown (pass --kernel)"
                 return f"{verdict}: `{receiver}.{first}` is set at line {self.tree.line(node)} from `{qualified}`: {cap.detail}"
@@ -1221,8 +1220,9 @@ class _Analysis:
                 return call
         return None
 
-    def _rebound_at_module_level(self, name: str) -> bool:
-        """Is `name` bound at module level by anything but imports (`fm = _load_balanced()`, a `global`)?"""
+    def _bound_otherwise(self, name: str) -> bool:
+        """Is `name` bound anywhere in the module by anything but an import (`fm = _load_balanced()`, a loop,
+        a `global` then an assignment)? Any such binding may be the one the source reads."""
         for node in self.find(cst.Name, lambda n: n.value == name):
             up = self.tree.parent.get(node)
             if isinstance(up, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.NameItem)) \

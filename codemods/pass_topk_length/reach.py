@@ -772,16 +772,10 @@ class Project:
             classes.update(self._project_classes(sorted(more)))
         for name, (f, c) in sorted(classes.items()):
             bases = {_unparse(b).rsplit(".", 1)[-1] for b in c.bases}
-            own = _class_body_names(c)
-            if bases & set(INTERCEPTORS) or own & set(INTERCEPTORS):
-                out.append(Finding(self.rel(f.path), c.lineno, f"`{name}` sees every tensor op"))
-                continue
-            if name not in tensors:
-                continue
             mixins = set().union(*[_class_body_names(classes[b][1]) for b in bases if b in classes and b not in tensors])
-            hit = (own | mixins) & derived.TENSOR_METHODS
-            if hit:
-                out.append(Finding(self.rel(f.path), c.lineno, f"the tensor subclass `{name}` overrides `{sorted(hit)[0]}`"))
+            why = interceptor(name, bases, _class_body_names(c) | mixins, name in tensors)
+            if why:
+                out.append(Finding(self.rel(f.path), c.lineno, why))
         for f in [*filter(None, [self.own()]), *self.files_naming(["Tensor"])]:
             for node in ast.walk(f.tree):
                 targets = [t for t in _written_targets(node) if isinstance(t, ast.Attribute)]
@@ -1392,6 +1386,15 @@ _HANDLE_TOKENS = re.compile(rb"__dict__|__globals__|f_globals|\bvars\b|\bglobals
                             rb"|getmodule|resolve_name|\blocate\b|\.load\(|get_referr|get_objects|runpy|spec_from_file"
                             rb"|SourceFileLoader|load_source|FunctionType|LambdaType|builtins|\bmock\b|\bpatch\b")
 INTERCEPTORS = ["TorchFunctionMode", "TorchDispatchMode", "__torch_function__", "__torch_dispatch__"]
+
+
+def interceptor(name: str, bases: Set[str], defined: Set[str], tensor: bool) -> Optional[str]:
+    """Why the class `name` (its bases' last names, the names its body and mixins define, whether it is a
+    tensor subclass) sees or changes the ops the derived lengths add, or None."""
+    if bases & set(INTERCEPTORS) or defined & set(INTERCEPTORS):
+        return f"`{name}` sees every tensor op"
+    hit = defined & derived.TENSOR_METHODS if tensor else set()
+    return f"the tensor subclass `{name}` overrides `{sorted(hit)[0]}`" if hit else None
 
 
 def _class_body_names(cls: ast.ClassDef) -> Set[str]:
