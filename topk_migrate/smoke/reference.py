@@ -13,8 +13,9 @@ read past the row) raise instead of returning garbage.
 """
 from __future__ import annotations
 
+import contextlib
 import math
-from typing import Optional, Tuple
+from typing import Iterator, Optional, Tuple
 
 import torch
 
@@ -42,6 +43,18 @@ def _check_inputs(q, kv, indices, d_v, topk_length, head_multiple):
             raise ValueError(f"topk_length outside [0, {topk}] on rows {bad[:8]}: the kernel would read past the row")
 
 
+@contextlib.contextmanager
+def _one_thread() -> Iterator[None]:
+    """A CPU matmul split over threads may sum in a different order from one call to the next (seen on a CI
+    machine: one row's lse moved by 9e-5 between two identical calls); the smoke compares two calls bit for bit."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 def sparse_attention_reference(
     q: torch.Tensor,
     kv: torch.Tensor,
@@ -57,15 +70,24 @@ def sparse_attention_reference(
     """(out [s_q,h_q,d_v] bf16, max_logits [s_q,h_q] f32, lse [s_q,h_q] f32).
 
     An index takes part when 0 <= index < s_kv and its position is below the
-    row's topk_length (when given). Computed in float32, `chunk_rows` q rows at
-    a time to bound memory. `attn_sink` is not modelled (no caller here uses it).
+    row's topk_length (when given). Computed `chunk_rows` q rows at a time to
+    bound memory, in float32 on a GPU; on the CPU in float64 on one thread, so
+    two calls on the same inputs give the same bits whatever path the BLAS
+    takes. `attn_sink` is not modelled (no caller here uses it).
     """
     if attn_sink is not None:
         raise NotImplementedError("the reference does not model attn_sink")
     _check_inputs(q, kv, indices, d_v, topk_length, head_multiple)
+    if q.device.type != "cpu":
+        return _attend(q, kv, indices, sm_scale, d_v, topk_length, chunk_rows, torch.float32)
+    with _one_thread():
+        return _attend(q, kv, indices, sm_scale, d_v, topk_length, chunk_rows, torch.float64)
+
+
+def _attend(q, kv, indices, sm_scale, d_v, topk_length, chunk_rows, work):
     s_q, h_q, _ = q.shape
     s_kv, topk = kv.shape[0], indices.shape[2]
-    kv2 = kv[:, 0, :].float()
+    kv2 = kv[:, 0, :].to(work)
     position = torch.arange(topk, device=q.device)
     out = torch.empty((s_q, h_q, d_v), dtype=torch.bfloat16, device=q.device)
     max_logits = torch.empty((s_q, h_q), dtype=torch.float32, device=q.device)
@@ -77,14 +99,14 @@ def sparse_attention_reference(
         if topk_length is not None:
             dead |= position[None, :] >= topk_length[lo:hi, None].long()
         picked = kv2[idx.masked_fill(dead, 0)]  # [rows, topk, d_qk]
-        logits = torch.bmm(q[lo:hi].float(), picked.transpose(1, 2)) * (sm_scale * math.log2(math.e))
+        logits = torch.bmm(q[lo:hi].to(work), picked.transpose(1, 2)) * (sm_scale * math.log2(math.e))
         logits.masked_fill_(dead[:, None, :], float("-inf"))  # [rows, h_q, topk], base-2 units
         row_lse = torch.logsumexp(logits * math.log(2), dim=-1) * math.log2(math.e)
         norm = row_lse.masked_fill(row_lse == float("-inf"), float("inf"))  # empty row -> out 0
         probs = torch.exp2(logits - norm[..., None])
         out[lo:hi] = torch.bmm(probs, picked[..., :d_v]).to(torch.bfloat16)
-        max_logits[lo:hi] = logits.amax(dim=-1)
-        lse[lo:hi] = norm
+        max_logits[lo:hi] = logits.amax(dim=-1).float()
+        lse[lo:hi] = norm.float()
     return out, max_logits, lse
 
 
