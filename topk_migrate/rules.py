@@ -10,6 +10,8 @@ imported (`load`) only where a file is analysed:
   bump(ctx) -> [Finding]                                          bump, one call site at a time
 A `quick` module of the package may answer for the simplest files without LibCST (audit):
 quick_sites(tree, source, path, gate) -> [Site] or None.
+A rule may carry a proof of its rewrite on its kernel (`proof`, "module:command"): a click command of a
+module of its package, which `topk-migrate smoke` runs (`load_proof`; one rule at most declares one).
 """
 from __future__ import annotations
 
@@ -42,6 +44,9 @@ class RuleInfo:
     has_sites: bool = False  # its Rule has a sites hook
     has_bump: bool = False  # its Rule has a bump hook
     quick: Optional[str] = None  # a module of its package, standard library only (see above)
+    # "module:command": a module of its package and the click command in it that `topk-migrate smoke` runs;
+    # importing the module must stay light (no torch: `topk-migrate --help` imports it)
+    proof: Optional[str] = None
     tags: Tuple[str, ...] = ()  # SARIF's rule tags
     module: str = ""  # set by the registry: the package's importable name
     path: str = ""  # set by the registry: the package's __init__.py
@@ -105,7 +110,15 @@ def _read_info(name: str) -> RuleInfo:
         raise RuleError(f"{path}: INFO.entry_points must be a tuple of names")
     if info.quick is not None and not (isinstance(info.quick, str) and info.quick.isidentifier()):
         raise RuleError(f"{path}: INFO.quick must name a module of its package, such as \"quick\"")
+    if info.proof is not None and not _is_proof(info.proof):
+        raise RuleError(f"{path}: INFO.proof must name a module of its package and its command, such as "
+                        "\"smoke.command:smoke_command\"")
     return replace(info, module=module, path=path)
+
+
+def _is_proof(proof: object) -> bool:
+    module, _, command = proof.partition(":") if isinstance(proof, str) else ("", "", "")
+    return command.isidentifier() and all(part.isidentifier() for part in module.split("."))
 
 
 @functools.lru_cache(maxsize=None)
@@ -169,6 +182,27 @@ def load(rule_id: str) -> Rule:
                 raise RuleError(f"{s.path}: INFO.has_sites/has_bump disagree with the hooks of {value.__name__}")
             return rule
     raise RuleError(f"{s.path}: no Rule subclass with info.id {rule_id!r} in {s.module}.rule")
+
+
+def proof_rule() -> Optional[RuleInfo]:
+    """The rule whose proof `topk-migrate smoke` runs: the one that declares one (None: no rule does)."""
+    owners = [s for s in specs() if s.proof]
+    if len(owners) > 1:
+        raise RuleError(f"{owners[1].path}: INFO.proof: `topk-migrate smoke` runs one rule's proof, and "
+                        f"{owners[0].id!r} declares one too")
+    return owners[0] if owners else None
+
+
+def load_proof(rule_id: str) -> object:
+    """The rule's proof command (imports the module its INFO.proof names)."""
+    s = spec(rule_id)
+    if not s.proof:
+        raise RuleError(f"{s.path}: rule {rule_id!r} declares no proof (INFO.proof)")
+    module, _, command = s.proof.partition(":")
+    found = getattr(importlib.import_module(f"{s.module}.{module}"), command, None)
+    if found is None:
+        raise RuleError(f"{s.path}: INFO.proof names {s.proof!r}, and {s.module}.{module} has no {command}")
+    return found
 
 
 def enabled(enable: Sequence[str] = (), disable: Sequence[str] = (), everything: bool = False) -> List[RuleInfo]:
