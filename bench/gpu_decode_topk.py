@@ -23,7 +23,7 @@ import json
 
 import torch
 
-from topk_migrate.smoke.measure import paired_timing  # the smoke's A/B timing, shared
+from topk_migrate.codemods.pass_topk_length.smoke.measure import paired_timing  # the smoke's A/B timing, shared
 
 TOPK, D_QK, D_V, PAGE = 2048, 576, 512, 64
 

@@ -76,7 +76,7 @@ py() { python3 "$pkg/run_module.py" "$@"; }  # python3 -m MODULE, from the assem
 cat "$out/${prefix}environment.txt"
 
 rc=0
-smoke() { py topk_migrate.smoke "$@"; }
+smoke() { py topk_migrate.codemods.pass_topk_length.smoke "$@"; }  # the rule's proof (its INFO.proof)
 if [ -n "$prefix" ]; then
   smoke --lengths derived --device "$device" --json "$out/derived-example.json" 2>&1 | tee "$out/derived-example.txt"
   [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1

@@ -5,10 +5,10 @@
     python3 bench/gpu_speedup_plot.py --check              # exit 1 if the committed SVG is not what the JSON gives
     python3 bench/gpu_speedup_plot.py --ideal 4096 8192    # the ideal of a causal ramp, and the share of work padding costs
 
-Each record with `timing.*` checks (topk_migrate.smoke --json) is one series: the measured
+Each record with `timing.*` checks (topk-migrate smoke --json) is one series: the measured
 speedup of the patched helper against s_q on causal ramps, and the full-rows case (every row at
 the top-k width, where the ideal is 1.0: parity). The ideal curve is the kernel's work ratio in
-64-wide top-k blocks (topk_migrate/smoke/contract.py, ideal_ratio) for a causal ramp, drawn for
+64-wide top-k blocks (codemods/pass_topk_length/smoke/contract.py, ideal_ratio) for a causal ramp, drawn for
 every s_q between the measured ones; the script checks that it gives each record's own `ideal`.
 tests/test_gpu_plot.py re-renders the SVG from the JSON and compares it with the committed file.
 """
@@ -27,7 +27,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GPU = os.path.join(ROOT, "results", "gpu")
 OUT = os.path.join(GPU, "speedup.svg")
 B_TOPK = 64  # the kernel's top-k block width
-HEADS = 128  # the timing batches' heads (topk_migrate/smoke/feed.py, timing_batches); not in the record
+HEADS = 128  # the timing batches' heads (codemods/pass_topk_length/smoke/feed.py, timing_batches); not in the record
 
 W, H = 720, 440
 LEFT, RIGHT, TOP, BOTTOM = 64, 24, 56, 74

@@ -126,7 +126,7 @@ def test_smoke_takes_kernel_and_decides_as_apply_does(tmp_path):
 
     from click.testing import CliRunner
 
-    from topk_migrate.smoke.command import smoke_command
+    from topk_migrate.codemods.pass_topk_length.smoke.command import smoke_command
 
     f = project(tmp_path)
     runs = {}

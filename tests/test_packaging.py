@@ -20,7 +20,7 @@ def test_wheel_layout(tmp_path):
     assert shipped(ROOT / "topk_migrate", "topk_migrate") - set(names) == set()
     assert shipped(ROOT / "codemods", "topk_migrate/codemods") - set(names) == set()  # a rule's helpers too
     assert "topk_migrate/fixtures/examples/dsa_backend.py" in names
-    assert "topk_migrate/smoke/command.py" in names
+    assert "topk_migrate/codemods/pass_topk_length/smoke/command.py" in names
     meta = zipfile.ZipFile(whl).read(next(n for n in names if n.endswith("METADATA"))).decode()
     core = [l for l in meta.splitlines() if l.startswith("Requires-Dist:") and "extra ==" not in l]
     assert not any("torch" in l for l in core), core  # light install: torch only in the smoke extra

@@ -49,7 +49,7 @@ def test_no_engine_file_names_a_rule():
 
 
 # Where the engine may still say a rule's words, and why: the example a message or an option's help shows.
-# topk_migrate/smoke/ is the first rule's GPU proof (its kernel, emitters and contract) and is left out.
+# (The first rule's GPU proof, its kernel, emitters and contract, is its own: codemods/pass_topk_length/smoke/.)
 SAYS = {
     "config.py": {"sglang-kernel"},  # `kernel: expected a string such as "sglang-kernel==0.4.6"`
     "kernels.py": {"sglang-kernel", "sgl_kernel", "flash_mla", "topk_length"},  # parse_pin's examples
@@ -75,8 +75,6 @@ def test_no_engine_code_says_a_rules_parameter_entry_points_or_kernels():
     found = []
     for p in sorted((ROOT / "topk_migrate").rglob("*.py")):
         rel = p.relative_to(ROOT / "topk_migrate").as_posix()
-        if rel.startswith("smoke/"):
-            continue
         tree = ast.parse(p.read_text())
         docs = {id(n.body[0].value) for n in ast.walk(tree)
                 if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
@@ -191,6 +189,8 @@ def test_rules_command_lists_every_rule():
     ('RuleInfo(id="Toy", summary="s", help="h")', "lower-case"),
     ('RuleInfo(id="toy", summary="two\\nlines", help="h")', "one-line"),
     ('RuleInfo(id="toy", summary="s", help="h", quick="a.b")', "quick"),
+    ('RuleInfo(id="toy", summary="s", help="h", proof="smoke")', "proof"),
+    ('RuleInfo(id="toy", summary="s", help="h", proof="smoke.command:")', "proof"),
     ('{"id": "toy"}', "RuleInfo"),
     (None, "RuleInfo"),
 ])
@@ -211,6 +211,43 @@ def test_a_rule_package_declares_a_valid_info(tmp_path, monkeypatch, info, error
         import sys
 
         sys.modules.pop("topk_migrate.codemods.bad_rule", None)
+        _clear()
+
+
+def test_smoke_is_the_proof_a_rule_declares():
+    """The CLI's `smoke` is the command the registry's rule names in INFO.proof, imported from its package."""
+    import click
+
+    owner = rules.proof_rule()
+    assert owner is not None and owner.id == "pass-topk-length" and owner.proof
+    command = main.get_command(click.Context(main), "smoke")
+    assert command is rules.load_proof(owner.id) and command.callback.__module__.startswith(owner.module + ".")
+
+
+def test_without_a_proof_there_is_no_smoke_command(monkeypatch):
+    monkeypatch.setattr(rules, "proof_rule", lambda: None)
+    monkeypatch.delitem(main.commands, "smoke", raising=False)  # where an earlier test resolved it
+    r = CliRunner().invoke(main, ["--help"])
+    assert r.exit_code == 0 and " smoke " not in r.output and " check " in r.output, r.output
+    assert CliRunner().invoke(main, ["smoke", "--help"]).exit_code == 2
+
+
+def test_one_rule_at_most_declares_a_proof(tmp_path, monkeypatch):
+    pkg = tmp_path / "second_proof"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from topk_migrate.rules import RuleInfo\n"
+                                     'INFO = RuleInfo(id="second-proof", summary="s", help="h", proof="p:command")\n')
+    monkeypatch.setattr(codemods, "__path__", [*codemods.__path__, str(tmp_path)])
+    _clear()
+    try:
+        with pytest.raises(rules.RuleError, match="runs one rule's proof") as e:
+            rules.proof_rule()
+        assert str(pkg / "__init__.py") in str(e.value)
+    finally:
+        monkeypatch.undo()
+        import sys
+
+        sys.modules.pop("topk_migrate.codemods.second_proof", None)
         _clear()
 
 

@@ -13,10 +13,10 @@ torch = pytest.importorskip("torch", reason="the smoke needs torch (pip install 
 from click.testing import CliRunner  # noqa: E402
 
 from topk_migrate.api import migrate_source  # noqa: E402
-from topk_migrate.smoke import contract, emitters, reference  # noqa: E402
-from topk_migrate.smoke.command import smoke_command  # noqa: E402
-from topk_migrate.smoke.kernel import load_kernel  # noqa: E402
-from topk_migrate.smoke.runner import default_example, run_smoke, smoke_sources  # noqa: E402
+from topk_migrate.codemods.pass_topk_length.smoke import contract, emitters, reference  # noqa: E402
+from topk_migrate.codemods.pass_topk_length.smoke.command import smoke_command  # noqa: E402
+from topk_migrate.codemods.pass_topk_length.smoke.kernel import load_kernel  # noqa: E402
+from topk_migrate.codemods.pass_topk_length.smoke.runner import default_example, run_smoke, smoke_sources  # noqa: E402
 
 EXAMPLE = default_example()
 PIN = "sglang-kernel==0.4.6"
@@ -154,9 +154,9 @@ def test_cli_takes_the_negative_control():
 
 @pytest.mark.parametrize("fault, why", [("hole", "invalid index inside the first"), ("tail", "index other than -1 after")])
 def test_every_emitter_with_a_fault_fails_its_contract_checks(fault, why):
-    from topk_migrate.smoke import feed
-    from topk_migrate.smoke.report import Report
-    from topk_migrate.smoke.runner import fed_cases
+    from topk_migrate.codemods.pass_topk_length.smoke import feed
+    from topk_migrate.codemods.pass_topk_length.smoke.report import Report
+    from topk_migrate.codemods.pass_topk_length.smoke.runner import fed_cases
 
     report = Report("x", "cpu")
     broken = emitters.load_emitters("cpu", "0.4.6", fault)

@@ -15,10 +15,10 @@ torch = pytest.importorskip("torch", reason="the smoke needs torch (pip install 
 from click.testing import CliRunner  # noqa: E402
 
 from topk_migrate.codemods.pass_topk_length import derived as rule  # noqa: E402
-from topk_migrate.smoke import contract, emitters, lengths, runner  # noqa: E402
-from topk_migrate.smoke.command import smoke_command  # noqa: E402
-from topk_migrate.smoke.kernel import KernelCall, injected, load_kernel  # noqa: E402
-from topk_migrate.smoke.report import Report  # noqa: E402
+from topk_migrate.codemods.pass_topk_length.smoke import contract, emitters, lengths, runner  # noqa: E402
+from topk_migrate.codemods.pass_topk_length.smoke.command import smoke_command  # noqa: E402
+from topk_migrate.codemods.pass_topk_length.smoke.kernel import KernelCall, injected, load_kernel  # noqa: E402
+from topk_migrate.codemods.pass_topk_length.smoke.report import Report  # noqa: E402
 
 EXAMPLE = runner.default_example()
 PIN = "sglang-kernel==0.4.6"

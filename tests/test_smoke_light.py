@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from topk_migrate.smoke import isolate
+from topk_migrate.codemods.pass_topk_length.smoke import isolate
 
 SRC = '''from __future__ import annotations
 import math
@@ -41,9 +41,11 @@ class B(Backend):
 
 
 def test_importing_the_smoke_command_does_not_import_torch():
-    code = "import sys, topk_migrate.smoke, topk_migrate.smoke.command; print('torch' in sys.modules)"
+    """The CLI finds `smoke` in the registry (the rule's INFO.proof) and imports its command: no torch."""
+    code = ("import sys, click; from topk_migrate.cli import main; "
+            "print(main.get_command(click.Context(main), 'smoke').name, 'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    assert out.stdout.split() == ["smoke", "False"], out.stdout + out.stderr
 
 
 def test_isolates_the_helper_with_what_it_needs_and_nothing_else():

@@ -337,7 +337,7 @@ def test_diff_bodies_are_escaped_on_a_terminal_and_exact_in_a_pipe(tmp_path):
 
 
 def test_the_smoke_table_escapes_the_files_own_text():
-    from topk_migrate.smoke.report import Report
+    from topk_migrate.codemods.pass_topk_length.smoke.report import Report
 
     rep = Report("name\x1b]0;smoke-owned\x07.py", "cpu")
     rep.add("opt_out", False, "reason: \x1b[2J cleared")

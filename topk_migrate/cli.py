@@ -213,14 +213,16 @@ def _counts(report: api.Report) -> str:
 
 
 class _Group(click.Group):
-    """Commands owned by other modules are imported only when used, so `check` starts fast;
+    """Commands owned by other modules are imported only when used, so `check` starts fast; `smoke` is the
+    proof a rule declares (RuleInfo.proof), found in the registry, never named here.
     Ctrl-C exits 130 (files are each original or fully rewritten: writes are atomic)."""
 
-    LAZY = {"audit": "topk_migrate.audit:audit_command", "smoke": "topk_migrate.smoke.command:smoke_command",
-            "bump": "topk_migrate.bump.command:bump_command"}
+    LAZY = {"audit": "topk_migrate.audit:audit_command", "bump": "topk_migrate.bump.command:bump_command"}
+    PROOF = "smoke"  # the command that runs the proof of the rule that declares one
 
     def list_commands(self, ctx):
-        return sorted({*super().list_commands(ctx), *self.LAZY})
+        proof = [self.PROOF] if rules.proof_rule() is not None else []
+        return sorted({*super().list_commands(ctx), *self.LAZY, *proof})
 
     def get_command(self, ctx, name):
         if name in self.LAZY and name not in self.commands:
@@ -228,6 +230,8 @@ class _Group(click.Group):
             import importlib
 
             self.add_command(getattr(importlib.import_module(module), attr), name)
+        elif name == self.PROOF and name not in self.commands and rules.proof_rule() is not None:
+            self.add_command(_proof_command(rules.proof_rule()), name)
         return super().get_command(ctx, name)
 
     def resolve_command(self, ctx, args):
@@ -255,6 +259,14 @@ class _Group(click.Group):
         except KeyboardInterrupt:
             click.echo("interrupted: every file is either original or fully rewritten", err=True)
             ctx.exit(130)
+
+
+def _proof_command(owner: rules.RuleInfo) -> click.Command:
+    """The click command of the rule's proof (imports its module)."""
+    command = rules.load_proof(owner.id)
+    if not isinstance(command, click.Command):
+        raise rules.RuleError(f"{owner.path}: INFO.proof names {owner.proof!r}, which is not a click command")
+    return command
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

@@ -21,7 +21,8 @@ safe becomes `manual` with a reason that names the hazard.
 # This package is the rule: INFO here (standard library only); `rule` holds its driver, its examples and
 # its hooks; `quick` the kernel's names and the verdicts that need no LibCST; `analysis` what it reads of a
 # module; `rewrite` its edit and the edit's validation; `values` the sites where the kernel is used as a
-# value. (A comment, not the docstring: `rules --explain` prints the docstring to the rule's users.)
+# value; `smoke/` its rewrite run on the kernel (`topk-migrate smoke`: INFO.proof; torch only when it runs).
+# (A comment, not the docstring: `rules --explain` prints the docstring to the rule's users.)
 from typing import Dict, Optional
 
 from topk_migrate.rules import RuleInfo
@@ -60,5 +61,6 @@ INFO = RuleInfo(
     has_sites=True,
     has_bump=True,
     quick="quick",
+    proof="smoke.command:smoke_command",
     tags=("performance", "flashmla"),
 )

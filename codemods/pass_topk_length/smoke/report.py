@@ -5,7 +5,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import List
 
-from ..escape import printable
+from topk_migrate.escape import printable
 
 PASS, FAIL, SKIP, INFO = "pass", "fail", "skip", "info"
 
@@ -50,7 +50,7 @@ class Report:
         }
 
     def write_json(self, path: str) -> None:
-        from ..output import write_output
+        from topk_migrate.output import write_output
 
         write_output(path, json.dumps(self.to_dict(), indent=2, default=str) + "\n")
 

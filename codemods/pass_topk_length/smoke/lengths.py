@@ -25,7 +25,7 @@ from .reference import B_TOPK
 def _rule_module() -> str:
     """The module the rule engine imports the derived rewrite under, from the registry (MIN_ROWS is read
     when the rewrite writes)."""
-    from ..rules import spec
+    from topk_migrate.rules import spec
 
     return spec("pass-topk-length").module + ".derived"
 # The cpu's shapes are 5..200 rows: MIN_ROWS 64 puts calls on both sides of it (the real one is thousands).

@@ -37,7 +37,7 @@ def default_example() -> Path:
         places = list(spec.submodule_search_locations or []) if spec else []
     except (ImportError, ValueError):
         pass
-    places.append(str(Path(__file__).resolve().parents[2] / "fixtures"))
+    places.append(str(Path(__file__).resolve().parents[3] / "fixtures"))  # <root>/codemods/<rule>/smoke/: <root>/fixtures
     for place in places:
         p = Path(place) / "examples" / "dsa_backend.py"
         if p.is_file():
@@ -997,7 +997,7 @@ def run_smoke(
                                    timing=not emitter_fault, emitters=emitters, min_rows=min_rows)
     echo(report.table())
     if json_path:
-        from ..escape import printable
+        from topk_migrate.escape import printable
 
         try:
             report.write_json(json_path)

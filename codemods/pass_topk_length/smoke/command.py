@@ -35,7 +35,7 @@ def smoke_command(path, function, device, kernel_decl, json_path, emitter_fault,
             click.echo(error, err=True)
             sys.exit(2)
     if kernel_decl is not None:
-        from ..kernels import parse_pin
+        from topk_migrate.kernels import parse_pin
 
         try:
             parse_pin(kernel_decl, "--kernel")
@@ -57,11 +57,11 @@ def _unreadable(path: str):
     """`path: error: cause`, the line `check` gives for a file it cannot read as Python, or None.
 
     Checked before torch is imported, so bad input never ends in a traceback."""
-    from ..discover import read_regular
-    from ..escape import fit, lead, printable
-    from ..files import decode_source, input_error, max_bytes, syntax_error_message
-    from ..guard import parse_checked
-    from ..model import InputError
+    from topk_migrate.discover import read_regular
+    from topk_migrate.escape import fit, lead, printable
+    from topk_migrate.files import decode_source, input_error, max_bytes, syntax_error_message
+    from topk_migrate.guard import parse_checked
+    from topk_migrate.model import InputError
 
     try:
         try:
