@@ -5,6 +5,10 @@ import sys
 
 import click
 
+from topk_migrate.discover import read_regular
+from topk_migrate.escape import fit, lead, printable
+from topk_migrate.model import InputError
+
 
 @click.command("smoke", short_help="Patch PATH (default: the bundled example backend) and run both versions against the kernel.")
 @click.argument("path", required=False, type=click.Path(exists=True, dir_okay=False))
@@ -35,7 +39,7 @@ def smoke_command(path, function, device, kernel_decl, json_path, emitter_fault,
             click.echo(error, err=True)
             sys.exit(2)
     if kernel_decl is not None:
-        from topk_migrate.kernels import parse_pin
+        from topk_migrate.kernels import parse_pin  # noqa: PLC0415 - `topk-migrate --help` imports this module: kernels (packaging) only once the smoke runs
 
         try:
             parse_pin(kernel_decl, "--kernel")
@@ -43,11 +47,11 @@ def smoke_command(path, function, device, kernel_decl, json_path, emitter_fault,
             click.echo(f"--kernel: {e}", err=True)
             sys.exit(2)
     try:
-        import torch  # noqa: F401
+        import torch  # noqa: F401, PLC0415 - probes the optional [smoke] extra: the CLI and `smoke --help` never import torch
     except ImportError:
         click.echo("topk-migrate smoke needs torch: pip install 'topk-migrate[smoke]'", err=True)
         sys.exit(2)
-    from .runner import run_smoke
+    from .runner import run_smoke  # noqa: PLC0415 - the runner imports torch: only once the smoke runs
 
     sys.exit(run_smoke(path=path, function=function, device=device, json_path=json_path, echo=click.echo,
                        emitter_fault=emitter_fault, kernel_decl=kernel_decl, lengths=lengths))
@@ -57,11 +61,8 @@ def _unreadable(path: str):
     """`path: error: cause`, the line `check` gives for a file it cannot read as Python, or None.
 
     Checked before torch is imported, so bad input never ends in a traceback."""
-    from topk_migrate.discover import read_regular
-    from topk_migrate.escape import fit, lead, printable
-    from topk_migrate.files import decode_source, input_error, max_bytes, syntax_error_message
-    from topk_migrate.guard import parse_checked
-    from topk_migrate.model import InputError
+    from topk_migrate.files import decode_source, input_error, max_bytes, syntax_error_message  # noqa: PLC0415 - `topk-migrate --help` imports this module: files (hashlib) only once the smoke runs
+    from topk_migrate.guard import parse_checked  # noqa: PLC0415 - `topk-migrate --help` imports this module: guard (pickle) only once the smoke runs
 
     try:
         try:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import importlib
 import sys
 import types
 from dataclasses import dataclass, field
@@ -223,8 +224,6 @@ def load_emitters(device: str, version: str, fault: Optional[str] = None) -> Emi
     """The installed sgl_kernel's emitters on cuda (those it has); the models on cpu."""
     if device == "cpu":
         return Emitters(dict(REFERENCE), "torch reference (cpu)", fault)
-    import importlib
-
     mod = importlib.import_module("sgl_kernel")
     fns = {n: getattr(mod, n) for n in NAMES if callable(getattr(mod, n, None))}
     return Emitters(fns, f"sglang-kernel=={version}", fault)

@@ -8,6 +8,7 @@ forwards it to the real kernel (GPU) or to the torch reference (CPU).
 from __future__ import annotations
 
 import contextlib
+import importlib
 import inspect
 import sys
 import types
@@ -15,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Callable, List, Optional
 
 import torch
+
+from . import reference
 
 MODULE = "sgl_kernel.flash_mla"
 
@@ -63,11 +66,7 @@ class Kernel:
 def load_kernel(device: str) -> Kernel:
     """The real kernel on cuda; the torch reference on cpu."""
     if device == "cpu":
-        from . import reference
-
         return Kernel(reference.flash_mla_sparse_fwd, "torch reference (cpu)", "sglang-kernel==0.4.6")
-    import importlib
-
     mod = importlib.import_module(MODULE)  # raises ImportError with the kernel's own message
     err = getattr(mod, "_flashmla_import_error", None)
     if err is not None:

@@ -17,17 +17,11 @@ from typing import Iterator, List, Optional, Tuple
 
 import torch
 
+from .. import derived  # the rule's derived rewrite: it reads derived.MIN_ROWS when it writes
 from . import contract, e2e, feed
 from .emitters import scatter_rows
 from .reference import B_TOPK
 
-
-def _rule_module() -> str:
-    """The module the rule engine imports the derived rewrite under, from the registry (MIN_ROWS is read
-    when the rewrite writes)."""
-    from topk_migrate.rules import spec
-
-    return spec("pass-topk-length").module + ".derived"
 # The cpu's shapes are 5..200 rows: MIN_ROWS 64 puts calls on both sides of it (the real one is thousands).
 CPU_MIN_ROWS = 64
 
@@ -44,27 +38,22 @@ NOT_APPLICABLE = {
 @contextlib.contextmanager
 def rewrite_min_rows(device: str) -> Iterator[int]:
     """The MIN_ROWS the rewrite writes: the real one on cuda; CPU_MIN_ROWS on cpu, for this rewrite only."""
-    import importlib
-
-    rule = importlib.import_module(_rule_module())
-    saved = rule.MIN_ROWS
+    saved = derived.MIN_ROWS
     if device == "cpu":
-        rule.MIN_ROWS = CPU_MIN_ROWS
+        derived.MIN_ROWS = CPU_MIN_ROWS
     try:
-        yield rule.MIN_ROWS
+        yield derived.MIN_ROWS
     finally:
-        rule.MIN_ROWS = saved
+        derived.MIN_ROWS = saved
 
 
 def describe(min_rows: int) -> str:
     """The report's `lengths` line: the shape on trial, and the MIN_ROWS its rewrite wrote."""
-    import importlib
-
-    real = importlib.import_module(_rule_module()).MIN_ROWS
+    real = derived.MIN_ROWS
     line = (f"derived: each row's length from the kernel call's own indices (its last valid slot's word end), at every kernel call "
             f"(lengths='derived-everywhere'), from MIN_ROWS {min_rows} rows, None below")
     if min_rows != real:
-        line += (f"; MIN_ROWS lowered from {real} for this rewrite ({_rule_module()}.MIN_ROWS patched while it ran): "
+        line += (f"; MIN_ROWS lowered from {real} for this rewrite ({derived.__name__}.MIN_ROWS patched while it ran): "
                  "the cpu's shapes have 5..200 rows")
     return line
 

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 from typing import List
 
 from topk_migrate.escape import printable
+from topk_migrate.output import write_output
 
 PASS, FAIL, SKIP, INFO = "pass", "fail", "skip", "info"
 
@@ -50,8 +51,6 @@ class Report:
         }
 
     def write_json(self, path: str) -> None:
-        from topk_migrate.output import write_output
-
         write_output(path, json.dumps(self.to_dict(), indent=2, default=str) + "\n")
 
     def table(self) -> str:

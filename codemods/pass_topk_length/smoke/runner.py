@@ -3,6 +3,7 @@ the kernel, and report every check with its numbers."""
 from __future__ import annotations
 
 import ast
+import importlib.util
 import inspect
 import math
 import os
@@ -11,6 +12,10 @@ from pathlib import Path
 from typing import Callable, Optional, Tuple
 
 import torch
+
+from topk_migrate.api import migrate_source
+from topk_migrate.config import config_for
+from topk_migrate.escape import printable
 
 from . import contract, e2e, feed, isolate
 from . import emitters as em
@@ -29,8 +34,6 @@ D_V = 512
 
 def default_example() -> Path:
     """The bundled example backend (installed or in a source checkout)."""
-    import importlib.util
-
     places = []
     try:
         spec = importlib.util.find_spec("topk_migrate.fixtures")
@@ -49,8 +52,6 @@ def rewrite(source: str, filename: str, pin: str, lengths: str = "reference"):
     """The codemod's own rewrite (never a hand patch). lengths="derived": the derived lengths at every
     site whose kernel takes them ("derived-everywhere"), the reference fix's sites included: on a real
     engine the reference fix is provable, and it is the derived shape that is on trial."""
-    from topk_migrate.api import migrate_source
-
     m = migrate_source(source, path=filename, kernel=pin, lengths="derived-everywhere" if lengths == "derived" else lengths)
     return m.new_source, list(m.sites)
 
@@ -739,8 +740,6 @@ def kernel_decision(sites, kernel: Kernel, original: str, filename: str) -> str:
     """The kernel decision the rewrite used (the installed kernel, passed as
     --kernel) and the one the gate makes for this file on its own (what
     `apply` would use), each with where it came from, as the sites say."""
-    from topk_migrate.api import migrate_source
-
     used = next((s.kernel for s in sites if getattr(s, "kernel", None)), None) or f"{kernel.pin} (--kernel)"
     try:
         own_sites = migrate_source(original, path=filename).sites
@@ -947,8 +946,6 @@ def _derived_e2e(report: Report, s: Setup, min_rows: int) -> list:
 
 def _configured(target: Path) -> Optional[str]:
     """The kernel [tool.topk-migrate] declares for `target`, which apply uses without --kernel."""
-    from topk_migrate.config import config_for
-
     try:
         return config_for(str(target.resolve().parent)).kernel
     except Exception:  # a broken configuration is apply's error to report, not the smoke's
@@ -997,8 +994,6 @@ def run_smoke(
                                    timing=not emitter_fault, emitters=emitters, min_rows=min_rows)
     echo(report.table())
     if json_path:
-        from topk_migrate.escape import printable
-
         try:
             report.write_json(json_path)
         except OSError as e:
