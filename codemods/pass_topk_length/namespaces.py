@@ -15,10 +15,16 @@ The file protocol (reach._File): `modules`, `froms`, `parents`, `tree`, `module_
 from __future__ import annotations
 
 import ast
+import re
 from typing import Callable, Dict, Iterable, List, NamedTuple, Optional, Set, Tuple
 
 DICT, MODULES_DICT, MODULE = "a namespace", "a module's namespace", "a module"
 OBJECTS, ALL_MODULES = "objects (modules' dicts among them)", "the table of every module"
+MODULES = "modules (or pairs naming them)"  # a module table's values or items, copied or not
+# A member of a module that may be related, read by a name computed at run time: it may be a submodule, and
+# any write through it in its file counts; handed on, it is taken to be what a registry hands on (a class or
+# a function read by a configured name), as docs/soundness.md `whole-project` states.
+MEMBER = "a member of a module read by a computed name"
 _DICTS = (DICT, MODULES_DICT, ALL_MODULES)
 _IMPORTERS = {"importlib.import_module", "importlib.__import__", "builtins.__import__"}
 _GETMODULE = {"inspect.getmodule"}
@@ -40,6 +46,15 @@ _READS = {"getattr", "hasattr", "isinstance", "id", "repr", "str", "len", "dir",
           "dict", "list", "sorted", "set", "tuple", "iter", "any", "all", "bool", "issubclass", "format"}
 _DICT_READS = {"get", "items", "keys", "values", "copy", "__contains__", "__getitem__", "__len__", "__iter__"}
 _BUILTIN_WRITES = {"setattr", "delattr"}
+# What a write on a module must not spell, whatever the names that matter: its class (module-level
+# `__getattr__` and properties), its `__getattr__`, its search path and its import records.
+_MODULE_DUNDERS = {"__class__", "__getattr__", "__dict__", "__path__", "__spec__", "__loader__"}
+# The import system: who serves a module name (a finder can make any name any object).
+_IMPORT_SYSTEM = {"sys.meta_path", "sys.path_hooks", "sys.path_importer_cache"}
+_COPIES = {"builtins.dict", "copy.copy", "copy.deepcopy", "collections.ChainMap", "types.MappingProxyType"}
+_SEQUENCES = {"builtins.list", "builtins.tuple", "builtins.sorted", "builtins.set", "builtins.frozenset",
+              "builtins.iter", "builtins.reversed", "builtins.enumerate"}
+_WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DEPTH = 6
 _HEAD_DEPTH = 24  # (each name, call, f-string part is a step: a recursive construction is cut by `pending`)
 _HEAD_STEPS = 20000
@@ -57,6 +72,7 @@ class Facts(NamedTuple):
     instances: bool  # the file names the helper, its classes or the kernel, or imports the module: an instance
     # of a related class reaches it (a file that does not gets one only from a hand-off, which makes `self`
     # anything where it lands: docs/soundness.md `whole-project`)
+    test_code: bool = False  # the file is of a test suite (reach.is_test_code), read because code imports it
 
 
 class Handles:
@@ -68,9 +84,10 @@ class Handles:
     def __init__(self, f, related: Callable[..., bool], facts: "Facts", elsewhere: Callable[[str], bool]):
         self.f, self.related, self.own = f, related, facts.own
         self.modules, self.names, self.named_by_code = facts.modules, facts.names, facts.named_by_code
-        self.instances = facts.instances
+        self.instances, self.test_code = facts.instances, facts.test_code
         self.heads = Heads(f, elsewhere, facts.module_name)
         self.aliases: Dict[Tuple[int, str], str] = {}  # (scope, local name) -> the kind of handle it holds
+        self.parts = {p for m in self.modules for p in m.split(".")}  # an attribute that may be a related module
 
     def writes(self) -> List[Tuple[int, str]]:
         """(line, what) of every write through a related handle, and every function made from a code object.
@@ -79,13 +96,19 @@ class Handles:
         out, found = [], []
         for node in ast.walk(self.f.tree):
             if isinstance(node, ast.Call) and self.qualified(node.func) in _FUNCTION_MAKERS and self._reuses_code(node):
-                out.append((node.lineno, f"`{_text(node.func)}(...)` makes a function that runs existing code with "
+                out.append((node, f"`{_text(node.func)}(...)` makes a function that runs existing code with "
                                          "other globals"))
             elif isinstance(node, (ast.Attribute, ast.Call)) and self._writes_builtins(node):
-                out.append((node.lineno, f"`{_text(node)[:60]}` replaces a builtin (`__import__` serves every import)"))
+                out.append((node, f"`{_text(node)[:60]}` replaces a builtin (`__import__` serves every import)"))
             elif isinstance(node, ast.Call) and self.qualified(node.func) in _CODE_RUNNERS \
                     and self._runs_project_code(node, _CODE_RUNNERS[self.qualified(node.func)]):
-                out.append((node.lineno, f"`{_text(node.func)}(...)` runs code the analysis does not read"))
+                out.append((node, f"`{_text(node.func)}(...)` runs code the analysis does not read"))
+            elif isinstance(node, (ast.Attribute, ast.Name, ast.Call)) and self._importer_taken(node):
+                out.append((node, f"`{_text(node)[:60]}` takes an importer as a value: the modules it is "
+                                         "called for are not followed"))
+            elif isinstance(node, ast.Attribute) and self._import_system_written(node):
+                out.append((node, f"`{_text(node)[:60]}` is changed: the import system may serve a module "
+                                         "the code names as another object"))
             elif not isinstance(node, ast.Name):
                 kind = self.kind(node)
                 if kind is not None:
@@ -94,6 +117,11 @@ class Handles:
         todo = list(found)
         while todo:
             node, kind = todo.pop()
+            derived = self._derived(node, kind)
+            if derived is not None and id(derived[0]) not in seen:
+                seen.add(id(derived[0]))
+                found.append(derived)
+                todo.append(derived)
             for key, bound in self._bound_from(node, kind):
                 if key not in self.aliases:
                     self.aliases[key] = bound
@@ -105,8 +133,28 @@ class Handles:
         for node, kind in found:
             why = self.misuse(node, kind)
             if why:
-                out.append((getattr(node, "lineno", 0), f"{why} (`{_text(node)[:60]}` is {kind} got at run time)"))
-        return out
+                out.append((node, f"{why} (`{_text(node)[:60]}` is {kind} got at run time)"))
+        return [(getattr(node, "lineno", 0), why) for node, why in out if self._may_run(node)]
+
+    def _may_run(self, node: ast.AST) -> bool:
+        """May the code at node run when serving: in a test suite's helper module, not inside a function (or
+        method) that nothing of the project outside the tests names (in code or in a string) but its own
+        `def`, undecorated and not a dunder (sglang's stub of sgl_kernel for CPU-only test machines)."""
+        if not self.test_code:
+            return True
+        outer = None
+        up = self.f.parents.get(id(node))
+        while up is not None:
+            if isinstance(up, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                outer = up
+            up = self.f.parents.get(id(up))
+        if outer is None or outer.decorator_list or outer.name.startswith("__"):
+            return True
+        spelled = sum(1 for n in ast.walk(self.f.tree) if isinstance(n, ast.Name) and n.id == outer.name
+                      or isinstance(n, ast.Attribute) and n.attr == outer.name
+                      or isinstance(n, ast.Constant) and isinstance(n.value, str) and outer.name in n.value
+                      or isinstance(n, ast.alias) and outer.name in (n.name, n.asname))
+        return spelled > 0 or self.heads.elsewhere(outer.name)
 
     def _bound_from(self, node: ast.AST, kind: str) -> List[Tuple[Tuple[int, str], str]]:
         """The locals a handle is bound to, with what they hold: `x = h` (the same), a loop variable over
@@ -114,8 +162,9 @@ class Handles:
         up = self.f.parents.get(id(node))
         if isinstance(up, (ast.Assign, ast.AnnAssign)) and up.value is node:
             return [((id(_scope(self.f, t)), t.id), kind) for t in _targets(up) if isinstance(t, ast.Name)]
-        if isinstance(up, (ast.For, ast.comprehension)) and up.iter is node and kind == OBJECTS:
-            return [((id(_scope(self.f, n)), n.id), MODULES_DICT) for n in ast.walk(up.target) if isinstance(n, ast.Name)]
+        if isinstance(up, (ast.For, ast.comprehension)) and up.iter is node and kind in (OBJECTS, MODULES):
+            bound = MODULES_DICT if kind == OBJECTS else MODULES  # (each name of the target: a module, or a pair)
+            return [((id(_scope(self.f, n)), n.id), bound) for n in ast.walk(up.target) if isinstance(n, ast.Name)]
         if kind == ALL_MODULES and not self.named_by_code:
             return []  # every module: the kernel's only by a name, and no name of the code can be its
         if kind not in (MODULES_DICT, ALL_MODULES) or not (isinstance(up, ast.Attribute) and up.attr in ("values", "items")):
@@ -130,6 +179,117 @@ class Handles:
         if inner.attr == "items":  # `for name, value in h.items()`: the values
             target = target.elts[1] if isinstance(target, ast.Tuple) and len(target.elts) == 2 else target
         return [((id(_scope(self.f, n)), n.id), MODULE) for n in ast.walk(target) if isinstance(n, ast.Name)]
+
+    def _derived(self, node: ast.AST, kind: str) -> Optional[Tuple[ast.AST, str]]:
+        """(the expression, its kind) where node's parent reads a handle out of it: an attribute or `getattr`
+        of a module that may be a related submodule (`h.flash_mla`, `getattr(h, name)`), a copy of a
+        namespace (`h.copy()`, `dict(h)`, `{**h}`), a module table's values or items, a sequence of those
+        (`list(...)`, `[*...]`), an element of one."""
+        up = self.f.parents.get(id(node))
+        call = self.f.parents.get(id(up)) if isinstance(up, ast.Attribute) else None
+        called = isinstance(call, ast.Call) and call.func is up
+        if isinstance(up, ast.Attribute) and up.value is node and isinstance(up.ctx, ast.Load):
+            if kind in (MODULE, MEMBER) and not called and up.attr in self.parts:
+                return up, kind
+            if called and kind in _DICTS and up.attr == "copy":
+                return call, kind
+            if called and up.attr in ("values", "items") and (
+                    kind == MODULES_DICT or kind == ALL_MODULES and self.named_by_code):
+                return call, MODULES
+            if called and kind == MODULES and up.attr in ("copy", "pop", "__getitem__"):
+                return call, MODULES
+            if called and up.attr == "get" and call.args and (
+                    kind == MODULES_DICT and self._may_be_submodule(call.args[0])
+                    or kind == ALL_MODULES and self.name_related(call.args[0])):
+                return call, MODULE
+            return None
+        if isinstance(up, ast.Subscript) and up.value is node and isinstance(up.ctx, ast.Load) and (
+                kind == MODULES_DICT and self._may_be_submodule(up.slice) or kind == ALL_MODULES and self.name_related(up.slice)):
+            return up, MODULE
+        if isinstance(up, ast.Call) and up.args and up.args[0] is node:
+            q = self.qualified(up.func)
+            if q == "builtins.getattr" and kind in (MODULE, MEMBER) and len(up.args) > 1:
+                member = self._member_kind(up.args[1])
+                return (up, MEMBER if kind == MEMBER else member) if member else None
+            if kind == MODULE and (q == "inspect.getmembers" or isinstance(up.func, ast.Call) and self._attrgetter_of_parts(up.func)):
+                return up, MODULES if q == "inspect.getmembers" else MODULE
+            if q in _COPIES and kind in _DICTS or q in _SEQUENCES and kind == MODULES:
+                return up, kind
+            return None
+        if isinstance(up, ast.Starred) and kind == MODULES and isinstance(self.f.parents.get(id(up)), (ast.List, ast.Tuple, ast.Set)):
+            return self.f.parents[id(up)], MODULES
+        if isinstance(up, ast.Dict) and kind in _DICTS and any(k is None and v is node for k, v in zip(up.keys, up.values)):
+            return up, kind
+        if isinstance(up, ast.Subscript) and up.value is node and isinstance(up.ctx, ast.Load) and kind == MODULES:
+            return up, MODULES
+        return None
+
+    def _may_be_submodule(self, name: ast.AST) -> bool:
+        """May `getattr(module, name)` be a related module: a name not literal, or one a related module spells."""
+        head, exact = self.heads.of(name)
+        return not exact or head in self.parts
+
+    def _member_kind(self, name: ast.AST) -> Optional[str]:
+        """What `getattr(module, name)` of a module that may be related is: the submodule a literal part names
+        (MODULE), a member by a name computed at run time (MEMBER), nothing for any other literal."""
+        head, exact = self.heads.of(name)
+        return (MODULE if head in self.parts else None) if exact else MEMBER
+
+    def _importer_taken(self, node: ast.AST) -> bool:
+        """An importer (`import_module`, `__import__`, a resolver) taken as a value where a name from nothing
+        known may be related: an alias in a function, a dict of loaders, `functools.partial(import_module)`,
+        `getattr(importlib, "import_module")`: the calls made through it are not followed."""
+        if not self.named_by_code:
+            return False
+        up = self.f.parents.get(id(node))
+        if isinstance(node, ast.Call):
+            q = self.qualified(node.func)
+            if q != "builtins.getattr" or len(node.args) < 2 or self.qualified(node.args[0]) not in (
+                    "importlib", "builtins", "pkgutil", "pydoc", "inspect"):
+                return False
+            head, exact = self.heads.of(node.args[1])
+            return not exact or head in ("import_module", "__import__", "resolve_name", "locate", "getmodule")
+        if isinstance(up, ast.Attribute) and up.value is node or isinstance(up, ast.Call) and up.func is node:
+            return False
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) or _annotation_or_type_test(self.f, node):
+            return False
+        if isinstance(up, ast.Assign) and self.f.parents.get(id(up)) is self.f.tree and all(
+                isinstance(t, ast.Name) for t in up.targets):
+            return False  # (a module-level alias: qualified() resolves its calls)
+        q = self.qualified(node)
+        return q in _IMPORTERS or q.endswith(".import_module") or q in _RESOLVERS or q in _GETMODULE
+
+    def _import_system_written(self, node: ast.Attribute) -> bool:
+        """Is the import system changed here: `sys.meta_path` / `sys.path_hooks` added to, replaced or handed
+        on in a file that names a related module (a finder serves the names its file spells: a triton stub's
+        finder serves "triton."), or a related package's `__path__` changed? Only a proven read leaves it alone."""
+        if not isinstance(node.ctx, ast.Load):
+            return self.qualified(node) in _IMPORT_SYSTEM and self._spells_related() or node.attr == "__path__" \
+                and self.f.module_of(node.value) in self.modules
+        if self.qualified(node) in _IMPORT_SYSTEM:
+            if not self._spells_related():
+                return False
+        elif not (node.attr == "__path__" and (self.f.module_of(node.value) in self.modules
+                                               or self.kind(node.value) == MODULE)):
+            return False
+        up = self.f.parents.get(id(node))
+        if isinstance(up, ast.Attribute) and up.value is node:
+            return up.attr not in ("index", "count", "copy", "__contains__", "__len__", "__iter__")
+        if isinstance(up, ast.Call) and node in up.args:
+            return self.qualified(up.func) not in {f"builtins.{r}" for r in _READS}
+        return not isinstance(up, (ast.Compare, ast.Expr, ast.For, ast.comprehension))
+
+    def _spells_related(self) -> bool:
+        """Does a string of this file (not a docstring) spell a related module's part as a dotted word, or
+        does the file import a related module?"""
+        found = self.f.__dict__.get("_spells_related")
+        if found is None:
+            found = any(isinstance(n, ast.Constant) and isinstance(n.value, str)
+                        and not isinstance(self.f.parents.get(id(n)), ast.Expr)
+                        and any(w in self.parts for w in _WORDS.findall(n.value)) for n in ast.walk(self.f.tree)) \
+                or any(m in self.modules for m in [*self.f.modules.values(), *(m for m, _ in self.f.froms.values())])
+            self.f.__dict__["_spells_related"] = found
+        return found
 
     def _reads(self, key: Tuple[int, str]) -> List[ast.Name]:
         """The loads of a local in its scope (one index per file, built when first asked)."""
@@ -153,7 +313,13 @@ class Handles:
         if isinstance(node, ast.Call):
             q = self.qualified(node.func)
             if q in _IMPORTERS or q.endswith(".import_module"):
-                return MODULE if self.name_related(node.args[0] if node.args else None) else None
+                return MODULE if self._import_related(node, q) else None
+            if q == "builtins.getattr" and len(node.args) > 1 and self.f.module_of(node.args[0]) in self.modules:
+                return self._member_kind(node.args[1])
+            if q == "inspect.getmembers" and node.args and self.f.module_of(node.args[0]) in self.modules:
+                return MODULES
+            if isinstance(node.func, ast.Call) and node.args and self.f.module_of(node.args[0]) in self.modules:
+                return MODULE if self._attrgetter_of_parts(node.func) else None
             if q in _GETMODULE:
                 return MODULE if not node.args or self.related(node.args[0], self.named_by_code) else None
             if q == "builtins.vars":
@@ -183,14 +349,52 @@ class Handles:
             return None
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and self.qualified(node.value) == "sys.modules":
             return MODULE if self.name_related(node.slice) else None
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and self._sys_namespace(node.value):
+            head, exact = self.heads.of(node.slice)  # `sys.__dict__["modules"]`, `vars(sys)["modules"]`
+            return ALL_MODULES if not exact or head == "modules" else None
         return None
+
+    def _sys_namespace(self, expr: ast.AST) -> bool:
+        if isinstance(expr, ast.Attribute) and expr.attr == "__dict__":
+            return self.qualified(expr.value) == "sys"
+        return isinstance(expr, ast.Call) and self.qualified(expr.func) == "builtins.vars" and len(expr.args) == 1 \
+            and self.qualified(expr.args[0]) == "sys"
+
+    def _attrgetter_of_parts(self, call: ast.Call) -> bool:
+        """`operator.attrgetter(names)`, where a name may be (or begin with) a related module's part."""
+        return self.qualified(call.func) == "operator.attrgetter" and any(
+            self._may_be_submodule(a) or self.heads.of(a)[0].split(".")[0] in self.parts for a in call.args)
 
     def _namespace_of(self, owner: ast.AST) -> Optional[str]:
         """The kind of `vars(owner)` / `owner.__dict__`: a module's namespace where owner is a module (a
         handle, or one this file imports), an object's where it may be a related one, else None."""
-        if self.kind(owner) == MODULE or self.f.module_of(owner) is not None and self.related(owner):
+        if self.kind(owner) in (MODULE, MEMBER) or self.f.module_of(owner) is not None and self.related(owner):
             return MODULES_DICT
         return DICT if self.instances and self.related(owner) else None
+
+    def _import_related(self, call: ast.Call, q: str) -> bool:
+        """May the module a computed import returns be related: `import_module(name, package)` by the name, or
+        where the name is relative (its head begins with ".") by the package it is relative to; `__import__`
+        with a level other than 0 relative to a package not known here."""
+        name = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "name"), None)
+        if q in ("importlib.__import__", "builtins.__import__"):
+            level = call.args[4] if len(call.args) > 4 else next((k.value for k in call.keywords if k.arg == "level"), None)
+            relative = level is not None and not (isinstance(level, ast.Constant) and level.value == 0)
+            return self.named_by_code if relative else self.name_related(name)
+        head, exact = self.heads.of(name)
+        if head and not head.startswith("."):
+            return self.name_related(name)
+        package = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "package"), None)
+        base, base_exact = self.heads.of(package)
+        dots = len(head) - len(head.lstrip("."))
+        if not head or not base or dots > 1 and not base_exact:
+            return self.named_by_code if not (head and base) else True
+        if dots > 1:
+            base = ".".join(base.split(".")[:max(0, base.count(".") + 1 - (dots - 1))])
+        full = f"{base}.{head[dots:]}" if base_exact else base
+        if exact and base_exact:
+            return full in self.modules
+        return any(m.startswith(full) for m in self.modules)
 
     def name_related(self, expr: Optional[ast.AST]) -> bool:
         """May the module named by expr be a related one? Only a literal head that no related module's
@@ -277,7 +481,13 @@ class Handles:
     # -- how a handle is used -------------------------------------------------------------------
     def misuse(self, node: ast.AST, kind: str) -> Optional[str]:
         """Why this use of a handle may write through it, or None for a proven read."""
+        if self._derived(node, kind) is not None:
+            return None  # (a read that makes a handle: that one's uses are checked)
+        if isinstance(node, ast.Name) and kind in (OBJECTS, MODULES_DICT) and _type_tested(self.f, node):
+            return None  # (inside `if torch.is_tensor(obj):` an object is no namespace)
         up = self.f.parents.get(id(node))
+        if kind == MEMBER:
+            return self._member_use(node, up)
         if isinstance(up, ast.Attribute) and up.value is node:
             return self._attribute_use(up, kind)
         if isinstance(up, ast.Subscript) and up.value is node:
@@ -303,9 +513,20 @@ class Handles:
             return None  # iterating a namespace yields its keys; a loop over objects binds handles (_bound_from)
         return "it is handed on"
 
+    def _member_use(self, node: ast.AST, up: Optional[ast.AST]) -> Optional[str]:
+        """A member read by a computed name: only a write through it in this file counts (see MEMBER)."""
+        if isinstance(up, ast.Attribute) and up.value is node:
+            return self._attribute_use(up, MODULE)
+        if isinstance(up, ast.Subscript) and up.value is node and not isinstance(up.ctx, ast.Load):
+            return None if self._key_not_named(up.slice, MODULE) else "a write through it"
+        if isinstance(up, ast.Call) and up.args and up.args[0] is node \
+                and self.qualified(up.func) in ("builtins.setattr", "builtins.delattr"):
+            return self._argument_use(up, node, MODULE)
+        return None
+
     def _attribute_use(self, up: ast.Attribute, kind: str) -> Optional[str]:
         if isinstance(up.ctx, (ast.Store, ast.Del)):
-            return None if kind == MODULE and up.attr not in self.names else "a write through it"
+            return None if kind == MODULE and up.attr not in self.names | _MODULE_DUNDERS else "a write through it"
         if up.attr in ("__setattr__", "__delattr__"):
             return f"its `{up.attr}` is taken"
         call = self.f.parents.get(id(up))
@@ -360,9 +581,10 @@ class Handles:
         """A key (an attribute's or a module's name) proven to spell none of the names that matter: a literal
         that is none of them, or a literal head none of them begins with (Heads)."""
         head, exact = self.heads.of(key)
+        matter = self.names | self.modules | _MODULE_DUNDERS
         if exact:
-            return head not in self.names and head not in self.modules
-        return bool(head) and not any(n.startswith(head) for n in self.names | self.modules)
+            return head not in matter
+        return bool(head) and not any(n.startswith(head) for n in matter)
 
 
 def qualified(f, expr: ast.AST, depth: int = 0) -> str:
@@ -371,7 +593,11 @@ def qualified(f, expr: ast.AST, depth: int = 0) -> str:
     as builtins.<name>; "" where it is not known."""
     if isinstance(expr, ast.Attribute):
         head = qualified(f, expr.value, depth)
-        return f"{head}.{expr.attr}" if head else ""
+        return _rerooted(f"{head}.{expr.attr}") if head else ""
+    if isinstance(expr, ast.Call) and len(expr.args) == 2 and isinstance(expr.args[1], ast.Constant) \
+            and isinstance(expr.args[1].value, str) and depth < _DEPTH and qualified(f, expr.func, depth + 1) == "builtins.getattr":
+        head = qualified(f, expr.args[0], depth + 1)  # getattr(importlib, "import_module"): importlib.import_module
+        return _rerooted(f"{head}.{expr.args[1].value}") if head else ""
     if not isinstance(expr, ast.Name):
         return ""
     if expr.id in f.modules:
@@ -384,6 +610,12 @@ def qualified(f, expr: ast.AST, depth: int = 0) -> str:
         found = {qualified(f, v, depth + 1) for v in values}
         return found.pop() if len(found) == 1 else ""
     return f"builtins.{expr.id}" if values is not None else ""
+
+
+def _rerooted(dotted: str) -> str:
+    """`os.sys.modules` is `sys.modules`: a module's attribute `sys` is the sys module."""
+    head, sep, tail = dotted.partition(".sys.")
+    return f"sys.{tail}" if sep and not head.startswith("builtins") else dotted
 
 
 # -- literal heads of module names ---------------------------------------------------------------------
@@ -536,19 +768,67 @@ def _enclosing_class(f, node: ast.AST) -> Optional[ast.ClassDef]:
 
 
 def _tested_head(f, name: ast.Name) -> Optional[Tuple[str, bool]]:
-    """The head an enclosing `if` proves of name where it is read in the if's body."""
+    """The head an enclosing `if` proves of name where it is read in the if's body, and nothing in the if
+    binds the name again (an assignment, a loop, a comprehension's own variable) nor may a function called
+    there (a module-level name some function declares `global`)."""
     node: ast.AST = name
+    if isinstance(_scope(f, name), ast.Module) and any(
+            isinstance(n, (ast.Global, ast.Nonlocal)) and name.id in n.names for n in ast.walk(f.tree)):
+        return None
     while True:
         up = f.parents.get(id(node))
         if up is None or isinstance(up, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             return None
-        if isinstance(up, ast.If) and node in up.body:
+        if isinstance(up, ast.If) and node in up.body and not _binds(up, name.id):
             alternatives = _alternatives(up.test, name.id)
             if alternatives:
                 exact = all(e for _, e in alternatives)
                 heads = [h for h, _ in alternatives]
                 return (heads[0], True) if exact and len(set(heads)) == 1 else (_common(heads), False)
         node = up
+
+
+_NOT_NAMESPACES = {"torch.is_tensor", "torch.is_storage", "inspect.isfunction", "inspect.isclass", "inspect.ismethod",
+                   "builtins.callable"}
+
+
+def _type_tested(f, name: ast.Name) -> bool:
+    """Is name read inside an `if` (each part of an `and`) that proves it a tensor, a function, a class, or an
+    instance of a class other than a mapping or a module, with nothing in the if binding it again?"""
+    node: ast.AST = name
+    while True:
+        up = f.parents.get(id(node))
+        if up is None or isinstance(up, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return False
+        if isinstance(up, ast.If) and node in up.body and not _binds(up, name.id):
+            parts = up.test.values if isinstance(up.test, ast.BoolOp) and isinstance(up.test.op, ast.And) else [up.test]
+            if any(_proves_not_namespace(f, p, name.id) for p in parts):
+                return True
+        node = up
+
+
+def _proves_not_namespace(f, test: ast.AST, name: str) -> bool:
+    if not (isinstance(test, ast.Call) and test.args and isinstance(test.args[0], ast.Name) and test.args[0].id == name):
+        return False
+    q = qualified(f, test.func)
+    if q in _NOT_NAMESPACES:
+        return True
+    if q != "builtins.isinstance" or len(test.args) != 2:
+        return False
+    kinds = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
+    return all(qualified(f, k).rsplit(".", 1)[-1] in ("Tensor", "Parameter", "int", "float", "str", "bytes", "list",
+                                                        "tuple", "FunctionType", "MethodType", "type") for k in kinds)
+
+
+def _binds(tree: ast.AST, name: str) -> bool:
+    """Does anything under tree bind name (a store, a `del`, a def, an import, an except's name)?"""
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load) \
+                or isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name \
+                or isinstance(n, ast.alias) and (n.asname or n.name.split(".")[0]) == name \
+                or isinstance(n, ast.ExceptHandler) and n.name == name:
+            return True
+    return False
 
 
 def _alternatives(test: ast.AST, name: str) -> Optional[List[Tuple[str, bool]]]:

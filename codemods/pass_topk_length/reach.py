@@ -714,7 +714,8 @@ class Project:
         words = {n for n in names | stems if n and not n.startswith("__")} - packages  # (a package's: every file)
         scoped = {id(f): f for f in [*filter(None, [self.own()]), *self.files_naming(words), *self.importers(),
                                      *self.imported()]}
-        files = {**scoped, **{id(f): f for f in self.files_naming(_HANDLE_WORDS)}}
+        files = {**scoped, **{id(f): f for f in self.files_naming(_HANDLE_WORDS)},
+                 **{id(f): f for f in self.files_naming(packages, also=_MEMBER_WORDS)}}
         spelled = (set(names) | stems | {p for m in modules for p in m.split(".")}) - {""}
         known = self.related_module_names(modules)
         gate = self.named_by_code(self.lookup_words(modules, kernel))
@@ -727,7 +728,8 @@ class Project:
                 continue  # (no way to a namespace is spelled in it)
             rel = self.rel(f.path)[:-3].split("/")
             name = ".".join(rel[:-1] if rel[-1] == "__init__" else rel)
-            facts = namespaces.Facts(known, spelled, f.path == self.module, gate, name, id(f) in scoped)
+            facts = namespaces.Facts(known, spelled, f.path == self.module, gate, name, id(f) in scoped,
+                                     is_test_code(self.rel(f.path)))
             handles = namespaces.Handles(f, lambda r, unknown=True, f=f: self._may_reach(f, r, related, modules, unknown),
                                          facts,
                                          lambda name, f=f: self._spelled_elsewhere(f, name))
@@ -815,7 +817,8 @@ class Project:
 
     def named_by_code(self, words: Set[str]) -> bool:
         """Does a string of the project's code that may name a module (no blank, not a docstring; a part of an
-        f-string or of a `+` counts; a dotted name, a path, a comma list, a glob or a pattern alike) hold one of
+        f-string or of a `+` counts; a dotted name, a path, a comma list, a glob or a pattern alike; each word
+        of a string split on blanks, `"a.b c.d".split()`) hold one of
         `words` as a word, or this module's name with its package's? If none does, a
         name computed at run time can name them only from data (a config file, the environment): assumed not
         to (docs/soundness.md `whole-project`)."""
@@ -826,8 +829,9 @@ class Project:
         if key not in done:
             done[key] = bool(key) and any(
                 isinstance(node, ast.Constant) and isinstance(node.value, str)
-                and not isinstance(f.parents.get(id(node)), ast.Expr) and _NAME_LIKE.fullmatch(node.value)
-                and (key & set(_WORD_SPLIT.split(node.value)) or own <= set(_WORD_SPLIT.split(node.value)))
+                and not isinstance(f.parents.get(id(node)), ast.Expr) and any(
+                    _NAME_LIKE.fullmatch(token) and (key & set(_WORD_SPLIT.split(token)) or own <= set(_WORD_SPLIT.split(token)))
+                    for token in _tokens(f, node))
                 for f in [*filter(None, [self.own()]), *self.files_naming(key | own)] for node in ast.walk(f.tree))
         return done[key]
 
@@ -1379,12 +1383,22 @@ def _patched_name(target: ast.AST) -> ast.AST:
 # Words of a file that may get a namespace at run time (namespaces.Handles reads every such file).
 _WORD_SPLIT = re.compile(r"[^\w]+")
 # A string that may name a module (no blank: not prose): a dotted name, `m:attr`, a path, a comma list, a glob, a pattern.
+def _tokens(f: "_File", node: ast.Constant) -> List[str]:
+    """The names a string may give: itself, or each word where the code splits it on blanks (`.split()`)."""
+    up = f.parents.get(id(node))
+    call = f.parents.get(id(up)) if isinstance(up, ast.Attribute) and up.attr == "split" else None
+    if isinstance(call, ast.Call) and call.func is up and not call.args:
+        return node.value.split()
+    return [node.value]
+
+
 _NAME_LIKE = re.compile(r"[\w.:/\\*?^$,|+\-\[\]()]+")
 # What a file must spell to get a namespace, or to write through one (namespaces.Handles): a file that spells
 # none of them has no handle to check.
 _HANDLE_TOKENS = re.compile(rb"__dict__|__globals__|f_globals|\bvars\b|\bglobals\b|\bmodules\b|import_module|__import__"
                             rb"|getmodule|resolve_name|\blocate\b|\.load\(|get_referr|get_objects|runpy|spec_from_file"
-                            rb"|SourceFileLoader|load_source|FunctionType|LambdaType|builtins|\bmock\b|\bpatch\b")
+                            rb"|SourceFileLoader|load_source|FunctionType|LambdaType|builtins|\bmock\b|\bpatch\b"
+                            rb"|getattr|attrgetter|getmembers|meta_path|path_hooks|__path__|partial")
 INTERCEPTORS = ["TorchFunctionMode", "TorchDispatchMode", "__torch_function__", "__torch_dispatch__"]
 
 
@@ -1418,6 +1432,9 @@ def _read_by_literal(f: "_File", node: ast.AST) -> bool:
     return isinstance(up, ast.Attribute) and up.attr == "get" and isinstance(call, ast.Call) and call.func is up \
         and bool(call.args) and isinstance(call.args[0], ast.Constant)
 # (`sys.modules`, or `modules` imported from sys; mock's `patch` needs an import of `mock`)
+# What reads a member of a module by a computed name or writes the import system: a file that spells one of
+# them and a related package may get the kernel's module from the package (namespaces.Handles._derived).
+_MEMBER_WORDS = ["getattr", "attrgetter", "getmembers", "__path__", "__dict__", "vars", "meta_path", "path_hooks"]
 _HANDLE_WORDS = ["import_module", "__import__", "sys.modules", "import modules", "__globals__", "f_globals",
                  "getmodule", "FunctionType", "LambdaType", "mock", "resolve_name", "locate", "entry_points",
                  "EntryPoint", "get_referrers", "get_objects", "get_referents", "runpy", "spec_from_file_location",
