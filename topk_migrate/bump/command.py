@@ -8,6 +8,7 @@ from typing import Dict, List, Optional
 
 import click
 
+from topk_migrate.escape import lead, printable
 from topk_migrate.options import follow_links_option, output_option, verbose_option
 
 from .bind import FAILING, SEVERITY, notes
@@ -20,8 +21,6 @@ RELEASE_HELP = ("NAME==VERSION (a pin: downloaded once, cached; a path of that f
 
 
 def _escape(text: str) -> str:
-    from topk_migrate.escape import printable
-
     return printable(text)
 
 
@@ -34,8 +33,6 @@ def _release(r) -> str:
 def text_report(r: BumpReport, verbose: bool = False) -> str:
     """Every field escaped (labels and entry points come from the releases, details quote their code); a line
     that starts with a label or a path starts `./` where a CI runner could read it as a command (escape.lead)."""
-    from topk_migrate.escape import lead
-
     out: List[str] = []
     shown = [c for c in r.changes if verbose or c.kind not in (GUARD_ADDED, GUARD_REMOVED)]
     hidden = len(r.changes) - len(shown)
@@ -161,7 +158,7 @@ def markdown_report(r: BumpReport) -> str:
 
 def sarif_report(r: BumpReport) -> str:
     """audit's SARIF (topk_migrate/report.py), with the bump rules and the two releases."""
-    from topk_migrate import report
+    from topk_migrate import report  # noqa: PLC0415 - light: not for --help
 
     doc = report.to_sarif(r.sites, r.errors, {"files": r.files, **r.counts()}, hook="bump")
     doc["runs"][0]["properties"].update({"from": r.old.label, "to": r.new.label})
@@ -169,7 +166,7 @@ def sarif_report(r: BumpReport) -> str:
 
 
 def github_report(r: BumpReport) -> str:
-    from topk_migrate import report
+    from topk_migrate import report  # noqa: PLC0415 - light: not for --help
 
     return "\n".join(report.annotations(r.sites, r.errors, "bump")) + "\n"
 
@@ -195,7 +192,7 @@ def bump_command(  # noqa: PLR0913  (a click command: one parameter per option)
     paths), not-applicable (one the release refuses there), unchanged.
     Exit codes: 0 nothing breaks or rebinds, 1 something does, 2 errors.
     """
-    from .sources import SourceError, load
+    from .sources import SourceError, load  # noqa: PLC0415 - light: not for --help
 
     try:
         old_release, new_release = load(old, quiet), load(new, quiet)
@@ -207,7 +204,7 @@ def bump_command(  # noqa: PLR0913  (a click command: one parameter per option)
             "markdown": lambda: markdown_report(report), "sarif": lambda: sarif_report(report),
             "github": lambda: github_report(report)}[fmt]()
     if output:
-        from ..output import write_output
+        from ..output import write_output  # noqa: PLC0415 - light: not for --help
 
         try:
             write_output(output, text)

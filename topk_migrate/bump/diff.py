@@ -9,6 +9,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import List, Optional
 
+from topk_migrate import rules
+
+from . import paths
 from .signatures import EntryPoint, Release
 
 # Change kinds, in the order a reviewer should read them.
@@ -51,8 +54,6 @@ def diff(old: Release, new: Release) -> List[Change]:
 
 def _rule_params(ep: EntryPoint) -> str:
     """Whether a new entry point takes a rule's parameter, and whether that rule reads it."""
-    from topk_migrate import rules
-
     said = []
     for param in sorted({r.param for r in rules.enabled(everything=True) if r.param}):
         if ep.param(param) is None:
@@ -128,8 +129,6 @@ def diff_entry(old: EntryPoint, new: EntryPoint) -> List[Change]:
 
 def callee_changed(old: EntryPoint, new: EntryPoint) -> List[Change]:
     """The paths on which `new` runs other ops or functions than `old`, whatever a call passes."""
-    from . import paths
-
     unknown = {p.name: paths.UNKNOWN for p in (*old.params, *new.params)}
     changes, _ = paths.callee_changes(old, new, unknown, unknown)
     if changes is None:

@@ -3,9 +3,15 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import tempfile
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from topk_migrate import api
+from topk_migrate import rules as registry
+from topk_migrate.discover import Prefilter, scanning_for
 from topk_migrate.model import Finding, InputError, Site, exit_code, internal_error
 from topk_migrate.run_context import in_run
 
@@ -38,8 +44,7 @@ def run(paths: Sequence[str], old: Release, new: Release, follow_links: bool = F
     """Every call of the releases' entry points under `paths`, on disk or in git commit `rev` (read as
     `audit --rev` reads it: laid out in a temporary directory, never through the work tree). Files are
     found by audit's walk and scanners and analysed in its worker processes, in one run (run_context)."""
-    from topk_migrate import audit
-    from topk_migrate.discover import Prefilter, scanning_for
+    from topk_migrate import audit  # noqa: PLC0415 - light: not for `bump --help`
 
     report = BumpReport(old, new, diff(old, new))
     candidate = _Candidate(old, new)
@@ -55,8 +60,6 @@ def run(paths: Sequence[str], old: Release, new: Release, follow_links: bool = F
             except audit.AuditError as e:  # the walk cannot start (a project's configuration): one line
                 report.errors.append((", ".join(paths), str(e)))
         else:
-            import tempfile
-
             tmp = os.path.realpath(tempfile.mkdtemp(prefix="topk-migrate-bump-rev-"))
             try:
                 _, top, _, laid = audit.lay_out_rev(paths, rev, (), tally, audit.Progress(False), tmp,
@@ -74,8 +77,6 @@ def run(paths: Sequence[str], old: Release, new: Release, follow_links: bool = F
     finally:
         runner.close()
         if tmp:
-            import shutil
-
             shutil.rmtree(tmp, ignore_errors=True)
     report.files = tally.files
     report.errors += [(os.path.relpath(p, back) if rev else p, e) for p, e in tally.errors]
@@ -101,9 +102,7 @@ class _Candidate:
         if data.isascii():
             return False
         # names Python reads in NFKC form (PEP 3131): a fullwidth `f` in `flash_mla` still imports it
-        import unicodedata
-
-        from topk_migrate.files import python_text
+        from topk_migrate.files import python_text  # noqa: PLC0415 - light: not for --help
 
         read = unicodedata.normalize("NFKC", python_text(data)).encode("utf-8", "surrogateescape")
         return read != data and any(n in read for n in self.needles) and self.root_re.search(read) is not None
@@ -133,14 +132,12 @@ class _FileError(Exception):
 
 def _file_sites(path: str, candidate: _Candidate, old: Release, new: Release, shown: str) -> List[Site]:
     """The sites of one file (read at `path`, reported as `shown`)."""
-    import libcst as cst
+    import libcst as cst  # noqa: PLC0415 - libcst: in bump's workers only
 
-    from topk_migrate import guard, narrow, spelling
-    from topk_migrate import rules as registry
-    from topk_migrate.config import config_for
-    from topk_migrate.cst.resolve import collect
-    from topk_migrate.discover import Prefilter, scanning_for
-    from topk_migrate.files import decode_source, input_error, read_candidate
+    from topk_migrate import guard, narrow, spelling  # noqa: PLC0415 - light: not for --help
+    from topk_migrate.config import config_for  # noqa: PLC0415 - light: not for `bump --help`
+    from topk_migrate.cst.resolve import collect  # noqa: PLC0415 - libcst: in bump's workers only
+    from topk_migrate.files import decode_source, input_error, read_candidate  # noqa: PLC0415 - light: not for --help
 
     try:
         with scanning_for(Prefilter(candidate.needles)):  # a file over max_bytes() is scanned in windows
@@ -208,7 +205,7 @@ def _entry(c, bindings: Dict[str, List[str]], candidate: "_Candidate", old: Rele
     resolver keeps a name's first import in the file; the name's other imports (`from sgl_kernel import f`
     on one branch, `from sgl_kernel.flash_mla import f` on another) are tried after it, and the first
     that reaches an entry point of either release is the call's."""
-    from topk_migrate.cst.resolve import dotted
+    from topk_migrate.cst.resolve import dotted  # noqa: PLC0415 - libcst: in bump's workers only
 
     spelled = dotted(c.node.func) or ""
     root, _, rest = spelled.partition(".")
@@ -239,9 +236,9 @@ def _entry(c, bindings: Dict[str, List[str]], candidate: "_Candidate", old: Rele
 
 def _bindings(module) -> Dict[str, List[str]]:
     """Every import of each local name in the module, in order (as resolve.collect spells them)."""
-    import libcst as cst
+    import libcst as cst  # noqa: PLC0415 - libcst: in bump's workers only
 
-    from topk_migrate.cst.resolve import dotted
+    from topk_migrate.cst.resolve import dotted  # noqa: PLC0415 - libcst: in bump's workers only
 
     out: Dict[str, List[str]] = {}
 
@@ -276,8 +273,6 @@ def _site_rule_verdicts(path: str, pin: Optional[str], raw: bytes, tree) -> dict
     """Every site rule's verdicts on this file under the new pin: rule id -> {(line, column): Site}, or
     {"error": line}: the file as `audit` reads it (narrowed, the project's [tool.topk-migrate] applied),
     from the bytes and CPython's AST of them this run already has."""
-    from topk_migrate import api
-
     outcome = api.process_file(path, kernel=pin, narrowed=True, data=raw, parsed=tree)
     if outcome.error:
         return {"error": outcome.error}

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 from ..run_context import per_run
-from .signatures import VAR_KEYWORD, VAR_POSITIONAL, Callee, EntryPoint, Guard
+from .signatures import VAR_KEYWORD, VAR_POSITIONAL, Callee, EntryPoint, Guard, negation
 
 MAX_TEXT = 4000
 MAX_DEPTH = 40
@@ -291,8 +291,6 @@ def literal(atom: str, value: bool) -> str:
     node = _parse(atom)
     if node is None:
         return f"not ({atom})"
-    from .signatures import negation
-
     return ast.unparse(negation(node))
 
 

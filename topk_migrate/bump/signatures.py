@@ -78,7 +78,7 @@ def valid_version(text: Any) -> bool:
     """A version as PEP 440 spells one (packaging parses it)."""
     if not (isinstance(text, str) and len(text) <= 100 and version_shaped(text)):
         return False
-    from packaging.version import Version
+    from packaging.version import Version  # noqa: PLC0415 - light: not for --help
 
     try:
         Version(text)
@@ -769,7 +769,7 @@ def read_module(source: str, module: str) -> Dict[str, EntryPoint]:
     SyntaxError for what does not parse; InputError (one line) for what is past the bounds: the
     memory a parse may take (topk_migrate.memory), nesting deeper than Python's recursion takes,
     more than WORK_LIMIT steps, MAX_ENTRY_POINTS, MAX_PARAMS, MAX_GUARDS or MAX_CALLS."""
-    from topk_migrate import memory
+    from topk_migrate import memory  # noqa: PLC0415 - light: not for --help
 
     memory.check(source, memory.PARSE_BYTES_PER_TOKEN, "parse")
     try:
@@ -815,7 +815,7 @@ def package_names(source: str, module: str) -> tuple:
     `__all__`'s or those a `globals()[name] = ...` loop reads; the modules it star-imports, absolute;
     whether its names are dynamic: a module-level `__getattr__`, exec/eval/__import__/import_module).
     SyntaxError, InputError as read_module."""
-    from topk_migrate import memory
+    from topk_migrate import memory  # noqa: PLC0415 - light: not for --help
 
     memory.check(source, memory.PARSE_BYTES_PER_TOKEN, "parse")
     try:

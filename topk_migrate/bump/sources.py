@@ -32,6 +32,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
+import lzma
 import os
 import re
 import shutil
@@ -41,20 +42,28 @@ import sys
 import tempfile
 import threading
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Optional, Tuple
 
+import click
 from packaging.requirements import Requirement
 from packaging.utils import parse_wheel_filename
+from packaging.version import Version
 
-from topk_migrate import rules
+from topk_migrate import project, rules, subprocesses
+from topk_migrate.discover import open_regular, read_regular
+from topk_migrate.escape import printable
 from topk_migrate.kernels import normalize
 from topk_migrate.model import InputError
+from topk_migrate.progress import Progress
+from topk_migrate.project import read_project_file
 
 from .signatures import (
     MAX_ENTRY_POINTS,
     Release,
     SignatureError,
+    package_names,
     read_module,
     valid_dist,
     valid_version,
@@ -84,10 +93,6 @@ def _note(text: str) -> None:
     if text in _noted:
         return
     _noted.add(text)
-    import click
-
-    from topk_migrate.escape import printable
-
     click.echo(f"note: {printable(text)}", err=True)
 
 
@@ -227,8 +232,6 @@ def _read_signatures(path: str, text: str) -> Release:
 
 def _cached(sha: str) -> Optional[Release]:
     """The cache entry of the wheel whose sha256 is `sha`; None when there is none, or none of the right shape."""
-    from topk_migrate.project import read_project_file
-
     f = cache_dir() / "signatures" / f"{sha}.json"
     text = read_project_file(str(f), SIGNATURES_LIMIT)
     if text is None:
@@ -255,8 +258,6 @@ def _pin_index(dist: str, version: str) -> Path:
 
 
 def _same_version(a: Optional[str], b: str) -> bool:
-    from packaging.version import Version
-
     try:
         return a is not None and Version(a) == Version(b)
     except Exception:  # a version packaging cannot read or compare is no match
@@ -265,8 +266,6 @@ def _same_version(a: Optional[str], b: str) -> bool:
 
 def _pinned(dist: str, version: str) -> Optional[Release]:
     """The cached release the by-pin index names, when it is that distribution and version."""
-    from topk_migrate.project import read_project_file
-
     text = read_project_file(str(_pin_index(dist, version)), INDEX_LIMIT)
     sha = (text or "").strip()
     if not re.fullmatch(r"[0-9a-f]{64}", sha):
@@ -332,8 +331,6 @@ def _hash(f) -> str:
 def from_wheel(path: Path, cached: bool = True) -> Release:
     """Read the wrapper module(s) straight from the wheel's zip members; cached by sha256
     (cached=False reads the wheel again, and refreshes the cache)."""
-    from topk_migrate.discover import open_regular
-
     path = Path(path)
     try:
         fd, _ = open_regular(str(path))
@@ -357,9 +354,6 @@ def from_wheel(path: Path, cached: bool = True) -> Release:
 
 def _read_wheel(f, path: Path) -> Tuple[dict, Optional[dict]]:
     """(entry points, exports) of the FlashMLA members of the open wheel `f`; SourceError for any trouble."""
-    import lzma
-    import zlib
-
     eps: dict = {}
     exports = None
     module = None
@@ -435,8 +429,6 @@ def _exports(eps: dict, member) -> Optional[dict]:
     `__init__` can be read (member(path) -> text or None): a name it (or a module it star-imports, one
     level) mentions. A package whose names are dynamic, or that star-imports what cannot be read, is
     left out (unknown). None when no `__init__` was read."""
-    from .signatures import package_names
-
     out: dict = {}
     for package in sorted({e.dotted_module().rpartition(".")[0] for e in eps.values()} - {""}):
         init = package.replace(".", "/") + "/__init__.py"
@@ -473,8 +465,6 @@ def _exports(eps: dict, member) -> Optional[dict]:
 # -- directories and files ------------------------------------------------------------------------
 
 def _read_module_file(path: Path, module: str) -> dict:
-    from topk_migrate.discover import read_regular
-
     try:
         raw, _ = read_regular(str(path), MODULE_LIMIT)
         return read_module(raw.decode("utf-8"), module)
@@ -496,8 +486,6 @@ _FIELD = {key: re.compile(rf"^{key}:[ \t]*(\S+)", re.M) for key in ("Name", "Ver
 def _dist_of(top: str, base: Path, module: str) -> Tuple[Optional[str], Optional[str]]:
     """In site-packages: the distribution whose RECORD lists the module (dist-info files inside `top`
     only, each a regular file under the project files' caps; a Name or Version that is not one is left out)."""
-    from topk_migrate import project
-
     try:
         infos = sorted(n for n in os.listdir(base) if n.endswith(".dist-info"))
     except OSError:
@@ -525,8 +513,6 @@ def _from_dir(root: Path) -> Release:
     """site-packages or a source tree: the wrapper modules at the top, or one or two levels down
     (sgl-kernel's tree keeps them under python/), with the FlashMLA modules beside them and their
     package's `__init__`. Nothing is read from outside `root`."""
-    from topk_migrate import project
-
     top = os.path.realpath(root)
     eps, dist, version, read = {}, None, None, []
     exports: dict = {}
@@ -567,9 +553,6 @@ def _from_dir(root: Path) -> Release:
 def _dir_member(base: Path, top: str, module: str, strict: bool = False) -> Optional[str]:
     """The text of `module` under `base`, read as a regular file inside `top` under MODULE_LIMIT; None
     when absent (or, unless strict, not readable as one: a link out, another kind of file)."""
-    from topk_migrate import project
-    from topk_migrate.discover import read_regular
-
     f = base / module
     if not os.path.lexists(f):
         return None
@@ -598,8 +581,6 @@ def _from_module_file(path: Path) -> Release:
 
 def _from_json(path: Path) -> Release:
     """Signatures saved before (`Release.to_json`): a release read once, kept with the project."""
-    from topk_migrate.discover import read_regular
-
     try:
         raw, _ = read_regular(str(path), SIGNATURES_LIMIT)
     except OSError as e:
@@ -674,8 +655,6 @@ def check_download(dist: str, version: str, folder: str) -> str:
     except OSError as e:
         raise SourceError(f"{dist}=={version}: cannot read the download ({_why(e)})") from None
     if len(names) != 1 or not names[0].endswith(".whl"):
-        from topk_migrate.escape import printable
-
         got = ", ".join(printable(n) for n in names[:5]) or "nothing"
         raise SourceError(f"{dist}=={version}: the download gave {got}, not one wheel; not used")
     name = names[0]
@@ -700,8 +679,6 @@ class _Announce:
     terminal a progress line (audit's Progress) while it runs; quiet: nothing."""
 
     def __init__(self, pin: str, where: str, quiet: bool, scratch: str):
-        from topk_migrate.progress import Progress
-
         self.pin, self.where, self.quiet, self.scratch = pin, where, quiet, scratch
         self.said = False
         self.name, self.size, self.total = "the wheel", "size not given", 0.0
@@ -728,8 +705,6 @@ class _Announce:
             self.said, self.name, self.size, self.total = True, name, size, total
         if self.quiet:
             return
-        from topk_migrate.escape import printable
-
         source = " from pip's cache" if cached else ""
         _echo_err(printable(f"downloading {self.pin}: {name} ({size}){source} into {self.where}"))
 
@@ -740,8 +715,6 @@ class _Announce:
             if got and not self.said:
                 self.say(self.name, self.size)
             if got and self.progress.enabled:
-                from topk_migrate.escape import printable
-
                 of = f" of {self.total / 1e6:.1f} MB" if self.total else ""
                 self.progress.show(printable(f"downloading {self.name}: {got / 1e6:.1f} MB{of}"))
 
@@ -751,8 +724,6 @@ class _Announce:
 
 
 def _echo_err(text: str) -> None:
-    import click
-
     click.echo(text, err=True)
 
 
@@ -779,8 +750,6 @@ def _run_pip(argv, on_line, timeout: float, env: dict) -> Tuple[int, str]:
     """argv (pip) in a fresh private directory with the scrubbed environment plus `env`: each line of
     its stdout to on_line as it comes, (exit status, the end of its stderr). Killed past `timeout`
     (subprocess.TimeoutExpired); OSError where it cannot start."""
-    from topk_migrate import subprocesses
-
     with tempfile.TemporaryDirectory(prefix="topk-migrate-run-") as private:
         proc = subprocess.Popen(list(argv), cwd=private, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, errors="replace", env=subprocesses.scrubbed_env(env))
@@ -845,6 +814,4 @@ def _download_into(dist: str, version: str, dest: str, quiet: bool = False, wher
 
 
 def _pip_argv() -> list:
-    from topk_migrate import subprocesses
-
     return subprocesses.python_argv("-m", "pip")
