@@ -2,12 +2,14 @@
 scan goes on; a worker that dies costs the file it held and is replaced."""
 from __future__ import annotations
 
+import importlib
 import multiprocessing
 import os
 import signal
 import sys
 from typing import Dict, Iterable, List, Optional, Tuple
 
+from ..api import process_file
 from ..model import Site, internal_error
 from ..progress import Progress
 
@@ -17,11 +19,11 @@ from ..progress import Progress
 def _warm() -> None:
     """Import the engine (LibCST), and what it imports on its first file, in the zygote: once,
     not again in each worker it forks."""
-    import libcst.native  # noqa: F401
-    import packaging.requirements  # noqa: F401
-    import packaging.tags  # noqa: F401
+    import libcst.native  # noqa: F401, PLC0415 - warm-up: the zygote's, once, before it forks the workers
+    import packaging.requirements  # noqa: F401, PLC0415 - warm-up: the zygote's, once, before it forks the workers
+    import packaging.tags  # noqa: F401, PLC0415 - warm-up: the zygote's, once, before it forks the workers
 
-    from .. import api, files, guard, kernels, memory, narrow, project, rules  # noqa: F401
+    from .. import api, files, guard, kernels, memory, narrow, project, rules  # noqa: F401, PLC0415 - warm-up: the zygote's, once, before it forks the workers
 
     for r in rules.enabled():
         if r.has_sites:
@@ -30,8 +32,7 @@ def _warm() -> None:
 
 def analyse(path: str, kernel: Optional[str], cwd: Optional[str] = None) -> Tuple[str, List[Site], Optional[str]]:
     """(path, sites, error line) of one candidate file; never raises (it runs in a worker)."""
-    from .. import narrow
-    from ..api import process_file
+    from .. import narrow  # noqa: PLC0415 - light: not for --help
 
     back = os.getcwd() if cwd else None
     try:
@@ -47,8 +48,7 @@ def analyse(path: str, kernel: Optional[str], cwd: Optional[str] = None) -> Tupl
 def classify_without_engine(path: str, kernel: Optional[str]) -> Optional[Tuple[str, List[Site], Optional[str]]]:
     """analyse()'s answer where it needs no LibCST (the file holds no call, cannot be read, or the
     rules' quick classifiers answer for it); None where it does. Run where the file is found."""
-    from .. import narrow
-    from ..api import process_file
+    from .. import narrow  # noqa: PLC0415 - light: not for --help
 
     out = process_file(path, kernel, narrowed=narrow.enabled(), engine=False)
     return None if out.needs_engine else (path, out.sites, out.error)
@@ -59,9 +59,7 @@ def import_for_classify() -> None:
     not again in each of them (kernels.py too: the vendored interfaces a tree with kernel calls usually
     holds ask the kernel gate, and a scanner importing it on the last candidate found would hold up the
     end of the run)."""
-    import importlib
-
-    from .. import api, config, files, guard, kernels, memory, narrow, rules  # noqa: F401
+    from .. import api, config, files, guard, kernels, memory, narrow, rules  # noqa: F401, PLC0415 - warm-up: once, before the scanners are forked
 
     for s in rules.enabled():
         if s.quick:
@@ -69,9 +67,9 @@ def import_for_classify() -> None:
 
 
 def _serve(task, tasks, results, main: int, zygote: int) -> None:
-    import queue
+    import queue  # noqa: PLC0415 - light: not for --help
 
-    from ..guard import exit_with_parent
+    from ..guard import exit_with_parent  # noqa: PLC0415 - light: not for --help
 
     exit_with_parent(zygote)
     send, lock = results
@@ -104,9 +102,9 @@ def _zygote(  # noqa: PLR0913  (a process target: the queues and pipe it starts 
     read end of the result pipe: if the main process is gone, a write fails instead of
     blocking forever. What remains: a worker killed while it holds a queue's lock (inside
     get or send, not while analysing) leaves that lock taken, and the run waits."""
-    from multiprocessing.connection import wait
+    from multiprocessing.connection import wait  # noqa: PLC0415 - light: not for --help
 
-    from ..guard import exit_with_parent
+    from ..guard import exit_with_parent  # noqa: PLC0415 - light: not for --help
 
     exit_with_parent(main)
     recv.close()
@@ -211,7 +209,7 @@ class Runner:
             own_group(proc.pid)
             self.pool = (tasks, recv, proc)
         else:  # no cheap fork: one pool process per worker, each importing the engine
-            from concurrent.futures import ProcessPoolExecutor
+            from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415 - on demand: concurrent.futures, only off Linux (no fork)
 
             self.pool = ProcessPoolExecutor(self.jobs, initializer=_warm)
         for args in self.queued:

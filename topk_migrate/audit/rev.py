@@ -37,7 +37,7 @@ REV_LAYOUT_LIMIT = 1 << 30
 def _rev_limits() -> Tuple[int, int]:
     """(bytes read, bytes laid out) one run allows: the constants, or more where TOPK_MIGRATE_MAX_BYTES
     was raised past what they hold of it."""
-    from ..files import max_bytes
+    from ..files import max_bytes  # noqa: PLC0415 - light: not for --help
 
     mb = max_bytes()
     return max(REV_READ_LIMIT, 64 * mb), max(REV_LAYOUT_LIMIT, 16 * mb)
@@ -46,7 +46,7 @@ def _rev_limits() -> Tuple[int, int]:
 def _git(args: List[str], cwd: str, stdin=None) -> bytes:
     """A git command's output (subprocesses.git: no transport, no lazy fetch, scrubbed environment, a
     time limit and bounded output); AuditError, one line, if it fails."""
-    from ..subprocesses import GitStopped, git
+    from ..subprocesses import GitStopped, git  # noqa: PLC0415 - light: not for --help
 
     try:
         r = git(args, cwd) if stdin is None else git(args, cwd, stdin=stdin)
@@ -103,7 +103,7 @@ def _cat_blobs(top: str, reqs: List[Tuple[str, int, object]]) -> Iterable[object
     Each read of an answer has git's time limit (subprocesses.GitStream): past it, one AuditError."""
     if not reqs:
         return
-    from ..subprocesses import GitStopped, git_popen
+    from ..subprocesses import GitStopped, git_popen  # noqa: PLC0415 - light: not for --help
 
     with tempfile.TemporaryFile() as req:
         req.write("".join(s + "\n" for s, _, _ in reqs).encode())
@@ -388,7 +388,7 @@ def _rev_filtered(wanted: Sequence[Tuple[str, str]], rels: Sequence[str], tmp: s
 
 def _too_large(size: int, limit: int) -> str:
     """A candidate's error line over TOPK_MIGRATE_MAX_BYTES, as on disk."""
-    from ..files import MAX_BYTES_ENV
+    from ..files import MAX_BYTES_ENV  # noqa: PLC0415 - light: not for --help
 
     return ("file too large ({} bytes > %d); skipped (raise %s to process it)" % (limit, MAX_BYTES_ENV)).format(size)
 
@@ -424,7 +424,7 @@ def _lay_out_kept(files: _RevFiles, sha: str, paths: Sequence[str], data: bytes,
 def _lay_out_candidates(files: _RevFiles, wanted, keep: _Keep, prog) -> List[str]:
     """Read the candidates' blobs in one cat-file and lay out those keep holds for; one over the cap is
     only scanned, and the error line if it may hold a call, as on disk."""
-    from ..files import max_bytes
+    from ..files import max_bytes  # noqa: PLC0415 - light: not for --help
 
     limit = max_bytes()
     groups, reqs = _candidate_reads(files, wanted, keep.scan, limit)

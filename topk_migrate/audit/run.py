@@ -77,7 +77,7 @@ def audit(  # noqa: PLR0913  (public API: keyword options with defaults)
 def only_new_since(  # noqa: PLR0913  (audit()'s options, passed on to the audit of ref)
         now: AuditResult, paths, ref, exclude, kernel, jobs, gitignore, relative_to) -> AuditResult:
     """now's sites less those commit `ref` had (baseline.py), its summary counted again."""
-    from ..baseline import only_new
+    from ..baseline import only_new  # noqa: PLC0415 - on demand: baseline only for --new-since
 
     root = os.path.abspath(relative_to) if relative_to is not None else display_root(paths)
     then = audit(paths, rev=ref, exclude=exclude, kernel=kernel, jobs=jobs, gitignore=gitignore, relative_to=root)

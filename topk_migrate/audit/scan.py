@@ -5,6 +5,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sys
+from collections import deque
+from functools import partial
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..config import config_for, project_files, project_filter
@@ -57,8 +59,6 @@ def scan_into_runner(  # noqa: PLR0913  (the walk's options and the run's state)
         follow_links: bool = False, note=None) -> None:
     """Classify each candidate where it is found if no LibCST is needed; hand the others to the runner
     as soon as they come back, so parsing starts while the scan goes on."""
-    from functools import partial
-
     scan_disk(paths, exclude, gitignore, runner.jobs, tally, prog, lambda path: runner.submit(path, kernel),
               follow_links, note, classify=partial(classify_without_engine, kernel=kernel),
               classified=runner.done.append)
@@ -122,8 +122,6 @@ def _walk_split(  # noqa: PLR0913  (the walk's plan, callbacks and the run's sta
     what is left at a time (fewer messages than one a seed, and the last parts still small). The
     candidates a part finds are classified by the next idle scanners, not by the one that walked it:
     one directory can hold several of a tree's few candidates, each the longest work of a run."""
-    from collections import deque
-
     def share(queue: deque) -> list:
         return [queue.popleft() for _ in range(max(1, len(queue) // (2 * jobs)))]
 
@@ -183,7 +181,7 @@ def _scanner(conn, main: int, others, classify, plan) -> None:
     """A scanning process: chunks of paths (or parts of a split walk) in, the candidates among them
     out (with classify's answers). It never imports LibCST, dies with the main process
     (PR_SET_PDEATHSIG, or the pipe's end), and holds one SCAN_WINDOW buffer whatever it reads."""
-    from ..guard import exit_with_parent
+    from ..guard import exit_with_parent  # noqa: PLC0415 - light: not for --help
 
     exit_with_parent(main)
     for c in others:  # the main process's ends of the other scanners' pipes
@@ -281,7 +279,7 @@ class _Scanners:
 
     def wait(self) -> List[Tuple[str, object]]:
         """The candidates of the scanners that answer next (at least one)."""
-        from multiprocessing.connection import wait
+        from multiprocessing.connection import wait  # noqa: PLC0415 - light: not for --help
 
         got: List[Tuple[str, object]] = []
         sentinels = {s[0].sentinel: conn for conn, (s, _) in self.busy.items()}
