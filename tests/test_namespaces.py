@@ -153,3 +153,74 @@ def test_self_fm_set_from_a_module_of_the_project_is_not_the_kernel(tmp_path):
     site = verdict(tmp_path, {"engine/kops.py": kops}, backend=SELF_FM.format(extra="from engine import kops",
                                                                               init="self.fm = kops"))
     assert site.status is Status.MANUAL and "a module of this project" in site.reason, site.reason
+
+
+# Round H1 (results/red-team.md): a module reached by a name, then written through what is read off it.
+LOOP = "    for attr in dir(mod):\n        if attr.endswith('_sparse_fwd'):\n            setattr(mod, attr, wrap(getattr(mod, attr)))\n"
+
+
+@pytest.mark.parametrize("get", [
+    "import sgl_kernel\n\nSUBS = ('flash_mla',)\n\ndef install():\n  for sub in SUBS:\n    mod = getattr(sgl_kernel, sub)\n",
+    "import sgl_kernel\n\ndef install():\n    mod = getattr(sgl_kernel, 'flash_mla')\n",
+    "import importlib\n\ndef install():\n    mod = importlib.import_module('sgl_kernel').flash_mla\n",
+    "def install():\n    mod = __import__('sgl_kernel', fromlist=['flash_mla']).flash_mla\n",
+    "import sys\n\ndef install():\n    mod = sys.modules['sgl_kernel'].flash_mla\n",
+    "import importlib\n\ndef install():\n    mod = importlib.import_module('.flash_mla', package='sgl_kernel')\n",
+    "import importlib\n\ndef install():\n    for sub in ('flash_mla',):\n        mod = importlib.import_module(f'.{sub}', 'sgl_kernel')\n",
+    "import importlib\n\ndef install(name='flashmla_compat'):\n    if name.startswith('flashmla_compat'):\n"
+    "        name = 'sgl_kernel.flash_mla'\n        mod = importlib.import_module(name)\n",
+    "import sys\n\ndef install():\n  for name, mod in dict(sys.modules).items():\n    if name == 'sgl_kernel.flash_mla':\n",
+    "import sys\n\ndef install():\n  for name, mod in [*sys.modules.items()]:\n    if name == 'sgl_kernel.flash_mla':\n",
+    "import sys\n\ndef install():\n  loaded = list(sys.modules.values())\n  for mod in loaded:\n    if 'flash_mla' in str(mod):\n",
+    "import inspect\nimport sgl_kernel\n\ndef install():\n  for _, mod in inspect.getmembers(sgl_kernel, inspect.ismodule):\n",
+    "import operator\nimport sgl_kernel\n\ndef install():\n    mod = operator.attrgetter('flash_mla')(sgl_kernel)\n",
+    "import importlib\n\ndef install():\n    load = importlib.import_module\n    mod = load('sgl_kernel.flash_mla')\n",
+    "import importlib\n\ndef install():\n  for n in 'sgl_kernel.flash_mla other.module'.split():\n    mod = importlib.import_module(n)\n",
+    "import sgl_kernel\n\ndef install():\n    mod = sgl_kernel.__dict__['flash_mla']\n",
+    "import sys\n\ndef install():\n    mod = getattr(sys, 'modules')['sgl_kernel.flash_mla']\n",
+    "import os\n\ndef install():\n    mod = os.sys.modules['sgl_kernel.flash_mla']\n",
+    "import sys\n\ndef install():\n    mod = sys.__dict__['modules']['sgl_kernel.flash_mla']\n",
+])
+def test_a_module_reached_by_a_name_then_written_refuses(tmp_path, get):
+    tool = WRAP + _indent_loop(get) + "\n\ninstall()\n"
+    site = verdict(tmp_path, {"engine/tool.py": tool, "engine/launch.py": "from engine import tool\n"})
+    assert _manual(site, "engine/tool.py"), (site.reason, tool)
+
+
+def _indent_loop(get: str) -> str:
+    """The loop of LOOP under the last line of get (deeper where that line opens a block)."""
+    last = get.rstrip("\n").splitlines()[-1]
+    pad = len(last) - len(last.lstrip()) + (2 if last.rstrip().endswith(":") else 0)
+    return get + "".join(" " * (pad - 4) + line + "\n" for line in LOOP.splitlines())
+
+
+@pytest.mark.parametrize("tool", [
+    # sys.meta_path: a finder serving the kernel's module, or a package's search path shadowed
+    "import importlib.abc\nimport sys\n\nclass F(importlib.abc.MetaPathFinder):\n    def find_spec(self, name, path, t=None):\n"
+    "        return None if name != 'sgl_kernel.flash_mla' else None\n\n\nsys.meta_path.insert(0, F())\n",
+    "import sgl_kernel\n\nsgl_kernel.__path__.insert(0, '/opt/compat')\n",
+    "import sys\n\nsys.modules['sgl_kernel.flash_mla'].__class__ = type('M', (type(sys),), {})\n",
+])
+def test_the_import_system_or_a_modules_class_changed_refuses(tmp_path, tool):
+    site = verdict(tmp_path, {"engine/tool.py": tool, "engine/launch.py": "from engine import tool\n"})
+    assert _manual(site, "engine/tool.py"), site.reason
+
+
+@pytest.mark.parametrize("files", [
+    # a registry hands on a class it reads by a configured name; a finder serving triton only; a census of
+    # tensors; a stub installer of the test suite that only the tests call
+    {"engine/registry.py": "import importlib\n\nBACKENDS = {'dsa': 'engine.backend:Backend'}\n\ndef get_cls(name):\n"
+                           "    module, _, cls = BACKENDS[name].partition(':')\n    return getattr(importlib.import_module(module), cls)\n"},
+    {"engine/stub.py": "import importlib.abc\nimport sys\n\nclass F(importlib.abc.MetaPathFinder):\n"
+                       "    def find_spec(self, name, path, t=None):\n        return None if name != 'triton' else None\n\n\n"
+                       "sys.meta_path.insert(0, F())\n"},
+    {"engine/mem.py": "import gc\nimport torch\n\ndef live():\n    total = 0\n    for obj in gc.get_objects():\n"
+                      "        if torch.is_tensor(obj):\n            total += obj.numel()\n    return total\n"},
+    {"engine/test/utils.py": "import sys\n\ndef maybe_stub_sgl_kernel():\n    class F:\n        def find_spec(self, name, p, t=None):\n"
+                             "            return None if not name.startswith('sgl_kernel') else None\n"
+                             "    sys.meta_path.insert(0, F())\n",
+     "engine/bench.py": "from engine.test import utils\n"},
+])
+def test_reflection_that_provably_leaves_the_kernel_stays_fixable(tmp_path, files):
+    site = verdict(tmp_path, {**files, "engine/launch.py": "from engine import tool\n", "engine/tool.py": "X = 'sgl_kernel.flash_mla'\n"})
+    assert site.status is Status.FIXABLE, site.reason
