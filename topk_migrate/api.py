@@ -5,10 +5,13 @@ import contextlib
 import gc
 import importlib
 import os
+import stat
+import threading
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple, Union
 
 from . import discover, rules
+from .escape import printable
 from .gate import FROM_OPTION, KernelGate, KernelOption
 from .model import InputError, Site, Status, exit_code, internal_error
 from .run_context import in_run, per_run
@@ -25,8 +28,8 @@ def _declared_in(path: str, kernel: Any, cfg) -> str:
     holds this value, else --kernel. Told by the caller that read the configuration, so the gate never reads it."""
     if not (kernel and cfg.source and cfg.kernel == kernel):
         return FROM_OPTION
-    from . import kernels  # with the gate: what a file without the kernel never needs
-    from .project import project_root
+    from . import kernels  # noqa: PLC0415 - on demand: kernels (packaging) only where a project declares the kernel
+    from .project import project_root  # noqa: PLC0415 - light: not for importing the CLI
 
     return f"{kernels.project_label(cfg.source, project_root(path))} [tool.topk-migrate] kernel"
 
@@ -49,7 +52,7 @@ def _source_of(path: str, kernel: Any) -> str:
     to decide, as a file without one never needs it."""
     if not kernel:
         return FROM_OPTION
-    from .config import config_for
+    from .config import config_for  # noqa: PLC0415 - light: not for importing the CLI
 
     return _declared_in(path, kernel, config_for(os.path.dirname(os.path.abspath(path))))
 
@@ -112,7 +115,7 @@ def migrate_source(  # noqa: PLR0913  (public API: keyword options with defaults
     """Classify every kernel call in `source` with the enabled rules; new_source has the fixable ones rewritten.
 
     Raises InputError (one line) for source that LibCST must not see (guard.py)."""
-    from . import guard, spelling
+    from . import guard, spelling  # noqa: PLC0415 - analysis only: after the byte prefilter
 
     spelled = spelling.normal_form(source)  # identifiers as Python reads them (NFKC)
     tree = guard.parse_checked(spelled.text, path)
@@ -126,7 +129,7 @@ def migrate_source(  # noqa: PLR0913  (public API: keyword options with defaults
 def _migrate_checked(text: str, isolate: bool, path: str, kernel: KernelOption, options: rules.RuleOptions,
                      switches=((), ())) -> Migration:
     """_migrate() on text that passed guard.parse_checked: in a child process if guard calls it risky."""
-    from . import guard
+    from . import guard  # noqa: PLC0415 - analysis only: after the byte prefilter
 
     if isolate:
         return guard.isolated(_migrate, text, path, kernel, options, switches)
@@ -153,10 +156,10 @@ def _cycles_collected_after():
 def _migrate(source: str, path: str, kernel: KernelOption, options: rules.RuleOptions, switches=((), ())) -> Migration:
     """Each enabled site rule classifies the original text (so every site keeps its own line);
     a rule's rewrite is made on top of the rewrites before it."""
-    import libcst as cst
+    import libcst as cst  # noqa: PLC0415 - libcst: only for a file the prefilter and quick classifiers leave
 
-    from .cst.cstwalk import fast_visits
-    from .files import check_rewrite, syntax_error_message
+    from .cst.cstwalk import fast_visits  # noqa: PLC0415 - libcst: only for a file the prefilter and quick classifiers leave
+    from .files import check_rewrite, syntax_error_message  # noqa: PLC0415 - light: not for importing the CLI
 
     new, sites = source, []
     try:
@@ -195,7 +198,7 @@ class FileOutcome:
 
 def _diff_made(self: FileOutcome) -> str:
     if self._diff_of is not None:
-        import difflib
+        import difflib  # noqa: PLC0415 - on demand: difflib only when a diff is read
 
         before, after, labels = self._diff_of
         self._diff = "".join(difflib.unified_diff(before.splitlines(True), after.splitlines(True), *labels))
@@ -212,8 +215,6 @@ FileOutcome.diff = property(_diff_made, _diff_set)  # (after @dataclass: its __i
 
 def _stdin_stat(data: bytes) -> os.stat_result:
     """A stat for bytes that are no file: decode_source records a mode and owner never used."""
-    import stat
-
     return os.stat_result((stat.S_IFREG | 0o644, 0, 0, 1, 0, 0, len(data), 0, 0, 0))
 
 
@@ -227,7 +228,7 @@ NARROW_BYTES = 512 * 1024  # bigger files are classified on their narrowed text 
 @per_run
 def _clean_once(directory: str) -> None:
     """Before the run's first write into a directory: remove temp files that a killed run left there."""
-    from .files import remove_stale_temps
+    from .files import remove_stale_temps  # noqa: PLC0415 - light: not for importing the CLI
 
     remove_stale_temps(directory)
 
@@ -347,7 +348,7 @@ def process_file(  # noqa: PLR0913  (public API: keyword options with defaults)
     except InputError as e:
         out.error = str(e)
     except Exception as e:  # a bug of ours: report it, keep going with the other files
-        import traceback
+        import traceback  # noqa: PLC0415 - on demand: traceback only for an internal error
 
         out.error = internal_error(e) + (f"\n{traceback.format_exc()}" if verbose else "")
     return out
@@ -406,7 +407,7 @@ def _read(path: str, data: Optional[bytes]) -> Optional[_Read]:
 
 
 def _read_file(path: str) -> Optional[_Read]:
-    from .files import input_error, read_candidate  # (as every import below: never for a file the prefilter drops)
+    from .files import input_error, read_candidate  # noqa: PLC0415 - light: not for importing the CLI
 
     try:
         got = read_candidate(path)
@@ -416,8 +417,8 @@ def _read_file(path: str) -> Optional[_Read]:
 
 
 def _open(path: str, read: _Read) -> _Opened:
-    from .config import config_for
-    from .files import decode_source
+    from .config import config_for  # noqa: PLC0415 - light: not for importing the CLI
+    from .files import decode_source  # noqa: PLC0415 - light: not for importing the CLI
 
     source = decode_source(path, read.raw, read.stat)
     return _Opened(source, config_for(os.path.dirname(os.path.abspath(path))))
@@ -426,7 +427,7 @@ def _open(path: str, read: _Read) -> _Opened:
 def _engine_text(path: str, read: _Read, opened: _Opened, req: _Request) -> Optional[_Text]:
     """What the engine reads and runs over it; None where none of the rules this project runs reads the file.
     Identifiers are read as Python does (NFKC): sites come back in the file's own columns (spelling.py)."""
-    from . import memory, spelling
+    from . import memory, spelling  # noqa: PLC0415 - analysis only: after the byte prefilter
 
     cfg = opened.config
     if not discover.prefilter_for(tuple(sorted(cfg.enable))).matches(read.raw):
@@ -445,7 +446,7 @@ def _plan(path: str, text: _Text, req: _Request) -> Union[_Plan, _Answered]:
     first (narrow.py); LibCST reads a file whole only to rewrite it."""
     if req.narrowed or text.size > NARROW_BYTES:
         return _narrowed_plan(path, text, req)
-    from . import guard
+    from . import guard  # noqa: PLC0415 - analysis only: after the byte prefilter
 
     return _Plan(text.text, guard.needs_isolation(guard.parse_checked(text.text, path)), first=False, whole=True)
 
@@ -453,7 +454,7 @@ def _plan(path: str, text: _Text, req: _Request) -> Union[_Plan, _Answered]:
 def _narrowed_plan(path: str, text: _Text, req: _Request) -> Union[_Plan, _Answered]:
     """The narrowed text and how to parse it, or the quick classifiers' answer where they give one. The nesting
     LibCST is exposed to is measured on what it parses: the narrowed text, when it is one."""
-    from . import guard, memory, narrow
+    from . import guard, memory, narrow  # noqa: PLC0415 - analysis only: after the byte prefilter
 
     tree = req.parsed if _parsed_reusable(text, req) else guard.parse_checked(text.text, path, measure=False)
     cut = narrow.narrow(text.text, tree, text.names, params=text.params)
@@ -484,7 +485,7 @@ def _classify(path: str, plan: _Plan, text: _Text) -> Migration:
 def _rewrite(path: str, plan: _Plan, first: Optional[Migration], text: _Text) -> Migration:
     """The engine's run over the whole text (LibCST must see all of it to write it back). A first run that read
     the whole text is this run: a file is classified twice only where narrowing cut something from it."""
-    from . import guard, memory
+    from . import guard, memory  # noqa: PLC0415 - analysis only: after the byte prefilter
 
     memory.check(text.text, memory.REWRITE_BYTES_PER_TOKEN, "rewrite")
     if plan.whole and first is not None:
@@ -496,7 +497,7 @@ def _rewrite(path: str, plan: _Plan, first: Optional[Migration], text: _Text) ->
 def _write(source, new_text: str, req: _Request) -> Tuple[Optional[bytes], bool]:
     """(new_bytes, written): standard input's rewrite encoded as its bytes were (never written), or the file
     rewritten in place (apply); neither for check."""
-    from . import files
+    from . import files  # noqa: PLC0415 - light: not for importing the CLI
 
     if req.data is not None:
         try:
@@ -539,8 +540,7 @@ class _StopBetweenFiles:
     """
 
     def __enter__(self):
-        import signal
-        import threading
+        import signal  # noqa: PLC0415 - light: not for importing the CLI
 
         self.hit, self.old = False, None
         if threading.current_thread() is threading.main_thread() and \
@@ -549,7 +549,7 @@ class _StopBetweenFiles:
         return self
 
     def _on_sigint(self, signum, frame):
-        import signal
+        import signal  # noqa: PLC0415 - light: not for importing the CLI
 
         self.hit = True
         signal.signal(signal.SIGINT, self.old)
@@ -560,7 +560,7 @@ class _StopBetweenFiles:
 
     def __exit__(self, *exc):
         if self.old is not None:
-            import signal
+            import signal  # noqa: PLC0415 - light: not for importing the CLI
 
             signal.signal(signal.SIGINT, self.old)
 
@@ -574,9 +574,8 @@ def run(  # noqa: PLR0913  (public API: keyword options with defaults)
     follow_links and note (told what a walk leaves out, and why): as discover.iter_python_files.
     progress: a status line on stderr (progress.Progress) once the run takes a while.
     lengths: rules.LENGTHS, over each project's [tool.topk-migrate] lengths."""
-    from . import config  # (as in process_file: importing api stays cheap)
-    from .escape import printable
-    from .progress import Progress
+    from . import config  # noqa: PLC0415 - light: not for importing the CLI
+    from .progress import Progress  # noqa: PLC0415 - light: not for importing the CLI
 
     outcomes: List[FileOutcome] = []
     shown, sites = Progress(progress), 0

@@ -1,8 +1,14 @@
 """`topk-migrate`: a thin click layer over topk_migrate.api."""
 from __future__ import annotations
 
+import atexit
+import importlib
 import os
 import sys
+import tempfile
+import threading
+import time
+from dataclasses import replace
 
 import click
 
@@ -75,8 +81,8 @@ def _progress(asked):
 def _keep_new(report: api.Report, paths, ref: str, kernel) -> None:
     """--new-since: each file keeps the sites commit `ref` had no match for (baseline.py); the sites of
     `ref` are audit's of that commit, with paths from the working directory as check's own."""
-    from .audit import AuditError, audit
-    from .baseline import only_new
+    from .audit import AuditError, audit  # noqa: PLC0415 - on demand: audit and baseline only for --new-since
+    from .baseline import only_new  # noqa: PLC0415 - on demand: audit and baseline only for --new-since
 
     if "-" in paths:
         raise click.UsageError("--new-since compares files with a commit; standard input is none")
@@ -85,8 +91,6 @@ def _keep_new(report: api.Report, paths, ref: str, kernel) -> None:
     except AuditError as e:
         _echo(f"error: --new-since {printable(ref)}: {printable(str(e))}", err=True)
         sys.exit(2)
-    from dataclasses import replace
-
     now = [s for f in report.files for s in f.sites]
     shown = {id(s): replace(s, path=_shown_path(s.path)) for s in now}  # paths as then's: from here
     kept = {id(s) for s in only_new(list(shown.values()), os.getcwd(), then.sites, then.summary["commit"])}
@@ -132,8 +136,6 @@ def _shown_path(path: str) -> str:
 
 def _after_run(f: api.FileOutcome) -> list:
     """f's sites as the run left them: a fixable site of a file this run rewrote now passes topk_length."""
-    from dataclasses import replace
-
     done = "fixed: rewritten by this run"
     return [replace(s, path=_shown_path(s.path), **({"status": Status.COMPLIANT, "reason": done}
                                                      if f.written and s.status is Status.FIXABLE else {}))
@@ -142,7 +144,7 @@ def _after_run(f: api.FileOutcome) -> list:
 
 def _machine_report(report: api.Report, fmt: str, seconds: float) -> dict:
     """The run in json, sarif or github on stdout (report.py's renderers, as audit's); its summary dict."""
-    from . import report as render
+    from . import report as render  # noqa: PLC0415 - on demand: report, for --format or --statistics
 
     sites = [s for f in report.files for s in _after_run(f)]
     errors = [(_shown_path(f.path), f.error) for f in report.errors]
@@ -164,7 +166,7 @@ def _report(  # noqa: PLR0913  (check's and apply's output options, by name)
         _tail(report, applied, verbose)
         return
     if statistics:
-        from . import report as render
+        from . import report as render  # noqa: PLC0415 - on demand: report, for --format or --statistics
 
         table = render.statistics([s for f in report.files for s in _after_run(f)])
         if table:
@@ -227,8 +229,6 @@ class _Group(click.Group):
     def get_command(self, ctx, name):
         if name in self.LAZY and name not in self.commands:
             module, attr = self.LAZY[name].split(":")
-            import importlib
-
             self.add_command(getattr(importlib.import_module(module), attr), name)
         elif name == self.PROOF and name not in self.commands and rules.proof_rule() is not None:
             self.add_command(_proof_command(rules.proof_rule()), name)
@@ -283,9 +283,6 @@ def run() -> None:
     teardown, which frees every object of the run one at a time (tens of milliseconds after an audit,
     as much as a small run itself; mypy ends the same way). atexit handlers still run; with a thread
     left, the process ends as usual."""
-    import atexit
-    import threading
-
     try:
         main()
         code = 0
@@ -324,8 +321,6 @@ def check(  # noqa: PLR0913  (a click command: one parameter per option)
 
     PATH `-` reads the source from standard input (see --stdin-filename); after `--`
     it is the file named `-`."""
-    import time
-
     validate_kernel(kernel)
     _note_links(paths, "check reads")
     t0 = time.perf_counter()
@@ -385,7 +380,7 @@ def rules_command(explain):
     """List the migration rules: id, on or off by default, where they run, what they find."""
     if explain is not None:
         if explain not in rules.ids():
-            import difflib
+            import difflib  # noqa: PLC0415 - on demand: difflib only for an unknown --explain id
 
             near = difflib.get_close_matches(explain, rules.ids(), n=1)
             raise click.BadParameter(f"no rule {printable(explain)!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
@@ -402,7 +397,7 @@ def rules_command(explain):
 
 def _explain_derived(examples, block) -> list:
     """`rules --explain`'s section on --lengths derived: its first fix as a diff, and its refusals."""
-    import difflib
+    import difflib  # noqa: PLC0415 - on demand: difflib only for `rules --explain`
 
     fixes = [e for e in examples if e.after is not None]
     if not fixes:
@@ -422,13 +417,12 @@ def _explain_derived(examples, block) -> list:
 def _explain(rules, s) -> str:
     """`rules --explain`: the rule's docstrings, then its own examples by what it does with them; the
     reasons are what the rule says of each example (run here, where no project pins it)."""
-    import difflib
-    import tempfile
+    import difflib  # noqa: PLC0415 - on demand: difflib only for `rules --explain`
 
     module_doc, examples = rules.documentation(s.id)
     where = ", ".join(w for w, on in (("check/apply/audit", s.has_sites), ("bump", s.has_bump)) if on)
     off = "" if s.default_enabled else f' (enable = ["{s.id}"] in [tool.topk-migrate]; a bump runs it anyway)'
-    from . import codemods
+    from . import codemods  # noqa: PLC0415 - light: not for importing the CLI
 
     package = os.path.dirname(os.path.abspath(s.path))
     own = os.path.dirname(os.path.abspath(codemods.__file__)) == os.path.dirname(package)

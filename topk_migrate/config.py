@@ -3,8 +3,10 @@ reads under the paths it is given, as their projects' include/exclude filter the
 from __future__ import annotations
 
 import functools
+import keyword
 import os
 import stat
+import unicodedata
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, Iterator, Optional, Sequence, Tuple
 
@@ -36,9 +38,6 @@ KEYS = ("kernel", "metadata", "include", "exclude", "enable", "disable", "length
 
 def is_dotted_name(text: str) -> bool:
     """`name(.attr)*`, each part an identifier and no keyword, spelled as Python reads it (NFKC)."""
-    import keyword
-    import unicodedata
-
     return unicodedata.normalize("NFKC", text) == text and all(
         part.isidentifier() and not keyword.iskeyword(part) for part in text.split("."))
 
@@ -63,7 +62,7 @@ def _load(pyproject: str) -> Optional[Config]:
     Configuration is data, never code: `metadata` entries are inserted into source
     files, so only dotted names are accepted; `kernel` must parse as a requirement.
     """
-    from . import bounded  # imported here: most runs never meet a pyproject.toml that needs parsing
+    from . import bounded  # noqa: PLC0415 - on demand: bounded only for a pyproject.toml that needs parsing
 
     try:
         raw, st = read_regular(pyproject, PROJECT_FILE_LIMIT)
@@ -90,7 +89,7 @@ def _load(pyproject: str) -> Optional[Config]:
         raise InputError(f"{where}: unknown key(s): {', '.join(map(_shown, sorted(unknown)))}")
     kernel = table.get("kernel")
     if kernel is not None:
-        from .kernels import parse_pin  # imported here: packaging's requirement parser, for a configured kernel only
+        from .kernels import parse_pin  # noqa: PLC0415 - on demand: kernels (packaging) only for a configured kernel
 
         if not isinstance(kernel, str):
             raise InputError(f"{where} kernel: expected a string such as \"sglang-kernel==0.4.6\", got {_shown(kernel)}")

@@ -25,7 +25,7 @@ class KernelOption:
 
 def _parsed(kernel: KernelOption):
     """The declared kernel as a pin, or InputError naming where it was declared."""
-    from . import kernels  # with the gate: what a file without the kernel never needs
+    from . import kernels  # noqa: PLC0415 - on demand: kernels (packaging) only for a declared kernel
 
     try:
         if not isinstance(kernel.value, str):
@@ -52,8 +52,7 @@ class KernelGate:
     distribution that has it are the rule's data."""
 
     def __init__(self, path: str, kernel: Optional[KernelOption] = None, param: str = "", min_versions=None):
-        # not at the top: with config ~2.5 ms, which check of a file without the kernel never needs
-        from .project import project_root
+        from .project import project_root  # noqa: PLC0415 - light: not for importing the CLI
 
         self.param, self.min = param, dict(min_versions or {})
         self.path = path
@@ -78,7 +77,7 @@ class KernelGate:
         """In order: --kernel NAME==VERSION, the project's pins, an interface vendored in the project, the
         interface the running Python would import (read, never imported), a capability declaration
         (`--kernel flash_mla:topk_length`). A distribution's pin decides only the modules it provides."""
-        from .installed import Declared
+        from .installed import Declared  # noqa: PLC0415 - analysis only: after the byte prefilter
 
         c = self._callee(callee)
         declared = self.explicit if isinstance(self.explicit, Declared) else None
@@ -106,7 +105,7 @@ class KernelGate:
     def _by_pins(self, c: _Callee, declared) -> Tuple[Optional[Capability], List[str]]:
         """--kernel NAME==VERSION, then the project's pins; with the pins that allow versions both with and
         without the parameter, named where nothing else decides."""
-        from . import kernels
+        from . import kernels  # noqa: PLC0415 - analysis only: after the byte prefilter
 
         undecided: List[str] = []
         if self.explicit and not declared and self.explicit.dist in c.dists:
@@ -123,7 +122,7 @@ class KernelGate:
 
     def _by_project_interface(self, c: _Callee) -> Optional[Capability]:
         """An interface vendored in the project, or for a bare name the def the file's imports bind."""
-        from . import kernels
+        from . import kernels  # noqa: PLC0415 - analysis only: after the byte prefilter
 
         memo: dict = {}
         iface = kernels.vendored_interface(self.path, c.name, self.param, memo)
@@ -140,7 +139,7 @@ class KernelGate:
     def _by_installed_interface(self, c: _Callee) -> Optional[Capability]:
         """The installed interface decides where no release number can (a FlashMLA source build, a module no
         kernel distribution provides); where a version pin can, the project's pins stay what decides."""
-        from .installed import installed_interface
+        from .installed import installed_interface  # noqa: PLC0415 - analysis only: after the byte prefilter
 
         versionless = not c.dists or c.dists[0] not in self.min
         installed = installed_interface(c.name, self.param) if c.imported and c.module != "torch" and versionless \
@@ -168,7 +167,7 @@ class KernelGate:
 
     def _undecided(self, c: _Callee, declared, undecided: List[str]) -> Capability:
         """Nothing decides: say why, and how to declare the kernel."""
-        from .installed import declaration_hint
+        from .installed import declaration_hint  # noqa: PLC0415 - analysis only: after the byte prefilter
 
         param, callee, module, dists = self.param, c.name, c.module, c.dists
         hint = declaration_hint(module, param)
@@ -224,7 +223,7 @@ class KernelGate:
 
 def _shown_path(path: str) -> str:
     """An installed file as a reader recognizes it: from its site-packages (or checkout) directory."""
-    from .project import project_root
+    from .project import project_root  # noqa: PLC0415 - light: not for importing the CLI
 
     root = project_root(path)
     return os.path.join(os.path.basename(root), os.path.relpath(path, root)).replace(os.sep, "/")

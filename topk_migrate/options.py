@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from .discover import NO_PYTHON_FILES
 from .escape import fit, lead, printable
 
 KERNEL_HELP = "Kernel the calls resolve to, as NAME==VERSION (e.g. sglang-kernel==0.4.6); overrides pins."
@@ -93,8 +94,6 @@ def echo(text: str, err: bool = False, nl: bool = True) -> None:
 def skipped_note(verbose: bool):
     """What a walk leaves out (links outside the tree, symlinked directories...): shown with -v.
     A directory given with no Python file is always warned about (a wrong path in CI)."""
-    from .discover import NO_PYTHON_FILES
-
     def note(path, why):
         if why == NO_PYTHON_FILES:
             echo(f"warning: {printable(path)}: {why}", err=True)
@@ -106,7 +105,7 @@ def skipped_note(verbose: bool):
 def validate_kernel(kernel) -> None:
     """--kernel must parse as NAME==VERSION (a usage error, exit 2, otherwise)."""
     if kernel:
-        from .kernels import parse_pin
+        from .kernels import parse_pin  # noqa: PLC0415 - on demand: kernels (packaging) only for --kernel
 
         try:
             parse_pin(kernel, "--kernel")
