@@ -13,6 +13,8 @@ package costs nothing, and audit's scanners never load the engine):
 """
 from __future__ import annotations
 
+import importlib
+
 __version__ = "0.1.0"  # [project] version in pyproject.toml (tests/test_public_api.py holds them equal)
 
 _PUBLIC = {
@@ -28,8 +30,6 @@ def __getattr__(name: str):
     module = _PUBLIC.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
     value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
     globals()[name] = value
     return value

@@ -15,6 +15,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from .discover import read_regular
 from .model import Site
+from .subprocesses import GitStopped, git
 
 Key = Tuple[str, str, str, str]
 LINE_BYTES = 1 << 20  # a file read for its call's line is read under this bound (else its line is unknown)
@@ -44,8 +45,6 @@ def disk_reader(root: str) -> Callable[[str], Optional[bytes]]:
 
 def git_reader(root: str, commit: str) -> Callable[[str], Optional[bytes]]:
     """Reads a file as `commit` holds it, at a path reported relative to root (inside its work tree)."""
-    from .subprocesses import GitStopped, git
-
     def read(path: str) -> Optional[bytes]:
         rel = os.path.relpath(os.path.join(root, path), root).replace(os.sep, "/")
         try:

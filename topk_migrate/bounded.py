@@ -31,9 +31,9 @@ def toml(text: str) -> dict:
     if any(line.count(".") > TOML_LINE_DOTS for line in text.splitlines()):
         raise ValueError(f"a line with more than {TOML_LINE_DOTS} dots (a dotted key of that many parts is not read)")
     try:
-        import tomllib
+        import tomllib  # noqa: PLC0415 - on demand: tomllib only for a TOML file to read
     except ImportError:  # Python < 3.11
-        import tomli as tomllib  # type: ignore[no-redef]
+        import tomli as tomllib  # type: ignore[no-redef]  # noqa: PLC0415 - on demand: tomllib only for a TOML file to read
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

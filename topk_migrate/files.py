@@ -72,8 +72,6 @@ class SourceFile:
     def digest(self) -> str:
         """sha256 of the bytes read, to detect concurrent edits: the text encodes back to exactly those bytes
         (decode_source refuses a file that does not round-trip), so only a write pays for it."""
-        import hashlib
-
         return hashlib.sha256(self.text.encode(self.encoding)).hexdigest()
 
     @property
@@ -87,7 +85,7 @@ class SourceFile:
 
 
 def max_bytes() -> int:
-    from .memory import env_limit
+    from .memory import env_limit  # noqa: PLC0415 - self-contained: files, model, discover read alone (test_unreadable_file)
 
     return env_limit(MAX_BYTES_ENV, DEFAULT_MAX_BYTES)
 
@@ -229,7 +227,7 @@ def check_rewrite(old: str, new: str, path: str) -> None:
         # The original does not compile on this interpreter either (newer syntax
         # than ours, say): fall back to checking that LibCST can parse the result.
         try:
-            import libcst
+            import libcst  # noqa: PLC0415 - libcst: only where CPython cannot compile the original
 
             libcst.parse_module(new)
             return
@@ -256,8 +254,6 @@ def deferred_signals() -> Iterator[None]:
 
 
 def _digest(path: str) -> Optional[str]:
-    import hashlib
-
     h = hashlib.sha256()
     try:
         with open(path, "rb") as f:  # a window at a time: the file may have grown since it was read
@@ -281,7 +277,7 @@ def _exchange(a: str, b: str) -> bool:
     global _renameat2
     if _renameat2 is None:
         try:
-            import ctypes
+            import ctypes  # noqa: PLC0415 - on demand: ctypes only for renameat2 (Linux)
 
             fn = ctypes.CDLL(None, use_errno=True).renameat2
             fn.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
@@ -290,7 +286,7 @@ def _exchange(a: str, b: str) -> bool:
             _renameat2 = False
     if not _renameat2:
         return False
-    import ctypes
+    import ctypes  # noqa: PLC0415 - on demand: ctypes only for renameat2 (Linux)
 
     if _renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
         return True

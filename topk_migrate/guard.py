@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import ast
 import faulthandler
+import io
 import os
 import pickle
 import signal
+import tokenize
 import warnings
 from typing import Any, Callable, Optional, Union
 
@@ -189,9 +191,6 @@ def _flat_run(node: ast.AST, lines: Optional[_Lines]) -> int:
 def _string_pieces(segment: str) -> int:
     """How many string literals are joined in `segment` (CPython 3.12 tokenizes f-strings in parts:
     their starts count); the quote count halved if it cannot be tokenized (an upper bound)."""
-    import io
-    import tokenize
-
     kinds = {tokenize.STRING, getattr(tokenize, "FSTRING_START", tokenize.STRING)}
     pieces = 0
     try:
@@ -261,7 +260,7 @@ def exit_with_parent(parent: int) -> None:
     """Ask Linux to SIGKILL this process when its parent (pid `parent`) dies, however it dies;
     exit now if it is already gone. Elsewhere a no-op: callers also poll their parent."""
     try:
-        import ctypes
+        import ctypes  # noqa: PLC0415 - on demand: ctypes only for prctl in a worker (Linux)
 
         libc = ctypes.CDLL(None, use_errno=True)
         PR_SET_PDEATHSIG = 1

@@ -11,6 +11,7 @@ the same side of the first release that has the parameter.
 from __future__ import annotations
 
 import ast
+import importlib.util
 import os
 import re
 from dataclasses import dataclass, replace
@@ -19,7 +20,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 from packaging.specifiers import Specifier, SpecifierSet
 from packaging.version import Version
 
-from . import rules
+from . import bounded, rules
 from .project import (
     PROJECT_FILES,
     Scope,
@@ -40,7 +41,7 @@ MinVersions = Dict[str, Optional[str]]
 def normalize(name: str) -> str:
     """A distribution name as PEP 503 compares them (packaging's canonicalize_name): the one normaliser of
     kernels and bump.sources."""
-    from packaging.utils import canonicalize_name  # here: 4-12 ms to import (packaging.tags), most runs never need
+    from packaging.utils import canonicalize_name  # noqa: PLC0415 - on demand: packaging.utils (4-12 ms with packaging.tags)
 
     return canonicalize_name(name)
 
@@ -239,7 +240,7 @@ def parse_pin(text: str, source: str) -> Pin:
         return declared  # type: ignore[return-value]
     expected += "; or MODULE:PARAM for a kernel whose interface takes PARAM (flash_mla:topk_length)"
     # (its marker grammar: the costliest import here)
-    from packaging.requirements import Requirement
+    from packaging.requirements import Requirement  # noqa: PLC0415 - on demand: packaging.requirements, for a pin to parse
 
     try:
         req = Requirement(text.strip())
@@ -270,7 +271,7 @@ def accepts(pin: Pin, min_versions: MinVersions) -> Optional[bool]:
 def _requirement(text: str, source: str, extra_marker: str = "") -> Optional[Pin]:
     """The pin a PEP 508 line makes, or None where packaging cannot read it (whatever it raises: a line
     it cannot read pins nothing)."""
-    from packaging.requirements import Requirement
+    from packaging.requirements import Requirement  # noqa: PLC0415 - on demand: packaging.requirements, for a pin to parse
 
     try:
         req = Requirement(text)
@@ -340,8 +341,6 @@ def requirements_file(path: str, root: str, rel: str, seen: Optional[Set[str]] =
 
 
 def _toml(text: str) -> dict:
-    from . import bounded
-
     try:
         return bounded.toml(text)
     except ValueError:
@@ -372,7 +371,7 @@ _CFG_OPTION = re.compile(r"(?P<option>[^=:]*)(?P<vi>[=:])\s*(?P<value>.*)$")
 
 def setup_cfg_pins(text: str, rel: str) -> List[Pin]:
     """[options] install_requires and [options.extras_require]."""
-    import configparser
+    import configparser  # noqa: PLC0415 - on demand: configparser only for a setup.cfg
 
     cfg = configparser.ConfigParser(interpolation=None)
     cfg._optcre = _CFG_OPTION  # (read as .match(line).group("option", "vi", "value") from 3.9 to 3.13)
@@ -391,8 +390,6 @@ def setup_cfg_pins(text: str, rel: str) -> List[Pin]:
 def setup_py_pins(text: str, rel: str) -> List[Pin]:
     """install_requires / extras_require of setup(...), read statically: string literals only
     (in the call, or in a module-level name it passes)."""
-    from . import bounded
-
     tree = bounded.python_facts(text)
     if tree is None:
         return []
@@ -423,7 +420,7 @@ def setup_py_pins(text: str, rel: str) -> List[Pin]:
 def metadata_fields(text: str) -> Tuple[Optional[str], Optional[str], List[str]]:
     """Name, Version and Requires-Dist values of a METADATA file (the header part), as the email parser
     reads them: a folded line continues its field (the last Name and Version where one repeats)."""
-    from email.parser import HeaderParser  # here: 7-12 ms to import, for an installed distribution only
+    from email.parser import HeaderParser  # noqa: PLC0415 - on demand: email.parser (7-12 ms), for an installed distribution
 
     name = version = None
     requires = []
@@ -737,8 +734,6 @@ def importable_file(module: str) -> Optional[str]:
     top = module.split(".")[0]
     if not module or module.startswith(".") or not all(p.isidentifier() for p in module.split(".")):
         return None
-    import importlib.util
-
     try:
         spec = importlib.util.find_spec(top)  # a top-level name: no parent package is imported
     except (ImportError, ValueError, AttributeError):
@@ -847,8 +842,6 @@ def _read_interface(file: str, func: str, depth: int, param: str, memo: dict) ->
     or re-export, `func = other_def` (or `func: T = other_def`); any other form (a class, a tuple or `for`
     target, with-as, a walrus, del, a `global` write from a function, a star import that may bind it, exec or
     a write through globals()) is one the reader cannot model, and decides nothing."""
-    from . import bounded
-
     tree = bounded.python_facts(read_project_file(file)) if depth <= 4 else None
     if tree is None:
         return None
@@ -960,8 +953,6 @@ def _literal_all(tree: ast.Module, nodes: List[ast.AST]) -> Tuple[bool, Optional
 
 
 def _star_binds(file: str, name: str, depth: int, memo: dict) -> Optional[bool]:
-    from . import bounded
-
     tree = bounded.python_facts(read_project_file(file)) if depth <= 4 else None
     if tree is None:
         return None

@@ -17,6 +17,7 @@ import os
 import sys
 from typing import Union
 
+from .escape import printable
 from .model import InputError
 
 PARSE_BYTES_PER_TOKEN = 900   # ast.parse (CPython's parser, then Python objects)
@@ -44,8 +45,6 @@ def env_limit(name: str, default: int) -> int:
         return int(v)
     if name not in _warned:
         _warned.add(name)
-        from .escape import printable
-
         sys.stderr.write(f"warning: {name}={printable(v)!s} is not a whole number; using {default}\n")
     return default
 

@@ -20,6 +20,7 @@ import os
 from typing import Callable, Dict, List, Sequence, Tuple
 from urllib.parse import quote
 
+from . import rules
 from .escape import SURROGATE, escape, lead, printable
 from .model import CHECK_STATUSES, Site, Status
 
@@ -103,7 +104,7 @@ GITHUB = {"error": "error", "warning": "warning", "note": "notice"}  # SARIF lev
 
 def _tool_version() -> str:
     try:
-        from importlib.metadata import version
+        from importlib.metadata import version  # noqa: PLC0415 - on demand: importlib.metadata (~6 ms), for SARIF's version
 
         return version("topk-migrate")
     except Exception:
@@ -121,8 +122,6 @@ def _location(path: str, line: int = 0, column: int = 0) -> dict:
 def _sarif_rules(sites: Sequence[Site], hook: str = "sites") -> List[dict]:
     """One SARIF rule per migration rule (topk_migrate/rules.py) with that `hook` (sites: check, apply and
     audit; bump), its id the rule's id; bump's `signature-<status>` ids are the signature diff's own."""
-    from . import rules
-
     known = {r.id: r for r in rules.specs() if getattr(r, f"has_{hook}")}
     out = []
     for rid in sorted(set(known) | {s.rule for s in sites if s.rule and s.status in LEVELS}):  # those of results

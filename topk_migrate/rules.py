@@ -125,7 +125,7 @@ def _is_proof(proof: object) -> bool:
 def specs() -> Tuple[RuleInfo, ...]:
     """Every rule in the codemods package (each directory of its __path__), sorted by id. Imports each
     rule package's __init__ (standard library only), never its hooks."""
-    import pkgutil
+    import pkgutil  # noqa: PLC0415 - light: not for importing the CLI
 
     package = importlib.import_module(PACKAGE)
     out: Dict[str, RuleInfo] = {}
@@ -221,7 +221,7 @@ def check_ids(names: Sequence[str], where: str) -> None:
     """ValueError naming `where` for a rule id no discovered rule has."""
     unknown = [n for n in names if n not in ids()]
     if unknown:
-        import difflib
+        import difflib  # noqa: PLC0415 - on demand: difflib only for an unknown rule id
 
         hints = [f"{n!r} (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(n, ids(), 1)) else repr(n)
                  for n in unknown]

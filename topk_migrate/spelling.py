@@ -16,14 +16,17 @@ it is: `normal_form` hands back the text itself.
 """
 from __future__ import annotations
 
+import ast
 import bisect
 import keyword
 import re
 import tokenize
 import unicodedata
+import warnings
 from dataclasses import dataclass, field, replace
 from typing import Dict, List, Sequence, Tuple
 
+from . import rules
 from .model import InputError, Site, Status
 
 # A run of identifier characters as CPython's tokenizer takes them (ASCII letters, digits, `_`, and any
@@ -69,8 +72,6 @@ class Spelling:
 
     def reason(self, site: Site) -> str:
         line, _, _, written, read = (self.by_line.get(site.line) or self.names)[0]
-        from . import rules
-
         try:
             param = rules.spec(site.rule).param if site.rule else None
         except KeyError:
@@ -180,9 +181,6 @@ def _formatted(literal: str) -> bool:
 
 
 def _compiles(text: str) -> bool:
-    import ast
-    import warnings
-
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

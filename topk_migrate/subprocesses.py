@@ -30,6 +30,8 @@ import threading
 import time
 from typing import IO, List, Mapping, Optional, Sequence, Union
 
+from .memory import env_limit
+
 # Variables a child may see: the user's locale, paths and network/pip settings, never PYTHON*
 # or GIT_* (which redirect what runs or which repository is read).
 _KEEP = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TEMP", "TMP",
@@ -94,8 +96,6 @@ class GitStopped(Exception):
 def git_timeout() -> int:
     """Seconds git may go without answering: TOPK_MIGRATE_GIT_TIMEOUT (whole seconds, at least 1), else
     GIT_TIMEOUT."""
-    from .memory import env_limit
-
     return max(env_limit(GIT_TIMEOUT_ENV, GIT_TIMEOUT), 1)
 
 

@@ -47,7 +47,7 @@ def _tracked_python_files(top: str) -> Optional[Tracked]:
     """The .py files git tracks in the work tree at `top`, read with `git ls-files` (subprocesses.git: its
     time, output and configuration bounds); None where git cannot tell (no git, a repository it refuses,
     a bound passed): then the ignore rules decide alone, as before."""
-    from ..subprocesses import GitStopped, git
+    from ..subprocesses import GitStopped, git  # noqa: PLC0415 - self-contained: read alone in test_unreadable_file
 
     try:
         done = git(["ls-files", "-z", "--cached", "--", "*.py"], top)
@@ -65,7 +65,7 @@ def tracked_python_files(top: str) -> Optional[Tracked]:
     """_tracked_python_files, once per run (run_context, imported when first needed: a walk that meets no
     ignored .py file or directory never runs git)."""
     if not _TRACKED:
-        from ..run_context import per_run
+        from ..run_context import per_run  # noqa: PLC0415 - self-contained: files, model, discover read alone (test_unreadable_file)
 
         _TRACKED.append(per_run(_tracked_python_files))
     return _TRACKED[0](top)
