@@ -3,9 +3,12 @@ from __future__ import annotations
 
 from typing import Dict, List, Sequence, Tuple
 
+import libcst as cst
+
 from topk_migrate import suppress
 from topk_migrate.bump.bind import OPPORTUNITY, refusals
 from topk_migrate.bump.context import Context, new_param
+from topk_migrate.cst.resolve import collect
 from topk_migrate.model import Finding, Site, Status
 from topk_migrate.rules import Rule, RuleExample
 
@@ -73,10 +76,6 @@ class DecodeTopkLength(Rule):
     ]
 
     def sites(self, source: str, path: str, gate, options=None) -> Tuple[str, List[Site]]:
-        import libcst as cst
-
-        from topk_migrate.cst.resolve import collect
-
         lines = source.splitlines()
         out = []
         for c in collect(cst.parse_module(source)).calls:

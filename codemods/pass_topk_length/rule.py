@@ -170,8 +170,8 @@ def _migrate(module: cst.Module, source: str, path: str, gate: Gate, options: Ru
             return code, sites
     new = module.visit(_Rewrite(groups, annotation, tree, torch))
     if need_import and any(g.add_param for g in groups):
-        from libcst.codemod import CodemodContext
-        from libcst.codemod.visitors import AddImportsVisitor
+        from libcst.codemod import CodemodContext  # noqa: PLC0415 - on demand: libcst.codemod (~160 ms), only to add an import
+        from libcst.codemod.visitors import AddImportsVisitor  # noqa: PLC0415 - on demand: libcst.codemod (~160 ms), only to add an import
 
         ctx = CodemodContext()
         AddImportsVisitor.add_needed_import(ctx, "typing", "Optional")
