@@ -738,7 +738,8 @@ class Project:
 
     def _spelled_elsewhere(self, f: _File, name: str) -> bool:
         """May a file of the project other than f use f's `name`: does one spell it and f's module name (its
-        stem: it must import f, or name it to a computed import, to reach the name)?"""
+        stem, or a package above it that may re-export the name: it must import one, or name it to a computed
+        import, to reach the name)?"""
         done = self.__dict__.setdefault("_spelled_elsewhere_done", {})
         if (f.path, name) not in done:
             done[(f.path, name)] = self._spells(f, name)
@@ -754,7 +755,9 @@ class Project:
                 n.value if isinstance(n, ast.Constant) and isinstance(n.value, str) else None for n in ast.walk(own.tree)
         } | {part for n in ast.walk(own.tree) if isinstance(n, ast.alias) for part in (n.name.split(".") + [n.asname])}:
             return True
-        return any(g is not f for g in self.files_naming([name], also=[stem])) or any(f.path != p for p, _ in self._big)
+        packages = self.rel(f.path).split("/")[:-1]  # (a package's `__init__` may re-export the name: `import *`)
+        return any(g is not f for g in self.files_naming([name], also=[stem, *packages])) \
+            or any(f.path != p for p, _ in self._big)
 
     def tensor_interceptors(self) -> List[Finding]:
         """What in the project sees or changes the tensor ops the derived lengths add: a `TorchFunctionMode` or
