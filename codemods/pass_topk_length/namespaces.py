@@ -103,6 +103,9 @@ class Handles:
             elif isinstance(node, ast.Call) and self.qualified(node.func) in _CODE_RUNNERS \
                     and self._runs_project_code(node, _CODE_RUNNERS[self.qualified(node.func)]):
                 out.append((node, f"`{_text(node.func)}(...)` runs code the analysis does not read"))
+            elif isinstance(node, ast.Call) and self._runs_file_text(node):
+                out.append((node, f"`{_text(node.func)}(...)` runs the text of a file the code names: code the "
+                                  "analysis does not read"))
             elif isinstance(node, (ast.Attribute, ast.Name, ast.Call)) and self._importer_taken(node):
                 out.append((node, f"`{_text(node)[:60]}` takes an importer as a value: the modules it is "
                                          "called for are not followed"))
@@ -234,6 +237,45 @@ class Handles:
         (MODULE), a member by a name computed at run time (MEMBER), nothing for any other literal."""
         head, exact = self.heads.of(name)
         return (MODULE if head in self.parts else None) if exact else MEMBER
+
+    def _runs_file_text(self, call: ast.Call) -> bool:
+        """`exec`/`eval`/`compile` of a file's text read at run time (`open(p).read()`, `Path(p).read_text()`,
+        a local bound to one), whose path the code names (a literal head, or built from `__file__`): a code
+        runner, as `runpy.run_path` is, of code not among the project's Python files."""
+        q = self.qualified(call.func)
+        if q not in ("builtins.exec", "builtins.eval", "builtins.compile") or not call.args:
+            return False
+        source = call.args[0]
+        values = [source] + (_bound_values(self.f, source) if isinstance(source, ast.Name) else [])
+        for v in values:
+            if isinstance(v, ast.Call) and self._runs_file_text(v):
+                return True
+            read = v.func if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) else None
+            if read is None or read.attr not in ("read", "read_text", "read_bytes"):
+                continue
+            for path in self._paths_read(read.value):
+                if any(isinstance(n, ast.Name) and n.id == "__file__" for n in ast.walk(path)) \
+                        or any(isinstance(n, ast.Name) and n.id == "__file__" for b in (
+                            _bound_values(self.f, path) if isinstance(path, ast.Name) else []) if isinstance(b, ast.AST)
+                               for n in ast.walk(b)) or self.heads.of(path)[0]:
+                    return True
+        return False
+
+    def _paths_read(self, reader: ast.AST) -> List[ast.AST]:
+        """The path a file object or `Path` was made from: `open(p)`, `Path(p)`, a `with open(p) as f` name."""
+        if isinstance(reader, ast.Call) and reader.args:
+            return [reader.args[0]]
+        if not isinstance(reader, ast.Name):
+            return []
+        out = []
+        for n in ast.walk(_scope(self.f, reader)):
+            if isinstance(n, ast.withitem) and isinstance(n.optional_vars, ast.Name) and n.optional_vars.id == reader.id \
+                    and isinstance(n.context_expr, ast.Call) and n.context_expr.args:
+                out.append(n.context_expr.args[0])
+        for v in _bound_values(self.f, reader):
+            if isinstance(v, ast.Call) and v.args:
+                out.append(v.args[0])
+        return out
 
     def _importer_taken(self, node: ast.AST) -> bool:
         """An importer (`import_module`, `__import__`, a resolver) taken as a value where a name from nothing

@@ -1401,7 +1401,7 @@ _NAME_LIKE = re.compile(r"[\w.:/\\*?^$,|+\-\[\]()]+")
 _HANDLE_TOKENS = re.compile(rb"__dict__|__globals__|f_globals|\bvars\b|\bglobals\b|\bmodules\b|import_module|__import__"
                             rb"|getmodule|resolve_name|\blocate\b|\.load\(|get_referr|get_objects|runpy|spec_from_file"
                             rb"|SourceFileLoader|load_source|FunctionType|LambdaType|builtins|\bmock\b|\bpatch\b"
-                            rb"|getattr|attrgetter|getmembers|meta_path|path_hooks|__path__|partial")
+                            rb"|getattr|attrgetter|getmembers|meta_path|path_hooks|__path__|partial|\bexec\b|\beval\b")
 INTERCEPTORS = ["TorchFunctionMode", "TorchDispatchMode", "__torch_function__", "__torch_dispatch__"]
 
 
@@ -1441,7 +1441,7 @@ _MEMBER_WORDS = ["getattr", "attrgetter", "getmembers", "__path__", "__dict__", 
 _HANDLE_WORDS = ["import_module", "__import__", "sys.modules", "import modules", "__globals__", "f_globals",
                  "getmodule", "FunctionType", "LambdaType", "mock", "resolve_name", "locate", "entry_points",
                  "EntryPoint", "get_referrers", "get_objects", "get_referents", "runpy", "spec_from_file_location",
-                 "exec_module", "SourceFileLoader", "load_source", "builtins"]
+                 "exec_module", "SourceFileLoader", "load_source", "builtins", "exec", "eval"]
 
 
 def _written_targets(node: ast.AST) -> List[ast.AST]:
