@@ -1,6 +1,6 @@
 """The structure CI holds (.ci/run): the import contracts of pyproject.toml (one-way layers, no cycle) and
-ruff's pyflakes, bugbear, isort, complexity and parameter-count rules with zero findings. Both tools come with
-the `test` extra."""
+ruff's pyflakes, bugbear, isort, complexity, parameter-count and imports-inside-functions rules with zero
+findings. Both tools come with the `test` extra."""
 import subprocess
 import sys
 
