@@ -228,3 +228,20 @@ def test_the_import_system_or_a_modules_class_changed_refuses(tmp_path, tool):
 def test_reflection_that_provably_leaves_the_kernel_stays_fixable(tmp_path, files):
     site = verdict(tmp_path, {**files, "engine/launch.py": "from engine import tool\n", "engine/tool.py": "X = 'sgl_kernel.flash_mla'\n"})
     assert site.status is Status.FIXABLE, site.reason
+
+
+# The methods the rows are taken from (the helper's callers: Backend.forward here) are what the engine calls
+# with the batch's rows; another file may not put other rows in (round H1 u42-u44).
+@pytest.mark.parametrize("tool,fixable", [
+    ("from engine.backend import Backend\n\n_orig = Backend.forward\n\ndef balanced(self, q, kv, idx):\n"
+     "    order = idx.argsort()\n    return _orig(self, q[order], kv, idx[order])\n\n\nBackend.forward = balanced\n", False),
+    ("from engine import backend\n\ndef install(cls, name, fn):\n    setattr(cls, name, fn)\n\n\n"
+     "install(backend.Backend, 'forward', lambda self, q, kv, idx: None)\n", False),
+    ("from engine.backend import Backend\n\nclass Balanced(Backend):\n    def forward(self, q, kv, idx):\n"
+     "        order = idx.argsort()\n        return super().forward(q[order], kv, idx[order])\n", False),
+    ("from engine.backend import Backend\n\nclass Logged(Backend):\n    def forward(self, q, kv, idx):\n"
+     "        return super().forward(q, kv, idx)\n", True),
+])
+def test_the_rows_the_engine_hands_the_callers_are_not_reordered(tmp_path, tool, fixable):
+    site = verdict(tmp_path, {"engine/tool.py": tool, "engine/launch.py": "from engine import tool\n"})
+    assert (site.status is Status.FIXABLE) == fixable and (fixable or "engine/tool.py" in site.reason), site.reason

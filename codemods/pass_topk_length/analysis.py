@@ -653,7 +653,8 @@ class _Analysis:
                 return (f"{cls.name}.{fn.name} at {proj.rel(f.path)}:{d.lineno} is defined by another base of a "
                         f"subclass of {fn.class_name}, so calls on its instances may reach it instead of {fn.qualname}; "
                         "add topk_length there too")
-        why = self._kernel_rebound(c, seeds, {fn.name} if fn is not None else set())
+        why = self._kernel_rebound(c, seeds, {fn.name} if fn is not None else set()) \
+            or self._rows_source_replaced(proj, [k.function for k in self.callers(fn)] if fn is not None else [c.function])
         if why:
             return why
         for w in proj.attribute_writes({fn.name}, seeds, set()) if fn is not None else ():
@@ -683,6 +684,26 @@ class _Analysis:
                     return (f"{proj.rel(f.path)}:{getattr(node, 'lineno', 0)} sets `{field_name}` from "
                             f"`{reach._unparse(value)[:80]}`, not provably the seqlens clipped to the top-k width "
                             f"({CLIP_HOW}); clip it, or pass topk_length by hand")
+        return None
+
+    def _rows_source_replaced(self, proj, sources: List[Optional[Function]]) -> Optional[str]:
+        """The methods whose parameters the rows are taken from (the one calling the kernel, or the helper's
+        callers) are what the engine calls with the batch's rows: a subclass override that does not hand its
+        parameters on unchanged to `super()`, or an assignment of the method on its class (a plugin's
+        `Backend.forward = balanced`), may call them with rows in another order than the metadata's."""
+        for m in sources:
+            if m is None or not m.class_name:
+                continue
+            seeds = set(self.subclasses(m.class_name))
+            for f, cls, d in proj.overrides(seeds, m.name):
+                call, what = reach.forwarded_call(d, m.name)
+                if call is None:
+                    return (f"{cls.name}.{m.name} at {proj.rel(f.path)}:{d.lineno} overrides {m.qualname} and "
+                            f"{what or 'hands nothing on'}: the rows it passes may not be those the metadata was built "
+                            "for; pass topk_length by hand where the rows are known")
+            for w in proj.attribute_writes({m.name}, seeds, set()):
+                return (f"{w.what} at {w.where()}: the function the engine calls instead of {m.qualname} may pass "
+                        "rows in another order than the metadata's; pass topk_length by hand where the rows are known")
         return None
 
     def kernel_rebound(self, c: CallInfo) -> Optional[str]:
