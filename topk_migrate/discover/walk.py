@@ -47,7 +47,7 @@ def _tracked_python_files(top: str) -> Optional[Tracked]:
     """The .py files git tracks in the work tree at `top`, read with `git ls-files` (subprocesses.git: its
     time, output and configuration bounds); None where git cannot tell (no git, a repository it refuses,
     a bound passed): then the ignore rules decide alone, as before."""
-    from ..subprocesses import GitStopped, git  # noqa: PLC0415 - self-contained: read alone in test_unreadable_file
+    from ..subprocesses import GitStopped, git  # noqa: PLC0415 - self-contained: files, model, discover read alone (test_unreadable_file)
 
     try:
         done = git(["ls-files", "-z", "--cached", "--", "*.py"], top)
