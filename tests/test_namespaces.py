@@ -245,3 +245,15 @@ def test_reflection_that_provably_leaves_the_kernel_stays_fixable(tmp_path, file
 def test_the_rows_the_engine_hands_the_callers_are_not_reordered(tmp_path, tool, fixable):
     site = verdict(tmp_path, {"engine/tool.py": tool, "engine/launch.py": "from engine import tool\n"})
     assert (site.status is Status.FIXABLE) == fixable and (fixable or "engine/tool.py" in site.reason), site.reason
+
+
+@pytest.mark.parametrize("decorator,fixable", [
+    ("@balanced", False),  # the project's wrapper: what the engine calls, rows reordered or not
+    ("@torch.no_grad()", True),  # hands every argument on
+])
+def test_a_decorator_on_the_method_the_rows_come_from_refuses_unless_it_hands_them_on(tmp_path, decorator, fixable):
+    backend = BACKEND.replace("    def forward(self, q, kv, idx):", f"    {decorator}\n    def forward(self, q, kv, idx):").replace(
+        "import torch\n", "import torch\nfrom engine.util import balanced\n")
+    util = "def balanced(fn):\n    def w(self, q, kv, idx):\n        o = idx.argsort()\n        return fn(self, q[o], kv, idx[o])\n    return w\n"
+    site = verdict(tmp_path, {"engine/util.py": util}, backend=backend)
+    assert (site.status is Status.FIXABLE) == fixable, site.reason

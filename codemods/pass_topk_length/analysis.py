@@ -690,10 +690,14 @@ class _Analysis:
         """The methods whose parameters the rows are taken from (the one calling the kernel, or the helper's
         callers) are what the engine calls with the batch's rows: a subclass override that does not hand its
         parameters on unchanged to `super()`, or an assignment of the method on its class (a plugin's
-        `Backend.forward = balanced`), may call them with rows in another order than the metadata's."""
+        `Backend.forward = balanced`), or a decorator of theirs, may call them with rows in another order than
+        the metadata's."""
         for m in sources:
-            if m is None or not m.class_name:
+            if m is None:
                 continue
+            why = self._rows_decorator(m)
+            if why or not m.class_name:
+                return why
             seeds = set(self.subclasses(m.class_name))
             for f, cls, d in proj.overrides(seeds, m.name):
                 call, what = reach.forwarded_call(d, m.name)
@@ -704,6 +708,19 @@ class _Analysis:
             for w in proj.attribute_writes({m.name}, seeds, set()):
                 return (f"{w.what} at {w.where()}: the function the engine calls instead of {m.qualname} may pass "
                         "rows in another order than the metadata's; pass topk_length by hand where the rows are known")
+        return None
+
+    def _rows_decorator(self, m: Function) -> Optional[str]:
+        """A decorator on a method the rows are taken from, other than one that hands every argument on
+        (`@torch.no_grad()`) or keeps the function (`staticmethod`): the wrapper it makes is what the engine calls."""
+        for d in m.node.decorators:
+            name = get_full_name_for_node(d.decorator) or _code(d.decorator).strip()
+            if isinstance(d.decorator, cst.Call) and not d.decorator.args \
+                    and self.expand(dotted(d.decorator.func)) in ARGUMENT_PASSING_DECORATORS:
+                continue
+            if name not in SIGNATURE_KEEPING_DECORATORS:
+                return (f"{m.qualname} is decorated with `@{name}`, whose wrapper the engine calls: it may hand "
+                        f"{m.qualname} rows in another order than the metadata's; pass topk_length by hand")
         return None
 
     def kernel_rebound(self, c: CallInfo) -> Optional[str]:
