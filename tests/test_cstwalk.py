@@ -230,23 +230,23 @@ def test_scopes_without_walking_the_layout_are_libcsts(name, module, monkeypatch
 def test_positions_are_libcsts_for_every_node_but_layout(name, module):
     from libcst.metadata import MetadataWrapper, PositionProvider
 
-    from topk_migrate.cst import scopecheck
+    from topk_migrate.cst import scopecheck, scopefast
 
     theirs = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     ours = scopecheck.Tree(module).position
     assert all(theirs[n] == r for n, r in ours.items())  # each range recorded is LibCST's
-    assert not [n for n in theirs if n not in ours and not scopecheck._unrecorded(n)]  # and only layout is left out
+    assert not [n for n in theirs if n not in ours and not scopefast._unrecorded(n)]  # and only layout is left out
     assert len(ours) > len(theirs) / 4 or len(theirs) < 50
 
 
 def test_a_range_hoisted_from_unrecorded_layout_falls_back_to_libcsts_provider(monkeypatch):
     from libcst.metadata import MetadataWrapper, PositionProvider
 
-    from topk_migrate.cst import scopecheck
+    from topk_migrate.cst import scopecheck, scopefast
 
     module = cst.parse_module("from a import (\n    b,\n)\nx = [1]\n")
-    monkeypatch.setattr(scopecheck, "_BRACKETS", ())  # as if `)` were left out: the import's range needs it
-    monkeypatch.setattr(scopecheck, "_UNRECORDED", {})
+    monkeypatch.setattr(scopefast, "_BRACKETS", ())  # as if `)` were left out: the import's range needs it
+    monkeypatch.setattr(scopefast, "_UNRECORDED", {})
     theirs = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     assert dict(scopecheck.Tree(module).position) == dict(theirs)
 
@@ -265,13 +265,13 @@ def _texts():
     pytest.param(p.name, p.read_text(encoding="utf-8"), id=p.relative_to(ROOT).as_posix(), marks=HEAVY) for p in ENGINE])
 def test_statement_positions_are_the_whole_modules(name, text):
     """Positions worked out per statement, node by node in any order, are those of the whole module."""
-    from topk_migrate.cst import scopecheck
+    from topk_migrate.cst import scopecheck, scopefast
 
     module = cst.parse_module(text)
     whole = scopecheck.Tree(module).position
     tree = scopecheck.Tree(module, source=text)
     lazy = tree.position
-    nodes = [n for n in tree.parent if not scopecheck._unrecorded(n)]
+    nodes = [n for n in tree.parent if not scopefast._unrecorded(n)]
     for node in reversed(nodes):  # the last statements first: no unit leans on one before it
         assert lazy.get(node) == whole.get(node), (type(node).__name__, name)
     assert lazy.get(cst.Name("elsewhere")) is None
@@ -313,19 +313,19 @@ def test_another_threads_walks_keep_libcsts_way():
 
 def test_statement_positions_doubt_falls_back_to_the_whole_modules(monkeypatch):
     """A pairing that breaks (here: CPython's statements shifted a line) is caught by the text check."""
-    from topk_migrate.cst import scopecheck
+    from topk_migrate.cst import scopecheck, scopefast
 
     text = "import a\n\n\nclass A:\n    def f(self):\n        return a.b(1)\n"
     module = cst.parse_module(text)
     whole = scopecheck.Tree(module).position
-    real = scopecheck._zip_units
+    real = scopefast._zip_units
 
     def shifted(body, stmts, indents, module_, found):
         real(body, stmts, indents, module_, found)
         for k, (node, line, ind) in list(found.items()):
             found[k] = (node, line + 1, ind)
 
-    monkeypatch.setattr(scopecheck, "_zip_units", shifted)
+    monkeypatch.setattr(scopefast, "_zip_units", shifted)
     tree = scopecheck.Tree(module, source=text)
     call = next(n for n in tree.parent if isinstance(n, cst.Call))
     assert tree.position[call] == whole[call] and tree.position._whole

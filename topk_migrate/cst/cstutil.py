@@ -8,6 +8,7 @@ from typing import Callable, List, Optional, Sequence, Tuple, TypeVar, Union
 
 import libcst as cst
 
+from . import accel
 from .cstwalk import is_node_type
 
 T = TypeVar("T", cst.Arg, cst.Param)
@@ -98,7 +99,13 @@ def copy_tree(node: cst.CSTNode) -> cst.CSTNode:
     """A copy of node made of new node objects, field for field (the analyses tell nodes apart by identity), but
     its whitespace and comments, which no analysis asks of and which are immutable, shared. Built without
     LibCST's constructors: they validate what the parser built and validated already, and cost twice a parse
-    of it (deep_clone three times)."""
+    of it (deep_clone three times). Where the accelerators are off (accel.py): LibCST's deep_clone."""
+    if not accel.on():
+        return node.deep_clone()
+    return _copy_tree(node)
+
+
+def _copy_tree(node: cst.CSTNode) -> cst.CSTNode:
     t = type(node)
     names = _FIELD_NAMES.get(t) or _field_names(t)
     new = object.__new__(t)
@@ -107,11 +114,11 @@ def copy_tree(node: cst.CSTNode) -> cst.CSTNode:
         vt = type(value)
         if vt is tuple or vt is list:
             if value:
-                value = vt(copy_tree(v) if (_KINDS.get(type(v)) or _kind(type(v))) == _COPY else v for v in value)
+                value = vt(_copy_tree(v) if (_KINDS.get(type(v)) or _kind(type(v))) == _COPY else v for v in value)
             elif vt is list:
                 value = []
         elif (_KINDS.get(vt) or _kind(vt)) == _COPY:
-            value = copy_tree(value)
+            value = _copy_tree(value)
         object.__setattr__(new, name, value)
     return new
 
@@ -144,7 +151,8 @@ _NO_RECORD = contextlib.nullcontext()
 
 def _plain_state():
     """LibCST's CodegenState, recording no position: its record_syntactic_position is a generator-made context
-    manager entered around most nodes, that records nothing there either."""
+    manager entered around most nodes, that records nothing there either. A private class of LibCST's: used
+    only where the accelerators are on (accel.py)."""
     from libcst._nodes.internal import CodegenState
 
     class _State(CodegenState):
@@ -216,7 +224,10 @@ def rewritten_code(module: cst.Module, new: cst.Module, source: str,
                    known: Callable[[cst.CSTNode], Optional[Tuple[int, str]]] = lambda node: None,
                    place: Callable[[cst.CSTNode, str], Optional[int]] = lambda node, text: None) -> str:
     """new.code, for `new` a rewrite of `module` (parsed from `source`) that shares the nodes it left alone,
-    generating only the statements it replaced (spliced_code); the whole module where that cannot be done."""
+    generating only the statements it replaced (spliced_code); the whole module where that cannot be done, or
+    where the accelerators are off (LibCST's Module.code)."""
+    if not accel.on():
+        return new.code
     got = spliced_code(module, new, source, lambda node: True, known, place)
     return _code_at(new, new, ()) if got is None else got
 
@@ -240,7 +251,10 @@ def spliced_code(module: cst.Module, new: cst.Module, source: str,
     final newline, a changed frame, or a list of statements that does not pair up. `known`: where a statement's
     code stands in the source, as its positions were worked out (StatementPositions.text_of), if they were;
     `place`: the offset where the source holds a statement's code, from its positions (StatementPositions.place),
-    or None. Only a statement neither places is searched for, SEARCHES at most (past them: None)."""
+    or None. Only a statement neither places is searched for, SEARCHES at most (past them: None). None where
+    the accelerators are off (a statement's code alone is generated with LibCST's private codegen state)."""
+    if not accel.on():
+        return None
     same_frame = all(_same(getattr(module, f), getattr(new, f)) for f in (
         "header", "footer", "encoding", "default_indent", "default_newline", "has_trailing_newline"))
     edits: list = []

@@ -10,6 +10,9 @@ LibCST's visit helpers, in the order it calls them, read from its bytecode. A ty
 a branch or a loop is walked LibCST's way (its own `_visit_and_replace_children`), so an unforeseen
 LibCST release is slower, never different; tests/test_cstwalk.py checks the order against
 `node.children` on every node of the fixtures.
+
+Both read LibCST's internals: where the switch (accel.py) is off, `fast_visits()` changes nothing (LibCST's
+own walk) and no field is read from bytecode (`fields` is None: `node.children` then).
 """
 from __future__ import annotations
 
@@ -22,6 +25,8 @@ from typing import Dict, Iterator, Optional, Tuple
 
 import libcst as cst
 from libcst import CSTNode, CSTVisitor
+
+from . import accel
 
 _HELPERS = frozenset({"visit_required", "visit_optional", "visit_sentinel", "visit_sequence",
                       "visit_body_sequence", "visit_iterable", "visit_body_iterable"})
@@ -69,10 +74,11 @@ def _read_fields(cls: type) -> Optional[Tuple[str, ...]]:
 
 
 def fields(cls: type) -> Optional[Tuple[str, ...]]:
+    """_read_fields(cls), once per type; None for every type where the accelerators are off."""
     try:
         return _FIELDS[cls]
     except KeyError:
-        got = _FIELDS[cls] = _read_fields(cls)
+        got = _FIELDS[cls] = _read_fields(cls) if accel.on() else None
         return got
 
 
@@ -307,10 +313,11 @@ def fast_visits(trivia: bool = True) -> Iterator[None]:
     rebuilding; other threads keep LibCST's walk (and, while one thread holds it, get it when they open one).
     trivia=False: nor into the TRIVIA under a node (for visitors that act on names, calls and
     statements only: the engine's and LibCST's scope and expression-context visitors). A walk started
-    at a trivia node still sees it."""
+    at a trivia node still sees it. Where the accelerators are off (accel.on()), nothing changes: LibCST's
+    own walk, of every node."""
     global _depth, _skip_trivia, _owner
     me = _get_ident()
-    if _depth and _owner != me:
+    if _depth and _owner != me or not accel.on():
         yield
         return
     with _lock:
