@@ -23,9 +23,12 @@ answers are the same, byte for byte; only slower (tests/test_accel.py).
 """
 from __future__ import annotations
 
+import importlib
 import os
 import re
 from typing import Optional, Tuple
+
+import libcst
 
 ENV = "TOPK_MIGRATE_NO_ACCEL"
 # pyproject.toml's range: the lowest LibCST release tested, and the first one not tested
@@ -59,12 +62,10 @@ PRIVATE = (
 
 
 def libcst_version() -> str:
-    import libcst
-
     got = getattr(libcst, "LIBCST_VERSION", None)
     if isinstance(got, str):
         return got
-    from importlib.metadata import version
+    from importlib.metadata import version  # noqa: PLC0415 - on demand: a LibCST without LIBCST_VERSION
 
     return version("libcst")
 
@@ -76,8 +77,6 @@ def release(version: str) -> Tuple[int, ...]:
 
 
 def _attribute(module: str, path: str):
-    import importlib
-
     got = importlib.import_module(module)
     for part in path.split("."):
         got = getattr(got, part)

@@ -153,7 +153,7 @@ def _plain_state():
     """LibCST's CodegenState, recording no position: its record_syntactic_position is a generator-made context
     manager entered around most nodes, that records nothing there either. A private class of LibCST's: used
     only where the accelerators are on (accel.py)."""
-    from libcst._nodes.internal import CodegenState
+    from libcst._nodes.internal import CodegenState  # noqa: PLC0415 - on demand: private, where the accelerators are on
 
     class _State(CodegenState):
         __slots__ = ()
