@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import textwrap
 from dataclasses import dataclass, field, replace
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
@@ -15,15 +16,16 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import FunctionScope, GlobalScope, ImportAssignment
 
-from topk_migrate import suppress
+from topk_migrate import bounded, guard, kernels, project, spelling, suppress
 from topk_migrate.cst.resolve import CallInfo, Function, ModuleFacts, dotted
 from topk_migrate.cst.scopecheck import Tree, root_binding
-from topk_migrate.model import Capability, Site, Status
+from topk_migrate.model import Capability, InputError, Site, Status
+from topk_migrate.project import project_scope
 from topk_migrate.rules import RuleOptions
 
 from . import derived, reach
 from .quick import ENTRY_POINTS, OP_NAME, OP_TOPK_LENGTH_POSITION, PARAM, is_kernel, is_op_level  # noqa: F401
-from .rows import index_hazard, row_hazard
+from .rows import _own_returns, index_hazard, local_defs, row_hazard
 
 # Metadata known to satisfy the contract: per-row valid-index count (seqlens clipped
 # to topk), int32, 1-D, row-aligned with q, updated in place under CUDA-graph replay.
@@ -515,7 +517,6 @@ class _Analysis:
         reading the returns of a function of this module, (its parameters -> the call's arguments, the
         caller's env)."""
         if isinstance(e, cst.Call):
-            from .rows import _own_returns, local_defs
 
             func = e.func
             name = (get_full_name_for_node(func) or "").rsplit(".", 1)[-1]
@@ -612,7 +613,6 @@ class _Analysis:
     def project(self):
         """The project's other files (reach.py), read once per module checked."""
         if self._project is None:
-            from topk_migrate.project import project_scope
 
             self._project = reach.Project(self.path, project_scope(self.path))
         return self._project
@@ -762,7 +762,6 @@ class _Analysis:
 
     def base_sets_none(self, attr: str) -> bool:
         """Does a base class imported from another module of the project set `self.<attr>` to None?"""
-        from topk_migrate import kernels, project
 
         for cls in self.find(cst.ClassDef):
             for base in cls.bases:
@@ -1077,7 +1076,6 @@ class _Analysis:
                 return (f"setattr at line {self.tree.line(call)} replaces `{name}{'.' + rest if rest else ''}`; "
                         "rewrite by hand if what it sets accepts topk_length")
         if "." in c.callee and not is_op_level(c.callee):
-            from topk_migrate import project
 
             iface = self.vendored(c.callee)
             if iface is not None and PARAM not in iface.params and not iface.has_var_kwargs:
@@ -1107,7 +1105,6 @@ class _Analysis:
         """A star import anywhere in the module (in an `if` or `try` too) may rebind the module's `name`, unless
         a top-level statement after it binds the name again, it is of the kernel's own module, or the module it
         reads is one the reader can read (the project's, or importable here) and does not export the name."""
-        from topk_migrate import kernels
 
         tops = [self.tree.order[id(a.node)] for a in b.assignments
                 if getattr(a, "node", None) is not None and self._top_level(a.node)]
@@ -1135,7 +1132,6 @@ class _Analysis:
         """`name` called where no statement of the module binds it: each star import that may bind it must
         give it a kernel that takes topk_length (a kernel module the gate accepts, or an interface the reader
         decides: read, and held to the plain-forwarding rule where the project defines it)."""
-        from topk_migrate import kernels, project
 
         for small in self.star_imports():
             written, node = self._star_module(small)
@@ -1174,11 +1170,9 @@ class _Analysis:
 
     def _vendored_wrapper(self, c: CallInfo, iface) -> Optional[str]:
         """The project's own definition of the kernel (kernels.vendored_interface found it), read for its body."""
-        from topk_migrate import bounded, project
 
         name = c.callee.rsplit(".", 1)[-1]
         where = f"{os.path.relpath(iface.path, project.project_root(self.path))}:{iface.line}".replace(os.sep, "/")
-        from topk_migrate import kernels
 
         tree = bounded.python_facts(project.read_project_file(iface.path))
         defs = [n for n in kernels.scope_nodes(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -1533,7 +1527,6 @@ class _Analysis:
     def vendored(self, callee: str):
         """kernels.vendored_interface of a dotted callee (the project's own definition of it, or the interface
         installed beside it), read once per analysis: callee_identity and project_wrapper both ask."""
-        from topk_migrate import kernels
 
         return self.index(f"vendored:{callee}", lambda: kernels.vendored_interface(self.path, callee, PARAM))
 
@@ -1598,7 +1591,6 @@ class _Analysis:
         """Is `qualname` defined outside this project (a library), not by one of its modules?
         Once per name and file (the row trace asks it of every call handed q, for every kernel call)."""
         def build() -> bool:
-            from topk_migrate import kernels
 
             module = qualname
             while module:
@@ -1618,8 +1610,6 @@ class _Analysis:
             return None
 
 
-        from topk_migrate import bounded, guard, kernels, project, spelling
-        from topk_migrate.model import InputError
 
         found = kernels.find_module(self.path, module)
         text = project.read_project_file(found) if found else None
@@ -1724,7 +1714,6 @@ def _by_hand(found: Optional[str], passing) -> str:
 
 def _as_ast(node: cst.FunctionDef) -> Optional[ast.AST]:
     """A def of this module as CPython's ast (what reach.py reads), or None if it cannot be read."""
-    import textwrap
 
     try:
         return ast.parse(textwrap.dedent(_code(node))).body[0]

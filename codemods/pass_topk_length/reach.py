@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import errno
 import functools
+import importlib.util
 import os
 import re
 import sys
@@ -28,6 +29,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple, Union
 import topk_migrate
 from topk_migrate import bounded, files, guard, memory
 from topk_migrate.discover import Prefilter, file_may_hold_site, iter_python_files, read_regular, scanning_for
+from topk_migrate.kernels import find_module
 from topk_migrate.model import InputError
 from topk_migrate.project import Scope
 from topk_migrate.run_context import per_run
@@ -220,8 +222,6 @@ _OWN: List[str] = []
 def _own_dirs() -> List[str]:
     """Where this package and its rules are installed (code locations, found once; not tree contents)."""
     if not _OWN:
-        import importlib.util
-
         spec = importlib.util.find_spec("topk_migrate.codemods")
         rules = list(spec.submodule_search_locations or ()) if spec is not None else []
         engine = os.path.dirname(os.path.abspath(topk_migrate.__file__))
@@ -422,8 +422,6 @@ class Project:
     """The Python files of one project, read once, for the questions one module's rewrite asks."""
 
     def __init__(self, module_path: str, scope: Union[Scope, str]):
-        from topk_migrate.kernels import find_module
-
         scope = Scope(scope) if isinstance(scope, str) else scope  # a root: every file under it
         self.module = os.path.realpath(module_path)
         self.scope, self.root = scope, scope.root
