@@ -422,7 +422,7 @@ def _explain(rules, s) -> str:
     module_doc, examples = rules.documentation(s.id)
     where = ", ".join(w for w, on in (("check/apply/audit", s.has_sites), ("bump", s.has_bump)) if on)
     off = "" if s.default_enabled else f' (enable = ["{s.id}"] in [tool.topk-migrate]; a bump runs it anyway)'
-    from . import codemods  # noqa: PLC0415 - light: not for importing the CLI
+    from . import codemods  # noqa: PLC0415, TID251 - light: not for importing the CLI; the rules' package, for its folder, no rule
 
     package = os.path.dirname(os.path.abspath(s.path))
     own = os.path.dirname(os.path.abspath(codemods.__file__)) == os.path.dirname(package)
