@@ -257,3 +257,24 @@ def test_a_decorator_on_the_method_the_rows_come_from_refuses_unless_it_hands_th
     util = "def balanced(fn):\n    def w(self, q, kv, idx):\n        o = idx.argsort()\n        return fn(self, q[o], kv, idx[o])\n    return w\n"
     site = verdict(tmp_path, {"engine/util.py": util}, backend=backend)
     assert (site.status is Status.FIXABLE) == fixable, site.reason
+
+
+@pytest.mark.parametrize("ignore,where", [
+    ("local_overrides.py\n", "local_overrides.py"),  # a gitignored module the project imports by its name
+    ("engine/site_patch.py\n", "engine/site_patch.py"),
+])
+def test_a_gitignored_module_the_code_imports_is_read(tmp_path, ignore, where):
+    (tmp_path / ".gitignore").write_text(ignore)
+    name = where[:-3].replace("/", ".")
+    patch = "import sgl_kernel.flash_mla as fm\n\ndef old(q, kv, i, s, d_v=512):\n    return None\n\n\nfm.flash_mla_sparse_fwd = old\n"
+    site = verdict(tmp_path, {"engine/__init__.py": "", "engine/launch.py": f"try:\n    import {name}  # noqa: F401\nexcept ImportError:\n"
+                              "    pass\n", where: patch})
+    assert _manual(site, where), site.reason
+
+
+def test_a_build_folders_copies_are_not_the_projects_code(tmp_path):
+    (tmp_path / ".gitignore").write_text("build/\n")
+    stale = "import sgl_kernel.flash_mla as fm\n\nfm.flash_mla_sparse_fwd = None\n"
+    site = verdict(tmp_path, {"engine/__init__.py": "", "engine/launch.py": "import engine.tool  # noqa: F401\n",
+                              "engine/tool.py": "X = 1\n", "build/lib/engine/tool.py": stale})
+    assert site.status is Status.FIXABLE, site.reason

@@ -87,10 +87,12 @@ def project_sources(scope: Scope) -> Tuple[List[Tuple[str, bytes]], List[Tuple[s
         rels[os.path.realpath(path)] = rel
         return True
 
+    walked = set()
     for n, (path, err) in enumerate(iter_python_files(scope.walked())):
         if n >= MAX_FILES:
             unreadable.append(Finding(".", 0, f"has more than {MAX_FILES} Python files"))
             break
+        walked.add(os.path.realpath(path))
         rel = os.path.relpath(path, scope.root).replace(os.sep, "/")
         if err is not None or not scope.holds_rel(rel) or _own_source(path):
             continue
@@ -98,18 +100,22 @@ def project_sources(scope: Scope) -> Tuple[List[Tuple[str, bytes]], List[Tuple[s
             aside.append((path, rel))
         elif not read(path, rel):
             return out, big, unreadable
+    ignored = [] if scope.installed else _ignored_files(scope, walked)
+    named_only = {path: _import_root_names(scope.root, rel) for path, rel in ignored}  # (never by a computed head)
+    aside += ignored
     done = 0
     while aside and done < len(out):  # a file named like a test that the project's code imports is its code
         imported = set()
         for path, data in out[done:]:
-            if b"test" in data or b"import_module" in data or b"__import__" in data or b"run_module" in data:
+            if ignored or b"test" in data or b"import_module" in data or b"__import__" in data or b"run_module" in data:
                 # (every file set aside spells `test` in its path: so does an import of it, but for a computed one)
                 imported |= _imports(rels[path], data)
         done = len(out)
         still = []
         for path, rel in aside:
-            if _module_names(rel) & imported or any(n.startswith(h[:-1]) for h in imported if h.endswith("*")
-                                                    for n in _module_names(rel)) and not _under_test_dir(rel):
+            if (named_only[path] if path in named_only else _module_names(rel)) & imported or path not in named_only and any(
+                    n.startswith(h[:-1]) for h in imported if h.endswith("*")
+                    for n in _module_names(rel)) and not _under_test_dir(rel):
                 if not read(path, rel):
                     return out, big, unreadable
             else:
@@ -227,6 +233,39 @@ def _own_dirs() -> List[str]:
         engine = os.path.dirname(os.path.abspath(topk_migrate.__file__))
         _OWN.extend(os.path.realpath(d) for d in (engine, *rules))
     return _OWN
+
+
+def _ignored_files(scope: Scope, walked: Set[str]) -> List[Tuple[str, str]]:
+    """(path, relative path) of the Python files the repository's ignore rules keep out of the walk (a
+    gitignored `local_overrides.py`): set aside, they are read where the project's code imports them by a
+    name, as test code is (docs/project.md). At most MAX_FILES are listed (a virtualenv in the tree)."""
+    out = []
+    for n, (path, err) in enumerate(iter_python_files(scope.walked(), gitignore=False)):
+        if n >= MAX_FILES:
+            break
+        rel = os.path.relpath(path, scope.root).replace(os.sep, "/")
+        if err is None and os.path.realpath(path) not in walked and not _own_source(path) \
+                and not _BUILT.intersection(rel.split("/")[:-1]) and not any(p.endswith((".egg-info", ".egg"))
+                                                                          for p in rel.split("/")[:-1]):
+            out.append((path, rel))
+    return out
+
+
+# Folders of what a build or an environment made: copies of the project's modules (build/lib/<pkg>), never
+# what its code imports by those names.
+_BUILT = {"build", "dist", "site-packages", "node_modules", "__pycache__", "venv", "env", ".eggs"}
+
+
+def _import_root_names(root: str, rel: str) -> Set[str]:
+    """The name an import gives the file at rel: its path from the nearest folder above it that is not a
+    package (python/sglang/x.py is sglang.x), and from the root."""
+    parts = rel[:-3].split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    start = len(parts) - 1
+    while start > 0 and os.path.isfile(os.path.join(root, *parts[:start], "__init__.py")):
+        start -= 1
+    return {".".join(parts), ".".join(parts[start:])}
 
 
 def _under_test_dir(rel: str) -> bool:
