@@ -291,6 +291,29 @@ def test_site_packages_directory_names_its_distribution(tmp_path):
     assert r.pin == "sgl-kernel==0.3.17" and "flash_mla_sparse_fwd" in r.entry_points
 
 
+@pytest.mark.parametrize("metadata, pin", [
+    # a field's value runs to the end of its line: the line regex took `0.3.17` and named the release by it
+    ("Metadata-Version: 2.1\nName: sgl-kernel\nVersion: 0.3.17 patched\n", None),
+    # a folded line continues its field: the line regex found no Name
+    ("Metadata-Version: 2.1\nName:\n sgl-kernel\nVersion: 0.3.17\n", "sgl-kernel==0.3.17"),
+    # field names are case-insensitive: the line regex found neither
+    ("metadata-version: 2.1\nname: sgl-kernel\nversion: 0.3.17\n", "sgl-kernel==0.3.17"),
+    # the header ends at its first blank line: the line regex read the description's `Version: 9.9`
+    ("Metadata-Version: 2.1\nName: sgl-kernel\n\nVersion: 9.9\n", None),
+])
+def test_site_packages_metadata_is_read_as_an_email_header(tmp_path, metadata, pin):
+    """bump.sources read a dist-info's Name and Version with a line regex, beside kernels.metadata_fields (email's
+    HeaderParser), which it now uses too (issue 38 item 6)."""
+    (tmp_path / "sgl_kernel").mkdir()
+    (tmp_path / "sgl_kernel" / "flash_mla.py").write_text("def flash_mla_sparse_fwd(q, kv, indices, sm_scale):\n    pass\n")
+    info = tmp_path / "sgl_kernel-0.3.17.dist-info"
+    info.mkdir()
+    (info / "RECORD").write_text("sgl_kernel/flash_mla.py,sha256=x,1\n")
+    (info / "METADATA").write_text(metadata)
+    r = sources.load(str(tmp_path))
+    assert r.pin == pin and "flash_mla_sparse_fwd" in r.entry_points
+
+
 # -- the command ---------------------------------------------------------------------------
 
 def cli(*args):

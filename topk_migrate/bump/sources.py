@@ -54,7 +54,7 @@ from packaging.version import Version
 from topk_migrate import project, rules, subprocesses
 from topk_migrate.discover import open_regular, read_regular
 from topk_migrate.escape import printable
-from topk_migrate.kernels import normalize
+from topk_migrate.kernels import metadata_fields, normalize
 from topk_migrate.model import InputError
 from topk_migrate.progress import Progress
 from topk_migrate.project import read_project_file
@@ -480,12 +480,10 @@ def _read_module_file(path: Path, module: str) -> dict:
         raise SourceError(f"{path}: {e}") from None
 
 
-_FIELD = {key: re.compile(rf"^{key}:[ \t]*(\S+)", re.M) for key in ("Name", "Version")}
-
-
 def _dist_of(top: str, base: Path, module: str) -> Tuple[Optional[str], Optional[str]]:
     """In site-packages: the distribution whose RECORD lists the module (dist-info files inside `top`
-    only, each a regular file under the project files' caps; a Name or Version that is not one is left out)."""
+    only, each a regular file under the project files' caps; its METADATA header read as the email parser
+    reads it, kernels.metadata_fields; a Name or Version that is not one is left out)."""
     try:
         infos = sorted(n for n in os.listdir(base) if n.endswith(".dist-info"))
     except OSError:
@@ -500,8 +498,7 @@ def _dist_of(top: str, base: Path, module: str) -> Tuple[Optional[str], Optional
         text = project.read_project_file(meta, project.PROJECT_FILE_LIMIT)
         if text is None:
             continue
-        found = {k: (m.group(1) if m else None) for k, m in ((k, r.search(text)) for k, r in _FIELD.items())}
-        name, version = found["Name"], found["Version"]
+        name, version, _ = metadata_fields(text)
         if name is not None and not valid_dist(name) or version is not None and not valid_version(version):
             _note(f"{base / info}/METADATA: its Name or Version is not valid; the release is shown by its path")
             return None, None
