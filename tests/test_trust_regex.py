@@ -459,9 +459,11 @@ def _toml_pins(text: str):
 INVENTORY = {
     "kernels.normalize (packaging's canonicalize_name)": (kernels.normalize, [
         lambda n: "a" + "-_." * n + "!", lambda n: "-" * n]),
+    # (bump.sources._dist_of's reader too, since its _FIELD regex went: issue 38 item 6)
     "kernels.metadata_fields (email.parser.HeaderParser)": (kernels.metadata_fields, [
         lambda n: "Name: " + "a" * n, lambda n: "Requires-Dist: x\n" * n, lambda n: "Requires-Dist: x\n" + " y\n" * n,
-        lambda n: "\r" * n, lambda n: "N" * n + ":", lambda n: ":" * n, lambda n: "Name: a\n" + " \n" * n]),
+        lambda n: "\r" * n, lambda n: "N" * n + ":", lambda n: ":" * n, lambda n: "Name: a\n" + " \n" * n,
+        lambda n: "Name:" + " " * n + "\n", lambda n: "Nam\n" * n]),
     "kernels.parse_declaration (_DECLARATION)": (lambda t: kernels.parse_declaration(t, "x"), [
         lambda n: " " * n + "a" * n + " " * n + "!", lambda n: "a" * n + " " * n + ":" + " " * n + "b" * n + " " * n + "!",
         lambda n: "a." * n + ":"]),
@@ -516,8 +518,6 @@ INVENTORY = {
     "bump.sources.wheel_name (packaging's parse_wheel_filename)": (sources.wheel_name, [
         lambda n: "a" * n + "-" + "1" * n + "-py3-none-any.wh", lambda n: "-" * n, lambda n: "a-" * n + ".whl",
         lambda n: "a-1-" + "1" * n + "-x-y-z.wh"]),
-    "bump.sources._FIELD (METADATA)": (lambda t: [r.search(t) for r in sources._FIELD.values()], [
-        lambda n: "Name:" + " " * n + "\n", lambda n: "Nam\n" * n]),
     "bump.signatures (_DIST, _VERSION, _MODULE, _SHA256)": (
         lambda t: (signatures.valid_dist(t[:200]), signatures.valid_version(t[:100]), signatures._MODULE.match(t),
                    signatures._SHA256.match(t)),
