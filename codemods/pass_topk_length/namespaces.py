@@ -50,7 +50,7 @@ _BUILTIN_WRITES = {"setattr", "delattr"}
 # `__getattr__` and properties), its `__getattr__`, its search path and its import records.
 _MODULE_DUNDERS = {"__class__", "__getattr__", "__dict__", "__path__", "__spec__", "__loader__"}
 # The import system: who serves a module name (a finder can make any name any object).
-_IMPORT_SYSTEM = {"sys.meta_path", "sys.path_hooks", "sys.path_importer_cache"}
+_IMPORT_SYSTEM = {"sys.meta_path", "sys.path_hooks", "sys.path_importer_cache", "sys.path"}
 _COPIES = {"builtins.dict", "copy.copy", "copy.deepcopy", "collections.ChainMap", "types.MappingProxyType"}
 _SEQUENCES = {"builtins.list", "builtins.tuple", "builtins.sorted", "builtins.set", "builtins.frozenset",
               "builtins.iter", "builtins.reversed", "builtins.enumerate"}
@@ -73,6 +73,7 @@ class Facts(NamedTuple):
     # of a related class reaches it (a file that does not gets one only from a hand-off, which makes `self`
     # anything where it lands: docs/soundness.md `whole-project`)
     test_code: bool = False  # the file is of a test suite (reach.is_test_code), read because code imports it
+    shadows: bool = False  # a file of the project is named like a kernel module (`compat/sgl_kernel/flash_mla.py`)
 
 
 class Handles:
@@ -84,7 +85,7 @@ class Handles:
     def __init__(self, f, related: Callable[..., bool], facts: "Facts", elsewhere: Callable[[str], bool]):
         self.f, self.related, self.own = f, related, facts.own
         self.modules, self.names, self.named_by_code = facts.modules, facts.names, facts.named_by_code
-        self.instances, self.test_code = facts.instances, facts.test_code
+        self.instances, self.test_code, self.shadows = facts.instances, facts.test_code, facts.shadows
         self.heads = Heads(f, elsewhere, facts.module_name)
         self.aliases: Dict[Tuple[int, str], str] = {}  # (scope, local name) -> the kind of handle it holds
         self.parts = {p for m in self.modules for p in m.split(".")}  # an attribute that may be a related module
@@ -109,7 +110,7 @@ class Handles:
             elif isinstance(node, (ast.Attribute, ast.Name, ast.Call)) and self._importer_taken(node):
                 out.append((node, f"`{_text(node)[:60]}` takes an importer as a value: the modules it is "
                                          "called for are not followed"))
-            elif isinstance(node, ast.Attribute) and self._import_system_written(node):
+            elif isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) and self._import_system_written(node):
                 out.append((node, f"`{_text(node)[:60]}` is changed: the import system may serve a module "
                                          "the code names as another object"))
             elif not isinstance(node, ast.Name):
@@ -301,25 +302,78 @@ class Handles:
         q = self.qualified(node)
         return q in _IMPORTERS or q.endswith(".import_module") or q in _RESOLVERS or q in _GETMODULE
 
-    def _import_system_written(self, node: ast.Attribute) -> bool:
+    def _import_system_written(self, node: ast.AST) -> bool:
         """Is the import system changed here: `sys.meta_path` / `sys.path_hooks` added to, replaced or handed
         on in a file that names a related module (a finder serves the names its file spells: a triton stub's
-        finder serves "triton."), or a related package's `__path__` changed? Only a proven read leaves it alone."""
-        if not isinstance(node.ctx, ast.Load):
-            return self.qualified(node) in _IMPORT_SYSTEM and self._spells_related() or node.attr == "__path__" \
-                and self.f.module_of(node.value) in self.modules
-        if self.qualified(node) in _IMPORT_SYSTEM:
-            if not self._spells_related():
-                return False
-        elif not (node.attr == "__path__" and (self.f.module_of(node.value) in self.modules
-                                               or self.kind(node.value) == MODULE)):
+        finder serves "triton."), `sys.path` where the project holds a file named like a kernel module (a
+        `compat/sgl_kernel/` put first), or a related package's search path (`__path__`, a spec's
+        `submodule_search_locations`) changed? However it is spelled (`from sys import meta_path`,
+        `getattr(sys, "meta_path")`, `sys.__dict__["meta_path"]`); only a proven read leaves it alone."""
+        what = self._import_system_of(node)
+        if what is None:
             return False
+        if what in ("sys.meta_path", "sys.path_hooks", "sys.path_importer_cache") and not (
+                self._spells_related() or self.shadows) or what == "sys.path" and not self.shadows:
+            return False
+        if not isinstance(getattr(node, "ctx", ast.Load()), ast.Load):
+            return True
         up = self.f.parents.get(id(node))
         if isinstance(up, ast.Attribute) and up.value is node:
             return up.attr not in ("index", "count", "copy", "__contains__", "__len__", "__iter__")
         if isinstance(up, ast.Call) and node in up.args:
             return self.qualified(up.func) not in {f"builtins.{r}" for r in _READS}
-        return not isinstance(up, (ast.Compare, ast.Expr, ast.For, ast.comprehension))
+        if isinstance(up, (ast.Assign, ast.AnnAssign)) and up.value is node and all(isinstance(t, ast.Name) for t in _targets(up)):
+            return any(self._alias_written(t) for t in _targets(up))
+        if isinstance(up, ast.BoolOp):  # `spec.submodule_search_locations or []`: what the `or` is used for
+            outer = self.f.parents.get(id(up))
+            return not (isinstance(outer, ast.Call) and up in outer.args
+                        and self.qualified(outer.func) in {f"builtins.{r}" for r in _READS})
+        return not isinstance(up, (ast.Compare, ast.Expr, ast.For, ast.comprehension, ast.Subscript))
+
+    def _alias_written(self, name: ast.Name) -> bool:
+        """Is a local bound to an import-system object used as anything but a read?"""
+        for read in self._reads((id(_scope(self.f, name)), name.id)):
+            up = self.f.parents.get(id(read))
+            if isinstance(up, ast.Attribute) and up.value is read and up.attr in ("index", "count", "copy"):
+                continue
+            if isinstance(up, (ast.Compare, ast.For, ast.comprehension)) or isinstance(up, ast.Call) and read in up.args \
+                    and self.qualified(up.func) in {f"builtins.{r}" for r in _READS}:
+                continue
+            return True
+        return False
+
+    def _import_system_of(self, node: ast.AST) -> Optional[str]:
+        """Which part of the import system node is: "sys.meta_path" and the like, "search path" (a related
+        package's `__path__`, a spec's `submodule_search_locations`), or None."""
+        if isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
+            q = self.qualified(node)
+            if q in _IMPORT_SYSTEM:
+                return q
+        if isinstance(node, ast.Subscript) and self._sys_namespace(node.value):
+            head, exact = self.heads.of(node.slice)
+            return f"sys.{head}" if exact and f"sys.{head}" in _IMPORT_SYSTEM else None
+        if isinstance(node, ast.Attribute) and node.attr == "__path__" and (
+                self.f.module_of(node.value) in self.modules or self.kind(node.value) in (MODULE, MEMBER)):
+            return "search path"
+        if isinstance(node, ast.Attribute) and node.attr == "submodule_search_locations" and self._spec_related(node.value):
+            return "search path"
+        return None
+
+    def _spec_related(self, owner: ast.AST) -> bool:
+        """May a module spec be a related package's: `find_spec(name)` by its name, `m.__spec__` by its module,
+        a local bound to one; any other spec where a name from nothing known may be related."""
+        values = [owner] + ([v for v in _bound_values(self.f, owner) if isinstance(v, ast.AST)]
+                            if isinstance(owner, ast.Name) else [])
+        for v in values:
+            if isinstance(v, ast.Call) and self.qualified(v.func).endswith("find_spec"):
+                if self.name_related(v.args[0] if v.args else None):
+                    return True
+            elif isinstance(v, ast.Attribute) and v.attr == "__spec__":
+                if self.f.module_of(v.value) in self.modules or self.kind(v.value) in (MODULE, MEMBER):
+                    return True
+            elif v is not owner or not isinstance(v, ast.Name):
+                return self.named_by_code
+        return False
 
     def _spells_related(self) -> bool:
         """Does a string of this file (not a docstring) spell a related module's part as a dotted word, or
@@ -379,21 +433,34 @@ class Handles:
             if isinstance(node.func, ast.Attribute) and node.func.attr == "load" and not node.args \
                     and self.f.modules.get(_root(node.func.value) or "") is None and self._reads_entry_points():
                 return MODULE if self._entry_point_related(node.func.value) else None
+            if q == "builtins.getattr" and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) \
+                    and node.args[1].value in ("__globals__", "f_globals", "f_locals", "__dict__"):
+                return self._attribute_kind(node.args[0], node.args[1].value)  # getattr(fn, "__globals__", None)
             return None
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
-            if node.attr in ("__globals__", "f_globals"):
-                # (a function's module: a related one only by a hand-off of it, or by a name)
-                return MODULES_DICT if self.related(node.value, self.named_by_code) or self.kind(node.value) else None
-            if node.attr == "__dict__":
-                return self._namespace_of(node.value)
-            if node.attr == "modules" and self.qualified(node) == "sys.modules":
-                return ALL_MODULES
-            return None
+            return self._attribute_kind(node.value, node.attr, node)
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and self.qualified(node.value) == "sys.modules":
             return MODULE if self.name_related(node.slice) else None
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and self._sys_namespace(node.value):
             head, exact = self.heads.of(node.slice)  # `sys.__dict__["modules"]`, `vars(sys)["modules"]`
             return ALL_MODULES if not exact or head == "modules" else None
+        return None
+
+    def _attribute_kind(self, owner: ast.AST, attr: str, node: Optional[ast.AST] = None) -> Optional[str]:
+        """The kind of `owner.<attr>` (or `getattr(owner, "<attr>")`): a function's or a frame's globals, a
+        namespace, the module table. A caller's frame (`sys._getframe(1)`, `inspect.currentframe().f_back`)
+        may be any module's, the backend's among them: its globals (and a module-level frame's locals) are."""
+        if attr in ("__globals__", "f_globals", "f_locals"):
+            if _frame_of_caller(self.f, owner):
+                return MODULES_DICT
+            if attr == "f_locals":
+                return None
+            # (a function's module: a related one only by a hand-off of it, or by a name)
+            return MODULES_DICT if self.related(owner, self.named_by_code) or self.kind(owner) else None
+        if attr == "__dict__":
+            return self._namespace_of(owner)
+        if attr == "modules" and node is not None and self.qualified(node) == "sys.modules":
+            return ALL_MODULES
         return None
 
     def _sys_namespace(self, expr: ast.AST) -> bool:
@@ -860,6 +927,25 @@ def _proves_not_namespace(f, test: ast.AST, name: str) -> bool:
     kinds = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
     return all(qualified(f, k).rsplit(".", 1)[-1] in ("Tensor", "Parameter", "int", "float", "str", "bytes", "list",
                                                         "tuple", "FunctionType", "MethodType", "type") for k in kinds)
+
+
+_FRAMES = {"sys._getframe", "inspect.currentframe", "inspect.stack", "inspect.getouterframes", "inspect.trace"}
+
+
+def _frame_of_caller(f, expr: ast.AST) -> bool:
+    """Is expr a frame of the code that called this one: `sys._getframe(n)` with n not 0, `.f_back` of a frame,
+    an element of `inspect.stack()`, or a local bound to one?"""
+    values = [expr] + ([v for v in _bound_values(f, expr) if isinstance(v, ast.AST)] if isinstance(expr, ast.Name) else [])
+    for v in values:
+        for n in ast.walk(v):
+            if isinstance(n, ast.Attribute) and n.attr == "f_back":
+                return True
+            if isinstance(n, ast.Call) and qualified(f, n.func) in _FRAMES and not (
+                    qualified(f, n.func) == "sys._getframe" and n.args and isinstance(n.args[0], ast.Constant)
+                    and n.args[0].value == 0):
+                return qualified(f, n.func) != "inspect.currentframe" or any(
+                    isinstance(m, ast.Attribute) and m.attr == "f_back" for m in ast.walk(v))
+    return False
 
 
 def _binds(tree: ast.AST, name: str) -> bool:

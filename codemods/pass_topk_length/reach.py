@@ -268,6 +268,42 @@ def _import_root_names(root: str, rel: str) -> Set[str]:
     return {".".join(parts), ".".join(parts[start:])}
 
 
+def _parameter_or_element(f: "_File", node: ast.AST) -> Optional[Tuple[ast.AST, int, str, bool]]:
+    """(the function, the position, the name, a `*args`) of the parameter node is, or that the loop binding
+    node iterates (`for fn in fns` where `*fns`); None for anything else."""
+    if not isinstance(node, ast.Name):
+        return None
+    param = namespaces._parameter_of(f, node)
+    if param is not None:
+        fn, index, name = param
+        return fn, index - _bound_first(fn), name, False
+    scope = namespaces._scope(f, node)
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    loops = [n for n in ast.walk(scope) if isinstance(n, (ast.For, ast.comprehension)) and isinstance(n.target, ast.Name)
+             and n.target.id == node.id and isinstance(n.iter, ast.Name)]
+    stores = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == node.id and not isinstance(n.ctx, ast.Load)]
+    if len(loops) != 1 or len(stores) != 1:
+        return None
+    over = loops[0].iter.id
+    a = scope.args
+    if a.vararg is not None and a.vararg.arg == over:
+        return scope, len(a.posonlyargs + a.args) - _bound_first(scope), over, True
+    inner = ast.Name(id=over, ctx=ast.Load())
+    f.parents[id(inner)] = loops[0]
+    try:
+        param = namespaces._parameter_of(f, inner)
+    finally:
+        del f.parents[id(inner)]
+    return (param[0], param[1] - _bound_first(param[0]), param[2], True) if param is not None else None
+
+
+def _bound_first(fn: ast.AST) -> int:
+    """1 for a method's `self`/`cls` (not passed at a call through the instance), else 0."""
+    args = fn.args.posonlyargs + fn.args.args
+    return 1 if args and args[0].arg in ("self", "cls") else 0
+
+
 def _under_test_dir(rel: str) -> bool:
     """A file of a test suite's folder (`tests/`, `test/`): only an import naming it reaches it, never a
     computed import's head (a plugin folder may hold `perf_test.py`; a test suite is not imported as plugins)."""
@@ -751,7 +787,8 @@ class Project:
         words = {n for n in names | stems if n and not n.startswith("__")} - packages  # (a package's: every file)
         scoped = {id(f): f for f in [*filter(None, [self.own()]), *self.files_naming(words), *self.importers(),
                                      *self.imported()]}
-        files = {**scoped, **{id(f): f for f in self.files_naming(_HANDLE_WORDS)},
+        shadows = self.shadows(modules)
+        files = {**scoped, **{id(f): f for f in self.files_naming(_HANDLE_WORDS + (["sys.path"] if shadows else []))},
                  **{id(f): f for f in self.files_naming(packages, also=_MEMBER_WORDS)}}
         spelled = (set(names) | stems | {p for m in modules for p in m.split(".")}) - {""}
         known = self.related_module_names(modules)
@@ -766,12 +803,21 @@ class Project:
             rel = self.rel(f.path)[:-3].split("/")
             name = ".".join(rel[:-1] if rel[-1] == "__init__" else rel)
             facts = namespaces.Facts(known, spelled, f.path == self.module, gate, name, id(f) in scoped,
-                                     is_test_code(self.rel(f.path)))
+                                     is_test_code(self.rel(f.path)), shadows)
             handles = namespaces.Handles(f, lambda r, unknown=True, f=f: self._may_reach(f, r, related, modules, unknown),
                                          facts,
                                          lambda name, f=f: self._spelled_elsewhere(f, name))
             out += [Finding(self.rel(f.path), line, what) for line, what in handles.writes()]
         return out
+
+    def shadows(self, modules: Set[str]) -> bool:
+        """Does a file of the project (aside or not) bear a kernel module's name, as a path's tail
+        (`compat/sgl_kernel/flash_mla.py`, `overlay/flash_mla.py`): put on the import path, it is imported in
+        the kernel module's place."""
+        tails = {"/" + m.replace(".", "/") + ext for m in modules for ext in (".py", "/__init__.py")}
+        tails |= {"/" + m.rsplit(".", 1)[-1] + ".py" for m in modules if "." in m}
+        paths = [p for p, _ in self.texts()] + [p for p, _ in self._big]
+        return any(("/" + os.path.relpath(p, self.root).replace(os.sep, "/")).endswith(t) for p in paths for t in tails)
 
     def _spelled_elsewhere(self, f: _File, name: str) -> bool:
         """May a file of the project other than f use f's `name`: does one spell it and f's module name (its
@@ -934,9 +980,40 @@ class Project:
             declared = self.declared_classes(f, receiver)
             if declared is not None:  # an instance of the classes its type names: related only through them
                 return any(self._declared_reaches(k, related) for k in declared)
-            return unknown  # a parameter, a local, a call's result: anything (where it may be)
+            # a parameter, a local, a call's result: anything (where it may be); a parameter is at least what
+            # a call of its function passes there
+            return unknown or self._passed_related(f, receiver, related, modules)
         mod = f.module_of(receiver)
         return self._dotted_reaches(f, mod, related, modules) if mod else True
+
+    def _passed_related(self, f: _File, receiver: ast.AST, related: Set[Tuple[str, str]], modules: Set[str],
+                        depth: int = 0) -> bool:
+        """Is receiver a parameter (or a loop variable over one: `def trace(*fns): for fn in fns`) of a function
+        that a call anywhere in the project hands a related object (`trace(Backend.forward)`), or that the
+        project takes as a value (its calls not known)?"""
+        param = _parameter_or_element(f, receiver)
+        if param is None or depth > 2:
+            return False
+        fn, index, name, star = param
+        for g in {id(x): x for x in [f, *self.files_naming([fn.name])]}.values():
+            for node in ast.walk(g.tree):
+                spelled = isinstance(node, ast.Name) and node.id == fn.name and isinstance(node.ctx, ast.Load) \
+                    or isinstance(node, ast.Attribute) and node.attr == fn.name and isinstance(node.ctx, ast.Load)
+                if not spelled:
+                    continue
+                call = g.parents.get(id(node))
+                if not (isinstance(call, ast.Call) and call.func is node):
+                    return True  # taken as a value: what it is called with is not known
+                given = call.args[index:] if star else [a for a in call.args[index:index + 1]] + [
+                    k.value for k in call.keywords if k.arg == name or k.arg is None]
+                if any(isinstance(a, ast.Starred) for a in call.args[:index + 1]):
+                    return True
+                for arg in given:
+                    arg = arg.value if isinstance(arg, ast.Starred) else arg
+                    if self._may_reach(g, arg, related, modules, False) \
+                            or self._passed_related(g, arg, related, modules, depth + 1):
+                        return True
+        return False
 
     def _declared_reaches(self, k: Tuple[Optional[str], str], related: Set[Tuple[str, str]]) -> bool:
         """May an instance declared as the class k be one of the related classes, or the module? Related
@@ -1438,7 +1515,8 @@ _NAME_LIKE = re.compile(r"[\w.:/\\*?^$,|+\-\[\]()]+")
 _HANDLE_TOKENS = re.compile(rb"__dict__|__globals__|f_globals|\bvars\b|\bglobals\b|\bmodules\b|import_module|__import__"
                             rb"|getmodule|resolve_name|\blocate\b|\.load\(|get_referr|get_objects|runpy|spec_from_file"
                             rb"|SourceFileLoader|load_source|FunctionType|LambdaType|builtins|\bmock\b|\bpatch\b"
-                            rb"|getattr|attrgetter|getmembers|meta_path|path_hooks|__path__|partial|\bexec\b|\beval\b")
+                            rb"|getattr|attrgetter|getmembers|meta_path|path_hooks|__path__|partial|\bexec\b|\beval\b"
+                            rb"|sys\.path|submodule_search_locations")
 INTERCEPTORS = ["TorchFunctionMode", "TorchDispatchMode", "__torch_function__", "__torch_dispatch__"]
 
 
@@ -1478,7 +1556,8 @@ _MEMBER_WORDS = ["getattr", "attrgetter", "getmembers", "__path__", "__dict__", 
 _HANDLE_WORDS = ["import_module", "__import__", "sys.modules", "import modules", "__globals__", "f_globals",
                  "getmodule", "FunctionType", "LambdaType", "mock", "resolve_name", "locate", "entry_points",
                  "EntryPoint", "get_referrers", "get_objects", "get_referents", "runpy", "spec_from_file_location",
-                 "exec_module", "SourceFileLoader", "load_source", "builtins", "exec", "eval"]
+                 "exec_module", "SourceFileLoader", "load_source", "builtins", "exec", "eval", "meta_path",
+                 "path_hooks", "submodule_search_locations"]
 
 
 def _written_targets(node: ast.AST) -> List[ast.AST]:
