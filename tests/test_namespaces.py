@@ -278,3 +278,43 @@ def test_a_build_folders_copies_are_not_the_projects_code(tmp_path):
     site = verdict(tmp_path, {"engine/__init__.py": "", "engine/launch.py": "import engine.tool  # noqa: F401\n",
                               "engine/tool.py": "X = 1\n", "build/lib/engine/tool.py": stale})
     assert site.status is Status.FIXABLE, site.reason
+
+
+# Round I (results/red-team.md): namespaces reached through frames and hand-offs, the import system spelled otherwise.
+@pytest.mark.parametrize("files", [
+    {"engine/tool.py": "import sys\n\ndef instrument_caller():\n    ns = sys._getframe(1).f_globals\n"
+                       "    for name, value in list(ns.items()):\n        if name.endswith('_sparse_fwd'):\n            ns[name] = None\n",
+     "engine/launch.py": "from engine import tool\n"},
+    {"engine/tool.py": "def trace(*fns):\n    for fn in fns:\n        ns = fn.__globals__\n        for k in list(ns):\n"
+                       "            if k.endswith('_fwd'):\n                ns[k] = None\n",
+     "engine/launch.py": "from engine.backend import Backend\nfrom engine.tool import trace\n\ntrace(Backend.forward)\n"},
+    {"engine/tool.py": "TIMED = ('flash_mla_sparse_fwd',)\n\ndef trace(fn):\n    ns = getattr(fn, '__globals__', None)\n"
+                       "    for name in TIMED:\n        ns[name] = None\n",
+     "engine/launch.py": "from engine.backend import Backend\nfrom engine.tool import trace\n\ntrace(Backend.forward)\n"},
+    {"engine/tool.py": "import sys\nfrom sys import meta_path\n\nNAMES = ('sgl_kernel.flash_mla',)\n\nmeta_path.insert(0, object())\n",
+     "engine/launch.py": "from engine import tool\n"},
+    {"engine/tool.py": "import sys\n\nNAMES = ('sgl_kernel.flash_mla',)\n\ngetattr(sys, 'meta_path').insert(0, object())\n",
+     "engine/launch.py": "from engine import tool\n"},
+    {"engine/tool.py": "import importlib.util\n\nimportlib.util.find_spec('sgl_kernel').submodule_search_locations.insert(0, 'overlay')\n",
+     "engine/launch.py": "from engine import tool\n", "engine/overlay/flash_mla.py": "def flash_mla_sparse_fwd(q, kv, i, s):\n    pass\n"},
+    {"engine/tool.py": "import os\nimport sys\n\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), 'compat'))\n",
+     "engine/launch.py": "from engine import tool\n", "engine/compat/sgl_kernel/__init__.py": "",
+     "engine/compat/sgl_kernel/flash_mla.py": "def flash_mla_sparse_fwd(q, kv, i, s):\n    pass\n"},
+])
+def test_a_namespace_or_the_import_system_reached_otherwise_refuses(tmp_path, files):
+    site = verdict(tmp_path, files)
+    assert _manual(site, "engine/tool.py"), site.reason
+
+
+@pytest.mark.parametrize("files", [
+    # a debug helper reading its caller's module name; a path put first where no file is named like the kernel's
+    {"engine/tool.py": "import sys\n\ndef who():\n    return sys._getframe(1).f_globals.get('__name__')\n",
+     "engine/launch.py": "from engine import tool\n"},
+    {"engine/tool.py": "import os\nimport sys\n\nsys.path.insert(0, os.path.dirname(__file__))\n",
+     "engine/launch.py": "from engine import tool\n"},
+    {"engine/tool.py": "import importlib.util\n\nspec = importlib.util.find_spec('nvidia.mathdx')\n"
+                       "roots = list(spec.submodule_search_locations or [])\n", "engine/launch.py": "from engine import tool\n"},
+])
+def test_reading_frames_and_the_import_system_stays_fixable(tmp_path, files):
+    site = verdict(tmp_path, files)
+    assert site.status is Status.FIXABLE, site.reason
