@@ -371,10 +371,10 @@ def test_a_scanner_that_dies_has_its_files_scanned_by_the_main_process(tmp_path,
         (tmp_path / f"m{i:03}.py").write_text(CALL.format(", topk_length=m.lens") if i % 10 == 0 else "x = 1\n")
     main, real = os.getpid(), audit_mod.scan._scan_chunk
 
-    def dying(paths, buf, classify=None):
+    def dying(paths, buf, scan, classify=None):
         if os.getpid() != main:
             os._exit(5)  # every scanner dies on its first chunk
-        return real(paths, buf, classify)
+        return real(paths, buf, scan, classify)
 
     monkeypatch.setattr(audit_mod.scan, "_scan_chunk", dying)  # the forked scanners inherit it
     monkeypatch.setattr(audit_mod.scan, "SCAN_CHUNK", 8)  # many chunks, both scanners die
@@ -390,10 +390,10 @@ def test_a_scanner_that_dies_classifying_leaves_its_chunk_to_the_engine(tmp_path
         (tmp_path / f"m{i:03}.py").write_text(CALL.format(", topk_length=m.lens") if i % 4 == 0 else "x = 1\n")
     real = audit_mod.classify_without_engine
 
-    def dying(path, kernel):
+    def dying(path, kernel, prefilter=None):
         if path.endswith("m020.py"):
             os._exit(6)  # in whichever process classifies it
-        return real(path, kernel)
+        return real(path, kernel, prefilter)
 
     monkeypatch.setattr(audit_mod.scan, "classify_without_engine", dying)
     monkeypatch.setattr(audit_mod.scan, "SCAN_CHUNK", 8)  # the other chunks are classified by the live scanner

@@ -12,9 +12,7 @@ from topk_migrate.discover import (
     file_may_hold_site,
     iter_python_files,
     may_hold_site,
-    prefilter,
     prefilter_for,
-    scanning_for,
 )
 from topk_migrate.discover.bytescan import _cover
 from topk_migrate.discover.reads import read_bytes
@@ -126,20 +124,22 @@ def test_prefilter_knows_every_spelling_the_engine_resolves():
     from topk_migrate.codemods.pass_topk_length.analysis import ENTRY_POINTS, OP_NAME
 
     for name in [*ENTRY_POINTS, OP_NAME]:
-        assert name.encode() in prefilter().needles, name
+        assert name.encode() in prefilter_for().needles, name
         assert may_hold_site(b"x = torch.ops.sgl_kernel." + name.encode() + b"(q)\n")
     assert not may_hold_site(b"flash_mla_with_kvcache(q, k)\nsparse_attention(x)\n")  # that rule is off by default
     assert not may_hold_site(b"flash_mla_sparse")  # a prefix is not a name
 
 
-def test_prefilter_follows_the_rules_a_project_enables():
+def test_prefilter_follows_the_rules_a_project_enables(tmp_path):
     decode = b"flash_mla_with_kvcache(q, k, indices=i)\n"
     assert not prefilter_for(()).matches(decode)
     assert prefilter_for(("decode-topk-length",)).matches(decode)
     assert prefilter_for(everything=True).matches(decode)
-    with scanning_for(prefilter_for(("decode-topk-length",))):  # what audit does for a project that enables it
-        assert may_hold_site(decode)
-    assert not may_hold_site(decode)
+    assert not may_hold_site(decode)  # check's default: the rules on by default
+    # a scan hands its prefilter down, no module state decides it (audit: own_rules_hold, the project's rules)
+    p = tmp_path / "m.py"
+    p.write_bytes(decode)
+    assert prefilter_for(("decode-topk-length",)).matches_file(str(p)) and not file_may_hold_site(str(p))
 
 
 def test_needles_are_covered_by_shared_fragments():
@@ -175,7 +175,7 @@ def test_windowed_scan_sees_a_name_wherever_the_window_cuts_it(tmp_path):
     """The scan reads a file a window at a time: a name across two windows must still be seen."""
     p = tmp_path / "m.py"
     buf = bytearray(64)  # a small window, so the names fall across its edges
-    for name in prefilter().needles:
+    for name in prefilter_for().needles:
         for offset in range(0, 200, 7):
             data = b"#" * offset + name + b"(q)\n" + b"y = 2\n" * 20
             p.write_bytes(data)

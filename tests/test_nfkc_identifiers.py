@@ -16,7 +16,7 @@ import pytest
 from helpers import KERNEL, run_cli
 from topk_migrate import discover, spelling
 from topk_migrate.api import migrate_source
-from topk_migrate.discover import Prefilter, bytescan, file_may_hold_site, may_hold_site, prefilter
+from topk_migrate.discover import Prefilter, bytescan, file_may_hold_site, may_hold_site, prefilter_for
 from topk_migrate.model import InputError, Status
 
 NAME = "flash_mla_sparse_fwd"
@@ -178,7 +178,7 @@ def test_the_rev_scan_reads_the_codec_in_the_first_window_only(monkeypatch):
 
     monkeypatch.setattr(audit_mod.rev, "SCAN_WINDOW", 64)
     body = b"x = 1\n" * 40 + b"\xdf\xbbsh_mla_sparse_fwd(q)\n" + b"y = 2\n" * 40
-    pf = prefilter()
+    pf = prefilter_for()
     for cookie, found in ((b"# coding: mac_roman\n", True), (b"# coding: utf-8\n", False)):
         data = cookie + body
         assert audit_mod.rev._scan_stream(io.BytesIO(data), len(data), pf, "sha") is found
@@ -220,7 +220,7 @@ def test_the_prefilter_costs_ascii_files_nothing_more_and_stays_linear(monkeypat
     monkeypatch.setattr(spelling.unicodedata, "normalize", normalize)
     monkeypatch.setattr(spelling.unicodedata, "is_normalized", is_normalized)
     line = b"def f(x):\n    return sparse_attention(x)  # sparse_ is everywhere, no kernel\n"
-    pf = prefilter()
+    pf = prefilter_for()
     for n in (1_000, 10_000):
         data = line * n
         assert not pf.matches(data) and not spelling.normal_form(data.decode()).changed

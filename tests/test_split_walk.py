@@ -185,15 +185,15 @@ def test_a_scanner_that_dies_on_a_part_has_it_walked_here(tmp_path, monkeypatch,
     main = os.getpid()
     walk_part, classify = audit_mod.scan._walk_part, audit_mod.scan.classify_without_engine
 
-    def dying_walk(plan, seeds, buf, share=float("inf")):
+    def dying_walk(plan, seeds, buf, scan, share=float("inf")):
         if os.getpid() != main:
             os._exit(5)  # every scanner dies on its first part
-        return walk_part(plan, seeds, buf, share)
+        return walk_part(plan, seeds, buf, scan, share)
 
-    def dying_classify(path, kernel):
+    def dying_classify(path, kernel, prefilter=None):
         if path.endswith(os.path.join("d5", "m2.py")):
             os._exit(6)  # in whichever process classifies it
-        return classify(path, kernel)
+        return classify(path, kernel, prefilter)
 
     if dies_in == "walking":
         monkeypatch.setattr(audit_mod.scan, "_walk_part", dying_walk)

@@ -36,7 +36,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Tuple
 
-from .discover import NotRegularFile, file_may_hold_site, may_hold_site, read_regular
+from .discover import NotRegularFile, Prefilter, may_hold_site, prefilter_for, read_regular
 from .model import InputError
 
 # Files above this size that could hold a site are refused rather than parsed
@@ -103,17 +103,18 @@ def input_error(e: OSError, path: str) -> InputError:
     return InputError(f"cannot read: {(e.strerror or str(e)).lower()}")
 
 
-def read_candidate(path: str) -> Optional[Tuple[bytes, os.stat_result]]:
+def read_candidate(path: str, prefilter: Optional[Prefilter] = None) -> Optional[Tuple[bytes, os.stat_result]]:
     """The bytes and stat of a file that may hold a site, never holding more than max_bytes() of it:
-    a bigger file is scanned in windows and is None when it names no kernel, else InputError
-    (a sparse 2 GiB file costs its windows, not 2 GB per worker). OSError as read_regular."""
+    a bigger file is scanned in windows and is None when `prefilter` (default: the rules on by default,
+    check's) finds no name in it, else InputError (a sparse 2 GiB file costs its windows, not 2 GB per
+    worker). OSError as read_regular."""
     limit = max_bytes()
     try:
         return read_regular(path, limit)
     except OSError as e:
         if e.errno != errno.EFBIG:
             raise
-    if not file_may_hold_site(path):
+    if not (prefilter or prefilter_for()).matches_file(path):
         return None
     size = os.stat(path).st_size
     raise InputError(f"file too large ({size} bytes > {limit}); skipped (raise {MAX_BYTES_ENV} to process it)")

@@ -2,7 +2,7 @@
 
 A tree of tens of thousands of files holds a handful of calls, so the work is
 arranged around not parsing: scanner processes read each file a window at a time
-and keep it only if its bytes contain a kernel name (discover.file_may_hold_site):
+and keep it only if its bytes contain a kernel name (the run's Prefilter, handed to them: ScanFor):
 memory stays flat, and no list of contents is held. One directory given is walked
 by the scanners themselves, in parts (discover.SplitWalk); otherwise this process
 lists the files (honouring .gitignore and --exclude) and hands them over a chunk
@@ -20,7 +20,7 @@ config read (pyproject.toml, setup.cfg, setup.py, requirements*, dist-info
 METADATA/RECORD) are laid out in a temporary directory and analysed there. The
 commit may be an attacker's: a path with a `..`, `.`, `.git`, empty or absolute
 component or a backslash is refused (unsafe_path), and every file is created new,
-under the temporary directory's real path, never through a symlink (_lay_ou
+under the temporary directory's real path, never through a symlink (_lay_out).
 
 results: what a run returns; pool: the engine's workers; scan: the scanners; rev: `--rev`; run: audit();
 command: the click command. This module is the layer's surface: what the rest of the tool uses.
@@ -31,7 +31,7 @@ from .pool import EAGER_FROM, Runner, analyse, classify_without_engine
 from .results import AuditError, AuditResult, Tally, display_root
 from .rev import lay_out_rev, unsafe_path
 from .run import audit
-from .scan import scan_disk
+from .scan import ScanFor, scan_disk
 
-__all__ = ["EAGER_FROM", "FORMATS", "AuditError", "AuditResult", "Progress", "Runner", "Tally", "analyse", "audit",
+__all__ = ["EAGER_FROM", "FORMATS", "AuditError", "AuditResult", "Progress", "Runner", "ScanFor", "Tally", "analyse", "audit",
            "audit_command", "classify_without_engine", "display_root", "lay_out_rev", "scan_disk", "unsafe_path"]

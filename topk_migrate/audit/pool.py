@@ -10,7 +10,9 @@ import sys
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from ..api import process_file
-from ..model import Site, internal_error
+from ..discover import Prefilter
+from ..files import input_error, read_candidate
+from ..model import InputError, Site, internal_error
 from ..progress import Progress
 
 # -- the engine, run in workers ------------------------------------------------
@@ -30,27 +32,46 @@ def _warm() -> None:
             rules.load(r.id)
 
 
-def analyse(path: str, kernel: Optional[str], cwd: Optional[str] = None) -> Tuple[str, List[Site], Optional[str]]:
-    """(path, sites, error line) of one candidate file; never raises (it runs in a worker)."""
-    from .. import narrow  # noqa: PLC0415 - light: not for --help
-
+def analyse(path: str, kernel: Optional[str], cwd: Optional[str] = None,
+            prefilter: Optional[Prefilter] = None) -> Tuple[str, List[Site], Optional[str]]:
+    """(path, sites, error line) of one candidate file; never raises (it runs in a worker). prefilter: what
+    a file over the size bound is scanned for (the run's: _engine)."""
     back = os.getcwd() if cwd else None
     try:
         if cwd:
             os.chdir(cwd)  # --rev: relative paths in reasons come out repo-relative
-        out = process_file(path, kernel, narrowed=narrow.enabled())
-        return path, out.sites, out.error
+        return _engine(path, kernel, prefilter, engine=True)
     finally:
         if back:
             os.chdir(back)
 
 
-def classify_without_engine(path: str, kernel: Optional[str]) -> Optional[Tuple[str, List[Site], Optional[str]]]:
+def classify_without_engine(path: str, kernel: Optional[str],
+                            prefilter: Optional[Prefilter] = None) -> Optional[Tuple[str, List[Site], Optional[str]]]:
     """analyse()'s answer where it needs no LibCST (the file holds no call, cannot be read, or the
     rules' quick classifiers answer for it); None where it does. Run where the file is found."""
+    return _engine(path, kernel, prefilter, engine=False)
+
+
+def _engine(path: str, kernel: Optional[str], prefilter: Optional[Prefilter],
+            engine: bool) -> Optional[Tuple[str, List[Site], Optional[str]]]:
+    """process_file's answer for a candidate, read here with the run's prefilter (a file over the size bound
+    is scanned for its names: files.read_candidate) and its bytes handed to the engine; None where engine
+    is False and LibCST is needed."""
     from .. import narrow  # noqa: PLC0415 - light: not for --help
 
-    out = process_file(path, kernel, narrowed=narrow.enabled(), engine=False)
+    data = None
+    if prefilter is not None:
+        try:
+            got = read_candidate(path, prefilter)
+        except OSError as e:
+            return path, [], str(input_error(e, path))
+        except InputError as e:  # too large, and names a kernel
+            return path, [], str(e)
+        if got is None:
+            return path, [], None
+        data = got[0]
+    out = process_file(path, kernel, narrowed=narrow.enabled(), data=data, engine=engine)
     return None if out.needs_engine else (path, out.sites, out.error)
 
 

@@ -17,12 +17,10 @@ from ..discover import (
     Prefilter,
     compile_patterns,
     declares_other_codec,
-    may_hold_site,
-    prefilter,
 )
 from ..model import InputError
 from .results import PROJECT_FILES, AuditError, Tally
-from .scan import own_rules_hold
+from .scan import ScanFor, own_rules_hold
 
 # -- git --rev --------------------------------------------------------------
 
@@ -171,12 +169,12 @@ def _directories_among(rels: Sequence[str], paths: Iterable[str]) -> set:
 
 
 def scan_rev(  # noqa: PLR0913  (lay_out_rev's inputs and the runner)
-        paths, rev, exclude, kernel, runner, tally, prog, tmp) -> Tuple[str, str, str]:
-    """List and prefilter the files of commit `rev`; lay candidates out under tmp and hand them to the
-    workers. Returns (root, top, commit)."""
-    root, top, commit, laid = lay_out_rev(paths, rev, exclude, tally, prog, tmp)
+        paths, rev, exclude, kernel, runner, tally, prog, tmp, scan: ScanFor) -> Tuple[str, str, str]:
+    """List and prefilter (what `scan` keeps) the files of commit `rev`; lay candidates out under tmp and
+    hand them to the workers. Returns (root, top, commit)."""
+    root, top, commit, laid = lay_out_rev(paths, rev, exclude, tally, prog, tmp, scan)
     for dest in laid:  # only now: the gate may read one candidate (a vendored interface) for another
-        runner.submit(dest, kernel, tmp)
+        runner.submit(dest, kernel, tmp, scan.prefilter)
     return root, top, commit
 
 
@@ -251,14 +249,13 @@ class _Keep:
 
 
 def _rev_keep(keep) -> _Keep:
-    """lay_out_rev's `keep` as given (its `needles`, if any, for a blob over the cap), or audit's prefilter."""
-    own_rules = keep is None  # audit's: each candidate by the rules of its own project (own_rules_hold)
-    if keep is None:
-        keep, scan = may_hold_site, prefilter()
-    else:
-        needles = getattr(keep, "needles", None)
-        scan = Prefilter([bytes(n) for n in needles]) if needles else None
-    return _Keep(keep, scan, own_rules)
+    """lay_out_rev's `keep`: audit's ScanFor (its prefilter, each candidate by the rules of its own project
+    where own_rules: own_rules_hold), or a test of the bytes as given (its `needles`, if any, for a blob
+    over the cap)."""
+    if isinstance(keep, ScanFor):
+        return _Keep(keep.prefilter.matches, keep.prefilter, keep.own_rules)
+    needles = getattr(keep, "needles", None)
+    return _Keep(keep, Prefilter([bytes(n) for n in needles]) if needles else None, False)
 
 
 def _rev_top(paths: Sequence[str]) -> str:
@@ -443,13 +440,13 @@ def _lay_out_candidates(files: _RevFiles, wanted, keep: _Keep, prog) -> List[str
 
 
 def lay_out_rev(  # noqa: PLR0913  (the commit's paths and options, the run's state; bump's engine calls it too)
-        paths, rev, exclude, tally, prog, tmp, keep=None) -> Tuple[str, str, str, List[str]]:
-    """The files of commit `rev` under `paths` for which keep(bytes) holds (default: the prefilter),
+        paths, rev, exclude, tally, prog, tmp, keep) -> Tuple[str, str, str, List[str]]:
+    """The files of commit `rev` under `paths` that `keep` keeps (audit's ScanFor, or a test of the bytes),
     and the project files the gate and config read, laid out under tmp (bump --rev reads them too).
     Returns (root, top, commit, the laid-out candidates).
 
     Sizes come first (cat-file --batch-check), and nothing over its cap is read. A candidate over
-    TOPK_MIGRATE_MAX_BYTES is scanned a window at a time for the names keep looks for (the
+    TOPK_MIGRATE_MAX_BYTES is scanned a window at a time for the names keep looks for (a ScanFor's
     prefilter's; a keep with a `needles` attribute, those; any other keep: every such file) and is
     the usual "file too large" error line if one is there, as on disk. A project file over
     project.PROJECT_FILE_LIMIT (a RECORD: project.RECORD_LIMIT) is an error line. A blob the

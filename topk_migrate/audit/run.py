@@ -8,16 +8,13 @@ import time
 from dataclasses import replace
 from typing import List, Optional, Sequence
 
-from ..discover import (
-    scanning_for,
-)
 from ..model import CHECK_STATUSES, Site
 from ..progress import Progress
 from ..run_context import in_run
 from .pool import Runner
 from .results import AuditResult, Tally, display_root, rel_to
 from .rev import scan_rev
-from .scan import rules_prefilter, scan_into_runner
+from .scan import rules_scan, scan_into_runner
 
 
 @in_run
@@ -41,36 +38,35 @@ def audit(  # noqa: PLR0913  (public API: keyword options with defaults)
     `--rev`, the work tree's place of them)."""
     t0 = time.perf_counter()
     prog = Progress(progress)
-    prefilter = rules_prefilter(paths)  # before any process is forked
+    scan = rules_scan(paths)  # what the scanners, the workers and the --rev layout look for, handed to each
     runner = Runner(jobs or os.cpu_count() or 1)
     tally = Tally()
     tmp = commit = top = None
-    with scanning_for(prefilter):  # scanners forked inside look for these rules' names
-        try:
-            if rev is None:
-                root = display_root(paths)
-                scan_into_runner(paths, exclude, gitignore, kernel, runner, tally, prog, follow_links, note)
-            else:
-                tmp = os.path.realpath(tempfile.mkdtemp(prefix="topk-migrate-rev-"))
-                root, top, commit = scan_rev(paths, rev, exclude, kernel, runner, tally, prog, tmp)
-            if relative_to is not None:
-                root = os.path.abspath(relative_to)
-            sites: List[Site] = []
-            for path, got, err in runner.results(prog):
-                if tmp:  # from the temporary layout back to the work tree's paths
-                    path = os.path.join(top, path[len(tmp) + 1 :])
-                    err = err and err.replace(tmp + os.sep, "")
-                if err:
-                    tally.errors.append((path, err))
-                for s in got:
-                    reason = s.reason.replace(tmp + os.sep, "") if tmp else s.reason
-                    p = path if tmp else s.path
-                    sites.append(replace(s, path=rel_to(p, root), reason=reason))
-        finally:
-            runner.close()
-            prog.close()
-            if tmp:
-                shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        if rev is None:
+            root = display_root(paths)
+            scan_into_runner(paths, exclude, gitignore, kernel, runner, tally, prog, follow_links, note, scan=scan)
+        else:
+            tmp = os.path.realpath(tempfile.mkdtemp(prefix="topk-migrate-rev-"))
+            root, top, commit = scan_rev(paths, rev, exclude, kernel, runner, tally, prog, tmp, scan)
+        if relative_to is not None:
+            root = os.path.abspath(relative_to)
+        sites: List[Site] = []
+        for path, got, err in runner.results(prog):
+            if tmp:  # from the temporary layout back to the work tree's paths
+                path = os.path.join(top, path[len(tmp) + 1 :])
+                err = err and err.replace(tmp + os.sep, "")
+            if err:
+                tally.errors.append((path, err))
+            for s in got:
+                reason = s.reason.replace(tmp + os.sep, "") if tmp else s.reason
+                p = path if tmp else s.path
+                sites.append(replace(s, path=rel_to(p, root), reason=reason))
+    finally:
+        runner.close()
+        prog.close()
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
     return result_of(sites, tally, root, rev, commit, t0)
 
 

@@ -6,17 +6,16 @@ import multiprocessing
 import os
 import sys
 from collections import deque
+from dataclasses import dataclass
 from functools import partial
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..config import config_for, project_files, project_filter
 from ..discover import (
     SCAN_WINDOW,
+    Prefilter,
     SplitWalk,
-    file_may_hold_site,
-    prefilter,
     prefilter_for,
-    scanning_for,
 )
 from ..model import InputError
 from ..progress import Progress
@@ -24,12 +23,29 @@ from .pool import Runner, classify_without_engine, import_for_classify, own_grou
 from .results import AuditError, Tally
 
 
-def rules_prefilter(paths: Sequence[str]):
-    """What the scan looks for: the names of every site rule. Which rules a file is read for is its own
+@dataclass(frozen=True)
+class ScanFor:
+    """What a scan keeps, handed down to every process that reads files: a file whose bytes `prefilter`
+    finds a name in; with own_rules (audit's), only for a rule the file's own project runs (own_rules_hold).
+    Bump's scan looks for its releases' names alone: ScanFor(Prefilter(needles))."""
+
+    prefilter: Prefilter
+    own_rules: bool = False
+
+    def keeps(self, path: str, buf: bytearray) -> bool:
+        """Whether the file at `path` is a candidate (one that cannot be read is: the engine words why)."""
+        try:
+            return self.prefilter.matches_file(path, buf) and (not self.own_rules or own_rules_hold(path, buf=buf))
+        except OSError:
+            return True
+
+
+def rules_scan(paths: Sequence[str]) -> ScanFor:
+    """What audit's scan looks for: the names of every site rule. Which rules a file is read for is its own
     project's choice ([tool.topk-migrate] enable, where the file lies: own_rules_hold), as in check, never
     that of the directory a walk starts from (`audit .` above a `python/pyproject.toml` that enables
     decode-topk-length still reads its files for that rule)."""
-    return prefilter_for(everything=True)
+    return ScanFor(prefilter_for(everything=True), own_rules=True)
 
 
 def own_rules_hold(path: str, data: Optional[bytes] = None, buf: Optional[bytearray] = None) -> bool:
@@ -38,10 +54,7 @@ def own_rules_hold(path: str, data: Optional[bytes] = None, buf: Optional[bytear
     parses: the rules on by default, and those the [tool.topk-migrate] of the file's project enables. A
     configuration that cannot be read: yes (the engine reports it, one line)."""
     def holds(pf) -> bool:
-        if data is not None:
-            return pf.matches(data)
-        with scanning_for(pf):
-            return file_may_hold_site(path, buf)
+        return pf.matches(data) if data is not None else pf.matches_file(path, buf)
 
     try:
         if holds(prefilter_for(())):
@@ -56,19 +69,21 @@ def own_rules_hold(path: str, data: Optional[bytes] = None, buf: Optional[bytear
 
 def scan_into_runner(  # noqa: PLR0913  (the walk's options and the run's state)
         paths, exclude, gitignore, kernel, runner: Runner, tally: Tally, prog: Progress,
-        follow_links: bool = False, note=None) -> None:
+        follow_links: bool = False, note=None, *, scan: ScanFor) -> None:
     """Classify each candidate where it is found if no LibCST is needed; hand the others to the runner
-    as soon as they come back, so parsing starts while the scan goes on."""
-    scan_disk(paths, exclude, gitignore, runner.jobs, tally, prog, lambda path: runner.submit(path, kernel),
-              follow_links, note, classify=partial(classify_without_engine, kernel=kernel),
-              classified=runner.done.append)
+    as soon as they come back, so parsing starts while the scan goes on. Both read a file over the size
+    bound with `scan`'s prefilter."""
+    pf = scan.prefilter
+    scan_disk(paths, exclude, gitignore, runner.jobs, tally, prog, lambda path: runner.submit(path, kernel, None, pf),
+              follow_links, note, classify=partial(classify_without_engine, kernel=kernel, prefilter=pf),
+              classified=runner.done.append, scan=scan)
 
 
 def scan_disk(  # noqa: PLR0913  (the walk's options and callbacks; bump's engine calls it too)
         paths, exclude, gitignore, jobs: int, tally: Tally, prog: Progress, take_one,
-        follow_links: bool = False, note=None, classify=None, classified=None) -> None:
-    """Walk, read and prefilter (in `jobs` scanner processes; with the prefilter discover.prefilter()
-    gives), calling take_one(path) for each candidate as it comes back. The files are
+        follow_links: bool = False, note=None, classify=None, classified=None, *, scan: ScanFor) -> None:
+    """Walk, read and prefilter (in `jobs` scanner processes; what `scan` keeps), calling take_one(path)
+    for each candidate as it comes back. The files are
     config.project_files', as every command reads them. One directory given is walked by the
     scanners themselves, in parts (discover.SplitWalk); otherwise this process walks and hands them
     a chunk of paths at a time. classify(path), if given, runs on each candidate where it was read:
@@ -101,7 +116,7 @@ def scan_disk(  # noqa: PLR0913  (the walk's options and callbacks; bump's engin
     try:
         plan = SplitWalk.plan(paths, exclude, gitignore, follow_links, note, project_filter) if _forks_scanners(jobs) else None
         first = plan.start(2 * jobs) if plan is not None else []  # before the fork: see SplitWalk.start
-        scanners = _Scanners(jobs, classify, plan)
+        scanners = _Scanners(jobs, scan, classify, plan)
         try:
             if plan is None:
                 feed(project_files(paths, exclude, gitignore, follow_links, note))
@@ -147,23 +162,12 @@ SCAN_CHUNK = 128  # paths per message to a scanner: few messages (fewer cost les
 PART_SHARE = 256  # files a scanner walks of a part before it donates the directories it has not entered
 
 
-def _scan_chunk(paths: List[str], buf: bytearray, classify=None) -> List[Tuple[str, object]]:
-    """(path, classify(path) or None) for those of `paths` that may hold a site, or cannot be read
-    (the engine words that error). Under audit's scan (every site rule's names) a file is kept only for a
-    rule its own project runs (own_rules_hold); bump's scan looks for its releases' names alone."""
-    own_rules = prefilter() is prefilter_for(everything=True)
-    keep = []
-    for path in paths:
-        try:
-            hit = file_may_hold_site(path, buf) and (not own_rules or own_rules_hold(path, buf=buf))
-        except OSError:
-            hit = True
-        if hit:
-            keep.append((path, classify(path) if classify else None))
-    return keep
+def _scan_chunk(paths: List[str], buf: bytearray, scan: ScanFor, classify=None) -> List[Tuple[str, object]]:
+    """(path, classify(path) or None) for those of `paths` that `scan` keeps (ScanFor.keeps)."""
+    return [(path, classify(path) if classify else None) for path in paths if scan.keeps(path, buf)]
 
 
-def _walk_part(plan: SplitWalk, seeds: List[tuple], buf: bytearray, share=float("inf")) -> tuple:
+def _walk_part(plan: SplitWalk, seeds: List[tuple], buf: bytearray, scan: ScanFor, share=float("inf")) -> tuple:
     """Walk a part of a split walk and prefilter its files: (files, errors, the rest of the part's
     result for plan.absorb, the candidates, not classified)."""
     w = plan.part()
@@ -174,10 +178,10 @@ def _walk_part(plan: SplitWalk, seeds: List[tuple], buf: bytearray, share=float(
             errors.append((path, err))
         else:
             paths.append(path)
-    return n, errors, plan.result(w), _scan_chunk(paths, buf)
+    return n, errors, plan.result(w), _scan_chunk(paths, buf, scan)
 
 
-def _scanner(conn, main: int, others, classify, plan) -> None:
+def _scanner(conn, main: int, others, scan: ScanFor, classify, plan) -> None:  # noqa: PLR0913  (a process target: its pipe and what it scans with)
     """A scanning process: chunks of paths (or parts of a split walk) in, the candidates among them
     out (with classify's answers). It never imports LibCST, dies with the main process
     (PR_SET_PDEATHSIG, or the pipe's end), and holds one SCAN_WINDOW buffer whatever it reads."""
@@ -195,9 +199,9 @@ def _scanner(conn, main: int, others, classify, plan) -> None:
         if work is None:
             return
         if isinstance(work, tuple):  # ("walk", seeds)
-            conn.send(([], _walk_part(plan, work[1], buf, PART_SHARE)))
+            conn.send(([], _walk_part(plan, work[1], buf, scan, PART_SHARE)))
         else:
-            conn.send((_scan_chunk(work, buf, classify), None))
+            conn.send((_scan_chunk(work, buf, scan, classify), None))
 
 
 def _forks_scanners(jobs: int) -> bool:
@@ -216,8 +220,9 @@ class _Scanners:
     runner's queue thread starts with the first candidate), each in its own process group so Ctrl-C
     reaches only this process, which ends them (close). With none, classify runs here."""
 
-    def __init__(self, jobs: int, classify=None, plan: Optional[SplitWalk] = None):
+    def __init__(self, jobs: int, scan: ScanFor, classify=None, plan: Optional[SplitWalk] = None):
         self.buf = bytearray(SCAN_WINDOW)
+        self.scan_for = scan
         self.plan = plan
         self.idle: List[tuple] = []  # (process, connection)
         self.busy: Dict[object, Tuple[tuple, object]] = {}  # connection -> (scanner, work it holds)
@@ -231,7 +236,7 @@ class _Scanners:
         ctx = multiprocessing.get_context("fork")
         for _ in range(jobs):
             mine, theirs = ctx.Pipe()
-            proc = ctx.Process(target=_scanner, args=(theirs, os.getpid(), [c for _, c in self.idle], classify, plan),
+            proc = ctx.Process(target=_scanner, args=(theirs, os.getpid(), [c for _, c in self.idle], scan, classify, plan),
                                daemon=True)
             proc.start()
             own_group(proc.pid)
@@ -267,8 +272,8 @@ class _Scanners:
 
     def _here(self, work, classify=None) -> List[Tuple[str, object]]:
         if not isinstance(work, tuple):
-            return _scan_chunk(work, self.buf, classify)
-        self.parts.append(_walk_part(self.plan, work[1], self.buf))
+            return _scan_chunk(work, self.buf, self.scan_for, classify)
+        self.parts.append(_walk_part(self.plan, work[1], self.buf, self.scan_for))
         return []
 
     def drain(self) -> List[Tuple[str, object]]:

@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from topk_migrate import api
 from topk_migrate import rules as registry
-from topk_migrate.discover import Prefilter, scanning_for
+from topk_migrate.discover import Prefilter
 from topk_migrate.model import Finding, InputError, Site, exit_code, internal_error
 from topk_migrate.run_context import in_run
 
@@ -54,9 +54,9 @@ def run(paths: Sequence[str], old: Release, new: Release, follow_links: bool = F
     try:
         if rev is None:
             try:
-                with scanning_for(Prefilter(candidate.needles)):  # the releases' entry-point names
-                    audit.scan_disk(paths, (), True, runner.jobs, tally, audit.Progress(False),
-                                    lambda path: runner.submit(path, path, old, new), follow_links)
+                audit.scan_disk(paths, (), True, runner.jobs, tally, audit.Progress(False),
+                                lambda path: runner.submit(path, path, old, new), follow_links,
+                                scan=audit.ScanFor(Prefilter(candidate.needles)))  # the releases' entry-point names
             except audit.AuditError as e:  # the walk cannot start (a project's configuration): one line
                 report.errors.append((", ".join(paths), str(e)))
         else:
@@ -140,8 +140,7 @@ def _file_sites(path: str, candidate: _Candidate, old: Release, new: Release, sh
     from topk_migrate.files import decode_source, input_error, read_candidate  # noqa: PLC0415 - light: not for --help
 
     try:
-        with scanning_for(Prefilter(candidate.needles)):  # a file over max_bytes() is scanned in windows
-            got = read_candidate(path)
+        got = read_candidate(path, Prefilter(candidate.needles))  # a file over max_bytes() is scanned in windows
     except OSError as e:
         raise _FileError(str(input_error(e, path))) from None
     except InputError as e:  # too large, and names an entry point

@@ -1,4 +1,8 @@
-"""Which bytes can hold a kernel call at all: the prefilter every scan runs before anything is parsed."""
+"""Which bytes can hold a kernel call at all: the prefilter every scan runs before anything is parsed.
+
+A Prefilter is a value: the scan that needs one builds it (prefilter_for, or Prefilter(needles)) and hands it
+to what reads the files (audit's scanners and workers, bump's, the rule's project scan). No module state
+decides what a scan looks for; may_hold_site and file_may_hold_site are the rules on by default, check's."""
 from __future__ import annotations
 
 import codecs
@@ -35,6 +39,34 @@ class Prefilter:
 
     def matches(self, data) -> bool:
         return self.find(data, len(data))
+
+    def matches_file(self, path: str, buf: Optional[bytearray] = None) -> bool:
+        """matches() of a file, read a window at a time into `buf` (a SCAN_WINDOW-byte buffer a caller
+        reuses from file to file), so a scan allocates nothing per file and its memory stays flat however
+        large a file is. OSError, as read_regular, for what is not a regular file (never blocks on a FIFO)
+        or cannot be read."""
+        fd, st = open_regular(path)
+        try:
+            if buf is None:
+                buf = bytearray(SCAN_WINDOW)
+            view = memoryview(buf)
+            have = total = 0  # bytes carried over at the start of buf; bytes read so far
+            foreign = None  # the file's codec is not UTF-8: known from its first window
+            while True:
+                want = len(buf) - have
+                got = os.readv(fd, [view[have:]])
+                total += got
+                end = have + got
+                if foreign is None and got:
+                    foreign = declares_other_codec(view[:end])
+                if got and self.find(buf, end, foreign):
+                    return True
+                if got < want and total >= st.st_size or not got:
+                    return False  # the end (a short read at or past the size fstat gave)
+                have = min(self.carry, end, len(buf) // 2)  # (a small test buffer still reads on)
+                view[:have] = bytes(view[end - have:end])
+        finally:
+            os.close(fd)
 
     def find(self, buf, end: int, foreign: Optional[bool] = None) -> bool:
         """Whether buf[:end] may hold a needle. foreign: whether the file declares a codec other than
@@ -104,61 +136,35 @@ def prefilter_for(enable: Tuple[str, ...] = (), everything: bool = False) -> Pre
     return Prefilter(site_needles(enable, everything))
 
 
-_override: Optional[Prefilter] = None
+def may_hold_site(data: bytes) -> bool:
+    """Whether `data` may hold a call of a site rule on by default (prefilter_for()): what check reads for.
+    A scan that looks for other names (audit: every site rule's; bump: two releases') hands its own
+    Prefilter down and asks it (Prefilter.matches, matches_file)."""
+    return (_reach_override or prefilter_for()).matches(data)
 
 
-def prefilter() -> Prefilter:
-    """What may_hold_site and the scanners look for: the rules on by default, unless a command says otherwise."""
-    return _override or prefilter_for()
+def file_may_hold_site(path: str, buf: Optional[bytearray] = None) -> bool:
+    """may_hold_site() of a file: prefilter_for().matches_file(path, buf)."""
+    return (_reach_override or prefilter_for()).matches_file(path, buf)
+
+
+# Deprecated, for one caller: codemods/pass_topk_length/reach.py (_names_any), whose owner has it open.
+# Nothing else sets it; every scan of the engine hands its Prefilter down. Once reach.py reads
+# `Prefilter(needles).matches_file(path)`, this class, _reach_override and its two reads above go.
+_reach_override: Optional[Prefilter] = None
 
 
 class scanning_for:
-    """`with scanning_for(pf):` the scan looks for pf's names (audit: the rules the given paths'
-    projects enable, prefilter_for(enable); bump: the entry points of two releases); scanner
-    processes forked inside inherit it."""
+    """Deprecated: `with scanning_for(pf): file_may_hold_site(path)` is pf.matches_file(path)."""
 
     def __init__(self, pf: Prefilter):
         self.pf = pf
 
     def __enter__(self):
-        global _override
-        self.before, _override = _override, self.pf
+        global _reach_override
+        self.before, _reach_override = _reach_override, self.pf
         return self.pf
 
     def __exit__(self, *exc):
-        global _override
-        _override = self.before
-
-
-def may_hold_site(data: bytes) -> bool:
-    return prefilter().matches(data)
-
-
-def file_may_hold_site(path: str, buf: Optional[bytearray] = None) -> bool:
-    """may_hold_site() of a file, read a window at a time into `buf` (a SCAN_WINDOW-byte buffer a
-    caller reuses from file to file), so a scan allocates nothing per file and its memory stays flat
-    however large a file is. OSError, as read_regular, for what is not a regular file (never blocks on
-    a FIFO) or cannot be read."""
-    fd, st = open_regular(path)
-    pf = prefilter()
-    try:
-        if buf is None:
-            buf = bytearray(SCAN_WINDOW)
-        view = memoryview(buf)
-        have = total = 0  # bytes carried over at the start of buf; bytes read so far
-        foreign = None  # the file's codec is not UTF-8: known from its first window
-        while True:
-            want = len(buf) - have
-            got = os.readv(fd, [view[have:]])
-            total += got
-            end = have + got
-            if foreign is None and got:
-                foreign = declares_other_codec(view[:end])
-            if got and pf.find(buf, end, foreign):
-                return True
-            if got < want and total >= st.st_size or not got:
-                return False  # the end (a short read at or past the size fstat gave)
-            have = min(pf.carry, end, len(buf) // 2)  # (a small test buffer still reads on)
-            view[:have] = bytes(view[end - have:end])
-    finally:
-        os.close(fd)
+        global _reach_override
+        _reach_override = self.before
