@@ -28,7 +28,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple, Union
 
 import topk_migrate
 from topk_migrate import bounded, files, guard, memory
-from topk_migrate.discover import Prefilter, file_may_hold_site, iter_python_files, read_regular, scanning_for
+from topk_migrate.discover import Prefilter, iter_python_files, read_regular
 from topk_migrate.kernels import find_module
 from topk_migrate.model import InputError
 from topk_migrate.project import Scope
@@ -209,8 +209,7 @@ class _Words:
 def _names_any(path: str, needles: List[bytes]) -> bool:
     """Does the file hold one of the needles (read a window at a time)? One that cannot be read might."""
     try:
-        with scanning_for(Prefilter(needles)):
-            return file_may_hold_site(path)
+        return Prefilter(needles).matches_file(path)
     except OSError:
         return True
 
