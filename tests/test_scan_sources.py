@@ -64,3 +64,14 @@ def test_rev_reads_with_the_same_prefilter(tmp_path, monkeypatch):
     assert [(p, e.split(";")[0]) for p, e in on.errors] == [("big.py", f"file too large ({os.path.getsize(tmp_path / 'on' / 'big.py')} bytes > 1000)")]
     # (a blob over the bound is scanned for every site rule's names, not yet its own project's: the error line
     # also where the project does not enable the rule, unlike on disk; kept as it was)
+
+
+def test_no_module_state_decides_what_a_scan_looks_for():
+    """discover has no override a caller sets (the old `scanning_for`): every scan builds its Prefilter and hands it on."""
+    import inspect
+
+    from topk_migrate import discover
+    from topk_migrate.discover import bytescan
+
+    assert not hasattr(discover, "scanning_for") and not hasattr(discover, "prefilter")
+    assert "global " not in inspect.getsource(bytescan)

@@ -17,7 +17,6 @@ from .bytescan import (
            file_may_hold_site,
            may_hold_site,
            prefilter_for,
-           scanning_for,
 )
 from .ignore import WILD_PATTERNS, PatternSet, compile_patterns
 from .reads import PROJECT_FILE_LIMIT, SCAN_WINDOW, Note, NotRegularFile, open_regular, read_regular
@@ -25,4 +24,4 @@ from .walk import NO_PYTHON_FILES, SplitWalk, iter_python_files
 
 __all__ = ["NO_PYTHON_FILES", "PROJECT_FILE_LIMIT", "SCAN_WINDOW", "WILD_PATTERNS", "Note", "NotRegularFile", "PatternSet", "Prefilter",
            "SplitWalk", "compile_patterns", "declares_other_codec", "file_may_hold_site", "iter_python_files", "may_hold_site",
-           "open_regular", "prefilter_for", "read_regular", "scanning_for"]
+           "open_regular", "prefilter_for", "read_regular"]

@@ -140,31 +140,10 @@ def may_hold_site(data: bytes) -> bool:
     """Whether `data` may hold a call of a site rule on by default (prefilter_for()): what check reads for.
     A scan that looks for other names (audit: every site rule's; bump: two releases') hands its own
     Prefilter down and asks it (Prefilter.matches, matches_file)."""
-    return (_reach_override or prefilter_for()).matches(data)
+    return prefilter_for().matches(data)
 
 
 def file_may_hold_site(path: str, buf: Optional[bytearray] = None) -> bool:
     """may_hold_site() of a file: prefilter_for().matches_file(path, buf)."""
-    return (_reach_override or prefilter_for()).matches_file(path, buf)
+    return prefilter_for().matches_file(path, buf)
 
-
-# Deprecated, for one caller: codemods/pass_topk_length/reach.py (_names_any), whose owner has it open.
-# Nothing else sets it; every scan of the engine hands its Prefilter down. Once reach.py reads
-# `Prefilter(needles).matches_file(path)`, this class, _reach_override and its two reads above go.
-_reach_override: Optional[Prefilter] = None
-
-
-class scanning_for:
-    """Deprecated: `with scanning_for(pf): file_may_hold_site(path)` is pf.matches_file(path)."""
-
-    def __init__(self, pf: Prefilter):
-        self.pf = pf
-
-    def __enter__(self):
-        global _reach_override
-        self.before, _reach_override = _reach_override, self.pf
-        return self.pf
-
-    def __exit__(self, *exc):
-        global _reach_override
-        _reach_override = self.before
