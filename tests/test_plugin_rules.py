@@ -271,3 +271,50 @@ def test_the_registry_imports_no_rule_hooks():
             "print('libcst' in sys.modules, sorted(m for m in sys.modules if m.endswith('.rule')))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert r.stdout.split() == ["False", "[]"], r.stdout + r.stderr
+
+
+# A file three site rules read: the toy's call (no d_v) and pass-topk-length's (no topk_length) are one call, each
+# rule rewrites it; decode-topk-length reports the sparse decode call.
+BOTH = ("from sgl_kernel.flash_mla import flash_mla_sparse_fwd, flash_mla_with_kvcache\n\n"
+        "def prefill(q, kv, idx, metadata):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n\n"
+        "def decode(q, k, bt, sl, meta, ns, idx):\n"
+        "    return flash_mla_with_kvcache(q, k, bt, sl, 512, meta, ns, indices=idx)\n"
+        "# metadata.dsa_cache_seqlens_int32\n")
+
+
+def test_a_file_is_parsed_once_for_every_rule_that_reads_it(toy, monkeypatch, tmp_path):
+    """Issue 38 item 2: the engine parses the file once and hands that module, and one scope tree, to every
+    site rule (rule_context.RuleContext); a second rule that rewrites makes its rewrite on a parse of the text
+    the first one wrote. Three rules reading one file, two of them rewriting: 2 parses (4 when each rule
+    parsed the text itself), one scope tree of the file's text."""
+    import libcst
+
+    from topk_migrate.cst import scopecheck
+
+    real_parse, real_tree = libcst.parse_module, scopecheck.Tree.__init__
+    parsed, trees = [], []
+    monkeypatch.setattr(libcst, "parse_module", lambda source, *a, **k: (parsed.append(source), real_parse(source, *a, **k))[1])
+    monkeypatch.setattr(scopecheck.Tree, "__init__", lambda self, module, positions=True, source=None: (
+        trees.append(source) if positions else None, real_tree(self, module, positions, source))[1])
+    m = api.migrate_source(BOTH, str(tmp_path / "fork.py"), kernel=KERNEL, enable=["decode-topk-length"])
+    assert [(s.rule, s.status.value) for s in m.sites] == [
+        ("explicit-d-v", "fixable"), ("pass-topk-length", "fixable"), ("decode-topk-length", "manual")]
+    assert "d_v=512, topk_length=topk_length)" in m.new_source
+    first = BOTH.replace("1.0)", "1.0, d_v=512)")  # the toy's rewrite: pass-topk-length's is made on top of it
+    assert parsed == [BOTH, first]
+    assert trees == [BOTH, first]  # one for the file's text (every rule's), one for the rewrite on top
+
+
+def test_a_rule_reads_the_context_it_is_handed(toy, tmp_path):
+    """A rule's hook called alone, with a context of its own (RuleContext.of): the sites the engine reports,
+    less the id and the kernel's source the engine adds, and the same rewrite."""
+    from topk_migrate.rule_context import RuleContext
+
+    path = str(tmp_path / "fork.py")
+    ctx = RuleContext.of(SRC, path, api.kernel_gate(path, KERNEL, toy))
+    new, found = toy.sites(ctx)
+    assert new == FIXED and [(s.line, s.status.value) for s in found] == [(4, "fixable")] and REASON in found[0].reason
+    assert ctx.module.code == SRC and ctx.tree.module is ctx.module  # parsed once, on first use
+    engine = api.migrate_source(SRC, path, kernel=KERNEL)
+    assert [s for s in engine.sites if s.rule == toy.id][0].reason == found[0].reason
+

@@ -154,14 +154,17 @@ def _cycles_collected_after():
 
 
 def _migrate(source: str, path: str, kernel: KernelOption, options: rules.RuleOptions, switches=((), ())) -> Migration:
-    """Each enabled site rule classifies the original text (so every site keeps its own line);
-    a rule's rewrite is made on top of the rewrites before it."""
+    """Each enabled site rule classifies the original text (so every site keeps its own line), all of them
+    handed one parse of it (rule_context); a rule's rewrite is made on top of the rewrites before it, on a
+    parse of the text they made."""
     import libcst as cst  # noqa: PLC0415 - libcst: only for a file the prefilter and quick classifiers leave
 
     from .cst.cstwalk import fast_visits  # noqa: PLC0415 - libcst: only for a file the prefilter and quick classifiers leave
     from .files import check_rewrite, syntax_error_message  # noqa: PLC0415 - light: not for importing the CLI
+    from .rule_context import Parsed, RuleContext  # noqa: PLC0415 - libcst: only for a file the prefilter and quick classifiers leave
 
     new, sites = source, []
+    parsed = latest = Parsed(source)  # the original text's parse, and that of the rewrites' text once made
     try:
         with _cycles_collected_after(), fast_visits(trivia=False):  # read-only walks: no node rebuilt, no layout
             for spec in rules.enabled(*switches):
@@ -169,10 +172,13 @@ def _migrate(source: str, path: str, kernel: KernelOption, options: rules.RuleOp
                     continue
                 rule = rules.load(spec.id)
                 gate = kernel_gate(path, kernel, rule)
-                out, found = rule.sites(source, path, gate, options)
+                out, found = rule.sites(RuleContext(path, parsed, gate, options))
                 sites += _attributed(found, spec.id, gate)
-                if out != source:
-                    new = out if new == source else rule.sites(new, path, gate, options)[0]
+                if out != source and new == source:
+                    new = out
+                elif out != source:  # on top of the rewrites before it: a parse of their text, made once
+                    latest = latest if latest.source == new else Parsed(new)
+                    new = rule.sites(RuleContext(path, latest, gate, options))[0]
     except cst.ParserSyntaxError as e:  # CPython's message names the right line and spots Python 2
         raise InputError(syntax_error_message(source, path) or f"syntax error: {e.message}") from None
     if new != source:

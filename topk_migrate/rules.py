@@ -6,8 +6,10 @@ distribution that takes it, whether it is on by default, its hooks and its quick
 prefilter, the config check, the kernel gate and the report formats read that in processes that
 never parse a candidate. The hooks live in the package's `rule` module (which may import LibCST),
 imported (`load`) only where a file is analysed:
-  sites(source, path, gate, options) -> (new source, [Site])    check, apply, audit
-  bump(ctx) -> [Finding]                                          bump, one call site at a time
+  sites(ctx) -> (new source, [Site])    check, apply, audit; ctx: rule_context.RuleContext (the path, the
+                                        text, its LibCST module and scope tree, parsed once for every rule,
+                                        the rule's kernel gate, the options, a read-only project view)
+  bump(ctx) -> [Finding]                bump, one call site at a time; ctx: bump.context.Context
 A `quick` module of the package may answer for the simplest files without LibCST (audit):
 quick_sites(tree, source, path, gate) -> [Site] or None.
 A rule may carry a proof of its rewrite on its kernel (`proof`, "module:command"): a click command of a
@@ -70,7 +72,7 @@ class Rule:
     """Base class of a rule's hooks (its package's `rule` module): `info` is the package's INFO."""
 
     info: RuleInfo
-    sites = None  # (source, path, gate, RuleOptions) -> (new_source, [Site]); None: not a site rule
+    sites = None  # (rule_context.RuleContext) -> (new_source, [Site]); None: not a site rule
     bump = None  # (bump.context.Context) -> [Finding]; None: says nothing in a bump
     EXAMPLES: Sequence["RuleExample"] = ()  # its documentation and its tests (tests/test_rule_examples.py)
 

@@ -10,6 +10,7 @@ from topk_migrate.bump.bind import OPPORTUNITY, refusals
 from topk_migrate.bump.context import Context, new_param
 from topk_migrate.cst.resolve import collect
 from topk_migrate.model import Finding, Site, Status
+from topk_migrate.rule_context import RuleContext
 from topk_migrate.rules import Rule, RuleExample
 
 from . import INFO
@@ -75,10 +76,11 @@ class DecodeTopkLength(Rule):
                     None, bump=("sglang-kernel-0.4.2.post2", "sglang-kernel-0.4.6")),
     ]
 
-    def sites(self, source: str, path: str, gate, options=None) -> Tuple[str, List[Site]]:
+    def sites(self, ctx: RuleContext) -> Tuple[str, List[Site]]:
+        source, path, gate = ctx.source, ctx.path, ctx.gate
         lines = source.splitlines()
         out = []
-        for c in collect(cst.parse_module(source)).calls:
+        for c in collect(ctx.module, ctx.tree.position, ctx.tree.numberer()).calls:
             if c.callee.rsplit(".", 1)[-1] != ENTRY_POINT:
                 continue
             keywords = {a.keyword.value: a.value for a in c.node.args if a.keyword}

@@ -12,13 +12,13 @@ from topk_migrate.cst.cstutil import rewritten_code, spliced_code
 from topk_migrate.cst.resolve import collect
 from topk_migrate.cst.scopecheck import Tree
 from topk_migrate.model import Finding, Site, Status
-from topk_migrate.rules import Rule, RuleExample, RuleOptions
+from topk_migrate.rule_context import RuleContext
+from topk_migrate.rules import Rule, RuleExample
 
 from . import INFO
 from .analysis import (
     CHECKED_GUARD_COMMENT,
     GUARD_COMMENT,
-    Gate,
     Group,
     _Analysis,
     _direct_reason,
@@ -111,18 +111,18 @@ def _derived_instead(analysis: _Analysis, g: Group, sites: List[Site]) -> List[G
     return out
 
 
-def migrate(source: str, path: str, gate: Gate, metadata: Sequence[str] = (),
-            lengths: str = "reference") -> Tuple[str, List[Site]]:
-    """Classify every kernel call in `source` and return (rewritten source, sites)."""
-    return _migrate(cst.parse_module(source), source, path, gate, RuleOptions(tuple(metadata), lengths), partial=True)
+def _scopes_unasked(tree: Tree) -> bool:
+    """No scope fact of the tree was asked yet: the tree is the file's, shared by every rule handed its text
+    (rule_context), and bodies can be left out of the scope analysis only before it runs."""
+    return "scope_of" not in vars(tree)
 
 
-def _migrate(module: cst.Module, source: str, path: str, gate: Gate, options: RuleOptions,
-             partial: bool) -> Tuple[str, List[Site]]:
-    tree = Tree(module, source=source)
+def _migrate(ctx: RuleContext, partial: bool) -> Tuple[str, List[Site]]:
+    """Classify every kernel call of ctx's module and return (rewritten source, sites)."""
+    module, source, path, tree = ctx.module, ctx.source, ctx.path, ctx.tree
     facts = collect(module, tree.position, tree.numberer())
-    analysis = _Analysis(facts, tree, source, path, gate, options)
-    if partial:  # every body the analysis does not ask of is never walked: most of them
+    analysis = _Analysis(facts, tree, source, path, ctx.gate, ctx.options)
+    if partial and _scopes_unasked(tree):  # every body the analysis does not ask of is never walked: most of them
         tree.skip_bodies([f.node for f in facts.functions])
     calls = [c for c in facts.calls if is_kernel(c.callee) and not is_marker(c.callee)]
     sites = []
@@ -514,9 +514,8 @@ class PassTopkLength(Rule):
     info = INFO
     EXAMPLES = INVALID + VALID + DERIVED + BUMP_EXAMPLES
 
-    def sites(self, source: str, path: str, gate: Gate, options: Optional[RuleOptions] = None) -> Tuple[str, List[Site]]:
-        options = options or RuleOptions()
-        return migrate(source, path, gate, options.metadata, options.lengths)
+    def sites(self, ctx: RuleContext) -> Tuple[str, List[Site]]:
+        return _migrate(ctx, partial=True)
 
     def bump(self, ctx: Context) -> List[Finding]:
         """In a bump that adds topk_length: an opportunity, fixable where this rule's own verdict

@@ -10,6 +10,7 @@ from topk_migrate.bump.bind import OPPORTUNITY
 from topk_migrate.bump.context import Context
 from topk_migrate.cst.resolve import collect
 from topk_migrate.model import Finding, Site, Status
+from topk_migrate.rule_context import RuleContext
 from topk_migrate.rules import Rule, RuleExample
 
 from . import INFO
@@ -43,10 +44,10 @@ class ExplicitDV(Rule):
                     None, bump=("sgl-kernel-0.3.17", "sglang-kernel-0.4.6")),
     ]
 
-    def sites(self, source: str, path: str, gate, options=None) -> Tuple[str, List[Site]]:
-        module = cst.parse_module(source)
-        lines, out, edits = source.splitlines(), [], {}
-        for c in collect(module).calls:
+    def sites(self, ctx: RuleContext) -> Tuple[str, List[Site]]:
+        module, path, gate = ctx.module, ctx.path, ctx.gate  # the file's one parse, shared with the other rules
+        lines, out, edits = ctx.source.splitlines(), [], {}
+        for c in collect(module, ctx.tree.position).calls:
             if c.callee.rsplit(".", 1)[-1] not in self.entry_points:
                 continue
             args = c.node.args

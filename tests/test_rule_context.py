@@ -1,0 +1,44 @@
+"""rule_context: what a site rule's hook is handed (issue 38 item 2)."""
+import libcst
+import pytest
+
+from helpers import KERNEL
+from topk_migrate import api, rules
+from topk_migrate.rule_context import Parsed, ProjectView, RuleContext
+
+
+def _gate(path):
+    return api.kernel_gate(path, KERNEL, rules.load("pass-topk-length"))
+
+
+def test_the_text_is_parsed_on_first_use_and_once(monkeypatch, tmp_path):
+    parsed = []
+    real = libcst.parse_module
+    monkeypatch.setattr(libcst, "parse_module", lambda source: (parsed.append(source), real(source))[1])
+    text = Parsed("x = 1\n")
+    ctx = RuleContext(str(tmp_path / "m.py"), text, _gate(str(tmp_path / "m.py")))
+    other = RuleContext(ctx.path, text, ctx.gate, rules.RuleOptions(lengths="derived"))  # another rule, the same text
+    assert parsed == []
+    assert ctx.module is other.module and ctx.tree is other.tree and ctx.tree.module is ctx.module
+    assert parsed == ["x = 1\n"] and other.options.lengths == "derived" and ctx.options == rules.RuleOptions()
+
+
+def test_a_text_libcst_cannot_parse_raises_where_a_rule_reads_it(tmp_path):
+    """Inside the rule's hook, where api._migrate turns it into the file's one-line error, as before."""
+    ctx = RuleContext.of("def f(:\n", str(tmp_path / "m.py"), _gate(str(tmp_path / "m.py")))
+    assert ctx.source == "def f(:\n"
+    with pytest.raises(libcst.ParserSyntaxError):
+        ctx.module  # noqa: B018  (the parse is made here)
+
+
+def test_the_project_view_finds_and_reads_the_projects_files(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'fork'\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "ops.py").write_text("def f():\n    pass\n")
+    (tmp_path / "pkg" / "backend.py").write_text("from .ops import f\n")
+    view = RuleContext.of("", str(tmp_path / "pkg" / "backend.py"), None).project
+    assert view == ProjectView(str(tmp_path / "pkg" / "backend.py")) and view.root == str(tmp_path)
+    found = view.find_module("pkg.ops")
+    assert found is not None and view.find_module(".ops") == found and view.find_module("pkg.nothing") is None
+    assert view.read(found) == "def f():\n    pass\n" and view.read(str(tmp_path / "pkg")) is None
