@@ -318,3 +318,22 @@ def test_a_rule_reads_the_context_it_is_handed(toy, tmp_path):
     engine = api.migrate_source(SRC, path, kernel=KERNEL)
     assert [s for s in engine.sites if s.rule == toy.id][0].reason == found[0].reason
 
+
+def test_the_declared_hooks_are_the_rules_hooks(toy):
+    """INFO.has_sites/has_bump stay declared: the byte prefilter, narrowing, audit's scanners and the report
+    formats read them in processes that never import a rule's hooks (LibCST). Every discovered rule's
+    declaration is its Rule class's hooks, and a declaration that is not is refused when the rule loads."""
+    for spec in rules.specs():
+        rule = rules.load(spec.id)
+        assert (spec.has_sites, spec.has_bump) == (type(rule).sites is not None, type(rule).bump is not None), spec.id
+
+
+def test_a_declaration_that_disagrees_with_the_hooks_is_refused(toy, monkeypatch):
+    from dataclasses import replace
+
+    real = rules.spec("explicit-d-v")
+    rules.load.cache_clear()
+    monkeypatch.setattr(rules, "spec", lambda rule_id: replace(real, has_bump=False) if rule_id == real.id else real)
+    with pytest.raises(rules.RuleError, match="has_sites/has_bump disagree"):
+        rules.load("explicit-d-v")
+    rules.load.cache_clear()

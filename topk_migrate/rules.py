@@ -43,8 +43,10 @@ class RuleInfo:
     # wheel or source tree) -> the module a call site imports to reach it.
     wrappers: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
     default_enabled: bool = True  # off: only with `enable = ["id"]` in [tool.topk-migrate] (bump runs it anyway)
-    has_sites: bool = False  # its Rule has a sites hook
-    has_bump: bool = False  # its Rule has a bump hook
+    # Its Rule has a sites hook, a bump hook: declared, not derived, as the prefilter, narrowing, audit's scanners and
+    # the report formats read them where the rule module (LibCST) is never imported; `load` refuses a mismatch.
+    has_sites: bool = False
+    has_bump: bool = False
     quick: Optional[str] = None  # a module of its package, standard library only (see above)
     # "module:command": a module of its package and the click command in it that `topk-migrate smoke` runs;
     # importing the module must stay light (no torch: `topk-migrate --help` imports it)
