@@ -75,3 +75,62 @@ def test_no_module_state_decides_what_a_scan_looks_for():
 
     assert not hasattr(discover, "scanning_for") and not hasattr(discover, "prefilter")
     assert "global " not in inspect.getsource(bytescan)
+
+
+# -- one walker, two trees: the file system and a git commit's listing (discover.source) ----------------------
+
+LAYOUT = {
+    "a.py": "x = 1\n", "notes.txt": "", "pkg/m.py": "", "pkg/.hidden/h.py": "", ".dot/d.py": "", "pkg/.f.py": "",
+    "gen/g_pb2.py": "", "gen/keep.py": "", "deep/er/z.py": "", "build/b.py": "",
+}
+
+
+def _disk(root, files):
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+
+
+@pytest.mark.parametrize("exclude", [(), ("gen/*_pb2.py",), ("build/", "deep")])
+@pytest.mark.parametrize("given", [[""], ["pkg"], ["pkg", "a.py"], ["notes.txt"], ["gen/g_pb2.py", "gen"], ["nowhere"]])
+def test_a_listed_tree_walks_as_the_same_files_on_disk(tmp_path, given, exclude):
+    """The walker's rules (a named file always, else .py outside hidden folders, --exclude relative to the folder
+    given, each file once, a bad path one error) read alike from disk and from a listing; a symlink in a listing
+    is nothing (a commit's path string)."""
+    from topk_migrate.discover import ListedTree, iter_python_files
+
+    root = tmp_path / "t"
+    _disk(root, LAYOUT)
+    tree = ListedTree(str(root), list(LAYOUT), opaque=["pkg/link.py"], missing="no such file or directory")
+    paths = [str(root / g) if g else str(root) for g in given]
+    on_disk = list(iter_python_files(paths, exclude, gitignore=False))
+    listed = list(iter_python_files(paths, exclude, source=tree))
+    assert sorted(listed) == sorted(on_disk)
+    assert list(iter_python_files([str(root / "pkg" / "link.py")], source=tree)) == []  # a symlink: nothing
+
+
+def test_a_listed_tree_is_built_linear_and_leaves_out_what_is_too_deep():
+    from topk_migrate.discover import ListedTree, iter_python_files
+
+    deep = "/".join(["d"] * 5000) + "/f.py"
+    tree = ListedTree("/top", ["a/b.py", deep], max_depth=256)
+    assert tree.beyond == [deep] and tree.isdir("/top/a") and not tree.isdir("/top/d")
+    assert [p for p, _ in iter_python_files(["/top"], source=tree)] == ["/top/a/b.py"]
+
+
+def test_rev_audits_what_the_same_walk_on_disk_audits(tmp_path):
+    """audit --rev and audit of the checked-out tree find the same sites and errors: one walker's rules."""
+    call = ("import flash_mla\n\n\ndef f(q, k, i):\n"
+            "    return flash_mla.flash_mla_sparse_fwd(q, k, i, 0.5, 512)\n")
+    files = {**LAYOUT, **{rel: call for rel in LAYOUT if rel.endswith(".py")}}
+    _disk(tmp_path, files)
+    os.symlink("../a.py", tmp_path / "pkg" / "link.py")  # on disk, a link to a file already walked: looked at once
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "x")
+    for exclude in ((), ("gen/*_pb2.py", "deep")):
+        disk = audit([str(tmp_path)], exclude=exclude, jobs=1)
+        rev = audit([str(tmp_path)], rev="HEAD", exclude=exclude, jobs=1)
+        assert [(s.path, s.line, s.status) for s in rev.sites] == [(s.path, s.line, s.status) for s in disk.sites]
+        assert rev.errors == disk.errors == []
+        assert rev.summary["files"] == disk.summary["files"]

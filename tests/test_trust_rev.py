@@ -445,12 +445,19 @@ def _cubic_directories(rels, paths):
     return {r for r in rels if r in dirs}
 
 
-def test_directory_test_is_linear_in_the_listing():
-    """Finding 9: which command-line paths are directories of the commit is decided in string work
-    linear in the listing's characters, whatever its depth: counted, at two sizes, for a chain of
-    one file per depth (the reproducer's shape) and for one deep file."""
-    from topk_migrate.audit.rev import _directories_among
+def _directories_among(rels, paths):
+    """Which of rels are directories of the commit whose files are `paths`, as --rev decides it: the commit's
+    tree the walker reads (discover.ListedTree), built from the listing, asked of each rel."""
+    from topk_migrate.discover import ListedTree
 
+    tree = ListedTree("/top", paths)
+    return {r for r in rels if tree.isdir("/top/" + r if r else "/top")}
+
+
+def test_directory_test_is_linear_in_the_listing():
+    """Finding 9: the commit's tree (what the walk reads, and which command-line paths are directories of it)
+    is built in string work linear in the listing's characters, whatever its depth: counted, at two sizes,
+    for a chain of one file per depth (the reproducer's shape) and for one deep file."""
     def chain(n):
         return ["/".join(["a"] * k) + "/f.py" for k in range(1, n + 1)]
 

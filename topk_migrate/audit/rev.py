@@ -14,9 +14,11 @@ from .. import project as project_mod
 from ..config import dir_filters, kept
 from ..discover import (
     SCAN_WINDOW,
+    ListedTree,
     Prefilter,
     compile_patterns,
     declares_other_codec,
+    iter_python_files,
 )
 from ..model import InputError
 from .results import PROJECT_FILES, AuditError, Tally
@@ -148,23 +150,6 @@ def _scan_stream(out, size: int, pf, sha: str) -> bool:
                 foreign = declares_other_codec(window)
             found = pf.find(window, len(window), foreign)
             tail = window[len(window) - pf.carry:] if pf.carry else b""
-    return found
-
-
-def _directories_among(rels: Sequence[str], paths: Iterable[str]) -> set:
-    """Which of `rels` (repository-relative paths from the command line, "" the top) are directories
-    of the commit whose files are `paths`. One prefix comparison per path and rel: time linear in the
-    listing's size whatever its depth (the set of every directory, built by cutting each path at each
-    of its slashes, costs the cube of a deep chain's depth)."""
-    found = {r for r in rels if not r}
-    left = [(r, r + "/") for r in dict.fromkeys(rels) if r]
-    for p in paths:
-        if not left:
-            break
-        hit = [rh for rh in left if p.startswith(rh[1])]
-        if hit:
-            found.update(r for r, _ in hit)
-            left = [rh for rh in left if rh not in hit]
     return found
 
 
@@ -307,43 +292,60 @@ def _rev_entries(top: str, commit: str, rev: str, tally: Tally) -> List[Tuple[st
     return entries
 
 
-def _rev_root(rels: Sequence[str], entries: Sequence[Tuple[str, str, str]], top: str) -> str:
+def _rev_tree(top: str, entries: Sequence[Tuple[str, str, str]], rev: str) -> ListedTree:
+    """The commit's files as a tree the walker reads, at the work tree's place of them: a symlink is a path
+    string in a commit, not a file to read (it makes its directory, and is nothing the walk yields); a path
+    the commit does not hold is the error line `not in <rev>`."""
+    return ListedTree(top, (p for mode, _, p in entries if mode != _SYMLINK),
+                      (p for mode, _, p in entries if mode == _SYMLINK), missing=f"not in {rev}", max_depth=LAYOUT_DEPTH)
+
+
+_SYMLINK = "120000"  # a tree entry's mode
+
+
+def _rev_root(rels: Sequence[str], tree: ListedTree, top: str) -> str:
     """The directory the report is relative to: the one directory given, or what the paths have in common."""
-    dirs = _directories_among(rels, (p for _, _, p in entries))
     absd = [os.path.join(top, r) if r else top for r in rels]
-    return absd[0] if len(rels) == 1 and rels[0] in dirs else \
-        os.path.commonpath([a if r in dirs else os.path.dirname(a) for a, r in zip(absd, rels)])
+    dirs = [tree.isdir(a) for a in absd]
+    return absd[0] if len(rels) == 1 and dirs[0] else \
+        os.path.commonpath([a if d else os.path.dirname(a) for a, d in zip(absd, dirs)])
 
 
-def _rev_candidate(rel: str, path: str, excl) -> bool:
-    """Whether a file of the commit under `rel` is looked at: `rel` itself (named on the command line), or
-    a .py file below it, outside hidden directories and not --exclude'd, as the walk on disk would."""
-    if path == rel:  # a file named on the command line: always looked at
-        return True
-    below = path[len(rel) + 1 :] if rel else path
-    if not path.endswith(".py") or any(c.startswith(".") for c in below.split("/")[:-1]):
-        return False
-    return not (excl is not None and excl.match_file(below))
+def _rev_wanted(rels, tree: ListedTree, entries, exclude, top, tally) -> List[Tuple[str, str]]:
+    """(sha, path) of each file of the commit under `rels` that the walk keeps, by the walker's own rules
+    (discover.iter_python_files over the commit's tree, as on disk: a file named on the command line, else a
+    .py file outside hidden directories that --exclude keeps; each once). Every file of a commit is tracked, so
+    no ignore file leaves one out. A rel that names nothing in the commit is an error line. A file deeper
+    than a layout may be (tree.beyond: never walked, which would cost its depth squared) is taken under the
+    same rules, tested on its path alone; laying it out is then its error line (_lay_out), if it is kept."""
+    sha: Dict[str, str] = {}
+    for _, s, p in entries:
+        sha.setdefault(p, s)  # a crafted tree's path twice: the first
+    prefix = os.path.join(top, "")
+    wanted = []
+    for path, err in iter_python_files([os.path.join(top, r) if r else top for r in rels], exclude, source=tree):
+        if err:
+            tally.errors.append((path, err))
+        else:
+            rel = path[len(prefix):].replace(os.sep, "/")
+            wanted.append((sha[rel], rel))
+    return wanted + [(sha[p], p) for p in _deep_kept(rels, tree.beyond, exclude)]
 
 
-def _rev_wanted(rels, entries, exclude, rev, top, tally) -> List[Tuple[str, str]]:
-    """(sha, path) of each candidate under each rel, symlinks left out (a path string in a commit, not a
-    file to read); a rel that names nothing in the commit is an error line."""
-    excl = compile_patterns(exclude)
-    wanted: List[Tuple[str, str]] = []
-    for rel in rels:
-        matched = False
-        for mode, sha, path in entries:
-            if rel and path != rel and not path.startswith(rel + "/"):
+def _deep_kept(rels: Sequence[str], deep: Sequence[str], exclude: Sequence[str]) -> List[str]:
+    """Those of the files too deep to walk (and to lay out) that the walk would keep under a rel: a .py file
+    outside hidden directories that --exclude keeps (its gitignore-style match of the whole path, as the walk's)."""
+    if not deep:
+        return []
+    excl, out = compile_patterns(exclude), []
+    for rel in dict.fromkeys(rels):
+        for p in deep:
+            below = p[len(rel) + 1:] if rel else p
+            if rel and not p.startswith(rel + "/") or not p.endswith(".py"):
                 continue
-            matched = True
-            if mode == "120000":
-                continue  # a symlink in a commit is a path string, not a file to read
-            if _rev_candidate(rel, path, excl):
-                wanted.append((sha, path))
-        if not matched:
-            tally.errors.append((os.path.join(top, rel), f"not in {rev}"))
-    return wanted
+            if not any(c.startswith(".") for c in below.split("/")[:-1]) and not (excl is not None and excl.match_file(below)):
+                out.append(p)
+    return list(dict.fromkeys(out))
 
 
 def _lay_out_project_files(files: _RevFiles, project: Sequence[Tuple[str, str]]) -> None:
@@ -370,14 +372,12 @@ def _lay_out_project_files(files: _RevFiles, project: Sequence[Tuple[str, str]])
 
 
 def _rev_filtered(wanted: Sequence[Tuple[str, str]], rels: Sequence[str], tmp: str) -> List[Tuple[str, str]]:
-    """The candidates, each path once, less those the laid-out project files' [tool.topk-migrate]
-    filters leave out, as on disk (their project files must be laid out first)."""
+    """The candidates less those the laid-out project files' [tool.topk-migrate] filters leave out, as on
+    disk (their project files must be laid out first)."""
     try:
         filters = dir_filters(os.path.join(tmp, rel) if rel else tmp for rel in rels)
     except InputError as e:
         raise AuditError(str(e)) from None
-    seen = set()
-    wanted = [w for w in wanted if not (w[1] in seen or seen.add(w[1]))]
     if filters:
         wanted = [(sha, path) for sha, path in wanted if kept(filters, os.path.join(tmp, path))]
     return wanted
@@ -458,9 +458,10 @@ def lay_out_rev(  # noqa: PLR0913  (the commit's paths and options, the run's st
     commit = _rev_commit(rev, top)
     rels = _rev_rels(paths, top)
     entries = _rev_entries(top, commit, rev, tally)
-    root = _rev_root(rels, entries, top)
+    tree = _rev_tree(top, entries, rev)
+    root = _rev_root(rels, tree, top)
     project = [(sha, path) for _, sha, path in entries if _is_project_file(path)]
-    wanted = _rev_wanted(rels, entries, exclude, rev, top, tally)
+    wanted = _rev_wanted(rels, tree, entries, exclude, top, tally)
     missing = _missing(top, commit) if project or wanted else set()
     shas = [s for s in dict.fromkeys(s for s, _ in project + wanted) if s not in missing]
     files = _RevFiles(tmp, top, rev, tally, missing, _sizes(top, shas))

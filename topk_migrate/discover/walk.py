@@ -5,11 +5,12 @@ import functools
 import os
 import re
 import stat
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from . import ignore
 from .ignore import Ignore, PatternSet, compile_patterns, git_top, outer_ignore_files, share, unshare
-from .reads import Note, why_unreadable
+from .reads import Note
+from .source import DISK, DiskTree, ListedTree
 
 # (ignore.PATTERNS is read through the module: the one bound the walk and the ignore files share)
 
@@ -88,7 +89,7 @@ NO_PYTHON_FILES = "no Python files found (after ignore rules)"  # told to `note`
 
 def iter_python_files(
     paths: Iterable[str], exclude: Sequence[str] = (), gitignore: bool = True,
-    follow_links: bool = False, note: Optional[Note] = None,
+    follow_links: bool = False, note: Optional[Note] = None, source: Union[DiskTree, ListedTree] = DISK,
 ) -> Iterator[Tuple[str, Optional[str]]]:
     """Yield (path, error) for every file to look at; error is a one-line reason or None.
 
@@ -101,27 +102,33 @@ def iter_python_files(
     directory given that holds no file to look at (NO_PYTHON_FILES). A file
     reached by several paths is yielded once. A *.py entry that is not a regular
     file (broken link, link loop, FIFO, ...) is reported, not read.
+
+    source: the tree walked (source.py): the file system, or a listed tree (a git commit's files, read
+    at the place of a directory: audit --rev), walked by the same rules.
     """
     note = note or (lambda path, why: None)
     excl = compile_patterns(exclude)
     yielded: set = set()  # real paths: a file reached twice is looked at once
     for p in paths:
-        if os.path.isdir(p):
+        if source.isdir(p):
             found = False
-            for got in _walk(p, excl, gitignore, follow_links, note, yielded):
+            w = _Walker(p, excl, gitignore, follow_links, note, yielded, source)
+            for got in w.whole():
                 found = True
                 yield got
-            inside = os.path.join(os.path.realpath(p), "")
+            inside = os.path.join(source.realpath(p), "")
             if not found and not any(r.startswith(inside) for r in yielded):  # (not only given twice)
                 note(p, NO_PYTHON_FILES)  # a wrong path in CI must not pass as "0 file(s)" unnoticed
-        elif os.path.isfile(p):
-            real = os.path.realpath(p)
+        elif source.isfile(p):
+            real = source.realpath(p)
             if real not in yielded:
                 yielded.add(real)
                 yield p, None
         elif os.path.abspath(p) not in yielded:  # a bad path named twice is one error
             yielded.add(os.path.abspath(p))
-            yield p, why_unreadable(p)
+            why = source.why_unreadable(p)
+            if why is not None:  # (None: a listed tree's symlink, nothing to read)
+                yield p, why
 
 
 class _Walker:
@@ -136,10 +143,12 @@ class _Walker:
     .gitignore negation can undo it.
     """
 
-    def __init__(self, top: str, excl: Optional[PatternSet], gitignore: bool, follow_links: bool, note: Note,
-                 yielded: set):
+    def __init__(self, top: str, excl: Optional[PatternSet], gitignore: bool, follow_links: bool, note: Note,  # noqa: PLR0913  (the walk's options, what it has yielded, its tree)
+                 yielded: set, source: Union[DiskTree, ListedTree] = DISK):
         self.top = top = os.path.normpath(top)
-        atop, self.real_top = os.path.abspath(top), os.path.realpath(top)
+        self.source = source
+        gitignore = gitignore and source.ignore_files  # (a listed tree: a commit's files, every one tracked)
+        atop, self.real_top = os.path.abspath(top), source.realpath(top)
         self.excl, self.gitignore, self.follow_links, self.yielded = excl, gitignore, follow_links, yielded
         self.tell: Callable[[tuple, str, str], None] = lambda key, path, why: note(path, why)
         self.walked: dict = {}  # (st_dev, st_ino) -> path: each directory once, so never into a loop
@@ -213,17 +222,15 @@ class _Walker:
         error line."""
         d, real, names, ig, states, xstates = seed
         try:
-            st = os.stat(d)
+            key = self.source.dir_key(d)
         except OSError:
-            return why_unreadable(d)
-        key = (st.st_dev, st.st_ino)
+            return self.source.why_unreadable(d)
         if key in self.walked:
             self.tell(names, d, f"same directory as {self.walked[key]}, walked once")
             return None
         self.walked[key] = d
         try:
-            with os.scandir(d) as it:
-                entries = sorted(it, key=lambda e: e.name)
+            entries = self.source.entries(d)
         except OSError as e:
             return f"cannot list: {(e.strerror or str(e)).lower()}"
         if self.gitignore and any(e.name == ".gitignore" for e in entries):
@@ -254,7 +261,7 @@ class _Walker:
             except OSError:
                 link = False
             if link:
-                real = os.path.realpath(e.path)
+                real = self.source.realpath(e.path)
                 if not _inside(real, self.real_top):
                     self.tell(names + (e.name,), e.path, f"symlink to {real}, outside {self.top}")
                     continue
@@ -292,12 +299,17 @@ class _Walker:
                 except OSError:
                     ok = False
                 if not ok:
-                    yield e.path, why_unreadable(e.path)
+                    yield e.path, self.source.why_unreadable(e.path)
                 elif link:
                     self.symlinked.append((names + (e.name,), e.path, real))
                 elif real not in yielded:
                     yielded.add(real)
                     yield e.path, None
+
+    def whole(self) -> Iterator[Tuple[str, Optional[str]]]:
+        """Walk the directory given here, whole."""
+        yield from self.walk([self.root])
+        yield from self.linked(self.symlinked)
 
     def linked(self, symlinked: Iterable[Tuple[tuple, str, str]]) -> Iterator[Tuple[str, Optional[str]]]:
         """The symlinked files, in the walk's order: each whose target was not looked at already."""
@@ -307,14 +319,6 @@ class _Walker:
             else:
                 self.yielded.add(real)
                 yield path, None
-
-
-def _walk(top: str, excl: Optional[PatternSet], gitignore: bool, follow_links: bool, note: Note,
-          yielded: set) -> Iterator[Tuple[str, Optional[str]]]:
-    """Walk one directory here, whole."""
-    w = _Walker(top, excl, gitignore, follow_links, note, yielded)
-    yield from w.walk([w.root])
-    yield from w.linked(w.symlinked)
 
 
 def _mount_points(table: str = "/proc/self/mountinfo") -> Optional[List[str]]:
