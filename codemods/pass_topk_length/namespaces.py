@@ -51,6 +51,10 @@ _BUILTIN_WRITES = {"setattr", "delattr"}
 _MODULE_DUNDERS = {"__class__", "__getattr__", "__dict__", "__path__", "__spec__", "__loader__"}
 # The import system: who serves a module name (a finder can make any name any object).
 _IMPORT_SYSTEM = {"sys.meta_path", "sys.path_hooks", "sys.path_importer_cache", "sys.path"}
+_RUNNERS_OF_TEXT = {"exec", "eval", "compile"}
+_IMPORTER_NAMES = {"import_module", "__import__", "resolve_name", "locate", "getmodule", "getattr"}
+_IMPORT_SYSTEM_NAMES = {"meta_path", "path_hooks", "path_importer_cache", "path", "__path__",
+                        "submodule_search_locations", "getattr", "__dict__", "vars"}
 _COPIES = {"builtins.dict", "copy.copy", "copy.deepcopy", "collections.ChainMap", "types.MappingProxyType"}
 _SEQUENCES = {"builtins.list", "builtins.tuple", "builtins.sorted", "builtins.set", "builtins.frozenset",
               "builtins.iter", "builtins.reversed", "builtins.enumerate"}
@@ -89,6 +93,9 @@ class Handles:
         self.heads = Heads(f, elsewhere, facts.module_name)
         self.aliases: Dict[Tuple[int, str], str] = {}  # (scope, local name) -> the kind of handle it holds
         self.parts = {p for m in self.modules for p in m.split(".")}  # an attribute that may be a related module
+        # a name computed in a file whose own strings spell the kernel's names (`name.startswith("sgl_kernel.")`,
+        # a pattern, a default list) may be the kernel's, whatever the rest of the project spells
+        self.named_by_code = self.named_by_code or self._strings_name(self.names)
 
     def writes(self) -> List[Tuple[int, str]]:
         """(line, what) of every write through a related handle, and every function made from a code object.
@@ -104,13 +111,15 @@ class Handles:
             elif isinstance(node, ast.Call) and self.qualified(node.func) in _CODE_RUNNERS \
                     and self._runs_project_code(node, _CODE_RUNNERS[self.qualified(node.func)]):
                 out.append((node, f"`{_text(node.func)}(...)` runs code the analysis does not read"))
-            elif isinstance(node, ast.Call) and self._runs_file_text(node):
+            elif isinstance(node, ast.Call) and _last_name(node.func) in _RUNNERS_OF_TEXT and self._runs_file_text(node):
                 out.append((node, f"`{_text(node.func)}(...)` runs the text of a file the code names: code the "
                                   "analysis does not read"))
-            elif isinstance(node, (ast.Attribute, ast.Name, ast.Call)) and self._importer_taken(node):
+            elif isinstance(node, (ast.Attribute, ast.Name, ast.Call)) and _last_name(node) in _IMPORTER_NAMES \
+                    and self._importer_taken(node):
                 out.append((node, f"`{_text(node)[:60]}` takes an importer as a value: the modules it is "
                                          "called for are not followed"))
-            elif isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) and self._import_system_written(node):
+            elif isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) \
+                    and _last_name(node) in _IMPORT_SYSTEM_NAMES and self._import_system_written(node):
                 out.append((node, f"`{_text(node)[:60]}` is changed: the import system may serve a module "
                                          "the code names as another object"))
             elif not isinstance(node, ast.Name):
@@ -138,7 +147,36 @@ class Handles:
             why = self.misuse(node, kind)
             if why:
                 out.append((node, f"{why} (`{_text(node)[:60]}` is {kind} got at run time)"))
+        out += self._augmented_writes()
         return [(getattr(node, "lineno", 0), why) for node, why in out if self._may_run(node)]
+
+    def _augmented_writes(self) -> List[Tuple[ast.AST, str]]:
+        """`h |= {...}` (an in-place update: `sys.modules |= ...`, `ns |= ...` of a namespace alias) writes
+        through whatever its target holds; its target is in store position, where no handle is read."""
+        out = []
+        for node in ast.walk(self.f.tree):
+            if not isinstance(node, ast.AugAssign):
+                continue
+            target = node.target
+            if isinstance(target, ast.Name):
+                kind = self.aliases.get((id(_scope(self.f, target)), target.id)) or self._global_alias(target)
+            elif isinstance(target, (ast.Attribute, ast.Subscript)):
+                load = target.__class__(**{**{k: getattr(target, k) for k in target._fields}, "ctx": ast.Load()})
+                self.f.parents[id(load)] = node
+                try:
+                    kind = self.kind(load)
+                finally:
+                    del self.f.parents[id(load)]
+            else:
+                kind = None
+            if kind is not None and kind != MEMBER:
+                out.append((node, f"an augmented assignment writes through it (`{_text(target)[:60]}` is {kind} "
+                                  "got at run time)"))
+        return out
+
+    def _global_alias(self, name: ast.Name) -> Optional[str]:
+        """The kind a module-level alias holds, for a name a function reads without binding it."""
+        return self.aliases.get((id(self.f.tree), name.id)) if _reads_global(self.f, name) else None
 
     def _may_run(self, node: ast.AST) -> bool:
         """May the code at node run when serving: in a test suite's helper module, not inside a function (or
@@ -375,6 +413,11 @@ class Handles:
                 return self.named_by_code
         return False
 
+    def _strings_name(self, words: Set[str]) -> bool:
+        """Does a string of this file (not a docstring) hold one of words as an identifier?"""
+        return any(isinstance(n, ast.Constant) and isinstance(n.value, str) and not isinstance(self.f.parents.get(id(n)), ast.Expr)
+                   and not words.isdisjoint(_WORDS.findall(n.value)) for n in ast.walk(self.f.tree))
+
     def _spells_related(self) -> bool:
         """Does a string of this file (not a docstring) spell a related module's part as a dotted word, or
         does the file import a related module?"""
@@ -395,6 +438,8 @@ class Handles:
             for node in ast.walk(self.f.tree):
                 if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                     index.setdefault((id(_scope(self.f, node)), node.id), []).append(node)
+                    if _reads_global(self.f, node):  # (a module-level alias read in a function that does not bind it)
+                        index.setdefault((id(self.f.tree), node.id), []).append(node)
             self.f.__dict__["_name_loads"] = index
         return index.get(key, [])
 
@@ -1045,6 +1090,45 @@ def _module_assignments(f) -> Dict[str, Optional[List[ast.AST]]]:
                 table[(a.asname or a.name).split(".")[0]] = None
     f.__dict__["_module_assignments"] = table
     return table
+
+
+def _reads_global(f, name: ast.Name) -> bool:
+    """Is name, read inside a function, the module's global: no enclosing function binds it (or each that
+    does declares it `global`)?"""
+    scope = _scope(f, name)
+    while isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        args = scope.args
+        params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+        params |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+        declared = any(isinstance(n, ast.Global) and name.id in n.names for n in ast.walk(scope))
+        if not declared and (name.id in params or _binds_locally(scope, name.id)):
+            return False
+        scope = _scope(f, scope)
+    return scope is f.tree and _scope(f, name) is not f.tree
+
+
+def _binds_locally(fn: ast.AST, name: str) -> bool:
+    """Does the function's own body (not a nested def's) bind name?"""
+    todo = list(ast.iter_child_nodes(fn))
+    while todo:
+        n = todo.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            if getattr(n, "name", None) == name:
+                return True
+            continue
+        if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load) \
+                or isinstance(n, ast.alias) and (n.asname or n.name.split(".")[0]) == name:
+            return True
+        todo.extend(ast.iter_child_nodes(n))
+    return False
+
+
+def _last_name(node: ast.AST) -> Optional[str]:
+    """The last name an expression spells: `x.a.b` -> b, `f(...)` -> f's, `x[...]` -> x's, a name itself (a
+    cheap test before resolving what it refers to)."""
+    while isinstance(node, (ast.Call, ast.Subscript)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
 
 
 def _root(expr: ast.AST) -> Optional[str]:
