@@ -106,11 +106,17 @@ class Handles:
             if isinstance(node, ast.Call) and self.qualified(node.func) in _FUNCTION_MAKERS and self._reuses_code(node):
                 out.append((node, f"`{_text(node.func)}(...)` makes a function that runs existing code with "
                                          "other globals"))
-            elif isinstance(node, (ast.Attribute, ast.Call)) and self._writes_builtins(node):
+            elif isinstance(node, (ast.Attribute, ast.Call)) and self._writes_builtins(node) \
+                    or isinstance(node, (ast.Subscript, ast.Call)) and self._builtins_namespace_written(node):
                 out.append((node, f"`{_text(node)[:60]}` replaces a builtin (`__import__` serves every import)"))
             elif isinstance(node, ast.Call) and self.qualified(node.func) in _CODE_RUNNERS \
                     and self._runs_project_code(node, _CODE_RUNNERS[self.qualified(node.func)]):
                 out.append((node, f"`{_text(node.func)}(...)` runs code the analysis does not read"))
+            elif isinstance(node, ast.Call) and _last_name(node.func) == "dict" and self._patches_module_table(node):
+                out.append((node, f"`{_text(node)[:60]}` puts other objects in the table of every module"))
+            elif isinstance(node, ast.Call) and _last_name(node.func) in _RUNNERS_OF_TEXT and self._runs_kernel_string(node):
+                out.append((node, f"`{_text(node.func)}(...)` runs code held in a string that names the kernel or its "
+                                  "module: code the analysis does not read"))
             elif isinstance(node, ast.Call) and _last_name(node.func) in _RUNNERS_OF_TEXT and self._runs_file_text(node):
                 out.append((node, f"`{_text(node.func)}(...)` runs the text of a file the code names: code the "
                                   "analysis does not read"))
@@ -300,6 +306,34 @@ class Handles:
                     return True
         return False
 
+    def _patches_module_table(self, call: ast.Call) -> bool:
+        """`mock.patch.dict("sys.modules", {...})` (however mock is imported) with a key that may be a related
+        module's name, or values not spelled out."""
+        q = self.qualified(call.func)
+        if q not in ("unittest.mock.patch.dict", "mock.patch.dict") or not call.args:
+            return False
+        target = call.args[0]
+        if not (isinstance(target, ast.Constant) and target.value == "sys.modules" or self.qualified(target) == "sys.modules"):
+            return False
+        given = call.args[1] if len(call.args) > 1 else None
+        if given is not None and not isinstance(given, ast.Dict) or any(k is None for k in getattr(given, "keys", [])):
+            return True
+        return any(self.name_related(k) for k in getattr(given, "keys", [])) or any(
+            k.arg is None or self.name_related(ast.Constant(k.arg)) for k in call.keywords if k.arg != "clear")
+
+    def _runs_kernel_string(self, call: ast.Call) -> bool:
+        """`exec`/`eval`/`compile` of a string (a literal, a local or global bound to one) whose code spells
+        the kernel's names or its module's: code a fork keeps in a string is code of the project."""
+        if self.qualified(call.func) not in ("builtins.exec", "builtins.eval", "builtins.compile") or not call.args:
+            return False
+        source = call.args[0]
+        values = [source] + ([v for v in _bound_values(self.f, source) if isinstance(v, ast.AST)]
+                             if isinstance(source, ast.Name) else [])
+        values += _module_assignments(self.f).get(source.id) or [] if isinstance(source, ast.Name) else []
+        values += call.args[1:] + [k.value for k in call.keywords]  # (the globals it runs under name things too)
+        return any(isinstance(n, ast.Constant) and isinstance(n.value, str) and not self.names.isdisjoint(_WORDS.findall(n.value))
+                   for v in values for n in ast.walk(v))
+
     def _paths_read(self, reader: ast.AST) -> List[ast.AST]:
         """The path a file object or `Path` was made from: `open(p)`, `Path(p)`, a `with open(p) as f` name."""
         if isinstance(reader, ast.Call) and reader.args:
@@ -453,7 +487,8 @@ class Handles:
             return self.aliases.get((id(_scope(self.f, node)), node.id)) if isinstance(node.ctx, ast.Load) else None
         if isinstance(node, ast.Call):
             q = self.qualified(node.func)
-            if q in _IMPORTERS or q.endswith(".import_module"):
+            if q in _IMPORTERS or q.endswith(".import_module") or isinstance(node.func, ast.Attribute) \
+                    and node.func.attr in ("import_module", "__import__"):  # (`loader.import_module`, whatever loader is)
                 return MODULE if self._import_related(node, q) else None
             if q == "builtins.getattr" and len(node.args) > 1 and self.f.module_of(node.args[0]) in self.modules:
                 return self._member_kind(node.args[1])
@@ -585,6 +620,31 @@ class Handles:
         return self.qualified(node.func) in ("builtins.setattr", "builtins.delattr") and bool(node.args) \
             and self.qualified(node.args[0]) in ("builtins", "__builtins__") and (
                 len(node.args) < 2 or not self._literal_not_named(node.args[1], MODULE) or node.args[1].value == "__import__")
+
+    def _builtins_namespace(self, expr: ast.AST) -> bool:
+        """Is expr the builtins' namespace: `builtins.__dict__`, `vars(builtins)`, `__builtins__` (a dict where
+        the module is not `__main__`), a frame's `f_builtins`?"""
+        if isinstance(expr, ast.Attribute) and expr.attr == "f_builtins":
+            return True
+        if isinstance(expr, ast.Attribute) and expr.attr == "__dict__":
+            return self.qualified(expr.value) in ("builtins", "__builtins__")
+        if isinstance(expr, ast.Call) and self.qualified(expr.func) == "builtins.vars" and len(expr.args) == 1:
+            return self.qualified(expr.args[0]) in ("builtins", "__builtins__")
+        return isinstance(expr, ast.Name) and expr.id == "__builtins__"
+
+    def _builtins_namespace_written(self, node: ast.AST) -> bool:
+        """`builtins.__dict__["__import__"] = hook`, `vars(builtins).update(__import__=hook)`, a frame's
+        `f_builtins[...] = ...`: a builtin that matters (or one a computed key may be) written in place."""
+        matter = self.names | {"__import__"}
+        if isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load) and self._builtins_namespace(node.value):
+            head, exact = self.heads.of(node.slice)
+            return head in matter if exact else not head or any(n.startswith(head) for n in matter)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and self._builtins_namespace(node.func.value) \
+                and node.func.attr in ("update", "setdefault", "__setitem__", "pop", "__delitem__"):
+            keys = [k.arg for k in node.keywords] + [a for a in node.args[:1]]
+            return any(k is None or not isinstance(k, str) and not (isinstance(k, ast.Constant) and k.value not in matter)
+                       or isinstance(k, str) and k in matter for k in keys) or not keys
+        return False
 
     def _reuses_code(self, call: ast.Call) -> bool:
         """Does a function made from a code object run an existing function's code (`f.__code__`, directly or
@@ -752,6 +812,23 @@ def qualified(f, expr: ast.AST, depth: int = 0) -> str:
             and isinstance(expr.args[1].value, str) and depth < _DEPTH and qualified(f, expr.func, depth + 1) == "builtins.getattr":
         head = qualified(f, expr.args[0], depth + 1)  # getattr(importlib, "import_module"): importlib.import_module
         return _rerooted(f"{head}.{expr.args[1].value}") if head else ""
+    if isinstance(expr, ast.Subscript) and depth < _DEPTH:
+        key = expr.slice.value if isinstance(expr.slice, ast.Constant) and isinstance(expr.slice.value, str) else None
+        owner = qualified(f, expr.value, depth + 1)
+        if key is not None and owner == "sys.modules":
+            return key  # sys.modules["importlib"] is importlib
+        if key is not None and owner.endswith(".__dict__"):
+            return _rerooted(f"{owner[:-len('.__dict__')]}.{key}")  # importlib.__dict__["import_module"]
+        return ""
+    if isinstance(expr, ast.Call) and depth < _DEPTH and len(expr.args) == 1 and not expr.keywords \
+            and isinstance(expr.args[0], ast.Constant) and isinstance(expr.args[0].value, str):
+        callee = qualified(f, expr.func, depth + 1)
+        if callee in ("builtins.__import__", "importlib.__import__"):
+            return expr.args[0].value.split(".")[0]  # __import__("sys") is sys
+        if callee == "importlib.import_module":
+            return expr.args[0].value
+        if callee == "builtins.vars":
+            return ""
     if not isinstance(expr, ast.Name):
         return ""
     if expr.id in f.modules:
@@ -789,6 +866,8 @@ class Heads:
         """The head of expr (see _of), remembered where nothing was pending."""
         if expr is None:
             return "", False
+        if isinstance(expr, ast.Constant):  # (a node made for one check must not hit another's memo by its id)
+            return (expr.value, True) if isinstance(expr.value, str) else ("", False)
         key = id(expr)
         if key in self.memo:
             return self.memo[key]
