@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Callable, Dict, Iterable, List, NamedTuple, Optional, Set, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, List, NamedTuple, Optional, Set, Tuple
 
 DICT, MODULES_DICT, MODULE = "a namespace", "a module's namespace", "a module"
 OBJECTS, ALL_MODULES = "objects (modules' dicts among them)", "the table of every module"
@@ -78,6 +78,7 @@ class Facts(NamedTuple):
     # anything where it lands: docs/soundness.md `whole-project`)
     test_code: bool = False  # the file is of a test suite (reach.is_test_code), read because code imports it
     shadows: bool = False  # a file of the project is named like a kernel module (`compat/sgl_kernel/flash_mla.py`)
+    aliases: FrozenSet[str] = frozenset()  # other dotted names of a related module (reach.module_aliases)
 
 
 class Handles:
@@ -90,6 +91,7 @@ class Handles:
         self.f, self.related, self.own = f, related, facts.own
         self.modules, self.names, self.named_by_code = facts.modules, facts.names, facts.named_by_code
         self.instances, self.test_code, self.shadows = facts.instances, facts.test_code, facts.shadows
+        self.alias_modules = facts.aliases
         self.heads = Heads(f, elsewhere, facts.module_name)
         self.aliases: Dict[Tuple[int, str], str] = {}  # (scope, local name) -> the kind of handle it holds
         self.parts = {p for m in self.modules for p in m.split(".")}  # an attribute that may be a related module
@@ -239,6 +241,8 @@ class Handles:
         if isinstance(up, ast.Attribute) and up.value is node and isinstance(up.ctx, ast.Load):
             if kind in (MODULE, MEMBER) and not called and up.attr in self.parts:
                 return up, kind
+            if kind in (MODULE, MEMBER) and up.attr == "__dict__":
+                return up, MODULES_DICT
             if called and kind in _DICTS and up.attr == "copy":
                 return call, kind
             if called and up.attr in ("values", "items") and (
@@ -256,10 +260,12 @@ class Handles:
             return up, MODULE
         if isinstance(up, ast.Call) and up.args and up.args[0] is node:
             q = self.qualified(up.func)
+            if q == "builtins.vars" and kind in (MODULE, MEMBER):
+                return up, MODULES_DICT
             if q == "builtins.getattr" and kind in (MODULE, MEMBER) and len(up.args) > 1:
                 member = self._member_kind(up.args[1])
                 return (up, MEMBER if kind == MEMBER else member) if member else None
-            if kind == MODULE and (q == "inspect.getmembers" or isinstance(up.func, ast.Call) and self._attrgetter_of_parts(up.func)):
+            if kind == MODULE and (q == "inspect.getmembers" or self._attrgetter_of_parts(up.func)):
                 return up, MODULES if q == "inspect.getmembers" else MODULE
             if q in _COPIES and kind in _DICTS or q in _SEQUENCES and kind == MODULES:
                 return up, kind
@@ -494,8 +500,9 @@ class Handles:
                 return self._member_kind(node.args[1])
             if q == "inspect.getmembers" and node.args and self.f.module_of(node.args[0]) in self.modules:
                 return MODULES
-            if isinstance(node.func, ast.Call) and node.args and self.f.module_of(node.args[0]) in self.modules:
-                return MODULE if self._attrgetter_of_parts(node.func) else None
+            if isinstance(node.func, (ast.Call, ast.Name)) and node.args and self.f.module_of(node.args[0]) in self.modules \
+                    and self._attrgetter_of_parts(node.func):
+                return MODULE
             if q in _GETMODULE:
                 return MODULE if not node.args or self.related(node.args[0], self.named_by_code) else None
             if q == "builtins.vars":
@@ -518,6 +525,8 @@ class Handles:
                 return self._attribute_kind(node.args[0], node.args[1].value)  # getattr(fn, "__globals__", None)
             return None
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+            if self.alias_modules and self.f.module_of(node) in self.alias_modules:
+                return MODULE  # `ops.sparse_attn`: the kernel's module by a name a project module gave it
             return self._attribute_kind(node.value, node.attr, node)
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and self.qualified(node.value) == "sys.modules":
             return MODULE if self.name_related(node.slice) else None
@@ -549,15 +558,20 @@ class Handles:
         return isinstance(expr, ast.Call) and self.qualified(expr.func) == "builtins.vars" and len(expr.args) == 1 \
             and self.qualified(expr.args[0]) == "sys"
 
-    def _attrgetter_of_parts(self, call: ast.Call) -> bool:
-        """`operator.attrgetter(names)`, where a name may be (or begin with) a related module's part."""
-        return self.qualified(call.func) == "operator.attrgetter" and any(
+    def _attrgetter_of_parts(self, call: ast.AST) -> bool:
+        """`operator.attrgetter(names)`, where a name may be (or begin with) a related module's part (also
+        through a module-level name bound only to one: `_get = attrgetter("x")`)."""
+        if isinstance(call, ast.Name):
+            bound = _module_assignments(self.f).get(call.id) or []
+            return len(bound) == 1 and isinstance(bound[0], ast.Call) and self._attrgetter_of_parts(bound[0])
+        return isinstance(call, ast.Call) and self.qualified(call.func) == "operator.attrgetter" and any(
             self._may_be_submodule(a) or self.heads.of(a)[0].split(".")[0] in self.parts for a in call.args)
 
     def _namespace_of(self, owner: ast.AST) -> Optional[str]:
         """The kind of `vars(owner)` / `owner.__dict__`: a module's namespace where owner is a module (a
         handle, or one this file imports), an object's where it may be a related one, else None."""
-        if self.kind(owner) in (MODULE, MEMBER) or self.f.module_of(owner) is not None and self.related(owner):
+        if self.kind(owner) in (MODULE, MEMBER) or self.f.module_of(owner) is not None and (
+                self.related(owner) or self.f.module_of(owner) in self.modules):
             return MODULES_DICT
         return DICT if self.instances and self.related(owner) else None
 
@@ -722,6 +736,8 @@ class Handles:
             return self.misuse(up, kind)
         if isinstance(up, (ast.Assign, ast.AnnAssign)) and up.value is node and all(
                 isinstance(t, ast.Name) for t in _targets(up)):
+            if isinstance(self.f.parents.get(id(up)), ast.ClassDef):
+                return "it is stored on a class"  # (read back as `cls.<name>` / `self.<name>`: not followed)
             return None  # a local alias: its own uses are checked where it is read
         if isinstance(up, (ast.For, ast.comprehension)) and up.iter is node:
             return None  # iterating a namespace yields its keys; a loop over objects binds handles (_bound_from)
@@ -910,7 +926,27 @@ class Heads:
         if param is not None:
             return self._from_calls(param, depth)
         values = _bound_values(self.f, expr)
-        return self._join([v.head(self, depth) if isinstance(v, _Part) else self.of(v, depth + 1) for v in values])
+        return self._join([v.head(self, depth) if isinstance(v, _Part) else self._loop_head(v, depth)
+                           if isinstance(v, ast.Name) and isinstance(v.ctx, ast.Store) else self.of(v, depth + 1)
+                           for v in values])
+
+    def _loop_head(self, target: ast.Name, depth: int) -> Tuple[str, bool]:
+        """A loop variable over a literal tuple, list or set of strings, or over a module-level name bound
+        only to one (`for pkg in OP_PACKAGES`): the joined heads of its elements."""
+        loop = self.f.parents.get(id(target))
+        if not isinstance(loop, (ast.For, ast.comprehension)) or loop.target is not target:
+            return "", False
+        seq = loop.iter
+        if isinstance(seq, ast.Name):  # (a module-level constant no other file spells, never changed in place)
+            bound = _module_assignments(self.f).get(seq.id)
+            if not bound or len(bound) != 1 or self.elsewhere(seq.id) or not isinstance(bound[0], ast.Tuple) and any(
+                    isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == seq.id
+                    for n in ast.walk(self.f.tree)):
+                return "", False
+            seq = bound[0]
+        if not isinstance(seq, (ast.Tuple, ast.List, ast.Set)) or not seq.elts:
+            return "", False
+        return self._join([self.of(e, depth + 1) for e in seq.elts])
 
     def _join(self, heads: List[Tuple[str, bool]]) -> Tuple[str, bool]:
         if not heads or any(not h for h, _ in heads):

@@ -267,6 +267,21 @@ def _import_root_names(root: str, rel: str) -> Set[str]:
     return {".".join(parts), ".".join(parts[start:])}
 
 
+def _import_bindings(node: ast.AST, rel: str) -> List[Tuple[str, str]]:
+    """(the local name, the module it is bound to) for each module a top-level import binds (a `from`
+    import's name counted as a submodule; a relative import resolved against the file's package)."""
+    if isinstance(node, ast.Import):
+        return [(a.asname, a.name) if a.asname else (a.name.split(".")[0], a.name.split(".")[0]) for a in node.names]
+    if not isinstance(node, ast.ImportFrom):
+        return []
+    base = node.module or ""
+    if node.level:
+        parts = rel[:-3].split("/")[:-1]
+        parts = parts[:len(parts) - (node.level - 1)] if node.level > 1 else parts
+        base = ".".join(parts + ([base] if base else []))
+    return [(a.asname or a.name, f"{base}.{a.name}" if base else a.name) for a in node.names if a.name != "*"]
+
+
 def _parameter_or_element(f: "_File", node: ast.AST) -> Optional[Tuple[ast.AST, int, str, bool]]:
     """(the function, the position, the name, a `*args`) of the parameter node is, or that the loop binding
     node iterates (`for fn in fns` where `*fns`); None for anything else."""
@@ -791,6 +806,10 @@ class Project:
                  **{id(f): f for f in self.files_naming(packages, also=_MEMBER_WORDS)}}
         spelled = (set(names) | stems | {p for m in modules for p in m.split(".")}) - {""}
         known = self.related_module_names(modules)
+        aliases = self.module_aliases(known, stems | packages)
+        known |= {".".join(a.split(".")[:k]) for a in aliases for k in range(1, a.count(".") + 2)}
+        holders = {a.split(".")[0] for a in aliases}
+        files.update({id(f): f for f in self.files_naming(holders, also=_MEMBER_WORDS + ["partial"])})
         gate = self.named_by_code(self.lookup_words(modules, kernel))
         out = []
         if self._by_path is None:
@@ -802,11 +821,26 @@ class Project:
             rel = self.rel(f.path)[:-3].split("/")
             name = ".".join(rel[:-1] if rel[-1] == "__init__" else rel)
             facts = namespaces.Facts(known, spelled, f.path == self.module, gate, name, id(f) in scoped,
-                                     is_test_code(self.rel(f.path)), shadows)
+                                     is_test_code(self.rel(f.path)), shadows, aliases)
             handles = namespaces.Handles(f, lambda r, unknown=True, f=f: self._may_reach(f, r, related, modules, unknown),
                                          facts,
                                          lambda name, f=f: self._spelled_elsewhere(f, name))
             out += [Finding(self.rel(f.path), line, what) for line, what in handles.writes()]
+        return out
+
+    def module_aliases(self, known: Set[str], words: Set[str]) -> Set[str]:
+        """Other dotted names of a related module: a module-level import in a file of the project that binds
+        one (`from sgl_kernel import flash_mla as sparse_attn` in ops/__init__.py makes `ops.sparse_attn`;
+        `import backend as dsa_backend` in engines.py makes `engines.dsa_backend`), under each name the file
+        is imported by. What is read off those names is the kernel's module (or the backend)."""
+        stem = os.path.splitext(os.path.basename(self.module))[0]
+        out = set()
+        for f in self.files_naming(words | {stem}):
+            rel = self.rel(f.path)
+            for node in f.tree.body:
+                for local, target in _import_bindings(node, rel):
+                    if target in known:
+                        out |= {f"{n}.{local}" for n in _module_names(rel) if "/" not in n}
         return out
 
     def shadows(self, modules: Set[str]) -> bool:
