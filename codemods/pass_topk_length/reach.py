@@ -267,6 +267,9 @@ def _import_root_names(root: str, rel: str) -> Set[str]:
     return {".".join(parts), ".".join(parts[start:])}
 
 
+_CODE_DUNDERS = {"__code__", "__defaults__", "__kwdefaults__"}  # what a function runs with, changed in place
+
+
 def _import_bindings(node: ast.AST, rel: str) -> List[Tuple[str, str]]:
     """(the local name, the module it is bound to) for each module a top-level import binds (a `from`
     import's name counted as a submodule; a relative import resolved against the file's package)."""
@@ -722,18 +725,23 @@ class Project:
         own = os.path.splitext(os.path.basename(self.module))[0]  # (`backend.sgl_kernel = shim` names the module)
         files = {id(f): f for f in [*self.files_naming(words - packages),
                                     *self.files_naming(packages & words, dunders | {own})]}
-        for f in files.values():
+        # a file that names none of them may still change a function it is handed (`target.__code__ = ...` in a
+        # generic hot-patch helper): there a receiver is related by what the project hands it (_passed_related)
+        handed = {id(f): f for f in self.files_naming(dunders & _CODE_DUNDERS) if id(f) not in files}
+        for f in [*files.values(), *handed.values()]:
+            unknown = id(f) not in handed
             for node in ast.walk(f.tree):
                 targets = _written_targets(node)
                 if isinstance(node, ast.Call):
                     hit = _setattr_call(f, node)
                     for verb, receiver, name in [hit] if hit is not None else _patch_calls(f, node):
                         if isinstance(name, ast.Constant) and name.value in attrs \
-                                and (receiver is None or self._may_reach(f, receiver, related, modules)):
+                                and (receiver is None or self._may_reach(f, receiver, related, modules, unknown)):
                             out.append(Finding(self.rel(f.path), node.lineno, f"`{verb}(..., {name.value!r}, ...)`"))
                     continue
                 for t in _flatten(targets):
-                    if isinstance(t, ast.Attribute) and t.attr in attrs and self._may_reach(f, t.value, related, modules):
+                    if isinstance(t, ast.Attribute) and t.attr in attrs and self._may_reach(f, t.value, related, modules,
+                                                                                          unknown):
                         out.append(Finding(self.rel(f.path), t.lineno, f"`{_unparse(t)}` is assigned"))
         return out
 
