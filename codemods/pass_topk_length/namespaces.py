@@ -51,6 +51,7 @@ _BUILTIN_WRITES = {"setattr", "delattr"}
 _MODULE_DUNDERS = {"__class__", "__getattr__", "__dict__", "__path__", "__spec__", "__loader__"}
 # The import system: who serves a module name (a finder can make any name any object).
 _IMPORT_SYSTEM = {"sys.meta_path", "sys.path_hooks", "sys.path_importer_cache", "sys.path"}
+_CACHES = {"functools.lru_cache", "functools.cache", "functools.cached_property"}
 _RUNNERS_OF_TEXT = {"exec", "eval", "compile"}
 _IMPORTER_NAMES = {"import_module", "__import__", "resolve_name", "locate", "getmodule", "getattr"}
 _IMPORT_SYSTEM_NAMES = {"meta_path", "path_hooks", "path_importer_cache", "path", "__path__",
@@ -92,6 +93,7 @@ class Handles:
         self.modules, self.names, self.named_by_code = facts.modules, facts.names, facts.named_by_code
         self.instances, self.test_code, self.shadows = facts.instances, facts.test_code, facts.shadows
         self.alias_modules = facts.aliases
+        self.returned: Set[int] = set()  # handles returned by a function whose every call is followed instead
         self.heads = Heads(f, elsewhere, facts.module_name)
         self.aliases: Dict[Tuple[int, str], str] = {}  # (scope, local name) -> the kind of handle it holds
         self.parts = {p for m in self.modules for p in m.split(".")}  # an attribute that may be a related module
@@ -138,11 +140,12 @@ class Handles:
         todo = list(found)
         while todo:
             node, kind = todo.pop()
-            derived = self._derived(node, kind)
-            if derived is not None and id(derived[0]) not in seen:
-                seen.add(id(derived[0]))
-                found.append(derived)
-                todo.append(derived)
+            derived = [self._derived(node, kind)] + [(c, kind) for c in self._returned_to(node)]
+            for d in derived:
+                if d is not None and id(d[0]) not in seen:
+                    seen.add(id(d[0]))
+                    found.append(d)
+                    todo.append(d)
             for key, bound in self._bound_from(node, kind):
                 if key not in self.aliases:
                     self.aliases[key] = bound
@@ -157,6 +160,32 @@ class Handles:
                 out.append((node, f"{why} (`{_text(node)[:60]}` is {kind} got at run time)"))
         out += self._augmented_writes()
         return [(getattr(node, "lineno", 0), why) for node, why in out if self._may_run(node)]
+
+    def _returned_to(self, node: ast.AST) -> List[ast.AST]:
+        """The calls a returned handle reaches: `return h` in a module-level function of this file that no other
+        file spells, undecorated but for a cache (`@lru_cache`), whose every use here is a direct call: those
+        calls are the handle (the getter of a kernel module whose callers only read it); else none."""
+        up = self.f.parents.get(id(node))
+        if not (isinstance(up, ast.Return) and up.value is node):
+            return []
+        fn = self.f.parents.get(id(up))
+        while fn is not None and not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            fn = self.f.parents.get(id(fn))
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or fn not in self.f.tree.body \
+                or self.heads.elsewhere(fn.name) or any(self.qualified(d.func if isinstance(d, ast.Call) else d)
+                                                        not in _CACHES for d in fn.decorator_list):
+            return []
+        calls = []
+        for n in ast.walk(self.f.tree):
+            if isinstance(n, ast.Name) and n.id == fn.name and not isinstance(n.ctx, ast.Store):
+                call = self.f.parents.get(id(n))
+                if not (isinstance(call, ast.Call) and call.func is n):
+                    return []
+                calls.append(call)
+            elif isinstance(n, ast.Constant) and isinstance(n.value, str) and fn.name in n.value:
+                return []  # (named in a string: it may be called by a name computed from it)
+        self.returned.add(id(node))
+        return calls
 
     def _augmented_writes(self) -> List[Tuple[ast.AST, str]]:
         """`h |= {...}` (an in-place update: `sys.modules |= ...`, `ns |= ...` of a namespace alias) writes
@@ -709,8 +738,8 @@ class Handles:
     # -- how a handle is used -------------------------------------------------------------------
     def misuse(self, node: ast.AST, kind: str) -> Optional[str]:
         """Why this use of a handle may write through it, or None for a proven read."""
-        if self._derived(node, kind) is not None:
-            return None  # (a read that makes a handle: that one's uses are checked)
+        if self._derived(node, kind) is not None or id(node) in self.returned:
+            return None  # (a read that makes a handle, or a return to calls that are handles: their uses are checked)
         if isinstance(node, ast.Name) and kind in (OBJECTS, MODULES_DICT) and _type_tested(self.f, node):
             return None  # (inside `if torch.is_tensor(obj):` an object is no namespace)
         up = self.f.parents.get(id(node))
