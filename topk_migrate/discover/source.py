@@ -62,12 +62,17 @@ class _Entry:
 
 
 class _Dir:
-    __slots__ = ("path", "subdirs", "files")
+    __slots__ = ("path", "prefix", "subdirs", "files")
 
     def __init__(self, path: str):
         self.path: str = path
+        self.prefix = _prefix(path)  # its path and a separator: what its entries' paths begin with
         self.subdirs: Dict[str, "_Dir"] = {}
         self.files: Set[str] = set()
+
+
+def _prefix(path: str) -> str:
+    return path if path.endswith(os.sep) else path + os.sep  # (os.path.join's, for a path and one name)
 
 
 class ListedTree:
@@ -103,19 +108,19 @@ class ListedTree:
                 continue
             node, name = self._parent(top, rel)
             node.files.add(name)
-            self._files.add(os.path.join(node.path, name))
+            self._files.add(node.prefix + name)
         for rel in opaque:
             if deep(rel):
                 continue  # (nothing to read there either)
             node, name = self._parent(top, rel)
-            self._opaque.add(os.path.join(node.path, name))
+            self._opaque.add(node.prefix + name)
 
     def _parent(self, node: _Dir, rel: str):
         parts = rel.split("/")
         for c in parts[:-1]:
             sub = node.subdirs.get(c)
             if sub is None:
-                sub = node.subdirs[c] = _Dir(os.path.join(node.path, c))
+                sub = node.subdirs[c] = _Dir(node.prefix + c)
                 self._dirs[sub.path] = sub
             node = sub
         return node, parts[-1]
@@ -141,9 +146,10 @@ class ListedTree:
         return d
 
     def entries(self, d: str) -> List[_Entry]:
-        node = self._dirs.get(self.realpath(d))
+        node = self._dirs.get(d) or self._dirs.get(self.realpath(d))  # (the walk asks by the paths it was given)
         if node is None:
             raise FileNotFoundError(2, self.missing)
-        out = [_Entry(n, os.path.join(d, n), True) for n in node.subdirs]
-        out += [_Entry(n, os.path.join(d, n), False) for n in node.files]
+        pre = _prefix(d)
+        out = [_Entry(n, pre + n, True) for n in node.subdirs]
+        out += [_Entry(n, pre + n, False) for n in node.files]
         return sorted(out, key=_name)
