@@ -183,6 +183,28 @@ def _read_chain(c: CallInfo) -> Set[str]:
     return (set(c.callee.split(".")) | set(spelled)) - {"self", "cls", ""}
 
 
+def _forwarded_callee(tree: ast.Module, d: ast.AST) -> str:
+    """The dotted name a plain forwarding wrapper's one call reaches through its module's top-level imports
+    (`_fm.flash_mla_sparse_fwd` with `from sgl_kernel import flash_mla as _fm`), or ""."""
+    call, _ = reach.forwarded_call(d)
+    func = call.func if call is not None else None
+    chain = []
+    while isinstance(func, ast.Attribute):
+        chain.append(func.attr)
+        func = func.value
+    if not isinstance(func, ast.Name):
+        return ""
+    bound = {}
+    for node in tree.body:
+        for a in node.names if isinstance(node, (ast.Import, ast.ImportFrom)) else ():
+            if isinstance(node, ast.Import):
+                bound[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+            elif node.module and not node.level:
+                bound[a.asname or a.name] = f"{node.module}.{a.name}"
+    head = bound.get(func.id)
+    return ".".join([head, *reversed(chain)]) if head else ""
+
+
 def _packages(module: str) -> List[str]:
     """`a.b.c` -> [`a`, `a.b`]: the packages a module is an attribute of."""
     parts = module.split(".")
@@ -1184,6 +1206,12 @@ class _Analysis:
             why = self.forwards_unchanged(c, d, where if d.lineno == iface.line else f"{where.rsplit(':', 1)[0]}:{d.lineno}")
             if why:
                 return why
+        for d in defs:  # the kernel it hands on to is read as the call's own kernel: replaced, it is what runs
+            inner = _forwarded_callee(tree, d)
+            if inner and inner != c.callee:
+                why = self._kernel_rebound(replace(c, callee=inner), set())
+                if why:
+                    return f"the kernel {c.callee} hands on to: {why}"
         return None
 
     def expand(self, name: Optional[str]) -> str:
