@@ -1100,6 +1100,9 @@ class _Analysis:
         if "." in c.callee and not is_op_level(c.callee):
 
             iface = self.vendored(c.callee)
+            served = self._served_by_module_getattr(c.callee) if iface is None else None
+            if served:
+                return served
             if iface is not None and PARAM not in iface.params and not iface.has_var_kwargs:
                 rel = os.path.relpath(iface.path, project.project_root(self.path)).replace(os.sep, "/")
                 if iface.installed:
@@ -1183,6 +1186,19 @@ class _Analysis:
             if why:
                 return why
         return None
+
+    def _served_by_module_getattr(self, callee: str) -> Optional[str]:
+        """A project module that binds no such name but defines a module-level `__getattr__` (PEP 562) serves
+        the kernel's name with whatever that function returns: no forwarding wrapper the analysis can read."""
+        module, _, name = callee.rpartition(".")
+        path = self.project()._find_module(self.path, module) if module else None
+        tree = bounded.python_facts(project.read_project_file(path)) if path and path.endswith(".py") else None
+        if tree is None or not any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "__getattr__"
+                                   for n in tree.body):
+            return None
+        rel = os.path.relpath(path, project.project_root(self.path)).replace(os.sep, "/")
+        return (f"`{name}` is served by the module-level `__getattr__` of {rel} (PEP 562), whose result the analysis "
+                "cannot read as a forwarding wrapper; import the kernel by name, or pass topk_length by hand")
 
     def _local_wrapper(self, c: CallInfo, node: cst.FunctionDef, line: int) -> Optional[str]:
         d = _as_ast(node)
