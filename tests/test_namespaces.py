@@ -318,3 +318,54 @@ def test_a_namespace_or_the_import_system_reached_otherwise_refuses(tmp_path, fi
 def test_reading_frames_and_the_import_system_stays_fixable(tmp_path, files):
     site = verdict(tmp_path, files)
     assert site.status is Status.FIXABLE, site.reason
+
+
+# Round I, second part: the kernel's module under a name a project module gives it, the builtins' namespace,
+# augmented assignments, module-level aliases, prefixes, code strings, a hot-patch helper, a wrapper's kernel.
+RE_EXPORT = {"engine/ops/__init__.py": "from sgl_kernel import flash_mla as sparse_attn  # noqa: F401\n"}
+
+
+@pytest.mark.parametrize("tool,extra", [
+    ("from engine import ops\n\nfor a in dir(ops.sparse_attn):\n    setattr(ops.sparse_attn, a, None)\n", RE_EXPORT),
+    ("import importlib\n\nfor pkg in ('engine.ops',):\n    mod = importlib.import_module(pkg).sparse_attn\n"
+     "    setattr(mod, NAME, None)\n", RE_EXPORT),
+    ("import builtins\n\nbuiltins.__dict__['__import__'] = lambda *a, **k: None\n", {}),
+    ("import builtins\n\nvars(builtins).update(__import__=lambda *a, **k: None)\n", {}),
+    ("import sys\n\nsys.modules |= {'sgl_kernel.flash_mla': object()}\n", {}),
+    ("import sys\n\n_MODULES = sys.modules\n\ndef install():\n    _MODULES.update({'sgl_kernel.flash_mla': object()})\n\n\n"
+     "install()\n", {}),
+    ("import sys\n\ndef install():\n    for name, mod in list(sys.modules.items()):\n"
+     "        if name.startswith('sgl_kernel.'):\n            setattr(mod, NAME, None)\n\n\ninstall()\n", {}),
+    ("import sys\n\ndef install():\n    loader = sys.modules['importlib']\n    mod = loader.import_module('sgl_kernel.flash_mla')\n"
+     "    setattr(mod, NAME, None)\n\n\ninstall()\n", {}),
+    ("from unittest import mock\n\nmock.patch.dict('sys.modules', {'sgl_kernel.flash_mla': object()}).start()\n", {}),
+    ("SRC = 'import importlib\\nsetattr(importlib.import_module(M), N, None)'\n\nexec(SRC, {'M': 'sgl_kernel.flash_mla', 'N': 'x'})\n", {}),
+    ("from sgl_kernel import flash_mla as fm\nfrom engine.hotpatch import swap\n\nswap(fm.flash_mla_sparse_fwd, len)\n",
+     {"engine/hotpatch.py": "def swap(target, new):\n    target.__code__ = new.__code__\n"}),
+])
+def test_the_kernels_module_reached_by_other_names_refuses(tmp_path, tool, extra):
+    site = verdict(tmp_path, {**extra, "engine/__init__.py": "", "engine/tool.py": tool, "engine/launch.py": "from engine import tool\n"})
+    assert site.status is Status.MANUAL, site.reason
+
+
+def test_a_kernel_module_getter_whose_callers_only_read_stays_fixable(tmp_path):
+    tool = ("import functools\nimport importlib\n\n@functools.lru_cache()\ndef _kernels():\n"
+            "    return importlib.import_module('sgl_kernel.flash_mla')\n\n\nHAS = hasattr(_kernels(), 'flash_mla_sparse_fwd')\n")
+    site = verdict(tmp_path, {"engine/tool.py": tool, "engine/launch.py": "from engine import tool\n"})
+    assert site.status is Status.FIXABLE, site.reason
+    written = tool.replace("HAS = hasattr(_kernels(), 'flash_mla_sparse_fwd')", "setattr(_kernels(), NAME, None)")
+    (tmp_path / "w").mkdir()
+    assert verdict(tmp_path / "w", {"engine/tool.py": written, "engine/launch.py": "from engine import tool\n"}).status \
+        is Status.MANUAL
+
+
+def test_the_kernel_a_projects_wrapper_hands_on_to_is_the_calls_kernel(tmp_path):
+    wrapper = ("from sgl_kernel import flash_mla as _fm\n\n\ndef flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, "
+               "attn_sink=None, topk_length=None):\n    return _fm.flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=d_v, "
+               "attn_sink=attn_sink, topk_length=topk_length)\n")
+    backend = BACKEND.replace("from sgl_kernel.flash_mla import flash_mla_sparse_fwd", "from engine.kernels import flash_mla_sparse_fwd")
+    plugin = "from sgl_kernel import flash_mla as fm\n\nfm.flash_mla_sparse_fwd = lambda q, kv, i, s, d_v=512: None\n"
+    (tmp_path / "pyproject.toml").parent.mkdir(exist_ok=True)
+    site = verdict(tmp_path, {"engine/__init__.py": "", "engine/kernels.py": wrapper, "engine/plugin.py": plugin,
+                              "engine/launch.py": "from engine import plugin\n"}, backend=backend)
+    assert site.status is Status.MANUAL and "hands on to" in site.reason, site.reason

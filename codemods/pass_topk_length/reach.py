@@ -1557,7 +1557,7 @@ _HANDLE_TOKENS = re.compile(rb"__dict__|__globals__|f_globals|\bvars\b|\bglobals
                             rb"|getmodule|resolve_name|\blocate\b|\.load\(|get_referr|get_objects|runpy|spec_from_file"
                             rb"|SourceFileLoader|load_source|FunctionType|LambdaType|builtins|\bmock\b|\bpatch\b"
                             rb"|getattr|attrgetter|getmembers|meta_path|path_hooks|__path__|partial|\bexec\b|\beval\b"
-                            rb"|sys\.path|submodule_search_locations")
+                            rb"|sys\.path|submodule_search_locations|setattr|delattr")
 INTERCEPTORS = ["TorchFunctionMode", "TorchDispatchMode", "__torch_function__", "__torch_dispatch__"]
 
 
@@ -1593,7 +1593,8 @@ def _read_by_literal(f: "_File", node: ast.AST) -> bool:
 # (`sys.modules`, or `modules` imported from sys; mock's `patch` needs an import of `mock`)
 # What reads a member of a module by a computed name or writes the import system: a file that spells one of
 # them and a related package may get the kernel's module from the package (namespaces.Handles._derived).
-_MEMBER_WORDS = ["getattr", "attrgetter", "getmembers", "__path__", "__dict__", "vars", "meta_path", "path_hooks"]
+_MEMBER_WORDS = ["getattr", "attrgetter", "getmembers", "__path__", "__dict__", "vars", "meta_path", "path_hooks",
+                 "setattr", "delattr"]
 _HANDLE_WORDS = ["import_module", "__import__", "sys.modules", "import modules", "__globals__", "f_globals",
                  "getmodule", "FunctionType", "LambdaType", "mock", "resolve_name", "locate", "entry_points",
                  "EntryPoint", "get_referrers", "get_objects", "get_referents", "runpy", "spec_from_file_location",
