@@ -42,3 +42,17 @@ def test_the_project_view_finds_and_reads_the_projects_files(tmp_path):
     found = view.find_module("pkg.ops")
     assert found is not None and view.find_module(".ops") == found and view.find_module("pkg.nothing") is None
     assert view.read(found) == "def f():\n    pass\n" and view.read(str(tmp_path / "pkg")) is None
+
+
+def test_a_tree_another_rule_asked_for_scopes_gives_pass_topk_length_the_same_answer(tmp_path):
+    """Bodies are left out of the scope analysis (Tree.skip_bodies) only before it ran: where a rule before
+    pass-topk-length in the file's run asked the shared tree for scopes, it reads the whole analysis."""
+    from helpers import ROOT
+
+    source = (ROOT / "fixtures" / "examples" / "dsa_backend.py").read_text()
+    path = str(tmp_path / "dsa_backend.py")
+    rule = rules.load("pass-topk-length")
+    fresh = RuleContext.of(source, path, _gate(path))
+    asked = RuleContext.of(source, path, _gate(path))
+    assert asked.tree.scopes  # another rule's scope fact, asked first
+    assert rule.sites(asked) == rule.sites(fresh)

@@ -181,6 +181,7 @@ def _migrate(source: str, path: str, kernel: KernelOption, options: rules.RuleOp
                     new = rule.sites(RuleContext(path, latest, gate, options))[0]
     except cst.ParserSyntaxError as e:  # CPython's message names the right line and spots Python 2
         raise InputError(syntax_error_message(source, path) or f"syntax error: {e.message}") from None
+    parsed = latest = None  # the trees go before the rewrite is compiled, as each rule's own went when it returned
     if new != source:
         check_rewrite(source, new, path)  # never hand back code that does not parse, not even as a diff
     return Migration(source, new, _in_order(sites))
