@@ -90,16 +90,15 @@ class Handles:
 
     def __init__(self, f, related: Callable[..., bool], facts: "Facts", elsewhere: Callable[[str], bool]):
         self.f, self.related, self.own = f, related, facts.own
-        self.modules, self.names, self.named_by_code = facts.modules, facts.names, facts.named_by_code
+        self.modules, self.names, self._project_names_code = facts.modules, facts.names, facts.named_by_code
         self.instances, self.test_code, self.shadows = facts.instances, facts.test_code, facts.shadows
         self.alias_modules = facts.aliases
         self.returned: Set[int] = set()  # handles returned by a function whose every call is followed instead
         self.heads = Heads(f, elsewhere, facts.module_name)
         self.aliases: Dict[Tuple[int, str], str] = {}  # (scope, local name) -> the kind of handle it holds
         self.parts = {p for m in self.modules for p in m.split(".")}  # an attribute that may be a related module
-        # a name computed in a file whose own strings spell the kernel's names (`name.startswith("sgl_kernel.")`,
-        # a pattern, a default list) may be the kernel's, whatever the rest of the project spells
-        self.named_by_code = self.named_by_code or self._strings_name(self.names)
+        self._file_names_code: Optional[bool] = None
+        self._augmented: List[ast.AugAssign] = []
 
     def writes(self) -> List[Tuple[int, str]]:
         """(line, what) of every write through a related handle, and every function made from a code object.
@@ -133,6 +132,8 @@ class Handles:
                 out.append((node, f"`{_text(node)[:60]}` is changed: the import system may serve a module "
                                          "the code names as another object"))
             elif not isinstance(node, ast.Name):
+                if isinstance(node, ast.AugAssign):
+                    self._augmented.append(node)
                 kind = self.kind(node)
                 if kind is not None:
                     found.append((node, kind))
@@ -191,9 +192,7 @@ class Handles:
         """`h |= {...}` (an in-place update: `sys.modules |= ...`, `ns |= ...` of a namespace alias) writes
         through whatever its target holds; its target is in store position, where no handle is read."""
         out = []
-        for node in ast.walk(self.f.tree):
-            if not isinstance(node, ast.AugAssign):
-                continue
+        for node in self._augmented:
             target = node.target
             if isinstance(target, ast.Name):
                 kind = self.aliases.get((id(_scope(self.f, target)), target.id)) or self._global_alias(target)
@@ -482,6 +481,17 @@ class Handles:
                 return self.named_by_code
         return False
 
+    @property
+    def named_by_code(self) -> bool:
+        """May a name computed from nothing known be a related one: the project's strings name the kernel
+        (Project.named_by_code), or this file's own strings spell the kernel's names (`name.startswith(
+        "sgl_kernel.")`, a pattern, a default list), whatever the rest of the project spells."""
+        if self._project_names_code:
+            return True
+        if self._file_names_code is None:
+            self._file_names_code = self._strings_name(self.names)
+        return self._file_names_code
+
     def _strings_name(self, words: Set[str]) -> bool:
         """Does a string of this file (not a docstring) hold one of words as an identifier?"""
         return any(isinstance(n, ast.Constant) and isinstance(n.value, str) and not isinstance(self.f.parents.get(id(n)), ast.Expr)
@@ -507,10 +517,13 @@ class Handles:
             for node in ast.walk(self.f.tree):
                 if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                     index.setdefault((id(_scope(self.f, node)), node.id), []).append(node)
-                    if _reads_global(self.f, node):  # (a module-level alias read in a function that does not bind it)
-                        index.setdefault((id(self.f.tree), node.id), []).append(node)
+                    index.setdefault(("any", node.id), []).append(node)
             self.f.__dict__["_name_loads"] = index
-        return index.get(key, [])
+        if key[0] != id(self.f.tree):
+            return index.get(key, [])
+        # (a module-level alias is read too in the functions that read it as a global, without binding it)
+        return index.get(key, []) + [n for n in index.get(("any", key[1]), [])
+                                     if _scope(self.f, n) is not self.f.tree and _reads_global(self.f, n)]
 
     # -- what a node is -------------------------------------------------------------------------
     def qualified(self, expr: ast.AST) -> str:

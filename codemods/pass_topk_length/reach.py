@@ -270,6 +270,14 @@ def _import_root_names(root: str, rel: str) -> Set[str]:
 _CODE_DUNDERS = {"__code__", "__defaults__", "__kwdefaults__"}  # what a function runs with, changed in place
 
 
+def _binds_module(f: "_File", known: Set[str]) -> bool:
+    """Does the file bind one of the modules `known` (or a prefix of one) as a module object by an import?"""
+    if any(m in known for m in f.modules.values()):
+        return True
+    return any((f"{mod}.{name}" if mod and not mod.endswith(".") else f"{mod}{name}") in known
+               for mod, name in f.froms.values())
+
+
 def _import_bindings(node: ast.AST, rel: str) -> List[Tuple[str, str]]:
     """(the local name, the module it is bound to) for each module a top-level import binds (a `from`
     import's name counted as a submodule; a relative import resolved against the file's package)."""
@@ -566,6 +574,17 @@ class Project:
                                                        f"(raise {files.MAX_BYTES_ENV} to read it)"))
         return out
 
+    def files_matching(self, pattern: "re.Pattern[bytes]") -> List[_File]:
+        """The parsed files whose text (or its identifiers as Python reads them) the byte pattern matches."""
+        out = []
+        for path, data in self.texts():
+            if pattern.search(data) or pattern.search(self._as_read(path, data)):
+                if path not in self._parsed:
+                    self._parsed[path] = self._parse(path, files.python_text(data))
+                if self._parsed[path] is not None:
+                    out.append(self._parsed[path])
+        return out
+
     def _as_read(self, path: str, data: bytes) -> bytes:
         """The file's text with its identifiers as Python reads them (NFKC, PEP 3131), as UTF-8: where its
         bytes are not all ASCII, a name the byte search missed may be spelled otherwise (a fullwidth `f` is f).
@@ -811,13 +830,16 @@ class Project:
                                      *self.imported()]}
         shadows = self.shadows(modules)
         files = {**scoped, **{id(f): f for f in self.files_naming(_HANDLE_WORDS + (["sys.path"] if shadows else []))},
-                 **{id(f): f for f in self.files_naming(packages, also=_MEMBER_WORDS)}}
+                 **{id(f): f for f in self.files_matching(_RUNS_CODE)}}
         spelled = (set(names) | stems | {p for m in modules for p in m.split(".")}) - {""}
         known = self.related_module_names(modules)
         aliases = self.module_aliases(known, stems | packages)
         known |= {".".join(a.split(".")[:k]) for a in aliases for k in range(1, a.count(".") + 2)}
         holders = {a.split(".")[0] for a in aliases}
-        files.update({id(f): f for f in self.files_naming(holders, also=_MEMBER_WORDS + ["partial"])})
+        # a file that binds a related module object by an import (not a function of it) may read a member off
+        # it by a computed name or write through it (`getattr(sgl_kernel, sub)`, `setattr(ops.sparse_attn, ...)`)
+        files.update({id(f): f for f in self.files_naming(packages | holders, also=_MEMBER_WORDS + ["partial"])
+                      if _binds_module(f, known)})
         gate = self.named_by_code(self.lookup_words(modules, kernel))
         out = []
         if self._by_path is None:
@@ -1598,8 +1620,10 @@ _MEMBER_WORDS = ["getattr", "attrgetter", "getmembers", "__path__", "__dict__", 
 _HANDLE_WORDS = ["import_module", "__import__", "sys.modules", "import modules", "__globals__", "f_globals",
                  "getmodule", "FunctionType", "LambdaType", "mock", "resolve_name", "locate", "entry_points",
                  "EntryPoint", "get_referrers", "get_objects", "get_referents", "runpy", "spec_from_file_location",
-                 "exec_module", "SourceFileLoader", "load_source", "builtins", "exec", "eval", "meta_path",
+                 "exec_module", "SourceFileLoader", "load_source", "builtins", "meta_path",
                  "path_hooks", "submodule_search_locations"]
+# `exec(...)` / `eval(...)` called as the builtins (not `model.eval()`): code the file runs from a string or a file
+_RUNS_CODE = re.compile(rb"(?<![.\w])(?:exec|eval)\s*\(")
 
 
 def _written_targets(node: ast.AST) -> List[ast.AST]:
