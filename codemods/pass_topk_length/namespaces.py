@@ -52,7 +52,7 @@ _MODULE_DUNDERS = {"__class__", "__getattr__", "__dict__", "__path__", "__spec__
 # The import system: who serves a module name (a finder can make any name any object).
 _IMPORT_SYSTEM = {"sys.meta_path", "sys.path_hooks", "sys.path_importer_cache", "sys.path"}
 _CACHES = {"functools.lru_cache", "functools.cache", "functools.cached_property"}
-_RUNNERS_OF_TEXT = {"exec", "eval", "compile"}
+_TEXT_RUNNERS = {"builtins.exec", "builtins.eval", "builtins.compile"}
 _IMPORTER_NAMES = {"import_module", "__import__", "resolve_name", "locate", "getmodule", "getattr"}
 _IMPORT_SYSTEM_NAMES = {"meta_path", "path_hooks", "path_importer_cache", "path", "__path__",
                         "submodule_search_locations", "getattr", "__dict__", "vars"}
@@ -101,66 +101,79 @@ class Handles:
         self._augmented: List[ast.AugAssign] = []
 
     def writes(self) -> List[Tuple[int, str]]:
-        """(line, what) of every write through a related handle, and every function made from a code object.
-        One walk finds the handles the file makes; the locals bound to them (and loop variables over their
-        values) are then followed to a fixed point, each new alias's reads being handles in turn."""
+        """(line, what) of every write through a related handle, and of every other way this file changes what
+        the kernel's name means (_direct_writes). One walk finds both; the locals bound to handles (and loop
+        variables over their values) and what is read off them are then followed to a fixed point."""
+        out, found = self._walk()
+        for node, kind in self._follow(found):
+            why = self.misuse(node, kind)
+            if why:
+                out.append((node, f"{why} (`{_text(node)[:60]}` is {kind} got at run time)"))
+        out += self._augmented_writes()
+        return [(getattr(node, "lineno", 0), why) for node, why in out if self._may_run(node)]
+
+    def _walk(self) -> Tuple[List[Tuple[ast.AST, str]], List[Tuple[ast.AST, str]]]:
+        """(the direct writes, the handles the file makes), from one walk of the file."""
         out, found = [], []
         for node in ast.walk(self.f.tree):
-            if isinstance(node, ast.Call) and self.qualified(node.func) in _FUNCTION_MAKERS and self._reuses_code(node):
-                out.append((node, f"`{_text(node.func)}(...)` makes a function that runs existing code with "
-                                         "other globals"))
-            elif isinstance(node, (ast.Attribute, ast.Call)) and self._writes_builtins(node) \
-                    or isinstance(node, (ast.Subscript, ast.Call)) and self._builtins_namespace_written(node):
-                out.append((node, f"`{_text(node)[:60]}` replaces a builtin (`__import__` serves every import)"))
-            elif isinstance(node, ast.Call) and self.qualified(node.func) in _CODE_RUNNERS \
-                    and self._runs_project_code(node, _CODE_RUNNERS[self.qualified(node.func)]):
-                out.append((node, f"`{_text(node.func)}(...)` runs code the analysis does not read"))
-            elif isinstance(node, ast.Call) and _last_name(node.func) == "dict" and self._patches_module_table(node):
-                out.append((node, f"`{_text(node)[:60]}` puts other objects in the table of every module"))
-            elif isinstance(node, ast.Call) and _last_name(node.func) in _RUNNERS_OF_TEXT and self._runs_kernel_string(node):
-                out.append((node, f"`{_text(node.func)}(...)` runs code held in a string that names the kernel or its "
-                                  "module: code the analysis does not read"))
-            elif isinstance(node, ast.Call) and _last_name(node.func) in _RUNNERS_OF_TEXT and self._runs_file_text(node):
-                out.append((node, f"`{_text(node.func)}(...)` runs the text of a file the code names: code the "
-                                  "analysis does not read"))
-            elif isinstance(node, (ast.Attribute, ast.Name, ast.Call)) and _last_name(node) in _IMPORTER_NAMES \
-                    and self._importer_taken(node):
-                out.append((node, f"`{_text(node)[:60]}` takes an importer as a value: the modules it is "
-                                         "called for are not followed"))
-            elif isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) \
-                    and _last_name(node) in _IMPORT_SYSTEM_NAMES and self._import_system_written(node):
-                out.append((node, f"`{_text(node)[:60]}` is changed: the import system may serve a module "
-                                         "the code names as another object"))
+            why = self._direct_write(node)
+            if why:
+                out.append((node, why))
             elif not isinstance(node, ast.Name):
                 if isinstance(node, ast.AugAssign):
                     self._augmented.append(node)
                 kind = self.kind(node)
                 if kind is not None:
                     found.append((node, kind))
+        return out, found
+
+    def _direct_write(self, node: ast.AST) -> Optional[str]:
+        """What node does that may change the kernel without a handle: a function made from a code object, a
+        builtin replaced, a code runner, code held in a string or read from a file, the module table patched by
+        mock, an importer taken as a value, the import system changed."""
+        if isinstance(node, ast.Call):
+            q = self.qualified(node.func)  # (resolved whatever it is spelled: `from types import FunctionType as F`)
+            if q in _FUNCTION_MAKERS and self._reuses_code(node):
+                return f"`{_text(node.func)}(...)` makes a function that runs existing code with other globals"
+            if q in _CODE_RUNNERS and self._runs_project_code(node, _CODE_RUNNERS[q]):
+                return f"`{_text(node.func)}(...)` runs code the analysis does not read"
+            if q in ("unittest.mock.patch.dict", "mock.patch.dict") and self._patches_module_table(node):
+                return f"`{_text(node)[:60]}` puts other objects in the table of every module"
+            if q in _TEXT_RUNNERS and self._runs_kernel_string(node):
+                return (f"`{_text(node.func)}(...)` runs code held in a string that names the kernel or its module: "
+                        "code the analysis does not read")
+            if q in _TEXT_RUNNERS and self._runs_file_text(node):
+                return f"`{_text(node.func)}(...)` runs the text of a file the code names: code the analysis does not read"
+        if isinstance(node, (ast.Attribute, ast.Call)) and self._writes_builtins(node) \
+                or isinstance(node, (ast.Subscript, ast.Call)) and self._builtins_namespace_written(node):
+            return f"`{_text(node)[:60]}` replaces a builtin (`__import__` serves every import)"
+        imported = isinstance(node, ast.Name) and node.id in self.f.froms  # (`from sys import meta_path as mp`)
+        if isinstance(node, (ast.Attribute, ast.Name, ast.Call)) and (_last_name(node) in _IMPORTER_NAMES or imported) \
+                and self._importer_taken(node):
+            return f"`{_text(node)[:60]}` takes an importer as a value: the modules it is called for are not followed"
+        if isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) \
+                and (_last_name(node) in _IMPORT_SYSTEM_NAMES or imported) and self._import_system_written(node):
+            return f"`{_text(node)[:60]}` is changed: the import system may serve a module the code names as another object"
+        return None
+
+    def _follow(self, found: List[Tuple[ast.AST, str]]) -> List[Tuple[ast.AST, str]]:
+        """Every handle the file's handles lead to: what is read off them, the calls a returned one reaches, and
+        the locals (and loop variables) bound to them, each local's reads being handles in turn."""
         seen = {id(n) for n, _ in found}
         todo = list(found)
         while todo:
             node, kind = todo.pop()
-            derived = [self._derived(node, kind)] + [(c, kind) for c in self._returned_to(node)]
-            for d in derived:
+            more = [self._derived(node, kind)] + [(c, kind) for c in self._returned_to(node)]
+            for key, bound in self._bound_from(node, kind):
+                if key not in self.aliases:
+                    self.aliases[key] = bound
+                    more += [(read, bound) for read in self._reads(key)]
+            for d in more:
                 if d is not None and id(d[0]) not in seen:
                     seen.add(id(d[0]))
                     found.append(d)
                     todo.append(d)
-            for key, bound in self._bound_from(node, kind):
-                if key not in self.aliases:
-                    self.aliases[key] = bound
-                    for read in self._reads(key):
-                        if id(read) not in seen:
-                            seen.add(id(read))
-                            found.append((read, bound))
-                            todo.append((read, bound))
-        for node, kind in found:
-            why = self.misuse(node, kind)
-            if why:
-                out.append((node, f"{why} (`{_text(node)[:60]}` is {kind} got at run time)"))
-        out += self._augmented_writes()
-        return [(getattr(node, "lineno", 0), why) for node, why in out if self._may_run(node)]
+        return found
 
     def _returned_to(self, node: ast.AST) -> List[ast.AST]:
         """The calls a returned handle reaches: `return h` in a module-level function of this file that no other
@@ -264,46 +277,60 @@ class Handles:
         namespace (`h.copy()`, `dict(h)`, `{**h}`), a module table's values or items, a sequence of those
         (`list(...)`, `[*...]`), an element of one."""
         up = self.f.parents.get(id(node))
-        call = self.f.parents.get(id(up)) if isinstance(up, ast.Attribute) else None
-        called = isinstance(call, ast.Call) and call.func is up
         if isinstance(up, ast.Attribute) and up.value is node and isinstance(up.ctx, ast.Load):
-            if kind in (MODULE, MEMBER) and not called and up.attr in self.parts:
-                return up, kind
-            if kind in (MODULE, MEMBER) and up.attr == "__dict__":
-                return up, MODULES_DICT
-            if called and kind in _DICTS and up.attr == "copy":
-                return call, kind
-            if called and up.attr in ("values", "items") and (
-                    kind == MODULES_DICT or kind == ALL_MODULES and self.named_by_code):
-                return call, MODULES
-            if called and kind == MODULES and up.attr in ("copy", "pop", "__getitem__"):
-                return call, MODULES
-            if called and up.attr == "get" and call.args and (
-                    kind == MODULES_DICT and self._may_be_submodule(call.args[0])
-                    or kind == ALL_MODULES and self.name_related(call.args[0])):
-                return call, MODULE
-            return None
-        if isinstance(up, ast.Subscript) and up.value is node and isinstance(up.ctx, ast.Load) and (
-                kind == MODULES_DICT and self._may_be_submodule(up.slice) or kind == ALL_MODULES and self.name_related(up.slice)):
-            return up, MODULE
+            return self._read_off(up, kind)
+        if isinstance(up, ast.Subscript) and up.value is node and isinstance(up.ctx, ast.Load):
+            return self._element(up, kind)
         if isinstance(up, ast.Call) and up.args and up.args[0] is node:
-            q = self.qualified(up.func)
-            if q == "builtins.vars" and kind in (MODULE, MEMBER):
-                return up, MODULES_DICT
-            if q == "builtins.getattr" and kind in (MODULE, MEMBER) and len(up.args) > 1:
-                member = self._member_kind(up.args[1])
-                return (up, MEMBER if kind == MEMBER else member) if member else None
-            if kind == MODULE and (q == "inspect.getmembers" or self._attrgetter_of_parts(up.func)):
-                return up, MODULES if q == "inspect.getmembers" else MODULE
-            if q in _COPIES and kind in _DICTS or q in _SEQUENCES and kind == MODULES:
-                return up, kind
-            return None
+            return self._handed_to_reader(up, kind)
         if isinstance(up, ast.Starred) and kind == MODULES and isinstance(self.f.parents.get(id(up)), (ast.List, ast.Tuple, ast.Set)):
             return self.f.parents[id(up)], MODULES
         if isinstance(up, ast.Dict) and kind in _DICTS and any(k is None and v is node for k, v in zip(up.keys, up.values)):
             return up, kind
-        if isinstance(up, ast.Subscript) and up.value is node and isinstance(up.ctx, ast.Load) and kind == MODULES:
+        return None
+
+    def _read_off(self, up: ast.Attribute, kind: str) -> Optional[Tuple[ast.AST, str]]:
+        """`h.<attr>` or `h.<method>(...)` of a handle: a submodule, a namespace, a copy, values or items."""
+        call = self.f.parents.get(id(up))
+        if not (isinstance(call, ast.Call) and call.func is up):
+            if kind in (MODULE, MEMBER) and up.attr in self.parts:
+                return up, kind
+            return (up, MODULES_DICT) if kind in (MODULE, MEMBER) and up.attr == "__dict__" else None
+        method = up.attr
+        if kind in _DICTS and method == "copy" or kind == MODULES and method in ("copy", "pop", "__getitem__"):
+            return call, kind
+        if method in ("values", "items") and (kind == MODULES_DICT or kind == ALL_MODULES and self.named_by_code):
+            return call, MODULES
+        if method == "get" and call.args and self._names_member(kind, call.args[0]):
+            return call, MODULE
+        return None
+
+    def _element(self, up: ast.Subscript, kind: str) -> Optional[Tuple[ast.AST, str]]:
+        """`h[k]`: a module out of a namespace or the module table by a key that may name one; any element of
+        a sequence of modules."""
+        if kind == MODULES:
             return up, MODULES
+        return (up, MODULE) if self._names_member(kind, up.slice) else None
+
+    def _names_member(self, kind: str, key: ast.AST) -> bool:
+        return kind == MODULES_DICT and self._may_be_submodule(key) or kind == ALL_MODULES and self.name_related(key)
+
+    def _handed_to_reader(self, up: ast.Call, kind: str) -> Optional[Tuple[ast.AST, str]]:
+        """A handle as the first argument of a call that hands part of it back: `vars(h)`, `getattr(h, n)`,
+        `inspect.getmembers(h)`, an attrgetter, a copy, a sequence of modules."""
+        q = self.qualified(up.func)
+        if kind in (MODULE, MEMBER):
+            if q == "builtins.vars":
+                return up, MODULES_DICT
+            if q == "builtins.getattr" and len(up.args) > 1:
+                member = self._member_kind(up.args[1])
+                return (up, MEMBER if kind == MEMBER else member) if member else None
+        if kind == MODULE and q == "inspect.getmembers":
+            return up, MODULES
+        if kind == MODULE and self._attrgetter_of_parts(up.func):
+            return up, MODULE
+        if q in _COPIES and kind in _DICTS or q in _SEQUENCES and kind == MODULES:
+            return up, kind
         return None
 
     def _may_be_submodule(self, name: ast.AST) -> bool:
