@@ -369,3 +369,11 @@ def test_the_kernel_a_projects_wrapper_hands_on_to_is_the_calls_kernel(tmp_path)
     site = verdict(tmp_path, {"engine/__init__.py": "", "engine/kernels.py": wrapper, "engine/plugin.py": plugin,
                               "engine/launch.py": "from engine import plugin\n"}, backend=backend)
     assert site.status is Status.MANUAL and "hands on to" in site.reason, site.reason
+
+
+def test_a_version_dump_over_the_module_table_stays_fixable(tmp_path):
+    """`for name, mod in sys.modules.items()`: the names are strings, handed on freely (round I s21)."""
+    tool = ("import json\nimport sys\n\nVERSIONS = json.dumps({name: str(getattr(mod, '__version__', None)) for name, mod "
+            "in list(sys.modules.items()) if name.startswith('sgl_kernel')})\n")
+    site = verdict(tmp_path, {"engine/tool.py": tool, "engine/launch.py": "from engine import tool\n"})
+    assert site.status is Status.FIXABLE, site.reason

@@ -255,7 +255,10 @@ class Handles:
             return [((id(_scope(self.f, t)), t.id), kind) for t in _targets(up) if isinstance(t, ast.Name)]
         if isinstance(up, (ast.For, ast.comprehension)) and up.iter is node and kind in (OBJECTS, MODULES):
             bound = MODULES_DICT if kind == OBJECTS else MODULES  # (each name of the target: a module, or a pair)
-            return [((id(_scope(self.f, n)), n.id), bound) for n in ast.walk(up.target) if isinstance(n, ast.Name)]
+            target = up.target
+            if kind == MODULES and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+                target = target.elts[1]  # `for name, mod in ...items()`: a module cannot be unpacked, so pairs
+            return [((id(_scope(self.f, n)), n.id), bound) for n in ast.walk(target) if isinstance(n, ast.Name)]
         if kind == ALL_MODULES and not self.named_by_code:
             return []  # every module: the kernel's only by a name, and no name of the code can be its
         if kind not in (MODULES_DICT, ALL_MODULES) or not (isinstance(up, ast.Attribute) and up.attr in ("values", "items")):
