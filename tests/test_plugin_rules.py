@@ -285,8 +285,8 @@ BOTH = ("from sgl_kernel.flash_mla import flash_mla_sparse_fwd, flash_mla_with_k
 def test_a_file_is_parsed_once_for_every_rule_that_reads_it(toy, monkeypatch, tmp_path):
     """Issue 38 item 2: the engine parses the file once and hands that module, and one scope tree, to every
     site rule (rule_context.RuleContext); a second rule that rewrites makes its rewrite on a parse of the text
-    the first one wrote. Three rules reading one file, two of them rewriting: 2 parses (4 when each rule
-    parsed the text itself), one scope tree of the file's text."""
+    the first one wrote; the rules then read the text made once more, to find it settled (api._settled). Three
+    rules reading one file, two of them rewriting: 3 parses (5 when each rule parsed the text itself)."""
     import libcst
 
     from topk_migrate.cst import scopecheck
@@ -301,8 +301,8 @@ def test_a_file_is_parsed_once_for_every_rule_that_reads_it(toy, monkeypatch, tm
         ("explicit-d-v", "fixable"), ("pass-topk-length", "fixable"), ("decode-topk-length", "manual")]
     assert "d_v=512, topk_length=topk_length)" in m.new_source
     first = BOTH.replace("1.0)", "1.0, d_v=512)")  # the toy's rewrite: pass-topk-length's is made on top of it
-    assert parsed == [BOTH, first]
-    assert trees == [BOTH, first]  # one for the file's text (every rule's), one for the rewrite on top
+    assert parsed == [BOTH, first, m.new_source]
+    assert trees == [BOTH, first, m.new_source]  # the file's text (every rule's), the rewrite on top, the settled text
 
 
 def test_a_rule_reads_the_context_it_is_handed(toy, tmp_path):

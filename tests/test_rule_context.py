@@ -56,3 +56,40 @@ def test_a_tree_another_rule_asked_for_scopes_gives_pass_topk_length_the_same_an
     asked = RuleContext.of(source, path, _gate(path))
     assert asked.tree.scopes  # another rule's scope fact, asked first
     assert rule.sites(asked) == rule.sites(fresh)
+
+
+class _Appender:
+    """A stand-in site rule: it reads every file, and appends `line` once `after` is in the text."""
+
+    param, min_kernel = None, {}
+
+    def __init__(self, line, after=""):
+        self.line, self.after = line, after
+
+    def sites(self, ctx):
+        text = ctx.source
+        return (text + self.line if self.after in text and self.line not in text else text), []
+
+
+def _two_rules(monkeypatch, first, second):
+    specs = [rules.RuleInfo(id="rule-a", summary="", help="", entry_points=("x",), has_sites=True),
+             rules.RuleInfo(id="rule-b", summary="", help="", entry_points=("x",), has_sites=True)]
+    hooks = {"rule-a": first, "rule-b": second}
+    monkeypatch.setattr(api.rules, "enabled", lambda *a: specs)
+    monkeypatch.setattr(api.rules, "load", lambda rule_id: hooks[rule_id])
+
+
+def test_rules_that_make_work_for_each_other_run_to_a_fixed_point(monkeypatch, tmp_path):
+    """rule-a's line is due only after rule-b's: one pass in the registry's order would miss it."""
+    _two_rules(monkeypatch, _Appender("# a\n", after="# b"), _Appender("# b\n"))
+    out = api._migrate("x = 1\n", str(tmp_path / "m.py"), KERNEL, rules.RuleOptions())
+    assert out.new_source == "x = 1\n# b\n# a\n"
+
+
+def test_rewrites_that_never_settle_refuse_the_file(monkeypatch, tmp_path):
+    class Flip(_Appender):
+        def sites(self, ctx):
+            return ctx.source + self.line, []  # always one more line: never settles
+    _two_rules(monkeypatch, Flip("# a\n"), Flip("# b\n"))
+    with pytest.raises(api.InputError, match="still change each other's text after 3 passes"):
+        api._migrate("x = 1\n", str(tmp_path / "m.py"), KERNEL, rules.RuleOptions())

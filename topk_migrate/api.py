@@ -163,7 +163,7 @@ def _migrate(source: str, path: str, kernel: KernelOption, options: rules.RuleOp
     from .files import check_rewrite, syntax_error_message  # noqa: PLC0415 - light: not for importing the CLI
     from .rule_context import Parsed, RuleContext  # noqa: PLC0415 - libcst: only for a file the prefilter and quick classifiers leave
 
-    new, sites = source, []
+    new, sites, reading = source, [], []
     parsed = latest = Parsed(source)  # the original text's parse, and that of the rewrites' text once made
     try:
         with _cycles_collected_after(), fast_visits(trivia=False):  # read-only walks: no node rebuilt, no layout
@@ -174,17 +174,42 @@ def _migrate(source: str, path: str, kernel: KernelOption, options: rules.RuleOp
                 gate = kernel_gate(path, kernel, rule)
                 out, found = rule.sites(RuleContext(path, parsed, gate, options))
                 sites += _attributed(found, spec.id, gate)
+                reading.append((spec.id, rule, gate))
                 if out != source and new == source:
                     new = out
                 elif out != source:  # on top of the rewrites before it: a parse of their text, made once
                     latest = latest if latest.source == new else Parsed(new)
                     new = rule.sites(RuleContext(path, latest, gate, options))[0]
+            if len(reading) > 1 and new != source:
+                new = _settled(new, reading, path, options)
     except cst.ParserSyntaxError as e:  # CPython's message names the right line and spots Python 2
         raise InputError(syntax_error_message(source, path) or f"syntax error: {e.message}") from None
     parsed = latest = None  # the trees go before the rewrite is compiled, as each rule's own went when it returned
     if new != source:
         check_rewrite(source, new, path)  # never hand back code that does not parse, not even as a diff
     return Migration(source, new, _in_order(sites))
+
+
+SETTLE_PASSES = 3  # passes of the rewriting rules over each other's text before a file is refused as unsettled
+
+
+def _settled(text: str, rewriting: list, path: str, options: rules.RuleOptions) -> str:
+    """A rewrite where two rules or more read the file: run them again over the text made until a pass
+    changes nothing (one rule's rewrite may make work for another that ran before it), at most SETTLE_PASSES
+    times; a file whose rewrites do not settle is an error, never half of a fix."""
+    from .rule_context import Parsed, RuleContext  # noqa: PLC0415 - libcst: only for a file the prefilter and quick classifiers leave
+
+    parsed = Parsed(text)
+    for _ in range(SETTLE_PASSES):
+        before = text
+        for _, rule, gate in rewriting:
+            parsed = parsed if parsed.source == text else Parsed(text)  # (one parse per text, shared)
+            text = rule.sites(RuleContext(path, parsed, gate, options))[0]
+        if text == before:
+            return text
+    ids = ", ".join(rule_id for rule_id, _, _ in rewriting)
+    raise InputError(f"the rewrites of {ids} still change each other's text after {SETTLE_PASSES} passes; "
+                     "apply one rule at a time (--enable / --disable) and report it to the rules' authors")
 
 
 @dataclass
