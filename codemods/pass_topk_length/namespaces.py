@@ -565,37 +565,7 @@ class Handles:
             return self.aliases.get((id(_scope(self.f, node)), node.id)) if isinstance(node.ctx, ast.Load) else None
         if isinstance(node, ast.Call):
             q = self.qualified(node.func)
-            if q in _IMPORTERS or q.endswith(".import_module") or isinstance(node.func, ast.Attribute) \
-                    and node.func.attr in ("import_module", "__import__"):  # (`loader.import_module`, whatever loader is)
-                return MODULE if self._import_related(node, q) else None
-            if q == "builtins.getattr" and len(node.args) > 1 and self.f.module_of(node.args[0]) in self.modules:
-                return self._member_kind(node.args[1])
-            if q == "inspect.getmembers" and node.args and self.f.module_of(node.args[0]) in self.modules:
-                return MODULES
-            if isinstance(node.func, (ast.Call, ast.Name)) and node.args and self.f.module_of(node.args[0]) in self.modules \
-                    and self._attrgetter_of_parts(node.func):
-                return MODULE
-            if q in _GETMODULE:
-                return MODULE if not node.args or self.related(node.args[0], self.named_by_code) else None
-            if q == "builtins.vars":
-                if not node.args:
-                    return MODULES_DICT if self.own else None
-                return self._namespace_of(node.args[0])
-            if q == "builtins.globals":
-                return MODULES_DICT if self.own else None
-            if q == "sys.modules.get":
-                return MODULE if self.name_related(node.args[0] if node.args else None) else None
-            if q in _RESOLVERS:
-                return MODULE if self.object_related(node.args[0] if node.args else None) else None
-            if q in _REFERRERS:
-                return OBJECTS
-            if isinstance(node.func, ast.Attribute) and node.func.attr == "load" and not node.args \
-                    and self.f.modules.get(_root(node.func.value) or "") is None and self._reads_entry_points():
-                return MODULE if self._entry_point_related(node.func.value) else None
-            if q == "builtins.getattr" and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) \
-                    and node.args[1].value in ("__globals__", "f_globals", "f_locals", "__dict__"):
-                return self._attribute_kind(node.args[0], node.args[1].value)  # getattr(fn, "__globals__", None)
-            return None
+            return self._import_kind(node, q) or self._reader_kind(node, q) or self._table_kind(node, q)
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
             if self.alias_modules and self.f.module_of(node) in self.alias_modules:
                 return MODULE  # `ops.sparse_attn`: the kernel's module by a name a project module gave it
@@ -606,6 +576,50 @@ class Handles:
             head, exact = self.heads.of(node.slice)  # `sys.__dict__["modules"]`, `vars(sys)["modules"]`
             return ALL_MODULES if not exact or head == "modules" else None
         return None
+
+    def _import_kind(self, node: ast.Call, q: str) -> Optional[str]:
+        """A module got by a name: a computed import, `sys.modules.get`, a resolver, an entry point's `.load()`,
+        `inspect.getmodule(x)`."""
+        if q in _IMPORTERS or q.endswith(".import_module") or isinstance(node.func, ast.Attribute) \
+                and node.func.attr in ("import_module", "__import__"):  # (`loader.import_module`, whatever loader is)
+            return MODULE if self._import_related(node, q) else None
+        first = node.args[0] if node.args else None
+        if q in _GETMODULE:
+            return MODULE if first is None or self.related(first, self.named_by_code) else None
+        if q == "sys.modules.get":
+            return MODULE if self.name_related(first) else None
+        if q in _RESOLVERS:
+            return MODULE if self.object_related(first) else None
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "load" and not node.args \
+                and self.f.modules.get(_root(node.func.value) or "") is None and self._reads_entry_points():
+            return MODULE if self._entry_point_related(node.func.value) else None
+        return None
+
+    def _reader_kind(self, node: ast.Call, q: str) -> Optional[str]:
+        """What a reader hands back of a related module this file imports: `getattr(sgl_kernel, sub)`,
+        `inspect.getmembers(...)`, an attrgetter; `getattr(f, "__globals__")` as `f.__globals__`."""
+        static = bool(node.args) and self.f.module_of(node.args[0]) in self.modules
+        if q == "builtins.getattr" and len(node.args) > 1 and static:
+            return self._member_kind(node.args[1])
+        if q == "inspect.getmembers" and static:
+            return MODULES
+        if static and isinstance(node.func, (ast.Call, ast.Name)) and self._attrgetter_of_parts(node.func):
+            return MODULE
+        if q == "builtins.getattr" and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) \
+                and node.args[1].value in ("__globals__", "f_globals", "f_locals", "__dict__"):
+            return self._attribute_kind(node.args[0], node.args[1].value)
+        return None
+
+    def _table_kind(self, node: ast.Call, q: str) -> Optional[str]:
+        """A namespace by a builtin (`vars(x)`, `vars()`/`globals()` in the module itself), every object
+        (`gc.get_objects()`)."""
+        if q == "builtins.vars":
+            if not node.args:
+                return MODULES_DICT if self.own else None
+            return self._namespace_of(node.args[0])
+        if q == "builtins.globals":
+            return MODULES_DICT if self.own else None
+        return OBJECTS if q in _REFERRERS else None
 
     def _attribute_kind(self, owner: ast.AST, attr: str, node: Optional[ast.AST] = None) -> Optional[str]:
         """The kind of `owner.<attr>` (or `getattr(owner, "<attr>")`): a function's or a frame's globals, a
