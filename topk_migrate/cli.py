@@ -8,7 +8,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import click
 
@@ -158,9 +158,18 @@ def _machine_report(report: api.Report, fmt: str, seconds: float) -> dict:
     return summary
 
 
-def _report(  # noqa: PLR0913  (check's and apply's output options, by name)
-        report: api.Report, applied: bool, err: bool, verbose: bool = False, fmt: str = "text",
-        statistics: bool = False, seconds: float = 0.0) -> None:
+@dataclass(frozen=True)
+class _Shown:
+    """check's and apply's output options: sites on stderr (err), -v, --format, --statistics."""
+
+    err: bool
+    verbose: bool = False
+    fmt: str = "text"
+    statistics: bool = False
+
+
+def _report(report: api.Report, applied: bool, shown: _Shown, seconds: float = 0.0) -> None:
+    err, verbose, fmt, statistics = shown.err, shown.verbose, shown.fmt, shown.statistics
     if fmt != "text":
         _machine_report(report, fmt, seconds)
         _tail(report, applied, verbose)
@@ -328,7 +337,7 @@ def check(  # noqa: PLR0913  (a click command: one parameter per option)
                   note=skipped_note(verbose), progress=_progress(progress))
     if new_since:
         _keep_new(report, paths, new_since, kernel)
-    _report(report, applied=False, err=False, verbose=verbose, fmt=fmt, statistics=statistics,
+    _report(report, applied=False, shown=_Shown(err=False, verbose=verbose, fmt=fmt, statistics=statistics),
             seconds=time.perf_counter() - t0)
     sys.exit(report.exit_code())
 
@@ -360,7 +369,7 @@ def apply(  # noqa: PLR0913  (a click command: one parameter per option)
                   follow_links=follow_links, note=skipped_note(verbose), progress=_progress(progress))
     if "-" in paths and not diff:
         _stdout_source(report.files[0])
-        _report(report, applied=True, err=True, verbose=verbose)
+        _report(report, applied=True, shown=_Shown(err=True, verbose=verbose))
         sys.exit(report.exit_code(wrote=True))
     if diff:
         for f in report.files:
@@ -368,7 +377,7 @@ def apply(  # noqa: PLR0913  (a click command: one parameter per option)
                 # not click.echo: it strips what it takes for colour codes from a pipe, and git apply needs every byte
                 sys.stdout.write(fit(_diff_text(f, sys.stdout.isatty()), sys.stdout.encoding))
         sys.stdout.flush()
-    _report(report, applied=not diff, err=diff, verbose=verbose, fmt=fmt, statistics=statistics)
+    _report(report, applied=not diff, shown=_Shown(err=diff, verbose=verbose, fmt=fmt, statistics=statistics))
     sys.exit(report.exit_code(wrote=not diff))
 
 
