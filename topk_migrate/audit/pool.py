@@ -7,6 +7,7 @@ import multiprocessing
 import os
 import signal
 import sys
+from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from ..api import process_file
@@ -111,8 +112,19 @@ def _serve(task, tasks, results, main: int, zygote: int) -> None:
             send.send(("done", os.getpid(), i, out))
 
 
-def _zygote(  # noqa: PLR0913  (a process target: the queues and pipe it starts with)
-        ctx, task, tasks, results, recv, workers: int, main: int) -> None:
+@dataclass(frozen=True)
+class _Wiring:
+    """What the zygote and the workers it forks start with: the fork context, the task, the job queue,
+    the result pipe's send end with its lock, the main process's pid."""
+
+    ctx: object
+    task: object
+    tasks: object
+    results: tuple
+    main: int
+
+
+def _zygote(wiring: _Wiring, recv, workers: int) -> None:
     """Import the engine once, then fork the workers from this warm process and watch them:
     one that dies (a native crash, the OOM killer) is reported with the file it held and
     replaced, so the run goes on.
@@ -127,6 +139,7 @@ def _zygote(  # noqa: PLR0913  (a process target: the queues and pipe it starts 
 
     from ..guard import exit_with_parent  # noqa: PLC0415 - light: not for --help
 
+    ctx, task, tasks, results, main = wiring.ctx, wiring.task, wiring.tasks, wiring.results, wiring.main
     exit_with_parent(main)
     recv.close()
     own_group(os.getpid())
@@ -224,8 +237,8 @@ class Runner:
             ctx = multiprocessing.get_context("fork")
             tasks = ctx.Queue()  # put() never blocks this process, however far behind the workers are
             recv, send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_zygote, args=(ctx, self.task, tasks, (send, ctx.Lock()), recv, self.jobs,
-                                                       os.getpid()))
+            proc = ctx.Process(target=_zygote, args=(_Wiring(ctx, self.task, tasks, (send, ctx.Lock()), os.getpid()),
+                                                       recv, self.jobs))
             proc.start()  # before the first put: no queue thread exists yet to be forked
             own_group(proc.pid)
             self.pool = (tasks, recv, proc)
