@@ -20,7 +20,7 @@ from ..options import (
     verbose_option,
 )
 from .results import AuditError, Tally, display_root
-from .run import audit, only_new_since, result_of
+from .run import SinceOptions, audit, only_new_since, result_of
 
 FORMATS = ("text", "json", "sarif", "github")
 
@@ -79,7 +79,8 @@ def audit_command(  # noqa: PLR0913  (a click command: one parameter per option)
                        progress=progress, follow_links=follow_links, note=skipped_note(verbose),
                        relative_to=relative_to)
         if new_since:
-            result = only_new_since(result, paths, new_since, exclude, kernel, jobs, not no_gitignore, relative_to)
+            result = only_new_since(result, paths, new_since, SinceOptions(exclude, kernel, jobs, not no_gitignore,
+                                                                           relative_to))
     except AuditError as e:
         click.echo(fit(f"error: {printable(str(e))}", sys.stderr.encoding), err=True)
         if output == "-":

@@ -5,7 +5,7 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import List, Optional, Sequence
 
 from ..model import CHECK_STATUSES, Site
@@ -70,11 +70,23 @@ def audit(  # noqa: PLR0913  (public API: keyword options with defaults)
     return result_of(sites, tally, root, rev, commit, t0)
 
 
-def only_new_since(  # noqa: PLR0913  (audit()'s options, passed on to the audit of ref)
-        now: AuditResult, paths, ref, exclude, kernel, jobs, gitignore, relative_to) -> AuditResult:
+@dataclass(frozen=True)
+class SinceOptions:
+    """audit()'s options that the audit of --new-since's ref is run with too."""
+
+    exclude: Sequence[str] = ()
+    kernel: Optional[str] = None
+    jobs: Optional[int] = None
+    gitignore: bool = True
+    relative_to: Optional[str] = None
+
+
+def only_new_since(now: AuditResult, paths, ref, options: SinceOptions) -> AuditResult:
     """now's sites less those commit `ref` had (baseline.py), its summary counted again."""
     from ..baseline import only_new  # noqa: PLC0415 - on demand: baseline only for --new-since
 
+    exclude, kernel, jobs, gitignore = options.exclude, options.kernel, options.jobs, options.gitignore
+    relative_to = options.relative_to
     root = os.path.abspath(relative_to) if relative_to is not None else display_root(paths)
     then = audit(paths, rev=ref, exclude=exclude, kernel=kernel, jobs=jobs, gitignore=gitignore, relative_to=root)
     sites = only_new(now.sites, root, then.sites, then.summary["commit"])
