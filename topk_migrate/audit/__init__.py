@@ -31,7 +31,7 @@ from .pool import EAGER_FROM, Runner, analyse, classify_without_engine
 from .results import AuditError, AuditResult, Tally, display_root
 from .rev import lay_out_rev, unsafe_path
 from .run import audit
-from .scan import ScanFor, scan_disk
+from .scan import RunState, ScanFor, WalkOptions, scan_disk
 
-__all__ = ["EAGER_FROM", "FORMATS", "AuditError", "AuditResult", "Progress", "Runner", "ScanFor", "Tally", "analyse", "audit",
-           "audit_command", "classify_without_engine", "display_root", "lay_out_rev", "scan_disk", "unsafe_path"]
+__all__ = ["EAGER_FROM", "FORMATS", "AuditError", "AuditResult", "Progress", "RunState", "Runner", "ScanFor", "Tally",
+           "WalkOptions", "analyse", "audit", "audit_command", "classify_without_engine", "display_root", "lay_out_rev", "scan_disk", "unsafe_path"]

@@ -14,7 +14,7 @@ from ..run_context import in_run
 from .pool import Runner
 from .results import AuditResult, Tally, display_root, rel_to
 from .rev import scan_rev
-from .scan import rules_scan, scan_into_runner
+from .scan import WalkOptions, rules_scan, scan_into_runner
 
 
 @in_run
@@ -45,7 +45,8 @@ def audit(  # noqa: PLR0913  (public API: keyword options with defaults)
     try:
         if rev is None:
             root = display_root(paths)
-            scan_into_runner(paths, exclude, gitignore, kernel, runner, tally, prog, follow_links, note, scan=scan)
+            scan_into_runner(WalkOptions(paths, exclude, gitignore, follow_links, note), kernel, runner, tally, prog,
+                             scan=scan)
         else:
             tmp = os.path.realpath(tempfile.mkdtemp(prefix="topk-migrate-rev-"))
             root, top, commit = scan_rev(paths, rev, exclude, kernel, runner, tally, prog, tmp, scan)

@@ -24,6 +24,27 @@ from .results import AuditError, Tally
 
 
 @dataclass(frozen=True)
+class WalkOptions:
+    """What a scan walks, and how: the paths, --exclude's patterns, whether ignore files count, whether
+    symlinks are followed, and note (told what the walk leaves out): as config.project_files."""
+
+    paths: Sequence[str]
+    exclude: Sequence[str] = ()
+    gitignore: bool = True
+    follow_links: bool = False
+    note: object = None
+
+
+@dataclass(frozen=True)
+class RunState:
+    """A scan's share of the run: its processes (`jobs`), the tally it counts into, its progress line."""
+
+    jobs: int
+    tally: Tally
+    prog: Progress
+
+
+@dataclass(frozen=True)
 class ScanFor:
     """What a scan keeps, handed down to every process that reads files: a file whose bytes `prefilter`
     finds a name in; with own_rules (audit's), only for a rule the file's own project runs (own_rules_hold).
@@ -67,27 +88,27 @@ def own_rules_hold(path: str, data: Optional[bytes] = None, buf: Optional[bytear
     return bool(enable) and holds(prefilter_for(tuple(sorted(enable))))
 
 
-def scan_into_runner(  # noqa: PLR0913  (the walk's options and the run's state)
-        paths, exclude, gitignore, kernel, runner: Runner, tally: Tally, prog: Progress,
-        follow_links: bool = False, note=None, *, scan: ScanFor) -> None:
+def scan_into_runner(walk: WalkOptions, kernel, runner: Runner, tally: Tally, prog: Progress, *,
+                     scan: ScanFor) -> None:
     """Classify each candidate where it is found if no LibCST is needed; hand the others to the runner
     as soon as they come back, so parsing starts while the scan goes on. Both read a file over the size
     bound with `scan`'s prefilter."""
     pf = scan.prefilter
-    scan_disk(paths, exclude, gitignore, runner.jobs, tally, prog, lambda path: runner.submit(path, kernel, None, pf),
-              follow_links, note, classify=partial(classify_without_engine, kernel=kernel, prefilter=pf),
+    scan_disk(walk, RunState(runner.jobs, tally, prog), lambda path: runner.submit(path, kernel, None, pf),
+              classify=partial(classify_without_engine, kernel=kernel, prefilter=pf),
               classified=runner.done.append, scan=scan)
 
 
-def scan_disk(  # noqa: PLR0913  (the walk's options and callbacks; bump's engine calls it too)
-        paths, exclude, gitignore, jobs: int, tally: Tally, prog: Progress, take_one,
-        follow_links: bool = False, note=None, classify=None, classified=None, *, scan: ScanFor) -> None:
+def scan_disk(walk: WalkOptions, state: RunState, take_one, classify=None, classified=None, *,
+              scan: ScanFor) -> None:
     """Walk, read and prefilter (in `jobs` scanner processes; what `scan` keeps), calling take_one(path)
     for each candidate as it comes back. The files are
     config.project_files', as every command reads them. One directory given is walked by the
     scanners themselves, in parts (discover.SplitWalk); otherwise this process walks and hands them
     a chunk of paths at a time. classify(path), if given, runs on each candidate where it was read:
     what it answers goes to classified(answer), a candidate it answers None for to take_one."""
+    paths, exclude, gitignore, follow_links, note = walk.paths, walk.exclude, walk.gitignore, walk.follow_links, walk.note
+    jobs, tally, prog = state.jobs, state.tally, state.prog
     chunk: List[str] = []
 
     def take(candidates: List[Tuple[str, object]]) -> None:
@@ -122,7 +143,7 @@ def scan_disk(  # noqa: PLR0913  (the walk's options and callbacks; bump's engin
                 feed(project_files(paths, exclude, gitignore, follow_links, note))
             else:
                 feed(first)
-                _walk_split(plan, scanners, jobs, feed, take, tally, prog, classify is not None)
+                _walk_split(plan, scanners, state, feed, take, classify is not None)
             take(scanners.drain())
         finally:
             scanners.close()
@@ -130,13 +151,13 @@ def scan_disk(  # noqa: PLR0913  (the walk's options and callbacks; bump's engin
         raise AuditError(str(e)) from None
 
 
-def _walk_split(  # noqa: PLR0913  (the walk's plan, callbacks and the run's state)
-        plan: SplitWalk, scanners: "_Scanners", jobs: int, feed, take, tally: Tally,
-        prog: Progress, classify: bool) -> None:
+def _walk_split(plan: SplitWalk, scanners: "_Scanners", state: RunState, feed, take, classify: bool) -> None:
     """The scanners walk the parts; the seeds a part donates go to the next idle one, a share of
     what is left at a time (fewer messages than one a seed, and the last parts still small). The
     candidates a part finds are classified by the next idle scanners, not by the one that walked it:
     one directory can hold several of a tree's few candidates, each the longest work of a run."""
+    jobs, tally, prog = state.jobs, state.tally, state.prog
+
     def share(queue: deque) -> list:
         return [queue.popleft() for _ in range(max(1, len(queue) // (2 * jobs)))]
 
@@ -181,7 +202,7 @@ def _walk_part(plan: SplitWalk, seeds: List[tuple], buf: bytearray, scan: ScanFo
     return n, errors, plan.result(w), _scan_chunk(paths, buf, scan)
 
 
-def _scanner(conn, main: int, others, scan: ScanFor, classify, plan) -> None:  # noqa: PLR0913  (a process target: its pipe and what it scans with)
+def _scanner(conn, main: int, others, scan: ScanFor, classify, plan) -> None:
     """A scanning process: chunks of paths (or parts of a split walk) in, the candidates among them
     out (with classify's answers). It never imports LibCST, dies with the main process
     (PR_SET_PDEATHSIG, or the pipe's end), and holds one SCAN_WINDOW buffer whatever it reads."""

@@ -54,8 +54,9 @@ def run(paths: Sequence[str], old: Release, new: Release, follow_links: bool = F
     try:
         if rev is None:
             try:
-                audit.scan_disk(paths, (), True, runner.jobs, tally, audit.Progress(False),
-                                lambda path: runner.submit(path, path, old, new), follow_links,
+                audit.scan_disk(audit.WalkOptions(paths, follow_links=follow_links),
+                                audit.RunState(runner.jobs, tally, audit.Progress(False)),
+                                lambda path: runner.submit(path, path, old, new),
                                 scan=audit.ScanFor(Prefilter(candidate.needles)))  # the releases' entry-point names
             except audit.AuditError as e:  # the walk cannot start (a project's configuration): one line
                 report.errors.append((", ".join(paths), str(e)))
