@@ -29,9 +29,9 @@ from ..progress import Progress
 from .command import FORMATS, audit_command
 from .pool import EAGER_FROM, Runner, analyse, classify_without_engine
 from .results import AuditError, AuditResult, Tally, display_root
-from .rev import lay_out_rev, unsafe_path
+from .rev import RevLayout, lay_out_rev, unsafe_path
 from .run import audit
 from .scan import RunState, ScanFor, WalkOptions, scan_disk
 
-__all__ = ["EAGER_FROM", "FORMATS", "AuditError", "AuditResult", "Progress", "RunState", "Runner", "ScanFor", "Tally",
+__all__ = ["EAGER_FROM", "FORMATS", "AuditError", "AuditResult", "Progress", "RevLayout", "RunState", "Runner", "ScanFor", "Tally",
            "WalkOptions", "analyse", "audit", "audit_command", "classify_without_engine", "display_root", "lay_out_rev", "scan_disk", "unsafe_path"]

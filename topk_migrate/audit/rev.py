@@ -153,13 +153,23 @@ def _scan_stream(out, size: int, pf, sha: str) -> bool:
     return found
 
 
-def scan_rev(  # noqa: PLR0913  (lay_out_rev's inputs and the runner)
-        paths, rev, exclude, kernel, runner, tally, prog, tmp, scan: ScanFor) -> Tuple[str, str, str]:
+@dataclass(frozen=True)
+class RevLayout:
+    """What lay_out_rev reads and where it writes: the files of commit `rev` under `paths`, less
+    --exclude's patterns, laid out under `tmp`."""
+
+    paths: Sequence[str]
+    rev: str
+    exclude: Sequence[str]
+    tmp: str
+
+
+def scan_rev(where: RevLayout, kernel, runner, tally, prog, scan: ScanFor) -> Tuple[str, str, str]:
     """List and prefilter (what `scan` keeps) the files of commit `rev`; lay candidates out under tmp and
     hand them to the workers. Returns (root, top, commit)."""
-    root, top, commit, laid = lay_out_rev(paths, rev, exclude, tally, prog, tmp, scan)
+    root, top, commit, laid = lay_out_rev(where, tally, prog, scan)
     for dest in laid:  # only now: the gate may read one candidate (a vendored interface) for another
-        runner.submit(dest, kernel, tmp, scan.prefilter)
+        runner.submit(dest, kernel, where.tmp, scan.prefilter)
     return root, top, commit
 
 
@@ -439,8 +449,7 @@ def _lay_out_candidates(files: _RevFiles, wanted, keep: _Keep, prog) -> List[str
     return laid
 
 
-def lay_out_rev(  # noqa: PLR0913  (the commit's paths and options, the run's state; bump's engine calls it too)
-        paths, rev, exclude, tally, prog, tmp, keep) -> Tuple[str, str, str, List[str]]:
+def lay_out_rev(where: RevLayout, tally, prog, keep) -> Tuple[str, str, str, List[str]]:
     """The files of commit `rev` under `paths` that `keep` keeps (audit's ScanFor, or a test of the bytes),
     and the project files the gate and config read, laid out under tmp (bump --rev reads them too).
     Returns (root, top, commit, the laid-out candidates).
@@ -453,6 +462,7 @@ def lay_out_rev(  # noqa: PLR0913  (the commit's paths and options, the run's st
     repository lacks (a partial clone) is an error line, never fetched. Each blob is written once
     (the same blob under other paths is hard-linked), and a run reads and lays out at most
     _rev_limits() bytes."""
+    paths, rev, exclude, tmp = where.paths, where.rev, where.exclude, where.tmp
     keeping = _rev_keep(keep)
     top = _rev_top(paths)
     commit = _rev_commit(rev, top)

@@ -13,7 +13,7 @@ from ..progress import Progress
 from ..run_context import in_run
 from .pool import Runner
 from .results import AuditResult, Tally, display_root, rel_to
-from .rev import scan_rev
+from .rev import RevLayout, scan_rev
 from .scan import WalkOptions, rules_scan, scan_into_runner
 
 
@@ -49,7 +49,7 @@ def audit(  # noqa: PLR0913  (public API: keyword options with defaults)
                              scan=scan)
         else:
             tmp = os.path.realpath(tempfile.mkdtemp(prefix="topk-migrate-rev-"))
-            root, top, commit = scan_rev(paths, rev, exclude, kernel, runner, tally, prog, tmp, scan)
+            root, top, commit = scan_rev(RevLayout(paths, rev, exclude, tmp), kernel, runner, tally, prog, scan)
         if relative_to is not None:
             root = os.path.abspath(relative_to)
         sites: List[Site] = []

@@ -63,8 +63,8 @@ def run(paths: Sequence[str], old: Release, new: Release, follow_links: bool = F
         else:
             tmp = os.path.realpath(tempfile.mkdtemp(prefix="topk-migrate-bump-rev-"))
             try:
-                _, top, _, laid = audit.lay_out_rev(paths, rev, (), tally, audit.Progress(False), tmp,
-                                                    keep=candidate)
+                _, top, _, laid = audit.lay_out_rev(audit.RevLayout(paths, rev, (), tmp), tally,
+                                                    audit.Progress(False), keep=candidate)
             except audit.AuditError as e:
                 report.errors.append((", ".join(paths), str(e)))
                 laid = []
