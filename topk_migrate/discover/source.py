@@ -92,7 +92,7 @@ class ListedTree:
 
     ignore_files = False
 
-    def __init__(self, root: str, files: Iterable[str], opaque: Iterable[str] = (),  # noqa: PLR0913  (the listing, and how it is read)
+    def __init__(self, root: str, files: Iterable[str], opaque: Iterable[str] = (),
                  missing: str = "no such file or directory", max_depth: Optional[int] = None):
         self.root = os.path.normpath(os.path.abspath(root))
         self.missing = missing
