@@ -5,6 +5,7 @@ import functools
 import os
 import re
 import stat
+from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from . import ignore
@@ -112,7 +113,7 @@ def iter_python_files(
     for p in paths:
         if source.isdir(p):
             found = False
-            w = _Walker(p, excl, gitignore, follow_links, note, yielded, source)
+            w = _Walker(p, _WalkOptions(excl, gitignore, follow_links, note), yielded, source)
             for got in w.whole():
                 found = True
                 yield got
@@ -131,6 +132,17 @@ def iter_python_files(
                 yield p, why
 
 
+@dataclass(frozen=True)
+class _WalkOptions:
+    """A walk's options: --exclude's compiled patterns, whether ignore files count, whether symlinked
+    directories are followed, and note (told what the walk leaves out)."""
+
+    excl: Optional[PatternSet]
+    gitignore: bool
+    follow_links: bool
+    note: Note
+
+
 class _Walker:
     """The walk of one directory given: its rules, and the directories and files it has seen.
 
@@ -143,8 +155,8 @@ class _Walker:
     .gitignore negation can undo it.
     """
 
-    def __init__(self, top: str, excl: Optional[PatternSet], gitignore: bool, follow_links: bool, note: Note,  # noqa: PLR0913  (the walk's options, what it has yielded, its tree)
-                 yielded: set, source: Union[DiskTree, ListedTree] = DISK):
+    def __init__(self, top: str, options: _WalkOptions, yielded: set, source: Union[DiskTree, ListedTree] = DISK):
+        excl, gitignore, follow_links, note = options.excl, options.gitignore, options.follow_links, options.note
         self.top = top = os.path.normpath(top)
         self.source = source
         gitignore = gitignore and source.ignore_files  # (a listed tree: a commit's files, every one tracked)
@@ -362,7 +374,7 @@ class SplitWalk:
         self.given, self.note = given, note
         # [tool.topk-migrate]'s include/exclude, as config.project_files applies them (config.project_filter)
         self.keeps = keep_filter([given]) if keep_filter is not None else None
-        self.walker = w = _Walker(given, compile_patterns(exclude), gitignore, False, note, set())
+        self.walker = w = _Walker(given, _WalkOptions(compile_patterns(exclude), gitignore, False, note), set())
         self.notes: List[Tuple[tuple, str, str]] = []
         w.tell = lambda key, path, why: self.notes.append((key, path, why))
         self.symlinked = w.symlinked  # those met here and in every part: (key, path, real)
