@@ -733,16 +733,22 @@ class _Analysis:
         return None
 
     def _rows_decorator(self, m: Function) -> Optional[str]:
-        """A decorator on a method the rows are taken from, other than one that hands every argument on
-        (`@torch.no_grad()`) or keeps the function (`staticmethod`): the wrapper it makes is what the engine calls."""
-        for d in m.node.decorators:
+        """A decorator on a method the rows are taken from (see _wrapping_decorator): the wrapper it makes is
+        what the engine calls."""
+        name = self._wrapping_decorator(m)
+        return (f"{m.qualname} is decorated with `@{name}`, whose wrapper the engine calls: it may hand "
+                f"{m.qualname} rows in another order than the metadata's; pass topk_length by hand") if name else None
+
+    def _wrapping_decorator(self, fn: Function) -> Optional[str]:
+        """The first decorator of fn that may replace it with a wrapper of its own: any but one that hands every
+        argument on (`@torch.no_grad()`) or keeps the function (`staticmethod`)."""
+        for d in fn.node.decorators:
             name = get_full_name_for_node(d.decorator) or _code(d.decorator).strip()
             if isinstance(d.decorator, cst.Call) and not d.decorator.args \
                     and self.expand(dotted(d.decorator.func)) in ARGUMENT_PASSING_DECORATORS:
                 continue
             if name not in SIGNATURE_KEEPING_DECORATORS:
-                return (f"{m.qualname} is decorated with `@{name}`, whose wrapper the engine calls: it may hand "
-                        f"{m.qualname} rows in another order than the metadata's; pass topk_length by hand")
+                return name
         return None
 
     def kernel_rebound(self, c: CallInfo) -> Optional[str]:
@@ -1417,14 +1423,9 @@ class _Analysis:
     def helper_identity(self, fn: Function) -> Optional[str]:
         """Class 4 for the helper: one definition, no decorator that may fix its signature,
         no same-named override without the parameter."""
-        for d in fn.node.decorators:
-            name = get_full_name_for_node(d.decorator) or _code(d.decorator).strip()
-            if isinstance(d.decorator, cst.Call) and not d.decorator.args \
-                    and self.expand(dotted(d.decorator.func)) in ARGUMENT_PASSING_DECORATORS:
-                continue
-            if name not in SIGNATURE_KEEPING_DECORATORS:
-                return (f"{fn.qualname} is decorated with `@{name}`, which may not pass topk_length on; "
-                        "add the parameter by hand")
+        name = self._wrapping_decorator(fn)
+        if name:
+            return f"{fn.qualname} is decorated with `@{name}`, which may not pass topk_length on; add the parameter by hand"
         scope = self.tree.scope_of.get(fn.node)
         defs = scope[fn.name] if scope is not None else ()
         if len(defs) > 1:
