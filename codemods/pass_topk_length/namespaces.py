@@ -98,6 +98,7 @@ class Handles:
         self.aliases: Dict[Tuple[int, str], str] = {}  # (scope, local name) -> the kind of handle it holds
         self.parts = {p for m in self.modules for p in m.split(".")}  # an attribute that may be a related module
         self._file_names_code: Optional[bool] = None
+        self._spells: Optional[bool] = None  # _spells_related, worked out when first asked
         self._augmented: List[ast.AugAssign] = []
 
     def writes(self) -> List[Tuple[int, str]]:
@@ -530,14 +531,10 @@ class Handles:
     def _spells_related(self) -> bool:
         """Does a string of this file (not a docstring) spell a related module's part as a dotted word, or
         does the file import a related module?"""
-        found = self.f.__dict__.get("_spells_related")
-        if found is None:
-            found = any(isinstance(n, ast.Constant) and isinstance(n.value, str)
-                        and not isinstance(self.f.parents.get(id(n)), ast.Expr)
-                        and any(w in self.parts for w in _WORDS.findall(n.value)) for n in ast.walk(self.f.tree)) \
-                or any(m in self.modules for m in [*self.f.modules.values(), *(m for m, _ in self.f.froms.values())])
-            self.f.__dict__["_spells_related"] = found
-        return found
+        if self._spells is None:  # (on the handles, not the file: another kernel's facts make other parts)
+            self._spells = self._strings_name(self.parts) or any(
+                m in self.modules for m in [*self.f.modules.values(), *(m for m, _ in self.f.froms.values())])
+        return self._spells
 
     def _reads(self, key: Tuple[int, str]) -> List[ast.Name]:
         """The loads of a local in its scope (one index per file, built when first asked)."""
@@ -1106,14 +1103,19 @@ def _annotation_or_type_test(f, node: ast.AST) -> bool:
 def _parameter_of(f, name: ast.Name) -> Optional[Tuple[ast.AST, int, str]]:
     """(the function, its position, its name) where name is a positional parameter of the function that
     reads it and is never rebound there."""
-    scope = _scope(f, name)
+    return parameter_in(_scope(f, name), name.id)
+
+
+def parameter_in(scope: Optional[ast.AST], name: str) -> Optional[Tuple[ast.AST, int, str]]:
+    """(the function, its position, the name) where name is a positional parameter of the function scope,
+    never rebound in it."""
     if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
     params = [a.arg for a in scope.args.posonlyargs + scope.args.args]
-    if name.id not in params or any(isinstance(n, ast.Name) and n.id == name.id and not isinstance(n.ctx, ast.Load)
-                                    for n in ast.walk(scope)):
+    if name not in params or any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
+                                 for n in ast.walk(scope)):
         return None
-    return scope, params.index(name.id), name.id
+    return scope, params.index(name), name
 
 
 def _enclosing_class(f, node: ast.AST) -> Optional[ast.ClassDef]:

@@ -314,12 +314,7 @@ def _parameter_or_element(f: "_File", node: ast.AST) -> Optional[Tuple[ast.AST, 
     a = scope.args
     if a.vararg is not None and a.vararg.arg == over:
         return scope, len(a.posonlyargs + a.args) - _bound_first(scope), over, True
-    inner = ast.Name(id=over, ctx=ast.Load())
-    f.parents[id(inner)] = loops[0]
-    try:
-        param = namespaces._parameter_of(f, inner)
-    finally:
-        del f.parents[id(inner)]
+    param = namespaces.parameter_in(scope, over)
     return (param[0], param[1] - _bound_first(param[0]), param[2], True) if param is not None else None
 
 
@@ -562,9 +557,7 @@ class Project:
             if second is not None and not _names(data, second[1], second[0]) \
                     and not _names(self._as_read(path, data), second[1], second[0]):
                 continue
-            if path not in self._parsed:
-                self._parsed[path] = self._parse(path, files.python_text(data))
-            f = self._parsed[path]
+            f = self._parsed_file(path, data)
             if f is not None:
                 out.append(f)
         for path, rel in self._big:  # scanned in windows, never held: one that names a name is not known
@@ -578,12 +571,16 @@ class Project:
         """The parsed files whose text (or its identifiers as Python reads them) the byte pattern matches."""
         out = []
         for path, data in self.texts():
-            if pattern.search(data) or pattern.search(self._as_read(path, data)):
-                if path not in self._parsed:
-                    self._parsed[path] = self._parse(path, files.python_text(data))
-                if self._parsed[path] is not None:
-                    out.append(self._parsed[path])
+            f = self._parsed_file(path, data) if pattern.search(data) or pattern.search(self._as_read(path, data)) else None
+            if f is not None:
+                out.append(f)
         return out
+
+    def _parsed_file(self, path: str, data: bytes) -> Optional[_File]:
+        """The file's parse, made once per project (None: it does not parse)."""
+        if path not in self._parsed:
+            self._parsed[path] = self._parse(path, files.python_text(data))
+        return self._parsed[path]
 
     def _as_read(self, path: str, data: bytes) -> bytes:
         """The file's text with its identifiers as Python reads them (NFKC, PEP 3131), as UTF-8: where its
@@ -1067,7 +1064,7 @@ class Project:
                 call = g.parents.get(id(node))
                 if not (isinstance(call, ast.Call) and call.func is node):
                     return True  # taken as a value: what it is called with is not known
-                given = call.args[index:] if star else [a for a in call.args[index:index + 1]] + [
+                given = call.args[index:] if star else call.args[index:index + 1] + [
                     k.value for k in call.keywords if k.arg == name or k.arg is None]
                 if any(isinstance(a, ast.Starred) for a in call.args[:index + 1]):
                     return True
