@@ -69,9 +69,14 @@ def test_a_name_a_nested_function_may_rebind_is_bound_once():
     assert f"({derived.BOUND_NAME} := idx)" in m.new_source
 
 
-def test_a_call_in_a_comprehension_with_an_expression_for_indices_stays_manual():
-    _, sites = run("def f(qs, kv, idx):\n    return [flash_mla_sparse_fwd(q, kv, idx[i], 1.0) for i, q in enumerate(qs)]\n")
-    assert statuses(sites) == ["manual"] and "comprehension" in sites[0].reason
+def test_a_call_in_a_comprehensions_element_binds_its_indices_in_the_function():
+    """`:=` in a comprehension's element binds in the function around it (PEP 572), once per call (round H2's
+    chunked prefill); in any of its iterables Python refuses it."""
+    m, sites = run("def f(qs, kv, idx):\n    return [flash_mla_sparse_fwd(q, kv, idx[i], 1.0) for i, q in enumerate(qs)]\n")
+    assert statuses(sites) == ["fixable"] and f"({derived.BOUND_NAME} := idx[i])" in m.new_source
+    compile(m.new_source, "backend.py", "exec")
+    _, sites = run("def f(q, kv, idx):\n    return [o for r in range(2) for o in flash_mla_sparse_fwd(q, kv, idx[r], 1.0)]\n")
+    assert statuses(sites) == ["manual"] and "comprehension's iterable" in sites[0].reason
 
 
 def test_the_bound_name_taken_in_the_function_is_refused_by_validation():
@@ -244,6 +249,35 @@ def test_a_test_double_of_the_kernel_in_another_module_of_the_project_is_a_rebin
         assert [s.status.value for s in m.sites] == ["manual"], (i, m.sites)
 
 
+_PACKED = ("import torch\n\n\nclass PackedWeight(torch.Tensor):\n    \"\"\"Packed int4 weights.\"\"\"\n\n"
+           "    def view(self, *shape):\n        raise NotImplementedError('packed weights cannot be viewed')\n\n\n"
+           "def is_packed(w: 'PackedWeight') -> bool:\n    return isinstance(w, (PackedWeight, tuple))\n")
+
+
+@pytest.mark.parametrize("where,line,ok", [
+    ("weights.py", None, True),  # a tensor subclass nothing makes (round H2's over-refusal)
+    ("weights.py", "class Int8Weight(PackedWeight):\n    pass\n", True),
+    ("weights.py", "def pack(t):\n    return t.as_subclass(PackedWeight)\n", False),
+    ("weights.py", "class Int8Weight(PackedWeight):\n    pass\n\n\ndef pack(t):\n    return Int8Weight(t)\n", False),
+    ("loader.py", "from weights import PackedWeight as PW\n\n\ndef load(t):\n    return PW(t)\n", False),
+    ("loader.py", "import weights\n\n\ndef load(t, kind):\n    return getattr(weights, kind)(t)\n", False),
+    ("loader.py", "import importlib\n\n\ndef load(t, m, c):\n    return vars(importlib.import_module(m))[c](t)\n", False),
+    ("backend.py", "def f2(q, kv, idx):\n    return flash_mla_sparse_fwd(q, kv, idx.as_subclass(PackedWeight), 1.0)\n", False),
+])
+def test_a_tensor_subclass_nothing_makes_does_not_refuse_the_derived_lengths(tmp_path, where, line, ok):
+    """A subclass overriding a method the derived lengths call changes them only for its own tensors: where no
+    file can make one (its name read only as a base, an isinstance class or an annotation; no member read by a
+    computed name), the indices are not one."""
+    backend = HEAD + "from weights import PackedWeight\n\n\ndef f(q, kv, idx):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n"
+    files = {"backend.py": backend, "weights.py": _PACKED}
+    if line:
+        files[where] = files.get(where, "") + "\n\n" + line
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    m = migrate_source(files["backend.py"], str(tmp_path / "backend.py"), kernel=PIN, lengths="derived")
+    assert {s.status.value for s in m.sites} == ({"fixable"} if ok else {"manual"}), m.sites
+
+
 def test_a_closure_read_of_the_indices_is_bound_once_and_two_calls_get_two_names():
     m, sites = run("def steps(q, kv, batches):\n    for idx in batches:\n        yield lambda s: flash_mla_sparse_fwd(q, kv, idx, s())\n\n\n"
                    "def g(q, kv, idx):\n    return flash_mla_sparse_fwd(q, kv, idx.view(-1), 1.0), flash_mla_sparse_fwd(q, kv, idx.view(-2), 1.0)\n",
@@ -272,9 +306,36 @@ def test_the_same_call_in_a_lambda_body_binds_in_the_lambda():
     compile(m.new_source, "backend.py", "exec")
 
 
+_COUNTER = ("class FlopCounter(torch.overrides.TorchFunctionMode):\n    \"\"\"Counts ops.\"\"\"\n\n"
+            "    def __init__(self):\n        super().__init__()\n        self.n = 0\n\n"
+            "    def __torch_function__(self, func, types, args=(), kwargs=None):\n"
+            "        self.n += 1\n        LOG.append(func.__name__)\n        return func(*args, **(kwargs or {}))\n\n\n")
+
+
+@pytest.mark.parametrize("edit,ok", [
+    (None, True),  # a FLOP counter: sees every op, changes none (round H2's over-refusal)
+    (("return func(*args, **(kwargs or {}))", "return func(*args, **kwargs)"), True),
+    (("__torch_function__", "__torch_dispatch__"), True),
+    (("        self.n += 1\n", "        args[0].zero_()\n"), False),  # writes what the op reads
+    (("        self.n += 1\n", "        args = (args[0].flip(-1),) + tuple(args[1:])\n"), False),
+    (("        self.n += 1\n", "        func(*args)\n"), False),  # runs the op twice
+    (("return func(*args, **(kwargs or {}))", "return func(*args, **(kwargs or {})) + 0"), False),
+    (("return func(*args, **(kwargs or {}))", "return other(*args, **(kwargs or {}))"), False),
+    (("class FlopCounter", "@register\nclass FlopCounter"), False),
+    (("    def __init__(self):", "    def __enter__(self):\n        return self\n\n    def __init__(self):"), False),
+    (("        self.n = 0\n", "        self.n = 0\n        torch.set_default_dtype(torch.float16)\n"), False),
+    (("        self.n += 1\n", "        if self.n:\n            return None\n"), False),
+])
+def test_a_mode_that_hands_every_op_on_unchanged_keeps_the_derived_lengths(edit, ok):
+    head = _COUNTER if edit is None else _COUNTER.replace(*edit)
+    _, sites = run("def f(q, kv, idx):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n", head=HEAD + head)
+    assert statuses(sites) == (["fixable"] if ok else ["manual"]), sites
+
+
 @pytest.mark.parametrize("head", [
     "class Counting(torch.overrides.TorchFunctionMode):\n    pass\n\n\n",
-    "class IndexTensor(torch.Tensor):\n    def view(self, *shape):\n        return super().view(*shape)\n\n\n",
+    "class IndexTensor(torch.Tensor):\n    def view(self, *shape):\n        return super().view(*shape)\n\n\n"
+    "def wrap(t):\n    return t.as_subclass(IndexTensor)\n\n\n",
 ])
 def test_a_project_intercepting_tensor_ops_gets_no_derived_lengths(head):
     _, sites = run("def f(q, kv, idx):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n", head=HEAD + head)

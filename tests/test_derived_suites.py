@@ -71,7 +71,7 @@ def in_derived_mode(v: harness.Variant) -> harness.Variant:
 NOT_DERIVED = "; nor do the lengths derived at the call fix it: "
 _CAPABILITY = re.compile(r"^(kernel too old|kernel capability unknown|op-level call)")
 _IDENTITY = re.compile(
-    r"may not be the kernel|may also be .*, a kernel of|may rebind|, not the kernel|another function than the kernel"
+    r"may not be the kernel|may also be .*, a kernel (of|too old)|may rebind|, not the kernel|another function than the kernel"
     r"|may replace the kernel|^the kernel is |calls the kernel through|is defined in this project .* the kernel gets"
     r"|what it does to the kernel")
 _ARGUMENTS = re.compile(r"^\*{1,2}(kw)?args may already carry topk_length")

@@ -107,6 +107,65 @@ def test_an_install_recipe_pinning_a_new_kernel_keeps_the_site_fixable(repo):
     assert status_of(repo / "pkg" / "backend.py").status is Status.FIXABLE
 
 
+@pytest.mark.parametrize("files,ok", [
+    # setup.py reading its dependencies from a side file (red-team round G2): the file decides
+    ({"setup.py": 'setup(install_requires=open("deps/runtime.txt").read().splitlines())\n',
+      "deps/runtime.txt": "sglang-kernel==0.4.2.post2\n"}, False),
+    ({"setup.py": 'import os\nsetup(install_requires=read(os.path.join("deps", "runtime.txt")))\n',
+      "deps/runtime.txt": "sglang-kernel==0.4.2.post2\n"}, False),
+    ({"setup.py": 'setup(install_requires=open("deps/runtime.txt").read().splitlines())\n',
+      "deps/runtime.txt": "sglang-kernel==0.4.6\n"}, True),
+    # a pin the code spells beside a computed list is one more way
+    ({"setup.py": 'setup(install_requires=base() + ["sglang-kernel==0.4.1"])\n',
+      "requirements.txt": "sglang-kernel>=0.4.6\n"}, False),
+    # computed from nothing the project holds: no pin anywhere else decides for it
+    ({"setup.py": 'setup(install_requires=fetch_from_index())\n', "requirements.txt": "sglang-kernel>=0.4.6\n"}, None),
+    ({"setup.cfg": "[options]\ninstall_requires = file: deps/base.txt, deps/kernel.txt\n",
+      "deps/base.txt": "torch\n", "deps/kernel.txt": "sglang-kernel==0.4.1\n"}, False),
+    ({"pyproject.toml": '[project]\nname = "f"\ndynamic = ["dependencies"]\n'
+                        '[tool.setuptools.dynamic]\ndependencies = {file = ["deps/runtime.txt"]}\n',
+      "deps/runtime.txt": "sglang-kernel==0.4.2.post2\n", "requirements.txt": "sglang-kernel>=0.4.6\n"}, False),
+    ({"pyproject.toml": '[project]\nname = "f"\ndynamic = ["dependencies"]\n[build-system]\nrequires = ["x"]\n',
+      "requirements.txt": "sglang-kernel>=0.4.6\n"}, None),
+    # a literal list, or a computed one whose file pins no kernel, decides as before
+    ({"setup.py": 'setup(install_requires=read("deps/runtime.txt"), long_description=open("README.md").read())\n',
+      "deps/runtime.txt": "torch\n", "README.md": "sglang-kernel==0.4.1\n", "requirements.txt": "sglang-kernel>=0.4.6\n"},
+     True),
+])
+def test_dependencies_computed_by_a_project_file_decide_by_what_they_read(repo, files, ok):
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    (repo / "pkg").mkdir()
+    site = status_of(repo / "pkg" / "backend.py")
+    want = {True: Status.FIXABLE, False: Status.MANUAL, None: Status.MANUAL}[ok]
+    assert site.status is want, site.reason
+    if ok is False:
+        assert site.reason.startswith("kernel too old"), site.reason
+    if ok is None:
+        assert site.reason.startswith("kernel capability unknown") and "computed" in site.reason, site.reason
+
+
+@pytest.mark.parametrize("params,status", [
+    ("q, kv, indices, sm_scale, d_v=512, attn_sink=None", Status.MANUAL),
+    ("q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_length=None", Status.FIXABLE),
+])
+def test_pins_that_accept_yield_to_the_module_this_python_imports(repo, tmp_path_factory, monkeypatch, params, status):
+    """Two distributions provide `tokenspeed_kernel` (red-team round G2, as `flash_mla`): the pin of one that
+    takes the parameter decides nothing where the module this Python would import has no such parameter."""
+    site_dir = tmp_path_factory.mktemp("site")
+    (site_dir / "tokenspeed_kernel").mkdir()
+    (site_dir / "tokenspeed_kernel" / "__init__.py").write_text(f"def flash_mla_sparse_fwd({params}):\n    pass\n")
+    monkeypatch.syspath_prepend(str(site_dir))
+    monkeypatch.delitem(sys.modules, "tokenspeed_kernel", raising=False)
+    (repo / "requirements.txt").write_text("tokenspeed-kernel==0.1.3\n")
+    (repo / "pkg").mkdir()
+    site = status_of(repo / "pkg" / "backend.py", CALL.replace("sgl_kernel.flash_mla", "tokenspeed_kernel"))
+    assert site.status is status, site.reason
+    if status is Status.MANUAL:
+        assert "this Python imports (tokenspeed_kernel/__init__.py:1) has no topk_length" in site.reason, site.reason
+
+
 @pytest.mark.parametrize("spec,want", [
     ("==0.4.3", True), ("==0.4.2.post2", False), ("==0.4.3+cu128", True), ("===0.4.6", True),
     (">=0.4.3", True), (">0.4.3", True), (">=0.4.2", None), (">0.4.2.post2", None), (">=0.4.3rc1", None),

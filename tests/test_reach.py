@@ -820,3 +820,83 @@ def test_no_swap_of_the_modules_torch_reaches_the_derived_lengths(tmp_path, extr
                and any(k.arg == "topk_length" for k in n.keywords)]
     value = next(k.value for k in call.keywords if k.arg == "topk_length")
     assert {n.id for n in ast.walk(value) if isinstance(n, ast.Name)} == {"idx"}
+
+
+@pytest.mark.parametrize("line,fixable", [
+    # a literal value's text, or the environment's with such a default (round F's s08): runs no code of ours
+    ('CHUNK = eval(os.environ.get("ATTN_CHUNK", "4096"))', True),
+    ('CHUNK = eval("(4096, 8)")', True),
+    ('CHUNK = eval(os.environ["ATTN_CHUNK"])', True),
+    # code, or text the project builds: anything
+    ('eval("setattr(Backend, \'forward\', None)")', False),
+    ('eval(os.environ.get("ATTN_CHUNK", "__import__(\'sys\')"))', False),
+    ('eval(open("chunk.txt").read())', False),
+    ('CHUNK = eval(os.environ.get("ATTN_CHUNK", "4096"), vars(engine.backend))', False),
+    ('exec(SOURCE)', False),
+])
+def test_eval_of_a_literal_or_of_the_environment_in_an_importer(tmp_path, line, fixable):
+    launcher = f"import os\n\nimport engine.backend\nfrom engine.backend import Backend\n\nSOURCE = ''\n{line}\n"
+    site = verdict(tmp_path, {"launcher.py": launcher})
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("probe,fixable", [
+    # the module handed to a function of the file that only reads it (round F's s07, an availability probe)
+    ("def has(module):\n    return 'topk_length' in str(getattr(module, '__version__', ''))\n\n\nHAS = has(fm)\n", True),
+    ("def has(module, name):\n    return hasattr(module, name)\n\n\nHAS = has(fm, 'x')\n", True),
+    # ... that keeps it, hands it on, or rebinds the parameter: anything
+    ("KEPT = []\n\n\ndef has(module):\n    KEPT.append(module)\n\n\nhas(fm)\n", False),
+    ("def has(module):\n    instrument(module)\n\n\nhas(fm)\n", False),
+    ("def has(module):\n    module = wrap(module)\n    return module\n\n\nhas(fm)\n", False),
+    ("def has(module):\n    return lambda: module\n\n\nhas(fm)\n", False),
+    ("def has(*modules):\n    return modules\n\n\nhas(fm)\n", False),
+])
+def test_the_kernel_module_handed_to_a_function_that_only_reads_it(tmp_path, probe, fixable):
+    backend = BACKEND.replace("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n",
+                              "from sgl_kernel import flash_mla as fm\n").replace(
+        "return flash_mla_sparse_fwd(", "return fm.flash_mla_sparse_fwd(") + "\n\n" + probe
+    site = verdict(tmp_path, {}, backend=backend)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_TRACED = """\
+import functools
+import time
+
+import sgl_kernel.flash_mla as fm
+
+TIMINGS = []
+
+
+def traced(fn):
+    \"\"\"Time every call.\"\"\"
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        t0 = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            TIMINGS.append(time.perf_counter() - t0)
+    return wrapper
+
+
+fm.flash_mla_sparse_fwd = traced(fm.flash_mla_sparse_fwd)
+"""
+
+
+@pytest.mark.parametrize("edit,fixable", [
+    (None, True),  # a pass-through profiler wrapping the kernel in place (round F's s05)
+    (("        t0 = time.perf_counter()\n", ""), True),
+    (("return fn(*args, **kwargs)", "return fn(*args)"), False),  # drops the keywords: topk_length lost
+    (("return fn(*args, **kwargs)", "return fn(*args, **{k: v for k, v in kwargs.items() if k != 'x'})"), False),
+    (("def wrapper(*args, **kwargs):", "def wrapper(q, kv, indices, sm_scale, d_v=512, attn_sink=None, **kwargs):"),
+     False),
+    (("        t0 = time.perf_counter()\n", "        args = args[::-1]\n"), False),
+    (("        finally:\n", "        except TypeError:\n            return None\n        finally:\n"), False),
+    (("fm.flash_mla_sparse_fwd = traced(fm.flash_mla_sparse_fwd)", "fm.flash_mla_sparse_fwd = traced(fm.other)"), False),
+    (("@functools.wraps(fn)", "@functools.lru_cache"), False),
+])
+def test_the_kernel_wrapped_in_place_by_a_pass_through_decorator(tmp_path, edit, fixable):
+    tracing = _TRACED if edit is None else _TRACED.replace(*edit)
+    site = verdict(tmp_path, {"tracing.py": tracing, "engine/__init__.py": "import tracing\n"})
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -116,9 +116,27 @@ class KernelGate:
         found = kernels.project_decision(self.path, c.dists, self.min) if c.dists else None
         if found is not None:
             if found.accepts is not None:
-                return self._pinned(found.accepts, found.pins, c.dists), undecided
+                return self._installed_disagrees(c, found) or self._pinned(found.accepts, found.pins, c.dists), \
+                    undecided
             undecided.append(found.describe())
         return None, undecided
+
+    def _installed_disagrees(self, c: _Callee, found) -> Optional[Capability]:
+        """Pins that accept, where the module this Python imports (read, not imported) has no parameter: the
+        environment runs another build than the pins install (another distribution providing the module, a
+        source build, an older install), so the pins do not decide it."""
+        from .installed import installed_interface  # noqa: PLC0415 - analysis only: after the byte prefilter
+
+        if not found.accepts or not c.imported or c.module == "torch":
+            return None
+        installed = installed_interface(c.name, self.param)
+        if installed is None or self.param in installed.params or installed.has_var_kwargs:
+            return None
+        said = "; ".join(f"{p} from {p.source}" for p in found.pins)
+        return Capability(False, f"{said}, but the {c.module} this Python imports ({_shown_path(installed.path)}:"
+                                 f"{installed.line}) has no {self.param} parameter: another build or distribution "
+                                 f"provides it here; install the pinned kernel, or declare the one your engine runs "
+                                 f"with --kernel", decision=said)
 
     def _by_project_interface(self, c: _Callee) -> Optional[Capability]:
         """An interface vendored in the project, or for a bare name the def the file's imports bind."""

@@ -54,7 +54,14 @@ class Pin:
     marker: str = ""  # environment marker; "" applies everywhere
 
     def __str__(self) -> str:
+        if self.dist == COMPUTED:
+            return "dependencies computed when it installs (not read here)"
         return f"{self.dist}{self.spec}" + (f"; {self.marker}" if self.marker else "")
+
+
+# A way to install whose dependencies are computed (setup.py's install_requires built by code, dynamic
+# dependencies no file of the project lists): it may install any kernel release, so it decides nothing.
+COMPUTED = "*"
 
 
 # -- versions ------------------------------------------------------------------------
@@ -393,6 +400,11 @@ def setup_py_pins(text: str, rel: str) -> List[Pin]:
     tree = bounded.python_facts(text)
     if tree is None:
         return []
+    return _setup_call_pins(tree, rel)[0]
+
+
+def _setup_call_pins(tree: ast.Module, rel: str) -> Tuple[List[Pin], bool]:
+    """setup(...)'s literal pins, and whether its install_requires or extras_require is computed."""
     names = {t.id: node.value for node in tree.body if isinstance(node, ast.Assign)
              for t in node.targets if isinstance(t, ast.Name)}
 
@@ -405,16 +417,90 @@ def setup_py_pins(text: str, rel: str) -> List[Pin]:
             return None
 
     pins: List[Optional[Pin]] = []
+    computed = False
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             for kw in node.keywords:
                 value = literal(kw.value) if kw.arg in ("install_requires", "extras_require") else None
                 if kw.arg == "install_requires":
-                    pins += [_requirement(r, rel) for r in _strings(value)]
-                elif kw.arg == "extras_require" and isinstance(value, dict):
-                    for group, reqs in value.items():
+                    reqs = value.splitlines() if isinstance(value, str) else value
+                    computed |= not isinstance(reqs, (list, tuple))
+                    pins += [_requirement(r, rel) for r in _strings(list(reqs) if isinstance(reqs, (list, tuple)) else [])]
+                elif kw.arg == "extras_require":
+                    computed |= not isinstance(value, dict)
+                    for group, reqs in (value if isinstance(value, dict) else {}).items():
                         pins += [_requirement(r, rel, f'extra == "{group}"') for r in _strings(reqs)]
-    return [p for p in pins if p is not None]
+    return [p for p in pins if p is not None], computed
+
+
+MAX_NAMED_FILES = 64  # side files a project file's strings may name, read as its dependencies
+
+
+def computed_ways(name: str, text: str, path: str, root: str) -> List[List[Pin]]:
+    """Where a project file computes its dependencies (setup.py's install_requires built by code, a
+    setup.cfg `file:` directive, pyproject.toml's dynamic dependencies), the ways it may install: each
+    file of the project its strings name, read as a requirements file, and (setup.py) every pin its code
+    spells; where it names no file of the project, one way that decides nothing."""
+    computed, strings = _computed_dependencies(name, text)
+    if not computed:
+        return []
+    rel = project_label(path, root)
+    named = _named_files(strings, os.path.dirname(path), root)
+    ways = [requirements_file(f, root, project_label(f, root)) for f in named]
+    if name == "setup.py":
+        ways.append(spelled_pins(text, rel))
+    return ways if named else ways + [[Pin(COMPUTED, "", rel)]]
+
+
+def _computed_dependencies(name: str, text: str) -> Tuple[bool, List[str]]:
+    """Whether the project file computes its dependencies, and the strings that may name the files."""
+    if name == "setup.py":
+        tree = bounded.python_facts(text)
+        if tree is None:
+            return False, []
+        strings = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+        return _setup_call_pins(tree, name)[1], strings
+    if name == "setup.cfg":
+        files = re.findall(r"(?m)^\s*(?:install_requires|[\w.-]+)\s*=\s*file:\s*(.+)$", text)
+        return bool(files), [f.strip() for line in files for f in line.split(",")]
+    doc = _toml(text)
+    project = doc.get("project") if isinstance(doc.get("project"), dict) else {}
+    dynamic = project.get("dynamic") if isinstance(project.get("dynamic"), list) else []
+    computed = any(d in ("dependencies", "optional-dependencies") for d in dynamic)
+    return computed, list(_toml_strings(doc.get("tool"))) if computed else []
+
+
+def _toml_strings(value, depth: int = 0) -> Iterable[str]:
+    """Every string of a TOML value (a build backend's table may name its requirement files anywhere)."""
+    if depth > 16:
+        return
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _toml_strings(v, depth + 1)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _toml_strings(v, depth + 1)
+
+
+def _named_files(strings: Sequence[str], directory: str, root: str) -> List[str]:
+    """The requirements files (`.txt`, `.in`) of the project the strings name, relative to `directory` or
+    to one of its folders (`os.path.join("deps", "runtime.txt")` spells the name and the folder apart)."""
+    folders = [directory] + [os.path.join(directory, n) for n in listing(directory)
+                             if os.path.isdir(os.path.join(directory, n)) and not n.startswith(".")]
+    found: List[str] = []
+    for text in dict.fromkeys(strings):
+        if not text or len(text) > 200 or "\n" in text or "\0" in text or os.path.isabs(text):
+            continue
+        for folder in folders:
+            cand = os.path.normpath(os.path.join(folder, text))
+            if cand.endswith((".txt", ".in")) and os.path.isfile(cand) and inside(cand, root) and cand not in found:
+                found.append(cand)
+                break
+        if len(found) >= MAX_NAMED_FILES:
+            break
+    return found
 
 
 def metadata_fields(text: str) -> Tuple[Optional[str], Optional[str], List[str]]:
@@ -471,6 +557,7 @@ def file_pins(directory: str, root: str) -> Tuple[Tuple[Pin, ...], ...]:
             continue
         parse = {"pyproject.toml": pyproject_pins, "setup.cfg": setup_cfg_pins, "setup.py": setup_py_pins}[name]
         out.append(parse(text, rel))
+        out += computed_ways(name, text, path, root)
         if name == "pyproject.toml":  # uv's overrides and constraints replace what the project declares
             out.append(spelled_pins(" ".join(_UV_PINS.findall(text)), rel))
     return tuple(map(tuple, out))
@@ -601,7 +688,7 @@ def decide_pins(sources: Sequence[Sequence[Pin]], dists: Sequence[str], min_vers
     found = False
     worst: Dict[Optional[bool], Tuple[Pin, ...]] = {}
     for pins in sources:
-        relevant = [p for p in pins if p.dist in dists]
+        relevant = [p for p in pins if p.dist in dists or p.dist == COMPUTED]
         if not relevant:
             continue
         found = True

@@ -219,6 +219,13 @@ def _q_arg(call: cst.Call) -> Optional[cst.BaseExpression]:
     return first.value if first is not None and not first.keyword and not first.star else None
 
 
+def _class_ast(cls: cst.ClassDef) -> Optional[ast.ClassDef]:
+    """The class as the standard library's parser reads it (reach judges class bodies on that tree)."""
+    tree = bounded.python_facts(textwrap.dedent(cst.Module([]).code_for_node(cls)))
+    node = tree.body[0] if tree is not None and tree.body else None
+    return node if isinstance(node, ast.ClassDef) else None
+
+
 def _indices_arg(call: cst.Call) -> Optional[cst.BaseExpression]:
     for a in call.args:
         if a.keyword and a.keyword.value == "indices":
@@ -950,8 +957,8 @@ class _Analysis:
         for cls in self.find(cst.ClassDef):
             bases = {(get_full_name_for_node(b.value) or "").rsplit(".", 1)[-1] for b in cls.bases}
             methods = {d.name.value for d in cls.body.body if isinstance(d, cst.FunctionDef)}
-            why = reach.interceptor(cls.name.value, bases, methods, "Tensor" in bases)
-            if why:
+            why = reach.interceptor(cls.name.value, bases, methods, "Tensor" in bases, _class_ast(cls))
+            if why and not ("Tensor" in bases and self.project().tensor_never_made(cls.name.value, "\n".join(self.lines))):
                 return why
         return None
 
@@ -983,8 +990,9 @@ class _Analysis:
         own scope."""
         prev, in_lambda = node, False
         for a in self.tree.ancestors(node):
-            if isinstance(a, _COMPREHENSIONS):
-                return "the call sits in a comprehension, where its indices cannot be bound once (`:=`)"
+            if isinstance(a, _COMPREHENSIONS):  # `:=` binds in the scope around it, but never in an iterable
+                if any(self.tree.inside(node, f.iter) for f in _for_ins(a)):
+                    return "the call sits in a comprehension's iterable, where its indices cannot be bound once (`:=`)"
             if isinstance(a, cst.FunctionDef) and prev is a.body:
                 return None
             in_lambda = in_lambda or isinstance(a, cst.Lambda) and prev is a.body
@@ -1735,6 +1743,15 @@ def _argument_for(call: cst.Call, param: str, position: Optional[int], shift: in
 
 
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
+def _for_ins(comp) -> List[cst.CompFor]:
+    """Every `for ... in ...` clause of a comprehension."""
+    out, f = [], comp.for_in
+    while f is not None:
+        out.append(f)
+        f = f.inner_for_in
+    return out
 
 
 def _iterable_of(comp) -> cst.BaseExpression:

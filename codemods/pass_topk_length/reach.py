@@ -757,7 +757,8 @@ class Project:
                     continue
                 for t in _flatten(targets):
                     if isinstance(t, ast.Attribute) and t.attr in attrs and self._may_reach(f, t.value, related, modules,
-                                                                                          unknown):
+                                                                                          unknown) \
+                            and not _forwarding_decoration(f, node, t):
                         out.append(Finding(self.rel(f.path), t.lineno, f"`{_unparse(t)}` is assigned"))
         return out
 
@@ -790,7 +791,7 @@ class Project:
                         what = f"`{verb}` with a computed name"
                 elif patched:
                     what = f"`{patched[0][0]}` with a computed target"
-                elif _builtin_call(node, ("exec", "eval")):  # compile() alone runs nothing
+                elif _builtin_call(node, ("exec", "eval")) and not _inert_code(f, node):  # compile() alone runs nothing
                     what = f"`{node.func.id}()`"
                 elif isinstance(node, ast.Name) and node.id in ("setattr", "delattr") and isinstance(node.ctx, ast.Load) \
                         and not (isinstance(f.parents.get(id(node)), ast.Call) and f.parents[id(node)].func is node):
@@ -908,21 +909,13 @@ class Project:
         chain of the project's classes, however `Tensor` is imported) overriding, or taking from a mixin of
         the project, a method those lengths call (`derived.TENSOR_METHODS`, by `def` or by assignment), and
         `torch.Tensor.<method>` replaced (an op counter, an allocation guard, a subclass refusing a view)."""
-        out, classes = [], self._project_classes(INTERCEPTORS + ["Tensor"])
-        tensors = {name for name, (f, c) in classes.items()
-                   if any(namespaces.qualified(f, b).rsplit(".", 1)[-1] == "Tensor" for b in c.bases)}
-        for _ in range(8):  # subclasses of subclasses, in any file of the project
-            more = {name for name, (f, c) in self._project_classes(sorted(tensors)).items()
-                    if any(_unparse(b).rsplit(".", 1)[-1] in tensors for b in c.bases)} - tensors
-            if not more:
-                break
-            tensors |= more
-            classes.update(self._project_classes(sorted(more)))
+        out = []
+        tensors, classes = self._tensor_classes
         for name, (f, c) in sorted(classes.items()):
             bases = {_unparse(b).rsplit(".", 1)[-1] for b in c.bases}
             mixins = set().union(*[_class_body_names(classes[b][1]) for b in bases if b in classes and b not in tensors])
-            why = interceptor(name, bases, _class_body_names(c) | mixins, name in tensors)
-            if why:
+            why = interceptor(name, bases, _class_body_names(c) | mixins, name in tensors, c)
+            if why and not (name in tensors and self.never_made(_family(name, tensors, classes))):
                 out.append(Finding(self.rel(f.path), c.lineno, why))
         for f in [*filter(None, [self.own()]), *self.files_naming(["Tensor"])]:
             for node in ast.walk(f.tree):
@@ -934,6 +927,42 @@ class Project:
                     if t.attr in derived.TENSOR_METHODS and namespaces.qualified(f, t.value) == "torch.Tensor":
                         out.append(Finding(self.rel(f.path), node.lineno, f"`torch.Tensor.{t.attr}` is replaced"))
         return out
+
+    @functools.cached_property
+    def _tensor_classes(self) -> Tuple[Set[str], Dict[str, Tuple["_File", ast.ClassDef]]]:
+        """The names of the project's tensor subclasses (through any chain of its classes), and every class of
+        the files naming an interceptor, `Tensor` or one of those subclasses."""
+        classes = self._project_classes(INTERCEPTORS + ["Tensor"])
+        tensors = {name for name, (f, c) in classes.items()
+                   if any(namespaces.qualified(f, b).rsplit(".", 1)[-1] == "Tensor" for b in c.bases)}
+        for _ in range(8):  # subclasses of subclasses, in any file of the project
+            more = {name for name, (f, c) in self._project_classes(sorted(tensors)).items()
+                    if any(_unparse(b).rsplit(".", 1)[-1] in tensors for b in c.bases)} - tensors
+            if not more:
+                break
+            tensors |= more
+            classes.update(self._project_classes(sorted(more)))
+        return tensors, classes
+
+    def tensor_never_made(self, name: str, text: str) -> bool:
+        """never_made for the tensor subclass `name` of the module itself (whose text is `text`, as checked)
+        and the project's subclasses of it."""
+        tensors, classes = self._tensor_classes
+        family = _family(name, tensors | {name}, classes)
+        tree = bounded.python_facts(text)
+        return tree is not None and not _makes_or_looks_up(_File(self.module, tree, self._find_module), family) \
+            and self.never_made(family)
+
+    def never_made(self, family: Set[str]) -> bool:
+        """No tensor of these classes (a tensor subclass and its subclasses) can exist in the serving process:
+        every file of the project that may reach them (this module, every file spelling one of their names or
+        a way to a namespace) reads their names only as a subclass's base, the class an `isinstance` or
+        `issubclass` tests, or an annotation, and reads no member by a computed name (`getattr(m, name)`,
+        `vars(m)`, `m.__dict__`, `globals()`, `getmembers`); every file of the project is read."""
+        if self._big or self.unreadable:
+            return False
+        files = [*filter(None, [self.own()]), *self.files_naming(sorted(family)), *self.files_matching(_MEMBER_TOKENS)]
+        return not any(_makes_or_looks_up(f, family) for f in files)
 
     def _project_classes(self, names: List[str]) -> Dict[str, Tuple["_File", ast.ClassDef]]:
         """name -> (file, class) of every class of the project (this module too) in a file naming one of `names`."""
@@ -1580,13 +1609,142 @@ _HANDLE_TOKENS = re.compile(rb"__dict__|__globals__|f_globals|\bvars\b|\bglobals
 INTERCEPTORS = ["TorchFunctionMode", "TorchDispatchMode", "__torch_function__", "__torch_dispatch__"]
 
 
-def interceptor(name: str, bases: Set[str], defined: Set[str], tensor: bool) -> Optional[str]:
+def interceptor(name: str, bases: Set[str], defined: Set[str], tensor: bool, body: Optional[ast.ClassDef] = None) \
+        -> Optional[str]:
     """Why the class `name` (its bases' last names, the names its body and mixins define, whether it is a
-    tensor subclass) sees or changes the ops the derived lengths add, or None."""
+    tensor subclass; its own class body, where read) sees or changes the ops the derived lengths add, or None."""
     if bases & set(INTERCEPTORS) or defined & set(INTERCEPTORS):
+        if body is not None and not tensor and not defined - _class_body_names(body) and hands_every_op_on(body):
+            return None
         return f"`{name}` sees every tensor op"
     hit = defined & derived.TENSOR_METHODS if tensor else set()
     return f"the tensor subclass `{name}` overrides `{sorted(hit)[0]}`" if hit else None
+
+
+_MODE_HOOKS = ("__torch_function__", "__torch_dispatch__")
+_MEMBER_TOKENS = re.compile(rb"getattr|__dict__|\bvars\b|\bglobals\b|getmembers|import_module|__import__|\bmodules\b"
+                            rb"|attrgetter|\blocate\b|resolve_name|\.load\(")
+
+
+def _family(name: str, tensors: Set[str], classes: Dict[str, Tuple["_File", ast.ClassDef]]) -> Set[str]:
+    """The tensor class `name` and every project class deriving from it (by the last name of its bases)."""
+    out = {name}
+    for _ in range(8):
+        more = {t for t in tensors if t in classes
+                and {_unparse(b).rsplit(".", 1)[-1] for b in classes[t][1].bases} & out} - out
+        if not more:
+            break
+        out |= more
+    return out
+
+
+def _makes_or_looks_up(f: "_File", family: Set[str]) -> bool:
+    """Does the file read a name of `family` other than as a base, an isinstance/issubclass class or an
+    annotation, or read a member by a computed name or a namespace whole (a way to the class unnamed)?"""
+    family = family | {a.asname for node in ast.walk(f.tree) if isinstance(node, ast.ImportFrom)
+                       for a in node.names if a.name in family and a.asname}
+    for node in ast.walk(f.tree):
+        named = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+        if named in family and isinstance(node.ctx, ast.Load) and not _only_names_a_type(f, node):
+            return True
+        if isinstance(node, ast.Call):
+            callee = _unparse(node.func).rsplit(".", 1)[-1]
+            if callee in ("getattr", "attrgetter") and not (len(node.args) > 1 and isinstance(node.args[1], ast.Constant)) \
+                    and not (callee == "getattr" and node.args and _unparse(node.args[0]) in ("self", "cls")):
+                return True
+            if callee in ("vars", "globals", "getmembers", "import_module", "__import__", "locate", "resolve_name"):
+                return True
+        if isinstance(node, ast.Attribute) and node.attr in ("__dict__", "modules") and isinstance(node.ctx, ast.Load):
+            return True
+    return False
+
+
+def _only_names_a_type(f: "_File", node: ast.AST) -> bool:
+    """Is the name read as a class's base, the class an isinstance/issubclass tests, or in an annotation?"""
+    up = f.parents.get(id(node))
+    while isinstance(up, ast.Tuple):  # isinstance(x, (A, B))
+        node, up = up, f.parents.get(id(up))
+    if isinstance(up, ast.ClassDef) and node in up.bases:
+        return True
+    if isinstance(up, ast.Call) and _unparse(up.func) in ("isinstance", "issubclass") and len(up.args) == 2 \
+            and up.args[1] is node:
+        return True
+    while up is not None and not isinstance(up, (ast.stmt, ast.arg)):
+        node, up = up, f.parents.get(id(up))
+    return isinstance(up, ast.arg) and up.annotation is node or \
+        isinstance(up, (ast.AnnAssign, ast.FunctionDef, ast.AsyncFunctionDef)) and node in (
+            getattr(up, "annotation", None), getattr(up, "returns", None))
+
+
+def hands_every_op_on(cls: ast.ClassDef) -> bool:
+    """A mode that sees every op but changes none (a FLOP counter, an op log): its body holds only a docstring,
+    an `__init__` of `super().__init__()` and `self.<name> = ...`, and undecorated mode hooks whose every
+    statement reads none of the op's arguments nor calls the op, but the last: `return func(*args, **kwargs)`
+    (or `**(kwargs or {})`) of the hook's own parameters; the class undecorated."""
+    if cls.decorator_list or not any(isinstance(d, ast.FunctionDef) and d.name in _MODE_HOOKS for d in cls.body):
+        return False  # (TorchFunctionMode's own hook raises NotImplementedError)
+    for stmt in cls.body:
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            continue
+        if not isinstance(stmt, ast.FunctionDef) or stmt.decorator_list:
+            return False
+        if not (stmt.name == "__init__" and _plain_init(stmt) or stmt.name in _MODE_HOOKS and _hands_on(stmt)):
+            return False
+    return True
+
+
+def _plain_init(fn: ast.FunctionDef) -> bool:
+    """`super().__init__(...)` and `self.<name> = <value>` only."""
+    for stmt in fn.body:
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        if isinstance(call, ast.Call) and _unparse(call.func) == "super().__init__":
+            continue
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            continue
+        if isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Attribute) and _is_name(t.value, "self")
+                                                for t in stmt.targets):
+            continue
+        return False
+    return True
+
+
+def _hands_on(fn: ast.FunctionDef) -> bool:
+    """Every statement of a mode hook but its last reads none of the op's arguments nor calls the op; the last
+    returns the op called on them unchanged."""
+    params = [a.arg for a in fn.args.args]
+    if len(params) != 5 or fn.args.vararg or fn.args.kwarg or fn.args.kwonlyargs or not fn.body:
+        return False
+    func, args, kwargs = params[1], params[3], params[4]
+    *rest, last = fn.body
+    if not (isinstance(last, ast.Return) and _hands_call(last.value, func, args, kwargs)):
+        return False
+    for stmt in rest:
+        for node in ast.walk(stmt):
+            if isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom, ast.Await, ast.Global, ast.Nonlocal,
+                                 ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                return False
+            if isinstance(node, ast.Name) and node.id in (args, kwargs) or \
+                    isinstance(node, ast.Call) and _is_name(node.func, func):
+                return False
+            if isinstance(node, ast.Name) and node.id == func and not isinstance(node.ctx, ast.Load):
+                return False
+    return True
+
+
+def _hands_call(node: Optional[ast.AST], func: str, args: str, kwargs: str) -> bool:
+    """`func(*args, **kwargs)` or `func(*args, **(kwargs or {}))`."""
+    if not (isinstance(node, ast.Call) and _is_name(node.func, func) and len(node.args) == 1
+            and isinstance(node.args[0], ast.Starred) and _is_name(node.args[0].value, args)
+            and len(node.keywords) == 1 and node.keywords[0].arg is None):
+        return False
+    given = node.keywords[0].value
+    return _is_name(given, kwargs) or (
+        isinstance(given, ast.BoolOp) and isinstance(given.op, ast.Or) and len(given.values) == 2
+        and _is_name(given.values[0], kwargs) and isinstance(given.values[1], ast.Dict) and not given.values[1].keys)
+
+
+def _is_name(node: Optional[ast.AST], name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
 
 
 def _class_body_names(cls: ast.ClassDef) -> Set[str]:
@@ -1641,15 +1799,20 @@ def _root_name(e: ast.AST) -> Optional[str]:
     return e.id if isinstance(e, ast.Name) else None
 
 
-def _escapes(f: _File, node: ast.AST) -> bool:
+def _escapes(f: _File, node: ast.AST, depth: int = 0) -> bool:
     """Is the module object `node` handed on: anything but an attribute read off it (or a read through
-    _MODULE_READS), the callee of a call, a `del`, or a plain statement?"""
+    _MODULE_READS), the callee of a call, a `del`, a plain statement, or an argument of a function of the
+    file that only reads its parameter so?"""
     up = f.parents.get(id(node))
     if isinstance(up, ast.Attribute) and up.value is node:
         return False
     if isinstance(up, ast.Call):
         if up.func is node:
             return False
+        param = _reading_parameter(f, up, node) if depth < 3 else None
+        if param is not None:
+            fn, name = param
+            return any(_escapes(f, n, depth + 1) for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == name)
         if isinstance(up.func, ast.Attribute) and _root_name(up.func) in LOGGING_ROOTS:
             return False  # `logger.info("kernel from %s", fm)`: formatted, not kept
         if namespaces.qualified(f, up.func) in namespaces.NAMESPACE_READERS:
@@ -1665,6 +1828,79 @@ def _escapes(f: _File, node: ast.AST) -> bool:
             isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self" for t in up.targets):
         return False  # `self.fm = fm`: the analysis reads calls through it as the module's (kernel_modules)
     return True
+
+
+def _forwarding_decoration(f: _File, node: ast.AST, target: ast.Attribute) -> bool:
+    """`m.f = traced(m.f)`: the attribute given a wrapper of itself made by a decorator of the file that hands
+    every argument on unchanged (a pass-through profiler), so what is called there is still what was."""
+    if not (isinstance(node, ast.Assign) and node.targets == [target] and isinstance(node.value, ast.Call)):
+        return False
+    call = node.value
+    if not (isinstance(call.func, ast.Name) and call.func.id not in f.ambiguous and len(call.args) == 1
+            and not call.keywords and _unparse(call.args[0]) == _unparse(target)
+            and isinstance(target.value, ast.Name)):
+        return False
+    deco = next((d for d in f.tree.body if isinstance(d, ast.FunctionDef) and d.name == call.func.id), None)
+    return deco is not None and _wraps_unchanged(deco)
+
+
+def _wraps_unchanged(deco: ast.FunctionDef) -> bool:
+    """def deco(fn): [docstring] def wrapper(*args, **kwargs): ... return fn(*args, **kwargs) ... return wrapper,
+    the wrapper decorated by `functools.wraps(fn)` at most, its other statements reading neither `args`,
+    `kwargs` nor calling `fn` (a timer: the call may sit in a `try` whose `finally` returns nothing)."""
+    a = deco.args
+    if deco.decorator_list or len(a.args) != 1 or a.posonlyargs or a.vararg or a.kwarg or a.kwonlyargs:
+        return False
+    fn = a.args[0].arg
+    body = [b for b in deco.body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
+    if len(body) != 2 or not isinstance(body[0], ast.FunctionDef) or not isinstance(body[1], ast.Return) \
+            or not _is_name(body[1].value, body[0].name):
+        return False
+    w = body[0]
+    wa = w.args
+    if wa.args or wa.posonlyargs or wa.kwonlyargs or wa.defaults or not wa.vararg or not wa.kwarg:
+        return False
+    if any(not (isinstance(d, ast.Call) and _unparse(d.func) in ("functools.wraps", "wraps") and len(d.args) == 1
+                and _is_name(d.args[0], fn)) for d in w.decorator_list):
+        return False
+    args, kwargs = wa.vararg.arg, wa.kwarg.arg
+    handed = [n for n in ast.walk(w) if isinstance(n, ast.Call) and _is_name(n.func, fn)]
+    if len(handed) != 1 or not _hands_call(handed[0], fn, args, kwargs):
+        return False
+    *before, last = w.body
+    returned = isinstance(last, ast.Return) and last.value is handed[0]
+    timed = isinstance(last, ast.Try) and not last.handlers and not last.orelse and len(last.body) == 1 \
+        and isinstance(last.body[0], ast.Return) and last.body[0].value is handed[0] \
+        and _reads_none(last.finalbody, {args, kwargs, fn})
+    return (returned or timed) and _reads_none(before, {args, kwargs, fn})
+
+
+def _reads_none(body: List[ast.stmt], names: Set[str]) -> bool:
+    """No statement reads one of `names`, returns, yields, awaits or defines a scope."""
+    return not any(isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom, ast.Await, ast.Global, ast.Nonlocal,
+                                  ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
+                   or isinstance(n, ast.Name) and n.id in names for stmt in body for n in ast.walk(stmt))
+
+
+def _reading_parameter(f: _File, call: ast.Call, arg: ast.AST) -> Optional[Tuple[ast.FunctionDef, str]]:
+    """(def, parameter) where `call` is of a top-level, undecorated def of the file bound once and `arg`, one of
+    its positional arguments, goes to a named parameter that the def never binds again (its reads are then
+    checked)."""
+    if not isinstance(call.func, ast.Name) or call.func.id in f.ambiguous:
+        return None
+    fn = next((d for d in f.tree.body if isinstance(d, ast.FunctionDef) and d.name == call.func.id), None)
+    if fn is None or fn.decorator_list or any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    at = next((i for i, a in enumerate(call.args) if a is arg), len(params))
+    name = params[at] if at < len(params) else None
+    if name is None or any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
+                           or isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names
+                           or isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and n is not fn
+                           and name in {a.arg for a in ast.walk(n.args) if isinstance(a, ast.arg)}
+                           for n in ast.walk(fn)):
+        return None
+    return fn, name
 
 
 class _Through:
@@ -1754,6 +1990,33 @@ def _bindings(f: _File, fn: ast.AST) -> Tuple[Dict[str, List[ast.AST]], Set[str]
 
 def _real(path: Optional[str]) -> Optional[str]:
     return os.path.realpath(path) if path else None
+
+
+def _inert_code(f: "_File", call: ast.Call) -> bool:
+    """`eval`/`exec` of a literal value's text (`eval("4096")`), or of the environment's text with such a default
+    (`eval(os.environ.get("CHUNK", "4096"))`: what data says is assumed not to name the kernel, as for names
+    computed from data), with no namespace handed to it."""
+    if len(call.args) != 1 or call.keywords:
+        return False
+    code = call.args[0]
+    default = None
+    if isinstance(code, ast.Call) and namespaces.qualified(f, code.func) in ("os.environ.get", "os.getenv") \
+            and not code.keywords and 1 <= len(code.args) <= 2 and isinstance(code.args[0], ast.Constant):
+        default = code.args[1] if len(code.args) == 2 else None
+    elif isinstance(code, ast.Subscript) and namespaces.qualified(f, code.value) == "os.environ" \
+            and isinstance(code.slice, ast.Constant):
+        pass
+    else:
+        default = code
+    if default is None:
+        return True
+    if not (isinstance(default, ast.Constant) and isinstance(default.value, str)) or len(default.value) > 1000:
+        return False
+    try:
+        ast.literal_eval(default.value.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+    return True
 
 
 def _builtin_call(node: ast.AST, names: Tuple[str, ...]) -> bool:
