@@ -112,10 +112,27 @@ def test_a_file_that_is_not_python_changes_nothing(tmp_path):
 @pytest.mark.parametrize("value,fixable", [
     ("batch.seq_lens.to(torch.int32)", False),
     ("batch.seq_lens.clamp(max=INDEX_TOPK).to(torch.int32)", True),
-    ("torch.minimum(batch.seq_lens, batch.topk)", True),
+    ("torch.minimum(batch.seq_lens, batch.index_topk)", True),
+    # values, not bounds (round J1): the speculative top-k, a lower bound, arithmetic, other lengths, a helper
+    # whose bound is a literal, a permutation, stale or placeholder lengths
+    ("torch.minimum(batch.seq_lens, batch.topk)", False),
+    ("batch.seq_lens.clamp(min=1, max=INDEX_TOPK)", False),
+    ("(batch.seq_lens - 1).clamp(max=INDEX_TOPK)", False),
+    ("torch.minimum(batch.extend_seq_lens, INDEX_TOPK)", False),
+    ("torch.minimum(batch.seq_lens, INDEX_TOPK, out=None)", False),
+    ("clip(batch.seq_lens, 2048)", False),
+    ("clip(batch.seq_lens, INDEX_TOPK)", True),
+    ("batch.seq_lens.clamp(max=INDEX_TOPK)[batch.order]", False),
+    ("batch.seq_lens.clamp(max=INDEX_TOPK)[:batch.bs]", True),
+    ("torch.cat([batch.a.dsa_cache_seqlens_int32, batch.b.dsa_cache_seqlens_int32])", False),
+    ("torch.cat([batch.seq_lens.clamp(max=INDEX_TOPK), batch.seq_lens.new_zeros(4)])", True),
+    ("torch.zeros(batch.bs, dtype=torch.int32)", False),
+    ("self_.prev.dsa_cache_seqlens_int32", True),
 ])
 def test_the_field_built_in_another_file(tmp_path, value, fixable):
-    site = verdict(tmp_path, {"builder.py": f"from engine.backend import DSAMetadata\n\ndef build(batch):\n"
+    site = verdict(tmp_path, {"builder.py": f"from engine.backend import DSAMetadata\n\n\n"
+                                            f"def clip(lens, index_topk):\n    return lens.clamp(max=index_topk)\n\n\n"
+                                            f"def build(batch):\n"
                                             f"    m = DSAMetadata()\n    lens = {value}\n"
                                             "    m.dsa_cache_seqlens_int32 = lens\n    return m\n"})
     assert (site.status is Status.FIXABLE) is fixable, site.reason
@@ -899,4 +916,28 @@ fm.flash_mla_sparse_fwd = traced(fm.flash_mla_sparse_fwd)
 def test_the_kernel_wrapped_in_place_by_a_pass_through_decorator(tmp_path, edit, fixable):
     tracing = _TRACED if edit is None else _TRACED.replace(*edit)
     site = verdict(tmp_path, {"tracing.py": tracing, "engine/__init__.py": "import tracing\n"})
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("write,fixable", [
+    # every way a file gives the field a value (round J1): a positional argument, a `**` mapping, `_make`,
+    # `object.__setattr__` and a literal setattr, a copy into an alias of it or through `torch.Tensor.copy_`
+    ("m = DSAMetadata(batch.seq_lens.to(torch.int32))", False),
+    ("m = DSAMetadata(batch.seq_lens.clamp(max=INDEX_TOPK))", True),
+    ("m = DSAMetadata(**{'dsa_cache_seqlens_int32': batch.seq_lens})", False),
+    ("m = DSAMetadata(**batch.fields)", False),
+    ("m = DSAMetadata(*batch.fields)", False),
+    ("m = DSAMetadata._make([batch.seq_lens])", False),
+    ("m = DSAMetadata()\n    object.__setattr__(m, 'dsa_cache_seqlens_int32', batch.seq_lens)", False),
+    ("m = DSAMetadata()\n    object.__setattr__(m, 'dsa_cache_seqlens_int32', batch.seq_lens.clamp(max=INDEX_TOPK))", True),
+    ("m = batch.meta\n    setattr(m, 'dsa_cache_seqlens_int32', batch.seq_lens.clamp(max=INDEX_TOPK))", False),  # graph
+    ("m = batch.meta\n    buf = m.dsa_cache_seqlens_int32\n    buf.copy_(batch.seq_lens)", False),
+    ("m = batch.meta\n    buf = m.dsa_cache_seqlens_int32\n    buf.copy_(batch.seq_lens.clamp(max=INDEX_TOPK))", True),
+    ("m = batch.meta\n    buf = m.dsa_cache_seqlens_int32\n    buf.add_(1)", False),
+    ("m = batch.meta\n    torch.Tensor.copy_(m.dsa_cache_seqlens_int32, batch.seq_lens)", False),
+    ("m = batch.meta\n    getattr(m, 'dsa_cache_seqlens_int32').copy_(batch.seq_lens)", False),
+])
+def test_every_way_another_file_gives_the_field_a_value(tmp_path, write, fixable):
+    site = verdict(tmp_path, {"builder.py": "import torch\nfrom engine.backend import DSAMetadata\n\n\n"
+                                            f"def build(batch):\n    {write}\n    return m\n"})
     assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -450,6 +450,13 @@ def test_the_metadata_type_is_the_class_its_annotation_names_exactly(tmp_path, c
     ("return seqlens.clamp(max=4096)", False),
     ("return torch.clamp(seqlens, 0, self_width)", False),
     ("return torch.minimum(seqlens, torch.full_like(seqlens, 2 * index_topk))", False),
+    # values, not bounds (round J1): a lower bound, arithmetic on the lengths, a bound by another name
+    ("return seqlens.clamp(min=1, max=index_topk)", False),
+    ("return (seqlens - 1).clamp(max=index_topk)", False),
+    ("return seqlens.clamp(max=topk)", False),
+    ("return seqlens.clamp(max=index_topk)[torch.argsort(seqlens)]", False),
+    ("return seqlens.clamp(max=index_topk)[:]", True),
+    ("return torch.zeros_like(seqlens)", False),
 ])
 def test_the_field_must_hold_the_seqlens_clipped_to_the_top_k_width(tmp_path, clip, fixable):
     (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")

@@ -94,7 +94,7 @@ CLIPS = {
     "compute_nsa_seqlens": "sglang nsa/utils.py: original_seq_lens.clamp(max=nsa_index_topk)",
 }
 CLIP_HOW = ("the engine's compute_dsa_seqlens / compute_nsa_seqlens, a clamp with max= or a minimum, bounded by the "
-            "top-k width read plainly: self.dsa_index_topk, self.nsa_index_topk, TOPK")
+            "top-k width read plainly: self.dsa_index_topk, self.nsa_index_topk, INDEX_TOPK")
 CLIP_KEEPING = {"pad_dsa_cache_seqlens", "pad_nsa_cache_seqlens"}  # (forward_batch, clipped seqlens): padded for graphs
 CLIPPED_FIELDS = {
     "dsa_cache_seqlens_int32": "the field itself", "nsa_cache_seqlens_int32": "the field itself",
@@ -217,6 +217,29 @@ def _q_arg(call: cst.Call) -> Optional[cst.BaseExpression]:
             return a.value
     first = call.args[0] if call.args else None
     return first.value if first is not None and not first.keyword and not first.star else None
+
+
+def _kept(e: ast.AST) -> bool:
+    """Is `e` an object kept on `self` (`self.prev_metadata`, `self.cache[i]`): one an earlier step left?"""
+    while isinstance(e, (ast.Attribute, ast.Subscript)):
+        e = e.value
+    return isinstance(e, ast.Name) and e.id == "self"
+
+
+def _unparse_name(func: ast.AST) -> str:
+    """A callee's last name (`torch.zeros` -> zeros), or ""."""
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def _ast_of(e: cst.BaseExpression) -> ast.AST:
+    """An expression as the standard library's parser reads it (the clip's proof reads that tree)."""
+    return ast.parse(_code(e).strip(), mode="eval").body
+
+
+def _zero_rows(e: cst.BaseExpression) -> bool:
+    """`x.new_zeros(n)`, `torch.zeros(n)`, `zeros_like(x)`: rows of length 0 (padding after the batch's rows)."""
+    return isinstance(e, cst.Call) and (get_full_name_for_node(e.func) or "").rsplit(".", 1)[-1] in (
+        "zeros", "new_zeros", "zeros_like")
 
 
 def _class_ast(cls: cst.ClassDef) -> Optional[ast.ClassDef]:
@@ -560,27 +583,27 @@ class _Analysis:
                 params = [p.name.value for p in (*local[0].params.posonly_params, *local[0].params.params)]
                 if method and params[:1] in (["self"], ["cls"]):
                     params = params[1:]
-                args = dict(zip(params, positional))
+                args = dict.fromkeys(params)  # (a parameter not handed: its default, not known)
+                args.update(zip(params, positional))
                 args.update({a.keyword.value: a.value for a in e.args if a.keyword})
                 returns = [r.value for r in _own_returns(local[0])]
                 return bool(returns) and all(r is not None and self._clipped(r, seen, (args, env)) for r in returns)
             if local:
                 return False
             if name in CLIPS or name in ("clamp", "clamp_", "clip", "clip_", "minimum", "min"):
-                return _clips_to_width(ast.parse(_code(e).strip(), mode="eval").body)
+                return _clips_to_width(_ast_of(e), self._resolver(env))
             if name in CLIP_KEEPING:  # pad_dsa_cache_seqlens(forward_batch, seqlens): pads clipped seqlens
                 return len(positional) >= 2 and all(self._clipped(v, seen, env) for v in positional[1:])
-            if name in ("zeros", "new_zeros", "zeros_like"):
-                return True  # pad rows of length 0
             if name in ("cat", "concat") and positional and isinstance(positional[0], (cst.List, cst.Tuple)):
-                return all(self._clipped(el.value, seen, env) for el in positional[0].elements)
-            if method and name in ("to", "int", "contiguous", "clone", "view", "reshape", "detach", "cuda"):
+                parts = [el.value for el in positional[0].elements]  # the rows, then rows of length 0 (padding)
+                return bool(parts) and self._clipped(parts[0], seen, env) and all(map(_zero_rows, parts[1:]))
+            if method and name in _CONVERSIONS:
                 return self._clipped(func.value, seen, env)
             return False
-        if isinstance(e, cst.Subscript):
-            return self._clipped(e.value, seen, env)
-        if isinstance(e, cst.Attribute):
-            return e.attr.value in CLIPPED_FIELDS  # another read of the clipped field itself
+        if isinstance(e, cst.Subscript):  # the first rows, in order
+            return _prefix_slice(_ast_of(e).slice) and self._clipped(e.value, seen, env)
+        if isinstance(e, cst.Attribute):  # another read of the clipped field, off an object of this step
+            return e.attr.value in CLIPPED_FIELDS and not _kept(_ast_of(e.value))
         if isinstance(e, cst.IfExp):
             return self._clipped(e.body, seen, env) and self._clipped(e.orelse, seen, env)
         if isinstance(e, cst.Name):
@@ -591,7 +614,7 @@ class _Analysis:
                 return False
             for a in assignments:
                 if isinstance(getattr(a, "node", None), cst.Param):
-                    if env is None or e.value not in env[0]:
+                    if env is None or env[0].get(e.value) is None:
                         return False  # the caller's value: not known here
                     if not self._clipped(env[0][e.value], seen, env[1]):
                         return False
@@ -604,6 +627,13 @@ class _Analysis:
                     return False
             return True
         return False
+
+    @staticmethod
+    def _resolver(env: Optional[tuple]) -> Optional[Resolve]:
+        """While reading a function's returns (`env`), its parameters as _clips_to_width reads them."""
+        if env is None:
+            return None
+        return lambda name: (name in env[0], _ast_of(env[0][name]) if env[0].get(name) is not None else None)
 
     def typed(self, a, field_name: str) -> Optional[bool]:
         """Does the root provably hold an instance of a class of this module that declares
@@ -698,10 +728,10 @@ class _Analysis:
                     return (f"{w.what} at {w.where()} on CUDA-graph replay, while a captured graph keeps reading "
                             "the tensors it was captured with; update them in place (copy_) first")
         for field_name in sorted({m.rsplit(".", 1)[-1] for m in self.metadata}):
-            for f, node, value in reach.field_writes(proj, field_name):
-                target = isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)  # `x.field = v`, not `field=x.y`
-                if target and not reach.constructed(f, node.value) or isinstance(value, ast.AugAssign):
-                    obj = reach._unparse(node.value if isinstance(node, ast.Attribute) else node)
+            for f, node, value in reach.field_writes(proj, field_name, proj.checked_file("\n".join(self.lines))):
+                receiver = reach.new_tensor_receiver(node, field_name)  # `x.field = v`, not `field=x.y`
+                if receiver is not None and not reach.constructed(f, receiver) or isinstance(value, ast.AugAssign):
+                    obj = reach._unparse(receiver if receiver is not None else node)
                     return (f"{proj.rel(f.path)}:{getattr(node, 'lineno', 0)} gives `{obj}.{field_name}` a new tensor, "
                             f"and `{obj}` may be metadata a CUDA graph was captured with, which keeps reading the tensor "
                             f"it held; update it in place (`.copy_(...)`), or pass topk_length by hand")
@@ -1783,15 +1813,25 @@ def _as_ast(node: cst.FunctionDef) -> Optional[ast.AST]:
         return None
 
 
-# The names the top-k width goes by (sglang: self.dsa_index_topk / self.nsa_index_topk, the indexer's topk):
+# The names the top-k width goes by (sglang: self.dsa_index_topk / self.nsa_index_topk, the indexer's index_topk):
 # a clip's bound must be one, read plainly, so that topk_length never exceeds the indices' width (a bound of
-# `2 * self.dsa_index_topk`, a literal or any other expression is not proven).
-WIDTH_NAME = re.compile(r"(?i)(dsa_|nsa_)?(index_)?topk")
+# `2 * self.dsa_index_topk`, a literal, a bare `topk` (speculative decoding's draft top-k) or any other
+# expression is not proven); a parameter is judged by what each call hands it.
+WIDTH_NAME = re.compile(r"(?i)(dsa_|nsa_)?index_topk")
+# Lengths a batch has that are not the cache's seqlens (the new tokens, the cached prefix): never the clip's operand.
+OTHER_LENGTHS = re.compile(r"(?i)extend|prefix|draft|accept|spec")
+
+# A name -> (whether it is a parameter of the function being read, the argument the call hands it or None).
+Resolve = Callable[[str], Tuple[bool, Optional[ast.AST]]]
 
 
-def _is_width(e: ast.AST) -> bool:
-    """A plain read of the top-k width (`self.dsa_index_topk`, `TOPK`), or a tensor filled with it."""
+def _is_width(e: ast.AST, resolve: Optional[Resolve] = None) -> bool:
+    """A plain read of the top-k width (`self.dsa_index_topk`, `INDEX_TOPK`), or a tensor filled with it; a
+    parameter is what its call hands it."""
     if isinstance(e, ast.Name):
+        param, given = resolve(e.id) if resolve else (False, None)
+        if param:
+            return given is not None and _is_width(given)
         return bool(WIDTH_NAME.fullmatch(e.id))
     if isinstance(e, ast.Attribute):
         return bool(WIDTH_NAME.fullmatch(e.attr))
@@ -1800,24 +1840,61 @@ def _is_width(e: ast.AST) -> bool:
         fill = e.args[1] if name in ("full_like", "full", "new_full") and len(e.args) > 1 \
             else e.args[0] if name == "tensor" and e.args else None
         fill = next((k.value for k in e.keywords if k.arg == "fill_value"), fill)
-        return fill is not None and _is_width(fill)
+        return fill is not None and _is_width(fill, resolve)
     return False
 
 
-def _clips_to_width(e: ast.Call) -> bool:
-    """Is the call (the engine's clip, a clamp, a minimum) bounded above by the top-k width itself?"""
+def _plain_lengths(e: Optional[ast.AST], resolve: Optional[Resolve] = None) -> bool:
+    """The clip's operand read as it is: a name, an attribute, a prefix slice or a conversion of one, never
+    arithmetic (`seq_lens - 1`) nor a batch's other lengths (OTHER_LENGTHS: `extend_seq_lens`); a parameter
+    is what its call hands it."""
+    while isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in _CONVERSIONS:
+        e = e.func.value
+    while isinstance(e, ast.Subscript) and _prefix_slice(e.slice):
+        e = e.value
+    if isinstance(e, ast.Name):
+        param, given = resolve(e.id) if resolve else (False, None)
+        if param:
+            return given is None or _plain_lengths(given)  # (not handed: the caller's own parameter)
+        return not OTHER_LENGTHS.search(e.id)
+    if isinstance(e, ast.Attribute):
+        return not OTHER_LENGTHS.search(e.attr)
+    return False
+
+
+_CONVERSIONS = ("to", "int", "contiguous", "clone", "view", "reshape", "detach", "cuda")
+
+
+def _prefix_slice(s: ast.AST) -> bool:
+    """`[:n]`, `[0:n]` or `[:]`: the first rows, in order."""
+    return isinstance(s, ast.Slice) and s.step is None and (
+        s.lower is None or isinstance(s.lower, ast.Constant) and s.lower.value == 0)
+
+
+def _clips_to_width(e: ast.Call, resolve: Optional[Resolve] = None) -> bool:
+    """Is the call (the engine's clip, a clamp, a minimum) the plain lengths bounded above by the top-k width
+    itself, with no lower bound but 0?"""
     func = e.func
     name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
     method = isinstance(func, ast.Attribute) and not (isinstance(func.value, ast.Name) and func.value.id == "torch")
     kw = {k.arg: k.value for k in e.keywords if k.arg}
-    args = list(e.args)
+    if any(k.arg is None for k in e.keywords) or any(isinstance(a, ast.Starred) for a in e.args):
+        return False
+    args = ([func.value] if method else []) + list(e.args)
     if name in CLIPS:  # compute_dsa_seqlens(seqlens, dsa_index_topk)
+        operand = kw.get("original_seq_lens", args[0] if args else None)
         bound = kw.get(f"{name.split('_')[1]}_index_topk", args[1] if len(args) > 1 else None)
     elif name in ("clamp", "clamp_", "clip", "clip_"):  # x.clamp(min, max) / torch.clamp(x, min, max)
-        bound = kw.get("max", args[1 if method else 2] if len(args) > (1 if method else 2) else None)
-    else:  # x.minimum(w) / torch.minimum(x, w): either side may be the width
-        return any(_is_width(a) for a in args + list(kw.values()))
-    return bound is not None and _is_width(bound)
+        operand = kw.get("input", args[0] if args else None)
+        low = kw.get("min", args[1] if len(args) > 1 else None)
+        bound = kw.get("max", args[2] if len(args) > 2 else None)
+        if low is not None and not (isinstance(low, ast.Constant) and low.value in (0, None)):
+            return False
+    else:  # x.minimum(w) / torch.minimum(x, w) / min(x, w): one side the width, the other the lengths
+        sides = args + list(kw.values())
+        return len(sides) == 2 and any(_is_width(a, resolve) and _plain_lengths(b, resolve)
+                                       for a, b in (sides, sides[::-1]))
+    return bound is not None and _is_width(bound, resolve) and _plain_lengths(operand, resolve)
 
 
 def _clipped_elsewhere(f, e, depth: int, env: Optional[dict] = None, seen: Optional[set] = None) -> bool:
@@ -1842,7 +1919,8 @@ def _clipped_elsewhere(f, e, depth: int, env: Optional[dict] = None, seen: Optio
             if isinstance(func, ast.Name) else []
         if len(local) == 1 and len(positional) == len(e.args):
             params = [p.arg for p in local[0].args.posonlyargs + local[0].args.args]
-            args = dict(zip(params, positional))
+            args = dict.fromkeys(params)  # (a parameter not handed: its default, not known)
+            args.update(zip(params, positional))
             args.update({k.arg: k.value for k in e.keywords if k.arg})
             caller = (env or {}).copy()
             bound = {p: (v, caller) for p, v in args.items()}
@@ -1851,26 +1929,27 @@ def _clipped_elsewhere(f, e, depth: int, env: Optional[dict] = None, seen: Optio
         if local:
             return False
         if name in CLIPS or name in ("clamp", "clamp_", "clip", "clip_", "minimum", "min"):
-            return _clips_to_width(e)
+            return _clips_to_width(e, (lambda n: (n in env, env[n][0])) if env is not None else None)
         if name in CLIP_KEEPING:
             return len(positional) >= 2 and all(_clipped_elsewhere(f, v, depth + 1, env, seen) for v in positional[1:])
-        if name in ("zeros", "new_zeros", "zeros_like"):
-            return True
         if name in ("cat", "concat") and positional and isinstance(positional[0], (ast.List, ast.Tuple)):
-            return all(_clipped_elsewhere(f, el, depth + 1, env, seen) for el in positional[0].elts)
-        if method and name in ("to", "int", "contiguous", "clone", "view", "reshape", "detach", "cuda"):
+            parts = positional[0].elts  # the rows, then rows of length 0 (padding)
+            return bool(parts) and _clipped_elsewhere(f, parts[0], depth + 1, env, seen) and all(
+                isinstance(p, ast.Call) and _unparse_name(p.func) in ("zeros", "new_zeros", "zeros_like")
+                for p in parts[1:])
+        if method and name in _CONVERSIONS:
             return _clipped_elsewhere(f, func.value, depth + 1, env, seen)
         return False
-    if isinstance(e, ast.Subscript):
-        return _clipped_elsewhere(f, e.value, depth + 1, env, seen)
-    if isinstance(e, ast.Attribute):
-        return e.attr in CLIPPED_FIELDS
+    if isinstance(e, ast.Subscript):  # the first rows, in order
+        return _prefix_slice(e.slice) and _clipped_elsewhere(f, e.value, depth + 1, env, seen)
+    if isinstance(e, ast.Attribute):  # another read of the clipped field, off an object of this step
+        return e.attr in CLIPPED_FIELDS and not _kept(e.value)
     if isinstance(e, ast.IfExp):
         return _clipped_elsewhere(f, e.body, depth + 1, env, seen) and _clipped_elsewhere(f, e.orelse, depth + 1, env, seen)
     if isinstance(e, ast.Name):
         if env is not None and e.id in env:  # a parameter of the function being read: the call's argument
             value, outer = env[e.id]
-            return _clipped_elsewhere(f, value, depth + 1, outer or None, seen)
+            return value is not None and _clipped_elsewhere(f, value, depth + 1, outer or None, seen)
         values = reach.local_value(f, e)
         if values is None:
             return False

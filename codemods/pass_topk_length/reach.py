@@ -953,6 +953,13 @@ class Project:
         return tree is not None and not _makes_or_looks_up(_File(self.module, tree, self._find_module), family) \
             and self.never_made(family)
 
+    def checked_file(self, text: str) -> Optional[_File]:
+        """The module as it is checked (its text may not be the file's on disk), parsed once."""
+        if self.__dict__.get("_checked_text") != text:
+            tree = bounded.python_facts(text)
+            self._checked_text, self._checked = text, _File(self.module, tree, self._find_module) if tree else None
+        return self._checked
+
     def never_made(self, family: Set[str]) -> bool:
         """No tensor of these classes (a tensor subclass and its subclasses) can exist in the serving process:
         every file of the project that may reach them (this module, every file spelling one of their names or
@@ -2107,28 +2114,148 @@ def forwarded_call(fn: ast.AST, super_method: Optional[str] = None, offset: int 
     return call, ""
 
 
-def field_writes(project: "Project", field: str) -> List[Tuple[_File, ast.AST, Optional[ast.AST]]]:
-    """Where other files of the project give `field` a value: (file, the node, the value) for a call's
-    keyword `field=v`, an assignment `x.field = v` and an in-place `x.field.copy_(v)`; (file, the node,
-    None) for any other write into the tensor it holds."""
+def field_writes(project: "Project", field: str, own: Optional[_File] = None) \
+        -> List[Tuple[_File, ast.AST, Optional[ast.AST]]]:
+    """Where the project (its other files, and `own`: the module as checked) gives `field` a value: (file, the
+    node, the value) for a call's keyword `field=v` (also `**{"field": v}`), a positional argument of a class
+    that declares the field (`Meta(lens, ...)`, `Meta._make([...])`), an assignment `x.field = v`, a literal
+    `setattr`/`object.__setattr__`, and `.copy_(v)` into the field (also through a local alias of it, or
+    `torch.Tensor.copy_(x.field, v)`); (file, the node, None) for any other write into the tensor it holds and
+    for a `**` mapping or `*` arguments handed to such a class or to `replace` (what they set is not read)."""
+    naming = [*project.files_naming([field]), *([own] if own is not None else [])]
+    slots = _field_slots([g.tree for g in naming], field)  # (a class declaring it names it)
+    files = list({id(g): g for g in [*naming, *project.files_naming(sorted(slots))]}.values())
     out: List[Tuple[_File, ast.AST, Optional[ast.AST]]] = []
-    for f in project.files_naming([field]):
+    for f in files:
         for node in ast.walk(f.tree):
-            if _changes_field_in_place(node, field):
-                out.append((f, node, None))  # no value: nothing proves what the write leaves clipped
-            elif isinstance(node, ast.keyword) and node.arg == field:
-                out.append((f, node.value, node.value))
-            elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for t in _flatten(targets):
-                    if isinstance(t, ast.Attribute) and t.attr == field:
-                        out.append((f, t, node.value))
-            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Attribute) and node.target.attr == field:
-                out.append((f, node.target, node))
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "copy_" \
-                    and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == field and node.args:
-                out.append((f, node, node.args[0]))
+            out += _field_write(f, node, field, slots)
     return out
+
+
+def _field_write(f: _File, node: ast.AST, field: str, slots: Dict[str, int]) \
+        -> List[Tuple[_File, ast.AST, Optional[ast.AST]]]:
+    """The field writes one node makes (field_writes)."""
+    if _changes_field_in_place(node, field) or _alias_written(f, node, field):
+        return [(f, node, None)]  # no value: nothing proves what the write leaves clipped
+    if isinstance(node, ast.keyword) and node.arg == field:
+        return [(f, node.value, node.value)]
+    if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return [(f, t, node.value) for t in _flatten(targets) if isinstance(t, ast.Attribute) and t.attr == field]
+    if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Attribute) and node.target.attr == field:
+        return [(f, node.target, node)]
+    if not isinstance(node, ast.Call):
+        return []
+    copied = _copy_into(f, node, field)
+    if copied is not None:
+        return [(f, node, copied)]
+    literal = _literal_setattr(node, field)
+    if literal is not None:
+        return [(f, node, literal)]
+    return [(f, node, v) for v in _constructed_values(node, field, slots)]
+
+
+def _field_slots(trees: List[ast.Module], field: str) -> Dict[str, int]:
+    """Classes that declare `field` (an annotated name of their body) -> its place among their annotated
+    names: where a positional argument of their constructor lands (a dataclass, a NamedTuple)."""
+    out: Dict[str, int] = {}
+    for tree in trees:
+        for c in ast.walk(tree):
+            if isinstance(c, ast.ClassDef):
+                names = [d.target.id for d in c.body if isinstance(d, ast.AnnAssign) and isinstance(d.target, ast.Name)]
+                if field in names:
+                    out[c.name] = names.index(field)
+    return out
+
+
+def _constructed_values(call: ast.Call, field: str, slots: Dict[str, int]) -> List[Optional[ast.AST]]:
+    """What a call of a class declaring the field (or `replace`, `_make`) gives it besides a plain keyword:
+    the positional argument at its place, a `**{...}` literal's value for it, or None for a mapping or
+    arguments whose contents are not read."""
+    name = _unparse(call.func).rsplit(".", 1)[-1]
+    owner = _unparse(call.func.value).rsplit(".", 1)[-1] if isinstance(call.func, ast.Attribute) else ""
+    if name == "_make" and owner in slots:
+        given = call.args[0] if call.args else None
+        if not isinstance(given, (ast.List, ast.Tuple)) or any(isinstance(x, ast.Starred) for x in given.elts):
+            return [None]
+        return [given.elts[slots[owner]]] if len(given.elts) > slots[owner] else []
+    if name not in slots and name not in ("replace", "_replace", "evolve"):
+        return []
+    out: List[Optional[ast.AST]] = []
+    for k in call.keywords:
+        if k.arg is None:  # `**mapping`
+            keys = [x.value if isinstance(x, ast.Constant) else None for x in getattr(k.value, "keys", [None])]
+            if not isinstance(k.value, ast.Dict) or None in keys:
+                out.append(None)
+            elif field in keys:
+                out.append(k.value.values[keys.index(field)])
+    if name in slots:
+        if any(isinstance(a, ast.Starred) for a in call.args):
+            out.append(None)
+        elif len(call.args) > slots[name]:
+            out.append(call.args[slots[name]])
+    return out
+
+
+def new_tensor_receiver(node: ast.AST, field: str) -> Optional[ast.AST]:
+    """The object a field write gives a new tensor (`x.field = v`, a literal `setattr(x, "field", v)`), or None."""
+    if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+        return node.value
+    if isinstance(node, ast.Call) and _literal_setattr(node, field) is not None:
+        return node.args[0] if _unparse(node.func) in _SETATTRS else node.func.value
+    return None
+
+
+_SETATTRS = ("setattr", "builtins.setattr", "object.__setattr__", "type.__setattr__")
+
+
+def _literal_setattr(call: ast.Call, field: str) -> Optional[ast.AST]:
+    """The value of `setattr(x, "field", v)`, `object.__setattr__(x, "field", v)` or `x.__setattr__("field", v)`."""
+    callee = _unparse(call.func)
+    args = call.args if callee in _SETATTRS else \
+        [call.func.value, *call.args] if isinstance(call.func, ast.Attribute) and call.func.attr == "__setattr__" else []
+    if len(args) == 3 and isinstance(args[1], ast.Constant) and args[1].value == field:
+        return args[2]
+    return None
+
+
+def _field_read(f: _File, e: ast.AST, field: str) -> bool:
+    """`x.field`, `x.field[...]`, `getattr(x, "field")`, or a local bound only to one of them (an alias)."""
+    while isinstance(e, ast.Subscript):
+        e = e.value
+    if isinstance(e, ast.Attribute):
+        return e.attr == field
+    if isinstance(e, ast.Call) and _unparse(e.func) == "getattr" and len(e.args) >= 2:
+        return isinstance(e.args[1], ast.Constant) and e.args[1].value == field
+    if isinstance(e, ast.Name):
+        values = local_value(f, e)
+        return bool(values) and any(_field_read(f, v, field) for v in values if not isinstance(v, ast.Name))
+    return False
+
+
+def _copy_into(f: _File, call: ast.Call, field: str) -> Optional[ast.AST]:
+    """The value of `.copy_(v)` into the field: `x.field.copy_(v)`, `alias.copy_(v)`, `getattr(x, "field")
+    .copy_(v)`, `torch.Tensor.copy_(x.field, v)`."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr == "copy_" and call.args:
+        if _unparse(func.value) == "torch.Tensor":
+            return call.args[1] if len(call.args) > 1 and _field_read(f, call.args[0], field) else None
+        return call.args[0] if _field_read(f, func.value, field) else None
+    return None
+
+
+def _alias_written(f: _File, node: ast.AST, field: str) -> bool:
+    """An in-place write into the field's tensor that _changes_field_in_place does not spell: through a local
+    alias of it or `getattr`, or `torch.Tensor.<method>_(x.field, ...)` (copy_ is read for its value)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        func = node.func
+        if func.attr.endswith("_") and not func.attr.endswith("__") and func.attr != "copy_":
+            receiver = node.args[0] if _unparse(func.value) == "torch.Tensor" and node.args else func.value
+            return not isinstance(receiver, ast.Attribute) and _field_read(f, receiver, field)
+        return any(k.arg == "out" and _field_read(f, k.value, field) for k in node.keywords)
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AugAssign) else []
+    return any(isinstance(t, ast.Subscript) and not isinstance(t.value, ast.Attribute) and _field_read(f, t, field)
+               for t in targets)
 
 
 def _changes_field_in_place(node: ast.AST, field: str) -> bool:
