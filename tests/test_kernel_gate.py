@@ -187,7 +187,11 @@ def test_a_distribution_without_any_release_with_the_parameter_is_too_old():
 
 
 @pytest.mark.parametrize("text,ok", [
-    ('sglang-kernel==0.4.6; platform_machine == "x86_64"\nsglang-kernel==0.4.5; platform_machine == "aarch64"\n', True),
+    # every pin conditional: an environment no marker selects (another machine, another Python) installs an
+    # unpinned kernel (round J2), so nothing is decided
+    ('sglang-kernel==0.4.6; platform_machine == "x86_64"\nsglang-kernel==0.4.5; platform_machine == "aarch64"\n', None),
+    ('sglang-kernel==0.4.6; python_version >= "3.12"\n', None),
+    ('sglang-kernel==0.4.6; platform_machine == "x86_64"\nsglang-kernel>=0.4.4\n', True),
     ('sglang-kernel==0.4.6; platform_machine == "x86_64"\nsglang-kernel==0.4.2; platform_machine == "aarch64"\n', False),
     ('sglang-kernel==0.4.6; python_version >= "3.10"\nsgl-kernel==0.3.21; python_version < "3.10"\n', False),
     ('sglang-kernel>=0.4.4; sys_platform == "linux"\nsglang-kernel>=0.4.2\n', None),  # elsewhere only >=0.4.2
@@ -726,3 +730,59 @@ def test_a_pin_is_named_from_the_working_directory_where_the_project_lies_under_
     assert status_of("m.py").kernel == "sglang-kernel==0.4.6 from pyproject.toml"
     monkeypatch.chdir(tmp_path.parent)
     assert status_of(str(project / "m.py")).kernel.endswith(f"from {tmp_path.name}/python/pyproject.toml")
+
+
+@pytest.mark.parametrize("files,ok", [
+    # every file of the project that may install the kernel is a way to install it (round J2), wherever it lies
+    ({"docker/Dockerfile": "RUN pip install sglang-kernel==0.4.2.post2\n"}, False),
+    ({"Containerfile": "RUN pip install sglang-kernel==0.4.2.post2\n"}, False),
+    ({"requirements/prod.txt": "sglang-kernel==0.4.2.post2\n"}, False),
+    ({"runtime-requirements.txt": "sglang-kernel==0.4.2.post2\n"}, False),
+    ({"Dockerfile": "RUN pip install ./wheels/sglang_kernel-0.4.2.post2-cp39-abi3-linux_x86_64.whl\n"}, False),
+    ({"kernels/pyproject.toml": '[project]\nname = "k"\ndependencies = ["sglang-kernel==0.4.2.post2"]\n'}, False),
+    ({"pyproject.toml": '[tool.poetry.dependencies]\nsglang-kernel = "0.4.2.post2"\n'}, False),
+    ({"Pipfile": '[packages]\nsglang-kernel = "==0.4.2.post2"\n'}, False),
+    ({"tox.ini": "[testenv:serve]\ndeps =\n    sglang-kernel==0.4.2.post2\n"}, False),
+    ({"sgl-kernel/pyproject.toml": '[project]\nname = "sglang-kernel"\nversion = "0.4.2"\n'}, False),
+    # a kernel named in a way no pin is read from: nothing is decided
+    ({"Dockerfile": "ARG V=0.4.2.post2\nRUN pip install sglang-kernel==${V}\n"}, None),
+    ({"requirements-deploy.txt": "sglang-kernel==${SGL_KERNEL_VERSION}\n"}, None),
+    ({"requirements.txt": "sglang-kernel>=0.4.6\n-r ../common/requirements-gpu.txt\n"}, None),
+    ({"requirements-lock.txt": "# " + "x" * (1 << 20) + "\nsglang-kernel==0.4.2.post2\n"}, None),
+    # read as pip reads them
+    ({"requirements.txt": "\ufeffsglang-kernel==0.4.2.post2\n"}, False),
+    # another repository inside the tree, documentation, and mentions that install nothing are not ways
+    ({"vendor/other/.git/HEAD": "", "vendor/other/requirements.txt": "sglang-kernel==0.4.2.post2\n"}, True),
+    ({"docs/install.md": "pip install sglang-kernel==0.4.2.post2\n"}, True),
+    ({"scripts/check.sh": "python -c 'import sgl_kernel; print(sgl_kernel.__version__)'\n"}, True),
+])
+def test_every_file_that_may_install_the_kernel_decides(repo, files, ok):
+    (repo / "requirements.txt").write_text("sglang-kernel>=0.4.6\n")
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    (repo / "pkg").mkdir()
+    site = status_of(repo / "pkg" / "backend.py")
+    want = {True: Status.FIXABLE, False: Status.MANUAL, None: Status.MANUAL}[ok]
+    assert site.status is want, site.reason
+    if ok is False:
+        assert site.reason.startswith("kernel too old"), site.reason
+    if ok is None:
+        assert site.reason.startswith("kernel capability unknown"), site.reason
+
+
+def test_a_sub_package_pin_does_not_hide_the_root_pin(repo):
+    """Round J2: the nearest directory's pin used to decide alone; every directory up to the root is a way."""
+    (repo / "pyproject.toml").write_text('[project]\nname = "fork"\ndependencies = ["sglang-kernel==0.4.2.post2"]\n')
+    (repo / "engine").mkdir()
+    (repo / "engine" / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    site = status_of(repo / "engine" / "attn.py")
+    assert site.status is Status.MANUAL and site.reason.startswith("kernel too old"), site.reason
+
+
+def test_an_egg_info_kernel_beside_an_installed_engine_decides(tmp_path):
+    sp = site_packages(tmp_path, "engine", "1.0", {"engine/backend.py": CALL}, requires=["sglang-kernel==0.4.6"])
+    (sp / "sglang_kernel-0.4.2.post2-py3.11.egg-info").write_text(
+        "Metadata-Version: 1.1\nName: sglang-kernel\nVersion: 0.4.2.post2\n")
+    site = status_of(sp / "engine" / "backend.py")
+    assert site.status is Status.MANUAL and "egg-info" in site.reason, site.reason

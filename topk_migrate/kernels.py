@@ -11,6 +11,7 @@ the same side of the first release that has the parameter.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import os
 import re
@@ -22,6 +23,7 @@ from packaging.version import Version
 
 from . import bounded, rules
 from .project import (
+    PROJECT_FILE_LIMIT,
     PROJECT_FILES,
     Scope,
     inside,
@@ -315,20 +317,22 @@ MAX_INCLUDE_DEPTH = 16  # -r/-c nesting followed; real projects use two or three
 def requirements_file(path: str, root: str, rel: str, seen: Optional[Set[str]] = None, depth: int = 0) -> List[Pin]:
     """The pins of a requirements file and of the files it includes (-r/-c, relative to it).
 
-    Constraints count as pins: they bound the version pip may install. An include that
-    leaves the project root, that was already read (a cycle), or that lies deeper than
-    MAX_INCLUDE_DEPTH is not followed: what it would add could only narrow the versions allowed.
+    Constraints count as pins: they bound the version pip may install. An include that was already read (a
+    cycle) adds nothing; one that leaves the project root, lies deeper than MAX_INCLUDE_DEPTH or cannot be
+    read is not followed, and what it may add decides nothing (it may install the kernel: round J2).
     """
     seen = set() if seen is None else seen
     real = os.path.realpath(path)
-    if real in seen or depth > MAX_INCLUDE_DEPTH or not inside(real, root):
+    if real in seen or os.path.exists(real) and not os.path.isfile(real):  # (a device, a FIFO: no file pip reads)
         return []
+    if depth > MAX_INCLUDE_DEPTH or not inside(real, root):  # what it adds is not read: it decides nothing
+        return [Pin(COMPUTED, "", f"{rel} (an include not followed)")]
     seen.add(real)
     text = read_project_file(path)
     if text is None:
-        return []
+        return _unread(path, rel) if os.path.exists(path) else [Pin(COMPUTED, "", f"{rel} (an include not found)")]
     pins: List[Pin] = []
-    for line in re.sub(r"\\\r?\n", " ", text).splitlines():
+    for line in re.sub(r"\\\r?\n", " ", text.lstrip("\ufeff")).splitlines():
         line = re.sub(r"(^|\s)#.*$", "", line).strip()
         if not line:
             continue
@@ -543,20 +547,21 @@ def file_pins(directory: str, root: str) -> Tuple[Tuple[Pin, ...], ...]:
     for name in listing(directory):
         path = os.path.join(directory, name)
         rel = project_label(path, root)
-        if is_requirements(name) or is_constraints(name):
-            out.append(requirements_file(path, root, rel))
-            continue
-        if name not in PROJECT_FILES and not is_install_recipe(name):
+        if name not in PROJECT_FILES and not is_install_recipe(name) and not _may_install(name):
             continue
         text = read_project_file(path)
         if text is None:
+            out.append(_unread(path, rel))
             continue
-        if is_install_recipe(name):
+        if is_requirements(name) or is_constraints(name) or name.endswith(_REQUIREMENT_SUFFIXES):
+            out.append(requirements_file(path, root, rel) + _mentioned_pins(text, rel, True))
+            continue
+        if name not in PROJECT_FILES:
             conda = _CONDA_PIN.sub(r"\1==", text) if name.endswith((".yml", ".yaml")) else text
-            out.append(spelled_pins(conda, rel))
+            out.append(spelled_pins(conda, rel) + _mentioned_pins(text, rel, False))
             continue
         parse = {"pyproject.toml": pyproject_pins, "setup.cfg": setup_cfg_pins, "setup.py": setup_py_pins}[name]
-        out.append(parse(text, rel))
+        out.append(parse(text, rel) + (_tool_pins(text, rel) if name == "pyproject.toml" else []))
         out += computed_ways(name, text, path, root)
         if name == "pyproject.toml":  # uv's overrides and constraints replace what the project declares
             out.append(spelled_pins(" ".join(_UV_PINS.findall(text)), rel))
@@ -592,7 +597,12 @@ def spelled_pins(text: str, rel: str) -> List[Pin]:
 
 @per_run
 def _metadata(info: str) -> Tuple[Optional[str], Optional[str], Tuple[str, ...]]:
-    name, version, requires = metadata_fields(read_project_file(os.path.join(info, "METADATA")) or "")
+    """A `.dist-info`'s METADATA, or an `.egg-info`'s PKG-INFO (in its folder, or the file itself)."""
+    if info.endswith(".egg-info"):
+        path = os.path.join(info, "PKG-INFO") if os.path.isdir(info) else info
+    else:
+        path = os.path.join(info, "METADATA")
+    name, version, requires = metadata_fields(read_project_file(path) or "")
     return name, version, tuple(requires)
 
 
@@ -626,13 +636,25 @@ def installed_pins(path: str, site_dir: str, dists: Sequence[str]) -> List[Pin]:
             return pins
     else:
         pins = []
-    beside = []
+    return installed_beside(site_dir, dists) or pins  # pinned only by extras: the kernel installed beside decides
+
+
+def installed_beside(site_dir: str, dists: Sequence[str]) -> List[Pin]:
+    """The kernel distributions installed in site_dir, each pinned by its own version: `.dist-info`'s METADATA,
+    or an `.egg-info`'s PKG-INFO (a file, or a folder holding one: setuptools' older layout, round J2)."""
+    out = []
     for name in listing(site_dir):
         if name.endswith(".dist-info"):
-            dname, version, _ = _metadata(os.path.join(site_dir, name))
-            if dname and version and normalize(dname) in dists:
-                beside.append(Pin(normalize(dname), f"=={version}", f"{name}/METADATA (installed beside it)"))
-    return beside or pins  # pinned only by extras: the kernel installed beside decides, if there is one
+            info, label = os.path.join(site_dir, name), f"{name}/METADATA"
+        elif name.endswith(".egg-info"):
+            info = os.path.join(site_dir, name)
+            label = f"{name}/PKG-INFO" if os.path.isdir(info) else name
+        else:
+            continue
+        dname, version, _ = _metadata(info)
+        if dname and version and normalize(dname) in dists:
+            out.append(Pin(normalize(dname), f"=={version}", f"{label} (installed beside it)"))
+    return out
 
 
 # -- deciding over environments -----------------------------------------------------------------
@@ -698,9 +720,10 @@ def decide_pins(sources: Sequence[Sequence[Pin]], dists: Sequence[str], min_vers
         for env in _environments(relevant):
             if env:
                 worst.setdefault(_decide_env(env, min_versions), tuple(env))
-        if any("extra" in p.marker for p in relevant) and all(p.marker for p in relevant):
-            # only extras pin the kernel: `pip install .` without them installs whatever it finds
-            worst.setdefault(None, tuple(p for p in relevant if "extra" in p.marker)[:3])
+        if all(p.marker for p in relevant):
+            # only extras or markers pin the kernel: `pip install .` without them, or an environment no marker
+            # selects, installs whatever it finds (round J2)
+            worst.setdefault(None, tuple(relevant)[:3])
     if not found:
         return None
     for verdict in (False, None, True):
@@ -710,18 +733,168 @@ def decide_pins(sources: Sequence[Sequence[Pin]], dists: Sequence[str], min_vers
 
 
 def project_decision(path: str, dists: Sequence[str], min_versions: MinVersions) -> Optional[Decision]:
-    """The pins of `dists` that hold for `path`: those of the installed distribution that owns
-    it, or of the nearest directory (up to the project root) whose project files pin them."""
+    """The pins of `dists` that hold for `path`: those of the installed distribution that owns it, or every
+    way to install the project: the project files of each directory from the module's up to the root, and
+    every other file under the root that may install a kernel (tree_ways)."""
     root = project_root(path)
-    if is_site_dir(listing(root)):
-        pins = installed_pins(path, root, dists)
-        if pins:
-            return decide_pins([pins], dists, min_versions)
-    for d in upward(path):
-        decision = decide_pins(file_pins(d, root), dists, min_versions)
-        if decision is not None:
-            return decision
-    return None
+    if is_site_dir(listing(root)):  # what the engine requires, and what is installed beside it: both must accept
+        ways = [w for w in (installed_pins(path, root, dists), installed_beside(root, dists)) if w]
+        return decide_pins(ways, dists, min_versions) if ways else None
+    chain = list(upward(path))
+    ways = [w for d in chain for w in file_pins(d, root)]
+    return decide_pins(ways + list(tree_ways(root, frozenset(chain))), dists, min_versions)
+
+
+# -- every file of the project that may install a kernel ------------------------------------------
+MAX_TREE_ENTRIES = 20000  # directory entries looked at under the root, beyond the directories above the module
+MAX_TREE_DEPTH = 8
+_NOT_THE_PROJECTS = {"build", "dist", "site-packages", "node_modules", "venv", "__pycache__", "docs", "doc", "tests",
+                     "test"}  # (copies, documentation, test suites: no way the serving process is installed)
+_REQUIREMENT_SUFFIXES = (".txt", ".in", ".lock", ".pip")
+_RECIPE_SUFFIXES = (".sh", ".bash", ".yml", ".yaml", ".toml", ".cfg", ".ini", ".dockerfile", ".containerfile")
+_RECIPE_NAMES = ("Dockerfile", "Containerfile", "Makefile", "Pipfile", "Justfile")
+_WHEEL = re.compile(r"(?i)(?<![\w.-])([a-z0-9][a-z0-9_.]*?)-(\d[\w.+!]*)-[^\s/]*\.whl")
+
+
+@per_run
+def tree_ways(root: str, read: frozenset) -> Tuple[Tuple[Pin, ...], ...]:
+    """The ways to install every other file under the root spells (directories in `read` are file_pins's):
+    requirements and constraints files wherever they lie and whatever their name, sub-projects' pyproject.toml
+    and setup.cfg, Dockerfiles, Containerfiles, shell scripts, Makefiles, Pipfiles, tox.ini, conda
+    environments, TOML and YAML files. Each is one way; where it names a kernel distribution on a line
+    not read as a pin (a version from a build argument, a local wheel without one, a file too big to read),
+    that way decides nothing (red-team round J2)."""
+    out: List[Tuple[Pin, ...]] = []
+    for path in _tree_files(root, read):
+        rel = project_label(path, root)
+        name = os.path.basename(path)
+        text = read_project_file(path)
+        if text is None:
+            out.append(tuple(_unread(path, rel)))
+            continue
+        if name in ("pyproject.toml", "setup.cfg"):
+            parse = pyproject_pins if name == "pyproject.toml" else setup_cfg_pins
+            extra = _own_release(text, rel) + _tool_pins(text, rel) if name == "pyproject.toml" else []
+            out.append(tuple(parse(text, rel) + extra))
+            out += [tuple(w) for w in computed_ways(name, text, path, root)]
+            continue
+        requirements = name.endswith(_REQUIREMENT_SUFFIXES) or "requirements" in name or "constraints" in name
+        out.append(tuple(requirements_file(path, root, rel) if requirements else []) + tuple(
+            _mentioned_pins(text, rel, requirements)))
+    return tuple(w for w in out if w)
+
+
+def _unread(path: str, rel: str) -> List[Pin]:
+    """A way to install that decides nothing: a regular file too big to read (a FIFO or a device is no file
+    pip reads, so it installs nothing)."""
+    try:
+        big = os.path.isfile(path) and os.stat(path).st_size > PROJECT_FILE_LIMIT
+    except OSError:
+        big = False
+    return [Pin(COMPUTED, "", f"{rel} (too big to read)")] if big else []
+
+
+def _may_install(name: str) -> bool:
+    return name.endswith(_REQUIREMENT_SUFFIXES + _RECIPE_SUFFIXES) or name.startswith(_RECIPE_NAMES) \
+        or "requirements" in name or "constraints" in name
+
+
+def _tree_files(root: str, read: frozenset) -> List[str]:
+    """The files under root that may install a kernel, outside the directories in `read`: hidden folders,
+    builds and environments (copies), documentation and Python files left out; bounded."""
+    out: List[str] = []
+    seen = 0
+    for top, dirs, names in os.walk(root):
+        depth = os.path.relpath(top, root).count(os.sep)
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _NOT_THE_PROJECTS
+                         and not d.endswith(".egg-info") and depth < MAX_TREE_DEPTH
+                         and not os.path.islink(os.path.join(top, d))
+                         and not os.path.exists(os.path.join(top, d, ".git")))  # (a repository of its own)
+        seen += len(dirs) + len(names)
+        if seen > MAX_TREE_ENTRIES:
+            break
+        if top in read:
+            continue
+        out += [os.path.join(top, n) for n in sorted(names) if _may_install(n) and not n.endswith(".py")]
+    return out
+
+
+def _tool_pins(text: str, rel: str) -> List[Pin]:
+    """Poetry's dependency tables (`[tool.poetry.dependencies]`, its groups'): `name = "0.4.6"`, `"^0.4.6"`,
+    or a table with `version`, read as _keyed_pins reads them."""
+    tool = _toml(text).get("tool")
+    poetry = tool.get("poetry") if isinstance(tool, dict) else None
+    if not isinstance(poetry, dict):
+        return []
+    groups = poetry.get("group") if isinstance(poetry.get("group"), dict) else {}
+    tables = [poetry.get("dependencies")] + [g.get("dependencies") for g in groups.values() if isinstance(g, dict)]
+    out: List[Pin] = []
+    for table in tables:
+        for name, spec in (table.items() if isinstance(table, dict) else ()):
+            spec = spec.get("version", "") if isinstance(spec, dict) else spec
+            if isinstance(spec, str):
+                out += _keyed_pins(f'{name} = "{spec}"', rel, {normalize(name)})
+    return out
+
+
+def _own_release(text: str, rel: str) -> List[Pin]:
+    """A sub-project that is a kernel distribution itself (`sgl-kernel/pyproject.toml`): the release it builds."""
+    project = _toml(text).get("project")
+    if not isinstance(project, dict) or not isinstance(project.get("name"), str):
+        return []
+    version = project.get("version")
+    spec = f"=={version}" if isinstance(version, str) else ""
+    return [Pin(normalize(project["name"]), spec, f"{rel} (the release it builds)")]
+
+
+def _mentioned_pins(text: str, rel: str, requirements: bool) -> List[Pin]:
+    """The pins a recipe's lines spell (`pip install sglang-kernel==0.4.6`, a wheel's file name, poetry's and
+    Pipfile's `name = "version"`), and one that decides nothing for a line naming a kernel distribution that
+    none of them reads. In a recipe that is not a requirements file, only lines that install count."""
+    known = rules.providers()
+    dists = {d for ds in known.values() for d in ds}
+    pins: List[Pin] = []
+    for line in text.lstrip("\ufeff").splitlines():
+        line = re.sub(r"(^|\s)#.*$", "", line)
+        named = {normalize(m) for m in _dist_words(tuple(sorted(dists))).findall(line)}
+        if not named:
+            continue
+        read = _requirement(without_options(line.strip()), rel) if requirements else None
+        if read is not None and read.dist in named:
+            continue  # requirements_file's own pin, with its marker
+        found = [p for p in spelled_pins(line, rel) if p.dist in named]
+        found += [Pin(normalize(w), f"=={v}", rel) for w, v in _WHEEL.findall(line) if normalize(w) in named]
+        found += _keyed_pins(line, rel, named)
+        if found:
+            pins += found
+        elif requirements or "install" in line:
+            pins.append(Pin(COMPUTED, "", f"{rel} (names {sorted(named)[0]} in a way not read as a pin)"))
+    return pins
+
+
+@functools.lru_cache(maxsize=4)
+def _dist_words(dists: Tuple[str, ...]) -> "re.Pattern[str]":
+    """The kernel distributions' names however spelled (`sglang-kernel`, `sglang_kernel`, `SGLang.Kernel`),
+    also as a wheel's file name begins (`sglang_kernel-0.4.6-...`)."""
+    spelled = "|".join("[-_.]".join(map(re.escape, d.split("-"))) for d in dists)
+    return re.compile(rf"(?i)(?<![\w.-])({spelled})(?![a-z0-9_.])")
+_KEYED = re.compile(r"""^\s*["']?([A-Za-z0-9][A-Za-z0-9._-]*)["']?\s*=\s*["']([^"']*)["']""")
+
+
+def _keyed_pins(line: str, rel: str, named: Set[str]) -> List[Pin]:
+    """Poetry's and Pipfile's `sglang-kernel = "0.4.6"` / `"==0.4.6"` / `"^0.4.6"` (a caret or tilde range is
+    read as its floor and above: it decides only where that floor does)."""
+    m = _KEYED.match(line)
+    if not m or normalize(m.group(1)) not in named:
+        return []
+    spec = m.group(2).strip()
+    if spec in ("*", ""):
+        return [Pin(normalize(m.group(1)), "", rel)]
+    if spec[0].isdigit():
+        spec = "==" + spec
+    elif spec[0] in "^~" and spec[1:2].isdigit():
+        spec = ">=" + spec[1:].lstrip("=")
+    return [Pin(normalize(m.group(1)), spec, rel)] if _requirement(f"x{spec}", rel) is not None else []
 
 
 # -- vendored kernel interfaces -------------------------------------------------------------------

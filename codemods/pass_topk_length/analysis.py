@@ -975,8 +975,10 @@ class _Analysis:
         if not b.assignments or not all(isinstance(x.scope, FunctionScope) and getattr(x.scope, "node", None)
                                         is c.function.node for x in b.assignments):
             return None
+        # (a `:=` anywhere in the function, a generator expression's too: LibCST files that one under the
+        # comprehension's scope, but it binds the function's local, and a later argument may run it)
         rebinders = self.tree.find((cst.Nonlocal, cst.Global, cst.NamedExpr), within=c.function.node)
-        if any(isinstance(n, cst.NamedExpr) and self.tree.inside(n, c.node) and _is_name(n.target, arg.value)
+        if any(isinstance(n, cst.NamedExpr) and _is_name(n.target, arg.value)
                or not isinstance(n, cst.NamedExpr) and any(x.name.value == arg.value for x in n.names)
                for n in rebinders):
             return None
@@ -998,7 +1000,7 @@ class _Analysis:
         fn = c.function.node if c.function is not None else None
         for call in (self.find(cst.Call, within=fn) if fn is not None else []):
             name = get_full_name_for_node(call.func) or ""
-            if name in ("locals", "vars") and not call.args and not self._read_by_literal(call):
+            if name in ("locals", "vars", "dir") and not call.args and not self._read_by_literal(call):
                 return f"`{name}()` in `{c.function.name}` would see the name the rewrite binds the indices to"
         for w in self.index("frame-reads", lambda: self.project().frame_enumerations()):
             return f"{w.what} at {w.where()}: it would see the name the rewrite binds the indices to"

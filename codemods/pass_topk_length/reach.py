@@ -984,10 +984,11 @@ class Project:
         """Reads of a frame's locals other than by a literal name (`f.f_locals["frame"]`,
         `.get("self")`): they see a local the rewrite binds (`len(f_locals)`, a snapshot of them all)."""
         out = []
-        for f in [*filter(None, [self.own()]), *self.files_naming(["f_locals"])]:
+        for f in [*filter(None, [self.own()]), *self.files_naming(["f_locals", "getargvalues", "capture_locals"])]:
             for node in ast.walk(f.tree):
-                if isinstance(node, ast.Attribute) and node.attr == "f_locals" and not _read_by_literal(f, node):
-                    out.append(Finding(self.rel(f.path), node.lineno, f"`{_unparse(node)}` is read whole"))
+                if isinstance(node, ast.Attribute) and node.attr == "f_locals" and not _read_by_literal(f, node) \
+                        or _frame_locals_call(node):
+                    out.append(Finding(self.rel(f.path), node.lineno, f"`{_unparse(node)[:80]}` reads a frame's locals"))
         return out
 
     def lookup_words(self, modules: Set[str], kernel: str) -> Set[str]:
@@ -1764,6 +1765,18 @@ def _class_body_names(cls: ast.ClassDef) -> Set[str]:
             if isinstance(t, ast.Name):
                 out.add(t.id)
     return out
+
+
+def _frame_locals_call(node: ast.AST) -> bool:
+    """A call that reads a frame's locals whole another way: `getattr(frame, "f_locals")`,
+    `inspect.getargvalues(frame)`, a traceback or stack summary with `capture_locals=True`."""
+    if not isinstance(node, ast.Call):
+        return False
+    name = _unparse(node.func).rsplit(".", 1)[-1]
+    if name == "getattr" and len(node.args) > 1 and isinstance(node.args[1], ast.Constant):
+        return node.args[1].value == "f_locals"
+    return name == "getargvalues" or any(k.arg == "capture_locals" and not (
+        isinstance(k.value, ast.Constant) and not k.value.value) for k in node.keywords)
 
 
 def _read_by_literal(f: "_File", node: ast.AST) -> bool:
