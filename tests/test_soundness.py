@@ -438,6 +438,23 @@ def test_the_metadata_type_is_the_class_its_annotation_names_exactly(tmp_path, c
     assert passed == want, passed
 
 
+@pytest.mark.parametrize("value,fixable", [
+    ("compute_dsa_seqlens(seqlens, self.index_topk)", True),
+    ("other.dsa_cache_seqlens_int32", True),  # a read of the clipped field off this step's object
+    ("self.prev_metadata.dsa_cache_seqlens_int32", False),  # an earlier step's (round J1)
+    ("prev.dsa_cache_seqlens_int32", False),  # ... through a local
+])
+def test_the_field_is_not_an_earlier_steps_lengths(tmp_path, value, fixable):
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    old = "dsa_cache_seqlens_int32=pad_rows(compute_dsa_seqlens(seqlens, self.index_topk), rows),"
+    src = ROOT_EXAMPLE.read_text().replace(old, f"dsa_cache_seqlens_int32=pad_rows({value}, rows),").replace(
+        "        reqs, lens = row_seqlens(batch)\n",
+        "        reqs, lens = row_seqlens(batch)\n        prev = self.prev_metadata\n        other = batch.metadata\n")
+    assert value in src and "prev = self.prev_metadata" in src
+    (site,) = migrate_source(src, str(tmp_path / "b.py")).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
 @pytest.mark.parametrize("clip,fixable", [
     ("return seqlens.clamp(max=index_topk)", True),
     ("return torch.clamp(seqlens, 0, index_topk)", True),

@@ -219,11 +219,30 @@ def _q_arg(call: cst.Call) -> Optional[cst.BaseExpression]:
     return first.value if first is not None and not first.keyword and not first.star else None
 
 
-def _kept(e: ast.AST) -> bool:
-    """Is `e` an object kept on `self` (`self.prev_metadata`, `self.cache[i]`): one an earlier step left?"""
+def _file_resolver(f, env: Optional[dict]) -> Resolve:
+    """_Analysis._resolver for a file read by reach.py: `env`'s parameters, a function's locals."""
+    def resolve(name: ast.Name):
+        if env is not None and name.id in env:
+            given, outer = env[name.id]  # (read where the call is: the caller's scope)
+            return "param", [(given, _file_resolver(f, outer or None))]
+        if f.enclosing(name, (ast.FunctionDef, ast.AsyncFunctionDef)) is None:
+            return "", None  # the module's own name
+        values = reach.local_value(f, name)
+        return ("local", [(v, resolve) for v in values]) if values is not None else ("", None)
+    return resolve
+
+
+def _kept(e: ast.AST, resolve: Optional[Resolve] = None, depth: int = 0) -> bool:
+    """Is `e` an object kept on `self` (`self.prev_metadata`, `self.cache[i]`, a local bound to one): one an
+    earlier step left?"""
     while isinstance(e, (ast.Attribute, ast.Subscript)):
         e = e.value
-    return isinstance(e, ast.Name) and e.id == "self"
+    if not isinstance(e, ast.Name):
+        return False
+    kind, values = _values(e, resolve) if e.id != "self" else ("", None)
+    if kind == "local" and depth < 8:
+        return any(v is None or _kept(v, r, depth + 1) for v, r in values or [])
+    return e.id == "self"
 
 
 def _unparse_name(func: ast.AST) -> str:
@@ -591,7 +610,7 @@ class _Analysis:
             if local:
                 return False
             if name in CLIPS or name in ("clamp", "clamp_", "clip", "clip_", "minimum", "min"):
-                return _clips_to_width(_ast_of(e), self._resolver(env))
+                return _clips_to_width(_ast_of(e), self._resolver(env, e))
             if name in CLIP_KEEPING:  # pad_dsa_cache_seqlens(forward_batch, seqlens): pads clipped seqlens
                 return len(positional) >= 2 and all(self._clipped(v, seen, env) for v in positional[1:])
             if name in ("cat", "concat") and positional and isinstance(positional[0], (cst.List, cst.Tuple)):
@@ -603,7 +622,7 @@ class _Analysis:
         if isinstance(e, cst.Subscript):  # the first rows, in order
             return _prefix_slice(_ast_of(e).slice) and self._clipped(e.value, seen, env)
         if isinstance(e, cst.Attribute):  # another read of the clipped field, off an object of this step
-            return e.attr.value in CLIPPED_FIELDS and not _kept(_ast_of(e.value))
+            return e.attr.value in CLIPPED_FIELDS and not _kept(_ast_of(e.value), self._resolver(env, e))
         if isinstance(e, cst.IfExp):
             return self._clipped(e.body, seen, env) and self._clipped(e.orelse, seen, env)
         if isinstance(e, cst.Name):
@@ -628,12 +647,22 @@ class _Analysis:
             return True
         return False
 
-    @staticmethod
-    def _resolver(env: Optional[tuple]) -> Optional[Resolve]:
-        """While reading a function's returns (`env`), its parameters as _clips_to_width reads them."""
-        if env is None:
-            return None
-        return lambda name: (name in env[0], _ast_of(env[0][name]) if env[0].get(name) is not None else None)
+    def _resolver(self, env: Optional[tuple], at: cst.CSTNode) -> Resolve:
+        """Names as _clips_to_width reads them where `at` is: while reading a function's returns (`env`), its
+        parameters are the call's arguments; a local of a function is each value it is assigned."""
+        def resolve(name: ast.Name):
+            if env is not None and name.id in env[0]:
+                given = env[0][name.id]  # (read where the call is: the caller's scope)
+                return "param", [(_ast_of(given), self._resolver(env[1], given)) if given is not None else (None, None)]
+            b = self.tree.binding(at, name.id)
+            if not b.assignments or not all(isinstance(a.scope, FunctionScope) for a in b.assignments):
+                return "", None
+            if any(isinstance(getattr(a, "node", None), cst.Param) for a in b.assignments):
+                return "", None  # a parameter whose callers are not read here
+            statements = [self.tree.assignment_statement(a) for a in b.assignments]
+            return "local", [(_ast_of(x.value), self._resolver(env, x.value)) if isinstance(x, cst.Assign)
+                             and len(x.targets) == 1 else (None, None) for x in statements]
+        return resolve
 
     def typed(self, a, field_name: str) -> Optional[bool]:
         """Does the root provably hold an instance of a class of this module that declares
@@ -1823,17 +1852,26 @@ WIDTH_NAME = re.compile(r"(?i)(dsa_|nsa_)?index_topk")
 # Lengths a batch has that are not the cache's seqlens (the new tokens, the cached prefix): never the clip's operand.
 OTHER_LENGTHS = re.compile(r"(?i)extend|prefix|draft|accept|spec")
 
-# A name -> (whether it is a parameter of the function being read, the argument the call hands it or None).
-Resolve = Callable[[str], Tuple[bool, Optional[ast.AST]]]
+# A name -> what it holds where it is read: ("param", [the argument a call hands it, or None where none is
+# handed]) for a parameter of a function read with its call's arguments; ("local", [each value it is assigned,
+# None for a binding that is no plain assignment]) for a local of a function; ("", None) otherwise (a module's
+# constant, a parameter whose callers are not read: judged by its name).
+# Each value comes with the resolver of the scope it is read in (a call's argument: the caller's).
+Scoped = Tuple[Optional[ast.AST], Optional["Resolve"]]
+Resolve = Callable[[ast.Name], Tuple[str, Optional[List[Scoped]]]]
 
 
-def _is_width(e: ast.AST, resolve: Optional[Resolve] = None) -> bool:
+def _values(e: ast.Name, resolve: Optional[Resolve]) -> Tuple[str, Optional[List[Scoped]]]:
+    return resolve(e) if resolve else ("", None)
+
+
+def _is_width(e: ast.AST, resolve: Optional[Resolve] = None, depth: int = 0) -> bool:
     """A plain read of the top-k width (`self.dsa_index_topk`, `INDEX_TOPK`), or a tensor filled with it; a
-    parameter is what its call hands it."""
+    parameter is what its call hands it, a local what it is assigned."""
     if isinstance(e, ast.Name):
-        param, given = resolve(e.id) if resolve else (False, None)
-        if param:
-            return given is not None and _is_width(given)
+        kind, values = _values(e, resolve)
+        if kind:
+            return depth < 8 and bool(values) and all(v is not None and _is_width(v, r, depth + 1) for v, r in values)
         return bool(WIDTH_NAME.fullmatch(e.id))
     if isinstance(e, ast.Attribute):
         return bool(WIDTH_NAME.fullmatch(e.attr))
@@ -1842,22 +1880,27 @@ def _is_width(e: ast.AST, resolve: Optional[Resolve] = None) -> bool:
         fill = e.args[1] if name in ("full_like", "full", "new_full") and len(e.args) > 1 \
             else e.args[0] if name == "tensor" and e.args else None
         fill = next((k.value for k in e.keywords if k.arg == "fill_value"), fill)
-        return fill is not None and _is_width(fill, resolve)
+        return fill is not None and _is_width(fill, resolve, depth + 1)
     return False
 
 
-def _plain_lengths(e: Optional[ast.AST], resolve: Optional[Resolve] = None) -> bool:
+def _plain_lengths(e: Optional[ast.AST], resolve: Optional[Resolve] = None, depth: int = 0) -> bool:
     """The clip's operand read as it is: a name, an attribute, a prefix slice or a conversion of one, never
     arithmetic (`seq_lens - 1`) nor a batch's other lengths (OTHER_LENGTHS: `extend_seq_lens`); a parameter
-    is what its call hands it."""
+    is what its call hands it, a local what it is assigned."""
     while isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in _CONVERSIONS:
         e = e.func.value
     while isinstance(e, ast.Subscript) and _prefix_slice(e.slice):
         e = e.value
     if isinstance(e, ast.Name):
-        param, given = resolve(e.id) if resolve else (False, None)
-        if param:
-            return given is None or _plain_lengths(given)  # (not handed: the caller's own parameter)
+        kind, values = _values(e, resolve)
+        if kind == "param" and values and values[0][0] is None:
+            return True  # not handed: the caller's own parameter, the engine's seqlens
+        if kind == "param":
+            return depth < 8 and all(v is not None and _plain_lengths(v, r, depth + 1) for v, r in values)
+        # a local: the engine computes its lengths (sglang: `(seq_lens + draft_token_num)`, a `cat` of aranges
+        # over the new and cached lengths, a row selection for context parallelism), so what it holds is not
+        # read: which lengths these are would need the top-k emitter's own (open, issue 33)
         return not OTHER_LENGTHS.search(e.id)
     if isinstance(e, ast.Attribute):
         return not OTHER_LENGTHS.search(e.attr)
@@ -1931,7 +1974,7 @@ def _clipped_elsewhere(f, e, depth: int, env: Optional[dict] = None, seen: Optio
         if local:
             return False
         if name in CLIPS or name in ("clamp", "clamp_", "clip", "clip_", "minimum", "min"):
-            return _clips_to_width(e, (lambda n: (n in env, env[n][0])) if env is not None else None)
+            return _clips_to_width(e, _file_resolver(f, env))
         if name in CLIP_KEEPING:
             return len(positional) >= 2 and all(_clipped_elsewhere(f, v, depth + 1, env, seen) for v in positional[1:])
         if name in ("cat", "concat") and positional and isinstance(positional[0], (ast.List, ast.Tuple)):
@@ -1945,7 +1988,7 @@ def _clipped_elsewhere(f, e, depth: int, env: Optional[dict] = None, seen: Optio
     if isinstance(e, ast.Subscript):  # the first rows, in order
         return _prefix_slice(e.slice) and _clipped_elsewhere(f, e.value, depth + 1, env, seen)
     if isinstance(e, ast.Attribute):  # another read of the clipped field, off an object of this step
-        return e.attr in CLIPPED_FIELDS and not _kept(e.value)
+        return e.attr in CLIPPED_FIELDS and not _kept(e.value, _file_resolver(f, env))
     if isinstance(e, ast.IfExp):
         return _clipped_elsewhere(f, e.body, depth + 1, env, seen) and _clipped_elsewhere(f, e.orelse, depth + 1, env, seen)
     if isinstance(e, ast.Name):
