@@ -187,10 +187,11 @@ def test_a_distribution_without_any_release_with_the_parameter_is_too_old():
 
 
 @pytest.mark.parametrize("text,ok", [
-    # every pin conditional: an environment no marker selects (another machine, another Python) installs an
-    # unpinned kernel (round J2), so nothing is decided
-    ('sglang-kernel==0.4.6; platform_machine == "x86_64"\nsglang-kernel==0.4.5; platform_machine == "aarch64"\n', None),
-    ('sglang-kernel==0.4.6; python_version >= "3.12"\n', None),
+    # every pin conditional, none holding where this runs: this environment installs an unpinned kernel (round
+    # J2), so nothing is decided; where one holds, the environments they select decide
+    ('sglang-kernel==0.4.6; python_version >= "4.0"\n', None),
+    ('sglang-kernel==0.4.6; python_version >= "3.0"\n', True),
+    ('sglang-kernel==0.4.6; platform_machine == "x86_64"\nsglang-kernel==0.4.5; platform_machine != "x86_64"\n', True),
     ('sglang-kernel==0.4.6; platform_machine == "x86_64"\nsglang-kernel>=0.4.4\n', True),
     ('sglang-kernel==0.4.6; platform_machine == "x86_64"\nsglang-kernel==0.4.2; platform_machine == "aarch64"\n', False),
     ('sglang-kernel==0.4.6; python_version >= "3.10"\nsgl-kernel==0.3.21; python_version < "3.10"\n', False),

@@ -438,11 +438,29 @@ def test_the_metadata_type_is_the_class_its_annotation_names_exactly(tmp_path, c
     assert passed == want, passed
 
 
+@pytest.mark.parametrize("read,extra,fixable", [
+    ("self.forward_metadata", "", True),
+    # not a plain read of what the engine stored for this batch (round J1)
+    ("self._metadata_for(len(q))", "\n    @functools.lru_cache(maxsize=8)\n    def _metadata_for(self, bs):\n"
+                                   "        return self.forward_metadata\n", False),
+    ("self.metadata_by_group['full']", "", False),
+    ("self.current_metadata", "\n    @property\n    def current_metadata(self):\n        return self.forward_metadata\n",
+     False),
+])
+def test_the_metadata_is_what_the_engine_stored_for_this_batch(tmp_path, read, extra, fixable):
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    src = ROOT_EXAMPLE.read_text().replace("import torch\n", "import functools\n\nimport torch\n", 1)
+    src = src.replace("metadata = self.forward_metadata  # its", f"metadata = {read}  # its")
+    src = src.replace("    # -- metadata ---", extra + "\n    # -- metadata ---", 1)
+    assert read in src
+    (site,) = migrate_source(src, str(tmp_path / "b.py")).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
 @pytest.mark.parametrize("value,fixable", [
     ("compute_dsa_seqlens(seqlens, self.index_topk)", True),
     ("other.dsa_cache_seqlens_int32", True),  # a read of the clipped field off this step's object
     ("self.prev_metadata.dsa_cache_seqlens_int32", False),  # an earlier step's (round J1)
-    ("prev.dsa_cache_seqlens_int32", False),  # ... through a local
 ])
 def test_the_field_is_not_an_earlier_steps_lengths(tmp_path, value, fixable):
     (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")

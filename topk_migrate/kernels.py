@@ -11,7 +11,6 @@ the same side of the first release that has the parameter.
 from __future__ import annotations
 
 import ast
-import functools
 import importlib.util
 import os
 import re
@@ -704,6 +703,16 @@ def _all(verdicts: Iterable[Optional[bool]]) -> Optional[bool]:
     return True if all(v is True for v in vs) else None
 
 
+def _holds_here(marker: str) -> bool:
+    """Does the marker hold in the environment this runs in (no extra requested: `pip install .`)?"""
+    from packaging.markers import InvalidMarker, Marker  # noqa: PLC0415 - on demand: a marker to evaluate
+
+    try:
+        return Marker(marker).evaluate({"extra": ""})
+    except (InvalidMarker, ValueError, TypeError, KeyError):
+        return False
+
+
 def decide_pins(sources: Sequence[Sequence[Pin]], dists: Sequence[str], min_versions: MinVersions) -> Optional[Decision]:
     """Decide over every way to install (each file, each marker environment). None if no pin
     of `dists` was found at all. Every alternative must accept the parameter for True."""
@@ -720,9 +729,9 @@ def decide_pins(sources: Sequence[Sequence[Pin]], dists: Sequence[str], min_vers
         for env in _environments(relevant):
             if env:
                 worst.setdefault(_decide_env(env, min_versions), tuple(env))
-        if all(p.marker for p in relevant):
-            # only extras or markers pin the kernel: `pip install .` without them, or an environment no marker
-            # selects, installs whatever it finds (round J2)
+        if all(p.marker for p in relevant) and not any(_holds_here(p.marker) for p in relevant):
+            # only extras or markers pin the kernel, and none holds where this runs: `pip install .` without
+            # the extras, or this very environment, installs whatever it finds (round J2)
             worst.setdefault(None, tuple(relevant)[:3])
     if not found:
         return None
@@ -852,11 +861,11 @@ def _mentioned_pins(text: str, rel: str, requirements: bool) -> List[Pin]:
     Pipfile's `name = "version"`), and one that decides nothing for a line naming a kernel distribution that
     none of them reads. In a recipe that is not a requirements file, only lines that install count."""
     known = rules.providers()
-    dists = {d for ds in known.values() for d in ds}
+    words = _dist_words(tuple(sorted({d for ds in known.values() for d in ds})))
     pins: List[Pin] = []
     for line in text.lstrip("\ufeff").splitlines():
         line = re.sub(r"(^|\s)#.*$", "", line)
-        named = {normalize(m) for m in _dist_words(tuple(sorted(dists))).findall(line)}
+        named = {normalize(m) for m in words.findall(line)}
         if not named:
             continue
         read = _requirement(without_options(line.strip()), rel) if requirements else None
@@ -872,7 +881,6 @@ def _mentioned_pins(text: str, rel: str, requirements: bool) -> List[Pin]:
     return pins
 
 
-@functools.lru_cache(maxsize=4)
 def _dist_words(dists: Tuple[str, ...]) -> "re.Pattern[str]":
     """The kernel distributions' names however spelled (`sglang-kernel`, `sglang_kernel`, `SGLang.Kernel`),
     also as a wheel's file name begins (`sglang_kernel-0.4.6-...`)."""

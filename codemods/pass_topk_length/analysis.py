@@ -232,17 +232,13 @@ def _file_resolver(f, env: Optional[dict]) -> Resolve:
     return resolve
 
 
-def _kept(e: ast.AST, resolve: Optional[Resolve] = None, depth: int = 0) -> bool:
-    """Is `e` an object kept on `self` (`self.prev_metadata`, `self.cache[i]`, a local bound to one): one an
-    earlier step left?"""
+def _kept(e: ast.AST) -> bool:
+    """Is `e` an object read off `self` (`self.prev_metadata`, `self.cache[i]`): one an earlier step left? (A local
+    bound to one is not followed: sglang reads its graph metadata's own field, `metadata = self.graph[bs]`,
+    and copies it back into that field; telling that from another step's object is open, issue 33.)"""
     while isinstance(e, (ast.Attribute, ast.Subscript)):
         e = e.value
-    if not isinstance(e, ast.Name):
-        return False
-    kind, values = _values(e, resolve) if e.id != "self" else ("", None)
-    if kind == "local" and depth < 8:
-        return any(v is None or _kept(v, r, depth + 1) for v, r in values or [])
-    return e.id == "self"
+    return isinstance(e, ast.Name) and e.id == "self"
 
 
 def _unparse_name(func: ast.AST) -> str:
@@ -430,6 +426,7 @@ class _Analysis:
             if not b.assignments or not isinstance(b.assignments[0].scope, FunctionScope):
                 continue
             why, none = root_binding(self.tree, node, root)
+            why = why or self._metadata_source(b.assignments[0], root)
             owner = getattr(b.assignments[0].scope, "node", None)
             target = self.attribute_writes_in(owner).get(expr) if why is None and owner is not None else None
             if target is not None:
@@ -446,6 +443,44 @@ class _Analysis:
                 return expr, form, None
             why_not = why_not or why
         return None, "plain", why_not
+
+    def _metadata_source(self, a, root: str) -> Optional[str]:
+        """Where the metadata object comes from (round J1): a parameter, or a plain read of an attribute (the
+        engine's `metadata = self.forward_metadata`) that no class of this module serves by a property or
+        another function; a call's result (a cache keyed by batch size hands an earlier batch's object back),
+        an item of a table (another layer group's object) or a computed read is not proven this batch's."""
+        stmt = self.tree.assignment_statement(a)
+        value = getattr(stmt, "value", None)
+        if value is None:
+            return None  # a parameter: the caller's object (its callers are read by the rows' proof)
+        while isinstance(value, cst.Attribute):
+            if value.attr.value in self._served_names():
+                return (f"`{root}` is read from `{_code(value).strip()}` (line {self.tree.line(stmt)}), which a "
+                        "property or method of this module serves: which batch's metadata it returns is not proven")
+            value = value.value
+        if isinstance(value, cst.Name):
+            return None
+        return (f"`{root}` is bound at line {self.tree.line(stmt)} to `{_code(stmt.value).strip()[:60]}`, not a plain "
+                "read of the metadata the engine stored for this batch (a call's result, an item of a table); "
+                "pass topk_length by hand")
+
+    def _served_names(self) -> Set[str]:
+        """Names a class of this module serves through code: properties, methods, and class-level bindings of
+        a property (`forward_metadata = property(...)`)."""
+        def build() -> Set[str]:
+            out: Set[str] = set()
+            for cls in self.find(cst.ClassDef):
+                for d in cls.body.body:
+                    if isinstance(d, cst.FunctionDef):
+                        out.add(d.name.value)
+                    for small in (d.body if isinstance(d, cst.SimpleStatementLine) else []):
+                        value = getattr(small, "value", None)
+                        if isinstance(small, (cst.Assign, cst.AnnAssign)) and isinstance(value, cst.Call) \
+                                and "property" in (get_full_name_for_node(value.func) or ""):
+                            targets = small.targets if isinstance(small, cst.Assign) else [small]
+                            out |= {t.target.value for t in targets if isinstance(t.target, cst.Name)}
+            return out
+        return self.index("served-names", build)
 
     def unclipped_write(self, field_name: str) -> Optional[str]:
         """Field meaning: where this module writes `field_name` (a constructor's or replace()'s keyword,
@@ -622,7 +657,7 @@ class _Analysis:
         if isinstance(e, cst.Subscript):  # the first rows, in order
             return _prefix_slice(_ast_of(e).slice) and self._clipped(e.value, seen, env)
         if isinstance(e, cst.Attribute):  # another read of the clipped field, off an object of this step
-            return e.attr.value in CLIPPED_FIELDS and not _kept(_ast_of(e.value), self._resolver(env, e))
+            return e.attr.value in CLIPPED_FIELDS and not _kept(_ast_of(e.value))
         if isinstance(e, cst.IfExp):
             return self._clipped(e.body, seen, env) and self._clipped(e.orelse, seen, env)
         if isinstance(e, cst.Name):
@@ -737,7 +772,7 @@ class _Analysis:
                             "the topk_length it hands on may not fit the rows it passes; give it an explicit "
                             "topk_length parameter and pass what fits")
         if fn is not None and fn.class_name:
-            for f, cls, d in proj.rivals(seeds, fn.name):
+            for f, cls, d in proj.rivals(seeds, fn.name, (proj.checked_file("\n".join(self.lines)), fn.class_name)):
                 return (f"{cls.name}.{fn.name} at {proj.rel(f.path)}:{d.lineno} is defined by another base of a "
                         f"subclass of {fn.class_name}, so calls on its instances may reach it instead of {fn.qualname}; "
                         "add topk_length there too")
@@ -1509,10 +1544,13 @@ class _Analysis:
                     and call.args[1].value.evaluated_value == fn.name:
                 return (f"setattr at line {self.tree.line(call)} replaces `{fn.name}`: callers may reach another "
                         f"function than {fn.qualname}; add topk_length by hand")
+        why = self._metaclass_of(fn.class_name) if fn.class_name else None
+        if why:
+            return why
         if fn.class_name:  # `self.helper(..., topk_length=...)` also reaches same-named overrides
-            for other in self.functions_named(fn.name):
+            for other in self.functions_named(fn.name):  # (a class's method, a class in a function's too)
                 op = other.node.params
-                if other.name != fn.name or other is fn or not other.class_name \
+                if other.name != fn.name or other is fn or not self._in_class_body(other.node) \
                         or any(p.name.value == PARAM for p in (*op.posonly_params, *op.params, *op.kwonly_params)):
                     continue
                 if not isinstance(op.star_kwarg, cst.Param):
@@ -1523,6 +1561,41 @@ class _Analysis:
                             "topk_length it hands on may not fit the rows it passes; give it an explicit "
                             "topk_length parameter and pass what fits")
         return None
+
+    def _metaclass_of(self, cls: str) -> Optional[str]:
+        """A metaclass on the helper's class, a class of this module it derives from or one deriving from it
+        (`class Backend(metaclass=Traced)`): its `__new__` may replace the helper in the class's namespace
+        before the class exists (round J1). `ABCMeta` and `type` do not."""
+        made = self.index("metaclassed", self._metaclassed)
+        if not made:
+            return None
+        bases = self.index("bases", self._bases)
+        related, todo = set(self.subclasses(cls)), [cls]
+        while todo:
+            for b in bases.get(todo.pop(), ()):
+                if b not in related:
+                    related.add(b)
+                    todo.append(b)
+        for name in sorted(related & set(made)):
+            node, meta = made[name]
+            return (f"{name} is made by the metaclass `{meta}` (line {self.tree.line(node)}), which may replace its "
+                    "methods; add topk_length by hand")
+        return None
+
+    def _metaclassed(self) -> Dict[str, Tuple[cst.ClassDef, str]]:
+        """The classes of this module made by a metaclass other than `ABCMeta` or `type`, with its name."""
+        out = {}
+        for node in self.find(cst.ClassDef):
+            for k in node.keywords:
+                name = (get_full_name_for_node(k.value) or "").rsplit(".", 1)[-1]
+                if k.keyword is not None and k.keyword.value == "metaclass" and name not in ("ABCMeta", "type"):
+                    out.setdefault(node.name.value, (node, _code(k.value).strip()))
+        return out
+
+    def _in_class_body(self, node: cst.FunctionDef) -> bool:
+        """Is the def a method: directly in a class's body, wherever that class is (in a function too)?"""
+        block = self.tree.parent.get(node)
+        return isinstance(self.tree.parent.get(block), cst.ClassDef)
 
     def _forwarding(self, other: Function) -> str:
         """"" if the method only hands its arguments, unchanged, to super() (reach.forwarded_call)."""
@@ -1988,7 +2061,7 @@ def _clipped_elsewhere(f, e, depth: int, env: Optional[dict] = None, seen: Optio
     if isinstance(e, ast.Subscript):  # the first rows, in order
         return _prefix_slice(e.slice) and _clipped_elsewhere(f, e.value, depth + 1, env, seen)
     if isinstance(e, ast.Attribute):  # another read of the clipped field, off an object of this step
-        return e.attr in CLIPPED_FIELDS and not _kept(e.value, _file_resolver(f, env))
+        return e.attr in CLIPPED_FIELDS and not _kept(e.value)
     if isinstance(e, ast.IfExp):
         return _clipped_elsewhere(f, e.body, depth + 1, env, seen) and _clipped_elsewhere(f, e.orelse, depth + 1, env, seen)
     if isinstance(e, ast.Name):

@@ -24,7 +24,7 @@ import re
 import sys
 import unicodedata
 from dataclasses import dataclass
-from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple, Union
 
 import topk_migrate
 from topk_migrate import bounded, files, guard, memory
@@ -417,6 +417,11 @@ class _File:
         self.classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
 
     @functools.cached_property
+    def class_defs(self) -> List[ast.ClassDef]:
+        """Every class of the file, at any depth (a class a function defines too)."""
+        return [n for n in ast.walk(self.tree) if isinstance(n, ast.ClassDef)]
+
+    @functools.cached_property
     def ambiguous(self) -> Set[str]:
         """Module-level names bound more than once (a class and its fallback import): built when first asked."""
         return _bound_twice(self.tree)
@@ -528,6 +533,7 @@ class Project:
         self._by_path: Optional[Dict[str, bytes]] = None
         self._read: Dict[str, bytes] = {}  # _as_read's answers
         self.unreadable: List[Finding] = []  # files that name a name but cannot be checked
+        self.memo: Dict[tuple, Any] = {}  # answers of module-level functions that read the project, once each
 
     def rel(self, path: str) -> str:
         return os.path.relpath(path, self.root).replace(os.sep, "/")
@@ -666,11 +672,16 @@ class Project:
             return []
         return self._ancestors_of([(own, own.classes[n]) for n in seeds if n in own.classes], own)
 
-    def rivals(self, seeds: Set[str], method: str) -> List[Tuple[_File, ast.ClassDef, ast.AST]]:
+    def rivals(self, seeds: Set[str], method: str, own: Optional[Tuple[_File, str]] = None) \
+            -> List[Tuple[_File, ast.ClassDef, ast.AST]]:
         """Definitions of `method` that an instance of a subclass of `seeds` may reach before the module's
-        own: in another base of such a subclass (`class X(Other, Backend)`), or one of that base's ancestors."""
+        own: in another base of such a subclass (`class X(Other, Backend)`, in another file or, given the
+        module's facts and the class defining `method` there, `own`, in the module itself: round J1), or one
+        of that base's ancestors."""
         out = []
-        subs = self.subclasses(seeds)
+        mine = [(own[0], c) for c in own[0].class_defs if c.name in seeds and c.name != own[1]] \
+            if own is not None and own[0] is not None else []
+        subs = self.subclasses(seeds) + mine
         keys = {(self.module, s) for s in seeds} | {(f.path, c.name) for f, c in subs}
         for f, cls in subs:
             for b in cls.bases:
@@ -2135,6 +2146,13 @@ def field_writes(project: "Project", field: str, own: Optional[_File] = None) \
     `setattr`/`object.__setattr__`, and `.copy_(v)` into the field (also through a local alias of it, or
     `torch.Tensor.copy_(x.field, v)`); (file, the node, None) for any other write into the tensor it holds and
     for a `**` mapping or `*` arguments handed to such a class or to `replace` (what they set is not read)."""
+    held = project.memo.get(("field_writes", field))
+    if held is None or held[0] is not own:  # (once per field and module text, not once per site)
+        held = project.memo[("field_writes", field)] = (own, _field_writes(project, field, own))
+    return held[1]
+
+
+def _field_writes(project: "Project", field: str, own: Optional[_File]) -> List[Tuple[_File, ast.AST, Optional[ast.AST]]]:
     naming = [*project.files_naming([field]), *([own] if own is not None else [])]
     slots = _field_slots([g.tree for g in naming], field)  # (a class declaring it names it)
     files = list({id(g): g for g in [*naming, *project.files_naming(sorted(slots))]}.values())
