@@ -281,6 +281,13 @@ def _is_attr(node: cst.CSTNode, base: str, attr: str) -> bool:
     return isinstance(node, cst.Attribute) and _is_name(node.value, base) and node.attr.value == attr
 
 
+def _self_root_attr(e: cst.BaseExpression) -> Optional[str]:
+    """`self.A`, `self.A[k]`, `self.A.b`: A; else None."""
+    while isinstance(e, (cst.Subscript, cst.Attribute)) and not _is_attr_of_self(e):
+        e = e.value
+    return e.attr.value if _is_attr_of_self(e) else None
+
+
 def _targets_attribute(node) -> bool:
     """An assignment (`x.y = ...`, `x.y: T = ...`, `x.y += ...`) whose target is an attribute."""
     return isinstance(node.target, cst.Attribute)
@@ -551,20 +558,80 @@ class _Analysis:
         read from where the captured ones are kept)."""
         def build() -> Optional[str]:
             held = self.held_attributes()
+            sources = self._holder_sources(held)
             for fdef in self.graph_update_defs():
                 for arg in self.find(cst.Arg, lambda a: a.keyword is not None and a.keyword.value == field_name, fdef):
                     return self._replaced(fdef, arg, f"a new `{field_name}`")
-                for target in self.find(cst.AssignTarget, _targets_attribute, fdef):
-                    attr = target.target.attr.value
+                for target in self.find(cst.AssignTarget, lambda t: isinstance(t.target, (cst.Attribute, cst.Subscript)),
+                                        fdef):
                     stmt = next((a for a in self.tree.ancestors(target) if isinstance(a, cst.Assign)), None)
+                    new = stmt is not None and not self._stored(stmt.value, set())
+                    if isinstance(target.target, cst.Subscript):  # `self.graph_metadata[bs] = make(...)`
+                        if new and _self_root_attr(target.target) in sources:
+                            return self._replaced(fdef, target, f"`{_code(target.target).strip()}` a new object")
+                        continue
+                    attr = target.target.attr.value
                     if attr == field_name:
                         return self._replaced(fdef, target, f"`{field_name}` a new tensor")
-                    # `self.forward_metadata = ...`, where the kernel's callers read the metadata from
-                    if _is_attr_of_self(target.target) and attr in held and stmt is not None \
-                            and not self._stored(stmt.value, set()):
+                    # `self.forward_metadata = ...` (where the kernel's callers read the metadata from), or what it
+                    # is given back from (`self._pending = make(...)`)
+                    if _is_attr_of_self(target.target) and (attr in held or attr in sources) and new:
                         return self._replaced(fdef, target, f"`{_code(target.target).strip()}` a new object")
-            return None
+            return self._runner_replaces(held)
         return self.index(f"replay:{field_name}", build)
+
+    def _holder_sources(self, held: Set[str]) -> Set[str]:
+        """The attributes of self the holder is given back from (`self.forward_metadata = self.graph_metadata[bs]`,
+        `= self._pending`): replacing what they hold replaces the metadata too."""
+        out = set()
+        for target in self.find(cst.AssignTarget, _targets_attribute):
+            stmt = self.tree.parent.get(target)
+            if _is_attr_of_self(target.target) and target.target.attr.value in held and isinstance(stmt, cst.Assign):
+                root = _self_root_attr(stmt.value)
+                if root:
+                    out.add(root)
+        return out
+
+    def _runner_replaces(self, held: Set[str]) -> Optional[str]:
+        """A graph runner of the project (a function that replays a CUDA graph) that runs, between replays, a
+        function or method of this module giving the holder a new object (round J1: a runner calling
+        `init_forward_metadata`, a per-step hook, a module function), whatever its name."""
+        replacers = self._holder_replacers(held)
+        if not replacers:
+            return None
+        proj = self.project()
+        runs = proj.graph_runner_calls(proj.checked_file("\n".join(self.lines)))
+        for name in sorted(replacers):
+            if name in runs:
+                w = runs[name]
+                return (f"{w.what} ({w.where()}), which gives the metadata's holder a new object at line "
+                        f"{replacers[name]}, while a captured graph keeps reading the tensors it was captured with; "
+                        "update them in place (copy_) instead, or pass topk_length by hand")
+        return None
+
+    def _holder_replacers(self, held: Set[str]) -> Dict[str, int]:
+        """The functions and methods of this module that give `x.<held>` a new object (not one read from where the
+        captured ones are kept), directly or through what they call by name: name -> the line of the write."""
+        direct: Dict[str, int] = {}
+        defs = list(self.find(cst.FunctionDef))
+        for fdef in defs:
+            for target in self.find(cst.AssignTarget, _targets_attribute, fdef):
+                stmt = self.tree.parent.get(target)
+                if target.target.attr.value in held and isinstance(stmt, cst.Assign) \
+                        and not self._stored(stmt.value, set()):
+                    direct.setdefault(fdef.name.value, self.tree.line(target))
+        grew = bool(direct)
+        while grew:
+            grew = False
+            for fdef in defs:
+                if fdef.name.value in direct:
+                    continue
+                called = {(get_full_name_for_node(c.func) or "").rsplit(".", 1)[-1] for c in self.find(cst.Call, within=fdef)}
+                # (a capture or its builder makes the objects a graph keeps: graph_update_defs does not follow them)
+                hit = next((n for n in sorted(called) if n in direct and not reach.graph_builder(n)), None)
+                if hit:
+                    direct[fdef.name.value], grew = direct[hit], True
+        return direct
 
     def graph_update_defs(self) -> List[cst.FunctionDef]:
         """The defs that may run between a graph's replays: reach.graph_update's, and what they call as
