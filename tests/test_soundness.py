@@ -894,27 +894,3 @@ def test_q_values_changed_in_place_through_a_view_keep_its_rows(tmp_path):
     """`q[..., 64:].mul_(s)` (a rotary or scale on part of each row) changes values, never which row is where."""
     (site,) = migrate_source(_handed("q[..., 64:].mul_(0.5)"), str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert site.status is Status.FIXABLE, site.reason
-
-
-@pytest.mark.parametrize("between,fixable", [
-    ("backend.init_forward_metadata_replay_cuda_graph(batch)", True),  # in place: the engine's replay hook
-    ("refresh(backend, batch)", True),
-    # round J1: what a graph runner runs between replays gives the holder a new object, whatever its name
-    ("backend.init_forward_metadata(batch)", False),
-    ("prepare(backend, batch)", False),
-])
-def test_what_a_graph_runner_runs_between_replays(tmp_path, between, fixable):
-    """The project's graph runners (functions that replay a CUDA graph) are read: a method or function of the
-    module they run between replays must not give the metadata's holder a new object."""
-    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
-    src = ROOT_EXAMPLE.read_text() + (
-        "\n\ndef prepare(backend, batch):\n    backend.forward_metadata = backend._build_metadata(batch)\n"
-        "\n\ndef refresh(backend, batch):\n    backend.init_forward_metadata_replay_cuda_graph(batch)\n")
-    (tmp_path / "b.py").write_text(src)
-    (tmp_path / "runner.py").write_text(
-        "from b import prepare, refresh\n\n\ndef run(backend, graph, batches):\n"
-        "    for batch in batches:\n        " + between + "\n        graph.replay()\n")
-    (site,) = migrate_source(src, str(tmp_path / "b.py")).sites
-    assert (site.status is Status.FIXABLE) is fixable, site.reason
-    if not fixable:
-        assert "runner.py:4" in site.reason and "between replays" in site.reason, site.reason

@@ -577,7 +577,7 @@ class _Analysis:
                     # is given back from (`self._pending = make(...)`)
                     if _is_attr_of_self(target.target) and (attr in held or attr in sources) and new:
                         return self._replaced(fdef, target, f"`{_code(target.target).strip()}` a new object")
-            return self._runner_replaces(held)
+            return None
         return self.index(f"replay:{field_name}", build)
 
     def _holder_sources(self, held: Set[str]) -> Set[str]:
@@ -591,47 +591,6 @@ class _Analysis:
                 if root:
                     out.add(root)
         return out
-
-    def _runner_replaces(self, held: Set[str]) -> Optional[str]:
-        """A graph runner of the project (a function that replays a CUDA graph) that runs, between replays, a
-        function or method of this module giving the holder a new object (round J1: a runner calling
-        `init_forward_metadata`, a per-step hook, a module function), whatever its name."""
-        replacers = self._holder_replacers(held)
-        if not replacers:
-            return None
-        proj = self.project()
-        runs = proj.graph_runner_calls(proj.checked_file("\n".join(self.lines)))
-        for name in sorted(replacers):
-            if name in runs:
-                w = runs[name]
-                return (f"{w.what} ({w.where()}), which gives the metadata's holder a new object at line "
-                        f"{replacers[name]}, while a captured graph keeps reading the tensors it was captured with; "
-                        "update them in place (copy_) instead, or pass topk_length by hand")
-        return None
-
-    def _holder_replacers(self, held: Set[str]) -> Dict[str, int]:
-        """The functions and methods of this module that give `x.<held>` a new object (not one read from where the
-        captured ones are kept), directly or through what they call by name: name -> the line of the write."""
-        direct: Dict[str, int] = {}
-        defs = list(self.find(cst.FunctionDef))
-        for fdef in defs:
-            for target in self.find(cst.AssignTarget, _targets_attribute, fdef):
-                stmt = self.tree.parent.get(target)
-                if target.target.attr.value in held and isinstance(stmt, cst.Assign) \
-                        and not self._stored(stmt.value, set()):
-                    direct.setdefault(fdef.name.value, self.tree.line(target))
-        grew = bool(direct)
-        while grew:
-            grew = False
-            for fdef in defs:
-                if fdef.name.value in direct:
-                    continue
-                called = {(get_full_name_for_node(c.func) or "").rsplit(".", 1)[-1] for c in self.find(cst.Call, within=fdef)}
-                # (a capture or its builder makes the objects a graph keeps: graph_update_defs does not follow them)
-                hit = next((n for n in sorted(called) if n in direct and not reach.graph_builder(n)), None)
-                if hit:
-                    direct[fdef.name.value], grew = direct[hit], True
-        return direct
 
     def graph_update_defs(self) -> List[cst.FunctionDef]:
         """The defs that may run between a graph's replays: reach.graph_update's, and what they call as

@@ -417,12 +417,6 @@ class _File:
         self.classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
 
     @functools.cached_property
-    def replaying_defs(self) -> List[ast.AST]:
-        """The functions of the file that replay a CUDA graph: a `.replay()` call with no arguments."""
-        return [fn for fn in ast.walk(self.tree) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
-                and any(_graph_replay(n) for n in ast.walk(fn))]
-
-    @functools.cached_property
     def class_defs(self) -> List[ast.ClassDef]:
         """Every class of the file, at any depth (a class a function defines too)."""
         return [n for n in ast.walk(self.tree) if isinstance(n, ast.ClassDef)]
@@ -969,23 +963,6 @@ class Project:
         tree = bounded.python_facts(text)
         return tree is not None and not _makes_or_looks_up(_File(self.module, tree, self._find_module), family) \
             and self.never_made(family)
-
-    def graph_runner_calls(self, own: Optional[_File]) -> Dict[str, Finding]:
-        """What runs between a CUDA graph's replays, read off the project's graph runners (round J1): in every
-        function that replays a graph (a `.replay()` with no arguments), each name it calls after its capture
-        (where it captures too), and what the methods of its class it calls through `self` and the functions
-        of its file it calls by name call in turn: name -> where the runner is."""
-        held = self.memo.get(("graph_runner_calls",))
-        if held is not None and held[0] is own:
-            return held[1]
-        out: Dict[str, Finding] = {}
-        for f in {id(g): g for g in [*self.files_naming(["replay"]), *([own] if own is not None else [])]}.values():
-            for fn in f.replaying_defs:
-                for name in _run_between_replays(f, fn):
-                    out.setdefault(name, Finding(self.rel(f.path), fn.lineno,
-                                                 f"`{fn.name}` replays a CUDA graph and runs `{name}` between replays"))
-        self.memo[("graph_runner_calls",)] = (own, out)
-        return out
 
     def checked_file(self, text: str) -> Optional[_File]:
         """The module as it is checked (its text may not be the file's on disk), parsed once."""
@@ -2369,40 +2346,6 @@ def graph_update(name: str) -> bool:
 def graph_builder(name: str) -> bool:
     """A method that makes what a CUDA graph keeps (a capture, its builder, the graph state's set-up)."""
     return any(w in name for w in ("capture", "build", "init_cuda_graph"))
-
-
-def _graph_replay(node: ast.AST) -> bool:
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "replay" \
-        and not node.args and not node.keywords
-
-
-def _run_between_replays(f: _File, fn: ast.AST) -> Set[str]:
-    """The names `fn` calls after its first capture (all of them where it captures nothing), and what the
-    methods of its class (through `self`) and the top-level functions of its file it calls call in turn."""
-    capture = min((n.lineno for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-                   and n.func.attr in ("capture", "capture_begin")), default=0)
-    cls = f.parents.get(id(fn))
-    methods = {d.name: d for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))} \
-        if isinstance(cls, ast.ClassDef) else {}
-    functions = {d.name: d for d in f.tree.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    names: Set[str] = set()
-    todo, seen = [(fn, capture)], set()
-    while todo and len(seen) < 64:
-        g, after = todo.pop()
-        if id(g) in seen:
-            continue
-        seen.add(id(g))
-        for n in ast.walk(g):
-            if not isinstance(n, ast.Call) or n.lineno < after:
-                continue
-            name = _unparse(n.func).rsplit(".", 1)[-1]
-            names.add(name)
-            through_self = isinstance(n.func, ast.Attribute) and _is_name(n.func.value, "self")
-            if through_self and name in methods:
-                todo.append((methods[name], 0))
-            elif isinstance(n.func, ast.Name) and name in functions:
-                todo.append((functions[name], 0))
-    return names
 
 
 def replay_writes(project: "Project", classes: List[Tuple[_File, ast.ClassDef]], field: str,
