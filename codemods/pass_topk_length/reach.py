@@ -2210,8 +2210,8 @@ def _constructed_values(call: ast.Call, field: str, slots: Dict[str, int]) -> Li
         if not isinstance(given, (ast.List, ast.Tuple)) or any(isinstance(x, ast.Starred) for x in given.elts):
             return [None]
         return [given.elts[slots[owner]]] if len(given.elts) > slots[owner] else []
-    if name not in slots and name not in ("replace", "_replace", "evolve"):
-        return []
+    if name not in slots and not (slots and name in ("replace", "_replace", "evolve")):
+        return []  # (`replace(x, **changes)` sets a declared field only: none is where no class declares it)
     out: List[Optional[ast.AST]] = []
     for k in call.keywords:
         if k.arg is None:  # `**mapping`
