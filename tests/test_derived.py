@@ -340,3 +340,22 @@ def test_a_mode_that_hands_every_op_on_unchanged_keeps_the_derived_lengths(edit,
 def test_a_project_intercepting_tensor_ops_gets_no_derived_lengths(head):
     _, sites = run("def f(q, kv, idx):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n", head=HEAD + head)
     assert statuses(sites) == ["manual"] and "tensor" in sites[0].reason, sites
+
+
+def test_derived_everywhere_passes_the_derived_lengths_where_the_reference_fix_is_proven_too(tmp_path):
+    """A fork whose graph runner or callers the analysis cannot read (docs/soundness.md, known gaps) asks for
+    the derived lengths at every site: the reference fix's site gets them instead of the metadata's."""
+    body = ("def forward(q, kv, idx, metadata):\n    return helper(q, kv, idx)\n\n\n"
+            "def helper(q, kv, idx):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n"
+            "# metadata.dsa_cache_seqlens_int32\n")
+    ref, ref_sites = run(body, lengths="derived")
+    assert statuses(ref_sites) == ["fixable"] and "dsa_cache_seqlens_int32" in ref.new_source.split("def helper")[0]
+    m, sites = run(body, lengths="derived-everywhere")
+    assert statuses(sites) == ["fixable"] and "derived" in sites[0].reason, sites
+    assert derived.lengths_of("idx") in m.new_source and "metadata.dsa_cache_seqlens_int32," not in m.new_source
+    (tmp_path / "pyproject.toml").write_text('[tool.topk-migrate]\nlengths = "derived-everywhere"\n')
+    f = tmp_path / "backend.py"
+    f.write_text(HEAD + body)
+    r = subprocess.run([sys.executable, "-m", "topk_migrate", "check", "--kernel", PIN, str(f)],
+                       capture_output=True, text=True)
+    assert " fixable " in r.stdout and "derived from the call's indices" in r.stdout, r.stdout + r.stderr

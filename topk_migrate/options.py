@@ -8,6 +8,7 @@ import click
 
 from .discover import NO_PYTHON_FILES
 from .escape import fit, lead, printable
+from .rules import LENGTHS
 
 KERNEL_HELP = "Kernel the calls resolve to, as NAME==VERSION (e.g. sglang-kernel==0.4.6); overrides pins."
 VERBOSE_HELP = ("Say more. check/apply: the kernel decision each site rests on (and where it came from), what a "
@@ -24,12 +25,14 @@ def kernel_option(f):
 LENGTHS_HELP = ("Where the lengths passed come from. reference: the clipped seqlens the program already holds, "
                 "only where they are proven right (else manual). derived: where they are not, each row's length "
                 "derived at the call from the call's own arguments (right for any index layout, at a cost per call: "
-                "`topk-migrate rules --explain RULE` says what each rule derives). Default: [tool.topk-migrate] "
-                "lengths, else reference.")
+                "`topk-migrate rules --explain RULE` says what each rule derives). derived-everywhere: the derived "
+                "lengths at every site, the reference fix's too (for a fork whose graph runner or callers the "
+                "analysis cannot read: docs/soundness.md, known gaps). Default: [tool.topk-migrate] lengths, else "
+                "reference.")
 
 
 def lengths_option(f):
-    return click.option("--lengths", type=click.Choice(["reference", "derived"]), default=None, help=LENGTHS_HELP)(f)
+    return click.option("--lengths", type=click.Choice(list(LENGTHS)), default=None, help=LENGTHS_HELP)(f)
 
 
 VERBOSE_FOR = {

@@ -56,7 +56,7 @@ class RuleInfo:
     path: str = ""  # set by the registry: the package's __init__.py
 
 
-LENGTHS = ("reference", "derived")  # where the lengths a rule passes come from (RuleOptions.lengths)
+LENGTHS = ("reference", "derived", "derived-everywhere")  # where the lengths a rule passes come from (RuleOptions.lengths)
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,8 @@ class RuleOptions:
     metadata: Tuple[str, ...] = ()  # extra dotted names known to hold clipped seqlens
     # "reference": the lengths the program already holds, where they are proven right, else `manual`;
     # "derived": where they are not, lengths computed at the call from its own arguments (opt-in: a cost per call);
-    # "derived-everywhere" (the smoke's proof of that shape on real engines, never a user's choice): at every site
+    # "derived-everywhere": at every site, the reference fix's too (the smoke's proof of that shape on real engines;
+    # a fork's choice where the reference fix's known gaps may hold: docs/soundness.md)
     lengths: str = "reference"
 
 
