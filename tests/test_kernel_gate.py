@@ -787,3 +787,14 @@ def test_an_egg_info_kernel_beside_an_installed_engine_decides(tmp_path):
         "Metadata-Version: 1.1\nName: sglang-kernel\nVersion: 0.4.2.post2\n")
     site = status_of(sp / "engine" / "backend.py")
     assert site.status is Status.MANUAL and "egg-info" in site.reason, site.reason
+
+
+def test_a_big_file_that_names_no_install_is_no_way_to_install(repo):
+    """A tokenizer's vocabulary (`merges.txt`, too big to read) installs nothing; a lock file that big decides nothing."""
+    (repo / "requirements.txt").write_text("sglang-kernel>=0.4.6\n")
+    (repo / "assets").mkdir()
+    (repo / "assets" / "merges.txt").write_text("x y\n" * (1 << 19))
+    (repo / "pkg").mkdir()
+    assert status_of(repo / "pkg" / "backend.py").status is Status.FIXABLE
+    (repo / "assets" / "requirements.lock").write_text("# " + "x" * (1 << 20) + "\n")
+    assert status_of(repo / "pkg" / "other.py").status is Status.MANUAL

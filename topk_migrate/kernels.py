@@ -757,6 +757,7 @@ def project_decision(path: str, dists: Sequence[str], min_versions: MinVersions)
 # -- every file of the project that may install a kernel ------------------------------------------
 MAX_TREE_ENTRIES = 20000  # directory entries looked at under the root, beyond the directories above the module
 MAX_TREE_DEPTH = 8
+MAX_TREE_BYTES = 64 << 20  # bytes of those files read; past it the rest decide nothing
 _NOT_THE_PROJECTS = {"build", "dist", "site-packages", "node_modules", "venv", "__pycache__", "docs", "doc", "tests",
                      "test"}  # (copies, documentation, test suites: no way the serving process is installed)
 _REQUIREMENT_SUFFIXES = (".txt", ".in", ".lock", ".pip")
@@ -774,12 +775,20 @@ def tree_ways(root: str, read: frozenset) -> Tuple[Tuple[Pin, ...], ...]:
     not read as a pin (a version from a build argument, a local wheel without one, a file too big to read),
     that way decides nothing (red-team round J2)."""
     out: List[Tuple[Pin, ...]] = []
+    budget = MAX_TREE_BYTES
     for path in _tree_files(root, read):
         rel = project_label(path, root)
         name = os.path.basename(path)
+        try:
+            budget -= os.stat(path).st_size
+        except OSError:
+            continue
+        if budget < 0:  # what the rest would install is not read: it decides nothing
+            out.append((Pin(COMPUTED, "", f"{rel} and the files after it (past {MAX_TREE_BYTES >> 20} MiB read)"),))
+            break
         text = read_project_file(path)
         if text is None:
-            out.append(tuple(_unread(path, rel)))
+            out.append(tuple(_unread(path, rel)) if _named_to_install(name) else ())
             continue
         if name in ("pyproject.toml", "setup.cfg"):
             parse = pyproject_pins if name == "pyproject.toml" else setup_cfg_pins
@@ -801,6 +810,13 @@ def _unread(path: str, rel: str) -> List[Pin]:
     except OSError:
         big = False
     return [Pin(COMPUTED, "", f"{rel} (too big to read)")] if big else []
+
+
+def _named_to_install(name: str) -> bool:
+    """A name that says the file installs something (not any `.txt`: a tokenizer's vocabulary is one too big
+    to read that installs nothing)."""
+    return any(w in name.lower() for w in ("requirement", "constraint", "lock", "docker", "container", "pipfile",
+                                           "environment", "conda"))
 
 
 def _may_install(name: str) -> bool:
