@@ -1075,14 +1075,20 @@ class _Analysis:
         return arg.value
 
     def _own_interceptor(self) -> Optional[str]:
-        """A class of this module that sees tensor ops (reach.Project.tensor_interceptors, for the others)."""
-        for cls in self.find(cst.ClassDef):
-            bases = {(get_full_name_for_node(b.value) or "").rsplit(".", 1)[-1] for b in cls.bases}
-            methods = {d.name.value for d in cls.body.body if isinstance(d, cst.FunctionDef)}
-            why = reach.interceptor(cls.name.value, bases, methods, "Tensor" in bases, _class_ast(cls))
-            if why and not ("Tensor" in bases and self.project().tensor_never_made(cls.name.value, "\n".join(self.lines))):
-                return why
-        return None
+        """A class of this module that sees tensor ops (reach.Project.tensor_interceptors, for the others): once
+        per module (the class bodies are read only where a class may be one)."""
+        def build() -> Optional[str]:
+            for cls in self.find(cst.ClassDef):
+                bases = {(get_full_name_for_node(b.value) or "").rsplit(".", 1)[-1] for b in cls.bases}
+                methods = {d.name.value for d in cls.body.body if isinstance(d, cst.FunctionDef)}
+                tensor = "Tensor" in bases
+                if not reach.interceptor(cls.name.value, bases, methods, tensor):
+                    continue
+                why = reach.interceptor(cls.name.value, bases, methods, tensor, _class_ast(cls))
+                if why and not (tensor and self.project().tensor_never_made(cls.name.value, "\n".join(self.lines))):
+                    return why
+            return None
+        return self.index("own-interceptor", build)
 
     def _locals_read(self, c: CallInfo) -> Optional[str]:
         """Who may see the local the rewrite binds (`:=`): the call's function reading its own namespace
