@@ -534,48 +534,39 @@ def project_label(path: str, root: str) -> str:
     return rel.replace(os.sep, "/")
 
 
-def is_requirements(name: str) -> bool:
-    return name.startswith("requirements") and name.endswith((".txt", ".in"))
-
-
 @per_run
 def file_pins(directory: str, root: str) -> Tuple[Tuple[Pin, ...], ...]:
-    """The pins of each project file in `directory`, one tuple per file (each file is one way to
-    install); read once per run, however many candidate files share the directory."""
-    out = []
+    """The pins of each project file in `directory`, one tuple per way to install (file_ways); read once per
+    run, however many candidate files share the directory."""
+    out: List[List[Pin]] = []
     for name in listing(directory):
-        path = os.path.join(directory, name)
-        rel = project_label(path, root)
-        if name not in PROJECT_FILES and not is_install_recipe(name) and not _may_install(name):
-            continue
-        text = read_project_file(path)
-        if text is None:
-            out.append(_unread(path, rel))
-            continue
-        if is_requirements(name) or is_constraints(name) or name.endswith(_REQUIREMENT_SUFFIXES):
-            out.append(requirements_file(path, root, rel) + _mentioned_pins(text, rel, True))
-            continue
-        if name not in PROJECT_FILES:
-            conda = _CONDA_PIN.sub(r"\1==", text) if name.endswith((".yml", ".yaml")) else text
-            out.append(spelled_pins(conda, rel) + _mentioned_pins(text, rel, False))
-            continue
-        parse = {"pyproject.toml": pyproject_pins, "setup.cfg": setup_cfg_pins, "setup.py": setup_py_pins}[name]
-        out.append(parse(text, rel) + (_tool_pins(text, rel) if name == "pyproject.toml" else []))
-        out += computed_ways(name, text, path, root)
-        if name == "pyproject.toml":  # uv's overrides and constraints replace what the project declares
-            out.append(spelled_pins(" ".join(_UV_PINS.findall(text)), rel))
+        if name in PROJECT_FILES or _may_install(name):
+            out += file_ways(os.path.join(directory, name), root)
     return tuple(map(tuple, out))
 
 
-def is_constraints(name: str) -> bool:
-    return name.startswith("constraints") and name.endswith((".txt", ".in"))
-
-
-def is_install_recipe(name: str) -> bool:
-    """A file that installs the environment another way than the project's metadata: a Dockerfile, a
-    conda environment."""
-    return name.startswith("Dockerfile") or name.endswith(".dockerfile") or (
-        name.startswith(("environment", "conda")) and name.endswith((".yml", ".yaml")))
+def file_ways(path: str, root: str) -> List[List[Pin]]:
+    """The ways to install one file of the project spells (the directories above a module, file_pins, and
+    every other file under the root, tree_ways): a project file's dependencies and what it computes them
+    from (poetry's tables, uv's overrides, a kernel distribution's own release); a requirements or
+    constraints file's pins, whatever its name; a recipe's spelled pins (conda's single `=` too); and one
+    that decides nothing for a line naming a kernel that none of them reads. A file too big to read decides
+    nothing where its name says it installs; another (a tokenizer's vocabulary) installs nothing."""
+    name, rel = os.path.basename(path), project_label(path, root)
+    text = read_project_file(path)
+    if text is None:
+        return [_unread(path, rel)] if name in PROJECT_FILES or _named_to_install(name) else []
+    if name in PROJECT_FILES:
+        parse = {"pyproject.toml": pyproject_pins, "setup.cfg": setup_cfg_pins, "setup.py": setup_py_pins}[name]
+        extra = _own_release(text, rel) + _tool_pins(text, rel) if name == "pyproject.toml" else []
+        ways = [parse(text, rel) + extra] + computed_ways(name, text, path, root)
+        if name == "pyproject.toml":  # uv's overrides and constraints replace what the project declares
+            ways.append(spelled_pins(" ".join(_UV_PINS.findall(text)), rel))
+        return ways
+    if name.endswith(_REQUIREMENT_SUFFIXES) or "requirements" in name or "constraints" in name:
+        return [requirements_file(path, root, rel) + _mentioned_pins(text, rel, True)]
+    conda = _CONDA_PIN.sub(r"\1==", text) if name.endswith((".yml", ".yaml")) else text
+    return [spelled_pins(conda, rel) + _mentioned_pins(text, rel, False)]
 
 
 _SPELLED_PIN = re.compile(r"""(?<![\w.-])([A-Za-z0-9][A-Za-z0-9._-]*\s*(?:\[[^\]]*\])?\s*(?:==|~=|<=|>=|<|>|!=)\s*[\w.*+!-]+"""
@@ -777,28 +768,15 @@ def tree_ways(root: str, read: frozenset) -> Tuple[Tuple[Pin, ...], ...]:
     out: List[Tuple[Pin, ...]] = []
     budget = MAX_TREE_BYTES
     for path in _tree_files(root, read):
-        rel = project_label(path, root)
-        name = os.path.basename(path)
         try:
             budget -= os.stat(path).st_size
         except OSError:
             continue
         if budget < 0:  # what the rest would install is not read: it decides nothing
+            rel = project_label(path, root)
             out.append((Pin(COMPUTED, "", f"{rel} and the files after it (past {MAX_TREE_BYTES >> 20} MiB read)"),))
             break
-        text = read_project_file(path)
-        if text is None:
-            out.append(tuple(_unread(path, rel)) if _named_to_install(name) else ())
-            continue
-        if name in ("pyproject.toml", "setup.cfg"):
-            parse = pyproject_pins if name == "pyproject.toml" else setup_cfg_pins
-            extra = _own_release(text, rel) + _tool_pins(text, rel) if name == "pyproject.toml" else []
-            out.append(tuple(parse(text, rel) + extra))
-            out += [tuple(w) for w in computed_ways(name, text, path, root)]
-            continue
-        requirements = name.endswith(_REQUIREMENT_SUFFIXES) or "requirements" in name or "constraints" in name
-        out.append(tuple(requirements_file(path, root, rel) if requirements else []) + tuple(
-            _mentioned_pins(text, rel, requirements)))
+        out += map(tuple, file_ways(path, root))
     return tuple(w for w in out if w)
 
 
