@@ -403,6 +403,7 @@ class _Analysis:
         metadata = options.metadata
         # what the module binds torch to at import time (the derived lengths and the checked guards read it)
         self.torch = next((k for k, v in sorted(_top_level_imports(tree.module).items()) if v == "torch"), None)
+        self.source = source  # (the module as checked: the project reads it instead of the file on disk)
         self.lines = source.splitlines()
         # Defaults count only where the module itself uses that field; user mappings always count.
         self.user_metadata = list(metadata)
@@ -798,7 +799,7 @@ class _Analysis:
                             "the topk_length it hands on may not fit the rows it passes; give it an explicit "
                             "topk_length parameter and pass what fits")
         if fn is not None and fn.class_name:
-            for f, cls, d in proj.rivals(seeds, fn.name, (proj.checked_file("\n".join(self.lines)), fn.class_name)):
+            for f, cls, d in proj.rivals(seeds, fn.name, (proj.checked_file(self.source), fn.class_name)):
                 return (f"{cls.name}.{fn.name} at {proj.rel(f.path)}:{d.lineno} is defined by another base of a "
                         f"subclass of {fn.class_name}, so calls on its instances may reach it instead of {fn.qualname}; "
                         "add topk_length there too")
@@ -818,7 +819,7 @@ class _Analysis:
                     return (f"{w.what} at {w.where()} on CUDA-graph replay, while a captured graph keeps reading "
                             "the tensors it was captured with; update them in place (copy_) first")
         for field_name in sorted({m.rsplit(".", 1)[-1] for m in self.metadata}):
-            for f, node, value in reach.field_writes(proj, field_name, proj.checked_file("\n".join(self.lines))):
+            for f, node, value in reach.field_writes(proj, field_name, proj.checked_file(self.source)):
                 receiver = reach.new_tensor_receiver(node, field_name)  # `x.field = v`, not `field=x.y`
                 if receiver is not None and not reach.constructed(f, receiver) or isinstance(value, ast.AugAssign):
                     obj = reach._unparse(receiver if receiver is not None else node)
@@ -1085,7 +1086,7 @@ class _Analysis:
                 if not reach.interceptor(cls.name.value, bases, methods, tensor):
                     continue
                 why = reach.interceptor(cls.name.value, bases, methods, tensor, _class_ast(cls))
-                if why and not (tensor and self.project().tensor_never_made(cls.name.value, "\n".join(self.lines))):
+                if why and not (tensor and self.project().tensor_never_made(cls.name.value, self.source)):
                     return why
             return None
         return self.index("own-interceptor", build)

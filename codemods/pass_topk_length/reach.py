@@ -960,9 +960,8 @@ class Project:
         and the project's subclasses of it."""
         tensors, classes = self._tensor_classes
         family = _family(name, tensors | {name}, classes)
-        tree = bounded.python_facts(text)
-        return tree is not None and not _makes_or_looks_up(_File(self.module, tree, self._find_module), family) \
-            and self.never_made(family)
+        checked = self.checked_file(text)
+        return checked is not None and not _makes_or_looks_up(checked, family) and self.never_made(family)
 
     def checked_file(self, text: str) -> Optional[_File]:
         """The module as it is checked (its text may not be the file's on disk), parsed once."""
