@@ -73,15 +73,27 @@ def repo(tmp_path):
     ("setup.py", "setup(extras_require={'gpu': ['sglang-kernel>=0.4.3'], 'old': ['sgl-kernel<0.4']})\n", False),
 ])
 def test_project_pins(repo, name, text, ok):
-    (repo / name).write_text(text)
-    (repo / "pkg").mkdir()
-    site = status_of(repo / "pkg" / "backend.py")
+    assert_decided(site_in(repo, {name: text}), ok, too_old=name)
+
+
+def site_in(repo, files):
+    """The site of pkg/backend.py in a project holding `files` (path -> text)."""
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    (repo / "pkg").mkdir(exist_ok=True)
+    return status_of(repo / "pkg" / "backend.py")
+
+
+def assert_decided(site, ok, too_old="", unknown=""):
+    """ok: True fixable; False manual, the kernel too old (the reason naming `too_old`); None manual, its
+    capability unknown (the reason naming `unknown`)."""
     want = {True: Status.FIXABLE, False: Status.MANUAL, None: Status.MANUAL}[ok]
     assert site.status is want, site.reason
     if ok is False:
-        assert site.reason.startswith("kernel too old") and name in site.reason, site.reason
+        assert site.reason.startswith("kernel too old") and too_old in site.reason, site.reason
     if ok is None:
-        assert site.reason.startswith("kernel capability unknown"), site.reason
+        assert site.reason.startswith("kernel capability unknown") and unknown in site.reason, site.reason
 
 
 @pytest.mark.parametrize("name,text", [
@@ -133,17 +145,7 @@ def test_an_install_recipe_pinning_a_new_kernel_keeps_the_site_fixable(repo):
      True),
 ])
 def test_dependencies_computed_by_a_project_file_decide_by_what_they_read(repo, files, ok):
-    for name, text in files.items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text)
-    (repo / "pkg").mkdir()
-    site = status_of(repo / "pkg" / "backend.py")
-    want = {True: Status.FIXABLE, False: Status.MANUAL, None: Status.MANUAL}[ok]
-    assert site.status is want, site.reason
-    if ok is False:
-        assert site.reason.startswith("kernel too old"), site.reason
-    if ok is None:
-        assert site.reason.startswith("kernel capability unknown") and "computed" in site.reason, site.reason
+    assert_decided(site_in(repo, files), ok, unknown="computed")
 
 
 @pytest.mark.parametrize("params,status", [
@@ -759,17 +761,7 @@ def test_a_pin_is_named_from_the_working_directory_where_the_project_lies_under_
 ])
 def test_every_file_that_may_install_the_kernel_decides(repo, files, ok):
     (repo / "requirements.txt").write_text("sglang-kernel>=0.4.6\n")
-    for name, text in files.items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text)
-    (repo / "pkg").mkdir()
-    site = status_of(repo / "pkg" / "backend.py")
-    want = {True: Status.FIXABLE, False: Status.MANUAL, None: Status.MANUAL}[ok]
-    assert site.status is want, site.reason
-    if ok is False:
-        assert site.reason.startswith("kernel too old"), site.reason
-    if ok is None:
-        assert site.reason.startswith("kernel capability unknown"), site.reason
+    assert_decided(site_in(repo, files), ok)
 
 
 def test_a_sub_package_pin_does_not_hide_the_root_pin(repo):
