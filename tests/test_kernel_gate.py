@@ -787,6 +787,7 @@ def test_a_big_file_that_names_no_install_is_no_way_to_install(repo):
     (repo / "assets").mkdir()
     (repo / "assets" / "merges.txt").write_text("x y\n" * (1 << 19))
     (repo / "pkg").mkdir()
+    (repo / "pkg" / "vocab.txt").write_text("x y\n" * (1 << 19))  # beside the module too
     assert status_of(repo / "pkg" / "backend.py").status is Status.FIXABLE
     (repo / "assets" / "requirements.lock").write_text("# " + "x" * (1 << 20) + "\n")
     assert status_of(repo / "pkg" / "other.py").status is Status.MANUAL
