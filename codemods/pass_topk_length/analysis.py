@@ -32,6 +32,7 @@ from .rows import _own_returns, index_hazard, local_defs, row_hazard
 KNOWN_METADATA = ("metadata.dsa_cache_seqlens_int32", "metadata.nsa_cache_seqlens_int32")
 
 RULE_ID = "pass-topk-length"
+KWARGS_MAY_CARRY = "**kwargs may already carry topk_length; pass it explicitly"
 GUARD_COMMENT = "# topk-migrate: use the full top-k width if the row counts ever differ from q's."
 # where nothing declares the metadata's type, the guard checks all the kernel needs (fits)
 CHECKED_GUARD_COMMENT = "# topk-migrate: use the full top-k width unless topk_length is int32, 1-D, one per row of q."
@@ -262,6 +263,14 @@ def _class_ast(cls: cst.ClassDef) -> Optional[ast.ClassDef]:
     tree = bounded.python_facts(textwrap.dedent(cst.Module([]).code_for_node(cls)))
     node = tree.body[0] if tree is not None and tree.body else None
     return node if isinstance(node, ast.ClassDef) else None
+
+
+def _mapped(a: cst.Arg) -> Optional[cst.DictElement]:
+    """`**{"topk_length": value, ...}`'s element (the derived lengths under a `**` mapping: rewrite.merged_mapping)."""
+    if a.star != "**" or not isinstance(a.value, cst.Dict):
+        return None
+    return next((e for e in a.value.elements if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
+                 and e.key.evaluated_value == PARAM), None)
 
 
 def _indices_arg(call: cst.Call) -> Optional[cst.BaseExpression]:
@@ -948,7 +957,8 @@ class _Analysis:
     def classify(self, c: CallInfo) -> Site:
         args = c.node.args
         for a in args:
-            if a.keyword and a.keyword.value == PARAM:
+            if a.keyword and a.keyword.value == PARAM or _mapped(a) is not None:
+                a = _mapped(a) or a
                 if _is_none(a.value):
                     return self.site(c, Status.OPT_OUT, "passes topk_length=None explicitly")
                 return self.site(c, Status.COMPLIANT, "passes topk_length", dotted(a.value))
@@ -965,8 +975,9 @@ class _Analysis:
         reason = self.suppression(c)
         if reason is not None:
             return self.site(c, Status.OPT_OUT, f"suppressed by comment: {reason}")
-        if any(a.star == "**" for a in args):
-            return self.site(c, Status.MANUAL, "**kwargs may already carry topk_length; pass it explicitly")
+        mapping = [a for a in args if a.star == "**"]
+        if len(mapping) > 1:
+            return self.site(c, Status.MANUAL, KWARGS_MAY_CARRY)
         if any(a.star == "*" for a in args):
             return self.site(c, Status.MANUAL, "*args may already carry topk_length; pass it explicitly")
         if op_level:
@@ -981,6 +992,9 @@ class _Analysis:
         why = _misplaced(positional, cap)
         if why:
             return self.site(c, Status.MANUAL, why)
+        if mapping:  # the derived lengths go under the mapping's own (rewrite.merged_mapping): it still wins
+            return self.derived_or(c, self.site(c, Status.MANUAL, "**kwargs may already carry topk_length, so the "
+                                                            "reference fix cannot add it"))
         if self.lengths == "derived-everywhere":
             return self.derived_or(c, self.site(c, Status.MANUAL, "the derived lengths asked for everywhere"))
         site = self.contract(c)
@@ -1005,7 +1019,8 @@ class _Analysis:
         taken = sum(g.kind == "derived" and g.bind_indices and g.calls[0].function is c.function for g in self.groups)
         name = stable or (derived.BOUND_NAME if not taken else f"{derived.BOUND_NAME}_{taken + 1}")
         g = Group("derived", [c], [], inline=True, indices=name, bind_indices=stable is None)
-        g.reason = f"passes topk_length derived from the call's indices (--lengths derived): {why}"
+        under = " under its `**` mapping, whose own topk_length still wins" if any(a.star for a in c.node.args) else ""
+        g.reason = f"passes topk_length derived from the call's indices (--lengths derived){under}: {why}"
         return g
 
     def underivable(self, c: CallInfo) -> Optional[str]:

@@ -110,8 +110,12 @@ class _Rewrite(cst.CSTTransformer):
         value, g = self.keywords[id(original)]
         if g.bind_indices:
             updated = self._bind_indices(g, updated)
-        new = add_keyword(updated, PARAM, value)
-        self._add(g, next(a for a in reversed(new.args) if a.keyword and a.keyword.value == PARAM).value)
+        if any(a.star == "**" for a in updated.args):
+            new, inserted = merged_mapping(updated, value)
+        else:
+            new = add_keyword(updated, PARAM, value)
+            inserted = next(a for a in reversed(new.args) if a.keyword and a.keyword.value == PARAM).value
+        self._add(g, inserted)
         if id(original) in self.kernel:
             self.record.kernel_calls[id(original)] = new
         return new
@@ -162,6 +166,15 @@ class _Rewrite(cst.CSTTransformer):
         if any(id(s) in self.guards for s in original.body):
             return updated.with_changes(body=self._guarded(original.body, updated.body))
         return updated
+
+
+def merged_mapping(call: cst.Call, value: str) -> Tuple[cst.Call, cst.BaseExpression]:
+    """`f(..., **kw)` as `f(..., **{"topk_length": value, **kw})` (and the value inserted): a topk_length the
+    mapping carries still wins, as it did, and none is passed twice (the call's only `**`: classify)."""
+    star = next(a for a in call.args if a.star == "**")
+    inserted = cst.parse_expression(value)
+    merged = cst.Dict([cst.DictElement(cst.SimpleString(f'"{PARAM}"'), inserted), cst.StarredDictElement(star.value)])
+    return call.with_changes(args=[a.with_changes(value=merged) if a is star else a for a in call.args]), inserted
 
 
 # -- validation ------------------------------------------------------------------------

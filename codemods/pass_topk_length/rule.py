@@ -482,6 +482,7 @@ INVALID = [
 _NO_METADATA = _fn("def attend(q, kv, idx):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n")
 _ROWS_REORDERED = _fn("def attend(q, kv, idx, metadata, order):\n    q = q[order]\n"
                       "    return flash_mla_sparse_fwd(q, kv, idx.unsqueeze(1)[order], 1.0)\n")
+_KWARGS = _fn("def attend(q, kv, idx, **kw):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0, **kw)\n")
 DERIVED = [
     _example(_NO_METADATA, Status.MANUAL, "`--lengths derived` would fix it"),
     _example(_NO_METADATA, Status.FIXABLE, "derived from the call's indices", lengths="derived", after=_NO_METADATA.replace(
@@ -493,6 +494,10 @@ DERIVED = [
     # the callee may not be the kernel: no lengths make that right
     _example(_fn("def attend(q, kv, idx):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n",
                  head="if FLAG:\n    from .legacy import flash_mla_sparse_fwd\n"), Status.MANUAL, "", lengths="derived"),
+    # a `**` mapping: the derived lengths go under it, so a topk_length it carries still wins (never passed twice)
+    _example(_KWARGS, Status.MANUAL, "`--lengths derived` would fix it"),
+    _example(_KWARGS, Status.FIXABLE, "under its `**` mapping", lengths="derived", after=_KWARGS.replace(
+        "1.0, **kw)", f'1.0, **{{"topk_length": {derived_value("idx")}, **kw}})')),
     # the derived lengths read no module name: a module without `import torch` is fixed the same way
     _example(_NO_METADATA.replace("import torch\n", ""), Status.FIXABLE, "derived from the call's indices",
              lengths="derived", after=_NO_METADATA.replace("import torch\n", "").replace(
