@@ -55,8 +55,9 @@ DERIVED_REASON = "derived from the call's indices"
 
 def stays_manual(v: harness.Variant) -> bool:
     """A kernel or identity hazard: too old or unknown a kernel (the pins), the kernel taken as a value
-    (class 8: the call is not the kernel's), or a callee that may not be the kernel."""
-    return v.legacy_kernel or v.hazard == "8 discovery" or v.name in KERNEL_IDENTITY
+    (class 8: the call is not the kernel's, but through an alias, a fixable control), or a callee that may not be
+    the kernel."""
+    return v.legacy_kernel or v.hazard == "8 discovery" and v.expect != "fixable" or v.name in KERNEL_IDENTITY
 
 
 def in_derived_mode(v: harness.Variant) -> harness.Variant:

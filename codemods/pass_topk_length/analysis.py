@@ -265,6 +265,32 @@ def _class_ast(cls: cst.ClassDef) -> Optional[ast.ClassDef]:
     return node if isinstance(node, ast.ClassDef) else None
 
 
+PARTIAL_KEPT = {PARAM, "q", "indices"}  # keywords a partial of the kernel may not bind: which argument is which
+
+
+def kernel_alias(stmt: Optional[cst.CSTNode], imports: Dict[str, str]) -> Optional[Tuple[cst.BaseExpression, Optional[cst.Call]]]:
+    """`name = K` or `name = functools.partial(K, kw=...)`, K the kernel as the module imports it (`K`, `fm.K`):
+    (K's expression, the partial or None). Calls through `name` are the kernel's (callee_identity checks every
+    binding that reaches them); a partial may preset keywords only, and none that decides which argument is which."""
+    if not isinstance(stmt, cst.Assign) or len(stmt.targets) != 1 or not isinstance(stmt.targets[0].target, cst.Name):
+        return None
+    value, wrapper = stmt.value, None
+    if isinstance(value, cst.Call):
+        func = dotted(value.func) or ""
+        root, _, rest = func.partition(".")
+        if imports.get(root, root if rest else "") + ("." + rest if rest else "") != "functools.partial":
+            return None
+        if not value.args or value.args[0].keyword or value.args[0].star or any(
+                a.star or not a.keyword or a.keyword.value in PARTIAL_KEPT for a in value.args[1:]):
+            return None
+        wrapper, value = value, value.args[0].value
+    name = dotted(value) if isinstance(value, (cst.Name, cst.Attribute)) else None
+    root, _, rest = (name or "").partition(".")
+    if not name or root not in imports or not is_kernel(imports[root] + ("." + rest if rest else "")):
+        return None
+    return value, wrapper
+
+
 def _mapped(a: cst.Arg) -> Optional[cst.DictElement]:
     """`**{"topk_length": value, ...}`'s element (the derived lengths under a `**` mapping: rewrite.merged_mapping)."""
     if a.star != "**" or not isinstance(a.value, cst.Dict):
@@ -422,6 +448,7 @@ class _Analysis:
         self.sites: List[Site] = []
         self.groups: List[Group] = []
         self.joined: Dict[int, Group] = {}  # id of a kernel call -> the helper group it joined after the first
+        self.through_alias: Set[int] = set()  # ids of the kernel calls made through an alias (kernel_calls)
         self._helper_groups: Dict[int, Group] = {}
         self._external: Dict[str, Optional[Tuple[Tree, cst.FunctionDef]]] = {}
         self._project = None
@@ -1053,6 +1080,8 @@ class _Analysis:
                         return (f"`{kernel}` is also a method defined in this module: what it hands the op is not "
                                 "what the derived lengths read; pass topk_length by hand")
                     continue
+                if id(c.node) in self.through_alias and kernel_alias(stmt, self.facts.imports):
+                    continue  # (callee_identity proved what it aliases)
                 if not isinstance(x, ImportAssignment) and not (stmt is not None and _is_none(stmt.value)):
                     line = self.tree.line(x.node) if getattr(x, "node", None) is not None else 0
                     return (f"`{root.value}` is defined in this module (line {line}), not imported from the kernel: "
@@ -1188,6 +1217,53 @@ class _Analysis:
         return (f"{what} at line {self.tree.line(node)} may rebind or call the kernel, the helper or its class at "
                 "run time, which the analysis cannot follow; pass topk_length by hand if it cannot")
 
+    def kernel_calls(self) -> List[CallInfo]:
+        """The module's kernel calls: by the kernel's name, and through a name every binding of which that reaches
+        the call is an alias of one kernel (kernel_alias), with that kernel as the callee."""
+        aliases = {s.targets[0].target.value for s in self.find(cst.Assign) if kernel_alias(s, self.facts.imports)}
+        out = []
+        for c in self.facts.calls:
+            if is_kernel(c.callee):
+                out.append(c)
+            elif isinstance(c.node.func, cst.Name) and c.node.func.value in aliases:
+                callee = self.alias_callee(c)
+                if callee:
+                    self.through_alias.add(id(c.node))
+                    out.append(replace(c, callee=callee))
+        return out
+
+    def alias_callee(self, c: CallInfo) -> Optional[str]:
+        """The one kernel every binding of c's name that reaches it aliases, else None."""
+        found = set()
+        for a in self.tree.binding(c.node.func, c.node.func.value).assignments or (None,):
+            alias = kernel_alias(self.tree.assignment_statement(a), self.facts.imports) if a is not None else None
+            if alias is None:
+                return None
+            found.add(self.expand(dotted(alias[0])))
+        return found.pop() if len(found) == 1 else None
+
+    def alias_identity(self, c: CallInfo, target: cst.BaseExpression, partial: Optional[cst.Call], line: int) -> Optional[str]:
+        """An alias (`attend = K`, `attend = functools.partial(K, d_v=...)`) is the kernel when `functools` is the
+        module's import and every binding of K's root that reaches the alias is an import the gate accepts."""
+        for expr, what in ((partial.func, "functools.partial") if partial is not None else (None, ""), (target, "the kernel")):
+            root = _root(expr) if expr is not None else None
+            if root is None:
+                continue
+            b = self.tree.binding(root, root.value)
+            for a in b.assignments or (None,):
+                if not isinstance(a, ImportAssignment):
+                    return (f"`{c.node.func.value}` is bound at line {line} from `{root.value}`, which may not be "
+                            f"{what} at run time (not only imported); pass topk_length by hand")
+                if expr is target:
+                    rest = (dotted(target) or "").partition(".")[2]
+                    for qn in a.get_qualified_names_for(root.value):
+                        alt = qn.name + ("." + rest if rest else "")
+                        cap = self.gate(alt) if alt != c.callee else None
+                        if cap is not None and cap.accepts is not True:
+                            return (f"`{c.node.func.value}` (line {line}) may also be {alt}, a kernel "
+                                    f"{'too old' if cap.accepts is False else 'of unknown capability'}: {cap.detail}")
+        return None
+
     def callee_identity(self, c: CallInfo) -> Optional[str]:
         """Class 4: every binding of the called name that can reach the call is a kernel that
         accepts topk_length (an import the gate accepts; `= None` fallbacks never run)."""
@@ -1216,6 +1292,12 @@ class _Analysis:
             stmt = self.tree.assignment_statement(a)
             if stmt is not None and _is_none(stmt.value):
                 continue  # an unavailable-kernel fallback: calling it fails before and after
+            alias = kernel_alias(stmt, self.facts.imports) if id(c.node) in self.through_alias else None
+            if alias is not None:
+                why = self.alias_identity(c, alias[0], alias[1], line)
+                if why:
+                    return why
+                continue
             if isinstance(node, cst.FunctionDef) and len(b.assignments) == 1:
                 # a kernel interface defined here: its body must forward, and the call's arguments go to the
                 # parameters of its signature (the gate may have decided by a pin, without reading it)
@@ -2153,7 +2235,7 @@ def _direct_reason(g: Group) -> str:
 _TESTS = (cst.Comparison, cst.ComparisonTarget, cst.If, cst.While, cst.Assert, cst.UnaryOperation, cst.Del)
 
 
-def _value_uses(tree: Tree, facts: ModuleFacts, path: str) -> List[Site]:
+def _value_uses(tree: Tree, facts: ModuleFacts, path: str, through_alias: Set[int] = frozenset()) -> List[Site]:
     """The kernel used other than by calling it: `partial(kernel, ...)`, `getattr(mod,
     "flash_mla_sparse_fwd")`, stored in an attribute or passed on. Calls through it cannot
     be checked, so each is reported as manual, never skipped."""
@@ -2165,9 +2247,9 @@ def _value_uses(tree: Tree, facts: ModuleFacts, path: str) -> List[Site]:
         if pos is None or id(node) in seen:
             return
         seen.add(id(node))
-        sites.append(Site(path, pos.start.line, pos.start.column + 1, callee, Status.MANUAL,
-                          f"the kernel is {how}: calls through it cannot be checked or rewritten; "
-                          "pass topk_length where it is called, or call the kernel directly"))
+        tail = "" if "cannot be checked" in how else (": calls through it cannot be checked or rewritten; "
+                                                      "pass topk_length where it is called, or call the kernel directly")
+        sites.append(Site(path, pos.start.line, pos.start.column + 1, callee, Status.MANUAL, f"the kernel is {how}{tail}"))
 
     for _, _name, node, _ in (tree.accesses() if _maybe_value_use(tree, facts) else ()):
         chain = node
@@ -2187,7 +2269,7 @@ def _value_uses(tree: Tree, facts: ModuleFacts, path: str) -> List[Site]:
             continue
         if isinstance(parent, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign)) and parent.target is chain:
             continue  # a rebinding: the calls through that name are refused by callee_identity
-        add(chain, callee, _how(tree, chain))
+        add(chain, callee, _how(tree, chain, facts, through_alias))
     for call in tree.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute)):
         attr = call.func.attr.value
         if dotted(call.func) is None and (attr in ENTRY_POINTS or attr == OP_NAME):
@@ -2226,8 +2308,24 @@ def _maybe_value_use(tree: Tree, facts: ModuleFacts) -> bool:
     return False
 
 
-def _how(tree: Tree, node: cst.CSTNode) -> str:
+def _only_called(tree: Tree, name: str, calls: Set[int]) -> bool:
+    """Is every read of `name` in the module the callee of one of `calls`?"""
+    for n in tree.find(cst.Name, lambda n: n.value == name):
+        p = tree.parent.get(n)
+        if isinstance(p, (cst.AssignTarget, cst.AnnAssign)) and p.target is n:
+            continue
+        if not (isinstance(p, cst.Call) and p.func is n and id(p) in calls):
+            return False
+    return True
+
+
+def _how(tree: Tree, node: cst.CSTNode, facts: ModuleFacts, through_alias: Set[int]) -> str:
     parent = tree.parent.get(node)
+    up = tree.parent.get(tree.parent.get(parent)) if isinstance(parent, cst.Arg) else parent
+    if kernel_alias(up, facts.imports) and _only_called(tree, up.targets[0].target.value, through_alias):
+        name = up.targets[0].target.value
+        return (f"bound to `{name}`, a public name: calls through it from other modules cannot be checked or "
+                f"rewritten (this module's are checked as the kernel's); name it `_{name}`, or call the kernel directly")
     if isinstance(parent, cst.Arg):
         call = tree.parent.get(parent)
         fname = get_full_name_for_node(call.func) if isinstance(call, cst.Call) else None

@@ -27,7 +27,7 @@ from .analysis import (
     fits,
 )
 from .derived import BOUND_NAME, derived_value
-from .quick import ENTRY_POINTS, PARAM, is_kernel
+from .quick import ENTRY_POINTS, PARAM
 from .rewrite import _optional_annotation, _Rewrite, validate_rewrite
 from .values import is_marker, value_sites
 
@@ -124,7 +124,7 @@ def _migrate(ctx: RuleContext, partial: bool) -> Tuple[str, List[Site]]:
     analysis = _Analysis(facts, tree, source, path, ctx.gate, ctx.options)
     if partial and _scopes_unasked(tree):  # every body the analysis does not ask of is never walked: most of them
         tree.skip_bodies([f.node for f in facts.functions])
-    calls = [c for c in facts.calls if is_kernel(c.callee) and not is_marker(c.callee)]
+    calls = [c for c in analysis.kernel_calls() if not is_marker(c.callee)]
     sites = []
     for c in calls:
         before = len(analysis.groups)
@@ -157,7 +157,8 @@ def _migrate(ctx: RuleContext, partial: bool) -> Tuple[str, List[Site]]:
                 sites[i] = replace(sites[i], status=Status.MANUAL, reason=failures[id(g)], metadata=None)
             if g.kind != "derived":  # the reference fix is not proven after all: the derived lengths, if asked for
                 groups += _derived_instead(analysis, g, sites)
-    sites += value_sites(tree, facts, _value_uses(tree, facts, path), path)
+    sites += value_sites(tree, facts, _value_uses(tree, facts, path, analysis.through_alias), path,
+                         analysis.through_alias)
     sites.sort(key=lambda s: (s.line, s.column))
     if not groups:
         return source, sites
@@ -365,8 +366,12 @@ VALID = [
             Status.MANUAL, "`torch.cat([q_nope, q_rope])` works on dim 0 (the rows)"),
     # class 8 (discovery): the kernel used as a value is reported, never skipped.
     _example("import functools\nfrom sgl_kernel.flash_mla import flash_mla_sparse_fwd\n\n"
-            "sparse = functools.partial(flash_mla_sparse_fwd, d_v=512)\n",
+            "register(\"sparse\", functools.partial(flash_mla_sparse_fwd, d_v=512))\n",
             Status.MANUAL, "the kernel is wrapped by functools.partial"),
+    # an alias (a partial presetting keywords) is the kernel: calls through it here are checked, other modules' not
+    _example("import functools\nfrom sgl_kernel.flash_mla import flash_mla_sparse_fwd\n\n"
+            "sparse = functools.partial(flash_mla_sparse_fwd, d_v=512)\n",
+            Status.MANUAL, "a public name: calls through it from other modules cannot be checked"),
     _example("from sgl_kernel import flash_mla\n\nfwd = getattr(flash_mla, \"flash_mla_sparse_fwd\")\n",
             Status.MANUAL, "the kernel is looked up by name with getattr"),
     _example("from sgl_kernel import flash_mla\n\n\nclass B:\n    def __init__(self):\n"

@@ -180,7 +180,7 @@ def _passes(call: cst.Call) -> Optional[Tuple[Status, str]]:
     return None
 
 
-def holder_calls(tree, facts: ModuleFacts, path: str) -> List[Site]:
+def holder_calls(tree, facts: ModuleFacts, path: str, classified: Set[int] = frozenset()) -> List[Site]:
     """The calls a contained kernel value reaches through a holder (`self._fwd(...)`, `_get()(...)`): each
     a site, compliant where it passes topk_length, else manual (the rule rewrites only direct calls).
     Asked after every value use went through contained()."""
@@ -191,7 +191,7 @@ def holder_calls(tree, facts: ModuleFacts, path: str) -> List[Site]:
     seen: Set[int] = set()
     for call, callee, origin in flows.calls.values():
         pos = tree.position.get(call)
-        if pos is None or id(call) in seen or id(origin) not in flows.contained:
+        if pos is None or id(call) in seen or id(origin) not in flows.contained or id(call) in classified:
             continue
         seen.add(id(call))
         got = _passes(call)
@@ -206,9 +206,10 @@ def holder_calls(tree, facts: ModuleFacts, path: str) -> List[Site]:
     return sites
 
 
-def value_sites(tree, facts: ModuleFacts, found: List[Site], path: str) -> List[Site]:
+def value_sites(tree, facts: ModuleFacts, found: List[Site], path: str, classified: Set[int] = frozenset()) -> List[Site]:
     """The value uses _value_uses found that are sites (each whose kernel value can reach a call the rule
-    does not report), then the calls through a holder that a contained value reaches."""
+    does not report), then the calls through a holder that a contained value reaches (but those the rule
+    classified itself: `classified`, ids of calls through an alias)."""
     starts: Dict[Tuple[int, int], List[cst.CSTNode]] = {}
     for n in tree.find((cst.Name, cst.Attribute)) if found else ():  # each node's position: only when asked
         pos = tree.position.get(n)
@@ -220,4 +221,4 @@ def value_sites(tree, facts: ModuleFacts, found: List[Site], path: str) -> List[
         if is_marker(s.callee) or (node is not None and contained(tree, facts, node, s.callee)):
             continue
         kept.append(s)
-    return kept + holder_calls(tree, facts, path)
+    return kept + holder_calls(tree, facts, path, classified)
