@@ -185,6 +185,52 @@ def test_a_distribution_without_any_release_with_the_parameter_is_too_old():
     assert kernels.decide(">=0.3,<0.3", None) is None  # allows nothing: says nothing
 
 
+# -- kernels an exact sglang pin brings (issue 39) ------------------------------------------------------------
+
+OLD_ENGINE = "sglang[srt]==0.4.9.post2 from requirements.txt brings sgl-kernel==0.2.5"
+
+
+@pytest.mark.parametrize("files,ok,named", [
+    # the red-team case: 0.4.9.post2's srt extra requires sgl-kernel==0.2.5, another distribution of the same
+    # sgl_kernel module, without topk_length; whichever installs last wins
+    ({"requirements.txt": "sglang[srt]==0.4.9.post2\nsglang-kernel==0.4.6\n"}, False,
+     OLD_ENGINE + ", which installs the same module as sglang-kernel==0.4.6: whichever installs last wins; "
+                  "pin sglang[srt]==0.5.13 or later"),
+    ({"requirements.txt": "sglang[srt]==0.5.13\nsglang-kernel==0.4.6\n"}, True, ""),  # the remedy it names
+    ({"requirements.txt": "sglang==0.5.14\nsglang-kernel==0.4.6\n"}, True, ""),  # its sglang-kernel==0.4.4 has it
+    ({"requirements.txt": "sglang==0.5.16\n"}, True, ""),  # alone, its kernel decides
+    ({"requirements.txt": "sglang==0.5.12\n"}, False, "sglang-kernel==0.4.2.post2 (which sglang==0.5.12 requires)"),
+    # the same distribution at two releases: a later `pip install` may put either in place
+    ({"requirements.txt": "sglang==0.5.12\nsglang-kernel==0.4.6\n"}, False, "sglang==0.5.12 from requirements.txt"),
+    ({"requirements.txt": "sglang===0.5.12\n"}, False, "sglang===0.5.12"),
+    ({"requirements.txt": "sglang==0.4.9.post2\nsglang-kernel==0.4.6\n"}, True, ""),  # without srt: no kernel
+    ({"requirements.txt": "sglang[all]==0.4.9.post2\nsglang-kernel==0.4.6\n"}, False, "sgl-kernel==0.2.5"),
+    ({"requirements.txt": "sglang[blackwell]==0.4.9.post2\nsglang-kernel==0.4.6\n"}, False, "brings sgl-kernel,"),
+    ({"requirements.txt": 'sglang[srt]==0.4.9.post2; python_version >= "3"\nsglang-kernel==0.4.6\n'}, False,
+     OLD_ENGINE),
+    ({"pyproject.toml": '[project]\ndependencies = ["sglang[srt]==0.4.9.post2", "sglang-kernel==0.4.6"]\n'}, False,
+     "sglang[srt]==0.4.9.post2 from pyproject.toml"),
+    ({"requirements.txt": "sglang-kernel==0.4.6\n", "Dockerfile": 'RUN pip install "sglang[srt]==0.4.9.post2"\n'},
+     False, "sglang[srt]==0.4.9.post2 from Dockerfile"),
+    # only an extra of the project pins sglang: `pip install .` without it decides nothing
+    ({"pyproject.toml": '[project.optional-dependencies]\nserve = ["sglang==0.5.16"]\n'}, None, "sglang==0.5.16"),
+    ({"requirements.txt": "sglang==0.5.14+cu128\n"}, True, ""),  # a local build of a release: that release
+    # a range of sglang decides nothing new (docs/soundness.md, kernel-accepts)
+    ({"requirements.txt": "sglang[srt]>=0.4,<0.5.13\nsglang-kernel==0.4.6\n"}, True, ""),
+    # newer than the table's newest: assumed to bring no older kernel, so the project's own kernel pin decides
+    ({"requirements.txt": "sglang==9.0\nsglang-kernel==0.4.6\n"}, True, ""),
+    ({"requirements.txt": "sglang==9.0\n"}, None, "no pin of sglang-kernel or sgl-kernel"),
+    # below the newest but not in the table (never on PyPI): it decides nothing
+    ({"requirements.txt": "sglang==0.1.8\nsglang-kernel==0.4.6\n"}, None, "sglang==0.1.8: a release not in"),
+    # a fork of the engine builds its own release: its dependencies say which kernel, not PyPI's 0.5.12
+    ({"python/pyproject.toml": '[project]\nname = "sglang"\nversion = "0.5.12"\n'
+                               'dependencies = ["sglang-kernel==0.4.6"]\n'}, True, ""),
+])
+def test_an_exact_sglang_pin_brings_its_kernel(repo, files, ok, named):
+    site = site_in(repo, files)
+    assert_decided(site, ok, too_old=named, unknown=named)
+
+
 # -- environment markers ---------------------------------------------------------------------
 
 

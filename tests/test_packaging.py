@@ -20,6 +20,7 @@ def test_wheel_layout(tmp_path):
     assert shipped(ROOT / "topk_migrate", "topk_migrate") - set(names) == set()
     assert shipped(ROOT / "codemods", "topk_migrate/codemods") - set(names) == set()  # a rule's helpers too
     assert "topk_migrate/fixtures/examples/dsa_backend.py" in names
+    assert "topk_migrate/data/sglang_kernels.json" in names  # the kernels each sglang release brings (the gate's)
     assert "topk_migrate/codemods/pass_topk_length/smoke/command.py" in names
     meta = zipfile.ZipFile(whl).read(next(n for n in names if n.endswith("METADATA"))).decode()
     core = [l for l in meta.splitlines() if l.startswith("Requires-Dist:") and "extra ==" not in l]

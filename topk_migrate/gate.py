@@ -225,7 +225,25 @@ class KernelGate:
         said = "; ".join(f"{p} from {p.source}" for p in pins)
         if ok:
             return Capability(True, said, decision=said)
-        return Capability(False, f"{said} ({self.param} needs {self._needs(dists)})", decision=said)
+        return Capability(False, f"{said} ({self.param} needs {self._needs(dists)}{self._brought(pins, dists)})",
+                          decision=said)
+
+    def _brought(self, pins, dists) -> str:
+        """Where an exact engine pin brings a kernel without the parameter (`sglang[srt]==0.4.9.post2`: sgl-kernel
+        0.2.5): what it installs over, and the engine release to pin instead."""
+        from . import kernels  # noqa: PLC0415 - analysis only: after the byte prefilter
+
+        old = [p for p in pins if p.via and kernels.accepts(p, self.min) is False]
+        if not old:
+            return ""
+        b = old[0]
+        own = [str(p) for p in pins if not p.via and p.dist in dists and kernels.accepts(p, self.min)]
+        over = f", which installs the same module as {' and '.join(own)}: whichever installs last wins" if own else ""
+        first = kernels.first_engine_release(b.via, dists, self.min)
+        engine = b.via.split("==")[0]
+        remedy = f"pin {engine}=={first} or later, whose kernel takes {self.param}, or " if first else ""
+        return f"; {b.via} from {b.source} brings {b.dist}{b.spec}{over}; {remedy}declare the kernel your engine " \
+               f"runs with --kernel"
 
     def _needs(self, dists) -> str:
         """The first version of each providing distribution that accepts topk_length."""

@@ -11,7 +11,9 @@ the same side of the first release that has the parameter.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
+import json
 import os
 import re
 from dataclasses import dataclass, replace
@@ -53,11 +55,15 @@ class Pin:
     spec: str  # specifier set, e.g. "==0.4.5" or ">=0.4.3,<0.5"; "" allows every version
     source: str  # where it was found, for the reason text
     marker: str = ""  # environment marker; "" applies everywhere
+    extras: Tuple[str, ...] = ()  # the extras it asks for, normalized (`sglang[srt]==0.4.9.post2`)
+    via: str = ""  # the engine pin that brings it (`sglang[srt]==0.4.9.post2`: brought_pins); "" the project's own
 
     def __str__(self) -> str:
         if self.dist == COMPUTED:
             return "dependencies computed when it installs (not read here)"
-        return f"{self.dist}{self.spec}" + (f"; {self.marker}" if self.marker else "")
+        extras = f"[{','.join(self.extras)}]" if self.extras else ""
+        return f"{self.dist}{extras}{self.spec}" + (f"; {self.marker}" if self.marker else "") \
+            + (f" (which {self.via} requires)" if self.via else "")
 
 
 # A way to install whose dependencies are computed (setup.py's install_requires built by code, dynamic
@@ -288,7 +294,8 @@ def _requirement(text: str, source: str, extra_marker: str = "") -> Optional[Pin
     marker = str(req.marker) if req.marker else ""
     if extra_marker:
         marker = f"({marker}) and {extra_marker}" if marker else extra_marker
-    return Pin(normalize(req.name), "" if req.url else str(req.specifier), source, marker)
+    extras = tuple(sorted(normalize(e) for e in req.extras))
+    return Pin(normalize(req.name), "" if req.url else str(req.specifier), source, marker, extras)
 
 
 _INCLUDE = re.compile(r"^(-r|--requirement|-c|--constraint)(?:\s*=\s*|\s+|(?<=-r)|(?<=-c))(\S+)")
@@ -647,6 +654,83 @@ def installed_beside(site_dir: str, dists: Sequence[str]) -> List[Pin]:
     return out
 
 
+# -- kernels an engine pin brings -----------------------------------------------------------------
+# sglang requires its kernel (`sgl-kernel==0.2.5` in its srt extra up to 0.5.2, in its base install from
+# 0.5.3, `sglang-kernel` from 0.5.10): a project pinning `sglang[srt]==0.4.9.post2` installs that kernel too,
+# and sgl-kernel and sglang-kernel install the same `sgl_kernel` module (whichever installs last wins).
+ENGINE = "sglang"
+ENGINE_TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "sglang_kernels.json")
+EngineReleases = Dict[str, Dict[str, Tuple[str, ...]]]  # release -> extra ("" the base install) -> requirements
+
+
+@functools.lru_cache(maxsize=1)
+def engine_releases() -> EngineReleases:
+    """The committed table of every sglang release's kernel requirements (bench/sglang_kernel_table.py),
+    keyed by each release's normalized version and extra."""
+    with open(ENGINE_TABLE, encoding="utf-8") as f:
+        releases = json.load(f)["releases"]
+    return {str(Version(v)): {normalize(g) if g else "": tuple(r) for g, r in groups.items()}
+            for v, groups in releases.items()}
+
+
+@functools.lru_cache(maxsize=1)
+def newest_engine_release() -> Version:
+    return max(map(Version, engine_releases()))
+
+
+def exact_version(spec: str) -> Optional[Version]:
+    """The one release `spec` names exactly (`==0.4.9.post2`, `===0.4.9.post2`, a local build's public
+    release), else None: a range, a wildcard, a spec packaging cannot read."""
+    try:
+        exact = {Version(c.version).public for c in SpecifierSet(spec)
+                 if c.operator in ("==", "===") and not c.version.endswith(".*")}
+    except Exception:  # a spec or version packaging cannot read names no release
+        return None
+    return Version(exact.pop()) if len(exact) == 1 else None
+
+
+def brought_pins(pin: Pin) -> List[Pin]:
+    """The kernel requirements an exact sglang pin brings into its way to install, as pins of that way (its
+    marker, its file; `via` names the sglang pin): its release's base install's and its extras' (the table).
+    A release newer than the table's newest brings nothing decisive (assumed: a later sglang requires no older
+    kernel; the table's own releases never do, tests/test_engine_kernels.py); one the table does not hold below
+    it (a release it missed, a yanked one) brings a pin that decides nothing. A range of sglang brings nothing."""
+    version = exact_version(pin.spec) if pin.dist == ENGINE else None
+    if version is None:
+        return []
+    releases = engine_releases()
+    groups = releases.get(str(version))
+    if groups is None:
+        return [] if version > newest_engine_release() else [Pin(COMPUTED, "", f"{pin.source} ({pin}: a release not in topk-migrate's "
+                                                             "table of sglang releases)", pin.marker)]
+    wanted = [r for g in ("", *pin.extras) for r in groups.get(g, ())]
+    brought = [_requirement(r, pin.source) for r in dict.fromkeys(wanted)]
+    via = str(replace(pin, marker=""))
+    return [replace(b, marker=pin.marker, via=via) for b in brought if b is not None]
+
+
+def with_brought(pins: Sequence[Pin]) -> List[Pin]:
+    """A way's pins and the kernel requirements its exact sglang pins bring (each distinct pin read once: a
+    file repeating one line thousands of times costs one reading)."""
+    engines = dict.fromkeys(p for p in pins if p.dist == ENGINE)
+    return [*pins, *(b for p in engines for b in brought_pins(p))]
+
+
+def first_engine_release(via: str, dists: Sequence[str], min_versions: MinVersions) -> Optional[str]:
+    """The first sglang release from which every release in the table, with the extras of the engine pin `via`,
+    brings a kernel of `dists` that takes the parameter (the remedy a reason names); None where the newest
+    does not."""
+    engine = _requirement(via, "")
+    extras = engine.extras if engine is not None else ()
+    first = None
+    for version in sorted(engine_releases(), key=Version, reverse=True):
+        pins = brought_pins(Pin(ENGINE, f"=={version}", "", extras=extras))
+        if _decide_env([p for p in pins if p.dist in dists], min_versions) is not True:
+            break
+        first = version
+    return first
+
+
 # -- deciding over environments -----------------------------------------------------------------
 
 
@@ -675,11 +759,14 @@ def _environments(pins: Sequence[Pin]) -> List[List[Pin]]:
 
 
 def _decide_env(env: Sequence[Pin], min_versions: MinVersions) -> Optional[bool]:
-    by_dist: Dict[str, List[Pin]] = {}
+    """Every distribution's pins in one environment must accept: the project's own pins of one distribution
+    narrow each other, as pip's resolver does; a pin an engine brings is weighed alone (a later `pip install`
+    may put either in place)."""
+    by_dist: Dict[Tuple[str, str], List[Pin]] = {}
     for p in env:
-        by_dist.setdefault(p.dist, []).append(p)
+        by_dist.setdefault((p.dist, p.via), []).append(p)
     verdicts = []
-    for dist, ps in by_dist.items():
+    for (dist, _), ps in by_dist.items():
         spec = ",".join(p.spec for p in ps if p.spec)
         verdicts.append(decide(spec, min_versions[dist]) if dist in min_versions else None)
     return _all(verdicts)
@@ -710,7 +797,7 @@ def decide_pins(sources: Sequence[Sequence[Pin]], dists: Sequence[str], min_vers
     found = False
     worst: Dict[Optional[bool], Tuple[Pin, ...]] = {}
     for pins in sources:
-        relevant = [p for p in pins if p.dist in dists or p.dist == COMPUTED]
+        relevant = [p for p in with_brought(pins) if p.dist in dists or p.dist == COMPUTED]
         if not relevant:
             continue
         found = True
@@ -841,9 +928,12 @@ def _tool_pins(text: str, rel: str) -> List[Pin]:
 
 
 def _own_release(text: str, rel: str) -> List[Pin]:
-    """A sub-project that is a kernel distribution itself (`sgl-kernel/pyproject.toml`): the release it builds."""
+    """A sub-project that is a kernel distribution itself (`sgl-kernel/pyproject.toml`): the release it builds.
+    Not the engine's own (a fork's `python/pyproject.toml` named sglang): its dependencies, read beside, say
+    which kernel it installs, not PyPI's release of its number (brought_pins)."""
     project = _toml(text).get("project")
-    if not isinstance(project, dict) or not isinstance(project.get("name"), str):
+    if not isinstance(project, dict) or not isinstance(project.get("name"), str) \
+            or normalize(project["name"]) == ENGINE:
         return []
     version = project.get("version")
     spec = f"=={version}" if isinstance(version, str) else ""
