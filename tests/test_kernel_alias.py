@@ -33,7 +33,7 @@ def test_a_call_through_an_alias_is_the_kernels_and_fixed(tmp_path, alias):
     assert got[call].status is Status.FIXABLE, got[call].reason
     assert "attend(q, kv, idx, s, topk_length=" in m.new_source
     alias_line = IMPORT.count("\n") + alias.count("\n") + 1
-    assert got[alias_line].status is Status.MANUAL and "a public name" in got[alias_line].reason  # other modules'
+    assert got[alias_line].status is Status.MANUAL and "other code may call it through" in got[alias_line].reason  # other modules'
 
 
 def test_a_private_alias_whose_only_reads_are_calls_is_no_site(tmp_path):
@@ -73,3 +73,35 @@ def test_the_reference_fix_reaches_a_call_through_an_alias(tmp_path):
            "class M:\n    dsa_cache_seqlens_int32 = None\n")
     m, got = sites(tmp_path, src, lengths="reference")
     assert got[4].status is Status.FIXABLE and "topk_length=topk_length" in m.new_source, got[4].reason
+
+
+@pytest.mark.parametrize("pattern", ["case attend:", "case {'attend': attend}:", "case [*_, attend]:",
+                                     "case object() as attend:"])
+def test_a_match_pattern_binding_the_name_makes_it_manual(tmp_path, pattern):
+    """Round K: a capture pattern binds the name, and the scope analysis does not list it."""
+    src = (IMPORT + "attend = flash_mla_sparse_fwd\nOVERRIDES = {}\nmatch OVERRIDES:\n    " + pattern + "\n        pass\n"
+           + CALL)
+    m, got = sites(tmp_path, src)
+    assert m.new_source == src and all(s.status is Status.MANUAL for s in got.values()), got
+
+
+def test_a_match_pattern_rebinding_the_kernels_own_name_makes_it_manual(tmp_path):
+    src = IMPORT + "match {}:\n    case {'k': flash_mla_sparse_fwd}:\n        pass\n" + CALL.replace("attend(", "flash_mla_sparse_fwd(")
+    m, got = sites(tmp_path, src)
+    assert m.new_source == src and "bound by a `match` pattern" in got[6].reason, got
+
+
+@pytest.mark.parametrize("call,fixed", [
+    ("f(q, kv, idx, s, **kw)", True),
+    ("f(q, kv, **kw, indices=idx, sm_scale=s)", False),   # the indices after the mapping (round K)
+    ("f(q, kv, idx, s, **kw, d_v=512)", False),           # a later argument may change the indices
+    ("f(q, kv, idx, s, **self_opts())", False),           # unpacking runs code
+    ("f(q, kv, idx, s, **opts)", False),                  # not the function's own ** parameter
+])
+def test_the_derived_lengths_go_under_only_the_functions_own_mapping_last(tmp_path, call, fixed):
+    src = (IMPORT.replace("import flash_mla_sparse_fwd", "import flash_mla_sparse_fwd as f")
+           + "def self_opts():\n    return {}\nopts = {}\ndef forward(q, kv, idx, s, **kw):\n    return " + call + "\n")
+    m, got = sites(tmp_path, src)
+    assert (got[6].status is Status.FIXABLE) is fixed, got[6].reason
+    if fixed:
+        assert '**{"topk_length": ' in m.new_source and ", **kw})" in m.new_source

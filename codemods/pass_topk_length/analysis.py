@@ -1020,12 +1020,26 @@ class _Analysis:
         if why:
             return self.site(c, Status.MANUAL, why)
         if mapping:  # the derived lengths go under the mapping's own (rewrite.merged_mapping): it still wins
-            return self.derived_or(c, self.site(c, Status.MANUAL, "**kwargs may already carry topk_length, so the "
-                                                            "reference fix cannot add it"))
+            site = self.site(c, Status.MANUAL, "**kwargs may already carry topk_length, so the reference fix cannot add it")
+            why = self._impure_mapping(c, mapping[0])
+            return replace(site, reason=f"{site.reason}; {why}") if why else self.derived_or(c, site)
         if self.lengths == "derived-everywhere":
             return self.derived_or(c, self.site(c, Status.MANUAL, "the derived lengths asked for everywhere"))
         site = self.contract(c)
         return self.derived_or(c, site) if site.status is Status.MANUAL else site
+
+    def _impure_mapping(self, c: CallInfo, mapping: cst.Arg) -> Optional[str]:
+        """Why the derived lengths cannot go under c's `**` mapping: they are evaluated where the mapping is, so it
+        must be the call's last argument (no later one may change the indices after them) and its function's own
+        `**` parameter, never rebound (a fresh dict: unpacking it runs no code, round K)."""
+        fn = c.function.node if c.function is not None else None
+        star = fn.params.star_kwarg if isinstance(fn, cst.FunctionDef) else None
+        name = mapping.value.value if isinstance(mapping.value, cst.Name) else None
+        if c.node.args[-1] is not mapping or star is None or name != star.name.value:
+            return "nor can the derived lengths go under it: it is not the call's last argument and its function's own `**` parameter"
+        if any(getattr(a, "node", None) is not star for a in self.tree.binding(mapping.value, name).assignments):
+            return f"nor can the derived lengths go under it: `{name}` is bound again in the function"
+        return None
 
     # -- the derived lengths (--lengths derived) ----------------------------------------
     def derived_or(self, c: CallInfo, site: Site) -> Site:
@@ -1232,8 +1246,19 @@ class _Analysis:
                     out.append(replace(c, callee=callee))
         return out
 
+    def match_captured(self, name: str) -> Optional[cst.CSTNode]:
+        """A `match` pattern of the module that binds `name` (`case x:`, `case {...: x}`, `case [*x]`, `as x`): a
+        binding the scope analysis does not list (round K)."""
+        for node in self.find((cst.MatchAs, cst.MatchStar, cst.MatchMapping)):
+            bound = node.rest if isinstance(node, cst.MatchMapping) else node.name
+            if isinstance(bound, cst.Name) and bound.value == name:
+                return node
+        return None
+
     def alias_callee(self, c: CallInfo) -> Optional[str]:
         """The one kernel every binding of c's name that reaches it aliases, else None."""
+        if self.match_captured(c.node.func.value) is not None:
+            return None
         found = set()
         for a in self.tree.binding(c.node.func, c.node.func.value).assignments or (None,):
             alias = kernel_alias(self.tree.assignment_statement(a), self.facts.imports) if a is not None else None
@@ -1264,18 +1289,8 @@ class _Analysis:
                                     f"{'too old' if cap.accepts is False else 'of unknown capability'}: {cap.detail}")
         return None
 
-    def callee_identity(self, c: CallInfo) -> Optional[str]:
-        """Class 4: every binding of the called name that can reach the call is a kernel that
-        accepts topk_length (an import the gate accepts; `= None` fallbacks never run)."""
-        root = _root(c.node.func)
-        if root is None:
-            return None
-        name, rest = root.value, (dotted(c.node.func) or "").partition(".")[2]
-        b = self.tree.binding(root, name)
-        if not b.assignments and b.scope_rank is None and not rest:
-            return self._star_bound(c, name)  # bound by none of the module's own statements: a star import's, if any
-        if not b.assignments or b.scope_rank == -2:
-            return None
+    def bindings_identity(self, c: CallInfo, name: str, rest: str, b) -> Optional[str]:
+        """Why a binding of the called name that reaches the call (b) may not be a kernel that accepts topk_length."""
         for a in b.assignments:
             node = getattr(a, "node", None)
             line = self.tree.line(node) if node is not None else 0
@@ -1320,6 +1335,27 @@ class _Analysis:
                         f"`{name}.{rest}` may be another function; rewrite by hand if every binding's {rest} accepts topk_length")
             return (f"`{name}` may not be the kernel at run time: it is bound at line {line} to {what}; "
                     "rewrite by hand if every binding accepts topk_length")
+        return None
+
+    def callee_identity(self, c: CallInfo) -> Optional[str]:
+        """Class 4: every binding of the called name that can reach the call is a kernel that
+        accepts topk_length (an import the gate accepts; `= None` fallbacks never run)."""
+        root = _root(c.node.func)
+        if root is None:
+            return None
+        name, rest = root.value, (dotted(c.node.func) or "").partition(".")[2]
+        captured = self.match_captured(name)
+        if captured is not None:
+            return (f"`{name}` is also bound by a `match` pattern at line {self.tree.line(captured)}, so it may not be "
+                    "the kernel at run time; pass topk_length by hand")
+        b = self.tree.binding(root, name)
+        if not b.assignments and b.scope_rank is None and not rest:
+            return self._star_bound(c, name)  # bound by none of the module's own statements: a star import's, if any
+        if not b.assignments or b.scope_rank == -2:
+            return None
+        why = self.bindings_identity(c, name, rest, b)
+        if why:
+            return why
         for target in self.attribute_targets(c.callee):
             if self.expand(dotted(target.target)) == c.callee:
                 return (f"`{dotted(target.target)}` is assigned at line {self.tree.line(target.target)}: the call may reach "
@@ -2324,8 +2360,8 @@ def _how(tree: Tree, node: cst.CSTNode, facts: ModuleFacts, through_alias: Set[i
     up = tree.parent.get(tree.parent.get(parent)) if isinstance(parent, cst.Arg) else parent
     if kernel_alias(up, facts.imports) and _only_called(tree, up.targets[0].target.value, through_alias):
         name = up.targets[0].target.value
-        return (f"bound to `{name}`, a public name: calls through it from other modules cannot be checked or "
-                f"rewritten (this module's are checked as the kernel's); name it `_{name}`, or call the kernel directly")
+        return (f"bound to `{name}`, a name other code may call it through: calls through it elsewhere cannot be "
+                "checked or rewritten (this module's are checked as the kernel's); call the kernel directly there")
     if isinstance(parent, cst.Arg):
         call = tree.parent.get(parent)
         fname = get_full_name_for_node(call.func) if isinstance(call, cst.Call) else None

@@ -371,7 +371,7 @@ VALID = [
     # an alias (a partial presetting keywords) is the kernel: calls through it here are checked, other modules' not
     _example("import functools\nfrom sgl_kernel.flash_mla import flash_mla_sparse_fwd\n\n"
             "sparse = functools.partial(flash_mla_sparse_fwd, d_v=512)\n",
-            Status.MANUAL, "a public name: calls through it from other modules cannot be checked"),
+            Status.MANUAL, "a name other code may call it through: calls through it elsewhere cannot be checked"),
     _example("from sgl_kernel import flash_mla\n\nfwd = getattr(flash_mla, \"flash_mla_sparse_fwd\")\n",
             Status.MANUAL, "the kernel is looked up by name with getattr"),
     _example("from sgl_kernel import flash_mla\n\n\nclass B:\n    def __init__(self):\n"
