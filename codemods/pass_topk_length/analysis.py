@@ -32,7 +32,6 @@ from .rows import _own_returns, index_hazard, local_defs, row_hazard
 KNOWN_METADATA = ("metadata.dsa_cache_seqlens_int32", "metadata.nsa_cache_seqlens_int32")
 
 RULE_ID = "pass-topk-length"
-KWARGS_MAY_CARRY = "**kwargs may already carry topk_length; pass it explicitly"
 GUARD_COMMENT = "# topk-migrate: use the full top-k width if the row counts ever differ from q's."
 # where nothing declares the metadata's type, the guard checks all the kernel needs (fits)
 CHECKED_GUARD_COMMENT = "# topk-migrate: use the full top-k width unless topk_length is int32, 1-D, one per row of q."
@@ -265,6 +264,12 @@ def _class_ast(cls: cst.ClassDef) -> Optional[ast.ClassDef]:
     return node if isinstance(node, ast.ClassDef) else None
 
 
+def _expand(imports: Dict[str, str], name: str) -> str:
+    """A dotted name with its first part expanded through the imports (as callees are)."""
+    root, _, rest = name.partition(".")
+    return imports.get(root, root) + ("." + rest if rest else "")
+
+
 PARTIAL_KEPT = {PARAM, "q", "indices"}  # keywords a partial of the kernel may not bind: which argument is which
 
 
@@ -276,17 +281,14 @@ def kernel_alias(stmt: Optional[cst.CSTNode], imports: Dict[str, str]) -> Option
         return None
     value, wrapper = stmt.value, None
     if isinstance(value, cst.Call):
-        func = dotted(value.func) or ""
-        root, _, rest = func.partition(".")
-        if imports.get(root, root if rest else "") + ("." + rest if rest else "") != "functools.partial":
+        if _expand(imports, dotted(value.func) or "") != "functools.partial":
             return None
         if not value.args or value.args[0].keyword or value.args[0].star or any(
                 a.star or not a.keyword or a.keyword.value in PARTIAL_KEPT for a in value.args[1:]):
             return None
         wrapper, value = value, value.args[0].value
     name = dotted(value) if isinstance(value, (cst.Name, cst.Attribute)) else None
-    root, _, rest = (name or "").partition(".")
-    if not name or root not in imports or not is_kernel(imports[root] + ("." + rest if rest else "")):
+    if not name or name.partition(".")[0] not in imports or not is_kernel(_expand(imports, name)):
         return None
     return value, wrapper
 
@@ -1004,7 +1006,7 @@ class _Analysis:
             return self.site(c, Status.OPT_OUT, f"suppressed by comment: {reason}")
         mapping = [a for a in args if a.star == "**"]
         if len(mapping) > 1:
-            return self.site(c, Status.MANUAL, KWARGS_MAY_CARRY)
+            return self.site(c, Status.MANUAL, "**kwargs may already carry topk_length; pass it explicitly")
         if any(a.star == "*" for a in args):
             return self.site(c, Status.MANUAL, "*args may already carry topk_length; pass it explicitly")
         if op_level:
@@ -1270,8 +1272,9 @@ class _Analysis:
     def alias_identity(self, c: CallInfo, target: cst.BaseExpression, partial: Optional[cst.Call], line: int) -> Optional[str]:
         """An alias (`attend = K`, `attend = functools.partial(K, d_v=...)`) is the kernel when `functools` is the
         module's import and every binding of K's root that reaches the alias is an import the gate accepts."""
-        for expr, what in ((partial.func, "functools.partial") if partial is not None else (None, ""), (target, "the kernel")):
-            root = _root(expr) if expr is not None else None
+        checked = [(partial.func, "functools.partial")] if partial is not None else []
+        for expr, what in [*checked, (target, "the kernel")]:
+            root = _root(expr)
             if root is None:
                 continue
             b = self.tree.binding(root, root.value)
@@ -1508,10 +1511,7 @@ class _Analysis:
 
     def expand(self, name: Optional[str]) -> str:
         """A dotted name with its first part expanded through the imports (as callees are)."""
-        if not name:
-            return ""
-        root, _, rest = name.partition(".")
-        return self.facts.imports.get(root, root) + ("." + rest if rest else "")
+        return _expand(self.facts.imports, name) if name else ""
 
     def attribute_identity(self, c: CallInfo, receiver: str, rest: str) -> Optional[str]:
         """`self.fm.flash_mla_sparse_fwd(...)`: what `self.fm` holds must be set in this module
@@ -2278,14 +2278,14 @@ def _value_uses(tree: Tree, facts: ModuleFacts, path: str, through_alias: Set[in
     sites = []
     seen: Set[int] = set()
 
-    def add(node: cst.CSTNode, callee: str, how: str) -> None:
+    def add(node: cst.CSTNode, callee: str, how: str, reason: Optional[str] = None) -> None:
         pos = tree.position.get(node)
         if pos is None or id(node) in seen:
             return
         seen.add(id(node))
-        tail = "" if "cannot be checked" in how else (": calls through it cannot be checked or rewritten; "
-                                                      "pass topk_length where it is called, or call the kernel directly")
-        sites.append(Site(path, pos.start.line, pos.start.column + 1, callee, Status.MANUAL, f"the kernel is {how}{tail}"))
+        sites.append(Site(path, pos.start.line, pos.start.column + 1, callee, Status.MANUAL,
+                          reason or f"the kernel is {how}: calls through it cannot be checked or rewritten; "
+                                    "pass topk_length where it is called, or call the kernel directly"))
 
     for _, _name, node, _ in (tree.accesses() if _maybe_value_use(tree, facts) else ()):
         chain = node
@@ -2305,7 +2305,7 @@ def _value_uses(tree: Tree, facts: ModuleFacts, path: str, through_alias: Set[in
             continue
         if isinstance(parent, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign)) and parent.target is chain:
             continue  # a rebinding: the calls through that name are refused by callee_identity
-        add(chain, callee, _how(tree, chain, facts, through_alias))
+        add(chain, callee, _how(tree, chain), _alias_reason(tree, chain, facts, through_alias))
     for call in tree.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute)):
         attr = call.func.attr.value
         if dotted(call.func) is None and (attr in ENTRY_POINTS or attr == OP_NAME):
@@ -2355,13 +2355,20 @@ def _only_called(tree: Tree, name: str, calls: Set[int]) -> bool:
     return True
 
 
-def _how(tree: Tree, node: cst.CSTNode, facts: ModuleFacts, through_alias: Set[int]) -> str:
+def _alias_reason(tree: Tree, node: cst.CSTNode, facts: ModuleFacts, through_alias: Set[int]) -> Optional[str]:
+    """The reason for the kernel at `node` bound by an alias whose every read here is a call checked as the
+    kernel's (kernel_calls), else None."""
     parent = tree.parent.get(node)
     up = tree.parent.get(tree.parent.get(parent)) if isinstance(parent, cst.Arg) else parent
-    if kernel_alias(up, facts.imports) and _only_called(tree, up.targets[0].target.value, through_alias):
-        name = up.targets[0].target.value
-        return (f"bound to `{name}`, a name other code may call it through: calls through it elsewhere cannot be "
-                "checked or rewritten (this module's are checked as the kernel's); call the kernel directly there")
+    if not (kernel_alias(up, facts.imports) and _only_called(tree, up.targets[0].target.value, through_alias)):
+        return None
+    return (f"the kernel is bound to `{up.targets[0].target.value}`, a name other code may call it through: calls "
+            "through it elsewhere cannot be checked or rewritten (this module's are checked as the kernel's); call "
+            "the kernel directly there")
+
+
+def _how(tree: Tree, node: cst.CSTNode) -> str:
+    parent = tree.parent.get(node)
     if isinstance(parent, cst.Arg):
         call = tree.parent.get(parent)
         fname = get_full_name_for_node(call.func) if isinstance(call, cst.Call) else None
