@@ -300,6 +300,54 @@ def test_where_the_bound_name_would_show_the_call_stays_manual(body, why):
     assert statuses(sites) == ["manual"] and why in sites[0].reason, sites
 
 
+_LOGGED = ("import logging\n\nlog = logging.getLogger(__name__)\n\n\n"
+           "def f(q, kv, idx):\n    out = flash_mla_sparse_fwd(q, kv, idx.view(-1), 1.0)\n    {read}\n    return out\n")
+
+
+@pytest.mark.parametrize("read,ok", [
+    ('log.debug("attn %(q)s", locals())', True),  # a LogRecord formats `msg % mapping`: named keys only
+    ('log.log(10, "attn %(q)s %%", locals())', True),
+    ('logging.info("attn %(q)s", locals())', True),
+    ('print("%(q)s" % locals())', True),
+    ('print("{q}".format(**locals()))', True),
+    ('print("{q}".format_map(locals()))', True),
+    ('log.debug("attn %s", locals())', False),  # the whole mapping printed
+    ('log.debug("attn %(q)s", locals(), stack_info=True)', True),
+    ('log.debug("attn %(q)s", locals(), 1)', False),
+    ('log.debug(FMT, locals())', False),
+    ('print(f"{q}".format(**locals()))', False),
+    ('emit("attn %(q)s", locals())', False),
+])
+def test_a_namespace_read_only_by_the_keys_the_source_spells_keeps_the_derived_lengths(read, ok):
+    """A name the rewrite binds shows in `locals()`, but a read of the keys the source spells never sees it."""
+    _, sites = run(_LOGGED.format(read=read))
+    assert statuses(sites) == (["fixable"] if ok else ["manual"]), sites
+
+
+def test_a_rebound_logger_is_not_read_by_key():
+    _, sites = run(_LOGGED.format(read='log.debug("attn %(q)s", locals())') + "\n\nlog = Recorder()\n")
+    assert statuses(sites) == ["manual"], sites
+
+
+@pytest.mark.parametrize("writer,ok", [
+    ("    return frame.f_locals['idx']\n", True),  # a read by a literal key
+    ("    return dict(frame.f_locals)\n", True),
+    ("    frame.f_locals[name] = value\n", False),  # write-through since Python 3.13
+    ("    frame.f_locals.update({name: value})\n", False),
+    ("    loc = frame.f_locals\n    loc[name] = value\n", False),
+    ("    frame.f_locals['idx'] = value\n    ctypes.pythonapi.PyFrame_LocalsToFast(ctypes.py_object(frame), 0)\n", False),
+    ("    inspect.getargvalues(frame).locals[name] = value\n", False),
+])
+def test_a_frame_whose_locals_may_be_written_gets_no_derived_lengths(tmp_path, writer, ok):
+    """A later argument may rebind the indices' own name through a frame (round J2's PyFrame_LocalsToFast): the
+    stable name read again after the arguments would not be what the kernel got."""
+    (tmp_path / "debug.py").write_text("import ctypes\nimport inspect\n\n\ndef swap(frame, name, value):\n" + writer)
+    backend = HEAD + "def f(q, kv, idx):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n"
+    (tmp_path / "backend.py").write_text(backend)
+    m = migrate_source(backend, str(tmp_path / "backend.py"), kernel=PIN, lengths="derived")
+    assert {s.status.value for s in m.sites} == ({"fixable"} if ok else {"manual"}), m.sites
+
+
 def test_the_same_call_in_a_lambda_body_binds_in_the_lambda():
     m, sites = run("attend = lambda q, kv, idx: flash_mla_sparse_fwd(q, kv, idx.view(-1), 1.0)\n")
     assert statuses(sites) == ["fixable"], sites

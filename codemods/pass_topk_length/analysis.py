@@ -309,6 +309,18 @@ def _indices_arg(call: cst.Call) -> Optional[cst.BaseExpression]:
     return positional[2].value if len(positional) > 2 and not any(a.star for a in positional[:3]) else None
 
 
+_CONVERSION = re.compile(r"%(?:%|\([^()]*\)[#0 +-]*(?:\d+)?(?:\.\d+)?[diouxXeEfFgGcrsa])")
+
+
+def _named_format(expr: cst.BaseExpression) -> bool:
+    """A literal %-format whose every conversion names its key (`%(k)s`, `%%`): formatting it with a mapping
+    looks up those keys only."""
+    if not isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
+        return False
+    text = expr.evaluated_value
+    return isinstance(text, str) and "%" not in _CONVERSION.sub("", text)
+
+
 def _is_name(node: cst.CSTNode, name: str) -> bool:
     return isinstance(node, cst.Name) and node.value == name
 
@@ -1075,6 +1087,9 @@ class _Analysis:
         why = self._stable_name(c, arg) is None and (self._walrus_blocker(c.node) or self._locals_read(c))
         if why:
             return why
+        for w in self.index("frame-writes", lambda: self.project().frame_writes()):
+            return (f"{w.what} at {w.where()}: a later argument may rebind the indices' name through it, which the "
+                    "analysis cannot follow; pass topk_length by hand")
         why = self._own_interceptor()
         if why:
             return f"{why}: the ops the derived lengths add would reach it; pass topk_length by hand"
@@ -1164,12 +1179,48 @@ class _Analysis:
         return None
 
     def _read_by_literal(self, node: cst.CSTNode) -> bool:
+        """Is the namespace `node` returns read only by keys the source spells: `[...]` or `.get(...)` with a
+        literal, the mapping of a %-format whose conversions are all named, `str.format_map`/`format(**...)` of a
+        literal (both look keys up), or the one argument of a logging call's named %-format? A name the rewrite
+        adds is never looked up by them."""
         up = self.tree.parent.get(node)
         if isinstance(up, cst.Subscript) and up.value is node:
             return len(up.slice) == 1 and isinstance(getattr(up.slice[0].slice, "value", None), cst.SimpleString)
+        if isinstance(up, cst.BinaryOperation) and up.right is node and isinstance(up.operator, cst.Modulo):
+            return _named_format(up.left)
         call = self.tree.parent.get(up)
-        return isinstance(up, cst.Attribute) and up.attr.value == "get" and isinstance(call, cst.Call) \
-            and call.func is up and bool(call.args) and isinstance(call.args[0].value, cst.SimpleString)
+        if isinstance(up, cst.Attribute) and up.attr.value == "get" and isinstance(call, cst.Call):
+            return call.func is up and bool(call.args) and isinstance(call.args[0].value, cst.SimpleString)
+        if not (isinstance(up, cst.Arg) and isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)):
+            return False
+        method, receiver = call.func.attr.value, call.func.value
+        if isinstance(receiver, (cst.SimpleString, cst.ConcatenatedString)) and len(call.args) == 1:
+            return method == "format_map" and not up.star or method == "format" and up.star == "**"
+        return self._logged_by_key(call, up)
+
+    def _logged_by_key(self, call: cst.Call, arg: cst.Arg) -> bool:
+        """`log.debug("... %(k)s ...", locals())`: log bound only to `logging.getLogger(...)` at module level,
+        the mapping the one argument after a named %-format (a LogRecord formats `msg % mapping`)."""
+        level = call.func.attr.value
+        if any(a.keyword and a.keyword.value not in ("exc_info", "stack_info", "stacklevel") or a.star
+               for a in call.args):
+            return False
+        args = [a for a in call.args if not a.keyword][1 if level == "log" else 0:]
+        if level not in ("debug", "info", "warning", "error", "critical", "exception", "log") or len(args) != 2 \
+                or args[1] is not arg or not _named_format(args[0].value):
+            return False
+        logger = call.func.value
+        if not isinstance(logger, cst.Name):
+            return False
+        bindings = self.tree.binding(logger, logger.value).assignments
+        if bindings and all(isinstance(x, ImportAssignment) for x in bindings):
+            return self.expand(logger.value) == "logging"  # the module's own functions: its root logger
+        return bool(bindings) and all(isinstance(x.scope, GlobalScope) and self._gets_logger(x) for x in bindings)
+
+    def _gets_logger(self, binding) -> bool:
+        stmt = self.tree.assignment_statement(binding)
+        return isinstance(stmt, cst.Assign) and isinstance(stmt.value, cst.Call) and len(stmt.targets) == 1 \
+            and self.expand(dotted(stmt.value.func) or "") == "logging.getLogger"
 
     def _walrus_blocker(self, node: cst.CSTNode) -> Optional[str]:
         """Why `(name := indices)` cannot stand at node: Python refuses it in a comprehension's iterable and in

@@ -1001,6 +1001,20 @@ class Project:
                     out.append(Finding(self.rel(f.path), node.lineno, f"`{_unparse(node)[:80]}` reads a frame's locals"))
         return out
 
+    def frame_writes(self) -> List[Finding]:
+        """Ways a frame's locals may be written, in this module or the project's others: a store, deletion or
+        mutating method through `f_locals` (write-through since Python 3.13), `f_locals` or getargvalues' mapping
+        kept or handed on, `PyFrame_LocalsToFast`. Any of them may rebind the indices' name between the call's
+        arguments, so the derived lengths read it again only where none is seen."""
+        out = []
+        for f in [*filter(None, [self.own()]), *self.files_naming(["f_locals", "getargvalues", "LocalsToFast"])]:
+            for node in ast.walk(f.tree):
+                if isinstance(node, ast.Attribute) and node.attr == "f_locals" and _frame_locals_written(f, node) \
+                        or isinstance(node, ast.Call) and _unparse(node.func).rsplit(".", 1)[-1] == "getargvalues" \
+                        or isinstance(node, (ast.Name, ast.Attribute)) and _unparse(node).endswith("LocalsToFast"):
+                    out.append(Finding(self.rel(f.path), node.lineno, f"`{_unparse(node)[:80]}` may write a frame's locals"))
+        return out
+
     def lookup_words(self, modules: Set[str], kernel: str) -> Set[str]:
         """The words a name computed at run time must be built from to name the kernel or its module: the
         kernel's name and each kernel module's own name (not its packages': `sgl_kernel.` alone names every
@@ -1787,6 +1801,23 @@ def _frame_locals_call(node: ast.AST) -> bool:
         return node.args[1].value == "f_locals"
     return name == "getargvalues" or any(k.arg == "capture_locals" and not (
         isinstance(k.value, ast.Constant) and not k.value.value) for k in node.keywords)
+
+
+_FRAME_READERS = {"dict", "len", "list", "sorted", "repr", "str", "print", "set", "tuple", "pformat", "pprint"}
+
+
+def _frame_locals_written(f: "_File", node: ast.Attribute) -> bool:
+    """May `x.f_locals` at node be written: a store or deletion through it, a method other than a read called
+    on it, or the mapping kept in a name or handed to anything but a reader that copies or prints it?"""
+    up = f.parents.get(id(node))
+    if isinstance(up, ast.Subscript) and up.value is node:
+        return not isinstance(up.ctx, ast.Load)
+    if isinstance(up, ast.Attribute) and up.value is node:
+        return up.attr not in ("get", "keys", "values", "items", "copy", "__contains__", "__getitem__")
+    if isinstance(up, ast.Call) and node in up.args:
+        return _unparse(up.func).rsplit(".", 1)[-1] not in _FRAME_READERS
+    return isinstance(up, (ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.Return, ast.keyword, ast.Call,
+                           ast.Tuple, ast.List, ast.Dict, ast.Starred, ast.Lambda, ast.withitem, ast.comprehension))
 
 
 def _read_by_literal(f: "_File", node: ast.AST) -> bool:
