@@ -23,7 +23,7 @@ from topk_migrate.model import Capability, InputError, Site, Status
 from topk_migrate.project import project_scope
 from topk_migrate.rules import RuleOptions
 
-from . import derived, reach
+from . import attributes, derived, reach
 from .quick import ENTRY_POINTS, OP_NAME, OP_TOPK_LENGTH_POSITION, PARAM, is_kernel, is_op_level  # noqa: F401
 from .rows import _own_returns, index_hazard, local_defs, row_hazard
 
@@ -279,7 +279,12 @@ def kernel_alias(stmt: Optional[cst.CSTNode], imports: Dict[str, str]) -> Option
     binding that reaches them); a partial may preset keywords only, and none that decides which argument is which."""
     if not isinstance(stmt, cst.Assign) or len(stmt.targets) != 1 or not isinstance(stmt.targets[0].target, cst.Name):
         return None
-    value, wrapper = stmt.value, None
+    return alias_value(stmt.value, imports)
+
+
+def alias_value(value: cst.BaseExpression, imports: Dict[str, str]) -> Optional[Tuple[cst.BaseExpression, Optional[cst.Call]]]:
+    """kernel_alias of the value an alias is bound to (a name's, or `self.attr`'s: attributes.attribute_values)."""
+    wrapper = None
     if isinstance(value, cst.Call):
         if _expand(imports, dotted(value.func) or "") != "functools.partial":
             return None
@@ -319,6 +324,18 @@ def _named_format(expr: cst.BaseExpression) -> bool:
         return False
     text = expr.evaluated_value
     return isinstance(text, str) and "%" not in _CONVERSION.sub("", text)
+
+
+def _assigns_self_attribute(stmt: cst.Assign) -> bool:
+    """`self.attr = value`."""
+    return len(stmt.targets) == 1 and isinstance(stmt.targets[0].target, cst.Attribute) \
+        and _is_name(stmt.targets[0].target.value, "self")
+
+
+def _is_dict(value: cst.BaseExpression) -> bool:
+    """A dict display or comprehension: unpacking it with `**` runs no code (its values were made before)."""
+    return isinstance(value, cst.DictComp) or isinstance(value, cst.Dict) and all(
+        isinstance(e, cst.DictElement) for e in value.elements)
 
 
 def _is_name(node: cst.CSTNode, name: str) -> bool:
@@ -463,6 +480,7 @@ class _Analysis:
         self.groups: List[Group] = []
         self.joined: Dict[int, Group] = {}  # id of a kernel call -> the helper group it joined after the first
         self.through_alias: Set[int] = set()  # ids of the kernel calls made through an alias (kernel_calls)
+        self.sealed: Set[str] = set()  # attributes holding the kernel that only this module reads (held_callee)
         self._helper_groups: Dict[int, Group] = {}
         self._external: Dict[str, Optional[Tuple[Tree, cst.FunctionDef]]] = {}
         self._project = None
@@ -1048,11 +1066,21 @@ class _Analysis:
         `**` parameter, never rebound (a fresh dict: unpacking it runs no code, round K)."""
         fn = c.function.node if c.function is not None else None
         star = fn.params.star_kwarg if isinstance(fn, cst.FunctionDef) else None
+        if c.node.args[-1] is not mapping:
+            return "nor can the derived lengths go under it: it is not the call's last argument"
+        if isinstance(mapping.value, cst.Attribute) and _is_name(mapping.value.value, "self"):
+            why = attributes.attribute_values(self, c, mapping.value.attr.value, _is_dict)
+            return f"nor can the derived lengths go under it: {why}" if why else None
         name = mapping.value.value if isinstance(mapping.value, cst.Name) else None
-        if c.node.args[-1] is not mapping or star is None or name != star.name.value:
-            return "nor can the derived lengths go under it: it is not the call's last argument and its function's own `**` parameter"
-        if any(getattr(a, "node", None) is not star for a in self.tree.binding(mapping.value, name).assignments):
-            return f"nor can the derived lengths go under it: `{name}` is bound again in the function"
+        own = star is not None and name == star.name.value
+        if name is None or not own and self._stable_name(c, mapping.value) is None:
+            return ("nor can the derived lengths go under it: it is not its function's own `**` parameter, a local "
+                    "or an attribute of self holding a dict")
+        for a in self.tree.binding(mapping.value, name).assignments:
+            stmt = self.tree.assignment_statement(a)
+            if getattr(a, "node", None) is not star and not (own is False and isinstance(stmt, cst.Assign)
+                                                             and len(stmt.targets) == 1 and _is_dict(stmt.value)):
+                return f"nor can the derived lengths go under it: `{name}` is bound at line {self.tree.line(stmt or a.node)} to what may not be a dict"
         return None
 
     # -- the derived lengths (--lengths derived) ----------------------------------------
@@ -1288,16 +1316,40 @@ class _Analysis:
         """The module's kernel calls: by the kernel's name, and through a name every binding of which that reaches
         the call is an alias of one kernel (kernel_alias), with that kernel as the callee."""
         aliases = {s.targets[0].target.value for s in self.find(cst.Assign) if kernel_alias(s, self.facts.imports)}
+        held = {s.targets[0].target.attr.value for s in self.find(cst.Assign, _assigns_self_attribute)
+                if alias_value(s.value, self.facts.imports)}
         out = []
         for c in self.facts.calls:
+            callee = None
             if is_kernel(c.callee):
                 out.append(c)
             elif isinstance(c.node.func, cst.Name) and c.node.func.value in aliases:
                 callee = self.alias_callee(c)
-                if callee:
-                    self.through_alias.add(id(c.node))
-                    out.append(replace(c, callee=callee))
+            elif isinstance(c.node.func, cst.Attribute) and _is_name(c.node.func.value, "self") \
+                    and c.node.func.attr.value in held:
+                callee = self.held_callee(c)
+            if callee:
+                self.through_alias.add(id(c.node))
+                out.append(replace(c, callee=callee))
         return out
+
+    def held_callee(self, c: CallInfo) -> Optional[str]:
+        """The one kernel every value `self.<attr>` can hold aliases (attributes.attribute_values), else None; the
+        attribute is then sealed where no other file names it (its value uses are not sites)."""
+        found = set()
+
+        def accept(value: cst.BaseExpression) -> bool:
+            alias = alias_value(value, self.facts.imports)
+            if alias is not None:
+                found.add(self.expand(dotted(alias[0])))
+            return alias is not None
+
+        attr = c.node.func.attr.value
+        if attributes.attribute_values(self, c, attr, accept, class_level=False) or len(found) != 1:
+            return None
+        if attributes.sealed(self, attr):
+            self.sealed.add(attr)
+        return found.pop()
 
     def match_captured(self, name: str) -> Optional[cst.CSTNode]:
         """A `match` pattern of the module that binds `name` (`case x:`, `case {...: x}`, `case [*x]`, `as x`): a
@@ -1331,15 +1383,15 @@ class _Analysis:
             b = self.tree.binding(root, root.value)
             for a in b.assignments or (None,):
                 if not isinstance(a, ImportAssignment):
-                    return (f"`{c.node.func.value}` is bound at line {line} from `{root.value}`, which may not be "
-                            f"{what} at run time (not only imported); pass topk_length by hand")
+                    return (f"`{_code(c.node.func).strip()}` is bound at line {line} from `{root.value}`, which may "
+                            f"not be {what} at run time (not only imported); pass topk_length by hand")
                 if expr is target:
                     rest = (dotted(target) or "").partition(".")[2]
                     for qn in a.get_qualified_names_for(root.value):
                         alt = qn.name + ("." + rest if rest else "")
                         cap = self.gate(alt) if alt != c.callee else None
                         if cap is not None and cap.accepts is not True:
-                            return (f"`{c.node.func.value}` (line {line}) may also be {alt}, a kernel "
+                            return (f"`{_code(c.node.func).strip()}` (line {line}) may also be {alt}, a kernel "
                                     f"{'too old' if cap.accepts is False else 'of unknown capability'}: {cap.detail}")
         return None
 
@@ -1570,6 +1622,13 @@ class _Analysis:
         or an attribute set from anything else (a parameter, a namespace), may be another kernel."""
         first = rest.split(".")[0]
         cls = c.function.class_name if c.function is not None else None
+        if id(c.node) in self.through_alias:  # `self.sparse_fwd = K` (held_callee proved every value an alias)
+            for node, _ in self.attribute_sources(receiver, first):
+                alias = alias_value(node.value, self.facts.imports)
+                why = alias and self.alias_identity(c, alias[0], alias[1], self.tree.line(node))
+                if why:
+                    return why
+            return None
         for fn in self.functions_named(first):
             if fn.name == first and fn.class_name:
                 return (f"`{receiver}.{first}` is a method ({fn.qualname}), not the kernel; "

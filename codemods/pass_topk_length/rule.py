@@ -158,7 +158,7 @@ def _migrate(ctx: RuleContext, partial: bool) -> Tuple[str, List[Site]]:
             if g.kind != "derived":  # the reference fix is not proven after all: the derived lengths, if asked for
                 groups += _derived_instead(analysis, g, sites)
     sites += value_sites(tree, facts, _value_uses(tree, facts, path, analysis.through_alias), path,
-                         analysis.through_alias)
+                         analysis.through_alias, frozenset(analysis.sealed))
     sites.sort(key=lambda s: (s.line, s.column))
     if not groups:
         return source, sites

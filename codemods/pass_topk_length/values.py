@@ -49,8 +49,8 @@ def _private(name: str) -> bool:
 class _Flows:
     """The flows of every kernel value in one module, worked out once."""
 
-    def __init__(self, tree, facts: ModuleFacts) -> None:
-        self.tree, self.facts = tree, facts
+    def __init__(self, tree, facts: ModuleFacts, sealed: Set[str] = frozenset()) -> None:
+        self.tree, self.facts, self.sealed = tree, facts, sealed  # sealed: attributes only this module reads
         self.escaped: Dict[Tuple[str, str], bool] = {}  # holder -> does its value escape
         self.calls: Dict[int, Tuple[cst.Call, str, cst.CSTNode]] = {}  # calls through a holder
         self.contained: Set[int] = set()  # value uses whose every call is reported
@@ -111,6 +111,10 @@ class _Flows:
             return False
         if isinstance(p, _TESTS) or (isinstance(p, cst.IfExp) and p.test is node):
             return False
+        wrapper = tree.parent.get(p)
+        if isinstance(p, cst.Arg) and isinstance(wrapper, cst.Call) and wrapper.args[0] is p and not p.keyword \
+                and not p.star and _resolved(self.facts, wrapper.func) == "functools.partial":
+            return self.escapes(wrapper, callee, origin, depth + 1)  # a call of the partial calls the kernel
         if isinstance(p, cst.Return) and p.value is node:
             return self._getter_escapes(p, callee, origin, depth)
         if isinstance(p, (cst.Assign, cst.AnnAssign)) and p.value is node:
@@ -122,7 +126,7 @@ class _Flows:
                 if not (_private(t.value) or self._local(p, t.value)):
                     return True
                 return self.holder_escapes(("name", t.value), callee, origin, depth)
-            if isinstance(t, cst.Attribute) and _private(t.attr.value):
+            if isinstance(t, cst.Attribute) and (_private(t.attr.value) or t.attr.value in self.sealed):
                 return self.holder_escapes(("attr", t.attr.value), callee, origin, depth)
         return True
 
@@ -146,20 +150,20 @@ class _Flows:
         return False
 
 
-def _flows(tree, facts: ModuleFacts) -> _Flows:
+def _flows(tree, facts: ModuleFacts, sealed: Set[str] = frozenset()) -> _Flows:
     got = getattr(tree, "_kernel_flows", None)
-    if got is None or got.facts is not facts:
-        got = _Flows(tree, facts)
+    if got is None or got.facts is not facts or got.sealed != sealed:
+        got = _Flows(tree, facts, sealed)
         tree._kernel_flows = got
     return got
 
 
-def contained(tree, facts: ModuleFacts, node: cst.CSTNode, callee: str) -> bool:
+def contained(tree, facts: ModuleFacts, node: cst.CSTNode, callee: str, sealed: Set[str] = frozenset()) -> bool:
     """True where the kernel value at `node` is not a site: a pytest marker, or a value whose every call
     the rule reports (_value_uses asks this of each value use it finds)."""
     if is_marker(callee):
         return True
-    flows = _flows(tree, facts)
+    flows = _flows(tree, facts, sealed)
     if flows.escapes(node, callee, node):
         return False
     flows.contained.add(id(node))
@@ -206,10 +210,12 @@ def holder_calls(tree, facts: ModuleFacts, path: str, classified: Set[int] = fro
     return sites
 
 
-def value_sites(tree, facts: ModuleFacts, found: List[Site], path: str, classified: Set[int] = frozenset()) -> List[Site]:
+def value_sites(tree, facts: ModuleFacts, found: List[Site], path: str, classified: Set[int] = frozenset(),
+                sealed: Set[str] = frozenset()) -> List[Site]:
     """The value uses _value_uses found that are sites (each whose kernel value can reach a call the rule
     does not report), then the calls through a holder that a contained value reaches (but those the rule
-    classified itself: `classified`, ids of calls through an alias)."""
+    classified itself: `classified`, ids of calls through an alias). `sealed`: attributes holding the kernel
+    that no other file reads (analysis.held_callee), followed as private ones are."""
     starts: Dict[Tuple[int, int], List[cst.CSTNode]] = {}
     for n in tree.find((cst.Name, cst.Attribute)) if found else ():  # each node's position: only when asked
         pos = tree.position.get(n)
@@ -218,7 +224,7 @@ def value_sites(tree, facts: ModuleFacts, found: List[Site], path: str, classifi
     kept = []
     for s in found:
         node = next((n for n in starts.get((s.line, s.column), ()) if _resolved(facts, n) == s.callee), None)
-        if is_marker(s.callee) or (node is not None and contained(tree, facts, node, s.callee)):
+        if is_marker(s.callee) or (node is not None and contained(tree, facts, node, s.callee, sealed)):
             continue
         kept.append(s)
     return kept + holder_calls(tree, facts, path, classified)

@@ -1051,8 +1051,9 @@ class _Render:
         if form == "tuple_result":
             return pre + [f"result = {k}({args})  # SITE", "out = result[0]"]
         if form == "partial":
-            return [f"attend_kernel = functools.partial({k}, sm_scale={scale})  # SITE",
-                    f"out, _, _ = attend_kernel({q}, {kv}, {i})"]
+            # a call through a local partial of the kernel is the kernel's call, and the site
+            return [f"attend_kernel = functools.partial({k}, sm_scale={scale})",
+                    f"out, _, _ = attend_kernel({q}, {kv}, {i})  # SITE"]
         if form == "local_alias":
             # the call through the alias is the site (an alias whose calls are all checked is not one)
             return [f"kernel = {k}", f"out, _, _ = kernel({q}, {kv}, {i}, {scale})  # SITE"]

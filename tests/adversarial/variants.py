@@ -1787,18 +1787,18 @@ import functools
 
 def entry(inp):
     metadata = inp.metadata
-    attend = functools.partial(flash_mla_sparse_fwd, sm_scale=inp.sm_scale)  # SITE
-    return attend(inp.q, inp.kv, inp.indices)[0]
-''', expect="reported")
+    attend = functools.partial(flash_mla_sparse_fwd, sm_scale=inp.sm_scale)  # a local partial: its call is the kernel's
+    return attend(inp.q, inp.kv, inp.indices)[0]  # SITE
+''', expect="fixable")
 add("discovery_partial_module_attr", "8 discovery", '''
 from functools import partial
 
 
 def entry(inp):
     metadata = inp.metadata
-    attend = partial(fm.flash_mla_sparse_fwd, sm_scale=inp.sm_scale)  # SITE
-    return attend(inp.q, inp.kv, inp.indices)[0]
-''', imports="import torch\nimport sgl_kernel.flash_mla as fm\n", expect="reported")
+    attend = partial(fm.flash_mla_sparse_fwd, sm_scale=inp.sm_scale)  # a local partial: its call is the kernel's
+    return attend(inp.q, inp.kv, inp.indices)[0]  # SITE
+''', imports="import torch\nimport sgl_kernel.flash_mla as fm\n", expect="fixable")
 add("discovery_getattr_module", "8 discovery", '''
 def entry(inp):
     metadata = inp.metadata
@@ -1808,16 +1808,16 @@ def entry(inp):
 add("discovery_stored_in_attribute", "8 discovery", '''
 class Backend:
     def __init__(self):
-        self.kernel = flash_mla_sparse_fwd  # SITE
+        self.kernel = flash_mla_sparse_fwd  # held in self: its call is the kernel's (self-attribute)
 
     def forward(self, inp):
         metadata = inp.metadata
-        return self.kernel(inp.q, inp.kv, inp.indices, inp.sm_scale)[0]
+        return self.kernel(inp.q, inp.kv, inp.indices, inp.sm_scale)[0]  # SITE
 
 
 def entry(inp):
     return Backend().forward(inp)
-''', expect="reported")
+''', expect="fixable")
 add("discovery_passed_as_value", "8 discovery", '''
 def run_attention(kernel, q, kv, indices, scale):
     return kernel(q, kv, indices, scale)[0]

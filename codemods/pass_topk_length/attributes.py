@@ -1,0 +1,191 @@
+"""What `self.<attr>` holds, proven for the object (docs/soundness.md `self-attribute`): every way the project
+can give an instance of the method's class that attribute is one of the writes read here, so the values those
+writes store are all it can hold. Used for a kernel held in `self.sparse_fwd` (a call through it is the
+kernel's) and for a `**self.opts` mapping that is a dict (unpacking it runs no code)."""
+from __future__ import annotations
+
+import ast
+from typing import Callable, Dict, List, Optional, Set, Tuple
+
+import libcst as cst
+from libcst.metadata import FunctionScope
+
+from topk_migrate.cst.resolve import CallInfo
+
+# methods that change how an instance's attribute is stored or read: a class (or base, or subclass) defining one
+# may make `self.x = v` store elsewhere, or `self.x` return something else
+_ATTRIBUTE_HOOKS = {"__setattr__", "__getattribute__", "__getattr__", "__delattr__", "__slots__", "__set_name__"}
+# writes a file may make to any object's attribute of that name, or to what decides its class
+_OBJECT_WRITES = {"__class__", "__dict__"}
+
+Accept = Callable[[cst.BaseExpression], bool]
+
+
+def _is_self(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Name) and node.value == "self"
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node).strip()
+
+
+def attribute_values(a, c: CallInfo, attr: str, accept: Accept, class_level: bool = True) -> Optional[str]:
+    """Why `self.<attr>`, read in c's method, may hold a value `accept` refuses (or None: every value it can hold
+    is one `accept` took). `a` is the module's analysis; `class_level`: a plain class-body `attr = value` is a
+    value it may hold too (else such a binding refuses: a function there becomes a bound method)."""
+    cls = _own_class(a, c)
+    if isinstance(cls, str):
+        return cls
+    values, why = _module_values(a, cls, attr, class_level)
+    if why:
+        return why
+    if not values:
+        return f"`self.{attr}` is not set in `{cls.name.value}`, so what it holds cannot be checked"
+    for value in values:
+        if not accept(value):
+            return f"`self.{attr}` is set at line {a.tree.line(value)} to `{_code(value)[:60]}`"
+    return _project_writes(a, cls, attr) or a.reflection()
+
+
+def _own_class(a, c: CallInfo):
+    """The module's one class named for c's method, `self` being the method's first parameter, never rebound;
+    or why not."""
+    fn = c.function
+    if fn is None or fn.class_name is None or _method_of(a, c.node) is None:
+        return "the call is not in a plain method reading its own `self`"
+    classes = [k for k in a.find(cst.ClassDef) if k.name.value == fn.class_name]
+    if len(classes) != 1 or _method_of(a, c.node) is not classes[0]:
+        return f"`{fn.class_name}` is not one class of the module"
+    return classes[0]
+
+
+def _method_of(a, node: cst.CSTNode) -> Optional[cst.ClassDef]:
+    """The class whose undecorated method's own body (not a nested function's or lambda's) holds node, `self`
+    its first parameter and never bound again."""
+    fn = next((x for x in a.tree.ancestors(node) if isinstance(x, (cst.FunctionDef, cst.Lambda, cst.ClassDef))), None)
+    if not isinstance(fn, cst.FunctionDef) or fn.decorators or not fn.params.params \
+            or fn.params.params[0].name.value != "self":
+        return None
+    first = fn.params.params[0]
+    if any(getattr(x, "node", None) is not first or not isinstance(x.scope, FunctionScope)
+           for x in a.tree.binding(node, "self").assignments):
+        return None
+    cls = a.tree.parent.get(a.tree.parent.get(fn))  # (the def sits in the class body's IndentedBlock)
+    return cls if isinstance(cls, cst.ClassDef) else None
+
+
+def _module_values(a, cls: cst.ClassDef, attr: str, class_level: bool) -> Tuple[List[cst.BaseExpression], Optional[str]]:
+    """The values this module's writes give `attr` on an instance of cls (its methods' `self.attr = v`, its
+    class body's `attr = v`), or why another write, or a hook of the class or a relative, may give it others."""
+    family = _family(a, cls)
+    if isinstance(family, str):
+        return [], family
+    plain = [n for n in a.find(cst.Assign, lambda s: len(s.targets) == 1 and isinstance(s.targets[0].target, cst.Attribute)
+                                and s.targets[0].target.attr.value == attr and _is_self(s.targets[0].target.value))
+             if _method_of(a, n) is cls]
+    other = a._other_attribute_writes(attr, [(n, None) for n in plain])
+    if other is not None:
+        return [], f"`{attr}` is also set at line {a.tree.line(other)} (`{_code(other)[:60]}`)"
+    values = [n.value for n in plain]
+    for k in family:
+        for stmt in _body_bindings(k, {attr}):
+            if k is cls and class_level and isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 \
+                    and isinstance(stmt.targets[0].target, cst.Name):
+                values.append(stmt.value)
+                continue
+            return [], f"`{k.name.value}` binds `{attr}` in its body (line {a.tree.line(stmt)})"
+    return values, None
+
+
+def _family(a, cls: cst.ClassDef):
+    """cls, its bases and the module's classes deriving from it, where every base is a class of the module (or
+    `object`) and none has a metaclass, class keywords or a hook of _ATTRIBUTE_HOOKS; else why not."""
+    by_name: Dict[str, List[cst.ClassDef]] = {}
+    for k in a.find(cst.ClassDef):
+        by_name.setdefault(k.name.value, []).append(k)
+    family: List[cst.ClassDef] = []
+    todo = [cls] + [k for n in a.subclasses(cls.name.value) - {cls.name.value} for k in by_name.get(n, [])]
+    while todo:
+        k = todo.pop()
+        if any(k is f for f in family):
+            continue
+        family.append(k)
+        if k.keywords:
+            return f"`{k.name.value}` has a metaclass or class keywords"
+        hooks = _body_bindings(k, _ATTRIBUTE_HOOKS)
+        if hooks:
+            return f"`{k.name.value}` defines how its attributes are set or read (line {a.tree.line(hooks[0])})"
+        for b in k.bases:
+            name = _code(b.value)
+            if name == "object":
+                continue
+            if b.keyword or b.star or len(by_name.get(name, [])) != 1:
+                return f"`{k.name.value}`'s base `{name}` is not a class of this module, so what it sets is not read"
+            todo.append(by_name[name][0])
+    return family
+
+
+def _body_bindings(cls: cst.ClassDef, names: Set[str]) -> List[cst.CSTNode]:
+    """The statements of cls's own body that may bind one of `names`: a def or class, an assignment or import
+    of it, and any compound statement (`if`, `for`, `try`...) that spells it."""
+    out: List[cst.CSTNode] = []
+    for stmt in cls.body.body:
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            if stmt.name.value in names:
+                out.append(stmt)
+        elif isinstance(stmt, cst.SimpleStatementLine):
+            out += [s for s in stmt.body if names & _bound(s)]
+        elif any(isinstance(n, cst.Name) and n.value in names for n in _walk(stmt)):
+            out.append(stmt)
+    return out
+
+
+def _bound(small: cst.BaseSmallStatement) -> Set[str]:
+    """The names a small statement of a class body binds."""
+    if isinstance(small, cst.Assign):
+        return {n.value for t in small.targets for n in _walk(t.target) if isinstance(n, cst.Name)}
+    if isinstance(small, (cst.AnnAssign, cst.AugAssign)):
+        return {n.value for n in _walk(small.target) if isinstance(n, cst.Name)}
+    if isinstance(small, (cst.Import, cst.ImportFrom)):
+        return {"*"} if isinstance(small.names, cst.ImportStar) else {
+            (x.asname.name.value if x.asname else _code(x.name).split(".")[0]) for x in small.names}
+    return {n.value for n in _walk(small) if isinstance(n, cst.Name)} if isinstance(
+        small, (cst.Global, cst.Nonlocal)) else set()
+
+
+def _walk(node: cst.CSTNode):
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        yield n
+        todo.extend(n.children)
+
+
+def _project_writes(a, cls: cst.ClassDef, attr: str) -> Optional[str]:
+    """A subclass in another file binding the attribute or a hook in its body, a write of the attribute in
+    another file on what may be an instance of cls (or of a subclass), or a reflective write that may reach one."""
+    proj, seeds = a.project(), set(a.subclasses(cls.name.value))
+    for f, k in proj.subclasses(seeds):
+        if k.keywords or any(_binds(stmt, {attr} | _ATTRIBUTE_HOOKS) for stmt in k.body):
+            return (f"`{k.name}` ({proj.rel(f.path)}:{k.lineno}) derives from `{cls.name.value}` and may set or "
+                    f"read `{attr}` its own way")
+    for w in proj.attribute_writes({attr} | _OBJECT_WRITES, seeds, set()):
+        return f"{w.what} at {w.where()}: it may give `self.{attr}` another value"
+    for w in proj.reflection({attr, *seeds}, seeds, set(), attr):
+        return f"{w.what} at {w.where()} may give `self.{attr}` another value, which the analysis cannot follow"
+    return None
+
+
+def _binds(stmt: ast.stmt, names: Set[str]) -> bool:
+    """May a statement of a class body (in another file) bind one of `names`?"""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return stmt.name in names
+    if isinstance(stmt, (ast.Expr, ast.Pass)):
+        return False
+    return any(isinstance(n, ast.Name) and n.id in names or isinstance(n, ast.alias) and
+               (n.asname or n.name).split(".")[0] in names | {"*"} for n in ast.walk(stmt))
+
+
+def sealed(a, attr: str) -> bool:
+    """No other file of the project names `attr`: a holder of that name is read only in this module."""
+    return not a.project().files_naming([attr])
