@@ -24,8 +24,9 @@ from topk_migrate.project import project_scope
 from topk_migrate.rules import RuleOptions
 
 from . import attributes, derived, reach
-from .quick import ENTRY_POINTS, OP_NAME, OP_TOPK_LENGTH_POSITION, PARAM, is_kernel, is_op_level  # noqa: F401
+from .quick import ENTRY_POINTS, OP_NAME, OP_TOPK_LENGTH_POSITION, PARAM, expand, is_kernel, is_op_level  # noqa: F401
 from .rows import _own_returns, index_hazard, local_defs, row_hazard
+from .values import TESTS
 
 # Metadata known to satisfy the contract: per-row valid-index count (seqlens clipped
 # to topk), int32, 1-D, row-aligned with q, updated in place under CUDA-graph replay.
@@ -264,12 +265,6 @@ def _class_ast(cls: cst.ClassDef) -> Optional[ast.ClassDef]:
     return node if isinstance(node, ast.ClassDef) else None
 
 
-def _expand(imports: Dict[str, str], name: str) -> str:
-    """A dotted name with its first part expanded through the imports (as callees are)."""
-    root, _, rest = name.partition(".")
-    return imports.get(root, root) + ("." + rest if rest else "")
-
-
 PARTIAL_KEPT = {PARAM, "q", "indices"}  # keywords a partial of the kernel may not bind: which argument is which
 
 
@@ -286,14 +281,14 @@ def alias_value(value: cst.BaseExpression, imports: Dict[str, str]) -> Optional[
     """kernel_alias of the value an alias is bound to (a name's, or `self.attr`'s: attributes.attribute_values)."""
     wrapper = None
     if isinstance(value, cst.Call):
-        if _expand(imports, dotted(value.func) or "") != "functools.partial":
+        if expand(imports, dotted(value.func) or "") != "functools.partial":
             return None
         if not value.args or value.args[0].keyword or value.args[0].star or any(
                 a.star or not a.keyword or a.keyword.value in PARTIAL_KEPT for a in value.args[1:]):
             return None
         wrapper, value = value, value.args[0].value
     name = dotted(value) if isinstance(value, (cst.Name, cst.Attribute)) else None
-    if not name or name.partition(".")[0] not in imports or not is_kernel(_expand(imports, name)):
+    if not name or name.partition(".")[0] not in imports or not is_kernel(expand(imports, name)):
         return None
     return value, wrapper
 
@@ -1614,7 +1609,7 @@ class _Analysis:
 
     def expand(self, name: Optional[str]) -> str:
         """A dotted name with its first part expanded through the imports (as callees are)."""
-        return _expand(self.facts.imports, name) if name else ""
+        return expand(self.facts.imports, name) if name else ""
 
     def attribute_identity(self, c: CallInfo, receiver: str, rest: str) -> Optional[str]:
         """`self.fm.flash_mla_sparse_fwd(...)`: what `self.fm` holds must be set in this module
@@ -2378,7 +2373,6 @@ def _direct_reason(g: Group) -> str:
 
 
 # -- value uses (class 8) --------------------------------------------------------------
-_TESTS = (cst.Comparison, cst.ComparisonTarget, cst.If, cst.While, cst.Assert, cst.UnaryOperation, cst.Del)
 
 
 def _value_uses(tree: Tree, facts: ModuleFacts, path: str, through_alias: Set[int] = frozenset()) -> List[Site]:
@@ -2404,14 +2398,13 @@ def _value_uses(tree: Tree, facts: ModuleFacts, path: str, through_alias: Set[in
         full = dotted(chain) if isinstance(chain, (cst.Name, cst.Attribute)) else None
         if not full:
             continue
-        root, _, rest = full.partition(".")
-        callee = facts.imports.get(root, root) + ("." + rest if rest else "")
+        callee = expand(facts.imports, full)
         if not is_kernel(callee):
             continue
         parent = tree.parent.get(chain)
         if isinstance(parent, cst.Call) and parent.func is chain:
             continue
-        if isinstance(parent, _TESTS) or (isinstance(parent, cst.IfExp) and parent.test is chain):
+        if isinstance(parent, TESTS) or (isinstance(parent, cst.IfExp) and parent.test is chain):
             continue
         if isinstance(parent, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign)) and parent.target is chain:
             continue  # a rebinding: the calls through that name are refused by callee_identity
@@ -2426,8 +2419,7 @@ def _value_uses(tree: Tree, facts: ModuleFacts, path: str, through_alias: Set[in
         attr = k.node.args[1].value.evaluated_value
         base = dotted(k.node.args[0].value)
         if isinstance(attr, str) and base and is_kernel(f"{base}.{attr}"):
-            root, _, rest = base.partition(".")
-            add(k.node, facts.imports.get(root, root) + ("." + rest if rest else "") + f".{attr}", "looked up by name with getattr")
+            add(k.node, expand(facts.imports, base) + f".{attr}", "looked up by name with getattr")
     return sites
 
 

@@ -38,6 +38,12 @@ def is_kernel(callee: str) -> bool:
     return callee.rsplit(".", 1)[-1] in ENTRY_POINTS or is_op_level(callee)
 
 
+def expand(imports: Dict[str, str], name: str) -> str:
+    """A dotted name with its first part expanded through a module's imports (as callees are)."""
+    root, _, rest = name.partition(".")
+    return imports.get(root, root) + ("." + rest if rest else "")
+
+
 # Syntax this reader leaves to the rule: newer than some LibCST releases read (type parameters and
 # aliases, except*), match (LibCST's patterns are its own).
 _DECLINED = tuple(getattr(ast, n) for n in ("TypeAlias", "TryStar", "Match") if hasattr(ast, n))

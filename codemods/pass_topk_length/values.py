@@ -22,9 +22,10 @@ import libcst as cst
 from topk_migrate.cst.resolve import ModuleFacts, dotted
 from topk_migrate.model import Site, Status
 
-from .quick import ENTRY_POINTS, PARAM, is_kernel
+from .quick import ENTRY_POINTS, PARAM, expand, is_kernel
 
-_TESTS = (cst.Comparison, cst.ComparisonTarget, cst.If, cst.While, cst.Assert, cst.UnaryOperation, cst.Del)
+# where a kernel value is only tested (`if K is None`, `assert K`), never called
+TESTS = (cst.Comparison, cst.ComparisonTarget, cst.If, cst.While, cst.Assert, cst.UnaryOperation, cst.Del)
 _MARKERS = ("pytest.mark.", "_pytest.mark.")
 _DEPTH = 8
 
@@ -36,10 +37,7 @@ def is_marker(callee: str) -> bool:
 
 def _resolved(facts: ModuleFacts, node: cst.BaseExpression) -> Optional[str]:
     full = dotted(node)
-    if not full:
-        return None
-    root, _, rest = full.partition(".")
-    return facts.imports.get(root, root) + ("." + rest if rest else "")
+    return expand(facts.imports, full) if full else None
 
 
 def _private(name: str) -> bool:
@@ -109,7 +107,7 @@ class _Flows:
             if not (name and is_kernel(name)):  # not collected by name: reported by holder_calls
                 self.calls.setdefault(id(p), (p, callee, origin))
             return False
-        if isinstance(p, _TESTS) or (isinstance(p, cst.IfExp) and p.test is node):
+        if isinstance(p, TESTS) or (isinstance(p, cst.IfExp) and p.test is node):
             return False
         wrapper = tree.parent.get(p)
         if isinstance(p, cst.Arg) and isinstance(wrapper, cst.Call) and wrapper.args[0] is p and not p.keyword \
