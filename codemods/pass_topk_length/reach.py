@@ -301,7 +301,7 @@ def _parameter_or_element(f: "_File", node: ast.AST) -> Optional[Tuple[ast.AST, 
     param = namespaces._parameter_of(f, node)
     if param is not None:
         fn, index, name = param
-        return fn, index - _bound_first(fn), name, False
+        return fn, index - _bound_first(f, fn), name, False
     scope = namespaces._scope(f, node)
     if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
@@ -313,15 +313,17 @@ def _parameter_or_element(f: "_File", node: ast.AST) -> Optional[Tuple[ast.AST, 
     over = loops[0].iter.id
     a = scope.args
     if a.vararg is not None and a.vararg.arg == over:
-        return scope, len(a.posonlyargs + a.args) - _bound_first(scope), over, True
+        return scope, len(a.posonlyargs + a.args) - _bound_first(f, scope), over, True
     param = namespaces.parameter_in(scope, over)
-    return (param[0], param[1] - _bound_first(param[0]), param[2], True) if param is not None else None
+    return (param[0], param[1] - _bound_first(f, param[0]), param[2], True) if param is not None else None
 
 
-def _bound_first(fn: ast.AST) -> int:
-    """1 for a method's `self`/`cls` (not passed at a call through the instance), else 0."""
+def _bound_first(f: "_File", fn: ast.AST) -> int:
+    """1 for the first parameter of a method of a class (not passed at a call through the instance or, for a
+    classmethod, the class), else 0: a module-level function's first parameter is passed, whatever its name."""
     args = fn.args.posonlyargs + fn.args.args
-    return 1 if args and args[0].arg in ("self", "cls") else 0
+    static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in fn.decorator_list)
+    return 1 if args and isinstance(f.parents.get(id(fn)), ast.ClassDef) and not static else 0
 
 
 def _under_test_dir(rel: str) -> bool:
@@ -798,7 +800,8 @@ class Project:
                     p[1] is None or self._may_reach(f, p[1], related, modules))] if isinstance(node, ast.Call) else []
                 if hit is not None:
                     verb, receiver, name = hit
-                    if not isinstance(name, ast.Constant) and self._may_reach(f, receiver, related, modules):
+                    if not isinstance(name, ast.Constant) and self._may_reach(f, receiver, related, modules) \
+                            and not self._handed_only_made(f, receiver, related):
                         what = f"`{verb}` with a computed name"
                 elif patched:
                     what = f"`{patched[0][0]}` with a computed target"
@@ -1092,6 +1095,8 @@ class Project:
             return self.self_is_anything(f, cls, fn)  # `Tuner.install(b)`: self is b
         if isinstance(receiver, ast.Name) and receiver.id in f.classes:
             return receiver.id in f.ambiguous or (f.path, receiver.id) in related
+        if isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) and receiver.value.id in f.classes:
+            return self._may_reach(f, receiver.value, related, modules, unknown)  # `Backend.forward`: its class's
         bound = isinstance(receiver, ast.Name) and (receiver.id in f.modules or receiver.id in f.froms)
         if not bound and not (isinstance(receiver, ast.Attribute) and f.module_of(receiver.value) is not None):
             owner = self._classmethod_of(f, receiver)
@@ -1116,7 +1121,9 @@ class Project:
         if param is None or depth > 2:
             return False
         fn, index, name, star = param
-        for g in {id(x): x for x in [f, *self.files_naming([fn.name])]}.values():
+        if index < 0:
+            return True  # a method's own instance (or class): whatever it is called on
+        for g in {id(x): x for x in [f, *filter(None, [self.own()]), *self.files_naming([fn.name])]}.values():
             for node in ast.walk(g.tree):
                 spelled = isinstance(node, ast.Name) and node.id == fn.name and isinstance(node.ctx, ast.Load) \
                     or isinstance(node, ast.Attribute) and node.attr == fn.name and isinstance(node.ctx, ast.Load)
@@ -1135,6 +1142,32 @@ class Project:
                             or self._passed_related(g, arg, related, modules, depth + 1):
                         return True
         return False
+
+    def _handed_only_made(self, f: _File, receiver: ast.AST, related: Set[Tuple[str, str]]) -> bool:
+        """Is receiver a parameter of an undecorated function that the project calls, and only calls, handing it
+        there an object it makes then, of a class that cannot be related (`load(ServerArgs(), overrides)`)? Then
+        a computed setattr on it writes that fresh object's attributes, never the kernel's or its class's."""
+        param = _parameter_or_element(f, receiver)
+        if param is None or param[3] or param[1] < 0 or getattr(param[0], "decorator_list", True):
+            return False
+        fn, index, name, _ = param
+        calls = 0
+        for g in {id(x): x for x in [f, *filter(None, [self.own()]), *self.files_naming([fn.name])]}.values():
+            for node in ast.walk(g.tree):
+                if not (isinstance(node, ast.Name) and node.id == fn.name or isinstance(node, ast.Attribute)
+                        and node.attr == fn.name) or not isinstance(node.ctx, ast.Load):
+                    continue
+                call = g.parents.get(id(node))
+                if not isinstance(call, ast.Call) or call.func is not node \
+                        or any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+                    return False  # taken as a value, or its arguments not placed: what it is handed is not known
+                given = call.args[index:index + 1] + [k.value for k in call.keywords if k.arg == name]
+                for arg in given:
+                    made = self._class_named(g, arg.func) if isinstance(arg, ast.Call) else None
+                    if made is None or made[0] is None or self._declared_reaches(made, related):
+                        return False
+                calls += 1
+        return calls > 0
 
     def _declared_reaches(self, k: Tuple[Optional[str], str], related: Set[Tuple[str, str]]) -> bool:
         """May an instance declared as the class k be one of the related classes, or the module? Related
