@@ -855,6 +855,22 @@ def test_indices_held_in_an_attribute_only_read_stay_fixable(tmp_path):
     assert site.status is Status.FIXABLE, site.reason
 
 
+# -- the values the module assigns to the attribute the indices are read from (round J1's u_attr_topk_sorted,
+# u_attr_topk_extra): each is traced as the indices are, whatever method assigns it.
+@pytest.mark.parametrize("elsewhere,fixable", [
+    ("self.topk_indices_buf = limit", True),  # a parameter, taken as given like the call's own
+    ("self.topk_indices_buf = limit.contiguous()", True),
+    ("self.topk_indices_buf = limit.sort(dim=-1).values", False),  # -1 moves to the front
+    ("self.topk_indices_buf = torch.cat([limit[:, :, :1] * 0, limit[:, :, :-1]], dim=-1)", False),  # a sink first
+    ("self.topk_indices_buf, self.n = limit.flip(-1), 1", False),
+    ("self.topk_indices_buf += 1", False),
+])
+def test_every_value_the_module_gives_the_indices_attribute_is_traced(tmp_path, elsewhere, fixable):
+    src = HELD.format(before="pass", elsewhere=elsewhere)
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
 # -- indices bound outside a function (red team B, issue 34): a module global (or class attribute) tensor another
 # function fills in place; the trace skipped every binding that was not a function's, value and writes alike.
 @pytest.mark.parametrize("holder", ["module", "class"])

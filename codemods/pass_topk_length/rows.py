@@ -1125,6 +1125,34 @@ class IndexTrace:
                     return why
         return None
 
+    def _attribute_values(self, e: cst.Attribute) -> Optional[str]:
+        """Every value the module assigns to an attribute of that name (any receiver, any function: the one the
+        call reads may be any of them) is traced as the indices are; the parameters of another function it comes
+        from are taken as given, as the call's own are (red-team round J1's u_attr_topk_sorted, u_attr_topk_extra)."""
+        attr = e.attr.value
+        for node in self.tree.find((cst.Assign, cst.AnnAssign, cst.AugAssign)):
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            for t in targets:
+                hit = isinstance(t, cst.Attribute) and t.attr.value == attr
+                unpacked = isinstance(t, (cst.Tuple, cst.List)) and any(
+                    isinstance(x.value, cst.Attribute) and x.value.attr.value == attr for x in t.elements)
+                if not (hit or unpacked) or id(node) in self.seen:
+                    continue
+                self.seen.add(id(node))
+                if unpacked or isinstance(node, cst.AugAssign):
+                    return (f"`{_code(e)}` is assigned at line {self.tree.line(node)} in a form the indices trace "
+                            "does not model")
+                if node.value is None:
+                    continue
+                self.inside += 1
+                try:
+                    why = self.hazard(node.value)
+                finally:
+                    self.inside -= 1
+                if why:
+                    return f"{why} (`{_code(t)}` assigned at line {self.tree.line(node)})"
+        return None
+
     def hazard(self, e: cst.BaseExpression) -> Optional[str]:
         if isinstance(e, cst.Name):
             return self._name(e)
@@ -1139,7 +1167,7 @@ class IndexTrace:
                 return (f"`{_code(e)}` is held in an attribute, and `{_code(written).strip()[:80]}` (line "
                         f"{self.tree.line(written)}) writes into a tensor of that attribute in place, which may run "
                         "before the call (in this call or an earlier one)")
-            return self.hazard(e.value)
+            return self._attribute_values(e) or self.hazard(e.value)
         if isinstance(e, cst.Subscript):
             if _reads_no_data(e.value):
                 return None  # `idx.shape[0]`: a size, not entries
