@@ -1095,8 +1095,9 @@ class Project:
             return self.self_is_anything(f, cls, fn)  # `Tuner.install(b)`: self is b
         if isinstance(receiver, ast.Name) and receiver.id in f.classes:
             return receiver.id in f.ambiguous or (f.path, receiver.id) in related
-        if isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) and receiver.value.id in f.classes:
-            return self._may_reach(f, receiver.value, related, modules, unknown)  # `Backend.forward`: its class's
+        if isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) and receiver.value.id in f.classes \
+                and self._may_reach(f, receiver.value, related, modules, unknown):
+            return True  # `Backend.forward`: a method of a related class (another class's attribute: anything)
         bound = isinstance(receiver, ast.Name) and (receiver.id in f.modules or receiver.id in f.froms)
         if not bound and not (isinstance(receiver, ast.Attribute) and f.module_of(receiver.value) is not None):
             owner = self._classmethod_of(f, receiver)
