@@ -337,6 +337,15 @@ def test_a_rebound_logger_is_not_read_by_key():
     ("    loc = frame.f_locals\n    loc[name] = value\n", False),
     ("    frame.f_locals['idx'] = value\n    ctypes.pythonapi.PyFrame_LocalsToFast(ctypes.py_object(frame), 0)\n", False),
     ("    inspect.getargvalues(frame).locals[name] = value\n", False),
+    # round L: the same mapping got other ways (a constant name, `or {}`, a copy by the project's own function)
+    ("    getattr(frame, 'f_locals')[name] = value\n", False),
+    ("    ns = frame.f_locals or {}\n    ns[name] = value\n", False),
+    ("    ns = frame.f_locals if frame else {}\n    ns[name] = value\n", False),
+    ("    import operator\n    operator.attrgetter('f_locals')(frame)[name] = value\n", False),
+    ("    from inspect import getargvalues as argv\n    argv(frame).locals[name] = value\n", False),
+    ("    pprint(frame.f_locals)\n\n\ndef pprint(ns):\n    ns['idx'] = None\n", False),
+    ("    getattr(ctypes.pythonapi, 'PyFrame_' 'LocalsToFast')(ctypes.py_object(frame), 0)\n", False),
+    ("    return len(frame.f_locals)\n", True),  # a copy by a builtin: no write (the stable name is read again)
 ])
 def test_a_frame_whose_locals_may_be_written_gets_no_derived_lengths(tmp_path, writer, ok):
     """A later argument may rebind the indices' own name through a frame (round J2's PyFrame_LocalsToFast): the

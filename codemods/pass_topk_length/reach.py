@@ -994,29 +994,32 @@ class Project:
         return out
 
     def frame_enumerations(self) -> List[Finding]:
-        """Reads of a frame's locals other than by a literal name (`f.f_locals["frame"]`,
-        `.get("self")`): they see a local the rewrite binds (`len(f_locals)`, a snapshot of them all)."""
-        out = []
-        for f in [*filter(None, [self.own()]), *self.files_naming(["f_locals", "getargvalues", "capture_locals"])]:
-            for node in ast.walk(f.tree):
-                if isinstance(node, ast.Attribute) and node.attr == "f_locals" and not _read_by_literal(f, node) \
-                        or _frame_locals_call(node):
-                    out.append(Finding(self.rel(f.path), node.lineno, f"`{_unparse(node)[:80]}` reads a frame's locals"))
-        return out
+        """Reads of a frame's locals other than by a literal name (`f.f_locals["frame"]`, `.get("self")`), and every
+        way they may be written: they see a local the rewrite binds (`len(f_locals)`, a snapshot of them all)."""
+        return [Finding(p, line, f"{what} reads a frame's locals") for p, line, what, _ in self._frame_access()]
 
     def frame_writes(self) -> List[Finding]:
-        """Ways a frame's locals may be written, in this module or the project's others: a store, deletion or
-        mutating method through `f_locals` (write-through since Python 3.13), `f_locals` or getargvalues' mapping
-        kept or handed on, `PyFrame_LocalsToFast`. Any of them may rebind the indices' name between the call's
-        arguments, so the derived lengths read it again only where none is seen."""
-        out = []
-        for f in [*filter(None, [self.own()]), *self.files_naming(["f_locals", "getargvalues", "LocalsToFast"])]:
-            for node in ast.walk(f.tree):
-                if isinstance(node, ast.Attribute) and node.attr == "f_locals" and _frame_locals_written(f, node) \
-                        or isinstance(node, ast.Call) and _unparse(node.func).rsplit(".", 1)[-1] == "getargvalues" \
-                        or isinstance(node, (ast.Name, ast.Attribute)) and _unparse(node).endswith("LocalsToFast"):
-                    out.append(Finding(self.rel(f.path), node.lineno, f"`{_unparse(node)[:80]}` may write a frame's locals"))
-        return out
+        """Ways a frame's locals may be written, in this module or the project's others (_frame_access: anything
+        but a read by a literal key or a copy by a builtin); any of them may rebind the indices' name between the
+        call's arguments, so the derived lengths read it again only where none is seen."""
+        return [Finding(p, line, f"{what} may write a frame's locals") for p, line, what, write in self._frame_access()
+                if write]
+
+    def _frame_access(self) -> List[Tuple[str, int, str, bool]]:
+        """(file, line, what, may write) for each spelled way to a frame's locals: `f_locals` as an attribute or a
+        string (`getattr(frame, "f_locals")`, `attrgetter("f_locals")`, a constant holding it), `getargvalues`,
+        `capture_locals`, `LocalsToFast` however bound or spelled. Default-deny: only `f_locals[<literal>]`,
+        `.get(<literal>)` and a builtin's copy (`dict(...)`, `len(...)`) are reads, and only the first two are
+        narrow. A name built at run time (`"f_" + "locals"`) is not seen (docs/soundness.md, assumed)."""
+        if "_frame_found" not in self.__dict__:
+            out = []
+            for f in [*filter(None, [self.own()]), *self.files_naming(list(_FRAME_WORDS))]:
+                for node in ast.walk(f.tree):
+                    found = _frame_word(f, node)
+                    if found is not None:
+                        out.append((self.rel(f.path), getattr(node, "lineno", 0), f"`{_unparse(node)[:80]}`", found))
+            self._frame_found = out
+        return self._frame_found
 
     def lookup_words(self, modules: Set[str], kernel: str) -> Set[str]:
         """The words a name computed at run time must be built from to name the kernel or its module: the
@@ -1825,33 +1828,33 @@ def _class_body_names(cls: ast.ClassDef) -> Set[str]:
     return out
 
 
-def _frame_locals_call(node: ast.AST) -> bool:
-    """A call that reads a frame's locals whole another way: `getattr(frame, "f_locals")`,
-    `inspect.getargvalues(frame)`, a traceback or stack summary with `capture_locals=True`."""
-    if not isinstance(node, ast.Call):
-        return False
-    name = _unparse(node.func).rsplit(".", 1)[-1]
-    if name == "getattr" and len(node.args) > 1 and isinstance(node.args[1], ast.Constant):
-        return node.args[1].value == "f_locals"
-    return name == "getargvalues" or any(k.arg == "capture_locals" and not (
-        isinstance(k.value, ast.Constant) and not k.value.value) for k in node.keywords)
+_FRAME_WORDS = ("f_locals", "getargvalues", "capture_locals", "LocalsToFast")
+_FRAME_COPIES = ("dict", "len", "list", "sorted", "repr", "str", "set", "tuple")  # builtins: copy, never write
 
 
-_FRAME_READERS = {"dict", "len", "list", "sorted", "repr", "str", "print", "set", "tuple", "pformat", "pprint"}
+def _frame_word(f: "_File", node: ast.AST) -> Optional[bool]:
+    """None where node is no way to a frame's locals; else whether it may write them (True) or only reads them
+    whole (False). `f_locals` read by a literal key is neither."""
+    if isinstance(node, ast.Attribute) and node.attr == "f_locals":
+        if _read_by_literal(f, node):
+            return None
+        up = f.parents.get(id(node))
+        copied = _builtin_call(up, _FRAME_COPIES) and node in up.args and not _shadowed(f, up.func.id)
+        return not copied
+    if isinstance(node, ast.keyword) and node.arg == "capture_locals":
+        return None if isinstance(node.value, ast.Constant) and not node.value.value else False
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):  # a name to look up (not a docstring)
+        return True if re.fullmatch(r"\w*(?:f_locals|getargvalues|LocalsToFast)\w*", node.value) else None
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else \
+        node.name if isinstance(node, ast.alias) else None
+    return True if name and any(w in name for w in _FRAME_WORDS[1:]) else None
 
 
-def _frame_locals_written(f: "_File", node: ast.Attribute) -> bool:
-    """May `x.f_locals` at node be written: a store or deletion through it, a method other than a read called
-    on it, or the mapping kept in a name or handed to anything but a reader that copies or prints it?"""
-    up = f.parents.get(id(node))
-    if isinstance(up, ast.Subscript) and up.value is node:
-        return not isinstance(up.ctx, ast.Load)
-    if isinstance(up, ast.Attribute) and up.value is node:
-        return up.attr not in ("get", "keys", "values", "items", "copy", "__contains__", "__getitem__")
-    if isinstance(up, ast.Call) and node in up.args:
-        return _unparse(up.func).rsplit(".", 1)[-1] not in _FRAME_READERS
-    return isinstance(up, (ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.Return, ast.keyword, ast.Call,
-                           ast.Tuple, ast.List, ast.Dict, ast.Starred, ast.Lambda, ast.withitem, ast.comprehension))
+def _shadowed(f: "_File", name: str) -> bool:
+    """Does the file bind `name` itself (a def, a class, an import, an assignment), so it is not the builtin?"""
+    return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name
+               or isinstance(n, ast.alias) and (n.asname or n.name).split(".")[0] == name
+               or isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load) for n in ast.walk(f.tree))
 
 
 def _read_by_literal(f: "_File", node: ast.AST) -> bool:
