@@ -39,6 +39,7 @@ def statuses(tmp_path, src: str, others=()):
 
 @pytest.mark.parametrize("src", [
     HELD,
+    HELD.replace("class Backend:\n", "class Backend:\n    sparse_fwd: object  # an annotation binds nothing\n\n"),
     HELD.replace("= flash_mla_sparse_fwd", "= functools.partial(flash_mla_sparse_fwd, d_v=512)"),
     HELD.replace("class Backend:", "class Base:\n    pass\n\n\nclass Backend(Base):"),
 ])
@@ -73,6 +74,23 @@ def test_a_holder_another_file_names_stays_a_site(tmp_path):
     (None, [("plugin.py", "from backend import Backend\n\n\nclass Timed(Backend):\n"
                           "    def __setattr__(self, k, v):\n        object.__setattr__(self, k, print)\n")]),
     (None, [("plugin.py", "import backend\n\n\ndef install(b, name):\n    setattr(b, name, print)\n")]),
+    # round M: `self` not an instance of the class, a relative set up elsewhere
+    (None, [("shim.py", "import types\nimport backend\n\n\ndef run(*a):\n"
+                        "    return backend.Backend.forward(types.SimpleNamespace(sparse_fwd=print), *a)\n")]),
+    (None, [("ref.py", "from backend import Backend\n\n\nclass Reference:\n    forward = Backend.forward\n\n"
+                      "    def sparse_fwd(self, *a):\n        return a\n")]),
+    (None, [("mixin.py", "from backend import Backend\n\n\nclass Fallback:\n    @property\n    def sparse_fwd(self):\n"
+                        "        return print\n\n    @sparse_fwd.setter\n    def sparse_fwd(self, v):\n        pass\n\n\n"
+                        "class Portable(Fallback, Backend):\n    pass\n")]),
+    (None, [("fallbacks.py", "def with_fallback(base):\n    class Fallback(base):\n        sparse_fwd = property(lambda s: print)\n"
+                            "    return Fallback\n")]),
+    (None, [("portable.py", "from backend import BACKENDS\n\n\nclass Portable(BACKENDS['dsa']):\n"
+                           "    sparse_fwd = property(lambda s: print)\n")]),
+    (None, [("plugin.py", "import backend\n\n\ndef cpu(self, name):\n    return print\n\n\n"
+                         "backend.Backend.__getattribute__ = cpu\n")]),
+    (("    def forward(", "    def to_cpu(self):\n        self.__class__ = Other\n\n    def forward("), ()),
+    (("class Backend:", "def traced(cls):\n    cls.__setattr__ = lambda s, k, v: object.__setattr__(s, k, print)\n"
+      "    return cls\n\n\n@traced\nclass Backend:"), ()),
 ])
 def test_a_holder_that_may_hold_something_else_is_not_the_kernel(tmp_path, edit, others):
     src = HELD.replace(*edit) if edit else HELD

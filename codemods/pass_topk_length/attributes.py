@@ -44,7 +44,28 @@ def attribute_values(a, c: CallInfo, attr: str, accept: Accept, class_level: boo
     for value in values:
         if not accept(value):
             return f"`self.{attr}` is set at line {a.tree.line(value)} to `{_code(value)[:60]}`"
-    return _project_writes(a, cls, attr) or a.reflection()
+    return _self_elsewhere(a, cls, c) or _project_writes(a, cls, attr) or a.reflection()
+
+
+def _self_elsewhere(a, cls: cst.ClassDef, c: CallInfo) -> Optional[str]:
+    """Why `self` in c's method may be no instance of cls (round M): the method taken from the class and called
+    with another object (`Backend.forward(shim, ...)`, `forward = Backend.forward` in another class,
+    `MethodType`), or handed to a decorator the project defines (reach.Project.self_is_anything); an object's
+    class swapped, or a hook set from outside a class body (`cls.__setattr__ = ...`), anywhere in the project."""
+    proj = a.project()
+    own = proj.own()
+    k = own.classes.get(cls.name.value) if own is not None else None
+    fn = next((n for n in (k.body if k is not None else ()) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and n.name == c.function.name), None)
+    if k is None or fn is None or proj.self_is_anything(own, k, fn):
+        return (f"`{cls.name.value}.{c.function.name}` may be called with another object than an instance of "
+                f"`{cls.name.value}` (taken from the class as a function), whose attributes are not these")
+    for w in proj.attribute_hooks(_ATTRIBUTE_HOOKS | _OBJECT_WRITES):
+        return f"{w.what} at {w.where()}: a class's hooks set outside its body, or an object's class swapped"
+    for w in proj.opaque_classes():
+        return (f"{w.what} at {w.where()} derives from a class the reader cannot name: it may derive from "
+                f"`{cls.name.value}` and set or read attributes its own way")
+    return None
 
 
 def _own_class(a, c: CallInfo):
@@ -144,6 +165,8 @@ def _bound(small: cst.BaseSmallStatement) -> Set[str]:
     """The names a small statement of a class body binds."""
     if isinstance(small, cst.Assign):
         return {n.value for t in small.targets for n in _walk(t.target) if isinstance(n, cst.Name)}
+    if isinstance(small, cst.AnnAssign) and small.value is None:
+        return set()  # (`sparse_fwd: Callable`: an annotation binds nothing)
     if isinstance(small, (cst.AnnAssign, cst.AugAssign)):
         return {n.value for n in _walk(small.target) if isinstance(n, cst.Name)}
     if isinstance(small, (cst.Import, cst.ImportFrom)):
@@ -165,10 +188,13 @@ def _project_writes(a, cls: cst.ClassDef, attr: str) -> Optional[str]:
     """A subclass in another file binding the attribute or a hook in its body, a write of the attribute in
     another file on what may be an instance of cls (or of a subclass), or a reflective write that may reach one."""
     proj, seeds = a.project(), set(a.subclasses(cls.name.value))
-    for f, k in proj.subclasses(seeds):
-        if k.keywords or any(_binds(stmt, {attr} | _ATTRIBUTE_HOOKS) for stmt in k.body):
-            return (f"`{k.name}` ({proj.rel(f.path)}:{k.lineno}) derives from `{cls.name.value}` and may set or "
-                    f"read `{attr}` its own way")
+    subclasses = proj.subclasses(seeds)
+    family = seeds | {k.name for _, k in subclasses}
+    for f, k in subclasses:
+        other = [b for b in k.bases if ast.unparse(b).rsplit(".", 1)[-1] not in family]
+        if k.keywords or other or any(_binds(stmt, {attr} | _ATTRIBUTE_HOOKS) for stmt in k.body):
+            return (f"`{k.name}` ({proj.rel(f.path)}:{k.lineno}) derives from `{cls.name.value}`"
+                    f"{' and from ' + ast.unparse(other[0]) if other else ''}, and may set or read `{attr}` its own way")
     for w in proj.attribute_writes({attr} | _OBJECT_WRITES, seeds, set()):
         return f"{w.what} at {w.where()}: it may give `self.{attr}` another value"
     for w in proj.reflection({attr, *seeds}, seeds, set(), attr):
@@ -177,10 +203,15 @@ def _project_writes(a, cls: cst.ClassDef, attr: str) -> Optional[str]:
 
 
 def _binds(stmt: ast.stmt, names: Set[str]) -> bool:
-    """May a statement of a class body (in another file) bind one of `names`?"""
+    """May a statement of a class body (in another file) bind one of `names` (`locals()[name] = ...` may bind any)?"""
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return stmt.name in names
-    if isinstance(stmt, (ast.Expr, ast.Pass)):
+    if isinstance(stmt, ast.AnnAssign) and stmt.value is None or isinstance(stmt, ast.Pass):
+        return False
+    if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("locals", "vars", "exec")
+           for n in ast.walk(stmt)):
+        return True
+    if isinstance(stmt, ast.Expr):
         return False
     return any(isinstance(n, ast.Name) and n.id in names or isinstance(n, ast.alias) and
                (n.asname or n.name).split(".")[0] in names | {"*"} for n in ast.walk(stmt))

@@ -1249,6 +1249,33 @@ class Project:
         assigned, other = _bindings(f, fn)
         return None if receiver.id in assigned or receiver.id in other else owner
 
+    def attribute_hooks(self, names: Set[str]) -> List[Finding]:
+        """Writes, in any file of the project, of an attribute named in `names` (`__setattr__`, `__class__`...) on
+        any receiver: an assignment, a deletion, a literal setattr. A class whose hooks are set from outside its
+        body, or an object whose class is swapped, stores and reads its attributes another way."""
+        out = []
+        for f in [*filter(None, [self.own()]), *self.files_naming(names)]:
+            for node in ast.walk(f.tree):
+                hit = _setattr_call(f, node) if isinstance(node, ast.Call) else None
+                if hit is not None and isinstance(hit[2], ast.Constant) and hit[2].value in names:
+                    out.append(Finding(self.rel(f.path), node.lineno, f"`{hit[0]}(..., {hit[2].value!r}, ...)`"))
+                for t in _flatten(_written_targets(node)):
+                    if isinstance(t, ast.Attribute) and t.attr in names:
+                        out.append(Finding(self.rel(f.path), t.lineno, f"`{_unparse(t)}` is assigned"))
+        return out
+
+    def opaque_classes(self) -> List[Finding]:
+        """Classes of the project whose bases the reader cannot name (`class P(BACKENDS["dsa"])`, `class F(base)`
+        in a factory handed the base): they may derive from any class, so what they define is not read as a
+        subclass's."""
+        if "_opaque" not in self.__dict__:
+            self._opaque = []
+            for f in [*filter(None, [self.own()]), *self._files_matching(_OPAQUE_BASES, b"class")]:
+                for node in ast.walk(f.tree):
+                    if isinstance(node, ast.ClassDef) and any(_opaque_base(f, node, b) for b in node.bases):
+                        self._opaque.append(Finding(self.rel(f.path), node.lineno, f"`class {node.name}`"))
+        return self._opaque
+
     def self_is_anything(self, f: _File, cls: ast.ClassDef, fn: ast.AST) -> bool:
         """May `self` in the method `fn` of the class `cls` be something else than an instance of it? Where the
         method may be taken from the class as a function and called with another first argument: through the
@@ -1826,6 +1853,30 @@ def _class_body_names(cls: ast.ClassDef) -> Set[str]:
             if isinstance(t, ast.Name):
                 out.add(t.id)
     return out
+
+
+# a class statement whose bases hold more than dotted names (a subscript, a call), or that is indented (in a function,
+# where a base may be its parameter): the files opaque_classes parses
+_OPAQUE_BASES = re.compile(rb"class\s+\w+\s*\([^)]*[\[(]|^[ \t]+class\s+\w+\s*\(", re.M)
+_GENERIC_BASES = {"Generic", "Protocol", "NamedTuple", "TypedDict"}
+
+
+def _opaque_base(f: "_File", cls: ast.ClassDef, base: ast.expr) -> bool:
+    """May `base` be any class: not a dotted name (but `Generic[T]` and its kin), or a name that the function
+    around the class binds (a parameter, a local)?"""
+    if isinstance(base, ast.Subscript):  # `Generic[T]` names a class; `BACKENDS["dsa"]` is whatever the table holds
+        return _unparse(base.value).rsplit(".", 1)[-1] not in _GENERIC_BASES
+    if not isinstance(base, (ast.Name, ast.Attribute)):
+        return True
+    root = base
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    fn = f.enclosing(cls, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+    if not isinstance(root, ast.Name) or fn is None:
+        return not isinstance(root, ast.Name)
+    bound = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)} | {
+        n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    return root.id in bound
 
 
 _FRAME_WORDS = ("f_locals", "getargvalues", "capture_locals", "LocalsToFast")
