@@ -9,7 +9,7 @@ import ast
 import os
 import re
 import textwrap
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
@@ -24,8 +24,21 @@ from topk_migrate.project import project_scope
 from topk_migrate.rules import RuleOptions
 
 from . import attributes, derived, reach
+from .group import Group, _direct_reason
 from .quick import ENTRY_POINTS, OP_NAME, OP_TOPK_LENGTH_POSITION, PARAM, expand, is_kernel, is_op_level  # noqa: F401
 from .rows import _own_returns, index_hazard, local_defs, row_hazard
+from .syntax import (
+    _as_ast,
+    _code,
+    _indices_arg,
+    _is_attr,
+    _is_name,
+    _is_none,
+    _q_arg,
+    _root,
+    _targets_attribute,
+    _top_level_imports,
+)
 from .values import TESTS
 
 # Metadata known to satisfy the contract: per-row valid-index count (seqlens clipped
@@ -33,16 +46,12 @@ from .values import TESTS
 KNOWN_METADATA = ("metadata.dsa_cache_seqlens_int32", "metadata.nsa_cache_seqlens_int32")
 
 RULE_ID = "pass-topk-length"
-GUARD_COMMENT = "# topk-migrate: use the full top-k width if the row counts ever differ from q's."
-# where nothing declares the metadata's type, the guard checks all the kernel needs (fits)
-CHECKED_GUARD_COMMENT = "# topk-migrate: use the full top-k width unless topk_length is int32, 1-D, one per row of q."
 # Decorators that keep a method's signature as written (any other one may not pass topk_length on).
 SIGNATURE_KEEPING_DECORATORS = {"staticmethod", "classmethod"}
 # Decorators called with no arguments that wrap the helper in a context and pass every argument on:
 # `@torch.inference_mode()` / `@torch.no_grad()` on engines' forward helpers. Matched on what `torch`
 # is imported as, never on the spelling alone.
 ARGUMENT_PASSING_DECORATORS = {"torch.inference_mode", "torch.no_grad", "torch.enable_grad"}
-CONSTANT_NAMES = {"None", "True", "False"}
 
 
 # callee -> Capability: does the kernel behind it accept topk_length (see api.kernel_gate)
@@ -52,10 +61,6 @@ Gate = Callable[[str], Capability]
 def _at(calls: Sequence[CallInfo]) -> str:
     lines = ", ".join(str(k.range.start.line) for k in calls)
     return f"callers at line{'s' if len(calls) > 1 else ''} {lines}"
-
-
-def _is_none(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "None"
 
 
 _ASSIGNED_NONE = re.compile(r"=\s*None\b")
@@ -159,12 +164,6 @@ def _annotation_names(annotation: cst.BaseExpression) -> Optional[set]:
     return out
 
 
-def _root(expr: cst.BaseExpression) -> Optional[cst.Name]:
-    while isinstance(expr, (cst.Attribute, cst.Subscript, cst.Call)):
-        expr = expr.value if not isinstance(expr, cst.Call) else expr.func
-    return expr if isinstance(expr, cst.Name) else None
-
-
 # Attributes whose write changes what a read of a module or function gives without naming it: a module's
 # class (its `__getattribute__`), a function's code and defaults.
 _OBJECT_DUNDERS = {"__class__", "__code__", "__defaults__", "__kwdefaults__", "__call__"}
@@ -210,14 +209,6 @@ def _packages(module: str) -> List[str]:
     """`a.b.c` -> [`a`, `a.b`]: the packages a module is an attribute of."""
     parts = module.split(".")
     return [".".join(parts[:i]) for i in range(1, len(parts))]
-
-
-def _q_arg(call: cst.Call) -> Optional[cst.BaseExpression]:
-    for a in call.args:
-        if a.keyword and a.keyword.value == "q":
-            return a.value
-    first = call.args[0] if call.args else None
-    return first.value if first is not None and not first.keyword and not first.star else None
 
 
 def _file_resolver(f, env: Optional[dict]) -> Resolve:
@@ -301,14 +292,6 @@ def _mapped(a: cst.Arg) -> Optional[cst.DictElement]:
                  and e.key.evaluated_value == PARAM), None)
 
 
-def _indices_arg(call: cst.Call) -> Optional[cst.BaseExpression]:
-    for a in call.args:
-        if a.keyword and a.keyword.value == "indices":
-            return a.value
-    positional = [a for a in call.args if not a.keyword]
-    return positional[2].value if len(positional) > 2 and not any(a.star for a in positional[:3]) else None
-
-
 _CONVERSION = re.compile(r"%(?:%|\([^()]*\)[#0 +-]*(?:\d+)?(?:\.\d+)?[diouxXeEfFgGcrsa])")
 
 
@@ -333,128 +316,11 @@ def _is_dict(value: cst.BaseExpression) -> bool:
         isinstance(e, cst.DictElement) for e in value.elements)
 
 
-def _is_name(node: cst.CSTNode, name: str) -> bool:
-    return isinstance(node, cst.Name) and node.value == name
-
-
-def _is_attr(node: cst.CSTNode, base: str, attr: str) -> bool:
-    """`node` is `base.attr`."""
-    return isinstance(node, cst.Attribute) and _is_name(node.value, base) and node.attr.value == attr
-
-
 def _self_root_attr(e: cst.BaseExpression) -> Optional[str]:
     """`self.A`, `self.A[k]`, `self.A.b`: A; else None."""
     while isinstance(e, (cst.Subscript, cst.Attribute)) and not _is_attr_of_self(e):
         e = e.value
     return e.attr.value if _is_attr_of_self(e) else None
-
-
-def _targets_attribute(node) -> bool:
-    """An assignment (`x.y = ...`, `x.y: T = ...`, `x.y += ...`) whose target is an attribute."""
-    return isinstance(node.target, cst.Attribute)
-
-
-def _descendants(node: cst.CSTNode):
-    todo = [node]
-    while todo:
-        n = todo.pop()
-        yield n
-        todo.extend(n.children)
-
-
-def import_binding(alias: cst.ImportAlias) -> Tuple[str, str]:
-    """(the name `import <alias>` binds, what it binds it to): `import a.b` binds `a` to `a`, `import a.b as c`
-    binds `c` to `a.b`."""
-    full = get_full_name_for_node(alias.name) or ""
-    if alias.asname is None:
-        return full.split(".")[0], full.split(".")[0]
-    return get_full_name_for_node(alias.asname.name) or "", full
-
-
-def _top_level_imports(module: cst.Module) -> Dict[str, str]:
-    """Names bound by imports that run unconditionally at import time: local -> qualified."""
-    out: Dict[str, str] = {}
-    for stmt in module.body:
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            continue
-        for small in stmt.body:
-            if isinstance(small, cst.Import):
-                out.update(import_binding(alias) for alias in small.names)
-            elif isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar) and not small.relative:
-                base = get_full_name_for_node(small.module) if small.module else ""
-                for alias in small.names:
-                    local = alias.asname.name.value if alias.asname else alias.name.value
-                    out[local] = f"{base}.{alias.name.value}"
-    return out
-
-
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
-
-
-@dataclass(eq=False)
-class Group:
-    """Kernel calls rewritten together (one call, or every call in one helper plus its
-    callers); validated together and refused together."""
-
-    kind: str  # "direct": metadata at the call; "helper": the helper gains the parameter
-    calls: List[CallInfo]
-    sites: List[int]  # indices into the site list
-    metadata: Optional[str] = None  # direct: the expression passed
-    form: str = "plain"  # direct: how the metadata is read (see _metadata_value)
-    helper: Optional[Function] = None
-    callers: List[Tuple[CallInfo, str, str]] = field(default_factory=list)  # (call, expression, form)
-    add_param: bool = False
-    inline: bool = False  # guard inline in the call instead of a statement before it
-    reason: str = ""
-    # helper: the parameters its first kernel call's q and indices come from (the callers' arguments traced)
-    row_sources: Set[str] = field(default_factory=set)
-    index_sources: Set[str] = field(default_factory=set)
-    # derived: the name the lengths are derived from, and whether the rewrite binds it at the call (`:=`)
-    indices: Optional[str] = None
-    bind_indices: bool = False
-
-    def q(self, call: CallInfo) -> str:
-        return dotted(_q_arg(call.node))
-
-    @property
-    def proven(self) -> bool:
-        """Do the module's types prove what every metadata read of the group holds (not the getattr form)?"""
-        return self.form != "getattr" and all(form != "getattr" for _, _, form in self.callers)
-
-
-# How the metadata is read (class 2): "plain" where its root provably holds an object of a
-# class here that declares the field, non-Optional (SGLang's `self.forward_metadata: DSAMetadata`);
-# "none_safe" where that object may be None; "getattr" where nothing says what the root holds.
-
-def _metadata_value(expr: str, form: str) -> str:
-    root, (parent, field_name) = expr.split(".")[0], expr.rsplit(".", 1)
-    if form == "getattr":
-        return f'getattr({parent}, "{field_name}", None)'
-    return f"{expr} if {root} is not None else None" if form == "none_safe" else expr
-
-
-def _inline_value(expr: str, form: str, q: str, torch: Optional[str] = None) -> str:
-    """The metadata, guarded by q's rows, as one expression (no statement of its own)."""
-    value = _metadata_value(expr, "getattr" if form == "getattr" else "plain")
-    test = f"{expr.split('.')[0]} is not None and " if form == "none_safe" else ""
-    return f"{value} if {test}{value} is not None and {fits(value, q, form != 'getattr', torch)} else None"
-
-
-def fits(value: str, q: str, proven: bool, torch: Optional[str] = None) -> str:
-    """The test that `value` (not None) may be the kernel's topk_length for q. Where the module's types
-    prove what the field holds (the reference fix's case), q's row count; where nothing does (the
-    getattr form), everything the kernel needs of it, read from tensor metadata only (no host sync,
-    safe under CUDA-graph capture): a tensor, int32, 1-D, on q's device, q's rows. `torch`: the name
-    the module binds torch to at import time, if any (else q's own type and the dtype's name)."""
-    rows = f"{value}.shape[0] == {q}.shape[0]"
-    if proven:
-        return rows
-    if torch:
-        kind = f"isinstance({value}, {torch}.Tensor) and {value}.dtype == {torch}.int32"
-    else:
-        kind = f'isinstance({value}, type({q})) and str({value}.dtype) == "torch.int32"'
-    return f"({kind} and {value}.dim() == 1 and {rows} and {value}.device == {q}.device)"
 
 
 class _Analysis:
@@ -489,7 +355,7 @@ class _Analysis:
     def metadata_at(self, node: cst.CSTNode) -> Tuple[Optional[str], str, Optional[str]]:
         """(known metadata expression usable at node, how to read it: plain, none_safe or getattr, why none is).
 
-        Class 2: its root must be bound once in the function, on every path to node."""
+        `metadata-in-scope`: its root must be bound once in the function, on every path to node."""
         why_not = None
         for expr in self.metadata:
             root = expr.split(".")[0]
@@ -1439,7 +1305,7 @@ class _Analysis:
         return None
 
     def callee_identity(self, c: CallInfo) -> Optional[str]:
-        """Class 4: every binding of the called name that can reach the call is a kernel that
+        """`callee-identity`: every binding of the called name that can reach the call is a kernel that
         accepts topk_length (an import the gate accepts; `= None` fallbacks never run)."""
         root = _root(c.node.func)
         if root is None:
@@ -1796,7 +1662,7 @@ class _Analysis:
         return out
 
     def helper_identity(self, fn: Function) -> Optional[str]:
-        """Class 4 for the helper: one definition, no decorator that may fix its signature,
+        """`helper-identity`: one definition, no decorator that may fix its signature,
         no same-named override without the parameter."""
         name = self._wrapping_decorator(fn)
         if name:
@@ -2067,8 +1933,6 @@ class _Analysis:
         if not module or is_kernel(qualname):
             return None
 
-
-
         found = kernels.find_module(self.path, module)
         text = project.read_project_file(found) if found else None
         tree = bounded.python_facts(text)
@@ -2103,7 +1967,7 @@ class _Analysis:
         self.groups.append(g)
 
     def existing_param(self, fn: Function, param: cst.Param, all_params: List[cst.Param]) -> Optional[str]:
-        """Class 3: a `topk_length` parameter the helper already has is reused only if it is
+        """The new parameter's name: a `topk_length` parameter the helper already has is reused only if it is
         the unused, None-defaulted slot of a half-done migration."""
         if param.default is None or not _is_none(param.default):
             return (f"{fn.qualname} already has a parameter `topk_length` without a None default; "
@@ -2177,15 +2041,6 @@ def _by_hand(found: Optional[str], passing) -> str:
     lines = ", ".join(str(k.range.start.line) for k, _, _ in passing)
     return (f" (the value to pass is {found}, which the caller{'s' if many else ''} at line{'s' if many else ''} "
             f"{lines} hold{'' if many else 's'})")
-
-
-def _as_ast(node: cst.FunctionDef) -> Optional[ast.AST]:
-    """A def of this module as CPython's ast (what reach.py reads), or None if it cannot be read."""
-
-    try:
-        return ast.parse(textwrap.dedent(_code(node))).body[0]
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
 
 
 # The names the top-k width goes by (sglang: self.dsa_index_topk / self.nsa_index_topk, the indexer's index_topk):
@@ -2294,7 +2149,6 @@ def _clipped_elsewhere(f, e, depth: int, env: Optional[dict] = None, seen: Optio
     local met again while its own bindings are read, `seen`, is decided by its other bindings, as _clipped
     does); anything else is not proven."""
 
-
     if depth > 8:
         return False
     if isinstance(e, ast.Constant):
@@ -2366,13 +2220,7 @@ def _indices_reason(hazard: str) -> str:
             "short or read past them, so pass a length computed from these indices by hand")
 
 
-def _direct_reason(g: Group) -> str:
-    how = "guarded inline by q's row count" if g.inline else "guarded by q's row count"
-    return f"passes {g.metadata} ({how})"
-
-
-
-# -- value uses (class 8) --------------------------------------------------------------
+# -- value uses (`value-use`) --------------------------------------------------------------
 
 
 def _value_uses(tree: Tree, facts: ModuleFacts, path: str, through_alias: Set[int] = frozenset()) -> List[Site]:

@@ -15,23 +15,10 @@ from topk_migrate.cst.cstutil import add_keyword, add_param
 from topk_migrate.cst.resolve import ModuleFacts
 from topk_migrate.cst.scopecheck import Tree, inserted_ids, resolution_table, root_binding
 
-from .analysis import (
-    CHECKED_GUARD_COMMENT,
-    CONSTANT_NAMES,
-    GUARD_COMMENT,
-    PARAM,
-    Group,
-    _code,
-    _indices_arg,
-    _inline_value,
-    _metadata_value,
-    _q_arg,
-    _root,
-    _top_level_imports,
-    fits,
-    import_binding,
-)
 from .derived import derived_value
+from .group import CHECKED_GUARD_COMMENT, GUARD_COMMENT, Group, _inline_value, _metadata_value, fits
+from .quick import PARAM
+from .syntax import CONSTANT_NAMES, _code, _indices_arg, _q_arg, _root, _top_level_imports, import_binding
 
 
 # -- the edit -----------------------------------------------------------------------

@@ -62,6 +62,7 @@ def _value(v):
 #      | ("admits", phrases): the method's refusals that contain one of the phrases become None (admitted)
 PK = "topk_migrate.codemods.pass_topk_length.rule"
 RW = "topk_migrate.codemods.pass_topk_length.rewrite"
+G = "topk_migrate.codemods.pass_topk_length.group"
 ROW_BINDINGS = {
     "no binding (match capture, star import)": ("has no binding the row trace can see",),
     "loop variable": ("is a loop variable",),
@@ -96,10 +97,10 @@ MUTATIONS: Dict[str, Tuple[str, str, tuple]] = {
     "value_uses": ("discovery", f"{PK}:_value_uses", ("returns", [])),
     "existing_param": ("names", f"{A}:_Analysis.existing_param", ("returns", None)),
     "validate_rewrite": ("names / placement", f"{PK}:validate_rewrite", ("returns", {})),
-    "fits (checked guard)": ("defense-in-depth", f"{A}:fits + {RW}:fits + {PK}:fits",
+    "fits (checked guard)": ("defense-in-depth", f"{G}:fits + {RW}:fits + {PK}:fits",
                              ("call", lambda orig: lambda value, q, proven, torch=None:
                               orig(value, q, proven, torch) if proven else "True")),
-    "fits (every guard)": ("defense-in-depth", f"{A}:fits + {RW}:fits + {PK}:fits",
+    "fits (every guard)": ("defense-in-depth", f"{G}:fits + {RW}:fits + {PK}:fits",
                            ("call", lambda orig: lambda value, q, proven, torch=None: "True")),
     # metadata
     "root_binding": ("metadata-in-scope", f"{A}:root_binding", ("returns", (None, False))),

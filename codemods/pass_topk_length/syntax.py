@@ -1,0 +1,100 @@
+"""Small syntax helpers the pass-topk-length analysis' modules share (a name, an attribute, the root of a
+dotted read, a call's q and indices, a node's code, the module's top-level imports). It imports no other
+module of the rule, so every module of it may import this one."""
+from __future__ import annotations
+
+import ast
+import textwrap
+from typing import Dict, Optional, Tuple
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+
+CONSTANT_NAMES = {"None", "True", "False"}
+
+
+def _is_none(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "None"
+
+
+def _root(expr: cst.BaseExpression) -> Optional[cst.Name]:
+    while isinstance(expr, (cst.Attribute, cst.Subscript, cst.Call)):
+        expr = expr.value if not isinstance(expr, cst.Call) else expr.func
+    return expr if isinstance(expr, cst.Name) else None
+
+
+def _q_arg(call: cst.Call) -> Optional[cst.BaseExpression]:
+    for a in call.args:
+        if a.keyword and a.keyword.value == "q":
+            return a.value
+    first = call.args[0] if call.args else None
+    return first.value if first is not None and not first.keyword and not first.star else None
+
+
+def _indices_arg(call: cst.Call) -> Optional[cst.BaseExpression]:
+    for a in call.args:
+        if a.keyword and a.keyword.value == "indices":
+            return a.value
+    positional = [a for a in call.args if not a.keyword]
+    return positional[2].value if len(positional) > 2 and not any(a.star for a in positional[:3]) else None
+
+
+def _is_name(node: cst.CSTNode, name: str) -> bool:
+    return isinstance(node, cst.Name) and node.value == name
+
+
+def _is_attr(node: cst.CSTNode, base: str, attr: str) -> bool:
+    """`node` is `base.attr`."""
+    return isinstance(node, cst.Attribute) and _is_name(node.value, base) and node.attr.value == attr
+
+
+def _targets_attribute(node) -> bool:
+    """An assignment (`x.y = ...`, `x.y: T = ...`, `x.y += ...`) whose target is an attribute."""
+    return isinstance(node.target, cst.Attribute)
+
+
+def _descendants(node: cst.CSTNode):
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        yield n
+        todo.extend(n.children)
+
+
+def import_binding(alias: cst.ImportAlias) -> Tuple[str, str]:
+    """(the name `import <alias>` binds, what it binds it to): `import a.b` binds `a` to `a`, `import a.b as c`
+    binds `c` to `a.b`."""
+    full = get_full_name_for_node(alias.name) or ""
+    if alias.asname is None:
+        return full.split(".")[0], full.split(".")[0]
+    return get_full_name_for_node(alias.asname.name) or "", full
+
+
+def _top_level_imports(module: cst.Module) -> Dict[str, str]:
+    """Names bound by imports that run unconditionally at import time: local -> qualified."""
+    out: Dict[str, str] = {}
+    for stmt in module.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Import):
+                out.update(import_binding(alias) for alias in small.names)
+            elif isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar) and not small.relative:
+                base = get_full_name_for_node(small.module) if small.module else ""
+                for alias in small.names:
+                    local = alias.asname.name.value if alias.asname else alias.name.value
+                    out[local] = f"{base}.{alias.name.value}"
+    return out
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+def _as_ast(node: cst.FunctionDef) -> Optional[ast.AST]:
+    """A def of this module as CPython's ast (what reach.py reads), or None if it cannot be read."""
+
+    try:
+        return ast.parse(textwrap.dedent(_code(node))).body[0]
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
