@@ -121,7 +121,7 @@ def test_fifo_named_py_is_reported_and_never_blocks(tmp_path):
 
 
 def test_prefilter_knows_every_spelling_the_engine_resolves():
-    from topk_migrate.codemods.pass_topk_length.analysis import ENTRY_POINTS, OP_NAME
+    from topk_migrate.codemods.pass_topk_length.quick import ENTRY_POINTS, OP_NAME
 
     for name in [*ENTRY_POINTS, OP_NAME]:
         assert name.encode() in prefilter_for().needles, name

@@ -8,8 +8,8 @@ import pytest
 from adversarial.generated import SAMPLE
 from adversarial.variants import VARIANTS
 from helpers import ROOT
-from topk_migrate.codemods.pass_topk_length import analysis as analysis
 from topk_migrate.codemods.pass_topk_length import rule as rule
+from topk_migrate.codemods.pass_topk_length import value_use as value_use
 from topk_migrate.cst.resolve import collect
 from topk_migrate.cst.scopecheck import Tree
 
@@ -59,9 +59,9 @@ def _value_uses(src: str, shortcut: bool, monkeypatch) -> list:
     tree = Tree(module)
     facts = collect(module, tree.position)
     if not shortcut:
-        monkeypatch.setattr(analysis, "_maybe_value_use", lambda tree, facts: True)
+        monkeypatch.setattr(value_use, "_maybe_value_use", lambda tree, facts: True)
     try:
-        return analysis._value_uses(tree, facts, "m.py")
+        return value_use._value_uses(tree, facts, "m.py")
     finally:
         monkeypatch.undo()
 
@@ -81,7 +81,7 @@ def the_shortcut_never_hides_a_value_use(monkeypatch, tier, at_least):
         full = _value_uses(src, False, monkeypatch)
         assert _value_uses(src, True, monkeypatch) == full, name
         checked += 1
-        skipped_walks += not full and not analysis._maybe_value_use(Tree(cst.parse_module(src)), collect(cst.parse_module(src)))
+        skipped_walks += not full and not value_use._maybe_value_use(Tree(cst.parse_module(src)), collect(cst.parse_module(src)))
     assert checked > at_least and skipped_walks > 10  # the shortcut is exercised, not only the walk
 
 
@@ -89,12 +89,12 @@ def the_shortcut_never_hides_a_value_use(monkeypatch, tier, at_least):
 def test_each_value_use_is_reported(src):
     module = cst.parse_module(src)
     tree = Tree(module)
-    assert analysis._maybe_value_use(tree, collect(module, tree.position))
-    assert analysis._value_uses(tree, collect(module, tree.position), "m.py")
+    assert value_use._maybe_value_use(tree, collect(module, tree.position))
+    assert value_use._value_uses(tree, collect(module, tree.position), "m.py")
 
 
 @pytest.mark.parametrize("src", BINDINGS_ONLY)
 def test_bindings_alone_skip_the_walk(src):
     module = cst.parse_module(src)
     tree = Tree(module)
-    assert not analysis._maybe_value_use(tree, collect(module, tree.position))
+    assert not value_use._maybe_value_use(tree, collect(module, tree.position))

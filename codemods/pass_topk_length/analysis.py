@@ -6,7 +6,6 @@ its validation: pass_topk_length/rewrite.py."""
 from __future__ import annotations
 
 import ast
-import os
 import re
 import textwrap
 from dataclasses import replace
@@ -16,19 +15,25 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import FunctionScope, GlobalScope, ImportAssignment
 
-from topk_migrate import bounded, guard, kernels, project, spelling, suppress
+from topk_migrate import bounded, kernels, project, suppress
 from topk_migrate.cst.resolve import CallInfo, Function, ModuleFacts, dotted
 from topk_migrate.cst.scopecheck import Tree, root_binding
-from topk_migrate.model import Capability, InputError, Site, Status
-from topk_migrate.project import project_scope
+from topk_migrate.model import Capability, Site, Status
 from topk_migrate.rules import RuleOptions
 
 from . import attributes, derived, reach
 from .group import Group, _direct_reason
+from .helper_identity import HelperIdentity
+from .identity import (
+    CalleeIdentity,
+    _misplaced,
+    kernel_alias,
+)
+from .indexes import ModuleIndexes
 from .quick import ENTRY_POINTS, OP_NAME, OP_TOPK_LENGTH_POSITION, PARAM, expand, is_kernel, is_op_level  # noqa: F401
+from .reflection import NoReflection
 from .rows import _own_returns, index_hazard, local_defs, row_hazard
 from .syntax import (
-    _as_ast,
     _code,
     _indices_arg,
     _is_attr,
@@ -39,19 +44,12 @@ from .syntax import (
     _targets_attribute,
     _top_level_imports,
 )
-from .values import TESTS
 
 # Metadata known to satisfy the contract: per-row valid-index count (seqlens clipped
 # to topk), int32, 1-D, row-aligned with q, updated in place under CUDA-graph replay.
 KNOWN_METADATA = ("metadata.dsa_cache_seqlens_int32", "metadata.nsa_cache_seqlens_int32")
 
 RULE_ID = "pass-topk-length"
-# Decorators that keep a method's signature as written (any other one may not pass topk_length on).
-SIGNATURE_KEEPING_DECORATORS = {"staticmethod", "classmethod"}
-# Decorators called with no arguments that wrap the helper in a context and pass every argument on:
-# `@torch.inference_mode()` / `@torch.no_grad()` on engines' forward helpers. Matched on what `torch`
-# is imported as, never on the spelling alone.
-ARGUMENT_PASSING_DECORATORS = {"torch.inference_mode", "torch.no_grad", "torch.enable_grad"}
 
 
 # callee -> Capability: does the kernel behind it accept topk_length (see api.kernel_gate)
@@ -183,28 +181,6 @@ def _read_chain(c: CallInfo) -> Set[str]:
     return (set(c.callee.split(".")) | set(spelled)) - {"self", "cls", ""}
 
 
-def _forwarded_callee(tree: ast.Module, d: ast.AST) -> str:
-    """The dotted name a plain forwarding wrapper's one call reaches through its module's top-level imports
-    (`_fm.flash_mla_sparse_fwd` with `from sgl_kernel import flash_mla as _fm`), or ""."""
-    call, _ = reach.forwarded_call(d)
-    func = call.func if call is not None else None
-    chain = []
-    while isinstance(func, ast.Attribute):
-        chain.append(func.attr)
-        func = func.value
-    if not isinstance(func, ast.Name):
-        return ""
-    bound = {}
-    for node in tree.body:
-        for a in node.names if isinstance(node, (ast.Import, ast.ImportFrom)) else ():
-            if isinstance(node, ast.Import):
-                bound[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
-            elif node.module and not node.level:
-                bound[a.asname or a.name] = f"{node.module}.{a.name}"
-    head = bound.get(func.id)
-    return ".".join([head, *reversed(chain)]) if head else ""
-
-
 def _packages(module: str) -> List[str]:
     """`a.b.c` -> [`a`, `a.b`]: the packages a module is an attribute of."""
     parts = module.split(".")
@@ -256,34 +232,6 @@ def _class_ast(cls: cst.ClassDef) -> Optional[ast.ClassDef]:
     return node if isinstance(node, ast.ClassDef) else None
 
 
-PARTIAL_KEPT = {PARAM, "q", "indices"}  # keywords a partial of the kernel may not bind: which argument is which
-
-
-def kernel_alias(stmt: Optional[cst.CSTNode], imports: Dict[str, str]) -> Optional[Tuple[cst.BaseExpression, Optional[cst.Call]]]:
-    """`name = K` or `name = functools.partial(K, kw=...)`, K the kernel as the module imports it (`K`, `fm.K`):
-    (K's expression, the partial or None). Calls through `name` are the kernel's (callee_identity checks every
-    binding that reaches them); a partial may preset keywords only, and none that decides which argument is which."""
-    if not isinstance(stmt, cst.Assign) or len(stmt.targets) != 1 or not isinstance(stmt.targets[0].target, cst.Name):
-        return None
-    return alias_value(stmt.value, imports)
-
-
-def alias_value(value: cst.BaseExpression, imports: Dict[str, str]) -> Optional[Tuple[cst.BaseExpression, Optional[cst.Call]]]:
-    """kernel_alias of the value an alias is bound to (a name's, or `self.attr`'s: attributes.attribute_values)."""
-    wrapper = None
-    if isinstance(value, cst.Call):
-        if expand(imports, dotted(value.func) or "") != "functools.partial":
-            return None
-        if not value.args or value.args[0].keyword or value.args[0].star or any(
-                a.star or not a.keyword or a.keyword.value in PARTIAL_KEPT for a in value.args[1:]):
-            return None
-        wrapper, value = value, value.args[0].value
-    name = dotted(value) if isinstance(value, (cst.Name, cst.Attribute)) else None
-    if not name or name.partition(".")[0] not in imports or not is_kernel(expand(imports, name)):
-        return None
-    return value, wrapper
-
-
 def _mapped(a: cst.Arg) -> Optional[cst.DictElement]:
     """`**{"topk_length": value, ...}`'s element (the derived lengths under a `**` mapping: rewrite.merged_mapping)."""
     if a.star != "**" or not isinstance(a.value, cst.Dict):
@@ -304,12 +252,6 @@ def _named_format(expr: cst.BaseExpression) -> bool:
     return isinstance(text, str) and "%" not in _CONVERSION.sub("", text)
 
 
-def _assigns_self_attribute(stmt: cst.Assign) -> bool:
-    """`self.attr = value`."""
-    return len(stmt.targets) == 1 and isinstance(stmt.targets[0].target, cst.Attribute) \
-        and _is_name(stmt.targets[0].target.value, "self")
-
-
 def _is_dict(value: cst.BaseExpression) -> bool:
     """A dict display or comprehension: unpacking it with `**` runs no code (its values were made before)."""
     return isinstance(value, cst.DictComp) or isinstance(value, cst.Dict) and all(
@@ -323,7 +265,12 @@ def _self_root_attr(e: cst.BaseExpression) -> Optional[str]:
     return e.attr.value if _is_attr_of_self(e) else None
 
 
-class _Analysis:
+class _Analysis(CalleeIdentity, NoReflection, HelperIdentity, ModuleIndexes):
+    """One module's analysis: each kernel call classified (classify), the reference fix planned where its
+    statements hold (contract, through_helper), else the derived lengths (derived_or). Each
+    statement of docs/soundness.md it proves is a mixin from a module of its own; the indexes of the module
+    they read through: indexes.ModuleIndexes."""
+
     def __init__(self, facts: ModuleFacts, tree: Tree, source: str, path: str, gate: Gate, options: RuleOptions):
         self.facts, self.tree, self.path, self.gate = facts, tree, path, gate
         self.lengths = options.lengths
@@ -689,13 +636,6 @@ class _Analysis:
                 return None
         return not optional
 
-    def project(self):
-        """The project's other files (reach.py), read once per module checked."""
-        if self._project is None:
-
-            self._project = reach.Project(self.path, project_scope(self.path))
-        return self._project
-
     def whole_project(self, c: CallInfo, fn: Optional[Function]) -> Optional[str]:
         """What another file of the project does that makes the rewrite wrong, or None: an override of the
         helper in a subclass (any package) that does not take topk_length (or hands `**kwargs` to
@@ -796,18 +736,6 @@ class _Analysis:
         return (f"{m.qualname} is decorated with `@{name}`, whose wrapper the engine calls: it may hand "
                 f"{m.qualname} rows in another order than the metadata's; pass topk_length by hand") if name else None
 
-    def _wrapping_decorator(self, fn: Function) -> Optional[str]:
-        """The first decorator of fn that may replace it with a wrapper of its own: any but one that hands every
-        argument on (`@torch.no_grad()`) or keeps the function (`staticmethod`)."""
-        for d in fn.node.decorators:
-            name = get_full_name_for_node(d.decorator) or _code(d.decorator).strip()
-            if isinstance(d.decorator, cst.Call) and not d.decorator.args \
-                    and self.expand(dotted(d.decorator.func)) in ARGUMENT_PASSING_DECORATORS:
-                continue
-            if name not in SIGNATURE_KEEPING_DECORATORS:
-                return name
-        return None
-
     def kernel_rebound(self, c: CallInfo) -> Optional[str]:
         """What another file of the project may do to make c's callee another function than the kernel."""
         owner = c.function
@@ -830,20 +758,6 @@ class _Analysis:
             return (f"{w.path} {w.what}, so what it does to the kernel or the helper is not known; "
                     "pass topk_length by hand")
         return None
-
-    def forwards_unchanged(self, c: CallInfo, d, where: str, offset: int = 0) -> Optional[str]:
-        """A kernel defined in this project is a plain forwarding wrapper (reach.forwarded_call):
-        whatever it takes (the gate read its signature, or its module's declaration), it hands on with the
-        rows and indices it was given. Else why not."""
-        name = c.callee.rsplit(".", 1)[-1]
-        call, what = reach.forwarded_call(d, None, offset)
-        if call is None and not what:
-            return None  # a stub: nothing runs before or after
-        if call is None:
-            return (f"`{name}` is defined in this project ({where}) and {what}: the rows or indices the kernel gets "
-                    "may not be the ones topk_length is computed for; pass topk_length by hand, or make it a plain "
-                    "wrapper that hands its arguments on unchanged")
-        return None  # what it takes, the gate decided (its signature, or a declaration of its module)
 
     def base_sets_none(self, attr: str) -> bool:
         """Does a base class imported from another module of the project set `self.<attr>` to None?"""
@@ -1130,452 +1044,6 @@ class _Analysis:
             prev = a
         return None if in_lambda else "the call runs at module level, where binding its indices once (`:=`) would add a global"
 
-    def reflection(self) -> Optional[str]:
-        """Reflection in the module: a name computed at run time can rebind or call the kernel, the helper or
-        its class, which no reading of the source can follow. setattr/delattr with a name that is not a literal,
-        a call of what getattr with a computed name returns, exec/eval/compile, writes through
-        globals()/vars()/locals(), `__dict__` or `sys.modules`: the first one, or None. (The real engines' backends use
-        none of them; `getattr(x, "literal", default)` is an attribute read.)"""
-        def build() -> Optional[str]:
-            for call in self.find(cst.Call):
-                name = get_full_name_for_node(call.func) or ""
-                literal = len(call.args) > 1 and isinstance(call.args[1].value, cst.SimpleString)
-                if name in ("setattr", "delattr") and not literal:
-                    return self._reflective(call, f"`{name}` with a computed name")
-                up = self.tree.parent.get(call)
-                if name == "getattr" and not literal and isinstance(up, cst.Call) and up.func is call:
-                    return self._reflective(call, "a call of `getattr` with a computed name")  # getattr(m, n)(...)
-                if name in ("exec", "eval", "compile"):
-                    return self._reflective(call, f"`{name}()`")
-                if name in ("globals", "vars", "locals") and self._written_through(call):
-                    return self._reflective(call, f"a write through `{name}()`")
-            for attr in self.find(cst.Attribute, lambda a: a.attr.value in ("__dict__", "__globals__")
-                                  or (a.attr.value == "modules" and isinstance(a.value, cst.Name)
-                                      and a.value.value == "sys")):
-                if self._written_through(attr):
-                    return self._reflective(attr, f"a write through `{_code(attr).strip()}`")
-            return None
-        return self.index("reflection", build)
-
-    def _written_through(self, node: cst.CSTNode) -> bool:
-        """`node[k] = v`, `del node[k]`, `node.update(...)` / `.setdefault` / `.pop` / `.__setitem__`."""
-        up = self.tree.parent.get(node)
-        if isinstance(up, cst.Subscript) and up.value is node:
-            above = self.tree.parent.get(up)
-            return isinstance(above, (cst.AssignTarget, cst.AugAssign, cst.Del)) or isinstance(
-                self.tree.parent.get(above), cst.Del)
-        if isinstance(up, cst.Attribute) and up.value is node and up.attr.value in (
-                "update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__"):
-            return isinstance(self.tree.parent.get(up), cst.Call)
-        return False
-
-    def _reflective(self, node: cst.CSTNode, what: str) -> str:
-        return (f"{what} at line {self.tree.line(node)} may rebind or call the kernel, the helper or its class at "
-                "run time, which the analysis cannot follow; pass topk_length by hand if it cannot")
-
-    def kernel_calls(self) -> List[CallInfo]:
-        """The module's kernel calls: by the kernel's name, and through a name every binding of which that reaches
-        the call is an alias of one kernel (kernel_alias), with that kernel as the callee."""
-        aliases = {s.targets[0].target.value for s in self.find(cst.Assign) if kernel_alias(s, self.facts.imports)}
-        held = {s.targets[0].target.attr.value for s in self.find(cst.Assign, _assigns_self_attribute)
-                if alias_value(s.value, self.facts.imports)}
-        out = []
-        for c in self.facts.calls:
-            callee = None
-            if is_kernel(c.callee):
-                out.append(c)
-            elif isinstance(c.node.func, cst.Name) and c.node.func.value in aliases:
-                callee = self.alias_callee(c)
-            elif isinstance(c.node.func, cst.Attribute) and _is_name(c.node.func.value, "self") \
-                    and c.node.func.attr.value in held:
-                callee = self.held_callee(c)
-            if callee:
-                self.through_alias.add(id(c.node))
-                out.append(replace(c, callee=callee))
-        return out
-
-    def held_callee(self, c: CallInfo) -> Optional[str]:
-        """The one kernel every value `self.<attr>` can hold aliases (attributes.attribute_values), else None; the
-        attribute is then sealed where no other file names it (its value uses are not sites)."""
-        found = set()
-
-        def accept(value: cst.BaseExpression) -> bool:
-            alias = alias_value(value, self.facts.imports)
-            if alias is not None:
-                found.add(self.expand(dotted(alias[0])))
-            return alias is not None
-
-        attr = c.node.func.attr.value
-        if attributes.attribute_values(self, c, attr, accept, class_level=False) or len(found) != 1:
-            return None
-        if attributes.sealed(self, attr):
-            self.sealed.add(attr)
-        return found.pop()
-
-    def match_captured(self, name: str) -> Optional[cst.CSTNode]:
-        """A `match` pattern of the module that binds `name` (`case x:`, `case {...: x}`, `case [*x]`, `as x`): a
-        binding the scope analysis does not list (round K)."""
-        for node in self.find((cst.MatchAs, cst.MatchStar, cst.MatchMapping)):
-            bound = node.rest if isinstance(node, cst.MatchMapping) else node.name
-            if isinstance(bound, cst.Name) and bound.value == name:
-                return node
-        return None
-
-    def alias_callee(self, c: CallInfo) -> Optional[str]:
-        """The one kernel every binding of c's name that reaches it aliases, else None."""
-        if self.match_captured(c.node.func.value) is not None:
-            return None
-        found = set()
-        for a in self.tree.binding(c.node.func, c.node.func.value).assignments or (None,):
-            alias = kernel_alias(self.tree.assignment_statement(a), self.facts.imports) if a is not None else None
-            if alias is None:
-                return None
-            found.add(self.expand(dotted(alias[0])))
-        return found.pop() if len(found) == 1 else None
-
-    def alias_identity(self, c: CallInfo, target: cst.BaseExpression, partial: Optional[cst.Call], line: int) -> Optional[str]:
-        """An alias (`attend = K`, `attend = functools.partial(K, d_v=...)`) is the kernel when `functools` is the
-        module's import and every binding of K's root that reaches the alias is an import the gate accepts."""
-        checked = [(partial.func, "functools.partial")] if partial is not None else []
-        for expr, what in [*checked, (target, "the kernel")]:
-            root = _root(expr)
-            if root is None:
-                continue
-            b = self.tree.binding(root, root.value)
-            for a in b.assignments or (None,):
-                if not isinstance(a, ImportAssignment):
-                    return (f"`{_code(c.node.func).strip()}` is bound at line {line} from `{root.value}`, which may "
-                            f"not be {what} at run time (not only imported); pass topk_length by hand")
-                if expr is target:
-                    rest = (dotted(target) or "").partition(".")[2]
-                    for qn in a.get_qualified_names_for(root.value):
-                        alt = qn.name + ("." + rest if rest else "")
-                        cap = self.gate(alt) if alt != c.callee else None
-                        if cap is not None and cap.accepts is not True:
-                            return (f"`{_code(c.node.func).strip()}` (line {line}) may also be {alt}, a kernel "
-                                    f"{'too old' if cap.accepts is False else 'of unknown capability'}: {cap.detail}")
-        return None
-
-    def bindings_identity(self, c: CallInfo, name: str, rest: str, b) -> Optional[str]:
-        """Why a binding of the called name that reaches the call (b) may not be a kernel that accepts topk_length."""
-        for a in b.assignments:
-            node = getattr(a, "node", None)
-            line = self.tree.line(node) if node is not None else 0
-            if isinstance(a, ImportAssignment):
-                for qn in a.get_qualified_names_for(name):
-                    alt = qn.name + ("." + rest if rest else "")
-                    if alt != c.callee:
-                        cap = self.gate(alt)
-                        if cap.accepts is not True:
-                            state = "too old" if cap.accepts is False else "of unknown capability"
-                            return (f"`{name}` may also be {alt} (imported at line {line}), a kernel {state}: "
-                                    f"{cap.detail}; pass topk_length by hand once every alternative accepts it")
-                continue
-            stmt = self.tree.assignment_statement(a)
-            if stmt is not None and _is_none(stmt.value):
-                continue  # an unavailable-kernel fallback: calling it fails before and after
-            alias = kernel_alias(stmt, self.facts.imports) if id(c.node) in self.through_alias else None
-            if alias is not None:
-                why = self.alias_identity(c, alias[0], alias[1], line)
-                if why:
-                    return why
-                continue
-            if isinstance(node, cst.FunctionDef) and len(b.assignments) == 1:
-                # a kernel interface defined here: its body must forward, and the call's arguments go to the
-                # parameters of its signature (the gate may have decided by a pin, without reading it)
-                p = node.params
-                why = self._local_wrapper(c, node, line) or _misplaced_params(
-                    _positional(c.node), [x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)],
-                    f"`{name}` defined at line {line}")
-                if why:
-                    return why
-                continue
-            if isinstance(node, cst.Param) and rest and name in ("self", "cls"):
-                why = self.attribute_identity(c, name, rest)
-                if why:
-                    return why
-                continue
-            what = "a parameter" if isinstance(node, cst.Param) else "something else"
-            if rest:  # `fm.flash_mla_sparse_fwd`: the name rebound is the module (or object) the kernel is read from
-                kind = "the kernel's module" if name in self.facts.imports else "what the kernel is read from"
-                return (f"`{name}` may not be {kind} at run time: it is bound at line {line} to {what}, so "
-                        f"`{name}.{rest}` may be another function; rewrite by hand if every binding's {rest} accepts topk_length")
-            return (f"`{name}` may not be the kernel at run time: it is bound at line {line} to {what}; "
-                    "rewrite by hand if every binding accepts topk_length")
-        return None
-
-    def callee_identity(self, c: CallInfo) -> Optional[str]:
-        """`callee-identity`: every binding of the called name that can reach the call is a kernel that
-        accepts topk_length (an import the gate accepts; `= None` fallbacks never run)."""
-        root = _root(c.node.func)
-        if root is None:
-            return None
-        name, rest = root.value, (dotted(c.node.func) or "").partition(".")[2]
-        captured = self.match_captured(name)
-        if captured is not None:
-            return (f"`{name}` is also bound by a `match` pattern at line {self.tree.line(captured)}, so it may not be "
-                    "the kernel at run time; pass topk_length by hand")
-        b = self.tree.binding(root, name)
-        if not b.assignments and b.scope_rank is None and not rest:
-            return self._star_bound(c, name)  # bound by none of the module's own statements: a star import's, if any
-        if not b.assignments or b.scope_rank == -2:
-            return None
-        why = self.bindings_identity(c, name, rest, b)
-        if why:
-            return why
-        for target in self.attribute_targets(c.callee):
-            if self.expand(dotted(target.target)) == c.callee:
-                return (f"`{dotted(target.target)}` is assigned at line {self.tree.line(target.target)}: the call may reach "
-                        "another function than the kernel; rewrite by hand if it accepts topk_length")
-        kernel = c.callee.rsplit(".", 1)[-1]
-        for target in self.targets_named(kernel):
-            # `fm.flash_mla_sparse_fwd = ...` while the call reads the module through `self.flash_mla`: any
-            # attribute of the kernel's name assigned here may be the one the call reaches
-            if target.target.attr.value == kernel:
-                return (f"`{_code(target.target).strip()}` is assigned at line {self.tree.line(target.target)}: the call "
-                        "may reach another function than the kernel; rewrite by hand if it accepts topk_length")
-        for call in self.setattr_calls():
-            if len(call.args) > 1 and isinstance(call.args[1].value, cst.SimpleString) and (
-                    self.expand(dotted(call.args[0].value)) + "." + str(call.args[1].value.evaluated_value) == c.callee
-                    or call.args[1].value.evaluated_value == kernel):  # (as an attribute of the kernel's name above)
-                return (f"setattr at line {self.tree.line(call)} replaces `{name}{'.' + rest if rest else ''}`; "
-                        "rewrite by hand if what it sets accepts topk_length")
-        if "." in c.callee and not is_op_level(c.callee):
-
-            iface = self.vendored(c.callee)
-            served = self._served_by_module_getattr(c.callee) if iface is None else None
-            if served:
-                return served
-            if iface is not None and PARAM not in iface.params and not iface.has_var_kwargs:
-                rel = os.path.relpath(iface.path, project.project_root(self.path)).replace(os.sep, "/")
-                if iface.installed:
-                    return (f"`{name}` is {c.callee}, whose interface installed beside this distribution "
-                            f"({rel}:{iface.line}) has no topk_length parameter; install a kernel release that takes it")
-                return (f"`{name}` is {c.callee}, defined in this project ({rel}:{iface.line}) "
-                        "without a topk_length parameter; add it there first")
-            if iface is not None and not iface.installed:  # another distribution's: the kernel, not a wrapper of ours
-                rel = os.path.relpath(iface.path, project.project_root(self.path)).replace(os.sep, "/")
-                why = self._vendored_wrapper(c, iface) or _misplaced_params(
-                    _positional(c.node), iface.params, f"{rel}:{iface.line}")
-                if why:
-                    return why
-        if isinstance(b.assignments[0].scope, GlobalScope):
-            return self._star_rebinds(c, name, b)
-        return None
-
-    def _star_module(self, small: cst.ImportFrom) -> Tuple[str, ast.ImportFrom]:
-        """`from m import *` as written (with its dots), and as the kernel reader takes it."""
-        module = get_full_name_for_node(small.module) if small.module else ""
-        level = len(small.relative)
-        return "." * level + module, ast.ImportFrom(module=module or None, names=[ast.alias(name="*")], level=level)
-
-    def _star_rebinds(self, c: CallInfo, name: str, b) -> Optional[str]:
-        """A star import anywhere in the module (in an `if` or `try` too) may rebind the module's `name`, unless
-        a top-level statement after it binds the name again, it is of the kernel's own module, or the module it
-        reads is one the reader can read (the project's, or importable here) and does not export the name."""
-
-        tops = [self.tree.order[id(a.node)] for a in b.assignments
-                if getattr(a, "node", None) is not None and self._top_level(a.node)]
-        for small in self.star_imports():
-            at = self.tree.order[id(small)]
-            if any(t > at for t in tops):
-                continue  # bound again, unconditionally, after it
-            written, node = self._star_module(small)
-            if not small.relative and c.callee.startswith(written + "."):
-                continue
-            if kernels.star_import_binds(self.path, node, name) is False:
-                continue
-            return (f"`from {written} import *` at line {self.tree.line(small)} may rebind `{name}`; "
-                    "import the kernel after it or rewrite by hand")
-        return None
-
-    def _top_level(self, node: cst.CSTNode) -> bool:
-        """Is node a statement of the module's body (or the one small statement of a line there)?"""
-        up = self.tree.parent.get(node)
-        if isinstance(up, cst.SimpleStatementLine):
-            up = self.tree.parent.get(up)
-        return isinstance(up, cst.Module)
-
-    def _star_bound(self, c: CallInfo, name: str) -> Optional[str]:
-        """`name` called where no statement of the module binds it: each star import that may bind it must
-        give it a kernel that takes topk_length (a kernel module the gate accepts, or an interface the reader
-        decides: read, and held to the plain-forwarding rule where the project defines it)."""
-
-        for small in self.star_imports():
-            written, node = self._star_module(small)
-            at = f"`from {written} import *` at line {self.tree.line(small)}"
-            in_project = kernels.find_module(self.path, written) is not None
-            if not in_project and not small.relative and is_kernel(f"{written}.{name}"):  # the kernel's module
-                cap = self.gate(f"{written}.{name}")
-                if cap.accepts is not True:
-                    state = "too old" if cap.accepts is False else "of unknown capability"
-                    return f"`{name}` may come from {at}, a kernel {state}: {cap.detail}; pass topk_length by hand"
-                continue
-            binds = kernels.star_import_binds(self.path, node, name)
-            if binds is False:
-                continue
-            target = kernels.star_target(self.path, node)[0] if binds else None
-            memo: dict = {}
-            iface = kernels.read_interface(target, name, param=PARAM, _memo=memo) if target else None
-            if iface is None:
-                why = kernels.interface_why(memo)
-                return (f"`{name}` is bound by {at}, to what the analysis cannot decide"
-                        + (f" ({why})" if why else "") + "; import the kernel by name or rewrite by hand")
-            rel = os.path.relpath(iface.path, project.project_root(self.path)).replace(os.sep, "/")
-            if PARAM not in iface.params and not iface.has_var_kwargs:
-                return f"`{name}` is bound by {at} to {rel}:{iface.line}, which has no topk_length parameter"
-            why = (self._vendored_wrapper(c, iface) if in_project else None) or _misplaced_params(
-                _positional(c.node), iface.params, f"{rel}:{iface.line}")
-            if why:
-                return why
-        return None
-
-    def _served_by_module_getattr(self, callee: str) -> Optional[str]:
-        """A project module that binds no such name but defines a module-level `__getattr__` (PEP 562) serves
-        the kernel's name with whatever that function returns: no forwarding wrapper the analysis can read."""
-        module, _, name = callee.rpartition(".")
-        path = self.project()._find_module(self.path, module) if module else None
-        tree = bounded.python_facts(project.read_project_file(path)) if path and path.endswith(".py") else None
-        if tree is None or not any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "__getattr__"
-                                   for n in tree.body):
-            return None
-        rel = os.path.relpath(path, project.project_root(self.path)).replace(os.sep, "/")
-        return (f"`{name}` is served by the module-level `__getattr__` of {rel} (PEP 562), whose result the analysis "
-                "cannot read as a forwarding wrapper; import the kernel by name, or pass topk_length by hand")
-
-    def _local_wrapper(self, c: CallInfo, node: cst.FunctionDef, line: int) -> Optional[str]:
-        d = _as_ast(node)
-        if d is None:
-            return f"`{node.name.value}` (line {line}) could not be read; pass topk_length by hand"
-        return self.forwards_unchanged(c, d, f"line {line}", self.tree.line(node) - d.lineno)
-
-    def _vendored_wrapper(self, c: CallInfo, iface) -> Optional[str]:
-        """The project's own definition of the kernel (kernels.vendored_interface found it), read for its body."""
-
-        name = c.callee.rsplit(".", 1)[-1]
-        where = f"{os.path.relpath(iface.path, project.project_root(self.path))}:{iface.line}".replace(os.sep, "/")
-
-        tree = bounded.python_facts(project.read_project_file(iface.path))
-        defs = [n for n in kernels.scope_nodes(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                and n.name == name] if tree is not None else []
-        if iface.line not in [d.lineno for d in defs]:  # a re-export, an assignment: not a def whose body can be read
-            return (f"`{name}` is {c.callee}, bound in this project ({where}) by something other than one plain def; "
-                    "pass topk_length by hand")
-        for d in defs:  # each def of the name (the reader found them alike): each body runs where it is bound
-            why = self.forwards_unchanged(c, d, where if d.lineno == iface.line else f"{where.rsplit(':', 1)[0]}:{d.lineno}")
-            if why:
-                return why
-        for d in defs:  # the kernel it hands on to is read as the call's own kernel: replaced, it is what runs
-            inner = _forwarded_callee(tree, d)
-            if inner and inner != c.callee:
-                why = self._kernel_rebound(replace(c, callee=inner), set())
-                if why:
-                    return f"the kernel {c.callee} hands on to: {why}"
-        return None
-
-    def expand(self, name: Optional[str]) -> str:
-        """A dotted name with its first part expanded through the imports (as callees are)."""
-        return expand(self.facts.imports, name) if name else ""
-
-    def attribute_identity(self, c: CallInfo, receiver: str, rest: str) -> Optional[str]:
-        """`self.fm.flash_mla_sparse_fwd(...)`: what `self.fm` holds must be set in this module
-        from an import of the kernel's module (or be the kernel itself); a method of that name,
-        or an attribute set from anything else (a parameter, a namespace), may be another kernel."""
-        first = rest.split(".")[0]
-        cls = c.function.class_name if c.function is not None else None
-        if id(c.node) in self.through_alias:  # `self.sparse_fwd = K` (held_callee proved every value an alias)
-            for node, _ in self.attribute_sources(receiver, first):
-                alias = alias_value(node.value, self.facts.imports)
-                why = alias and self.alias_identity(c, alias[0], alias[1], self.tree.line(node))
-                if why:
-                    return why
-            return None
-        for fn in self.functions_named(first):
-            if fn.name == first and fn.class_name:
-                return (f"`{receiver}.{first}` is a method ({fn.qualname}), not the kernel; "
-                        "give it a topk_length parameter and pass it by hand")
-        sources = self.attribute_sources(receiver, first)
-        expected = c.callee.split(".", 1)[1][len(first):] if c.callee.startswith(receiver + ".") else ""
-        other = self._other_attribute_writes(first, sources)
-        if other is not None:
-            return (f"`{first}` is also set at line {self.tree.line(other)} (`{_code(other).strip()[:60]}`), "
-                    f"a write the analysis does not follow; set `{receiver}.{first}` once from an import, or pass "
-                    "topk_length by hand")
-        for node, qualified in sources:
-            if qualified is None or not is_kernel(qualified + expected):
-                return (f"`{receiver}.{first}` is set at line {self.tree.line(node)} from "
-                        f"`{_code(node.value).strip()}`, which may not be the kernel's module; pass topk_length by hand")
-            root = dotted(node.value).split(".")[0]
-            if self._bound_otherwise(root):
-                return (f"`{receiver}.{first}` is set at line {self.tree.line(node)} from `{root}`, which the module "
-                        "binds again after its import; pass topk_length by hand")
-            home = qualified + expected
-            if self.project()._find_module(self.path, home.rpartition(".")[0] or home) is not None:
-                return (f"`{receiver}.{first}` is set at line {self.tree.line(node)} from `{qualified}`, a module of "
-                        "this project, whose function may hand the kernel other rows or indices; pass topk_length by hand")
-            cap = self.gate(home)  # each module it may hold is gated as a direct call of it
-            if cap.accepts is not True:
-                verdict = "kernel too old" if cap.accepts is False else "kernel capability unknown (pass --kernel)"
-                return f"{verdict}: `{receiver}.{first}` is set at line {self.tree.line(node)} from `{qualified}`: {cap.detail}"
-        if not sources:
-            where = f" in {cls}" if cls else ""
-            return (f"`{receiver}.{first}` is not set{where} in this module, so what it holds cannot be checked; "
-                    "pass topk_length by hand")
-        return None
-
-    def _other_attribute_writes(self, first: str, sources) -> Optional[cst.CSTNode]:
-        """A write of `<anything>.first` in this module other than the plain `self.first = value` sources: a
-        tuple or chained target, an annotated or augmented one, another receiver (`b.fm = ...`), a literal
-        `setattr` (also `object.__setattr__`), or a deletion."""
-        plain = {id(n.targets[0].target) for n, _ in sources}
-        for node in self.find(cst.Attribute, lambda a: a.attr.value == first):
-            inner, up = node, self.tree.parent.get(node)
-            while isinstance(up, (cst.Element, cst.StarredElement, cst.Tuple, cst.List)):
-                inner, up = up, self.tree.parent.get(up)  # (a tuple's or a list's element: unpacked into)
-            target = isinstance(up, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.Del, cst.For)) \
-                and getattr(up, "target", None) is inner or isinstance(up, cst.AsName) and up.name is inner
-            if target and id(node) not in plain:
-                return up
-        for call in self.find(cst.Call):
-            name = (get_full_name_for_node(call.func) or "").rsplit(".", 1)[-1]
-            if name in ("setattr", "__setattr__", "delattr", "__delattr__") and any(
-                    isinstance(a.value, cst.SimpleString) and a.value.evaluated_value == first for a in call.args):
-                return call
-        return None
-
-    def _bound_otherwise(self, name: str) -> bool:
-        """Is `name` bound anywhere in the module by anything but an import (`fm = _load_balanced()`, a loop,
-        a `global` then an assignment)? Any such binding may be the one the source reads."""
-        for node in self.find(cst.Name, lambda n: n.value == name):
-            up = self.tree.parent.get(node)
-            if isinstance(up, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.NameItem)) \
-                    or isinstance(up, (cst.For, cst.CompFor)) and up.target is node:
-                return True
-        return False
-
-    def attribute_sources(self, receiver: str, first: str) -> List[Tuple[cst.Assign, Optional[str]]]:
-        """The assignments `receiver.first = value` in this module, each with the qualified name of what
-        it assigns when that is read from an import (else None)."""
-        out = []
-        for node in self.find(cst.Assign, lambda a: len(a.targets) == 1
-                               and _is_attr(a.targets[0].target, receiver, first)):
-            value = dotted(node.value)
-            root = value.split(".")[0] if value else None
-            out.append((node, (self.facts.imports.get(root, "") + value[len(root):]) if root in self.facts.imports else None))
-        return out
-
-    def kernel_modules(self, callee: str) -> Set[str]:
-        """The modules the kernel is read from: the callee's own prefix, and for `self.fm.kernel` the
-        modules this module assigns to `self.fm` (a patch of those reaches the call too)."""
-        home = callee.rpartition(".")[0]
-        if not home:
-            return set()
-        receiver, _, rest = home.partition(".")
-        if receiver in ("self", "cls") and rest:
-            first, _, tail = rest.partition(".")
-            return {home} | {q + ("." + tail if tail else "") for _, q in self.attribute_sources(receiver, first) if q}
-        return {home}
-
     def contract(self, c: CallInfo) -> Site:
         q_expr = _q_arg(c.node)
         q = dotted(q_expr) if q_expr is not None else None
@@ -1601,38 +1069,6 @@ class _Analysis:
         return self.through_helper(c, q_expr, why_not)
 
     # -- the helper route -------------------------------------------------------------
-    def subclasses(self, cls: str) -> Set[str]:
-        """cls and the classes of this module that derive from it (by name), for each class once."""
-        return self.index("subclasses:" + cls, lambda: self._subclasses(cls))
-
-    def _subclasses(self, cls: str) -> Set[str]:
-        """The closure from cls through the classes naming one of `out` as a base: each class looked at once
-        through an index of the module's classes by base name (a scan of every class per class, as it was,
-        made N classes cost N x N)."""
-        derived: Dict[str, Set[str]] = self.index("derived", self._derived)
-        out, todo = {cls}, [cls]
-        while todo:
-            for n in derived.get(todo.pop(), ()):
-                if n not in out:
-                    out.add(n)
-                    todo.append(n)
-        return out
-
-    def _derived(self) -> Dict[str, Set[str]]:
-        """base name -> the names of the classes of this module that name it as a base."""
-        derived: Dict[str, Set[str]] = {}
-        for name, bs in self.index("bases", self._bases).items():
-            for b in bs:
-                derived.setdefault(b, set()).add(name)
-        return derived
-
-    def _bases(self) -> Dict[str, Set[str]]:
-        bases: Dict[str, Set[str]] = {}
-        for node in self.find(cst.ClassDef):
-            bases.setdefault(node.name.value, set()).update(
-                (get_full_name_for_node(b.value) or "").rsplit(".", 1)[-1] for b in node.bases)
-        return bases
-
     def callers(self, fn: Function) -> List[CallInfo]:
         """Calls that reach this helper: `self.helper(...)` from a method of its class or a
         subclass (receiver = that method's first parameter), or `helper(...)` resolving to it."""
@@ -1660,86 +1096,6 @@ class _Analysis:
             if [getattr(a, "node", None) for a in b.assignments] == [fn.node] and own.scope_rank == b.scope_rank:
                 out.append(k)
         return out
-
-    def helper_identity(self, fn: Function) -> Optional[str]:
-        """`helper-identity`: one definition, no decorator that may fix its signature,
-        no same-named override without the parameter."""
-        name = self._wrapping_decorator(fn)
-        if name:
-            return f"{fn.qualname} is decorated with `@{name}`, which may not pass topk_length on; add the parameter by hand"
-        scope = self.tree.scope_of.get(fn.node)
-        defs = scope[fn.name] if scope is not None else ()
-        if len(defs) > 1:
-            lines = sorted(self.tree.line(getattr(a, "node", None)) for a in defs if getattr(a, "node", None) is not None)
-            return (f"{fn.qualname} is bound {len(defs)} times (lines {', '.join(map(str, lines))}); "
-                    "a caller may reach a definition without topk_length")
-        for node in self.attribute_assigns(fn.name):
-            return (f"`{_code(node.target).strip()}` is assigned at line {self.tree.line(node.target)}: callers may "
-                    f"reach another function than {fn.qualname}; add topk_length by hand")
-        for call in self.setattr_calls():
-            if len(call.args) > 1 and isinstance(call.args[1].value, cst.SimpleString) \
-                    and call.args[1].value.evaluated_value == fn.name:
-                return (f"setattr at line {self.tree.line(call)} replaces `{fn.name}`: callers may reach another "
-                        f"function than {fn.qualname}; add topk_length by hand")
-        why = self._metaclass_of(fn.class_name) if fn.class_name else None
-        if why:
-            return why
-        if fn.class_name:  # `self.helper(..., topk_length=...)` also reaches same-named overrides
-            for other in self.functions_named(fn.name):  # (a class's method, a class in a function's too)
-                op = other.node.params
-                if other.name != fn.name or other is fn or not self._in_class_body(other.node) \
-                        or any(p.name.value == PARAM for p in (*op.posonly_params, *op.params, *op.kwonly_params)):
-                    continue
-                if not isinstance(op.star_kwarg, cst.Param):
-                    return f"{other.qualname} overrides {fn.qualname} without topk_length"
-                what = self._forwarding(other)
-                if what:
-                    return (f"{other.qualname} overrides {fn.qualname} and takes **kwargs, but {what}: the "
-                            "topk_length it hands on may not fit the rows it passes; give it an explicit "
-                            "topk_length parameter and pass what fits")
-        return None
-
-    def _metaclass_of(self, cls: str) -> Optional[str]:
-        """A metaclass on the helper's class, a class of this module it derives from or one deriving from it
-        (`class Backend(metaclass=Traced)`): its `__new__` may replace the helper in the class's namespace
-        before the class exists (round J1). `ABCMeta` and `type` do not."""
-        made = self.index("metaclassed", self._metaclassed)
-        if not made:
-            return None
-        bases = self.index("bases", self._bases)
-        related, todo = set(self.subclasses(cls)), [cls]
-        while todo:
-            for b in bases.get(todo.pop(), ()):
-                if b not in related:
-                    related.add(b)
-                    todo.append(b)
-        for name in sorted(related & set(made)):
-            node, meta = made[name]
-            return (f"{name} is made by the metaclass `{meta}` (line {self.tree.line(node)}), which may replace its "
-                    "methods; add topk_length by hand")
-        return None
-
-    def _metaclassed(self) -> Dict[str, Tuple[cst.ClassDef, str]]:
-        """The classes of this module made by a metaclass other than `ABCMeta` or `type`, with its name."""
-        out = {}
-        for node in self.find(cst.ClassDef):
-            for k in node.keywords:
-                name = (get_full_name_for_node(k.value) or "").rsplit(".", 1)[-1]
-                if k.keyword is not None and k.keyword.value == "metaclass" and name not in ("ABCMeta", "type"):
-                    out.setdefault(node.name.value, (node, _code(k.value).strip()))
-        return out
-
-    def _in_class_body(self, node: cst.FunctionDef) -> bool:
-        """Is the def a method: directly in a class's body, wherever that class is (in a function too)?"""
-        block = self.tree.parent.get(node)
-        return isinstance(self.tree.parent.get(block), cst.ClassDef)
-
-    def _forwarding(self, other: Function) -> str:
-        """"" if the method only hands its arguments, unchanged, to super() (reach.forwarded_call)."""
-        d = _as_ast(other.node)
-        if d is None:
-            return "it could not be read"
-        return reach.forwarded_call(d, other.name, self.tree.line(other.node) - d.lineno)[1]
 
     def through_helper(self, c: CallInfo, q_expr: cst.BaseExpression, why_not: Optional[str]) -> Site:
         fn = c.function
@@ -1844,117 +1200,6 @@ class _Analysis:
         self._remember(fn, g)
         return self.site(c, Status.FIXABLE, g.reason, found)
 
-    def find(self, kinds, matcher=None, within: Optional[cst.CSTNode] = None) -> List[cst.CSTNode]:
-        return self.tree.find(kinds, matcher, within)
-
-    # -- indexes of the module, built once so each site looks up instead of scanning ----------
-    def vendored(self, callee: str):
-        """kernels.vendored_interface of a dotted callee (the project's own definition of it, or the interface
-        installed beside it), read once per analysis: callee_identity and project_wrapper both ask."""
-
-        return self.index(f"vendored:{callee}", lambda: kernels.vendored_interface(self.path, callee, PARAM))
-
-    def index(self, key: str, build: Callable[[], object]):
-        if key not in self._indexes:
-            self._indexes[key] = build()
-        return self._indexes[key]
-
-    def _grouped(self, items, key) -> Dict[str, list]:
-        out: Dict[str, list] = {}
-        for item in items:
-            k = key(item)
-            if k is not None:
-                out.setdefault(k, []).append(item)
-        return out
-
-    def calls_named(self, name: str) -> List[CallInfo]:
-        """Calls whose callee ends in `name` (`name(...)` or `x.name(...)`), in source order."""
-        return self.index("calls", lambda: self._grouped(self.facts.calls, lambda k: (
-            k.node.func.attr.value if isinstance(k.node.func, cst.Attribute)
-            else k.node.func.value if isinstance(k.node.func, cst.Name) else None))).get(name, [])
-
-    def functions_named(self, name: str) -> List[Function]:
-        return self.index("functions", lambda: self._grouped(self.facts.functions, lambda f: f.name)).get(name, [])
-
-    def attribute_assigns(self, attr: str) -> List[cst.AssignTarget]:
-        """`x.attr = ...` targets, in source order."""
-        return [t for t in self.targets_named(attr) if isinstance(t, cst.AssignTarget)]
-
-    def targets_named(self, attr: str) -> List[cst.CSTNode]:
-        """`x.attr = ...`, `x.attr: T = ...`, `x.attr += ...`, whatever x, in source order (one scan of the module)."""
-        return self.index("targets_named", lambda: self._grouped(
-            self.find((cst.AssignTarget, cst.AnnAssign, cst.AugAssign), _targets_attribute),
-            lambda t: t.target.attr.value)).get(attr, [])
-
-    def attribute_targets(self, name: str) -> List[cst.CSTNode]:
-        """`x.y = ...`, `x.y: T = ...`, `x.y += ...` whose target, expanded through the imports, is `name`."""
-        return self.index("attribute_targets", lambda: self._grouped(
-            self.find((cst.AssignTarget, cst.AnnAssign, cst.AugAssign), _targets_attribute),
-            lambda t: self.expand(dotted(t.target)))).get(name, [])
-
-    def attribute_writes_in(self, owner: cst.CSTNode) -> Dict[str, cst.CSTNode]:
-        """`x.y = ...` / `x.y += ...` under owner: dotted target -> its first one (one scan per function)."""
-        def build() -> Dict[str, cst.CSTNode]:
-            out: Dict[str, cst.CSTNode] = {}
-            for t in self.find((cst.AssignTarget, cst.AugAssign), _targets_attribute, owner):
-                out.setdefault(dotted(t.target), t)
-            return out
-        return self.index(f"writes_in:{id(owner)}", build)
-
-    def star_imports(self) -> List[cst.ImportFrom]:
-        """`from m import *` statements of the module, at any depth of its blocks (`if`, `try`...), in source
-        order (one scan, not one per kernel call: a module of N functions each calling the kernel would cost
-        N x N)."""
-        return self.index("star_imports", lambda: self.find(
-            cst.ImportFrom, lambda small: isinstance(small.names, cst.ImportStar)))
-
-    def setattr_calls(self) -> List[cst.Call]:
-        return self.index("setattr", lambda: self.find(cst.Call, lambda c: _is_name(c.func, "setattr")))
-
-    def outside_project(self, qualname: str) -> bool:
-        """Is `qualname` defined outside this project (a library), not by one of its modules?
-        Once per name and file (the row trace asks it of every call handed q, for every kernel call)."""
-        def build() -> bool:
-
-            module = qualname
-            while module:
-                if kernels.find_module(self.path, module) is not None:
-                    return False
-                module = module.rpartition(".")[0]
-            return not qualname.startswith(".")
-        return self.index(f"outside:{qualname}", build)
-
-    def external_def(self, qualname: str) -> Optional[Tuple[Tree, cst.FunctionDef]]:
-        """A top-level def of another module of this project, parsed alone (for the row trace)."""
-        if qualname in self._external:
-            return self._external[qualname]
-        self._external[qualname] = None
-        module, _, name = qualname.rpartition(".")
-        if not module or is_kernel(qualname):
-            return None
-
-        found = kernels.find_module(self.path, module)
-        text = project.read_project_file(found) if found else None
-        tree = bounded.python_facts(text)
-        try:
-            node = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None) \
-                if tree is not None else None
-            if node is not None:
-                first = min([node.lineno] + [d.lineno for d in node.decorator_list])
-                split = spelling.normal_form(text).text.split("\n")  # its names as Python reads them
-                # the module's own imports come along: what the def calls is known by where it comes from
-                imports = [ast.unparse(n) for top in tree.body
-                           for n in ([top] if isinstance(top, (ast.Import, ast.ImportFrom)) else
-                                     ast.walk(top) if isinstance(top, (ast.Try, ast.If)) else ())
-                           if isinstance(n, (ast.Import, ast.ImportFrom)) and not getattr(n, "level", 0)]
-                lines = "".join(f"{i}\n" for i in imports) + "\n".join(split[first - 1:node.end_lineno]) + "\n"
-                guard.parse_checked(lines, found)  # LibCST sees only what its nesting bound admits
-                snippet = cst.parse_module(lines)
-                self._external[qualname] = (Tree(snippet, positions=False), snippet.body[-1])
-        except (SyntaxError, ValueError, cst.ParserSyntaxError, RecursionError, InputError):
-            pass
-        return self._external[qualname]
-
     def indices_hazard(self, c: CallInfo) -> Tuple[Optional[str], Set[str]]:
         arg = _indices_arg(c.node)
         return index_hazard(self.tree, arg, self.outside_project) if arg is not None else (None, set())
@@ -1978,27 +1223,6 @@ class _Analysis:
                 return (f"{fn.qualname} already reads its parameter `topk_length` (line "
                         f"{self.tree.line(access.node)}); its meaning is unknown, migrate by hand")
         return None
-
-
-def _misplaced(positional: Sequence[cst.Arg], cap: Capability) -> Optional[str]:
-    """The rows and indices traces read q as the first positional argument and the indices as the third;
-    where the gate read the interface the call runs (cap.params) and it puts another parameter there, why
-    the call's arguments are not what the traces would read (else None)."""
-    return _misplaced_params(positional, cap.params, cap.decision or cap.detail)
-
-
-def _misplaced_params(positional: Sequence[cst.Arg], params: Sequence[str], where: str) -> Optional[str]:
-    """_misplaced for the signature `params` of the def the call runs (read at `where`)."""
-    for name, at in (("q", 0), ("indices", 2)):
-        if params and len(positional) > at and (len(params) <= at or params[at] != name):
-            there = f"`{params[at]}`" if len(params) > at else "no parameter"
-            return (f"the interface the call runs ({where}) takes {there} in place {at + 1}, where "
-                    f"the rule reads `{name}`; pass q= and indices= by keyword")
-    return None
-
-
-def _positional(call: cst.Call) -> List[cst.Arg]:
-    return [a for a in call.args if not a.keyword and not a.star]
 
 
 def _argument_for(call: cst.Call, param: str, position: Optional[int], shift: int) -> Optional[cst.BaseExpression]:
@@ -2218,117 +1442,3 @@ def _rows_reason(hazard: str) -> str:
 def _indices_reason(hazard: str) -> str:
     return (f"the indices may not be the top-k the metadata counts: {hazard}; topk_length would cut rows "
             "short or read past them, so pass a length computed from these indices by hand")
-
-
-# -- value uses (`value-use`) --------------------------------------------------------------
-
-
-def _value_uses(tree: Tree, facts: ModuleFacts, path: str, through_alias: Set[int] = frozenset()) -> List[Site]:
-    """The kernel used other than by calling it: `partial(kernel, ...)`, `getattr(mod,
-    "flash_mla_sparse_fwd")`, stored in an attribute or passed on. Calls through it cannot
-    be checked, so each is reported as manual, never skipped."""
-    sites = []
-    seen: Set[int] = set()
-
-    def add(node: cst.CSTNode, callee: str, how: str, reason: Optional[str] = None) -> None:
-        pos = tree.position.get(node)
-        if pos is None or id(node) in seen:
-            return
-        seen.add(id(node))
-        sites.append(Site(path, pos.start.line, pos.start.column + 1, callee, Status.MANUAL,
-                          reason or f"the kernel is {how}: calls through it cannot be checked or rewritten; "
-                                    "pass topk_length where it is called, or call the kernel directly"))
-
-    for _, _name, node, _ in (tree.accesses() if _maybe_value_use(tree, facts) else ()):
-        chain = node
-        while isinstance(tree.parent.get(chain), cst.Attribute) and tree.parent[chain].value is chain:
-            chain = tree.parent[chain]
-        full = dotted(chain) if isinstance(chain, (cst.Name, cst.Attribute)) else None
-        if not full:
-            continue
-        callee = expand(facts.imports, full)
-        if not is_kernel(callee):
-            continue
-        parent = tree.parent.get(chain)
-        if isinstance(parent, cst.Call) and parent.func is chain:
-            continue
-        if isinstance(parent, TESTS) or (isinstance(parent, cst.IfExp) and parent.test is chain):
-            continue
-        if isinstance(parent, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign)) and parent.target is chain:
-            continue  # a rebinding: the calls through that name are refused by callee_identity
-        add(chain, callee, _how(tree, chain), _alias_reason(tree, chain, facts, through_alias))
-    for call in tree.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute)):
-        attr = call.func.attr.value
-        if dotted(call.func) is None and (attr in ENTRY_POINTS or attr == OP_NAME):
-            add(call, attr, f"reached through `{_code(call.func.value).strip()[:40]}`")
-    for k in facts.calls:
-        if k.callee != "getattr" or len(k.node.args) < 2 or not isinstance(k.node.args[1].value, cst.SimpleString):
-            continue
-        attr = k.node.args[1].value.evaluated_value
-        base = dotted(k.node.args[0].value)
-        if isinstance(attr, str) and base and is_kernel(f"{base}.{attr}"):
-            add(k.node, expand(facts.imports, base) + f".{attr}", "looked up by name with getattr")
-    return sites
-
-
-def _maybe_value_use(tree: Tree, facts: ModuleFacts) -> bool:
-    """Whether a kernel name, or a name imported as one, occurs anywhere but in the callee of a call,
-    in an import, or where it is bound (a def's, class's or parameter's name, an assignment's target:
-    places _value_uses passes over too). If not, no name read can be a value use, and the scope
-    analysis that finds them (the costliest step on a module whose calls all pass topk_length) is not
-    needed."""
-    names = set(ENTRY_POINTS) | {OP_NAME} | {local for local, q in facts.imports.items() if is_kernel(q)}
-    for n in tree.find(cst.Name, lambda n: n.value in names):
-        top, up = n, tree.parent.get(n)
-        while isinstance(up, cst.Attribute) and (up.attr is top or up.value is top):
-            top, up = up, tree.parent.get(up)
-        if isinstance(up, cst.Call) and up.func is top:
-            continue
-        if isinstance(up, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign)) and up.target is top \
-                or isinstance(up, (cst.FunctionDef, cst.ClassDef, cst.Param)) and up.name is n:
-            continue
-        while up is not None and not isinstance(up, (cst.Import, cst.ImportFrom)):
-            up = tree.parent.get(up)
-        if up is None:
-            return True
-    return False
-
-
-def _only_called(tree: Tree, name: str, calls: Set[int]) -> bool:
-    """Is every read of `name` in the module the callee of one of `calls`?"""
-    for n in tree.find(cst.Name, lambda n: n.value == name):
-        p = tree.parent.get(n)
-        if isinstance(p, (cst.AssignTarget, cst.AnnAssign)) and p.target is n:
-            continue
-        if not (isinstance(p, cst.Call) and p.func is n and id(p) in calls):
-            return False
-    return True
-
-
-def _alias_reason(tree: Tree, node: cst.CSTNode, facts: ModuleFacts, through_alias: Set[int]) -> Optional[str]:
-    """The reason for the kernel at `node` bound by an alias whose every read here is a call checked as the
-    kernel's (kernel_calls), else None."""
-    parent = tree.parent.get(node)
-    up = tree.parent.get(tree.parent.get(parent)) if isinstance(parent, cst.Arg) else parent
-    if not (kernel_alias(up, facts.imports) and _only_called(tree, up.targets[0].target.value, through_alias)):
-        return None
-    return (f"the kernel is bound to `{up.targets[0].target.value}`, a name other code may call it through: calls "
-            "through it elsewhere cannot be checked or rewritten (this module's are checked as the kernel's); call "
-            "the kernel directly there")
-
-
-def _how(tree: Tree, node: cst.CSTNode) -> str:
-    parent = tree.parent.get(node)
-    if isinstance(parent, cst.Arg):
-        call = tree.parent.get(parent)
-        fname = get_full_name_for_node(call.func) if isinstance(call, cst.Call) else None
-        if fname and fname.rsplit(".", 1)[-1] == "partial":
-            return "wrapped by functools.partial"
-        shown = _code(call.func).strip() if fname else ""  # as written: `super().__init__`, not super.__init__
-        return f"passed to `{shown if len(shown) <= 40 else fname}` as a value" if fname else "passed as a value"
-    if isinstance(parent, (cst.Assign, cst.AnnAssign)):
-        targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
-        if any(isinstance(t, (cst.Attribute, cst.Subscript)) for t in targets):
-            return f"stored in `{_code(targets[0]).strip()}`"
-        return f"bound to `{_code(targets[0]).strip()}`"
-    return "used as a value"

@@ -16,11 +16,12 @@ from topk_migrate.rule_context import RuleContext
 from topk_migrate.rules import Rule, RuleExample
 
 from . import INFO
-from .analysis import _Analysis, _value_uses
+from .analysis import _Analysis
 from .derived import BOUND_NAME, derived_value
 from .group import CHECKED_GUARD_COMMENT, GUARD_COMMENT, Group, _direct_reason, _inline_value, fits
 from .quick import ENTRY_POINTS, PARAM
 from .rewrite import _optional_annotation, _Rewrite, validate_rewrite
+from .value_use import _value_uses
 from .values import is_marker, value_sites
 
 # -- the driver --------------------------------------------------------------------------

@@ -63,6 +63,7 @@ def _value(v):
 PK = "topk_migrate.codemods.pass_topk_length.rule"
 RW = "topk_migrate.codemods.pass_topk_length.rewrite"
 G = "topk_migrate.codemods.pass_topk_length.group"
+HI = "topk_migrate.codemods.pass_topk_length.helper_identity"
 ROW_BINDINGS = {
     "no binding (match capture, star import)": ("has no binding the row trace can see",),
     "loop variable": ("is a loop variable",),
@@ -82,8 +83,8 @@ MUTATIONS: Dict[str, Tuple[str, str, tuple]] = {
     # helper identity: every caller reaches the helper that gains the parameter
     "helper_identity": ("helper-identity", f"{A}:_Analysis.helper_identity", ("returns", None)),
     "attribute_assigns": ("helper-identity", f"{A}:_Analysis.attribute_assigns", ("returns", [])),
-    "ARGUMENT_PASSING_DECORATORS": ("helper-identity", f"{A}:ARGUMENT_PASSING_DECORATORS", ("accept_all",)),
-    "SIGNATURE_KEEPING_DECORATORS": ("helper-identity", f"{A}:SIGNATURE_KEEPING_DECORATORS", ("accept_all",)),
+    "ARGUMENT_PASSING_DECORATORS": ("helper-identity", f"{HI}:ARGUMENT_PASSING_DECORATORS", ("accept_all",)),
+    "SIGNATURE_KEEPING_DECORATORS": ("helper-identity", f"{HI}:SIGNATURE_KEEPING_DECORATORS", ("accept_all",)),
     "whole_project": ("whole-project", f"{A}:_Analysis.whole_project", ("returns", None)),
     "whole_project: overrides in other files": ("whole-project", f"{RE}:Project.overrides",
                                                 ("returns", [])),

@@ -1,0 +1,524 @@
+"""docs/soundness.md `callee-identity`: the name called is the kernel at run time (callee_identity): every
+binding that reaches the call is an import the gate accepts or an alias of one kernel (kernel_alias), no
+attribute assignment, setattr or star import rebinds it, a kernel the project defines is a plain forwarding
+wrapper; also which calls of the module are the kernel's (kernel_calls: through an alias, or a `self.<attr>`
+holding one)."""
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import replace
+from typing import Dict, List, Optional, Sequence, Set, Tuple
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+from libcst.metadata import GlobalScope, ImportAssignment
+
+from topk_migrate import bounded, kernels, project
+from topk_migrate.cst.resolve import CallInfo, dotted
+from topk_migrate.model import Capability
+
+from . import attributes, reach
+from .quick import PARAM, expand, is_kernel, is_op_level
+from .syntax import (
+    _as_ast,
+    _code,
+    _is_attr,
+    _is_name,
+    _is_none,
+    _root,
+)
+
+
+def _forwarded_callee(tree: ast.Module, d: ast.AST) -> str:
+    """The dotted name a plain forwarding wrapper's one call reaches through its module's top-level imports
+    (`_fm.flash_mla_sparse_fwd` with `from sgl_kernel import flash_mla as _fm`), or ""."""
+    call, _ = reach.forwarded_call(d)
+    func = call.func if call is not None else None
+    chain = []
+    while isinstance(func, ast.Attribute):
+        chain.append(func.attr)
+        func = func.value
+    if not isinstance(func, ast.Name):
+        return ""
+    bound = {}
+    for node in tree.body:
+        for a in node.names if isinstance(node, (ast.Import, ast.ImportFrom)) else ():
+            if isinstance(node, ast.Import):
+                bound[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+            elif node.module and not node.level:
+                bound[a.asname or a.name] = f"{node.module}.{a.name}"
+    head = bound.get(func.id)
+    return ".".join([head, *reversed(chain)]) if head else ""
+
+
+PARTIAL_KEPT = {PARAM, "q", "indices"}  # keywords a partial of the kernel may not bind: which argument is which
+
+
+def kernel_alias(stmt: Optional[cst.CSTNode], imports: Dict[str, str]) -> Optional[Tuple[cst.BaseExpression, Optional[cst.Call]]]:
+    """`name = K` or `name = functools.partial(K, kw=...)`, K the kernel as the module imports it (`K`, `fm.K`):
+    (K's expression, the partial or None). Calls through `name` are the kernel's (callee_identity checks every
+    binding that reaches them); a partial may preset keywords only, and none that decides which argument is which."""
+    if not isinstance(stmt, cst.Assign) or len(stmt.targets) != 1 or not isinstance(stmt.targets[0].target, cst.Name):
+        return None
+    return alias_value(stmt.value, imports)
+
+
+def alias_value(value: cst.BaseExpression, imports: Dict[str, str]) -> Optional[Tuple[cst.BaseExpression, Optional[cst.Call]]]:
+    """kernel_alias of the value an alias is bound to (a name's, or `self.attr`'s: attributes.attribute_values)."""
+    wrapper = None
+    if isinstance(value, cst.Call):
+        if expand(imports, dotted(value.func) or "") != "functools.partial":
+            return None
+        if not value.args or value.args[0].keyword or value.args[0].star or any(
+                a.star or not a.keyword or a.keyword.value in PARTIAL_KEPT for a in value.args[1:]):
+            return None
+        wrapper, value = value, value.args[0].value
+    name = dotted(value) if isinstance(value, (cst.Name, cst.Attribute)) else None
+    if not name or name.partition(".")[0] not in imports or not is_kernel(expand(imports, name)):
+        return None
+    return value, wrapper
+
+
+def _assigns_self_attribute(stmt: cst.Assign) -> bool:
+    """`self.attr = value`."""
+    return len(stmt.targets) == 1 and isinstance(stmt.targets[0].target, cst.Attribute) \
+        and _is_name(stmt.targets[0].target.value, "self")
+
+
+class CalleeIdentity:
+    """docs/soundness.md `callee-identity` (a mixin of analysis._Analysis)."""
+
+    def forwards_unchanged(self, c: CallInfo, d, where: str, offset: int = 0) -> Optional[str]:
+        """A kernel defined in this project is a plain forwarding wrapper (reach.forwarded_call):
+        whatever it takes (the gate read its signature, or its module's declaration), it hands on with the
+        rows and indices it was given. Else why not."""
+        name = c.callee.rsplit(".", 1)[-1]
+        call, what = reach.forwarded_call(d, None, offset)
+        if call is None and not what:
+            return None  # a stub: nothing runs before or after
+        if call is None:
+            return (f"`{name}` is defined in this project ({where}) and {what}: the rows or indices the kernel gets "
+                    "may not be the ones topk_length is computed for; pass topk_length by hand, or make it a plain "
+                    "wrapper that hands its arguments on unchanged")
+        return None  # what it takes, the gate decided (its signature, or a declaration of its module)
+
+    def kernel_calls(self) -> List[CallInfo]:
+        """The module's kernel calls: by the kernel's name, and through a name every binding of which that reaches
+        the call is an alias of one kernel (kernel_alias), with that kernel as the callee."""
+        aliases = {s.targets[0].target.value for s in self.find(cst.Assign) if kernel_alias(s, self.facts.imports)}
+        held = {s.targets[0].target.attr.value for s in self.find(cst.Assign, _assigns_self_attribute)
+                if alias_value(s.value, self.facts.imports)}
+        out = []
+        for c in self.facts.calls:
+            callee = None
+            if is_kernel(c.callee):
+                out.append(c)
+            elif isinstance(c.node.func, cst.Name) and c.node.func.value in aliases:
+                callee = self.alias_callee(c)
+            elif isinstance(c.node.func, cst.Attribute) and _is_name(c.node.func.value, "self") \
+                    and c.node.func.attr.value in held:
+                callee = self.held_callee(c)
+            if callee:
+                self.through_alias.add(id(c.node))
+                out.append(replace(c, callee=callee))
+        return out
+
+    def held_callee(self, c: CallInfo) -> Optional[str]:
+        """The one kernel every value `self.<attr>` can hold aliases (attributes.attribute_values), else None; the
+        attribute is then sealed where no other file names it (its value uses are not sites)."""
+        found = set()
+
+        def accept(value: cst.BaseExpression) -> bool:
+            alias = alias_value(value, self.facts.imports)
+            if alias is not None:
+                found.add(self.expand(dotted(alias[0])))
+            return alias is not None
+
+        attr = c.node.func.attr.value
+        if attributes.attribute_values(self, c, attr, accept, class_level=False) or len(found) != 1:
+            return None
+        if attributes.sealed(self, attr):
+            self.sealed.add(attr)
+        return found.pop()
+
+    def match_captured(self, name: str) -> Optional[cst.CSTNode]:
+        """A `match` pattern of the module that binds `name` (`case x:`, `case {...: x}`, `case [*x]`, `as x`): a
+        binding the scope analysis does not list (round K)."""
+        for node in self.find((cst.MatchAs, cst.MatchStar, cst.MatchMapping)):
+            bound = node.rest if isinstance(node, cst.MatchMapping) else node.name
+            if isinstance(bound, cst.Name) and bound.value == name:
+                return node
+        return None
+
+    def alias_callee(self, c: CallInfo) -> Optional[str]:
+        """The one kernel every binding of c's name that reaches it aliases, else None."""
+        if self.match_captured(c.node.func.value) is not None:
+            return None
+        found = set()
+        for a in self.tree.binding(c.node.func, c.node.func.value).assignments or (None,):
+            alias = kernel_alias(self.tree.assignment_statement(a), self.facts.imports) if a is not None else None
+            if alias is None:
+                return None
+            found.add(self.expand(dotted(alias[0])))
+        return found.pop() if len(found) == 1 else None
+
+    def alias_identity(self, c: CallInfo, target: cst.BaseExpression, partial: Optional[cst.Call], line: int) -> Optional[str]:
+        """An alias (`attend = K`, `attend = functools.partial(K, d_v=...)`) is the kernel when `functools` is the
+        module's import and every binding of K's root that reaches the alias is an import the gate accepts."""
+        checked = [(partial.func, "functools.partial")] if partial is not None else []
+        for expr, what in [*checked, (target, "the kernel")]:
+            root = _root(expr)
+            if root is None:
+                continue
+            b = self.tree.binding(root, root.value)
+            for a in b.assignments or (None,):
+                if not isinstance(a, ImportAssignment):
+                    return (f"`{_code(c.node.func).strip()}` is bound at line {line} from `{root.value}`, which may "
+                            f"not be {what} at run time (not only imported); pass topk_length by hand")
+                if expr is target:
+                    rest = (dotted(target) or "").partition(".")[2]
+                    for qn in a.get_qualified_names_for(root.value):
+                        alt = qn.name + ("." + rest if rest else "")
+                        cap = self.gate(alt) if alt != c.callee else None
+                        if cap is not None and cap.accepts is not True:
+                            return (f"`{_code(c.node.func).strip()}` (line {line}) may also be {alt}, a kernel "
+                                    f"{'too old' if cap.accepts is False else 'of unknown capability'}: {cap.detail}")
+        return None
+
+    def bindings_identity(self, c: CallInfo, name: str, rest: str, b) -> Optional[str]:
+        """Why a binding of the called name that reaches the call (b) may not be a kernel that accepts topk_length."""
+        for a in b.assignments:
+            node = getattr(a, "node", None)
+            line = self.tree.line(node) if node is not None else 0
+            if isinstance(a, ImportAssignment):
+                for qn in a.get_qualified_names_for(name):
+                    alt = qn.name + ("." + rest if rest else "")
+                    if alt != c.callee:
+                        cap = self.gate(alt)
+                        if cap.accepts is not True:
+                            state = "too old" if cap.accepts is False else "of unknown capability"
+                            return (f"`{name}` may also be {alt} (imported at line {line}), a kernel {state}: "
+                                    f"{cap.detail}; pass topk_length by hand once every alternative accepts it")
+                continue
+            stmt = self.tree.assignment_statement(a)
+            if stmt is not None and _is_none(stmt.value):
+                continue  # an unavailable-kernel fallback: calling it fails before and after
+            alias = kernel_alias(stmt, self.facts.imports) if id(c.node) in self.through_alias else None
+            if alias is not None:
+                why = self.alias_identity(c, alias[0], alias[1], line)
+                if why:
+                    return why
+                continue
+            if isinstance(node, cst.FunctionDef) and len(b.assignments) == 1:
+                # a kernel interface defined here: its body must forward, and the call's arguments go to the
+                # parameters of its signature (the gate may have decided by a pin, without reading it)
+                p = node.params
+                why = self._local_wrapper(c, node, line) or _misplaced_params(
+                    _positional(c.node), [x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)],
+                    f"`{name}` defined at line {line}")
+                if why:
+                    return why
+                continue
+            if isinstance(node, cst.Param) and rest and name in ("self", "cls"):
+                why = self.attribute_identity(c, name, rest)
+                if why:
+                    return why
+                continue
+            what = "a parameter" if isinstance(node, cst.Param) else "something else"
+            if rest:  # `fm.flash_mla_sparse_fwd`: the name rebound is the module (or object) the kernel is read from
+                kind = "the kernel's module" if name in self.facts.imports else "what the kernel is read from"
+                return (f"`{name}` may not be {kind} at run time: it is bound at line {line} to {what}, so "
+                        f"`{name}.{rest}` may be another function; rewrite by hand if every binding's {rest} accepts topk_length")
+            return (f"`{name}` may not be the kernel at run time: it is bound at line {line} to {what}; "
+                    "rewrite by hand if every binding accepts topk_length")
+        return None
+
+    def callee_identity(self, c: CallInfo) -> Optional[str]:
+        """`callee-identity`: every binding of the called name that can reach the call is a kernel that
+        accepts topk_length (an import the gate accepts; `= None` fallbacks never run)."""
+        root = _root(c.node.func)
+        if root is None:
+            return None
+        name, rest = root.value, (dotted(c.node.func) or "").partition(".")[2]
+        captured = self.match_captured(name)
+        if captured is not None:
+            return (f"`{name}` is also bound by a `match` pattern at line {self.tree.line(captured)}, so it may not be "
+                    "the kernel at run time; pass topk_length by hand")
+        b = self.tree.binding(root, name)
+        if not b.assignments and b.scope_rank is None and not rest:
+            return self._star_bound(c, name)  # bound by none of the module's own statements: a star import's, if any
+        if not b.assignments or b.scope_rank == -2:
+            return None
+        why = self.bindings_identity(c, name, rest, b)
+        if why:
+            return why
+        for target in self.attribute_targets(c.callee):
+            if self.expand(dotted(target.target)) == c.callee:
+                return (f"`{dotted(target.target)}` is assigned at line {self.tree.line(target.target)}: the call may reach "
+                        "another function than the kernel; rewrite by hand if it accepts topk_length")
+        kernel = c.callee.rsplit(".", 1)[-1]
+        for target in self.targets_named(kernel):
+            # `fm.flash_mla_sparse_fwd = ...` while the call reads the module through `self.flash_mla`: any
+            # attribute of the kernel's name assigned here may be the one the call reaches
+            if target.target.attr.value == kernel:
+                return (f"`{_code(target.target).strip()}` is assigned at line {self.tree.line(target.target)}: the call "
+                        "may reach another function than the kernel; rewrite by hand if it accepts topk_length")
+        for call in self.setattr_calls():
+            if len(call.args) > 1 and isinstance(call.args[1].value, cst.SimpleString) and (
+                    self.expand(dotted(call.args[0].value)) + "." + str(call.args[1].value.evaluated_value) == c.callee
+                    or call.args[1].value.evaluated_value == kernel):  # (as an attribute of the kernel's name above)
+                return (f"setattr at line {self.tree.line(call)} replaces `{name}{'.' + rest if rest else ''}`; "
+                        "rewrite by hand if what it sets accepts topk_length")
+        if "." in c.callee and not is_op_level(c.callee):
+
+            iface = self.vendored(c.callee)
+            served = self._served_by_module_getattr(c.callee) if iface is None else None
+            if served:
+                return served
+            if iface is not None and PARAM not in iface.params and not iface.has_var_kwargs:
+                rel = os.path.relpath(iface.path, project.project_root(self.path)).replace(os.sep, "/")
+                if iface.installed:
+                    return (f"`{name}` is {c.callee}, whose interface installed beside this distribution "
+                            f"({rel}:{iface.line}) has no topk_length parameter; install a kernel release that takes it")
+                return (f"`{name}` is {c.callee}, defined in this project ({rel}:{iface.line}) "
+                        "without a topk_length parameter; add it there first")
+            if iface is not None and not iface.installed:  # another distribution's: the kernel, not a wrapper of ours
+                rel = os.path.relpath(iface.path, project.project_root(self.path)).replace(os.sep, "/")
+                why = self._vendored_wrapper(c, iface) or _misplaced_params(
+                    _positional(c.node), iface.params, f"{rel}:{iface.line}")
+                if why:
+                    return why
+        if isinstance(b.assignments[0].scope, GlobalScope):
+            return self._star_rebinds(c, name, b)
+        return None
+
+    def _star_module(self, small: cst.ImportFrom) -> Tuple[str, ast.ImportFrom]:
+        """`from m import *` as written (with its dots), and as the kernel reader takes it."""
+        module = get_full_name_for_node(small.module) if small.module else ""
+        level = len(small.relative)
+        return "." * level + module, ast.ImportFrom(module=module or None, names=[ast.alias(name="*")], level=level)
+
+    def _star_rebinds(self, c: CallInfo, name: str, b) -> Optional[str]:
+        """A star import anywhere in the module (in an `if` or `try` too) may rebind the module's `name`, unless
+        a top-level statement after it binds the name again, it is of the kernel's own module, or the module it
+        reads is one the reader can read (the project's, or importable here) and does not export the name."""
+
+        tops = [self.tree.order[id(a.node)] for a in b.assignments
+                if getattr(a, "node", None) is not None and self._top_level(a.node)]
+        for small in self.star_imports():
+            at = self.tree.order[id(small)]
+            if any(t > at for t in tops):
+                continue  # bound again, unconditionally, after it
+            written, node = self._star_module(small)
+            if not small.relative and c.callee.startswith(written + "."):
+                continue
+            if kernels.star_import_binds(self.path, node, name) is False:
+                continue
+            return (f"`from {written} import *` at line {self.tree.line(small)} may rebind `{name}`; "
+                    "import the kernel after it or rewrite by hand")
+        return None
+
+    def _top_level(self, node: cst.CSTNode) -> bool:
+        """Is node a statement of the module's body (or the one small statement of a line there)?"""
+        up = self.tree.parent.get(node)
+        if isinstance(up, cst.SimpleStatementLine):
+            up = self.tree.parent.get(up)
+        return isinstance(up, cst.Module)
+
+    def _star_bound(self, c: CallInfo, name: str) -> Optional[str]:
+        """`name` called where no statement of the module binds it: each star import that may bind it must
+        give it a kernel that takes topk_length (a kernel module the gate accepts, or an interface the reader
+        decides: read, and held to the plain-forwarding rule where the project defines it)."""
+
+        for small in self.star_imports():
+            written, node = self._star_module(small)
+            at = f"`from {written} import *` at line {self.tree.line(small)}"
+            in_project = kernels.find_module(self.path, written) is not None
+            if not in_project and not small.relative and is_kernel(f"{written}.{name}"):  # the kernel's module
+                cap = self.gate(f"{written}.{name}")
+                if cap.accepts is not True:
+                    state = "too old" if cap.accepts is False else "of unknown capability"
+                    return f"`{name}` may come from {at}, a kernel {state}: {cap.detail}; pass topk_length by hand"
+                continue
+            binds = kernels.star_import_binds(self.path, node, name)
+            if binds is False:
+                continue
+            target = kernels.star_target(self.path, node)[0] if binds else None
+            memo: dict = {}
+            iface = kernels.read_interface(target, name, param=PARAM, _memo=memo) if target else None
+            if iface is None:
+                why = kernels.interface_why(memo)
+                return (f"`{name}` is bound by {at}, to what the analysis cannot decide"
+                        + (f" ({why})" if why else "") + "; import the kernel by name or rewrite by hand")
+            rel = os.path.relpath(iface.path, project.project_root(self.path)).replace(os.sep, "/")
+            if PARAM not in iface.params and not iface.has_var_kwargs:
+                return f"`{name}` is bound by {at} to {rel}:{iface.line}, which has no topk_length parameter"
+            why = (self._vendored_wrapper(c, iface) if in_project else None) or _misplaced_params(
+                _positional(c.node), iface.params, f"{rel}:{iface.line}")
+            if why:
+                return why
+        return None
+
+    def _served_by_module_getattr(self, callee: str) -> Optional[str]:
+        """A project module that binds no such name but defines a module-level `__getattr__` (PEP 562) serves
+        the kernel's name with whatever that function returns: no forwarding wrapper the analysis can read."""
+        module, _, name = callee.rpartition(".")
+        path = self.project()._find_module(self.path, module) if module else None
+        tree = bounded.python_facts(project.read_project_file(path)) if path and path.endswith(".py") else None
+        if tree is None or not any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "__getattr__"
+                                   for n in tree.body):
+            return None
+        rel = os.path.relpath(path, project.project_root(self.path)).replace(os.sep, "/")
+        return (f"`{name}` is served by the module-level `__getattr__` of {rel} (PEP 562), whose result the analysis "
+                "cannot read as a forwarding wrapper; import the kernel by name, or pass topk_length by hand")
+
+    def _local_wrapper(self, c: CallInfo, node: cst.FunctionDef, line: int) -> Optional[str]:
+        d = _as_ast(node)
+        if d is None:
+            return f"`{node.name.value}` (line {line}) could not be read; pass topk_length by hand"
+        return self.forwards_unchanged(c, d, f"line {line}", self.tree.line(node) - d.lineno)
+
+    def _vendored_wrapper(self, c: CallInfo, iface) -> Optional[str]:
+        """The project's own definition of the kernel (kernels.vendored_interface found it), read for its body."""
+
+        name = c.callee.rsplit(".", 1)[-1]
+        where = f"{os.path.relpath(iface.path, project.project_root(self.path))}:{iface.line}".replace(os.sep, "/")
+
+        tree = bounded.python_facts(project.read_project_file(iface.path))
+        defs = [n for n in kernels.scope_nodes(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and n.name == name] if tree is not None else []
+        if iface.line not in [d.lineno for d in defs]:  # a re-export, an assignment: not a def whose body can be read
+            return (f"`{name}` is {c.callee}, bound in this project ({where}) by something other than one plain def; "
+                    "pass topk_length by hand")
+        for d in defs:  # each def of the name (the reader found them alike): each body runs where it is bound
+            why = self.forwards_unchanged(c, d, where if d.lineno == iface.line else f"{where.rsplit(':', 1)[0]}:{d.lineno}")
+            if why:
+                return why
+        for d in defs:  # the kernel it hands on to is read as the call's own kernel: replaced, it is what runs
+            inner = _forwarded_callee(tree, d)
+            if inner and inner != c.callee:
+                why = self._kernel_rebound(replace(c, callee=inner), set())
+                if why:
+                    return f"the kernel {c.callee} hands on to: {why}"
+        return None
+
+    def attribute_identity(self, c: CallInfo, receiver: str, rest: str) -> Optional[str]:
+        """`self.fm.flash_mla_sparse_fwd(...)`: what `self.fm` holds must be set in this module
+        from an import of the kernel's module (or be the kernel itself); a method of that name,
+        or an attribute set from anything else (a parameter, a namespace), may be another kernel."""
+        first = rest.split(".")[0]
+        cls = c.function.class_name if c.function is not None else None
+        if id(c.node) in self.through_alias:  # `self.sparse_fwd = K` (held_callee proved every value an alias)
+            for node, _ in self.attribute_sources(receiver, first):
+                alias = alias_value(node.value, self.facts.imports)
+                why = alias and self.alias_identity(c, alias[0], alias[1], self.tree.line(node))
+                if why:
+                    return why
+            return None
+        for fn in self.functions_named(first):
+            if fn.name == first and fn.class_name:
+                return (f"`{receiver}.{first}` is a method ({fn.qualname}), not the kernel; "
+                        "give it a topk_length parameter and pass it by hand")
+        sources = self.attribute_sources(receiver, first)
+        expected = c.callee.split(".", 1)[1][len(first):] if c.callee.startswith(receiver + ".") else ""
+        other = self._other_attribute_writes(first, sources)
+        if other is not None:
+            return (f"`{first}` is also set at line {self.tree.line(other)} (`{_code(other).strip()[:60]}`), "
+                    f"a write the analysis does not follow; set `{receiver}.{first}` once from an import, or pass "
+                    "topk_length by hand")
+        for node, qualified in sources:
+            if qualified is None or not is_kernel(qualified + expected):
+                return (f"`{receiver}.{first}` is set at line {self.tree.line(node)} from "
+                        f"`{_code(node.value).strip()}`, which may not be the kernel's module; pass topk_length by hand")
+            root = dotted(node.value).split(".")[0]
+            if self._bound_otherwise(root):
+                return (f"`{receiver}.{first}` is set at line {self.tree.line(node)} from `{root}`, which the module "
+                        "binds again after its import; pass topk_length by hand")
+            home = qualified + expected
+            if self.project()._find_module(self.path, home.rpartition(".")[0] or home) is not None:
+                return (f"`{receiver}.{first}` is set at line {self.tree.line(node)} from `{qualified}`, a module of "
+                        "this project, whose function may hand the kernel other rows or indices; pass topk_length by hand")
+            cap = self.gate(home)  # each module it may hold is gated as a direct call of it
+            if cap.accepts is not True:
+                verdict = "kernel too old" if cap.accepts is False else "kernel capability unknown (pass --kernel)"
+                return f"{verdict}: `{receiver}.{first}` is set at line {self.tree.line(node)} from `{qualified}`: {cap.detail}"
+        if not sources:
+            where = f" in {cls}" if cls else ""
+            return (f"`{receiver}.{first}` is not set{where} in this module, so what it holds cannot be checked; "
+                    "pass topk_length by hand")
+        return None
+
+    def _other_attribute_writes(self, first: str, sources) -> Optional[cst.CSTNode]:
+        """A write of `<anything>.first` in this module other than the plain `self.first = value` sources: a
+        tuple or chained target, an annotated or augmented one, another receiver (`b.fm = ...`), a literal
+        `setattr` (also `object.__setattr__`), or a deletion."""
+        plain = {id(n.targets[0].target) for n, _ in sources}
+        for node in self.find(cst.Attribute, lambda a: a.attr.value == first):
+            inner, up = node, self.tree.parent.get(node)
+            while isinstance(up, (cst.Element, cst.StarredElement, cst.Tuple, cst.List)):
+                inner, up = up, self.tree.parent.get(up)  # (a tuple's or a list's element: unpacked into)
+            target = isinstance(up, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.Del, cst.For)) \
+                and getattr(up, "target", None) is inner or isinstance(up, cst.AsName) and up.name is inner
+            if target and id(node) not in plain:
+                return up
+        for call in self.find(cst.Call):
+            name = (get_full_name_for_node(call.func) or "").rsplit(".", 1)[-1]
+            if name in ("setattr", "__setattr__", "delattr", "__delattr__") and any(
+                    isinstance(a.value, cst.SimpleString) and a.value.evaluated_value == first for a in call.args):
+                return call
+        return None
+
+    def _bound_otherwise(self, name: str) -> bool:
+        """Is `name` bound anywhere in the module by anything but an import (`fm = _load_balanced()`, a loop,
+        a `global` then an assignment)? Any such binding may be the one the source reads."""
+        for node in self.find(cst.Name, lambda n: n.value == name):
+            up = self.tree.parent.get(node)
+            if isinstance(up, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.NameItem)) \
+                    or isinstance(up, (cst.For, cst.CompFor)) and up.target is node:
+                return True
+        return False
+
+    def attribute_sources(self, receiver: str, first: str) -> List[Tuple[cst.Assign, Optional[str]]]:
+        """The assignments `receiver.first = value` in this module, each with the qualified name of what
+        it assigns when that is read from an import (else None)."""
+        out = []
+        for node in self.find(cst.Assign, lambda a: len(a.targets) == 1
+                               and _is_attr(a.targets[0].target, receiver, first)):
+            value = dotted(node.value)
+            root = value.split(".")[0] if value else None
+            out.append((node, (self.facts.imports.get(root, "") + value[len(root):]) if root in self.facts.imports else None))
+        return out
+
+    def kernel_modules(self, callee: str) -> Set[str]:
+        """The modules the kernel is read from: the callee's own prefix, and for `self.fm.kernel` the
+        modules this module assigns to `self.fm` (a patch of those reaches the call too)."""
+        home = callee.rpartition(".")[0]
+        if not home:
+            return set()
+        receiver, _, rest = home.partition(".")
+        if receiver in ("self", "cls") and rest:
+            first, _, tail = rest.partition(".")
+            return {home} | {q + ("." + tail if tail else "") for _, q in self.attribute_sources(receiver, first) if q}
+        return {home}
+
+
+def _misplaced(positional: Sequence[cst.Arg], cap: Capability) -> Optional[str]:
+    """The rows and indices traces read q as the first positional argument and the indices as the third;
+    where the gate read the interface the call runs (cap.params) and it puts another parameter there, why
+    the call's arguments are not what the traces would read (else None)."""
+    return _misplaced_params(positional, cap.params, cap.decision or cap.detail)
+
+
+def _misplaced_params(positional: Sequence[cst.Arg], params: Sequence[str], where: str) -> Optional[str]:
+    """_misplaced for the signature `params` of the def the call runs (read at `where`)."""
+    for name, at in (("q", 0), ("indices", 2)):
+        if params and len(positional) > at and (len(params) <= at or params[at] != name):
+            there = f"`{params[at]}`" if len(params) > at else "no parameter"
+            return (f"the interface the call runs ({where}) takes {there} in place {at + 1}, where "
+                    f"the rule reads `{name}`; pass q= and indices= by keyword")
+    return None
+
+
+def _positional(call: cst.Call) -> List[cst.Arg]:
+    return [a for a in call.args if not a.keyword and not a.star]

@@ -1,0 +1,131 @@
+"""docs/soundness.md `value-use`: the kernel used other than by calling it (stored, passed, wrapped by
+functools.partial, looked up with getattr) is found here as a site; values.py then drops those whose every
+call is checked."""
+from __future__ import annotations
+
+from typing import List, Optional, Set
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+
+from topk_migrate.cst.resolve import ModuleFacts, dotted
+from topk_migrate.cst.scopecheck import Tree
+from topk_migrate.model import Site, Status
+
+from .identity import kernel_alias
+from .quick import ENTRY_POINTS, OP_NAME, expand, is_kernel
+from .syntax import (
+    _code,
+)
+from .values import TESTS
+
+
+def _value_uses(tree: Tree, facts: ModuleFacts, path: str, through_alias: Set[int] = frozenset()) -> List[Site]:
+    """The kernel used other than by calling it: `partial(kernel, ...)`, `getattr(mod,
+    "flash_mla_sparse_fwd")`, stored in an attribute or passed on. Calls through it cannot
+    be checked, so each is reported as manual, never skipped."""
+    sites = []
+    seen: Set[int] = set()
+
+    def add(node: cst.CSTNode, callee: str, how: str, reason: Optional[str] = None) -> None:
+        pos = tree.position.get(node)
+        if pos is None or id(node) in seen:
+            return
+        seen.add(id(node))
+        sites.append(Site(path, pos.start.line, pos.start.column + 1, callee, Status.MANUAL,
+                          reason or f"the kernel is {how}: calls through it cannot be checked or rewritten; "
+                                    "pass topk_length where it is called, or call the kernel directly"))
+
+    for _, _name, node, _ in (tree.accesses() if _maybe_value_use(tree, facts) else ()):
+        chain = node
+        while isinstance(tree.parent.get(chain), cst.Attribute) and tree.parent[chain].value is chain:
+            chain = tree.parent[chain]
+        full = dotted(chain) if isinstance(chain, (cst.Name, cst.Attribute)) else None
+        if not full:
+            continue
+        callee = expand(facts.imports, full)
+        if not is_kernel(callee):
+            continue
+        parent = tree.parent.get(chain)
+        if isinstance(parent, cst.Call) and parent.func is chain:
+            continue
+        if isinstance(parent, TESTS) or (isinstance(parent, cst.IfExp) and parent.test is chain):
+            continue
+        if isinstance(parent, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign)) and parent.target is chain:
+            continue  # a rebinding: the calls through that name are refused by callee_identity
+        add(chain, callee, _how(tree, chain), _alias_reason(tree, chain, facts, through_alias))
+    for call in tree.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute)):
+        attr = call.func.attr.value
+        if dotted(call.func) is None and (attr in ENTRY_POINTS or attr == OP_NAME):
+            add(call, attr, f"reached through `{_code(call.func.value).strip()[:40]}`")
+    for k in facts.calls:
+        if k.callee != "getattr" or len(k.node.args) < 2 or not isinstance(k.node.args[1].value, cst.SimpleString):
+            continue
+        attr = k.node.args[1].value.evaluated_value
+        base = dotted(k.node.args[0].value)
+        if isinstance(attr, str) and base and is_kernel(f"{base}.{attr}"):
+            add(k.node, expand(facts.imports, base) + f".{attr}", "looked up by name with getattr")
+    return sites
+
+
+def _maybe_value_use(tree: Tree, facts: ModuleFacts) -> bool:
+    """Whether a kernel name, or a name imported as one, occurs anywhere but in the callee of a call,
+    in an import, or where it is bound (a def's, class's or parameter's name, an assignment's target:
+    places _value_uses passes over too). If not, no name read can be a value use, and the scope
+    analysis that finds them (the costliest step on a module whose calls all pass topk_length) is not
+    needed."""
+    names = set(ENTRY_POINTS) | {OP_NAME} | {local for local, q in facts.imports.items() if is_kernel(q)}
+    for n in tree.find(cst.Name, lambda n: n.value in names):
+        top, up = n, tree.parent.get(n)
+        while isinstance(up, cst.Attribute) and (up.attr is top or up.value is top):
+            top, up = up, tree.parent.get(up)
+        if isinstance(up, cst.Call) and up.func is top:
+            continue
+        if isinstance(up, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign)) and up.target is top \
+                or isinstance(up, (cst.FunctionDef, cst.ClassDef, cst.Param)) and up.name is n:
+            continue
+        while up is not None and not isinstance(up, (cst.Import, cst.ImportFrom)):
+            up = tree.parent.get(up)
+        if up is None:
+            return True
+    return False
+
+
+def _only_called(tree: Tree, name: str, calls: Set[int]) -> bool:
+    """Is every read of `name` in the module the callee of one of `calls`?"""
+    for n in tree.find(cst.Name, lambda n: n.value == name):
+        p = tree.parent.get(n)
+        if isinstance(p, (cst.AssignTarget, cst.AnnAssign)) and p.target is n:
+            continue
+        if not (isinstance(p, cst.Call) and p.func is n and id(p) in calls):
+            return False
+    return True
+
+
+def _alias_reason(tree: Tree, node: cst.CSTNode, facts: ModuleFacts, through_alias: Set[int]) -> Optional[str]:
+    """The reason for the kernel at `node` bound by an alias whose every read here is a call checked as the
+    kernel's (kernel_calls), else None."""
+    parent = tree.parent.get(node)
+    up = tree.parent.get(tree.parent.get(parent)) if isinstance(parent, cst.Arg) else parent
+    if not (kernel_alias(up, facts.imports) and _only_called(tree, up.targets[0].target.value, through_alias)):
+        return None
+    return (f"the kernel is bound to `{up.targets[0].target.value}`, a name other code may call it through: calls "
+            "through it elsewhere cannot be checked or rewritten (this module's are checked as the kernel's); call "
+            "the kernel directly there")
+
+
+def _how(tree: Tree, node: cst.CSTNode) -> str:
+    parent = tree.parent.get(node)
+    if isinstance(parent, cst.Arg):
+        call = tree.parent.get(parent)
+        fname = get_full_name_for_node(call.func) if isinstance(call, cst.Call) else None
+        if fname and fname.rsplit(".", 1)[-1] == "partial":
+            return "wrapped by functools.partial"
+        shown = _code(call.func).strip() if fname else ""  # as written: `super().__init__`, not super.__init__
+        return f"passed to `{shown if len(shown) <= 40 else fname}` as a value" if fname else "passed as a value"
+    if isinstance(parent, (cst.Assign, cst.AnnAssign)):
+        targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+        if any(isinstance(t, (cst.Attribute, cst.Subscript)) for t in targets):
+            return f"stored in `{_code(targets[0]).strip()}`"
+        return f"bound to `{_code(targets[0]).strip()}`"
+    return "used as a value"
