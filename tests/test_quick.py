@@ -244,7 +244,7 @@ def test_real_code_with_a_common_call_taken_for_the_kernel(bench_tree, monkeypat
 
     from topk_migrate import api, discover
     from topk_migrate.codemods.pass_topk_length import analysis as analysis
-    from topk_migrate.codemods.pass_topk_length import helper_identity, identity, indexes
+    from topk_migrate.codemods.pass_topk_length import helper_identity, identity, indexes, whole_project
     from topk_migrate.codemods.pass_topk_length import quick as quick_rule
 
     spec = rules.spec("pass-topk-length")
@@ -254,7 +254,7 @@ def test_real_code_with_a_common_call_taken_for_the_kernel(bench_tree, monkeypat
     monkeypatch.setattr(rules.load("pass-topk-length"), "info", mine)  # the loaded rule's INFO (its gate asks it)
     monkeypatch.setitem(quick_rule.ENTRY_POINTS, "zeros", None)  # no place of its own: the keyword only
     monkeypatch.setattr(quick_rule, "PARAM", "dtype")
-    for module in (analysis, identity, helper_identity, indexes):  # the analysis' modules that read PARAM
+    for module in (analysis, identity, helper_identity, indexes, whole_project):  # the analysis' modules reading PARAM
         monkeypatch.setattr(module, "PARAM", "dtype")
     discover.prefilter_for.cache_clear()
     try:

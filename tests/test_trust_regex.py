@@ -33,7 +33,7 @@ import types
 
 import pytest
 
-from codemods.pass_topk_length import analysis, rows
+from codemods.pass_topk_length import analysis, field_meaning, metadata_type, rows
 from helpers import ROOT
 from narrow_cases import CASES
 from topk_migrate import bounded, discover, escape, files, guard, kernels, narrow, spelling, suppress
@@ -180,8 +180,8 @@ def test_a_syntax_error_on_a_long_except_line_costs_nothing():
 
 def test_a_base_module_of_annotations_without_a_value_costs_nothing():
     with _deadline(1.0):
-        assert not analysis.assigns_none("x:" * 50_000 + "\ny = None\n", "x")
-        assert analysis.assigns_none("x:" * 50_000 + "\nself.x: int = None\n", "x")
+        assert not metadata_type.assigns_none("x:" * 50_000 + "\ny = None\n", "x")
+        assert metadata_type.assigns_none("x:" * 50_000 + "\nself.x: int = None\n", "x")
 
 
 def _nesting(text: str):
@@ -279,14 +279,14 @@ def test_assigns_none_decides_as_the_search_it_replaced():
     for text, attr in (("self.x = None", "x"), ("x: Optional[T] = None", "x"), ("x: T\n= None", "x"),
                        ("yx = None", "x"), ("self.x == None", "x"), ("x: a = b = None", "x"), ("x = Nonex", "x"),
                        ("xself.x = None", "x"), ("x\u0301 = None", "x\u0301"), ("x  \n\n :\t= None", "x")):
-        assert analysis.assigns_none(text, attr) == _old_assigns_none(text, attr), (text, attr)
+        assert metadata_type.assigns_none(text, attr) == _old_assigns_none(text, attr), (text, attr)
     r = random.Random(7)
     attrs = ["x", "xx", "x\u0301", "x\u0301x", "ab", "self", "_"]
     alphabet = ["x", "xx", "self.", "self", ".", " ", "\n", ":", "=", "==", "None", "Nonex", "\u0301", "a", "\t",
                 "#", "x:", "= None"]
     for _ in range(10_000):
         text, attr = _words(r, alphabet, 10), r.choice(attrs)
-        assert analysis.assigns_none(text, attr) == _old_assigns_none(text, attr), (text, attr)
+        assert metadata_type.assigns_none(text, attr) == _old_assigns_none(text, attr), (text, attr)
 
 
 def _old_names(text: str, tree: ast.Module, entry_points) -> set:
@@ -370,7 +370,7 @@ def test_without_options_looks_at_each_dash_once():
 
 def test_assigns_none_looks_for_each_colons_stop_once(monkeypatch):
     passed = [0]
-    real = analysis._EQUALS_OR_LINE_FEED
+    real = metadata_type._EQUALS_OR_LINE_FEED
 
     class Counted:
         def search(self, text, pos):
@@ -378,13 +378,13 @@ def test_assigns_none_looks_for_each_colons_stop_once(monkeypatch):
             passed[0] += (m.start() if m else len(text)) - pos
             return m
 
-    monkeypatch.setattr(analysis, "_EQUALS_OR_LINE_FEED", Counted())
+    monkeypatch.setattr(metadata_type, "_EQUALS_OR_LINE_FEED", Counted())
     for shape in (lambda n: "x:" * n + "\ny = None", lambda n: ("x: " * n + "\n") * 8 + "y = None"):
         per_char = []
         for n in (1000, 8000):
             text = shape(n)
             passed[0] = 0
-            assert not analysis.assigns_none(text, "x")
+            assert not metadata_type.assigns_none(text, "x")
             per_char.append(passed[0] / len(text))
         assert max(per_char) <= 1.0, per_char
 
@@ -432,7 +432,8 @@ _CANDIDATE = engine._Candidate(*[types.SimpleNamespace(entry_points=("flash_mla_
                                                         import_roots=lambda: ("sgl_kernel", "flash_mla"))] * 2)
 _STAT = os.stat(__file__)
 _GLOBS = compile_patterns(["*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b", "**/x/**/y", "[a-z]*a?*b"])
-# analysis.py's two inline searches (a KNOWN_METADATA field as a word; None or Optional in an annotation)
+# the analysis' two inline searches (analysis.py: a KNOWN_METADATA field as a word; metadata_type.py: None or Optional
+# in an annotation)
 _FIELD_WORD = re.compile(rf"\b{analysis.KNOWN_METADATA[0].rsplit('.', 1)[1]}\b")
 _NONE_OR_OPTIONAL = re.compile(r"\bNone\b|Optional")
 
@@ -524,18 +525,18 @@ INVENTORY = {
         [lambda n: "a/" * n + "a.p", lambda n: "a." * n + "py", lambda n: ("a" * 5 + "/") * n + ".py!"]),
     "bump.command (_BACKTICKS, _MARKUP)": (lambda t: (command._plain(t), command._code(t), command._md(t)), [
         lambda n: "`" * n, lambda n: "`a" * n, lambda n: "<&" * n]),
-    "codemods rows.INDEX_NAME, analysis.WIDTH_NAME": (
-        lambda t: (rows.INDEX_NAME.search(t), analysis.WIDTH_NAME.fullmatch(t)),
+    "codemods rows.INDEX_NAME, field_meaning.WIDTH_NAME": (
+        lambda t: (rows.INDEX_NAME.search(t), field_meaning.WIDTH_NAME.fullmatch(t)),
         [lambda n: "topi" * n, lambda n: "dsa_index_" * n]),
-    "codemods analysis: a KNOWN_METADATA field as a word, None or Optional (copies of inline searches)": (
+    "codemods analysis, metadata_type: a KNOWN_METADATA field as a word, None or Optional (copies of inline searches)": (
         lambda t: (_FIELD_WORD.search(t), _NONE_OR_OPTIONAL.search(t)),
         [lambda n: "dsa_cache_seqlens_int3 " * n, lambda n: "Non " * n]),
-    "codemods analysis.assigns_none": (lambda t: analysis.assigns_none(t, "x"), [
+    "codemods metadata_type.assigns_none": (lambda t: metadata_type.assigns_none(t, "x"), [
         lambda n: "x:" * n + "\ny = None", lambda n: "x" + " " * n + ": " + "x:" * n + "\ny = None",
         lambda n: "self.x: " + "=" * n + "\ny = None", lambda n: "x = " + " " * n + "Non\ny = None",
         lambda n: ("x: " * 8 + "\n") * n + "y = None"]),
-    "codemods analysis.assigns_none, an attribute of combining marks": (
-        lambda t: analysis.assigns_none(t, "x\u0301" * 64),
+    "codemods metadata_type.assigns_none, an attribute of combining marks": (
+        lambda t: metadata_type.assigns_none(t, "x\u0301" * 64),
         [lambda n: "x\u0301" * n + ":" + "x\u0301:" * n + "\ny = None"]),
     "scopecheck (libcst's NEWLINE_RE.split)": (lambda t: re.compile(r"\r\n?|\n").split(t), [lambda n: "\r" * n]),
     "guard.nesting (tokenize over the source of string literals)": (_nesting, [

@@ -13,10 +13,7 @@ from topk_migrate.cst.resolve import Function, dotted
 
 from . import reach
 from .quick import PARAM
-from .syntax import (
-    _as_ast,
-    _code,
-)
+from .syntax import _as_ast, _code
 
 # Decorators that keep a method's signature as written (any other one may not pass topk_length on).
 SIGNATURE_KEEPING_DECORATORS = {"staticmethod", "classmethod"}

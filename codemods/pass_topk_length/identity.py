@@ -20,14 +20,7 @@ from topk_migrate.model import Capability
 
 from . import attributes, reach
 from .quick import PARAM, expand, is_kernel, is_op_level
-from .syntax import (
-    _as_ast,
-    _code,
-    _is_attr,
-    _is_name,
-    _is_none,
-    _root,
-)
+from .syntax import _as_ast, _code, _is_attr, _is_name, _is_none, _root
 
 
 def _forwarded_callee(tree: ast.Module, d: ast.AST) -> str:

@@ -18,10 +18,7 @@ from topk_migrate.project import project_scope
 
 from . import reach
 from .quick import PARAM, expand, is_kernel
-from .syntax import (
-    _is_name,
-    _targets_attribute,
-)
+from .syntax import _is_name, _targets_attribute
 
 
 class ModuleIndexes:

@@ -7,9 +7,7 @@ from typing import Optional
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from .syntax import (
-    _code,
-)
+from .syntax import _code
 
 
 class NoReflection:

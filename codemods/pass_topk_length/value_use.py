@@ -14,9 +14,7 @@ from topk_migrate.model import Site, Status
 
 from .identity import kernel_alias
 from .quick import ENTRY_POINTS, OP_NAME, expand, is_kernel
-from .syntax import (
-    _code,
-)
+from .syntax import _code
 from .values import TESTS
 
 

@@ -64,6 +64,7 @@ PK = "topk_migrate.codemods.pass_topk_length.rule"
 RW = "topk_migrate.codemods.pass_topk_length.rewrite"
 G = "topk_migrate.codemods.pass_topk_length.group"
 HI = "topk_migrate.codemods.pass_topk_length.helper_identity"
+MS = "topk_migrate.codemods.pass_topk_length.metadata_in_scope"
 ROW_BINDINGS = {
     "no binding (match capture, star import)": ("has no binding the row trace can see",),
     "loop variable": ("is a loop variable",),
@@ -104,9 +105,9 @@ MUTATIONS: Dict[str, Tuple[str, str, tuple]] = {
     "fits (every guard)": ("defense-in-depth", f"{G}:fits + {RW}:fits + {PK}:fits",
                            ("call", lambda orig: lambda value, q, proven, torch=None: "True")),
     # metadata
-    "root_binding": ("metadata-in-scope", f"{A}:root_binding", ("returns", (None, False))),
+    "root_binding": ("metadata-in-scope", f"{MS}:root_binding", ("returns", (None, False))),
     "root_binding (analysis and validation)": (
-        "metadata-in-scope", f"{A}:root_binding + {RW}:root_binding", ("returns", (None, False))),
+        "metadata-in-scope", f"{MS}:root_binding + {RW}:root_binding", ("returns", (None, False))),
     "typed": ("metadata-type", f"{A}:_Analysis.typed", ("returns", True)),
     "base_sets_none": ("metadata-type", f"{A}:_Analysis.base_sets_none", ("returns", False)),
     "none_attributes": ("metadata-type", "topk_migrate.cst.scopecheck:Tree.none_attributes", ("returns", frozenset())),

@@ -1,0 +1,369 @@
+"""docs/soundness.md `field-meaning`: wherever the module (or another file of the project,
+_clipped_elsewhere) writes the metadata field, the value is the seqlens clipped to the top-k width (CLIPS,
+CLIP_KEEPING, CLIPPED_FIELDS; the bound WIDTH_NAME, the operand _plain_lengths)."""
+from __future__ import annotations
+
+import ast
+import re
+from typing import Callable, List, Optional, Tuple
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+from libcst.metadata import FunctionScope
+
+from . import reach
+from .rows import _own_returns, local_defs
+from .syntax import _code
+
+# Field meaning: what the engines write into the metadata field (sglang (n|d)sa/utils.py).
+CLIPS = {
+    "compute_dsa_seqlens": "sglang dsa/utils.py: original_seq_lens.clamp(max=dsa_index_topk)",
+    "compute_nsa_seqlens": "sglang nsa/utils.py: original_seq_lens.clamp(max=nsa_index_topk)",
+}
+CLIP_HOW = ("the engine's compute_dsa_seqlens / compute_nsa_seqlens, a clamp with max= or a minimum, bounded by the "
+            "top-k width read plainly: self.dsa_index_topk, self.nsa_index_topk, INDEX_TOPK")
+CLIP_KEEPING = {"pad_dsa_cache_seqlens", "pad_nsa_cache_seqlens"}  # (forward_batch, clipped seqlens): padded for graphs
+CLIPPED_FIELDS = {
+    "dsa_cache_seqlens_int32": "the field itself", "nsa_cache_seqlens_int32": "the field itself",
+    "dsa_cache_seqlens": "sglang dsa/dsa_backend_mtp_precompute.py PrecomputedMetadata: compute_dsa_seqlens, "
+                         "or its fused twin for speculative steps",
+    "nsa_cache_seqlens": "sglang nsa/nsa_backend_mtp_precompute.py PrecomputedMetadata: compute_nsa_seqlens",
+}
+
+
+def _is_field(e: cst.BaseExpression, field_name: str) -> bool:
+    """`x.field` or `x.field[...]`."""
+    while isinstance(e, cst.Subscript):
+        e = e.value
+    return isinstance(e, cst.Attribute) and e.attr.value == field_name
+
+
+def _changes_in_place(node: cst.CSTNode, field_name: str) -> bool:
+    """A write into the tensor `x.field` holds, other than `.copy_` (checked for its value): an in-place
+    method (`x.field.add_(1)`, `x.field[:n].clamp_(...)`), `out=x.field`, `x.field[i] = v` or `x.field[i] += v`."""
+    if isinstance(node, cst.Call):
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value.endswith("_") and func.attr.value != "copy_" \
+                and _is_field(func.value, field_name):
+            return True
+        return any(a.keyword is not None and a.keyword.value == "out" and _is_field(a.value, field_name) for a in node.args)
+    target = node.target
+    return isinstance(target, cst.Subscript) and _is_field(target, field_name)
+
+
+def _file_resolver(f, env: Optional[dict]) -> Resolve:
+    """FieldMeaning._resolver for a file read by reach.py: `env`'s parameters, a function's locals."""
+    def resolve(name: ast.Name):
+        if env is not None and name.id in env:
+            given, outer = env[name.id]  # (read where the call is: the caller's scope)
+            return "param", [(given, _file_resolver(f, outer or None))]
+        if f.enclosing(name, (ast.FunctionDef, ast.AsyncFunctionDef)) is None:
+            return "", None  # the module's own name
+        values = reach.local_value(f, name)
+        return ("local", [(v, resolve) for v in values]) if values is not None else ("", None)
+    return resolve
+
+
+def _kept(e: ast.AST) -> bool:
+    """Is `e` an object read off `self` (`self.prev_metadata`, `self.cache[i]`): one an earlier step left? (A local
+    bound to one is not followed: sglang reads its graph metadata's own field, `metadata = self.graph[bs]`,
+    and copies it back into that field; telling that from another step's object is open, issue 33.)"""
+    while isinstance(e, (ast.Attribute, ast.Subscript)):
+        e = e.value
+    return isinstance(e, ast.Name) and e.id == "self"
+
+
+def _unparse_name(func: ast.AST) -> str:
+    """A callee's last name (`torch.zeros` -> zeros), or ""."""
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def _ast_of(e: cst.BaseExpression) -> ast.AST:
+    """An expression as the standard library's parser reads it (the clip's proof reads that tree)."""
+    return ast.parse(_code(e).strip(), mode="eval").body
+
+
+def _zero_rows(e: cst.BaseExpression) -> bool:
+    """`x.new_zeros(n)`, `torch.zeros(n)`, `zeros_like(x)`: rows of length 0 (padding after the batch's rows)."""
+    return isinstance(e, cst.Call) and (get_full_name_for_node(e.func) or "").rsplit(".", 1)[-1] in (
+        "zeros", "new_zeros", "zeros_like")
+
+
+class FieldMeaning:
+    """docs/soundness.md `field-meaning` in this module (a mixin of analysis._Analysis)."""
+
+    def unclipped_write(self, field_name: str) -> Optional[str]:
+        """Field meaning: where this module writes `field_name` (a constructor's or replace()'s keyword,
+        an attribute assignment, an in-place `.copy_`), the value must be the seqlens clipped to the
+        top-k width (CLIPS); the first write not proven so, or None."""
+        def build() -> Optional[str]:
+            for arg in self.find(cst.Arg, lambda a: a.keyword is not None and a.keyword.value == field_name):
+                if not self._clipped(arg.value, set()):
+                    return self._unclipped(field_name, arg, arg.value)
+            for target in self.attribute_assigns(field_name):
+                stmt = next((a for a in self.tree.ancestors(target) if isinstance(a, cst.Assign)), None)
+                if stmt is not None and not self._clipped(stmt.value, set()):
+                    return self._unclipped(field_name, target, stmt.value)
+            for call in self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute) and c.func.attr.value == "copy_"
+                                  and _is_field(c.func.value, field_name) and bool(c.args)):
+                if not self._clipped(call.args[0].value, set()):
+                    return self._unclipped(field_name, call, call.args[0].value)
+            for node in self.find((cst.Call, cst.AssignTarget, cst.AugAssign), lambda n: _changes_in_place(n, field_name)):
+                return (f"this module changes `{field_name}` in place at line {self.tree.line(node)} "
+                        f"(`{_code(node).strip()[:80]}`): the lengths it leaves are not provably the seqlens clipped to "
+                        f"the top-k width ({CLIP_HOW}); pass topk_length by hand")
+            return None
+        return self.index(f"unclipped:{field_name}", build)
+
+    def _unclipped(self, field_name: str, at: cst.CSTNode, value: cst.BaseExpression) -> str:
+        return (f"this module sets `{field_name}` at line {self.tree.line(at)} from `{_code(value).strip()[:80]}`, "
+                f"not provably the seqlens clipped to the top-k width ({CLIP_HOW}); clip it, or pass topk_length by hand")
+
+    def _clipped(self, e: cst.BaseExpression, seen: set, env: Optional[tuple] = None) -> bool:
+        """Is `e` the seqlens clipped to the top-k width, on every binding it can come from? `env`: while
+        reading the returns of a function of this module, (its parameters -> the call's arguments, the
+        caller's env)."""
+        if isinstance(e, cst.Call):
+
+            func = e.func
+            name = (get_full_name_for_node(func) or "").rsplit(".", 1)[-1]
+            method = isinstance(func, cst.Attribute)
+            positional = [a.value for a in e.args if not a.keyword and not a.star]
+            local = local_defs(self.tree, func)
+            depth, outer = 0, env
+            while outer is not None:
+                depth, outer = depth + 1, outer[1]
+            if len(local) == 1 and depth < 4 and not any(a.star for a in e.args):
+                # a function of this module: each of its returns, the call's arguments for its parameters
+                params = [p.name.value for p in (*local[0].params.posonly_params, *local[0].params.params)]
+                if method and params[:1] in (["self"], ["cls"]):
+                    params = params[1:]
+                args = dict.fromkeys(params)  # (a parameter not handed: its default, not known)
+                args.update(zip(params, positional))
+                args.update({a.keyword.value: a.value for a in e.args if a.keyword})
+                returns = [r.value for r in _own_returns(local[0])]
+                return bool(returns) and all(r is not None and self._clipped(r, seen, (args, env)) for r in returns)
+            if local:
+                return False
+            if name in CLIPS or name in ("clamp", "clamp_", "clip", "clip_", "minimum", "min"):
+                return _clips_to_width(_ast_of(e), self._resolver(env, e))
+            if name in CLIP_KEEPING:  # pad_dsa_cache_seqlens(forward_batch, seqlens): pads clipped seqlens
+                return len(positional) >= 2 and all(self._clipped(v, seen, env) for v in positional[1:])
+            if name in ("cat", "concat") and positional and isinstance(positional[0], (cst.List, cst.Tuple)):
+                parts = [el.value for el in positional[0].elements]  # the rows, then rows of length 0 (padding)
+                return bool(parts) and self._clipped(parts[0], seen, env) and all(map(_zero_rows, parts[1:]))
+            if method and name in _CONVERSIONS:
+                return self._clipped(func.value, seen, env)
+            return False
+        if isinstance(e, cst.Subscript):  # the first rows, in order
+            return _prefix_slice(_ast_of(e).slice) and self._clipped(e.value, seen, env)
+        if isinstance(e, cst.Attribute):  # another read of the clipped field, off an object of this step
+            return e.attr.value in CLIPPED_FIELDS and not _kept(_ast_of(e.value))
+        if isinstance(e, cst.IfExp):
+            return self._clipped(e.body, seen, env) and self._clipped(e.orelse, seen, env)
+        if isinstance(e, cst.Name):
+            if e.value == "None":
+                return True  # no lengths: the kernel scans the full width
+            assignments = self.tree.binding(e, e.value).assignments
+            if not assignments:
+                return False
+            for a in assignments:
+                if isinstance(getattr(a, "node", None), cst.Param):
+                    if env is None or env[0].get(e.value) is None:
+                        return False  # the caller's value: not known here
+                    if not self._clipped(env[0][e.value], seen, env[1]):
+                        return False
+                    continue
+                if id(a) in seen:
+                    continue  # `x = pad(fb, x)`: the other bindings of x decide
+                seen.add(id(a))
+                stmt = self.tree.assignment_statement(a)
+                if stmt is None or not self._clipped(stmt.value, seen, env):
+                    return False
+            return True
+        return False
+
+    def _resolver(self, env: Optional[tuple], at: cst.CSTNode) -> Resolve:
+        """Names as _clips_to_width reads them where `at` is: while reading a function's returns (`env`), its
+        parameters are the call's arguments; a local of a function is each value it is assigned."""
+        def resolve(name: ast.Name):
+            if env is not None and name.id in env[0]:
+                given = env[0][name.id]  # (read where the call is: the caller's scope)
+                return "param", [(_ast_of(given), self._resolver(env[1], given)) if given is not None else (None, None)]
+            b = self.tree.binding(at, name.id)
+            if not b.assignments or not all(isinstance(a.scope, FunctionScope) for a in b.assignments):
+                return "", None
+            if any(isinstance(getattr(a, "node", None), cst.Param) for a in b.assignments):
+                return "", None  # a parameter whose callers are not read here
+            statements = [self.tree.assignment_statement(a) for a in b.assignments]
+            return "local", [(_ast_of(x.value), self._resolver(env, x.value)) if isinstance(x, cst.Assign)
+                             and len(x.targets) == 1 else (None, None) for x in statements]
+        return resolve
+
+
+# The names the top-k width goes by (sglang: self.dsa_index_topk / self.nsa_index_topk, the indexer's index_topk):
+# a clip's bound must be one, read plainly, so that topk_length never exceeds the indices' width (a bound of
+# `2 * self.dsa_index_topk`, a literal, a bare `topk` (speculative decoding's draft top-k) or any other
+# expression is not proven); a parameter is judged by what each call hands it.
+WIDTH_NAME = re.compile(r"(?i)(dsa_|nsa_)?index_topk")
+# Lengths a batch has that are not the cache's seqlens (the new tokens, the cached prefix): never the clip's operand.
+OTHER_LENGTHS = re.compile(r"(?i)extend|prefix|draft|accept|spec")
+
+# A name -> what it holds where it is read: ("param", [the argument a call hands it, or None where none is
+# handed]) for a parameter of a function read with its call's arguments; ("local", [each value it is assigned,
+# None for a binding that is no plain assignment]) for a local of a function; ("", None) otherwise (a module's
+# constant, a parameter whose callers are not read: judged by its name).
+# Each value comes with the resolver of the scope it is read in (a call's argument: the caller's).
+Scoped = Tuple[Optional[ast.AST], Optional["Resolve"]]
+Resolve = Callable[[ast.Name], Tuple[str, Optional[List[Scoped]]]]
+
+
+def _values(e: ast.Name, resolve: Optional[Resolve]) -> Tuple[str, Optional[List[Scoped]]]:
+    return resolve(e) if resolve else ("", None)
+
+
+def _is_width(e: ast.AST, resolve: Optional[Resolve] = None, depth: int = 0) -> bool:
+    """A plain read of the top-k width (`self.dsa_index_topk`, `INDEX_TOPK`), or a tensor filled with it; a
+    parameter is what its call hands it, a local what it is assigned."""
+    if isinstance(e, ast.Name):
+        kind, values = _values(e, resolve)
+        if kind:
+            return depth < 8 and bool(values) and all(v is not None and _is_width(v, r, depth + 1) for v, r in values)
+        return bool(WIDTH_NAME.fullmatch(e.id))
+    if isinstance(e, ast.Attribute):
+        return bool(WIDTH_NAME.fullmatch(e.attr))
+    if isinstance(e, ast.Call):
+        name = e.func.attr if isinstance(e.func, ast.Attribute) else e.func.id if isinstance(e.func, ast.Name) else ""
+        fill = e.args[1] if name in ("full_like", "full", "new_full") and len(e.args) > 1 \
+            else e.args[0] if name == "tensor" and e.args else None
+        fill = next((k.value for k in e.keywords if k.arg == "fill_value"), fill)
+        return fill is not None and _is_width(fill, resolve, depth + 1)
+    return False
+
+
+def _plain_lengths(e: Optional[ast.AST], resolve: Optional[Resolve] = None, depth: int = 0) -> bool:
+    """The clip's operand read as it is: a name, an attribute, a prefix slice or a conversion of one, never
+    arithmetic (`seq_lens - 1`) nor a batch's other lengths (OTHER_LENGTHS: `extend_seq_lens`); a parameter
+    is what its call hands it, a local what it is assigned."""
+    while isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in _CONVERSIONS:
+        e = e.func.value
+    while isinstance(e, ast.Subscript) and _prefix_slice(e.slice):
+        e = e.value
+    if isinstance(e, ast.Name):
+        kind, values = _values(e, resolve)
+        if kind == "param" and values and values[0][0] is None:
+            return True  # not handed: the caller's own parameter, the engine's seqlens
+        if kind == "param":
+            return depth < 8 and all(v is not None and _plain_lengths(v, r, depth + 1) for v, r in values)
+        # a local: the engine computes its lengths (sglang: `(seq_lens + draft_token_num)`, a `cat` of aranges
+        # over the new and cached lengths, a row selection for context parallelism), so what it holds is not
+        # read: which lengths these are would need the top-k emitter's own (open, issue 33)
+        return not OTHER_LENGTHS.search(e.id)
+    if isinstance(e, ast.Attribute):
+        return not OTHER_LENGTHS.search(e.attr)
+    return False
+
+
+_CONVERSIONS = ("to", "int", "contiguous", "clone", "view", "reshape", "detach", "cuda")
+
+
+def _prefix_slice(s: ast.AST) -> bool:
+    """`[:n]`, `[0:n]` or `[:]`: the first rows, in order."""
+    return isinstance(s, ast.Slice) and s.step is None and (
+        s.lower is None or isinstance(s.lower, ast.Constant) and s.lower.value == 0)
+
+
+def _clips_to_width(e: ast.Call, resolve: Optional[Resolve] = None) -> bool:
+    """Is the call (the engine's clip, a clamp, a minimum) the plain lengths bounded above by the top-k width
+    itself, with no lower bound but 0?"""
+    func = e.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    method = isinstance(func, ast.Attribute) and not (isinstance(func.value, ast.Name) and func.value.id == "torch")
+    kw = {k.arg: k.value for k in e.keywords if k.arg}
+    if any(k.arg is None for k in e.keywords) or any(isinstance(a, ast.Starred) for a in e.args):
+        return False
+    args = ([func.value] if method else []) + list(e.args)
+    if name in CLIPS:  # compute_dsa_seqlens(seqlens, dsa_index_topk)
+        operand = kw.get("original_seq_lens", args[0] if args else None)
+        bound = kw.get(f"{name.split('_')[1]}_index_topk", args[1] if len(args) > 1 else None)
+    elif name in ("clamp", "clamp_", "clip", "clip_"):  # x.clamp(min, max) / torch.clamp(x, min, max)
+        operand = kw.get("input", args[0] if args else None)
+        low = kw.get("min", args[1] if len(args) > 1 else None)
+        bound = kw.get("max", args[2] if len(args) > 2 else None)
+        if low is not None and not (isinstance(low, ast.Constant) and low.value in (0, None)):
+            return False
+    else:  # x.minimum(w) / torch.minimum(x, w) / min(x, w): one side the width, the other the lengths
+        sides = args + list(kw.values())
+        return len(sides) == 2 and any(_is_width(a, resolve) and _plain_lengths(b, resolve)
+                                       for a, b in (sides, sides[::-1]))
+    return bound is not None and _is_width(bound, resolve) and _plain_lengths(operand, resolve)
+
+
+def _clipped_elsewhere(f, e, depth: int, env: Optional[dict] = None, seen: Optional[set] = None) -> bool:
+    """`FieldMeaning._clipped` for a value another file of the project gives the field (CPython's ast, read
+    by reach.py): the engine's clip, a clamp with an upper bound, a minimum, zeros, a read of
+    the clipped field, a top-level function of that file whose every return is such (its parameters are
+    the call's arguments: `env`), or a local bound only to such (`x = pad(fb, x)` after `x = compute(...)`: a
+    local met again while its own bindings are read, `seen`, is decided by its other bindings, as _clipped
+    does); anything else is not proven."""
+
+
+    if depth > 8:
+        return False
+    if isinstance(e, ast.Constant):
+        return e.value is None
+    if isinstance(e, ast.Call):
+        func = e.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        method = isinstance(func, ast.Attribute) and not (isinstance(func.value, ast.Name) and func.value.id == "torch")
+        positional = [a for a in e.args if not isinstance(a, ast.Starred)]
+        local = [d for d in f.tree.body if isinstance(d, ast.FunctionDef) and d.name == name] \
+            if isinstance(func, ast.Name) else []
+        if len(local) == 1 and len(positional) == len(e.args):
+            params = [p.arg for p in local[0].args.posonlyargs + local[0].args.args]
+            args = dict.fromkeys(params)  # (a parameter not handed: its default, not known)
+            args.update(zip(params, positional))
+            args.update({k.arg: k.value for k in e.keywords if k.arg})
+            caller = (env or {}).copy()
+            bound = {p: (v, caller) for p, v in args.items()}
+            returns = [r.value for r in ast.walk(local[0]) if isinstance(r, ast.Return)]
+            return bool(returns) and all(r is not None and _clipped_elsewhere(f, r, depth + 1, bound, seen) for r in returns)
+        if local:
+            return False
+        if name in CLIPS or name in ("clamp", "clamp_", "clip", "clip_", "minimum", "min"):
+            return _clips_to_width(e, _file_resolver(f, env))
+        if name in CLIP_KEEPING:
+            return len(positional) >= 2 and all(_clipped_elsewhere(f, v, depth + 1, env, seen) for v in positional[1:])
+        if name in ("cat", "concat") and positional and isinstance(positional[0], (ast.List, ast.Tuple)):
+            parts = positional[0].elts  # the rows, then rows of length 0 (padding)
+            return bool(parts) and _clipped_elsewhere(f, parts[0], depth + 1, env, seen) and all(
+                isinstance(p, ast.Call) and _unparse_name(p.func) in ("zeros", "new_zeros", "zeros_like")
+                for p in parts[1:])
+        if method and name in _CONVERSIONS:
+            return _clipped_elsewhere(f, func.value, depth + 1, env, seen)
+        return False
+    if isinstance(e, ast.Subscript):  # the first rows, in order
+        return _prefix_slice(e.slice) and _clipped_elsewhere(f, e.value, depth + 1, env, seen)
+    if isinstance(e, ast.Attribute):  # another read of the clipped field, off an object of this step
+        return e.attr in CLIPPED_FIELDS and not _kept(e.value)
+    if isinstance(e, ast.IfExp):
+        return _clipped_elsewhere(f, e.body, depth + 1, env, seen) and _clipped_elsewhere(f, e.orelse, depth + 1, env, seen)
+    if isinstance(e, ast.Name):
+        if env is not None and e.id in env:  # a parameter of the function being read: the call's argument
+            value, outer = env[e.id]
+            return value is not None and _clipped_elsewhere(f, value, depth + 1, outer or None, seen)
+        values = reach.local_value(f, e)
+        if values is None:
+            return False
+        seen = set() if seen is None else seen
+        # the local as read on this path: its function, its name, and the call whose arguments `env` holds
+        # (alive while on the path, so its id is no other's)
+        key = (id(f.enclosing(e, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) or f.tree), e.id, id(env))
+        if key in seen:
+            return True  # met again while its own bindings are read: the others decide (each step a conjunction)
+        seen.add(key)
+        try:
+            return all(_clipped_elsewhere(f, v, depth + 1, env, seen) for v in values)
+        finally:
+            seen.discard(key)
+    return False

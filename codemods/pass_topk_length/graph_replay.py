@@ -1,0 +1,158 @@
+"""docs/soundness.md `graph-replay`: on CUDA-graph replay the captured tensors are updated in place: the
+field is never given a new tensor on an object that may be a captured one (replaced_field), and the methods
+that may run between replays give neither the field nor the object holding it a new value (replay_replaces)."""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Set
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+from libcst.metadata import FunctionScope
+
+from topk_migrate.cst.resolve import dotted
+
+from . import reach
+from .syntax import _code, _targets_attribute
+
+
+def _is_attr_of_self(e: cst.BaseExpression) -> bool:
+    return isinstance(e, cst.Attribute) and isinstance(e.value, cst.Name) and e.value.value == "self"
+
+
+def _self_root_attr(e: cst.BaseExpression) -> Optional[str]:
+    """`self.A`, `self.A[k]`, `self.A.b`: A; else None."""
+    while isinstance(e, (cst.Subscript, cst.Attribute)) and not _is_attr_of_self(e):
+        e = e.value
+    return e.attr.value if _is_attr_of_self(e) else None
+
+
+class GraphReplay:
+    """docs/soundness.md `graph-replay` in this module (a mixin of analysis._Analysis)."""
+
+    def replaced_field(self, field_name: str) -> Optional[str]:
+        """CUDA graphs, whatever path updates the metadata (sglang 0.5.16 does it in
+        `_apply_cuda_graph_metadata`, a name like no replay hook): a captured graph keeps reading the tensor
+        the field held when it was captured, so the field is never given a new tensor on an object that may
+        be a captured one. `x.field = v` (`+=`, `: T =`, a literal setattr) only where x is bound in the same
+        function, on every path, to a class's constructor call (`DSAMetadata(...)`): the first other one, or None."""
+        def build() -> Optional[str]:
+            writes = [t for t in self.find((cst.AssignTarget, cst.AnnAssign, cst.AugAssign), _targets_attribute)
+                      if t.target.attr.value == field_name]
+            writes += [c for c in self.find(cst.Call, lambda c: get_full_name_for_node(c.func) == "setattr"
+                                            and len(c.args) > 1 and isinstance(c.args[1].value, cst.SimpleString)
+                                            and c.args[1].value.evaluated_value == field_name)]
+            for w in writes:
+                receiver = w.args[0].value if isinstance(w, cst.Call) else w.target.value
+                if isinstance(w, cst.AugAssign) or not self._constructed(receiver):
+                    obj = _code(receiver).strip()
+                    return (f"line {self.tree.line(w)} gives `{obj}.{field_name}` a new tensor, and `{obj}` may be "
+                            "metadata a CUDA graph was captured with, which keeps reading the tensor it held; "
+                            f"update it in place (`{obj}.{field_name}.copy_(...)`), or pass topk_length by hand")
+            return None
+        return self.index(f"replaced:{field_name}", build)
+
+    def _constructed(self, e: cst.BaseExpression) -> bool:
+        """Is `e` a local name bound, at each of its bindings, to a class's constructor call (a capitalized
+        callee: `DSAMetadata(...)`), so a new object no captured graph holds?"""
+        if not isinstance(e, cst.Name):
+            return False
+        b = self.tree.binding(e, e.value)
+        if not b.assignments or not isinstance(b.assignments[0].scope, FunctionScope):
+            return False
+        for a in b.assignments:
+            stmt = self.tree.assignment_statement(a)
+            value = getattr(stmt, "value", None)
+            callee = (dotted(value.func) or "") if isinstance(value, cst.Call) else ""
+            if not callee or not callee.rsplit(".", 1)[-1][:1].isupper():
+                return False
+        return True
+
+    def replay_replaces(self, field_name: str) -> Optional[str]:
+        """CUDA graphs: a graph captured once reads the tensors it was captured with, so between replays
+        (reach.graph_update's methods, as the engines' init_forward_metadata_replay_cuda_graph, and the methods
+        they call through self, but a capture or its builder) the lengths must be updated in place: no new
+        value for the field, no new metadata object (`self.forward_metadata` may only be given back an object
+        read from where the captured ones are kept)."""
+        def build() -> Optional[str]:
+            held = self.held_attributes()
+            sources = self._holder_sources(held)
+            for fdef in self.graph_update_defs():
+                for arg in self.find(cst.Arg, lambda a: a.keyword is not None and a.keyword.value == field_name, fdef):
+                    return self._replaced(fdef, arg, f"a new `{field_name}`")
+                for target in self.find(cst.AssignTarget, lambda t: isinstance(t.target, (cst.Attribute, cst.Subscript)),
+                                        fdef):
+                    stmt = next((a for a in self.tree.ancestors(target) if isinstance(a, cst.Assign)), None)
+                    new = stmt is not None and not self._stored(stmt.value, set())
+                    if isinstance(target.target, cst.Subscript):  # `self.graph_metadata[bs] = make(...)`
+                        if new and _self_root_attr(target.target) in sources:
+                            return self._replaced(fdef, target, f"`{_code(target.target).strip()}` a new object")
+                        continue
+                    attr = target.target.attr.value
+                    if attr == field_name:
+                        return self._replaced(fdef, target, f"`{field_name}` a new tensor")
+                    # `self.forward_metadata = ...` (where the kernel's callers read the metadata from), or what it
+                    # is given back from (`self._pending = make(...)`)
+                    if _is_attr_of_self(target.target) and (attr in held or attr in sources) and new:
+                        return self._replaced(fdef, target, f"`{_code(target.target).strip()}` a new object")
+            return None
+        return self.index(f"replay:{field_name}", build)
+
+    def _holder_sources(self, held: Set[str]) -> Set[str]:
+        """The attributes of self the holder is given back from (`self.forward_metadata = self.graph_metadata[bs]`,
+        `= self._pending`): replacing what they hold replaces the metadata too."""
+        out = set()
+        for target in self.find(cst.AssignTarget, _targets_attribute):
+            stmt = self.tree.parent.get(target)
+            if _is_attr_of_self(target.target) and target.target.attr.value in held and isinstance(stmt, cst.Assign):
+                root = _self_root_attr(stmt.value)
+                if root:
+                    out.add(root)
+        return out
+
+    def graph_update_defs(self) -> List[cst.FunctionDef]:
+        """The defs that may run between a graph's replays: reach.graph_update's, and what they call as
+        `self.name(...)` (transitively), less a capture or a builder (which make the objects a graph keeps)."""
+        def build() -> List[cst.FunctionDef]:
+            todo = list(self.find(cst.FunctionDef, lambda f: reach.graph_update(f.name.value)))
+            seen: Dict[int, cst.FunctionDef] = {}
+            while todo:
+                fdef = todo.pop()
+                if id(fdef) in seen:
+                    continue
+                seen[id(fdef)] = fdef
+                for call in self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute)
+                                      and isinstance(c.func.value, cst.Name) and c.func.value.value == "self", fdef):
+                    name = call.func.attr.value
+                    if not reach.graph_builder(name):
+                        todo += [f.node for f in self.functions_named(name) if f.class_name]
+            return list(seen.values())
+        return self.index("graph_update_defs", build)
+
+    def held_attributes(self) -> Set[str]:
+        """The attributes of self the kernel's callers read the metadata from (`metadata = self.forward_metadata`)."""
+        def build() -> Set[str]:
+            roots = {expr.split(".")[0] for expr in self.metadata}
+            return {a.value.attr.value for a in self.find(cst.Assign, lambda a: len(a.targets) == 1 and isinstance(
+                a.targets[0].target, cst.Name) and a.targets[0].target.value in roots and _is_attr_of_self(a.value))}
+        return self.index("held", build)
+
+    def _replaced(self, fdef: cst.FunctionDef, at: cst.CSTNode, what: str) -> str:
+        return (f"`{fdef.name.value}` gives {what} at line {self.tree.line(at)} on CUDA-graph replay, while a captured "
+                "graph keeps reading the tensors it was captured with; update them in place (copy_) first")
+
+    def _stored(self, e: cst.BaseExpression, seen: set) -> bool:
+        """An object read from where the captured metadata is kept (`self.graph_metadata[bs]`), not made."""
+        if isinstance(e, (cst.Subscript, cst.Attribute)):
+            return True
+        if isinstance(e, cst.Name):
+            if e.value == "None":
+                return True
+            for a in self.tree.binding(e, e.value).assignments:
+                if id(a) in seen:
+                    continue
+                seen.add(id(a))
+                stmt = self.tree.assignment_statement(a)
+                if stmt is None or not self._stored(stmt.value, seen):
+                    return False
+            return True
+        return False

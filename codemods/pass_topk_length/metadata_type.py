@@ -1,0 +1,137 @@
+"""docs/soundness.md `metadata-type`: how the metadata is read (plain, None-safe or by getattr), from what
+the module's types prove the object holds: the class its annotation or constructor names, declaring the
+field, Optional or not (typed), with a base class of another module that sets the attribute to None."""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+import libcst as cst
+from libcst.metadata import ImportAssignment
+
+from topk_migrate import kernels, project
+
+from .syntax import _code, _is_attr, _is_name, _root
+
+_ASSIGNED_NONE = re.compile(r"=\s*None\b")
+_EQUALS_OR_LINE_FEED = re.compile(r"[=\n]")
+_WORD_START = re.compile(r"\b")
+_SELF_DOT = re.compile(r"\bself\.")
+
+
+def assigns_none(text: str, attr: str) -> bool:
+    r"""Whether `text` (a module's source) assigns None to `attr`: `self.attr = None`, `attr: T = None`, as the
+    search `\b(self\.)?ATTR\s*(:[^=\n]*)?=\s*None\b` decided, in time linear in the text. That regex read
+    the rest of the line again from each `ATTR:` on it (quadratic: `x:x:x:...`); here every `=` that
+    `\s*None\b` follows is found in one pass; each `ATTR`, blanks, `:` or `=` in another (ATTR a literal
+    prefix, which the re module looks for with an overlap table, as KMP does); and the first `=` or line
+    feed after a `:` once for all the colons before it."""
+    good = {m.start() for m in _ASSIGNED_NONE.finditer(text)}
+    if not good:
+        return False
+    stop = -1  # the first `=` or line feed after the last `:` looked up, valid for every colon before it
+    for m in re.finditer(re.escape(attr) + r"\s*[:=]", text):  # (these never overlap: ATTR holds no blank)
+        start, at = m.start(), m.end() - 1
+        if not (_WORD_START.match(text, start) or start >= 5 and _SELF_DOT.match(text, start - 5)):
+            continue
+        if text[at] == ":":  # an annotation: `[^=\n]*` runs to the first `=` or line feed, which must be `=`
+            if stop <= at:
+                found = _EQUALS_OR_LINE_FEED.search(text, at + 1)
+                stop = found.start() if found else len(text)
+            at = stop
+        if at in good:
+            return True
+    return False
+
+
+# Names an annotation may hold besides the classes it is about.
+TYPING_NAMES = {"Optional", "Union", "None", "typing", "t", "Any"}
+
+
+def _annotation_names(annotation: cst.BaseExpression) -> Optional[set]:
+    """The names an annotation is made of (string annotations parsed), or None if it holds anything
+    but names, dotted names, subscripts, `|` unions and strings of those."""
+    out: set = set()
+    todo = [annotation]
+    while todo:
+        e = todo.pop()
+        if isinstance(e, cst.Name):
+            out.add(e.value)
+        elif isinstance(e, cst.Attribute):  # typing.Optional, mod.Cls: the last part names it
+            out.add(e.attr.value)
+        elif isinstance(e, cst.Subscript):
+            todo.append(e.value)
+            todo += [el.slice.value for el in e.slice if isinstance(el.slice, cst.Index)]
+        elif isinstance(e, cst.BinaryOperation) and isinstance(e.operator, cst.BitOr):
+            todo += [e.left, e.right]
+        elif isinstance(e, cst.SimpleString) and isinstance(e.evaluated_value, str) and len(e.evaluated_value) < 500:
+            try:
+                todo.append(cst.parse_expression(e.evaluated_value))
+            except (cst.ParserSyntaxError, RecursionError, ValueError):
+                return None
+        else:
+            return None
+    return out
+
+
+class MetadataType:
+    """docs/soundness.md `metadata-type` (a mixin of analysis._Analysis)."""
+
+    def typed(self, a, field_name: str) -> Optional[bool]:
+        """Does the root provably hold an instance of a class of this module that declares
+        `field_name`? True: yes; False: yes, or None (declared Optional); None: nothing says."""
+        node = getattr(a, "node", None)
+        annotation, optional = None, False
+        if isinstance(node, cst.Param):
+            annotation = node.annotation.annotation if node.annotation else None
+        else:
+            stmt = self.tree.assignment_statement(a)
+            value = stmt.value if stmt is not None else None
+            if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) and value.value.value == "self":
+                annotation = self.declared(value.attr.value)
+                optional = value.attr.value in self.tree.none_attributes() or self.base_sets_none(value.attr.value)
+            elif isinstance(value, cst.Call):
+                annotation = value.func
+        if annotation is None:
+            return None
+        names = _annotation_names(annotation)
+        if names is None:
+            return None  # an annotation the check does not read
+        optional = optional or bool(names & {"None", "Optional"})
+        classes = names - TYPING_NAMES
+        if not classes:
+            return None
+        # every class the annotation names (each member of a Union) must be one of this module's, by its
+        # exact name, declaring the field as not Optional: otherwise nothing is proven
+        for name in classes:
+            declaring = [c for c in self.find(cst.ClassDef) if c.name.value == name]
+            if len(declaring) != 1 or not any(
+                    not re.search(r"\bNone\b|Optional", _code(stmt.annotation.annotation))
+                    for stmt in self.find(cst.AnnAssign, lambda a: _is_name(a.target, field_name), declaring[0].body)):
+                return None
+        return not optional
+
+    def base_sets_none(self, attr: str) -> bool:
+        """Does a base class imported from another module of the project set `self.<attr>` to None?"""
+
+        for cls in self.find(cst.ClassDef):
+            for base in cls.bases:
+                root = _root(base.value)
+                for a in self.tree.binding(root, root.value).assignments if root is not None else ():
+                    for qn in a.get_qualified_names_for(root.value) if isinstance(a, ImportAssignment) else ():
+                        found = kernels.find_module(self.path, qn.name.rpartition(".")[0])
+                        text = project.read_project_file(found) if found else None
+                        if text and assigns_none(text, attr):
+                            return True
+        return False
+
+    def declared(self, attr: str) -> Optional[cst.BaseExpression]:
+        """The annotation of `self.<attr>` in this module (`self.x: T` or a class-level `x: T`)."""
+        for stmt in self.find(cst.AnnAssign, lambda a: _is_attr(a.target, "self", attr)):
+            return stmt.annotation.annotation
+        for cls in self.find(cst.ClassDef):
+            for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
+                for small in getattr(stmt, "body", ()) if isinstance(stmt, cst.SimpleStatementLine) else ():
+                    if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.target.value == attr:
+                        return small.annotation.annotation
+        return None

@@ -1,0 +1,166 @@
+"""docs/soundness.md `whole-project`: no other file of the project (read by reach.py) defeats the rewrite:
+no override or rival of the helper, no replacement of the kernel, of what it is read through or of the
+methods the rows are taken from, no write of the field that is not clipped or that replaces a captured tensor."""
+from __future__ import annotations
+
+import ast
+from typing import List, Optional, Set
+
+import libcst as cst
+
+from topk_migrate.cst.resolve import CallInfo, Function
+
+from . import reach
+from .field_meaning import CLIP_HOW, _clipped_elsewhere
+from .quick import PARAM
+
+# Attributes whose write changes what a read of a module or function gives without naming it: a module's
+# class (its `__getattribute__`), a function's code and defaults.
+_OBJECT_DUNDERS = {"__class__", "__code__", "__defaults__", "__kwdefaults__", "__call__"}
+
+
+def _read_chain(c: CallInfo) -> Set[str]:
+    """Every name the call reads the kernel through: each part of its resolved dotted name (`sgl_kernel`,
+    `flash_mla`, the kernel's) and the name the module binds it to (`fm`, an alias, `self.fm`'s `fm`). A write
+    of any of them (or of _OBJECT_DUNDERS) on an object the call reads through may replace the kernel."""
+    spelled = []
+    expr = c.node.func
+    while isinstance(expr, cst.Attribute):
+        spelled.append(expr.attr.value)
+        expr = expr.value
+    if isinstance(expr, cst.Name):
+        spelled.append(expr.value)
+    return (set(c.callee.split(".")) | set(spelled)) - {"self", "cls", ""}
+
+
+def _packages(module: str) -> List[str]:
+    """`a.b.c` -> [`a`, `a.b`]: the packages a module is an attribute of."""
+    parts = module.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+class WholeProject:
+    """docs/soundness.md `whole-project` (a mixin of analysis._Analysis)."""
+
+    def whole_project(self, c: CallInfo, fn: Optional[Function]) -> Optional[str]:
+        """What another file of the project does that makes the rewrite wrong, or None: an override of the
+        helper in a subclass (any package) that does not take topk_length (or hands `**kwargs` to
+        super() changed), an assignment or setattr of the helper or of the kernel's name on a receiver that
+        may be its class or module, a reflective write that may reach them. Asked only of a site that is
+        otherwise fixable."""
+        owner = fn or c.function
+        key = f"whole:{c.callee}:{id(fn)}:{owner.class_name if owner is not None else ''}"
+        return self.index(key, lambda: self._whole_project(c, fn))  # the same for every call of one callee and helper
+
+    def _whole_project(self, c: CallInfo, fn: Optional[Function]) -> Optional[str]:
+        proj = self.project()
+        owner = fn or c.function  # the helper, or (direct) the function that calls the kernel
+        seeds = set(self.subclasses(owner.class_name)) if owner is not None and owner.class_name else set()
+        if fn is not None and fn.class_name:
+            for f, cls, d in proj.overrides(seeds, fn.name):
+                where = f"{proj.rel(f.path)}:{d.lineno}"
+                if not isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    return (f"{cls.name}.{fn.name} is assigned in the class body at {where}: callers may reach "
+                            f"another function than {fn.qualname}; add topk_length by hand")
+                a = d.args
+                if PARAM in {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}:
+                    continue
+                if a.kwarg is None:
+                    return (f"{cls.name}.{fn.name} at {where} overrides {fn.qualname} without topk_length; "
+                            "add the parameter there too (passing it on to super())")
+                _, what = reach.forwarded_call(d, fn.name)
+                if what:
+                    return (f"{cls.name}.{fn.name} at {where} overrides {fn.qualname} and takes **kwargs, but {what}: "
+                            "the topk_length it hands on may not fit the rows it passes; give it an explicit "
+                            "topk_length parameter and pass what fits")
+        if fn is not None and fn.class_name:
+            for f, cls, d in proj.rivals(seeds, fn.name, (proj.checked_file(self.source), fn.class_name)):
+                return (f"{cls.name}.{fn.name} at {proj.rel(f.path)}:{d.lineno} is defined by another base of a "
+                        f"subclass of {fn.class_name}, so calls on its instances may reach it instead of {fn.qualname}; "
+                        "add topk_length there too")
+        why = self._kernel_rebound(c, seeds, {fn.name} if fn is not None else set()) \
+            or self._rows_source_replaced(proj, [k.function for k in self.callers(fn)] if fn is not None else [c.function])
+        if why:
+            return why
+        for w in proj.attribute_writes({fn.name}, seeds, set()) if fn is not None else ():
+            return (f"{w.what} at {w.where()}: callers may reach another function than {fn.qualname}; "
+                    "add topk_length by hand once every replacement takes it")
+        if seeds:
+            held = self.held_attributes()
+            related = proj.subclasses(seeds) + proj.ancestors(seeds)
+            for field_name in sorted({m.rsplit(".", 1)[-1] for m in self.metadata}):
+                w = reach.replay_writes(proj, related, field_name, held)
+                if w is not None:
+                    return (f"{w.what} at {w.where()} on CUDA-graph replay, while a captured graph keeps reading "
+                            "the tensors it was captured with; update them in place (copy_) first")
+        for field_name in sorted({m.rsplit(".", 1)[-1] for m in self.metadata}):
+            for f, node, value in reach.field_writes(proj, field_name, proj.checked_file(self.source)):
+                receiver = reach.new_tensor_receiver(node, field_name)  # `x.field = v`, not `field=x.y`
+                if receiver is not None and not reach.constructed(f, receiver) or isinstance(value, ast.AugAssign):
+                    obj = reach._unparse(receiver if receiver is not None else node)
+                    return (f"{proj.rel(f.path)}:{getattr(node, 'lineno', 0)} gives `{obj}.{field_name}` a new tensor, "
+                            f"and `{obj}` may be metadata a CUDA graph was captured with, which keeps reading the tensor "
+                            f"it held; update it in place (`.copy_(...)`), or pass topk_length by hand")
+                if value is None:
+                    return (f"{proj.rel(f.path)}:{getattr(node, 'lineno', 0)} changes `{field_name}` in place "
+                            f"(`{reach._unparse(node)[:80]}`): the lengths it leaves are not provably the seqlens "
+                            f"clipped to the top-k width ({CLIP_HOW}); pass topk_length by hand")
+                if not _clipped_elsewhere(f, value, 0):
+                    return (f"{proj.rel(f.path)}:{getattr(node, 'lineno', 0)} sets `{field_name}` from "
+                            f"`{reach._unparse(value)[:80]}`, not provably the seqlens clipped to the top-k width "
+                            f"({CLIP_HOW}); clip it, or pass topk_length by hand")
+        return None
+
+    def _rows_source_replaced(self, proj, sources: List[Optional[Function]]) -> Optional[str]:
+        """The methods whose parameters the rows are taken from (the one calling the kernel, or the helper's
+        callers) are what the engine calls with the batch's rows: a subclass override that does not hand its
+        parameters on unchanged to `super()`, or an assignment of the method on its class (a plugin's
+        `Backend.forward = balanced`), or a decorator of theirs, may call them with rows in another order than
+        the metadata's."""
+        for m in sources:
+            if m is None:
+                continue
+            why = self._rows_decorator(m)
+            if why or not m.class_name:
+                return why
+            seeds = set(self.subclasses(m.class_name))
+            for f, cls, d in proj.overrides(seeds, m.name):
+                call, what = reach.forwarded_call(d, m.name)
+                if call is None:
+                    return (f"{cls.name}.{m.name} at {proj.rel(f.path)}:{d.lineno} overrides {m.qualname} and "
+                            f"{what or 'hands nothing on'}: the rows it passes may not be those the metadata was built "
+                            "for; pass topk_length by hand where the rows are known")
+            for w in proj.attribute_writes({m.name}, seeds, set()):
+                return (f"{w.what} at {w.where()}: the function the engine calls instead of {m.qualname} may pass "
+                        "rows in another order than the metadata's; pass topk_length by hand where the rows are known")
+        return None
+
+    def _rows_decorator(self, m: Function) -> Optional[str]:
+        """A decorator on a method the rows are taken from (see _wrapping_decorator): the wrapper it makes is
+        what the engine calls."""
+        name = self._wrapping_decorator(m)
+        return (f"{m.qualname} is decorated with `@{name}`, whose wrapper the engine calls: it may hand "
+                f"{m.qualname} rows in another order than the metadata's; pass topk_length by hand") if name else None
+
+    def kernel_rebound(self, c: CallInfo) -> Optional[str]:
+        """What another file of the project may do to make c's callee another function than the kernel."""
+        owner = c.function
+        return self._kernel_rebound(c, set(self.subclasses(owner.class_name)) if owner and owner.class_name else set())
+
+    def _kernel_rebound(self, c: CallInfo, seeds: Set[str], helper: Set[str] = frozenset()) -> Optional[str]:
+        """An assignment or setattr of the kernel's name on a receiver that may be its class or module, a
+        reflective write that may reach the kernel, `helper` or the classes `seeds`, an unreadable file."""
+        proj, kernel, modules = self.project(), c.callee.rsplit(".", 1)[-1], self.kernel_modules(c.callee)
+        chain = _read_chain(c)
+        packages = {p for m in modules for p in _packages(m)}
+        objects = modules | packages | {f"{m}.{kernel}" for m in modules}
+        for w in proj.attribute_writes(chain | _OBJECT_DUNDERS, seeds, objects):
+            return (f"{w.what} at {w.where()}: it may replace the kernel `{kernel}` at run time with a function that "
+                    "does not take topk_length; pass topk_length by hand once every replacement does")
+        for w in proj.reflection({kernel, *seeds, *helper}, seeds, objects, kernel, chain):  # (and the importers)
+            return (f"{w.what} at {w.where()} may rebind the kernel, the helper or its class at run time, which "
+                    "the analysis cannot follow; pass topk_length by hand if it cannot")
+        for w in proj.unreadable:
+            return (f"{w.path} {w.what}, so what it does to the kernel or the helper is not known; "
+                    "pass topk_length by hand")
+        return None
