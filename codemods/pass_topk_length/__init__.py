@@ -20,8 +20,9 @@ safe becomes `manual` with a reason that names the hazard.
 """
 # This package is the rule: INFO here (standard library only); `rule` holds its driver, its examples and
 # its hooks; `quick` the kernel's names and the verdicts that need no LibCST; `analysis` what it reads of a
-# module; `rewrite` its edit and the edit's validation; `values` the sites where the kernel is used as a
-# value; `smoke/` its rewrite run on the kernel (`topk-migrate smoke`: INFO.proof; torch only when it runs).
+# module (each statement of docs/soundness.md in a module of its own: `identity`, `whole_project`, ...);
+# `rewrite` its edit and the edit's validation; `values` the sites where the kernel is used as a value;
+# `smoke/` its rewrite run on the kernel (`topk-migrate smoke`: INFO.proof; torch only when it runs).
 # (A comment, not the docstring: `rules --explain` prints the docstring to the rule's users.)
 from typing import Dict, Optional
 

@@ -213,7 +213,7 @@ def value_sites(tree, facts: ModuleFacts, found: List[Site], path: str, classifi
     """The value uses _value_uses found that are sites (each whose kernel value can reach a call the rule
     does not report), then the calls through a holder that a contained value reaches (but those the rule
     classified itself: `classified`, ids of calls through an alias). `sealed`: attributes holding the kernel
-    that no other file reads (analysis.held_callee), followed as private ones are."""
+    that no other file reads (identity.held_callee), followed as private ones are."""
     starts: Dict[Tuple[int, int], List[cst.CSTNode]] = {}
     for n in tree.find((cst.Name, cst.Attribute)) if found else ():  # each node's position: only when asked
         pos = tree.position.get(n)
