@@ -324,6 +324,33 @@ def test_a_namespace_read_only_by_the_keys_the_source_spells_keeps_the_derived_l
     assert statuses(sites) == (["fixable"] if ok else ["manual"]), sites
 
 
+@pytest.mark.parametrize("edit", [
+    # round L: a logger that may not be the standard library's, or a project that extends logging
+    ("import logging\n", "import logging\ntry:\n    from fleet import logging\nexcept ImportError:\n    pass\n"),
+    ("log = logging.getLogger(__name__)\n", "log = logging.getLogger(__name__)\nlogging.setLoggerClass(Sink)\n"),
+    ("log = logging.getLogger(__name__)\n", "log = logging.getLogger(__name__)\nlog.addHandler(JsonHandler())\n"),
+    ("log = logging.getLogger(__name__)\n", "log = logging.getLogger(__name__)\nlogging.Logger.debug = trace\n"),
+    ('log.debug("attn %(q)s"', 'log.debug("attn %(topk_length_indices)s"'),  # the bound name itself
+])
+def test_a_logger_that_may_hand_the_mapping_to_other_code_is_not_read_by_key(edit):
+    _, sites = run(_LOGGED.format(read='log.debug("attn %(q)s", locals())').replace(*edit))
+    assert statuses(sites) == ["manual"], sites
+
+
+@pytest.mark.parametrize("read", ["print(builtins.locals())", "scope = locals\n    print(scope())",
+                                  'print(locals().get("topk_length_indices"))'])
+def test_a_namespace_taken_another_way_refuses_the_binding(read):
+    _, sites = run(_LOGGED.format(read=read).replace("import logging\n", "import builtins\nimport logging\n"))
+    assert statuses(sites) == ["manual"], sites
+
+
+def test_an_indices_name_a_closure_reads_is_bound_by_the_call():
+    """A cell: `fn.__closure__[i].cell_contents = x` in a later argument rebinds it with no statement (round L)."""
+    m, sites = run("def f(q, kv, idx, hook):\n    def seen():\n        return idx\n"
+                   "    return flash_mla_sparse_fwd(q, kv, idx, 1.0, d_v=hook(seen))\n")
+    assert statuses(sites) == ["fixable"] and f"({derived.BOUND_NAME} := idx)" in m.new_source, m.new_source
+
+
 def test_a_rebound_logger_is_not_read_by_key():
     _, sites = run(_LOGGED.format(read='log.debug("attn %(q)s", locals())') + "\n\nlog = Recorder()\n")
     assert statuses(sites) == ["manual"], sites

@@ -41,6 +41,15 @@ def test_a_private_alias_whose_only_reads_are_calls_is_no_site(tmp_path):
     assert [s.status for s in got.values()] == [Status.FIXABLE]
 
 
+def test_an_alias_rebound_by_a_walrus_in_a_generator_is_manual(tmp_path):
+    """LibCST files a generator's `:=` under the comprehension, but it binds the function's name (round M)."""
+    src = ("import functools\n" + IMPORT + "def forward(q, kv, idx, s, hooks):\n"
+           "    attend = functools.partial(flash_mla_sparse_fwd, d_v=512)\n"
+           "    if any((attend := h) is not None for h in hooks):\n        pass\n    return attend(q, kv, idx, s)\n")
+    m, got = sites(tmp_path, src)
+    assert m.new_source == src and all(s.status is Status.MANUAL for s in got.values()), got
+
+
 @pytest.mark.parametrize("src,blocker", [
     (IMPORT + "attend = flash_mla_sparse_fwd\ndef other(*a):\n    return a\nattend = other\n" + CALL, None),
     (IMPORT + "attend = flash_mla_sparse_fwd\ndef swap(f):\n    global attend\n    attend = f\n" + CALL, None),

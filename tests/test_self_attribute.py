@@ -128,6 +128,8 @@ def test_a_local_dict_mapping_takes_the_derived_lengths_and_a_rebound_one_does_n
     body = HEAD + "def forward(q, kv, idx, s, extra):\n    kw = {'d_v': 512}\n{more}    return flash_mla_sparse_fwd(q, kv, idx, s, **kw)\n"
     m, got = statuses(tmp_path, body.replace("{more}", "    kw['attn_sink'] = None\n"))
     assert [s for _, s in got] == ["fixable"], m.sites
-    for more in ("    kw = extra\n", "    if s:\n        kw = extra\n", "    (kw := extra)\n"):
+    for more in ("    kw = extra\n", "    if s:\n        kw = extra\n", "    (kw := extra)\n",
+                 "    if any((kw := e) for e in [extra]):\n        pass\n",  # a generator's `:=` (round M)
+                 "    match extra:\n        case {'kernel_args': kw}:\n            pass\n"):
         m, got = statuses(tmp_path, body.replace("{more}", more))
         assert [s for _, s in got] == ["manual"], (more, m.sites)

@@ -15,14 +15,14 @@ from libcst.helpers import get_full_name_for_node
 from libcst.metadata import FunctionScope, GlobalScope, ImportAssignment
 
 from topk_migrate import bounded
-from topk_migrate.cst.resolve import CallInfo, dotted
+from topk_migrate.cst.resolve import CallInfo
 from topk_migrate.model import Site, Status
 
 from . import attributes, derived, reach
 from .group import Group
 from .identity import kernel_alias
 from .quick import is_op_level
-from .syntax import _indices_arg, _is_name, _is_none, _root
+from .syntax import _code, _indices_arg, _is_name, _is_none, _root
 
 
 def _class_ast(cls: cst.ClassDef) -> Optional[ast.ClassDef]:
@@ -41,7 +41,12 @@ def _named_format(expr: cst.BaseExpression) -> bool:
     if not isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
         return False
     text = expr.evaluated_value
-    return isinstance(text, str) and "%" not in _CONVERSION.sub("", text)
+    return isinstance(text, str) and "%" not in _CONVERSION.sub("", text) and derived.BOUND_NAME not in text
+
+
+def _other_key(key) -> bool:
+    """A literal key that is none of the names the rewrite binds (derived.BOUND_NAME, numbered or not)."""
+    return isinstance(key, cst.SimpleString) and not str(key.evaluated_value).startswith(derived.BOUND_NAME)
 
 
 def _is_dict(value: cst.BaseExpression) -> bool:
@@ -69,6 +74,9 @@ class DerivedLengths:
         if name is None or not own and self._stable_name(c, mapping.value) is None:
             return ("nor can the derived lengths go under it: it is not its function's own `**` parameter, a local "
                     "or an attribute of self holding a dict")
+        unlisted = self.unlisted_binding(name)
+        if unlisted is not None:
+            return f"nor can the derived lengths go under it: `{name}` is also bound at line {self.tree.line(unlisted)}"
         for a in self.tree.binding(mapping.value, name).assignments:
             stmt = self.tree.assignment_statement(a)
             if getattr(a, "node", None) is not star and not (own is False and isinstance(stmt, cst.Assign)
@@ -168,6 +176,10 @@ class DerivedLengths:
                or not isinstance(n, cst.NamedExpr) and any(x.name.value == arg.value for x in n.names)
                for n in rebinders):
             return None
+        # a cell (read in a nested def, lambda or comprehension): `f.__closure__[i].cell_contents = x` in a later
+        # argument rebinds it with no statement here (round L); the call binds its own name instead
+        if any(getattr(r.scope, "node", None) is not c.function.node for x in b.assignments for r in x.references):
+            return None
         return arg.value
 
     def _own_interceptor(self) -> Optional[str]:
@@ -194,6 +206,14 @@ class DerivedLengths:
             name = get_full_name_for_node(call.func) or ""
             if name in ("locals", "vars", "dir") and not call.args and not self._read_by_literal(call):
                 return f"`{name}()` in `{c.function.name}` would see the name the rewrite binds the indices to"
+        for node in self.find((cst.Name, cst.Attribute)):  # `builtins.locals()`, `_scope = locals`: any namespace
+            leaf = node.attr if isinstance(node, cst.Attribute) else node
+            up = self.tree.parent.get(node)
+            if leaf.value in ("locals", "vars") and not (isinstance(up, cst.Call) and up.func is node
+                                                         and isinstance(node, cst.Name)) \
+                    and not (isinstance(up, cst.Attribute) and up.attr is node):
+                return (f"`{_code(node)}` at line {self.tree.line(node)} is taken as a value: what it reads may be "
+                        "the namespace of the call's function")
         for w in self.index("frame-reads", lambda: self.project().frame_enumerations()):
             return f"{w.what} at {w.where()}: it would see the name the rewrite binds the indices to"
         return None
@@ -205,17 +225,19 @@ class DerivedLengths:
         adds is never looked up by them."""
         up = self.tree.parent.get(node)
         if isinstance(up, cst.Subscript) and up.value is node:
-            return len(up.slice) == 1 and isinstance(getattr(up.slice[0].slice, "value", None), cst.SimpleString)
+            return len(up.slice) == 1 and _other_key(getattr(up.slice[0].slice, "value", None))
         if isinstance(up, cst.BinaryOperation) and up.right is node and isinstance(up.operator, cst.Modulo):
             return _named_format(up.left)
         call = self.tree.parent.get(up)
         if isinstance(up, cst.Attribute) and up.attr.value == "get" and isinstance(call, cst.Call):
-            return call.func is up and bool(call.args) and isinstance(call.args[0].value, cst.SimpleString)
+            return call.func is up and bool(call.args) and _other_key(call.args[0].value)
         if not (isinstance(up, cst.Arg) and isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)):
             return False
         method, receiver = call.func.attr.value, call.func.value
         if isinstance(receiver, (cst.SimpleString, cst.ConcatenatedString)) and len(call.args) == 1:
-            return method == "format_map" and not up.star or method == "format" and up.star == "**"
+            text = receiver.evaluated_value
+            return isinstance(text, str) and derived.BOUND_NAME not in text and (
+                method == "format_map" and not up.star or method == "format" and up.star == "**")
         return self._logged_by_key(call, up)
 
     def _logged_by_key(self, call: cst.Call, arg: cst.Arg) -> bool:
@@ -233,14 +255,25 @@ class DerivedLengths:
         if not isinstance(logger, cst.Name):
             return False
         bindings = self.tree.binding(logger, logger.value).assignments
-        if bindings and all(isinstance(x, ImportAssignment) for x in bindings):
-            return self.expand(logger.value) == "logging"  # the module's own functions: its root logger
-        return bool(bindings) and all(isinstance(x.scope, GlobalScope) and self._gets_logger(x) for x in bindings)
+        if self._stdlib_logging(logger):  # the module's own functions: its root logger
+            ok = True
+        else:
+            ok = bool(bindings) and all(isinstance(x.scope, GlobalScope) and self._gets_logger(x) for x in bindings)
+        return ok and not self.index(f"logging-extended:{logger.value}",
+                                     lambda: self.project().logging_extended(logger.value, self.source))
 
     def _gets_logger(self, binding) -> bool:
         stmt = self.tree.assignment_statement(binding)
-        return isinstance(stmt, cst.Assign) and isinstance(stmt.value, cst.Call) and len(stmt.targets) == 1 \
-            and self.expand(dotted(stmt.value.func) or "") == "logging.getLogger"
+        func = stmt.value.func if isinstance(stmt, cst.Assign) and isinstance(stmt.value, cst.Call) else None
+        return len(stmt.targets) == 1 and isinstance(func, cst.Attribute) and func.attr.value == "getLogger" \
+            and isinstance(func.value, cst.Name) and self._stdlib_logging(func.value) if func is not None else False
+
+    def _stdlib_logging(self, name: cst.Name) -> bool:
+        """Is every binding of `name` that reaches it an import of the standard library's `logging` (round L:
+        `import logging` then `from fleet import logging` in a `try`)?"""
+        bindings = self.tree.binding(name, name.value).assignments
+        return bool(bindings) and all(isinstance(x, ImportAssignment) and {q.name for q in x.get_qualified_names_for(
+            name.value)} == {"logging"} for x in bindings)
 
     def _walrus_blocker(self, node: cst.CSTNode) -> Optional[str]:
         """Why `(name := indices)` cannot stand at node: Python refuses it in a comprehension's iterable and in

@@ -144,9 +144,18 @@ class CalleeIdentity:
                 return node
         return None
 
+    def unlisted_binding(self, name: str) -> Optional[cst.CSTNode]:
+        """A binding of `name` the scope analysis may not list where it reaches: a `match` capture
+        (match_captured), or a `:=` anywhere in the module (in a generator expression LibCST files it under the
+        comprehension, but it binds the function's name: round M)."""
+        found = self.match_captured(name)
+        if found is None:
+            found = next((n for n in self.find(cst.NamedExpr) if _is_name(n.target, name)), None)
+        return found
+
     def alias_callee(self, c: CallInfo) -> Optional[str]:
         """The one kernel every binding of c's name that reaches it aliases, else None."""
-        if self.match_captured(c.node.func.value) is not None:
+        if self.unlisted_binding(c.node.func.value) is not None:
             return None
         found = set()
         for a in self.tree.binding(c.node.func, c.node.func.value).assignments or (None,):

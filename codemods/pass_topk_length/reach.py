@@ -1264,6 +1264,29 @@ class Project:
                         out.append(Finding(self.rel(f.path), t.lineno, f"`{_unparse(t)}` is assigned"))
         return out
 
+    def logging_extended(self, logger: str, source: str) -> List[Finding]:
+        """Where the project may hand a log record's arguments to code of its own, or replace what logs them: an
+        extension point of the standard library's logging spelled anywhere (a handler, filter, formatter, record
+        factory, logger class, adapter, a configuration), or an assignment to an attribute of a name `logging`,
+        of a logger method's name, or of the module's logger `logger` (the record's mapping then reaches more
+        than its format)."""
+        out = []
+        words = [*_LOGGING_HOOKS, *_LOGGING_KINDS, "logging", logger]
+        own = self._parse(self.module, source)  # (the module as the analysis reads it, written or not)
+        for f in [*filter(None, [own]), *self._files_matching(re.compile(rb"|".join(w.encode() for w in words)), b"")]:
+            for node in ast.walk(f.tree):
+                name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+                if name in _LOGGING_HOOKS or name and name.endswith(_LOGGING_KINDS):
+                    out.append(Finding(self.rel(f.path), node.lineno, f"`{_unparse(node)[:60]}` extends logging"))
+                for t in _flatten(_written_targets(node)):
+                    root = t
+                    while isinstance(root, (ast.Attribute, ast.Subscript)):
+                        root = root.value
+                    if isinstance(t, ast.Attribute) and (t.attr in _LOG_METHODS | {logger} or
+                                                         isinstance(root, ast.Name) and root.id == "logging"):
+                        out.append(Finding(self.rel(f.path), t.lineno, f"`{_unparse(t)}` is assigned"))
+        return out
+
     def opaque_classes(self) -> List[Finding]:
         """Classes of the project whose bases the reader cannot name (`class P(BACKENDS["dsa"])`, `class F(base)`
         in a factory handed the base): they may derive from any class, so what they define is not read as a
@@ -1855,6 +1878,11 @@ def _class_body_names(cls: ast.ClassDef) -> Set[str]:
     return out
 
 
+# the standard library logging's extension points: code that may read a record's arguments other than by its format
+_LOGGING_HOOKS = {"setLoggerClass", "loggerClass", "setLogRecordFactory", "LogRecord", "makeRecord", "addFilter",
+                  "filters", "addHandler", "handlers", "dictConfig", "fileConfig", "callHandlers", "manager", "root"}
+_LOGGING_KINDS = ("Handler", "Filter", "Formatter", "Adapter")  # (StreamHandler, a project's JsonFormatter...)
+_LOG_METHODS = {"debug", "info", "warning", "warn", "error", "critical", "exception", "log", "getLogger", "_log"}
 # a class statement whose bases hold more than dotted names (a subscript, a call), or that is indented (in a function,
 # where a base may be its parameter): the files opaque_classes parses
 _OPAQUE_BASES = re.compile(rb"class\s+\w+\s*\([^)]*[\[(]|^[ \t]+class\s+\w+\s*\(", re.M)
