@@ -351,6 +351,12 @@ def test_an_indices_name_a_closure_reads_is_bound_by_the_call():
     assert statuses(sites) == ["fixable"] and f"({derived.BOUND_NAME} := idx)" in m.new_source, m.new_source
 
 
+def test_a_comprehension_variable_a_lambda_reads_is_bound_by_the_call():
+    m, sites = run("def f(q, kv, batches, hook):\n"
+                   "    return [flash_mla_sparse_fwd(q, kv, idx, 1.0, d_v=hook(lambda: idx)) for idx in batches]\n")
+    assert statuses(sites) == ["fixable"] and f"({derived.BOUND_NAME} := idx)" in m.new_source, m.new_source
+
+
 def test_a_rebound_logger_is_not_read_by_key():
     _, sites = run(_LOGGED.format(read='log.debug("attn %(q)s", locals())') + "\n\nlog = Recorder()\n")
     assert statuses(sites) == ["manual"], sites
@@ -373,6 +379,7 @@ def test_a_rebound_logger_is_not_read_by_key():
     ("    pprint(frame.f_locals)\n\n\ndef pprint(ns):\n    ns['idx'] = None\n", False),
     ("    getattr(ctypes.pythonapi, 'PyFrame_' 'LocalsToFast')(ctypes.py_object(frame), 0)\n", False),
     ("    return len(frame.f_locals)\n", True),  # a copy by a builtin: no write (the stable name is read again)
+    ("    return traceback.StackSummary.extract(traceback.walk_stack(frame), **{'capture_locals': True})\n", False),
 ])
 def test_a_frame_whose_locals_may_be_written_gets_no_derived_lengths(tmp_path, writer, ok):
     """A later argument may rebind the indices' own name through a frame (round J2's PyFrame_LocalsToFast): the

@@ -44,6 +44,13 @@ def _named_format(expr: cst.BaseExpression) -> bool:
     return isinstance(text, str) and "%" not in _CONVERSION.sub("", text) and derived.BOUND_NAME not in text
 
 
+def _a_cell(binding, scope: cst.CSTNode) -> bool:
+    """Is the name read in a scope nested in `scope` (a def, lambda or comprehension): a cell, which
+    `f.__closure__[i].cell_contents = x` in a later argument rebinds with no statement (round L)? The call then
+    binds its own name instead of reading this one again."""
+    return any(getattr(r.scope, "node", None) is not scope for x in binding.assignments for r in x.references)
+
+
 def _other_key(key) -> bool:
     """A literal key that is none of the names the rewrite binds (derived.BOUND_NAME, numbered or not)."""
     return isinstance(key, cst.SimpleString) and not str(key.evaluated_value).startswith(derived.BOUND_NAME)
@@ -163,7 +170,8 @@ class DerivedLengths:
                       if isinstance(x, (cst.Lambda, cst.FunctionDef, cst.ClassDef, *_COMPREHENSIONS))), None)
         if isinstance(scope, _COMPREHENSIONS):  # a variable of the comprehension the call runs in: no `:=` rebinds it
             mine = b.assignments and all(getattr(x.scope, "node", None) is scope for x in b.assignments)
-            return arg.value if mine and not self.tree.inside(c.node, _iterable_of(scope)) else None
+            plain = not _a_cell(b, scope)
+            return arg.value if mine and plain and not self.tree.inside(c.node, _iterable_of(scope)) else None
         if scope is not c.function.node:
             return None
         if not b.assignments or not all(isinstance(x.scope, FunctionScope) and getattr(x.scope, "node", None)
@@ -176,11 +184,7 @@ class DerivedLengths:
                or not isinstance(n, cst.NamedExpr) and any(x.name.value == arg.value for x in n.names)
                for n in rebinders):
             return None
-        # a cell (read in a nested def, lambda or comprehension): `f.__closure__[i].cell_contents = x` in a later
-        # argument rebinds it with no statement here (round L); the call binds its own name instead
-        if any(getattr(r.scope, "node", None) is not c.function.node for x in b.assignments for r in x.references):
-            return None
-        return arg.value
+        return None if _a_cell(b, c.function.node) else arg.value
 
     def _own_interceptor(self) -> Optional[str]:
         """A class of this module that sees tensor ops (reach.Project.tensor_interceptors, for the others): once

@@ -1923,7 +1923,7 @@ def _frame_word(f: "_File", node: ast.AST) -> Optional[bool]:
     if isinstance(node, ast.keyword) and node.arg == "capture_locals":
         return None if isinstance(node.value, ast.Constant) and not node.value.value else False
     if isinstance(node, ast.Constant) and isinstance(node.value, str):  # a name to look up (not a docstring)
-        return True if re.fullmatch(r"\w*(?:f_locals|getargvalues|LocalsToFast)\w*", node.value) else None
+        return True if re.fullmatch(r"\w*(?:f_locals|getargvalues|LocalsToFast|capture_locals)\w*", node.value) else None
     name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else \
         node.name if isinstance(node, ast.alias) else None
     return True if name and any(w in name for w in _FRAME_WORDS[1:]) else None
