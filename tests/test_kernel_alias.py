@@ -41,6 +41,20 @@ def test_a_private_alias_whose_only_reads_are_calls_is_no_site(tmp_path):
     assert [s.status for s in got.values()] == [Status.FIXABLE]
 
 
+@pytest.mark.parametrize("edit,others", [
+    (("    return attend(", "    attend.__setstate__(STATE)\n    return attend("), ()),  # the partial changed in place
+    (None, [("shim.py", "import functools\n\n\nclass Tagged(functools.partial):\n    pass\n\n\n"
+                        "functools.partial = Tagged\n")]),
+])
+def test_a_partial_that_may_be_changed_is_not_the_kernel(tmp_path, edit, others):
+    """Round M: a partial's function swapped through `__setstate__`, or `functools.partial` replaced."""
+    src = "import functools\n" + IMPORT + "def forward(q, kv, idx, s):\n" \
+        "    attend = functools.partial(flash_mla_sparse_fwd, d_v=512)\n    return attend(q, kv, idx, s)\n"
+    src = src.replace(*edit) if edit else src
+    m, got = sites(tmp_path, src, others)
+    assert m.new_source == src and all(s.status is Status.MANUAL for s in got.values()), got
+
+
 def test_an_alias_rebound_by_a_walrus_in_a_generator_is_manual(tmp_path):
     """LibCST files a generator's `:=` under the comprehension, but it binds the function's name (round M)."""
     src = ("import functools\n" + IMPORT + "def forward(q, kv, idx, s, hooks):\n"

@@ -42,12 +42,35 @@ def statuses(tmp_path, src: str, others=()):
     HELD.replace("class Backend:\n", "class Backend:\n    sparse_fwd: object  # an annotation binds nothing\n\n"),
     HELD.replace("= flash_mla_sparse_fwd", "= functools.partial(flash_mla_sparse_fwd, d_v=512)"),
     HELD.replace("class Backend:", "class Base:\n    pass\n\n\nclass Backend(Base):"),
+    HELD.replace("self.sparse_fwd = flash_mla_sparse_fwd", "self.sparse_fwd: object = flash_mla_sparse_fwd"),  # round M
+    HELD.replace("import functools\n", "import functools\n\nimport torch\n").replace(
+        "    def forward(", "    @torch.no_grad()\n    def forward("),
 ])
 def test_a_kernel_held_in_self_is_called_as_the_kernel(tmp_path, src):
     m, got = statuses(tmp_path, src)
     assert got == [(src.count("\n"), "fixable")], m.sites  # (the holder, read by no other file, is no site)
     assert "self.sparse_fwd(q, kv, idx, s, topk_length=" in m.new_source
     compile(m.new_source, "backend.py", "exec")
+
+
+_BASE = "class AttentionBackend:\n    def init_forward_metadata(self, batch):\n        pass\n"
+
+
+@pytest.mark.parametrize("base,fixable", [
+    (_BASE, True),  # sglang's layout: the backend's base in another file of the project
+    (_BASE + "\n\nclass Middle(AttentionBackend):\n    pass\n", True),
+    (_BASE.replace("        pass\n", "        self.sparse_fwd = print\n"), False),  # the base sets it too
+    (_BASE + "\n    @property\n    def sparse_fwd(self):\n        return print\n", False),
+    (_BASE + "\n    def __getattr__(self, name):\n        return print\n", False),
+    ("import torch\n\n\nclass AttentionBackend(torch.nn.Module):\n    pass\n", False),  # nn.Module's __setattr__
+    ("from abc import ABC\n\n\nclass AttentionBackend(ABC):\n    pass\n", True),
+])
+def test_a_base_in_another_file_is_read_for_what_it_sets(tmp_path, base, fixable):
+    src = HELD.replace("class Backend:", "from base_attn import AttentionBackend\n\n\nclass Backend(AttentionBackend):")
+    if "Middle" in base:
+        src = src.replace("import AttentionBackend", "import Middle as AttentionBackend")
+    m, got = statuses(tmp_path, src, [("base_attn.py", base)])
+    assert [s for _, s in got][-1] == ("fixable" if fixable else "manual"), m.sites
 
 
 def test_a_holder_another_file_names_stays_a_site(tmp_path):
@@ -66,6 +89,7 @@ def test_a_holder_another_file_names_stays_a_site(tmp_path):
       "class Backend:"), ()),
     (("        return self.sparse_fwd", "        setattr(self, name, print)\n        return self.sparse_fwd"), ()),
     (("        return self.sparse_fwd", "        del self.sparse_fwd\n        return self.sparse_fwd"), ()),
+    (("        return self.sparse_fwd", "        self.sparse_fwd.__setstate__(STATE)\n        return self.sparse_fwd"), ()),
     (("= flash_mla_sparse_fwd", "= functools.partial(flash_mla_sparse_fwd, None)"), ()),
     (("= flash_mla_sparse_fwd", "= make_kernel()"), ()),
     (None, [("plugin.py", "import backend\n\n\ndef install(b: backend.Backend):\n    b.sparse_fwd = print\n")]),

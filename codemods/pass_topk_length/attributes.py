@@ -12,6 +12,8 @@ from libcst.metadata import FunctionScope
 
 from topk_migrate.cst.resolve import CallInfo
 
+from .syntax import assigned_target
+
 # methods that change how an instance's attribute is stored or read: a class (or base, or subclass) defining one
 # may make `self.x = v` store elsewhere, or `self.x` return something else
 _ATTRIBUTE_HOOKS = {"__setattr__", "__getattribute__", "__getattr__", "__delattr__", "__slots__", "__set_name__"}
@@ -19,6 +21,7 @@ _ATTRIBUTE_HOOKS = {"__setattr__", "__getattribute__", "__getattr__", "__delattr
 _OBJECT_WRITES = {"__class__", "__dict__"}
 
 Accept = Callable[[cst.BaseExpression], bool]
+_CONTEXT_DECORATORS = {"torch.no_grad", "torch.inference_mode", "torch.enable_grad"}
 
 
 def _is_self(node: cst.CSTNode) -> bool:
@@ -84,7 +87,7 @@ def _method_of(a, node: cst.CSTNode) -> Optional[cst.ClassDef]:
     """The class whose undecorated method's own body (not a nested function's or lambda's) holds node, `self`
     its first parameter and never bound again."""
     fn = next((x for x in a.tree.ancestors(node) if isinstance(x, (cst.FunctionDef, cst.Lambda, cst.ClassDef))), None)
-    if not isinstance(fn, cst.FunctionDef) or fn.decorators or not fn.params.params \
+    if not isinstance(fn, cst.FunctionDef) or not all(_passes_self_on(a, d) for d in fn.decorators) or not fn.params.params \
             or fn.params.params[0].name.value != "self":
         return None
     first = fn.params.params[0]
@@ -95,15 +98,23 @@ def _method_of(a, node: cst.CSTNode) -> Optional[cst.ClassDef]:
     return cls if isinstance(cls, cst.ClassDef) else None
 
 
+def _passes_self_on(a, d: cst.Decorator) -> bool:
+    """`@torch.no_grad()`, `@torch.inference_mode()`: a context around the method, every argument handed on."""
+    call = d.decorator
+    return isinstance(call, cst.Call) and not call.args and a.expand(_code(call.func)) in _CONTEXT_DECORATORS
+
+
 def _module_values(a, cls: cst.ClassDef, attr: str, class_level: bool) -> Tuple[List[cst.BaseExpression], Optional[str]]:
     """The values this module's writes give `attr` on an instance of cls (its methods' `self.attr = v`, its
     class body's `attr = v`), or why another write, or a hook of the class or a relative, may give it others."""
-    family = _family(a, cls)
+    family = _family(a, cls, attr)
     if isinstance(family, str):
         return [], family
-    plain = [n for n in a.find(cst.Assign, lambda s: len(s.targets) == 1 and isinstance(s.targets[0].target, cst.Attribute)
-                                and s.targets[0].target.attr.value == attr and _is_self(s.targets[0].target.value))
-             if _method_of(a, n) is cls]
+    def plain_write(stmt: cst.CSTNode) -> bool:
+        target = assigned_target(stmt)
+        return isinstance(target, cst.Attribute) and target.attr.value == attr and _is_self(target.value)
+
+    plain = [n for n in a.find((cst.Assign, cst.AnnAssign), plain_write) if _method_of(a, n) is cls]
     other = a._other_attribute_writes(attr, [(n, None) for n in plain])
     if other is not None:
         return [], f"`{attr}` is also set at line {a.tree.line(other)} (`{_code(other)[:60]}`)"
@@ -118,9 +129,10 @@ def _module_values(a, cls: cst.ClassDef, attr: str, class_level: bool) -> Tuple[
     return values, None
 
 
-def _family(a, cls: cst.ClassDef):
-    """cls, its bases and the module's classes deriving from it, where every base is a class of the module (or
-    `object`) and none has a metaclass, class keywords or a hook of _ATTRIBUTE_HOOKS; else why not."""
+def _family(a, cls: cst.ClassDef, attr: str):
+    """cls, its bases and the module's classes deriving from it, where every base is a class of the module,
+    `object`, `abc.ABC` or a class of the project's other files that binds neither `attr` nor a hook
+    (_foreign_base), and none has a metaclass, class keywords or a hook of _ATTRIBUTE_HOOKS; else why not."""
     by_name: Dict[str, List[cst.ClassDef]] = {}
     for k in a.find(cst.ClassDef):
         by_name.setdefault(k.name.value, []).append(k)
@@ -138,12 +150,53 @@ def _family(a, cls: cst.ClassDef):
             return f"`{k.name.value}` defines how its attributes are set or read (line {a.tree.line(hooks[0])})"
         for b in k.bases:
             name = _code(b.value)
-            if name == "object":
+            if b.keyword or b.star:
+                return f"`{k.name.value}` has a base the reader cannot name (`{name}`)"
+            if len(by_name.get(name, [])) == 1:
+                todo.append(by_name[name][0])
                 continue
-            if b.keyword or b.star or len(by_name.get(name, [])) != 1:
-                return f"`{k.name.value}`'s base `{name}` is not a class of this module, so what it sets is not read"
-            todo.append(by_name[name][0])
+            why = _foreign_base(a, name, attr)
+            if why:
+                return f"`{k.name.value}`'s base `{name}` {why}"
     return family
+
+
+def _foreign_base(a, name: str, attr: str, depth: int = 0) -> Optional[str]:
+    """Why a base that is no class of this module may set or read `attr` its own way: not `object`, `abc.ABC`
+    or a class of another file of the project (reach: `_File.resolve_class`, `known_base`); that class, or one of
+    its own bases, binding the name or a hook in its body, or having a metaclass. None where none does."""
+    proj = a.project()
+    own = proj.own()
+    try:
+        expr = ast.parse(name, mode="eval").body
+    except SyntaxError:
+        return "is not read"
+    f = own
+    if f is None or f.known_base(expr):
+        return None if f is not None else "is not read"
+    path, cls_name = f.resolve_class(expr)
+    g = proj._file_at(path) if path else None
+    k = g.classes.get(cls_name) if g is not None else None
+    return _foreign_class(proj, g, k, attr, depth) if k is not None else \
+        "is not a class of this project, so what it sets is not read"
+
+
+def _foreign_class(proj, g, k: ast.ClassDef, attr: str, depth: int) -> Optional[str]:
+    """_foreign_base of a class another file of the project defines, its bases followed in that file."""
+    if depth > 8 or k.keywords or any(_binds(stmt, {attr} | _ATTRIBUTE_HOOKS) for stmt in k.body):
+        return f"({proj.rel(g.path)}:{k.lineno}) may set or read `{attr}` its own way"
+    for b in k.bases:
+        if g.known_base(b):
+            continue
+        path, cls_name = g.resolve_class(b)
+        h = proj._file_at(path) if path else None
+        base = h.classes.get(cls_name) if h is not None else None
+        if base is None:
+            return f"derives from `{ast.unparse(b)}` ({proj.rel(g.path)}:{k.lineno}), which is not read"
+        why = _foreign_class(proj, h, base, attr, depth + 1)
+        if why:
+            return why
+    return None
 
 
 def _body_bindings(cls: cst.ClassDef, names: Set[str]) -> List[cst.CSTNode]:

@@ -20,7 +20,7 @@ from topk_migrate.model import Capability
 
 from . import attributes, reach
 from .quick import PARAM, expand, is_kernel, is_op_level
-from .syntax import _as_ast, _code, _is_attr, _is_name, _is_none, _root
+from .syntax import _as_ast, _code, _is_attr, _is_name, _is_none, _root, assigned_target
 
 
 def _forwarded_callee(tree: ast.Module, d: ast.AST) -> str:
@@ -73,10 +73,10 @@ def alias_value(value: cst.BaseExpression, imports: Dict[str, str]) -> Optional[
     return value, wrapper
 
 
-def _assigns_self_attribute(stmt: cst.Assign) -> bool:
-    """`self.attr = value`."""
-    return len(stmt.targets) == 1 and isinstance(stmt.targets[0].target, cst.Attribute) \
-        and _is_name(stmt.targets[0].target.value, "self")
+def _assigns_self_attribute(stmt: cst.CSTNode) -> bool:
+    """`self.attr = value` (or `self.attr: T = value`)."""
+    target = assigned_target(stmt)
+    return isinstance(target, cst.Attribute) and _is_name(target.value, "self")
 
 
 class CalleeIdentity:
@@ -100,7 +100,7 @@ class CalleeIdentity:
         """The module's kernel calls: by the kernel's name, and through a name every binding of which that reaches
         the call is an alias of one kernel (kernel_alias), with that kernel as the callee."""
         aliases = {s.targets[0].target.value for s in self.find(cst.Assign) if kernel_alias(s, self.facts.imports)}
-        held = {s.targets[0].target.attr.value for s in self.find(cst.Assign, _assigns_self_attribute)
+        held = {assigned_target(s).attr.value for s in self.find((cst.Assign, cst.AnnAssign), _assigns_self_attribute)
                 if alias_value(s.value, self.facts.imports)}
         out = []
         for c in self.facts.calls:
@@ -129,6 +129,8 @@ class CalleeIdentity:
             return alias is not None
 
         attr = c.node.func.attr.value
+        if self._changed_through(lambda n: isinstance(n, cst.Attribute) and n.attr.value == attr):
+            return None
         if attributes.attribute_values(self, c, attr, accept, class_level=False) or len(found) != 1:
             return None
         if attributes.sealed(self, attr):
@@ -153,9 +155,15 @@ class CalleeIdentity:
             found = next((n for n in self.find(cst.NamedExpr) if _is_name(n.target, name)), None)
         return found
 
+    def _changed_through(self, holds) -> bool:
+        """Is an attribute of what a holder (`holds(node)`) holds read anywhere in the module (`attend.__setstate__`,
+        `self.fwd.func`): the partial or function the alias holds may be changed through it (round M)?"""
+        return any(holds(n.value) for n in self.find(cst.Attribute))
+
     def alias_callee(self, c: CallInfo) -> Optional[str]:
         """The one kernel every binding of c's name that reaches it aliases, else None."""
-        if self.unlisted_binding(c.node.func.value) is not None:
+        name = c.node.func.value
+        if self.unlisted_binding(name) is not None or self._changed_through(lambda n: _is_name(n, name)):
             return None
         found = set()
         for a in self.tree.binding(c.node.func, c.node.func.value).assignments or (None,):
@@ -169,6 +177,9 @@ class CalleeIdentity:
         """An alias (`attend = K`, `attend = functools.partial(K, d_v=...)`) is the kernel when `functools` is the
         module's import and every binding of K's root that reaches the alias is an import the gate accepts."""
         checked = [(partial.func, "functools.partial")] if partial is not None else []
+        for w in self.project().attribute_hooks({"partial"}) if partial is not None else ():
+            return (f"{w.what} at {w.where()}: `functools.partial` may not be the standard library's at run time; "
+                    "pass topk_length by hand")
         for expr, what in [*checked, (target, "the kernel")]:
             root = _root(expr)
             if root is None:
@@ -455,7 +466,7 @@ class CalleeIdentity:
         """A write of `<anything>.first` in this module other than the plain `self.first = value` sources: a
         tuple or chained target, an annotated or augmented one, another receiver (`b.fm = ...`), a literal
         `setattr` (also `object.__setattr__`), or a deletion."""
-        plain = {id(n.targets[0].target) for n, _ in sources}
+        plain = {id(assigned_target(n)) for n, _ in sources}
         for node in self.find(cst.Attribute, lambda a: a.attr.value == first):
             inner, up = node, self.tree.parent.get(node)
             while isinstance(up, (cst.Element, cst.StarredElement, cst.Tuple, cst.List)):
@@ -485,8 +496,7 @@ class CalleeIdentity:
         """The assignments `receiver.first = value` in this module, each with the qualified name of what
         it assigns when that is read from an import (else None)."""
         out = []
-        for node in self.find(cst.Assign, lambda a: len(a.targets) == 1
-                               and _is_attr(a.targets[0].target, receiver, first)):
+        for node in self.find((cst.Assign, cst.AnnAssign), lambda a: _is_attr(assigned_target(a), receiver, first)):
             value = dotted(node.value)
             root = value.split(".")[0] if value else None
             out.append((node, (self.facts.imports.get(root, "") + value[len(root):]) if root in self.facts.imports else None))

@@ -98,3 +98,10 @@ def _as_ast(node: cst.FunctionDef) -> Optional[ast.AST]:
         return ast.parse(textwrap.dedent(_code(node))).body[0]
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+
+
+def assigned_target(stmt: cst.CSTNode) -> Optional[cst.BaseAssignTargetExpression]:
+    """The one target a plain assignment gives a value (`x.y = v`, `x.y: T = v`), else None."""
+    if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1:
+        return stmt.targets[0].target
+    return stmt.target if isinstance(stmt, cst.AnnAssign) and stmt.value is not None else None
