@@ -313,6 +313,9 @@ _LOGGED = ("import logging\n\nlog = logging.getLogger(__name__)\n\n\n"
     ('print("{q}".format_map(locals()))', True),
     ('log.debug("attn %s", locals())', False),  # the whole mapping printed
     ('log.debug("attn %(q)s", locals(), stack_info=True)', True),
+    ('log.debug("attn %(q)s", locals(), extra={"layer": 3})', True),  # the record's own attributes (round L's S20)
+    ('logging.getLogger(__name__).debug("attn %(q)s", locals())', True),  # round L's S21
+    ('make_logger().debug("attn %(q)s", locals())', False),
     ('log.debug("attn %(q)s", locals(), 1)', False),
     ('log.debug(FMT, locals())', False),
     ('print(f"{q}".format(**locals()))', False),

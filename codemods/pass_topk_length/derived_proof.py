@@ -248,29 +248,34 @@ class DerivedLengths:
         """`log.debug("... %(k)s ...", locals())`: log bound only to `logging.getLogger(...)` at module level,
         the mapping the one argument after a named %-format (a LogRecord formats `msg % mapping`)."""
         level = call.func.attr.value
-        if any(a.keyword and a.keyword.value not in ("exc_info", "stack_info", "stacklevel") or a.star
-               for a in call.args):
+        if any(a.keyword and a.keyword.value not in ("exc_info", "stack_info", "stacklevel", "extra") or a.star
+               for a in call.args):  # (`extra` sets the record's own attributes, never its arguments)
             return False
         args = [a for a in call.args if not a.keyword][1 if level == "log" else 0:]
         if level not in ("debug", "info", "warning", "error", "critical", "exception", "log") or len(args) != 2 \
                 or args[1] is not arg or not _named_format(args[0].value):
             return False
         logger = call.func.value
-        if not isinstance(logger, cst.Name):
-            return False
-        bindings = self.tree.binding(logger, logger.value).assignments
-        if self._stdlib_logging(logger):  # the module's own functions: its root logger
-            ok = True
+        if isinstance(logger, cst.Call):
+            ok, name = self._stdlib_get_logger(logger), ""  # `logging.getLogger(__name__).debug(...)`
+        elif isinstance(logger, cst.Name):
+            bindings = self.tree.binding(logger, logger.value).assignments
+            ok, name = self._stdlib_logging(logger) or bool(bindings) and all(
+                isinstance(x.scope, GlobalScope) and self._gets_logger(x) for x in bindings), logger.value
         else:
-            ok = bool(bindings) and all(isinstance(x.scope, GlobalScope) and self._gets_logger(x) for x in bindings)
-        return ok and not self.index(f"logging-extended:{logger.value}",
-                                     lambda: self.project().logging_extended(logger.value, self.source))
+            return False
+        return ok and not self.index(f"logging-extended:{name}",
+                                     lambda: self.project().logging_extended(name, self.source))
 
     def _gets_logger(self, binding) -> bool:
         stmt = self.tree.assignment_statement(binding)
-        func = stmt.value.func if isinstance(stmt, cst.Assign) and isinstance(stmt.value, cst.Call) else None
-        return len(stmt.targets) == 1 and isinstance(func, cst.Attribute) and func.attr.value == "getLogger" \
-            and isinstance(func.value, cst.Name) and self._stdlib_logging(func.value) if func is not None else False
+        return isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and self._stdlib_get_logger(stmt.value)
+
+    def _stdlib_get_logger(self, value: cst.BaseExpression) -> bool:
+        """`logging.getLogger(...)`, `logging` the standard library's on every binding."""
+        func = value.func if isinstance(value, cst.Call) else None
+        return isinstance(func, cst.Attribute) and func.attr.value == "getLogger" and isinstance(func.value, cst.Name) \
+            and self._stdlib_logging(func.value)
 
     def _stdlib_logging(self, name: cst.Name) -> bool:
         """Is every binding of `name` that reaches it an import of the standard library's `logging` (round L:

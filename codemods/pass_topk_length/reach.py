@@ -1271,7 +1271,7 @@ class Project:
         of a logger method's name, or of the module's logger `logger` (the record's mapping then reaches more
         than its format)."""
         out = []
-        words = [*_LOGGING_HOOKS, *_LOGGING_KINDS, "logging", logger]
+        words = [w for w in [*_LOGGING_HOOKS, *_LOGGING_KINDS, "logging", logger] if w]
         own = self._parse(self.module, source)  # (the module as the analysis reads it, written or not)
         for f in [*filter(None, [own]), *self._files_matching(re.compile(rb"|".join(w.encode() for w in words)), b"")]:
             for node in ast.walk(f.tree):
