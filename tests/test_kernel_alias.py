@@ -43,6 +43,7 @@ def test_a_private_alias_whose_only_reads_are_calls_is_no_site(tmp_path):
 
 @pytest.mark.parametrize("edit,others", [
     (("    return attend(", "    attend.__setstate__(STATE)\n    return attend("), ()),  # the partial changed in place
+    (("    return attend(", "    track(attend)\n    return attend("), ()),  # handed on: its holder may change it
     (None, [("shim.py", "import functools\n\n\nclass Tagged(functools.partial):\n    pass\n\n\n"
                         "functools.partial = Tagged\n")]),
 ])
@@ -128,3 +129,14 @@ def test_the_derived_lengths_go_under_only_the_functions_own_mapping_last(tmp_pa
     assert (got[6].status is Status.FIXABLE) is fixed, got[6].reason
     if fixed:
         assert '**{"topk_length": ' in m.new_source and ", **kw})" in m.new_source
+
+
+def test_a_module_partial_another_file_names_is_not_the_kernel(tmp_path):
+    """Round N: another file may swap the function a module-level partial holds (`__setstate__`)."""
+    src = "import functools\n" + IMPORT + "_attend = functools.partial(flash_mla_sparse_fwd, d_v=512)\n" \
+        + CALL.replace("attend(", "_attend(")
+    m, got = sites(tmp_path, src, [("profiler.py", "import backend\n\n\ndef track():\n"
+                                                   "    backend._attend.__setstate__(STATE)\n")])
+    assert m.new_source == src and all(s.status is Status.MANUAL for s in got.values()), got
+    m, got = sites(tmp_path, src, [("profiler.py", "def track():\n    pass\n")])
+    assert [s.status for s in got.values()] == [Status.FIXABLE], got

@@ -384,26 +384,6 @@ def test_a_version_dump_over_the_module_table_stays_fixable(tmp_path):
     assert site.status is Status.FIXABLE, site.reason
 
 
-_LOADER = "class ServerArgs:\n    backend = 'dsa'\n\n\ndef load(args, overrides):\n    for k, v in overrides.items():\n" \
-          "        setattr(args, k, v)\n    return args\n"
-
-
-@pytest.mark.parametrize("caller,fixable", [
-    ("from engine.config import ServerArgs, load\n\nARGS = load(ServerArgs(), {})\n", True),  # round F's s02
-    ("from engine import config\n\nARGS = config.load(config.ServerArgs(), {'backend': 'dsa'})\n", True),
-    ("from engine.config import load\nfrom engine.backend import Backend\n\nload(Backend(), {})\n", False),
-    ("from engine.config import load\nfrom sgl_kernel import flash_mla as fm\n\nload(fm, {})\n", False),
-    ("from engine.config import ServerArgs, load\n\nload(make_args(), {})\nload(ServerArgs(), {})\n", False),
-    ("from engine.config import ServerArgs, load\n\nHOOKS = [load]\nload(ServerArgs(), {})\n", False),  # a value
-    ("from engine.config import ServerArgs, load\n\nload(*[ServerArgs(), {}])\n", False),
-    ("", False),  # no caller: what it is handed is not known
-])
-def test_a_computed_setattr_on_what_its_callers_make_then_misses_the_kernel(tmp_path, caller, fixable):
-    files = {"engine/config.py": _LOADER, "engine/launch.py": caller}
-    site = verdict(tmp_path, files, backend=BACKEND + "\n\nfrom engine import config  # noqa\n")
-    assert (site.status is Status.FIXABLE) is fixable, site.reason
-
-
 @pytest.mark.parametrize("param", ["target", "cls"])  # (a function's first parameter is passed, whatever its name)
 def test_the_backends_own_call_of_a_hot_patch_helper_is_what_it_is_handed(tmp_path, param):
     """A helper in another file writing `__code__` of what it is handed, called from the backend module itself

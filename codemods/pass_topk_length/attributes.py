@@ -39,6 +39,9 @@ def attribute_values(a, c: CallInfo, attr: str, accept: Accept, class_level: boo
     cls = _own_class(a, c)
     if isinstance(cls, str):
         return cls
+    if not sealed(a, attr):  # (round N: a helper handed the instance sets it by name, `setattr(obj, k, v)`)
+        return (f"another file of the project names `{attr}`: it may set `self.{attr}` on an instance it is handed, "
+                "which the analysis does not follow")
     values, why = _module_values(a, cls, attr, class_level)
     if why:
         return why
@@ -143,8 +146,8 @@ def _family(a, cls: cst.ClassDef, attr: str):
         if any(k is f for f in family):
             continue
         family.append(k)
-        if k.keywords:
-            return f"`{k.name.value}` has a metaclass or class keywords"
+        if k.keywords or k.decorators:  # (`@dataclass`: its __init__ sets every annotated field, round N)
+            return f"`{k.name.value}` has a decorator, a metaclass or class keywords"
         hooks = _body_bindings(k, _ATTRIBUTE_HOOKS)
         if hooks:
             return f"`{k.name.value}` defines how its attributes are set or read (line {a.tree.line(hooks[0])})"
@@ -183,7 +186,7 @@ def _foreign_base(a, name: str, attr: str, depth: int = 0) -> Optional[str]:
 
 def _foreign_class(proj, g, k: ast.ClassDef, attr: str, depth: int) -> Optional[str]:
     """_foreign_base of a class another file of the project defines, its bases followed in that file."""
-    if depth > 8 or k.keywords or any(_binds(stmt, {attr} | _ATTRIBUTE_HOOKS) for stmt in k.body):
+    if depth > 8 or k.keywords or k.decorator_list or any(_binds(stmt, {attr} | _ATTRIBUTE_HOOKS) for stmt in k.body):
         return f"({proj.rel(g.path)}:{k.lineno}) may set or read `{attr}` its own way"
     for b in k.bases:
         if g.known_base(b):
@@ -245,7 +248,7 @@ def _project_writes(a, cls: cst.ClassDef, attr: str) -> Optional[str]:
     family = seeds | {k.name for _, k in subclasses}
     for f, k in subclasses:
         other = [b for b in k.bases if ast.unparse(b).rsplit(".", 1)[-1] not in family]
-        if k.keywords or other or any(_binds(stmt, {attr} | _ATTRIBUTE_HOOKS) for stmt in k.body):
+        if k.keywords or k.decorator_list or other or any(_binds(stmt, {attr} | _ATTRIBUTE_HOOKS) for stmt in k.body):
             return (f"`{k.name}` ({proj.rel(f.path)}:{k.lineno}) derives from `{cls.name.value}`"
                     f"{' and from ' + ast.unparse(other[0]) if other else ''}, and may set or read `{attr}` its own way")
     for w in proj.attribute_writes({attr} | _OBJECT_WRITES, seeds, set()):

@@ -133,8 +133,7 @@ class CalleeIdentity:
             return None
         if attributes.attribute_values(self, c, attr, accept, class_level=False) or len(found) != 1:
             return None
-        if attributes.sealed(self, attr):
-            self.sealed.add(attr)
+        self.sealed.add(attr)  # (attribute_values asked that no other file names it)
         return found.pop()
 
     def match_captured(self, name: str) -> Optional[cst.CSTNode]:
@@ -163,15 +162,31 @@ class CalleeIdentity:
     def alias_callee(self, c: CallInfo) -> Optional[str]:
         """The one kernel every binding of c's name that reaches it aliases, else None."""
         name = c.node.func.value
-        if self.unlisted_binding(name) is not None or self._changed_through(lambda n: _is_name(n, name)):
+        if self.unlisted_binding(name) is not None or not self._only_called(name):
             return None
-        found = set()
+        found, partial, local = set(), False, True
         for a in self.tree.binding(c.node.func, c.node.func.value).assignments or (None,):
             alias = kernel_alias(self.tree.assignment_statement(a), self.facts.imports) if a is not None else None
             if alias is None:
                 return None
             found.add(self.expand(dotted(alias[0])))
+            partial, local = partial or alias[1] is not None, local and not isinstance(a.scope, GlobalScope)
+        if partial and not local and not attributes.sealed(self, name):
+            return None  # (another file may change the partial it holds: `backend._attend.__setstate__(...)`, round N)
         return found.pop() if len(found) == 1 else None
+
+    def _only_called(self, name: str) -> bool:
+        """Is every read of `name` in the module a call of it (rounds M and N: a partial handed on,
+        `profiler.track(_attend)`, or read through, `attend.__setstate__(...)`, may have its function swapped)?"""
+        for n in self.find(cst.Name, lambda n: n.value == name):
+            up = self.tree.parent.get(n)
+            called = isinstance(up, cst.Call) and up.func is n
+            bound = isinstance(up, (cst.AssignTarget, cst.AnnAssign)) and up.target is n \
+                or isinstance(up, (cst.Param, cst.FunctionDef, cst.ClassDef, cst.AsName)) and up.name is n
+            other = isinstance(up, cst.Attribute) and up.attr is n or isinstance(up, cst.Arg) and up.keyword is n
+            if not (called or bound or other):
+                return False
+        return True
 
     def alias_identity(self, c: CallInfo, target: cst.BaseExpression, partial: Optional[cst.Call], line: int) -> Optional[str]:
         """An alias (`attend = K`, `attend = functools.partial(K, d_v=...)`) is the kernel when `functools` is the

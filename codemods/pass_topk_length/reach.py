@@ -800,8 +800,7 @@ class Project:
                     p[1] is None or self._may_reach(f, p[1], related, modules))] if isinstance(node, ast.Call) else []
                 if hit is not None:
                     verb, receiver, name = hit
-                    if not isinstance(name, ast.Constant) and self._may_reach(f, receiver, related, modules) \
-                            and not self._handed_only_made(f, receiver, related):
+                    if not isinstance(name, ast.Constant) and self._may_reach(f, receiver, related, modules):
                         what = f"`{verb}` with a computed name"
                 elif patched:
                     what = f"`{patched[0][0]}` with a computed target"
@@ -1146,32 +1145,6 @@ class Project:
                             or self._passed_related(g, arg, related, modules, depth + 1):
                         return True
         return False
-
-    def _handed_only_made(self, f: _File, receiver: ast.AST, related: Set[Tuple[str, str]]) -> bool:
-        """Is receiver a parameter of an undecorated function that the project calls, and only calls, handing it
-        there an object it makes then, of a class that cannot be related (`load(ServerArgs(), overrides)`)? Then
-        a computed setattr on it writes that fresh object's attributes, never the kernel's or its class's."""
-        param = _parameter_or_element(f, receiver)
-        if param is None or param[3] or param[1] < 0 or getattr(param[0], "decorator_list", True):
-            return False
-        fn, index, name, _ = param
-        calls = 0
-        for g in {id(x): x for x in [f, *filter(None, [self.own()]), *self.files_naming([fn.name])]}.values():
-            for node in ast.walk(g.tree):
-                if not (isinstance(node, ast.Name) and node.id == fn.name or isinstance(node, ast.Attribute)
-                        and node.attr == fn.name) or not isinstance(node.ctx, ast.Load):
-                    continue
-                call = g.parents.get(id(node))
-                if not isinstance(call, ast.Call) or call.func is not node \
-                        or any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
-                    return False  # taken as a value, or its arguments not placed: what it is handed is not known
-                given = call.args[index:index + 1] + [k.value for k in call.keywords if k.arg == name]
-                for arg in given:
-                    made = self._class_named(g, arg.func) if isinstance(arg, ast.Call) else None
-                    if made is None or made[0] is None or self._declared_reaches(made, related):
-                        return False
-                calls += 1
-        return calls > 0
 
     def _declared_reaches(self, k: Tuple[Optional[str], str], related: Set[Tuple[str, str]]) -> bool:
         """May an instance declared as the class k be one of the related classes, or the module? Related
