@@ -53,14 +53,6 @@ def _targets_attribute(node) -> bool:
     return isinstance(node.target, cst.Attribute)
 
 
-def _descendants(node: cst.CSTNode):
-    todo = [node]
-    while todo:
-        n = todo.pop()
-        yield n
-        todo.extend(n.children)
-
-
 def import_binding(alias: cst.ImportAlias) -> Tuple[str, str]:
     """(the name `import <alias>` binds, what it binds it to): `import a.b` binds `a` to `a`, `import a.b as c`
     binds `c` to `a.b`."""
