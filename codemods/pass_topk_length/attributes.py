@@ -12,24 +12,21 @@ from libcst.metadata import FunctionScope
 
 from topk_migrate.cst.resolve import CallInfo
 
-from .syntax import assigned_target
+from . import reach
+from .helper_identity import ARGUMENT_PASSING_DECORATORS
+from .syntax import _code, _descendants, _is_name, assigned_target
 
-# methods that change how an instance's attribute is stored or read: a class (or base, or subclass) defining one
-# may make `self.x = v` store elsewhere, or `self.x` return something else
-_ATTRIBUTE_HOOKS = {"__setattr__", "__getattribute__", "__getattr__", "__delattr__", "__slots__", "__set_name__"}
+# what changes how an instance's attribute is stored or read (reach's hooks, and a class's own layout): a class (or
+# base, or subclass) defining one may make `self.x = v` store elsewhere, or `self.x` return something else
+_ATTRIBUTE_HOOKS = reach._HOOKS | {"__slots__", "__set_name__"}
 # writes a file may make to any object's attribute of that name, or to what decides its class
 _OBJECT_WRITES = {"__class__", "__dict__"}
 
 Accept = Callable[[cst.BaseExpression], bool]
-_CONTEXT_DECORATORS = {"torch.no_grad", "torch.inference_mode", "torch.enable_grad"}
 
 
-def _is_self(node: cst.CSTNode) -> bool:
-    return isinstance(node, cst.Name) and node.value == "self"
-
-
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node).strip()
+def _shown(node: cst.CSTNode) -> str:
+    return _code(node).strip()
 
 
 def attribute_values(a, c: CallInfo, attr: str, accept: Accept, class_level: bool = True) -> Optional[str]:
@@ -49,7 +46,7 @@ def attribute_values(a, c: CallInfo, attr: str, accept: Accept, class_level: boo
         return f"`self.{attr}` is not set in `{cls.name.value}`, so what it holds cannot be checked"
     for value in values:
         if not accept(value):
-            return f"`self.{attr}` is set at line {a.tree.line(value)} to `{_code(value)[:60]}`"
+            return f"`self.{attr}` is set at line {a.tree.line(value)} to `{_shown(value)[:60]}`"
     return _self_elsewhere(a, cls, c) or _project_writes(a, cls, attr) or a.reflection()
 
 
@@ -78,10 +75,11 @@ def _own_class(a, c: CallInfo):
     """The module's one class named for c's method, `self` being the method's first parameter, never rebound;
     or why not."""
     fn = c.function
-    if fn is None or fn.class_name is None or _method_of(a, c.node) is None:
+    method_of = _method_of(a, c.node) if fn is not None and fn.class_name is not None else None
+    if method_of is None:
         return "the call is not in a plain method reading its own `self`"
     classes = [k for k in a.find(cst.ClassDef) if k.name.value == fn.class_name]
-    if len(classes) != 1 or _method_of(a, c.node) is not classes[0]:
+    if len(classes) != 1 or method_of is not classes[0]:
         return f"`{fn.class_name}` is not one class of the module"
     return classes[0]
 
@@ -104,7 +102,7 @@ def _method_of(a, node: cst.CSTNode) -> Optional[cst.ClassDef]:
 def _passes_self_on(a, d: cst.Decorator) -> bool:
     """`@torch.no_grad()`, `@torch.inference_mode()`: a context around the method, every argument handed on."""
     call = d.decorator
-    return isinstance(call, cst.Call) and not call.args and a.expand(_code(call.func)) in _CONTEXT_DECORATORS
+    return isinstance(call, cst.Call) and not call.args and a.expand(_shown(call.func)) in ARGUMENT_PASSING_DECORATORS
 
 
 def _module_values(a, cls: cst.ClassDef, attr: str, class_level: bool) -> Tuple[List[cst.BaseExpression], Optional[str]]:
@@ -115,12 +113,12 @@ def _module_values(a, cls: cst.ClassDef, attr: str, class_level: bool) -> Tuple[
         return [], family
     def plain_write(stmt: cst.CSTNode) -> bool:
         target = assigned_target(stmt)
-        return isinstance(target, cst.Attribute) and target.attr.value == attr and _is_self(target.value)
+        return isinstance(target, cst.Attribute) and target.attr.value == attr and _is_name(target.value, "self")
 
     plain = [n for n in a.find((cst.Assign, cst.AnnAssign), plain_write) if _method_of(a, n) is cls]
     other = a._other_attribute_writes(attr, [(n, None) for n in plain])
     if other is not None:
-        return [], f"`{attr}` is also set at line {a.tree.line(other)} (`{_code(other)[:60]}`)"
+        return [], f"`{attr}` is also set at line {a.tree.line(other)} (`{_shown(other)[:60]}`)"
     values = [n.value for n in plain]
     for k in family:
         for stmt in _body_bindings(k, {attr}):
@@ -152,7 +150,7 @@ def _family(a, cls: cst.ClassDef, attr: str):
         if hooks:
             return f"`{k.name.value}` defines how its attributes are set or read (line {a.tree.line(hooks[0])})"
         for b in k.bases:
-            name = _code(b.value)
+            name = _shown(b.value)
             if b.keyword or b.star:
                 return f"`{k.name.value}` has a base the reader cannot name (`{name}`)"
             if len(by_name.get(name, [])) == 1:
@@ -164,7 +162,7 @@ def _family(a, cls: cst.ClassDef, attr: str):
     return family
 
 
-def _foreign_base(a, name: str, attr: str, depth: int = 0) -> Optional[str]:
+def _foreign_base(a, name: str, attr: str) -> Optional[str]:
     """Why a base that is no class of this module may set or read `attr` its own way: not `object`, `abc.ABC`
     or a class of another file of the project (reach: `_File.resolve_class`, `known_base`); that class, or one of
     its own bases, binding the name or a hook in its body, or having a metaclass. None where none does."""
@@ -174,13 +172,14 @@ def _foreign_base(a, name: str, attr: str, depth: int = 0) -> Optional[str]:
         expr = ast.parse(name, mode="eval").body
     except SyntaxError:
         return "is not read"
-    f = own
-    if f is None or f.known_base(expr):
-        return None if f is not None else "is not read"
-    path, cls_name = f.resolve_class(expr)
+    if own is None:
+        return "is not read"
+    if own.known_base(expr):
+        return None
+    path, cls_name = own.resolve_class(expr)
     g = proj._file_at(path) if path else None
     k = g.classes.get(cls_name) if g is not None else None
-    return _foreign_class(proj, g, k, attr, depth) if k is not None else \
+    return _foreign_class(proj, g, k, attr, 0) if k is not None else \
         "is not a class of this project, so what it sets is not read"
 
 
@@ -212,7 +211,7 @@ def _body_bindings(cls: cst.ClassDef, names: Set[str]) -> List[cst.CSTNode]:
                 out.append(stmt)
         elif isinstance(stmt, cst.SimpleStatementLine):
             out += [s for s in stmt.body if names & _bound(s)]
-        elif any(isinstance(n, cst.Name) and n.value in names for n in _walk(stmt)):
+        elif any(isinstance(n, cst.Name) and n.value in names for n in _descendants(stmt)):
             out.append(stmt)
     return out
 
@@ -220,24 +219,16 @@ def _body_bindings(cls: cst.ClassDef, names: Set[str]) -> List[cst.CSTNode]:
 def _bound(small: cst.BaseSmallStatement) -> Set[str]:
     """The names a small statement of a class body binds."""
     if isinstance(small, cst.Assign):
-        return {n.value for t in small.targets for n in _walk(t.target) if isinstance(n, cst.Name)}
+        return {n.value for t in small.targets for n in _descendants(t.target) if isinstance(n, cst.Name)}
     if isinstance(small, cst.AnnAssign) and small.value is None:
         return set()  # (`sparse_fwd: Callable`: an annotation binds nothing)
     if isinstance(small, (cst.AnnAssign, cst.AugAssign)):
-        return {n.value for n in _walk(small.target) if isinstance(n, cst.Name)}
+        return {n.value for n in _descendants(small.target) if isinstance(n, cst.Name)}
     if isinstance(small, (cst.Import, cst.ImportFrom)):
         return {"*"} if isinstance(small.names, cst.ImportStar) else {
-            (x.asname.name.value if x.asname else _code(x.name).split(".")[0]) for x in small.names}
-    return {n.value for n in _walk(small) if isinstance(n, cst.Name)} if isinstance(
+            (x.asname.name.value if x.asname else _shown(x.name).split(".")[0]) for x in small.names}
+    return {n.value for n in _descendants(small) if isinstance(n, cst.Name)} if isinstance(
         small, (cst.Global, cst.Nonlocal)) else set()
-
-
-def _walk(node: cst.CSTNode):
-    todo = [node]
-    while todo:
-        n = todo.pop()
-        yield n
-        todo.extend(n.children)
 
 
 def _project_writes(a, cls: cst.ClassDef, attr: str) -> Optional[str]:

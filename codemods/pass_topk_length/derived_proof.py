@@ -67,8 +67,9 @@ class DerivedLengths:
 
     def _impure_mapping(self, c: CallInfo, mapping: cst.Arg) -> Optional[str]:
         """Why the derived lengths cannot go under c's `**` mapping: they are evaluated where the mapping is, so it
-        must be the call's last argument (no later one may change the indices after them) and its function's own
-        `**` parameter, never rebound (a fresh dict: unpacking it runs no code, round K)."""
+        must be the call's last argument (no later one may change the indices after them), and unpacking it must
+        run no code: its function's own `**` parameter never rebound (a fresh dict, round K), a local bound only to
+        dict displays, or `self.<attr>` proven to hold only those (attributes.attribute_values)."""
         fn = c.function.node if c.function is not None else None
         star = fn.params.star_kwarg if isinstance(fn, cst.FunctionDef) else None
         if c.node.args[-1] is not mapping:
@@ -210,17 +211,25 @@ class DerivedLengths:
             name = get_full_name_for_node(call.func) or ""
             if name in ("locals", "vars", "dir") and not call.args and not self._read_by_literal(call):
                 return f"`{name}()` in `{c.function.name}` would see the name the rewrite binds the indices to"
-        for node in self.find((cst.Name, cst.Attribute)):  # `builtins.locals()`, `_scope = locals`: any namespace
+        for node in self.index("namespace-values", self._namespace_values):
+            return (f"`{_code(node)}` at line {self.tree.line(node)} is taken as a value: what it reads may be "
+                    "the namespace of the call's function")
+        for w in self.index("frame-reads", lambda: self.project().frame_enumerations()):
+            return f"{w.what} at {w.where()}: it would see the name the rewrite binds the indices to"
+        return None
+
+    def _namespace_values(self) -> List[cst.CSTNode]:
+        """`locals`/`vars` anywhere in the module other than called by their plain name (`builtins.locals()`,
+        `_scope = locals`): any function's namespace, read whole where it is called. Once per module."""
+        out = []
+        for node in self.find((cst.Name, cst.Attribute)):
             leaf = node.attr if isinstance(node, cst.Attribute) else node
             up = self.tree.parent.get(node)
             if leaf.value in ("locals", "vars") and not (isinstance(up, cst.Call) and up.func is node
                                                          and isinstance(node, cst.Name)) \
                     and not (isinstance(up, cst.Attribute) and up.attr is node):
-                return (f"`{_code(node)}` at line {self.tree.line(node)} is taken as a value: what it reads may be "
-                        "the namespace of the call's function")
-        for w in self.index("frame-reads", lambda: self.project().frame_enumerations()):
-            return f"{w.what} at {w.where()}: it would see the name the rewrite binds the indices to"
-        return None
+                out.append(node)
+        return out
 
     def _read_by_literal(self, node: cst.CSTNode) -> bool:
         """Is the namespace `node` returns read only by keys the source spells: `[...]` or `.get(...)` with a

@@ -1225,7 +1225,13 @@ class Project:
     def attribute_hooks(self, names: Set[str]) -> List[Finding]:
         """Writes, in any file of the project, of an attribute named in `names` (`__setattr__`, `__class__`...) on
         any receiver: an assignment, a deletion, a literal setattr. A class whose hooks are set from outside its
-        body, or an object whose class is swapped, stores and reads its attributes another way."""
+        body, or an object whose class is swapped, stores and reads its attributes another way. Once per set."""
+        done = self.__dict__.setdefault("_hooks_found", {})
+        if frozenset(names) not in done:
+            done[frozenset(names)] = self._attribute_hooks(names)
+        return done[frozenset(names)]
+
+    def _attribute_hooks(self, names: Set[str]) -> List[Finding]:
         out = []
         for f in [*filter(None, [self.own()]), *self.files_naming(names)]:
             for node in ast.walk(f.tree):
@@ -1881,6 +1887,7 @@ def _opaque_base(f: "_File", cls: ast.ClassDef, base: ast.expr) -> bool:
 
 
 _FRAME_WORDS = ("f_locals", "getargvalues", "capture_locals", "LocalsToFast")
+_FRAME_NAME = re.compile(r"\w*(?:%s)\w*" % "|".join(_FRAME_WORDS))  # a string naming one: a name to look up
 _FRAME_COPIES = ("dict", "len", "list", "sorted", "repr", "str", "set", "tuple")  # builtins: copy, never write
 
 
@@ -1896,7 +1903,7 @@ def _frame_word(f: "_File", node: ast.AST) -> Optional[bool]:
     if isinstance(node, ast.keyword) and node.arg == "capture_locals":
         return None if isinstance(node.value, ast.Constant) and not node.value.value else False
     if isinstance(node, ast.Constant) and isinstance(node.value, str):  # a name to look up (not a docstring)
-        return True if re.fullmatch(r"\w*(?:f_locals|getargvalues|LocalsToFast|capture_locals)\w*", node.value) else None
+        return True if _FRAME_NAME.fullmatch(node.value) else None
     name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else \
         node.name if isinstance(node, ast.alias) else None
     return True if name and any(w in name for w in _FRAME_WORDS[1:]) else None

@@ -97,3 +97,12 @@ def assigned_target(stmt: cst.CSTNode) -> Optional[cst.BaseAssignTargetExpressio
     if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1:
         return stmt.targets[0].target
     return stmt.target if isinstance(stmt, cst.AnnAssign) and stmt.value is not None else None
+
+
+def _descendants(node: cst.CSTNode):
+    """node and every node under it."""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        yield n
+        todo.extend(n.children)
