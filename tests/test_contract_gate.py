@@ -48,28 +48,28 @@ def test_callers_without_metadata_keep_the_full_width(tmp_path):
         import torch
         from typing import Optional
         class B:
-            def extend(self, q):
+            def extend(self, q, idx):
                 metadata = self.forward_metadata
-                return self._sparse(q)
-            def warmup(self, q):
-                return self._sparse(q)
-            def _sparse(self, q):
+                return self._sparse(q, idx)
+            def warmup(self, q, idx):
+                return self._sparse(q, idx)
+            def _sparse(self, q, idx):
                 from sgl_kernel.flash_mla import flash_mla_sparse_fwd
-                return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)
+                return flash_mla_sparse_fwd(q, self.kv, idx, 1.0)
         # dsa_cache_seqlens_int32
         """, tmp_path)
     assert s.status is Status.FIXABLE and "keep the full width" in s.reason
-    assert 'return self._sparse(q, topk_length=getattr(metadata, "dsa_cache_seqlens_int32", None))' in m.new_source
-    assert "return self._sparse(q)\n" in m.new_source  # warmup untouched
+    assert 'return self._sparse(q, idx, topk_length=getattr(metadata, "dsa_cache_seqlens_int32", None))' in m.new_source
+    assert "return self._sparse(q, idx)\n" in m.new_source  # warmup untouched
 
 
 def test_helper_with_kwargs_or_a_local_named_topk_length_is_manual(tmp_path):
-    for head, extra in (("def _sparse(self, q, **kw):", ""), ("def _sparse(self, q):", "        topk_length = 3\n")):
-        src = ("class B:\n    def extend(self, q):\n        metadata = self.forward_metadata\n"
-               "        return self._sparse(q)\n"
+    for head, extra in (("def _sparse(self, q, idx, **kw):", ""), ("def _sparse(self, q, idx):", "        topk_length = 3\n")):
+        src = ("class B:\n    def extend(self, q, idx):\n        metadata = self.forward_metadata\n"
+               "        return self._sparse(q, idx)\n"
                f"    {head}\n{extra}"
                "        from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
-               "        return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)\n# dsa_cache_seqlens_int32\n")
+               "        return flash_mla_sparse_fwd(q, self.kv, idx, 1.0)\n# dsa_cache_seqlens_int32\n")
         m, (s,) = sites(src, tmp_path)
         assert s.status is Status.MANUAL and not m.changed, s.reason
 
@@ -95,25 +95,25 @@ def test_nsa_name_in_older_trees(tmp_path):
 
 
 def test_same_named_override_without_the_parameter_blocks_the_helper_route(tmp_path):
-    src = ("class B:\n    def extend(self, q):\n        metadata = self.forward_metadata\n"
-           "        return self._sparse(q)\n"
-           "    def _sparse(self, q):\n        from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
-           "        return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)\n"
-           "class Sub(B):\n    def _sparse(self, q):\n        return q\n# dsa_cache_seqlens_int32\n")
+    src = ("class B:\n    def extend(self, q, idx):\n        metadata = self.forward_metadata\n"
+           "        return self._sparse(q, idx)\n"
+           "    def _sparse(self, q, idx):\n        from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
+           "        return flash_mla_sparse_fwd(q, self.kv, idx, 1.0)\n"
+           "class Sub(B):\n    def _sparse(self, q, idx):\n        return q\n# dsa_cache_seqlens_int32\n")
     m, (s,) = sites(src, tmp_path)
     assert s.status is Status.MANUAL and "Sub._sparse overrides B._sparse" in s.reason and not m.changed
 
 
 def test_half_migrated_helper_forwards_what_its_callers_already_pass(tmp_path):
-    src = ("class B:\n    def extend(self, q):\n        metadata = self.forward_metadata\n"
-           "        return self._sparse(q, topk_length=metadata.dsa_cache_seqlens_int32)\n"
-           "    def _sparse(self, q, topk_length=None):\n        from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
-           "        return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)\n# dsa_cache_seqlens_int32\n")
+    src = ("class B:\n    def extend(self, q, idx):\n        metadata = self.forward_metadata\n"
+           "        return self._sparse(q, idx, topk_length=metadata.dsa_cache_seqlens_int32)\n"
+           "    def _sparse(self, q, idx, topk_length=None):\n        from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
+           "        return flash_mla_sparse_fwd(q, self.kv, idx, 1.0)\n# dsa_cache_seqlens_int32\n")
     m, (s,) = sites(src, tmp_path)
     assert s.status is Status.FIXABLE and "does not forward it" in s.reason
-    assert "flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0, topk_length=topk_length)" in m.new_source
+    assert "flash_mla_sparse_fwd(q, self.kv, idx, 1.0, topk_length=topk_length)" in m.new_source
     assert "if topk_length is not None and topk_length.shape[0] != q.shape[0]:" in m.new_source
-    assert m.new_source.count("def _sparse(self, q, topk_length=None):") == 1
+    assert m.new_source.count("def _sparse(self, q, idx, topk_length=None):") == 1
 
 
 def test_metadata_is_read_plainly_only_where_its_type_is_declared(tmp_path):
@@ -123,8 +123,8 @@ def test_metadata_is_read_plainly_only_where_its_type_is_declared(tmp_path):
     head = ("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
             "class DSAMetadata:\n    dsa_cache_seqlens_int32: torch.Tensor\n"
             "class B:\n    def __init__(self):\n        self.forward_metadata{decl}\n"
-            "    def f(self, q):\n        metadata = self.forward_metadata\n"
-            "        return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)\n")
+            "    def f(self, q, idx):\n        metadata = self.forward_metadata\n"
+            "        return flash_mla_sparse_fwd(q, self.kv, idx, 1.0)\n")
     for decl, bound in ((": DSAMetadata", "topk_length = metadata.dsa_cache_seqlens_int32\n"),
                         (": Optional[DSAMetadata] = None",
                          "topk_length = metadata.dsa_cache_seqlens_int32 if metadata is not None else None\n"),
@@ -141,8 +141,8 @@ def test_metadata_a_base_class_elsewhere_starts_at_none_is_checked_for_none(tmp_
     src = ("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\nfrom base import Backend\n"
            "class DSAMetadata:\n    dsa_cache_seqlens_int32: torch.Tensor\n"
            "class DSA(Backend):\n    forward_metadata: DSAMetadata\n"
-           "    def f(self, q):\n        metadata = self.forward_metadata\n"
-           "        return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)\n")
+           "    def f(self, q, idx):\n        metadata = self.forward_metadata\n"
+           "        return flash_mla_sparse_fwd(q, self.kv, idx, 1.0)\n")
     m = migrate_source(src, str(tmp_path / "b.py"))
     assert "topk_length = metadata.dsa_cache_seqlens_int32 if metadata is not None else None\n" in m.new_source
     (tmp_path / "base.py").write_text("class Backend:\n    pass\n")
@@ -152,14 +152,14 @@ def test_metadata_a_base_class_elsewhere_starts_at_none_is_checked_for_none(tmp_
 
 def test_override_in_another_file_of_the_folder_blocks_the_helper_route(tmp_path):
     (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
-    (tmp_path / "fork.py").write_text("from b import B\n\n\nclass Fork(B):\n    def _sparse(self, q):\n        return q\n")
-    src = ("class B:\n    def extend(self, q):\n        metadata = self.forward_metadata\n"
-           "        return self._sparse(q)\n"
-           "    def _sparse(self, q):\n        from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
-           "        return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)\n# dsa_cache_seqlens_int32\n")
+    (tmp_path / "fork.py").write_text("from b import B\n\n\nclass Fork(B):\n    def _sparse(self, q, idx):\n        return q\n")
+    src = ("class B:\n    def extend(self, q, idx):\n        metadata = self.forward_metadata\n"
+           "        return self._sparse(q, idx)\n"
+           "    def _sparse(self, q, idx):\n        from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
+           "        return flash_mla_sparse_fwd(q, self.kv, idx, 1.0)\n# dsa_cache_seqlens_int32\n")
     m = migrate_source(src, str(tmp_path / "b.py"))
     (s,) = m.sites
     assert s.status is Status.MANUAL and "Fork._sparse at fork.py:5 overrides B._sparse without topk_length" in s.reason
-    (tmp_path / "fork.py").write_text("from b import B\n\n\nclass Fork(B):\n    def _sparse(self, q, topk_length=None):\n"
+    (tmp_path / "fork.py").write_text("from b import B\n\n\nclass Fork(B):\n    def _sparse(self, q, idx, topk_length=None):\n"
                                       "        return q\n")
     assert migrate_source(src, str(tmp_path / "b.py")).sites[0].status is Status.FIXABLE

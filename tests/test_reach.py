@@ -289,21 +289,24 @@ def test_the_field_given_a_new_tensor_in_another_file(tmp_path, write, fixable):
         assert "graphs.py:2" in site.reason and "a new tensor" in site.reason, site.reason
 
 
-@pytest.mark.parametrize("indices,fixable", [
-    ("metadata.page_table_1", False),  # every KV slot of the row: more valid entries than the clipped count
-    ("self.forward_metadata.page_table_1", False),
-    ("self.topk_indices", True),
-    ("idx", True),
+@pytest.mark.parametrize("indices,why", [
+    ("metadata.page_table_1", "does not say it holds the top-k indices"),  # every KV slot of the row
+    ("self.forward_metadata.page_table_1", "does not say it holds the top-k indices"),
+    ("self.topk_indices", "read off `self`, the object this method belongs to"),  # round N: setattr, out=, ...
+    ("me.topk_indices", "read off `self`, the object this method belongs to"),  # through a local alias of self
+    ("forward_batch.topk_indices", None),  # the caller's object, as its parameters are
+    ("idx", None),
 ])
-def test_indices_read_from_an_attribute_must_say_they_are_the_top_k(tmp_path, indices, fixable):
+def test_indices_read_from_an_attribute_must_say_they_are_the_top_k(tmp_path, indices, why):
     """Found hand-editing sglang 0.5.16 (a caller handing the helper `metadata.page_table_1`): an attribute
-    the indices are read from is taken for the indexer's output only if its name says so (rows.INDEX_NAME)."""
+    the indices are read from is taken for the indexer's output only if its name says so (rows.INDEX_NAME),
+    and never off the method's own object, which any code holding it may rewrite (red-team round N)."""
     backend = BACKEND.replace("return self._forward_flashmla_sparse(q, kv, idx, 1.0)",
-                              f"return self._forward_flashmla_sparse(q, kv, {indices}, 1.0)")
+                              f"me = self\n        return self._forward_flashmla_sparse(q, kv, {indices}, 1.0)").replace(
+        "def forward(self, q, kv, idx):", "def forward(self, q, kv, idx, forward_batch):")
     site = verdict(tmp_path, {}, backend=backend)
-    assert (site.status is Status.FIXABLE) is fixable, site.reason
-    if not fixable:
-        assert "does not say it holds the top-k indices" in site.reason, site.reason
+    assert (site.status is Status.FIXABLE) is (why is None), site.reason
+    assert why is None or why in site.reason, site.reason
 
 
 @pytest.mark.parametrize("second_q,fixable", [

@@ -810,8 +810,8 @@ def test_lengths_copied_in_place_from_a_clip_stay_fixable(tmp_path):
     assert site.status is Status.FIXABLE, site.reason
 
 
-# -- indices held in an attribute (red team B, issue 34): `topk_indices = self.topk_indices_buf` with
-# `self.topk_indices_buf.masked_fill_(...)` before the call, or after it (the next call reads it), or through a
+# -- indices held in an attribute (red team B, issue 34): `topk_indices = batch.topk_indices_buf` with
+# `batch.topk_indices_buf.masked_fill_(...)` before the call, or after it (the next call reads it), or through a
 # local read from it in another method: the trace looked at writes of local names only.
 HELD = """\
 import torch
@@ -825,22 +825,22 @@ class DSAMetadata:
 class Backend:
     forward_metadata: DSAMetadata
 
-    def forward(self, q, kv):
+    def forward(self, q, kv, batch):
         metadata = self.forward_metadata
-        topk_indices = self.topk_indices_buf
+        topk_indices = batch.topk_indices_buf
         {before}
         return flash_mla_sparse_fwd(q, kv, topk_indices, 1.0)[0]
 
-    def evict(self, limit):
+    def evict(self, limit, batch):
         {elsewhere}
 """
 
 
 @pytest.mark.parametrize("before,elsewhere", [
-    ("self.topk_indices_buf.masked_fill_(self.topk_indices_buf >= 24, -1)", "pass"),
-    ("pass", "self.topk_indices_buf[:, :, ::2] = -1"),
-    ("pass", "buf = self.topk_indices_buf\n        buf.fill_(-1)"),
-    ("pass", "torch.where(self.topk_indices_buf > limit, -1, self.topk_indices_buf, out=self.topk_indices_buf)"),
+    ("batch.topk_indices_buf.masked_fill_(batch.topk_indices_buf >= 24, -1)", "pass"),
+    ("pass", "batch.topk_indices_buf[:, :, ::2] = -1"),
+    ("pass", "buf = batch.topk_indices_buf\n        buf.fill_(-1)"),
+    ("pass", "torch.where(batch.topk_indices_buf > limit, -1, batch.topk_indices_buf, out=batch.topk_indices_buf)"),
 ])
 def test_indices_held_in_an_attribute_written_in_place_anywhere_refuse(tmp_path, before, elsewhere):
     src = HELD.format(before=before, elsewhere=elsewhere)
@@ -849,20 +849,31 @@ def test_indices_held_in_an_attribute_written_in_place_anywhere_refuse(tmp_path,
 
 
 def test_indices_held_in_an_attribute_only_read_stay_fixable(tmp_path):
-    src = HELD.format(before="n = self.topk_indices_buf.shape[0]", elsewhere="return self.topk_indices_buf.clone()")
+    src = HELD.format(before="n = batch.topk_indices_buf.shape[0]", elsewhere="return batch.topk_indices_buf.clone()")
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert site.status is Status.FIXABLE, site.reason
 
 
+# Round N: indices held on the method's own object are rewritten by code the module trace cannot see (a literal
+# setattr, an `out=` tuple, a property, a subclass or another file storing a reordered selection): refused
+# however the module itself treats the attribute.
+@pytest.mark.parametrize("read", ["self.topk_indices_buf", "type(self).topk_indices_buf", "Backend.topk_indices_buf"])
+def test_indices_held_on_the_methods_own_object_refuse(tmp_path, read):
+    src = HELD.replace("topk_indices = batch.topk_indices_buf", f"topk_indices = {read}").format(before="pass", elsewhere="pass")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert site.status is Status.MANUAL, site.reason
+
+
 # -- the values the module assigns to the attribute the indices are read from (round J1's u_attr_topk_sorted,
-# u_attr_topk_extra): each is traced as the indices are, whatever method assigns it.
+# u_attr_topk_extra): each is traced as the indices are, whatever method and receiver assigns it.
 @pytest.mark.parametrize("elsewhere,fixable", [
-    ("self.topk_indices_buf = limit", True),  # a parameter, taken as given like the call's own
-    ("self.topk_indices_buf = limit.contiguous()", True),
-    ("self.topk_indices_buf = limit.sort(dim=-1).values", False),  # -1 moves to the front
-    ("self.topk_indices_buf = torch.cat([limit[:, :, :1] * 0, limit[:, :, :-1]], dim=-1)", False),  # a sink first
-    ("self.topk_indices_buf, self.n = limit.flip(-1), 1", False),
-    ("self.topk_indices_buf += 1", False),
+    ("batch.topk_indices_buf = limit", True),  # a parameter, taken as given like the call's own
+    ("batch.topk_indices_buf = limit.contiguous()", True),
+    ("batch.topk_indices_buf = limit.sort(dim=-1).values", False),  # -1 moves to the front
+    ("batch.topk_indices_buf = torch.cat([limit[:, :, :1] * 0, limit[:, :, :-1]], dim=-1)", False),  # a sink first
+    ("batch.topk_indices_buf, self.n = limit.flip(-1), 1", False),
+    ("self.topk_indices_buf = limit.flip(-1)", False),  # any receiver: the object may be the same
+    ("batch.topk_indices_buf += 1", False),
 ])
 def test_every_value_the_module_gives_the_indices_attribute_is_traced(tmp_path, elsewhere, fixable):
     src = HELD.format(before="pass", elsewhere=elsewhere)
@@ -893,8 +904,8 @@ def test_indices_bound_outside_a_function_refuse(tmp_path, holder):
 # whose receiver was the bare name was seen.
 def _handed(before: str) -> str:
     """HELD with the indices handed to forward as a parameter, `before` run ahead of the kernel call."""
-    return HELD.replace("        topk_indices = self.topk_indices_buf\n", "").replace(
-        "def forward(self, q, kv):", "def forward(self, q, kv, topk_indices):").format(before=before, elsewhere="pass")
+    return HELD.replace("        topk_indices = batch.topk_indices_buf\n", "").replace(
+        "def forward(self, q, kv, batch):", "def forward(self, q, kv, topk_indices):").format(before=before, elsewhere="pass")
 
 
 @pytest.mark.parametrize("write", ["topk_indices[:, 0].masked_fill_(topk_indices[:, 0] >= 24, -1)",

@@ -1081,6 +1081,16 @@ INDEX_CHANGES = {"masked_fill", "masked_fill_", "fill_", "index_fill", "index_fi
 INDEX_NAME = re.compile(r"(?i)topk|indices|idx")
 
 
+def _instance_param(tree: Tree, param: cst.Param) -> bool:
+    """The first parameter of a def in a class body (`self`, `cls`), unless the def is a plain staticmethod."""
+    fdef = next((x for x in tree.ancestors(param) if isinstance(x, (cst.FunctionDef, cst.Lambda))), None)
+    if not isinstance(fdef, cst.FunctionDef) or not tree.is_method(fdef):
+        return False
+    first = [*fdef.params.posonly_params, *fdef.params.params][:1]
+    static = any(get_full_name_for_node(d.decorator) == "staticmethod" for d in fdef.decorators)
+    return bool(first) and first[0] is param and not static
+
+
 class IndexTrace:
     """Follows the kernel's `indices` back through its function: may an entry have been
     dropped, masked or narrowed after the indexer counted it?"""
@@ -1094,6 +1104,7 @@ class IndexTrace:
         self.reached: Set[str] = set()  # parameters of the function being read that its returns come from
         self.read: Dict[int, Tuple[Optional[str], Set[str]]] = {}  # id(def) -> (why, parameters reached)
         self.anchor: Optional[cst.Call] = None  # the call the indices are traced for (off_path)
+        self.receiving = 0  # > 0 while tracing the object an attribute is read off
 
     def _local(self, call: cst.Call) -> Optional[str]:
         """A function or method of this module: what it returns, and then the call's arguments for
@@ -1167,7 +1178,12 @@ class IndexTrace:
                 return (f"`{_code(e)}` is held in an attribute, and `{_code(written).strip()[:80]}` (line "
                         f"{self.tree.line(written)}) writes into a tensor of that attribute in place, which may run "
                         "before the call (in this call or an earlier one)")
-            return self._attribute_values(e) or self.hazard(e.value)
+            why = self._attribute_values(e)
+            self.receiving += 1
+            try:
+                return why or self.hazard(e.value)
+            finally:
+                self.receiving -= 1
         if isinstance(e, cst.Subscript):
             if _reads_no_data(e.value):
                 return None  # `idx.shape[0]`: a size, not entries
@@ -1279,6 +1295,11 @@ class IndexTrace:
                     isinstance(x, (cst.For, cst.CompFor)) and self.tree.inside(target, x.target)
                     for x in self.tree.ancestors(target))):
                 return f"`{node.value}` is a loop variable: each iteration holds other top-k entries than the metadata counts"
+            if self.receiving and isinstance(target, cst.Param) and _instance_param(self.tree, target):
+                return (f"the indices are read off `{node.value}`, the object this method belongs to: any code holding "
+                        "it may give the attribute another tensor or rewrite the one it holds (a setattr, a property, "
+                        "an `out=` write, a subclass, another file), so they are not proven the top-k the metadata "
+                        "counts; hand them to the method as a parameter")
             if id(a) in self.seen:
                 continue
             if isinstance(scope, (GlobalScope, ClassScope)) and not isinstance(a, ImportAssignment):

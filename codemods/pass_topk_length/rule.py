@@ -243,36 +243,36 @@ def _fn(body: str, head: str = "", imports: str = _KERNEL_IMPORT) -> str:
 def _helper(kernel_call: str, head: str = "", params: str = "q", call: str = "q", decorator: str = "") -> str:
     """SGLang's shape in miniature: forward() holds the metadata, _sparse() calls the kernel."""
     return (f"from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n{head}\n\nclass Backend:\n"
-            f"    def forward(self, q):\n        metadata = self.forward_metadata\n        return self._sparse({call})\n\n"
-            f"    {decorator}def _sparse(self, {params}):\n        {kernel_call}\n# metadata.dsa_cache_seqlens_int32\n")
+            f"    def forward(self, q, idx):\n        metadata = self.forward_metadata\n        return self._sparse({call}, idx)\n\n"
+            f"    {decorator}def _sparse(self, {params}, idx):\n        {kernel_call}\n# metadata.dsa_cache_seqlens_int32\n")
 
 
 def _helper_after(before: str, annotation: str, torch: Optional[str] = None) -> str:
-    return before.replace("return self._sparse(q)", f"return self._sparse(q, topk_length={_GETATTR})").replace(
-        "def _sparse(self, q):", f"def _sparse(self, q, topk_length: {annotation} = None):").replace(
-        "        return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)",
+    return before.replace("return self._sparse(q, idx)", f"return self._sparse(q, idx, topk_length={_GETATTR})").replace(
+        "def _sparse(self, q, idx):", f"def _sparse(self, q, idx, topk_length: {annotation} = None):").replace(
+        "        return flash_mla_sparse_fwd(q, self.kv, idx, 1.0)",
         f"        {CHECKED_GUARD_COMMENT}\n        if {_checked('q', torch)}:\n"
-        "            topk_length = None\n\n        return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0, topk_length=topk_length)")
+        "            topk_length = None\n\n        return flash_mla_sparse_fwd(q, self.kv, idx, 1.0, topk_length=topk_length)")
 
 
 _PADDED = _fn("""\
 class Backend:
-    def forward(self, q, q_rope, layer):
+    def forward(self, q, q_rope, layer, idx):
         metadata = self.forward_metadata
         q_nope = q.view(-1, layer.heads, 512)
         q_all = torch.cat([q_nope, q_rope], dim=-1)
-        return self._sparse(q_all)
+        return self._sparse(q_all, idx)
 
-    def _sparse(self, q_all):
+    def _sparse(self, q_all, idx):
         num_tokens, num_heads, head_dim = q_all.shape
         q_input = q_all.new_zeros((num_tokens, 64, head_dim))
         q_input[:, :num_heads, :] = q_all
-        o, _, _ = flash_mla_sparse_fwd(q_input, self.kv, self.idx, 1.0)
+        o, _, _ = flash_mla_sparse_fwd(q_input, self.kv, idx, 1.0)
         return o[:, :num_heads]
 """)
 _TYPE_CHECKING = ("from typing import TYPE_CHECKING\n\nfrom sgl_kernel.flash_mla import flash_mla_sparse_fwd\n\n"
                   "if TYPE_CHECKING:\n    import torch\n    from typing import Optional\n\n\n"
-                  + _helper("return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)").split("\n\n", 1)[1])
+                  + _helper("return flash_mla_sparse_fwd(q, self.kv, idx, 1.0)").split("\n\n", 1)[1])
 _LAZY = "from __future__ import annotations\n\n" + _TYPE_CHECKING
 
 
@@ -321,10 +321,10 @@ VALID = [
                 "    metadata = metadata.page_table_1\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n"),
             Status.MANUAL, "`metadata` is bound 2 times in its function (lines 5, 6)"),
     # class 3 (names): the helper reads a module-level `topk_length`; the new parameter would capture it.
-    _example(_helper("assert self.idx.shape[-1] == topk_length\n        return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)",
+    _example(_helper("assert idx.shape[-1] == topk_length\n        return flash_mla_sparse_fwd(q, self.kv, idx, 1.0)",
                     head="topk_length = 2048  # the indexer's width\n"),
             Status.MANUAL, "rewrite would change what `topk_length` means at line 11"),
-    _example(_helper("assert self.idx.shape[-1] == topk_length\n        return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)",
+    _example(_helper("assert idx.shape[-1] == topk_length\n        return flash_mla_sparse_fwd(q, self.kv, idx, 1.0)",
                     params="q, topk_length", call="q, 2048"),
             Status.MANUAL, "already has a parameter `topk_length` without a None default"),
     # class 4 (callee identity): rebound under a flag; a fallback to another kernel module; a star
@@ -339,7 +339,7 @@ VALID = [
     _example(_fn("def attend(q, kv, idx, metadata):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n",
                 head="from legacy_ops import *\n"),
             Status.MANUAL, "`from legacy_ops import *` at line 3 may rebind `flash_mla_sparse_fwd`"),
-    _example(_helper("return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)", decorator="@traced(\"sparse\")\n    "),
+    _example(_helper("return flash_mla_sparse_fwd(q, self.kv, idx, 1.0)", decorator="@traced(\"sparse\")\n    "),
             Status.MANUAL, "is decorated with `@traced`"),
     _example(_fn("if FAST:\n    def sparse(q, kv, idx):\n        return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n"
                 "else:\n    def sparse(q, kv, idx):\n        return slow_sparse(q, kv, idx)\n\n"
@@ -352,7 +352,7 @@ VALID = [
     _example(_fn("def attend(q, kv, idx, metadata, order):\n    q = q[order]  # sorted by length\n"
                 "    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n"),
             Status.MANUAL, "`q[order]` indexes dim 0"),
-    _example(_helper("return flash_mla_sparse_fwd(q, self.kv, self.idx, 1.0)", call="q.index_select(0, self.perm)"),
+    _example(_helper("return flash_mla_sparse_fwd(q, self.kv, idx, 1.0)", call="q.index_select(0, self.perm)"),
             Status.MANUAL, "at the caller on line 7: q's rows may not be the metadata's rows: `q.index_select(0, self.perm)`"),
     _example(_fn("def attend(q_nope, q_rope, kv, idx, metadata):\n    q = torch.cat([q_nope, q_rope])\n"
                 "    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n"),
@@ -461,12 +461,12 @@ INVALID = [
     # class 5 (rows): head padding by new_zeros + slice assignment, view and cat along the last dim
     # keep the rows: SGLang's own shape stays fixable. Class 7: torch imported unconditionally.
     _example(_PADDED, Status.FIXABLE, "gains topk_length", after=_PADDED.replace(
-        "return self._sparse(q_all)", f"return self._sparse(q_all, topk_length={_GETATTR})").replace(
-        "def _sparse(self, q_all):", "def _sparse(self, q_all, topk_length: Optional[torch.Tensor] = None):").replace(
-        "        o, _, _ = flash_mla_sparse_fwd(q_input, self.kv, self.idx, 1.0)",
+        "return self._sparse(q_all, idx)", f"return self._sparse(q_all, idx, topk_length={_GETATTR})").replace(
+        "def _sparse(self, q_all, idx):", "def _sparse(self, q_all, idx, topk_length: Optional[torch.Tensor] = None):").replace(
+        "        o, _, _ = flash_mla_sparse_fwd(q_input, self.kv, idx, 1.0)",
         f"        {CHECKED_GUARD_COMMENT}\n        if {_checked('q_input')}:\n"
         "            topk_length = None\n\n"
-        "        o, _, _ = flash_mla_sparse_fwd(q_input, self.kv, self.idx, 1.0, topk_length=topk_length)").replace(
+        "        o, _, _ = flash_mla_sparse_fwd(q_input, self.kv, idx, 1.0, topk_length=topk_length)").replace(
         _KERNEL_IMPORT, _KERNEL_IMPORT + "from typing import Optional\n", 1)),
     # class 7 (annotations): torch and Optional only under TYPE_CHECKING: a string annotation; with
     # `from __future__ import annotations` the file's own spelling.
