@@ -803,6 +803,27 @@ def test_lengths_changed_in_place_in_another_module_refuse(tmp_path, write):
     assert site.status is Status.MANUAL and "steps.py:5 changes `dsa_cache_seqlens_int32` in place" in site.reason, site.reason
 
 
+# Round N's u_field_util_unclipped / u_graph_util_field_swap: a launcher hands the field's name in a mapping to a
+# generic helper (`setattr(obj, key, value)`, naming neither class nor field); the field's name spelled as a
+# string anywhere but a literal getattr/hasattr/setattr or a declared class's `**{...}` is a write not read.
+@pytest.mark.parametrize("spelled,fixable", [
+    ('apply_overrides(meta, {"dsa_cache_seqlens_int32": meta.seq_lens})', False),
+    ('apply_overrides(meta, dict(dsa_cache_seqlens_int32=meta.seq_lens))', False),  # a keyword, not proven clipped
+    ('FIELDS = ("dsa_cache_seqlens_int32",)', False),
+    ('print(getattr(meta, "dsa_cache_seqlens_int32", None), hasattr(meta, "dsa_cache_seqlens_int32"))', True),
+])
+def test_the_field_named_as_a_string_in_another_module_refuses(tmp_path, spelled, fixable):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "utils.py").write_text("def apply_overrides(obj, overrides):\n    for key, value in overrides.items():\n"
+                                       "        setattr(obj, key, value)\n")
+    (tmp_path / "launcher.py").write_text(f"from utils import apply_overrides\n\n\ndef main(meta):\n    {spelled}\n")
+    src = LENGTHS_WRITTEN.format(imports="", write="pass")
+    (tmp_path / "backend.py").write_text(src)
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+    assert fixable or "launcher.py:5" in site.reason, site.reason
+
+
 def test_lengths_copied_in_place_from_a_clip_stay_fixable(tmp_path):
     write = "metadata.dsa_cache_seqlens_int32.copy_(torch.clamp(metadata.seq_lens, max=self.dsa_index_topk))"
     src = LENGTHS_WRITTEN.format(imports="", write=write)

@@ -2301,6 +2301,8 @@ def _field_write(f: _File, node: ast.AST, field: str, slots: Dict[str, int]) \
         return [(f, t, node.value) for t in _flatten(targets) if isinstance(t, ast.Attribute) and t.attr == field]
     if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Attribute) and node.target.attr == field:
         return [(f, node.target, node)]
+    if isinstance(node, ast.Constant) and node.value == field and not _name_read_or_set(f, node, field, slots):
+        return [(f, node, None)]  # `{"field": v}` handed to a generic setattr loop: a write the reader cannot see
     if not isinstance(node, ast.Call):
         return []
     copied = _copy_into(f, node, field)
@@ -2310,6 +2312,22 @@ def _field_write(f: _File, node: ast.AST, field: str, slots: Dict[str, int]) \
     if literal is not None:
         return [(f, node, literal)]
     return [(f, node, v) for v in _constructed_values(node, field, slots)]
+
+
+def _name_read_or_set(f: _File, name: ast.Constant, field: str, slots: Dict[str, int]) -> bool:
+    """Is the string `field` the name of a literal getattr/hasattr (a read), of a literal setattr, or a key of a
+    `**{...}` handed to a class declaring the field or to replace() (writes _field_write reads with their value)?"""
+    parent = f.parents.get(id(name))
+    if isinstance(parent, ast.Call) and len(parent.args) > 1 and parent.args[1] is name:
+        if _unparse(parent.func) in ("getattr", "hasattr", "builtins.getattr", "builtins.hasattr"):
+            return True
+        return _literal_setattr(parent, field) is not None
+    if isinstance(parent, ast.Call) and parent.args[:1] == [name] and isinstance(parent.func, ast.Attribute) \
+            and parent.func.attr == "__setattr__":
+        return _literal_setattr(parent, field) is not None
+    keyword = f.parents.get(id(parent)) if isinstance(parent, ast.Dict) and name in parent.keys else None
+    call = f.parents.get(id(keyword)) if isinstance(keyword, ast.keyword) and keyword.arg is None else None
+    return isinstance(call, ast.Call) and bool(_constructed_values(call, field, slots))
 
 
 def _field_slots(trees: List[ast.Module], field: str) -> Dict[str, int]:

@@ -101,6 +101,11 @@ class WholeProject:
                     return (f"{proj.rel(f.path)}:{getattr(node, 'lineno', 0)} gives `{obj}.{field_name}` a new tensor, "
                             f"and `{obj}` may be metadata a CUDA graph was captured with, which keeps reading the tensor "
                             f"it held; update it in place (`.copy_(...)`), or pass topk_length by hand")
+                if value is None and isinstance(node, ast.Constant):
+                    return (f"{proj.rel(f.path)}:{getattr(node, 'lineno', 0)} spells `{field_name}` as a string, which "
+                            "code may set it by (a setattr loop over a mapping of overrides): the value it gets is not "
+                            f"provably the seqlens clipped to the top-k width ({CLIP_HOW}) nor updated in place; write "
+                            "the field plainly, or pass topk_length by hand")
                 if value is None:
                     return (f"{proj.rel(f.path)}:{getattr(node, 'lineno', 0)} changes `{field_name}` in place "
                             f"(`{reach._unparse(node)[:80]}`): the lengths it leaves are not provably the seqlens "
