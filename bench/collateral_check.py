@@ -70,7 +70,7 @@ class _TopkBenchBackend{i}:
         return self._topk_bench_fwd_{i}(q, kv, indices, scale)
 
 
-_TOPK_BENCH_SEQLENS_{i} = "dsa_cache_seqlens_int32"
+# _TOPK_BENCH_SEQLENS_{i}: metadata.dsa_cache_seqlens_int32
 '''
 VARIANTS = ["plain", "crlf", "bom", "latin1", "tabs", "no_final_newline", "mode755", "mixed", "cr", "plain"]
 

@@ -108,7 +108,7 @@ def modules(draw):
     ctx = draw(st.sampled_from(CONTEXTS))
     stmt = ctx.format(call=call.replace("\n", "\n" + (" " * 4 if ctx.startswith("        with") else "")))
     style = draw(st.sampled_from(["direct", "helper", "module"]))
-    head = "import torch\n" + ("" if local_import else imp + "\n") + '\nSEQLENS = "dsa_cache_seqlens_int32"\n\n\n'
+    head = "import torch\n" + ("" if local_import else imp + "\n") + '\n# metadata.dsa_cache_seqlens_int32\n\n\n'
     local = f"        {imp}\n" if local_import else ""
     if style == "module":
         body = textwrap.dedent(stmt.replace("return ", "o = "))

@@ -13,7 +13,7 @@ FIXABLE = '''\
 import torch
 from sgl_kernel import flash_mla_sparse_fwd
 
-SEQLENS = "dsa_cache_seqlens_int32"
+# metadata.dsa_cache_seqlens_int32: the clipped seqlens the kernel takes
 
 
 def forward(q, kv, indices, metadata, scale):
