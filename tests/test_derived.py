@@ -381,6 +381,7 @@ def test_a_rebound_logger_is_not_read_by_key():
     ("    from inspect import getargvalues as argv\n    argv(frame).locals[name] = value\n", False),
     ("    pprint(frame.f_locals)\n\n\ndef pprint(ns):\n    ns['idx'] = None\n", False),
     ("    getattr(ctypes.pythonapi, 'PyFrame_' 'LocalsToFast')(ctypes.py_object(frame), 0)\n", False),
+    ("    ctypes.pythonapi.PyFrame_LocalsToFast(ctypes.py_object(frame), 0)\n", False),  # no word of it alone
     ("    return len(frame.f_locals)\n", True),  # a copy by a builtin: no write (the stable name is read again)
     ("    return traceback.StackSummary.extract(traceback.walk_stack(frame), **{'capture_locals': True})\n", False),
 ])

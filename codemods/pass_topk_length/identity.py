@@ -20,7 +20,7 @@ from topk_migrate.model import Capability
 
 from . import attributes, reach
 from .quick import PARAM, expand, is_kernel, is_op_level
-from .syntax import _as_ast, _code, _is_attr, _is_name, _is_none, _root, assigned_target
+from .syntax import _as_ast, _code, _is_attr, _is_name, _is_none, _root, assigned_target, name_reads
 
 
 def _forwarded_callee(tree: ast.Module, d: ast.AST) -> str:
@@ -178,15 +178,7 @@ class CalleeIdentity:
     def _only_called(self, name: str) -> bool:
         """Is every read of `name` in the module a call of it (rounds M and N: a partial handed on,
         `profiler.track(_attend)`, or read through, `attend.__setstate__(...)`, may have its function swapped)?"""
-        for n in self.find(cst.Name, lambda n: n.value == name):
-            up = self.tree.parent.get(n)
-            called = isinstance(up, cst.Call) and up.func is n
-            bound = isinstance(up, (cst.AssignTarget, cst.AnnAssign)) and up.target is n \
-                or isinstance(up, (cst.Param, cst.FunctionDef, cst.ClassDef, cst.AsName)) and up.name is n
-            other = isinstance(up, cst.Attribute) and up.attr is n or isinstance(up, cst.Arg) and up.keyword is n
-            if not (called or bound or other):
-                return False
-        return True
+        return all(isinstance(up, cst.Call) and up.func is n for n, up in name_reads(self.tree, name))
 
     def alias_identity(self, c: CallInfo, target: cst.BaseExpression, partial: Optional[cst.Call], line: int) -> Optional[str]:
         """An alias (`attend = K`, `attend = functools.partial(K, d_v=...)`) is the kernel when `functools` is the

@@ -1012,7 +1012,7 @@ class Project:
         narrow. A name built at run time (`"f_" + "locals"`) is not seen (docs/soundness.md, assumed)."""
         if "_frame_found" not in self.__dict__:
             out = []
-            for f in [*filter(None, [self.own()]), *self.files_naming(list(_FRAME_WORDS))]:
+            for f in [*filter(None, [self.own()]), *self.files_matching(_FRAME_BYTES)]:
                 for node in ast.walk(f.tree):
                     found = _frame_word(f, node)
                     if found is not None:
@@ -1888,6 +1888,7 @@ def _opaque_base(f: "_File", cls: ast.ClassDef, base: ast.expr) -> bool:
 
 _FRAME_WORDS = ("f_locals", "getargvalues", "capture_locals", "LocalsToFast")
 _FRAME_NAME = re.compile(r"\w*(?:%s)\w*" % "|".join(_FRAME_WORDS))  # a string naming one: a name to look up
+_FRAME_BYTES = re.compile("|".join(_FRAME_WORDS).encode())  # the files to read: any spelling holding one (PyFrame_LocalsToFast)
 _FRAME_COPIES = ("dict", "len", "list", "sorted", "repr", "str", "set", "tuple")  # builtins: copy, never write
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 import textwrap
-from typing import Dict, Optional, Tuple
+from typing import Dict, Iterator, Optional, Tuple
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
@@ -106,3 +106,15 @@ def _descendants(node: cst.CSTNode):
         n = todo.pop()
         yield n
         todo.extend(n.children)
+
+
+def name_reads(tree, name: str) -> Iterator[Tuple[cst.Name, Optional[cst.CSTNode]]]:
+    """Each `name` the module reads, with its parent: not a binding's target, a def's, class's, parameter's or
+    import's own name, nor an attribute's or keyword's name that only spells it."""
+    for n in tree.find(cst.Name, lambda n: n.value == name):
+        up = tree.parent.get(n)
+        bound = isinstance(up, (cst.AssignTarget, cst.AnnAssign)) and up.target is n \
+            or isinstance(up, (cst.Param, cst.FunctionDef, cst.ClassDef, cst.AsName)) and up.name is n
+        spelled = isinstance(up, cst.Attribute) and up.attr is n or isinstance(up, cst.Arg) and up.keyword is n
+        if not (bound or spelled):
+            yield n, up

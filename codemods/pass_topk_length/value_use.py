@@ -14,7 +14,7 @@ from topk_migrate.model import Site, Status
 
 from .identity import kernel_alias
 from .quick import ENTRY_POINTS, OP_NAME, expand, is_kernel
-from .syntax import _code
+from .syntax import _code, name_reads
 from .values import TESTS
 
 
@@ -91,13 +91,7 @@ def _maybe_value_use(tree: Tree, facts: ModuleFacts) -> bool:
 
 def _only_called(tree: Tree, name: str, calls: Set[int]) -> bool:
     """Is every read of `name` in the module the callee of one of `calls`?"""
-    for n in tree.find(cst.Name, lambda n: n.value == name):
-        p = tree.parent.get(n)
-        if isinstance(p, (cst.AssignTarget, cst.AnnAssign)) and p.target is n:
-            continue
-        if not (isinstance(p, cst.Call) and p.func is n and id(p) in calls):
-            return False
-    return True
+    return all(isinstance(up, cst.Call) and up.func is n and id(up) in calls for n, up in name_reads(tree, name))
 
 
 def _alias_reason(tree: Tree, node: cst.CSTNode, facts: ModuleFacts, through_alias: Set[int]) -> Optional[str]:
