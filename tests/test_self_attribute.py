@@ -164,3 +164,20 @@ def test_a_local_dict_mapping_takes_the_derived_lengths_and_a_rebound_one_does_n
                  "    match extra:\n        case {'kernel_args': kw}:\n            pass\n"):
         m, got = statuses(tmp_path, body.replace("{more}", more))
         assert [s for _, s in got] == ["manual"], (more, m.sites)
+
+
+_VIA_ALIAS = HELD.replace("class Backend:", "_attend = functools.partial(flash_mla_sparse_fwd, d_v=512)\n\n\nclass Backend:").replace(
+    "self.sparse_fwd = flash_mla_sparse_fwd", "self.sparse_fwd = _attend")
+
+
+@pytest.mark.parametrize("edit,others,fixable", [
+    (None, (), True),  # round N's s_held_via_module_alias
+    (("        return self.sparse_fwd(", "        register(_attend)\n        return self.sparse_fwd("), (), False),  # handed on
+    (("        return self.sparse_fwd(", "        _attend.keywords['d_v'] = 1\n        return self.sparse_fwd("), (), False),
+    (("_attend = functools", "if FAST:\n    _attend = print\n_attend = functools"), (), False),  # two bindings
+    (None, (("tune.py", "import backend\n\nbackend._attend = print\n"),), False),  # another file names it
+])
+def test_a_kernel_held_through_a_module_partial(tmp_path, edit, others, fixable):
+    src = _VIA_ALIAS if edit is None else _VIA_ALIAS.replace(*edit)
+    m, got = statuses(tmp_path, src, others)
+    assert got[-1][1] == ("fixable" if fixable else "manual"), m.sites

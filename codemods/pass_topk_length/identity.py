@@ -101,7 +101,7 @@ class CalleeIdentity:
         the call is an alias of one kernel (kernel_alias), with that kernel as the callee."""
         aliases = {s.targets[0].target.value for s in self.find(cst.Assign) if kernel_alias(s, self.facts.imports)}
         held = {assigned_target(s).attr.value for s in self.find((cst.Assign, cst.AnnAssign), _assigns_self_attribute)
-                if alias_value(s.value, self.facts.imports)}
+                if alias_value(s.value, self.facts.imports) or isinstance(s.value, cst.Name) and s.value.value in aliases}
         out = []
         for c in self.facts.calls:
             callee = None
@@ -123,7 +123,7 @@ class CalleeIdentity:
         found = set()
 
         def accept(value: cst.BaseExpression) -> bool:
-            alias = alias_value(value, self.facts.imports)
+            alias = alias_value(value, self.facts.imports) or self._module_alias(value)
             if alias is not None:
                 found.add(self.expand(dotted(alias[0])))
             return alias is not None
@@ -135,6 +135,22 @@ class CalleeIdentity:
             return None
         self.sealed.add(attr)  # (attribute_values asked that no other file names it)
         return found.pop()
+
+    def _module_alias(self, value: cst.BaseExpression) -> Optional[Tuple[cst.BaseExpression, Optional[cst.Call]]]:
+        """kernel_alias of `_attend` in `self.fwd = _attend`: bound once, at module level, to K or a partial of K,
+        named by no other file, never read through, and read here only by its calls and by such assignments
+        (round N's s_held_via_module_alias); else None."""
+        if not isinstance(value, cst.Name) or self.unlisted_binding(value.value) is not None:
+            return None
+        name, bindings = value.value, self.tree.binding(value, value.value).assignments
+        if len(bindings) != 1 or not isinstance(bindings[0].scope, GlobalScope) or not attributes.sealed(self, name) \
+                or self._changed_through(lambda n: _is_name(n, name)):
+            return None
+        for n, up in name_reads(self.tree, name):
+            held = isinstance(up, (cst.Assign, cst.AnnAssign)) and up.value is n and _assigns_self_attribute(up)
+            if not (held or isinstance(up, cst.Call) and up.func is n):
+                return None
+        return kernel_alias(self.tree.assignment_statement(bindings[0]), self.facts.imports)
 
     def match_captured(self, name: str) -> Optional[cst.CSTNode]:
         """A `match` pattern of the module that binds `name` (`case x:`, `case {...: x}`, `case [*x]`, `as x`): a
