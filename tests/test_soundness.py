@@ -531,6 +531,7 @@ def test_the_soundness_page_lists_every_allowlist_entry():
               field_meaning.CLIP_KEEPING, field_meaning.CLIPPED_FIELDS, helper_identity.SIGNATURE_KEEPING_DECORATORS]
     missing = sorted(e for t in tables for e in t if f"`{e}`" not in page)
     missing += sorted(d for d in helper_identity.ARGUMENT_PASSING_DECORATORS if f"@{d}()" not in page)
+    missing += [rows.INDEX_HEAD] if f"`idx{rows.INDEX_HEAD}`" not in page else []
     assert not missing, f"docs/soundness.md does not name: {missing}"
 
 

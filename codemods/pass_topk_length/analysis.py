@@ -34,7 +34,7 @@ from .metadata_type import MetadataType
 from .quick import ENTRY_POINTS, OP_TOPK_LENGTH_POSITION, PARAM, is_op_level
 from .reflection import NoReflection
 from .rows import index_hazard, row_hazard
-from .syntax import _indices_arg, _is_none, _q_arg, _top_level_imports
+from .syntax import _argument_for, _indices_arg, _is_none, _q_arg, _top_level_imports
 from .whole_project import WholeProject
 
 # Metadata known to satisfy the contract: per-row valid-index count (seqlens clipped
@@ -157,13 +157,15 @@ class _Analysis(MetadataInScope, MetadataType, FieldMeaning, GraphReplay, Callee
             return self.site(c, Status.MANUAL, "q is not a plain name; its rows cannot be checked without re-evaluating it")
         here, form, why_not = self.metadata_at(c.node) if c.function is not None else (None, "plain", None)
         if here:
-            hazard, _ = row_hazard(self.tree, q_expr, self.tree.binding(c.node, here.split(".")[0]).assignments[0].scope, self.external_def, self.outside_project)
+            batch = self.tree.binding(c.node, here.split(".")[0]).assignments[0].scope
+            hazard, rows_from = row_hazard(self.tree, q_expr, batch, self.external_def, self.outside_project)
             if hazard:
                 return self.site(c, Status.MANUAL, _rows_reason(hazard))
-            hazard = self.indices_hazard(c)[0]
+            hazard, indices_from = self.indices_hazard(c)
             if hazard:
                 return self.site(c, Status.MANUAL, _indices_reason(hazard))
-            why = self.whole_project(c, None)
+            why = self.whole_project(c, None) or (self.callers_hand_on(batch.node, rows_from, indices_from) if isinstance(
+                getattr(batch, "node", None), cst.FunctionDef) else None)
             if why:
                 return self.site(c, Status.MANUAL, why)
             g = Group("direct", [c], [], metadata=here, form=form, inline=c.statement is None)
@@ -243,7 +245,7 @@ class _Analysis(MetadataInScope, MetadataType, FieldMeaning, GraphReplay, Callee
         positions = {p.name.value: i for i, p in enumerate([*params.posonly_params, *params.params])}
         shift = 1 if fn.class_name and not any(
             get_full_name_for_node(d.decorator) == "staticmethod" for d in fn.node.decorators) else 0
-        passing, lacking, found, already, blocker = [], [], None, 0, None
+        passing, lacking, found, already, blocker, handing = [], [], None, 0, None, []
         for k in self.callers(fn):
             if any(a.keyword and a.keyword.value == PARAM for a in k.node.args):
                 already += 1
@@ -258,16 +260,20 @@ class _Analysis(MetadataInScope, MetadataType, FieldMeaning, GraphReplay, Callee
                 return self.site(c, Status.MANUAL, f"the caller at line {k.range.start.line} already passes "
                                  f"{fn.qualname}'s topk_length positionally; its meaning is unknown")
             batch = self.tree.binding(k.node, expr.split(".")[0]).assignments[0].scope
+            handed: Tuple[Set[str], Set[str]] = (set(), set())  # the caller's own parameters they come from
             for p in sources:
                 arg = _argument_for(k.node, p, positions.get(p), shift)
-                hazard = row_hazard(self.tree, arg, batch, self.external_def, self.outside_project)[0] if arg is not None else None
+                hazard, got = row_hazard(self.tree, arg, batch, self.external_def, self.outside_project) if arg is not None else (None, set())
+                handed[0].update(got)
                 if hazard:
                     return self.site(c, Status.MANUAL, f"at the caller on line {k.range.start.line}: " + _rows_reason(hazard))
             for p in index_sources:
                 arg = _argument_for(k.node, p, positions.get(p), shift)
-                hazard = index_hazard(self.tree, arg, self.outside_project)[0] if arg is not None else None
+                hazard, got = index_hazard(self.tree, arg, self.outside_project) if arg is not None else (None, set())
+                handed[1].update(got)
                 if hazard:
                     return self.site(c, Status.MANUAL, f"at the caller on line {k.range.start.line}: " + _indices_reason(hazard))
+            handing.append((k, handed))
             passing.append((k, expr, form))
             found = found or expr
         if not passing and not (mine is not None and already):
@@ -286,7 +292,8 @@ class _Analysis(MetadataInScope, MetadataType, FieldMeaning, GraphReplay, Callee
             return self.site(c, Status.MANUAL, rows_why or indices_why)
         if identity:
             return self.site(c, Status.MANUAL, identity + _by_hand(found, passing))
-        why = self.whole_project(c, fn)
+        why = self.whole_project(c, fn) or next(filter(None, (
+            self.callers_hand_on(k.function.node, *got) for k, got in handing if k.function is not None)), None)
         if why:
             return self.site(c, Status.MANUAL, why)
         if mine is not None and already and not passing:  # half-migrated: callers pass it, the kernel call drops it
@@ -326,16 +333,6 @@ class _Analysis(MetadataInScope, MetadataType, FieldMeaning, GraphReplay, Callee
                 return (f"{fn.qualname} already reads its parameter `topk_length` (line "
                         f"{self.tree.line(access.node)}); its meaning is unknown, migrate by hand")
         return None
-
-
-def _argument_for(call: cst.Call, param: str, position: Optional[int], shift: int) -> Optional[cst.BaseExpression]:
-    for a in call.args:
-        if a.keyword and a.keyword.value == param:
-            return a.value
-    positional = [a for a in call.args if not a.keyword and not a.star]
-    if position is not None and 0 <= position - shift < len(positional):
-        return positional[position - shift].value
-    return None
 
 
 def _is_test(fn: Function) -> bool:

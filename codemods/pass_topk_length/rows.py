@@ -1069,6 +1069,9 @@ INDEX_KEEPING_ENGINE_METHODS = {
 }
 # Where each of those methods takes the indices (position after self, keyword): only that argument is traced.
 INDEX_ARGUMENT = {"translate_loc_to_hisparse_device": (0, "compressed_indices"), "swap_in_selected_pages": (2, "top_k_result")}
+# `idx[:, 0, :]` of the indexer's [s, 1, k] (one selection per token, shared by the heads): its squeeze(1), every
+# slot of each row (sglang dsa_backend: `topk_indices[:, 0, :]` before the page-table lookup).
+INDEX_HEAD = "[:, 0, :]"
 INDEX_CHANGES = {"masked_fill", "masked_fill_", "fill_", "index_fill", "index_fill_", "scatter", "scatter_",
                  "clamp", "clamp_", "clip", "clip_", "sort", "flip", "roll", "narrow", "index_select", "gather",
                  "split", "chunk", "remainder", "fmod", "abs", "neg", "zero_", "masked_scatter_", "index_put_",
@@ -1190,12 +1193,13 @@ class IndexTrace:
             if len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index) and isinstance(
                     e.slice[0].slice.value, (cst.SimpleString, cst.ConcatenatedString)):
                 return self.hazard(e.value)  # `state["topk_indices"]`: a lookup in a mapping, not a narrowing
-            for el in e.slice:
+            for i, el in enumerate(e.slice):
                 s = el.slice
                 full = (isinstance(s, cst.Slice) and s.lower is None and s.upper is None and s.step is None) or (
                     isinstance(s, cst.Index) and isinstance(s.value, (cst.Ellipsis, cst.Name))
                     and getattr(s.value, "value", None) in (None, "None"))
-                if not full:
+                head = len(e.slice) == 3 and i == 1 and isinstance(s, cst.Index) and _int(s.value) == 0  # INDEX_HEAD
+                if not (full or head):
                     return f"`{_code(e)}` narrows or selects top-k entries"
             return self.hazard(e.value)
         if isinstance(e, cst.Call):

@@ -118,3 +118,13 @@ def name_reads(tree, name: str) -> Iterator[Tuple[cst.Name, Optional[cst.CSTNode
         spelled = isinstance(up, cst.Attribute) and up.attr is n or isinstance(up, cst.Arg) and up.keyword is n
         if not (bound or spelled):
             yield n, up
+
+
+def _argument_for(call: cst.Call, param: str, position: Optional[int], shift: int) -> Optional[cst.BaseExpression]:
+    for a in call.args:
+        if a.keyword and a.keyword.value == param:
+            return a.value
+    positional = [a for a in call.args if not a.keyword and not a.star]
+    if position is not None and 0 <= position - shift < len(positional):
+        return positional[position - shift].value
+    return None

@@ -7,12 +7,15 @@ import ast
 from typing import List, Optional, Set
 
 import libcst as cst
+from libcst.helpers import get_full_name_for_node
 
 from topk_migrate.cst.resolve import CallInfo, Function
 
-from . import reach
+from . import callers, reach
 from .field_meaning import CLIP_HOW, _clipped_elsewhere
 from .quick import PARAM
+from .rows import index_hazard, row_hazard
+from .syntax import _argument_for, _is_name
 
 # Attributes whose write changes what a read of a module or function gives without naming it: a module's
 # class (its `__getattribute__`), a function's code and defaults.
@@ -114,6 +117,63 @@ class WholeProject:
                     return (f"{proj.rel(f.path)}:{getattr(node, 'lineno', 0)} sets `{field_name}` from "
                             f"`{reach._unparse(value)[:80]}`, not provably the seqlens clipped to the top-k width "
                             f"({CLIP_HOW}); clip it, or pass topk_length by hand")
+        return None
+
+    def callers_hand_on(self, batch: cst.FunctionDef, rows: Set[str], indices: Set[str]) -> Optional[str]:
+        """docs/soundness.md `callers`: every call of the function the rows (`rows`, its parameters) and indices
+        (`indices`) come from, in this module (traced as the call's own arguments are) or another file of the
+        project (callers.py), hands them on as it was handed them."""
+        if not rows | indices:
+            return None
+        static = any(get_full_name_for_node(d.decorator) == "staticmethod" for d in batch.decorators)
+        method = self.tree.is_method(batch) and not static
+        positional = [p.name.value for p in [*batch.params.posonly_params, *batch.params.params]][1 if method else 0:]
+        wanted = callers.wanted_of(positional, rows | indices)
+        key = f"callers:{batch.name.value}:{wanted}:{sorted(rows)}"
+
+        def build() -> Optional[str]:
+            proj = self.project()
+            cls = self.tree.parent.get(self.tree.parent.get(batch))
+            mine = proj.instance_classes(set(self.subclasses(cls.name.value))) if isinstance(cls, cst.ClassDef) else None
+            why = self._module_callers(batch, positional, rows, indices, mine, proj.module)
+            w = callers.unchanged_callers(proj, batch.name.value, wanted, mine) if why is None else None
+            why = why or (f"at {w.where()}, a call of `{batch.name.value}`: {w.what}" if w is not None else None)
+            return (f"{why}; q and the indices it hands may not be the rows the metadata was built for, in order; pass "
+                    "topk_length by hand where they are known, or use --lengths derived") if why else None
+        return self.index(key, build)
+
+    def _module_callers(self, batch, positional, rows, indices, mine, path) -> Optional[str]:
+        """The first call of batch in this module (any receiver that may be its instance) whose arguments for
+        `rows` / `indices` the row and index traces refuse, as they refuse the call's own."""
+        name = batch.name.value
+        for ref in self.find(cst.Name, lambda n: n.value == name):
+            up = self.tree.parent.get(ref)
+            if isinstance(up, cst.Attribute) and up.attr is ref:  # `self.forward`: what is done with it
+                ref, up = up, self.tree.parent.get(up)
+            if not (isinstance(up, cst.Call) and up.func is ref or isinstance(up, (cst.FunctionDef, cst.Param))):
+                return f"line {self.tree.line(ref)} reads `{name}` as a value: what calls it with which rows is not seen"
+        for ref in self.find(cst.SimpleString, lambda n: n.evaluated_value == name):
+            return f"line {self.tree.line(ref)} spells `{name}` as a string: what looks it up and calls it is not seen"
+        spelled = lambda c: c.func.attr.value == name if isinstance(c.func, cst.Attribute) else _is_name(c.func, name)  # noqa: E731
+        for call in self.find(cst.Call, spelled):
+            line = self.tree.line(call)
+            owner = next((a for a in self.tree.ancestors(call) if isinstance(a, (cst.FunctionDef, cst.Lambda))), None)
+            cls = self.tree.parent.get(self.tree.parent.get(owner)) if isinstance(owner, cst.FunctionDef) else None
+            func = call.func
+            if mine is not None and isinstance(cls, cst.ClassDef) and isinstance(func, cst.Attribute) \
+                    and _is_name(func.value, "self") and (path, cls.name.value) not in mine:
+                continue  # another class's method of that name
+            if not isinstance(owner, cst.FunctionDef) or any(a.star for a in call.args):
+                return f"at line {line}, a call of `{name}` hands it rows no function was handed"
+            scope = self.tree.scope_of.get(owner.body)
+            for p in sorted(rows | indices):
+                arg = _argument_for(call, p, positional.index(p) if p in positional else None, 0)
+                if arg is None:
+                    continue
+                hazard = (row_hazard(self.tree, arg, scope, self.external_def, self.outside_project)
+                          if p in rows else index_hazard(self.tree, arg, self.outside_project))[0]
+                if hazard:
+                    return f"at line {line}, a call of `{name}`: {hazard}"
         return None
 
     def _rows_source_replaced(self, proj, sources: List[Optional[Function]]) -> Optional[str]:

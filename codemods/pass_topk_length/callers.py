@@ -1,0 +1,220 @@
+"""docs/soundness.md `callers`: every call of the function the rows and indices come from (the one that binds the
+metadata), in any file of the project and on any receiver that may be an instance of its class, hands it what
+that caller was handed itself, unchanged: its own parameters (or an attribute of one), neither bound again nor
+written nor handed to another call first. A model layer that sorts its tokens, a subclass's new method calling
+`super().forward(q[order], ...)` or an async step between (round J1) are refused; the callers' own callers are
+not read (a decorator above them: a stated gap), and the engine's dispatch (ENTRY_BASES) is its framework's."""
+from __future__ import annotations
+
+import ast
+from typing import List, Optional, Set, Tuple
+
+from . import reach
+
+# The engine's dispatch, by the module its class is defined in: the framework calls it with the batch's rows.
+ENTRY_BASES = {
+    ("base_attn_backend", "AttentionBackend"): "sglang layers/attention/base_attn_backend.py: RadixAttention calls "
+    "forward_batch.attn_backend.forward(q, k, v, layer, forward_batch, ...) with the batch's rows; forward "
+    "dispatches to forward_extend / forward_decode",
+}
+ENTRY_METHOD = "forward"
+# The dispatch's methods: the rows handed to one of them in a branch are that method's own to keep.
+DISPATCH = {"forward_extend", "forward_decode", "forward_mixed", "forward_idle"}
+# Reads of a handed tensor that neither write it nor hand it on: its metadata, a new tensor shaped like it.
+_READS = {"shape", "dtype", "device", "ndim", "is_cuda", "size", "dim", "numel", "new_empty", "new_zeros", "new_full",
+          "new_ones", "new_tensor", "element_size"}
+Wanted = Tuple[Tuple[str, Optional[int]], ...]  # (parameter, its place among the positional ones after self)
+
+
+def unchanged_callers(proj, name: str, wanted: Wanted, mine: Optional[Set[Tuple[str, str]]] = None) \
+        -> Optional[reach.Finding]:
+    """The first call of `name` in another file (a function whose parameters `wanted` the rows or indices come
+    from) that may hand them something other than what its own caller was handed, or None. `mine`: for a method, the classes whose
+    `self` may be an instance of its class (reach.Project.instance_classes); `self.name(...)` in any other class
+    calls another class's method of that name. The callers' own callers are not read (docs/soundness.md)."""
+    for f in proj.files_naming([name]):  # (the module's own calls: WholeProject._module_callers)
+        for node in ast.walk(f.tree):
+            if _spells(node, name) and not _elsewhere(f, node, mine):
+                found = _caller(proj, f, node, name, wanted)
+                if found is not None:
+                    return found
+    return None
+
+
+def _elsewhere(f, node: ast.AST, mine: Optional[Set[Tuple[str, str]]]) -> bool:
+    """`self.name(...)` / `super().name(...)` in a method of a class whose `self` is never an instance of the
+    method's class (not in `mine`)."""
+    cls = f.instance_of(node.value) if mine is not None and isinstance(node, ast.Attribute) else None
+    return cls is not None and (f.path, cls.name) not in mine
+
+
+def _spells(node: ast.AST, name: str) -> bool:
+    """A read of `name`: `x.name`, `name`, or the literal name of a `getattr` (round O: `getattr(b, "forward_decode")`)."""
+    return isinstance(node, ast.Attribute) and node.attr == name and isinstance(node.ctx, ast.Load) \
+        or isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load) \
+        or isinstance(node, ast.Constant) and node.value == name
+
+
+def _caller(proj, f, node: ast.AST, fname: str, want: Wanted) -> Optional[reach.Finding]:
+    """Why this read of `fname` may hand it other rows than its caller was handed, or None."""
+    at = lambda why: reach.Finding(proj.rel(f.path), getattr(node, "lineno", 0), why)  # noqa: E731
+    call = f.parents.get(id(node))
+    if isinstance(node, ast.Constant):  # a string: a way to look it up by name, unless a label (`prefix="..."`)
+        named = isinstance(call, ast.Call) and reach._unparse(call.func) in ("getattr", "operator.methodcaller",
+                                                                              "methodcaller", "attrgetter")
+        return at(f"`{reach._unparse(call)[:60]}` looks `{fname}` up by name: what calls it is not seen") if named else None
+    if not (isinstance(call, ast.Call) and call.func is node):
+        return at(f"`{reach._unparse(node)[:60]}` is read as a value: what calls it with which rows is not seen")
+    fn = f.enclosing(call, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return at(f"`{reach._unparse(call)[:60]}` is called outside a function: the rows it hands are not traced")
+    if _entry(f, fn):
+        return None
+    for shift in ((0, 1) if _unbound(f, call.func) else (0,)):  # bound, or `Class.method(obj, ...)`
+        for param, place in want:
+            source = _argument(call, param, None if place is None else place + shift)
+            if source is not None:
+                why = _handed_root(f, fn, call, source, fname, {p for p, _ in want})
+                if why:
+                    return at(f"`{reach._unparse(call)[:60]}` in `{fn.name}` {why}")
+    return None
+
+
+def _unbound(f, func: ast.AST) -> bool:
+    """`Backend.forward(obj, ...)`: a method read off a class (a class of the file, or an imported capitalized
+    name), so its first argument is the instance."""
+    value = func.value if isinstance(func, ast.Attribute) else None
+    return isinstance(value, ast.Name) and (value.id in f.classes or value.id in f.froms and value.id[:1].isupper())
+
+
+def _method(f, fn) -> bool:
+    return isinstance(f.parents.get(id(fn)), ast.ClassDef)
+
+
+def _argument(call: ast.Call, param: str, place: Optional[int]) -> Optional[ast.AST]:
+    """What the call hands `param`: its keyword, its positional argument, or the `*args` / `**kwargs` that may
+    hold it (as the Starred or the keyword node); None where it is not handed."""
+    for k in call.keywords:
+        if k.arg == param:
+            return k.value
+    if place is not None:
+        for i, a in enumerate(call.args):
+            if isinstance(a, ast.Starred):
+                return a
+            if i == place:
+                return a
+    return next((k for k in call.keywords if k.arg is None), None)
+
+
+def _handed_root(f, fn, call: ast.Call, source: ast.AST, fname: str, keys: Set[str]) -> Optional[str]:
+    """Why what the call hands may be other rows than fn was handed, or None: a parameter as it was handed (`q`),
+    an attribute of one (`inputs.q`, never of the method's own object), or fn's own `*args`/`**kwargs` handed on
+    whole by a function of the same name (an override or a wrapper, whose callers are this walk's)."""
+    star = isinstance(source, (ast.Starred, ast.keyword))
+    expr = source.value if star else source
+    if star:
+        own = fn.args.vararg if isinstance(source, ast.Starred) else fn.args.kwarg
+        if own is None or not (isinstance(expr, ast.Name) and expr.id == own.arg) or fn.name != fname:
+            return f"hands `{reach._unparse(source)[:40]}` on: which rows it holds is not traced"
+        return _untouched(f, fn, call, own.arg, None, keys)
+    chain = expr
+    while isinstance(chain, ast.Attribute):
+        chain = chain.value
+    names = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
+    if not isinstance(chain, ast.Name) or chain.id not in names:
+        return f"hands `{reach._unparse(expr)[:40]}`, not a parameter it was handed: its rows are not traced"
+    if _method(f, fn) and chain.id == (fn.args.posonlyargs + fn.args.args)[0].arg:
+        return f"hands `{reach._unparse(expr)[:40]}`, held on its own object, which any holder may rewrite"
+    return _untouched(f, fn, call, chain.id, expr if chain is not expr else None, keys)
+
+
+def _untouched(f, fn, call: ast.Call, name: str, attribute: Optional[ast.AST], keys: Set[str]) -> Optional[str]:
+    """Why fn may bind `name` again, or write or hand on what it holds (or, `attribute` given, what that attribute
+    of it holds) other than to `call` and the dispatch's siblings (DISPATCH), or None."""
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and node.id == name:
+            if not isinstance(node.ctx, ast.Load):
+                return f"binds `{name}` again"
+            if _exclusive(f, fn, node, call):
+                continue
+            why = _use(f, node, call, reach._unparse(attribute) if attribute is not None else name, keys)
+            if why:
+                return why
+        elif isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+            return f"binds `{name}` again"
+    return None
+
+
+def _exclusive(f, fn, node: ast.AST, call: ast.Call) -> bool:
+    """Do node and call sit in the two branches of one `if` of fn that no loop of fn encloses (the branch
+    holding node never runs in a call of fn that reaches the call: sglang's flashmla_backend.forward_extend
+    reshapes q only where it does not hand it to super())?"""
+    def chain(x):
+        out = []
+        while x is not None and x is not fn:
+            out.append(x)
+            x = f.parents.get(id(x))
+        return out
+    mine, theirs = chain(node), chain(call)
+    ids = {id(x) for x in theirs}
+    for i, up in enumerate(mine):
+        if id(up) not in ids:
+            continue
+        if not isinstance(up, ast.If) or i == 0 or any(isinstance(x, (ast.For, ast.AsyncFor, ast.While)) for x in chain(up)):
+            return False
+        child, other = mine[i - 1], theirs[[id(x) for x in theirs].index(id(up)) - 1]
+        return child in up.body and other in up.orelse or child in up.orelse and other in up.body
+    return False
+
+
+def _use(f, node: ast.Name, call: ast.Call, handed: str, keys: Set[str]) -> Optional[str]:
+    """Why this read of a handed parameter may change or hand on the rows `handed` (`q`, `inputs.q`) holds."""
+    expr, up = node, f.parents.get(id(node))
+    while reach._unparse(expr) != handed:  # climb `inputs` -> `inputs.q`: another attribute is not the rows
+        if not isinstance(up, ast.Attribute):
+            return f"reads `{reach._unparse(expr)[:40]}` whole: it may hand the rows' holder on"
+        if not (handed == reach._unparse(up) or handed.startswith(reach._unparse(up) + ".")):
+            return None
+        expr, up = up, f.parents.get(id(up))
+    if _keyed_read(f, up, expr, keys):  # `kwargs.get("layer_id")`, `kwargs["layer_id"]`: another entry of a mapping
+        return None
+    if isinstance(up, (ast.Starred, ast.keyword)):  # `*args`, `**kwargs` handed on
+        expr, up = up, f.parents.get(id(up))
+    if isinstance(up, ast.Call) and (expr in up.args or expr in up.keywords or expr in [k.value for k in up.keywords]):
+        callee = up.func
+        if up is call or isinstance(callee, ast.Name) and callee.id in ("len", "isinstance") or \
+                isinstance(callee, ast.Attribute) and callee.attr in DISPATCH:
+            return None
+        return f"hands `{reach._unparse(expr)[:40]}` to `{reach._unparse(callee)[:40]}`, which may change it in place"
+    if isinstance(up, ast.Attribute) and up.attr in _READS:
+        return None
+    if isinstance(up, ast.Compare) and all(isinstance(c, ast.Constant) and c.value is None for c in up.comparators):
+        return None
+    if isinstance(up, ast.Return):
+        return None
+    return f"uses `{reach._unparse(up if up is not None else expr)[:40]}`: the rows may change before the call"
+
+
+def _keyed_read(f, up: ast.AST, expr: ast.AST, keys: Set[str]) -> bool:
+    """A read of one entry of a handed `**kwargs` by a literal key that names no parameter traced (`keys`; sglang's
+    hybrid backends read `kwargs.get("layer_id")` before handing the rest on)."""
+    if isinstance(up, ast.Subscript) and up.value is expr and isinstance(up.ctx, ast.Load):
+        key = up.slice
+    elif isinstance(up, ast.Attribute) and up.attr == "get" and isinstance(f.parents.get(id(up)), ast.Call):
+        call = f.parents[id(up)]
+        key = call.args[0] if call.func is up and call.args else None
+    else:
+        return False
+    return isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value not in keys
+
+
+def _entry(f, fn) -> bool:
+    """The engine's own dispatch (ENTRY_BASES: `forward` of that class in that module), not an override of it."""
+    cls = f.parents.get(id(fn))
+    stem = f.path.replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".py")
+    return fn.name == ENTRY_METHOD and isinstance(cls, ast.ClassDef) and (stem, cls.name) in ENTRY_BASES
+
+
+def wanted_of(positions: List[str], names: Set[str]) -> Wanted:
+    """The traced parameters with their places (None: keyword-only)."""
+    return tuple(sorted(((n, positions.index(n) if n in positions else None) for n in names), key=lambda x: x[0]))

@@ -1,0 +1,86 @@
+"""docs/soundness.md `callers`: every call of the function the rows and indices come from hands them on as its
+caller was handed them (round J1: a model layer that sorts its tokens, a subclass's new method calling
+`super().forward(q[order], ...)`, an async step, a lookup by name), in this module and in every other file."""
+import textwrap
+
+import pytest
+
+from topk_migrate.api import migrate_source
+
+KERNEL = "sglang-kernel==0.4.6"
+BACKEND = textwrap.dedent("""\
+    import torch
+    from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+
+    class DSAMetadata:
+        dsa_cache_seqlens_int32: torch.Tensor
+
+
+    class Backend:
+        forward_metadata: DSAMetadata
+
+        def forward(self, q, kv, indices, scale):
+            metadata = self.forward_metadata
+            return flash_mla_sparse_fwd(q, kv, indices, scale)[0]
+    """)
+
+
+def verdict(tmp_path, backend=BACKEND, others=()):
+    (tmp_path / ".git").mkdir()
+    for name, text in others:
+        (tmp_path / name).write_text(text)
+    (tmp_path / "backend.py").write_text(backend)
+    (site,) = migrate_source(backend, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    return site
+
+
+LAYER = """\
+class Layer:
+    def __init__(self, backend):
+        self.backend = backend
+
+    {kind}def run(self, q, kv, indices, scale):
+        {body}
+"""
+
+
+@pytest.mark.parametrize("body,fixable", [
+    ("return self.backend.forward(q, kv, indices, scale)", True),
+    ("n = q.shape[0]\n        return self.backend.forward(q, kv, indices=indices, scale=scale)", True),
+    ("order = indices.argsort(0)\n        return self.backend.forward(q[order], kv, indices[order], scale)", False),
+    ("return self.backend.forward(q.flip(0), kv, indices.flip(0), scale)", False),
+    ("indices.masked_fill_(indices > 9, -1)\n        return self.backend.forward(q, kv, indices, scale)", False),
+    ("self.sort_rows(q, indices)\n        return self.backend.forward(q, kv, indices, scale)", False),
+    ("q = q.contiguous()\n        return self.backend.forward(q, kv, indices, scale)", False),  # bound again
+    ("return getattr(self.backend, 'forward')(q[::-1], kv, indices[::-1], scale)", False),  # round O: by name
+    ("fwd = self.backend.forward\n        return fwd(q[::-1], kv, indices[::-1], scale)", False),
+])
+def test_another_files_call_hands_on_what_it_was_handed(tmp_path, body, fixable):
+    site = verdict(tmp_path, others=[("layer.py", LAYER.format(kind="", body=body))])
+    assert (site.status.value == "fixable") is fixable, site.reason
+    assert fixable or "layer.py" in site.reason, site.reason
+
+
+def test_an_async_caller_is_a_caller(tmp_path):
+    body = "return await self.backend.forward(q[::-1], kv, indices[::-1], scale)"
+    site = verdict(tmp_path, others=[("layer.py", LAYER.format(kind="async ", body=body))])
+    assert site.status.value == "manual" and "layer.py:6" in site.reason, site.reason
+
+
+def test_a_method_of_that_name_on_another_class_is_not_a_caller(tmp_path):
+    other = "class Other:\n    def forward(self, x):\n        return x\n\n    def step(self, x):\n        return self.forward(x[::-1])\n"
+    assert verdict(tmp_path, others=[("other.py", other)]).status.value == "fixable"
+
+
+@pytest.mark.parametrize("extra,fixable", [
+    ("    def run(self, q, kv, indices, scale):\n        return self.forward(q, kv, indices, scale)\n", True),
+    ("    def run(self, q, kv, indices, scale):\n        return self.forward(q.view(q.shape[0], -1, q.shape[-1]), kv, "
+     "indices.unsqueeze(1).squeeze(1), scale)\n", True),  # rows kept: traced as the call's own
+    ("    def run(self, q, kv, indices, scale):\n        order = indices[:, 0, 0].argsort()\n"
+     "        return super().forward(q[order], kv, indices[order], scale)\n", False),  # round J1
+])
+def test_this_modules_calls_are_traced_as_the_calls_own(tmp_path, extra, fixable):
+    backend = BACKEND + "\n\nclass Balanced(Backend):\n" + extra
+    site = verdict(tmp_path, backend=backend)
+    assert (site.status.value == "fixable") is fixable, site.reason
