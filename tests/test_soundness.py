@@ -509,6 +509,11 @@ def test_the_field_must_hold_the_seqlens_clipped_to_the_top_k_width(tmp_path, cl
     ("self.forward_metadata = self._build_metadata(batch)", False),
     ("fresh = self._build_metadata(batch)\n        self.forward_metadata = fresh", False),
     ("self._graph_metadata.dsa_cache_seqlens_int32 = self._build_metadata(batch).dsa_cache_seqlens_int32", False),
+    # round O: other spellings of a new holder object on replay
+    ("self.forward_metadata: object = self._build_metadata(batch)", False),
+    ("self.forward_metadata, self.n = self._build_metadata(batch), 1", False),
+    ("setattr(self, 'forward_metadata', self._build_metadata(batch))", False),
+    ("self.forward_metadata = self._plan(batch).metadata", False),  # an attribute of a new object
 ])
 def test_on_cuda_graph_replay_the_lengths_are_updated_in_place(tmp_path, replay, fixable):
     (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
@@ -812,6 +817,10 @@ def test_lengths_changed_in_place_in_another_module_refuse(tmp_path, write):
     ('apply_overrides(meta, dict(dsa_cache_seqlens_int32=meta.seq_lens))', False),  # a keyword, not proven clipped
     ('FIELDS = ("dsa_cache_seqlens_int32",)', False),
     ('print(getattr(meta, "dsa_cache_seqlens_int32", None), hasattr(meta, "dsa_cache_seqlens_int32"))', True),
+    ('FIELDS = "page_table_1 dsa_cache_seqlens_int32".split()', False),  # round O: a list of names
+    ('Meta = collections.namedtuple("Meta", "page_table_1, dsa_cache_seqlens_int32")', False),
+    ('print({"dsa_cache_seqlens_int32": meta.dsa_cache_seqlens_int32})', True),  # a logged read (round O's s12)
+    ('"""Sets dsa_cache_seqlens_int32 in place."""', True),  # a docstring
 ])
 def test_the_field_named_as_a_string_in_another_module_refuses(tmp_path, spelled, fixable):
     (tmp_path / ".git").mkdir()
@@ -942,3 +951,44 @@ def test_q_values_changed_in_place_through_a_view_keep_its_rows(tmp_path):
     """`q[..., 64:].mul_(s)` (a rotary or scale on part of each row) changes values, never which row is where."""
     (site,) = migrate_source(_handed("q[..., 64:].mul_(0.5)"), str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert site.status is Status.FIXABLE, site.reason
+
+
+# -- round O: writes into the indices the traces did not see (each one fixable before the mechanism named) ----
+@pytest.mark.parametrize("before", [
+    "self.sinks.apply(topk_indices)",  # an object's method: `_may_mutate` took a non-name receiver as pure
+    "self.ops.topk.add_sink(topk_indices)",
+    "torch.ops.fork.add_sink(topk_indices)",  # a custom op may mutate its arguments
+    "operator.setitem(topk_indices, 0, 0)",
+    "torch.sort(topk_indices, dim=-1, out=(topk_indices, self.perm))",  # out= a tuple, or a view
+    "torch.sort(topk_indices[:, 0], out=(topk_indices[:, 0], self.perm))",
+    "topk_indices.data = topk_indices.sort(dim=-1).values",  # the storage swapped
+    "sink = topk_indices[:, :, -1:]\n        sink += 1",  # an augmented assignment through a view
+    "topk_indices.ravel().index_fill_(0, self.slots, 0)",
+    "self._topk = topk_indices\n        self._add_sink()",  # stored on an object any code may write
+])
+def test_round_o_writes_into_the_indices_refuse(tmp_path, before):
+    src = "import operator\n" + _handed(before)
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert site.status is Status.MANUAL, site.reason
+
+
+@pytest.mark.parametrize("value,fixable", [
+    ("torch.where(topk_indices >= 0, topk_indices + 1, topk_indices)", True),  # an offset on the valid entries
+    ("torch.where(topk_indices < 0, topk_indices + 1, topk_indices)", False),  # -1 turned into slot 0
+    ("torch.where(topk_indices >= 0, topk_indices - 1, topk_indices)", False),  # valid entries may turn negative
+    ("torch.cat([topk_indices, topk_indices.new_full((1,) + topk_indices.shape[1:], -1)])", True),  # rows appended
+    ("torch.cat([topk_indices.new_full((1,) + topk_indices.shape[1:], -1), topk_indices])", False),  # prepended
+    ("topk_indices[:, 0, :].unsqueeze(1)", True),  # INDEX_HEAD: the squeeze(1) of [s, 1, k]
+    ("topk_indices[:, 1, :].unsqueeze(1)", False),
+])
+def test_round_o_index_steps(tmp_path, value, fixable):
+    src = _handed(f"topk_indices = {value}")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+def test_round_o_indices_from_another_modules_state_refuse(tmp_path):
+    src = HELD.replace("topk_indices = batch.topk_indices_buf", "topk_indices = dsa_context.topk_indices").replace(
+        "import torch\n", "import torch\nfrom engine import dsa_context\n").format(before="pass", elsewhere="pass")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert site.status is Status.MANUAL and "an import" in site.reason, site.reason

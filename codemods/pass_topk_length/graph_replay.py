@@ -79,23 +79,40 @@ class GraphReplay:
             for fdef in self.graph_update_defs():
                 for arg in self.find(cst.Arg, lambda a: a.keyword is not None and a.keyword.value == field_name, fdef):
                     return self._replaced(fdef, arg, f"a new `{field_name}`")
-                for target in self.find(cst.AssignTarget, lambda t: isinstance(t.target, (cst.Attribute, cst.Subscript)),
-                                        fdef):
-                    stmt = next((a for a in self.tree.ancestors(target) if isinstance(a, cst.Assign)), None)
-                    new = stmt is not None and not self._stored(stmt.value, set())
-                    if isinstance(target.target, cst.Subscript):  # `self.graph_metadata[bs] = make(...)`
-                        if new and _self_root_attr(target.target) in sources:
-                            return self._replaced(fdef, target, f"`{_code(target.target).strip()}` a new object")
+                for at, target, value in self._writes_in(fdef):
+                    new = value is None or not self._stored(value, set())
+                    if isinstance(target, cst.Subscript):  # `self.graph_metadata[bs] = make(...)`
+                        if new and _self_root_attr(target) in sources:
+                            return self._replaced(fdef, at, f"`{_code(target).strip()}` a new object")
                         continue
-                    attr = target.target.attr.value
+                    attr = target.attr.value
                     if attr == field_name:
-                        return self._replaced(fdef, target, f"`{field_name}` a new tensor")
+                        return self._replaced(fdef, at, f"`{field_name}` a new tensor")
                     # `self.forward_metadata = ...` (where the kernel's callers read the metadata from), or what it
                     # is given back from (`self._pending = make(...)`)
-                    if _is_attr_of_self(target.target) and (attr in held or attr in sources) and new:
-                        return self._replaced(fdef, target, f"`{_code(target.target).strip()}` a new object")
+                    if _is_attr_of_self(target) and (attr in held or attr in sources) and new:
+                        return self._replaced(fdef, at, f"`{_code(target).strip()}` a new object")
             return None
         return self.index(f"replay:{field_name}", build)
+
+    def _writes_in(self, fdef: cst.FunctionDef):
+        """(node, target, value or None where it is not known) for each attribute or item fdef assigns: `x.a = v`,
+        `x.a: T = v`, each part of `x.a, y = v, w` (round O), and a literal `setattr(self, "a", v)`."""
+        for node in self.find((cst.Assign, cst.AnnAssign), None, fdef):
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, (cst.Attribute, cst.Subscript)):
+                    yield node, t, node.value
+                elif isinstance(t, (cst.Tuple, cst.List)):
+                    values = node.value.elements if isinstance(node.value, (cst.Tuple, cst.List)) else None
+                    for i, el in enumerate(t.elements):
+                        if isinstance(el.value, (cst.Attribute, cst.Subscript)):
+                            paired = values is not None and len(values) == len(t.elements)
+                            yield node, el.value, values[i].value if paired else None
+        for call in self.find(cst.Call, lambda c: get_full_name_for_node(c.func) in ("setattr", "object.__setattr__")
+                              and len(c.args) == 3 and isinstance(c.args[1].value, cst.SimpleString), fdef):
+            yield call, cst.Attribute(value=call.args[0].value, attr=cst.Name(call.args[1].value.evaluated_value)), \
+                call.args[2].value
 
     def _holder_sources(self, held: Set[str]) -> Set[str]:
         """The attributes of self the holder is given back from (`self.forward_metadata = self.graph_metadata[bs]`,
@@ -141,9 +158,14 @@ class GraphReplay:
                 "graph keeps reading the tensors it was captured with; update them in place (copy_) first")
 
     def _stored(self, e: cst.BaseExpression, seen: set) -> bool:
-        """An object read from where the captured metadata is kept (`self.graph_metadata[bs]`), not made."""
+        """An object read from where the captured metadata is kept (`self.graph_metadata[bs]`), not made (nor read
+        off a call's result: `self._plan(seq_lens).metadata` is a new object's, round O)."""
         if isinstance(e, (cst.Subscript, cst.Attribute)):
-            return True
+            while isinstance(e, (cst.Subscript, cst.Attribute)):
+                e = e.value
+            if not isinstance(e, cst.Name):
+                return False  # (a call's result, or any other computed object)
+            return e.value == "self" or self._stored(e, seen)
         if isinstance(e, cst.Name):
             if e.value == "None":
                 return True

@@ -2313,7 +2313,9 @@ def _field_write(f: _File, node: ast.AST, field: str, slots: Dict[str, int]) \
         return [(f, t, node.value) for t in _flatten(targets) if isinstance(t, ast.Attribute) and t.attr == field]
     if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Attribute) and node.target.attr == field:
         return [(f, node.target, node)]
-    if isinstance(node, ast.Constant) and node.value == field and not _name_read_or_set(f, node, field, slots):
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and _NAMES_ONLY.fullmatch(node.value) \
+            and field in _WORDS.findall(node.value) \
+            and not (node.value == field and _name_read_or_set(f, node, field, slots)) and not _declared_or_logged(f, node):
         return [(f, node, None)]  # `{"field": v}` handed to a generic setattr loop: a write the reader cannot see
     if not isinstance(node, ast.Call):
         return []
@@ -2324,6 +2326,29 @@ def _field_write(f: _File, node: ast.AST, field: str, slots: Dict[str, int]) \
     if literal is not None:
         return [(f, node, literal)]
     return [(f, node, v) for v in _constructed_values(node, field, slots)]
+
+
+_WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # the names a string of names holds (round O)
+_NAMES_ONLY = re.compile(r"[\w,\s]+")  # a list of names (`"a b".split()`, a namedtuple's fields): not code, not a path
+_LOGS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "log", "print"}
+
+
+def _declared_or_logged(f: _File, name: ast.Constant) -> bool:
+    """The string is a docstring or an f-string's text, an element of a class's `__slots__` (a declaration), or a
+    key of a dict handed straight to a logging call or print (a read): round O's s11, s12."""
+    up = f.parents.get(id(name))
+    if isinstance(up, (ast.Expr, ast.JoinedStr)):
+        return True  # a docstring, a message's text (a name built at run time is a stated assumption)
+    if isinstance(up, (ast.Tuple, ast.List)):
+        up = f.parents.get(id(up))
+    if isinstance(up, ast.Assign) and [_unparse(t) for t in up.targets] == ["__slots__"]:
+        return True
+    if isinstance(up, ast.Dict) and name in up.keys:
+        call = f.parents.get(id(up))
+        callee = call.func.attr if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) else \
+            call.func.id if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) else ""
+        return callee in _LOGS and up in call.args
+    return False
 
 
 def _name_read_or_set(f: _File, name: ast.Constant, field: str, slots: Dict[str, int]) -> bool:

@@ -603,6 +603,7 @@ class _Writes:
     copies: List[cst.BaseExpression] = field(default_factory=list)
     passed: List[cst.Call] = field(default_factory=list)  # calls that get the name itself as an argument
     mutators: List[cst.Call] = field(default_factory=list)  # `name.op_(...)`: in-place methods of the name
+    escapes: List[cst.CSTNode] = field(default_factory=list)  # `self.x = name`: any code may write it there
 
 
 class _RowWrites(cst.CSTVisitor):
@@ -614,9 +615,20 @@ class _RowWrites(cst.CSTVisitor):
     def _of(self, name: str) -> _Writes:
         return self.by_name.setdefault(name, _Writes())
 
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        """`x += v` on a tensor writes it in place, as does `x[:, -1:] += v` or `sink += v` for a view `sink`."""
+        name = _viewed_name(node.target)
+        if name is not None:  # (values: q's rows stay where they are)
+            self._of(name).changes.append(node)
+
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
             tgt = t.target
+            if isinstance(tgt, cst.Attribute) and tgt.attr.value != "data" and _viewed_name(node.value):
+                self._of(_viewed_name(node.value)).escapes.append(tgt)  # `self._topk = idx`: written there (round O)
+            if isinstance(tgt, cst.Attribute) and tgt.attr.value == "data" and _viewed_name(tgt.value):
+                self._of(_viewed_name(tgt.value)).changes.append(tgt)  # `x.data = v`: the storage swapped, round O
+                self._of(_viewed_name(tgt.value)).inplace.append(tgt)
             if isinstance(tgt, cst.Subscript) and isinstance(tgt.value, cst.Name):
                 self._of(tgt.value.value).subscripts.append((tgt, node.value))
             elif isinstance(tgt, cst.Subscript) and _viewed_name(tgt.value):  # `x[:, 0][m] = v`, `x.data[i] = v`:
@@ -626,6 +638,11 @@ class _RowWrites(cst.CSTVisitor):
         for a in node.args:
             if a.keyword and a.keyword.value == "out" and isinstance(a.value, cst.Name):
                 self._of(a.value.value).outs.append(node)
+            elif a.keyword and a.keyword.value == "out":  # `out=(vals, idx)`, `out=idx[:, 0]`: round O
+                held = [el.value for el in a.value.elements] if isinstance(a.value, (cst.Tuple, cst.List)) else [a.value]
+                for n in filter(None, map(_viewed_name, held)):
+                    self._of(n).changes.append(node)
+                    self._of(n).inplace.append(node)
             elif a.keyword is None or a.keyword.value != "out":
                 for n in _passed_names(a.value):
                     self._of(n).passed.append(node)
@@ -810,16 +827,19 @@ def _may_mutate(tree: Tree, call: cst.Call, outside: Optional[Outside]) -> bool:
     if op.endswith("_"):
         return True  # in place by name, wherever it comes from (`torch.Tensor.copy_(q, ...)`)
     names = imported_names(tree, func)
-    if names and outside is not None and all(outside(qn) for qn in names):
-        return False
+    if names and outside is not None and all(outside(qn) and not qn.startswith("operator.") and ".ops." not in qn
+                                             for qn in names):
+        return False  # (a library writes results to outputs; `operator.setitem(idx, ...)` writes, round O)
     if isinstance(func, cst.Name) and op in NON_MUTATING_BUILTINS:
         return False
     if root in LOGGING_ROOTS:
         return False
-    if _torch_function(func, name) and not op.endswith("_"):
-        return False
-    if isinstance(func, cst.Attribute) and not op.endswith("_") and not isinstance(func.value, cst.Name):
-        return False  # a method of a computed value (`q.view(...).copy_` is the receiver's, checked there)
+    if _torch_function(func, name) and not op.endswith("_") and ".ops." not in name:
+        return False  # (`torch.ops.fork.add_sink(idx)`: a custom op may mutate its arguments, round O)
+    if isinstance(func, cst.Attribute) and not op.endswith("_") and isinstance(func.value, (cst.Call, cst.Subscript)) \
+            and _viewed_name(func.value) is not None:
+        return False  # a method of a view of a name (`q.view(...).copy_` is the receiver's, checked there); an
+        # object's method (`self.balancer.balance(q, idx)`, `fork_ops.topk.add_sink(idx)`: round O) may write
     if op in ROW_KEEPING_FUNCTIONS and any(qn.startswith(ENGINE_PACKAGES) for qn in imported_names(tree, func)):
         return False
     return True
@@ -837,7 +857,7 @@ COPYING_FUNCTIONS = {"cat", "concat", "stack", "hstack", "vstack", "index_select
 # tensor methods whose result is the receiver or a view of it, never one of their arguments
 TENSOR_VIEW_METHODS = {"view", "view_as", "reshape", "reshape_as", "narrow", "select", "expand", "expand_as", "permute",
                        "transpose", "swapaxes", "movedim", "unsqueeze", "squeeze", "flatten", "unflatten", "split",
-                       "chunk", "unbind", "tensor_split", "t", "diagonal", "as_strided", "contiguous", "to", "float",
+                       "chunk", "unbind", "tensor_split", "t", "diagonal", "as_strided", "contiguous", "to", "float", "ravel",
                        "half", "bfloat16", "int", "long", "type", "detach", "cuda", "cpu", "flip", "roll"}
 NON_TENSOR_BUILTINS = {"len", "int", "float", "bool", "str", "isinstance", "range", "print", "id", "hash"}
 
@@ -1240,12 +1260,13 @@ class IndexTrace:
                     test = stmt.value
             tested = test.left if isinstance(test, cst.Comparison) else None
             sources = [tested] if tested is not None else []
-            for b in (e.args[1].value, e.args[2].value):
+            valid = _validity_test(test)  # (of the comparison a name is bound to, too)
+            for side, b in ((True, e.args[1].value), (False, e.args[2].value)):
                 if _constant_fill(b):
                     continue
-                if tested is not None and isinstance(b, cst.BinaryOperation) and isinstance(
-                        b.operator, (cst.Add, cst.Subtract)) and _code(b.left) == _code(tested):
-                    continue  # `idx + offset` where idx is valid: new values, the tested validity
+                if tested is not None and valid is side and isinstance(b, cst.BinaryOperation) and isinstance(
+                        b.operator, cst.Add) and _code(b.left) == _code(tested):
+                    continue  # `idx + offset` where idx is valid (never where it is not: round O), a page offset
                 if tested is not None and _looks_up(b, tested):
                     continue  # `table.gather(1, idx.clamp(min=0))`: a page table's locations where idx is valid
                 sources.append(b)
@@ -1255,8 +1276,9 @@ class IndexTrace:
             return None if _int(fill) == -1 else f"`{_code(e)}` fills the indices with a value other than -1"
         if op in ("cat", "concat", "concatenate") and _torch_function(func, name) and args:
             given, dim = _dim_arg(list(e.args), 1)
-            if (not given or _int(dim) == 0) and isinstance(args[0].value, (cst.List, cst.Tuple)):  # rows appended
-                return next((w for w in (self.hazard(el.value) for el in args[0].value.elements) if w), None)
+            parts = args[0].value.elements if isinstance(args[0].value, (cst.List, cst.Tuple)) else None
+            if (not given or _int(dim) == 0) and parts and not self._fill(parts[0].value):  # rows appended, not
+                return next((w for w in (self.hazard(el.value) for el in parts) if w), None)  # prepended: round O
             return f"`{_code(e)}` joins top-k entries other than by rows"
         method = isinstance(func, cst.Attribute) and not _torch_function(func, name)
         if method:
@@ -1288,6 +1310,13 @@ class IndexTrace:
         return (f"`{_code(e)}` is neither on the allowlist of steps that keep the top-k entries "
                 "(rows.INDEX_KEEPING) nor a function of this module the trace can read")
 
+    def _fill(self, e: cst.BaseExpression) -> bool:
+        """A constant fill, or a name bound to one (`pad = torch.full(...)`): may be one on some binding."""
+        if isinstance(e, cst.Name):
+            return any(_constant_fill(getattr(self.tree.assignment_statement(a), "value", None) or cst.Name("x"))
+                       for a in self.tree.binding(e, e.value).assignments) or not self.tree.binding(e, e.value).assignments
+        return _constant_fill(e)
+
     def _name(self, node: cst.Name) -> Optional[str]:
         b = self.tree.binding(node, node.value)
         if not b.assignments and node.value not in _BUILTIN_NAMES:
@@ -1306,9 +1335,9 @@ class IndexTrace:
                         "counts; hand them to the method as a parameter")
             if id(a) in self.seen:
                 continue
-            if isinstance(scope, (GlobalScope, ClassScope)) and not isinstance(a, ImportAssignment):
-                return (f"`{node.value}` is bound outside a function (a module global or a class attribute): any "
-                        "function may write the tensor it holds before the call")
+            if isinstance(scope, (GlobalScope, ClassScope)):  # an import too: another module's state (round O)
+                return (f"`{node.value}` is bound outside a function (a module global, an import or a class "
+                        "attribute): any function may write the tensor it holds before the call")
             if not isinstance(scope, FunctionScope):
                 continue
             self.seen.add(id(a))
@@ -1347,6 +1376,9 @@ class IndexTrace:
                     return f"`{_code(target)} = ...` overwrites top-k entries"
             for call in filter(on_path, finder.inplace + finder.changes + finder.outs + finder.mutators):
                 return f"`{_code(call)}` changes which top-k entries are valid"
+            for at in filter(on_path, finder.escapes if n == name else ()):
+                return (f"`{_code(at)} = {n}` stores the indices on an object, where any code may write them before "
+                        "the call (round O)")
             for call in _mutating(self.tree, finder, self.outside):
                 if on_path(call) and not self._pure(call, n):
                     return (f"`{_code(call).strip()[:80]}` hands `{n}` to `{get_full_name_for_node(call.func) or _code(call.func)}`, "

@@ -14,7 +14,7 @@ from topk_migrate.cst.resolve import CallInfo, Function
 from . import callers, reach
 from .field_meaning import CLIP_HOW, _clipped_elsewhere
 from .quick import PARAM
-from .rows import index_hazard, row_hazard
+from .rows import _instance_param, index_hazard, row_hazard
 from .syntax import _argument_for, _is_name
 
 # Attributes whose write changes what a read of a module or function gives without naming it: a module's
@@ -170,6 +170,10 @@ class WholeProject:
                 arg = _argument_for(call, p, positional.index(p) if p in positional else None, 0)
                 if arg is None:
                     continue
+                if isinstance(arg, cst.Name) and any(isinstance(getattr(a, "node", None), cst.Param) and _instance_param(
+                        self.tree, a.node) for a in self.tree.binding(arg, arg.value).assignments):
+                    return (f"at line {line}, a call of `{name}` hands it `{arg.value}`, the caller's own object, whose "
+                            "attributes any holder may rewrite (round O)")
                 hazard = (row_hazard(self.tree, arg, scope, self.external_def, self.outside_project)
                           if p in rows else index_hazard(self.tree, arg, self.outside_project))[0]
                 if hazard:
