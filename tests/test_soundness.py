@@ -789,7 +789,10 @@ class Backend:
 """
 IN_PLACE = ["metadata.dsa_cache_seqlens_int32.add_(1)", "metadata.dsa_cache_seqlens_int32[1:].clamp_(max=4096)",
             "metadata.dsa_cache_seqlens_int32[0] = 2048", "metadata.dsa_cache_seqlens_int32[0] += 1",
-            "torch.add(metadata.dsa_cache_seqlens_int32, 1, out=metadata.dsa_cache_seqlens_int32)"]
+            "torch.add(metadata.dsa_cache_seqlens_int32, 1, out=metadata.dsa_cache_seqlens_int32)",
+            # round O: through a view, the storage swapped, deleted, `+=` on a local alias
+            "metadata.dsa_cache_seqlens_int32.narrow(0, 0, 1).copy_(metadata.dsa_cache_seqlens_int32 + 9)",
+            "metadata.dsa_cache_seqlens_int32.data = metadata.dsa_cache_seqlens_int32 + 9"]
 
 
 @pytest.mark.parametrize("write", IN_PLACE)
@@ -799,7 +802,7 @@ def test_lengths_changed_in_place_in_this_module_refuse(tmp_path, write):
     assert site.status is Status.MANUAL and "in place" in site.reason, site.reason
 
 
-@pytest.mark.parametrize("write", IN_PLACE)
+@pytest.mark.parametrize("write", IN_PLACE + ["del metadata.dsa_cache_seqlens_int32"])
 def test_lengths_changed_in_place_in_another_module_refuse(tmp_path, write):
     (tmp_path / ".git").mkdir()
     (tmp_path / "steps.py").write_text(f"import torch\n\n\ndef advance(metadata):\n    {write}\n")

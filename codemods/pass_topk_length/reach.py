@@ -2465,9 +2465,14 @@ def _alias_written(f: _File, node: ast.AST, field: str) -> bool:
             receiver = node.args[0] if _unparse(func.value) == "torch.Tensor" and node.args else func.value
             return not isinstance(receiver, ast.Attribute) and _field_read(f, receiver, field)
         return any(k.arg == "out" and _field_read(f, k.value, field) for k in node.keywords)
+    if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and _field_read(f, node.target, field):
+        return True  # `lens = md.field; lens += 1`: in place on a tensor (round O)
     targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AugAssign) else []
     return any(isinstance(t, ast.Subscript) and not isinstance(t.value, ast.Attribute) and _field_read(f, t, field)
                for t in targets)
+
+
+_FIELD_VIEWS = {"narrow", "view", "view_as", "reshape", "flatten", "unsqueeze", "squeeze", "select", "expand", "as_strided"}
 
 
 def _changes_field_in_place(node: ast.AST, field: str) -> bool:
@@ -2478,13 +2483,24 @@ def _changes_field_in_place(node: ast.AST, field: str) -> bool:
             e = e.value
         return isinstance(e, ast.Attribute) and e.attr == field
 
+    def viewed(e: ast.AST) -> bool:  # `x.field.narrow(0, 0, n)`, `x.field.view(-1)`: a view of it (round O)
+        while isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in _FIELD_VIEWS:
+            e = e.func.value
+        return is_field(e)
+
+    if isinstance(node, ast.Delete):  # `del md.field`: the plain read then raises (round O)
+        return any(is_field(t) for t in node.targets)
     if isinstance(node, ast.Call):
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr.endswith("_") and func.attr != "copy_" and is_field(func.value):
             return True
+        if isinstance(func, ast.Attribute) and func.attr.endswith("_") and isinstance(func.value, ast.Call) \
+                and viewed(func.value):
+            return True  # into a view of it, copy_ too: its value is not read there
         return any(k.arg == "out" and is_field(k.value) for k in node.keywords)
     targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AugAssign) else []
-    return any(isinstance(t, ast.Subscript) and is_field(t) for t in targets)
+    return any(isinstance(t, ast.Subscript) and is_field(t) or isinstance(t, ast.Attribute) and t.attr == "data"
+               and is_field(t.value) for t in targets)  # `md.field.data = v`: the storage swapped (round O)
 
 
 def constructed(f: _File, e: ast.AST) -> bool:
