@@ -792,7 +792,8 @@ IN_PLACE = ["metadata.dsa_cache_seqlens_int32.add_(1)", "metadata.dsa_cache_seql
             "torch.add(metadata.dsa_cache_seqlens_int32, 1, out=metadata.dsa_cache_seqlens_int32)",
             # round O: through a view, the storage swapped, deleted, `+=` on a local alias
             "metadata.dsa_cache_seqlens_int32.narrow(0, 0, 1).copy_(metadata.dsa_cache_seqlens_int32 + 9)",
-            "metadata.dsa_cache_seqlens_int32.data = metadata.dsa_cache_seqlens_int32 + 9"]
+            "metadata.dsa_cache_seqlens_int32.data = metadata.dsa_cache_seqlens_int32 + 9",
+            "lens = metadata.dsa_cache_seqlens_int32; lens += 1"]
 
 
 @pytest.mark.parametrize("write", IN_PLACE)

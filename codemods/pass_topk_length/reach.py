@@ -2465,8 +2465,10 @@ def _alias_written(f: _File, node: ast.AST, field: str) -> bool:
             receiver = node.args[0] if _unparse(func.value) == "torch.Tensor" and node.args else func.value
             return not isinstance(receiver, ast.Attribute) and _field_read(f, receiver, field)
         return any(k.arg == "out" and _field_read(f, k.value, field) for k in node.keywords)
-    if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and _field_read(f, node.target, field):
-        return True  # `lens = md.field; lens += 1`: in place on a tensor (round O)
+    if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):  # `lens = md.field; lens += 1`
+        scope = f.enclosing(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or f.tree  # (round O)
+        return any(isinstance(a, ast.Assign) and any(isinstance(t, ast.Name) and t.id == node.target.id for t in a.targets)
+                   and _field_read(f, a.value, field) for a in ast.walk(scope))
     targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AugAssign) else []
     return any(isinstance(t, ast.Subscript) and not isinstance(t.value, ast.Attribute) and _field_read(f, t, field)
                for t in targets)
