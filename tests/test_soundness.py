@@ -793,7 +793,8 @@ IN_PLACE = ["metadata.dsa_cache_seqlens_int32.add_(1)", "metadata.dsa_cache_seql
             # round O: through a view, the storage swapped, deleted, `+=` on a local alias
             "metadata.dsa_cache_seqlens_int32.narrow(0, 0, 1).copy_(metadata.dsa_cache_seqlens_int32 + 9)",
             "metadata.dsa_cache_seqlens_int32.data = metadata.dsa_cache_seqlens_int32 + 9",
-            "lens = metadata.dsa_cache_seqlens_int32; lens += 1"]
+            "lens = metadata.dsa_cache_seqlens_int32; lens += 1",
+            "self._lens = metadata.dsa_cache_seqlens_int32"]  # kept where any code may write it (round O's u02)
 
 
 @pytest.mark.parametrize("write", IN_PLACE)

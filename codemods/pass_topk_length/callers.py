@@ -66,6 +66,9 @@ def _caller(proj, f, node: ast.AST, fname: str, want: Wanted) -> Optional[reach.
     if not (isinstance(call, ast.Call) and call.func is node):
         return at(f"`{reach._unparse(node)[:60]}` is read as a value: what calls it with which rows is not seen")
     fn = f.enclosing(call, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
+    while isinstance(fn, ast.Lambda) and not (fn.args.args or fn.args.posonlyargs or fn.args.kwonlyargs
+                                               or fn.args.vararg or fn.args.kwarg):
+        fn = f.enclosing(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))  # a graph step
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return at(f"`{reach._unparse(call)[:60]}` is called outside a function: the rows it hands are not traced")
     if _entry(f, fn):

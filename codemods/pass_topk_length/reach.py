@@ -2308,6 +2308,10 @@ def _field_write(f: _File, node: ast.AST, field: str, slots: Dict[str, int]) \
         return [(f, node, None)]  # no value: nothing proves what the write leaves clipped
     if isinstance(node, ast.keyword) and node.arg == field:
         return [(f, node.value, node.value)]
+    if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Attribute) \
+            and node.value.attr == field and any(isinstance(t, ast.Attribute) and t.attr != field for t in (
+                node.targets if isinstance(node, ast.Assign) else [node.target])):
+        return [(f, node, None)]  # `self._lens = md.field`: kept where any code may write it (round O's u02)
     if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         return [(f, t, node.value) for t in _flatten(targets) if isinstance(t, ast.Attribute) and t.attr == field]

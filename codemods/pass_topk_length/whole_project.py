@@ -42,6 +42,11 @@ def _packages(module: str) -> List[str]:
     return [".".join(parts[:i]) for i in range(1, len(parts))]
 
 
+def _takes(fn: cst.Lambda) -> bool:
+    p = fn.params
+    return bool(p.params or p.posonly_params or p.kwonly_params or isinstance(p.star_arg, cst.Param) or p.star_kwarg)
+
+
 class WholeProject:
     """docs/soundness.md `whole-project` (a mixin of analysis._Analysis)."""
 
@@ -157,7 +162,8 @@ class WholeProject:
         spelled = lambda c: c.func.attr.value == name if isinstance(c.func, cst.Attribute) else _is_name(c.func, name)  # noqa: E731
         for call in self.find(cst.Call, spelled):
             line = self.tree.line(call)
-            owner = next((a for a in self.tree.ancestors(call) if isinstance(a, (cst.FunctionDef, cst.Lambda))), None)
+            owner = next((a for a in self.tree.ancestors(call) if isinstance(a, cst.FunctionDef) or isinstance(
+                a, cst.Lambda) and _takes(a)), None)  # (a lambda taking nothing reads its function's names: a graph step)
             cls = self.tree.parent.get(self.tree.parent.get(owner)) if isinstance(owner, cst.FunctionDef) else None
             func = call.func
             if mine is not None and isinstance(cls, cst.ClassDef) and isinstance(func, cst.Attribute) \
