@@ -701,15 +701,15 @@ class Project:
         return out
 
     def instance_classes(self, seeds: Set[str]) -> Set[Tuple[str, str]]:
-        """(file, class) of every class whose methods may run with `self` an instance of the module's classes
-        `seeds` or of a subclass of theirs anywhere in the project (each such class's bases, through theirs):
-        every class of the module itself, conservatively."""
-        own = self.own()
-        if own is None:
-            return set()
-        start = [(own, own.classes[n]) for n in seeds if n in own.classes] + self.subclasses(seeds)
-        found = {(f.path, c.name) for f, c in start + self._ancestors_of(start, own)}
-        return found | {(own.path, c.name) for c in own.class_defs}
+        """(file, class) of every class of another file whose methods may run with `self` an instance of the
+        module's classes `seeds` or of a subclass of theirs anywhere in the project (each such class's bases,
+        through theirs). Read once per set of seeds."""
+        done = self.__dict__.setdefault("_instance_classes", {})
+        if frozenset(seeds) not in done:
+            own = self.own()
+            start = [(own, own.classes[n]) for n in seeds if n in own.classes] + self.subclasses(seeds) if own else []
+            done[frozenset(seeds)] = {(f.path, c.name) for f, c in start + self._ancestors_of(start, own)}
+        return done[frozenset(seeds)]
 
     def _ancestors_of(self, start: List[Tuple[_File, ast.ClassDef]],
                       own: Optional[_File] = None) -> List[Tuple[_File, ast.ClassDef]]:

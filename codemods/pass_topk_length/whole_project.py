@@ -15,7 +15,7 @@ from . import callers, reach
 from .field_meaning import CLIP_HOW, _clipped_elsewhere
 from .quick import PARAM
 from .rows import _instance_param, index_hazard, row_hazard
-from .syntax import _argument_for, _is_name
+from .syntax import _argument_for
 
 # Attributes whose write changes what a read of a module or function gives without naming it: a module's
 # class (its `__getattribute__`), a function's code and defaults.
@@ -40,6 +40,17 @@ def _packages(module: str) -> List[str]:
     """`a.b.c` -> [`a`, `a.b`]: the packages a module is an attribute of."""
     parts = module.split(".")
     return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def _text(node: cst.SimpleString) -> Optional[str]:
+    value = node.evaluated_value
+    return value if isinstance(value, str) else None
+
+
+def _callee_name(call: cst.Call) -> Optional[str]:
+    """`name` of `name(...)` and `x.name(...)`, any receiver (`super().name(...)` too)."""
+    func = call.func
+    return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
 
 
 def _takes(fn: cst.Lambda) -> bool:
@@ -140,35 +151,29 @@ class WholeProject:
             proj = self.project()
             cls = self.tree.parent.get(self.tree.parent.get(batch))
             mine = proj.instance_classes(set(self.subclasses(cls.name.value))) if isinstance(cls, cst.ClassDef) else None
-            why = self._module_callers(batch, positional, rows, indices, mine, proj.module)
+            why = self._module_callers(batch, positional, rows, indices)
             w = callers.unchanged_callers(proj, batch.name.value, wanted, mine) if why is None else None
             why = why or (f"at {w.where()}, a call of `{batch.name.value}`: {w.what}" if w is not None else None)
             return (f"{why}; q and the indices it hands may not be the rows the metadata was built for, in order; pass "
                     "topk_length by hand where they are known, or use --lengths derived") if why else None
         return self.index(key, build)
 
-    def _module_callers(self, batch, positional, rows, indices, mine, path) -> Optional[str]:
-        """The first call of batch in this module (any receiver that may be its instance) whose arguments for
-        `rows` / `indices` the row and index traces refuse, as they refuse the call's own."""
+    def _module_callers(self, batch, positional, rows, indices) -> Optional[str]:
+        """The first call of batch's name in this module (on any receiver) whose arguments for `rows` / `indices`
+        the row and index traces refuse, as they refuse the call's own."""
         name = batch.name.value
-        for ref in self.find(cst.Name, lambda n: n.value == name):
+        for ref in self.index("names", lambda: self._grouped(self.find(cst.Name), lambda n: n.value)).get(name, []):
             up = self.tree.parent.get(ref)
             if isinstance(up, cst.Attribute) and up.attr is ref:  # `self.forward`: what is done with it
                 ref, up = up, self.tree.parent.get(up)
             if not (isinstance(up, cst.Call) and up.func is ref or isinstance(up, (cst.FunctionDef, cst.Param))):
                 return f"line {self.tree.line(ref)} reads `{name}` as a value: what calls it with which rows is not seen"
-        for ref in self.find(cst.SimpleString, lambda n: n.evaluated_value == name):
+        for ref in self.index("strings", lambda: self._grouped(self.find(cst.SimpleString), _text)).get(name, []):
             return f"line {self.tree.line(ref)} spells `{name}` as a string: what looks it up and calls it is not seen"
-        spelled = lambda c: c.func.attr.value == name if isinstance(c.func, cst.Attribute) else _is_name(c.func, name)  # noqa: E731
-        for call in self.find(cst.Call, spelled):
+        for call in self.index("calls by name", lambda: self._grouped(self.find(cst.Call), _callee_name)).get(name, []):
             line = self.tree.line(call)
             owner = next((a for a in self.tree.ancestors(call) if isinstance(a, cst.FunctionDef) or isinstance(
                 a, cst.Lambda) and _takes(a)), None)  # (a lambda taking nothing reads its function's names: a graph step)
-            cls = self.tree.parent.get(self.tree.parent.get(owner)) if isinstance(owner, cst.FunctionDef) else None
-            func = call.func
-            if mine is not None and isinstance(cls, cst.ClassDef) and isinstance(func, cst.Attribute) \
-                    and _is_name(func.value, "self") and (path, cls.name.value) not in mine:
-                continue  # another class's method of that name
             if not isinstance(owner, cst.FunctionDef) or any(a.star for a in call.args):
                 return f"at line {line}, a call of `{name}` hands it rows no function was handed"
             scope = self.tree.scope_of.get(owner.body)
