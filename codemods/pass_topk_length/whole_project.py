@@ -145,7 +145,7 @@ class WholeProject:
         method = self.tree.is_method(batch) and not static
         positional = [p.name.value for p in [*batch.params.posonly_params, *batch.params.params]][1 if method else 0:]
         wanted = callers.wanted_of(positional, rows | indices)
-        key = f"callers:{batch.name.value}:{wanted}:{sorted(rows)}"
+        key = f"callers:{id(batch)}:{wanted}:{sorted(rows)}"  # (per def: its class decides which receivers are its)
 
         def build() -> Optional[str]:
             proj = self.project()
