@@ -91,9 +91,20 @@ class ModuleIndexes:
 
     def calls_named(self, name: str) -> List[CallInfo]:
         """Calls whose callee ends in `name` (`name(...)` or `x.name(...)`), in source order."""
-        return self.index("calls", lambda: self._grouped(self.facts.calls, lambda k: (
-            k.node.func.attr.value if isinstance(k.node.func, cst.Attribute)
-            else k.node.func.value if isinstance(k.node.func, cst.Name) else None))).get(name, [])
+        return self.index("calls", lambda: self._grouped(self.facts.calls, lambda k: _callee_name(k.node))).get(name, [])
+
+    def every_call_named(self, name: str) -> List[cst.Call]:
+        """As calls_named, over every call of the module (`super().name(...)`, a call a lambda makes: those the
+        module's facts leave out), in source order."""
+        return self.index("every_call", lambda: self._grouped(self.find(cst.Call), _callee_name)).get(name, [])
+
+    def names_spelled(self, name: str) -> List[cst.Name]:
+        """Every Name node spelling `name` (a read, a binding, an attribute's name), in source order."""
+        return self.index("names", lambda: self._grouped(self.find(cst.Name), lambda n: n.value)).get(name, [])
+
+    def strings_spelled(self, text: str) -> List[cst.SimpleString]:
+        """Every plain string literal whose value is `text`, in source order."""
+        return self.index("strings", lambda: self._grouped(self.find(cst.SimpleString), _text)).get(text, [])
 
     def functions_named(self, name: str) -> List[Function]:
         return self.index("functions", lambda: self._grouped(self.facts.functions, lambda f: f.name)).get(name, [])
@@ -178,3 +189,14 @@ class ModuleIndexes:
         except (SyntaxError, ValueError, cst.ParserSyntaxError, RecursionError, InputError):
             pass
         return self._external[qualname]
+
+
+def _callee_name(call: cst.Call) -> Optional[str]:
+    """`name` of `name(...)` and `x.name(...)`, any receiver (`super().name(...)` too)."""
+    func = call.func
+    return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+
+
+def _text(node: cst.SimpleString) -> Optional[str]:
+    value = node.evaluated_value
+    return value if isinstance(value, str) else None

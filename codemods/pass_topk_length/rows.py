@@ -1313,8 +1313,9 @@ class IndexTrace:
     def _fill(self, e: cst.BaseExpression) -> bool:
         """A constant fill, or a name bound to one (`pad = torch.full(...)`): may be one on some binding."""
         if isinstance(e, cst.Name):
-            return any(_constant_fill(getattr(self.tree.assignment_statement(a), "value", None) or cst.Name("x"))
-                       for a in self.tree.binding(e, e.value).assignments) or not self.tree.binding(e, e.value).assignments
+            assigned = self.tree.binding(e, e.value).assignments
+            values = [getattr(self.tree.assignment_statement(a), "value", None) for a in assigned]
+            return not assigned or any(v is not None and _constant_fill(v) for v in values)
         return _constant_fill(e)
 
     def _name(self, node: cst.Name) -> Optional[str]:

@@ -42,17 +42,6 @@ def _packages(module: str) -> List[str]:
     return [".".join(parts[:i]) for i in range(1, len(parts))]
 
 
-def _text(node: cst.SimpleString) -> Optional[str]:
-    value = node.evaluated_value
-    return value if isinstance(value, str) else None
-
-
-def _callee_name(call: cst.Call) -> Optional[str]:
-    """`name` of `name(...)` and `x.name(...)`, any receiver (`super().name(...)` too)."""
-    func = call.func
-    return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
-
-
 def _takes(fn: cst.Lambda) -> bool:
     p = fn.params
     return bool(p.params or p.posonly_params or p.kwonly_params or isinstance(p.star_arg, cst.Param) or p.star_kwarg)
@@ -162,15 +151,15 @@ class WholeProject:
         """The first call of batch's name in this module (on any receiver) whose arguments for `rows` / `indices`
         the row and index traces refuse, as they refuse the call's own."""
         name = batch.name.value
-        for ref in self.index("names", lambda: self._grouped(self.find(cst.Name), lambda n: n.value)).get(name, []):
+        for ref in self.names_spelled(name):
             up = self.tree.parent.get(ref)
             if isinstance(up, cst.Attribute) and up.attr is ref:  # `self.forward`: what is done with it
                 ref, up = up, self.tree.parent.get(up)
             if not (isinstance(up, cst.Call) and up.func is ref or isinstance(up, (cst.FunctionDef, cst.Param))):
                 return f"line {self.tree.line(ref)} reads `{name}` as a value: what calls it with which rows is not seen"
-        for ref in self.index("strings", lambda: self._grouped(self.find(cst.SimpleString), _text)).get(name, []):
+        for ref in self.strings_spelled(name):
             return f"line {self.tree.line(ref)} spells `{name}` as a string: what looks it up and calls it is not seen"
-        for call in self.index("calls by name", lambda: self._grouped(self.find(cst.Call), _callee_name)).get(name, []):
+        for call in self.every_call_named(name):
             line = self.tree.line(call)
             owner = next((a for a in self.tree.ancestors(call) if isinstance(a, cst.FunctionDef) or isinstance(
                 a, cst.Lambda) and _takes(a)), None)  # (a lambda taking nothing reads its function's names: a graph step)
