@@ -134,18 +134,18 @@ class WholeProject:
         method = self.tree.is_method(batch) and not static
         positional = [p.name.value for p in [*batch.params.posonly_params, *batch.params.params]][1 if method else 0:]
         wanted = callers.wanted_of(positional, rows | indices)
-        key = f"callers:{id(batch)}:{wanted}:{sorted(rows)}"  # (per def: its class decides which receivers are its)
+        here = f"callers here:{batch.name.value}:{wanted}:{sorted(rows)}"  # (this module's: the same for every def of the name)
 
         def build() -> Optional[str]:
             proj = self.project()
             cls = self.tree.parent.get(self.tree.parent.get(batch))
             mine = proj.instance_classes(set(self.subclasses(cls.name.value))) if isinstance(cls, cst.ClassDef) else None
-            why = self._module_callers(batch, positional, rows, indices)
+            why = self.index(here, lambda: self._module_callers(batch, positional, rows, indices))
             w = callers.unchanged_callers(proj, batch.name.value, wanted, mine) if why is None else None
             why = why or (f"at {w.where()}, a call of `{batch.name.value}`: {w.what}" if w is not None else None)
             return (f"{why}; q and the indices it hands may not be the rows the metadata was built for, in order; pass "
                     "topk_length by hand where they are known, or use --lengths derived") if why else None
-        return self.index(key, build)
+        return self.index(f"callers:{id(batch)}:{wanted}:{sorted(rows)}", build)  # (per def: its class decides its receivers)
 
     def _module_callers(self, batch, positional, rows, indices) -> Optional[str]:
         """The first call of batch's name in this module (on any receiver) whose arguments for `rows` / `indices`
