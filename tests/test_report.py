@@ -16,7 +16,7 @@ SITES = [
     Site("pkg/a.py", 3, 5, "sgl_kernel.flash_mla_sparse_fwd", Status.COMPLIANT, "passes topk_length", "lens"),
     Site("pkg/a.py", 9, 12, "sgl_kernel.flash_mla_sparse_fwd", Status.OPT_OUT, "suppressed by comment: rows differ"),
     Site("pkg/b c.py", 20, 1, "flash_mla.flash_mla_sparse_fwd", Status.FIXABLE,
-         "passes metadata.dsa_cache_seqlens_int32 (guarded by q's row count)", "metadata.dsa_cache_seqlens_int32"),
+         "passes metadata.dsa_cache_seqlens_int32 (guarded: int32, one per row of q)", "metadata.dsa_cache_seqlens_int32"),
     Site("pkg/d,e:f.py", 7, 9, "torch.ops.sgl_kernel.sparse_prefill_fwd", Status.MANUAL,
          "op-level call: 100% needs\na human, really"),
 ]

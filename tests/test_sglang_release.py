@@ -2,7 +2,6 @@
 fix that 0.5.17 merged, function by function; 0.5.17 is compliant and left byte-identical."""
 import ast
 import functools
-from types import SimpleNamespace
 
 import pytest
 
@@ -36,11 +35,12 @@ def guard(fn):
     return ifs[0]
 
 
-def guard_result(guard_node, topk_rows, q_rows):
-    """Run the guard alone with shape-only stand-ins: what topk_length does it leave?"""
-    q = SimpleNamespace(shape=(q_rows, 128, 576))
-    lens = None if topk_rows is None else SimpleNamespace(shape=(topk_rows,))
-    env = {"topk_length": lens, "q_all": q, "q_input": q, "num_tokens": q_rows}
+def guard_result(guard_node, topk_rows, q_rows, dtype="int32"):
+    """Run the guard alone on small CPU tensors: does it keep topk_length?"""
+    import torch
+    q = torch.empty(q_rows, 1, 1)
+    lens = None if topk_rows is None else torch.zeros(topk_rows, dtype=getattr(torch, dtype))
+    env = {"torch": torch, "topk_length": lens, "q_all": q, "q_input": q, "num_tokens": q_rows}
     exec(compile(ast.Module([guard_node], []), "<guard>", "exec"), env)
     return env["topk_length"] is lens
 
@@ -78,9 +78,11 @@ def test_0516_apply_reproduces_the_merged_fix(releases):
     assert "topk_length: Optional[torch.Tensor]=None" in ast.unparse(ours[HELPER].args)
     # same kernel keyword
     assert kernel_keywords(ours[HELPER]) == kernel_keywords(theirs[HELPER])
-    # equivalent guard: same decision for matching, mismatching and absent lengths
+    # the same decision as the merged guard for matching, mismatching and absent lengths
     for topk_rows, q_rows in [(4, 4), (8, 4), (None, 4), (0, 0)]:
         assert guard_result(guard(ours[HELPER]), topk_rows, q_rows) == guard_result(guard(theirs[HELPER]), topk_rows, q_rows)
+    # and stricter where the merged guard lets the kernel fail: lengths of another dtype fall back to the full width
+    assert not guard_result(guard(ours[HELPER]), 4, 4, "int64") and guard_result(guard(theirs[HELPER]), 4, 4, "int64")
     # same two caller keywords
     for name in CALLERS:
         mine, merged = helper_calls(ours[name]), helper_calls(theirs[name])

@@ -10,9 +10,8 @@ from topk_migrate.cst.resolve import CallInfo, Function, dotted
 
 from .syntax import _q_arg
 
-GUARD_COMMENT = "# topk-migrate: use the full top-k width if the row counts ever differ from q's."
-# where nothing declares the metadata's type, the guard checks all the kernel needs (fits)
-CHECKED_GUARD_COMMENT = "# topk-migrate: use the full top-k width unless topk_length is int32, 1-D, one per row of q."
+# the guard checks all the kernel needs (fits), whatever the module's types say
+GUARD_COMMENT = "# topk-migrate: use the full top-k width unless topk_length is int32, 1-D, one per row of q."
 
 
 @dataclass(eq=False)
@@ -40,11 +39,6 @@ class Group:
     def q(self, call: CallInfo) -> str:
         return dotted(_q_arg(call.node))
 
-    @property
-    def proven(self) -> bool:
-        """Do the module's types prove what every metadata read of the group holds (not the getattr form)?"""
-        return self.form != "getattr" and all(form != "getattr" for _, _, form in self.callers)
-
 
 # How the metadata is read (`metadata-type`): "plain" where its root provably holds an object of a
 # class here that declares the field, non-Optional (SGLang's `self.forward_metadata: DSAMetadata`);
@@ -58,21 +52,19 @@ def _metadata_value(expr: str, form: str) -> str:
 
 
 def _inline_value(expr: str, form: str, q: str, torch: Optional[str] = None) -> str:
-    """The metadata, guarded by q's rows, as one expression (no statement of its own)."""
+    """The metadata, guarded (fits), as one expression (no statement of its own)."""
     value = _metadata_value(expr, "getattr" if form == "getattr" else "plain")
     test = f"{expr.split('.')[0]} is not None and " if form == "none_safe" else ""
-    return f"{value} if {test}{value} is not None and {fits(value, q, form != 'getattr', torch)} else None"
+    return f"{value} if {test}{value} is not None and {fits(value, q, torch)} else None"
 
 
-def fits(value: str, q: str, proven: bool, torch: Optional[str] = None) -> str:
-    """The test that `value` (not None) may be the kernel's topk_length for q. Where the module's types
-    prove what the field holds (the reference fix's case), q's row count; where nothing does (the
-    getattr form), everything the kernel needs of it, read from tensor metadata only (no host sync,
-    safe under CUDA-graph capture): a tensor, int32, 1-D, on q's device, q's rows. `torch`: the name
-    the module binds torch to at import time, if any (else q's own type and the dtype's name)."""
+def fits(value: str, q: str, torch: Optional[str] = None) -> str:
+    """The test that `value` (not None) may be the kernel's topk_length for q: everything the kernel needs of
+    it, read from tensor metadata only (no host sync, safe under CUDA-graph capture): a tensor, int32, 1-D, on
+    q's device, q's rows. Checked even where the module's annotations name the field's class: an annotation
+    is no proof of the dtype a write gives it (red-team round O: an int64 clamp). `torch`: the name the
+    module binds torch to at import time, if any (else q's own type and the dtype's name)."""
     rows = f"{value}.shape[0] == {q}.shape[0]"
-    if proven:
-        return rows
     if torch:
         kind = f"isinstance({value}, {torch}.Tensor) and {value}.dtype == {torch}.int32"
     else:
@@ -81,5 +73,5 @@ def fits(value: str, q: str, proven: bool, torch: Optional[str] = None) -> str:
 
 
 def _direct_reason(g: Group) -> str:
-    how = "guarded inline by q's row count" if g.inline else "guarded by q's row count"
+    how = "guarded inline: int32, one per row of q" if g.inline else "guarded: int32, one per row of q"
     return f"passes {g.metadata} ({how})"

@@ -16,7 +16,7 @@ from topk_migrate.cst.resolve import ModuleFacts
 from topk_migrate.cst.scopecheck import Tree, inserted_ids, resolution_table, root_binding
 
 from .derived import derived_value
-from .group import CHECKED_GUARD_COMMENT, GUARD_COMMENT, Group, _inline_value, _metadata_value, fits
+from .group import GUARD_COMMENT, Group, _inline_value, _metadata_value, fits
 from .quick import PARAM
 from .syntax import CONSTANT_NAMES, _code, _indices_arg, _q_arg, _root, _top_level_imports, import_binding
 
@@ -58,7 +58,7 @@ class _Rewrite(cst.CSTTransformer):
                 elif g.kind == "direct" and g.inline:
                     value = _inline_value(g.metadata, g.form, q, torch)
                 elif g.inline:
-                    value = f"{PARAM} if {PARAM} is not None and {fits(PARAM, q, g.proven, torch)} else None"
+                    value = f"{PARAM} if {PARAM} is not None and {fits(PARAM, q, torch)} else None"
                 else:
                     value = PARAM
                     bind = _metadata_value(g.metadata, g.form) if g.kind == "direct" else None
@@ -132,14 +132,13 @@ class _Rewrite(cst.CSTTransformer):
             for g, q, bind in self.guards.get(id(orig), ()):
                 lead = upd.leading_lines
                 blank = [cst.EmptyLine(indent=False)] if lead and lead[0].comment is None else []
-                first = [*blank, cst.EmptyLine(comment=cst.Comment(GUARD_COMMENT if g.proven else CHECKED_GUARD_COMMENT))]
+                first = [*blank, cst.EmptyLine(comment=cst.Comment(GUARD_COMMENT))]
                 if bind:  # bind the metadata here, then the same guard as in a helper
                     stmt = cst.parse_statement(f"{PARAM} = {bind}\n").with_changes(leading_lines=first)
                     out.append(stmt)
                     self._add(g, stmt)
                     first = []
-                test = f"{PARAM} is not None and not {fits(PARAM, q, g.proven, self.torch)}" if not g.proven \
-                    else f"{PARAM} is not None and {PARAM}.shape[0] != {q}.shape[0]"
+                test = f"{PARAM} is not None and not {fits(PARAM, q, self.torch)}"
                 guard = cst.parse_statement(f"if {test}:\n    {PARAM} = None\n").with_changes(leading_lines=first)
                 out.append(guard)
                 self._add(g, guard)

@@ -18,7 +18,7 @@ from topk_migrate.rules import Rule, RuleExample
 from . import INFO
 from .analysis import _Analysis
 from .derived import BOUND_NAME, derived_value
-from .group import CHECKED_GUARD_COMMENT, GUARD_COMMENT, Group, _direct_reason, _inline_value, fits
+from .group import GUARD_COMMENT, Group, _direct_reason, _inline_value, fits
 from .quick import ENTRY_POINTS, PARAM
 from .rewrite import _optional_annotation, _Rewrite, validate_rewrite
 from .value_use import _value_uses
@@ -232,7 +232,7 @@ _INLINE = _inline_value("metadata.dsa_cache_seqlens_int32", "getattr", "{q}", "t
 
 def _checked(q: str = "q", torch: str = "torch") -> str:
     """The statement guard's test for metadata read with getattr."""
-    return f"topk_length is not None and not {fits('topk_length', q, False, torch)}"
+    return f"topk_length is not None and not {fits('topk_length', q, torch)}"
 
 
 def _fn(body: str, head: str = "", imports: str = _KERNEL_IMPORT) -> str:
@@ -251,7 +251,7 @@ def _helper_after(before: str, annotation: str, torch: Optional[str] = None) -> 
     return before.replace("return self._sparse(q, idx)", f"return self._sparse(q, idx, topk_length={_GETATTR})").replace(
         "def _sparse(self, q, idx):", f"def _sparse(self, q, idx, topk_length: {annotation} = None):").replace(
         "        return flash_mla_sparse_fwd(q, self.kv, idx, 1.0)",
-        f"        {CHECKED_GUARD_COMMENT}\n        if {_checked('q', torch)}:\n"
+        f"        {GUARD_COMMENT}\n        if {_checked('q', torch)}:\n"
         "            topk_length = None\n\n        return flash_mla_sparse_fwd(q, self.kv, idx, 1.0, topk_length=topk_length)")
 
 
@@ -384,7 +384,7 @@ INVALID = [
         "        indices = page_table_1.unsqueeze(1)\n\n",
         "        indices = page_table_1.unsqueeze(1)\n\n"
         f"        {GUARD_COMMENT}\n"
-        "        if topk_length is not None and topk_length.shape[0] != q_all.shape[0]:\n"
+        f"        if {_checked('q_all')}:\n"
         "            topk_length = None\n\n",
     ).replace(
         "            sm_scale=sm_scale,\n        )",
@@ -397,7 +397,7 @@ INVALID = [
         "# metadata.nsa_cache_seqlens_int32: clipped to topk\n",
         Status.FIXABLE, "passes metadata.nsa_cache_seqlens_int32",
         after="from sgl_kernel.flash_mla import flash_mla_sparse_fwd as sparse_fwd\n\n"
-        f"def attend(q, kv, idx, metadata):\n    {CHECKED_GUARD_COMMENT}\n"
+        f"def attend(q, kv, idx, metadata):\n    {GUARD_COMMENT}\n"
         "    topk_length = getattr(metadata, \"nsa_cache_seqlens_int32\", None)\n"
         "    if topk_length is not None and not (isinstance(topk_length, type(q)) and str(topk_length.dtype) == "
         "\"torch.int32\" and topk_length.dim() == 1 and topk_length.shape[0] == q.shape[0] and "
@@ -427,7 +427,7 @@ INVALID = [
         after="import torch\nfrom typing import Optional\n\ntry:\n    import sgl_kernel.flash_mla as fm\nexcept ImportError:\n    fm = None\n\n\n"
         "def run(metadata, q, kv, idx):\n    return helper(q, kv, idx, topk_length=getattr(metadata, \"dsa_cache_seqlens_int32\", None))\n\n\n"
         "def helper(q, kv, idx, topk_length: Optional[torch.Tensor] = None):\n"
-        f"    {CHECKED_GUARD_COMMENT}\n"
+        f"    {GUARD_COMMENT}\n"
         f"    if {_checked()}:\n        topk_length = None\n\n"
         "    out = fm.flash_mla_sparse_fwd(q, kv, idx, 1.0, topk_length=topk_length)  # the kernel\n    return out\n"
         "# dsa_cache_seqlens_int32\n",
@@ -446,8 +446,8 @@ INVALID = [
                       f"topk_length={_INLINE.format(q='q')})\n    return o\n")),
     # class 2: a None default: the inserted binding handles None.
     _example(_fn("def attend(q, kv, idx, metadata=None):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n"),
-            Status.FIXABLE, "guarded by q's row count",
-            after=_fn(f"def attend(q, kv, idx, metadata=None):\n    {CHECKED_GUARD_COMMENT}\n"
+            Status.FIXABLE, "guarded: int32, one per row of q",
+            after=_fn(f"def attend(q, kv, idx, metadata=None):\n    {GUARD_COMMENT}\n"
                       f"    topk_length = {_GETATTR}\n"
                       f"    if {_checked()}:\n        topk_length = None\n\n"
                       "    return flash_mla_sparse_fwd(q, kv, idx, 1.0, topk_length=topk_length)\n")),
@@ -464,7 +464,7 @@ INVALID = [
         "return self._sparse(q_all, idx)", f"return self._sparse(q_all, idx, topk_length={_GETATTR})").replace(
         "def _sparse(self, q_all, idx):", "def _sparse(self, q_all, idx, topk_length: Optional[torch.Tensor] = None):").replace(
         "        o, _, _ = flash_mla_sparse_fwd(q_input, self.kv, idx, 1.0)",
-        f"        {CHECKED_GUARD_COMMENT}\n        if {_checked('q_input')}:\n"
+        f"        {GUARD_COMMENT}\n        if {_checked('q_input')}:\n"
         "            topk_length = None\n\n"
         "        o, _, _ = flash_mla_sparse_fwd(q_input, self.kv, idx, 1.0, topk_length=topk_length)").replace(
         _KERNEL_IMPORT, _KERNEL_IMPORT + "from typing import Optional\n", 1)),
