@@ -430,6 +430,11 @@ def test_the_metadata_type_is_the_class_its_annotation_names_exactly(tmp_path, c
     ("self.metadata_by_group['full']", "", False),
     ("self.current_metadata", "\n    @property\n    def current_metadata(self):\n        return self.forward_metadata\n",
      False),
+    # round P: served by `__getattr__`, a descriptor at class level, or held on the class itself
+    ("self.current_metadata", "\n    def __getattr__(self, name):\n        return self.forward_metadata\n", False),
+    ("self.current_metadata", "\n    current_metadata = functools.cached_property(lambda self: self.forward_metadata)\n",
+     False),
+    ("self.forward_metadata", "\n    def share(self, md):\n        type(self).forward_metadata = md\n", False),
 ])
 def test_the_metadata_is_what_the_engine_stored_for_this_batch(tmp_path, read, extra, fixable):
     (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
@@ -498,6 +503,10 @@ def test_the_field_must_hold_the_seqlens_clipped_to_the_top_k_width(tmp_path, cl
     ("self.forward_metadata, self.n = self._build_metadata(batch), 1", False),
     ("setattr(self, 'forward_metadata', self._build_metadata(batch))", False),
     ("self.forward_metadata = self._plan(batch).metadata", False),  # an attribute of a new object
+    # round P: a holder given by `__setattr__` or as a loop's target
+    ("self.__setattr__('forward_metadata', self._build_metadata(batch))", False),
+    ("super().__setattr__('forward_metadata', self._build_metadata(batch))", False),
+    ("for self.forward_metadata in [self._build_metadata(batch)]:\n            pass", False),
 ])
 def test_on_cuda_graph_replay_the_lengths_are_updated_in_place(tmp_path, replay, fixable):
     (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
@@ -778,24 +787,35 @@ IN_PLACE = ["metadata.dsa_cache_seqlens_int32.add_(1)", "metadata.dsa_cache_seql
             "metadata.dsa_cache_seqlens_int32.narrow(0, 0, 1).copy_(metadata.dsa_cache_seqlens_int32 + 9)",
             "metadata.dsa_cache_seqlens_int32.data = metadata.dsa_cache_seqlens_int32 + 9",
             "lens = metadata.dsa_cache_seqlens_int32; lens += 1",
-            "self._lens = metadata.dsa_cache_seqlens_int32"]  # kept where any code may write it (round O's u02)
+            "self._lens = metadata.dsa_cache_seqlens_int32",  # kept where any code may write it (round O's u02)
+            # round P: any in-place function handed it, through `.data`, an aliasing method, a loop, `:=`, unpacking
+            "torch.Tensor.sub_(metadata.dsa_cache_seqlens_int32, 1)", "torch.clamp_(metadata.dsa_cache_seqlens_int32, max=8)",
+            "operator.isub(metadata.dsa_cache_seqlens_int32, 1)", "torch.ops.aten.sub_.Scalar(metadata.dsa_cache_seqlens_int32, 1)",
+            "metadata.dsa_cache_seqlens_int32.data.sub_(1)", "metadata.dsa_cache_seqlens_int32.data[:] = 0",
+            "lens = metadata.dsa_cache_seqlens_int32.to(torch.int32); lens -= 1",
+            "metadata.dsa_cache_seqlens_int32.contiguous().sub_(1)",
+            "lens = metadata.dsa_cache_seqlens_int32.detach(); lens[:] = 0",
+            "for t in (metadata.dsa_cache_seqlens_int32,): t.sub_(1)",
+            "(lens := metadata.dsa_cache_seqlens_int32).sub_(1)",
+            "lens, = (metadata.dsa_cache_seqlens_int32,); lens.sub_(1)",
+            "for t in vars(metadata).values(): t.sub_(1)"]
 
 
 @pytest.mark.parametrize("write", IN_PLACE)
 def test_lengths_changed_in_place_in_this_module_refuse(tmp_path, write):
-    src = LENGTHS_WRITTEN.format(imports="", write=write)
+    src = LENGTHS_WRITTEN.format(imports="import operator", write=write)
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert site.status is Status.MANUAL and "in place" in site.reason, site.reason
 
 
-@pytest.mark.parametrize("write", IN_PLACE + ["del metadata.dsa_cache_seqlens_int32"])
+@pytest.mark.parametrize("write", [w for w in IN_PLACE if "vars(" not in w] + ["del metadata.dsa_cache_seqlens_int32"])
 def test_lengths_changed_in_place_in_another_module_refuse(tmp_path, write):
     (tmp_path / ".git").mkdir()
-    (tmp_path / "steps.py").write_text(f"import torch\n\n\ndef advance(metadata):\n    {write}\n")
+    (tmp_path / "steps.py").write_text(f"import operator\nimport torch\n\n\ndef advance(metadata):\n    {write}\n")
     src = LENGTHS_WRITTEN.format(imports="import steps", write="steps.advance(metadata)")
     (tmp_path / "backend.py").write_text(src)
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
-    assert site.status is Status.MANUAL and "steps.py:5 changes `dsa_cache_seqlens_int32` in place" in site.reason, site.reason
+    assert site.status is Status.MANUAL and "steps.py:6 changes `dsa_cache_seqlens_int32` in place" in site.reason, site.reason
 
 
 # Round N's u_field_util_unclipped / u_graph_util_field_swap: a launcher hands the field's name in a mapping to a
@@ -981,3 +1001,37 @@ def test_round_o_indices_from_another_modules_state_refuse(tmp_path):
         "import torch\n", "import torch\nfrom engine import dsa_context\n").format(before="pass", elsewhere="pass")
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert site.status is Status.MANUAL and "an import" in site.reason, site.reason
+
+
+# -- round P: writes into the indices the traces did not see, and steps that change them --------------------
+@pytest.mark.parametrize("before", [
+    "self._sort_rows(topk_indices[:, 0, :])",  # a view handed to a method that may sort it in place
+    "torch.nn.functional.relu(topk_indices, inplace=True)",  # an `inplace=` keyword
+    "torch.nn.functional.threshold(topk_indices, 100, -1, True)",  # `inplace` by position
+    "topk_indices.__setitem__((slice(None), 0, 0), -1)",  # a writing dunder
+    "topk_indices.__iand__(self.mask)",
+    "fill = topk_indices.masked_fill_\n        fill(self.mask, -1)",  # an in-place method taken as a value
+    "getattr(topk_indices, 'masked_fill_')(self.mask, -1)",
+    "functools.partial(torch.Tensor.masked_fill_, topk_indices)(self.mask, -1)",
+    "numpy.putmask(topk_indices.numpy(), self.mask, -1)",  # numpy writes the arrays it is handed
+    "topk_indices.numpy()[:, 0, 0] = -1",  # `.numpy()` shares the tensor's storage
+])
+def test_round_p_writes_into_the_indices_refuse(tmp_path, before):
+    src = "import functools\nimport numpy\n" + _handed(before)
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert site.status is Status.MANUAL, site.reason
+
+
+@pytest.mark.parametrize("value,fixable", [
+    ("topk_indices.to(torch.int32)", True),
+    ("topk_indices.to(q.device)", True),
+    ("topk_indices.to(torch.uint8).int()", False),  # -1 becomes 255, a valid slot
+    ("topk_indices.view(torch.int16).int()", False),  # each entry split in two
+    ("topk_indices.view(topk_indices.shape[0], -1).unsqueeze(1)", True),
+    ("torch.cat([topk_indices, torch.full((1,) + topk_indices.shape[1:], -1, dtype=torch.int32)])", True),
+    ("torch.cat([topk_indices, self.other_topk])", False),  # two selections: in q's order?
+])
+def test_round_p_index_steps(tmp_path, value, fixable):
+    src = _handed(f"topk_indices = {value}")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

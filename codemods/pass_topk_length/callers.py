@@ -3,7 +3,8 @@ metadata), in any file of the project and on any receiver that may be an instanc
 that caller was handed itself, unchanged: its own parameters (or an attribute of one), neither bound again nor
 written nor handed to another call first. A model layer that sorts its tokens, a subclass's new method calling
 `super().forward(q[order], ...)` or an async step between (round J1) are refused; the callers' own callers are
-not read (a decorator above them: a stated gap), and the engine's dispatch (ENTRY_BASES) is its framework's."""
+not read (a decorator above them: a stated gap). The engine's own dispatch (`AttentionBackend.forward`) is read as
+any caller is: a fork's copy of it may sort the rows (round P)."""
 from __future__ import annotations
 
 import ast
@@ -11,15 +12,14 @@ from typing import List, Optional, Set, Tuple
 
 from . import reach
 
-# The engine's dispatch, by the module its class is defined in: the framework calls it with the batch's rows.
+# The engine's dispatch, by the module its class is defined in: the framework calls it with the batch's rows and
+# fills its `**kwargs` (the indices among them), which it may hand on whole.
 ENTRY_BASES = {
     ("base_attn_backend", "AttentionBackend"): "sglang layers/attention/base_attn_backend.py: RadixAttention calls "
     "forward_batch.attn_backend.forward(q, k, v, layer, forward_batch, ...) with the batch's rows; forward "
     "dispatches to forward_extend / forward_decode",
 }
 ENTRY_METHOD = "forward"
-# The dispatch's methods: the rows handed to one of them in a branch are that method's own to keep.
-DISPATCH = {"forward_extend", "forward_decode", "forward_mixed", "forward_idle"}
 # Reads of a handed tensor that neither write it nor hand it on: its metadata, a new tensor shaped like it.
 _READS = {"shape", "dtype", "device", "ndim", "is_cuda", "size", "dim", "numel", "new_empty", "new_zeros", "new_full",
           "new_ones", "new_tensor", "element_size"}
@@ -71,8 +71,6 @@ def _caller(proj, f, node: ast.AST, fname: str, want: Wanted) -> Optional[reach.
         fn = f.enclosing(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))  # a graph step
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return at(f"`{reach._unparse(call)[:60]}` is called outside a function: the rows it hands are not traced")
-    if _entry(f, fn):
-        return None
     for shift in ((0, 1) if _unbound(f, call.func) else (0,)):  # bound, or `Class.method(obj, ...)`
         for param, place in want:
             source = _argument(call, param, None if place is None else place + shift)
@@ -84,10 +82,16 @@ def _caller(proj, f, node: ast.AST, fname: str, want: Wanted) -> Optional[reach.
 
 
 def _unbound(f, func: ast.AST) -> bool:
-    """`Backend.forward(obj, ...)`: a method read off a class (a class of the file, or an imported capitalized
-    name), so its first argument is the instance."""
+    """May the method be read off a class, so that its first argument is the instance (`Backend.forward(obj,
+    ...)`, `mod.Backend.forward(obj, ...)`, `_Impl.forward(obj, ...)` for an imported class)? Anything but
+    `self`, `super()` or a local name bound only in the function may be (round P): both readings are checked."""
     value = func.value if isinstance(func, ast.Attribute) else None
-    return isinstance(value, ast.Name) and (value.id in f.classes or value.id in f.froms and value.id[:1].isupper())
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "super":
+        return False
+    if isinstance(value, ast.Name):
+        return value.id != "self" and (value.id in f.classes or value.id in f.froms or value.id[:1].isupper()
+                                       or value.id in f.modules)
+    return isinstance(value, ast.Attribute)
 
 
 def _method(f, fn) -> bool:
@@ -117,7 +121,7 @@ def _handed_root(f, fn, call: ast.Call, source: ast.AST, fname: str, keys: Set[s
     expr = source.value if star else source
     if star:
         own = fn.args.vararg if isinstance(source, ast.Starred) else fn.args.kwarg
-        if own is None or not (isinstance(expr, ast.Name) and expr.id == own.arg) or fn.name != fname:
+        if own is None or not (isinstance(expr, ast.Name) and expr.id == own.arg) or fn.name != fname and not _entry(f, fn):
             return f"hands `{reach._unparse(source)[:40]}` on: which rows it holds is not traced"
         return _untouched(f, fn, call, own.arg, None, keys)
     chain = expr
@@ -133,7 +137,7 @@ def _handed_root(f, fn, call: ast.Call, source: ast.AST, fname: str, keys: Set[s
 
 def _untouched(f, fn, call: ast.Call, name: str, attribute: Optional[ast.AST], keys: Set[str]) -> Optional[str]:
     """Why fn may bind `name` again, or write or hand on what it holds (or, `attribute` given, what that attribute
-    of it holds) other than to `call` and the dispatch's siblings (DISPATCH), or None."""
+    of it holds) other than to `call`, or None."""
     for node in ast.walk(fn):
         if isinstance(node, ast.Name) and node.id == name:
             if not isinstance(node.ctx, ast.Load):
@@ -160,6 +164,8 @@ def _exclusive(f, fn, node: ast.AST, call: ast.Call) -> bool:
         return out
     mine, theirs = chain(node), chain(call)
     ids = {id(x) for x in theirs}
+    if _returns_before(fn, mine, theirs) or _returns_before(fn, theirs, mine):
+        return True
     for i, up in enumerate(mine):
         if id(up) not in ids:
             continue
@@ -168,6 +174,20 @@ def _exclusive(f, fn, node: ast.AST, call: ast.Call) -> bool:
         child, other = mine[i - 1], theirs[[id(x) for x in theirs].index(id(up)) - 1]
         return child in up.body and other in up.orelse or child in up.orelse and other in up.body
     return False
+
+
+def _returns_before(fn, first, then) -> bool:
+    """Does the code at `first` (its ancestors up to fn's body) sit in an `if` of fn's body, with no `else`, that
+    always returns, ahead of the statement holding `then` (`if full: return a.forward_extend(q, ...)` then `return
+    b.forward_extend(q=q, ...)`: sglang's hybrid backends)?"""
+    top_first = first[-1] if first else None
+    top_then = then[-1] if then else None
+    body = list(fn.body)
+    if not (isinstance(top_first, ast.If) and top_first in body and top_then in body) or top_first.orelse:
+        return False
+    if body.index(top_first) >= body.index(top_then) or len(first) < 2 or first[-2] not in top_first.body:
+        return False
+    return isinstance(top_first.body[-1], (ast.Return, ast.Raise))
 
 
 def _use(f, node: ast.Name, call: ast.Call, handed: str, keys: Set[str]) -> Optional[str]:
@@ -185,9 +205,9 @@ def _use(f, node: ast.Name, call: ast.Call, handed: str, keys: Set[str]) -> Opti
         expr, up = up, f.parents.get(id(up))
     if isinstance(up, ast.Call) and (expr in up.args or expr in up.keywords or expr in [k.value for k in up.keywords]):
         callee = up.func
-        if up is call or isinstance(callee, ast.Name) and callee.id in ("len", "isinstance") or \
-                isinstance(callee, ast.Attribute) and callee.attr in DISPATCH:
-            return None
+        if up is call or isinstance(callee, ast.Name) and callee.id in ("len", "isinstance"):
+            return None  # (a dispatch sibling handed the rows first may change them: round P; one in the other
+            # branch of an `if` is _exclusive)
         return f"hands `{reach._unparse(expr)[:40]}` to `{reach._unparse(callee)[:40]}`, which may change it in place"
     if isinstance(up, ast.Attribute) and up.attr in _READS:
         return None
@@ -212,7 +232,8 @@ def _keyed_read(f, up: ast.AST, expr: ast.AST, keys: Set[str]) -> bool:
 
 
 def _entry(f, fn) -> bool:
-    """The engine's own dispatch (ENTRY_BASES: `forward` of that class in that module), not an override of it."""
+    """The engine's own dispatch (ENTRY_BASES: `forward` of that class in that module), whose `**kwargs` the
+    framework fills: it may hand them on whole. Its body is read as any caller's (a fork's copy may sort the rows)."""
     cls = f.parents.get(id(fn))
     stem = f.path.replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".py")
     return fn.name == ENTRY_METHOD and isinstance(cls, ast.ClassDef) and (stem, cls.name) in ENTRY_BASES

@@ -19,6 +19,22 @@ def _is_attr_of_self(e: cst.BaseExpression) -> bool:
     return isinstance(e, cst.Attribute) and isinstance(e.value, cst.Name) and e.value.value == "self"
 
 
+# methods that give a mapping's items new values
+_ITEM_WRITES = {"update", "setdefault", "__setitem__"}
+
+
+def _any_item(mapping: cst.BaseExpression) -> cst.Subscript:
+    """`mapping[...]`: an item written whose key is not read."""
+    return cst.Subscript(value=mapping, slice=[cst.SubscriptElement(cst.Index(cst.Ellipsis()))])
+
+
+def cst_targets(target: Optional[cst.BaseExpression]) -> List[cst.BaseExpression]:
+    """The attributes and items a binding target assigns (each part of a tuple)."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [t for el in target.elements for t in cst_targets(el.value)]
+    return [target] if isinstance(target, (cst.Attribute, cst.Subscript)) else []
+
+
 def _self_root_attr(e: cst.BaseExpression) -> Optional[str]:
     """`self.A`, `self.A[k]`, `self.A.b`: A; else None."""
     while isinstance(e, (cst.Subscript, cst.Attribute)) and not _is_attr_of_self(e):
@@ -109,10 +125,25 @@ class GraphReplay:
                         if isinstance(el.value, (cst.Attribute, cst.Subscript)):
                             paired = values is not None and len(values) == len(t.elements)
                             yield node, el.value, values[i].value if paired else None
-        for call in self.find(cst.Call, lambda c: get_full_name_for_node(c.func) in ("setattr", "object.__setattr__")
-                              and len(c.args) == 3 and isinstance(c.args[1].value, cst.SimpleString), fdef):
-            yield call, cst.Attribute(value=call.args[0].value, attr=cst.Name(call.args[1].value.evaluated_value)), \
-                call.args[2].value
+        for call in self.find(cst.Call, None, fdef):
+            args = [a.value for a in call.args]
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "__setattr__" and len(args) == 2:
+                receiver = cst.Name("self") if isinstance(func.value, cst.Call) and get_full_name_for_node(
+                    func.value.func) == "super" else func.value
+                args = [receiver, *args]  # `self.__setattr__("a", v)`, `super().__setattr__("a", v)`: round P
+            elif get_full_name_for_node(func) not in ("setattr", "object.__setattr__"):
+                if isinstance(func, cst.Attribute) and func.attr.value in _ITEM_WRITES and _self_root_attr(func.value):
+                    yield call, _any_item(func.value), None  # `self.graph_metadata.update({bs: md})`: round P
+                elif get_full_name_for_node(func) == "operator.setitem" and args and _self_root_attr(args[0]):
+                    yield call, _any_item(args[0]), None
+                continue
+            if len(args) == 3 and isinstance(args[1], cst.SimpleString):
+                yield call, cst.Attribute(value=args[0], attr=cst.Name(args[1].evaluated_value)), args[2]
+        for node in self.find((cst.For, cst.WithItem, cst.NamedExpr), None, fdef):
+            target = node.target if isinstance(node, (cst.For, cst.NamedExpr)) else (node.asname.name if node.asname else None)
+            for t in cst_targets(target):  # `for self.forward_metadata in ...`: round P
+                yield node, t, None
 
     def _holder_sources(self, held: Set[str]) -> Set[str]:
         """The attributes of self the holder is given back from (`self.forward_metadata = self.graph_metadata[bs]`,
@@ -131,15 +162,18 @@ class GraphReplay:
         `self.name(...)` (transitively), less a capture or a builder (which make the objects a graph keeps)."""
         def build() -> List[cst.FunctionDef]:
             todo = list(self.find(cst.FunctionDef, lambda f: reach.graph_update(f.name.value)))
+            classes = {c.name.value for c in self.find(cst.ClassDef)}
             seen: Dict[int, cst.FunctionDef] = {}
             while todo:
                 fdef = todo.pop()
                 if id(fdef) in seen:
                     continue
                 seen[id(fdef)] = fdef
-                for call in self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute)
-                                      and isinstance(c.func.value, cst.Name) and c.func.value.value == "self", fdef):
-                    name = call.func.attr.value
+                # every method read off self or a class of the module, called or not (`step = self._refresh`,
+                # `Backend._refresh(self, ...)`: round P)
+                for read in self.find(cst.Attribute, lambda a: isinstance(a.value, cst.Name) and (
+                        a.value.value == "self" or a.value.value in classes), fdef):
+                    name = read.attr.value
                     if not reach.graph_builder(name):
                         todo += [f.node for f in self.functions_named(name) if f.class_name]
             return list(seen.values())

@@ -55,8 +55,13 @@ class MetadataInScope:
         value = getattr(stmt, "value", None)
         if value is None:
             return None  # a parameter: the caller's object (its callers are read by the rows' proof)
+        if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) and value.value.value == "self" \
+                and self._class_held(value.attr.value):
+            return (f"`{root}` is read from `self.{value.attr.value}`, which this module also sets on a class (line "
+                    f"{self.tree.line(self._class_held(value.attr.value))}): every instance shares it, which batch's "
+                    "metadata it holds is not proven")
         while isinstance(value, cst.Attribute):
-            if value.attr.value in self._served_names():
+            if value.attr.value in self._served_names() or "*" in self._served_names():
                 return (f"`{root}` is read from `{_code(value).strip()}` (line {self.tree.line(stmt)}), which a "
                         "property or method of this module serves: which batch's metadata it returns is not proven")
             value = value.value
@@ -66,19 +71,40 @@ class MetadataInScope:
                 "read of the metadata the engine stored for this batch (a call's result, an item of a table); "
                 "pass topk_length by hand")
 
+    def _class_held(self, attr: str) -> Optional[cst.CSTNode]:
+        """An assignment of `attr` on a class rather than an instance: `type(self).attr = v`,
+        `self.__class__.attr = v`, `cls.attr = v`, `Backend.attr = v` (a class of this module)."""
+        classes = {c.name.value for c in self.find(cst.ClassDef)}
+
+        def on_class(e: cst.BaseExpression) -> bool:
+            if isinstance(e, cst.Call):
+                return get_full_name_for_node(e.func) == "type"
+            if isinstance(e, cst.Attribute):
+                return e.attr.value == "__class__"
+            return isinstance(e, cst.Name) and (e.value == "cls" or e.value in classes)
+
+        for a in self.find(cst.Assign):
+            for t in a.targets:
+                if isinstance(t.target, cst.Attribute) and t.target.attr.value == attr and on_class(t.target.value):
+                    return a
+        return None
+
     def _served_names(self) -> Set[str]:
-        """Names a class of this module serves through code: properties, methods, and class-level bindings of
-        a property (`forward_metadata = property(...)`)."""
+        """Names a class of this module serves through code: properties, methods, class-level bindings of an
+        object made by a call (`property(...)`, a descriptor), and "*" where a class defines `__getattr__` or
+        `__getattribute__`."""
         def build() -> Set[str]:
             out: Set[str] = set()
             for cls in self.find(cst.ClassDef):
                 for d in cls.body.body:
                     if isinstance(d, cst.FunctionDef):
                         out.add(d.name.value)
+                    if isinstance(d, cst.FunctionDef) and d.name.value in ("__getattr__", "__getattribute__"):
+                        out.add("*")  # serves any name it is asked (round P)
                     for small in (d.body if isinstance(d, cst.SimpleStatementLine) else []):
                         value = getattr(small, "value", None)
-                        if isinstance(small, (cst.Assign, cst.AnnAssign)) and isinstance(value, cst.Call) \
-                                and "property" in (get_full_name_for_node(value.func) or ""):
+                        if isinstance(small, (cst.Assign, cst.AnnAssign)) and isinstance(value, cst.Call):
+                            # `property(...)`, or any object made at class level: a descriptor (round P)
                             targets = small.targets if isinstance(small, cst.Assign) else [small]
                             out |= {t.target.value for t in targets if isinstance(t.target, cst.Name)}
             return out

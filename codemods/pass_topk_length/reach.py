@@ -2435,17 +2435,74 @@ def _literal_setattr(call: ast.Call, field: str) -> Optional[ast.AST]:
     return None
 
 
-def _field_read(f: _File, e: ast.AST, field: str) -> bool:
-    """`x.field`, `x.field[...]`, `getattr(x, "field")`, or a local bound only to one of them (an alias)."""
-    while isinstance(e, ast.Subscript):
-        e = e.value
+# Methods and attributes whose result may be the field's tensor itself or a view of its storage (`.to(torch.int32)`
+# and `.contiguous()` return the receiver when nothing changes; `.data`, `.detach()`, `.numpy()` share it): round P.
+_FIELD_ALIASING = {"narrow", "view", "view_as", "reshape", "reshape_as", "flatten", "unflatten", "unsqueeze", "squeeze",
+                   "select", "expand", "expand_as", "as_strided", "to", "type", "int", "contiguous", "detach", "cuda",
+                   "cpu", "numpy", "t", "transpose", "permute", "ravel", "swapaxes", "movedim", "diagonal", "unbind",
+                   "split", "chunk", "tensor_split"}
+_SHARING_ATTRS = {"data", "T", "mT", "H", "mH", "real", "imag"}
+
+
+def _unviewed(e: ast.AST) -> ast.AST:
+    """What `e` may share storage with: through items and slices, `.data`-like attributes and aliasing methods."""
+    while True:
+        if isinstance(e, ast.Subscript) or isinstance(e, ast.Attribute) and e.attr in _SHARING_ATTRS:
+            e = e.value
+        elif isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in _FIELD_ALIASING:
+            e = e.func.value
+        elif isinstance(e, ast.NamedExpr):
+            e = e.value
+        else:
+            return e
+
+
+def _field_read(f: _File, e: ast.AST, field: str, seen: Optional[Set[int]] = None) -> bool:
+    """`x.field` (through items, views and aliasing methods: `x.field.data`, `x.field.to(...)`), `getattr(x,
+    "field")`, or a local any binding of which may be one (an assignment, a loop over a tuple holding one,
+    `:=`, an unpacking, a loop over a namespace's values: round P)."""
+    e = _unviewed(e)
     if isinstance(e, ast.Attribute):
         return e.attr == field
     if isinstance(e, ast.Call) and _unparse(e.func) == "getattr" and len(e.args) >= 2:
         return isinstance(e.args[1], ast.Constant) and e.args[1].value == field
     if isinstance(e, ast.Name):
+        seen = set() if seen is None else seen
+        if id(e) in seen:
+            return False
+        seen.add(id(e))
         values = local_value(f, e)
-        return bool(values) and any(_field_read(f, v, field) for v in values if not isinstance(v, ast.Name))
+        if values is None:
+            return _bound_from_field(f, e, field)
+        return any(_field_read(f, v, field, seen) for v in values)  # (`x = x.view(-1)`: each name read once)
+    return False
+
+
+def _holds_field(e: ast.AST, field: str) -> bool:
+    """Does `e` spell the field, or a namespace that holds it (`vars(x)`, `x.__dict__`)?"""
+    return any(isinstance(n, ast.Attribute) and n.attr in (field, "__dict__") or isinstance(n, ast.Call)
+               and _unparse(n.func) in ("vars", "getattr") or isinstance(n, ast.Constant) and n.value == field
+               for n in ast.walk(e))
+
+
+def _bound_from_field(f: _File, name: ast.Name, field: str) -> bool:
+    """Is `name` bound, other than by a plain assignment, from an expression that spells the field (a loop's
+    iterable, `:=`, an unpacking, a `with`), or is it a parameter? (A parameter: what a call hands it, read
+    where the call is.)"""
+    scope = f.enclosing(name, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) or f.tree
+    for node in ast.walk(scope):
+        bound = None
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            bound, value = node.target, node.iter
+        elif isinstance(node, ast.NamedExpr):
+            bound, value = node.target, node.value
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            bound, value = (node.targets if isinstance(node, ast.Assign) else [node.target]), node.value
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            bound, value = node.optional_vars, node.context_expr
+        if bound is not None and any(isinstance(n, ast.Name) and n.id == name.id for b in (
+                bound if isinstance(bound, list) else [bound]) for n in ast.walk(b)) and _holds_field(value, field):
+            return True
     return False
 
 
@@ -2460,25 +2517,58 @@ def _copy_into(f: _File, call: ast.Call, field: str) -> Optional[ast.AST]:
     return None
 
 
+# `operator` functions that write their first argument (`operator.isub(x, 1)`, `operator.setitem(x, k, v)`)
+_OPERATOR_WRITES = {"setitem", "delitem", *(f"i{op}" for op in ("add", "sub", "mul", "truediv", "floordiv", "mod",
+                                                                "pow", "and", "or", "xor", "lshift", "rshift", "concat",
+                                                                "matmul"))}
+
+
+def _writes_handed(call: ast.Call) -> bool:
+    """Does the call write the tensors it is handed, whatever its receiver: an in-place function (`torch.clamp_`,
+    `torch.Tensor.sub_`; not copy_, whose value is read), `operator.isub`/`setitem`, a custom or aten op
+    (`torch.ops.aten.sub_.Scalar`), an `inplace=` keyword not literally False, or an in-place function handed as
+    a value (`partial(torch.Tensor.sub_, x)`): round P."""
+    callee = _unparse(call.func)
+    parts = callee.split(".")
+    last = parts[-1]
+    if last.endswith("_") and not last.endswith("__") and last != "copy_" and not isinstance(call.func, ast.Attribute):
+        return True
+    if isinstance(call.func, ast.Attribute) and parts[0] in ("torch", "Tensor") and last.endswith("_") \
+            and last != "copy_" and not last.endswith("__"):
+        return True
+    if parts[0] == "operator" and last in _OPERATOR_WRITES or ".ops." in f".{callee}" or "ops" in parts[:2]:
+        return True
+    if any(k.arg == "inplace" and not (isinstance(k.value, ast.Constant) and k.value.value is False) for k in call.keywords):
+        return True
+    return any(isinstance(a, (ast.Attribute, ast.Name)) and _unparse(a).rsplit(".", 1)[-1].endswith("_")
+               and not _unparse(a).endswith("__") for a in call.args)
+
+
 def _alias_written(f: _File, node: ast.AST, field: str) -> bool:
     """An in-place write into the field's tensor that _changes_field_in_place does not spell: through a local
-    alias of it or `getattr`, or `torch.Tensor.<method>_(x.field, ...)` (copy_ is read for its value)."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+    alias of it, a view, `.data` or `getattr`, by any in-place method or function handed it (copy_ is read for
+    its value), `out=`, a writing dunder, `+=`, or an item assigned."""
+    if isinstance(node, ast.Call):
         func = node.func
-        if func.attr.endswith("_") and not func.attr.endswith("__") and func.attr != "copy_":
-            receiver = node.args[0] if _unparse(func.value) == "torch.Tensor" and node.args else func.value
-            return not isinstance(receiver, ast.Attribute) and _field_read(f, receiver, field)
+        if isinstance(func, ast.Attribute) and (func.attr.endswith("_") and not func.attr.endswith("__")
+                                                and func.attr != "copy_" or func.attr in _WRITING_DUNDERS):
+            if _field_read(f, func.value, field):
+                return True
+        if _writes_handed(node) and any(_field_read(f, a, field) for a in [*node.args, *(k.value for k in node.keywords)]):
+            return True
+        if isinstance(func, ast.Attribute) and func.attr == "copy_" and not isinstance(_unviewed(func.value), ast.Attribute) \
+                and isinstance(func.value, (ast.Subscript, ast.Call)) and _field_read(f, func.value, field):
+            return True  # into a view of an alias: its value not read there
         return any(k.arg == "out" and _field_read(f, k.value, field) for k in node.keywords)
-    if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):  # `lens = md.field; lens += 1`
-        scope = f.enclosing(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or f.tree  # (round O)
-        return any(isinstance(a, ast.Assign) and any(isinstance(t, ast.Name) and t.id == node.target.id for t in a.targets)
-                   and _field_read(f, a.value, field) for a in ast.walk(scope))
-    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AugAssign) else []
-    return any(isinstance(t, ast.Subscript) and not isinstance(t.value, ast.Attribute) and _field_read(f, t, field)
-               for t in targets)
+    if isinstance(node, ast.AugAssign) and _field_read(f, node.target, field):  # `lens = md.field; lens += 1`
+        return True
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+    return any(isinstance(t, ast.Subscript) and _field_read(f, t, field) for t in _flatten(targets))
 
 
-_FIELD_VIEWS = {"narrow", "view", "view_as", "reshape", "flatten", "unsqueeze", "squeeze", "select", "expand", "as_strided"}
+_WRITING_DUNDERS = {"__setitem__", "__delitem__", "__set__", "__init__", "__setstate__",
+                    *(f"__i{op}__" for op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or",
+                                               "xor", "lshift", "rshift", "matmul"))}
 
 
 def _changes_field_in_place(node: ast.AST, field: str) -> bool:
@@ -2490,7 +2580,7 @@ def _changes_field_in_place(node: ast.AST, field: str) -> bool:
         return isinstance(e, ast.Attribute) and e.attr == field
 
     def viewed(e: ast.AST) -> bool:  # `x.field.narrow(0, 0, n)`, `x.field.view(-1)`: a view of it (round O)
-        while isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in _FIELD_VIEWS:
+        while isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in _FIELD_ALIASING:
             e = e.func.value
         return is_field(e)
 

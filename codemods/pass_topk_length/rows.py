@@ -611,9 +611,16 @@ class _RowWrites(cst.CSTVisitor):
 
     def __init__(self) -> None:
         self.by_name: Dict[str, _Writes] = {}
+        self.called: Set[int] = set()  # the func nodes of the calls seen
 
     def _of(self, name: str) -> _Writes:
         return self.by_name.setdefault(name, _Writes())
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        """An in-place method taken as a value (`fill = idx.masked_fill_`): whoever calls it writes (round P)."""
+        if id(node) not in self.called and _viewed_name(node.value) and _in_place_name(node.attr.value):
+            self._of(_viewed_name(node.value)).changes.append(node)
+            self._of(_viewed_name(node.value)).inplace.append(node)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         """`x += v` on a tensor writes it in place, as does `x[:, -1:] += v` or `sink += v` for a view `sink`."""
@@ -635,6 +642,17 @@ class _RowWrites(cst.CSTVisitor):
                 self._of(_viewed_name(tgt.value)).changes.append(tgt)  # x's entries (values: q's rows stay)
 
     def visit_Call(self, node: cst.Call) -> None:
+        self.called.add(id(node.func))
+        if get_full_name_for_node(node.func) == "getattr" and len(node.args) >= 2 and _viewed_name(node.args[0].value):
+            key = node.args[1].value  # `getattr(idx, "masked_fill_")`, a computed name: a method that may write
+            if not isinstance(key, cst.SimpleString) or _in_place_name(str(key.evaluated_value)):
+                self._of(_viewed_name(node.args[0].value)).changes.append(node)
+                self._of(_viewed_name(node.args[0].value)).inplace.append(node)
+        if _writes_arguments(node):  # `F.relu(idx, inplace=True)`, `partial(torch.Tensor.fill_, idx)`: round P
+            for a in node.args:
+                for n in filter(None, map(_viewed_name, _held(a.value))):
+                    self._of(n).changes.append(node)
+                    self._of(n).inplace.append(node)
         for a in node.args:
             if a.keyword and a.keyword.value == "out" and isinstance(a.value, cst.Name):
                 self._of(a.value.value).outs.append(node)
@@ -647,6 +665,9 @@ class _RowWrites(cst.CSTVisitor):
                 for n in _passed_names(a.value):
                     self._of(n).passed.append(node)
         f = node.func
+        if isinstance(f, cst.Attribute) and _viewed_name(f.value) and _dunder_write(f.attr.value):
+            self._of(_viewed_name(f.value)).mutators.append(node)  # `idx.__setitem__(k, v)`, `idx.__iand__(m)`
+            self._of(_viewed_name(f.value)).changes.append(node)
         if isinstance(f, cst.Attribute) and not isinstance(f.value, cst.Name) and _viewed_name(f.value) \
                 and f.attr.value.endswith("_") and not f.attr.value.endswith("__"):
             # `x[:, 0].masked_fill_(...)`, `x.data.fill_(-1)`, `x.view(...).copy_(...)`: into x's storage (its
@@ -688,14 +709,111 @@ def _viewed_name(e: cst.BaseExpression) -> Optional[str]:
 
 
 def _passed_names(e: cst.BaseExpression) -> List[str]:
-    """Names handed to a call as they are (an argument, or an element of a tuple or list argument)."""
-    if isinstance(e, cst.Name):
-        return [e.value]
+    """Names handed to a call as they are or as a view (an argument, an element of a tuple or list argument,
+    `idx[:, 0, :]`, `idx.view(n, -1)`: the callee writes the same storage, round P)."""
+    return [n for n in map(_viewed_name, _held(e)) if n is not None]
+
+
+def _held(e: cst.BaseExpression) -> List[cst.BaseExpression]:
+    """What an argument hands over: itself, or each element of a tuple or list (starred too)."""
     if isinstance(e, (cst.Tuple, cst.List)):
-        return [n for el in e.elements for n in _passed_names(el.value)]
+        return [x for el in e.elements for x in _held(el.value)]
     if isinstance(e, cst.StarredElement):
-        return _passed_names(e.value)
-    return []
+        return _held(e.value)
+    return [e]
+
+
+# Dunder methods that only read (an operator's value, a comparison, an item): any other called on a tensor
+# (`__setitem__`, `__iand__`, `__iadd__`, `__set__`) may write it.
+_READING_DUNDERS = {"__getitem__", "__len__", "__contains__", "__iter__", "__bool__", "__index__", "__int__",
+                    "__float__", "__repr__", "__str__", "__format__", "__hash__", "__array__", "__dlpack_device__",
+                    *(f"__{op}__" for op in ("eq", "ne", "lt", "le", "gt", "ge", "add", "sub", "mul", "truediv",
+                                             "floordiv", "mod", "and", "or", "xor", "neg", "pos", "abs", "invert",
+                                             "radd", "rsub", "rmul", "rand", "ror", "rxor", "lshift", "rshift"))}
+
+
+# The dtypes the indices may be converted to: every index and -1 kept (`.to(torch.uint8)` makes -1 a valid 255,
+# `.view(torch.int16)` splits each entry in two: round P).
+INDEX_DTYPES = {"torch.int32", "torch.int", "torch.int64", "torch.long"}
+# keywords of `to`/`type` that change no value
+_PLACE_KEYWORDS = {"device", "non_blocking", "copy", "memory_format"}
+
+
+def _other_dtype(call: cst.Call, first: int = 0) -> Optional[str]:
+    """Why a conversion or view of the indices may change their values: a dtype other than INDEX_DTYPES, or an
+    argument that may be one (a lone name handed to `view`/`to`/`type`); shapes, devices and `x.device` pass.
+    `first`: the arguments before the conversion's own (the tensor of `torch.reshape(x, ...)`)."""
+    op = (get_full_name_for_node(call.func) or "").rsplit(".", 1)[-1]
+    if op not in ("to", "type", "view", "reshape"):
+        return None
+    args = [a for a in call.args if not a.star][first:]
+    positional = [a.value for a in args if not a.keyword]
+    for a in args:
+        v = a.value
+        name = get_full_name_for_node(v) or ""
+        if a.keyword and a.keyword.value in _PLACE_KEYWORDS:
+            continue
+        if name.startswith("torch.") and name in INDEX_DTYPES or (op in ("view", "reshape") and _shape_part(v)):
+            continue
+        if op == "to" and (isinstance(v, cst.SimpleString) or isinstance(v, cst.Attribute) and v.attr.value == "device"):
+            continue
+        if op in ("view", "reshape") and len(positional) > 1 and isinstance(v, (cst.Name, cst.Attribute)) \
+                and not name.startswith("torch."):
+            continue  # a dimension among several (`view(n, -1)`)
+        return f"`{_code(call).strip()[:80]}` may convert the indices to a dtype that does not keep every index and -1"
+    return None
+
+
+def _shape_part(v: cst.BaseExpression) -> bool:
+    """An integer literal (`-1` too), `x.shape[i]`, `x.size(i)`, arithmetic of those, or a tuple of them."""
+    if isinstance(v, cst.UnaryOperation):
+        return _shape_part(v.expression)
+    if isinstance(v, cst.Integer):
+        return True
+    if isinstance(v, (cst.Tuple, cst.List)):
+        return all(_shape_part(el.value) or isinstance(el.value, cst.Name) for el in v.elements)
+    if isinstance(v, cst.BinaryOperation):
+        return all(_shape_part(x) or isinstance(x, cst.Name) for x in (v.left, v.right))
+    if isinstance(v, cst.Subscript) and isinstance(v.value, cst.Attribute) and v.value.attr.value == "shape":
+        return True
+    return isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value == "size"
+
+
+def _dunder_write(op: str) -> bool:
+    return op.startswith("__") and op.endswith("__") and op not in _READING_DUNDERS
+
+
+def _in_place_name(op: str) -> bool:
+    """A method or function name that writes its receiver or first argument: `op_`, or a writing dunder."""
+    return (op.endswith("_") and not op.endswith("__")) or _dunder_write(op)
+
+
+# torch.nn.functional ops with an `inplace` parameter, by its position: `F.relu(x, True)` writes x.
+_INPLACE_SLOT = {"relu": 1, "relu6": 1, "selu": 1, "silu": 1, "mish": 1, "hardswish": 1, "hardsigmoid": 1,
+                 "elu": 2, "celu": 2, "leaky_relu": 2, "threshold": 3, "hardtanh": 3, "dropout": 3,
+                 "alpha_dropout": 3, "feature_alpha_dropout": 3, "dropout1d": 3, "dropout2d": 3, "dropout3d": 3,
+                 "rrelu": 4}
+# numpy writes into the arrays it is handed (`np.putmask(a, m, v)`, `np.copyto(a, b)`): an array of a tensor's
+# `.numpy()` shares its storage
+_WRITING_ROOTS = {"numpy", "np"}
+
+
+def _writes_arguments(call: cst.Call) -> bool:
+    """Does the call write the tensors it is handed, whatever its name says: an `inplace` keyword not literally
+    False, `inplace` given by position, an in-place method handed as a value (`partial(torch.Tensor.fill_, x)`,
+    `map(torch.Tensor.zero_, xs)`), or numpy."""
+    name = get_full_name_for_node(call.func) or ""
+    positional = [a for a in call.args if not a.keyword and not a.star]
+    if any(a.keyword and a.keyword.value == "inplace" and not (isinstance(a.value, cst.Name) and a.value.value == "False")
+           for a in call.args):
+        return True
+    slot = _INPLACE_SLOT.get(name.rsplit(".", 1)[-1])
+    if slot is not None and (len(positional) > slot or any(a.star for a in call.args)):
+        return True
+    if name.split(".")[0] in _WRITING_ROOTS:
+        return True
+    return any(isinstance(a.value, (cst.Attribute, cst.Name)) and _in_place_name(
+        (get_full_name_for_node(a.value) or "").rsplit(".", 1)[-1]) for a in call.args)
 
 
 # In-place methods that change values, never which row is where: `q.mul_(scale)` keeps q's rows.
@@ -858,7 +976,7 @@ COPYING_FUNCTIONS = {"cat", "concat", "stack", "hstack", "vstack", "index_select
 TENSOR_VIEW_METHODS = {"view", "view_as", "reshape", "reshape_as", "narrow", "select", "expand", "expand_as", "permute",
                        "transpose", "swapaxes", "movedim", "unsqueeze", "squeeze", "flatten", "unflatten", "split",
                        "chunk", "unbind", "tensor_split", "t", "diagonal", "as_strided", "contiguous", "to", "float", "ravel",
-                       "half", "bfloat16", "int", "long", "type", "detach", "cuda", "cpu", "flip", "roll"}
+                       "half", "bfloat16", "int", "long", "type", "detach", "cuda", "cpu", "flip", "roll", "numpy"}
 NON_TENSOR_BUILTINS = {"len", "int", "float", "bool", "str", "isinstance", "range", "print", "id", "hash"}
 
 
@@ -1277,8 +1395,9 @@ class IndexTrace:
         if op in ("cat", "concat", "concatenate") and _torch_function(func, name) and args:
             given, dim = _dim_arg(list(e.args), 1)
             parts = args[0].value.elements if isinstance(args[0].value, (cst.List, cst.Tuple)) else None
-            if (not given or _int(dim) == 0) and parts and not self._fill(parts[0].value):  # rows appended, not
-                return next((w for w in (self.hazard(el.value) for el in parts) if w), None)  # prepended: round O
+            if (not given or _int(dim) == 0) and parts and not self._fill(parts[0].value) and all(
+                    self._only_fill(el.value) for el in parts[1:]):  # rows of -1 appended; not prepended (round O),
+                return self.hazard(parts[0].value)  # nor two selections in an order q's rows may not share (round P)
             return f"`{_code(e)}` joins top-k entries other than by rows"
         method = isinstance(func, cst.Attribute) and not _torch_function(func, name)
         if method:
@@ -1293,7 +1412,7 @@ class IndexTrace:
             if op in NO_DATA_METHODS:
                 return None
             if op in INDEX_KEEPING:
-                return self.hazard(receiver)
+                return _other_dtype(e) or self.hazard(receiver)
             if op in INDEX_KEEPING_ENGINE_METHODS:  # each valid location mapped, -1 kept: of the locations it gets
                 pos, keyword = INDEX_ARGUMENT[op]
                 given = _keyword(e, keyword) or (args[pos].value if len(args) > pos else None)
@@ -1302,13 +1421,21 @@ class IndexTrace:
             if op in INDEX_CHANGES:
                 return f"`{_code(e)}` changes which top-k entries are valid"
             if op in INDEX_KEEPING:
-                return self.hazard(args[0].value)
+                return _other_dtype(e, 1) or self.hazard(args[0].value)
         elif op in INDEX_KEEPING_FUNCTIONS and any(q.startswith(ENGINE_PACKAGES) for q in imported_names(self.tree, func)):
             # each valid index through the page table, -1 kept: of the top-k it is handed (topk_indices=, 2nd)
             given = _keyword(e, "topk_indices") or (args[1].value if len(args) > 1 else None)
             return self.hazard(given) if given is not None else None
         return (f"`{_code(e)}` is neither on the allowlist of steps that keep the top-k entries "
                 "(rows.INDEX_KEEPING) nor a function of this module the trace can read")
+
+    def _only_fill(self, e: cst.BaseExpression) -> bool:
+        """A constant fill of -1, or a name every binding of which is one (`pad = torch.full(..., -1)`)."""
+        if isinstance(e, cst.Name):
+            assigned = self.tree.binding(e, e.value).assignments
+            values = [getattr(self.tree.assignment_statement(a), "value", None) for a in assigned]
+            return bool(assigned) and all(v is not None and self._only_fill(v) for v in values)
+        return isinstance(e, cst.Call) and _constant_fill(e) and self._call(e) is None
 
     def _fill(self, e: cst.BaseExpression) -> bool:
         """A constant fill, or a name bound to one (`pad = torch.full(...)`): may be one on some binding."""
