@@ -84,3 +84,34 @@ def test_this_modules_calls_are_traced_as_the_calls_own(tmp_path, extra, fixable
     backend = BACKEND + "\n\nclass Balanced(Backend):\n" + extra
     site = verdict(tmp_path, backend=backend)
     assert (site.status.value == "fixable") is fixable, site.reason
+
+
+@pytest.mark.parametrize("call,fixable", [
+    # round P: a method read off the class, however the class is reached: the instance comes first
+    ("import backend\n\n\ndef run(b, q, kv, idx, s):\n    return backend.Backend.forward(b, q, kv, idx, s)\n", True),
+    ("import backend\n\n\ndef run(b, q, kv, idx, s):\n    return backend.Backend.forward(b, q, kv, idx.flip(0), s)\n", False),
+    ("from backend import Backend as _impl\n\n\ndef run(b, q, kv, idx, s):\n"
+     "    return _impl.forward(b, q, kv, idx.flip(0), s)\n", False),
+    # a dispatch sibling handed the rows first may change them
+    ("def run(b, q, kv, idx, s):\n    b.forward_idle(q, kv, idx, s)\n    return b.forward(q, kv, idx, s)\n", False),
+    # one branch that always returns, then the other: sglang's hybrid backends
+    ("def run(b, other, q, kv, idx, s):\n    if other is not None:\n        return other.forward_extend(q, kv, idx, s)\n"
+     "    return b.forward(q, kv, idx, s)\n", True),
+])
+def test_calls_through_a_class_or_a_sibling(tmp_path, call, fixable):
+    site = verdict(tmp_path, others=[("runner.py", call)])
+    assert (site.status.value == "fixable") is fixable, site.reason
+
+
+def test_a_forks_own_dispatch_is_read_as_a_caller(tmp_path):
+    """Round P: a fork's copy of base_attn_backend.py whose `AttentionBackend.forward` sorts the rows first."""
+    base = ("class AttentionBackend:\n    def forward(self, q, kv, indices, scale, **kwargs):\n"
+            "        order = indices[:, 0, 0].argsort()\n"
+            "        return self.forward_decode(q[order], kv, indices[order], scale, **kwargs)\n")
+    backend = BACKEND.replace("class Backend:", "from base_attn_backend import AttentionBackend\n\n\n"
+                              "class Backend(AttentionBackend):").replace("def forward(", "def forward_decode(")
+    site = verdict(tmp_path, backend=backend, others=[("base_attn_backend.py", base)])
+    assert site.status.value == "manual" and "base_attn_backend.py" in site.reason, site.reason
+    fine = base.replace("        order = indices[:, 0, 0].argsort()\n", "").replace("[order]", "")
+    assert verdict(tmp_path / "x" if (tmp_path / "x").mkdir() is None else None, backend=backend,
+                   others=[("base_attn_backend.py", fine)]).status.value == "fixable"

@@ -798,14 +798,15 @@ IN_PLACE = ["metadata.dsa_cache_seqlens_int32.add_(1)", "metadata.dsa_cache_seql
             "for t in (metadata.dsa_cache_seqlens_int32,): t.sub_(1)",
             "(lens := metadata.dsa_cache_seqlens_int32).sub_(1)",
             "lens, = (metadata.dsa_cache_seqlens_int32,); lens.sub_(1)",
-            "for t in vars(metadata).values(): t.sub_(1)"]
+            "for t in vars(metadata).values(): t.sub_(1)",
+            "metadata.__init__(metadata.dsa_cache_seqlens_int32 + 1)"]  # every field given again (round P)
 
 
 @pytest.mark.parametrize("write", IN_PLACE)
 def test_lengths_changed_in_place_in_this_module_refuse(tmp_path, write):
     src = LENGTHS_WRITTEN.format(imports="import operator", write=write)
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
-    assert site.status is Status.MANUAL and "in place" in site.reason, site.reason
+    assert site.status is Status.MANUAL and ("in place" in site.reason or "__init__" in site.reason), site.reason
 
 
 @pytest.mark.parametrize("write", [w for w in IN_PLACE if "vars(" not in w] + ["del metadata.dsa_cache_seqlens_int32"])
@@ -816,6 +817,29 @@ def test_lengths_changed_in_place_in_another_module_refuse(tmp_path, write):
     (tmp_path / "backend.py").write_text(src)
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert site.status is Status.MANUAL and "steps.py:6 changes `dsa_cache_seqlens_int32` in place" in site.reason, site.reason
+
+
+def test_a_class_serving_the_field_by_code_refuses(tmp_path):
+    """Round P: a subclass serving the field by a property (an earlier step's tensor): its value is not read."""
+    src = LENGTHS_WRITTEN.format(imports="", write="pass").replace(
+        "class Backend:", "class Stale(DSAMetadata):\n    @property\n    def dsa_cache_seqlens_int32(self):\n"
+        "        return self.previous\n\n\nclass Backend:")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert site.status is Status.MANUAL, site.reason
+
+
+def test_a_builders_cached_result_handed_as_the_metadata_refuses(tmp_path):
+    """Round P: the metadata a parameter, the module's own caller handing it an `lru_cache`d builder's result (an
+    earlier batch's object); a builder making a new object each time is this batch's."""
+    src = LENGTHS_WRITTEN.format(imports="import functools", write="pass").replace(
+        "    def forward(self, q, kv, indices):\n        metadata = self.forward_metadata\n",
+        "    {deco}\n    def build(self, n):\n        md = DSAMetadata()\n        md.dsa_cache_seqlens_int32 = "
+        "self.lens.clamp(max=self.dsa_index_topk)\n        return md\n\n"
+        "    def step(self, q, kv, indices):\n        return self.forward(q, kv, indices, self.build(q.shape[0]))\n\n"
+        "    def forward(self, q, kv, indices, metadata: DSAMetadata):\n")
+    for deco, fixable in (("@functools.lru_cache(maxsize=8)", False), ("@staticmethod\n    def _unused(): pass", True)):
+        (site,) = migrate_source(src.replace("{deco}", deco), str(tmp_path / "backend.py"), kernel=KERNEL).sites
+        assert (site.status is Status.FIXABLE) is fixable and (fixable or "cached result" in site.reason), (deco, site.reason)
 
 
 # Round N's u_field_util_unclipped / u_graph_util_field_swap: a launcher hands the field's name in a mapping to a

@@ -164,8 +164,12 @@ class _Analysis(MetadataInScope, MetadataType, FieldMeaning, GraphReplay, Callee
             hazard, indices_from = self.indices_hazard(c)
             if hazard:
                 return self.site(c, Status.MANUAL, _indices_reason(hazard))
-            why = self.whole_project(c, None) or (self.callers_hand_on(batch.node, rows_from, indices_from) if isinstance(
-                getattr(batch, "node", None), cst.FunctionDef) else None)
+            root = here.split(".")[0]
+            fdef = getattr(batch, "node", None)
+            meta = {root} if isinstance(fdef, cst.FunctionDef) and root in {
+                p.name.value for p in (*fdef.params.posonly_params, *fdef.params.params, *fdef.params.kwonly_params)} else set()
+            why = self.whole_project(c, None) or (self.callers_hand_on(fdef, rows_from, indices_from, meta) if isinstance(
+                fdef, cst.FunctionDef) else None)
             if why:
                 return self.site(c, Status.MANUAL, why)
             g = Group("direct", [c], [], metadata=here, form=form, inline=c.statement is None)

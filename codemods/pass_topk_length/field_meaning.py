@@ -193,12 +193,37 @@ class FieldMeaning:
             b = self.tree.binding(at, name.id)
             if not b.assignments or not all(isinstance(a.scope, FunctionScope) for a in b.assignments):
                 return "", None
-            if any(isinstance(getattr(a, "node", None), cst.Param) for a in b.assignments):
-                return "", None  # a parameter whose callers are not read here
+            params = [a.node for a in b.assignments if isinstance(getattr(a, "node", None), cst.Param)]
+            if params:  # what each of the module's calls of its function hands it (round P: not its name)
+                return "param", self._handed_param(params[0])
             statements = [self.tree.assignment_statement(a) for a in b.assignments]
             return "local", [(_ast_of(x.value), self._resolver(env, x.value)) if isinstance(x, cst.Assign)
                              and len(x.targets) == 1 else (None, None) for x in statements]
         return resolve
+
+    def _handed_param(self, param: cst.Param) -> List["Scoped"]:
+        """What each call of param's function in this module hands it (its default where a call does not), each
+        read where its call is; with no call here, its default, or (None, None): the caller's own, not read."""
+        fdef = next((x for x in self.tree.ancestors(param) if isinstance(x, cst.FunctionDef)), None)
+        if fdef is None:
+            return [(None, None)]
+        p = fdef.params
+        positional = [x.name.value for x in (*p.posonly_params, *p.params)]
+        method = self.tree.is_method(fdef)
+        name = param.name.value
+        default = (_ast_of(param.default), self._resolver(None, param.default)) if param.default is not None else (None, None)
+        out: List[Scoped] = []
+        for call in self.find(cst.Call, lambda c: (get_full_name_for_node(c.func) or "").rsplit(".", 1)[-1] == fdef.name.value):
+            if any(a.star for a in call.args):
+                return [(None, None)] if not out else out + [(None, None)]
+            given = next((a.value for a in call.args if a.keyword and a.keyword.value == name), None)
+            place = positional.index(name) - (1 if method and isinstance(call.func, cst.Attribute) else 0) \
+                if name in positional else None
+            plain = [a.value for a in call.args if not a.keyword]
+            if given is None and place is not None and 0 <= place < len(plain):
+                given = plain[place]
+            out.append((_ast_of(given), self._resolver(None, given)) if given is not None else default)
+        return out or [default]
 
 
 # The names the top-k width goes by (sglang: self.dsa_index_topk / self.nsa_index_topk, the indexer's index_topk):
@@ -253,8 +278,9 @@ def _plain_lengths(e: Optional[ast.AST], resolve: Optional[Resolve] = None, dept
         kind, values = _values(e, resolve)
         if kind == "param" and values and values[0][0] is None:
             return True  # not handed: the caller's own parameter, the engine's seqlens
-        if kind == "param":
-            return depth < 8 and all(v is not None and _plain_lengths(v, r, depth + 1) for v, r in values)
+        if kind == "param":  # what each call hands it: read as a local's value is (a computed tensor is not read)
+            return depth < 8 and all(v is not None and (_plain_lengths(v, r, depth + 1) or _computed(v))
+                                     for v, r in values)
         # a local: the engine computes its lengths (sglang: `(seq_lens + draft_token_num)`, a `cat` of aranges
         # over the new and cached lengths, a row selection for context parallelism), so what it holds is not
         # read: which lengths these are would need the top-k emitter's own (open, issue 33)
@@ -262,6 +288,15 @@ def _plain_lengths(e: Optional[ast.AST], resolve: Optional[Resolve] = None, dept
     if isinstance(e, ast.Attribute):
         return not OTHER_LENGTHS.search(e.attr)
     return False
+
+
+def _computed(e: ast.AST) -> bool:
+    """A value a call computes (`torch.where(...)`), not arithmetic on the lengths nor a clip of them: read no
+    further, as a local's value is not (which lengths the engine computes needs the emitter's own: issue 33)."""
+    if not isinstance(e, ast.Call):
+        return False
+    name = e.func.attr if isinstance(e.func, ast.Attribute) else e.func.id if isinstance(e.func, ast.Name) else ""
+    return name not in CLIPS and name not in ("clamp", "clamp_", "clip", "clip_", "minimum", "min", "sub", "add")
 
 
 _CONVERSIONS = ("to", "int", "contiguous", "clone", "view", "reshape", "detach", "cuda")

@@ -79,9 +79,16 @@ class GraphReplay:
             stmt = self.tree.assignment_statement(a)
             value = getattr(stmt, "value", None)
             callee = (dotted(value.func) or "") if isinstance(value, cst.Call) else ""
-            if not callee or not callee.rsplit(".", 1)[-1][:1].isupper():
+            if not callee or not callee.rsplit(".", 1)[-1][:1].isupper() or self._interning(callee.rsplit(".", 1)[-1]):
                 return False
         return True
+
+    def _interning(self, name: str) -> bool:
+        """A class of this module of that name defines `__new__` or takes a metaclass: its call may hand back an
+        object it made before (a flyweight per batch size, a captured one: round P)."""
+        return any(c.name.value == name and (any(isinstance(d, cst.FunctionDef) and d.name.value == "__new__"
+                                                 for d in c.body.body) or any(k.keyword for k in c.keywords))
+                   for c in self.find(cst.ClassDef))
 
     def replay_replaces(self, field_name: str) -> Optional[str]:
         """CUDA graphs: a graph captured once reads the tensors it was captured with, so between replays

@@ -2304,8 +2304,11 @@ def _field_writes(project: "Project", field: str, own: Optional[_File]) -> List[
 def _field_write(f: _File, node: ast.AST, field: str, slots: Dict[str, int]) \
         -> List[Tuple[_File, ast.AST, Optional[ast.AST]]]:
     """The field writes one node makes (field_writes)."""
-    if _changes_field_in_place(node, field) or _alias_written(f, node, field):
+    if _changes_field_in_place(node, field) or _alias_written(f, node, field) or _init_again(node):
         return [(f, node, None)]  # no value: nothing proves what the write leaves clipped
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == field and \
+            isinstance(f.parents.get(id(node)), ast.ClassDef):
+        return [(f, node, None)]  # a class serves the field by code (a property, round P): its value is not read
     if isinstance(node, ast.keyword) and node.arg == field:
         return [(f, node.value, node.value)]
     if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Attribute) \
@@ -2571,6 +2574,17 @@ _WRITING_DUNDERS = {"__setitem__", "__delitem__", "__set__", "__init__", "__sets
                                                "xor", "lshift", "rshift", "matmul"))}
 
 
+def _init_again(node: ast.AST) -> bool:
+    """`x.__init__(...)` on an object that is not the caller's own being made (`super().__init__()`,
+    `Base.__init__(self, ...)` in a subclass): every field given new values again (round P)."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "__init__"):
+        return False
+    receiver = node.func.value
+    if isinstance(receiver, ast.Call) and _unparse(receiver.func) == "super":
+        return False
+    return not (node.args and isinstance(node.args[0], ast.Name) and node.args[0].id == "self")
+
+
 def _changes_field_in_place(node: ast.AST, field: str) -> bool:
     """A write into the tensor `x.field` holds, other than `.copy_`: an in-place method (`x.field.add_(1)`,
     `x.field[:n].clamp_(...)`), `out=x.field`, `x.field[i] = v`, `x.field[i] += v`."""
@@ -2604,7 +2618,15 @@ def constructed(f: _File, e: ast.AST) -> bool:
     callee: `DSAMetadata(...)`): a new object, which no captured CUDA graph holds?"""
     values = local_value(f, e) if isinstance(e, ast.Name) else None
     return bool(values) and all(isinstance(v, ast.Call) and _unparse(v.func).rsplit(".", 1)[-1][:1].isupper()
-                                for v in values)
+                                and not interning(f, _unparse(v.func).rsplit(".", 1)[-1]) for v in values)
+
+
+def interning(f: _File, name: str) -> bool:
+    """Does a class of that name in the file define `__new__` or take a metaclass (a flyweight or a pool may hand
+    back an object it made before, a captured one: round P)?"""
+    return any(c.name == name and (any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == "__new__"
+                                       for d in c.body) or any(k.arg == "metaclass" for k in c.keywords))
+               for c in f.class_defs)
 
 
 def local_value(f: _File, name: ast.Name) -> Optional[List[ast.AST]]:
@@ -2641,25 +2663,98 @@ def graph_builder(name: str) -> bool:
     return any(w in name for w in ("capture", "build", "init_cuda_graph"))
 
 
+
 def replay_writes(project: "Project", classes: List[Tuple[_File, ast.ClassDef]], field: str,
                   held: Set[str]) -> Optional[Finding]:
-    """CUDA graphs, in the related classes of other files: a method named `*replay*` that gives `field` a
-    new value (a keyword `field=`, an assignment `x.field = ...`) or gives `self.<held>` (where the kernel's
-    callers read the metadata) anything but an object read from somewhere (`self.graph_metadata[bs]`)."""
+    """CUDA graphs, in the related classes of other files: a method that may run between replays (named for
+    it: graph_update, and every method of the class it reads off `self`, called or not: round P) that gives
+    `field` a new value (a keyword `field=`, an assignment `x.field = ...`) or gives `self.<held>` (where the
+    kernel's callers read the metadata), by any assignment, a literal `setattr`/`__setattr__` or a loop's target,
+    anything but an object read off `self` with no call on the way (`self.graph_metadata[bs]`) or None."""
+    for f, cls in classes:
+        methods = {d.name: d for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        todo = [d for name, d in methods.items() if graph_update(name)]
+        seen: Set[str] = set()
+        while todo:
+            d = todo.pop()
+            if d.name in seen:
+                continue
+            seen.add(d.name)
+            for node in ast.walk(d):
+                if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in (
+                        "self", cls.name) and node.attr in methods and not graph_builder(node.attr):
+                    todo.append(methods[node.attr])
+                why = _replay_write(node, field, held)
+                if why is not None:
+                    return Finding(project.rel(f.path), getattr(node, "lineno", d.lineno), f"`{d.name}` {why}")
+    return None
+
+
+def _replay_write(node: ast.AST, field: str, held: Set[str]) -> Optional[str]:
+    """What one node of a method between replays gives the field or the holder, where it is new (replay_writes)."""
+    if isinstance(node, ast.keyword) and node.arg == field:
+        return f"gives a new `{field}`"
+    pairs: List[Tuple[ast.AST, Optional[ast.AST]]] = []
+    if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+        pairs = [(t, node.value) for t in _flatten(node.targets if isinstance(node, ast.Assign) else [node.target])]
+    elif isinstance(node, (ast.For, ast.AsyncFor, ast.withitem, ast.AugAssign)):
+        target = node.optional_vars if isinstance(node, ast.withitem) else node.target
+        pairs = [(t, None) for t in _flatten([target])] if target is not None else []
+    elif isinstance(node, ast.Call):
+        args = list(node.args)
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "__setattr__":
+            args = [node.func.value, *args]
+        elif _unparse(node.func) not in _SETATTRS:
+            args = []
+        if len(args) == 3 and isinstance(args[1], ast.Constant) and isinstance(args[1].value, str):
+            pairs = [(ast.Attribute(value=args[0], attr=args[1].value), args[2])]
+    for t, value in pairs:
+        if isinstance(t, ast.Attribute) and t.attr == field:
+            return f"gives `{field}` a new tensor"
+        owner = t.value if isinstance(t, ast.Attribute) else None
+        mine = isinstance(owner, ast.Name) and owner.id == "self" or isinstance(owner, ast.Call) and \
+            _unparse(owner.func) == "super"
+        if isinstance(t, ast.Attribute) and t.attr in held and mine and not _stored_off_self(value):
+            return f"gives `self.{t.attr}` a new object"
+    return None
+
+
+def _stored_off_self(e: Optional[ast.AST]) -> bool:
+    """None, or an object read off `self` through attributes and items with no call on the way."""
+    if isinstance(e, ast.Constant) and e.value is None:
+        return True
+    if not isinstance(e, (ast.Attribute, ast.Subscript)):
+        return False
+    while isinstance(e, (ast.Attribute, ast.Subscript)):
+        e = e.value
+    return isinstance(e, ast.Name) and e.id == "self"
+
+
+def served_holder(project: "Project", classes: List[Tuple[_File, ast.ClassDef]], held: Set[str]) -> Optional[Finding]:
+    """The attribute the callers read the metadata from, served by code in a related class of another file (a
+    property or method of its name, an object bound at class level: a descriptor, `__getattr__`/`__getattribute__`)
+    or set on the class itself (`cls.forward_metadata = md`, `type(self).x = md`: every instance shares it):
+    round P."""
     for f, cls in classes:
         for d in cls.body:
-            if not isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) or not graph_update(d.name):
-                continue
-            for node in ast.walk(d):
-                if isinstance(node, ast.keyword) and node.arg == field:
-                    return Finding(project.rel(f.path), node.value.lineno, f"`{d.name}` gives a new `{field}`")
-                if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                    for t in _flatten(targets):
-                        if isinstance(t, ast.Attribute) and t.attr == field:
-                            return Finding(project.rel(f.path), t.lineno, f"`{d.name}` gives `{field}` a new tensor")
-                        if isinstance(t, ast.Attribute) and t.attr in held and isinstance(t.value, ast.Name) \
-                                and t.value.id == "self" and not isinstance(node.value, (ast.Subscript, ast.Attribute)) \
-                                and not (isinstance(node.value, ast.Constant) and node.value.value is None):
-                            return Finding(project.rel(f.path), t.lineno, f"`{d.name}` gives `self.{t.attr}` a new object")
+            named = d.name if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+            if named in held or named in ("__getattr__", "__getattribute__"):
+                return Finding(project.rel(f.path), d.lineno, f"`{cls.name}.{named}` serves `{sorted(held)[0]}` by code")
+            if isinstance(d, (ast.Assign, ast.AnnAssign)) and isinstance(d.value, ast.Call) and any(
+                    isinstance(t, ast.Name) and t.id in held for t in (d.targets if isinstance(d, ast.Assign) else [d.target])):
+                return Finding(project.rel(f.path), d.lineno, f"`{cls.name}` binds `{sorted(held)[0]}` to an object at class level")
+        for node in ast.walk(cls):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+            for t in _flatten(targets):
+                if isinstance(t, ast.Attribute) and t.attr in held and _on_class(t.value, cls.name):
+                    return Finding(project.rel(f.path), t.lineno, f"`{_unparse(t)}` sets the holder on a class")
     return None
+
+
+def _on_class(e: ast.AST, own: str) -> bool:
+    """`cls`, `type(x)`, `x.__class__` or the class's own name: a class, not an instance."""
+    if isinstance(e, ast.Call):
+        return _unparse(e.func) == "type"
+    if isinstance(e, ast.Attribute):
+        return e.attr == "__class__"
+    return isinstance(e, ast.Name) and e.id in ("cls", own)

@@ -15,7 +15,7 @@ from . import callers, reach
 from .field_meaning import CLIP_HOW, _clipped_elsewhere
 from .quick import PARAM
 from .rows import _instance_param, index_hazard, row_hazard
-from .syntax import _argument_for
+from .syntax import _argument_for, _code
 
 # Attributes whose write changes what a read of a module or function gives without naming it: a module's
 # class (its `__getattribute__`), a function's code and defaults.
@@ -96,6 +96,10 @@ class WholeProject:
         if seeds:
             held = self.held_attributes()
             related = proj.subclasses(seeds) + proj.ancestors(seeds)
+            w = reach.served_holder(proj, related, held)
+            if w is not None:
+                return (f"{w.what} at {w.where()}: which batch's metadata the callers read from it is not proven; "
+                        "pass topk_length by hand")
             for field_name in sorted({m.rsplit(".", 1)[-1] for m in self.metadata}):
                 w = reach.replay_writes(proj, related, field_name, held)
                 if w is not None:
@@ -124,30 +128,32 @@ class WholeProject:
                             f"({CLIP_HOW}); clip it, or pass topk_length by hand")
         return None
 
-    def callers_hand_on(self, batch: cst.FunctionDef, rows: Set[str], indices: Set[str]) -> Optional[str]:
-        """docs/soundness.md `callers`: every call of the function the rows (`rows`, its parameters) and indices
-        (`indices`) come from, in this module (traced as the call's own arguments are) or another file of the
-        project (callers.py), hands them on as it was handed them."""
-        if not rows | indices:
+    def callers_hand_on(self, batch: cst.FunctionDef, rows: Set[str], indices: Set[str],
+                        meta: Set[str] = frozenset()) -> Optional[str]:
+        """docs/soundness.md `callers`: every call of the function the rows (`rows`, its parameters), indices
+        (`indices`) and metadata (`meta`, where it is a parameter) come from, in this module (traced as the call's
+        own arguments are; the metadata a plain read of what the caller holds) or another file of the project
+        (callers.py), hands them on as it was handed them."""
+        if not rows | indices | meta:
             return None
         static = any(get_full_name_for_node(d.decorator) == "staticmethod" for d in batch.decorators)
         method = self.tree.is_method(batch) and not static
         positional = [p.name.value for p in [*batch.params.posonly_params, *batch.params.params]][1 if method else 0:]
-        wanted = callers.wanted_of(positional, rows | indices)
-        here = f"callers here:{batch.name.value}:{wanted}:{sorted(rows)}"  # (this module's: the same for every def of the name)
+        wanted = callers.wanted_of(positional, rows | indices | meta)
+        here = f"callers here:{batch.name.value}:{wanted}:{sorted(rows)}:{sorted(meta)}"  # (this module's: the same for every def of the name)
 
         def build() -> Optional[str]:
             proj = self.project()
             cls = self.tree.parent.get(self.tree.parent.get(batch))
             mine = proj.instance_classes(set(self.subclasses(cls.name.value))) if isinstance(cls, cst.ClassDef) else None
-            why = self.index(here, lambda: self._module_callers(batch, positional, rows, indices))
+            why = self.index(here, lambda: self._module_callers(batch, positional, rows, indices, meta))
             w = callers.unchanged_callers(proj, batch.name.value, wanted, mine) if why is None else None
             why = why or (f"at {w.where()}, a call of `{batch.name.value}`: {w.what}" if w is not None else None)
             return (f"{why}; q and the indices it hands may not be the rows the metadata was built for, in order; pass "
                     "topk_length by hand where they are known, or use --lengths derived") if why else None
-        return self.index(f"callers:{id(batch)}:{wanted}:{sorted(rows)}", build)  # (per def: its class decides its receivers)
+        return self.index(f"callers:{id(batch)}:{wanted}:{sorted(rows)}:{sorted(meta)}", build)  # (per def: its class decides its receivers)
 
-    def _module_callers(self, batch, positional, rows, indices) -> Optional[str]:
+    def _module_callers(self, batch, positional, rows, indices, meta=frozenset()) -> Optional[str]:
         """The first call of batch's name in this module (on any receiver) whose arguments for `rows` / `indices`
         the row and index traces refuse, as they refuse the call's own."""
         name = batch.name.value
@@ -166,6 +172,12 @@ class WholeProject:
             if not isinstance(owner, cst.FunctionDef) or any(a.star for a in call.args):
                 return f"at line {line}, a call of `{name}` hands it rows no function was handed"
             scope = self.tree.scope_of.get(owner.body)
+            for p in sorted(meta):
+                arg = _argument_for(call, p, positional.index(p) if p in positional else None, 0)
+                if arg is not None and not self._held_object(arg):
+                    return (f"at line {line}, a call of `{name}` hands `{p}` `{_code(arg).strip()[:60]}`, not an object "
+                            "its caller holds: which batch's metadata it is is not proven (a builder's cached result, "
+                            "round P)")
             for p in sorted(rows | indices):
                 arg = _argument_for(call, p, positional.index(p) if p in positional else None, 0)
                 if arg is None:
@@ -179,6 +191,50 @@ class WholeProject:
                 if hazard:
                     return f"at line {line}, a call of `{name}`: {hazard}"
         return None
+
+    def _held_object(self, arg: cst.BaseExpression, depth: int = 0) -> bool:
+        """A parameter, an attribute chain read off a name with no call on the way, a local bound only to those,
+        or a call of a builder that makes a new object each time (_builds_anew): an object the caller holds or
+        this batch's new one, not one a cache hands back (round P's `lru_cache`d builder)."""
+        if isinstance(arg, cst.Call):
+            return self._builds_anew(arg)
+        while isinstance(arg, cst.Attribute):
+            arg = arg.value
+        if not isinstance(arg, cst.Name) or depth > 4:
+            return False
+        assigned = self.tree.binding(arg, arg.value).assignments
+        if not assigned:
+            return False
+        for a in assigned:
+            if isinstance(getattr(a, "node", None), cst.Param):
+                continue
+            stmt = self.tree.assignment_statement(a)
+            if not isinstance(stmt, cst.Assign) or len(stmt.targets) != 1 or not self._held_object(stmt.value, depth + 1):
+                return False
+        return True
+
+    def _builds_anew(self, call: cst.Call) -> bool:
+        """A call of a constructor (a capitalized name), or of an undecorated function of this module every def of
+        which returns only constructions, or locals bound only to one in it."""
+        name = (get_full_name_for_node(call.func) or "").rsplit(".", 1)[-1]
+        defs = self.functions_named(name)
+        if not defs:
+            return name[:1].isupper()
+        for fn in defs:
+            if fn.node.decorators:
+                return False
+            for ret in self.find(cst.Return, None, fn.node):
+                value = ret.value
+                if isinstance(value, cst.Name):
+                    assigned = self.tree.binding(value, value.value).assignments
+                    values = [getattr(self.tree.assignment_statement(a), "value", None) for a in assigned]
+                    if not values or not all(isinstance(v, cst.Call) and (get_full_name_for_node(v.func) or "")
+                                             .rsplit(".", 1)[-1][:1].isupper() for v in values):
+                        return False
+                elif not (isinstance(value, cst.Call) and (get_full_name_for_node(value.func) or "").rsplit(
+                        ".", 1)[-1][:1].isupper()):
+                    return False
+        return True
 
     def _rows_source_replaced(self, proj, sources: List[Optional[Function]]) -> Optional[str]:
         """The methods whose parameters the rows are taken from (the one calling the kernel, or the helper's
