@@ -1059,3 +1059,19 @@ def test_round_p_index_steps(tmp_path, value, fixable):
     src = _handed(f"topk_indices = {value}")
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("before,fixable", [
+    # round P: the same tensor under another name, written in place before the call
+    ("self.topk_buffer[:] = self.topk_buffer.sort(dim=-1).values", False),  # held on self, handed as the indices
+    ("budget = kv.new_zeros(4)\n        self.topk_buffer.masked_fill_(self.topk_buffer > 9, -1)", False),
+    ("buf = REGISTRY['topk']\n        buf.copy_(buf.flip(-1))", False),  # a module global
+    ("self._trim()", False),  # a method of the module writing an attribute of self in place
+    ("pad = kv.new_zeros(4)\n        pad[:2] = 1", True),  # a fresh tensor
+    ("q[..., 64:].mul_(0.5)", True),  # q's own values
+])
+def test_round_p_writes_under_another_name(tmp_path, before, fixable):
+    src = "REGISTRY = {}\n" + _handed(before).replace(
+        "    def forward(", "    def _trim(self):\n        self.topk_buffer.masked_fill_(self.topk_buffer > 9, -1)\n\n    def forward(")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable and (fixable or "under another name" in site.reason), site.reason

@@ -33,7 +33,7 @@ from .metadata_in_scope import MetadataInScope
 from .metadata_type import MetadataType
 from .quick import ENTRY_POINTS, OP_TOPK_LENGTH_POSITION, PARAM, is_op_level
 from .reflection import NoReflection
-from .rows import index_hazard, row_hazard
+from .rows import foreign_write, index_hazard, row_hazard
 from .syntax import _argument_for, _indices_arg, _is_none, _q_arg, _top_level_imports
 from .whole_project import WholeProject
 
@@ -316,7 +316,10 @@ class _Analysis(MetadataInScope, MetadataType, FieldMeaning, GraphReplay, Callee
 
     def indices_hazard(self, c: CallInfo) -> Tuple[Optional[str], Set[str]]:
         arg = _indices_arg(c.node)
-        return index_hazard(self.tree, arg, self.outside_project) if arg is not None else (None, set())
+        hazard, sources = index_hazard(self.tree, arg, self.outside_project) if arg is not None else (None, set())
+        fields = {m.rsplit(".", 1)[-1] for m in self.metadata}
+        return hazard or foreign_write(self.tree, c.node, lambda n: [f.node for f in self.functions_named(n)],
+                                       fields), sources
 
     def helper_groups_of(self, fn: Function) -> Optional[Group]:
         return self._helper_groups.get(id(fn.node))

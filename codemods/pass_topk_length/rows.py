@@ -26,6 +26,8 @@ from libcst.metadata import ClassScope, ComprehensionScope, FunctionScope, Globa
 
 from topk_migrate.cst.scopecheck import Tree
 
+from .syntax import _q_arg
+
 # qualified name -> (tree of a module holding just that def, the def) for a function of the project
 External = Callable[[str], Optional[Tuple[Tree, cst.FunctionDef]]]
 # qualified name -> is it defined outside the project (a library: torch, flashinfer, the kernel's package)?
@@ -1639,3 +1641,116 @@ def index_hazard(tree: Tree, expr: cst.BaseExpression, outside: Optional[Outside
         t.exempt.add(id(up))  # the call the indices are traced for
         t.anchor = up
     return t.hazard(expr), {name for _, name in t.params}
+
+
+# -- writes into storage the indices may share under another name (round P) ---------------------------------
+def foreign_write(tree: Tree, call: cst.Call, methods: Callable[[str], List[cst.FunctionDef]],
+                  fields: Set[str] = frozenset()) -> Optional[str]:
+    """An in-place write, before the kernel call and in its function, into storage that may be the indices' under
+    another name: another parameter, an attribute (`self.topk_buffer`), a module global, or a local bound to a view
+    of one (the caller may hand the same tensor as both: round P); or such a write of `self.<attr>` in a method of
+    the module the function calls through `self` first. Writes into fresh tensors, into what q and kv are
+    read from (their values: `q[..., 64:].mul_(s)`) and into the metadata's `fields` (field-meaning judges those)
+    pass. `methods`: the module's defs of a name."""
+    fdef = next((x for x in tree.ancestors(call) if isinstance(x, cst.FunctionDef)), None)
+    if fdef is None:
+        return None
+    reads = {"self"} | _origins(tree, fdef, _q_arg(call)) | _origins(tree, fdef, _kv_arg(call))
+    for node, target in _inplace_targets(fdef):
+        if off_path(tree, node, call, fdef):
+            continue
+        foreign = {o for o in _origins(tree, fdef, target) - reads if o.rsplit(".", 1)[-1] not in fields}
+        if foreign:
+            return (f"`{_code(node).strip()[:60]}` writes `{sorted(foreign)[0]}` in place, which may be the indices' "
+                    "storage under another name (a caller may hand the same tensor twice, or keep it elsewhere)")
+    for read in _self_methods_called(fdef):
+        if off_path(tree, read, call, fdef):
+            continue
+        for d in methods(read.attr.value):
+            for _, target in _inplace_targets(d):
+                if any(o.startswith("self.") for o in _origins(tree, d, target)):
+                    return (f"`{read.attr.value}` (called at line {tree.line(read)}) writes `{_code(target).strip()[:40]}` "
+                            "in place, which may be the indices' storage under another name")
+    return None
+
+
+def _kv_arg(call: cst.Call) -> Optional[cst.BaseExpression]:
+    kv = next((a.value for a in call.args if a.keyword and a.keyword.value == "kv"), None)
+    positional = [a for a in call.args if not a.keyword]
+    return kv if kv is not None else positional[1].value if len(positional) > 1 and not positional[0].star else None
+
+
+def _self_methods_called(fdef: cst.FunctionDef) -> List[cst.Attribute]:
+    """`self.m` read in fdef (called or handed on)."""
+    class V(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.out: List[cst.Attribute] = []
+
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            if isinstance(node.value, cst.Name) and node.value.value == "self":
+                self.out.append(node)
+    v = V()
+    fdef.body.visit(v)
+    return v.out
+
+
+def _inplace_targets(fdef: cst.FunctionDef) -> List[Tuple[cst.CSTNode, cst.BaseExpression]]:
+    """(the write, what it writes) for each in-place write in fdef: an in-place method's receiver, an item or
+    slice assigned, `x += v`, `out=x`."""
+    class V(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.out: List[Tuple[cst.CSTNode, cst.BaseExpression]] = []
+
+        def visit_Call(self, node: cst.Call) -> None:
+            f = node.func
+            if isinstance(f, cst.Attribute) and _in_place_name(f.attr.value) and f.attr.value != "__init__":
+                self.out.append((node, f.value))
+            self.out += [(node, a.value) for a in node.args if a.keyword and a.keyword.value == "out"]
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            self.out += [(node, t.target) for t in node.targets if isinstance(t.target, cst.Subscript)]
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            self.out.append((node, node.target))
+    v = V()
+    fdef.body.visit(v)
+    return v.out
+
+
+def _origins(tree: Tree, fdef: cst.FunctionDef, e: Optional[cst.BaseExpression], depth: int = 0) -> Set[str]:
+    """What storage `e` may be, named by where it comes from: parameters, globals and attributes (`self.buf`),
+    through views, items and locals bound in fdef; a fresh tensor (a copy, `new_zeros`, `torch.empty`, arithmetic)
+    comes from nowhere. Default-deny: an unknown call may hand back any argument or its receiver."""
+    if e is None or depth > 12:
+        return set()
+    e = _viewed(e)
+    if isinstance(e, cst.Name):
+        assigned = tree.binding(e, e.value).assignments
+        if not assigned or any(getattr(a, "scope", None) is not tree.scope_of.get(fdef.body)
+                               or isinstance(getattr(a, "node", None), cst.Param) for a in assigned):
+            return {e.value}  # a parameter, a global or a closure's: storage from outside
+        out: Set[str] = set()
+        for a in assigned:
+            stmt = tree.assignment_statement(a)
+            value = getattr(stmt, "value", None) if isinstance(stmt, (cst.Assign, cst.AnnAssign)) else None
+            if value is None or isinstance(stmt, cst.Assign) and not (
+                    len(stmt.targets) == 1 and isinstance(stmt.targets[0].target, cst.Name)):
+                return {e.value}  # bound otherwise (a loop, an unpacking): from anywhere
+            out |= _origins(tree, fdef, value, depth + 1)
+        return out
+    if isinstance(e, cst.Attribute):
+        return set() if e.attr.value in NO_DATA_ATTRS else {_code(e).strip()}
+    if isinstance(e, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison)) or isinstance(e, _NO_ROWS):
+        return set()
+    if isinstance(e, cst.Call):
+        name = get_full_name_for_node(e.func) or ""
+        op = name.rsplit(".", 1)[-1]
+        if op in COPYING_METHODS or (op in FRESH_FUNCTIONS | COPYING_FUNCTIONS and _torch_function(e.func, name)):
+            return set()
+        parts = [e.func.value] if isinstance(e.func, cst.Attribute) else []
+        return set().union(*(_origins(tree, fdef, x, depth + 1) for x in [*parts, *(a.value for a in e.args)]))
+    if isinstance(e, (cst.Tuple, cst.List)):
+        return set().union(*(_origins(tree, fdef, x.value, depth + 1) for x in e.elements)) if e.elements else set()
+    if isinstance(e, cst.IfExp):
+        return _origins(tree, fdef, e.body, depth + 1) | _origins(tree, fdef, e.orelse, depth + 1)
+    return {_code(e).strip()[:40]}
