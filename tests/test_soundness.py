@@ -435,6 +435,10 @@ def test_the_metadata_type_is_the_class_its_annotation_names_exactly(tmp_path, c
     ("self.current_metadata", "\n    current_metadata = functools.cached_property(lambda self: self.forward_metadata)\n",
      False),
     ("self.forward_metadata", "\n    def share(self, md):\n        type(self).forward_metadata = md\n", False),
+    # round Q: a descriptor bound by a name, `__getattribute__` bound by assignment, a class decorator's parameter
+    ("self.current_metadata", "\n    current_metadata = functools.partialmethod\n", False),
+    ("self.forward_metadata", "\n    __getattribute__ = object.__getattribute__\n", False),
+    ("self.forward_metadata", "\n    @staticmethod\n    def install(klass):\n        klass.forward_metadata = None\n", False),
 ])
 def test_the_metadata_is_what_the_engine_stored_for_this_batch(tmp_path, read, extra, fixable):
     (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
@@ -507,6 +511,9 @@ def test_the_field_must_hold_the_seqlens_clipped_to_the_top_k_width(tmp_path, cl
     ("self.__setattr__('forward_metadata', self._build_metadata(batch))", False),
     ("super().__setattr__('forward_metadata', self._build_metadata(batch))", False),
     ("for self.forward_metadata in [self._build_metadata(batch)]:\n            pass", False),
+    # round Q: the holder reached through an alias of self, or given by `builtins.setattr`
+    ("be = self\n        be.forward_metadata = self._build_metadata(batch)", False),
+    ("builtins.setattr(self, 'forward_metadata', self._build_metadata(batch))", False),
 ])
 def test_on_cuda_graph_replay_the_lengths_are_updated_in_place(tmp_path, replay, fixable):
     (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
@@ -1075,3 +1082,12 @@ def test_round_p_writes_under_another_name(tmp_path, before, fixable):
         "    def forward(", "    def _trim(self):\n        self.topk_buffer.masked_fill_(self.topk_buffer > 9, -1)\n\n    def forward(")
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert (site.status is Status.FIXABLE) is fixable and (fixable or "under another name" in site.reason), site.reason
+
+
+@pytest.mark.parametrize("before", [
+    "buf = torch.as_tensor(topk_indices)\n        buf[:, 0, 0] = -1",  # round Q: as_tensor hands the tensor back
+    "topk_indices = {'k': topk_indices.flip(-1)}['k']",  # a dict display read by key: its values are traced
+])
+def test_round_q_indices_refuse(tmp_path, before):
+    (site,) = migrate_source(_handed(before), str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert site.status is Status.MANUAL, site.reason

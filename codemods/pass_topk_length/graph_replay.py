@@ -88,7 +88,7 @@ class GraphReplay:
         object it made before (a flyweight per batch size, a captured one: round P)."""
         return any(c.name.value == name and (any(isinstance(d, cst.FunctionDef) and d.name.value == "__new__"
                                                  for d in c.body.body) or any(k.keyword for k in c.keywords))
-                   for c in self.find(cst.ClassDef))
+                   for c in self.find(cst.ClassDef)) or bool(self.functions_named(name))  # a capitalised function
 
     def replay_replaces(self, field_name: str) -> Optional[str]:
         """CUDA graphs: a graph captured once reads the tensors it was captured with, so between replays
@@ -113,7 +113,8 @@ class GraphReplay:
                         return self._replaced(fdef, at, f"`{field_name}` a new tensor")
                     # `self.forward_metadata = ...` (where the kernel's callers read the metadata from), or what it
                     # is given back from (`self._pending = make(...)`)
-                    if _is_attr_of_self(target) and (attr in held or attr in sources) and new:
+                    # on any receiver: `be = self`, a loop over `(self, *self.drafts)` reach the holder too (round Q)
+                    if (attr in held or attr in sources) and new:
                         return self._replaced(fdef, at, f"`{_code(target).strip()}` a new object")
             return None
         return self.index(f"replay:{field_name}", build)
@@ -139,7 +140,7 @@ class GraphReplay:
                 receiver = cst.Name("self") if isinstance(func.value, cst.Call) and get_full_name_for_node(
                     func.value.func) == "super" else func.value
                 args = [receiver, *args]  # `self.__setattr__("a", v)`, `super().__setattr__("a", v)`: round P
-            elif get_full_name_for_node(func) not in ("setattr", "object.__setattr__"):
+            elif get_full_name_for_node(func) not in ("setattr", "object.__setattr__", "builtins.setattr"):
                 if isinstance(func, cst.Attribute) and func.attr.value in _ITEM_WRITES and _self_root_attr(func.value):
                     yield call, _any_item(func.value), None  # `self.graph_metadata.update({bs: md})`: round P
                 elif get_full_name_for_node(func) == "operator.setitem" and args and _self_root_attr(args[0]):
@@ -179,7 +180,8 @@ class GraphReplay:
                 # every method read off self or a class of the module, called or not (`step = self._refresh`,
                 # `Backend._refresh(self, ...)`: round P)
                 for read in self.find(cst.Attribute, lambda a: isinstance(a.value, cst.Name) and (
-                        a.value.value == "self" or a.value.value in classes), fdef):
+                        a.value.value == "self" or a.value.value in classes) or isinstance(a.value, cst.Call) and
+                        get_full_name_for_node(a.value.func) == "super", fdef):  # `super().m(...)` too (round Q)
                     name = read.attr.value
                     if not reach.graph_builder(name):
                         todo += [f.node for f in self.functions_named(name) if f.class_name]

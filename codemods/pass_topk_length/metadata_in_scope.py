@@ -72,40 +72,93 @@ class MetadataInScope:
                 "pass topk_length by hand")
 
     def _class_held(self, attr: str) -> Optional[cst.CSTNode]:
-        """An assignment of `attr` on a class rather than an instance: `type(self).attr = v`,
-        `self.__class__.attr = v`, `cls.attr = v`, `Backend.attr = v` (a class of this module)."""
-        classes = {c.name.value for c in self.find(cst.ClassDef)}
-
-        def on_class(e: cst.BaseExpression) -> bool:
-            if isinstance(e, cst.Call):
-                return get_full_name_for_node(e.func) == "type"
-            if isinstance(e, cst.Attribute):
-                return e.attr.value == "__class__"
-            return isinstance(e, cst.Name) and (e.value == "cls" or e.value in classes)
-
-        for a in self.find(cst.Assign):
-            for t in a.targets:
-                if isinstance(t.target, cst.Attribute) and t.target.attr.value == attr and on_class(t.target.value):
-                    return a
+        """A write of `attr` in this module on anything but `self` or a local new instance (`type(self).attr = v`,
+        `cls.attr = v`, a class decorator's parameter, a loop over classes, a literal `setattr(klass, "attr", v)`):
+        it may be a class, whose every instance then shares it (round P, round Q)."""
+        for node in self.find((cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For)):
+            for t in _bound(node.target):
+                if isinstance(t, cst.Attribute) and t.attr.value == attr and not self._instance_here(t.value):
+                    return node
+        for call in self.find(cst.Call, lambda c: (get_full_name_for_node(c.func) or "").rsplit(".", 1)[-1] in (
+                "setattr", "__setattr__") and any(isinstance(a.value, cst.SimpleString) and a.value.evaluated_value == attr
+                                                  for a in c.args)):
+            receiver = call.args[0].value if (get_full_name_for_node(call.func) or "").endswith("setattr") and not \
+                isinstance(call.func, cst.Attribute) or get_full_name_for_node(call.func) in (
+                    "object.__setattr__", "builtins.setattr") else call.func.value if isinstance(call.func, cst.Attribute) else None
+            if receiver is None or not self._instance_here(receiver):
+                return call
         return None
 
+    def _instance_here(self, e: cst.BaseExpression) -> bool:
+        """`self`, `super()`, or a local bound only to `self` or a constructor call (a new instance)."""
+        if isinstance(e, cst.Call) and get_full_name_for_node(e.func) == "super":
+            return True
+        if not isinstance(e, cst.Name):
+            return False
+        if e.value == "self":
+            return True
+        assigned = self.tree.binding(e, e.value).assignments
+        values = [getattr(self.tree.assignment_statement(a), "value", None) for a in assigned]
+        return bool(values) and all(isinstance(v, cst.Name) and v.value == "self" or isinstance(v, cst.Call) and (
+            get_full_name_for_node(v.func) or "").rsplit(".", 1)[-1][:1].isupper() for v in values)
+
     def _served_names(self) -> Set[str]:
-        """Names a class of this module serves through code: properties, methods, class-level bindings of an
-        object made by a call (`property(...)`, a descriptor), and "*" where a class defines `__getattr__` or
-        `__getattribute__`."""
+        """Names a class of this module binds at class level other than to a constant (a method, a property, a
+        descriptor however made or reached: a call, a name, an item; in an `if` or `try` of the body too), and
+        "*" where a class binds `__getattr__` or `__getattribute__` in any way."""
         def build() -> Set[str]:
             out: Set[str] = set()
             for cls in self.find(cst.ClassDef):
-                for d in cls.body.body:
-                    if isinstance(d, cst.FunctionDef):
-                        out.add(d.name.value)
-                    if isinstance(d, cst.FunctionDef) and d.name.value in ("__getattr__", "__getattribute__"):
+                for name, value in _class_bindings(cls):
+                    if name in ("__getattr__", "__getattribute__"):
                         out.add("*")  # serves any name it is asked (round P)
-                    for small in (d.body if isinstance(d, cst.SimpleStatementLine) else []):
-                        value = getattr(small, "value", None)
-                        if isinstance(small, (cst.Assign, cst.AnnAssign)) and isinstance(value, cst.Call):
-                            # `property(...)`, or any object made at class level: a descriptor (round P)
-                            targets = small.targets if isinstance(small, cst.Assign) else [small]
-                            out |= {t.target.value for t in targets if isinstance(t.target, cst.Name)}
+                    if not isinstance(value, (cst.SimpleString, cst.Integer, cst.Float)) and not (
+                            isinstance(value, cst.Name) and value.value in ("None", "True", "False")):
+                        out.add(name)
             return out
         return self.index("served-names", build)
+
+
+def _bound(target) -> list:
+    """The targets a binding target names (each part of a tuple or list)."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [t for el in target.elements for t in _bound(el.value)]
+    return [target] if target is not None else []
+
+
+def _class_bindings(cls: cst.ClassDef):
+    """(name, value or None) for each name the class body binds, in `if`/`try`/`with`/loops of it too, not inside
+    its functions: a def (value None), an assignment's targets (each part of a tuple), an annotated one with a value,
+    an import."""
+    todo = list(cls.body.body)
+    while todo:
+        stmt = todo.pop()
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            yield stmt.name.value, None
+        elif isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Assign):
+                    for t in small.targets:
+                        yield from ((x.value, small.value) for x in _bound(t.target) if isinstance(x, cst.Name))
+                elif isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
+                    yield small.target.value, small.value
+                elif isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
+                    yield from (((get_full_name_for_node(a.asname.name if a.asname else a.name) or "").split(".")[0], None)
+                                for a in small.names)
+        else:  # if / try / with / for / while: their blocks are the class body's too
+            todo += _blocks(stmt)
+
+
+def _blocks(stmt: cst.CSTNode) -> list:
+    """The statements of a compound statement's blocks (an `if`'s `elif`/`else`, a `try`'s handlers too)."""
+    out: list = []
+    parts = [getattr(stmt, "body", None), getattr(stmt, "orelse", None), getattr(stmt, "finalbody", None),
+             *(h.body for h in getattr(stmt, "handlers", ()))]
+    for part in parts:
+        if isinstance(part, cst.If):
+            out.append(part)
+        elif isinstance(part, (cst.Else, cst.Finally)):
+            out += list(part.body.body) if isinstance(part.body, cst.IndentedBlock) else []
+        elif isinstance(part, cst.IndentedBlock):
+            out += list(part.body)
+    return out

@@ -2626,7 +2626,8 @@ def interning(f: _File, name: str) -> bool:
     back an object it made before, a captured one: round P)?"""
     return any(c.name == name and (any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == "__new__"
                                        for d in c.body) or any(k.arg == "metaclass" for k in c.keywords))
-               for c in f.class_defs)
+               for c in f.class_defs) or any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == name
+                                             for d in f.tree.body)  # a capitalised function (a cache): round Q
 
 
 def local_value(f: _File, name: ast.Name) -> Optional[List[ast.AST]]:
@@ -2731,24 +2732,56 @@ def _stored_off_self(e: Optional[ast.AST]) -> bool:
 
 
 def served_holder(project: "Project", classes: List[Tuple[_File, ast.ClassDef]], held: Set[str]) -> Optional[Finding]:
-    """The attribute the callers read the metadata from, served by code in a related class of another file (a
-    property or method of its name, an object bound at class level: a descriptor, `__getattr__`/`__getattribute__`)
-    or set on the class itself (`cls.forward_metadata = md`, `type(self).x = md`: every instance shares it):
-    round P."""
+    """The attribute the callers read the metadata from, served by code in a related class of another file (its
+    name bound in the class body to anything but a constant, in an `if` or `try` of it too: a property, a
+    method, a descriptor however reached; `__getattr__`/`__getattribute__` bound in any way) or set on a class
+    (`cls.forward_metadata = md`, a literal `setattr(cls, ...)` in `__init_subclass__`: every instance shares
+    it): round P, round Q."""
+    name = sorted(held)[0] if held else ""
     for f, cls in classes:
-        for d in cls.body:
-            named = d.name if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
-            if named in held or named in ("__getattr__", "__getattribute__"):
-                return Finding(project.rel(f.path), d.lineno, f"`{cls.name}.{named}` serves `{sorted(held)[0]}` by code")
-            if isinstance(d, (ast.Assign, ast.AnnAssign)) and isinstance(d.value, ast.Call) and any(
-                    isinstance(t, ast.Name) and t.id in held for t in (d.targets if isinstance(d, ast.Assign) else [d.target])):
-                return Finding(project.rel(f.path), d.lineno, f"`{cls.name}` binds `{sorted(held)[0]}` to an object at class level")
+        for stmt in _class_body(cls):
+            for bound, value in _binds(stmt):
+                if bound in ("__getattr__", "__getattribute__") or bound in held and not (
+                        isinstance(value, ast.Constant) and value is not None):
+                    return Finding(project.rel(f.path), stmt.lineno, f"`{cls.name}` binds `{bound}` at class level: "
+                                   f"`{name}` may be served by code")
         for node in ast.walk(cls):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
             for t in _flatten(targets):
                 if isinstance(t, ast.Attribute) and t.attr in held and _on_class(t.value, cls.name):
                     return Finding(project.rel(f.path), t.lineno, f"`{_unparse(t)}` sets the holder on a class")
+            if isinstance(node, ast.Call) and any(isinstance(x, ast.Constant) and x.value in held for x in node.args) \
+                    and _unparse(node.func).rsplit(".", 1)[-1] in ("setattr", "__setattr__") and not (
+                    node.args and isinstance(node.args[0], ast.Name) and node.args[0].id == "self"):
+                return Finding(project.rel(f.path), node.lineno, f"`{_unparse(node)[:60]}` sets the holder by name")
     return None
+
+
+def _class_body(cls: ast.ClassDef) -> List[ast.stmt]:
+    """The statements of a class body, in its `if`/`try`/`with`/loop blocks too, not inside its functions."""
+    out: List[ast.stmt] = []
+    todo = list(cls.body)
+    while todo:
+        stmt = todo.pop()
+        out.append(stmt)
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for block in ("body", "orelse", "finalbody"):
+                todo += [x for x in getattr(stmt, block, []) if isinstance(x, ast.stmt)]
+            for h in getattr(stmt, "handlers", []):
+                todo += h.body
+    return out
+
+
+def _binds(stmt: ast.stmt) -> List[Tuple[str, Optional[ast.AST]]]:
+    """(name, value or None) for each name a class-body statement binds: a def, an assignment's targets, an import."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [(stmt.name, None)]
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        return [(t.id, stmt.value) for t in _flatten(targets) if isinstance(t, ast.Name)]
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return [((a.asname or a.name).split(".")[0], None) for a in stmt.names]
+    return []
 
 
 def _on_class(e: ast.AST, own: str) -> bool:

@@ -38,7 +38,8 @@ NO_DATA_ATTRS = {"shape", "dtype", "device", "ndim", "is_cuda", "layout", "requi
 NO_DATA_METHODS = {"size", "numel", "dim", "stride", "element_size", "data_ptr", "is_contiguous", "item", "tolist",
                    "new_zeros", "new_empty", "new_ones", "new_full", "new_tensor", "get_device"}
 FRESH_FUNCTIONS = {"zeros", "empty", "ones", "full", "zeros_like", "empty_like", "ones_like", "full_like", "arange",
-                   "rand", "randn", "randint", "tensor", "as_tensor", "empty_strided"}
+                   "rand", "randn", "randint", "tensor", "empty_strided"}  # (not `as_tensor`: a tensor handed
+# to it comes back as itself, round Q)
 TRANSPOSING_ATTRS = {"T", "mT", "H", "mH"}
 ALWAYS_REORDERS = {"masked_select", "take", "take_along_dim", "nonzero", "t", "unique", "argsort", "sort", "flipud",
                    "rot90", "einsum", "matmul", "mm", "bmm"}
@@ -353,7 +354,7 @@ class RowTrace:
             return self._step(call, args[1:], op, args[0].value, 1)  # torch.op(q, ...): as q.op(...)
         if op in ROWS_FUNCTIONS:
             return f"`{_code(call)}` reorders or selects rows"
-        if op in ROW_KEEPING_FUNCTIONS and any(qn.startswith(ENGINE_PACKAGES) for qn in imported_names(self.tree, func)):
+        if op in ROW_KEEPING_FUNCTIONS and _engine_import(self.tree, func):
             return self._args(args)
         return (f"`{_code(call)}` calls `{name or _code(func)}`, neither on the allowlist of operations that keep "
                 "q's rows (rows.ROW_KEEPING) nor a function of this project the trace can read")
@@ -781,6 +782,13 @@ def _shape_part(v: cst.BaseExpression) -> bool:
     return isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value == "size"
 
 
+def _engine_import(tree: Tree, func: cst.BaseExpression) -> bool:
+    """Is every import binding that may reach the name the engine's (a fallback `from forkops import f` after a
+    `try` of sglang's may run instead: round Q)?"""
+    names = imported_names(tree, func)
+    return bool(names) and all(qn.startswith(ENGINE_PACKAGES) for qn in names)
+
+
 def _dunder_write(op: str) -> bool:
     return op.startswith("__") and op.endswith("__") and op not in _READING_DUNDERS
 
@@ -960,7 +968,7 @@ def _may_mutate(tree: Tree, call: cst.Call, outside: Optional[Outside]) -> bool:
             and _viewed_name(func.value) is not None:
         return False  # a method of a view of a name (`q.view(...).copy_` is the receiver's, checked there); an
         # object's method (`self.balancer.balance(q, idx)`, `fork_ops.topk.add_sink(idx)`: round O) may write
-    if op in ROW_KEEPING_FUNCTIONS and any(qn.startswith(ENGINE_PACKAGES) for qn in imported_names(tree, func)):
+    if op in ROW_KEEPING_FUNCTIONS and _engine_import(tree, func):
         return False
     return True
 
@@ -1352,6 +1360,10 @@ class IndexTrace:
             return next((w for w in (self.hazard(el.value) for el in e.elements) if w), None)
         if isinstance(e, cst.NamedExpr):
             return self.hazard(e.value)
+        if isinstance(e, cst.Dict):  # a mapping built here, read by key: each value it holds (round Q)
+            return next((w for w in (self.hazard(el.value) for el in e.elements) if w), None)
+        if isinstance(e, (cst.DictComp, cst.Set, cst.SetComp)):
+            return f"`{_code(e)[:60]}` builds the indices' holder by a comprehension the trace does not read"
         if isinstance(e, _NO_ROWS) or (isinstance(e, cst.Name) and e.value == "None"):
             return None
         return f"`{_code(e)}` is a form the indices trace does not model"
@@ -1424,7 +1436,7 @@ class IndexTrace:
                 return f"`{_code(e)}` changes which top-k entries are valid"
             if op in INDEX_KEEPING:
                 return _other_dtype(e, 1) or self.hazard(args[0].value)
-        elif op in INDEX_KEEPING_FUNCTIONS and any(q.startswith(ENGINE_PACKAGES) for q in imported_names(self.tree, func)):
+        elif op in INDEX_KEEPING_FUNCTIONS and _engine_import(self.tree, func):
             # each valid index through the page table, -1 kept: of the top-k it is handed (topk_indices=, 2nd)
             given = _keyword(e, "topk_indices") or (args[1].value if len(args) > 1 else None)
             return self.hazard(given) if given is not None else None
@@ -1522,7 +1534,7 @@ class IndexTrace:
         if id(call) in self.exempt:
             return True
         op = (get_full_name_for_node(call.func) or "").rsplit(".", 1)[-1]
-        if op in INDEX_KEEPING_FUNCTIONS and any(qn.startswith(ENGINE_PACKAGES) for qn in imported_names(self.tree, call.func)):
+        if op in INDEX_KEEPING_FUNCTIONS and _engine_import(self.tree, call.func):
             return True
         if op in INDEX_KEEPING_ENGINE_METHODS and isinstance(call.func, cst.Attribute):
             return True
