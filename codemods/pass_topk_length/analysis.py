@@ -319,7 +319,7 @@ class _Analysis(MetadataInScope, MetadataType, FieldMeaning, GraphReplay, Callee
         hazard, sources = index_hazard(self.tree, arg, self.outside_project) if arg is not None else (None, set())
         fields = {m.rsplit(".", 1)[-1] for m in self.metadata}
         return hazard or foreign_write(self.tree, c.node, lambda n: [f.node for f in self.functions_named(n)],
-                                       fields), sources
+                                       fields, self.index("foreign-writes", dict)), sources
 
     def helper_groups_of(self, fn: Function) -> Optional[Group]:
         return self._helper_groups.get(id(fn.node))

@@ -75,6 +75,9 @@ class MetadataInScope:
         """A write of `attr` in this module on anything but `self` or a local new instance (`type(self).attr = v`,
         `cls.attr = v`, a class decorator's parameter, a loop over classes, a literal `setattr(klass, "attr", v)`):
         it may be a class, whose every instance then shares it (round P, round Q)."""
+        return self.index(f"class-held:{attr}", lambda: self._class_held_scan(attr))
+
+    def _class_held_scan(self, attr: str) -> Optional[cst.CSTNode]:
         for node in self.find((cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For)):
             for t in _bound(node.target):
                 if isinstance(t, cst.Attribute) and t.attr.value == attr and not self._instance_here(t.value):

@@ -1657,32 +1657,46 @@ def index_hazard(tree: Tree, expr: cst.BaseExpression, outside: Optional[Outside
 
 # -- writes into storage the indices may share under another name (round P) ---------------------------------
 def foreign_write(tree: Tree, call: cst.Call, methods: Callable[[str], List[cst.FunctionDef]],
-                  fields: Set[str] = frozenset()) -> Optional[str]:
+                  fields: Set[str] = frozenset(), cache: Optional[Dict[Tuple[str, int], list]] = None) -> Optional[str]:
     """An in-place write, before the kernel call and in its function, into storage that may be the indices' under
     another name: another parameter, an attribute (`self.topk_buffer`), a module global, or a local bound to a view
     of one (the caller may hand the same tensor as both: round P); or such a write of `self.<attr>` in a method of
     the module the function calls through `self` first. Writes into fresh tensors, into what q and kv are
     read from (their values: `q[..., 64:].mul_(s)`) and into the metadata's `fields` (field-meaning judges those)
-    pass. `methods`: the module's defs of a name."""
+    pass. `methods`: the module's defs of a name; `cache`: each function's writes and reads of self, found once
+    (many calls in one function)."""
     fdef = next((x for x in tree.ancestors(call) if isinstance(x, cst.FunctionDef)), None)
     if fdef is None:
         return None
+    cache = {} if cache is None else cache
+
+    def once(kind: str, d: cst.FunctionDef, make: Callable[[cst.FunctionDef], list]) -> list:
+        key = (kind, id(d))
+        if key not in cache:
+            cache[key] = make(d)
+        return cache[key]
+
+    def writing_reads(d: cst.FunctionDef) -> list:  # `self.m` reads whose method writes an attribute of self
+        return [(read, target) for read in _self_methods_called(d) for m in methods(read.attr.value)
+                for _, target in once("writes", m, _inplace_targets)
+                if any(o.startswith("self.") for o in _origins(tree, m, target))]
+
+    targets = once("writes", fdef, _inplace_targets)
+    writing = once("writing-reads", fdef, writing_reads)
+    if not targets and not writing:
+        return None
     reads = {"self"} | _origins(tree, fdef, _q_arg(call)) | _origins(tree, fdef, _kv_arg(call))
-    for node, target in _inplace_targets(fdef):
+    for node, target in targets:
         if off_path(tree, node, call, fdef):
             continue
         foreign = {o for o in _origins(tree, fdef, target) - reads if o.rsplit(".", 1)[-1] not in fields}
         if foreign:
             return (f"`{_code(node).strip()[:60]}` writes `{sorted(foreign)[0]}` in place, which may be the indices' "
                     "storage under another name (a caller may hand the same tensor twice, or keep it elsewhere)")
-    for read in _self_methods_called(fdef):
-        if off_path(tree, read, call, fdef):
-            continue
-        for d in methods(read.attr.value):
-            for _, target in _inplace_targets(d):
-                if any(o.startswith("self.") for o in _origins(tree, d, target)):
-                    return (f"`{read.attr.value}` (called at line {tree.line(read)}) writes `{_code(target).strip()[:40]}` "
-                            "in place, which may be the indices' storage under another name")
+    for read, target in writing:
+        if not off_path(tree, read, call, fdef):
+            return (f"`{read.attr.value}` (called at line {tree.line(read)}) writes `{_code(target).strip()[:40]}` "
+                    "in place, which may be the indices' storage under another name")
     return None
 
 
