@@ -794,7 +794,7 @@ IN_PLACE = ["metadata.dsa_cache_seqlens_int32.add_(1)", "metadata.dsa_cache_seql
             "metadata.dsa_cache_seqlens_int32.narrow(0, 0, 1).copy_(metadata.dsa_cache_seqlens_int32 + 9)",
             "metadata.dsa_cache_seqlens_int32.data = metadata.dsa_cache_seqlens_int32 + 9",
             "lens = metadata.dsa_cache_seqlens_int32; lens += 1",
-            "self._lens = metadata.dsa_cache_seqlens_int32",  # kept where any code may write it (round O's u02)
+            "self._lens = metadata.dsa_cache_seqlens_int32; self._lens.add_(1)",  # kept, and written there (u02)
             # round P: any in-place function handed it, through `.data`, an aliasing method, a loop, `:=`, unpacking
             "torch.Tensor.sub_(metadata.dsa_cache_seqlens_int32, 1)", "torch.clamp_(metadata.dsa_cache_seqlens_int32, max=8)",
             "operator.isub(metadata.dsa_cache_seqlens_int32, 1)", "torch.ops.aten.sub_.Scalar(metadata.dsa_cache_seqlens_int32, 1)",
@@ -824,6 +824,14 @@ def test_lengths_changed_in_place_in_another_module_refuse(tmp_path, write):
     (tmp_path / "backend.py").write_text(src)
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert site.status is Status.MANUAL and "steps.py:6 changes `dsa_cache_seqlens_int32` in place" in site.reason, site.reason
+
+
+def test_the_field_kept_in_another_attribute_and_only_read_there_stays_fixable(tmp_path):
+    """The tensor kept in `self._lens` is the field's: in-place writes through that attribute are the field's
+    (above); reads of it are not writes (round O's u02 had refused every such store)."""
+    src = LENGTHS_WRITTEN.format(imports="", write="self._lens = metadata.dsa_cache_seqlens_int32; n = self._lens.sum()")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert site.status is Status.FIXABLE, site.reason
 
 
 def test_a_class_serving_the_field_by_code_refuses(tmp_path):

@@ -2295,10 +2295,27 @@ def _field_writes(project: "Project", field: str, own: Optional[_File]) -> List[
     slots = _field_slots([g.tree for g in naming], field)  # (a class declaring it names it)
     files = list({id(g): g for g in [*naming, *project.files_naming(sorted(slots))]}.values())
     out: List[Tuple[_File, ast.AST, Optional[ast.AST]]] = []
+    kept: Set[str] = set()
     for f in files:
         for node in ast.walk(f.tree):
             out += _field_write(f, node, field, slots)
+            kept |= _kept_in(node, field)
+    for attr in sorted(kept):  # the field's tensor kept in another attribute: written in place there (round O's u02)
+        for f in project.files_naming([attr]):
+            out += [(f, node, None) for node in ast.walk(f.tree)
+                    if _changes_field_in_place(node, attr) or _alias_written(f, node, attr)]
     return out
+
+
+def _kept_in(node: ast.AST, field: str) -> Set[str]:
+    """The attributes an assignment keeps the field's tensor in (`self._lens = md.field`, or a view of it)."""
+    if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+        return set()
+    source = _unviewed(node.value)
+    if not (isinstance(source, ast.Attribute) and source.attr == field):
+        return set()
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    return {t.attr for t in _flatten(targets) if isinstance(t, ast.Attribute) and t.attr != field}
 
 
 def _field_write(f: _File, node: ast.AST, field: str, slots: Dict[str, int]) \
@@ -2311,10 +2328,6 @@ def _field_write(f: _File, node: ast.AST, field: str, slots: Dict[str, int]) \
         return [(f, node, None)]  # a class serves the field by code (a property, round P): its value is not read
     if isinstance(node, ast.keyword) and node.arg == field:
         return [(f, node.value, node.value)]
-    if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Attribute) \
-            and node.value.attr == field and any(isinstance(t, ast.Attribute) and t.attr != field for t in (
-                node.targets if isinstance(node, ast.Assign) else [node.target])):
-        return [(f, node, None)]  # `self._lens = md.field`: kept where any code may write it (round O's u02)
     if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         return [(f, t, node.value) for t in _flatten(targets) if isinstance(t, ast.Attribute) and t.attr == field]

@@ -132,14 +132,14 @@ class WholeProject:
                         meta: Set[str] = frozenset()) -> Optional[str]:
         """docs/soundness.md `callers`: every call of the function the rows (`rows`, its parameters), indices
         (`indices`) and metadata (`meta`, where it is a parameter) come from, in this module (traced as the call's
-        own arguments are; the metadata a plain read of what the caller holds) or another file of the project
-        (callers.py), hands them on as it was handed them."""
+        own arguments are; the metadata an object the caller holds or a new one) or another file of the project
+        (callers.py; the rows and indices), hands them on as it was handed them."""
         if not rows | indices | meta:
             return None
         static = any(get_full_name_for_node(d.decorator) == "staticmethod" for d in batch.decorators)
         method = self.tree.is_method(batch) and not static
         positional = [p.name.value for p in [*batch.params.posonly_params, *batch.params.params]][1 if method else 0:]
-        wanted = callers.wanted_of(positional, rows | indices | meta)
+        wanted = callers.wanted_of(positional, rows | indices)  # (the metadata: this module's calls only)
         here = f"callers here:{batch.name.value}:{wanted}:{sorted(rows)}:{sorted(meta)}"  # (this module's: the same for every def of the name)
 
         def build() -> Optional[str]:
