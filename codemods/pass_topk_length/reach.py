@@ -2301,7 +2301,7 @@ def _field_writes(project: "Project", field: str, own: Optional[_File]) -> List[
             out += _field_write(f, node, field, slots)
             kept |= _kept_in(node, field)
     for attr in sorted(kept):  # the field's tensor kept in another attribute: written in place there (round O's u02)
-        for f in project.files_naming([attr]):
+        for f in {id(g): g for g in [*project.files_naming([attr]), *([own] if own is not None else [])]}.values():
             out += [(f, node, None) for node in ast.walk(f.tree)
                     if _changes_field_in_place(node, attr) or _alias_written(f, node, attr)]
     return out
