@@ -12,7 +12,7 @@ from libcst.metadata import FunctionScope
 from topk_migrate.cst.resolve import dotted
 
 from . import reach
-from .syntax import _code, _targets_attribute
+from .syntax import _code, _targets_attribute, bound_targets
 
 
 def _is_attr_of_self(e: cst.BaseExpression) -> bool:
@@ -26,13 +26,6 @@ _ITEM_WRITES = {"update", "setdefault", "__setitem__"}
 def _any_item(mapping: cst.BaseExpression) -> cst.Subscript:
     """`mapping[...]`: an item written whose key is not read."""
     return cst.Subscript(value=mapping, slice=[cst.SubscriptElement(cst.Index(cst.Ellipsis()))])
-
-
-def cst_targets(target: Optional[cst.BaseExpression]) -> List[cst.BaseExpression]:
-    """The attributes and items a binding target assigns (each part of a tuple)."""
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [t for el in target.elements for t in cst_targets(el.value)]
-    return [target] if isinstance(target, (cst.Attribute, cst.Subscript)) else []
 
 
 def _self_root_attr(e: cst.BaseExpression) -> Optional[str]:
@@ -150,8 +143,9 @@ class GraphReplay:
                 yield call, cst.Attribute(value=args[0], attr=cst.Name(args[1].evaluated_value)), args[2]
         for node in self.find((cst.For, cst.WithItem, cst.NamedExpr), None, fdef):
             target = node.target if isinstance(node, (cst.For, cst.NamedExpr)) else (node.asname.name if node.asname else None)
-            for t in cst_targets(target):  # `for self.forward_metadata in ...`: round P
-                yield node, t, None
+            for t in bound_targets(target):  # `for self.forward_metadata in ...`: round P
+                if isinstance(t, (cst.Attribute, cst.Subscript)):
+                    yield node, t, None
 
     def _holder_sources(self, held: Set[str]) -> Set[str]:
         """The attributes of self the holder is given back from (`self.forward_metadata = self.graph_metadata[bs]`,

@@ -11,7 +11,7 @@ from libcst.metadata import FunctionScope
 
 from topk_migrate.cst.scopecheck import root_binding
 
-from .syntax import _code
+from .syntax import _code, bound_targets, constructor_call
 
 
 class MetadataInScope:
@@ -79,16 +79,16 @@ class MetadataInScope:
 
     def _class_held_scan(self, attr: str) -> Optional[cst.CSTNode]:
         for node in self.find((cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For)):
-            for t in _bound(node.target):
+            for t in bound_targets(node.target):
                 if isinstance(t, cst.Attribute) and t.attr.value == attr and not self._instance_here(t.value):
                     return node
         for call in self.find(cst.Call, lambda c: (get_full_name_for_node(c.func) or "").rsplit(".", 1)[-1] in (
                 "setattr", "__setattr__") and any(isinstance(a.value, cst.SimpleString) and a.value.evaluated_value == attr
                                                   for a in c.args)):
-            receiver = call.args[0].value if (get_full_name_for_node(call.func) or "").endswith("setattr") and not \
-                isinstance(call.func, cst.Attribute) or get_full_name_for_node(call.func) in (
-                    "object.__setattr__", "builtins.setattr") else call.func.value if isinstance(call.func, cst.Attribute) else None
-            if receiver is None or not self._instance_here(receiver):
+            # `x.__setattr__("attr", v)`: x; `setattr(x, ...)`, `object.__setattr__(x, ...)`, `builtins.setattr(x, ...)`: x
+            method = isinstance(call.func, cst.Attribute) and get_full_name_for_node(call.func) not in (
+                "object.__setattr__", "builtins.setattr")
+            if not self._instance_here(call.func.value if method else call.args[0].value):
                 return call
         return None
 
@@ -100,10 +100,8 @@ class MetadataInScope:
             return False
         if e.value == "self":
             return True
-        assigned = self.tree.binding(e, e.value).assignments
-        values = [getattr(self.tree.assignment_statement(a), "value", None) for a in assigned]
-        return bool(values) and all(isinstance(v, cst.Name) and v.value == "self" or isinstance(v, cst.Call) and (
-            get_full_name_for_node(v.func) or "").rsplit(".", 1)[-1][:1].isupper() for v in values)
+        values = self.tree.assigned_values(e, e.value)
+        return bool(values) and all(isinstance(v, cst.Name) and v.value == "self" or constructor_call(v) for v in values)
 
     def _served_names(self) -> Set[str]:
         """Names a class of this module binds at class level other than to a constant (a method, a property, a
@@ -122,13 +120,6 @@ class MetadataInScope:
         return self.index("served-names", build)
 
 
-def _bound(target) -> list:
-    """The targets a binding target names (each part of a tuple or list)."""
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [t for el in target.elements for t in _bound(el.value)]
-    return [target] if target is not None else []
-
-
 def _class_bindings(cls: cst.ClassDef):
     """(name, value or None) for each name the class body binds, in `if`/`try`/`with`/loops of it too, not inside
     its functions: a def (value None), an assignment's targets (each part of a tuple), an annotated one with a value,
@@ -142,7 +133,7 @@ def _class_bindings(cls: cst.ClassDef):
             for small in stmt.body:
                 if isinstance(small, cst.Assign):
                     for t in small.targets:
-                        yield from ((x.value, small.value) for x in _bound(t.target) if isinstance(x, cst.Name))
+                        yield from ((x.value, small.value) for x in bound_targets(t.target) if isinstance(x, cst.Name))
                 elif isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
                     yield small.target.value, small.value
                 elif isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):

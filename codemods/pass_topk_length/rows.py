@@ -619,11 +619,15 @@ class _RowWrites(cst.CSTVisitor):
     def _of(self, name: str) -> _Writes:
         return self.by_name.setdefault(name, _Writes())
 
+    def _rewritten(self, name: str, node: cst.CSTNode) -> None:
+        """A write of name's entries whose value is not read (`x.data = v`, `out=(v, x)`, `inplace=True`)."""
+        self._of(name).changes.append(node)
+        self._of(name).inplace.append(node)
+
     def visit_Attribute(self, node: cst.Attribute) -> None:
         """An in-place method taken as a value (`fill = idx.masked_fill_`): whoever calls it writes (round P)."""
         if id(node) not in self.called and _viewed_name(node.value) and _in_place_name(node.attr.value):
-            self._of(_viewed_name(node.value)).changes.append(node)
-            self._of(_viewed_name(node.value)).inplace.append(node)
+            self._rewritten(_viewed_name(node.value), node)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         """`x += v` on a tensor writes it in place, as does `x[:, -1:] += v` or `sink += v` for a view `sink`."""
@@ -637,8 +641,7 @@ class _RowWrites(cst.CSTVisitor):
             if isinstance(tgt, cst.Attribute) and tgt.attr.value != "data" and _viewed_name(node.value):
                 self._of(_viewed_name(node.value)).escapes.append(tgt)  # `self._topk = idx`: written there (round O)
             if isinstance(tgt, cst.Attribute) and tgt.attr.value == "data" and _viewed_name(tgt.value):
-                self._of(_viewed_name(tgt.value)).changes.append(tgt)  # `x.data = v`: the storage swapped, round O
-                self._of(_viewed_name(tgt.value)).inplace.append(tgt)
+                self._rewritten(_viewed_name(tgt.value), tgt)  # `x.data = v`: the storage swapped, round O
             if isinstance(tgt, cst.Subscript) and isinstance(tgt.value, cst.Name):
                 self._of(tgt.value.value).subscripts.append((tgt, node.value))
             elif isinstance(tgt, cst.Subscript) and _viewed_name(tgt.value):  # `x[:, 0][m] = v`, `x.data[i] = v`:
@@ -649,21 +652,18 @@ class _RowWrites(cst.CSTVisitor):
         if get_full_name_for_node(node.func) == "getattr" and len(node.args) >= 2 and _viewed_name(node.args[0].value):
             key = node.args[1].value  # `getattr(idx, "masked_fill_")`, a computed name: a method that may write
             if not isinstance(key, cst.SimpleString) or _in_place_name(str(key.evaluated_value)):
-                self._of(_viewed_name(node.args[0].value)).changes.append(node)
-                self._of(_viewed_name(node.args[0].value)).inplace.append(node)
+                self._rewritten(_viewed_name(node.args[0].value), node)
         if _writes_arguments(node):  # `F.relu(idx, inplace=True)`, `partial(torch.Tensor.fill_, idx)`: round P
             for a in node.args:
                 for n in filter(None, map(_viewed_name, _held(a.value))):
-                    self._of(n).changes.append(node)
-                    self._of(n).inplace.append(node)
+                    self._rewritten(n, node)
         for a in node.args:
             if a.keyword and a.keyword.value == "out" and isinstance(a.value, cst.Name):
                 self._of(a.value.value).outs.append(node)
             elif a.keyword and a.keyword.value == "out":  # `out=(vals, idx)`, `out=idx[:, 0]`: round O
                 held = [el.value for el in a.value.elements] if isinstance(a.value, (cst.Tuple, cst.List)) else [a.value]
                 for n in filter(None, map(_viewed_name, held)):
-                    self._of(n).changes.append(node)
-                    self._of(n).inplace.append(node)
+                    self._rewritten(n, node)
             elif a.keyword is None or a.keyword.value != "out":
                 for n in _passed_names(a.value):
                     self._of(n).passed.append(node)
@@ -1446,17 +1446,15 @@ class IndexTrace:
     def _only_fill(self, e: cst.BaseExpression) -> bool:
         """A constant fill of -1, or a name every binding of which is one (`pad = torch.full(..., -1)`)."""
         if isinstance(e, cst.Name):
-            assigned = self.tree.binding(e, e.value).assignments
-            values = [getattr(self.tree.assignment_statement(a), "value", None) for a in assigned]
-            return bool(assigned) and all(v is not None and self._only_fill(v) for v in values)
+            values = self.tree.assigned_values(e, e.value)
+            return bool(values) and all(v is not None and self._only_fill(v) for v in values)
         return isinstance(e, cst.Call) and _constant_fill(e) and self._call(e) is None
 
     def _fill(self, e: cst.BaseExpression) -> bool:
         """A constant fill, or a name bound to one (`pad = torch.full(...)`): may be one on some binding."""
         if isinstance(e, cst.Name):
-            assigned = self.tree.binding(e, e.value).assignments
-            values = [getattr(self.tree.assignment_statement(a), "value", None) for a in assigned]
-            return not assigned or any(v is not None and _constant_fill(v) for v in values)
+            values = self.tree.assigned_values(e, e.value)
+            return not values or any(v is not None and _constant_fill(v) for v in values)
         return _constant_fill(e)
 
     def _name(self, node: cst.Name) -> Optional[str]:

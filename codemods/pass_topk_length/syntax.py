@@ -39,6 +39,19 @@ def _indices_arg(call: cst.Call) -> Optional[cst.BaseExpression]:
     return positional[2].value if len(positional) > 2 and not any(a.star for a in positional[:3]) else None
 
 
+def constructor_call(e: Optional[cst.CSTNode]) -> bool:
+    """A call whose callee's last name is capitalised (`DSAMetadata(...)`, `mod.Meta(...)`): taken for a class's
+    constructor, a new instance."""
+    return isinstance(e, cst.Call) and (get_full_name_for_node(e.func) or "").rsplit(".", 1)[-1][:1].isupper()
+
+
+def bound_targets(target: Optional[cst.BaseExpression]) -> list:
+    """What a binding target binds: itself, or each part of a tuple or list (nested too)."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [t for el in target.elements for t in bound_targets(el.value)]
+    return [target] if target is not None else []
+
+
 def _is_name(node: cst.CSTNode, name: str) -> bool:
     return isinstance(node, cst.Name) and node.value == name
 

@@ -15,7 +15,7 @@ from . import callers, reach
 from .field_meaning import CLIP_HOW, _clipped_elsewhere
 from .quick import PARAM
 from .rows import _instance_param, index_hazard, row_hazard
-from .syntax import _argument_for, _code
+from .syntax import _argument_for, _code, constructor_call
 
 # Attributes whose write changes what a read of a module or function gives without naming it: a module's
 # class (its `__getattribute__`), a function's code and defaults.
@@ -225,14 +225,8 @@ class WholeProject:
                 return False
             for ret in self.find(cst.Return, None, fn.node):
                 value = ret.value
-                if isinstance(value, cst.Name):
-                    assigned = self.tree.binding(value, value.value).assignments
-                    values = [getattr(self.tree.assignment_statement(a), "value", None) for a in assigned]
-                    if not values or not all(isinstance(v, cst.Call) and (get_full_name_for_node(v.func) or "")
-                                             .rsplit(".", 1)[-1][:1].isupper() for v in values):
-                        return False
-                elif not (isinstance(value, cst.Call) and (get_full_name_for_node(value.func) or "").rsplit(
-                        ".", 1)[-1][:1].isupper()):
+                values = self.tree.assigned_values(value, value.value) if isinstance(value, cst.Name) else [value]
+                if not values or not all(map(constructor_call, values)):
                     return False
         return True
 

@@ -326,6 +326,11 @@ class Tree:
             return None
         return None
 
+    def assigned_values(self, node: cst.CSTNode, name: str) -> List[Optional[cst.BaseExpression]]:
+        """The value each binding of `name` seen from node assigns (`x = v`, `x: T = v`), None for any other
+        binding (a parameter, a loop, an import)."""
+        return [getattr(self.assignment_statement(a), "value", None) for a in self.binding(node, name).assignments]
+
     def binds_after_value(self, a: object) -> int:
         """Source-order index at which an assignment takes effect (`x = f(x)` binds after f)."""
         node = getattr(a, "node", None)
