@@ -68,6 +68,6 @@ def test_a_safe_edit_stays_fixable(release, edit, tmp_path):
     assert "topk_length: Optional[torch.Tensor]=None" in sig, sig
     body = ast.unparse(fns["_forward_flashmla_sparse"])
     q = "q_in" if edit == "renamed-locals" else "q_input"  # the kernel's own q
-    assert f"topk_length.shape[0] != {q}.shape[0]" in body and "topk_length=topk_length" in body, body
+    assert f"topk_length.shape[0] == {q}.shape[0]" in body and f"topk_length.device == {q}.device" in body and "topk_length=topk_length" in body, body
     for caller in ("forward_extend", "forward_decode"):
         assert "topk_length=metadata.dsa_cache_seqlens_int32" in ast.unparse(fns[caller]), caller
