@@ -849,7 +849,7 @@ def test_a_builders_cached_result_handed_as_the_metadata_refuses(tmp_path):
     src = LENGTHS_WRITTEN.format(imports="import functools", write="pass").replace(
         "    def forward(self, q, kv, indices):\n        metadata = self.forward_metadata\n",
         "    {deco}\n    def build(self, n):\n        md = DSAMetadata()\n        md.dsa_cache_seqlens_int32 = "
-        "self.lens.clamp(max=self.dsa_index_topk)\n        return md\n\n"
+        "self.seq_lens.clamp(max=self.dsa_index_topk)\n        return md\n\n"
         "    def step(self, q, kv, indices):\n        return self.forward(q, kv, indices, self.build(q.shape[0]))\n\n"
         "    def forward(self, q, kv, indices, metadata: DSAMetadata):\n")
     for deco, fixable in (("@functools.lru_cache(maxsize=8)", False), ("@staticmethod\n    def _unused(): pass", True)):
@@ -1099,3 +1099,19 @@ def test_round_p_writes_under_another_name(tmp_path, before, fixable):
 def test_round_q_indices_refuse(tmp_path, before):
     (site,) = migrate_source(_handed(before), str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert site.status is Status.MANUAL, site.reason
+
+
+@pytest.mark.parametrize("operand, fixable", [("forward_batch.seq_lens", True), ("forward_batch.cache_seqlens_int32", True),
+                                              ("forward_batch.positions", False), ("forward_batch.req_pool_indices", False),
+                                              ("forward_batch.extend_seq_lens", False), ("lens", False)])
+def test_the_clips_operand_must_say_it_holds_seqlens(tmp_path, operand, fixable):
+    """Round Q's operand_positions: the clip's operand read by its name is seqlens only where the name says so (an
+    allowlist, SEQLENS_NAME); any other attribute (`positions`, each row's position, not its cached length) refuses."""
+    src = LENGTHS_WRITTEN.format(imports="", write="pass").replace(
+        "    def forward(self, q, kv, indices):\n",
+        "    def init_forward_metadata(self, forward_batch, lens):\n        md = DSAMetadata()\n"
+        f"        md.dsa_cache_seqlens_int32 = torch.clamp({operand}, max=self.dsa_index_topk).to(torch.int32)\n"
+        "        self.forward_metadata = md\n\n    def forward(self, q, kv, indices):\n")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, (operand, site.reason)
+    assert fixable or "dsa_cache_seqlens_int32" in site.reason, site.reason

@@ -231,8 +231,15 @@ class FieldMeaning:
 # `2 * self.dsa_index_topk`, a literal, a bare `topk` (speculative decoding's draft top-k) or any other
 # expression is not proven); a parameter is judged by what each call hands it.
 WIDTH_NAME = re.compile(r"(?i)(dsa_|nsa_)?index_topk")
-# Lengths a batch has that are not the cache's seqlens (the new tokens, the cached prefix): never the clip's operand.
+# The clip's operand, where it is read by its name (a local, an attribute, a parameter no call hands): it must
+# say it holds seqlens (sglang: seqlens_expanded, cache_seqlens_int32, seq_lens) and not a batch's other lengths
+# (the new tokens, the cached prefix): `positions`, `req_pool_indices` or `lens` are not read as seqlens (round Q).
+SEQLENS_NAME = re.compile(r"(?i)seq_?lens?")
 OTHER_LENGTHS = re.compile(r"(?i)extend|prefix|draft|accept|spec")
+
+
+def _seqlens_name(name: str) -> bool:
+    return bool(SEQLENS_NAME.search(name)) and not OTHER_LENGTHS.search(name)
 
 # A name -> what it holds where it is read: ("param", [the argument a call hands it, or None where none is
 # handed]) for a parameter of a function read with its call's arguments; ("local", [each value it is assigned,
@@ -277,16 +284,16 @@ def _plain_lengths(e: Optional[ast.AST], resolve: Optional[Resolve] = None, dept
     if isinstance(e, ast.Name):
         kind, values = _values(e, resolve)
         if kind == "param" and values and values[0][0] is None:
-            return True  # not handed: the caller's own parameter, the engine's seqlens
+            return _seqlens_name(e.id)  # not handed: the caller's own parameter, judged by its name
         if kind == "param":  # what each call hands it: read as a local's value is (a computed tensor is not read)
             return depth < 8 and all(v is not None and (_plain_lengths(v, r, depth + 1) or _computed(v))
                                      for v, r in values)
         # a local: the engine computes its lengths (sglang: `(seq_lens + draft_token_num)`, a `cat` of aranges
         # over the new and cached lengths, a row selection for context parallelism), so what it holds is not
         # read: which lengths these are would need the top-k emitter's own (open, issue 33)
-        return not OTHER_LENGTHS.search(e.id)
+        return _seqlens_name(e.id)
     if isinstance(e, ast.Attribute):
-        return not OTHER_LENGTHS.search(e.attr)
+        return _seqlens_name(e.attr)
     return False
 
 
