@@ -1115,3 +1115,20 @@ def test_the_clips_operand_must_say_it_holds_seqlens(tmp_path, operand, fixable)
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert (site.status is Status.FIXABLE) is fixable, (operand, site.reason)
     assert fixable or "dsa_cache_seqlens_int32" in site.reason, site.reason
+
+
+@pytest.mark.parametrize("width, fixable", [("get_dsa_index_topk(config)", True), ("dsa_index_topk", True),
+                                            ("2 * dsa_index_topk", False), ("4096", False), ("config.max_seq_len", False)])
+def test_the_width_attribute_is_what_the_module_assigns_it(tmp_path, width, fixable):
+    """Round Q's width_attr_wrong: `self.dsa_index_topk` is read by what the module assigns it (the engine's getter,
+    or a constructor's parameter judged by its name), not by its own name: `2 * width` is another width."""
+    src = LENGTHS_WRITTEN.format(imports="", write="pass").replace(
+        "class Backend:\n    forward_metadata: DSAMetadata\n",
+        "def get_dsa_index_topk(config):\n    return config.index_topk\n\n\nclass Backend:\n    forward_metadata: DSAMetadata\n\n"
+        f"    def __init__(self, config, dsa_index_topk=2048):\n        self.dsa_index_topk = {width}\n").replace(
+        "    def forward(self, q, kv, indices):\n",
+        "    def init_forward_metadata(self, forward_batch):\n        md = DSAMetadata()\n"
+        "        md.dsa_cache_seqlens_int32 = torch.clamp(forward_batch.seq_lens, max=self.dsa_index_topk).to(torch.int32)\n"
+        "        self.forward_metadata = md\n\n    def forward(self, q, kv, indices):\n")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, (width, site.reason)

@@ -53,7 +53,9 @@ def _changes_in_place(node: cst.CSTNode, field_name: str) -> bool:
 
 def _file_resolver(f, env: Optional[dict]) -> Resolve:
     """FieldMeaning._resolver for a file read by reach.py: `env`'s parameters, a function's locals."""
-    def resolve(name: ast.Name):
+    def resolve(name):
+        if isinstance(name, ast.Attribute):
+            return _file_attribute_values(f, name.attr)
         if env is not None and name.id in env:
             given, outer = env[name.id]  # (read where the call is: the caller's scope)
             return "param", [(given, _file_resolver(f, outer or None))]
@@ -62,6 +64,27 @@ def _file_resolver(f, env: Optional[dict]) -> Resolve:
         values = reach.local_value(f, name)
         return ("local", [(v, resolve) for v in values]) if values is not None else ("", None)
     return resolve
+
+
+def _file_attribute_values(f, attr: str) -> Tuple[str, Optional[List["Scoped"]]]:
+    """FieldMeaning._attribute_values for a file read by reach.py."""
+    found: List[Scoped] = []
+    for node in ast.walk(f.tree):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
+            if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
+        for t in targets:
+            if isinstance(t, ast.Attribute) and t.attr == attr:
+                plain = isinstance(node, ast.AnnAssign) or isinstance(node, ast.Assign) and len(node.targets) == 1
+                value = node.value if plain else None
+                init = isinstance(value, ast.Name) and _init_param_of(f, value)
+                found.append((value, None if init else _file_resolver(f, None)) if value is not None else (None, None))
+    return ("local", found) if found else ("", None)
+
+
+def _init_param_of(f, name: ast.Name) -> bool:
+    fdef = f.enclosing(name, (ast.FunctionDef, ast.AsyncFunctionDef))
+    return fdef is not None and fdef.name == "__init__" and reach.local_value(f, name) is None \
+        and name.id in {a.arg for a in fdef.args.posonlyargs + fdef.args.args + fdef.args.kwonlyargs}
 
 
 def _kept(e: ast.AST) -> bool:
@@ -185,8 +208,11 @@ class FieldMeaning:
 
     def _resolver(self, env: Optional[tuple], at: cst.CSTNode) -> Resolve:
         """Names as _clips_to_width reads them where `at` is: while reading a function's returns (`env`), its
-        parameters are the call's arguments; a local of a function is each value it is assigned."""
-        def resolve(name: ast.Name):
+        parameters are the call's arguments; a local of a function is each value it is assigned; an attribute
+        of `self` each value the module assigns to that attribute."""
+        def resolve(name):
+            if isinstance(name, ast.Attribute):
+                return self._attribute_values(name.attr)
             if env is not None and name.id in env[0]:
                 given = env[0][name.id]  # (read where the call is: the caller's scope)
                 return "param", [(_ast_of(given), self._resolver(env[1], given)) if given is not None else (None, None)]
@@ -200,6 +226,32 @@ class FieldMeaning:
             return "local", [(_ast_of(x.value), self._resolver(env, x.value)) if isinstance(x, cst.Assign)
                              and len(x.targets) == 1 else (None, None) for x in statements]
         return resolve
+
+    def _attribute_values(self, attr: str) -> Tuple[str, Optional[List["Scoped"]]]:
+        """("local", each value the module assigns to `x.attr`, None for `+=` or an unpacking), or ("", None)
+        where the module assigns none (a base class or another file sets it: judged by its name)."""
+        targets = self.targets_named(attr)
+        if not targets:
+            return "", None
+        out: List[Scoped] = []
+        for t in targets:
+            stmt = t if isinstance(t, cst.AnnAssign) else self.tree.parent.get(t)
+            value = getattr(stmt, "value", None)
+            single = isinstance(stmt, cst.AnnAssign) or isinstance(stmt, cst.Assign) and len(stmt.targets) == 1
+            if value is None or not single:
+                out.append((None, None))
+            else:  # a constructor's parameter: its callers build the object elsewhere, judged by its name
+                out.append((_ast_of(value), None if self._init_param(value) else self._resolver(None, value)))
+        return "local", out
+
+    def _init_param(self, value: cst.BaseExpression) -> bool:
+        """`value` is a name bound only as a parameter of an `__init__`."""
+        if not isinstance(value, cst.Name):
+            return False
+        nodes = [getattr(a, "node", None) for a in self.tree.binding(value, value.value).assignments]
+        fdefs = [next((x for x in self.tree.ancestors(n) if isinstance(x, cst.FunctionDef)), None) for n in nodes]
+        return bool(nodes) and all(isinstance(n, cst.Param) for n in nodes) \
+            and all(f is not None and f.name.value == "__init__" for f in fdefs)
 
     def _handed_param(self, param: cst.Param) -> List["Scoped"]:
         """What each call of param's function in this module hands it (its default where a call does not), each
@@ -231,6 +283,9 @@ class FieldMeaning:
 # `2 * self.dsa_index_topk`, a literal, a bare `topk` (speculative decoding's draft top-k) or any other
 # expression is not proven); a parameter is judged by what each call hands it.
 WIDTH_NAME = re.compile(r"(?i)(dsa_|nsa_)?index_topk")
+# The engine's function that reads the width from the model's config (sglang: get_dsa_index_topk(hf_config)); an
+# attribute of self is each value the module assigns it (`self.dsa_index_topk = 2 * topk` is another width).
+WIDTH_GETTER = re.compile(r"get_(dsa_|nsa_)?index_topk")
 # The clip's operand, where it is read by its name (a local, an attribute, a parameter no call hands): it must
 # say it holds seqlens (sglang: seqlens_expanded, cache_seqlens_int32, seq_lens) and not a batch's other lengths
 # (the new tokens, the cached prefix): `positions`, `req_pool_indices` or `lens` are not read as seqlens (round Q).
@@ -263,9 +318,14 @@ def _is_width(e: ast.AST, resolve: Optional[Resolve] = None, depth: int = 0) -> 
             return depth < 8 and bool(values) and all(v is not None and _is_width(v, r, depth + 1) for v, r in values)
         return bool(WIDTH_NAME.fullmatch(e.id))
     if isinstance(e, ast.Attribute):
+        kind, values = _values(e, resolve) if isinstance(e.value, ast.Name) and e.value.id == "self" else ("", None)
+        if kind:  # what the module assigns to it (round Q: `self.dsa_index_topk = 2 * topk` is another width)
+            return depth < 8 and bool(values) and all(v is not None and _is_width(v, r, depth + 1) for v, r in values)
         return bool(WIDTH_NAME.fullmatch(e.attr))
     if isinstance(e, ast.Call):
         name = e.func.attr if isinstance(e.func, ast.Attribute) else e.func.id if isinstance(e.func, ast.Name) else ""
+        if WIDTH_GETTER.fullmatch(name):  # sglang: get_dsa_index_topk(hf_config)
+            return True
         fill = e.args[1] if name in ("full_like", "full", "new_full") and len(e.args) > 1 \
             else e.args[0] if name == "tensor" and e.args else None
         fill = next((k.value for k in e.keywords if k.arg == "fill_value"), fill)
