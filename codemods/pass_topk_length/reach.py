@@ -2294,6 +2294,12 @@ def _field_writes(project: "Project", field: str, own: Optional[_File]) -> List[
     naming = [*project.files_naming([field]), *([own] if own is not None else [])]
     slots = _field_slots([g.tree for g in naming], field)  # (a class declaring it names it)
     files = list({id(g): g for g in [*naming, *project.files_naming(sorted(slots))]}.values())
+    for _ in range(4):  # subclasses and other names of those classes, in the files that name them (round Q)
+        more = _related_slots([g.tree for g in files], slots)
+        if not more:
+            break
+        slots.update(more)
+        files = list({id(g): g for g in [*files, *project.files_naming(sorted(more))]}.values())
     out: List[Tuple[_File, ast.AST, Optional[ast.AST]]] = []
     kept: Set[str] = set()
     for f in files:
@@ -2387,16 +2393,57 @@ def _name_read_or_set(f: _File, name: ast.Constant, field: str, slots: Dict[str,
     return isinstance(call, ast.Call) and bool(_constructed_values(call, field, slots))
 
 
-def _field_slots(trees: List[ast.Module], field: str) -> Dict[str, int]:
+def _field_slots(trees: List[ast.Module], field: str) -> Dict[str, Optional[int]]:
     """Classes that declare `field` (an annotated name of their body) -> its place among their annotated
-    names: where a positional argument of their constructor lands (a dataclass, a NamedTuple)."""
-    out: Dict[str, int] = {}
+    names: where a positional argument of their constructor lands (a dataclass, a NamedTuple); None where that
+    place is not read off the names (a base class, a `field(...)` that may be `init=False` or `kw_only`, a
+    `ClassVar`/`InitVar`/`KW_ONLY` annotation, class keywords or a decorator with arguments: round Q)."""
+    out: Dict[str, Optional[int]] = {}
     for tree in trees:
         for c in ast.walk(tree):
             if isinstance(c, ast.ClassDef):
-                names = [d.target.id for d in c.body if isinstance(d, ast.AnnAssign) and isinstance(d.target, ast.Name)]
+                declared = [d for d in c.body if isinstance(d, ast.AnnAssign) and isinstance(d.target, ast.Name)]
+                names = [d.target.id for d in declared]
                 if field in names:
-                    out[c.name] = names.index(field)
+                    out[c.name] = None if _slots_unread(c, declared) else names.index(field)
+    return out
+
+
+def _slots_unread(c: ast.ClassDef, declared: List[ast.AnnAssign]) -> bool:
+    """Whether a positional argument's place among the class's annotated names may not be where it lands."""
+    special = any(re.search(r"ClassVar|InitVar|KW_ONLY", _unparse(d.annotation)) for d in declared)
+    called = any(isinstance(d.value, ast.Call) for d in declared)
+    return bool(c.bases and not all(_unparse(b) in ("object", "NamedTuple", "typing.NamedTuple") for b in c.bases)) \
+        or bool(c.keywords) or special or called or any(_reorders(d) for d in c.decorator_list)
+
+
+def _reorders(decorator: ast.AST) -> bool:
+    """A class decorator with arguments, but `dataclass(...)` without `kw_only` (sglang: `frozen=True`)."""
+    if not isinstance(decorator, ast.Call):
+        return False
+    return _unparse(decorator.func) not in ("dataclass", "dataclasses.dataclass") or decorator.args \
+        or any(k.arg in (None, "kw_only") for k in decorator.keywords)
+
+
+def _related_slots(trees: List[ast.Module], slots: Dict[str, Optional[int]]) -> Dict[str, Optional[int]]:
+    """Names not yet in `slots` that may construct one of its classes: a subclass (its own fields may come first
+    or after: not read), an import alias or a plain `A = C` (the same class: its place)."""
+    out: Dict[str, Optional[int]] = {}
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and node.name not in slots and any(
+                    _unparse(b).rsplit(".", 1)[-1] in slots for b in node.bases):
+                out[node.name] = None
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                for a in node.names:
+                    base = a.name.rsplit(".", 1)[-1]
+                    if a.asname and base in slots and a.asname not in slots:
+                        out[a.asname] = slots[base]
+            elif isinstance(node, ast.Assign) and isinstance(node.value, (ast.Name, ast.Attribute)) \
+                    and _unparse(node.value).rsplit(".", 1)[-1] in slots:
+                for t in node.targets:
+                    if isinstance(t, ast.Name) and t.id not in slots:
+                        out[t.id] = slots[_unparse(node.value).rsplit(".", 1)[-1]]
     return out
 
 
@@ -2408,9 +2455,11 @@ def _constructed_values(call: ast.Call, field: str, slots: Dict[str, int]) -> Li
     owner = _unparse(call.func.value).rsplit(".", 1)[-1] if isinstance(call.func, ast.Attribute) else ""
     if name == "_make" and owner in slots:
         given = call.args[0] if call.args else None
-        if not isinstance(given, (ast.List, ast.Tuple)) or any(isinstance(x, ast.Starred) for x in given.elts):
+        place = slots[owner]
+        if not isinstance(given, (ast.List, ast.Tuple)) or any(isinstance(x, ast.Starred) for x in given.elts) \
+                or place is None:
             return [None]
-        return [given.elts[slots[owner]]] if len(given.elts) > slots[owner] else []
+        return [given.elts[place]] if len(given.elts) > place else []
     if name not in slots and not (slots and name in ("replace", "_replace", "evolve")):
         return []  # (`replace(x, **changes)` sets a declared field only: none is where no class declares it)
     out: List[Optional[ast.AST]] = []
@@ -2422,10 +2471,11 @@ def _constructed_values(call: ast.Call, field: str, slots: Dict[str, int]) -> Li
             elif field in keys:
                 out.append(k.value.values[keys.index(field)])
     if name in slots:
-        if any(isinstance(a, ast.Starred) for a in call.args):
-            out.append(None)
-        elif len(call.args) > slots[name]:
-            out.append(call.args[slots[name]])
+        place = slots[name]
+        if any(isinstance(a, ast.Starred) for a in call.args) or place is None and call.args:
+            out.append(None)  # (a place not read: any positional argument may be the field's)
+        elif place is not None and len(call.args) > place:
+            out.append(call.args[place])
     return out
 
 
