@@ -158,7 +158,7 @@ class _Analysis(MetadataInScope, MetadataType, FieldMeaning, GraphReplay, Callee
         here, form, why_not = self.metadata_at(c.node) if c.function is not None else (None, "plain", None)
         if here:
             batch = self.tree.binding(c.node, here.split(".")[0]).assignments[0].scope
-            hazard, rows_from = row_hazard(self.tree, q_expr, batch, self.external_def, self.outside_project)
+            hazard, rows_from = row_hazard(self.tree, q_expr, batch, self.external_def, self.outside_project, rival=self.method_rival)
             if hazard:
                 return self.site(c, Status.MANUAL, _rows_reason(hazard))
             hazard, indices_from = self.indices_hazard(c)
@@ -216,7 +216,7 @@ class _Analysis(MetadataInScope, MetadataType, FieldMeaning, GraphReplay, Callee
         existing = self.helper_groups_of(fn)
         if existing is not None:  # a second kernel call in the same helper joins its group
             hazard, rows_from = row_hazard(self.tree, q_expr, self.tree.scope_of.get(fn.node.body), self.external_def,
-                                           self.outside_project, params_only=True)
+                                           self.outside_project, params_only=True, rival=self.method_rival)
             if hazard:
                 return self.site(c, Status.MANUAL, _rows_reason(hazard))
             hazard, indices_from = self.indices_hazard(c)
@@ -238,7 +238,7 @@ class _Analysis(MetadataInScope, MetadataType, FieldMeaning, GraphReplay, Callee
         identity = f"{fn.qualname} takes **kwargs; add topk_length to it by hand" \
             if mine is None and isinstance(params.star_kwarg, cst.Param) else self.helper_identity(fn)
         hazard, sources = row_hazard(self.tree, q_expr, self.tree.scope_of.get(fn.node.body), self.external_def,
-                                     self.outside_project, params_only=True)
+                                     self.outside_project, params_only=True, rival=self.method_rival)
         rows_why = _rows_reason(hazard) if hazard else None
         hazard, index_sources = self.indices_hazard(c)
         indices_why = _indices_reason(hazard) if hazard else None
@@ -267,13 +267,13 @@ class _Analysis(MetadataInScope, MetadataType, FieldMeaning, GraphReplay, Callee
             handed: Tuple[Set[str], Set[str]] = (set(), set())  # the caller's own parameters they come from
             for p in sources:
                 arg = _argument_for(k.node, p, positions.get(p), shift)
-                hazard, got = row_hazard(self.tree, arg, batch, self.external_def, self.outside_project) if arg is not None else (None, set())
+                hazard, got = row_hazard(self.tree, arg, batch, self.external_def, self.outside_project, rival=self.method_rival) if arg is not None else (None, set())
                 handed[0].update(got)
                 if hazard:
                     return self.site(c, Status.MANUAL, f"at the caller on line {k.range.start.line}: " + _rows_reason(hazard))
             for p in index_sources:
                 arg = _argument_for(k.node, p, positions.get(p), shift)
-                hazard, got = index_hazard(self.tree, arg, self.outside_project) if arg is not None else (None, set())
+                hazard, got = index_hazard(self.tree, arg, self.outside_project, self.method_rival) if arg is not None else (None, set())
                 handed[1].update(got)
                 if hazard:
                     return self.site(c, Status.MANUAL, f"at the caller on line {k.range.start.line}: " + _indices_reason(hazard))
@@ -316,7 +316,7 @@ class _Analysis(MetadataInScope, MetadataType, FieldMeaning, GraphReplay, Callee
 
     def indices_hazard(self, c: CallInfo) -> Tuple[Optional[str], Set[str]]:
         arg = _indices_arg(c.node)
-        hazard, sources = index_hazard(self.tree, arg, self.outside_project) if arg is not None else (None, set())
+        hazard, sources = index_hazard(self.tree, arg, self.outside_project, self.method_rival) if arg is not None else (None, set())
         fields = {m.rsplit(".", 1)[-1] for m in self.metadata}
         return hazard or foreign_write(self.tree, c.node, lambda n: [f.node for f in self.functions_named(n)],
                                        fields, self.index("foreign-writes", dict)), sources

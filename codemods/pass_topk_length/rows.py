@@ -26,7 +26,7 @@ from libcst.metadata import ClassScope, ComprehensionScope, FunctionScope, Globa
 
 from topk_migrate.cst.scopecheck import Tree
 
-from .syntax import _q_arg
+from .syntax import _q_arg, bound_targets
 
 # qualified name -> (tree of a module holding just that def, the def) for a function of the project
 External = Callable[[str], Optional[Tuple[Tree, cst.FunctionDef]]]
@@ -220,6 +220,96 @@ def imported_names(tree: Tree, func: cst.BaseExpression) -> List[str]:
     return cache[id(func)]
 
 
+# (class or None, name) -> another file's definition or write a call of that method or function may reach, or None
+Rival = Callable[[Optional[str], str], Optional[str]]
+# Decorators a def the traces read may carry: each keeps the function, or hands every argument on unchanged.
+TRANSPARENT_DECORATORS = {"staticmethod", "classmethod", "torch.no_grad", "torch.inference_mode", "torch.enable_grad"}
+
+
+def unproven_local(tree: Tree, func: cst.BaseExpression, rival: Optional[Rival] = None) -> Optional[str]:
+    """Why the defs local_defs finds may not be all that the call reaches (round R: a later `_prep = other`, a
+    decorator, an instance attribute, a class-body alias, a patch, a base of another file), or None."""
+    defs = local_defs(tree, func)
+    if not defs:
+        return None
+    name = _code(func).strip()
+    for d in defs:
+        deco = next((x for x in d.decorators if not _transparent(x.decorator)), None)
+        if deco is not None:
+            return (f"`{name}` reaches `{d.name.value}`, decorated with `@{_code(deco.decorator).strip()}`, which may "
+                    "replace what the call runs: its body is not what the trace read")
+    short = func.value if isinstance(func, cst.Name) else func.attr.value
+    why = _rebound_here(tree, short)
+    if why:
+        return f"`{name}`: {why}; which function the call runs is not proven"
+    if isinstance(func, cst.Name):
+        if len(tree.binding(func, short).assignments) != 1:
+            return f"`{name}` is bound more than once in this module: which function the call runs is not proven"
+        why = rival(None, short) if rival else None
+        return f"`{name}`: {why}; which function the call runs is not proven" if why else None
+    cls = next((a for a in tree.ancestors(func) if isinstance(a, cst.ClassDef)), None)
+    if cls is None:
+        return f"`{name}` is called outside a class: which method it runs is not proven"
+    own = any(d.name.value == short for d in _class_defs(cls))
+    for c in [cls, *_module_bases(tree, cls)]:
+        if c is None and not own:
+            return (f"`{name}` is not defined in {cls.name.value}, and a base of another file may define it: which "
+                    "method runs is not proven")
+        if c is not None and (c.decorators or any(k.keyword is not None for k in c.keywords)):
+            return f"{c.name.value} has a class decorator or keywords, which may replace `{short}`"
+    why = rival(cls.name.value, short) if rival else None
+    return f"`{name}`: {why}; which method the call runs is not proven" if why else None
+
+
+def _transparent(decorator: cst.BaseExpression) -> bool:
+    if isinstance(decorator, cst.Call):
+        return not decorator.args and (get_full_name_for_node(decorator.func) or "") in TRANSPARENT_DECORATORS
+    return (get_full_name_for_node(decorator) or "") in ("staticmethod", "classmethod")
+
+
+def _class_defs(cls: cst.ClassDef) -> List[cst.FunctionDef]:
+    body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ()
+    return [d for d in body if isinstance(d, cst.FunctionDef)]
+
+
+def _module_bases(tree: Tree, cls: cst.ClassDef) -> List[Optional[cst.ClassDef]]:
+    """The classes of this module `cls` derives from, transitively; None for a base that is not one (but `object`)."""
+    classes = {c.name.value: c for c in tree.find(cst.ClassDef)}
+    out: List[Optional[cst.ClassDef]] = []
+    todo, seen = [cls], {cls.name.value}
+    while todo:
+        for b in todo.pop().bases:
+            base = get_full_name_for_node(b.value) or ""
+            if base == "object" or b.keyword is not None:
+                continue
+            found = classes.get(base)
+            out.append(found)
+            if found is not None and base not in seen:
+                seen.add(base)
+                todo.append(found)
+    return out
+
+
+def _rebound_here(tree: Tree, name: str) -> Optional[str]:
+    """A binding of `name` in this module besides defs: an attribute assignment (`self.m = f`, `Backend.m = f`),
+    a class-body binding that is not a def (`m = _other`), a literal setattr."""
+    for t in tree.find((cst.AssignTarget, cst.AnnAssign, cst.AugAssign)):
+        for x in bound_targets(t.target):
+            if isinstance(x, cst.Attribute) and x.attr.value == name:
+                return f"`{_code(x).strip()}` is assigned at line {tree.line(x)}"
+    for c in tree.find(cst.ClassDef):
+        for stmt in c.body.body if isinstance(c.body, cst.IndentedBlock) else ():
+            for small in getattr(stmt, "body", ()) if isinstance(stmt, cst.SimpleStatementLine) else ():
+                targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else \
+                    [small.target] if isinstance(small, (cst.AnnAssign, cst.AugAssign)) and getattr(small, "value", None) is not None else []
+                if any(isinstance(x, cst.Name) and x.value == name for t in targets for x in bound_targets(t)):
+                    return f"{c.name.value} binds `{name}` at line {tree.line(small)}"
+    for call in tree.find(cst.Call, lambda c: (get_full_name_for_node(c.func) or "").rsplit(".", 1)[-1] in ("setattr", "__setattr__")):
+        if any(isinstance(a.value, cst.SimpleString) and a.value.evaluated_value == name for a in call.args):
+            return f"setattr at line {tree.line(call)} sets `{name}`"
+    return None
+
+
 def local_defs(tree: Tree, func: cst.BaseExpression) -> List[cst.FunctionDef]:
     """The defs of this module a call can reach: `f(...)` bound to a def, `self.m(...)`."""
     if isinstance(func, cst.Name):
@@ -240,8 +330,8 @@ class RowTrace:
     """Follows q's rows back through the assignments of its function."""
 
     def __init__(self, tree: Tree, external: Optional[External] = None, outside: Optional[Outside] = None,
-                 params_only: bool = False):
-        self.tree, self.external, self.outside = tree, external, outside
+                 params_only: bool = False, rival: Optional[Rival] = None):
+        self.tree, self.external, self.outside, self.rival = tree, external, outside, rival
         self.params_only = params_only  # a helper's q: it must come from its parameters (what the callers pass)
         self.seen: Set[int] = set()
         self.params: Set[Tuple[object, str]] = set()  # (scope, name) of the parameters q's rows come from
@@ -264,7 +354,8 @@ class RowTrace:
             return True
         local = local_defs(self.tree, call.func)
         if local:
-            return all(self._writes_no_param(fdef, handed_params(call, fdef, name)) for fdef in local)
+            return unproven_local(self.tree, call.func, self.rival) is None and all(
+                self._writes_no_param(fdef, handed_params(call, fdef, name)) for fdef in local)
         found = [self.external(qn) for qn in imported_names(self.tree, call.func)] if self.external else []
         if found and all(f is not None for f in found) and self.inside <= 3:
             return all(RowTrace(f[0], None, self.outside)._writes_no_param(f[1], handed_params(call, f[1], name))
@@ -339,7 +430,7 @@ class RowTrace:
         args = list(call.args)
         local = local_defs(self.tree, func)
         if local:  # a function or method of this module: what it returns, then its arguments
-            why = next((w for w in map(self._returns, local) if w), None)
+            why = unproven_local(self.tree, func, self.rival) or next((w for w in map(self._returns, local) if w), None)
             return why or self._args(args) or (self._data(func.value) if isinstance(func, cst.Attribute) else None)
         found, why = self._imported(func)
         if why or found:  # a function of the project's other modules, its returns read
@@ -1175,14 +1266,14 @@ def writes_in(tree: Tree, owner: cst.CSTNode, name: str) -> _Writes:
 
 def row_hazard(tree: Tree, expr: cst.BaseExpression, batch_scope=None,
                external: Optional[External] = None, outside: Optional[Outside] = None,
-               params_only: bool = False) -> Tuple[Optional[str], Set[str]]:
+               params_only: bool = False, rival: Optional[Rival] = None) -> Tuple[Optional[str], Set[str]]:
     """(why q's rows may not be the batch's rows in order, or None; the parameters they come from).
 
     batch_scope: the function scope the metadata is bound in. Rows that come in through
     the parameters of another function (a nested def called with pieces) are not known to
     be that batch's. params_only: q is a helper's, so it must come from its parameters.
     """
-    t = RowTrace(tree, external, outside, params_only)
+    t = RowTrace(tree, external, outside, params_only, rival)
     why = t.hazard(expr)
     if why is None and batch_scope is not None:
         for scope, name in t.params:
@@ -1246,8 +1337,8 @@ class IndexTrace:
     """Follows the kernel's `indices` back through its function: may an entry have been
     dropped, masked or narrowed after the indexer counted it?"""
 
-    def __init__(self, tree: Tree, outside: Optional[Outside] = None):
-        self.tree, self.outside = tree, outside
+    def __init__(self, tree: Tree, outside: Optional[Outside] = None, rival: Optional[Rival] = None):
+        self.tree, self.outside, self.rival = tree, outside, rival
         self.seen: Set[object] = set()
         self.params: Set[Tuple[object, str]] = set()
         self.exempt: Set[int] = set()
@@ -1260,11 +1351,16 @@ class IndexTrace:
     def _local(self, call: cst.Call) -> Optional[str]:
         """A function or method of this module: what it returns, and then the call's arguments for
         the parameters those returns come from (a page table passed beside the indices is not one)."""
+        why = unproven_local(self.tree, call.func, self.rival)
+        if why:
+            return why
         for fdef in local_defs(self.tree, call.func):
             if id(fdef) in self.read:  # read once; each call's own arguments are still followed
                 why, reached = self.read[id(fdef)]
-            elif id(fdef) in self.seen or self.inside > 3:
-                continue  # being read (recursion), or too deep
+            elif id(fdef) in self.seen:
+                return f"`{fdef.name.value}` calls itself, on the indices' path: the trace does not read recursion"
+            elif self.inside > 3:
+                return f"`{fdef.name.value}` is more than four calls deep on the indices' path: the trace stops there"
             else:
                 self.seen.add(id(fdef))
                 self.inside += 1
@@ -1537,7 +1633,7 @@ class IndexTrace:
         if op in INDEX_KEEPING_ENGINE_METHODS and isinstance(call.func, cst.Attribute):
             return True
         local = local_defs(self.tree, call.func)
-        if not local or self.inside > 3:
+        if not local or self.inside > 3 or unproven_local(self.tree, call.func, self.rival):
             return False
         for fdef in local:
             params = handed_params(call, fdef, name)
@@ -1587,12 +1683,19 @@ def handed_params(call: cst.Call, fdef: cst.FunctionDef, name: str) -> List[str]
     """The parameters of fdef (past `self`/`cls`) that `call` may hand `name`: those whose argument reads
     it (the traces ask again for each alias of it); every parameter where the call spreads *args or
     **kwargs, or fdef takes them (what lands there is not known)."""
-    params = [p.name.value for p in (*fdef.params.posonly_params, *fdef.params.params, *fdef.params.kwonly_params)
-              if p.name.value not in ("self", "cls")]
+    params = [p.name.value for p in (*fdef.params.posonly_params, *fdef.params.params, *fdef.params.kwonly_params)]
+    params = params[1:] if _binds_first(call, fdef) else params
     spread = [p.name.value for p in (fdef.params.star_arg, fdef.params.star_kwarg) if isinstance(p, cst.Param)]
     if spread or any(a.star for a in call.args):
         return params + spread
     return [p for p in params if any(_reads_name(arg, name) for arg in _arguments_for(call, fdef, {p}))]
+
+
+def _binds_first(call: cst.Call, fdef: cst.FunctionDef) -> bool:
+    """A method called off an object (`self.m(...)`, `cls.m(...)`) gets that object first, whatever the parameter's
+    name (`klass`: round R), unless it is a staticmethod."""
+    return isinstance(call.func, cst.Attribute) and not any(
+        (get_full_name_for_node(d.decorator) or "") == "staticmethod" for d in fdef.decorators)
 
 
 def _reads_name(expr: cst.CSTNode, name: str) -> bool:
@@ -1611,8 +1714,7 @@ def _arguments_for(call: cst.Call, fdef: cst.FunctionDef, names: Set[str]) -> Li
     if any(a.star for a in call.args):
         return [a.value for a in call.args]
     params = list(fdef.params.posonly_params) + list(fdef.params.params)
-    if isinstance(call.func, cst.Attribute) and params and params[0].name.value in ("self", "cls"):
-        params = params[1:]
+    params = params[1:] if _binds_first(call, fdef) else params
     out, positional = [], [a for a in call.args if not a.keyword]
     for p, a in zip(params, positional):
         if p.name.value in names:
@@ -1642,9 +1744,10 @@ def _constant_fill(e: cst.BaseExpression) -> bool:
     return isinstance(e, cst.Call) and (get_full_name_for_node(e.func) or "").rsplit(".", 1)[-1] in FILLS
 
 
-def index_hazard(tree: Tree, expr: cst.BaseExpression, outside: Optional[Outside] = None) -> Tuple[Optional[str], Set[str]]:
+def index_hazard(tree: Tree, expr: cst.BaseExpression, outside: Optional[Outside] = None,
+                 rival: Optional[Rival] = None) -> Tuple[Optional[str], Set[str]]:
     """(why the kernel's indices may no longer be what the metadata counted, or None; their parameters)."""
-    t = IndexTrace(tree, outside)
+    t = IndexTrace(tree, outside, rival)
     up = tree.parent.get(expr)
     up = tree.parent.get(up) if isinstance(up, cst.Arg) else up
     if isinstance(up, cst.Call):

@@ -186,8 +186,8 @@ class WholeProject:
                         self.tree, a.node) for a in self.tree.binding(arg, arg.value).assignments):
                     return (f"at line {line}, a call of `{name}` hands it `{arg.value}`, the caller's own object, whose "
                             "attributes any holder may rewrite (round O)")
-                hazard = (row_hazard(self.tree, arg, scope, self.external_def, self.outside_project)
-                          if p in rows else index_hazard(self.tree, arg, self.outside_project))[0]
+                hazard = (row_hazard(self.tree, arg, scope, self.external_def, self.outside_project, rival=self.method_rival)
+                          if p in rows else index_hazard(self.tree, arg, self.outside_project, self.method_rival))[0]
                 if hazard:
                     return f"at line {line}, a call of `{name}`: {hazard}"
         return None
@@ -229,6 +229,24 @@ class WholeProject:
                 if not values or not all(map(constructor_call, values)):
                     return False
         return True
+
+    def method_rival(self, class_name: Optional[str], name: str) -> Optional[str]:
+        """rows.Rival: where another file of the project may make `self.<name>(...)` (or the module function
+        `<name>`) run something else than the def the traces read (round R): an override in a subclass, a
+        rival in another base of one, an assignment or setattr of the name on the class, an instance or the
+        module."""
+        return self.index(f"rival:{class_name}:{name}", lambda: self._method_rival(class_name, name))
+
+    def _method_rival(self, class_name: Optional[str], name: str) -> Optional[str]:
+        proj = self.project()
+        seeds = set(self.subclasses(class_name)) if class_name else set()
+        for f, cls, d in proj.overrides(seeds, name) if seeds else ():
+            return f"{cls.name}.{name} at {proj.rel(f.path)}:{d.lineno} overrides it, and the trace read only this module's"
+        for f, cls, d in proj.rivals(seeds, name, (proj.checked_file(self.source), class_name)) if seeds else ():
+            return f"{cls.name}.{name} at {proj.rel(f.path)}:{d.lineno} may be reached first by a subclass's instances"
+        for w in proj.attribute_writes({name}, seeds, set()):
+            return f"{w.what} at {w.where()} may replace it"
+        return None
 
     def _rows_source_replaced(self, proj, sources: List[Optional[Function]]) -> Optional[str]:
         """The methods whose parameters the rows are taken from (the one calling the kernel, or the helper's
