@@ -524,7 +524,9 @@ def test_on_cuda_graph_replay_the_lengths_are_updated_in_place(tmp_path, replay,
     (site,) = migrate_source(src.replace(original, replay), str(tmp_path / "b.py")).sites
     assert (site.status is Status.FIXABLE) is fixable, site.reason
     if not fixable:  # (a new tensor for the field is refused under any method name: replaced_field)
-        assert "CUDA-graph replay" in site.reason or "a CUDA graph was captured with" in site.reason, site.reason
+        # (the field read off a call's result is not proven the clipped lengths either: round R's `_kept`)
+        assert "CUDA-graph replay" in site.reason or "a CUDA graph was captured with" in site.reason \
+            or "self._build_metadata(batch).dsa_cache_seqlens_int32`, not provably" in site.reason, site.reason
 
 
 def test_the_soundness_page_lists_every_allowlist_entry():

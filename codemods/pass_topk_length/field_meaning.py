@@ -12,7 +12,7 @@ from libcst.helpers import get_full_name_for_node
 from libcst.metadata import FunctionScope
 
 from . import reach
-from .rows import _own_returns, local_defs
+from .rows import ENGINE_PACKAGES, _engine_import, _own_returns, local_defs
 from .syntax import _code
 
 # Field meaning: what the engines write into the metadata field (sglang (n|d)sa/utils.py).
@@ -22,6 +22,9 @@ CLIPS = {
 }
 CLIP_HOW = ("the engine's compute_dsa_seqlens / compute_nsa_seqlens, a clamp with max= or a minimum, bounded by the "
             "top-k width read plainly: self.dsa_index_topk, self.nsa_index_topk, INDEX_TOPK")
+# Clamps whose result is a new tensor: `x.clamp_(max=w)` returns x itself, and a field set to it is x's storage,
+# which later writes into x change (round R's u_graph_clamp_inplace_aliases_buffer).
+CLAMPS = ("clamp", "clip", "minimum", "min")
 CLIP_KEEPING = {"pad_dsa_cache_seqlens", "pad_nsa_cache_seqlens"}  # (forward_batch, clipped seqlens): padded for graphs
 CLIPPED_FIELDS = {
     "dsa_cache_seqlens_int32": "the field itself", "nsa_cache_seqlens_int32": "the field itself",
@@ -87,13 +90,31 @@ def _init_param_of(f, name: ast.Name) -> bool:
         and name.id in {a.arg for a in fdef.args.posonlyargs + fdef.args.args + fdef.args.kwonlyargs}
 
 
+def _engine_name(f, name: str) -> bool:
+    """Is every binding of `name` in the file an import from the engine's packages (rows.ENGINE_PACKAGES)?"""
+    found = False
+    for node in ast.walk(f.tree):
+        if isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                if (a.asname or a.name) == name:
+                    found = True
+                    if not (node.module or "").startswith(ENGINE_PACKAGES) or node.level:
+                        return False
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+            return False
+        elif isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del)):
+            return False
+        elif isinstance(node, ast.Import) and any((a.asname or a.name.split(".")[0]) == name for a in node.names):
+            return False
+    return found
+
+
 def _kept(e: ast.AST) -> bool:
-    """Is `e` an object read off `self` (`self.prev_metadata`, `self.cache[i]`): one an earlier step left? (A local
-    bound to one is not followed: sglang reads its graph metadata's own field, `metadata = self.graph[bs]`,
+    """May `e` be an object an earlier step left? Anything but a plain name (a local, a parameter): `self.prev`,
+    `self._previous()`, a module cache `_CACHE[bs]`, a class's attribute (round R: default-deny on the receiver).
+    (A local bound to one is not followed: sglang reads its graph metadata's own field, `metadata = self.graph[bs]`,
     and copies it back into that field; telling that from another step's object is open, issue 33.)"""
-    while isinstance(e, (ast.Attribute, ast.Subscript)):
-        e = e.value
-    return isinstance(e, ast.Name) and e.id == "self"
+    return not isinstance(e, ast.Name) or e.id == "self"
 
 
 def _unparse_name(func: ast.AST) -> str:
@@ -168,10 +189,13 @@ class FieldMeaning:
                 return bool(returns) and all(r is not None and self._clipped(r, seen, (args, env)) for r in returns)
             if local:
                 return False
-            if name in CLIPS or name in ("clamp", "clamp_", "clip", "clip_", "minimum", "min"):
+            if name in CLIPS and not _engine_import(self.tree, func):
+                return False  # a fork's own function of the engine's name: its body is not the engine's (round R)
+            if name in CLIPS or name in CLAMPS:
                 return _clips_to_width(_ast_of(e), self._resolver(env, e))
             if name in CLIP_KEEPING:  # pad_dsa_cache_seqlens(forward_batch, seqlens): pads clipped seqlens
-                return len(positional) >= 2 and all(self._clipped(v, seen, env) for v in positional[1:])
+                return len(positional) >= 2 and _engine_import(self.tree, func) \
+                    and all(self._clipped(v, seen, env) for v in positional[1:])
             if name in ("cat", "concat") and positional and isinstance(positional[0], (cst.List, cst.Tuple)):
                 parts = [el.value for el in positional[0].elements]  # the rows, then rows of length 0 (padding)
                 return bool(parts) and self._clipped(parts[0], seen, env) and all(map(_zero_rows, parts[1:]))
@@ -181,7 +205,10 @@ class FieldMeaning:
         if isinstance(e, cst.Subscript):  # the first rows, in order
             return _prefix_slice(_ast_of(e).slice) and self._clipped(e.value, seen, env)
         if isinstance(e, cst.Attribute):  # another read of the clipped field, off an object of this step
-            return e.attr.value in CLIPPED_FIELDS and not _kept(_ast_of(e.value))
+            receiver = e.value
+            while isinstance(receiver, cst.Name) and env is not None and env[0].get(receiver.value) is not None:
+                receiver, env = env[0][receiver.value], env[1]  # a parameter: the object its call hands it
+            return e.attr.value in CLIPPED_FIELDS and not _kept(_ast_of(receiver))
         if isinstance(e, cst.IfExp):
             return self._clipped(e.body, seen, env) and self._clipped(e.orelse, seen, env)
         if isinstance(e, cst.Name):
@@ -265,12 +292,19 @@ class FieldMeaning:
         name = param.name.value
         default = (_ast_of(param.default), self._resolver(None, param.default)) if param.default is not None else (None, None)
         out: List[Scoped] = []
+        static = any((get_full_name_for_node(d.decorator) or "") == "staticmethod" for d in fdef.decorators)
+        for ref in self.find(cst.Name, lambda n: n.value == fdef.name.value):
+            up = self.tree.parent.get(ref)
+            call = self.tree.parent.get(up) if isinstance(up, cst.Attribute) and up.attr is ref else up
+            if not (isinstance(call, cst.Call) and call.func in (ref, up)) and not isinstance(up, cst.FunctionDef):
+                return [UNKNOWN]  # taken as a value (a dispatch table, getattr): its calls are not read (round R)
         for call in self.find(cst.Call, lambda c: (get_full_name_for_node(c.func) or "").rsplit(".", 1)[-1] == fdef.name.value):
             if any(a.star for a in call.args):
-                return [(None, None)] if not out else out + [(None, None)]
+                return [UNKNOWN]  # (round R: what a `*args` call hands it is not read)
             given = next((a.value for a in call.args if a.keyword and a.keyword.value == name), None)
-            place = positional.index(name) - (1 if method and isinstance(call.func, cst.Attribute) else 0) \
-                if name in positional else None
+            bound = method and not static and isinstance(call.func, cst.Attribute) \
+                and not (get_full_name_for_node(call.func.value) or "")[:1].isupper()  # (`Backend._build(self, x)`)
+            place = positional.index(name) - (1 if bound else 0) if name in positional else None
             plain = [a.value for a in call.args if not a.keyword]
             if given is None and place is not None and 0 <= place < len(plain):
                 given = plain[place]
@@ -305,6 +339,13 @@ Scoped = Tuple[Optional[ast.AST], Optional["Resolve"]]
 Resolve = Callable[[ast.Name], Tuple[str, Optional[List[Scoped]]]]
 
 
+def _unknown(_name) -> Tuple[str, None]:
+    return "", None
+
+
+UNKNOWN: Scoped = (None, _unknown)  # a value handed that is not read (a `*args` call, a function taken as a value)
+
+
 def _values(e: ast.Name, resolve: Optional[Resolve]) -> Tuple[str, Optional[List[Scoped]]]:
     return resolve(e) if resolve else ("", None)
 
@@ -322,6 +363,8 @@ def _is_width(e: ast.AST, resolve: Optional[Resolve] = None, depth: int = 0) -> 
         if kind:  # what the module assigns to it (round Q: `self.dsa_index_topk = 2 * topk` is another width)
             return depth < 8 and bool(values) and all(v is not None and _is_width(v, r, depth + 1) for v, r in values)
         return bool(WIDTH_NAME.fullmatch(e.attr))
+    if isinstance(e, ast.IfExp):  # sglang-kt: `text_config.index_topk if is_glm5_next else get_nsa_index_topk(cfg)`
+        return _is_width(e.body, resolve, depth + 1) and _is_width(e.orelse, resolve, depth + 1)
     if isinstance(e, ast.Call):
         name = e.func.attr if isinstance(e.func, ast.Attribute) else e.func.id if isinstance(e.func, ast.Name) else ""
         if WIDTH_GETTER.fullmatch(name):  # sglang: get_dsa_index_topk(hf_config)
@@ -337,17 +380,18 @@ def _plain_lengths(e: Optional[ast.AST], resolve: Optional[Resolve] = None, dept
     """The clip's operand read as it is: a name, an attribute, a prefix slice or a conversion of one, never
     arithmetic (`seq_lens - 1`) nor a batch's other lengths (OTHER_LENGTHS: `extend_seq_lens`); a parameter
     is what its call hands it, a local what it is assigned."""
-    while isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in _CONVERSIONS:
+    while isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in _CONVERSIONS \
+            and _wide_enough(e):
         e = e.func.value
     while isinstance(e, ast.Subscript) and _prefix_slice(e.slice):
         e = e.value
     if isinstance(e, ast.Name):
         kind, values = _values(e, resolve)
-        if kind == "param" and values and values[0][0] is None:
-            return _seqlens_name(e.id)  # not handed: the caller's own parameter, judged by its name
-        if kind == "param":  # what each call hands it: read as a local's value is (a computed tensor is not read)
-            return depth < 8 and all(v is not None and (_plain_lengths(v, r, depth + 1) or _computed(v))
-                                     for v, r in values)
+        if kind == "param":  # what each call hands it: read as a local's value is (a computed tensor is not read);
+            # one no call hands: the caller's own parameter, judged by its name (round R: every call, not the first)
+            return depth < 8 and bool(values) and all(
+                _seqlens_name(e.id) if v is None and r is None else
+                v is not None and (_plain_lengths(v, r, depth + 1) or _computed(v)) for v, r in values)
         # a local: the engine computes its lengths (sglang: `(seq_lens + draft_token_num)`, a `cat` of aranges
         # over the new and cached lengths, a row selection for context parallelism), so what it holds is not
         # read: which lengths these are would need the top-k emitter's own (open, issue 33)
@@ -355,6 +399,19 @@ def _plain_lengths(e: Optional[ast.AST], resolve: Optional[Resolve] = None, dept
     if isinstance(e, ast.Attribute):
         return _seqlens_name(e.attr)
     return False
+
+
+def _wide_enough(call: ast.Call) -> bool:
+    """A conversion that keeps every length: `torch.<dtype>` handed to it only int32 or int64 (`.to(torch.int16)` wraps
+    lengths past 32767: round R's u_int16_operand_wraps); a device, `non_blocking=` or `copy=` change no value."""
+    for a in [*call.args, *(k.value for k in call.keywords)]:
+        for n in ast.walk(a):
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "torch" \
+                    and n.attr not in ("int32", "int64", "long", "int", "device"):
+                return False
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and not n.value.startswith(("cuda", "cpu")):
+                return False
+    return True
 
 
 def _computed(e: ast.AST) -> bool:
@@ -432,7 +489,9 @@ def _clipped_elsewhere(f, e, depth: int, env: Optional[dict] = None, seen: Optio
             return bool(returns) and all(r is not None and _clipped_elsewhere(f, r, depth + 1, bound, seen) for r in returns)
         if local:
             return False
-        if name in CLIPS or name in ("clamp", "clamp_", "clip", "clip_", "minimum", "min"):
+        if (name in CLIPS or name in CLIP_KEEPING) and not (isinstance(func, ast.Name) and _engine_name(f, func.id)):
+            return False  # a fork's own function of the engine's name (round R)
+        if name in CLIPS or name in CLAMPS:
             return _clips_to_width(e, _file_resolver(f, env))
         if name in CLIP_KEEPING:
             return len(positional) >= 2 and all(_clipped_elsewhere(f, v, depth + 1, env, seen) for v in positional[1:])
@@ -447,7 +506,11 @@ def _clipped_elsewhere(f, e, depth: int, env: Optional[dict] = None, seen: Optio
     if isinstance(e, ast.Subscript):  # the first rows, in order
         return _prefix_slice(e.slice) and _clipped_elsewhere(f, e.value, depth + 1, env, seen)
     if isinstance(e, ast.Attribute):  # another read of the clipped field, off an object of this step
-        return e.attr in CLIPPED_FIELDS and not _kept(e.value)
+        receiver = e.value
+        while isinstance(receiver, ast.Name) and env is not None and env.get(receiver.id) is not None \
+                and env[receiver.id][0] is not None:
+            receiver, env = env[receiver.id][0], env[receiver.id][1] or None  # a parameter: what its call hands it
+        return e.attr in CLIPPED_FIELDS and not _kept(receiver)
     if isinstance(e, ast.IfExp):
         return _clipped_elsewhere(f, e.body, depth + 1, env, seen) and _clipped_elsewhere(f, e.orelse, depth + 1, env, seen)
     if isinstance(e, ast.Name):

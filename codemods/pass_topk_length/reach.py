@@ -2332,6 +2332,11 @@ def _field_write(f: _File, node: ast.AST, field: str, slots: Dict[str, int]) \
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == field and \
             isinstance(f.parents.get(id(node)), ast.ClassDef):
         return [(f, node, None)]  # a class serves the field by code (a property, round P): its value is not read
+    if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(f.parents.get(id(node)), ast.ClassDef) \
+            and not isinstance(node.value, (ast.Constant, type(None))) \
+            and field in {t.id for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                          if isinstance(t, ast.Name)}:
+        return [(f, node, None)]  # `field = property(...)`, a descriptor in the class body (round R): not read
     if isinstance(node, ast.keyword) and node.arg == field:
         return [(f, node.value, node.value)]
     if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:

@@ -894,6 +894,9 @@ _INPLACE_SLOT = {"relu": 1, "relu6": 1, "selu": 1, "silu": 1, "mish": 1, "hardsw
                  "elu": 2, "celu": 2, "leaky_relu": 2, "threshold": 3, "hardtanh": 3, "dropout": 3,
                  "alpha_dropout": 3, "feature_alpha_dropout": 3, "dropout1d": 3, "dropout2d": 3, "dropout3d": 3,
                  "rrelu": 4}
+# torch functions named like no in-place op that change the tensors they are handed (round R: swap_tensors swaps two
+# tensors' contents and metadata in place)
+_WRITING_FUNCTIONS = {"swap_tensors", "set_", "_set_data"}
 # numpy writes into the arrays it is handed (`np.putmask(a, m, v)`, `np.copyto(a, b)`): an array of a tensor's
 # `.numpy()` shares its storage
 _WRITING_ROOTS = {"numpy", "np"}
@@ -911,7 +914,7 @@ def _writes_arguments(call: cst.Call) -> bool:
     slot = _INPLACE_SLOT.get(name.rsplit(".", 1)[-1])
     if slot is not None and (len(positional) > slot or any(a.star for a in call.args)):
         return True
-    if name.split(".")[0] in _WRITING_ROOTS:
+    if name.split(".")[0] in _WRITING_ROOTS or name.rsplit(".", 1)[-1] in _WRITING_FUNCTIONS:
         return True
     return any(isinstance(a.value, (cst.Attribute, cst.Name)) and _in_place_name(
         (get_full_name_for_node(a.value) or "").rsplit(".", 1)[-1]) for a in call.args)

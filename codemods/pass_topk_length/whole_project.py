@@ -157,6 +157,8 @@ class WholeProject:
         """The first call of batch's name in this module (on any receiver) whose arguments for `rows` / `indices`
         the row and index traces refuse, as they refuse the call's own."""
         name = batch.name.value
+        bound = self.tree.is_method(batch) and not any(
+            get_full_name_for_node(d.decorator) == "staticmethod" for d in batch.decorators)
         for ref in self.names_spelled(name):
             up = self.tree.parent.get(ref)
             if isinstance(up, cst.Attribute) and up.attr is ref:  # `self.forward`: what is done with it
@@ -172,14 +174,17 @@ class WholeProject:
             if not isinstance(owner, cst.FunctionDef) or any(a.star for a in call.args):
                 return f"at line {line}, a call of `{name}` hands it rows no function was handed"
             scope = self.tree.scope_of.get(owner.body)
+            # `Backend.forward(backend, q, ...)`: called off the class, the instance comes first (round R)
+            shift = -1 if bound and isinstance(call.func, cst.Attribute) and isinstance(call.func.value, (
+                cst.Name, cst.Attribute)) and (get_full_name_for_node(call.func.value) or "").rsplit(".", 1)[-1][:1].isupper() else 0
             for p in sorted(meta):
-                arg = _argument_for(call, p, positional.index(p) if p in positional else None, 0)
+                arg = _argument_for(call, p, positional.index(p) if p in positional else None, shift)
                 if arg is not None and not self._held_object(arg):
                     return (f"at line {line}, a call of `{name}` hands `{p}` `{_code(arg).strip()[:60]}`, not an object "
                             "its caller holds: which batch's metadata it is is not proven (a builder's cached result, "
                             "round P)")
             for p in sorted(rows | indices):
-                arg = _argument_for(call, p, positional.index(p) if p in positional else None, 0)
+                arg = _argument_for(call, p, positional.index(p) if p in positional else None, shift)
                 if arg is None:
                     continue
                 if isinstance(arg, cst.Name) and any(isinstance(getattr(a, "node", None), cst.Param) and _instance_param(
