@@ -14,7 +14,7 @@ import pytest
 from helpers import KERNEL
 from topk_migrate.api import migrate_source
 from topk_migrate.codemods.pass_topk_length import rule as rule
-from topk_migrate.codemods.pass_topk_length.rows import index_hazard, row_hazard
+from topk_migrate.codemods.pass_topk_length.rows import Hooks, index_hazard, row_hazard
 from topk_migrate.cst.scopecheck import Tree
 from topk_migrate.model import Status
 
@@ -671,7 +671,7 @@ def test_calls_that_may_change_q_in_place(body, hazard):
            f"def f(q, perm, obj, logger):\n    {body}\n    x = q\n")
     tree = Tree(__import__("libcst").parse_module(src))
     node = tree.module.body[-1].body.body[-1].body[0].value
-    why = row_hazard(tree, node, outside=lambda qn: qn.startswith("flashinfer"))[0]
+    why = row_hazard(tree, node, hooks=Hooks(outside=lambda qn: qn.startswith("flashinfer")))[0]
     assert bool(why) is hazard, why
 
 

@@ -158,7 +158,7 @@ class _Analysis(MetadataInScope, MetadataType, FieldMeaning, GraphReplay, Callee
         here, form, why_not = self.metadata_at(c.node) if c.function is not None else (None, "plain", None)
         if here:
             batch = self.tree.binding(c.node, here.split(".")[0]).assignments[0].scope
-            hazard, rows_from = row_hazard(self.tree, q_expr, batch, self.external_def, self.outside_project, rival=self.method_rival)
+            hazard, rows_from = row_hazard(self.tree, q_expr, batch, self.hooks)
             if hazard:
                 return self.site(c, Status.MANUAL, _rows_reason(hazard))
             hazard, indices_from = self.indices_hazard(c)
@@ -215,8 +215,8 @@ class _Analysis(MetadataInScope, MetadataType, FieldMeaning, GraphReplay, Callee
             return self.site(c, Status.MANUAL, f"{why_not}; the {wanted} is not provably there at the call")
         existing = self.helper_groups_of(fn)
         if existing is not None:  # a second kernel call in the same helper joins its group
-            hazard, rows_from = row_hazard(self.tree, q_expr, self.tree.scope_of.get(fn.node.body), self.external_def,
-                                           self.outside_project, params_only=True, rival=self.method_rival)
+            hazard, rows_from = row_hazard(self.tree, q_expr, self.tree.scope_of.get(fn.node.body), self.hooks,
+                                           params_only=True)
             if hazard:
                 return self.site(c, Status.MANUAL, _rows_reason(hazard))
             hazard, indices_from = self.indices_hazard(c)
@@ -237,8 +237,8 @@ class _Analysis(MetadataInScope, MetadataType, FieldMeaning, GraphReplay, Callee
         # maintainer must solve; a decorator, an override or **kwargs only decide how the value is passed
         identity = f"{fn.qualname} takes **kwargs; add topk_length to it by hand" \
             if mine is None and isinstance(params.star_kwarg, cst.Param) else self.helper_identity(fn)
-        hazard, sources = row_hazard(self.tree, q_expr, self.tree.scope_of.get(fn.node.body), self.external_def,
-                                     self.outside_project, params_only=True, rival=self.method_rival)
+        hazard, sources = row_hazard(self.tree, q_expr, self.tree.scope_of.get(fn.node.body), self.hooks,
+                                     params_only=True)
         rows_why = _rows_reason(hazard) if hazard else None
         hazard, index_sources = self.indices_hazard(c)
         indices_why = _indices_reason(hazard) if hazard else None
@@ -267,7 +267,7 @@ class _Analysis(MetadataInScope, MetadataType, FieldMeaning, GraphReplay, Callee
             handed: Tuple[Set[str], Set[str]] = (set(), set())  # the caller's own parameters they come from
             for p in sources:
                 arg = _argument_for(k.node, p, positions.get(p), shift)
-                hazard, got = row_hazard(self.tree, arg, batch, self.external_def, self.outside_project, rival=self.method_rival) if arg is not None else (None, set())
+                hazard, got = row_hazard(self.tree, arg, batch, self.hooks) if arg is not None else (None, set())
                 handed[0].update(got)
                 if hazard:
                     return self.site(c, Status.MANUAL, f"at the caller on line {k.range.start.line}: " + _rows_reason(hazard))

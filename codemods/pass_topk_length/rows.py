@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Set, Tuple
+from typing import Callable, Dict, List, NamedTuple, Optional, Set, Tuple
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
@@ -1267,16 +1267,25 @@ def writes_in(tree: Tree, owner: cst.CSTNode, name: str) -> _Writes:
     return found.by_name.get(name, _NO_WRITES)
 
 
-def row_hazard(tree: Tree, expr: cst.BaseExpression, batch_scope=None,
-               external: Optional[External] = None, outside: Optional[Outside] = None,
-               params_only: bool = False, rival: Optional[Rival] = None) -> Tuple[Optional[str], Set[str]]:
+class Hooks(NamedTuple):
+    """What the traces may ask of the project: another file's def, whether a name is outside it, a method's rivals."""
+    external: Optional[External] = None
+    outside: Optional[Outside] = None
+    rival: Optional[Rival] = None
+
+
+NO_HOOKS = Hooks()
+
+
+def row_hazard(tree: Tree, expr: cst.BaseExpression, batch_scope=None, hooks: Hooks = NO_HOOKS,
+               params_only: bool = False) -> Tuple[Optional[str], Set[str]]:
     """(why q's rows may not be the batch's rows in order, or None; the parameters they come from).
 
     batch_scope: the function scope the metadata is bound in. Rows that come in through
     the parameters of another function (a nested def called with pieces) are not known to
     be that batch's. params_only: q is a helper's, so it must come from its parameters.
     """
-    t = RowTrace(tree, external, outside, params_only, rival)
+    t = RowTrace(tree, hooks.external, hooks.outside, params_only, hooks.rival)
     why = t.hazard(expr)
     if why is None and batch_scope is not None:
         for scope, name in t.params:

@@ -14,7 +14,7 @@ from topk_migrate.cst.resolve import CallInfo, Function
 from . import callers, reach
 from .field_meaning import CLIP_HOW, _clipped_elsewhere
 from .quick import PARAM
-from .rows import _instance_param, index_hazard, row_hazard
+from .rows import Hooks, _instance_param, index_hazard, row_hazard
 from .syntax import _argument_for, _code, constructor_call
 
 # Attributes whose write changes what a read of a module or function gives without naming it: a module's
@@ -191,7 +191,7 @@ class WholeProject:
                         self.tree, a.node) for a in self.tree.binding(arg, arg.value).assignments):
                     return (f"at line {line}, a call of `{name}` hands it `{arg.value}`, the caller's own object, whose "
                             "attributes any holder may rewrite (round O)")
-                hazard = (row_hazard(self.tree, arg, scope, self.external_def, self.outside_project, rival=self.method_rival)
+                hazard = (row_hazard(self.tree, arg, scope, self.hooks)
                           if p in rows else index_hazard(self.tree, arg, self.outside_project, self.method_rival))[0]
                 if hazard:
                     return f"at line {line}, a call of `{name}`: {hazard}"
@@ -234,6 +234,11 @@ class WholeProject:
                 if not values or not all(map(constructor_call, values)):
                     return False
         return True
+
+    @property
+    def hooks(self) -> Hooks:
+        """What the row and index traces may ask of the project (rows.Hooks)."""
+        return Hooks(self.external_def, self.outside_project, self.method_rival)
 
     def method_rival(self, class_name: Optional[str], name: str) -> Optional[str]:
         """rows.Rival: where another file of the project may make `self.<name>(...)` (or the module function
