@@ -1134,3 +1134,126 @@ def test_the_width_attribute_is_what_the_module_assigns_it(tmp_path, width, fixa
         "        self.forward_metadata = md\n\n    def forward(self, q, kv, indices):\n")
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert (site.status is Status.FIXABLE) is fixable, (width, site.reason)
+
+
+# Round R1: a def the indices trace reads must be what the call runs (rows.unproven_local).
+PREP_SHAPE = """\
+import functools
+import torch
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+
+class DSAMetadata:
+    dsa_cache_seqlens_int32: torch.Tensor
+
+
+def _keep(indices):
+    return indices
+
+
+def _coalesce(indices):
+    return indices.sort(dim=-1).values
+
+
+{module}
+
+
+class Backend:
+    forward_metadata: DSAMetadata
+
+    def __init__(self, metadata):
+        self.forward_metadata = metadata
+{init}
+
+    def _prepare_topk(self, indices):
+        return indices
+
+    def _coalesced(self, indices):
+        return indices.sort(dim=-1).values
+{methods}
+
+    def forward(self, q, kv, indices, scale):
+        metadata = self.forward_metadata
+        indices = {prep}
+        return self._forward_flashmla_sparse(q, kv, indices, scale)
+
+    def _forward_flashmla_sparse(self, q_all, kv_cache, indices, sm_scale):
+        return flash_mla_sparse_fwd(q=q_all, kv=kv_cache, indices=indices, sm_scale=sm_scale)[0]
+{after}
+"""
+PREP_CASES = {  # name: (fixable, {part: text})
+    "plain_method": (True, {"prep": "self._prepare_topk(indices)"}),
+    "plain_function": (True, {"prep": "_keep(indices)"}),
+    "function_rebound": (False, {"prep": "_keep(indices)", "module": "if torch.cuda.is_available():\n    _keep = _coalesce"}),
+    "function_decorated": (False, {"prep": "_wrapped(indices)",
+                                   "module": "@functools.lru_cache(None)\ndef _wrapped(indices):\n    return indices"}),
+    "instance_attribute": (False, {"prep": "self._prepare_topk(indices)",
+                                   "init": "        self._prepare_topk = self._coalesced"}),
+    "class_body_alias": (False, {"prep": "self._prepare_topk(indices)",
+                                 "after": "\n\nclass Coalesced(Backend):\n    _prepare_topk = Backend._coalesced"}),
+    "patched_on_class": (False, {"prep": "self._prepare_topk(indices)", "after": "\n\nBackend._prepare_topk = _coalesce"}),
+    "class_decorator": (False, {"prep": "self._prepare_topk(indices)",
+                                "module": "def sorting(cls):\n    cls._prepare_topk = cls._coalesced\n    return cls"}),
+    "recursive": (False, {"prep": "self._again(indices, 2)",
+                          "methods": "\n    def _again(self, indices, n):\n        return indices if n == 0 else "
+                                     "self._again(indices.sort(dim=-1).values, n - 1)"}),
+    "classmethod_klass": (False, {"prep": "self._as_int32(indices.sort(dim=-1).values)",
+                                  "methods": "\n    @classmethod\n    def _as_int32(klass, topk):\n        return topk.to(torch.int32)"}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PREP_CASES))
+def test_a_def_the_indices_trace_reads_is_what_the_call_runs(tmp_path, case):
+    fixable, parts = PREP_CASES[case]
+    src = PREP_SHAPE.format(**{k: "" for k in ("module", "init", "methods", "after")} | parts)
+    if case == "class_decorator":
+        src = src.replace("class Backend:", "@sorting\nclass Backend:")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, (case, site.reason)
+
+
+def test_a_method_the_trace_reads_overridden_in_another_file_refuses(tmp_path):
+    """Round R1's u_subclass_other_file_prep_override: a subclass in another file overrides the method the trace
+    read; `self` may be its instance (whole_project.method_rival)."""
+    (tmp_path / ".git").mkdir()
+    src = PREP_SHAPE.format(module="", init="", methods="", after="", prep="self._prepare_topk(indices)")
+    (tmp_path / "backend.py").write_text(src)
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert site.status is Status.FIXABLE, site.reason
+    (tmp_path / "fork.py").write_text("from backend import Backend\n\n\nclass Sorted(Backend):\n"
+                                      "    def _prepare_topk(self, indices):\n        return indices.sort(dim=-1).values\n")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert site.status is Status.MANUAL and "fork.py" in site.reason, site.reason
+
+
+# Round R2: the field's clip read by its value, not a name.
+@pytest.mark.parametrize("write, fixable", [
+    ("md.dsa_cache_seqlens_int32 = compute_dsa_seqlens(forward_batch.seq_lens, self.dsa_index_topk)", True),
+    ("md.dsa_cache_seqlens_int32 = torch.clamp(forward_batch.seq_lens, max=self.dsa_index_topk)", True),
+    # a clamp in place returns its receiver: the field would be that buffer
+    ("md.dsa_cache_seqlens_int32 = forward_batch.seq_lens.clamp_(max=self.dsa_index_topk)", False),
+    # int16 wraps lengths past 32767 before the clamp
+    ("md.dsa_cache_seqlens_int32 = torch.clamp(forward_batch.seq_lens.to(torch.int16), max=self.dsa_index_topk)", False),
+    # the field read back off an earlier step's object: a call's result, a module cache
+    ("md.dsa_cache_seqlens_int32 = self._previous().dsa_cache_seqlens_int32", False),
+    ("md.dsa_cache_seqlens_int32 = _CACHE[0].dsa_cache_seqlens_int32", False),
+])
+def test_the_fields_clip_is_read_by_value(tmp_path, write, fixable):
+    src = LENGTHS_WRITTEN.format(imports="from sglang.srt.layers.attention.dsa.utils import compute_dsa_seqlens\n_CACHE = {}",
+                                 write="pass").replace(
+        "    def forward(self, q, kv, indices):\n",
+        f"    def init_forward_metadata(self, forward_batch):\n        md = DSAMetadata()\n        {write}\n"
+        "        self.forward_metadata = md\n\n    def forward(self, q, kv, indices):\n")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, (write, site.reason)
+
+
+def test_a_forks_own_clip_of_the_engines_name_is_not_the_engines(tmp_path):
+    """Round R2's u_vendored_compute_dsa_seqlens: the clip counts by its name only as the engine's import."""
+    src = LENGTHS_WRITTEN.format(imports="from forkops import compute_dsa_seqlens", write="pass").replace(
+        "    def forward(self, q, kv, indices):\n",
+        "    def init_forward_metadata(self, forward_batch):\n        md = DSAMetadata()\n"
+        "        md.dsa_cache_seqlens_int32 = compute_dsa_seqlens(forward_batch.seq_lens, self.dsa_index_topk)\n"
+        "        self.forward_metadata = md\n\n    def forward(self, q, kv, indices):\n")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert site.status is Status.MANUAL, site.reason

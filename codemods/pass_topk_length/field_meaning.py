@@ -198,7 +198,8 @@ class FieldMeaning:
                     and all(self._clipped(v, seen, env) for v in positional[1:])
             if name in ("cat", "concat") and positional and isinstance(positional[0], (cst.List, cst.Tuple)):
                 parts = [el.value for el in positional[0].elements]  # the rows, then rows of length 0 (padding)
-                return bool(parts) and self._clipped(parts[0], seen, env) and all(map(_zero_rows, parts[1:]))
+                return bool(parts) and not isinstance(parts[0], cst.Subscript) and self._clipped(parts[0], seen, env) \
+                    and all(map(_zero_rows, parts[1:]))  # (a prefix of the rows, then zeros: real rows get 0, round R)
             if method and name in _CONVERSIONS:
                 return self._clipped(func.value, seen, env)
             return False
@@ -292,7 +293,8 @@ class FieldMeaning:
         name = param.name.value
         default = (_ast_of(param.default), self._resolver(None, param.default)) if param.default is not None else (None, None)
         out: List[Scoped] = []
-        static = any((get_full_name_for_node(d.decorator) or "") == "staticmethod" for d in fdef.decorators)
+        kinds = {get_full_name_for_node(d.decorator) or "" for d in fdef.decorators}
+        static, classmethod_ = "staticmethod" in kinds, "classmethod" in kinds
         for ref in self.find(cst.Name, lambda n: n.value == fdef.name.value):
             up = self.tree.parent.get(ref)
             call = self.tree.parent.get(up) if isinstance(up, cst.Attribute) and up.attr is ref else up
@@ -302,8 +304,8 @@ class FieldMeaning:
             if any(a.star for a in call.args):
                 return [UNKNOWN]  # (round R: what a `*args` call hands it is not read)
             given = next((a.value for a in call.args if a.keyword and a.keyword.value == name), None)
-            bound = method and not static and isinstance(call.func, cst.Attribute) \
-                and not (get_full_name_for_node(call.func.value) or "")[:1].isupper()  # (`Backend._build(self, x)`)
+            bound = method and not static and isinstance(call.func, cst.Attribute) and (classmethod_ or not (
+                get_full_name_for_node(call.func.value) or "").rsplit(".", 1)[-1][:1].isupper())  # (`Backend._build(self, x)`)
             place = positional.index(name) - (1 if bound else 0) if name in positional else None
             plain = [a.value for a in call.args if not a.keyword]
             if given is None and place is not None and 0 <= place < len(plain):
@@ -496,8 +498,9 @@ def _clipped_elsewhere(f, e, depth: int, env: Optional[dict] = None, seen: Optio
         if name in CLIP_KEEPING:
             return len(positional) >= 2 and all(_clipped_elsewhere(f, v, depth + 1, env, seen) for v in positional[1:])
         if name in ("cat", "concat") and positional and isinstance(positional[0], (ast.List, ast.Tuple)):
-            parts = positional[0].elts  # the rows, then rows of length 0 (padding)
-            return bool(parts) and _clipped_elsewhere(f, parts[0], depth + 1, env, seen) and all(
+            parts = positional[0].elts  # the rows, then rows of length 0 (padding); not a prefix of them (round R)
+            return bool(parts) and not isinstance(parts[0], ast.Subscript) \
+                and _clipped_elsewhere(f, parts[0], depth + 1, env, seen) and all(
                 isinstance(p, ast.Call) and _unparse_name(p.func) in ("zeros", "new_zeros", "zeros_like")
                 for p in parts[1:])
         if method and name in _CONVERSIONS:

@@ -1629,8 +1629,9 @@ class IndexTrace:
                         "the call (round O)")
             for call in _mutating(self.tree, finder, self.outside):
                 if on_path(call) and not self._pure(call, n):
-                    return (f"`{_code(call).strip()[:80]}` hands `{n}` to `{get_full_name_for_node(call.func) or _code(call.func)}`, "
-                            "which may change its entries in place; the indices trace cannot follow it there")
+                    return unproven_local(self.tree, call.func, self.rival) or (
+                        f"`{_code(call).strip()[:80]}` hands `{n}` to `{get_full_name_for_node(call.func) or _code(call.func)}`, "
+                        "which may change its entries in place; the indices trace cannot follow it there")
         return None
 
     def _pure(self, call: cst.Call, name: str) -> bool:
