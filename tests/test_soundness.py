@@ -366,7 +366,6 @@ def test_index_steps_no_allowlist_names_are_refused(expr):
     "torch.cat([idx, idx.new_full((2, 4), -1)])", "torch.full((2, 4), -1)",
     "transform_index_page_table_prefill(page_table=p, topk_indices=idx)",
     "torch.where(idx != -1, idx + p, idx)",  # sglang 0.5.16's ragged transform (the mask bound first there)
-    'p["topk_indices"]',  # a lookup in a mapping, not a narrowing
     "p.translate_loc_to_hisparse_device(idx)",
 ])
 def test_index_steps_the_engines_use_pass(expr):
@@ -1257,3 +1256,13 @@ def test_a_forks_own_clip_of_the_engines_name_is_not_the_engines(tmp_path):
         "        self.forward_metadata = md\n\n    def forward(self, q, kv, indices):\n")
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert site.status is Status.MANUAL, site.reason
+
+
+@pytest.mark.parametrize("params, fixable", [("self, idx, p", False), ("self, idx, **p", True)])
+def test_a_lookup_by_key_is_no_narrowing_but_reads_no_parameters_getitem(params, fixable):
+    """A string-key lookup is not a narrowing of the indices (issue 26); off a parameter, its class's `__getitem__`
+    may hand back anything (round R's u_getitem_container_sorts): only `**kwargs`, a dict the call builds, passes."""
+    src = f"class B:\n    def f({params}):\n        x = p['topk_indices']\n"
+    tree = Tree(__import__("libcst").parse_module(src))
+    node = tree.module.body[0].body.body[0].body.body[0].body[0].value
+    assert (index_hazard(tree, node)[0] is None) is fixable, index_hazard(tree, node)[0]

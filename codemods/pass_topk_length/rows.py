@@ -310,6 +310,45 @@ def _rebound_here(tree: Tree, name: str) -> Optional[str]:
     return None
 
 
+def _served_by_code(tree: Tree, attr: str) -> Optional[cst.CSTNode]:
+    """A class body binding `attr` to code: a def (a property), or any binding but a constant (a descriptor)."""
+    for c in tree.find(cst.ClassDef):
+        for stmt in c.body.body if isinstance(c.body, cst.IndentedBlock) else ():
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == attr:
+                return stmt
+            for small in getattr(stmt, "body", ()) if isinstance(stmt, cst.SimpleStatementLine) else ():
+                value = getattr(small, "value", None)
+                targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else \
+                    [small.target] if isinstance(small, cst.AnnAssign) else []
+                if value is not None and not isinstance(value, (cst.SimpleString, cst.Integer, cst.Float)) \
+                        and not _is_none_literal(value) and any(_is_named(t, attr) for t in targets):
+                    return small
+    return None
+
+
+def _is_none_literal(e: cst.BaseExpression) -> bool:
+    return isinstance(e, cst.Name) and e.value == "None"
+
+
+def _is_named(e: cst.BaseExpression, name: str) -> bool:
+    return isinstance(e, cst.Name) and e.value == name
+
+
+def _star_kwarg(tree: Tree, param: cst.Param) -> bool:
+    """The `**kwargs` parameter: a dict the call builds, whose lookups run no code."""
+    params = tree.parent.get(param)
+    return isinstance(params, cst.Parameters) and params.star_kwarg is param
+
+
+def _method_called_on(tree: Tree, scope, name: str) -> Optional[cst.Call]:
+    """A call `name.m(...)` in the scope's function (a holder's method may set the attribute the indices are read off)."""
+    owner = getattr(scope, "node", None)
+    for call in tree.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute) and _is_named(c.func.value, name), owner):
+        if call.func.attr.value not in NO_DATA_METHODS:
+            return call
+    return None
+
+
 def local_defs(tree: Tree, func: cst.BaseExpression) -> List[cst.FunctionDef]:
     """The defs of this module a call can reach: `f(...)` bound to a def, `self.m(...)`."""
     if isinstance(func, cst.Name):
@@ -1359,6 +1398,7 @@ class IndexTrace:
         self.read: Dict[int, Tuple[Optional[str], Set[str]]] = {}  # id(def) -> (why, parameters reached)
         self.anchor: Optional[cst.Call] = None  # the call the indices are traced for (off_path)
         self.receiving = 0  # > 0 while tracing the object an attribute is read off
+        self.keyed = 0  # > 0 while tracing the object a string key is read off
 
     def _local(self, call: cst.Call) -> Optional[str]:
         """A function or method of this module: what it returns, and then the call's arguments for
@@ -1432,6 +1472,10 @@ class IndexTrace:
             if not INDEX_NAME.search(e.attr.value):  # default-deny: an attribute that does not say it holds them
                 return (f"`{_code(e)}` is read from an attribute that does not say it holds the top-k indices "
                         "(a page table or other tensor may hold more valid entries than the metadata counts)")
+            served = _served_by_code(self.tree, e.attr.value)
+            if served is not None:
+                return (f"`{_code(e)}` may be served by code: {served} (line {self.tree.line(served)}) binds "
+                        f"`{e.attr.value}` in a class body (a property, a descriptor), whose value the trace does not read")
             written = attribute_write(self.tree, e.attr.value)
             if written is not None:
                 return (f"`{_code(e)}` is held in an attribute, and `{_code(written).strip()[:80]}` (line "
@@ -1448,7 +1492,11 @@ class IndexTrace:
                 return None  # `idx.shape[0]`: a size, not entries
             if len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index) and isinstance(
                     e.slice[0].slice.value, (cst.SimpleString, cst.ConcatenatedString)):
-                return self.hazard(e.value)  # `state["topk_indices"]`: a lookup in a mapping, not a narrowing
+                self.keyed += 1  # `state["topk_indices"]`: a lookup in a mapping, not a narrowing
+                try:
+                    return self.hazard(e.value)
+                finally:
+                    self.keyed -= 1
             for i, el in enumerate(e.slice):
                 s = el.slice
                 full = (isinstance(s, cst.Slice) and s.lower is None and s.upper is None and s.step is None) or (
@@ -1581,6 +1629,14 @@ class IndexTrace:
                         "it may give the attribute another tensor or rewrite the one it holds (a setattr, a property, "
                         "an `out=` write, a subclass, another file), so they are not proven the top-k the metadata "
                         "counts; hand them to the method as a parameter")
+            if self.keyed and isinstance(target, cst.Param) and not _star_kwarg(self.tree, target):
+                return (f"the indices are looked up by key in `{node.value}`, a parameter: its class's `__getitem__` "
+                        "is not read (round R); hand them to the method as a parameter")
+            if self.receiving and isinstance(target, cst.Param):
+                called = _method_called_on(self.tree, scope, node.value)
+                if called is not None:
+                    return (f"the indices are read off `{node.value}`, and `{_code(called).strip()[:60]}` (line "
+                            f"{self.tree.line(called)}) calls a method of it, which may give them another tensor (round R)")
             if id(a) in self.seen:
                 continue
             if isinstance(scope, (GlobalScope, ClassScope)):  # an import too: another module's state (round O)
