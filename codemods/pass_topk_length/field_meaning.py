@@ -11,8 +11,10 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import FunctionScope
 
+from topk_migrate import bounded, project
+
 from . import reach
-from .rows import ENGINE_PACKAGES, _engine_import, _own_returns, local_defs
+from .rows import ENGINE_PACKAGES, _engine_import, _own_returns, imported_names, local_defs
 from .syntax import _code
 
 # Field meaning: what the engines write into the metadata field (sglang (n|d)sa/utils.py).
@@ -109,6 +111,37 @@ def _engine_name(f, name: str) -> bool:
     return found
 
 
+def _clamp_of(e: cst.BaseExpression, operand: str, bound: str) -> bool:
+    """`operand.clamp(max=bound)` (or `clip`), exactly."""
+    return isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value in ("clamp", "clip") \
+        and isinstance(e.func.value, cst.Name) and e.func.value.value == operand and len(e.args) == 1 \
+        and e.args[0].keyword is not None and e.args[0].keyword.value == "max" \
+        and isinstance(e.args[0].value, cst.Name) and e.args[0].value.value == bound
+
+
+def _engines_body_elsewhere(f, local: str, name: str) -> bool:
+    """FieldMeaning._engines_body for a file read by reach.py: `local` imported once from a file of the project whose
+    top-level def `name` is the engine's body."""
+    if local in f.ambiguous or local not in f.froms:
+        return False
+    module, imported = f.froms[local]
+    path = f._find(f.path, module)
+    tree = bounded.python_facts(project.read_project_file(path)) if path and path.endswith(".py") else None
+    defs = [d for d in (tree.body if tree is not None else []) if isinstance(d, ast.FunctionDef) and d.name == imported]
+    if len(defs) != 1 or defs[0].decorator_list:
+        return False
+    params = [a.arg for a in defs[0].args.args]
+    returns = [r for r in ast.walk(defs[0]) if isinstance(r, ast.Return)]
+    if len(params) < 2 or len(returns) != 1 or returns[0].value is None:
+        return False
+    value = returns[0].value
+    if name in CLIP_KEEPING:
+        return isinstance(value, ast.Name) and value.id == params[1]
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in ("clamp", "clip") \
+        and isinstance(value.func.value, ast.Name) and value.func.value.id == params[0] and not value.args \
+        and [(k.arg, getattr(k.value, "id", None)) for k in value.keywords] == [("max", params[1])]
+
+
 def _kept(e: ast.AST) -> bool:
     """May `e` be an object an earlier step left? Anything but a plain name (a local, a parameter): `self.prev`,
     `self._previous()`, a module cache `_CACHE[bs]`, a class's attribute (round R: default-deny on the receiver).
@@ -189,12 +222,12 @@ class FieldMeaning:
                 return bool(returns) and all(r is not None and self._clipped(r, seen, (args, env)) for r in returns)
             if local:
                 return False
-            if name in CLIPS and not _engine_import(self.tree, func):
-                return False  # a fork's own function of the engine's name: its body is not the engine's (round R)
+            if name in CLIPS and not (_engine_import(self.tree, func) or self._engines_body(func, name)):
+                return False  # a fork's own function of the engine's name, unless its body is the engine's (round R)
             if name in CLIPS or name in CLAMPS:
                 return _clips_to_width(_ast_of(e), self._resolver(env, e))
             if name in CLIP_KEEPING:  # pad_dsa_cache_seqlens(forward_batch, seqlens): pads clipped seqlens
-                return len(positional) >= 2 and _engine_import(self.tree, func) \
+                return len(positional) >= 2 and (_engine_import(self.tree, func) or self._engines_body(func, name)) \
                     and all(self._clipped(v, seen, env) for v in positional[1:])
             if name in ("cat", "concat") and positional and isinstance(positional[0], (cst.List, cst.Tuple)):
                 parts = [el.value for el in positional[0].elements]  # the rows, then rows of length 0 (padding)
@@ -233,6 +266,25 @@ class FieldMeaning:
                     return False
             return True
         return False
+
+    def _engines_body(self, func: cst.BaseExpression, name: str) -> bool:
+        """A project function of the engine's clip (or pad) name whose body is the engine's (a fork's copy of
+        sglang's utils): one return of its first parameter clamped to its second (`s.clamp(max=w)`), or, for the
+        pad, of its second parameter; any other body is not the engine's (round R's u_vendored_compute_dsa_seqlens)."""
+        found = [self.external_def(qn) for qn in imported_names(self.tree, func)]
+        if not found or None in found:
+            return False
+        for _, fdef in found:
+            params = [p.name.value for p in fdef.params.params]
+            returns = _own_returns(fdef)
+            if fdef.decorators or len(params) < 2 or len(returns) != 1 or returns[0].value is None:
+                return False
+            value = returns[0].value
+            if name in CLIPS and not _clamp_of(value, params[0], params[1]):
+                return False
+            if name in CLIP_KEEPING and not (isinstance(value, cst.Name) and value.value == params[1]):
+                return False
+        return True
 
     def _resolver(self, env: Optional[tuple], at: cst.CSTNode) -> Resolve:
         """Names as _clips_to_width reads them where `at` is: while reading a function's returns (`env`), its
@@ -300,6 +352,8 @@ class FieldMeaning:
             call = self.tree.parent.get(up) if isinstance(up, cst.Attribute) and up.attr is ref else up
             if not (isinstance(call, cst.Call) and call.func in (ref, up)) and not isinstance(up, cst.FunctionDef):
                 return [UNKNOWN]  # taken as a value (a dispatch table, getattr): its calls are not read (round R)
+        if self.project().files_naming([fdef.name.value]):
+            return [UNKNOWN]  # another file calls it too (a runner): what it hands is not read here (round R)
         for call in self.find(cst.Call, lambda c: (get_full_name_for_node(c.func) or "").rsplit(".", 1)[-1] == fdef.name.value):
             if any(a.star for a in call.args):
                 return [UNKNOWN]  # (round R: what a `*args` call hands it is not read)
@@ -491,8 +545,9 @@ def _clipped_elsewhere(f, e, depth: int, env: Optional[dict] = None, seen: Optio
             return bool(returns) and all(r is not None and _clipped_elsewhere(f, r, depth + 1, bound, seen) for r in returns)
         if local:
             return False
-        if (name in CLIPS or name in CLIP_KEEPING) and not (isinstance(func, ast.Name) and _engine_name(f, func.id)):
-            return False  # a fork's own function of the engine's name (round R)
+        if (name in CLIPS or name in CLIP_KEEPING) and not (isinstance(func, ast.Name) and (
+                _engine_name(f, func.id) or _engines_body_elsewhere(f, func.id, name))):
+            return False  # a fork's own function of the engine's name, unless its body is the engine's (round R)
         if name in CLIPS or name in CLAMPS:
             return _clips_to_width(e, _file_resolver(f, env))
         if name in CLIP_KEEPING:

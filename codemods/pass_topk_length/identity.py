@@ -45,6 +45,29 @@ def _forwarded_callee(tree: ast.Module, d: ast.AST) -> str:
     return ".".join([head, *reversed(chain)]) if head else ""
 
 
+def _binds(node: ast.AST, name: str) -> bool:
+    """Does the node bind `name` (an assignment or deletion, a def or class, an import)?"""
+    if isinstance(node, ast.Name):
+        return node.id == name and isinstance(node.ctx, (ast.Store, ast.Del))
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return node.name == name
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return any((a.asname or a.name.split(".")[0]) == name for a in node.names)
+    return False
+
+
+def _sibling_module(path: str, node: ast.ImportFrom, name: str) -> bool:
+    """Does a relative import name a Python file of the package (`from .impl import f`, `from . import impl`)?"""
+    base = os.path.dirname(path)
+    for _ in range(node.level - 1):
+        base = os.path.dirname(base)
+    parts = (node.module or "").split(".") if node.module else []
+    alias = next(a for a in node.names if (a.asname or a.name.split(".")[0]) == name)
+    candidates = [os.path.join(base, *parts) + ".py", os.path.join(base, *parts, "__init__.py")] if parts else []
+    candidates += [os.path.join(base, *parts, alias.name) + ".py"]
+    return any(os.path.isfile(c) for c in candidates)
+
+
 PARTIAL_KEPT = {PARAM, "q", "indices"}  # keywords a partial of the kernel may not bind: which argument is which
 
 
@@ -413,7 +436,32 @@ class CalleeIdentity:
         d = _as_ast(node)
         if d is None:
             return f"`{node.name.value}` (line {line}) could not be read; pass topk_length by hand"
-        return self.forwards_unchanged(c, d, f"line {line}", self.tree.line(node) - d.lineno)
+        tree = bounded.python_facts(self.source)
+        return self.forwards_unchanged(c, d, f"line {line}", self.tree.line(node) - d.lineno) \
+            or (self._inner_callee(tree, d, f"line {line}", self.path) if tree is not None else "this module could not be read")
+
+    def _inner_callee(self, tree: ast.Module, d: ast.AST, where: str, path: str) -> Optional[str]:
+        """What a forwarding wrapper hands on to must be what its name says at run time (round R): a name its module
+        binds once, by an import that resolves outside the project (the compiled op, the kernel's library) or to the
+        kernel; a def of the module, a function of the project, or a name bound again is not read."""
+        call, _ = reach.forwarded_call(d)
+        if call is None:
+            return None  # a stub: nothing runs
+        root = call.func
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        name = root.id if isinstance(root, ast.Name) else ""
+        bindings = [n for n in ast.walk(tree) if _binds(n, name)] if name else []
+        if len(bindings) != 1 or not isinstance(bindings[0], (ast.Import, ast.ImportFrom)):
+            return (f"the wrapper at {where} hands on to `{ast.unparse(call.func)[:60]}`, which its module binds "
+                    f"{'by something other than one import' if bindings else 'nowhere'}: what runs is not read; pass "
+                    "topk_length by hand")
+        inner = _forwarded_callee(tree, d)
+        local = isinstance(bindings[0], ast.ImportFrom) and bindings[0].level and _sibling_module(path, bindings[0], name)
+        if local or inner and not is_kernel(inner) and not self.outside_project(inner):
+            return (f"the wrapper at {where} hands on to `{inner or name}`, a function of this project, whose body is "
+                    "not read; pass topk_length by hand")
+        return None
 
     def _vendored_wrapper(self, c: CallInfo, iface) -> Optional[str]:
         """The project's own definition of the kernel (kernels.vendored_interface found it), read for its body."""
@@ -428,7 +476,8 @@ class CalleeIdentity:
             return (f"`{name}` is {c.callee}, bound in this project ({where}) by something other than one plain def; "
                     "pass topk_length by hand")
         for d in defs:  # each def of the name (the reader found them alike): each body runs where it is bound
-            why = self.forwards_unchanged(c, d, where if d.lineno == iface.line else f"{where.rsplit(':', 1)[0]}:{d.lineno}")
+            at = where if d.lineno == iface.line else f"{where.rsplit(':', 1)[0]}:{d.lineno}"
+            why = self.forwards_unchanged(c, d, at) or self._inner_callee(tree, d, at, iface.path)
             if why:
                 return why
         for d in defs:  # the kernel it hands on to is read as the call's own kernel: replaced, it is what runs
