@@ -251,7 +251,7 @@ def test_rev_gate_reads_a_vendored_interface_from_the_same_commit(tmp_path):
     r.mkdir()
     git(r, "init", "-q")
     (r / "vendor_pkg.py").write_text(
-        "def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_length=None):\n"
+        "import _ops\n\n\ndef flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_length=None):\n"
         "    return _ops.sparse_prefill_fwd(q, kv, indices, sm_scale, d_v, attn_sink, topk_length)\n")
     (r / "a_user.py").write_text("from vendor_pkg import flash_mla_sparse_fwd\n\n\ndef run(q, kv, idx, metadata):\n"
                                  "    return flash_mla_sparse_fwd(q, kv, idx, metadata.dsa_cache_seqlens_int32 and 1.0)\n")

@@ -224,7 +224,8 @@ def test_a_kernel_name_rebound_by_a_relative_import_is_not_decided_by_the_pin():
     # a wrapper of this module: what it hands the op (rows sorted, chunked) is not what the lengths read
     ("def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_length=None):\n"
      "    return _op(q, kv, indices, sm_scale, d_v, attn_sink, topk_length)\n\n\n"
-     "def f(q, kv, idx):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n", "import torch\n\n\n", "defined in this module"),
+     "def f(q, kv, idx):\n    return flash_mla_sparse_fwd(q, kv, idx, 1.0)\n", "import torch\nfrom ext import _op\n\n\n",
+     "defined in this module"),
     # `:=` where Python refuses it (a lambda in a comprehension's iterable), or where it would leave a global
     ("def f(q, kv, idx, parts):\n    return [o for o in map(lambda p: flash_mla_sparse_fwd(q[p], kv, idx[p], 1.0), parts)]\n",
      HEAD, "comprehension"),

@@ -351,6 +351,8 @@ def test_rows_reordered_by_a_function_of_another_project_module(tmp_path):
     "torch.where(idx[p] >= 0, idx[p] + 7, -1)",  # where: what it tests and takes are traced too
     "torch.where(idx >= 0, torch.flip(idx, [-1]), -1)",
     "p.translate_loc_to_hisparse_device(idx.flip(-1))",  # an engine method on the allowlist: of what it is given
+    "idx.sort(dim=-1).values.masked_fill(idx < 0, -1)",  # the receiver traced too (round R)
+    "torch.gather(p, 1, idx.flip(-1).clamp(min=0)).masked_fill(idx < 0, -1)",  # a lookup of other indices
 ])
 def test_index_steps_no_allowlist_names_are_refused(expr):
     src = (f"class B:\n    def _pad(self, t, n):\n        return torch.cat([t, t.new_full((n, 4), -1)])\n"
@@ -363,6 +365,7 @@ def test_index_steps_no_allowlist_names_are_refused(expr):
 @pytest.mark.parametrize("expr", [
     "idx", "idx.to(torch.int32)", "idx.view(-1, 1, 64)", "idx.unsqueeze(1)", "idx.contiguous()",
     "torch.where(idx >= 0, idx + 7, idx)", "idx.masked_fill(idx < 0, -1)", "self._pad(idx, 2)",
+    "torch.gather(p, 1, idx.clamp(min=0)).to(torch.int32).masked_fill(idx < 0, -1)",  # a page table's locations
     "torch.cat([idx, idx.new_full((2, 4), -1)])", "torch.full((2, 4), -1)",
     "transform_index_page_table_prefill(page_table=p, topk_indices=idx)",
     "torch.where(idx != -1, idx + p, idx)",  # sglang 0.5.16's ragged transform (the mask bound first there)

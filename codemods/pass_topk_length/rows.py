@@ -340,13 +340,24 @@ def _star_kwarg(tree: Tree, param: cst.Param) -> bool:
     return isinstance(params, cst.Parameters) and params.star_kwarg is param
 
 
-def _method_called_on(tree: Tree, scope, name: str) -> Optional[cst.Call]:
-    """A call `name.m(...)` in the scope's function (a holder's method may set the attribute the indices are read off)."""
+def _method_called_on(tree: Tree, scope, name: str, attr: str, exempt: Set[int]) -> Optional[cst.Call]:
+    """A call `name.m(...)` in the scope's function, or one handed `name` itself or `name.attr` (the attribute the
+    indices are read off): the holder's method, or the callee, may set or rewrite them (round R)."""
     owner = getattr(scope, "node", None)
-    for call in tree.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute) and _is_named(c.func.value, name), owner):
-        if call.func.attr.value not in NO_DATA_METHODS:
+    for call in tree.find(cst.Call, lambda c: id(c) not in exempt, owner):  # (not the call the indices are traced for)
+        if isinstance(call.func, cst.Attribute) and _is_named(call.func.value, name):
+            if call.func.attr.value not in NO_DATA_METHODS:
+                return call
+        elif not _reads_no_data(call) and any(_is_named(a.value, name) or _read_off(a.value, name, attr) for a in call.args):
             return call
     return None
+
+
+def _read_off(e: cst.BaseExpression, name: str, attr: str) -> bool:
+    """`name.attr`, or a view or item of it (`batch.topk_indices[:, 0]`)."""
+    while isinstance(e, cst.Subscript):
+        e = e.value
+    return isinstance(e, cst.Attribute) and e.attr.value == attr and _is_named(e.value, name)
 
 
 def local_defs(tree: Tree, func: cst.BaseExpression) -> List[cst.FunctionDef]:
@@ -848,8 +859,11 @@ def _passed_names(e: cst.BaseExpression) -> List[str]:
 
 
 def _held(e: cst.BaseExpression) -> List[cst.BaseExpression]:
-    """What an argument hands over: itself, or each element of a tuple or list (starred too)."""
-    if isinstance(e, (cst.Tuple, cst.List)):
+    """What an argument hands over: itself, or each element of a tuple, list or set, each value of a dict display
+    (round R: `helper({"idx": idx})` hands idx on), starred too."""
+    if isinstance(e, (cst.Tuple, cst.List, cst.Set)):
+        return [x for el in e.elements for x in _held(el.value)]
+    if isinstance(e, cst.Dict):
         return [x for el in e.elements for x in _held(el.value)]
     if isinstance(e, cst.StarredElement):
         return _held(e.value)
@@ -1399,6 +1413,15 @@ class IndexTrace:
         self.anchor: Optional[cst.Call] = None  # the call the indices are traced for (off_path)
         self.receiving = 0  # > 0 while tracing the object an attribute is read off
         self.keyed = 0  # > 0 while tracing the object a string key is read off
+        self.read_off: List[str] = []  # the attributes being read off the object traced (innermost last)
+
+    def _bound_value(self, e: cst.BaseExpression) -> cst.BaseExpression:
+        """A local bound once to a value: that value (`slots = table.gather(...)`); else e itself."""
+        if isinstance(e, cst.Name):
+            values = self.tree.assigned_values(e, e.value)
+            if len(values) == 1 and values[0] is not None:
+                return values[0]
+        return e
 
     def _local(self, call: cst.Call) -> Optional[str]:
         """A function or method of this module: what it returns, and then the call's arguments for
@@ -1483,10 +1506,12 @@ class IndexTrace:
                         "before the call (in this call or an earlier one)")
             why = self._attribute_values(e)
             self.receiving += 1
+            self.read_off.append(e.attr.value)
             try:
                 return why or self.hazard(e.value)
             finally:
                 self.receiving -= 1
+                self.read_off.pop()
         if isinstance(e, cst.Subscript):
             if _reads_no_data(e.value):
                 return None  # `idx.shape[0]`: a size, not entries
@@ -1575,8 +1600,11 @@ class IndexTrace:
             if op in ("masked_fill", "masked_fill_") and len(e.args) >= 2 \
                     and _validity_test(e.args[0].value) is False and _int(e.args[1].value) == -1:
                 # x.masked_fill(idx < 0, -1): -1 exactly where idx is invalid, so the valid entries are idx's
-                # (a page-table lookup `gather(table, 1, idx.clamp(min=0))` then restores the -1s)
-                return self.hazard(e.args[0].value.left)
+                # (a page-table lookup `gather(table, 1, idx.clamp(min=0))` then restores the -1s); x itself is
+                # that lookup or is traced (round R: `idx.sort().values.masked_fill(idx < 0, -1)` moves them)
+                tested = e.args[0].value.left
+                looked_up = _looks_up(self._bound_value(receiver), tested)
+                return self.hazard(tested) or (None if looked_up else self.hazard(receiver))
             if op in INDEX_CHANGES:
                 return f"`{_code(e)}` changes which top-k entries are valid"
             if op in NO_DATA_METHODS:
@@ -1633,7 +1661,7 @@ class IndexTrace:
                 return (f"the indices are looked up by key in `{node.value}`, a parameter: its class's `__getitem__` "
                         "is not read (round R); hand them to the method as a parameter")
             if self.receiving and isinstance(target, cst.Param):
-                called = _method_called_on(self.tree, scope, node.value)
+                called = _method_called_on(self.tree, scope, node.value, self.read_off[-1], self.exempt)
                 if called is not None:
                     return (f"the indices are read off `{node.value}`, and `{_code(called).strip()[:60]}` (line "
                             f"{self.tree.line(called)}) calls a method of it, which may give them another tensor (round R)")
@@ -1724,15 +1752,24 @@ FILLS = {"full", "full_like", "new_full", "zeros_like", "ones_like", "zeros", "o
          "empty_like", "tensor", "fill_"}
 
 
+def _unconverted(e: cst.BaseExpression) -> cst.BaseExpression:
+    """`x.to(torch.int32)` / `x.long()` ... as x."""
+    while isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value in ("to", "int", "long"):
+        e = e.func.value
+    return e
+
+
 def _looks_up(e: cst.BaseExpression, tested: cst.BaseExpression) -> bool:
     """`table.gather(1, idx)` / `table.gather(1, idx.clamp(min=0))` / `torch.gather(table, 1, idx...)`: the
     entries of a lookup table (a page table: locations) at the tested indices, read only where they are
     valid (the where's other branch is -1)."""
+    e = _unconverted(e)
     if not isinstance(e, cst.Call) or (get_full_name_for_node(e.func) or "").rsplit(".", 1)[-1] != "gather":
         return False
     index = _keyword(e, "index") or (e.args[-1].value if e.args else None)
+    index = _unconverted(index) if index is not None else None
     if isinstance(index, cst.Call) and isinstance(index.func, cst.Attribute) and index.func.attr.value in ("clamp", "clamp_min"):
-        index = index.func.value
+        index = _unconverted(index.func.value)
     return index is not None and _code(index) == _code(tested)
 
 
