@@ -1412,8 +1412,8 @@ class IndexTrace:
         self.read: Dict[int, Tuple[Optional[str], Set[str]]] = {}  # id(def) -> (why, parameters reached)
         self.anchor: Optional[cst.Call] = None  # the call the indices are traced for (off_path)
         self.receiving = 0  # > 0 while tracing the object an attribute is read off
-        self.keyed = 0  # > 0 while tracing the object a string key is read off
         self.read_off: List[str] = []  # the attributes being read off the object traced (innermost last)
+        self.keys: List[Optional[str]] = []  # the literal keys being looked up in the mapping traced (innermost last)
 
     def _bound_value(self, e: cst.BaseExpression) -> cst.BaseExpression:
         """A local bound once to a value: that value (`slots = table.gather(...)`); else e itself."""
@@ -1517,11 +1517,19 @@ class IndexTrace:
                 return None  # `idx.shape[0]`: a size, not entries
             if len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index) and isinstance(
                     e.slice[0].slice.value, (cst.SimpleString, cst.ConcatenatedString)):
-                self.keyed += 1  # `state["topk_indices"]`: a lookup in a mapping, not a narrowing
+                # `state["topk_indices"]`: a lookup in a mapping, not a narrowing; off a parameter (but `**kwargs`),
+                # its class's `__getitem__` may hand back anything (round R)
+                params = [a.node for a in self.tree.binding(e.value, e.value.value).assignments
+                          if isinstance(getattr(a, "node", None), cst.Param)] if isinstance(e.value, cst.Name) else []
+                if any(not _star_kwarg(self.tree, p) for p in params):
+                    return (f"the indices are looked up by key in `{e.value.value}`, a parameter: its class's "
+                            "`__getitem__` is not read (round R); hand them to the method as a parameter")
+                key = e.slice[0].slice.value
+                self.keys.append(key.evaluated_value if isinstance(key, cst.SimpleString) else None)
                 try:
                     return self.hazard(e.value)
                 finally:
-                    self.keyed -= 1
+                    self.keys.pop()
             for i, el in enumerate(e.slice):
                 s = el.slice
                 full = (isinstance(s, cst.Slice) and s.lower is None and s.upper is None and s.step is None) or (
@@ -1541,8 +1549,16 @@ class IndexTrace:
             return next((w for w in (self.hazard(el.value) for el in e.elements) if w), None)
         if isinstance(e, cst.NamedExpr):
             return self.hazard(e.value)
-        if isinstance(e, cst.Dict):  # a mapping built here, read by key: each value it holds (round Q)
-            return next((w for w in (self.hazard(el.value) for el in e.elements) if w), None)
+        if isinstance(e, cst.Dict):  # a mapping built here, read by key: the value under that key where every key
+            # is a literal, else each value it holds (round Q; round R's s_state_dict_local had refused `kv` beside them)
+            key = self.keys[-1] if self.keys else None
+            literal = all(isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString) for el in e.elements)
+            chosen = [el.value for el in e.elements if literal and key is not None and el.key.evaluated_value == key]
+            self.keys.append(None)  # (a mapping inside is read whole)
+            try:
+                return next((w for w in map(self.hazard, chosen or [el.value for el in e.elements]) if w), None)
+            finally:
+                self.keys.pop()
         if isinstance(e, (cst.DictComp, cst.Set, cst.SetComp)):
             return f"`{_code(e)[:60]}` builds the indices' holder by a comprehension the trace does not read"
         if isinstance(e, _NO_ROWS) or (isinstance(e, cst.Name) and e.value == "None"):
@@ -1657,9 +1673,6 @@ class IndexTrace:
                         "it may give the attribute another tensor or rewrite the one it holds (a setattr, a property, "
                         "an `out=` write, a subclass, another file), so they are not proven the top-k the metadata "
                         "counts; hand them to the method as a parameter")
-            if self.keyed and isinstance(target, cst.Param) and not _star_kwarg(self.tree, target):
-                return (f"the indices are looked up by key in `{node.value}`, a parameter: its class's `__getitem__` "
-                        "is not read (round R); hand them to the method as a parameter")
             if self.receiving and isinstance(target, cst.Param):
                 called = _method_called_on(self.tree, scope, node.value, self.read_off[-1], self.exempt)
                 if called is not None:
