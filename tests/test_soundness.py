@@ -1269,3 +1269,27 @@ def test_a_lookup_by_key_is_no_narrowing_but_reads_no_parameters_getitem(params,
     tree = Tree(__import__("libcst").parse_module(src))
     node = tree.module.body[0].body.body[0].body.body[0].body[0].value
     assert (index_hazard(tree, node)[0] is None) is fixable, index_hazard(tree, node)[0]
+
+
+@pytest.mark.parametrize("before, fixable", [
+    ("n = p.topk_indices.shape[0]", True),  # a size read: no write
+    ("helper(p)", False),  # the holder handed whole to a call that may write what it holds
+    ("p.coalesce_topk()", False),  # a method of the holder may give the attribute another tensor (round R)
+    ("helper(p.topk_indices)", False),  # the attribute handed to a call that may rewrite it (round R)
+    ("helper({'idx': p.topk_indices})", False),
+])
+def test_indices_read_off_a_holder_parameter(before, fixable):
+    src = f"class B:\n    def f(self, p, helper):\n        {before}\n        x = p.topk_indices\n"
+    tree = Tree(__import__("libcst").parse_module(src))
+    node = tree.module.body[0].body.body[0].body.body[1].body[0].value
+    assert (index_hazard(tree, node)[0] is None) is fixable, index_hazard(tree, node)[0]
+
+
+@pytest.mark.parametrize("key, fixable", [("'idx'", True), ("'kv'", False)])
+def test_a_lookup_by_literal_key_reads_the_value_under_that_key(key, fixable):
+    """Round R's s_state_dict_local: a dict display of literal keys read by a literal key traces that value only."""
+    src = f"class B:\n    def f(self, idx, kv):\n        state = {{'idx': idx, 'kv': kv.sort(dim=-1).values}}\n" \
+          f"        x = state[{key}]\n"
+    tree = Tree(__import__("libcst").parse_module(src))
+    node = tree.module.body[0].body.body[0].body.body[1].body[0].value
+    assert (index_hazard(tree, node)[0] is None) is fixable, index_hazard(tree, node)[0]
