@@ -342,8 +342,8 @@ def _star_kwarg(tree: Tree, param: cst.Param) -> bool:
 
 def _method_called_on(tree: Tree, scope, name: str, attr: str, exempt: Set[int]) -> Optional[cst.Call]:
     """A call `name.m(...)` in the scope's function, or one handed `name.attr` (the attribute the indices are read
-    off): the holder's method, or the callee, may set or rewrite them (round R). (The holder handed whole, as engines
-    hand their forward batch to every step, is the callers' gap: docs/soundness.md.)"""
+    off): the holder's method, or the callee, may set or rewrite them (round R). (The holder handed whole is judged
+    as any name handed to a call is: _writes.)"""
     owner = getattr(scope, "node", None)
     for call in tree.find(cst.Call, lambda c: id(c) not in exempt, owner):  # (not the call the indices are traced for)
         if isinstance(call.func, cst.Attribute) and _is_named(call.func.value, name):
