@@ -26,7 +26,7 @@ from libcst.metadata import ClassScope, ComprehensionScope, FunctionScope, Globa
 
 from topk_migrate.cst.scopecheck import Tree
 
-from .syntax import _q_arg, bound_targets
+from .syntax import _is_name, _is_none, _q_arg, bound_targets
 
 # qualified name -> (tree of a module holding just that def, the def) for a function of the project
 External = Callable[[str], Optional[Tuple[Tree, cst.FunctionDef]]]
@@ -292,7 +292,15 @@ def _module_bases(tree: Tree, cls: cst.ClassDef) -> List[Optional[cst.ClassDef]]
 
 def _rebound_here(tree: Tree, name: str) -> Optional[str]:
     """A binding of `name` in this module besides defs: an attribute assignment (`self.m = f`, `Backend.m = f`),
-    a class-body binding that is not a def (`m = _other`), a literal setattr."""
+    a class-body binding that is not a def (`m = _other`), a literal setattr. Once per name and module: the traces
+    ask it of every local call they meet, three times over."""
+    cache = tree.__dict__.setdefault("_rebound_here", {})
+    if name not in cache:
+        cache[name] = _rebound_scan(tree, name)
+    return cache[name]
+
+
+def _rebound_scan(tree: Tree, name: str) -> Optional[str]:
     for t in tree.find((cst.AssignTarget, cst.AnnAssign, cst.AugAssign)):
         for x in bound_targets(t.target):
             if isinstance(x, cst.Attribute) and x.attr.value == name:
@@ -321,17 +329,9 @@ def _served_by_code(tree: Tree, attr: str) -> Optional[cst.CSTNode]:
                 targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else \
                     [small.target] if isinstance(small, cst.AnnAssign) else []
                 if value is not None and not isinstance(value, (cst.SimpleString, cst.Integer, cst.Float)) \
-                        and not _is_none_literal(value) and any(_is_named(t, attr) for t in targets):
+                        and not _is_none(value) and any(_is_name(t, attr) for t in targets):
                     return small
     return None
-
-
-def _is_none_literal(e: cst.BaseExpression) -> bool:
-    return isinstance(e, cst.Name) and e.value == "None"
-
-
-def _is_named(e: cst.BaseExpression, name: str) -> bool:
-    return isinstance(e, cst.Name) and e.value == name
 
 
 def _star_kwarg(tree: Tree, param: cst.Param) -> bool:
@@ -346,7 +346,7 @@ def _method_called_on(tree: Tree, scope, name: str, attr: str, exempt: Set[int])
     as any name handed to a call is: _writes.)"""
     owner = getattr(scope, "node", None)
     for call in tree.find(cst.Call, lambda c: id(c) not in exempt, owner):  # (not the call the indices are traced for)
-        if isinstance(call.func, cst.Attribute) and _is_named(call.func.value, name):
+        if isinstance(call.func, cst.Attribute) and _is_name(call.func.value, name):
             if call.func.attr.value not in NO_DATA_METHODS:
                 return call
         elif not _reads_no_data(call) and any(_read_off(x, name, attr) for a in call.args for x in _held(a.value)):
@@ -358,7 +358,7 @@ def _read_off(e: cst.BaseExpression, name: str, attr: str) -> bool:
     """`name.attr`, or a view or item of it (`batch.topk_indices[:, 0]`)."""
     while isinstance(e, cst.Subscript):
         e = e.value
-    return isinstance(e, cst.Attribute) and e.attr.value == attr and _is_named(e.value, name)
+    return isinstance(e, cst.Attribute) and e.attr.value == attr and _is_name(e.value, name)
 
 
 def local_defs(tree: Tree, func: cst.BaseExpression) -> List[cst.FunctionDef]:
