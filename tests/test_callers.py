@@ -62,6 +62,29 @@ def test_another_files_call_hands_on_what_it_was_handed(tmp_path, body, fixable)
     assert fixable or "layer.py" in site.reason, site.reason
 
 
+@pytest.mark.parametrize("body,fixable", [
+    ("return self.backend.forward(q, kv, batch.topk_indices, scale)", True),
+    ("n = batch.topk_indices.shape[0]\n        return self.backend.forward(q, kv, batch.topk_indices, scale)", True),
+    # round R: a method of the holder the indices are read off may give them another tensor first
+    ("batch.coalesce_topk()\n        return self.backend.forward(q, kv, batch.topk_indices, scale)", False),
+])
+def test_a_caller_reading_the_indices_off_a_holder_calls_none_of_its_methods(tmp_path, body, fixable):
+    layer = LAYER.replace("indices, scale", "batch, scale").format(kind="", body=body)
+    site = verdict(tmp_path, others=[("layer.py", layer)])
+    assert (site.status.value == "fixable") is fixable, site.reason
+
+
+@pytest.mark.parametrize("call,fixable", [("attend(q, kv, indices, scale, md)", True),
+                                          ("attend(q[::-1], kv, indices[::-1], scale, md)", False)])
+def test_a_call_through_an_import_alias_is_a_caller(tmp_path, call, fixable):
+    """Round R's u_other_file_import_alias_caller: `from backend import attend as dsa_attend`."""
+    backend = BACKEND.split("class Backend")[0] + (
+        "def attend(q, kv, indices, scale, metadata: DSAMetadata):\n    return flash_mla_sparse_fwd(q, kv, indices, scale)[0]\n")
+    runner = f"from backend import attend as dsa_attend\n\n\ndef run(q, kv, indices, scale, md):\n    return dsa_{call}\n"
+    site = verdict(tmp_path, backend=backend, others=[("runner.py", runner)])
+    assert (site.status.value == "fixable") is fixable, site.reason
+
+
 def test_an_async_caller_is_a_caller(tmp_path):
     body = "return await self.backend.forward(q[::-1], kv, indices[::-1], scale)"
     site = verdict(tmp_path, others=[("layer.py", LAYER.format(kind="async ", body=body))])

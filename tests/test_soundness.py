@@ -396,22 +396,27 @@ def test_only_decorators_known_to_pass_arguments_on_keep_the_helper_fixable(tmp_
 
 
 @pytest.mark.parametrize("classes,annotation,form", [
-    ("class DSAMetadata:\n    dsa_cache_seqlens_int32: torch.Tensor\n", "DSAMetadata", "plain"),
-    ("class DSAMetadata:\n    dsa_cache_seqlens_int32: torch.Tensor\n", '"DSAMetadata"', "plain"),
-    ("class DSAMetadata:\n    dsa_cache_seqlens_int32: torch.Tensor\n", "Optional[DSAMetadata]", "none_safe"),
+    ("@dataclass\nclass DSAMetadata:\n    dsa_cache_seqlens_int32: torch.Tensor\n", "DSAMetadata", "plain"),
+    ("@dataclass\nclass DSAMetadata:\n    dsa_cache_seqlens_int32: torch.Tensor\n", '"DSAMetadata"', "plain"),
+    ("@dataclass\nclass DSAMetadata:\n    dsa_cache_seqlens_int32: torch.Tensor\n", "Optional[DSAMetadata]", "none_safe"),
     # a class whose name starts with the annotated one is not it
-    ("class DSAMetadataV2:\n    dsa_cache_seqlens_int32: torch.Tensor\nclass DSAMetadata:\n    pass\n",
+    ("@dataclass\nclass DSAMetadataV2:\n    dsa_cache_seqlens_int32: torch.Tensor\nclass DSAMetadata:\n    pass\n",
      "DSAMetadata", "getattr"),
     # every member of a Union must declare the field
-    ("class A:\n    dsa_cache_seqlens_int32: torch.Tensor\nclass B:\n    pass\n", "Union[A, B]", "getattr"),
-    ("class A:\n    dsa_cache_seqlens_int32: torch.Tensor\nclass B:\n    dsa_cache_seqlens_int32: torch.Tensor\n",
+    ("@dataclass\nclass A:\n    dsa_cache_seqlens_int32: torch.Tensor\nclass B:\n    pass\n", "Union[A, B]", "getattr"),
+    ("@dataclass\nclass A:\n    dsa_cache_seqlens_int32: torch.Tensor\n@dataclass\nclass B:\n    dsa_cache_seqlens_int32: torch.Tensor\n",
      "Union[A, B]", "plain"),
-    ("class A:\n    dsa_cache_seqlens_int32: torch.Tensor\n", "A | None", "none_safe"),
+    ("@dataclass\nclass A:\n    dsa_cache_seqlens_int32: torch.Tensor\n", "A | None", "none_safe"),
+    # the declaration must give every instance the field (round R): a bare annotation of a plain class sets
+    # nothing, nor does a `None` default; a NamedTuple's does (a class-level value is a write: refused)
+    ("class DSAMetadata:\n    dsa_cache_seqlens_int32: torch.Tensor\n", "DSAMetadata", "getattr"),
+    ("@dataclass\nclass DSAMetadata:\n    dsa_cache_seqlens_int32: torch.Tensor = None\n", "DSAMetadata", "getattr"),
+    ("class DSAMetadata(NamedTuple):\n    dsa_cache_seqlens_int32: torch.Tensor\n", "DSAMetadata", "plain"),
 ])
 def test_the_metadata_type_is_the_class_its_annotation_names_exactly(tmp_path, classes, annotation, form):
     (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
-    src = ("import torch\nfrom typing import Optional, Union\nfrom sgl_kernel.flash_mla import flash_mla_sparse_fwd\n\n"
-           f"{classes}\n\nclass Backend:\n    def _forward(self, q, kv, idx, scale):\n"
+    src = ("import torch\nfrom dataclasses import dataclass, field\nfrom typing import NamedTuple, Optional, Union\n"
+           f"from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n\n{classes}\n\nclass Backend:\n    def _forward(self, q, kv, idx, scale):\n"
            "        return flash_mla_sparse_fwd(q, kv, idx, scale)\n\n"
            f"    def forward(self, q, kv, idx, scale, metadata: {annotation}):\n"
            "        return self._forward(q, kv, idx, scale)\n")
@@ -665,6 +670,9 @@ def test_writes_through_aliases(body, hazard):
     # is another tensor (red team C's indices shared across layers and masked in a returned branch go unseen:
     # results/red-team.md; refusing them refused sglang 0.5.12.post1's NSA fix)
     ("return obj.reorder(q) if perm is None else None", False),
+    # a call inside the returned expression runs before the rest of it (round R's u_return_inline_inplace_prep)
+    ("return obj.attend(_perm_(q))", True),
+    ("return obj.attend(q, _perm_(q)) if perm is None else None", True),
 ])
 def test_calls_that_may_change_q_in_place(body, hazard):
     src = ("import torch\nfrom flashinfer import flashinfer_rope\n\n"

@@ -33,12 +33,20 @@ def unchanged_callers(proj, name: str, wanted: Wanted, mine: Optional[Set[Tuple[
     `self` may be an instance of its class (reach.Project.instance_classes); `self.name(...)` in any other class
     calls another class's method of that name. The callers' own callers are not read (docs/soundness.md)."""
     for f in proj.files_naming([name]):  # (the module's own calls: WholeProject._module_callers)
+        spelled = {name} | _imported_as(f.tree, name)
         for node in ast.walk(f.tree):
-            if _spells(node, name) and not _elsewhere(f, node, mine):
+            if any(_spells(node, n) for n in spelled) and not _elsewhere(f, node, mine):
                 found = _caller(proj, f, node, name, wanted)
                 if found is not None:
                     return found
     return None
+
+
+def _imported_as(tree: ast.AST, name: str) -> Set[str]:
+    """The other names a file binds `name` to by import (`from backend import attend as dsa_attend`, round R):
+    a call through one is a call of it."""
+    return {a.asname for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+            for a in node.names if a.name == name and a.asname}
 
 
 def _elsewhere(f, node: ast.AST, mine: Optional[Set[Tuple[str, str]]]) -> bool:
@@ -197,6 +205,9 @@ def _use(f, node: ast.Name, call: ast.Call, handed: str, keys: Set[str]) -> Opti
         if not isinstance(up, ast.Attribute):
             return f"reads `{reach._unparse(expr)[:40]}` whole: it may hand the rows' holder on"
         if not (handed == reach._unparse(up) or handed.startswith(reach._unparse(up) + ".")):
+            called = f.parents.get(id(up))  # `batch.coalesce_topk()`: the holder's method may rewrite the rows' attribute
+            if isinstance(called, ast.Call) and called.func is up:
+                return f"calls `{reach._unparse(up)[:40]}`, a method of the rows' holder, which may give them another tensor"
             return None
         expr, up = up, f.parents.get(id(up))
     if _keyed_read(f, up, expr, keys):  # `kwargs.get("layer_id")`, `kwargs["layer_id"]`: another entry of a mapping

@@ -14,7 +14,16 @@ from libcst.metadata import FunctionScope
 from topk_migrate import bounded, project
 
 from . import reach
-from .rows import ENGINE_PACKAGES, _engine_import, _own_returns, imported_names, local_defs
+from .rows import (
+    ENGINE_PACKAGES,
+    _engine_import,
+    _own_returns,
+    aliases_in,
+    imported_names,
+    local_defs,
+    writes_in,
+    written_names,
+)
 from .syntax import _code
 
 # Field meaning: what the engines write into the metadata field (sglang (n|d)sa/utils.py).
@@ -189,12 +198,34 @@ class FieldMeaning:
                 return (f"this module changes `{field_name}` in place at line {self.tree.line(node)} "
                         f"(`{_code(node).strip()[:80]}`): the lengths it leaves are not provably the seqlens clipped to "
                         f"the top-k width ({CLIP_HOW}); pass topk_length by hand")
-            return None
+            return self._shared_by_copy(field_name)
         return self.index(f"unclipped:{field_name}", build)
+
+    def _shared_by_copy(self, field_name: str) -> Optional[str]:
+        """Where this module writes the field in place, it makes no shallow copy (`copy.copy`, `dataclasses.replace`
+        without the field, `__copy__`): the copy shares the tensor, so an update of another batch's lengths through
+        one rewrites the other's (round R's u_shallow_copy_shares_field: a draft's metadata copied from the target's)."""
+        writes = self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute) and c.func.attr.value == "copy_"
+                           and _is_field(c.func.value, field_name))
+        if not writes:
+            return None
+        for call in self.find(cst.Call, lambda c: (get_full_name_for_node(c.func) or "").rsplit(".", 1)[-1] in (
+                "copy", "replace", "__copy__")):
+            names = imported_names(self.tree, call.func)
+            shallow = "copy.copy" in names or "dataclasses.replace" in names and not any(
+                a.keyword is not None and a.keyword.value == field_name for a in call.args) or isinstance(
+                call.func, cst.Attribute) and call.func.attr.value == "__copy__"
+            if shallow:
+                return (f"line {self.tree.line(call)} makes a shallow copy (`{_code(call).strip()[:60]}`), which shares "
+                        f"`{field_name}`'s tensor with the object copied, and line {self.tree.line(writes[0])} writes "
+                        "that field in place: an update for one batch may rewrite another's lengths; copy the field "
+                        "(`.clone()`) into the copy, or pass topk_length by hand")
+        return None
 
     def _unclipped(self, field_name: str, at: cst.CSTNode, value: cst.BaseExpression) -> str:
         return (f"this module sets `{field_name}` at line {self.tree.line(at)} from `{_code(value).strip()[:80]}`, "
-                f"not provably the seqlens clipped to the top-k width ({CLIP_HOW}); clip it, or pass topk_length by hand")
+                f"not provably the seqlens clipped to the top-k width ({CLIP_HOW}) and left so (no in-place write "
+                "of it, not stored on another object); clip it, or pass topk_length by hand")
 
     def _clipped(self, e: cst.BaseExpression, seen: set, env: Optional[tuple] = None) -> bool:
         """Is `e` the seqlens clipped to the top-k width, on every binding it can come from? `env`: while
@@ -262,9 +293,27 @@ class FieldMeaning:
                     continue  # `x = pad(fb, x)`: the other bindings of x decide
                 seen.add(id(a))
                 stmt = self.tree.assignment_statement(a)
-                if stmt is None or not self._clipped(stmt.value, seen, env):
+                if stmt is None or not self._clipped(stmt.value, seen, env) or self._written_after(a, e.value, seen, env):
                     return False
             return True
+        return False
+
+    def _written_after(self, a, name: str, seen: set, env: Optional[tuple]) -> bool:
+        """May the tensor a local clipped value names be changed in its function, or left where other code may
+        change it: an in-place write (`x.cumsum_(0)`, `x[i] = v`, `out=x`), through a view alias too, a copy_ of a
+        value not clipped, or the tensor itself stored on an object (`self.lengths = x`, then written elsewhere:
+        round R; an object holding it, as the metadata does, is the field's own holder)?"""
+        scope = getattr(a, "scope", None)
+        if not isinstance(scope, FunctionScope):
+            return False
+        written = written_names(self.tree, scope.node)
+        for n in [name, *sorted(aliases_in(self.tree, scope.node, name).intersection(written))]:
+            w = writes_in(self.tree, scope.node, n)
+            if w.subscripts or w.inplace or w.changes or w.outs or n == name and w.escapes or any(
+                    c.func.attr.value != "copy_" for c in w.mutators):
+                return True
+            if not all(self._clipped(v, seen, env) for v in w.copies):
+                return True
         return False
 
     def _engines_body(self, func: cst.BaseExpression, name: str) -> bool:

@@ -35,6 +35,17 @@ def _self_root_attr(e: cst.BaseExpression) -> Optional[str]:
     return e.attr.value if _is_attr_of_self(e) else None
 
 
+def _is_name_self(e: cst.BaseExpression) -> bool:
+    return isinstance(e, cst.Name) and e.value == "self"
+
+
+def _view_of_self(e: cst.BaseExpression) -> Optional[str]:
+    """`self.buf`, `self.buf[:bs]`, `self.buf[k][:bs]`: a plain view of an attribute of self (A); else None."""
+    while isinstance(e, cst.Subscript):
+        e = e.value
+    return e.attr.value if _is_attr_of_self(e) else None
+
+
 class GraphReplay:
     """docs/soundness.md `graph-replay` in this module (a mixin of analysis._Analysis)."""
 
@@ -111,6 +122,77 @@ class GraphReplay:
                         return self._replaced(fdef, at, f"`{_code(target).strip()}` a new object")
             return None
         return self.index(f"replay:{field_name}", build)
+
+    def replay_updates(self, field_name: str) -> Optional[str]:
+        """CUDA graphs, the other half: where this module captures graphs (a def named for capture) and sets the
+        field, some method that runs between replays (graph_update_defs) writes the field's tensor in place
+        (`md.field.copy_(...)`, `md.field[:n] = ...`), or a buffer of self the capture made it a plain view of
+        (`field=self.buf[:bs]`, then `self.buf[:bs].copy_(...)`). A replay hook that updates only the raw lengths
+        leaves the captured graph its capture-time ones (round R's u_graph_replay_never_updates_field)."""
+        def build() -> Optional[str]:
+            captures = self.find(cst.FunctionDef, lambda f: "capture" in f.name.value)
+            if not captures or not self._field_set(field_name):
+                return None
+            buffers = {r for f in captures for v in self._field_values(f, field_name) for r in [_view_of_self(v)] if r}
+            for fdef in self.graph_update_defs():
+                for target in self._in_place_targets(fdef):
+                    while isinstance(target, cst.Subscript):
+                        target = target.value
+                    if isinstance(target, cst.Attribute) and target.attr.value == field_name or \
+                            _is_attr_of_self(target) and target.attr.value in buffers:
+                        return None
+                for call in self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute), fdef):
+                    if self._copies_fields(call.func.attr.value, field_name):
+                        return None  # `self._graph_metadata.copy_(new)`: the holder's own in-place refresh
+            names = ", ".join(f"`{f.name.value}`" for f in captures[:2])
+            return (f"{names} captures CUDA graphs, but no method that runs between replays writes "
+                    f"`{field_name}` in place (`metadata.{field_name}.copy_(...)`): a captured graph would replay "
+                    "with the lengths it was captured with; update the field in place on replay, or pass topk_length "
+                    "by hand")
+        return self.index(f"replay-updates:{field_name}", build)
+
+    def _copies_fields(self, method: str, field_name: str) -> bool:
+        """Does every class of this module that defines `method` (and one does) write the field in place there:
+        `self.field.copy_(other.field)`, or `getattr(self, f.name).copy_(...)` in a loop over `fields(self)` (the
+        bundled example's `DSAMetadata.copy_`)?"""
+        defs = [f.node for f in self.functions_named(method) if f.class_name]
+        return bool(defs) and all(self._writes_each_field(d, field_name) for d in defs)
+
+    def _writes_each_field(self, fdef: cst.FunctionDef, field_name: str) -> bool:
+        for target in self._in_place_targets(fdef):
+            if isinstance(target, cst.Attribute) and target.attr.value == field_name and _is_attr_of_self(target):
+                return True
+            if isinstance(target, cst.Call) and get_full_name_for_node(target.func) == "getattr" and target.args and \
+                    _is_name_self(target.args[0].value):
+                loop = next((a for a in self.tree.ancestors(target) if isinstance(a, cst.For)), None)
+                over = loop.iter if loop is not None else None
+                if isinstance(over, cst.Call) and get_full_name_for_node(over.func) in ("fields", "dataclasses.fields") \
+                        and over.args and _is_name_self(over.args[0].value):
+                    return True
+        return False
+
+    def _field_set(self, field_name: str) -> bool:
+        """Does this module give the field a value at all (a keyword, an attribute assignment)?"""
+        return bool(self.find(cst.Arg, lambda a: a.keyword is not None and a.keyword.value == field_name)) or any(
+            t.target.attr.value == field_name for t in self.find((cst.AssignTarget, cst.AnnAssign), _targets_attribute))
+
+    def _field_values(self, fdef: cst.FunctionDef, field_name: str) -> List[cst.BaseExpression]:
+        """The values fdef gives the field: `field=v` keywords and `x.field = v` assignments."""
+        out = [a.value for a in self.find(cst.Arg, lambda a: a.keyword is not None and a.keyword.value == field_name, fdef)]
+        for node in self.find(cst.Assign, None, fdef):
+            if any(isinstance(t.target, cst.Attribute) and t.target.attr.value == field_name for t in node.targets):
+                out.append(node.value)
+        return out
+
+    def _in_place_targets(self, fdef: cst.FunctionDef) -> List[cst.BaseExpression]:
+        """What fdef writes into in place: the receiver of a trailing-underscore method (`x.copy_(v)`) and the
+        value of a subscript assigned (`x[:n] = v`)."""
+        out: List[cst.BaseExpression] = [c.func.value for c in self.find(cst.Call, lambda c: isinstance(
+            c.func, cst.Attribute) and c.func.attr.value.endswith("_") and not c.func.attr.value.startswith("_"), fdef)]
+        for node in self.find((cst.Assign, cst.AugAssign), None, fdef):
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            out += [t.value for t in targets if isinstance(t, cst.Subscript)]
+        return out
 
     def _writes_in(self, fdef: cst.FunctionDef):
         """(node, target, value or None where it is not known) for each attribute or item fdef assigns: `x.a = v`,

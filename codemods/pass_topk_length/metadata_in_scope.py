@@ -36,7 +36,7 @@ class MetadataInScope:
             if why is None and expr not in self.user_metadata:
                 field_name = expr.rsplit(".", 1)[1]
                 why = self.unclipped_write(field_name) or self.replaced_field(field_name) \
-                    or self.replay_replaces(field_name)
+                    or self.replay_replaces(field_name) or self.replay_updates(field_name)
             if why is None:
                 if expr in self.user_metadata:  # the user vouches for the object; None is still handled
                     return expr, "none_safe" if none else "plain", None

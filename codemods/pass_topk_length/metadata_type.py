@@ -74,6 +74,21 @@ def _annotation_names(annotation: cst.BaseExpression) -> Optional[set]:
     return out
 
 
+def _sets(cls: cst.ClassDef, stmt: cst.AnnAssign) -> bool:
+    """Does the declaration give every instance the attribute: a class-level value (not None, not `field(...)`,
+    whose init and default vary), or a bare annotation of a dataclass or NamedTuple (a required field of its
+    constructor)? A bare annotation of any other class sets nothing (round R: a plain read raised where only the
+    decode path set it)."""
+    if stmt.value is not None:
+        value = stmt.value
+        called = _code(value.func).strip().rsplit(".", 1)[-1] if isinstance(value, cst.Call) else ""
+        return not (isinstance(value, cst.Name) and value.value == "None") and called != "field"
+    decorators = {_code(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator).strip()
+                  for d in cls.decorators}
+    bases = {_code(b.value).strip() for b in cls.bases}
+    return bool(decorators & {"dataclass", "dataclasses.dataclass"}) or bool(bases & {"NamedTuple", "typing.NamedTuple"})
+
+
 class MetadataType:
     """docs/soundness.md `metadata-type` (a mixin of analysis._Analysis)."""
 
@@ -106,7 +121,7 @@ class MetadataType:
         for name in classes:
             declaring = [c for c in self.find(cst.ClassDef) if c.name.value == name]
             if len(declaring) != 1 or not any(
-                    not re.search(r"\bNone\b|Optional", _code(stmt.annotation.annotation))
+                    not re.search(r"\bNone\b|Optional", _code(stmt.annotation.annotation)) and _sets(declaring[0], stmt)
                     for stmt in self.find(cst.AnnAssign, lambda a: _is_name(a.target, field_name), declaring[0].body)):
                 return None
         return not optional

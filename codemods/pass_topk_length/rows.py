@@ -1056,14 +1056,17 @@ def off_path(tree: Tree, write: cst.CSTNode, anchor: Optional[cst.CSTNode], owne
 
 
 def _returned(tree: Tree, call: cst.Call) -> bool:
-    """Is `call` evaluated by a `return` of its function? Then nothing after it runs in that call of the
-    function (sglang 0.5.12's `if ...: return self._forward_aiter_extend(q_all=q_all, page_table_1=...)`).
+    """Is `call` what a `return` of its function hands back (`return f(...)`, `return await f(...)`, a branch of
+    `return f(...) if c else g(...)`)? Then
+    nothing after it runs in that call of the function (sglang 0.5.12's `if ...: return
+    self._forward_aiter_extend(q_all=q_all, page_table_1=...)`). A call inside the returned expression runs
+    before the rest of it: `return attend(q, kv, _coalesce_(idx))` writes before attend reads (round R).
     Assumed, not proven: what it is handed is this call's own (each layer computes its q and its top-k), so
     a write there reaches no later call; red team C's helper that masks indices shared across layers in a
     returned branch goes unseen (results/red-team.md)."""
-    up = tree.parent.get(call)
-    while up is not None and not isinstance(up, (cst.BaseSmallStatement, cst.FunctionDef, cst.Lambda)):
-        up = tree.parent.get(up)
+    node, up = call, tree.parent.get(call)
+    while isinstance(up, cst.Await) or isinstance(up, cst.IfExp) and node is not up.test:  # (a branch runs last)
+        node, up = up, tree.parent.get(up)
     return isinstance(up, cst.Return)
 
 
