@@ -120,8 +120,8 @@ def test_metadata_is_read_plainly_only_where_its_type_is_declared(tmp_path):
     """Class 2 of issue 8: `metadata.field` is read as is only where the module says the root holds a
     (non-Optional) instance of a class declaring the field, as SGLang does; an Optional declaration or a
     None assignment gets a None check; where nothing says, getattr with a None default."""
-    head = ("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
-            "class DSAMetadata:\n    dsa_cache_seqlens_int32: torch.Tensor\n"
+    head = ("from dataclasses import dataclass\nfrom sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
+            "@dataclass\nclass DSAMetadata:\n    dsa_cache_seqlens_int32: torch.Tensor\n"
             "class B:\n    def __init__(self):\n        self.forward_metadata{decl}\n"
             "    def f(self, q, idx):\n        metadata = self.forward_metadata\n"
             "        return flash_mla_sparse_fwd(q, self.kv, idx, 1.0)\n")
@@ -138,8 +138,8 @@ def test_metadata_is_read_plainly_only_where_its_type_is_declared(tmp_path):
 def test_metadata_a_base_class_elsewhere_starts_at_none_is_checked_for_none(tmp_path):
     (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
     (tmp_path / "base.py").write_text("class Backend:\n    def __init__(self):\n        self.forward_metadata = None\n")
-    src = ("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\nfrom base import Backend\n"
-           "class DSAMetadata:\n    dsa_cache_seqlens_int32: torch.Tensor\n"
+    src = ("from dataclasses import dataclass\nfrom sgl_kernel.flash_mla import flash_mla_sparse_fwd\nfrom base import Backend\n"
+           "@dataclass\nclass DSAMetadata:\n    dsa_cache_seqlens_int32: torch.Tensor\n"
            "class DSA(Backend):\n    forward_metadata: DSAMetadata\n"
            "    def f(self, q, idx):\n        metadata = self.forward_metadata\n"
            "        return flash_mla_sparse_fwd(q, self.kv, idx, 1.0)\n")

@@ -23,11 +23,12 @@ ENTRY_METHOD = "forward"
 # Reads of a handed tensor that neither write it nor hand it on: its metadata, a new tensor shaped like it.
 _READS = {"shape", "dtype", "device", "ndim", "is_cuda", "size", "dim", "numel", "new_empty", "new_zeros", "new_full",
           "new_ones", "new_tensor", "element_size"}
-Wanted = Tuple[Tuple[str, Optional[int]], ...]  # (parameter, its place among the positional ones after self)
+# (parameter, its place among the positional ones after self, "" or "*" / "**" for the `*args` / `**kwargs` it is)
+Wanted = Tuple[Tuple[str, Optional[int], str], ...]
 
 
-def unchanged_callers(proj, name: str, wanted: Wanted, mine: Optional[Set[Tuple[str, str]]] = None) \
-        -> Optional[reach.Finding]:
+def unchanged_callers(proj, name: str, wanted: Wanted, mine: Optional[Set[Tuple[str, str]]] = None,
+                      named: frozenset = frozenset()) -> Optional[reach.Finding]:
     """The first call of `name` in another file (a function whose parameters `wanted` the rows or indices come
     from) that may hand them something other than what its own caller was handed, or None. `mine`: for a method, the classes whose
     `self` may be an instance of its class (reach.Project.instance_classes); `self.name(...)` in any other class
@@ -36,7 +37,7 @@ def unchanged_callers(proj, name: str, wanted: Wanted, mine: Optional[Set[Tuple[
         spelled = {name} | _imported_as(f.tree, name)
         for node in ast.walk(f.tree):
             if any(_spells(node, n) for n in spelled) and not _elsewhere(f, node, mine):
-                found = _caller(proj, f, node, name, wanted)
+                found = _caller(proj, f, node, name, wanted, named)
                 if found is not None:
                     return found
     return None
@@ -63,7 +64,7 @@ def _spells(node: ast.AST, name: str) -> bool:
         or isinstance(node, ast.Constant) and node.value == name
 
 
-def _caller(proj, f, node: ast.AST, fname: str, want: Wanted) -> Optional[reach.Finding]:
+def _caller(proj, f, node: ast.AST, fname: str, want: Wanted, named: frozenset = frozenset()) -> Optional[reach.Finding]:
     """Why this read of `fname` may hand it other rows than its caller was handed, or None."""
     at = lambda why: reach.Finding(proj.rel(f.path), getattr(node, "lineno", 0), why)  # noqa: E731
     call = f.parents.get(id(node))
@@ -80,25 +81,35 @@ def _caller(proj, f, node: ast.AST, fname: str, want: Wanted) -> Optional[reach.
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return at(f"`{reach._unparse(call)[:60]}` is called outside a function: the rows it hands are not traced")
     for shift in ((0, 1) if _unbound(f, call.func) else (0,)):  # bound, or `Class.method(obj, ...)`
-        for param, place in want:
-            source = _argument(call, param, None if place is None else place + shift)
-            if source is not None:
-                why = _handed_root(f, fn, call, source, fname, {p for p, _ in want})
+        for param, place, kind in want:
+            for source in _arguments(call, param, None if place is None else place + shift, kind, named):
+                why = _handed_root(f, fn, call, source, fname, {p for p, _, _ in want})
                 if why:
                     return at(f"`{reach._unparse(call)[:60]}` in `{fn.name}` {why}")
     return None
 
 
+def _arguments(call: ast.Call, param: str, place: Optional[int], kind: str, named: frozenset) -> List[ast.AST]:
+    """What the call hands `param`: as _argument; for `*args`, every positional argument from its place on; for
+    `**kwargs`, every keyword that names no parameter of the function, and any `**mapping` (round S: sglang's
+    indices come in `**kwargs`)."""
+    if kind == "*":
+        return list(call.args[place:]) if place is not None else []
+    if kind == "**":
+        return [k.value if k.arg is not None else k for k in call.keywords if k.arg not in named]
+    source = _argument(call, param, place)
+    return [] if source is None else [source]
+
+
 def _unbound(f, func: ast.AST) -> bool:
     """May the method be read off a class, so that its first argument is the instance (`Backend.forward(obj,
     ...)`, `mod.Backend.forward(obj, ...)`, `_Impl.forward(obj, ...)` for an imported class)? Anything but
-    `self`, `super()` or a local name bound only in the function may be (round P): both readings are checked."""
+    `self` or `super()` may be (round P): both readings are checked."""
     value = func.value if isinstance(func, ast.Attribute) else None
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "super":
         return False
-    if isinstance(value, ast.Name):
-        return value.id != "self" and (value.id in f.classes or value.id in f.froms or value.id[:1].isupper()
-                                       or value.id in f.modules)
+    if isinstance(value, ast.Name):  # (a lowercase parameter may hold a class too: `impl_cls.forward(obj, ...)`, round S)
+        return value.id != "self"
     return isinstance(value, ast.Attribute)
 
 
@@ -150,14 +161,27 @@ def _untouched(f, fn, call: ast.Call, name: str, attribute: Optional[ast.AST], k
         if isinstance(node, ast.Name) and node.id == name:
             if not isinstance(node.ctx, ast.Load):
                 return f"binds `{name}` again"
-            if _exclusive(f, fn, node, call):
-                continue
+            if _exclusive(f, fn, node, call) and not _in_place(f, node):
+                continue  # (a write in place in the other branch stays for the next call: round S)
             why = _use(f, node, call, reach._unparse(attribute) if attribute is not None else name, keys)
             if why:
                 return why
         elif isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
             return f"binds `{name}` again"
     return None
+
+
+def _in_place(f, node: ast.Name) -> bool:
+    """Is this read of a name (through subscripts) a write into its tensor: `x.op_(...)`, `x[i] = v`, `x += v`?"""
+    up = f.parents.get(id(node))
+    while isinstance(up, ast.Subscript):
+        if not isinstance(up.ctx, ast.Load):
+            return True
+        node, up = up, f.parents.get(id(up))
+    if isinstance(up, ast.AugAssign):
+        return True
+    return isinstance(up, ast.Attribute) and up.attr.endswith("_") and not up.attr.endswith("__") and isinstance(
+        f.parents.get(id(up)), ast.Call)
 
 
 def _exclusive(f, fn, node: ast.AST, call: ast.Call) -> bool:
@@ -250,6 +274,11 @@ def _entry(f, fn) -> bool:
     return fn.name == ENTRY_METHOD and isinstance(cls, ast.ClassDef) and (stem, cls.name) in ENTRY_BASES
 
 
-def wanted_of(positions: List[str], names: Set[str]) -> Wanted:
-    """The traced parameters with their places (None: keyword-only)."""
-    return tuple(sorted(((n, positions.index(n) if n in positions else None) for n in names), key=lambda x: x[0]))
+def wanted_of(positions: List[str], names: Set[str], star: str = "", star_star: str = "") -> Wanted:
+    """The traced parameters with their places (None: keyword-only); `star`, `star_star`: the names of the
+    function's `*args` and `**kwargs` (the first takes the positional arguments past `positions`)."""
+    def one(n: str):
+        if n == star:
+            return n, len(positions), "*"
+        return n, positions.index(n) if n in positions else None, "**" if n == star_star else ""
+    return tuple(sorted(map(one, names), key=lambda x: x[0]))

@@ -264,7 +264,7 @@ class FieldMeaning:
                 parts = [el.value for el in positional[0].elements]  # the rows, then rows of length 0 (padding)
                 return bool(parts) and not isinstance(parts[0], cst.Subscript) and self._clipped(parts[0], seen, env) \
                     and all(map(_zero_rows, parts[1:]))  # (a prefix of the rows, then zeros: real rows get 0, round R)
-            if method and name in _CONVERSIONS:
+            if method and name in _CONVERSIONS and _keeps_values(_ast_of(e)):
                 return self._clipped(func.value, seen, env)
             return False
         if isinstance(e, cst.Subscript):  # the first rows, in order
@@ -310,7 +310,7 @@ class FieldMeaning:
         for n in [name, *sorted(aliases_in(self.tree, scope.node, name).intersection(written))]:
             w = writes_in(self.tree, scope.node, n)
             if w.subscripts or w.inplace or w.changes or w.outs or n == name and w.escapes or any(
-                    c.func.attr.value != "copy_" for c in w.mutators):
+                    not isinstance(c.func, cst.Attribute) or c.func.attr.value != "copy_" for c in w.mutators):
                 return True
             if not all(self._clipped(v, seen, env) for v in w.copies):
                 return True
@@ -346,6 +346,9 @@ class FieldMeaning:
                 given = env[0][name.id]  # (read where the call is: the caller's scope)
                 return "param", [(_ast_of(given), self._resolver(env[1], given)) if given is not None else (None, None)]
             b = self.tree.binding(at, name.id)
+            values = [getattr(self.tree.assignment_statement(a), "value", None) for a in b.assignments]
+            if values and all(isinstance(v, cst.Integer) for v in values):  # `DSA_INDEX_TOPK = 2048`: a number
+                return "constant", [(_ast_of(v), None) for v in values]  # fixed here, not the indices' width (round S)
             if not b.assignments or not all(isinstance(a.scope, FunctionScope) for a in b.assignments):
                 return "", None
             params = [a.node for a in b.assignments if isinstance(getattr(a, "node", None), cst.Param)]
@@ -519,6 +522,18 @@ def _wide_enough(call: ast.Call) -> bool:
     return True
 
 
+def _keeps_values(call: ast.AST) -> bool:
+    """A conversion of the clipped lengths that keeps each value: `.to`/`.int()`.. as _wide_enough; `.view`/
+    `.reshape` by sizes only (`.view(torch.int32)` on int64 lengths reinterprets their bytes: round S)."""
+    if not isinstance(call, ast.Call) or not _wide_enough(call):
+        return False
+    if isinstance(call.func, ast.Attribute) and call.func.attr in ("view", "reshape"):
+        return not any(isinstance(n, ast.Attribute) and n.attr in ("dtype", "int32", "int64", "long", "int")
+                       or isinstance(n, ast.Constant) and isinstance(n.value, str) for a in call.args for n in ast.walk(a)) \
+            and not (len(call.args) == 1 and isinstance(call.args[0], ast.Name))  # (a lone name may be a dtype)
+    return True
+
+
 def _computed(e: ast.AST) -> bool:
     """A value a call computes (`torch.where(...)`), not arithmetic on the lengths nor a clip of them: read no
     further, as a local's value is not (which lengths the engine computes needs the emitter's own: issue 33)."""
@@ -544,8 +559,10 @@ def _clips_to_width(e: ast.Call, resolve: Optional[Resolve] = None) -> bool:
     name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
     method = isinstance(func, ast.Attribute) and not (isinstance(func.value, ast.Name) and func.value.id == "torch")
     kw = {k.arg: k.value for k in e.keywords if k.arg}
-    if any(k.arg is None for k in e.keywords) or any(isinstance(a, ast.Starred) for a in e.args):
-        return False
+    if any(k.arg is None for k in e.keywords) or any(isinstance(a, ast.Starred) for a in e.args) or "out" in kw:
+        return False  # (`out=buf`: the result is buf, which later writes into it change: round S)
+    if not method and name not in CLIPS and not (isinstance(func, ast.Attribute) or name == "min"):
+        return False  # a bare `clip(...)`/`minimum(...)` is a fork's own function, not torch's (round S)
     args = ([func.value] if method else []) + list(e.args)
     if name in CLIPS:  # compute_dsa_seqlens(seqlens, dsa_index_topk)
         operand = kw.get("original_seq_lens", args[0] if args else None)
@@ -607,7 +624,7 @@ def _clipped_elsewhere(f, e, depth: int, env: Optional[dict] = None, seen: Optio
                 and _clipped_elsewhere(f, parts[0], depth + 1, env, seen) and all(
                 isinstance(p, ast.Call) and _unparse_name(p.func) in ("zeros", "new_zeros", "zeros_like")
                 for p in parts[1:])
-        if method and name in _CONVERSIONS:
+        if method and name in _CONVERSIONS and _keeps_values(e):
             return _clipped_elsewhere(f, func.value, depth + 1, env, seen)
         return False
     if isinstance(e, ast.Subscript):  # the first rows, in order

@@ -13,7 +13,7 @@ from topk_migrate.cst.resolve import Function, dotted
 
 from . import reach
 from .quick import PARAM
-from .syntax import _as_ast, _code
+from .syntax import _as_ast, _code, only_handed_on
 
 # Decorators that keep a method's signature as written (any other one may not pass topk_length on).
 SIGNATURE_KEEPING_DECORATORS = {"staticmethod", "classmethod"}
@@ -64,8 +64,13 @@ class HelperIdentity:
         if fn.class_name:  # `self.helper(..., topk_length=...)` also reaches same-named overrides
             for other in self.functions_named(fn.name):  # (a class's method, a class in a function's too)
                 op = other.node.params
-                if other.name != fn.name or other is fn or not self._in_class_body(other.node) \
-                        or any(p.name.value == PARAM for p in (*op.posonly_params, *op.params, *op.kwonly_params)):
+                if other.name != fn.name or other is fn or not self._in_class_body(other.node):
+                    continue
+                if any(p.name.value == PARAM for p in (*op.posonly_params, *op.params, *op.kwonly_params)):
+                    if not only_handed_on(_as_ast(other.node), PARAM):
+                        return (f"{other.qualname} overrides {fn.qualname} and already takes `{PARAM}`, which it reads "
+                                "other than by handing it on as `topk_length=topk_length`: its meaning there is unknown "
+                                "(round S); pass topk_length by hand")
                     continue
                 if not isinstance(op.star_kwarg, cst.Param):
                     return f"{other.qualname} overrides {fn.qualname} without topk_length"

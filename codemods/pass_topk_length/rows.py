@@ -699,7 +699,7 @@ class RowTrace:
         for call in filter(on_path, finder.inplace):
             return f"`{_code(call)}` writes rows by index"
         for call in filter(on_path, finder.mutators):
-            if call.func.attr.value not in VALUE_INPLACE:
+            if not isinstance(call.func, cst.Attribute) or call.func.attr.value not in VALUE_INPLACE:
                 return f"`{_code(call)}` changes `{name}` in place, which may move its rows"
         for call in _mutating(self.tree, finder, self.outside):
             if on_path(call) and not self._pure(call, name):
@@ -810,6 +810,14 @@ class _RowWrites(cst.CSTVisitor):
                 for n in _passed_names(a.value):
                     self._of(n).passed.append(node)
         f = node.func
+        if isinstance(f, cst.Name):  # `post()`: a name called may hold the tensor (a partial of a writer: round S)
+            self._of(f.value).mutators.append(node)
+        root = f.value if isinstance(f, cst.Attribute) else None
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Attribute) and isinstance(root, cst.Name) \
+                and f.attr.value.endswith("_") and not f.attr.value.endswith("__") and root.value != "self":
+            self._of(root.value).mutators.append(node)  # `ns.topk.masked_fill_(...)`: into what ns holds (round S)
         if isinstance(f, cst.Attribute) and _viewed_name(f.value) and _dunder_write(f.attr.value):
             self._of(_viewed_name(f.value)).mutators.append(node)  # `idx.__setitem__(k, v)`, `idx.__iand__(m)`
             self._of(_viewed_name(f.value)).changes.append(node)
@@ -868,7 +876,16 @@ def _held(e: cst.BaseExpression) -> List[cst.BaseExpression]:
         return [x for el in e.elements for x in _held(el.value)]
     if isinstance(e, cst.StarredElement):
         return _held(e.value)
+    callee = e.func.value if isinstance(e, cst.Call) and isinstance(e.func, cst.Name) else \
+        e.func.attr.value if isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) else ""
+    if callee in _WRAPPERS:  # `helper(zip(idx, starts))`, `helper(partial(f, idx))`: what the result holds (round S)
+        return [e, *(x for a in e.args for x in _held(a.value))]
     return [e]
+
+
+# Builtins and library callables whose result holds their arguments, or iterates over them.
+_WRAPPERS = {"zip", "map", "filter", "enumerate", "reversed", "iter", "list", "tuple", "set", "frozenset", "dict",
+             "sorted", "partial", "chain", "zip_longest", "starmap", "SimpleNamespace", "namedtuple", "MappingProxyType"}
 
 
 # Dunder methods that only read (an operator's value, a comparison, an item): any other called on a tensor
@@ -1149,6 +1166,8 @@ def may_share(e: Optional[cst.CSTNode]) -> Set[str]:
         return set()
     if isinstance(e, cst.Name):
         return {e.value}
+    if isinstance(e, (cst.Dict, cst.Set, cst.DictComp, cst.SetComp, cst.ListComp, cst.GeneratorExp, cst.Lambda)):
+        return {n.value for n in _names_in(e)}  # a container holds, a lambda captures, what it names (round S)
     if isinstance(e, _NO_ROWS) or isinstance(e, (cst.BinaryOperation, cst.UnaryOperation)):
         return set()
     if isinstance(e, cst.Subscript):
@@ -1219,6 +1238,10 @@ class _Aliases(cst.CSTVisitor):
     def visit_WithItem(self, node: cst.WithItem) -> None:
         if node.asname is not None:
             self._bind([node.asname.name], node.item)
+
+    def visit_Param(self, node: cst.Param) -> None:
+        if node.default is not None and not (isinstance(node.default, cst.Name) and node.default.value in _BUILTIN_NAMES):
+            self._bind([node.name], node.default)  # `def step(sel=idx)`: a nested def's default holds idx (round S)
 
     def points_to(self) -> Dict[str, Set[str]]:
         pts: Dict[str, Set[str]] = {}

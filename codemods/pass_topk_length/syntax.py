@@ -105,6 +105,17 @@ def _as_ast(node: cst.FunctionDef) -> Optional[ast.AST]:
         return None
 
 
+def only_handed_on(d: Optional[ast.AST], param: str) -> bool:
+    """Does the def read `param` only as `param=param` in a call (to super(), the kernel): no other meaning of its
+    own (round S: an override whose `topk_length` caps slots)?"""
+    if d is None:
+        return False
+    reads = sum(isinstance(n, ast.Name) and n.id == param for n in ast.walk(d))
+    handed = sum(isinstance(n, ast.keyword) and n.arg == param and isinstance(n.value, ast.Name) and n.value.id == param
+                 for n in ast.walk(d))
+    return reads == handed
+
+
 def assigned_target(stmt: cst.CSTNode) -> Optional[cst.BaseAssignTargetExpression]:
     """The one target a plain assignment gives a value (`x.y = v`, `x.y: T = v`), else None."""
     if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1:

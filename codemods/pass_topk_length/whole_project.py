@@ -15,7 +15,7 @@ from . import callers, reach
 from .field_meaning import CLIP_HOW, _clipped_elsewhere
 from .quick import PARAM
 from .rows import Hooks, _instance_param, index_hazard, row_hazard
-from .syntax import _argument_for, _code, constructor_call
+from .syntax import _argument_for, _code, _is_name, constructor_call, only_handed_on
 
 # Attributes whose write changes what a read of a module or function gives without naming it: a module's
 # class (its `__getattribute__`), a function's code and defaults.
@@ -40,6 +40,19 @@ def _packages(module: str) -> List[str]:
     """`a.b.c` -> [`a`, `a.b`]: the packages a module is an attribute of."""
     parts = module.split(".")
     return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def _handed(batch: cst.FunctionDef, call: cst.Call, p: str, positional: List[str], shift: int) -> List[cst.BaseExpression]:
+    """What a call of batch hands its parameter p: the keyword or positional argument; for its `*args`, every
+    positional argument past the named ones; for its `**kwargs`, every keyword naming no parameter (round S)."""
+    params = batch.params
+    if isinstance(params.star_arg, cst.Param) and params.star_arg.name.value == p:
+        return [a.value for a in call.args if not a.keyword][max(0, len(positional) - shift):]
+    if isinstance(params.star_kwarg, cst.Param) and params.star_kwarg.name.value == p:
+        named = set(positional) | {k.name.value for k in params.kwonly_params}
+        return [a.value for a in call.args if a.keyword and a.keyword.value not in named]
+    arg = _argument_for(call, p, positional.index(p) if p in positional else None, shift)
+    return [] if arg is None else [arg]
 
 
 def _takes(fn: cst.Lambda) -> bool:
@@ -72,7 +85,11 @@ class WholeProject:
                             f"another function than {fn.qualname}; add topk_length by hand")
                 a = d.args
                 if PARAM in {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}:
-                    continue
+                    if only_handed_on(d, PARAM):
+                        continue
+                    return (f"{cls.name}.{fn.name} at {where} overrides {fn.qualname} and already takes `{PARAM}`, which "
+                            "it reads other than by handing it on as `topk_length=topk_length`: its meaning there is "
+                            "unknown (round S); pass topk_length by hand")
                 if a.kwarg is None:
                     return (f"{cls.name}.{fn.name} at {where} overrides {fn.qualname} without topk_length; "
                             "add the parameter there too (passing it on to super())")
@@ -136,10 +153,17 @@ class WholeProject:
         (callers.py; the rows and indices), hands them on as it was handed them."""
         if not rows | indices | meta:
             return None
+        if batch.name.value.startswith("__") and batch.name.value.endswith("__"):
+            return (f"the rows and indices come from `{batch.name.value}`, which Python calls implicitly (`obj(...)`, "
+                    "`obj[...]`): its callers are not seen, so what they hand is not traced; pass topk_length by hand "
+                    "where the rows are known, or use --lengths derived (round S)")
         static = any(get_full_name_for_node(d.decorator) == "staticmethod" for d in batch.decorators)
         method = self.tree.is_method(batch) and not static
         positional = [p.name.value for p in [*batch.params.posonly_params, *batch.params.params]][1 if method else 0:]
-        wanted = callers.wanted_of(positional, rows | indices)  # (the metadata: this module's calls only)
+        star, star_star = (p.name.value if isinstance(p, cst.Param) else "" for p in (
+            batch.params.star_arg, batch.params.star_kwarg))
+        named = frozenset(positional + [p.name.value for p in batch.params.kwonly_params])
+        wanted = callers.wanted_of(positional, rows | indices, star, star_star)  # (the metadata: this module's calls only)
         here = f"callers here:{batch.name.value}:{wanted}:{sorted(rows)}:{sorted(meta)}"  # (this module's: the same for every def of the name)
 
         def build() -> Optional[str]:
@@ -147,7 +171,7 @@ class WholeProject:
             cls = self.tree.parent.get(self.tree.parent.get(batch))
             mine = proj.instance_classes(set(self.subclasses(cls.name.value))) if isinstance(cls, cst.ClassDef) else None
             why = self.index(here, lambda: self._module_callers(batch, positional, rows, indices, meta))
-            w = callers.unchanged_callers(proj, batch.name.value, wanted, mine) if why is None else None
+            w = callers.unchanged_callers(proj, batch.name.value, wanted, mine, named) if why is None else None
             why = why or (f"at {w.where()}, a call of `{batch.name.value}`: {w.what}" if w is not None else None)
             return (f"{why}; q and the indices it hands may not be the rows the metadata was built for, in order; pass "
                     "topk_length by hand where they are known, or use --lengths derived") if why else None
@@ -174,28 +198,43 @@ class WholeProject:
             if not isinstance(owner, cst.FunctionDef) or any(a.star for a in call.args):
                 return f"at line {line}, a call of `{name}` hands it rows no function was handed"
             scope = self.tree.scope_of.get(owner.body)
-            # `Backend.forward(backend, q, ...)`: called off the class, the instance comes first (round R)
-            shift = -1 if bound and isinstance(call.func, cst.Attribute) and isinstance(call.func.value, (
-                cst.Name, cst.Attribute)) and (get_full_name_for_node(call.func.value) or "").rsplit(".", 1)[-1][:1].isupper() else 0
-            for p in sorted(meta):
-                arg = _argument_for(call, p, positional.index(p) if p in positional else None, shift)
-                if arg is not None and not self._held_object(arg):
-                    return (f"at line {line}, a call of `{name}` hands `{p}` `{_code(arg).strip()[:60]}`, not an object "
-                            "its caller holds: which batch's metadata it is is not proven (a builder's cached result, "
-                            "round P)")
-            for p in sorted(rows | indices):
-                arg = _argument_for(call, p, positional.index(p) if p in positional else None, shift)
-                if arg is None:
-                    continue
-                if isinstance(arg, cst.Name) and any(isinstance(getattr(a, "node", None), cst.Param) and _instance_param(
-                        self.tree, a.node) for a in self.tree.binding(arg, arg.value).assignments):
-                    return (f"at line {line}, a call of `{name}` hands it `{arg.value}`, the caller's own object, whose "
-                            "attributes any holder may rewrite (round O)")
-                hazard = (row_hazard(self.tree, arg, scope, self.hooks)
-                          if p in rows else index_hazard(self.tree, arg, self.outside_project, self.method_rival))[0]
-                if hazard:
-                    return f"at line {line}, a call of `{name}`: {hazard}"
+            # `Backend.forward(backend, q, ...)`: called off the class, the instance comes first (round R); off any
+            # receiver but self or super() (`DEFAULT_BACKEND.forward(...)`, `impl_cls.forward(obj, ...)`) both readings
+            # are checked (round S)
+            func = call.func
+            plain = not bound or not isinstance(func, cst.Attribute) or self._instance(func.value)
+            for shift in ((0,) if plain else (0, -1)):
+                for p in sorted(meta):
+                    arg = _argument_for(call, p, positional.index(p) if p in positional else None, shift)
+                    if arg is not None and not self._held_object(arg):
+                        return (f"at line {line}, a call of `{name}` hands `{p}` `{_code(arg).strip()[:60]}`, not an object "
+                                "its caller holds: which batch's metadata it is is not proven (a builder's cached result, "
+                                "round P)")
+                for p in sorted(rows | indices):
+                    for arg in _handed(batch, call, p, positional, shift):
+                        if isinstance(arg, cst.Name) and any(isinstance(getattr(a, "node", None), cst.Param) and _instance_param(
+                                self.tree, a.node) for a in self.tree.binding(arg, arg.value).assignments):
+                            return (f"at line {line}, a call of `{name}` hands it `{arg.value}`, the caller's own object, whose "
+                                    "attributes any holder may rewrite (round O)")
+                        hazard = (row_hazard(self.tree, arg, scope, self.hooks)
+                                  if p in rows else index_hazard(self.tree, arg, self.outside_project, self.method_rival))[0]
+                        if hazard:
+                            return f"at line {line}, a call of `{name}`: {hazard}"
         return None
+
+    def _instance(self, e: cst.BaseExpression) -> bool:
+        """Surely an instance, never a class: self, super(), a constructor's call (`Backend(md)`), or a local
+        bound only to those."""
+        if _is_name(e, "self"):
+            return True
+        if isinstance(e, cst.Call):
+            callee = (get_full_name_for_node(e.func) or "").rsplit(".", 1)[-1]
+            return callee == "super" or callee[:1].isupper()
+        if isinstance(e, cst.Name):
+            assigned = self.tree.binding(e, e.value).assignments
+            values = [getattr(self.tree.assignment_statement(a), "value", None) for a in assigned]
+            return bool(values) and all(isinstance(v, cst.Call) and self._instance(v) for v in values)
+        return False
 
     def _held_object(self, arg: cst.BaseExpression, depth: int = 0) -> bool:
         """A parameter, an attribute chain read off a name with no call on the way, a local bound only to those,
