@@ -104,10 +104,8 @@ class GraphReplay:
             held = self.held_attributes()
             sources = self._holder_sources(held)
             for fdef in self.graph_update_defs():
-                named = reach.graph_update(fdef.name.value) or not reach.graph_builder(fdef.name.value)
                 for arg in self.find(cst.Arg, lambda a: a.keyword is not None and a.keyword.value == field_name, fdef):
-                    if named:  # (a builder it calls makes new objects, which only its writes below may store)
-                        return self._replaced(fdef, arg, f"a new `{field_name}`")
+                    return self._replaced(fdef, arg, f"a new `{field_name}`")
                 for at, target, value in self._writes_in(fdef):
                     new = value is None or not self._stored(value, set())
                     if isinstance(target, cst.Subscript):  # `self.graph_metadata[bs] = make(...)`
@@ -245,7 +243,7 @@ class GraphReplay:
 
     def graph_update_defs(self) -> List[cst.FunctionDef]:
         """The defs that may run between a graph's replays: reach.graph_update's, and what they call as
-        `self.name(...)` (transitively, whatever their names: a builder a replay method calls runs on replay)."""
+        `self.name(...)` (transitively), less a capture or a builder (which make the objects a graph keeps)."""
         def build() -> List[cst.FunctionDef]:
             todo = list(self.find(cst.FunctionDef, lambda f: reach.graph_update(f.name.value)))
             classes = {c.name.value for c in self.find(cst.ClassDef)}
@@ -260,8 +258,9 @@ class GraphReplay:
                 for read in self.find(cst.Attribute, lambda a: isinstance(a.value, cst.Name) and (
                         a.value.value == "self" or a.value.value in classes) or isinstance(a.value, cst.Call) and
                         get_full_name_for_node(a.value.func) == "super", fdef):  # `super().m(...)` too (round Q)
-                    # (a builder called from a replay method runs on replay too: round S's u_graph_replay_calls_builder)
-                    todo += [f.node for f in self.functions_named(read.attr.value) if f.class_name]
+                    name = read.attr.value  # (a builder it calls is read as a capture: sglang 0.5.16 builds on a
+                    if not reach.graph_builder(name):  # batch size's first use; round S's u_graph_replay_calls_builder)
+                        todo += [f.node for f in self.functions_named(name) if f.class_name]
             return list(seen.values())
         return self.index("graph_update_defs", build)
 

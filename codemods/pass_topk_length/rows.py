@@ -1166,8 +1166,9 @@ def may_share(e: Optional[cst.CSTNode]) -> Set[str]:
         return set()
     if isinstance(e, cst.Name):
         return {e.value}
-    if isinstance(e, (cst.Dict, cst.Set, cst.DictComp, cst.SetComp, cst.ListComp, cst.GeneratorExp, cst.Lambda)):
-        return {n.value for n in _names_in(e)}  # a container holds, a lambda captures, what it names (round S)
+    if isinstance(e, (cst.Dict, cst.Set, cst.DictComp, cst.SetComp, cst.ListComp, cst.GeneratorExp)):
+        return {n.value for n in _names_in(e)}  # a container holds what it names (round S); (a lambda's own writes
+        # are read where it is written, as any nested code's are)
     if isinstance(e, _NO_ROWS) or isinstance(e, (cst.BinaryOperation, cst.UnaryOperation)):
         return set()
     if isinstance(e, cst.Subscript):

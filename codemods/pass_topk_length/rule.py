@@ -182,6 +182,7 @@ def _example(code: str, status: Optional[Status], reason: str = "", after: Optio
 
 
 _HELPER_BEFORE = '''\
+from dataclasses import dataclass
 from typing import Optional
 
 import torch
@@ -220,8 +221,9 @@ class Backend:
         return o
 
 
+@dataclass
 class Metadata:
-    dsa_cache_seqlens_int32: torch.Tensor  # seqlens clipped to topk
+    dsa_cache_seqlens_int32: torch.Tensor  # seqlens clipped to topk: a required field of every instance
 '''
 
 _KERNEL_IMPORT = "from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"

@@ -222,18 +222,24 @@ class WholeProject:
                             return f"at line {line}, a call of `{name}`: {hazard}"
         return None
 
-    def _instance(self, e: cst.BaseExpression) -> bool:
-        """Surely an instance, never a class: self, super(), a constructor's call (`Backend(md)`), or a local
-        bound only to those."""
+    def _instance(self, e: Optional[cst.BaseExpression], depth: int = 0) -> bool:
+        """Surely an instance, never a class: self, super(), a constructor's call (`Backend(md)`), a call of a
+        function of this module every return of which is one (`prepare(inp)`), or a local bound only to those."""
         if _is_name(e, "self"):
             return True
+        if depth > 4:
+            return False
         if isinstance(e, cst.Call):
             callee = (get_full_name_for_node(e.func) or "").rsplit(".", 1)[-1]
-            return callee == "super" or callee[:1].isupper()
+            if callee == "super" or callee[:1].isupper() and callee not in ("type",):
+                return True
+            defs = [f.node for f in self.functions_named(callee) if not f.class_name] if isinstance(e.func, cst.Name) else []
+            returns = [r.value for d in defs for r in self.find(cst.Return, None, d)]
+            return bool(returns) and all(self._instance(r, depth + 1) for r in returns)
         if isinstance(e, cst.Name):
             assigned = self.tree.binding(e, e.value).assignments
             values = [getattr(self.tree.assignment_statement(a), "value", None) for a in assigned]
-            return bool(values) and all(isinstance(v, cst.Call) and self._instance(v) for v in values)
+            return bool(values) and all(isinstance(v, cst.Call) and self._instance(v, depth + 1) for v in values)
         return False
 
     def _held_object(self, arg: cst.BaseExpression, depth: int = 0) -> bool:
