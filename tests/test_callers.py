@@ -85,6 +85,16 @@ def test_a_call_through_an_import_alias_is_a_caller(tmp_path, call, fixable):
     assert (site.status.value == "fixable") is fixable, site.reason
 
 
+@pytest.mark.parametrize("call,fixable", [("indices=indices", True), ("indices=indices.flip(0)", False)])
+def test_indices_in_kwargs_are_what_the_callers_hand_it_by_keyword(tmp_path, call, fixable):
+    """Round S: the indices read off `**kwargs` (sglang's shape) are each extra keyword a caller hands."""
+    backend = BACKEND.replace("def forward(self, q, kv, indices, scale):", "def forward(self, q, kv, scale, **kwargs):") \
+        .replace("flash_mla_sparse_fwd(q, kv, indices, scale)", "flash_mla_sparse_fwd(q, kv, kwargs['indices'], scale)")
+    layer = LAYER.format(kind="", body=f"return self.backend.forward(q, kv, scale, {call})")
+    site = verdict(tmp_path, backend=backend, others=[("layer.py", layer)])
+    assert (site.status.value == "fixable") is fixable, site.reason
+
+
 def test_an_async_caller_is_a_caller(tmp_path):
     body = "return await self.backend.forward(q[::-1], kv, indices[::-1], scale)"
     site = verdict(tmp_path, others=[("layer.py", LAYER.format(kind="async ", body=body))])

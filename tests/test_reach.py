@@ -60,6 +60,9 @@ class Fast(Backend):
     (", **kwargs", "out = super()._forward_flashmla_sparse(q, kv, idx, scale, **kwargs)\n        return out", True),
     (", **kwargs", "return super()._forward_flashmla_sparse(q, kv, idx, scale, **kwargs)", True),
     (", topk_length=None", "return super()._forward_flashmla_sparse(q, kv, idx, scale)", True),
+    # round S: an override with a topk_length of its own meaning (a cap on slots) is not the inserted one's
+    (", topk_length=None", "return super()._forward_flashmla_sparse(q, kv, idx[..., :topk_length], scale)", False),
+    (", topk_length=None", "return super()._forward_flashmla_sparse(q, kv, idx, scale, topk_length=topk_length)", True),
 ])
 def test_an_override_in_another_package(tmp_path, extra, body, fixable):
     site = verdict(tmp_path, {"plugins/fast/impl.py": OVERRIDE.format(extra=extra, body=body),

@@ -495,6 +495,12 @@ def test_the_field_is_not_an_earlier_steps_lengths(tmp_path, value, fixable):
     ("return seqlens.clamp(max=index_topk)[torch.argsort(seqlens)]", False),
     ("return seqlens.clamp(max=index_topk)[:]", True),
     ("return torch.zeros_like(seqlens)", False),
+    # round S: `out=` makes the result a kept buffer, a bare clip() is a fork's function, a view by dtype
+    # reinterprets the bytes; a view by size keeps them
+    ("return torch.clamp(seqlens, max=index_topk, out=seqlens)", False),
+    ("return clip(seqlens, max=index_topk)", False),
+    ("return seqlens.clamp(max=index_topk).view(torch.int32)", False),
+    ("return seqlens.clamp(max=index_topk).view(-1)", True),
 ])
 def test_the_field_must_hold_the_seqlens_clipped_to_the_top_k_width(tmp_path, clip, fixable):
     (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
@@ -537,6 +543,53 @@ def test_on_cuda_graph_replay_the_lengths_are_updated_in_place(tmp_path, replay,
         # (the field read off a call's result is not proven the clipped lengths either: round R's `_kept`)
         assert "CUDA-graph replay" in site.reason or "a CUDA graph was captured with" in site.reason \
             or "self._build_metadata(batch).dsa_cache_seqlens_int32`, not provably" in site.reason, site.reason
+
+
+@pytest.mark.parametrize("replay,fixable,why", [
+    ("self._graph_metadata.copy_(self._build_metadata(batch))\n        self.forward_metadata = self._graph_metadata",
+     True, ""),
+    # round R: a replay hook that never writes the field in place leaves the graph its capture-time lengths
+    ("self._raw_lens = batch.seq_lens", False, "no method that runs between replays writes"),
+])
+def test_a_replay_method_writes_the_field_in_place(tmp_path, replay, fixable, why):
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    original = ("self._graph_metadata.copy_(self._build_metadata(batch))\n"
+                "        self.forward_metadata = self._graph_metadata")
+    src = ROOT_EXAMPLE.read_text()
+    assert original in src
+    (site,) = migrate_source(src.replace(original, replay), str(tmp_path / "b.py")).sites
+    assert (site.status is Status.FIXABLE) is fixable and why in site.reason, site.reason
+
+
+@pytest.mark.parametrize("extra,fixable", [
+    ("", True),
+    # round R: a shallow copy shares the field's tensor; an in-place update through it rewrites the original's
+    ("        draft = copy.copy(self.forward_metadata)\n"
+     "        draft.dsa_cache_seqlens_int32.copy_(self.forward_metadata.dsa_cache_seqlens_int32)\n", False),
+])
+def test_a_shallow_copy_beside_an_in_place_write_of_the_field(tmp_path, extra, fixable):
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    anchor = "        self.forward_metadata = self._build_metadata(batch)\n"
+    src = ROOT_EXAMPLE.read_text().replace("import torch\n", "import copy\n\nimport torch\n", 1)
+    assert anchor in src
+    (site,) = migrate_source(src.replace(anchor, anchor + extra), str(tmp_path / "b.py")).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("before, fixable", [
+    ("d = {'i': idx}\n        n = d['i'].shape[0]", True),
+    # round S: what a container, a namespace, a partial, a zip or a nested def's default holds is the tensor
+    ("d = {'i': idx}\n        d['i'].masked_fill_(idx < 0, -1)", False),
+    ("ns = SimpleNamespace(t=idx)\n        ns.t.masked_fill_(idx < 0, -1)", False),
+    ("post = functools.partial(helper, idx)\n        post()", False),
+    ("helper(zip(idx, idx))", False),
+    ("def step(sel=idx):\n            sel.masked_fill_(sel < 0, -1)\n        step()", False),
+])
+def test_what_holds_the_indices_may_write_them(before, fixable):
+    src = f"class B:\n    def f(self, idx, helper):\n        {before}\n        x = idx\n"
+    tree = Tree(__import__("libcst").parse_module(src))
+    node = tree.module.body[0].body.body[0].body.body[-1].body[0].value
+    assert (index_hazard(tree, node)[0] is None) is fixable, index_hazard(tree, node)[0]
 
 
 def test_the_soundness_page_lists_every_allowlist_entry():
