@@ -1325,6 +1325,9 @@ def test_a_lookup_by_key_is_no_narrowing_but_reads_no_parameters_getitem(params,
     ("p.coalesce_topk()", False),  # a method of the holder may give the attribute another tensor (round R)
     ("helper(p.topk_indices)", False),  # the attribute handed to a call that may rewrite it (round R)
     ("helper({'idx': p.topk_indices})", False),
+    # round S: the attribute set by name elsewhere in the module (a frozen dataclass's `object.__setattr__`)
+    ("object.__setattr__(p, 'topk_indices', p.topk_indices.sort(dim=-1).values)", False),
+    ("object.__setattr__(p, 'other', None)", True),
 ])
 def test_indices_read_off_a_holder_parameter(before, fixable):
     src = f"class B:\n    def f(self, p, helper):\n        {before}\n        x = p.topk_indices\n"

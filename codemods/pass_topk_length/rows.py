@@ -1512,6 +1512,11 @@ class IndexTrace:
                     self.inside -= 1
                 if why:
                     return f"{why} (`{_code(t)}` assigned at line {self.tree.line(node)})"
+        for call in self.tree.find(cst.Call, lambda c: get_full_name_for_node(c.func) in _SETATTRS):
+            key = call.args[1].value if len(call.args) > 1 else None  # `object.__setattr__(fb, "topk_indices", v)`
+            if not isinstance(key, cst.SimpleString) or key.evaluated_value == attr:  # (a computed name: any)
+                return (f"`{_code(call).strip()[:70]}` (line {self.tree.line(call)}) may set `{attr}` by name: the "
+                        "value it gives is not traced (round S)")
         return None
 
     def hazard(self, e: cst.BaseExpression) -> Optional[str]:
@@ -1789,6 +1794,7 @@ class IndexTrace:
         return True
 
 
+_SETATTRS = {"setattr", "builtins.setattr", "object.__setattr__"}
 FILLS = {"full", "full_like", "new_full", "zeros_like", "ones_like", "zeros", "ones", "new_zeros", "new_ones",
          "empty_like", "tensor", "fill_"}
 
