@@ -190,8 +190,7 @@ class FieldMeaning:
                 stmt = next((a for a in self.tree.ancestors(target) if isinstance(a, cst.Assign)), None)
                 if stmt is not None and not self._clipped(stmt.value, set()):
                     return self._unclipped(field_name, target, stmt.value)
-            for call in self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute) and c.func.attr.value == "copy_"
-                                  and _is_field(c.func.value, field_name) and bool(c.args)):
+            for call in filter(lambda c: c.args, self._field_copies(field_name)):
                 if not self._clipped(call.args[0].value, set()):
                     return self._unclipped(field_name, call, call.args[0].value)
             for node in self.find((cst.Call, cst.AssignTarget, cst.AugAssign), lambda n: _changes_in_place(n, field_name)):
@@ -201,12 +200,16 @@ class FieldMeaning:
             return self._shared_by_copy(field_name)
         return self.index(f"unclipped:{field_name}", build)
 
+    def _field_copies(self, field_name: str) -> List[cst.Call]:
+        """`x.field.copy_(...)` (`x.field[:n].copy_(...)` too): the module's in-place writes of the field's values."""
+        return self.index(f"field-copies:{field_name}", lambda: self.find(cst.Call, lambda c: isinstance(
+            c.func, cst.Attribute) and c.func.attr.value == "copy_" and _is_field(c.func.value, field_name)))
+
     def _shared_by_copy(self, field_name: str) -> Optional[str]:
         """Where this module writes the field in place, it makes no shallow copy (`copy.copy`, `dataclasses.replace`
         without the field, `__copy__`): the copy shares the tensor, so an update of another batch's lengths through
         one rewrites the other's (round R's u_shallow_copy_shares_field: a draft's metadata copied from the target's)."""
-        writes = self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute) and c.func.attr.value == "copy_"
-                           and _is_field(c.func.value, field_name))
+        writes = self._field_copies(field_name)
         if not writes:
             return None
         for call in self.find(cst.Call, lambda c: (get_full_name_for_node(c.func) or "").rsplit(".", 1)[-1] in (

@@ -12,7 +12,7 @@ from libcst.metadata import FunctionScope
 from topk_migrate.cst.resolve import dotted
 
 from . import reach
-from .syntax import _code, _targets_attribute, bound_targets
+from .syntax import _code, _is_name, _targets_attribute, bound_targets
 
 
 def _is_attr_of_self(e: cst.BaseExpression) -> bool:
@@ -33,10 +33,6 @@ def _self_root_attr(e: cst.BaseExpression) -> Optional[str]:
     while isinstance(e, (cst.Subscript, cst.Attribute)) and not _is_attr_of_self(e):
         e = e.value
     return e.attr.value if _is_attr_of_self(e) else None
-
-
-def _is_name_self(e: cst.BaseExpression) -> bool:
-    return isinstance(e, cst.Name) and e.value == "self"
 
 
 def _view_of_self(e: cst.BaseExpression) -> Optional[str]:
@@ -163,18 +159,18 @@ class GraphReplay:
             if isinstance(target, cst.Attribute) and target.attr.value == field_name and _is_attr_of_self(target):
                 return True
             if isinstance(target, cst.Call) and get_full_name_for_node(target.func) == "getattr" and target.args and \
-                    _is_name_self(target.args[0].value):
+                    _is_name(target.args[0].value, "self"):
                 loop = next((a for a in self.tree.ancestors(target) if isinstance(a, cst.For)), None)
                 over = loop.iter if loop is not None else None
                 if isinstance(over, cst.Call) and get_full_name_for_node(over.func) in ("fields", "dataclasses.fields") \
-                        and over.args and _is_name_self(over.args[0].value):
+                        and over.args and _is_name(over.args[0].value, "self"):
                     return True
         return False
 
     def _field_set(self, field_name: str) -> bool:
         """Does this module give the field a value at all (a keyword, an attribute assignment)?"""
         return bool(self.find(cst.Arg, lambda a: a.keyword is not None and a.keyword.value == field_name)) or any(
-            t.target.attr.value == field_name for t in self.find((cst.AssignTarget, cst.AnnAssign), _targets_attribute))
+            not isinstance(t, cst.AugAssign) for t in self.targets_named(field_name))
 
     def _field_values(self, fdef: cst.FunctionDef, field_name: str) -> List[cst.BaseExpression]:
         """The values fdef gives the field: `field=v` keywords and `x.field = v` assignments."""
