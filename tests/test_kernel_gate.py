@@ -800,9 +800,31 @@ def test_a_pin_is_named_from_the_working_directory_where_the_project_lies_under_
     ({"requirements-lock.txt": "# " + "x" * (1 << 20) + "\nsglang-kernel==0.4.2.post2\n"}, None),
     # read as pip reads them
     ({"requirements.txt": "\ufeffsglang-kernel==0.4.2.post2\n"}, False),
-    # another repository inside the tree, documentation, and mentions that install nothing are not ways
-    ({"vendor/other/.git/HEAD": "", "vendor/other/requirements.txt": "sglang-kernel==0.4.2.post2\n"}, True),
+    # a file's text, not its name or its folder's, says it installs (round S)
+    ({"docker/cu118.Dockerfile": "RUN pip install sglang-kernel==0.4.2.post2\n"}, False),
+    ({"bin/setup": '#!/bin/sh\npython -m pip install "sglang-kernel==0.4.2.post2"\n'}, False),
+    ({"deploy/serving.def": "%post\n    pip install sglang-kernel==0.4.2.post2\n"}, False),
+    ({"deploy/cu118.env": "KERNEL_SPEC=sglang-kernel==0.4.2.post2\n"}, False),
+    ({"build/docker/Dockerfile": "RUN pip install sglang-kernel==0.4.2.post2\n"}, False),
+    ({"deploy/.git": "gitdir: ../.git/modules/deploy\n", "deploy/Dockerfile": "RUN pip install sglang-kernel==0.4.2.post2\n"},
+     False),
+    ({"tools/bootstrap.py": 'check_call([sys.executable, "-m", "pip", "install", "sglang-kernel==0.4.2.post2"])\n'},
+     False),
+    ({"modal_app.py": 'image = Image.debian_slim().pip_install("sglang", "sglang-kernel>=0.4.0")\n'}, None),
+    ({"tools/bootstrap.py": 'KERNEL = {"11.8": "sglang-kernel==0.4.2.post2"}\ncheck_call(["pip", "install", KERNEL[cuda]])\n'},
+     None),
+    ({"tools/bootstrap.py": 'run(f"pip install sglang-kernel=={KERNEL}", shell=True)\n'}, None),
+    ({"docker/Dockerfile": "ARG V=0.4.2.post2\nRUN pip install \\\n    sglang-kernel==${V} \\\n    torch\n"}, None),
+    ({"deploy/playbook.yml": "- pip:\n    name: sglang-kernel\n    version: 0.4.2.post2\n"}, None),
+    ({"environment-cu118.yml": "dependencies:\n  - pip:\n      - sglang-kernel\n"}, None),
+    # documentation, a Python message or value without a version, and a module's import install nothing
     ({"docs/install.md": "pip install sglang-kernel==0.4.2.post2\n"}, True),
+    ({"README.md": "pip install sglang-kernel==0.4.2.post2\n"}, True),
+    ({"pkg/check.py": 'raise ImportError("pip install sglang-kernel --force-reinstall")\nSGL = "sglang-kernel"\n'},
+     True),
+    ({"bench/table.py": '"""Which kernel each release brings: `pip install sglang==0.5.0` gives sglang-kernel==0.4.2."""\n'
+                        'OLD = {"0.5.0": "sglang-kernel==0.4.2.post2"}\nrun(["pip", "download", "sglang"])\n'}, True),
+    ({"tools/setup_env.py": 'check_call(["pip", "install", f"torch=={TORCH}", "-e", "."])\n'}, True),
     ({"scripts/check.sh": "python -c 'import sgl_kernel; print(sgl_kernel.__version__)'\n"}, True),
 ])
 def test_every_file_that_may_install_the_kernel_decides(repo, files, ok):

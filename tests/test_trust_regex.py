@@ -469,6 +469,12 @@ def _normal_form(text: str):
         return e
 
 
+def _recipe_pins(text: str):
+    """kernels.file_ways's readers of a recipe (conda's `=` too; a Python installer's arguments the second)."""
+    conda = kernels._CONDA_PIN.sub(r"\1==", text)
+    return kernels.spelled_pins(conda, "r"), kernels._mentioned_pins(text, "r", False)
+
+
 def _toml_pins(text: str):
     return kernels.pyproject_pins(text, "pyproject.toml")
 
@@ -500,6 +506,12 @@ INVENTORY = {
     "kernels.pyproject_pins (TOML)": (_toml_pins, [
         lambda n: '[project]\ndependencies = ["a' + " " * n + 'b"]\n', lambda n: "a = " + "1_" * n + "1\n",
         lambda n: 'x = "' + "\\\\" * n + '"\n', lambda n: "a = 1979-05-27T07:32:00" + "0" * n + "\n"]),
+    "kernels: a recipe's lines (_SPELLED_PIN, _CONDA_PIN, _WHEEL, _KEYED, _IMPORTED)": (
+        _recipe_pins, [
+            lambda n: "sgl-kernel[" * n + "==1", lambda n: "a" + " " * n + "b", lambda n: "\n" * n + "- a=1",
+            lambda n: " - a" * n + "=", lambda n: "sgl-kernel " * n, lambda n: "import " * n + "sgl-kernel",
+            lambda n: "a[" * n + "==1", lambda n: "sgl-kernel==" * n, lambda n: "a-1-" + "x" * n,
+            lambda n: "sgl-kernel" + " " * n + "[x]" + " " * n + "=", lambda n: 'sgl-kernel = "' + "^" * n]),
     "kernels._may_name (_LEADING_NAME)": (lambda t: kernels._may_name(t, ("sglang-kernel",)), [
         lambda n: " " * n + "a" * n + "!", lambda n: "a" + "-." * n]),
     "kernels._requirement (packaging)": (lambda t: kernels._requirement(t, "r"), [

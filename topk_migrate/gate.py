@@ -4,7 +4,7 @@ capability is read apart from the pipeline that asks."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, List, Optional, Tuple
 
 from . import rules
@@ -77,8 +77,13 @@ class KernelGate:
         """In order: --kernel NAME==VERSION, the project's pins, an interface vendored in the project, the
         interface the running Python would import (read, never imported), a capability declaration
         (`--kernel flash_mla:topk_length`). A distribution's pin decides only the modules it provides."""
+        from . import kernels  # noqa: PLC0415 - analysis only: after the byte prefilter
         from .installed import Declared  # noqa: PLC0415 - analysis only: after the byte prefilter
 
+        resolved = kernels.reexport_target(self.path, callee) if "." in callee else None
+        if resolved and resolved != callee:  # a project module's plain re-export: the kernel it resolves to decides
+            cap = self._decide(resolved)
+            return replace(cap, detail=f"{callee} is {resolved}: {cap.detail}")
         c = self._callee(callee)
         declared = self.explicit if isinstance(self.explicit, Declared) else None
         cap, undecided = self._by_pins(c, declared)

@@ -547,7 +547,7 @@ def file_pins(directory: str, root: str) -> Tuple[Tuple[Pin, ...], ...]:
     run, however many candidate files share the directory."""
     out: List[List[Pin]] = []
     for name in listing(directory):
-        if name in PROJECT_FILES or _may_install(name):
+        if _may_install(name):
             out += file_ways(os.path.join(directory, name), root)
     return tuple(map(tuple, out))
 
@@ -557,8 +557,11 @@ def file_ways(path: str, root: str) -> List[List[Pin]]:
     every other file under the root, tree_ways): a project file's dependencies and what it computes them
     from (poetry's tables, uv's overrides, a kernel distribution's own release); a requirements or
     constraints file's pins, whatever its name; a recipe's spelled pins (conda's single `=` too); and one
-    that decides nothing for a line naming a kernel that none of them reads. A file too big to read decides
-    nothing where its name says it installs; another (a tokenizer's vocabulary) installs nothing."""
+    that decides nothing for a line naming a kernel that none of them reads. A Python file (a bootstrap
+    script) gives the pins its text spells, and one that decides nothing where it names a kernel with a
+    version it computes; its other mentions (a message, an enum's value) install nothing. A file too big to
+    read decides nothing where its name says it installs; another (a tokenizer's vocabulary) installs nothing;
+    a binary one (a wheel, an archive) is no recipe."""
     name, rel = os.path.basename(path), project_label(path, root)
     text = read_project_file(path)
     if text is None:
@@ -570,15 +573,19 @@ def file_ways(path: str, root: str) -> List[List[Pin]]:
         if name == "pyproject.toml":  # uv's overrides and constraints replace what the project declares
             ways.append(spelled_pins(" ".join(_UV_PINS.findall(text)), rel))
         return ways
+    if "\0" in text[:8192]:  # an archive, a wheel, a compiled library: no recipe pip or a shell reads
+        return []
     if name.endswith(_REQUIREMENT_SUFFIXES) or "requirements" in name or "constraints" in name:
         return [requirements_file(path, root, rel) + _mentioned_pins(text, rel, True)]
+    if name.endswith(_PYTHON_SUFFIXES) or _PYTHON_TEXT.search(text[:4096]):
+        return [_python_installs(text, rel)]
     conda = _CONDA_PIN.sub(r"\1==", text) if name.endswith((".yml", ".yaml")) else text
     return [spelled_pins(conda, rel) + _mentioned_pins(text, rel, False)]
 
 
-_SPELLED_PIN = re.compile(r"""(?<![\w.-])([A-Za-z0-9][A-Za-z0-9._-]*\s*(?:\[[^\]]*\])?\s*(?:==|~=|<=|>=|<|>|!=)\s*[\w.*+!-]+"""
+_SPELLED_PIN = re.compile(r"""(?<![\w.-])([A-Za-z0-9][A-Za-z0-9._-]*\s*(?:\[[^\]\[]{0,200}\]\s*)?(?:==|~=|<=|>=|<|>|!=)\s*[\w.*+!-]+"""
                           r"""(?:\s*,\s*(?:==|~=|<=|>=|<|>|!=)\s*[\w.*+!-]+)*)""")
-_CONDA_PIN = re.compile(r"(?m)^(\s*-\s*[A-Za-z0-9][A-Za-z0-9._-]*)\s*=\s*(?==?[\w.*])=?")  # `- name=1.2` (conda's `=`)
+_CONDA_PIN = re.compile(r"(?m)^([ \t]*-[ \t]*[A-Za-z0-9][A-Za-z0-9._-]*)[ \t]*=[ \t]*(?==?[\w.*])=?")  # `- name=1.2` (conda's `=`)
 _UV_PINS = re.compile(r"(?:override|constraint)-dependencies\s*=\s*\[([^\]]*)\]")
 
 
@@ -835,12 +842,22 @@ def project_decision(path: str, dists: Sequence[str], min_versions: MinVersions)
 # -- every file of the project that may install a kernel ------------------------------------------
 MAX_TREE_ENTRIES = 20000  # directory entries looked at under the root, beyond the directories above the module
 MAX_TREE_DEPTH = 8
-MAX_TREE_BYTES = 64 << 20  # bytes of those files read; past it the rest decide nothing
-_NOT_THE_PROJECTS = {"build", "dist", "site-packages", "node_modules", "venv", "__pycache__", "docs", "doc", "tests",
-                     "test"}  # (copies, documentation, test suites: no way the serving process is installed)
+MAX_TREE_BYTES = 256 << 20  # bytes of those files read; past it the rest decide nothing
+# Environments and caches (copies of other projects), documentation and test suites: no way the serving
+# process is installed. Every other folder is the project's, a `build/` or a submodule holding the deploy
+# recipes included (red-team round S).
+_NOT_THE_PROJECTS = {"site-packages", "dist-packages", "node_modules", "venv", "__pycache__", "docs", "doc", "tests",
+                     "test"}
 _REQUIREMENT_SUFFIXES = (".txt", ".in", ".lock", ".pip")
-_RECIPE_SUFFIXES = (".sh", ".bash", ".yml", ".yaml", ".toml", ".cfg", ".ini", ".dockerfile", ".containerfile")
-_RECIPE_NAMES = ("Dockerfile", "Containerfile", "Makefile", "Pipfile", "Justfile")
+_PYTHON_SUFFIXES = (".py", ".pyw")
+# Python whatever its name (a script in bin/, a file named `-`): a python shebang, or a line that imports or defines
+_PYTHON_TEXT = re.compile(r"\A#![^\n]*python|^(?:import [\w.]+|from [\w.]+ import |def \w+\(|class \w+[(:])", re.M)
+# What no installer reads: documentation, compiled languages' sources, images and model data. Any other file,
+# whatever its name (`cu118.Dockerfile`, `bin/setup`, an Apptainer `.def`, a sourced `.env`), may install the
+# kernel: its text, not its name, says whether it does (round S).
+_NEVER_INSTALLS = (".md", ".rst", ".adoc", ".html", ".htm", ".ipynb", ".tex", ".pdf", ".c", ".cc", ".cpp", ".cxx",
+                   ".cu", ".cuh", ".h", ".hh", ".hpp", ".inl", ".rs", ".go", ".png", ".jpg", ".jpeg", ".gif", ".svg",
+                   ".safetensors", ".bin", ".pt", ".pth", ".npy", ".pyc", ".so", ".o", ".a", ".whl", ".gz", ".zip")
 _WHEEL = re.compile(r"(?i)(?<![\w.-])([a-z0-9][a-z0-9_.]*?)-(\d[\w.+!]*)-[^\s/]*\.whl")
 
 
@@ -848,10 +865,10 @@ _WHEEL = re.compile(r"(?i)(?<![\w.-])([a-z0-9][a-z0-9_.]*?)-(\d[\w.+!]*)-[^\s/]*
 def tree_ways(root: str, read: frozenset) -> Tuple[Tuple[Pin, ...], ...]:
     """The ways to install every other file under the root spells (directories in `read` are file_pins's):
     requirements and constraints files wherever they lie and whatever their name, sub-projects' pyproject.toml
-    and setup.cfg, Dockerfiles, Containerfiles, shell scripts, Makefiles, Pipfiles, tox.ini, conda
-    environments, TOML and YAML files. Each is one way; where it names a kernel distribution on a line
-    not read as a pin (a version from a build argument, a local wheel without one, a file too big to read),
-    that way decides nothing (red-team round J2)."""
+    and setup.cfg, and every recipe whatever its name: Dockerfiles, shell and Python scripts, Makefiles,
+    Pipfiles, tox.ini, conda environments, Ansible playbooks, env files. Each is one way; where it names a
+    kernel distribution on a line not read as a pin (a version from a build argument, a local wheel without
+    one, a file too big to read), that way decides nothing (red-team rounds J2 and S)."""
     out: List[Tuple[Pin, ...]] = []
     budget = MAX_TREE_BYTES
     for path in _tree_files(root, read):
@@ -885,13 +902,12 @@ def _named_to_install(name: str) -> bool:
 
 
 def _may_install(name: str) -> bool:
-    return name.endswith(_REQUIREMENT_SUFFIXES + _RECIPE_SUFFIXES) or name.startswith(_RECIPE_NAMES) \
-        or "requirements" in name or "constraints" in name
+    return not name.lower().endswith(_NEVER_INSTALLS)
 
 
 def _tree_files(root: str, read: frozenset) -> List[str]:
     """The files under root that may install a kernel, outside the directories in `read`: hidden folders,
-    builds and environments (copies), documentation and Python files left out; bounded."""
+    environments, documentation and test suites left out; bounded."""
     out: List[str] = []
     seen = 0
     for top, dirs, names in os.walk(root):
@@ -899,13 +915,13 @@ def _tree_files(root: str, read: frozenset) -> List[str]:
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _NOT_THE_PROJECTS
                          and not d.endswith(".egg-info") and depth < MAX_TREE_DEPTH
                          and not os.path.islink(os.path.join(top, d))
-                         and not os.path.exists(os.path.join(top, d, ".git")))  # (a repository of its own)
+                         and not os.path.exists(os.path.join(top, d, "pyvenv.cfg")))  # (an environment)
         seen += len(dirs) + len(names)
         if seen > MAX_TREE_ENTRIES:
             break
         if top in read:
             continue
-        out += [os.path.join(top, n) for n in sorted(names) if _may_install(n) and not n.endswith(".py")]
+        out += [os.path.join(top, n) for n in sorted(names) if _may_install(n)]
     return out
 
 
@@ -942,14 +958,15 @@ def _own_release(text: str, rel: str) -> List[Pin]:
 
 def _mentioned_pins(text: str, rel: str, requirements: bool) -> List[Pin]:
     """The pins a recipe's lines spell (`pip install sglang-kernel==0.4.6`, a wheel's file name, poetry's and
-    Pipfile's `name = "version"`), and one that decides nothing for a line naming a kernel distribution that
-    none of them reads. In a recipe that is not a requirements file, only lines that install count."""
-    known = rules.providers()
-    words = _dist_words(tuple(sorted({d for ds in known.values() for d in ds})))
+    Pipfile's `name = "version"`), and one that decides nothing for any other line naming a kernel
+    distribution (a continuation line, Ansible's `name: sgl-kernel`, an unpinned conda entry), but a line that
+    imports the module of that name."""
+    words = _kernel_words()
     pins: List[Pin] = []
     for line in text.lstrip("\ufeff").splitlines():
         line = re.sub(r"(^|\s)#.*$", "", line)
-        named = {normalize(m) for m in words.findall(line)}
+        named = {normalize(m.group(1)) for m in words.finditer(line)
+                 if not _IMPORTED.search(line[max(0, m.start() - 80):m.start()])}
         if not named:
             continue
         read = _requirement(without_options(line.strip()), rel) if requirements else None
@@ -960,9 +977,71 @@ def _mentioned_pins(text: str, rel: str, requirements: bool) -> List[Pin]:
         found += _keyed_pins(line, rel, named)
         if found:
             pins += found
-        elif requirements or "install" in line:
+        else:
             pins.append(Pin(COMPUTED, "", f"{rel} (names {sorted(named)[0]} in a way not read as a pin)"))
     return pins
+
+
+_IMPORTED = re.compile(r"\b(?:import|from)\s+$")  # `import sgl_kernel`: the module, not a distribution
+def _python_installs(text: str, rel: str) -> List[Pin]:
+    """What a Python file's installer calls install (a bootstrap script's `subprocess.check_call([sys.executable,
+    "-m", "pip", "install", spec])`, Modal's `.pip_install("sgl-kernel>=0.3.0")`): the pins of the literal
+    arguments after `install`, and one that decides nothing for a computed argument (`KERNEL[cuda]`,
+    `f"sgl-kernel=={v}"`). Its other strings (a version table, a message, a docstring) install nothing."""
+    tree = bounded.python_facts(text) if "install" in text else None
+    pins: List[Pin] = []
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)) if tree is not None else ():
+        for arg in _installed_arguments(call):
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                pins += _mentioned_pins(arg.value, rel, False)
+            elif _may_compute_a_kernel(arg):
+                pins.append(Pin(COMPUTED, "", f"{rel}:{arg.lineno} (installs what it computes)"))
+    return pins
+
+
+def _may_compute_a_kernel(arg: ast.AST) -> bool:
+    """A computed argument: a name, an item, a call; an f-string whose text names a kernel or begins computed
+    (`f"{spec}"`); not one that begins with another distribution's name (`f"torch=={v}"`)."""
+    if isinstance(arg, ast.Constant):
+        return False
+    if isinstance(arg, ast.JoinedStr):
+        text = _text_of(arg)
+        return text.startswith("{") or _kernel_words().search(text) is not None
+    return True
+
+
+def _installed_arguments(call: ast.Call) -> List[ast.AST]:
+    """What an installer call installs: every argument of a function named for installing (`pip_install`), or
+    those after an `"install"` element (`[sys.executable, "-m", "pip", "install", ...]`, `pip.main([...])`), or a
+    command string that says `install` itself (`"pip install sgl-kernel==0.2.5"`, an f-string)."""
+    flat: List[ast.AST] = []
+    for a in [*call.args, *(k.value for k in call.keywords)]:
+        a = a.value if isinstance(a, ast.Starred) else a
+        flat += list(a.elts) if isinstance(a, (ast.List, ast.Tuple)) else [a]
+    func = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+    if func.lower().endswith("install"):
+        return flat
+    words = [isinstance(a, ast.Constant) and a.value == "install" for a in flat]
+    if any(words):
+        return flat[words.index(True) + 1:]
+    if not any(w in func.lower() for w in _RUNS_COMMANDS):  # a message (`ImportError("pip install ...")`) runs nothing
+        return []
+    return [a for a in flat if isinstance(a, (ast.Constant, ast.JoinedStr)) and "install" in _text_of(a)]
+
+
+# the functions that run a command string (subprocess's, os.system, Modal's run_commands, fabric's run): by their name
+_RUNS_COMMANDS = ("run", "call", "popen", "system", "exec", "spawn", "command", "shell", "output", "sh")
+
+
+def _text_of(e: ast.AST) -> str:
+    if isinstance(e, ast.Constant):
+        return e.value if isinstance(e.value, str) else ""
+    return "".join(v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else "{}" for v in e.values)
+
+
+def _kernel_words() -> "re.Pattern[str]":
+    known = rules.providers()
+    return _dist_words(tuple(sorted({d for ds in known.values() for d in ds})))
 
 
 def _dist_words(dists: Tuple[str, ...]) -> "re.Pattern[str]":
@@ -1058,6 +1137,38 @@ def vendored_interface(path: str, qualname: str, param: str = "", _memo: Optiona
     beside = installed_module(path, module)
     iface = read_interface(beside, func, param=param, _memo=_memo) if beside else None
     return replace(iface, installed=True) if iface is not None else None
+
+
+def reexport_target(path: str, qualname: str) -> Optional[str]:
+    """What a project module's name is where the module binds it once, by `from <module> import name` of a module
+    outside the project (`fork_ops/__init__.py`: `from sgl_kernel.flash_mla import flash_mla_sparse_fwd`), followed
+    through the project's re-exports 4 deep; None where it is anything else (a def, two bindings, a star import, a
+    submodule of that name, a `global` write, a reflective module). Identity by resolution: the gate decides the
+    kernel it resolves to."""
+    module, _, func = qualname.rpartition(".")
+    file = find_module(path, module) if module else None
+    return _reexported(file, func, 0) if file else None
+
+
+def _reexported(file: str, func: str, depth: int) -> Optional[str]:
+    tree = bounded.python_facts(read_project_file(file)) if depth <= 4 else None
+    if tree is None or _global_writes(tree, func) is not None or _reflective(tree) is not None:
+        return None
+    if file.endswith("__init__.py") and _module_file(os.path.join(os.path.dirname(file), func)):
+        return None  # `import pkg.func` anywhere rebinds the package's attribute to the submodule
+    nodes = list(scope_nodes(tree))
+    binds = [(n, a) for n in nodes if isinstance(n, ast.ImportFrom) for a in n.names
+             if a.name == "*" or (a.asname or a.name) == func]
+    other = [n for n in nodes if _bound_name(n) == func or isinstance(n, ast.Import)
+             and any((a.asname or a.name.split(".")[0]) == func for a in n.names)]
+    if len(binds) != 1 or other or binds[0][1].name == "*":
+        return None
+    node, alias = binds[0]
+    source = "." * node.level + (node.module or "")
+    inner = find_module(file, source)
+    if inner is not None:  # a module of the project: its own binding decides
+        return _reexported(inner, alias.name, depth + 1)
+    return f"{source}.{alias.name}" if not node.level else None
 
 
 def read_interface(file: str, func: str, depth: int = 0, param: str = "",

@@ -33,7 +33,7 @@ from .metadata_in_scope import MetadataInScope
 from .metadata_type import MetadataType
 from .quick import ENTRY_POINTS, OP_TOPK_LENGTH_POSITION, PARAM, is_op_level
 from .reflection import NoReflection
-from .rows import foreign_write, index_hazard, row_hazard
+from .rows import _kv_arg, foreign_write, index_hazard, row_hazard
 from .syntax import _argument_for, _indices_arg, _is_none, _q_arg, _top_level_imports
 from .whole_project import WholeProject
 
@@ -277,6 +277,9 @@ class _Analysis(MetadataInScope, MetadataType, FieldMeaning, GraphReplay, Callee
                 handed[1].update(got)
                 if hazard:
                     return self.site(c, Status.MANUAL, f"at the caller on line {k.range.start.line}: " + _indices_reason(hazard))
+            hazard = index_sources and self.caller_foreign_write(c, k, sources, positions, shift)
+            if hazard:
+                return self.site(c, Status.MANUAL, f"at the caller on line {k.range.start.line}: " + _indices_reason(hazard))
             handing.append((k, handed))
             passing.append((k, expr, form))
             found = found or expr
@@ -320,6 +323,16 @@ class _Analysis(MetadataInScope, MetadataType, FieldMeaning, GraphReplay, Callee
         fields = {m.rsplit(".", 1)[-1] for m in self.metadata}
         return hazard or foreign_write(self.tree, c.node, lambda n: [f.node for f in self.functions_named(n)],
                                        fields, self.index("foreign-writes", dict)), sources
+
+    def caller_foreign_write(self, c: CallInfo, k: CallInfo, sources: Set[str], positions, shift: int) -> Optional[str]:
+        """rows' foreign_write in a caller of the helper: before it calls the helper, it writes in place nothing that
+        may be the indices' storage under another name (a sibling view of the batch's top-k, another parameter)."""
+        kv = _kv_arg(c.node)
+        params = sources | ({kv.value} if isinstance(kv, cst.Name) else set())
+        values = [a for a in (_argument_for(k.node, p, positions.get(p), shift) for p in params) if a is not None]
+        fields = {m.rsplit(".", 1)[-1] for m in self.metadata}
+        return foreign_write(self.tree, k.node, lambda n: [f.node for f in self.functions_named(n)], fields,
+                             self.index("foreign-writes", dict), values)
 
     def helper_groups_of(self, fn: Function) -> Optional[Group]:
         return self._helper_groups.get(id(fn.node))

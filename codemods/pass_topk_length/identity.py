@@ -259,6 +259,9 @@ class CalleeIdentity:
                             state = "too old" if cap.accepts is False else "of unknown capability"
                             return (f"`{name}` may also be {alt} (imported at line {line}), a kernel {state}: "
                                     f"{cap.detail}; pass topk_length by hand once every alternative accepts it")
+                        why = self.project_kernel(replace(c, callee=alt), name)  # (a fallback shim runs its body)
+                        if why:
+                            return f"`{name}` may also be {alt} (imported at line {line}): {why}"
                 continue
             stmt = self.tree.assignment_statement(a)
             if stmt is not None and _is_none(stmt.value):
@@ -329,27 +332,33 @@ class CalleeIdentity:
                     or call.args[1].value.evaluated_value == kernel):  # (as an attribute of the kernel's name above)
                 return (f"setattr at line {self.tree.line(call)} replaces `{name}{'.' + rest if rest else ''}`; "
                         "rewrite by hand if what it sets accepts topk_length")
-        if "." in c.callee and not is_op_level(c.callee):
-
-            iface = self.vendored(c.callee)
-            served = self._served_by_module_getattr(c.callee) if iface is None else None
-            if served:
-                return served
-            if iface is not None and PARAM not in iface.params and not iface.has_var_kwargs:
-                rel = os.path.relpath(iface.path, project.project_root(self.path)).replace(os.sep, "/")
-                if iface.installed:
-                    return (f"`{name}` is {c.callee}, whose interface installed beside this distribution "
-                            f"({rel}:{iface.line}) has no topk_length parameter; install a kernel release that takes it")
-                return (f"`{name}` is {c.callee}, defined in this project ({rel}:{iface.line}) "
-                        "without a topk_length parameter; add it there first")
-            if iface is not None and not iface.installed:  # another distribution's: the kernel, not a wrapper of ours
-                rel = os.path.relpath(iface.path, project.project_root(self.path)).replace(os.sep, "/")
-                why = self._vendored_wrapper(c, iface) or _misplaced_params(
-                    _positional(c.node), iface.params, f"{rel}:{iface.line}")
-                if why:
-                    return why
+        why = self.project_kernel(c, name)
+        if why:
+            return why
         if isinstance(b.assignments[0].scope, GlobalScope):
             return self._star_rebinds(c, name, b)
+        return None
+
+    def project_kernel(self, c: CallInfo, name: str) -> Optional[str]:
+        """Where the project defines the kernel it calls (a vendored interface, a compat shim), that def is read: it
+        takes topk_length and is a plain forwarding wrapper of a kernel held to the same checks."""
+        if "." not in c.callee or is_op_level(c.callee):
+            return None
+        iface = self.vendored(c.callee)
+        served = self._served_by_module_getattr(c.callee) if iface is None else None
+        if served:
+            return served
+        if iface is not None and PARAM not in iface.params and not iface.has_var_kwargs:
+            rel = os.path.relpath(iface.path, project.project_root(self.path)).replace(os.sep, "/")
+            if iface.installed:
+                return (f"`{name}` is {c.callee}, whose interface installed beside this distribution "
+                        f"({rel}:{iface.line}) has no topk_length parameter; install a kernel release that takes it")
+            return (f"`{name}` is {c.callee}, defined in this project ({rel}:{iface.line}) "
+                    "without a topk_length parameter; add it there first")
+        if iface is not None and not iface.installed:  # another distribution's: the kernel, not a wrapper of ours
+            rel = os.path.relpath(iface.path, project.project_root(self.path)).replace(os.sep, "/")
+            return self._vendored_wrapper(c, iface) or _misplaced_params(
+                _positional(c.node), iface.params, f"{rel}:{iface.line}")
         return None
 
     def _star_module(self, small: cst.ImportFrom) -> Tuple[str, ast.ImportFrom]:

@@ -3,7 +3,7 @@ the call, in the function that passes it, and is a parameter or a plain read of 
 module serves through code (metadata_at, which asks the other statements about the field it finds)."""
 from __future__ import annotations
 
-from typing import Optional, Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
@@ -11,7 +11,7 @@ from libcst.metadata import FunctionScope
 
 from topk_migrate.cst.scopecheck import root_binding
 
-from .syntax import _code, bound_targets, constructor_call
+from .syntax import _code, _is_name, bound_targets, constructor_call
 
 
 class MetadataInScope:
@@ -30,6 +30,8 @@ class MetadataInScope:
             why, none = root_binding(self.tree, node, root)
             why = why or self._metadata_source(b.assignments[0], root)
             owner = getattr(b.assignments[0].scope, "node", None)
+            if why is None and owner is not None:
+                why = self._refreshed(owner, b.assignments[0], expr.rsplit(".", 1)[1])
             target = self.attribute_writes_in(owner).get(expr) if why is None and owner is not None else None
             if target is not None:
                 why = f"`{expr}` is assigned at line {self.tree.line(target.target)}, in the function that passes it"
@@ -70,6 +72,53 @@ class MetadataInScope:
         return (f"`{root}` is bound at line {self.tree.line(stmt)} to `{_code(stmt.value).strip()[:60]}`, not a plain "
                 "read of the metadata the engine stored for this batch (a call's result, an item of a table); "
                 "pass topk_length by hand")
+
+    def _refreshed(self, owner: cst.FunctionDef, a, field_name: str) -> Optional[str]:
+        """The function reads the metadata off `self.<holder>`; a method of self it calls (transitively) that
+        rebinds the holder or writes the field may run between that read and the call (a lazy refresh on a step's
+        first layer, a staged update of the next step's lengths: round S), leaving the local another step's."""
+        value = getattr(self.tree.assignment_statement(a), "value", None)
+        if not (isinstance(value, cst.Attribute) and _is_name(value.value, "self")):
+            return None
+        holder, order = value.attr.value, self.tree.order
+        loops = [x for x in self.find((cst.For, cst.While), None, owner) if self.tree.inside(value, x)]
+
+        def after(x: cst.CSTNode) -> bool:  # may run after the read of the holder: later, or in a loop around both
+            return order[id(x)] > order[id(value)] or any(self.tree.inside(x, loop) for loop in loops)
+        for read in self.find(cst.Attribute, lambda x: _is_name(x.value, "self") and x.attr.value != holder
+                              and after(x), owner):
+            for fdef in self.methods_reached(read.attr.value):
+                for node, target, _ in self._writes_in(fdef):
+                    if isinstance(target, cst.Attribute) and (target.attr.value == field_name or _is_name(
+                            target.value, "self") and target.attr.value == holder):
+                        return self._refresh_why(owner, read, fdef, node)
+                for target in self._in_place_targets(fdef):
+                    while isinstance(target, (cst.Attribute, cst.Subscript)) and not (
+                            isinstance(target, cst.Attribute) and target.attr.value == field_name):
+                        target = target.value
+                    if isinstance(target, cst.Attribute):
+                        return self._refresh_why(owner, read, fdef, target)
+        return None
+
+    def _refresh_why(self, owner: cst.FunctionDef, read: cst.CSTNode, fdef: cst.FunctionDef, at: cst.CSTNode) -> str:
+        return (f"{owner.name.value} reads the metadata into a local, and `{_code(read).strip()}` (line "
+                f"{self.tree.line(read)}) reaches {fdef.name.value}, which gives it new lengths at line "
+                f"{self.tree.line(at)}: which step's lengths the local holds at the call is not proven; read the "
+                "metadata after the refresh, or pass topk_length by hand")
+
+    def methods_reached(self, name: str) -> List[cst.FunctionDef]:
+        """The methods of the module's classes named `name`, and those they read off self (transitively)."""
+        def build() -> List[cst.FunctionDef]:
+            todo = [f.node for f in self.functions_named(name) if f.class_name]
+            seen: Dict[int, cst.FunctionDef] = {}
+            while todo:
+                fdef = todo.pop()
+                if id(fdef) not in seen:
+                    seen[id(fdef)] = fdef
+                    for x in self.find(cst.Attribute, lambda x: _is_name(x.value, "self"), fdef):
+                        todo += [f.node for f in self.functions_named(x.attr.value) if f.class_name]
+            return list(seen.values())
+        return self.index(f"methods-reached:{name}", build)
 
     def _class_held(self, attr: str) -> Optional[cst.CSTNode]:
         """A write of `attr` in this module on anything but `self` or a local new instance (`type(self).attr = v`,

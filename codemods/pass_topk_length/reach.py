@@ -2344,6 +2344,8 @@ def _field_write(f: _File, node: ast.AST, field: str, slots: Dict[str, int]) \
         return [(f, t, node.value) for t in _flatten(targets) if isinstance(t, ast.Attribute) and t.attr == field]
     if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Attribute) and node.target.attr == field:
         return [(f, node.target, node)]
+    if _class_escapes(f, node, slots):
+        return [(f, node, None)]
     if isinstance(node, ast.Constant) and isinstance(node.value, str) and _NAMES_ONLY.fullmatch(node.value) \
             and field in _WORDS.findall(node.value) \
             and not (node.value == field and _name_read_or_set(f, node, field, slots)) and not _declared_or_logged(f, node):
@@ -2356,7 +2358,83 @@ def _field_write(f: _File, node: ast.AST, field: str, slots: Dict[str, int]) \
     literal = _literal_setattr(node, field)
     if literal is not None:
         return [(f, node, literal)]
+    made = _made_by_its_class(f, node, slots)
+    if made is not None:
+        return [(f, node, v) for v in made]
     return [(f, node, v) for v in _constructed_values(node, field, slots)]
+
+
+def unread_construction(f: _File, node: ast.AST, field: str) -> bool:
+    """Is a write field_writes gives no value a construction whose arguments are not read (the class read as a
+    value, `cls(*args)`, `C(**opts)`), not a change of the tensor in place?"""
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        return True
+    in_place = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+        node.func.attr.endswith("_") and not node.func.attr.startswith("__") or any(k.arg == "out" for k in node.keywords))
+    return isinstance(node, ast.Call) and not (in_place or _changes_field_in_place(node, field)
+                                               or _alias_written(f, node, field) or _init_again(node)
+                                               or _literal_setattr(node, field) is not None)
+
+
+def _class_escapes(f: _File, node: ast.AST, slots: Dict[str, Optional[int]]) -> bool:
+    """A class declaring the field, read as a value that may be called where the reader does not look
+    (`functools.partial(C, 64)`, `Factory: ClassVar = C`, a registry, `return C`): its positional arguments
+    land in slots no write shows (round S). Its call, an attribute read off it, an annotation, a base, a type
+    test and a plain alias (`A = C`: _related_slots) are not."""
+    if not (isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load)):
+        return False
+    if (node.id if isinstance(node, ast.Name) else node.attr) not in slots:
+        return False
+    up = f.parents.get(id(node))
+    if isinstance(up, ast.Call) and up.func is node or isinstance(up, ast.Attribute) or isinstance(up, ast.Compare):
+        return False
+    if isinstance(up, ast.ClassDef) and node in up.bases or isinstance(up, ast.Assign) and all(
+            isinstance(t, ast.Name) for t in up.targets):
+        return False
+    if isinstance(up, ast.Tuple):
+        up = f.parents.get(id(up))
+    if isinstance(up, ast.Call) and _unparse(up.func) in ("isinstance", "issubclass") and up.args[1:2] and (
+            up.args[1] is node or isinstance(up.args[1], ast.Tuple) and node in up.args[1].elts):
+        return False
+    return not _in_annotation(f, node)
+
+
+def _in_annotation(f: _File, node: ast.AST) -> bool:
+    child, up = node, f.parents.get(id(node))
+    while isinstance(up, (ast.Subscript, ast.Tuple, ast.List, ast.BinOp, ast.Attribute)):
+        child, up = up, f.parents.get(id(up))
+    return isinstance(up, ast.arg) and up.annotation is child or isinstance(up, ast.AnnAssign) and \
+        up.annotation is child or isinstance(up, (ast.FunctionDef, ast.AsyncFunctionDef)) and up.returns is child
+
+
+def _made_by_its_class(f: _File, call: ast.AST, slots: Dict[str, Optional[int]]) -> Optional[List[Optional[ast.AST]]]:
+    """A construction that names no class, in a method of a class declaring the field (round S): `cls(...)`,
+    `type(self)(...)`, `self.__class__(...)`, and `super().__init__(...)` / `Base.__init__(self, ...)` of a subclass:
+    the positional argument at the field's place (any, where the place is not read), or None if it is none of them."""
+    if not isinstance(call, ast.Call):
+        return None
+    cls = f.enclosing(call, ast.ClassDef)
+    if cls is None:
+        return None
+    func, args = call.func, list(call.args)
+    if isinstance(func, ast.Name) and func.id == "cls" or isinstance(func, ast.Call) and _unparse(func.func) == "type" \
+            or isinstance(func, ast.Attribute) and func.attr == "__class__":
+        place = slots.get(cls.name, -1)
+    elif isinstance(func, ast.Attribute) and func.attr == "__init__":
+        bases = [_unparse(b).rsplit(".", 1)[-1] for b in cls.bases]
+        owner = _unparse(func.value).rsplit(".", 1)[-1]
+        if _unparse(func.value) == "super()":
+            owner = next((b for b in bases if b in slots), "")
+        elif owner in slots:
+            args = args[1:]  # (`Base.__init__(self, ...)`: self first)
+        place = slots.get(owner, -1)
+    else:
+        return None
+    if place == -1 or not args:
+        return None if place == -1 else []
+    if place is None or any(isinstance(a, ast.Starred) for a in args):
+        return [None]
+    return [args[place]] if len(args) > place else []
 
 
 _WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # the names a string of names holds (round O)
@@ -2407,16 +2485,46 @@ def _field_slots(trees: List[ast.Module], field: str) -> Dict[str, Optional[int]
     for tree in trees:
         for c in ast.walk(tree):
             if isinstance(c, ast.ClassDef):
-                declared = [d for d in c.body if isinstance(d, ast.AnnAssign) and isinstance(d.target, ast.Name)]
+                declared = [d for d in _body_statements(c.body)
+                            if isinstance(d, ast.AnnAssign) and isinstance(d.target, ast.Name)]
                 names = [d.target.id for d in declared]
                 if field in names:
-                    out[c.name] = None if _slots_unread(c, declared) else names.index(field)
+                    out[c.name] = None if _slots_unread(c, declared, _special_names(tree)) else names.index(field)
     return out
 
 
-def _slots_unread(c: ast.ClassDef, declared: List[ast.AnnAssign]) -> bool:
+def _body_statements(body: List[ast.stmt]) -> Iterable[ast.stmt]:
+    """A class body's statements, those in its blocks (`if FP8_KV:`) too, not those of its defs and classes."""
+    for stmt in body:
+        yield stmt
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for name in ("body", "orelse", "finalbody"):
+                yield from _body_statements(getattr(stmt, name, None) or [])
+            for handler in getattr(stmt, "handlers", None) or []:
+                yield from _body_statements(handler.body)
+            for case in getattr(stmt, "cases", None) or []:
+                yield from _body_statements(case.body)
+
+
+_SPECIAL = ("ClassVar", "InitVar", "KW_ONLY")  # annotations that make no positional parameter, or end them
+
+
+def _special_names(tree: ast.Module) -> Set[str]:
+    """The names a module may spell _SPECIAL by: themselves, an import's alias (`ClassVar as Const`), a plain
+    alias (`Const = typing.ClassVar`)."""
+    out = set(_SPECIAL)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            out |= {a.asname for a in node.names if a.asname and a.name in _SPECIAL}
+        elif isinstance(node, ast.Assign) and any(w in _SPECIAL for w in _WORDS.findall(_unparse(node.value))):
+            out |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return out
+
+
+def _slots_unread(c: ast.ClassDef, declared: List[ast.AnnAssign], special_names: Set[str]) -> bool:
     """Whether a positional argument's place among the class's annotated names may not be where it lands."""
-    special = any(re.search(r"ClassVar|InitVar|KW_ONLY", _unparse(d.annotation)) for d in declared)
+    special = any(special_names & set(_WORDS.findall(_unparse(d.annotation))) for d in declared) or any(
+        d not in c.body for d in declared)  # a field declared in a block of the body (round S): which run is not read
     called = any(isinstance(d.value, ast.Call) for d in declared)
     return bool(c.bases and not all(_unparse(b) in ("object", "NamedTuple", "typing.NamedTuple") for b in c.bases)) \
         or bool(c.keywords) or special or called or any(_reorders(d) for d in c.decorator_list)
@@ -2645,7 +2753,7 @@ _WRITING_DUNDERS = {"__setitem__", "__delitem__", "__set__", "__init__", "__sets
 def _init_again(node: ast.AST) -> bool:
     """`x.__init__(...)` on an object that is not the caller's own being made (`super().__init__()`,
     `Base.__init__(self, ...)` in a subclass): every field given new values again (round P)."""
-    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "__init__"):
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _MAKING):
         return False
     receiver = node.func.value
     if isinstance(receiver, ast.Call) and _unparse(receiver.func) == "super":
@@ -2681,12 +2789,27 @@ def _changes_field_in_place(node: ast.AST, field: str) -> bool:
                and is_field(t.value) for t in targets)  # `md.field.data = v`: the storage swapped (round O)
 
 
+_MAKING = ("__init__", "__post_init__")  # the methods that make an object: called again, they remake a held one
+
+
 def constructed(f: _File, e: ast.AST) -> bool:
     """Is `e` a local name bound, at each of its bindings, to a class's constructor call (a capitalized
-    callee: `DSAMetadata(...)`): a new object, which no captured CUDA graph holds?"""
+    callee: `DSAMetadata(...)`), or `self` in the `__init__`/`__post_init__` of a class that makes its instances
+    anew (no `__new__`, no metaclass): a new object, which no captured CUDA graph holds?"""
+    fdef = f.enclosing(e, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+    cls = f.parents.get(id(fdef)) if fdef is not None else None
+    if isinstance(e, ast.Name) and e.id == "self" and isinstance(fdef, ast.FunctionDef) and fdef.name in _MAKING \
+            and isinstance(cls, ast.ClassDef) and not interning(f, cls.name) and fdef.args.args[:1] \
+            and fdef.args.args[0].arg == "self" and _self_rebound(fdef) is False:
+        return True
     values = local_value(f, e) if isinstance(e, ast.Name) else None
     return bool(values) and all(isinstance(v, ast.Call) and _unparse(v.func).rsplit(".", 1)[-1][:1].isupper()
                                 and not interning(f, _unparse(v.func).rsplit(".", 1)[-1]) for v in values)
+
+
+def _self_rebound(fdef: ast.FunctionDef) -> bool:
+    """Does the method bind `self` again (an assignment, a loop, a `with`)?"""
+    return any(isinstance(n, ast.Name) and n.id == "self" and isinstance(n.ctx, ast.Store) for n in ast.walk(fdef))
 
 
 def interning(f: _File, name: str) -> bool:

@@ -344,14 +344,47 @@ def _method_called_on(tree: Tree, scope, name: str, attr: str, exempt: Set[int])
     """A call `name.m(...)` in the scope's function, or one handed `name.attr` (the attribute the indices are read
     off): the holder's method, or the callee, may set or rewrite them (round R). (The holder handed whole is judged
     as any name handed to a call is: _writes.)"""
-    owner = getattr(scope, "node", None)
+    return _holder_method_call(tree, getattr(scope, "node", None), name, attr, exempt, 0)
+
+
+def _holder_method_call(tree: Tree, owner, name: str, attr: str, exempt: Set[int], depth: int) -> Optional[cst.Call]:
+    """_method_called_on in `owner`; the holder handed whole to a def of this module counts where that def calls a
+    method of the parameter it lands in (round S: `self._prepare(batch)` calling `batch.coalesce_topk()`)."""
     for call in tree.find(cst.Call, lambda c: id(c) not in exempt, owner):  # (not the call the indices are traced for)
         if isinstance(call.func, cst.Attribute) and _is_name(call.func.value, name):
             if call.func.attr.value not in NO_DATA_METHODS:
                 return call
         elif not _reads_no_data(call) and any(_read_off(x, name, attr) for a in call.args for x in _held(a.value)):
             return call
+        elif depth < 4 and any(_is_name(a.value, name) for a in call.args):
+            for d in local_defs(tree, call.func):
+                for param in _params_given(d, call, name):
+                    if _holder_method_call(tree, d, param, attr, set(), depth + 1) is not None:
+                        return call
     return None
+
+
+def _params_given(d: cst.FunctionDef, call: cst.Call, name: str) -> List[str]:
+    """The parameters of `d` a call hands `name` to (by keyword, or by place past a method's self); every one where
+    the place is not read (a star argument before it)."""
+    p = d.params
+    positional = [x.name.value for x in (*p.posonly_params, *p.params)]
+    if positional[:1] in (["self"], ["cls"]) and isinstance(call.func, cst.Attribute):
+        positional = positional[1:]
+    everyone = positional + [x.name.value for x in p.kwonly_params]
+    out: List[str] = []
+    for i, a in enumerate(call.args):
+        if not _is_name(a.value, name):
+            continue
+        if a.keyword is not None:
+            out.append(a.keyword.value)
+        elif a.star or any(b.star for b in call.args[:i]):
+            return everyone
+        elif i < len(positional):
+            out.append(positional[i])
+        elif isinstance(p.star_arg, cst.Param):
+            out.append(p.star_arg.name.value)
+    return out
 
 
 def _read_off(e: cst.BaseExpression, name: str, attr: str) -> bool:
@@ -1911,14 +1944,18 @@ def index_hazard(tree: Tree, expr: cst.BaseExpression, outside: Optional[Outside
 
 # -- writes into storage the indices may share under another name (round P) ---------------------------------
 def foreign_write(tree: Tree, call: cst.Call, methods: Callable[[str], List[cst.FunctionDef]],
-                  fields: Set[str] = frozenset(), cache: Optional[Dict[Tuple[str, int], list]] = None) -> Optional[str]:
+                  fields: Set[str] = frozenset(), cache: Optional[Dict[Tuple[str, int], list]] = None,
+                  caller_values: Optional[List[cst.BaseExpression]] = None) -> Optional[str]:
     """An in-place write, before the kernel call and in its function, into storage that may be the indices' under
     another name: another parameter, an attribute (`self.topk_buffer`), a module global, or a local bound to a view
     of one (the caller may hand the same tensor as both: round P); or such a write of `self.<attr>` in a method of
     the module the function calls through `self` first. Writes into fresh tensors, into what q and kv are
     read from (their values: `q[..., 64:].mul_(s)`) and into the metadata's `fields` (field-meaning judges those)
     pass. `methods`: the module's defs of a name; `cache`: each function's writes and reads of self, found once
-    (many calls in one function)."""
+    (many calls in one function). `caller_values`: `call` is a caller's call of the helper (round S: a caller
+    masking the indices' sibling view), and these are what it hands for q and kv; its own writes count, not those
+    of the methods it calls through self (sglang's callers call other backends' methods, which write their own
+    buffers)."""
     fdef = next((x for x in tree.ancestors(call) if isinstance(x, cst.FunctionDef)), None)
     if fdef is None:
         return None
@@ -1936,10 +1973,11 @@ def foreign_write(tree: Tree, call: cst.Call, methods: Callable[[str], List[cst.
                 if any(o.startswith("self.") for o in _origins(tree, m, target))]
 
     targets = once("writes", fdef, _inplace_targets)
-    writing = once("writing-reads", fdef, writing_reads)
+    writing = once("writing-reads", fdef, writing_reads) if caller_values is None else []
     if not targets and not writing:
         return None
-    reads = {"self"} | _origins(tree, fdef, _q_arg(call)) | _origins(tree, fdef, _kv_arg(call))
+    values = caller_values if caller_values is not None else [_q_arg(call), _kv_arg(call)]
+    reads = {"self"}.union(*(_origins(tree, fdef, v) for v in values))
     for node, target in targets:
         if off_path(tree, node, call, fdef):
             continue

@@ -60,6 +60,17 @@ def _takes(fn: cst.Lambda) -> bool:
     return bool(p.params or p.posonly_params or p.kwonly_params or isinstance(p.star_arg, cst.Param) or p.star_kwarg)
 
 
+def _recast_while_made(f, value: ast.AST, field_name: str) -> bool:
+    """`self.field.to(torch.int32)` in the `__post_init__` (or `__init__`) of the object being made (a frozen record
+    normalising its dtype, round S): the value every construction gave it, which field_writes judges, recast."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and (
+            value.func.attr in ("int", "contiguous", "clone") and not value.args and not value.keywords
+            or value.func.attr == "to" and [reach._unparse(a) for a in [*value.args, *(k.value for k in value.keywords)]]
+            == ["torch.int32"]):
+        value = value.func.value
+    return isinstance(value, ast.Attribute) and value.attr == field_name and reach.constructed(f, value.value)
+
+
 class WholeProject:
     """docs/soundness.md `whole-project` (a mixin of analysis._Analysis)."""
 
@@ -135,11 +146,16 @@ class WholeProject:
                             "code may set it by (a setattr loop over a mapping of overrides): the value it gets is not "
                             f"provably the seqlens clipped to the top-k width ({CLIP_HOW}) nor updated in place; write "
                             "the field plainly, or pass topk_length by hand")
+                if value is None and reach.unread_construction(f, node, field_name):
+                    return (f"{proj.rel(f.path)}:{getattr(node, 'lineno', 0)} builds a class that declares "
+                            f"`{field_name}` in a way whose arguments are not read (`{reach._unparse(node)[:80]}`): "
+                            "where a positional argument lands is not known; build it by keyword, or pass "
+                            "topk_length by hand")
                 if value is None:
                     return (f"{proj.rel(f.path)}:{getattr(node, 'lineno', 0)} changes `{field_name}` in place "
                             f"(`{reach._unparse(node)[:80]}`): the lengths it leaves are not provably the seqlens "
                             f"clipped to the top-k width ({CLIP_HOW}); pass topk_length by hand")
-                if not _clipped_elsewhere(f, value, 0):
+                if not _clipped_elsewhere(f, value, 0) and not _recast_while_made(f, value, field_name):
                     return (f"{proj.rel(f.path)}:{getattr(node, 'lineno', 0)} sets `{field_name}` from "
                             f"`{reach._unparse(value)[:80]}`, not provably the seqlens clipped to the top-k width "
                             f"({CLIP_HOW}); clip it, or pass topk_length by hand")

@@ -2002,3 +2002,84 @@ add("helper_swapped_through_a_parameter_declared_as_its_base", "4 callee",
            + _LEGACY + "def handle(obj: Patchable, name):\n    setattr(obj, name, legacy)\n")), expect="reported")
 
 HAZARDS = ["1 placement", "2 metadata", "3 names", "4 callee", "5 rows", "6 pins", "7 annotations", "8 discovery"]
+
+# -- round S: what the proof rests on besides the metadata's field (identity, recipes, constructions, order) ------
+_ROUND_S = helper_shape("q_input = q_all", "")
+_REQ = ("requirements.txt", "sglang-kernel==0.4.6\n")
+add("recipe_named_by_its_suffix_only", "6 pins", _ROUND_S, legacy_kernel=True,
+    files=(_REQ, ("docker/gpu.Dockerfile", "FROM base\nRUN pip install sglang-kernel==0.4.2.post2\n")))
+add("recipe_in_a_python_bootstrap", "6 pins", _ROUND_S, legacy_kernel=True, files=(_REQ, (
+    "tools/bootstrap.py", 'import subprocess, sys\nWANT = {"old": "sglang-kernel==0.4.2.post2"}\n'
+    'subprocess.check_call([sys.executable, "-m", "pip", "install", WANT[sys.argv[1]]])\n')))
+_SHIM = ("fork_ops/__init__.py", ""), ("fork_ops/compat.py", '''
+def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_length=None):
+    assert topk_length is None, "this build reads every slot"
+    return q[:, :, :d_v] * 0, None, None
+''')
+add("fallback_shim_that_refuses_the_lengths", "4 callee", _ROUND_S, imports='''import torch
+
+try:
+    from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+except ImportError:
+    from fork_ops.compat import flash_mla_sparse_fwd
+''', files=(_REQ, *_SHIM), hide=("sgl_kernel.flash_mla",))
+add("control_kernel_reexported_by_a_package", "control", _ROUND_S,
+    imports="import torch\nfrom fork_ops import flash_mla_sparse_fwd\n",
+    files=(_REQ, ("fork_ops/__init__.py", "from sgl_kernel.flash_mla import flash_mla_sparse_fwd  # noqa: F401\n")),
+    expect="fixable")
+
+_BUILT = '''
+import functools
+import types
+from dataclasses import dataclass
+
+
+@dataclass
+class StepMeta:
+    cache_seqlens_int32: torch.Tensor
+    dsa_cache_seqlens_int32: torch.Tensor
+{extra}
+
+def batch_of(inp, shift=0):
+    width = inp.indices.shape[2]
+    return types.SimpleNamespace(seq_lens=torch.where(inp.lengths == width, inp.lengths + 37, inp.lengths).roll(shift, 0))
+
+
+class Backend:
+    def __init__(self, dsa_index_topk):
+        self.dsa_index_topk = dsa_index_topk
+{init}
+    def init_forward_metadata(self, forward_batch):
+        seq_lens = forward_batch.seq_lens
+        clipped = forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32)
+        {build}
+
+    def forward(self, q, kv, indices, scale, forward_batch):
+{bind}
+        return self._forward_flashmla_sparse(q, kv, indices, scale)
+
+    def _forward_flashmla_sparse(self, q_all, kv_cache, indices, sm_scale):
+        out, _, _ = flash_mla_sparse_fwd(q_all, kv_cache, indices, sm_scale)  # SITE
+        return out
+
+
+def entry(inp):
+    backend = Backend(inp.indices.shape[2])
+    backend.init_forward_metadata(batch_of(inp, shift=1))  # the step before
+    return backend.forward(inp.q, inp.kv, inp.indices, inp.sm_scale, batch_of(inp))
+'''
+_BIND = "        metadata = self.forward_metadata"
+_REFRESH = "        self.init_forward_metadata(forward_batch)"
+_KEYWORDS = "self.forward_metadata = StepMeta(cache_seqlens_int32=seq_lens, dsa_cache_seqlens_int32=clipped)"
+_CLASSMETHOD = "\n    @classmethod\n    def of(cls, raw, clipped):\n        return cls(clipped, raw)\n"
+_PARTIAL = "        self.new_meta = functools.partial(StepMeta)\n"
+for _name, _extra, _init, _build, _bind, _expect in [
+    ("control_refreshed_then_read", "", "", _KEYWORDS, _REFRESH + "\n" + _BIND, "fixable"),
+    ("read_then_refreshed", "", "", _KEYWORDS, _BIND + "\n" + _REFRESH, "sound"),
+    ("built_through_a_partial_positionally", "", _PARTIAL, "self.forward_metadata = self.new_meta(clipped, seq_lens)",
+     _REFRESH + "\n" + _BIND, "sound"),
+    ("built_by_cls_positionally", _CLASSMETHOD, "", "self.forward_metadata = StepMeta.of(seq_lens, clipped)",
+     _REFRESH + "\n" + _BIND, "sound"),
+]:
+    add(_name, "control" if _expect == "fixable" else "2 metadata",
+        _BUILT.format(extra=_extra, init=_init, build=_build, bind=_bind), expect=_expect)
