@@ -563,6 +563,8 @@ def file_ways(path: str, root: str) -> List[List[Pin]]:
     read decides nothing where its name says it installs; another (a tokenizer's vocabulary) installs nothing;
     a binary one (a wheel, an archive) is no recipe."""
     name, rel = os.path.basename(path), project_label(path, root)
+    if name.lower().endswith(".whl"):  # a vendored wheel: a recipe may install the folder's wheels by a glob (round T)
+        return [[Pin(normalize(w), f"=={v}", rel) for w, v in _WHEEL.findall(name)]]
     text = read_project_file(path)
     if text is None:
         return [_unread(path, rel)] if name in PROJECT_FILES or _named_to_install(name) else []
@@ -580,7 +582,7 @@ def file_ways(path: str, root: str) -> List[List[Pin]]:
     if name.endswith(_PYTHON_SUFFIXES) or _PYTHON_TEXT.search(text[:4096]):
         return [_python_installs(text, rel)]
     conda = _CONDA_PIN.sub(r"\1==", text) if name.endswith((".yml", ".yaml")) else text
-    return [spelled_pins(conda, rel) + _mentioned_pins(text, rel, False)]
+    return [spelled_pins(conda, rel) + _mentioned_pins(text, rel, False) + _engine_refs(text, rel)]
 
 
 _SPELLED_PIN = re.compile(r"""(?<![\w.-])([A-Za-z0-9][A-Za-z0-9._-]*\s*(?:\[[^\]\[]{0,200}\]\s*)?(?:==|~=|<=|>=|<|>|!=)\s*[\w.*+!-]+"""
@@ -902,7 +904,7 @@ def _named_to_install(name: str) -> bool:
 
 
 def _may_install(name: str) -> bool:
-    return not name.lower().endswith(_NEVER_INSTALLS)
+    return not name.lower().endswith(_NEVER_INSTALLS) or name.lower().endswith(".whl")
 
 
 def _tree_files(root: str, read: frozenset) -> List[str]:
@@ -979,6 +981,30 @@ def _mentioned_pins(text: str, rel: str, requirements: bool) -> List[Pin]:
             pins += found
         else:
             pins.append(Pin(COMPUTED, "", f"{rel} (names {sorted(named)[0]} in a way not read as a pin)"))
+    return pins
+
+
+# The engine's release named by something that is no pin (round T): an image (`lmsysorg/sglang:v0.4.9.post2-cu118`
+# in a FROM, a compose `image:`), a git URL's tag (`sglang.git@v0.4.9.post2`); an image named without its tag on the
+# line (Helm's `repository:`) or with another tag (`:latest`) decides nothing.
+_ENGINE_REF = re.compile(rf"(?i)(?:[\w.-]+/)+{ENGINE}(?:\.git)?[:@](?P<tag>[\w.+-]*)|(?<![\w.-]){ENGINE}\.git@(?P<tag2>[\w.+-]*)")
+_ENGINE_IMAGE = re.compile(rf"(?i)^\s*-?\s*(?:from|image|repository)\b\s*:?\s*(?:[\w.-]+/)*{ENGINE}\s*$")
+_RELEASE = re.compile(r"v?(\d+(?:\.\d+)+(?:\.?post\d+)?)")
+
+
+def _engine_refs(text: str, rel: str) -> List[Pin]:
+    """The engine releases a recipe's images and URLs name (brought_pins brings each one's kernel)."""
+    pins: List[Pin] = []
+    for line in text.splitlines():
+        line = re.sub(r"(^|\s)#.*$", "", line)
+        for m in _ENGINE_REF.finditer(line):
+            release = _RELEASE.match(m.group("tag") or m.group("tag2") or "")
+            extras = tuple(g for g in engine_releases().get(release.group(1), {}) if g) if release else ()
+            pins.append(Pin(ENGINE, f"=={release.group(1)}", f"{rel} (an image or URL of that release, any extras)",
+                            extras=extras) if release  # (an image holds whichever extras it was built with)
+                        else Pin(COMPUTED, "", f"{rel} (an image or URL of {ENGINE} without a release)"))
+        if _ENGINE_IMAGE.match(line):
+            pins.append(Pin(COMPUTED, "", f"{rel} (an image of {ENGINE} whose tag is not on its line)"))
     return pins
 
 

@@ -33,10 +33,11 @@ def unchanged_callers(proj, name: str, wanted: Wanted, mine: Optional[Set[Tuple[
     from) that may hand them something other than what its own caller was handed, or None. `mine`: for a method, the classes whose
     `self` may be an instance of its class (reach.Project.instance_classes); `self.name(...)` in any other class
     calls another class's method of that name. The callers' own callers are not read (docs/soundness.md)."""
-    for f in proj.files_naming([name]):  # (the module's own calls: WholeProject._module_callers)
-        spelled = {name} | _imported_as(f.tree, name)
+    aliases = {a for f in proj.files_naming([name]) for a in _imported_as(f.tree, name)}  # (a package re-exports it:
+    spelled = {name} | aliases  # `from backend import attend as sparse_attention` in ops/__init__.py, round T)
+    for f in proj.files_naming(sorted(spelled)):  # (the module's own calls: WholeProject._module_callers)
         for node in ast.walk(f.tree):
-            if any(_spells(node, n) for n in spelled) and not _elsewhere(f, node, mine):
+            if any(_spells(node, n) for n in spelled) and not _elsewhere(proj, f, node, mine):
                 found = _caller(proj, f, node, name, wanted, named)
                 if found is not None:
                     return found
@@ -50,11 +51,19 @@ def _imported_as(tree: ast.AST, name: str) -> Set[str]:
             for a in node.names if a.name == name and a.asname}
 
 
-def _elsewhere(f, node: ast.AST, mine: Optional[Set[Tuple[str, str]]]) -> bool:
+def _elsewhere(proj, f, node: ast.AST, mine: Optional[Set[Tuple[str, str]]]) -> bool:
     """`self.name(...)` / `super().name(...)` in a method of a class whose `self` is never an instance of the
-    method's class (not in `mine`)."""
+    method's class (not in `mine`), proven (round T): no base of it names no class, it forwards no attribute
+    lookup (`__getattr__`, `__getattribute__`: a proxy's `self.forward` is the backend's), and no method of it is
+    read off the class (`Mixin.method(backend, ...)` runs it with the backend as `self`)."""
     cls = f.instance_of(node.value) if mine is not None and isinstance(node, ast.Attribute) else None
-    return cls is not None and (f.path, cls.name) not in mine
+    if cls is None or (f.path, cls.name) in mine:
+        return False
+    methods = {d.name for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    if methods & {"__getattr__", "__getattribute__"} or any(f.unknown_base(b) for b in cls.bases):
+        return False
+    return not any(isinstance(n, ast.Attribute) and n.attr in methods and isinstance(n.value, ast.Name)
+                   and n.value.id == cls.name for g in proj.files_naming([cls.name]) for n in ast.walk(g.tree))
 
 
 def _spells(node: ast.AST, name: str) -> bool:
@@ -161,14 +170,36 @@ def _untouched(f, fn, call: ast.Call, name: str, attribute: Optional[ast.AST], k
         if isinstance(node, ast.Name) and node.id == name:
             if not isinstance(node.ctx, ast.Load):
                 return f"binds `{name}` again"
-            if _exclusive(f, fn, node, call) and not _in_place(f, node):
-                continue  # (a write in place in the other branch stays for the next call: round S)
+            if _exclusive(f, fn, node, call) and not _in_place(f, node) and not _handed_to_writer(f, node):
+                continue  # (a write in place in the other branch, or by a call it is handed to, stays for the next
+                # call: rounds S and T)
             why = _use(f, node, call, reach._unparse(attribute) if attribute is not None else name, keys)
             if why:
                 return why
         elif isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
             return f"binds `{name}` again"
     return None
+
+
+def _handed_to_writer(f, node: ast.Name, depth: int = 0) -> bool:
+    """Is this read of a name an argument of a call of a function (not a method of an object: the engine's dispatch
+    hands the batch to its sibling `self.forward_decode`) that may write it in place: one this file does not define
+    (an import), or one whose parameter it lands in is written in place or handed on so (round T: a layer's other
+    branch masking the shared top-k through `apply_window(topk, start)`)?"""
+    up = f.parents.get(id(node))
+    while isinstance(up, (ast.Subscript, ast.Starred)):
+        node, up = up, f.parents.get(id(up))
+    if not (isinstance(up, ast.Call) and node in up.args and isinstance(up.func, ast.Name)):
+        return False
+    defs = [d for d in f.tree.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == up.func.id]
+    if len(defs) != 1 or depth > 3 or any(isinstance(a, ast.Starred) for a in up.args):
+        return True
+    params = [a.arg for a in defs[0].args.posonlyargs + defs[0].args.args]
+    place = up.args.index(node)
+    if place >= len(params):
+        return True
+    return any(isinstance(n, ast.Name) and n.id == params[place] and (
+        _in_place(f, n) or _handed_to_writer(f, n, depth + 1)) for n in ast.walk(defs[0]))
 
 
 def _in_place(f, node: ast.Name) -> bool:

@@ -16,6 +16,7 @@ type declares as one, Project.declared_classes) counts as one that can reach the
 from __future__ import annotations
 
 import ast
+import builtins
 import errno
 import functools
 import importlib.util
@@ -474,6 +475,15 @@ class _File:
             return (self._find(self.path, mod) if mod else None), expr.attr
         return None, ""
 
+    def unknown_base(self, expr: ast.AST) -> bool:
+        """A base that names no class: not a class of this file, an import, or an attribute of an imported module
+        (a call's result, a local alias, a parameter)."""
+        path, name = self.resolve_class(expr)
+        if path is not None or isinstance(expr, ast.Attribute) and name and self.module_of(expr.value):
+            return False
+        return not name or name in self.ambiguous or name not in self.froms and name not in self.classes \
+            and name not in _BUILTIN_BASES
+
     def known_base(self, expr: ast.AST) -> bool:
         """A base that adds no unknown class to a hierarchy: `object`, `type`, `abc.ABC`, `abc.ABCMeta`,
         `typing.Generic[...]` (what `ABC` allows, `register`, is looked at on its own)."""
@@ -637,14 +647,23 @@ class Project:
                     if key in found:
                         continue
                     for b in cls.bases:
-                        path, name = f.resolve_class(b)
-                        if (path, name) in keys or (path is None and name in names):
+                        path, name = self._defining(*f.resolve_class(b))
+                        if (path, name) in keys or (path is None and name in names) or f.unknown_base(b):
                             found[key] = (f, cls)
                             keys.add(key)
                             names.add(cls.name)
                             grew = True
                             break
         return list(found.values())
+
+    def _defining(self, path: Optional[str], name: str, depth: int = 0) -> Tuple[Optional[str], str]:
+        """(file, name) of the class a resolved base names, through a package's re-exports (`from .backend import
+        Backend` in `ops/__init__.py`: round T), 4 deep."""
+        f = self._file_at(path) if path is not None and path != self.module and depth < 4 else None
+        if f is None or name in f.classes or name not in f.froms:
+            return path, name
+        mod, original = f.froms[name]
+        return self._defining(f._find(f.path, mod), original, depth + 1)
 
     def own(self) -> Optional[_File]:
         """The module's own facts: read and parsed once, not once per kernel call."""
@@ -696,8 +715,26 @@ class Project:
                 start = [(other, other.classes[name])]
                 for g, c in start + self._ancestors_of(start):
                     for d in c.body:
-                        if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == method:
+                        if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == method or isinstance(
+                                d, (ast.Assign, ast.AnnAssign)) and method in _stored_names(d):  # (round T: `m = f`)
                             out.append((g, c, d))
+                    out += [(h, c, node) for h, node in self._set_on_class(c.name, method)]
+        return out
+
+    def _set_on_class(self, cls: str, method: str) -> List[Tuple[_File, ast.AST]]:
+        """`Cls.method = f` or a literal `setattr(Cls, "method", f)` anywhere in the project (round T: a mixin given the
+        helper's name after its class body)."""
+        out = []
+        for f in self.files_naming([method], [cls]):
+            for node in ast.walk(f.tree):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
+                    if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
+                if any(isinstance(t, ast.Attribute) and t.attr == method and isinstance(t.value, ast.Name)
+                       and t.value.id == cls for t in targets) or isinstance(node, ast.Call) and _unparse(node.func) \
+                        in _SETATTRS and len(node.args) > 1 and isinstance(node.args[0], ast.Name) \
+                        and node.args[0].id == cls and isinstance(node.args[1], ast.Constant) \
+                        and node.args[1].value == method:
+                    out.append((f, node))
         return out
 
     def instance_classes(self, seeds: Set[str]) -> Set[Tuple[str, str]]:
@@ -740,9 +777,14 @@ class Project:
         return self._parsed[path]
 
     def overrides(self, seeds: Set[str], method: str) -> List[Tuple[_File, ast.ClassDef, ast.AST]]:
-        """Definitions of `method` in the classes `subclasses(seeds)` finds."""
+        """Definitions of `method` in the classes `subclasses(seeds)` finds, and in any class of another file with a
+        base that names no class the reader knows (a call, `backend_class("dsa")`; an alias, `DSABase =
+        backend.Backend`; a class decorator's parameter, `class OnThisPlatform(cls)`): it may be one of them
+        (round T; default-deny)."""
+        classes = [*self.subclasses(seeds), *((f, c) for f in self.files_naming([method]) for c in f.class_defs
+                                              if any(f.unknown_base(b) for b in c.bases))]
         out = []
-        for f, cls in self.subclasses(seeds):
+        for f, cls in {(id(f), id(c)): (f, c) for f, c in classes}.values():
             for d in cls.body:
                 if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == method:
                     out.append((f, cls, d))
@@ -2438,8 +2480,27 @@ def _made_by_its_class(f: _File, call: ast.AST, slots: Dict[str, Optional[int]])
 
 
 _WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # the names a string of names holds (round O)
+_BUILTIN_BASES = frozenset(n for n in dir(builtins) if isinstance(getattr(builtins, n), type))
 _NAMES_ONLY = re.compile(r"[\w,\s]+")  # a list of names (`"a b".split()`, a namedtuple's fields): not code, not a path
 _LOGS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "log", "print"}
+
+
+def spelled_as_string(project: "Project", name: str) -> List[Tuple[_File, ast.Constant]]:
+    """Strings of other files that are exactly `name`, but a docstring, a message, a `__slots__` entry, a key handed to
+    logging, a key of the namespace `type(...)` makes a class from, or the literal name of a hasattr: a way to reach it
+    by name that no write spells (a `getattr` takes it as a value, whose callers are not seen: round T)."""
+    out = []
+    for f in project.files_naming([name]):
+        for node in ast.walk(f.tree):
+            if isinstance(node, ast.Constant) and node.value == name and not _declared_or_logged(f, node):
+                up = f.parents.get(id(node))
+                ns = f.parents.get(id(up)) if isinstance(up, ast.Dict) and node in up.keys else None
+                if isinstance(ns, ast.Call) and _unparse(ns.func) == "type" and ns.args[2:3] == [up]:
+                    continue  # a class `type(name, bases, ns)` makes: judged by its bases as an override
+                if not (isinstance(up, ast.Call) and _unparse(up.func) in ("hasattr", "builtins.hasattr")
+                        and up.args[1:2] == [node]):
+                    out.append((f, node))
+    return out
 
 
 def _declared_or_logged(f: _File, name: ast.Constant) -> bool:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, NamedTuple, Optional, Set, Tuple
+from typing import Callable, Dict, List, NamedTuple, Optional, Set, Tuple, Union
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
@@ -749,9 +749,10 @@ class RowTrace:
         return None
 
 
-def _own_returns(fdef: cst.FunctionDef) -> List[cst.Return]:
-    """`return` statements of fdef itself, not of defs, lambdas or classes inside it."""
-    out: List[cst.Return] = []
+def _own_returns(fdef: cst.FunctionDef) -> List[Union[cst.Return, cst.Yield]]:
+    """`return` statements of fdef itself, not of defs, lambdas or classes inside it, and its `yield`s: what a
+    generator yields is what its caller gets (round T; a `yield from`'s value is read as the `From` it is)."""
+    out: List[Union[cst.Return, cst.Yield]] = []
 
     class _Finder(cst.CSTVisitor):
         def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
@@ -764,6 +765,9 @@ def _own_returns(fdef: cst.FunctionDef) -> List[cst.Return]:
             return False
 
         def visit_Return(self, node: cst.Return) -> None:
+            out.append(node)
+
+        def visit_Yield(self, node: cst.Yield) -> None:
             out.append(node)
 
     fdef.visit(_Finder())

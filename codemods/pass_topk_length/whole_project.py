@@ -118,9 +118,13 @@ class WholeProject:
             or self._rows_source_replaced(proj, [k.function for k in self.callers(fn)] if fn is not None else [c.function])
         if why:
             return why
-        for w in proj.attribute_writes({fn.name}, seeds, set()) if fn is not None else ():
+        for w in proj.attribute_writes({fn.name, "__bases__"}, seeds, set()) if fn is not None else ():  # (round T)
             return (f"{w.what} at {w.where()}: callers may reach another function than {fn.qualname}; "
                     "add topk_length by hand once every replacement takes it")
+        for f, node in reach.spelled_as_string(proj, fn.name) if fn is not None and fn.class_name else ():
+            return (f"{proj.rel(f.path)}:{node.lineno} spells `{fn.name}` as a string, which a setattr by that name (in a "
+                    f"utility it is handed to) may replace on an instance: callers may reach another function than "
+                    f"{fn.qualname}; add topk_length by hand once every replacement takes it (round T)")
         if seeds:
             held = self.held_attributes()
             related = proj.subclasses(seeds) + proj.ancestors(seeds)

@@ -41,7 +41,8 @@ reference value: the SGLang shape `apply` must keep fixing):
                  to super() with reordered rows or unchanged, a topk_length parameter; in this file,
                  a sibling file or another package of the project
     pins         requirements/pyproject/setup.cfg/config pins (0.4.6, 0.4.2.post2, ranges, markers,
-                 -r includes, the kernel only in an extra, none)
+                 -r includes, the kernel only in an extra, none); recipes known by their text (a
+                 `*.Dockerfile`, an `.env`, a Python installer; a Python message that installs nothing)
     graph        eager, or a simulated CUDA graph (capture records each launch's topk_length object,
                  replay re-runs the step on the static buffers with the captured objects) whose replay
                  path updates the metadata in place, replaces the object, or replaces the field
@@ -143,6 +144,18 @@ PINS = {
                                           '[tool.topk-migrate]\nkernel = "sglang-kernel==0.4.6"\n'),), ("current",)),
     "setup_cfg_new": ((("setup.cfg", "[options]\ninstall_requires =\n    sglang-kernel==0.4.6\n"),), ("current",)),
     "no_pins": ((("pyproject.toml", '[project]\nname = "fork"\nversion = "0"\n'),), ("current", "legacy")),
+    # round S: a recipe is known by its text, whatever its name, folder or language
+    "recipe_by_suffix_old": ((("requirements.txt", "sglang-kernel==0.4.6\n"),
+                              ("docker/cu118.Dockerfile", "FROM base\nRUN pip install sglang-kernel==0.4.2.post2\n")),
+                             ("current", "legacy")),
+    "recipe_env_file_old": ((("requirements.txt", "sglang-kernel==0.4.6\n"),
+                             ("deploy/cu118.env", "KERNEL_SPEC=sglang-kernel==0.4.2.post2\n")), ("current", "legacy")),
+    "recipe_python_installer_old": ((("requirements.txt", "sglang-kernel==0.4.6\n"), (
+        "tools/bootstrap.py", 'import subprocess, sys\nOLD = {"cu118": "sglang-kernel==0.4.2.post2"}\n'
+        'subprocess.check_call([sys.executable, "-m", "pip", "install", OLD["cu118"]])\n')), ("current", "legacy")),
+    "recipe_python_message_new": ((("requirements.txt", "sglang-kernel==0.4.6\n"), (
+        "tools/check_env.py", 'HINT = "pip install sglang-kernel --force-reinstall"\n'
+        'TABLE = {"0.5.0": "sglang-kernel==0.4.2.post2"}\n')), ("current",)),
 }
 PIN_NAMES = tuple(PINS)
 
@@ -475,7 +488,7 @@ SAFE = dict(
     field=FIELDS,
     field_source=("harness", "clamp_f"),
     decorator=("none", "no_grad", "inference_mode"),
-    pins=("req_new", "pyproject_new"),
+    pins=("req_new", "pyproject_new", "recipe_python_message_new"),
     graph=("eager", "graph_inplace", "graph_apply_inplace"),
 )
 # the row-preserving steps README says stay accepted, on q in the helper, written directly
