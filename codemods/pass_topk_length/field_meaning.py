@@ -62,7 +62,15 @@ def _changes_in_place(node: cst.CSTNode, field_name: str) -> bool:
             return True
         return any(a.keyword is not None and a.keyword.value == "out" and _is_field(a.value, field_name) for a in node.args)
     target = node.target
+    if isinstance(node, cst.AssignTarget) and _sliced_field(target, field_name):
+        return False  # `x.field[:n] = v`: a copy into its rows, its value judged as `.copy_(v)`'s is (round T)
     return isinstance(target, cst.Subscript) and _is_field(target, field_name)
+
+
+def _sliced_field(e: cst.BaseExpression, field_name: str) -> bool:
+    """`x.field[:n]` (slices only)."""
+    return isinstance(e, cst.Subscript) and all(isinstance(s.slice, cst.Slice) for s in e.slice) \
+        and isinstance(e.value, cst.Attribute) and e.value.attr.value == field_name
 
 
 def _file_resolver(f, env: Optional[dict]) -> Resolve:
@@ -193,6 +201,10 @@ class FieldMeaning:
             for call in filter(lambda c: c.args, self._field_copies(field_name)):
                 if not self._clipped(call.args[0].value, set()):
                     return self._unclipped(field_name, call, call.args[0].value)
+            for target in self.find(cst.AssignTarget, lambda t: _sliced_field(t.target, field_name)):
+                stmt = self.tree.parent.get(target)
+                if isinstance(stmt, cst.Assign) and not self._clipped(stmt.value, set()):
+                    return self._unclipped(field_name, target, stmt.value)
             for node in self.find((cst.Call, cst.AssignTarget, cst.AugAssign), lambda n: _changes_in_place(n, field_name)):
                 return (f"this module changes `{field_name}` in place at line {self.tree.line(node)} "
                         f"(`{_code(node).strip()[:80]}`): the lengths it leaves are not provably the seqlens clipped to "

@@ -15,6 +15,13 @@ from . import reach
 from .syntax import _code, _is_name, _targets_attribute, bound_targets
 
 
+def _basic(sub: cst.Subscript) -> bool:
+    """An index that views its tensor (slices, integers, `...`): a method's in-place write through it reaches the
+    tensor; one by a tensor or a name (advanced indexing, round T) copies."""
+    return all(isinstance(e.slice, cst.Slice) or isinstance(e.slice, cst.Index) and isinstance(
+        e.slice.value, (cst.Integer, cst.Ellipsis)) for e in sub.slice)
+
+
 def _is_attr_of_self(e: cst.BaseExpression) -> bool:
     return isinstance(e, cst.Attribute) and isinstance(e.value, cst.Name) and e.value.value == "self"
 
@@ -132,8 +139,8 @@ class GraphReplay:
             buffers = {r for f in captures for v in self._field_values(f, field_name) for r in [_view_of_self(v)] if r}
             for fdef in self.graph_update_defs():
                 for target in self._in_place_targets(fdef):
-                    while isinstance(target, cst.Subscript):
-                        target = target.value
+                    while isinstance(target, cst.Subscript) and _basic(target):
+                        target = target.value  # (an index by a tensor copies: `field[rows].copy_(v)` writes a temporary)
                     if isinstance(target, cst.Attribute) and target.attr.value == field_name or \
                             _is_attr_of_self(target) and target.attr.value in buffers:
                         return None

@@ -13,6 +13,19 @@ from topk_migrate.cst.scopecheck import root_binding
 
 from .syntax import _code, _is_name, bound_targets, constructor_call
 
+_PLAIN_READS = {"isinstance", "getattr", "hasattr", "id", "type", "len", "print", "repr", "str", "vars", "dir"}  # (read; what
+# is done through what they give is judged where it is done)
+
+
+def _reached_name(x: cst.CSTNode, holder: str) -> Optional[str]:
+    """The method a read of `self.m` / `super().m` reaches, or the function a call `f(...)` does (not the holder)."""
+    if isinstance(x, cst.Attribute) and (_is_name(x.value, "self") or isinstance(x.value, cst.Call) and _is_name(
+            x.value.func, "super")) and x.attr.value != holder:
+        return x.attr.value
+    if isinstance(x, cst.Call) and isinstance(x.func, cst.Name):
+        return x.func.value
+    return None
+
 
 class MetadataInScope:
     """docs/soundness.md `metadata-in-scope` (a mixin of analysis._Analysis)."""
@@ -30,8 +43,6 @@ class MetadataInScope:
             why, none = root_binding(self.tree, node, root)
             why = why or self._metadata_source(b.assignments[0], root)
             owner = getattr(b.assignments[0].scope, "node", None)
-            if why is None and owner is not None:
-                why = self._refreshed(owner, b.assignments[0], expr.rsplit(".", 1)[1])
             target = self.attribute_writes_in(owner).get(expr) if why is None and owner is not None else None
             if target is not None:
                 why = f"`{expr}` is assigned at line {self.tree.line(target.target)}, in the function that passes it"
@@ -39,6 +50,8 @@ class MetadataInScope:
                 field_name = expr.rsplit(".", 1)[1]
                 why = self.unclipped_write(field_name) or self.replaced_field(field_name) \
                     or self.replay_replaces(field_name) or self.replay_updates(field_name)
+            if why is None and owner is not None:
+                why = self._refreshed(owner, b.assignments[0], expr.rsplit(".", 1)[1])
             if why is None:
                 if expr in self.user_metadata:  # the user vouches for the object; None is still handled
                     return expr, "none_safe" if none else "plain", None
@@ -74,9 +87,11 @@ class MetadataInScope:
                 "pass topk_length by hand")
 
     def _refreshed(self, owner: cst.FunctionDef, a, field_name: str) -> Optional[str]:
-        """The function reads the metadata off `self.<holder>`; a method of self it calls (transitively) that
-        rebinds the holder or writes the field may run between that read and the call (a lazy refresh on a step's
-        first layer, a staged update of the next step's lengths: round S), leaving the local another step's."""
+        """The function reads the metadata off `self.<holder>`; a method of self (or `super()`) or a function of the
+        module it calls after that read (or in a loop around it), or what they reach, that rebinds the holder or
+        writes the field leaves the local another step's (a lazy refresh on a step's first layer, a staged update of
+        the next step's lengths: rounds S and T); a callable of self the module defines no method for (a hook another
+        file installed, a base's method elsewhere) may do either."""
         value = getattr(self.tree.assignment_statement(a), "value", None)
         if not (isinstance(value, cst.Attribute) and _is_name(value.value, "self")):
             return None
@@ -85,20 +100,50 @@ class MetadataInScope:
 
         def after(x: cst.CSTNode) -> bool:  # may run after the read of the holder: later, or in a loop around both
             return order[id(x)] > order[id(value)] or any(self.tree.inside(x, loop) for loop in loops)
-        for read in self.find(cst.Attribute, lambda x: _is_name(x.value, "self") and x.attr.value != holder
-                              and after(x), owner):
-            for fdef in self.methods_reached(read.attr.value):
-                for node, target, _ in self._writes_in(fdef):
-                    if isinstance(target, cst.Attribute) and (target.attr.value == field_name or _is_name(
-                            target.value, "self") and target.attr.value == holder):
-                        return self._refresh_why(owner, read, fdef, node)
-                for target in self._in_place_targets(fdef):
-                    while isinstance(target, (cst.Attribute, cst.Subscript)) and not (
-                            isinstance(target, cst.Attribute) and target.attr.value == field_name):
-                        target = target.value
-                    if isinstance(target, cst.Attribute):
-                        return self._refresh_why(owner, read, fdef, target)
+        for read in self.find((cst.Attribute, cst.Call), lambda x: after(x) and _reached_name(x, holder), owner):
+            name = _reached_name(read, holder)
+            defs = self.methods_reached(name) if isinstance(read, cst.Attribute) else self.functions_reached(name)
+            if not defs and isinstance(read, cst.Attribute) and self._called(read):
+                return (f"{owner.name.value} reads the metadata into a local, then calls `{_code(read).strip()}` (line "
+                        f"{self.tree.line(read)}), which no method of this module is: what it runs (a hook held in an "
+                        "attribute, a base's method in another file) may refresh the metadata; pass topk_length by hand")
+            for fdef in defs:
+                at = self._gives_new_lengths(fdef, holder, field_name)
+                if at is not None:
+                    return self._refresh_why(owner, read, fdef, at)
+        root = a.name if isinstance(getattr(a, "name", None), str) else ""
+        for call in self.find(cst.Call, lambda x: after(x) and any(
+                _is_name(arg.value, "self") or root and _is_name(arg.value, root) for arg in x.args), owner):
+            if isinstance(call.func, cst.Name) and not self.functions_reached(call.func.value) \
+                    and call.func.value not in _PLAIN_READS:
+                return (f"{owner.name.value} reads the metadata into a local, then hands `self` or it to "
+                        f"`{_code(call).strip()[:60]}` (line {self.tree.line(call)}), code this module does not define "
+                        "(a hook, a callback): it may refresh the metadata (round T); pass topk_length by hand")
         return None
+
+    def _called(self, read: cst.Attribute) -> bool:
+        up = self.tree.parent.get(read)
+        return isinstance(up, cst.Call) and up.func is read
+
+    def _gives_new_lengths(self, fdef: cst.FunctionDef, holder: str, field_name: str) -> Optional[cst.CSTNode]:
+        """Where fdef rebinds `self.<holder>` or writes the field (given a new tensor, or in place)."""
+        for node, target, _ in self._writes_in(fdef):
+            if isinstance(target, cst.Attribute) and (target.attr.value == field_name or _is_name(
+                    target.value, "self") and target.attr.value == holder):
+                return node
+        for target in self._in_place_targets(fdef):
+            while isinstance(target, (cst.Attribute, cst.Subscript)) and not (
+                    isinstance(target, cst.Attribute) and target.attr.value == field_name):
+                target = target.value
+            if isinstance(target, cst.Attribute):
+                return target
+        return None
+
+    def functions_reached(self, name: str) -> List[cst.FunctionDef]:
+        """The module-level functions named `name`, and the methods and functions they reach."""
+        found = [f.node for f in self.functions_named(name) if not f.class_name]
+        return found + [m for f in found for x in self.find(cst.Attribute, lambda x: _is_name(x.value, "self"), f)
+                        for m in self.methods_reached(x.attr.value)]
 
     def _refresh_why(self, owner: cst.FunctionDef, read: cst.CSTNode, fdef: cst.FunctionDef, at: cst.CSTNode) -> str:
         return (f"{owner.name.value} reads the metadata into a local, and `{_code(read).strip()}` (line "

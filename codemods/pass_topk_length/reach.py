@@ -792,6 +792,16 @@ class Project:
                     out.append((f, cls, d))
         return out
 
+    def value_reads(self, name: str, seeds: Set[str]) -> List[Tuple[_File, ast.Attribute]]:
+        """`x.name` read in another file other than as the function of a call (`call_impl(b.name, ctx)`), on a
+        receiver that may be one of the module's classes `seeds` or an instance of theirs (as attribute_writes
+        reads receivers): what calls it, with which keywords, is not seen (round T)."""
+        related = {(self.module, s) for s in seeds} | {(f.path, c.name) for f, c in self.subclasses(seeds)}
+        return [(f, n) for f in self.files_naming([name]) for n in ast.walk(f.tree)
+                if isinstance(n, ast.Attribute) and n.attr == name and isinstance(n.ctx, ast.Load)
+                and not (isinstance(f.parents.get(id(n)), ast.Call) and f.parents[id(n)].func is n)
+                and self._may_reach(f, n.value, related, set(), True)]
+
     # -- writes that rebind a name at run time --------------------------------------------------
     def attribute_writes(self, attrs: Set[str], seeds: Set[str], modules: Set[str]) -> List[Finding]:
         """Assignments, deletions and literal setattr/delattr of an attribute named in `attrs` (also through
@@ -2383,7 +2393,8 @@ def _field_write(f: _File, node: ast.AST, field: str, slots: Dict[str, int]) \
         return [(f, node.value, node.value)]
     if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        return [(f, t, node.value) for t in _flatten(targets) if isinstance(t, ast.Attribute) and t.attr == field]
+        return [(f, t, node.value) for t in _flatten(targets) if isinstance(t, ast.Attribute) and t.attr == field
+                or sliced_field(t, field)]
     if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Attribute) and node.target.attr == field:
         return [(f, node.target, node)]
     if _class_escapes(f, node, slots):
@@ -2485,7 +2496,15 @@ _NAMES_ONLY = re.compile(r"[\w,\s]+")  # a list of names (`"a b".split()`, a nam
 _LOGS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "log", "print"}
 
 
-def spelled_as_string(project: "Project", name: str) -> List[Tuple[_File, ast.Constant]]:
+def beside_string(f: _File, node: ast.Constant, values: Set[str]) -> bool:
+    """Is the string an argument of a call also handed a string in `values` (a patcher's module and name)?"""
+    up = f.parents.get(id(node))
+    return isinstance(up, ast.Call) and any(isinstance(a, ast.Constant) and a.value in values
+                                            for a in [*up.args, *(k.value for k in up.keywords)])
+
+
+def spelled_as_string(project: "Project", name: str, reads: Tuple[str, ...] = ("hasattr",)) \
+        -> List[Tuple[_File, ast.Constant]]:
     """Strings of other files that are exactly `name`, but a docstring, a message, a `__slots__` entry, a key handed to
     logging, a key of the namespace `type(...)` makes a class from, or the literal name of a hasattr: a way to reach it
     by name that no write spells (a `getattr` takes it as a value, whose callers are not seen: round T)."""
@@ -2497,7 +2516,7 @@ def spelled_as_string(project: "Project", name: str) -> List[Tuple[_File, ast.Co
                 ns = f.parents.get(id(up)) if isinstance(up, ast.Dict) and node in up.keys else None
                 if isinstance(ns, ast.Call) and _unparse(ns.func) == "type" and ns.args[2:3] == [up]:
                     continue  # a class `type(name, bases, ns)` makes: judged by its bases as an override
-                if not (isinstance(up, ast.Call) and _unparse(up.func) in ("hasattr", "builtins.hasattr")
+                if not (isinstance(up, ast.Call) and _unparse(up.func).removeprefix("builtins.") in reads
                         and up.args[1:2] == [node]):
                     out.append((f, node))
     return out
@@ -2511,8 +2530,8 @@ def _declared_or_logged(f: _File, name: ast.Constant) -> bool:
         return True  # a docstring, a message's text (a name built at run time is a stated assumption)
     if isinstance(up, (ast.Tuple, ast.List)):
         up = f.parents.get(id(up))
-    if isinstance(up, ast.Assign) and [_unparse(t) for t in up.targets] == ["__slots__"]:
-        return True
+    if isinstance(up, ast.Assign) and [_unparse(t) for t in up.targets] in (["__slots__"], ["__all__"]):
+        return True  # (a declaration; `__all__`: what a star import binds, read as such)
     if isinstance(up, ast.Dict) and name in up.keys:
         call = f.parents.get(id(up))
         callee = call.func.attr if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) else \
@@ -2803,7 +2822,8 @@ def _alias_written(f: _File, node: ast.AST, field: str) -> bool:
     if isinstance(node, ast.AugAssign) and _field_read(f, node.target, field):  # `lens = md.field; lens += 1`
         return True
     targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
-    return any(isinstance(t, ast.Subscript) and _field_read(f, t, field) for t in _flatten(targets))
+    return any(isinstance(t, ast.Subscript) and _field_read(f, t, field) and not sliced_field(t, field)
+               for t in _flatten(targets))
 
 
 _WRITING_DUNDERS = {"__setitem__", "__delitem__", "__set__", "__init__", "__setstate__",
@@ -2846,8 +2866,15 @@ def _changes_field_in_place(node: ast.AST, field: str) -> bool:
             return True  # into a view of it, copy_ too: its value is not read there
         return any(k.arg == "out" and is_field(k.value) for k in node.keywords)
     targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AugAssign) else []
-    return any(isinstance(t, ast.Subscript) and is_field(t) or isinstance(t, ast.Attribute) and t.attr == "data"
-               and is_field(t.value) for t in targets)  # `md.field.data = v`: the storage swapped (round O)
+    return any(isinstance(t, ast.Subscript) and is_field(t) and not (isinstance(node, ast.Assign) and sliced_field(
+        t, field)) or isinstance(t, ast.Attribute) and t.attr == "data" and is_field(t.value)
+               for t in targets)  # `md.field.data = v`: the storage swapped (round O)
+
+
+def sliced_field(t: ast.AST, field: str) -> bool:
+    """`x.field[:n]` (slices only): assigned, a copy into its rows whose value is read as `.copy_(v)`'s (round T)."""
+    return isinstance(t, ast.Subscript) and isinstance(t.value, ast.Attribute) and t.value.attr == field and all(
+        isinstance(s, ast.Slice) for s in (t.slice.elts if isinstance(t.slice, ast.Tuple) else [t.slice]))
 
 
 _MAKING = ("__init__", "__post_init__")  # the methods that make an object: called again, they remake a held one

@@ -121,6 +121,10 @@ class WholeProject:
         for w in proj.attribute_writes({fn.name, "__bases__"}, seeds, set()) if fn is not None else ():  # (round T)
             return (f"{w.what} at {w.where()}: callers may reach another function than {fn.qualname}; "
                     "add topk_length by hand once every replacement takes it")
+        for f, node in proj.value_reads(fn.name, seeds) if fn is not None and fn.class_name else ():
+            return (f"{proj.rel(f.path)}:{node.lineno} takes `{reach._unparse(node)[:60]}` as a value: what calls it, with "
+                    "which keywords (a dispatcher filtering a shared context by the signature), is not seen, and the "
+                    "new parameter changes what it takes (round T); pass topk_length by hand")
         for f, node in reach.spelled_as_string(proj, fn.name) if fn is not None and fn.class_name else ():
             return (f"{proj.rel(f.path)}:{node.lineno} spells `{fn.name}` as a string, which a setattr by that name (in a "
                     f"utility it is handed to) may replace on an instance: callers may reach another function than "
@@ -372,6 +376,14 @@ class WholeProject:
         for w in proj.reflection({kernel, *seeds, *helper}, seeds, objects, kernel, chain):  # (and the importers)
             return (f"{w.what} at {w.where()} may rebind the kernel, the helper or its class at run time, which "
                     "the analysis cannot follow; pass topk_length by hand if it cannot")
+        named = [(f, n) for f, n in reach.spelled_as_string(proj, kernel, reads=("getattr", "hasattr"))
+                 if reach.beside_string(f, n, modules)]  # (`("sgl_kernel.flash_mla", "flash_mla_sparse_fwd")`)
+        dotted = [(f, n) for m in sorted(modules) for f, n in reach.spelled_as_string(proj, f"{m}.{kernel}")
+                  if isinstance(f.parents.get(id(n)), ast.Call)]  # (handed to a patcher: `patch_function_wrapper`)
+        for f, node in named + dotted:
+            return (f"{proj.rel(f.path)}:{node.lineno} spells `{node.value}` as a string handed on (a patcher given "
+                    "dotted targets, `wrapt.wrap_function_wrapper(\"module\", \"name\", ...)`): it may replace the kernel by "
+                    "name at run time (round T); pass topk_length by hand once every replacement takes it")
         for w in proj.unreadable:
             return (f"{w.path} {w.what}, so what it does to the kernel or the helper is not known; "
                     "pass topk_length by hand")
