@@ -43,6 +43,7 @@ KERNEL_IDENTITY = frozenset({
     "attribute_module_is_legacy", "module_alias_rebound_locally", "local_try_except_fallback",
     "type_checking_import_else_compat", "kernel_module_attribute_monkeypatched",
     "helper_swapped_through_a_parameter_declared_as_its_base", "fallback_shim_that_refuses_the_lengths",
+    "kwargs_wrapper_of_an_older_kernel",
 })
 # Fixed with the derived lengths, but the entry reaches another function at run time (the helper replaced
 # or overridden), so the rewritten call never runs: the kernel gets no topk_length, rightly.

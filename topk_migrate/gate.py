@@ -157,7 +157,13 @@ class KernelGate:
                                     f"{self.param}")
         if iface is None:
             return None
-        return self._by_interface(iface, f"interface at {kernels.project_label(iface.path, self.root)}:{iface.line}")
+        where = f"interface at {kernels.project_label(iface.path, self.root)}:{iface.line}"
+        inner = kernels.kwargs_target(iface.path, c.name.rsplit(".", 1)[-1]) \
+            if iface.has_var_kwargs and self.param not in iface.params and not iface.installed else None
+        cap = self._decide(inner) if inner else None  # a wrapper handing `**kwargs` to a kernel it imports: that
+        if cap is not None and cap.accepts is not None:  # kernel decides, where it can (round T); else a declaration
+            return replace(cap, detail=f"{where} hands **kwargs to {inner}: {cap.detail}")
+        return self._by_interface(iface, where)
 
     def _by_installed_interface(self, c: _Callee) -> Optional[Capability]:
         """The installed interface decides where no release number can (a FlashMLA source build, a module no

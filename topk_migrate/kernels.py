@@ -1197,6 +1197,30 @@ def _reexported(file: str, func: str, depth: int) -> Optional[str]:
     return f"{source}.{alias.name}" if not node.level else None
 
 
+def kwargs_target(file: str, func: str) -> Optional[str]:
+    """The kernel a project wrapper hands its `**kwargs` to: where the module defines `func` once and its body (a
+    docstring aside) is `return inner(..., **kwargs)` of its own `**kwargs`, `inner` bound once by `from <module
+    outside the project> import name`; else None."""
+    tree = bounded.python_facts(read_project_file(file))
+    defs = [n for n in scope_nodes(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and n.name == func] if tree is not None else []
+    if len(defs) != 1 or defs[0].args.kwarg is None:
+        return None
+    body = [b for b in defs[0].body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
+    call = body[0].value if len(body) == 1 and isinstance(body[0], ast.Return) else None
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and any(
+            k.arg is None and isinstance(k.value, ast.Name) and k.value.id == defs[0].args.kwarg.arg
+            for k in call.keywords)):
+        return None
+    name = call.func.id
+    binds = [(n, a) for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names
+             if (a.asname or a.name) == name]
+    other = [n for n in ast.walk(tree) if _bound_name(n) == name]
+    if len(binds) != 1 or other or binds[0][0].level or find_module(file, binds[0][0].module or "") is not None:
+        return None
+    return f"{binds[0][0].module}.{binds[0][1].name}"
+
+
 def read_interface(file: str, func: str, depth: int = 0, param: str = "",
                    _memo: Optional[dict] = None) -> Optional[Interface]:
     """The signature of `func` in `file`, following a re-export within the project (`from x import func`,

@@ -2083,3 +2083,19 @@ for _name, _extra, _init, _build, _bind, _expect in [
 ]:
     add(_name, "control" if _expect == "fixable" else "2 metadata",
         _BUILT.format(extra=_extra, init=_init, build=_build, bind=_bind), expect=_expect)
+
+# -- round T: a project wrapper that hands **kwargs on: the kernel it imports decides ---------------------------
+_KWARGS_WRAPPER = '''
+from {module} import flash_mla_sparse_fwd as _sparse_fwd
+
+
+def flash_mla_sparse_fwd(q, kv, indices, sm_scale, **kwargs):
+    """One place to hang profiling ranges on the sparse kernel."""
+    return _sparse_fwd(q, kv, indices, sm_scale, **kwargs)
+'''
+add("control_kwargs_wrapper_of_the_kernel", "control", _ROUND_S,
+    imports="import torch\nfrom fork_ops.sparse import flash_mla_sparse_fwd\n", expect="fixable",
+    files=(_REQ, ("fork_ops/__init__.py", ""), ("fork_ops/sparse.py", _KWARGS_WRAPPER.format(module="sgl_kernel.flash_mla"))))
+add("kwargs_wrapper_of_an_older_kernel", "4 callee", _ROUND_S,
+    imports="import torch\nfrom fork_ops.sparse import flash_mla_sparse_fwd\n",
+    files=(_REQ, ("fork_ops/__init__.py", ""), ("fork_ops/sparse.py", _KWARGS_WRAPPER.format(module="flash_mla"))))
