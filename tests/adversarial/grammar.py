@@ -509,7 +509,9 @@ def is_safe(s: Spec) -> bool:
         return False
     if s.index_step and (s.index_step[0] not in SAFE_INDEX_OPS or s.index_step[1:] != ("direct", "helper")):
         return False
-    return True
+    if s.field_source == "harness" and s.meta_class != "harness":  # the field copied off another object: unproven
+        return False
+    return not {"int64", "padded"} & set(meta_kinds(s))  # a draft's object writing the field unclipped
 
 
 def safe_spec(rng: random.Random) -> Spec:
@@ -645,6 +647,16 @@ def programs(seed: int, n: int, runs_per_spec: int = 3, safe_share: float = 0.25
 # --------------------------------------------------------------------------------------------
 # Rendering.
 
+# Where the module clips seqlens, it reads the width as sglang does: from the model's config, by the getter.
+WIDTH_FROM_CONFIG = """HF_CONFIG = types.SimpleNamespace(index_topk=TOPK)  # the model's config
+
+
+def get_dsa_index_topk(config):
+    return config.index_topk
+
+
+DSA_INDEX_TOPK = get_dsa_index_topk(HF_CONFIG)
+"""
 HEAD = '"""Generated DSA backend; metadata.{field} holds seqlens clipped to topk."""'
 FIELD_NAMES = {"dsa": "dsa_cache_seqlens_int32", "nsa": "nsa_cache_seqlens_int32"}
 NAMES = dict(q="q", kv="kv", idx="indices", scale="scale", hq="q_all", hkv="kv_cache", hidx="indices",
@@ -698,11 +710,12 @@ class Graph:
             self.captured.append(topk_length)
             return real(q, kv, indices, sm_scale, d_v, topk_length)
 
-        stub._attend = record
+        check = stub._check_length  # a warm-up: its output is discarded, as a real capture's is
+        stub._attend, stub._check_length = record, (lambda *a: None)
         try:
             return self.step()
         finally:
-            stub._attend = real
+            stub._attend, stub._check_length = real, check
 
     def replay(self):
         stub = sys.modules["sgl_kernel.flash_mla"]
@@ -1337,11 +1350,12 @@ class _Render:
         return capture + ["def init_forward_metadata_replay_cuda_graph(self, seq_lens):", f"    {replay}"]
 
     def fs(self, e: str) -> str:
-        return {"harness": f"{e}", "clamp_f": f"torch.clamp({e}, max=TOPK).to(torch.int32)",
-                "clamp_m": f"{e}.clamp(max=TOPK).to(torch.int32)",
-                "minimum": f"torch.minimum({e}, torch.full_like({e}, TOPK)).to(torch.int32)",
+        w = "DSA_INDEX_TOPK"  # the engine's form: the width read from the model's config by its getter
+        return {"harness": f"{e}", "clamp_f": f"torch.clamp({e}, max={w}).to(torch.int32)",
+                "clamp_m": f"{e}.clamp(max={w}).to(torch.int32)",
+                "minimum": f"torch.minimum({e}, torch.full_like({e}, {w})).to(torch.int32)",
                 "unclipped": f"{e}.to(torch.int32)",
-                "clamp_wide": f"torch.clamp({e}, max=2 * TOPK).to(torch.int32)"}[self.s.field_source]
+                "clamp_wide": f"torch.clamp({e}, max=2 * {w}).to(torch.int32)"}[self.s.field_source]
 
     def subclass_block(self) -> List[str]:
         s, n = self.s, self.n
@@ -1403,8 +1417,10 @@ class _Render:
         elif s.field_source == "harness":
             full = f"DSAMetadata({fld}=inp.metadata.{fld})"  # the field read off the engine's own metadata
         else:
-            full = self.full_metadata("_seq_lens(inp)")
+            full = self.full_metadata("seq_lens")
         lines = ["def _build_metadata(inp):", '    kind = os.environ.get("ADV_META", "full")']
+        if "seq_lens" in full:
+            lines.append("    seq_lens = _seq_lens(inp)")
         if "none" in kinds:
             lines += ['    if kind == "none":', "        return None"]
         if "no_field" in kinds:
@@ -1433,12 +1449,12 @@ class _Render:
         if s.graph != "eager":
             body += ["from adv_graph_sim import Graph", "",
                      f"backend = {cls}()",
-                     "static_q, static_idx = inp.q.roll(1, 0).clone(), inp.indices.roll(1, 0).clone()",
-                     "backend.init_forward_metadata_capture_cuda_graph(_seq_lens(inp).roll(1, 0).clone())",
-                     "graph = Graph(lambda: backend.forward(static_q, inp.kv, static_idx, inp.sm_scale))",
-                     "first = graph.capture()", "static_q.copy_(inp.q)", "static_idx.copy_(inp.indices)",
+                     "# captured while the metadata holds another batch's lengths (each row's, rolled)",
+                     "backend.init_forward_metadata_capture_cuda_graph(_seq_lens(inp).roll(1, 0))",
+                     "graph = Graph(lambda: backend.forward(inp.q, inp.kv, inp.indices, inp.sm_scale))",
+                     "graph.capture()",
                      "backend.init_forward_metadata_replay_cuda_graph(_seq_lens(inp))",
-                     "return first, graph.replay()"]
+                     "return graph.replay()"]
         elif s.binding in ("param", "optional_param"):
             body += ["batch_meta = _build_metadata(inp)",
                      f"return {cls}().forward(inp.q, inp.kv, inp.indices, inp.sm_scale, batch_meta)"]
@@ -1500,6 +1516,8 @@ class _Render:
         text = "\n".join(out) + "\n\n\n"
         if f.name == MODULE:
             text += "TOPK = 16\n"
+            if self.s.field_source != "harness":
+                text += WIDTH_FROM_CONFIG
             if self.s.width == "global":
                 text += "topk_length = TOPK  # the indexer's width\n"
         if "logging" in f.std:
@@ -1517,6 +1535,8 @@ class _Render:
         head = HEAD.format(field=self.field)
         main = self.file(MODULE)
         main.std.add("os")
+        if s.field_source != "harness":
+            main.std.add("types")
         kf = self.file(self.kfile)
         kf.std.add("os")
         self.kernel_prelude(kf)
