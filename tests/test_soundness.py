@@ -1352,3 +1352,86 @@ def test_a_lookup_by_literal_key_reads_the_value_under_that_key(key, fixable):
     tree = Tree(__import__("libcst").parse_module(src))
     node = tree.module.body[0].body.body[0].body.body[1].body[0].value
     assert (index_hazard(tree, node)[0] is None) is fixable, index_hazard(tree, node)[0]
+
+
+# Round T: an annotation of the holder (or of a parameter) is a claim; what the module and the project assign decide it.
+ANNOTATED_HOLDER = """\
+import torch
+from dataclasses import dataclass
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+
+@dataclass
+class DSAMetadata:
+    dsa_cache_seqlens_int32: torch.Tensor
+
+
+@dataclass
+class DSAExtendMetadata:
+    extend_seq_lens: torch.Tensor
+
+
+class Backend:
+    forward_metadata: DSAMetadata
+
+    def init_forward_metadata(self, forward_batch):
+        if forward_batch.is_extend:
+            self.forward_metadata = {extend}
+        else:
+            self.forward_metadata = DSAMetadata(dsa_cache_seqlens_int32=forward_batch.seq_lens.clamp(
+                max=self.dsa_index_topk).to(torch.int32))
+
+    def forward(self, q, kv, indices, sm_scale):
+        metadata = self.forward_metadata
+        return self._forward_flashmla_sparse(q, kv, indices, sm_scale)
+
+    def _forward_flashmla_sparse(self, q, kv, indices, sm_scale):
+        return flash_mla_sparse_fwd(q=q, kv=kv, indices=indices, sm_scale=sm_scale)[0]
+"""
+
+
+@pytest.mark.parametrize("extend, form", [
+    ("DSAExtendMetadata(extend_seq_lens=forward_batch.seq_lens)", "getattr"),  # another class: the annotation is wrong
+    ("DSAMetadata(dsa_cache_seqlens_int32=forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))",
+     "plain")])
+def test_an_assignment_of_another_class_contradicts_the_holders_annotation(tmp_path, extend, form):
+    src = ANNOTATED_HOLDER.format(extend=extend)
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert site.status is Status.FIXABLE, site.reason
+    read = {"getattr": 'topk_length=getattr(metadata, "dsa_cache_seqlens_int32", None)',
+            "plain": "topk_length=metadata.dsa_cache_seqlens_int32)"}[form]
+    assert read in migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).new_source
+
+
+def test_a_call_handing_another_class_contradicts_a_parameters_annotation(tmp_path):
+    src = ANNOTATED_HOLDER.format(extend="DSAMetadata(dsa_cache_seqlens_int32=forward_batch.seq_lens)").replace(
+        "            self.forward_metadata = DSAMetadata(dsa_cache_seqlens_int32=forward_batch.seq_lens)\n",
+        "            self.extend_metadata = DSAExtendMetadata(extend_seq_lens=forward_batch.seq_lens)\n").replace(
+        "    def forward(self, q, kv, indices, sm_scale):\n        metadata = self.forward_metadata\n",
+        "    def forward_extend(self, q, kv, indices, sm_scale):\n"
+        "        return self.forward(q, kv, indices, sm_scale, self.extend_metadata)\n\n"
+        "    def forward(self, q, kv, indices, sm_scale, metadata: DSAMetadata):\n")
+    assert "self.extend_metadata)" in src and "metadata: DSAMetadata" in src
+    m = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL)
+    assert m.sites[0].status is Status.FIXABLE, m.sites[0].reason
+    assert 'topk_length=getattr(metadata, "dsa_cache_seqlens_int32", None)' in m.new_source
+
+
+@pytest.mark.parametrize("runner, form", [
+    ("def run_idle(backend, q, kv, indices, sm_scale):\n    backend.forward_metadata = None\n"
+     "    return backend.forward(q, kv, indices, sm_scale)\n", "getattr"),
+    # another backend class's own holder is not this one's
+    ("class OtherBackend:\n    def init(self):\n        self.forward_metadata = None\n", "plain")])
+def test_another_file_assigning_the_holder_contradicts_its_annotation(tmp_path, runner, form):
+    src = ANNOTATED_HOLDER.format(
+        extend="DSAMetadata(dsa_cache_seqlens_int32=forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))")
+    src += "\n\ndef entry(inp):\n    from model_runner import run_idle\n\n    return run_idle(Backend(), inp.q, inp.kv, inp.indices, 1.0)\n"
+    if form == "plain":
+        src = src.replace("    from model_runner import run_idle\n\n    return run_idle(Backend(), inp.q, inp.kv, inp.indices, 1.0)\n",
+                          "    return Backend().forward(inp.q, inp.kv, inp.indices, 1.0)\n")
+    (tmp_path / "model_runner.py").write_text(runner)
+    (tmp_path / "backend.py").write_text(src)
+    m = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL)
+    assert m.sites[0].status is Status.FIXABLE, m.sites[0].reason
+    assert {"getattr": 'topk_length=getattr(metadata, "dsa_cache_seqlens_int32", None)',
+            "plain": "topk_length=metadata.dsa_cache_seqlens_int32)"}[form] in m.new_source

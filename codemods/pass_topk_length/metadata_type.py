@@ -11,7 +11,7 @@ from libcst.metadata import ImportAssignment
 
 from topk_migrate import kernels, project
 
-from .syntax import _code, _is_attr, _is_name, _root
+from .syntax import _argument_for, _code, _is_attr, _is_name, _root
 
 _ASSIGNED_NONE = re.compile(r"=\s*None\b")
 _EQUALS_OR_LINE_FEED = re.compile(r"[=\n]")
@@ -99,12 +99,16 @@ class MetadataType:
         annotation, optional = None, False
         if isinstance(node, cst.Param):
             annotation = node.annotation.annotation if node.annotation else None
+            if annotation is not None and self._argument_contradicts(a, node, annotation):
+                return None
         else:
             stmt = self.tree.assignment_statement(a)
             value = stmt.value if stmt is not None else None
             if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) and value.value.value == "self":
                 annotation = self.declared(value.attr.value)
                 optional = value.attr.value in self.tree.none_attributes() or self.base_sets_none(value.attr.value)
+                if annotation is not None and self._annotation_contradicted(value.attr.value, annotation):
+                    return None
             elif isinstance(value, cst.Call):
                 annotation = value.func
         if annotation is None:
@@ -125,6 +129,52 @@ class MetadataType:
                     for stmt in self.find(cst.AnnAssign, lambda a: _is_name(a.target, field_name), declaring[0].body)):
                 return None
         return not optional
+
+    def _annotation_contradicted(self, attr: str, annotation: cst.BaseExpression) -> bool:
+        """An annotation is a claim, not a fact (round T): it holds only where no assignment of `<x>.<attr>` in
+        this module constructs a class it does not name (the extend path's other metadata class), and no other
+        file of the project assigns the attribute (a model runner clearing it for an idle batch: what it stores
+        there is not read)."""
+        names = _annotation_names(annotation) or set()
+        return any(self._constructs_other(node.value, names) for node in self.find(cst.Assign) if any(
+            isinstance(t.target, cst.Attribute) and t.target.attr.value == attr for t in node.targets)) \
+            or self.holder_written_elsewhere(attr)
+
+    def _constructs_other(self, value: cst.BaseExpression, names: set) -> bool:
+        """Is `value` a construction of a class of this module that `names` (an annotation's) does not name?"""
+        callee = _code(value.func).strip().rsplit(".", 1)[-1] if isinstance(value, cst.Call) else ""
+        return callee not in names and any(c.name.value == callee for c in self.find(cst.ClassDef))
+
+    def _argument_contradicts(self, a, param: cst.Param, annotation: cst.BaseExpression) -> bool:
+        """A parameter's annotation is a claim the module's calls may contradict (round T): a call of its function
+        here hands it a construction of another class of the module, an attribute whose assignments do, or a
+        local bound to either."""
+        fdef = getattr(a.scope, "node", None)
+        if not isinstance(fdef, cst.FunctionDef):
+            return False
+        names = _annotation_names(annotation) or set()
+        params = [p.name.value for p in fdef.params.params]
+        position = params.index(param.name.value) if param in fdef.params.params else None
+        for call in self.find(cst.Call, lambda c: _code(c.func).strip().rsplit(".", 1)[-1] == fdef.name.value):
+            shift = 1 if isinstance(call.func, cst.Attribute) and params[:1] == ["self"] else 0
+            arg = _argument_for(call, param.name.value, position, shift)
+            values = [arg]
+            if isinstance(arg, cst.Name):
+                values = [getattr(self.tree.assignment_statement(b), "value", None)
+                          for b in self.tree.binding(arg, arg.value).assignments]
+            for v in values:
+                if v is not None and (self._constructs_other(v, names) or isinstance(v, cst.Attribute)
+                                      and self._annotation_contradicted(v.attr.value, annotation)):
+                    return True
+        return False
+
+    def holder_written_elsewhere(self, attr: str) -> bool:
+        """Does another file of the project assign `<x>.<attr>` where x is, or is handed, an instance of a class of
+        this module that sets `self.<attr>`? (An annotation is taken unless something contradicts it: a receiver
+        nothing relates to these classes, as sglang's other backends' tables of backends, does not.)"""
+        seeds = {c.name.value for c in self.find(cst.ClassDef)
+                 if self.find(cst.Attribute, lambda a: _is_attr(a, "self", attr), c)}
+        return bool(seeds) and bool(self.project().holder_writes(attr, seeds))
 
     def base_sets_none(self, attr: str) -> bool:
         """Does a base class imported from another module of the project set `self.<attr>` to None?"""

@@ -838,6 +838,26 @@ class Project:
                         out.append(Finding(self.rel(f.path), t.lineno, f"`{_unparse(t)}` is assigned"))
         return out
 
+    def holder_writes(self, attr: str, seeds: Set[str]) -> List[Finding]:
+        """Assignments of `<x>.<attr>` in other files where x is self in one of the module's classes `seeds` or a
+        subclass, a parameter (whatever its callers hand it: a model runner clearing the holder for an idle batch),
+        or a local that may be one: the writes that may contradict what this module declares the holder holds.
+        (Another class's own `self.<attr>`, or an item of its own table, is that class's holder.)"""
+        related = {(self.module, s) for s in seeds} | {(f.path, c.name) for f, c in self.subclasses(seeds)}
+        keys, names = self._hierarchy(frozenset(related))
+        out = []
+        for f in self.files_naming([attr]):
+            for node in ast.walk(f.tree):
+                for t in _flatten(_written_targets(node)):
+                    if not (isinstance(t, ast.Attribute) and t.attr == attr):
+                        continue
+                    cls = f.instance_of(t.value)
+                    if (f.path, cls.name) in keys or cls.name in names if cls is not None else \
+                            _parameter_or_element(f, t.value) is not None \
+                            or self._may_reach(f, t.value, related, set(), False):
+                        out.append(Finding(self.rel(f.path), t.lineno, f"`{_unparse(t)}` is assigned"))
+        return out
+
     def reflection(self, names: Set[str], seeds: Set[str], modules: Set[str], kernel: str,
                    chain: Set[str] = frozenset()) -> List[Finding]:
         """Reflective writes in other files: setattr/delattr with a computed name (or through
