@@ -389,6 +389,8 @@ class FieldMeaning:
                 out.append((None, None))
             else:  # a constructor's parameter: its callers build the object elsewhere, judged by its name
                 out.append((_ast_of(value), None if self._init_param(value) else self._resolver(None, value)))
+        if self.assigned_elsewhere(attr):  # a subclass in another file setting it again (round T): not read
+            out.append((None, None))
         return "local", out
 
     def _init_param(self, value: cst.BaseExpression) -> bool:

@@ -75,6 +75,11 @@ class MetadataInScope:
             return (f"`{root}` is read from `self.{value.attr.value}`, which this module also sets on a class (line "
                     f"{self.tree.line(self._class_held(value.attr.value))}): every instance shares it, which batch's "
                     "metadata it holds is not proven")
+        if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) and value.value.value == "self" \
+                and self.assigned_elsewhere(value.attr.value):
+            return (f"`{root}` is read from `self.{value.attr.value}`, which another file of the project assigns (a "
+                    "class decorator installing a shared descriptor, a runner storing another object): which "
+                    "batch's metadata it holds is not proven (round T); pass topk_length by hand")
         while isinstance(value, cst.Attribute):
             if value.attr.value in self._served_names() or "*" in self._served_names():
                 return (f"`{root}` is read from `{_code(value).strip()}` (line {self.tree.line(stmt)}), which a "

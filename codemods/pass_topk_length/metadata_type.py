@@ -138,7 +138,7 @@ class MetadataType:
         names = _annotation_names(annotation) or set()
         return any(self._constructs_other(node.value, names) for node in self.find(cst.Assign) if any(
             isinstance(t.target, cst.Attribute) and t.target.attr.value == attr for t in node.targets)) \
-            or self.holder_written_elsewhere(attr)
+            or self.assigned_elsewhere(attr)
 
     def _constructs_other(self, value: cst.BaseExpression, names: set) -> bool:
         """Is `value` a construction of a class of this module that `names` (an annotation's) does not name?"""
@@ -168,7 +168,7 @@ class MetadataType:
                     return True
         return False
 
-    def holder_written_elsewhere(self, attr: str) -> bool:
+    def assigned_elsewhere(self, attr: str) -> bool:
         """Does another file of the project assign `<x>.<attr>` where x is, or is handed, an instance of a class of
         this module that sets `self.<attr>`? (An annotation is taken unless something contradicts it: a receiver
         nothing relates to these classes, as sglang's other backends' tables of backends, does not.)"""
