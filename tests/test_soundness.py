@@ -1456,3 +1456,36 @@ def test_a_subclass_in_another_file_setting_the_width_again_is_not_read(tmp_path
     (tmp_path / "backend.py").write_text(src)
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+BATCH_ATTRIBUTE = """\
+\"\"\"Fork backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk.\"\"\"
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+
+class Backend:
+    def __init__(self, metadata):
+        self.forward_metadata = metadata
+
+    def forward(self, q, kv, forward_batch, scale):
+        metadata = self.forward_metadata
+        return self._forward_flashmla_sparse(q, kv, forward_batch.topk_indices, scale)
+
+    def _forward_flashmla_sparse(self, q, kv, indices, sm_scale):
+        return flash_mla_sparse_fwd(q=q, kv=kv, indices=indices, sm_scale=sm_scale)[0]
+"""
+
+
+@pytest.mark.parametrize("batch, fixable", [
+    ("    def __init__(self, topk_indices):\n        self.topk_indices = topk_indices\n", True),
+    ("    def __init__(self, topk_indices):\n        self.topk_indices = topk_indices.sort(dim=-1).values\n", False),
+    ("    def __init__(self, raw):\n        self.raw = raw\n\n    @property\n    def topk_indices(self):\n"
+     "        return self.raw.masked_fill(self.raw < 8, -1)\n", False)])
+def test_the_indices_read_off_another_files_batch_class_are_what_it_makes_them(tmp_path, batch, fixable):
+    """Round T's u_holder_property_other_file / u_holder_init_sorts_other_file: an attribute the indices are
+    read off is what every file makes it; a value another file computes (or a property serves) is not read."""
+    (tmp_path / "batch_info.py").write_text("class ForwardBatch:\n" + batch)
+    (tmp_path / "backend.py").write_text(BATCH_ATTRIBUTE)
+    (site,) = migrate_source(BATCH_ATTRIBUTE, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+    assert fixable or "may be made by another file" in site.reason

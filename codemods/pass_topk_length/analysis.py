@@ -273,7 +273,8 @@ class _Analysis(MetadataInScope, MetadataType, FieldMeaning, GraphReplay, Callee
                     return self.site(c, Status.MANUAL, f"at the caller on line {k.range.start.line}: " + _rows_reason(hazard))
             for p in index_sources:
                 arg = _argument_for(k.node, p, positions.get(p), shift)
-                hazard, got = index_hazard(self.tree, arg, self.outside_project, self.method_rival) if arg is not None else (None, set())
+                hazard, got = index_hazard(self.tree, arg, self.outside_project, self.method_rival,
+                                           self.served_elsewhere) if arg is not None else (None, set())
                 handed[1].update(got)
                 if hazard:
                     return self.site(c, Status.MANUAL, f"at the caller on line {k.range.start.line}: " + _indices_reason(hazard))
@@ -319,7 +320,8 @@ class _Analysis(MetadataInScope, MetadataType, FieldMeaning, GraphReplay, Callee
 
     def indices_hazard(self, c: CallInfo) -> Tuple[Optional[str], Set[str]]:
         arg = _indices_arg(c.node)
-        hazard, sources = index_hazard(self.tree, arg, self.outside_project, self.method_rival) if arg is not None else (None, set())
+        hazard, sources = index_hazard(self.tree, arg, self.outside_project, self.method_rival,
+                                           self.served_elsewhere) if arg is not None else (None, set())
         fields = {m.rsplit(".", 1)[-1] for m in self.metadata}
         return hazard or foreign_write(self.tree, c.node, lambda n: [f.node for f in self.functions_named(n)],
                                        fields, self.index("foreign-writes", dict)), sources

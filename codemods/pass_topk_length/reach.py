@@ -858,6 +858,35 @@ class Project:
                         out.append(Finding(self.rel(f.path), t.lineno, f"`{_unparse(t)}` is assigned"))
         return out
 
+    def attribute_served(self, attr: str) -> Optional[Finding]:
+        """Where another file makes `<x>.<attr>` something other than a value its function was handed (round T: a
+        batch class serving the indices by a property, or masking or sorting them in its `__init__`): a class
+        body binding the name (a def, a property, a descriptor), an assignment of the attribute from anything but
+        a bare parameter, or a setattr of it (or by a computed name)."""
+        for f in self.files_naming([attr]):
+            for node in ast.walk(f.tree):
+                if isinstance(node, ast.ClassDef):
+                    for stmt in node.body:
+                        bound = [stmt.name] if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) else \
+                            [t.id for t in _flatten(_written_targets(stmt)) if isinstance(t, ast.Name)]
+                        if attr in bound:
+                            return Finding(self.rel(f.path), stmt.lineno, f"{node.name} binds `{attr}` in its body")
+                hit = _setattr_call(f, node) if isinstance(node, ast.Call) else None
+                if hit is not None and not (isinstance(hit[2], ast.Constant) and hit[2].value != attr):
+                    return Finding(self.rel(f.path), node.lineno, f"`{hit[0]}(...)` may set `{attr}`")
+                for t in _flatten(_written_targets(node)):
+                    if isinstance(t, ast.Attribute) and t.attr == attr and not self._bare_parameter(f, node):
+                        return Finding(self.rel(f.path), t.lineno, f"`{_unparse(t)}` is assigned a computed value")
+        return None
+
+    @staticmethod
+    def _bare_parameter(f: _File, node: ast.AST) -> bool:
+        """`self.x = x`: a plain assignment of a parameter of its function, as the trace takes its own."""
+        value = getattr(node, "value", None)
+        fn = f.enclosing(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        return isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(value, ast.Name) and fn is not None \
+            and value.id in {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
+
     def reflection(self, names: Set[str], seeds: Set[str], modules: Set[str], kernel: str,
                    chain: Set[str] = frozenset()) -> List[Finding]:
         """Reflective writes in other files: setattr/delattr with a computed name (or through

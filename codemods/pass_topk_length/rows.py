@@ -222,6 +222,8 @@ def imported_names(tree: Tree, func: cst.BaseExpression) -> List[str]:
 
 # (class or None, name) -> another file's definition or write a call of that method or function may reach, or None
 Rival = Callable[[Optional[str], str], Optional[str]]
+# an attribute's name -> where another file makes it other than a value handed to its function, or None
+Served = Callable[[str], Optional[str]]
 # Decorators a def the traces read may carry: each keeps the function, or hands every argument on unchanged.
 TRANSPARENT_DECORATORS = {"staticmethod", "classmethod", "torch.no_grad", "torch.inference_mode", "torch.enable_grad"}
 
@@ -1467,8 +1469,9 @@ class IndexTrace:
     """Follows the kernel's `indices` back through its function: may an entry have been
     dropped, masked or narrowed after the indexer counted it?"""
 
-    def __init__(self, tree: Tree, outside: Optional[Outside] = None, rival: Optional[Rival] = None):
-        self.tree, self.outside, self.rival = tree, outside, rival
+    def __init__(self, tree: Tree, outside: Optional[Outside] = None, rival: Optional[Rival] = None,
+                 served: Optional[Served] = None):
+        self.tree, self.outside, self.rival, self.served = tree, outside, rival, served
         self.seen: Set[object] = set()
         self.params: Set[Tuple[object, str]] = set()
         self.exempt: Set[int] = set()
@@ -1569,6 +1572,10 @@ class IndexTrace:
             if served is not None:
                 return (f"`{_code(e)}` may be served by code: {served} (line {self.tree.line(served)}) binds "
                         f"`{e.attr.value}` in a class body (a property, a descriptor), whose value the trace does not read")
+            elsewhere = self.served(e.attr.value) if self.served is not None else None
+            if elsewhere:
+                return (f"`{_code(e)}` may be made by another file: {elsewhere}, whose value the trace does not read "
+                        "(round T)")
             written = attribute_write(self.tree, e.attr.value)
             if written is not None:
                 return (f"`{_code(e)}` is held in an attribute, and `{_code(written).strip()[:80]}` (line "
@@ -1935,9 +1942,9 @@ def _constant_fill(e: cst.BaseExpression) -> bool:
 
 
 def index_hazard(tree: Tree, expr: cst.BaseExpression, outside: Optional[Outside] = None,
-                 rival: Optional[Rival] = None) -> Tuple[Optional[str], Set[str]]:
+                 rival: Optional[Rival] = None, served: Optional[Served] = None) -> Tuple[Optional[str], Set[str]]:
     """(why the kernel's indices may no longer be what the metadata counted, or None; their parameters)."""
-    t = IndexTrace(tree, outside, rival)
+    t = IndexTrace(tree, outside, rival, served)
     up = tree.parent.get(expr)
     up = tree.parent.get(up) if isinstance(up, cst.Arg) else up
     if isinstance(up, cst.Call):

@@ -241,7 +241,8 @@ class WholeProject:
                             return (f"at line {line}, a call of `{name}` hands it `{arg.value}`, the caller's own object, whose "
                                     "attributes any holder may rewrite (round O)")
                         hazard = (row_hazard(self.tree, arg, scope, self.hooks)
-                                  if p in rows else index_hazard(self.tree, arg, self.outside_project, self.method_rival))[0]
+                                  if p in rows else index_hazard(self.tree, arg, self.outside_project, self.method_rival,
+                                           self.served_elsewhere))[0]
                         if hazard:
                             return f"at line {line}, a call of `{name}`: {hazard}"
         return None
@@ -315,6 +316,13 @@ class WholeProject:
         rival in another base of one, an assignment or setattr of the name on the class, an instance or the
         module."""
         return self.index(f"rival:{class_name}:{name}", lambda: self._method_rival(class_name, name))
+
+    def served_elsewhere(self, attr: str) -> Optional[str]:
+        """rows.Served: where another file makes `<x>.<attr>` other than a value handed to its function."""
+        def find() -> Optional[str]:
+            w = self.project().attribute_served(attr)
+            return f"{w.what} at {w.where()}" if w is not None else None
+        return self.index(f"served:{attr}", find)
 
     def _method_rival(self, class_name: Optional[str], name: str) -> Optional[str]:
         proj = self.project()
