@@ -1489,3 +1489,35 @@ def test_the_indices_read_off_another_files_batch_class_are_what_it_makes_them(t
     (site,) = migrate_source(BATCH_ATTRIBUTE, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert (site.status is Status.FIXABLE) is fixable, site.reason
     assert fixable or "may be made by another file" in site.reason
+
+
+KWARGS_BACKEND = """\
+\"\"\"Fork backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk.\"\"\"
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+
+class Backend:
+    def __init__(self, metadata):
+        self.forward_metadata = metadata
+
+    def forward(self, q, kv, scale, **kwargs):
+        metadata = self.forward_metadata
+        return self._forward_flashmla_sparse(q, kv, kwargs["topk_indices"], scale)
+
+    def _forward_flashmla_sparse(self, q, kv, indices, sm_scale):
+        return flash_mla_sparse_fwd(q=q, kv=kv, indices=indices, sm_scale=sm_scale)[0]
+"""
+
+
+@pytest.mark.parametrize("key, fixable", [("topk_indices", False), ("layer_window", True)])
+def test_a_caller_writing_the_entry_of_kwargs_the_function_reads_is_seen(tmp_path, key, fixable):
+    """Round T's u_kwargs_same_name_layer_masks_entry: the entries the function reads off its `**kwargs` are traced
+    at its callers in other files, as its parameters are; another entry is not the rows."""
+    (tmp_path / "layer.py").write_text(
+        "class SparseAttention:\n    def __init__(self, attn_backend):\n        self.attn_backend = attn_backend\n\n"
+        "    def forward(self, q, kv, scale, **kwargs):\n"
+        f"        sel = kwargs[{key!r}]\n        sel.masked_fill_(sel < 20, -1)\n"
+        "        return self.attn_backend.forward(q, kv, scale, **kwargs)\n")
+    (tmp_path / "backend.py").write_text(KWARGS_BACKEND)
+    (site,) = migrate_source(KWARGS_BACKEND, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

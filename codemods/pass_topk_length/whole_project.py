@@ -187,7 +187,9 @@ class WholeProject:
         star, star_star = (p.name.value if isinstance(p, cst.Param) else "" for p in (
             batch.params.star_arg, batch.params.star_kwarg))
         named = frozenset(positional + [p.name.value for p in batch.params.kwonly_params])
-        wanted = callers.wanted_of(positional, rows | indices, star, star_star)  # (the metadata: this module's calls only)
+        # (the entries read off a traced `**kwargs` are traced too: a caller's read of one is a read of the rows)
+        keys = self._keys_read(batch, star_star) if star_star and star_star in rows | indices else set()
+        wanted = callers.wanted_of(positional, rows | indices | keys, star, star_star)  # (the metadata: this module's calls only)
         here = f"callers here:{batch.name.value}:{wanted}:{sorted(rows)}:{sorted(meta)}"  # (this module's: the same for every def of the name)
 
         def build() -> Optional[str]:
@@ -316,6 +318,22 @@ class WholeProject:
         rival in another base of one, an assignment or setattr of the name on the class, an instance or the
         module."""
         return self.index(f"rival:{class_name}:{name}", lambda: self._method_rival(class_name, name))
+
+    def _keys_read(self, fdef: cst.FunctionDef, mapping: str) -> Set[str]:
+        """The literal keys fdef reads off its parameter `mapping` (`kwargs["topk_indices"]`, `kwargs.get("x")`)."""
+        out = set()
+        for node in self.find((cst.Subscript, cst.Call), None, fdef):
+            if isinstance(node, cst.Subscript) and _is_name(node.value, mapping) and len(node.slice) == 1 \
+                    and isinstance(node.slice[0].slice, cst.Index):
+                key = node.slice[0].slice.value
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and _is_name(node.func.value, mapping) \
+                    and node.func.attr.value == "get" and node.args:
+                key = node.args[0].value
+            else:
+                continue
+            if isinstance(key, cst.SimpleString) and isinstance(key.evaluated_value, str):
+                out.add(key.evaluated_value)
+        return out
 
     def served_elsewhere(self, attr: str) -> Optional[str]:
         """rows.Served: where another file makes `<x>.<attr>` other than a value handed to its function."""
