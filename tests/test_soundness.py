@@ -1521,3 +1521,19 @@ def test_a_caller_writing_the_entry_of_kwargs_the_function_reads_is_seen(tmp_pat
     (tmp_path / "backend.py").write_text(KWARGS_BACKEND)
     (site,) = migrate_source(KWARGS_BACKEND, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("keyword, fixable", [("indices", False), ("topk_indices", False), ("window", True)])
+def test_a_callers_keyword_named_as_an_override_names_the_place_is_traced(tmp_path, keyword, fixable):
+    """Round T's u_override_renamed_param_keyword_caller: a subclass in another file renames the indices' parameter;
+    a caller's keyword of that name lands there on its instances."""
+    src = BATCH_ATTRIBUTE.replace("def forward(self, q, kv, forward_batch, scale):", "def forward(self, q, kv, topk_indices, scale):") \
+        .replace("forward_batch.topk_indices", "topk_indices")
+    (tmp_path / "mtp.py").write_text(
+        "from backend import Backend\n\n\nclass MTPBackend(Backend):\n    def forward(self, q, kv, indices, scale):\n"
+        "        return super().forward(q, kv, indices, scale)\n\n\n"
+        "def run_verify(backend: MTPBackend, q, kv, topk, scale, window=None):\n"
+        f"    return backend.forward(q, kv, scale=scale, {keyword}=topk.sort(dim=-1).values)\n")
+    (tmp_path / "backend.py").write_text(src)
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -197,7 +197,9 @@ class WholeProject:
             cls = self.tree.parent.get(self.tree.parent.get(batch))
             mine = proj.instance_classes(set(self.subclasses(cls.name.value))) if isinstance(cls, cst.ClassDef) else None
             why = self.index(here, lambda: self._module_callers(batch, positional, rows, indices, meta))
-            w = callers.unchanged_callers(proj, batch.name.value, wanted, mine, named) if why is None else None
+            renamed = self._renamed_in_overrides(proj, batch, cls, positional, rows | indices)
+            w = callers.unchanged_callers(proj, batch.name.value, tuple(sorted(set(wanted) | renamed)), mine, named) \
+                if why is None else None
             why = why or (f"at {w.where()}, a call of `{batch.name.value}`: {w.what}" if w is not None else None)
             return (f"{why}; q and the indices it hands may not be the rows the metadata was built for, in order; pass "
                     "topk_length by hand where they are known, or use --lengths derived") if why else None
@@ -318,6 +320,21 @@ class WholeProject:
         rival in another base of one, an assignment or setattr of the name on the class, an instance or the
         module."""
         return self.index(f"rival:{class_name}:{name}", lambda: self._method_rival(class_name, name))
+
+    def _renamed_in_overrides(self, proj, batch: cst.FunctionDef, cls, positional: List[str], traced: Set[str]) -> set:
+        """callers.Wanted entries for the names an override of batch (another file's subclass) gives the traced
+        parameters' places (round T: `def forward(self, q, kv, indices, scale)` over `topk_indices`): a caller's
+        keyword of that name lands in the same place on an instance of that subclass."""
+        if not isinstance(cls, cst.ClassDef):
+            return set()
+        out = set()
+        for _, _, d in proj.overrides(set(self.subclasses(cls.name.value)), batch.name.value):
+            params = [a.arg for a in d.args.posonlyargs + d.args.args][1:] if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
+            for name in traced & set(positional):
+                place = positional.index(name)
+                if place < len(params) and params[place] != name:
+                    out.add((params[place], None, ""))
+        return out
 
     def _keys_read(self, fdef: cst.FunctionDef, mapping: str) -> Set[str]:
         """The literal keys fdef reads off its parameter `mapping` (`kwargs["topk_indices"]`, `kwargs.get("x")`)."""
