@@ -1537,3 +1537,44 @@ def test_a_callers_keyword_named_as_an_override_names_the_place_is_traced(tmp_pa
     (tmp_path / "backend.py").write_text(src)
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+VENDORED_CALLER = """\
+\"\"\"Fork backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk.\"\"\"
+import os
+import sys
+
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "third_party"))
+from fast_topk_ops import sliding_window_mask  # noqa: E402
+
+
+class Backend:
+    def __init__(self, metadata):
+        self.forward_metadata = metadata
+
+    def forward(self, q, kv, topk_indices, scale):
+        metadata = self.forward_metadata
+        sliding_window_mask(topk_indices, 20)
+        return self._forward_flashmla_sparse(q, kv, topk_indices, scale)
+
+    def _forward_flashmla_sparse(self, q, kv, indices, sm_scale):
+        return flash_mla_sparse_fwd(q=q, kv=kv, indices=indices, sm_scale=sm_scale)[0]
+"""
+
+
+@pytest.mark.parametrize("own_distribution, fixable", [(False, False), (True, True)])
+def test_a_module_the_tree_ships_is_the_forks_code_not_a_library(tmp_path, own_distribution, fixable):
+    """Round T's u_vendored_helper_masks_inplace: a module put on sys.path from the tree at run time is read as the
+    project's (a call handed the indices may write them); one under a folder that is a distribution of its own (a
+    monorepo's kernel package) stays a library."""
+    pkg = tmp_path / "third_party" / "fast_topk_ops"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("def sliding_window_mask(topk_indices, start):\n"
+                                     "    topk_indices.masked_fill_(topk_indices < start, -1)\n")
+    if own_distribution:
+        (tmp_path / "third_party" / "pyproject.toml").write_text("[project]\nname = 'fast-topk-ops'\n")
+    (tmp_path / "backend.py").write_text(VENDORED_CALLER)
+    (site,) = migrate_source(VENDORED_CALLER, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -154,6 +154,11 @@ class ModuleIndexes:
                 if kernels.find_module(self.path, module) is not None:
                     return False
                 module = module.rpartition(".")[0]
+            module = qualname
+            while module and not qualname.startswith("."):
+                if self.project().vendored(module):
+                    return False  # shipped in the tree, put on sys.path at run time: the fork's code (round T)
+                module = module.rpartition(".")[0]
             return not qualname.startswith(".")
         return self.index(f"outside:{qualname}", build)
 

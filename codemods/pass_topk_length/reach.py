@@ -858,6 +858,25 @@ class Project:
                         out.append(Finding(self.rel(f.path), t.lineno, f"`{_unparse(t)}` is assigned"))
         return out
 
+    def vendored(self, module: str) -> bool:
+        """Does the project ship `module` itself (`third_party/fast_topk_ops/__init__.py`, put on sys.path at run
+        time, which the module finder cannot place): a file of it, under no folder below the root that is a
+        distribution of its own (a pyproject.toml, setup.py or setup.cfg: a monorepo's kernel package is a
+        library)? Its code is the fork's, not a library's (round T)."""
+        tails = ("/" + module.replace(".", "/") + ".py", "/" + module.replace(".", "/") + "/__init__.py")
+        root = os.path.realpath(self.root)
+        for path in [p for p, _ in self.texts()] + [p for p, _ in self._big]:
+            if not path.replace(os.sep, "/").endswith(tails):
+                continue
+            folder = os.path.dirname(path)
+            while folder.startswith(root + os.sep):
+                if any(os.path.isfile(os.path.join(folder, n)) for n in ("pyproject.toml", "setup.py", "setup.cfg")):
+                    break
+                folder = os.path.dirname(folder)
+            else:
+                return True
+        return False
+
     def attribute_served(self, attr: str) -> Optional[Finding]:
         """Where another file makes `<x>.<attr>` something other than a value its function was handed (round T: a
         batch class serving the indices by a property, or masking or sorting them in its `__init__`): a class
