@@ -76,9 +76,10 @@ class MetadataInScope:
                     f"{self.tree.line(self._class_held(value.attr.value))}): every instance shares it, which batch's "
                     "metadata it holds is not proven")
         if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) and value.value.value == "self" \
-                and self.assigned_elsewhere(value.attr.value):
-            return (f"`{root}` is read from `self.{value.attr.value}`, which another file of the project assigns (a "
-                    "class decorator installing a shared descriptor, a runner storing another object): which "
+                and self.assigned_elsewhere(value.attr.value, own=False):
+            return (f"`{root}` is read from `self.{value.attr.value}`, which another file of the project assigns on an "
+                    "object it is handed (a class decorator installing a shared descriptor, a runner storing another "
+                    "object): which "
                     "batch's metadata it holds is not proven (round T); pass topk_length by hand")
         while isinstance(value, cst.Attribute):
             if value.attr.value in self._served_names() or "*" in self._served_names():

@@ -168,13 +168,13 @@ class MetadataType:
                     return True
         return False
 
-    def assigned_elsewhere(self, attr: str) -> bool:
+    def assigned_elsewhere(self, attr: str, own: bool = True) -> bool:
         """Does another file of the project assign `<x>.<attr>` where x is, or is handed, an instance of a class of
         this module that sets `self.<attr>`? (An annotation is taken unless something contradicts it: a receiver
         nothing relates to these classes, as sglang's other backends' tables of backends, does not.)"""
         seeds = {c.name.value for c in self.find(cst.ClassDef)
                  if self.find(cst.Attribute, lambda a: _is_attr(a, "self", attr), c)}
-        return bool(seeds) and bool(self.project().holder_writes(attr, seeds))
+        return bool(seeds) and bool(self.project().holder_writes(attr, seeds, own))
 
     def base_sets_none(self, attr: str) -> bool:
         """Does a base class imported from another module of the project set `self.<attr>` to None?"""

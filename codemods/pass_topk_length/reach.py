@@ -838,11 +838,12 @@ class Project:
                         out.append(Finding(self.rel(f.path), t.lineno, f"`{_unparse(t)}` is assigned"))
         return out
 
-    def holder_writes(self, attr: str, seeds: Set[str]) -> List[Finding]:
+    def holder_writes(self, attr: str, seeds: Set[str], own: bool = True) -> List[Finding]:
         """Assignments of `<x>.<attr>` in other files where x is self in one of the module's classes `seeds` or a
         subclass, a parameter (whatever its callers hand it: a model runner clearing the holder for an idle batch),
         or a local that may be one: the writes that may contradict what this module declares the holder holds.
-        (Another class's own `self.<attr>`, or an item of its own table, is that class's holder.)"""
+        (Another class's own `self.<attr>`, or an item of its own table, is that class's holder.) own=False: not
+        the subclasses' own `self.<attr>` (graph-replay reads those: reach.replay_writes)."""
         related = {(self.module, s) for s in seeds} | {(f.path, c.name) for f, c in self.subclasses(seeds)}
         keys, names = self._hierarchy(frozenset(related))
         out = []
@@ -852,7 +853,7 @@ class Project:
                     if not (isinstance(t, ast.Attribute) and t.attr == attr):
                         continue
                     cls = f.instance_of(t.value)
-                    if (f.path, cls.name) in keys or cls.name in names if cls is not None else \
+                    if own and ((f.path, cls.name) in keys or cls.name in names) if cls is not None else \
                             _parameter_or_element(f, t.value) is not None \
                             or self._may_reach(f, t.value, related, set(), False):
                         out.append(Finding(self.rel(f.path), t.lineno, f"`{_unparse(t)}` is assigned"))
@@ -891,8 +892,10 @@ class Project:
                         if attr in bound:
                             return Finding(self.rel(f.path), stmt.lineno, f"{node.name} binds `{attr}` in its body")
                 hit = _setattr_call(f, node) if isinstance(node, ast.Call) else None
-                if hit is not None and not (isinstance(hit[2], ast.Constant) and hit[2].value != attr):
-                    return Finding(self.rel(f.path), node.lineno, f"`{hit[0]}(...)` may set `{attr}`")
+                literal = hit is not None and isinstance(hit[2], ast.Constant)
+                if hit is not None and (hit[2].value == attr if literal else self.declared_classes(f, hit[1]) is None):
+                    return Finding(self.rel(f.path), node.lineno, f"`{hit[0]}(...)` may set `{attr}`")  # (by a
+                    # computed name: on a receiver no declaration types, as a config object's is)
                 for t in _flatten(_written_targets(node)):
                     if isinstance(t, ast.Attribute) and t.attr == attr and not self._bare_parameter(f, node):
                         return Finding(self.rel(f.path), t.lineno, f"`{_unparse(t)}` is assigned a computed value")
