@@ -1578,3 +1578,57 @@ def test_a_module_the_tree_ships_is_the_forks_code_not_a_library(tmp_path, own_d
     (tmp_path / "backend.py").write_text(VENDORED_CALLER)
     (site,) = migrate_source(VENDORED_CALLER, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+GRAPH_PER_CAPTURE = """\
+import torch
+from dataclasses import dataclass
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+
+@dataclass
+class DSAMetadata:
+    dsa_cache_seqlens_int32: torch.Tensor
+
+
+class Backend:
+    def __init__(self, dsa_index_topk):
+        self.dsa_index_topk = dsa_index_topk
+        self.forward_metadata = None
+        self.graph_metadata = {}
+        self.graph_lens = torch.zeros(64, dtype=torch.int32)
+
+    def init_forward_metadata_capture_cuda_graph(self, bs, seq_lens):
+{capture}
+
+    def init_forward_metadata_replay_cuda_graph(self, bs, seq_lens):
+{replay}
+
+    def forward(self, q, kv, topk_indices, sm_scale):
+        metadata = self.forward_metadata
+        return self._forward_flashmla_sparse(q, kv, topk_indices, sm_scale)
+
+    def _forward_flashmla_sparse(self, q, kv, indices, sm_scale):
+        return flash_mla_sparse_fwd(q=q, kv=kv, indices=indices, sm_scale=sm_scale)[0]
+"""
+_CLIP = "seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32)"
+
+
+@pytest.mark.parametrize("capture, replay, fixable", [
+    # each capture a new object in the holder, the replay writes the holder's: only the last graph's is updated
+    (f"self.forward_metadata = DSAMetadata(dsa_cache_seqlens_int32={_CLIP})",
+     f"self.forward_metadata.dsa_cache_seqlens_int32[:bs].copy_({_CLIP})", False),
+    (f"self.forward_metadata = DSAMetadata(dsa_cache_seqlens_int32={_CLIP})",
+     f"md = self.forward_metadata\n        md.dsa_cache_seqlens_int32[:bs].copy_({_CLIP})", False),
+    # sglang's shape: each capture's object kept by batch size, the replay writes the one for this size
+    (f"md = DSAMetadata(dsa_cache_seqlens_int32={_CLIP})\n        self.graph_metadata[bs] = md\n"
+     "        self.forward_metadata = md",
+     f"md = self.graph_metadata[bs]\n        md.dsa_cache_seqlens_int32.copy_({_CLIP})\n        self.forward_metadata = md",
+     True)])
+def test_a_replay_through_the_holder_reaches_only_the_last_captures_object(tmp_path, capture, replay, fixable):
+    """Round T's u_graph_replay_updates_last_captured_holder."""
+    src = GRAPH_PER_CAPTURE.replace("{capture}", "        " + capture).replace("{replay}", "        " + replay)
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py")).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+    assert fixable or "stores a new metadata object in the holder at each capture" in site.reason

@@ -137,10 +137,17 @@ class GraphReplay:
             if not captures or not self._field_set(field_name):
                 return None
             buffers = {r for f in captures for v in self._field_values(f, field_name) for r in [_view_of_self(v)] if r}
+            # each capture stores a new object (its own tensor) in the holder: a write through the holder reaches the
+            # last one's only, and the graphs captured before keep their lengths (round T)
+            last_only, via_holder = not buffers and any(self._stores_new_in_holder(f) for f in captures), None
             for fdef in self.graph_update_defs():
                 for target in self._in_place_targets(fdef):
                     while isinstance(target, cst.Subscript) and _basic(target):
                         target = target.value  # (an index by a tensor copies: `field[rows].copy_(v)` writes a temporary)
+                    if isinstance(target, cst.Attribute) and target.attr.value == field_name and last_only \
+                            and self._through_holder(target.value):
+                        via_holder = via_holder or target
+                        continue
                     if isinstance(target, cst.Attribute) and target.attr.value == field_name or \
                             _is_attr_of_self(target) and target.attr.value in buffers:
                         return None
@@ -148,11 +155,38 @@ class GraphReplay:
                     if self._copies_fields(call.func.attr.value, field_name):
                         return None  # `self._graph_metadata.copy_(new)`: the holder's own in-place refresh
             names = ", ".join(f"`{f.name.value}`" for f in captures[:2])
+            if via_holder is not None:
+                return (f"{names} stores a new metadata object in the holder at each capture, and the replay writes "
+                        f"`{field_name}` only through the holder (line {self.tree.line(via_holder)}): the graphs captured "
+                        "before the last keep their capture-time lengths (round T); keep each capture's object where "
+                        "replay finds it (a table by batch size), or views of one buffer")
             return (f"{names} captures CUDA graphs, but no method that runs between replays writes "
                     f"`{field_name}` in place (`metadata.{field_name}.copy_(...)`): a captured graph would replay "
                     "with the lengths it was captured with; update the field in place on replay, or pass topk_length "
                     "by hand")
         return self.index(f"replay-updates:{field_name}", build)
+
+    def _stores_new_in_holder(self, capture: cst.FunctionDef) -> bool:
+        """Does the capture give the holder (`self.forward_metadata`) a new object: a constructor's call, or a
+        local bound to one?"""
+        held = self.held_attributes()
+        return any(_is_attr_of_self(t.target) and t.target.attr.value in held and (
+            self._constructed(node.value) or isinstance(node.value, cst.Call) and self._constructed_call(node.value))
+            for node in self.find(cst.Assign, None, capture) for t in node.targets)
+
+    def _constructed_call(self, call: cst.Call) -> bool:
+        callee = (dotted(call.func) or "").rsplit(".", 1)[-1]
+        return callee[:1].isupper() and not self._interning(callee)
+
+    def _through_holder(self, e: cst.BaseExpression) -> bool:
+        """`self.forward_metadata` (the holder), or a local bound to it on every binding."""
+        held = self.held_attributes()
+        if _is_attr_of_self(e):
+            return e.attr.value in held
+        if not isinstance(e, cst.Name):
+            return False
+        values = [getattr(self.tree.assignment_statement(a), "value", None) for a in self.tree.binding(e, e.value).assignments]
+        return bool(values) and all(_is_attr_of_self(v) and v.attr.value in held for v in values)
 
     def _copies_fields(self, method: str, field_name: str) -> bool:
         """Does every class of this module that defines `method` (and one does) write the field in place there:
