@@ -104,6 +104,16 @@ def assert_decided(site, ok, too_old="", unknown=""):
     ("constraints.txt", "sglang-kernel==0.4.2.post2\n"),
     ("pyproject.toml", '[project]\ndependencies = ["sglang-kernel>=0.4.6"]\n[tool.uv]\n'
                        'override-dependencies = ["sglang-kernel==0.4.2.post2"]\n'),
+    # round U: another tool's table of the pyproject (pixi's, hatch's environments)
+    ("pyproject.toml", '[project]\ndependencies = ["sglang-kernel>=0.4.6"]\n[tool.pixi.pypi-dependencies]\n'
+                       'sglang-kernel = "==0.4.2.post2"\n'),
+    ("pyproject.toml", '[project]\nname = "fork"\n[tool.hatch.envs.default]\ndependencies = ["sglang-kernel==0.4.2.post2"]\n'),
+    # round U: a bootstrap script's command computed from a table, shlex.split, or %-formatting; a shell script
+    # with a Python heredoc (read as a recipe, not as Python that does not parse)
+    ("bootstrap.py", 'import subprocess\nSTEPS = [["pip", "install", "sglang-kernel==0.4.2.post2"]]\n'
+                     'for step in STEPS:\n    subprocess.check_call(step)\n'),
+    ("bootstrap.py", 'import shlex, subprocess\nsubprocess.check_call(shlex.split("pip install sglang-kernel==0.4.2.post2"))\n'),
+    ("setup_env.sh", '#!/bin/sh\npip install sglang-kernel==0.4.2.post2\npython - <<EOF\nimport sgl_kernel\nprint(1)\nEOF\n'),
 ])
 def test_an_install_recipe_pinning_an_old_kernel_decides_too(repo, name, text):
     (repo / "requirements.txt").write_text("sglang-kernel>=0.4.6\n")
@@ -111,6 +121,24 @@ def test_an_install_recipe_pinning_an_old_kernel_decides_too(repo, name, text):
     (repo / "pkg").mkdir()
     site = status_of(repo / "pkg" / "backend.py")
     assert site.status is Status.MANUAL and site.reason.startswith("kernel too old") and name in site.reason, site.reason
+
+
+@pytest.mark.parametrize("text", [
+    'import subprocess\nsubprocess.check_call("pip install %s==%s" % ("sglang-kernel", "0.4.2"), shell=True)\n',
+    'import subprocess\nKERNEL = "sglang-kernel"\nsubprocess.run(["pip", "install", KERNEL + "==" + VERSION])\n'])
+def test_a_command_computed_from_a_kernels_name_decides_nothing(repo, text):
+    (repo / "requirements.txt").write_text("sglang-kernel>=0.4.6\n")
+    (repo / "bootstrap.py").write_text(text)
+    (repo / "pkg").mkdir()
+    assert_decided(status_of(repo / "pkg" / "backend.py"), None, unknown="bootstrap.py")
+
+
+def test_a_script_naming_a_kernel_only_where_no_command_reads_it_installs_nothing(repo):
+    (repo / "requirements.txt").write_text("sglang-kernel>=0.4.6\n")
+    (repo / "check_env.py").write_text('import subprocess\nHINT = "pip install sglang-kernel==0.4.2 for old GPUs"\n'
+                                       'subprocess.run(["nvidia-smi"])\nprint(HINT)\n')
+    (repo / "pkg").mkdir()
+    assert status_of(repo / "pkg" / "backend.py").status is Status.FIXABLE
 
 
 def test_an_install_recipe_pinning_a_new_kernel_keeps_the_site_fixable(repo):

@@ -574,13 +574,15 @@ def file_ways(path: str, root: str) -> List[List[Pin]]:
         ways = [parse(text, rel) + extra] + computed_ways(name, text, path, root)
         if name == "pyproject.toml":  # uv's overrides and constraints replace what the project declares
             ways.append(spelled_pins(" ".join(_UV_PINS.findall(text)), rel))
+            ways.append(_mentioned_pins(_other_tables(text), rel, False))  # pixi's, hatch's environments (round U)
         return ways
     if "\0" in text[:8192]:  # an archive, a wheel, a compiled library: no recipe pip or a shell reads
         return []
     if name.endswith(_REQUIREMENT_SUFFIXES) or "requirements" in name or "constraints" in name:
         return [requirements_file(path, root, rel) + _mentioned_pins(text, rel, True)]
-    if name.endswith(_PYTHON_SUFFIXES) or _PYTHON_TEXT.search(text[:4096]):
-        return [_python_installs(text, rel)]
+    tree = bounded.python_facts(text) if name.endswith(_PYTHON_SUFFIXES) or _PYTHON_TEXT.search(text[:4096]) else None
+    if tree is not None:  # (a shell script with a Python heredoc, or Python that does not parse: a recipe's text)
+        return [_python_installs(tree, rel)]
     conda = _CONDA_PIN.sub(r"\1==", text) if name.endswith((".yml", ".yaml")) else text
     return [spelled_pins(conda, rel) + _mentioned_pins(text, rel, False) + _engine_refs(text, rel)]
 
@@ -945,6 +947,24 @@ def _tool_pins(text: str, rel: str) -> List[Pin]:
     return out
 
 
+_TABLE = re.compile(r"(?m)^[ \t]*\[\[?[ \t]*([^\]\n]*?)[ \t]*\]")
+_READ_TABLES = re.compile(r"^(?:project(?:\..*)?|dependency-groups|build-system|tool\.poetry(?:\..*)?|tool\.uv)$")
+
+
+def _other_tables(text: str) -> str:
+    """A pyproject.toml's text less the tables pyproject_pins, _tool_pins, _own_release and _UV_PINS read (and the
+    build's isolated requirements): what another tool may install from (`[tool.pixi.pypi-dependencies]`,
+    `[tool.hatch.envs.default]`), each line naming a kernel read as a recipe's is."""
+    out, keep, at = [], False, 0
+    for m in _TABLE.finditer(text):
+        if keep:
+            out.append(text[at:m.start()])
+        keep, at = not _READ_TABLES.match(m.group(1).replace('"', "").replace("'", "")), m.start()
+    if keep:
+        out.append(text[at:])
+    return "".join(out)
+
+
 def _own_release(text: str, rel: str) -> List[Pin]:
     """A sub-project that is a kernel distribution itself (`sgl-kernel/pyproject.toml`): the release it builds.
     Not the engine's own (a fork's `python/pyproject.toml` named sglang): its dependencies, read beside, say
@@ -1009,20 +1029,80 @@ def _engine_refs(text: str, rel: str) -> List[Pin]:
 
 
 _IMPORTED = re.compile(r"\b(?:import|from)\s+$")  # `import sgl_kernel`: the module, not a distribution
-def _python_installs(text: str, rel: str) -> List[Pin]:
+def _python_installs(tree: ast.Module, rel: str) -> List[Pin]:
     """What a Python file's installer calls install (a bootstrap script's `subprocess.check_call([sys.executable,
     "-m", "pip", "install", spec])`, Modal's `.pip_install("sgl-kernel>=0.3.0")`): the pins of the literal
     arguments after `install`, and one that decides nothing for a computed argument (`KERNEL[cuda]`,
-    `f"sgl-kernel=={v}"`). Its other strings (a version table, a message, a docstring) install nothing."""
-    tree = bounded.python_facts(text) if "install" in text else None
+    `f"sgl-kernel=={v}"`). A command a runner is handed computed (a table of steps looped over, `shlex.split(...)`,
+    `%`-formatting) is read through every string the file binds to what it is computed from: the pins those
+    spell, and one that decides nothing where they name a kernel otherwise (round U). Its other strings (a version
+    table no command reads, a message, a docstring) install nothing."""
     pins: List[Pin] = []
-    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)) if tree is not None else ():
-        for arg in _installed_arguments(call):
+    bound: Optional[Dict[str, Set[str]]] = None
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        installed = _installed_arguments(call)
+        for arg in installed:
             if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                 pins += _mentioned_pins(arg.value, rel, False)
             elif _may_compute_a_kernel(arg):
                 pins.append(Pin(COMPUTED, "", f"{rel}:{arg.lineno} (installs what it computes)"))
+        if installed or not _runs_commands(call):
+            continue
+        bound = _strings_bound(tree) if bound is None else bound
+        for arg in [*call.args, *(k.value for k in call.keywords)]:
+            texts = _strings_reached(arg, bound)
+            if any(_kernel_words().search(t) for t in texts):
+                pins += _mentioned_pins("\n".join(texts), f"{rel}:{call.lineno}", False) or [
+                    Pin(COMPUTED, "", f"{rel}:{call.lineno} (runs a command it computes from a kernel's name)")]
     return pins
+
+
+def _runs_commands(call: ast.Call) -> bool:
+    func = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+    return any(w in func.lower() for w in _RUNS_COMMANDS) or func.lower().endswith("install")
+
+
+MAX_BOUND_STRINGS = 4096  # strings followed through a file's bindings; past it, what the rest would add is not read
+
+
+def _strings_bound(tree: ast.Module) -> Dict[str, Set[str]]:
+    """Each name the file binds (an assignment, a loop's target, a `with`'s) and the string constants in what it is
+    bound to, through the other names that value reads (a fixpoint, bounded)."""
+    direct: Dict[str, Set[str]] = {}
+    reads: Dict[str, Set[str]] = {}
+    for node in ast.walk(tree):
+        pairs = [(t, node.value) for t in node.targets] if isinstance(node, ast.Assign) else \
+            [(node.target, node.value)] if isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)) \
+            and node.value is not None else [(node.target, node.iter)] if isinstance(node, (ast.For, ast.comprehension)) \
+            else []
+        for target, value in [(t, v) for t, v in pairs if t is not None and v is not None]:
+            for t in (n for n in ast.walk(target) if isinstance(n, ast.Name)):
+                direct.setdefault(t.id, set()).update(_constants(value))
+                reads.setdefault(t.id, set()).update(n.id for n in ast.walk(value) if isinstance(n, ast.Name))
+    out = {k: set(v) for k, v in direct.items()}
+    changed, total = True, 0
+    while changed and total < MAX_BOUND_STRINGS:
+        changed = False
+        for name, names in reads.items():
+            before = len(out[name])
+            for other in names & out.keys():
+                out[name] |= out[other]
+            changed = changed or len(out[name]) != before
+            total += len(out[name]) - before
+    return out
+
+
+def _constants(e: ast.AST) -> List[str]:
+    return [n.value for n in ast.walk(e) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+
+
+def _strings_reached(e: ast.AST, bound: Dict[str, Set[str]]) -> List[str]:
+    """The string constants of `e` and those bound to the names it reads."""
+    texts = _constants(e)
+    for n in ast.walk(e):
+        if isinstance(n, ast.Name):
+            texts += sorted(bound.get(n.id, ()))
+    return texts
 
 
 def _may_compute_a_kernel(arg: ast.AST) -> bool:
