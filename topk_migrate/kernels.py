@@ -1187,7 +1187,9 @@ class Interface:
 
 
 def _module_file(base: str) -> Optional[str]:
-    for cand in (base + ".py", os.path.join(base, "__init__.py")):
+    """The file `import` loads for `base`: a package before a module file beside it (round U: a leftover `x.py`
+    beside the package `x/` is never imported)."""
+    for cand in (os.path.join(base, "__init__.py"), base + ".py"):
         if os.path.isfile(cand):
             return cand
     return None

@@ -21,6 +21,9 @@ SIGNATURE_KEEPING_DECORATORS = {"staticmethod", "classmethod"}
 # `@torch.inference_mode()` / `@torch.no_grad()` on engines' forward helpers. Matched on what `torch`
 # is imported as, never on the spelling alone.
 ARGUMENT_PASSING_DECORATORS = {"torch.inference_mode", "torch.no_grad", "torch.enable_grad"}
+# Decorators that hand the function itself back (PEP 698's `@override` sets `__override__` and returns it), matched
+# on what they are imported as.
+IDENTITY_DECORATORS = {"typing.override", "typing_extensions.override"}
 
 
 class HelperIdentity:
@@ -34,7 +37,7 @@ class HelperIdentity:
             if isinstance(d.decorator, cst.Call) and not d.decorator.args \
                     and self.expand(dotted(d.decorator.func)) in ARGUMENT_PASSING_DECORATORS:
                 continue
-            if name not in SIGNATURE_KEEPING_DECORATORS:
+            if name not in SIGNATURE_KEEPING_DECORATORS and self.expand(dotted(d.decorator)) not in IDENTITY_DECORATORS:
                 return name
         return None
 
