@@ -1632,3 +1632,29 @@ def test_a_replay_through_the_holder_reaches_only_the_last_captures_object(tmp_p
     (site,) = migrate_source(src, str(tmp_path / "backend.py")).sites
     assert (site.status is Status.FIXABLE) is fixable, site.reason
     assert fixable or "stores a new metadata object in the holder at each capture" in site.reason
+
+
+@pytest.mark.parametrize("declaration, form", [
+    ("    dsa_cache_seqlens_int32: torch.Tensor\n", "plain"),
+    ("    dsa_cache_seqlens_int32: InitVar[torch.Tensor]\n", "getattr"),  # never stored (round U)
+    ("    dsa_cache_seqlens_int32: ClassVar[torch.Tensor]\n", "getattr")])
+def test_a_dataclass_field_is_stored_only_where_dataclasses_store_it(tmp_path, declaration, form):
+    src = ANNOTATED_HOLDER.format(extend="DSAMetadata(dsa_cache_seqlens_int32=forward_batch.seq_lens.clamp("
+                                         "max=self.dsa_index_topk).to(torch.int32))").replace(
+        "from dataclasses import dataclass\n", "from dataclasses import InitVar, dataclass\nfrom typing import ClassVar\n"
+    ).replace("class DSAMetadata:\n    dsa_cache_seqlens_int32: torch.Tensor\n", "class DSAMetadata:\n" + declaration)
+    m = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL)
+    assert m.sites[0].status is Status.FIXABLE, m.sites[0].reason
+    assert {"getattr": 'topk_length=getattr(metadata, "dsa_cache_seqlens_int32", None)',
+            "plain": "topk_length=metadata.dsa_cache_seqlens_int32)"}[form] in m.new_source
+
+
+def test_another_classs_annotation_of_the_holder_says_nothing_of_this_one(tmp_path):
+    """Round U's u_sibling_class_annotation_types_holder: the holder's annotation is read in its own class and the
+    bases this module defines."""
+    src = ANNOTATED_HOLDER.format(extend="forward_batch.attn_metadata").replace(
+        "class Backend:\n    forward_metadata: DSAMetadata\n",
+        "class DecodeBackend:\n    forward_metadata: DSAMetadata\n\n\nclass Backend:\n")
+    m = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL)
+    assert m.sites[0].status is Status.FIXABLE, m.sites[0].reason
+    assert 'topk_length=getattr(metadata, "dsa_cache_seqlens_int32", None)' in m.new_source

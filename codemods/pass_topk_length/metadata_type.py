@@ -78,7 +78,10 @@ def _sets(cls: cst.ClassDef, stmt: cst.AnnAssign) -> bool:
     """Does the declaration give every instance the attribute: a class-level value (not None, not `field(...)`,
     whose init and default vary), or a bare annotation of a dataclass or NamedTuple (a required field of its
     constructor)? A bare annotation of any other class sets nothing (round R: a plain read raised where only the
-    decode path set it)."""
+    decode path set it); nor does an `InitVar` (a dataclass never stores it: round U) or a bare `ClassVar`."""
+    kinds = _annotation_names(stmt.annotation.annotation) or set()
+    if "InitVar" in kinds or "ClassVar" in kinds and stmt.value is None:
+        return False
     if stmt.value is not None:
         value = stmt.value
         called = _code(value.func).strip().rsplit(".", 1)[-1] if isinstance(value, cst.Call) else ""
@@ -105,7 +108,8 @@ class MetadataType:
             stmt = self.tree.assignment_statement(a)
             value = stmt.value if stmt is not None else None
             if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) and value.value.value == "self":
-                annotation = self.declared(value.attr.value)
+                owner = next((x for x in self.tree.ancestors(stmt) if isinstance(x, cst.ClassDef)), None)
+                annotation = self.declared(value.attr.value, owner)
                 optional = value.attr.value in self.tree.none_attributes() or self.base_sets_none(value.attr.value)
                 if annotation is not None and self._annotation_contradicted(value.attr.value, annotation):
                     return None
@@ -176,6 +180,18 @@ class MetadataType:
                  if self.find(cst.Attribute, lambda a: _is_attr(a, "self", attr), c)}
         return bool(seeds) and bool(self.project().holder_writes(attr, seeds, own))
 
+    def _lineage(self, cls: cst.ClassDef) -> list:
+        """cls and the bases of it this module defines, by name (each once)."""
+        out, todo = [], [cls]
+        while todo:
+            c = todo.pop()
+            if any(c is o for o in out):
+                continue
+            out.append(c)
+            names = {_code(b.value).strip() for b in c.bases}
+            todo += [d for d in self.find(cst.ClassDef) if d.name.value in names]
+        return out
+
     def base_sets_none(self, attr: str) -> bool:
         """Does a base class imported from another module of the project set `self.<attr>` to None?"""
 
@@ -190,11 +206,15 @@ class MetadataType:
                             return True
         return False
 
-    def declared(self, attr: str) -> Optional[cst.BaseExpression]:
-        """The annotation of `self.<attr>` in this module (`self.x: T` or a class-level `x: T`)."""
-        for stmt in self.find(cst.AnnAssign, lambda a: _is_attr(a.target, "self", attr)):
-            return stmt.annotation.annotation
-        for cls in self.find(cst.ClassDef):
+    def declared(self, attr: str, owner: Optional[cst.ClassDef] = None) -> Optional[cst.BaseExpression]:
+        """The annotation of `self.<attr>` (`self.x: T` or a class-level `x: T`) in `owner` or a base of it this
+        module defines (round U: another class's annotation of the name says nothing of this one's); with no owner,
+        anywhere in the module."""
+        classes = self._lineage(owner) if owner is not None else self.find(cst.ClassDef)
+        for cls in classes:
+            for stmt in self.find(cst.AnnAssign, lambda a: _is_attr(a.target, "self", attr), cls):
+                return stmt.annotation.annotation
+        for cls in classes:
             for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
                 for small in getattr(stmt, "body", ()) if isinstance(stmt, cst.SimpleStatementLine) else ():
                     if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.target.value == attr:
