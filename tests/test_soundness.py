@@ -1658,3 +1658,17 @@ def test_another_classs_annotation_of_the_holder_says_nothing_of_this_one(tmp_pa
     m = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL)
     assert m.sites[0].status is Status.FIXABLE, m.sites[0].reason
     assert 'topk_length=getattr(metadata, "dsa_cache_seqlens_int32", None)' in m.new_source
+
+
+@pytest.mark.parametrize("receiver", ["registry.get(name)", "registry[name]"])
+def test_a_method_read_off_a_calls_result_may_be_unbound(tmp_path, receiver):
+    """Round U's u_registry_lookup_unbound_call: `registry.get(name).forward(backend, ...)` may be the class's
+    function called with the instance first; both readings of the arguments are checked."""
+    src = BATCH_ATTRIBUTE.replace("def forward(self, q, kv, forward_batch, scale):", "def forward(self, q, kv, topk_indices, scale):") \
+        .replace("forward_batch.topk_indices", "topk_indices")
+    (tmp_path / "runner.py").write_text(
+        f"def run(registry, name, backend, q, kv, topk, scale):\n    return {receiver}.forward(backend, q, kv, "
+        "topk.sort(dim=-1).values, scale)\n")
+    (tmp_path / "backend.py").write_text(src)
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert site.status is Status.MANUAL and "runner.py" in site.reason, site.reason

@@ -119,7 +119,7 @@ def _unbound(f, func: ast.AST) -> bool:
         return False
     if isinstance(value, ast.Name):  # (a lowercase parameter may hold a class too: `impl_cls.forward(obj, ...)`, round S)
         return value.id != "self"
-    return isinstance(value, ast.Attribute)
+    return isinstance(value, (ast.Attribute, ast.Call, ast.Subscript))  # (`registry.get(name).forward(obj, ...)`: U)
 
 
 def _method(f, fn) -> bool:
