@@ -1672,3 +1672,25 @@ def test_a_method_read_off_a_calls_result_may_be_unbound(tmp_path, receiver):
     (tmp_path / "backend.py").write_text(src)
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert site.status is Status.MANUAL and "runner.py" in site.reason, site.reason
+
+
+@pytest.mark.parametrize("width, fixable", [
+    ("DSA_INDEX_TOPK = get_dsa_index_topk(HF_CONFIG)", True),
+    ("DSA_INDEX_TOPK = int(os.environ.get('DSA_INDEX_TOPK', '2048'))", False),  # round U: not the indices' width
+    ("DSA_INDEX_TOPK = 2 * get_dsa_index_topk(HF_CONFIG)", False)])
+@pytest.mark.parametrize("getter, proven", [
+    ("def get_dsa_index_topk(config):\n    return config.index_topk\n", True),
+    ("def get_dsa_index_topk(config):\n    return config['index_topk']\n", True),
+    # round U's u_fork_width_getter_rounds_up: a fork's getter named like the engine's is read by its returns
+    ("def get_dsa_index_topk(config):\n    return (config.index_topk + 63) // 64 * 64\n", False)])
+def test_a_module_width_is_what_the_module_assigns_it_and_its_getter_returns(tmp_path, width, fixable, getter, proven):
+    src = LENGTHS_WRITTEN.format(imports="import os\n", write="pass").replace(
+        "class Backend:\n    forward_metadata: DSAMetadata\n",
+        f"HF_CONFIG = {{'index_topk': 2048}}\n\n\n{getter}\n\n{width}\n\n\n"
+        "class Backend:\n    forward_metadata: DSAMetadata\n\n").replace(
+        "    def forward(self, q, kv, indices):\n",
+        "    def init_forward_metadata(self, forward_batch):\n        md = DSAMetadata()\n"
+        "        md.dsa_cache_seqlens_int32 = torch.clamp(forward_batch.seq_lens, max=DSA_INDEX_TOPK).to(torch.int32)\n"
+        "        self.forward_metadata = md\n\n    def forward(self, q, kv, indices):\n")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is (fixable and proven), (width, getter, site.reason)

@@ -364,6 +364,15 @@ class FieldMeaning:
             values = [getattr(self.tree.assignment_statement(a), "value", None) for a in b.assignments]
             if values and all(isinstance(v, cst.Integer) for v in values):  # `DSA_INDEX_TOPK = 2048`: a number
                 return "constant", [(_ast_of(v), None) for v in values]  # fixed here, not the indices' width (round S)
+            defs = [a.node for a in b.assignments if isinstance(getattr(a, "node", None), cst.FunctionDef)]
+            if defs:  # a getter of this module's own (round U: a fork's `get_dsa_index_topk` rounding up): its returns
+                return "getter", [(_ast_of(r.value), None) for d in defs for r in self.find(cst.Return, None, d)
+                                  if r.value is not None] + [(None, None)] * (len(defs) != len(b.assignments))
+            if b.assignments and not any(isinstance(a.scope, FunctionScope) for a in b.assignments) and all(
+                    isinstance(self.tree.assignment_statement(a), cst.Assign) for a in b.assignments):
+                statements = [self.tree.assignment_statement(a) for a in b.assignments]  # a module's name: what it is
+                return "local", [(_ast_of(x.value), self._resolver(None, x.value)) if len(x.targets) == 1  # assigned
+                                 else (None, None) for x in statements]  # (round U: `int(os.environ[...])` is not)
             if not b.assignments or not all(isinstance(a.scope, FunctionScope) for a in b.assignments):
                 return "", None
             params = [a.node for a in b.assignments if isinstance(getattr(a, "node", None), cst.Param)]
@@ -492,12 +501,23 @@ def _is_width(e: ast.AST, resolve: Optional[Resolve] = None, depth: int = 0) -> 
         return _is_width(e.body, resolve, depth + 1) and _is_width(e.orelse, resolve, depth + 1)
     if isinstance(e, ast.Call):
         name = e.func.attr if isinstance(e.func, ast.Attribute) else e.func.id if isinstance(e.func, ast.Name) else ""
-        if WIDTH_GETTER.fullmatch(name):  # sglang: get_dsa_index_topk(hf_config)
-            return True
+        if WIDTH_GETTER.fullmatch(name):  # sglang: get_dsa_index_topk(hf_config); one of this module's is read
+            kind, values = _values(e.func, resolve) if isinstance(e.func, ast.Name) else ("", None)
+            return kind != "getter" or bool(values) and all(v is not None and _config_width(v) for v, _ in values)
         fill = e.args[1] if name in ("full_like", "full", "new_full") and len(e.args) > 1 \
             else e.args[0] if name == "tensor" and e.args else None
         fill = next((k.value for k in e.keywords if k.arg == "fill_value"), fill)
         return fill is not None and _is_width(fill, resolve, depth + 1)
+    return False
+
+
+def _config_width(e: ast.AST) -> bool:
+    """What a getter of the width returns: the model config's field read plainly (`config.index_topk`,
+    `config["index_topk"]`), or the engine's getter's result."""
+    if isinstance(e, ast.Attribute):
+        return bool(WIDTH_NAME.fullmatch(e.attr))
+    if isinstance(e, ast.Subscript):
+        return isinstance(e.slice, ast.Constant) and isinstance(e.slice.value, str) and bool(WIDTH_NAME.fullmatch(e.slice.value))
     return False
 
 

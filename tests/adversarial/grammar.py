@@ -1313,6 +1313,8 @@ class _Render:
             init.append("    self.flash_mla = fm")
         if s.width == "self_attr":
             init.append("    self.topk_length = TOPK")
+        if s.graph != "eager":  # sglang's shape: each capture's metadata kept by batch size
+            init.append("    self.graph_metadata = {}")
         body += init + ["", "def init_forward_metadata(self, metadata):", "    self.forward_metadata = metadata",
                         "    self.metadata_by_layer = {} if metadata is None else {0: metadata}", ""]
         if s.graph != "eager":
@@ -1337,14 +1339,16 @@ class _Render:
         fld, g = self.field, self.s.graph
         make = self.fs("seq_lens")
         capture = ["def init_forward_metadata_capture_cuda_graph(self, seq_lens):",
-                   f"    self.forward_metadata = DSAMetadata({fld}={make})", ""]
+                   f"    self.graph_metadata[seq_lens.shape[0]] = DSAMetadata({fld}={make})",
+                   "    self.forward_metadata = self.graph_metadata[seq_lens.shape[0]]", ""]
         if g.startswith("graph_apply_"):
             update = f"metadata.{fld}.copy_({make})" if g == "graph_apply_inplace" else f"metadata.{fld} = {make}.clone()"
             return capture + ["def init_forward_metadata_replay_cuda_graph(self, seq_lens):",
                               "    self._apply_graph_metadata(seq_lens)", "",
-                              "def _apply_graph_metadata(self, seq_lens):", "    metadata = self.forward_metadata",
-                              f"    {update}"]
-        replay = {"graph_inplace": f"self.forward_metadata.{fld}.copy_({make})",
+                              "def _apply_graph_metadata(self, seq_lens):",
+                              "    metadata = self.graph_metadata[seq_lens.shape[0]]", f"    {update}",
+                              "    self.forward_metadata = metadata"]
+        replay = {"graph_inplace": f"self.graph_metadata[seq_lens.shape[0]].{fld}.copy_({make})",
                   "graph_replace": f"self.forward_metadata = DSAMetadata({fld}={make}.clone())",
                   "graph_replace_field": f"self.forward_metadata.{fld} = {make}.clone()"}[g]
         return capture + ["def init_forward_metadata_replay_cuda_graph(self, seq_lens):", f"    {replay}"]
