@@ -141,6 +141,14 @@ def test_a_script_naming_a_kernel_only_where_no_command_reads_it_installs_nothin
     assert status_of(repo / "pkg" / "backend.py").status is Status.FIXABLE
 
 
+def test_a_python_here_document_of_a_shell_recipe_is_read_as_python(repo):
+    """Round U: a smoke test's `print("sgl_kernel", ...)` fed to Python installs nothing."""
+    (repo / "install.sh").write_text("#!/bin/sh\npip install sglang-kernel==0.4.6\npython - <<'EOF'\nimport sgl_kernel\n"
+                                     'print("sgl_kernel", sgl_kernel.__version__)\nEOF\n')
+    (repo / "pkg").mkdir()
+    assert status_of(repo / "pkg" / "backend.py").status is Status.FIXABLE
+
+
 def test_an_install_recipe_pinning_a_new_kernel_keeps_the_site_fixable(repo):
     (repo / "Dockerfile").write_text("RUN pip install sglang-kernel==0.4.6 'torch>=2.4'\n")
     (repo / "pkg").mkdir()

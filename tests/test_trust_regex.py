@@ -512,6 +512,11 @@ INVENTORY = {
             lambda n: " - a" * n + "=", lambda n: "sgl-kernel " * n, lambda n: "import " * n + "sgl-kernel",
             lambda n: "a[" * n + "==1", lambda n: "sgl-kernel==" * n, lambda n: "a-1-" + "x" * n,
             lambda n: "sgl-kernel" + " " * n + "[x]" + " " * n + "=", lambda n: 'sgl-kernel = "' + "^" * n]),
+    "kernels._other_tables (_TABLE, _READ_TABLES)": (kernels._other_tables, [
+        lambda n: "[" + " " * n + "x", lambda n: "[[" * n, lambda n: "[a]\n" * n, lambda n: " " * n + "[project." + "a" * n]),
+    "kernels._python_heredocs (_HEREDOC)": (kernels._python_heredocs, [
+        lambda n: "python <<" * n, lambda n: "python - <<E\n" + "x\n" * n, lambda n: "python <<E\nE\n" * n,
+        lambda n: "<<" + " " * n + "E", lambda n: "python - <<'" + "E" * n]),
     "kernels._may_name (_LEADING_NAME)": (lambda t: kernels._may_name(t, ("sglang-kernel",)), [
         lambda n: " " * n + "a" * n + "!", lambda n: "a" + "-." * n]),
     "kernels._requirement (packaging)": (lambda t: kernels._requirement(t, "r"), [

@@ -583,8 +583,36 @@ def file_ways(path: str, root: str) -> List[List[Pin]]:
     tree = bounded.python_facts(text) if name.endswith(_PYTHON_SUFFIXES) or _PYTHON_TEXT.search(text[:4096]) else None
     if tree is not None:  # (a shell script with a Python heredoc, or Python that does not parse: a recipe's text)
         return [_python_installs(tree, rel)]
+    text, scripts = _python_heredocs(text)
+    embedded = [p for body in scripts for t in [bounded.python_facts(body)]
+                for p in (_python_installs(t, rel) if t is not None else _mentioned_pins(body, rel, False))]
     conda = _CONDA_PIN.sub(r"\1==", text) if name.endswith((".yml", ".yaml")) else text
-    return [spelled_pins(conda, rel) + _mentioned_pins(text, rel, False) + _engine_refs(text, rel)]
+    return [spelled_pins(conda, rel) + _mentioned_pins(text, rel, False) + _engine_refs(text, rel) + embedded]
+
+
+_HEREDOC = re.compile(r"<<-?[ \t]*(['\"]?)(\w+)(?!\w)\1")
+MAX_HEREDOCS = 64
+
+
+def _python_heredocs(text: str) -> Tuple[str, List[str]]:
+    """A shell recipe's text less the bodies it hands Python on its standard input (`python - <<'EOF' ... EOF`),
+    and those bodies, each read as a Python file (round U: a smoke test's `print("sgl_kernel", ...)` installs
+    nothing). Each here-document's end is looked for once, from where it starts (at most MAX_HEREDOCS)."""
+    out, bodies, at = [], [], 0
+    for n, m in enumerate(_HEREDOC.finditer(text)):
+        if n >= MAX_HEREDOCS:
+            break
+        line = text[text.rfind("\n", 0, m.start()) + 1:m.start()]
+        if m.start() < at or "python" not in line:
+            continue
+        start = text.find("\n", m.end()) + 1  # (the body starts on the next line)
+        end = re.compile(rf"(?m)^[ \t]*{re.escape(m.group(2))}[ \t]*$").search(text, start) if start else None
+        if end is None:
+            break
+        out.append(text[at:start])
+        bodies.append(text[start:end.start()])
+        at = end.start()
+    return "".join(out) + text[at:], bodies
 
 
 _SPELLED_PIN = re.compile(r"""(?<![\w.-])([A-Za-z0-9][A-Za-z0-9._-]*\s*(?:\[[^\]\[]{0,200}\]\s*)?(?:==|~=|<=|>=|<|>|!=)\s*[\w.*+!-]+"""
@@ -947,7 +975,7 @@ def _tool_pins(text: str, rel: str) -> List[Pin]:
     return out
 
 
-_TABLE = re.compile(r"(?m)^[ \t]*\[\[?[ \t]*([^\]\n]*?)[ \t]*\]")
+_TABLE = re.compile(r"(?m)^[ \t]*\[\[?([^\]\n]*)\]")
 _READ_TABLES = re.compile(r"^(?:project(?:\..*)?|dependency-groups|build-system|tool\.poetry(?:\..*)?|tool\.uv)$")
 
 
@@ -959,7 +987,7 @@ def _other_tables(text: str) -> str:
     for m in _TABLE.finditer(text):
         if keep:
             out.append(text[at:m.start()])
-        keep, at = not _READ_TABLES.match(m.group(1).replace('"', "").replace("'", "")), m.start()
+        keep, at = not _READ_TABLES.match(m.group(1).strip().replace('"', "").replace("'", "")), m.start()
     if keep:
         out.append(text[at:])
     return "".join(out)
