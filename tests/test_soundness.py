@@ -1694,3 +1694,22 @@ def test_a_module_width_is_what_the_module_assigns_it_and_its_getter_returns(tmp
         "        self.forward_metadata = md\n\n    def forward(self, q, kv, indices):\n")
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert (site.status is Status.FIXABLE) is (fixable and proven), (width, getter, site.reason)
+
+
+@pytest.mark.parametrize("meta, fixable", [
+    # a registry: the namespace handed to type as it is
+    ("    def __new__(mcs, name, bases, namespace):\n        cls = super().__new__(mcs, name, bases, namespace)\n"
+     "        REGISTRY[name] = cls\n        return cls\n", True),
+    # round U's u_base_metaclass_wraps_namespace: the helper wrapped in the namespace before the class exists
+    ("    def __new__(mcs, name, bases, namespace):\n        for key, value in list(namespace.items()):\n"
+     "            namespace[key] = value\n        return super().__new__(mcs, name, bases, namespace)\n", False),
+    ("    @classmethod\n    def __prepare__(mcs, name, bases):\n        return {}\n", False),
+    ("    def __new__(mcs, name, bases, namespace):\n        cls = super().__new__(mcs, name, bases, namespace)\n"
+     "        cls.extra = 1\n        return cls\n", False)])
+def test_a_metaclass_of_a_base_in_another_file_is_read(tmp_path, meta, fixable):
+    (tmp_path / "base.py").write_text(f"REGISTRY = {{}}\n\n\nclass Meta(type):\n{meta}\n\nclass AttentionBackend(metaclass=Meta):\n"
+                                      "    pass\n")
+    src = KWARGS_BACKEND.replace("class Backend:", "from base import AttentionBackend\n\n\nclass Backend(AttentionBackend):")
+    (tmp_path / "backend.py").write_text(src)
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -4,6 +4,7 @@ defined once, not reassigned or setattr, decorated only by what passes every arg
 metaclass that may replace it. Its other files: whole_project.py."""
 from __future__ import annotations
 
+import ast
 from typing import Dict, Optional, Tuple
 
 import libcst as cst
@@ -24,6 +25,38 @@ ARGUMENT_PASSING_DECORATORS = {"torch.inference_mode", "torch.no_grad", "torch.e
 # Decorators that hand the function itself back (PEP 698's `@override` sets `__override__` and returns it), matched
 # on what they are imported as.
 IDENTITY_DECORATORS = {"typing.override", "typing_extensions.override"}
+
+
+_TYPE_CALLS = {"super().__new__", "super().__init__", "type.__new__", "type.__init__"}
+
+
+def _keeps_namespace(meta: Optional[ast.ClassDef]) -> bool:
+    """A metaclass of the project that makes the class from the namespace it is handed as it is (a registry's:
+    `cls = super().__new__(mcs, name, bases, namespace); BACKENDS[name] = cls`): only `__new__`/`__init__`, the
+    namespace handed on to type's and read nowhere else, no attribute set on anything (round U's safe twin)."""
+    if meta is None:
+        return False
+    for stmt in meta.body:
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) or isinstance(stmt, ast.Pass):
+            continue
+        if not isinstance(stmt, ast.FunctionDef) or stmt.name not in ("__new__", "__init__") or stmt.decorator_list:
+            return False
+        params = [a.arg for a in stmt.args.posonlyargs + stmt.args.args]
+        if len(params) < 4 or stmt.args.vararg or stmt.args.kwarg:
+            return False
+        namespace, handed = params[3], set()
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call) and reach._unparse(node.func) in _TYPE_CALLS:
+                handed |= {id(a) for a in node.args if isinstance(a, ast.Name) and a.id == namespace}
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)) and any(
+                    isinstance(t, ast.Attribute) for t in ast.walk(node) if isinstance(getattr(t, "ctx", None), (ast.Store, ast.Del))):
+                return False
+            if isinstance(node, ast.Call) and reach._unparse(node.func).rsplit(".", 1)[-1] in ("setattr", "delattr",
+                                                                                              "__setattr__", "__delattr__"):
+                return False
+        if any(isinstance(n, ast.Name) and n.id == namespace and id(n) not in handed for n in ast.walk(stmt)):
+            return False  # (read, or bound again, anywhere but where type's method is handed it)
+    return True
 
 
 class HelperIdentity:
@@ -61,7 +94,7 @@ class HelperIdentity:
                     and call.args[1].value.evaluated_value == fn.name:
                 return (f"setattr at line {self.tree.line(call)} replaces `{fn.name}`: callers may reach another "
                         f"function than {fn.qualname}; add topk_length by hand")
-        why = self._metaclass_of(fn.class_name) if fn.class_name else None
+        why = self.metaclass_anywhere(fn.class_name) if fn.class_name else None
         if why:
             return why
         if fn.class_name:  # `self.helper(..., topk_length=...)` also reaches same-named overrides
@@ -102,6 +135,22 @@ class HelperIdentity:
             node, meta = made[name]
             return (f"{name} is made by the metaclass `{meta}` (line {self.tree.line(node)}), which may replace its "
                     "methods; add topk_length by hand")
+        return None
+
+    def metaclass_anywhere(self, cls: str) -> Optional[str]:
+        """_metaclass_of, and a metaclass (not `ABCMeta` or `type`) on a base of the class in another file, which
+        the class inherits: its `__new__` or `__prepare__` may replace the method in the namespace (round U)."""
+        why = self._metaclass_of(cls)
+        if why:
+            return why
+        proj = self.project()
+        for f, base in proj.ancestors(set(self.subclasses(cls))):
+            for k in base.keywords:
+                name = reach._unparse(k.value).rsplit(".", 1)[-1]
+                if k.arg == "metaclass" and name not in ("ABCMeta", "type") \
+                        and not _keeps_namespace(f.classes.get(name) if isinstance(k.value, ast.Name) else None):
+                    return (f"{cls} derives from {base.name} ({proj.rel(f.path)}:{base.lineno}), made by the metaclass "
+                            f"`{name}`, which may replace its methods; add topk_length by hand")
         return None
 
     def _metaclassed(self) -> Dict[str, Tuple[cst.ClassDef, str]]:

@@ -379,7 +379,7 @@ class WholeProject:
         for m in sources:
             if m is None:
                 continue
-            why = self._rows_decorator(m)
+            why = self._rows_decorator(m) or (self.metaclass_anywhere(m.class_name) if m.class_name else None)
             if why or not m.class_name:
                 return why
             seeds = set(self.subclasses(m.class_name))
