@@ -1713,3 +1713,26 @@ def test_a_metaclass_of_a_base_in_another_file_is_read(tmp_path, meta, fixable):
     (tmp_path / "backend.py").write_text(src)
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("wrapper, fixable", [
+    ("class Balanced:\n    def __init__(self, inner):\n        self.inner = inner\n\n"
+     "    def __getattr__(self, name):\n        return getattr(self.inner, name)\n", False),
+    # round U: the hook in a base of the project, bound in the class body, or a library base's
+    ("class Proxy:\n    def __getattr__(self, name):\n        return getattr(self.inner, name)\n\n\n"
+     "class Balanced(Proxy):\n    def __init__(self, inner):\n        self.inner = inner\n", False),
+    ("def delegate(attr):\n    return lambda self, name: getattr(getattr(self, attr), name)\n\n\n"
+     "class Balanced:\n    __getattr__ = delegate('inner')\n", False),
+    ("import wrapt\n\n\nclass Balanced(wrapt.ObjectProxy):\n    pass\n", False),
+    # its own forward: the lookup finds it first
+    ("import wrapt\n\n\nclass Balanced(wrapt.ObjectProxy):\n    def forward(self, q, kv, topk_indices, scale):\n"
+     "        return q\n", True)])
+def test_a_self_call_in_a_class_whose_lookup_may_forward_is_a_caller(tmp_path, wrapper, fixable):
+    src = BATCH_ATTRIBUTE.replace("def forward(self, q, kv, forward_batch, scale):", "def forward(self, q, kv, topk_indices, scale):") \
+        .replace("forward_batch.topk_indices", "topk_indices")
+    (tmp_path / "balanced.py").write_text(
+        wrapper + "\n\nclass Runner(Balanced):\n    def step(self, q, kv, topk, scale):\n"
+        "        order = topk[:, 0, 0].argsort()\n        return self.forward(q[order], kv, topk[order], scale)\n")
+    (tmp_path / "backend.py").write_text(src)
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

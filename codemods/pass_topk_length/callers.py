@@ -60,10 +60,28 @@ def _elsewhere(proj, f, node: ast.AST, mine: Optional[Set[Tuple[str, str]]]) -> 
     if cls is None or (f.path, cls.name) in mine:
         return False
     methods = {d.name for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    if methods & {"__getattr__", "__getattribute__"} or any(f.unknown_base(b) for b in cls.bases):
+    if _forwards_lookup(proj, f, cls, node.attr):
         return False
     return not any(isinstance(n, ast.Attribute) and n.attr in methods and isinstance(n.value, ast.Name)
                    and n.value.id == cls.name for g in proj.files_naming([cls.name]) for n in ast.walk(g.tree))
+
+
+def _forwards_lookup(proj, f, cls: ast.ClassDef, name: str) -> bool:
+    """May `self.<name>` on cls's instances reach another object (round U: a base of the project defining
+    `__getattr__`, one bound in a class body, `__getattr__ = delegate_to(...)`, a library base such as a proxy)?
+    A `__getattribute__` anywhere in its hierarchy; else, where no class of the project in it binds the name,
+    a `__getattr__` or a base that is neither a project class nor `object` (a library's may forward)."""
+    hierarchy = [(f, cls), *proj._ancestors_of([(f, cls)])]
+    bound = set()
+    for _, c in hierarchy:
+        bound |= {d.name for d in c.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))} | {
+            n for d in c.body if isinstance(d, (ast.Assign, ast.AnnAssign)) for n in reach._stored_names(d)}
+    if "__getattribute__" in bound:
+        return True
+    if name in bound:
+        return False
+    return "__getattr__" in bound or any(g.resolve_class(b)[0] is None and not g.known_base(b)
+                                         for g, c in hierarchy for b in c.bases)
 
 
 def _spells(node: ast.AST, name: str) -> bool:
