@@ -1736,3 +1736,17 @@ def test_a_self_call_in_a_class_whose_lookup_may_forward_is_a_caller(tmp_path, w
     (tmp_path / "backend.py").write_text(src)
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("pick, call", [
+    ("def _pick(self, *candidates):\n        windowed, full = candidates\n        return windowed",
+     "self._pick(topk_indices.masked_fill(topk_indices < 20, -1), topk_indices)"),
+    ("def _pick(self, **candidates):\n        return candidates['windowed']",
+     "self._pick(windowed=topk_indices.masked_fill(topk_indices < 20, -1), full=topk_indices)")])
+def test_what_a_local_helper_takes_in_star_parameters_is_traced(tmp_path, pick, call):
+    """Round U's u_star_args_picker_untraced / u_star_kwargs_picker_untraced."""
+    src = BATCH_ATTRIBUTE.replace("def forward(self, q, kv, forward_batch, scale):", "def forward(self, q, kv, topk_indices, scale):") \
+        .replace("forward_batch.topk_indices", f"{call}").replace(
+            "    def _forward_flashmla_sparse", f"    {pick}\n\n    def _forward_flashmla_sparse")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert site.status is Status.MANUAL and "masked_fill" in site.reason, site.reason

@@ -1917,6 +1917,12 @@ def _arguments_for(call: cst.Call, fdef: cst.FunctionDef, names: Set[str]) -> Li
         if p.name.value in names:
             out.append(a.value)
     out += [a.value for a in call.args if a.keyword and a.keyword.value in names]
+    star, star_star = fdef.params.star_arg, fdef.params.star_kwarg
+    if isinstance(star, cst.Param) and star.name.value in names:  # `*candidates`: what lands there (round U)
+        out += [a.value for a in positional[len(params):]]
+    if star_star is not None and star_star.name.value in names:  # `**kwargs`: the keywords no parameter takes
+        taken = {p.name.value for p in [*params, *fdef.params.kwonly_params]}
+        out += [a.value for a in call.args if a.keyword and a.keyword.value not in taken]
     return out
 
 
