@@ -1750,3 +1750,13 @@ def test_what_a_local_helper_takes_in_star_parameters_is_traced(tmp_path, pick, 
             "    def _forward_flashmla_sparse", f"    {pick}\n\n    def _forward_flashmla_sparse")
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert site.status is Status.MANUAL and "masked_fill" in site.reason, site.reason
+
+
+@pytest.mark.parametrize("made", ["IndexerOutput(topk_indices=raw.masked_fill(raw < 20, -1))",
+                                  "IndexerOutput(raw.masked_fill(raw < 20, -1))"])
+def test_a_records_field_the_indices_are_read_off_is_what_its_construction_hands_it(tmp_path, made):
+    """Round U's u_dataclass_holder_field_by_constructor."""
+    src = BATCH_ATTRIBUTE.replace("class Backend:", "import dataclasses\n\n\n@dataclasses.dataclass\nclass IndexerOutput:\n"
+                                  f"    topk_indices: object\n\n\ndef select(raw):\n    return {made}\n\n\nclass Backend:")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert site.status is Status.MANUAL and "masked_fill" in site.reason, site.reason

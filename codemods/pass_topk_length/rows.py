@@ -1552,12 +1552,41 @@ class IndexTrace:
                     self.inside -= 1
                 if why:
                     return f"{why} (`{_code(t)}` assigned at line {self.tree.line(node)})"
+        for value in self._constructed_with(attr):  # `IndexerOutput(topk_indices=v)`: a record's field (round U)
+            if id(value) in self.seen:
+                continue
+            self.seen.add(id(value))
+            self.inside += 1
+            try:
+                why = self.hazard(value)
+            finally:
+                self.inside -= 1
+            if why:
+                return f"{why} (`{attr}` given at line {self.tree.line(value)})"
         for call in self.tree.find(cst.Call, lambda c: get_full_name_for_node(c.func) in _SETATTRS):
             key = call.args[1].value if len(call.args) > 1 else None  # `object.__setattr__(fb, "topk_indices", v)`
             if not isinstance(key, cst.SimpleString) or key.evaluated_value == attr:  # (a computed name: any)
                 return (f"`{_code(call).strip()[:70]}` (line {self.tree.line(call)}) may set `{attr}` by name: the "
                         "value it gives is not traced (round S)")
         return None
+
+    def _constructed_with(self, attr: str) -> List[cst.BaseExpression]:
+        """The values calls of the module hand a parameter or field named `attr`: by keyword (any callee), or by
+        position to a class of the module whose body declares `attr` (a dataclass's or NamedTuple's field)."""
+        out = [a.value for c in self.tree.find(cst.Call) for a in c.args if a.keyword and a.keyword.value == attr]
+        for cls in self.tree.find(cst.ClassDef):
+            fields = [s.target.value for line in (cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ())
+                      if isinstance(line, cst.SimpleStatementLine) for s in line.body
+                      if isinstance(s, cst.AnnAssign) and isinstance(s.target, cst.Name)]
+            if attr not in fields:
+                continue
+            place, name = fields.index(attr), cls.name.value
+            for c in self.tree.find(cst.Call, lambda c, n=name: (get_full_name_for_node(c.func) or "").rsplit(".", 1)[-1]
+                                    == n):
+                positional = [a for a in c.args if not a.keyword]
+                if any(a.star for a in positional) or place < len(positional):
+                    out += [positional[min(place, len(positional) - 1)].value]
+        return out
 
     def hazard(self, e: cst.BaseExpression) -> Optional[str]:
         if isinstance(e, cst.Name):
