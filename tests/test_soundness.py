@@ -1760,3 +1760,18 @@ def test_a_records_field_the_indices_are_read_off_is_what_its_construction_hands
                                   f"    topk_indices: object\n\n\ndef select(raw):\n    return {made}\n\n\nclass Backend:")
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert site.status is Status.MANUAL and "masked_fill" in site.reason, site.reason
+
+
+@pytest.mark.parametrize("stage, fixable", [
+    ("lengths = metadata.dsa_cache_seqlens_int32\n        lengths.copy_(forward_batch.seq_lens.to(torch.int32))", False),
+    ("self.forward_metadata.dsa_cache_seqlens_int32[:2].fill_(0)", False),
+    ("lengths = metadata.dsa_cache_seqlens_int32\n        n = int(lengths.max())", True)])
+def test_the_function_passing_the_metadata_does_not_stage_its_field_in_place(tmp_path, stage, fixable):
+    """Round U's u_inline_stage_through_tensor_alias / u_inline_stage_through_holder_path."""
+    src = ANNOTATED_HOLDER.format(
+        extend="DSAMetadata(dsa_cache_seqlens_int32=forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))"
+    ).replace("    def forward(self, q, kv, indices, sm_scale):\n        metadata = self.forward_metadata\n",
+              "    def forward(self, q, kv, indices, sm_scale, forward_batch):\n        metadata = self.forward_metadata\n"
+              f"        {stage}\n")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

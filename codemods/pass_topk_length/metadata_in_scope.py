@@ -51,7 +51,8 @@ class MetadataInScope:
                 why = self.unclipped_write(field_name) or self.replaced_field(field_name) \
                     or self.replay_replaces(field_name) or self.replay_updates(field_name)
             if why is None and owner is not None:
-                why = self._refreshed(owner, b.assignments[0], expr.rsplit(".", 1)[1])
+                why = self._refreshed(owner, b.assignments[0], expr.rsplit(".", 1)[1]) \
+                    or self._staged_here(owner, root, expr.rsplit(".", 1)[1])
             if why is None:
                 if expr in self.user_metadata:  # the user vouches for the object; None is still handled
                     return expr, "none_safe" if none else "plain", None
@@ -125,6 +126,26 @@ class MetadataInScope:
                 return (f"{owner.name.value} reads the metadata into a local, then hands `self` or it to "
                         f"`{_code(call).strip()[:60]}` (line {self.tree.line(call)}), code this module does not define "
                         "(a hook, a callback): it may refresh the metadata (round T); pass topk_length by hand")
+        return None
+
+    def _staged_here(self, owner: cst.FunctionDef, root: str, field_name: str) -> Optional[str]:
+        """The function that passes the metadata writes the field's tensor in place itself (round U: the next step's
+        lengths staged through `self.forward_metadata.<field>` or a local alias of it): the call may get them."""
+        def is_field(e: cst.BaseExpression, depth: int = 0) -> bool:
+            while isinstance(e, cst.Subscript) or isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) \
+                    and e.func.attr.value in ("view", "reshape", "narrow", "flatten", "squeeze", "unsqueeze"):
+                e = e.value if isinstance(e, cst.Subscript) else e.func.value
+            if isinstance(e, cst.Attribute):
+                return e.attr.value == field_name
+            if not isinstance(e, cst.Name) or depth > 3 or e.value == root:
+                return False
+            values = [getattr(self.tree.assignment_statement(a), "value", None) for a in self.tree.binding(e, e.value).assignments]
+            return any(v is not None and is_field(v, depth + 1) for v in values)
+        for target in self._in_place_targets(owner):
+            if is_field(target):
+                return (f"{owner.name.value} writes `{field_name}` in place at line {self.tree.line(target)} (through "
+                        f"`{_code(target).strip()[:40]}`): the call may get lengths staged for another step (round U); "
+                        "pass topk_length by hand")
         return None
 
     def _called(self, read: cst.Attribute) -> bool:
