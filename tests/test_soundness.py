@@ -1775,3 +1775,19 @@ def test_the_function_passing_the_metadata_does_not_stage_its_field_in_place(tmp
               f"        {stage}\n")
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("second, fixable", [
+    ("DSAMetadata(dsa_cache_seqlens_int32=first.dsa_cache_seqlens_int32)", False),  # round U: one tensor, two records
+    ("DSAMetadata(dsa_cache_seqlens_int32=first.dsa_cache_seqlens_int32.clone())", True)])
+def test_a_record_given_another_records_field_tensor_shares_it(tmp_path, second, fixable):
+    src = ANNOTATED_HOLDER.format(
+        extend="DSAMetadata(dsa_cache_seqlens_int32=forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))"
+    ).replace("    def forward(self, q, kv, indices, sm_scale):\n",
+              "    def plan_two(self, a, b):\n        first = DSAMetadata(dsa_cache_seqlens_int32=a.seq_lens.clamp("
+              "max=self.dsa_index_topk).to(torch.int32))\n"
+              f"        second = {second}\n"
+              "        second.dsa_cache_seqlens_int32.copy_(b.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))\n"
+              "        return first, second\n\n    def forward(self, q, kv, indices, sm_scale):\n")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
