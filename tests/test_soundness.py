@@ -1791,3 +1791,17 @@ def test_a_record_given_another_records_field_tensor_shares_it(tmp_path, second,
               "        return first, second\n\n    def forward(self, q, kv, indices, sm_scale):\n")
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("runner, fixable", [
+    ('MODES = {"decode": "forward"}\n\n\ndef run(backend, mode, q, kv, topk, scale):\n'
+     "    return getattr(backend, MODES[mode])(q, kv, topk.sort(dim=-1).values, scale)\n", False),
+    ('def run(backend, q, kv, topk, scale):\n    print("forward", q.shape)\n    return None\n', True)])
+def test_a_method_name_kept_in_a_table_is_a_lookup(tmp_path, runner, fixable):
+    """Round U's u_dispatch_table_method_name; a string handed to a call (a label) is not."""
+    src = BATCH_ATTRIBUTE.replace("def forward(self, q, kv, forward_batch, scale):", "def forward(self, q, kv, topk_indices, scale):") \
+        .replace("forward_batch.topk_indices", "topk_indices")
+    (tmp_path / "runner.py").write_text(runner)
+    (tmp_path / "backend.py").write_text(src)
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

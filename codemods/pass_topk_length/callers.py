@@ -98,7 +98,12 @@ def _caller(proj, f, node: ast.AST, fname: str, want: Wanted, named: frozenset =
     if isinstance(node, ast.Constant):  # a string: a way to look it up by name, unless a label (`prefix="..."`)
         named = isinstance(call, ast.Call) and reach._unparse(call.func) in ("getattr", "operator.methodcaller",
                                                                               "methodcaller", "attrgetter")
-        return at(f"`{reach._unparse(call)[:60]}` looks `{fname}` up by name: what calls it is not seen") if named else None
+        if named:
+            return at(f"`{reach._unparse(call)[:60]}` looks `{fname}` up by name: what calls it is not seen")
+        # kept for later (a dispatch table's value, a name bound to it, an element of a list): round U
+        kept = isinstance(call, (ast.Dict, ast.List, ast.Tuple, ast.Set, ast.Assign, ast.AnnAssign, ast.Return))
+        return at(f"`{fname}` is spelled as a string kept for a lookup by name (a dispatch table's entry): what calls "
+                  "it is not seen") if kept else None
     if not (isinstance(call, ast.Call) and call.func is node):
         return at(f"`{reach._unparse(node)[:60]}` is read as a value: what calls it with which rows is not seen")
     fn = f.enclosing(call, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
