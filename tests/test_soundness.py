@@ -1805,3 +1805,21 @@ def test_a_method_name_kept_in_a_table_is_a_lookup(tmp_path, runner, fixable):
     (tmp_path / "backend.py").write_text(src)
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("op, fixable", [("flash_mla_sparse_fwd as _op", True), ("legacy_fwd as _op", False)])
+def test_a_kwargs_wrapper_is_decided_by_the_op_it_hands_them_only_where_that_is_the_kernel(tmp_path, op, fixable):
+    """Round U's u_wrapper_kwargs_to_renamed_op: pins decide the kernel a wrapper is named for, not another op of
+    its module."""
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    (tmp_path / "fork_ops").mkdir()
+    (tmp_path / "fork_ops" / "__init__.py").write_text("")
+    (tmp_path / "fork_ops" / "sparse.py").write_text(
+        f"from sgl_kernel.flash_mla import {op}\n\n\n"
+        "def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, attn_sink=None, **kwargs):\n"
+        "    return _op(q, kv, indices, sm_scale, d_v, attn_sink, **kwargs)\n")
+    src = KWARGS_BACKEND.replace("from sgl_kernel.flash_mla import flash_mla_sparse_fwd",
+                                 "from fork_ops.sparse import flash_mla_sparse_fwd")
+    (tmp_path / "backend.py").write_text(src)
+    (site,) = migrate_source(src, str(tmp_path / "backend.py")).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -158,11 +158,15 @@ class KernelGate:
         if iface is None:
             return None
         where = f"interface at {kernels.project_label(iface.path, self.root)}:{iface.line}"
-        inner = kernels.kwargs_target(iface.path, c.name.rsplit(".", 1)[-1]) \
-            if iface.has_var_kwargs and self.param not in iface.params and not iface.installed else None
-        cap = self._decide(inner) if inner else None  # a wrapper handing `**kwargs` to a kernel it imports: that
+        wraps = iface.has_var_kwargs and self.param not in iface.params and not iface.installed
+        inner = kernels.kwargs_target(iface.path, c.name.rsplit(".", 1)[-1]) if wraps else None
+        same = inner is not None and inner.rsplit(".", 1)[-1] == c.name.rsplit(".", 1)[-1]
+        cap = self._decide(inner) if same else None  # a wrapper handing `**kwargs` to the kernel it imports: that
         if cap is not None and cap.accepts is not None:  # kernel decides, where it can (round T); else a declaration
             return replace(cap, detail=f"{where} hands **kwargs to {inner}: {cap.detail}")
+        if inner is not None and not same:  # (round U: to another op, `legacy_fwd as _sparse_mla_op`, of any build)
+            return Capability(None, f"{where} hands **kwargs to {inner}, which is not the kernel it is named for: "
+                                    f"whether that takes {self.param} is not known; rewrite by hand")
         return self._by_interface(iface, where)
 
     def _by_installed_interface(self, c: _Callee) -> Optional[Capability]:
