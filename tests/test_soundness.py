@@ -1823,3 +1823,13 @@ def test_a_kwargs_wrapper_is_decided_by_the_op_it_hands_them_only_where_that_is_
     (tmp_path / "backend.py").write_text(src)
     (site,) = migrate_source(src, str(tmp_path / "backend.py")).sites
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("made, fixable", [
+    ('Fp8 = type("Fp8", (Backend,), {"_forward_flashmla_sparse": lambda self, *a: None})', False),
+    ('kind = type(Backend)', True)])  # type's one-argument form makes nothing
+def test_a_class_made_at_run_time_in_the_module_may_override_the_helper(tmp_path, made, fixable):
+    """Round U's u_type_made_subclass_same_module."""
+    src = KWARGS_BACKEND + f"\n\n{made}\n"
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -97,6 +97,11 @@ class HelperIdentity:
         why = self.metaclass_anywhere(fn.class_name) if fn.class_name else None
         if why:
             return why
+        for call in self.find(cst.Call, lambda c: self.expand(dotted(c.func)) in ("type", "types.new_class")
+                              and len(c.args) >= (3 if dotted(c.func) == "type" else 2)) if fn.class_name else ():
+            return (f"`{_code(call).strip()[:60]}` (line {self.tree.line(call)}) makes a class at run time, whose "
+                    f"namespace may hold another `{fn.name}` for a subclass of {fn.class_name} (round U); add "
+                    "topk_length by hand")
         if fn.class_name:  # `self.helper(..., topk_length=...)` also reaches same-named overrides
             for other in self.functions_named(fn.name):  # (a class's method, a class in a function's too)
                 op = other.node.params
