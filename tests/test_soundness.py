@@ -934,11 +934,14 @@ def test_the_field_named_as_a_string_in_another_module_refuses(tmp_path, spelled
     assert fixable or "launcher.py:5" in site.reason, site.reason
 
 
-def test_lengths_copied_in_place_from_a_clip_stay_fixable(tmp_path):
+def test_lengths_copied_in_place_in_the_function_passing_them_refuse(tmp_path):
+    """Fixable until round U: a clip copied in place where the metadata is passed is indistinguishable, by its
+    spelling, from the next step's lengths staged there (u_inline_stage_through_holder_path); the engines write
+    the field where they build the metadata or on replay, never in the function that passes it."""
     write = "metadata.dsa_cache_seqlens_int32.copy_(torch.clamp(metadata.seq_lens, max=self.dsa_index_topk))"
     src = LENGTHS_WRITTEN.format(imports="", write=write)
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
-    assert site.status is Status.FIXABLE, site.reason
+    assert site.status is Status.MANUAL and "writes `dsa_cache_seqlens_int32` in place" in site.reason, site.reason
 
 
 # -- indices held in an attribute (red team B, issue 34): `topk_indices = batch.topk_indices_buf` with
@@ -1831,5 +1834,22 @@ def test_a_kwargs_wrapper_is_decided_by_the_op_it_hands_them_only_where_that_is_
 def test_a_class_made_at_run_time_in_the_module_may_override_the_helper(tmp_path, made, fixable):
     """Round U's u_type_made_subclass_same_module."""
     src = KWARGS_BACKEND + f"\n\n{made}\n"
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("write, fixable", [("topk_2d.masked_fill_(topk_2d < 20, -1)", False),
+                                            ("n = int(topk_2d.max())", True)])
+def test_a_caller_writing_a_sibling_of_the_indices_in_place_is_seen(tmp_path, write, fixable):
+    """Round U's u_module_caller_masks_sibling_view (this module) and u_other_file_caller_masks_sibling_param."""
+    src = BATCH_ATTRIBUTE.replace("def forward(self, q, kv, forward_batch, scale):", "def forward(self, q, kv, topk_indices, scale):") \
+        .replace("forward_batch.topk_indices", "topk_indices")
+    here = src + ("\n    def forward_decode(self, q, kv, topk_indices, topk_2d, scale):\n"
+                  f"        {write}\n        return self.forward(q, kv, topk_indices, scale)\n")
+    (site,) = migrate_source(here, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+    (tmp_path / "layer.py").write_text("def run(backend, q, kv, topk_indices, topk_2d, scale):\n"
+                                       f"    {write}\n    return backend.forward(q, kv, topk_indices, scale)\n")
+    (tmp_path / "backend.py").write_text(src)
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -118,6 +118,19 @@ def _caller(proj, f, node: ast.AST, fname: str, want: Wanted, named: frozenset =
                 why = _handed_root(f, fn, call, source, fname, {p for p, _, _ in want})
                 if why:
                     return at(f"`{reach._unparse(call)[:60]}` in `{fn.name}` {why}")
+    why = _sibling_written(f, fn, call)
+    return at(f"`{reach._unparse(call)[:60]}` in `{fn.name}` {why}") if why else None
+
+
+def _sibling_written(f, fn, call: ast.Call) -> Optional[str]:
+    """A parameter of fn it does not hand the call, written in place on the way to it (round U: a layer masking
+    `topk_2d`, a view of the batch's top-k its caller handed it beside them): it may be the indices' storage."""
+    params = [a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs][1 if _method(f, fn) else 0:]
+    handed = {n.id for a in [*call.args, *(k.value for k in call.keywords)] for n in ast.walk(a) if isinstance(n, ast.Name)}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and node.id in params and node.id not in handed and _in_place(f, node) \
+                and not _exclusive(f, fn, node, call):
+            return f"writes its parameter `{node.id}` in place, which may share the indices' storage"
     return None
 
 

@@ -14,7 +14,7 @@ from topk_migrate.cst.resolve import CallInfo, Function
 from . import callers, reach
 from .field_meaning import CLIP_HOW, _clipped_elsewhere
 from .quick import PARAM
-from .rows import Hooks, _instance_param, index_hazard, row_hazard
+from .rows import Hooks, _instance_param, foreign_write, index_hazard, row_hazard
 from .syntax import _argument_for, _code, _is_name, constructor_call, only_handed_on
 
 # Attributes whose write changes what a read of a module or function gives without naming it: a module's
@@ -249,7 +249,22 @@ class WholeProject:
                                            self.served_elsewhere))[0]
                         if hazard:
                             return f"at line {line}, a call of `{name}`: {hazard}"
+            hazard = self._caller_writes_elsewhere(batch, call, positional, indices)
+            if hazard:
+                return f"at line {line}, a call of `{name}`: {hazard}"
         return None
+
+    def _caller_writes_elsewhere(self, batch, call: cst.Call, positional, indices: Set[str]) -> Optional[str]:
+        """rows.foreign_write in a caller of the function the indices come from (round U: `forward_decode` masking
+        a sibling view of the top-k, `topk_2d`, before it calls `forward`): every argument it hands but the indices
+        is exempt."""
+        if not indices:
+            return None
+        handed = {id(a) for p in indices for shift in (0, -1) for a in _handed(batch, call, p, positional, shift)}
+        values = [a.value for a in call.args if id(a.value) not in handed]
+        fields = {m.rsplit(".", 1)[-1] for m in self.metadata}
+        return foreign_write(self.tree, call, lambda n: [f.node for f in self.functions_named(n)], fields,
+                             self.index("foreign-writes", dict), values)
 
     def _instance(self, e: Optional[cst.BaseExpression], depth: int = 0) -> bool:
         """Surely an instance, never a class: self, super(), a constructor's call (`Backend(md)`), a call of a
