@@ -1552,15 +1552,17 @@ class IndexTrace:
                     self.inside -= 1
                 if why:
                     return f"{why} (`{_code(t)}` assigned at line {self.tree.line(node)})"
-        for value in self._constructed_with(attr):  # `IndexerOutput(topk_indices=v)`: a record's field (round U)
+        for value, made in self._constructed_with(attr):  # `IndexerOutput(topk_indices=v)`: a record's field (round U)
             if id(value) in self.seen:
                 continue
             self.seen.add(id(value))
             self.inside += 1
+            self.exempt.add(id(made))  # (the construction hands its own argument on: no method of the holder)
             try:
                 why = self.hazard(value)
             finally:
                 self.inside -= 1
+                self.exempt.discard(id(made))
             if why:
                 return f"{why} (`{attr}` given at line {self.tree.line(value)})"
         for call in self.tree.find(cst.Call, lambda c: get_full_name_for_node(c.func) in _SETATTRS):
@@ -1570,10 +1572,10 @@ class IndexTrace:
                         "value it gives is not traced (round S)")
         return None
 
-    def _constructed_with(self, attr: str) -> List[cst.BaseExpression]:
-        """The values calls of the module hand a parameter or field named `attr`: by keyword (any callee), or by
+    def _constructed_with(self, attr: str) -> List[Tuple[cst.BaseExpression, cst.Call]]:
+        """(value, call) for the values calls of the module hand a parameter or field named `attr`: by keyword (any callee), or by
         position to a class of the module whose body declares `attr` (a dataclass's or NamedTuple's field)."""
-        out = [a.value for c in self.tree.find(cst.Call) for a in c.args if a.keyword and a.keyword.value == attr]
+        out = [(a.value, c) for c in self.tree.find(cst.Call) for a in c.args if a.keyword and a.keyword.value == attr]
         for cls in self.tree.find(cst.ClassDef):
             fields = [s.target.value for line in (cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ())
                       if isinstance(line, cst.SimpleStatementLine) for s in line.body
@@ -1585,7 +1587,7 @@ class IndexTrace:
                                     == n):
                 positional = [a for a in c.args if not a.keyword]
                 if any(a.star for a in positional) or place < len(positional):
-                    out += [positional[min(place, len(positional) - 1)].value]
+                    out += [(positional[min(place, len(positional) - 1)].value, c)]
         return out
 
     def hazard(self, e: cst.BaseExpression) -> Optional[str]:
