@@ -1853,3 +1853,16 @@ def test_a_caller_writing_a_sibling_of_the_indices_in_place_is_seen(tmp_path, wr
     (tmp_path / "backend.py").write_text(src)
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("capture, replay, fixable", [
+    # round U's u_graph_replay_record_copy_reversed: the copy goes into a record made on replay, no graph's
+    (f"md = DSAMetadata(dsa_cache_seqlens_int32={_CLIP})\n        self.graph_metadata[bs] = md\n"
+     "        self.forward_metadata = md",
+     f"step = DSAMetadata(dsa_cache_seqlens_int32={_CLIP})\n        step.dsa_cache_seqlens_int32.copy_("
+     "self.graph_metadata[bs].dsa_cache_seqlens_int32)\n        self.forward_metadata = self.graph_metadata[bs]", False)])
+def test_a_replay_writes_the_field_of_a_captured_object(tmp_path, capture, replay, fixable):
+    src = GRAPH_PER_CAPTURE.replace("{capture}", "        " + capture).replace("{replay}", "        " + replay)
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py")).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -148,11 +148,14 @@ class GraphReplay:
                             and self._through_holder(target.value):
                         via_holder = via_holder or target
                         continue
-                    if isinstance(target, cst.Attribute) and target.attr.value == field_name or \
+                    # (on an object read from where the captured ones are kept: a record made here is no graph's,
+                    # round U's u_graph_replay_record_copy_reversed)
+                    if isinstance(target, cst.Attribute) and target.attr.value == field_name \
+                            and self._stored(target.value, set()) or \
                             _is_attr_of_self(target) and target.attr.value in buffers:
                         return None
                 for call in self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute), fdef):
-                    if self._copies_fields(call.func.attr.value, field_name):
+                    if self._copies_fields(call.func.attr.value, field_name) and self._stored(call.func.value, set()):
                         return None  # `self._graph_metadata.copy_(new)`: the holder's own in-place refresh
             names = ", ".join(f"`{f.name.value}`" for f in captures[:2])
             if via_holder is not None:
