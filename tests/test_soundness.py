@@ -1866,3 +1866,21 @@ def test_a_replay_writes_the_field_of_a_captured_object(tmp_path, capture, repla
     (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
     (site,) = migrate_source(src, str(tmp_path / "backend.py")).sites
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+def test_every_table_of_captured_metadata_is_updated_on_replay(tmp_path):
+    """Round U's u_graph_replay_updates_one_mode_only: one mode's table is updated, the other's never."""
+    capture = (f"md = DSAMetadata(dsa_cache_seqlens_int32={_CLIP})\n        if bs > 8:\n"
+               "            self.verify_metadata[bs] = md\n        else:\n            self.graph_metadata[bs] = md\n"
+               "        self.forward_metadata = md")
+    replay = (f"if bs > 8:\n            md = self.verify_metadata[bs]\n            md.dsa_cache_seqlens_int32.copy_({_CLIP})\n"
+              "        else:\n            md = self.graph_metadata[bs]\n        self.forward_metadata = md")
+    src = GRAPH_PER_CAPTURE.replace("{capture}", "        " + capture).replace("{replay}", "        " + replay) \
+        .replace("        self.graph_metadata = {}\n", "        self.graph_metadata = {}\n        self.verify_metadata = {}\n")
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py")).sites
+    assert site.status is Status.MANUAL and "self.graph_metadata" in site.reason, site.reason
+    both = src.replace("            md = self.graph_metadata[bs]\n",
+                       f"            md = self.graph_metadata[bs]\n            md.dsa_cache_seqlens_int32.copy_({_CLIP})\n")
+    (site,) = migrate_source(both, str(tmp_path / "backend.py")).sites
+    assert site.status is Status.FIXABLE, site.reason

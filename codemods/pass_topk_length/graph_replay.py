@@ -140,6 +140,14 @@ class GraphReplay:
             # each capture stores a new object (its own tensor) in the holder: a write through the holder reaches the
             # last one's only, and the graphs captured before keep their lengths (round T)
             last_only, via_holder = not buffers and any(self._stores_new_in_holder(f) for f in captures), None
+            tables = set() if buffers else {t for f in captures for t in self._tables_filled(f)}
+            updated = {self._table_of(t.value) for fdef in self.graph_update_defs() for t in self._field_targets(
+                fdef, field_name)} | {self._table_of(c.func.value) for fdef in self.graph_update_defs() for c in self.find(
+                    cst.Call, lambda c: isinstance(c.func, cst.Attribute), fdef) if self._copies_fields(c.func.attr.value, field_name)}
+            for table in sorted(tables - updated):  # (round U: a table of one mode's captures no replay updates)
+                return (f"the captures keep metadata in `self.{table}`, but no method that runs between replays writes "
+                        f"`{field_name}` in place on an object read from it: those graphs replay with their capture-time "
+                        "lengths; update the field in place there on replay, or pass topk_length by hand")
             for fdef in self.graph_update_defs():
                 for target in self._in_place_targets(fdef):
                     while isinstance(target, cst.Subscript) and _basic(target):
@@ -168,6 +176,38 @@ class GraphReplay:
                     "with the lengths it was captured with; update the field in place on replay, or pass topk_length "
                     "by hand")
         return self.index(f"replay-updates:{field_name}", build)
+
+    def _field_targets(self, fdef: cst.FunctionDef, field_name: str) -> List[cst.Attribute]:
+        """The `X.field` fdef writes in place (through a view of it too)."""
+        out = []
+        for target in self._in_place_targets(fdef):
+            while isinstance(target, cst.Subscript) and _basic(target):
+                target = target.value
+            if isinstance(target, cst.Attribute) and target.attr.value == field_name:
+                out.append(target)
+        return out
+
+    def _tables_filled(self, capture: cst.FunctionDef) -> Set[str]:
+        """The attributes of self a capture keeps new metadata objects in: `self.T[bs] = md` (md made there)."""
+        return {_self_root_attr(t.target) for node in self.find(cst.Assign, None, capture) for t in node.targets
+                if isinstance(t.target, cst.Subscript) and _self_root_attr(t.target)
+                and (self._constructed(node.value) or isinstance(node.value, cst.Call) and self._constructed_call(node.value))}
+
+    def _table_of(self, e: cst.BaseExpression) -> Optional[str]:
+        """T where e is `self.T[...]`, or a local bound only to such reads of one T."""
+        if isinstance(e, cst.Subscript):
+            return _self_root_attr(e) if not _is_attr_of_self(e) else None
+        if not isinstance(e, cst.Name):
+            return None
+        order = self.tree.order
+        # the binding that reaches this read: the last before it whose statement encloses nothing the read is not in
+        # (`md = self.A[bs]` in the branch the write is in)
+        around = {id(x) for x in self.tree.ancestors(e)}
+        reaching = [stmt for a in self.tree.binding(e, e.value).assignments
+                    for stmt in [self.tree.assignment_statement(a)] if stmt is not None and order[id(stmt)] < order[id(e)]
+                    and id(self.tree.parent.get(self.tree.parent.get(stmt))) in around]
+        last = max(reaching, key=lambda x: order[id(x)], default=None)
+        return self._table_of(last.value) if isinstance(last, cst.Assign) else None
 
     def _stores_new_in_holder(self, capture: cst.FunctionDef) -> bool:
         """Does the capture give the holder (`self.forward_metadata`) a new object: a constructor's call, or a
