@@ -1884,3 +1884,30 @@ def test_every_table_of_captured_metadata_is_updated_on_replay(tmp_path):
                        f"            md = self.graph_metadata[bs]\n            md.dsa_cache_seqlens_int32.copy_({_CLIP})\n")
     (site,) = migrate_source(both, str(tmp_path / "backend.py")).sites
     assert site.status is Status.FIXABLE, site.reason
+
+
+REPLANNED = ANNOTATED_HOLDER.format(
+    extend="DSAMetadata(dsa_cache_seqlens_int32=forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))"
+).replace("    def forward(self, q, kv, indices, sm_scale):\n        metadata = self.forward_metadata\n",
+          "    def forward(self, q, kv, indices, sm_scale, forward_batch):\n        metadata = self.forward_metadata\n"
+          "        {call}\n")
+
+
+@pytest.mark.parametrize("call, other, fixable", [
+    # round U: a planner held on self plans the backend again, by name through another method
+    ("self.planner.maybe_plan(forward_batch)", "", False),
+    # round U: the batch, keeping a back-reference, plans it in another file
+    ("forward_batch.ensure_attn_metadata()",
+     "class ForwardBatch:\n    def ensure_attn_metadata(self):\n        self.backend.init_forward_metadata(self)\n", False),
+    ("forward_batch.ensure_attn_metadata()",
+     "class ForwardBatch:\n    def ensure_attn_metadata(self):\n        self.backend.forward_metadata = None\n", False),
+    ("forward_batch.log_step()", "class ForwardBatch:\n    def log_step(self):\n        print(self.step)\n", True)])
+def test_a_call_after_the_bind_that_plans_the_backend_again_refuses(tmp_path, call, other, fixable):
+    src = REPLANNED.replace("{call}", call) + (
+        "\n\nclass MetadataPlanner:\n    def __init__(self, backend):\n        self.backend = backend\n\n"
+        "    def maybe_plan(self, forward_batch):\n        self.backend.init_forward_metadata(forward_batch)\n")
+    if other:
+        (tmp_path / "batch.py").write_text(other)
+    (tmp_path / "backend.py").write_text(src)
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -3,6 +3,7 @@ the call, in the function that passes it, and is a parameter or a plain read of 
 module serves through code (metadata_at, which asks the other statements about the field it finds)."""
 from __future__ import annotations
 
+import ast
 from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
@@ -100,7 +101,9 @@ class MetadataInScope:
         the next step's lengths: rounds S and T); a callable of self the module defines no method for (a hook another
         file installed, a base's method elsewhere) may do either."""
         value = getattr(self.tree.assignment_statement(a), "value", None)
-        if not (isinstance(value, cst.Attribute) and _is_name(value.value, "self")):
+        if isinstance(value, cst.Attribute) and not _is_name(value.value, "self"):
+            return self._replanned_on_any(owner, value, field_name)  # `forward_batch.dsa_metadata` (round U)
+        if not isinstance(value, cst.Attribute):
             return None
         holder, order = value.attr.value, self.tree.order
         loops = [x for x in self.find((cst.For, cst.While), None, owner) if self.tree.inside(value, x)]
@@ -118,6 +121,9 @@ class MetadataInScope:
                 at = self._gives_new_lengths(fdef, holder, field_name)
                 if at is not None:
                     return self._refresh_why(owner, read, fdef, at)
+        why = self._replanned_on_any(owner, value, field_name)
+        if why:
+            return why
         root = a.name if isinstance(getattr(a, "name", None), str) else ""
         for call in self.find(cst.Call, lambda x: after(x) and any(
                 _is_name(arg.value, "self") or root and _is_name(arg.value, root) for arg in x.args), owner):
@@ -163,6 +169,71 @@ class MetadataInScope:
                     isinstance(target, cst.Attribute) and target.attr.value == field_name):
                 target = target.value
             if isinstance(target, cst.Attribute):
+                return target
+        return None
+
+    def _replanned_on_any(self, owner: cst.FunctionDef, read: cst.Attribute, field_name: str) -> Optional[str]:
+        """After the read of `<x>.<holder>` into a local, a call of a method, on any receiver (a batch keeping a
+        back-reference to the backend, a planner held on self), that some class of this module defines to assign
+        `<y>.<holder>` or to write the field, may leave the local another step's (round U)."""
+        holder, order = read.attr.value, self.tree.order
+        for call in self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute) and order[id(c)] > order[id(read)],
+                              owner):
+            name = call.func.attr.value
+            todo, seen = [(f.node, 0) for f in self.functions_named(name) if f.class_name], set()
+            if not todo:  # defined in another file (a batch class keeping a back-reference): what it calls by name
+                called = self._called_elsewhere(name, holder, field_name)
+                todo = [(f.node, 1) for n in called if n for f in self.functions_named(n)]
+                if None in called:
+                    return (f"{owner.name.value} reads the metadata into a local, then calls `{_code(call.func).strip()}` "
+                            f"(line {self.tree.line(call)}), defined in another file to assign `{holder}` or "
+                            f"`{field_name}`: the local may be another step's (round U); pass topk_length by hand")
+            while todo:  # (what it calls in turn, by name, on any receiver: a planner calling the backend's planning)
+                fdef, depth = todo.pop()
+                if id(fdef) in seen or depth > 4:
+                    continue
+                seen.add(id(fdef))
+                at = self._writes_holder_anywhere(fdef, holder, field_name)
+                if at is not None:
+                    return self._refresh_why(owner, call, fdef, at)
+                todo += [(f.node, depth + 1) for c in self.find(cst.Call, None, fdef)
+                         for name in [c.func.attr.value if isinstance(c.func, cst.Attribute) else
+                                      c.func.value if isinstance(c.func, cst.Name) else ""] if name
+                         for f in self.functions_named(name)]
+        return None
+
+    def _called_elsewhere(self, method: str, holder: str, field_name: str) -> List[Optional[str]]:
+        """For the defs of `method` in other files: the names they call (None where one assigns `<x>.<holder>` or
+        `<x>.<field>` itself). Read once per name."""
+        return self.index(f"called-elsewhere:{method}:{holder}:{field_name}",
+                          lambda: self._calls_of_defs_elsewhere(method, holder, field_name))
+
+    def _calls_of_defs_elsewhere(self, method: str, holder: str, field_name: str) -> List[Optional[str]]:
+        out: List[Optional[str]] = []
+        for f in self.project().files_naming([method]):
+            for d in [x for top in f.tree.body for x in ([top, *top.body] if isinstance(top, ast.ClassDef) else [top])]:
+                if not (isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == method):
+                    continue  # (a module's functions and its classes' methods)
+                for n in ast.walk(d):
+                    if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and any(
+                            isinstance(t, ast.Attribute) and t.attr in (holder, field_name)
+                            for t in (n.targets if isinstance(n, ast.Assign) else [n.target])):
+                        out.append(None)
+                    elif isinstance(n, ast.Call):
+                        out.append(n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", None)
+                                   or "")
+        return out
+
+    def _writes_holder_anywhere(self, fdef: cst.FunctionDef, holder: str, field_name: str) -> Optional[cst.CSTNode]:
+        """Where fdef assigns `<any>.<holder>` or `<any>.<field>`, or writes the field in place."""
+        for node in self.find((cst.AssignTarget, cst.AnnAssign, cst.AugAssign), None, fdef):
+            target = node.target
+            if isinstance(target, cst.Attribute) and target.attr.value in (holder, field_name):
+                return node
+        for target in self._in_place_targets(fdef):
+            while isinstance(target, cst.Subscript):
+                target = target.value
+            if isinstance(target, cst.Attribute) and target.attr.value == field_name:
                 return target
         return None
 

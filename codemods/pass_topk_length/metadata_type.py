@@ -176,9 +176,11 @@ class MetadataType:
         """Does another file of the project assign `<x>.<attr>` where x is, or is handed, an instance of a class of
         this module that sets `self.<attr>`? (An annotation is taken unless something contradicts it: a receiver
         nothing relates to these classes, as sglang's other backends' tables of backends, does not.)"""
-        seeds = {c.name.value for c in self.find(cst.ClassDef)
-                 if self.find(cst.Attribute, lambda a: _is_attr(a, "self", attr), c)}
-        return bool(seeds) and bool(self.project().holder_writes(attr, seeds, own))
+        def build() -> bool:
+            seeds = {c.name.value for c in self.find(cst.ClassDef)
+                     if self.find(cst.Attribute, lambda a: _is_attr(a, "self", attr), c)}
+            return bool(seeds) and bool(self.project().holder_writes(attr, seeds, own))
+        return self.index(f"assigned-elsewhere:{attr}:{own}", build)
 
     def _lineage(self, cls: cst.ClassDef) -> list:
         """cls and the bases of it this module defines, by name (each once)."""
