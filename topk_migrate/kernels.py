@@ -976,12 +976,13 @@ def _tool_pins(text: str, rel: str) -> List[Pin]:
 
 
 _TABLE = re.compile(r"(?m)^[ \t]*\[\[?([^\]\n]*)\]")
-_READ_TABLES = re.compile(r"^(?:project(?:\..*)?|dependency-groups|build-system|tool\.poetry(?:\..*)?|tool\.uv)$")
+_READ_TABLES = re.compile(r"^(?:project(?:\..*)?|dependency-groups|build-system|tool\.poetry(?:\..*)?|tool\.uv"
+                          r"|tool\.topk[-_]migrate(?:\..*)?)$")  # (this tool's own table declares, installs nothing)
 
 
 def _other_tables(text: str) -> str:
     """A pyproject.toml's text less the tables pyproject_pins, _tool_pins, _own_release and _UV_PINS read (and the
-    build's isolated requirements): what another tool may install from (`[tool.pixi.pypi-dependencies]`,
+    build's isolated requirements, and this tool's own configuration): what another tool may install from (`[tool.pixi.pypi-dependencies]`,
     `[tool.hatch.envs.default]`), each line naming a kernel read as a recipe's is."""
     out, keep, at = [], False, 0
     for m in _TABLE.finditer(text):
