@@ -1393,6 +1393,11 @@ class Backend:
 """
 
 
+# The holder's only classes' construction, clipped: the reference shape the round-U tests edit.
+CLIPPED_HOLDER = ANNOTATED_HOLDER.format(
+    extend="DSAMetadata(dsa_cache_seqlens_int32=forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))")
+
+
 @pytest.mark.parametrize("extend, form", [
     ("DSAExtendMetadata(extend_seq_lens=forward_batch.seq_lens)", "getattr"),  # another class: the annotation is wrong
     ("DSAMetadata(dsa_cache_seqlens_int32=forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))",
@@ -1428,8 +1433,7 @@ def test_a_call_handing_another_class_contradicts_a_parameters_annotation(tmp_pa
     # another backend class's own holder is not this one's
     ("class OtherBackend:\n    def init(self):\n        self.forward_metadata = None\n", "plain")])
 def test_another_file_assigning_the_holder_is_not_read_for_this_batch(tmp_path, runner, form):
-    src = ANNOTATED_HOLDER.format(
-        extend="DSAMetadata(dsa_cache_seqlens_int32=forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))")
+    src = CLIPPED_HOLDER
     src += "\n\ndef entry(inp):\n    from model_runner import run_idle\n\n    return run_idle(Backend(), inp.q, inp.kv, inp.indices, 1.0)\n"
     if form == "plain":
         src = src.replace("    from model_runner import run_idle\n\n    return run_idle(Backend(), inp.q, inp.kv, inp.indices, 1.0)\n",
@@ -1449,9 +1453,7 @@ def test_another_file_assigning_the_holder_is_not_read_for_this_batch(tmp_path, 
     ("        self.context_topk = hf_config['index_topk']\n", True)])
 def test_a_subclass_in_another_file_setting_the_width_again_is_not_read(tmp_path, subclass, fixable):
     """Round T's u_other_file_subclass_resets_width: the width attribute is each value the project assigns it."""
-    src = ANNOTATED_HOLDER.format(
-        extend="DSAMetadata(dsa_cache_seqlens_int32=forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))"
-    ).replace("    forward_metadata: DSAMetadata\n", "    forward_metadata: DSAMetadata\n\n"
+    src = CLIPPED_HOLDER.replace("    forward_metadata: DSAMetadata\n", "    forward_metadata: DSAMetadata\n\n"
               "    def __init__(self, dsa_index_topk):\n        self.dsa_index_topk = dsa_index_topk\n")
     (tmp_path / "long_context.py").write_text(
         "from backend import Backend\n\n\nclass LongContextBackend(Backend):\n    def __init__(self, topk, hf_config):\n"
@@ -1771,9 +1773,7 @@ def test_a_records_field_the_indices_are_read_off_is_what_its_construction_hands
     ("lengths = metadata.dsa_cache_seqlens_int32\n        n = int(lengths.max())", True)])
 def test_the_function_passing_the_metadata_does_not_stage_its_field_in_place(tmp_path, stage, fixable):
     """Round U's u_inline_stage_through_tensor_alias / u_inline_stage_through_holder_path."""
-    src = ANNOTATED_HOLDER.format(
-        extend="DSAMetadata(dsa_cache_seqlens_int32=forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))"
-    ).replace("    def forward(self, q, kv, indices, sm_scale):\n        metadata = self.forward_metadata\n",
+    src = CLIPPED_HOLDER.replace("    def forward(self, q, kv, indices, sm_scale):\n        metadata = self.forward_metadata\n",
               "    def forward(self, q, kv, indices, sm_scale, forward_batch):\n        metadata = self.forward_metadata\n"
               f"        {stage}\n")
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
@@ -1784,9 +1784,7 @@ def test_the_function_passing_the_metadata_does_not_stage_its_field_in_place(tmp
     ("DSAMetadata(dsa_cache_seqlens_int32=first.dsa_cache_seqlens_int32)", False),  # round U: one tensor, two records
     ("DSAMetadata(dsa_cache_seqlens_int32=first.dsa_cache_seqlens_int32.clone())", True)])
 def test_a_record_given_another_records_field_tensor_shares_it(tmp_path, second, fixable):
-    src = ANNOTATED_HOLDER.format(
-        extend="DSAMetadata(dsa_cache_seqlens_int32=forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))"
-    ).replace("    def forward(self, q, kv, indices, sm_scale):\n",
+    src = CLIPPED_HOLDER.replace("    def forward(self, q, kv, indices, sm_scale):\n",
               "    def plan_two(self, a, b):\n        first = DSAMetadata(dsa_cache_seqlens_int32=a.seq_lens.clamp("
               "max=self.dsa_index_topk).to(torch.int32))\n"
               f"        second = {second}\n"
@@ -1886,9 +1884,7 @@ def test_every_table_of_captured_metadata_is_updated_on_replay(tmp_path):
     assert site.status is Status.FIXABLE, site.reason
 
 
-REPLANNED = ANNOTATED_HOLDER.format(
-    extend="DSAMetadata(dsa_cache_seqlens_int32=forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))"
-).replace("    def forward(self, q, kv, indices, sm_scale):\n        metadata = self.forward_metadata\n",
+REPLANNED = CLIPPED_HOLDER.replace("    def forward(self, q, kv, indices, sm_scale):\n        metadata = self.forward_metadata\n",
           "    def forward(self, q, kv, indices, sm_scale, forward_batch):\n        metadata = self.forward_metadata\n"
           "        {call}\n")
 
