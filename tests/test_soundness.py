@@ -1907,3 +1907,18 @@ def test_a_call_after_the_bind_that_plans_the_backend_again_refuses(tmp_path, ca
     (tmp_path / "backend.py").write_text(src)
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+def test_a_replay_write_after_the_modes_branches_updates_every_table(tmp_path):
+    """Round U's s_graph_replay_updates_both_modes: the local bound to either mode's table in the branches of an
+    `if`, then written after it, updates both."""
+    capture = (f"md = DSAMetadata(dsa_cache_seqlens_int32={_CLIP})\n        if bs > 8:\n"
+               "            self.verify_metadata[bs] = md\n        else:\n            self.graph_metadata[bs] = md\n"
+               "        self.forward_metadata = md")
+    replay = ("if bs > 8:\n            md = self.verify_metadata[bs]\n        else:\n            md = self.graph_metadata[bs]\n"
+              f"        md.dsa_cache_seqlens_int32.copy_({_CLIP})\n        self.forward_metadata = md")
+    src = GRAPH_PER_CAPTURE.replace("{capture}", "        " + capture).replace("{replay}", "        " + replay) \
+        .replace("        self.graph_metadata = {}\n", "        self.graph_metadata = {}\n        self.verify_metadata = {}\n")
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py")).sites
+    assert site.status is Status.FIXABLE, site.reason

@@ -141,9 +141,10 @@ class GraphReplay:
             # last one's only, and the graphs captured before keep their lengths (round T)
             last_only, via_holder = not buffers and any(self._stores_new_in_holder(f) for f in captures), None
             tables = set() if buffers else {t for f in captures for t in self._tables_filled(f)}
-            updated = {self._table_of(t.value) for fdef in self.graph_update_defs() for t in self._field_targets(
-                fdef, field_name)} | {self._table_of(c.func.value) for fdef in self.graph_update_defs() for c in self.find(
-                    cst.Call, lambda c: isinstance(c.func, cst.Attribute), fdef) if self._copies_fields(c.func.attr.value, field_name)}
+            updated = {t for fdef in self.graph_update_defs() for x in self._field_targets(fdef, field_name)
+                       for t in self._tables_of(x.value)} | {t for fdef in self.graph_update_defs() for c in self.find(
+                           cst.Call, lambda c: isinstance(c.func, cst.Attribute), fdef)
+                           if self._copies_fields(c.func.attr.value, field_name) for t in self._tables_of(c.func.value)}
             for table in sorted(tables - updated):  # (round U: a table of one mode's captures no replay updates)
                 return (f"the captures keep metadata in `self.{table}`, but no method that runs between replays writes "
                         f"`{field_name}` in place on an object read from it: those graphs replay with their capture-time "
@@ -193,21 +194,32 @@ class GraphReplay:
                 if isinstance(t.target, cst.Subscript) and _self_root_attr(t.target)
                 and (self._constructed(node.value) or isinstance(node.value, cst.Call) and self._constructed_call(node.value))}
 
-    def _table_of(self, e: cst.BaseExpression) -> Optional[str]:
-        """T where e is `self.T[...]`, or a local bound only to such reads of one T."""
+    def _tables_of(self, e: cst.BaseExpression) -> Set[str]:
+        """{T} where e is `self.T[...]`; for a local, the T of each binding that may reach this read (before it, in no
+        branch of an `if` the read is in the other branch of: `md = self.A[bs]` in one mode's branch reaches a write
+        there, both modes' bindings reach a write after the `if`)."""
         if isinstance(e, cst.Subscript):
-            return _self_root_attr(e) if not _is_attr_of_self(e) else None
+            return {_self_root_attr(e)} if _self_root_attr(e) and not _is_attr_of_self(e) else set()
         if not isinstance(e, cst.Name):
-            return None
-        order = self.tree.order
-        # the binding that reaches this read: the last before it whose statement encloses nothing the read is not in
-        # (`md = self.A[bs]` in the branch the write is in)
-        around = {id(x) for x in self.tree.ancestors(e)}
-        reaching = [stmt for a in self.tree.binding(e, e.value).assignments
-                    for stmt in [self.tree.assignment_statement(a)] if stmt is not None and order[id(stmt)] < order[id(e)]
-                    and id(self.tree.parent.get(self.tree.parent.get(stmt))) in around]
-        last = max(reaching, key=lambda x: order[id(x)], default=None)
-        return self._table_of(last.value) if isinstance(last, cst.Assign) else None
+            return set()
+        order, out = self.tree.order, set()
+        for a in self.tree.binding(e, e.value).assignments:
+            stmt = self.tree.assignment_statement(a)
+            if isinstance(stmt, cst.Assign) and order[id(stmt)] < order[id(e)] and not self._other_branch(stmt, e):
+                out |= self._tables_of(stmt.value) if not isinstance(stmt.value, cst.Name) else set()
+        return out
+
+    def _other_branch(self, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+        """Do a and b sit in different branches of one `if` (its body, its `else`/`elif`)?"""
+        mine = [a, *self.tree.ancestors(a)]
+        theirs = {id(x) for x in self.tree.ancestors(b)}
+        for i, x in enumerate(mine):
+            if id(x) in theirs:
+                if not isinstance(x, cst.If) or i == 0:
+                    return False
+                other = next((y for y in [b, *self.tree.ancestors(b)] if self.tree.parent.get(y) is x), None)
+                return other is not None and other is not mine[i - 1] and other is not x.test and mine[i - 1] is not x.test
+        return False
 
     def _stores_new_in_holder(self, capture: cst.FunctionDef) -> bool:
         """Does the capture give the holder (`self.forward_metadata`) a new object: a constructor's call, or a
