@@ -1922,3 +1922,15 @@ def test_a_replay_write_after_the_modes_branches_updates_every_table(tmp_path):
     (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
     (site,) = migrate_source(src, str(tmp_path / "backend.py")).sites
     assert site.status is Status.FIXABLE, site.reason
+
+
+@pytest.mark.parametrize("use, fixable", [
+    ('logger.debug("view %s", tuple(forward_batch.topk_indices_2d.shape))', True),  # a size read: round U's safe twin
+    ("forward_batch.topk_indices_2d.masked_fill_(forward_batch.topk_indices_2d < 20, -1)", False)])
+def test_a_layer_reading_a_size_off_the_holder_it_passes_on_hands_it_on(tmp_path, use, fixable):
+    (tmp_path / "layer.py").write_text(
+        "import logging\n\nlogger = logging.getLogger(__name__)\n\n\n"
+        f"def run(backend, q, kv, forward_batch, scale):\n    {use}\n    return backend.forward(q, kv, forward_batch, scale)\n")
+    (tmp_path / "backend.py").write_text(BATCH_ATTRIBUTE)
+    (site,) = migrate_source(BATCH_ATTRIBUTE, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -313,6 +313,11 @@ def _use(f, node: ast.Name, call: ast.Call, handed: str, keys: Set[str]) -> Opti
         return f"hands `{reach._unparse(expr)[:40]}` to `{reach._unparse(callee)[:40]}`, which may change it in place"
     if isinstance(up, ast.Attribute) and up.attr in _READS:
         return None
+    chain = up  # `forward_batch.topk_indices_2d.shape`: a size read off an attribute of the holder (round U's safe twin)
+    while isinstance(chain, ast.Attribute) and isinstance(f.parents.get(id(chain)), ast.Attribute):
+        chain = f.parents[id(chain)]
+    if isinstance(chain, ast.Attribute) and chain is not up and chain.attr in _READS:
+        return None
     if isinstance(up, ast.Compare) and all(isinstance(c, ast.Constant) and c.value is None for c in up.comparators):
         return None
     if isinstance(up, ast.Return):
