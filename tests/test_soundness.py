@@ -1934,3 +1934,18 @@ def test_a_layer_reading_a_size_off_the_holder_it_passes_on_hands_it_on(tmp_path
     (tmp_path / "backend.py").write_text(BATCH_ATTRIBUTE)
     (site,) = migrate_source(BATCH_ATTRIBUTE, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("body, fixable", [
+    ("        if forward_batch.step != 0:\n            self.init_forward_metadata(forward_batch)\n", False),
+    ("        self.log_step(forward_batch)\n", True)])
+def test_a_function_handed_the_metadata_that_plans_it_again_refuses(tmp_path, body, fixable):
+    """Round U's u_param_metadata_callee_refreshes: the caller hands `self.forward_metadata`; the callee plans anew."""
+    src = CLIPPED_HOLDER.replace(
+        "    def forward(self, q, kv, indices, sm_scale):\n        metadata = self.forward_metadata\n",
+        "    def log_step(self, forward_batch):\n        print(forward_batch)\n\n"
+        "    def forward_layer(self, q, kv, indices, sm_scale, forward_batch):\n"
+        "        return self.forward(q, kv, indices, sm_scale, self.forward_metadata, forward_batch)\n\n"
+        "    def forward(self, q, kv, indices, sm_scale, metadata, forward_batch):\n" + body)
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -101,6 +101,8 @@ class MetadataInScope:
         the next step's lengths: rounds S and T); a callable of self the module defines no method for (a hook another
         file installed, a base's method elsewhere) may do either."""
         value = getattr(self.tree.assignment_statement(a), "value", None)
+        if isinstance(getattr(a, "node", None), cst.Param):
+            return self._replanned_while_handed(owner, field_name)
         if isinstance(value, cst.Attribute) and not _is_name(value.value, "self"):
             return self._replanned_on_any(owner, value, field_name)  # `forward_batch.dsa_metadata` (round U)
         if not isinstance(value, cst.Attribute):
@@ -223,6 +225,21 @@ class MetadataInScope:
                         out.append(n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", None)
                                    or "")
         return out
+
+    def _replanned_while_handed(self, owner: cst.FunctionDef, field_name: str) -> Optional[str]:
+        """The function is handed the metadata (its caller read it off the holder) and calls a method of self that
+        plans it again (builds a record with the field, or writes the field): the object handed is the step before's
+        (round U's u_param_metadata_callee_refreshes)."""
+        for read in self.find(cst.Attribute, lambda x: _is_name(x.value, "self") and self._called(x), owner):
+            for fdef in self.methods_reached(read.attr.value):
+                built = self.find(cst.Arg, lambda x: x.keyword is not None and x.keyword.value == field_name, fdef)
+                at = built[0] if built else self._writes_holder_anywhere(fdef, "", field_name)
+                if at is not None:
+                    return (f"{owner.name.value} is handed the metadata, and `{_code(read).strip()}` (line "
+                            f"{self.tree.line(read)}) reaches {fdef.name.value}, which plans it again at line "
+                            f"{self.tree.line(at)}: the object handed is the step before's (round U); pass topk_length "
+                            "by hand")
+        return None
 
     def _writes_holder_anywhere(self, fdef: cst.FunctionDef, holder: str, field_name: str) -> Optional[cst.CSTNode]:
         """Where fdef assigns `<any>.<holder>` or `<any>.<field>`, or writes the field in place."""
