@@ -273,8 +273,7 @@ class _Analysis(MetadataInScope, MetadataType, FieldMeaning, GraphReplay, Callee
                     return self.site(c, Status.MANUAL, f"at the caller on line {k.range.start.line}: " + _rows_reason(hazard))
             for p in index_sources:
                 arg = _argument_for(k.node, p, positions.get(p), shift)
-                hazard, got = index_hazard(self.tree, arg, self.outside_project, self.method_rival,
-                                           self.served_elsewhere) if arg is not None else (None, set())
+                hazard, got = index_hazard(self.tree, arg, self.hooks) if arg is not None else (None, set())
                 handed[1].update(got)
                 if hazard:
                     return self.site(c, Status.MANUAL, f"at the caller on line {k.range.start.line}: " + _indices_reason(hazard))
@@ -320,11 +319,15 @@ class _Analysis(MetadataInScope, MetadataType, FieldMeaning, GraphReplay, Callee
 
     def indices_hazard(self, c: CallInfo) -> Tuple[Optional[str], Set[str]]:
         arg = _indices_arg(c.node)
-        hazard, sources = index_hazard(self.tree, arg, self.outside_project, self.method_rival,
-                                           self.served_elsewhere) if arg is not None else (None, set())
+        hazard, sources = index_hazard(self.tree, arg, self.hooks) if arg is not None else (None, set())
+        return hazard or self.foreign_write_at(c.node), sources
+
+    def foreign_write_at(self, call: cst.Call, values: Optional[List[cst.BaseExpression]] = None) -> Optional[str]:
+        """rows.foreign_write before `call` in its function, the metadata's fields exempt (`values`: what a caller
+        hands, exempt too)."""
         fields = {m.rsplit(".", 1)[-1] for m in self.metadata}
-        return hazard or foreign_write(self.tree, c.node, lambda n: [f.node for f in self.functions_named(n)],
-                                       fields, self.index("foreign-writes", dict)), sources
+        return foreign_write(self.tree, call, lambda n: [f.node for f in self.functions_named(n)], fields,
+                             self.index("foreign-writes", dict), values)
 
     def caller_foreign_write(self, c: CallInfo, k: CallInfo, sources: Set[str], positions, shift: int) -> Optional[str]:
         """rows' foreign_write in a caller of the helper: before it calls the helper, it writes in place nothing that
@@ -332,9 +335,7 @@ class _Analysis(MetadataInScope, MetadataType, FieldMeaning, GraphReplay, Callee
         kv = _kv_arg(c.node)
         params = sources | ({kv.value} if isinstance(kv, cst.Name) else set())
         values = [a for a in (_argument_for(k.node, p, positions.get(p), shift) for p in params) if a is not None]
-        fields = {m.rsplit(".", 1)[-1] for m in self.metadata}
-        return foreign_write(self.tree, k.node, lambda n: [f.node for f in self.functions_named(n)], fields,
-                             self.index("foreign-writes", dict), values)
+        return self.foreign_write_at(k.node, values)
 
     def helper_groups_of(self, fn: Function) -> Optional[Group]:
         return self._helper_groups.get(id(fn.node))

@@ -235,7 +235,7 @@ class FieldMeaning:
                         f"`{field_name}`'s tensor with the object copied, and line {self.tree.line(writes[0])} writes "
                         "that field in place: an update for one batch may rewrite another's lengths; copy the field "
                         "(`.clone()`) into the copy, or pass topk_length by hand")
-        for value in self._field_values_anywhere(field_name):  # `DSAMetadata(field=a.field)`: the same tensor (round U)
+        for value in self.field_values(field_name):  # `DSAMetadata(field=a.field)`: the same tensor (round U)
             while isinstance(value, cst.Subscript) and all(isinstance(e.slice, cst.Slice) for e in value.slice):
                 value = value.value
             if isinstance(value, cst.Attribute) and value.attr.value == field_name:
@@ -244,12 +244,6 @@ class FieldMeaning:
                         "place: an update for one batch may rewrite another's lengths (round U); `.clone()` it, or "
                         "pass topk_length by hand")
         return None
-
-    def _field_values_anywhere(self, field_name: str) -> list:
-        """What the module gives the field: `field=v` keywords and `x.field = v` assignments."""
-        out = [a.value for a in self.find(cst.Arg, lambda a: a.keyword is not None and a.keyword.value == field_name)]
-        return out + [n.value for n in self.find(cst.Assign) if any(
-            isinstance(t.target, cst.Attribute) and t.target.attr.value == field_name for t in n.targets)]
 
     def _unclipped(self, field_name: str, at: cst.CSTNode, value: cst.BaseExpression) -> str:
         return (f"this module sets `{field_name}` at line {self.tree.line(at)} from `{_code(value).strip()[:80]}`, "

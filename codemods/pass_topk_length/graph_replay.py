@@ -83,12 +83,19 @@ class GraphReplay:
         if not b.assignments or not isinstance(b.assignments[0].scope, FunctionScope):
             return False
         for a in b.assignments:
-            stmt = self.tree.assignment_statement(a)
-            value = getattr(stmt, "value", None)
-            callee = (dotted(value.func) or "") if isinstance(value, cst.Call) else ""
-            if not callee or not callee.rsplit(".", 1)[-1][:1].isupper() or self._interning(callee.rsplit(".", 1)[-1]):
+            value = getattr(self.tree.assignment_statement(a), "value", None)
+            if not (isinstance(value, cst.Call) and self._constructed_call(value)):
                 return False
         return True
+
+    def _constructed_call(self, call: cst.Call) -> bool:
+        """A class's constructor call (a capitalized callee) that makes a new object (no interning class)."""
+        callee = (dotted(call.func) or "").rsplit(".", 1)[-1]
+        return callee[:1].isupper() and not self._interning(callee)
+
+    def _new_object(self, value: cst.BaseExpression) -> bool:
+        """A constructor's call, or a local bound only to them."""
+        return isinstance(value, cst.Call) and self._constructed_call(value) or self._constructed(value)
 
     def _interning(self, name: str) -> bool:
         """A class of this module of that name defines `__new__` or takes a metaclass: its call may hand back an
@@ -136,7 +143,7 @@ class GraphReplay:
             captures = self.find(cst.FunctionDef, lambda f: "capture" in f.name.value)
             if not captures or not self._field_set(field_name):
                 return None
-            buffers = {r for f in captures for v in self._field_values(f, field_name) for r in [_view_of_self(v)] if r}
+            buffers = {r for f in captures for v in self.field_values(field_name, f) for r in [_view_of_self(v)] if r}
             # each capture stores a new object (its own tensor) in the holder: a write through the holder reaches the
             # last one's only, and the graphs captured before keep their lengths (round T)
             last_only, via_holder = not buffers and any(self._stores_new_in_holder(f) for f in captures), None
@@ -150,9 +157,7 @@ class GraphReplay:
                         f"`{field_name}` in place on an object read from it: those graphs replay with their capture-time "
                         "lengths; update the field in place there on replay, or pass topk_length by hand")
             for fdef in self.graph_update_defs():
-                for target in self._in_place_targets(fdef):
-                    while isinstance(target, cst.Subscript) and _basic(target):
-                        target = target.value  # (an index by a tensor copies: `field[rows].copy_(v)` writes a temporary)
+                for target in self._viewed_targets(fdef):
                     if isinstance(target, cst.Attribute) and target.attr.value == field_name and last_only \
                             and self._through_holder(target.value):
                         via_holder = via_holder or target
@@ -178,21 +183,24 @@ class GraphReplay:
                     "by hand")
         return self.index(f"replay-updates:{field_name}", build)
 
-    def _field_targets(self, fdef: cst.FunctionDef, field_name: str) -> List[cst.Attribute]:
-        """The `X.field` fdef writes in place (through a view of it too)."""
+    def _viewed_targets(self, fdef: cst.FunctionDef) -> List[cst.BaseExpression]:
+        """What fdef writes in place, each through the views of it written (an index by a tensor copies:
+        `field[rows].copy_(v)` writes a temporary, and stays as it is)."""
         out = []
         for target in self._in_place_targets(fdef):
             while isinstance(target, cst.Subscript) and _basic(target):
                 target = target.value
-            if isinstance(target, cst.Attribute) and target.attr.value == field_name:
-                out.append(target)
+            out.append(target)
         return out
+
+    def _field_targets(self, fdef: cst.FunctionDef, field_name: str) -> List[cst.Attribute]:
+        """The `X.field` fdef writes in place (through a view of it too)."""
+        return [t for t in self._viewed_targets(fdef) if isinstance(t, cst.Attribute) and t.attr.value == field_name]
 
     def _tables_filled(self, capture: cst.FunctionDef) -> Set[str]:
         """The attributes of self a capture keeps new metadata objects in: `self.T[bs] = md` (md made there)."""
         return {_self_root_attr(t.target) for node in self.find(cst.Assign, None, capture) for t in node.targets
-                if isinstance(t.target, cst.Subscript) and _self_root_attr(t.target)
-                and (self._constructed(node.value) or isinstance(node.value, cst.Call) and self._constructed_call(node.value))}
+                if isinstance(t.target, cst.Subscript) and _self_root_attr(t.target) and self._new_object(node.value)}
 
     def _tables_of(self, e: cst.BaseExpression) -> Set[str]:
         """{T} where e is `self.T[...]`; for a local, the T of each binding that may reach this read (before it, in no
@@ -225,13 +233,8 @@ class GraphReplay:
         """Does the capture give the holder (`self.forward_metadata`) a new object: a constructor's call, or a
         local bound to one?"""
         held = self.held_attributes()
-        return any(_is_attr_of_self(t.target) and t.target.attr.value in held and (
-            self._constructed(node.value) or isinstance(node.value, cst.Call) and self._constructed_call(node.value))
-            for node in self.find(cst.Assign, None, capture) for t in node.targets)
-
-    def _constructed_call(self, call: cst.Call) -> bool:
-        callee = (dotted(call.func) or "").rsplit(".", 1)[-1]
-        return callee[:1].isupper() and not self._interning(callee)
+        return any(_is_attr_of_self(t.target) and t.target.attr.value in held and self._new_object(node.value)
+                   for node in self.find(cst.Assign, None, capture) for t in node.targets)
 
     def _through_holder(self, e: cst.BaseExpression) -> bool:
         """`self.forward_metadata` (the holder), or a local bound to it on every binding."""
@@ -267,14 +270,6 @@ class GraphReplay:
         """Does this module give the field a value at all (a keyword, an attribute assignment)?"""
         return bool(self.find(cst.Arg, lambda a: a.keyword is not None and a.keyword.value == field_name)) or any(
             not isinstance(t, cst.AugAssign) for t in self.targets_named(field_name))
-
-    def _field_values(self, fdef: cst.FunctionDef, field_name: str) -> List[cst.BaseExpression]:
-        """The values fdef gives the field: `field=v` keywords and `x.field = v` assignments."""
-        out = [a.value for a in self.find(cst.Arg, lambda a: a.keyword is not None and a.keyword.value == field_name, fdef)]
-        for node in self.find(cst.Assign, None, fdef):
-            if any(isinstance(t.target, cst.Attribute) and t.target.attr.value == field_name for t in node.targets):
-                out.append(node.value)
-        return out
 
     def _in_place_targets(self, fdef: cst.FunctionDef) -> List[cst.BaseExpression]:
         """What fdef writes into in place: the receiver of a trailing-underscore method (`x.copy_(v)`) and the

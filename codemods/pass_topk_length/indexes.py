@@ -70,6 +70,13 @@ class ModuleIndexes:
     def find(self, kinds, matcher=None, within: Optional[cst.CSTNode] = None) -> List[cst.CSTNode]:
         return self.tree.find(kinds, matcher, within)
 
+    def field_values(self, field_name: str, within: Optional[cst.CSTNode] = None) -> List[cst.BaseExpression]:
+        """The values the module (or `within`) gives the field: `field=v` keywords and `x.field = v` assignments."""
+        out = [a.value for a in self.find(cst.Arg, lambda a: a.keyword is not None and a.keyword.value == field_name,
+                                          within)]
+        return out + [n.value for n in self.find(cst.Assign, None, within) if any(
+            isinstance(t.target, cst.Attribute) and t.target.attr.value == field_name for t in n.targets)]
+
     def vendored(self, callee: str):
         """kernels.vendored_interface of a dotted callee (the project's own definition of it, or the interface
         installed beside it), read once per analysis: callee_identity and project_wrapper both ask."""
@@ -150,14 +157,10 @@ class ModuleIndexes:
         def build() -> bool:
 
             module = qualname
-            while module:
-                if kernels.find_module(self.path, module) is not None:
+            while module:  # (a module shipped in the tree, put on sys.path at run time, is the fork's code: round T)
+                if kernels.find_module(self.path, module) is not None \
+                        or not qualname.startswith(".") and self.project().vendored(module):
                     return False
-                module = module.rpartition(".")[0]
-            module = qualname
-            while module and not qualname.startswith("."):
-                if self.project().vendored(module):
-                    return False  # shipped in the tree, put on sys.path at run time: the fork's code (round T)
                 module = module.rpartition(".")[0]
             return not qualname.startswith(".")
         return self.index(f"outside:{qualname}", build)

@@ -3,7 +3,6 @@ the call, in the function that passes it, and is a parameter or a plain read of 
 module serves through code (metadata_at, which asks the other statements about the field it finds)."""
 from __future__ import annotations
 
-import ast
 from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
@@ -208,23 +207,7 @@ class MetadataInScope:
         """For the defs of `method` in other files: the names they call (None where one assigns `<x>.<holder>` or
         `<x>.<field>` itself). Read once per name."""
         return self.index(f"called-elsewhere:{method}:{holder}:{field_name}",
-                          lambda: self._calls_of_defs_elsewhere(method, holder, field_name))
-
-    def _calls_of_defs_elsewhere(self, method: str, holder: str, field_name: str) -> List[Optional[str]]:
-        out: List[Optional[str]] = []
-        for f in self.project().files_naming([method]):
-            for d in [x for top in f.tree.body for x in ([top, *top.body] if isinstance(top, ast.ClassDef) else [top])]:
-                if not (isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == method):
-                    continue  # (a module's functions and its classes' methods)
-                for n in ast.walk(d):
-                    if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and any(
-                            isinstance(t, ast.Attribute) and t.attr in (holder, field_name)
-                            for t in (n.targets if isinstance(n, ast.Assign) else [n.target])):
-                        out.append(None)
-                    elif isinstance(n, ast.Call):
-                        out.append(n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", None)
-                                   or "")
-        return out
+                          lambda: self.project().calls_in_defs(method, {holder, field_name}))
 
     def _replanned_while_handed(self, owner: cst.FunctionDef, field_name: str) -> Optional[str]:
         """The function is handed the metadata (its caller read it off the holder) and calls a method of self that

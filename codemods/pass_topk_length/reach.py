@@ -859,11 +859,35 @@ class Project:
                         out.append(Finding(self.rel(f.path), t.lineno, f"`{_unparse(t)}` is assigned"))
         return out
 
+    def calls_in_defs(self, name: str, attrs: Set[str]) -> List[Optional[str]]:
+        """For the defs of `name` in other files (a module's functions, its classes' methods): the names they call,
+        and None for each assignment of an attribute named in `attrs`."""
+        out: List[Optional[str]] = []
+        for f in self.files_naming([name]):
+            for d in [x for top in f.tree.body for x in ([top, *top.body] if isinstance(top, ast.ClassDef) else [top])]:
+                if not (isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == name):
+                    continue
+                for n in ast.walk(d):
+                    if any(isinstance(t, ast.Attribute) and t.attr in attrs for t in _written_targets(n)
+                           if not isinstance(n, ast.Delete)):
+                        out.append(None)
+                    elif isinstance(n, ast.Call):
+                        out.append(n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", None)
+                                   or "")
+        return out
+
     def vendored(self, module: str) -> bool:
         """Does the project ship `module` itself (`third_party/fast_topk_ops/__init__.py`, put on sys.path at run
         time, which the module finder cannot place): a file of it, under no folder below the root that is a
         distribution of its own (a pyproject.toml, setup.py or setup.cfg: a monorepo's kernel package is a
-        library)? Its code is the fork's, not a library's (round T)."""
+        library)? Its code is the fork's, not a library's (round T). Once per module name (the row trace asks of
+        every prefix of every callee)."""
+        key = ("vendored", module)
+        if key not in self.memo:
+            self.memo[key] = self._ships(module)
+        return self.memo[key]
+
+    def _ships(self, module: str) -> bool:
         tails = ("/" + module.replace(".", "/") + ".py", "/" + module.replace(".", "/") + "/__init__.py")
         root = os.path.realpath(self.root)
         for path in [p for p, _ in self.texts()] + [p for p, _ in self._big]:

@@ -1388,10 +1388,12 @@ def writes_in(tree: Tree, owner: cst.CSTNode, name: str) -> _Writes:
 
 
 class Hooks(NamedTuple):
-    """What the traces may ask of the project: another file's def, whether a name is outside it, a method's rivals."""
+    """What the traces may ask of the project: another file's def, whether a name is outside it, a method's rivals,
+    where another file makes an attribute."""
     external: Optional[External] = None
     outside: Optional[Outside] = None
     rival: Optional[Rival] = None
+    served: Optional[Served] = None
 
 
 NO_HOOKS = Hooks()
@@ -1978,10 +1980,9 @@ def _constant_fill(e: cst.BaseExpression) -> bool:
     return isinstance(e, cst.Call) and (get_full_name_for_node(e.func) or "").rsplit(".", 1)[-1] in FILLS
 
 
-def index_hazard(tree: Tree, expr: cst.BaseExpression, outside: Optional[Outside] = None,
-                 rival: Optional[Rival] = None, served: Optional[Served] = None) -> Tuple[Optional[str], Set[str]]:
+def index_hazard(tree: Tree, expr: cst.BaseExpression, hooks: Hooks = NO_HOOKS) -> Tuple[Optional[str], Set[str]]:
     """(why the kernel's indices may no longer be what the metadata counted, or None; their parameters)."""
-    t = IndexTrace(tree, outside, rival, served)
+    t = IndexTrace(tree, hooks.outside, hooks.rival, hooks.served)
     up = tree.parent.get(expr)
     up = tree.parent.get(up) if isinstance(up, cst.Arg) else up
     if isinstance(up, cst.Call):

@@ -14,7 +14,7 @@ from topk_migrate.cst.resolve import CallInfo, Function
 from . import callers, reach
 from .field_meaning import CLIP_HOW, _clipped_elsewhere
 from .quick import PARAM
-from .rows import Hooks, _instance_param, foreign_write, index_hazard, row_hazard
+from .rows import Hooks, _instance_param, index_hazard, row_hazard
 from .syntax import _argument_for, _code, _is_name, constructor_call, only_handed_on
 
 # Attributes whose write changes what a read of a module or function gives without naming it: a module's
@@ -245,8 +245,7 @@ class WholeProject:
                             return (f"at line {line}, a call of `{name}` hands it `{arg.value}`, the caller's own object, whose "
                                     "attributes any holder may rewrite (round O)")
                         hazard = (row_hazard(self.tree, arg, scope, self.hooks)
-                                  if p in rows else index_hazard(self.tree, arg, self.outside_project, self.method_rival,
-                                           self.served_elsewhere))[0]
+                                  if p in rows else index_hazard(self.tree, arg, self.hooks))[0]
                         if hazard:
                             return f"at line {line}, a call of `{name}`: {hazard}"
             hazard = self._caller_writes_elsewhere(batch, call, positional, indices)
@@ -261,10 +260,7 @@ class WholeProject:
         if not indices:
             return None
         handed = {id(a) for p in indices for shift in (0, -1) for a in _handed(batch, call, p, positional, shift)}
-        values = [a.value for a in call.args if id(a.value) not in handed]
-        fields = {m.rsplit(".", 1)[-1] for m in self.metadata}
-        return foreign_write(self.tree, call, lambda n: [f.node for f in self.functions_named(n)], fields,
-                             self.index("foreign-writes", dict), values)
+        return self.foreign_write_at(call, [a.value for a in call.args if id(a.value) not in handed])
 
     def _instance(self, e: Optional[cst.BaseExpression], depth: int = 0) -> bool:
         """Surely an instance, never a class: self, super(), a constructor's call (`Backend(md)`), a call of a
@@ -327,7 +323,7 @@ class WholeProject:
     @property
     def hooks(self) -> Hooks:
         """What the row and index traces may ask of the project (rows.Hooks)."""
-        return Hooks(self.external_def, self.outside_project, self.method_rival)
+        return Hooks(self.external_def, self.outside_project, self.method_rival, self.served_elsewhere)
 
     def method_rival(self, class_name: Optional[str], name: str) -> Optional[str]:
         """rows.Rival: where another file of the project may make `self.<name>(...)` (or the module function
