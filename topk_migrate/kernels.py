@@ -580,7 +580,10 @@ def file_ways(path: str, root: str) -> List[List[Pin]]:
         return []
     if name.endswith(_REQUIREMENT_SUFFIXES) or "requirements" in name or "constraints" in name:
         return [requirements_file(path, root, rel) + _mentioned_pins(text, rel, True)]
-    tree = bounded.python_facts(text) if name.endswith(_PYTHON_SUFFIXES) or _PYTHON_TEXT.search(text[:4096]) else None
+    python = name.endswith(_PYTHON_SUFFIXES) or _PYTHON_TEXT.search(text[:4096])
+    if python and "install" not in text and ENGINE not in text.lower() and not _kernel_words().search(text):
+        return []  # names no installer, kernel or engine: nothing to read, parsed or not (the tree's modules)
+    tree = bounded.python_facts(text) if python else None
     if tree is not None:  # (a shell script with a Python heredoc, or Python that does not parse: a recipe's text)
         return [_python_installs(tree, rel)]
     text, scripts = _python_heredocs(text)
