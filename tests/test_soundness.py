@@ -582,7 +582,8 @@ def test_the_soundness_page_lists_every_allowlist_entry():
     page = (Path(__file__).resolve().parents[1] / "docs" / "soundness.md").read_text()
     tables = [rows.ROW_KEEPING, rows.ROW_KEEPING_FUNCTIONS, rows.DIM_KEEPING, rows.INDEX_KEEPING,
               rows.INDEX_KEEPING_FUNCTIONS, rows.INDEX_KEEPING_ENGINE_METHODS, field_meaning.CLIPS,
-              field_meaning.CLIP_KEEPING, field_meaning.CLIPPED_FIELDS, helper_identity.SIGNATURE_KEEPING_DECORATORS]
+              field_meaning.CLIP_KEEPING, field_meaning.CLIPPED_FIELDS, helper_identity.SIGNATURE_KEEPING_DECORATORS,
+              helper_identity.IDENTITY_DECORATORS]
     missing = sorted(e for t in tables for e in t if f"`{e}`" not in page)
     missing += sorted(d for d in helper_identity.ARGUMENT_PASSING_DECORATORS if f"@{d}()" not in page)
     missing += [rows.INDEX_HEAD] if f"`idx{rows.INDEX_HEAD}`" not in page else []

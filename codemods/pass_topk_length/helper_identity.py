@@ -28,6 +28,8 @@ IDENTITY_DECORATORS = {"typing.override", "typing_extensions.override"}
 
 
 _TYPE_CALLS = {"super().__new__", "super().__init__", "type.__new__", "type.__init__"}
+# Metaclasses that make the class from its namespace as it is.
+PLAIN_METACLASSES = ("ABCMeta", "type")
 
 
 def _keeps_namespace(meta: Optional[ast.ClassDef]) -> bool:
@@ -152,7 +154,7 @@ class HelperIdentity:
         for f, base in proj.ancestors(set(self.subclasses(cls))):
             for k in base.keywords:
                 name = reach._unparse(k.value).rsplit(".", 1)[-1]
-                if k.arg == "metaclass" and name not in ("ABCMeta", "type") \
+                if k.arg == "metaclass" and name not in PLAIN_METACLASSES \
                         and not _keeps_namespace(f.classes.get(name) if isinstance(k.value, ast.Name) else None):
                     return (f"{cls} derives from {base.name} ({proj.rel(f.path)}:{base.lineno}), made by the metaclass "
                             f"`{name}`, which may replace its methods; add topk_length by hand")
@@ -164,7 +166,7 @@ class HelperIdentity:
         for node in self.find(cst.ClassDef):
             for k in node.keywords:
                 name = (get_full_name_for_node(k.value) or "").rsplit(".", 1)[-1]
-                if k.keyword is not None and k.keyword.value == "metaclass" and name not in ("ABCMeta", "type"):
+                if k.keyword is not None and k.keyword.value == "metaclass" and name not in PLAIN_METACLASSES:
                     out.setdefault(node.name.value, (node, _code(k.value).strip()))
         return out
 
