@@ -1950,3 +1950,103 @@ def test_a_function_handed_the_metadata_that_plans_it_again_refuses(tmp_path, bo
         "    def forward(self, q, kv, indices, sm_scale, metadata, forward_batch):\n" + body)
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_FILED = (f"md = DSAMetadata(dsa_cache_seqlens_int32={_CLIP})\n        self.graph_metadata[bs] = md\n"
+          "        self.forward_metadata = md")
+_REPLAYED = f"md = self.graph_metadata[bs]\n        md.dsa_cache_seqlens_int32.copy_({_CLIP})\n        self.forward_metadata = md"
+_EAGER = f"\n    def init_forward_metadata(self, bs, seq_lens):\n        {{eager}}\n"
+
+
+@pytest.mark.parametrize("capture, eager, fixable", [
+    (_FILED, "", True),
+    # round T's u_graph_capture_keeps_deepcopy: the table keeps a copy, the graph reads the holder's object
+    (f"self.init_forward_metadata(bs, seq_lens)\n        self.graph_metadata[bs] = copy.deepcopy(self.forward_metadata)",
+     f"self.forward_metadata = DSAMetadata(dsa_cache_seqlens_int32={_CLIP})", False),
+    # round U's u_graph_capture_files_separate_record: the holder keeps the eager object, the table another record
+    (f"self.init_forward_metadata(bs, seq_lens)\n        self.graph_metadata[bs] = DSAMetadata("
+     f"dsa_cache_seqlens_int32={_CLIP})", f"self.forward_metadata = DSAMetadata(dsa_cache_seqlens_int32={_CLIP})", False),
+    # the same record read back from the table into the holder is the graph's object
+    (f"self.graph_metadata[bs] = DSAMetadata(dsa_cache_seqlens_int32={_CLIP})\n"
+     "        self.forward_metadata = self.graph_metadata[bs]", "", True),
+    # the holder given another object after the filing, by a method of the module
+    (_FILED + "\n        self.init_forward_metadata(bs, seq_lens)",
+     f"self.forward_metadata = DSAMetadata(dsa_cache_seqlens_int32={_CLIP})", False),
+    # round U's u_graph_eager_path_files_into_graph_table: the eager path files into the graph table
+    (_FILED, f"md = DSAMetadata(dsa_cache_seqlens_int32={_CLIP})\n        if bs in self.graph_metadata:\n"
+             "            self.graph_metadata[bs] = md\n        self.forward_metadata = md", False)])
+def test_the_object_a_capture_leaves_in_the_holder_is_the_one_replay_updates(tmp_path, capture, eager, fixable):
+    src = "import copy\n" + GRAPH_PER_CAPTURE.replace("{capture}", "        " + capture) \
+        .replace("{replay}", "        " + _REPLAYED) + (_EAGER.replace("{eager}", eager) if eager else "")
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py")).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+    assert fixable or "table CUDA-graph replay reads" in site.reason, site.reason
+
+
+_POOL = "_POOL = {}\n\n\nclass Pooled:\n    def __new__(cls, *args, **kwargs):\n        return _POOL.setdefault(cls, super().__new__(cls))\n\n\n"
+
+
+@pytest.mark.parametrize("declaration, fixable", [
+    ("@dataclass\nclass DSAMetadata:\n", True),
+    ("@dataclass\nclass DSAMetadata(Pooled):\n", False),  # round T: a pool in a base of this module
+    ("@dataclass\nclass DSAMetadata:\n    def __new__(cls, *args, **kwargs):\n"  # round T: a pool of its own
+     "        return _POOL.setdefault(cls, super().__new__(cls))\n\n", False)])
+def test_a_metadata_class_that_hands_back_an_earlier_object_refuses(tmp_path, declaration, fixable):
+    """Round T's u_tbo_pooled_builder_same_object and u_graph_pooled_metadata_eager_keyword: two batches' (or a
+    graph's and the eager path's) metadata are one object."""
+    src = CLIPPED_HOLDER.replace("@dataclass\nclass DSAMetadata:\n", _POOL + declaration)
+    assert declaration in src
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+def test_metadata_an_attribute_passes_as_an_argument_is_held(tmp_path):
+    """Round T's u_graph_metadata_argument_holder_rebuilt: `self.forward(..., self.decode_metadata)` makes
+    `decode_metadata` the holder, which a replay may not give a new object."""
+    src = GRAPH_PER_CAPTURE.replace("{capture}", f"        self.decode_metadata = DSAMetadata(dsa_cache_seqlens_int32={_CLIP})") \
+        .replace("{replay}", f"        self.decode_metadata = DSAMetadata({_CLIP})") \
+        .replace("    def forward(self, q, kv, topk_indices, sm_scale):\n        metadata = self.forward_metadata\n"
+                 "        return self._forward_flashmla_sparse(q, kv, topk_indices, sm_scale)\n",
+                 "    def forward_decode(self, q, kv, topk_indices, sm_scale):\n"
+                 "        return self.forward(q, kv, topk_indices, sm_scale, self.decode_metadata)\n\n"
+                 "    def forward(self, q, kv, topk_indices, sm_scale, metadata):\n"
+                 "        return self._forward_flashmla_sparse(q, kv, topk_indices, sm_scale)\n")
+    assert "self.decode_metadata)" in src
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py")).sites
+    assert site.status is Status.MANUAL and "`self.decode_metadata` a new object" in site.reason, site.reason
+
+
+@pytest.mark.parametrize("value, fixable", [
+    ("seq_lens.to(torch.int32)", False),  # round U's u_batch_attr_named_like_clipped_field: the name alone
+    ("seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32)", True)])
+def test_a_field_named_like_the_clipped_lengths_is_read_as_them_only_where_each_write_clips(tmp_path, value, fixable):
+    src = ANNOTATED_HOLDER.format(extend="DSAMetadata(dsa_cache_seqlens_int32=forward_batch.dsa_cache_seqlens)")
+    (tmp_path / "batch.py").write_text(f"import torch\n\n\nclass HybridForwardBatch:\n    def __init__(self, seq_lens, topk):\n"
+                                       f"        self.dsa_cache_seqlens = {value}\n")
+    (tmp_path / "backend.py").write_text(src)
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+    assert fixable or "batch.py:6 gives `dsa_cache_seqlens`" in site.reason
+
+
+@pytest.mark.parametrize("forward, fixable", [
+    ("    def forward(self, q, kv, indices, sm_scale):\n        metadata = self.forward_metadata\n"
+     "        return self._forward_flashmla_sparse(q, kv, indices, sm_scale)\n", True),
+    # round U's u_deferred_launch_after_inplace_replan: the launch runs whenever the lambda is called
+    ("    def forward(self, q, kv, indices, sm_scale):\n        metadata = self.forward_metadata\n"
+     "        return lambda: self._forward_flashmla_sparse(q, kv, indices, sm_scale)\n", False),
+    # round V: a coroutine's body runs after its call handed it the rows, and gives way at each await
+    ("    async def forward(self, q, kv, indices, sm_scale):\n        metadata = self.forward_metadata\n"
+     "        await self.kv_ready.wait()\n        return self._forward_flashmla_sparse(q, kv, indices, sm_scale)\n", False),
+    # round V: a generator's stages, another micro-batch's plan at the yield
+    ("    def forward(self, q, kv, indices, sm_scale):\n        metadata = self.forward_metadata\n"
+     "        yield 'prepared'\n        yield self._forward_flashmla_sparse(q, kv, indices, sm_scale)\n", False)])
+def test_a_launch_that_runs_later_than_the_metadata_is_bound_refuses(tmp_path, forward, fixable):
+    plain = ("    def forward(self, q, kv, indices, sm_scale):\n        metadata = self.forward_metadata\n"
+             "        return self._forward_flashmla_sparse(q, kv, indices, sm_scale)\n")
+    src = CLIPPED_HOLDER.replace(plain, forward)
+    assert forward in src
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

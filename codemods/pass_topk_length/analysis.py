@@ -24,6 +24,7 @@ from topk_migrate.rules import RuleOptions
 
 from .derived_proof import DerivedLengths
 from .field_meaning import FieldMeaning
+from .graph_capture import CaptureFiling
 from .graph_replay import GraphReplay
 from .group import Group, _direct_reason
 from .helper_identity import HelperIdentity
@@ -61,7 +62,7 @@ def _mapped(a: cst.Arg) -> Optional[cst.DictElement]:
                  and e.key.evaluated_value == PARAM), None)
 
 
-class _Analysis(MetadataInScope, MetadataType, FieldMeaning, GraphReplay, CalleeIdentity, NoReflection,
+class _Analysis(MetadataInScope, MetadataType, FieldMeaning, GraphReplay, CaptureFiling, CalleeIdentity, NoReflection,
                 HelperIdentity, WholeProject, DerivedLengths, ModuleIndexes):
     """One module's analysis: each kernel call classified (classify), the reference fix planned where its
     statements hold (contract, through_helper), else the derived lengths (derived_or). Each

@@ -43,6 +43,9 @@ CLIPPED_FIELDS = {
                          "or its fused twin for speculative steps",
     "nsa_cache_seqlens": "sglang nsa/nsa_backend_mtp_precompute.py PrecomputedMetadata: compute_nsa_seqlens",
 }
+# the engine's module that keeps such a field (its writes there are the engine's, filled by fused kernels too)
+ENGINE_HOMES = {"dsa_cache_seqlens": "dsa/dsa_backend_mtp_precompute.py",
+                "nsa_cache_seqlens": "nsa/nsa_backend_mtp_precompute.py"}
 
 
 def _is_field(e: cst.BaseExpression, field_name: str) -> bool:
@@ -211,6 +214,13 @@ class FieldMeaning:
                         f"the top-k width ({CLIP_HOW}); pass topk_length by hand")
             return self._shared_by_copy(field_name)
         return self.index(f"unclipped:{field_name}", build)
+
+    def clipped_fields_read(self, field_name: str) -> Optional[str]:
+        """A read of another field the engine keeps clipped (CLIPPED_FIELDS: `batch.dsa_cache_seqlens`) is
+        trusted as one only where each write of it is clipped too: a name is no evidence (round U's
+        u_batch_attr_named_like_clipped_field: a batch's own `dsa_cache_seqlens`, unclipped)."""
+        return next(filter(None, (self.unclipped_write(g) for g in sorted(CLIPPED_FIELDS)
+                                  if g != field_name and self.names_spelled(g))), None)
 
     def _field_copies(self, field_name: str) -> List[cst.Call]:
         """`x.field.copy_(...)` (`x.field[:n].copy_(...)` too): the module's in-place writes of the field's values."""

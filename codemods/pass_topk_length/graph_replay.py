@@ -97,12 +97,20 @@ class GraphReplay:
         """A constructor's call, or a local bound only to them."""
         return isinstance(value, cst.Call) and self._constructed_call(value) or self._constructed(value)
 
-    def _interning(self, name: str) -> bool:
-        """A class of this module of that name defines `__new__` or takes a metaclass: its call may hand back an
-        object it made before (a flyweight per batch size, a captured one: round P)."""
-        return any(c.name.value == name and (any(isinstance(d, cst.FunctionDef) and d.name.value == "__new__"
-                                                 for d in c.body.body) or any(k.keyword for k in c.keywords))
-                   for c in self.find(cst.ClassDef)) or bool(self.functions_named(name))  # a capitalised function
+    def _interning(self, name: str, seen: Optional[Set[str]] = None) -> bool:
+        """A class of this module of that name, or a base of it in this module, defines `__new__` or takes a
+        metaclass: its call may hand back an object it made before (a flyweight per batch size, a captured one:
+        round P; a pool in a base: round T)."""
+        seen = seen if seen is not None else set()
+        seen.add(name)
+        for c in self.find(cst.ClassDef, lambda c: c.name.value == name):
+            if any(isinstance(d, cst.FunctionDef) and d.name.value == "__new__" for d in c.body.body) or \
+                    any(k.keyword for k in c.keywords):
+                return True
+            bases = {(dotted(b.value) or "").rsplit(".", 1)[-1] for b in c.bases} - seen
+            if any(self._interning(b, seen) for b in bases if self.find(cst.ClassDef, lambda c: c.name.value == b)):
+                return True
+        return bool(self.functions_named(name))  # a capitalised function
 
     def replay_replaces(self, field_name: str) -> Optional[str]:
         """CUDA graphs: a graph captured once reads the tensors it was captured with, so between replays
@@ -148,11 +156,7 @@ class GraphReplay:
             # last one's only, and the graphs captured before keep their lengths (round T)
             last_only, via_holder = not buffers and any(self._stores_new_in_holder(f) for f in captures), None
             tables = set() if buffers else {t for f in captures for t in self._tables_filled(f)}
-            updated = {t for fdef in self.graph_update_defs() for x in self._field_targets(fdef, field_name)
-                       for t in self._tables_of(x.value)} | {t for fdef in self.graph_update_defs() for c in self.find(
-                           cst.Call, lambda c: isinstance(c.func, cst.Attribute), fdef)
-                           if self._copies_fields(c.func.attr.value, field_name) for t in self._tables_of(c.func.value)}
-            for table in sorted(tables - updated):  # (round U: a table of one mode's captures no replay updates)
+            for table in sorted(tables - self.updated_tables(field_name)):  # (round U: a table of one mode's captures no replay updates)
                 return (f"the captures keep metadata in `self.{table}`, but no method that runs between replays writes "
                         f"`{field_name}` in place on an object read from it: those graphs replay with their capture-time "
                         "lengths; update the field in place there on replay, or pass topk_length by hand")
@@ -183,6 +187,16 @@ class GraphReplay:
                     "by hand")
         return self.index(f"replay-updates:{field_name}", build)
 
+    def updated_tables(self, field_name: str) -> Set[str]:
+        """The attributes of self whose items a method that runs between replays writes the field of in place
+        (`md = self.T[bs]; md.field.copy_(...)`, or the class's refresh that copies every field)."""
+        def build() -> Set[str]:
+            defs = self.graph_update_defs()
+            return {t for fdef in defs for x in self._field_targets(fdef, field_name) for t in self._tables_of(x.value)} \
+                | {t for fdef in defs for c in self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute), fdef)
+                   if self._copies_fields(c.func.attr.value, field_name) for t in self._tables_of(c.func.value)}
+        return self.index(f"updated-tables:{field_name}", build)
+
     def _viewed_targets(self, fdef: cst.FunctionDef) -> List[cst.BaseExpression]:
         """What fdef writes in place, each through the views of it written (an index by a tensor copies:
         `field[rows].copy_(v)` writes a temporary, and stays as it is)."""
@@ -212,8 +226,9 @@ class GraphReplay:
             return set()
         order, out = self.tree.order, set()
         for a in self.tree.binding(e, e.value).assignments:
-            stmt = self.tree.assignment_statement(a)
-            if isinstance(stmt, cst.Assign) and order[id(stmt)] < order[id(e)] and not self._other_branch(stmt, e):
+            stmt = self.tree.assignment_statement(a)  # (`md: DSAMetadata = self.T[bs]` too: sglang 0.5.16)
+            if isinstance(stmt, (cst.Assign, cst.AnnAssign)) and stmt.value is not None and \
+                    order[id(stmt)] < order[id(e)] and not self._other_branch(stmt, e):
                 out |= self._tables_of(stmt.value) if not isinstance(stmt.value, cst.Name) else set()
         return out
 
@@ -356,8 +371,25 @@ class GraphReplay:
         def build() -> Set[str]:
             roots = {expr.split(".")[0] for expr in self.metadata}
             return {a.value.attr.value for a in self.find(cst.Assign, lambda a: len(a.targets) == 1 and isinstance(
-                a.targets[0].target, cst.Name) and a.targets[0].target.value in roots and _is_attr_of_self(a.value))}
+                a.targets[0].target, cst.Name) and a.targets[0].target.value in roots and _is_attr_of_self(a.value))} \
+                | self._passed_as(roots)
         return self.index("held", build)
+
+    def _passed_as(self, roots: Set[str]) -> Set[str]:
+        """The attributes of self passed to a def of the module as a parameter named like the metadata's root
+        (`self.forward(q, ..., self.decode_metadata)` into `def forward(..., metadata)`: round T)."""
+        out = set()
+        for call in self.find(cst.Call, lambda c: any(_is_attr_of_self(a.value) for a in c.args)):
+            name = (dotted(call.func) or "").rsplit(".", 1)[-1]
+            for f in self.functions_named(name) if name else ():
+                params = [p.name.value for p in f.node.params.params]
+                params = params[1:] if f.class_name and params[:1] == ["self"] and isinstance(call.func, cst.Attribute) \
+                    else params
+                for i, arg in enumerate(call.args):
+                    param = arg.keyword.value if arg.keyword is not None else params[i] if i < len(params) else None
+                    if param in roots and _is_attr_of_self(arg.value):
+                        out.add(arg.value.attr.value)
+        return out
 
     def _replaced(self, fdef: cst.FunctionDef, at: cst.CSTNode, what: str) -> str:
         return (f"`{fdef.name.value}` gives {what} at line {self.tree.line(at)} on CUDA-graph replay, while a captured "

@@ -48,10 +48,12 @@ class MetadataInScope:
                 why = f"`{expr}` is assigned at line {self.tree.line(target.target)}, in the function that passes it"
             if why is None and expr not in self.user_metadata:
                 field_name = expr.rsplit(".", 1)[1]
-                why = self.unclipped_write(field_name) or self.replaced_field(field_name) \
-                    or self.replay_replaces(field_name) or self.replay_updates(field_name)
+                why = self.unclipped_write(field_name) or self.clipped_fields_read(field_name) \
+                    or self.replaced_field(field_name) \
+                    or self.replay_replaces(field_name) or self.replay_updates(field_name) \
+                    or self.capture_files(field_name)
             if why is None and owner is not None:
-                why = self._refreshed(owner, b.assignments[0], expr.rsplit(".", 1)[1]) \
+                why = self._deferred(owner, node) or self._refreshed(owner, b.assignments[0], expr.rsplit(".", 1)[1]) \
                     or self._staged_here(owner, root, expr.rsplit(".", 1)[1])
             if why is None:
                 if expr in self.user_metadata:  # the user vouches for the object; None is still handled
@@ -134,6 +136,28 @@ class MetadataInScope:
                         f"`{_code(call).strip()[:60]}` (line {self.tree.line(call)}), code this module does not define "
                         "(a hook, a callback): it may refresh the metadata (round T); pass topk_length by hand")
         return None
+
+    def _deferred(self, owner: cst.FunctionDef, node: cst.CSTNode) -> Optional[str]:
+        """The metadata and the rows must be one step's: the body of a generator or a coroutine runs after its
+        call handed it the rows, and gives way at each `yield`/`await` (another micro-batch's stage may plan in
+        between: round V); a lambda or a nested def launching the kernel runs whenever it is called (round U's
+        u_deferred_launch_after_inplace_replan)."""
+        inner = next((a for a in self.tree.ancestors(node) if isinstance(a, (cst.Lambda, cst.FunctionDef))), owner)
+        if inner is not owner:
+            return (f"the call at line {self.tree.line(node)} is inside a {'lambda' if isinstance(inner, cst.Lambda) else 'nested def'}"
+                    f" of {owner.name.value}, which runs whenever it is called: the metadata may be another step's "
+                    "by then; call it where the metadata is bound, or pass topk_length by hand")
+        pause = owner.asynchronous is not None or next(iter(self._own_yields(owner)), None) is not None
+        if pause:
+            return (f"{owner.name.value} is a {'coroutine' if owner.asynchronous else 'generator'}: its body runs "
+                    "after its call hands it the rows, and other code runs at each await or yield, so the metadata "
+                    "it reads may be another batch's; pass topk_length by hand")
+        return None
+
+    def _own_yields(self, fdef: cst.FunctionDef) -> List[cst.Yield]:
+        """The yields of fdef itself (not of a def or lambda nested in it)."""
+        return [y for y in self.find(cst.Yield, None, fdef)
+                if next(a for a in self.tree.ancestors(y) if isinstance(a, (cst.Lambda, cst.FunctionDef))) is fdef]
 
     def _staged_here(self, owner: cst.FunctionDef, root: str, field_name: str) -> Optional[str]:
         """The function that passes the metadata writes the field's tensor in place itself (round U: the next step's

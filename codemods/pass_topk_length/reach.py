@@ -2995,13 +2995,35 @@ def _self_rebound(fdef: ast.FunctionDef) -> bool:
     return any(isinstance(n, ast.Name) and n.id == "self" and isinstance(n.ctx, ast.Store) for n in ast.walk(fdef))
 
 
-def interning(f: _File, name: str) -> bool:
-    """Does a class of that name in the file define `__new__` or take a metaclass (a flyweight or a pool may hand
-    back an object it made before, a captured one: round P)?"""
-    return any(c.name == name and (any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == "__new__"
-                                       for d in c.body) or any(k.arg == "metaclass" for k in c.keywords))
-               for c in f.class_defs) or any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == name
-                                             for d in f.tree.body)  # a capitalised function (a cache): round Q
+def interning(f: _File, name: str, seen: Optional[Set[str]] = None) -> bool:
+    """Does a class of that name in the file, or a base of it there, define `__new__` or take a metaclass (a
+    flyweight or a pool may hand back an object it made before, a captured one: round P; a pool in a base:
+    round T)?"""
+    seen = (seen or set()) | {name}
+    for c in (c for c in f.class_defs if c.name == name):
+        if any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == "__new__" for d in c.body) \
+                or any(k.arg == "metaclass" for k in c.keywords):
+            return True
+        if any(interning(f, b, seen) for b in {_unparse(b).rsplit(".", 1)[-1] for b in c.bases} - seen):
+            return True
+    return any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == name
+               for d in f.tree.body)  # a capitalised function (a cache): round Q
+
+
+def pooled_holders(project: "Project", field: str, own: Optional[_File]) -> List[Tuple[_File, ast.ClassDef]]:
+    """The project's classes that hold `field` (declare it in their body, or set it on self) and whose
+    construction may hand back an object made before: two batches' metadata (or a graph's and the eager
+    path's) one object, each construction giving the other's lengths (rounds R and T)."""
+    out = []
+    for f in {id(g): g for g in [*project.files_naming([field]), *([own] if own is not None else [])]}.values():
+        for c in f.class_defs:
+            holds = any(isinstance(d, ast.AnnAssign) and isinstance(d.target, ast.Name) and d.target.id == field
+                        for d in _body_statements(c.body)) or any(
+                isinstance(n, ast.Attribute) and n.attr == field and isinstance(n.ctx, ast.Store) and isinstance(
+                    n.value, ast.Name) and n.value.id == "self" for n in ast.walk(c))
+            if holds and interning(f, c.name):
+                out.append((f, c))
+    return out
 
 
 def local_value(f: _File, name: ast.Name) -> Optional[List[ast.AST]]:

@@ -12,7 +12,7 @@ from libcst.helpers import get_full_name_for_node
 from topk_migrate.cst.resolve import CallInfo, Function
 
 from . import callers, reach
-from .field_meaning import CLIP_HOW, _clipped_elsewhere
+from .field_meaning import CLIP_HOW, CLIPPED_FIELDS, ENGINE_HOMES, _clipped_elsewhere
 from .quick import PARAM
 from .rows import Hooks, _instance_param, index_hazard, row_hazard
 from .syntax import _argument_for, _code, _is_name, constructor_call, only_handed_on
@@ -141,7 +141,15 @@ class WholeProject:
                 if w is not None:
                     return (f"{w.what} at {w.where()} on CUDA-graph replay, while a captured graph keeps reading "
                             "the tensors it was captured with; update them in place (copy_) first")
+        why = self._clipped_fields_written(proj)
+        if why:
+            return why
         for field_name in sorted({m.rsplit(".", 1)[-1] for m in self.metadata}):
+            for f, cls in reach.pooled_holders(proj, field_name, proj.checked_file(self.source)):
+                return (f"{proj.rel(f.path)}:{cls.lineno}: `{cls.name}` holds `{field_name}`, and its construction may "
+                        "hand back an object it made before (`__new__`, a metaclass or a base): two batches', or a "
+                        "captured graph's and the eager path's, metadata may be one object, each construction giving "
+                        "the other's lengths; make a new object each time, or pass topk_length by hand")
             for f, node, value in reach.field_writes(proj, field_name, proj.checked_file(self.source)):
                 receiver = reach.new_tensor_receiver(node, field_name)  # `x.field = v`, not `field=x.y`
                 if receiver is not None and not reach.constructed(f, receiver) or isinstance(value, ast.AugAssign):
@@ -167,6 +175,23 @@ class WholeProject:
                     return (f"{proj.rel(f.path)}:{getattr(node, 'lineno', 0)} sets `{field_name}` from "
                             f"`{reach._unparse(value)[:80]}`, not provably the seqlens clipped to the top-k width "
                             f"({CLIP_HOW}); clip it, or pass topk_length by hand")
+        return None
+
+    def _clipped_fields_written(self, proj) -> Optional[str]:
+        """Another field whose read this module takes as the clipped lengths (CLIPPED_FIELDS: `batch.dsa_cache_seqlens`)
+        is given only clipped values by the project's other files, but in the engine's own module that keeps it
+        (its fused kernels fill it): a name is no evidence (round U's u_batch_attr_named_like_clipped_field)."""
+        fields = {m.rsplit(".", 1)[-1] for m in self.metadata}
+        for field_name in sorted(g for g in CLIPPED_FIELDS if g not in fields and self.names_spelled(g)):
+            home = ENGINE_HOMES.get(field_name)
+            for f, node, value in reach.field_writes(proj, field_name, proj.checked_file(self.source)):
+                if home and proj.rel(f.path).endswith(home) or value is None and isinstance(node, ast.Constant):
+                    continue
+                if value is None or not _clipped_elsewhere(f, value, 0):
+                    return (f"{proj.rel(f.path)}:{getattr(node, 'lineno', 0)} gives `{field_name}` "
+                            f"`{reach._unparse(value if value is not None else node)[:80]}`, not provably the seqlens "
+                            f"clipped to the top-k width ({CLIP_HOW}), and this module reads `{field_name}` as the "
+                            "clipped lengths; clip it, or pass topk_length by hand")
         return None
 
     def callers_hand_on(self, batch: cst.FunctionDef, rows: Set[str], indices: Set[str],

@@ -1,0 +1,159 @@
+"""docs/soundness.md `graph-replay`, the capture's half: a captured graph reads the field's tensor on the object
+the holder had at capture, and replay updates the objects kept in its tables, so the two must be one object.
+Each object filed into a table replay reads is filed by a capture (the eager path filing one swaps a graph's
+object for one no graph read), and is the object the capture leaves in the holder (a deep copy or a second
+record leaves the graph reading another). (A metadata class that hands back an object it made before, a
+pool, is refused for the whole project: reach.pooled_holders.)"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from . import reach
+from .graph_replay import _is_attr_of_self, _self_root_attr
+from .syntax import _code
+
+
+def _graph_named(name: str) -> bool:
+    return reach.graph_builder(name) or reach.graph_update(name)
+
+
+def _string_key(target: cst.Subscript) -> bool:
+    """`self.T["page_table"] = buf`: a named buffer of the graph state, not a batch's object."""
+    return any(isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.SimpleString) for e in target.slice)
+
+
+class CaptureFiling:
+    """docs/soundness.md `graph-replay` (the capture's half) in this module (a mixin of analysis._Analysis)."""
+
+    def capture_files(self, field_name: str) -> Optional[str]:
+        """The first object filed into a table replay reads that breaks the capture's half, or None."""
+        def build() -> Optional[str]:
+            tables = self._graph_tables(field_name)
+            for fdef in self.find(cst.FunctionDef) if tables else ():
+                for at, target, value in self._writes_in(fdef):
+                    if isinstance(target, cst.Subscript) and not _string_key(target) and \
+                            _self_root_attr(target) in tables:
+                        why = self._filed_off_capture(fdef, at) or self._filed_not_held(fdef, at, value, tables)
+                        if why:
+                            return why
+            return None
+        return self.index(f"capture-files:{field_name}", build)
+
+    def _graph_tables(self, field_name: str) -> Set[str]:
+        """The attributes of self replay reads captured metadata from: the holder is given back an item of them,
+        or a replay writes the field in place on one."""
+        return {t for t in self._holder_sources(self.held_attributes())} | self.updated_tables(field_name)
+
+    def _filed_off_capture(self, fdef: cst.FunctionDef, at: cst.CSTNode) -> Optional[str]:
+        """A table is filled by a capture or its builder, reached only through graph methods."""
+        bad = next((d for d in self._reaching(fdef) if not _graph_named(d)), None)
+        if reach.graph_builder(fdef.name.value) and bad is None:
+            return None
+        where = f"`{fdef.name.value}`" + (f", reached from `{bad}`," if bad and bad != fdef.name.value else "")
+        return (f"{where} files a metadata object into a table CUDA-graph replay reads (line {self.tree.line(at)}) "
+                "off the capture path: the eager path swaps a captured graph's object for one no graph read, and "
+                "replay updates that one; file objects at capture only, or pass topk_length by hand")
+
+    def _callers(self, fdef: cst.FunctionDef) -> List[Tuple[Optional[cst.FunctionDef], cst.Attribute]]:
+        """(the def, or None outside one; the read) for each read of a method of fdef's name, where fdef is not a
+        hook the engine's graph runner calls (a public method named for the graph: its callers are the runner)."""
+        name = fdef.name.value
+        if _graph_named(name) and not name.startswith("_"):
+            return []
+        return [(next((a for a in self.tree.ancestors(r) if isinstance(a, cst.FunctionDef)), None), r)
+                for r in self.find(cst.Attribute, lambda a: a.attr.value == name)]
+
+    def _reaching(self, fdef: cst.FunctionDef) -> List[str]:
+        """fdef's name and each def's on the way to it from a graph hook ('<module>' for a read outside a def)."""
+        out, todo = [], [fdef]
+        while todo:
+            d = todo.pop()
+            if d.name.value in out:
+                continue
+            out.append(d.name.value)
+            for caller, _ in self._callers(d):
+                if caller is None:
+                    out.append("<module>")
+                else:
+                    todo.append(caller)
+        return out
+
+    def _filed_not_held(self, fdef: cst.FunctionDef, at: cst.CSTNode, value, tables: Set[str]) -> Optional[str]:
+        """The object filed must be what the capture leaves in the holder: the holder's writes after the filing,
+        here and in the callers after their call, give it that object (the same local) or one read back from a
+        table, and at least one does."""
+        kept = self._holder_after(fdef, at, value if isinstance(value, cst.Name) else None, tables, frozenset())
+        if kept is True:
+            return None
+        what = f"`{_code(value).strip()}`" if value is not None else "an object"
+        return (f"`{fdef.name.value}` files {what} into a table CUDA-graph replay reads (line {self.tree.line(at)}), "
+                + (f"but the capture leaves another object in the holder ({kept})" if kept else
+                   "but the capture never gives the holder that object") +
+                ": the captured graph reads one object's lengths and replay updates another's; give the holder the "
+                "object filed (`self.T[bs] = md; self.forward_metadata = md`), or pass topk_length by hand")
+
+    def _holder_after(self, fdef: cst.FunctionDef, after: cst.CSTNode, filed: Optional[cst.Name], tables: Set[str],
+                      path: frozenset):
+        """True where the holder ends the capture holding the filed object (fdef gives it, or every caller does
+        after its call); a string naming a write that gives it another; False where nothing gives it one."""
+        kept = False
+        for node, ok in self._holder_events(fdef, after, filed, tables):
+            if not ok:
+                return f"line {self.tree.line(node)}"
+            kept = True
+        path = path | {id(fdef)}
+        ups = [self._holder_after(caller, read, None, tables, path) for caller, read in self._callers(fdef)
+               if caller is not None and id(caller) not in path]
+        bad = next((u for u in ups if isinstance(u, str)), None)
+        return bad or kept or bool(ups) and all(u is True for u in ups)
+
+    def _filed_value(self, value, filed: Optional[cst.Name], tables: Set[str]) -> bool:
+        """The filed object itself (the same local), or one read back from a table (a local bound only to such
+        reads too)."""
+        if filed is not None and isinstance(value, cst.Name) and value.value == filed.value:
+            return True
+        if isinstance(value, cst.Subscript):
+            roots = set() if _is_attr_of_self(value) else {_self_root_attr(value)}
+        else:
+            roots = self._tables_of(value) if isinstance(value, cst.Name) else set()
+        return bool(roots) and roots <= tables and self._stored(value, set())
+
+    def _holder_events(self, fdef: cst.FunctionDef, after: cst.CSTNode, filed: Optional[cst.Name],
+                       tables: Set[str]) -> List[Tuple[cst.CSTNode, bool]]:
+        """What may give the holder an object in fdef after `after`, in source order, each with whether it is the
+        filed object or one read back from a table: a write of the holder, or a call of a method of the module
+        that writes it (read back where each of its writes is)."""
+        held, order, start = self.held_attributes(), self.tree.order, self.tree.order[id(after)]
+        events = [(n, self._filed_value(v, filed, tables)) for n, t, v in self._writes_in(fdef)
+                  if isinstance(t, cst.Attribute) and t.attr.value in held and order[id(n)] > start]
+        writers = self._holder_writers(tables)
+        events += [(c, not writers[c.func.attr.value]) for c in self.find(
+            cst.Call, lambda c: isinstance(c.func, cst.Attribute) and c.func.attr.value in writers, fdef)
+            if order[id(c)] > start]
+        return sorted(events, key=lambda e: order[id(e[0])])
+
+    def _holder_writers(self, tables: Set[str]) -> Dict[str, bool]:
+        """The names of the module's methods that give the holder an object, themselves or through a method of
+        the module they call: True where one may give it other than an object read back from a table."""
+        def build() -> Dict[str, bool]:
+            held = self.held_attributes()
+            defs = [f.node for name in {d.name.value for d in self.find(cst.FunctionDef)}
+                    for f in self.functions_named(name) if f.class_name]
+            out: Dict[str, bool] = {}
+            for d in defs:
+                values = [v for _, t, v in self._writes_in(d) if isinstance(t, cst.Attribute) and t.attr.value in held]
+                if values:
+                    out[d.name.value] = out.get(d.name.value, False) or not all(
+                        self._filed_value(v, None, tables) for v in values)
+            grew = True
+            while grew:
+                grew = False
+                for d in defs:
+                    other = [out[a.attr.value] for a in self.find(cst.Attribute, lambda a: a.attr.value in out, d)]
+                    if other and (d.name.value not in out or any(other) and not out[d.name.value]):
+                        out[d.name.value] = out.get(d.name.value, False) or any(other)
+                        grew = True
+            return out
+        return self.index(f"holder-writers:{sorted(tables)}", build)
