@@ -1955,13 +1955,13 @@ def test_a_function_handed_the_metadata_that_plans_it_again_refuses(tmp_path, bo
 _FILED = (f"md = DSAMetadata(dsa_cache_seqlens_int32={_CLIP})\n        self.graph_metadata[bs] = md\n"
           "        self.forward_metadata = md")
 _REPLAYED = f"md = self.graph_metadata[bs]\n        md.dsa_cache_seqlens_int32.copy_({_CLIP})\n        self.forward_metadata = md"
-_EAGER = f"\n    def init_forward_metadata(self, bs, seq_lens):\n        {{eager}}\n"
+_EAGER = "\n    def init_forward_metadata(self, bs, seq_lens):\n        {eager}\n"
 
 
 @pytest.mark.parametrize("capture, eager, fixable", [
     (_FILED, "", True),
     # round T's u_graph_capture_keeps_deepcopy: the table keeps a copy, the graph reads the holder's object
-    (f"self.init_forward_metadata(bs, seq_lens)\n        self.graph_metadata[bs] = copy.deepcopy(self.forward_metadata)",
+    ("self.init_forward_metadata(bs, seq_lens)\n        self.graph_metadata[bs] = copy.deepcopy(self.forward_metadata)",
      f"self.forward_metadata = DSAMetadata(dsa_cache_seqlens_int32={_CLIP})", False),
     # round U's u_graph_capture_files_separate_record: the holder keeps the eager object, the table another record
     (f"self.init_forward_metadata(bs, seq_lens)\n        self.graph_metadata[bs] = DSAMetadata("

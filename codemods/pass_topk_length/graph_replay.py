@@ -107,8 +107,9 @@ class GraphReplay:
             if any(isinstance(d, cst.FunctionDef) and d.name.value == "__new__" for d in c.body.body) or \
                     any(k.keyword for k in c.keywords):
                 return True
-            bases = {(dotted(b.value) or "").rsplit(".", 1)[-1] for b in c.bases} - seen
-            if any(self._interning(b, seen) for b in bases if self.find(cst.ClassDef, lambda c: c.name.value == b)):
+            classes = {k.name.value for k in self.find(cst.ClassDef)}
+            bases = {(dotted(b.value) or "").rsplit(".", 1)[-1] for b in c.bases} & classes - seen
+            if any(self._interning(b, seen) for b in bases):
                 return True
         return bool(self.functions_named(name))  # a capitalised function
 
