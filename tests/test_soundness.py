@@ -2050,3 +2050,37 @@ def test_a_launch_that_runs_later_than_the_metadata_is_bound_refuses(tmp_path, f
     assert forward in src
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("batch, fixable", [
+    ("    def __init__(self, topk_indices):\n        self.topk_indices = topk_indices\n", True),
+    ("    def __init__(self, topk_indices):\n        self.topk_indices = topk_indices.sort(dim=-1).values\n", False),
+    ("    def __init__(self, raw):\n        self.raw = raw\n\n    @property\n    def topk_indices(self):\n"
+     "        return self.raw.masked_fill(self.raw < 8, -1)\n", False)])
+def test_an_attribute_another_files_caller_hands_is_what_every_file_makes_it(tmp_path, batch, fixable):
+    """Round V's u_caller_attr_property_other_file / u_caller_attr_dataclass_post_init_sorts: a layer handing
+    `forward_batch.topk_indices` hands what the batch class serves, read as the module's own reads are."""
+    src = BATCH_ATTRIBUTE.replace("def forward(self, q, kv, forward_batch, scale):", "def forward(self, q, kv, topk_indices, scale):") \
+        .replace("forward_batch.topk_indices", "topk_indices")
+    (tmp_path / "batch_info.py").write_text("class ForwardBatch:\n" + batch)
+    (tmp_path / "layer.py").write_text("def run(backend, q, kv, forward_batch, scale):\n"
+                                       "    return backend.forward(q, kv, forward_batch.topk_indices, scale)\n")
+    (tmp_path / "backend.py").write_text(src)
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+    assert fixable or "hands `forward_batch.topk_indices`" in site.reason, site.reason
+
+
+@pytest.mark.parametrize("second, fixable", [
+    ("        return self._forward_flashmla_sparse(q, kv, forward_batch.topk_indices, scale)\n", True),
+    # round V's u_tbo_second_microbatch_params: the next micro-batch's rows launched under this plan
+    ("        out = self._forward_flashmla_sparse(q, kv, forward_batch.topk_indices, scale)\n"
+     "        return out, self._forward_flashmla_sparse(next_q, kv, forward_batch.next_topk_indices, scale)\n", False)])
+def test_one_bound_plan_launches_one_batchs_rows(tmp_path, second, fixable):
+    src = BATCH_ATTRIBUTE.replace("    def forward(self, q, kv, forward_batch, scale):\n        metadata = self.forward_metadata\n"
+                                  "        return self._forward_flashmla_sparse(q, kv, forward_batch.topk_indices, scale)\n",
+                                  "    def forward(self, q, kv, forward_batch, scale, next_q=None):\n"
+                                  "        metadata = self.forward_metadata\n" + second)
+    assert second in src
+    (site, *_) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

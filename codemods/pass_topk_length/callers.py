@@ -115,7 +115,7 @@ def _caller(proj, f, node: ast.AST, fname: str, want: Wanted, named: frozenset =
     for shift in ((0, 1) if _unbound(f, call.func) else (0,)):  # bound, or `Class.method(obj, ...)`
         for param, place, kind in want:
             for source in _arguments(call, param, None if place is None else place + shift, kind, named):
-                why = _handed_root(f, fn, call, source, fname, {p for p, _, _ in want})
+                why = _handed_root(f, fn, call, source, fname, {p for p, _, _ in want}) or _served(proj, source)
                 if why:
                     return at(f"`{reach._unparse(call)[:60]}` in `{fn.name}` {why}")
     why = _sibling_written(f, fn, call)
@@ -197,6 +197,19 @@ def _handed_root(f, fn, call: ast.Call, source: ast.AST, fname: str, keys: Set[s
     if _method(f, fn) and chain.id == (fn.args.posonlyargs + fn.args.args)[0].arg:
         return f"hands `{reach._unparse(expr)[:40]}`, held on its own object, which any holder may rewrite"
     return _untouched(f, fn, call, chain.id, expr if chain is not expr else None, keys)
+
+
+def _served(proj, source: ast.AST) -> Optional[str]:
+    """An attribute of a parameter handed on (`forward_batch.topk_indices`) holds what its holder was handed only
+    where no file of the project makes it otherwise: a property, a `__post_init__` sorting it, another holder of
+    the object assigning it (round V)."""
+    expr = source.value if isinstance(source, (ast.Starred, ast.keyword)) else source
+    while isinstance(expr, ast.Attribute):
+        w = proj.attribute_served(expr.attr)
+        if w is not None:
+            return f"hands `{reach._unparse(expr)[:40]}`, and {w.what} at {w.where()}"
+        expr = expr.value
+    return None
 
 
 def _untouched(f, fn, call: ast.Call, name: str, attribute: Optional[ast.AST], keys: Set[str]) -> Optional[str]:

@@ -9,6 +9,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import FunctionScope
 
+from topk_migrate.cst.resolve import dotted
 from topk_migrate.cst.scopecheck import root_binding
 
 from .syntax import _code, _is_name, bound_targets, constructor_call
@@ -53,7 +54,7 @@ class MetadataInScope:
                     or self.replay_replaces(field_name) or self.replay_updates(field_name) \
                     or self.capture_files(field_name)
             if why is None and owner is not None:
-                why = self._deferred(owner, node) or self._refreshed(owner, b.assignments[0], expr.rsplit(".", 1)[1]) \
+                why = self._deferred(owner, node) or self._two_batches(owner, node) or self._refreshed(owner, b.assignments[0], expr.rsplit(".", 1)[1]) \
                     or self._staged_here(owner, root, expr.rsplit(".", 1)[1])
             if why is None:
                 if expr in self.user_metadata:  # the user vouches for the object; None is still handled
@@ -152,6 +153,22 @@ class MetadataInScope:
             return (f"{owner.name.value} is a {'coroutine' if owner.asynchronous else 'generator'}: its body runs "
                     "after its call hands it the rows, and other code runs at each await or yield, so the metadata "
                     "it reads may be another batch's; pass topk_length by hand")
+        return None
+
+    def _two_batches(self, owner: cst.FunctionDef, node: cst.CSTNode) -> Optional[str]:
+        """One plan counts one batch's rows: every call in owner of what node calls (the kernel, or the helper
+        reaching it) hands the same arguments. Two micro-batches' q and indices, or the target's and the draft's,
+        launched under one bound plan give the second the first's lengths (round V)."""
+        if not isinstance(node, cst.Call):
+            return None
+        callee = dotted(node.func)
+        text = [_code(a).strip().rstrip(",") for a in node.args]
+        for call in self.find(cst.Call, lambda c: c is not node and dotted(c.func) == callee, owner):
+            if [_code(a).strip().rstrip(",") for a in call.args] != text:
+                return (f"{owner.name.value} calls `{callee}` at lines {self.tree.line(node)} and {self.tree.line(call)} "
+                        "with other arguments under one bound metadata: its lengths count one batch's rows, which "
+                        "two sets of q and indices (two micro-batches, a target and its draft) cannot both be; "
+                        "bind each its own plan, or pass topk_length by hand")
         return None
 
     def _own_yields(self, fdef: cst.FunctionDef) -> List[cst.Yield]:
