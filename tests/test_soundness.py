@@ -2084,3 +2084,26 @@ def test_one_bound_plan_launches_one_batchs_rows(tmp_path, second, fixable):
     assert second in src
     (site, *_) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_WIDTH_PLAN = CLIPPED_HOLDER.replace("max=self.dsa_index_topk", "max={width}")
+_INIT = "    def __init__(self, dsa_index_topk):\n        self.dsa_index_topk = dsa_index_topk\n\n"
+_FACTORY = "\n\nDEFAULT_TOPK = 2048\n\n\ndef make_backend(dsa_index_topk=DEFAULT_TOPK):\n    return Backend(dsa_index_topk)\n"
+
+
+@pytest.mark.parametrize("width, head, body, tail, other, fixable", [
+    ("self.dsa_index_topk", "", "", "", "", True),  # nothing here or elsewhere assigns it: judged by its name
+    ("self.dsa_index_topk", "", "    dsa_index_topk = 2048\n", "", "", False),  # round V: a class body's number
+    # round V: a constant imported from a file of the project that makes it a number
+    ("INDEX_TOPK", "from fork_constants import INDEX_TOPK\n", "", "", "INDEX_TOPK = 2048\n", False),
+    ("INDEX_TOPK", "from fork_constants import INDEX_TOPK\n", "", "", "from sglang.srt.configs import INDEX_TOPK\n", True),
+    # round V: a number this module's own construction hands the constructor's parameter
+    ("self.dsa_index_topk", "", _INIT, _FACTORY, "", False),
+    ("self.dsa_index_topk", "", _INIT, "", "", True)])
+def test_a_width_fixed_as_a_number_anywhere_is_no_width(tmp_path, width, head, body, tail, other, fixable):
+    src = head + _WIDTH_PLAN.replace("{width}", width).replace("class Backend:\n", "class Backend:\n" + body) + tail
+    if other:
+        (tmp_path / "fork_constants.py").write_text(other)
+    (tmp_path / "backend.py").write_text(src)
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -24,7 +24,7 @@ from .rows import (
     writes_in,
     written_names,
 )
-from .syntax import _code
+from .syntax import _code, _is_name
 
 # Field meaning: what the engines write into the metadata field (sglang (n|d)sa/utils.py).
 CLIPS = {
@@ -85,15 +85,65 @@ def _file_resolver(f, env: Optional[dict]) -> Resolve:
             given, outer = env[name.id]  # (read where the call is: the caller's scope)
             return "param", [(given, _file_resolver(f, outer or None))]
         if f.enclosing(name, (ast.FunctionDef, ast.AsyncFunctionDef)) is None:
-            return "", None  # the module's own name
+            return _module_values(f, name.id)  # the module's own name: what it is assigned (round V)
         values = reach.local_value(f, name)
+        if values is None and not _bound_in(f, name):  # (a module's name read in a function: its module's value)
+            return _module_values(f, name.id)
         return ("local", [(v, resolve) for v in values]) if values is not None else ("", None)
     return resolve
 
 
+def _bound_in(f, name: ast.Name) -> bool:
+    """Does the function reading `name` bind it (a parameter, an assignment, a loop's target)?"""
+    scope = f.enclosing(name, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+    a = scope.args
+    return name.id in {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if x is not None} \
+        or any(isinstance(n, ast.Name) and n.id == name.id and not isinstance(n.ctx, ast.Load) for n in ast.walk(scope))
+
+
+def _module_values(f, name: str, depth: int = 0) -> Tuple[str, Optional[List["Scoped"]]]:
+    """("local", each value the file's module level assigns `name`, read there) where it assigns it and binds it
+    no other way, or imports it from a file of the project that does (round V: `INDEX_TOPK = 2048` in a constants
+    module is a number, not the indices' width); else ("", None): judged by its name."""
+    found: List[Scoped] = []
+    for node in f.tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                single = not isinstance(node, ast.AugAssign) and len(targets) == 1 and node.value is not None
+                found.append((node.value, _file_resolver(f, None)) if single else (None, None))
+    if found:
+        return "local", found
+    if name in f.froms and name not in f.ambiguous and depth < 3:
+        module, imported = f.froms[name]
+        path = f._find(f.path, module)
+        tree = bounded.python_facts(project.read_project_file(path)) if path and path.endswith(".py") else None
+        if tree is not None:
+            return _module_values(reach._File(path, tree, f._find), imported, depth + 1)
+    return "", None
+
+
+def _a_number(e: Optional[ast.AST], resolve: Optional[Resolve], depth: int = 0) -> bool:
+    """Is `e` a literal number, or a name each of whose values is one (a parameter's default, a module's
+    constant)? A number fixed in the source is not the indices' width (round S)."""
+    if isinstance(e, ast.Constant):
+        return isinstance(e.value, int)
+    if isinstance(e, ast.Name) and resolve is not None and depth < 6:
+        kind, values = resolve(e)
+        return bool(kind) and bool(values) and all(_a_number(v, r, depth + 1) for v, r in values)
+    return False
+
+
+def _class_body_values(classes: List[ast.ClassDef], attr: str) -> List["Scoped"]:
+    """What class bodies assign `attr` (`dsa_index_topk = 2048`, read as `self.dsa_index_topk`: round V)."""
+    return [(n.value, None) for c in classes for n in c.body if isinstance(n, (ast.Assign, ast.AnnAssign))
+            and n.value is not None and any(isinstance(t, ast.Name) and t.id == attr
+                                            for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))]
+
+
 def _file_attribute_values(f, attr: str) -> Tuple[str, Optional[List["Scoped"]]]:
     """FieldMeaning._attribute_values for a file read by reach.py."""
-    found: List[Scoped] = []
+    found: List[Scoped] = _class_body_values(f.class_defs, attr)
     for node in ast.walk(f.tree):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
             if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
@@ -392,7 +442,8 @@ class FieldMeaning:
                 return "local", [(_ast_of(x.value), self._resolver(None, x.value)) if len(x.targets) == 1  # assigned
                                  else (None, None) for x in statements]  # (round U: `int(os.environ[...])` is not)
             if not b.assignments or not all(isinstance(a.scope, FunctionScope) for a in b.assignments):
-                return "", None
+                own = self.project().checked_file(self.source)  # an import: what the project's file assigns it
+                return _module_values(own, name.id) if own is not None and b.assignments else ("", None)
             params = [a.node for a in b.assignments if isinstance(getattr(a, "node", None), cst.Param)]
             if params:  # what each of the module's calls of its function hands it (round P: not its name)
                 return "param", self._handed_param(params[0])
@@ -405,20 +456,52 @@ class FieldMeaning:
         """("local", each value the module assigns to `x.attr`, None for `+=` or an unpacking), or ("", None)
         where the module assigns none (a base class or another file sets it: judged by its name)."""
         targets = self.targets_named(attr)
-        if not targets:
+        body = self._class_body_values(attr)
+        if not targets and not body:
             return "", None
-        out: List[Scoped] = []
+        out: List[Scoped] = body
         for t in targets:
             stmt = t if isinstance(t, cst.AnnAssign) else self.tree.parent.get(t)
             value = getattr(stmt, "value", None)
             single = isinstance(stmt, cst.AnnAssign) or isinstance(stmt, cst.Assign) and len(stmt.targets) == 1
             if value is None or not single:
                 out.append((None, None))
-            else:  # a constructor's parameter: its callers build the object elsewhere, judged by its name
-                out.append((_ast_of(value), None if self._init_param(value) else self._resolver(None, value)))
+            else:  # a constructor's parameter: its callers build the object elsewhere, judged by its name, but a
+                # number this module's own constructions hand it is no width (round V)
+                init = self._init_param(value)
+                out.append((_ast_of(value), None if init else self._resolver(None, value)))
+                out += [(ast.Constant(None), None) for v, r in (self._constructed_with(value) if init else [])
+                        if _a_number(v, r)]  # (a number: no width)
         if self.assigned_elsewhere(attr):  # a subclass in another file setting it again (round T): not read
             out.append((None, None))
         return "local", out
+
+    def _class_body_values(self, attr: str) -> List["Scoped"]:
+        """What this module's class bodies assign `attr` (read as `self.attr`: round V)."""
+        return [(_ast_of(n.value), None) for c in self.find(cst.ClassDef) for line in c.body.body
+                if isinstance(line, cst.SimpleStatementLine) for n in line.body
+                if isinstance(n, (cst.Assign, cst.AnnAssign)) and n.value is not None and any(
+                    _is_name(t, attr) for t in ([x.target for x in n.targets] if isinstance(n, cst.Assign) else [n.target]))]
+
+    def _constructed_with(self, value: cst.Name) -> List["Scoped"]:
+        """What this module's constructions of the class hand the `__init__` parameter `value` (its default where
+        one does not hand it)."""
+        param = next(a.node for a in self.tree.binding(value, value.value).assignments)
+        fdef = next(x for x in self.tree.ancestors(param) if isinstance(x, cst.FunctionDef))
+        cls = next((x for x in self.tree.ancestors(fdef) if isinstance(x, cst.ClassDef)), None)
+        if cls is None:
+            return []
+        positional = [x.name.value for x in (*fdef.params.posonly_params, *fdef.params.params)][1:]
+        default = [(_ast_of(param.default), self._resolver(None, param.default))] if param.default is not None else []
+        out: List[Scoped] = []
+        for call in self.find(cst.Call, lambda c: get_full_name_for_node(c.func) == cls.name.value):
+            given = next((a.value for a in call.args if a.keyword and a.keyword.value == value.value), None)
+            plain = [a.value for a in call.args if not a.keyword and not a.star]
+            place = positional.index(value.value) if value.value in positional else None
+            if given is None and place is not None and place < len(plain):
+                given = plain[place]
+            out += [(_ast_of(given), self._resolver(None, given))] if given is not None else default
+        return out
 
     def _init_param(self, value: cst.BaseExpression) -> bool:
         """`value` is a name bound only as a parameter of an `__init__`."""
