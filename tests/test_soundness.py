@@ -2107,3 +2107,37 @@ def test_a_width_fixed_as_a_number_anywhere_is_no_width(tmp_path, width, head, b
     (tmp_path / "backend.py").write_text(src)
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_TRANSLATED = """\
+\"\"\"Fork backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk.\"\"\"
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+
+class Backend:
+    def __init__(self, metadata, token_to_kv_pool):
+        self.forward_metadata = metadata
+        self.token_to_kv_pool = token_to_kv_pool
+
+    def forward(self, q, kv, topk_indices, scale):
+        metadata = self.forward_metadata
+        indices = self.token_to_kv_pool.translate_loc_to_hisparse_device(topk_indices)
+        return self._forward_flashmla_sparse(q, kv, indices, scale)
+
+    def _forward_flashmla_sparse(self, q, kv, indices, sm_scale):
+        return flash_mla_sparse_fwd(q=q, kv=kv, indices=indices, sm_scale=sm_scale)[0]
+"""
+
+
+@pytest.mark.parametrize("where, fixable", [
+    ("", True),  # the engine's pool: each valid location mapped, -1 kept
+    ("sglang/srt/mem_cache/memory_pool.py", True),  # an engine tree's own
+    ("fork_kv_pool.py", False)])  # round V: a fork's own pool class of the engine's method name
+def test_an_engine_method_name_is_the_engines_only_where_the_project_defines_none(tmp_path, where, fixable):
+    if where:
+        (tmp_path / where).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / where).write_text("class Pool:\n    def translate_loc_to_hisparse_device(self, compressed_indices):\n"
+                                      "        return compressed_indices.masked_fill(compressed_indices % 3 == 0, -1)\n")
+    (tmp_path / "backend.py").write_text(_TRANSLATED)
+    (site,) = migrate_source(_TRANSLATED, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -1394,6 +1394,7 @@ class Hooks(NamedTuple):
     outside: Optional[Outside] = None
     rival: Optional[Rival] = None
     served: Optional[Served] = None
+    forked: Optional[Served] = None  # where the project defines its own def of an engine method's name
 
 
 NO_HOOKS = Hooks()
@@ -1440,6 +1441,8 @@ INDEX_KEEPING_ENGINE_METHODS = {
     "translate_loc_to_hisparse_device": "sglang token_to_kv_pool (hisparse): each valid location to its device slot",
     "swap_in_selected_pages": "sglang hisparse_coordinator: the selected pages' device locations, -1 kept",
 }
+# The engine's own package in a project's paths: its files there are the engine's (a copy of the engine's tree)
+ENGINE_HOME = "sglang/srt/"
 # Where each of those methods takes the indices (position after self, keyword): only that argument is traced.
 INDEX_ARGUMENT = {"translate_loc_to_hisparse_device": (0, "compressed_indices"), "swap_in_selected_pages": (2, "top_k_result")}
 # `idx[:, 0, :]` of the indexer's [s, 1, k] (one selection per token, shared by the heads): its squeeze(1), every
@@ -1472,8 +1475,8 @@ class IndexTrace:
     dropped, masked or narrowed after the indexer counted it?"""
 
     def __init__(self, tree: Tree, outside: Optional[Outside] = None, rival: Optional[Rival] = None,
-                 served: Optional[Served] = None):
-        self.tree, self.outside, self.rival, self.served = tree, outside, rival, served
+                 served: Optional[Served] = None, forked: Optional[Served] = None):
+        self.tree, self.outside, self.rival, self.served, self.forked = tree, outside, rival, served, forked
         self.seen: Set[object] = set()
         self.params: Set[Tuple[object, str]] = set()
         self.exempt: Set[int] = set()
@@ -1737,6 +1740,8 @@ class IndexTrace:
                 return None
             if op in INDEX_KEEPING:
                 return _other_dtype(e) or self.hazard(receiver)
+            if op in INDEX_KEEPING_ENGINE_METHODS and self._forked(op):
+                return f"`{_code(e)}` may reach {self._forked(op)}, not the engine's method of that name (round V)"
             if op in INDEX_KEEPING_ENGINE_METHODS:  # each valid location mapped, -1 kept: of the locations it gets
                 pos, keyword = INDEX_ARGUMENT[op]
                 given = _keyword(e, keyword) or (args[pos].value if len(args) > pos else None)
@@ -1752,6 +1757,10 @@ class IndexTrace:
             return self.hazard(given) if given is not None else None
         return (f"`{_code(e)}` is neither on the allowlist of steps that keep the top-k entries "
                 "(rows.INDEX_KEEPING) nor a function of this module the trace can read")
+
+    def _forked(self, op: str) -> Optional[str]:
+        """Where the project defines its own def of the engine method `op` (a fork's pool class: round V)."""
+        return self.forked(op) if self.forked is not None else None
 
     def _only_fill(self, e: cst.BaseExpression) -> bool:
         """A constant fill of -1, or a name every binding of which is one (`pad = torch.full(..., -1)`)."""
@@ -1850,7 +1859,7 @@ class IndexTrace:
         op = (get_full_name_for_node(call.func) or "").rsplit(".", 1)[-1]
         if op in INDEX_KEEPING_FUNCTIONS and _engine_import(self.tree, call.func):
             return True
-        if op in INDEX_KEEPING_ENGINE_METHODS and isinstance(call.func, cst.Attribute):
+        if op in INDEX_KEEPING_ENGINE_METHODS and isinstance(call.func, cst.Attribute) and not self._forked(op):
             return True
         local = local_defs(self.tree, call.func)
         if not local or self.inside > 3 or unproven_local(self.tree, call.func, self.rival):
@@ -1982,7 +1991,7 @@ def _constant_fill(e: cst.BaseExpression) -> bool:
 
 def index_hazard(tree: Tree, expr: cst.BaseExpression, hooks: Hooks = NO_HOOKS) -> Tuple[Optional[str], Set[str]]:
     """(why the kernel's indices may no longer be what the metadata counted, or None; their parameters)."""
-    t = IndexTrace(tree, hooks.outside, hooks.rival, hooks.served)
+    t = IndexTrace(tree, hooks.outside, hooks.rival, hooks.served, hooks.forked)
     up = tree.parent.get(expr)
     up = tree.parent.get(up) if isinstance(up, cst.Arg) else up
     if isinstance(up, cst.Call):

@@ -4,6 +4,7 @@ methods the rows are taken from, no write of the field that is not clipped or th
 from __future__ import annotations
 
 import ast
+import os
 from typing import List, Optional, Set
 
 import libcst as cst
@@ -14,7 +15,7 @@ from topk_migrate.cst.resolve import CallInfo, Function
 from . import callers, reach
 from .field_meaning import CLIP_HOW, CLIPPED_FIELDS, ENGINE_HOMES, _clipped_elsewhere
 from .quick import PARAM
-from .rows import Hooks, _instance_param, index_hazard, row_hazard
+from .rows import ENGINE_HOME, Hooks, _instance_param, index_hazard, row_hazard
 from .syntax import _argument_for, _code, _is_name, constructor_call, only_handed_on
 
 # Attributes whose write changes what a read of a module or function gives without naming it: a module's
@@ -348,7 +349,25 @@ class WholeProject:
     @property
     def hooks(self) -> Hooks:
         """What the row and index traces may ask of the project (rows.Hooks)."""
-        return Hooks(self.external_def, self.outside_project, self.method_rival, self.served_elsewhere)
+        return Hooks(self.external_def, self.outside_project, self.method_rival, self.served_elsewhere, self.forked_engine_op)
+
+    def forked_engine_op(self, name: str) -> Optional[str]:
+        """rows.Hooks.forked: where this module or a file of the project outside the engine's own package defines a
+        def named as an engine method on the index allowlist (a fork's pool class's `translate_loc_to_hisparse_device`,
+        round V): a call by that name may reach it, of which the allowlist says nothing."""
+        def find() -> Optional[str]:
+            for fdef in self.functions_named(name):
+                return f"`{name}` defined at line {self.tree.line(fdef.node)}"
+            proj = self.project()
+            for f in proj.files_naming([name]):
+                rel = proj.rel(f.path).replace(os.sep, "/")
+                if ENGINE_HOME in rel:
+                    continue  # the engine's own (a tree of it: its files are the engine's, docs/soundness.md)
+                for node in ast.walk(f.tree):
+                    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+                        return f"`{name}` defined at {rel}:{node.lineno}"
+            return None
+        return self.index(f"forked:{name}", find)
 
     def method_rival(self, class_name: Optional[str], name: str) -> Optional[str]:
         """rows.Rival: where another file of the project may make `self.<name>(...)` (or the module function
