@@ -2141,3 +2141,39 @@ def test_an_engine_method_name_is_the_engines_only_where_the_project_defines_non
     (tmp_path / "backend.py").write_text(_TRANSLATED)
     (site,) = migrate_source(_TRANSLATED, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("replay, extra, fixable", [
+    (_REPLAYED, "", True),
+    # round V: a memo of the last replay skips the update when the next batch matches it
+    ("md = self.graph_metadata[bs]\n        self.forward_metadata = md\n        if self.last_sum.get(bs) == int(seq_lens.sum()):\n"
+     "            return\n        self.last_sum[bs] = int(seq_lens.sum())\n"
+     f"        md.dsa_cache_seqlens_int32.copy_({_CLIP})", "", False),
+    # round V: a handler swallowing the update's failure
+    (f"md = self.graph_metadata[bs]\n        try:\n            md.dsa_cache_seqlens_int32.copy_({_CLIP})\n"
+     "        except RuntimeError:\n            pass\n        self.forward_metadata = md", "", False),
+    # round V: the update queued in a closure, run whenever it is called
+    (f"md = self.graph_metadata[bs]\n        self.pending.append(lambda: md.dsa_cache_seqlens_int32.copy_({_CLIP}))\n"
+     "        self.forward_metadata = md", "", False),
+    # round V: the replay hook given another value on the instance
+    (_REPLAYED, "        self.init_forward_metadata_replay_cuda_graph = self.forward\n", False),
+    # round V: the table a class attribute every instance shares
+    (_REPLAYED, "    graph_metadata = {}\n", False)])
+def test_every_replay_updates_the_table_it_owns(tmp_path, replay, extra, fixable):
+    src = GRAPH_PER_CAPTURE.replace("{capture}", "        " + _FILED).replace("{replay}", "        " + replay)
+    if extra.startswith("        "):
+        src = src.replace("        self.graph_metadata = {}\n", "        self.graph_metadata = {}\n" + extra)
+    elif extra:
+        src = src.replace("        self.graph_metadata = {}\n", "").replace("class Backend:\n", "class Backend:\n" + extra)
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py")).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("decorator, fixable", [("@dataclass\n", True), ("@dataclass(frozen=False)\n", True),
+                                                ("@pooled_per_size\n@dataclass\n", False)])  # round V
+def test_a_class_decorator_may_hand_back_a_pool(tmp_path, decorator, fixable):
+    src = CLIPPED_HOLDER.replace("@dataclass\nclass DSAMetadata:", decorator + "class DSAMetadata:") + \
+        "\n\ndef pooled_per_size(cls):\n    return cls\n"
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

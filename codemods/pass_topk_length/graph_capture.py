@@ -9,10 +9,15 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
+from libcst.helpers import get_full_name_for_node
 
 from . import reach
 from .graph_replay import _is_attr_of_self, _self_root_attr
-from .syntax import _code
+from .syntax import _code, _is_name
+
+
+# calls that make a new, empty container
+_FRESH_CONTAINERS = {"dict", "list", "defaultdict", "OrderedDict"}
 
 
 def _graph_named(name: str) -> bool:
@@ -31,6 +36,9 @@ class CaptureFiling:
         """The first object filed into a table replay reads that breaks the capture's half, or None."""
         def build() -> Optional[str]:
             tables = self._graph_tables(field_name)
+            why = self._hook_rebound() or next(filter(None, map(self._shared_table, sorted(tables))), None)
+            if why:
+                return why
             for fdef in self.find(cst.FunctionDef) if tables else ():
                 for at, target, value in self._writes_in(fdef):
                     if isinstance(target, cst.Subscript) and not _string_key(target) and \
@@ -40,6 +48,42 @@ class CaptureFiling:
                             return why
             return None
         return self.index(f"capture-files:{field_name}", build)
+
+    def _shared_table(self, table: str) -> Optional[str]:
+        """A table replay reads is a container the backend makes for itself (`self.T = {}` in a method): one bound
+        in the class body, or to an object made elsewhere (a class's registry its records file themselves in),
+        is shared with other instances or filled by other code (round V)."""
+        for line in (x for c in self.find(cst.ClassDef) for x in c.body.body if isinstance(x, cst.SimpleStatementLine)):
+            for n in line.body:
+                if isinstance(n, (cst.Assign, cst.AnnAssign)) and any(_is_name(t, table) for t in (
+                        [x.target for x in n.targets] if isinstance(n, cst.Assign) else [n.target])):
+                    return (f"`{table}` is bound in a class body (line {self.tree.line(n)}): every instance (a draft "
+                            "backend's too) shares the CUDA-graph table replay reads; make it per instance "
+                            f"(`self.{table} = {{}}`), or pass topk_length by hand")
+        if not self.find(cst.Subscript, lambda x: _is_attr_of_self(x.value) and x.value.attr.value == table):
+            return None  # (one object kept, not a table of them: the bundled example's `self._graph_metadata`)
+        bindings = [t for t in self.targets_named(table) if isinstance(t.target, cst.Attribute)
+                    and _is_attr_of_self(t.target)]
+        for t in bindings:
+            value = getattr(t if isinstance(t, cst.AnnAssign) else self.tree.parent.get(t), "value", None)
+            if not (isinstance(value, (cst.Dict, cst.List)) or _is_name(value, "None") or isinstance(value, cst.Call) and (
+                    get_full_name_for_node(value.func) or "").rsplit(".", 1)[-1] in _FRESH_CONTAINERS):
+                return (f"`self.{table}` is bound to `{_code(value).strip()[:40] if value is not None else '?'}` "
+                        f"(line {self.tree.line(t)}), a container made elsewhere: other code (a record's constructor "
+                        "filing itself) may fill the CUDA-graph table replay reads; make it here "
+                        f"(`self.{table} = {{}}`), or pass topk_length by hand")
+        return None
+
+    def _hook_rebound(self) -> Optional[str]:
+        """A method that runs between replays, given another value on an instance or the class (`self.<hook> =
+        self._draft_replay`): which one runs is not the one read (round V)."""
+        names = {f.name.value for f in self.graph_update_defs()}
+        for name in sorted(names):
+            for t in self.targets_named(name):
+                if isinstance(t.target, cst.Attribute):
+                    return (f"line {self.tree.line(t)} gives `{_code(t.target).strip()}` another value: the method "
+                            "run between CUDA-graph replays may not be the one read; pass topk_length by hand")
+        return None
 
     def _graph_tables(self, field_name: str) -> Set[str]:
         """The attributes of self replay reads captured metadata from: the holder is given back an item of them,

@@ -26,8 +26,12 @@ def _is_attr_of_self(e: cst.BaseExpression) -> bool:
     return isinstance(e, cst.Attribute) and isinstance(e.value, cst.Name) and e.value.value == "self"
 
 
+# class decorators that hand the class back (a dataclass's methods added); any other may replace it
+PLAIN_CLASS_DECORATORS = {"dataclass", "total_ordering", "final", "runtime_checkable"}
 # methods that give a mapping's items new values
 _ITEM_WRITES = {"update", "setdefault", "__setitem__"}
+# methods that change a container kept on self (a memo of what was replayed)
+_STATE_WRITES = _ITEM_WRITES | {"add", "append", "extend", "insert", "pop", "clear", "discard", "remove"}
 
 
 def _any_item(mapping: cst.BaseExpression) -> cst.Subscript:
@@ -105,8 +109,10 @@ class GraphReplay:
         seen.add(name)
         for c in self.find(cst.ClassDef, lambda c: c.name.value == name):
             if any(isinstance(d, cst.FunctionDef) and d.name.value == "__new__" for d in c.body.body) or \
-                    any(k.keyword for k in c.keywords):
-                return True
+                    any(k.keyword for k in c.keywords) or any(
+                        (dotted(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or "").rsplit(
+                            ".", 1)[-1] not in PLAIN_CLASS_DECORATORS for d in c.decorators):
+                return True  # (a class decorator may hand back a pool in the class's place: round V)
             classes = {k.name.value for k in self.find(cst.ClassDef)}
             bases = {(dotted(b.value) or "").rsplit(".", 1)[-1] for b in c.bases} & classes - seen
             if any(self._interning(b, seen) for b in bases):
@@ -162,7 +168,7 @@ class GraphReplay:
                         f"`{field_name}` in place on an object read from it: those graphs replay with their capture-time "
                         "lengths; update the field in place there on replay, or pass topk_length by hand")
             for fdef in self.graph_update_defs():
-                for target in self._viewed_targets(fdef):
+                for target in filter(lambda t: self._every_replay(fdef, t), self._viewed_targets(fdef)):
                     if isinstance(target, cst.Attribute) and target.attr.value == field_name and last_only \
                             and self._through_holder(target.value):
                         via_holder = via_holder or target
@@ -174,7 +180,8 @@ class GraphReplay:
                             _is_attr_of_self(target) and target.attr.value in buffers:
                         return None
                 for call in self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute), fdef):
-                    if self._copies_fields(call.func.attr.value, field_name) and self._stored(call.func.value, set()):
+                    if self._copies_fields(call.func.attr.value, field_name) and self._stored(call.func.value, set()) \
+                            and self._every_replay(fdef, call):
                         return None  # `self._graph_metadata.copy_(new)`: the holder's own in-place refresh
             names = ", ".join(f"`{f.name.value}`" for f in captures[:2])
             if via_holder is not None:
@@ -187,6 +194,35 @@ class GraphReplay:
                     "with the lengths it was captured with; update the field in place on replay, or pass topk_length "
                     "by hand")
         return self.index(f"replay-updates:{field_name}", build)
+
+    def _every_replay(self, fdef: cst.FunctionDef, node: cst.CSTNode) -> bool:
+        """Does every run of fdef reach node (round V)? Not inside a lambda or a nested def (run whenever it is
+        called), nor a `try` whose handler swallows its failure, nor under a guard (an `if`, or an early exit
+        before it) that reads state the replay methods keep on self (a memo of the last batch: the next batch
+        may match it)."""
+        memo = self._replay_state()
+        reads_memo = lambda test: any(_self_root_attr(a) in memo for a in self.find(cst.Attribute, None, test))  # noqa: E731
+        for up in self.tree.ancestors(node):
+            if up is fdef:
+                break
+            if isinstance(up, (cst.Lambda, cst.FunctionDef)) or isinstance(up, cst.Try) and any(
+                    not self.find(cst.Raise, None, h) for h in up.handlers) or \
+                    isinstance(up, (cst.If, cst.While)) and reads_memo(up.test):
+                return False
+        order = self.tree.order
+        return not any(order[id(i)] < order[id(node)] and reads_memo(i.test) and self.find(
+            (cst.Return, cst.Raise, cst.Continue, cst.Break), None, i.body) for i in self.find(cst.If, None, fdef))
+
+    def _replay_state(self) -> Set[str]:
+        """The attributes of self the methods that run between replays write (assign, or mutate by a method)."""
+        def build() -> Set[str]:
+            out = set()
+            for fdef in self.graph_update_defs():
+                out |= {_self_root_attr(t) for _, t, _ in self._writes_in(fdef) if _self_root_attr(t)}
+                out |= {_self_root_attr(c.func.value) for c in self.find(cst.Call, lambda c: isinstance(
+                    c.func, cst.Attribute) and c.func.attr.value in _STATE_WRITES and _self_root_attr(c.func.value), fdef)}
+            return out - self.held_attributes()
+        return self.index("replay-state", build)
 
     def updated_tables(self, field_name: str) -> Set[str]:
         """The attributes of self whose items a method that runs between replays writes the field of in place

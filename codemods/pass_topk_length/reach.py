@@ -2972,7 +2972,9 @@ def sliced_field(t: ast.AST, field: str) -> bool:
         isinstance(s, ast.Slice) for s in (t.slice.elts if isinstance(t.slice, ast.Tuple) else [t.slice]))
 
 
-_MAKING = ("__init__", "__post_init__")  # the methods that make an object: called again, they remake a held one
+_MAKING = ("__init__", "__post_init__")
+# class decorators that hand the class back (graph_replay.PLAIN_CLASS_DECORATORS); any other may replace it by a pool
+PLAIN_CLASS_DECORATORS = {"dataclass", "total_ordering", "final", "runtime_checkable"}  # the methods that make an object: called again, they remake a held one
 
 
 def constructed(f: _File, e: ast.AST) -> bool:
@@ -3002,7 +3004,9 @@ def interning(f: _File, name: str, seen: Optional[Set[str]] = None) -> bool:
     seen = (seen or set()) | {name}
     for c in (c for c in f.class_defs if c.name == name):
         if any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == "__new__" for d in c.body) \
-                or any(k.arg == "metaclass" for k in c.keywords):
+                or any(k.arg == "metaclass" for k in c.keywords) or any(
+                    _unparse(d.func if isinstance(d, ast.Call) else d).rsplit(".", 1)[-1] not in PLAIN_CLASS_DECORATORS
+                    for d in c.decorator_list):
             return True
         if any(interning(f, b, seen) for b in {_unparse(b).rsplit(".", 1)[-1] for b in c.bases} - seen):
             return True
