@@ -15,7 +15,6 @@ from . import reach
 from .graph_replay import _is_attr_of_self, _self_root_attr
 from .syntax import _code, _is_name
 
-
 # calls that make a new, empty container
 _FRESH_CONTAINERS = {"dict", "list", "defaultdict", "OrderedDict"}
 
