@@ -2177,3 +2177,18 @@ def test_a_class_decorator_may_hand_back_a_pool(tmp_path, decorator, fixable):
         "\n\ndef pooled_per_size(cls):\n    return cls\n"
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("replay, forward, fixable", [
+    # round V: the functional spelling of the in-place copy
+    (f"md = self.graph_metadata[bs]\n        torch.Tensor.copy_(md.dsa_cache_seqlens_int32, {_CLIP})\n"
+     "        self.forward_metadata = md", "", True),
+    # round V's u_graph_capture_run_replans_lazily: the captured forward plans a new object itself
+    (_REPLAYED, "        if self.forward_metadata is None:\n            self.plan(q)\n", False)])
+def test_a_captured_forward_reads_the_object_replay_updates(tmp_path, replay, forward, fixable):
+    src = GRAPH_PER_CAPTURE.replace("{capture}", "        " + _FILED).replace("{replay}", "        " + replay) \
+        .replace("        metadata = self.forward_metadata\n", forward + "        metadata = self.forward_metadata\n") + (
+            f"\n    def plan(self, seq_lens):\n        self.forward_metadata = DSAMetadata(dsa_cache_seqlens_int32={_CLIP})\n")
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py")).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -48,6 +48,20 @@ class CaptureFiling:
             return None
         return self.index(f"capture-files:{field_name}", build)
 
+    def planned_in_graph(self, owner: cst.FunctionDef, field_name: str) -> Optional[str]:
+        """In a module that captures CUDA graphs, the function reading the metadata for the kernel gives the holder
+        no new object itself (a lazy plan on a step's first layer): run while a graph is captured, it would leave
+        the graph reading that object, which no replay updates (round V's u_graph_capture_run_replans_lazily)."""
+        tables = self._graph_tables(field_name)
+        if not tables:
+            return None
+        writers = self._holder_writers(tables)
+        for call in self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute) and writers.get(c.func.attr.value), owner):
+            return (f"{owner.name.value} calls `{_code(call.func).strip()}` (line {self.tree.line(call)}), which gives the "
+                    "holder a new metadata object: run while a CUDA graph is captured, the graph reads that object, "
+                    "which no replay updates; plan outside the captured forward, or pass topk_length by hand")
+        return None
+
     def _shared_table(self, table: str) -> Optional[str]:
         """A table replay reads is a container the backend makes for itself (`self.T = {}` in a method): one bound
         in the class body, or to an object made elsewhere (a class's registry its records file themselves in),

@@ -327,7 +327,10 @@ class GraphReplay:
         """What fdef writes into in place: the receiver of a trailing-underscore method (`x.copy_(v)`) and the
         value of a subscript assigned (`x[:n] = v`)."""
         out: List[cst.BaseExpression] = [c.func.value for c in self.find(cst.Call, lambda c: isinstance(
-            c.func, cst.Attribute) and c.func.attr.value.endswith("_") and not c.func.attr.value.startswith("_"), fdef)]
+            c.func, cst.Attribute) and c.func.attr.value.endswith("_") and not c.func.attr.value.startswith("_"), fdef)
+            if get_full_name_for_node(c.func) != "torch.Tensor.copy_"]
+        out += [c.args[0].value for c in self.find(cst.Call, lambda c: get_full_name_for_node(c.func) == "torch.Tensor.copy_"
+                                                   and len(c.args) == 2, fdef)]  # the functional spelling (round V)
         for node in self.find((cst.Assign, cst.AugAssign), None, fdef):
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
             out += [t.value for t in targets if isinstance(t, cst.Subscript)]

@@ -54,7 +54,8 @@ class MetadataInScope:
                     or self.replay_replaces(field_name) or self.replay_updates(field_name) \
                     or self.capture_files(field_name)
             if why is None and owner is not None:
-                why = self._deferred(owner, node) or self._two_batches(owner, node) or self._refreshed(owner, b.assignments[0], expr.rsplit(".", 1)[1]) \
+                why = self._deferred(owner, node) or self._two_batches(owner, node) \
+                    or self.planned_in_graph(owner, expr.rsplit(".", 1)[1]) or self._refreshed(owner, b.assignments[0], expr.rsplit(".", 1)[1]) \
                     or self._staged_here(owner, root, expr.rsplit(".", 1)[1])
             if why is None:
                 if expr in self.user_metadata:  # the user vouches for the object; None is still handled
