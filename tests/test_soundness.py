@@ -138,8 +138,16 @@ def _args(case):
     return T(6, "q"), md(6), T(3, "draft")
 
 
-@pytest.mark.parametrize("case", [SEMICOLON, TWO_CALLS, LATE_LAMBDA, LOCAL_WIDTH, GLOBAL_WIDTH, READ_BEFORE],
-                         ids=["semicolon", "two-calls", "late-lambda", "local-width", "global-width", "read-before"])
+def test_the_analysis_refuses_a_drafts_rows_under_one_plan(tmp_path):
+    """Round V: a draft's rows launched under q's plan, once left to the inserted guard's row check."""
+    m = migrate(TWO_CALLS, tmp_path)
+    assert all(s.status is Status.MANUAL and "with other arguments under one bound metadata" in s.reason
+               for s in m.sites), [s.reason for s in m.sites]
+    assert not m.changed
+
+
+@pytest.mark.parametrize("case", [SEMICOLON, LATE_LAMBDA, LOCAL_WIDTH, GLOBAL_WIDTH, READ_BEFORE],
+                         ids=["semicolon", "late-lambda", "local-width", "global-width", "read-before"])
 def test_validation_keeps_each_rewrite_sound(case, tmp_path, kernel, monkeypatch):
     before = run(case, *_args(case))
     kernel.clear()
@@ -168,10 +176,10 @@ def _same(a, b):
 
 
 def test_two_calls_in_one_statement_are_each_guarded_inline(tmp_path):
-    m = migrate(TWO_CALLS, tmp_path)
+    m = migrate(TWO_CALLS.replace("flash_mla_sparse_fwd(draft,", "flash_mla_sparse_fwd(q,"), tmp_path)
     assert [s.status for s in m.sites] == [Status.FIXABLE, Status.FIXABLE]
     assert all("guarded inline" in s.reason for s in m.sites)
-    assert "shape[0] == q.shape[0]" in m.new_source and "shape[0] == draft.shape[0]" in m.new_source
+    assert m.new_source.count("shape[0] == q.shape[0]") == 2
     assert "\n    topk_length =" not in m.new_source
 
 
@@ -2191,4 +2199,51 @@ def test_a_captured_forward_reads_the_object_replay_updates(tmp_path, replay, fo
             f"\n    def plan(self, seq_lens):\n        self.forward_metadata = DSAMetadata(dsa_cache_seqlens_int32={_CLIP})\n")
     (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
     (site,) = migrate_source(src, str(tmp_path / "backend.py")).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_PLAN_LINE = "self.forward_metadata = DSAMetadata(dsa_cache_seqlens_int32=forward_batch.seq_lens.clamp("
+
+
+@pytest.mark.parametrize("plan, fixable", [
+    ("seq_lens = forward_batch.seq_lens\n            {plan}", True),
+    # round V: a view by a dtype reinterprets the lengths' bytes
+    ("seq_lens = forward_batch.seq_lens.view(torch.int32)\n            {plan}", False),
+    # round V: the operand off self, an earlier step's lengths the object keeps
+    ("{plan}", False)])
+def test_the_clip_operand_is_these_rows_lengths(tmp_path, plan, fixable):
+    src = CLIPPED_HOLDER
+    line = "            " + _PLAN_LINE
+    assert line in src
+    operand = "self.seq_lens" if plan == "{plan}" else "seq_lens"
+    new = plan.replace("{plan}", f"self.forward_metadata = DSAMetadata(dsa_cache_seqlens_int32={operand}.clamp(")
+    src = src.replace(line, "            " + new)
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("merge, fixable", [
+    ("torch.where(topk_indices >= 0, topk_indices + 1, topk_indices)", True),  # sglang's offsets, -1 kept
+    ("torch.where(topk_indices >= 0, topk_indices, window_indices)", False)])  # round V: entries past the count
+def test_a_merge_puts_nothing_where_the_indices_are_invalid(tmp_path, merge, fixable):
+    src = _TRANSLATED.replace("self.token_to_kv_pool.translate_loc_to_hisparse_device(topk_indices)", merge) \
+        .replace("def forward(self, q, kv, topk_indices, scale):", "def forward(self, q, kv, topk_indices, scale, window_indices=None):")
+    src = "import torch\n" + src
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("layer, fixable", [
+    ("def run(backend, q, kv, topk, scale):\n    return backend.forward(q, kv, topk, scale)\n", True),
+    # round V: a loop over layers hands the shared top-k to another backend's `forward` first
+    ("def run(backends, q, kv, topk, scale):\n    return [b.forward(q, kv, topk, scale) for b in backends]\n", False),
+    # round V: the other branch hands it to another object's method, which may mask it in place
+    ("def run(backend, window, q, kv, topk, scale):\n    if window is not None:\n        window.apply(topk)\n"
+     "        return q\n    else:\n        return backend.forward(q, kv, topk, scale)\n", False)])
+def test_another_files_caller_hands_the_indices_to_nothing_else_first(tmp_path, layer, fixable):
+    src = BATCH_ATTRIBUTE.replace("def forward(self, q, kv, forward_batch, scale):", "def forward(self, q, kv, topk_indices, scale):") \
+        .replace("forward_batch.topk_indices", "topk_indices")
+    (tmp_path / "layer.py").write_text(layer)
+    (tmp_path / "backend.py").write_text(src)
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert (site.status is Status.FIXABLE) is fixable, site.reason

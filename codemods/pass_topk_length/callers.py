@@ -238,6 +238,9 @@ def _handed_to_writer(f, node: ast.Name, depth: int = 0) -> bool:
     up = f.parents.get(id(node))
     while isinstance(up, (ast.Subscript, ast.Starred)):
         node, up = up, f.parents.get(id(up))
+    if isinstance(up, ast.Call) and node in up.args and isinstance(up.func, ast.Attribute) and not (
+            isinstance(up.func.value, ast.Name) and up.func.value.id == "self"):
+        return True  # another object's method (`self.window.apply(topk)`: round V) may write what it is handed
     if not (isinstance(up, ast.Call) and node in up.args and isinstance(up.func, ast.Name)):
         return False
     defs = [d for d in f.tree.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == up.func.id]
@@ -320,6 +323,9 @@ def _use(f, node: ast.Name, call: ast.Call, handed: str, keys: Set[str]) -> Opti
         expr, up = up, f.parents.get(id(up))
     if isinstance(up, ast.Call) and (expr in up.args or expr in up.keywords or expr in [k.value for k in up.keywords]):
         callee = up.func
+        if up is call and _in_loop(f, call):  # (round V: a loop over layers, another backend's `forward` first)
+            return (f"hands `{reach._unparse(expr)[:40]}` to `{reach._unparse(callee)[:40]}` in a loop: what an earlier "
+                    "turn calls (another object's method of that name) may change it in place")
         if up is call or isinstance(callee, ast.Name) and callee.id in ("len", "isinstance"):
             return None  # (a dispatch sibling handed the rows first may change them: round P; one in the other
             # branch of an `if` is _exclusive)
@@ -336,6 +342,16 @@ def _use(f, node: ast.Name, call: ast.Call, handed: str, keys: Set[str]) -> Opti
     if isinstance(up, ast.Return):
         return None
     return f"uses `{reach._unparse(up if up is not None else expr)[:40]}`: the rows may change before the call"
+
+
+def _in_loop(f, node: ast.AST) -> bool:
+    """Is node inside a loop (or a comprehension) of its function?"""
+    up = f.parents.get(id(node))
+    while up is not None and not isinstance(up, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        if isinstance(up, (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            return True
+        up = f.parents.get(id(up))
+    return False
 
 
 def _keyed_read(f, up: ast.AST, expr: ast.AST, keys: Set[str]) -> bool:

@@ -24,7 +24,7 @@ from .rows import (
     writes_in,
     written_names,
 )
-from .syntax import _code, _is_name
+from .syntax import _code
 
 # Field meaning: what the engines write into the metadata field (sglang (n|d)sa/utils.py).
 CLIPS = {
@@ -345,7 +345,7 @@ class FieldMeaning:
                     and all(self._clipped(v, seen, env) for v in positional[1:])
             if name in ("cat", "concat") and positional and isinstance(positional[0], (cst.List, cst.Tuple)):
                 parts = [el.value for el in positional[0].elements]  # the rows, then rows of length 0 (padding)
-                return bool(parts) and not isinstance(parts[0], cst.Subscript) and self._clipped(parts[0], seen, env) \
+                return bool(parts) and self._every_row(parts[0]) and self._clipped(parts[0], seen, env) \
                     and all(map(_zero_rows, parts[1:]))  # (a prefix of the rows, then zeros: real rows get 0, round R)
             if method and name in _CONVERSIONS and _keeps_values(_ast_of(e)):
                 return self._clipped(func.value, seen, env)
@@ -380,6 +380,15 @@ class FieldMeaning:
                     return False
             return True
         return False
+
+    def _every_row(self, e: cst.BaseExpression, depth: int = 0) -> bool:
+        """Not a slice of the rows: neither `x[:n]` nor a local bound to one (round V's u_cat_prefix_through_local_name)."""
+        if isinstance(e, cst.Subscript):
+            return False
+        if isinstance(e, cst.Name) and depth < 4:
+            values = [getattr(self.tree.assignment_statement(a), "value", None) for a in self.tree.binding(e, e.value).assignments]
+            return all(v is None or self._every_row(v, depth + 1) for v in values)
+        return True
 
     def _written_after(self, a, name: str, seen: set, env: Optional[tuple]) -> bool:
         """May the tensor a local clipped value names be changed in its function, or left where other code may
@@ -478,10 +487,16 @@ class FieldMeaning:
 
     def _class_body_values(self, attr: str) -> List["Scoped"]:
         """What this module's class bodies assign `attr` (read as `self.attr`: round V)."""
-        return [(_ast_of(n.value), None) for c in self.find(cst.ClassDef) for line in c.body.body
-                if isinstance(line, cst.SimpleStatementLine) for n in line.body
-                if isinstance(n, (cst.Assign, cst.AnnAssign)) and n.value is not None and any(
-                    _is_name(t, attr) for t in ([x.target for x in n.targets] if isinstance(n, cst.Assign) else [n.target]))]
+        def build() -> dict:
+            out: dict = {}
+            for c in self.find(cst.ClassDef):
+                for n in (n for line in c.body.body if isinstance(line, cst.SimpleStatementLine) for n in line.body):
+                    if isinstance(n, (cst.Assign, cst.AnnAssign)) and n.value is not None:
+                        for t in [x.target for x in n.targets] if isinstance(n, cst.Assign) else [n.target]:
+                            if isinstance(t, cst.Name):
+                                out.setdefault(t.value, []).append(n.value)
+            return out
+        return [(_ast_of(v), None) for v in self.index("class-body-values", build).get(attr, [])]
 
     def _constructed_with(self, value: cst.Name) -> List["Scoped"]:
         """What this module's constructions of the class hand the `__init__` parameter `value` (its default where
@@ -494,7 +509,7 @@ class FieldMeaning:
         positional = [x.name.value for x in (*fdef.params.posonly_params, *fdef.params.params)][1:]
         default = [(_ast_of(param.default), self._resolver(None, param.default))] if param.default is not None else []
         out: List[Scoped] = []
-        for call in self.find(cst.Call, lambda c: get_full_name_for_node(c.func) == cls.name.value):
+        for call in (c for c in self.every_call_named(cls.name.value) if get_full_name_for_node(c.func) == cls.name.value):
             given = next((a.value for a in call.args if a.keyword and a.keyword.value == value.value), None)
             plain = [a.value for a in call.args if not a.keyword and not a.star]
             place = positional.index(value.value) if value.value in positional else None
@@ -640,10 +655,26 @@ def _plain_lengths(e: Optional[ast.AST], resolve: Optional[Resolve] = None, dept
                 v is not None and (_plain_lengths(v, r, depth + 1) or _computed(v)) for v, r in values)
         # a local: the engine computes its lengths (sglang: `(seq_lens + draft_token_num)`, a `cat` of aranges
         # over the new and cached lengths, a row selection for context parallelism), so what it holds is not
-        # read: which lengths these are would need the top-k emitter's own (open, issue 33)
-        return _seqlens_name(e.id)
-    if isinstance(e, ast.Attribute):
-        return _seqlens_name(e.attr)
+        # read: which lengths these are would need the top-k emitter's own (open, issue 33); but a value that
+        # reinterprets their bytes (`.view(torch.int32)` of int64 lengths: round V) is no lengths
+        return _seqlens_name(e.id) and not (kind == "local" and any(_reinterprets(v) for v, _ in values or []))
+    if isinstance(e, ast.Attribute):  # (off self: an earlier step's, which the object keeps: round V)
+        return _seqlens_name(e.attr) and not (isinstance(e.value, ast.Name) and e.value.id == "self")
+    return False
+
+
+def _reinterprets(e: Optional[ast.AST]) -> bool:
+    """Does the value's chain of conversions and row slices hold one that changes the lengths' values (a view or
+    reshape by a dtype, a narrowing cast)?"""
+    while e is not None:
+        if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in _CONVERSIONS:
+            if not _keeps_values(e):
+                return True
+            e = e.func.value
+        elif isinstance(e, ast.Subscript):
+            e = e.value
+        else:
+            return False
     return False
 
 

@@ -101,7 +101,8 @@ class CaptureFiling:
     def _graph_tables(self, field_name: str) -> Set[str]:
         """The attributes of self replay reads captured metadata from: the holder is given back an item of them,
         or a replay writes the field in place on one."""
-        return {t for t in self._holder_sources(self.held_attributes())} | self.updated_tables(field_name)
+        return self.index(f"graph-tables:{field_name}", lambda: set(self._holder_sources(self.held_attributes()))
+                          | self.updated_tables(field_name))
 
     def _filed_off_capture(self, fdef: cst.FunctionDef, at: cst.CSTNode) -> Optional[str]:
         """A table is filled by a capture or its builder, reached only through graph methods."""

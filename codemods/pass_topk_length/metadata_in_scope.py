@@ -145,7 +145,7 @@ class MetadataInScope:
         between: round V); a lambda or a nested def launching the kernel runs whenever it is called (round U's
         u_deferred_launch_after_inplace_replan)."""
         inner = next((a for a in self.tree.ancestors(node) if isinstance(a, (cst.Lambda, cst.FunctionDef))), owner)
-        if inner is not owner:
+        if inner is not owner and self._escapes(owner, inner):
             return (f"the call at line {self.tree.line(node)} is inside a {'lambda' if isinstance(inner, cst.Lambda) else 'nested def'}"
                     f" of {owner.name.value}, which runs whenever it is called: the metadata may be another step's "
                     "by then; call it where the metadata is bound, or pass topk_length by hand")
@@ -163,14 +163,34 @@ class MetadataInScope:
         if not isinstance(node, cst.Call):
             return None
         callee = dotted(node.func)
-        text = [_code(a).strip().rstrip(",") for a in node.args]
-        for call in self.find(cst.Call, lambda c: c is not node and dotted(c.func) == callee, owner):
-            if [_code(a).strip().rstrip(",") for a in call.args] != text:
+        calls = self.index(f"two-batches:{id(owner)}:{callee}", lambda: [
+            (c, [_code(a).strip().rstrip(",") for a in c.args])
+            for c in self.find(cst.Call, lambda c: dotted(c.func) == callee, owner)])
+        text = next((t for c, t in calls if c is node), None)
+        for call, other in calls:
+            if call is not node and other != text:
                 return (f"{owner.name.value} calls `{callee}` at lines {self.tree.line(node)} and {self.tree.line(call)} "
                         "with other arguments under one bound metadata: its lengths count one batch's rows, which "
                         "two sets of q and indices (two micro-batches, a target and its draft) cannot both be; "
                         "bind each its own plan, or pass topk_length by hand")
         return None
+
+    def _escapes(self, owner: cst.FunctionDef, inner: cst.CSTNode) -> bool:
+        """May the lambda or nested def run after owner returns (returned, stored, handed on), rather than only
+        be called by name in owner (`run = lambda: ...; return run()`)?"""
+        if isinstance(inner, cst.FunctionDef):
+            name = inner.name.value
+        else:
+            up = self.tree.parent.get(inner)
+            if not (isinstance(up, cst.Assign) and len(up.targets) == 1 and isinstance(up.targets[0].target, cst.Name)):
+                return True
+            name = up.targets[0].target.value
+        for ref in self.find(cst.Name, lambda n: n.value == name, owner):
+            up = self.tree.parent.get(ref)
+            called = isinstance(up, cst.Call) and up.func is ref
+            if not called and not (isinstance(up, (cst.FunctionDef, cst.AssignTarget))):
+                return True
+        return False
 
     def _own_yields(self, fdef: cst.FunctionDef) -> List[cst.Yield]:
         """The yields of fdef itself (not of a def or lambda nested in it)."""

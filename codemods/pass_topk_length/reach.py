@@ -3018,6 +3018,13 @@ def pooled_holders(project: "Project", field: str, own: Optional[_File]) -> List
     """The project's classes that hold `field` (declare it in their body, or set it on self) and whose
     construction may hand back an object made before: two batches' metadata (or a graph's and the eager
     path's) one object, each construction giving the other's lengths (rounds R and T)."""
+    held = project.memo.get(("pooled_holders", field))
+    if held is None or held[0] is not own:  # (once per field and module text, not once per site)
+        held = project.memo[("pooled_holders", field)] = (own, _pooled_holders(project, field, own))
+    return held[1]
+
+
+def _pooled_holders(project: "Project", field: str, own: Optional[_File]) -> List[Tuple[_File, ast.ClassDef]]:
     out = []
     for f in {id(g): g for g in [*project.files_naming([field]), *([own] if own is not None else [])]}.values():
         for c in f.class_defs:

@@ -1706,6 +1706,10 @@ class IndexTrace:
             for side, b in ((True, e.args[1].value), (False, e.args[2].value)):
                 if _constant_fill(b):
                     continue
+                if valid is not None and valid is not side and not self._only_fill(b) and not (
+                        tested is not None and _code(b) == _code(tested)):  # (idx itself there: its -1s, sglang)
+                    return (f"`{_code(e)}` puts other entries where the indices are invalid: valid entries past the "
+                            "count (round V)")
                 if tested is not None and valid is side and isinstance(b, cst.BinaryOperation) and isinstance(
                         b.operator, cst.Add) and _code(b.left) == _code(tested):
                     continue  # `idx + offset` where idx is valid (never where it is not: round O), a page offset
