@@ -128,7 +128,7 @@ def test_this_modules_calls_are_traced_as_the_calls_own(tmp_path, extra, fixable
     # a dispatch sibling handed the rows first may change them
     ("def run(b, q, kv, idx, s):\n    b.forward_idle(q, kv, idx, s)\n    return b.forward(q, kv, idx, s)\n", False),
     # one branch that always returns, then the other: sglang's hybrid backends
-    ("def run(b, other, q, kv, idx, s):\n    if other is not None:\n        return other.forward_extend(q, kv, idx, s)\n"
+    ("def run(b, other, q, kv, idx, s):\n    if other is not None:\n        return other.forward(q, kv, idx, s)\n"
      "    return b.forward(q, kv, idx, s)\n", True),
 ])
 def test_calls_through_a_class_or_a_sibling(tmp_path, call, fixable):

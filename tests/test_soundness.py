@@ -909,9 +909,9 @@ def test_a_builders_cached_result_handed_as_the_metadata_refuses(tmp_path):
     earlier batch's object); a builder making a new object each time is this batch's."""
     src = LENGTHS_WRITTEN.format(imports="import functools", write="pass").replace(
         "    def forward(self, q, kv, indices):\n        metadata = self.forward_metadata\n",
-        "    {deco}\n    def build(self, n):\n        md = DSAMetadata()\n        md.dsa_cache_seqlens_int32 = "
-        "self.seq_lens.clamp(max=self.dsa_index_topk)\n        return md\n\n"
-        "    def step(self, q, kv, indices):\n        return self.forward(q, kv, indices, self.build(q.shape[0]))\n\n"
+        "    {deco}\n    def build(self, seq_lens):\n        md = DSAMetadata()\n        md.dsa_cache_seqlens_int32 = "
+        "seq_lens.clamp(max=self.dsa_index_topk)\n        return md\n\n"
+        "    def step(self, q, kv, indices, seq_lens):\n        return self.forward(q, kv, indices, self.build(seq_lens))\n\n"
         "    def forward(self, q, kv, indices, metadata: DSAMetadata):\n")
     for deco, fixable in (("@functools.lru_cache(maxsize=8)", False), ("@staticmethod\n    def _unused(): pass", True)):
         (site,) = migrate_source(src.replace("{deco}", deco), str(tmp_path / "backend.py"), kernel=KERNEL).sites

@@ -115,7 +115,7 @@ def _caller(proj, f, node: ast.AST, fname: str, want: Wanted, named: frozenset =
     for shift in ((0, 1) if _unbound(f, call.func) else (0,)):  # bound, or `Class.method(obj, ...)`
         for param, place, kind in want:
             for source in _arguments(call, param, None if place is None else place + shift, kind, named):
-                why = _handed_root(f, fn, call, source, fname, {p for p, _, _ in want}) or _served(proj, source)
+                why = _handed_root(proj, f, fn, call, source, fname, {p for p, _, _ in want}) or _served(proj, source)
                 if why:
                     return at(f"`{reach._unparse(call)[:60]}` in `{fn.name}` {why}")
     why = _sibling_written(f, fn, call)
@@ -177,7 +177,7 @@ def _argument(call: ast.Call, param: str, place: Optional[int]) -> Optional[ast.
     return next((k for k in call.keywords if k.arg is None), None)
 
 
-def _handed_root(f, fn, call: ast.Call, source: ast.AST, fname: str, keys: Set[str]) -> Optional[str]:
+def _handed_root(proj, f, fn, call: ast.Call, source: ast.AST, fname: str, keys: Set[str]) -> Optional[str]:
     """Why what the call hands may be other rows than fn was handed, or None: a parameter as it was handed (`q`),
     an attribute of one (`inputs.q`, never of the method's own object), or fn's own `*args`/`**kwargs` handed on
     whole by a function of the same name (an override or a wrapper, whose callers are this walk's)."""
@@ -187,7 +187,7 @@ def _handed_root(f, fn, call: ast.Call, source: ast.AST, fname: str, keys: Set[s
         own = fn.args.vararg if isinstance(source, ast.Starred) else fn.args.kwarg
         if own is None or not (isinstance(expr, ast.Name) and expr.id == own.arg) or fn.name != fname and not _entry(f, fn):
             return f"hands `{reach._unparse(source)[:40]}` on: which rows it holds is not traced"
-        return _untouched(f, fn, call, own.arg, None, keys)
+        return _untouched(proj, f, fn, call, own.arg, None, keys)
     chain = expr
     while isinstance(chain, ast.Attribute):
         chain = chain.value
@@ -196,7 +196,7 @@ def _handed_root(f, fn, call: ast.Call, source: ast.AST, fname: str, keys: Set[s
         return f"hands `{reach._unparse(expr)[:40]}`, not a parameter it was handed: its rows are not traced"
     if _method(f, fn) and chain.id == (fn.args.posonlyargs + fn.args.args)[0].arg:
         return f"hands `{reach._unparse(expr)[:40]}`, held on its own object, which any holder may rewrite"
-    return _untouched(f, fn, call, chain.id, expr if chain is not expr else None, keys)
+    return _untouched(proj, f, fn, call, chain.id, expr if chain is not expr else None, keys)
 
 
 def _served(proj, source: ast.AST) -> Optional[str]:
@@ -212,14 +212,14 @@ def _served(proj, source: ast.AST) -> Optional[str]:
     return None
 
 
-def _untouched(f, fn, call: ast.Call, name: str, attribute: Optional[ast.AST], keys: Set[str]) -> Optional[str]:
+def _untouched(proj, f, fn, call: ast.Call, name: str, attribute: Optional[ast.AST], keys: Set[str]) -> Optional[str]:
     """Why fn may bind `name` again, or write or hand on what it holds (or, `attribute` given, what that attribute
     of it holds) other than to `call`, or None."""
     for node in ast.walk(fn):
         if isinstance(node, ast.Name) and node.id == name:
             if not isinstance(node.ctx, ast.Load):
                 return f"binds `{name}` again"
-            if _exclusive(f, fn, node, call) and not _in_place(f, node) and not _handed_to_writer(f, node):
+            if _exclusive(f, fn, node, call) and not _in_place(f, node) and not _handed_to_writer(proj, f, node, call):
                 continue  # (a write in place in the other branch, or by a call it is handed to, stays for the next
                 # call: rounds S and T)
             why = _use(f, node, call, reach._unparse(attribute) if attribute is not None else name, keys)
@@ -230,17 +230,22 @@ def _untouched(f, fn, call: ast.Call, name: str, attribute: Optional[ast.AST], k
     return None
 
 
-def _handed_to_writer(f, node: ast.Name, depth: int = 0) -> bool:
-    """Is this read of a name an argument of a call of a function (not a method of an object: the engine's dispatch
-    hands the batch to its sibling `self.forward_decode`) that may write it in place: one this file does not define
-    (an import), or one whose parameter it lands in is written in place or handed on so (round T: a layer's other
-    branch masking the shared top-k through `apply_window(topk, start)`)?"""
+def _handed_to_writer(proj, f, node: ast.Name, call: Optional[ast.Call] = None, depth: int = 0) -> bool:
+    """Is this read of a name an argument of a call that may write it in place: a function this file does not
+    define (an import), or one whose parameter it lands in is written in place or handed on so (round T: a layer's
+    other branch masking the shared top-k through `apply_window(topk, start)`); a method of another object not
+    named as the traced call (the engine's hybrid dispatch hands the batch to a sibling backend's `forward_extend`),
+    unless every def of that name in the project leaves the parameter alone (round V: `self.window.apply(topk)`)?"""
     up = f.parents.get(id(node))
     while isinstance(up, (ast.Subscript, ast.Starred)):
         node, up = up, f.parents.get(id(up))
-    if isinstance(up, ast.Call) and node in up.args and isinstance(up.func, ast.Attribute) and not (
+    sibling = isinstance(getattr(call, "func", None), ast.Attribute) and call.func.attr == getattr(
+        getattr(up, "func", None), "attr", None)
+    if isinstance(up, ast.Call) and node in up.args and isinstance(up.func, ast.Attribute) and not sibling and not (
             isinstance(up.func.value, ast.Name) and up.func.value.id == "self"):
-        return True  # another object's method (`self.window.apply(topk)`: round V) may write what it is handed
+        defs = _project_methods(proj, up.func.attr)  # (none: a library object's method, not read)
+        return not defs or any(isinstance(a, ast.Starred) for a in up.args) or any(
+            _param_changed(g, d, up.args.index(node) + 1) for g, d in defs)
     if not (isinstance(up, ast.Call) and node in up.args and isinstance(up.func, ast.Name)):
         return False
     defs = [d for d in f.tree.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == up.func.id]
@@ -251,7 +256,21 @@ def _handed_to_writer(f, node: ast.Name, depth: int = 0) -> bool:
     if place >= len(params):
         return True
     return any(isinstance(n, ast.Name) and n.id == params[place] and (
-        _in_place(f, n) or _handed_to_writer(f, n, depth + 1)) for n in ast.walk(defs[0]))
+        _in_place(f, n) or _handed_to_writer(proj, f, n, None, depth + 1)) for n in ast.walk(defs[0]))
+
+
+def _project_methods(proj, name: str) -> List[Tuple[object, ast.AST]]:
+    """(file, def) for each method of that name a class of the project defines."""
+    return [(g, d) for g in proj.files_naming([name]) for c in g.class_defs for d in c.body
+            if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == name]
+
+
+def _param_changed(f, fdef, place: int) -> bool:
+    """Is fdef's positional parameter at `place` written in place there (or taken by its `*args`)?"""
+    params = [a.arg for a in fdef.args.posonlyargs + fdef.args.args]
+    if place >= len(params):
+        return fdef.args.vararg is not None
+    return any(isinstance(n, ast.Name) and n.id == params[place] and _in_place(f, n) for n in ast.walk(fdef))
 
 
 def _in_place(f, node: ast.Name) -> bool:
