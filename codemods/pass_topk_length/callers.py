@@ -8,7 +8,7 @@ any caller is: a fork's copy of it may sort the rows (round P)."""
 from __future__ import annotations
 
 import ast
-from typing import List, Optional, Set, Tuple
+from typing import List, NamedTuple, Optional, Set, Tuple
 
 from . import reach
 
@@ -115,7 +115,7 @@ def _caller(proj, f, node: ast.AST, fname: str, want: Wanted, named: frozenset =
     for shift in ((0, 1) if _unbound(f, call.func) else (0,)):  # bound, or `Class.method(obj, ...)`
         for param, place, kind in want:
             for source in _arguments(call, param, None if place is None else place + shift, kind, named):
-                why = _handed_root(proj, f, fn, call, source, fname, {p for p, _, _ in want}) or _served(proj, source)
+                why = _handed_root(At(proj, f, fn, call), source, fname, {p for p, _, _ in want}) or _served(proj, source)
                 if why:
                     return at(f"`{reach._unparse(call)[:60]}` in `{fn.name}` {why}")
     why = _sibling_written(f, fn, call)
@@ -177,17 +177,26 @@ def _argument(call: ast.Call, param: str, place: Optional[int]) -> Optional[ast.
     return next((k for k in call.keywords if k.arg is None), None)
 
 
-def _handed_root(proj, f, fn, call: ast.Call, source: ast.AST, fname: str, keys: Set[str]) -> Optional[str]:
+class At(NamedTuple):
+    """A call of the traced function in a file of the project: the project, the file, the function making it."""
+    proj: object
+    f: object
+    fn: ast.AST
+    call: ast.Call
+
+
+def _handed_root(at: At, source: ast.AST, fname: str, keys: Set[str]) -> Optional[str]:
     """Why what the call hands may be other rows than fn was handed, or None: a parameter as it was handed (`q`),
     an attribute of one (`inputs.q`, never of the method's own object), or fn's own `*args`/`**kwargs` handed on
     whole by a function of the same name (an override or a wrapper, whose callers are this walk's)."""
+    f, fn = at.f, at.fn
     star = isinstance(source, (ast.Starred, ast.keyword))
     expr = source.value if star else source
     if star:
         own = fn.args.vararg if isinstance(source, ast.Starred) else fn.args.kwarg
         if own is None or not (isinstance(expr, ast.Name) and expr.id == own.arg) or fn.name != fname and not _entry(f, fn):
             return f"hands `{reach._unparse(source)[:40]}` on: which rows it holds is not traced"
-        return _untouched(proj, f, fn, call, own.arg, None, keys)
+        return _untouched(at, own.arg, None, keys)
     chain = expr
     while isinstance(chain, ast.Attribute):
         chain = chain.value
@@ -196,7 +205,7 @@ def _handed_root(proj, f, fn, call: ast.Call, source: ast.AST, fname: str, keys:
         return f"hands `{reach._unparse(expr)[:40]}`, not a parameter it was handed: its rows are not traced"
     if _method(f, fn) and chain.id == (fn.args.posonlyargs + fn.args.args)[0].arg:
         return f"hands `{reach._unparse(expr)[:40]}`, held on its own object, which any holder may rewrite"
-    return _untouched(proj, f, fn, call, chain.id, expr if chain is not expr else None, keys)
+    return _untouched(at, chain.id, expr if chain is not expr else None, keys)
 
 
 def _served(proj, source: ast.AST) -> Optional[str]:
@@ -212,9 +221,10 @@ def _served(proj, source: ast.AST) -> Optional[str]:
     return None
 
 
-def _untouched(proj, f, fn, call: ast.Call, name: str, attribute: Optional[ast.AST], keys: Set[str]) -> Optional[str]:
+def _untouched(at: At, name: str, attribute: Optional[ast.AST], keys: Set[str]) -> Optional[str]:
     """Why fn may bind `name` again, or write or hand on what it holds (or, `attribute` given, what that attribute
     of it holds) other than to `call`, or None."""
+    proj, f, fn, call = at
     for node in ast.walk(fn):
         if isinstance(node, ast.Name) and node.id == name:
             if not isinstance(node.ctx, ast.Load):
