@@ -2247,3 +2247,16 @@ def test_another_files_caller_hands_the_indices_to_nothing_else_first(tmp_path, 
     (tmp_path / "backend.py").write_text(src)
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("body, fixable", [
+    ("        super().init_forward_metadata_replay_cuda_graph(bs, seq_lens)\n", True),
+    ("        self.forward_metadata = self.graph_metadata[bs]\n", False)])  # round V: the base's update never reached
+def test_a_subclass_overriding_the_replay_reaches_its_update(tmp_path, body, fixable):
+    src = GRAPH_PER_CAPTURE.replace("{capture}", "        " + _FILED).replace("{replay}", "        " + _REPLAYED)
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    (tmp_path / "mtp.py").write_text("from backend import Backend\n\n\nclass MTPBackend(Backend):\n"
+                                     "    def init_forward_metadata_replay_cuda_graph(self, bs, seq_lens):\n" + body)
+    (tmp_path / "backend.py").write_text(src)
+    (site,) = migrate_source(src, str(tmp_path / "backend.py")).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

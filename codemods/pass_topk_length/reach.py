@@ -3098,6 +3098,34 @@ def replay_writes(project: "Project", classes: List[Tuple[_File, ast.ClassDef]],
     return None
 
 
+def replay_overrides(project: "Project", subclasses: List[Tuple[_File, ast.ClassDef]], field: str,
+                     updates: Set[str]) -> Optional[Finding]:
+    """CUDA graphs: a subclass in another file overriding a method that updates `field` in place on replay
+    (`updates`) reaches the base's update (`super().name(...)`, `Base.name(self, ...)`) or writes the field in place
+    itself; else its instances' graphs replay with their capture-time lengths (round V)."""
+    for f, cls in subclasses:
+        for d in cls.body:
+            if not (isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name in updates):
+                continue
+            reaches = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == d.name
+                          for n in ast.walk(d))
+            writes = any(isinstance(n, ast.Attribute) and n.attr == field and _written_in_place(f, n) for n in ast.walk(d))
+            if not reaches and not writes:
+                return Finding(project.rel(f.path), d.lineno, f"`{cls.name}.{d.name}` overrides the replay's update of "
+                               f"`{field}` without reaching it")
+    return None
+
+
+def _written_in_place(f: _File, node: ast.Attribute) -> bool:
+    """`x.field.copy_(...)`, `x.field[...].op_(...)`, `x.field[...] = v`."""
+    up = f.parents.get(id(node))
+    while isinstance(up, ast.Subscript):
+        if not isinstance(up.ctx, ast.Load):
+            return True
+        up = f.parents.get(id(up))
+    return isinstance(up, ast.Attribute) and up.attr.endswith("_") and not up.attr.endswith("__")
+
+
 def _replay_write(node: ast.AST, field: str, held: Set[str]) -> Optional[str]:
     """What one node of a method between replays gives the field or the holder, where it is new (replay_writes)."""
     if isinstance(node, ast.keyword) and node.arg == field:

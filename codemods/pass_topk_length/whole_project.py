@@ -138,7 +138,9 @@ class WholeProject:
                 return (f"{w.what} at {w.where()}: which batch's metadata the callers read from it is not proven; "
                         "pass topk_length by hand")
             for field_name in sorted({m.rsplit(".", 1)[-1] for m in self.metadata}):
-                w = reach.replay_writes(proj, related, field_name, held)
+                updates = {d.name.value for d in self.graph_update_defs() if self._field_targets(d, field_name)}
+                w = reach.replay_writes(proj, related, field_name, held) or reach.replay_overrides(
+                    proj, proj.subclasses(seeds), field_name, updates)
                 if w is not None:
                     return (f"{w.what} at {w.where()} on CUDA-graph replay, while a captured graph keeps reading "
                             "the tensors it was captured with; update them in place (copy_) first")
