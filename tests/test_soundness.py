@@ -2253,7 +2253,10 @@ def test_another_files_caller_hands_the_indices_to_nothing_else_first(tmp_path, 
     ("        super().init_forward_metadata_replay_cuda_graph(bs, seq_lens)\n", True),
     ("        self.forward_metadata = self.graph_metadata[bs]\n", False)])  # round V: the base's update never reached
 def test_a_subclass_overriding_the_replay_reaches_its_update(tmp_path, body, fixable):
-    src = GRAPH_PER_CAPTURE.replace("{capture}", "        " + _FILED).replace("{replay}", "        " + _REPLAYED)
+    # (the lengths through a local: a parameter another file's def also names is not read, whoever calls it)
+    replay = _REPLAYED.replace(_CLIP, "cache_seqlens.clamp(max=self.dsa_index_topk)")
+    src = GRAPH_PER_CAPTURE.replace("{capture}", "        " + _FILED).replace(
+        "{replay}", "        cache_seqlens = seq_lens.to(torch.int32)\n        " + replay)
     (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
     (tmp_path / "mtp.py").write_text("from backend import Backend\n\n\nclass MTPBackend(Backend):\n"
                                      "    def init_forward_metadata_replay_cuda_graph(self, bs, seq_lens):\n" + body)
