@@ -2265,3 +2265,26 @@ def test_a_subclass_overriding_the_replay_reaches_its_update(tmp_path, body, fix
     (tmp_path / "backend.py").write_text(src)
     (site,) = migrate_source(src, str(tmp_path / "backend.py")).sites
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_OWN_WRAPPER = """# Fork backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk.
+from fork_ops import flash_mla_sparse_fwd
+
+
+def attend(q, kv, indices, scale, metadata):
+    return flash_mla_sparse_fwd(q, kv, indices, scale)
+"""
+
+
+@pytest.mark.parametrize("signature, handed, fixable", [
+    ("d_v=512, attn_sink=None, topk_length=None", "d_v, attn_sink, topk_length", True),
+    ("topk_length=None, d_v=512", "topk_length, d_v", False)])  # round V: the wrapper's own order lands it in d_v
+def test_a_wrapper_hands_topk_length_where_the_op_takes_it(tmp_path, signature, handed, fixable):
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    (tmp_path / "fork_ops.py").write_text(
+        "import sgl_kernel.flash_mla as fm\n\n\n"
+        f"def flash_mla_sparse_fwd(q, kv, indices, sm_scale, {signature}):\n"
+        f"    return fm.flash_mla_sparse_fwd(q, kv, indices, sm_scale, {handed})\n")
+    (tmp_path / "backend.py").write_text(_OWN_WRAPPER)
+    (site,) = migrate_source(_OWN_WRAPPER, str(tmp_path / "backend.py")).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -19,7 +19,7 @@ from topk_migrate.cst.resolve import CallInfo, dotted
 from topk_migrate.model import Capability
 
 from . import attributes, reach
-from .quick import PARAM, expand, is_kernel, is_op_level
+from .quick import ENTRY_POINTS, OP_TOPK_LENGTH_POSITION, PARAM, expand, is_kernel, is_op_level
 from .syntax import _as_ast, _code, _is_attr, _is_name, _is_none, _root, assigned_target, name_reads
 
 
@@ -102,6 +102,20 @@ def _assigns_self_attribute(stmt: cst.CSTNode) -> bool:
     return isinstance(target, cst.Attribute) and _is_name(target.value, "self")
 
 
+def _misplaced_length(call: ast.Call, name: str, where: str) -> Optional[str]:
+    """A wrapper handing its `topk_length` on by position lands it where the op it calls takes it (the kernel's
+    seventh: q, kv, indices, sm_scale, d_v, attn_sink, topk_length), or hands it by keyword (round V: a wrapper in
+    its own order, `(q, kv, indices, sm_scale, topk_length, d_v)`, lands it in `d_v`)."""
+    inner = reach._unparse(call.func).rsplit(".", 1)[-1]
+    for i, arg in enumerate(call.args):
+        if isinstance(arg, ast.Name) and arg.id == PARAM and i != ENTRY_POINTS.get(inner, OP_TOPK_LENGTH_POSITION if
+                                                                                 is_op_level(inner) else None):
+            return (f"`{name}` is defined in this project ({where}) and hands `{PARAM}` to `{inner}` as its argument "
+                    f"{i + 1} by position, where that op may take another parameter; hand it on by keyword "
+                    f"(`{PARAM}={PARAM}`), or pass topk_length by hand")
+    return None
+
+
 class CalleeIdentity:
     """docs/soundness.md `callee-identity` (a mixin of analysis._Analysis)."""
 
@@ -117,7 +131,7 @@ class CalleeIdentity:
             return (f"`{name}` is defined in this project ({where}) and {what}: the rows or indices the kernel gets "
                     "may not be the ones topk_length is computed for; pass topk_length by hand, or make it a plain "
                     "wrapper that hands its arguments on unchanged")
-        return None  # what it takes, the gate decided (its signature, or a declaration of its module)
+        return _misplaced_length(call, name, where)  # (what it takes, the gate decided: its signature, its module)
 
     def kernel_calls(self) -> List[CallInfo]:
         """The module's kernel calls: by the kernel's name, and through a name every binding of which that reaches
