@@ -2288,3 +2288,16 @@ def test_a_wrapper_hands_topk_length_where_the_op_takes_it(tmp_path, signature, 
     (tmp_path / "backend.py").write_text(_OWN_WRAPPER)
     (site,) = migrate_source(_OWN_WRAPPER, str(tmp_path / "backend.py")).sites
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("build, fixable", [
+    ("Meta(dsa_cache_seqlens_int32=forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))", True),
+    ("Meta(forward_batch.seq_lens.to(torch.int32), None)", False)])  # round V: by position, outside the project
+def test_a_record_from_outside_the_project_is_built_by_keyword(tmp_path, build, fixable):
+    src = CLIPPED_HOLDER.replace("from dataclasses import dataclass\n", "from dataclasses import dataclass\n"
+                                 "from engine_lib.records import Meta\n").replace(
+        "            " + _PLAN_LINE + "\n                max=self.dsa_index_topk).to(torch.int32))",
+        "            self.forward_metadata = " + build)
+    assert build in src
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -12,6 +12,7 @@ from libcst.helpers import get_full_name_for_node
 from libcst.metadata import FunctionScope
 
 from topk_migrate import bounded, project
+from topk_migrate.cst.resolve import dotted
 
 from . import reach
 from .rows import (
@@ -264,6 +265,28 @@ class FieldMeaning:
                         f"the top-k width ({CLIP_HOW}); pass topk_length by hand")
             return self._shared_by_copy(field_name)
         return self.index(f"unclipped:{field_name}", build)
+
+    def built_outside(self) -> Optional[str]:
+        """The holder given a class's construction by position where the class is outside the project (the
+        engine's record): which argument lands in the field is not read (round V)."""
+        def build() -> Optional[str]:
+            held = self.held_attributes()
+            for n, t, v in (x for d in self.find(cst.FunctionDef) for x in self._writes_in(d)):
+                values = [v] if not isinstance(v, cst.Name) else self.tree.assigned_values(v, v.value) or []
+                for value in values:
+                    if isinstance(t, cst.Attribute) and t.attr.value in held and isinstance(value, cst.Call) \
+                            and any(not a.keyword and not a.star for a in value.args) and self._outside_class(value):
+                        return (f"line {self.tree.line(n)} gives the holder `{_code(value.func).strip()}(...)` by position, "
+                                "a class outside the project: which argument lands in the lengths field is not read; "
+                                "build it by keyword, or pass topk_length by hand")
+            return None
+        return self.index("built-outside", build)
+
+    def _outside_class(self, call: cst.Call) -> bool:
+        """A capitalised callee the module imports from outside the project."""
+        name = dotted(call.func) or ""
+        return name.rsplit(".", 1)[-1][:1].isupper() and name.partition(".")[0] in self.facts.imports \
+            and self.outside_project(self.expand(name))
 
     def clipped_fields_read(self, field_name: str) -> Optional[str]:
         """A read of another field the engine keeps clipped (CLIPPED_FIELDS: `batch.dsa_cache_seqlens`) is

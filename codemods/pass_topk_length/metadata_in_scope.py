@@ -52,7 +52,7 @@ class MetadataInScope:
                 why = self.unclipped_write(field_name) or self.clipped_fields_read(field_name) \
                     or self.replaced_field(field_name) \
                     or self.replay_replaces(field_name) or self.replay_updates(field_name) \
-                    or self.capture_files(field_name)
+                    or self.capture_files(field_name) or self.built_outside()
             if why is None and owner is not None:
                 why = self._deferred(owner, node) or self._two_batches(owner, node) \
                     or self.planned_in_graph(owner, expr.rsplit(".", 1)[1]) or self._refreshed(owner, b.assignments[0], expr.rsplit(".", 1)[1]) \
