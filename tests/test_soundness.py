@@ -2168,9 +2168,14 @@ def test_an_engine_method_name_is_the_engines_only_where_the_project_defines_non
     # round V: the replay hook given another value on the instance
     (_REPLAYED, "        self.init_forward_metadata_replay_cuda_graph = self.forward\n", False),
     # round V: the table a class attribute every instance shares
-    (_REPLAYED, "    graph_metadata = {}\n", False)])
+    (_REPLAYED, "    graph_metadata = {}\n", False),
+    # round V: records listed in capture order, read back by another index
+    ("md = self.graph_metadata[sorted(self.sizes).index(bs)]\n        md.dsa_cache_seqlens_int32.copy_(" + _CLIP + ")\n"
+     "        self.forward_metadata = md", "", False)])
 def test_every_replay_updates_the_table_it_owns(tmp_path, replay, extra, fixable):
-    src = GRAPH_PER_CAPTURE.replace("{capture}", "        " + _FILED).replace("{replay}", "        " + replay)
+    capture = _FILED.replace("self.graph_metadata[bs] = md", "self.graph_metadata.append(md)") if "index(bs)" in replay \
+        else _FILED
+    src = GRAPH_PER_CAPTURE.replace("{capture}", "        " + capture).replace("{replay}", "        " + replay)
     if extra.startswith("        "):
         src = src.replace("        self.graph_metadata = {}\n", "        self.graph_metadata = {}\n" + extra)
     elif extra:

@@ -15,6 +15,8 @@ from . import reach
 from .graph_replay import _is_attr_of_self, _self_root_attr
 from .syntax import _code, _is_name
 
+# methods that file into a container by place, not by key
+_BY_PLACE = {"append", "insert", "extend", "appendleft"}
 # calls that make a new, empty container
 _FRESH_CONTAINERS = {"dict", "list", "defaultdict", "OrderedDict"}
 
@@ -75,6 +77,11 @@ class CaptureFiling:
                             f"(`self.{table} = {{}}`), or pass topk_length by hand")
         if not self.find(cst.Subscript, lambda x: _is_attr_of_self(x.value) and x.value.attr.value == table):
             return None  # (one object kept, not a table of them: the bundled example's `self._graph_metadata`)
+        for call in self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute) and c.func.attr.value in _BY_PLACE
+                              and _is_attr_of_self(c.func.value) and c.func.value.attr.value == table):
+            return (f"line {self.tree.line(call)} files into `self.{table}` by place (`{call.func.attr.value}`): the key replay reads "
+                    "a record back by is not the one it was filed under (round V: a list in capture order read by a "
+                    f"sorted index); key it by batch size (`self.{table}[bs] = md`), or pass topk_length by hand")
         bindings = [t for t in self.targets_named(table) if isinstance(t.target, cst.Attribute)
                     and _is_attr_of_self(t.target)]
         for t in bindings:
