@@ -1426,23 +1426,10 @@ def row_hazard(tree: Tree, expr: cst.BaseExpression, batch_scope=None, hooks: Ho
 INDEX_KEEPING = {
     "to": "dtype/device", "int": "dtype", "long": "dtype", "contiguous": "layout", "clone": "a copy",
     "detach": "the same tensor", "cuda": "device", "type": "dtype",
-    "view": "topk_indices.view(..., topk_indices.shape[-1]): each row's last size kept", "reshape": "as view",
+    "view": "sglang: topk_indices.view(...) between [s, 1, k] and [s, k]", "reshape": "as view",
     "unsqueeze": "sglang dsa/nsa_backend: page_table_1.unsqueeze(1) for the kernel's [s, 1, k]",
     "squeeze": "the inverse of unsqueeze(1)",
 }
-def _keeps_last_size(call: cst.Call, receiver: cst.BaseExpression) -> bool:
-    """A view or reshape whose last size is the tensor's own (`x.view(s, 1, x.shape[-1])`, `x.size(-1)`), or a
-    dtype view (`x.view(torch.int32)`: judged by _other_dtype): each row's entries stay that row's, in order."""
-    args = [a.value for a in call.args if not a.keyword]
-    if len(args) == 1 and isinstance(args[0], (cst.Tuple, cst.List)):
-        args = [el.value for el in args[0].elements]
-    if len(args) == 1 and isinstance(args[0], cst.Attribute) and not isinstance(args[0].value, cst.Subscript):
-        return True  # (a dtype: `torch.int32`)
-    last = _code(args[-1]).replace(" ", "") if args else ""
-    own = _code(receiver).replace(" ", "")
-    return last in (f"{own}.shape[-1]", f"{own}.size(-1)")
-
-
 # Engine transforms on the indices' flow, by the name they are imported as from sglang or sgl_kernel
 # (functions) or called by on an engine object (methods): each maps valid entries and keeps -1 as -1.
 INDEX_KEEPING_FUNCTIONS = {
@@ -1755,9 +1742,6 @@ class IndexTrace:
                 return f"`{_code(e)}` changes which top-k entries are valid"
             if op in NO_DATA_METHODS:
                 return None
-            if op in ("view", "reshape") and not _keeps_last_size(e, receiver):
-                return (f"`{_code(e)}` may merge a row's segments into one row (its last size is not "
-                        f"`{_code(receiver)}.shape[-1]`): -1 entries between valid ones (round V)")
             if op in INDEX_KEEPING:
                 return _other_dtype(e) or self.hazard(receiver)
             if op in INDEX_KEEPING_ENGINE_METHODS and self._forked(op):
