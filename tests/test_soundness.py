@@ -2042,9 +2042,15 @@ def test_a_field_named_like_the_clipped_lengths_is_read_as_them_only_where_each_
 @pytest.mark.parametrize("forward, fixable", [
     ("    def forward(self, q, kv, indices, sm_scale):\n        metadata = self.forward_metadata\n"
      "        return self._forward_flashmla_sparse(q, kv, indices, sm_scale)\n", True),
-    # round U's u_deferred_launch_after_inplace_replan: the launch runs whenever the lambda is called
+    # round U's s_deferred_launch_fresh_record_per_step: the lambda reads the record bound before, a new one each step
     ("    def forward(self, q, kv, indices, sm_scale):\n        metadata = self.forward_metadata\n"
-     "        return lambda: self._forward_flashmla_sparse(q, kv, indices, sm_scale)\n", False),
+     "        return lambda: self._forward_flashmla_sparse(q, kv, indices, sm_scale)\n", True),
+    # round U's u_deferred_launch_after_inplace_replan: the launch runs whenever the lambda is called, after a plan
+    # written in place into the record it reads
+    ("    def forward(self, q, kv, indices, sm_scale):\n        metadata = self.forward_metadata\n"
+     "        return lambda: self._forward_flashmla_sparse(q, kv, indices, sm_scale)\n\n"
+     "    def replan(self, seq_lens):\n        self.forward_metadata.dsa_cache_seqlens_int32.copy_("
+     "seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))\n", False),
     # round V: a coroutine's body runs after its call handed it the rows, and gives way at each await
     ("    async def forward(self, q, kv, indices, sm_scale):\n        metadata = self.forward_metadata\n"
      "        await self.kv_ready.wait()\n        return self._forward_flashmla_sparse(q, kv, indices, sm_scale)\n", False),

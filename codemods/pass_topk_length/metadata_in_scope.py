@@ -3,6 +3,7 @@ the call, in the function that passes it, and is a parameter or a plain read of 
 module serves through code (metadata_at, which asks the other statements about the field it finds)."""
 from __future__ import annotations
 
+import ast
 from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
@@ -12,6 +13,7 @@ from libcst.metadata import FunctionScope
 from topk_migrate.cst.resolve import dotted
 from topk_migrate.cst.scopecheck import root_binding
 
+from . import reach
 from .syntax import _code, _is_name, bound_targets, constructor_call
 
 _PLAIN_READS = {"isinstance", "getattr", "hasattr", "id", "type", "len", "print", "repr", "str", "vars", "dir"}  # (read; what
@@ -54,7 +56,7 @@ class MetadataInScope:
                     or self.replay_replaces(field_name) or self.replay_updates(field_name) \
                     or self.capture_files(field_name) or self.built_outside()
             if why is None and owner is not None:
-                why = self._deferred(owner, node) or self._two_batches(owner, node) \
+                why = self._deferred(owner, node, expr.rsplit(".", 1)[1]) or self._two_batches(owner, node) \
                     or self.planned_in_graph(owner, expr.rsplit(".", 1)[1]) or self._refreshed(owner, b.assignments[0], expr.rsplit(".", 1)[1]) \
                     or self._staged_here(owner, root, expr.rsplit(".", 1)[1])
             if why is None:
@@ -139,13 +141,14 @@ class MetadataInScope:
                         "(a hook, a callback): it may refresh the metadata (round T); pass topk_length by hand")
         return None
 
-    def _deferred(self, owner: cst.FunctionDef, node: cst.CSTNode) -> Optional[str]:
+    def _deferred(self, owner: cst.FunctionDef, node: cst.CSTNode, field_name: str) -> Optional[str]:
         """The metadata and the rows must be one step's: the body of a generator or a coroutine runs after its
         call handed it the rows, and gives way at each `yield`/`await` (another micro-batch's stage may plan in
-        between: round V); a lambda or a nested def launching the kernel runs whenever it is called (round U's
-        u_deferred_launch_after_inplace_replan)."""
+        between: round V); a lambda or a nested def launching the kernel runs whenever it is called, and reads the
+        field of the object bound before, which a plan written in place may have changed by then (round U's
+        u_deferred_launch_after_inplace_replan; a new record each step leaves it as it was)."""
         inner = next((a for a in self.tree.ancestors(node) if isinstance(a, (cst.Lambda, cst.FunctionDef))), owner)
-        if inner is not owner and self._escapes(owner, inner):
+        if inner is not owner and self._escapes(owner, inner) and self._written_in_place(field_name):
             return (f"the call at line {self.tree.line(node)} is inside a {'lambda' if isinstance(inner, cst.Lambda) else 'nested def'}"
                     f" of {owner.name.value}, which runs whenever it is called: the metadata may be another step's "
                     "by then; call it where the metadata is bound, or pass topk_length by hand")
@@ -174,6 +177,16 @@ class MetadataInScope:
                         "two sets of q and indices (two micro-batches, a target and its draft) cannot both be; "
                         "bind each its own plan, or pass topk_length by hand")
         return None
+
+    def _written_in_place(self, field_name: str) -> bool:
+        """Does this module or another file of the project write the field's tensor in place (`copy_`, an in-place
+        op, a slice assigned)?"""
+        proj = self.project()
+        own = proj.checked_file(self.source)
+        return bool(self._field_copies(field_name)) or any(
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr.endswith("_")
+            or value is None and not isinstance(node, ast.Constant)
+            for _, node, value in reach.field_writes(proj, field_name, own))
 
     def _escapes(self, owner: cst.FunctionDef, inner: cst.CSTNode) -> bool:
         """May the lambda or nested def run after owner returns (returned, stored, handed on), rather than only
