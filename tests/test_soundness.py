@@ -1488,6 +1488,17 @@ class Backend:
     def _forward_flashmla_sparse(self, q, kv, indices, sm_scale):
         return flash_mla_sparse_fwd(q=q, kv=kv, indices=indices, sm_scale=sm_scale)[0]
 """
+# the indices handed to forward as a parameter (its callers in other files hand them)
+HANDED_INDICES = BATCH_ATTRIBUTE.replace("def forward(self, q, kv, forward_batch, scale):",
+                                         "def forward(self, q, kv, topk_indices, scale):").replace(
+    "forward_batch.topk_indices", "topk_indices")
+
+
+def _site(tmp_path, src, **kwargs):
+    """The one site of backend.py (written beside the other files the test wrote) as migrate_source decides it."""
+    (tmp_path / "backend.py").write_text(src)
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), **kwargs).sites
+    return site
 
 
 @pytest.mark.parametrize("batch, fixable", [
@@ -1541,8 +1552,7 @@ def test_a_caller_writing_the_entry_of_kwargs_the_function_reads_is_seen(tmp_pat
 def test_a_callers_keyword_named_as_an_override_names_the_place_is_traced(tmp_path, keyword, fixable):
     """Round T's u_override_renamed_param_keyword_caller: a subclass in another file renames the indices' parameter;
     a caller's keyword of that name lands there on its instances."""
-    src = BATCH_ATTRIBUTE.replace("def forward(self, q, kv, forward_batch, scale):", "def forward(self, q, kv, topk_indices, scale):") \
-        .replace("forward_batch.topk_indices", "topk_indices")
+    src = HANDED_INDICES
     (tmp_path / "mtp.py").write_text(
         "from backend import Backend\n\n\nclass MTPBackend(Backend):\n    def forward(self, q, kv, indices, scale):\n"
         "        return super().forward(q, kv, indices, scale)\n\n\n"
@@ -1678,8 +1688,7 @@ def test_another_classs_annotation_of_the_holder_says_nothing_of_this_one(tmp_pa
 def test_a_method_read_off_a_calls_result_may_be_unbound(tmp_path, receiver):
     """Round U's u_registry_lookup_unbound_call: `registry.get(name).forward(backend, ...)` may be the class's
     function called with the instance first; both readings of the arguments are checked."""
-    src = BATCH_ATTRIBUTE.replace("def forward(self, q, kv, forward_batch, scale):", "def forward(self, q, kv, topk_indices, scale):") \
-        .replace("forward_batch.topk_indices", "topk_indices")
+    src = HANDED_INDICES
     (tmp_path / "runner.py").write_text(
         f"def run(registry, name, backend, q, kv, topk, scale):\n    return {receiver}.forward(backend, q, kv, "
         "topk.sort(dim=-1).values, scale)\n")
@@ -1742,8 +1751,7 @@ def test_a_metaclass_of_a_base_in_another_file_is_read(tmp_path, meta, fixable):
     ("import wrapt\n\n\nclass Balanced(wrapt.ObjectProxy):\n    def forward(self, q, kv, topk_indices, scale):\n"
      "        return q\n", True)])
 def test_a_self_call_in_a_class_whose_lookup_may_forward_is_a_caller(tmp_path, wrapper, fixable):
-    src = BATCH_ATTRIBUTE.replace("def forward(self, q, kv, forward_batch, scale):", "def forward(self, q, kv, topk_indices, scale):") \
-        .replace("forward_batch.topk_indices", "topk_indices")
+    src = HANDED_INDICES
     (tmp_path / "balanced.py").write_text(
         wrapper + "\n\nclass Runner(Balanced):\n    def step(self, q, kv, topk, scale):\n"
         "        order = topk[:, 0, 0].argsort()\n        return self.forward(q[order], kv, topk[order], scale)\n")
@@ -1809,8 +1817,7 @@ def test_a_record_given_another_records_field_tensor_shares_it(tmp_path, second,
     ('def run(backend, q, kv, topk, scale):\n    print("forward", q.shape)\n    return None\n', True)])
 def test_a_method_name_kept_in_a_table_is_a_lookup(tmp_path, runner, fixable):
     """Round U's u_dispatch_table_method_name; a string handed to a call (a label) is not."""
-    src = BATCH_ATTRIBUTE.replace("def forward(self, q, kv, forward_batch, scale):", "def forward(self, q, kv, topk_indices, scale):") \
-        .replace("forward_batch.topk_indices", "topk_indices")
+    src = HANDED_INDICES
     (tmp_path / "runner.py").write_text(runner)
     (tmp_path / "backend.py").write_text(src)
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
@@ -1849,8 +1856,7 @@ def test_a_class_made_at_run_time_in_the_module_may_override_the_helper(tmp_path
                                             ("n = int(topk_2d.max())", True)])
 def test_a_caller_writing_a_sibling_of_the_indices_in_place_is_seen(tmp_path, write, fixable):
     """Round U's u_module_caller_masks_sibling_view (this module) and u_other_file_caller_masks_sibling_param."""
-    src = BATCH_ATTRIBUTE.replace("def forward(self, q, kv, forward_batch, scale):", "def forward(self, q, kv, topk_indices, scale):") \
-        .replace("forward_batch.topk_indices", "topk_indices")
+    src = HANDED_INDICES
     here = src + ("\n    def forward_decode(self, q, kv, topk_indices, topk_2d, scale):\n"
                   f"        {write}\n        return self.forward(q, kv, topk_indices, scale)\n")
     (site,) = migrate_source(here, str(tmp_path / "backend.py"), kernel=KERNEL).sites
@@ -2005,7 +2011,7 @@ def test_a_metadata_class_that_hands_back_an_earlier_object_refuses(tmp_path, de
     graph's and the eager path's) metadata are one object."""
     src = CLIPPED_HOLDER.replace("@dataclass\nclass DSAMetadata:\n", _POOL + declaration)
     assert declaration in src
-    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    site = _site(tmp_path, src, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
 
 
@@ -2033,8 +2039,7 @@ def test_a_field_named_like_the_clipped_lengths_is_read_as_them_only_where_each_
     src = ANNOTATED_HOLDER.format(extend="DSAMetadata(dsa_cache_seqlens_int32=forward_batch.dsa_cache_seqlens)")
     (tmp_path / "batch.py").write_text(f"import torch\n\n\nclass HybridForwardBatch:\n    def __init__(self, seq_lens, topk):\n"
                                        f"        self.dsa_cache_seqlens = {value}\n")
-    (tmp_path / "backend.py").write_text(src)
-    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    site = _site(tmp_path, src, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
     assert fixable or "batch.py:6 gives `dsa_cache_seqlens`" in site.reason
 
@@ -2062,7 +2067,7 @@ def test_a_launch_that_runs_later_than_the_metadata_is_bound_refuses(tmp_path, f
              "        return self._forward_flashmla_sparse(q, kv, indices, sm_scale)\n")
     src = CLIPPED_HOLDER.replace(plain, forward)
     assert forward in src
-    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    site = _site(tmp_path, src, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
 
 
@@ -2074,13 +2079,11 @@ def test_a_launch_that_runs_later_than_the_metadata_is_bound_refuses(tmp_path, f
 def test_an_attribute_another_files_caller_hands_is_what_every_file_makes_it(tmp_path, batch, fixable):
     """Round V's u_caller_attr_property_other_file / u_caller_attr_dataclass_post_init_sorts: a layer handing
     `forward_batch.topk_indices` hands what the batch class serves, read as the module's own reads are."""
-    src = BATCH_ATTRIBUTE.replace("def forward(self, q, kv, forward_batch, scale):", "def forward(self, q, kv, topk_indices, scale):") \
-        .replace("forward_batch.topk_indices", "topk_indices")
+    src = HANDED_INDICES
     (tmp_path / "batch_info.py").write_text("class ForwardBatch:\n" + batch)
     (tmp_path / "layer.py").write_text("def run(backend, q, kv, forward_batch, scale):\n"
                                        "    return backend.forward(q, kv, forward_batch.topk_indices, scale)\n")
-    (tmp_path / "backend.py").write_text(src)
-    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    site = _site(tmp_path, src, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
     assert fixable or "hands `forward_batch.topk_indices`" in site.reason, site.reason
 
@@ -2118,29 +2121,19 @@ def test_a_width_fixed_as_a_number_anywhere_is_no_width(tmp_path, width, head, b
     src = head + _WIDTH_PLAN.replace("{width}", width).replace("class Backend:\n", "class Backend:\n" + body) + tail
     if other:
         (tmp_path / "fork_constants.py").write_text(other)
-    (tmp_path / "backend.py").write_text(src)
-    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    site = _site(tmp_path, src, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
 
 
-_TRANSLATED = """\
-\"\"\"Fork backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk.\"\"\"
-from sgl_kernel.flash_mla import flash_mla_sparse_fwd
-
-
-class Backend:
-    def __init__(self, metadata, token_to_kv_pool):
-        self.forward_metadata = metadata
-        self.token_to_kv_pool = token_to_kv_pool
-
-    def forward(self, q, kv, topk_indices, scale):
-        metadata = self.forward_metadata
-        indices = self.token_to_kv_pool.translate_loc_to_hisparse_device(topk_indices)
-        return self._forward_flashmla_sparse(q, kv, indices, scale)
-
-    def _forward_flashmla_sparse(self, q, kv, indices, sm_scale):
-        return flash_mla_sparse_fwd(q=q, kv=kv, indices=indices, sm_scale=sm_scale)[0]
-"""
+_TRANSLATED = BATCH_ATTRIBUTE.replace(
+    "    def __init__(self, metadata):\n        self.forward_metadata = metadata\n",
+    "    def __init__(self, metadata, token_to_kv_pool):\n        self.forward_metadata = metadata\n"
+    "        self.token_to_kv_pool = token_to_kv_pool\n").replace(
+    "    def forward(self, q, kv, forward_batch, scale):\n        metadata = self.forward_metadata\n"
+    "        return self._forward_flashmla_sparse(q, kv, forward_batch.topk_indices, scale)\n",
+    "    def forward(self, q, kv, topk_indices, scale):\n        metadata = self.forward_metadata\n"
+    "        indices = self.token_to_kv_pool.translate_loc_to_hisparse_device(topk_indices)\n"
+    "        return self._forward_flashmla_sparse(q, kv, indices, scale)\n")
 
 
 @pytest.mark.parametrize("where, fixable", [
@@ -2194,7 +2187,7 @@ def test_every_replay_updates_the_table_it_owns(tmp_path, replay, extra, fixable
 def test_a_class_decorator_may_hand_back_a_pool(tmp_path, decorator, fixable):
     src = CLIPPED_HOLDER.replace("@dataclass\nclass DSAMetadata:", decorator + "class DSAMetadata:") + \
         "\n\ndef pooled_per_size(cls):\n    return cls\n"
-    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    site = _site(tmp_path, src, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
 
 
@@ -2229,7 +2222,7 @@ def test_the_clip_operand_is_these_rows_lengths(tmp_path, plan, fixable):
     operand = "self.seq_lens" if plan == "{plan}" else "seq_lens"
     new = plan.replace("{plan}", f"self.forward_metadata = DSAMetadata(dsa_cache_seqlens_int32={operand}.clamp(")
     src = src.replace(line, "            " + new)
-    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    site = _site(tmp_path, src, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
 
 
@@ -2240,7 +2233,7 @@ def test_a_merge_puts_nothing_where_the_indices_are_invalid(tmp_path, merge, fix
     src = _TRANSLATED.replace("self.token_to_kv_pool.translate_loc_to_hisparse_device(topk_indices)", merge) \
         .replace("def forward(self, q, kv, topk_indices, scale):", "def forward(self, q, kv, topk_indices, scale, window_indices=None):")
     src = "import torch\n" + src
-    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    site = _site(tmp_path, src, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
 
 
@@ -2252,11 +2245,9 @@ def test_a_merge_puts_nothing_where_the_indices_are_invalid(tmp_path, merge, fix
     ("def run(backend, window, q, kv, topk, scale):\n    if window is not None:\n        window.apply(topk)\n"
      "        return q\n    else:\n        return backend.forward(q, kv, topk, scale)\n", False)])
 def test_another_files_caller_hands_the_indices_to_nothing_else_first(tmp_path, layer, fixable):
-    src = BATCH_ATTRIBUTE.replace("def forward(self, q, kv, forward_batch, scale):", "def forward(self, q, kv, topk_indices, scale):") \
-        .replace("forward_batch.topk_indices", "topk_indices")
+    src = HANDED_INDICES
     (tmp_path / "layer.py").write_text(layer)
-    (tmp_path / "backend.py").write_text(src)
-    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    site = _site(tmp_path, src, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
 
 
@@ -2308,5 +2299,5 @@ def test_a_record_from_outside_the_project_is_built_by_keyword(tmp_path, build, 
         "            " + _PLAN_LINE + "\n                max=self.dsa_index_topk).to(torch.int32))",
         "            self.forward_metadata = " + build)
     assert build in src
-    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    site = _site(tmp_path, src, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
