@@ -65,9 +65,14 @@ class CaptureFiling:
         return None
 
     def _shared_table(self, table: str) -> Optional[str]:
-        """A table replay reads is a container the backend makes for itself (`self.T = {}` in a method): one bound
-        in the class body, or to an object made elsewhere (a class's registry its records file themselves in),
-        is shared with other instances or filled by other code (round V)."""
+        """A table replay reads is a container the backend makes for itself (`self.T = {}` in a method), filed by
+        key: one bound in the class body is every instance's, one made elsewhere is filled by other code, one
+        filed by place is read back by another key (round V)."""
+        if not self.find(cst.Subscript, lambda x: _is_attr_of_self(x.value) and x.value.attr.value == table):
+            return self._class_level(table)  # (one object kept, not a table: the bundled example's `_graph_metadata`)
+        return self._class_level(table) or self._filed_by_place(table) or self._made_elsewhere(table)
+
+    def _class_level(self, table: str) -> Optional[str]:
         for line in (x for c in self.find(cst.ClassDef) for x in c.body.body if isinstance(x, cst.SimpleStatementLine)):
             for n in line.body:
                 if isinstance(n, (cst.Assign, cst.AnnAssign)) and any(_is_name(t, table) for t in (
@@ -75,16 +80,18 @@ class CaptureFiling:
                     return (f"`{table}` is bound in a class body (line {self.tree.line(n)}): every instance (a draft "
                             "backend's too) shares the CUDA-graph table replay reads; make it per instance "
                             f"(`self.{table} = {{}}`), or pass topk_length by hand")
-        if not self.find(cst.Subscript, lambda x: _is_attr_of_self(x.value) and x.value.attr.value == table):
-            return None  # (one object kept, not a table of them: the bundled example's `self._graph_metadata`)
+        return None
+
+    def _filed_by_place(self, table: str) -> Optional[str]:
         for call in self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute) and c.func.attr.value in _BY_PLACE
                               and _is_attr_of_self(c.func.value) and c.func.value.attr.value == table):
-            return (f"line {self.tree.line(call)} files into `self.{table}` by place (`{call.func.attr.value}`): the key replay reads "
-                    "a record back by is not the one it was filed under (round V: a list in capture order read by a "
-                    f"sorted index); key it by batch size (`self.{table}[bs] = md`), or pass topk_length by hand")
-        bindings = [t for t in self.targets_named(table) if isinstance(t.target, cst.Attribute)
-                    and _is_attr_of_self(t.target)]
-        for t in bindings:
+            return (f"line {self.tree.line(call)} files into `self.{table}` by place (`{call.func.attr.value}`): the key "
+                    "replay reads a record back by is not the one it was filed under (a list in capture order read by "
+                    f"a sorted index); key it by batch size (`self.{table}[bs] = md`), or pass topk_length by hand")
+        return None
+
+    def _made_elsewhere(self, table: str) -> Optional[str]:
+        for t in (t for t in self.targets_named(table) if isinstance(t.target, cst.Attribute) and _is_attr_of_self(t.target)):
             value = getattr(t if isinstance(t, cst.AnnAssign) else self.tree.parent.get(t), "value", None)
             if not (isinstance(value, (cst.Dict, cst.List)) or _is_name(value, "None") or isinstance(value, cst.Call) and (
                     get_full_name_for_node(value.func) or "").rsplit(".", 1)[-1] in _FRESH_CONTAINERS):

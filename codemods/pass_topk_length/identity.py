@@ -103,13 +103,13 @@ def _assigns_self_attribute(stmt: cst.CSTNode) -> bool:
 
 
 def _misplaced_length(call: ast.Call, name: str, where: str) -> Optional[str]:
-    """A wrapper handing its `topk_length` on by position lands it where the op it calls takes it (the kernel's
-    seventh: q, kv, indices, sm_scale, d_v, attn_sink, topk_length), or hands it by keyword (round V: a wrapper in
-    its own order, `(q, kv, indices, sm_scale, topk_length, d_v)`, lands it in `d_v`)."""
+    """A wrapper handing its `topk_length` on by position lands it where the op it calls takes it (an entry point's
+    place, else the op's seventh: q, kv, indices, sm_scale, d_v, attn_sink, topk_length), or hands it by keyword
+    (round V: a wrapper in its own order, `(q, kv, indices, sm_scale, topk_length, d_v)`, lands it in `d_v`)."""
     inner = reach._unparse(call.func).rsplit(".", 1)[-1]
+    place = ENTRY_POINTS.get(inner, OP_TOPK_LENGTH_POSITION)  # (an op, or a name for it: the op's order)
     for i, arg in enumerate(call.args):
-        if isinstance(arg, ast.Name) and arg.id == PARAM and i != ENTRY_POINTS.get(inner, OP_TOPK_LENGTH_POSITION if
-                                                                                 is_op_level(inner) else None):
+        if isinstance(arg, ast.Name) and arg.id == PARAM and i != place:
             return (f"`{name}` is defined in this project ({where}) and hands `{PARAM}` to `{inner}` as its argument "
                     f"{i + 1} by position, where that op may take another parameter; hand it on by keyword "
                     f"(`{PARAM}={PARAM}`), or pass topk_length by hand")
