@@ -488,7 +488,7 @@ class FieldMeaning:
         """("local", each value the module assigns to `x.attr`, None for `+=` or an unpacking), or ("", None)
         where the module assigns none (a base class or another file sets it: judged by its name)."""
         targets = self.targets_named(attr)
-        body = self._class_body_values(attr)
+        body = self._class_bodies_assign(attr)
         if not targets and not body:
             return "", None
         out: List[Scoped] = body
@@ -508,7 +508,7 @@ class FieldMeaning:
             out.append((None, None))
         return "local", out
 
-    def _class_body_values(self, attr: str) -> List["Scoped"]:
+    def _class_bodies_assign(self, attr: str) -> List["Scoped"]:
         """What this module's class bodies assign `attr` (read as `self.attr`: round V)."""
         def build() -> dict:
             out: dict = {}
