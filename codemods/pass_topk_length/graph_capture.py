@@ -170,6 +170,13 @@ class CaptureFiling:
                       path: frozenset):
         """True where the holder ends the capture holding the filed object (fdef gives it, or every caller does
         after its call); a string naming a write that gives it another; False where nothing gives it one."""
+        if filed is None:  # (a caller's answer is the same on every path that reaches it: once, not once per path)
+            key = f"holder-after:{id(fdef)}:{id(after)}:{sorted(tables)}"
+            return self.index(key, lambda: self._holder_after_here(fdef, after, None, tables, path))
+        return self._holder_after_here(fdef, after, filed, tables, path)
+
+    def _holder_after_here(self, fdef: cst.FunctionDef, after: cst.CSTNode, filed: Optional[cst.Name],
+                           tables: Set[str], path: frozenset):
         kept = False
         for node, ok in self._holder_events(fdef, after, filed, tables):
             if not ok:
