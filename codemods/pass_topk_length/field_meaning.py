@@ -509,17 +509,9 @@ class FieldMeaning:
         return "local", out
 
     def _class_bodies_assign(self, attr: str) -> List["Scoped"]:
-        """What this module's class bodies assign `attr` (read as `self.attr`: round V)."""
-        def build() -> dict:
-            out: dict = {}
-            for c in self.find(cst.ClassDef):
-                for n in (n for line in c.body.body if isinstance(line, cst.SimpleStatementLine) for n in line.body):
-                    if isinstance(n, (cst.Assign, cst.AnnAssign)) and n.value is not None:
-                        for t in [x.target for x in n.targets] if isinstance(n, cst.Assign) else [n.target]:
-                            if isinstance(t, cst.Name):
-                                out.setdefault(t.value, []).append(n.value)
-            return out
-        return [(_ast_of(v), None) for v in self.index("class-body-values", build).get(attr, [])]
+        """What this module's class bodies assign `attr` (read as `self.attr`: round V), as another file's are read."""
+        own = self.project().checked_file(self.source)
+        return self.index(f"class-body:{attr}", lambda: _class_body_values(own.class_defs, attr) if own else [])
 
     def _constructed_with(self, value: cst.Name) -> List["Scoped"]:
         """What this module's constructions of the class hand the `__init__` parameter `value` (its default where

@@ -218,8 +218,8 @@ class CaptureFiling:
         the module they call: True where one may give it other than an object read back from a table."""
         def build() -> Dict[str, bool]:
             held = self.held_attributes()
-            defs = [f.node for name in {d.name.value for d in self.find(cst.FunctionDef)}
-                    for f in self.functions_named(name) if f.class_name]
+            defs = [d for d in self.find(cst.FunctionDef) if self.tree.is_method(d)]
+            reads = {id(d): {a.attr.value for a in self.find(cst.Attribute, None, d)} for d in defs}
             out: Dict[str, bool] = {}
             for d in defs:
                 values = [v for _, t, v in self._writes_in(d) if isinstance(t, cst.Attribute) and t.attr.value in held]
@@ -227,10 +227,10 @@ class CaptureFiling:
                     out[d.name.value] = out.get(d.name.value, False) or not all(
                         self._filed_value(v, None, tables) for v in values)
             grew = True
-            while grew:
+            while grew:  # (through the methods each reads: a fixed point over the module's methods)
                 grew = False
                 for d in defs:
-                    other = [out[a.attr.value] for a in self.find(cst.Attribute, lambda a: a.attr.value in out, d)]
+                    other = [out[name] for name in reads[id(d)] if name in out]
                     if other and (d.name.value not in out or any(other) and not out[d.name.value]):
                         out[d.name.value] = out.get(d.name.value, False) or any(other)
                         grew = True

@@ -26,8 +26,6 @@ def _is_attr_of_self(e: cst.BaseExpression) -> bool:
     return isinstance(e, cst.Attribute) and isinstance(e.value, cst.Name) and e.value.value == "self"
 
 
-# class decorators that hand the class back (a dataclass's methods added); any other may replace it
-PLAIN_CLASS_DECORATORS = {"dataclass", "total_ordering", "final", "runtime_checkable"}
 # methods that give a mapping's items new values
 _ITEM_WRITES = {"update", "setdefault", "__setitem__"}
 # methods that change a container kept on self (a memo of what was replayed)
@@ -107,13 +105,13 @@ class GraphReplay:
         round P; a pool in a base: round T)."""
         seen = seen if seen is not None else set()
         seen.add(name)
+        classes = {k.name.value for k in self.find(cst.ClassDef)}
         for c in self.find(cst.ClassDef, lambda c: c.name.value == name):
             if any(isinstance(d, cst.FunctionDef) and d.name.value == "__new__" for d in c.body.body) or \
                     any(k.keyword for k in c.keywords) or any(
                         (dotted(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or "").rsplit(
-                            ".", 1)[-1] not in PLAIN_CLASS_DECORATORS for d in c.decorators):
+                            ".", 1)[-1] not in reach.PLAIN_CLASS_DECORATORS for d in c.decorators):
                 return True  # (a class decorator may hand back a pool in the class's place: round V)
-            classes = {k.name.value for k in self.find(cst.ClassDef)}
             bases = {(dotted(b.value) or "").rsplit(".", 1)[-1] for b in c.bases} & classes - seen
             if any(self._interning(b, seen) for b in bases):
                 return True

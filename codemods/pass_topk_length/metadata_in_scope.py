@@ -14,6 +14,7 @@ from topk_migrate.cst.resolve import dotted
 from topk_migrate.cst.scopecheck import root_binding
 
 from . import reach
+from .rows import _own_returns
 from .syntax import _code, _is_name, bound_targets, constructor_call
 
 _PLAIN_READS = {"isinstance", "getattr", "hasattr", "id", "type", "len", "print", "repr", "str", "vars", "dir"}  # (read; what
@@ -49,16 +50,16 @@ class MetadataInScope:
             target = self.attribute_writes_in(owner).get(expr) if why is None and owner is not None else None
             if target is not None:
                 why = f"`{expr}` is assigned at line {self.tree.line(target.target)}, in the function that passes it"
+            field_name = expr.rsplit(".", 1)[1]
             if why is None and expr not in self.user_metadata:
-                field_name = expr.rsplit(".", 1)[1]
                 why = self.unclipped_write(field_name) or self.clipped_fields_read(field_name) \
                     or self.replaced_field(field_name) \
                     or self.replay_replaces(field_name) or self.replay_updates(field_name) \
                     or self.capture_files(field_name) or self.built_outside()
             if why is None and owner is not None:
-                why = self._deferred(owner, node, expr.rsplit(".", 1)[1]) or self._two_batches(owner, node) \
-                    or self.planned_in_graph(owner, expr.rsplit(".", 1)[1]) or self._refreshed(owner, b.assignments[0], expr.rsplit(".", 1)[1]) \
-                    or self._staged_here(owner, root, expr.rsplit(".", 1)[1])
+                why = self._deferred(owner, node, field_name) or self._two_batches(owner, node) \
+                    or self.planned_in_graph(owner, field_name) or self._refreshed(owner, b.assignments[0], field_name) \
+                    or self._staged_here(owner, root, field_name)
             if why is None:
                 if expr in self.user_metadata:  # the user vouches for the object; None is still handled
                     return expr, "none_safe" if none else "plain", None
@@ -152,8 +153,8 @@ class MetadataInScope:
             return (f"the call at line {self.tree.line(node)} is inside a {'lambda' if isinstance(inner, cst.Lambda) else 'nested def'}"
                     f" of {owner.name.value}, which runs whenever it is called: the metadata may be another step's "
                     "by then; call it where the metadata is bound, or pass topk_length by hand")
-        pause = owner.asynchronous is not None or next(iter(self._own_yields(owner)), None) is not None
-        if pause:
+        generator = self.index(f"generator:{id(owner)}", lambda: any(isinstance(r, cst.Yield) for r in _own_returns(owner)))
+        if owner.asynchronous is not None or generator:
             return (f"{owner.name.value} is a {'coroutine' if owner.asynchronous else 'generator'}: its body runs "
                     "after its call hands it the rows, and other code runs at each await or yield, so the metadata "
                     "it reads may be another batch's; pass topk_length by hand")
@@ -181,12 +182,10 @@ class MetadataInScope:
     def _written_in_place(self, field_name: str) -> bool:
         """Does this module or another file of the project write the field's tensor in place (`copy_`, an in-place
         op, a slice assigned)?"""
-        proj = self.project()
-        own = proj.checked_file(self.source)
-        return bool(self._field_copies(field_name)) or any(
-            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr.endswith("_")
-            or value is None and not isinstance(node, ast.Constant)
-            for _, node, value in reach.field_writes(proj, field_name, own))
+        proj = self.project()  # (field_writes reads this module too, as checked)
+        return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr.endswith("_")
+                   or value is None and not isinstance(node, ast.Constant)
+                   for _, node, value in reach.field_writes(proj, field_name, proj.checked_file(self.source)))
 
     def _escapes(self, owner: cst.FunctionDef, inner: cst.CSTNode) -> bool:
         """May the lambda or nested def run after owner returns (returned, stored, handed on), rather than only
@@ -204,11 +203,6 @@ class MetadataInScope:
             if not called and not (isinstance(up, (cst.FunctionDef, cst.AssignTarget))):
                 return True
         return False
-
-    def _own_yields(self, fdef: cst.FunctionDef) -> List[cst.Yield]:
-        """The yields of fdef itself (not of a def or lambda nested in it)."""
-        return [y for y in self.find(cst.Yield, None, fdef)
-                if next(a for a in self.tree.ancestors(y) if isinstance(a, (cst.Lambda, cst.FunctionDef))) is fdef]
 
     def _staged_here(self, owner: cst.FunctionDef, root: str, field_name: str) -> Optional[str]:
         """The function that passes the metadata writes the field's tensor in place itself (round U: the next step's

@@ -2972,9 +2972,9 @@ def sliced_field(t: ast.AST, field: str) -> bool:
         isinstance(s, ast.Slice) for s in (t.slice.elts if isinstance(t.slice, ast.Tuple) else [t.slice]))
 
 
-_MAKING = ("__init__", "__post_init__")
-# class decorators that hand the class back (graph_replay.PLAIN_CLASS_DECORATORS); any other may replace it by a pool
-PLAIN_CLASS_DECORATORS = {"dataclass", "total_ordering", "final", "runtime_checkable"}  # the methods that make an object: called again, they remake a held one
+_MAKING = ("__init__", "__post_init__")  # the methods that make an object: called again, they remake a held one
+# class decorators that hand the class back (a dataclass's methods added); any other may replace it by a pool
+PLAIN_CLASS_DECORATORS = {"dataclass", "total_ordering", "final", "runtime_checkable"}
 
 
 def constructed(f: _File, e: ast.AST) -> bool:
