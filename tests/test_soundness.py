@@ -2056,6 +2056,11 @@ def test_a_field_named_like_the_clipped_lengths_is_read_as_them_only_where_each_
      "        return lambda: self._forward_flashmla_sparse(q, kv, indices, sm_scale)\n\n"
      "    def replan(self, seq_lens):\n        self.forward_metadata.dsa_cache_seqlens_int32.copy_("
      "seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))\n", False),
+    # the same plan written into the field's rows by a slice assigned
+    ("    def forward(self, q, kv, indices, sm_scale):\n        metadata = self.forward_metadata\n"
+     "        return lambda: self._forward_flashmla_sparse(q, kv, indices, sm_scale)\n\n"
+     "    def replan(self, seq_lens):\n        self.forward_metadata.dsa_cache_seqlens_int32[:4] = "
+     "seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32)\n", False),
     # round V: a coroutine's body runs after its call handed it the rows, and gives way at each await
     ("    async def forward(self, q, kv, indices, sm_scale):\n        metadata = self.forward_metadata\n"
      "        await self.kv_ready.wait()\n        return self._forward_flashmla_sparse(q, kv, indices, sm_scale)\n", False),

@@ -184,6 +184,7 @@ class MetadataInScope:
         op, a slice assigned)?"""
         proj = self.project()  # (field_writes reads this module too, as checked)
         return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr.endswith("_")
+                   or isinstance(node, ast.Subscript)  # `x.field[:n] = v`: its rows written in place
                    or value is None and not isinstance(node, ast.Constant)
                    for _, node, value in reach.field_writes(proj, field_name, proj.checked_file(self.source)))
 
