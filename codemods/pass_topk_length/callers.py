@@ -23,6 +23,8 @@ ENTRY_METHOD = "forward"
 # Reads of a handed tensor that neither write it nor hand it on: its metadata, a new tensor shaped like it.
 _READS = {"shape", "dtype", "device", "ndim", "is_cuda", "size", "dim", "numel", "new_empty", "new_zeros", "new_full",
           "new_ones", "new_tensor", "element_size"}
+# What runs its body more than once in one call of a function (a comprehension holds no statement: no `if` in one)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 # (parameter, its place among the positional ones after self, "" or "*" / "**" for the `*args` / `**kwargs` it is)
 Wanted = Tuple[Tuple[str, Optional[int], str], ...]
 
@@ -313,7 +315,7 @@ def _exclusive(f, fn, node: ast.AST, call: ast.Call) -> bool:
     for i, up in enumerate(mine):
         if id(up) not in ids:
             continue
-        if not isinstance(up, ast.If) or i == 0 or any(isinstance(x, (ast.For, ast.AsyncFor, ast.While)) for x in chain(up)):
+        if not isinstance(up, ast.If) or i == 0 or any(isinstance(x, _LOOPS) for x in chain(up)):
             return False
         child, other = mine[i - 1], theirs[[id(x) for x in theirs].index(id(up)) - 1]
         return child in up.body and other in up.orelse or child in up.orelse and other in up.body
@@ -377,7 +379,7 @@ def _in_loop(f, node: ast.AST) -> bool:
     """Is node inside a loop (or a comprehension) of its function?"""
     up = f.parents.get(id(node))
     while up is not None and not isinstance(up, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-        if isinstance(up, (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+        if isinstance(up, _LOOPS):
             return True
         up = f.parents.get(id(up))
     return False
