@@ -45,7 +45,8 @@ reference value: the SGLang shape `apply` must keep fixing):
                  `*.Dockerfile`, an `.env`, a Python installer; a Python message that installs nothing)
     graph        eager, or a simulated CUDA graph (capture records each launch's topk_length object,
                  replay re-runs the step on the static buffers with the captured objects) whose replay
-                 path updates the metadata in place, replaces the object, or replaces the field
+                 path updates the metadata in place, replaces the object, or replaces the field; or
+                 updates in place a record the metadata class hands back on every construction (pooled)
     edits        safe edits: renamed locals, logging, asserts, early return, string annotations,
                  `from __future__ import annotations`
 
@@ -120,8 +121,11 @@ SUBCLASSES = ("none", "same_fixed", "same_kwargs_reorder", "same_kwargs_plain", 
               "sibling_fixed", "sibling_kwargs_reorder", "sibling_kwargs_plain",
               "package_fixed", "package_kwargs_reorder", "package_kwargs_plain", "package_topk_param")
 # graph_apply_*: the replay hook updates the metadata through a method named like no hook (sglang 0.5.16's
-# `_apply_cuda_graph_metadata`), in place or by giving the field a new tensor
-GRAPHS = ("eager", "graph_inplace", "graph_replace", "graph_replace_field", "graph_apply_inplace", "graph_apply_field")
+# `_apply_cuda_graph_metadata`), in place or by giving the field a new tensor. graph_pooled: the replay updates
+# in place, but the metadata class hands back one record it keeps (a fork's allocation cache, round V), and a
+# construction between the capture and the replay gives that record's field a new tensor the graph never read
+GRAPHS = ("eager", "graph_inplace", "graph_replace", "graph_replace_field", "graph_apply_inplace", "graph_apply_field",
+          "graph_pooled")
 EDITS = ("rename", "log", "assert", "early_return", "str_annotations", "future_annotations")
 
 # pins -> (files, kernel generations at run time that those pins allow: "current" and/or "legacy")
@@ -1349,6 +1353,7 @@ class _Render:
                               "    metadata = self.graph_metadata[seq_lens.shape[0]]", f"    {update}",
                               "    self.forward_metadata = metadata"]
         replay = {"graph_inplace": f"self.graph_metadata[seq_lens.shape[0]].{fld}.copy_({make})",
+                  "graph_pooled": f"self.graph_metadata[seq_lens.shape[0]].{fld}.copy_({make})",
                   "graph_replace": f"self.forward_metadata = DSAMetadata({fld}={make}.clone())",
                   "graph_replace_field": f"self.forward_metadata.{fld} = {make}.clone()"}[g]
         return capture + ["def init_forward_metadata_replay_cuda_graph(self, seq_lens):", f"    {replay}"]
@@ -1389,11 +1394,16 @@ class _Render:
         out = []
         dsa = ["@dataclass", "class DSAMetadata:", '    """Per-batch metadata of the DSA backend."""', "",
                f"    {fld}: torch.Tensor", "    page_table_1: Optional[torch.Tensor] = None"]
+        if s.graph == "graph_pooled":
+            dsa += ["    _kept: ClassVar[Optional[\"DSAMetadata\"]] = None", "",
+                    "    def __new__(cls, *args, **kwargs):  # one record reused: no allocation per batch",
+                    "        if cls._kept is None:", "            cls._kept = super().__new__(cls)",
+                    "        return cls._kept"]
         if need_dsa and s.meta_class != "imported":
             f.imp("from dataclasses import dataclass")
             out += dsa + ["", ""]
         if s.meta_class == "imported":
-            self.extra.append(("adv_meta.py", "from dataclasses import dataclass\nfrom typing import Optional\n\nimport torch\n\n\n"
+            self.extra.append(("adv_meta.py", "from dataclasses import dataclass\nfrom typing import ClassVar, Optional\n\nimport torch\n\n\n"
                                + "\n".join(dsa) + "\n"))
             f.imp("from adv_meta import DSAMetadata")
         for name, doc, needed in (("MLAMetadata", "Metadata of the plain MLA layers (no top-k).",
@@ -1456,8 +1466,10 @@ class _Render:
                      "# captured while the metadata holds another batch's lengths (each row's, rolled)",
                      "backend.init_forward_metadata_capture_cuda_graph(_seq_lens(inp).roll(1, 0))",
                      "graph = Graph(lambda: backend.forward(inp.q, inp.kv, inp.indices, inp.sm_scale))",
-                     "graph.capture()",
-                     "backend.init_forward_metadata_replay_cuda_graph(_seq_lens(inp))",
+                     "graph.capture()"]
+            if s.graph == "graph_pooled":  # a prefill step's metadata, made eagerly between capture and replay
+                body += ["seq_lens = _seq_lens(inp)", f"backend.init_forward_metadata({self.full_metadata('seq_lens')})"]
+            body += ["backend.init_forward_metadata_replay_cuda_graph(_seq_lens(inp))",
                      "return graph.replay()"]
         elif s.binding in ("param", "optional_param"):
             body += ["batch_meta = _build_metadata(inp)",
@@ -1513,7 +1525,7 @@ class _Render:
         std = sorted(f.std - {"torch"})
         out += [f"import {m}" for m in std]
         out.append("import torch")
-        typing = [t for t in ("Dict", "Optional", "Union") if any(t + "[" in line for line in body)]
+        typing = [t for t in ("ClassVar", "Dict", "Optional", "Union") if any(t + "[" in line for line in body)]
         if typing:
             out.append(f"from typing import {', '.join(typing)}")
         out += f.imports
