@@ -46,7 +46,8 @@ reference value: the SGLang shape `apply` must keep fixing):
     graph        eager, or a simulated CUDA graph (capture records each launch's topk_length object,
                  replay re-runs the step on the static buffers with the captured objects) whose replay
                  path updates the metadata in place, replaces the object, or replaces the field; or
-                 updates in place a record the metadata class hands back on every construction (pooled)
+                 updates in place a record the metadata class hands back on every construction (pooled),
+                 or the table entry the eager path filed over the captured one
     edits        safe edits: renamed locals, logging, asserts, early return, string annotations,
                  `from __future__ import annotations`
 
@@ -124,8 +125,10 @@ SUBCLASSES = ("none", "same_fixed", "same_kwargs_reorder", "same_kwargs_plain", 
 # `_apply_cuda_graph_metadata`), in place or by giving the field a new tensor. graph_pooled: the replay updates
 # in place, but the metadata class hands back one record it keeps (a fork's allocation cache, round V), and a
 # construction between the capture and the replay gives that record's field a new tensor the graph never read
+# graph_eager_files: the eager path files its record into the graph table too (round V), so the replay's in-place
+# update reaches that record, not the one captured
 GRAPHS = ("eager", "graph_inplace", "graph_replace", "graph_replace_field", "graph_apply_inplace", "graph_apply_field",
-          "graph_pooled")
+          "graph_pooled", "graph_eager_files")
 EDITS = ("rename", "log", "assert", "early_return", "str_annotations", "future_annotations")
 
 # pins -> (files, kernel generations at run time that those pins allow: "current" and/or "legacy")
@@ -1320,7 +1323,10 @@ class _Render:
         if s.graph != "eager":  # sglang's shape: each capture's metadata kept by batch size
             init.append("    self.graph_metadata = {}")
         body += init + ["", "def init_forward_metadata(self, metadata):", "    self.forward_metadata = metadata",
-                        "    self.metadata_by_layer = {} if metadata is None else {0: metadata}", ""]
+                        "    self.metadata_by_layer = {} if metadata is None else {0: metadata}"]
+        if s.graph == "graph_eager_files":  # kept by batch size for a later replay to refresh
+            body += [f"    self.graph_metadata[metadata.{self.field}.shape[0]] = metadata"]
+        body += [""]
         if s.graph != "eager":
             body += self.graph_methods() + [""]
         body += self.forward_def(f)
@@ -1354,6 +1360,7 @@ class _Render:
                               "    self.forward_metadata = metadata"]
         replay = {"graph_inplace": f"self.graph_metadata[seq_lens.shape[0]].{fld}.copy_({make})",
                   "graph_pooled": f"self.graph_metadata[seq_lens.shape[0]].{fld}.copy_({make})",
+                  "graph_eager_files": f"self.graph_metadata[seq_lens.shape[0]].{fld}.copy_({make})",
                   "graph_replace": f"self.forward_metadata = DSAMetadata({fld}={make}.clone())",
                   "graph_replace_field": f"self.forward_metadata.{fld} = {make}.clone()"}[g]
         return capture + ["def init_forward_metadata_replay_cuda_graph(self, seq_lens):", f"    {replay}"]
@@ -1467,7 +1474,7 @@ class _Render:
                      "backend.init_forward_metadata_capture_cuda_graph(_seq_lens(inp).roll(1, 0))",
                      "graph = Graph(lambda: backend.forward(inp.q, inp.kv, inp.indices, inp.sm_scale))",
                      "graph.capture()"]
-            if s.graph == "graph_pooled":  # a prefill step's metadata, made eagerly between capture and replay
+            if s.graph in ("graph_pooled", "graph_eager_files"):  # an eager step's metadata, between capture and replay
                 body += ["seq_lens = _seq_lens(inp)", f"backend.init_forward_metadata({self.full_metadata('seq_lens')})"]
             body += ["backend.init_forward_metadata_replay_cuda_graph(_seq_lens(inp))",
                      "return graph.replay()"]
