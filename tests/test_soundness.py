@@ -2306,3 +2306,59 @@ def test_a_record_from_outside_the_project_is_built_by_keyword(tmp_path, build, 
     assert build in src
     site = _site(tmp_path, src, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_CONFIGURED = "    def __init__(self, hf_config):\n        self.dsa_index_topk = {getter}(hf_config)\n\n"
+_CAP_GETTER = "def get_dsa_index_topk(config):\n    return getattr(config, 'decode_index_topk', None) or config.index_topk\n"
+_FORK_CONFIG = "import types\n\nHF_CONFIG = types.SimpleNamespace(index_topk=2048)\nDSA_INDEX_TOPK = HF_CONFIG.index_topk\n"
+
+
+@pytest.mark.parametrize("width, head, body, other, fixable", [
+    # round W: a getter of the engine's name is the engine's only by its import, or by what its def returns
+    ("self.dsa_index_topk", "from sglang.srt.configs.model_config import get_dsa_index_topk\n",
+     _CONFIGURED.format(getter="get_dsa_index_topk"), "", True),
+    ("self.dsa_index_topk", "from fork_utils import get_dsa_index_topk\n", _CONFIGURED.format(getter="get_dsa_index_topk"),
+     "def get_dsa_index_topk(config):\n    return config.index_topk\n", True),
+    ("self.dsa_index_topk", "from fork_utils import get_dsa_index_topk\n", _CONFIGURED.format(getter="get_dsa_index_topk"),
+     _CAP_GETTER, False),
+    ("self.dsa_index_topk", "", _CONFIGURED.format(getter="self.get_dsa_index_topk") + "    " + _CAP_GETTER.replace(
+        "(config)", "(self, config)").replace("\n    ", "\n        ") + "\n", "", False),
+    # a property is read by its returns
+    ("self.dsa_index_topk", "", "    @property\n    def dsa_index_topk(self):\n        return self.decode_topk\n\n", "", False),
+    ("self.dsa_index_topk", "", "    @property\n    def dsa_index_topk(self):\n        return self.hf_config.index_topk\n\n",
+     "", True),
+    # a tensor filled with the width, lowered in place afterwards (an attribute, a local)
+    ("self.topk_cap", "", "    def __init__(self, hf_config):\n        self.topk_cap = torch.full((64,), hf_config.index_topk)\n\n",
+     "", True),
+    ("self.topk_cap", "", "    def __init__(self, hf_config):\n        self.topk_cap = torch.full((64,), hf_config.index_topk)\n\n"
+     "    def set_decode_mode(self):\n        self.topk_cap.fill_(self.decode_topk)\n\n", "", False),
+    # a module's name: every binding of it in its file (an `if` block, a function's `global`), its attribute read too
+    ("DSA_INDEX_TOPK", "from fork_config import DSA_INDEX_TOPK\n", "", _FORK_CONFIG, True),
+    ("DSA_INDEX_TOPK", "from fork_config import DSA_INDEX_TOPK\n", "", _FORK_CONFIG
+     + "if HF_CONFIG.fast_decode:\n    DSA_INDEX_TOPK = HF_CONFIG.index_topk // 2\n", False),
+    ("fork_config.DSA_INDEX_TOPK", "import fork_config\n", "", _FORK_CONFIG, True),
+    ("fork_config.DSA_INDEX_TOPK", "import fork_config\n", "", _FORK_CONFIG
+     + "\n\ndef configure(hf_config):\n    global DSA_INDEX_TOPK\n    DSA_INDEX_TOPK = hf_config.decode_index_topk\n", False)])
+def test_a_width_is_read_by_its_value_wherever_it_is_bound(tmp_path, width, head, body, other, fixable):
+    """Round W's width family: a fork's cap (a smaller decode top-k) reached the clip's bound under the width's
+    name through a getter in another file or off self, a property, a tensor lowered in place, a module constant an
+    `if` or a `global` rebinds, or a module's attribute."""
+    src = head + _WIDTH_PLAN.replace("{width}", width).replace("class Backend:\n", "class Backend:\n" + body)
+    for name in ("fork_utils.py", "fork_config.py"):
+        if other and name[:-3] in head:
+            (tmp_path / name).write_text(other)
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+def test_a_local_width_tensor_lowered_for_some_rows_is_no_width(tmp_path):
+    """Round W's u_width_local_tensor_per_row: `w = torch.full_like(seq_lens, self.dsa_index_topk)`, then
+    `w[1::2] = draft_topk` before the minimum."""
+    plan = ("        w = torch.full_like(forward_batch.seq_lens, self.dsa_index_topk)\n{lower}"
+            "        self.forward_metadata = DSAMetadata(dsa_cache_seqlens_int32=torch.minimum(forward_batch.seq_lens, w))\n")
+    for lower, fixable in (("", True), ("        w[1::2] = self.draft_topk\n", False)):
+        src = _WIDTH_PLAN.replace("{width}", "self.dsa_index_topk").replace(
+            "        if forward_batch.is_extend:\n", plan.format(lower=lower) + "        if False:\n")
+        assert "torch.minimum" in src
+        site = _site(tmp_path, src, kernel=KERNEL)
+        assert (site.status is Status.FIXABLE) is fixable, (lower, site.reason)

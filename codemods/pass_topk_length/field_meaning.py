@@ -81,7 +81,9 @@ def _file_resolver(f, env: Optional[dict]) -> Resolve:
     """FieldMeaning._resolver for a file read by reach.py: `env`'s parameters, a function's locals."""
     def resolve(name):
         if isinstance(name, ast.Attribute):
-            return _file_attribute_values(f, name.attr)
+            if isinstance(name.value, ast.Name) and name.value.id == "self":
+                return _file_attribute_values(f, name.attr)
+            return _module_attribute(f, name)
         if env is not None and name.id in env:
             given, outer = env[name.id]  # (read where the call is: the caller's scope)
             return "param", [(given, _file_resolver(f, outer or None))]
@@ -90,7 +92,11 @@ def _file_resolver(f, env: Optional[dict]) -> Resolve:
         values = reach.local_value(f, name)
         if values is None and not _bound_in(f, name):  # (a module's name read in a function: its module's value)
             return _module_values(f, name.id)
-        return ("local", [(v, resolve) for v in values]) if values is not None else ("", None)
+        if values is None:
+            return "", None
+        scope = f.enclosing(name, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        lowered = _written_into(scope, lambda e: isinstance(e, ast.Name) and e.id == name.id)
+        return "local", [(v, resolve) for v in values] + [(None, None)] * lowered
     return resolve
 
 
@@ -103,25 +109,77 @@ def _bound_in(f, name: ast.Name) -> bool:
 
 
 def _module_values(f, name: str, depth: int = 0) -> Tuple[str, Optional[List["Scoped"]]]:
-    """("local", each value the file's module level assigns `name`, read there) where it assigns it and binds it
-    no other way, or imports it from a file of the project that does (round V: `INDEX_TOPK = 2048` in a constants
-    module is a number, not the indices' width); else ("", None): judged by its name."""
+    """What the file's module level binds `name` to: ("local", each value assigned, in any block but a def's or a
+    class's; None for any other binding, or a function's `global` write of it), ("getter", its returns) for a
+    def, the values a project file it is imported from binds, ("engine", []) for an import from the engine's
+    packages; else ("", None). Round V: `INDEX_TOPK = 2048` in a constants module is a number, not the indices'
+    width; round W: an `if` rebinding it, a `configure()` writing it through `global`, a fork's getter of the
+    engine's name in another file."""
     found: List[Scoped] = []
-    for node in f.tree.body:
+    getters: List[Scoped] = []
+    for node in _module_level(f.tree.body):
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any(isinstance(t, ast.Name) and t.id == name for t in targets):
                 single = not isinstance(node, ast.AugAssign) and len(targets) == 1 and node.value is not None
                 found.append((node.value, _file_resolver(f, None)) if single else (None, None))
+            elif any(name in {n.id for n in ast.walk(t) if isinstance(n, ast.Name)} for t in targets):
+                found.append((None, None))  # an unpacking
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            returns = [r.value for r in ast.walk(node) if isinstance(r, ast.Return)]
+            getters += [(r, None) for r in returns] + [(None, None)] * (not returns or bool(node.decorator_list))
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.ClassDef)) \
+                and name in _bound_by(node):
+            found.append((None, None))
+    if any(isinstance(g, ast.Global) and name in g.names for g in ast.walk(f.tree)):
+        found.append((None, None))  # a function rebinding it (`configure()`): not read
+    if getters and not found:
+        return "getter", getters
     if found:
-        return "local", found
+        return "local", found + [(None, None)] * bool(getters)
     if name in f.froms and name not in f.ambiguous and depth < 3:
         module, imported = f.froms[name]
         path = f._find(f.path, module)
         tree = bounded.python_facts(project.read_project_file(path)) if path and path.endswith(".py") else None
         if tree is not None:
             return _module_values(reach._File(path, tree, f._find), imported, depth + 1)
+        if not module.startswith(".") and module.startswith(ENGINE_PACKAGES) and name not in f.ambiguous:
+            return "engine", []
     return "", None
+
+
+def _module_attribute(f, e: ast.Attribute) -> Tuple[str, Optional[List["Scoped"]]]:
+    """What `module.name` holds where the receiver is one of the file's imports of a module: that project file's
+    binding of the name, ("engine", []) for the engine's own module; else ("", None) (an object: judged by the
+    name of its field, as a model config's `index_topk` is). Round W: `fork_config.DSA_INDEX_TOPK`, which the
+    fork's `configure()` lowers."""
+    module = f.module_of(e.value)
+    if module is None or module.startswith("."):
+        return "", None
+    path = f._find(f.path, module)
+    tree = bounded.python_facts(project.read_project_file(path)) if path and path.endswith(".py") else None
+    if tree is not None:
+        return _module_values(reach._File(path, tree, f._find), e.attr, 1)
+    return ("engine", []) if module.startswith(ENGINE_PACKAGES) else ("", None)
+
+
+def _module_level(body: List[ast.stmt]):
+    """The statements of a module's level: in its blocks (`if`, `try`, `with`, loops), not in a def or class."""
+    for node in body:
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                inner = getattr(node, field, None)
+                if isinstance(inner, list):
+                    yield from _module_level([x for x in inner if isinstance(x, ast.AST)])
+
+
+def _bound_by(node: ast.AST) -> set:
+    """The names a loop's or a `with`'s target (or a class) binds."""
+    if isinstance(node, ast.ClassDef):
+        return {node.name}
+    targets = [node.target] if isinstance(node, (ast.For, ast.AsyncFor)) else [i.optional_vars for i in node.items]
+    return {n.id for t in targets if t is not None for n in ast.walk(t) if isinstance(n, ast.Name)}
 
 
 def _a_number(e: Optional[ast.AST], resolve: Optional[Resolve], depth: int = 0) -> bool:
@@ -135,16 +193,47 @@ def _a_number(e: Optional[ast.AST], resolve: Optional[Resolve], depth: int = 0) 
     return False
 
 
-def _class_body_values(classes: List[ast.ClassDef], attr: str) -> List["Scoped"]:
-    """What class bodies assign `attr` (`dsa_index_topk = 2048`, read as `self.dsa_index_topk`: round V)."""
-    return [(n.value, None) for c in classes for n in c.body if isinstance(n, (ast.Assign, ast.AnnAssign))
-            and n.value is not None and any(isinstance(t, ast.Name) and t.id == attr
-                                            for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))]
+def _written_into(scope: ast.AST, holds: Callable[[ast.AST], bool]) -> bool:
+    """Is a tensor `holds` names written in place anywhere in `scope`: an in-place method off it or an item of it
+    (`w.fill_(k)`, `w[1::2].sub_(8)`), an item assigned (`w[i] = k`, `w[i] += k`), `out=w`? Round W: a width
+    read through a tensor filled with it, then lowered for some rows."""
+    def named(e: ast.AST) -> bool:
+        while isinstance(e, ast.Subscript):
+            e = e.value
+        return holds(e)
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Attribute) and f.attr.endswith("_") and not f.attr.endswith("__") and named(f.value):
+                return True
+            if any(k.arg == "out" and named(k.value) for k in node.keywords):
+                return True
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
+            if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        if any(isinstance(t, ast.Subscript) and named(t) for t in targets):
+            return True
+    return False
+
+
+def _class_body_values(classes: List[ast.ClassDef], attr: str, resolve: Optional["Resolve"] = None) -> List["Scoped"]:
+    """What class bodies bind `attr` to, read as `self.attr`: an assignment's value (`dsa_index_topk = 2048`:
+    round V), a def's (a property's) returns, None for any other binding (round W: a property lowering it)."""
+    out: List[Scoped] = []
+    for node in (n for c in classes for n in c.body):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and any(
+                isinstance(t, ast.Name) and t.id == attr for t in (node.targets if isinstance(node, ast.Assign) else [node.target])):
+            out.append((node.value, resolve))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == attr:
+            returns = [r.value for r in ast.walk(node) if isinstance(r, ast.Return)]
+            out += [(r, resolve) for r in returns] or [(None, None)]
+    return out
 
 
 def _file_attribute_values(f, attr: str) -> Tuple[str, Optional[List["Scoped"]]]:
     """FieldMeaning._attribute_values for a file read by reach.py."""
-    found: List[Scoped] = _class_body_values(f.class_defs, attr)
+    found: List[Scoped] = _class_body_values(f.class_defs, attr, _file_resolver(f, None))
+    if _written_into(f.tree, lambda e: isinstance(e, ast.Attribute) and e.attr == attr):
+        found.append((None, None))
     for node in ast.walk(f.tree):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
             if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
@@ -456,7 +545,10 @@ class FieldMeaning:
         of `self` each value the module assigns to that attribute."""
         def resolve(name):
             if isinstance(name, ast.Attribute):
-                return self._attribute_values(name.attr)
+                if isinstance(name.value, ast.Name) and name.value.id == "self":
+                    return self._attribute_values(name.attr)
+                own = self.project().checked_file(self.source)
+                return _module_attribute(own, name) if own is not None else ("", None)
             if env is not None and name.id in env[0]:
                 given = env[0][name.id]  # (read where the call is: the caller's scope)
                 return "param", [(_ast_of(given), self._resolver(env[1], given)) if given is not None else (None, None)]
@@ -481,8 +573,27 @@ class FieldMeaning:
                 return "param", self._handed_param(params[0])
             statements = [self.tree.assignment_statement(a) for a in b.assignments]
             return "local", [(_ast_of(x.value), self._resolver(env, x.value)) if isinstance(x, cst.Assign)
-                             and len(x.targets) == 1 else (None, None) for x in statements]
+                             and len(x.targets) == 1 else (None, None) for x in statements] + [
+                (None, None)] * self._local_written_into(at, name.id)
         return resolve
+
+    def _local_written_into(self, at: cst.CSTNode, name: str) -> bool:
+        """Is the tensor the local `name` holds written in place in the function reading it where `at` is (`w[1::2]
+        = k`, `w.fill_(k)`): as _written_into for this module's tree."""
+        fdef = next((x for x in self.tree.ancestors(at) if isinstance(x, cst.FunctionDef)), None)
+
+        def named(e: cst.BaseExpression) -> bool:
+            while isinstance(e, cst.Subscript):
+                e = e.value
+            return isinstance(e, cst.Name) and e.value == name
+        if fdef is None:
+            return False
+        return bool(self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute) and named(c.func.value)
+                              and c.func.attr.value.endswith("_") and not c.func.attr.value.endswith("__")
+                              or any(a.keyword is not None and a.keyword.value == "out" and named(a.value) for a in c.args),
+                              fdef)
+                    or self.find((cst.AssignTarget, cst.AugAssign), lambda t: isinstance(t.target, cst.Subscript)
+                                 and named(t.target), fdef))
 
     def _attribute_values(self, attr: str) -> Tuple[str, Optional[List["Scoped"]]]:
         """("local", each value the module assigns to `x.attr`, None for `+=` or an unpacking), or ("", None)
@@ -506,12 +617,15 @@ class FieldMeaning:
                         if _a_number(v, r)]  # (a number: no width)
         if self.assigned_elsewhere(attr):  # a subclass in another file setting it again (round T): not read
             out.append((None, None))
+        own = self.project().checked_file(self.source)
+        if own is None or _written_into(own.tree, lambda e: isinstance(e, ast.Attribute) and e.attr == attr):
+            out.append((None, None))  # a tensor of it lowered in place (round W: `self.topk_cap.fill_(k)`)
         return "local", out
 
     def _class_bodies_assign(self, attr: str) -> List["Scoped"]:
         """What this module's class bodies assign `attr` (read as `self.attr`: round V), as another file's are read."""
         own = self.project().checked_file(self.source)
-        return self.index(f"class-body:{attr}", lambda: _class_body_values(own.class_defs, attr) if own else [])
+        return self.index(f"class-body:{attr}", lambda: _class_body_values(own.class_defs, attr, _file_resolver(own, None)) if own else [])
 
     def _constructed_with(self, value: cst.Name) -> List["Scoped"]:
         """What this module's constructions of the class hand the `__init__` parameter `value` (its default where
@@ -617,24 +731,23 @@ def _values(e: ast.Name, resolve: Optional[Resolve]) -> Tuple[str, Optional[List
 
 def _is_width(e: ast.AST, resolve: Optional[Resolve] = None, depth: int = 0) -> bool:
     """A plain read of the top-k width (`self.dsa_index_topk`, `INDEX_TOPK`), or a tensor filled with it; a
-    parameter is what its call hands it, a local what it is assigned."""
-    if isinstance(e, ast.Name):
+    parameter is what its call hands it, a local what it is assigned, a module's name or attribute what the module
+    binds it to, the engine's own name the engine's width."""
+    if isinstance(e, (ast.Name, ast.Attribute)):
         kind, values = _values(e, resolve)
-        if kind:
+        if kind == "engine":
+            return True
+        if kind:  # round Q: `self.dsa_index_topk = 2 * topk` is another width
             return depth < 8 and bool(values) and all(v is not None and _is_width(v, r, depth + 1) for v, r in values)
-        return bool(WIDTH_NAME.fullmatch(e.id))
-    if isinstance(e, ast.Attribute):
-        kind, values = _values(e, resolve) if isinstance(e.value, ast.Name) and e.value.id == "self" else ("", None)
-        if kind:  # what the module assigns to it (round Q: `self.dsa_index_topk = 2 * topk` is another width)
-            return depth < 8 and bool(values) and all(v is not None and _is_width(v, r, depth + 1) for v, r in values)
-        return bool(WIDTH_NAME.fullmatch(e.attr))
+        return bool(WIDTH_NAME.fullmatch(e.id if isinstance(e, ast.Name) else e.attr))
     if isinstance(e, ast.IfExp):  # sglang-kt: `text_config.index_topk if is_glm5_next else get_nsa_index_topk(cfg)`
         return _is_width(e.body, resolve, depth + 1) and _is_width(e.orelse, resolve, depth + 1)
     if isinstance(e, ast.Call):
         name = e.func.attr if isinstance(e.func, ast.Attribute) else e.func.id if isinstance(e.func, ast.Name) else ""
-        if WIDTH_GETTER.fullmatch(name):  # sglang: get_dsa_index_topk(hf_config); one of this module's is read
-            kind, values = _values(e.func, resolve) if isinstance(e.func, ast.Name) else ("", None)
-            return kind != "getter" or bool(values) and all(v is not None and _config_width(v) for v, _ in values)
+        if WIDTH_GETTER.fullmatch(name):  # sglang: get_dsa_index_topk(hf_config), the engine's or one read here
+            kind, values = _values(e.func, resolve)
+            return kind == "engine" or kind == "getter" and bool(values) and all(
+                v is not None and _config_width(v) for v, _ in values)
         fill = e.args[1] if name in ("full_like", "full", "new_full") and len(e.args) > 1 \
             else e.args[0] if name == "tensor" and e.args else None
         fill = next((k.value for k in e.keywords if k.arg == "fill_value"), fill)
