@@ -2362,3 +2362,87 @@ def test_a_local_width_tensor_lowered_for_some_rows_is_no_width(tmp_path):
         assert "torch.minimum" in src
         site = _site(tmp_path, src, kernel=KERNEL)
         assert (site.status is Status.FIXABLE) is fixable, (lower, site.reason)
+
+
+_HOLDER_PLAN = '''\
+import dataclasses
+import torch
+from dataclasses import dataclass
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+
+@dataclass
+class DSAMetadata:
+    dsa_cache_seqlens_int32: torch.Tensor
+
+
+class Backend:
+    def __init__(self, dsa_index_topk):
+        self.dsa_index_topk = dsa_index_topk
+        self.forward_metadata = None
+        self.graph_metadata = {{}}
+        self._records = {{}}
+        self._free = []
+
+    def _build(self, seq_lens):
+        return DSAMetadata(dsa_cache_seqlens_int32=seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))
+
+    def init_forward_metadata(self, bs, seq_lens, forward_batch=None):
+{eager}
+
+    def forward(self, q, kv, topk_indices, sm_scale):
+        metadata = self.forward_metadata
+        return flash_mla_sparse_fwd(q=q, kv=kv, indices=topk_indices, sm_scale=sm_scale)[0]
+'''
+_CLIP = "seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32)"
+
+
+@pytest.mark.parametrize("eager, fixable", [
+    ("        self.forward_metadata = self._build(seq_lens)", True),
+    ("        md = DSAMetadata(dsa_cache_seqlens_int32=" + _CLIP + ")\n        self.forward_metadata = md", True),
+    ("        self.forward_metadata = dataclasses.replace(self._build(seq_lens))", True),
+    ("        self.forward_metadata = forward_batch.attn_metadata", True),  # the caller's object for this batch
+    # round W: an allocation cache, a free list, a lazy `or`: an earlier batch's object
+    ("        md = self._records.get(bs)\n        if md is None:\n            md = self._build(seq_lens)\n"
+     "            self._records[bs] = md\n        self.forward_metadata = md", False),
+    ("        md = self._records.get(bs)\n        if md is None:\n            md = self._build(seq_lens)\n"
+     "            self._records[bs] = md\n        md.dsa_cache_seqlens_int32.copy_(" + _CLIP + ")\n"
+     "        self.forward_metadata = md", True),  # refilled in place on every path
+    ("        md = self._records.get(bs)\n        if md is None:\n            md = self._build(seq_lens)\n"
+     "            self._records[bs] = md\n        elif bs > 8:\n            md.dsa_cache_seqlens_int32.copy_(" + _CLIP + ")\n"
+     "        self.forward_metadata = md", False),  # refilled on one path only
+    ("        if self._free:\n            self.forward_metadata = self._free.pop()\n        else:\n"
+     "            self.forward_metadata = self._build(seq_lens)", False),
+    ("        self.forward_metadata = self.forward_metadata or self._build(seq_lens)", False)])
+def test_what_the_holder_is_given_is_made_for_this_batch(tmp_path, eager, fixable):
+    """Round W (w1): outside the replay hooks the holder gets an object made for this batch, or one whose lengths
+    the method rewrites in place on every path."""
+    site = _site(tmp_path, _HOLDER_PLAN.format(eager=eager), kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_CAPTURE = ("    def init_forward_metadata_capture_cuda_graph(self, bs, seq_lens):\n"
+            "        self.graph_metadata[bs] = self._build(seq_lens)\n"
+            "        self.forward_metadata = self.graph_metadata[bs]\n\n")
+
+
+@pytest.mark.parametrize("replay, fixable", [
+    ("        md = self.graph_metadata[bs]\n        md.dsa_cache_seqlens_int32.copy_(" + _CLIP + ")\n"
+     "        self.forward_metadata = md", True),
+    # round W: the holder given another record than the one updated (another key, a batch size rebound since)
+    ("        md = self.graph_metadata[bs]\n        md.dsa_cache_seqlens_int32.copy_(" + _CLIP + ")\n"
+     "        self.forward_metadata = self.graph_metadata[bs + 1]", False),
+    ("        md = self.graph_metadata[bs]\n        md.dsa_cache_seqlens_int32.copy_(" + _CLIP + ")\n"
+     "        bs = bs + 1\n        self.forward_metadata = self.graph_metadata[bs]", False),
+    # an exit before the update that leaves the holder as it is, and one that plans anew first (sglang 0.5.16)
+    ("        md = self.graph_metadata[bs]\n        self.forward_metadata = md\n        if not self.paged:\n"
+     "            return\n        md.dsa_cache_seqlens_int32.copy_(" + _CLIP + ")", False),
+    ("        md = self.graph_metadata[bs]\n        self.forward_metadata = md\n        if bs not in self.graph_metadata:\n"
+     "            self.init_forward_metadata_capture_cuda_graph(bs, seq_lens)\n            return\n"
+     "        md.dsa_cache_seqlens_int32.copy_(" + _CLIP + ")", True)])
+def test_a_replay_gives_the_holder_the_record_it_updates(tmp_path, replay, fixable):
+    src = _HOLDER_PLAN.format(eager="        self.forward_metadata = self._build(seq_lens)").replace(
+        "    def forward(self", _CAPTURE + "    def init_forward_metadata_replay_cuda_graph(self, bs, seq_lens):\n"
+        + replay + "\n\n    def forward(self")
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

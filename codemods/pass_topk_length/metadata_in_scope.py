@@ -10,15 +10,30 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import FunctionScope
 
+from topk_migrate import bounded, project
 from topk_migrate.cst.resolve import dotted
 from topk_migrate.cst.scopecheck import root_binding
 
 from . import reach
+from .graph_replay import _self_root_attr
 from .rows import _own_returns
 from .syntax import _code, _is_name, bound_targets, constructor_call
 
 _PLAIN_READS = {"isinstance", "getattr", "hasattr", "id", "type", "len", "print", "repr", "str", "vars", "dir"}  # (read; what
 # is done through what they give is judged where it is done)
+
+
+def _bound_arguments(call: cst.Call, params: List[str]) -> Dict[str, Optional[cst.BaseExpression]]:
+    """Each parameter's argument in the call (by place, then by keyword); None where a `*`/`**` argument may hand it."""
+    out: Dict[str, Optional[cst.BaseExpression]] = {}
+    starred = any(a.star for a in call.args)
+    for i, arg in enumerate(a for a in call.args if a.keyword is None and not a.star):
+        if i < len(params):
+            out[params[i]] = arg.value
+    for arg in call.args:
+        if arg.keyword is not None:
+            out[arg.keyword.value] = arg.value
+    return {p: (None if starred else v) for p, v in out.items()}
 
 
 def _reached_name(x: cst.CSTNode, holder: str) -> Optional[str]:
@@ -55,7 +70,7 @@ class MetadataInScope:
                 why = self.unclipped_write(field_name) or self.clipped_fields_read(field_name) \
                     or self.replaced_field(field_name) \
                     or self.replay_replaces(field_name) or self.replay_updates(field_name) \
-                    or self.capture_files(field_name) or self.built_outside()
+                    or self.capture_files(field_name) or self.built_outside() or self.kept_in_holder(field_name)
             if why is None and owner is not None:
                 why = self._deferred(owner, node, field_name) or self._two_batches(owner, node) \
                     or self.planned_in_graph(owner, field_name) or self._refreshed(owner, b.assignments[0], field_name) \
@@ -99,6 +114,214 @@ class MetadataInScope:
         return (f"`{root}` is bound at line {self.tree.line(stmt)} to `{_code(stmt.value).strip()[:60]}`, not a plain "
                 "read of the metadata the engine stored for this batch (a call's result, an item of a table); "
                 "pass topk_length by hand")
+
+    def kept_in_holder(self, field_name: str) -> Optional[str]:
+        """Round W: what a method gives a holder the kernel's callers read is made for this batch (a construction, a
+        def of the module returning one, a parameter: its caller's, None), or the object whose field the method
+        writes in place: in a method that runs between CUDA-graph replays, the very object it updates (not another
+        step's record, not the record of a batch size rebound since); elsewhere one it updates on every path (an
+        item of an allocation cache, a pop from a free list, `self.holder or Cls(...)` hand back an earlier batch's
+        object with its lengths)."""
+        def build() -> Optional[str]:
+            held = self.held_attributes()
+            for fdef in self.find(cst.FunctionDef):
+                replay = reach.graph_update(fdef.name.value)
+                for node, target, value in self._writes_in(fdef):
+                    if isinstance(node, cst.AnnAssign) and node.value is None:
+                        continue  # `self.forward_metadata: DSAMetadata`: a declaration (sglang 0.5.16's __init__)
+                    if not (isinstance(target, cst.Attribute) and target.attr.value in held) \
+                            or self._made_for_batch(value, fdef) or self._updated(fdef, value, field_name, replay):
+                        continue
+                    what = _code(value).strip()[:60] if value is not None else "?"
+                    return (f"{fdef.name.value} gives `{_code(target).strip()}` `{what}` at line {self.tree.line(node)}: "
+                            "neither an object made for this batch nor the one whose lengths it updates in place"
+                            + (" on every path" if not replay else "") + ", so it may hold an earlier batch's or "
+                            "another step's lengths; make a new object, update that one's field in place, or pass "
+                            "topk_length by hand")
+            return None
+        return self.index(f"kept-in-holder:{field_name}", build)
+
+    def _updated(self, fdef: cst.FunctionDef, value: Optional[cst.BaseExpression], field_name: str, replay: bool) -> bool:
+        """Does fdef write `field_name` in place on the object `value` names? A replay hook that writes it on no
+        object is left to graph-replay's checks; one that does must write this object, with no exit before the
+        write that leaves the holder as it is (round W: `if not self.paged_indexer: return`); elsewhere the write
+        must be on every path through fdef."""
+        written = [(t.value, t) for t in self._field_targets(fdef, field_name)] + [
+            (c.func.value, c) for c in self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute)
+                                                 and c.func.attr.value == "copy_", fdef)
+            if self._copies_fields("copy_", field_name)]
+        if replay and not written:
+            return True
+        return value is not None and any(
+            self._same_object(fdef, value, obj, at) and (self._no_bare_exit(fdef, at) if replay else self._unconditional(fdef, at))
+            for obj, at in written)
+
+    def _same_object(self, fdef: cst.FunctionDef, given: cst.BaseExpression, obj: cst.BaseExpression,
+                     at: cst.CSTNode) -> bool:
+        """Do `given` (what the holder is given) and `obj` (what is written at `at`) name one object: one local not
+        bound again between the two, or the same text (a local bound once read as its value) over names fdef binds
+        once (`bs` rebound to the padded size names another record)."""
+        if isinstance(given, cst.Name) and isinstance(obj, cst.Name) and given.value == obj.value != "self":
+            order = self.tree.order
+            if id(given) not in order or id(at) not in order:
+                return False
+            low, high = sorted((order[id(given)], order[id(at)]))
+            return not any(low < self.tree.binds_after_value(a) <= high
+                           for a in self.tree.binding(given, given.value).assignments)
+        key = self._object_key(given)
+        return key is not None and key == self._object_key(obj)
+
+    def _object_key(self, e: cst.BaseExpression) -> Optional[str]:
+        """The text naming one object: a local bound once stands for its value; every name in it must be bound once
+        (a parameter, one assignment) or be `self`, else None."""
+        if isinstance(e, cst.Name) and e.value != "self":
+            values = self.tree.assigned_values(e, e.value)
+            if len(values) == 1 and values[0] is not None and not isinstance(values[0], cst.Name):
+                e = values[0]
+        if id(e) not in self.tree.order:
+            return None  # (a node _writes_in made: `self.T.update(...)`'s item)
+        for name in self.find(cst.Name, None, e) if not isinstance(e, cst.Name) else [e]:
+            if name.value != "self" and len(self.tree.binding(name, name.value).assignments) > 1:
+                return None
+        return _code(e).strip()
+
+    def _unconditional(self, fdef: cst.FunctionDef, at: cst.CSTNode) -> bool:
+        """Does every run of fdef reach `at`: no `if`, loop, `try` handler or nested def around it, no exit before it?"""
+        for up in self.tree.ancestors(at):
+            if up is fdef:
+                break
+            if isinstance(up, (cst.If, cst.For, cst.While, cst.ExceptHandler, cst.FunctionDef, cst.Lambda, cst.Match)):
+                return False
+        order = self.tree.order
+        return not any(order[id(x)] < order[id(at)] for x in self.find((cst.Return, cst.Raise), None, fdef))
+
+    def _no_bare_exit(self, fdef: cst.FunctionDef, at: cst.CSTNode) -> bool:
+        """No `return` before `at` in fdef but one whose block first gives the holder another object (sglang 0.5.16:
+        `if bs not in self.decode_cuda_graph_metadata: self._build_forward_metadata_cuda_graph(...); return`)."""
+        order, held = self.tree.order, self.held_attributes()
+        for exit_ in self.find(cst.Return, None, fdef):
+            if order[id(exit_)] >= order[id(at)]:
+                continue
+            block = next((b for b in self.tree.ancestors(exit_) if isinstance(b, cst.IndentedBlock)), fdef)
+            rebinds = any(isinstance(t, cst.Attribute) and t.attr.value in held
+                          for f in [fdef, *self._self_methods_called(block)] for _, t, _ in self._writes_in(f)
+                          if f is not fdef or any(b is block for b in self.tree.ancestors(t)))
+            if not rebinds:
+                return False
+        return True
+
+    def _self_methods_called(self, block: cst.CSTNode) -> List[cst.FunctionDef]:
+        """The module's methods of the names `self.m(...)` calls in block."""
+        names = {c.func.attr.value for c in self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute)
+                                                      and _is_name(c.func.value, "self"), block)}
+        return [f.node for n in sorted(names) for f in self.functions_named(n) if f.class_name]
+
+    def _made_for_batch(self, value: Optional[cst.BaseExpression], fdef: cst.FunctionDef, env: Optional[dict] = None,
+                        seen: Optional[set] = None) -> bool:
+        """Is `value`, read in fdef, an object made by this call: None, a parameter of the method giving the holder
+        (its caller's), a class's construction (a capitalised callee), `dataclasses.replace` of one, a def of the
+        module or a project file's function each of whose returns is such (its parameters read as the call's
+        arguments: `env`; sglang-kt hands its metadata through kpool_plan's functions), or a local bound only to
+        such (one met again while its bindings are read is decided by the others, `seen`)?"""
+        seen = set() if seen is None else seen
+        if value is None or len(seen) > 12:
+            return False
+        if isinstance(value, cst.Name):
+            return value.value == "None" or self._made_local(value, fdef, env, seen)
+        if isinstance(value, (cst.Attribute, cst.Subscript)) and _self_root_attr(value):
+            # `self.T[bs] = Cls(...); self.forward_metadata = self.T[bs]` (a capture filing what it made)
+            order, key = self.tree.order, self._object_key(value)
+            before = [(n, v) for n, t, v in self._writes_in(fdef) if key is not None and self._object_key(t) == key
+                      and order[id(n)] < order[id(value)]]
+            return len(before) == 1 and self._unconditional(fdef, before[0][0]) \
+                and self._made_for_batch(before[0][1], fdef, env, seen)
+        if isinstance(value, cst.Attribute):  # `forward_batch.attn_metadata`: off the caller's own object
+            return self._made_for_batch(value.value, fdef, env, seen)
+        if not isinstance(value, cst.Call):
+            return False
+        name = (dotted(value.func) or "").rsplit(".", 1)[-1]
+        if name[:1].isupper():
+            return True
+        if name == "replace" and value.args:  # dataclasses.replace(md, ...): a new object beside this batch's own
+            return self._made_for_batch(value.args[0].value, fdef, env, seen)
+        if isinstance(value.func, cst.Attribute) and not _is_name(value.func.value, "self"):
+            return False  # (`self._records.get(bs)`, `self._free.pop()`, `copy.copy(md)`)
+        defs = [f.node for f in self.functions_named(name)]
+        if not defs and isinstance(value.func, cst.Name):
+            return self._made_by_import(value, fdef, env, seen)
+        out = False
+        for d in defs:
+            params = [p.name.value for p in (*d.params.posonly_params, *d.params.params, *d.params.kwonly_params)]
+            method = isinstance(value.func, cst.Attribute) and self.tree.is_method(d)
+            inner = {p: (a, fdef, env) for p, a in _bound_arguments(value, params[1:] if method else params).items()}
+            returns = [r.value for r in self.find(cst.Return, None, d)]
+            if not returns or not all(self._made_for_batch(r, d, inner, seen) for r in returns):
+                return False
+            out = True
+        return out
+
+    def _made_local(self, name: cst.Name, fdef: cst.FunctionDef, env: Optional[dict], seen: set) -> bool:
+        b = self.tree.binding(name, name.value)
+        if not b.assignments or not all(isinstance(a.scope, FunctionScope) for a in b.assignments):
+            return False
+        key = (id(fdef), name.value, id(env))
+        if key in seen:
+            return True
+        seen.add(key)
+        try:
+            for a in b.assignments:
+                if isinstance(getattr(a, "node", None), cst.Param):
+                    if env is None:
+                        continue  # the method giving the holder: its caller's object
+                    given, caller, outer = env.get(name.value, (None, None, None))
+                    if given is None or not self._made_for_batch(given, caller, outer, seen):
+                        return False
+                elif not self._made_for_batch(getattr(self.tree.assignment_statement(a), "value", None), fdef, env, seen):
+                    return False
+            return True
+        finally:
+            seen.discard(key)
+
+    def _imported_from(self, name: cst.Name) -> Optional[Tuple[str, str]]:
+        """(module, name) where `name`'s one binding where it is read is `from module import name` (a function's own
+        import too: sglang-kt imports kpool_plan's functions inside init_forward_metadata)."""
+        found = self.tree.binding(name, name.value).assignments
+        node = getattr(found[0], "node", None) if len(found) == 1 else None
+        if not isinstance(node, cst.ImportFrom) or isinstance(node.names, cst.ImportStar):
+            return None
+        module = "." * len(node.relative) + (dotted(node.module) or "" if node.module is not None else "")
+        for alias in node.names:
+            bound = alias.asname.name.value if alias.asname is not None else dotted(alias.name)
+            if bound == name.value:
+                return module, dotted(alias.name) or ""
+        return None
+
+    def _made_by_import(self, call: cst.Call, fdef: cst.FunctionDef, env: Optional[dict], seen: set) -> bool:
+        """A function imported from a file of the project: each of its returns None, a construction, or a parameter
+        (or `dataclasses.replace` of one) handed an object made for this batch."""
+        own = self.project().checked_file(self.source)
+        found = self._imported_from(call.func)
+        if own is None or found is None:
+            return False
+        module, imported = found
+        path = own._find(own.path, module)
+        tree = bounded.python_facts(project.read_project_file(path)) if path and path.endswith(".py") else None
+        defs = [d for d in (tree.body if tree is not None else []) if isinstance(d, ast.FunctionDef) and d.name == imported]
+        if len(defs) != 1 or defs[0].decorator_list:
+            return False
+        a = defs[0].args
+        given = _bound_arguments(call, [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)])
+        returns = [r.value for r in ast.walk(defs[0]) if isinstance(r, ast.Return)]
+        for r in returns:
+            if isinstance(r, ast.Call) and (reach._unparse(r.func).rsplit(".", 1)[-1] == "replace") and r.args:
+                r = r.args[0]
+            if isinstance(r, ast.Constant) and r.value is None or isinstance(r, ast.Call) and \
+                    reach._unparse(r.func).rsplit(".", 1)[-1][:1].isupper():
+                continue
+            if not (isinstance(r, ast.Name) and given.get(r.id) is not None
+                    and self._made_for_batch(given[r.id], fdef, env, seen)):
+                return False
+        return bool(returns)
 
     def _refreshed(self, owner: cst.FunctionDef, a, field_name: str) -> Optional[str]:
         """The function reads the metadata off `self.<holder>`; a method of self (or `super()`) or a function of the
