@@ -39,7 +39,6 @@ def snapshot(target: Path) -> None:
 def load_variants(suite: str) -> list:
     spec = importlib.util.spec_from_file_location("heldout_" + Path(suite).stem, suite)
     module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module.VARIANTS
 
@@ -58,9 +57,11 @@ def verdict(outcome) -> str:
 def run_one(suite: str, name: str, verbose: bool) -> None:
     """In this process (whose sys.path starts at the snapshot): one variant, one RESULT line."""
     import topk_migrate
-    from tests.adversarial import harness
 
-    assert topk_migrate.__file__.startswith(str(Path(sys.path[0]))), "the snapshot's tool must be the one run"
+    snap = sys.path[0]
+    assert topk_migrate.__file__.startswith(snap), "the snapshot's tool must be the one run"
+    sys.path.insert(0, os.path.join(snap, "tests"))  # (as generator_run.py: not a `tests.` import the tool would follow)
+    from adversarial import harness
     variant = next(v for v in load_variants(suite) if v.name == name)
     with tempfile.TemporaryDirectory() as root, harness.stub_kernels():
         outcome = harness.run_variant(variant, Path(root))

@@ -122,6 +122,7 @@ def test_metadata_is_read_plainly_only_where_its_type_is_declared(tmp_path):
     None assignment gets a None check; where nothing says, getattr with a None default."""
     head = ("from dataclasses import dataclass\nfrom sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
             "@dataclass\nclass DSAMetadata:\n    dsa_cache_seqlens_int32: torch.Tensor\n"
+            "def make_metadata():\n    return DSAMetadata(dsa_cache_seqlens_int32=None)\n"
             "class B:\n    def __init__(self):\n        self.forward_metadata{decl}\n"
             "    def f(self, q, idx):\n        metadata = self.forward_metadata\n"
             "        return flash_mla_sparse_fwd(q, self.kv, idx, 1.0)\n")
