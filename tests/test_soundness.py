@@ -1534,10 +1534,11 @@ class Backend:
 """
 
 
-@pytest.mark.parametrize("key, fixable", [("topk_indices", False), ("layer_window", True)])
+@pytest.mark.parametrize("key, fixable", [("topk_indices", False), ("layer_window", False)])
 def test_a_caller_writing_the_entry_of_kwargs_the_function_reads_is_seen(tmp_path, key, fixable):
     """Round T's u_kwargs_same_name_layer_masks_entry: the entries the function reads off its `**kwargs` are traced
-    at its callers in other files, as its parameters are; another entry is not the rows."""
+    at its callers in other files, as its parameters are; another entry written in place may be a view of the
+    indices (round W's u_wrapper_kwargs_sibling_entry), and is refused too."""
     (tmp_path / "layer.py").write_text(
         "class SparseAttention:\n    def __init__(self, attn_backend):\n        self.attn_backend = attn_backend\n\n"
         "    def forward(self, q, kv, scale, **kwargs):\n"
@@ -2446,3 +2447,64 @@ def test_a_replay_gives_the_holder_the_record_it_updates(tmp_path, replay, fixab
         + replay + "\n\n    def forward(self")
     site = _site(tmp_path, src, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_LAYER_RUN = "import torch\n\n\ndef run(backend, q, kv, topk_indices, topk_2d, ctx, scale):\n{body}\n    return backend.forward(q, kv, topk_indices, scale)\n"
+
+
+@pytest.mark.parametrize("body, fixable", [
+    ("    n = int((topk_2d >= 0).sum())", True),
+    ("    buf = torch.zeros(4)\n    buf[0] = 1\n    buf.add_(1)", True),  # a tensor the caller made itself
+    ("    assert topk_indices.is_contiguous()", True),
+    # round W (w2): whatever else the caller writes in place may share the indices' storage
+    ("    ctx.topk_2d.masked_fill_(ctx.topk_2d < 20, -1)", False),
+    ("    topk_2d.data[topk_2d < 20] = -1", False),
+    ("    torch.Tensor.masked_fill_(topk_2d, topk_2d < 20, -1)", False),
+    ("    torch.where(topk_2d < 20, -1, topk_2d, out=topk_2d)", False),
+    ("    for view in (topk_2d,):\n        view.masked_fill_(view < 20, -1)", False),
+    ("    WINDOW.masked_fill_(WINDOW < 20, -1)", False),
+    ("    if ctx is None:\n        topk_2d.masked_fill_(topk_2d < 20, -1)\n        return None", False),
+    ("    import torch.distributed as dist\n    dist.broadcast(topk_2d, 0)", False)])
+def test_a_caller_writing_anything_but_its_own_new_tensor_in_place_is_refused(tmp_path, body, fixable):
+    """Round W's w2: a caller in another file writing a tensor in place that may be a view of the indices (another
+    parameter's attribute, `.data`, the functional spelling, `out=`, a loop's alias, a module's global, the other
+    branch, a collective) is refused; a tensor it made itself, and reads, are not."""
+    (tmp_path / "layer.py").write_text(_LAYER_RUN.format(body=body))
+    site = _site(tmp_path, HANDED_INDICES, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("layer, fixable", [
+    ("class Layer:\n    def __init__(self, backend):\n        self.backend = backend\n\n"
+     "    def run(self, q, kv, topk, scale):\n        step = lambda: self.backend.forward(q, kv, topk, scale)\n"
+     "        return step()\n", True),
+    # round W: a step lambda kept on the object runs later with the first call's tensors
+    ("class Layer:\n    def __init__(self, backend):\n        self.backend = backend\n        self.step = None\n\n"
+     "    def run(self, q, kv, topk, scale):\n        if self.step is None:\n"
+     "            self.step = lambda: self.backend.forward(q, kv, topk, scale)\n        return self.step()\n", False),
+    # round W: an await before the call lets another task write the indices
+    ("class Layer:\n    def __init__(self, backend, ready):\n        self.backend, self.ready = backend, ready\n\n"
+     "    async def run(self, q, kv, topk, scale):\n        await self.ready.wait()\n"
+     "        return self.backend.forward(q, kv, topk, scale)\n", False),
+    # round W: a static method's first parameter is no object of its own
+    ("class Layer:\n    @staticmethod\n    def run(backend, q, kv, topk, scale):\n"
+     "        return backend.forward(q, kv, topk, scale)\n", True),
+    # round W: a mixin's method borrowed through the class's namespace runs with the backend as self
+    ("import torch\nfrom backend import Backend\n\n\nclass _Verify:\n    def verify(self, q, kv, topk, scale):\n"
+     "        order = torch.arange(q.shape[0] - 1, -1, -1)\n        return self.forward(q[order], kv, topk[order], scale)\n\n\n"
+     "class Spec(Backend):\n    verify = vars(_Verify)['verify']\n", False)])
+def test_a_callers_kept_lambda_await_and_borrowed_method_are_read(tmp_path, layer, fixable):
+    (tmp_path / "layer.py").write_text(layer)
+    site = _site(tmp_path, HANDED_INDICES.replace("forward_batch", "fb"), kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+def test_a_collective_fills_the_indices_it_is_handed(tmp_path):
+    """Round W's u_dist_gather_into_topk: `dist.all_gather_into_tensor(indices, shard)` writes the indices."""
+    src = HANDED_INDICES.replace("        metadata = self.forward_metadata\n",
+                                 "        metadata = self.forward_metadata\n"
+                                 "        dist.all_gather_into_tensor(topk_indices, self.shard)\n").replace(
+        "from sgl_kernel", "import torch.distributed as dist\nfrom sgl_kernel")
+    assert "all_gather_into_tensor" in src
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert site.status is Status.MANUAL, site.reason

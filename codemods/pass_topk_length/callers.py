@@ -11,6 +11,7 @@ import ast
 from typing import List, NamedTuple, Optional, Set, Tuple
 
 from . import reach
+from .rows import COPYING_FUNCTIONS, FRESH_FUNCTIONS, IN_PLACE_LIBRARY
 
 # The engine's dispatch, by the module its class is defined in: the framework calls it with the batch's rows and
 # fills its `**kwargs` (the indices among them), which it may hand on whole.
@@ -22,7 +23,7 @@ ENTRY_BASES = {
 ENTRY_METHOD = "forward"
 # Reads of a handed tensor that neither write it nor hand it on: its metadata, a new tensor shaped like it.
 _READS = {"shape", "dtype", "device", "ndim", "is_cuda", "size", "dim", "numel", "new_empty", "new_zeros", "new_full",
-          "new_ones", "new_tensor", "element_size"}
+          "new_ones", "new_tensor", "element_size", "is_contiguous", "stride", "data_ptr", "get_device"}
 # What runs its body more than once in one call of a function (a comprehension holds no statement: no `if` in one)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 # (parameter, its place among the positional ones after self, "" or "*" / "**" for the `*args` / `**kwargs` it is)
@@ -64,8 +65,20 @@ def _elsewhere(proj, f, node: ast.AST, mine: Optional[Set[Tuple[str, str]]]) -> 
     methods = {d.name for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
     if _forwards_lookup(proj, f, cls, node.attr):
         return False
-    return not any(isinstance(n, ast.Attribute) and n.attr in methods and isinstance(n.value, ast.Name)
-                   and n.value.id == cls.name for g in proj.files_naming([cls.name]) for n in ast.walk(g.tree))
+    return not any(isinstance(n, ast.Name) and n.id == cls.name and isinstance(n.ctx, ast.Load)
+                   and _may_lend(g, n, methods) for g in proj.files_naming([cls.name]) for n in ast.walk(g.tree))
+
+
+def _may_lend(f, name: ast.Name, methods: Set[str]) -> bool:
+    """May this read of a class hand one of its methods to another object: `Mixin.verify` or `Mixin.__dict__` read
+    off it, or the class handed to a call (`vars(Mixin)["verify"]`, `getattr(Mixin, "verify")`, `graft(Mixin)`:
+    round W)? A base, a construction, an alias, an annotation or a type test lend nothing."""
+    up = f.parents.get(id(name))
+    if isinstance(up, ast.Attribute):
+        return up.attr in methods or up.attr in ("__dict__", "__getattribute__")
+    while isinstance(up, ast.Tuple):
+        up = f.parents.get(id(up))
+    return isinstance(up, ast.Call) and up.func is not name and reach._unparse(up.func) not in ("isinstance", "issubclass")
 
 
 def _forwards_lookup(proj, f, cls: ast.ClassDef, name: str) -> bool:
@@ -111,6 +124,9 @@ def _caller(proj, f, node: ast.AST, fname: str, want: Wanted, named: frozenset =
     fn = f.enclosing(call, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
     while isinstance(fn, ast.Lambda) and not (fn.args.args or fn.args.posonlyargs or fn.args.kwonlyargs
                                                or fn.args.vararg or fn.args.kwarg):
+        if _kept(f, fn):
+            return at(f"`{reach._unparse(call)[:60]}` is in a lambda kept on an object or in a table: a later call runs "
+                      "it with the tensors of the step that made it")
         fn = f.enclosing(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))  # a graph step
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return at(f"`{reach._unparse(call)[:60]}` is called outside a function: the rows it hands are not traced")
@@ -120,20 +136,83 @@ def _caller(proj, f, node: ast.AST, fname: str, want: Wanted, named: frozenset =
                 why = _handed_root(At(proj, f, fn, call), source, fname, {p for p, _, _ in want}) or _served(proj, source)
                 if why:
                     return at(f"`{reach._unparse(call)[:60]}` in `{fn.name}` {why}")
-    why = _sibling_written(f, fn, call)
+    why = _sibling_written(f, fn, call) or _awaits_before(f, fn, call)
     return at(f"`{reach._unparse(call)[:60]}` in `{fn.name}` {why}") if why else None
 
 
-def _sibling_written(f, fn, call: ast.Call) -> Optional[str]:
-    """A parameter of fn it does not hand the call, written in place on the way to it (round U: a layer masking
-    `topk_2d`, a view of the batch's top-k its caller handed it beside them): it may be the indices' storage."""
-    params = [a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs][1 if _method(f, fn) else 0:]
-    handed = {n.id for a in [*call.args, *(k.value for k in call.keywords)] for n in ast.walk(a) if isinstance(n, ast.Name)}
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Name) and node.id in params and node.id not in handed and _in_place(f, node) \
-                and not _exclusive(f, fn, node, call):
-            return f"writes its parameter `{node.id}` in place, which may share the indices' storage"
+def _kept(f, lam: ast.Lambda) -> bool:
+    """Is the lambda stored where a later call of its function finds it (an attribute, an item, a global), rather
+    than called or handed on at once (a CUDA graph's step handed to its capture)?"""
+    up = f.parents.get(id(lam))
+    while isinstance(up, (ast.BoolOp, ast.IfExp)):
+        up = f.parents.get(id(up))
+    if isinstance(up, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = up.targets if isinstance(up, ast.Assign) else [up.target]
+        return any(not isinstance(t, ast.Name) for t in targets)
+    return isinstance(up, (ast.Dict, ast.List, ast.Tuple, ast.Set, ast.Return))
+
+
+def _awaits_before(f, fn, call: ast.Call) -> Optional[str]:
+    """A coroutine awaiting before the call (or in a loop around it) lets another task run meanwhile, which may
+    write the rows or the indices it was handed in place (round W)."""
+    if not isinstance(fn, ast.AsyncFunctionDef):
+        return None
+    waits = [n for n in ast.walk(fn) if isinstance(n, (ast.Await, ast.AsyncFor, ast.AsyncWith))]
+    if any((n.lineno, n.col_offset) < (call.lineno, call.col_offset) for n in waits) or waits and _in_loop(f, call):
+        return "awaits before it: another task may write what it hands in place meanwhile"
     return None
+
+
+def _sibling_written(f, fn, call: ast.Call) -> Optional[str]:
+    """A tensor fn writes in place other than a local it made itself: any other may share the indices' storage (a
+    view of the batch's top-k its caller handed beside them, an attribute of another parameter, a closure's or a
+    module's view, an entry of `**kwargs`: round U, round W). Default-deny on the target, in any branch (a layer's
+    other branch writes the shared tensor for the next layer's call: rounds S, T, W)."""
+    for node in ast.walk(fn):
+        target = _written_target(node)
+        if target is not None and not _fresh_local(f, fn, target):
+            return f"writes `{reach._unparse(target)[:40]}` in place, which may share the indices' storage"
+    return None
+
+
+def _written_target(node: ast.AST) -> Optional[ast.AST]:
+    """What node writes into in place: an in-place method's receiver (`x.masked_fill_(...)`, `x.data[m].zero_()`),
+    the first argument of its functional spelling (`torch.Tensor.masked_fill_(x, ...)`), an `out=` keyword, an
+    item or slice assigned (`x[m] = v`, `x[m] += v`), the target of `x += v`, or a collective's tensor
+    (IN_PLACE_LIBRARY: `dist.all_gather_into_tensor(x, ...)`)."""
+    if isinstance(node, ast.Call):
+        func = node.func
+        name = reach._unparse(func)
+        out = next((k.value for k in node.keywords if k.arg == "out"), None)
+        if out is not None:
+            return out
+        if isinstance(func, ast.Attribute) and func.attr.endswith("_") and not func.attr.endswith("__"):
+            functional = name.startswith(("torch.Tensor.", "Tensor."))
+            return (node.args[0] if node.args else None) if functional else func.value
+        if name.rsplit(".", 1)[-1] in IN_PLACE_LIBRARY and node.args:
+            return node.args[0]
+        return None
+    if isinstance(node, ast.AugAssign):
+        return node.target
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return next((t.value for t in targets if isinstance(t, ast.Subscript)), None)
+    return None
+
+
+def _fresh_local(f, fn, target: ast.AST) -> bool:
+    """Is the written tensor a local of fn bound only to a new tensor made there (`out = torch.empty(...)`,
+    `buf = x.new_zeros(...)`, `y = x.clone()`), or a plain number (`i += 1`)?"""
+    while isinstance(target, ast.Subscript):
+        target = target.value
+    if not isinstance(target, ast.Name):
+        return False
+    values = reach.local_value(f, target)
+    if values is None or f.enclosing(target, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) is not fn:
+        return False
+    return all(isinstance(v, ast.Constant) and isinstance(v.value, (int, float))
+               or isinstance(v, ast.Call) and reach._unparse(v.func).rsplit(".", 1)[-1] in FRESH_FUNCTIONS | COPYING_FUNCTIONS | {"clone", "new_zeros", "new_empty", "new_full", "new_ones"}
+               for v in values)
 
 
 def _arguments(call: ast.Call, param: str, place: Optional[int], kind: str, named: frozenset) -> List[ast.AST]:
@@ -161,7 +240,9 @@ def _unbound(f, func: ast.AST) -> bool:
 
 
 def _method(f, fn) -> bool:
-    return isinstance(f.parents.get(id(fn)), ast.ClassDef)
+    """A def of a class body whose first parameter is its own object (or class): not a staticmethod's (round W)."""
+    return isinstance(f.parents.get(id(fn)), ast.ClassDef) and not any(
+        reach._unparse(d) in ("staticmethod", "builtins.staticmethod") for d in fn.decorator_list)
 
 
 def _argument(call: ast.Call, param: str, place: Optional[int]) -> Optional[ast.AST]:
@@ -368,8 +449,9 @@ def _use(f, node: ast.Name, call: ast.Call, handed: str, keys: Set[str]) -> Opti
         chain = f.parents[id(chain)]
     if isinstance(chain, ast.Attribute) and chain is not up and chain.attr in _READS:
         return None
-    if isinstance(up, ast.Compare) and all(isinstance(c, ast.Constant) and c.value is None for c in up.comparators):
-        return None
+    if isinstance(up, ast.Compare) and all(isinstance(c, ast.Constant) and (c.value is None or type(c.value) in (
+            int, float)) for c in up.comparators):
+        return None  # (`indices is None`, `(indices >= 0).sum(-1)`: a new tensor, round W's safe twin)
     if isinstance(up, ast.Return):
         return None
     return f"uses `{reach._unparse(up if up is not None else expr)[:40]}`: the rows may change before the call"

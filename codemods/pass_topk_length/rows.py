@@ -40,6 +40,11 @@ NO_DATA_METHODS = {"size", "numel", "dim", "stride", "element_size", "data_ptr",
 FRESH_FUNCTIONS = {"zeros", "empty", "ones", "full", "zeros_like", "empty_like", "ones_like", "full_like", "arange",
                    "rand", "randn", "randint", "tensor", "empty_strided"}  # (not `as_tensor`: a tensor handed
 # to it comes back as itself, round Q)
+# Library functions that write a tensor they are handed in place although their names say nothing of it: the
+# collectives fill their first argument (`dist.all_gather_into_tensor(out, shard)`, `dist.broadcast(t, 0)`: round W)
+IN_PLACE_LIBRARY = {"all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor",
+                    "broadcast", "scatter", "gather", "reduce", "recv", "irecv", "all_to_all", "all_to_all_single",
+                    "broadcast_object_list", "scatter_object_list"}
 TRANSPOSING_ATTRS = {"T", "mT", "H", "mH"}
 ALWAYS_REORDERS = {"masked_select", "take", "take_along_dim", "nonzero", "t", "unique", "argsort", "sort", "flipud",
                    "rot90", "einsum", "matmul", "mm", "bmm"}
@@ -1162,6 +1167,8 @@ def _may_mutate(tree: Tree, call: cst.Call, outside: Optional[Outside]) -> bool:
     if op.endswith("_"):
         return True  # in place by name, wherever it comes from (`torch.Tensor.copy_(q, ...)`)
     names = imported_names(tree, func)
+    if op in IN_PLACE_LIBRARY and any(qn.startswith("torch.distributed.") for qn in names):
+        return True  # (a collective fills the tensor it is handed: round W)
     if names and outside is not None and all(outside(qn) and not qn.startswith("operator.") and ".ops." not in qn
                                              for qn in names):
         return False  # (a library writes results to outputs; `operator.setitem(idx, ...)` writes, round O)

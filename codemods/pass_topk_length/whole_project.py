@@ -253,6 +253,9 @@ class WholeProject:
                 a, cst.Lambda) and _takes(a)), None)  # (a lambda taking nothing reads its function's names: a graph step)
             if not isinstance(owner, cst.FunctionDef) or any(a.star for a in call.args):
                 return f"at line {line}, a call of `{name}` hands it rows no function was handed"
+            if any(isinstance(a, cst.Lambda) and self._kept_lambda(a) for a in self.tree.ancestors(call)):
+                return (f"at line {line}, a call of `{name}` is in a lambda kept on an object or in a table: a later "
+                        "call runs it with the tensors of the step that made it (round W)")
             scope = self.tree.scope_of.get(owner.body)
             # `Backend.forward(backend, q, ...)`: called off the class, the instance comes first (round R); off any
             # receiver but self or super() (`DEFAULT_BACKEND.forward(...)`, `impl_cls.forward(obj, ...)`) both readings
@@ -280,6 +283,17 @@ class WholeProject:
             if hazard:
                 return f"at line {line}, a call of `{name}`: {hazard}"
         return None
+
+    def _kept_lambda(self, lam: cst.Lambda) -> bool:
+        """Is the lambda stored where a later call finds it (an attribute, an item, a container, a return), rather
+        than called or handed on at once (a CUDA graph's step handed to its capture)? As callers._kept."""
+        up = self.tree.parent.get(lam)
+        while isinstance(up, (cst.BooleanOperation, cst.IfExp)):
+            up = self.tree.parent.get(up)
+        if isinstance(up, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+            targets = [t.target for t in up.targets] if isinstance(up, cst.Assign) else [up.target]
+            return any(not isinstance(t, cst.Name) for t in targets)
+        return isinstance(up, (cst.Element, cst.DictElement, cst.Return))
 
     def _caller_writes_elsewhere(self, batch, call: cst.Call, positional, indices: Set[str]) -> Optional[str]:
         """rows.foreign_write in a caller of the function the indices come from (round U: `forward_decode` masking
