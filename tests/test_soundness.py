@@ -1705,6 +1705,7 @@ def test_a_method_read_off_a_calls_result_may_be_unbound(tmp_path, receiver):
 @pytest.mark.parametrize("getter, proven", [
     ("def get_dsa_index_topk(config):\n    return config.index_topk\n", True),
     ("def get_dsa_index_topk(config):\n    return config['index_topk']\n", True),
+    ("def get_dsa_index_topk(config):\n    return config.get('index_topk')\n", True),  # round W's safe twin
     # round U's u_fork_width_getter_rounds_up: a fork's getter named like the engine's is read by its returns
     ("def get_dsa_index_topk(config):\n    return (config.index_topk + 63) // 64 * 64\n", False)])
 def test_a_module_width_is_what_the_module_assigns_it_and_its_getter_returns(tmp_path, width, fixable, getter, proven):
@@ -2430,6 +2431,8 @@ _CAPTURE = ("    def init_forward_metadata_capture_cuda_graph(self, bs, seq_lens
 @pytest.mark.parametrize("replay, fixable", [
     ("        md = self.graph_metadata[bs]\n        md.dsa_cache_seqlens_int32.copy_(" + _CLIP + ")\n"
      "        self.forward_metadata = md", True),
+    ("        md = self.graph_metadata.get(bs)\n        torch.Tensor.copy_(md.dsa_cache_seqlens_int32, " + _CLIP + ")\n"
+     "        self.forward_metadata = md", True),  # round W's safe twin: the table read by `.get`
     # round W: the holder given another record than the one updated (another key, a batch size rebound since)
     ("        md = self.graph_metadata[bs]\n        md.dsa_cache_seqlens_int32.copy_(" + _CLIP + ")\n"
      "        self.forward_metadata = self.graph_metadata[bs + 1]", False),

@@ -762,6 +762,10 @@ def _config_width(e: ast.AST) -> bool:
         return bool(WIDTH_NAME.fullmatch(e.attr))
     if isinstance(e, ast.Subscript):
         return isinstance(e.slice, ast.Constant) and isinstance(e.slice.value, str) and bool(WIDTH_NAME.fullmatch(e.slice.value))
+    if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr == "get" and len(e.args) == 1 \
+            and not e.keywords:  # `config.get("index_topk")` (no default: a missing width is None, which no clip takes)
+        key = e.args[0]
+        return isinstance(key, ast.Constant) and isinstance(key.value, str) and bool(WIDTH_NAME.fullmatch(key.value))
     return False
 
 

@@ -255,6 +255,9 @@ class GraphReplay:
         """{T} where e is `self.T[...]`; for a local, the T of each binding that may reach this read (before it, in no
         branch of an `if` the read is in the other branch of: `md = self.A[bs]` in one mode's branch reaches a write
         there, both modes' bindings reach a write after the `if`)."""
+        if isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value == "get" \
+                and len(e.args) == 1 and _is_attr_of_self(e.func.value):
+            return {e.func.value.attr.value}  # `self.T.get(bs)`, as `self.T[bs]`
         if isinstance(e, cst.Subscript):
             return {_self_root_attr(e)} if _self_root_attr(e) and not _is_attr_of_self(e) else set()
         if not isinstance(e, cst.Name):
@@ -436,6 +439,9 @@ class GraphReplay:
     def _stored(self, e: cst.BaseExpression, seen: set) -> bool:
         """An object read from where the captured metadata is kept (`self.graph_metadata[bs]`), not made (nor read
         off a call's result: `self._plan(seq_lens).metadata` is a new object's, round O)."""
+        if isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value == "get" \
+                and len(e.args) == 1 and isinstance(e.func.value, (cst.Attribute, cst.Subscript)):
+            e = e.func.value  # `self.graph_metadata.get(bs)`: an item of the table, as `[bs]` reads it (round W)
         if isinstance(e, (cst.Subscript, cst.Attribute)):
             while isinstance(e, (cst.Subscript, cst.Attribute)):
                 e = e.value
