@@ -2511,3 +2511,41 @@ def test_a_collective_fills_the_indices_it_is_handed(tmp_path):
     assert "all_gather_into_tensor" in src
     site = _site(tmp_path, src, kernel=KERNEL)
     assert site.status is Status.MANUAL, site.reason
+
+
+_TRIM = "\n\ndef _trim(t):\n    t[:, 4:] = -1\n\n\nclass ClipWindow(torch.autograd.Function):\n    @staticmethod\n" \
+        "    def forward(ctx, t):\n        return t.masked_fill_(t > 4, -1)\n"
+
+
+@pytest.mark.parametrize("body, fixable", [
+    ("    valid = topk_2d >= 0\n    valid[:, 4:] = False", True),  # a comparison's new tensor, the caller's own
+    ("    topk_2d[:, 4:], flag = -1, True", False),  # round X: an item assigned among a tuple's targets
+    ("    _trim(topk_2d)", False),  # a def of the caller's file writing what it is handed
+    ("    ClipWindow.apply(topk_2d)", False),  # an autograd Function
+    ("    torch.ops.fork.clip_window(topk_2d)", False),  # a custom op (mutates_args)
+    ("    getattr(topk_2d, ctx.op)(topk_2d < 4, -1)", False),  # a method picked by a computed name
+    ("    fill = topk_2d.masked_fill_\n    fill(topk_2d < 4, -1)", False),  # an in-place method taken as a value
+    ("    s = torch.empty(0)\n    s.set_(topk_2d)\n    s.fill_(-1)", False),  # a new tensor pointed at the view
+    ("    buf = ctx.arena.empty(4)\n    buf.fill_(-1)", False),  # a project's allocator may hand back anything
+    ("    yield None", False),  # a generator stage: another stage runs at its yield
+    ("    match (q, topk_indices):\n        case (q, topk_indices):\n            pass", False)])  # a match capture
+def test_round_x_caller_writes_are_seen(tmp_path, body, fixable):
+    """Round X's x2: writes a caller makes that are not spelled `x.op_(...)`, and a generator stage's yield."""
+    (tmp_path / "layer.py").write_text(_LAYER_RUN.format(body=body) + _TRIM)
+    site = _site(tmp_path, HANDED_INDICES, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("combined, fixable", [
+    ("class Balanced(Balance, Backend):\n    pass\n", False),
+    ("def with_balance(base):\n    class _Balanced(Balance, base):\n        pass\n    return _Balanced\n", False),
+    ("BACKENDS = {'dsa': Backend}\n\n\nclass Balanced(Balance, BACKENDS['dsa']):\n    pass\n", False),
+    ("class Other:\n    pass\n\n\nclass Balanced(Balance, Other):\n    pass\n", True)])
+def test_a_mixin_combined_with_a_base_that_names_no_class_is_the_backends(tmp_path, combined, fixable):
+    """Round X's mixin combined with the backend at run time (a factory's parameter, a table's item)."""
+    (tmp_path / "mixins.py").write_text(
+        "import torch\nfrom backend import Backend\n\n\nclass Balance:\n    def forward(self, q, kv, topk_indices, scale):\n"
+        "        order = torch.arange(q.shape[0] - 1, -1, -1)\n"
+        "        return super().forward(q[order], kv, topk_indices[order], scale)\n\n\n" + combined)
+    site = _site(tmp_path, HANDED_INDICES, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -11,7 +11,14 @@ import ast
 from typing import List, NamedTuple, Optional, Set, Tuple
 
 from . import reach
-from .rows import COPYING_FUNCTIONS, FRESH_FUNCTIONS, IN_PLACE_LIBRARY
+from .rows import (
+    COPYING_FUNCTIONS,
+    COPYING_METHODS,
+    FRESH_FUNCTIONS,
+    IN_PLACE_LIBRARY,
+    NO_DATA_METHODS,
+    TENSOR_VIEW_METHODS,
+)
 
 # The engine's dispatch, by the module its class is defined in: the framework calls it with the batch's rows and
 # fills its `**kwargs` (the indices among them), which it may hand on whole.
@@ -24,6 +31,8 @@ ENTRY_METHOD = "forward"
 # Reads of a handed tensor that neither write it nor hand it on: its metadata, a new tensor shaped like it.
 _READS = {"shape", "dtype", "device", "ndim", "is_cuda", "size", "dim", "numel", "new_empty", "new_zeros", "new_full",
           "new_ones", "new_tensor", "element_size", "is_contiguous", "stride", "data_ptr", "get_device"}
+# A tensor's own copies (a method of the tensor): a new tensor, unless the project defines a method of the name
+_OWN_COPIES = {"clone", "new_zeros", "new_empty", "new_full", "new_ones", "new_tensor"}
 # What runs its body more than once in one call of a function (a comprehension holds no statement: no `if` in one)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 # (parameter, its place among the positional ones after self, "" or "*" / "**" for the `*args` / `**kwargs` it is)
@@ -63,10 +72,31 @@ def _elsewhere(proj, f, node: ast.AST, mine: Optional[Set[Tuple[str, str]]]) -> 
     if cls is None or (f.path, cls.name) in mine:
         return False
     methods = {d.name for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    if _forwards_lookup(proj, f, cls, node.attr):
+    if _forwards_lookup(proj, f, cls, node.attr) or _mixed_with_unknown(proj, cls):
         return False
     return not any(isinstance(n, ast.Name) and n.id == cls.name and isinstance(n.ctx, ast.Load)
                    and _may_lend(g, n, methods) for g in proj.files_naming([cls.name]) for n in ast.walk(g.tree))
+
+
+def _mixed_with_unknown(proj, cls: ast.ClassDef) -> bool:
+    """Does a class of the project derive from cls beside a base that names no class (a factory's parameter,
+    `BACKENDS["dsa"]`: round W's mixin combined with the backend at run time)? Then cls's `self` may be anything."""
+    for g in proj.files_naming([cls.name]):
+        for c in g.class_defs:
+            names = [reach._unparse(b).rsplit(".", 1)[-1] for b in c.bases]
+            if cls.name in names and any(_names_no_class(proj, g, b) for b in c.bases):
+                return True
+    return False
+
+
+def _names_no_class(proj, g, base: ast.AST) -> bool:
+    """A base expression that names no class the reader knows: a call's result, a parameter, an item of a table
+    (`BACKENDS["dsa"]`, whose name resolves to no class of its file)."""
+    path, name = g.resolve_class(base)
+    if path is None:
+        return not g.known_base(base)
+    h = proj._file_at(path)
+    return h is not None and name not in {c.name for c in h.class_defs}
 
 
 def _may_lend(f, name: ast.Name, methods: Set[str]) -> bool:
@@ -136,7 +166,7 @@ def _caller(proj, f, node: ast.AST, fname: str, want: Wanted, named: frozenset =
                 why = _handed_root(At(proj, f, fn, call), source, fname, {p for p, _, _ in want}) or _served(proj, source)
                 if why:
                     return at(f"`{reach._unparse(call)[:60]}` in `{fn.name}` {why}")
-    why = _sibling_written(f, fn, call) or _awaits_before(f, fn, call)
+    why = _sibling_written(proj, f, fn, call) or _awaits_before(f, fn, call)
     return at(f"`{reach._unparse(call)[:60]}` in `{fn.name}` {why}") if why else None
 
 
@@ -153,56 +183,163 @@ def _kept(f, lam: ast.Lambda) -> bool:
 
 
 def _awaits_before(f, fn, call: ast.Call) -> Optional[str]:
-    """A coroutine awaiting before the call (or in a loop around it) lets another task run meanwhile, which may
-    write the rows or the indices it was handed in place (round W)."""
-    if not isinstance(fn, ast.AsyncFunctionDef):
-        return None
-    waits = [n for n in ast.walk(fn) if isinstance(n, (ast.Await, ast.AsyncFor, ast.AsyncWith))]
+    """A coroutine awaiting, or a generator yielding, before the call (or in a loop around it) lets another task or
+    stage run meanwhile (two-batch overlap's stages), which may write the rows or the indices in place (round W)."""
+    waits = [n for n in ast.walk(fn) if isinstance(n, (ast.Await, ast.AsyncFor, ast.AsyncWith, ast.Yield, ast.YieldFrom))]
     if any((n.lineno, n.col_offset) < (call.lineno, call.col_offset) for n in waits) or waits and _in_loop(f, call):
-        return "awaits before it: another task may write what it hands in place meanwhile"
+        return "awaits or yields before it: another task or stage may write what it hands in place meanwhile"
     return None
 
 
-def _sibling_written(f, fn, call: ast.Call) -> Optional[str]:
+def _sibling_written(proj, f, fn, call: ast.Call) -> Optional[str]:
     """A tensor fn writes in place other than a local it made itself: any other may share the indices' storage (a
     view of the batch's top-k its caller handed beside them, an attribute of another parameter, a closure's or a
     module's view, an entry of `**kwargs`: round U, round W). Default-deny on the target, in any branch (a layer's
     other branch writes the shared tensor for the next layer's call: rounds S, T, W)."""
     for node in ast.walk(fn):
-        target = _written_target(node)
-        if target is not None and not _fresh_local(f, fn, target):
+        target = _written_target(f, node)
+        if target is not None and not _fresh_local(proj, f, fn, target) and not _number_attribute(f, target):
             return f"writes `{reach._unparse(target)[:40]}` in place, which may share the indices' storage"
+    sibling = getattr(call.func, "attr", None)
+    for other in (n for n in ast.walk(fn) if isinstance(n, ast.Call) and n is not call):
+        if isinstance(other.func, ast.Attribute) and other.func.attr == sibling:
+            continue  # (the engine's dispatch to a sibling backend's method of the traced name: read as a caller)
+        if _exclusive(f, fn, other, call):
+            continue  # (the other mode's branch: sglang's dispatch hands k to a pool's set_kv_buffer there; a callee
+            # writing a shared tensor for the next call from that branch is not read: stated in docs/soundness.md)
+        for key, arg in _handed(other):
+            if _a_tensor_name(arg) and not _fresh_local(proj, f, fn, arg) and _may_write(proj, f, other, key):
+                return (f"hands `{reach._unparse(arg)[:40]}` to `{reach._unparse(other.func)[:40]}`, which may write it "
+                        "in place (round W)")
     return None
 
 
-def _written_target(node: ast.AST) -> Optional[ast.AST]:
-    """What node writes into in place: an in-place method's receiver (`x.masked_fill_(...)`, `x.data[m].zero_()`),
-    the first argument of its functional spelling (`torch.Tensor.masked_fill_(x, ...)`), an `out=` keyword, an
-    item or slice assigned (`x[m] = v`, `x[m] += v`), the target of `x += v`, or a collective's tensor
-    (IN_PLACE_LIBRARY: `dist.all_gather_into_tensor(x, ...)`)."""
+def _a_tensor_name(e: ast.AST) -> bool:
+    """A name (or a slice of one) handed on: a tensor it may be (an attribute read off an object, a size, a literal
+    are not followed into the callee: sglang's `layer.layer_id` goes through a dozen pools' methods)."""
+    while isinstance(e, ast.Subscript):
+        e = e.value
+    return isinstance(e, ast.Name) and not _no_data(e)
+
+
+def _no_data(e: ast.AST) -> bool:
+    """An argument that holds no tensor's storage: a literal, a size or dtype read off one (`q.shape[0]`,
+    `x.size(1)`, `len(x)`), arithmetic of those, a comparison's new tensor."""
+    if isinstance(e, (ast.Constant, ast.Compare)):
+        return True
+    if isinstance(e, ast.BinOp):
+        return _no_data(e.left) and _no_data(e.right)
+    if isinstance(e, ast.UnaryOp):
+        return _no_data(e.operand)
+    if isinstance(e, ast.Subscript):
+        return _no_data(e.value)
+    if isinstance(e, ast.Attribute):
+        return e.attr in _READS
+    if isinstance(e, ast.Call):
+        return reach._unparse(e.func) == "len" or isinstance(e.func, ast.Attribute) and e.func.attr in ("size", "numel", "dim")
+    return False
+
+
+def _handed(call: ast.Call) -> List[Tuple[object, ast.AST]]:
+    """(place or keyword, argument) for each argument of the call but `*`/`**` ones."""
+    return [(i, a) for i, a in enumerate(call.args) if not isinstance(a, ast.Starred)] + [
+        (k.arg, k.value) for k in call.keywords if k.arg is not None]
+
+
+def _may_write(proj, f, call: ast.Call, key, depth: int = 0) -> bool:
+    """May the call write the argument at `key` (a place or a keyword) in place: a custom op (`torch.ops.*`), an
+    autograd Function's `apply`, or a def of the project (a method of its name, a function of this file or one
+    it imports from the project) that writes that parameter or hands it to such a call? A library's function
+    writes its outputs, not what it reads (docs/soundness.md)."""
+    name = reach._unparse(call.func)
+    if name.startswith("torch.ops.") or ".ops." in name or isinstance(call.func, ast.Attribute) and call.func.attr == "apply":
+        return True
+    if depth > 3:
+        return False  # (a name handed on four defs deep is not followed further)
+    if isinstance(call.func, ast.Attribute):
+        if call.func.attr in TENSOR_VIEW_METHODS | COPYING_METHODS | NO_DATA_METHODS:
+            return False  # a tensor's own method (`q.view(bs, ...)`), not a project class's of that name
+        defs = [(g, d, True) for g, d in _project_methods(proj, call.func.attr)]
+    elif isinstance(call.func, ast.Name):
+        defs = [(g, d, False) for g, d in _project_functions(proj, f, call.func.id)]
+    else:
+        return False
+    return any(_param_written(proj, g, d, key, method, depth) for g, d, method in defs)
+
+
+def _project_functions(proj, f, name: str) -> List[Tuple[object, ast.AST]]:
+    """(file, def) for the top-level function `name` of this file, or of the project file it imports it from."""
+    own = [d for d in f.tree.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == name]
+    if own or name not in f.froms:
+        return [(f, d) for d in own]
+    module, imported = f.froms[name]
+    path = f._find(f.path, module)
+    g = proj._file_at(path) if path else None
+    return [(g, d) for d in (g.tree.body if g is not None else [])
+            if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == imported]
+
+
+def _param_written(proj, g, d, key, method: bool, depth: int) -> bool:
+    """Is d's parameter at `key` (a place among the positional ones after self, or a keyword) written in place in d,
+    or handed to a call that may write it?"""
+    params = [a.arg for a in d.args.posonlyargs + d.args.args][1 if method else 0:]
+    if isinstance(key, int):  # (past the positional ones: the `*args` it lands in, read as the tensor is)
+        param = params[key] if key < len(params) else d.args.vararg.arg if d.args.vararg is not None else None
+    else:
+        param = key if key in params or d.args.kwarg is None else d.args.kwarg.arg
+    if param is None:
+        return False
+    for node in ast.walk(d):
+        target = None if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) else _written_target(g, node)
+        # (`layer_id -= self.start_layer`: a callee's parameter rebound, as an int's is; a tensor's `+=` on its bare
+        # name there is not read: stated in docs/soundness.md)
+        while isinstance(target, ast.Subscript) or isinstance(target, ast.Attribute) and target.attr == "data":
+            target = target.value  # (the tensor itself, through its items and `.data`: not an object's attribute,
+        if isinstance(target, ast.Name) and target.id == param:  # `layer.k_scale.copy_(...)`)
+            return True
+        if isinstance(node, ast.Call) and any(isinstance(a, ast.Name) and a.id == param and _may_write(proj, g, node, k, depth + 1)
+                                              for k, a in _handed(node)):
+            return True
+    return False
+
+
+def _written_target(f, node: ast.AST) -> Optional[ast.AST]:
+    """What node writes into in place: an in-place method's receiver (`x.masked_fill_(...)`, `x.data[m].zero_()`,
+    also taken as a value: `fill = x.masked_fill_`, `getattr(x, "masked_fill_")`), the first argument of its
+    functional spelling (`torch.Tensor.masked_fill_(x, ...)`), an `out=` keyword, an item or slice assigned
+    (`x[m] = v`, `x[m] += v`, in a tuple's targets too), the target of `x += v`, or a collective's tensor
+    (IN_PLACE_LIBRARY, of torch.distributed: `dist.all_gather_into_tensor(x, ...)`)."""
+    if isinstance(node, ast.Attribute) and node.attr.endswith("_") and not node.attr.endswith("__"):
+        up = f.parents.get(id(node))
+        functional = reach._unparse(node.value) in ("torch.Tensor", "Tensor")
+        if functional:
+            return up.args[0] if isinstance(up, ast.Call) and up.func is node and up.args else node
+        return node.value
     if isinstance(node, ast.Call):
-        func = node.func
-        name = reach._unparse(func)
         out = next((k.value for k in node.keywords if k.arg == "out"), None)
         if out is not None:
             return out
-        if isinstance(func, ast.Attribute) and func.attr.endswith("_") and not func.attr.endswith("__"):
-            functional = name.startswith(("torch.Tensor.", "Tensor."))
-            return (node.args[0] if node.args else None) if functional else func.value
-        if name.rsplit(".", 1)[-1] in IN_PLACE_LIBRARY and node.args:
+        name = reach._unparse(node.func)
+        if name == "getattr" and len(node.args) > 1 and (not isinstance(node.args[1], ast.Constant) or (
+                str(node.args[1].value).endswith("_") and not str(node.args[1].value).endswith("__"))):
+            return node.args[0]  # (a method picked by a computed name may be the in-place one: round X)
+        if name.rsplit(".", 1)[-1] in IN_PLACE_LIBRARY and node.args and isinstance(node.func, ast.Attribute) \
+                and (f.module_of(node.func.value) or "").startswith("torch.distributed"):
             return node.args[0]
         return None
     if isinstance(node, ast.AugAssign):
         return node.target
     if isinstance(node, (ast.Assign, ast.AnnAssign)):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        return next((t.value for t in targets if isinstance(t, ast.Subscript)), None)
+        flat = [x for t in targets for x in ast.walk(t) if isinstance(x, ast.Subscript) and isinstance(x.ctx, ast.Store)]
+        return flat[0].value if flat else None
     return None
 
 
-def _fresh_local(f, fn, target: ast.AST) -> bool:
+def _fresh_local(proj, f, fn, target: ast.AST) -> bool:
     """Is the written tensor a local of fn bound only to a new tensor made there (`out = torch.empty(...)`,
-    `buf = x.new_zeros(...)`, `y = x.clone()`), or a plain number (`i += 1`)?"""
+    `buf = x.new_zeros(...)`, `y = x.clone()`, `valid = x >= 0`), or a plain number (`i += 1`), and never pointed at
+    another's storage (`y.set_(v)`, `y.data = v`: round W)?"""
     while isinstance(target, ast.Subscript):
         target = target.value
     if not isinstance(target, ast.Name):
@@ -210,9 +347,32 @@ def _fresh_local(f, fn, target: ast.AST) -> bool:
     values = reach.local_value(f, target)
     if values is None or f.enclosing(target, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) is not fn:
         return False
-    return all(isinstance(v, ast.Constant) and isinstance(v.value, (int, float))
-               or isinstance(v, ast.Call) and reach._unparse(v.func).rsplit(".", 1)[-1] in FRESH_FUNCTIONS | COPYING_FUNCTIONS | {"clone", "new_zeros", "new_empty", "new_full", "new_ones"}
-               for v in values)
+    if any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == target.id
+           and (n.attr == "set_" or n.attr == "data" and isinstance(n.ctx, ast.Store)) for n in ast.walk(fn)):
+        return False
+    return all(isinstance(v, ast.Constant) and isinstance(v.value, (int, float)) or isinstance(v, ast.Compare)
+               or _new_tensor(proj, f, v) for v in values)
+
+
+def _new_tensor(proj, f, v: ast.AST) -> bool:
+    """torch's allocation or copy (`torch.empty(...)`, `torch.cat(...)`), or a tensor's own copy (`x.clone()`,
+    `x.new_zeros(...)`): a project method of such a name (`self.arena.empty(...)`) may hand back anything."""
+    if not isinstance(v, ast.Call) or not isinstance(v.func, ast.Attribute):
+        return False
+    name = v.func.attr
+    if (f.module_of(v.func.value) or "").split(".")[0] == "torch":
+        return name in FRESH_FUNCTIONS | COPYING_FUNCTIONS
+    return name in _OWN_COPIES and not _project_methods(proj, name)
+
+
+def _number_attribute(f, target: ast.AST) -> bool:
+    """`self.calls += 1`: an attribute of self the file only ever assigns numbers (a counter, not a tensor)."""
+    if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"):
+        return False
+    values = [n.value for n in ast.walk(f.tree) if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None
+              and any(isinstance(t, ast.Attribute) and t.attr == target.attr for t in
+                      (n.targets if isinstance(n, ast.Assign) else [n.target]))]
+    return bool(values) and all(isinstance(v, ast.Constant) and type(v.value) in (int, float) for v in values)
 
 
 def _arguments(call: ast.Call, param: str, place: Optional[int], kind: str, named: frozenset) -> List[ast.AST]:
@@ -320,6 +480,9 @@ def _untouched(at: At, name: str, attribute: Optional[ast.AST], keys: Set[str]) 
                 return why
         elif isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
             return f"binds `{name}` again"
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name == name \
+                or isinstance(node, ast.MatchMapping) and node.rest == name:
+            return f"binds `{name}` again (a `match` capture)"
     return None
 
 
