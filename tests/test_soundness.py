@@ -2366,24 +2366,8 @@ def test_a_local_width_tensor_lowered_for_some_rows_is_no_width(tmp_path):
         assert (site.status is Status.FIXABLE) is fixable, (lower, site.reason)
 
 
-_HOLDER_PLAN = '''\
-import dataclasses
-import torch
-from dataclasses import dataclass
-from sgl_kernel.flash_mla import flash_mla_sparse_fwd
-
-
-@dataclass
-class DSAMetadata:
-    dsa_cache_seqlens_int32: torch.Tensor
-
-
-class Backend:
-    def __init__(self, dsa_index_topk):
-        self.dsa_index_topk = dsa_index_topk
-        self.forward_metadata = None
-        self.graph_metadata = {{}}
-        self._records = {{}}
+_HOLDER_PLAN = "import dataclasses\n" + GRAPH_PER_CAPTURE[:GRAPH_PER_CAPTURE.index("        self.graph_lens")] + """\
+        self._records = {}
         self._free = []
 
     def _build(self, seq_lens):
@@ -2395,7 +2379,7 @@ class Backend:
     def forward(self, q, kv, topk_indices, sm_scale):
         metadata = self.forward_metadata
         return flash_mla_sparse_fwd(q=q, kv=kv, indices=topk_indices, sm_scale=sm_scale)[0]
-'''
+"""
 _CLIP = "seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32)"
 
 
@@ -2419,7 +2403,7 @@ _CLIP = "seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32)"
 def test_what_the_holder_is_given_is_made_for_this_batch(tmp_path, eager, fixable):
     """Round W (w1): outside the replay hooks the holder gets an object made for this batch, or one whose lengths
     the method rewrites in place on every path."""
-    site = _site(tmp_path, _HOLDER_PLAN.format(eager=eager), kernel=KERNEL)
+    site = _site(tmp_path, _HOLDER_PLAN.replace("{eager}", eager), kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
 
 
@@ -2445,7 +2429,7 @@ _CAPTURE = ("    def init_forward_metadata_capture_cuda_graph(self, bs, seq_lens
      "            self.init_forward_metadata_capture_cuda_graph(bs, seq_lens)\n            return\n"
      "        md.dsa_cache_seqlens_int32.copy_(" + _CLIP + ")", True)])
 def test_a_replay_gives_the_holder_the_record_it_updates(tmp_path, replay, fixable):
-    src = _HOLDER_PLAN.format(eager="        self.forward_metadata = self._build(seq_lens)").replace(
+    src = _HOLDER_PLAN.replace("{eager}", "        self.forward_metadata = self._build(seq_lens)").replace(
         "    def forward(self", _CAPTURE + "    def init_forward_metadata_replay_cuda_graph(self, bs, seq_lens):\n"
         + replay + "\n\n    def forward(self")
     site = _site(tmp_path, src, kernel=KERNEL)
