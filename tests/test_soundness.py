@@ -2533,3 +2533,20 @@ def test_a_mixin_combined_with_a_base_that_names_no_class_is_the_backends(tmp_pa
         "        return super().forward(q[order], kv, topk_indices[order], scale)\n\n\n" + combined)
     site = _site(tmp_path, HANDED_INDICES, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("width, head, body, other, fixable", [
+    # round X: the width bound where the value reader did not look
+    ("self.dsa_index_topk", "", "    def __init__(self, hf_config):\n        self.dsa_index_topk, self.mode = hf_config.decode_topk, 1\n\n",
+     "", False),
+    ("self.dsa_index_topk", "", "    def __init__(self, hf_config):\n        setattr(self, 'dsa_index_topk', hf_config.decode_topk)\n\n",
+     "", False),
+    ("DSA_INDEX_TOPK", "from fork_config import *\n", "", "DSA_INDEX_TOPK = 8\n", False),
+    ("DSA_INDEX_TOPK", "from fork_config import DSA_INDEX_TOPK\n", "", "from fork_defaults import *\n", False),
+    ("DSA_INDEX_TOPK", "from fork_config import DSA_INDEX_TOPK\n", "", _FORK_CONFIG, True)])
+def test_a_width_bound_by_a_tuple_a_setattr_or_a_star_import_is_not_read(tmp_path, width, head, body, other, fixable):
+    src = head + _WIDTH_PLAN.replace("{width}", width).replace("class Backend:\n", "class Backend:\n" + body)
+    if other:
+        (tmp_path / "fork_config.py").write_text(other)
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

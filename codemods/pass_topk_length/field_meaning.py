@@ -137,6 +137,8 @@ def _module_values(f, name: str, depth: int = 0) -> Tuple[str, Optional[List["Sc
         return "getter", getters
     if found:
         return "local", found + [(None, None)] * bool(getters)
+    if name not in f.froms and _star_imports(f.tree):
+        return "local", [(None, None)]  # (a star import may bind it: round X)
     if name in f.froms and name not in f.ambiguous and depth < 3:
         module, imported = f.froms[name]
         path = f._find(f.path, module)
@@ -215,6 +217,25 @@ def _written_into(scope: ast.AST, holds: Callable[[ast.AST], bool]) -> bool:
     return False
 
 
+def _bound_otherwise(tree: ast.AST, attr: str) -> bool:
+    """`x.attr` bound other than by a plain assignment: among a tuple's targets (`self.w, self.mode = cap, m`), or by
+    a literal `setattr`/`object.__setattr__` (round X: the width set where the value reader did not look)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, (ast.Tuple, ast.List)) and any(isinstance(e, ast.Attribute) and e.attr == attr for e in ast.walk(t))
+                for t in node.targets):
+            return True
+        if isinstance(node, ast.Call) and reach._unparse(node.func) in ("setattr", "object.__setattr__", "builtins.setattr") \
+                and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and node.args[1].value == attr:
+            return True
+    return False
+
+
+def _star_imports(tree: ast.Module) -> bool:
+    """Does the module bind names by `from m import *` (round X: a width constant reached through one)?"""
+    return any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in _module_level(tree.body))
+
+
 def _class_body_values(classes: List[ast.ClassDef], attr: str, resolve: Optional["Resolve"] = None) -> List["Scoped"]:
     """What class bodies bind `attr` to, read as `self.attr`: an assignment's value (`dsa_index_topk = 2048`:
     round V), a def's (a property's) returns, None for any other binding (round W: a property lowering it)."""
@@ -232,7 +253,7 @@ def _class_body_values(classes: List[ast.ClassDef], attr: str, resolve: Optional
 def _file_attribute_values(f, attr: str) -> Tuple[str, Optional[List["Scoped"]]]:
     """FieldMeaning._attribute_values for a file read by reach.py."""
     found: List[Scoped] = _class_body_values(f.class_defs, attr, _file_resolver(f, None))
-    if _written_into(f.tree, lambda e: isinstance(e, ast.Attribute) and e.attr == attr):
+    if _written_into(f.tree, lambda e: isinstance(e, ast.Attribute) and e.attr == attr) or _bound_otherwise(f.tree, attr):
         found.append((None, None))
     for node in ast.walk(f.tree):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
@@ -567,6 +588,8 @@ class FieldMeaning:
                                  else (None, None) for x in statements]  # (round U: `int(os.environ[...])` is not)
             if not b.assignments or not all(isinstance(a.scope, FunctionScope) for a in b.assignments):
                 own = self.project().checked_file(self.source)  # an import: what the project's file assigns it
+                if own is not None and not b.assignments and _star_imports(own.tree):
+                    return "local", [(None, None)]  # (a name a star import may bind: round X)
                 return _module_values(own, name.id) if own is not None and b.assignments else ("", None)
             params = [a.node for a in b.assignments if isinstance(getattr(a, "node", None), cst.Param)]
             if params:  # what each of the module's calls of its function hands it (round P: not its name)
@@ -618,8 +641,10 @@ class FieldMeaning:
         if self.assigned_elsewhere(attr):  # a subclass in another file setting it again (round T): not read
             out.append((None, None))
         own = self.project().checked_file(self.source)
-        if own is None or _written_into(own.tree, lambda e: isinstance(e, ast.Attribute) and e.attr == attr):
-            out.append((None, None))  # a tensor of it lowered in place (round W: `self.topk_cap.fill_(k)`)
+        if own is None or _written_into(own.tree, lambda e: isinstance(e, ast.Attribute) and e.attr == attr) \
+                or _bound_otherwise(own.tree, attr):
+            out.append((None, None))  # a tensor of it lowered in place (round W: `self.topk_cap.fill_(k)`), a tuple
+            # target or a literal setattr (round X)
         return "local", out
 
     def _class_bodies_assign(self, attr: str) -> List["Scoped"]:
