@@ -2550,3 +2550,17 @@ def test_a_width_bound_by_a_tuple_a_setattr_or_a_star_import_is_not_read(tmp_pat
         (tmp_path / "fork_config.py").write_text(other)
     site = _site(tmp_path, src, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+def test_no_statement_mixin_shadows_anothers_method():
+    """The statements' provers are mixins of one class: a method name two of them define makes one silently run
+    the other's (this session's width reader shadowed identity's `_bound_otherwise`, and a holder reader graph
+    capture's `_made_elsewhere`, until the tests caught their effects)."""
+    from topk_migrate.codemods.pass_topk_length import analysis
+
+    owners: dict = {}
+    for base in analysis._Analysis.__mro__[1:]:
+        for name, value in vars(base).items():
+            if callable(value) and not name.startswith("__"):
+                owners.setdefault(name, []).append(base.__name__)
+    assert {n: o for n, o in owners.items() if len(o) > 1} == {}

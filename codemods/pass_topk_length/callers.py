@@ -252,7 +252,7 @@ def _may_write(proj, f, call: ast.Call, key, depth: int = 0) -> bool:
     it imports from the project) that writes that parameter or hands it to such a call? A library's function
     writes its outputs, not what it reads (docs/soundness.md)."""
     name = reach._unparse(call.func)
-    if name.startswith("torch.ops.") or ".ops." in name or isinstance(call.func, ast.Attribute) and call.func.attr == "apply":
+    if ".ops." in name or isinstance(call.func, ast.Attribute) and call.func.attr == "apply":  # (`torch.ops.fork.f`)
         return True
     if depth > 3:
         return False  # (a name handed on four defs deep is not followed further)

@@ -131,13 +131,13 @@ def _module_values(f, name: str, depth: int = 0) -> Tuple[str, Optional[List["Sc
         elif isinstance(node, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.ClassDef)) \
                 and name in _bound_by(node):
             found.append((None, None))
-    if any(isinstance(g, ast.Global) and name in g.names for g in ast.walk(f.tree)):
+    if name in f.global_names:
         found.append((None, None))  # a function rebinding it (`configure()`): not read
     if getters and not found:
         return "getter", getters
     if found:
         return "local", found + [(None, None)] * bool(getters)
-    if name not in f.froms and _star_imports(f.tree):
+    if name not in f.froms and f.star_imports:
         return "local", [(None, None)]  # (a star import may bind it: round X)
     if name in f.froms and name not in f.ambiguous and depth < 3:
         module, imported = f.froms[name]
@@ -170,7 +170,7 @@ def _module_level(body: List[ast.stmt]):
     for node in body:
         yield node
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            for field in reach._BODIES:
                 inner = getattr(node, field, None)
                 if isinstance(inner, list):
                     yield from _module_level([x for x in inner if isinstance(x, ast.AST)])
@@ -229,11 +229,6 @@ def _bound_otherwise(tree: ast.AST, attr: str) -> bool:
                 and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and node.args[1].value == attr:
             return True
     return False
-
-
-def _star_imports(tree: ast.Module) -> bool:
-    """Does the module bind names by `from m import *` (round X: a width constant reached through one)?"""
-    return any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in _module_level(tree.body))
 
 
 def _class_body_values(classes: List[ast.ClassDef], attr: str, resolve: Optional["Resolve"] = None) -> List["Scoped"]:
@@ -588,7 +583,7 @@ class FieldMeaning:
                                  else (None, None) for x in statements]  # (round U: `int(os.environ[...])` is not)
             if not b.assignments or not all(isinstance(a.scope, FunctionScope) for a in b.assignments):
                 own = self.project().checked_file(self.source)  # an import: what the project's file assigns it
-                if own is not None and not b.assignments and _star_imports(own.tree):
+                if own is not None and not b.assignments and own.star_imports:
                     return "local", [(None, None)]  # (a name a star import may bind: round X)
                 return _module_values(own, name.id) if own is not None and b.assignments else ("", None)
             params = [a.node for a in b.assignments if isinstance(getattr(a, "node", None), cst.Param)]
@@ -640,12 +635,17 @@ class FieldMeaning:
                         if _a_number(v, r)]  # (a number: no width)
         if self.assigned_elsewhere(attr):  # a subclass in another file setting it again (round T): not read
             out.append((None, None))
-        own = self.project().checked_file(self.source)
-        if own is None or _written_into(own.tree, lambda e: isinstance(e, ast.Attribute) and e.attr == attr) \
-                or _bound_otherwise(own.tree, attr):
+        if self.index(f"width-bound-otherwise:{attr}", lambda: self._width_bound_otherwise(attr)):
             out.append((None, None))  # a tensor of it lowered in place (round W: `self.topk_cap.fill_(k)`), a tuple
             # target or a literal setattr (round X)
         return "local", out
+
+    def _width_bound_otherwise(self, attr: str) -> bool:
+        """Is `x.attr` written in place, bound among a tuple's targets or by a literal setattr in this module (read
+        whole once per attribute)?"""
+        own = self.project().checked_file(self.source)
+        return own is None or _written_into(own.tree, lambda e: isinstance(e, ast.Attribute) and e.attr == attr) \
+            or _bound_otherwise(own.tree, attr)
 
     def _class_bodies_assign(self, attr: str) -> List["Scoped"]:
         """What this module's class bodies assign `attr` (read as `self.attr`: round V), as another file's are read."""

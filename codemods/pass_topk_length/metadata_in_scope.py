@@ -10,7 +10,6 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import FunctionScope
 
-from topk_migrate import bounded, project
 from topk_migrate.cst.resolve import dotted
 from topk_migrate.cst.scopecheck import root_binding
 
@@ -305,8 +304,8 @@ class MetadataInScope:
             return False
         module, imported = found
         path = own._find(own.path, module)
-        tree = bounded.python_facts(project.read_project_file(path)) if path and path.endswith(".py") else None
-        defs = [d for d in (tree.body if tree is not None else []) if isinstance(d, ast.FunctionDef) and d.name == imported]
+        g = self.project()._file_at(path) if path and path.endswith(".py") else None  # (parsed once per project)
+        defs = [d for d in (g.tree.body if g is not None else []) if isinstance(d, ast.FunctionDef) and d.name == imported]
         if len(defs) != 1 or defs[0].decorator_list:
             return False
         a = defs[0].args

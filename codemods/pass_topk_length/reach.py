@@ -405,8 +405,12 @@ class _File:
         self.path, self.tree, self._find = path, tree, find_module
         self.modules: Dict[str, str] = {}  # local name -> dotted module (`import a.b` binds a -> a)
         self.froms: Dict[str, Tuple[str, str]] = {}  # local name -> (module, imported name)
+        self.star_imports = False  # `from m import *` binds names no reader of the file sees
+        self.global_names: Set[str] = set()  # names a function rebinds through `global`
         for node in _statements(tree):
-            if isinstance(node, ast.Import):
+            if isinstance(node, ast.Global):
+                self.global_names.update(node.names)
+            elif isinstance(node, ast.Import):
                 for a in node.names:
                     if a.asname:
                         self.modules[a.asname] = a.name
@@ -417,6 +421,8 @@ class _File:
                 for a in node.names:
                     if a.name != "*":
                         self.froms[a.asname or a.name] = (mod, a.name)
+                    else:
+                        self.star_imports = True
         self.classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
 
     @functools.cached_property
