@@ -2564,3 +2564,98 @@ def test_no_statement_mixin_shadows_anothers_method():
             if callable(value) and not name.startswith("__"):
                 owners.setdefault(name, []).append(base.__name__)
     assert {n: o for n, o in owners.items() if len(o) > 1} == {}
+
+
+_WINDOW = ("\n\ndef clip_window(t, w):\n    tail = t[:, w:]\n    tail.fill_(-1)\n\n\ndef check_window(t, w):\n"
+           "    assert t.shape[-1] >= w\n\n\nclass WindowMask:\n    def __init__(self, t, w):\n        self.t, self.w = t, w\n\n"
+           "    def __enter__(self):\n        self.t[:, self.w:] = -1\n\n    def __exit__(self, *exc):\n        return False\n\n\n"
+           "class Layer:\n    @staticmethod\n    def clip(t, w):\n        t.narrow(1, w, 4).fill_(-1)\n")
+
+
+@pytest.mark.parametrize("body, fixable", [
+    ("    check_window(topk_2d, 4)", True),  # a def of the project that only reads what it is handed
+    ("    n = int(topk_2d.sum())\n    print(len(topk_2d), n)", True),  # builtins that read
+    ("    clip_window(topk_2d, 4)", False),  # the callee writes a local view of its parameter
+    ("    clip_window(ctx.topk_2d, 4)", False),  # an attribute of another parameter handed on
+    ("    clip_window(topk_2d.unsqueeze(1)[:, 0], 4)", False),  # a view made by a method handed on
+    ("    with WindowMask(topk_2d, 4):\n        pass", False),  # a project class may keep what it is handed
+    ("    evict = ctx.evict\n    evict(topk_2d)", False),  # a bound method kept in a local: not read
+    ("    ctx.window(topk_2d)", False),  # a callable object
+    ("    ctx.run_timed(clip_window, *(topk_2d, 4))", False),  # handed by `*args`
+    ("    Layer.clip(topk_2d, 4)", False),  # a static method's first parameter is its own
+    ("    ctx.pool.submit(clip_window, topk_2d, 4).result()", False),  # an executor runs the writer
+    ("    ctx.window.forward(topk_2d)", False)])  # a method of the traced name handed something else
+def test_round_y_a_callee_the_tool_cannot_read_may_write(tmp_path, body, fixable):
+    """Round Y's y2: what a caller in another file hands a callee (an attribute, a view, a `*args` tuple) may be
+    written unless the callee is read as leaving it alone: default-deny on callees."""
+    (tmp_path / "layer.py").write_text(_LAYER_RUN.format(body=body) + _WINDOW)
+    site = _site(tmp_path, HANDED_INDICES, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("layer, fixable", [
+    ("    async def run(self, q, kv, topk, scale):\n        out = self.backend.forward(q, kv, topk, scale)\n"
+     "        await self.ready.wait()\n        return out\n", True),
+    # round Y: the test of a conditional expression runs first, and a lambda runs when it is called
+    ("    async def run(self, q, kv, topk, scale):\n"
+     "        return self.backend.forward(q, kv, topk, scale) if await self.ready.wait() else None\n", False),
+    ("    async def run(self, q, kv, topk, scale):\n        launch = lambda: self.backend.forward(q, kv, topk, scale)\n"
+     "        await self.ready.wait()\n        return launch()\n", False)])
+def test_round_y_an_await_anywhere_before_the_call_runs_first(tmp_path, layer, fixable):
+    head = "class Layer:\n    def __init__(self, backend, ready):\n        self.backend, self.ready = backend, ready\n\n"
+    (tmp_path / "layer.py").write_text(head + layer)
+    site = _site(tmp_path, HANDED_INDICES.replace("forward_batch", "fb"), kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+def test_round_y_a_batch_class_writing_the_indices_it_keeps_is_refused(tmp_path):
+    (tmp_path / "layer.py").write_text(
+        "class Batch:\n    def __init__(self, topk_indices, live):\n        self.topk_indices = topk_indices\n"
+        "        self.topk_indices[:, live:] = -1\n\n\ndef run(backend, q, kv, batch, scale):\n"
+        "    return backend.forward(q, kv, batch.topk_indices, scale)\n")
+    site = _site(tmp_path, HANDED_INDICES, kernel=KERNEL)
+    assert site.status is Status.MANUAL, site.reason
+
+
+_COPY = "md.dsa_cache_seqlens_int32.copy_(" + _CLIP + ")"
+
+
+@pytest.mark.parametrize("replay, fixable", [
+    ("        md = self.graph_metadata[bs]\n        if self.mode == 'decode':\n            " + _COPY + "\n        else:\n"
+     "            " + _COPY + "\n        self.forward_metadata = md", True),
+    # a mode chain without `else` whose fall-through reads a local only its branches bind (sglang 0.5.16)
+    ("        md = self.graph_metadata[bs]\n        if self.mode == 'decode':\n            n = 1\n            " + _COPY +
+     "\n        elif self.mode == 'verify':\n            n = 2\n            " + _COPY + "\n        assert n\n"
+     "        self.forward_metadata = md", True),
+    # a flag a fused path sets where an engine kernel wrote the field (sglang 0.5.16's fused metadata)
+    ("        md = self.graph_metadata[bs]\n        fused = False\n        if self.fast:\n"
+     "            fused_dsa_decode_metadata(dsa_cache_seqlens=md.dsa_cache_seqlens_int32)\n            fused = True\n"
+     "        if not fused:\n            " + _COPY + "\n        self.forward_metadata = md", True),
+    ("        md = self.graph_metadata[bs]\n        new = " + _CLIP + "\n        if not torch.equal(md.dsa_cache_seqlens_int32, new):\n"
+     "            md.dsa_cache_seqlens_int32.copy_(new)\n        self.forward_metadata = md", True),
+    # round X: a loop that may run zero times, a `match` arm, a manager that swallows, a generator, a coroutine
+    ("        md = self.graph_metadata[bs]\n        for _ in range(self.checks):\n            " + _COPY +
+     "\n        self.forward_metadata = md", False),
+    ("        md = self.graph_metadata[bs]\n        match self.mode:\n            case 'decode':\n                " + _COPY +
+     "\n            case 'verify':\n                pass\n        self.forward_metadata = md", False),
+    ("        md = self.graph_metadata[bs]\n        with contextlib.suppress(RuntimeError):\n            " + _COPY +
+     "\n        self.forward_metadata = md", False),
+    ("        md = self.graph_metadata[bs]\n        self.forward_metadata = md\n        yield md\n        " + _COPY, False),
+    ("        md = self.graph_metadata[bs]\n        if self.mode == 'decode':\n            " + _COPY +
+     "\n        self.forward_metadata = md", False)])
+def test_round_x_every_run_of_the_replay_updates_the_lengths(tmp_path, replay, fixable):
+    """graph-replay's every-path half (replay_paths): each run of the replay hook that returns passes an update."""
+    src = _HOLDER_PLAN.replace("{eager}", "        self.forward_metadata = self._build(seq_lens)").replace(
+        "    def forward(self", _CAPTURE + "    def init_forward_metadata_replay_cuda_graph(self, bs, seq_lens):\n"
+        + replay + "\n\n    def forward(self").replace(
+        "import dataclasses\n", "import contextlib\nimport dataclasses\n"
+        "from sglang.kernels.ops.attention.dsa_metadata import fused_dsa_decode_metadata\n")
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+def test_round_x_an_async_replay_hook_updates_late(tmp_path):
+    src = _HOLDER_PLAN.replace("{eager}", "        self.forward_metadata = self._build(seq_lens)").replace(
+        "    def forward(self", _CAPTURE + "    async def init_forward_metadata_replay_cuda_graph(self, bs, seq_lens):\n"
+        "        md = self.graph_metadata[bs]\n        " + _COPY + "\n        self.forward_metadata = md\n\n    def forward(self")
+    assert _site(tmp_path, src, kernel=KERNEL).status is Status.MANUAL

@@ -184,9 +184,16 @@ def _kept(f, lam: ast.Lambda) -> bool:
 
 def _awaits_before(f, fn, call: ast.Call) -> Optional[str]:
     """A coroutine awaiting, or a generator yielding, before the call (or in a loop around it) lets another task or
-    stage run meanwhile (two-batch overlap's stages), which may write the rows or the indices in place (round W)."""
+    stage run meanwhile (two-batch overlap's stages), which may write the rows or the indices in place (round W).
+    Before means anywhere but a later statement: in the call's own statement (a conditional expression's test
+    runs first), or anywhere at all where the call sits in a lambda, which runs when it is called (round Y)."""
     waits = [n for n in ast.walk(fn) if isinstance(n, (ast.Await, ast.AsyncFor, ast.AsyncWith, ast.Yield, ast.YieldFrom))]
-    if any((n.lineno, n.col_offset) < (call.lineno, call.col_offset) for n in waits) or waits and _in_loop(f, call):
+    stmt = call
+    while not isinstance(stmt, ast.stmt):
+        stmt = f.parents.get(id(stmt))
+    deferred = f.enclosing(call, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) is not fn
+    end = (stmt.end_lineno, stmt.end_col_offset)
+    if waits and (deferred or _in_loop(f, call) or any((n.lineno, n.col_offset) <= end for n in waits)):
         return "awaits or yields before it: another task or stage may write what it hands in place meanwhile"
     return None
 
@@ -202,24 +209,17 @@ def _sibling_written(proj, f, fn, call: ast.Call) -> Optional[str]:
             return f"writes `{reach._unparse(target)[:40]}` in place, which may share the indices' storage"
     sibling = getattr(call.func, "attr", None)
     for other in (n for n in ast.walk(fn) if isinstance(n, ast.Call) and n is not call):
-        if isinstance(other.func, ast.Attribute) and other.func.attr == sibling:
-            continue  # (the engine's dispatch to a sibling backend's method of the traced name: read as a caller)
+        if isinstance(other.func, ast.Attribute) and other.func.attr == sibling and _hands_only_its(other, call):
+            continue  # (the engine's dispatch to a sibling backend's method of the traced name: read as a caller;
+            # one handed anything else, `self.window.forward(topk_2d)`, is read as any callee: round Y)
         if _exclusive(f, fn, other, call):
             continue  # (the other mode's branch: sglang's dispatch hands k to a pool's set_kv_buffer there; a callee
             # writing a shared tensor for the next call from that branch is not read: stated in docs/soundness.md)
-        for key, arg in _handed(other):
-            if _a_tensor_name(arg) and not _fresh_local(proj, f, fn, arg) and _may_write(proj, f, other, key):
+        for key, arg in _handed(other, starred=True):
+            if _may_share(proj, f, fn, arg) and _may_write(proj, f, other, key):
                 return (f"hands `{reach._unparse(arg)[:40]}` to `{reach._unparse(other.func)[:40]}`, which may write it "
-                        "in place (round W)")
+                        "in place (round W), or is not read (round Y: a callee the tool cannot read is taken to write)")
     return None
-
-
-def _a_tensor_name(e: ast.AST) -> bool:
-    """A name (or a slice of one) handed on: a tensor it may be (an attribute read off an object, a size, a literal
-    are not followed into the callee: sglang's `layer.layer_id` goes through a dozen pools' methods)."""
-    while isinstance(e, ast.Subscript):
-        e = e.value
-    return isinstance(e, ast.Name) and not _no_data(e)
 
 
 def _no_data(e: ast.AST) -> bool:
@@ -240,31 +240,104 @@ def _no_data(e: ast.AST) -> bool:
     return False
 
 
-def _handed(call: ast.Call) -> List[Tuple[object, ast.AST]]:
-    """(place or keyword, argument) for each argument of the call but `*`/`**` ones."""
-    return [(i, a) for i, a in enumerate(call.args) if not isinstance(a, ast.Starred)] + [
+def _handed(call: ast.Call, starred: bool = False) -> List[Tuple[object, ast.AST]]:
+    """(place or keyword, argument) for each argument of the call but `*`/`**` ones (with starred, those too, at
+    place or keyword None: where they land is not known)."""
+    out = [(i, a) for i, a in enumerate(call.args) if not isinstance(a, ast.Starred)] + [
         (k.arg, k.value) for k in call.keywords if k.arg is not None]
+    if starred:
+        out += [(None, a.value) for a in call.args if isinstance(a, ast.Starred)]
+        out += [(None, k.value) for k in call.keywords if k.arg is None]
+    return out
+
+
+def _hands_only_its(other: ast.Call, call: ast.Call) -> bool:
+    """Does `other` hand on nothing but what `call` hands (the same expressions, by their text)?"""
+    mine = {reach._unparse(a) for _, a in _handed(call, starred=True)}
+    return all(reach._unparse(a) in mine or _no_data(a) for _, a in _handed(other, starred=True))
+
+
+def _may_share(proj, f, fn, arg: ast.AST) -> bool:
+    """May the argument hold (a view of) storage fn did not make: anything but a literal, a size, a comparison, a
+    local fn bound to a new tensor, or a lambda reading none of those (round Y: an attribute of a parameter, a
+    view made by a method, a `*args` tuple, a lambda closing over a view are all handed on)."""
+    if _no_data(arg) or isinstance(arg, ast.Constant) or isinstance(arg, ast.JoinedStr):
+        return False
+    if isinstance(arg, ast.Lambda):
+        return any(isinstance(n, ast.Name) and _may_share(proj, f, fn, n) for n in ast.walk(arg.body))
+    if isinstance(arg, ast.Name):
+        return arg.id not in ("None", "True", "False") and not _fresh_local(proj, f, fn, arg)
+    if isinstance(arg, (ast.Tuple, ast.List, ast.Set)):
+        return any(_may_share(proj, f, fn, e) for e in arg.elts)
+    if isinstance(arg, ast.Call) and _new_tensor(proj, f, arg):
+        return False
+    return True
 
 
 def _may_write(proj, f, call: ast.Call, key, depth: int = 0) -> bool:
-    """May the call write the argument at `key` (a place or a keyword) in place: a custom op (`torch.ops.*`), an
-    autograd Function's `apply`, or a def of the project (a method of its name, a function of this file or one
-    it imports from the project) that writes that parameter or hands it to such a call? A library's function
-    writes its outputs, not what it reads (docs/soundness.md)."""
+    """May the call write the argument at `key` (a place, a keyword, or None for a `*`/`**` one) in place, or keep
+    it for a later write? Default-deny (round Y): only a callee read as leaving it alone does not: a tensor's own
+    method that neither writes nor stores (`q.view(bs, ...)`), torch's functions but the in-place ones, `out=` and
+    the collectives, a builtin that reads (`len`, `isinstance`, `print`), a logger's method, or a def of the
+    project (a method of its name, a function of this file, or of the project module it imports it or its module
+    from) that neither writes that parameter (nor a local view of it) nor hands it to such a call. A custom op
+    (`torch.ops.*`), an autograd Function's `apply`, a project class (its `__init__` may keep it), a bound method
+    kept in a local, a callable object, an executor's `submit`: all may."""
     name = reach._unparse(call.func)
     if ".ops." in name or isinstance(call.func, ast.Attribute) and call.func.attr == "apply":  # (`torch.ops.fork.f`)
         return True
     if depth > 3:
-        return False  # (a name handed on four defs deep is not followed further)
-    if isinstance(call.func, ast.Attribute):
-        if call.func.attr in TENSOR_VIEW_METHODS | COPYING_METHODS | NO_DATA_METHODS:
-            return False  # a tensor's own method (`q.view(bs, ...)`), not a project class's of that name
-        defs = [(g, d, True) for g, d in _project_methods(proj, call.func.attr)]
-    elif isinstance(call.func, ast.Name):
-        defs = [(g, d, False) for g, d in _project_functions(proj, f, call.func.id)]
-    else:
+        return False  # (a name handed on four defs deep is not followed further: stated in docs/soundness.md)
+    defs = _callee_defs(proj, f, call)
+    if defs is not None:
+        return key is None or any(_param_written(proj, g, d, key, method, depth) for g, d, method in defs)
+    return not _reads_only(f, call)
+
+
+def _callee_defs(proj, f, call: ast.Call) -> Optional[List[Tuple[object, ast.AST, bool]]]:
+    """The project's defs the call may run, each with whether its first parameter is its object; None where the
+    project defines none of that name (then the callee is a library's or not known)."""
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        if func.attr in TENSOR_VIEW_METHODS | COPYING_METHODS | NO_DATA_METHODS and not _project_methods(proj, func.attr):
+            return None  # a tensor's own method (`q.view(bs, ...)`), where no project class has one of the name
+        module = f.module_of(func.value)
+        if module is not None and not module.startswith("torch"):
+            path = f._find(f.path, module)
+            g = proj._file_at(path) if path else None
+            if g is not None:  # `window_ops.clip_window(...)`: a function of a project module
+                return [(g, d, False) for d in g.tree.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))
+                        and d.name == func.attr]
+        defs = [(g, d, _method(g, d)) for g, d in _project_methods(proj, func.attr)]
+        return defs or None
+    if isinstance(func, ast.Name):
+        defs = [(g, d, False) for g, d in _project_functions(proj, f, func.id)]
+        return defs or None
+    return None
+
+
+# builtins that read their arguments (none keeps or writes one)
+_READING_BUILTINS = {"len", "isinstance", "issubclass", "print", "repr", "str", "int", "float", "bool", "hash", "id",
+                     "type", "hasattr", "callable", "format", "min", "max", "abs", "round", "sum", "any", "all"}
+_LOGGER_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "log"}
+
+
+def _reads_only(f, call: ast.Call) -> bool:
+    """A callee outside the project that reads what it is handed: see _may_write."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id in _READING_BUILTINS and not f.binds(func.id)
+    if not isinstance(func, ast.Attribute):
         return False
-    return any(_param_written(proj, g, d, key, method, depth) for g, d, method in defs)
+    if func.attr in TENSOR_VIEW_METHODS | COPYING_METHODS | NO_DATA_METHODS or func.attr in _READS:
+        return True
+    module = f.module_of(func)
+    if module is not None and module.split(".")[0] == "torch":
+        return not (func.attr.endswith("_") or func.attr in IN_PLACE_LIBRARY or module.startswith("torch.ops")
+                    or any(k.arg == "out" for k in call.keywords))
+    base = reach._unparse(func.value)
+    return func.attr in _LOGGER_METHODS and (base in ("logger", "logging", "log", "_logger", "LOGGER")
+                                              or base.endswith(".logger"))
 
 
 def _project_functions(proj, f, name: str) -> List[Tuple[object, ast.AST]]:
@@ -289,18 +362,48 @@ def _param_written(proj, g, d, key, method: bool, depth: int) -> bool:
         param = key if key in params or d.args.kwarg is None else d.args.kwarg.arg
     if param is None:
         return False
+    names = _views_of(d, param)
     for node in ast.walk(d):
         target = None if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) else _written_target(g, node)
         # (`layer_id -= self.start_layer`: a callee's parameter rebound, as an int's is; a tensor's `+=` on its bare
         # name there is not read: stated in docs/soundness.md)
-        while isinstance(target, ast.Subscript) or isinstance(target, ast.Attribute) and target.attr == "data":
-            target = target.value  # (the tensor itself, through its items and `.data`: not an object's attribute,
-        if isinstance(target, ast.Name) and target.id == param:  # `layer.k_scale.copy_(...)`)
+        if target is not None and _view_root(target) in names:
             return True
-        if isinstance(node, ast.Call) and any(isinstance(a, ast.Name) and a.id == param and _may_write(proj, g, node, k, depth + 1)
-                                              for k, a in _handed(node)):
+        if isinstance(node, ast.Call) and any(_view_root(a) in names and _may_write(proj, g, node, k, depth + 1)
+                                              for k, a in _handed(node, starred=True)):
             return True
     return False
+
+
+_VIEW_ATTRIBUTES = {"data", "T", "mT", "H", "mH", "real", "imag"}
+
+
+def _view_root(e: ast.AST) -> Optional[str]:
+    """The name whose storage e is a view of: through items, slices, `.data`/`.T`, and a tensor's view methods
+    (`x[:, w:]`, `x.narrow(1, w, n)`, `x.unsqueeze(1)`); None for anything else."""
+    while True:
+        if isinstance(e, ast.Subscript) or isinstance(e, ast.Attribute) and e.attr in _VIEW_ATTRIBUTES:
+            e = e.value
+        elif isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in TENSOR_VIEW_METHODS:
+            e = e.func.value
+        elif isinstance(e, ast.Starred):
+            e = e.value
+        else:
+            return e.id if isinstance(e, ast.Name) else None
+
+
+def _views_of(d, param: str) -> Set[str]:
+    """param and the locals of d bound to a view of it (`tail = topk[:, w:]`), transitively (round Y)."""
+    names, grew = {param}, True
+    while grew:
+        grew = False
+        for node in ast.walk(d):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and _view_root(node.value) in names:
+                for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                    if isinstance(t, ast.Name) and t.id not in names:
+                        names.add(t.id)
+                        grew = True
+    return names
 
 
 def _written_target(f, node: ast.AST) -> Optional[ast.AST]:

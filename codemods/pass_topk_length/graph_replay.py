@@ -12,7 +12,14 @@ from libcst.metadata import FunctionScope
 from topk_migrate.cst.resolve import dotted
 
 from . import reach
+from .replay_paths import ReplayPaths
 from .syntax import _code, _is_name, _targets_attribute, bound_targets
+
+# engine kernels that write a metadata field in place through a keyword (their output), by (module, name)
+ENGINE_FIELD_OUTPUTS = {
+    ("sglang.kernels.ops.attention.dsa_metadata", name): "dsa_cache_seqlens"
+    for name in ("fused_dsa_decode_metadata", "fused_dsa_target_verify_metadata", "fused_dsa_draft_extend_metadata")
+}
 
 
 def _basic(sub: cst.Subscript) -> bool:
@@ -28,8 +35,6 @@ def _is_attr_of_self(e: cst.BaseExpression) -> bool:
 
 # methods that give a mapping's items new values
 _ITEM_WRITES = {"update", "setdefault", "__setitem__"}
-# methods that change a container kept on self (a memo of what was replayed)
-_STATE_WRITES = _ITEM_WRITES | {"add", "append", "extend", "insert", "pop", "clear", "discard", "remove"}
 
 
 def _any_item(mapping: cst.BaseExpression) -> cst.Subscript:
@@ -165,22 +170,12 @@ class GraphReplay:
                 return (f"the captures keep metadata in `self.{table}`, but no method that runs between replays writes "
                         f"`{field_name}` in place on an object read from it: those graphs replay with their capture-time "
                         "lengths; update the field in place there on replay, or pass topk_length by hand")
+            plan = (buffers, last_only)
             for fdef in self.graph_update_defs():
-                for target in filter(lambda t: self._every_replay(fdef, t), self._viewed_targets(fdef)):
-                    if isinstance(target, cst.Attribute) and target.attr.value == field_name and last_only \
-                            and self._through_holder(target.value):
-                        via_holder = via_holder or target
-                        continue
-                    # (on an object read from where the captured ones are kept: a record made here is no graph's,
-                    # round U's u_graph_replay_record_copy_reversed)
-                    if isinstance(target, cst.Attribute) and target.attr.value == field_name \
-                            and self._stored(target.value, set()) or \
-                            _is_attr_of_self(target) and target.attr.value in buffers:
-                        return None
-                for call in self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute), fdef):
-                    if self._copies_fields(call.func.attr.value, field_name) and self._stored(call.func.value, set()) \
-                            and self._every_replay(fdef, call):
-                        return None  # `self._graph_metadata.copy_(new)`: the holder's own in-place refresh
+                via_holder = via_holder or next(iter(self._holder_writes(fdef, field_name, last_only)), None)
+            if any(reach.graph_update(f.name.value) and self._replay_covered(f, field_name, plan)
+                   for f in self.graph_update_defs()):
+                return None
             names = ", ".join(f"`{f.name.value}`" for f in captures[:2])
             if via_holder is not None:
                 return (f"{names} stores a new metadata object in the holder at each capture, and the replay writes "
@@ -193,34 +188,71 @@ class GraphReplay:
                     "by hand")
         return self.index(f"replay-updates:{field_name}", build)
 
-    def _every_replay(self, fdef: cst.FunctionDef, node: cst.CSTNode) -> bool:
-        """Does every run of fdef reach node (round V)? Not inside a lambda or a nested def (run whenever it is
-        called), nor a `try` whose handler swallows its failure, nor under a guard (an `if`, or an early exit
-        before it) that reads state the replay methods keep on self (a memo of the last batch: the next batch
-        may match it)."""
-        memo = self._replay_state()
-        reads_memo = lambda test: any(_self_root_attr(a) in memo for a in self.find(cst.Attribute, None, test))  # noqa: E731
-        for up in self.tree.ancestors(node):
-            if up is fdef:
-                break
-            if isinstance(up, (cst.Lambda, cst.FunctionDef)) or isinstance(up, cst.Try) and any(
-                    not self.find(cst.Raise, None, h) for h in up.handlers) or \
-                    isinstance(up, (cst.If, cst.While)) and reads_memo(up.test):
-                return False
-        order = self.tree.order
-        return not any(order[id(i)] < order[id(node)] and reads_memo(i.test) and self.find(
-            (cst.Return, cst.Raise, cst.Continue, cst.Break), None, i.body) for i in self.find(cst.If, None, fdef))
+    def _holder_writes(self, fdef: cst.FunctionDef, field_name: str, last_only: bool) -> List[cst.Attribute]:
+        """`holder.field` written in place where each capture stored a new object in the holder (last_only): that
+        reaches the last capture's object only, so it is no update of the others (round T)."""
+        return [t for t in self._viewed_targets(fdef) if last_only and isinstance(t, cst.Attribute)
+                and t.attr.value == field_name and self._through_holder(t.value)]
 
-    def _replay_state(self) -> Set[str]:
-        """The attributes of self the methods that run between replays write (assign, or mutate by a method)."""
-        def build() -> Set[str]:
-            out = set()
-            for fdef in self.graph_update_defs():
-                out |= {_self_root_attr(t) for _, t, _ in self._writes_in(fdef) if _self_root_attr(t)}
-                out |= {_self_root_attr(c.func.value) for c in self.find(cst.Call, lambda c: isinstance(
-                    c.func, cst.Attribute) and c.func.attr.value in _STATE_WRITES and _self_root_attr(c.func.value), fdef)}
-            return out - self.held_attributes()
-        return self.index("replay-state", build)
+    def _update_nodes(self, fdef: cst.FunctionDef, field_name: str, plan) -> Set[int]:
+        """What in fdef updates the captured lengths in place: the field written (through a view) on an object
+        read from where the captured ones are kept (a record made here is no graph's: round U), a buffer of self
+        the capture made the field a view of, the class's own refresh (`self._graph_metadata.copy_(new)`), or an
+        engine kernel handed the field as its output (ENGINE_FIELD_OUTPUTS: sglang 0.5.16's fused metadata)."""
+        buffers, last_only = plan
+        held = {id(t) for t in self._holder_writes(fdef, field_name, last_only)}
+        out = {id(t) for t in self._viewed_targets(fdef) if id(t) not in held and (
+            isinstance(t, cst.Attribute) and t.attr.value == field_name and self._stored(t.value, set())
+            or _is_attr_of_self(t) and t.attr.value in buffers)}
+        for call in self.find(cst.Call, None, fdef):
+            func = call.func
+            if isinstance(func, cst.Attribute) and self._copies_fields(func.attr.value, field_name) \
+                    and self._stored(func.value, set()):
+                out.add(id(call))
+            elif isinstance(func, cst.Name) and self._engine_output(call, func, field_name):
+                out.add(id(call))
+        return out
+
+    def _engine_output(self, call: cst.Call, func: cst.Name, field_name: str) -> bool:
+        origin = self._imported_from(func)
+        keyword = ENGINE_FIELD_OUTPUTS.get(origin) if origin else None
+        return keyword is not None and any(
+            a.keyword is not None and a.keyword.value == keyword and isinstance(a.value, cst.Attribute)
+            and a.value.attr.value == field_name and self._stored(a.value.value, set()) for a in call.args)
+
+    def _replay_covered(self, fdef: cst.FunctionDef, field_name: str, plan, busy: Optional[Set[int]] = None) -> bool:
+        """Does every run of fdef that returns update the captured lengths (replay_paths: every path, round X)?
+        A statement updates where it holds an update (_update_nodes) run whenever it is, or calls off self a
+        builder (sglang 0.5.16 builds a batch size's record on its first replay, read as a capture) or a method
+        of the module whose every run updates them."""
+        busy = busy if busy is not None else set()
+        key = (id(fdef), field_name)
+        memo = self.index("replay-covered", dict)
+        if key in memo or id(fdef) in busy:
+            return memo.get(key, False)
+        busy.add(id(fdef))
+        nodes = self._update_nodes(fdef, field_name, plan)
+
+        def updates(small: cst.CSTNode) -> bool:
+            for node in self.find((cst.Call, cst.Attribute, cst.Subscript), None, small):
+                if id(node) in nodes and (node is small or walker._direct(node, small)):
+                    return True
+                if isinstance(node, cst.Call) and walker._direct(node, small) and self._self_method(node) and (
+                        reach.graph_builder(node.func.attr.value) or self._covering_method(
+                            node.func.attr.value, field_name, plan, busy)):
+                    return True
+            return False
+        walker = ReplayPaths(self.tree, fdef, updates)
+        memo[key] = walker.covers()
+        return memo[key]
+
+    def _covering_method(self, name: str, field_name: str, plan, busy: Set[int]) -> bool:
+        defs = [f.node for f in self.functions_named(name) if f.class_name]
+        return bool(defs) and all(self._replay_covered(d, field_name, plan, busy) for d in defs)
+
+    @staticmethod
+    def _self_method(call: cst.Call) -> bool:
+        return isinstance(call.func, cst.Attribute) and _is_name(call.func.value, "self")
 
     def updated_tables(self, field_name: str) -> Set[str]:
         """The attributes of self whose items a method that runs between replays writes the field of in place

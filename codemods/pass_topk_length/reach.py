@@ -929,6 +929,9 @@ class Project:
                 for t in _flatten(_written_targets(node)):
                     if isinstance(t, ast.Attribute) and t.attr == attr and not self._bare_parameter(f, node):
                         return Finding(self.rel(f.path), t.lineno, f"`{_unparse(t)}` is assigned a computed value")
+                if isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.ctx, ast.Load) \
+                        and _written_in_place(f, node):  # (`self.topk_indices[:, live:] = -1` after storing it: round Y)
+                    return Finding(self.rel(f.path), node.lineno, f"`{_unparse(node)}` is written in place")
         return None
 
     @staticmethod

@@ -1,0 +1,275 @@
+"""docs/soundness.md `graph-replay`, its every-path half: does each run of a replay hook that returns reach an
+update of the captured lengths? Each path through the def's statements is followed (both sides of each `if`,
+each `match` arm and the case none matches, a loop run zero times or again, a `with` whose manager may swallow
+an exception, a `try` handler that does), as a set of states: whether an update was passed, the locals that may be
+bound, and the locals bound to a literal `True`/`False`. A path that reads a local it never bound raises (sglang
+0.5.16's mode chain has no `else`: `seqlens_expanded` is unbound after it), and a test of a literal-bound flag
+takes its one side (0.5.16's `if not used_fused_metadata_generation:`). A generator or a coroutine updates late,
+or never: its body runs when its caller steps it (round X)."""
+from __future__ import annotations
+
+from typing import Callable, FrozenSet, List, Optional, Sequence, Set, Tuple
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+
+from .syntax import _code
+
+# managers that never swallow an exception from their block (their `__exit__` returns nothing true)
+NON_SUPPRESSING = {
+    "torch.no_grad", "torch.inference_mode", "torch.enable_grad", "torch.cuda.stream", "torch.cuda.device",
+    "torch.cuda.nvtx.range", "torch.profiler.record_function", "torch.autograd.profiler.record_function",
+    "contextlib.nullcontext", "nullcontext",
+}
+MAX_STATES = 2048  # past this many distinct states on one statement, the def is not proven (never a guess)
+
+# (updated, locals that may be bound, literal flags as (name, value))
+State = Tuple[bool, FrozenSet[str], FrozenSet[Tuple[str, bool]]]
+
+_NOT_DIRECT = (cst.Lambda, cst.FunctionDef, cst.ClassDef, cst.ListComp, cst.SetComp, cst.DictComp,
+               cst.GeneratorExp, cst.IfExp, cst.BooleanOperation)
+
+
+class _Unproven(Exception):
+    """A path returns without the update, or the walk cannot follow a statement."""
+
+
+class ReplayPaths:
+    """One def's paths. `updates(small_statement)`: does it (not a lambda, a comprehension or a branch of an
+    expression in it) update the captured lengths on every run of it."""
+
+    def __init__(self, tree, fdef: cst.FunctionDef, updates: Callable[[cst.CSTNode], bool]):
+        self.tree, self.fdef, self.updates = tree, fdef, updates
+        scope = tree.scope_of.get(fdef.body.body[0]) if fdef.body.body else None
+        self.locals: Set[str] = {a.name for a in scope.assignments} if scope is not None else set()
+        params = fdef.params
+        self.params = frozenset(p.name.value for p in [*params.posonly_params, *params.params, *params.kwonly_params]) \
+            | {p.name.value for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)}
+        self._reads = {id(a.node): a.node.value for a in (scope.accesses if scope is not None else ())
+                       if isinstance(a.node, cst.Name) and a.node.value in self.locals}
+        self._loops: List[Tuple[Set[State], Set[State]]] = []  # each loop's (break, continue) states
+
+    def covers(self) -> bool:
+        """Does every path through the def that ends without raising pass an update?"""
+        if self.fdef.asynchronous is not None or self._yields():
+            return False
+        try:
+            ends = self._walk(self.fdef.body.body, {(False, self.params, frozenset())})
+        except _Unproven:
+            return False
+        return all(updated for updated, _, _ in ends)
+
+    def _yields(self) -> bool:
+        found = self.tree.find((cst.Yield, cst.Await), within=self.fdef.body)
+        return any(self._direct(y, self.fdef) for y in found)
+
+    def _direct(self, node: cst.CSTNode, stop: cst.CSTNode) -> bool:
+        """Is node run whenever stop is (no nested def, lambda, comprehension or branch of an expression between)?"""
+        for up in self.tree.ancestors(node):
+            if up is stop:
+                return True
+            if isinstance(up, _NOT_DIRECT):
+                return False
+        return False
+
+    # -- statements --------------------------------------------------------------
+    def _walk(self, stmts: Sequence[cst.BaseStatement], states: Set[State]) -> Set[State]:
+        for stmt in stmts:
+            if not states:
+                return states
+            states = self._statement(stmt, states)
+            if len(states) > MAX_STATES:
+                raise _Unproven()
+        return states
+
+    def _statement(self, stmt: cst.BaseStatement, states: Set[State]) -> Set[State]:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                states = self._small(small, states)
+            return states
+        if isinstance(stmt, cst.If):
+            return self._if(stmt, states)
+        if isinstance(stmt, (cst.For, cst.While)):
+            return self._loop(stmt, states)
+        if isinstance(stmt, cst.With):
+            return self._with(stmt, states)
+        if isinstance(stmt, (cst.Try, cst.TryStar)):
+            return self._try(stmt, states)
+        if isinstance(stmt, cst.Match):
+            return self._match(stmt, states)
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            return {self._bind(s, [stmt.name.value]) for s in states}
+        raise _Unproven()
+
+    def _small(self, small: cst.BaseSmallStatement, states: Set[State]) -> Set[State]:
+        states = self._reading(small, states)
+        if isinstance(small, cst.Return):
+            if any(not updated for updated, _, _ in states):
+                raise _Unproven()
+            return set()
+        if isinstance(small, cst.Raise):
+            return set()
+        if isinstance(small, (cst.Break, cst.Continue)):
+            if not self._loops:
+                raise _Unproven()
+            self._loops[-1][isinstance(small, cst.Continue)].update(states)
+            return set()
+        bound = self._bound_by(small)
+        flag = _literal_flag(small)
+        updated = self.updates(small)
+        out = set()
+        for done, names, flags in states:
+            flags = frozenset((n, v) for n, v in flags if n not in bound)
+            if flag is not None:
+                flags |= {flag}
+            out.add((done or updated, names | bound, flags))
+        return out
+
+    def _if(self, stmt: cst.If, states: Set[State]) -> Set[State]:
+        states = self._reading(stmt.test, states)
+        taken, other = set(), set()
+        for s in states:
+            side = _decided(stmt.test, s[2])
+            if side is not False:
+                taken.add(s)
+            if side is not True:
+                other.add(s)
+        out = self._walk(stmt.body.body, taken)
+        if self._settled(stmt):
+            other = {(True, names, flags) for _, names, flags in other}
+        if isinstance(stmt.orelse, cst.If):
+            return out | self._if(stmt.orelse, other)
+        if isinstance(stmt.orelse, cst.Else):
+            return out | self._walk(stmt.orelse.body.body, other)
+        return out | other
+
+    def _loop(self, stmt, states: Set[State]) -> Set[State]:
+        """The states the loop leaves with: after any number of runs of its body (zero too, but for a `while True`
+        or a loop over a non-empty display), and at each `break`."""
+        head = stmt.iter if isinstance(stmt, cst.For) else stmt.test
+        states = self._reading(head, states)
+        if isinstance(stmt, cst.For):
+            states = {self._bind(s, self._names_in(stmt.target)) for s in states}
+        forever = isinstance(stmt, cst.While) and isinstance(stmt.test, cst.Name) and stmt.test.value == "True"
+        runs = forever or isinstance(stmt, cst.For) and isinstance(stmt.iter, (cst.Tuple, cst.List)) and stmt.iter.elements
+        ended = set() if runs else set(states)  # the test failing, or the iterator done
+        broke: Set[State] = set()
+        seen, todo = set(states), set(states)
+        for _ in range(8):  # a run more each pass: the states only grow, and are few
+            self._loops.append((set(), set()))
+            after = self._walk(stmt.body.body, todo)
+            breaks, continues = self._loops.pop()
+            broke |= breaks
+            if not forever:
+                ended |= after | continues
+            todo = (after | continues) - seen
+            seen |= todo
+            if not todo:
+                break
+        else:
+            raise _Unproven()
+        if stmt.orelse is not None:
+            ended = self._walk(stmt.orelse.body.body, ended)
+        return ended | broke
+
+    def _with(self, stmt: cst.With, states: Set[State]) -> Set[State]:
+        for item in stmt.items:
+            states = self._reading(item.item, states)
+            if item.asname is not None:
+                states = {self._bind(s, self._names_in(item.asname.name)) for s in states}
+        out = self._walk(stmt.body.body, states)
+        if stmt.asynchronous is None and all(self._keeps_exceptions(i.item) for i in stmt.items):
+            return out
+        return out | self._interrupted(stmt.body, states)  # the manager may swallow a failure anywhere in the block
+
+    def _try(self, stmt, states: Set[State]) -> Set[State]:
+        done = self._walk(stmt.body.body, states)
+        if stmt.orelse is not None:
+            done = self._walk(stmt.orelse.body.body, done)
+        failed = self._interrupted(stmt.body, states)
+        for handler in stmt.handlers:
+            entry = failed if handler.name is None else {self._bind(s, self._names_in(handler.name.name)) for s in failed}
+            done |= self._walk(handler.body.body, entry)
+        if stmt.finalbody is not None:
+            done = self._walk(stmt.finalbody.body.body, done)
+        return done
+
+    def _match(self, stmt: cst.Match, states: Set[State]) -> Set[State]:
+        states = self._reading(stmt.subject, states)
+        out: Set[State] = set()
+        total = False
+        for case in stmt.cases:
+            entry = {self._bind(s, self._names_in(case.pattern)) for s in states}
+            out |= self._walk(case.body.body, entry)
+            total = total or case.guard is None and isinstance(case.pattern, cst.MatchAs) and case.pattern.pattern is None
+        return out if total else out | states
+
+    def _settled(self, stmt: cst.If) -> bool:
+        """`if not torch.equal(a, b): a.copy_(b)` (an update): where the test fails, a already holds b."""
+        test = stmt.test
+        if not (isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+                and isinstance(test.expression, cst.Call)
+                and get_full_name_for_node(test.expression.func) == "torch.equal" and len(test.expression.args) == 2):
+            return False
+        a, b = (_code(x.value).strip() for x in test.expression.args)
+        for line in stmt.body.body:
+            for small in getattr(line, "body", ()) if isinstance(line, cst.SimpleStatementLine) else ():
+                call = small.value if isinstance(small, cst.Expr) else None
+                if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "copy_" \
+                        and len(call.args) == 1 and _code(call.func.value).strip() == a and _code(call.args[0].value).strip() == b \
+                        and self.updates(small):
+                    return True
+        return False
+
+    # -- states ------------------------------------------------------------------
+    def _interrupted(self, block: cst.CSTNode, states: Set[State]) -> Set[State]:
+        """Where a failure in block leaves its paths: no update counted, every local it binds maybe bound."""
+        bound = self._names_in(block)
+        return {(done, names | bound, frozenset((n, v) for n, v in flags if n not in bound))
+                for done, names, flags in states}
+
+    def _reading(self, node: cst.CSTNode, states: Set[State]) -> Set[State]:
+        """The paths that survive node's reads: one reading a local no path to it may have bound raises."""
+        reads = {self._reads[id(n)] for n in self.tree.find(cst.Name, within=node)
+                 if id(n) in self._reads and (n is node or self._direct(n, node))}
+        return {s for s in states if reads <= s[1]} if reads else states
+
+    def _bind(self, state: State, names) -> State:
+        names = frozenset(names)
+        return state[0], state[1] | names, frozenset((n, v) for n, v in state[2] if n not in names)
+
+    def _bound_by(self, small: cst.CSTNode) -> FrozenSet[str]:
+        return self._names_in(small) if not isinstance(small, cst.Expr) or self.tree.find(
+            cst.NamedExpr, within=small) else frozenset()
+
+    def _names_in(self, node: Optional[cst.CSTNode]) -> FrozenSet[str]:
+        """The locals node may bind (every name of the def's own locals it spells but does not read)."""
+        if node is None:
+            return frozenset()
+        return frozenset(n.value for n in self.tree.find(cst.Name, within=node)
+                         if n.value in self.locals and id(n) not in self._reads)
+
+    def _keeps_exceptions(self, manager: cst.BaseExpression) -> bool:
+        func = manager.func if isinstance(manager, cst.Call) else manager
+        return (get_full_name_for_node(func) or "") in NON_SUPPRESSING
+
+
+def _literal_flag(small: cst.CSTNode) -> Optional[Tuple[str, bool]]:
+    """`flag = True` / `flag = False` (one name): (flag, value)."""
+    if isinstance(small, (cst.Assign, cst.AnnAssign)) and isinstance(small.value, cst.Name) \
+            and small.value.value in ("True", "False"):
+        target = small.targets[0].target if isinstance(small, cst.Assign) and len(small.targets) == 1 else \
+            getattr(small, "target", None)
+        if isinstance(target, cst.Name):
+            return target.value, small.value.value == "True"
+    return None
+
+
+def _decided(test: cst.BaseExpression, flags: FrozenSet[Tuple[str, bool]]) -> Optional[bool]:
+    """The test's value on a path where these locals hold these literals: `flag`, `not flag`; else None."""
+    negate = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+    name = test.expression if negate else test
+    if not isinstance(name, cst.Name):
+        return None
+    value = dict(flags).get(name.value)
+    return None if value is None else value != negate
