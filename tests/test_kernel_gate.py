@@ -824,6 +824,9 @@ def test_a_pin_is_named_from_the_working_directory_where_the_project_lies_under_
     ({"requirements/prod.txt": "sglang-kernel==0.4.2.post2\n"}, False),
     ({"runtime-requirements.txt": "sglang-kernel==0.4.2.post2\n"}, False),
     ({"Dockerfile": "RUN pip install ./wheels/sglang_kernel-0.4.2.post2-cp39-abi3-linux_x86_64.whl\n"}, False),
+    ({"wheels/sglang-kernel-0.4.2.post2.tar.gz": "", "Dockerfile": "RUN pip install --no-deps /wheels/*\n"}, False),
+    # round Y: folders the walk does not reach decide nothing (not a silent pass)
+    ({"/".join("d" * 18) + "/Dockerfile": "RUN pip install sglang-kernel==0.4.2.post2\n"}, None),
     ({"kernels/pyproject.toml": '[project]\nname = "k"\ndependencies = ["sglang-kernel==0.4.2.post2"]\n'}, False),
     ({"pyproject.toml": '[tool.poetry.dependencies]\nsglang-kernel = "0.4.2.post2"\n'}, False),
     ({"Pipfile": '[packages]\nsglang-kernel = "==0.4.2.post2"\n'}, False),

@@ -2659,3 +2659,91 @@ def test_round_x_an_async_replay_hook_updates_late(tmp_path):
         "    def forward(self", _CAPTURE + "    async def init_forward_metadata_replay_cuda_graph(self, bs, seq_lens):\n"
         "        md = self.graph_metadata[bs]\n        " + _COPY + "\n        self.forward_metadata = md\n\n    def forward(self")
     assert _site(tmp_path, src, kernel=KERNEL).status is Status.MANUAL
+
+
+_MODES = ("    def init_forward_metadata_replay_cuda_graph(self, bs, seq_lens):\n"
+          "        if self.mode == 'decode':\n            self._replay_decode(bs, seq_lens)\n"
+          "        else:\n            self._replay_verify(bs, seq_lens)\n\n"
+          "    def _replay_decode(self, bs, seq_lens):\n        md = self.graph_metadata[bs]\n        " + _COPY + "\n"
+          "        self.forward_metadata = md\n\n"
+          "    def _replay_verify(self, bs, seq_lens):\n        md = self.graph_metadata[bs]\n{verify}\n"
+          "        self.forward_metadata = md\n\n")
+
+
+@pytest.mark.parametrize("verify, hook, fixable", [
+    ("        " + _COPY, "", True),
+    # round Y: one mode's helper updates, the other's does not: the replay starts at the hook, which must cover
+    ("        pass", "", False),
+    # round Y: a copy of every field from an object this step made, not from a plan staged for a later batch
+    ("        md.copy_(self._build(seq_lens))", "", True),
+    ("        md.copy_(self._staged)", "", False),
+    # round Y: a decorator of the project on the hook may run it later
+    ("        " + _COPY, "    @defer_to_stream\n", False)])
+def test_round_y_each_replay_root_updates_on_every_path(tmp_path, verify, hook, fixable):
+    src = _HOLDER_PLAN.replace("{eager}", "        self.forward_metadata = self._build(seq_lens)").replace(
+        "    def forward(self", _CAPTURE + hook + _MODES.replace("{verify}", verify) + "    def forward(self").replace(
+        "class DSAMetadata:\n", "class DSAMetadata:\n    def copy_(self, other):\n        for f in dataclasses.fields(self):\n"
+        "            getattr(self, f.name).copy_(getattr(other, f.name))\n\n").replace(
+        "import dataclasses\n", "import dataclasses\n\n\ndef defer_to_stream(fn):\n    return fn\n")
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("eager, read, fixable", [
+    ("        self.forward_metadata = self._build(seq_lens)", "        metadata: DSAMetadata = self.forward_metadata", True),
+    # round Y: an annotated read names the holder too; a lazy `or` there hands back an earlier batch's object
+    ("        self.forward_metadata = self.forward_metadata or self._build(seq_lens)",
+     "        metadata: DSAMetadata = self.forward_metadata", False),
+    # round Y: a failure before the refill that a handler swallows skips it
+    ("        md = self._records.get(bs)\n        if md is None:\n            md = self._build(seq_lens)\n"
+     "            self._records[bs] = md\n        try:\n            md.dsa_cache_seqlens_int32.copy_(" + _CLIP + ")\n"
+     "        except RuntimeError:\n            pass\n        self.forward_metadata = md", "        metadata = self.forward_metadata",
+     False),
+    # round Y: another object's holder: what its methods give it is not read
+    ("        self.forward_metadata = self._build(seq_lens)", "        metadata = self.peer.forward_metadata", False),
+    # round Y: the Borg idiom shares every attribute of every instance
+    ("        self.__dict__ = SHARED\n        self.forward_metadata = self._build(seq_lens)",
+     "        metadata = self.forward_metadata", False)])
+def test_round_y_the_holder_read_and_refilled(tmp_path, eager, read, fixable):
+    src = _HOLDER_PLAN.replace("{eager}", eager).replace("        metadata = self.forward_metadata", read).replace(
+        "import dataclasses\n", "import dataclasses\n\nSHARED = {}\n")
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("operand, head, fixable", [
+    ("forward_batch.seq_lens.to(LENS_DTYPE)", "LENS_DTYPE = torch.int32\n", True),
+    # round Y: a dtype a name holds is what the module binds it to
+    ("forward_batch.seq_lens.to(LENS_DTYPE)", "LENS_DTYPE = torch.int16\n", False),
+    ("forward_batch.seq_lens.to(self.lens_dtype)", "", False),
+    # round Y: a conversion handed to a builder's parameter is read through, not taken as a computed tensor
+    ("forward_batch.seq_lens.to(torch.int32)", "", True),
+    ("forward_batch.extend_prefix_lens.to(torch.int32)", "", False),
+    # round Y: lengths kept on an object self holds are an earlier step's
+    ("self.graph_inputs.seq_lens", "", False)])
+def test_round_y_the_clip_operand_is_read_through_its_conversions(tmp_path, operand, head, fixable):
+    src = ("import torch\nfrom dataclasses import dataclass\nfrom sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
+           + head + "\n\n@dataclass\nclass DSAMetadata:\n    dsa_cache_seqlens_int32: torch.Tensor\n\n\n"
+           "class Backend:\n    def __init__(self, dsa_index_topk):\n        self.dsa_index_topk = dsa_index_topk\n\n"
+           "    def init_forward_metadata(self, bs, forward_batch):\n"
+           f"        self.forward_metadata = self._build({operand})\n\n"
+           "    def _build(self, cache_seqlens):\n        return DSAMetadata(\n"
+           "            dsa_cache_seqlens_int32=torch.clamp(cache_seqlens, max=self.dsa_index_topk).to(torch.int32))\n\n"
+           "    def forward(self, q, kv, topk_indices, sm_scale):\n        metadata = self.forward_metadata\n"
+           "        return flash_mla_sparse_fwd(q=q, kv=kv, indices=topk_indices, sm_scale=sm_scale)[0]\n")
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("write", [
+    "torch.narrow(md.dsa_cache_seqlens_int32, 0, 0, bs).copy_(seq_lens)",
+    "md.dsa_cache_seqlens_int32.untyped_storage().copy_(seq_lens.untyped_storage())"])
+def test_round_y_a_write_through_a_call_on_the_field_is_seen(tmp_path, write):
+    """Round Y (y3): the field written through a view a call made (the functional `torch.narrow`, its storage)."""
+    eager = "        md = self._build(seq_lens)\n        " + write + "\n        self.forward_metadata = md"
+    site = _site(tmp_path, _HOLDER_PLAN.replace("{eager}", eager), kernel=KERNEL)
+    assert site.status is Status.MANUAL, site.reason
+    (tmp_path / "runner.py").write_text("import torch\n\n\ndef refresh(md, seq_lens, bs):\n    " + write + "\n")
+    site = _site(tmp_path, _HOLDER_PLAN.replace("{eager}", "        self.forward_metadata = self._build(seq_lens)"),
+                 kernel=KERNEL)
+    assert site.status is Status.MANUAL, site.reason

@@ -565,6 +565,8 @@ def file_ways(path: str, root: str) -> List[List[Pin]]:
     name, rel = os.path.basename(path), project_label(path, root)
     if name.lower().endswith(".whl"):  # a vendored wheel: a recipe may install the folder's wheels by a glob (round T)
         return [[Pin(normalize(w), f"=={v}", rel) for w, v in _WHEEL.findall(name)]]
+    if name.lower().endswith(_SDISTS):  # a vendored source archive, as pip names one (round Y: `pip install /wheels/*`)
+        return [[Pin(normalize(w), f"=={v}", rel) for w, v in _SDIST.findall(name)]]
     text = read_project_file(path)
     if text is None:
         return [_unread(path, rel)] if name in PROJECT_FILES or _named_to_install(name) else []
@@ -875,8 +877,8 @@ def project_decision(path: str, dists: Sequence[str], min_versions: MinVersions)
 
 
 # -- every file of the project that may install a kernel ------------------------------------------
-MAX_TREE_ENTRIES = 20000  # directory entries looked at under the root, beyond the directories above the module
-MAX_TREE_DEPTH = 8
+MAX_TREE_ENTRIES = 50000  # directory entries looked at under the root, beyond the directories above the module
+MAX_TREE_DEPTH = 16  # (past either, the rest decides nothing: round Y)
 MAX_TREE_BYTES = 256 << 20  # bytes of those files read; past it the rest decide nothing
 # Environments and caches (copies of other projects), documentation and test suites: no way the serving
 # process is installed. Every other folder is the project's, a `build/` or a submodule holding the deploy
@@ -893,6 +895,8 @@ _PYTHON_TEXT = re.compile(r"\A#![^\n]*python|^(?:import [\w.]+|from [\w.]+ impor
 _NEVER_INSTALLS = (".md", ".rst", ".adoc", ".html", ".htm", ".ipynb", ".tex", ".pdf", ".c", ".cc", ".cpp", ".cxx",
                    ".cu", ".cuh", ".h", ".hh", ".hpp", ".inl", ".rs", ".go", ".png", ".jpg", ".jpeg", ".gif", ".svg",
                    ".safetensors", ".bin", ".pt", ".pth", ".npy", ".pyc", ".so", ".o", ".a", ".whl", ".gz", ".zip")
+_SDISTS = (".tar.gz", ".zip", ".tar.bz2", ".tgz")
+_SDIST = re.compile(r"(?i)\A([a-z0-9][a-z0-9_.]*?(?:-[a-z][a-z0-9_.]*)*)-(\d[\w.+!]*?)\.(?:tar\.gz|zip|tar\.bz2|tgz)\Z")
 _WHEEL = re.compile(r"(?i)(?<![\w.-])([a-z0-9][a-z0-9_.]*?)-(\d[\w.+!]*)-[^\s/]*\.whl")
 
 
@@ -906,7 +910,10 @@ def tree_ways(root: str, read: frozenset) -> Tuple[Tuple[Pin, ...], ...]:
     one, a file too big to read), that way decides nothing (red-team rounds J2 and S)."""
     out: List[Tuple[Pin, ...]] = []
     budget = MAX_TREE_BYTES
-    for path in _tree_files(root, read):
+    files, unwalked = _tree_files(root, read)
+    if unwalked is not None:  # what the folders left unwalked would install is not read: it decides nothing (round Y)
+        out.append((Pin(COMPUTED, "", unwalked),))
+    for path in files:
         try:
             budget -= os.stat(path).st_size
         except OSError:
@@ -937,27 +944,30 @@ def _named_to_install(name: str) -> bool:
 
 
 def _may_install(name: str) -> bool:
-    return not name.lower().endswith(_NEVER_INSTALLS) or name.lower().endswith(".whl")
+    return not name.lower().endswith(_NEVER_INSTALLS) or name.lower().endswith((".whl", *_SDISTS))
 
 
-def _tree_files(root: str, read: frozenset) -> List[str]:
+def _tree_files(root: str, read: frozenset) -> Tuple[List[str], Optional[str]]:
     """The files under root that may install a kernel, outside the directories in `read`: hidden folders,
-    environments, documentation and test suites left out; bounded."""
+    environments, documentation and test suites left out; bounded. With them, where the walk stopped short (a
+    folder deeper than MAX_TREE_DEPTH, entries past MAX_TREE_ENTRIES), or None."""
     out: List[str] = []
     seen = 0
     for top, dirs, names in os.walk(root):
         depth = os.path.relpath(top, root).count(os.sep)
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _NOT_THE_PROJECTS
-                         and not d.endswith(".egg-info") and depth < MAX_TREE_DEPTH
-                         and not os.path.islink(os.path.join(top, d))
-                         and not os.path.exists(os.path.join(top, d, "pyvenv.cfg")))  # (an environment)
+        kept = sorted(d for d in dirs if not d.startswith(".") and d not in _NOT_THE_PROJECTS
+                      and not d.endswith(".egg-info") and not os.path.islink(os.path.join(top, d))
+                      and not os.path.exists(os.path.join(top, d, "pyvenv.cfg")))  # (an environment)
+        if kept and depth >= MAX_TREE_DEPTH:
+            return out, f"{project_label(os.path.join(top, kept[0]), root)} (folders past {MAX_TREE_DEPTH} deep, not read)"
+        dirs[:] = kept
         seen += len(dirs) + len(names)
         if seen > MAX_TREE_ENTRIES:
-            break
+            return out, f"{project_label(top, root)} and the folders after it (past {MAX_TREE_ENTRIES} entries, not read)"
         if top in read:
             continue
         out += [os.path.join(top, n) for n in sorted(names) if _may_install(n)]
-    return out
+    return out, None
 
 
 def _tool_pins(text: str, rel: str) -> List[Pin]:

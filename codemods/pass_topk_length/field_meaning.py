@@ -56,6 +56,19 @@ def _is_field(e: cst.BaseExpression, field_name: str) -> bool:
     return isinstance(e, cst.Attribute) and e.attr.value == field_name
 
 
+def _calls_on_field(call: cst.Call, field_name: str) -> bool:
+    """A call on the field: its method (through calls: `x.field.view(-1).narrow(...)`), or one handed it first."""
+    while isinstance(call, cst.Call):
+        if call.args and _is_field(call.args[0].value, field_name):
+            return True
+        if not isinstance(call.func, cst.Attribute):
+            return False
+        if _is_field(call.func.value, field_name):
+            return True
+        call = call.func.value
+    return False
+
+
 def _changes_in_place(node: cst.CSTNode, field_name: str) -> bool:
     """A write into the tensor `x.field` holds, other than `.copy_` (checked for its value): an in-place
     method (`x.field.add_(1)`, `x.field[:n].clamp_(...)`), `out=x.field`, `x.field[i] = v` or `x.field[i] += v`."""
@@ -64,6 +77,10 @@ def _changes_in_place(node: cst.CSTNode, field_name: str) -> bool:
         if isinstance(func, cst.Attribute) and func.attr.value.endswith("_") and func.attr.value != "copy_" \
                 and _is_field(func.value, field_name):
             return True
+        if isinstance(func, cst.Attribute) and func.attr.value.endswith("_") and isinstance(func.value, cst.Call) \
+                and _calls_on_field(func.value, field_name):
+            return True  # into what a call made of it (`torch.narrow(x.field, ...)`, `x.field.untyped_storage()`:
+            # it may be a view of it, and a copy into it is not read for its value: round Y)
         return any(a.keyword is not None and a.keyword.value == "out" and _is_field(a.value, field_name) for a in node.args)
     target = node.target
     if isinstance(node, cst.AssignTarget) and _sliced_field(target, field_name):
@@ -799,7 +816,7 @@ def _plain_lengths(e: Optional[ast.AST], resolve: Optional[Resolve] = None, dept
     arithmetic (`seq_lens - 1`) nor a batch's other lengths (OTHER_LENGTHS: `extend_seq_lens`); a parameter
     is what its call hands it, a local what it is assigned."""
     while isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in _CONVERSIONS \
-            and _wide_enough(e):
+            and _wide_enough(e, resolve):
         e = e.func.value
     while isinstance(e, ast.Subscript) and _prefix_slice(e.slice):
         e = e.value
@@ -814,18 +831,21 @@ def _plain_lengths(e: Optional[ast.AST], resolve: Optional[Resolve] = None, dept
         # over the new and cached lengths, a row selection for context parallelism), so what it holds is not
         # read: which lengths these are would need the top-k emitter's own (open, issue 33); but a value that
         # reinterprets their bytes (`.view(torch.int32)` of int64 lengths: round V) is no lengths
-        return _seqlens_name(e.id) and not (kind == "local" and any(_reinterprets(v) for v, _ in values or []))
-    if isinstance(e, ast.Attribute):  # (off self: an earlier step's, which the object keeps: round V)
-        return _seqlens_name(e.attr) and not (isinstance(e.value, ast.Name) and e.value.id == "self")
+        return _seqlens_name(e.id) and not (kind == "local" and any(_reinterprets(v, r) for v, r in values or []))
+    if isinstance(e, ast.Attribute):  # (off self or an object self keeps: an earlier step's, rounds V and Y: a graph
+        root = e.value  # runner's persistent buffers, `self.graph_inputs.seq_lens`)
+        while isinstance(root, (ast.Attribute, ast.Subscript)):
+            root = root.value
+        return _seqlens_name(e.attr) and isinstance(root, ast.Name) and root.id != "self"
     return False
 
 
-def _reinterprets(e: Optional[ast.AST]) -> bool:
+def _reinterprets(e: Optional[ast.AST], resolve: Optional[Resolve] = None) -> bool:
     """Does the value's chain of conversions and row slices hold one that changes the lengths' values (a view or
     reshape by a dtype, a narrowing cast)?"""
     while e is not None:
         if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in _CONVERSIONS:
-            if not _keeps_values(e):
+            if not _keeps_values(e, resolve):
                 return True
             e = e.func.value
         elif isinstance(e, ast.Subscript):
@@ -835,12 +855,20 @@ def _reinterprets(e: Optional[ast.AST]) -> bool:
     return False
 
 
-def _wide_enough(call: ast.Call) -> bool:
+def _wide_enough(call: ast.Call, resolve: Optional[Resolve] = None) -> bool:
     """A conversion that keeps every length: `torch.<dtype>` handed to it only int32 or int64 (`.to(torch.int16)` wraps
-    lengths past 32767: round R's u_int16_operand_wraps); a device, `non_blocking=` or `copy=` change no value."""
-    for a in [*call.args, *(k.value for k in call.keywords)]:
+    lengths past 32767: round R's u_int16_operand_wraps); a device, `non_blocking=` or `copy=` change no value. A
+    dtype held by a name is what the module binds it to, and by any other attribute may be any (round Y)."""
+    for a in [*call.args, *(k.value for k in call.keywords if k.arg in (None, "dtype", "device"))]:
+        if isinstance(a, ast.Name):
+            kind, values = _values(a, resolve)
+            if not (kind == "local" and values and all(v is not None and _wide_dtype(v) for v, _ in values)):
+                return False
+            continue
+        if isinstance(a, ast.Attribute) and not _is_name(a.value, "torch") and a.attr != "device":
+            return False
         for n in ast.walk(a):
-            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "torch" \
+            if isinstance(n, ast.Attribute) and _is_name(n.value, "torch") \
                     and n.attr not in ("int32", "int64", "long", "int", "device"):
                 return False
             if isinstance(n, ast.Constant) and isinstance(n.value, str) and not n.value.startswith(("cuda", "cpu")):
@@ -848,10 +876,18 @@ def _wide_enough(call: ast.Call) -> bool:
     return True
 
 
-def _keeps_values(call: ast.AST) -> bool:
+def _wide_dtype(e: ast.AST) -> bool:
+    return isinstance(e, ast.Attribute) and _is_name(e.value, "torch") and e.attr in ("int32", "int64", "long", "int")
+
+
+def _is_name(e: ast.AST, name: str) -> bool:
+    return isinstance(e, ast.Name) and e.id == name
+
+
+def _keeps_values(call: ast.AST, resolve: Optional[Resolve] = None) -> bool:
     """A conversion of the clipped lengths that keeps each value: `.to`/`.int()`.. as _wide_enough; `.view`/
     `.reshape` by sizes only (`.view(torch.int32)` on int64 lengths reinterprets their bytes: round S)."""
-    if not isinstance(call, ast.Call) or not _wide_enough(call):
+    if not isinstance(call, ast.Call) or not _wide_enough(call, resolve):
         return False
     if isinstance(call.func, ast.Attribute) and call.func.attr in ("view", "reshape"):
         return not any(isinstance(n, ast.Attribute) and n.attr in ("dtype", "int32", "int64", "long", "int")
@@ -866,7 +902,10 @@ def _computed(e: ast.AST) -> bool:
     if not isinstance(e, ast.Call):
         return False
     name = e.func.attr if isinstance(e.func, ast.Attribute) else e.func.id if isinstance(e.func, ast.Name) else ""
-    return name not in CLIPS and name not in ("clamp", "clamp_", "clip", "clip_", "minimum", "min", "sub", "add")
+    # (a conversion computes nothing: `fb.extend_prefix_lens.to(torch.int32)` is read through, as _plain_lengths
+    # reads it: round Y)
+    return name not in CLIPS and name not in ("clamp", "clamp_", "clip", "clip_", "minimum", "min", "sub", "add") \
+        and name not in _CONVERSIONS
 
 
 _CONVERSIONS = ("to", "int", "contiguous", "clone", "view", "reshape", "detach", "cuda")

@@ -16,9 +16,11 @@ from .replay_paths import ReplayPaths
 from .syntax import _code, _is_name, _targets_attribute, bound_targets
 
 # engine kernels that write a metadata field in place through a keyword (their output), by (module, name)
+# (a keyword, or a place among the positional arguments: sglang 0.5.12's fused copy of precomputed metadata)
 ENGINE_FIELD_OUTPUTS = {
-    ("sglang.kernels.ops.attention.dsa_metadata", name): "dsa_cache_seqlens"
-    for name in ("fused_dsa_decode_metadata", "fused_dsa_target_verify_metadata", "fused_dsa_draft_extend_metadata")
+    **{("sglang.kernels.ops.attention.dsa_metadata", name): "dsa_cache_seqlens"
+       for name in ("fused_dsa_decode_metadata", "fused_dsa_target_verify_metadata", "fused_dsa_draft_extend_metadata")},
+    ("sglang.jit_kernel.fused_metadata_copy", "fused_metadata_copy_cuda"): 12,
 }
 
 
@@ -47,6 +49,12 @@ def _self_root_attr(e: cst.BaseExpression) -> Optional[str]:
     while isinstance(e, (cst.Subscript, cst.Attribute)) and not _is_attr_of_self(e):
         e = e.value
     return e.attr.value if _is_attr_of_self(e) else None
+
+
+def _read_off(name: str):
+    """A test of a node: `name.x`, or `getattr(name, ...)`."""
+    return lambda x: isinstance(x, cst.Attribute) and _is_name(x.value, name) or isinstance(x, cst.Call) and \
+        get_full_name_for_node(x.func) == "getattr" and bool(x.args) and _is_name(x.args[0].value, name)
 
 
 def _view_of_self(e: cst.BaseExpression) -> Optional[str]:
@@ -173,8 +181,7 @@ class GraphReplay:
             plan = (buffers, last_only)
             for fdef in self.graph_update_defs():
                 via_holder = via_holder or next(iter(self._holder_writes(fdef, field_name, last_only)), None)
-            if any(reach.graph_update(f.name.value) and self._replay_covered(f, field_name, plan)
-                   for f in self.graph_update_defs()):
+            if any(self._replay_covered(f, field_name, plan) for f in self._replay_roots()):
                 return None
             names = ", ".join(f"`{f.name.value}`" for f in captures[:2])
             if via_holder is not None:
@@ -187,6 +194,13 @@ class GraphReplay:
                     "with the lengths it was captured with; update the field in place on replay, or pass topk_length "
                     "by hand")
         return self.index(f"replay-updates:{field_name}", build)
+
+    def _replay_roots(self) -> List[cst.FunctionDef]:
+        """The hooks named for replay (reach.graph_update) that no other such def of the module calls off self: where
+        a replay starts (a helper one of them calls in one mode's branch is no root: round Y)."""
+        defs = [f for f in self.graph_update_defs() if reach.graph_update(f.name.value)]
+        called = {c.func.attr.value for f in defs for c in self.find(cst.Call, self._self_method, f)}
+        return [f for f in defs if f.name.value not in called]
 
     def _holder_writes(self, fdef: cst.FunctionDef, field_name: str, last_only: bool) -> List[cst.Attribute]:
         """`holder.field` written in place where each capture stored a new object in the holder (last_only): that
@@ -207,18 +221,24 @@ class GraphReplay:
         for call in self.find(cst.Call, None, fdef):
             func = call.func
             if isinstance(func, cst.Attribute) and self._copies_fields(func.attr.value, field_name) \
-                    and self._stored(func.value, set()):
-                out.add(id(call))
+                    and self._stored(func.value, set()) and all(
+                        i < len(call.args) and self._made_for_batch(call.args[i].value, fdef)
+                        for i in self._copied_from(func.attr.value)):
+                out.add(id(call))  # (from an object made here: `md.copy_(self._planned)` may be a staged plan, round Y)
             elif isinstance(func, cst.Name) and self._engine_output(call, func, field_name):
                 out.add(id(call))
         return out
 
     def _engine_output(self, call: cst.Call, func: cst.Name, field_name: str) -> bool:
         origin = self._imported_from(func)
-        keyword = ENGINE_FIELD_OUTPUTS.get(origin) if origin else None
-        return keyword is not None and any(
-            a.keyword is not None and a.keyword.value == keyword and isinstance(a.value, cst.Attribute)
-            and a.value.attr.value == field_name and self._stored(a.value.value, set()) for a in call.args)
+        out = ENGINE_FIELD_OUTPUTS.get(origin) if origin else None
+        if out is None:
+            return False
+        handed = [a.value for a in call.args if a.keyword is not None and a.keyword.value == out] if isinstance(out, str) \
+            else [call.args[out].value] if len(call.args) > out and all(a.keyword is None and not a.star
+                                                                         for a in call.args[:out + 1]) else []
+        return any(isinstance(v, cst.Attribute) and v.attr.value == field_name and self._stored(v.value, set())
+                   for v in handed)
 
     def _replay_covered(self, fdef: cst.FunctionDef, field_name: str, plan, busy: Optional[Set[int]] = None) -> bool:
         """Does every run of fdef that returns update the captured lengths (replay_paths: every path, round X)?
@@ -338,6 +358,17 @@ class GraphReplay:
         defs = [f.node for f in self.functions_named(method) if f.class_name]
         return bool(defs) and all(self._writes_each_field(d, field_name) for d in defs)
 
+    def _copied_from(self, method: str) -> Set[int]:
+        """The places (after self) of the parameters whose fields the class's `method` copies in (`other` in
+        `getattr(self, f.name).copy_(getattr(other, f.name))`): what is handed there must be made for this batch."""
+        out = set()
+        for f in self.functions_named(method):
+            params = [p.name.value for p in f.node.params.params][1:]
+            for call in self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute) and c.func.attr.value == "copy_",
+                                  f.node):
+                out |= {i for i, p in enumerate(params) if any(map(_read_off(p), self.find((cst.Attribute, cst.Call), None, call)))}
+        return out
+
     def _writes_each_field(self, fdef: cst.FunctionDef, field_name: str) -> bool:
         for target in self._in_place_targets(fdef):
             if isinstance(target, cst.Attribute) and target.attr.value == field_name and _is_attr_of_self(target):
@@ -443,8 +474,12 @@ class GraphReplay:
         """The attributes of self the kernel's callers read the metadata from (`metadata = self.forward_metadata`)."""
         def build() -> Set[str]:
             roots = {expr.split(".")[0] for expr in self.metadata}
-            return {a.value.attr.value for a in self.find(cst.Assign, lambda a: len(a.targets) == 1 and isinstance(
-                a.targets[0].target, cst.Name) and a.targets[0].target.value in roots and _is_attr_of_self(a.value))} \
+            def read_into_root(a) -> bool:  # `metadata = self.X`, `metadata: T = self.X` (round Y)
+                target = a.targets[0].target if isinstance(a, cst.Assign) and len(a.targets) == 1 else \
+                    getattr(a, "target", None)
+                return isinstance(target, cst.Name) and target.value in roots and a.value is not None \
+                    and _is_attr_of_self(a.value)
+            return {a.value.attr.value for a in self.find((cst.Assign, cst.AnnAssign), read_into_root)} \
                 | self._passed_as(roots)
         return self.index("held", build)
 

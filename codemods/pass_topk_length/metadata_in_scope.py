@@ -103,11 +103,16 @@ class MetadataInScope:
                     "object it is handed (a class decorator installing a shared descriptor, a runner storing another "
                     "object): which "
                     "batch's metadata it holds is not proven (round T); pass topk_length by hand")
+        read = value  # (`self.backend.forward_metadata`, `forward_batch.attn_backend.forward_metadata`)
         while isinstance(value, cst.Attribute):
             if value.attr.value in self._served_names() or "*" in self._served_names():
                 return (f"`{root}` is read from `{_code(value).strip()}` (line {self.tree.line(stmt)}), which a "
                         "property or method of this module serves: which batch's metadata it returns is not proven")
             value = value.value
+        if isinstance(read, cst.Attribute) and isinstance(read.value, cst.Attribute):  # (another object's holder:
+            return (f"`{root}` is read from `{_code(read).strip()}` (line {self.tree.line(stmt)}), another object's "
+                    "attribute: what that object's methods give it (a cache, a free list) is not read, so which "  # round Y
+                    "batch's metadata it holds is not proven; read it from `self`, or pass topk_length by hand")
         if isinstance(value, cst.Name):
             return None
         return (f"`{root}` is bound at line {self.tree.line(stmt)} to `{_code(stmt.value).strip()[:60]}`, not a plain "
@@ -185,12 +190,13 @@ class MetadataInScope:
         return _code(e).strip()
 
     def _unconditional(self, fdef: cst.FunctionDef, at: cst.CSTNode) -> bool:
-        """Does every run of fdef reach `at`: no `if`, loop, `try` handler or nested def around it, no exit before it?"""
+        """Does every run of fdef reach `at`: no `if`, loop, `try` or nested def around it, no exit before it?"""
         for up in self.tree.ancestors(at):
             if up is fdef:
                 break
-            if isinstance(up, (cst.If, cst.For, cst.While, cst.ExceptHandler, cst.FunctionDef, cst.Lambda, cst.Match)):
-                return False
+            if isinstance(up, (cst.If, cst.For, cst.While, cst.ExceptHandler, cst.FunctionDef, cst.Lambda, cst.Match,
+                               cst.Try, cst.TryStar)):
+                return False  # (a `try` body: a failure before `at` that a handler swallows skips it, round Y)
         order = self.tree.order
         return not any(order[id(x)] < order[id(at)] for x in self.find((cst.Return, cst.Raise), None, fdef))
 

@@ -2803,8 +2803,17 @@ def _literal_setattr(call: ast.Call, field: str) -> Optional[ast.AST]:
 _FIELD_ALIASING = {"narrow", "view", "view_as", "reshape", "reshape_as", "flatten", "unflatten", "unsqueeze", "squeeze",
                    "select", "expand", "expand_as", "as_strided", "to", "type", "int", "contiguous", "detach", "cuda",
                    "cpu", "numpy", "t", "transpose", "permute", "ravel", "swapaxes", "movedim", "diagonal", "unbind",
-                   "split", "chunk", "tensor_split"}
+                   "split", "chunk", "tensor_split", "unfold", "untyped_storage", "storage", "view_as_real",
+                   "view_as_complex", "as_strided_", "hsplit", "vsplit"}
 _SHARING_ATTRS = {"data", "T", "mT", "H", "mH", "real", "imag"}
+
+
+def _aliased(call: ast.Call) -> ast.AST:
+    """The tensor an aliasing call views: the receiver (`x.narrow(...)`), or the first argument of the functional
+    spelling (`torch.narrow(x, ...)`, `torch.Tensor.narrow(x, ...)`: round Y)."""
+    if _unparse(call.func.value) in ("torch", "torch.Tensor", "Tensor") and call.args:
+        return call.args[0]
+    return call.func.value
 
 
 def _unviewed(e: ast.AST) -> ast.AST:
@@ -2813,7 +2822,7 @@ def _unviewed(e: ast.AST) -> ast.AST:
         if isinstance(e, ast.Subscript) or isinstance(e, ast.Attribute) and e.attr in _SHARING_ATTRS:
             e = e.value
         elif isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in _FIELD_ALIASING:
-            e = e.func.value
+            e = _aliased(e)
         elif isinstance(e, ast.NamedExpr):
             e = e.value
         else:
@@ -2956,7 +2965,7 @@ def _changes_field_in_place(node: ast.AST, field: str) -> bool:
 
     def viewed(e: ast.AST) -> bool:  # `x.field.narrow(0, 0, n)`, `x.field.view(-1)`: a view of it (round O)
         while isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in _FIELD_ALIASING:
-            e = e.func.value
+            e = _aliased(e)
         return is_field(e)
 
     if isinstance(node, ast.Delete):  # `del md.field`: the plain read then raises (round O)

@@ -41,8 +41,11 @@ class NoReflection:
         return self.index("reflection", build)
 
     def _written_through(self, node: cst.CSTNode) -> bool:
-        """`node[k] = v`, `del node[k]`, `node.update(...)` / `.setdefault` / `.pop` / `.__setitem__`."""
+        """`node[k] = v`, `del node[k]`, `node.update(...)` / `.setdefault` / `.pop` / `.__setitem__`, or `node = v`
+        (`self.__dict__ = shared`: the Borg idiom makes every instance's attributes one namespace, round Y)."""
         up = self.tree.parent.get(node)
+        if isinstance(up, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign)) and up.target is node:
+            return True
         if isinstance(up, cst.Subscript) and up.value is node:
             above = self.tree.parent.get(up)
             return isinstance(above, (cst.AssignTarget, cst.AugAssign, cst.Del)) or isinstance(

@@ -13,6 +13,7 @@ from typing import Callable, FrozenSet, List, Optional, Sequence, Set, Tuple
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from .rows import TRANSPARENT_DECORATORS
 from .syntax import _code
 
 # managers that never swallow an exception from their block (their `__exit__` returns nothing true)
@@ -48,11 +49,12 @@ class ReplayPaths:
         self._reads = {id(a.node): a.node.value for a in (scope.accesses if scope is not None else ())
                        if isinstance(a.node, cst.Name) and a.node.value in self.locals}
         self._loops: List[Tuple[Set[State], Set[State]]] = []  # each loop's (break, continue) states
+        self._failing: List[Set[State]] = []  # each enclosing `try`/`with`: the states its statements were entered with
 
     def covers(self) -> bool:
         """Does every path through the def that ends without raising pass an update?"""
-        if self.fdef.asynchronous is not None or self._yields():
-            return False
+        if self.fdef.asynchronous is not None or self._yields() or not all(map(_keeps_the_call, self.fdef.decorators)):
+            return False  # (a decorator of the project may run the body later, or never: round Y)
         try:
             ends = self._walk(self.fdef.body.body, {(False, self.params, frozenset())})
         except _Unproven:
@@ -77,6 +79,8 @@ class ReplayPaths:
         for stmt in stmts:
             if not states:
                 return states
+            for entered in self._failing:  # a failure in stmt leaves with the states it was entered with
+                entered |= states
             states = self._statement(stmt, states)
             if len(states) > MAX_STATES:
                 raise _Unproven()
@@ -84,7 +88,10 @@ class ReplayPaths:
 
     def _statement(self, stmt: cst.BaseStatement, states: Set[State]) -> Set[State]:
         if isinstance(stmt, cst.SimpleStatementLine):
-            for small in stmt.body:
+            for i, small in enumerate(stmt.body):
+                if i:
+                    for entered in self._failing:  # (`a; b`: b may fail after a ran)
+                        entered |= states
                 states = self._small(small, states)
             return states
         if isinstance(stmt, cst.If):
@@ -177,22 +184,31 @@ class ReplayPaths:
             states = self._reading(item.item, states)
             if item.asname is not None:
                 states = {self._bind(s, self._names_in(item.asname.name)) for s in states}
-        out = self._walk(stmt.body.body, states)
         if stmt.asynchronous is None and all(self._keeps_exceptions(i.item) for i in stmt.items):
-            return out
-        return out | self._interrupted(stmt.body, states)  # the manager may swallow a failure anywhere in the block
+            return self._walk(stmt.body.body, states)
+        done, failed = self._guarded(stmt.body, states)
+        return done | failed  # the manager may swallow a failure of any statement of the block
 
     def _try(self, stmt, states: Set[State]) -> Set[State]:
-        done = self._walk(stmt.body.body, states)
+        done, failed = self._guarded(stmt.body, states)
         if stmt.orelse is not None:
             done = self._walk(stmt.orelse.body.body, done)
-        failed = self._interrupted(stmt.body, states)
         for handler in stmt.handlers:
             entry = failed if handler.name is None else {self._bind(s, self._names_in(handler.name.name)) for s in failed}
             done |= self._walk(handler.body.body, entry)
         if stmt.finalbody is not None:
             done = self._walk(stmt.finalbody.body.body, done)
         return done
+
+    def _guarded(self, block: cst.BaseSuite, states: Set[State]) -> Tuple[Set[State], Set[State]]:
+        """The block's states where it ends, and where a failure in it leaves: the states any statement of it (at
+        any depth) was entered with, which a statement that fails midway has bound nothing of yet."""
+        self._failing.append(set())
+        try:
+            done = self._walk(block.body, states)
+        finally:
+            failed = self._failing.pop()
+        return done, failed
 
     def _match(self, stmt: cst.Match, states: Set[State]) -> Set[State]:
         states = self._reading(stmt.subject, states)
@@ -222,12 +238,6 @@ class ReplayPaths:
         return False
 
     # -- states ------------------------------------------------------------------
-    def _interrupted(self, block: cst.CSTNode, states: Set[State]) -> Set[State]:
-        """Where a failure in block leaves its paths: no update counted, every local it binds maybe bound."""
-        bound = self._names_in(block)
-        return {(done, names | bound, frozenset((n, v) for n, v in flags if n not in bound))
-                for done, names, flags in states}
-
     def _reading(self, node: cst.CSTNode, states: Set[State]) -> Set[State]:
         """The paths that survive node's reads: one reading a local no path to it may have bound raises."""
         reads = {self._reads[id(n)] for n in self.tree.find(cst.Name, within=node)
@@ -252,6 +262,16 @@ class ReplayPaths:
     def _keeps_exceptions(self, manager: cst.BaseExpression) -> bool:
         func = manager.func if isinstance(manager, cst.Call) else manager
         return (get_full_name_for_node(func) or "") in NON_SUPPRESSING
+
+
+def _keeps_the_call(decorator: cst.Decorator) -> bool:
+    """A decorator that runs the def when it is called: rows.TRANSPARENT_DECORATORS, bare or called with nothing."""
+    d = decorator.decorator
+    if isinstance(d, cst.Call):
+        if d.args:
+            return False
+        d = d.func
+    return (get_full_name_for_node(d) or "") in TRANSPARENT_DECORATORS
 
 
 def _literal_flag(small: cst.CSTNode) -> Optional[Tuple[str, bool]]:
