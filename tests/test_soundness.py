@@ -2747,3 +2747,91 @@ def test_round_y_a_write_through_a_call_on_the_field_is_seen(tmp_path, write):
     site = _site(tmp_path, _HOLDER_PLAN.replace("{eager}", "        self.forward_metadata = self._build(seq_lens)"),
                  kernel=KERNEL)
     assert site.status is Status.MANUAL, site.reason
+
+
+_MADE = """\
+import functools
+import types
+from dataclasses import dataclass
+
+import torch
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+{head}
+
+@dataclass
+class DSAMetadata:
+    dsa_cache_seqlens_int32: torch.Tensor
+
+
+def reuse_per_batch_size(build):
+    records = {{}}
+
+    def reused(forward_batch, *args):
+        if forward_batch.batch_size not in records:
+            records[forward_batch.batch_size] = build(forward_batch, *args)
+        return records[forward_batch.batch_size]
+    return reused
+
+
+class Backend:
+    def __init__(self, dsa_index_topk):
+        self.dsa_index_topk = dsa_index_topk
+        self.forward_metadata = None
+        self.static_plans = {{}}
+{init}
+    def _build(self, forward_batch):
+        return DSAMetadata(dsa_cache_seqlens_int32=forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))
+
+    def init_forward_metadata(self, forward_batch):
+        self.forward_metadata = {made}
+
+    def forward(self, q, kv, topk_indices, sm_scale):
+        metadata = self.forward_metadata
+        return flash_mla_sparse_fwd(q=q, kv=kv, indices=topk_indices, sm_scale=sm_scale)[0]
+"""
+_PLAN_FILE = ("import torch\nfrom backend import DSAMetadata, reuse_per_batch_size\n\n\n"
+              "def make_metadata(forward_batch, dsa_index_topk):\n    return DSAMetadata(\n"
+              "        dsa_cache_seqlens_int32=forward_batch.seq_lens.clamp(max=dsa_index_topk).to(torch.int32))\n")
+
+
+@pytest.mark.parametrize("made, head, init, plan, fixable", [
+    ("self._build(forward_batch)", "", "", None, True),
+    ("make_metadata(forward_batch, self.dsa_index_topk)", "from plan import make_metadata", "", "", True),
+    # round Y: a builder rebound on the instance, or at its module's level, may hand back a record it kept
+    ("self._build(forward_batch)", "", "        self._build = reuse_per_batch_size(self._build)\n", None, False),
+    ("make_metadata(forward_batch, self.dsa_index_topk)", "from plan import make_metadata", "",
+     "\n\nmake_metadata = reuse_per_batch_size(make_metadata)\n", False),
+    # round Y: a namespace of another object's fields (`**vars(plan)`) is no new record's
+    ("types.SimpleNamespace(**vars(self.static_plans[forward_batch.batch_size]))", "", "", None, False)])
+def test_round_y_what_is_made_for_this_batch_is_not_taken_by_its_spelling(tmp_path, made, head, init, plan, fixable):
+    if plan is not None:
+        (tmp_path / "plan.py").write_text(_PLAN_FILE + plan)
+    src = _MADE.format(head=head, init=init, made=made)
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("other, fixable", [
+    ("class Fast(Backend):\n    def reset(self):\n        self.forward_metadata = None\n", True),
+    # round Y: a subclass in another file filing the holder's object in its own table
+    ("class Fast(Backend):\n    def init_forward_metadata(self, forward_batch):\n        plans = self.static_plans\n"
+     "        if forward_batch.batch_size not in plans:\n            super().init_forward_metadata(forward_batch)\n"
+     "            plans[forward_batch.batch_size] = self.forward_metadata\n"
+     "        self.forward_metadata = plans[forward_batch.batch_size]\n", False)])
+def test_round_y_a_related_class_of_another_file_gives_the_holder_a_new_object(tmp_path, other, fixable):
+    (tmp_path / "fast.py").write_text("from backend import Backend\n\n\n" + other)
+    site = _site(tmp_path, _MADE.format(head="", init="", made="self._build(forward_batch)"), kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("replay, fixable", [
+    ("md = self.graph_metadata[bs]\n        md.dsa_cache_seqlens_int32.copy_(" + _CLIP + ")\n        self.forward_metadata = md",
+     True),
+    ("self.graph_lens[:bs].copy_(seq_lens)\n        self.forward_metadata = self.graph_metadata[bs]", False)])
+def test_round_y_a_positional_record_is_a_captured_field_too(tmp_path, replay, fixable):
+    """Round Y: captures building records positionally (`DSAMetadata(lens)`) set the field; a replay that never
+    updates it in place is refused as a keyword construction's is."""
+    capture = f"md = DSAMetadata({_CLIP})\n        self.graph_metadata[bs] = md\n        self.forward_metadata = md"
+    src = GRAPH_PER_CAPTURE.replace("{capture}", "        " + capture).replace("{replay}", "        " + replay)
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

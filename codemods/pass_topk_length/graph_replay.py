@@ -383,9 +383,14 @@ class GraphReplay:
         return False
 
     def _field_set(self, field_name: str) -> bool:
-        """Does this module give the field a value at all (a keyword, an attribute assignment)?"""
+        """Does this module give the field a value at all (a keyword, an attribute assignment, a positional
+        construction of a class of the module declaring it: round Y)?"""
+        declaring = {c.name.value for c in self.find(cst.ClassDef) if self.find(
+            cst.AnnAssign, lambda a: isinstance(a.target, cst.Name) and a.target.value == field_name, c)}
         return bool(self.find(cst.Arg, lambda a: a.keyword is not None and a.keyword.value == field_name)) or any(
-            not isinstance(t, cst.AugAssign) for t in self.targets_named(field_name))
+            not isinstance(t, cst.AugAssign) for t in self.targets_named(field_name)) or bool(self.find(
+                cst.Call, lambda c: (dotted(c.func) or "").rsplit(".", 1)[-1] in declaring and any(
+                    a.keyword is None for a in c.args)))
 
     def _in_place_targets(self, fdef: cst.FunctionDef) -> List[cst.BaseExpression]:
         """What fdef writes into in place: the receiver of a trailing-underscore method (`x.copy_(v)`) and the

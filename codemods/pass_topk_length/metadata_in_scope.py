@@ -97,6 +97,13 @@ class MetadataInScope:
             return (f"`{root}` is read from `self.{value.attr.value}`, which this module also sets on a class (line "
                     f"{self.tree.line(self._class_held(value.attr.value))}): every instance shares it, which batch's "
                     "metadata it holds is not proven")
+        if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) and value.value.value == "self":
+            seeds = {c.name.value for c in self.find(cst.ClassDef)}
+            found = self.project().related_holder_writes(value.attr.value, seeds) if seeds else []
+            if found:
+                return (f"`{root}` is read from `self.{value.attr.value}`, and a related class of another file gives it "
+                        f"an object not made there ({found[0].what} at {found[0].where()}): which batch's metadata "
+                        "it holds is not proven (round Y); pass topk_length by hand")
         if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) and value.value.value == "self" \
                 and self.assigned_elsewhere(value.attr.value, own=False):
             return (f"`{root}` is read from `self.{value.attr.value}`, which another file of the project assigns on an "
@@ -245,13 +252,17 @@ class MetadataInScope:
         if not isinstance(value, cst.Call):
             return False
         name = (dotted(value.func) or "").rsplit(".", 1)[-1]
-        if name[:1].isupper():
-            return True
+        if name[:1].isupper():  # (round Y: not a namespace of another object's `**vars(plan)`, a class serving its
+            return not any(a.star for a in value.args) and not self._serves_any(name)  # reads by __getattr__)
         if name == "replace" and value.args:  # dataclasses.replace(md, ...): a new object beside this batch's own
             return self._made_for_batch(value.args[0].value, fdef, env, seen)
         if isinstance(value.func, cst.Attribute) and not _is_name(value.func.value, "self"):
             return False  # (`self._records.get(bs)`, `self._free.pop()`, `copy.copy(md)`)
         defs = [f.node for f in self.functions_named(name)]
+        if self.targets_named(name) or isinstance(value.func, cst.Name) and not all(
+                isinstance(getattr(a, "node", None), (cst.FunctionDef, cst.ImportFrom))
+                for a in self.tree.binding(value.func, name).assignments):
+            return False  # a builder rebound (`self._build = reuse(self._build)`, `build = cached(build)`: round Y)
         if not defs and isinstance(value.func, cst.Name):
             return self._made_by_import(value, fdef, env, seen)
         out = False
@@ -312,8 +323,10 @@ class MetadataInScope:
         path = own._find(own.path, module)
         g = self.project()._file_at(path) if path and path.endswith(".py") else None  # (parsed once per project)
         defs = [d for d in (g.tree.body if g is not None else []) if isinstance(d, ast.FunctionDef) and d.name == imported]
-        if len(defs) != 1 or defs[0].decorator_list:
-            return False
+        if len(defs) != 1 or defs[0].decorator_list or imported in g.global_names or any(
+                any(isinstance(t, ast.Name) and t.id == imported for t in reach._flatten(reach._written_targets(n)))
+                for n in ast.walk(g.tree)):
+            return False  # (its module binds the name again: `build = reuse(build)` after the def, round Y)
         a = defs[0].args
         given = _bound_arguments(call, [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)])
         returns = [r.value for r in ast.walk(defs[0]) if isinstance(r, ast.Return)]
@@ -592,6 +605,12 @@ class MetadataInScope:
             return True
         values = self.tree.assigned_values(e, e.value)
         return bool(values) and all(isinstance(v, cst.Name) and v.value == "self" or constructor_call(v) for v in values)
+
+    def _serves_any(self, name: str) -> bool:
+        """A class of this module of that name serving any attribute by code (`__getattr__`/`__getattribute__`), or
+        one whose construction may hand back an earlier object (graph_replay._interning)."""
+        return self._interning(name) or any(n in ("__getattr__", "__getattribute__") for c in self.find(
+            cst.ClassDef, lambda c: c.name.value == name) for n, _ in _class_bindings(c))
 
     def _served_names(self) -> Set[str]:
         """Names a class of this module binds at class level other than to a constant (a method, a property, a

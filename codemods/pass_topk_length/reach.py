@@ -865,6 +865,30 @@ class Project:
                         out.append(Finding(self.rel(f.path), t.lineno, f"`{_unparse(t)}` is assigned"))
         return out
 
+    def related_holder_writes(self, attr: str, seeds: Set[str]) -> List[Finding]:
+        """Round Y: in other files, a base or a subclass of the module's classes `seeds` giving `self.<attr>` (the
+        holder the kernel's callers read) anything but an object made where it is given: a construction (a
+        capitalised callee of no `**` of another object), None, or a parameter of its method. (A base in another
+        file keeping one record per batch size, a subclass filing the holder's object in its own table, hand back
+        an earlier batch's.)"""
+        related = {(self.module, s) for s in seeds} | {(f.path, c.name) for f, c in self.subclasses(seeds)}
+        keys, _ = self._hierarchy(frozenset(related))
+        out = []
+        for f in self.files_naming([attr]):
+            if f.path == self.module:
+                continue
+            for cls in (c for c in f.class_defs if (f.path, c.name) in keys):
+                for fn in (d for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))):
+                    params = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
+                    for node in ast.walk(fn):
+                        value = getattr(node, "value", None)
+                        for t in _flatten(_written_targets(node)):
+                            if isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name) \
+                                    and t.value.id == "self" and not _made_here(value, params):
+                                out.append(Finding(self.rel(f.path), t.lineno, f"`{_unparse(t)}` is given "
+                                                   f"`{_unparse(value)[:50] if value is not None else '?'}`"))
+        return out
+
     def calls_in_defs(self, name: str, attrs: Set[str]) -> List[Optional[str]]:
         """For the defs of `name` in other files (a module's functions, its classes' methods): the names they call,
         and None for each assignment of an attribute named in `attrs`."""
@@ -3132,6 +3156,18 @@ def replay_overrides(project: "Project", subclasses: List[Tuple[_File, ast.Class
                 return Finding(project.rel(f.path), d.lineno, f"`{cls.name}.{d.name}` overrides the replay's update of "
                                f"`{field}` without reaching it")
     return None
+
+
+def _made_here(value: Optional[ast.AST], params: Set[str]) -> bool:
+    """None, a parameter, or a construction (a capitalised callee, no `**` of another object's namespace)."""
+    if isinstance(value, ast.Constant) and value.value is None:
+        return True
+    if isinstance(value, ast.Name):
+        return value.id in params
+    if not isinstance(value, ast.Call):
+        return False
+    name = _unparse(value.func).rsplit(".", 1)[-1]
+    return name[:1].isupper() and name != "SimpleNamespace" and not any(k.arg is None for k in value.keywords)
 
 
 def _written_in_place(f: _File, node: ast.Attribute) -> bool:
