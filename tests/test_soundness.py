@@ -2835,3 +2835,17 @@ def test_round_y_a_positional_record_is_a_captured_field_too(tmp_path, replay, f
     src = GRAPH_PER_CAPTURE.replace("{capture}", "        " + capture).replace("{replay}", "        " + replay)
     site = _site(tmp_path, src, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("factory, fixable", [
+    ("def make_backend(balanced):\n    return Backend()\n", True),
+    # round Y: the backend module's own factory combines a mixin of another file with the backend
+    ("def make_backend(balanced):\n    from mixins import Balance\n\n    class _Balanced(Balance, Backend):\n"
+     "        pass\n    return _Balanced() if balanced else Backend()\n", False)])
+def test_round_y_a_class_a_function_of_the_module_defines_is_the_backends_too(tmp_path, factory, fixable):
+    (tmp_path / "mixins.py").write_text(
+        "import torch\n\n\nclass Balance:\n    def forward_balanced(self, q, kv, topk_indices, scale):\n"
+        "        order = torch.arange(q.shape[0] - 1, -1, -1)\n"
+        "        return self.forward(q[order], kv, topk_indices[order], scale)\n")
+    site = _site(tmp_path, HANDED_INDICES + "\n\n" + factory, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -750,7 +750,8 @@ class Project:
         done = self.__dict__.setdefault("_instance_classes", {})
         if frozenset(seeds) not in done:
             own = self.own()
-            start = [(own, own.classes[n]) for n in seeds if n in own.classes] + self.subclasses(seeds) if own else []
+            start = [(own, c) for c in own.class_defs if c.name in seeds] + self.subclasses(seeds) if own else []
+            # (a class a function of the module defines too: a factory combining a mixin with the backend, round Y)
             done[frozenset(seeds)] = {(f.path, c.name) for f, c in start + self._ancestors_of(start, own)}
         return done[frozenset(seeds)]
 
