@@ -2802,7 +2802,10 @@ _PLAN_FILE = ("import torch\nfrom backend import DSAMetadata, reuse_per_batch_si
     ("make_metadata(forward_batch, self.dsa_index_topk)", "from plan import make_metadata", "",
      "\n\nmake_metadata = reuse_per_batch_size(make_metadata)\n", False),
     # round Y: a namespace of another object's fields (`**vars(plan)`) is no new record's
-    ("types.SimpleNamespace(**vars(self.static_plans[forward_batch.batch_size]))", "", "", None, False)])
+    ("types.SimpleNamespace(**vars(self.static_plans[forward_batch.batch_size]))", "", "", None, False),
+    # round X: a cached builder hands back what an earlier call with equal arguments made
+    ("self._cached(forward_batch)", "", "    @functools.lru_cache(maxsize=64)\n    def _cached(self, forward_batch):\n"
+     "        return self._build(forward_batch)\n\n", None, False)])
 def test_round_y_what_is_made_for_this_batch_is_not_taken_by_its_spelling(tmp_path, made, head, init, plan, fixable):
     if plan is not None:
         (tmp_path / "plan.py").write_text(_PLAN_FILE + plan)
@@ -2848,4 +2851,19 @@ def test_round_y_a_class_a_function_of_the_module_defines_is_the_backends_too(tm
         "        order = torch.arange(q.shape[0] - 1, -1, -1)\n"
         "        return self.forward(q[order], kv, topk_indices[order], scale)\n")
     site = _site(tmp_path, HANDED_INDICES + "\n\n" + factory, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("copy, fixable", [
+    ("        for f in dataclasses.fields(self):\n            getattr(self, f.name).copy_(getattr(other, f.name))\n", True),
+    # round X: a record's copy_ refreshing only some fields leaves the lengths as captured
+    ("        for f in dataclasses.fields(self):\n            if f.name in GRAPH_INPUTS:\n"
+     "                getattr(self, f.name).copy_(getattr(other, f.name))\n", False)])
+def test_round_x_a_record_copy_refreshes_every_field(tmp_path, copy, fixable):
+    src = _HOLDER_PLAN.replace("{eager}", "        self.forward_metadata = self._build(seq_lens)").replace(
+        "    def forward(self", _CAPTURE + "    def init_forward_metadata_replay_cuda_graph(self, bs, seq_lens):\n"
+        "        md = self.graph_metadata[bs]\n        md.copy_(self._build(seq_lens))\n        self.forward_metadata = md\n\n"
+        "    def forward(self").replace("class DSAMetadata:\n", "class DSAMetadata:\n    def copy_(self, other):\n" + copy + "\n"
+                                    ).replace("import dataclasses\n", "import dataclasses\n\nGRAPH_INPUTS = ('page_table_1',)\n")
+    site = _site(tmp_path, src, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason

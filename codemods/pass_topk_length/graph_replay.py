@@ -257,10 +257,11 @@ class GraphReplay:
             for node in self.find((cst.Call, cst.Attribute, cst.Subscript), None, small):
                 if id(node) in nodes and (node is small or walker._direct(node, small)):
                     return True
-                if isinstance(node, cst.Call) and walker._direct(node, small) and self._self_method(node) and (
-                        reach.graph_builder(node.func.attr.value) or self._covering_method(
-                            node.func.attr.value, field_name, plan, busy)):
-                    return True
+                if not (isinstance(node, cst.Call) and walker._direct(node, small) and self._self_method(node)):
+                    continue
+                if reach.graph_builder(node.func.attr.value) and isinstance(small, cst.Expr) and small.value is node \
+                        or self._covering_method(node.func.attr.value, field_name, plan, busy):
+                    return True  # (a builder called as a statement of its own: one handed on is a value, round X)
             return False
         walker = ReplayPaths(self.tree, fdef, updates)
         memo[key] = walker.covers()
@@ -377,10 +378,22 @@ class GraphReplay:
                     _is_name(target.args[0].value, "self"):
                 loop = next((a for a in self.tree.ancestors(target) if isinstance(a, cst.For)), None)
                 over = loop.iter if loop is not None else None
+                if loop is not None and any(isinstance(a, (cst.If, cst.Try, cst.With, cst.Match, cst.While, cst.For))
+                                            for a in self._between(target, loop)):
+                    continue  # (only some fields: `if f.name in GRAPH_INPUTS:`, round X)
                 if isinstance(over, cst.Call) and get_full_name_for_node(over.func) in ("fields", "dataclasses.fields") \
                         and over.args and _is_name(over.args[0].value, "self"):
                     return True
         return False
+
+    def _between(self, node: cst.CSTNode, top: cst.CSTNode) -> List[cst.CSTNode]:
+        """The ancestors of node below top."""
+        out = []
+        for up in self.tree.ancestors(node):
+            if up is top:
+                break
+            out.append(up)
+        return out
 
     def _field_set(self, field_name: str) -> bool:
         """Does this module give the field a value at all (a keyword, an attribute assignment, a positional

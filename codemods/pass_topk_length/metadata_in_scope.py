@@ -15,6 +15,7 @@ from topk_migrate.cst.scopecheck import root_binding
 
 from . import reach
 from .graph_replay import _self_root_attr
+from .replay_paths import _keeps_the_call
 from .rows import _own_returns
 from .syntax import _code, _is_name, bound_targets, constructor_call
 
@@ -267,6 +268,8 @@ class MetadataInScope:
             return self._made_by_import(value, fdef, env, seen)
         out = False
         for d in defs:
+            if not all(map(_keeps_the_call, d.decorators)):
+                return False  # (`@functools.lru_cache` hands back what an earlier call with equal arguments made: round X)
             params = [p.name.value for p in (*d.params.posonly_params, *d.params.params, *d.params.kwonly_params)]
             method = isinstance(value.func, cst.Attribute) and self.tree.is_method(d)
             inner = {p: (a, fdef, env) for p, a in _bound_arguments(value, params[1:] if method else params).items()}
