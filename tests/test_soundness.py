@@ -2575,6 +2575,7 @@ _WINDOW = ("\n\ndef clip_window(t, w):\n    tail = t[:, w:]\n    tail.fill_(-1)\
 @pytest.mark.parametrize("body, fixable", [
     ("    check_window(topk_2d, 4)", True),  # a def of the project that only reads what it is handed
     ("    n = int(topk_2d.sum())\n    print(len(topk_2d), n)", True),  # builtins that read
+    ("    if topk_2d.dim() != 2:\n        raise ValueError(topk_2d.shape, ctx)", True),  # an exception's message
     ("    clip_window(topk_2d, 4)", False),  # the callee writes a local view of its parameter
     ("    clip_window(ctx.topk_2d, 4)", False),  # an attribute of another parameter handed on
     ("    clip_window(topk_2d.unsqueeze(1)[:, 0], 4)", False),  # a view made by a method handed on

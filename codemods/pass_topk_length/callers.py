@@ -8,6 +8,7 @@ any caller is: a fork's copy of it may sort the rows (round P)."""
 from __future__ import annotations
 
 import ast
+import builtins
 from typing import List, NamedTuple, Optional, Set, Tuple
 
 from . import reach
@@ -325,8 +326,10 @@ _LOGGER_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "cr
 def _reads_only(f, call: ast.Call) -> bool:
     """A callee outside the project that reads what it is handed: see _may_write."""
     func = call.func
-    if isinstance(func, ast.Name):
-        return func.id in _READING_BUILTINS and not f.binds(func.id)
+    if isinstance(func, ast.Name):  # (an exception's message: `raise ValueError(mode)`)
+        error = getattr(builtins, func.id, None)
+        builtin = func.id in _READING_BUILTINS or isinstance(error, type) and issubclass(error, BaseException)
+        return builtin and not f.binds(func.id)
     if not isinstance(func, ast.Attribute):
         return False
     if func.attr in TENSOR_VIEW_METHODS | COPYING_METHODS | NO_DATA_METHODS or func.attr in _READS:
