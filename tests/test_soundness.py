@@ -2868,3 +2868,44 @@ def test_round_x_a_record_copy_refreshes_every_field(tmp_path, copy, fixable):
                                     ).replace("import dataclasses\n", "import dataclasses\n\nGRAPH_INPUTS = ('page_table_1',)\n")
     site = _site(tmp_path, src, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_INDEXER = "class Indexer:\n    def __init__(self, hf_config):\n        self.index_topk = hf_config.decode_index_topk\n\n\n"
+
+
+@pytest.mark.parametrize("width, head, body, files, fixable", [
+    ("self.hf_config.index_topk", "", "    def __init__(self, hf_config):\n        self.hf_config = hf_config\n\n", {}, True),
+    # round X: a config field the project lowers, in this module or in a getter of another file; None is no width
+    ("self.dsa_index_topk", "", "    def __init__(self, hf_config):\n        hf_config.index_topk = hf_config.decode_index_topk\n"
+     "        self.dsa_index_topk = hf_config.index_topk\n\n", {}, False),
+    ("self.dsa_index_topk", "from fork_utils import get_dsa_index_topk\n", _CONFIGURED.format(getter="get_dsa_index_topk"),
+     {"fork_utils.py": "def get_dsa_index_topk(config):\n    config.index_topk = min(config.index_topk, 512)\n"
+                       "    return config.index_topk\n"}, False),
+    ("self.dsa_index_topk", "", "    def __init__(self, hf_config, base_config):\n        base_config.index_topk = None\n"
+     "        self.dsa_index_topk = hf_config.index_topk\n\n", {}, True),
+    # round X: a module constant another file sets, served by `__getattr__`, or written through `globals()`
+    ("fork_config.DSA_INDEX_TOPK", "import fork_config\n", "",
+     {"fork_config.py": _FORK_CONFIG, "launch.py": "import fork_config\n\n\ndef apply(cfg):\n"
+                                                   "    fork_config.DSA_INDEX_TOPK = cfg.decode_index_topk\n"}, False),
+    ("DSA_INDEX_TOPK", "from fork_config import DSA_INDEX_TOPK\n", "",
+     {"fork_config.py": "_D = {'DSA_INDEX_TOPK': 8}\n\n\ndef __getattr__(name):\n    return _D[name]\n"}, False),
+    ("DSA_INDEX_TOPK", "from fork_config import DSA_INDEX_TOPK\n", "",
+     {"fork_config.py": _FORK_CONFIG + "globals().update({'DSA_INDEX_TOPK': 8})\n"}, False),
+    # round X: another file's `vars(backend).update(...)`, a property of a subclass in another file
+    ("self.dsa_index_topk", "", "    def __init__(self, hf_config):\n        self.dsa_index_topk = hf_config.index_topk\n\n",
+     {"tuning.py": "def apply(backend, cfg):\n    vars(backend).update(dsa_index_topk=cfg.decode_index_topk)\n"}, False),
+    ("self.dsa_index_topk", "", "    def __init__(self, hf_config):\n        self.dsa_index_topk = hf_config.index_topk\n\n",
+     {"decode.py": "from backend import Backend\n\n\nclass Decode(Backend):\n    @property\n    def dsa_index_topk(self):\n"
+                   "        return 8\n\n    @dsa_index_topk.setter\n    def dsa_index_topk(self, v):\n        pass\n"}, False),
+    # round X: a width off an object self made, off a class of another file, off `type(self)`
+    ("self.indexer.index_topk", _INDEXER, "    def __init__(self, hf_config):\n        self.indexer = Indexer(hf_config)\n\n",
+     {}, False),
+    ("DSAConfig.index_topk", "from fork_config import DSAConfig\n", "",
+     {"fork_config.py": "class DSAConfig:\n    index_topk = 8\n"}, False),
+    ("type(self).index_topk", "", "    index_topk = 2048\n\n", {}, False)])
+def test_round_x_a_width_any_code_may_set_is_not_read_by_its_name(tmp_path, width, head, body, files, fixable):
+    src = head + _WIDTH_PLAN.replace("{width}", width).replace("class Backend:\n", "class Backend:\n" + body)
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -144,12 +144,15 @@ def _module_values(f, name: str, depth: int = 0) -> Tuple[str, Optional[List["Sc
                 found.append((None, None))  # an unpacking
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
             returns = [r.value for r in ast.walk(node) if isinstance(r, ast.Return)]
-            getters += [(r, None) for r in returns] + [(None, None)] * (not returns or bool(node.decorator_list))
+            getters += [(r, None) for r in returns] + [(None, None)] * (not returns or bool(node.decorator_list) or any(
+                isinstance(r, ast.Attribute) and _stored_elsewhere(f, r.attr) for r in returns))  # (round X: a getter
+            # lowering the config's field it returns)
         elif isinstance(node, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.ClassDef)) \
                 and name in _bound_by(node):
             found.append((None, None))
-    if name in f.global_names:
-        found.append((None, None))  # a function rebinding it (`configure()`): not read
+    if name in f.global_names or _namespace_written(f) or _stored_elsewhere(f, name):
+        found.append((None, None))  # a function rebinding it (`configure()`), `__getattr__`, `globals()`, another
+        # file's `mod.NAME = v` (round X): not read
     if getters and not found:
         return "getter", getters
     if found:
@@ -174,12 +177,61 @@ def _module_attribute(f, e: ast.Attribute) -> Tuple[str, Optional[List["Scoped"]
     fork's `configure()` lowers."""
     module = f.module_of(e.value)
     if module is None or module.startswith("."):
-        return "", None
+        if not _object_read(f, e.value):
+            return "local", [(None, None)]  # (off an object self keeps, a class, a call: round X)
+        return _stored_elsewhere(f, e.attr) or ("", None)  # (a config's field the project writes: round X)
     path = f._find(f.path, module)
     tree = bounded.python_facts(project.read_project_file(path)) if path and path.endswith(".py") else None
     if tree is not None:
         return _module_values(reach._File(path, tree, f._find), e.attr, 1)
-    return ("engine", []) if module.startswith(ENGINE_PACKAGES) else ("", None)
+    # (a class or an object imported from elsewhere, `DSAConfig.index_topk`; a module outside the project: round X)
+    return ("engine", []) if module.startswith(ENGINE_PACKAGES) else ("local", [(None, None)])
+
+
+def _object_read(f, receiver: ast.AST) -> bool:
+    """A receiver judged by the name of its field, as a model config's `hf_config.index_topk` is: a name that is no
+    class of the file nor one it imports (a parameter, a local), or an attribute of one; not `self.indexer` (an object
+    self keeps, which another part of the fork sizes), `DSAConfig` or `type(self)` (a class's attribute, which any
+    code may set), nor a call's result."""
+    while isinstance(receiver, ast.Attribute):
+        if isinstance(receiver.value, ast.Name) and receiver.value.id == "self":
+            return _handed_in(f, receiver.attr)  # `self.hf_config`: a config the constructor was handed
+        receiver = receiver.value
+    return isinstance(receiver, ast.Name) and receiver.id != "self" and receiver.id not in f.classes \
+        and receiver.id not in f.froms and receiver.id not in f.modules
+
+
+def _handed_in(f, attr: str) -> bool:
+    """Does the file give `self.<attr>` only a parameter of the method assigning it, or an attribute of one
+    (`self.hf_config = hf_config`), if anything? An object made here (`self.indexer = Indexer(cfg)`) sizes itself
+    (round X)."""
+    values = [n.value for n in ast.walk(f.tree) if isinstance(n, (ast.Assign, ast.AnnAssign)) and any(
+        isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name) and t.value.id == "self"
+        for t in reach._flatten(n.targets if isinstance(n, ast.Assign) else [n.target]))]
+    for v in values:
+        while isinstance(v, ast.Attribute):
+            v = v.value
+        fn = f.enclosing(v, (ast.FunctionDef, ast.AsyncFunctionDef)) if isinstance(v, ast.Name) else None
+        if fn is None or v.id not in {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}:
+            return False
+    return True  # (none here: set elsewhere, judged by the field's name as a never-assigned `self.<width>` is)
+
+
+def _stored_elsewhere(f, attr: str) -> Optional[Tuple[str, List["Scoped"]]]:
+    """("local", [unknown]) where a file of the project writes `<x>.<attr>` on anything but `self`
+    (reach.Project.attribute_stores: a config's field lowered, a module's constant set from another file, an
+    object's attribute set through `vars(x).update(...)`), else None."""
+    proj = getattr(f._find, "__self__", None)  # (the Project whose module finder the file was parsed with)
+    return ("local", [(None, None)]) if proj is not None and proj.attribute_stores(attr) else None
+
+
+def _namespace_written(f) -> bool:
+    """Does the module serve names by code (a module-level `__getattr__`) or write its own namespace
+    (`globals().update(...)`, `globals()[k] = v`)? Then a name of it may hold anything (round X)."""
+    for node in _module_level(f.tree.body):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "__getattr__":
+            return True
+    return any(isinstance(n, ast.Call) and reach._unparse(n.func) == "globals" for n in ast.walk(f.tree))
 
 
 def _module_level(body: List[ast.stmt]):
@@ -591,8 +643,10 @@ class FieldMeaning:
                 return "constant", [(_ast_of(v), None) for v in values]  # fixed here, not the indices' width (round S)
             defs = [a.node for a in b.assignments if isinstance(getattr(a, "node", None), cst.FunctionDef)]
             if defs:  # a getter of this module's own (round U: a fork's `get_dsa_index_topk` rounding up): its returns
-                return "getter", [(_ast_of(r.value), None) for d in defs for r in self.find(cst.Return, None, d)
-                                  if r.value is not None] + [(None, None)] * (len(defs) != len(b.assignments))
+                returns = [_ast_of(r.value) for d in defs for r in self.find(cst.Return, None, d) if r.value is not None]
+                lowered = any(isinstance(r, ast.Attribute) and self.project().attribute_stores(r.attr) for r in returns)
+                return "getter", [(r, None) for r in returns] + [(None, None)] * (
+                    len(defs) != len(b.assignments) or lowered)  # (round X: a getter lowering the config's field)
             if b.assignments and not any(isinstance(a.scope, FunctionScope) for a in b.assignments) and all(
                     isinstance(self.tree.assignment_statement(a), cst.Assign) for a in b.assignments):
                 statements = [self.tree.assignment_statement(a) for a in b.assignments]  # a module's name: what it is
@@ -650,8 +704,9 @@ class FieldMeaning:
                 out.append((_ast_of(value), None if init else self._resolver(None, value)))
                 out += [(ast.Constant(None), None) for v, r in (self._constructed_with(value) if init else [])
                         if _a_number(v, r)]  # (a number: no width)
-        if self.assigned_elsewhere(attr):  # a subclass in another file setting it again (round T): not read
-            out.append((None, None))
+        if self.assigned_elsewhere(attr) or self.project().attribute_stores(attr) or self.project().class_binds(attr):
+            out.append((None, None))  # a subclass in another file setting it again (round T), another file's
+            # `vars(backend).update(...)` or a property of that name (round X): not read
         if self.index(f"width-bound-otherwise:{attr}", lambda: self._width_bound_otherwise(attr)):
             out.append((None, None))  # a tensor of it lowered in place (round W: `self.topk_cap.fill_(k)`), a tuple
             # target or a literal setattr (round X)

@@ -543,7 +543,6 @@ class Project:
         scope = Scope(scope) if isinstance(scope, str) else scope  # a root: every file under it
         self.module = os.path.realpath(module_path)
         self.scope, self.root = scope, scope.root
-        self._find_module = lambda path, mod: _real(find_module(path, mod, scope))
         self._texts: Optional[List[Tuple[str, bytes]]] = None
         self._big: List[Tuple[str, str]] = []  # (real path, relative path) of files over the read limit
         self._parsed: Dict[str, Optional[_File]] = {}
@@ -866,6 +865,38 @@ class Project:
                         out.append(Finding(self.rel(f.path), t.lineno, f"`{_unparse(t)}` is assigned"))
         return out
 
+    def _find_module(self, path: str, mod: str) -> Optional[str]:
+        """Where `mod`, imported from path, lies in the project (a bound method: a file parsed with it reaches its
+        project through `_find.__self__`)."""
+        return _real(find_module(path, mod, self.scope))
+
+    def attribute_stores(self, attr: str) -> List[Finding]:
+        """Round X/Y: every write of `<x>.<attr>` in the project where x is not `self` (a config's field lowered, a
+        module's constant set from another file, an object's attribute set by another file's function), by any
+        spelling: an assignment, `+=`, `del`, a literal `setattr`, `vars(x).update(attr=...)`,
+        `x.__dict__[...] = v`. Read once per name."""
+        done = self.__dict__.setdefault("_attribute_stores", {})
+        own = self.__dict__.get("_checked")  # (the module as checked: files_naming reads the others)
+        key = (attr, id(own))
+        if key not in done:
+            done[key] = [Finding(self.rel(f.path), getattr(n, "lineno", 0), f"`{_unparse(n)[:60]}` writes `{attr}`")
+                         for f in [*self.files_naming([attr]), *([own] if own is not None else [])]
+                         for n in ast.walk(f.tree) if _stores_attribute(n, attr)]
+        return done[key]
+
+    def class_binds(self, attr: str) -> Optional[Finding]:
+        """A class body of another file binding `attr` (a def, a property, a descriptor, a value): read as
+        `self.<attr>` on an instance of it, that is what any code gets (round X: a base's or a subclass's property
+        serving the width)."""
+        for f in self.files_naming([attr]):
+            for cls in f.class_defs:
+                for stmt in cls.body:
+                    bound = [stmt.name] if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) else \
+                        [t.id for t in _flatten(_written_targets(stmt)) if isinstance(t, ast.Name)]
+                    if attr in bound:
+                        return Finding(self.rel(f.path), stmt.lineno, f"{cls.name} binds `{attr}` in its body")
+        return None
+
     def related_holder_writes(self, attr: str, seeds: Set[str]) -> List[Finding]:
         """Round Y: in other files, a base or a subclass of the module's classes `seeds` giving `self.<attr>` (the
         holder the kernel's callers read) anything but an object made where it is given: a construction (a
@@ -879,7 +910,8 @@ class Project:
             if f.path == self.module:
                 continue
             for cls in (c for c in f.class_defs if (f.path, c.name) in keys):
-                for fn in (d for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))):
+                for fn in (d for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))
+                           and not graph_update(d.name)):  # (a replay's: graph-replay reads them, replay_writes)
                     params = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
                     for node in ast.walk(fn):
                         value = getattr(node, "value", None)
@@ -3157,6 +3189,41 @@ def replay_overrides(project: "Project", subclasses: List[Tuple[_File, ast.Class
                 return Finding(project.rel(f.path), d.lineno, f"`{cls.name}.{d.name}` overrides the replay's update of "
                                f"`{field}` without reaching it")
     return None
+
+
+def _stores_attribute(node: ast.AST, attr: str) -> bool:
+    """Does node write `<x>.<attr>` on an x other than `self` (attribute_stores)?"""
+    def not_self(x: ast.AST) -> bool:
+        return not (isinstance(x, ast.Name) and x.id == "self")
+    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.withitem)):
+        value = getattr(node, "value", ...)
+        if isinstance(value, ast.Constant) and value.value is None:
+            return False  # (None is no width: `clamp(max=None)` raises; sglang-kt clears a base config's so)
+        targets = node.targets if isinstance(node, ast.Assign) else [
+            node.optional_vars if isinstance(node, ast.withitem) else node.target]
+        return any(isinstance(t, ast.Attribute) and t.attr == attr and not_self(t.value)
+                   for t in _flatten([t for t in targets if t is not None]))
+    if isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.ctx, ast.Del):
+        return not_self(node.value)
+    if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Attribute) and node.target.attr == attr:
+        return not_self(node.target.value)
+    if not isinstance(node, ast.Call):
+        if isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load) and _namespace_of(node.value) \
+                and isinstance(node.slice, ast.Constant) and node.slice.value == attr:
+            return True  # `vars(x)["attr"] = v`, `x.__dict__["attr"] = v`
+        return False
+    name = _unparse(node.func)
+    if name in _SETATTRS and len(node.args) > 1 and isinstance(node.args[1], ast.Constant) and node.args[1].value == attr:
+        return not_self(node.args[0])
+    return isinstance(node.func, ast.Attribute) and node.func.attr in ("update", "setdefault", "__setitem__") \
+        and _namespace_of(node.func.value) and (any(k.arg == attr for k in node.keywords) or any(
+            isinstance(a, ast.Constant) and a.value == attr for a in node.args))
+
+
+def _namespace_of(e: ast.AST) -> bool:
+    """`vars(x)`, `x.__dict__`."""
+    return isinstance(e, ast.Call) and _unparse(e.func) == "vars" and bool(e.args) or \
+        isinstance(e, ast.Attribute) and e.attr == "__dict__"
 
 
 def _made_here(value: Optional[ast.AST], params: Set[str]) -> bool:
