@@ -2909,3 +2909,39 @@ def test_round_x_a_width_any_code_may_set_is_not_read_by_its_name(tmp_path, widt
         (tmp_path / name).write_text(text)
     site = _site(tmp_path, src, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("lower, head, files, fixable", [
+    ("", "", {}, True),
+    # round X: a width tensor read but as a clip's bound may be lowered: a view bound to another name, a helper
+    # of this module or another file handed it, a method's view written
+    ("        draft = w[1::2]\n        draft.fill_(self.draft_topk)\n", "", {}, False),
+    ("        _cap_draft_rows(w, self.draft_topk)\n", "\n\ndef _cap_draft_rows(cap, k):\n    cap[1::2] = k\n", {}, False),
+    ("        w.view(-1)[1::2].fill_(self.draft_topk)\n", "", {}, False),
+    ("        lower(w)\n", "from tuning import lower\n", {"tuning.py": "def lower(cap):\n    cap[1::2] = 8\n"}, False)])
+def test_round_x_a_width_tensor_is_used_only_as_a_bound(tmp_path, lower, head, files, fixable):
+    plan = ("        w = torch.full_like(forward_batch.seq_lens, self.dsa_index_topk)\n" + lower +
+            "        self.forward_metadata = DSAMetadata(dsa_cache_seqlens_int32=torch.minimum(forward_batch.seq_lens, w))\n")
+    src = head + _WIDTH_PLAN.replace("{width}", "self.dsa_index_topk").replace(
+        "        if forward_batch.is_extend:\n", plan + "        if False:\n")
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("lower, files, fixable", [
+    ("", {}, True),
+    ("        self.topk_cap.view(-1)[1::2].fill_(self.draft_topk)\n", {}, False),
+    ("", {"runner.py": "def tune(backend):\n    backend.topk_cap[1::2] = 8\n"}, False)])
+def test_round_x_a_width_tensor_attribute_is_used_only_as_a_bound(tmp_path, lower, files, fixable):
+    plan = (lower + "        self.forward_metadata = DSAMetadata(\n"
+            "            dsa_cache_seqlens_int32=torch.minimum(forward_batch.seq_lens, self.topk_cap))\n")
+    src = _WIDTH_PLAN.replace("{width}", "self.dsa_index_topk").replace(
+        "        if forward_batch.is_extend:\n", plan + "        if False:\n").replace(
+        "class Backend:\n", "class Backend:\n    def __init__(self, hf_config):\n"
+        "        self.topk_cap = torch.full((64,), hf_config.index_topk, dtype=torch.int32)\n\n")
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

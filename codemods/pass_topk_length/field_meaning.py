@@ -25,7 +25,7 @@ from .rows import (
     writes_in,
     written_names,
 )
-from .syntax import _code
+from .syntax import _as_ast, _code
 
 # Field meaning: what the engines write into the metadata field (sglang (n|d)sa/utils.py).
 CLIPS = {
@@ -112,7 +112,8 @@ def _file_resolver(f, env: Optional[dict]) -> Resolve:
         if values is None:
             return "", None
         scope = f.enclosing(name, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-        lowered = _written_into(scope, lambda e: isinstance(e, ast.Name) and e.id == name.id)
+        lowered = _written_into(scope, lambda e: isinstance(e, ast.Name) and e.id == name.id,
+                                any(_a_fill(v) for v in values))
         return "local", [(v, resolve) for v in values] + [(None, None)] * lowered
     return resolve
 
@@ -264,10 +265,15 @@ def _a_number(e: Optional[ast.AST], resolve: Optional[Resolve], depth: int = 0) 
     return False
 
 
-def _written_into(scope: ast.AST, holds: Callable[[ast.AST], bool]) -> bool:
+def _written_into(scope: ast.AST, holds: Callable[[ast.AST], bool], tensor: bool = False) -> bool:
     """Is a tensor `holds` names written in place anywhere in `scope`: an in-place method off it or an item of it
     (`w.fill_(k)`, `w[1::2].sub_(8)`), an item assigned (`w[i] = k`, `w[i] += k`), `out=w`? Round W: a width
-    read through a tensor filled with it, then lowered for some rows."""
+    read through a tensor filled with it, then lowered for some rows. Where the width is such a tensor (`tensor`),
+    default-deny (round X): any read of it but as a clip's bound may lower it (a view bound to another name, a
+    helper handed it, a method's view written)."""
+    if tensor and _used_otherwise(scope, holds):
+        return True
+
     def named(e: ast.AST) -> bool:
         while isinstance(e, ast.Subscript):
             e = e.value
@@ -282,6 +288,36 @@ def _written_into(scope: ast.AST, holds: Callable[[ast.AST], bool]) -> bool:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
             if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
         if any(isinstance(t, ast.Subscript) and named(t) for t in targets):
+            return True
+    return False
+
+
+_BOUND_CALLS = {"minimum", "min", "clamp", "clip", "clamp_max"}
+_KEEPS_VALUES = {"to", "int", "long", "cuda", "contiguous", "cpu"}
+_FILLS = {"full", "full_like", "new_full", "tensor", "as_tensor"}
+
+
+def _a_fill(v: Optional[ast.AST]) -> bool:
+    """A tensor made to hold the width (`torch.full_like(seq_lens, k)`, `torch.tensor(k)`)."""
+    return isinstance(v, ast.Call) and (reach._unparse(v.func).rsplit(".", 1)[-1] in _FILLS)
+
+
+def _used_otherwise(scope: ast.AST, holds: Callable[[ast.AST], bool]) -> bool:
+    """Is what `holds` names read in scope anywhere but as a clip's bound (`torch.minimum(seq_lens, cap)`,
+    `clamp(max=cap)`), through conversions that keep its values (`cap.to(torch.int32)`)?"""
+    parents = {id(c): p for p in ast.walk(scope) for c in ast.iter_child_nodes(p)}
+    for node in ast.walk(scope):
+        if not holds(node) or isinstance(getattr(node, "ctx", None), (ast.Store, ast.Del)):
+            continue
+        cur, up = node, parents.get(id(node))
+        while isinstance(up, ast.Attribute) and up.attr in _KEEPS_VALUES and isinstance(parents.get(id(up)), ast.Call) \
+                and parents[id(up)].func is up:
+            cur = parents[id(up)]
+            up = parents.get(id(cur))
+        call = parents.get(id(up)) if isinstance(up, ast.keyword) and up.arg == "max" else up if isinstance(up, ast.Call) \
+            and cur in up.args else None
+        name = reach._unparse(call.func).rsplit(".", 1)[-1] if isinstance(call, ast.Call) else ""
+        if name not in _BOUND_CALLS:
             return True
     return False
 
@@ -317,7 +353,11 @@ def _class_body_values(classes: List[ast.ClassDef], attr: str, resolve: Optional
 def _file_attribute_values(f, attr: str) -> Tuple[str, Optional[List["Scoped"]]]:
     """FieldMeaning._attribute_values for a file read by reach.py."""
     found: List[Scoped] = _class_body_values(f.class_defs, attr, _file_resolver(f, None))
-    if _written_into(f.tree, lambda e: isinstance(e, ast.Attribute) and e.attr == attr) or _bound_otherwise(f.tree, attr):
+    tensor = any(_a_fill(getattr(n, "value", None)) for n in ast.walk(f.tree) if isinstance(n, (ast.Assign, ast.AnnAssign))
+                 and any(isinstance(t, ast.Attribute) and t.attr == attr for t in reach._flatten(
+                     n.targets if isinstance(n, ast.Assign) else [n.target])))
+    if _written_into(f.tree, lambda e: isinstance(e, ast.Attribute) and e.attr == attr, tensor) \
+            or _bound_otherwise(f.tree, attr):
         found.append((None, None))
     for node in ast.walk(f.tree):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
@@ -661,28 +701,19 @@ class FieldMeaning:
             if params:  # what each of the module's calls of its function hands it (round P: not its name)
                 return "param", self._handed_param(params[0])
             statements = [self.tree.assignment_statement(a) for a in b.assignments]
-            return "local", [(_ast_of(x.value), self._resolver(env, x.value)) if isinstance(x, cst.Assign)
-                             and len(x.targets) == 1 else (None, None) for x in statements] + [
-                (None, None)] * self._local_written_into(at, name.id)
+            values = [(_ast_of(x.value), self._resolver(env, x.value)) if isinstance(x, cst.Assign)
+                      and len(x.targets) == 1 else (None, None) for x in statements]
+            return "local", values + [(None, None)] * self._local_written_into(
+                at, name.id, any(_a_fill(v) for v, _ in values))
         return resolve
 
-    def _local_written_into(self, at: cst.CSTNode, name: str) -> bool:
+    def _local_written_into(self, at: cst.CSTNode, name: str, tensor: bool) -> bool:
         """Is the tensor the local `name` holds written in place in the function reading it where `at` is (`w[1::2]
-        = k`, `w.fill_(k)`): as _written_into for this module's tree."""
+        = k`, `w.fill_(k)`), or, a width tensor, read there but as a clip's bound: _written_into on the def's ast."""
         fdef = next((x for x in self.tree.ancestors(at) if isinstance(x, cst.FunctionDef)), None)
-
-        def named(e: cst.BaseExpression) -> bool:
-            while isinstance(e, cst.Subscript):
-                e = e.value
-            return isinstance(e, cst.Name) and e.value == name
-        if fdef is None:
-            return False
-        return bool(self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute) and named(c.func.value)
-                              and c.func.attr.value.endswith("_") and not c.func.attr.value.endswith("__")
-                              or any(a.keyword is not None and a.keyword.value == "out" and named(a.value) for a in c.args),
-                              fdef)
-                    or self.find((cst.AssignTarget, cst.AugAssign), lambda t: isinstance(t.target, cst.Subscript)
-                                 and named(t.target), fdef))
+        tree = _as_ast(fdef) if fdef is not None else None
+        return fdef is not None and (tree is None or _written_into(
+            tree, lambda e: isinstance(e, ast.Name) and e.id == name, tensor))
 
     def _attribute_values(self, attr: str) -> Tuple[str, Optional[List["Scoped"]]]:
         """("local", each value the module assigns to `x.attr`, None for `+=` or an unpacking), or ("", None)
@@ -707,16 +738,20 @@ class FieldMeaning:
         if self.assigned_elsewhere(attr) or self.project().attribute_stores(attr) or self.project().class_binds(attr):
             out.append((None, None))  # a subclass in another file setting it again (round T), another file's
             # `vars(backend).update(...)` or a property of that name (round X): not read
-        if self.index(f"width-bound-otherwise:{attr}", lambda: self._width_bound_otherwise(attr)):
+        tensor = any(_a_fill(v) for v, _ in out)
+        if self.index(f"width-bound-otherwise:{attr}:{tensor}", lambda: self._width_bound_otherwise(attr, tensor)):
             out.append((None, None))  # a tensor of it lowered in place (round W: `self.topk_cap.fill_(k)`), a tuple
             # target or a literal setattr (round X)
         return "local", out
 
-    def _width_bound_otherwise(self, attr: str) -> bool:
+    def _width_bound_otherwise(self, attr: str, tensor: bool = False) -> bool:
         """Is `x.attr` written in place, bound among a tuple's targets or by a literal setattr in this module (read
         whole once per attribute)?"""
         own = self.project().checked_file(self.source)
-        return own is None or _written_into(own.tree, lambda e: isinstance(e, ast.Attribute) and e.attr == attr) \
+        holds = lambda e: isinstance(e, ast.Attribute) and e.attr == attr  # noqa: E731
+        if tensor and any(_used_otherwise(f.tree, holds) for f in self.project().files_naming([attr])):
+            return True  # (a width tensor another file reads: it may lower it, round X)
+        return own is None or _written_into(own.tree, holds, tensor) \
             or _bound_otherwise(own.tree, attr)
 
     def _class_bodies_assign(self, attr: str) -> List["Scoped"]:
