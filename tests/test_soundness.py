@@ -2945,3 +2945,30 @@ def test_round_x_a_width_tensor_attribute_is_used_only_as_a_bound(tmp_path, lowe
         (tmp_path / name).write_text(text)
     site = _site(tmp_path, src, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_INDEXER_LAYER = ("class Indexer:\n    def __init__(self, buf):\n        self.buf = buf\n\n    def window(self):\n"
+                  "        self.buf[:, 4:] = -1\n\n    def count(self):\n        return int((self.buf >= 0).sum())\n\n\n"
+                  "class Layer:\n    def __init__(self, backend, indexer):\n        self.backend, self.indexer = backend, indexer\n"
+                  "        self.hooks = []\n\n    def run(self, q, kv, topk, scale):\n{body}\n"
+                  "        return self.backend.forward(q, kv, topk, scale)\n")
+
+
+@pytest.mark.parametrize("body, fixable", [
+    ("        n = self.indexer.count()", True),
+    # round X (x2): a call handing nothing writes state its object keeps, or a hook no reader sees
+    ("        self.indexer.window()", False),
+    ("        for hook in self.hooks:\n            hook()", False)])
+def test_round_x_a_call_with_no_arguments_may_write_shared_state(tmp_path, body, fixable):
+    (tmp_path / "layer.py").write_text(_INDEXER_LAYER.format(body=body))
+    site = _site(tmp_path, HANDED_INDICES.replace("forward_batch", "fb"), kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+def test_round_x_a_batch_class_rewriting_attributes_by_code_is_read(tmp_path):
+    """x2's u_batch_setattr_sanitises_topk: a class of a file naming the attribute serves or rewrites it by code."""
+    (tmp_path / "layer.py").write_text(
+        "import torch\n\n\nclass Batch:\n    def __setattr__(self, k, v):\n        if k.endswith('indices'):\n"
+        "            v = torch.where(v < 8, v, -1)\n        self.__dict__[k] = v\n\n\n"
+        "def run(backend, q, kv, batch, scale):\n    return backend.forward(q, kv, batch.topk_indices, scale)\n")
+    assert _site(tmp_path, HANDED_INDICES, kernel=KERNEL).status is Status.MANUAL

@@ -220,7 +220,46 @@ def _sibling_written(proj, f, fn, call: ast.Call) -> Optional[str]:
             if _may_share(proj, f, fn, arg) and _may_write(proj, f, other, key):
                 return (f"hands `{reach._unparse(arg)[:40]}` to `{reach._unparse(other.func)[:40]}`, which may write it "
                         "in place (round W), or is not read (round Y: a callee the tool cannot read is taken to write)")
+        if _before(f, other, call) and _writes_shared_state(proj, f, other):
+            return (f"calls `{reach._unparse(other.func)[:40]}`, which writes state it keeps (or may: it is not read) in "
+                    "place, where the indices may be under another name (round X: an indexer's method, a hook)")
     return None
+
+
+def _before(f, other: ast.Call, call: ast.Call) -> bool:
+    """May `other` run before `call`: earlier in the text, or in a loop around the call."""
+    return (other.lineno, other.col_offset) < (call.lineno, call.col_offset) or _in_loop(f, call)
+
+
+def _writes_shared_state(proj, f, call: ast.Call) -> bool:
+    """May the call write in place a tensor it did not make: a def of the project writing any but a local it made
+    (an attribute of its object, a closure's or a module's tensor), or a callee read neither as one nor as one that
+    reads (a hook kept in a list, a bound method held elsewhere)? Default-deny (round X's x2) on what the caller
+    calls through its own object (`self.indexer.apply_window()`) or by a bare name; a method of a parameter or of a
+    module (`kwargs.get(...)`, `forward_batch.forward_mode.is_decode()`) is the caller's given, as its parameters are
+    (a stated gap: methods are found by name, and any class's `get` may write)."""
+    root = call.func
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if isinstance(call.func, ast.Attribute) and not (isinstance(root, ast.Name) and root.id == "self"):
+        return False
+    defs = _callee_defs(proj, f, call)
+    if defs is None:
+        return not _reads_only(f, call) and not _no_effect(f, call)
+    for g, d, _ in defs:
+        for node in ast.walk(d):
+            target = _written_target(g, node)
+            if target is not None and not _fresh_local(proj, g, d, target) and not _number_attribute(g, target):
+                return True
+    return False
+
+
+def _no_effect(f, call: ast.Call) -> bool:
+    """A call of a library's function or method that may not be read but writes nothing reachable from here: a
+    method of a module the file imports that is not the project's (`os.environ.get`, `time.perf_counter`)."""
+    func = call.func
+    module = f.module_of(func.value) if isinstance(func, ast.Attribute) else None
+    return module is not None and f._find(f.path, module.split(".")[0]) is None and not module.startswith("torch")
 
 
 def _no_data(e: ast.AST) -> bool:
@@ -319,7 +358,9 @@ def _callee_defs(proj, f, call: ast.Call) -> Optional[List[Tuple[object, ast.AST
 
 # builtins that read their arguments (none keeps or writes one)
 _READING_BUILTINS = {"len", "isinstance", "issubclass", "print", "repr", "str", "int", "float", "bool", "hash", "id",
-                     "type", "hasattr", "callable", "format", "min", "max", "abs", "round", "sum", "any", "all"}
+                     "type", "hasattr", "callable", "format", "min", "max", "abs", "round", "sum", "any", "all", "super",
+                     "tuple", "list", "dict", "set", "frozenset", "sorted", "reversed", "enumerate", "zip", "range",
+                     "getattr"}
 _LOGGER_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "log"}
 
 

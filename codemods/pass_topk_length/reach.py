@@ -973,6 +973,10 @@ class Project:
         for f in self.files_naming([attr]):
             for node in ast.walk(f.tree):
                 if isinstance(node, ast.ClassDef):
+                    hook = next((d for d in node.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))
+                                 and d.name in ("__setattr__", "__getattr__", "__getattribute__")), None)
+                    if hook is not None:  # (a class of a file naming it serves or rewrites attributes by code: x2)
+                        return Finding(self.rel(f.path), hook.lineno, f"{node.name} defines `{hook.name}`")
                     for stmt in node.body:
                         bound = [stmt.name] if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) else \
                             [t.id for t in _flatten(_written_targets(stmt)) if isinstance(t, ast.Name)]
