@@ -2972,3 +2972,35 @@ def test_round_x_a_batch_class_rewriting_attributes_by_code_is_read(tmp_path):
         "            v = torch.where(v < 8, v, -1)\n        self.__dict__[k] = v\n\n\n"
         "def run(backend, q, kv, batch, scale):\n    return backend.forward(q, kv, batch.topk_indices, scale)\n")
     assert _site(tmp_path, HANDED_INDICES, kernel=KERNEL).status is Status.MANUAL
+
+
+_CALLEES_Z = ("\n\ndef rows_masked(t, w):\n    for row in t:\n        row[w:] = -1\n\n\n"
+              "def split_masked(t, w):\n    kept, evicted = t.split([w, t.shape[-1] - w], dim=-1)\n    evicted.fill_(-1)\n\n\n"
+              "class Keeper:\n    def keep(self, t):\n        self.t = t\n        self.t[:, 4:] = -1\n\n\n"
+              "def sorted_out(t):\n    torch.sort(t, dim=-1, descending=True, out=(t, torch.empty_like(t)))\n\n\n"
+              "def _traced(fn):\n    def inner(t):\n        t[:, 4:] = -1\n        return fn(t)\n    return inner\n\n\n"
+              "@_traced\ndef looks_read_only(t):\n    return t.shape\n")
+
+
+@pytest.mark.parametrize("body, fixable", [
+    ("    n = topk_2d.shape", True),
+    # round Z (z2): a callee's loop over the rows, an unpacking of its split, an attribute it keeps, a tuple `out=`
+    ("    rows_masked(topk_2d, 4)", False),
+    ("    split_masked(topk_2d, 4)", False),
+    ("    Keeper().keep(topk_2d)", False),
+    ("    sorted_out(topk_2d)", False),
+    # a project decorator around the callee, `inplace=True`, a numpy view's own methods
+    ("    looks_read_only(topk_2d)", False),
+    ("    torch.nn.functional.threshold(topk_2d, 4, -1, inplace=True)", False),
+    ("    topk_2d.numpy().sort(axis=1)", False)])
+def test_round_z_what_a_callee_writes_through_its_own_names(tmp_path, body, fixable):
+    (tmp_path / "layer.py").write_text(_LAYER_RUN.format(body=body) + _CALLEES_Z)
+    site = _site(tmp_path, HANDED_INDICES, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+def test_round_z_a_method_name_in_a_conditional_expression_is_a_lookup(tmp_path):
+    (tmp_path / "layer.py").write_text(
+        "def run(backend, q, kv, topk, scale, sparse):\n"
+        "    return getattr(backend, 'forward' if sparse else 'forward_dense')(q, kv, topk, scale)\n")
+    assert _site(tmp_path, HANDED_INDICES, kernel=KERNEL).status is Status.MANUAL

@@ -142,6 +142,8 @@ def _caller(proj, f, node: ast.AST, fname: str, want: Wanted, named: frozenset =
     at = lambda why: reach.Finding(proj.rel(f.path), getattr(node, "lineno", 0), why)  # noqa: E731
     call = f.parents.get(id(node))
     if isinstance(node, ast.Constant):  # a string: a way to look it up by name, unless a label (`prefix="..."`)
+        while isinstance(call, (ast.IfExp, ast.BoolOp)):  # (`"forward" if sparse else "forward_dense"`: round Z)
+            call = f.parents.get(id(call))
         named = isinstance(call, ast.Call) and reach._unparse(call.func) in ("getattr", "operator.methodcaller",
                                                                               "methodcaller", "attrgetter")
         if named:
@@ -329,9 +331,24 @@ def _may_write(proj, f, call: ast.Call, key, depth: int = 0) -> bool:
     if depth > 3:
         return False  # (a name handed on four defs deep is not followed further: stated in docs/soundness.md)
     defs = _callee_defs(proj, f, call)
-    if defs is not None:
-        return key is None or any(_param_written(proj, g, d, key, method, depth) for g, d, method in defs)
+    if defs is not None:  # (none found where one was looked for, a decorated def, an attribute of self shadowing the
+        return key is None or not defs or _shadowed(f, call) or any(  # method: not what runs, round Z)
+            _param_written(proj, g, d, key, method, depth) or not _plain_def(d) for g, d, method in defs)
     return not _reads_only(f, call)
+
+
+def _plain_def(d) -> bool:
+    """A def that runs as written: no decorator but staticmethod/classmethod (a project decorator may write what
+    the call hands, `singledispatch` runs another def)."""
+    return all(reach._unparse(x) in ("staticmethod", "classmethod") for x in d.decorator_list)
+
+
+def _shadowed(f, call: ast.Call) -> bool:
+    """`self.evict(...)` where the file assigns `<x>.evict = ...`: an instance attribute, not the method of the name."""
+    func = call.func
+    return isinstance(func, ast.Attribute) and any(
+        isinstance(t, ast.Attribute) and t.attr == func.attr for n in ast.walk(f.tree)
+        for t in reach._flatten(reach._written_targets(n)))
 
 
 def _callee_defs(proj, f, call: ast.Call) -> Optional[List[Tuple[object, ast.AST, bool]]]:
@@ -339,15 +356,15 @@ def _callee_defs(proj, f, call: ast.Call) -> Optional[List[Tuple[object, ast.AST
     project defines none of that name (then the callee is a library's or not known)."""
     func = call.func
     if isinstance(func, ast.Attribute):
-        if func.attr in TENSOR_VIEW_METHODS | COPYING_METHODS | NO_DATA_METHODS and not _project_methods(proj, func.attr):
-            return None  # a tensor's own method (`q.view(bs, ...)`), where no project class has one of the name
         module = f.module_of(func.value)
         if module is not None and not module.startswith("torch"):
             path = f._find(f.path, module)
             g = proj._file_at(path) if path else None
-            if g is not None:  # `window_ops.clip_window(...)`: a function of a project module
-                return [(g, d, False) for d in g.tree.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))
-                        and d.name == func.attr]
+            if g is not None:  # `window_ops.clip_window(...)`: a function of a project module (round Y), before a
+                return [(g, d, False) for d in g.tree.body  # tensor method of its name (`fused_ops.masked_fill`, Z)
+                        if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == func.attr]
+        if func.attr in TENSOR_VIEW_METHODS | COPYING_METHODS | NO_DATA_METHODS and not _project_methods(proj, func.attr):
+            return None  # a tensor's own method (`q.view(bs, ...)`), where no project class has one of the name
         defs = [(g, d, _method(g, d)) for g, d in _project_methods(proj, func.attr)]
         return defs or None
     if isinstance(func, ast.Name):
@@ -378,7 +395,7 @@ def _reads_only(f, call: ast.Call) -> bool:
     module = f.module_of(func)
     if module is not None and module.split(".")[0] == "torch":
         return not (func.attr.endswith("_") or func.attr in IN_PLACE_LIBRARY or module.startswith("torch.ops")
-                    or any(k.arg == "out" for k in call.keywords))
+                    or any(k.arg in ("out", "inplace") for k in call.keywords))  # (`F.threshold(.., inplace=True)`)
     base = reach._unparse(func.value)
     return func.attr in _LOGGER_METHODS and (base in ("logger", "logging", "log", "_logger", "LOGGER")
                                               or base.endswith(".logger"))
@@ -411,7 +428,7 @@ def _param_written(proj, g, d, key, method: bool, depth: int) -> bool:
         target = None if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) else _written_target(g, node)
         # (`layer_id -= self.start_layer`: a callee's parameter rebound, as an int's is; a tensor's `+=` on its bare
         # name there is not read: stated in docs/soundness.md)
-        if target is not None and _view_root(target) in names:
+        if target is not None and any(_view_root(t) in names for t in reach._flatten([target])):
             return True
         if isinstance(node, ast.Call) and any(_view_root(a) in names and _may_write(proj, g, node, k, depth + 1)
                                               for k, a in _handed(node, starred=True)):
@@ -432,21 +449,32 @@ def _view_root(e: ast.AST) -> Optional[str]:
             e = e.func.value
         elif isinstance(e, ast.Starred):
             e = e.value
+        elif isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in (
+                "split", "chunk", "unbind", "tensor_split", "numpy"):
+            e = e.func.value  # (its parts share its storage)
+        elif isinstance(e, ast.Attribute):
+            return reach._unparse(e)  # (`self.topk`, matched by its text)
         else:
             return e.id if isinstance(e, ast.Name) else None
 
 
 def _views_of(d, param: str) -> Set[str]:
-    """param and the locals of d bound to a view of it (`tail = topk[:, w:]`), transitively (round Y)."""
+    """param and what d binds to a view of it, transitively (round Y: `tail = topk[:, w:]`; round Z: a loop over
+    its rows, an unpacking of its split, an attribute it is stored in, `self.topk = topk`, by its text)."""
     names, grew = {param}, True
     while grew:
         grew = False
         for node in ast.walk(d):
-            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and _view_root(node.value) in names:
-                for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
-                    if isinstance(t, ast.Name) and t.id not in names:
-                        names.add(t.id)
-                        grew = True
+            value = node.iter if isinstance(node, (ast.For, ast.AsyncFor)) else getattr(node, "value", None) \
+                if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+            if value is None or _view_root(value) not in names:
+                continue
+            targets = [node.target] if isinstance(node, (ast.For, ast.AsyncFor, ast.AnnAssign)) else node.targets
+            for t in reach._flatten(targets):
+                key = t.id if isinstance(t, ast.Name) else reach._unparse(t) if isinstance(t, ast.Attribute) else None
+                if key and key not in names:
+                    names.add(key)
+                    grew = True
     return names
 
 
@@ -466,6 +494,8 @@ def _written_target(f, node: ast.AST) -> Optional[ast.AST]:
         out = next((k.value for k in node.keywords if k.arg == "out"), None)
         if out is not None:
             return out
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "numpy":
+            return node.func.value  # (a numpy array sharing its storage: its methods write without a `_`, round Z)
         name = reach._unparse(node.func)
         if name == "getattr" and len(node.args) > 1 and (not isinstance(node.args[1], ast.Constant) or (
                 str(node.args[1].value).endswith("_") and not str(node.args[1].value).endswith("__"))):
