@@ -3004,3 +3004,31 @@ def test_round_z_a_method_name_in_a_conditional_expression_is_a_lookup(tmp_path)
         "def run(backend, q, kv, topk, scale, sparse):\n"
         "    return getattr(backend, 'forward' if sparse else 'forward_dense')(q, kv, topk, scale)\n")
     assert _site(tmp_path, HANDED_INDICES, kernel=KERNEL).status is Status.MANUAL
+
+
+@pytest.mark.parametrize("replay, fixable", [
+    ("        md = self.graph_metadata[bs]\n        if (n := len(seq_lens)) > bs:\n            raise ValueError(n)\n        "
+     + _COPY + "\n        self.forward_metadata = md", True),
+    # round Z (z1): what `:=` binds in a test is bound, and clears a literal flag; a `return` in `finally`
+    # swallows the failed update; a helper named like a builder that builds no record is no re-plan
+    ("        fresh = False\n        if (fresh := self.same_batch(bs)):\n            pass\n        md = self.graph_metadata[bs]\n"
+     "        if not fresh:\n            " + _COPY + "\n        self.forward_metadata = md", False),
+    ("        md = self.graph_metadata[bs]\n        self.forward_metadata = md\n        try:\n            " + _COPY +
+     "\n        finally:\n            return", False),
+    ("        md = self.graph_metadata[bs]\n        self.forward_metadata = md\n        if bs > 4:\n"
+     "            self._build_page_table(bs)\n            return\n        " + _COPY, False)])
+def test_round_z_the_replay_paths_read_walrus_finally_and_builders(tmp_path, replay, fixable):
+    src = _HOLDER_PLAN.replace("{eager}", "        self.forward_metadata = self._build(seq_lens)").replace(
+        "    def forward(self", _CAPTURE + "    def init_forward_metadata_replay_cuda_graph(self, bs, seq_lens):\n"
+        + replay + "\n\n    def same_batch(self, bs):\n        return False\n\n    def _build_page_table(self, bs):\n"
+        "        self.page_table = bs\n\n    def forward(self")
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+def test_round_z_an_attribute_of_a_new_object_is_what_it_hands_out(tmp_path):
+    """z1's u_holder_attribute_of_new_planner: `Plan(self, fb).metadata` may be a record the planner caches."""
+    src = _MADE.format(head="\n\nclass Plan:\n    def __init__(self, backend, forward_batch):\n"
+                            "        self.metadata = backend.static_plans[forward_batch.batch_size]\n",
+                       init="", made="Plan(self, forward_batch).metadata")
+    assert _site(tmp_path, src, kernel=KERNEL).status is Status.MANUAL

@@ -260,12 +260,32 @@ class GraphReplay:
                 if not (isinstance(node, cst.Call) and walker._direct(node, small) and self._self_method(node)):
                     continue
                 if reach.graph_builder(node.func.attr.value) and isinstance(small, cst.Expr) and small.value is node \
+                        and self._makes_record(node.func.attr.value, field_name) \
                         or self._covering_method(node.func.attr.value, field_name, plan, busy):
                     return True  # (a builder called as a statement of its own: one handed on is a value, round X)
             return False
         walker = ReplayPaths(self.tree, fdef, updates)
         memo[key] = walker.covers()
         return memo[key]
+
+    def _makes_record(self, name: str, field_name: str) -> bool:
+        """Does every method of the module of that name build a record with the field (a keyword of it, a
+        construction of a class declaring it)? A helper named like a builder that refreshes only a page table or
+        stats is no re-plan (round Z)."""
+        defs = [f.node for f in self.functions_named(name) if f.class_name]
+        declaring = self._declaring(field_name)
+
+        def makes(d: cst.FunctionDef, depth: int) -> bool:  # (itself, or a method it calls off self: `self._build(...)`)
+            return bool(self.find(cst.Arg, lambda a: a.keyword is not None and a.keyword.value == field_name, d)
+                        or self.find(cst.Call, lambda c: (dotted(c.func) or "").rsplit(".", 1)[-1] in declaring, d)) \
+                or depth < 3 and any(makes(f.node, depth + 1) for c in self.find(cst.Call, self._self_method, d)
+                                     for f in self.functions_named(c.func.attr.value) if f.class_name and f.node is not d)
+        return bool(defs) and all(makes(d, 0) for d in defs)
+
+    def _declaring(self, field_name: str) -> Set[str]:
+        """The classes of the module declaring the field (`dsa_cache_seqlens_int32: torch.Tensor`)."""
+        return {c.name.value for c in self.find(cst.ClassDef) if self.find(
+            cst.AnnAssign, lambda a: isinstance(a.target, cst.Name) and a.target.value == field_name, c)}
 
     def _covering_method(self, name: str, field_name: str, plan, busy: Set[int]) -> bool:
         defs = [f.node for f in self.functions_named(name) if f.class_name]
@@ -398,8 +418,7 @@ class GraphReplay:
     def _field_set(self, field_name: str) -> bool:
         """Does this module give the field a value at all (a keyword, an attribute assignment, a positional
         construction of a class of the module declaring it: round Y)?"""
-        declaring = {c.name.value for c in self.find(cst.ClassDef) if self.find(
-            cst.AnnAssign, lambda a: isinstance(a.target, cst.Name) and a.target.value == field_name, c)}
+        declaring = self._declaring(field_name)
         return bool(self.find(cst.Arg, lambda a: a.keyword is not None and a.keyword.value == field_name)) or any(
             not isinstance(t, cst.AugAssign) for t in self.targets_named(field_name)) or bool(self.find(
                 cst.Call, lambda c: (dotted(c.func) or "").rsplit(".", 1)[-1] in declaring and any(

@@ -248,8 +248,9 @@ class MetadataInScope:
                       and order[id(n)] < order[id(value)]]
             return len(before) == 1 and self._unconditional(fdef, before[0][0]) \
                 and self._made_for_batch(before[0][1], fdef, env, seen)
-        if isinstance(value, cst.Attribute):  # `forward_batch.attn_metadata`: off the caller's own object
-            return self._made_for_batch(value.value, fdef, env, seen)
+        if isinstance(value, cst.Attribute):  # `forward_batch.attn_metadata`: off the caller's own object; off a
+            return not isinstance(value.value, cst.Call) and self._made_for_batch(value.value, fdef, env, seen)
+            # call's new object (`Plan(self, fb).metadata`), what it hands out (a cache of it: round Z)
         if not isinstance(value, cst.Call):
             return False
         name = (dotted(value.func) or "").rsplit(".", 1)[-1]

@@ -191,12 +191,18 @@ class ReplayPaths:
 
     def _try(self, stmt, states: Set[State]) -> Set[State]:
         done, failed = self._guarded(stmt.body, states)
+        through = set(failed)  # failures that reach `finally` (no handler may match: all of the body's)
         if stmt.orelse is not None:
-            done = self._walk(stmt.orelse.body.body, done)
+            done, escaped = self._guarded(stmt.orelse.body, done)
+            through |= escaped
         for handler in stmt.handlers:
             entry = failed if handler.name is None else {self._bind(s, self._names_in(handler.name.name)) for s in failed}
-            done |= self._walk(handler.body.body, entry)
+            more, escaped = self._guarded(handler.body, entry)
+            done |= more
+            through |= escaped
         if stmt.finalbody is not None:
+            # (a failure passes through `finally` too: a `return` there swallows it, and must have updated: round Z)
+            self._walk(stmt.finalbody.body.body, through)
             done = self._walk(stmt.finalbody.body.body, done)
         return done
 
@@ -239,10 +245,13 @@ class ReplayPaths:
 
     # -- states ------------------------------------------------------------------
     def _reading(self, node: cst.CSTNode, states: Set[State]) -> Set[State]:
-        """The paths that survive node's reads: one reading a local no path to it may have bound raises."""
+        """The paths that survive node's reads (one reading a local no path to it may have bound raises), with what
+        its `:=` binds bound (round Z: `if (md := self.T.get(bs)) is None: return`)."""
         reads = {self._reads[id(n)] for n in self.tree.find(cst.Name, within=node)
                  if id(n) in self._reads and (n is node or self._direct(n, node))}
-        return {s for s in states if reads <= s[1]} if reads else states
+        states = {s for s in states if reads <= s[1]} if reads else states
+        walrus = frozenset(n for w in self.tree.find(cst.NamedExpr, within=node) for n in self._names_in(w.target))
+        return {self._bind(s, walrus) for s in states} if walrus else states
 
     def _bind(self, state: State, names) -> State:
         names = frozenset(names)
