@@ -151,6 +151,9 @@ def _module_values(f, name: str, depth: int = 0) -> Tuple[str, Optional[List["Sc
         elif isinstance(node, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.ClassDef)) \
                 and name in _bound_by(node):
             found.append((None, None))
+    if found and (name in f.froms or name in f.ambiguous or f.star_imports):
+        found.append((None, None))  # (an import rebinding it after its assignment: `from overrides import *`, an
+        # `if` importing a profile's: round Z)
     if name in f.global_names or _namespace_written(f) or _stored_elsewhere(f, name):
         found.append((None, None))  # a function rebinding it (`configure()`), `__getattr__`, `globals()`, another
         # file's `mod.NAME = v` (round X): not read
@@ -168,6 +171,8 @@ def _module_values(f, name: str, depth: int = 0) -> Tuple[str, Optional[List["Sc
             return _module_values(reach._File(path, tree, f._find), imported, depth + 1)
         if not module.startswith(".") and module.startswith(ENGINE_PACKAGES) and name not in f.ambiguous:
             return "engine", []
+    if name in f.froms or name in f.ambiguous:  # (an import not followed: bound twice, an `except ImportError:`
+        return "local", [(None, None)]  # fallback, past three re-exports, outside the project: round Z)
     return "", None
 
 
@@ -223,7 +228,8 @@ def _stored_elsewhere(f, attr: str) -> Optional[Tuple[str, List["Scoped"]]]:
     (reach.Project.attribute_stores: a config's field lowered, a module's constant set from another file, an
     object's attribute set through `vars(x).update(...)`), else None."""
     proj = getattr(f._find, "__self__", None)  # (the Project whose module finder the file was parsed with)
-    return ("local", [(None, None)]) if proj is not None and proj.attribute_stores(attr) else None
+    return ("local", [(None, None)]) if proj is not None and (
+        proj.attribute_stores(attr) or proj.class_binds(attr, code_only=True) or proj.self_computed(attr)) else None
 
 
 def _namespace_written(f) -> bool:
@@ -926,8 +932,18 @@ def _plain_lengths(e: Optional[ast.AST], resolve: Optional[Resolve] = None, dept
         root = e.value  # runner's persistent buffers, `self.graph_inputs.seq_lens`)
         while isinstance(root, (ast.Attribute, ast.Subscript)):
             root = root.value
-        return _seqlens_name(e.attr) and isinstance(root, ast.Name) and root.id != "self"
+        if not (isinstance(root, ast.Name) and root.id != "self"):
+            return False
+        kind, values = _values(root, resolve)  # (`inputs = self.graph_inputs; inputs.seq_lens`: round Z)
+        return _seqlens_name(e.attr) and not (kind == "local" and any(_off_self(v) for v, _ in values or []))
     return False
+
+
+def _off_self(v: Optional[ast.AST]) -> bool:
+    """A value read off self (`self.graph_inputs`, `self.bufs[i]`), or not known."""
+    while isinstance(v, (ast.Attribute, ast.Subscript)):
+        v = v.value
+    return v is None or isinstance(v, ast.Name) and v.id == "self"
 
 
 def _reinterprets(e: Optional[ast.AST], resolve: Optional[Resolve] = None) -> bool:
@@ -950,6 +966,8 @@ def _wide_enough(call: ast.Call, resolve: Optional[Resolve] = None) -> bool:
     lengths past 32767: round R's u_int16_operand_wraps); a device, `non_blocking=` or `copy=` change no value. A
     dtype held by a name is what the module binds it to, and by any other attribute may be any (round Y)."""
     for a in [*call.args, *(k.value for k in call.keywords if k.arg in (None, "dtype", "device"))]:
+        if isinstance(a, ast.Starred):
+            return False  # (`.to(*self.staging)`: any dtype, round Z)
         if isinstance(a, ast.Name):
             kind, values = _values(a, resolve)
             if not (kind == "local" and values and all(v is not None and _wide_dtype(v) for v, _ in values)):

@@ -884,7 +884,7 @@ class Project:
                          for n in ast.walk(f.tree) if _stores_attribute(n, attr)]
         return done[key]
 
-    def class_binds(self, attr: str) -> Optional[Finding]:
+    def class_binds(self, attr: str, code_only: bool = False) -> Optional[Finding]:
         """A class body of another file binding `attr` (a def, a property, a descriptor, a value): read as
         `self.<attr>` on an instance of it, that is what any code gets (round X: a base's or a subclass's property
         serving the width)."""
@@ -892,9 +892,33 @@ class Project:
             for cls in f.class_defs:
                 for stmt in cls.body:
                     bound = [stmt.name] if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) else \
-                        [t.id for t in _flatten(_written_targets(stmt)) if isinstance(t, ast.Name)]
+                        [] if code_only else [t.id for t in _flatten(_written_targets(stmt)) if isinstance(t, ast.Name)]
                     if attr in bound:
                         return Finding(self.rel(f.path), stmt.lineno, f"{cls.name} binds `{attr}` in its body")
+        return None
+
+    def self_computed(self, attr: str) -> Optional[Finding]:
+        """A class of another file changing `self.<attr>` after it is made: `+=`, a value reading the field itself
+        (a config's `__post_init__` lowering its own `index_topk`: round Z), or any value but a parameter (or an
+        attribute of one) outside `__init__`."""
+        for f in self.files_naming([attr]):
+            for fn in (n for n in ast.walk(f.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+                params = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
+                for node in ast.walk(fn):
+                    if not isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                        continue
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    if not any(isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name)
+                               and t.value.id == "self" for t in _flatten(targets)):
+                        continue
+                    v = node.value
+                    reads_itself = v is not None and any(isinstance(n, ast.Attribute) and n.attr == attr and isinstance(
+                        n.value, ast.Name) and n.value.id == "self" for n in ast.walk(v))
+                    while isinstance(v, ast.Attribute):
+                        v = v.value
+                    handed = isinstance(v, ast.Name) and v.id in params - {"self"}
+                    if isinstance(node, ast.AugAssign) or reads_itself or fn.name != "__init__" and not handed:
+                        return Finding(self.rel(f.path), node.lineno, f"`{_unparse(node)[:60]}`")
         return None
 
     def related_holder_writes(self, attr: str, seeds: Set[str]) -> List[Finding]:
@@ -3219,9 +3243,12 @@ def _stores_attribute(node: ast.AST, attr: str) -> bool:
     name = _unparse(node.func)
     if name in _SETATTRS and len(node.args) > 1 and isinstance(node.args[1], ast.Constant) and node.args[1].value == attr:
         return not_self(node.args[0])
+    if name.rsplit(".", 1)[-1] == "replace" and any(k.arg == attr for k in node.keywords):
+        return True  # (`dataclasses.replace(cfg, index_topk=cap)`: a copy with the field set, round Z)
+    keys = [a.value for a in node.args if isinstance(a, ast.Constant)] + [
+        k.value for a in node.args if isinstance(a, ast.Dict) for k in a.keys if isinstance(k, ast.Constant)]
     return isinstance(node.func, ast.Attribute) and node.func.attr in ("update", "setdefault", "__setitem__") \
-        and _namespace_of(node.func.value) and (any(k.arg == attr for k in node.keywords) or any(
-            isinstance(a, ast.Constant) and a.value == attr for a in node.args))
+        and _namespace_of(node.func.value) and (any(k.arg == attr for k in node.keywords) or attr in keys)
 
 
 def _namespace_of(e: ast.AST) -> bool:
