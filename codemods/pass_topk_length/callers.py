@@ -246,8 +246,9 @@ def _writes_shared_state(proj, f, call: ast.Call) -> bool:
     if isinstance(call.func, ast.Attribute) and not (isinstance(root, ast.Name) and root.id == "self"):
         return False
     defs = _callee_defs(proj, f, call)
-    if defs is None:
-        return not _reads_only(f, call) and not _no_effect(f, call)
+    if defs is None:  # (a function imported from outside the project reads what it is handed: `is_npu()`)
+        imported = isinstance(call.func, ast.Name) and (call.func.id in f.froms or call.func.id in f.modules)
+        return not imported and not _reads_only(f, call) and not _no_effect(f, call)
     for g, d, _ in defs:
         for node in ast.walk(d):
             target = _written_target(g, node)
