@@ -3071,3 +3071,13 @@ def test_round_z_the_operand_through_a_starred_dtype_or_a_call(tmp_path, operand
         "forward_batch.seq_lens.clamp(", f"{operand}.clamp(")
     site = _site(tmp_path, src, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+def test_a_yield_in_a_branch_of_an_expression_makes_the_hook_a_generator(tmp_path):
+    """Review of round X's path walk: a `yield` under a conditional expression still makes the hook a generator,
+    whose body runs only when its caller steps it."""
+    src = _HOLDER_PLAN.replace("{eager}", "        self.forward_metadata = self._build(seq_lens)").replace(
+        "    def forward(self", _CAPTURE + "    def init_forward_metadata_replay_cuda_graph(self, bs, seq_lens):\n"
+        "        md = self.graph_metadata[bs]\n        self.forward_metadata = md\n"
+        "        _ = (yield md) if self.lazy else None\n        " + _COPY + "\n\n    def forward(self")
+    assert _site(tmp_path, src, kernel=KERNEL).status is Status.MANUAL

@@ -62,8 +62,16 @@ class ReplayPaths:
         return all(updated for updated, _, _ in ends)
 
     def _yields(self) -> bool:
-        found = self.tree.find((cst.Yield, cst.Await), within=self.fdef.body)
-        return any(self._direct(y, self.fdef) for y in found)
+        """Is the def a generator: a `yield` in its own body at any depth (a branch of an expression too), not in a
+        nested def or lambda?"""
+        def own(y: cst.CSTNode) -> bool:
+            for up in self.tree.ancestors(y):
+                if up is self.fdef:
+                    return True
+                if isinstance(up, (cst.FunctionDef, cst.Lambda)):
+                    return False
+            return False
+        return any(own(y) for y in self.tree.find((cst.Yield, cst.Await), within=self.fdef.body))
 
     def _direct(self, node: cst.CSTNode, stop: cst.CSTNode) -> bool:
         """Is node run whenever stop is (no nested def, lambda, comprehension or branch of an expression between)?"""
