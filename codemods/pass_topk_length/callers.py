@@ -206,10 +206,9 @@ def _sibling_written(proj, f, fn, call: ast.Call) -> Optional[str]:
     view of the batch's top-k its caller handed beside them, an attribute of another parameter, a closure's or a
     module's view, an entry of `**kwargs`: round U, round W). Default-deny on the target, in any branch (a layer's
     other branch writes the shared tensor for the next layer's call: rounds S, T, W)."""
-    for node in ast.walk(fn):
-        target = _written_target(f, node)
-        if target is not None and not _fresh_local(proj, f, fn, target) and not _number_attribute(f, target):
-            return f"writes `{reach._unparse(target)[:40]}` in place, which may share the indices' storage"
+    target = _foreign_write(proj, f, fn)
+    if target is not None:
+        return f"writes `{reach._unparse(target)[:40]}` in place, which may share the indices' storage"
     sibling = getattr(call.func, "attr", None)
     for other in (n for n in ast.walk(fn) if isinstance(n, ast.Call) and n is not call):
         if isinstance(other.func, ast.Attribute) and other.func.attr == sibling and _hands_only_its(other, call):
@@ -249,12 +248,16 @@ def _writes_shared_state(proj, f, call: ast.Call) -> bool:
     if defs is None:  # (a function imported from outside the project reads what it is handed: `is_npu()`)
         imported = isinstance(call.func, ast.Name) and (call.func.id in f.froms or call.func.id in f.modules)
         return not imported and not _reads_only(f, call) and not _no_effect(f, call)
-    for g, d, _ in defs:
-        for node in ast.walk(d):
-            target = _written_target(g, node)
-            if target is not None and not _fresh_local(proj, g, d, target) and not _number_attribute(g, target):
-                return True
-    return False
+    return any(_foreign_write(proj, g, d) is not None for g, d, _ in defs)
+
+
+def _foreign_write(proj, f, fn) -> Optional[ast.AST]:
+    """The first tensor fn writes in place that is not a local it made itself, nor a counter of self's."""
+    for node in ast.walk(fn):
+        target = _written_target(f, node)
+        if target is not None and not _fresh_local(proj, f, fn, target) and not _number_attribute(f, target):
+            return target
+    return None
 
 
 def _no_effect(f, call: ast.Call) -> bool:

@@ -973,10 +973,10 @@ def _wide_enough(call: ast.Call, resolve: Optional[Resolve] = None) -> bool:
             if not (kind == "local" and values and all(v is not None and _wide_dtype(v) for v, _ in values)):
                 return False
             continue
-        if isinstance(a, ast.Attribute) and not _is_name(a.value, "torch") and a.attr != "device":
+        if isinstance(a, ast.Attribute) and not reach._is_name(a.value, "torch") and a.attr != "device":
             return False
         for n in ast.walk(a):
-            if isinstance(n, ast.Attribute) and _is_name(n.value, "torch") \
+            if isinstance(n, ast.Attribute) and reach._is_name(n.value, "torch") \
                     and n.attr not in ("int32", "int64", "long", "int", "device"):
                 return False
             if isinstance(n, ast.Constant) and isinstance(n.value, str) and not n.value.startswith(("cuda", "cpu")):
@@ -985,11 +985,7 @@ def _wide_enough(call: ast.Call, resolve: Optional[Resolve] = None) -> bool:
 
 
 def _wide_dtype(e: ast.AST) -> bool:
-    return isinstance(e, ast.Attribute) and _is_name(e.value, "torch") and e.attr in ("int32", "int64", "long", "int")
-
-
-def _is_name(e: ast.AST, name: str) -> bool:
-    return isinstance(e, ast.Name) and e.id == name
+    return isinstance(e, ast.Attribute) and reach._is_name(e.value, "torch") and e.attr in ("int32", "int64", "long", "int")
 
 
 def _keeps_values(call: ast.AST, resolve: Optional[Resolve] = None) -> bool:

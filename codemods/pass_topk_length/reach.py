@@ -890,11 +890,9 @@ class Project:
         serving the width)."""
         for f in self.files_naming([attr]):
             for cls in f.class_defs:
-                for stmt in cls.body:
-                    bound = [stmt.name] if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) else \
-                        [] if code_only else [t.id for t in _flatten(_written_targets(stmt)) if isinstance(t, ast.Name)]
-                    if attr in bound:
-                        return Finding(self.rel(f.path), stmt.lineno, f"{cls.name} binds `{attr}` in its body")
+                stmt = _class_body_binding(cls, attr, code_only)
+                if stmt is not None:
+                    return Finding(self.rel(f.path), stmt.lineno, f"{cls.name} binds `{attr}` in its body")
         return None
 
     def self_computed(self, attr: str) -> Optional[Finding]:
@@ -1001,11 +999,9 @@ class Project:
                                  and d.name in ("__setattr__", "__getattr__", "__getattribute__")), None)
                     if hook is not None:  # (a class of a file naming it serves or rewrites attributes by code: x2)
                         return Finding(self.rel(f.path), hook.lineno, f"{node.name} defines `{hook.name}`")
-                    for stmt in node.body:
-                        bound = [stmt.name] if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) else \
-                            [t.id for t in _flatten(_written_targets(stmt)) if isinstance(t, ast.Name)]
-                        if attr in bound:
-                            return Finding(self.rel(f.path), stmt.lineno, f"{node.name} binds `{attr}` in its body")
+                    stmt = _class_body_binding(node, attr)
+                    if stmt is not None:
+                        return Finding(self.rel(f.path), stmt.lineno, f"{node.name} binds `{attr}` in its body")
                 hit = _setattr_call(f, node) if isinstance(node, ast.Call) else None
                 literal = hit is not None and isinstance(hit[2], ast.Constant)
                 if hit is not None and (hit[2].value == attr if literal else self.declared_classes(f, hit[1]) is None):
@@ -3216,6 +3212,17 @@ def replay_overrides(project: "Project", subclasses: List[Tuple[_File, ast.Class
             if not reaches and not writes:
                 return Finding(project.rel(f.path), d.lineno, f"`{cls.name}.{d.name}` overrides the replay's update of "
                                f"`{field}` without reaching it")
+    return None
+
+
+def _class_body_binding(cls: ast.ClassDef, attr: str, code_only: bool = False) -> Optional[ast.stmt]:
+    """The statement of cls's body binding `attr`: a def (a property, a method), or (but with code_only) an
+    assignment of it; None."""
+    for stmt in cls.body:
+        bound = [stmt.name] if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) else \
+            [] if code_only else [t.id for t in _flatten(_written_targets(stmt)) if isinstance(t, ast.Name)]
+        if attr in bound:
+            return stmt
     return None
 
 
