@@ -168,7 +168,9 @@ def test_the_projects_own_kernel_wrapper(tmp_path, wrapper, fixable, monkeypatch
 @pytest.mark.parametrize("replay,fixable", [
     ("self.forward_metadata = DSAMetadata()", False),
     ("self.forward_metadata.dsa_cache_seqlens_int32 = seq_lens", False),
-    ("self.forward_metadata = self.graph_metadata[bs]", True),
+    # a base's hook may select a record; a subclass of another file giving the holder one decides what the
+    # module's proof read (round Z: metadata_overrides)
+    ("self.forward_metadata = self.graph_metadata[bs]", "base"),
     ("self.forward_metadata.dsa_cache_seqlens_int32.copy_(seq_lens.clamp(max=INDEX_TOPK))", True),
     ("self.forward_metadata.dsa_cache_seqlens_int32.copy_(seq_lens)", False),  # in place, but not clipped
 ])
@@ -181,8 +183,10 @@ def test_cuda_graph_replay_in_another_file(tmp_path, where, replay, fixable):
         files = {"engine/graphs.py": "class GraphMixin:\n" + method}
         backend = BACKEND.replace("class Backend:", "from engine.graphs import GraphMixin\n\n\nclass Backend(GraphMixin):")
     site = verdict(tmp_path, files, backend=backend)
+    fixable = fixable == where if isinstance(fixable, str) else fixable
     assert (site.status is Status.FIXABLE) is fixable, site.reason
-    assert fixable or "replay" in site.reason or "not provably the seqlens clipped" in site.reason
+    assert fixable or "replay" in site.reason or "not provably the seqlens clipped" in site.reason \
+        or "hand-on to `super()`" in site.reason
 
 
 def test_another_base_of_a_subclass_that_defines_the_helper(tmp_path):

@@ -3081,3 +3081,158 @@ def test_a_yield_in_a_branch_of_an_expression_makes_the_hook_a_generator(tmp_pat
         "        md = self.graph_metadata[bs]\n        self.forward_metadata = md\n"
         "        _ = (yield md) if self.lazy else None\n        " + _COPY + "\n\n    def forward(self")
     assert _site(tmp_path, src, kernel=KERNEL).status is Status.MANUAL
+
+
+_REPLAY = "    def init_forward_metadata_replay_cuda_graph(self, bs, seq_lens{param}):\n{body}\n\n"
+_UPDATE = "        md = self.graph_metadata[bs]\n        " + _COPY + "\n        self.forward_metadata = md"
+
+
+@pytest.mark.parametrize("hooks, fixable", [
+    (_REPLAY.format(param="", body=_UPDATE), True),
+    # every replay hook that reads what a graph keeps must update it: a second hook re-pointing the holder at a
+    # captured record without its lengths passes no update (round Z's u_second_replay_hook_skips_update)
+    (_REPLAY.format(param="", body=_UPDATE) + "    def init_forward_metadata_replay_cuda_graph_verify(self, bs, seq_lens):\n"
+     "        self.forward_metadata = self.graph_metadata[bs]\n\n", False),
+    # a hook that reads none of it (a fill value) leaves no graph stale
+    (_REPLAY.format(param="", body=_UPDATE) + "    def get_cuda_graph_seq_len_fill_value(self):\n        return 1\n\n", True),
+    # a mode chain with no `else` falls through in modes the hook never replays: those its raising chain declares
+    # (sglang 0.5.12's precomputed copy) ...
+    (_REPLAY.format(param=", mode", body="        md = self.graph_metadata[bs]\n        if mode.is_decode():\n"
+                    "            pass\n        elif mode.is_verify():\n            pass\n        else:\n"
+                    "            raise ValueError(mode)\n        if mode.is_decode():\n            " + _COPY + "\n"
+                    "        elif mode.is_verify():\n            " + _COPY + "\n        self.forward_metadata = md"), True),
+    # ... not a mode it declares and the chain skips, nor a chain nothing declares
+    (_REPLAY.format(param=", mode", body="        md = self.graph_metadata[bs]\n        if mode.is_decode():\n"
+                    "            pass\n        elif mode.is_verify():\n            pass\n        else:\n"
+                    "            raise ValueError(mode)\n        if mode.is_decode():\n            " + _COPY + "\n"
+                    "        self.forward_metadata = md"), False),
+    (_REPLAY.format(param=", mode", body="        md = self.graph_metadata[bs]\n        if mode.is_decode():\n"
+                    "            " + _COPY + "\n        self.forward_metadata = md"), False)])
+def test_every_replay_hook_reading_the_captured_metadata_updates_it(tmp_path, hooks, fixable):
+    src = _HOLDER_PLAN.replace("{eager}", "        self.forward_metadata = self._build(seq_lens)").replace(
+        "    def forward(self", _CAPTURE + hooks + "    def forward(self")
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("override, fixable", [
+    (_UPDATE + "\n", True),
+    # a subclass of the module overriding the hook replays through its own body (round Z)
+    ("        self.forward_metadata = self.graph_metadata[bs]\n", False)])
+def test_a_same_module_subclass_override_of_the_replay_hook_updates_too(tmp_path, override, fixable):
+    src = _HOLDER_PLAN.replace("{eager}", "        self.forward_metadata = self._build(seq_lens)").replace(
+        "    def forward(self", _CAPTURE + _REPLAY.format(param="", body=_UPDATE) + "    def forward(self")
+    src += ("\n\nclass VerifyBackend(Backend):\n    def init_forward_metadata_replay_cuda_graph(self, bs, seq_lens):\n"
+            + override)
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_DRAFT = "from backend import Backend\n\n\nclass Draft(Backend):\n"
+
+
+@pytest.mark.parametrize("draft, fixable", [
+    ("    def __init__(self, *args):\n        super().__init__(*args)\n        self.num_draft_tokens = 2\n\n"
+     "    def init_forward_metadata_replay_cuda_graph(self, bs, seq_lens):\n        \"\"\"The draft's.\"\"\"\n"
+     "        logger.debug('replay %s', bs)\n        super().init_forward_metadata_replay_cuda_graph(bs, seq_lens)\n", True),
+    # round Z (z1): a subclass of another file overriding what the proof read: a replay hook returning early, or
+    # re-pointing the holder after `super()`; a builder caching its records per size; a setter of the holder
+    ("    def init_forward_metadata_replay_cuda_graph(self, bs, seq_lens):\n        if bs > 4:\n"
+     "            self.forward_metadata = self.graph_metadata[bs]\n            return\n"
+     "        super().init_forward_metadata_replay_cuda_graph(bs, seq_lens)\n", False),
+    ("    def init_forward_metadata_replay_cuda_graph(self, bs, seq_lens):\n"
+     "        super().init_forward_metadata_replay_cuda_graph(bs, seq_lens)\n"
+     "        self.forward_metadata = self.graph_metadata[bs * 2]\n", False),
+    ("    def _build(self, seq_lens):\n        if len(seq_lens) not in self.plans:\n"
+     "            self.plans[len(seq_lens)] = super()._build(seq_lens)\n        return self.plans[len(seq_lens)]\n", False),
+    ("    def use(self, plan):\n        self.forward_metadata = plan\n", False)])
+def test_a_subclass_of_another_file_only_hands_on_what_the_proof_read(tmp_path, draft, fixable):
+    (tmp_path / "draft.py").write_text("import logging\n\nlogger = logging.getLogger(__name__)\n" + _DRAFT + draft)
+    # (the lengths through a local: a parameter another file's def hands on is not read, whoever calls it)
+    update = _UPDATE.replace("        md.dsa", "        cache_seqlens = seq_lens.to(torch.int32)\n        md.dsa").replace(
+        _CLIP, "cache_seqlens.clamp(max=self.dsa_index_topk)")
+    src = _HOLDER_PLAN.replace("{eager}", "        self.forward_metadata = self._build(seq_lens)").replace(
+        "    def forward(self", _CAPTURE + _REPLAY.format(param="", body=update) + "    def forward(self")
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_OWN_LAYER = """\
+\"\"\"Fork DSA backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk.\"\"\"
+import torch
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+
+class Backend:
+    def __init__(self, metadata):
+        self.forward_metadata = metadata
+
+    def forward(self, q, kv, indices, scale):
+        metadata = self.forward_metadata
+        out, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)
+        return out
+
+
+def clip_window(topk, window):
+    topk[:, window:] = -1
+
+
+class Layer:
+    def __init__(self, backend):
+        self.backend = backend
+
+    {run}
+"""
+
+
+@pytest.mark.parametrize("run, fixable", [
+    ("def run(self, q, kv, indices, topk_2d, scale):\n        return self.backend.forward(q, kv, indices, scale)", True),
+    # round Z (z2): the module's own caller is read as another file's: a callee handed a tensor that may share the
+    # indices' storage may write it; an `await` first lets another task write it
+    ("def run(self, q, kv, indices, topk_2d, scale):\n        clip_window(topk_2d, 4)\n"
+     "        return self.backend.forward(q, kv, indices, scale)", False),
+    ("async def run(self, q, kv, indices, topk_2d, scale):\n        await self.sync()\n"
+     "        return self.backend.forward(q, kv, indices, scale)", False),
+    # a method of self writing it, a library call writing in place (`inplace=True`), read as writes
+    ("def _evict(self, topk):\n        topk[:, 4:] = -1\n\n    def run(self, q, kv, indices, topk_2d, scale):\n"
+     "        self._evict(topk_2d)\n        return self.backend.forward(q, kv, indices, scale)", False),
+    ("def run(self, q, kv, indices, topk_2d, scale):\n        torch.nn.functional.threshold(topk_2d, 4, -1, inplace=True)\n"
+     "        return self.backend.forward(q, kv, indices, scale)", False),
+    # a harness's making of the called object hands it what it keeps: its class's proof reads that
+    ("def run(self, q, kv, indices, topk_2d, scale):\n        return Backend(kv).forward(q, kv, indices, scale)", True)])
+def test_the_modules_own_callers_are_read_as_other_files_are(tmp_path, run, fixable):
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    site = _site(tmp_path, _OWN_LAYER.format(run=run))
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("eager, fixable", [
+    ("        self._adopt(self._build(seq_lens))", True),
+    # round Z (z1): a setter's parameter is what the module's calls of it hand: a record kept per size is not made
+    # for this batch
+    ("        if len(seq_lens) not in self._records:\n            self._records[len(seq_lens)] = self._build(seq_lens)\n"
+     "        self._adopt(self._records[len(seq_lens)])", False)])
+def test_a_setter_of_the_holder_is_judged_by_what_its_callers_hand(tmp_path, eager, fixable):
+    src = _HOLDER_PLAN.replace("{eager}", eager).replace(
+        "    def forward(self", "    def _adopt(self, md):\n        self.forward_metadata = md\n\n    def forward(self")
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("base", ["", "GraphBase"])
+def test_a_replay_helper_is_the_one_the_class_finds(tmp_path, base):
+    """round Z (z1): `self._refresh_graph(...)` runs what the class's bases define first: a base of another file's,
+    not the sibling class's of this module that the name also finds."""
+    (tmp_path / "graph_base.py").write_text("class GraphBase:\n    def _refresh_graph(self, bs, seq_lens):\n        pass\n")
+    refresh = "    def _refresh_graph(self, bs, seq_lens):\n        md = self.graph_metadata[bs]\n        " + _COPY + "\n\n"
+    src = _HOLDER_PLAN.replace("{eager}", "        self.forward_metadata = self._build(seq_lens)").replace(
+        "    def forward(self", _CAPTURE + _REPLAY.format(param="", body="        md = self.graph_metadata[bs]\n"
+                                                     "        self._refresh_graph(bs, seq_lens)\n        self.forward_metadata = md")
+        + (refresh if not base else "") + "    def forward(self")
+    if base:
+        src = src.replace("class Backend:", f"from graph_base import {base}\n\n\nclass Backend({base}):") \
+            + "\n\nclass Sibling:\n" + refresh.replace("seq_lens):", "forward_batch):").replace(
+                "copy_(seq_lens", "copy_(forward_batch.seq_lens")
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is not base, site.reason
+    assert not base or "no method that runs between replays writes" in site.reason

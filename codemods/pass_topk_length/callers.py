@@ -54,6 +54,24 @@ def unchanged_callers(proj, name: str, wanted: Wanted, mine: Optional[Set[Tuple[
                 found = _caller(proj, f, node, name, wanted, named)
                 if found is not None:
                     return found
+    return _own_callers(proj, name, mine)
+
+
+def _own_callers(proj, name: str, mine: Optional[Set[Tuple[str, str]]]) -> Optional[reach.Finding]:
+    """The module's own calls of `name`, beside the in-module trace of what they hand (WholeProject._module_callers):
+    what the caller does around the call is read as another file's caller's is (a callee that may write what it
+    hands, a call writing state it keeps, an `await` first: round Z's z2)."""
+    f = proj.own()
+    for node in ast.walk(f.tree) if f is not None else ():
+        call = f.parents.get(id(node))
+        if not (_spells(node, name) and isinstance(call, ast.Call) and call.func is node) \
+                or _elsewhere(proj, f, node, mine):
+            continue
+        fn = f.enclosing(call, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
+        why = _sibling_written(proj, f, fn, call, known=True) or _awaits_before(f, fn, call) \
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+        if why:
+            return reach.Finding(proj.rel(f.path), call.lineno, f"`{reach._unparse(call)[:60]}` in `{fn.name}` {why}")
     return None
 
 
@@ -201,7 +219,7 @@ def _awaits_before(f, fn, call: ast.Call) -> Optional[str]:
     return None
 
 
-def _sibling_written(proj, f, fn, call: ast.Call) -> Optional[str]:
+def _sibling_written(proj, f, fn, call: ast.Call, known: bool = False) -> Optional[str]:
     """A tensor fn writes in place other than a local it made itself: any other may share the indices' storage (a
     view of the batch's top-k its caller handed beside them, an attribute of another parameter, a closure's or a
     module's view, an entry of `**kwargs`: round U, round W). Default-deny on the target, in any branch (a layer's
@@ -214,17 +232,35 @@ def _sibling_written(proj, f, fn, call: ast.Call) -> Optional[str]:
         if isinstance(other.func, ast.Attribute) and other.func.attr == sibling and _hands_only_its(other, call):
             continue  # (the engine's dispatch to a sibling backend's method of the traced name: read as a caller;
             # one handed anything else, `self.window.forward(topk_2d)`, is read as any callee: round Y)
+        if _receiver_made(f, fn, other, call):
+            continue  # (`Backend(md).forward(...)`: what the traced call's own object keeps is its class's to prove)
         if _exclusive(f, fn, other, call):
             continue  # (the other mode's branch: sglang's dispatch hands k to a pool's set_kv_buffer there; a callee
             # writing a shared tensor for the next call from that branch is not read: stated in docs/soundness.md)
         for key, arg in _handed(other, starred=True):
-            if _may_share(proj, f, fn, arg) and _may_write(proj, f, other, key):
+            if _may_share(proj, f, fn, arg) and _may_write(proj, f, other, key, known=known):
                 return (f"hands `{reach._unparse(arg)[:40]}` to `{reach._unparse(other.func)[:40]}`, which may write it "
                         "in place (round W), or is not read (round Y: a callee the tool cannot read is taken to write)")
-        if _before(f, other, call) and _writes_shared_state(proj, f, other):
+        if _before(f, other, call) and _writes_shared_state(proj, f, other, known):
             return (f"calls `{reach._unparse(other.func)[:40]}`, which writes state it keeps (or may: it is not read) in "
                     "place, where the indices may be under another name (round X: an indexer's method, a hook)")
     return None
+
+
+def _receiver_made(f, fn, other: ast.Call, call: ast.Call) -> bool:
+    """Is `other` the making of the traced call's own object: `Backend(md).forward(...)`, or `b = Backend(md)` (b
+    bound once in fn) before `b.forward(...)`?"""
+    receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+    if receiver is other:
+        return True
+    up = f.parents.get(id(other))
+    if not (isinstance(receiver, ast.Name) and isinstance(up, ast.Assign) and up.value is other
+            and [reach._unparse(t) for t in up.targets] == [receiver.id]):
+        return False
+    return sum(receiver.id in reach._stored_names(n) for n in ast.walk(fn) if isinstance(n, (ast.Assign, ast.AnnAssign))) == 1 \
+        and not any(isinstance(n, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.NamedExpr, ast.AugAssign))
+                    and receiver.id in {t.id for t in ast.walk(getattr(n, "target", None) or n) if isinstance(t, ast.Name)
+                                        and isinstance(t.ctx, ast.Store)} for n in ast.walk(fn))
 
 
 def _before(f, other: ast.Call, call: ast.Call) -> bool:
@@ -232,7 +268,7 @@ def _before(f, other: ast.Call, call: ast.Call) -> bool:
     return (other.lineno, other.col_offset) < (call.lineno, call.col_offset) or _in_loop(f, call)
 
 
-def _writes_shared_state(proj, f, call: ast.Call) -> bool:
+def _writes_shared_state(proj, f, call: ast.Call, known: bool = False) -> bool:
     """May the call write in place a tensor it did not make: a def of the project writing any but a local it made
     (an attribute of its object, a closure's or a module's tensor), or a callee read neither as one nor as one that
     reads (a hook kept in a list, a bound method held elsewhere)? Default-deny (round X's x2) on what the caller
@@ -245,6 +281,8 @@ def _writes_shared_state(proj, f, call: ast.Call) -> bool:
     if isinstance(call.func, ast.Attribute) and not (isinstance(root, ast.Name) and root.id == "self"):
         return False
     defs = _callee_defs(proj, f, call)
+    if defs is None and known:
+        return False
     if defs is None:  # (a function imported from outside the project reads what it is handed: `is_npu()`)
         imported = isinstance(call.func, ast.Name) and (call.func.id in f.froms or call.func.id in f.modules)
         return not imported and not _reads_only(f, call) and not _no_effect(f, call)
@@ -320,7 +358,7 @@ def _may_share(proj, f, fn, arg: ast.AST) -> bool:
     return True
 
 
-def _may_write(proj, f, call: ast.Call, key, depth: int = 0) -> bool:
+def _may_write(proj, f, call: ast.Call, key, depth: int = 0, known: bool = False) -> bool:
     """May the call write the argument at `key` (a place, a keyword, or None for a `*`/`**` one) in place, or keep
     it for a later write? Default-deny (round Y): only a callee read as leaving it alone does not: a tensor's own
     method that neither writes nor stores (`q.view(bs, ...)`), torch's functions but the in-place ones, `out=` and
@@ -335,10 +373,25 @@ def _may_write(proj, f, call: ast.Call, key, depth: int = 0) -> bool:
     if depth > 3:
         return False  # (a name handed on four defs deep is not followed further: stated in docs/soundness.md)
     defs = _callee_defs(proj, f, call)
+    if known:  # (only a write the tool reads: the module's own callers, _own_callers)
+        if defs is None:
+            return _writes_in_place(f, call)
+        return key is not None and any(_param_written(proj, g, d, key, method, depth, known) for g, d, method in defs)
     if defs is not None:  # (none found where one was looked for, a decorated def, an attribute of self shadowing the
         return key is None or not defs or _shadowed(f, call) or any(  # method: not what runs, round Z)
             _param_written(proj, g, d, key, method, depth) or not _plain_def(d) for g, d, method in defs)
     return not _reads_only(f, call)
+
+
+def _writes_in_place(f, call: ast.Call) -> bool:
+    """A library call read as writing what it is handed: torch's in-place functions and methods (a trailing `_`,
+    `out=`, `inplace=True`), numpy's in-place methods on a view."""
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return False
+    module = f.module_of(func)
+    return func.attr.endswith("_") and not func.attr.startswith("_") or func.attr in IN_PLACE_LIBRARY \
+        or any(k.arg in ("out", "inplace") for k in call.keywords) or module is not None and module.startswith("torch.ops")
 
 
 def _plain_def(d) -> bool:
@@ -417,7 +470,7 @@ def _project_functions(proj, f, name: str) -> List[Tuple[object, ast.AST]]:
             if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == imported]
 
 
-def _param_written(proj, g, d, key, method: bool, depth: int) -> bool:
+def _param_written(proj, g, d, key, method: bool, depth: int, known: bool = False) -> bool:
     """Is d's parameter at `key` (a place among the positional ones after self, or a keyword) written in place in d,
     or handed to a call that may write it?"""
     params = [a.arg for a in d.args.posonlyargs + d.args.args][1 if method else 0:]
@@ -434,7 +487,7 @@ def _param_written(proj, g, d, key, method: bool, depth: int) -> bool:
         # name there is not read: stated in docs/soundness.md)
         if target is not None and any(_view_root(t) in names for t in reach._flatten([target])):
             return True
-        if isinstance(node, ast.Call) and any(_view_root(a) in names and _may_write(proj, g, node, k, depth + 1)
+        if isinstance(node, ast.Call) and any(_view_root(a) in names and _may_write(proj, g, node, k, depth + 1, known)
                                               for k, a in _handed(node, starred=True)):
             return True
     return False
@@ -697,9 +750,10 @@ def _handed_to_writer(proj, f, node: ast.Name, call: Optional[ast.Call] = None, 
 
 
 def _project_methods(proj, name: str) -> List[Tuple[object, ast.AST]]:
-    """(file, def) for each method of that name a class of the project defines."""
-    return [(g, d) for g in proj.files_naming([name]) for c in g.class_defs for d in c.body
-            if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == name]
+    """(file, def) for each method of that name a class of the project (the module too) defines."""
+    own = proj.own()
+    return [(g, d) for g in proj.files_naming([name]) + ([own] if own is not None else []) for c in g.class_defs
+            for d in c.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == name]
 
 
 def _param_changed(f, fdef, place: int) -> bool:

@@ -51,6 +51,13 @@ def _self_root_attr(e: cst.BaseExpression) -> Optional[str]:
     return e.attr.value if _is_attr_of_self(e) else None
 
 
+def _super_method(call: cst.Call) -> bool:
+    """`super().name(...)` (a bare `super()`)."""
+    func = call.func
+    return isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call) and not func.value.args \
+        and get_full_name_for_node(func.value.func) == "super"
+
+
 def _read_off(name: str):
     """A test of a node: `name.x`, or `getattr(name, ...)`."""
     return lambda x: isinstance(x, cst.Attribute) and _is_name(x.value, name) or isinstance(x, cst.Call) and \
@@ -181,8 +188,17 @@ class GraphReplay:
             plan = (buffers, last_only)
             for fdef in self.graph_update_defs():
                 via_holder = via_holder or next(iter(self._holder_writes(fdef, field_name, last_only)), None)
-            if any(self._replay_covered(f, field_name, plan) for f in self._replay_roots()):
+            roots = self._replay_roots()
+            covering = [f for f in roots if self._replay_covered(f, field_name, plan)]
+            kept = self._graph_state(captures, buffers | tables)
+            skipping = [f for f in roots if f not in covering and self._touches(f, kept)]
+            if covering and not skipping:
                 return None
+            if covering:
+                return (f"`{skipping[0].name.value}` (line {self.tree.line(skipping[0])}) runs between replays and reads "
+                        f"the captured metadata, but some run of it returns without writing `{field_name}` in place "
+                        "(another replay hook does): a graph replayed after it keeps its capture-time lengths; update "
+                        "the field on every path of each replay hook, or pass topk_length by hand")
             names = ", ".join(f"`{f.name.value}`" for f in captures[:2])
             if via_holder is not None:
                 return (f"{names} stores a new metadata object in the holder at each capture, and the replay writes "
@@ -201,6 +217,40 @@ class GraphReplay:
         defs = [f for f in self.graph_update_defs() if reach.graph_update(f.name.value)]
         called = {c.func.attr.value for f in defs for c in self.find(cst.Call, self._self_method, f)}
         return [f for f in defs if f.name.value not in called]
+
+    def graph_state(self) -> Set[str]:
+        """The attributes of self that hold the metadata or what a graph reads (_graph_state, for every capture)."""
+        def build() -> Set[str]:
+            captures = self.find(cst.FunctionDef, lambda f: "capture" in f.name.value)
+            tables = {t for f in captures for t in self._tables_filled(f)}
+            return self._graph_state(captures, tables)
+        return self.index("graph-state", build)
+
+    def relied_methods(self, classes: Set[str], field_name: str, kept: Set[str]) -> Set[str]:
+        """The methods of these classes the metadata's proof reads: those touching an attribute in `kept`, and
+        those making a record with the field (a builder)."""
+        return {f.name for f in self.facts.functions if f.class_name in classes and (
+            self._touches(f.node, kept) or self._makes_record(f.name, field_name))}
+
+    def _graph_state(self, captures: List[cst.FunctionDef], kept: Set[str]) -> Set[str]:
+        """The attributes of self that hold what a graph reads: the holder, the tables and buffers the captures
+        fill, and any attribute of self a capture sets."""
+        set_there = {_self_root_attr(t) for f in captures for t in self._assigned_targets(f)}
+        return (set_there - {None}) | kept | self.held_attributes()
+
+    def _assigned_targets(self, fdef: cst.FunctionDef) -> List[cst.BaseExpression]:
+        return [t.target for a in self.find(cst.Assign, None, fdef) for t in a.targets] + [
+            a.target for a in self.find((cst.AnnAssign, cst.AugAssign), None, fdef)]
+
+    def _touches(self, fdef: cst.FunctionDef, kept: Set[str], depth: int = 0) -> bool:
+        """Does fdef (or a method it reads off self, three deep) read an attribute of self that holds what a graph
+        reads? A replay hook that touches none (a fill value's getter) cannot leave a graph stale; one that
+        selects a captured record, or re-points the holder, must update it (round Z: a second replay hook)."""
+        reads = self.find(cst.Attribute, _is_attr_of_self, fdef)
+        if any(r.attr.value in kept for r in reads):
+            return True
+        return depth < 3 and any(self._touches(f.node, kept, depth + 1) for r in reads
+                                 for f in self.functions_named(r.attr.value) if f.class_name and f.node is not fdef)
 
     def _holder_writes(self, fdef: cst.FunctionDef, field_name: str, last_only: bool) -> List[cst.Attribute]:
         """`holder.field` written in place where each capture stored a new object in the holder (last_only): that
@@ -257,11 +307,14 @@ class GraphReplay:
             for node in self.find((cst.Call, cst.Attribute, cst.Subscript), None, small):
                 if id(node) in nodes and (node is small or walker._direct(node, small)):
                     return True
+                if isinstance(node, cst.Call) and walker._direct(node, small) and _super_method(node) \
+                        and self._covering_method(node.func.attr.value, field_name, plan, busy, fdef, via_super=True):
+                    return True  # (an override handing on to the base's hook: every other def of the name covers)
                 if not (isinstance(node, cst.Call) and walker._direct(node, small) and self._self_method(node)):
                     continue
                 if reach.graph_builder(node.func.attr.value) and isinstance(small, cst.Expr) and small.value is node \
                         and self._makes_record(node.func.attr.value, field_name) \
-                        or self._covering_method(node.func.attr.value, field_name, plan, busy):
+                        or self._covering_method(node.func.attr.value, field_name, plan, busy, fdef):
                     return True  # (a builder called as a statement of its own: one handed on is a value, round X)
             return False
         walker = ReplayPaths(self.tree, fdef, updates)
@@ -287,9 +340,34 @@ class GraphReplay:
         return {c.name.value for c in self.find(cst.ClassDef) if self.find(
             cst.AnnAssign, lambda a: isinstance(a.target, cst.Name) and a.target.value == field_name, c)}
 
-    def _covering_method(self, name: str, field_name: str, plan, busy: Set[int]) -> bool:
-        defs = [f.node for f in self.functions_named(name) if f.class_name]
+    def _covering_method(self, name: str, field_name: str, plan, busy: Set[int],
+                         caller: Optional[cst.FunctionDef] = None, via_super: bool = False) -> bool:
+        """Does every def of the module `self.name(...)` (or `super().name(...)`) in caller may run cover, and is
+        the one it finds in this module?"""
+        defs = [f.node for f in self.functions_named(name) if f.class_name and f.node is not caller]
+        owner = next((f.class_name for f in self.facts.functions if f.node is caller), None) if caller else None
+        if owner is not None and not self._found_in_module(owner, name, set(), skip_own=via_super):
+            return False  # (a base of another file, or none known, comes first: what `self.name` runs is not here)
         return bool(defs) and all(self._replay_covered(d, field_name, plan, busy) for d in defs)
+
+    def _found_in_module(self, cls_name: str, name: str, seen: Set[str], skip_own: bool = False) -> bool:
+        """Does `self.name`, in a method of cls_name, find a def of this module: cls's own, or a module base's
+        before any base of another file (round Z: a helper a sibling class defines, the base of another file's
+        runs)?"""
+        classes = {c.name.value: c for c in self.find(cst.ClassDef)}
+        cls = classes.get(cls_name)
+        if cls is None or cls_name in seen:
+            return False
+        seen.add(cls_name)
+        if not skip_own and any(isinstance(d, cst.FunctionDef) and d.name.value == name for d in cls.body.body):
+            return True
+        for base in cls.bases:
+            here = isinstance(base.value, cst.Name) and base.value.value in classes
+            if not here and not (isinstance(base.value, cst.Name) and base.value.value == "object"):
+                return False
+            if here and self._found_in_module(base.value.value, name, seen):
+                return True
+        return False
 
     @staticmethod
     def _self_method(call: cst.Call) -> bool:

@@ -291,8 +291,10 @@ class MetadataInScope:
         try:
             for a in b.assignments:
                 if isinstance(getattr(a, "node", None), cst.Param):
-                    if env is None:
-                        continue  # the method giving the holder: its caller's object
+                    if env is None:  # the method giving the holder: its caller's object, unless the module calls it
+                        if not self._handed_made(fdef, name.value, seen):  # (a setter handed a kept record: round Z)
+                            return False
+                        continue
                     given, caller, outer = env.get(name.value, (None, None, None))
                     if given is None or not self._made_for_batch(given, caller, outer, seen):
                         return False
@@ -301,6 +303,20 @@ class MetadataInScope:
             return True
         finally:
             seen.discard(key)
+
+    def _handed_made(self, fdef: cst.FunctionDef, param: str, seen: set) -> bool:
+        """Where the module calls the method `self.<fdef>(...)`, is what each call hands as `param` made for the
+        batch (read in the caller)? A method no def of the module calls is the engine's hook: its caller's."""
+        if not self.tree.is_method(fdef):
+            return True
+        params = [p.name.value for p in (*fdef.params.posonly_params, *fdef.params.params, *fdef.params.kwonly_params)]
+        for call in self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute) and c.func.attr.value == fdef.name.value
+                              and _is_name(c.func.value, "self")):
+            caller = next((u for u in self.tree.ancestors(call) if isinstance(u, cst.FunctionDef)), None)
+            given = _bound_arguments(call, params[1:]).get(param) if param in params[1:] else None
+            if caller is None or caller is fdef or not self._made_for_batch(given, caller, None, seen):
+                return False
+        return True
 
     def _imported_from(self, name: cst.Name) -> Optional[Tuple[str, str]]:
         """(module, name) where `name`'s one binding where it is read is `from module import name` (a function's own

@@ -3197,22 +3197,69 @@ def replay_writes(project: "Project", classes: List[Tuple[_File, ast.ClassDef]],
     return None
 
 
-def replay_overrides(project: "Project", subclasses: List[Tuple[_File, ast.ClassDef]], field: str,
-                     updates: Set[str]) -> Optional[Finding]:
-    """CUDA graphs: a subclass in another file overriding a method that updates `field` in place on replay
-    (`updates`) reaches the base's update (`super().name(...)`, `Base.name(self, ...)`) or writes the field in place
-    itself; else its instances' graphs replay with their capture-time lengths (round V)."""
+def metadata_overrides(project: "Project", subclasses: List[Tuple[_File, ast.ClassDef]], relied: Set[str],
+                       kept: Set[str]) -> Optional[Finding]:
+    """The metadata's proof, in subclasses of other files: a method overriding one the proof reads (`relied`: the
+    module's methods that touch the holder or what a graph keeps, or make a record) hands on to the base and
+    adds nothing that decides the metadata (_hands_on); no method of theirs gives self an attribute in `kept`.
+    A draft keeping plans per size, a replay hook that returns early or re-points the holder after `super()`, a
+    builder caching records: each decides what the base's proof was about (round Z)."""
     for f, cls in subclasses:
         for d in cls.body:
-            if not (isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name in updates):
+            if not isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
-            reaches = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == d.name
-                          for n in ast.walk(d))
-            writes = any(isinstance(n, ast.Attribute) and n.attr == field and _written_in_place(f, n) for n in ast.walk(d))
-            if not reaches and not writes:
-                return Finding(project.rel(f.path), d.lineno, f"`{cls.name}.{d.name}` overrides the replay's update of "
-                               f"`{field}` without reaching it")
+            if d.name in relied and not _hands_on(d, kept):
+                return Finding(project.rel(f.path), d.lineno, f"`{cls.name}.{d.name}` overrides `{d.name}`, which the "
+                               "metadata's proof reads, with more than a hand-on to `super()`")
+            for node in ast.walk(d):
+                if isinstance(getattr(node, "value", None), ast.Constant) and node.value.value is None:
+                    continue  # (None is no record: a forward reading it fails, round Y's `reset`)
+                for attr in {_self_attr_root(t) for t in _flatten(_written_targets(node))} & kept:
+                    return Finding(project.rel(f.path), node.lineno, f"`{cls.name}.{d.name}` writes `self.{attr}`, "
+                                   "which holds the metadata or what a graph keeps")
     return None
+
+
+def _is_self(e: ast.AST) -> bool:
+    return isinstance(e, ast.Name) and e.id == "self"
+
+
+def _self_attr_root(e: ast.AST) -> Optional[str]:
+    """`self.A`, `self.A[k]`, `self.A.b`: A; else None."""
+    while isinstance(e, (ast.Subscript, ast.Attribute)) and not (isinstance(e, ast.Attribute) and _is_self(e.value)):
+        e = e.value
+    return e.attr if isinstance(e, ast.Attribute) and _is_self(e.value) else None
+
+
+def _hands_on(d: ast.FunctionDef, kept: Set[str]) -> bool:
+    """Is d's body, but a docstring, a call of the base's method of its name (`super().m(...)`, as a statement or
+    returned) run on every call, beside statements that only log (a call on no attribute of self) or set an
+    attribute of self outside `kept` to a value with no call?"""
+    body = d.body[1:] if d.body and isinstance(d.body[0], ast.Expr) and isinstance(d.body[0].value, ast.Constant) \
+        else d.body
+    handed = 0
+    for stmt in body:
+        value = stmt.value if isinstance(stmt, (ast.Expr, ast.Return)) else None
+        if isinstance(value, ast.Call) and _base_call(value, d.name):
+            handed += 1
+        elif isinstance(stmt, ast.Expr) and isinstance(value, ast.Call) and not any(
+                isinstance(n, ast.Attribute) and _is_self(n.value) for n in ast.walk(value)):
+            continue  # (`logger.debug(...)`)
+        elif not (isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Attribute) and _is_self(t.value)
+                                                       and t.attr not in kept for t in _flatten(stmt.targets))
+                  and not any(isinstance(n, (ast.Call, ast.Lambda, ast.NamedExpr)) for n in ast.walk(stmt.value))):
+            return False
+    return handed == 1
+
+
+def _base_call(call: ast.Call, name: str) -> bool:
+    """`super().name(...)`, or `Base.name(self, ...)`."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr == name):
+        return False
+    base = func.value
+    return isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and base.func.id == "super" and not base.args \
+        or isinstance(base, ast.Name) and bool(call.args) and _is_self(call.args[0])
 
 
 def _class_body_binding(cls: ast.ClassDef, attr: str, code_only: bool = False) -> Optional[ast.stmt]:

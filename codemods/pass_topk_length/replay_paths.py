@@ -8,7 +8,7 @@ takes its one side (0.5.16's `if not used_fused_metadata_generation:`). A genera
 or never: its body runs when its caller steps it (round X)."""
 from __future__ import annotations
 
-from typing import Callable, FrozenSet, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
@@ -43,11 +43,13 @@ class ReplayPaths:
         self.tree, self.fdef, self.updates = tree, fdef, updates
         scope = tree.scope_of.get(fdef.body.body[0]) if fdef.body.body else None
         self.locals: Set[str] = {a.name for a in scope.assignments} if scope is not None else set()
+        self._rebound = {a.name for a in scope.assignments if not isinstance(a.node, cst.Param)} if scope else set()
         params = fdef.params
         self.params = frozenset(p.name.value for p in [*params.posonly_params, *params.params, *params.kwonly_params]) \
             | {p.name.value for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)}
         self._reads = {id(a.node): a.node.value for a in (scope.accesses if scope is not None else ())
                        if isinstance(a.node, cst.Name) and a.node.value in self.locals}
+        self._declared = self._declared_modes()
         self._loops: List[Tuple[Set[State], Set[State]]] = []  # each loop's (break, continue) states
         self._failing: List[Set[State]] = []  # each enclosing `try`/`with`: the states its statements were entered with
 
@@ -140,8 +142,9 @@ class ReplayPaths:
             out.add((done or updated, names | bound, flags))
         return out
 
-    def _if(self, stmt: cst.If, states: Set[State]) -> Set[State]:
+    def _if(self, stmt: cst.If, states: Set[State], tests: Tuple[cst.BaseExpression, ...] = ()) -> Set[State]:
         states = self._reading(stmt.test, states)
+        tests += (stmt.test,)
         taken, other = set(), set()
         for s in states:
             side = _decided(stmt.test, s[2])
@@ -153,10 +156,52 @@ class ReplayPaths:
         if self._settled(stmt):
             other = {(True, names, flags) for _, names, flags in other}
         if isinstance(stmt.orelse, cst.If):
-            return out | self._if(stmt.orelse, other)
+            return out | self._if(stmt.orelse, other, tests)
         if isinstance(stmt.orelse, cst.Else):
             return out | self._walk(stmt.orelse.body.body, other)
+        if self._names_every_declared_mode(tests):
+            return out  # (a mode the hook is never replayed in: sglang 0.5.12's precomputed copy, round Z)
         return out | other
+
+    # -- modes ---------------------------------------------------------------------
+    def _mode_tests(self, tests: Sequence[cst.BaseExpression]) -> Optional[Tuple[str, FrozenSet[str]]]:
+        """A chain's tests as (the parameter they ask, the predicates asked), where each is `p.is_x(...)` or an `or`
+        of those, all on one parameter the def never rebinds; else None."""
+        asked: Set[Tuple[str, str]] = set()
+        todo = list(tests)
+        while todo:
+            test = todo.pop()
+            if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+                todo += [test.left, test.right]
+                continue
+            func = test.func if isinstance(test, cst.Call) else None
+            if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
+                    and func.attr.value.startswith("is_") and func.value.value in self.params
+                    and func.value.value not in self._rebound):
+                return None
+            asked.add((func.value.value, _code(test).strip()[len(func.value.value):]))
+        bases = {b for b, _ in asked}
+        return (bases.pop(), frozenset(p for _, p in asked)) if len(bases) == 1 else None
+
+    def _declared_modes(self) -> Dict[str, FrozenSet[str]]:
+        """The modes the hook declares it is replayed in: for a parameter, the predicates of a chain over it whose
+        last `else` only raises (`else: raise ValueError(f"Unsupported forward_mode")`)."""
+        declared: Dict[str, FrozenSet[str]] = {}
+        for stmt in self.tree.find(cst.If, within=self.fdef.body):
+            tests, link = [], stmt
+            while isinstance(link, cst.If):
+                tests.append(link.test)
+                link = link.orelse
+            if isinstance(link, cst.Else) and _only_raises(link.body) and (asked := self._mode_tests(tests)):
+                base, modes = asked
+                declared[base] = declared.get(base, frozenset()) | modes
+        return declared
+
+    def _names_every_declared_mode(self, tests: Sequence[cst.BaseExpression]) -> bool:
+        """Does a chain with no `else` ask, over a parameter, every mode the hook declares (_declared_modes), so that
+        falling through it is a mode the hook is never replayed in?"""
+        asked = self._mode_tests(tests)
+        return asked is not None and asked[0] in self._declared and self._declared[asked[0]] <= asked[1]
 
     def _loop(self, stmt, states: Set[State]) -> Set[State]:
         """The states the loop leaves with: after any number of runs of its body (zero too, but for a `while True`
@@ -289,6 +334,12 @@ def _keeps_the_call(decorator: cst.Decorator) -> bool:
             return False
         d = d.func
     return (get_full_name_for_node(d) or "") in TRANSPARENT_DECORATORS
+
+
+def _only_raises(block: cst.BaseSuite) -> bool:
+    body = block.body
+    return len(body) == 1 and isinstance(body[0], cst.SimpleStatementLine) and len(body[0].body) == 1 \
+        and isinstance(body[0].body[0], cst.Raise)
 
 
 def _literal_flag(small: cst.CSTNode) -> Optional[Tuple[str, bool]]:

@@ -138,12 +138,17 @@ class WholeProject:
                 return (f"{w.what} at {w.where()}: which batch's metadata the callers read from it is not proven; "
                         "pass topk_length by hand")
             for field_name in sorted({m.rsplit(".", 1)[-1] for m in self.metadata}):
-                updates = {d.name.value for d in self.graph_update_defs() if self._field_targets(d, field_name)}
-                w = reach.replay_writes(proj, related, field_name, held) or reach.replay_overrides(
-                    proj, proj.subclasses(seeds), field_name, updates)
+                w = reach.replay_writes(proj, related, field_name, held)
                 if w is not None:
                     return (f"{w.what} at {w.where()} on CUDA-graph replay, while a captured graph keeps reading "
                             "the tensors it was captured with; update them in place (copy_) first")
+                kept = self.graph_state()
+                w = reach.metadata_overrides(proj, proj.subclasses(seeds), self.relied_methods(seeds, field_name, kept),
+                                             kept)
+                if w is not None:
+                    return (f"{w.what} at {w.where()}: its instances' metadata (which record the holder gets, whether "
+                            "a replay updates it) is not what this module's proof read (round Z); make it a hand-on to "
+                            "`super()`, or pass topk_length by hand")
         why = self._clipped_fields_written(proj)
         if why:
             return why
