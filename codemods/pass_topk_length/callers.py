@@ -376,10 +376,10 @@ def _may_write(proj, f, call: ast.Call, key, depth: int = 0, known: bool = False
     if known:  # (only a write the tool reads: the module's own callers, _own_callers)
         if defs is None:
             return _writes_in_place(f, call)
-        return key is not None and any(_param_written(proj, g, d, key, method, depth, known) for g, d, method in defs)
+        return key is not None and any(_param_written(proj, c, key, depth, known) for c in defs)
     if defs is not None:  # (none found where one was looked for, a decorated def, an attribute of self shadowing the
         return key is None or not defs or _shadowed(f, call) or any(  # method: not what runs, round Z)
-            _param_written(proj, g, d, key, method, depth) or not _plain_def(d) for g, d, method in defs)
+            _param_written(proj, (g, d, method), key, depth) or not _plain_def(d) for g, d, method in defs)
     return not _reads_only(f, call)
 
 
@@ -470,9 +470,10 @@ def _project_functions(proj, f, name: str) -> List[Tuple[object, ast.AST]]:
             if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == imported]
 
 
-def _param_written(proj, g, d, key, method: bool, depth: int, known: bool = False) -> bool:
-    """Is d's parameter at `key` (a place among the positional ones after self, or a keyword) written in place in d,
-    or handed to a call that may write it?"""
+def _param_written(proj, callee, key, depth: int, known: bool = False) -> bool:
+    """Is the callee's (file, def, whether its first parameter is its object) parameter at `key` (a place among the
+    positional ones after self, or a keyword) written in place in the def, or handed to a call that may write it?"""
+    g, d, method = callee
     params = [a.arg for a in d.args.posonlyargs + d.args.args][1 if method else 0:]
     if isinstance(key, int):  # (past the positional ones: the `*args` it lands in, read as the tensor is)
         param = params[key] if key < len(params) else d.args.vararg.arg if d.args.vararg is not None else None
