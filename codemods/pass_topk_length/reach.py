@@ -3201,14 +3201,14 @@ def metadata_overrides(project: "Project", subclasses: List[Tuple[_File, ast.Cla
                        kept: Set[str]) -> Optional[Finding]:
     """The metadata's proof, in subclasses of other files: a method overriding one the proof reads (`relied`: the
     module's methods that touch the holder or what a graph keeps, or make a record) hands on to the base and
-    adds nothing that decides the metadata (_hands_on); no method of theirs gives self an attribute in `kept`.
+    adds nothing that decides the metadata (_only_hands_on); no method of theirs gives self an attribute in `kept`.
     A draft keeping plans per size, a replay hook that returns early or re-points the holder after `super()`, a
     builder caching records: each decides what the base's proof was about (round Z)."""
     for f, cls in subclasses:
         for d in cls.body:
             if not isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
-            if d.name in relied and not _hands_on(d, kept):
+            if d.name in relied and not _only_hands_on(d, kept):
                 return Finding(project.rel(f.path), d.lineno, f"`{cls.name}.{d.name}` overrides `{d.name}`, which the "
                                "metadata's proof reads, with more than a hand-on to `super()`")
             for node in ast.walk(d):
@@ -3231,7 +3231,7 @@ def _self_attr_root(e: ast.AST) -> Optional[str]:
     return e.attr if isinstance(e, ast.Attribute) and _is_self(e.value) else None
 
 
-def _hands_on(d: ast.FunctionDef, kept: Set[str]) -> bool:
+def _only_hands_on(d: ast.FunctionDef, kept: Set[str]) -> bool:
     """Is d's body, but a docstring, a call of the base's method of its name (`super().m(...)`, as a statement or
     returned) run on every call, beside statements that only log (a call on no attribute of self) or set an
     attribute of self outside `kept` to a value with no call?"""
