@@ -865,6 +865,21 @@ def test_a_pin_is_named_from_the_working_directory_where_the_project_lies_under_
                         'OLD = {"0.5.0": "sglang-kernel==0.4.2.post2"}\nrun(["pip", "download", "sglang"])\n'}, True),
     ({"tools/setup_env.py": 'check_call(["pip", "install", f"torch=={TORCH}", "-e", "."])\n'}, True),
     ({"scripts/check.sh": "python -c 'import sgl_kernel; print(sgl_kernel.__version__)'\n"}, True),
+    # round Z: uv's dev-dependencies; a recipe's `-r` of a file in a hidden folder (through the image's path) or of a
+    # URL; a requirements file's remote include; the engine or a kernel by a URL naming (or not) its release
+    ({"pyproject.toml": '[tool.uv]\ndev-dependencies = ["sglang-kernel==0.4.2.post2"]\n'}, False),
+    ({"Dockerfile": "COPY . /srv/fork\nRUN pip install -r /srv/fork/.devcontainer/requirements-gpu.txt\n",
+      ".devcontainer/requirements-gpu.txt": "sglang-kernel==0.4.2.post2\n"}, False),
+    ({"Dockerfile": "RUN pip install -r https://example.invalid/requirements-platform.txt\n"}, None),
+    ({"requirements-deploy.txt": "-r https://example.invalid/requirements-platform.txt\n"}, None),
+    ({"requirements-deploy.txt": "sglang[srt] @ https://example.invalid/wheels/sglang-0.4.9.post2-py3-none-any.whl\n"},
+     False),
+    ({"requirements-deploy.txt": "sglang[srt] @ git+https://github.com/sgl-project/sglang.git@v0.4.9.post2#subdirectory=python\n"},
+     False),
+    ({"requirements-deploy.txt": "sglang-kernel @ https://example.invalid/kernels/latest\n"}, None),
+    ({"requirements-deploy.txt": "torch @ https://example.invalid/torch/latest\n"}, True),
+    # round AA: a conda package's file name is a pin
+    ({"conda/linux-64/sglang-kernel-0.4.2.post2-py310_0.conda": ""}, False),
 ])
 def test_every_file_that_may_install_the_kernel_decides(repo, files, ok):
     (repo / "requirements.txt").write_text("sglang-kernel>=0.4.6\n")

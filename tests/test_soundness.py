@@ -3236,3 +3236,65 @@ def test_a_replay_helper_is_the_one_the_class_finds(tmp_path, base):
     site = _site(tmp_path, src, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is not base, site.reason
     assert not base or "no method that runs between replays writes" in site.reason
+
+
+@pytest.mark.parametrize("run, fixable", [
+    # round AA (a2): the making of the called object is read for what it writes; a library call writing in place
+    # by its place, bare, through numpy or `operator`
+    ("def run(self, q, kv, indices, topk_2d, scale):\n        return Evicting(kv, topk_2d).forward(q, kv, indices, scale)",
+     False),
+    ("def run(self, q, kv, indices, topk_2d, scale):\n        torch.nn.functional.threshold(topk_2d, 4, -1, True)\n"
+     "        return self.backend.forward(q, kv, indices, scale)", False),
+    ("def run(self, q, kv, indices, topk_2d, scale):\n        operator.setitem(topk_2d, (slice(None), slice(4, None)), -1)\n"
+     "        return self.backend.forward(q, kv, indices, scale)", False),
+    ("def run(self, q, kv, indices, topk_2d, scale):\n        threshold_(topk_2d, 4, -1)\n"
+     "        return self.backend.forward(q, kv, indices, scale)", False)])
+def test_round_aa_the_modules_own_callers_read_writes_by_what_runs(tmp_path, run, fixable):
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    src = _OWN_LAYER.format(run=run).replace("import torch\n", "import operator\n\nimport torch\nfrom torch.nn.functional import threshold_\n") + (
+        "\n\nclass Evicting(Backend):\n    def __init__(self, metadata, topk_2d):\n        super().__init__(metadata)\n"
+        "        topk_2d.masked_fill_(topk_2d < 4, -1)\n")
+    site = _site(tmp_path, src)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("hooks, fixable", [
+    # round AA (a1): a replay hook another hook calls is one a runner may call too; a loop over a spread display may
+    # run zero times; a class-body alias binds the name to another def; a private holder is renamed per class
+    (_REPLAY.format(param="", body="        self.replay_page_table(bs)\n" + _UPDATE) +
+     "    def replay_page_table(self, bs):\n        self.forward_metadata = self.graph_metadata[bs]\n\n", False),
+    (_REPLAY.format(param="", body="        self._update_graph(bs, seq_lens)\n        self.forward_metadata = "
+                    "self.graph_metadata[bs]") + "    def _update_graph(self, bs, seq_lens):\n        md = "
+     "self.graph_metadata[bs]\n        " + _COPY + "\n\n", True),
+    (_REPLAY.format(param="", body="        self._update_graph(bs, seq_lens)\n        self.forward_metadata = "
+                    "self.graph_metadata[bs]") + "    def _update_graph(self, bs, seq_lens):\n        md = "
+     "self.graph_metadata[bs]\n        " + _COPY + "\n\n    def _page_table_graph(self, bs, seq_lens):\n        pass\n\n"
+     "    _update_graph = _page_table_graph\n\n", False)])
+def test_round_aa_replay_hooks_aliases_and_displays(tmp_path, hooks, fixable):
+    src = _HOLDER_PLAN.replace("{eager}", "        self.forward_metadata = self._build(seq_lens)").replace(
+        "    def forward(self", _CAPTURE + hooks + "    def forward(self")
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+def test_round_aa_a_holder_setter_read_as_a_value_is_not_judged_by_its_calls(tmp_path):
+    src = _HOLDER_PLAN.replace("{eager}", "        self.forward_metadata = self._build(seq_lens)\n"
+                               "        for listener in self.listeners:\n            listener(self._records[bs])").replace(
+        "    def forward(self", "    def _adopt(self, md):\n        self.forward_metadata = md\n\n    def forward(self").replace(
+        "        self._free = []\n", "        self._free = []\n        self.listeners = [self._adopt]\n")
+    assert _site(tmp_path, src, kernel=KERNEL).status is Status.MANUAL
+
+
+@pytest.mark.parametrize("loop, covers", [
+    ("for md in [a]:\n        update(md)", True),
+    # round AA (a1): a display with a starred element may be empty: the loop may run zero times
+    ("for md in [*a]:\n        update(md)", False),
+    ("for md in (*a, b):\n        update(md)", True)])
+def test_round_aa_a_loop_over_a_display_runs_where_an_element_is_plain(loop, covers):
+    import libcst as cst
+
+    from topk_migrate.codemods.pass_topk_length.replay_paths import ReplayPaths
+    tree = Tree(cst.parse_module(f"def hook(a, b):\n    {loop}\n"))
+    fdef = tree.module.body[0]
+    walker = ReplayPaths(tree, fdef, lambda small: "update(" in tree.module.code_for_node(small))
+    assert walker.covers() is covers

@@ -295,7 +295,23 @@ def _requirement(text: str, source: str, extra_marker: str = "") -> Optional[Pin
     if extra_marker:
         marker = f"({marker}) and {extra_marker}" if marker else extra_marker
     extras = tuple(sorted(normalize(e) for e in req.extras))
-    return Pin(normalize(req.name), "" if req.url else str(req.specifier), source, marker, extras)
+    if req.url:
+        return _url_pin(req.url, normalize(req.name), source, marker, extras)
+    return Pin(normalize(req.name), str(req.specifier), source, marker, extras)
+
+
+def _url_pin(url: str, name: str, source: str, marker: str, extras: Tuple[str, ...]) -> Pin:
+    """`name @ URL` (round Z): the release a wheel's or an sdist's file name, or a git URL's tag, names; for the
+    engine or a kernel distribution one that decides nothing where the URL names none (another is unpinned)."""
+    base = url.split("#", 1)[0].split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+    wheel, sdist = _WHEEL.search(base), _SDIST.match(base)
+    tag = re.search(r"@v?(\d+(?:\.\d+)+(?:\.?post\d+)?)$", url.split("#", 1)[0]) if "git+" in url else None
+    version = wheel.group(2) if wheel else sdist.group(2) if sdist else tag.group(1) if tag else None
+    if version is not None:
+        return Pin(name, f"=={version}", f"{source} (a URL of that release)", marker, extras)
+    if name == ENGINE or _kernel_words().fullmatch(name):
+        return Pin(COMPUTED, "", f"{source} ({name} from a URL that names no release)", marker)
+    return Pin(name, "", source, marker, extras)
 
 
 _INCLUDE = re.compile(r"^(-r|--requirement|-c|--constraint)(?:\s*=\s*|\s+|(?<=-r)|(?<=-c))(\S+)")
@@ -348,6 +364,8 @@ def requirements_file(path: str, root: str, rel: str, seen: Optional[Set[str]] =
             if "://" not in target:
                 inc = os.path.join(os.path.dirname(path), target)
                 pins += requirements_file(inc, root, project_label(inc, root), seen, depth + 1)
+            else:  # (what a remote file installs is not read: it decides nothing, round Z)
+                pins.append(Pin(COMPUTED, "", f"{rel} (includes {target[:80]}, not read)"))
             continue
         if line.startswith("-"):  # -e, --index-url, -f ...: no version of a kernel
             continue
@@ -567,6 +585,8 @@ def file_ways(path: str, root: str) -> List[List[Pin]]:
         return [[Pin(normalize(w), f"=={v}", rel) for w, v in _WHEEL.findall(name)]]
     if name.lower().endswith(_SDISTS):  # a vendored source archive, as pip names one (round Y: `pip install /wheels/*`)
         return [[Pin(normalize(w), f"=={v}", rel) for w, v in _SDIST.findall(name)]]
+    if name.lower().endswith(".conda"):  # a conda package, as conda names one (`name-version-build.conda`, round AA)
+        return [[Pin(normalize(w), f"=={v}", rel) for w, v in _CONDA_PACKAGE.findall(name)]]
     text = read_project_file(path)
     if text is None:
         return [_unread(path, rel)] if name in PROJECT_FILES or _named_to_install(name) else []
@@ -592,7 +612,41 @@ def file_ways(path: str, root: str) -> List[List[Pin]]:
     embedded = [p for body in scripts for t in [bounded.python_facts(body)]
                 for p in (_python_installs(t, rel) if t is not None else _mentioned_pins(body, rel, False))]
     conda = _CONDA_PIN.sub(r"\1==", text) if name.endswith((".yml", ".yaml")) else text
-    return [spelled_pins(conda, rel) + _mentioned_pins(text, rel, False) + _engine_refs(text, rel) + embedded]
+    return [spelled_pins(conda, rel) + _mentioned_pins(text, rel, False) + _engine_refs(text, rel) + embedded
+            + _recipe_includes(text, path, root, rel)]
+
+
+_RECIPE_INCLUDE = re.compile(r"(?:^|\s)(?:-r|--requirement|-c|--constraint)(?:\s*=\s*|\s+)([^\s;&|'\"]+)")
+
+
+def _recipe_includes(text: str, path: str, root: str, rel: str) -> List[Pin]:
+    """The requirements files a recipe's installer lines hand pip (`pip install -r X`, round Z): a URL decides
+    nothing; a path is read where it lies in the tree (beside the recipe, from the root, or the longest tail of an
+    absolute path in the image, `/srv/fork/.devcontainer/r.txt`), hidden folders too; one not in the tree (the
+    base image's) is not read (a stated gap)."""
+    pins: List[Pin] = []
+    for line in re.sub(r"\\\r?\n", " ", text).splitlines():
+        line = re.sub(r"(^|\s)#.*$", "", line)
+        if not re.search(r"\b(?:pip3?|uv)\b", line):
+            continue
+        for target in _RECIPE_INCLUDE.findall(line)[:16]:
+            if "://" in target:
+                pins.append(Pin(COMPUTED, "", f"{rel} (installs from {target[:80]}, not read)"))
+                continue
+            found = _in_tree(target, os.path.dirname(path), root)
+            if found is not None:
+                pins += requirements_file(found, root, project_label(found, root))
+    return pins
+
+
+def _in_tree(target: str, here: str, root: str) -> Optional[str]:
+    parts = [p for p in target.split("/") if p not in ("", ".")]
+    for start in ([here, root] if not target.startswith("/") else [root]):
+        for i in range(len(parts)):
+            candidate = os.path.join(start, *parts[i:])
+            if os.path.isfile(candidate) and inside(os.path.realpath(candidate), root):
+                return candidate
+    return None
 
 
 _HEREDOC = re.compile(r"<<-?[ \t]*(['\"]?)(\w+)(?!\w)\1")
@@ -897,6 +951,7 @@ _NEVER_INSTALLS = (".md", ".rst", ".adoc", ".html", ".htm", ".ipynb", ".tex", ".
                    ".safetensors", ".bin", ".pt", ".pth", ".npy", ".pyc", ".so", ".o", ".a", ".whl", ".gz", ".zip")
 _SDISTS = (".tar.gz", ".zip", ".tar.bz2", ".tgz")
 _SDIST = re.compile(r"(?i)\A([a-z0-9][a-z0-9_.]*?(?:-[a-z][a-z0-9_.]*)*)-(\d[\w.+!]*?)\.(?:tar\.gz|zip|tar\.bz2|tgz)\Z")
+_CONDA_PACKAGE = re.compile(r"(?i)\A([a-z0-9][a-z0-9_.-]*?)-(\d[\w.+!]*)-[^-]+\.conda\Z")
 _WHEEL = re.compile(r"(?i)(?<![\w.-])([a-z0-9][a-z0-9_.]*?)-(\d[\w.+!]*)-[^\s/]*\.whl")
 
 
@@ -989,14 +1044,15 @@ def _tool_pins(text: str, rel: str) -> List[Pin]:
 
 
 _TABLE = re.compile(r"(?m)^[ \t]*\[\[?([^\]\n]*)\]")
-_READ_TABLES = re.compile(r"^(?:project(?:\..*)?|dependency-groups|build-system|tool\.poetry(?:\..*)?|tool\.uv"
+_READ_TABLES = re.compile(r"^(?:project(?:\..*)?|dependency-groups|build-system|tool\.poetry(?:\..*)?"
                           r"|tool\.topk[-_]migrate(?:\..*)?)$")  # (this tool's own table declares, installs nothing)
 
 
 def _other_tables(text: str) -> str:
-    """A pyproject.toml's text less the tables pyproject_pins, _tool_pins, _own_release and _UV_PINS read (and the
-    build's isolated requirements, and this tool's own configuration): what another tool may install from (`[tool.pixi.pypi-dependencies]`,
-    `[tool.hatch.envs.default]`), each line naming a kernel read as a recipe's is."""
+    """A pyproject.toml's text less the tables pyproject_pins, _tool_pins and _own_release read (and the build's
+    isolated requirements, and this tool's own configuration): what another tool may install from
+    (`[tool.pixi.pypi-dependencies]`, `[tool.hatch.envs.default]`, uv's `dev-dependencies`: round Z), each line
+    naming a kernel read as a recipe's is."""
     out, keep, at = [], False, 0
     for m in _TABLE.finditer(text):
         if keep:

@@ -13,6 +13,9 @@ from typing import List, NamedTuple, Optional, Set, Tuple
 
 from . import reach
 from .rows import (
+    _INPLACE_SLOT,
+    _WRITING_FUNCTIONS,
+    _WRITING_ROOTS,
     COPYING_FUNCTIONS,
     COPYING_METHODS,
     FRESH_FUNCTIONS,
@@ -232,8 +235,11 @@ def _sibling_written(proj, f, fn, call: ast.Call, known: bool = False) -> Option
         if isinstance(other.func, ast.Attribute) and other.func.attr == sibling and _hands_only_its(other, call):
             continue  # (the engine's dispatch to a sibling backend's method of the traced name: read as a caller;
             # one handed anything else, `self.window.forward(topk_2d)`, is read as any callee: round Y)
-        if _receiver_made(f, fn, other, call):
-            continue  # (`Backend(md).forward(...)`: what the traced call's own object keeps is its class's to prove)
+        if _receiver_made(f, fn, other, call):  # (`Backend(md).forward(...)`: what the object keeps is its class's
+            if any(_may_share(proj, f, fn, arg) and _may_write(proj, f, other, key, known=True)  # to prove; what its
+                   for key, arg in _handed(other, starred=True)):  # making writes is read: round AA)
+                return f"hands what may share the indices' storage to `{reach._unparse(other.func)[:40]}`, which writes it"
+            continue
         if _exclusive(f, fn, other, call):
             continue  # (the other mode's branch: sglang's dispatch hands k to a pool's set_kv_buffer there; a callee
             # writing a shared tensor for the next call from that branch is not read: stated in docs/soundness.md)
@@ -374,6 +380,7 @@ def _may_write(proj, f, call: ast.Call, key, depth: int = 0, known: bool = False
         return False  # (a name handed on four defs deep is not followed further: stated in docs/soundness.md)
     defs = _callee_defs(proj, f, call)
     if known:  # (only a write the tool reads: the module's own callers, _own_callers)
+        defs = defs if defs is not None else _initializers(proj, f, call)
         if defs is None:
             return _writes_in_place(f, call)
         return key is not None and any(_param_written(proj, c, key, depth, known) for c in defs)
@@ -383,15 +390,32 @@ def _may_write(proj, f, call: ast.Call, key, depth: int = 0, known: bool = False
     return not _reads_only(f, call)
 
 
+def _initializers(proj, f, call: ast.Call) -> Optional[List[Tuple[object, ast.AST, bool]]]:
+    """For `Cls(...)` of a class this file defines or imports from the project: its own `__init__` (its object
+    first), or None."""
+    if not isinstance(call.func, ast.Name):
+        return None
+    g, name = f, call.func.id
+    if not any(c.name == name for c in f.class_defs) and name in f.froms:  # (imported from a project file)
+        module, name = f.froms[name]
+        path = f._find(f.path, module)
+        g = proj._file_at(path) if path else None
+    inits = [(g, d, True) for c in (g.class_defs if g is not None else ()) if c.name == name for d in c.body
+             if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == "__init__"]
+    return inits or None
+
+
 def _writes_in_place(f, call: ast.Call) -> bool:
-    """A library call read as writing what it is handed: torch's in-place functions and methods (a trailing `_`,
-    `out=`, `inplace=True`), numpy's in-place methods on a view."""
-    func = call.func
-    if not isinstance(func, ast.Attribute):
-        return False
-    module = f.module_of(func)
-    return func.attr.endswith("_") and not func.attr.startswith("_") or func.attr in IN_PLACE_LIBRARY \
-        or any(k.arg in ("out", "inplace") for k in call.keywords) or module is not None and module.startswith("torch.ops")
+    """A library call read as writing what it is handed: an in-place function or method (a trailing `_`, bare or
+    not), `out=`, `inplace` by keyword or by its place (rows._INPLACE_SLOT), a collective, a custom op, numpy's
+    functions (`np.putmask` on an array sharing a tensor's storage), `operator`'s item writes."""
+    name = reach._unparse(call.func)
+    last = name.rsplit(".", 1)[-1]
+    slot = _INPLACE_SLOT.get(last)
+    return last.endswith("_") and not last.startswith("_") or last in IN_PLACE_LIBRARY | _WRITING_FUNCTIONS \
+        or any(k.arg in ("out", "inplace") for k in call.keywords) or ".ops." in name \
+        or slot is not None and len(call.args) > slot or name.split(".")[0] in _WRITING_ROOTS \
+        or name in ("operator.setitem", "operator.delitem", "setitem", "delitem")
 
 
 def _plain_def(d) -> bool:
@@ -452,7 +476,8 @@ def _reads_only(f, call: ast.Call) -> bool:
     module = f.module_of(func)
     if module is not None and module.split(".")[0] == "torch":
         return not (func.attr.endswith("_") or func.attr in IN_PLACE_LIBRARY or module.startswith("torch.ops")
-                    or any(k.arg in ("out", "inplace") for k in call.keywords))  # (`F.threshold(.., inplace=True)`)
+                    or any(k.arg in ("out", "inplace") for k in call.keywords)  # (`F.threshold(.., inplace=True)`)
+                    or _writes_in_place(f, call))  # (`inplace` by its place: round AA)
     base = reach._unparse(func.value)
     return func.attr in _LOGGER_METHODS and (base in ("logger", "logging", "log", "_logger", "LOGGER")
                                               or base.endswith(".logger"))

@@ -191,7 +191,14 @@ class GraphReplay:
             roots = self._replay_roots()
             covering = [f for f in roots if self._replay_covered(f, field_name, plan)]
             kept = self._graph_state(captures, buffers | tables)
-            skipping = [f for f in roots if f not in covering and self._touches(f, kept)]
+            mangled = sorted(a for a in kept if a.startswith("__") and not a.endswith("__"))
+            if mangled:  # (`self.__metadata` is another attribute in each class that spells it: round AA)
+                return (f"`self.{mangled[0]}` holds what a graph reads under a private name, which Python renames "
+                        "per class: a subclass's write of it is another attribute than the base's read; pass "
+                        "topk_length by hand")
+            hooks = [f for f in self.graph_update_defs() if reach.graph_update(f.name.value)]  # (a runner may call a
+            skipping = [f for f in hooks if self._touches(f, kept)  # hook another hook calls: round AA)
+                        and not self._replay_covered(f, field_name, plan)]
             if covering and not skipping:
                 return None
             if covering:
@@ -350,6 +357,15 @@ class GraphReplay:
             return False  # (a base of another file, or none known, comes first: what `self.name` runs is not here)
         return bool(defs) and all(self._replay_covered(d, field_name, plan, busy) for d in defs)
 
+    def _class_body_of(self, node: cst.CSTNode) -> Optional[cst.ClassDef]:
+        """The class whose body node sits in directly (no def between), or None."""
+        for up in self.tree.ancestors(node):
+            if isinstance(up, (cst.FunctionDef, cst.Lambda)):
+                return None
+            if isinstance(up, cst.ClassDef):
+                return up
+        return None
+
     def _found_in_module(self, cls_name: str, name: str, seen: Set[str], skip_own: bool = False) -> bool:
         """Does `self.name`, in a method of cls_name, find a def of this module: cls's own, or a module base's
         before any base of another file (round Z: a helper a sibling class defines, the base of another file's
@@ -359,7 +375,11 @@ class GraphReplay:
         if cls is None or cls_name in seen:
             return False
         seen.add(cls_name)
-        if not skip_own and any(isinstance(d, cst.FunctionDef) and d.name.value == name for d in cls.body.body):
+        bound = [d for d in cls.body.body if isinstance(d, cst.FunctionDef) and d.name.value == name]
+        if self.find((cst.AssignTarget, cst.AnnAssign), lambda t: isinstance(getattr(t, "target", None), cst.Name)
+                     and t.target.value == name and self._class_body_of(t) is cls, cls):
+            return False  # (`_update = _update_page_table` in the class body: the name is that def, round AA)
+        if not skip_own and bound:
             return True
         for base in cls.bases:
             here = isinstance(base.value, cst.Name) and base.value.value in classes

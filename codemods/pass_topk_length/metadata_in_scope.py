@@ -307,8 +307,12 @@ class MetadataInScope:
     def _handed_made(self, fdef: cst.FunctionDef, param: str, seen: set) -> bool:
         """Where the module calls the method `self.<fdef>(...)`, is what each call hands as `param` made for the
         batch (read in the caller)? A method no def of the module calls is the engine's hook: its caller's."""
-        if not self.tree.is_method(fdef):
-            return True
+        name = fdef.name.value
+        if not self.tree.is_method(fdef) or name.startswith("__") and name.endswith("__"):
+            return True  # (a constructor's parameter is what its construction hands: the callers' rules read those)
+        if self.project().files_naming([name]) or any(not self._called(r) for r in self.find(
+                cst.Attribute, lambda a: a.attr.value == name)):
+            return False  # (another file calls it, or it is read as a value: a listener list's, round AA)
         params = [p.name.value for p in (*fdef.params.posonly_params, *fdef.params.params, *fdef.params.kwonly_params)]
         for call in self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute) and c.func.attr.value == fdef.name.value
                               and _is_name(c.func.value, "self")):

@@ -775,6 +775,8 @@ class Project:
         return out
 
     def _file_at(self, path: str) -> Optional[_File]:
+        if path == self.module:
+            return self.own()  # (the module itself, imported by another file: `from backend import Backend`)
         if path not in self._parsed:
             if self._by_path is None:
                 self._by_path = dict(self.texts())
@@ -3211,6 +3213,11 @@ def metadata_overrides(project: "Project", subclasses: List[Tuple[_File, ast.Cla
             if d.name in relied and not _only_hands_on(d, kept):
                 return Finding(project.rel(f.path), d.lineno, f"`{cls.name}.{d.name}` overrides `{d.name}`, which the "
                                "metadata's proof reads, with more than a hand-on to `super()`")
+            used = sorted({n.attr for n in ast.walk(d) if isinstance(n, ast.Attribute) and _is_self(n.value)
+                           and n.attr in relied} - {d.name})
+            if used and d.name not in relied:  # (a new hook running the base's selector: round AA)
+                return Finding(project.rel(f.path), d.lineno, f"`{cls.name}.{d.name}`, a method of its own, runs "
+                               f"`{used[0]}`, which the metadata's proof reads only where this module calls it")
             for node in ast.walk(d):
                 if isinstance(getattr(node, "value", None), ast.Constant) and node.value.value is None:
                     continue  # (None is no record: a forward reading it fails, round Y's `reset`)

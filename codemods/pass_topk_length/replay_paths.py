@@ -211,7 +211,8 @@ class ReplayPaths:
         if isinstance(stmt, cst.For):
             states = {self._bind(s, self._names_in(stmt.target)) for s in states}
         forever = isinstance(stmt, cst.While) and isinstance(stmt.test, cst.Name) and stmt.test.value == "True"
-        runs = forever or isinstance(stmt, cst.For) and isinstance(stmt.iter, (cst.Tuple, cst.List)) and stmt.iter.elements
+        runs = forever or isinstance(stmt, cst.For) and isinstance(stmt.iter, (cst.Tuple, cst.List)) and any(
+            isinstance(e, cst.Element) for e in stmt.iter.elements)  # (`[*records]` may be empty: round AA)
         ended = set() if runs else set(states)  # the test failing, or the iterator done
         broke: Set[State] = set()
         seen, todo = set(states), set(states)
