@@ -3298,3 +3298,29 @@ def test_round_aa_a_loop_over_a_display_runs_where_an_element_is_plain(loop, cov
     fdef = tree.module.body[0]
     walker = ReplayPaths(tree, fdef, lambda small: "update(" in tree.module.code_for_node(small))
     assert walker.covers() is covers
+
+
+_WINDOW_OPS = ("import torch\n\n\ndef narrowed(t):\n    torch.narrow(t, 1, 4, t.shape[1] - 4).fill_(-1)\n\n\n"
+               "def as_tensor(t):\n    v = torch.as_tensor(t)\n    v[:, 4:] = -1\n\n\n"
+               "def comprehension(t):\n    [row.fill_(-1) for row in t[4:]]\n\n\n"
+               "def walrus(t):\n    if (tail := t[:, 4:]) is not None:\n        tail.fill_(-1)\n\n\n"
+               "def zipped(t, starts):\n    for row, s in zip(t, starts):\n        row[s:] = -1\n\n\n"
+               "def keyword_only(x, *, t, **unused):\n    t[:, 4:] = -1\n\n\n"
+               "def reads(t):\n    return [int(row.max()) for row in t]\n")
+
+
+@pytest.mark.parametrize("body, fixable", [
+    ("    window_ops.reads(topk_2d)", True),
+    # round AA (a2): a callee's views through a function of torch's, a comprehension's, a `:=`'s, a `zip` loop's
+    # binding, and a keyword-only parameter beside `**kwargs`
+    ("    window_ops.narrowed(topk_2d)", False),
+    ("    window_ops.as_tensor(topk_2d)", False),
+    ("    window_ops.comprehension(topk_2d)", False),
+    ("    window_ops.walrus(topk_2d)", False),
+    ("    window_ops.zipped(topk_2d, [4] * topk_2d.shape[0])", False),
+    ("    window_ops.keyword_only(None, t=topk_2d)", False)])
+def test_round_aa_a_callees_views_through_functions_and_bindings(tmp_path, body, fixable):
+    (tmp_path / "window_ops.py").write_text(_WINDOW_OPS)
+    (tmp_path / "layer.py").write_text("import window_ops\n" + _LAYER_RUN.format(body=body))
+    site = _site(tmp_path, HANDED_INDICES, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

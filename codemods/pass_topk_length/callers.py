@@ -65,7 +65,7 @@ def _own_callers(proj, name: str, mine: Optional[Set[Tuple[str, str]]]) -> Optio
     what the caller does around the call is read as another file's caller's is (a callee that may write what it
     hands, a call writing state it keeps, an `await` first: round Z's z2)."""
     f = proj.own()
-    for node in ast.walk(f.tree) if f is not None else ():
+    for node in _spelling(proj, f).get(name, ()) if f is not None else ():
         call = f.parents.get(id(node))
         if not (_spells(node, name) and isinstance(call, ast.Call) and call.func is node) \
                 or _elsewhere(proj, f, node, mine):
@@ -76,6 +76,20 @@ def _own_callers(proj, name: str, mine: Optional[Set[Tuple[str, str]]]) -> Optio
         if why:
             return reach.Finding(proj.rel(f.path), call.lineno, f"`{reach._unparse(call)[:60]}` in `{fn.name}` {why}")
     return None
+
+
+def _spelling(proj, f) -> dict:
+    """The module's names and attributes, by what they spell (one walk of it for every site: round AA's scale)."""
+    cache = proj.__dict__.setdefault("_own_spelling", {})
+    if id(f) not in cache:
+        found: dict = {}
+        for node in ast.walk(f.tree):
+            key = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+            if key is not None:
+                found.setdefault(key, []).append(node)
+        cache.clear()
+        cache[id(f)] = found
+    return cache[id(f)]
 
 
 def _imported_as(tree: ast.AST, name: str) -> Set[str]:
@@ -284,7 +298,7 @@ def _writes_shared_state(proj, f, call: ast.Call, known: bool = False) -> bool:
     root = call.func
     while isinstance(root, ast.Attribute):
         root = root.value
-    if isinstance(call.func, ast.Attribute) and not (isinstance(root, ast.Name) and root.id == "self"):
+    if isinstance(call.func, ast.Attribute) and not _through_self(f, root):
         return False
     defs = _callee_defs(proj, f, call)
     if defs is None and known:
@@ -293,6 +307,25 @@ def _writes_shared_state(proj, f, call: ast.Call, known: bool = False) -> bool:
         imported = isinstance(call.func, ast.Name) and (call.func.id in f.froms or call.func.id in f.modules)
         return not imported and not _reads_only(f, call) and not _no_effect(f, call)
     return any(_foreign_write(proj, g, d) is not None for g, d, _ in defs)
+
+
+def _through_self(f, root: ast.AST, depth: int = 0) -> bool:
+    """Is a call's receiver chain rooted at the caller's own object: `self`, `super()`, or a local bound only to
+    an attribute of self (`indexer = self.indexer`: round AA)?"""
+    if isinstance(root, ast.Call) and isinstance(root.func, ast.Name) and root.func.id == "super":
+        return True
+    if not isinstance(root, ast.Name):
+        return False
+    if root.id == "self":
+        return True
+    values = reach.local_value(f, root) if depth < 4 else None
+    return bool(values) and any(_through_self(f, _chain_root(v), depth + 1) for v in values)
+
+
+def _chain_root(e: ast.AST) -> ast.AST:
+    while isinstance(e, (ast.Attribute, ast.Subscript)):
+        e = e.value
+    return e
 
 
 def _foreign_write(proj, f, fn) -> Optional[ast.AST]:
@@ -398,8 +431,7 @@ def _initializers(proj, f, call: ast.Call) -> Optional[List[Tuple[object, ast.AS
     g, name = f, call.func.id
     if not any(c.name == name for c in f.class_defs) and name in f.froms:  # (imported from a project file)
         module, name = f.froms[name]
-        path = f._find(f.path, module)
-        g = proj._file_at(path) if path else None
+        g = _imported_file(proj, f, module)
     inits = [(g, d, True) for c in (g.class_defs if g is not None else ()) if c.name == name for d in c.body
              if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == "__init__"]
     return inits or None
@@ -489,10 +521,15 @@ def _project_functions(proj, f, name: str) -> List[Tuple[object, ast.AST]]:
     if own or name not in f.froms:
         return [(f, d) for d in own]
     module, imported = f.froms[name]
-    path = f._find(f.path, module)
-    g = proj._file_at(path) if path else None
+    g = _imported_file(proj, f, module)
     return [(g, d) for d in (g.tree.body if g is not None else [])
             if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == imported]
+
+
+def _imported_file(proj, f, module: str):
+    """The project file f imports `module` from, the checked module itself too (`from backend import Backend`)."""
+    path = f._find(f.path, module)
+    return proj.own() if path is not None and path == proj.module else proj._file_at(path) if path else None
 
 
 def _param_written(proj, callee, key, depth: int, known: bool = False) -> bool:
@@ -502,8 +539,9 @@ def _param_written(proj, callee, key, depth: int, known: bool = False) -> bool:
     params = [a.arg for a in d.args.posonlyargs + d.args.args][1 if method else 0:]
     if isinstance(key, int):  # (past the positional ones: the `*args` it lands in, read as the tensor is)
         param = params[key] if key < len(params) else d.args.vararg.arg if d.args.vararg is not None else None
-    else:
-        param = key if key in params or d.args.kwarg is None else d.args.kwarg.arg
+    else:  # (a keyword-only parameter is its own, not the `**kwargs` beside it: round AA)
+        named = params + [a.arg for a in d.args.kwonlyargs]
+        param = key if key in named or d.args.kwarg is None else d.args.kwarg.arg
     if param is None:
         return False
     names = _views_of(d, param)
@@ -522,11 +560,31 @@ def _param_written(proj, callee, key, depth: int, known: bool = False) -> bool:
 _VIEW_ATTRIBUTES = {"data", "T", "mT", "H", "mH", "real", "imag"}
 
 
+# functions handing back their first argument's storage, or the argument itself (`torch.narrow(x, ...)`,
+# `torch.as_tensor(x)`, `np.asarray(x)`): a view, as the method of the name is (round AA)
+_VIEWING_FUNCTIONS = TENSOR_VIEW_METHODS | {"as_tensor", "asarray", "from_numpy", "view_as_real", "view_as_complex",
+                                            "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_to", "array"}
+# builtins handing on the items of their arguments (a loop over `zip(topk, starts)` takes topk's rows)
+_PASSING_BUILTINS = {"zip", "enumerate", "iter", "reversed", "list", "tuple", "sorted", "filter", "map"}
+
+
+def _view_roots(e: ast.AST) -> Set[str]:
+    """The names e may be a view of (_view_root), through the builtins handing on their arguments' items."""
+    if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id in _PASSING_BUILTINS:
+        return {r for a in e.args for r in _view_roots(a)}
+    root = _view_root(e)
+    return {root} if root else set()
+
+
 def _view_root(e: ast.AST) -> Optional[str]:
     """The name whose storage e is a view of: through items, slices, `.data`/`.T`, and a tensor's view methods
-    (`x[:, w:]`, `x.narrow(1, w, n)`, `x.unsqueeze(1)`); None for anything else."""
+    and functions (`x[:, w:]`, `x.narrow(1, w, n)`, `torch.narrow(x, ...)`, `x.unsqueeze(1)`); None for anything
+    else."""
     while True:
-        if isinstance(e, ast.Subscript) or isinstance(e, ast.Attribute) and e.attr in _VIEW_ATTRIBUTES:
+        if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and isinstance(e.func.value, ast.Name) \
+                and e.func.value.id in ("torch", "np", "numpy") and e.func.attr in _VIEWING_FUNCTIONS and e.args:
+            e = e.args[0]
+        elif isinstance(e, ast.Subscript) or isinstance(e, ast.Attribute) and e.attr in _VIEW_ATTRIBUTES:
             e = e.value
         elif isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in TENSOR_VIEW_METHODS:
             e = e.func.value
@@ -548,11 +606,13 @@ def _views_of(d, param: str) -> Set[str]:
     while grew:
         grew = False
         for node in ast.walk(d):
-            value = node.iter if isinstance(node, (ast.For, ast.AsyncFor)) else getattr(node, "value", None) \
-                if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
-            if value is None or _view_root(value) not in names:
-                continue
-            targets = [node.target] if isinstance(node, (ast.For, ast.AsyncFor, ast.AnnAssign)) else node.targets
+            value = node.iter if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) else \
+                node.context_expr if isinstance(node, ast.withitem) else getattr(node, "value", None) \
+                if isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) else None
+            if value is None or not _view_roots(value) & names:
+                continue  # (a loop, a comprehension, a `:=`, a `with ... as` binding a view too: round AA)
+            targets = [node.optional_vars] if isinstance(node, ast.withitem) else node.targets \
+                if isinstance(node, ast.Assign) else [node.target]
             for t in reach._flatten(targets):
                 key = t.id if isinstance(t, ast.Name) else reach._unparse(t) if isinstance(t, ast.Attribute) else None
                 if key and key not in names:

@@ -775,8 +775,6 @@ class Project:
         return out
 
     def _file_at(self, path: str) -> Optional[_File]:
-        if path == self.module:
-            return self.own()  # (the module itself, imported by another file: `from backend import Backend`)
         if path not in self._parsed:
             if self._by_path is None:
                 self._by_path = dict(self.texts())

@@ -142,9 +142,10 @@ class WholeProject:
                 if w is not None:
                     return (f"{w.what} at {w.where()} on CUDA-graph replay, while a captured graph keeps reading "
                             "the tensors it was captured with; update them in place (copy_) first")
-                kept = self.graph_state()
-                w = reach.metadata_overrides(proj, proj.subclasses(seeds), self.relied_methods(seeds, field_name, kept),
-                                             kept)
+                subclasses = proj.subclasses(seeds)  # (the proof's methods read only where another file derives)
+                kept = self.graph_state() if subclasses else set()
+                w = reach.metadata_overrides(proj, subclasses, self.relied_methods(seeds, field_name, kept),
+                                             kept) if subclasses else None
                 if w is not None:
                     return (f"{w.what} at {w.where()}: its instances' metadata (which record the holder gets, whether "
                             "a replay updates it) is not what this module's proof read (round Z); make it a hand-on to "
