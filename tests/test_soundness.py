@@ -3107,6 +3107,11 @@ _UPDATE = "        md = self.graph_metadata[bs]\n        " + _COPY + "\n        
                     "            raise ValueError(mode)\n        if mode.is_decode():\n            " + _COPY + "\n"
                     "        self.forward_metadata = md"), False),
     (_REPLAY.format(param=", mode", body="        md = self.graph_metadata[bs]\n        if mode.is_decode():\n"
+                    "            " + _COPY + "\n        self.forward_metadata = md"), False),
+    # a nested def's raising chain declares nothing of the hook's
+    (_REPLAY.format(param=", mode", body="        def check(mode):\n            if mode.is_decode():\n"
+                    "                pass\n            else:\n                raise ValueError(mode)\n"
+                    "        md = self.graph_metadata[bs]\n        if mode.is_decode():\n"
                     "            " + _COPY + "\n        self.forward_metadata = md"), False)])
 def test_every_replay_hook_reading_the_captured_metadata_updates_it(tmp_path, hooks, fixable):
     src = _HOLDER_PLAN.replace("{eager}", "        self.forward_metadata = self._build(seq_lens)").replace(

@@ -188,6 +188,8 @@ class ReplayPaths:
         last `else` only raises (`else: raise ValueError(f"Unsupported forward_mode")`)."""
         declared: Dict[str, FrozenSet[str]] = {}
         for stmt in self.tree.find(cst.If, within=self.fdef.body):
+            if not self._direct(stmt, self.fdef):
+                continue  # (a nested def's or lambda's chain declares nothing of this hook's)
             tests, link = [], stmt
             while isinstance(link, cst.If):
                 tests.append(link.test)
