@@ -316,16 +316,10 @@ def _through_self(f, root: ast.AST, depth: int = 0) -> bool:
         return True
     if not isinstance(root, ast.Name):
         return False
-    if root.id == "self":
+    if reach._is_self(root):
         return True
     values = reach.local_value(f, root) if depth < 4 else None
-    return bool(values) and any(_through_self(f, _chain_root(v), depth + 1) for v in values)
-
-
-def _chain_root(e: ast.AST) -> ast.AST:
-    while isinstance(e, (ast.Attribute, ast.Subscript)):
-        e = e.value
-    return e
+    return bool(values) and any(_through_self(f, reach.chain_root(v), depth + 1) for v in values)
 
 
 def _foreign_write(proj, f, fn) -> Optional[ast.AST]:

@@ -3371,11 +3371,14 @@ def _stored_off_self(e: Optional[ast.AST]) -> bool:
     """None, or an object read off `self` through attributes and items with no call on the way."""
     if isinstance(e, ast.Constant) and e.value is None:
         return True
-    if not isinstance(e, (ast.Attribute, ast.Subscript)):
-        return False
+    return isinstance(e, (ast.Attribute, ast.Subscript)) and _is_self(chain_root(e))
+
+
+def chain_root(e: ast.AST) -> ast.AST:
+    """What an attribute and item chain is read off (`self.a[k].b` -> `self`)."""
     while isinstance(e, (ast.Attribute, ast.Subscript)):
         e = e.value
-    return isinstance(e, ast.Name) and e.id == "self"
+    return e
 
 
 def served_holder(project: "Project", classes: List[Tuple[_File, ast.ClassDef]], held: Set[str]) -> Optional[Finding]:
