@@ -1191,7 +1191,7 @@ def test_the_width_attribute_is_what_the_module_assigns_it(tmp_path, width, fixa
     src = LENGTHS_WRITTEN.format(imports="", write="pass").replace(
         "class Backend:\n    forward_metadata: DSAMetadata\n",
         "def get_dsa_index_topk(config):\n    return config.index_topk\n\n\nclass Backend:\n    forward_metadata: DSAMetadata\n\n"
-        f"    def __init__(self, config, dsa_index_topk=2048):\n        self.dsa_index_topk = {width}\n").replace(
+        f"    def __init__(self, config, dsa_index_topk=None):\n        self.dsa_index_topk = {width}\n").replace(
         "    def forward(self, q, kv, indices):\n",
         "    def init_forward_metadata(self, forward_batch):\n        md = DSAMetadata()\n"
         "        md.dsa_cache_seqlens_int32 = torch.clamp(forward_batch.seq_lens, max=self.dsa_index_topk).to(torch.int32)\n"
@@ -1711,9 +1711,9 @@ def test_a_method_read_off_a_calls_result_may_be_unbound(tmp_path, receiver):
     # round U's u_fork_width_getter_rounds_up: a fork's getter named like the engine's is read by its returns
     ("def get_dsa_index_topk(config):\n    return (config.index_topk + 63) // 64 * 64\n", False)])
 def test_a_module_width_is_what_the_module_assigns_it_and_its_getter_returns(tmp_path, width, fixable, getter, proven):
-    src = LENGTHS_WRITTEN.format(imports="import os\n", write="pass").replace(
+    src = LENGTHS_WRITTEN.format(imports="import json\nimport os\n", write="pass").replace(
         "class Backend:\n    forward_metadata: DSAMetadata\n",
-        f"HF_CONFIG = {{'index_topk': 2048}}\n\n\n{getter}\n\n{width}\n\n\n"
+        f"HF_CONFIG = json.load(open('config.json'))\n\n\n{getter}\n\n{width}\n\n\n"
         "class Backend:\n    forward_metadata: DSAMetadata\n\n").replace(
         "    def forward(self, q, kv, indices):\n",
         "    def init_forward_metadata(self, forward_batch):\n        md = DSAMetadata()\n"
@@ -2314,7 +2314,8 @@ def test_a_record_from_outside_the_project_is_built_by_keyword(tmp_path, build, 
 
 _CONFIGURED = "    def __init__(self, hf_config):\n        self.dsa_index_topk = {getter}(hf_config)\n\n"
 _CAP_GETTER = "def get_dsa_index_topk(config):\n    return getattr(config, 'decode_index_topk', None) or config.index_topk\n"
-_FORK_CONFIG = "import types\n\nHF_CONFIG = types.SimpleNamespace(index_topk=2048)\nDSA_INDEX_TOPK = HF_CONFIG.index_topk\n"
+_FORK_CONFIG = ("from transformers import AutoConfig\n\nHF_CONFIG = AutoConfig.from_pretrained('model')\n"
+                "DSA_INDEX_TOPK = HF_CONFIG.index_topk\n")  # (round AA: a literal `index_topk=2048` is the project's own)
 
 
 @pytest.mark.parametrize("width, head, body, other, fixable", [
@@ -3329,3 +3330,57 @@ def test_round_aa_a_callees_views_through_functions_and_bindings(tmp_path, body,
     (tmp_path / "layer.py").write_text("import window_ops\n" + _LAYER_RUN.format(body=body))
     site = _site(tmp_path, HANDED_INDICES, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_READ_CONFIG = "    def __init__(self, hf_config):\n        self.dsa_index_topk = hf_config.index_topk\n\n"
+
+
+@pytest.mark.parametrize("files, fixable", [
+    # round AA (a3): every spelling of the width's field outside the engine's releases gives it the width handed
+    # on, or the field is not read by its name: a config's `__init__` capping it, a dataclass default, a factory's
+    # keyword, `_replace`, a dict's update, a dict's item, argparse's default, `object.__setattr__`, a property,
+    # a positional argument
+    ({"serving.py": "class ServingConfig:\n    def __init__(self, hf):\n"
+                    "        self.index_topk = min(hf.index_topk, 8)\n"}, False),
+    ({"serving.py": "import dataclasses\n\n@dataclasses.dataclass\nclass ServingConfig:\n    index_topk: int = 8\n"}, False),
+    ({"serving.py": "import types\n\ndef serving(hf):\n    return types.SimpleNamespace(index_topk=hf.index_topk // 2)\n"},
+     False),
+    ({"serving.py": "def decode(cfg):\n    return cfg._replace(index_topk=8)\n"}, False),
+    ({"serving.py": "PROFILE = {'index_topk': 8}\n\ndef load(cfg):\n    cfg.update(PROFILE)\n    return cfg\n"}, False),
+    ({"serving.py": "MODEL = {}\n\ndef decode():\n    MODEL['index_topk'] = 8\n"}, False),
+    ({"serving.py": "import argparse\n\ndef parse():\n    p = argparse.ArgumentParser()\n"
+                    "    p.add_argument('--index-topk', type=int, default=8)\n    return p.parse_args([])\n"}, False),
+    ({"serving.py": "class C:\n    def __post_init__(self):\n        object.__setattr__(self, 'index_topk', 8)\n"}, False),
+    ({"serving.py": "class C:\n    @property\n    def index_topk(self):\n        return 8\n"}, False),
+    ({"serving.py": "class C:\n    def __init__(self, index_topk):\n        self.index_topk = index_topk\n\n"
+                    "def make():\n    return C(8)\n"}, False),
+    ({"serving.py": "class C:\n    def __init__(self, hf):\n        self.index_topk = getattr(hf, 'index_topk', 8)\n"}, False),
+    # what hands the width on: a plain copy, a getattr without a default, a parameter of its name handed a
+    # plain value, a dimension of a tensor handed in, a getter of the file returning the field
+    ({"serving.py": "class C:\n    def __init__(self, hf, index_topk):\n        self.hf = hf\n"
+                    "        self.index_topk = index_topk\n\ndef make(hf):\n    return C(hf, hf.index_topk)\n"}, True),
+    ({"serving.py": "import types\n\ndef config(inp):\n    k = inp.indices.shape[-1]\n"
+                    "    return types.SimpleNamespace(index_topk=k, other=getattr(inp, 'index_topk', None))\n"}, True),
+    ({"serving.py": "def get_width(cfg):\n    return cfg['index_topk']\n\nclass C:\n    def __init__(self, cfg):\n"
+                    "        self.index_topk = get_width(cfg)\n"}, True)])
+def test_round_aa_the_width_field_is_given_no_value_of_the_project_own(tmp_path, files, fixable):
+    src = _WIDTH_PLAN.replace("{width}", "self.dsa_index_topk").replace("class Backend:\n",
+                                                                         "class Backend:\n" + _READ_CONFIG)
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+    if not fixable:
+        assert "given a value of its own at serving.py" in site.reason
+
+
+def test_round_aa_a_statement_of_the_engines_releases_is_the_engines(tmp_path):
+    """The config class sglang 0.5.12-0.5.16 ship (`index_topk: int = 512` in DeepSeekV4Config) is listed in
+    ENGINE_SPELLINGS; the same default with another value is the project's own."""
+    engine = "class DeepSeekV4Config(PretrainedConfig):\n    index_topk: int = 512\n"
+    src = _WIDTH_PLAN.replace("{width}", "self.dsa_index_topk").replace("class Backend:\n",
+                                                                         "class Backend:\n" + _READ_CONFIG)
+    (tmp_path / "deepseek_v4.py").write_text(engine)
+    assert _site(tmp_path, src, kernel=KERNEL).status is Status.FIXABLE
+    (tmp_path / "deepseek_v4.py").write_text(engine.replace("512", "8"))
+    assert _site(tmp_path, src, kernel=KERNEL).status is Status.MANUAL

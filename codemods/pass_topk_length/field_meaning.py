@@ -14,7 +14,7 @@ from libcst.metadata import FunctionScope
 from topk_migrate import bounded, project
 from topk_migrate.cst.resolve import dotted
 
-from . import reach
+from . import field_writes, reach
 from .rows import (
     ENGINE_PACKAGES,
     _engine_import,
@@ -146,7 +146,8 @@ def _module_values(f, name: str, depth: int = 0) -> Tuple[str, Optional[List["Sc
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
             returns = [r.value for r in ast.walk(node) if isinstance(r, ast.Return)]
             getters += [(r, None) for r in returns] + [(None, None)] * (not returns or bool(node.decorator_list) or any(
-                isinstance(r, ast.Attribute) and _stored_elsewhere(f, r.attr) for r in returns))  # (round X: a getter
+                _field_of(r) and (_stored_elsewhere(f, _field_of(r)) or _given_elsewhere(f, _field_of(r)))
+                for r in returns))  # (round X: a getter
             # lowering the config's field it returns)
         elif isinstance(node, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.ClassDef)) \
                 and name in _bound_by(node):
@@ -185,7 +186,8 @@ def _module_attribute(f, e: ast.Attribute) -> Tuple[str, Optional[List["Scoped"]
     if module is None or module.startswith("."):
         if not _object_read(f, e.value):
             return "local", [(None, None)]  # (off an object self keeps, a class, a call: round X)
-        return _stored_elsewhere(f, e.attr) or ("", None)  # (a config's field the project writes: round X)
+        return _stored_elsewhere(f, e.attr) or _given_elsewhere(f, e.attr) or ("", None)  # (a config's field the
+        # project writes: round X; gives a value of its own: round AA)
     path = f._find(f.path, module)
     tree = bounded.python_facts(project.read_project_file(path)) if path and path.endswith(".py") else None
     if tree is not None:
@@ -230,6 +232,14 @@ def _stored_elsewhere(f, attr: str) -> Optional[Tuple[str, List["Scoped"]]]:
     proj = getattr(f._find, "__self__", None)  # (the Project whose module finder the file was parsed with)
     return ("local", [(None, None)]) if proj is not None and (
         proj.attribute_stores(attr) or proj.class_binds(attr, code_only=True) or proj.self_computed(attr)) else None
+
+
+def _given_elsewhere(f, attr: str) -> Optional[Tuple[str, List["Scoped"]]]:
+    """("local", [unknown]) where `attr` names the width and the project gives a name of its family a value of its
+    own (field_writes), else None."""
+    proj = getattr(f._find, "__self__", None)
+    return ("local", [(None, None)]) if proj is not None and WIDTH_NAME.fullmatch(attr) \
+        and field_writes.project_values(proj, attr, f) else None
 
 
 def _namespace_written(f) -> bool:
@@ -374,6 +384,8 @@ def _file_attribute_values(f, attr: str) -> Tuple[str, Optional[List["Scoped"]]]
                 value = node.value if plain else None
                 init = isinstance(value, ast.Name) and _init_param_of(f, value)
                 found.append((value, None if init else _file_resolver(f, None)) if value is not None else (None, None))
+                if init and _given_elsewhere(f, value.id):
+                    found.append((None, None))  # (a constructor's parameter some call hands a width of its own)
     return ("local", found) if found else ("", None)
 
 
@@ -384,22 +396,7 @@ def _init_param_of(f, name: ast.Name) -> bool:
 
 
 def _engine_name(f, name: str) -> bool:
-    """Is every binding of `name` in the file an import from the engine's packages (rows.ENGINE_PACKAGES)?"""
-    found = False
-    for node in ast.walk(f.tree):
-        if isinstance(node, ast.ImportFrom):
-            for a in node.names:
-                if (a.asname or a.name) == name:
-                    found = True
-                    if not (node.module or "").startswith(ENGINE_PACKAGES) or node.level:
-                        return False
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
-            return False
-        elif isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del)):
-            return False
-        elif isinstance(node, ast.Import) and any((a.asname or a.name.split(".")[0]) == name for a in node.names):
-            return False
-    return found
+    return field_writes.engine_name(f.tree, name)
 
 
 def _clamp_of(e: cst.BaseExpression, operand: str, bound: str) -> bool:
@@ -549,9 +546,22 @@ class FieldMeaning:
         return None
 
     def _unclipped(self, field_name: str, at: cst.CSTNode, value: cst.BaseExpression) -> str:
-        return (f"this module sets `{field_name}` at line {self.tree.line(at)} from `{_code(value).strip()[:80]}`, "
+        text = _code(value).strip()
+        return (f"this module sets `{field_name}` at line {self.tree.line(at)} from `{text[:80]}`, "
                 f"not provably the seqlens clipped to the top-k width ({CLIP_HOW}) and left so (no in-place write "
-                "of it, not stored on another object); clip it, or pass topk_length by hand")
+                f"of it, not stored on another object){self._own_width_note(text)}; clip it, or pass topk_length by "
+                "hand")
+
+    def _own_width_note(self, text: str) -> str:
+        """Where the bound names the width's field and the project gives that field a value of its own: the
+        first such spelling, the real blocker."""
+        name = next((m.group(0) for m in re.finditer(r"\w*index_topk\w*", text, re.I) if WIDTH_NAME.fullmatch(
+            m.group(0))), "")
+        found = field_writes.project_values(self.project(), name, self.project().checked_file(
+            self.source)) if name else []
+        return (f"; the width's field `{name}` is given a value of its own at {found[0].where()} ({found[0].what}), "
+                f"and is read as the indices' width only where every value the project gives it is {field_writes.PLAIN_VALUES}"
+                ) if found else ""
 
     def _clipped(self, e: cst.BaseExpression, seen: set, env: Optional[tuple] = None) -> bool:
         """Is `e` the seqlens clipped to the top-k width, on every binding it can come from? `env`: while
@@ -690,7 +700,8 @@ class FieldMeaning:
             defs = [a.node for a in b.assignments if isinstance(getattr(a, "node", None), cst.FunctionDef)]
             if defs:  # a getter of this module's own (round U: a fork's `get_dsa_index_topk` rounding up): its returns
                 returns = [_ast_of(r.value) for d in defs for r in self.find(cst.Return, None, d) if r.value is not None]
-                lowered = any(isinstance(r, ast.Attribute) and self.project().attribute_stores(r.attr) for r in returns)
+                lowered = any(_field_of(r) and (self.project().attribute_stores(_field_of(r)) or self._given(
+                    _field_of(r))) for r in returns)
                 return "getter", [(r, None) for r in returns] + [(None, None)] * (
                     len(defs) != len(b.assignments) or lowered)  # (round X: a getter lowering the config's field)
             if b.assignments and not any(isinstance(a.scope, FunctionScope) for a in b.assignments) and all(
@@ -739,6 +750,8 @@ class FieldMeaning:
                 # number this module's own constructions hand it is no width (round V)
                 init = self._init_param(value)
                 out.append((_ast_of(value), None if init else self._resolver(None, value)))
+                if init and self._given(value.value):
+                    out.append((None, None))  # (a constructor's parameter some call hands a width of its own: round AA)
                 out += [(ast.Constant(None), None) for v, r in (self._constructed_with(value) if init else [])
                         if _a_number(v, r)]  # (a number: no width)
         if self.assigned_elsewhere(attr) or self.project().attribute_stores(attr) or self.project().class_binds(attr):
@@ -749,6 +762,11 @@ class FieldMeaning:
             out.append((None, None))  # a tensor of it lowered in place (round W: `self.topk_cap.fill_(k)`), a tuple
             # target or a literal setattr (round X)
         return "local", out
+
+    def _given(self, attr: str) -> bool:
+        """Does the project give a name of the width `attr`'s family a value of its own (field_writes)?"""
+        return bool(WIDTH_NAME.fullmatch(attr)) and bool(field_writes.project_values(
+            self.project(), attr, self.project().checked_file(self.source)))
 
     def _width_bound_otherwise(self, attr: str, tensor: bool = False) -> bool:
         """Is `x.attr` written in place, bound among a tuple's targets or by a literal setattr in this module (read
@@ -889,8 +907,19 @@ def _is_width(e: ast.AST, resolve: Optional[Resolve] = None, depth: int = 0) -> 
         fill = e.args[1] if name in ("full_like", "full", "new_full") and len(e.args) > 1 \
             else e.args[0] if name == "tensor" and e.args else None
         fill = next((k.value for k in e.keywords if k.arg == "fill_value"), fill)
+        if any(k.arg == "out" for k in e.keywords):
+            return False  # (`torch.full(..., out=scratch)`: the scratch buffer, which other code fills: round AA)
         return fill is not None and _is_width(fill, resolve, depth + 1)
     return False
+
+
+def _field_of(e: Optional[ast.AST]) -> str:
+    """The field a getter's return reads by name: `cfg.f`, `cfg["f"]`, `cfg.get("f")`; else ""."""
+    if isinstance(e, ast.Attribute):
+        return e.attr
+    key = e.slice if isinstance(e, ast.Subscript) else e.args[0] if isinstance(e, ast.Call) and isinstance(
+        e.func, ast.Attribute) and e.func.attr == "get" and e.args else None
+    return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else ""
 
 
 def _config_width(e: ast.AST) -> bool:
