@@ -52,7 +52,7 @@ def spellings(path: Path, label: str) -> Dict[str, str]:
                 continue
             trees.append((tree, field_writes.engine_getter(tree)))
             names.append(name)
-    return {fp: f"{label} {names[i]}:{line}" for i, line, _, fp in field_writes.own_values(trees, "index_topk")}
+    return {fp: f"{label} {names[i]}:{line}" for i, line, _, fp in field_writes.own_values(trees, field_writes.WIDTH_CORE)}
 
 
 def main(argv: List[str]) -> int:
@@ -66,7 +66,7 @@ def main(argv: List[str]) -> int:
             continue
         for fp, where in spellings(path, f"{dist} {version}").items():
             table.setdefault(fp, where)
-    doc = field_writes.__doc__ and ast.get_docstring(ast.parse(TABLE.read_text()))
+    doc = ast.get_docstring(ast.parse(TABLE.read_text()))
     lines = [f'"""{doc}"""', "SPELLINGS = {"] + [f"    {fp!r}: {where!r}," for fp, where in sorted(
         table.items(), key=lambda kv: kv[1])] + ["}", ""]
     TABLE.write_text("\n".join(lines))

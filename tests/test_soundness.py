@@ -3113,10 +3113,27 @@ _UPDATE = "        md = self.graph_metadata[bs]\n        " + _COPY + "\n        
     (_REPLAY.format(param=", mode", body="        def check(mode):\n            if mode.is_decode():\n"
                     "                pass\n            else:\n                raise ValueError(mode)\n"
                     "        md = self.graph_metadata[bs]\n        if mode.is_decode():\n"
-                    "            " + _COPY + "\n        self.forward_metadata = md"), False)])
+                    "            " + _COPY + "\n        self.forward_metadata = md"), False),
+    # round AA (a1): a declaring chain reached only past an early return, or whose raise the hook catches, declares
+    # nothing (a mode returning early, or caught, goes on stale) but over a parameter typed as the engine's own
+    # ForwardMode (sglang 0.5.12's precomputed hook catches its own raise)
+    (_REPLAY.format(param=", mode", body="        md = self.graph_metadata[bs]\n        if mode.is_decode():\n"
+                    "            " + _COPY + "\n        self.forward_metadata = md\n        if mode.is_extend():\n"
+                    "            return\n        if mode.is_decode():\n            pass\n        else:\n"
+                    "            raise ValueError(mode)"), False),
+    (_REPLAY.format(param=", mode", body="        md = self.graph_metadata[bs]\n        if mode.is_decode():\n"
+                    "            " + _COPY + "\n        self.forward_metadata = md\n        try:\n"
+                    "            if mode.is_decode():\n                pass\n            else:\n"
+                    "                raise ValueError(mode)\n        except ValueError:\n            pass"), False),
+    (_REPLAY.format(param=", mode: ForwardMode", body="        md = self.graph_metadata[bs]\n"
+                    "        if mode.is_decode():\n            " + _COPY + "\n        self.forward_metadata = md\n"
+                    "        try:\n            if mode.is_decode():\n                pass\n            else:\n"
+                    "                raise ValueError(mode)\n        except ValueError:\n            pass"), True)])
 def test_every_replay_hook_reading_the_captured_metadata_updates_it(tmp_path, hooks, fixable):
     src = _HOLDER_PLAN.replace("{eager}", "        self.forward_metadata = self._build(seq_lens)").replace(
         "    def forward(self", _CAPTURE + hooks + "    def forward(self")
+    if "ForwardMode" in hooks:
+        src = "from sglang.srt.model_executor.forward_batch_info import ForwardMode\n" + src
     site = _site(tmp_path, src, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
 

@@ -21,6 +21,7 @@ PLAIN_VALUES = ("None; a field of the family read off another object (`hf.index_
                 "getter; a parameter of the family's name; a dimension of a tensor handed in (`inp.indices.shape[-1]`); a "
                 "name bound once to one of these; a conditional of two")
 WIDTH_GETTER = re.compile(r"get_(dsa_|nsa_)?index_topk")
+WIDTH_CORE = WIDTH_GETTER.pattern.rsplit("?", 1)[-1]  # the field's name (held so: a string of it is a spelling)
 # calls reading a field by its string name: the slot of the string, and of a default
 _READERS = {"getattr": (1, 2), "hasattr": (1, None), "get": (0, 1), "__getattribute__": (0, None),
             "__getitem__": (0, None), "__contains__": (0, None)}

@@ -13,7 +13,7 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tup
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from .rows import TRANSPARENT_DECORATORS
+from .rows import TRANSPARENT_DECORATORS, _engine_import
 from .syntax import _code
 
 # managers that never swallow an exception from their block (their `__exit__` returns nothing true)
@@ -194,10 +194,36 @@ class ReplayPaths:
             while isinstance(link, cst.If):
                 tests.append(link.test)
                 link = link.orelse
-            if isinstance(link, cst.Else) and _only_raises(link.body) and (asked := self._mode_tests(tests)):
+            if isinstance(link, cst.Else) and _only_raises(link.body) and (asked := self._mode_tests(tests)) \
+                    and (self._always_raised(stmt, link) or self._engine_modes(asked[0])):
                 base, modes = asked
                 declared[base] = declared.get(base, frozenset()) | modes
         return declared
+
+    def _always_raised(self, chain: cst.If, raising: cst.Else) -> bool:
+        """Is the chain's raise a failure of the step in every mode it leaves undeclared: no `return` of the hook
+        before the chain (a mode returning early is never asked), no `try` of the hook around the raise (a mode
+        whose raise is caught goes on)? Round AA: a1's early return and caught raise."""
+        start = self.tree.line(chain)
+        if any(self._direct(r, self.fdef) and self.tree.line(r) < start
+               for r in self.tree.find(cst.Return, within=self.fdef.body)):
+            return False
+        for up in self.tree.ancestors(raising):
+            if up is self.fdef:
+                return True
+            if isinstance(up, cst.Try) and up.handlers or isinstance(up, getattr(cst, "TryStar", ())) \
+                    or isinstance(up, cst.With):
+                return False
+        return True
+
+    def _engine_modes(self, base: str) -> bool:
+        """Is the chain's parameter annotated with a class the engine's packages define (sglang's ForwardMode, whose
+        replayed modes are the engine's: an engine-data assumption, sglang 0.5.12's declaring chain sits in a `try`
+        that logs and falls back)?"""
+        param = next((p for p in self.fdef.params.params + self.fdef.params.kwonly_params if p.name.value == base),
+                     None)
+        annotation = param.annotation.annotation if param is not None and param.annotation is not None else None
+        return isinstance(annotation, (cst.Name, cst.Attribute)) and _engine_import(self.tree, annotation)
 
     def _names_every_declared_mode(self, tests: Sequence[cst.BaseExpression]) -> bool:
         """Does a chain with no `else` ask, over a parameter, every mode the hook declares (_declared_modes), so that
