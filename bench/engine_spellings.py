@@ -1,6 +1,6 @@
-"""Rebuild codemods/pass_topk_length/engine_spellings.py: the statements sglang's releases write that give the
-width's field (`index_topk` and its family) a value of their own, which field_writes denies in a fork's code
-(a config class's default, `getattr(cfg, "index_topk", C4_TOPK)`). Each release's wheel is fetched with pip
+"""Rebuild codemods/pass_topk_length/engine_spellings.py: the files of sglang's releases that give the width's
+field (`index_topk` and its family) a value of their own, which field_writes denies in a fork's code (a config
+class's default, `getattr(cfg, "index_topk", C4_TOPK)`), keyed by their bytes. Each release's wheel is fetched with pip
 (`pip download --no-deps --only-binary=:all:`) and its Python files parsed from the zip, test folders aside:
 nothing is installed, built or run. Wheels are kept in CACHE.
 
@@ -37,22 +37,26 @@ def wheel(cache: Path, dist: str, version: str):
 
 
 def spellings(path: Path, label: str) -> Dict[str, str]:
-    trees: List[Tuple[ast.AST, object]] = []
+    """file_key -> where, for each file of the wheel with a spelling field_writes denies."""
+    trees: List[Tuple[ast.AST, object, object]] = []
     names: List[str] = []
+    keys: List[str] = []
     with zipfile.ZipFile(path) as z:
         for name in z.namelist():
             if not name.endswith(".py") or is_test_code(name):
                 continue
             data = z.read(name)
-            if b"topk" not in data.lower() and b"index-topk" not in data:
+            if b"topk" not in data.lower():
                 continue
             try:
                 tree = ast.parse(data)
             except (SyntaxError, ValueError):
                 continue
-            trees.append((tree, field_writes.engine_getter(tree)))
+            trees.append((tree, field_writes.engine_getter(tree), lambda _name: None))
             names.append(name)
-    return {fp: f"{label} {names[i]}:{line}" for i, line, _, fp in field_writes.own_values(trees, field_writes.WIDTH_CORE)}
+            keys.append(field_writes.file_key(data))
+    found = field_writes.own_values(trees, field_writes.WIDTH_CORE)
+    return {keys[i]: f"{label} {names[i]}" for i, _, _ in found}
 
 
 def main(argv: List[str]) -> int:
@@ -67,10 +71,10 @@ def main(argv: List[str]) -> int:
         for fp, where in spellings(path, f"{dist} {version}").items():
             table.setdefault(fp, where)
     doc = ast.get_docstring(ast.parse(TABLE.read_text()))
-    lines = [f'"""{doc}"""', "SPELLINGS = {"] + [f"    {fp!r}: {where!r}," for fp, where in sorted(
+    lines = [f'"""{doc}"""', "ENGINE_FILES = {"] + [f"    {fp!r}: {where!r}," for fp, where in sorted(
         table.items(), key=lambda kv: kv[1])] + ["}", ""]
     TABLE.write_text("\n".join(lines))
-    print(f"{len(table)} spellings from {len(RELEASES)} releases -> {TABLE.relative_to(HERE)}")
+    print(f"{len(table)} files from {len(RELEASES)} releases -> {TABLE.relative_to(HERE)}")
     return 0
 
 

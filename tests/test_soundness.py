@@ -1459,16 +1459,20 @@ def test_another_file_assigning_the_holder_is_not_read_for_this_batch(tmp_path, 
     assert "topk_length=metadata.dsa_cache_seqlens_int32)" in m.new_source
 
 
+_SUBCLASS_INIT = "    def __init__(self, topk, hf_config):\n        super().__init__(topk)\n"
+
+
 @pytest.mark.parametrize("subclass, fixable", [
-    ("        self.dsa_index_topk = hf_config['index_topk']\n", False),  # the width set again elsewhere: not read
-    ("        self.context_topk = hf_config['index_topk']\n", True)])
+    (_SUBCLASS_INIT + "        self.dsa_index_topk = hf_config['index_topk']\n", False),  # the width set again elsewhere
+    # round AB: a subclass handing its own positional parameter to the width's, which its callers may give anything
+    (_SUBCLASS_INIT + "        self.context_topk = hf_config['index_topk']\n", False),
+    ("    def __init__(self, *args):\n        super().__init__(*args)\n        self.context_topk = 1\n", True)])
 def test_a_subclass_in_another_file_setting_the_width_again_is_not_read(tmp_path, subclass, fixable):
     """Round T's u_other_file_subclass_resets_width: the width attribute is each value the project assigns it."""
     src = CLIPPED_HOLDER.replace("    forward_metadata: DSAMetadata\n", "    forward_metadata: DSAMetadata\n\n"
               "    def __init__(self, dsa_index_topk):\n        self.dsa_index_topk = dsa_index_topk\n")
     (tmp_path / "long_context.py").write_text(
-        "from backend import Backend\n\n\nclass LongContextBackend(Backend):\n    def __init__(self, topk, hf_config):\n"
-        "        super().__init__(topk)\n" + subclass)
+        "from backend import Backend\n\n\nclass LongContextBackend(Backend):\n" + subclass)
     (tmp_path / "backend.py").write_text(src)
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert (site.status is Status.FIXABLE) is fixable, site.reason
@@ -3372,10 +3376,32 @@ _READ_CONFIG = "    def __init__(self, hf_config):\n        self.dsa_index_topk 
     ({"serving.py": "class C:\n    def __init__(self, index_topk):\n        self.index_topk = index_topk\n\n"
                     "def make():\n    return C(8)\n"}, False),
     ({"serving.py": "class C:\n    def __init__(self, hf):\n        self.index_topk = getattr(hf, 'index_topk', 8)\n"}, False),
-    # what hands the width on: a plain copy, a getattr without a default, a parameter of its name handed a
-    # plain value, a dimension of a tensor handed in, a getter of the file returning the field
-    ({"serving.py": "class C:\n    def __init__(self, hf, index_topk):\n        self.hf = hf\n"
-                    "        self.index_topk = index_topk\n\ndef make(hf):\n    return C(hf, hf.index_topk)\n"}, True),
+    # round AB (b3): a record class built by position, a namedtuple's field string, a closure's nonlocal write,
+    # an import overriding a local, an option's type converter, an override string, an f-string or template name
+    # handed to setattr, a getattr default of 0, a parameter taken by position (cls(...), super().__init__(...))
+    ({"serving.py": "import dataclasses\n\n@dataclasses.dataclass\nclass C:\n    index_topk: int\n\n"
+                    "def make(hf):\n    return C(8)\n"}, False),
+    ({"serving.py": "import collections\n\nProfile = collections.namedtuple('Profile', 'index_topk page_size')\n"}, False),
+    ({"serving.py": "def make(hf):\n    width = hf.index_topk\n    def cap():\n        nonlocal width\n"
+                    "        width = 8\n    cap()\n    return {'index_topk': width}\n"}, False),
+    ({"serving.py": "def make(hf):\n    width = hf.index_topk\n    from site_settings import width\n"
+                    "    return {'index_topk': width}\n"}, False),
+    ({"serving.py": "import argparse\n\ndef parse():\n    p = argparse.ArgumentParser()\n"
+                    "    p.add_argument('--index-topk', type=lambda s: min(int(s), 8))\n    return p\n"}, False),
+    ({"serving.py": "OVERRIDES = '{\"index_topk\": 8}'\n"}, False),
+    ({"serving.py": "def apply(cfg, prefix):\n    setattr(cfg, f'{prefix}index_topk', 8)\n"}, False),
+    ({"serving.py": "def apply(cfg, prefix):\n    setattr(cfg, '{}index_topk'.format(prefix), 8)\n"}, False),
+    ({"serving.py": "class C:\n    def __init__(self, hf):\n        self.index_topk = getattr(hf, 'index_topk', 0)\n"}, False),
+    ({"serving.py": "class C:\n    def __init__(self, hf, index_topk):\n        self.index_topk = index_topk\n\n"
+                    "    @classmethod\n    def decode(cls, hf):\n        return cls(hf, 8)\n"}, False),
+    # what hands the width on: a plain copy, a getattr without a default, a keyword-only parameter of its name
+    # handed a plain value, a dimension of a tensor handed in, a getter of the file returning the field, `int()`,
+    # a name bound in two branches to plain values, a message naming the field
+    ({"serving.py": "class C:\n    def __init__(self, hf, *, index_topk):\n        self.hf = hf\n"
+                    "        self.index_topk = index_topk\n\ndef make(hf):\n    return C(hf, index_topk=hf.index_topk)\n"}, True),
+    ({"serving.py": "class C:\n    def __init__(self, hf, vlm):\n        if vlm:\n            w = hf.text_config.index_topk\n"
+                    "        else:\n            w = int(hf.index_topk)\n        self.index_topk = w\n"
+                    "        if w is None:\n            raise ValueError(f'index_topk missing in {hf}')\n"}, True),
     ({"serving.py": "import types\n\ndef config(inp):\n    k = inp.indices.shape[-1]\n"
                     "    return types.SimpleNamespace(index_topk=k, other=getattr(inp, 'index_topk', None))\n"}, True),
     ({"serving.py": "def get_width(cfg):\n    return cfg['index_topk']\n\nclass C:\n    def __init__(self, cfg):\n"
@@ -3391,13 +3417,18 @@ def test_round_aa_the_width_field_is_given_no_value_of_the_project_own(tmp_path,
         assert "given a value of its own at serving.py" in site.reason
 
 
-def test_round_aa_a_statement_of_the_engines_releases_is_the_engines(tmp_path):
-    """The config class sglang 0.5.12-0.5.16 ship (`index_topk: int = 512` in DeepSeekV4Config) is listed in
-    ENGINE_SPELLINGS; the same default with another value is the project's own."""
-    engine = "class DeepSeekV4Config(PretrainedConfig):\n    index_topk: int = 512\n"
+def test_round_aa_a_file_of_the_engines_releases_is_the_engines(tmp_path, monkeypatch):
+    """A file giving the field a value of its own is the engine's only where its bytes are a release's
+    (ENGINE_FILES, built by bench/engine_spellings.py from sglang's wheels); a fork's copy of it, changed or not
+    listed, is the project's own (round AB: a vendored capturer whose module lowers its default)."""
+    from topk_migrate.codemods.pass_topk_length import field_writes
+
+    engine = "import dataclasses\n\n@dataclasses.dataclass(kw_only=True)\nclass DeepSeekV4Config:\n    index_topk: int = 512\n"
     src = _WIDTH_PLAN.replace("{width}", "self.dsa_index_topk").replace("class Backend:\n",
                                                                          "class Backend:\n" + _READ_CONFIG)
     (tmp_path / "deepseek_v4.py").write_text(engine)
+    assert _site(tmp_path, src, kernel=KERNEL).status is Status.MANUAL
+    monkeypatch.setitem(field_writes.ENGINE_FILES, field_writes.file_key(engine.encode()), "a release's file")
     assert _site(tmp_path, src, kernel=KERNEL).status is Status.FIXABLE
     (tmp_path / "deepseek_v4.py").write_text(engine.replace("512", "8"))
     assert _site(tmp_path, src, kernel=KERNEL).status is Status.MANUAL

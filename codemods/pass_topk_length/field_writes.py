@@ -1,25 +1,28 @@
 """docs/soundness.md `field-meaning`, the width's field: a field read by its name (`hf_config.index_topk`) means the
 indices' width only where no code of the project gives that field a value of its own. Default-deny over every
-spelling that binds a name of the field's family: an attribute store, a keyword, a class body's binding, a
-parameter's default or positional argument, a dictionary's key, a string handed to `setattr` or argparse, a def.
-Each is allowed only where its value is the width handed on (PLAIN_VALUES); anything else, and a string of the
-family used any way not listed, is the project's own width (round AA's a3: a config's `__init__` capping it, a
-dataclass default, `_replace`, a dict's `update`, argparse, `object.__setattr__`)."""
+spelling of a name of the field's family: an attribute store, a keyword, a class body's or a module's binding, a
+record class's field, a dictionary's key, a string holding the name
+(handed to `setattr`, argparse, a template, a list of fields), a def. Each is allowed only where its value is the
+width handed on (PLAIN_VALUES); anything else is the project's own width (round AA's a3: a config's `__init__`
+capping it, a dataclass default, `_replace`, a dict's `update`, argparse, `object.__setattr__`; round AB's b3:
+positional records, templates, overrides, closures). The files of the engine's releases are the engine's
+(ENGINE_FILES, by their bytes)."""
 from __future__ import annotations
 
 import ast
 import hashlib
 import re
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 from . import reach
-from .engine_spellings import SPELLINGS
-from .rows import ENGINE_PACKAGES
+from .engine_spellings import ENGINE_FILES
+from .rows import ENGINE_PACKAGES, LOGGING_ROOTS
 
 PLAIN_VALUES = ("None; a field of the family read off another object (`hf.index_topk`, `getattr(hf, \"index_topk\")`, "
-                "`cfg[\"index_topk\"]`, `cfg.get(\"index_topk\")`, with a default of None or 0 at most); the engine's "
-                "getter; a parameter of the family's name; a dimension of a tensor handed in (`inp.indices.shape[-1]`); a "
-                "name bound once to one of these; a conditional of two")
+                "`cfg[\"index_topk\"]`, `cfg.get(\"index_topk\")`, a default of None at most); the engine's getter; a "
+                "def of the file, or one it imports from the project, returning only these; a keyword-only parameter "
+                "of the family's name; a dimension of a tensor handed in (`inp.indices.shape[-1]`); a name bound only "
+                "to one of these; `int()` or a conditional of these")
 WIDTH_GETTER = re.compile(r"get_(dsa_|nsa_)?index_topk")
 WIDTH_CORE = WIDTH_GETTER.pattern.rsplit("?", 1)[-1]  # the field's name (held so: a string of it is a spelling)
 # calls reading a field by its string name: the slot of the string, and of a default
@@ -27,8 +30,10 @@ _READERS = {"getattr": (1, 2), "hasattr": (1, None), "get": (0, 1), "__getattrib
             "__getitem__": (0, None), "__contains__": (0, None)}
 # calls writing a field by its string name: the slot of the string, and of the value
 _WRITERS = {"setattr": (1, 2), "__setattr__": (0, 1), "setdefault": (0, 1), "__setitem__": (0, 1)}
-_NO_VALUE = ...  # a spelling that gives the name no value (a read, an annotation alone, a parameter without default)
+_OPTION_KEYWORDS = {"help", "metavar", "required"}  # argparse keywords that give an option no value
+_NO_VALUE = ...  # a spelling that gives the name no value (a read, an annotation alone, a keyword-only parameter)
 Plain = Callable[[ast.Call], bool]  # is this call the engine's getter, as the file imports it?
+Imported = Callable[[str], Optional[int]]  # the index of the tree a name the file imports from the project comes from
 
 
 def family(attr: str) -> re.Pattern:
@@ -37,12 +42,18 @@ def family(attr: str) -> re.Pattern:
     return re.compile(r"(?i)(--)?((dsa|nsa)[_-])?%s" % re.escape(core).replace("_", "[_-]"))
 
 
-class _Tree:
-    """A parsed file with its parent links."""
+def _inside(names: re.Pattern) -> re.Pattern:
+    """The family's name inside a longer string (`'{"index_topk": 8}'`, `"index_topk=8"`, `"a index_topk"`)."""
+    return re.compile(r"(?<![A-Za-z0-9])(?:%s)(?![A-Za-z0-9_])" % names.pattern.replace("(?i)", ""), re.I)
 
-    def __init__(self, tree: ast.AST, engine_getter: Plain, getters: Dict[str, list]):
-        self.tree, self.engine_getter, self.getters = tree, engine_getter, getters
-        self.parents: Dict[int, ast.AST] = {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+
+class _Tree:
+    """A parsed file with its parent links, the engine's getter test, and where its imported names come from."""
+
+    def __init__(self, tree: ast.AST, engine_getter: Plain, imported: Imported, others: List["_Tree"]):
+        self.tree, self.engine_getter, self.imported, self.others = tree, engine_getter, imported, others
+        self.parents = {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+        self.referencing: Callable[[str], List["_Tree"]] = lambda name: [self]
 
     def up(self, node: ast.AST) -> Optional[ast.AST]:
         return self.parents.get(id(node))
@@ -54,49 +65,34 @@ class _Tree:
         return p if p is not None else self.tree
 
 
-def own_values(trees: List[Tuple[ast.AST, Plain]], attr: str) -> List[Tuple[int, int, str, str]]:
-    """(index of the tree, line, what, fingerprint) for each spelling binding a name of `attr`'s family to a value
-    not plain."""
-    names, out = family(attr), []
-    getters: Dict[str, list] = {}
-    parsed = [_Tree(t, g, getters) for t, g in trees]
+def own_values(trees: List[Tuple[ast.AST, Plain, Imported]], attr: str,
+               naming: Optional[Callable[[str], List[Tuple[ast.AST, Plain, Imported]]]] = None
+               ) -> List[Tuple[int, int, str]]:
+    """(index of the tree, line, what) for each spelling binding a name of `attr`'s family to a value not plain.
+    `naming(name)`: the files of the project spelling a name (the callers of a def taking the width by position);
+    by default, the trees given."""
+    names = family(attr)
+    inside = _inside(names)
+    parsed: List[_Tree] = []
+    for t, g, imported in trees:
+        parsed.append(_Tree(t, g, imported, parsed))
+    cache: dict = {}
+
+    def referencing(name: str) -> List[_Tree]:
+        if name not in cache:
+            found = naming(name) if naming is not None else trees
+            cache[name] = [_Tree(t, g, imported, parsed) for t, g, imported in found]
+        return cache[name]
     for t in parsed:
-        for node in t.tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                getters.setdefault(node.name, []).append((node, t))
-    positional: Dict[str, List[int]] = {}
+        t.referencing = referencing
+    out = []
     for i, t in enumerate(parsed):
         for node in ast.walk(t.tree):
-            _positional_slots(node, names, positional, t)
-            found = _spelling(node, names, t)
+            found = _spelling(node, names, inside, t)
             if found is not None and (found[0] is None or found[0] is not _NO_VALUE
                                       and not _plain(found[0], names, t, 0)):
-                out.append((i, _line(node, t), found[1], fingerprint(node, t)))
-    for i, t in enumerate(parsed):
-        for node in ast.walk(t.tree):
-            if isinstance(node, ast.Call):
-                bad = _positional_handing(node, positional, names, t)
-                if bad:
-                    out.append((i, node.lineno, bad, fingerprint(node, t)))
+                out.append((i, _line(node, t), found[1]))
     return out
-
-
-def fingerprint(node: ast.AST, t: _Tree) -> str:
-    """The spelling's statement as Python writes it back (a def's signature, for a parameter), under the names of
-    the defs and classes holding it: what ENGINE_SPELLINGS is keyed by."""
-    stmt, chain = node, []
-    while stmt is not None and not isinstance(stmt, ast.stmt):
-        stmt = t.up(stmt)
-    if isinstance(node, ast.arg) and isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        text = f"def {stmt.name}({ast.unparse(stmt.args)})"
-    else:
-        text = ast.unparse(stmt) if stmt is not None else ""
-    up = t.up(stmt) if stmt is not None else None
-    while up is not None:
-        if isinstance(up, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            chain.append(up.name)
-        up = t.up(up)
-    return hashlib.sha256(("/".join(reversed(chain)) + "\n" + text).encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
 def _line(node: ast.AST, t: _Tree) -> int:
@@ -109,25 +105,23 @@ def _named(s: object, names: re.Pattern) -> bool:
     return isinstance(s, str) and names.fullmatch(s) is not None
 
 
-def _spelling(node: ast.AST, names: re.Pattern, t: _Tree) -> Optional[Tuple[object, str]]:
-    """(the value given, what) where node binds a name of the family; the value `_NO_VALUE` where it gives none,
+def _spelling(node: ast.AST, names: re.Pattern, inside: re.Pattern, t: _Tree) -> Optional[Tuple[object, str]]:
+    """(the value given, what) where node spells a name of the family; the value `_NO_VALUE` where it gives none,
     None where it gives one not read (`+=`, an unpacking, a loop's target, a def of the name)."""
     if isinstance(node, ast.Attribute) and _named(node.attr, names) and not isinstance(node.ctx, ast.Load):
         return _stored_value(node, t), f"`.{node.attr}` is assigned"
     if isinstance(node, ast.keyword) and _named(node.arg, names):
         return node.value, f"`{node.arg}=` is handed"
-    if isinstance(node, ast.arg) and _named(node.arg, names):
-        return _default_of(node, t), f"parameter `{node.arg}` has a default"
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _named(node.name, names) \
             and _returns_plain(node, names, t, 0):
         return _NO_VALUE, ""  # (a property returning the config's field)
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and _named(node.name, names):
         return None, f"`{node.name}` is defined"
     if isinstance(node, ast.Name) and _named(node.id, names) and not isinstance(node.ctx, ast.Load) \
-            and isinstance(t.scope(node), ast.ClassDef):
-        return _stored_value(node, t), f"a class body binds `{node.id}`"
-    if isinstance(node, ast.Constant) and _named(node.value, names):
-        return _string_use(node, t)
+            and isinstance(t.scope(node), (ast.ClassDef, ast.Module)):
+        return _field_value(node, t), f"`{node.id}` is bound in a class body or a module"
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and inside.search(node.value):
+        return _string_use(node, names, t)
     return None
 
 
@@ -142,44 +136,76 @@ def _stored_value(target: ast.AST, t: _Tree) -> object:
     return None
 
 
-def _default_of(arg: ast.arg, t: _Tree) -> object:
-    a = t.up(arg)
-    if not isinstance(a, ast.arguments):
-        return _NO_VALUE
-    if arg in a.kwonlyargs:
-        return a.kw_defaults[a.kwonlyargs.index(arg)] or _NO_VALUE
-    positional = a.posonlyargs + a.args
-    if arg in positional:
-        k = positional.index(arg) - (len(positional) - len(a.defaults))
-        return a.defaults[k] if k >= 0 else _NO_VALUE
-    return _NO_VALUE  # (`*index_topk`, `**index_topk`: a tuple or a dict, never the width read)
+def _field_value(target: ast.Name, t: _Tree) -> object:
+    """A class body's binding: an annotation alone is a field a record class (a decorated class, or one with
+    bases, without an `__init__` of its own and not `kw_only=True`) takes by position (round AB: a dataclass or
+    NamedTuple built positionally)."""
+    value = _stored_value(target, t)
+    cls = t.scope(target)
+    if value is _NO_VALUE and isinstance(cls, ast.ClassDef) and (cls.decorator_list or cls.bases) and not any(
+            isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "__init__" for n in cls.body) \
+            and not any(isinstance(d, ast.Call) and any(k.arg == "kw_only" and isinstance(k.value, ast.Constant)
+                                                        and k.value.value is True for k in d.keywords)
+                        for d in cls.decorator_list):
+        return None
+    return value
 
 
-def _string_use(const: ast.Constant, t: _Tree) -> Optional[Tuple[object, str]]:
-    """A string of the family: a dict's key, a subscript's, or what a reader or writer by name is handed."""
-    p = t.up(const)
-    if isinstance(p, ast.Dict) and const in p.keys:
+def _context(node: ast.AST, t: _Tree) -> ast.AST:
+    """The node a string stands in: an f-string's parts stand in the f-string."""
+    up = t.up(node)
+    while isinstance(up, (ast.JoinedStr, ast.FormattedValue)):
+        node, up = up, t.up(up)
+    return node
+
+
+def _message(node: ast.AST, t: _Tree) -> bool:
+    """Is the string a message: a docstring, an operand of a comparison, text handed to logging, `print`, an
+    exception raised or an `assert`?"""
+    up = t.up(node)
+    if isinstance(up, (ast.Expr, ast.Compare)):
+        return True
+    while up is not None and not isinstance(up, ast.stmt):
+        if isinstance(up, ast.Call):
+            root = up.func
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and (root.id in LOGGING_ROOTS or root.id in ("print", "logger", "log")):
+                return True
+        up = t.up(up)
+    return isinstance(up, (ast.Raise, ast.Assert))
+
+
+def _string_use(const: ast.Constant, names: re.Pattern, t: _Tree) -> Optional[Tuple[object, str]]:
+    """A string holding a name of the family: a dict's key, a subscript's, what a reader or writer by name is
+    handed, an option; a message; else code not read (a template, a list of fields, an override)."""
+    node = _context(const, t)
+    if _message(node, t):
+        return _NO_VALUE, ""
+    whole = node is const and _named(const.value, names)
+    p = t.up(node)
+    if whole and isinstance(p, ast.Dict) and const in p.keys:
         return p.values[p.keys.index(const)], f"a dict's key `{const.value}` is given a value"
-    if isinstance(p, ast.Subscript) and p.slice is const:
+    if whole and isinstance(p, ast.Subscript) and p.slice is const:
         return (_NO_VALUE if isinstance(p.ctx, ast.Load) else _stored_value(p, t)), f"`[{const.value!r}]` is set"
-    if isinstance(p, (ast.Compare, ast.Expr, ast.JoinedStr, ast.FormattedValue)):
-        return _NO_VALUE, ""  # a comparison, a docstring, part of an f-string
-    if not isinstance(p, ast.Call) or const not in p.args:
-        return None, f"the string `{const.value}` is used by code not read"
+    if not whole or not isinstance(p, ast.Call) or const not in p.args:
+        return None, f"the string `{const.value[:40]}` is used by code not read"
     name = p.func.attr if isinstance(p.func, ast.Attribute) else p.func.id if isinstance(p.func, ast.Name) else ""
     slot = p.args.index(const)
     if name in _READERS and _READERS[name][0] == slot:
         default = _READERS[name][1]
         given = p.args[default] if default is not None and len(p.args) > default else None
-        if given is None or isinstance(given, ast.Constant) and given.value in (None, 0):
+        if given is None or isinstance(given, ast.Constant) and given.value is None:
             return _NO_VALUE, ""
         return given, f"`{name}({const.value!r}, ...)` has a default"
     if name in _WRITERS and _WRITERS[name][0] == slot:
         value_slot = _WRITERS[name][1]
         return (p.args[value_slot] if len(p.args) > value_slot else None), f"`{name}({const.value!r}, ...)` sets it"
     if name == "add_argument":
-        if any(k.arg in ("const", "action") for k in p.keywords):
-            return None, f"option `{const.value}` is declared"
+        odd = [k.arg for k in p.keywords if k.arg not in _OPTION_KEYWORDS | {"default", "type"} or k.arg == "type"
+               and not (isinstance(k.value, ast.Name) and k.value.id in ("int", "str"))]
+        if odd or len(p.args) != 1:
+            return None, f"option `{const.value}` is declared with `{(odd or ['a second name'])[0]}`"
         default = next((k.value for k in p.keywords if k.arg == "default"), _NO_VALUE)
         return default, f"option `{const.value}` has a default"
     return None, f"the string `{const.value}` is handed to `{name or 'a call'}`"
@@ -197,6 +223,9 @@ def _plain(v: object, names: re.Pattern, t: _Tree, depth: int) -> bool:
         return isinstance(v.slice, ast.Constant) and _named(v.slice.value, names)
     if isinstance(v, ast.IfExp):
         return depth < 4 and _plain(v.body, names, t, depth + 1) and _plain(v.orelse, names, t, depth + 1)
+    if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "int" and len(v.args) == 1 \
+            and not v.keywords and not _module_bindings(t.tree, "int"):
+        return _plain(v.args[0], names, t, depth + 1)  # (`int(hf.index_topk)`: the same width)
     if isinstance(v, ast.Call):
         return _reads_field(v, names) or t.engine_getter(v) or _own_getter(v, names, t, depth)
     if isinstance(v, ast.Name):
@@ -205,31 +234,47 @@ def _plain(v: object, names: re.Pattern, t: _Tree, depth: int) -> bool:
 
 
 def _own_getter(call: ast.Call, names: re.Pattern, t: _Tree, depth: int) -> bool:
-    """A call of a name the file binds only by a def or an import, where every module-level def of that name in
-    the files read returns only plain values (a fork's `get_dsa_index_topk(config)` returning
-    `config["index_topk"]`, here or in another file)."""
+    """A call of the file's module-level def, or of one it imports from a file of the project (its binding
+    there), bound so only, whose every return is plain (a fork's `get_dsa_index_topk(config)` returning
+    `config["index_topk"]`)."""
     if not isinstance(call.func, ast.Name) or depth >= 4:
         return False
     name = call.func.id
-    if any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load) or isinstance(
-            n, (ast.Import, ast.ClassDef)) and name in _names_bound(n) for n in ast.walk(t.tree)):
+    bindings = _module_bindings(t.tree, name)
+    if len(bindings) != 1:
         return False
-    defs = t.getters.get(name, [])
-    return bool(defs) and all(_returns_plain(d, names, where, depth) for d, where in defs)
+    (node,) = bindings
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return _returns_plain(node, names, t, depth)
+    index = t.imported(name) if isinstance(node, ast.ImportFrom) else None
+    if index is None:
+        return False
+    there = t.others[index]
+    alias = next(a for a in node.names if (a.asname or a.name) == name)
+    found = _module_bindings(there.tree, alias.name)
+    return len(found) == 1 and isinstance(found[0], (ast.FunctionDef, ast.AsyncFunctionDef)) \
+        and _returns_plain(found[0], names, there, depth + 1)
 
 
-def _returns_plain(fn: ast.AST, names: re.Pattern, t: "_Tree", depth: int) -> bool:
+def _module_bindings(tree: ast.AST, name: str) -> List[ast.AST]:
+    """Every statement of the file binding `name` at any depth: defs, classes, imports, assignments."""
+    out: List[ast.AST] = []
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name \
+                or isinstance(n, (ast.Import, ast.ImportFrom)) and any(
+                    (a.asname or a.name).split(".")[0] == name for a in n.names) \
+                or isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load) \
+                or isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names:
+            out.append(n)
+    return out
+
+
+def _returns_plain(fn: ast.AST, names: re.Pattern, t: _Tree, depth: int) -> bool:
     """Does the def return, on each `return`, a plain value (and decorate itself at most as a property)?"""
     if any(not (isinstance(d, ast.Name) and d.id == "property") for d in fn.decorator_list):
         return False
     returns = [r.value for r in ast.walk(fn) if isinstance(r, ast.Return)]
     return bool(returns) and all(r is not None and _plain(r, names, t, depth + 1) for r in returns)
-
-
-def _names_bound(node: ast.AST) -> set:
-    if isinstance(node, ast.ClassDef):
-        return {node.name}
-    return {(a.asname or a.name).split(".")[0] for a in node.names}
 
 
 def _measured(v: ast.AST, t: _Tree) -> bool:
@@ -255,7 +300,7 @@ def _measured(v: ast.AST, t: _Tree) -> bool:
 
 
 def _reads_field(call: ast.Call, names: re.Pattern) -> bool:
-    """`getattr(x, "index_topk")`, `x.get("index_topk")`, with a default of None or 0 at most."""
+    """`getattr(x, "index_topk")`, `x.get("index_topk")`, with a default of None at most."""
     name = call.func.attr if isinstance(call.func, ast.Attribute) else call.func.id if isinstance(call.func, ast.Name) \
         else ""
     if name not in ("getattr", "get") or call.keywords:
@@ -263,52 +308,121 @@ def _reads_field(call: ast.Call, names: re.Pattern) -> bool:
     slot, default = _READERS[name]
     return len(call.args) in (slot + 1, default + 1) and isinstance(call.args[slot], ast.Constant) \
         and _named(call.args[slot].value, names) and (len(call.args) == slot + 1 or isinstance(
-            call.args[default], ast.Constant) and call.args[default].value in (None, 0))
+            call.args[default], ast.Constant) and call.args[default].value is None)
+
+
+def _keyword_only(name: str, a: ast.arguments, names: re.Pattern, t: _Tree, depth: int) -> bool:
+    """A parameter of the family's name every call must name (a keyword spelling, read where it is), its default
+    none or plain; one taken by position may be handed anything (round AB: `cls(hf, cap)`, `super().__init__`, a
+    lambda)."""
+    only = [x.arg for x in a.kwonlyargs]
+    if name not in only or not _named(name, names):
+        return False
+    default = a.kw_defaults[only.index(name)]
+    return default is None or _plain(default, names, t, depth + 1)
+
+
+def _handed_by_position(name: str, fn: ast.AST, names: re.Pattern, t: _Tree, depth: int) -> bool:
+    """A parameter of the family's name taken by position, of a module-level def or of a module-level class's
+    `__init__`, its default none or plain: every spelling of the def's (the class's) name in the project is a
+    call handing the slot a plain value or leaving it (a keyword spelling is read where it is), no call unpacks
+    `*`/`**`, no class derives from the class and its methods make no `cls(...)`/`type(self)(...)` (round AB:
+    `cls(hf, cap)`, `super().__init__(hf, cap)`, a lambda or an alias handing it)."""
+    if not _named(name, names) or depth >= 3 or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    a = fn.args
+    positional = a.posonlyargs + a.args
+    slot = [x.arg for x in positional].index(name)
+    default_at = slot - (len(positional) - len(a.defaults))
+    if default_at >= 0 and not _plain(a.defaults[default_at], names, t, depth + 1):
+        return False
+    owner = t.up(fn)
+    if isinstance(owner, ast.ClassDef) and fn.name == "__init__" and t.up(owner) is t.tree:
+        called, slot = owner.name, slot - 1
+        if _makes_its_own(owner):
+            return False
+    elif owner is t.tree:
+        called = fn.name
+    else:
+        return False
+    return _calls_hand_plain(called, slot, names, t, depth, set())
+
+
+def _calls_hand_plain(called: str, slot: int, names: re.Pattern, t: _Tree, depth: int, seen: set) -> bool:
+    """Is every spelling of `called` in the project a call leaving the slot or handing it a plain value, or a
+    base of a subclass (of no `cls(...)`) whose `__init__` is none or hands `*args` straight to `super().__init__`,
+    itself so called?"""
+    if called in seen or len(seen) > 8:
+        return called in seen
+    seen.add(called)
+    for other in t.referencing(called):
+        for node in ast.walk(other.tree):
+            spelled = isinstance(node, ast.Name) and node.id == called or isinstance(node, ast.Attribute) \
+                and node.attr == called
+            call = other.up(node) if spelled else None
+            if not spelled or isinstance(call, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            if isinstance(call, ast.ClassDef) and node in call.bases:
+                if _makes_its_own(call) or not _hands_args_on(call) or not _calls_hand_plain(
+                        call.name, slot, names, other, depth, seen):
+                    return False
+                continue
+            if not isinstance(call, ast.Call) or call.func is not node or any(
+                    isinstance(x, ast.Starred) for x in call.args) or any(k.arg is None for k in call.keywords):
+                return False  # (an alias, a value handed on, a call unpacking)
+            if len(call.args) > slot and not _plain(call.args[slot], names, other, depth + 1):
+                return False
+    return True
+
+
+def _hands_args_on(cls: ast.ClassDef) -> bool:
+    """The subclass's `__init__`: none, or `(self, *args, **kwargs)` calling `super().__init__(*args, **kwargs)`
+    once with exactly those."""
+    init = next((n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and n.name == "__init__"), None)
+    if init is None:
+        return True
+    a = init.args
+    if len(a.posonlyargs + a.args) != 1 or a.kwonlyargs or a.vararg is None:
+        return False
+    supers = [n for n in ast.walk(init) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+              and n.func.attr == "__init__"]
+    if len(supers) != 1:
+        return False
+    call = supers[0]
+    return [ast.dump(x) for x in call.args] == [ast.dump(ast.Starred(ast.Name(a.vararg.arg, ast.Load()), ast.Load()))] \
+        and [k.arg for k in call.keywords] == ([None] if a.kwarg else []) and all(
+            isinstance(k.value, ast.Name) and k.value.id == a.kwarg.arg for k in call.keywords)
+
+
+def _makes_its_own(cls: ast.ClassDef) -> bool:
+    """Does a method of the class make an instance of it by `cls(...)`, `type(self)(...)` or `self.__class__(...)`?"""
+    for n in ast.walk(cls):
+        if isinstance(n, ast.Call) and (isinstance(n.func, ast.Name) and n.func.id == "cls" or isinstance(
+                n.func, ast.Call) and isinstance(n.func.func, ast.Name) and n.func.func.id == "type" or isinstance(
+                n.func, ast.Attribute) and n.func.attr == "__class__"):
+            return True
+    return False
 
 
 def _plain_name(v: ast.Name, names: re.Pattern, t: _Tree, depth: int) -> bool:
-    """A parameter of the family's name (its default and positional arguments are read where they are given), or a
-    name its scope binds once, to a plain value."""
+    """A keyword-only parameter of the family's name (its default and every keyword handing it are spellings
+    read where they are), or a name its scope binds only to plain values, which no `global`, `nonlocal` or
+    import anywhere in the file binds too (round AB: a closure's `nonlocal` write, an import overriding it)."""
     scope = t.scope(v)
     if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
         a = scope.args
         if v.id in {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}:
-            return _named(v.id, names)
+            return _keyword_only(v.id, a, names, t, depth) or _handed_by_position(v.id, scope, names, t, depth)
     bindings = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == v.id
                 and not isinstance(n.ctx, ast.Load) and t.scope(n) is scope]
-    if len(bindings) != 1 or depth >= 4:
+    elsewhere = [n for n in ast.walk(t.tree) if isinstance(n, (ast.Global, ast.Nonlocal)) and v.id in n.names
+                 or isinstance(n, (ast.Import, ast.ImportFrom)) and any(
+                     (a.asname or a.name).split(".")[0] == v.id for a in n.names)]
+    if not bindings or elsewhere or depth >= 4:
         return False
-    value = _stored_value(bindings[0], t)
-    return value is not None and value is not _NO_VALUE and _plain(value, names, t, depth + 1)
-
-
-def _positional_slots(node: ast.AST, names: re.Pattern, slots: Dict[str, List[int]], t: _Tree) -> None:
-    """Where a def takes a parameter of the family by position: the name its calls spell (the class's, for an
-    `__init__`) -> the slot a call fills (a method's `self` is not handed)."""
-    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return
-    owner = t.up(node)
-    method = isinstance(owner, ast.ClassDef) and not any(
-        isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
-    key = owner.name if method and node.name == "__init__" else node.name
-    for i, a in enumerate(node.args.posonlyargs + node.args.args):
-        if _named(a.arg, names):
-            slots.setdefault(key, []).append(i - method)
-
-
-def _positional_handing(call: ast.Call, slots: Dict[str, List[int]], names: re.Pattern, t: _Tree) -> str:
-    """What is wrong where a call spelling the name of a def that takes the width by position hands it a value
-    not plain there, or hands `*args`."""
-    name = call.func.attr if isinstance(call.func, ast.Attribute) else call.func.id if isinstance(call.func, ast.Name) \
-        else ""
-    wanted = slots.get(name)
-    if not wanted:
-        return ""
-    if any(isinstance(a, ast.Starred) for a in call.args):
-        return f"`{name}(*...)` may hand the width by position"
-    if any(0 <= k < len(call.args) and not _plain(call.args[k], names, t, 0) for k in wanted):
-        return f"`{name}(...)` hands the width by position"
-    return ""
+    values = [_stored_value(b, t) for b in bindings]
+    return all(v is not None and v is not _NO_VALUE and _plain(v, names, t, depth + 1) for v in values)
 
 
 def engine_getter(tree: ast.AST) -> Plain:
@@ -341,15 +455,34 @@ def engine_name(tree: ast.AST, name: str) -> bool:
 
 def project_values(proj, attr: str, own) -> List[reach.Finding]:
     """The spellings in the project and in `own` (the file reading the field, as it is checked) giving a name of
-    `attr`'s family a value of its own, those the engine's releases write (ENGINE_SPELLINGS) aside. Read once per
-    family and file."""
+    `attr`'s family a value of its own, those of a file of the engine's releases (ENGINE_FILES) aside. Read once
+    per family and file."""
     core = re.sub(r"(?i)^(dsa_|nsa_)", "", attr).lower()
     done = proj.__dict__.setdefault("_own_width_values", {})
     key = (core, id(own))
     if key not in done:
         words = [p + c for p in ("", "dsa_", "nsa_") for c in (core, core.upper())] + [core.replace("_", "-")]
         parsed = [f for f in proj.files_naming(words) if own is None or f.path != own.path] + [own] * (own is not None)
-        found = own_values([(f.tree, engine_getter(f.tree)) for f in parsed], core)
-        done[key] = [reach.Finding(proj.rel(parsed[i].path), line, what) for i, line, what, fp in found
-                     if fp not in SPELLINGS]
+        at = {f.path: i for i, f in enumerate(parsed)}
+        texts = dict(proj.texts())
+        if own is not None and own is proj.__dict__.get("_checked"):  # (the module as it is checked)
+            texts[own.path] = proj.__dict__.get("_checked_text", "").encode("utf-8", "surrogateescape")
+
+        def imported(f) -> Imported:
+            def where(name: str) -> Optional[int]:
+                module = f.froms.get(name, (None,))[0] if name not in f.ambiguous else None
+                path = f._find(f.path, module) if module else None
+                return at.get(path) if path else None
+            return where
+        def naming(name: str):
+            files = [f for f in proj.files_naming([name]) if own is None or f.path != own.path]
+            return [(f.tree, engine_getter(f.tree), imported(f)) for f in files + [own] * (own is not None)]
+        found = own_values([(f.tree, engine_getter(f.tree), imported(f)) for f in parsed], core, naming)
+        done[key] = [reach.Finding(proj.rel(parsed[i].path), line, what) for i, line, what in found
+                     if file_key(texts.get(parsed[i].path, b"")) not in ENGINE_FILES]
     return done[key]
+
+
+def file_key(data: bytes) -> str:
+    """What ENGINE_FILES is keyed by: the file's bytes, hashed."""
+    return hashlib.sha256(data).hexdigest()[:24]

@@ -2068,13 +2068,15 @@ def _kv_arg(call: cst.Call) -> Optional[cst.BaseExpression]:
 
 
 def _self_methods_called(fdef: cst.FunctionDef) -> List[cst.Attribute]:
-    """`self.m` read in fdef (called or handed on)."""
+    """`self.m` read in fdef (called or handed on), and `self.x.m`: a method of an object self keeps, which may
+    write what that object holds (round AA: `self.indexer.finalize()` masking the buffer the indices are)."""
     class V(cst.CSTVisitor):
         def __init__(self) -> None:
             self.out: List[cst.Attribute] = []
 
         def visit_Attribute(self, node: cst.Attribute) -> None:
-            if isinstance(node.value, cst.Name) and node.value.value == "self":
+            owner = node.value.value if isinstance(node.value, cst.Attribute) else node.value
+            if isinstance(owner, cst.Name) and owner.value == "self":
                 self.out.append(node)
     v = V()
     fdef.body.visit(v)
