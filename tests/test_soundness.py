@@ -3172,7 +3172,13 @@ _DRAFT = "from backend import Backend\n\n\nclass Draft(Backend):\n"
      "        self.forward_metadata = self.graph_metadata[bs * 2]\n", False),
     ("    def _build(self, seq_lens):\n        if len(seq_lens) not in self.plans:\n"
      "            self.plans[len(seq_lens)] = super()._build(seq_lens)\n        return self.plans[len(seq_lens)]\n", False),
-    ("    def use(self, plan):\n        self.forward_metadata = plan\n", False)])
+    ("    def use(self, plan):\n        self.forward_metadata = plan\n", False),
+    # round AB (b1): a statement beside the hand-on that is no logging call (an in-place clamp of what it is
+    # handed), or a hand-on of anything but the override's own parameters
+    ("    def init_forward_metadata_replay_cuda_graph(self, bs, seq_lens):\n        seq_lens.clamp_(min=1)\n"
+     "        super().init_forward_metadata_replay_cuda_graph(bs, seq_lens)\n", False),
+    ("    def init_forward_metadata_replay_cuda_graph(self, bs, seq_lens):\n"
+     "        super().init_forward_metadata_replay_cuda_graph(bs, seq_lens + 1)\n", False)])
 def test_a_subclass_of_another_file_only_hands_on_what_the_proof_read(tmp_path, draft, fixable):
     (tmp_path / "draft.py").write_text("import logging\n\nlogger = logging.getLogger(__name__)\n" + _DRAFT + draft)
     # (the lengths through a local: a parameter another file's def hands on is not read, whoever calls it)
@@ -3432,3 +3438,54 @@ def test_round_aa_a_file_of_the_engines_releases_is_the_engines(tmp_path, monkey
     assert _site(tmp_path, src, kernel=KERNEL).status is Status.FIXABLE
     (tmp_path / "deepseek_v4.py").write_text(engine.replace("512", "8"))
     assert _site(tmp_path, src, kernel=KERNEL).status is Status.MANUAL
+
+
+_WINDOW_OPS_AB = ("import torch\n\n\ndef conditional(t):\n    v = t if t.dim() == 2 else t[:, 0]\n    v[:, 4:] = -1\n\n\n"
+                  "def display(t, other):\n    for x in (t, other):\n        x[:, 4:] = -1\n\n\n"
+                  "def unfolded(t):\n    t.unfold(1, 4, 4).fill_(-1)\n\n\n"
+                  "def swapped(t):\n    t.swapdims(0, 1)[4:] = -1\n\n\n"
+                  "def _evict(t):\n    t[:, 4:] = -1\n\n\n"
+                  "def handed(t):\n    _evict(**dict(t=t))\n\n\n"
+                  "def rebound(t):\n    return t.sum()\n\n\n"
+                  "from fused_window import rebound  # noqa\n")
+
+
+@pytest.mark.parametrize("body, fixable", [
+    # round AB (b2): a callee's views through a conditional, a display looped over, a dict handed by `**`, torch's
+    # `unfold` and `swapdims`; a def the module rebinds by an import runs the import's
+    ("    window_ops.conditional(topk_2d)", False),
+    ("    window_ops.display(topk_2d, topk_2d)", False),
+    ("    window_ops.unfolded(topk_2d)", False),
+    ("    window_ops.swapped(topk_2d)", False),
+    ("    window_ops.handed(topk_2d)", False),
+    ("    window_ops.rebound(topk_2d)", False)])
+def test_round_ab_a_callees_views_and_rebound_defs(tmp_path, body, fixable):
+    (tmp_path / "window_ops.py").write_text(_WINDOW_OPS_AB)
+    (tmp_path / "fused_window.py").write_text("def rebound(t):\n    t[:, 4:] = -1\n")
+    (tmp_path / "layer.py").write_text("import window_ops\n" + _LAYER_RUN.format(body=body))
+    site = _site(tmp_path, HANDED_INDICES, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("run, fixable", [
+    # round AB (b2): the module's own caller making a class by an inherited `__init__` or a dataclass's
+    # `__post_init__`, a library handed a method to call
+    ("def run(self, q, kv, indices, topk_2d, scale):\n        Trimmed(topk_2d)\n"
+     "        return self.backend.forward(q, kv, indices, scale)", False),
+    ("def run(self, q, kv, indices, topk_2d, scale):\n        Masked(topk_2d)\n"
+     "        return self.backend.forward(q, kv, indices, scale)", False),
+    ("def run(self, q, kv, indices, topk_2d, scale):\n        Kept(topk_2d)\n"
+     "        return self.backend.forward(q, kv, indices, scale)", True),
+    ("def run(self, q, kv, indices, topk_2d, scale):\n        torch.utils._pytree.tree_map(self.evict, [topk_2d])\n"
+     "        return self.backend.forward(q, kv, indices, scale)", False)])
+def test_round_ab_the_modules_own_callers_read_what_a_making_runs(tmp_path, run, fixable):
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    src = _OWN_LAYER.format(run=run).replace("import torch\n", "import dataclasses\n\nimport torch\n") + (
+        "\n\nclass Window:\n    def __init__(self, topk_2d):\n        topk_2d.masked_fill_(topk_2d < 4, -1)\n"
+        "\n\nclass Trimmed(Window):\n    pass\n"
+        "\n\n@dataclasses.dataclass\nclass Masked:\n    topk: object\n\n    def __post_init__(self):\n"
+        "        self.topk.masked_fill_(self.topk < 4, -1)\n"
+        "\n\n@dataclasses.dataclass\nclass Kept:\n    topk: object\n"
+        "\n\nclass Evictor:\n    def evict(self, t):\n        t[:, 4:] = -1\n")
+    site = _site(tmp_path, src)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -407,28 +407,72 @@ def _may_write(proj, f, call: ast.Call, key, depth: int = 0, known: bool = False
         return False  # (a name handed on four defs deep is not followed further: stated in docs/soundness.md)
     defs = _callee_defs(proj, f, call)
     if known:  # (only a write the tool reads: the module's own callers, _own_callers)
-        defs = defs if defs is not None else _initializers(proj, f, call)
+        if defs is _UNREAD:
+            return True  # (a def rebound, a class body's alias: what runs is not read)
+        if defs is None and _class_made(proj, f, call) is not None:
+            defs = _initializers(proj, f, call)
+            if defs is None:
+                return True  # (a project class whose making runs code not read: round AB)
         if defs is None:
-            return _writes_in_place(f, call)
+            return _writes_in_place(f, call) or _hands_callable(proj, f, call)
         return key is not None and any(_param_written(proj, c, key, depth, known) for c in defs)
     if defs is not None:  # (none found where one was looked for, a decorated def, an attribute of self shadowing the
         return key is None or not defs or _shadowed(f, call) or any(  # method: not what runs, round Z)
             _param_written(proj, (g, d, method), key, depth) or not _plain_def(d) for g, d, method in defs)
-    return not _reads_only(f, call)
+    return not _reads_only(f, call) or _hands_callable(proj, f, call)
 
 
-def _initializers(proj, f, call: ast.Call) -> Optional[List[Tuple[object, ast.AST, bool]]]:
-    """For `Cls(...)` of a class this file defines or imports from the project: its own `__init__` (its object
-    first), or None."""
-    if not isinstance(call.func, ast.Name):
-        return None
-    g, name = f, call.func.id
+def _hands_callable(proj, f, call: ast.Call) -> bool:
+    """Is a library call handed something it may call with what it is handed: a lambda, a def of the file, a
+    method of the project by its name (round AB: `pytree.tree_map(self.window.evict, ...)`, `torch.jit.fork`)?"""
+    for a in [*call.args, *(k.value for k in call.keywords)]:
+        if isinstance(a, ast.Lambda) or isinstance(a, ast.Name) and any(
+                isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == a.id for d in ast.walk(f.tree)) \
+                or isinstance(a, ast.Attribute) and _project_methods(proj, a.attr):
+            return True
+    return False
+
+
+def _class_made(proj, f, call: ast.Call) -> Optional[Tuple[object, ast.ClassDef]]:
+    """(file, class) for `Cls(...)` of a class this file defines or imports from the project; else None."""
+    return _project_class(proj, f, call.func.id) if isinstance(call.func, ast.Name) else None
+
+
+def _project_class(proj, f, name: str) -> Optional[Tuple[object, ast.ClassDef]]:
+    g = f
     if not any(c.name == name for c in f.class_defs) and name in f.froms:  # (imported from a project file)
         module, name = f.froms[name]
         g = _imported_file(proj, f, module)
-    inits = [(g, d, True) for c in (g.class_defs if g is not None else ()) if c.name == name for d in c.body
-             if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == "__init__"]
-    return inits or None
+    found = [c for c in (g.class_defs if g is not None else ()) if c.name == name]
+    return (g, found[0]) if len(found) == 1 else None
+
+
+def _initializers(proj, f, call: ast.Call) -> Optional[List[Tuple[object, ast.AST, bool]]]:
+    """For `Cls(...)` of a project class (_class_made): the `__init__` that runs, its own or the first of its
+    project bases' (its object first), [] where none runs but object's; None where code of the project's not read
+    runs (a decorator but `dataclass`, a metaclass, `__new__`, a `__post_init__`, a base outside the project: round
+    AB)."""
+    made = _class_made(proj, f, call)
+    return _init_of(proj, made, 0) if made is not None else None
+
+
+def _init_of(proj, made: Tuple[object, ast.ClassDef], depth: int) -> Optional[List[Tuple[object, ast.AST, bool]]]:
+    g, cls = made
+    own = {d.name: d for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    if cls.keywords or own.keys() & {"__new__", "__post_init__"} or depth > 4 or not all(
+            reach._unparse(d.func if isinstance(d, ast.Call) else d) in ("dataclass", "dataclasses.dataclass")
+            for d in cls.decorator_list):
+        return None
+    if "__init__" in own:
+        return [(g, own["__init__"], True)]
+    for base in cls.bases:
+        found = _project_class(proj, g, base.id) if isinstance(base, ast.Name) else None
+        if found is None:
+            return None if reach._unparse(base) != "object" else []
+        inits = _init_of(proj, found, depth + 1)
+        if inits != []:
+            return inits
+    return []
 
 
 def _writes_in_place(f, call: ast.Call) -> bool:
@@ -468,16 +512,44 @@ def _callee_defs(proj, f, call: ast.Call) -> Optional[List[Tuple[object, ast.AST
             path = f._find(f.path, module)
             g = proj._file_at(path) if path else None
             if g is not None:  # `window_ops.clip_window(...)`: a function of a project module (round Y), before a
-                return [(g, d, False) for d in g.tree.body  # tensor method of its name (`fused_ops.masked_fill`, Z)
-                        if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == func.attr]
+                return _UNREAD if _bound_otherwise(g, func.attr) else [  # tensor method of its name (`fused_ops.masked_fill`,
+                    (g, d, False) for d in g.tree.body  # Z); none where the module rebinds it (round AB)
+                    if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == func.attr]
+        if _class_bound(proj, func.attr):
+            return _UNREAD  # (a class body binding the name to another callable: `evict = staticmethod(fused.evict)`)
         if func.attr in TENSOR_VIEW_METHODS | COPYING_METHODS | NO_DATA_METHODS and not _project_methods(proj, func.attr):
             return None  # a tensor's own method (`q.view(bs, ...)`), where no project class has one of the name
         defs = [(g, d, _method(g, d)) for g, d in _project_methods(proj, func.attr)]
         return defs or None
     if isinstance(func, ast.Name):
         defs = [(g, d, False) for g, d in _project_functions(proj, f, func.id)]
+        if defs and _bound_otherwise(f, func.id):
+            return _UNREAD  # (a def rebound by an import or an assignment: round AB, `from fused import evict`)
         return defs or None
     return None
+
+
+_UNREAD: List[Tuple[object, ast.AST, bool]] = []  # _callee_defs: the name runs something not read
+
+
+def _class_bound(proj, name: str) -> bool:
+    """Does a class body of the project (the module too) bind `name` by an assignment (round AB: a strategy's
+    `evict = staticmethod(fused.evict_before)`, `evict = window_impl.evict_in_place`)?"""
+    own = proj.own()
+    return any(isinstance(t, ast.Name) and t.id == name for g in proj.files_naming([name]) + (
+        [own] if own is not None else []) for c in g.class_defs for stmt in c.body
+        for t in reach._flatten(reach._written_targets(stmt)))
+
+
+def _bound_otherwise(f, name: str) -> bool:
+    """Does the file bind `name` by anything but its defs: an import, an assignment, a loop, a `with`?"""
+    for n in ast.walk(f.tree):
+        if isinstance(n, (ast.Import, ast.ImportFrom)) and any(
+                (a.asname or a.name).split(".")[0] == name for a in n.names):
+            return True
+        if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load):
+            return True
+    return False
 
 
 # builtins that read their arguments (none keeps or writes one)
@@ -543,9 +615,9 @@ def _param_written(proj, callee, key, depth: int, known: bool = False) -> bool:
         target = None if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) else _written_target(g, node)
         # (`layer_id -= self.start_layer`: a callee's parameter rebound, as an int's is; a tensor's `+=` on its bare
         # name there is not read: stated in docs/soundness.md)
-        if target is not None and any(_view_root(t) in names for t in reach._flatten([target])):
+        if target is not None and any(_view_roots(t) & names for t in reach._flatten([target])):
             return True
-        if isinstance(node, ast.Call) and any(_view_root(a) in names and _may_write(proj, g, node, k, depth + 1, known)
+        if isinstance(node, ast.Call) and any(_view_roots(a) & names and _may_write(proj, g, node, k, depth + 1, known)
                                               for k, a in _handed(node, starred=True)):
             return True
     return False
@@ -563,9 +635,17 @@ _PASSING_BUILTINS = {"zip", "enumerate", "iter", "reversed", "list", "tuple", "s
 
 
 def _view_roots(e: ast.AST) -> Set[str]:
-    """The names e may be a view of (_view_root), through the builtins handing on their arguments' items."""
-    if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id in _PASSING_BUILTINS:
-        return {r for a in e.args for r in _view_roots(a)}
+    """The names e may be a view of (_view_root), through the builtins handing on their arguments' items, either
+    branch of a conditional, the items of a display, the values of a dict (round AB: `t if t.dim() == 2 else
+    t[:, 0]`, a loop over `(topk, draft_topk)`, `dict(topk=topk)`)."""
+    if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id in _PASSING_BUILTINS | {"dict"}:
+        return {r for a in [*e.args, *(k.value for k in e.keywords)] for r in _view_roots(a)}
+    if isinstance(e, ast.IfExp):
+        return _view_roots(e.body) | _view_roots(e.orelse)
+    if isinstance(e, (ast.Tuple, ast.List, ast.Set)):
+        return {r for x in e.elts for r in _view_roots(x)}
+    if isinstance(e, ast.Dict):
+        return {r for x in e.values for r in _view_roots(x)}
     root = _view_root(e)
     return {root} if root else set()
 

@@ -270,8 +270,10 @@ def _module_bindings(tree: ast.AST, name: str) -> List[ast.AST]:
 
 
 def _returns_plain(fn: ast.AST, names: re.Pattern, t: _Tree, depth: int) -> bool:
-    """Does the def return, on each `return`, a plain value (and decorate itself at most as a property)?"""
-    if any(not (isinstance(d, ast.Name) and d.id == "property") for d in fn.decorator_list):
+    """Does the def return, on each `return`, a plain value (and decorate itself at most as a property, a cached
+    one too)?"""
+    if any(ast.unparse(d) not in ("property", "cached_property", "functools.cached_property")
+           for d in fn.decorator_list):
         return False
     returns = [r.value for r in ast.walk(fn) if isinstance(r, ast.Return)]
     return bool(returns) and all(r is not None and _plain(r, names, t, depth + 1) for r in returns)

@@ -314,10 +314,14 @@ class MetadataInScope:
                 cst.Attribute, lambda a: a.attr.value == name)):
             return False  # (another file calls it, or it is read as a value: a listener list's, round AA)
         params = [p.name.value for p in (*fdef.params.posonly_params, *fdef.params.params, *fdef.params.kwonly_params)]
-        for call in self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute) and c.func.attr.value == fdef.name.value
-                              and _is_name(c.func.value, "self")):
+        for call in self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute) and c.func.attr.value == name):
+            # (on any receiver: `super().m(...)`, another backend's `b.m(...)`, `Base.m(self, ...)`: round AB)
             caller = next((u for u in self.tree.ancestors(call) if isinstance(u, cst.FunctionDef)), None)
-            given = _bound_arguments(call, params[1:]).get(param) if param in params[1:] else None
+            receiver = call.func.value
+            unbound = isinstance(receiver, cst.Name) and any(
+                c.name.value == receiver.value for c in self.find(cst.ClassDef, None))
+            slots = params if unbound else params[1:]
+            given = _bound_arguments(call, slots).get(param) if param in slots else None
             if caller is None or caller is fdef or not self._made_for_batch(given, caller, None, seen):
                 return False
         return True

@@ -3245,16 +3245,44 @@ def _only_hands_on(d: ast.FunctionDef, kept: Set[str]) -> bool:
     handed = 0
     for stmt in body:
         value = stmt.value if isinstance(stmt, (ast.Expr, ast.Return)) else None
-        if isinstance(value, ast.Call) and _base_call(value, d.name):
+        if isinstance(value, ast.Call) and _base_call(value, d.name) and _hands_own_params(value, d):
             handed += 1
-        elif isinstance(stmt, ast.Expr) and isinstance(value, ast.Call) and not any(
+        elif isinstance(stmt, ast.Expr) and isinstance(value, ast.Call) and _logs(value) and not any(
                 isinstance(n, ast.Attribute) and _is_self(n.value) for n in ast.walk(value)):
-            continue  # (`logger.debug(...)`)
+            continue  # (`logger.debug(...)`; not `forward_batch.seq_lens.clamp_(min=1)`: round AB)
         elif not (isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Attribute) and _is_self(t.value)
                                                        and t.attr not in kept for t in _flatten(stmt.targets))
                   and not any(isinstance(n, (ast.Call, ast.Lambda, ast.NamedExpr)) for n in ast.walk(stmt.value))):
             return False
     return handed == 1
+
+
+def _logs(call: ast.Call) -> bool:
+    """A call of logging or `print` (its root a logging name: rows.LOGGING_ROOTS, `logger`, `log`), handed
+    nothing but names, constants and f-strings to read."""
+    root = call.func
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    return isinstance(root, ast.Name) and (root.id in LOGGING_ROOTS or root.id in ("print", "logger", "log")) \
+        and not any(isinstance(n, (ast.Call, ast.NamedExpr, ast.Lambda)) for a in [*call.args, *call.keywords]
+                    for n in ast.walk(a))
+
+
+def _hands_own_params(call: ast.Call, d: ast.FunctionDef) -> bool:
+    """Does the base call hand the override's own parameters as they came, in their order (round AB: a
+    `super()` hand-on of `seq_lens + 1`)? (The body's other statements rebind none: _only_hands_on.)"""
+    a = d.args
+    params = [x.arg for x in a.posonlyargs + a.args][1:]
+    args = call.args if isinstance(call.func.value, ast.Call) else call.args[1:]  # (`Base.m(self, ...)`)
+    expected = params + (["*" + a.vararg.arg] if a.vararg else [])
+    given = [x.id if isinstance(x, ast.Name) else "*" + x.value.id if isinstance(x, ast.Starred) and isinstance(
+        x.value, ast.Name) else "" for x in args]
+    if given != expected[:len(given)]:
+        return False
+    named = set(params) | {x.arg for x in a.kwonlyargs}
+    return all(isinstance(k.value, ast.Name) and (k.value.id == k.arg and k.arg in named if k.arg is not None
+                                                  else a.kwarg is not None and k.value.id == a.kwarg.arg)
+               for k in call.keywords)
 
 
 def _base_call(call: ast.Call, name: str) -> bool:

@@ -1200,7 +1200,12 @@ COPYING_FUNCTIONS = {"cat", "concat", "stack", "hstack", "vstack", "index_select
 TENSOR_VIEW_METHODS = {"view", "view_as", "reshape", "reshape_as", "narrow", "select", "expand", "expand_as", "permute",
                        "transpose", "swapaxes", "movedim", "unsqueeze", "squeeze", "flatten", "unflatten", "split",
                        "chunk", "unbind", "tensor_split", "t", "diagonal", "as_strided", "contiguous", "to", "float", "ravel",
-                       "half", "bfloat16", "int", "long", "type", "detach", "cuda", "cpu", "flip", "roll", "numpy"}
+                       "half", "bfloat16", "int", "long", "type", "detach", "cuda", "cpu", "flip", "roll", "numpy",
+                       # round AB: torch's other views (`unfold`, `swapdims`), and methods that may return self
+                       "unfold", "swapdims", "moveaxis", "adjoint", "conj", "resolve_conj", "resolve_neg",
+                       "positive", "hsplit", "vsplit", "dsplit", "split_with_sizes", "unsafe_split", "unsafe_chunk",
+                       "rename", "refine_names", "align_as", "align_to", "as_subclass", "type_as", "coalesce",
+                       "to_dense", "values", "indices", "real", "imag"}
 NON_TENSOR_BUILTINS = {"len", "int", "float", "bool", "str", "isinstance", "range", "print", "id", "hash"}
 
 
