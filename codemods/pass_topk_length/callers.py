@@ -424,7 +424,10 @@ def _may_write(proj, f, call: ast.Call, key, depth: int = 0, known: bool = False
 
 def _hands_callable(proj, f, call: ast.Call) -> bool:
     """Is a library call handed something it may call with what it is handed: a lambda, a def of the file, a
-    method of the project by its name (round AB: `pytree.tree_map(self.window.evict, ...)`, `torch.jit.fork`)?"""
+    method of the project by its name (round AB: `pytree.tree_map(self.window.evict, ...)`, `torch.jit.fork`)? A
+    builtin (`setattr(cfg, name, fn)` stores it) calls none."""
+    if isinstance(call.func, ast.Name) and hasattr(builtins, call.func.id) and not f.binds(call.func.id):
+        return False
     for a in [*call.args, *(k.value for k in call.keywords)]:
         if isinstance(a, ast.Lambda) or isinstance(a, ast.Name) and any(
                 isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == a.id for d in ast.walk(f.tree)) \
@@ -523,8 +526,8 @@ def _callee_defs(proj, f, call: ast.Call) -> Optional[List[Tuple[object, ast.AST
         return defs or None
     if isinstance(func, ast.Name):
         defs = [(g, d, False) for g, d in _project_functions(proj, f, func.id)]
-        if defs and _bound_otherwise(f, func.id):
-            return _UNREAD  # (a def rebound by an import or an assignment: round AB, `from fused import evict`)
+        if any(_bound_otherwise(g, d.name) for g, d, _ in defs):
+            return _UNREAD  # (a def its file rebinds by an import or an assignment: round AB, `from fused import evict`)
         return defs or None
     return None
 
@@ -542,7 +545,8 @@ def _class_bound(proj, name: str) -> bool:
 
 
 def _bound_otherwise(f, name: str) -> bool:
-    """Does the file bind `name` by anything but its defs: an import, an assignment, a loop, a `with`?"""
+    """Does the file defining `name` bind it by anything but its defs too: an import, an assignment, a loop, a
+    `with`?"""
     for n in ast.walk(f.tree):
         if isinstance(n, (ast.Import, ast.ImportFrom)) and any(
                 (a.asname or a.name).split(".")[0] == name for a in n.names):
