@@ -395,10 +395,6 @@ def _init_param_of(f, name: ast.Name) -> bool:
         and name.id in {a.arg for a in fdef.args.posonlyargs + fdef.args.args + fdef.args.kwonlyargs}
 
 
-def _engine_name(f, name: str) -> bool:
-    return field_writes.engine_name(f.tree, name)
-
-
 def _clamp_of(e: cst.BaseExpression, operand: str, bound: str) -> bool:
     """`operand.clamp(max=bound)` (or `clip`), exactly."""
     return isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value in ("clamp", "clip") \
@@ -1110,7 +1106,7 @@ def _clipped_elsewhere(f, e, depth: int, env: Optional[dict] = None, seen: Optio
         if local:
             return False
         if (name in CLIPS or name in CLIP_KEEPING) and not (isinstance(func, ast.Name) and (
-                _engine_name(f, func.id) or _engines_body_elsewhere(f, func.id, name))):
+                field_writes.engine_name(f.tree, func.id) or _engines_body_elsewhere(f, func.id, name))):
             return False  # a fork's own function of the engine's name, unless its body is the engine's (round R)
         if name in CLIPS or name in CLAMPS:
             return _clips_to_width(e, _file_resolver(f, env))
