@@ -1,6 +1,8 @@
 """Rebuild codemods/pass_topk_length/engine_spellings.py: the files of sglang's releases that give the width's
 field (`index_topk` and its family) a value of their own, which field_writes denies in a fork's code (a config
-class's default, `getattr(cfg, "index_topk", C4_TOPK)`), keyed by their bytes. Each release's wheel is fetched with pip
+class's default, `getattr(cfg, "index_topk", C4_TOPK)`), keyed by their bytes; and the releases' defs of the
+functions and methods the traces trust by name (engine_defs: a transform, a clip, a pool method), keyed by
+engine_defs.fingerprint. Each release's wheel is fetched with pip
 (`pip download --no-deps --only-binary=:all:`) and its Python files parsed from the zip, test folders aside:
 nothing is installed, built or run. Wheels are kept in CACHE.
 
@@ -13,12 +15,14 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List
 
 HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE))
-from codemods.pass_topk_length import field_writes  # noqa: E402
+from codemods.pass_topk_length import engine_defs, field_writes  # noqa: E402
+from codemods.pass_topk_length.field_meaning import CLIP_KEEPING, CLIPS  # noqa: E402
 from codemods.pass_topk_length.reach import is_test_code  # noqa: E402
+from codemods.pass_topk_length.rows import INDEX_KEEPING_ENGINE_METHODS, INDEX_KEEPING_FUNCTIONS  # noqa: E402
 
 TABLE = HERE / "codemods" / "pass_topk_length" / "engine_spellings.py"
 # the releases the tool is held to (README: sglang 0.5.9-0.5.17, sglang-kt 0.7.x)
@@ -36,46 +40,68 @@ def wheel(cache: Path, dist: str, version: str):
     return found[0] if found else None
 
 
-def spellings(path: Path, label: str) -> Dict[str, str]:
-    """file_key -> where, for each file of the wheel with a spelling field_writes denies."""
-    trees: List[Tuple[ast.AST, object, object]] = []
-    names: List[str] = []
-    keys: List[str] = []
+TRUSTED = sorted({*CLIPS, *CLIP_KEEPING, *INDEX_KEEPING_FUNCTIONS, *INDEX_KEEPING_ENGINE_METHODS})
+
+
+def sources(path: Path):
+    """(name in the wheel, bytes, tree) of each Python file of the wheel outside its tests that parses and may hold
+    a spelling or a trusted def."""
     with zipfile.ZipFile(path) as z:
         for name in z.namelist():
             if not name.endswith(".py") or is_test_code(name):
                 continue
             data = z.read(name)
-            if b"topk" not in data.lower():
+            if b"topk" not in data.lower() and not any(f"def {t}".encode() in data for t in TRUSTED):
                 continue
             try:
-                tree = ast.parse(data)
+                yield name, data, ast.parse(data)
             except (SyntaxError, ValueError):
                 continue
-            trees.append((tree, field_writes.engine_getter(tree), lambda _name: None))
-            names.append(name)
-            keys.append(field_writes.file_key(data))
+
+
+def spellings(files, label: str) -> Dict[str, str]:
+    """file_key -> where, for each file of the wheel with a spelling field_writes denies."""
+    files = [(name, data, tree) for name, data, tree in files if b"topk" in data.lower()]
+    trees = [(tree, field_writes.engine_getter(tree), lambda _name: None) for _, _, tree in files]
     found = field_writes.own_values(trees, field_writes.WIDTH_CORE)
-    return {keys[i]: f"{label} {names[i]}" for i, _, _ in found}
+    return {field_writes.file_key(files[i][1]): f"{label} {files[i][0]}" for i, _, _ in found}
+
+
+def trusted_defs(files, label: str) -> Dict[str, str]:
+    """engine_defs.fingerprint -> where, for each def of a trusted name in the wheel."""
+    out = {}
+    for name, data, tree in files:
+        for trusted in TRUSTED:
+            if f"def {trusted}".encode() in data:
+                for fdef in engine_defs.defs_named(tree, trusted):
+                    out.setdefault(engine_defs.fingerprint(tree, fdef), f"{label} {name}:{trusted}")
+    return out
 
 
 def main(argv: List[str]) -> int:
     cache = Path(argv[0]) if argv else Path.home() / ".cache" / "topk-migrate-tests"
     cache.mkdir(parents=True, exist_ok=True)
     table: Dict[str, str] = {}
+    defs: Dict[str, str] = {}
     for dist, version in RELEASES:
         path = wheel(cache, dist, version)
         if path is None:
             print(f"{dist}=={version}: no wheel", file=sys.stderr)
             continue
-        for fp, where in spellings(path, f"{dist} {version}").items():
+        files = list(sources(path))
+        for fp, where in spellings(files, f"{dist} {version}").items():
             table.setdefault(fp, where)
+        for fp, where in trusted_defs(files, f"{dist} {version}").items():
+            defs.setdefault(fp, where)
     doc = ast.get_docstring(ast.parse(TABLE.read_text()))
-    lines = [f'"""{doc}"""', "ENGINE_FILES = {"] + [f"    {fp!r}: {where!r}," for fp, where in sorted(
-        table.items(), key=lambda kv: kv[1])] + ["}", ""]
+    lines = [f'"""{doc}"""', *_dict("ENGINE_FILES", table), *_dict("ENGINE_DEFS", defs), ""]
     TABLE.write_text("\n".join(lines))
-    print(f"{len(table)} files from {len(RELEASES)} releases -> {TABLE.relative_to(HERE)}")
+    print(f"{len(table)} files, {len(defs)} defs from {len(RELEASES)} releases -> {TABLE.relative_to(HERE)}")
     return 0
+
+
+def _dict(name: str, table: Dict[str, str]) -> List[str]:
+    return [f"{name} = {{"] + [f"    {k!r}: {v!r}," for k, v in sorted(table.items(), key=lambda kv: kv[1])] + ["}"]
 
 
 if __name__ == "__main__":

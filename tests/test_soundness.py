@@ -2151,7 +2151,9 @@ _TRANSLATED = BATCH_ATTRIBUTE.replace(
 
 @pytest.mark.parametrize("where, fixable", [
     ("", True),  # the engine's pool: each valid location mapped, -1 kept
-    ("sglang/srt/mem_cache/memory_pool.py", True),  # an engine tree's own
+    # round AB: an engine tree's def is the engine's only as a release has it (a release's own: the heavy tier's
+    # installed releases); this one masks every third location
+    ("sglang/srt/mem_cache/memory_pool.py", False),
     ("fork_kv_pool.py", False)])  # round V: a fork's own pool class of the engine's method name
 def test_an_engine_method_name_is_the_engines_only_where_the_project_defines_none(tmp_path, where, fixable):
     if where:
@@ -3489,3 +3491,139 @@ def test_round_ab_the_modules_own_callers_read_what_a_making_runs(tmp_path, run,
         "\n\nclass Evictor:\n    def evict(self, t):\n        t[:, 4:] = -1\n")
     site = _site(tmp_path, src)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_RECORD_COPY = """
+    def copy_(self, other):
+        for f in fields(self):
+{guard}
+            getattr(self, f.name).copy_(getattr(other, f.name))
+"""
+_KEPT = "md = self.graph_metadata[bs]\n        "
+_CAPTURED = f"md = DSAMetadata(dsa_cache_seqlens_int32={_CLIP})\n        self.graph_metadata[bs] = md\n" \
+            "        self.forward_metadata = md"
+
+
+@pytest.mark.parametrize("guard, replay, fixable", [
+    # round AB (b1): the record's copy skipped for some fields or some steps: a `continue` past the lengths, an
+    # early `return`; a flag a nested def rewrites by `nonlocal`; a builder's new record while the holder gets what
+    # was read before it (sglang 0.5.16's builder returns at once)
+    ("            pass", f"{_KEPT}md.copy_(self._build_metadata(seq_lens))\n        self.forward_metadata = md", True),
+    ("            if f.name != 'page_table_1':\n                continue",
+     f"{_KEPT}md.copy_(self._build_metadata(seq_lens))\n        self.forward_metadata = md", False),
+    ("            if other is self:\n                return",
+     f"{_KEPT}md.copy_(self._build_metadata(seq_lens))\n        self.forward_metadata = md", False),
+    ("            pass", f"{_KEPT}done = False\n\n        def fast():\n            nonlocal done\n"
+                       "            done = bs > 4\n\n        fast()\n        if not done:\n"
+                       f"            md.dsa_cache_seqlens_int32.copy_({_CLIP})\n        self.forward_metadata = md", False),
+    ("            pass", f"{_KEPT}if bs > 4:\n            self._build_graph_metadata(bs, seq_lens)\n        else:\n"
+                       f"            md.dsa_cache_seqlens_int32.copy_({_CLIP})\n        self.forward_metadata = md", False),
+    ("            pass", "if bs not in self.graph_metadata:\n            self._build_graph_metadata(bs, seq_lens)\n"
+                       f"            return\n        {_KEPT}md.dsa_cache_seqlens_int32.copy_({_CLIP})\n"
+                       "        self.forward_metadata = md", True)])
+def test_round_ab_a_replay_updates_on_every_path_of_what_it_runs(tmp_path, guard, replay, fixable):
+    src = GRAPH_PER_CAPTURE.replace("{capture}", "        " + _CAPTURED).replace("{replay}", "        " + replay).replace(
+        "from dataclasses import dataclass", "from dataclasses import dataclass, fields").replace(
+        "    dsa_cache_seqlens_int32: torch.Tensor\n", "    dsa_cache_seqlens_int32: torch.Tensor\n" +
+        _RECORD_COPY.format(guard=guard)).replace("    def forward(self", "    def _build_graph_metadata(self, bs, seq_lens):\n"
+                                                  f"        {_CAPTURED}\n\n"
+                                                  "    def _build_metadata(self, seq_lens):\n"
+                                                  f"        return DSAMetadata(dsa_cache_seqlens_int32={_CLIP})\n\n"
+                                                  "    def forward(self")
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    site = _site(tmp_path, src)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("other, fixable", [
+    # round AB (b1): the refresh the replay calls replaced by another file: a plugin assigning it on the instance's
+    # class, a subclass whose mixin of another file comes first in its bases
+    ("def other_refresh(self, bs, forward_batch):\n    pass\n\n\ndef install(backend):\n"
+     "    type(backend)._refresh = other_refresh\n", False),
+    ("from backend import Backend\nfrom fused import Fused\n\n\nclass FusedBackend(Fused, Backend):\n    pass\n", False),
+    ("def unrelated(backend):\n    return backend\n", True)])
+def test_round_ab_a_refresh_another_file_may_replace_is_no_update(tmp_path, other, fixable):
+    clip = "forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32)"
+    src = GRAPH_PER_CAPTURE.replace("seq_lens)", "forward_batch)").replace(
+        "{capture}", "        " + _CAPTURED.replace(_CLIP, clip)).replace(
+        "{replay}", "        self._refresh(bs, forward_batch)\n        self.forward_metadata = self.graph_metadata[bs]").replace(
+        "    def forward(self", "    def _refresh(self, bs, forward_batch):\n"
+                               f"        self.graph_metadata[bs].dsa_cache_seqlens_int32.copy_({clip})\n\n    def forward(self")
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    (tmp_path / "plugin.py").write_text(other)
+    (tmp_path / "fused.py").write_text("class Fused:\n    def _refresh(self, bs, forward_batch):\n        pass\n")
+    site = _site(tmp_path, src)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("decorator, fixable", [
+    # round AB (b1): a clip of the module's own behind a cache keeps the first step's lengths
+    ("", True), ("@functools.lru_cache(maxsize=64)\n", False)])
+def test_round_ab_a_decorated_clip_is_not_its_body(tmp_path, decorator, fixable):
+    src = ANNOTATED_HOLDER.format(extend="DSAMetadata(dsa_cache_seqlens_int32=clipped(forward_batch.seq_lens, "
+                                         "self.dsa_index_topk))").replace(
+        "import torch\n", "import functools\n\nimport torch\n\n\n" + decorator +
+        "def clipped(seq_lens, width):\n    return seq_lens.clamp(max=width).to(torch.int32)\n", 1)
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_WINDOW_SETTERS = ("class Window:\n    def __init__(self, topk):\n        self.topk = topk\n        self._start = 0\n\n"
+                   "    @property\n    def start(self):\n        return self._start\n\n"
+                   "    @start.setter\n    def start(self, value):\n        self._start = value\n{write}\n\n\n"
+                   "def defaulted(topk, start):\n    def step(t=topk, s=start):\n{step}\n    step()\n")
+
+
+@pytest.mark.parametrize("body, write, step, fixable", [
+    # round AB (b2): a callee's nested def taking the tensor as a default argument; an attribute store running a
+    # property setter of the project that re-masks the buffer its object keeps
+    ("    window_ops.defaulted(topk_2d, 20)", "", "        t.masked_fill_(t < s, -1)", False),
+    ("    window_ops.defaulted(topk_2d, 20)", "", "        return int((t < s).sum())", True),
+    ("    ctx.window.start = 20", "        self.topk.masked_fill_(self.topk < value, -1)", "        pass", False),
+    ("    ctx.window.start = 20", "", "        pass", True)])
+def test_round_ab_a_default_argument_and_a_setter_are_what_a_caller_runs(tmp_path, body, write, step, fixable):
+    (tmp_path / "window_ops.py").write_text(_WINDOW_SETTERS.format(write=write, step=step))
+    (tmp_path / "layer.py").write_text("import window_ops\n" + _LAYER_RUN.format(body=body))
+    site = _site(tmp_path, HANDED_INDICES, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("helper, fixable", [
+    # round AB (b2): the kernel's function hands a table a caller may make share the indices' storage to a def of
+    # the module that writes it in place (itself, or through another def it hands it on to)
+    ("def _drop(table, start):\n    table.masked_fill_(table < start, -1)\n", False),
+    ("def _drop(table, start):\n    _fill(table, start)\n\n\ndef _fill(t, start):\n    t[t < start] = -1\n", False),
+    ("def _drop(table, start):\n    return int((table < start).sum())\n", True)])
+def test_round_ab_a_table_handed_to_a_writing_def_may_be_the_indices(tmp_path, helper, fixable):
+    src = HANDED_INDICES.replace("        metadata = self.forward_metadata\n",
+                                 "        metadata = self.forward_metadata\n        _drop(metadata.page_table_1, 20)\n").replace(
+        "\n\nclass Backend:", "\n\n" + helper + "\n\nclass Backend:")
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_ENGINE_TREE = {
+    "sglang/srt/layers/attention/dsa/utils.py": "def compute_dsa_seqlens(original_seq_lens, dsa_index_topk: int):\n"
+                                                "    return original_seq_lens.clamp(min=1, max=dsa_index_topk)\n",
+    "sglang/srt/layers/attention/dsa/transform_index.py":
+        "import torch\n\n\ndef transform_index_page_table_decode(page_table, topk_indices, page_size=1):\n"
+        "    locs = torch.where(topk_indices >= 0, page_table.gather(1, topk_indices.clamp(min=0).long()), -1)\n"
+        "    return torch.sort(locs, dim=-1).values.to(torch.int32)\n"}
+
+
+@pytest.mark.parametrize("where", [None, *_ENGINE_TREE])
+def test_round_ab_a_forks_own_engine_tree_is_not_the_engine(tmp_path, where):
+    """Round AB (b3): a fork's own copy of sglang's tree whose clip keeps empty rows at 1, or whose transform sorts
+    the rows, is the fork's code, whatever its import path (engine_defs: a release's def, by fingerprint)."""
+    src = ANNOTATED_HOLDER.format(extend="DSAMetadata(dsa_cache_seqlens_int32=compute_dsa_seqlens(forward_batch.seq_lens, "
+                                         "self.dsa_index_topk).to(torch.int32))").replace(
+        "import torch\n", "import torch\nfrom sglang.srt.layers.attention.dsa.utils import compute_dsa_seqlens\n"
+        "from sglang.srt.layers.attention.dsa.transform_index import transform_index_page_table_decode\n", 1).replace(
+        "return self._forward_flashmla_sparse(q, kv, indices, sm_scale)",
+        "indices = transform_index_page_table_decode(page_table=self.req_to_token, topk_indices=indices)\n"
+        "        return self._forward_flashmla_sparse(q, kv, indices, sm_scale)")
+    if where:
+        (tmp_path / where).parent.mkdir(parents=True)
+        (tmp_path / where).write_text(_ENGINE_TREE[where])
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is (where is None), site.reason

@@ -264,7 +264,30 @@ def _sibling_written(proj, f, fn, call: ast.Call, known: bool = False) -> Option
         if _before(f, other, call) and _writes_shared_state(proj, f, other, known):
             return (f"calls `{reach._unparse(other.func)[:40]}`, which writes state it keeps (or may: it is not read) in "
                     "place, where the indices may be under another name (round X: an indexer's method, a hook)")
+    return _setter_written(proj, f, fn, call)
+
+
+def _setter_written(proj, f, fn, call: ast.Call) -> Optional[str]:
+    """An attribute store before the call that may run code: a property setter of the project of that name, a
+    `__setattr__` or a descriptor's `__set__`, writing in place what its object keeps (round AB: `self.window.start
+    = start` re-masking the buffer the indices view)."""
+    for node in ast.walk(fn):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, (ast.AnnAssign, ast.AugAssign)) else []
+        for t in reach._flatten(targets):
+            if not isinstance(t, ast.Attribute) or not _before(f, t, call):
+                continue
+            for g, d in _project_methods(proj, t.attr) + _project_methods(proj, "__setattr__") + _project_methods(
+                    proj, "__set__"):
+                if (d.name != t.attr or _a_setter(d)) and _foreign_write(proj, g, d) is not None:
+                    return (f"sets `{reach._unparse(t)[:40]}`, which may run {d.name} at {proj.rel(g.path)}:{d.lineno}, "
+                            "writing in place what its object keeps (the indices may be under another name there)")
     return None
+
+
+def _a_setter(d) -> bool:
+    """A property's setter or deleter (`@start.setter`)."""
+    return any(isinstance(x, ast.Attribute) and x.attr in ("setter", "deleter") for x in d.decorator_list)
 
 
 def _receiver_made(f, fn, other: ast.Call, call: ast.Call) -> bool:
@@ -684,6 +707,10 @@ def _views_of(d, param: str) -> Set[str]:
     while grew:
         grew = False
         for node in ast.walk(d):
+            for name, default in _defaults(node) if node is not d else ():
+                if name not in names and _view_roots(default) & names:  # (round AB: a nested `def step(t=topk)`)
+                    names.add(name)
+                    grew = True
             value = node.iter if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) else \
                 node.context_expr if isinstance(node, ast.withitem) else getattr(node, "value", None) \
                 if isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) else None
@@ -697,6 +724,16 @@ def _views_of(d, param: str) -> Set[str]:
                     names.add(key)
                     grew = True
     return names
+
+
+def _defaults(node: ast.AST) -> List[Tuple[str, ast.AST]]:
+    """(parameter, default) for each parameter of a def or lambda given a default."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        return []
+    a = node.args
+    positional = [p.arg for p in a.posonlyargs + a.args]
+    out = list(zip(positional[len(positional) - len(a.defaults):], a.defaults))
+    return out + [(p.arg, v) for p, v in zip(a.kwonlyargs, a.kw_defaults) if v is not None]
 
 
 def _written_target(f, node: ast.AST) -> Optional[ast.AST]:

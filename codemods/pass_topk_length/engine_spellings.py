@@ -1,6 +1,7 @@
 """The engine's own files that give the width's field a value of their own (field_writes): files of sglang's
 releases (a config class's default, `getattr(cfg, "index_topk", C4_TOPK)`), keyed by field_writes.file_key (their
-bytes). Rebuilt by `python3 bench/engine_spellings.py`; a file a fork changes is its own."""
+bytes); and the releases' defs of the functions and methods the traces trust by name (engine_defs), keyed by
+engine_defs.fingerprint. Rebuilt by `python3 bench/engine_spellings.py`; a file a fork changes is its own."""
 ENGINE_FILES = {
     '9adf7030a4f6a39459934d28': 'sglang 0.5.12 sglang/srt/configs/deepseek_v4.py',
     'b212439c1cd2e32e289512d1': 'sglang 0.5.12 sglang/srt/configs/model_config.py',
@@ -34,4 +35,39 @@ ENGINE_FILES = {
     'e8ec7509967a8d3b7efe670c': 'sglang-kt 0.7.0 sglang/srt/layers/attention/indexer_topk_capturer.py',
     'e433cdd1b57752ebe184c9cc': 'sglang-kt 0.7.2 sglang/srt/configs/deepseek_v4.py',
     '5237f9ddbebaba9a0dfd26e3': 'sglang-kt 0.7.2 sglang/srt/configs/glm5_next.py',
+}
+ENGINE_DEFS = {
+    'a92fd51caf85135d73baafd0': 'sglang 0.5.10 sglang/srt/layers/attention/nsa/utils.py:pad_nsa_cache_seqlens',
+    '0d592cf9124fbc73efc91664': 'sglang 0.5.10 sglang/srt/managers/hisparse_coordinator.py:swap_in_selected_pages',
+    '08722a9f5dc730cd75c469fd': 'sglang 0.5.10 sglang/srt/mem_cache/hisparse_memory_pool.py:translate_loc_to_hisparse_device',
+    'e975c041b53367c447d93871': 'sglang 0.5.11 sglang/srt/layers/attention/nsa/utils.py:pad_nsa_cache_seqlens',
+    '3a23e7630816e827edcaa15e': 'sglang 0.5.11 sglang/srt/managers/hisparse_coordinator.py:swap_in_selected_pages',
+    '14b6680b4ff1ff102f1187dd': 'sglang 0.5.11 sglang/srt/mem_cache/hisparse_memory_pool.py:translate_loc_to_hisparse_device',
+    'b8496ef768e605feca21a408': 'sglang 0.5.12 sglang/srt/managers/hisparse_coordinator.py:swap_in_selected_pages',
+    '0864419943406c41c0082014': 'sglang 0.5.12 sglang/srt/mem_cache/deepseek_v4_memory_pool.py:translate_loc_to_hisparse_device',
+    '0d3a7e5d50f6c63e4be31164': 'sglang 0.5.12 sglang/srt/mem_cache/hisparse_memory_pool.py:translate_loc_to_hisparse_device',
+    'd4cc392f2a17432431afe063': 'sglang 0.5.13 sglang/srt/layers/attention/dsa/utils.py:compute_dsa_seqlens',
+    '58b76b3d7a7b57bc098315c2': 'sglang 0.5.13 sglang/srt/layers/attention/dsa/utils.py:pad_dsa_cache_seqlens',
+    '90d9e38895ccaa5163789876': 'sglang 0.5.13 sglang/srt/managers/hisparse_coordinator.py:swap_in_selected_pages',
+    'a5eda398013d567a3fd7d363': 'sglang 0.5.13 sglang/srt/mem_cache/deepseek_v4_memory_pool.py:translate_loc_to_hisparse_device',
+    '670ff520d13717a7af12d347': 'sglang 0.5.13 sglang/srt/mem_cache/hisparse_memory_pool.py:translate_loc_to_hisparse_device',
+    'c06b260bbcef820cf83ff370': 'sglang 0.5.14 sglang/srt/layers/attention/dsa/utils.py:pad_dsa_cache_seqlens',
+    'c48ab5b096aa84fd017216a9': 'sglang 0.5.14 sglang/srt/managers/hisparse_coordinator.py:swap_in_selected_pages',
+    '695466e20d821e798ea5e94a': 'sglang 0.5.15 sglang/srt/managers/hisparse_coordinator.py:swap_in_selected_pages',
+    'd933ab91ce9028ddbb4b54b6': 'sglang 0.5.15 sglang/srt/mem_cache/deepseek_v4_memory_pool.py:translate_loc_to_hisparse_device',
+    '2fb8a6486f2b952b07d9d0d5': 'sglang 0.5.16 sglang/kernels/ops/attention/dsa/transform_index.py:transform_index_page_table_decode',
+    '0235ca29b4b2629e66ccb50e': 'sglang 0.5.16 sglang/kernels/ops/attention/dsa/transform_index.py:transform_index_page_table_prefill',
+    '9f1ec46aefc42e7b5ba0a0cd': 'sglang 0.5.16 sglang/srt/layers/attention/dsa/utils.py:pad_dsa_cache_seqlens',
+    '9f3c104f272017f109811039': 'sglang 0.5.16 sglang/srt/managers/hisparse_coordinator.py:swap_in_selected_pages',
+    'ca7ecff2a496f748ac90d01d': 'sglang 0.5.16 sglang/srt/mem_cache/deepseek_v4_memory_pool.py:translate_loc_to_hisparse_device',
+    '678a048a54f484c9af72f510': 'sglang 0.5.17 sglang/kernels/ops/attention/dsa/transform_index.py:transform_index_page_table_prefill',
+    '23f37b9f7ed2c943ad17e395': 'sglang 0.5.17 sglang/srt/layers/attention/dsa/utils.py:pad_dsa_cache_seqlens',
+    '5143b39e96dabef7f2c5f5ae': 'sglang 0.5.17 sglang/srt/managers/hisparse_coordinator.py:swap_in_selected_pages',
+    '3dfc5f735cf4b2f86ec18386': 'sglang 0.5.17 sglang/srt/mem_cache/deepseek_v4_memory_pool.py:translate_loc_to_hisparse_device',
+    '6b617bcde1e610670307fd3c': 'sglang 0.5.9 sglang/srt/layers/attention/nsa/transform_index.py:transform_index_page_table_decode',
+    '8659c1af4cf3938f43e09439': 'sglang 0.5.9 sglang/srt/layers/attention/nsa/transform_index.py:transform_index_page_table_prefill',
+    '871012439a7b5c345c72ada1': 'sglang 0.5.9 sglang/srt/layers/attention/nsa/utils.py:compute_nsa_seqlens',
+    'e3c846a7e213cda6c43e3c62': 'sglang 0.5.9 sglang/srt/layers/attention/nsa/utils.py:pad_nsa_cache_seqlens',
+    '29f9f81198ea54eddbd63154': 'sglang-kt 0.7.0 build/lib/build/lib/build/lib/build/lib/build/lib/build/lib/build/lib/build/lib/sglang/srt/managers/hisparse_coordinator.py:swap_in_selected_pages',
+    'f3898af719e93df91f3dfdcc': 'sglang-kt 0.7.2 sglang/srt/layers/attention/nsa/utils.py:compute_nsa_seqlens',
 }

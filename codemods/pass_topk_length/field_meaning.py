@@ -14,7 +14,7 @@ from libcst.metadata import FunctionScope
 from topk_migrate import bounded, project
 from topk_migrate.cst.resolve import dotted
 
-from . import field_writes, reach
+from . import engine_defs, field_writes, reach
 from .rows import (
     ENGINE_PACKAGES,
     _engine_import,
@@ -22,6 +22,7 @@ from .rows import (
     aliases_in,
     imported_names,
     local_defs,
+    unproven_local,
     writes_in,
     written_names,
 )
@@ -403,6 +404,19 @@ def _clamp_of(e: cst.BaseExpression, operand: str, bound: str) -> bool:
         and isinstance(e.args[0].value, cst.Name) and e.args[0].value.value == bound
 
 
+def _engine_copy_elsewhere(f, local: str) -> bool:
+    """Is `local`, imported by the file read by reach.py from the engine's package, a def of a file of the project other
+    than as a release has it (a fork's own tree of sglang: round AB)? An import that leaves the project is the
+    engine's."""
+    module, imported = f.froms.get(local, ("", ""))
+    path = f._find(f.path, module) if module else None
+    if path is None:
+        return False
+    tree = bounded.python_facts(project.read_project_file(path)) if path.endswith(".py") else None
+    defs = engine_defs.defs_named(tree, imported) if tree is not None else []
+    return not defs or not all(engine_defs.release_def(tree, d) for d in defs)
+
+
 def _engines_body_elsewhere(f, local: str, name: str) -> bool:
     """FieldMeaning._engines_body for a file read by reach.py: `local` imported once from a file of the project whose
     top-level def `name` is the engine's body."""
@@ -564,12 +578,13 @@ class FieldMeaning:
         reading the returns of a function of this module, (its parameters -> the call's arguments, the
         caller's env)."""
         if isinstance(e, cst.Call):
-
             func = e.func
             name = (get_full_name_for_node(func) or "").rsplit(".", 1)[-1]
             method = isinstance(func, cst.Attribute)
             positional = [a.value for a in e.args if not a.keyword and not a.star]
             local = local_defs(self.tree, func)
+            if local and unproven_local(self.tree, func, self.method_rival):
+                return False  # its body is not what runs (an `lru_cache` keeping the first step's lengths: round AB)
             depth, outer = 0, env
             while outer is not None:
                 depth, outer = depth + 1, outer[1]
@@ -585,12 +600,12 @@ class FieldMeaning:
                 return bool(returns) and all(r is not None and self._clipped(r, seen, (args, env)) for r in returns)
             if local:
                 return False
-            if name in CLIPS and not (_engine_import(self.tree, func) or self._engines_body(func, name)):
+            if name in CLIPS and not self._engines_clip(func, name):
                 return False  # a fork's own function of the engine's name, unless its body is the engine's (round R)
             if name in CLIPS or name in CLAMPS:
                 return _clips_to_width(_ast_of(e), self._resolver(env, e))
             if name in CLIP_KEEPING:  # pad_dsa_cache_seqlens(forward_batch, seqlens): pads clipped seqlens
-                return len(positional) >= 2 and (_engine_import(self.tree, func) or self._engines_body(func, name)) \
+                return len(positional) >= 2 and self._engines_clip(func, name) \
                     and all(self._clipped(v, seen, env) for v in positional[1:])
             if name in ("cat", "concat") and positional and isinstance(positional[0], (cst.List, cst.Tuple)):
                 parts = [el.value for el in positional[0].elements]  # the rows, then rows of length 0 (padding)
@@ -656,6 +671,11 @@ class FieldMeaning:
             if not all(self._clipped(v, seen, env) for v in w.copies):
                 return True
         return False
+
+    def _engines_clip(self, func: cst.BaseExpression, name: str) -> bool:
+        """The engine's clip (or pad) by its import, where no file of the project defines it other than as a release
+        does (a fork's own tree of sglang clipping at 1: round AB), or a project function whose body is the engine's."""
+        return _engine_import(self.tree, func) and not self.forked_engine_op(name) or self._engines_body(func, name)
 
     def _engines_body(self, func: cst.BaseExpression, name: str) -> bool:
         """A project function of the engine's clip (or pad) name whose body is the engine's (a fork's copy of
@@ -1106,7 +1126,8 @@ def _clipped_elsewhere(f, e, depth: int, env: Optional[dict] = None, seen: Optio
         if local:
             return False
         if (name in CLIPS or name in CLIP_KEEPING) and not (isinstance(func, ast.Name) and (
-                field_writes.engine_name(f.tree, func.id) or _engines_body_elsewhere(f, func.id, name))):
+                field_writes.engine_name(f.tree, func.id) and not _engine_copy_elsewhere(f, func.id)
+                or _engines_body_elsewhere(f, func.id, name))):
             return False  # a fork's own function of the engine's name, unless its body is the engine's (round R)
         if name in CLIPS or name in CLAMPS:
             return _clips_to_width(e, _file_resolver(f, env))

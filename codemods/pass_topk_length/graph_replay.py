@@ -37,6 +37,9 @@ def _is_attr_of_self(e: cst.BaseExpression) -> bool:
 
 # methods that give a mapping's items new values
 _ITEM_WRITES = {"update", "setdefault", "__setitem__"}
+# What may keep a statement from running on some path through its def (graph_replay._always_runs)
+_BRANCHING = (cst.If, cst.Try, cst.TryStar, cst.With, cst.Match, cst.While, cst.For, cst.IfExp, cst.BooleanOperation,
+              cst.CompFor, cst.Lambda, cst.FunctionDef)
 
 
 def _any_item(mapping: cst.BaseExpression) -> cst.Subscript:
@@ -320,13 +323,24 @@ class GraphReplay:
                 if not (isinstance(node, cst.Call) and walker._direct(node, small) and self._self_method(node)):
                     continue
                 if reach.graph_builder(node.func.attr.value) and isinstance(small, cst.Expr) and small.value is node \
-                        and self._makes_record(node.func.attr.value, field_name) \
+                        and self._then_returns(small) and self._makes_record(node.func.attr.value, field_name) \
                         or self._covering_method(node.func.attr.value, field_name, plan, busy, fdef):
                     return True  # (a builder called as a statement of its own: one handed on is a value, round X)
             return False
         walker = ReplayPaths(self.tree, fdef, updates)
         memo[key] = walker.covers()
         return memo[key]
+
+    def _then_returns(self, small: cst.CSTNode) -> bool:
+        """Is the statement followed at once by a bare `return` (sglang 0.5.16: `self._build_...(bs, ...)` then
+        `return`)? A hook that goes on after a builder may hand the holder what it read before (round AB)."""
+        line = next((a for a in self.tree.ancestors(small) if isinstance(a, cst.SimpleStatementLine)), None)
+        block = next(iter(self.tree.ancestors(line)), None) if line is not None else None
+        body = list(getattr(block, "body", ()))
+        after = body[body.index(line) + 1] if line in body and body.index(line) + 1 < len(body) else None
+        rest = line.body[line.body.index(small) + 1:] if small in line.body else []
+        first = rest[0] if rest else after.body[0] if isinstance(after, cst.SimpleStatementLine) else None
+        return isinstance(first, cst.Return) and first.value is None
 
     def _makes_record(self, name: str, field_name: str) -> bool:
         """Does every method of the module of that name build a record with the field (a keyword of it, a
@@ -355,6 +369,8 @@ class GraphReplay:
         owner = next((f.class_name for f in self.facts.functions if f.node is caller), None) if caller else None
         if owner is not None and not self._found_in_module(owner, name, set(), skip_own=via_super):
             return False  # (a base of another file, or none known, comes first: what `self.name` runs is not here)
+        if self.method_rival(owner, name):
+            return False  # (another file's subclass, mixin or plugin may run another refresh: round AB)
         return bool(defs) and all(self._replay_covered(d, field_name, plan, busy) for d in defs)
 
     def _class_body_of(self, node: cst.CSTNode) -> Optional[cst.ClassDef]:
@@ -491,18 +507,29 @@ class GraphReplay:
     def _writes_each_field(self, fdef: cst.FunctionDef, field_name: str) -> bool:
         for target in self._in_place_targets(fdef):
             if isinstance(target, cst.Attribute) and target.attr.value == field_name and _is_attr_of_self(target):
-                return True
+                if self._always_runs(target, fdef, None):
+                    return True
             if isinstance(target, cst.Call) and get_full_name_for_node(target.func) == "getattr" and target.args and \
                     _is_name(target.args[0].value, "self"):
                 loop = next((a for a in self.tree.ancestors(target) if isinstance(a, cst.For)), None)
                 over = loop.iter if loop is not None else None
-                if loop is not None and any(isinstance(a, (cst.If, cst.Try, cst.With, cst.Match, cst.While, cst.For))
-                                            for a in self._between(target, loop)):
-                    continue  # (only some fields: `if f.name in GRAPH_INPUTS:`, round X)
                 if isinstance(over, cst.Call) and get_full_name_for_node(over.func) in ("fields", "dataclasses.fields") \
-                        and over.args and _is_name(over.args[0].value, "self"):
+                        and over.args and _is_name(over.args[0].value, "self") and self._always_runs(target, fdef, loop):
                     return True
         return False
+
+    def _always_runs(self, write: cst.CSTNode, fdef: cst.FunctionDef, loop: Optional[cst.For]) -> bool:
+        """Does the write run on every path through fdef (for every field, in `loop`): under no branch but that loop
+        (`if f.name in GRAPH_INPUTS:`, round X), after no statement that leaves early, and in the loop beside none
+        that leaves it (a `continue` past some fields, a `return` on a wider table: round AB)?"""
+        if any(isinstance(a, _BRANCHING) and a is not loop for a in self._between(write, fdef)):
+            return False
+        order = self.tree.order
+        for leave in self.find((cst.Return, cst.Raise, cst.Continue, cst.Break), None, fdef):
+            if loop is not None and self.tree.inside(leave, loop) or order[id(leave)] < order[id(write)] and \
+                    not self.tree.inside(write, leave):
+                return False
+        return True
 
     def _between(self, node: cst.CSTNode, top: cst.CSTNode) -> List[cst.CSTNode]:
         """The ancestors of node below top."""

@@ -50,6 +50,8 @@ class ReplayPaths:
         self._reads = {id(a.node): a.node.value for a in (scope.accesses if scope is not None else ())
                        if isinstance(a.node, cst.Name) and a.node.value in self.locals}
         self._declared = self._declared_modes()
+        # locals a nested def rebinds (`nonlocal used_fast_path`): a literal flag of one says nothing (round AB)
+        self._shared = {n.name.value for d in tree.find(cst.Nonlocal, within=fdef) for n in d.names}
         self._loops: List[Tuple[Set[State], Set[State]]] = []  # each loop's (break, continue) states
         self._failing: List[Set[State]] = []  # each enclosing `try`/`with`: the states its statements were entered with
 
@@ -133,6 +135,7 @@ class ReplayPaths:
             return set()
         bound = self._bound_by(small)
         flag = _literal_flag(small)
+        flag = None if flag is None or flag[0] in self._shared else flag
         updated = self.updates(small)
         out = set()
         for done, names, flags in states:

@@ -1453,8 +1453,6 @@ INDEX_KEEPING_ENGINE_METHODS = {
     "translate_loc_to_hisparse_device": "sglang token_to_kv_pool (hisparse): each valid location to its device slot",
     "swap_in_selected_pages": "sglang hisparse_coordinator: the selected pages' device locations, -1 kept",
 }
-# The engine's own package in a project's paths: its files there are the engine's (a copy of the engine's tree)
-ENGINE_HOME = "sglang/srt/"
 # Where each of those methods takes the indices (position after self, keyword): only that argument is traced.
 INDEX_ARGUMENT = {"translate_loc_to_hisparse_device": (0, "compressed_indices"), "swap_in_selected_pages": (2, "top_k_result")}
 # `idx[:, 0, :]` of the indexer's [s, 1, k] (one selection per token, shared by the heads): its squeeze(1), every
@@ -1768,6 +1766,8 @@ class IndexTrace:
             if op in INDEX_KEEPING:
                 return _other_dtype(e, 1) or self.hazard(args[0].value)
         elif op in INDEX_KEEPING_FUNCTIONS and _engine_import(self.tree, func):
+            if self._forked(op):  # a fork's own tree of the engine (round AB)
+                return f"`{_code(e)}` may reach {self._forked(op)}, not the engine's function of that name"
             # each valid index through the page table, -1 kept: of the top-k it is handed (topk_indices=, 2nd)
             given = _keyword(e, "topk_indices") or (args[1].value if len(args) > 1 else None)
             return self.hazard(given) if given is not None else None
@@ -1873,7 +1873,7 @@ class IndexTrace:
         if id(call) in self.exempt:
             return True
         op = (get_full_name_for_node(call.func) or "").rsplit(".", 1)[-1]
-        if op in INDEX_KEEPING_FUNCTIONS and _engine_import(self.tree, call.func):
+        if op in INDEX_KEEPING_FUNCTIONS and _engine_import(self.tree, call.func) and not self._forked(op):
             return True
         if op in INDEX_KEEPING_ENGINE_METHODS and isinstance(call.func, cst.Attribute) and not self._forked(op):
             return True
@@ -2046,7 +2046,7 @@ def foreign_write(tree: Tree, call: cst.Call, methods: Callable[[str], List[cst.
                 for _, target in once("writes", m, _inplace_targets)
                 if any(o.startswith("self.") for o in _origins(tree, m, target))]
 
-    targets = once("writes", fdef, _inplace_targets)
+    targets = once("writes", fdef, _inplace_targets) + once("handed", fdef, lambda d: _handed_writes(tree, d, call))
     writing = once("writing-reads", fdef, writing_reads) if caller_values is None else []
     if not targets and not writing:
         return None
@@ -2064,6 +2064,32 @@ def foreign_write(tree: Tree, call: cst.Call, methods: Callable[[str], List[cst.
             return (f"`{read.attr.value}` (called at line {tree.line(read)}) writes `{_code(target).strip()[:40]}` "
                     "in place, which may be the indices' storage under another name")
     return None
+
+
+def _handed_writes(tree: Tree, fdef: cst.FunctionDef, kernel: cst.Call) -> List[Tuple[cst.CSTNode, cst.BaseExpression]]:
+    """(the call, the argument) for each argument fdef hands a def of the module (`f(...)`, `self.m(...)`) for a
+    parameter that def writes in place, or hands on to one that does (round AB: `_drop_before_window(
+    metadata.page_table_1, start)` masking a table that may be the indices' storage)."""
+    memo: Dict[Tuple[int, int], Set[str]] = {}
+    return [(c, arg) for c in tree.find(cst.Call, None, fdef) if c is not kernel
+            for d in local_defs(tree, c.func) for arg in _arguments_for(c, d, _params_written(tree, d, 0, memo))]
+
+
+def _params_written(tree: Tree, fdef: cst.FunctionDef, depth: int, memo: Dict[Tuple[int, int], Set[str]]) -> Set[str]:
+    """The parameters of fdef whose storage it writes in place, itself or through the defs of the module it hands
+    them to (three deep; past that, every parameter)."""
+    key = (id(fdef), depth)
+    if key in memo:
+        return memo[key]
+    params = {p.name.value for p in (*fdef.params.posonly_params, *fdef.params.params, *fdef.params.kwonly_params,
+                                     *(x for x in (fdef.params.star_arg, fdef.params.star_kwarg) if isinstance(x, cst.Param)))}
+    memo[key] = out = params if depth > 3 else {
+        o for _, t in _inplace_targets(fdef) for o in _origins(tree, fdef, t) if o in params}
+    for c in tree.find(cst.Call, None, fdef) if depth <= 3 else ():
+        for d in local_defs(tree, c.func):
+            written = _params_written(tree, d, depth + 1, memo) if d is not fdef else set()
+            out |= {o for a in _arguments_for(c, d, written) for o in _origins(tree, fdef, a) if o in params}
+    return out
 
 
 def _kv_arg(call: cst.Call) -> Optional[cst.BaseExpression]:
@@ -2118,6 +2144,8 @@ def _origins(tree: Tree, fdef: cst.FunctionDef, e: Optional[cst.BaseExpression],
     if e is None or depth > 12:
         return set()
     e = _viewed(e)
+    if isinstance(e, cst.Name) and e.value in ("None", "True", "False"):
+        return set()  # (a constant: no storage)
     if isinstance(e, cst.Name):
         assigned = tree.binding(e, e.value).assignments
         if not assigned or any(getattr(a, "scope", None) is not tree.scope_of.get(fdef.body)

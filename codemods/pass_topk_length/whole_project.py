@@ -12,10 +12,10 @@ from libcst.helpers import get_full_name_for_node
 
 from topk_migrate.cst.resolve import CallInfo, Function
 
-from . import callers, reach
+from . import callers, engine_defs, reach
 from .field_meaning import CLIP_HOW, CLIPPED_FIELDS, ENGINE_HOMES, _clipped_elsewhere
 from .quick import PARAM
-from .rows import ENGINE_HOME, Hooks, _instance_param, index_hazard, row_hazard
+from .rows import Hooks, _instance_param, index_hazard, row_hazard
 from .syntax import _argument_for, _code, _is_name, constructor_call, only_handed_on
 
 # Attributes whose write changes what a read of a module or function gives without naming it: a module's
@@ -374,21 +374,16 @@ class WholeProject:
         return Hooks(self.external_def, self.outside_project, self.method_rival, self.served_elsewhere, self.forked_engine_op)
 
     def forked_engine_op(self, name: str) -> Optional[str]:
-        """rows.Hooks.forked: where this module or a file of the project outside the engine's own package defines a
-        def named as an engine method on the index allowlist (a fork's pool class's `translate_loc_to_hisparse_device`,
-        round V): a call by that name may reach it, of which the allowlist says nothing."""
+        """rows.Hooks.forked: where this module, or a file of the project other than as a release of the engine has
+        it, defines a def named as an engine function or method the traces trust (a fork's pool class's
+        `translate_loc_to_hisparse_device`, round V; a fork's own tree of sglang sorting the rows in its
+        `transform_index_page_table_decode`, round AB): a call by that name may reach it, of which the allowlists say
+        nothing."""
         def find() -> Optional[str]:
             for fdef in self.functions_named(name):
                 return f"`{name}` defined at line {self.tree.line(fdef.node)}"
             proj = self.project()
-            for f in proj.files_naming([name]):
-                rel = proj.rel(f.path).replace(os.sep, "/")
-                if ENGINE_HOME in rel:
-                    continue  # the engine's own (a tree of it: its files are the engine's, docs/soundness.md)
-                for node in ast.walk(f.tree):
-                    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
-                        return f"`{name}` defined at {rel}:{node.lineno}"
-            return None
+            return engine_defs.own_copies(proj.files_naming([name]), name, lambda p: proj.rel(p).replace(os.sep, "/"))
         return self.index(f"forked:{name}", find)
 
     def method_rival(self, class_name: Optional[str], name: str) -> Optional[str]:
