@@ -1426,6 +1426,7 @@ def test_a_call_handing_another_class_contradicts_a_parameters_annotation(tmp_pa
     src = ANNOTATED_HOLDER.format(extend="DSAMetadata(dsa_cache_seqlens_int32=forward_batch.seq_lens)").replace(
         "            self.forward_metadata = DSAMetadata(dsa_cache_seqlens_int32=forward_batch.seq_lens)\n",
         "            self.extend_metadata = DSAExtendMetadata(extend_seq_lens=forward_batch.seq_lens)\n").replace(
+        "        else:\n", "        else:\n            self.extend_metadata = None\n").replace(  # (on every path: round AB)
         "    def forward(self, q, kv, indices, sm_scale):\n        metadata = self.forward_metadata\n",
         "    def forward_extend(self, q, kv, indices, sm_scale):\n"
         "        return self.forward(q, kv, indices, sm_scale, self.extend_metadata)\n\n"
@@ -3627,3 +3628,25 @@ def test_round_ab_a_forks_own_engine_tree_is_not_the_engine(tmp_path, where):
         (tmp_path / where).write_text(_ENGINE_TREE[where])
     site = _site(tmp_path, src, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is (where is None), site.reason
+
+
+_MADE_AB = "DSAMetadata(dsa_cache_seqlens_int32=forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))"
+
+
+@pytest.mark.parametrize("plan, fixable", [
+    # round AB (b1): an eager planner giving the holder this batch's metadata on some paths only: an early return
+    # for a batch object seen before, a mode chain it falls through; on every path (an else, a raise) it is fine
+    (f"if forward_batch is self._planned_for:\n            return\n        self.forward_metadata = {_MADE_AB}", False),
+    (f"if forward_batch.forward_mode == 'decode':\n            self.forward_metadata = {_MADE_AB}\n"
+     f"        elif forward_batch.forward_mode == 'extend':\n            self.forward_metadata = {_MADE_AB}", False),
+    (f"if forward_batch.forward_mode == 'decode':\n            self.forward_metadata = {_MADE_AB}\n"
+     f"        else:\n            self.forward_metadata = {_MADE_AB}", True),
+    (f"if forward_batch is None:\n            raise ValueError('no batch')\n        self.forward_metadata = {_MADE_AB}", True)])
+def test_round_ab_an_eager_planner_gives_the_holder_on_every_path(tmp_path, plan, fixable):
+    src = ANNOTATED_HOLDER.format(extend=_MADE_AB).replace(
+        "        if forward_batch.is_extend:\n            self.forward_metadata = " + _MADE_AB + "\n        else:\n"
+        "            self.forward_metadata = DSAMetadata(dsa_cache_seqlens_int32=forward_batch.seq_lens.clamp(\n"
+        "                max=self.dsa_index_topk).to(torch.int32))\n", "        " + plan + "\n")
+    assert plan in src
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

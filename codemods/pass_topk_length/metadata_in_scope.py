@@ -14,8 +14,8 @@ from topk_migrate.cst.resolve import dotted
 from topk_migrate.cst.scopecheck import root_binding
 
 from . import reach
-from .graph_replay import _self_root_attr
-from .replay_paths import _keeps_the_call
+from .graph_replay import _is_attr_of_self, _self_root_attr
+from .replay_paths import ReplayPaths, _keeps_the_call
 from .rows import _own_returns
 from .syntax import _code, _is_name, bound_targets, constructor_call
 
@@ -70,7 +70,8 @@ class MetadataInScope:
                 why = self.unclipped_write(field_name) or self.clipped_fields_read(field_name) \
                     or self.replaced_field(field_name) \
                     or self.replay_replaces(field_name) or self.replay_updates(field_name) \
-                    or self.capture_files(field_name) or self.built_outside() or self.kept_in_holder(field_name)
+                    or self.capture_files(field_name) or self.built_outside() or self.kept_in_holder(field_name) \
+                    or self.planned_on_every_path()
             if why is None and owner is not None:
                 why = self._deferred(owner, node, field_name) or self._two_batches(owner, node) \
                     or self.planned_in_graph(owner, field_name) or self._refreshed(owner, b.assignments[0], field_name) \
@@ -152,6 +153,26 @@ class MetadataInScope:
                             "topk_length by hand")
             return None
         return self.index(f"kept-in-holder:{field_name}", build)
+
+    def planned_on_every_path(self) -> Optional[str]:
+        """Round AB: a method that gives the holder this batch's metadata (the eager planner, outside the graphs'
+        capture and replay, which graph-replay reads) gives it on every path that returns: one that returns early
+        (`if forward_batch is self._planned_for: return`) or falls through a mode chain leaves the last step's."""
+        def build() -> Optional[str]:
+            held = self.held_attributes()
+            for fdef in self.find(cst.FunctionDef):
+                name = fdef.name.value
+                if reach.graph_update(name) or reach.graph_builder(name) or name == "__init__":
+                    continue
+                stores = {id(node) for node, target, _ in self._writes_in(fdef)
+                          if isinstance(target, cst.Attribute) and _is_attr_of_self(target) and target.attr.value in held
+                          and not (isinstance(node, cst.AnnAssign) and node.value is None)}
+                if stores and not ReplayPaths(self.tree, fdef, _one_of(stores)).covers():
+                    return (f"{name} gives the holder `self.{sorted(held)[0]}` this batch's metadata on some paths only "
+                            "(an early return, a mode chain it falls through): the kernel may read an earlier step's "
+                            "lengths; give it on every path, or pass topk_length by hand")
+            return None
+        return self.index("planned-on-every-path", build)
 
     def _updated(self, fdef: cst.FunctionDef, value: Optional[cst.BaseExpression], field_name: str, replay: bool) -> bool:
         """Does fdef write `field_name` in place on the object `value` names? A replay hook that writes it on no
@@ -693,3 +714,8 @@ def _blocks(stmt: cst.CSTNode) -> list:
         elif isinstance(part, cst.IndentedBlock):
             out += list(part.body)
     return out
+
+
+def _one_of(nodes: Set[int]):
+    """ReplayPaths' `updates`: a small statement that is one of the nodes (or whose expression is: a setattr)."""
+    return lambda small: id(small) in nodes or isinstance(small, cst.Expr) and id(small.value) in nodes
