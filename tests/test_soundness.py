@@ -3650,3 +3650,65 @@ def test_round_ab_an_eager_planner_gives_the_holder_on_every_path(tmp_path, plan
     assert plan in src
     site = _site(tmp_path, src, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("given, fixable", [
+    # round AB (b1): a base class of another file giving the holder what it is handed: each call here must hand an
+    # object made for this batch (a cached record per batch size is an earlier batch's)
+    (f"self.set_forward_metadata({_MADE_AB})", True),
+    (f"if forward_batch.batch_size not in self._records:\n            self._records[forward_batch.batch_size] = {_MADE_AB}\n"
+     "        self.set_forward_metadata(self._records[forward_batch.batch_size])", False)])
+def test_round_ab_a_base_setter_of_another_file_is_handed_this_batchs_record(tmp_path, given, fixable):
+    (tmp_path / "attn_base.py").write_text("class Base:\n    def set_forward_metadata(self, metadata):\n"
+                                           "        self.forward_metadata = metadata\n")
+    src = ANNOTATED_HOLDER.format(extend=_MADE_AB).replace(
+        "class Backend:\n", "from attn_base import Base\n\n\nclass Backend(Base):\n").replace(
+        "        if forward_batch.is_extend:\n            self.forward_metadata = " + _MADE_AB + "\n        else:\n"
+        "            self.forward_metadata = DSAMetadata(dsa_cache_seqlens_int32=forward_batch.seq_lens.clamp(\n"
+        "                max=self.dsa_index_topk).to(torch.int32))\n", "        " + given + "\n")
+    assert given in src
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("pick, fixable", [
+    # round AB (b2): a caller picking the backend by a method of its own that writes the buffer it keeps
+    ("        self.buf.masked_fill_(self.buf < 20, -1)\n        return self.backend", False),
+    ("        return self.backend", True)])
+def test_round_ab_a_receiver_picked_by_a_writing_method(tmp_path, pick, fixable):
+    (tmp_path / "layer.py").write_text(
+        "class Layer:\n    def __init__(self, backend, buf):\n        self.backend = backend\n        self.buf = buf\n\n"
+        "    def _pick(self):\n" + pick + "\n\n    def run(self, q, kv, topk_indices, scale):\n"
+        "        return self._pick().forward(q, kv, topk_indices, scale)\n")
+    site = _site(tmp_path, HANDED_INDICES, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_TWO_CHAINS = f"""md = self.graph_metadata[bs]
+        if forward_batch.is_decode():
+            md.dsa_cache_seqlens_int32.copy_({_CLIP})
+        elif forward_batch.is_target_verify():
+            md.dsa_cache_seqlens_int32.copy_({_CLIP})
+{{relabel}}        if forward_batch.is_decode():
+            pass
+        elif forward_batch.is_target_verify():
+            pass
+        else:
+            raise ValueError("unsupported forward mode")
+        self.forward_metadata = md"""
+
+
+@pytest.mark.parametrize("relabel, fixable", [
+    # round AB (b1): a mode relabelled between the chain that updates and the chain that declares the modes
+    ("", True),
+    ("        forward_batch.forward_mode = 'decode'\n", False),
+    ("        self._relabel(forward_batch)\n", False)])
+def test_round_ab_a_mode_the_hook_changes_declares_nothing(tmp_path, relabel, fixable):
+    src = GRAPH_PER_CAPTURE.replace("seq_lens)", "forward_batch)").replace(
+        "{capture}", "        " + _CAPTURED.replace("seq_lens.clamp", "forward_batch.seq_lens.clamp")).replace(
+        "{replay}", "        " + _TWO_CHAINS.replace("{relabel}", relabel).replace(
+            "seq_lens.clamp", "forward_batch.seq_lens.clamp")).replace(
+        "    def forward(self", "    def _relabel(self, batch):\n        pass\n\n    def forward(self")
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    site = _site(tmp_path, src)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -292,8 +292,11 @@ def _a_setter(d) -> bool:
 
 def _receiver_made(f, fn, other: ast.Call, call: ast.Call) -> bool:
     """Is `other` the making of the traced call's own object: `Backend(md).forward(...)`, or `b = Backend(md)` (b
-    bound once in fn) before `b.forward(...)`?"""
+    bound once in fn) before `b.forward(...)`? A class is made by its name; a method handing back an object
+    (`self._backend_for_step().forward(...)`) runs code that may write (round AB)."""
     receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+    if not (isinstance(other.func, ast.Name) and other.func.id[:1].isupper()):
+        return False
     if receiver is other:
         return True
     up = f.parents.get(id(other))
@@ -307,8 +310,10 @@ def _receiver_made(f, fn, other: ast.Call, call: ast.Call) -> bool:
 
 
 def _before(f, other: ast.Call, call: ast.Call) -> bool:
-    """May `other` run before `call`: earlier in the text, or in a loop around the call."""
-    return (other.lineno, other.col_offset) < (call.lineno, call.col_offset) or _in_loop(f, call)
+    """May `other` run before `call`: earlier in the text, in the call's receiver (`self._pick().forward(...)`:
+    round AB), or in a loop around the call."""
+    return (other.lineno, other.col_offset) < (call.lineno, call.col_offset) or _in_loop(f, call) \
+        or any(n is other for n in ast.walk(call.func))
 
 
 def _writes_shared_state(proj, f, call: ast.Call, known: bool = False) -> bool:

@@ -180,11 +180,32 @@ class ReplayPaths:
             func = test.func if isinstance(test, cst.Call) else None
             if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
                     and func.attr.value.startswith("is_") and func.value.value in self.params
-                    and func.value.value not in self._rebound):
+                    and func.value.value not in self._rebound and not self._changed(func.value.value)):
                 return None
             asked.add((func.value.value, _code(test).strip()[len(func.value.value):]))
         bases = {b for b, _ in asked}
         return (bases.pop(), frozenset(p for _, p in asked)) if len(bases) == 1 else None
+
+    def _changed(self, param: str) -> bool:
+        """May the def change what the parameter's predicates answer: an attribute or item of it stored
+        (`forward_batch.forward_mode = "decode"` between two chains: round AB), the parameter handed to a call, or a
+        method of it called that asks nothing (`is_*` asks)?"""
+        def rooted(e: cst.BaseExpression) -> bool:
+            while isinstance(e, (cst.Attribute, cst.Subscript)):
+                e = e.value
+            return _is_param(e, param)
+        for node in self.tree.find((cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.Call), within=self.fdef.body):
+            if isinstance(node, cst.Call):
+                func = node.func
+                if any(isinstance(up, cst.Raise) for up in self.tree.ancestors(node)) or \
+                        (get_full_name_for_node(func) or "") in _READING_BUILTINS:
+                    continue  # (`raise ValueError(mode)` ends the path; `isinstance(mode, ...)` reads)
+                if any(_is_param(a.value, param) for a in node.args) or isinstance(
+                        func, cst.Attribute) and _is_param(func.value, param) and not func.attr.value.startswith("is_"):
+                    return True
+            elif isinstance(node.target, (cst.Attribute, cst.Subscript)) and rooted(node.target):
+                return True
+        return False
 
     def _declared_modes(self) -> Dict[str, FrozenSet[str]]:
         """The modes the hook declares it is replayed in: for a parameter, the predicates of a chain over it whose
@@ -393,3 +414,10 @@ def _decided(test: cst.BaseExpression, flags: FrozenSet[Tuple[str, bool]]) -> Op
         return None
     value = dict(flags).get(name.value)
     return None if value is None else value != negate
+
+
+_READING_BUILTINS = {"isinstance", "str", "repr", "print", "type", "len", "id", "hash", "format"}
+
+
+def _is_param(e: cst.BaseExpression, param: str) -> bool:
+    return isinstance(e, cst.Name) and e.value == param

@@ -137,6 +137,9 @@ class WholeProject:
             if w is not None:
                 return (f"{w.what} at {w.where()}: which batch's metadata the callers read from it is not proven; "
                         "pass topk_length by hand")
+            why = self._base_setters(proj, proj.ancestors(seeds), held)
+            if why:
+                return why
             for field_name in sorted({m.rsplit(".", 1)[-1] for m in self.metadata}):
                 w = reach.replay_writes(proj, related, field_name, held)
                 if w is not None:
@@ -330,6 +333,40 @@ class WholeProject:
             return bool(values) and all(isinstance(v, cst.Call) and self._instance(v, depth + 1) for v in values)
         return False
 
+    def _base_setters(self, proj, bases, held: Set[str]) -> Optional[str]:
+        """Round AB: a base class of another file whose method gives the holder what it is handed
+        (`set_forward_metadata(self, md)`) is this module's setter: each call of it here must hand an object made
+        for this batch (metadata-in-scope), and no other file may call it; any other value it stores is not read."""
+        for f, cls in bases:
+            for d in (n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+                if reach.graph_update(d.name) or reach.graph_builder(d.name):
+                    continue  # (a capture's or replay's holder: graph-replay reads those, reach.replay_writes)
+                params = [a.arg for a in d.args.posonlyargs + d.args.args][1:]
+                for node in ast.walk(d):
+                    stored = _holder_store(node, held)
+                    if stored is False or isinstance(stored, ast.Constant) and stored.value is None:
+                        continue
+                    place = params.index(stored.id) if isinstance(stored, ast.Name) and stored.id in params else None
+                    if place is None or not self._hands_made(proj, f, d.name, place):
+                        return (f"{cls.name}.{d.name} at {proj.rel(f.path)}:{d.lineno} gives the holder "
+                                f"`{reach._unparse(stored) if stored is not None else '?'}`: which batch's metadata it "
+                                "holds is not proven where it is called; give it an object made for this batch here, or "
+                                "pass topk_length by hand")
+        return None
+
+    def _hands_made(self, proj, base_file, name: str, place: int) -> bool:
+        """Does every call of the base's method `name` hand, at `place`, an object made for this batch: only this
+        module calls it (`self.name(...)`), each with such an object?"""
+        if any(f.path != base_file.path for f in proj.files_naming([name])):
+            return False
+        for call in self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute) and c.func.attr.value == name):
+            caller = next((u for u in self.tree.ancestors(call) if isinstance(u, cst.FunctionDef)), None)
+            args = [a for a in call.args if a.keyword is None and not a.star]
+            if caller is None or any(a.star for a in call.args) or place >= len(args) or \
+                    not self._made_for_batch(args[place].value, caller, None, set()):
+                return False
+        return True
+
     def _held_object(self, arg: cst.BaseExpression, depth: int = 0) -> bool:
         """A parameter, an attribute chain read off a name with no call on the way, a local bound only to those,
         or a call of a builder that makes a new object each time (_builds_anew): an object the caller holds or
@@ -503,3 +540,18 @@ class WholeProject:
             return (f"{w.path} {w.what}, so what it does to the kernel or the helper is not known; "
                     "pass topk_length by hand")
         return None
+
+
+def _holder_store(node: ast.AST, held: Set[str]):
+    """What node gives a holder of self (`self.forward_metadata = v`): v; None where that is not one expression (an
+    unpacking, a setattr by name); False where node gives none."""
+    if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+        for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
+            if isinstance(t, ast.Attribute) and t.attr in held and reach._is_self(t.value):
+                return node.value
+            if any(isinstance(x, ast.Attribute) and x.attr in held for x in reach._flatten([t])):
+                return None
+    if isinstance(node, ast.Call) and reach._unparse(node.func).rsplit(".", 1)[-1] in ("setattr", "__setattr__") \
+            and any(isinstance(a, ast.Constant) and a.value in held for a in node.args):
+        return None
+    return False
