@@ -189,7 +189,9 @@ class ReplayPaths:
     def _changed(self, param: str) -> bool:
         """May the def change what the parameter's predicates answer: an attribute or item of it stored
         (`forward_batch.forward_mode = "decode"` between two chains: round AB), the parameter handed to a call, or a
-        method of it called that asks nothing (`is_*` asks)?"""
+        method of it called that asks nothing (`is_*` asks)? The engine's `ForwardMode`, an enum, changes by no call."""
+        if self._engine_modes(param, "ForwardMode"):
+            return False
         def rooted(e: cst.BaseExpression) -> bool:
             while isinstance(e, (cst.Attribute, cst.Subscript)):
                 e = e.value
@@ -240,14 +242,15 @@ class ReplayPaths:
                 return False
         return True
 
-    def _engine_modes(self, base: str) -> bool:
+    def _engine_modes(self, base: str, named: str = "") -> bool:
         """Is the chain's parameter annotated with a class the engine's packages define (sglang's ForwardMode, whose
         replayed modes are the engine's: an engine-data assumption, sglang 0.5.12's declaring chain sits in a `try`
-        that logs and falls back)?"""
+        that logs and falls back), of that name where one is given?"""
         param = next((p for p in self.fdef.params.params + self.fdef.params.kwonly_params if p.name.value == base),
                      None)
         annotation = param.annotation.annotation if param is not None and param.annotation is not None else None
-        return isinstance(annotation, (cst.Name, cst.Attribute)) and _engine_import(self.tree, annotation)
+        return isinstance(annotation, (cst.Name, cst.Attribute)) and _engine_import(self.tree, annotation) and (
+            not named or (get_full_name_for_node(annotation) or "").rsplit(".", 1)[-1] == named)
 
     def _names_every_declared_mode(self, tests: Sequence[cst.BaseExpression]) -> bool:
         """Does a chain with no `else` ask, over a parameter, every mode the hook declares (_declared_modes), so that
