@@ -3712,3 +3712,25 @@ def test_round_ab_a_mode_the_hook_changes_declares_nothing(tmp_path, relabel, fi
     (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
     site = _site(tmp_path, src)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("replay, fixable", [
+    # round AB (b1): a replay hook refreshing through a local def it calls (every run of it updates), or reading the
+    # record through an accessor that only asserts and returns the table's item
+    (f"md = self.graph_metadata[bs]\n\n        def refresh():\n            md.dsa_cache_seqlens_int32.copy_({_CLIP})\n\n"
+     "        refresh()\n        self.forward_metadata = md", True),
+    (f"md = self.graph_metadata[bs]\n\n        def refresh():\n            if bs > 4:\n                return\n"
+     f"            md.dsa_cache_seqlens_int32.copy_({_CLIP})\n\n        refresh()\n        self.forward_metadata = md", False),
+    (f"md = self._record(bs)\n        md.dsa_cache_seqlens_int32.copy_({_CLIP})\n        self.forward_metadata = md", True),
+    (f"md = self._fresh(bs, seq_lens)\n        md.dsa_cache_seqlens_int32.copy_({_CLIP})\n        self.forward_metadata = md", False)])
+def test_round_ab_a_replay_through_a_local_def_or_an_accessor(tmp_path, replay, fixable):
+    src = GRAPH_PER_CAPTURE.replace("{capture}", "        " + _CAPTURED).replace("{replay}", "        " + replay).replace(
+        "    def forward(self", "    def _record(self, bs):\n        assert bs in self.graph_metadata, bs\n"
+                               "        return self.graph_metadata[bs]\n\n" + (
+                                   "    def _fresh(self, bs, seq_lens):\n"
+                                   f"        self.graph_metadata[bs] = DSAMetadata(dsa_cache_seqlens_int32={_CLIP})\n"
+                                   "        return self.graph_metadata[bs]\n\n" if "_fresh" in replay else "")
+        + "    def forward(self")
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    site = _site(tmp_path, src)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

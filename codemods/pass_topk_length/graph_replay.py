@@ -13,6 +13,7 @@ from topk_migrate.cst.resolve import dotted
 
 from . import reach
 from .replay_paths import ReplayPaths
+from .rows import local_defs, unproven_local
 from .syntax import _code, _is_name, _targets_attribute, bound_targets
 
 # engine kernels that write a metadata field in place through a keyword (their output), by (module, name)
@@ -201,7 +202,7 @@ class GraphReplay:
                         "topk_length by hand")
             hooks = [f for f in self.graph_update_defs() if reach.graph_update(f.name.value)]  # (a runner may call a
             skipping = [f for f in hooks if self._touches(f, kept)  # hook another hook calls: round AA)
-                        and not self._replay_covered(f, field_name, plan)]
+                        and not self._replay_covered(f, field_name, plan) and not self._only_reads(f)]
             if covering and not skipping:
                 return None
             if covering:
@@ -320,6 +321,9 @@ class GraphReplay:
                 if isinstance(node, cst.Call) and walker._direct(node, small) and _super_method(node) \
                         and self._covering_method(node.func.attr.value, field_name, plan, busy, fdef, via_super=True):
                     return True  # (an override handing on to the base's hook: every other def of the name covers)
+                nested = self._nested_def(node, fdef) if isinstance(node, cst.Call) and walker._direct(node, small) else None
+                if nested is not None and self._replay_covered(nested, field_name, plan, busy):
+                    return True  # (a local def the hook calls: every run of it updates, round AB)
                 if not (isinstance(node, cst.Call) and walker._direct(node, small) and self._self_method(node)):
                     continue
                 if reach.graph_builder(node.func.attr.value) and isinstance(small, cst.Expr) and small.value is node \
@@ -330,6 +334,30 @@ class GraphReplay:
         walker = ReplayPaths(self.tree, fdef, updates)
         memo[key] = walker.covers()
         return memo[key]
+
+    def _accessor(self, call: cst.Call) -> bool:
+        """Is `self.m(...)` a method of the module, nothing may replace, whose body only asserts and returns items read
+        off self's tables (`assert bs in self.graph_metadata; return self.graph_metadata[bs]`)?"""
+        defs = local_defs(self.tree, call.func)
+        return len(defs) == 1 and not unproven_local(self.tree, call.func, self.method_rival) and self._only_reads(defs[0])
+
+    def _only_reads(self, fdef: cst.FunctionDef) -> bool:
+        """Does fdef only assert and return items read off self's tables (a record's accessor)?"""
+        body = list(fdef.body.body)
+        smalls = [x for line in body if isinstance(line, cst.SimpleStatementLine) for x in line.body]
+        if len(smalls) != len(body) or not all(isinstance(x, (cst.Assert, cst.Return)) for x in smalls) or self.find(
+                cst.Call, None, fdef.body):
+            return False  # (a call in an assert runs too)
+        returns = [x.value for x in smalls if isinstance(x, cst.Return)]
+        return bool(returns) and all(isinstance(r, cst.Subscript) and self._stored(r, set()) for r in returns)
+
+    def _nested_def(self, call: cst.Call, fdef: cst.FunctionDef) -> Optional[cst.FunctionDef]:
+        """The def nested in fdef that `name(...)` runs, bound once, undecorated; else None."""
+        defs = local_defs(self.tree, call.func) if isinstance(call.func, cst.Name) else []
+        if len(defs) != 1 or unproven_local(self.tree, call.func):
+            return None
+        up = next((a for a in self.tree.ancestors(defs[0]) if isinstance(a, cst.FunctionDef)), None)
+        return defs[0] if up is fdef else None
 
     def _then_returns(self, small: cst.CSTNode) -> bool:
         """Is the statement followed at once by a bare `return` (sglang 0.5.16: `self._build_...(bs, ...)` then
@@ -445,6 +473,9 @@ class GraphReplay:
         if isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value == "get" \
                 and len(e.args) == 1 and _is_attr_of_self(e.func.value):
             return {e.func.value.attr.value}  # `self.T.get(bs)`, as `self.T[bs]`
+        if isinstance(e, cst.Call) and self._self_method(e) and self._accessor(e):  # (what its returns read)
+            return {t for d in local_defs(self.tree, e.func) for r in self.find(cst.Return, None, d)
+                    for t in self._tables_of(r.value)}
         if isinstance(e, cst.Subscript):
             return {_self_root_attr(e)} if _self_root_attr(e) and not _is_attr_of_self(e) else set()
         if not isinstance(e, cst.Name):
@@ -677,6 +708,8 @@ class GraphReplay:
             if not isinstance(e, cst.Name):
                 return False  # (a call's result, or any other computed object)
             return e.value == "self" or self._stored(e, seen)
+        if isinstance(e, cst.Call) and self._self_method(e) and not e.args[1:] and self._accessor(e):
+            return True  # (`self._graph_record(bs)` returning `self.graph_metadata[bs]`: round AB)
         if isinstance(e, cst.Name):
             if e.value == "None":
                 return True
