@@ -52,7 +52,9 @@ class Layer:
     ("return self.backend.forward(q.flip(0), kv, indices.flip(0), scale)", False),
     ("indices.masked_fill_(indices > 9, -1)\n        return self.backend.forward(q, kv, indices, scale)", False),
     ("self.sort_rows(q, indices)\n        return self.backend.forward(q, kv, indices, scale)", False),
-    ("q = q.contiguous()\n        return self.backend.forward(q, kv, indices, scale)", False),  # bound again
+    # a conversion under its own name keeps the rows (round AB); any other rebinding is not read
+    ("q = q.contiguous()\n        return self.backend.forward(q, kv, indices, scale)", True),
+    ("q = q.roll(1, 0)\n        return self.backend.forward(q, kv, indices, scale)", False),  # bound again
     ("return getattr(self.backend, 'forward')(q[::-1], kv, indices[::-1], scale)", False),  # round O: by name
     ("fwd = self.backend.forward\n        return fwd(q[::-1], kv, indices[::-1], scale)", False),
 ])

@@ -3734,3 +3734,16 @@ def test_round_ab_a_replay_through_a_local_def_or_an_accessor(tmp_path, replay, 
     (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
     site = _site(tmp_path, src)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("body, fixable", [
+    # round AB (b2): another file's caller reading the indices (a bounds check), or converting them to int32 under
+    # their own name, keeps their rows and entries; any other rebinding may not
+    ("    if int(topk_indices.max()) >= kv.shape[0]:\n        raise ValueError('past the pool')", True),
+    ("    topk_indices = topk_indices.to(torch.int32)", True),
+    ("    topk_indices = topk_indices.flip(-1)", False),
+    ("    topk_indices = topk_indices.to(torch.int32).sort(-1).values", False)])
+def test_round_ab_a_caller_reading_or_converting_the_indices(tmp_path, body, fixable):
+    (tmp_path / "layer.py").write_text(_LAYER_RUN.format(body=body))
+    site = _site(tmp_path, HANDED_INDICES, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

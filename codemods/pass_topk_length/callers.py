@@ -910,8 +910,10 @@ def _untouched(at: At, name: str, attribute: Optional[ast.AST], keys: Set[str]) 
     proj, f, fn, call = at
     for node in ast.walk(fn):
         if isinstance(node, ast.Name) and node.id == name:
-            if not isinstance(node.ctx, ast.Load):
+            if not isinstance(node.ctx, ast.Load) and not _converted_in_place_of(f, node):
                 return f"binds `{name}` again"
+            if not isinstance(node.ctx, ast.Load) or _converting(f, node):
+                continue
             if _exclusive(f, fn, node, call) and not _in_place(f, node) and not _handed_to_writer(proj, f, node, call):
                 continue  # (a write in place in the other branch, or by a call it is handed to, stays for the next
                 # call: rounds S and T)
@@ -924,6 +926,32 @@ def _untouched(at: At, name: str, attribute: Optional[ast.AST], keys: Set[str]) 
                 or isinstance(node, ast.MatchMapping) and node.rest == name:
             return f"binds `{name}` again (a `match` capture)"
     return None
+
+
+# A tensor's conversions that keep its rows and entries (a dtype, a layout, a device), with no other argument
+_CONVERSIONS = {"to", "int", "long", "contiguous", "cuda"}
+# A tensor's reductions and tests: a new tensor or a number, the tensor left as it is
+_REDUCTIONS = {"max", "min", "amax", "amin", "sum", "any", "all", "count_nonzero", "isfinite", "isnan"}
+
+
+def _converted_in_place_of(f, target: ast.Name) -> bool:
+    """`indices = indices.to(torch.int32)` (one target, itself converted, its dtype a `torch.` attribute): the same
+    rows and entries under the name (round AB's safe twin: an indexer of older checkpoints emits int64)."""
+    stmt = f.parents.get(id(target))
+    value = stmt.value if isinstance(stmt, ast.Assign) and stmt.targets == [target] else None
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _CONVERSIONS
+            and isinstance(value.func.value, ast.Name) and value.func.value.id == target.id and not value.keywords):
+        return False
+    return all(isinstance(a, ast.Attribute) and reach._unparse(a).startswith("torch.") for a in value.args)
+
+
+def _converting(f, read: ast.Name) -> bool:
+    """Is this read the receiver of `name = name.to(torch.int32)` (_converted_in_place_of)?"""
+    method = f.parents.get(id(read))
+    call = f.parents.get(id(method))
+    stmt = f.parents.get(id(call))
+    return isinstance(stmt, ast.Assign) and stmt.value is call and len(stmt.targets) == 1 and isinstance(
+        stmt.targets[0], ast.Name) and stmt.targets[0].id == read.id and _converted_in_place_of(f, stmt.targets[0])
 
 
 def _handed_to_writer(proj, f, node: ast.Name, call: Optional[ast.Call] = None, depth: int = 0) -> bool:
@@ -1048,6 +1076,9 @@ def _use(f, node: ast.Name, call: ast.Call, handed: str, keys: Set[str]) -> Opti
         return f"hands `{reach._unparse(expr)[:40]}` to `{reach._unparse(callee)[:40]}`, which may change it in place"
     if isinstance(up, ast.Attribute) and up.attr in _READS:
         return None
+    if isinstance(up, ast.Attribute) and up.attr in _REDUCTIONS and isinstance(f.parents.get(id(up)), ast.Call) \
+            and f.parents[id(up)].func is up:
+        return None  # (`int(indices.max())`: a bounds check reads, round AB's safe twin)
     chain = up  # `forward_batch.topk_indices_2d.shape`: a size read off an attribute of the holder (round U's safe twin)
     while isinstance(chain, ast.Attribute) and isinstance(f.parents.get(id(chain)), ast.Attribute):
         chain = f.parents[id(chain)]
