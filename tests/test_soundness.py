@@ -3747,3 +3747,47 @@ def test_round_ab_a_caller_reading_or_converting_the_indices(tmp_path, body, fix
     (tmp_path / "layer.py").write_text(_LAYER_RUN.format(body=body))
     site = _site(tmp_path, HANDED_INDICES, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_CONFIG_BACKEND = """\
+\"\"\"Fork DSA backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk.\"\"\"
+from dataclasses import dataclass
+
+import torch
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+
+@dataclass
+class DSAMetadata:
+    dsa_cache_seqlens_int32: torch.Tensor
+
+
+class Backend:
+    def __init__(self, hf_config):
+        self.dsa_index_topk = hf_config.index_topk
+        self.forward_metadata = None
+
+    def init_forward_metadata(self, forward_batch):
+        self.forward_metadata = DSAMetadata(
+            dsa_cache_seqlens_int32=torch.clamp(forward_batch.seq_lens, max=self.dsa_index_topk).to(torch.int32))
+
+    def forward(self, q, kv, indices, scale):
+        metadata = self.forward_metadata
+        return flash_mla_sparse_fwd(q=q, kv=kv, indices=indices, sm_scale=scale)[0]
+"""
+
+
+@pytest.mark.parametrize("served, elsewhere, fixable", [
+    # round AB (b3): a private field behind a property is the family's spelling: plain where every write of it is
+    ("self._index_topk", "", True),
+    ("self._index_topk // 2", "", False),
+    ("self._index_topk", "def shrink(cfg):\n    cfg._index_topk = 8\n", False),
+    ("self.__index_topk", "", True)])
+def test_round_ab_a_private_width_field_behind_a_property(tmp_path, served, elsewhere, fixable):
+    field = "__index_topk" if "__" in served else "_index_topk"
+    (tmp_path / "serving_config.py").write_text(
+        f"class ServingConfig:\n    def __init__(self, hf):\n        self.{field} = hf.index_topk\n\n"
+        f"    @property\n    def index_topk(self):\n        return {served}\n")
+    (tmp_path / "tuning.py").write_text(elsewhere or "X = 1\n")
+    site = _site(tmp_path, _CONFIG_BACKEND, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -187,8 +187,9 @@ def _module_attribute(f, e: ast.Attribute) -> Tuple[str, Optional[List["Scoped"]
     if module is None or module.startswith("."):
         if not _object_read(f, e.value):
             return "local", [(None, None)]  # (off an object self keeps, a class, a call: round X)
-        return _stored_elsewhere(f, e.attr) or _given_elsewhere(f, e.attr) or ("", None)  # (a config's field the
-        # project writes: round X; gives a value of its own: round AA)
+        if WIDTH_NAME.fullmatch(e.attr):  # (the width's family: field_writes' default-deny reads every spelling, a
+            return _given_elsewhere(f, e.attr) or ("", None)  # property's returns too: round AB)
+        return _stored_elsewhere(f, e.attr) or ("", None)  # (a config's field the project writes: round X)
     path = f._find(f.path, module)
     tree = bounded.python_facts(project.read_project_file(path)) if path and path.endswith(".py") else None
     if tree is not None:

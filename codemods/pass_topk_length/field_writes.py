@@ -37,9 +37,10 @@ Imported = Callable[[str], Optional[int]]  # the index of the tree a name the fi
 
 
 def family(attr: str) -> re.Pattern:
-    """The spellings of the field's name: `index_topk`, its `dsa_`/`nsa_` forms, an option's `--index-topk`."""
-    core = re.sub(r"(?i)^(dsa_|nsa_)", "", attr)
-    return re.compile(r"(?i)(--)?((dsa|nsa)[_-])?%s" % re.escape(core).replace("_", "[_-]"))
+    """The spellings of the field's name: `index_topk`, its `dsa_`/`nsa_` forms, an option's `--index-topk`, a
+    private field's `_index_topk` and its class-mangled `_Config__index_topk` (round AB: a property serving it)."""
+    core = re.sub(r"(?i)^_*(dsa_|nsa_)", "", attr.lstrip("_"))
+    return re.compile(r"(?i)(--|_[A-Za-z]\w*?__|_+)?((dsa|nsa)[_-])?%s" % re.escape(core).replace("_", "[_-]"))
 
 
 def _inside(names: re.Pattern) -> re.Pattern:
@@ -464,7 +465,9 @@ def project_values(proj, attr: str, own) -> List[reach.Finding]:
     key = (core, id(own))
     if key not in done:
         words = [p + c for p in ("", "dsa_", "nsa_") for c in (core, core.upper())] + [core.replace("_", "-")]
-        parsed = [f for f in proj.files_naming(words) if own is None or f.path != own.path] + [own] * (own is not None)
+        inside = re.compile(re.escape(core.encode()).replace(b"_", b"[_-]"), re.I)  # (`_index_topk`: round AB)
+        spelling = {f.path: f for f in proj.files_naming(words) + proj.files_matching(inside)}
+        parsed = [f for f in spelling.values() if own is None or f.path != own.path] + [own] * (own is not None)
         at = {f.path: i for i, f in enumerate(parsed)}
         texts = dict(proj.texts())
         if own is not None and own is proj.__dict__.get("_checked"):  # (the module as it is checked)
