@@ -40,7 +40,9 @@ def wheel(cache: Path, dist: str, version: str):
     return found[0] if found else None
 
 
-TRUSTED = sorted({*CLIPS, *CLIP_KEEPING, *INDEX_KEEPING_FUNCTIONS, *INDEX_KEEPING_ENGINE_METHODS})
+# the names the traces trust as the engine's, the width's getters too (field_writes)
+TRUSTED = sorted({*CLIPS, *CLIP_KEEPING, *INDEX_KEEPING_FUNCTIONS, *INDEX_KEEPING_ENGINE_METHODS,
+                  "get_index_topk", "get_dsa_index_topk", "get_nsa_index_topk"})
 
 
 def sources(path: Path):

@@ -3791,3 +3791,115 @@ def test_round_ab_a_private_width_field_behind_a_property(tmp_path, served, else
     (tmp_path / "tuning.py").write_text(elsewhere or "X = 1\n")
     site = _site(tmp_path, _CONFIG_BACKEND, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_WINDOW_OPS_AC = ("import torch\n\n\ndef held(batch):\n    batch.topk_2d.masked_fill_(batch.topk_2d < 4, -1)\n\n\n"
+                  "def as_rows(t):\n    return t.view(t.shape[0], -1)\n\n\n"
+                  "def through_helper(t):\n    rows = as_rows(t)\n    rows[:, 4:] = -1\n\n\n"
+                  "def functional(t):\n    torch.Tensor.narrow(t, 1, 4, 4).fill_(-1)\n\n\n"
+                  "def d1(t):\n    d2(t)\n\n\ndef d2(t):\n    d3(t)\n\n\ndef d3(t):\n    d4(t)\n\n\ndef d4(t):\n    d5(t)\n\n\n"
+                  "def d5(t):\n    t[:, 4:] = -1\n\n\n"
+                  "def reads(t):\n    rows = as_rows(t)\n    return int((rows >= 0).sum())\n")
+
+
+@pytest.mark.parametrize("body, fixable", [
+    # round AC (c2): a callee writing an attribute of the object it is handed, a view a project helper hands back,
+    # torch's functional spelling of a view method, a chain of callees past the depth read (taken as writing)
+    ("    window_ops.held(ctx)", False),
+    ("    window_ops.through_helper(topk_2d)", False),
+    ("    window_ops.functional(topk_2d)", False),
+    ("    window_ops.d1(topk_2d)", False),
+    ("    window_ops.reads(topk_2d)", True)])
+def test_round_ac_a_callees_attribute_and_view_writes(tmp_path, body, fixable):
+    (tmp_path / "window_ops.py").write_text(_WINDOW_OPS_AC)
+    (tmp_path / "layer.py").write_text("import window_ops\n" + _LAYER_RUN.format(body=body))
+    site = _site(tmp_path, HANDED_INDICES, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("replay, fixable", [
+    # round AC (c1): a flag the hook declares `global` (any function may rebind it); a declaring chain under a
+    # branch (`if self.debug_checks:`) declares nothing
+    (f"global FAST\n        FAST = False\n        _fast_copy(bs)\n        md = self.graph_metadata[bs]\n"
+     f"        if not FAST:\n            md.dsa_cache_seqlens_int32.copy_({_CLIP})\n        self.forward_metadata = md", False),
+    (f"md = self.graph_metadata[bs]\n        if mode.is_decode():\n            md.dsa_cache_seqlens_int32.copy_({_CLIP})\n"
+     "        if self.debug_checks:\n            if mode.is_decode():\n                pass\n            else:\n"
+     "                raise ValueError(mode)\n        self.forward_metadata = md", False),
+    (f"md = self.graph_metadata[bs]\n        if mode.is_decode():\n            md.dsa_cache_seqlens_int32.copy_({_CLIP})\n"
+     "        if mode.is_decode():\n            pass\n        else:\n            raise ValueError(mode)\n"
+     "        self.forward_metadata = md", True)])
+def test_round_ac_a_global_flag_and_a_branch_declare_nothing(tmp_path, replay, fixable):
+    src = GRAPH_PER_CAPTURE.replace("def init_forward_metadata_replay_cuda_graph(self, bs, seq_lens)",
+                                    "def init_forward_metadata_replay_cuda_graph(self, bs, seq_lens, mode)").replace(
+        "{capture}", "        " + _CAPTURED).replace("{replay}", "        " + replay) + (
+        "\n\nFAST = False\n\n\ndef _fast_copy(bs):\n    global FAST\n    FAST = bs > 4\n")
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    site = _site(tmp_path, src)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("setter, fixable", [
+    # round AC (c1): a base class's setter that skips the store on some calls (`while frozen`)
+    ("    def set_forward_metadata(self, metadata):\n        self.forward_metadata = metadata\n", True),
+    ("    def set_forward_metadata(self, metadata):\n        if getattr(self, 'frozen', False):\n            return\n"
+     "        self.forward_metadata = metadata\n", False)])
+def test_round_ac_a_base_setter_stores_on_every_call(tmp_path, setter, fixable):
+    (tmp_path / "attn_base.py").write_text("class Base:\n" + setter)
+    given = f"self.set_forward_metadata({_MADE_AB})"
+    src = ANNOTATED_HOLDER.format(extend=_MADE_AB).replace(
+        "class Backend:\n", "from attn_base import Base\n\n\nclass Backend(Base):\n").replace(
+        "        if forward_batch.is_extend:\n            self.forward_metadata = " + _MADE_AB + "\n        else:\n"
+        "            self.forward_metadata = DSAMetadata(dsa_cache_seqlens_int32=forward_batch.seq_lens.clamp(\n"
+        "                max=self.dsa_index_topk).to(torch.int32))\n", "        " + given + "\n")
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("copy, declared, fixable", [
+    # round AC (c1): a record copy whose source falls back to the record itself, or a loop over `fields(self)` of a
+    # class that attaches the lengths after construction (no field)
+    ("getattr(self, f.name).copy_(getattr(other, f.name))", True, True),
+    ("getattr(self, f.name).copy_(getattr(other, f.name, getattr(self, f.name)))", True, False),
+    ("getattr(self, f.name).copy_(getattr(other, f.name))", False, False)])
+def test_round_ac_a_record_copy_copies_the_declared_field_from_the_other(tmp_path, copy, declared, fixable):
+    record = ("    dsa_cache_seqlens_int32: torch.Tensor\n" if declared else "    page_table_1: torch.Tensor = None\n") + (
+        "\n    def copy_(self, other):\n        for f in fields(self):\n            " + copy + "\n")
+    src = GRAPH_PER_CAPTURE.replace("{capture}", "        " + _CAPTURED).replace(
+        "{replay}", "        md = self.graph_metadata[bs]\n        md.copy_(self._build_metadata(seq_lens))\n"
+                    "        self.forward_metadata = md").replace(
+        "from dataclasses import dataclass", "from dataclasses import dataclass, fields").replace(
+        "    dsa_cache_seqlens_int32: torch.Tensor\n", record).replace(
+        "    def forward(self", "    def _build_metadata(self, seq_lens):\n"
+                               f"        return DSAMetadata(dsa_cache_seqlens_int32={_CLIP})\n\n    def forward(self")
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    site = _site(tmp_path, src)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("elsewhere, fixable", [
+    # round AC (c3): the width's family given a value by a function's `global` write, a `match` capture, read off the
+    # environment; the engine's getter from a package named like the kernel's (`sgl_kernel_ext`)
+    ("X = 1\n", True),
+    ("INDEX_TOPK = None\n\n\ndef configure(cap):\n    global INDEX_TOPK\n    INDEX_TOPK = cap\n", False),
+    ("def parse(msg):\n    match msg:\n        case {'cap': index_topk}:\n            return index_topk\n", False),
+    ("import os\n\n\ndef width():\n    return os.environ.get('index_topk')\n\n\nclass C:\n"
+     "    def __init__(self):\n        self.index_topk = width()\n", False)])
+def test_round_ac_the_width_family_bound_by_global_match_or_environment(tmp_path, elsewhere, fixable):
+    (tmp_path / "tuning.py").write_text(elsewhere)
+    site = _site(tmp_path, _CONFIG_BACKEND, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("body, fixable", [
+    # round AC (c3): a project clip of the engine's name is its body only as one return (a statement before it may
+    # rebind the parameter)
+    ("    return original_seq_lens.clamp(max=dsa_index_topk)\n", True),
+    ("    original_seq_lens = original_seq_lens.clamp(min=1)\n    return original_seq_lens.clamp(max=dsa_index_topk)\n",
+     False)])
+def test_round_ac_a_vendored_clip_is_one_return(tmp_path, body, fixable):
+    (tmp_path / "fork_utils.py").write_text("def compute_dsa_seqlens(original_seq_lens, dsa_index_topk):\n" + body)
+    src = _CONFIG_BACKEND.replace("import torch\n", "import torch\nfrom fork_utils import compute_dsa_seqlens\n").replace(
+        "torch.clamp(forward_batch.seq_lens, max=self.dsa_index_topk)",
+        "compute_dsa_seqlens(forward_batch.seq_lens, self.dsa_index_topk)")
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

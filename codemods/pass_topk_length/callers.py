@@ -432,7 +432,7 @@ def _may_write(proj, f, call: ast.Call, key, depth: int = 0, known: bool = False
     if ".ops." in name or isinstance(call.func, ast.Attribute) and call.func.attr == "apply":  # (`torch.ops.fork.f`)
         return True
     if depth > 3:
-        return False  # (a name handed on four defs deep is not followed further: stated in docs/soundness.md)
+        return True  # (a name handed on four defs deep is not followed further: taken as written, round AC)
     defs = _callee_defs(proj, f, call)
     if known:  # (only a write the tool reads: the module's own callers, _own_callers)
         if defs is _UNREAD:
@@ -678,8 +678,11 @@ def _view_roots(e: ast.AST) -> Set[str]:
         return {r for x in e.elts for r in _view_roots(x)}
     if isinstance(e, ast.Dict):
         return {r for x in e.values for r in _view_roots(x)}
+    if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and not hasattr(builtins, e.func.id):
+        return {r for a in [*e.args, *(k.value for k in e.keywords)] for r in _view_roots(a)}  # (a helper of the
+        # project may hand back a view of what it is handed: `rows = as_rows(topk)`, round AC)
     root = _view_root(e)
-    return {root} if root else set()
+    return {root, root.split(".")[0]} if root else set()  # (an attribute of a handed object is part of it: round AC)
 
 
 def _view_root(e: ast.AST) -> Optional[str]:
@@ -690,6 +693,9 @@ def _view_root(e: ast.AST) -> Optional[str]:
         if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and isinstance(e.func.value, ast.Name) \
                 and e.func.value.id in ("torch", "np", "numpy") and e.func.attr in _VIEWING_FUNCTIONS and e.args:
             e = e.args[0]
+        elif isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and reach._unparse(e.func.value) in (
+                "torch.Tensor", "Tensor") and e.args:
+            e = e.args[0]  # (`torch.Tensor.narrow(topk, ...)`: the method's functional spelling, round AC)
         elif isinstance(e, ast.Subscript) or isinstance(e, ast.Attribute) and e.attr in _VIEW_ATTRIBUTES:
             e = e.value
         elif isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in TENSOR_VIEW_METHODS:

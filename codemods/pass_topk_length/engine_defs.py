@@ -77,5 +77,23 @@ def own_copies(files, name: str, rel) -> Optional[str]:
         for fdef in defs_named(f.tree, name):
             if not release_def(f.tree, fdef):
                 return f"`{name}` defined at {rel(f.path)}:{fdef.lineno}, which no release of the engine has"
+        for node in _rebinding(f.tree, name):
+            return f"`{name}` bound at {rel(f.path)}:{node.lineno} other than by a def (no release of the engine does)"
     return None
+
+
+def _rebinding(module: ast.Module, name: str) -> Iterator[ast.AST]:
+    """Statements binding `name` (or an attribute of that name) otherwise than by a def or an import: `f = wrap(f)`
+    after the release's def, a class body's `m = other` alias, a literal setattr (round AC)."""
+    for node in ast.walk(module):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)) else []
+        for t in targets:
+            for x in ast.walk(t):
+                if isinstance(x, ast.Name) and x.id == name or isinstance(x, ast.Attribute) and x.attr == name:
+                    yield node
+        if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)) and any(
+                isinstance(a, ast.Constant) and a.value == name for a in node.args) and ast.unparse(
+                node.func).rsplit(".", 1)[-1] in ("setattr", "__setattr__"):
+            yield node
 

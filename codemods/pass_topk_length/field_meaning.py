@@ -16,10 +16,10 @@ from topk_migrate.cst.resolve import dotted
 
 from . import engine_defs, field_writes, reach
 from .rows import (
-    ENGINE_PACKAGES,
     _engine_import,
     _own_returns,
     aliases_in,
+    engine_module,
     imported_names,
     local_defs,
     unproven_local,
@@ -171,7 +171,7 @@ def _module_values(f, name: str, depth: int = 0) -> Tuple[str, Optional[List["Sc
         tree = bounded.python_facts(project.read_project_file(path)) if path and path.endswith(".py") else None
         if tree is not None:
             return _module_values(reach._File(path, tree, f._find), imported, depth + 1)
-        if not module.startswith(".") and module.startswith(ENGINE_PACKAGES) and name not in f.ambiguous:
+        if not module.startswith(".") and engine_module(module) and name not in f.ambiguous:
             return "engine", []
     if name in f.froms or name in f.ambiguous:  # (an import not followed: bound twice, an `except ImportError:`
         return "local", [(None, None)]  # fallback, past three re-exports, outside the project: round Z)
@@ -195,7 +195,7 @@ def _module_attribute(f, e: ast.Attribute) -> Tuple[str, Optional[List["Scoped"]
     if tree is not None:
         return _module_values(reach._File(path, tree, f._find), e.attr, 1)
     # (a class or an object imported from elsewhere, `DSAConfig.index_topk`; a module outside the project: round X)
-    return ("engine", []) if module.startswith(ENGINE_PACKAGES) else ("local", [(None, None)])
+    return ("engine", []) if engine_module(module) else ("local", [(None, None)])
 
 
 def _object_read(f, receiver: ast.AST) -> bool:
@@ -431,8 +431,9 @@ def _engines_body_elsewhere(f, local: str, name: str) -> bool:
         return False
     params = [a.arg for a in defs[0].args.args]
     returns = [r for r in ast.walk(defs[0]) if isinstance(r, ast.Return)]
-    if len(params) < 2 or len(returns) != 1 or returns[0].value is None:
-        return False
+    if len(params) < 2 or len(returns) != 1 or returns[0].value is None or len(defs[0].body) - (
+            ast.get_docstring(defs[0]) is not None) != 1:
+        return False  # (one statement, the return: round AC)
     value = returns[0].value
     if name in CLIP_KEEPING:
         return isinstance(value, ast.Name) and value.id == params[1]
@@ -688,8 +689,9 @@ class FieldMeaning:
         for _, fdef in found:
             params = [p.name.value for p in fdef.params.params]
             returns = _own_returns(fdef)
-            if fdef.decorators or len(params) < 2 or len(returns) != 1 or returns[0].value is None:
-                return False
+            if fdef.decorators or len(params) < 2 or len(returns) != 1 or returns[0].value is None or len(
+                    fdef.body.body) - (fdef.get_docstring() is not None) != 1:
+                return False  # (one statement, the return: one before it may rebind a parameter, round AC)
             value = returns[0].value
             if name in CLIPS and not _clamp_of(value, params[0], params[1]):
                 return False

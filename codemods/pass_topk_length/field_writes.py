@@ -14,9 +14,9 @@ import hashlib
 import re
 from typing import Callable, List, Optional, Tuple
 
-from . import reach
+from . import engine_defs, reach
 from .engine_spellings import ENGINE_FILES
-from .rows import ENGINE_PACKAGES, LOGGING_ROOTS
+from .rows import LOGGING_ROOTS, engine_module
 
 PLAIN_VALUES = ("None; a field of the family read off another object (`hf.index_topk`, `getattr(hf, \"index_topk\")`, "
                 "`cfg[\"index_topk\"]`, `cfg.get(\"index_topk\")`, a default of None at most); the engine's getter; a "
@@ -119,11 +119,20 @@ def _spelling(node: ast.AST, names: re.Pattern, inside: re.Pattern, t: _Tree) ->
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and _named(node.name, names):
         return None, f"`{node.name}` is defined"
     if isinstance(node, ast.Name) and _named(node.id, names) and not isinstance(node.ctx, ast.Load) \
-            and isinstance(t.scope(node), (ast.ClassDef, ast.Module)):
+            and (isinstance(t.scope(node), (ast.ClassDef, ast.Module)) or _declared_global(t.scope(node), node.id)):
         return _field_value(node, t), f"`{node.id}` is bound in a class body or a module"
+    if isinstance(node, (ast.MatchAs, ast.MatchStar)) and _named(node.name, names) or isinstance(
+            node, ast.MatchMapping) and _named(node.rest, names):
+        return None, "a `match` capture binds it"  # (round AC)
     if isinstance(node, ast.Constant) and isinstance(node.value, str) and inside.search(node.value):
         return _string_use(node, names, t)
     return None
+
+
+def _declared_global(scope: ast.AST, name: str) -> bool:
+    """Does the function declare the name `global` (`global INDEX_TOPK` in a `configure()`: round AC)?"""
+    return isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+        isinstance(n, ast.Global) and name in n.names for n in ast.walk(scope))
 
 
 def _stored_value(target: ast.AST, t: _Tree) -> object:
@@ -306,8 +315,9 @@ def _reads_field(call: ast.Call, names: re.Pattern) -> bool:
     """`getattr(x, "index_topk")`, `x.get("index_topk")`, with a default of None at most."""
     name = call.func.attr if isinstance(call.func, ast.Attribute) else call.func.id if isinstance(call.func, ast.Name) \
         else ""
-    if name not in ("getattr", "get") or call.keywords:
-        return False
+    if name not in ("getattr", "get") or call.keywords or isinstance(call.func, ast.Attribute) and ast.unparse(
+            call.func.value).rsplit(".", 1)[-1] == "environ":
+        return False  # (`os.environ.get("DSA_INDEX_TOPK")`: the environment's, round AC)
     slot, default = _READERS[name]
     return len(call.args) in (slot + 1, default + 1) and isinstance(call.args[slot], ast.Constant) \
         and _named(call.args[slot].value, names) and (len(call.args) == slot + 1 or isinstance(
@@ -438,14 +448,14 @@ def engine_getter(tree: ast.AST) -> Plain:
 
 
 def engine_name(tree: ast.AST, name: str) -> bool:
-    """Is every binding of `name` in the file an import from the engine's packages (rows.ENGINE_PACKAGES)?"""
+    """Is every binding of `name` in the file an import from the engine's packages (rows.engine_module)?"""
     found = False
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             for a in node.names:
                 if (a.asname or a.name) == name:
                     found = True
-                    if not (node.module or "").startswith(ENGINE_PACKAGES) or node.level:
+                    if not engine_module(node.module or "") or node.level:
                         return False
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
             return False
@@ -479,10 +489,20 @@ def project_values(proj, attr: str, own) -> List[reach.Finding]:
                 path = f._find(f.path, module) if module else None
                 return at.get(path) if path else None
             return where
+        def getter(f) -> Plain:  # (the engine's getter where its import leaves the project or finds a release's def)
+            test, where = engine_getter(f.tree), imported(f)
+
+            def released(call: ast.Call) -> bool:
+                i = where(call.func.id) if test(call) else None
+                there = parsed[i].tree if i is not None else None
+                defs = engine_defs.defs_named(there, f.froms[call.func.id][1]) if there is not None else []
+                return test(call) and (i is None or bool(defs) and all(engine_defs.release_def(there, d) for d in defs))
+            return released
+
         def naming(name: str):
             files = [f for f in proj.files_naming([name]) if own is None or f.path != own.path]
-            return [(f.tree, engine_getter(f.tree), imported(f)) for f in files + [own] * (own is not None)]
-        found = own_values([(f.tree, engine_getter(f.tree), imported(f)) for f in parsed], core, naming)
+            return [(f.tree, getter(f), imported(f)) for f in files + [own] * (own is not None)]
+        found = own_values([(f.tree, getter(f), imported(f)) for f in parsed], core, naming)
         done[key] = [reach.Finding(proj.rel(parsed[i].path), line, what) for i, line, what in found
                      if file_key(texts.get(parsed[i].path, b"")) not in ENGINE_FILES]
     return done[key]

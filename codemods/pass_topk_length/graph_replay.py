@@ -545,9 +545,26 @@ class GraphReplay:
                 loop = next((a for a in self.tree.ancestors(target) if isinstance(a, cst.For)), None)
                 over = loop.iter if loop is not None else None
                 if isinstance(over, cst.Call) and get_full_name_for_node(over.func) in ("fields", "dataclasses.fields") \
-                        and over.args and _is_name(over.args[0].value, "self") and self._always_runs(target, fdef, loop):
+                        and over.args and _is_name(over.args[0].value, "self") and self._always_runs(target, fdef, loop) \
+                        and self._declares(fdef, field_name) and self._copies_other(target):
                     return True
         return False
+
+    def _declares(self, fdef: cst.FunctionDef, field_name: str) -> bool:
+        """Does fdef's class declare the field (`dsa_cache_seqlens_int32: torch.Tensor`), so `fields(self)` yields it
+        (one attached after construction is no field: round AC)?"""
+        cls = next((a for a in self.tree.ancestors(fdef) if isinstance(a, cst.ClassDef)), None)
+        return cls is not None and cls.name.value in self._declaring(field_name)
+
+    def _copies_other(self, target: cst.Call) -> bool:
+        """Is `getattr(self, f.name).copy_(v)`'s v `getattr(other, f.name)` itself, with no default (one of self's own
+        copies a record onto itself where the other lacks the field: round AC)?"""
+        up = next(iter(self.tree.ancestors(target)), None)
+        call = next(iter(self.tree.ancestors(up)), None) if isinstance(up, cst.Attribute) else None
+        given = call.args[0].value if isinstance(call, cst.Call) and len(call.args) == 1 else None
+        return isinstance(given, cst.Call) and get_full_name_for_node(given.func) == "getattr" and len(given.args) == 2 \
+            and isinstance(given.args[0].value, cst.Name) and len(target.args) == 2 \
+            and _code(given.args[1].value) == _code(target.args[1].value)
 
     def _always_runs(self, write: cst.CSTNode, fdef: cst.FunctionDef, loop: Optional[cst.For]) -> bool:
         """Does the write run on every path through fdef (for every field, in `loop`): under no branch but that loop

@@ -14,7 +14,7 @@ from topk_migrate.cst.resolve import dotted
 from topk_migrate.cst.scopecheck import root_binding
 
 from . import reach
-from .graph_replay import _is_attr_of_self, _self_root_attr
+from .graph_replay import _BRANCHING, _is_attr_of_self, _self_root_attr
 from .replay_paths import ReplayPaths, _keeps_the_call
 from .rows import _own_returns
 from .syntax import _code, _is_name, bound_targets, constructor_call
@@ -223,9 +223,8 @@ class MetadataInScope:
         for up in self.tree.ancestors(at):
             if up is fdef:
                 break
-            if isinstance(up, (cst.If, cst.For, cst.While, cst.ExceptHandler, cst.FunctionDef, cst.Lambda, cst.Match,
-                               cst.Try, cst.TryStar)):
-                return False  # (a `try` body: a failure before `at` that a handler swallows skips it, round Y)
+            if isinstance(up, _BRANCHING):  # (a `try` body: a failure before `at` that a handler swallows skips it,
+                return False  # round Y; a `with` whose manager may suppress it, round AC)
         order = self.tree.order
         return not any(order[id(x)] < order[id(at)] for x in self.find((cst.Return, cst.Raise), None, fdef))
 

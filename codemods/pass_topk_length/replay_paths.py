@@ -51,7 +51,8 @@ class ReplayPaths:
                        if isinstance(a.node, cst.Name) and a.node.value in self.locals}
         self._declared = self._declared_modes()
         # locals a nested def rebinds (`nonlocal used_fast_path`): a literal flag of one says nothing (round AB)
-        self._shared = {n.name.value for d in tree.find(cst.Nonlocal, within=fdef) for n in d.names}
+        self._shared = {n.name.value for d in tree.find((cst.Nonlocal, cst.Global), within=fdef) for n in d.names}
+        # (and a module's global the hook declares, which any function may rebind: round AC)
         self._loops: List[Tuple[Set[State], Set[State]]] = []  # each loop's (break, continue) states
         self._failing: List[Set[State]] = []  # each enclosing `try`/`with`: the states its statements were entered with
 
@@ -216,12 +217,13 @@ class ReplayPaths:
         for stmt in self.tree.find(cst.If, within=self.fdef.body):
             if not self._direct(stmt, self.fdef):
                 continue  # (a nested def's or lambda's chain declares nothing of this hook's)
+            top = stmt in self.fdef.body.body  # (one under a branch, `if self.debug_checks:`, may not run: round AC)
             tests, link = [], stmt
             while isinstance(link, cst.If):
                 tests.append(link.test)
                 link = link.orelse
             if isinstance(link, cst.Else) and _only_raises(link.body) and (asked := self._mode_tests(tests)) \
-                    and (self._always_raised(stmt, link) or self._engine_modes(asked[0])):
+                    and (top and self._always_raised(stmt, link) or self._engine_modes(asked[0])):
                 base, modes = asked
                 declared[base] = declared.get(base, frozenset()) | modes
         return declared

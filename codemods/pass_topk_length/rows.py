@@ -80,7 +80,13 @@ ROW_KEEPING_FUNCTIONS = {
                                    "joined on the last dim (torch.cat(..., dim=-1), or its fused kernel)",
     "concat_mla_absorb_q": "sgl_kernel / sglang.jit_kernel.concat_mla: the fused cat of q_nope and q_rope on the last dim",
 }
-ENGINE_PACKAGES = ("sglang.", "sgl_kernel.", "sgl_kernel")
+ENGINE_PACKAGES = ("sglang", "sgl_kernel")
+
+
+def engine_module(name: str) -> bool:
+    """Is the dotted name the engine's package or inside it (`sgl_kernel.flash_mla`; not a fork's `sgl_kernel_ext`:
+    round AC)?"""
+    return any(name == p or name.startswith(p + ".") for p in ENGINE_PACKAGES)
 # dim-taking steps that keep rows when the dim is past 0 (unsqueeze(1), squeeze(-1), flatten(1))
 DIM_KEEPING = {"unsqueeze": (0, None), "squeeze": (0, None), "flatten": (0, 0)}
 TORCH_PREFIXES = ("torch.", "F.")
@@ -992,7 +998,7 @@ def _engine_import(tree: Tree, func: cst.BaseExpression) -> bool:
     """Is every import binding that may reach the name the engine's (a fallback `from forkops import f` after a
     `try` of sglang's may run instead: round Q)?"""
     names = imported_names(tree, func)
-    return bool(names) and all(qn.startswith(ENGINE_PACKAGES) for qn in names)
+    return bool(names) and all(engine_module(qn) for qn in names)
 
 
 def _dunder_write(op: str) -> bool:

@@ -347,7 +347,7 @@ class WholeProject:
                     if stored is False or isinstance(stored, ast.Constant) and stored.value is None:
                         continue
                     place = params.index(stored.id) if isinstance(stored, ast.Name) and stored.id in params else None
-                    if place is None or not self._hands_made(proj, f, d.name, place):
+                    if place is None or not _first_run(d, node) or not self._hands_made(proj, f, d.name, place):
                         return (f"{cls.name}.{d.name} at {proj.rel(f.path)}:{d.lineno} gives the holder "
                                 f"`{reach._unparse(stored) if stored is not None else '?'}`: which batch's metadata it "
                                 "holds is not proven where it is called; give it an object made for this batch here, or "
@@ -555,3 +555,10 @@ def _holder_store(node: ast.AST, held: Set[str]):
             and any(isinstance(a, ast.Constant) and a.value in held for a in node.args):
         return None
     return False
+
+
+def _first_run(fn: ast.AST, stmt: ast.AST) -> bool:
+    """Does every call of fn run stmt: a statement of its body itself, after only expressions and assignments (no
+    `if self.frozen: return` before it: round AC)?"""
+    body = list(fn.body)
+    return stmt in body and all(isinstance(x, (ast.Expr, ast.Assign, ast.AnnAssign)) for x in body[:body.index(stmt)])
