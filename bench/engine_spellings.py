@@ -21,6 +21,7 @@ HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE))
 from codemods.pass_topk_length import engine_defs, field_writes  # noqa: E402
 from codemods.pass_topk_length.field_meaning import CLIP_KEEPING, CLIPS  # noqa: E402
+from codemods.pass_topk_length.graph_replay import ENGINE_FIELD_OUTPUTS  # noqa: E402
 from codemods.pass_topk_length.reach import is_test_code  # noqa: E402
 from codemods.pass_topk_length.rows import INDEX_KEEPING_ENGINE_METHODS, INDEX_KEEPING_FUNCTIONS  # noqa: E402
 
@@ -42,7 +43,8 @@ def wheel(cache: Path, dist: str, version: str):
 
 # the names the traces trust as the engine's, the width's getters too (field_writes)
 TRUSTED = sorted({*CLIPS, *CLIP_KEEPING, *INDEX_KEEPING_FUNCTIONS, *INDEX_KEEPING_ENGINE_METHODS,
-                  "get_index_topk", "get_dsa_index_topk", "get_nsa_index_topk"})
+                  "get_index_topk", "get_dsa_index_topk", "get_nsa_index_topk",
+                  *(name for _, name in ENGINE_FIELD_OUTPUTS)})
 
 
 def sources(path: Path):

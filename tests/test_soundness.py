@@ -3903,3 +3903,37 @@ def test_round_ac_a_vendored_clip_is_one_return(tmp_path, body, fixable):
         "compute_dsa_seqlens(forward_batch.seq_lens, self.dsa_index_topk)")
     site = _site(tmp_path, src, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("guard, fixable", [
+    # round AC (c1): a builder named so is held to the every-path rule too (a memo by shape returning early)
+    ("", True), ("        if forward_batch.batch_size == self._last_size:\n            return\n", False)])
+def test_round_ac_an_eager_builder_gives_the_holder_on_every_path(tmp_path, guard, fixable):
+    src = ANNOTATED_HOLDER.format(extend=_MADE_AB).replace(
+        "        if forward_batch.is_extend:\n            self.forward_metadata = " + _MADE_AB + "\n        else:\n"
+        "            self.forward_metadata = DSAMetadata(dsa_cache_seqlens_int32=forward_batch.seq_lens.clamp(\n"
+        "                max=self.dsa_index_topk).to(torch.int32))\n",
+        "        self._build_forward_metadata(forward_batch)\n\n    def _build_forward_metadata(self, forward_batch):\n"
+        + guard + "        self._last_size = forward_batch.batch_size\n        self.forward_metadata = " + _MADE_AB + "\n")
+    assert "_build_forward_metadata(self" in src
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("config, made, fixable", [
+    # round AC (c3): a record class's field of the family taken by position whatever its default, a class made a
+    # dataclass after its body, a class imported under another name
+    ("@dataclasses.dataclass\nclass ServingConfig:\n    max_running: int\n    index_topk: Optional[int] = None\n",
+     "ServingConfig(8, index_topk=hf.index_topk)", True),
+    ("@dataclasses.dataclass\nclass ServingConfig:\n    max_running: int\n    index_topk: Optional[int] = None\n",
+     "ServingConfig(8, min(hf.index_topk, 8))", False),
+    ("class ServingConfig:\n    max_running: int\n    index_topk: int\n\n\n"
+     "ServingConfig = dataclasses.dataclass(ServingConfig)\n", "ServingConfig(8, min(hf.index_topk, 8))", False),
+    ("@dataclasses.dataclass\nclass ServingConfig:\n    max_running: int\n    index_topk: int\n",
+     "Config(8, min(hf.index_topk, 8))", False)])
+def test_round_ac_a_record_field_of_the_width_by_position(tmp_path, config, made, fixable):
+    (tmp_path / "serving_config.py").write_text("import dataclasses\nfrom typing import Optional\n\n\n" + config)
+    imported = "ServingConfig as Config" if made.startswith("Config(") else "ServingConfig"
+    (tmp_path / "launcher.py").write_text(f"from serving_config import {imported}\n\n\ndef make(hf):\n    return {made}\n")
+    site = _site(tmp_path, _CONFIG_BACKEND, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

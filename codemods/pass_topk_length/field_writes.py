@@ -120,7 +120,7 @@ def _spelling(node: ast.AST, names: re.Pattern, inside: re.Pattern, t: _Tree) ->
         return None, f"`{node.name}` is defined"
     if isinstance(node, ast.Name) and _named(node.id, names) and not isinstance(node.ctx, ast.Load) \
             and (isinstance(t.scope(node), (ast.ClassDef, ast.Module)) or _declared_global(t.scope(node), node.id)):
-        return _field_value(node, t), f"`{node.id}` is bound in a class body or a module"
+        return _field_value(node, names, t), f"`{node.id}` is bound in a class body or a module"
     if isinstance(node, (ast.MatchAs, ast.MatchStar)) and _named(node.name, names) or isinstance(
             node, ast.MatchMapping) and _named(node.rest, names):
         return None, "a `match` capture binds it"  # (round AC)
@@ -146,19 +146,23 @@ def _stored_value(target: ast.AST, t: _Tree) -> object:
     return None
 
 
-def _field_value(target: ast.Name, t: _Tree) -> object:
-    """A class body's binding: an annotation alone is a field a record class (a decorated class, or one with
-    bases, without an `__init__` of its own and not `kw_only=True`) takes by position (round AB: a dataclass or
-    NamedTuple built positionally)."""
+def _field_value(target: ast.Name, names: re.Pattern, t: _Tree) -> object:
+    """A class body's binding. An annotated field of a class without an `__init__` of its own (not `kw_only=True`)
+    is one a record class (a dataclass, a NamedTuple, a class a decorator or a later `dataclass(C)` makes one)
+    may take by position: its value is every call's argument in its place, plain where each call hands a plain
+    value or leaves it (_calls_hand_plain; round AB: built positionally; round AC: a default of None, a functional
+    dataclass)."""
     value = _stored_value(target, t)
-    cls = t.scope(target)
-    if value is _NO_VALUE and isinstance(cls, ast.ClassDef) and (cls.decorator_list or cls.bases) and not any(
+    cls, stmt = t.scope(target), t.up(target)
+    if not isinstance(cls, ast.ClassDef) or not isinstance(stmt, ast.AnnAssign) or any(
             isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "__init__" for n in cls.body) \
-            and not any(isinstance(d, ast.Call) and any(k.arg == "kw_only" and isinstance(k.value, ast.Constant)
-                                                        and k.value.value is True for k in d.keywords)
-                        for d in cls.decorator_list):
-        return None
-    return value
+            or any(isinstance(d, ast.Call) and any(k.arg == "kw_only" and isinstance(k.value, ast.Constant)
+                                                   and k.value.value is True for k in d.keywords)
+                   for d in cls.decorator_list):
+        return value
+    fields = [n for n in cls.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)]
+    slot = next(i for i, n in enumerate(fields) if n is stmt)
+    return value if t.up(cls) is t.tree and _calls_hand_plain(cls.name, slot, names, t, 0, set()) else None
 
 
 def _context(node: ast.AST, t: _Tree) -> ast.AST:
@@ -370,6 +374,9 @@ def _calls_hand_plain(called: str, slot: int, names: re.Pattern, t: _Tree, depth
     seen.add(called)
     for other in t.referencing(called):
         for node in ast.walk(other.tree):
+            if isinstance(node, ast.alias) and node.name.rsplit(".", 1)[-1] == called and node.asname not in (
+                    None, called):
+                return False  # (`import ServingConfig as Config`: spelled otherwise, round AC)
             spelled = isinstance(node, ast.Name) and node.id == called or isinstance(node, ast.Attribute) \
                 and node.attr == called
             call = other.up(node) if spelled else None

@@ -293,8 +293,8 @@ class GraphReplay:
     def _engine_output(self, call: cst.Call, func: cst.Name, field_name: str) -> bool:
         origin = self._imported_from(func)
         out = ENGINE_FIELD_OUTPUTS.get(origin) if origin else None
-        if out is None:
-            return False
+        if out is None or self.forked_engine_op(origin[1]):
+            return False  # (a fork's own tree of the engine writing the page table only: round AC)
         handed = [a.value for a in call.args if a.keyword is not None and a.keyword.value == out] if isinstance(out, str) \
             else [call.args[out].value] if len(call.args) > out and all(a.keyword is None and not a.star
                                                                          for a in call.args[:out + 1]) else []

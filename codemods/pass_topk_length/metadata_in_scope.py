@@ -162,8 +162,8 @@ class MetadataInScope:
             held = self.held_attributes()
             for fdef in self.find(cst.FunctionDef):
                 name = fdef.name.value
-                if reach.graph_update(name) or reach.graph_builder(name) or name == "__init__":
-                    continue
+                if reach.graph_update(name) or "capture" in name or name == "__init__":
+                    continue  # (a builder is held to it too: an eager `_build_...` memo returning early, round AC)
                 stores = {id(node) for node, target, _ in self._writes_in(fdef)
                           if isinstance(target, cst.Attribute) and _is_attr_of_self(target) and target.attr.value in held
                           and not (isinstance(node, cst.AnnAssign) and node.value is None)}
