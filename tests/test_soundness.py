@@ -3937,3 +3937,20 @@ def test_round_ac_a_record_field_of_the_width_by_position(tmp_path, config, made
     (tmp_path / "launcher.py").write_text(f"from serving_config import {imported}\n\n\ndef make(hf):\n    return {made}\n")
     site = _site(tmp_path, _CONFIG_BACKEND, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("config, launcher, fixable", [
+    # round AC (c3): a parameter of the family is a spelling read or not (`**locals()`); a getter of the project
+    # another file swaps on its module
+    ("import types\n\n\ndef make(hf, index_topk):\n    return types.SimpleNamespace(**locals())\n",
+     "import serving_config\n\n\ndef run(hf):\n    return serving_config.make(hf, index_topk=hf.index_topk)\n", True),
+    ("import types\n\n\ndef make(hf, index_topk):\n    return types.SimpleNamespace(**locals())\n",
+     "import serving_config\n\n\ndef run(hf):\n    return serving_config.make(hf, min(hf.index_topk, 8))\n", False),
+    ("def width(hf):\n    return hf.index_topk\n\n\nclass Config:\n    def __init__(self, hf):\n"
+     "        self.index_topk = width(hf)\n",
+     "import serving_config\n\n\ndef narrow(hf):\n    return 8\n\n\nserving_config.width = narrow\n", False)])
+def test_round_ac_a_width_parameter_or_getter_read_where_it_is_made(tmp_path, config, launcher, fixable):
+    (tmp_path / "serving_config.py").write_text(config)
+    (tmp_path / "launcher.py").write_text(launcher)
+    site = _site(tmp_path, _CONFIG_BACKEND, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -121,6 +121,11 @@ def _spelling(node: ast.AST, names: re.Pattern, inside: re.Pattern, t: _Tree) ->
     if isinstance(node, ast.Name) and _named(node.id, names) and not isinstance(node.ctx, ast.Load) \
             and (isinstance(t.scope(node), (ast.ClassDef, ast.Module)) or _declared_global(t.scope(node), node.id)):
         return _field_value(node, names, t), f"`{node.id}` is bound in a class body or a module"
+    if isinstance(node, ast.arg) and _named(node.arg, names) and isinstance(t.up(t.up(node)), (
+            ast.FunctionDef, ast.AsyncFunctionDef)):
+        fn = t.up(t.up(node))  # (a parameter of the family is a spelling, read or not: `**locals()`, round AC)
+        plain = _keyword_only(node.arg, fn.args, names, t, 0) or _handed_by_position(node.arg, fn, names, t, 0)
+        return (_NO_VALUE, "") if plain else (None, f"`{node.arg}` is a parameter its callers may hand anything")
     if isinstance(node, (ast.MatchAs, ast.MatchStar)) and _named(node.name, names) or isinstance(
             node, ast.MatchMapping) and _named(node.rest, names):
         return None, "a `match` capture binds it"  # (round AC)
@@ -254,6 +259,9 @@ def _own_getter(call: ast.Call, names: re.Pattern, t: _Tree, depth: int) -> bool
     if not isinstance(call.func, ast.Name) or depth >= 4:
         return False
     name = call.func.id
+    if any(isinstance(n, ast.Attribute) and n.attr == name and not isinstance(n.ctx, ast.Load)
+           for other in t.referencing(name) for n in ast.walk(other.tree)):
+        return False  # (another file's `serving_config.indexer_width = _decode_width` swaps it: round AC)
     bindings = _module_bindings(t.tree, name)
     if len(bindings) != 1:
         return False
