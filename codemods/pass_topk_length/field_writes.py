@@ -55,6 +55,7 @@ class _Tree:
         self.tree, self.engine_getter, self.imported, self.others = tree, engine_getter, imported, others
         self.parents = {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
         self.referencing: Callable[[str], List["_Tree"]] = lambda name: [self]
+        self.swapped: Callable[[str], bool] = lambda name: False
 
     def up(self, node: ast.AST) -> Optional[ast.AST]:
         return self.parents.get(id(node))
@@ -83,9 +84,17 @@ def own_values(trees: List[Tuple[ast.AST, Plain, Imported]], attr: str,
         if name not in cache:
             found = naming(name) if naming is not None else trees
             cache[name] = [_Tree(t, g, imported, parsed) for t, g, imported in found]
+            for t in cache[name]:
+                t.referencing, t.swapped = referencing, swapped
         return cache[name]
+
+    def swapped(name: str) -> bool:  # (another file's `module.name = other` rebinding a getter: round AC)
+        if ("swapped", name) not in cache:
+            cache[("swapped", name)] = any(isinstance(n, ast.Attribute) and n.attr == name and not isinstance(
+                n.ctx, ast.Load) for other in referencing(name) for n in ast.walk(other.tree))
+        return cache[("swapped", name)]
     for t in parsed:
-        t.referencing = referencing
+        t.referencing, t.swapped = referencing, swapped
     out = []
     for i, t in enumerate(parsed):
         for node in ast.walk(t.tree):
@@ -259,11 +268,9 @@ def _own_getter(call: ast.Call, names: re.Pattern, t: _Tree, depth: int) -> bool
     if not isinstance(call.func, ast.Name) or depth >= 4:
         return False
     name = call.func.id
-    if any(isinstance(n, ast.Attribute) and n.attr == name and not isinstance(n.ctx, ast.Load)
-           for other in t.referencing(name) for n in ast.walk(other.tree)):
-        return False  # (another file's `serving_config.indexer_width = _decode_width` swaps it: round AC)
     bindings = _module_bindings(t.tree, name)
-    if len(bindings) != 1:
+    if len(bindings) != 1 or not isinstance(bindings[0], (ast.FunctionDef, ast.AsyncFunctionDef, ast.ImportFrom)) \
+            or t.swapped(name):  # (another file's `serving_config.indexer_width = _decode_width`: round AC)
         return False
     (node,) = bindings
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
