@@ -43,7 +43,7 @@ def wheel(cache: Path, dist: str, version: str):
 
 # the names the traces trust as the engine's, the width's getters too (field_writes)
 TRUSTED = sorted({*CLIPS, *CLIP_KEEPING, *INDEX_KEEPING_FUNCTIONS, *INDEX_KEEPING_ENGINE_METHODS,
-                  "get_index_topk", "get_dsa_index_topk", "get_nsa_index_topk",
+                  *(f"get_{p}{field_writes.WIDTH_CORE}" for p in ("", "dsa_", "nsa_")),
                   *(name for _, name in ENGINE_FIELD_OUTPUTS)})
 
 
