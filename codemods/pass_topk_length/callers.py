@@ -647,8 +647,9 @@ def _param_written(proj, callee, key, depth: int, known: bool = False) -> bool:
         target = None if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) else _written_target(g, node)
         # (`layer_id -= self.start_layer`: a callee's parameter rebound, as an int's is; a tensor's `+=` on its bare
         # name there is not read: stated in docs/soundness.md)
-        if target is not None and any(_view_roots(t) & names for t in reach._flatten([target])):
-            return True
+        if target is not None and any({r.split(".")[0] for r in _view_roots(t)} & names | _view_roots(t) & names
+                                      for t in reach._flatten([target])):
+            return True  # (an attribute of what it is handed is part of it: `batch.topk_2d.masked_fill_`, round AC)
         if isinstance(node, ast.Call) and any(_view_roots(a) & names and _may_write(proj, g, node, k, depth + 1, known)
                                               for k, a in _handed(node, starred=True)):
             return True
@@ -682,7 +683,7 @@ def _view_roots(e: ast.AST) -> Set[str]:
         return {r for a in [*e.args, *(k.value for k in e.keywords)] for r in _view_roots(a)}  # (a helper of the
         # project may hand back a view of what it is handed: `rows = as_rows(topk)`, round AC)
     root = _view_root(e)
-    return {root, root.split(".")[0]} if root else set()  # (an attribute of a handed object is part of it: round AC)
+    return {root} if root else set()
 
 
 def _view_root(e: ast.AST) -> Optional[str]:
