@@ -271,14 +271,16 @@ def _setter_written(proj, f, fn, call: ast.Call) -> Optional[str]:
     """An attribute store before the call that may run code: a property setter of the project of that name, a
     `__setattr__` or a descriptor's `__set__`, writing in place what its object keeps (round AB: `self.window.start
     = start` re-masking the buffer the indices view)."""
+    hooks = None  # (the project's `__setattr__`/`__set__` defs, looked up once, at the first attribute store)
     for node in ast.walk(fn):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
             node, (ast.AnnAssign, ast.AugAssign)) else []
         for t in reach._flatten(targets):
             if not isinstance(t, ast.Attribute) or not _before(f, t, call):
                 continue
-            for g, d in _project_methods(proj, t.attr) + _project_methods(proj, "__setattr__") + _project_methods(
-                    proj, "__set__"):
+            if hooks is None:
+                hooks = _project_methods(proj, "__setattr__") + _project_methods(proj, "__set__")
+            for g, d in _project_methods(proj, t.attr) + hooks:
                 if (d.name != t.attr or _a_setter(d)) and _foreign_write(proj, g, d) is not None:
                     return (f"sets `{reach._unparse(t)[:40]}`, which may run {d.name} at {proj.rel(g.path)}:{d.lineno}, "
                             "writing in place what its object keeps (the indices may be under another name there)")
@@ -647,13 +649,17 @@ def _param_written(proj, callee, key, depth: int, known: bool = False) -> bool:
         target = None if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) else _written_target(g, node)
         # (`layer_id -= self.start_layer`: a callee's parameter rebound, as an int's is; a tensor's `+=` on its bare
         # name there is not read: stated in docs/soundness.md)
-        if target is not None and any({r.split(".")[0] for r in _view_roots(t)} & names | _view_roots(t) & names
-                                      for t in reach._flatten([target])):
+        if target is not None and any(_with_roots(_view_roots(t)) & names for t in reach._flatten([target])):
             return True  # (an attribute of what it is handed is part of it: `batch.topk_2d.masked_fill_`, round AC)
         if isinstance(node, ast.Call) and any(_view_roots(a) & names and _may_write(proj, g, node, k, depth + 1, known)
                                               for k, a in _handed(node, starred=True)):
             return True
     return False
+
+
+def _with_roots(views: Set[str]) -> Set[str]:
+    """The views and the names their attribute chains start from (`batch.topk_2d` is part of `batch`)."""
+    return views | {v.split(".")[0] for v in views}
 
 
 _VIEW_ATTRIBUTES = {"data", "T", "mT", "H", "mH", "real", "imag"}
