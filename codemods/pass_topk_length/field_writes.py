@@ -56,6 +56,19 @@ class _Tree:
         self.parents = {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
         self.referencing: Callable[[str], List["_Tree"]] = lambda name: [self]
         self.swapped: Callable[[str], bool] = lambda name: False
+        self._spelled: Optional[dict] = None
+
+    def spelled(self, name: str) -> List[ast.AST]:
+        """The file's names, attributes and import aliases spelling `name` (indexed once: a walk of the file per
+        def taking the width was N x N over N defs)."""
+        if self._spelled is None:
+            self._spelled = {}
+            for n in ast.walk(self.tree):
+                key = n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else \
+                    n.name.rsplit(".", 1)[-1] if isinstance(n, ast.alias) else None
+                if key is not None:
+                    self._spelled.setdefault(key, []).append(n)
+        return self._spelled.get(name, [])
 
     def up(self, node: ast.AST) -> Optional[ast.AST]:
         return self.parents.get(id(node))
@@ -388,14 +401,12 @@ def _calls_hand_plain(called: str, slot: int, names: re.Pattern, t: _Tree, depth
         return called in seen
     seen.add(called)
     for other in t.referencing(called):
-        for node in ast.walk(other.tree):
-            if isinstance(node, ast.alias) and node.name.rsplit(".", 1)[-1] == called and node.asname not in (
+        for node in other.spelled(called):
+            if isinstance(node, ast.alias) and node.asname not in (
                     None, called):
                 return False  # (`import ServingConfig as Config`: spelled otherwise, round AC)
-            spelled = isinstance(node, ast.Name) and node.id == called or isinstance(node, ast.Attribute) \
-                and node.attr == called
-            call = other.up(node) if spelled else None
-            if not spelled or isinstance(call, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            call = other.up(node) if not isinstance(node, ast.alias) else None
+            if call is None or isinstance(call, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             if isinstance(call, ast.ClassDef) and node in call.bases:
                 if _makes_its_own(call) or not _hands_args_on(call) or not _calls_hand_plain(
