@@ -3954,3 +3954,159 @@ def test_round_ac_a_width_parameter_or_getter_read_where_it_is_made(tmp_path, co
     (tmp_path / "launcher.py").write_text(launcher)
     site = _site(tmp_path, _CONFIG_BACKEND, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+# -- round AC's remnants (c2): the kernel's own function, and callees resolved as the callers' are -------------------
+
+_FORWARD_AC2 = '''"""A fork's backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk."""
+import torch
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+import window_ops
+from window_ops import drop_before_window, occupancy
+
+
+class Window:
+    def __init__(self):
+        self.seen = None
+
+    def observe(self, table):
+        self.seen = (table >= 0).sum(-1)
+
+    def drop(self, table):
+        window_ops.drop_before_window(table, 20)
+
+
+class Backend:
+    def __init__(self, metadata):
+        self.forward_metadata = metadata
+        self.window = Window()
+        self.hooks = [_drop]
+        self.seen = None
+
+    def forward(self, q, kv, indices, scale):
+        metadata = self.forward_metadata
+{body}
+        out, _, _ = flash_mla_sparse_fwd(q, kv, indices, scale)
+        return out
+
+
+def entry(inp):
+    return Backend(inp.metadata).forward(inp.q, inp.kv, inp.indices, inp.sm_scale)
+
+
+def _drop(md, start=20):
+    md.page_table_1.masked_fill_(md.page_table_1 < start, -1)
+'''
+_WINDOW_OPS_AC2 = ("def drop_before_window(table, start):\n    table.masked_fill_(table < start, -1)\n\n\n"
+                   "def occupancy(table, start):\n    return (table >= start).sum(-1)\n")
+
+
+@pytest.mark.parametrize("body, fixable", [
+    # round AC (c2): the function holding the kernel call hands the metadata (or its table, which may be the indices'
+    # storage) to a def of the module, an imported function, a kept object's method delegating to one, or a hook kept
+    # in a list (not read: taken as writing); one that reads is not refused
+    ("        _drop(metadata)", False),
+    ("        drop_before_window(metadata.page_table_1, 20)", False),
+    ("        self.window.drop(metadata.page_table_1)", False),
+    ("        for hook in self.hooks:\n            hook(metadata)", False),
+    ("        self.seen = occupancy(metadata.page_table_1, 20)", True),
+    ("        self.window.observe(metadata.page_table_1)", True)])
+def test_round_ac_the_kernels_function_hands_nothing_to_a_writer(tmp_path, body, fixable):
+    (tmp_path / "window_ops.py").write_text(_WINDOW_OPS_AC2)
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    site = _site(tmp_path, _FORWARD_AC2.format(body=body))
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_REGISTRY_AC2 = '''import window_ops
+
+
+class Registry:
+    def __init__(self):
+        self.topk = None
+
+    def register(self, topk):
+        self.topk = topk
+
+    def evict(self, start):
+        if self.topk is not None:
+            window_ops.drop_before_window(self.topk, start)
+
+    @property
+    def start(self):
+        return 0
+
+    @start.setter
+    def start(self, value):
+        self.evict(value)
+
+
+REGISTRY = Registry()
+'''
+
+
+@pytest.mark.parametrize("body, fixable", [
+    # round AC (c2): a module's registry keeping the top-k for a later write, a method of what a callee is handed
+    # delegating the write to an op, a property setter doing so
+    ("    REGISTRY.register(topk_2d)", False),
+    ("    REGISTRY.evict(20)", False),
+    ("    window_ops.advance(ctx, 20)", False),
+    ("    ctx.start = 20", False),
+    ("    n = window_ops.occupancy(topk_2d, 20)", True)])
+def test_round_ac_a_kept_tensor_written_later_through_an_object(tmp_path, body, fixable):
+    (tmp_path / "window_ops.py").write_text(_WINDOW_OPS_AC2 + "\n\ndef advance(window, start):\n    window.evict(start)\n")
+    (tmp_path / "layer.py").write_text(_REGISTRY_AC2.replace("import window_ops\n", "") + "\n\n" + "import window_ops\n"
+                                       + _LAYER_RUN.format(body=body))
+    site = _site(tmp_path, HANDED_INDICES, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_OWN_CALLER_AC2 = '''
+
+import functools
+from fork_ops import evict
+
+
+def applies_window(fn):
+    @functools.wraps(fn)
+    def wrapped(topk, start):
+        topk.masked_fill_(topk < start, -1)
+        return fn(topk, start)
+    return wrapped
+
+
+@applies_window
+def dropped(topk, start):
+    return (topk < 0).sum(-1)
+
+
+def counted(topk, start):
+    return (topk < 0).sum(-1)
+
+
+class Layer:
+    def __init__(self, backend):
+        self.backend = backend
+
+    def run(self, q, kv, indices, topk_2d, scale):
+{run}
+        return self.backend.forward(q, kv, indices, scale)
+'''
+
+
+@pytest.mark.parametrize("run, fixable", [
+    # round AC (c2): the module's own caller handing the top-k to a decorated def (the wrapper runs, not the body),
+    # to a function a package re-exports, or masking it after making the graph step that calls the kernel
+    ("        dropped(topk_2d, 20)", False),
+    ("        evict(topk_2d, 20)", False),
+    ("        step = lambda: self.backend.forward(q, kv, indices, scale)\n        window_ops.drop_before_window(topk_2d, 20)"
+     "\n        return step()", False),
+    ("        counted(topk_2d, 20)", True)])
+def test_round_ac_the_modules_own_callers_resolve_what_runs(tmp_path, run, fixable):
+    (tmp_path / "window_ops.py").write_text(_WINDOW_OPS_AC2)
+    (tmp_path / "fork_ops").mkdir()
+    (tmp_path / "fork_ops" / "__init__.py").write_text("from .window import evict  # noqa: F401\n")
+    (tmp_path / "fork_ops" / "window.py").write_text("def evict(topk, start):\n    topk.masked_fill_(topk < start, -1)\n")
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    site = _site(tmp_path, _FORWARD_AC2.format(body="") + _OWN_CALLER_AC2.format(run=run))
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -71,6 +71,8 @@ def _own_callers(proj, name: str, mine: Optional[Set[Tuple[str, str]]]) -> Optio
                 or _elsewhere(proj, f, node, mine):
             continue
         fn = f.enclosing(call, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
+        while isinstance(fn, ast.Lambda) and not _takes_any(fn):  # (a graph step: its function's names, round AC)
+            fn = f.enclosing(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
         why = _sibling_written(proj, f, fn, call, known=True) or _awaits_before(f, fn, call) \
             if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
         if why:
@@ -190,8 +192,7 @@ def _caller(proj, f, node: ast.AST, fname: str, want: Wanted, named: frozenset =
     if not (isinstance(call, ast.Call) and call.func is node):
         return at(f"`{reach._unparse(node)[:60]}` is read as a value: what calls it with which rows is not seen")
     fn = f.enclosing(call, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
-    while isinstance(fn, ast.Lambda) and not (fn.args.args or fn.args.posonlyargs or fn.args.kwonlyargs
-                                               or fn.args.vararg or fn.args.kwarg):
+    while isinstance(fn, ast.Lambda) and not _takes_any(fn):
         if _kept(f, fn):
             return at(f"`{reach._unparse(call)[:60]}` is in a lambda kept on an object or in a table: a later call runs "
                       "it with the tensors of the step that made it")
@@ -206,6 +207,11 @@ def _caller(proj, f, node: ast.AST, fname: str, want: Wanted, named: frozenset =
                     return at(f"`{reach._unparse(call)[:60]}` in `{fn.name}` {why}")
     why = _sibling_written(proj, f, fn, call) or _awaits_before(f, fn, call)
     return at(f"`{reach._unparse(call)[:60]}` in `{fn.name}` {why}") if why else None
+
+
+def _takes_any(lam: ast.Lambda) -> bool:
+    a = lam.args
+    return bool(a.args or a.posonlyargs or a.kwonlyargs or a.vararg or a.kwarg)
 
 
 def _kept(f, lam: ast.Lambda) -> bool:
@@ -244,6 +250,31 @@ def _sibling_written(proj, f, fn, call: ast.Call, known: bool = False) -> Option
     target = _foreign_write(proj, f, fn)
     if target is not None:
         return f"writes `{reach._unparse(target)[:40]}` in place, which may share the indices' storage"
+    return _handed_on_written(proj, f, fn, call, known) or _setter_written(proj, f, fn, call)
+
+
+def kernel_function_writes(proj, f, fn, call: ast.Call, given: List[ast.AST]) -> Optional[str]:
+    """The kernel's own function (`given`: the q and kv it hands the kernel), read as a caller of the kernel is (round AC's c2: `forward` handing the metadata to
+    a project function, an imported one, a kept window's method, a hook, which masks the table the indices are):
+    a call before the kernel's handing on what may share the indices' storage, and that may write it, or one
+    writing state it keeps; an attribute store running a setter. What q and kv are read from (`exempt`, their
+    root names) is the row trace's: a write there changes values, not the indices. A callee not read is taken to
+    write (a hook kept in a list)."""
+    exempt: Set[str] = set()
+    todo = [(e, 0) for e in given]
+    while todo:
+        e, depth = todo.pop()
+        roots = _view_roots(e) - exempt
+        exempt |= roots
+        for n in ast.walk(e) if depth < 4 else ():  # (`q_input = q_all` in a branch: q_all is q's too)
+            if isinstance(n, ast.Name) and n.id in roots:
+                todo += [(v, depth + 1) for v in reach.local_value(f, n) or ()]
+    return _handed_on_written(proj, f, fn, call, False, exempt) or _setter_written(proj, f, fn, call)
+
+
+def _handed_on_written(proj, f, fn, call: ast.Call, known: bool, exempt: Set[str] = frozenset()) -> Optional[str]:
+    """A call of fn but `call` handed what may share the indices' storage (its roots not all `exempt`) that may
+    write it, or writing state it keeps, before `call`."""
     sibling = getattr(call.func, "attr", None)
     for other in (n for n in ast.walk(fn) if isinstance(n, ast.Call) and n is not call):
         if isinstance(other.func, ast.Attribute) and other.func.attr == sibling and _hands_only_its(other, call):
@@ -254,17 +285,24 @@ def _sibling_written(proj, f, fn, call: ast.Call, known: bool = False) -> Option
                    for key, arg in _handed(other, starred=True)):  # making writes is read: round AA)
                 return f"hands what may share the indices' storage to `{reach._unparse(other.func)[:40]}`, which writes it"
             continue
+        if exempt and (reach._unparse(other.func) == reach._unparse(call.func) or isinstance(call.func, ast.Name)
+                       and any(v is other for v in reach.local_value(f, call.func) or ())):
+            continue  # (another call of the kernel, or the making of what the kernel call calls: `attn = partial(
+            # flash_mla_sparse_fwd, ...)`: the kernel writes only its outputs)
         if _exclusive(f, fn, other, call):
             continue  # (the other mode's branch: sglang's dispatch hands k to a pool's set_kv_buffer there; a callee
             # writing a shared tensor for the next call from that branch is not read: stated in docs/soundness.md)
         for key, arg in _handed(other, starred=True):
+            roots = _view_roots(arg)
+            if exempt and (roots and roots <= exempt or _library_value(f, arg)):
+                continue  # (`partial(flash_mla_sparse_fwd, ...)`: a library's function holds no storage of the batch)
             if _may_share(proj, f, fn, arg) and _may_write(proj, f, other, key, known=known):
                 return (f"hands `{reach._unparse(arg)[:40]}` to `{reach._unparse(other.func)[:40]}`, which may write it "
                         "in place (round W), or is not read (round Y: a callee the tool cannot read is taken to write)")
         if _before(f, other, call) and _writes_shared_state(proj, f, other, known):
             return (f"calls `{reach._unparse(other.func)[:40]}`, which writes state it keeps (or may: it is not read) in "
                     "place, where the indices may be under another name (round X: an indexer's method, a hook)")
-    return _setter_written(proj, f, fn, call)
+    return None
 
 
 def _setter_written(proj, f, fn, call: ast.Call) -> Optional[str]:
@@ -281,7 +319,7 @@ def _setter_written(proj, f, fn, call: ast.Call) -> Optional[str]:
             if hooks is None:
                 hooks = _project_methods(proj, "__setattr__") + _project_methods(proj, "__set__")
             for g, d in _project_methods(proj, t.attr) + hooks:
-                if (d.name != t.attr or _a_setter(d)) and _foreign_write(proj, g, d) is not None:
+                if (d.name != t.attr or _a_setter(d)) and _foreign_write(proj, g, d, 2) is not None:
                     return (f"sets `{reach._unparse(t)[:40]}`, which may run {d.name} at {proj.rel(g.path)}:{d.lineno}, "
                             "writing in place what its object keeps (the indices may be under another name there)")
     return None
@@ -313,9 +351,11 @@ def _receiver_made(f, fn, other: ast.Call, call: ast.Call) -> bool:
 
 def _before(f, other: ast.Call, call: ast.Call) -> bool:
     """May `other` run before `call`: earlier in the text, in the call's receiver (`self._pick().forward(...)`:
-    round AB), or in a loop around the call."""
+    round AB), in a loop around the call, or anywhere where the call sits in a lambda, which runs when it is
+    called (round AC: a graph step made, the window masked, the step run)."""
+    fn = f.enclosing(call, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
     return (other.lineno, other.col_offset) < (call.lineno, call.col_offset) or _in_loop(f, call) \
-        or any(n is other for n in ast.walk(call.func))
+        or any(n is other for n in ast.walk(call.func)) or isinstance(fn, ast.Lambda)
 
 
 def _writes_shared_state(proj, f, call: ast.Call, known: bool = False) -> bool:
@@ -328,7 +368,7 @@ def _writes_shared_state(proj, f, call: ast.Call, known: bool = False) -> bool:
     root = call.func
     while isinstance(root, ast.Attribute):
         root = root.value
-    if isinstance(call.func, ast.Attribute) and not _through_self(f, root):
+    if isinstance(call.func, ast.Attribute) and not _through_self(f, root) and not _module_object(f, call, root):
         return False
     defs = _callee_defs(proj, f, call)
     if defs is None and known:
@@ -336,7 +376,25 @@ def _writes_shared_state(proj, f, call: ast.Call, known: bool = False) -> bool:
     if defs is None:  # (a function imported from outside the project reads what it is handed: `is_npu()`)
         imported = isinstance(call.func, ast.Name) and (call.func.id in f.froms or call.func.id in f.modules)
         return not imported and not _reads_only(f, call) and not _no_effect(f, call)
-    return any(_foreign_write(proj, g, d) is not None for g, d, _ in defs)
+    return any(_foreign_write(proj, g, d, 2) is not None for g, d, _ in defs)
+
+
+def _library_value(f, arg: ast.AST) -> bool:
+    """A name or attribute the file imports from outside the project (a library's function or module)."""
+    module = f.module_of(arg) if isinstance(arg, (ast.Name, ast.Attribute)) else None
+    return module is not None and f._find(f.path, module.split(".")[0]) is None
+
+
+def _module_object(f, call: ast.Call, root: ast.AST) -> bool:
+    """Is the receiver's root an object the file binds at its top level by an assignment, which the calling
+    function does not bind (round AC: `SINK_WINDOW = SinkWindow()`, a registry every layer's caller shares)?"""
+    if not isinstance(root, ast.Name):
+        return False
+    fn = f.enclosing(call, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+    if fn is not None and (root.id in {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)} or any(
+            isinstance(n, ast.Name) and n.id == root.id and not isinstance(n.ctx, ast.Load) for n in ast.walk(fn))):
+        return False
+    return any(root.id in reach._stored_names(stmt) for stmt in f.tree.body if isinstance(stmt, (ast.Assign, ast.AnnAssign)))
 
 
 def _through_self(f, root: ast.AST, depth: int = 0) -> bool:
@@ -352,12 +410,22 @@ def _through_self(f, root: ast.AST, depth: int = 0) -> bool:
     return bool(values) and any(_through_self(f, reach.chain_root(v), depth + 1) for v in values)
 
 
-def _foreign_write(proj, f, fn) -> Optional[ast.AST]:
-    """The first tensor fn writes in place that is not a local it made itself, nor a counter of self's."""
+def _foreign_write(proj, f, fn, handed: int = 0) -> Optional[ast.AST]:
+    """The first tensor fn writes in place that is not a local it made itself, nor a counter of self's; with
+    `handed` (levels), or hands to a def of the project writing it, or calls through self a method that does
+    (round AC: a window's `evict()` handing `self.topk` to `window_ops.mask_before`, a property setter calling it)."""
     for node in ast.walk(fn):
         target = _written_target(f, node)
         if target is not None and not _fresh_local(proj, f, fn, target) and not _number_attribute(f, target):
             return target
+        if not handed or not isinstance(node, ast.Call):
+            continue
+        for key, arg in _handed(node, starred=True):
+            if _may_share(proj, f, fn, arg) and _view_roots(arg) and _may_write(proj, f, node, key, 2, known=True):
+                return arg
+        if isinstance(node.func, ast.Attribute) and _through_self(f, reach.chain_root(node.func)) and any(
+                _foreign_write(proj, g, d, handed - 1) is not None for g, d, _ in _callee_defs(proj, f, node) or ()):
+            return node.func
     return None
 
 
@@ -445,7 +513,7 @@ def _may_write(proj, f, call: ast.Call, key, depth: int = 0, known: bool = False
                 return True  # (a project class whose making runs code not read: round AB)
         if defs is None:
             return _writes_in_place(f, call) or _hands_callable(proj, f, call)
-        return key is not None and any(_param_written(proj, c, key, depth, known) for c in defs)
+        return key is not None and any(_param_written(proj, c, key, depth, known) or not _plain_def(c[1]) for c in defs)
     if defs is not None:  # (none found where one was looked for, a decorated def, an attribute of self shadowing the
         return key is None or not defs or _shadowed(f, call) or any(  # method: not what runs, round Z)
             _param_written(proj, (g, d, method), key, depth) or not _plain_def(d) for g, d, method in defs)
@@ -556,7 +624,7 @@ def _callee_defs(proj, f, call: ast.Call) -> Optional[List[Tuple[object, ast.AST
         return defs or None
     if isinstance(func, ast.Name):
         defs = [(g, d, False) for g, d in _project_functions(proj, f, func.id)]
-        if any(_bound_otherwise(g, d.name) for g, d, _ in defs):
+        if any(_bound_otherwise(g, d.name) for g, d, _ in defs) or not defs and _imported_unread(proj, f, func.id):
             return _UNREAD  # (a def its file rebinds by an import or an assignment: round AB, `from fused import evict`)
         return defs or None
     return None
@@ -615,15 +683,34 @@ def _reads_only(f, call: ast.Call) -> bool:
                                               or base.endswith(".logger"))
 
 
-def _project_functions(proj, f, name: str) -> List[Tuple[object, ast.AST]]:
-    """(file, def) for the top-level function `name` of this file, or of the project file it imports it from."""
+def _project_functions(proj, f, name: str, depth: int = 0) -> List[Tuple[object, ast.AST]]:
+    """(file, def) for the top-level function `name` of this file, or of the project file it imports it from,
+    through a package's re-export (round AC: `from .window import evict_before` in `fork_ops/__init__.py`)."""
     own = [d for d in f.tree.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == name]
     if own or name not in f.froms:
         return [(f, d) for d in own]
     module, imported = f.froms[name]
     g = _imported_file(proj, f, module)
-    return [(g, d) for d in (g.tree.body if g is not None else [])
-            if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == imported]
+    found = [(g, d) for d in (g.tree.body if g is not None else [])
+             if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == imported]
+    if not found and g is not None and g is not f and imported in g.froms and depth < 4:
+        return _project_functions(proj, g, imported, depth + 1)
+    return found
+
+
+def _imported_unread(proj, f, name: str) -> bool:
+    """Is `name` imported from a project file (through its re-exports) that binds it by no def nor class: an
+    assignment, a wrapper's result, what the tool does not read?"""
+    depth = 0
+    while name in f.froms and depth < 5 and not any(
+            isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and d.name == name for d in f.tree.body):
+        module, name = f.froms[name]
+        g = _imported_file(proj, f, module)
+        if g is None or g is f:
+            return False
+        f, depth = g, depth + 1
+    return depth > 0 and not any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and d.name == name
+                                 for d in f.tree.body)
 
 
 def _imported_file(proj, f, module: str):
@@ -654,7 +741,30 @@ def _param_written(proj, callee, key, depth: int, known: bool = False) -> bool:
         if isinstance(node, ast.Call) and any(_view_roots(a) & names and _may_write(proj, g, node, k, depth + 1, known)
                                               for k, a in _handed(node, starred=True)):
             return True
+        if d.name != "__init__" and _kept_in(node, names) or isinstance(node, ast.Call) and _receiver_written(
+                proj, g, node, names):  # (what an object keeps at its making: its methods are read where they run)
+            return True
     return False
+
+
+def _kept_in(node: ast.AST, names: Set[str]) -> bool:
+    """Does an assignment keep (a view of) one of names where later code finds it, an attribute or an item
+    (round AC: a registry's `register(topk)` storing `self.topk = topk`, written by its `evict()` later)?"""
+    if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+        return False
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    return bool(_view_roots(node.value) & names) and any(
+        not isinstance(t, ast.Name) for t in reach._flatten(targets))
+
+
+def _receiver_written(proj, g, call: ast.Call, names: Set[str]) -> bool:
+    """Is the call a method of one of names (`window.move_to(start)` on a parameter) whose project def writes in
+    place what its object keeps (round AC: a window moved through a module function it is handed)? A class body
+    binding the name to another callable is not read here (a dataclass's field of the name is one such binding)."""
+    if not isinstance(call.func, ast.Attribute) or not _with_roots(_view_roots(call.func.value)) & names \
+            or _reads_only(g, call):
+        return False
+    return any(_foreign_write(proj, h, d, 2) is not None for h, d in _project_methods(proj, call.func.attr))
 
 
 def _with_roots(views: Set[str]) -> Set[str]:

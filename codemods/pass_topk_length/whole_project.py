@@ -187,6 +187,26 @@ class WholeProject:
                     return (f"{proj.rel(f.path)}:{getattr(node, 'lineno', 0)} sets `{field_name}` from "
                             f"`{reach._unparse(value)[:80]}`, not provably the seqlens clipped to the top-k width "
                             f"({CLIP_HOW}); clip it, or pass topk_length by hand")
+        return self._kernel_function_writes(proj, c)  # (last: a field's own write names the field)
+
+    def _kernel_function_writes(self, proj, c: CallInfo) -> Optional[str]:
+        """callers.kernel_function_writes in the function holding the kernel call (the ast's twin of the call, found
+        by its line and callee), q's and kv's roots exempt."""
+        f = proj.checked_file(self.source)
+        pos = self.tree.position.get(c.node)
+        if f is None or pos is None:
+            return None
+        callee = _code(c.node.func).strip()
+        for call in (n for n in ast.walk(f.tree) if isinstance(n, ast.Call) and n.lineno == pos.start.line
+                     and reach._unparse(n.func) == callee):
+            fn = f.enclosing(call, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            given = [a for a in call.args[:2] if not isinstance(a, ast.Starred)] + [
+                k.value for k in call.keywords if k.arg in ("q", "kv")]
+            why = callers.kernel_function_writes(proj, f, fn, call, given)
+            if why:
+                return f"at line {call.lineno}, in `{fn.name}`, which calls the kernel: it {why}"
         return None
 
     def _clipped_fields_written(self, proj) -> Optional[str]:
