@@ -4110,3 +4110,42 @@ def test_round_ac_the_modules_own_callers_resolve_what_runs(tmp_path, run, fixab
     (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
     site = _site(tmp_path, _FORWARD_AC2.format(body="") + _OWN_CALLER_AC2.format(run=run))
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_BUILT_ELSEWHERE_AC2 = '''"""A fork's backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk."""
+import torch
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+from dsa_metadata import build_metadata
+
+
+class Backend:
+    def __init__(self, hf_config):
+        self.dsa_index_topk = hf_config.index_topk
+        self.forward_metadata = None
+
+    def init_forward_metadata(self, forward_batch):
+        self.forward_metadata = build_metadata(forward_batch.seq_lens, self.dsa_index_topk)
+
+    def forward(self, q, kv, indices, scale):
+        metadata = self.forward_metadata
+        out, _, _ = flash_mla_sparse_fwd(q=q, kv=kv, indices=indices, sm_scale=scale)
+        return out
+'''
+
+
+@pytest.mark.parametrize("decorator, fixable", [
+    # round AC (c3): a clip helper of another file under a decorator runs the wrapper (here one keeping a slot in
+    # empty rows), not the body its returns are read from
+    ("", True),
+    ("@_keep_one_slot\n", False)])
+def test_round_ac_a_decorated_clip_helper_of_another_file_is_not_its_body(tmp_path, decorator, fixable):
+    (tmp_path / "dsa_metadata.py").write_text(
+        "import functools\nfrom dataclasses import dataclass\n\nimport torch\n\n\n@dataclass\nclass DSAMetadata:\n"
+        "    dsa_cache_seqlens_int32: torch.Tensor\n\n\ndef _keep_one_slot(fn):\n    @functools.wraps(fn)\n"
+        "    def wrapper(*args, **kwargs):\n        return fn(*args, **kwargs).clamp(min=1)\n    return wrapper\n\n\n"
+        f"{decorator}def clip_seqlens(seq_lens, dsa_index_topk):\n    return seq_lens.clamp(max=dsa_index_topk)\n\n\n"
+        "def build_metadata(seq_lens, dsa_index_topk):\n"
+        "    return DSAMetadata(dsa_cache_seqlens_int32=clip_seqlens(seq_lens, dsa_index_topk).to(torch.int32))\n")
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    site = _site(tmp_path, _BUILT_ELSEWHERE_AC2)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

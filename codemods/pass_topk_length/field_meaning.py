@@ -1117,8 +1117,8 @@ def _clipped_elsewhere(f, e, depth: int, env: Optional[dict] = None, seen: Optio
         positional = [a for a in e.args if not isinstance(a, ast.Starred)]
         local = [d for d in f.tree.body if isinstance(d, ast.FunctionDef) and d.name == name] \
             if isinstance(func, ast.Name) else []
-        if len(local) == 1 and len(positional) == len(e.args):
-            params = [p.arg for p in local[0].args.posonlyargs + local[0].args.args]
+        if len(local) == 1 and len(positional) == len(e.args) and not local[0].decorator_list:  # (a decorated def runs
+            params = [p.arg for p in local[0].args.posonlyargs + local[0].args.args]  # its wrapper: round AC's c3)
             args = dict.fromkeys(params)  # (a parameter not handed: its default, not known)
             args.update(zip(params, positional))
             args.update({k.arg: k.value for k in e.keywords if k.arg})
