@@ -4046,10 +4046,11 @@ REGISTRY = Registry()
 
 
 @pytest.mark.parametrize("body, fixable", [
-    # round AC (c2): a module's registry keeping the top-k for a later write, a method of what a callee is handed
-    # delegating the write to an op, a property setter doing so
-    ("    REGISTRY.register(topk_2d)", False),
+    # round AC (c2): a module's registry writing the top-k it keeps, a method of what a callee is handed delegating
+    # the write to an op, a property setter doing so; keeping it alone writes nothing (the write is read where it runs)
+    ("    REGISTRY.register(topk_2d)\n    REGISTRY.evict(20)", False),
     ("    REGISTRY.evict(20)", False),
+    ("    REGISTRY.register(topk_2d)", True),
     ("    window_ops.advance(ctx, 20)", False),
     ("    ctx.start = 20", False),
     ("    n = window_ops.occupancy(topk_2d, 20)", True)])
@@ -4148,4 +4149,18 @@ def test_round_ac_a_decorated_clip_helper_of_another_file_is_not_its_body(tmp_pa
         "    return DSAMetadata(dsa_cache_seqlens_int32=clip_seqlens(seq_lens, dsa_index_topk).to(torch.int32))\n")
     (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
     site = _site(tmp_path, _BUILT_ELSEWHERE_AC2)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("refresh, fixable", [
+    # a subclass's method handing what it is handed on to `super()`: the def calling itself by name is not its own
+    # callee (a recursion writes only what its other statements write); round AB's b1
+    ("        self.seen = batch.shape[0]", True),
+    ("        batch.masked_fill_(batch < 4, -1)", False)])
+def test_a_method_handing_on_to_its_own_name_is_read_through(tmp_path, refresh, fixable):
+    (tmp_path / "layer.py").write_text(
+        "class Base:\n    def refresh(self, batch):\n" + refresh + "\n\n\nclass Logged(Base):\n"
+        "    def refresh(self, batch):\n        super().refresh(batch)\n\n\n"
+        + "LOGGED = Logged()\n\n\n" + _LAYER_RUN.format(body="    LOGGED.refresh(topk_2d)"))
+    site = _site(tmp_path, HANDED_INDICES, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -621,7 +621,9 @@ def _callee_defs(proj, f, call: ast.Call) -> Optional[List[Tuple[object, ast.AST
         if func.attr in TENSOR_VIEW_METHODS | COPYING_METHODS | NO_DATA_METHODS and not _project_methods(proj, func.attr):
             return None  # a tensor's own method (`q.view(bs, ...)`), where no project class has one of the name
         defs = [(g, d, _method(g, d)) for g, d in _project_methods(proj, func.attr)]
-        return defs or None
+        own = f.enclosing(call, (ast.FunctionDef, ast.AsyncFunctionDef))  # (not the def calling it: an override
+        defs = [c for c in defs if c[1] is not own]  # handing on to `super()`, a wrapper to each backend it holds; a
+        return defs or None  # recursion writes only what the def's other statements write)
     if isinstance(func, ast.Name):
         defs = [(g, d, False) for g, d in _project_functions(proj, f, func.id)]
         if any(_bound_otherwise(g, d.name) for g, d, _ in defs) or not defs and _imported_unread(proj, f, func.id):
@@ -741,20 +743,9 @@ def _param_written(proj, callee, key, depth: int, known: bool = False) -> bool:
         if isinstance(node, ast.Call) and any(_view_roots(a) & names and _may_write(proj, g, node, k, depth + 1, known)
                                               for k, a in _handed(node, starred=True)):
             return True
-        if d.name != "__init__" and _kept_in(node, names) or isinstance(node, ast.Call) and _receiver_written(
-                proj, g, node, names):  # (what an object keeps at its making: its methods are read where they run)
+        if isinstance(node, ast.Call) and _receiver_written(proj, g, node, names):
             return True
     return False
-
-
-def _kept_in(node: ast.AST, names: Set[str]) -> bool:
-    """Does an assignment keep (a view of) one of names where later code finds it, an attribute or an item
-    (round AC: a registry's `register(topk)` storing `self.topk = topk`, written by its `evict()` later)?"""
-    if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
-        return False
-    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-    return bool(_view_roots(node.value) & names) and any(
-        not isinstance(t, ast.Name) for t in reach._flatten(targets))
 
 
 def _receiver_written(proj, g, call: ast.Call, names: Set[str]) -> bool:
