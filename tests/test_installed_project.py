@@ -135,10 +135,10 @@ def test_the_scope_of_an_installed_file_is_what_its_record_lists(tmp_path):
 # -- real releases, pip-installed beside the running Python's torch (heavy) -------------------------------------
 
 HEAVY = pytest.mark.heavy
+# (0.5.14 and 0.5.15 are the dsa_ layout 0.5.16 is: their reference shape on the whole wheel is test_sglang_release's;
+# the installed layout beside torch is held here for each layout and pin source, a release each: about 15 minutes less)
 RELEASES = [  # version, backend, --kernel (None: the wheel's own METADATA pin decides), the verdict
     pytest.param("0.5.16", "dsa_backend.py", None, "fixable", marks=HEAVY),
-    pytest.param("0.5.15", "dsa_backend.py", None, "fixable", marks=HEAVY),
-    pytest.param("0.5.14", "dsa_backend.py", None, "fixable", marks=HEAVY),
     pytest.param("0.5.12.post1", "nsa_backend.py", KERNEL, "fixable", marks=HEAVY),
     pytest.param("0.5.17", "dsa_backend.py", None, "compliant", marks=HEAVY),
 ]
