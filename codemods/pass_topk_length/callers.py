@@ -285,6 +285,8 @@ def _handed_on_written(proj, f, fn, call: ast.Call, known: bool, exempt: Set[str
                    for key, arg in _handed(other, starred=True)):  # making writes is read: round AA)
                 return f"hands what may share the indices' storage to `{reach._unparse(other.func)[:40]}`, which writes it"
             continue
+        if _runs_step(f, other, call):
+            continue  # (`step()`, the lambda holding the call: what it runs is the call, read as such)
         if exempt and (reach._unparse(other.func) == reach._unparse(call.func) or isinstance(call.func, ast.Name)
                        and any(v is other for v in reach.local_value(f, call.func) or ())):
             continue  # (another call of the kernel, or the making of what the kernel call calls: `attn = partial(
@@ -377,6 +379,13 @@ def _writes_shared_state(proj, f, call: ast.Call, known: bool = False) -> bool:
         imported = isinstance(call.func, ast.Name) and (call.func.id in f.froms or call.func.id in f.modules)
         return not imported and not _reads_only(f, call) and not _no_effect(f, call)
     return any(_foreign_write(proj, g, d, 2) is not None for g, d, _ in defs)
+
+
+def _runs_step(f, other: ast.Call, call: ast.Call) -> bool:
+    """Is `other` a call of the local bound to the lambda holding `call` (a graph step run at once)?"""
+    lam = f.enclosing(call, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+    return isinstance(lam, ast.Lambda) and isinstance(other.func, ast.Name) and any(
+        v is lam for v in reach.local_value(f, other.func) or ())
 
 
 def _library_value(f, arg: ast.AST) -> bool:

@@ -196,9 +196,15 @@ class WholeProject:
         pos = self.tree.position.get(c.node)
         if f is None or pos is None:
             return None
+        def calls_by_line() -> dict:  # (one walk of the module for every site: a walk per site was N x N)
+            out: dict = {}
+            for n in ast.walk(f.tree):
+                if isinstance(n, ast.Call):
+                    out.setdefault(n.lineno, []).append(n)
+            return out
         callee = _code(c.node.func).strip()
-        for call in (n for n in ast.walk(f.tree) if isinstance(n, ast.Call) and n.lineno == pos.start.line
-                     and reach._unparse(n.func) == callee):
+        for call in (n for n in self.index(f"calls-by-line:{id(f)}", calls_by_line).get(pos.start.line, ())
+                     if reach._unparse(n.func) == callee):
             fn = f.enclosing(call, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
             if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
