@@ -254,12 +254,12 @@ def _sibling_written(proj, f, fn, call: ast.Call, known: bool = False) -> Option
 
 
 def kernel_function_writes(proj, f, fn, call: ast.Call, given: List[ast.AST]) -> Optional[str]:
-    """The kernel's own function (`given`: the q and kv it hands the kernel), read as a caller of the kernel is (round AC's c2: `forward` handing the metadata to
-    a project function, an imported one, a kept window's method, a hook, which masks the table the indices are):
-    a call before the kernel's handing on what may share the indices' storage, and that may write it, or one
-    writing state it keeps; an attribute store running a setter. What q and kv are read from (`exempt`, their
-    root names) is the row trace's: a write there changes values, not the indices. A callee not read is taken to
-    write (a hook kept in a list)."""
+    """The kernel's own function (`given`: the q and kv it hands the kernel), read as a caller of the kernel is
+    (round AC's c2: `forward` handing the metadata to a project function, an imported one, a kept window's method,
+    a hook, which masks the table the indices are): a call handing on what may share the indices' storage to a
+    callee that may write it, or a call writing state it keeps; an attribute store running a setter. What q and kv
+    are read from (their root names, exempt) is the row trace's: a write there changes values, not the indices. A
+    callee not read is taken to write (a hook kept in a list)."""
     exempt: Set[str] = set()
     todo = [(e, 0) for e in given]
     while todo:
