@@ -370,7 +370,8 @@ def _writes_shared_state(proj, f, call: ast.Call, known: bool = False) -> bool:
     root = call.func
     while isinstance(root, ast.Attribute):
         root = root.value
-    if isinstance(call.func, ast.Attribute) and not _through_self(f, root) and not _module_object(f, call, root):
+    if isinstance(call.func, ast.Attribute) and not _through_self(f, root) and not _module_object(f, call, root) \
+            or _logs(call):
         return False
     defs = _callee_defs(proj, f, call)
     if defs is None and known:
@@ -512,6 +513,9 @@ def _may_write(proj, f, call: ast.Call, key, depth: int = 0, known: bool = False
         return True
     if depth > 3:
         return True  # (a name handed on four defs deep is not followed further: taken as written, round AC)
+    if _logs(call):
+        return False  # (sglang 0.5.16's helper timing its launch with `logger.debug(..., elapsed)`: a project's
+        # `debug` method elsewhere is not the logger's)
     defs = _callee_defs(proj, f, call)
     if known:  # (only a write the tool reads: the module's own callers, _own_callers)
         if defs is _UNREAD:
@@ -689,9 +693,16 @@ def _reads_only(f, call: ast.Call) -> bool:
         return not (func.attr.endswith("_") or func.attr in IN_PLACE_LIBRARY or module.startswith("torch.ops")
                     or any(k.arg in ("out", "inplace") for k in call.keywords)  # (`F.threshold(.., inplace=True)`)
                     or _writes_in_place(f, call))  # (`inplace` by its place: round AA)
-    base = reach._unparse(func.value)
-    return func.attr in _LOGGER_METHODS and (base in ("logger", "logging", "log", "_logger", "LOGGER")
-                                              or base.endswith(".logger"))
+    return _logs(call)
+
+
+def _logs(call: ast.Call) -> bool:
+    """A logger's method (`logger.debug(...)`, `self.logger.info(...)`): it formats what it is handed (the logging
+    allowlist, rows.LOGGING_ROOTS; a project's method of the name is not read for it)."""
+    func = call.func
+    base = reach._unparse(func.value) if isinstance(func, ast.Attribute) else ""
+    return isinstance(func, ast.Attribute) and func.attr in _LOGGER_METHODS and (
+        base in ("logger", "logging", "log", "_logger", "LOGGER") or base.endswith(".logger"))
 
 
 def _project_functions(proj, f, name: str, depth: int = 0) -> List[Tuple[object, ast.AST]]:
