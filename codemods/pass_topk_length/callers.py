@@ -705,34 +705,38 @@ def _logs(call: ast.Call) -> bool:
         base in ("logger", "logging", "log", "_logger", "LOGGER") or base.endswith(".logger"))
 
 
-def _project_functions(proj, f, name: str, depth: int = 0) -> List[Tuple[object, ast.AST]]:
+def _project_functions(proj, f, name: str) -> List[Tuple[object, ast.AST]]:
     """(file, def) for the top-level function `name` of this file, or of the project file it imports it from,
     through a package's re-export (round AC: `from .window import evict_before` in `fork_ops/__init__.py`)."""
     own = [d for d in f.tree.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == name]
-    if own or name not in f.froms:
-        return [(f, d) for d in own]
-    module, imported = f.froms[name]
-    g = _imported_file(proj, f, module)
-    found = [(g, d) for d in (g.tree.body if g is not None else [])
-             if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == imported]
-    if not found and g is not None and g is not f and imported in g.froms and depth < 4:
-        return _project_functions(proj, g, imported, depth + 1)
-    return found
+    home = _import_home(proj, f, name) if not own else None
+    g, name = home if home is not None else (f, name)
+    return [(g, d) for d in g.tree.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == name]
 
 
 def _imported_unread(proj, f, name: str) -> bool:
     """Is `name` imported from a project file (through its re-exports) that binds it by no def nor class: an
     assignment, a wrapper's result, what the tool does not read?"""
+    home = _import_home(proj, f, name)
+    return home is not None and not _defines(*home)
+
+
+def _import_home(proj, f, name: str) -> Optional[Tuple[object, str]]:
+    """(file, name) where a name this file imports from the project ends, following re-exports (five files deep):
+    the file binding it by a def or a class, or the last one reached; None where the file does not import it, or
+    the chain leaves the project (a library's name a package re-exports)."""
     depth = 0
-    while name in f.froms and depth < 5 and not any(
-            isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and d.name == name for d in f.tree.body):
+    while name in f.froms and depth < 5 and not _defines(f, name):
         module, name = f.froms[name]
         g = _imported_file(proj, f, module)
-        if g is None or g is f:
-            return False
+        if g is None:
+            return None
         f, depth = g, depth + 1
-    return depth > 0 and not any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and d.name == name
-                                 for d in f.tree.body)
+    return (f, name) if depth else None
+
+
+def _defines(f, name: str) -> bool:
+    return any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and d.name == name for d in f.tree.body)
 
 
 def _imported_file(proj, f, module: str):

@@ -402,8 +402,7 @@ def _calls_hand_plain(called: str, slot: int, names: re.Pattern, t: _Tree, depth
     seen.add(called)
     for other in t.referencing(called):
         for node in other.spelled(called):
-            if isinstance(node, ast.alias) and node.asname not in (
-                    None, called):
+            if isinstance(node, ast.alias) and node.asname not in (None, called):
                 return False  # (`import ServingConfig as Config`: spelled otherwise, round AC)
             call = other.up(node) if not isinstance(node, ast.alias) else None
             if call is None or isinstance(call, (ast.FunctionDef, ast.AsyncFunctionDef)):
