@@ -4169,3 +4169,152 @@ def test_a_method_handing_on_to_its_own_name_is_read_through(tmp_path, refresh, 
         + "LOGGED = Logged()\n\n\n" + _LAYER_RUN.format(body="    LOGGED.refresh(topk_2d)"))
     site = _site(tmp_path, HANDED_INDICES, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_WINDOW_KIT_AD2 = '''TABLES = []
+
+
+class Window:
+    def __init__(self, topk=None, start=20):
+        self.topk, self.start = topk, start
+
+    def evict(self, start):
+        self.topk.masked_fill_(self.topk < start, -1)
+
+    def __enter__(self):
+        self.evict(self.start)
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    @property
+    def moved(self):
+        self.evict(self.start)
+        return True
+
+    def __getitem__(self, start):
+        self.evict(start)
+        return self
+
+    def advance(self, start):
+        self.evict(start)
+        return 0
+
+
+class Timer:
+    def __init__(self):
+        self.t0, self.total = 0.0, 0.0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.total += 1.0
+        return False
+
+
+class Masking:
+    def __init__(self, topk, start):
+        self.topk = topk
+        self.apply(start)
+
+    def apply(self, start):
+        self.topk.masked_fill_(self.topk < start, -1)
+
+
+class Sink:
+    def __init__(self, topk):
+        self.topk, self._edge = topk, 0
+
+    @property
+    def edge(self):
+        return self._edge
+
+    @edge.setter
+    def edge(self, value):
+        self.topk.masked_fill_(self.topk < value, -1)
+
+
+def apply_windows(start):
+    for t in TABLES:
+        t.masked_fill_(t < start, -1)
+
+
+WINDOW = Window()
+'''
+
+
+@pytest.mark.parametrize("body, fixable", [
+    # round AD (d2): which class's method runs on a parameter, a local, an imported object or a call's result is not
+    # known: any def of the project of its name writing what its object keeps may be it; so may code run with no call
+    # spelled (a scope's `__enter__`, a property's getter), a making's `__init__` calling a writing
+    # method of self, a module function writing what its module keeps, a setter set by a literal `setattr`
+    ("    ctx.evict(20)", False),
+    ("    w = window_kit.Window(topk_2d)\n    w.evict(20)", False),
+    ("    window_kit.WINDOW.evict(20)", False),
+    ("    with window_kit.Window(topk_2d):\n        n = 1", False),
+    ("    ok = ctx.moved", False),
+    ("    window_kit.apply_windows(20)", False),
+    ("    window_kit.Masking(topk_2d, 20)", False),
+    ("    setattr(ctx, 'edge', 20)", False),
+    # a scope counting in `__exit__` writes a number; a method no def of the project names is a library's
+    ("    with window_kit.Timer():\n        n = 1", True),
+    ("    n = ctx.count(3)", True),
+    ("    n = ctx.start", True)])
+def test_round_ad_what_a_caller_runs_on_objects_it_does_not_keep(tmp_path, body, fixable):
+    (tmp_path / "window_kit.py").write_text(_WINDOW_KIT_AD2)
+    (tmp_path / "layer.py").write_text("import window_kit\n" + _LAYER_RUN.format(body=body))
+    site = _site(tmp_path, HANDED_INDICES, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("step, fixable", [
+    # round AD (d2): a call in the traced call's own arguments runs before it
+    ("ctx.advance(20)", False),
+    ("len(ctx.topk)", True)])
+def test_round_ad_a_call_in_the_traced_calls_arguments_runs_first(tmp_path, step, fixable):
+    (tmp_path / "window_kit.py").write_text(_WINDOW_KIT_AD2)
+    (tmp_path / "layer.py").write_text("import window_kit\n" + _LAYER_RUN.format(body="    n = 1").replace(
+        "topk_indices, scale)\n", f"topk_indices, scale, step={step})\n"))
+    src = HANDED_INDICES.replace("def forward(self, q, kv, topk_indices, scale):",
+                                 "def forward(self, q, kv, topk_indices, scale, step=0):")
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("body, fixable", [
+    # round AD (d2): kv read through a helper handed the batch: the batch is not kv's to write (it may hold the
+    # indices' table too); kv's own view is
+    ("        kv = kv_for_step(batch)\n        window_ops.drop_before_window(batch, 20)", False),
+    ("        kv = batch.kv[0]\n        window_ops.drop_before_window(kv, 20)", True)])
+def test_round_ad_kvs_root_is_its_view_not_what_a_helper_is_handed(tmp_path, body, fixable):
+    (tmp_path / "window_ops.py").write_text(_WINDOW_OPS_AC2 + "\n\ndef kv_for_step(batch):\n    return batch.kv\n")
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    src = _FORWARD_AC2.replace("def forward(self, q, kv, indices, scale):", "def forward(self, q, batch, indices, scale):")
+    src = src.replace("from window_ops import drop_before_window, occupancy", "from window_ops import kv_for_step")
+    site = _site(tmp_path, src.format(body=body))
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("impl, fixable", [
+    # round AD (d3): a wrapper handing on to a function of the project named like the kernel is the kernel by that
+    # function's body, read the same way: one forwarding unchanged is; one sorting the rows is not
+    ("    return _kernel(q, kv, indices, sm_scale, d_v, attn_sink, topk_length)\n", True),
+    ("    order = indices[:, 0, 0].argsort()\n"
+     "    return _kernel(q[order], kv, indices[order], sm_scale, d_v, attn_sink, topk_length)\n", False)])
+def test_round_ad_a_wrapper_hands_on_to_the_project_function_by_its_body(tmp_path, impl, fixable):
+    sig = "def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_length=None):\n"
+    (tmp_path / "fork_kernels" / "sm90").mkdir(parents=True)
+    (tmp_path / "fork_kernels" / "__init__.py").write_text("")
+    (tmp_path / "fork_kernels" / "sm90" / "__init__.py").write_text("")
+    (tmp_path / "fork_kernels" / "sm90" / "sparse_mla.py").write_text(
+        "from sgl_kernel.flash_mla import flash_mla_sparse_fwd as _kernel\n\n\n" + sig + impl)
+    (tmp_path / "fork_kernels" / "api.py").write_text(
+        "from fork_kernels.sm90.sparse_mla import flash_mla_sparse_fwd as _impl\n\n\n" + sig
+        + "    return _impl(q, kv, indices, sm_scale, d_v, attn_sink, topk_length)\n")
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    src = HANDED_INDICES.replace("from sgl_kernel.flash_mla import flash_mla_sparse_fwd",
+                                 "from fork_kernels.api import flash_mla_sparse_fwd")
+    site = _site(tmp_path, src)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

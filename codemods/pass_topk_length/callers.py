@@ -250,7 +250,8 @@ def _sibling_written(proj, f, fn, call: ast.Call, known: bool = False) -> Option
     target = _foreign_write(proj, f, fn)
     if target is not None:
         return f"writes `{reach._unparse(target)[:40]}` in place, which may share the indices' storage"
-    return _handed_on_written(proj, f, fn, call, known) or _setter_written(proj, f, fn, call)
+    return _handed_on_written(proj, f, fn, call, known) or _setter_written(proj, f, fn, call) \
+        or _implicit_writes(proj, f, fn, call)
 
 
 def kernel_function_writes(proj, f, fn, call: ast.Call, given: List[ast.AST]) -> Optional[str]:
@@ -264,12 +265,14 @@ def kernel_function_writes(proj, f, fn, call: ast.Call, given: List[ast.AST]) ->
     todo = [(e, 0) for e in given]
     while todo:
         e, depth = todo.pop()
-        roots = _view_roots(e) - exempt
+        roots = _view_roots(e, helpers=False) - exempt  # (not what a helper is handed: `kv_for_step(batch)` may
+        # read one field of an object holding the indices' table too, round AD)
         exempt |= roots
         for n in ast.walk(e) if depth < 4 else ():  # (`q_input = q_all` in a branch: q_all is q's too)
             if isinstance(n, ast.Name) and n.id in roots:
                 todo += [(v, depth + 1) for v in reach.local_value(f, n) or ()]
-    return _handed_on_written(proj, f, fn, call, False, exempt) or _setter_written(proj, f, fn, call)
+    return _handed_on_written(proj, f, fn, call, False, exempt) or _setter_written(proj, f, fn, call) \
+        or _implicit_writes(proj, f, fn, call)
 
 
 def _handed_on_written(proj, f, fn, call: ast.Call, known: bool, exempt: Set[str] = frozenset()) -> Optional[str]:
@@ -282,9 +285,10 @@ def _handed_on_written(proj, f, fn, call: ast.Call, known: bool, exempt: Set[str
             # one handed anything else, `self.window.forward(topk_2d)`, is read as any callee: round Y)
         if _receiver_made(f, fn, other, call):  # (`Backend(md).forward(...)`: what the object keeps is its class's
             if any(_may_share(proj, f, fn, arg) and _may_write(proj, f, other, key, known=True)  # to prove; what its
-                   for key, arg in _handed(other, starred=True)):  # making writes is read: round AA)
+                   for key, arg in _handed(other, starred=True)) or any(  # making writes is read: round AA; its
+                    _foreign_write(proj, g, d, 2) is not None for g, d, _ in _initializers(proj, f, other) or ()):
                 return f"hands what may share the indices' storage to `{reach._unparse(other.func)[:40]}`, which writes it"
-            continue
+            continue  # `__init__` calling a method of self that writes what it keeps: round AD)
         if _runs_step(f, other, call):
             continue  # (`step()`, the lambda holding the call: what it runs is the call, read as such)
         if exempt and (reach._unparse(other.func) == reach._unparse(call.func) or isinstance(call.func, ast.Name)
@@ -312,19 +316,30 @@ def _setter_written(proj, f, fn, call: ast.Call) -> Optional[str]:
     `__setattr__` or a descriptor's `__set__`, writing in place what its object keeps (round AB: `self.window.start
     = start` re-masking the buffer the indices view)."""
     hooks = None  # (the project's `__setattr__`/`__set__` defs, looked up once, at the first attribute store)
+    for t, attr in _attribute_stores(fn):
+        if not _before(f, t, call):
+            continue
+        if hooks is None:
+            hooks = _project_methods(proj, "__setattr__") + _project_methods(proj, "__set__")
+        for g, d in _project_methods(proj, attr) + hooks:
+            if (d.name != attr or _a_setter(d)) and _foreign_write(proj, g, d, 2) is not None:
+                return (f"sets `{reach._unparse(t)[:40]}`, which may run {d.name} at {proj.rel(g.path)}:{d.lineno}, "
+                        "writing in place what its object keeps (the indices may be under another name there)")
+    return None
+
+
+def _attribute_stores(fn) -> List[Tuple[ast.AST, str]]:
+    """(node, attribute) for each attribute fn stores: an assignment's target, or `setattr(obj, "name", v)` with a
+    literal name (round AD)."""
+    out = []
     for node in ast.walk(fn):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
             node, (ast.AnnAssign, ast.AugAssign)) else []
-        for t in reach._flatten(targets):
-            if not isinstance(t, ast.Attribute) or not _before(f, t, call):
-                continue
-            if hooks is None:
-                hooks = _project_methods(proj, "__setattr__") + _project_methods(proj, "__set__")
-            for g, d in _project_methods(proj, t.attr) + hooks:
-                if (d.name != t.attr or _a_setter(d)) and _foreign_write(proj, g, d, 2) is not None:
-                    return (f"sets `{reach._unparse(t)[:40]}`, which may run {d.name} at {proj.rel(g.path)}:{d.lineno}, "
-                            "writing in place what its object keeps (the indices may be under another name there)")
-    return None
+        out += [(t, t.attr) for t in reach._flatten(targets) if isinstance(t, ast.Attribute)]
+        if isinstance(node, ast.Call) and reach._unparse(node.func) in ("setattr", "builtins.setattr") \
+                and len(node.args) > 1 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+            out.append((node, node.args[1].value))
+    return out
 
 
 def _a_setter(d) -> bool:
@@ -353,33 +368,130 @@ def _receiver_made(f, fn, other: ast.Call, call: ast.Call) -> bool:
 
 def _before(f, other: ast.Call, call: ast.Call) -> bool:
     """May `other` run before `call`: earlier in the text, in the call's receiver (`self._pick().forward(...)`:
-    round AB), in a loop around the call, or anywhere where the call sits in a lambda, which runs when it is
+    round AB) or its arguments (round AD), in a loop around the call, or anywhere where the call sits in a lambda, which runs when it is
     called (round AC: a graph step made, the window masked, the step run)."""
     fn = f.enclosing(call, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
     return (other.lineno, other.col_offset) < (call.lineno, call.col_offset) or _in_loop(f, call) \
-        or any(n is other for n in ast.walk(call.func)) or isinstance(fn, ast.Lambda)
+        or any(n is other for n in ast.walk(call) if n is not call) or isinstance(fn, ast.Lambda)
 
 
 def _writes_shared_state(proj, f, call: ast.Call, known: bool = False) -> bool:
     """May the call write in place a tensor it did not make: a def of the project writing any but a local it made
     (an attribute of its object, a closure's or a module's tensor), or a callee read neither as one nor as one that
     reads (a hook kept in a list, a bound method held elsewhere)? Default-deny (round X's x2) on what the caller
-    calls through its own object (`self.indexer.apply_window()`) or by a bare name; a method of a parameter or of a
-    module (`kwargs.get(...)`, `forward_batch.forward_mode.is_decode()`) is the caller's given, as its parameters are
-    (a stated gap: methods are found by name, and any class's `get` may write)."""
-    root = call.func
-    while isinstance(root, ast.Attribute):
-        root = root.value
-    if isinstance(call.func, ast.Attribute) and not _through_self(f, root) and not _module_object(f, call, root) \
-            or _logs(call):
+    calls through its own object (`self.indexer.apply_window()`) or by a bare name. A method of anything else (a
+    parameter, a local, an imported object, a call's result: round AD's d2) may be any def of the project of its
+    name: it writes where one of them writes what its object or module keeps; a method no def of the project
+    names is a library's (`kwargs.get(...)`). Making a class of the project runs its `__init__`."""
+    if _logs(call):
         return False
+    root = reach.chain_root(call.func)
+    if isinstance(call.func, ast.Attribute) and not _through_self(f, root) and not _module_object(f, call, root):
+        if _packed_parameter(f, call, root):
+            return False  # (`kwargs.get(...)`: a dict's method, though a class of the project defines a `get`)
+        defs = _callee_defs(proj, f, call)
+        return defs is _UNREAD or any(_writes_kept(proj, g, d) for g, d, _ in defs or ())
     defs = _callee_defs(proj, f, call)
+    if defs is None and _class_made(proj, f, call) is not None:
+        defs = _initializers(proj, f, call)  # (a making whose `__init__` calls a method of self writing what the
+        # object is handed: round AD)
     if defs is None and known:
         return False
     if defs is None:  # (a function imported from outside the project reads what it is handed: `is_npu()`)
         imported = isinstance(call.func, ast.Name) and (call.func.id in f.froms or call.func.id in f.modules)
         return not imported and not _reads_only(f, call) and not _no_effect(f, call)
     return any(_foreign_write(proj, g, d, 2) is not None for g, d, _ in defs)
+
+
+def _implicit_writes(proj, f, fn, call: ast.Call) -> Optional[str]:
+    """Code fn runs before `call` with no call spelled (round AD's d2): a `with` block's `__enter__` (or a closed
+    block's `__exit__`), a property's getter, where a def of the project of that name (any class's: which class's
+    object it is is not known) writes what its object or module keeps. An item read's `__getitem__` is not read (a
+    stated gap: by its name, sglang's JIT cache filling itself would refuse every subscript)."""
+    for node in (n for stmt in fn.body for n in ast.walk(stmt) if not _annotation(f, n)):
+        if isinstance(node, (ast.With, ast.AsyncWith)):  # (a block around the call exits after it)
+            inside = any(n is call for s in node.body for n in ast.walk(s))
+            names, getters = ("__enter__",) if inside else ("__enter__", "__exit__"), False
+            if _before(f, node, call) and any(_scope_writes(proj, f, item.context_expr, names) for item in node.items):
+                return ("enters a `with` block whose `__enter__` (or `__exit__`) may write in place what its object "
+                        "keeps, where the indices may be under another name")
+            continue
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and _before(f, node, call) \
+                and _writing_method(proj, node.attr, True):
+            return (f"reads `{reach._unparse(node)[:40]}`, which may run a property of the project writing in place "
+                    "what its object keeps, where the indices may be under another name")
+    return None
+
+
+def _annotation(f, node: ast.AST) -> bool:
+    """Is the node part of an annotation (`x: Optional[torch.Tensor] = None`): read, not run, where it stands?"""
+    up, child = f.parents.get(id(node)), node
+    while up is not None and not isinstance(up, ast.stmt):
+        up, child = f.parents.get(id(up)), up
+    return isinstance(up, ast.AnnAssign) and up.annotation is child
+
+def _scope_writes(proj, f, expr: ast.AST, names: Tuple[str, ...]) -> bool:
+    """May a `with` item's `__enter__`/`__exit__` (names) write what its object keeps: its class's own, where the item
+    makes a class of the project defining them (`with LaunchTimer():`); else any def of the project of the name."""
+    made = _class_made(proj, f, expr) if isinstance(expr, ast.Call) else None
+    own = [d for d in made[1].body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))] if made else []
+    if own and all(any(d.name == n for d in own) for n in names):
+        return any(_writes_kept(proj, made[0], d) for d in own if d.name in names)
+    return any(_writing_method(proj, n, False) for n in names)
+
+
+_GETTERS = ("property", "functools.cached_property", "cached_property")
+
+
+def _writes_kept(proj, g, d, depth: int = 0) -> bool:
+    """Does the def write in place what its object or module keeps, itself or through a method of self (what it is
+    handed is read where it is handed: _may_write)? Once per def."""
+    cache = proj.__dict__.setdefault("_writes_kept", {})
+    if id(d) not in cache:
+        cache[id(d)] = False  # (a recursion writes what its other statements write)
+        cache[id(d)] = _kept_write(proj, g, d, depth)
+    return cache[id(d)]
+
+
+def _kept_write(proj, g, d, depth: int) -> bool:
+    params = [a.arg for a in d.args.posonlyargs + d.args.args + d.args.kwonlyargs]
+    params = params[1:] if _method(g, d) else params
+    params += [a.arg for a in (d.args.vararg, d.args.kwarg) if a is not None]
+    handed = set().union(*(_views_of(d, p) for p in params)) if params else set()
+    for node in ast.walk(d):
+        target = _written_target(g, node)
+        if target is not None and not _fresh_local(proj, g, d, target) and not _number_attribute(g, target) \
+                and not any(_with_roots(_view_roots(t)) & handed for t in reach._flatten([target])) \
+                and not reach._is_self(target):  # (`self[key] = fn`: an item of the object itself, a mapping of the
+            return True  # project's: sglang's JIT cache filling itself in `__getitem__`)
+        if not isinstance(node, ast.Call):
+            continue
+        if isinstance(node.func, ast.Attribute) and depth < 3 and _through_self(g, reach.chain_root(node.func)) and any(
+                _writes_kept(proj, h, e, depth + 1) for h, e, _ in _callee_defs(proj, g, node) or ()):
+            return True
+        if any(_view_roots(a) and not _with_roots(_view_roots(a)) & handed and _may_share(proj, g, d, a)
+               and _may_write(proj, g, node, key, 2, known=True) for key, a in _handed(node, starred=True)):
+            return True  # (what it keeps, handed to a writer: `window_ops.mask_before(self.topk, start)`, round AC)
+    return False
+
+
+def _writing_method(proj, name: str, getters: bool) -> bool:
+    """Does a method of the project of that name (with getters: a property's getter only) write in place what its
+    object or module keeps? Looked up once per name and project."""
+    cache = proj.__dict__.setdefault("_writing_methods", {})
+    if (name, getters) not in cache:
+        defs = [(g, d) for g, d in _project_methods(proj, name)
+                if not getters or any(reach._unparse(x) in _GETTERS for x in d.decorator_list)]
+        cache[(name, getters)] = any(_writes_kept(proj, g, d) for g, d in defs)
+    return cache[(name, getters)]
+
+
+def _packed_parameter(f, call: ast.Call, root: ast.AST) -> bool:
+    """Is the receiver the calling function's own `*args` tuple or `**kwargs` dict, never bound again there?"""
+    fn = f.enclosing(call, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+    packed = {a.arg for a in (fn.args.vararg, fn.args.kwarg) if a is not None} if fn is not None else set()
+    return call.func.value is root and isinstance(root, ast.Name) and root.id in packed and not any(
+        isinstance(n, ast.Name) and n.id == root.id and not isinstance(n.ctx, ast.Load) for n in ast.walk(fn))
 
 
 def _runs_step(f, other: ast.Call, call: ast.Call) -> bool:
@@ -548,8 +660,22 @@ def _hands_callable(proj, f, call: ast.Call) -> bool:
 
 
 def _class_made(proj, f, call: ast.Call) -> Optional[Tuple[object, ast.ClassDef]]:
-    """(file, class) for `Cls(...)` of a class this file defines or imports from the project; else None."""
-    return _project_class(proj, f, call.func.id) if isinstance(call.func, ast.Name) else None
+    """(file, class) for `Cls(...)` of a class this file defines or imports from the project, or `mod.Cls(...)` of a
+    project module's (round AD); else None."""
+    if isinstance(call.func, ast.Name):
+        return _project_class(proj, f, call.func.id)
+    g = _module_file(proj, f, call.func.value) if isinstance(call.func, ast.Attribute) else None
+    found = [c for c in g.class_defs if c.name == call.func.attr] if g is not None else []
+    return (g, found[0]) if len(found) == 1 else None
+
+
+def _module_file(proj, f, value: ast.AST):
+    """The project file of the module `value` names (`window_ops` in `window_ops.evict(...)`), or None."""
+    module = f.module_of(value)
+    if module is None or module.startswith("torch"):
+        return None
+    path = f._find(f.path, module)
+    return proj._file_at(path) if path else None
 
 
 def _project_class(proj, f, name: str) -> Optional[Tuple[object, ast.ClassDef]]:
@@ -621,14 +747,12 @@ def _callee_defs(proj, f, call: ast.Call) -> Optional[List[Tuple[object, ast.AST
     project defines none of that name (then the callee is a library's or not known)."""
     func = call.func
     if isinstance(func, ast.Attribute):
-        module = f.module_of(func.value)
-        if module is not None and not module.startswith("torch"):
-            path = f._find(f.path, module)
-            g = proj._file_at(path) if path else None
-            if g is not None:  # `window_ops.clip_window(...)`: a function of a project module (round Y), before a
-                return _UNREAD if _bound_otherwise(g, func.attr) else [  # tensor method of its name (`fused_ops.masked_fill`,
-                    (g, d, False) for d in g.tree.body  # Z); none where the module rebinds it (round AB)
-                    if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == func.attr]
+        g = _module_file(proj, f, func.value)
+        if g is not None:  # `window_ops.clip_window(...)`: a function of a project module (round Y), before a tensor
+            if any(c.name == func.attr for c in g.class_defs):  # method of its name (`fused_ops.masked_fill`, Z);
+                return None  # none where the module rebinds it (round AB); its class's making: _class_made (AD)
+            return _UNREAD if _bound_otherwise(g, func.attr) else [
+                (g, d, False) for d in g.tree.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == func.attr]
         if _class_bound(proj, func.attr):
             return _UNREAD  # (a class body binding the name to another callable: `evict = staticmethod(fused.evict)`)
         if func.attr in TENSOR_VIEW_METHODS | COPYING_METHODS | NO_DATA_METHODS and not _project_methods(proj, func.attr):
@@ -798,21 +922,22 @@ _VIEWING_FUNCTIONS = TENSOR_VIEW_METHODS | {"as_tensor", "asarray", "from_numpy"
 _PASSING_BUILTINS = {"zip", "enumerate", "iter", "reversed", "list", "tuple", "sorted", "filter", "map"}
 
 
-def _view_roots(e: ast.AST) -> Set[str]:
+def _view_roots(e: ast.AST, helpers: bool = True) -> Set[str]:
     """The names e may be a view of (_view_root), through the builtins handing on their arguments' items, either
     branch of a conditional, the items of a display, the values of a dict (round AB: `t if t.dim() == 2 else
-    t[:, 0]`, a loop over `(topk, draft_topk)`, `dict(topk=topk)`)."""
+    t[:, 0]`, a loop over `(topk, draft_topk)`, `dict(topk=topk)`); with helpers, what a function not a builtin is
+    handed (it may hand back a view of it)."""
     if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id in _PASSING_BUILTINS | {"dict"}:
-        return {r for a in [*e.args, *(k.value for k in e.keywords)] for r in _view_roots(a)}
+        return {r for a in [*e.args, *(k.value for k in e.keywords)] for r in _view_roots(a, helpers)}
     if isinstance(e, ast.IfExp):
-        return _view_roots(e.body) | _view_roots(e.orelse)
+        return _view_roots(e.body, helpers) | _view_roots(e.orelse, helpers)
     if isinstance(e, (ast.Tuple, ast.List, ast.Set)):
-        return {r for x in e.elts for r in _view_roots(x)}
+        return {r for x in e.elts for r in _view_roots(x, helpers)}
     if isinstance(e, ast.Dict):
-        return {r for x in e.values for r in _view_roots(x)}
+        return {r for x in e.values for r in _view_roots(x, helpers)}
     if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and not hasattr(builtins, e.func.id):
-        return {r for a in [*e.args, *(k.value for k in e.keywords)] for r in _view_roots(a)}  # (a helper of the
-        # project may hand back a view of what it is handed: `rows = as_rows(topk)`, round AC)
+        return {r for a in [*e.args, *(k.value for k in e.keywords)] for r in _view_roots(a)} if helpers else set()
+        # (a helper of the project may hand back a view of what it is handed: `rows = as_rows(topk)`, round AC)
     root = _view_root(e)
     return {root} if root else set()
 
@@ -947,10 +1072,22 @@ def _number_attribute(f, target: ast.AST) -> bool:
     """`self.calls += 1`: an attribute of self the file only ever assigns numbers (a counter, not a tensor)."""
     if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"):
         return False
-    values = [n.value for n in ast.walk(f.tree) if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None
-              and any(isinstance(t, ast.Attribute) and t.attr == target.attr for t in
-                      (n.targets if isinstance(n, ast.Assign) else [n.target]))]
+    values = [v for n in ast.walk(f.tree) if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None
+              for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) for v in _stored_values(t, n.value, target.attr)]
     return bool(values) and all(isinstance(v, ast.Constant) and type(v.value) in (int, float) for v in values)
+
+
+def _stored_values(target: ast.AST, value: ast.AST, attr: str) -> List[ast.AST]:
+    """What an assignment stores in an attribute named attr: the value, or its item where both sides are tuples of
+    one length (`self.t0, self.total = 0.0, 0.0`); the whole value where an unpacking's item is not known."""
+    if isinstance(target, ast.Attribute):
+        return [value] if target.attr == attr else []
+    if isinstance(target, (ast.Tuple, ast.List)):
+        if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts) \
+                and not any(isinstance(e, ast.Starred) for e in target.elts):
+            return [v for t, e in zip(target.elts, value.elts) for v in _stored_values(t, e, attr)]
+        return [value for t in reach._flatten([target]) if isinstance(t, ast.Attribute) and t.attr == attr]
+    return []
 
 
 def _arguments(call: ast.Call, param: str, place: Optional[int], kind: str, named: frozenset) -> List[ast.AST]:

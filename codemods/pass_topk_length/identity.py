@@ -461,12 +461,15 @@ class CalleeIdentity:
             return f"`{node.name.value}` (line {line}) could not be read; pass topk_length by hand"
         tree = bounded.python_facts(self.source)
         return self.forwards_unchanged(c, d, f"line {line}", self.tree.line(node) - d.lineno) \
-            or (self._inner_callee(tree, d, f"line {line}", self.path) if tree is not None else "this module could not be read")
+            or (self._inner_callee(tree, d, f"line {line}", self.path, c) if tree is not None else "this module could not be read")
 
-    def _inner_callee(self, tree: ast.Module, d: ast.AST, where: str, path: str) -> Optional[str]:
+    def _inner_callee(self, tree: ast.Module, d: ast.AST, where: str, path: str, c: Optional[CallInfo] = None,
+                      depth: int = 0) -> Optional[str]:
         """What a forwarding wrapper hands on to must be what its name says at run time (round R): a name its module
         binds once, by an import that resolves outside the project (the compiled op, the kernel's library) or to the
-        kernel; a def of the module, a function of the project, or a name bound again is not read."""
+        kernel; a def of the module or a name bound again is not read. A function of the project is the kernel by
+        its body, not its name (round AD: `fork_kernels.sm90.sparse_mla.flash_mla_sparse_fwd` sorting the rows):
+        one plain def of its module, itself a forwarding wrapper, read the same way (`c`: the call, to read it)."""
         call, _ = reach.forwarded_call(d)
         if call is None:
             return None  # a stub: nothing runs
@@ -481,10 +484,26 @@ class CalleeIdentity:
                     "topk_length by hand")
         inner = _forwarded_callee(tree, d)
         local = isinstance(bindings[0], ast.ImportFrom) and bindings[0].level and _sibling_module(path, bindings[0], name)
-        if local or inner and not is_kernel(inner) and not self.outside_project(inner):
+        if not local and inner and is_kernel(inner) and not self.outside_project(inner) and c is not None and depth < 4:
+            return self._project_kernel_def(c, inner, depth + 1)
+        if local or inner and not self.outside_project(inner):
             return (f"the wrapper at {where} hands on to `{inner or name}`, a function of this project, whose body is "
                     "not read; pass topk_length by hand")
         return None
+
+    def _project_kernel_def(self, c: CallInfo, inner: str, depth: int) -> Optional[str]:
+        """A function of the project a wrapper hands on to under the kernel's name: one plain def of its module that
+        forwards unchanged to the kernel (read as the wrapper was), or why not."""
+        module, _, name = inner.rpartition(".")
+        path = self.project()._find_module(self.path, module)
+        tree = bounded.python_facts(project.read_project_file(path)) if path and path.endswith(".py") else None
+        defs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name] \
+            if tree is not None else []
+        if len(defs) != 1 or sum(_binds(n, name) for n in ast.walk(tree)) != 1:
+            return (f"the wrapper hands on to `{inner}`, a function of this project bound by something other than one "
+                    "plain def: what runs is not read; pass topk_length by hand")
+        at = f"{os.path.relpath(path, project.project_root(self.path))}:{defs[0].lineno}".replace(os.sep, "/")
+        return self.forwards_unchanged(c, defs[0], at) or self._inner_callee(tree, defs[0], at, path, c, depth)
 
     def _vendored_wrapper(self, c: CallInfo, iface) -> Optional[str]:
         """The project's own definition of the kernel (kernels.vendored_interface found it), read for its body."""
@@ -500,7 +519,7 @@ class CalleeIdentity:
                     "pass topk_length by hand")
         for d in defs:  # each def of the name (the reader found them alike): each body runs where it is bound
             at = where if d.lineno == iface.line else f"{where.rsplit(':', 1)[0]}:{d.lineno}"
-            why = self.forwards_unchanged(c, d, at) or self._inner_callee(tree, d, at, iface.path)
+            why = self.forwards_unchanged(c, d, at) or self._inner_callee(tree, d, at, iface.path, c)
             if why:
                 return why
         for d in defs:  # the kernel it hands on to is read as the call's own kernel: replaced, it is what runs
