@@ -321,8 +321,12 @@ def _setter_written(proj, f, fn, call: ast.Call) -> Optional[str]:
             continue
         if hooks is None:
             hooks = _project_methods(proj, "__setattr__") + _project_methods(proj, "__set__")
-        for g, d in _project_methods(proj, attr) + hooks:
-            if (d.name != attr or _a_setter(d)) and _foreign_write(proj, g, d, 2) is not None:
+        bound = _body_bound_defs(proj, attr)
+        if bound is None:
+            return (f"sets `{reach._unparse(t)[:40]}`, which a class of the project binds to code not read (a property "
+                    "made by a call): it may write in place what its object keeps")
+        for g, d in _project_methods(proj, attr) + hooks + bound:
+            if (d.name != attr or _a_setter(d) or (g, d) in bound) and _foreign_write(proj, g, d, 2) is not None:
                 return (f"sets `{reach._unparse(t)[:40]}`, which may run {d.name} at {proj.rel(g.path)}:{d.lineno}, "
                         "writing in place what its object keeps (the indices may be under another name there)")
     return None
@@ -386,6 +390,9 @@ def _writes_shared_state(proj, f, call: ast.Call, known: bool = False) -> bool:
     if _logs(call):
         return False
     root = reach.chain_root(call.func)
+    kind = _receiver_kind(proj, f, call.func.value) if isinstance(call.func, ast.Attribute) else None
+    if kind is not None:  # (its class is known: a library's object, `self.prof.step()` on torch's profiler; or a
+        return kind != "library" and _class_method_writes(proj, kind, call.func.attr)  # class of the project's)
     if isinstance(call.func, ast.Attribute) and not _through_self(f, root) and not _module_object(f, call, root):
         if _packed_parameter(f, call, root):
             return False  # (`kwargs.get(...)`: a dict's method, though a class of the project defines a `get`)
@@ -411,16 +418,59 @@ def _implicit_writes(proj, f, fn, call: ast.Call) -> Optional[str]:
     for node in (n for stmt in fn.body for n in ast.walk(stmt) if not _annotation(f, n)):
         if isinstance(node, (ast.With, ast.AsyncWith)):  # (a block around the call exits after it)
             inside = any(n is call for s in node.body for n in ast.walk(s))
-            names, getters = ("__enter__",) if inside else ("__enter__", "__exit__"), False
+            names = ("__enter__",) if inside else ("__enter__", "__exit__")
             if _before(f, node, call) and any(_scope_writes(proj, f, item.context_expr, names) for item in node.items):
                 return ("enters a `with` block whose `__enter__` (or `__exit__`) may write in place what its object "
                         "keeps, where the indices may be under another name")
             continue
+        if isinstance(node, ast.Call) and reach._unparse(node.func) in ("getattr", "hasattr") and len(node.args) > 1 \
+                and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+            node = ast.copy_location(ast.Attribute(value=node.args[0], attr=node.args[1].value, ctx=ast.Load()), node)
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and _before(f, node, call) \
-                and _writing_method(proj, node.attr, True):
+                and _writing_property(proj, f, node):
             return (f"reads `{reach._unparse(node)[:40]}`, which may run a property of the project writing in place "
                     "what its object keeps, where the indices may be under another name")
     return None
+
+
+def _body_bound_defs(proj, name: str) -> Optional[List[Tuple[object, ast.AST]]]:
+    """The defs a class body of the project binds `name` to by an assignment: an alias of a def of that body
+    (`__enter__ = apply`), or the defs handed to a call there (`start = property(_get_start, _set_start)`); None
+    where one is bound to anything else (what runs is not read). A literal (`start = 0`) runs nothing. Once per name."""
+    cache = proj.__dict__.setdefault("_body_bound", {})
+    if name not in cache:
+        cache[name] = _read_body_bindings(proj, name)
+    return cache[name]
+
+
+def _read_body_bindings(proj, name: str) -> Optional[List[Tuple[object, ast.AST]]]:
+    out: List[Tuple[object, ast.AST]] = []
+    own = proj.own()
+    for g in proj.files_naming([name]) + ([own] if own is not None else []):
+        for c in g.class_defs:
+            defs = {d.name: d for d in c.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            for stmt in c.body:
+                if not any(isinstance(t, ast.Name) and t.id == name for t in reach._flatten(reach._written_targets(stmt))):
+                    continue
+                value = getattr(stmt, "value", None)
+                parts = [value] if isinstance(value, ast.Name) else [*value.args, *(k.value for k in value.keywords)] \
+                    if isinstance(value, ast.Call) else []
+                if value is None or isinstance(value, ast.Constant) or isinstance(value, (ast.Tuple, ast.List, ast.Dict)) \
+                        and not any(isinstance(n, (ast.Name, ast.Lambda)) for n in ast.walk(value)):
+                    continue
+                if not parts or not all(isinstance(p, ast.Name) and p.id in defs for p in parts):
+                    return None
+                out += [(g, defs[p.id]) for p in parts]
+    return out
+
+
+def _writing_property(proj, f, node: ast.Attribute) -> bool:
+    """May reading this attribute run a property's getter writing what its object keeps: its class's where the file
+    says which (_receiver_kind), any class's of the project of that name otherwise?"""
+    if not _writing_method(proj, node.attr, True):
+        return False
+    kind = _receiver_kind(proj, f, node.value)
+    return kind is None or kind != "library" and _class_method_writes(proj, kind, node.attr)
 
 
 def _annotation(f, node: ast.AST) -> bool:
@@ -433,10 +483,9 @@ def _annotation(f, node: ast.AST) -> bool:
 def _scope_writes(proj, f, expr: ast.AST, names: Tuple[str, ...]) -> bool:
     """May a `with` item's `__enter__`/`__exit__` (names) write what its object keeps: its class's own, where the item
     makes a class of the project defining them (`with LaunchTimer():`); else any def of the project of the name."""
-    made = _class_made(proj, f, expr) if isinstance(expr, ast.Call) else None
-    own = [d for d in made[1].body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))] if made else []
-    if own and all(any(d.name == n for d in own) for n in names):
-        return any(_writes_kept(proj, made[0], d) for d in own if d.name in names)
+    kind = _receiver_kind(proj, f, expr)
+    if kind is not None:  # (`with torch.profiler.record_function(...)`: a library's scope; `with LaunchTimer():`)
+        return kind != "library" and any(_class_method_writes(proj, kind, n) for n in names)
     return any(_writing_method(proj, n, False) for n in names)
 
 
@@ -462,8 +511,9 @@ def _kept_write(proj, g, d, depth: int) -> bool:
         target = _written_target(g, node)
         if target is not None and not _fresh_local(proj, g, d, target) and not _number_attribute(g, target) \
                 and not any(_with_roots(_view_roots(t)) & handed for t in reach._flatten([target])) \
-                and not reach._is_self(target):  # (`self[key] = fn`: an item of the object itself, a mapping of the
-            return True  # project's: sglang's JIT cache filling itself in `__getitem__`)
+                and not reach._is_self(target) and not (isinstance(node, ast.Assign) and _container_attribute(g, target)):
+            return True  # (`self[key] = fn`: an item of the object itself, a mapping of the project's, sglang's JIT
+            # cache filling itself in `__getitem__`; `self.records[bs] = md` into a dict self keeps)
         if not isinstance(node, ast.Call):
             continue
         if isinstance(node.func, ast.Attribute) and depth < 3 and _through_self(g, reach.chain_root(node.func)) and any(
@@ -482,8 +532,52 @@ def _writing_method(proj, name: str, getters: bool) -> bool:
     if (name, getters) not in cache:
         defs = [(g, d) for g, d in _project_methods(proj, name)
                 if not getters or any(reach._unparse(x) in _GETTERS for x in d.decorator_list)]
-        cache[(name, getters)] = any(_writes_kept(proj, g, d) for g, d in defs)
+        bound = _body_bound_defs(proj, name)  # (`start = property(_get, _set)`, `__enter__ = apply`: round AE)
+        cache[(name, getters)] = bound is None or any(_writes_kept(proj, g, d) for g, d in defs + bound)
     return cache[(name, getters)]
+
+
+def _receiver_kind(proj, f, e: ast.AST, depth: int = 0):
+    """What class an object is where the file says it: "library" for what a library makes (`torch.profiler.profile(
+    ...)`, `time.perf_counter()`), (file, class) for a class of the project made by its name; through a local bound
+    only to such, or an attribute of self the class assigns only such (`self.prof = torch.profiler.profile(...)`);
+    None where not known (a parameter, an item, a call of the project's function)."""
+    if depth > 3:
+        return None
+    if isinstance(e, ast.Call):
+        made = _class_made(proj, f, e)
+        if made is not None:
+            return made
+        module = f.module_of(e.func) if isinstance(e.func, (ast.Name, ast.Attribute)) else None
+        return "library" if module is not None and f._find(f.path, module.split(".")[0]) is None else None
+    values = None
+    if isinstance(e, ast.Name) and not reach._is_self(e):
+        values = reach.local_value(f, e)
+    elif isinstance(e, ast.Attribute) and reach._is_self(e.value):
+        cls = f.instance_of(e.value)
+        values = [n.value for n in ast.walk(cls) if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None
+                  and any(isinstance(t, ast.Attribute) and reach._is_self(t.value) and t.attr == e.attr
+                          for t in reach._flatten(n.targets if isinstance(n, ast.Assign) else [n.target]))] \
+            if cls is not None and not _class_bound(proj, e.attr) else None
+    kinds = [_receiver_kind(proj, f, v, depth + 1) for v in values or ()]
+    return kinds[0] if kinds and kinds[0] is not None and all(k == kinds[0] for k in kinds) else None
+
+
+def _class_method_writes(proj, made, name: str) -> bool:
+    """Does the method `name` of a class of the project (its own, or a project base's, in order) write in place what
+    its object or module keeps? None found where a base is not the project's: a library's method (reads)."""
+    g, cls = made
+    for _ in range(5):
+        own = [d for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == name]
+        if own:
+            return _writes_kept(proj, g, own[0])
+        if any(isinstance(t, ast.Name) and t.id == name for stmt in cls.body for t in reach._flatten(reach._written_targets(stmt))):
+            return True  # (a class body binding it to another callable: not read)
+        bases = [_project_class(proj, g, b.id) if isinstance(b, ast.Name) else None for b in cls.bases]
+        if not bases or bases[0] is None:
+            return False
+        g, cls = bases[0]
+    return True
 
 
 def _packed_parameter(f, call: ast.Call, root: ast.AST) -> bool:
@@ -1075,6 +1169,21 @@ def _number_attribute(f, target: ast.AST) -> bool:
     values = [v for n in ast.walk(f.tree) if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None
               for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) for v in _stored_values(t, n.value, target.attr)]
     return bool(values) and all(isinstance(v, ast.Constant) and type(v.value) in (int, float) for v in values)
+
+
+_CONTAINERS = {"dict", "list", "set", "OrderedDict", "collections.OrderedDict", "defaultdict",
+               "collections.defaultdict", "deque", "collections.deque"}
+
+
+def _container_attribute(f, target: ast.AST) -> bool:
+    """`self.records`: an attribute of self the file only ever assigns a dict, list or set (a display or a call of
+    its type): an item stored there writes no tensor."""
+    if not (isinstance(target, ast.Attribute) and reach._is_self(target.value)):
+        return False
+    values = [v for n in ast.walk(f.tree) if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None
+              for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) for v in _stored_values(t, n.value, target.attr)]
+    return bool(values) and all(isinstance(v, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp))
+                                or isinstance(v, ast.Call) and reach._unparse(v.func) in _CONTAINERS for v in values)
 
 
 def _stored_values(target: ast.AST, value: ast.AST, attr: str) -> List[ast.AST]:

@@ -68,6 +68,12 @@ def _read_off(name: str):
         get_full_name_for_node(x.func) == "getattr" and bool(x.args) and _is_name(x.args[0].value, name)
 
 
+def _a_record(e: cst.BaseExpression) -> bool:
+    """May `e` be a record itself, not a field of one: a name, an item, an attribute of self (`md.page_table_1.copy_(x)`
+    is a tensor's copy, though the record's class defines a `copy_`: round AD)?"""
+    return not isinstance(e, cst.Attribute) or _is_name(e.value, "self")
+
+
 def _view_of_self(e: cst.BaseExpression) -> Optional[str]:
     """`self.buf`, `self.buf[:bs]`, `self.buf[k][:bs]`: a plain view of an attribute of self (A); else None."""
     while isinstance(e, cst.Subscript):
@@ -282,7 +288,7 @@ class GraphReplay:
         for call in self.find(cst.Call, None, fdef):
             func = call.func
             if isinstance(func, cst.Attribute) and self._copies_fields(func.attr.value, field_name) \
-                    and self._stored(func.value, set()) and all(
+                    and _a_record(func.value) and self._stored(func.value, set()) and all(
                         i < len(call.args) and self._made_for_batch(call.args[i].value, fdef)
                         for i in self._copied_from(func.attr.value)):
                 out.add(id(call))  # (from an object made here: `md.copy_(self._planned)` may be a staged plan, round Y)
@@ -684,11 +690,11 @@ class GraphReplay:
         """The attributes of self the kernel's callers read the metadata from (`metadata = self.forward_metadata`)."""
         def build() -> Set[str]:
             roots = {expr.split(".")[0] for expr in self.metadata}
-            def read_into_root(a) -> bool:  # `metadata = self.X`, `metadata: T = self.X` (round Y)
+            def read_into_root(a) -> bool:  # `metadata = self.X`, `metadata: T = self.X` (round Y); off a backend
                 target = a.targets[0].target if isinstance(a, cst.Assign) and len(a.targets) == 1 else \
-                    getattr(a, "target", None)
+                    getattr(a, "target", None)  # handed to a module function (`backend.X`: the holder's name, AD)
                 return isinstance(target, cst.Name) and target.value in roots and a.value is not None \
-                    and _is_attr_of_self(a.value)
+                    and isinstance(a.value, cst.Attribute) and isinstance(a.value.value, cst.Name)
             return {a.value.attr.value for a in self.find((cst.Assign, cst.AnnAssign), read_into_root)} \
                 | self._passed_as(roots)
         return self.index("held", build)
@@ -697,7 +703,7 @@ class GraphReplay:
         """The attributes of self passed to a def of the module as a parameter named like the metadata's root
         (`self.forward(q, ..., self.decode_metadata)` into `def forward(..., metadata)`: round T)."""
         out = set()
-        for call in self.find(cst.Call, lambda c: any(_is_attr_of_self(a.value) for a in c.args)):
+        for call in self.find(cst.Call, lambda c: any(self._held_read(a.value) for a in c.args)):
             name = (dotted(call.func) or "").rsplit(".", 1)[-1]
             for f in self.functions_named(name) if name else ():
                 params = [p.name.value for p in f.node.params.params]
@@ -705,9 +711,18 @@ class GraphReplay:
                     else params
                 for i, arg in enumerate(call.args):
                     param = arg.keyword.value if arg.keyword is not None else params[i] if i < len(params) else None
-                    if param in roots and _is_attr_of_self(arg.value):
-                        out.add(arg.value.attr.value)
+                    read = self._held_read(arg.value)
+                    if param in roots and read is not None:
+                        out.add(read)
         return out
+
+    def _held_read(self, e: cst.BaseExpression) -> Optional[str]:
+        """The attribute of self `e` reads: `self.X`, or a local bound only to it (`md = self.forward_metadata`,
+        handed on as `metadata=md`: round AD)."""
+        if isinstance(e, cst.Name) and e.value != "self":
+            values = self.tree.assigned_values(e, e.value)
+            e = values[0] if len(values) == 1 and values[0] is not None else e
+        return e.attr.value if _is_attr_of_self(e) else None
 
     def _replaced(self, fdef: cst.FunctionDef, at: cst.CSTNode, what: str) -> str:
         return (f"`{fdef.name.value}` gives {what} at line {self.tree.line(at)} on CUDA-graph replay, while a captured "

@@ -482,14 +482,41 @@ class CalleeIdentity:
             return (f"the wrapper at {where} hands on to `{ast.unparse(call.func)[:60]}`, which its module binds "
                     f"{'by something other than one import' if bindings else 'nowhere'}: what runs is not read; pass "
                     "topk_length by hand")
-        inner = _forwarded_callee(tree, d)
+        inner = _forwarded_callee(tree, d) or self._import_target(bindings[0], name, path, call.func)
+        if not inner:
+            return (f"the wrapper at {where} hands on to `{ast.unparse(call.func)[:60]}`, whose import is not resolved: "
+                    "what runs is not read; pass topk_length by hand")
         local = isinstance(bindings[0], ast.ImportFrom) and bindings[0].level and _sibling_module(path, bindings[0], name)
-        if not local and inner and is_kernel(inner) and not self.outside_project(inner) and c is not None and depth < 4:
+        if is_kernel(inner) and not self.outside_project(inner) and c is not None and depth < 4:
             return self._project_kernel_def(c, inner, depth + 1)
         if local or inner and not self.outside_project(inner):
             return (f"the wrapper at {where} hands on to `{inner or name}`, a function of this project, whose body is "
                     "not read; pass topk_length by hand")
         return None
+
+    def _import_target(self, node: ast.AST, name: str, path: str, func: ast.AST) -> str:
+        """The dotted name a call's callee reaches through the one import binding its root, wherever it stands (in a
+        `try` whose handler raises, round AE) and relative or not (`from .sm90.sparse_mla import f as _impl`); ""
+        where that is not read."""
+        chain = []
+        while isinstance(func, ast.Attribute):
+            chain.append(func.attr)
+            func = func.value
+        if isinstance(node, ast.Import):
+            a = next(a for a in node.names if (a.asname or a.name.split(".")[0]) == name)
+            head = a.name if a.asname else a.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom):
+            a = next(a for a in node.names if (a.asname or a.name) == name)
+            module = node.module or ""
+            if node.level:
+                rel = os.path.relpath(path, project.project_root(self.path)).replace(os.sep, "/").split("/")[:-1]
+                if node.level - 1 > len(rel) or rel[:1] == [".."]:
+                    return ""
+                module = ".".join([*rel[:len(rel) - (node.level - 1)], *([module] if module else [])])
+            head = f"{module}.{a.name}" if module else ""
+        else:
+            return ""
+        return ".".join([head, *reversed(chain)]) if head else ""
 
     def _project_kernel_def(self, c: CallInfo, inner: str, depth: int) -> Optional[str]:
         """A function of the project a wrapper hands on to under the kernel's name: one plain def of its module that

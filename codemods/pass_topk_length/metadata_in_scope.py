@@ -14,7 +14,8 @@ from topk_migrate.cst.resolve import dotted
 from topk_migrate.cst.scopecheck import root_binding
 
 from . import reach
-from .graph_replay import _BRANCHING, _is_attr_of_self, _self_root_attr
+from .graph_replay import _BRANCHING, _a_record, _is_attr_of_self, _self_root_attr
+from .quick import expand
 from .replay_paths import ReplayPaths, _keeps_the_call
 from .rows import _own_returns
 from .syntax import _code, _is_name, bound_targets, constructor_call
@@ -137,6 +138,12 @@ class MetadataInScope:
         object with its lengths)."""
         def build() -> Optional[str]:
             held = self.held_attributes()
+            for lam in self.find(cst.Lambda):  # (a listener `lambda md: setattr(self, "forward_metadata", md)`: what
+                for node, target, _ in self._writes_in(lam):  # calls it with which record is not read, round AD)
+                    if isinstance(target, cst.Attribute) and target.attr.value in held:
+                        return (f"a lambda gives `{_code(target).strip()}` what it is handed (line "
+                                f"{self.tree.line(node)}): what calls it, with which batch's metadata, is not read; "
+                                "pass topk_length by hand")
             for fdef in self.find(cst.FunctionDef):
                 replay = reach.graph_update(fdef.name.value)
                 for node, target, value in self._writes_in(fdef):
@@ -181,7 +188,7 @@ class MetadataInScope:
         must be on every path through fdef."""
         written = [(t.value, t) for t in self._field_targets(fdef, field_name)] + [
             (c.func.value, c) for c in self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute)
-                                                 and c.func.attr.value == "copy_", fdef)
+                                                 and c.func.attr.value == "copy_" and _a_record(c.func.value), fdef)
             if self._copies_fields("copy_", field_name)]
         if replay and not written:
             return True
@@ -277,6 +284,8 @@ class MetadataInScope:
         if name[:1].isupper():  # (round Y: not a namespace of another object's `**vars(plan)`, a class serving its
             return not any(a.star for a in value.args) and not self._serves_any(name)  # reads by __getattr__)
         if name == "replace" and value.args:  # dataclasses.replace(md, ...): a new object beside this batch's own
+            if expand(self.facts.imports, dotted(value.func) or "") != "dataclasses.replace" or value.args[0].keyword:
+                return False  # (a record's own `replace` method keeps what it likes: round AD)
             return self._made_for_batch(value.args[0].value, fdef, env, seen)
         if isinstance(value.func, cst.Attribute) and not _is_name(value.func.value, "self"):
             return False  # (`self._records.get(bs)`, `self._free.pop()`, `copy.copy(md)`)
@@ -328,11 +337,16 @@ class MetadataInScope:
         """Where the module calls the method `self.<fdef>(...)`, is what each call hands as `param` made for the
         batch (read in the caller)? A method no def of the module calls is the engine's hook: its caller's."""
         name = fdef.name.value
-        if not self.tree.is_method(fdef) or name.startswith("__") and name.endswith("__"):
+        if name.startswith("__") and name.endswith("__") and self.tree.is_method(fdef):
             return True  # (a constructor's parameter is what its construction hands: the callers' rules read those)
+        if not self.tree.is_method(fdef):
+            return False  # (a nested def kept as a setter, a module function: what calls it is not read, round AD)
         if self.project().files_naming([name]) or any(not self._called(r) for r in self.find(
-                cst.Attribute, lambda a: a.attr.value == name)):
-            return False  # (another file calls it, or it is read as a value: a listener list's, round AA)
+                cst.Attribute, lambda a: a.attr.value == name)) or any(
+                r is not fdef.name and not isinstance(self.tree.parent.get(r), cst.Attribute)
+                for r in self.find(cst.Name, lambda n: n.value == name)):
+            return False  # (another file calls it, or it is read as a value: a listener list's, round AA; a class
+            # body's alias, `set_forward_metadata = _adopt`, round AD)
         params = [p.name.value for p in (*fdef.params.posonly_params, *fdef.params.params, *fdef.params.kwonly_params)]
         for call in self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute) and c.func.attr.value == name):
             # (on any receiver: `super().m(...)`, another backend's `b.m(...)`, `Base.m(self, ...)`: round AB)
@@ -379,8 +393,10 @@ class MetadataInScope:
         given = _bound_arguments(call, [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)])
         returns = [r.value for r in ast.walk(defs[0]) if isinstance(r, ast.Return)]
         for r in returns:
-            if isinstance(r, ast.Call) and (reach._unparse(r.func).rsplit(".", 1)[-1] == "replace") and r.args:
-                r = r.args[0]
+            if isinstance(r, ast.Call) and r.args and (reach._unparse(r.func) == "dataclasses.replace" and "dataclasses"
+                                                       in g.modules or g.froms.get(reach._unparse(r.func)) == (
+                                                           "dataclasses", "replace")):
+                r = r.args[0]  # (`dataclasses.replace(md, ...)`; a record's own `replace` method is not: round AD)
             if isinstance(r, ast.Constant) and r.value is None or isinstance(r, ast.Call) and \
                     reach._unparse(r.func).rsplit(".", 1)[-1][:1].isupper():
                 continue
