@@ -412,10 +412,16 @@ def _writes_shared_state(proj, f, call: ast.Call, known: bool = False) -> bool:
 
 def _implicit_writes(proj, f, fn, call: ast.Call) -> Optional[str]:
     """Code fn runs before `call` with no call spelled (round AD's d2): a `with` block's `__enter__` (or a closed
-    block's `__exit__`), a property's getter, where a def of the project of that name (any class's: which class's
-    object it is is not known) writes what its object or module keeps. An item read's `__getitem__` is not read (a
-    stated gap: by its name, sglang's JIT cache filling itself would refuse every subscript)."""
+    block's `__exit__`), a property's getter (also `getattr`/`hasattr` with a literal name), an object's protocol
+    (`len(x)`, a loop over it, a truth test, an attribute read served by `__getattr__` or a descriptor's `__get__`:
+    round AE), where a def of the project of that name (its class's where the file says which; else any class's)
+    writes what its object or module keeps. An item read's `__getitem__` is not read (a stated gap: by its name,
+    sglang's JIT cache filling itself would refuse every subscript), nor `__del__`."""
     for node in (n for stmt in fn.body for n in ast.walk(stmt) if not _annotation(f, n)):
+        used = _protocol_use(f, node)
+        if used is not None and _before(f, node, call) and _runs_writer(proj, f, *used):
+            return (f"uses `{reach._unparse(used[0])[:40]}` through `{'/'.join(used[1])}`, which a class of the project "
+                    "defines writing in place what its object keeps, where the indices may be under another name")
         if isinstance(node, (ast.With, ast.AsyncWith)):  # (a block around the call exits after it)
             inside = any(n is call for s in node.body for n in ast.walk(s))
             names = ("__enter__",) if inside else ("__enter__", "__exit__")
@@ -426,11 +432,49 @@ def _implicit_writes(proj, f, fn, call: ast.Call) -> Optional[str]:
         if isinstance(node, ast.Call) and reach._unparse(node.func) in ("getattr", "hasattr") and len(node.args) > 1 \
                 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
             node = ast.copy_location(ast.Attribute(value=node.args[0], attr=node.args[1].value, ctx=ast.Load()), node)
+        up = f.parents.get(id(node))
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and _before(f, node, call) \
-                and _writing_property(proj, f, node):
+                and not (isinstance(up, ast.Call) and up.func is node) and _writing_property(proj, f, node):
             return (f"reads `{reach._unparse(node)[:40]}`, which may run a property of the project writing in place "
                     "what its object keeps, where the indices may be under another name")
     return None
+
+
+_TRUTH = ("__bool__", "__len__")
+
+
+def _protocol_use(f, node: ast.AST) -> Optional[Tuple[ast.AST, Tuple[str, ...]]]:
+    """(the object, the methods it runs) where node uses an object through its protocol: `len(x)`, a loop over x,
+    x tested for truth, an attribute read (`__getattr__`, a descriptor's `__get__`)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" and len(node.args) == 1 \
+            and not f.binds("len"):
+        return node.args[0], ("__len__",)
+    if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+        return node.iter, ("__iter__", "__next__", "__aiter__", "__anext__")
+    test = node.test if isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)) else \
+        node.operand if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) else None
+    if test is not None:
+        return test, _TRUTH
+    if isinstance(node, ast.BoolOp):
+        return node.values[0], _TRUTH  # (the others are tested where they are the node's own)
+    if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+        return node.value, ("__getattr__", "__getattribute__")
+    return None
+
+
+def _runs_writer(proj, f, obj: ast.AST, names: Tuple[str, ...]) -> bool:
+    """May using obj through those protocol methods run a def of the project writing what its object keeps? A
+    library's object or a literal runs none; a class of the project made by its name runs its own."""
+    if isinstance(obj, (ast.Constant, ast.Compare, ast.JoinedStr, ast.List, ast.Tuple, ast.Dict, ast.Set)) or not any(
+            _writing_method(proj, n, False) for n in names):
+        return False
+    kind = _receiver_kind(proj, f, obj)
+    if kind == "library" or isinstance(obj, ast.Call) and kind is None and not isinstance(obj.func, ast.Attribute):
+        return False  # (`for i in range(n)`: a builtin's or a function's result is judged where it is made)
+    if names[0] == "__getattr__":  # (of an object whose class the file says; by the name alone every attribute read
+        return kind is not None and any(_class_method_writes(proj, kind, n) for n in names[:2])  # would refuse: sglang
+        # 0.5.16 defines proxies whose `__getattr__` fills a cache; a stated gap)
+    return kind is None or any(_class_method_writes(proj, kind, n) for n in names)
 
 
 def _body_bound_defs(proj, name: str) -> Optional[List[Tuple[object, ast.AST]]]:
@@ -469,6 +513,9 @@ def _writing_property(proj, f, node: ast.Attribute) -> bool:
     says which (_receiver_kind), any class's of the project of that name otherwise?"""
     if not _writing_method(proj, node.attr, True):
         return False
+    if isinstance(node.value, ast.Name) and (_project_class(proj, f, node.value.id) is not None
+                                             or _library_value(f, node.value)):
+        return False  # (`ForwardMode.EXTEND`: read off a class, a property hands back itself)
     kind = _receiver_kind(proj, f, node.value)
     return kind is None or kind != "library" and _class_method_writes(proj, kind, node.attr)
 
@@ -492,14 +539,22 @@ def _scope_writes(proj, f, expr: ast.AST, names: Tuple[str, ...]) -> bool:
 _GETTERS = ("property", "functools.cached_property", "cached_property")
 
 
+def _served_by_decorator(d, descriptors: Set[str]) -> bool:
+    """Is the method read as an attribute through its decorator: a property, a `cached_property`, a class of the
+    project defining `__get__` (a fork's own `reify`: round AE)?"""
+    return any(reach._unparse(x) in _GETTERS or reach._unparse(x).rsplit(".", 1)[-1] in descriptors
+               for x in d.decorator_list)
+
+
 def _writes_kept(proj, g, d, depth: int = 0) -> bool:
     """Does the def write in place what its object or module keeps, itself or through a method of self (what it is
     handed is read where it is handed: _may_write)? Once per def."""
     cache = proj.__dict__.setdefault("_writes_kept", {})
-    if id(d) not in cache:
-        cache[id(d)] = False  # (a recursion writes what its other statements write)
-        cache[id(d)] = _kept_write(proj, g, d, depth)
-    return cache[id(d)]
+    key = (g.path, d.lineno, d.col_offset)  # (not id(d): a file's tree may be read again, and ids reused)
+    if key not in cache:
+        cache[key] = False  # (a recursion writes what its other statements write)
+        cache[key] = _kept_write(proj, g, d, depth)
+    return cache[key]
 
 
 def _kept_write(proj, g, d, depth: int) -> bool:
@@ -508,10 +563,11 @@ def _kept_write(proj, g, d, depth: int) -> bool:
     params += [a.arg for a in (d.args.vararg, d.args.kwarg) if a is not None]
     handed = set().union(*(_views_of(d, p) for p in params)) if params else set()
     for node in ast.walk(d):
-        target = _written_target(g, node)
+        target = _written_target(g, node) if not _fetched_only(g, node) else None
         if target is not None and not _fresh_local(proj, g, d, target) and not _number_attribute(g, target) \
                 and not any(_with_roots(_view_roots(t)) & handed for t in reach._flatten([target])) \
-                and not reach._is_self(target) and not (isinstance(node, ast.Assign) and _container_attribute(g, target)):
+                and not reach._is_self(target) and not (isinstance(node, ast.Assign) and (
+                    _container_attribute(g, target) or _library_mapping(g, target))):
             return True  # (`self[key] = fn`: an item of the object itself, a mapping of the project's, sglang's JIT
             # cache filling itself in `__getitem__`; `self.records[bs] = md` into a dict self keeps)
         if not isinstance(node, ast.Call):
@@ -530,8 +586,9 @@ def _writing_method(proj, name: str, getters: bool) -> bool:
     object or module keeps? Looked up once per name and project."""
     cache = proj.__dict__.setdefault("_writing_methods", {})
     if (name, getters) not in cache:
-        defs = [(g, d) for g, d in _project_methods(proj, name)
-                if not getters or any(reach._unparse(x) in _GETTERS for x in d.decorator_list)]
+        descriptors = {g.parents[id(d)].name for g, d in _project_methods(proj, "__get__")
+                       if isinstance(g.parents.get(id(d)), ast.ClassDef)} if getters else set()
+        defs = [(g, d) for g, d in _project_methods(proj, name) if not getters or _served_by_decorator(d, descriptors)]
         bound = _body_bound_defs(proj, name)  # (`start = property(_get, _set)`, `__enter__ = apply`: round AE)
         cache[(name, getters)] = bound is None or any(_writes_kept(proj, g, d) for g, d in defs + bound)
     return cache[(name, getters)]
@@ -551,6 +608,8 @@ def _receiver_kind(proj, f, e: ast.AST, depth: int = 0):
         module = f.module_of(e.func) if isinstance(e.func, (ast.Name, ast.Attribute)) else None
         return "library" if module is not None and f._find(f.path, module.split(".")[0]) is None else None
     values = None
+    if reach._is_self(e) and f.instance_of(e) is not None:
+        return (f, f.instance_of(e))  # (the caller's own object: its class's methods, its project bases')
     if isinstance(e, ast.Name) and not reach._is_self(e):
         values = reach.local_value(f, e)
     elif isinstance(e, ast.Attribute) and reach._is_self(e.value):
@@ -1147,8 +1206,8 @@ def _fresh_local(proj, f, fn, target: ast.AST) -> bool:
     if any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == target.id
            and (n.attr == "set_" or n.attr == "data" and isinstance(n.ctx, ast.Store)) for n in ast.walk(fn)):
         return False
-    return all(isinstance(v, ast.Constant) and isinstance(v.value, (int, float)) or isinstance(v, ast.Compare)
-               or _new_tensor(proj, f, v) for v in values)
+    return all(isinstance(v, ast.Constant) and isinstance(v.value, (int, float, str, bytes)) or isinstance(
+        v, (ast.Compare, ast.JoinedStr)) or _new_tensor(proj, f, v) for v in values)  # (a string holds no storage)
 
 
 def _new_tensor(proj, f, v: ast.AST) -> bool:
@@ -1173,6 +1232,19 @@ def _number_attribute(f, target: ast.AST) -> bool:
 
 _CONTAINERS = {"dict", "list", "set", "OrderedDict", "collections.OrderedDict", "defaultdict",
                "collections.defaultdict", "deque", "collections.deque"}
+
+
+def _fetched_only(f, node: ast.AST) -> bool:
+    """`getattr(obj, name)` handed back, not called (a forwarding `__getattr__`): fetching a method writes nothing."""
+    up = f.parents.get(id(node))
+    return isinstance(node, ast.Call) and reach._unparse(node.func) == "getattr" and not (
+        isinstance(up, ast.Call) and up.func is node)
+
+
+def _library_mapping(f, target: ast.AST) -> bool:
+    """An item stored into a library module's mapping (`sys.modules[name] = m`, `os.environ[k] = v`): no tensor."""
+    module = f.module_of(target.value) if isinstance(target, ast.Attribute) else None
+    return module is not None and module.split(".")[0] in ("sys", "os", "builtins", "importlib")
 
 
 def _container_attribute(f, target: ast.AST) -> bool:

@@ -13,7 +13,7 @@ from libcst.metadata import FunctionScope
 from topk_migrate.cst.resolve import dotted
 from topk_migrate.cst.scopecheck import root_binding
 
-from . import reach
+from . import callers, reach
 from .graph_replay import _BRANCHING, _a_record, _is_attr_of_self, _self_root_attr
 from .quick import expand
 from .replay_paths import ReplayPaths, _keeps_the_call
@@ -171,13 +171,14 @@ class MetadataInScope:
                 name = fdef.name.value
                 if reach.graph_update(name) or "capture" in name or name == "__init__":
                     continue  # (a builder is held to it too: an eager `_build_...` memo returning early, round AC)
-                stores = {id(node) for node, target, _ in self._writes_in(fdef)
-                          if isinstance(target, cst.Attribute) and _is_attr_of_self(target) and target.attr.value in held
-                          and not (isinstance(node, cst.AnnAssign) and node.value is None)}
-                if stores and not ReplayPaths(self.tree, fdef, _one_of(stores)).covers():
-                    return (f"{name} gives the holder `self.{sorted(held)[0]}` this batch's metadata on some paths only "
-                            "(an early return, a mode chain it falls through): the kernel may read an earlier step's "
-                            "lengths; give it on every path, or pass topk_length by hand")
+                for attr in sorted(held):  # (each holder: per-mode holders the planner gives by one test and the
+                    stores = {id(node) for node, target, _ in self._writes_in(fdef)  # dispatch reads by another, AD)
+                              if isinstance(target, cst.Attribute) and _is_attr_of_self(target) and target.attr.value == attr
+                              and not (isinstance(node, cst.AnnAssign) and node.value is None)}
+                    if stores and not ReplayPaths(self.tree, fdef, _one_of(stores)).covers():
+                        return (f"{name} gives the holder `self.{attr}` this batch's metadata on some paths only (an early "
+                                "return, a mode chain it falls through, another holder per mode): the kernel may read an "
+                                "earlier step's lengths; give it on every path, or pass topk_length by hand")
             return None
         return self.index("planned-on-every-path", build)
 
@@ -282,7 +283,8 @@ class MetadataInScope:
             return False
         name = (dotted(value.func) or "").rsplit(".", 1)[-1]
         if name[:1].isupper():  # (round Y: not a namespace of another object's `**vars(plan)`, a class serving its
-            return not any(a.star for a in value.args) and not self._serves_any(name)  # reads by __getattr__)
+            return not any(a.star for a in value.args) and not self._serves_any(name) \
+                and not self._recycled(name)  # reads by __getattr__; a base's `__new__` handing back a live one: AD)
         if name == "replace" and value.args:  # dataclasses.replace(md, ...): a new object beside this batch's own
             if expand(self.facts.imports, dotted(value.func) or "") != "dataclasses.replace" or value.args[0].keyword:
                 return False  # (a record's own `replace` method keeps what it likes: round AD)
@@ -308,6 +310,29 @@ class MetadataInScope:
                 return False
             out = True
         return out
+
+    def _recycled(self, name: str) -> bool:
+        """May making the module's class `name` hand back an object made before: it, or a base of the project (any
+        file), defines `__new__` or takes a metaclass; a base the reader cannot name may."""
+        own = self.project().checked_file(self.source)
+        classes = [c for c in (own.class_defs if own is not None else []) if c.name == name]
+        if own is None or len(classes) != 1:
+            return False  # (not a class of this module: the callers' and the field's rules read it)
+        todo, seen = [(own, classes[0])], 0
+        while todo and seen < 8:
+            g, cls = todo.pop()
+            seen += 1
+            if cls.keywords or any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == "__new__"
+                                   for d in cls.body):
+                return True
+            for base in cls.bases:
+                found = callers._project_class(self.project(), g, base.id) if isinstance(base, ast.Name) else None
+                if found is not None:
+                    todo.append(found)
+                elif isinstance(base, ast.Name) and base.id in g.froms and callers._import_home(
+                        self.project(), g, base.id) is not None:
+                    return True  # (a base of the project the reader did not find as one class)
+        return False
 
     def _made_local(self, name: cst.Name, fdef: cst.FunctionDef, env: Optional[dict], seen: set) -> bool:
         b = self.tree.binding(name, name.value)

@@ -934,7 +934,10 @@ class Project:
             for cls in (c for c in f.class_defs if (f.path, c.name) in keys):
                 for fn in (d for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))
                            and not graph_update(d.name)):  # (a replay's: graph-replay reads them, replay_writes)
-                    params = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
+                    params = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs} - {
+                        n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+                    # (a parameter bound again first is not what the call hands: `metadata = self._pinned or
+                    # metadata`, round AD)
                     for node in ast.walk(fn):
                         value = getattr(node, "value", None)
                         for t in _flatten(_written_targets(node)):
