@@ -4318,3 +4318,125 @@ def test_round_ad_a_wrapper_hands_on_to_the_project_function_by_its_body(tmp_pat
                                  "from fork_kernels.api import flash_mla_sparse_fwd")
     site = _site(tmp_path, src)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("eager, extra, fixable", [
+    # round AD (d1): a setter of the holder is judged by what its callers hand: one a class body aliases, a nested
+    # def kept as one, a listener lambda are called with what is not read
+    ("        self._adopt(self._build(seq_lens))", "", True),
+    ("        self.set_md(self._records.setdefault(bs, self._build(seq_lens)))", "    set_md = _adopt\n\n", False),
+    ("        def adopt(md):\n            self.forward_metadata = md\n        adopt(self._records.setdefault(bs, self._build(seq_lens)))",
+     "", False),
+    ("        self.hooks = [lambda md: setattr(self, 'forward_metadata', md)]", "", False),
+    # a record's own `replace` method is not `dataclasses.replace`; a base recycling its objects makes none
+    ("        self.forward_metadata = self.forward_metadata.replace(bs)", "", False),
+    ("        self.forward_metadata = dataclasses.replace(self._build(seq_lens))", "", True)])
+def test_round_ad_what_gives_the_holder_is_read_where_it_runs(tmp_path, eager, extra, fixable):
+    src = _HOLDER_PLAN.replace("{eager}", eager).replace(
+        "    def forward(self", "    def _adopt(self, md):\n        self.forward_metadata = md\n\n" + extra + "    def forward(self")
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("read, attend, refilled", [
+    # round AD (d1): the holder read through a local handed on, or off a backend handed to a module function, is
+    # held as `metadata = self.forward_metadata` is: an allocation cache giving it an earlier batch's record refuses
+    ("        md = self.forward_metadata\n        return _attend(q, kv, topk_indices, sm_scale, metadata=md)",
+     "def _attend(q, kv, topk_indices, sm_scale, metadata=None):\n", False),
+    ("        return _attend(self, q, kv, topk_indices, sm_scale)",
+     "def _attend(backend, q, kv, topk_indices, sm_scale):\n    metadata = backend.forward_metadata\n", False),
+    ("        return _attend(self, q, kv, topk_indices, sm_scale)",
+     "def _attend(backend, q, kv, topk_indices, sm_scale):\n    metadata = backend.forward_metadata\n", True)])
+def test_round_ad_the_holder_read_elsewhere_is_held(tmp_path, read, attend, refilled):
+    eager = ("        md = self._records.get(bs)\n        if md is None:\n            md = self._build(seq_lens)\n"
+             "            self._records[bs] = md\n" + ("        md.dsa_cache_seqlens_int32.copy_(" + _CLIP + ")\n" if refilled
+                                                    else "") + "        self.forward_metadata = md")
+    src = _HOLDER_PLAN.replace("{eager}", eager).replace(
+        "        metadata = self.forward_metadata\n        return flash_mla_sparse_fwd(q=q, kv=kv, indices=topk_indices, "
+        "sm_scale=sm_scale)[0]\n", read + "\n\n\n" + attend
+        + "    return flash_mla_sparse_fwd(q=q, kv=kv, indices=topk_indices, sm_scale=sm_scale)[0]\n")
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is refilled, site.reason
+
+
+_PROTOCOL_KIT_AE = '''class Window:
+    def __init__(self, topk=None, start=20):
+        self.topk, self.start = topk, start
+
+    def _evict(self):
+        self.topk.masked_fill_(self.topk < self.start, -1)
+
+    def __len__(self):
+        self._evict()
+        return 1
+
+    def __iter__(self):
+        self._evict()
+        return iter(())
+
+    def __bool__(self):
+        self._evict()
+        return True
+
+    __enter__ = _evict
+
+    def _get_edge(self):
+        self._evict()
+        return 0
+
+    edge = property(_get_edge)
+
+
+class Stopwatch:
+    def __init__(self):
+        self.t0 = 0.0
+
+    def start(self):
+        self.t0 = 1.0
+'''
+
+
+@pytest.mark.parametrize("body, fixable", [
+    # round AE (e2): code a caller runs through an object's protocol (`len`, a loop, a truth test), a class body's
+    # alias of `__enter__`, a property made by a call, `getattr`/`hasattr` with a literal name
+    ("    n = len(ctx)", False),
+    ("    for x in ctx:\n        pass", False),
+    ("    if ctx:\n        pass", False),
+    ("    with ctx:\n        pass", False),
+    ("    e = ctx.edge", False),
+    ("    e = getattr(ctx, 'edge', 0)", False),
+    # an object whose class the file says: a stopwatch made here, a library's scope; containers and literals
+    ("    sw = window_kit.Stopwatch()\n    sw.start()", True),
+    ("    with torch.no_grad():\n        n = len([1, 2])", True),
+    ("    for i in range(3):\n        pass", True)])
+def test_round_ae_protocol_code_a_caller_runs(tmp_path, body, fixable):
+    (tmp_path / "window_kit.py").write_text(_PROTOCOL_KIT_AE)
+    (tmp_path / "layer.py").write_text("import window_kit\n" + _LAYER_RUN.format(body=body))
+    site = _site(tmp_path, HANDED_INDICES, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("api", [
+    # round AE (e3): the wrapper's inner import in a `try` whose handler raises, or relative, is resolved and read:
+    # an inner sorting the rows refuses, a plain one does not
+    "try:\n    from fork_kernels.sm90.sparse_mla import flash_mla_sparse_fwd as _impl\nexcept ImportError as e:\n"
+    "    raise ImportError('not built') from e\n",
+    "from .sm90.sparse_mla import flash_mla_sparse_fwd as _impl\n"])
+@pytest.mark.parametrize("sorts", [True, False])
+def test_round_ae_a_wrappers_inner_import_is_resolved_wherever_it_stands(tmp_path, api, sorts):
+    sig = "def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_length=None):\n"
+    (tmp_path / "fork_kernels" / "sm90").mkdir(parents=True)
+    (tmp_path / "fork_kernels" / "__init__.py").write_text("")
+    (tmp_path / "fork_kernels" / "sm90" / "__init__.py").write_text("")
+    (tmp_path / "fork_kernels" / "sm90" / "sparse_mla.py").write_text(
+        "from sgl_kernel.flash_mla import flash_mla_sparse_fwd as _kernel\n\n\n" + sig + (
+            "    order = indices[:, 0, 0].argsort()\n"
+            "    return _kernel(q[order], kv, indices[order], sm_scale, d_v, attn_sink, topk_length)\n" if sorts else
+            "    return _kernel(q, kv, indices, sm_scale, d_v, attn_sink, topk_length)\n"))
+    (tmp_path / "fork_kernels" / "api.py").write_text(
+        api + "\n\n" + sig + "    return _impl(q, kv, indices, sm_scale, d_v, attn_sink, topk_length)\n")
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    src = HANDED_INDICES.replace("from sgl_kernel.flash_mla import flash_mla_sparse_fwd",
+                                 "from fork_kernels.api import flash_mla_sparse_fwd")
+    site = _site(tmp_path, src)
+    assert (site.status is Status.FIXABLE) is not sorts, site.reason

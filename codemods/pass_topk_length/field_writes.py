@@ -187,9 +187,22 @@ def _field_value(target: ast.Name, names: re.Pattern, t: _Tree) -> object:
                                                    and k.value.value is True for k in d.keywords)
                    for d in cls.decorator_list):
         return value
-    fields = [n for n in cls.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)]
+    if _no_slot(stmt):
+        return value  # (a class constant, a field the constructor does not take: the value it is given here)
+    fields = [n for n in cls.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and not _no_slot(n)]
+    if any(reach._unparse(b) != "object" for b in cls.bases):
+        return None  # (after a base's fields: its slot is not counted)
     slot = next(i for i, n in enumerate(fields) if n is stmt)
     return value if t.up(cls) is t.tree and _calls_hand_plain(cls.name, slot, names, t, 0, set()) else None
+
+
+def _no_slot(n: ast.AnnAssign) -> bool:
+    """A class body's annotation no positional slot of a record's constructor takes: a `ClassVar`, a
+    `field(init=False)`, a `KW_ONLY` marker (round AE: counted, they shift the width's slot)."""
+    note = reach._unparse(n.annotation)
+    return note.split("[")[0].rsplit(".", 1)[-1] in ("ClassVar", "KW_ONLY") or isinstance(n.value, ast.Call) \
+        and reach._unparse(n.value.func).rsplit(".", 1)[-1] == "field" and any(
+            k.arg == "init" and isinstance(k.value, ast.Constant) and k.value.value is False for k in n.value.keywords)
 
 
 def _context(node: ast.AST, t: _Tree) -> ast.AST:
@@ -432,8 +445,10 @@ def _hands_args_on(cls: ast.ClassDef) -> bool:
         return False
     supers = [n for n in ast.walk(init) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
               and n.func.attr == "__init__"]
-    if len(supers) != 1:
-        return False
+    packed = {x.arg for x in (a.vararg, a.kwarg) if x is not None}
+    if len(supers) != 1 or any(isinstance(n, ast.Name) and n.id in packed and not isinstance(n.ctx, ast.Load)
+                               for n in ast.walk(init)):
+        return False  # (`args = (args[0], min(args[1], CAP)) + args[2:]` first: not what it was handed, round AE)
     call = supers[0]
     return [ast.dump(x) for x in call.args] == [ast.dump(ast.Starred(ast.Name(a.vararg.arg, ast.Load()), ast.Load()))] \
         and [k.arg for k in call.keywords] == ([None] if a.kwarg else []) and all(

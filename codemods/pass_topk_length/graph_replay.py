@@ -703,7 +703,8 @@ class GraphReplay:
         """The attributes of self passed to a def of the module as a parameter named like the metadata's root
         (`self.forward(q, ..., self.decode_metadata)` into `def forward(..., metadata)`: round T)."""
         out = set()
-        for call in self.find(cst.Call, lambda c: any(self._held_read(a.value) for a in c.args)):
+        for call in self.find(cst.Call, lambda c: any(_is_attr_of_self(a.value) or isinstance(a.value, cst.Name)
+                                                      for a in c.args)):
             name = (dotted(call.func) or "").rsplit(".", 1)[-1]
             for f in self.functions_named(name) if name else ():
                 params = [p.name.value for p in f.node.params.params]
@@ -711,8 +712,8 @@ class GraphReplay:
                     else params
                 for i, arg in enumerate(call.args):
                     param = arg.keyword.value if arg.keyword is not None else params[i] if i < len(params) else None
-                    read = self._held_read(arg.value)
-                    if param in roots and read is not None:
+                    read = self._held_read(arg.value) if param in roots else None  # (a local's binding is read
+                    if read is not None:  # only where it lands in the metadata's parameter: the bodies stay unwalked)
                         out.add(read)
         return out
 

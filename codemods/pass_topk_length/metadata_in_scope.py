@@ -364,12 +364,13 @@ class MetadataInScope:
         name = fdef.name.value
         if name.startswith("__") and name.endswith("__") and self.tree.is_method(fdef):
             return True  # (a constructor's parameter is what its construction hands: the callers' rules read those)
-        if not self.tree.is_method(fdef):
-            return False  # (a nested def kept as a setter, a module function: what calls it is not read, round AD)
-        if self.project().files_naming([name]) or any(not self._called(r) for r in self.find(
-                cst.Attribute, lambda a: a.attr.value == name)) or any(
-                r is not fdef.name and not isinstance(self.tree.parent.get(r), cst.Attribute)
-                for r in self.find(cst.Name, lambda n: n.value == name)):
+        if not self.tree.is_method(fdef):  # (a module's function: its caller's, as the engine's hooks are; a nested
+            return not any(isinstance(u, cst.FunctionDef) for u in self.tree.ancestors(fdef))  # def kept as a
+            # setter: what calls it with which record is not read, round AD)
+        reads = self.find(cst.Attribute, lambda a: a.attr.value == name)
+        attrs = {id(r.attr) for r in reads}
+        if self.project().files_naming([name]) or any(not self._called(r) for r in reads) or any(
+                r is not fdef.name and id(r) not in attrs for r in self.find(cst.Name, lambda n: n.value == name)):
             return False  # (another file calls it, or it is read as a value: a listener list's, round AA; a class
             # body's alias, `set_forward_metadata = _adopt`, round AD)
         params = [p.name.value for p in (*fdef.params.posonly_params, *fdef.params.params, *fdef.params.kwonly_params)]
