@@ -469,8 +469,9 @@ def _runs_writer(proj, f, obj: ast.AST, names: Tuple[str, ...]) -> bool:
             _writing_method(proj, n, False) for n in names):
         return False
     kind = _receiver_kind(proj, f, obj)
-    if kind == "library" or isinstance(obj, ast.Call) and kind is None and not isinstance(obj.func, ast.Attribute):
-        return False  # (`for i in range(n)`: a builtin's or a function's result is judged where it is made)
+    if kind == "library" or isinstance(obj, ast.Call) and isinstance(obj.func, ast.Name) \
+            and hasattr(builtins, obj.func.id) and not f.binds(obj.func.id):
+        return False  # (`for i in range(n)`: a builtin's result)
     if names[0] == "__getattr__":  # (of an object whose class the file says; by the name alone every attribute read
         return kind is not None and any(_class_method_writes(proj, kind, n) for n in names[:2])  # would refuse: sglang
         # 0.5.16 defines proxies whose `__getattr__` fills a cache; a stated gap)
@@ -607,9 +608,7 @@ def _receiver_kind(proj, f, e: ast.AST, depth: int = 0):
             return made
         module = f.module_of(e.func) if isinstance(e.func, (ast.Name, ast.Attribute)) else None
         return "library" if module is not None and f._find(f.path, module.split(".")[0]) is None else None
-    values = None
-    if reach._is_self(e) and f.instance_of(e) is not None:
-        return (f, f.instance_of(e))  # (the caller's own object: its class's methods, its project bases')
+    values = None  # (self itself is not resolved: a subclass may override what its class defines)
     if isinstance(e, ast.Name) and not reach._is_self(e):
         values = reach.local_value(f, e)
     elif isinstance(e, ast.Attribute) and reach._is_self(e.value):
@@ -617,9 +616,26 @@ def _receiver_kind(proj, f, e: ast.AST, depth: int = 0):
         values = [n.value for n in ast.walk(cls) if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None
                   and any(isinstance(t, ast.Attribute) and reach._is_self(t.value) and t.attr == e.attr
                           for t in reach._flatten(n.targets if isinstance(n, ast.Assign) else [n.target]))] \
-            if cls is not None and not _class_bound(proj, e.attr) else None
+            if cls is not None and not _class_bound(proj, e.attr) and not _stored_elsewhere(proj, f, cls, e.attr) else None
     kinds = [_receiver_kind(proj, f, v, depth + 1) for v in values or ()]
     return kinds[0] if kinds and kinds[0] is not None and all(k == kinds[0] for k in kinds) else None
+
+
+def _stored_elsewhere(proj, f, cls: ast.ClassDef, attr: str) -> bool:
+    """Is `.attr` stored anywhere but in cls's own body (another class, a subclass, a function, another file): then
+    what self's attribute holds is not only what cls gives it. Once per class and attribute."""
+    cache = proj.__dict__.setdefault("_stored_elsewhere", {})
+    key = (f.path, cls.lineno, attr)
+    if key not in cache:
+        cache[key] = _stores_outside(proj, f, cls, attr)
+    return cache[key]
+
+
+def _stores_outside(proj, f, cls: ast.ClassDef, attr: str) -> bool:
+    own = {id(n) for n in ast.walk(cls)}
+    return any(isinstance(n, ast.Attribute) and n.attr == attr and not isinstance(n.ctx, ast.Load)
+               and (g is not f or id(n) not in own) for g in {id(g): g for g in [*proj.files_naming([attr]), f]}.values()
+               for n in ast.walk(g.tree))
 
 
 def _class_method_writes(proj, made, name: str) -> bool:
