@@ -32,6 +32,12 @@ ENTRY_BASES = {
     "dispatches to forward_extend / forward_decode",
 }
 ENTRY_METHOD = "forward"
+# The engine's metadata hooks (sglang's AttentionBackend interface), called by the model runner before each step's
+# forward, before the indexer emits the step's indices: what they write in place is the metadata, which
+# metadata-in-scope and graph-replay prove; a backend's object made and driven through them (a harness's driver) is
+# not read as writing the indices (a stated assumption of the engine's order).
+PLANNER_HOOKS = {"init_forward_metadata", "init_forward_metadata_capture_cuda_graph",
+                 "init_forward_metadata_replay_cuda_graph", "init_cuda_graph_state"}
 # Reads of a handed tensor that neither write it nor hand it on: its metadata, a new tensor shaped like it.
 _READS = {"shape", "dtype", "device", "ndim", "is_cuda", "size", "dim", "numel", "new_empty", "new_zeros", "new_full",
           "new_ones", "new_tensor", "element_size", "is_contiguous", "stride", "data_ptr", "get_device"}
@@ -392,7 +398,8 @@ def _writes_shared_state(proj, f, call: ast.Call, known: bool = False) -> bool:
     root = reach.chain_root(call.func)
     kind = _receiver_kind(proj, f, call.func.value) if isinstance(call.func, ast.Attribute) else None
     if kind is not None:  # (its class is known: a library's object, `self.prof.step()` on torch's profiler; or a
-        return kind != "library" and _class_method_writes(proj, kind, call.func.attr)  # class of the project's)
+        return kind != "library" and call.func.attr not in PLANNER_HOOKS and _class_method_writes(  # class of the
+            proj, kind, call.func.attr)  # project's)
     if isinstance(call.func, ast.Attribute) and not _through_self(f, root) and not _module_object(f, call, root):
         if _packed_parameter(f, call, root):
             return False  # (`kwargs.get(...)`: a dict's method, though a class of the project defines a `get`)
