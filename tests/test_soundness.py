@@ -4440,3 +4440,41 @@ def test_round_ae_a_wrappers_inner_import_is_resolved_wherever_it_stands(tmp_pat
                                  "from fork_kernels.api import flash_mla_sparse_fwd")
     site = _site(tmp_path, src)
     assert (site.status is Status.FIXABLE) is not sorts, site.reason
+
+
+_STATIC_RECORD_AD = '''"""A fork's backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk."""
+from dataclasses import dataclass
+
+import torch
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+
+@dataclass
+class DSAMetadata:
+    dsa_cache_seqlens_int32: torch.Tensor
+
+
+class Backend:
+    def __init__(self, dsa_index_topk, warmup_seq_lens):
+        self.dsa_index_topk = dsa_index_topk
+        self.forward_metadata = DSAMetadata(warmup_seq_lens.clamp(max=dsa_index_topk).to(torch.int32))
+
+    def init_forward_metadata(self, forward_batch):
+        md = self.forward_metadata
+{refresh}
+
+    def forward(self, q, kv, topk_indices, sm_scale):
+        metadata = self.forward_metadata
+        return flash_mla_sparse_fwd(q=q, kv=kv, indices=topk_indices, sm_scale=sm_scale)[0]
+'''
+
+
+@pytest.mark.parametrize("refresh, fixable", [
+    # round AD (d1): a record made once in `__init__` keeps its lengths unless every planner run rewrites them
+    ("        md.dsa_cache_seqlens_int32.copy_(forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))", True),
+    ("        if forward_batch.forward_mode == 'decode':\n"
+     "            md.dsa_cache_seqlens_int32.copy_(forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))",
+     False)])
+def test_round_ad_a_record_made_once_is_refreshed_on_every_step(tmp_path, refresh, fixable):
+    site = _site(tmp_path, _STATIC_RECORD_AD.format(refresh=refresh), kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

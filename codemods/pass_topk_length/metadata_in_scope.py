@@ -149,6 +149,12 @@ class MetadataInScope:
                 for node, target, value in self._writes_in(fdef):
                     if isinstance(node, cst.AnnAssign) and node.value is None:
                         continue  # `self.forward_metadata: DSAMetadata`: a declaration (sglang 0.5.16's __init__)
+                    static = fdef.name.value == "__init__" and isinstance(target, cst.Attribute) \
+                        and target.attr.value in held and isinstance(value, cst.Call)  # (a record made there;
+                    # a parameter is what the making hands: the callers' rules read that)
+                    why = self._static_refreshed(target.attr.value, field_name) if static else None
+                    if why:
+                        return why
                     if not (isinstance(target, cst.Attribute) and target.attr.value in held) \
                             or self._made_for_batch(value, fdef) or self._updated(fdef, value, field_name, replay):
                         continue
@@ -160,6 +166,23 @@ class MetadataInScope:
                             "topk_length by hand")
             return None
         return self.index(f"kept-in-holder:{field_name}", build)
+
+    def _static_refreshed(self, attr: str, field_name: str) -> Optional[str]:
+        """A record the holder gets in `__init__` lives across steps (round AD: a static record built from a warm-up
+        batch): each eager planner (`init_forward_metadata`) gives the holder a new one or rewrites its field in place
+        on every run, with no branch or exit before; else why not."""
+        planners = [f.node for f in self.functions_named("init_forward_metadata") if f.class_name]
+        for p in planners:
+            if any(isinstance(t, cst.Attribute) and t.attr.value == attr for _, t, _ in self._writes_in(p)):
+                continue  # (given anew: planned_on_every_path and kept_in_holder read that store)
+            if not any(self._object_key(t.value) == f"self.{attr}" and self._unconditional(p, t)
+                       for t in self._field_targets(p, field_name)):
+                planners = []
+                break
+        return None if planners else (
+            f"`__init__` gives the holder `self.{attr}` a record made once, and no eager planner rewrites its "
+            f"`{field_name}` in place on every run (a mode or size it skips keeps an earlier step's lengths); refresh it "
+            "on every path, or pass topk_length by hand")
 
     def planned_on_every_path(self) -> Optional[str]:
         """Round AB: a method that gives the holder this batch's metadata (the eager planner, outside the graphs'
