@@ -4478,3 +4478,55 @@ class Backend:
 def test_round_ad_a_record_made_once_is_refreshed_on_every_step(tmp_path, refresh, fixable):
     site = _site(tmp_path, _STATIC_RECORD_AD.format(refresh=refresh), kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_RECORD_COPY_AD = '''"""A fork's backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk."""
+from dataclasses import dataclass
+
+import torch
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+
+@dataclass
+class DSAMetadata:
+    dsa_cache_seqlens_int32: torch.Tensor
+
+    def copy_(self, other):
+{copy}
+
+
+class Backend:
+    def __init__(self, dsa_index_topk):
+        self.dsa_index_topk = dsa_index_topk
+        self.forward_metadata = None
+        self._records = {{}}
+        self._staged = None
+
+    def stage_next(self, forward_batch):
+        self._staged = DSAMetadata(forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))
+
+    def init_forward_metadata(self, forward_batch):
+        md = self._records.get(forward_batch.batch_size)
+        if md is None:
+            md = DSAMetadata(forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))
+            self._records[forward_batch.batch_size] = md
+        md.copy_({source})
+        self.forward_metadata = md
+
+    def forward(self, q, kv, topk_indices, sm_scale):
+        metadata = self.forward_metadata
+        return flash_mla_sparse_fwd(q=q, kv=kv, indices=topk_indices, sm_scale=sm_scale)[0]
+'''
+_FRESH_AD = "DSAMetadata(forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))"
+
+
+@pytest.mark.parametrize("copy, source, fixable", [
+    # round AD (d1): a record refreshed by its class's `copy_` from a record made for this batch is; from a plan
+    # staged for another batch, or by a `copy_` that may copy the record's own lengths back, is not
+    ("        self.dsa_cache_seqlens_int32.copy_(other.dsa_cache_seqlens_int32)", _FRESH_AD, True),
+    ("        self.dsa_cache_seqlens_int32.copy_(other.dsa_cache_seqlens_int32)", "self._staged", False),
+    ("        src = other if other.dsa_cache_seqlens_int32 is not None else self\n"
+     "        self.dsa_cache_seqlens_int32.copy_(src.dsa_cache_seqlens_int32)", _FRESH_AD, False)])
+def test_round_ad_a_record_copy_is_from_this_batch(tmp_path, copy, source, fixable):
+    site = _site(tmp_path, _RECORD_COPY_AD.format(copy=copy, source=source), kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

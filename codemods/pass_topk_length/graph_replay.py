@@ -544,7 +544,7 @@ class GraphReplay:
     def _writes_each_field(self, fdef: cst.FunctionDef, field_name: str) -> bool:
         for target in self._in_place_targets(fdef):
             if isinstance(target, cst.Attribute) and target.attr.value == field_name and _is_attr_of_self(target):
-                if self._always_runs(target, fdef, None):
+                if self._always_runs(target, fdef, None) and self._copied_from_handed(fdef, target):
                     return True
             if isinstance(target, cst.Call) and get_full_name_for_node(target.func) == "getattr" and target.args and \
                     _is_name(target.args[0].value, "self"):
@@ -555,6 +555,18 @@ class GraphReplay:
                         and self._declares(fdef, field_name) and self._copies_other(target):
                     return True
         return False
+
+    def _copied_from_handed(self, fdef: cst.FunctionDef, target: cst.Attribute) -> bool:
+        """`self.field.copy_(v)`: is v read off a parameter fdef never binds again (round AD: `src = other if ... else
+        self` copies the record's own lengths back)? Another in-place write is read as before."""
+        call = self.tree.parent.get(self.tree.parent.get(target))
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.value is target
+                and call.func.attr.value == "copy_" and call.args):
+            return True
+        value = call.args[0].value
+        params = [p.name.value for p in fdef.params.params][1:]
+        return isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) and value.value.value in params \
+            and len(self.tree.binding(value.value, value.value.value).assignments) == 1
 
     def _declares(self, fdef: cst.FunctionDef, field_name: str) -> bool:
         """Does fdef's class declare the field (`dsa_cache_seqlens_int32: torch.Tensor`), so `fields(self)` yields it

@@ -213,7 +213,9 @@ class MetadataInScope:
         written = [(t.value, t) for t in self._field_targets(fdef, field_name)] + [
             (c.func.value, c) for c in self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute)
                                                  and c.func.attr.value == "copy_" and _a_record(c.func.value), fdef)
-            if self._copies_fields("copy_", field_name)]
+            if self._copies_fields("copy_", field_name) and all(  # (from a record made for this batch: a staged
+                i < len(c.args) and self._made_for_batch(c.args[i].value, fdef)  # plan, `self._staged`, is another
+                for i in self._copied_from("copy_"))]  # batch's, round AD)
         if replay and not written:
             return True
         return value is not None and any(
