@@ -4401,6 +4401,8 @@ class Stopwatch:
     # alias of `__enter__`, a property made by a call, `getattr`/`hasattr` with a literal name
     ("    n = len(ctx)", False),
     ("    for x in ctx:\n        pass", False),
+    ("    xs = [x for x in ctx]", False),  # (a comprehension's loop: it has no place of its own)
+    ("    xs = [i for i in range(3)]", True),
     ("    if ctx:\n        pass", False),
     ("    with ctx:\n        pass", False),
     ("    e = ctx.edge", False),

@@ -426,7 +426,8 @@ def _implicit_writes(proj, f, fn, call: ast.Call) -> Optional[str]:
     sglang's JIT cache filling itself would refuse every subscript), nor `__del__`."""
     for node in (n for stmt in fn.body for n in ast.walk(stmt) if not _annotation(f, n)):
         used = _protocol_use(f, node)
-        if used is not None and _before(f, node, call) and _runs_writer(proj, f, *used):
+        if used is not None and _before(f, used[0], call) and _runs_writer(proj, f, *used):  # (the object's place:
+            # a comprehension has none of its own)
             return (f"uses `{reach._unparse(used[0])[:40]}` through `{'/'.join(used[1])}`, which a class of the project "
                     "defines writing in place what its object keeps, where the indices may be under another name")
         if isinstance(node, (ast.With, ast.AsyncWith)):  # (a block around the call exits after it)
