@@ -378,8 +378,8 @@ def _receiver_made(f, fn, other: ast.Call, call: ast.Call) -> bool:
 
 def _before(f, other: ast.Call, call: ast.Call) -> bool:
     """May `other` run before `call`: earlier in the text, in the call's receiver (`self._pick().forward(...)`:
-    round AB) or its arguments (round AD), in a loop around the call, or anywhere where the call sits in a lambda, which runs when it is
-    called (round AC: a graph step made, the window masked, the step run)."""
+    round AB) or its arguments (round AD), in a loop around the call, or anywhere where the call sits in a lambda,
+    which runs when it is called (round AC: a graph step made, the window masked, the step run)."""
     fn = f.enclosing(call, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
     return (other.lineno, other.col_offset) < (call.lineno, call.col_offset) or _in_loop(f, call) \
         or any(n is other for n in ast.walk(call) if n is not call) or isinstance(fn, ast.Lambda)
@@ -419,9 +419,9 @@ def _writes_shared_state(proj, f, call: ast.Call, known: bool = False) -> bool:
 
 def _implicit_writes(proj, f, fn, call: ast.Call) -> Optional[str]:
     """Code fn runs before `call` with no call spelled (round AD's d2): a `with` block's `__enter__` (or a closed
-    block's `__exit__`), a property's getter (also `getattr`/`hasattr` with a literal name), an object's protocol
-    (`len(x)`, a loop over it, a truth test, an attribute read served by `__getattr__` or a descriptor's `__get__`:
-    round AE), where a def of the project of that name (its class's where the file says which; else any class's)
+    block's `__exit__`), a property's getter (also `getattr`/`hasattr` with a literal name, a project descriptor used
+    as a decorator), an object's protocol (`len(x)`, a loop over it, a truth test, `__getattr__` of an object of known
+    class: round AE), where a def of the project of that name (its class's where the file says which; else any class's)
     writes what its object or module keeps. An item read's `__getitem__` is not read (a stated gap: by its name,
     sglang's JIT cache filling itself would refuse every subscript), nor `__del__`."""
     for node in (n for stmt in fn.body for n in ast.walk(stmt) if not _annotation(f, n)):
@@ -535,6 +535,7 @@ def _annotation(f, node: ast.AST) -> bool:
     while up is not None and not isinstance(up, ast.stmt):
         up, child = f.parents.get(id(up)), up
     return isinstance(up, ast.AnnAssign) and up.annotation is child
+
 
 def _scope_writes(proj, f, expr: ast.AST, names: Tuple[str, ...]) -> bool:
     """May a `with` item's `__enter__`/`__exit__` (names) write what its object keeps: its class's own, where the item
