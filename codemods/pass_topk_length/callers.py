@@ -401,8 +401,9 @@ def _writes_shared_state(proj, f, call: ast.Call, known: bool = False) -> bool:
         return kind != "library" and call.func.attr not in PLANNER_HOOKS and _class_method_writes(  # class of the
             proj, kind, call.func.attr)  # project's)
     if isinstance(call.func, ast.Attribute) and not _through_self(f, root) and not _module_object(f, call, root):
-        if _packed_parameter(f, call, root):
-            return False  # (`kwargs.get(...)`: a dict's method, though a class of the project defines a `get`)
+        if _packed_parameter(f, call, root) or call.func.attr in _READS:
+            return False  # (`kwargs.get(...)`: a dict's method, though a class of the project defines a `get`; a
+            # tensor's size read, `q_all.dim()`, as the handed rule reads it: sglang 0.5.16's safe edit "assert")
         defs = _callee_defs(proj, f, call)
         return defs is _UNREAD or any(_writes_kept(proj, g, d) for g, d, _ in defs or ())
     defs = _callee_defs(proj, f, call)
