@@ -1251,8 +1251,7 @@ def _number_attribute(f, target: ast.AST) -> bool:
     """`self.calls += 1`: an attribute of self the file only ever assigns numbers (a counter, not a tensor)."""
     if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"):
         return False
-    values = [v for n in ast.walk(f.tree) if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None
-              for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) for v in _stored_values(t, n.value, target.attr)]
+    values = _values_stored(f.tree, target.attr)
     return bool(values) and all(isinstance(v, ast.Constant) and type(v.value) in (int, float) for v in values)
 
 
@@ -1278,10 +1277,15 @@ def _container_attribute(f, target: ast.AST) -> bool:
     its type): an item stored there writes no tensor."""
     if not (isinstance(target, ast.Attribute) and reach._is_self(target.value)):
         return False
-    values = [v for n in ast.walk(f.tree) if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None
-              for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) for v in _stored_values(t, n.value, target.attr)]
+    values = _values_stored(f.tree, target.attr)
     return bool(values) and all(isinstance(v, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp))
                                 or isinstance(v, ast.Call) and reach._unparse(v.func) in _CONTAINERS for v in values)
+
+
+def _values_stored(tree: ast.AST, attr: str) -> List[ast.AST]:
+    """What the assignments under tree store in an attribute named attr (an unpacking's item where it is known)."""
+    return [v for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) for v in _stored_values(t, n.value, attr)]
 
 
 def _stored_values(target: ast.AST, value: ast.AST, attr: str) -> List[ast.AST]:
