@@ -257,7 +257,90 @@ def _sibling_written(proj, f, fn, call: ast.Call, known: bool = False) -> Option
     if target is not None:
         return f"writes `{reach._unparse(target)[:40]}` in place, which may share the indices' storage"
     return _handed_on_written(proj, f, fn, call, known) or _setter_written(proj, f, fn, call) \
-        or _implicit_writes(proj, f, fn, call)
+        or _implicit_writes(proj, f, fn, call) or _decorated(proj, f, fn) or _pre_hooked(proj, f, fn)
+
+
+_PRE_HOOKS = ("register_forward_pre_hook", "register_module_forward_pre_hook")
+
+
+def _pre_hooked(proj, f, fn) -> Optional[str]:
+    """A module's `forward` runs after the forward pre-hooks its `__call__` runs (round AE's e2: a hook registered at
+    construction masking the window its module keeps): each hook the project registers is read as a callee writing
+    what it did not make (its module's counters aside); a hook not read refuses."""
+    if fn.name != "forward" or not _method(f, fn):
+        return None
+    own = proj.own()
+    for g in {id(g): g for g in proj.files_naming(list(_PRE_HOOKS)) + ([own] if own is not None else [])}.values():
+        for call in (n for n in ast.walk(g.tree) if isinstance(n, ast.Call)
+                     and reach._unparse(n.func).rsplit(".", 1)[-1] in _PRE_HOOKS):
+            hook = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "hook"), None)
+            defs = _hook_defs(proj, g, hook)
+            if not defs or any(_foreign_write(proj, h, d, 2, _first_param(d)) is not None for h, d in defs):
+                return (f"is a module's forward, run after the pre-hook `{reach._unparse(hook)[:40]}` registered at "
+                        f"{proj.rel(g.path)}:{call.lineno}, which may write in place what its module keeps (or is not read)")
+    return None
+
+
+def _hook_defs(proj, g, hook: Optional[ast.AST]) -> List[Tuple[object, ast.AST]]:
+    """The defs a registered hook may be: a lambda, a def of the file by its name, a method of the project by its
+    name; [] where not read."""
+    if isinstance(hook, ast.Lambda):
+        return [(g, hook)]
+    if isinstance(hook, ast.Name):
+        return [(g, d) for d in ast.walk(g.tree) if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and d.name == hook.id and not _bound_otherwise(g, hook.id)]
+    return _project_methods(proj, hook.attr) if isinstance(hook, ast.Attribute) else []
+
+
+def _first_param(d) -> str:
+    params = d.args.posonlyargs + d.args.args
+    return params[0].arg if params else "self"
+
+
+_PLAIN_DECORATORS = {"staticmethod", "classmethod", "property", "builtins.staticmethod", "builtins.classmethod"}
+
+
+def _decorated(proj, f, fn) -> Optional[str]:
+    """A decorator of the caller runs its wrapper around each call (round AE's e2: a fork's `@windowed` masking the
+    table its object keeps first). A library's runs no code of the project; a function of the project is read whole
+    (its wrapper too): it writes nothing its object or module keeps and calls the function it wraps only with its
+    wrapper's own parameters, in order, unchanged (`fn(self, *args, **kwargs)`); anything else is not read."""
+    for dec in fn.decorator_list:
+        func = dec.func if isinstance(dec, ast.Call) else dec
+        spelled = reach._unparse(func)
+        if spelled in _PLAIN_DECORATORS or spelled.endswith((".setter", ".getter", ".deleter")) \
+                or _library_value(f, func):
+            continue
+        defs = _project_functions(proj, f, func.id) if isinstance(func, ast.Name) else [
+            (g, d) for g, d, _ in _callee_defs(proj, f, ast.Call(func=func, args=[], keywords=[])) or ()]
+        if not defs or any(_writes_kept(proj, g, d) or not _hands_on_unchanged(d) for g, d in defs):
+            return (f"is decorated by `{spelled[:40]}`, whose wrapper may write what its object keeps, or hand the "
+                    "function it wraps other rows (or is not read)")
+    return None
+
+
+def _hands_on_unchanged(d) -> bool:
+    """Does every call of a parameter of d or of its nested defs (the function a decorator wraps) hand exactly the
+    parameters of the def it stands in, in order, none bound again there: `fn(self, *args, **kwargs)`?"""
+    defs = [n for n in ast.walk(d) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))]
+    wrapped = {a.arg for n in defs for a in ast.walk(n.args) if isinstance(a, ast.arg)}
+    for inner in defs:
+        own = [n for n in ast.walk(inner) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+               and n.func.id in wrapped and min((x for x in defs if any(c is n for c in ast.walk(x))),
+                                                key=lambda x: len(list(ast.walk(x)))) is inner]
+        if any(not _forwards_params(inner, c) for c in own):
+            return False
+    return True
+
+
+def _forwards_params(inner, call: ast.Call) -> bool:
+    a = inner.args
+    rebound = {n.id for n in ast.walk(inner) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    names = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs] + [x.arg for x in (a.vararg, a.kwarg) if x]
+    positional = [x.arg for x in a.posonlyargs + a.args] + (["*" + a.vararg.arg] if a.vararg else [])
+    keywords = [(x.arg, x.arg) for x in a.kwonlyargs] + ([(None, a.kwarg.arg)] if a.kwarg else [])
+    return not rebound & set(names) and [reach._unparse(x) for x in call.args] == positional \
+        and [(k.arg, getattr(k.value, "id", None)) for k in call.keywords] == keywords
 
 
 def kernel_function_writes(proj, f, fn, call: ast.Call, given: List[ast.AST]) -> Optional[str]:
@@ -297,6 +380,10 @@ def _handed_on_written(proj, f, fn, call: ast.Call, known: bool, exempt: Set[str
             continue  # `__init__` calling a method of self that writes what it keeps: round AD)
         if _runs_step(f, other, call):
             continue  # (`step()`, the lambda holding the call: what it runs is the call, read as such)
+        if exempt and isinstance(other.func, ast.Attribute) and other.func.attr in _READS \
+                and _view_roots(other.func.value, helpers=False) <= exempt:
+            continue  # (`q_all.dim()`: a size read off the tensor the kernel reads as q: sglang 0.5.16's safe edit
+            # "assert"; a window's `size()` of the name is read where it is not one of these, round AF)
         if exempt and (reach._unparse(other.func) == reach._unparse(call.func) or isinstance(call.func, ast.Name)
                        and any(v is other for v in reach.local_value(f, call.func) or ())):
             continue  # (another call of the kernel, or the making of what the kernel call calls: `attn = partial(
@@ -311,7 +398,7 @@ def _handed_on_written(proj, f, fn, call: ast.Call, known: bool, exempt: Set[str
             if _may_share(proj, f, fn, arg) and _may_write(proj, f, other, key, known=known):
                 return (f"hands `{reach._unparse(arg)[:40]}` to `{reach._unparse(other.func)[:40]}`, which may write it "
                         "in place (round W), or is not read (round Y: a callee the tool cannot read is taken to write)")
-        if _before(f, other, call) and _writes_shared_state(proj, f, other, known):
+        if _before(f, other, call) and _writes_shared_state(proj, f, other, known, sibling or ""):
             return (f"calls `{reach._unparse(other.func)[:40]}`, which writes state it keeps (or may: it is not read) in "
                     "place, where the indices may be under another name (round X: an indexer's method, a hook)")
     return None
@@ -325,6 +412,9 @@ def _setter_written(proj, f, fn, call: ast.Call) -> Optional[str]:
     for t, attr in _attribute_stores(fn):
         if not _before(f, t, call):
             continue
+        if _finalizes(proj, f, t):
+            return (f"sets `{reach._unparse(t)[:40]}`, which may drop the last reference to an object whose `__del__` "
+                    "writes in place what it keeps (the indices may be under another name there)")
         if hooks is None:
             hooks = _project_methods(proj, "__setattr__") + _project_methods(proj, "__set__")
         bound = _body_bound_defs(proj, attr)
@@ -338,12 +428,22 @@ def _setter_written(proj, f, fn, call: ast.Call) -> Optional[str]:
     return None
 
 
+def _finalizes(proj, f, target: ast.AST) -> bool:
+    """May rebinding or deleting the attribute run a `__del__` of the project writing what its object keeps (round
+    AE's e2: dropping a draft's lease scrubs the slots it held in the shared table)? Its class's where the file says
+    which (_receiver_kind), any class's of the project otherwise; a `setattr` call is read as its store."""
+    if not isinstance(target, ast.Attribute) or not _writing_method(proj, "__del__", False):
+        return False
+    kind = _receiver_kind(proj, f, target)
+    return kind is None or kind != "library" and _class_method_writes(proj, kind, "__del__")
+
+
 def _attribute_stores(fn) -> List[Tuple[ast.AST, str]]:
-    """(node, attribute) for each attribute fn stores: an assignment's target, or `setattr(obj, "name", v)` with a
-    literal name (round AD)."""
+    """(node, attribute) for each attribute fn stores or deletes: an assignment's target, `del obj.name`, or
+    `setattr(obj, "name", v)` with a literal name (round AD)."""
     out = []
     for node in ast.walk(fn):
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+        targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target] if isinstance(
             node, (ast.AnnAssign, ast.AugAssign)) else []
         out += [(t, t.attr) for t in reach._flatten(targets) if isinstance(t, ast.Attribute)]
         if isinstance(node, ast.Call) and reach._unparse(node.func) in ("setattr", "builtins.setattr") \
@@ -385,7 +485,7 @@ def _before(f, other: ast.Call, call: ast.Call) -> bool:
         or any(n is other for n in ast.walk(call) if n is not call) or isinstance(fn, ast.Lambda)
 
 
-def _writes_shared_state(proj, f, call: ast.Call, known: bool = False) -> bool:
+def _writes_shared_state(proj, f, call: ast.Call, known: bool = False, traced: str = "") -> bool:
     """May the call write in place a tensor it did not make: a def of the project writing any but a local it made
     (an attribute of its object, a closure's or a module's tensor), or a callee read neither as one nor as one that
     reads (a hook kept in a list, a bound method held elsewhere)? Default-deny (round X's x2) on what the caller
@@ -398,10 +498,12 @@ def _writes_shared_state(proj, f, call: ast.Call, known: bool = False) -> bool:
     root = reach.chain_root(call.func)
     kind = _receiver_kind(proj, f, call.func.value) if isinstance(call.func, ast.Attribute) else None
     if kind is not None:  # (its class is known: a library's object, `self.prof.step()` on torch's profiler; or a
-        return kind != "library" and call.func.attr not in PLANNER_HOOKS and _class_method_writes(  # class of the
-            proj, kind, call.func.attr)  # project's)
+        hook = call.func.attr in PLANNER_HOOKS and bool(traced) and _class_defines(proj, kind, traced)  # class of
+        return kind != "library" and not hook and _class_method_writes(proj, kind, call.func.attr)  # the project's:
+        # a metadata hook of a backend, the class defining the traced method, not an indexer's hook of the name, AF)
     if isinstance(call.func, ast.Attribute) and not _through_self(f, root) and not _module_object(f, call, root):
-        if _packed_parameter(f, call, root) or call.func.attr in _READS:
+        if _packed_parameter(f, call, root) or call.func.attr in _READS and not _writing_method(
+                proj, call.func.attr, False):
             return False  # (`kwargs.get(...)`: a dict's method, though a class of the project defines a `get`; a
             # tensor's size read, `q_all.dim()`, as the handed rule reads it: sglang 0.5.16's safe edit "assert")
         defs = _callee_defs(proj, f, call)
@@ -426,11 +528,11 @@ def _implicit_writes(proj, f, fn, call: ast.Call) -> Optional[str]:
     writes what its object or module keeps. An item read's `__getitem__` is not read (a stated gap: by its name,
     sglang's JIT cache filling itself would refuse every subscript), nor `__del__`."""
     for node in (n for stmt in fn.body for n in ast.walk(stmt) if not _annotation(f, n)):
-        used = _protocol_use(f, node)
-        if used is not None and _before(f, used[0], call) and _runs_writer(proj, f, *used):  # (the object's place:
-            # a comprehension has none of its own)
-            return (f"uses `{reach._unparse(used[0])[:40]}` through `{'/'.join(used[1])}`, which a class of the project "
-                    "defines writing in place what its object keeps, where the indices may be under another name")
+        for used in _protocol_uses(f, node):
+            if _before(f, used[0], call) and _runs_writer(proj, f, *used):  # (the object's place: a comprehension
+                # has none of its own)
+                return (f"uses `{reach._unparse(used[0])[:40]}` through `{'/'.join(used[1][:3])}`, which a class of the "
+                        "project defines writing in place what its object keeps, where the indices may be under another name")
         if isinstance(node, (ast.With, ast.AsyncWith)):  # (a block around the call exits after it)
             inside = any(n is call for s in node.body for n in ast.walk(s))
             names = ("__enter__",) if inside else ("__enter__", "__exit__")
@@ -450,14 +552,49 @@ def _implicit_writes(proj, f, fn, call: ast.Call) -> Optional[str]:
 
 
 _TRUTH = ("__bool__", "__len__")
+_ITERATION = ("__iter__", "__next__", "__aiter__", "__anext__", "__len__", "__length_hint__", "__reversed__")
+# builtins that use what they are handed through its protocol (iterate it, convert it, hash it)
+_BUILTIN_PROTOCOLS = {**{b: _ITERATION for b in ("list", "tuple", "set", "frozenset", "sorted", "sum", "any", "all",
+                                                  "min", "max", "enumerate", "zip", "iter", "next", "dict", "map",
+                                                  "filter", "reversed")},
+                      "len": ("__len__",), "bool": _TRUTH, "str": ("__str__", "__repr__", "__format__"),
+                      "repr": ("__repr__",), "format": ("__format__", "__str__", "__repr__"), "hash": ("__hash__",),
+                      "int": ("__int__", "__index__", "__trunc__"), "float": ("__float__", "__index__"),
+                      "abs": ("__abs__",), "round": ("__round__",)}
+_COMPARING = ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__")
+_CONTAINING = ("__contains__", "__iter__", "__next__")
+_ARITHMETIC = tuple(f"__{p}{op}__" for op in ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow",
+                                               "lshift", "rshift", "and", "or", "xor") for p in ("", "r"))
+
+
+def _protocol_uses(f, node: ast.AST) -> List[Tuple[ast.AST, Tuple[str, ...]]]:
+    """(the object, the methods it runs) for each object node uses through its protocol with no call of the
+    project spelled: a builtin handed it (`len(x)`, `sorted(x)`, `str(x)`), an unpacking, a comparison, `in`, an
+    operator, an f-string's field (round AF), or _protocol_use's."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _BUILTIN_PROTOCOLS \
+            and not f.binds(node.func.id):
+        return [(a.value if isinstance(a, ast.Starred) else a, _BUILTIN_PROTOCOLS[node.func.id]) for a in node.args]
+    if isinstance(node, ast.Assign) and any(isinstance(t, (ast.Tuple, ast.List)) for t in node.targets):
+        return [(node.value, _ITERATION)]  # (`lo, hi = self.window`)
+    if isinstance(node, ast.Compare):
+        sides, out = [node.left, *node.comparators], []
+        for i, op in enumerate(node.ops):
+            if isinstance(op, (ast.In, ast.NotIn)):
+                out.append((sides[i + 1], _CONTAINING))
+            elif not isinstance(op, (ast.Is, ast.IsNot)):
+                out += [(sides[i], _COMPARING), (sides[i + 1], _COMPARING)]
+        return out
+    if isinstance(node, ast.BinOp):
+        return [(node.left, _ARITHMETIC), (node.right, _ARITHMETIC)]
+    if isinstance(node, ast.FormattedValue):
+        return [(node.value, ("__format__", "__str__", "__repr__"))]
+    used = _protocol_use(f, node)
+    return [used] if used is not None else []
 
 
 def _protocol_use(f, node: ast.AST) -> Optional[Tuple[ast.AST, Tuple[str, ...]]]:
-    """(the object, the methods it runs) where node uses an object through its protocol: `len(x)`, a loop over x,
-    x tested for truth, an attribute read (`__getattr__`, a descriptor's `__get__`)."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" and len(node.args) == 1 \
-            and not f.binds("len"):
-        return node.args[0], ("__len__",)
+    """(the object, the methods it runs) where node uses an object through its protocol: a loop over x, x tested
+    for truth, an attribute read (`__getattr__`, a descriptor's `__get__`)."""
     if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
         return node.iter, ("__iter__", "__next__", "__aiter__", "__anext__")
     test = node.test if isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)) else \
@@ -550,11 +687,23 @@ def _scope_writes(proj, f, expr: ast.AST, names: Tuple[str, ...]) -> bool:
 _GETTERS = ("property", "functools.cached_property", "cached_property")
 
 
+# decorators that leave a method a method (called, not read as an attribute)
+_NOT_GETTERS = {"staticmethod", "classmethod", "abstractmethod", "abc.abstractmethod", "override", "typing.override",
+                "typing_extensions.override", "functools.wraps", "functools.lru_cache", "lru_cache", "functools.cache",
+                "torch.no_grad", "torch.inference_mode", "torch.enable_grad", "torch.compile"}
+
+
 def _served_by_decorator(d, descriptors: Set[str]) -> bool:
-    """Is the method read as an attribute through its decorator: a property, a `cached_property`, a class of the
-    project defining `__get__` (a fork's own `reify`: round AE)?"""
-    return any(reach._unparse(x) in _GETTERS or reach._unparse(x).rsplit(".", 1)[-1] in descriptors
-               for x in d.decorator_list)
+    """May the method be read as an attribute through its decorator: a property, a `cached_property`, a class of
+    the project defining `__get__` (a fork's own `reify`: round AE), any decorator not known to leave a method
+    (`cached_property as lazy_attr`: round AF); not a setter or deleter?"""
+    for x in d.decorator_list:
+        name = reach._unparse(x.func if isinstance(x, ast.Call) else x)
+        if name in _GETTERS or name.rsplit(".", 1)[-1] in descriptors or name.endswith(".getter"):
+            return True
+        if name not in _NOT_GETTERS and not name.endswith((".setter", ".deleter")):
+            return True
+    return False
 
 
 def _writes_kept(proj, g, d, depth: int = 0) -> bool:
@@ -612,12 +761,17 @@ def _receiver_kind(proj, f, e: ast.AST, depth: int = 0):
     None where not known (a parameter, an item, a call of the project's function)."""
     if depth > 3:
         return None
+    if isinstance(e, (ast.List, ast.Dict, ast.Set, ast.Tuple, ast.Constant, ast.ListComp, ast.DictComp, ast.SetComp)):
+        return "library"  # (a list self keeps, tested for truth: round AF's safe twin)
     if isinstance(e, ast.Call):
         made = _class_made(proj, f, e)
         if made is not None:
-            return made
+            return made if _makes_its_class(proj, made) else None  # (`__new__` handing back a subclass: AF)
         module = f.module_of(e.func) if isinstance(e.func, (ast.Name, ast.Attribute)) else None
-        return "library" if module is not None and f._find(f.path, module.split(".")[0]) is None else None
+        library = module is not None and f._find(f.path, module.split(".")[0]) is None
+        return "library" if library and all(_holds_nothing_of_ours(f, a) for a in [
+            *e.args, *(k.value for k in e.keywords)]) else None  # (`weakref.proxy(window)` runs the window's
+        # methods: a library's making handed an object of the project is not the library's object, round AF)
     values = None  # (self itself is not resolved: a subclass may override what its class defines)
     if isinstance(e, ast.Name) and not reach._is_self(e):
         values = reach.local_value(f, e)
@@ -629,6 +783,35 @@ def _receiver_kind(proj, f, e: ast.AST, depth: int = 0):
             if cls is not None and not _class_bound(proj, e.attr) and not _stored_elsewhere(proj, f, cls, e.attr) else None
     kinds = [_receiver_kind(proj, f, v, depth + 1) for v in values or ()]
     return kinds[0] if kinds and kinds[0] is not None and all(k == kinds[0] for k in kinds) else None
+
+
+def _class_defines(proj, made, name: str) -> bool:
+    """Does the class of the project, or a project base of it, define a method `name`?"""
+    todo, seen = [made], 0
+    while todo and seen < 8:
+        (g, cls), seen = todo.pop(0), seen + 1
+        if any(d.name == name for d in _body_defs(cls)):
+            return True
+        todo += [b for b in (_project_class(proj, g, b.id) if isinstance(b, ast.Name) else None for b in cls.bases) if b]
+    return False
+
+
+def _makes_its_class(proj, made, depth: int = 0) -> bool:
+    """Does calling the class make an instance of it: no `__new__` nor metaclass of its own or of a project base?"""
+    g, cls = made
+    if depth > 4 or cls.keywords or any(d.name == "__new__" for d in _body_defs(cls)):
+        return False
+    bases = [_project_class(proj, g, b.id) if isinstance(b, ast.Name) else None for b in cls.bases]
+    return all(_makes_its_class(proj, b, depth + 1) for b in bases if b is not None)
+
+
+def _holds_nothing_of_ours(f, e: ast.AST) -> bool:
+    """An argument a library's making cannot hand back as an object of the project: a literal, a library's name,
+    a size, a list of those."""
+    if isinstance(e, (ast.List, ast.Tuple, ast.Set)):
+        return all(_holds_nothing_of_ours(f, x) for x in e.elts)
+    return isinstance(e, (ast.Constant, ast.JoinedStr)) or _no_data(e) or _library_value(f, e) or isinstance(
+        e, ast.Attribute) and _library_value(f, reach.chain_root(e))
 
 
 def _stored_elsewhere(proj, f, cls: ast.ClassDef, attr: str) -> bool:
@@ -651,18 +834,19 @@ def _stores_outside(proj, f, cls: ast.ClassDef, attr: str) -> bool:
 def _class_method_writes(proj, made, name: str) -> bool:
     """Does the method `name` of a class of the project (its own, or a project base's, in order) write in place what
     its object or module keeps? None found where a base is not the project's: a library's method (reads)."""
-    g, cls = made
-    for _ in range(5):
-        own = [d for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == name]
+    todo, seen = [made], 0
+    while todo:  # (every project base, not the first only: a mixin's method may be the one the MRO finds, AF)
+        g, cls = todo.pop(0)
+        seen += 1
+        own = [d for d in _body_defs(cls) if d.name == name]
+        if seen > 8 or any(_writes_kept(proj, g, d) for d in own):
+            return True
         if own:
-            return _writes_kept(proj, g, own[0])
+            continue
         if any(isinstance(t, ast.Name) and t.id == name for stmt in cls.body for t in reach._flatten(reach._written_targets(stmt))):
             return True  # (a class body binding it to another callable: not read)
-        bases = [_project_class(proj, g, b.id) if isinstance(b, ast.Name) else None for b in cls.bases]
-        if not bases or bases[0] is None:
-            return False
-        g, cls = bases[0]
-    return True
+        todo += [b for b in (_project_class(proj, g, b.id) if isinstance(b, ast.Name) else None for b in cls.bases) if b]
+    return False
 
 
 def _packed_parameter(f, call: ast.Call, root: ast.AST) -> bool:
@@ -711,13 +895,13 @@ def _through_self(f, root: ast.AST, depth: int = 0) -> bool:
     return bool(values) and any(_through_self(f, reach.chain_root(v), depth + 1) for v in values)
 
 
-def _foreign_write(proj, f, fn, handed: int = 0) -> Optional[ast.AST]:
-    """The first tensor fn writes in place that is not a local it made itself, nor a counter of self's; with
-    `handed` (levels), or hands to a def of the project writing it, or calls through self a method that does
+def _foreign_write(proj, f, fn, handed: int = 0, owner: str = "self") -> Optional[ast.AST]:
+    """The first tensor fn writes in place that is not a local it made itself, nor a counter of self's (`owner`'s);
+    with `handed` (levels), or hands to a def of the project writing it, or calls through self a method that does
     (round AC: a window's `evict()` handing `self.topk` to `window_ops.mask_before`, a property setter calling it)."""
     for node in ast.walk(fn):
         target = _written_target(f, node)
-        if target is not None and not _fresh_local(proj, f, fn, target) and not _number_attribute(f, target):
+        if target is not None and not _fresh_local(proj, f, fn, target) and not _number_attribute(f, target, owner):
             return target
         if not handed or not isinstance(node, ast.Call):
             continue
@@ -863,7 +1047,8 @@ def _project_class(proj, f, name: str) -> Optional[Tuple[object, ast.ClassDef]]:
         module, name = f.froms[name]
         g = _imported_file(proj, f, module)
     found = [c for c in (g.class_defs if g is not None else ()) if c.name == name]
-    return (g, found[0]) if len(found) == 1 else None
+    return (g, found[0]) if len(found) == 1 and not _bound_otherwise(g, name) else None  # (`Window = Fused if
+    # HAS_FUSED else Window`: round AF)
 
 
 def _initializers(proj, f, call: ast.Call) -> Optional[List[Tuple[object, ast.AST, bool]]]:
@@ -1247,9 +1432,10 @@ def _new_tensor(proj, f, v: ast.AST) -> bool:
     return name in _OWN_COPIES and not _project_methods(proj, name)
 
 
-def _number_attribute(f, target: ast.AST) -> bool:
-    """`self.calls += 1`: an attribute of self the file only ever assigns numbers (a counter, not a tensor)."""
-    if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"):
+def _number_attribute(f, target: ast.AST, owner: str = "self") -> bool:
+    """`self.calls += 1`: an attribute of self (of `owner`: a module hook's module) the file only ever assigns
+    numbers (a counter, not a tensor)."""
+    if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == owner):
         return False
     values = _values_stored(f.tree, target.attr)
     return bool(values) and all(isinstance(v, ast.Constant) and type(v.value) in (int, float) for v in values)
@@ -1326,8 +1512,12 @@ def _unbound(f, func: ast.AST) -> bool:
 
 
 def _method(f, fn) -> bool:
-    """A def of a class body whose first parameter is its own object (or class): not a staticmethod's (round W)."""
-    return isinstance(f.parents.get(id(fn)), ast.ClassDef) and not any(
+    """A def of a class body (under an `if` there too: _body_defs) whose first parameter is its own object (or
+    class): not a staticmethod's (round W)."""
+    up = f.parents.get(id(fn))
+    while isinstance(up, (ast.If, ast.Try, ast.With, ast.For, ast.While, ast.ExceptHandler)):
+        up = f.parents.get(id(up))
+    return isinstance(up, ast.ClassDef) and not any(
         reach._unparse(d) in ("staticmethod", "builtins.staticmethod") for d in fn.decorator_list)
 
 
@@ -1473,7 +1663,21 @@ def _project_methods(proj, name: str) -> List[Tuple[object, ast.AST]]:
     """(file, def) for each method of that name a class of the project (the module too) defines."""
     own = proj.own()
     return [(g, d) for g in proj.files_naming([name]) + ([own] if own is not None else []) for c in g.class_defs
-            for d in c.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == name]
+            for d in _body_defs(c) if d.name == name]
+
+
+def _body_defs(cls: ast.ClassDef) -> List[ast.AST]:
+    """The defs a class body binds, also under an `if`, a `try` or a `with` there (round AF: `if FUSED: def
+    evict(...)`), not those nested in a def or a class."""
+    out, todo = [], list(cls.body)
+    while todo:
+        stmt = todo.pop(0)
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out.append(stmt)
+        elif isinstance(stmt, (ast.If, ast.Try, ast.With, ast.For, ast.While)) or type(stmt).__name__ == "TryStar":
+            todo += [*stmt.body, *getattr(stmt, "orelse", []), *getattr(stmt, "finalbody", []),
+                     *(s for h in getattr(stmt, "handlers", []) for s in h.body)]
+    return out
 
 
 def _param_changed(f, fdef, place: int) -> bool:

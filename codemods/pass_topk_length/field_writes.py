@@ -57,6 +57,7 @@ class _Tree:
         self.referencing: Callable[[str], List["_Tree"]] = lambda name: [self]
         self.swapped: Callable[[str], bool] = lambda name: False
         self._spelled: Optional[dict] = None
+        self._items: Optional[bool] = None
 
     def spelled(self, name: str) -> List[ast.AST]:
         """The file's names, attributes and import aliases spelling `name` (indexed once: a walk of the file per
@@ -72,6 +73,16 @@ class _Tree:
 
     def up(self, node: ast.AST) -> Optional[ast.AST]:
         return self.parents.get(id(node))
+
+    def items_computed(self) -> bool:
+        """Does a class of the project define a `__getitem__` that computes the item rather than reading it off
+        what it holds (round AE's e3: a role's config capping `cfg["index_topk"]`): then a keyed read may be
+        its value, not the field's."""
+        if self._items is None:
+            self._items = any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == "__getitem__"
+                              and isinstance(other.up(d), ast.ClassDef) and not _reads_item(d)
+                              for other in self.referencing("__getitem__") for d in ast.walk(other.tree))
+        return self._items
 
     def scope(self, node: ast.AST) -> ast.AST:
         p = self.up(node)
@@ -190,10 +201,28 @@ def _field_value(target: ast.Name, names: re.Pattern, t: _Tree) -> object:
     if _no_slot(stmt):
         return value  # (a class constant, a field the constructor does not take: the value it is given here)
     fields = [n for n in cls.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and not _no_slot(n)]
-    if any(reach._unparse(b) != "object" for b in cls.bases):
+    if any(reach._unparse(b) not in _FIELDLESS_BASES for b in cls.bases):
         return None  # (after a base's fields: its slot is not counted)
     slot = next(i for i, n in enumerate(fields) if n is stmt)
     return value if t.up(cls) is t.tree and _calls_hand_plain(cls.name, slot, names, t, 0, set()) else None
+
+
+def _reads_item(d: ast.AST) -> bool:
+    """A `__getitem__` whose one statement (past a docstring) returns the key read off what it holds:
+    `return self._data[key]`, `return getattr(self._cfg, key)`."""
+    params = [a.arg for a in d.args.args]
+    body = [b for b in d.body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
+    if len(params) != 2 or len(body) != 1 or not isinstance(body[0], ast.Return):
+        return False
+    v, key = body[0].value, params[1]
+    if isinstance(v, ast.Subscript):
+        return isinstance(v.slice, ast.Name) and v.slice.id == key
+    return isinstance(v, ast.Call) and reach._unparse(v.func) == "getattr" and len(v.args) == 2 \
+        and isinstance(v.args[1], ast.Name) and v.args[1].id == key
+
+
+# bases that give a record no fields of their own (a NamedTuple's fields are its class body's)
+_FIELDLESS_BASES = {"object", "NamedTuple", "typing.NamedTuple"}
 
 
 def _no_slot(n: ast.AnnAssign) -> bool:
@@ -274,7 +303,7 @@ def _plain(v: object, names: re.Pattern, t: _Tree, depth: int) -> bool:
     if _measured(v, t):
         return True
     if isinstance(v, ast.Subscript):
-        return isinstance(v.slice, ast.Constant) and _named(v.slice.value, names)
+        return isinstance(v.slice, ast.Constant) and _named(v.slice.value, names) and not t.items_computed()
     if isinstance(v, ast.IfExp):
         return depth < 4 and _plain(v.body, names, t, depth + 1) and _plain(v.orelse, names, t, depth + 1)
     if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "int" and len(v.args) == 1 \
@@ -421,7 +450,8 @@ def _calls_hand_plain(called: str, slot: int, names: re.Pattern, t: _Tree, depth
             if call is None or isinstance(call, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             if isinstance(call, ast.ClassDef) and node in call.bases:
-                if _makes_its_own(call) or not _hands_args_on(call) or not _calls_hand_plain(
+                if _makes_its_own(call) or not _hands_args_on(call) or _mixes_init(call, node, other, 0) \
+                        or not _calls_hand_plain(
                         call.name, slot, names, other, depth, seen):
                     return False
                 continue
@@ -453,6 +483,22 @@ def _hands_args_on(cls: ast.ClassDef) -> bool:
     return [ast.dump(x) for x in call.args] == [ast.dump(ast.Starred(ast.Name(a.vararg.arg, ast.Load()), ast.Load()))] \
         and [k.arg for k in call.keywords] == ([None] if a.kwarg else []) and all(
             isinstance(k.value, ast.Name) and k.value.id == a.kwarg.arg for k in call.keywords)
+
+
+def _mixes_init(cls: ast.ClassDef, base: ast.AST, t: _Tree, depth: int) -> bool:
+    """Does another base of the class (or a base of one), a class of the project, define `__init__` or `__new__`:
+    the MRO may run it first, handing the width's class other values through `super()` (round AE's e3: a mixin
+    capping the width)?"""
+    for b in cls.bases:
+        if b is base:
+            continue
+        name = reach._unparse(b).rsplit(".", 1)[-1]
+        for other in t.referencing(name):
+            for c in (n for n in ast.walk(other.tree) if isinstance(n, ast.ClassDef) and n.name == name):
+                if depth > 3 or any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name in (
+                        "__init__", "__new__") for d in c.body) or _mixes_init(c, None, other, depth + 1):
+                    return True
+    return False
 
 
 def _makes_its_own(cls: ast.ClassDef) -> bool:

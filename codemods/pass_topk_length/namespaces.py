@@ -492,9 +492,17 @@ class Handles:
         if isinstance(node, ast.Attribute) and node.attr == "__path__" and (
                 self.f.module_of(node.value) in self.modules or self.kind(node.value) in (MODULE, MEMBER)):
             return "search path"
+        if isinstance(node, ast.Name) and node.id == "__path__" and self._related_package():
+            return "search path"  # (a package's own `__path__.insert(0, build_dir)`: round AE's e3)
         if isinstance(node, ast.Attribute) and node.attr == "submodule_search_locations" and self._spec_related(node.value):
             return "search path"
         return None
+
+    def _related_package(self) -> bool:
+        """Is this file a package's `__init__` holding a related module (its `__path__` finds them)?"""
+        name = self.heads.module_name
+        return self.f.path.endswith("__init__.py") and bool(name) and any(
+            m == name or m.startswith(name + ".") for m in self.modules)
 
     def _spec_related(self, owner: ast.AST) -> bool:
         """May a module spec be a related package's: `find_spec(name)` by its name, `m.__spec__` by its module,

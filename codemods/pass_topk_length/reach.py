@@ -2185,7 +2185,7 @@ _HANDLE_WORDS = ["import_module", "__import__", "sys.modules", "import modules",
                  "getmodule", "FunctionType", "LambdaType", "mock", "resolve_name", "locate", "entry_points",
                  "EntryPoint", "get_referrers", "get_objects", "get_referents", "runpy", "spec_from_file_location",
                  "exec_module", "SourceFileLoader", "load_source", "builtins", "meta_path",
-                 "path_hooks", "submodule_search_locations"]
+                 "path_hooks", "submodule_search_locations", "__path__"]
 # `exec(...)` / `eval(...)` called as the builtins (not `model.eval()`): code the file runs from a string or a file
 _RUNS_CODE = re.compile(rb"(?<![.\w])(?:exec|eval)\s*\(")
 
