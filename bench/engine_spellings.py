@@ -20,6 +20,7 @@ from typing import Dict, List
 HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE))
 from codemods.pass_topk_length import engine_defs, field_writes  # noqa: E402
+from codemods.pass_topk_length.callers import ENGINE_DECORATORS  # noqa: E402
 from codemods.pass_topk_length.field_meaning import CLIP_KEEPING, CLIPS  # noqa: E402
 from codemods.pass_topk_length.graph_replay import ENGINE_FIELD_OUTPUTS  # noqa: E402
 from codemods.pass_topk_length.reach import is_test_code  # noqa: E402
@@ -44,7 +45,7 @@ def wheel(cache: Path, dist: str, version: str):
 # the names the traces trust as the engine's, the width's getters too (field_writes)
 TRUSTED = sorted({*CLIPS, *CLIP_KEEPING, *INDEX_KEEPING_FUNCTIONS, *INDEX_KEEPING_ENGINE_METHODS,
                   *(f"get_{p}{field_writes.WIDTH_CORE}" for p in ("", "dsa_", "nsa_")),
-                  *(name for _, name in ENGINE_FIELD_OUTPUTS)})
+                  *(name for _, name in ENGINE_FIELD_OUTPUTS), *ENGINE_DECORATORS})
 
 
 def sources(path: Path):

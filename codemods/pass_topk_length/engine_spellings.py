@@ -39,6 +39,9 @@ ENGINE_FILES = {
     '5237f9ddbebaba9a0dfd26e3': 'sglang-kt 0.7.2 sglang/srt/configs/glm5_next.py',
 }
 ENGINE_DEFS = {
+    '4f3923d73416d9ae6e0eedcf': 'sglang 0.5.10 sglang/kernel_api_logging.py:debug_kernel_api',
+    'c19b56985ecf68d065d960ca': 'sglang 0.5.10 sglang/kernel_api_logging.py:debug_kernel_api',
+    '514129a31407beae1ca86354': 'sglang 0.5.10 sglang/kernel_api_logging.py:debug_kernel_api',
     'b094087a94539c93733c702a': 'sglang 0.5.10 sglang/srt/configs/model_config.py:get_nsa_index_topk',
     'a92fd51caf85135d73baafd0': 'sglang 0.5.10 sglang/srt/layers/attention/nsa/utils.py:pad_nsa_cache_seqlens',
     '0d592cf9124fbc73efc91664': 'sglang 0.5.10 sglang/srt/managers/hisparse_coordinator.py:swap_in_selected_pages',

@@ -486,19 +486,32 @@ def _hands_args_on(cls: ast.ClassDef) -> bool:
 
 
 def _mixes_init(cls: ast.ClassDef, base: ast.AST, t: _Tree, depth: int) -> bool:
-    """Does another base of the class (or a base of one), a class of the project, define `__init__` or `__new__`:
-    the MRO may run it first, handing the width's class other values through `super()` (round AE's e3: a mixin
-    capping the width)?"""
-    for b in cls.bases:
-        if b is base:
-            continue
+    """Does a base listed before `base` (or a base of one), a class of the project, define `__new__` or an `__init__`
+    not handing its parameters on unchanged (_forwards_init): the MRO runs it first, handing the width's class other
+    values through `super()` (round AE's e3: a mixin capping the width)?"""
+    before = cls.bases[:next((i for i, b in enumerate(cls.bases) if b is base), len(cls.bases))]
+    for b in before:  # (the MRO runs the bases listed before it first; those after only through super())
         name = reach._unparse(b).rsplit(".", 1)[-1]
         for other in t.referencing(name):
             for c in (n for n in ast.walk(other.tree) if isinstance(n, ast.ClassDef) and n.name == name):
-                if depth > 3 or any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name in (
-                        "__init__", "__new__") for d in c.body) or _mixes_init(c, None, other, depth + 1):
+                if depth > 3 or any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+                        d.name == "__new__" or d.name == "__init__" and not _forwards_init(d)) for d in c.body) \
+                        or _mixes_init(c, None, other, depth + 1):
                     return True
     return False
+
+
+def _forwards_init(init: ast.AST) -> bool:
+    """A mixin's `__init__` handing its own parameters, unchanged and in order, to `super().__init__` once (a check
+    before it: round AE's safe twin), binding none of them again."""
+    a = init.args
+    params = [x.arg for x in a.posonlyargs + a.args][1:]
+    supers = [n for n in ast.walk(init) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+              and n.func.attr == "__init__"]
+    rebound = {n.id for n in ast.walk(init) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    return len(supers) == 1 and not a.vararg and not a.kwonlyargs and not rebound & set(params) \
+        and reach._unparse(supers[0].func.value) == "super()" and not supers[0].keywords \
+        and [reach._unparse(x) for x in supers[0].args] == params
 
 
 def _makes_its_own(cls: ast.ClassDef) -> bool:

@@ -144,6 +144,11 @@ class MetadataInScope:
                         return (f"a lambda gives `{_code(target).strip()}` what it is handed (line "
                                 f"{self.tree.line(node)}): what calls it, with which batch's metadata, is not read; "
                                 "pass topk_length by hand")
+            named = next((a for a in sorted(held) if self._spelled_by_string(a)), None)
+            if named:
+                return (f"a string of the module names the holder `{named}` outside a plain `getattr`/`setattr` (a "
+                        "`partial(setattr, self, ...)` listener, a name handed on): what sets it, with which batch's "
+                        "metadata, is not read; pass topk_length by hand")
             for fdef in self.find(cst.FunctionDef):
                 replay = reach.graph_update(fdef.name.value)
                 for node, target, value in self._writes_in(fdef):
@@ -166,6 +171,17 @@ class MetadataInScope:
                             "topk_length by hand")
             return None
         return self.index(f"kept-in-holder:{field_name}", build)
+
+    def _spelled_by_string(self, attr: str) -> bool:
+        """Is the holder's name a string handed to anything but `getattr`/`hasattr` (a read) or `setattr` called
+        where it stands (read as a store)?"""
+        for s in self.find(cst.SimpleString, lambda s: s.evaluated_value == attr):
+            arg = self.tree.parent.get(s)
+            call = self.tree.parent.get(arg) if isinstance(arg, cst.Arg) else None
+            if not (isinstance(call, cst.Call) and dotted(call.func) in ("getattr", "hasattr", "setattr")
+                    and call.args.index(arg) == 1):
+                return True
+        return False
 
     def _static_refreshed(self, attr: str, field_name: str) -> Optional[str]:
         """A record the holder gets in `__init__` lives across steps (round AD: a static record built from a warm-up
@@ -343,12 +359,16 @@ class MetadataInScope:
         classes = [c for c in (own.class_defs if own is not None else []) if c.name == name]
         if own is None or len(classes) != 1:
             return False  # (not a class of this module: the callers' and the field's rules read it)
+        if self._new_installed():
+            return True
         todo, seen = [(own, classes[0])], 0
         while todo and seen < 8:
             g, cls = todo.pop()
             seen += 1
             if cls.keywords or any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == "__new__"
-                                   for d in cls.body):
+                                   for d in cls.body) or any(  # (`__new__ = recycled_new` in the body: round AF)
+                    isinstance(t, ast.Name) and t.id == "__new__" for stmt in cls.body
+                    for t in reach._flatten(reach._written_targets(stmt))):
                 return True
             for base in cls.bases:
                 found = callers._project_class(self.project(), g, base.id) if isinstance(base, ast.Name) else None
@@ -358,6 +378,17 @@ class MetadataInScope:
                         self.project(), g, base.id) is not None:
                     return True  # (a base of the project the reader did not find as one class)
         return False
+
+    def _new_installed(self) -> bool:
+        """Does a file of the project set a class's `__new__` from outside its body (`cls.__new__ = recycled_new` in
+        a base's `__init_subclass__`, `setattr(cls, "__new__", ...)`: round AF)? Then which class makes new records
+        is not read. Once per module."""
+        def scan() -> bool:
+            own = self.project().checked_file(self.source)
+            files = self.project().files_naming(["__new__"]) + ([own] if own is not None else [])
+            return any(isinstance(n, ast.Attribute) and n.attr == "__new__" and not isinstance(n.ctx, ast.Load)
+                       or isinstance(n, ast.Constant) and n.value == "__new__" for g in files for n in ast.walk(g.tree))
+        return self.index("new-installed", scan)
 
     def _made_local(self, name: cst.Name, fdef: cst.FunctionDef, env: Optional[dict], seen: set) -> bool:
         b = self.tree.binding(name, name.value)
@@ -394,7 +425,8 @@ class MetadataInScope:
             # setter: what calls it with which record is not read, round AD)
         reads = self.find(cst.Attribute, lambda a: a.attr.value == name)
         attrs = {id(r.attr) for r in reads}
-        if self.project().files_naming([name]) or any(not self._called(r) for r in reads) or any(
+        if self.project().files_naming([name]) or any(not self._called(r) for r in reads) or self._spelled_as_string(
+                name) or any(
                 r is not fdef.name and id(r) not in attrs for r in self.find(cst.Name, lambda n: n.value == name)):
             return False  # (another file calls it, or it is read as a value: a listener list's, round AA; a class
             # body's alias, `set_forward_metadata = _adopt`, round AD)
@@ -410,6 +442,12 @@ class MetadataInScope:
             if caller is None or caller is fdef or not self._made_for_batch(given, caller, None, seen):
                 return False
         return True
+
+    def _spelled_as_string(self, name: str) -> bool:
+        """Does a string of the module spell the name (`getattr(self, "_adopt")(md)`, `methodcaller("_adopt", md)`,
+        `partial(setattr, self, "forward_metadata")`: round AF): what it is called or set with is not read."""
+        return any(s.evaluated_value == name for s in self.find(cst.SimpleString)
+                   if isinstance(s.evaluated_value, str))
 
     def _imported_from(self, name: cst.Name) -> Optional[Tuple[str, str]]:
         """(module, name) where `name`'s one binding where it is read is `from module import name` (a function's own

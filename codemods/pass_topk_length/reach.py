@@ -935,7 +935,8 @@ class Project:
                 for fn in (d for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))
                            and not graph_update(d.name)):  # (a replay's: graph-replay reads them, replay_writes)
                     params = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs} - {
-                        n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+                        n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)} \
+                        if _plainly_decorated(f, fn) else set()  # (a decorator may hand it another record: AF)
                     # (a parameter bound again first is not what the call hands: `metadata = self._pinned or
                     # metadata`, round AD)
                     for node in ast.walk(fn):
@@ -2188,6 +2189,41 @@ _HANDLE_WORDS = ["import_module", "__import__", "sys.modules", "import modules",
                  "path_hooks", "submodule_search_locations", "__path__"]
 # `exec(...)` / `eval(...)` called as the builtins (not `model.eval()`): code the file runs from a string or a file
 _RUNS_CODE = re.compile(rb"(?<![.\w])(?:exec|eval)\s*\(")
+
+
+def _plainly_decorated(f, fn) -> bool:
+    """Does each decorator of the def hand it what its callers hand: staticmethod, classmethod, or a function of its
+    file calling what it wraps with its wrapper's own parameters unchanged (hands_on_unchanged)?"""
+    for d in fn.decorator_list:
+        name = _unparse(d)
+        defs = [x for x in f.tree.body if isinstance(x, (ast.FunctionDef, ast.AsyncFunctionDef)) and x.name == name]
+        if name not in ("staticmethod", "classmethod") and not (len(defs) == 1 and hands_on_unchanged(defs[0])):
+            return False
+    return True
+
+
+def hands_on_unchanged(d) -> bool:
+    """Does every call of a parameter of d or of its nested defs (the function a decorator wraps) hand exactly the
+    parameters of the def it stands in, in order, none bound again there: `fn(self, *args, **kwargs)`?"""
+    defs = [n for n in ast.walk(d) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))]
+    wrapped = {a.arg for n in defs for a in ast.walk(n.args) if isinstance(a, ast.arg)}
+    for inner in defs:
+        own = [n for n in ast.walk(inner) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+               and n.func.id in wrapped and min((x for x in defs if any(c is n for c in ast.walk(x))),
+                                                key=lambda x: len(list(ast.walk(x)))) is inner]
+        if any(not forwards_params(inner, c) for c in own):
+            return False
+    return True
+
+
+def forwards_params(inner, call: ast.Call) -> bool:
+    a = inner.args
+    rebound = {n.id for n in ast.walk(inner) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    names = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs] + [x.arg for x in (a.vararg, a.kwarg) if x]
+    positional = [x.arg for x in a.posonlyargs + a.args] + (["*" + a.vararg.arg] if a.vararg else [])
+    keywords = [(x.arg, x.arg) for x in a.kwonlyargs] + ([(None, a.kwarg.arg)] if a.kwarg else [])
+    return not rebound & set(names) and [_unparse(x) for x in call.args] == positional \
+        and [(k.arg, getattr(k.value, "id", None)) for k in call.keywords] == keywords
 
 
 def _written_targets(node: ast.AST) -> List[ast.AST]:
