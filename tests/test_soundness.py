@@ -4532,3 +4532,242 @@ _FRESH_AD = "DSAMetadata(forward_batch.seq_lens.clamp(max=self.dsa_index_topk).t
 def test_round_ad_a_record_copy_is_from_this_batch(tmp_path, copy, source, fixable):
     site = _site(tmp_path, _RECORD_COPY_AD.format(copy=copy, source=source), kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_KIT_AF = '''import functools
+from functools import cached_property as lazy_attr
+
+import torch
+
+
+def windowed(fn):
+    @functools.wraps(fn)
+    def run(self, *args, **kwargs):
+        self.window.topk.masked_fill_(self.window.topk < 20, -1)
+        return fn(self, *args, **kwargs)
+    return run
+
+
+def timed(fn):
+    @functools.wraps(fn)
+    def run(self, *args, **kwargs):
+        out = fn(self, *args, **kwargs)
+        self.elapsed = 1.0
+        return out
+    return run
+
+
+def flipped(fn):
+    def run(self, q, kv, topk_indices, scale):
+        return fn(self, q.flip(0), kv, topk_indices.flip(0), scale)
+    return run
+
+
+class Plain:
+    def __init__(self, topk=None):
+        self.topk = topk
+
+
+class EvictMixin:
+    def evict(self):
+        self.topk.masked_fill_(self.topk < 20, -1)
+
+
+class Mixed(Plain, EvictMixin):
+    pass
+
+
+class Switched:
+    def __init__(self, topk=None):
+        self.topk = topk
+
+    if torch.cuda.is_available():
+        def trim(self):
+            self.topk.masked_fill_(self.topk < 20, -1)
+
+
+class Protocol:
+    def __init__(self, topk=None):
+        self.topk = topk
+
+    def __iter__(self):
+        self.topk.masked_fill_(self.topk < 20, -1)
+        return iter((0, 1))
+
+    def __contains__(self, x):
+        self.topk.masked_fill_(self.topk < 20, -1)
+        return False
+
+    def size(self):
+        self.topk.masked_fill_(self.topk < 20, -1)
+        return 0
+
+    @lazy_attr
+    def edge(self):
+        self.topk.masked_fill_(self.topk < 20, -1)
+        return 0
+
+    def __del__(self):
+        self.topk.masked_fill_(self.topk < 20, -1)
+
+
+class Recycled(Plain):
+    def __new__(cls, *args):
+        return Mixed(*args)
+
+    def evict(self):
+        pass
+
+
+class Indexer:
+    def __init__(self, topk=None):
+        self.topk = topk
+
+    def init_forward_metadata(self, batch):
+        self.topk[:, 12:] = -1
+
+
+Renamed = Mixed
+'''
+
+_LAYER_AF = '''import weakref
+
+import torch
+import window_kit
+from window_kit import Mixed, Plain, Protocol, Recycled, Switched
+
+
+class Layer(torch.nn.Module):
+    def __init__(self, backend, topk):
+        super().__init__()
+        self.backend = backend
+        self.window = {make}
+        self.pending = []
+        self.calls = 0
+{init}
+{decorated}    def forward(self, q, kv, topk_indices, scale, other=None):
+{body}
+        return self.backend.forward(q, kv, topk_indices, scale)
+'''
+
+
+@pytest.mark.parametrize("make, init, decorated, body, fixable", [
+    # round AE (e2): a caller's decorator of the project runs its wrapper first; a pre-hook runs before a module's
+    # forward; dropping an attribute's last reference runs `__del__`
+    ("Plain(topk)", "", "    @window_kit.windowed\n", "        pass", False),
+    ("Plain(topk)", "", "    @window_kit.flipped\n", "        pass", False),
+    ("Plain(topk)", "", "    @window_kit.timed\n", "        pass", True),
+    ("Plain(topk)", "        self.register_forward_pre_hook(Layer._mask)\n\n    @staticmethod\n    def _mask(module, args):\n"
+     "        module.window.topk.masked_fill_(module.window.topk < 20, -1)\n", "", "        pass", False),
+    ("Plain(topk)", "        self.register_forward_pre_hook(Layer._count)\n\n    @staticmethod\n    def _count(module, args):\n"
+     "        module.calls += 1\n", "", "        pass", True),
+    ("Protocol(topk)", "", "", "        self.window = None", False),
+    # round AF (f2): what runs with no call spelled: an unpacking, a builtin iterating, `in`, a getter under an alias,
+    # a size read on a window; a method under a class body's `if`, in a second base, of a class rebound by name, of
+    # what `__new__` hands back, through a library's proxy; an indexer's hook of the metadata hook's name
+    ("Protocol(topk)", "", "", "        lo, hi = self.window", False),
+    ("Protocol(topk)", "", "", "        edges = sorted(self.window)", False),
+    ("Protocol(topk)", "", "", "        seen = 0 in self.window", False),
+    ("Protocol(topk)", "", "", "        e = self.window.edge", False),
+    ("Plain(topk)", "", "", "        if other is not None:\n            n = other.size()", False),
+    ("Switched(topk)", "", "", "        self.window.trim()", False),
+    ("Mixed(topk)", "", "", "        self.window.evict()", False),
+    ("window_kit.Renamed(topk)", "", "", "        self.window.evict()", False),
+    ("Recycled(topk)", "", "", "        self.window.evict()", False),
+    ("weakref.proxy(Mixed(topk))", "", "", "        self.window.evict()", False),
+    ("window_kit.Indexer(topk)", "", "", "        self.window.init_forward_metadata(None)", False),
+    # safe: a list the layer keeps tested for truth, a plain tuple unpacked, a size read off the tensor handed on
+    ("Plain(topk)", "", "", "        if self.pending:\n            pass\n        a, b = 1, 2", True),
+    ("Plain(topk)", "", "", "        n = topk_indices.size(0)", True)])
+def test_round_af_code_a_caller_runs_without_a_call_spelled(tmp_path, make, init, decorated, body, fixable):
+    (tmp_path / "window_kit.py").write_text(_KIT_AF)
+    (tmp_path / "layer.py").write_text(_LAYER_AF.format(make=make, init=init, decorated=decorated, body=body))
+    site = _site(tmp_path, HANDED_INDICES, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_MIXIN_AE = ("class ServingConfig:\n    def __init__(self, hf, index_topk, max_running):\n        self.hf = hf\n"
+             "        self.index_topk = index_topk\n        self.max_running = max_running\n\n\n"
+             "class Mixin:\n    def __init__(self, hf, index_topk, max_running):\n{mixin}\n\n\n"
+             "class DecodeConfig(Mixin, ServingConfig):\n    pass\n")
+
+
+@pytest.mark.parametrize("config, launcher, fixable", [
+    # round AE (e3): a base listed first hands the width's class another value through super(); a mapping whose
+    # `__getitem__` computes the item; round AF (f3): a NamedTuple's fields are its body's
+    (_MIXIN_AE.format(mixin="        super().__init__(hf, min(index_topk, 8), max_running)"),
+     "from serving_config import DecodeConfig\n\n\ndef make(hf):\n    return DecodeConfig(hf, hf.index_topk, 8)\n", False),
+    (_MIXIN_AE.format(mixin="        assert index_topk > 0\n        super().__init__(hf, index_topk, max_running)"),
+     "from serving_config import DecodeConfig\n\n\ndef make(hf):\n    return DecodeConfig(hf, hf.index_topk, 8)\n", True),
+    ("class RoleConfig:\n    def __init__(self, hf):\n        self.hf = hf\n\n    def __getitem__(self, key):\n"
+     "        return min(getattr(self.hf, key), 8)\n\n\nclass ServingConfig:\n    def __init__(self, hf):\n"
+     "        self.index_topk = RoleConfig(hf)['index_topk']\n", "X = 1\n", False),
+    ("class RoleConfig:\n    def __init__(self, hf):\n        self.hf = hf\n\n    def __getitem__(self, key):\n"
+     "        return getattr(self.hf, key)\n\n\nclass ServingConfig:\n    def __init__(self, hf):\n"
+     "        self.index_topk = RoleConfig(hf)['index_topk']\n", "X = 1\n", True),
+    ("from typing import NamedTuple\n\n\nclass IndexerSettings(NamedTuple):\n    max_running: int\n    index_topk: int\n",
+     "from serving_config import IndexerSettings\n\n\ndef make(hf):\n"
+     "    return IndexerSettings(max_running=8, index_topk=hf.index_topk)\n", True),
+    ("from typing import NamedTuple\n\n\nclass IndexerSettings(NamedTuple):\n    max_running: int\n    index_topk: int\n",
+     "from serving_config import IndexerSettings\n\n\ndef make(hf):\n    return IndexerSettings(8, min(hf.index_topk, 8))\n",
+     False)])
+def test_round_ae_the_widths_value_through_mixins_items_and_records(tmp_path, config, launcher, fixable):
+    (tmp_path / "serving_config.py").write_text(config)
+    (tmp_path / "launcher.py").write_text(launcher)
+    site = _site(tmp_path, _CONFIG_BACKEND, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+def test_round_ae_a_package_changing_its_own_search_path_is_not_followed(tmp_path):
+    """e3's u_identity_inner_package_path_overlay: `__path__.insert(0, build)` in the kernel package's `__init__`
+    may serve another `sm90/sparse_mla.py` than the one the resolver reads."""
+    sig = "def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_length=None):\n"
+    (tmp_path / "fork_kernels" / "sm90").mkdir(parents=True)
+    (tmp_path / "fork_kernels" / "sm90" / "__init__.py").write_text("")
+    (tmp_path / "fork_kernels" / "sm90" / "sparse_mla.py").write_text(
+        "from sgl_kernel.flash_mla import flash_mla_sparse_fwd as _kernel\n\n\n" + sig
+        + "    return _kernel(q, kv, indices, sm_scale, d_v, attn_sink, topk_length)\n")
+    (tmp_path / "fork_kernels" / "api.py").write_text(
+        "from .sm90.sparse_mla import flash_mla_sparse_fwd as _impl\n\n\n" + sig
+        + "    return _impl(q, kv, indices, sm_scale, d_v, attn_sink, topk_length)\n")
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    src = HANDED_INDICES.replace("from sgl_kernel.flash_mla import flash_mla_sparse_fwd",
+                                 "from fork_kernels.api import flash_mla_sparse_fwd")
+    for init, fixable in (("", True), ("import os\n\n__path__.insert(0, os.path.join(os.path.dirname(__file__), 'b'))\n",
+                                       False)):
+        (tmp_path / "fork_kernels" / "__init__.py").write_text(init)
+        site = _site(tmp_path, src)
+        assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("eager, extra, fixable", [
+    # round AF (f1): a setter or the holder named by a string (`getattr(self, "_adopt")`, `methodcaller`, a partial
+    # of setattr) is called or set with what is not read; a record class binding `__new__` in its body
+    ("        getattr(self, '_adopt')(self._records.setdefault(bs, self._build(seq_lens)))", "", False),
+    ("        operator.methodcaller('_adopt', self._records.setdefault(bs, self._build(seq_lens)))(self)", "", False),
+    ("        self.hooks = [functools.partial(setattr, self, 'forward_metadata')]", "", False),
+    ("        self.forward_metadata = getattr(self, 'forward_metadata', None) or self._build(seq_lens)", "", False),
+    ("        if getattr(self, 'forward_metadata', None) is not None:\n            pass\n"
+     "        self._adopt(self._build(seq_lens))", "", True)])
+def test_round_af_a_string_naming_the_setter_or_the_holder(tmp_path, eager, extra, fixable):
+    src = "import functools\nimport operator\n" + _HOLDER_PLAN.replace("{eager}", eager).replace(
+        "    def forward(self", "    def _adopt(self, md):\n        self.forward_metadata = md\n\n" + extra + "    def forward(self")
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("declaration, fixable", [
+    # round AF (f1): `__new__` bound in the record's body, or installed on each subclass by a base's hook
+    ("def _recycled(cls, *args, **kwargs):\n    return _POOL.setdefault(cls, object.__new__(cls))\n\n\n"
+     "@dataclass\nclass DSAMetadata:\n    __new__ = _recycled\n", False),
+    ("class Recycling:\n    def __init_subclass__(cls, **kwargs):\n        super().__init_subclass__(**kwargs)\n"
+     "        cls.__new__ = lambda c, *a, **k: _POOL.setdefault(c, object.__new__(c))\n\n\n"
+     "@dataclass\nclass DSAMetadata(Recycling):\n", False),
+    ("REGISTRY = []\n\n\nclass Registered:\n    def __init_subclass__(cls, **kwargs):\n"
+     "        super().__init_subclass__(**kwargs)\n        REGISTRY.append(cls)\n\n\n"
+     "@dataclass\nclass DSAMetadata(Registered):\n", True)])
+def test_round_af_a_record_class_whose_making_is_replaced(tmp_path, declaration, fixable):
+    src = CLIPPED_HOLDER.replace("@dataclass\nclass DSAMetadata:\n", "_POOL = {}\n\n\n" + declaration)
+    assert declaration in src
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -362,10 +362,12 @@ def _handed_on_written(proj, f, fn, call: ast.Call, known: bool, exempt: Set[str
             continue  # `__init__` calling a method of self that writes what it keeps: round AD)
         if _runs_step(f, other, call):
             continue  # (`step()`, the lambda holding the call: what it runs is the call, read as such)
-        if exempt and isinstance(other.func, ast.Attribute) and other.func.attr in _READS \
-                and _view_roots(other.func.value, helpers=False) <= exempt:
-            continue  # (`q_all.dim()`: a size read off the tensor the kernel reads as q: sglang 0.5.16's safe edit
-            # "assert"; a window's `size()` of the name is read where it is not one of these, round AF)
+        if isinstance(other.func, ast.Attribute) and other.func.attr in _READS and (
+                exempt and _view_roots(other.func.value, helpers=False) <= exempt or isinstance(other.func.value, ast.Name)
+                and other.func.value.id in {reach._unparse(a) for _, a in _handed(call)}):
+            continue  # (`q_all.dim()`, `topk_indices.size(0)`: a size read off a tensor the kernel reads, or the name
+            # handed to the traced call: sglang 0.5.16's safe edit "assert"; a window's `size()` of the name is read
+            # where it is not one of these, round AF)
         if exempt and (reach._unparse(other.func) == reach._unparse(call.func) or isinstance(call.func, ast.Name)
                        and any(v is other for v in reach.local_value(f, call.func) or ())):
             continue  # (another call of the kernel, or the making of what the kernel call calls: `attn = partial(
@@ -743,7 +745,7 @@ def _receiver_kind(proj, f, e: ast.AST, depth: int = 0):
     None where not known (a parameter, an item, a call of the project's function)."""
     if depth > 3:
         return None
-    if isinstance(e, (ast.List, ast.Dict, ast.Set, ast.Tuple, ast.Constant, ast.ListComp, ast.DictComp, ast.SetComp)):
+    if isinstance(e, (ast.List, ast.Dict, ast.Set, ast.Constant, ast.ListComp, ast.DictComp, ast.SetComp)):
         return "library"  # (a list self keeps, tested for truth: round AF's safe twin)
     if isinstance(e, ast.Call):
         made = _class_made(proj, f, e)
@@ -759,12 +761,26 @@ def _receiver_kind(proj, f, e: ast.AST, depth: int = 0):
         values = reach.local_value(f, e)
     elif isinstance(e, ast.Attribute) and reach._is_self(e.value):
         cls = f.instance_of(e.value)
-        values = [n.value for n in ast.walk(cls) if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None
-                  and any(isinstance(t, ast.Attribute) and reach._is_self(t.value) and t.attr == e.attr
-                          for t in reach._flatten(n.targets if isinstance(n, ast.Assign) else [n.target]))] \
+        values = _self_values(cls, e.attr) \
             if cls is not None and not _class_bound(proj, e.attr) and not _stored_elsewhere(proj, f, cls, e.attr) else None
     kinds = [_receiver_kind(proj, f, v, depth + 1) for v in values or ()]
     return kinds[0] if kinds and kinds[0] is not None and all(k == kinds[0] for k in kinds) else None
+
+
+def _self_values(cls: ast.ClassDef, attr: str) -> Optional[List[ast.AST]]:
+    """What the class's assignments store in `self.<attr>`: each value, an unpacking's item where both sides have one
+    length; None where an item is not known (`self.a, self.b = pair()`)."""
+    out: List[ast.AST] = []
+    for n in (n for n in ast.walk(cls) if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None):
+        for t in n.targets if isinstance(n, ast.Assign) else [n.target]:
+            if not any(isinstance(x, ast.Attribute) and reach._is_self(x.value) and x.attr == attr
+                       for x in reach._flatten([t])):
+                continue
+            if isinstance(t, (ast.Tuple, ast.List)) and not (isinstance(n.value, (ast.Tuple, ast.List)) and len(
+                    n.value.elts) == len(t.elts) and not any(isinstance(x, ast.Starred) for x in t.elts)):
+                return None
+            out += _stored_values(t, n.value, attr)
+    return out
 
 
 def _class_defines(proj, made, name: str) -> bool:

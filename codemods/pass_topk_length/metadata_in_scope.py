@@ -359,8 +359,6 @@ class MetadataInScope:
         classes = [c for c in (own.class_defs if own is not None else []) if c.name == name]
         if own is None or len(classes) != 1:
             return False  # (not a class of this module: the callers' and the field's rules read it)
-        if self._new_installed():
-            return True
         todo, seen = [(own, classes[0])], 0
         while todo and seen < 8:
             g, cls = todo.pop()
@@ -368,7 +366,7 @@ class MetadataInScope:
             if cls.keywords or any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == "__new__"
                                    for d in cls.body) or any(  # (`__new__ = recycled_new` in the body: round AF)
                     isinstance(t, ast.Name) and t.id == "__new__" for stmt in cls.body
-                    for t in reach._flatten(reach._written_targets(stmt))):
+                    for t in reach._flatten(reach._written_targets(stmt))) or self._new_installed(cls):
                 return True
             for base in cls.bases:
                 found = callers._project_class(self.project(), g, base.id) if isinstance(base, ast.Name) else None
@@ -379,16 +377,17 @@ class MetadataInScope:
                     return True  # (a base of the project the reader did not find as one class)
         return False
 
-    def _new_installed(self) -> bool:
-        """Does a file of the project set a class's `__new__` from outside its body (`cls.__new__ = recycled_new` in
-        a base's `__init_subclass__`, `setattr(cls, "__new__", ...)`: round AF)? Then which class makes new records
-        is not read. Once per module."""
-        def scan() -> bool:
-            own = self.project().checked_file(self.source)
-            files = self.project().files_naming(["__new__"]) + ([own] if own is not None else [])
-            return any(isinstance(n, ast.Attribute) and n.attr == "__new__" and not isinstance(n.ctx, ast.Load)
-                       or isinstance(n, ast.Constant) and n.value == "__new__" for g in files for n in ast.walk(g.tree))
-        return self.index("new-installed", scan)
+    def _new_installed(self, cls: ast.ClassDef) -> bool:
+        """Is the class's `__new__` set from outside its body: by its `__init_subclass__` on each subclass (`cls.__new__
+        = recycled_new`, `setattr(cls, "__new__", ...)`), or on its name by a file of the project (round AF)?"""
+        hooks = [d for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and d.name == "__init_subclass__"]
+        if any(_sets_new(n) for d in hooks for n in ast.walk(d)):
+            return True
+        own = self.project().checked_file(self.source)
+        files = self.project().files_naming([cls.name]) + ([own] if own is not None else [])
+        return any(_sets_new(n) and reach._unparse(getattr(n, "value", None) or n.args[0]) == cls.name
+                   for g in files for n in ast.walk(g.tree) if isinstance(n, (ast.Attribute, ast.Call)))
 
     def _made_local(self, name: cst.Name, fdef: cst.FunctionDef, env: Optional[dict], seen: set) -> bool:
         b = self.tree.binding(name, name.value)
@@ -780,6 +779,14 @@ class MetadataInScope:
                         out.add(name)
             return out
         return self.index("served-names", build)
+
+
+def _sets_new(n: ast.AST) -> bool:
+    """`x.__new__ = ...` or `setattr(x, "__new__", ...)`."""
+    if isinstance(n, ast.Attribute):
+        return n.attr == "__new__" and not isinstance(n.ctx, ast.Load)
+    return isinstance(n, ast.Call) and reach._unparse(n.func) == "setattr" and len(n.args) > 1 \
+        and isinstance(n.args[1], ast.Constant) and n.args[1].value == "__new__"
 
 
 def _class_bindings(cls: cst.ClassDef):
