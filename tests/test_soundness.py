@@ -4771,3 +4771,64 @@ def test_round_af_a_record_class_whose_making_is_replaced(tmp_path, declaration,
     assert declaration in src
     site = _site(tmp_path, src, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_PLANNERS_AF = '''"""A fork's backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk."""
+import collections
+from dataclasses import dataclass
+
+import torch
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+StepContext = collections.namedtuple("StepContext", "metadata sm_scale")
+
+
+@dataclass
+class DSAMetadata:
+    dsa_cache_seqlens_int32: torch.Tensor
+
+
+class Backend:
+    def __init__(self, dsa_index_topk):
+        self.dsa_index_topk = dsa_index_topk
+        self.decode_metadata = None
+        self.extend_metadata = None
+
+    def init_forward_metadata(self, forward_batch):
+{plan}
+
+    def _plan_decode(self, forward_batch):
+        self.decode_metadata = DSAMetadata(forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))
+
+    def _plan_extend(self, forward_batch):
+        self.extend_metadata = DSAMetadata(forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))
+
+    def forward_decode(self, q, kv, topk_indices, sm_scale):
+{read}
+
+    def forward_extend(self, q, kv, topk_indices, sm_scale):
+        metadata = self.extend_metadata
+        return self._forward_flashmla_sparse(q, kv, topk_indices, sm_scale)
+
+    def _forward_flashmla_sparse(self, q, kv, indices, sm_scale):
+{helper}        return flash_mla_sparse_fwd(q=q, kv=kv, indices=indices, sm_scale=sm_scale)[0]
+'''
+_READ_AF = "        metadata = self.decode_metadata\n        return self._forward_flashmla_sparse(q, kv, topk_indices, sm_scale)"
+
+
+@pytest.mark.parametrize("plan, read, helper, fixable", [
+    # round AF (f1): a holder given by a method the planner calls on some paths only (planners split per mode); the
+    # holder packed into a record the helper reads it off
+    ("        self._plan_decode(forward_batch)\n        self._plan_extend(forward_batch)", _READ_AF, "", True),
+    ("        if forward_batch.forward_mode == 'decode':\n            self._plan_decode(forward_batch)\n        else:\n"
+     "            self._plan_extend(forward_batch)", _READ_AF, "", False),
+    ("        self._plan_decode(forward_batch)\n        self._plan_extend(forward_batch)",
+     "        ctx = StepContext(self.decode_metadata, sm_scale)\n"
+     "        return self._forward_flashmla_sparse(q, kv, topk_indices, ctx)", "        metadata = sm_scale.metadata\n",
+     False)])
+def test_round_af_what_gives_the_holder_through_calls_and_records(tmp_path, plan, read, helper, fixable):
+    src = _PLANNERS_AF.format(plan=plan, read=read, helper=helper)
+    if helper:
+        src = src.replace("sm_scale=sm_scale)[0]\n", "sm_scale=sm_scale.sm_scale)[0]\n")
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -549,6 +549,9 @@ _COMPARING = ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__")
 _CONTAINING = ("__contains__", "__iter__", "__next__")
 _ARITHMETIC = tuple(f"__{p}{op}__" for op in ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow",
                                                "lshift", "rshift", "and", "or", "xor") for p in ("", "r"))
+# protocols read only on an object of known class (the first method each names)
+_BY_CLASS = {"__eq__", "__contains__", "__add__", "__format__", "__str__", "__repr__", "__hash__", "__int__",
+             "__float__", "__abs__", "__round__"}
 
 
 def _protocol_uses(f, node: ast.AST) -> List[Tuple[ast.AST, Tuple[str, ...]]]:
@@ -605,6 +608,9 @@ def _runs_writer(proj, f, obj: ast.AST, names: Tuple[str, ...]) -> bool:
     if names[0] == "__getattr__":  # (of an object whose class the file says; by the name alone every attribute read
         return kind is not None and any(_class_method_writes(proj, kind, n) for n in names[:2])  # would refuse: sglang
         # 0.5.16 defines proxies whose `__getattr__` fills a cache; a stated gap)
+    if names[0] in _BY_CLASS:  # (an operator, `in`, a conversion: of an object whose class the file says; by the
+        return kind is not None and any(_class_method_writes(proj, kind, n) for n in names)  # name alone an
+        # f-string of a size in sglang 0.5.16 was refused by a `__repr__` writing what it keeps: a stated gap)
     return kind is None or any(_class_method_writes(proj, kind, n) for n in names)
 
 
@@ -745,8 +751,9 @@ def _receiver_kind(proj, f, e: ast.AST, depth: int = 0):
     None where not known (a parameter, an item, a call of the project's function)."""
     if depth > 3:
         return None
-    if isinstance(e, (ast.List, ast.Dict, ast.Set, ast.Constant, ast.ListComp, ast.DictComp, ast.SetComp)):
-        return "library"  # (a list self keeps, tested for truth: round AF's safe twin)
+    if isinstance(e, (ast.List, ast.Tuple, ast.Dict, ast.Set, ast.Constant, ast.ListComp, ast.DictComp, ast.SetComp)) \
+            or _no_data(e):
+        return "library"  # (a list self keeps, tested for truth: round AF's safe twin; a size, `q.shape[1]`)
     if isinstance(e, ast.Call):
         made = _class_made(proj, f, e)
         if made is not None:

@@ -123,11 +123,34 @@ class MetadataInScope:
             return (f"`{root}` is read from `{_code(read).strip()}` (line {self.tree.line(stmt)}), another object's "
                     "attribute: what that object's methods give it (a cache, a free list) is not read, so which "  # round Y
                     "batch's metadata it holds is not proven; read it from `self`, or pass topk_length by hand")
+        if isinstance(value, cst.Name) and value.value != "self" and read is not value:
+            packed = self._packed_here(a, value)
+            if packed is not None:
+                return (f"`{root}` is read from `{_code(read).strip()}` (line {self.tree.line(stmt)}), an attribute of "
+                        f"`{value.value}`, which this module hands that function packed at line {packed} (a record "
+                        "carrying the holder): which batch's metadata it carries is not read; read it from `self`, or "
+                        "pass topk_length by hand")
         if isinstance(value, cst.Name):
             return None
         return (f"`{root}` is bound at line {self.tree.line(stmt)} to `{_code(stmt.value).strip()[:60]}`, not a plain "
                 "read of the metadata the engine stored for this batch (a call's result, an item of a table); "
                 "pass topk_length by hand")
+
+    def _packed_here(self, a, name: cst.Name) -> Optional[int]:
+        """Where `name` is a parameter of the function reading the metadata off it, and this module calls that
+        function (`self.f(...)`) handing it anything but a parameter of its own caller (a record made there, packing
+        the holder: round AF's `StepContext(self.forward_metadata, ...)`): the line of that call; else None."""
+        fdef = getattr(a.scope, "node", None)
+        found = self.tree.binding(name, name.value).assignments
+        if not isinstance(fdef, cst.FunctionDef) or not found or not isinstance(getattr(found[0], "node", None), cst.Param):
+            return None
+        params = [p.name.value for p in (*fdef.params.posonly_params, *fdef.params.params, *fdef.params.kwonly_params)]
+        for call in self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute) and c.func.attr.value == fdef.name.value):
+            given = _bound_arguments(call, params[1:] if self.tree.is_method(fdef) else params).get(name.value)
+            bound = self.tree.binding(given, given.value).assignments if isinstance(given, cst.Name) else []
+            if given is not None and not (bound and all(isinstance(getattr(b, "node", None), cst.Param) for b in bound)):
+                return self.tree.line(call)
+        return None
 
     def kept_in_holder(self, field_name: str) -> Optional[str]:
         """Round W: what a method gives a holder the kernel's callers read is made for this batch (a construction, a
@@ -206,20 +229,29 @@ class MetadataInScope:
         (`if forward_batch is self._planned_for: return`) or falls through a mode chain leaves the last step's."""
         def build() -> Optional[str]:
             held = self.held_attributes()
-            for fdef in self.find(cst.FunctionDef):
+            defs = self.find(cst.FunctionDef)
+            givers = {attr: {f.name.value for f in defs if self._gives(f, attr)} for attr in held}
+            for fdef in defs:
                 name = fdef.name.value
                 if reach.graph_update(name) or "capture" in name or name == "__init__":
                     continue  # (a builder is held to it too: an eager `_build_...` memo returning early, round AC)
                 for attr in sorted(held):  # (each holder: per-mode holders the planner gives by one test and the
-                    stores = {id(node) for node, target, _ in self._writes_in(fdef)  # dispatch reads by another, AD)
-                              if isinstance(target, cst.Attribute) and _is_attr_of_self(target) and target.attr.value == attr
-                              and not (isinstance(node, cst.AnnAssign) and node.value is None)}
+                    stores = self._gives(fdef, attr) | {  # dispatch reads by another, AD; or each by a method of its
+                        id(c) for c in self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute) and (_is_name(  # own
+                            c.func.value, "self") and c.func.attr.value in givers[attr] - {name} or _code(  # called, a
+                            c.func.value).strip() == "super()" and c.func.attr.value in givers[attr]), fdef)}  # base's: AF)
                     if stores and not ReplayPaths(self.tree, fdef, _one_of(stores)).covers():
                         return (f"{name} gives the holder `self.{attr}` this batch's metadata on some paths only (an early "
                                 "return, a mode chain it falls through, another holder per mode): the kernel may read an "
                                 "earlier step's lengths; give it on every path, or pass topk_length by hand")
             return None
         return self.index("planned-on-every-path", build)
+
+    def _gives(self, fdef: cst.FunctionDef, attr: str) -> Set[int]:
+        """The statements of fdef storing `self.<attr>` (a declaration aside)."""
+        return {id(node) for node, target, _ in self._writes_in(fdef)
+                if isinstance(target, cst.Attribute) and _is_attr_of_self(target) and target.attr.value == attr
+                and not (isinstance(node, cst.AnnAssign) and node.value is None)}
 
     def _updated(self, fdef: cst.FunctionDef, value: Optional[cst.BaseExpression], field_name: str, replay: bool) -> bool:
         """Does fdef write `field_name` in place on the object `value` names? A replay hook that writes it on no
