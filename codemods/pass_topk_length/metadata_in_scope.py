@@ -236,16 +236,24 @@ class MetadataInScope:
                 if reach.graph_update(name) or "capture" in name or name == "__init__":
                     continue  # (a builder is held to it too: an eager `_build_...` memo returning early, round AC)
                 for attr in sorted(held):  # (each holder: per-mode holders the planner gives by one test and the
-                    stores = self._gives(fdef, attr) | {  # dispatch reads by another, AD; or each by a method of its
-                        id(c) for c in self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute) and (_is_name(  # own
-                            c.func.value, "self") and c.func.attr.value in givers[attr] - {name} or _code(  # called, a
-                            c.func.value).strip() == "super()" and c.func.attr.value in givers[attr]), fdef)}  # base's: AF)
+                    stores = self._gives(fdef, attr) | self._giving_calls(fdef, givers[attr])  # dispatch reads by
+                    # another, AD; or each given by a method of its own the planner calls, a base's: AF)
                     if stores and not ReplayPaths(self.tree, fdef, _one_of(stores)).covers():
                         return (f"{name} gives the holder `self.{attr}` this batch's metadata on some paths only (an early "
                                 "return, a mode chain it falls through, another holder per mode): the kernel may read an "
                                 "earlier step's lengths; give it on every path, or pass topk_length by hand")
             return None
         return self.index("planned-on-every-path", build)
+
+    def _giving_calls(self, fdef: cst.FunctionDef, givers: Set[str]) -> Set[int]:
+        """fdef's calls of another method of self giving the holder (`self._plan_decode(fb)`), or of a base's
+        (`super().init_forward_metadata(fb)`)."""
+        def giving(c: cst.Call) -> bool:
+            if not isinstance(c.func, cst.Attribute) or c.func.attr.value not in givers:
+                return False
+            return _code(c.func.value).strip() == "super()" or _is_name(c.func.value, "self") \
+                and c.func.attr.value != fdef.name.value
+        return {id(c) for c in self.find(cst.Call, giving, fdef)}
 
     def _gives(self, fdef: cst.FunctionDef, attr: str) -> Set[int]:
         """The statements of fdef storing `self.<attr>` (a declaration aside)."""
