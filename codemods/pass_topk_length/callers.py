@@ -267,7 +267,8 @@ def _pre_hooked(proj, f, fn) -> Optional[str]:
     """A module's `forward` runs after the forward pre-hooks its `__call__` runs (round AE's e2: a hook registered at
     construction masking the window its module keeps): each hook the project registers is read as a callee writing
     what it did not make (its module's counters aside); a hook not read refuses."""
-    if fn.name != "forward" or not _method(f, fn):
+    cls = f.parents.get(id(fn))
+    if fn.name != "forward" or not _method(f, fn) or not isinstance(cls, ast.ClassDef) or not _may_be_module(proj, f, cls):
         return None
     own = proj.own()
     for g in {id(g): g for g in proj.files_naming(list(_PRE_HOOKS)) + ([own] if own is not None else [])}.values():
@@ -279,6 +280,23 @@ def _pre_hooked(proj, f, fn) -> Optional[str]:
                 return (f"is a module's forward, run after the pre-hook `{reach._unparse(hook)[:40]}` registered at "
                         f"{proj.rel(g.path)}:{call.lineno}, which may write in place what its module keeps (or is not read)")
     return None
+
+
+_NO_MODULE_BASES = {"object", "ABC", "abc.ABC", "Generic", "typing.Generic", "Protocol", "typing.Protocol"}
+
+
+def _may_be_module(proj, f, cls: ast.ClassDef, depth: int = 0) -> bool:
+    """May the class be a torch module (its `__call__` running hooks): a base outside the project but those known
+    to be none (`ABC`: sglang's `AttentionBackend`), or a project base that may be?"""
+    for base in cls.bases:
+        name = reach._unparse(base.value if isinstance(base, ast.Subscript) else base)
+        found = _project_class(proj, f, base.id) if isinstance(base, ast.Name) else None
+        if found is not None and depth < 5:
+            if _may_be_module(proj, found[0], found[1], depth + 1):
+                return True
+        elif name not in _NO_MODULE_BASES:
+            return True
+    return False
 
 
 def _hook_defs(proj, g, hook: Optional[ast.AST]) -> List[Tuple[object, ast.AST]]:
