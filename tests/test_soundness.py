@@ -4702,9 +4702,19 @@ _MIXIN_AE = ("class ServingConfig:\n    def __init__(self, hf, index_topk, max_r
     ("class RoleConfig:\n    def __init__(self, hf):\n        self.hf = hf\n\n    def __getitem__(self, key):\n"
      "        return min(getattr(self.hf, key), 8)\n\n\nclass ServingConfig:\n    def __init__(self, hf):\n"
      "        self.index_topk = RoleConfig(hf)['index_topk']\n", "X = 1\n", False),
+    # round AG (g3): a `__getitem__` reading a table its `__init__` may have filled capped, a `get` of the project,
+    # a mapping subclass, a `__setattr__` clamping what it is handed are code of the project's serving the width
     ("class RoleConfig:\n    def __init__(self, hf):\n        self.hf = hf\n\n    def __getitem__(self, key):\n"
      "        return getattr(self.hf, key)\n\n\nclass ServingConfig:\n    def __init__(self, hf):\n"
-     "        self.index_topk = RoleConfig(hf)['index_topk']\n", "X = 1\n", True),
+     "        self.index_topk = RoleConfig(hf)['index_topk']\n", "X = 1\n", False),
+    ("class Knobs(dict):\n    def __init__(self, hf):\n        super().__init__(index_topk=min(hf.index_topk, 8))\n\n\n"
+     "class ServingConfig:\n    def __init__(self, hf):\n        self.index_topk = Knobs(hf)['index_topk']\n", "X = 1\n", False),
+    ("class Knobs:\n    def __init__(self, hf):\n        self.hf = hf\n\n    def get(self, key):\n"
+     "        return min(getattr(self.hf, key), 8)\n\n\nclass ServingConfig:\n    def __init__(self, hf):\n"
+     "        self.index_topk = Knobs(hf).get('index_topk')\n", "X = 1\n", False),
+    ("class Clamped:\n    def __setattr__(self, k, v):\n        object.__setattr__(self, k, min(v, 8))\n\n\n"
+     "class ServingConfig(Clamped):\n    def __init__(self, hf):\n        self.index_topk = hf.index_topk\n", "X = 1\n", False),
+    ("class ServingConfig:\n    def __init__(self, hf):\n        self.index_topk = hf['index_topk']\n", "X = 1\n", True),
     ("from typing import NamedTuple\n\n\nclass IndexerSettings(NamedTuple):\n    max_running: int\n    index_topk: int\n",
      "from serving_config import IndexerSettings\n\n\ndef make(hf):\n"
      "    return IndexerSettings(max_running=8, index_topk=hf.index_topk)\n", True),
@@ -4830,5 +4840,112 @@ def test_round_af_what_gives_the_holder_through_calls_and_records(tmp_path, plan
     src = _PLANNERS_AF.format(plan=plan, read=read, helper=helper)
     if helper:
         src = src.replace("sm_scale=sm_scale)[0]\n", "sm_scale=sm_scale.sm_scale)[0]\n")
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_KIT_AG = '''import weakref
+
+
+class Window:
+    def __init__(self, topk=None):
+        self.topk = topk
+
+    def __radd__(self, other):
+        self.topk.masked_fill_(self.topk < 20, -1)
+        return other
+
+    def rank(self, x):
+        self.topk.masked_fill_(self.topk < 20, -1)
+        return x
+
+
+class Lease:
+    def __init__(self, topk=None):
+        self.topk = topk
+
+    def __del__(self):
+        self.topk.masked_fill_(self.topk < 20, -1)
+
+
+def synced(fn):
+    def run(self, *args):
+        self.window.topk.masked_fill_(self.window.topk < 20, -1)
+        return fn(self, *args)
+    return run
+
+
+def guarded(cls):
+    cls.run = synced(cls.run)
+    return cls
+
+
+def registered(cls):
+    REGISTRY.append(cls)
+    return cls
+
+
+REGISTRY = []
+
+
+class Synced:
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.run = synced(cls.run)
+'''
+
+_LAYER_AG = '''import torch
+import window_kit
+from window_kit import Lease, Synced, Window, guarded, registered
+
+
+{decorator}class Layer({base}):
+    def __init__(self, backend, topk):
+        super().__init__()
+        self.backend = backend
+        self.window = Window(topk)
+        self.leases = [Lease(topk)]
+        self.by_req = {{0: Lease(topk)}}
+{init}
+    def {method}(self, q, kv, topk_indices, scale):
+{body}
+        return self.backend.forward(q, kv, topk_indices, scale)
+'''
+
+
+@pytest.mark.parametrize("decorator, base, init, body, fixable", [
+    # round AG (g2): any use of an object whose class's special methods write what it keeps (`+=`'s `__radd__`, a
+    # `%` format, a tuple key), a builtin calling the key it is handed, a container emptied or an item deleted (a
+    # `__del__` may run), a class decorator or a base's `__init_subclass__` replacing the method, a pre-hook
+    # returning new arguments
+    ("", "object", "", "        n = 0\n        n += self.window", False),
+    ("", "object", "", "        label = 'w=%s' % (self.window,)", False),
+    ("", "object", "", "        xs = sorted([1, 2], key=self.window.rank)", False),
+    ("", "object", "", "        self.leases.clear()", False),
+    ("", "object", "", "        del self.by_req[0]", False),
+    ("@guarded\n", "object", "", "        pass", False),
+    ("", "Synced", "", "        pass", False),
+    ("", "torch.nn.Module", "        self.register_forward_pre_hook(lambda m, args: tuple(a.flip(0) for a in args))\n",
+     "        pass", False),
+    # safe: a registering class decorator, a plain count
+    ("@registered\n", "object", "", "        n = len([1, 2])", True)])
+def test_round_ag_code_a_caller_runs_through_objects_and_classes(tmp_path, decorator, base, init, body, fixable):
+    (tmp_path / "window_kit.py").write_text(_KIT_AG)
+    method = "forward" if "hook" in init else "run"
+    (tmp_path / "layer.py").write_text(_LAYER_AG.format(decorator=decorator, base=base, init=init, body=body,
+                                                        method=method))
+    site = _site(tmp_path, HANDED_INDICES, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("plan, fixable", [
+    # round AG (g1): a holder given two calls deep (`_plan` calling `_adopt`) is given only where the first call runs
+    ("        self._plan(forward_batch)", True),
+    ("        if forward_batch.forward_mode == 'decode':\n            return\n        self._plan(forward_batch)", False)])
+def test_round_ag_a_holder_given_through_two_calls(tmp_path, plan, fixable):
+    src = _PLANNERS_AF.format(plan=plan, read=_READ_AF.replace("decode_metadata", "extend_metadata"), helper="").replace(
+        "    def _plan_decode(self, forward_batch):", "    def _plan(self, forward_batch):\n"
+        "        self._adopt(DSAMetadata(forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32)))\n\n"
+        "    def _adopt(self, md):\n        self.extend_metadata = md\n\n    def _plan_decode(self, forward_batch):")
     site = _site(tmp_path, src, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason

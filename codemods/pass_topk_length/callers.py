@@ -257,7 +257,40 @@ def _sibling_written(proj, f, fn, call: ast.Call, known: bool = False) -> Option
     if target is not None:
         return f"writes `{reach._unparse(target)[:40]}` in place, which may share the indices' storage"
     return _handed_on_written(proj, f, fn, call, known) or _setter_written(proj, f, fn, call) \
-        or _implicit_writes(proj, f, fn, call) or _decorated(proj, f, fn) or _pre_hooked(proj, f, fn)
+        or _implicit_writes(proj, f, fn, call) or _decorated(proj, f, fn) or _pre_hooked(proj, f, fn) \
+        or _class_rewritten(proj, f, fn)
+
+
+def _class_rewritten(proj, f, fn) -> Optional[str]:
+    """May the caller's class have its methods replaced after its body: a class decorator of the project, or a
+    project base's `__init_subclass__`, setting an attribute on the class it is handed (round AG: `cls.run =
+    synced(cls.run)`)? A decorator of a library or one registering the class only sets nothing."""
+    cls = f.parents.get(id(fn))
+    if not isinstance(cls, ast.ClassDef):
+        return None
+    for dec in cls.decorator_list:
+        func = dec.func if isinstance(dec, ast.Call) else dec
+        name = reach._unparse(func)
+        if name.rsplit(".", 1)[-1] in reach.PLAIN_CLASS_DECORATORS or _library_value(f, func):
+            continue
+        defs = _project_functions(proj, f, func.id) if isinstance(func, ast.Name) else []
+        if not defs or any(_sets_on_param(d) for _, d in defs):
+            return f"is a method of a class decorated by `{name[:40]}`, which may replace its methods (or is not read)"
+    todo, seen = [(f, cls)], 0
+    while todo and seen < 8:
+        (g, c), seen = todo.pop(0), seen + 1
+        if c is not cls and any(d.name == "__init_subclass__" and _sets_on_param(d) for d in _body_defs(c)):
+            return f"is a method of a subclass of `{c.name}`, whose `__init_subclass__` may replace its methods"
+        todo += [b for b in (_project_class(proj, g, b.id) if isinstance(b, ast.Name) else None for b in c.bases) if b]
+    return None
+
+
+def _sets_on_param(d) -> bool:
+    """Does the def set an attribute on its first parameter (`cls.run = ...`, `setattr(cls, ...)`)?"""
+    first = _first_param(d)
+    return any(isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load) and isinstance(n.value, ast.Name)
+               and n.value.id == first or isinstance(n, ast.Call) and reach._unparse(n.func) == "setattr" and n.args
+               and reach._unparse(n.args[0]) == first for n in ast.walk(d))
 
 
 _PRE_HOOKS = ("register_forward_pre_hook", "register_module_forward_pre_hook")
@@ -276,7 +309,8 @@ def _pre_hooked(proj, f, fn) -> Optional[str]:
                      and reach._unparse(n.func).rsplit(".", 1)[-1] in _PRE_HOOKS):
             hook = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "hook"), None)
             defs = _hook_defs(proj, g, hook)
-            if not defs or any(_foreign_write(proj, h, d, 2, _first_param(d)) is not None for h, d in defs):
+            if not defs or any(_foreign_write(proj, h, d, 2, _first_param(d)) is not None or _returns_value(d)
+                               for h, d in defs):  # (a hook returning the arguments anew, sorted: round AG)
                 return (f"is a module's forward, run after the pre-hook `{reach._unparse(hook)[:40]}` registered at "
                         f"{proj.rel(g.path)}:{call.lineno}, which may write in place what its module keeps (or is not read)")
     return None
@@ -308,6 +342,14 @@ def _hook_defs(proj, g, hook: Optional[ast.AST]) -> List[Tuple[object, ast.AST]]
         return [(g, d) for d in ast.walk(g.tree) if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))
                 and d.name == hook.id and not _bound_otherwise(g, hook.id)]
     return _project_methods(proj, hook.attr) if isinstance(hook, ast.Attribute) else []
+
+
+def _returns_value(d) -> bool:
+    """Does the def (a lambda: its body) return anything but None?"""
+    if isinstance(d, ast.Lambda):
+        return not (isinstance(d.body, ast.Constant) and d.body.value is None)
+    return any(r.value is not None and not (isinstance(r.value, ast.Constant) and r.value.value is None)
+               for r in ast.walk(d) if isinstance(r, ast.Return))
 
 
 def _first_param(d) -> str:
@@ -411,6 +453,10 @@ def _setter_written(proj, f, fn, call: ast.Call) -> Optional[str]:
     `__setattr__` or a descriptor's `__set__`, writing in place what its object keeps (round AB: `self.window.start
     = start` re-masking the buffer the indices view)."""
     hooks = None  # (the project's `__setattr__`/`__set__` defs, looked up once, at the first attribute store)
+    drop = next((n for n in ast.walk(fn) if _drops_reference(n) and _before(f, n, call)), None)
+    if drop is not None and _writing_finalizer(proj):
+        return (f"drops a reference (`{reach._unparse(drop)[:40]}`), which may run a finalizer of the project (a "
+                "`__del__`, a `weakref.finalize` callback) writing in place what its object keeps")
     for t, attr in _attribute_stores(fn):
         if not _before(f, t, call):
             continue
@@ -430,11 +476,63 @@ def _setter_written(proj, f, fn, call: ast.Call) -> Optional[str]:
     return None
 
 
+def _special_writer(proj, f, node: ast.AST) -> bool:
+    """Is the object one of a class of the project the file says (_receiver_kind), a special method of which (any
+    `__x__` but its making's) writes what its object keeps: then any use of it may run one (round AG: `%` formatting,
+    a tuple key's `__eq__`, `max`, `range`, a dict's `__hash__`, a starred display, `+=`'s `__radd__`)?"""
+    if not _special_names(proj):
+        return False
+    kind = _receiver_kind(proj, f, node)
+    return kind is not None and kind != "library" and any(
+        _class_method_writes(proj, kind, n) for n in _special_names(proj))
+
+
+def _special_names(proj) -> List[str]:
+    """The special methods the project's classes define and some def of writes what its object keeps (once)."""
+    cache = proj.__dict__.setdefault("_special_names", {})
+    if "names" not in cache:
+        cache["names"] = [n for n in _SPECIALS if _writing_method(proj, n, False)]
+    return cache["names"]
+
+
+_DROPPING = {"clear", "pop", "popitem", "remove", "discard", "popleft"}
+
+
+def _drops_reference(n: ast.AST) -> bool:
+    """An item deleted, or a container emptied (`del self.by_req[rid]`, `self.leases.clear()`): the last reference
+    to what it held may go (round AG)."""
+    if isinstance(n, ast.Delete):
+        return any(isinstance(t, ast.Subscript) for t in n.targets)
+    return isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _DROPPING
+
+
+def _writing_finalizer(proj) -> bool:
+    """Does the project define a `__del__` writing what its object keeps, or register a finalizer callback
+    (`weakref.finalize(obj, cb)`, `weakref.ref(obj, cb)`: round AG)? Once per project."""
+    cache = proj.__dict__.setdefault("_writing_finalizer", {})
+    if "found" not in cache:
+        own = proj.own()
+        registers = any(isinstance(n, ast.Call) and reach._unparse(n.func).rsplit(".", 1)[-1] in ("finalize", "ref")
+                        and "weakref" in reach._unparse(n.func) and len(n.args) > 1 and _writing_callback(proj, g, n.args[1])
+                        for g in proj.files_naming(["weakref"]) + ([own] if own is not None else []) for n in ast.walk(g.tree))
+        cache["found"] = registers or _writing_method(proj, "__del__", False)
+    return cache["found"]
+
+
+def _writing_callback(proj, g, cb: ast.AST) -> bool:
+    """May a callback handed to a library write in place what it did not make: a library's function (`os.close`)
+    does not; a def of the project is read; anything else is not read."""
+    if _library_value(g, cb) or isinstance(cb, ast.Attribute) and _library_value(g, reach.chain_root(cb)):
+        return False
+    defs = _hook_defs(proj, g, cb)
+    return not defs or any(_foreign_write(proj, h, d, 2) is not None for h, d in defs)
+
+
 def _finalizes(proj, f, target: ast.AST) -> bool:
     """May rebinding or deleting the attribute run a `__del__` of the project writing what its object keeps (round
     AE's e2: dropping a draft's lease scrubs the slots it held in the shared table)? Its class's where the file says
     which (_receiver_kind), any class's of the project otherwise; a `setattr` call is read as its store."""
-    if not isinstance(target, ast.Attribute) or not _writing_method(proj, "__del__", False):
+    if not isinstance(target, ast.Attribute) or not _writing_finalizer(proj):
         return False
     kind = _receiver_kind(proj, f, target)
     return kind is None or kind != "library" and _class_method_writes(proj, kind, "__del__")
@@ -530,6 +628,10 @@ def _implicit_writes(proj, f, fn, call: ast.Call) -> Optional[str]:
     writes what its object or module keeps. An item read's `__getitem__` is not read (a stated gap: by its name,
     sglang's JIT cache filling itself would refuse every subscript), nor `__del__`."""
     for node in (n for stmt in fn.body for n in ast.walk(stmt) if not _annotation(f, n)):
+        if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load) and _before(f, node, call) \
+                and _special_writer(proj, f, node):
+            return (f"uses `{reach._unparse(node)[:40]}`, an object of a class of the project whose special methods (run "
+                    "by operators, formatting, hashing, iteration, conversions) write in place what it keeps")
         for used in _protocol_uses(f, node):
             if _before(f, used[0], call) and _runs_writer(proj, f, *used):  # (the object's place: a comprehension
                 # has none of its own)
@@ -570,6 +672,14 @@ _ARITHMETIC = tuple(f"__{p}{op}__" for op in ("add", "sub", "mul", "matmul", "tr
 # protocols read only on an object of known class (the first method each names)
 _BY_CLASS = {"__eq__", "__contains__", "__add__", "__format__", "__str__", "__repr__", "__hash__", "__int__",
              "__float__", "__abs__", "__round__"}
+
+
+# the special methods an object's use may run with no call spelled (its making's aside)
+_SPECIALS = sorted({*_ITERATION, *_TRUTH, *_COMPARING, *_CONTAINING, *_ARITHMETIC, *(f"__i{n[2:]}" for n in _ARITHMETIC
+                    if not n.startswith("__r")), "__format__", "__str__", "__repr__", "__hash__", "__int__", "__float__",
+                    "__index__", "__abs__", "__round__", "__neg__", "__pos__", "__invert__", "__getattr__",
+                    "__getattribute__", "__getitem__", "__enter__", "__exit__", "__del__", "__call__", "__bytes__",
+                    "__complex__", "__trunc__", "__floor__", "__ceil__"})
 
 
 def _protocol_uses(f, node: ast.AST) -> List[Tuple[ast.AST, Tuple[str, ...]]]:
@@ -1033,11 +1143,16 @@ def _may_write(proj, f, call: ast.Call, key, depth: int = 0, known: bool = False
     return not _reads_only(f, call) or _hands_callable(proj, f, call)
 
 
+_CALLING_BUILTINS = {"sorted", "min", "max", "map", "filter", "iter"}
+
+
 def _hands_callable(proj, f, call: ast.Call) -> bool:
     """Is a library call handed something it may call with what it is handed: a lambda, a def of the file, a
     method of the project by its name (round AB: `pytree.tree_map(self.window.evict, ...)`, `torch.jit.fork`)? A
-    builtin (`setattr(cfg, name, fn)` stores it) calls none."""
-    if isinstance(call.func, ast.Name) and hasattr(builtins, call.func.id) and not f.binds(call.func.id):
+    builtin (`setattr(cfg, name, fn)` stores it) calls none, but those calling a key or a function they are handed
+    (`sorted(xs, key=self._rank)`: round AG)."""
+    if isinstance(call.func, ast.Name) and hasattr(builtins, call.func.id) and not f.binds(call.func.id) \
+            and call.func.id not in _CALLING_BUILTINS:
         return False
     for a in [*call.args, *(k.value for k in call.keywords)]:
         if isinstance(a, ast.Lambda) or isinstance(a, ast.Name) and any(

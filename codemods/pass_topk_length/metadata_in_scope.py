@@ -178,7 +178,7 @@ class MetadataInScope:
                     if isinstance(node, cst.AnnAssign) and node.value is None:
                         continue  # `self.forward_metadata: DSAMetadata`: a declaration (sglang 0.5.16's __init__)
                     static = fdef.name.value == "__init__" and isinstance(target, cst.Attribute) \
-                        and target.attr.value in held and isinstance(value, cst.Call)  # (a record made there;
+                        and target.attr.value in held and self._made_by_call(value)  # (a record made there;
                     # a parameter is what the making hands: the callers' rules read that)
                     why = self._static_refreshed(target.attr.value, field_name) if static else None
                     if why:
@@ -206,6 +206,14 @@ class MetadataInScope:
                 return True
         return False
 
+    def _made_by_call(self, value: Optional[cst.BaseExpression]) -> bool:
+        """A call's result, or a local bound only to one (`md = DSAMetadata(...)`: round AG)."""
+        if isinstance(value, cst.Name):
+            found = self.tree.binding(value, value.value).assignments
+            return bool(found) and all(isinstance(getattr(self.tree.assignment_statement(a), "value", None), cst.Call)
+                                       for a in found)
+        return isinstance(value, cst.Call)
+
     def _static_refreshed(self, attr: str, field_name: str) -> Optional[str]:
         """A record the holder gets in `__init__` lives across steps (round AD: a static record built from a warm-up
         batch): each eager planner (`init_forward_metadata`) gives the holder a new one or rewrites its field in place
@@ -230,7 +238,7 @@ class MetadataInScope:
         def build() -> Optional[str]:
             held = self.held_attributes()
             defs = self.find(cst.FunctionDef)
-            givers = {attr: {f.name.value for f in defs if self._gives(f, attr)} for attr in held}
+            givers = {attr: self._givers(defs, attr) for attr in held}
             for fdef in defs:
                 name = fdef.name.value
                 if reach.graph_update(name) or "capture" in name or name == "__init__":
@@ -244,6 +252,16 @@ class MetadataInScope:
                                 "earlier step's lengths; give it on every path, or pass topk_length by hand")
             return None
         return self.index("planned-on-every-path", build)
+
+    def _givers(self, defs: List[cst.FunctionDef], attr: str) -> Set[str]:
+        """The methods giving the holder: storing it, or calling one that does (`_plan` calling `_set_plan`: round
+        AG), to a fixed point."""
+        found = {f.name.value for f in defs if self._gives(f, attr)}
+        while True:
+            more = {f.name.value for f in defs if f.name.value not in found and self._giving_calls(f, found)}
+            if not more:
+                return found
+            found |= more
 
     def _giving_calls(self, fdef: cst.FunctionDef, givers: Set[str]) -> Set[int]:
         """fdef's calls of another method of self giving the holder (`self._plan_decode(fb)`), or of a base's
