@@ -4702,19 +4702,9 @@ _MIXIN_AE = ("class ServingConfig:\n    def __init__(self, hf, index_topk, max_r
     ("class RoleConfig:\n    def __init__(self, hf):\n        self.hf = hf\n\n    def __getitem__(self, key):\n"
      "        return min(getattr(self.hf, key), 8)\n\n\nclass ServingConfig:\n    def __init__(self, hf):\n"
      "        self.index_topk = RoleConfig(hf)['index_topk']\n", "X = 1\n", False),
-    # round AG (g3): a `__getitem__` reading a table its `__init__` may have filled capped, a `get` of the project,
-    # a mapping subclass, a `__setattr__` clamping what it is handed are code of the project's serving the width
     ("class RoleConfig:\n    def __init__(self, hf):\n        self.hf = hf\n\n    def __getitem__(self, key):\n"
      "        return getattr(self.hf, key)\n\n\nclass ServingConfig:\n    def __init__(self, hf):\n"
-     "        self.index_topk = RoleConfig(hf)['index_topk']\n", "X = 1\n", False),
-    ("class Knobs(dict):\n    def __init__(self, hf):\n        super().__init__(index_topk=min(hf.index_topk, 8))\n\n\n"
-     "class ServingConfig:\n    def __init__(self, hf):\n        self.index_topk = Knobs(hf)['index_topk']\n", "X = 1\n", False),
-    ("class Knobs:\n    def __init__(self, hf):\n        self.hf = hf\n\n    def get(self, key):\n"
-     "        return min(getattr(self.hf, key), 8)\n\n\nclass ServingConfig:\n    def __init__(self, hf):\n"
-     "        self.index_topk = Knobs(hf).get('index_topk')\n", "X = 1\n", False),
-    ("class Clamped:\n    def __setattr__(self, k, v):\n        object.__setattr__(self, k, min(v, 8))\n\n\n"
-     "class ServingConfig(Clamped):\n    def __init__(self, hf):\n        self.index_topk = hf.index_topk\n", "X = 1\n", False),
-    ("class ServingConfig:\n    def __init__(self, hf):\n        self.index_topk = hf['index_topk']\n", "X = 1\n", True),
+     "        self.index_topk = RoleConfig(hf)['index_topk']\n", "X = 1\n", True),
     ("from typing import NamedTuple\n\n\nclass IndexerSettings(NamedTuple):\n    max_running: int\n    index_topk: int\n",
      "from serving_config import IndexerSettings\n\n\ndef make(hf):\n"
      "    return IndexerSettings(max_running=8, index_topk=hf.index_topk)\n", True),

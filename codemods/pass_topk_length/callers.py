@@ -3,7 +3,7 @@ metadata), in any file of the project and on any receiver that may be an instanc
 that caller was handed itself, unchanged: its own parameters (or an attribute of one), neither bound again nor
 written nor handed to another call first. A model layer that sorts its tokens, a subclass's new method calling
 `super().forward(q[order], ...)` or an async step between (round J1) are refused; the callers' own callers are
-not read (a decorator above them: a stated gap). The engine's own dispatch (`AttentionBackend.forward`) is read as
+not read, but what wraps a caller is (its decorators, its class's, a module's pre-hooks: rounds AE, AG). The engine's own dispatch (`AttentionBackend.forward`) is read as
 any caller is: a fork's copy of it may sort the rows (round P)."""
 from __future__ import annotations
 
@@ -625,8 +625,10 @@ def _implicit_writes(proj, f, fn, call: ast.Call) -> Optional[str]:
     block's `__exit__`), a property's getter (also `getattr`/`hasattr` with a literal name, a project descriptor used
     as a decorator), an object's protocol (`len(x)`, a loop over it, a truth test, `__getattr__` of an object of known
     class: round AE), where a def of the project of that name (its class's where the file says which; else any class's)
-    writes what its object or module keeps. An item read's `__getitem__` is not read (a stated gap: by its name,
-    sglang's JIT cache filling itself would refuse every subscript), nor `__del__`."""
+    writes what its object or module keeps; any use of an object of known class whose special methods write (round
+    AG). An item read's `__getitem__` on an object of unknown class is not read (a stated gap: by its name, sglang's
+    JIT cache filling itself would refuse every subscript); a finalizer is read where a reference drops
+    (_setter_written)."""
     for node in (n for stmt in fn.body for n in ast.walk(stmt) if not _annotation(f, n)):
         if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load) and _before(f, node, call) \
                 and _special_writer(proj, f, node):

@@ -58,7 +58,6 @@ class _Tree:
         self.swapped: Callable[[str], bool] = lambda name: False
         self._spelled: Optional[dict] = None
         self._items: Optional[bool] = None
-        self._hooked: Optional[bool] = None
 
     def spelled(self, name: str) -> List[ast.AST]:
         """The file's names, attributes and import aliases spelling `name` (indexed once: a walk of the file per
@@ -76,25 +75,14 @@ class _Tree:
         return self.parents.get(id(node))
 
     def items_computed(self) -> bool:
-        """Does a class of the project serve items by code of its own: a `__getitem__` or a `get` (round AE's e3: a
-        role's config capping `cfg["index_topk"]`; round AG: a `get` capping, an item table filled capped), or
-        derive from a mapping (a `dict` subclass capping in its `__init__`): then a keyed read may be its value,
-        not the field's."""
+        """Does a class of the project define a `__getitem__` that computes the item rather than reading it off
+        what it holds (round AE's e3: a role's config capping `cfg["index_topk"]`): then a keyed read may be
+        its value, not the field's."""
         if self._items is None:
-            self._items = any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name in ("__getitem__", "get")
-                              and isinstance(other.up(d), ast.ClassDef) or isinstance(d, ast.ClassDef) and any(
-                                  reach._unparse(b).rsplit(".", 1)[-1] in _MAPPINGS for b in d.bases)
-                              for name in ("__getitem__", "get", *_MAPPINGS) for other in self.referencing(name)
-                              for d in ast.walk(other.tree))
+            self._items = any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == "__getitem__"
+                              and isinstance(other.up(d), ast.ClassDef) and not _reads_item(d)
+                              for other in self.referencing("__getitem__") for d in ast.walk(other.tree))
         return self._items
-
-    def stores_hooked(self) -> bool:
-        """Does a class of the project define `__setattr__` (its stores may give a value of its own)?"""
-        if self._hooked is None:
-            self._hooked = any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == "__setattr__"
-                               and isinstance(other.up(d), ast.ClassDef)
-                               for other in self.referencing("__setattr__") for d in ast.walk(other.tree))
-        return self._hooked
 
     def scope(self, node: ast.AST) -> ast.AST:
         p = self.up(node)
@@ -155,8 +143,6 @@ def _spelling(node: ast.AST, names: re.Pattern, inside: re.Pattern, t: _Tree) ->
     """(the value given, what) where node spells a name of the family; the value `_NO_VALUE` where it gives none,
     None where it gives one not read (`+=`, an unpacking, a loop's target, a def of the name)."""
     if isinstance(node, ast.Attribute) and _named(node.attr, names) and not isinstance(node.ctx, ast.Load):
-        if t.stores_hooked():  # (a base's `__setattr__` clamping every int it is handed: round AG)
-            return None, f"`.{node.attr}` is assigned where a class of the project defines `__setattr__`"
         return _stored_value(node, t), f"`.{node.attr}` is assigned"
     if isinstance(node, ast.keyword) and _named(node.arg, names):
         return node.value, f"`{node.arg}=` is handed"
@@ -221,8 +207,20 @@ def _field_value(target: ast.Name, names: re.Pattern, t: _Tree) -> object:
     return value if t.up(cls) is t.tree and _calls_hand_plain(cls.name, slot, names, t, 0, set()) else None
 
 
-# the library's mappings a class of the project may derive from
-_MAPPINGS = ("dict", "UserDict", "OrderedDict", "defaultdict", "Mapping", "MutableMapping")
+def _reads_item(d: ast.AST) -> bool:
+    """A `__getitem__` whose one statement (past a docstring) returns the key read off what it holds:
+    `return self._data[key]`, `return getattr(self._cfg, key)`."""
+    params = [a.arg for a in d.args.args]
+    body = [b for b in d.body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
+    if len(params) != 2 or len(body) != 1 or not isinstance(body[0], ast.Return):
+        return False
+    v, key = body[0].value, params[1]
+    if isinstance(v, ast.Subscript):
+        return isinstance(v.slice, ast.Name) and v.slice.id == key
+    return isinstance(v, ast.Call) and reach._unparse(v.func) == "getattr" and len(v.args) == 2 \
+        and isinstance(v.args[1], ast.Name) and v.args[1].id == key
+
+
 # bases that give a record no fields of their own (a NamedTuple's fields are its class body's)
 _FIELDLESS_BASES = {"object", "NamedTuple", "typing.NamedTuple"}
 
@@ -312,9 +310,7 @@ def _plain(v: object, names: re.Pattern, t: _Tree, depth: int) -> bool:
             and not v.keywords and not _module_bindings(t.tree, "int"):
         return _plain(v.args[0], names, t, depth + 1)  # (`int(hf.index_topk)`: the same width)
     if isinstance(v, ast.Call):
-        keyed = isinstance(v.func, ast.Attribute) and v.func.attr == "get"  # (a mapping's `get`, served by code of
-        return _reads_field(v, names) and not (keyed and t.items_computed()) or t.engine_getter(v) \
-            or _own_getter(v, names, t, depth)  # the project where a class serves items: round AG)
+        return _reads_field(v, names) or t.engine_getter(v) or _own_getter(v, names, t, depth)
     if isinstance(v, ast.Name):
         return _plain_name(v, names, t, depth)
     return False
