@@ -303,8 +303,7 @@ def _pre_hooked(proj, f, fn) -> Optional[str]:
     cls = f.parents.get(id(fn))
     if fn.name != "forward" or not _method(f, fn) or not isinstance(cls, ast.ClassDef) or not _may_be_module(proj, f, cls):
         return None
-    own = proj.own()
-    for g in {id(g): g for g in proj.files_naming(list(_PRE_HOOKS)) + ([own] if own is not None else [])}.values():
+    for g in _files_and_module(proj, _PRE_HOOKS):
         for call in (n for n in ast.walk(g.tree) if isinstance(n, ast.Call)
                      and reach._unparse(n.func).rsplit(".", 1)[-1] in _PRE_HOOKS):
             hook = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "hook"), None)
@@ -480,11 +479,9 @@ def _special_writer(proj, f, node: ast.AST) -> bool:
     """Is the object one of a class of the project the file says (_receiver_kind), a special method of which (any
     `__x__` but its making's) writes what its object keeps: then any use of it may run one (round AG: `%` formatting,
     a tuple key's `__eq__`, `max`, `range`, a dict's `__hash__`, a starred display, `+=`'s `__radd__`)?"""
-    if not _special_names(proj):
-        return False
-    kind = _receiver_kind(proj, f, node)
-    return kind is not None and kind != "library" and any(
-        _class_method_writes(proj, kind, n) for n in _special_names(proj))
+    names = _special_names(proj)
+    kind = _receiver_kind(proj, f, node) if names else None
+    return kind is not None and kind != "library" and any(_class_method_writes(proj, kind, n) for n in names)
 
 
 def _special_names(proj) -> List[str]:
@@ -511,10 +508,9 @@ def _writing_finalizer(proj) -> bool:
     (`weakref.finalize(obj, cb)`, `weakref.ref(obj, cb)`: round AG)? Once per project."""
     cache = proj.__dict__.setdefault("_writing_finalizer", {})
     if "found" not in cache:
-        own = proj.own()
         registers = any(isinstance(n, ast.Call) and reach._unparse(n.func).rsplit(".", 1)[-1] in ("finalize", "ref")
                         and "weakref" in reach._unparse(n.func) and len(n.args) > 1 and _writing_callback(proj, g, n.args[1])
-                        for g in proj.files_naming(["weakref"]) + ([own] if own is not None else []) for n in ast.walk(g.tree))
+                        for g in _files_and_module(proj, ["weakref"]) for n in ast.walk(g.tree))
         cache["found"] = registers or _writing_method(proj, "__del__", False)
     return cache["found"]
 
@@ -756,12 +752,11 @@ def _body_bound_defs(proj, name: str) -> Optional[List[Tuple[object, ast.AST]]]:
 
 def _read_body_bindings(proj, name: str) -> Optional[List[Tuple[object, ast.AST]]]:
     out: List[Tuple[object, ast.AST]] = []
-    own = proj.own()
-    for g in proj.files_naming([name]) + ([own] if own is not None else []):
+    for g in _files_and_module(proj, [name]):
         for c in g.class_defs:
             defs = {d.name: d for d in c.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
             for stmt in c.body:
-                if not any(isinstance(t, ast.Name) and t.id == name for t in reach._flatten(reach._written_targets(stmt))):
+                if not reach.body_binds([stmt], name):
                     continue
                 value = getattr(stmt, "value", None)
                 parts = [value] if isinstance(value, ast.Name) else [*value.args, *(k.value for k in value.keywords)] \
@@ -980,7 +975,7 @@ def _class_method_writes(proj, made, name: str) -> bool:
             return True
         if own:
             continue
-        if any(isinstance(t, ast.Name) and t.id == name for stmt in cls.body for t in reach._flatten(reach._written_targets(stmt))):
+        if reach.body_binds(cls.body, name):
             return True  # (a class body binding it to another callable: not read)
         todo += [b for b in (_project_class(proj, g, b.id) if isinstance(b, ast.Name) else None for b in cls.bases) if b]
     return False
@@ -1281,10 +1276,7 @@ _UNREAD: List[Tuple[object, ast.AST, bool]] = []  # _callee_defs: the name runs 
 def _class_bound(proj, name: str) -> bool:
     """Does a class body of the project (the module too) bind `name` by an assignment (round AB: a strategy's
     `evict = staticmethod(fused.evict_before)`, `evict = window_impl.evict_in_place`)?"""
-    own = proj.own()
-    return any(isinstance(t, ast.Name) and t.id == name for g in proj.files_naming([name]) + (
-        [own] if own is not None else []) for c in g.class_defs for stmt in c.body
-        for t in reach._flatten(reach._written_targets(stmt)))
+    return any(reach.body_binds(c.body, name) for g in _files_and_module(proj, [name]) for c in g.class_defs)
 
 
 def _bound_otherwise(f, name: str) -> bool:
@@ -1803,9 +1795,13 @@ def _handed_to_writer(proj, f, node: ast.Name, call: Optional[ast.Call] = None, 
 
 def _project_methods(proj, name: str) -> List[Tuple[object, ast.AST]]:
     """(file, def) for each method of that name a class of the project (the module too) defines."""
+    return [(g, d) for g in _files_and_module(proj, [name]) for c in g.class_defs for d in _body_defs(c) if d.name == name]
+
+
+def _files_and_module(proj, names) -> list:
+    """The project's files naming one of `names`, and the module itself (which files_naming never holds)."""
     own = proj.own()
-    return [(g, d) for g in proj.files_naming([name]) + ([own] if own is not None else []) for c in g.class_defs
-            for d in _body_defs(c) if d.name == name]
+    return proj.files_naming(list(names)) + ([own] if own is not None else [])
 
 
 def _body_defs(cls: ast.ClassDef) -> List[ast.AST]:

@@ -167,7 +167,8 @@ class MetadataInScope:
                         return (f"a lambda gives `{_code(target).strip()}` what it is handed (line "
                                 f"{self.tree.line(node)}): what calls it, with which batch's metadata, is not read; "
                                 "pass topk_length by hand")
-            named = next((a for a in sorted(held) if self._spelled_by_string(a)), None)
+            named = next((a for a in sorted(held) if self._spelled_as_string(a, ("getattr", "hasattr", "setattr"))),
+                         None)
             if named:
                 return (f"a string of the module names the holder `{named}` outside a plain `getattr`/`setattr` (a "
                         "`partial(setattr, self, ...)` listener, a name handed on): what sets it, with which batch's "
@@ -194,17 +195,6 @@ class MetadataInScope:
                             "topk_length by hand")
             return None
         return self.index(f"kept-in-holder:{field_name}", build)
-
-    def _spelled_by_string(self, attr: str) -> bool:
-        """Is the holder's name a string handed to anything but `getattr`/`hasattr` (a read) or `setattr` called
-        where it stands (read as a store)?"""
-        for s in self.find(cst.SimpleString, lambda s: s.evaluated_value == attr):
-            arg = self.tree.parent.get(s)
-            call = self.tree.parent.get(arg) if isinstance(arg, cst.Arg) else None
-            if not (isinstance(call, cst.Call) and dotted(call.func) in ("getattr", "hasattr", "setattr")
-                    and call.args.index(arg) == 1):
-                return True
-        return False
 
     def _made_by_call(self, value: Optional[cst.BaseExpression]) -> bool:
         """A call's result, or a local bound only to one (`md = DSAMetadata(...)`: round AG)."""
@@ -422,9 +412,8 @@ class MetadataInScope:
             g, cls = todo.pop()
             seen += 1
             if cls.keywords or any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == "__new__"
-                                   for d in cls.body) or any(  # (`__new__ = recycled_new` in the body: round AF)
-                    isinstance(t, ast.Name) and t.id == "__new__" for stmt in cls.body
-                    for t in reach._flatten(reach._written_targets(stmt))) or self._new_installed(cls):
+                                   for d in cls.body) or reach.body_binds(cls.body, "__new__") \
+                    or self._new_installed(cls):  # (`__new__ = recycled_new` in the body: round AF)
                 return True
             for base in cls.bases:
                 found = callers._project_class(self.project(), g, base.id) if isinstance(base, ast.Name) else None
@@ -500,11 +489,17 @@ class MetadataInScope:
                 return False
         return True
 
-    def _spelled_as_string(self, name: str) -> bool:
+    def _spelled_as_string(self, name: str, read_by: Tuple[str, ...] = ()) -> bool:
         """Does a string of the module spell the name (`getattr(self, "_adopt")(md)`, `methodcaller("_adopt", md)`,
-        `partial(setattr, self, "forward_metadata")`: round AF): what it is called or set with is not read."""
-        return any(s.evaluated_value == name for s in self.find(cst.SimpleString)
-                   if isinstance(s.evaluated_value, str))
+        `partial(setattr, self, "forward_metadata")`: round AF), but as the name a call of `read_by` is handed
+        (the holder's `getattr`/`hasattr`, a read, or `setattr` where it stands, read as a store)? What it is called
+        or set with is not read."""
+        for s in self.find(cst.SimpleString, lambda s: s.evaluated_value == name):
+            arg = self.tree.parent.get(s)
+            call = self.tree.parent.get(arg) if isinstance(arg, cst.Arg) else None
+            if not (isinstance(call, cst.Call) and dotted(call.func) in read_by and call.args.index(arg) == 1):
+                return True
+        return False
 
     def _imported_from(self, name: cst.Name) -> Optional[Tuple[str, str]]:
         """(module, name) where `name`'s one binding where it is read is `from module import name` (a function's own

@@ -2226,6 +2226,12 @@ def forwards_params(inner, call: ast.Call) -> bool:
         and [(k.arg, getattr(k.value, "id", None)) for k in call.keywords] == keywords
 
 
+def body_binds(stmts: List[ast.stmt], name: str) -> bool:
+    """Does one of the statements (a class body's) bind `name` by an assignment (`__new__ = recycled_new`, `evict =
+    staticmethod(fused.evict)`)?"""
+    return any(isinstance(t, ast.Name) and t.id == name for stmt in stmts for t in _flatten(_written_targets(stmt)))
+
+
 def _written_targets(node: ast.AST) -> List[ast.AST]:
     """What a statement assigns, augments or deletes (its targets, unflattened); [] for anything else."""
     if isinstance(node, (ast.Assign, ast.Delete)):
