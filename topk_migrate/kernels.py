@@ -576,8 +576,9 @@ def file_ways(path: str, root: str) -> List[List[Pin]]:
     from (poetry's tables, uv's overrides, a kernel distribution's own release); a requirements or
     constraints file's pins, whatever its name; a recipe's spelled pins (conda's single `=` too); and one
     that decides nothing for a line naming a kernel that none of them reads. A Python file (a bootstrap
-    script) gives the pins its text spells, and one that decides nothing where it names a kernel with a
-    version it computes; its other mentions (a message, an enum's value) install nothing. A file too big to
+    script) gives the pins its installer calls spell, and one that decides nothing where it names a kernel with
+    a version it computes; its inline script metadata (PEP 723); and each kernel pin any of its strings spells (a
+    rendered recipe's values; a message's pin counts too: which string installs is not read). A file too big to
     read decides nothing where its name says it installs; another (a tokenizer's vocabulary) installs nothing;
     a binary one (a wheel, an archive) is no recipe."""
     name, rel = os.path.basename(path), project_label(path, root)
@@ -607,7 +608,7 @@ def file_ways(path: str, root: str) -> List[List[Pin]]:
         return []  # names no installer, kernel or engine: nothing to read, parsed or not (the tree's modules)
     tree = bounded.python_facts(text) if python else None
     if tree is not None:  # (a shell script with a Python heredoc, or Python that does not parse: a recipe's text)
-        return [_python_installs(tree, rel)]
+        return [_python_installs(tree, rel), _script_metadata_pins(text, rel), *_pins_in_strings(tree, rel)]
     text, scripts = _python_heredocs(text)
     embedded = [p for body in scripts for t in [bounded.python_facts(body)]
                 for p in (_python_installs(t, rel) if t is not None else _mentioned_pins(body, rel, False))]
@@ -1133,8 +1134,8 @@ def _python_installs(tree: ast.Module, rel: str) -> List[Pin]:
     arguments after `install`, and one that decides nothing for a computed argument (`KERNEL[cuda]`,
     `f"sgl-kernel=={v}"`). A command a runner is handed computed (a table of steps looped over, `shlex.split(...)`,
     `%`-formatting) is read through every string the file binds to what it is computed from: the pins those
-    spell, and one that decides nothing where they name a kernel otherwise (round U). Its other strings (a version
-    table no command reads, a message, a docstring) install nothing."""
+    spell, and one that decides nothing where they name a kernel otherwise (round U). The pins its other strings
+    spell are _pins_in_strings's."""
     pins: List[Pin] = []
     bound: Optional[Dict[str, Set[str]]] = None
     for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
@@ -1153,6 +1154,38 @@ def _python_installs(tree: ast.Module, rel: str) -> List[Pin]:
                 pins += _mentioned_pins("\n".join(texts), f"{rel}:{call.lineno}", False) or [
                     Pin(COMPUTED, "", f"{rel}:{call.lineno} (runs a command it computes from a kernel's name)")]
     return pins
+
+
+_SCRIPT_BLOCK = re.compile(r"(?m)^# /// script[ \t]*\r?\n((?:^#(?:| .*)\r?\n)+)^# ///[ \t]*$")
+
+
+def _script_metadata_pins(text: str, rel: str) -> List[Pin]:
+    """A script's inline metadata (PEP 723: `uv run`, `pipx run`, `hatch run` install its `dependencies` in the
+    script's own environment): its pins; one that decides nothing where the block cannot be read."""
+    pins: List[Pin] = []
+    for m in list(_SCRIPT_BLOCK.finditer(text))[:4]:
+        body = "\n".join(line[2:] if line.startswith("# ") else line[1:] for line in m.group(1).splitlines())
+        deps = _toml(body).get("dependencies")
+        if not isinstance(deps, list):
+            pins.append(Pin(COMPUTED, "", f"{rel} (a script's inline metadata not read)"))
+            continue
+        pins += [p for d in deps[:MAX_PINS] if isinstance(d, str) for p in [_requirement(d, rel)] if p is not None]
+    return pins
+
+
+def _pins_in_strings(tree: ast.Module, rel: str) -> List[List[Pin]]:
+    """The kernel pins a Python file's strings spell, each a way of its own: a string may be a recipe the file
+    renders or hands a runner (a Dockerfile template's values, a command table); which of them installs is not
+    read, so each counts. A string naming a kernel without a version installs whatever is newest: none."""
+    words = _kernel_words()
+    ways: List[List[Pin]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and words.search(node.value):
+            named = {normalize(m.group(1)) for m in words.finditer(node.value)}
+            ways += [[p] for p in spelled_pins(node.value, f"{rel}:{node.lineno}") if p.dist in named]
+            if len(ways) > MAX_PINS:
+                return ways[:MAX_PINS] + [[Pin(COMPUTED, "", f"{rel} (more kernel pins than are read)")]]
+    return ways
 
 
 def _runs_commands(call: ast.Call) -> bool:
@@ -1309,11 +1342,63 @@ def find_module(path: str, module: str, scope: Optional[Scope] = None) -> Option
         else:  # `from . import name`: the package itself
             found = os.path.join(d, "__init__.py") if os.path.isfile(os.path.join(d, "__init__.py")) else None
         return found if found and scope.holds(found) else None
+    return _absolute_module(path, module, scope)[0]
+
+
+def _absolute_module(path: str, module: str, scope: Scope) -> Tuple[Optional[str], bool]:
+    """The file an absolute import of `module` loads, and whether that is a guess. Python searches the folders on
+    sys.path, never a package's own folder (a folder with `__init__.py`) unless something puts it there: the
+    nearest folder on the way up that is not a package (or its src/) holds the module Python loads. Found only
+    beside the importer inside a package, the module is what a `sys.path` change would load: a guess."""
+    beside = None
     for d in upward(path):
         for base in (d, os.path.join(d, "src")):  # a src/ layout holds the project's packages under src/
             found = _module_file(os.path.join(base, *module.split(".")))
             if found and scope.holds(found):
-                return found
+                if not os.path.isfile(os.path.join(base, "__init__.py")):
+                    return found, False
+                beside = beside or found
+    return beside, beside is not None
+
+
+def import_doubt(path: str, module: str) -> Optional[str]:
+    """Why the file find_module names for `module` may not be what Python loads there, or None: an absolute import
+    found only in a package's own folder; a package whose `__init__` binds its submodule's name otherwise, or
+    serves names by a module `__getattr__` (`from pkg import m` takes the package's attribute first)."""
+    scope = project_scope(path)
+    found = find_module(path, module, scope)
+    if found is None:
+        return None
+    if not module.startswith(".") and _absolute_module(path, module, scope)[1]:
+        rel = os.path.relpath(found, project_root(found)).replace(os.sep, "/")
+        return (f"`{module}` is found only in a package's own folder ({rel}), which Python searches only where "
+                "something puts it on sys.path")
+    package = os.path.dirname(os.path.dirname(found) if found.endswith("__init__.py") else found)
+    init = os.path.join(package, "__init__.py")
+    tree = bounded.python_facts(read_project_file(init)) if os.path.isfile(init) and scope.holds(init) else None
+    name = module.rstrip(".").rpartition(".")[2] or os.path.basename(os.path.dirname(found))
+    at = _package_binds_otherwise(tree, name) if tree is not None else None
+    return (f"the package's {_where(init, at)} binds `{name}` itself (not as its submodule): `from ... import "
+            f"{name}` takes that first") if at else None
+
+
+def _package_binds_otherwise(tree: ast.Module, name: str) -> Optional[int]:
+    """The line where a package's `__init__` binds `name` by anything but importing its own submodule of that
+    name (`from . import name`), serves names by a module `__getattr__` or a star import, or binds reflectively."""
+    reflective = _reflective(tree)
+    if reflective is not None:
+        return reflective[0]
+    if _global_writes(tree, name) is not None:
+        return _global_writes(tree, name)
+    for node in scope_nodes(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and not node.module \
+                and any(a.name == name and a.asname in (None, name) for a in node.names):
+            continue
+        imports = isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+            a.name == "*" or (a.asname or a.name.split(".")[0]) == name for a in node.names)
+        served = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "__getattr__"
+        if imports or served or _bound_name(node) == name:
+            return node.lineno
     return None
 
 
@@ -1338,6 +1423,10 @@ def vendored_interface(path: str, qualname: str, param: str = "", _memo: Optiona
     if not module:
         return None
     found = find_module(path, module)
+    doubt = import_doubt(path, module) if found else None
+    if doubt:
+        _undecided(_memo if _memo is not None else {}, doubt)
+        return None
     if found:
         return read_interface(found, func, param=param, _memo=_memo)
     beside = installed_module(path, module)
@@ -1372,6 +1461,8 @@ def _reexported(file: str, func: str, depth: int) -> Optional[str]:
     node, alias = binds[0]
     source = "." * node.level + (node.module or "")
     inner = find_module(file, source)
+    if inner is not None and import_doubt(file, source):
+        return None
     if inner is not None:  # a module of the project: its own binding decides
         return _reexported(inner, alias.name, depth + 1)
     return f"{source}.{alias.name}" if not node.level else None

@@ -143,6 +143,9 @@ def _spelling(node: ast.AST, names: re.Pattern, inside: re.Pattern, t: _Tree) ->
     """(the value given, what) where node spells a name of the family; the value `_NO_VALUE` where it gives none,
     None where it gives one not read (`+=`, an unpacking, a loop's target, a def of the name)."""
     if isinstance(node, ast.Attribute) and _named(node.attr, names) and not isinstance(node.ctx, ast.Load):
+        cls = _own_class(node, t)
+        if cls is not None and _stores_served(cls, t, 0):
+            return None, f"`.{node.attr}` is assigned through a `__setattr__` of {cls.name} or a base"
         return _stored_value(node, t), f"`.{node.attr}` is assigned"
     if isinstance(node, ast.keyword) and _named(node.arg, names):
         return node.value, f"`{node.arg}=` is handed"
@@ -165,6 +168,30 @@ def _spelling(node: ast.AST, names: re.Pattern, inside: re.Pattern, t: _Tree) ->
     if isinstance(node, ast.Constant) and isinstance(node.value, str) and inside.search(node.value):
         return _string_use(node, names, t)
     return None
+
+
+def _own_class(target: ast.Attribute, t: _Tree) -> Optional[ast.ClassDef]:
+    """The class whose method stores `self.x` (its first parameter's attribute), or None."""
+    fn = t.scope(target)
+    cls = t.scope(fn) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+    first = (fn.args.posonlyargs + fn.args.args)[:1] if cls is not None else []
+    return cls if isinstance(cls, ast.ClassDef) and isinstance(target.value, ast.Name) and first \
+        and target.value.id == first[0].arg else None
+
+
+def _stores_served(cls: ast.ClassDef, t: _Tree, depth: int) -> bool:
+    """Does the class, or a base of the project, define or bind `__setattr__` (round AG's g3: a base clamping every
+    integer on assignment, validation by hand)? Then a store of the class's own methods is not its value."""
+    if depth > 8 or any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == "__setattr__"
+                        for d in cls.body) or reach.body_binds(cls.body, "__setattr__"):
+        return True
+    for b in cls.bases:
+        name = reach._unparse(b).rsplit(".", 1)[-1]
+        for other in t.referencing(name):
+            if any(isinstance(c, ast.ClassDef) and c.name == name and _stores_served(c, other, depth + 1)
+                   for c in ast.walk(other.tree)):
+                return True
+    return False
 
 
 def _declared_global(scope: ast.AST, name: str) -> bool:
@@ -299,21 +326,57 @@ def _plain(v: object, names: re.Pattern, t: _Tree, depth: int) -> bool:
     if isinstance(v, ast.Constant):
         return v.value is None
     if isinstance(v, ast.Attribute):
-        return _named(v.attr, names)
+        return _named(v.attr, names) and not _served(v.value, t, 0)
     if _measured(v, t):
         return True
     if isinstance(v, ast.Subscript):
-        return isinstance(v.slice, ast.Constant) and _named(v.slice.value, names) and not t.items_computed()
+        return isinstance(v.slice, ast.Constant) and _named(v.slice.value, names) and not t.items_computed() \
+            and not _served(v.value, t, 0)
     if isinstance(v, ast.IfExp):
         return depth < 4 and _plain(v.body, names, t, depth + 1) and _plain(v.orelse, names, t, depth + 1)
     if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "int" and len(v.args) == 1 \
             and not v.keywords and not _module_bindings(t.tree, "int"):
         return _plain(v.args[0], names, t, depth + 1)  # (`int(hf.index_topk)`: the same width)
+    if isinstance(v, ast.Call) and any(_served(a, t, 0) for a in [*v.args, *(k.value for k in v.keywords)]):
+        return False  # (a getter or a read handed an object whose class serves its reads: round AG's g3)
     if isinstance(v, ast.Call):
         return _reads_field(v, names) or t.engine_getter(v) or _own_getter(v, names, t, depth)
     if isinstance(v, ast.Name):
         return _plain_name(v, names, t, depth)
     return False
+
+
+# what a class defines to serve a read of itself: a keyed or a named one, a mapping's view
+_READ_SERVERS = {"get", "__getitem__", "__missing__", "__getattr__", "__getattribute__", "__get__", "keys", "items",
+                 "values", "__iter__"}
+
+
+def _served(e: ast.AST, t: _Tree, depth: int) -> bool:
+    """Is `e` (a receiver of a read, or an object handed to a getter) an object of a project class that serves its
+    reads (_serves_reads): made by a call of the class there, or a local of the scope bound to one?"""
+    if isinstance(e, ast.Name) and depth < 4:
+        scope = t.scope(e)
+        return any(isinstance(n, ast.Assign) and any(isinstance(x, ast.Name) and x.id == e.id for x in n.targets)
+                   and _served(n.value, t, depth + 1) for n in ast.walk(scope) if t.scope(n) is scope)
+    if not (isinstance(e, ast.Call) and isinstance(e.func, (ast.Name, ast.Attribute))):
+        return False
+    name = reach._unparse(e.func).rsplit(".", 1)[-1]
+    return any(isinstance(c, ast.ClassDef) and c.name == name and _serves_reads(c, other, 0)
+               for other in t.referencing(name) for c in ast.walk(other.tree))
+
+
+def _serves_reads(cls: ast.ClassDef, t: _Tree, depth: int) -> bool:
+    """Does the class (or a base of the project) define what serves a read of it (_READ_SERVERS), or derive from
+    another class while making itself (`__init__`, `__new__`, `__post_init__`: a `dict` subclass filling itself
+    capped, round AG's g3)?"""
+    defined = {d.name for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    based = any(reach._unparse(b) not in ("object",) for b in cls.bases)
+    if depth > 8 or defined & _READ_SERVERS or any(reach.body_binds(cls.body, n) for n in _READ_SERVERS) \
+            or based and defined & {"__init__", "__new__", "__post_init__"}:
+        return True
+    return any(isinstance(c, ast.ClassDef) and c.name == n and _serves_reads(c, other, depth + 1)
+               for n in (reach._unparse(b).rsplit(".", 1)[-1] for b in cls.bases)
+               for other in t.referencing(n) for c in ast.walk(other.tree))
 
 
 def _own_getter(call: ast.Call, names: re.Pattern, t: _Tree, depth: int) -> bool:

@@ -523,6 +523,9 @@ class CalleeIdentity:
         forwards unchanged to the kernel (read as the wrapper was), or why not."""
         module, _, name = inner.rpartition(".")
         path = self.project()._find_module(self.path, module)
+        doubt = kernels.import_doubt(self.path, module) if path else None
+        if doubt:
+            return f"the wrapper hands on to `{inner}`, but {doubt}: what runs is not read; pass topk_length by hand"
         tree = bounded.python_facts(project.read_project_file(path)) if path and path.endswith(".py") else None
         defs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name] \
             if tree is not None else []
