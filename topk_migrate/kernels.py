@@ -1174,18 +1174,54 @@ def _script_metadata_pins(text: str, rel: str) -> List[Pin]:
 
 
 def _pins_in_strings(tree: ast.Module, rel: str) -> List[List[Pin]]:
-    """The kernel pins a Python file's strings spell, each a way of its own: a string may be a recipe the file
-    renders or hands a runner (a Dockerfile template's values, a command table); which of them installs is not
-    read, so each counts. A string naming a kernel without a version installs whatever is newest: none."""
+    """The kernel pins a Python file's strings spell, each a way of its own, but a message's (_a_message): a string
+    may be a recipe the file renders or hands a runner (a Dockerfile template's values, round AG's g3), and where it
+    goes is not followed. A string naming a kernel without a version installs whatever is newest: none."""
     words = _kernel_words()
+    parents: Optional[Dict[int, ast.AST]] = None
     ways: List[List[Pin]] = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and words.search(node.value):
-            named = {normalize(m.group(1)) for m in words.finditer(node.value)}
-            ways += [[p] for p in spelled_pins(node.value, f"{rel}:{node.lineno}") if p.dist in named]
-            if len(ways) > MAX_PINS:
-                return ways[:MAX_PINS] + [[Pin(COMPUTED, "", f"{rel} (more kernel pins than are read)")]]
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str) and words.search(node.value)):
+            continue
+        named = {normalize(m.group(1)) for m in words.finditer(node.value)}
+        pins = [p for p in spelled_pins(node.value, f"{rel}:{node.lineno}") if p.dist in named]
+        parents = parents if parents is not None or not pins else {
+            id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+        if pins and not _a_message(node, parents, tree, 0):
+            ways += [[p] for p in pins]
+        if len(ways) > MAX_PINS:
+            return ways[:MAX_PINS] + [[Pin(COMPUTED, "", f"{rel} (more kernel pins than are read)")]]
     return ways
+
+
+_MESSAGE_CALLS = {"print", "logger", "logging", "log", "warnings", "warn", "LOGGER", "_logger"}
+
+
+def _a_message(node: ast.AST, parents: Dict[int, ast.AST], tree: ast.Module, depth: int) -> bool:
+    """Is the string (or the name it is bound to, in a container or not) only ever a message: a docstring, text
+    handed to `print`, logging or `warnings`, raised or asserted, or a name bound to it once whose every read in the
+    file is one (a version table the file never reads: stated, another module importing it is not followed)?"""
+    up = parents.get(id(node))
+    while isinstance(up, (ast.JoinedStr, ast.FormattedValue, ast.BinOp, ast.Dict, ast.List, ast.Tuple, ast.Set)):
+        node, up = up, parents.get(id(up))
+    if isinstance(up, ast.Expr):
+        return True
+    if isinstance(up, ast.Assign) and up.value is node and len(up.targets) == 1 and isinstance(up.targets[0], ast.Name):
+        return depth < 2 and _a_name_for_messages(up.targets[0].id, parents, tree, depth)
+    while up is not None and not isinstance(up, ast.stmt):
+        if isinstance(up, ast.Call):
+            root = up.func
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            return isinstance(root, ast.Name) and root.id in _MESSAGE_CALLS
+        up = parents.get(id(up))
+    return isinstance(up, (ast.Raise, ast.Assert))
+
+
+def _a_name_for_messages(name: str, parents: Dict[int, ast.AST], tree: ast.Module, depth: int) -> bool:
+    uses = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name]
+    stores = [n for n in uses if not isinstance(n.ctx, ast.Load)]
+    return len(stores) == 1 and all(_a_message(n, parents, tree, depth + 1) for n in uses if n not in stores)
 
 
 def _runs_commands(call: ast.Call) -> bool:

@@ -366,14 +366,18 @@ def _served(e: ast.AST, t: _Tree, depth: int) -> bool:
 
 
 def _serves_reads(cls: ast.ClassDef, t: _Tree, depth: int) -> bool:
-    """Does the class (or a base of the project) define what serves a read of it (_READ_SERVERS), or derive from
-    another class while making itself (`__init__`, `__new__`, `__post_init__`: a `dict` subclass filling itself
-    capped, round AG's g3)?"""
-    defined = {d.name for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    """Does the class (or a base of the project) define what serves a read of it (_READ_SERVERS; a `__getitem__`
+    reading the key off what its `__init__` stores as handed is no server), or derive from another class while making
+    itself (`__init__`, `__new__`, `__post_init__`: a `dict` subclass filling itself capped, round AG's g3)?"""
+    defs = {d.name: d for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
     based = any(reach._unparse(b) not in ("object",) for b in cls.bases)
-    if depth > 8 or defined & _READ_SERVERS or any(reach.body_binds(cls.body, n) for n in _READ_SERVERS) \
-            or based and defined & {"__init__", "__new__", "__post_init__"}:
+    if depth > 8 or _READ_SERVERS.intersection(defs) - {"__getitem__"} or any(
+            reach.body_binds(cls.body, n) for n in _READ_SERVERS) \
+            or based and {"__init__", "__new__", "__post_init__"}.intersection(defs):
         return True
+    if "__getitem__" in defs and not (_reads_item(defs["__getitem__"]) and all(
+            reach.stores_its_parameters(d) for n, d in defs.items() if n in ("__init__", "__post_init__"))):
+        return True  # (a forwarding `__getitem__` over what `__init__` was handed: the item read is that object's)
     return any(isinstance(c, ast.ClassDef) and c.name == n and _serves_reads(c, other, depth + 1)
                for n in (reach._unparse(b).rsplit(".", 1)[-1] for b in cls.bases)
                for other in t.referencing(n) for c in ast.walk(other.tree))

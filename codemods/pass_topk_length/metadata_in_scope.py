@@ -185,7 +185,15 @@ class MetadataInScope:
                     if why:
                         return why
                     if not (isinstance(target, cst.Attribute) and target.attr.value in held) \
-                            or self._made_for_batch(value, fdef) or self._updated(fdef, value, field_name, replay):
+                            or self._made_for_batch(value, fdef):
+                        continue
+                    shared = self._shared_pool(fdef, value)
+                    if shared:
+                        return (f"{fdef.name.value} gives `{_code(target).strip()}` a record it may take from {shared} "
+                                f"(line {self.tree.line(node)}), which every instance shares (a target and a draft "
+                                "backend): another's plan rewrites the lengths this one's kernel reads; keep the pool on "
+                                "the instance (`self._pool = {}` in `__init__`), or pass topk_length by hand")
+                    if self._updated(fdef, value, field_name, replay):
                         continue
                     what = _code(value).strip()[:60] if value is not None else "?"
                     return (f"{fdef.name.value} gives `{_code(target).strip()}` `{what}` at line {self.tree.line(node)}: "
@@ -195,6 +203,37 @@ class MetadataInScope:
                             "topk_length by hand")
             return None
         return self.index(f"kept-in-holder:{field_name}", build)
+
+    def _shared_pool(self, fdef: cst.FunctionDef, value: Optional[cst.BaseExpression]) -> Optional[str]:
+        """Where the local the holder is given may be read out of a container not the instance's own (round AG: a
+        module's `_RECORD_POOL`, a mutable default `_pool={}`, a class attribute): that container, spelled; None where
+        each of its values is made here or read off an attribute of self every store gives a new container."""
+        if not isinstance(value, cst.Name):
+            return None
+        for a in self.tree.binding(value, value.value).assignments:
+            v = getattr(self.tree.assignment_statement(a), "value", None)
+            while isinstance(v, (cst.Call, cst.Subscript, cst.Attribute)) and not (
+                    isinstance(v, cst.Call) and self._made_for_batch(v, fdef)) and not _is_attr_of_self(v):
+                v = v.func.value if isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) else \
+                    v.value if isinstance(v, (cst.Subscript, cst.Attribute)) else None
+            if v is None or isinstance(v, cst.Call) or _is_attr_of_self(v) and self._own_container(v.attr.value):
+                continue
+            if isinstance(v, cst.Name) and v.value != "self":
+                return f"`{v.value}`"
+            if _is_attr_of_self(v):
+                return f"`self.{v.attr.value}`"
+        return None
+
+    def _own_container(self, attr: str) -> bool:
+        """Is `self.<attr>` a container each instance makes its own: every store of it a new `{}`, `[]`, `dict()`...,
+        and no class body binding it (a class attribute every instance shares)?"""
+        stores = self.attribute_assigns(attr)
+        fresh = lambda e: isinstance(e, (cst.Dict, cst.List, cst.Set, cst.DictComp, cst.ListComp)) or isinstance(  # noqa: E731
+            e, cst.Call) and (dotted(e.func) or "").rsplit(".", 1)[-1] in ("dict", "list", "OrderedDict", "defaultdict")
+        in_body = any(isinstance(t, cst.Name) and t.value == attr for c in self.find(cst.ClassDef)
+                      for stmt in c.body.body for t in _class_level_targets(stmt))
+        return bool(stores) and not in_body and all(
+            fresh(getattr(self.tree.parent.get(t), "value", None)) for t in stores)
 
     def _made_by_call(self, value: Optional[cst.BaseExpression]) -> bool:
         """A call's result, or a local bound only to one (`md = DSAMetadata(...)`: round AG)."""
@@ -206,9 +245,12 @@ class MetadataInScope:
 
     def _static_refreshed(self, attr: str, field_name: str) -> Optional[str]:
         """A record the holder gets in `__init__` lives across steps (round AD: a static record built from a warm-up
-        batch): each eager planner (`init_forward_metadata`) gives the holder a new one or rewrites its field in place
-        on every run, with no branch or exit before; else why not."""
-        planners = [f.node for f in self.functions_named("init_forward_metadata") if f.class_name]
+        batch): each eager planner (`init_forward_metadata`) and each method run between a graph's replays
+        (reach.graph_update: round AG, a replay hook moving the page table only, or refreshing the lengths in one mode)
+        gives the holder a new one or rewrites its field in place on every run, with no branch or exit before; else
+        why not."""
+        planners = [f.node for f in self.facts.functions if f.class_name and (
+            f.name == "init_forward_metadata" or reach.graph_update(f.name))]  # (round AG: a replay hook too)
         for p in planners:
             if any(isinstance(t, cst.Attribute) and t.attr.value == attr for _, t, _ in self._writes_in(p)):
                 continue  # (given anew: planned_on_every_path and kept_in_holder read that store)
@@ -217,8 +259,8 @@ class MetadataInScope:
                 planners = []
                 break
         return None if planners else (
-            f"`__init__` gives the holder `self.{attr}` a record made once, and no eager planner rewrites its "
-            f"`{field_name}` in place on every run (a mode or size it skips keeps an earlier step's lengths); refresh it "
+            f"`__init__` gives the holder `self.{attr}` a record made once, and an eager planner or a replay hook "
+            f"does not rewrite its `{field_name}` in place on every run (a mode or size it skips keeps an earlier step's lengths); refresh it "
             "on every path, or pass topk_length by hand")
 
     def planned_on_every_path(self) -> Optional[str]:
@@ -401,8 +443,10 @@ class MetadataInScope:
         return out
 
     def _recycled(self, name: str) -> bool:
-        """May making the module's class `name` hand back an object made before: it, or a base of the project (any
-        file), defines `__new__` or takes a metaclass; a base the reader cannot name may."""
+        """May making the module's class `name` hand back an object made before, or one holding tensors made before:
+        it, or a base of the project (any file), defines `__new__` or takes a metaclass, or an `__init__` or
+        `__post_init__` storing anything but its own parameters (round AG: a record base moving each tensor field into
+        a per-shape static buffer); a base the reader cannot name may."""
         own = self.project().checked_file(self.source)
         classes = [c for c in (own.class_defs if own is not None else []) if c.name == name]
         if own is None or len(classes) != 1:
@@ -413,7 +457,9 @@ class MetadataInScope:
             seen += 1
             if cls.keywords or any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == "__new__"
                                    for d in cls.body) or reach.body_binds(cls.body, "__new__") \
-                    or self._new_installed(cls):  # (`__new__ = recycled_new` in the body: round AF)
+                    or self._new_installed(cls) or any(  # (`__new__ = recycled_new` in the body: round AF)
+                        isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name in ("__init__", "__post_init__")
+                        and not reach.stores_its_parameters(d) for d in cls.body):
                 return True
             for base in cls.bases:
                 found = callers._project_class(self.project(), g, base.id) if isinstance(base, ast.Name) else None
@@ -832,6 +878,13 @@ class MetadataInScope:
                         out.add(name)
             return out
         return self.index("served-names", build)
+
+
+def _class_level_targets(stmt: cst.CSTNode) -> List[cst.BaseExpression]:
+    """What a class body's statement binds by assignment."""
+    small = stmt.body if isinstance(stmt, cst.SimpleStatementLine) else []
+    return [t.target for s in small if isinstance(s, cst.Assign) for t in s.targets] + [
+        s.target for s in small if isinstance(s, (cst.AnnAssign, cst.AugAssign))]
 
 
 def _sets_new(n: ast.AST) -> bool:

@@ -2226,6 +2226,26 @@ def forwards_params(inner, call: ast.Call) -> bool:
         and [(k.arg, getattr(k.value, "id", None)) for k in call.keywords] == keywords
 
 
+def stores_its_parameters(d: ast.AST) -> bool:
+    """A record's `__init__`/`__post_init__` that only stores its own parameters on self (`self.x = x`), hands them to
+    `super().__init__` as they are, or asserts: nothing it makes or looks up takes a field's place."""
+    a = d.args
+    params = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}
+    plain = lambda e: isinstance(e, ast.Name) and e.id in params and e.id != "self"  # noqa: E731
+    for stmt in d.body:
+        if isinstance(stmt, (ast.Pass, ast.Assert)) or isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            continue
+        if isinstance(stmt, ast.Assign) and plain(stmt.value) and all(
+                isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self" for t in stmt.targets):
+            continue
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        if isinstance(call, ast.Call) and _unparse(call.func) == "super().__init__" \
+                and all(plain(x) for x in call.args) and all(plain(k.value) for k in call.keywords):
+            continue
+        return False
+    return not any(isinstance(n, ast.Name) and n.id in params and not isinstance(n.ctx, ast.Load) for n in ast.walk(d))
+
+
 def body_binds(stmts: List[ast.stmt], name: str) -> bool:
     """Does one of the statements (a class body's) bind `name` by an assignment (`__new__ = recycled_new`, `evict =
     staticmethod(fused.evict)`)?"""
