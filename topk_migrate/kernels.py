@@ -610,8 +610,9 @@ def file_ways(path: str, root: str) -> List[List[Pin]]:
     if tree is not None:  # (a shell script with a Python heredoc, or Python that does not parse: a recipe's text)
         return [_python_installs(tree, rel), _script_metadata_pins(text, rel), *_pins_in_strings(tree, rel)]
     text, scripts = _python_heredocs(text)
-    embedded = [p for body in scripts for t in [bounded.python_facts(body)]
-                for p in (_python_installs(t, rel) if t is not None else _mentioned_pins(body, rel, False))]
+    embedded = [p for body in scripts for t in [bounded.python_facts(body)]  # (what a here-document prints is its
+                for p in (_python_installs(t, rel) + [q for w in _pins_in_strings(t, rel, printing=True) for q in w]
+                          if t is not None else _mentioned_pins(body, rel, False))]  # output: round AH)
     conda = _CONDA_PIN.sub(r"\1==", text) if name.endswith((".yml", ".yaml")) else text
     return [spelled_pins(conda, rel) + _mentioned_pins(text, rel, False) + _engine_refs(text, rel) + embedded
             + _recipe_includes(text, path, root, rel)]
@@ -1170,58 +1171,78 @@ def _script_metadata_pins(text: str, rel: str) -> List[Pin]:
             pins.append(Pin(COMPUTED, "", f"{rel} (a script's inline metadata not read)"))
             continue
         pins += [p for d in deps[:MAX_PINS] if isinstance(d, str) for p in [_requirement(d, rel)] if p is not None]
+        pins += _mentioned_pins(_other_tables(body), rel, False)  # (its tools' tables: `[tool.uv]` overrides, round AH)
     return pins
 
 
-def _pins_in_strings(tree: ast.Module, rel: str) -> List[List[Pin]]:
-    """The kernel pins a Python file's strings spell, each a way of its own, but a message's (_a_message): a string
-    may be a recipe the file renders or hands a runner (a Dockerfile template's values, round AG's g3), and where it
-    goes is not followed. A string naming a kernel without a version installs whatever is newest: none."""
+def _pins_in_strings(tree: ast.Module, rel: str, printing: bool = False) -> List[List[Pin]]:
+    """The kernel pins a Python file's strings spell, each a way of its own, but a message's (_MessageReads; a script
+    whose output is a recipe, a here-document's, `printing`, prints none): a string may be a recipe the file renders
+    or hands a runner (a Dockerfile template's values, round AG's g3), and where it goes is not followed. A string
+    naming a kernel with a version left to be filled in (`"sgl-kernel=={v}"`) decides nothing; one naming a kernel
+    without a version installs whatever is newest: none."""
     words = _kernel_words()
-    parents: Optional[Dict[int, ast.AST]] = None
+    reads: Optional[_MessageReads] = None
     ways: List[List[Pin]] = []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Constant) and isinstance(node.value, str) and words.search(node.value)):
             continue
         named = {normalize(m.group(1)) for m in words.finditer(node.value)}
         pins = [p for p in spelled_pins(node.value, f"{rel}:{node.lineno}") if p.dist in named]
-        parents = parents if parents is not None or not pins else {
-            id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
-        if pins and not _a_message(node, parents, tree, 0):
-            ways += [[p] for p in pins]
+        open_pin = any(_TO_FILL.match(node.value, m.end()) for m in words.finditer(node.value))
+        reads = reads or (_MessageReads(tree, printing) if pins or open_pin else None)
+        if (pins or open_pin) and not reads.message(node, 0):
+            ways += [[p] for p in pins] or [[Pin(COMPUTED, "", f"{rel}:{node.lineno} (a kernel pin filled in later)")]]
         if len(ways) > MAX_PINS:
             return ways[:MAX_PINS] + [[Pin(COMPUTED, "", f"{rel} (more kernel pins than are read)")]]
     return ways
 
 
+_TO_FILL = re.compile(r"\s*(?:\[[^\]]*\]\s*)?(?:==|~=|<=|>=|<|>|!=)\s*(?:$|[{%$])")  # a version to be filled in
 _MESSAGE_CALLS = {"print", "logger", "logging", "log", "warnings", "warn", "LOGGER", "_logger"}
 
 
-def _a_message(node: ast.AST, parents: Dict[int, ast.AST], tree: ast.Module, depth: int) -> bool:
-    """Is the string (or the name it is bound to, in a container or not) only ever a message: a docstring, text
-    handed to `print`, logging or `warnings`, raised or asserted, or a name bound to it once whose every read in the
-    file is one (a version table the file never reads: stated, another module importing it is not followed)?"""
-    up = parents.get(id(node))
-    while isinstance(up, (ast.JoinedStr, ast.FormattedValue, ast.BinOp, ast.Dict, ast.List, ast.Tuple, ast.Set)):
-        node, up = up, parents.get(id(up))
-    if isinstance(up, ast.Expr):
-        return True
-    if isinstance(up, ast.Assign) and up.value is node and len(up.targets) == 1 and isinstance(up.targets[0], ast.Name):
-        return depth < 2 and _a_name_for_messages(up.targets[0].id, parents, tree, depth)
-    while up is not None and not isinstance(up, ast.stmt):
-        if isinstance(up, ast.Call):
-            root = up.func
-            while isinstance(root, ast.Attribute):
-                root = root.value
-            return isinstance(root, ast.Name) and root.id in _MESSAGE_CALLS
-        up = parents.get(id(up))
-    return isinstance(up, (ast.Raise, ast.Assert))
+class _MessageReads:
+    """Which strings of a Python file are only ever messages: a docstring, text handed to `print` with no `file=`,
+    logging or `warnings`, raised, asserted or compared, or bound once to a name (or an attribute: a class's table read
+    off `self`) whose every read in the file is one (a version table the file never reads; stated: another module
+    importing that table is not followed). A file reading its names reflectively (`globals()`, `vars()`, `locals()`,
+    `__dict__`) binds none such; in a script whose output is a recipe (`printing`) a print is no message."""
 
+    def __init__(self, tree: ast.Module, printing: bool):
+        self.tree, self.printing = tree, printing
+        self.parents = {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+        self.reflective = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in (
+            "globals", "vars", "locals") or isinstance(n, ast.Attribute) and n.attr == "__dict__" for n in ast.walk(tree))
 
-def _a_name_for_messages(name: str, parents: Dict[int, ast.AST], tree: ast.Module, depth: int) -> bool:
-    uses = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name]
-    stores = [n for n in uses if not isinstance(n.ctx, ast.Load)]
-    return len(stores) == 1 and all(_a_message(n, parents, tree, depth + 1) for n in uses if n not in stores)
+    def message(self, node: ast.AST, depth: int) -> bool:
+        up = self.parents.get(id(node))
+        while isinstance(up, (ast.JoinedStr, ast.FormattedValue, ast.BinOp, ast.Dict, ast.List, ast.Tuple, ast.Set)):
+            node, up = up, self.parents.get(id(up))
+        if isinstance(up, (ast.Expr, ast.Compare)):
+            return True
+        target = up.targets[0] if isinstance(up, ast.Assign) and up.value is node and len(up.targets) == 1 else None
+        if isinstance(target, (ast.Name, ast.Attribute)):
+            name = target.id if isinstance(target, ast.Name) else target.attr
+            return depth < 2 and self._read_as_messages(name, depth)
+        while up is not None and not isinstance(up, ast.stmt):
+            if isinstance(up, ast.Call):
+                root = up.func
+                while isinstance(root, ast.Attribute):
+                    root = root.value
+                printed = isinstance(root, ast.Name) and root.id == "print"
+                return isinstance(root, ast.Name) and root.id in _MESSAGE_CALLS and not (
+                    printed and (self.printing or any(k.arg == "file" for k in up.keywords)))
+            up = self.parents.get(id(up))
+        return isinstance(up, (ast.Raise, ast.Assert))
+
+    def _read_as_messages(self, name: str, depth: int) -> bool:
+        uses = [n for n in ast.walk(self.tree) if isinstance(n, ast.Name) and n.id == name
+                or isinstance(n, ast.Attribute) and n.attr == name]
+        stores = [n for n in uses if not isinstance(n.ctx, ast.Load)]
+        by_string = any(isinstance(n, ast.Constant) and n.value == name for n in ast.walk(self.tree))  # (`getattr`)
+        return not self.reflective and not by_string and len(stores) == 1 and all(
+            self.message(n, depth + 1) for n in uses if n not in stores)
 
 
 def _runs_commands(call: ast.Call) -> bool:
@@ -1383,39 +1404,56 @@ def find_module(path: str, module: str, scope: Optional[Scope] = None) -> Option
 
 def _absolute_module(path: str, module: str, scope: Scope) -> Tuple[Optional[str], bool]:
     """The file an absolute import of `module` loads, and whether that is a guess. Python searches the folders on
-    sys.path, never a package's own folder (a folder with `__init__.py`) unless something puts it there: the
-    nearest folder on the way up that is not a package (or its src/) holds the module Python loads. Found only
-    beside the importer inside a package, the module is what a `sys.path` change would load: a guess."""
-    beside = None
+    sys.path, never a package's own folder (one with `__init__.py`) unless something puts it there: the nearest folder
+    on the way up that is not one (or its src/) holds the module Python loads. A guess where the module is found only
+    in a package's own folder, or in more than one folder on the way up (a folder with no `__init__.py` may be a
+    namespace package as well as a root: round AH)."""
+    found: List[Tuple[str, bool]] = []
     for d in upward(path):
         for base in (d, os.path.join(d, "src")):  # a src/ layout holds the project's packages under src/
-            found = _module_file(os.path.join(base, *module.split(".")))
-            if found and scope.holds(found):
-                if not os.path.isfile(os.path.join(base, "__init__.py")):
-                    return found, False
-                beside = beside or found
-    return beside, beside is not None
+            file = _module_file(os.path.join(base, *module.split(".")))
+            if file and scope.holds(file) and file not in (f for f, _ in found):
+                found.append((file, not os.path.isfile(os.path.join(base, "__init__.py"))))
+    rooted = [f for f, root in found if root]
+    chosen = rooted[0] if rooted else found[0][0] if found else None
+    return chosen, len(found) > 1 or bool(found) and not rooted
 
 
-def import_doubt(path: str, module: str) -> Optional[str]:
-    """Why the file find_module names for `module` may not be what Python loads there, or None: an absolute import
-    found only in a package's own folder; a package whose `__init__` binds its submodule's name otherwise, or
-    serves names by a module `__getattr__` (`from pkg import m` takes the package's attribute first)."""
+def import_doubt(path: str, module: str, attribute: Optional[bool] = None) -> Optional[str]:
+    """Why the file find_module names for `module` (imported at `path`) may not be what Python loads there, or None:
+    an absolute import found in more than one folder on the way up, or only in a package's own folder (_absolute_
+    module); where the module is taken as its package's attribute (`from pkg import m`; `attribute`, else as the
+    importer's own imports say), a package `__init__` binding `m` otherwise, or serving names by a module `__getattr__`
+    or a star import (the package's attribute comes first)."""
     scope = project_scope(path)
     found = find_module(path, module, scope)
     if found is None:
         return None
     if not module.startswith(".") and _absolute_module(path, module, scope)[1]:
         rel = os.path.relpath(found, project_root(found)).replace(os.sep, "/")
-        return (f"`{module}` is found only in a package's own folder ({rel}), which Python searches only where "
-                "something puts it on sys.path")
+        return (f"`{module}` may be {rel} or another module of that name: which one Python loads depends on the "
+                "folders on sys.path")
     package = os.path.dirname(os.path.dirname(found) if found.endswith("__init__.py") else found)
     init = os.path.join(package, "__init__.py")
-    tree = bounded.python_facts(read_project_file(init)) if os.path.isfile(init) and scope.holds(init) else None
     name = module.rstrip(".").rpartition(".")[2] or os.path.basename(os.path.dirname(found))
+    if not (attribute if attribute is not None else _imports_as_attribute(path, package, name, scope)):
+        return None
+    tree = bounded.python_facts(read_project_file(init)) if os.path.isfile(init) and scope.holds(init) else None
     at = _package_binds_otherwise(tree, name) if tree is not None else None
     return (f"the package's {_where(init, at)} binds `{name}` itself (not as its submodule): `from ... import "
             f"{name}` takes that first") if at else None
+
+
+def _imports_as_attribute(path: str, package: str, name: str, scope: Scope) -> bool:
+    """Does the file at `path` take `name` off the package at `package` by `from <package> import name`?"""
+    tree = bounded.python_facts(read_project_file(path)) if scope.holds(path) else None
+    for node in (n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)) if tree is not None else ():
+        if any(a.name == name for a in node.names):
+            source = "." * node.level + (node.module or "")
+            init = find_module(path, source, scope)
+            if init is not None and os.path.dirname(init) == package and init.endswith("__init__.py"):
+                return True
+    return False
 
 
 def _package_binds_otherwise(tree: ast.Module, name: str) -> Optional[int]:
@@ -1695,8 +1733,13 @@ def _read_interface(file: str, func: str, depth: int, param: str, memo: dict) ->
                     if binds is not False:
                         found.append(inner)
                 elif (alias.asname or alias.name) == func:
-                    target = find_module(file, "." * node.level + (node.module or "")) if depth < 4 else None
-                    found.append(read_interface(target, alias.name, depth + 1, param, memo) if target else None)
+                    source = "." * node.level + (node.module or "")
+                    target = find_module(file, source) if depth < 4 else None
+                    doubt = import_doubt(file, source) if target else None
+                    if doubt:  # (the module Python loads may be another: round AH)
+                        _undecided(memo, f"`from {source} import` at {_where(file, node.lineno)}: {doubt}")
+                    found.append(read_interface(target, alias.name, depth + 1, param, memo)
+                                 if target and not doubt else None)
         elif isinstance(node, ast.Import):
             if any((alias.asname or alias.name.split(".")[0]) == func for alias in node.names):
                 _undecided(memo, f"`import` at {_where(file, node.lineno)} binds `{func}` to a module")

@@ -144,10 +144,12 @@ def _spelling(node: ast.AST, names: re.Pattern, inside: re.Pattern, t: _Tree) ->
     None where it gives one not read (`+=`, an unpacking, a loop's target, a def of the name)."""
     if isinstance(node, ast.Attribute) and _named(node.attr, names) and not isinstance(node.ctx, ast.Load):
         cls = _own_class(node, t)
-        if cls is not None and _stores_served(cls, t, 0):
-            return None, f"`.{node.attr}` is assigned through a `__setattr__` of {cls.name} or a base"
+        if cls is not None and (_stores_served(cls, t, 0) or _serves_reads(cls, t, 0)):
+            return None, f"`.{node.attr}` is assigned in {cls.name}, whose class machinery may change it"
         return _stored_value(node, t), f"`.{node.attr}` is assigned"
     if isinstance(node, ast.keyword) and _named(node.arg, names):
+        if _served(t.up(node), t, 0):  # (a record made through a metaclass, fitted by its `__setstate__`: round AH)
+            return None, f"`{node.arg}=` is handed to a class whose machinery may change it"
         return node.value, f"`{node.arg}=` is handed"
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _named(node.name, names) \
             and _returns_plain(node, names, t, 0):
@@ -180,18 +182,58 @@ def _own_class(target: ast.Attribute, t: _Tree) -> Optional[ast.ClassDef]:
 
 
 def _stores_served(cls: ast.ClassDef, t: _Tree, depth: int) -> bool:
-    """Does the class, or a base of the project, define or bind `__setattr__` (round AG's g3: a base clamping every
-    integer on assignment, validation by hand)? Then a store of the class's own methods is not its value."""
-    if depth > 8 or any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == "__setattr__"
-                        for d in cls.body) or reach.body_binds(cls.body, "__setattr__"):
+    """Does the class, or a base of the project, define or bind a `__setattr__` that is not a forwarding one (round
+    AG's g3: a base clamping every integer on assignment, validation by hand)? Then a store of the class's own methods
+    is not its value."""
+    setattr_defs = [d for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and d.name == "__setattr__"]
+    if depth > 8 or any(not _forwards_setattr(d) for d in setattr_defs) or reach.body_binds(cls.body, "__setattr__"):
         return True
-    for b in cls.bases:
-        name = reach._unparse(b).rsplit(".", 1)[-1]
-        for other in t.referencing(name):
-            if any(isinstance(c, ast.ClassDef) and c.name == name and _stores_served(c, other, depth + 1)
-                   for c in ast.walk(other.tree)):
-                return True
-    return False
+    return any(_stores_served(c, there, depth + 1) for b in cls.bases for c, there in _base_classes(b, t))
+
+
+def _forwards_setattr(d: ast.AST) -> bool:
+    """A `__setattr__(self, name, value)` binding none of its parameters again and handing them, as they are, to each
+    `__setattr__` it calls (`super().__setattr__(name, value)`, `object.__setattr__(self, name, value)`): one that
+    records the change, or raises once frozen."""
+    params = [x.arg for x in d.args.posonlyargs + d.args.args]
+    if len(params) != 3 or any(isinstance(n, ast.Name) and n.id in params and not isinstance(n.ctx, ast.Load)
+                               for n in ast.walk(d)):
+        return False
+    calls = [n for n in ast.walk(d) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+             and n.func.attr == "__setattr__"]
+    handed = lambda c: [reach._unparse(x) for x in c.args][-2:] == params[1:] and not c.keywords  # noqa: E731
+    return bool(calls) and all(handed(c) for c in calls)
+
+
+def _base_classes(base: ast.AST, t: _Tree) -> List[Tuple[ast.ClassDef, "_Tree"]]:
+    """The project classes a base names (_classes_named; a dotted base by its last name, over the files naming it)."""
+    if isinstance(base, ast.Name):
+        return _classes_named(base.id, t)
+    name = reach._unparse(base).rsplit(".", 1)[-1]
+    module = base.value.id if isinstance(base, ast.Attribute) and isinstance(base.value, ast.Name) else None
+    index = t.imported(module) if module and any(isinstance(b, ast.Import) for b in _module_bindings(t.tree, module)) \
+        else None
+    if index is not None:  # (`model_config.ModelConfig`: the class of the module imported)
+        there = t.others[index]
+        return [(c, there) for c in there.tree.body if isinstance(c, ast.ClassDef) and c.name == name]
+    return [(c, other) for other in t.referencing(name) for c in ast.walk(other.tree)
+            if isinstance(c, ast.ClassDef) and c.name == name]
+
+
+def _classes_named(name: str, t: _Tree) -> List[Tuple[ast.ClassDef, "_Tree"]]:
+    """The project classes `name` names in the file: the file's own classes of that name, or those the project file an
+    import binds it from defines under its name there (`from fork_budget import BudgetedConfig as Budget`)."""
+    bindings = _module_bindings(t.tree, name)
+    own = [(b, t) for b in bindings if isinstance(b, ast.ClassDef)]
+    imports = [b for b in bindings if isinstance(b, ast.ImportFrom)]
+    index = t.imported(name) if imports else None
+    if own or not imports:
+        return own
+    original = next((a.name for b in imports for a in b.names if (a.asname or a.name) == name), name)
+    there = [t.others[index]] if index is not None else t.referencing(original)  # (a file not among those spelling
+    return [(c, other) for other in there for c in other.tree.body  # the field: the files naming the class)
+            if isinstance(c, ast.ClassDef) and c.name == original]
 
 
 def _declared_global(scope: ast.AST, name: str) -> bool:
@@ -337,7 +379,8 @@ def _plain(v: object, names: re.Pattern, t: _Tree, depth: int) -> bool:
     if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "int" and len(v.args) == 1 \
             and not v.keywords and not _module_bindings(t.tree, "int"):
         return _plain(v.args[0], names, t, depth + 1)  # (`int(hf.index_topk)`: the same width)
-    if isinstance(v, ast.Call) and any(_served(a, t, 0) for a in [*v.args, *(k.value for k in v.keywords)]):
+    if isinstance(v, ast.Call) and any(_served(a, t, 0) for a in [*v.args, *(k.value for k in v.keywords)]
+                                       + ([v.func.value] if isinstance(v.func, ast.Attribute) else [])):
         return False  # (a getter or a read handed an object whose class serves its reads: round AG's g3)
     if isinstance(v, ast.Call):
         return _reads_field(v, names) or t.engine_getter(v) or _own_getter(v, names, t, depth)
@@ -346,41 +389,94 @@ def _plain(v: object, names: re.Pattern, t: _Tree, depth: int) -> bool:
     return False
 
 
-# what a class defines to serve a read of itself: a keyed or a named one, a mapping's view
+# what a class defines to serve a read of itself, or fill itself (a keyed or a named read, a mapping's view and
+# store, the copy and pickle protocols; an `__iter__` alone serves no read of a field: stated, `dict(cfg)` of an
+# iterator capping its pairs is not read)
 _READ_SERVERS = {"get", "__getitem__", "__missing__", "__getattr__", "__getattribute__", "__get__", "keys", "items",
-                 "values", "__iter__"}
+                 "values", "__setitem__", "update", "setdefault", "__setstate__", "__reduce__",
+                 "__reduce_ex__", "__copy__", "__deepcopy__"}
+
+
+# library bases whose instances are the values they hold (a mapping, a sequence, a number, a namespace): a subclass
+# making itself by more than storing its parameters may hold other values than it was handed (a `torch.nn.Module`
+# base is no such: its `__init__` makes a layer, not the config's values)
+_VALUE_BASES = {"dict", "list", "tuple", "set", "frozenset", "str", "int", "float", "UserDict", "UserList", "OrderedDict",
+                "defaultdict", "Counter", "ChainMap", "Mapping", "MutableMapping", "SimpleNamespace", "Namespace"}
 
 
 def _served(e: ast.AST, t: _Tree, depth: int) -> bool:
     """Is `e` (a receiver of a read, or an object handed to a getter) an object of a project class that serves its
-    reads (_serves_reads): made by a call of the class there, or a local of the scope bound to one?"""
-    if isinstance(e, ast.Name) and depth < 4:
-        scope = t.scope(e)
-        return any(isinstance(n, ast.Assign) and any(isinstance(x, ast.Name) and x.id == e.id for x in n.targets)
-                   and _served(n.value, t, depth + 1) for n in ast.walk(scope) if t.scope(n) is scope)
-    if not (isinstance(e, ast.Call) and isinstance(e.func, (ast.Name, ast.Attribute))):
+    reads (_serves_reads): made by a call of the class or of one of its methods (`Budget.for_build(raw)`), or a name
+    (a local, a module's global) or an attribute of self bound to one anywhere in the file?"""
+    if depth >= 4:
         return False
-    name = reach._unparse(e.func).rsplit(".", 1)[-1]
-    return any(isinstance(c, ast.ClassDef) and c.name == name and _serves_reads(c, other, 0)
-               for other in t.referencing(name) for c in ast.walk(other.tree))
+    if isinstance(e, ast.Name) or isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == "self":
+        return any(_served(v, t, depth + 1) for v in _bound_values(e, t))
+    if not isinstance(e, ast.Call):
+        return False
+    func = e.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and _classes_named(func.value.id, t):
+        return any(_serves_reads(c, there, 0) for c, there in _classes_named(func.value.id, t))
+    return any(_serves_reads(c, there, 0) for c, there in (
+        _classes_named(func.id, t) if isinstance(func, ast.Name) else _base_classes(func, t)))
+
+
+def _bound_values(e: ast.AST, t: _Tree) -> List[ast.AST]:
+    """What the file assigns a name (in the reading scope, or the module's and `global` writes where that scope does
+    not bind it) or an attribute of self (in any method) with a plain `=`."""
+    def target(x: ast.AST) -> bool:
+        if isinstance(e, ast.Name):
+            return isinstance(x, ast.Name) and x.id == e.id
+        return isinstance(x, ast.Attribute) and x.attr == e.attr and isinstance(x.value, ast.Name) and x.value.id == "self"
+    assigns = [n for n in ast.walk(t.tree) if isinstance(n, ast.Assign) and any(target(x) for x in n.targets)]
+    if isinstance(e, ast.Name):
+        scope = t.scope(e)
+        local = [n for n in assigns if t.scope(n) is scope]
+        assigns = local or [n for n in assigns if t.scope(n) is t.tree or _declared_global(t.scope(n), e.id)]
+    return [n.value for n in assigns]
 
 
 def _serves_reads(cls: ast.ClassDef, t: _Tree, depth: int) -> bool:
-    """Does the class (or a base of the project) define what serves a read of it (_READ_SERVERS; a `__getitem__`
-    reading the key off what its `__init__` stores as handed is no server), or derive from another class while making
-    itself (`__init__`, `__new__`, `__post_init__`: a `dict` subclass filling itself capped, round AG's g3)?"""
+    """Does the class (or a base of the project) serve a read of it or fill itself otherwise than its names say: it
+    defines _READ_SERVERS (a `__getitem__` reading the key off what its `__init__` stores as handed is none), takes a
+    metaclass, stores reflectively on itself (`self.__dict__.update`, `setattr(self, ...)`), or derives from a value
+    class of the library (_VALUE_BASES) while making itself by more than storing its parameters (a `dict` subclass
+    filling itself capped, round AG's g3)?"""
     defs = {d.name: d for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    based = any(reach._unparse(b) not in ("object",) for b in cls.bases)
-    if depth > 8 or _READ_SERVERS.intersection(defs) - {"__getitem__"} or any(
-            reach.body_binds(cls.body, n) for n in _READ_SERVERS) \
-            or based and {"__init__", "__new__", "__post_init__"}.intersection(defs):
+    based = any(reach._unparse(b).rsplit(".", 1)[-1] in _VALUE_BASES and not _base_classes(b, t) for b in cls.bases)
+    makes = [d for n, d in defs.items() if n in ("__init__", "__new__", "__post_init__")]
+    if depth > 8 or cls.keywords or _READ_SERVERS.intersection(defs) - {"__getitem__"} or any(
+            reach.body_binds(cls.body, n) for n in _READ_SERVERS) or _stores_reflectively(cls) \
+            or based and any(d.name == "__new__" or not reach.stores_its_parameters(d) for d in makes):
         return True
     if "__getitem__" in defs and not (_reads_item(defs["__getitem__"]) and all(
-            reach.stores_its_parameters(d) for n, d in defs.items() if n in ("__init__", "__post_init__"))):
+            reach.stores_its_parameters(d) for d in makes)):
         return True  # (a forwarding `__getitem__` over what `__init__` was handed: the item read is that object's)
-    return any(isinstance(c, ast.ClassDef) and c.name == n and _serves_reads(c, other, depth + 1)
-               for n in (reach._unparse(b).rsplit(".", 1)[-1] for b in cls.bases)
-               for other in t.referencing(n) for c in ast.walk(other.tree))
+    return any(_serves_reads(c, there, depth + 1) for b in cls.bases for c, there in _base_classes(b, t))
+
+
+def _stores_reflectively(cls: ast.ClassDef) -> bool:
+    """Does a method of the class store on its own object by no spelling of a field's name: `setattr(self, ...)`,
+    `object.__setattr__(self, ...)` or `super().__setattr__(...)` outside a forwarding `__setattr__`, a write into
+    `self.__dict__` or `vars(self)` (`.update`, an item store)? (Another object's, `object.__setattr__(metadata,
+    ...)`, is that object's class's matter.)"""
+    forwarding = {id(n) for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))
+                  and d.name == "__setattr__" and _forwards_setattr(d) for n in ast.walk(d)}
+    own = lambda e: isinstance(e, ast.Name) and e.id in ("self", "cls")  # noqa: E731
+    namespace = lambda e: isinstance(e, ast.Attribute) and e.attr == "__dict__" and own(e.value) or isinstance(  # noqa: E731
+        e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id == "vars" and bool(e.args) and own(e.args[0])
+    for n in ast.walk(cls):
+        if isinstance(n, ast.Call) and id(n) not in forwarding and (
+                isinstance(n.func, ast.Name) and n.func.id == "setattr" and n.args and own(n.args[0])
+                or isinstance(n.func, ast.Attribute) and n.func.attr == "__setattr__" and (
+                    reach._unparse(n.func.value) == "super()" or n.args and own(n.args[0]))):
+            return True
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and namespace(n.func.value) \
+                and n.func.attr in ("update", "setdefault", "__setitem__", "pop", "clear"):
+            return True
+        if isinstance(n, ast.Subscript) and not isinstance(n.ctx, ast.Load) and namespace(n.value):
+            return True
+    return False
 
 
 def _own_getter(call: ast.Call, names: re.Pattern, t: _Tree, depth: int) -> bool:
@@ -657,8 +753,8 @@ def project_values(proj, attr: str, own) -> List[reach.Finding]:
             texts[own.path] = proj.__dict__.get("_checked_text", "").encode("utf-8", "surrogateescape")
 
         def imported(f) -> Imported:
-            def where(name: str) -> Optional[int]:
-                module = f.froms.get(name, (None,))[0] if name not in f.ambiguous else None
+            def where(name: str) -> Optional[int]:  # (a module `import`ed: that module's own file)
+                module = f.froms.get(name, (f.modules.get(name),))[0] if name not in f.ambiguous else None
                 path = f._find(f.path, module) if module else None
                 return at.get(path) if path else None
             return where

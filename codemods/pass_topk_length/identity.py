@@ -488,7 +488,8 @@ class CalleeIdentity:
                     "what runs is not read; pass topk_length by hand")
         local = isinstance(bindings[0], ast.ImportFrom) and bindings[0].level and _sibling_module(path, bindings[0], name)
         if is_kernel(inner) and not self.outside_project(inner) and c is not None and depth < 4:
-            return self._project_kernel_def(c, inner, depth + 1)
+            attribute = isinstance(bindings[0], ast.ImportFrom) and isinstance(call.func, ast.Attribute)
+            return self._project_kernel_def(c, inner, depth + 1, attribute)
         if local or inner and not self.outside_project(inner):
             return (f"the wrapper at {where} hands on to `{inner or name}`, a function of this project, whose body is "
                     "not read; pass topk_length by hand")
@@ -518,12 +519,13 @@ class CalleeIdentity:
             return ""
         return ".".join([head, *reversed(chain)]) if head else ""
 
-    def _project_kernel_def(self, c: CallInfo, inner: str, depth: int) -> Optional[str]:
+    def _project_kernel_def(self, c: CallInfo, inner: str, depth: int, attribute: bool) -> Optional[str]:
         """A function of the project a wrapper hands on to under the kernel's name: one plain def of its module that
-        forwards unchanged to the kernel (read as the wrapper was), or why not."""
+        forwards unchanged to the kernel (read as the wrapper was), or why not (`attribute`: the module is taken as
+        its package's attribute, `from . import m; m.f(...)`)."""
         module, _, name = inner.rpartition(".")
         path = self.project()._find_module(self.path, module)
-        doubt = kernels.import_doubt(self.path, module) if path else None
+        doubt = kernels.import_doubt(self.path, module, attribute) if path else None
         if doubt:
             return f"the wrapper hands on to `{inner}`, but {doubt}: what runs is not read; pass topk_length by hand"
         tree = bounded.python_facts(project.read_project_file(path)) if path and path.endswith(".py") else None
