@@ -853,6 +853,17 @@ def test_a_pin_is_named_from_the_working_directory_where_the_project_lies_under_
     ({"tools/bootstrap.py": 'KERNEL = {"11.8": "sglang-kernel==0.4.2.post2"}\ncheck_call(["pip", "install", KERNEL[cuda]])\n'},
      False),  # (the table's pin is a way of its own, round AG: too old, not only unknown)
     ({"tools/bootstrap.py": 'run(f"pip install sglang-kernel=={KERNEL}", shell=True)\n'}, None),
+    # round AG (g3) and AH (h1): a script's inline metadata (PEP 723), its tools' tables too; a Python file's strings
+    # rendering a recipe, printed into a file, or a pin filled in later; a version table only compared is a message
+    ({"scripts/serve.py": '# /// script\n# dependencies = ["sglang-kernel==0.4.2"]\n# ///\nimport sys\n'}, False),
+    ({"scripts/serve.py": '# /// script\n# dependencies = ["sglang"]\n# [tool.uv]\n'
+      '# override-dependencies = ["sglang-kernel==0.4.2"]\n# ///\nimport sys\n'}, False),
+    ({"deploy/images.py": 'T = {"rocm": dict(extra="pip install sglang-kernel==0.4.2")}\n'
+      'Path("Dockerfile.gen").write_text(TEMPLATE.format(**T["rocm"]))\n'}, False),
+    ({"deploy/pins.py": 'with open("pins.txt", "w") as out:\n    print("sglang-kernel==0.4.2", file=out)\n'}, False),
+    ({"deploy/render.py": 'V = "0.4.2"\nPath("Dockerfile.gen").write_text(f"RUN pip install sglang-kernel=={V}")\n'},
+     None),
+    ({"check.py": 'BAD = {"sglang-kernel==0.4.2"}\n\n\ndef ok(spec):\n    return spec not in BAD\n'}, True),
     ({"docker/Dockerfile": "ARG V=0.4.2.post2\nRUN pip install \\\n    sglang-kernel==${V} \\\n    torch\n"}, None),
     ({"deploy/playbook.yml": "- pip:\n    name: sglang-kernel\n    version: 0.4.2.post2\n"}, None),
     ({"environment-cu118.yml": "dependencies:\n  - pip:\n      - sglang-kernel\n"}, None),

@@ -4939,3 +4939,109 @@ def test_round_ag_a_holder_given_through_two_calls(tmp_path, plan, fixable):
         "    def _adopt(self, md):\n        self.extend_metadata = md\n\n    def _plan_decode(self, forward_batch):")
     site = _site(tmp_path, src, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_SERVED_AH = "class ServingConfig:\n    def __init__(self, hf):\n        self.index_topk = {read}\n"
+
+
+@pytest.mark.parametrize("config, fixable", [
+    # round AG (g3) and AH (h2): a read of the width off an object of a class that serves its reads or makes its
+    # values otherwise than its names say is not the width: a `dict` subclass capping in `__init__`, a `get` capping, a
+    # classmethod maker, an object kept on self, a metaclass, a base clamping every store
+    ("class Budget(dict):\n    def __init__(self, raw):\n        super().__init__({k: min(v, 8) for k, v in raw.items()})\n\n\n"
+     + _SERVED_AH.format(read='Budget(vars(hf))["index_topk"]'), False),
+    ("class Budget(dict):\n    pass\n\n\n" + _SERVED_AH.format(read='Budget(vars(hf))["index_topk"]'), True),
+    ("class Budget:\n    def __init__(self, raw):\n        self.raw = raw\n\n    def get(self, key):\n"
+     "        return min(self.raw[key], 8)\n\n    @classmethod\n    def of(cls, hf):\n        return cls(vars(hf))\n\n\n"
+     + _SERVED_AH.format(read='Budget.of(hf).get("index_topk")'), False),
+    ("class Budget:\n    def __init__(self, raw):\n        self.raw = raw\n\n    def get(self, key):\n"
+     "        return min(self.raw[key], 8)\n\n\nclass ServingConfig:\n    def __init__(self, hf):\n"
+     "        self.budget = Budget(vars(hf))\n        self.index_topk = self.budget.get('index_topk')\n", False),
+    ("class Capped(type):\n    def __call__(cls, **kw):\n        return super().__call__(**{k: min(v, 8) for k, v in kw.items()})\n\n\n"
+     "class Profile(metaclass=Capped):\n    def __init__(self, index_topk):\n        self.index_topk = index_topk\n\n\n"
+     "def make(hf):\n    return Profile(index_topk=hf.index_topk)\n", False),
+    ("class Validated:\n    def __setattr__(self, name, value):\n        super().__setattr__(name, min(value, 8))\n\n\n"
+     "class ServingConfig(Validated):\n    def __init__(self, hf):\n        self.index_topk = hf.index_topk\n", False),
+    ("class Frozen:\n    _frozen = False\n\n    def __setattr__(self, name, value):\n        if self._frozen:\n"
+     "            raise AttributeError(name)\n        super().__setattr__(name, value)\n\n\n"
+     "class ServingConfig(Frozen):\n    def __init__(self, hf):\n        self.index_topk = hf.index_topk\n", True)])
+def test_round_ah_the_widths_value_off_objects_whose_class_serves_it(tmp_path, config, fixable):
+    (tmp_path / "serving_config.py").write_text(config)
+    site = _site(tmp_path, _CONFIG_BACKEND, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_POOLED_AG = '''"""A fork's backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk."""
+from dataclasses import dataclass
+
+import torch
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+_POOL = {{}}
+
+
+@dataclass
+class DSAMetadata:
+    dsa_cache_seqlens_int32: torch.Tensor
+
+
+class Backend:
+    def __init__(self, dsa_index_topk):
+        self.dsa_index_topk = dsa_index_topk
+        self.forward_metadata = None
+{init}
+    def init_forward_metadata(self, forward_batch):
+        lens = forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32)
+        md = {pool}.get(forward_batch.batch_size)
+        if md is None:
+            md = {pool}[forward_batch.batch_size] = DSAMetadata(lens.clone())
+        md.dsa_cache_seqlens_int32.copy_(lens)
+        self.forward_metadata = md
+
+    def forward(self, q, kv, indices, sm_scale):
+        metadata = self.forward_metadata
+        return flash_mla_sparse_fwd(q=q, kv=kv, indices=indices, sm_scale=sm_scale)[0]
+'''
+
+
+@pytest.mark.parametrize("pool, init, fixable", [
+    # round AG (g1): a record pool a module or a mutable default keeps is every backend's (a target's and a draft's)
+    ("_POOL", "", False),
+    ("self._pool", "        self._pool = {}\n", True)])
+def test_round_ag_a_record_pool_shared_beyond_the_instance(tmp_path, pool, init, fixable):
+    site = _site(tmp_path, _POOLED_AG.format(pool=pool, init=init), kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_PLAIN_OPS = ("from sgl_kernel.flash_mla import flash_mla_sparse_fwd as _fwd\n\n\n"
+              "def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_length=None):\n"
+              "    return _fwd(q, kv, indices, sm_scale, d_v, attn_sink, topk_length)\n")
+_SORTING_OPS = _PLAIN_OPS.replace("    return _fwd(q, kv, indices, sm_scale, d_v, attn_sink, topk_length)\n",
+                                  "    order = indices.sum(-1).argsort()\n"
+                                  "    return _fwd(q[order], kv, indices[order], sm_scale, d_v, attn_sink, topk_length)\n")
+
+
+@pytest.mark.parametrize("files, fixable", [
+    # round AG (g3) and AH (h1): an absolute import is looked up where Python looks: a module in a package's own folder
+    # and another at the root are two candidates; `from pkg import m` takes the package's own binding of `m` first
+    ({"fork_kernels/__init__.py": "", "fork_kernels/api.py": "from sparse_ops import flash_mla_sparse_fwd  # noqa\n",
+      "fork_kernels/sparse_ops.py": _PLAIN_OPS, "sparse_ops.py": _SORTING_OPS}, False),
+    ({"fork_kernels/api.py": "from sparse_ops import flash_mla_sparse_fwd  # noqa\n",
+      "fork_kernels/sparse_ops.py": _PLAIN_OPS, "sparse_ops.py": _SORTING_OPS}, False),
+    ({"fork_kernels/__init__.py": "", "fork_kernels/api.py": "from fork_kernels.sparse_ops import flash_mla_sparse_fwd  # noqa\n",
+      "fork_kernels/sparse_ops.py": _PLAIN_OPS}, True),
+    ({"fork_kernels/__init__.py": "from .sm90 import balanced as sparse_ops  # noqa\n", "fork_kernels/sm90/__init__.py": "",
+      "fork_kernels/sm90/balanced.py": _SORTING_OPS, "fork_kernels/sparse_ops.py": _PLAIN_OPS,
+      "fork_kernels/api.py": "from . import sparse_ops\n\n\n"
+      "def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512, attn_sink=None, topk_length=None):\n"
+      "    return sparse_ops.flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v, attn_sink, topk_length)\n"}, False),
+    ({"fork_kernels/__init__.py": "from .utils import *  # noqa\n", "fork_kernels/utils.py": "X = 1\n",
+      "fork_kernels/sparse_ops.py": _PLAIN_OPS,
+      "fork_kernels/api.py": "from fork_kernels.sparse_ops import flash_mla_sparse_fwd  # noqa\n"}, True)])
+def test_round_ah_a_kernel_module_is_the_one_python_loads(tmp_path, files, fixable):
+    for rel, text in {"requirements.txt": "sglang-kernel==0.4.6\n", **files}.items():  # (the project's root)
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    src = _CONFIG_BACKEND.replace("from sgl_kernel.flash_mla import", "from fork_kernels.api import")
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
