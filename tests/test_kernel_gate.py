@@ -851,7 +851,7 @@ def test_a_pin_is_named_from_the_working_directory_where_the_project_lies_under_
      False),
     ({"modal_app.py": 'image = Image.debian_slim().pip_install("sglang", "sglang-kernel>=0.4.0")\n'}, None),
     ({"tools/bootstrap.py": 'KERNEL = {"11.8": "sglang-kernel==0.4.2.post2"}\ncheck_call(["pip", "install", KERNEL[cuda]])\n'},
-     False),  # (the table's pin is a way of its own, round AG: too old, not only unknown)
+     None),
     ({"tools/bootstrap.py": 'run(f"pip install sglang-kernel=={KERNEL}", shell=True)\n'}, None),
     # round AG (g3) and AH (h1): a script's inline metadata (PEP 723), its tools' tables too; a Python file's strings
     # rendering a recipe, printed into a file, or a pin filled in later; a version table only compared is a message

@@ -1176,12 +1176,15 @@ def _script_metadata_pins(text: str, rel: str) -> List[Pin]:
 
 
 def _pins_in_strings(tree: ast.Module, rel: str, printing: bool = False) -> List[List[Pin]]:
-    """The kernel pins a Python file's strings spell, each a way of its own, but a message's (_MessageReads; a script
-    whose output is a recipe, a here-document's, `printing`, prints none): a string may be a recipe the file renders
-    or hands a runner (a Dockerfile template's values, round AG's g3), and where it goes is not followed. A string
+    """The kernel pins the strings of a Python file that writes files or runs commands spell, each a way of its own,
+    but a message's (_MessageReads; a script whose output is a recipe, a here-document's, `printing`, prints none): a
+    string may be a recipe the file renders or hands a runner (a Dockerfile template's values, round AG's g3), and
+    where it goes is not followed. A string
     naming a kernel with a version left to be filled in (`"sgl-kernel=={v}"`) decides nothing; one naming a kernel
     without a version installs whatever is newest: none."""
     words = _kernel_words()
+    if not printing and not _writes_or_runs(tree):
+        return []  # (its strings reach no file and no command here: stated, a module importing them is not followed)
     reads: Optional[_MessageReads] = None
     ways: List[List[Pin]] = []
     for node in ast.walk(tree):
@@ -1202,12 +1205,43 @@ _TO_FILL = re.compile(r"\s*(?:\[[^\]]*\]\s*)?(?:==|~=|<=|>=|<|>|!=)\s*(?:$|[{%$]
 _MESSAGE_CALLS = {"print", "logger", "logging", "log", "warnings", "warn", "LOGGER", "_logger"}
 
 
+_WRITERS = {"write", "write_text", "write_bytes", "writelines", "dump"}
+_RUNNER_MODULES = {"subprocess", "sh", "pexpect", "invoke", "fabric", "docker"}
+
+
+def _writes_or_runs(tree: ast.Module) -> bool:
+    """Does the file write a file (`write_text`, `.write`, `json.dump`, `print(..., file=)`) or run a command (a call
+    into `subprocess` or a runner's module, a name imported from one, `os.system`/`popen`/`exec*`/`spawn*`)? Only
+    then may its strings be a recipe something installs from."""
+    runners = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+               and (n.module or "").split(".")[0] in _RUNNER_MODULES for a in n.names}
+    for n in ast.walk(tree):
+        if not isinstance(n, ast.Call):
+            continue
+        root = n.func
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        name = n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
+        if name in _WRITERS or isinstance(root, ast.Name) and (root.id in _RUNNER_MODULES or root.id in runners) \
+                or name in ("system", "popen") or name.startswith(("exec", "spawn", "create_subprocess")) \
+                or name == "print" and any(k.arg == "file" for k in n.keywords):
+            return True
+    return False
+
+
+def _declares_an_option(call: ast.Call) -> bool:
+    """`parser.add_argument(...)`, `add_option`, click's `option`/`argument`: a command line's declaration."""
+    name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+    return name in ("add_argument", "add_option", "option", "argument")
+
+
 class _MessageReads:
     """Which strings of a Python file are only ever messages: a docstring, text handed to `print` with no `file=`,
-    logging or `warnings`, raised, asserted or compared, or bound once to a name (or an attribute: a class's table read
-    off `self`) whose every read in the file is one (a version table the file never reads; stated: another module
-    importing that table is not followed). A file reading its names reflectively (`globals()`, `vars()`, `locals()`,
-    `__dict__`) binds none such; in a script whose output is a recipe (`printing`) a print is no message."""
+    logging or `warnings`, raised, asserted or compared, an option's default, or bound once to a name (or an
+    attribute: a class's table read off `self`) whose every read in the file is one (a version table the file never
+    reads; stated: another module importing that table is not followed). A file reading its names reflectively
+    (`globals()`, `vars()`, `locals()`, `__dict__`) binds none such; in a script whose output is a recipe
+    (`printing`) a print is no message."""
 
     def __init__(self, tree: ast.Module, printing: bool):
         self.tree, self.printing = tree, printing
@@ -1219,12 +1253,14 @@ class _MessageReads:
         up = self.parents.get(id(node))
         while isinstance(up, (ast.JoinedStr, ast.FormattedValue, ast.BinOp, ast.Dict, ast.List, ast.Tuple, ast.Set)):
             node, up = up, self.parents.get(id(up))
-        if isinstance(up, (ast.Expr, ast.Compare)):
-            return True
+        if isinstance(up, (ast.Expr, ast.Compare)) or isinstance(up, ast.keyword) and isinstance(
+                self.parents.get(id(up)), ast.Call) and _declares_an_option(self.parents[id(up)]):
+            return True  # (an option's default: what the script does with it is read where it installs)
         target = up.targets[0] if isinstance(up, ast.Assign) and up.value is node and len(up.targets) == 1 else None
         if isinstance(target, (ast.Name, ast.Attribute)):
             name = target.id if isinstance(target, ast.Name) else target.attr
-            return depth < 2 and self._read_as_messages(name, depth)
+            return depth < 2 and self._read_as_messages(name, self._scope(up) if isinstance(target, ast.Name)
+                                                        else self.tree, depth)
         while up is not None and not isinstance(up, ast.stmt):
             if isinstance(up, ast.Call):
                 root = up.func
@@ -1236,8 +1272,15 @@ class _MessageReads:
             up = self.parents.get(id(up))
         return isinstance(up, (ast.Raise, ast.Assert))
 
-    def _read_as_messages(self, name: str, depth: int) -> bool:
-        uses = [n for n in ast.walk(self.tree) if isinstance(n, ast.Name) and n.id == name
+    def _scope(self, node: ast.AST) -> ast.AST:
+        """The function a name bound at `node` is local to, or the module."""
+        up = self.parents.get(id(node))
+        while up is not None and not isinstance(up, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            up = self.parents.get(id(up))
+        return self.tree if up is None or any(isinstance(n, (ast.Global, ast.Nonlocal)) for n in ast.walk(up)) else up
+
+    def _read_as_messages(self, name: str, scope: ast.AST, depth: int) -> bool:
+        uses = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == name
                 or isinstance(n, ast.Attribute) and n.attr == name]
         stores = [n for n in uses if not isinstance(n.ctx, ast.Load)]
         by_string = any(isinstance(n, ast.Constant) and n.value == name for n in ast.walk(self.tree))  # (`getattr`)

@@ -446,7 +446,7 @@ def _serves_reads(cls: ast.ClassDef, t: _Tree, depth: int) -> bool:
     based = any(reach._unparse(b).rsplit(".", 1)[-1] in _VALUE_BASES and not _base_classes(b, t) for b in cls.bases)
     makes = [d for n, d in defs.items() if n in ("__init__", "__new__", "__post_init__")]
     if depth > 8 or cls.keywords or _READ_SERVERS.intersection(defs) - {"__getitem__"} or any(
-            reach.body_binds(cls.body, n) for n in _READ_SERVERS) or _stores_reflectively(cls) \
+            reach.body_binds(cls.body, n) for n in _READ_SERVERS) or _stores_reflectively(cls, family(WIDTH_CORE)) \
             or based and any(d.name == "__new__" or not reach.stores_its_parameters(d) for d in makes):
         return True
     if "__getitem__" in defs and not (_reads_item(defs["__getitem__"]) and all(
@@ -455,7 +455,7 @@ def _serves_reads(cls: ast.ClassDef, t: _Tree, depth: int) -> bool:
     return any(_serves_reads(c, there, depth + 1) for b in cls.bases for c, there in _base_classes(b, t))
 
 
-def _stores_reflectively(cls: ast.ClassDef) -> bool:
+def _stores_reflectively(cls: ast.ClassDef, names: re.Pattern) -> bool:
     """Does a method of the class store on its own object by no spelling of a field's name: `setattr(self, ...)`,
     `object.__setattr__(self, ...)` or `super().__setattr__(...)` outside a forwarding `__setattr__`, a write into
     `self.__dict__` or `vars(self)` (`.update`, an item store)? (Another object's, `object.__setattr__(metadata,
@@ -466,9 +466,13 @@ def _stores_reflectively(cls: ast.ClassDef) -> bool:
     namespace = lambda e: isinstance(e, ast.Attribute) and e.attr == "__dict__" and own(e.value) or isinstance(  # noqa: E731
         e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id == "vars" and bool(e.args) and own(e.args[0])
     for n in ast.walk(cls):
-        if isinstance(n, ast.Call) and id(n) not in forwarding and (
-                isinstance(n.func, ast.Name) and n.func.id == "setattr" and n.args and own(n.args[0])
-                or isinstance(n.func, ast.Attribute) and n.func.attr == "__setattr__" and (
+        named = n.args[1] if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and len(n.args) > 1 else \
+            n.args[0] if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.args and reach._unparse(
+                n.func.value) == "super()" else n.args[1] if isinstance(n, ast.Call) and len(n.args) > 1 else None
+        other = isinstance(named, ast.Constant) and isinstance(named.value, str) and not names.fullmatch(named.value)
+        if isinstance(n, ast.Call) and id(n) not in forwarding and not other and (  # (`setattr(self, "forward_
+                isinstance(n.func, ast.Name) and n.func.id == "setattr" and n.args and own(n.args[0])  # metadata", md)`
+                or isinstance(n.func, ast.Attribute) and n.func.attr == "__setattr__" and (  # stores another field)
                     reach._unparse(n.func.value) == "super()" or n.args and own(n.args[0]))):
             return True
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and namespace(n.func.value) \

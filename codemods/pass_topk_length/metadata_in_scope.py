@@ -225,16 +225,13 @@ class MetadataInScope:
         return None
 
     def _own_container(self, attr: str) -> bool:
-        """Is `self.<attr>` a container each instance makes its own: every store of it a new `{}`, `[]`, `dict()`...,
-        and no class body binding it (a class attribute every instance shares)?"""
-        stores = [t for t in self.targets_named(attr) if not isinstance(t, cst.AnnAssign) or t.value is not None]
-        fresh = lambda e: isinstance(e, (cst.Dict, cst.List, cst.Set, cst.DictComp, cst.ListComp)) or isinstance(  # noqa: E731
-            e, cst.Call) and (dotted(e.func) or "").rsplit(".", 1)[-1] in ("dict", "list", "OrderedDict", "defaultdict")
+        """Is `self.<attr>` a container each instance makes its own: no class body binds it (a class attribute every
+        instance shares), and no store gives it another object's container (a module's pool, a parameter)?"""
+        stores = [t.value if isinstance(t, cst.AnnAssign) else getattr(self.tree.parent.get(t), "value", None)
+                  for t in self.targets_named(attr) if not isinstance(t, cst.AnnAssign) or t.value is not None]
         in_body = any(isinstance(t, cst.Name) and t.value == attr for c in self.find(cst.ClassDef)
                       for stmt in c.body.body for t in _class_level_targets(stmt))
-        return bool(stores) and not in_body and all(
-            fresh(t.value if isinstance(t, cst.AnnAssign) else getattr(self.tree.parent.get(t), "value", None))
-            for t in stores)  # (`self.decode_cuda_graph_metadata: Dict = {...}`: sglang 0.5.12's)
+        return not in_body and not any(isinstance(v, (cst.Name, cst.Attribute, cst.Subscript)) for v in stores)
 
     def _made_by_call(self, value: Optional[cst.BaseExpression]) -> bool:
         """A call's result, or a local bound only to one (`md = DSAMetadata(...)`: round AG)."""
