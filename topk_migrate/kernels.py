@@ -1442,17 +1442,18 @@ def find_module(path: str, module: str, scope: Optional[Scope] = None) -> Option
         else:  # `from . import name`: the package itself
             found = os.path.join(d, "__init__.py") if os.path.isfile(os.path.join(d, "__init__.py")) else None
         return found if found and scope.holds(found) else None
-    return _absolute_module(path, module, scope)[0]
+    return _absolute_module(os.path.dirname(os.path.abspath(path)), module, scope)[0]
 
 
-def _absolute_module(path: str, module: str, scope: Scope) -> Tuple[Optional[str], bool]:
-    """The file an absolute import of `module` loads, and whether that is a guess. Python searches the folders on
-    sys.path, never a package's own folder (one with `__init__.py`) unless something puts it there: the nearest folder
-    on the way up that is not one (or its src/) holds the module Python loads. A guess where the module is found only
-    in a package's own folder, or in more than one folder on the way up (a folder with no `__init__.py` may be a
-    namespace package as well as a root: round AH)."""
+@per_run
+def _absolute_module(here: str, module: str, scope: Scope) -> Tuple[Optional[str], bool]:
+    """The file an absolute import of `module` from a file in `here` loads, and whether that is a guess (once per run
+    and folder). Python searches the folders on sys.path, never a package's own folder (one with `__init__.py`)
+    unless something puts it there: the nearest folder on the way up that is not one (or its src/) holds the module
+    Python loads. A guess where the module is found only in a package's own folder, or in more than one folder on the
+    way up (a folder with no `__init__.py` may be a namespace package as well as a root: round AH)."""
     found: List[Tuple[str, bool]] = []
-    for d in upward(path):
+    for d in upward(here):
         for base in (d, os.path.join(d, "src")):  # a src/ layout holds the project's packages under src/
             file = _module_file(os.path.join(base, *module.split(".")))
             if file and scope.holds(file) and file not in (f for f, _ in found):
@@ -1472,7 +1473,7 @@ def import_doubt(path: str, module: str, attribute: Optional[bool] = None) -> Op
     found = find_module(path, module, scope)
     if found is None:
         return None
-    if not module.startswith(".") and _absolute_module(path, module, scope)[1]:
+    if not module.startswith(".") and _absolute_module(os.path.dirname(os.path.abspath(path)), module, scope)[1]:
         rel = os.path.relpath(found, project_root(found)).replace(os.sep, "/")
         return (f"`{module}` may be {rel} or another module of that name: which one Python loads depends on the "
                 "folders on sys.path")

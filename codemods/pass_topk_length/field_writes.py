@@ -58,6 +58,21 @@ class _Tree:
         self.swapped: Callable[[str], bool] = lambda name: False
         self._spelled: Optional[dict] = None
         self._items: Optional[bool] = None
+        self._assigns: Optional[dict] = None
+        self.memo: dict = {}  # (what, key) -> a class question's answer for this file (_classes_named, _serves_reads)
+
+    def assigns(self, key: object) -> List[ast.Assign]:
+        """The file's plain `=` statements assigning a name (key: the name) or an attribute of self (key: ("self",
+        attr)), indexed once."""
+        if self._assigns is None:
+            self._assigns = {}
+            for n in ast.walk(self.tree):
+                for x in n.targets if isinstance(n, ast.Assign) else ():
+                    k = x.id if isinstance(x, ast.Name) else ("self", x.attr) if isinstance(x, ast.Attribute) \
+                        and isinstance(x.value, ast.Name) and x.value.id == "self" else None
+                    if k is not None:
+                        self._assigns.setdefault(k, []).append(n)
+        return self._assigns.get(key, [])
 
     def spelled(self, name: str) -> List[ast.AST]:
         """The file's names, attributes and import aliases spelling `name` (indexed once: a walk of the file per
@@ -224,6 +239,12 @@ def _base_classes(base: ast.AST, t: _Tree) -> List[Tuple[ast.ClassDef, "_Tree"]]
 def _classes_named(name: str, t: _Tree) -> List[Tuple[ast.ClassDef, "_Tree"]]:
     """The project classes `name` names in the file: the file's own classes of that name, or those the project file an
     import binds it from defines under its name there (`from fork_budget import BudgetedConfig as Budget`)."""
+    if ("classes", name) not in t.memo:
+        t.memo[("classes", name)] = _find_classes(name, t)
+    return t.memo[("classes", name)]
+
+
+def _find_classes(name: str, t: _Tree) -> List[Tuple[ast.ClassDef, "_Tree"]]:
     bindings = _module_bindings(t.tree, name)
     own = [(b, t) for b in bindings if isinstance(b, ast.ClassDef)]
     imports = [b for b in bindings if isinstance(b, ast.ImportFrom)]
@@ -424,11 +445,7 @@ def _served(e: ast.AST, t: _Tree, depth: int) -> bool:
 def _bound_values(e: ast.AST, t: _Tree) -> List[ast.AST]:
     """What the file assigns a name (in the reading scope, or the module's and `global` writes where that scope does
     not bind it) or an attribute of self (in any method) with a plain `=`."""
-    def target(x: ast.AST) -> bool:
-        if isinstance(e, ast.Name):
-            return isinstance(x, ast.Name) and x.id == e.id
-        return isinstance(x, ast.Attribute) and x.attr == e.attr and isinstance(x.value, ast.Name) and x.value.id == "self"
-    assigns = [n for n in ast.walk(t.tree) if isinstance(n, ast.Assign) and any(target(x) for x in n.targets)]
+    assigns = t.assigns(e.id if isinstance(e, ast.Name) else ("self", e.attr))
     if isinstance(e, ast.Name):
         scope = t.scope(e)
         local = [n for n in assigns if t.scope(n) is scope]
@@ -437,6 +454,14 @@ def _bound_values(e: ast.AST, t: _Tree) -> List[ast.AST]:
 
 
 def _serves_reads(cls: ast.ClassDef, t: _Tree, depth: int) -> bool:
+    key = ("serves", id(cls))
+    if key not in t.memo:
+        t.memo[key] = True  # (a class met again while it is read: a cycle of bases serves, as depth > 8 does)
+        t.memo[key] = _class_serves(cls, t, depth)
+    return t.memo[key]
+
+
+def _class_serves(cls: ast.ClassDef, t: _Tree, depth: int) -> bool:
     """Does the class (or a base of the project) serve a read of it or fill itself otherwise than its names say: it
     defines _READ_SERVERS (a `__getitem__` reading the key off what its `__init__` stores as handed is none), takes a
     metaclass, stores reflectively on itself (`self.__dict__.update`, `setattr(self, ...)`), or derives from a value
