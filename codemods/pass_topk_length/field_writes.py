@@ -10,6 +10,7 @@ positional records, templates, overrides, closures). The files of the engine's r
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import re
 from typing import Callable, List, Optional, Tuple
@@ -53,7 +54,6 @@ class _Tree:
 
     def __init__(self, tree: ast.AST, engine_getter: Plain, imported: Imported, others: List["_Tree"]):
         self.tree, self.engine_getter, self.imported, self.others = tree, engine_getter, imported, others
-        self.parents = {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
         self.referencing: Callable[[str], List["_Tree"]] = lambda name: [self]
         self.swapped: Callable[[str], bool] = lambda name: False
         self._spelled: Optional[dict] = None
@@ -73,6 +73,11 @@ class _Tree:
                     if k is not None:
                         self._assigns.setdefault(k, []).append(n)
         return self._assigns.get(key, [])
+
+    @functools.cached_property
+    def parents(self) -> dict:
+        """Each node's parent, by id (built when first asked: a file found by a name is mostly asked of its classes)."""
+        return {id(c): p for p in ast.walk(self.tree) for c in ast.iter_child_nodes(p)}
 
     def spelled(self, name: str) -> List[ast.AST]:
         """The file's names, attributes and import aliases spelling `name` (indexed once: a walk of the file per
@@ -118,13 +123,16 @@ def own_values(trees: List[Tuple[ast.AST, Plain, Imported]], attr: str,
     for t, g, imported in trees:
         parsed.append(_Tree(t, g, imported, parsed))
     cache: dict = {}
+    made: dict = {}  # id(tree) -> its _Tree, one per file whatever name found it
 
     def referencing(name: str) -> List[_Tree]:
         if name not in cache:
             found = naming(name) if naming is not None else trees
-            cache[name] = [_Tree(t, g, imported, parsed) for t, g, imported in found]
-            for t in cache[name]:
-                t.referencing, t.swapped = referencing, swapped
+            for t, g, imported in found:
+                if id(t) not in made:
+                    made[id(t)] = _Tree(t, g, imported, parsed)
+                    made[id(t)].referencing, made[id(t)].swapped = referencing, swapped
+            cache[name] = [made[id(t)] for t, _, _ in found]
         return cache[name]
 
     def swapped(name: str) -> bool:  # (another file's `module.name = other` rebinding a getter: round AC)
