@@ -74,6 +74,15 @@ class _Tree:
                         self._assigns.setdefault(k, []).append(n)
         return self._assigns.get(key, [])
 
+    def classes(self, name: str) -> List[ast.ClassDef]:
+        """The file's classes named `name`, at any depth (indexed once)."""
+        if "classes" not in self.memo:
+            self.memo["classes"] = {}
+            for n in ast.walk(self.tree):
+                if isinstance(n, ast.ClassDef):
+                    self.memo["classes"].setdefault(n.name, []).append(n)
+        return self.memo["classes"].get(name, [])
+
     @functools.cached_property
     def parents(self) -> dict:
         """Each node's parent, by id (built when first asked: a file found by a name is mostly asked of its classes)."""
@@ -233,6 +242,13 @@ def _base_classes(base: ast.AST, t: _Tree) -> List[Tuple[ast.ClassDef, "_Tree"]]
     """The project classes a base names (_classes_named; a dotted base by its last name, over the files naming it)."""
     if isinstance(base, ast.Name):
         return _classes_named(base.id, t)
+    key = ("base", reach._unparse(base))
+    if key not in t.memo:
+        t.memo[key] = _dotted_classes(base, t)
+    return t.memo[key]
+
+
+def _dotted_classes(base: ast.AST, t: _Tree) -> List[Tuple[ast.ClassDef, "_Tree"]]:
     name = reach._unparse(base).rsplit(".", 1)[-1]
     module = base.value.id if isinstance(base, ast.Attribute) and isinstance(base.value, ast.Name) else None
     index = t.imported(module) if module and any(isinstance(b, ast.Import) for b in _module_bindings(t.tree, module)) \
@@ -240,8 +256,7 @@ def _base_classes(base: ast.AST, t: _Tree) -> List[Tuple[ast.ClassDef, "_Tree"]]
     if index is not None:  # (`model_config.ModelConfig`: the class of the module imported)
         there = t.others[index]
         return [(c, there) for c in there.tree.body if isinstance(c, ast.ClassDef) and c.name == name]
-    return [(c, other) for other in t.referencing(name) for c in ast.walk(other.tree)
-            if isinstance(c, ast.ClassDef) and c.name == name]
+    return [(c, other) for other in t.referencing(name) for c in other.classes(name)]
 
 
 def _classes_named(name: str, t: _Tree) -> List[Tuple[ast.ClassDef, "_Tree"]]:
@@ -693,7 +708,7 @@ def _mixes_init(cls: ast.ClassDef, base: ast.AST, t: _Tree, depth: int) -> bool:
     for b in before:  # (the MRO runs the bases listed before it first; those after only through super())
         name = reach._unparse(b).rsplit(".", 1)[-1]
         for other in t.referencing(name):
-            for c in (n for n in ast.walk(other.tree) if isinstance(n, ast.ClassDef) and n.name == name):
+            for c in other.classes(name):
                 if depth > 3 or any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
                         d.name == "__new__" or d.name == "__init__" and not _forwards_init(d)) for d in c.body) \
                         or _mixes_init(c, None, other, depth + 1):
