@@ -256,7 +256,14 @@ def _dotted_classes(base: ast.AST, t: _Tree) -> List[Tuple[ast.ClassDef, "_Tree"
     if index is not None:  # (`model_config.ModelConfig`: the class of the module imported)
         there = t.others[index]
         return [(c, there) for c in there.tree.body if isinstance(c, ast.ClassDef) and c.name == name]
+    if module and not _of_the_project(module, t):
+        return []  # (`nn.Module`: a library's class)
     return [(c, other) for other in t.referencing(name) for c in other.classes(name)]
+
+
+def _of_the_project(name: str, t: _Tree) -> bool:
+    """Does the name the file imports come from a module of the project (not a library's)?"""
+    return getattr(t.imported, "in_project", lambda _: True)(name)
 
 
 def _classes_named(name: str, t: _Tree) -> List[Tuple[ast.ClassDef, "_Tree"]]:
@@ -272,8 +279,8 @@ def _find_classes(name: str, t: _Tree) -> List[Tuple[ast.ClassDef, "_Tree"]]:
     own = [(b, t) for b in bindings if isinstance(b, ast.ClassDef)]
     imports = [b for b in bindings if isinstance(b, ast.ImportFrom)]
     index = t.imported(name) if imports else None
-    if own or not imports:
-        return own
+    if own or not imports or index is None and not _of_the_project(name, t):
+        return own  # (none of the project's: a library's class, `from abc import ABC`)
     original = next((a.name for b in imports for a in b.names if (a.asname or a.name) == name), name)
     there = [t.others[index]] if index is not None else t.referencing(original)  # (a file not among those spelling
     return [(c, other) for other in there for c in other.tree.body  # the field: the files naming the class)
@@ -805,10 +812,14 @@ def project_values(proj, attr: str, own) -> List[reach.Finding]:
             texts[own.path] = proj.__dict__.get("_checked_text", "").encode("utf-8", "surrogateescape")
 
         def imported(f) -> Imported:
-            def where(name: str) -> Optional[int]:  # (a module `import`ed: that module's own file)
+            def found(name: str) -> Optional[str]:  # (a module `import`ed: that module's own file)
                 module = f.froms.get(name, (f.modules.get(name),))[0] if name not in f.ambiguous else None
-                path = f._find(f.path, module) if module else None
+                return f._find(f.path, module) if module else None
+
+            def where(name: str) -> Optional[int]:
+                path = found(name)
                 return at.get(path) if path else None
+            where.in_project = lambda name: found(name) is not None  # type: ignore[attr-defined]
             return where
         def getter(f) -> Plain:  # (the engine's getter where its import leaves the project or finds a release's def)
             test, where = engine_getter(f.tree), imported(f)
