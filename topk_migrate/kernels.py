@@ -1179,9 +1179,8 @@ def _pins_in_strings(tree: ast.Module, rel: str, printing: bool = False) -> List
     """The kernel pins the strings of a Python file that writes files or runs commands spell, each a way of its own,
     but a message's (_MessageReads; a script whose output is a recipe, a here-document's, `printing`, prints none): a
     string may be a recipe the file renders or hands a runner (a Dockerfile template's values, round AG's g3), and
-    where it goes is not followed. A string
-    naming a kernel with a version left to be filled in (`"sgl-kernel=={v}"`) decides nothing; one naming a kernel
-    without a version installs whatever is newest: none."""
+    where it goes is not followed. A string naming a kernel with a version left to be filled in (`"sgl-kernel=={v}"`)
+    decides nothing; one naming a kernel without a version installs whatever is newest: none."""
     words = _kernel_words()
     if not printing and not _writes_or_runs(tree):
         return []  # (its strings reach no file and no command here: stated, a module importing them is not followed)
@@ -1218,15 +1217,21 @@ def _writes_or_runs(tree: ast.Module) -> bool:
     for n in ast.walk(tree):
         if not isinstance(n, ast.Call):
             continue
-        root = n.func
-        while isinstance(root, ast.Attribute):
-            root = root.value
+        root = _call_root(n)
         name = n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
         if name in _WRITERS or isinstance(root, ast.Name) and (root.id in _RUNNER_MODULES or root.id in runners) \
                 or name in ("system", "popen") or name.startswith(("exec", "spawn", "create_subprocess")) \
                 or name == "print" and any(k.arg == "file" for k in n.keywords):
             return True
     return False
+
+
+def _call_root(call: ast.Call) -> ast.AST:
+    """What a call's dotted callee starts from (`subprocess` of `subprocess.run`, `logger` of `logger.info`)."""
+    root = call.func
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    return root
 
 
 def _declares_an_option(call: ast.Call) -> bool:
@@ -1263,9 +1268,7 @@ class _MessageReads:
                                                         else self.tree, depth)
         while up is not None and not isinstance(up, ast.stmt):
             if isinstance(up, ast.Call):
-                root = up.func
-                while isinstance(root, ast.Attribute):
-                    root = root.value
+                root = _call_root(up)
                 printed = isinstance(root, ast.Name) and root.id == "print"
                 return isinstance(root, ast.Name) and root.id in _MESSAGE_CALLS and not (
                     printed and (self.printing or any(k.arg == "file" for k in up.keywords)))
@@ -1506,8 +1509,9 @@ def _package_binds_otherwise(tree: ast.Module, name: str) -> Optional[int]:
     reflective = _reflective(tree)
     if reflective is not None:
         return reflective[0]
-    if _global_writes(tree, name) is not None:
-        return _global_writes(tree, name)
+    written = _global_writes(tree, name)
+    if written is not None:
+        return written
     for node in scope_nodes(tree):
         if isinstance(node, ast.ImportFrom) and node.level == 1 and not node.module \
                 and any(a.name == name and a.asname in (None, name) for a in node.names):

@@ -74,14 +74,21 @@ class _Tree:
                         self._assigns.setdefault(k, []).append(n)
         return self._assigns.get(key, [])
 
+    def remember(self, key: object, compute: Callable[[], object]):
+        """compute()'s answer, asked once per file and key (self.memo)."""
+        if key not in self.memo:
+            self.memo[key] = compute()
+        return self.memo[key]
+
     def classes(self, name: str) -> List[ast.ClassDef]:
         """The file's classes named `name`, at any depth (indexed once)."""
-        if "classes" not in self.memo:
-            self.memo["classes"] = {}
+        def index() -> dict:
+            found: dict = {}
             for n in ast.walk(self.tree):
                 if isinstance(n, ast.ClassDef):
-                    self.memo["classes"].setdefault(n.name, []).append(n)
-        return self.memo["classes"].get(name, [])
+                    found.setdefault(n.name, []).append(n)
+            return found
+        return self.remember("classes", index).get(name, [])
 
     @functools.cached_property
     def parents(self) -> dict:
@@ -242,10 +249,7 @@ def _base_classes(base: ast.AST, t: _Tree) -> List[Tuple[ast.ClassDef, "_Tree"]]
     """The project classes a base names (_classes_named; a dotted base by its last name, over the files naming it)."""
     if isinstance(base, ast.Name):
         return _classes_named(base.id, t)
-    key = ("base", reach._unparse(base))
-    if key not in t.memo:
-        t.memo[key] = _dotted_classes(base, t)
-    return t.memo[key]
+    return t.remember(("base", reach._unparse(base)), lambda: _dotted_classes(base, t))
 
 
 def _dotted_classes(base: ast.AST, t: _Tree) -> List[Tuple[ast.ClassDef, "_Tree"]]:
@@ -269,9 +273,7 @@ def _of_the_project(name: str, t: _Tree) -> bool:
 def _classes_named(name: str, t: _Tree) -> List[Tuple[ast.ClassDef, "_Tree"]]:
     """The project classes `name` names in the file: the file's own classes of that name, or those the project file an
     import binds it from defines under its name there (`from fork_budget import BudgetedConfig as Budget`)."""
-    if ("classes", name) not in t.memo:
-        t.memo[("classes", name)] = _find_classes(name, t)
-    return t.memo[("classes", name)]
+    return t.remember(("classes", name), lambda: _find_classes(name, t))
 
 
 def _find_classes(name: str, t: _Tree) -> List[Tuple[ast.ClassDef, "_Tree"]]:
@@ -466,10 +468,10 @@ def _served(e: ast.AST, t: _Tree, depth: int) -> bool:
     if not isinstance(e, ast.Call):
         return False
     func = e.func
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and _classes_named(func.value.id, t):
-        return any(_serves_reads(c, there, 0) for c, there in _classes_named(func.value.id, t))
-    return any(_serves_reads(c, there, 0) for c, there in (
-        _classes_named(func.id, t) if isinstance(func, ast.Name) else _base_classes(func, t)))
+    maker = _classes_named(func.value.id, t) if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+        else []  # (`Budget.of(raw)`: a method of the class making it)
+    classes = maker or (_classes_named(func.id, t) if isinstance(func, ast.Name) else _base_classes(func, t))
+    return any(_serves_reads(c, there, 0) for c, there in classes)
 
 
 def _bound_values(e: ast.AST, t: _Tree) -> List[ast.AST]:
@@ -521,9 +523,7 @@ def _stores_reflectively(cls: ast.ClassDef, names: re.Pattern) -> bool:
     namespace = lambda e: isinstance(e, ast.Attribute) and e.attr == "__dict__" and own(e.value) or isinstance(  # noqa: E731
         e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id == "vars" and bool(e.args) and own(e.args[0])
     for n in ast.walk(cls):
-        named = n.args[1] if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and len(n.args) > 1 else \
-            n.args[0] if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.args and reach._unparse(
-                n.func.value) == "super()" else n.args[1] if isinstance(n, ast.Call) and len(n.args) > 1 else None
+        named = _set_name(n) if isinstance(n, ast.Call) else None
         other = isinstance(named, ast.Constant) and isinstance(named.value, str) and not names.fullmatch(named.value)
         if isinstance(n, ast.Call) and id(n) not in forwarding and not other and (  # (`setattr(self, "forward_
                 isinstance(n.func, ast.Name) and n.func.id == "setattr" and n.args and own(n.args[0])  # metadata", md)`
@@ -536,6 +536,14 @@ def _stores_reflectively(cls: ast.ClassDef, names: re.Pattern) -> bool:
         if isinstance(n, ast.Subscript) and not isinstance(n.ctx, ast.Load) and namespace(n.value):
             return True
     return False
+
+
+def _set_name(call: ast.Call) -> Optional[ast.AST]:
+    """The name argument of a store by name: `super().__setattr__(name, v)`'s first, `setattr(obj, name, v)`'s and
+    `object.__setattr__(obj, name, v)`'s second."""
+    if isinstance(call.func, ast.Attribute) and reach._unparse(call.func.value) == "super()":
+        return call.args[0] if call.args else None
+    return call.args[1] if len(call.args) > 1 else None
 
 
 def _own_getter(call: ast.Call, names: re.Pattern, t: _Tree, depth: int) -> bool:

@@ -258,8 +258,8 @@ class MetadataInScope:
                 break
         return None if planners else (
             f"`__init__` gives the holder `self.{attr}` a record made once, and an eager planner or a replay hook "
-            f"does not rewrite its `{field_name}` in place on every run (a mode or size it skips keeps an earlier step's lengths); refresh it "
-            "on every path, or pass topk_length by hand")
+            f"does not rewrite its `{field_name}` in place on every run (a mode or size it skips keeps an earlier "
+            "step's lengths); refresh it on every path, or pass topk_length by hand")
 
     def planned_on_every_path(self) -> Optional[str]:
         """Round AB: a method that gives the holder this batch's metadata (the eager planner, outside the graphs'
