@@ -4971,6 +4971,131 @@ def test_round_ah_the_widths_value_off_objects_whose_class_serves_it(tmp_path, c
     assert (site.status is Status.FIXABLE) is fixable, site.reason
 
 
+@pytest.mark.parametrize("batches, local, fixable", [
+    # round AH (h2): the clip's operand read off a batch handed in (its class not known) is these rows' seqlens only
+    # where no class of the project serves that attribute by code: a property, a method, a descriptor bound in the
+    # body, in another file or in the module itself; a dataclass's declared field (or its `field(...)`) is no code
+    ("class VerifyBatch:\n    @property\n    def seq_lens(self):\n        return self.committed + self.drafts\n",
+     False, False),
+    ("class VerifyBatch:\n    @property\n    def seq_lens(self):\n        return self.committed + self.drafts\n",
+     True, False),
+    ("def _lens(b):\n    return b.committed + 1\n\n\nclass VerifyBatch:\n    seq_lens = property(_lens)\n", False, False),
+    ("import dataclasses\nfrom typing import Optional\n\nimport torch\n\n\n@dataclasses.dataclass\nclass Batch:\n"
+     "    seq_lens: torch.Tensor\n    seq_lens_cpu: Optional[torch.Tensor] = None\n"
+     "    positions: torch.Tensor = dataclasses.field(default=None)\n", True, True)])
+def test_round_ah_the_clips_operand_served_by_a_class(tmp_path, batches, local, fixable):
+    src = _CONFIG_BACKEND.replace("torch.clamp(forward_batch.seq_lens,", "torch.clamp(seq_lens,").replace(
+        "        self.forward_metadata = DSAMetadata(\n", "        seq_lens = forward_batch.seq_lens\n"
+        "        self.forward_metadata = DSAMetadata(\n", 1) if local else _CONFIG_BACKEND
+    if local:
+        src += "\n\n" + batches
+    else:
+        (tmp_path / "batches.py").write_text(batches)
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+    assert fixable or "serves `seq_lens` by code" in site.reason
+
+
+@pytest.mark.parametrize("value, fixable", [
+    # round AI (i3): a `torch.where` whose test is not the indices' validity leaves -1 gaps or other entries mid-row
+    # (a window's mask, a sink's `isin`, a pad bound to a name); a view by a dtype reinterprets the entries' bytes
+    ("torch.where((topk_indices >= 0) & (topk_indices >= 8), topk_indices, torch.full_like(topk_indices, -1))", False),
+    ("torch.where(keep, topk_indices, pad)", False),
+    ("topk_indices.view(torch.int32)", False),
+    ("torch.where(topk_indices != -1, topk_indices + 7, topk_indices)", True),
+    ("torch.where(topk_indices <= -1, pad, topk_indices)", True)])
+def test_round_ai_index_steps(tmp_path, value, fixable):
+    src = _handed("keep = torch.isin(topk_indices, kv, invert=True)\n        pad = topk_indices.new_full(topk_indices.shape, -1)"
+                  f"\n        topk_indices = {value}")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_AI_CAPTURE = f"md = DSAMetadata(dsa_cache_seqlens_int32={_CLIP})\n        self.graph_metadata[bs] = md\n        self.forward_metadata = md"
+
+
+@pytest.mark.parametrize("replay, fixable", [
+    # a replay refreshing the live requests' rows (a prefix) updates the record: the rows past it are padding, whose
+    # output is discarded (sglang 0.5.12's draft-extend replay: `field[: seqlens_expanded.shape[0]].copy_(...)`)
+    ("n = int(seq_lens.numel())\n        md = self.graph_metadata[bs]\n        md.dsa_cache_seqlens_int32[:n].copy_("
+     f"{_CLIP}[:n])\n        self.forward_metadata = md", True),
+    (f"md = self.graph_metadata[bs]\n        md.dsa_cache_seqlens_int32[:bs].copy_({_CLIP})\n"
+     "        self.forward_metadata = md", True),
+    (f"md = self.graph_metadata[bs]\n        md.dsa_cache_seqlens_int32[:].copy_({_CLIP})\n"
+     "        self.forward_metadata = md", True),
+    # round AI (i1): the holder left on the record another capture gave it (one table per mode): the callers read
+    # that one's capture-time lengths
+    (f"md = self.graph_metadata[bs]\n        md.dsa_cache_seqlens_int32.copy_({_CLIP})", False)])
+def test_round_ai_a_replay_gives_the_holder_the_record_it_refreshes(tmp_path, replay, fixable):
+    src = GRAPH_PER_CAPTURE.replace("{capture}", "        " + _AI_CAPTURE).replace("{replay}", "        " + replay)
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py")).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("init, plan, fixable", [
+    # round AI (i1): a record `__init__` does not make (a parent backend's, a micro-batch sibling's) is shared with
+    # that object: each one's in-place plan rewrites the other's lengths
+    ("self.forward_metadata = parent.forward_metadata if parent is not None else DSAMetadata(warm.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))",
+     "self.forward_metadata.dsa_cache_seqlens_int32.copy_(forward_batch.seq_lens.clamp(max=self.dsa_index_topk).int())",
+     False),
+    # a refresh the planner hands to a method of the class, on every run, refreshes as its own does
+    ("self.forward_metadata = DSAMetadata(warm.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))", "self._refresh(forward_batch)", True),
+    ("self.forward_metadata = DSAMetadata(warm.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))",
+     "if forward_batch.seq_lens.numel():\n            self._refresh(forward_batch)", False)])
+def test_round_ai_a_static_record_is_the_instances_own_and_refreshed(tmp_path, init, plan, fixable):
+    src = _STATIC_AI.format(init=init, plan=plan)
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_STATIC_AI = '''"""A fork's backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk."""
+from dataclasses import dataclass
+
+import torch
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+
+@dataclass
+class DSAMetadata:
+    dsa_cache_seqlens_int32: torch.Tensor
+
+
+class Backend:
+    def __init__(self, dsa_index_topk, warm, parent=None):
+        self.dsa_index_topk = dsa_index_topk
+        {init}
+
+    def _refresh(self, forward_batch):
+        self.forward_metadata.dsa_cache_seqlens_int32.copy_(
+            forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))
+
+    def init_forward_metadata(self, forward_batch):
+        {plan}
+
+    def forward(self, q, kv, indices, scale):
+        metadata = self.forward_metadata
+        return flash_mla_sparse_fwd(q=q, kv=kv, indices=indices, sm_scale=scale)[0]
+'''
+
+
+@pytest.mark.parametrize("base, use, fixable", [
+    # round AI (i2): `forward` of a class torch may run by another name (`module(...)` of an `nn.Module`,
+    # `Fn.apply(...)`) whose instances the project's code makes or names: those callers are not seen; a class of the
+    # project's own plain bases is called by name, and one no code of the project names is the framework's to call
+    ("torch.nn.Module", "def build():\n    return Attn()\n", False),
+    ("torch.autograd.Function", "def run(q, kv, idx, s, md):\n    return Attn.apply(q.flip(0), kv, idx.flip(0), s, md)\n",
+     False),
+    ("torch.nn.Module", "", True), ("Base", "def build():\n    return Attn()\n", True)])
+def test_round_ai_forward_run_by_torch_is_refused(tmp_path, base, use, fixable):
+    src = (f'"""Fork; metadata.dsa_cache_seqlens_int32."""\nimport torch\nfrom sgl_kernel.flash_mla import flash_mla_sparse_fwd\n\n\n'
+           f"class Base:\n    pass\n\n\nclass Attn({base}):\n    def forward(self, q, kv, idx, scale, metadata):\n"
+           f"        return flash_mla_sparse_fwd(q, kv, idx, scale)[0]\n\n\n{use}")
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+    assert fixable or "torch runs `forward` without spelling its name" in site.reason
+
+
 _POOLED_AG = '''"""A fork's backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk."""
 from dataclasses import dataclass
 

@@ -116,6 +116,7 @@ def _file_resolver(f, env: Optional[dict]) -> Resolve:
         lowered = _written_into(scope, lambda e: isinstance(e, ast.Name) and e.id == name.id,
                                 any(_a_fill(v) for v in values))
         return "local", [(v, resolve) for v in values] + [(None, None)] * lowered
+    resolve.serving = f.serving  # type: ignore[attr-defined]
     return resolve
 
 
@@ -561,8 +562,16 @@ class FieldMeaning:
         text = _code(value).strip()
         return (f"this module sets `{field_name}` at line {self.tree.line(at)} from `{text[:80]}`, "
                 f"not provably the seqlens clipped to the top-k width ({CLIP_HOW}) and left so (no in-place write "
-                f"of it, not stored on another object){self._own_width_note(text)}; clip it, or pass topk_length by "
-                "hand")
+                f"of it, not stored on another object){self._own_width_note(text)}{self._served_note(text)}; clip it, "
+                "or pass topk_length by hand")
+
+    def _served_note(self, text: str) -> str:
+        """Where a lengths' name the clip reads is served by a class's code (reach.Project.serving): the real
+        blocker."""
+        found = next((f for n in dict.fromkeys(re.findall(r"\w+", text)) if _seqlens_name(n)
+                      for f in [self.project().serving(n)] if f is not None), None)
+        return (f"; {found.what} at {found.where()}, so a batch's lengths read by that name may be what its code "
+                "computes, not these rows' seqlens") if found else ""
 
     def _own_width_note(self, text: str) -> str:
         """Where the bound names the width's field and the project gives that field a value of its own: the
@@ -741,6 +750,7 @@ class FieldMeaning:
                       and len(x.targets) == 1 else (None, None) for x in statements]
             return "local", values + [(None, None)] * self._local_written_into(
                 at, name.id, any(_a_fill(v) for v, _ in values))
+        resolve.serving = self.project().serving  # type: ignore[attr-defined]
         return resolve
 
     def _local_written_into(self, at: cst.CSTNode, name: str, tensor: bool) -> bool:
@@ -975,7 +985,8 @@ def _plain_lengths(e: Optional[ast.AST], resolve: Optional[Resolve] = None, dept
         # over the new and cached lengths, a row selection for context parallelism), so what it holds is not
         # read: which lengths these are would need the top-k emitter's own (open, issue 33); but a value that
         # reinterprets their bytes (`.view(torch.int32)` of int64 lengths: round V) is no lengths
-        return _seqlens_name(e.id) and not (kind == "local" and any(_reinterprets(v, r) for v, r in values or []))
+        return _seqlens_name(e.id) and not (kind == "local" and any(
+            _reinterprets(v, r) or _served(_attribute_read(v), r or resolve) for v, r in values or []))
     if isinstance(e, ast.Attribute):  # (off self or an object self keeps: an earlier step's, rounds V and Y: a graph
         root = e.value  # runner's persistent buffers, `self.graph_inputs.seq_lens`)
         while isinstance(root, (ast.Attribute, ast.Subscript)):
@@ -983,8 +994,24 @@ def _plain_lengths(e: Optional[ast.AST], resolve: Optional[Resolve] = None, dept
         if not (isinstance(root, ast.Name) and root.id != "self"):
             return False
         kind, values = _values(root, resolve)  # (`inputs = self.graph_inputs; inputs.seq_lens`: round Z)
-        return _seqlens_name(e.attr) and not (kind == "local" and any(_off_self(v) for v, _ in values or []))
+        return _seqlens_name(e.attr) and not (kind == "local" and any(_off_self(v) for v, _ in values or [])) \
+            and not _served(e.attr, resolve)
     return False
+
+
+def _served(attr: str, resolve: Optional[Resolve]) -> bool:
+    """Does a class of the project serve `attr` by code (reach.Project.serving), so that a batch's `.seq_lens`
+    may be what a property computes? Without a resolver (nothing of the project read): yes."""
+    serving = getattr(resolve, "serving", None)
+    return bool(attr) and (serving is None or serving(attr) is not None)
+
+
+def _attribute_read(v: Optional[ast.AST]) -> str:
+    """The attribute a value reads, under conversions and row slices (`fb.seq_lens.to(torch.int32)[:n]`), or ""."""
+    while isinstance(v, ast.Subscript) or isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) \
+            and v.func.attr in _CONVERSIONS:
+        v = v.value if isinstance(v, ast.Subscript) else v.func.value
+    return v.attr if isinstance(v, ast.Attribute) else ""
 
 
 def _off_self(v: Optional[ast.AST]) -> bool:

@@ -210,6 +210,14 @@ class GraphReplay:
             skipping = [f for f in hooks if self._touches(f, kept)  # hook another hook calls: round AA)
                         and not self._replay_covered(f, field_name, plan) and not self._only_reads(f)]
             if covering and not skipping:
+                left = next((f for f in covering if tables and not self._repoints(f, set())), None)
+                if left is not None:  # (round AI: a table per mode, the holder left on the last capture's record)
+                    return (f"`{left.name.value}` (line {self.tree.line(left)}) updates a record the captures keep "
+                            f"in `self.{sorted(tables)[0]}`, but some run of it returns without giving the holder "
+                            f"`self.{sorted(self.held_attributes())[0] if self.held_attributes() else '?'}` that "
+                            "record: the kernel's callers may read another mode's or size's record, with its "
+                            "capture-time lengths; give the holder the record on every path, or pass topk_length by "
+                            "hand")
                 return None
             if covering:
                 return (f"`{skipping[0].name.value}` (line {self.tree.line(skipping[0])}) runs between replays and reads "
@@ -341,6 +349,32 @@ class GraphReplay:
         memo[key] = walker.covers()
         return memo[key]
 
+    def _repoints(self, fdef: cst.FunctionDef, busy: Set[int]) -> bool:
+        """Does every run of fdef that returns give the holder (held_attributes) a record: a store of it, a method of
+        the module called off self whose every run does, or a builder (reach.graph_builder) called as a statement
+        of its own before a bare `return` (sglang 0.5.16's first replay of a size)?"""
+        held, memo = self.held_attributes(), self.index("repoints", dict)
+        if id(fdef) in memo or id(fdef) in busy:
+            return memo.get(id(fdef), False)
+        busy.add(id(fdef))
+        stores = {id(t) for _, t, _ in self._writes_in(fdef) if _is_attr_of_self(t) and t.attr.value in held}
+
+        def gives(small: cst.CSTNode) -> bool:
+            for node in self.find((cst.Call, cst.Attribute), None, small):
+                if id(node) in stores:
+                    return True
+                if not (isinstance(node, cst.Call) and walker._direct(node, small) and self._self_method(node)):
+                    continue
+                name = node.func.attr.value
+                defs = local_defs(self.tree, node.func)
+                if reach.graph_builder(name) and isinstance(small, cst.Expr) and small.value is node \
+                        and self._then_returns(small) or defs and all(self._repoints(d, busy) for d in defs):
+                    return True
+            return False
+        walker = ReplayPaths(self.tree, fdef, gives)
+        memo[id(fdef)] = walker.covers()
+        return memo[id(fdef)]
+
     def _accessor(self, call: cst.Call) -> bool:
         """Is `self.m(...)` a method of the module, nothing may replace, whose body only asserts and returns items read
         off self's tables (`assert bs in self.graph_metadata; return self.graph_metadata[bs]`)?"""
@@ -455,7 +489,9 @@ class GraphReplay:
 
     def _viewed_targets(self, fdef: cst.FunctionDef) -> List[cst.BaseExpression]:
         """What fdef writes in place, each through the views of it written (an index by a tensor copies:
-        `field[rows].copy_(v)` writes a temporary, and stays as it is)."""
+        `field[rows].copy_(v)` writes a temporary, and stays as it is). A prefix of the rows is an update of the
+        record (sglang 0.5.12's draft-extend replay: `field[:seqlens_expanded.shape[0]].copy_(...)`): the rows past it
+        are padding, whose output is discarded (stated)."""
         out = []
         for target in self._in_place_targets(fdef):
             while isinstance(target, cst.Subscript) and _basic(target):

@@ -17,7 +17,7 @@ from . import callers, reach
 from .graph_replay import _BRANCHING, _a_record, _is_attr_of_self, _self_root_attr
 from .quick import expand
 from .replay_paths import ReplayPaths, _keeps_the_call
-from .rows import _own_returns
+from .rows import _own_returns, local_defs, unproven_local
 from .syntax import _code, _is_name, bound_targets, constructor_call
 
 _PLAIN_READS = {"isinstance", "getattr", "hasattr", "id", "type", "len", "print", "repr", "str", "vars", "dir"}  # (read; what
@@ -178,9 +178,15 @@ class MetadataInScope:
                 for node, target, value in self._writes_in(fdef):
                     if isinstance(node, cst.AnnAssign) and node.value is None:
                         continue  # `self.forward_metadata: DSAMetadata`: a declaration (sglang 0.5.16's __init__)
-                    static = fdef.name.value == "__init__" and isinstance(target, cst.Attribute) \
-                        and target.attr.value in held and self._made_by_call(value)  # (a record made there;
-                    # a parameter is what the making hands: the callers' rules read that)
+                    init_held = fdef.name.value == "__init__" and isinstance(target, cst.Attribute) \
+                        and target.attr.value in held
+                    if init_held and not (self._made_by_call(value) or _none(value) or self._a_parameter(value)):
+                        return (f"`__init__` gives `{_code(target).strip()}` `{_code(value).strip()[:60]}` at line "
+                                f"{self.tree.line(node)}, a record it neither makes nor is handed (another object's: a parent "
+                                "backend's, a micro-batch sibling's), which lives across steps: a plan for one "
+                                "rewrites the lengths the other's kernel reads (round AI); make the record in "
+                                "`__init__`, or pass topk_length by hand")
+                    static = init_held and self._made_by_call(value)  # (a record made there)
                     why = self._static_refreshed(target.attr.value, field_name) if static else None
                     if why:
                         return why
@@ -233,6 +239,11 @@ class MetadataInScope:
                       for stmt in c.body.body for t in _class_level_targets(stmt))
         return not in_body and not any(isinstance(v, (cst.Name, cst.Attribute, cst.Subscript)) for v in stores)
 
+    def _a_parameter(self, value: Optional[cst.BaseExpression]) -> bool:
+        """A parameter itself (what the making hands: the callers' rules read that), not an attribute of one."""
+        found = self.tree.binding(value, value.value).assignments if isinstance(value, cst.Name) else []
+        return bool(found) and all(isinstance(getattr(a, "node", None), cst.Param) for a in found)
+
     def _made_by_call(self, value: Optional[cst.BaseExpression]) -> bool:
         """A call's result, or a local bound only to one (`md = DSAMetadata(...)`: round AG)."""
         if isinstance(value, cst.Name):
@@ -252,14 +263,25 @@ class MetadataInScope:
         for p in planners:
             if any(isinstance(t, cst.Attribute) and t.attr.value == attr for _, t, _ in self._writes_in(p)):
                 continue  # (given anew: planned_on_every_path and kept_in_holder read that store)
-            if not any(self._object_key(t.value) == f"self.{attr}" and self._unconditional(p, t)
-                       for t in self._field_targets(p, field_name)):
+            if not self._refreshes(p, attr, field_name, 0):
                 planners = []
                 break
         return None if planners else (
             f"`__init__` gives the holder `self.{attr}` a record made once, and an eager planner or a replay hook "
             f"does not rewrite its `{field_name}` in place on every run (a mode or size it skips keeps an earlier "
             "step's lengths); refresh it on every path, or pass topk_length by hand")
+
+    def _refreshes(self, fdef: cst.FunctionDef, attr: str, field_name: str, depth: int) -> bool:
+        """Does every run of fdef rewrite `self.<attr>.<field>` in place, itself or through a method of the class it
+        calls off self first (`self._refresh(forward_batch)`: one def, nothing may replace it, 3 deep)?"""
+        if any(self._object_key(t.value) == f"self.{attr}" and self._unconditional(fdef, t)
+               for t in self._field_targets(fdef, field_name)):
+            return True
+        return depth < 3 and any(
+            self._unconditional(fdef, c) and len(local_defs(self.tree, c.func)) == 1
+            and not unproven_local(self.tree, c.func, self.method_rival)
+            and self._refreshes(local_defs(self.tree, c.func)[0], attr, field_name, depth + 1)
+            for c in self.find(cst.Call, self._self_method, fdef))
 
     def planned_on_every_path(self) -> Optional[str]:
         """Round AB: a method that gives the holder this batch's metadata (the eager planner, outside the graphs'
@@ -934,3 +956,8 @@ def _blocks(stmt: cst.CSTNode) -> list:
 def _one_of(nodes: Set[int]):
     """ReplayPaths' `updates`: a small statement that is one of the nodes (or whose expression is: a setattr)."""
     return lambda small: id(small) in nodes or isinstance(small, cst.Expr) and id(small.value) in nodes
+
+
+def _none(value: Optional[cst.BaseExpression]) -> bool:
+    """`None`, or nothing given (a declaration)."""
+    return value is None or isinstance(value, cst.Name) and value.value == "None"

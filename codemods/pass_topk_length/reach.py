@@ -25,7 +25,7 @@ import re
 import sys
 import unicodedata
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Set, Tuple, Union
 
 import topk_migrate
 from topk_migrate import bounded, files, guard, memory
@@ -401,8 +401,10 @@ def _bound_twice(tree: ast.Module) -> Set[str]:
 class _File:
     """One parsed file: its imports and top-level classes, and how it resolves a receiver."""
 
-    def __init__(self, path: str, tree: ast.Module, find_module):
+    def __init__(self, path: str, tree: ast.Module, find_module, serving=None):
         self.path, self.tree, self._find = path, tree, find_module
+        # the project's class serving a batch's attribute by code (Project.serving), for a read in this file
+        self.serving: Callable[[str], Optional[Finding]] = serving or (lambda attr: None)
         self.modules: Dict[str, str] = {}  # local name -> dotted module (`import a.b` binds a -> a)
         self.froms: Dict[str, Tuple[str, str]] = {}  # local name -> (module, imported name)
         self.star_imports = False  # `from m import *` binds names no reader of the file sees
@@ -623,7 +625,7 @@ class Project:
             if len(text) > bounded.FACTS_SOURCE_LIMIT:
                 raise MemoryError
             memory.check(text, memory.PARSE_BYTES_PER_TOKEN, "parse")
-            return _File(path, guard.tree_of(text), self._find_module)
+            return _File(path, guard.tree_of(text), self._find_module, self.serving)
         except (SyntaxError, ValueError):
             return None
         except (InputError, RecursionError, MemoryError):
@@ -774,6 +776,22 @@ class Project:
                     todo.append((h, h.classes[name]))
         return out
 
+    def foreign_base(self, seeds: Set[str]) -> Optional[str]:
+        """A base, of the module's classes `seeds`, of a subclass of theirs anywhere in the project or of an ancestor
+        of those, that is no class of the project nor one of Python's that runs no method by another name (torch's
+        `nn.Module` runs `forward` on `module(...)`, an autograd Function on `Fn.apply(...)`): its code, or None."""
+        own = self.__dict__.get("_checked") or self.own()  # (the module as checked: its text may not be on disk)
+        if own is None:
+            return "?"
+        start = [(own, c) for c in own.class_defs if c.name in seeds] + self.subclasses(seeds)
+        for g, c in start + self._ancestors_of(start, own):
+            for b in c.bases:
+                path, name = g.resolve_class(b)
+                h = own if path == self.module else self._file_at(path) if path is not None else None
+                if not (h is not None and name in h.classes or g.known_base(b)):
+                    return _unparse(b)
+        return None
+
     def _file_at(self, path: str) -> Optional[_File]:
         if path not in self._parsed:
             if self._by_path is None:
@@ -894,6 +912,21 @@ class Project:
                 if stmt is not None:
                     return Finding(self.rel(f.path), stmt.lineno, f"{cls.name} binds `{attr}` in its body")
         return None
+
+    def serving(self, attr: str) -> Optional[Finding]:
+        """A class of the project (this module's too) serving `attr` by code: a def of that name (a property, a
+        method) or a descriptor bound in its body. Read off an object whose class is not known (a batch handed in),
+        `x.<attr>` may be what that code computes (round AH: a verify batch's `seq_lens` property counting the draft
+        tokens). Read once per name."""
+        done = self.__dict__.setdefault("_serving", {})
+        own = self.__dict__.get("_checked")
+        key = (attr, id(own))
+        if key not in done:
+            done[key] = next((Finding(self.rel(f.path), stmt.lineno, f"{cls.name} serves `{attr}` by code")
+                              for f in [*self.files_naming([attr]), *([own] if own is not None else [])]
+                              for cls in f.class_defs for stmt in [_class_body_code(cls, attr)] if stmt is not None),
+                             None)
+        return done[key]
 
     def self_computed(self, attr: str) -> Optional[Finding]:
         """A class of another file changing `self.<attr>` after it is made: `+=`, a value reading the field itself
@@ -1221,7 +1254,7 @@ class Project:
         """The module as it is checked (its text may not be the file's on disk), parsed once."""
         if self.__dict__.get("_checked_text") != text:
             tree = bounded.python_facts(text)
-            self._checked_text, self._checked = text, _File(self.module, tree, self._find_module) if tree else None
+            self._checked_text, self._checked = text, _File(self.module, tree, self._find_module, self.serving) if tree else None
         return self._checked
 
     def never_made(self, family: Set[str]) -> bool:
@@ -3367,6 +3400,21 @@ def _class_body_binding(cls: ast.ClassDef, attr: str, code_only: bool = False) -
         bound = [stmt.name] if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) else \
             [] if code_only else [t.id for t in _flatten(_written_targets(stmt)) if isinstance(t, ast.Name)]
         if attr in bound:
+            return stmt
+    return None
+
+
+def _class_body_code(cls: ast.ClassDef, attr: str) -> Optional[ast.stmt]:
+    """The statement of cls's body serving `attr` by code: a def, or a binding to anything but a literal or a
+    dataclass field's `field(...)` (`seq_lens = property(_lens)`, a descriptor's instance); None."""
+    for stmt in cls.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == attr:
+            return stmt
+        value = getattr(stmt, "value", None) if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
+        if value is None or isinstance(value, ast.Constant) or isinstance(value, ast.Call) and _unparse(
+                value.func).rsplit(".", 1)[-1] == "field":
+            continue
+        if any(isinstance(t, ast.Name) and t.id == attr for t in _flatten(_written_targets(stmt))):
             return stmt
     return None
 

@@ -947,8 +947,8 @@ _READING_DUNDERS = {"__getitem__", "__len__", "__contains__", "__iter__", "__boo
                                              "radd", "rsub", "rmul", "rand", "ror", "rxor", "lshift", "rshift"))}
 
 
-# The dtypes the indices may be converted to: every index and -1 kept (`.to(torch.uint8)` makes -1 a valid 255,
-# `.view(torch.int16)` splits each entry in two: round P).
+# The dtypes the indices may be converted to (`to`, `type`; a `view` by any dtype reinterprets the bytes): every
+# index and -1 kept (`.to(torch.uint8)` makes -1 a valid 255, `.view(torch.int16)` splits each entry in two: round P).
 INDEX_DTYPES = {"torch.int32", "torch.int", "torch.int64", "torch.long"}
 # keywords of `to`/`type` that change no value
 _PLACE_KEYWORDS = {"device", "non_blocking", "copy", "memory_format"}
@@ -968,8 +968,9 @@ def _other_dtype(call: cst.Call, first: int = 0) -> Optional[str]:
         name = get_full_name_for_node(v) or ""
         if a.keyword and a.keyword.value in _PLACE_KEYWORDS:
             continue
-        if name.startswith("torch.") and name in INDEX_DTYPES or (op in ("view", "reshape") and _shape_part(v)):
-            continue
+        if name.startswith("torch.") and name in INDEX_DTYPES and op != "view" or (
+                op in ("view", "reshape") and _shape_part(v)):
+            continue  # (`.view(torch.int32)` of int64 indices splits each entry in two: round AI)
         if op == "to" and (isinstance(v, cst.SimpleString) or isinstance(v, cst.Attribute) and v.attr.value == "device"):
             continue
         if op in ("view", "reshape") and len(positional) > 1 and isinstance(v, (cst.Name, cst.Attribute)) \
@@ -1719,6 +1720,9 @@ class IndexTrace:
             tested = test.left if isinstance(test, cst.Comparison) else None
             sources = [tested] if tested is not None else []
             valid = _validity_test(test)  # (of the comparison a name is bound to, too)
+            if valid is None:  # (a window's or a sink's mask: -1 or another tensor's entries mid-row, round AI)
+                return (f"`{_code(e)[:80]}` selects entries by a test other than the indices' validity (`idx >= 0`, "
+                        "`idx != -1`), which may leave -1 gaps or other entries before valid ones")
             for side, b in ((True, e.args[1].value), (False, e.args[2].value)):
                 if _constant_fill(b):
                     continue

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 import os
-from typing import List, Optional, Set
+from typing import List, Optional, Set, Tuple
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
@@ -244,6 +244,13 @@ class WholeProject:
             return (f"the rows and indices come from `{batch.name.value}`, which Python calls implicitly (`obj(...)`, "
                     "`obj[...]`): its callers are not seen, so what they hand is not traced; pass topk_length by hand "
                     "where the rows are known, or use --lengths derived (round S)")
+        foreign, named = self._torch_may_call(batch) if batch.name.value == "forward" else (None, None)
+        if foreign and named:
+            return (f"the rows and indices come from `forward`, its class derives from `{foreign[:60]}`, and {named}: "
+                    "where that base is an `nn.Module` (`module(...)`, `checkpoint(module, ...)`) or an autograd "
+                    "Function (`Fn.apply(...)`), torch runs `forward` without spelling its name, so those callers are "
+                    "not seen and what they hand is not traced (round AI); pass topk_length by hand where the rows are "
+                    "known, or use --lengths derived")
         static = any(get_full_name_for_node(d.decorator) == "staticmethod" for d in batch.decorators)
         method = self.tree.is_method(batch) and not static
         positional = [p.name.value for p in [*batch.params.posonly_params, *batch.params.params]][1 if method else 0:]
@@ -267,6 +274,24 @@ class WholeProject:
             return (f"{why}; q and the indices it hands may not be the rows the metadata was built for, in order; pass "
                     "topk_length by hand where they are known, or use --lengths derived") if why else None
         return self.index(f"callers:{id(batch)}:{wanted}:{sorted(rows)}:{sorted(meta)}", build)  # (per def: its class decides its receivers)
+
+    def _torch_may_call(self, batch: cst.FunctionDef) -> Tuple[Optional[str], Optional[str]]:
+        """(a base through which batch's class, or a subclass of it, may be an `nn.Module` or an autograd Function,
+        whose `forward` torch runs by another name (reach.Project.foreign_base); where the project's code names
+        the class, that place): a class no code of the project names is made by the engine's framework, which
+        hands its rows as it hands a backend's."""
+        cls = self.tree.parent.get(self.tree.parent.get(batch))
+        if not isinstance(cls, cst.ClassDef):
+            return None, None
+        name = cls.name.value
+        here = next((n for n in self.names_spelled(name) if n is not cls.name), None)
+        elsewhere = next((f for f in self.project().files_naming([name]) if any(
+            isinstance(n, ast.Name) and n.id == name or isinstance(n, ast.Attribute) and n.attr == name
+            or isinstance(n, ast.alias) and name in (n.name.rsplit(".", 1)[-1], n.asname)
+            for n in ast.walk(f.tree))), None) if here is None else None  # (another file's class of that name: not it)
+        named = f"line {self.tree.line(here)} names `{name}`" if here is not None else \
+            f"{self.project().rel(elsewhere.path)} names `{name}`" if elsewhere is not None else None
+        return (self.project().foreign_base({name}) if named else None), named
 
     def _module_callers(self, batch, positional, rows, indices, meta=frozenset()) -> Optional[str]:
         """The first call of batch's name in this module (on any receiver) whose arguments for `rows` / `indices`
