@@ -5003,7 +5003,10 @@ def test_round_ah_the_clips_operand_served_by_a_class(tmp_path, batches, local, 
     ("torch.where(keep, topk_indices, pad)", False),
     ("topk_indices.view(torch.int32)", False),
     ("torch.where(topk_indices != -1, topk_indices + 7, topk_indices)", True),
-    ("torch.where(topk_indices <= -1, pad, topk_indices)", True)])
+    ("torch.where(topk_indices <= -1, pad, topk_indices)", True),
+    # columns of -1 appended to each row keep its valid entries first; prepended they do not
+    ("torch.cat([topk_indices, pad], dim=-1)", True), ("torch.cat([pad, topk_indices], dim=-1)", False),
+    ("torch.cat([topk_indices, topk_indices], dim=-1)", False)])
 def test_round_ai_index_steps(tmp_path, value, fixable):
     src = _handed("keep = torch.isin(topk_indices, kv, invert=True)\n        pad = topk_indices.new_full(topk_indices.shape, -1)"
                   f"\n        topk_indices = {value}")

@@ -1743,9 +1743,10 @@ class IndexTrace:
         if op in ("cat", "concat", "concatenate") and _torch_function(func, name) and args:
             given, dim = _dim_arg(list(e.args), 1)
             parts = args[0].value.elements if isinstance(args[0].value, (cst.List, cst.Tuple)) else None
-            if (not given or _int(dim) == 0) and parts and not self._fill(parts[0].value) and all(
+            if (not given or _int(dim) in (0, -1)) and parts and not self._fill(parts[0].value) and all(
                     self._only_fill(el.value) for el in parts[1:]):  # rows of -1 appended; not prepended (round O),
-                return self.hazard(parts[0].value)  # nor two selections in an order q's rows may not share (round P)
+                return self.hazard(parts[0].value)  # nor two selections in an order q's rows may not share (round P);
+                # or columns of -1 appended to each row (`dim=-1`: its valid entries still first, round AI)
             return f"`{_code(e)}` joins top-k entries other than by rows"
         method = isinstance(func, cst.Attribute) and not _torch_function(func, name)
         if method:
