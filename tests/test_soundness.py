@@ -361,6 +361,7 @@ def test_rows_reordered_by_a_function_of_another_project_module(tmp_path):
     "p.translate_loc_to_hisparse_device(idx.flip(-1))",  # an engine method on the allowlist: of what it is given
     "idx.sort(dim=-1).values.masked_fill(idx < 0, -1)",  # the receiver traced too (round R)
     "torch.gather(p, 1, idx.flip(-1).clamp(min=0)).masked_fill(idx < 0, -1)",  # a lookup of other indices
+    "torch.full((2, 4), -1)",  # -1 alone: no row holds what the metadata counts (round AJ: an empty selection)
 ])
 def test_index_steps_no_allowlist_names_are_refused(expr):
     src = (f"class B:\n    def _pad(self, t, n):\n        return torch.cat([t, t.new_full((n, 4), -1)])\n"
@@ -374,7 +375,7 @@ def test_index_steps_no_allowlist_names_are_refused(expr):
     "idx", "idx.to(torch.int32)", "idx.view(-1, 1, 64)", "idx.unsqueeze(1)", "idx.contiguous()",
     "torch.where(idx >= 0, idx + 7, idx)", "idx.masked_fill(idx < 0, -1)", "self._pad(idx, 2)",
     "torch.gather(p, 1, idx.clamp(min=0)).to(torch.int32).masked_fill(idx < 0, -1)",  # a page table's locations
-    "torch.cat([idx, idx.new_full((2, 4), -1)])", "torch.full((2, 4), -1)",
+    "torch.cat([idx, idx.new_full((2, 4), -1)])",
     "transform_index_page_table_prefill(page_table=p, topk_indices=idx)",
     "torch.where(idx != -1, idx + p, idx)",  # sglang 0.5.16's ragged transform (the mask bound first there)
     "p.translate_loc_to_hisparse_device(idx)",
@@ -5097,6 +5098,86 @@ def test_round_ai_forward_run_by_torch_is_refused(tmp_path, base, use, fixable):
     site = _site(tmp_path, src, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
     assert fixable or "torch runs `forward` without spelling its name" in site.reason
+
+
+@pytest.mark.parametrize("layer, fixable", [
+    # round AJ (j2): the rows method looked up by a literal the caller walk must read: `operator.attrgetter`, a dotted
+    # path, `object.__getattribute__`, an item of the class's namespace; a plain call is traced as before
+    ("import operator\n\n\ndef run(backend, q, kv, topk, scale):\n"
+     "    return operator.attrgetter('forward')(backend)(q.flip(0), kv, topk.flip(0), scale)\n", False),
+    ("import operator\n\n\ndef run(layer, q, kv, topk, scale):\n"
+     "    return operator.attrgetter('backend.forward')(layer)(q.flip(0), kv, topk.flip(0), scale)\n", False),
+    ("def run(backend, q, kv, topk, scale):\n"
+     "    return object.__getattribute__(backend, 'forward')(q.flip(0), kv, topk.flip(0), scale)\n", False),
+    ("def run(backend, q, kv, topk, scale):\n"
+     "    return type(backend).__dict__['forward'](backend, q.flip(0), kv, topk.flip(0), scale)\n", False),
+    ("def run(backend, q, kv, topk, scale):\n    return backend.forward(q, kv, topk, scale)\n", True),
+    ("import logging\n\n\ndef run(backend, q, kv, topk, scale):\n    logging.info('forward')\n"
+     "    return backend.forward(q, kv, topk, scale)\n", True)])
+def test_round_aj_the_rows_method_looked_up_by_a_literal(tmp_path, layer, fixable):
+    (tmp_path / "layer.py").write_text(layer)
+    site = _site(tmp_path, HANDED_INDICES, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+def test_round_aj_a_private_rows_method_called_by_its_mangled_name(tmp_path):
+    src = HANDED_INDICES.replace("def forward(self, q, kv, topk_indices, scale):",
+                                 "def forward(self, q, kv, topk_indices, scale):\n        return self.__run(q, kv, "
+                                 "topk_indices, scale)\n\n    def __run(self, q, kv, topk_indices, scale):")
+    assert _site(tmp_path, src, kernel=KERNEL).status is Status.FIXABLE
+    (tmp_path / "balanced.py").write_text("def run(backend, q, kv, topk, scale):\n"
+                                          "    return backend._Backend__run(q.flip(0), kv, topk.flip(0), scale)\n")
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert site.status is Status.MANUAL and "_Backend__run" in site.reason, site.reason
+
+
+_BUDGET_AJ = ("class Budget:\n    def __init__(self, raw):\n        self.raw = raw\n\n    def __enter__(self):\n"
+              "        return self\n\n    def __exit__(self, *exc):\n        return False\n\n"
+              "    def __getattr__(self, name):\n        return min(getattr(self.raw, name), 8)\n\n\n"
+              "def budgeted(raw):\n    return Budget(raw)\n\n\n")
+
+
+@pytest.mark.parametrize("config, fixable", [
+    # round AJ (j4): the capping view reached through a factory, an unpacking or a `with` binding is still served;
+    # a `__getattr__` forwarding to what `__init__` stored, and a mapping view's methods beside a plain attribute
+    # (a read by name calls neither), are not
+    (_BUDGET_AJ + _SERVED_AH.format(read="budgeted(hf).index_topk"), False),
+    (_BUDGET_AJ + "class ServingConfig:\n    def __init__(self, hf):\n        view, raw = Budget(hf), hf\n"
+     "        self.index_topk = view.index_topk\n", False),
+    (_BUDGET_AJ + "class ServingConfig:\n    def __init__(self, hf):\n        with Budget(hf) as view:\n"
+     "            self.index_topk = view.index_topk\n", False),
+    ("class Wrap:\n    def __init__(self, hf):\n        self.hf = hf\n\n    def __getattr__(self, name):\n"
+     "        return getattr(self.hf, name)\n\n\n" + _SERVED_AH.format(read="Wrap(hf).index_topk"), True),
+    ("class Cfg:\n    def __init__(self, index_topk):\n        self.index_topk = index_topk\n\n    def keys(self):\n"
+     "        return list(vars(self))\n\n    def __getitem__(self, key):\n        return getattr(self, key)\n\n\n"
+     + _SERVED_AH.format(read="Cfg(hf.index_topk).index_topk"), True)])
+def test_round_aj_the_widths_object_however_bound(tmp_path, config, fixable):
+    (tmp_path / "serving_config.py").write_text(config)
+    site = _site(tmp_path, _CONFIG_BACKEND, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("value, fixable", [
+    # round AJ (j3): a where's mask bound to a name and then narrowed in place; `new_tensor` copies what it is handed
+    ("valid = topk_indices >= 0\n        valid[topk_indices < 8] = False\n        topk_indices = torch.where(valid, "
+     "topk_indices, pad)", False),
+    ("valid = topk_indices >= 0\n        topk_indices = torch.where(valid, topk_indices, pad)", True),
+    ("topk_indices = topk_indices.new_tensor(topk_indices.sort(dim=-1).values)", False),
+    ("topk_indices = torch.where(topk_indices >= 0, pad, topk_indices)", False)])  # -1 where entries are valid
+def test_round_aj_index_steps(tmp_path, value, fixable):
+    src = _handed(f"pad = topk_indices.new_full(topk_indices.shape, -1)\n        {value}")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("lookup", ["vars(fm)[self.kernel_name]", "fm.__dict__.get(self.kernel_name)",
+                                    "getattr(fm, self.kernel_name)"])
+def test_round_aj_the_kernels_module_read_by_a_computed_name_is_a_site(tmp_path, lookup):
+    src = ("import sgl_kernel.flash_mla as fm\n\n\nclass B:\n    def __init__(self, name='flash_mla_sparse_fwd'):\n"
+           f"        self.kernel_name = name\n\n    def f(self, q, kv, idx, metadata):\n        kernel = {lookup}\n"
+           "        return kernel(q, kv, idx, 1.0)\n# metadata.dsa_cache_seqlens_int32\n")
+    sites = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert {s.line for s in sites} >= {9, 10} and all(s.status is Status.MANUAL for s in sites), sites
 
 
 _POOLED_AG = '''"""A fork's backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk."""

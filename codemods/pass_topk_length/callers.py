@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import re
 from typing import List, NamedTuple, Optional, Set, Tuple
 
 from . import engine_defs, reach
@@ -20,6 +21,7 @@ from .rows import (
     COPYING_METHODS,
     FRESH_FUNCTIONS,
     IN_PLACE_LIBRARY,
+    LOGGING_ROOTS,
     NO_DATA_METHODS,
     TENSOR_VIEW_METHODS,
 )
@@ -174,21 +176,33 @@ def _forwards_lookup(proj, f, cls: ast.ClassDef, name: str) -> bool:
 
 
 def _spells(node: ast.AST, name: str) -> bool:
-    """A read of `name`: `x.name`, `name`, or the literal name of a `getattr` (round O: `getattr(b, "forward_decode")`)."""
+    """A read of `name`: `x.name`, `name`, or a string naming it, alone or as a dotted path's last part (round O:
+    `getattr(b, "forward_decode")`; round AJ: `attrgetter("backend.forward")`, `"backend:forward"`)."""
     return isinstance(node, ast.Attribute) and node.attr == name and isinstance(node.ctx, ast.Load) \
         or isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load) \
-        or isinstance(node, ast.Constant) and node.value == name
+        or isinstance(node, ast.Constant) and isinstance(node.value, str) and _names_path(node.value, name)
+
+
+_PATH = re.compile(r"[A-Za-z_][\w.:]*")
+
+
+def _names_path(text: str, name: str) -> bool:
+    """Is `text` the name, or a dotted (or `module:attr`) path whose last part is it?"""
+    return text == name or bool(_PATH.fullmatch(text)) and re.split(r"[.:]", text)[-1] == name
 
 
 def _caller(proj, f, node: ast.AST, fname: str, want: Wanted, named: frozenset = frozenset()) -> Optional[reach.Finding]:
     """Why this read of `fname` may hand it other rows than its caller was handed, or None."""
     at = lambda why: reach.Finding(proj.rel(f.path), getattr(node, "lineno", 0), why)  # noqa: E731
     call = f.parents.get(id(node))
-    if isinstance(node, ast.Constant):  # a string: a way to look it up by name, unless a label (`prefix="..."`)
+    if isinstance(node, ast.Constant):  # a string: a way to look it up by name, unless a label (`prefix="..."`), a
+        child = node  # message or a comparison
         while isinstance(call, (ast.IfExp, ast.BoolOp)):  # (`"forward" if sparse else "forward_dense"`: round Z)
-            call = f.parents.get(id(call))
-        named = isinstance(call, ast.Call) and reach._unparse(call.func) in ("getattr", "operator.methodcaller",
-                                                                              "methodcaller", "attrgetter")
+            child, call = call, f.parents.get(id(call))
+        # (handed to any call but a message's by position, or an item's key: `attrgetter`, `getattr_static`,
+        # `object.__getattribute__(b, ...)`, `type(b).__dict__[...]`, `dict(getmembers(b))[...]`: round AJ)
+        named = isinstance(call, ast.Call) and child in call.args and not _message_call(call) \
+            or isinstance(call, ast.Subscript) and call.slice is child
         if named:
             return at(f"`{reach._unparse(call)[:60]}` looks `{fname}` up by name: what calls it is not seen")
         # kept for later (a dispatch table's value, a name bound to it, an element of a list): round U
@@ -213,6 +227,15 @@ def _caller(proj, f, node: ast.AST, fname: str, want: Wanted, named: frozenset =
                     return at(f"`{reach._unparse(call)[:60]}` in `{fn.name}` {why}")
     why = _sibling_written(proj, f, fn, call) or _awaits_before(f, fn, call)
     return at(f"`{reach._unparse(call)[:60]}` in `{fn.name}` {why}") if why else None
+
+
+def _message_call(call: ast.Call) -> bool:
+    """A call that only shows its arguments: print, logging, warnings (rows.LOGGING_ROOTS), `str.format`."""
+    root = call.func
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    return reach._unparse(call.func) in ("print", "repr", "str") or isinstance(root, ast.Name) \
+        and root.id in LOGGING_ROOTS or isinstance(call.func, ast.Attribute) and call.func.attr == "format"
 
 
 def _takes_any(lam: ast.Lambda) -> bool:

@@ -183,7 +183,8 @@ def _spelling(node: ast.AST, names: re.Pattern, inside: re.Pattern, t: _Tree) ->
     None where it gives one not read (`+=`, an unpacking, a loop's target, a def of the name)."""
     if isinstance(node, ast.Attribute) and _named(node.attr, names) and not isinstance(node.ctx, ast.Load):
         cls = _own_class(node, t)
-        if cls is not None and (_stores_served(cls, t, 0) or _serves_reads(cls, t, 0)):
+        if cls is not None and (_stores_served(cls, t, 0) or _serves_reads(cls, t, 0, ATTRIBUTE)):  # (a keyed read of
+            # it is judged where it is read, round AJ)
             return None, f"`.{node.attr}` is assigned in {cls.name}, whose class machinery may change it"
         return _stored_value(node, t), f"`.{node.attr}` is assigned"
     if isinstance(node, ast.keyword) and _named(node.arg, names):
@@ -421,7 +422,7 @@ def _plain(v: object, names: re.Pattern, t: _Tree, depth: int) -> bool:
     if isinstance(v, ast.Constant):
         return v.value is None
     if isinstance(v, ast.Attribute):
-        return _named(v.attr, names) and not _served(v.value, t, 0)
+        return _named(v.attr, names) and not _served(v.value, t, 0, ATTRIBUTE)
     if _measured(v, t):
         return True
     if isinstance(v, ast.Subscript):
@@ -450,6 +451,11 @@ _READ_SERVERS = {"get", "__getitem__", "__missing__", "__getattr__", "__getattri
                  "__reduce_ex__", "__copy__", "__deepcopy__"}
 
 
+# reads a field by its name does not make (`cfg.index_topk`): a keyed read's, a mapping view's
+_ITEM_READS = {"get", "__getitem__", "__missing__", "keys", "items", "values"}
+ATTRIBUTE = "attribute"  # the kind of read `_served` is asked for: a field read by its name (else any)
+
+
 # library bases whose instances are the values they hold (a mapping, a sequence, a number, a namespace): a subclass
 # making itself by more than storing its parameters may hold other values than it was handed (a `torch.nn.Module`
 # base is no such: its `__init__` makes a layer, not the config's values)
@@ -457,21 +463,58 @@ _VALUE_BASES = {"dict", "list", "tuple", "set", "frozenset", "str", "int", "floa
                 "defaultdict", "Counter", "ChainMap", "Mapping", "MutableMapping", "SimpleNamespace", "Namespace"}
 
 
-def _served(e: ast.AST, t: _Tree, depth: int) -> bool:
+def _served(e: ast.AST, t: _Tree, depth: int, kind: str = "") -> bool:
     """Is `e` (a receiver of a read, or an object handed to a getter) an object of a project class that serves its
     reads (_serves_reads): made by a call of the class or of one of its methods (`Budget.for_build(raw)`), or a name
     (a local, a module's global) or an attribute of self bound to one anywhere in the file?"""
     if depth >= 4:
         return False
+    if isinstance(e, ast.Name) and _bound_otherwise(e, t):
+        return True  # (`view, raw = Budget(raw), raw`, `with Budget(raw) as view`: what it holds is not read, round AJ)
     if isinstance(e, ast.Name) or isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == "self":
-        return any(_served(v, t, depth + 1) for v in _bound_values(e, t))
+        return any(_served(v, t, depth + 1, kind) for v in _bound_values(e, t))
     if not isinstance(e, ast.Call):
         return False
     func = e.func
     maker = _classes_named(func.value.id, t) if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
         else []  # (`Budget.of(raw)`: a method of the class making it)
     classes = maker or (_classes_named(func.id, t) if isinstance(func, ast.Name) else _base_classes(func, t))
-    return any(_serves_reads(c, there, 0) for c, there in classes)
+    return any(_serves_reads(c, there, 0, kind) for c, there in classes) or any(
+        _served(r, there, depth + 1, kind) for r, there in _factory_returns(e, t)) or classes and any(
+        _served(a, t, depth + 1, kind) for a in [*e.args, *(k.value for k in e.keywords)])
+    # (`budgeted(raw)`: a factory's, round AJ; a class handed a serving object may forward its reads to it)
+
+
+def _bound_otherwise(e: ast.Name, t: _Tree) -> bool:
+    """Does the scope reading `e` bind its name otherwise than by a plain `=` of one target or as a parameter (an
+    unpacking, `with ... as`, a loop's target, `:=`, an `except ... as`)?"""
+    scope = t.scope(e)
+    for n in t.spelled(e.id):
+        if not isinstance(n, ast.Name) or isinstance(n.ctx, ast.Load) or t.scope(n) is not scope:
+            continue
+        up = t.up(n)
+        if not (isinstance(up, ast.Assign) and n in up.targets or isinstance(up, ast.AnnAssign)):
+            return True
+    return False
+
+
+def _factory_returns(call: ast.Call, t: _Tree) -> List[Tuple[ast.AST, "_Tree"]]:
+    """(each returned value, its file) of the module-level def a call names, of the file or imported from a file of
+    the project (its only binding there); none where the name is no such def."""
+    if not isinstance(call.func, ast.Name):
+        return []
+    bindings = _module_bindings(t.tree, call.func.id)
+    if len(bindings) != 1:
+        return []
+    node, there = bindings[0], t
+    if isinstance(node, ast.ImportFrom) and t.imported(call.func.id) is not None:
+        there = t.others[t.imported(call.func.id)]
+        alias = next(a for a in node.names if (a.asname or a.name) == call.func.id)
+        found = _module_bindings(there.tree, alias.name)
+        node = found[0] if len(found) == 1 else None
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return []
+    return [(r.value, there) for r in ast.walk(node) if isinstance(r, ast.Return) and r.value is not None]
 
 
 def _bound_values(e: ast.AST, t: _Tree) -> List[ast.AST]:
@@ -485,31 +528,32 @@ def _bound_values(e: ast.AST, t: _Tree) -> List[ast.AST]:
     return [n.value for n in assigns]
 
 
-def _serves_reads(cls: ast.ClassDef, t: _Tree, depth: int) -> bool:
-    key = ("serves", id(cls))
+def _serves_reads(cls: ast.ClassDef, t: _Tree, depth: int, kind: str = "") -> bool:
+    key = ("serves", id(cls), kind)
     if key not in t.memo:
         t.memo[key] = True  # (a class met again while it is read: a cycle of bases serves, as depth > 8 does)
-        t.memo[key] = _class_serves(cls, t, depth)
+        t.memo[key] = _class_serves(cls, t, depth, kind)
     return t.memo[key]
 
 
-def _class_serves(cls: ast.ClassDef, t: _Tree, depth: int) -> bool:
+def _class_serves(cls: ast.ClassDef, t: _Tree, depth: int, kind: str = "") -> bool:
     """Does the class (or a base of the project) serve a read of it or fill itself otherwise than its names say: it
-    defines _READ_SERVERS (a `__getitem__` reading the key off what its `__init__` stores as handed is none), takes a
+    defines _READ_SERVERS (those of a keyed read and a mapping's views aside for a read by name, `kind` ATTRIBUTE; a
+    `__getitem__`/`__getattr__` reading the key off what its `__init__` stores as handed is none), takes a
     metaclass, stores reflectively on itself (`self.__dict__.update`, `setattr(self, ...)`), or derives from a value
     class of the library (_VALUE_BASES) while making itself by more than storing its parameters (a `dict` subclass
     filling itself capped, round AG's g3)?"""
     defs = {d.name: d for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    servers = _READ_SERVERS - _ITEM_READS if kind == ATTRIBUTE else _READ_SERVERS  # (`cfg.index_topk` calls none of those)
+    forwarding = {n for n in ("__getitem__", "__getattr__") if n in defs and _reads_item(defs[n]) and all(
+        reach.stores_its_parameters(d) for d in defs.values() if d.name in ("__init__", "__new__", "__post_init__"))}
     based = any(reach._unparse(b).rsplit(".", 1)[-1] in _VALUE_BASES and not _base_classes(b, t) for b in cls.bases)
     makes = [d for n, d in defs.items() if n in ("__init__", "__new__", "__post_init__")]
-    if depth > 8 or cls.keywords or _READ_SERVERS.intersection(defs) - {"__getitem__"} or any(
-            reach.body_binds(cls.body, n) for n in _READ_SERVERS) or _stores_reflectively(cls, family(WIDTH_CORE)) \
+    if depth > 8 or cls.keywords or servers.intersection(defs) - forwarding or any(
+            reach.body_binds(cls.body, n) for n in servers) or _stores_reflectively(cls, family(WIDTH_CORE)) \
             or based and any(d.name == "__new__" or not reach.stores_its_parameters(d) for d in makes):
-        return True
-    if "__getitem__" in defs and not (_reads_item(defs["__getitem__"]) and all(
-            reach.stores_its_parameters(d) for d in makes)):
-        return True  # (a forwarding `__getitem__` over what `__init__` was handed: the item read is that object's)
-    return any(_serves_reads(c, there, depth + 1) for b in cls.bases for c, there in _base_classes(b, t))
+        return True  # (a forwarding `__getitem__`/`__getattr__` over what `__init__` was handed: that object's read)
+    return any(_serves_reads(c, there, depth + 1, kind) for b in cls.bases for c, there in _base_classes(b, t))
 
 
 def _stores_reflectively(cls: ast.ClassDef, names: re.Pattern) -> bool:

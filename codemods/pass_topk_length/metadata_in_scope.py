@@ -178,10 +178,15 @@ class MetadataInScope:
                 for node, target, value in self._writes_in(fdef):
                     if isinstance(node, cst.AnnAssign) and node.value is None:
                         continue  # `self.forward_metadata: DSAMetadata`: a declaration (sglang 0.5.16's __init__)
-                    init_held = fdef.name.value == "__init__" and isinstance(target, cst.Attribute) \
-                        and target.attr.value in held
+                    init_held = self._at_startup(fdef, 0) and isinstance(target, cst.Attribute) \
+                        and target.attr.value in held  # (`init_cuda_graph_state`, a helper `__init__` calls: AJ)
+                    if init_held and self._a_parameter(value) and self._refreshed_anywhere(target.attr.value, field_name):
+                        return (f"`{fdef.name.value}` gives `{_code(target).strip()}` the record it is handed (line "
+                                f"{self.tree.line(node)}), which the planners refresh in place: another instance handed "
+                                "the same record (a graph runner's one record for every backend) rewrites the lengths "
+                                "this one's kernel reads (round AJ); make the record here, or pass topk_length by hand")
                     if init_held and not (self._made_by_call(value) or _none(value) or self._a_parameter(value)):
-                        return (f"`__init__` gives `{_code(target).strip()}` `{_code(value).strip()[:60]}` at line "
+                        return (f"`{fdef.name.value}` gives `{_code(target).strip()}` `{_code(value).strip()[:60]}` at line "
                                 f"{self.tree.line(node)}, a record it neither makes nor is handed (another object's: a parent "
                                 "backend's, a micro-batch sibling's), which lives across steps: a plan for one "
                                 "rewrites the lengths the other's kernel reads (round AI); make the record in "
@@ -220,6 +225,8 @@ class MetadataInScope:
             v = getattr(self.tree.assignment_statement(a), "value", None)
             while isinstance(v, (cst.Call, cst.Subscript, cst.Attribute)) and not (
                     isinstance(v, cst.Call) and self._made_for_batch(v, fdef)) and not _is_attr_of_self(v):
+                if isinstance(v, cst.Call) and isinstance(v.func, cst.Name):
+                    return f"`{_code(v).strip()[:40]}`"  # (a function's pool: `static_records(max_bs)[bs]`, AJ)
                 v = v.func.value if isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) else \
                     v.value if isinstance(v, (cst.Subscript, cst.Attribute)) else None
             if v is None or isinstance(v, cst.Call) or _is_attr_of_self(v) and self._own_container(v.attr.value):
@@ -232,12 +239,29 @@ class MetadataInScope:
 
     def _own_container(self, attr: str) -> bool:
         """Is `self.<attr>` a container each instance makes its own: no class body binds it (a class attribute every
-        instance shares), and no store gives it another object's container (a module's pool, a parameter)?"""
+        instance shares), and every store gives it a new one (_fresh_container; not a module's pool, a parameter, a
+        function's result, a copy of another's whose items are that one's, nor one of those on a branch: round AJ)?"""
         stores = [t.value if isinstance(t, cst.AnnAssign) else getattr(self.tree.parent.get(t), "value", None)
                   for t in self.targets_named(attr) if not isinstance(t, cst.AnnAssign) or t.value is not None]
         in_body = any(isinstance(t, cst.Name) and t.value == attr for c in self.find(cst.ClassDef)
                       for stmt in c.body.body for t in _class_level_targets(stmt))
-        return not in_body and not any(isinstance(v, (cst.Name, cst.Attribute, cst.Subscript)) for v in stores)
+        return not in_body and all(v is not None and _fresh_container(v) for v in stores)
+
+    def _at_startup(self, fdef: cst.FunctionDef, depth: int) -> bool:
+        """Does fdef run once, when the backend is made: `__init__`, the engine's `init_cuda_graph_state`, or a method
+        of the class every call of which (at least one, off self) is in such a method (3 deep)?"""
+        name = fdef.name.value
+        if name in ("__init__", "init_cuda_graph_state"):
+            return True
+        calls = [c for c in self.find(cst.Call, self._self_method) if c.func.attr.value == name]
+        owners = [next((a for a in self.tree.ancestors(c) if isinstance(a, cst.FunctionDef)), None) for c in calls]
+        return depth < 3 and bool(owners) and len(self.names_spelled(name)) == len(calls) + 1 and all(
+            o is not None and o is not fdef and self._at_startup(o, depth + 1) for o in owners)
+
+    def _refreshed_anywhere(self, attr: str, field_name: str) -> bool:
+        """Does any method of the module write `self.<attr>.<field>` in place?"""
+        return any(self._object_key(t.value) == f"self.{attr}"
+                   for f in self.find(cst.FunctionDef) for t in self._field_targets(f, field_name))
 
     def _a_parameter(self, value: Optional[cst.BaseExpression]) -> bool:
         """A parameter itself (what the making hands: the callers' rules read that), not an attribute of one."""
@@ -267,7 +291,7 @@ class MetadataInScope:
                 planners = []
                 break
         return None if planners else (
-            f"`__init__` gives the holder `self.{attr}` a record made once, and an eager planner or a replay hook "
+            f"the start-up (`__init__`, `init_cuda_graph_state`) gives the holder `self.{attr}` a record made once, and an eager planner or a replay hook "
             f"does not rewrite its `{field_name}` in place on every run (a mode or size it skips keeps an earlier "
             "step's lengths); refresh it on every path, or pass topk_length by hand")
 
@@ -961,3 +985,21 @@ def _one_of(nodes: Set[int]):
 def _none(value: Optional[cst.BaseExpression]) -> bool:
     """`None`, or nothing given (a declaration)."""
     return value is None or isinstance(value, cst.Name) and value.value == "None"
+
+
+# calls making a new, empty container (a copy, `dict(pool)`, shares the other's items)
+_NEW_CONTAINERS = {"dict", "list", "set", "defaultdict", "OrderedDict", "collections.defaultdict",
+                   "collections.OrderedDict", "WeakValueDictionary", "weakref.WeakValueDictionary"}
+
+
+def _fresh_container(v: cst.BaseExpression) -> bool:
+    """A new container: a display or comprehension, or a call of a container class with no positional argument but a
+    `defaultdict`'s factory; a conditional of such on both branches."""
+    if isinstance(v, cst.IfExp):
+        return _fresh_container(v.body) and _fresh_container(v.orelse)
+    if isinstance(v, (cst.Dict, cst.List, cst.Set, cst.Tuple, cst.DictComp, cst.ListComp, cst.SetComp)):
+        return True
+    if not isinstance(v, cst.Call) or (get_full_name_for_node(v.func) or "") not in _NEW_CONTAINERS:
+        return False
+    positional = [a for a in v.args if a.keyword is None and not a.star]
+    return not any(a.star for a in v.args) and len(positional) <= ("defaultdict" in _code(v.func))

@@ -1712,10 +1712,10 @@ class IndexTrace:
             # offsets added to the valid entries, -1 kept where entries are -1: what the test reads and
             # what the branches take must themselves be the counted top-k
             test = e.args[0].value
-            if isinstance(test, cst.Name):  # `mask = idx != -1` first: the comparison bound once
-                b = self.tree.binding(test, test.value)
+            if isinstance(test, cst.Name):  # `mask = idx != -1` first: the comparison bound once, never written in
+                b = self.tree.binding(test, test.value)  # place after (`mask[idx < start] = False`: round AJ)
                 stmt = self.tree.assignment_statement(b.assignments[0]) if len(b.assignments) == 1 else None
-                if stmt is not None and isinstance(stmt.value, cst.Comparison):
+                if stmt is not None and isinstance(stmt.value, cst.Comparison) and not self._written(test):
                     test = stmt.value
             tested = test.left if isinstance(test, cst.Comparison) else None
             sources = [tested] if tested is not None else []
@@ -1724,8 +1724,8 @@ class IndexTrace:
                 return (f"`{_code(e)[:80]}` selects entries by a test other than the indices' validity (`idx >= 0`, "
                         "`idx != -1`), which may leave -1 gaps or other entries before valid ones")
             for side, b in ((True, e.args[1].value), (False, e.args[2].value)):
-                if _constant_fill(b):
-                    continue
+                if _constant_fill(b) or valid is not side and self._only_fill(b):
+                    continue  # (-1 where the indices are invalid; a pad of -1 where they are valid is traced: refused)
                 if valid is not None and valid is not side and not self._only_fill(b) and not (
                         tested is not None and _code(b) == _code(tested)):  # (idx itself there: its -1s, sglang)
                     return (f"`{_code(e)}` puts other entries where the indices are invalid: valid entries past the "
@@ -1737,9 +1737,13 @@ class IndexTrace:
                     continue  # `table.gather(1, idx.clamp(min=0))`: a page table's locations where idx is valid
                 sources.append(b)
             return next((w for w in map(self.hazard, sources) if w), None)
-        if op in FILLS:  # a tensor of one value: padding rows of -1 hold no valid entry
-            fill = _keyword(e, "fill_value") or (args[1].value if len(args) > 1 else None)
-            return None if _int(fill) == -1 else f"`{_code(e)}` fills the indices with a value other than -1"
+        if op in FILLS:  # a tensor of one value: padding rows of -1 (appended, _only_fill) hold no valid entry; as
+            fill = _keyword(e, "fill_value") or (args[1].value if len(args) > 1 else None)  # the indices, no row holds
+            return (f"`{_code(e)}` makes the indices -1 everywhere, while the metadata counts each row's lengths (an "
+                    "empty selection: round AJ)") if _int(fill) == -1 else \
+                f"`{_code(e)}` fills the indices with a value other than -1"
+        if op == "new_tensor" and isinstance(func, cst.Attribute):  # (`x.new_tensor(data)` holds data: round AJ)
+            return self.hazard(args[0].value) if args else f"`{_code(e)}` is a form the indices trace does not model"
         if op in ("cat", "concat", "concatenate") and _torch_function(func, name) and args:
             given, dim = _dim_arg(list(e.args), 1)
             parts = args[0].value.elements if isinstance(args[0].value, (cst.List, cst.Tuple)) else None
@@ -1789,12 +1793,18 @@ class IndexTrace:
         """Where the project defines its own def of the engine method `op` (a fork's pool class: round V)."""
         return self.forked(op) if self.forked is not None else None
 
+    def _written(self, name: cst.Name) -> bool:
+        """Is the local written in place in its function (`mask[i] = False`, `mask.logical_and_(...)`, `out=mask`)?"""
+        fdef = next((a for a in self.tree.ancestors(name) if isinstance(a, cst.FunctionDef)), None)
+        w = writes_in(self.tree, fdef if fdef is not None else self.tree.module, name.value)
+        return bool(w.subscripts or w.inplace or w.mutators or w.outs or w.changes)
+
     def _only_fill(self, e: cst.BaseExpression) -> bool:
         """A constant fill of -1, or a name every binding of which is one (`pad = torch.full(..., -1)`)."""
         if isinstance(e, cst.Name):
             values = self.tree.assigned_values(e, e.value)
             return bool(values) and all(v is not None and self._only_fill(v) for v in values)
-        return isinstance(e, cst.Call) and _constant_fill(e) and self._call(e) is None
+        return isinstance(e, cst.Call) and _fill_of(e) == -1
 
     def _fill(self, e: cst.BaseExpression) -> bool:
         """A constant fill, or a name bound to one (`pad = torch.full(...)`): may be one on some binding."""
@@ -2008,6 +2018,19 @@ def _reads_no_data(e: cst.BaseExpression) -> bool:
 
 def _keyword(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
     return next((a.value for a in call.args if a.keyword and a.keyword.value == name), None)
+
+
+def _fill_of(e: cst.Call) -> Optional[int]:
+    """The integer a constant fill (FILLS) holds: `full(shape, v)`, `x.new_full(shape, v)`, `full_like(x, v)`,
+    `fill_value=v`; 0 and 1 for the zeros and ones; None otherwise."""
+    op = (get_full_name_for_node(e.func) or "").rsplit(".", 1)[-1]
+    if op not in FILLS:
+        return None
+    if op in ("zeros", "zeros_like", "new_zeros", "ones", "ones_like", "new_ones"):
+        return 1 if "ones" in op else 0
+    args = [a for a in e.args if not a.keyword and not a.star]
+    fill = _keyword(e, "fill_value") or (args[1].value if len(args) > 1 else None)
+    return _int(fill) if fill is not None else None
 
 
 def _constant_fill(e: cst.BaseExpression) -> bool:

@@ -13,7 +13,7 @@ from topk_migrate.cst.scopecheck import Tree
 from topk_migrate.model import Site, Status
 
 from .identity import kernel_alias
-from .quick import ENTRY_POINTS, OP_NAME, expand, is_kernel
+from .quick import ENTRY_POINTS, INFO, OP_NAME, expand, is_kernel
 from .syntax import _code, name_reads
 from .values import TESTS
 
@@ -63,7 +63,49 @@ def _value_uses(tree: Tree, facts: ModuleFacts, path: str, through_alias: Set[in
         base = dotted(k.node.args[0].value)
         if isinstance(attr, str) and base and is_kernel(f"{base}.{attr}"):
             add(k.node, expand(facts.imports, base) + f".{attr}", "looked up by name with getattr")
+    for node, module in _computed_reads(tree, facts):  # (`vars(fm)[self.kernel_name]`: round AJ)
+        how = f"read out of `{module}` by a name computed at run time (a kernel of that package's module)"
+        up = tree.parent.get(node)
+        if isinstance(up, cst.Assign) and len(up.targets) == 1 and isinstance(up.targets[0].target, cst.Name):
+            for read, call in name_reads(tree, up.targets[0].target.value):  # (each call through the local too)
+                if isinstance(call, cst.Call) and call.func is read:
+                    add(call, module, how)
+        add(node, module, how)
     return sites
+
+
+def _computed_reads(tree: Tree, facts: ModuleFacts):
+    """(node, module) for each read of a kernel package's module (INFO.providers: `sgl_kernel.flash_mla`) by a name
+    not written as a literal: `getattr(m, name)`, `vars(m)[name]`, `vars(m).get(name)`, `m.__dict__[name]`,
+    `m.__dict__.get(name)`, `m.__getattribute__(name)`."""
+    def module_of(e: cst.BaseExpression) -> Optional[str]:
+        if isinstance(e, cst.Call) and dotted(e.func) == "vars" and len(e.args) == 1:
+            e = e.args[0].value
+        elif isinstance(e, cst.Attribute) and e.attr.value == "__dict__":
+            e = e.value
+        else:
+            return None
+        full = expand(facts.imports, dotted(e) or "")
+        return full if full.split(".")[0] in INFO.providers else None
+
+    for node in tree.find((cst.Call, cst.Subscript)):
+        if isinstance(node, cst.Subscript):
+            key, module = node.slice[0].slice, module_of(node.value)
+            literal = isinstance(key, cst.Index) and isinstance(key.value, cst.SimpleString)
+        elif dotted(node.func) == "getattr" and len(node.args) >= 2:
+            full = expand(facts.imports, dotted(node.args[0].value) or "")
+            module = full if full.split(".")[0] in INFO.providers else None
+            literal = isinstance(node.args[1].value, cst.SimpleString)
+        elif isinstance(node.func, cst.Attribute) and node.func.attr.value in ("get", "__getattribute__") and node.args:
+            target = node.func.value
+            module = module_of(target) if node.func.attr.value == "get" else expand(
+                facts.imports, dotted(target) or "") if (expand(facts.imports, dotted(target) or "").split(".")[0]
+                                                         in INFO.providers) else None
+            literal = isinstance(node.args[0].value, cst.SimpleString)
+        else:
+            continue
+        if module and not literal and module in facts.imports.values():
+            yield node, module
 
 
 def _maybe_value_use(tree: Tree, facts: ModuleFacts) -> bool:

@@ -14,6 +14,7 @@ from topk_migrate.cst.resolve import CallInfo, Function
 
 from . import callers, engine_defs, reach
 from .field_meaning import CLIP_HOW, CLIPPED_FIELDS, ENGINE_HOMES, _clipped_elsewhere
+from .indexes import _text
 from .quick import PARAM
 from .rows import Hooks, _instance_param, index_hazard, row_hazard
 from .syntax import _argument_for, _code, _is_name, constructor_call, only_handed_on
@@ -244,6 +245,11 @@ class WholeProject:
             return (f"the rows and indices come from `{batch.name.value}`, which Python calls implicitly (`obj(...)`, "
                     "`obj[...]`): its callers are not seen, so what they hand is not traced; pass topk_length by hand "
                     "where the rows are known, or use --lengths derived (round S)")
+        mangled = self._mangled_spelling(batch)
+        if mangled:
+            return (f"the rows and indices come from `{batch.name.value}`, and {mangled}: a call through the name "
+                    "Python mangles a private method to is not traced (round AJ); pass topk_length by hand where the "
+                    "rows are known, or use --lengths derived")
         foreign, named = self._torch_may_call(batch) if batch.name.value == "forward" else (None, None)
         if foreign and named:
             return (f"the rows and indices come from `forward`, its class derives from `{foreign[:60]}`, and {named}: "
@@ -285,13 +291,29 @@ class WholeProject:
             return None, None
         name = cls.name.value
         here = next((n for n in self.names_spelled(name) if n is not cls.name), None)
+        here = here or next((s for s in self.find(cst.SimpleString) if callers._names_path(_text(s) or "", name)), None)
         elsewhere = next((f for f in self.project().files_naming([name]) if any(
             isinstance(n, ast.Name) and n.id == name or isinstance(n, ast.Attribute) and n.attr == name
             or isinstance(n, ast.alias) and name in (n.name.rsplit(".", 1)[-1], n.asname)
-            for n in ast.walk(f.tree))), None) if here is None else None  # (another file's class of that name: not it)
+            or isinstance(n, ast.Constant) and isinstance(n.value, str) and callers._names_path(n.value, name)
+            for n in ast.walk(f.tree))), None) if here is None else None  # (another file's class of that name: not it;
+        # a string naming it, `pydoc.locate("backend.Attn")`, `"backend:Attn"`, is a way to make it: round AJ)
         named = f"line {self.tree.line(here)} names `{name}`" if here is not None else \
             f"{self.project().rel(elsewhere.path)} names `{name}`" if elsewhere is not None else None
         return (self.project().foreign_base({name}) if named else None), named
+
+    def _mangled_spelling(self, batch: cst.FunctionDef) -> Optional[str]:
+        """Where a private method (`__run`) of a class is spelled by the name Python mangles it to (`_Backend__run`),
+        in the module or another file: that place; else None."""
+        name, cls = batch.name.value, self.tree.parent.get(self.tree.parent.get(batch))
+        if not (name.startswith("__") and not name.endswith("__") and isinstance(cls, cst.ClassDef)):
+            return None
+        mangled = f"_{cls.name.value.lstrip('_')}{name}"
+        here = next(iter(self.names_spelled(mangled)), None)
+        if here is not None:
+            return f"line {self.tree.line(here)} spells `{mangled}`"
+        there = next(iter(self.project().files_naming([mangled])), None)
+        return f"{self.project().rel(there.path)} spells `{mangled}`" if there is not None else None
 
     def _module_callers(self, batch, positional, rows, indices, meta=frozenset()) -> Optional[str]:
         """The first call of batch's name in this module (on any receiver) whose arguments for `rows` / `indices`
