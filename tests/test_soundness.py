@@ -4983,8 +4983,30 @@ def test_round_ah_the_widths_value_off_objects_whose_class_serves_it(tmp_path, c
     ("def _lens(b):\n    return b.committed + 1\n\n\nclass VerifyBatch:\n    seq_lens = property(_lens)\n", False, False),
     ("import dataclasses\nfrom typing import Optional\n\nimport torch\n\n\n@dataclasses.dataclass\nclass Batch:\n"
      "    seq_lens: torch.Tensor\n    seq_lens_cpu: Optional[torch.Tensor] = None\n"
-     "    positions: torch.Tensor = dataclasses.field(default=None)\n", True, True)])
+     "    positions: torch.Tensor = dataclasses.field(default=None)\n", True, True),
+    # round AJ (j4): a converter, a descriptor as a field's default, a store of a computed value (`__post_init__`),
+    # a validator tied by name, a base's `__setattr__`; a parameter annotated as the engine's batch is the engine's
+    ("import attrs\n\n\n@attrs.define\nclass Batch:\n    seq_lens: object = attrs.field(converter=lambda x: x + 1)\n",
+     False, False),
+    ("from dataclasses import dataclass, field\n\n\n@dataclass\nclass Batch:\n"
+     "    seq_lens: object = field(default=StaticLens())\n", False, False),
+    ("class Batch:\n    def __init__(self, seq_lens, drafts):\n        self.seq_lens = seq_lens + drafts\n", False, False),
+    ("class Batch:\n    def __init__(self, seq_lens):\n        self.seq_lens = seq_lens\n", False, True),
+    ("class Batch:\n    @field_validator('seq_lens')\n    def _count(cls, v):\n        return v + 1\n", False, False),
+    ("class Base:\n    def __setattr__(self, name, value):\n        object.__setattr__(self, name, value.clone() + 1)\n",
+     False, False),
+    ("class VerifyBatch:\n    @property\n    def seq_lens(self):\n        return self.committed + self.drafts\n",
+     "annotated", True)])
 def test_round_ah_the_clips_operand_served_by_a_class(tmp_path, batches, local, fixable):
+    if local == "annotated":
+        (tmp_path / "batches.py").write_text(batches)
+        src = _CONFIG_BACKEND.replace("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n",
+                                      "from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
+                                      "from sglang.srt.model_executor.forward_batch_info import ForwardBatch\n").replace(
+            "def init_forward_metadata(self, forward_batch):", "def init_forward_metadata(self, forward_batch: ForwardBatch):")
+        site = _site(tmp_path, src, kernel=KERNEL)
+        assert site.status is Status.FIXABLE, site.reason
+        return
     src = _CONFIG_BACKEND.replace("torch.clamp(forward_batch.seq_lens,", "torch.clamp(seq_lens,").replace(
         "        self.forward_metadata = DSAMetadata(\n", "        seq_lens = forward_batch.seq_lens\n"
         "        self.forward_metadata = DSAMetadata(\n", 1) if local else _CONFIG_BACKEND

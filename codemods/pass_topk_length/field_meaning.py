@@ -117,7 +117,19 @@ def _file_resolver(f, env: Optional[dict]) -> Resolve:
                                 any(_a_fill(v) for v in values))
         return "local", [(v, resolve) for v in values] + [(None, None)] * lowered
     resolve.serving = f.serving  # type: ignore[attr-defined]
+    resolve.engine_batch = lambda name: _file_engine_batch(f, name, env)  # type: ignore[attr-defined]
     return resolve
+
+
+def _file_engine_batch(f, name: ast.Name, env: Optional[dict]) -> bool:
+    """Is `name` a parameter of its function (not one `env` binds) annotated as the engine's batch class?"""
+    fn = f.enclosing(name, (ast.FunctionDef, ast.AsyncFunctionDef))
+    if fn is None or env is not None and name.id in env or any(
+            isinstance(n, ast.Name) and n.id == name.id and not isinstance(n.ctx, ast.Load) for n in ast.walk(fn)):
+        return False  # (rebound in the function: another object)
+    a = fn.args
+    arg = next((x for x in [*a.posonlyargs, *a.args, *a.kwonlyargs] if x.arg == name.id), None)
+    return arg is not None and _annotated_class(arg.annotation, f.module_of) in ENGINE_BATCH
 
 
 def _bound_in(f, name: ast.Name) -> bool:
@@ -571,7 +583,8 @@ class FieldMeaning:
         found = next((f for n in dict.fromkeys(re.findall(r"\w+", text)) if _seqlens_name(n)
                       for f in [self.project().serving(n)] if f is not None), None)
         return (f"; {found.what} at {found.where()}, so a batch's lengths read by that name may be what its code "
-                "computes, not these rows' seqlens") if found else ""
+                "computes, not these rows' seqlens (a batch parameter annotated as the engine's `ForwardBatch` is "
+                "read as the engine's)") if found else ""
 
     def _own_width_note(self, text: str) -> str:
         """Where the bound names the width's field and the project gives that field a value of its own: the
@@ -751,7 +764,21 @@ class FieldMeaning:
             return "local", values + [(None, None)] * self._local_written_into(
                 at, name.id, any(_a_fill(v) for v, _ in values))
         resolve.serving = self.project().serving  # type: ignore[attr-defined]
+        resolve.engine_batch = lambda name: env is None and self._engine_batch(at, name)  # type: ignore[attr-defined]
         return resolve
+
+    def _engine_batch(self, at: cst.CSTNode, name: ast.Name) -> bool:
+        """Is `name`, read where `at` is, a parameter bound once and annotated as the engine's batch class?"""
+        b = self.tree.binding(at, name.id)
+        params = [a.node for a in b.assignments if isinstance(getattr(a, "node", None), cst.Param)]
+        if len(b.assignments) != 1 or len(params) != 1 or params[0].annotation is None:
+            return False
+        return _annotated_class(_ast_of(params[0].annotation.annotation), self._module_of) in ENGINE_BATCH
+
+    def _module_of(self, e: ast.AST) -> Optional[str]:
+        """The dotted name an annotation's name or attribute has through this module's imports."""
+        name = reach._unparse(e)
+        return self.expand(name) if name else None
 
     def _local_written_into(self, at: cst.CSTNode, name: str, tensor: bool) -> bool:
         """Is the tensor the local `name` holds written in place in the function reading it where `at` is (`w[1::2]
@@ -986,7 +1013,7 @@ def _plain_lengths(e: Optional[ast.AST], resolve: Optional[Resolve] = None, dept
         # read: which lengths these are would need the top-k emitter's own (open, issue 33); but a value that
         # reinterprets their bytes (`.view(torch.int32)` of int64 lengths: round V) is no lengths
         return _seqlens_name(e.id) and not (kind == "local" and any(
-            _reinterprets(v, r) or _served(_attribute_read(v), r or resolve) for v, r in values or []))
+            _reinterprets(v, r) or _served_read(v, r or resolve) for v, r in values or []))
     if isinstance(e, ast.Attribute):  # (off self or an object self keeps: an earlier step's, rounds V and Y: a graph
         root = e.value  # runner's persistent buffers, `self.graph_inputs.seq_lens`)
         while isinstance(root, (ast.Attribute, ast.Subscript)):
@@ -995,7 +1022,7 @@ def _plain_lengths(e: Optional[ast.AST], resolve: Optional[Resolve] = None, dept
             return False
         kind, values = _values(root, resolve)  # (`inputs = self.graph_inputs; inputs.seq_lens`: round Z)
         return _seqlens_name(e.attr) and not (kind == "local" and any(_off_self(v) for v, _ in values or [])) \
-            and not _served(e.attr, resolve)
+            and not _served_read(e, resolve)
     return False
 
 
@@ -1006,12 +1033,35 @@ def _served(attr: str, resolve: Optional[Resolve]) -> bool:
     return bool(attr) and (serving is None or serving(attr) is not None)
 
 
-def _attribute_read(v: Optional[ast.AST]) -> str:
-    """The attribute a value reads, under conversions and row slices (`fb.seq_lens.to(torch.int32)[:n]`), or ""."""
+def _served_read(v: Optional[ast.AST], resolve: Optional[Resolve]) -> bool:
+    """Is `v` (under conversions and row slices: `fb.seq_lens.to(torch.int32)[:n]`) a read, off a parameter (a batch
+    handed in) not annotated as the engine's batch class (ENGINE_BATCH: its lengths are the engine's, an engine-data
+    assumption; round AJ), of an attribute a class of the project may serve (_served)?"""
     while isinstance(v, ast.Subscript) or isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) \
             and v.func.attr in _CONVERSIONS:
         v = v.value if isinstance(v, ast.Subscript) else v.func.value
-    return v.attr if isinstance(v, ast.Attribute) else ""
+    if not (isinstance(v, ast.Attribute) and isinstance(v.value, ast.Name) and _values(v.value, resolve)[0] == "param"):
+        return False  # (off a record of the backend's own, `metadata.dsa_seqlens_expanded[:n]`: its writes are read)
+    engine_batch = getattr(resolve, "engine_batch", None)
+    return not (engine_batch is not None and engine_batch(v.value)) and _served(v.attr, resolve)
+
+
+# The engine's batch class: a parameter annotated with it holds the engine's rows' lengths (sglang's
+# `init_forward_metadata(self, forward_batch: ForwardBatch)`); any other object's are read as the project may serve them.
+ENGINE_BATCH = {"sglang.srt.model_executor.forward_batch_info.ForwardBatch"}
+
+
+def _annotated_class(ann: Optional[ast.AST], module_of: Callable[[ast.AST], Optional[str]]) -> str:
+    """The dotted class an annotation names (`ForwardBatch`, `"ForwardBatch"`, `Optional[ForwardBatch]`), through the
+    file's imports (`module_of`), or ""."""
+    if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+        try:
+            ann = ast.parse(ann.value, mode="eval").body
+        except SyntaxError:
+            return ""
+    if isinstance(ann, ast.Subscript) and _unparse_name(ann.value).rsplit(".", 1)[-1] == "Optional":
+        ann = ann.slice
+    return module_of(ann) or "" if isinstance(ann, (ast.Name, ast.Attribute)) else ""
 
 
 def _off_self(v: Optional[ast.AST]) -> bool:

@@ -227,23 +227,9 @@ def _stores_served(cls: ast.ClassDef, t: _Tree, depth: int) -> bool:
     is not its value."""
     setattr_defs = [d for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))
                     and d.name == "__setattr__"]
-    if depth > 8 or any(not _forwards_setattr(d) for d in setattr_defs) or reach.body_binds(cls.body, "__setattr__"):
+    if depth > 8 or any(not reach.forwards_setattr(d) for d in setattr_defs) or reach.body_binds(cls.body, "__setattr__"):
         return True
     return any(_stores_served(c, there, depth + 1) for b in cls.bases for c, there in _base_classes(b, t))
-
-
-def _forwards_setattr(d: ast.AST) -> bool:
-    """A `__setattr__(self, name, value)` binding none of its parameters again and handing them, as they are, to each
-    `__setattr__` it calls (`super().__setattr__(name, value)`, `object.__setattr__(self, name, value)`): one that
-    records the change, or raises once frozen."""
-    params = [x.arg for x in d.args.posonlyargs + d.args.args]
-    if len(params) != 3 or any(isinstance(n, ast.Name) and n.id in params and not isinstance(n.ctx, ast.Load)
-                               for n in ast.walk(d)):
-        return False
-    calls = [n for n in ast.walk(d) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-             and n.func.attr == "__setattr__"]
-    handed = lambda c: [reach._unparse(x) for x in c.args][-2:] == params[1:] and not c.keywords  # noqa: E731
-    return bool(calls) and all(handed(c) for c in calls)
 
 
 def _base_classes(base: ast.AST, t: _Tree) -> List[Tuple[ast.ClassDef, "_Tree"]]:
@@ -562,7 +548,7 @@ def _stores_reflectively(cls: ast.ClassDef, names: re.Pattern) -> bool:
     `self.__dict__` or `vars(self)` (`.update`, an item store)? (Another object's, `object.__setattr__(metadata,
     ...)`, is that object's class's matter.)"""
     forwarding = {id(n) for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))
-                  and d.name == "__setattr__" and _forwards_setattr(d) for n in ast.walk(d)}
+                  and d.name == "__setattr__" and reach.forwards_setattr(d) for n in ast.walk(d)}
     own = lambda e: isinstance(e, ast.Name) and e.id in ("self", "cls")  # noqa: E731
     namespace = lambda e: isinstance(e, ast.Attribute) and e.attr == "__dict__" and own(e.value) or isinstance(  # noqa: E731
         e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id == "vars" and bool(e.args) and own(e.args[0])

@@ -914,16 +914,18 @@ class Project:
         return None
 
     def serving(self, attr: str) -> Optional[Finding]:
-        """A class of the project (this module's too) serving `attr` by code: a def of that name (a property, a
-        method) or a descriptor bound in its body. Read off an object whose class is not known (a batch handed in),
-        `x.<attr>` may be what that code computes (round AH: a verify batch's `seq_lens` property counting the draft
-        tokens). Read once per name."""
+        """A class of the project (this module's too) serving `attr` by code (_class_body_code: a property, a
+        descriptor, a converter, a store of a computed value, a validator, an attribute hook). Read off an object
+        whose class is not known (a batch handed in), `x.<attr>` may be what that code computes (round AH: a verify
+        batch's `seq_lens` property counting the draft tokens; round AJ: `__post_init__`, attrs converters). Read once
+        per name."""
         done = self.__dict__.setdefault("_serving", {})
         own = self.__dict__.get("_checked")
         key = (attr, id(own))
         if key not in done:
+            hooks = self.files_naming(["__setattr__", "__getattribute__"])  # (a base's hook serves any field)
             done[key] = next((Finding(self.rel(f.path), stmt.lineno, f"{cls.name} serves `{attr}` by code")
-                              for f in [*self.files_naming([attr]), *([own] if own is not None else [])]
+                              for f in [*self.files_naming([attr]), *hooks, *([own] if own is not None else [])]
                               for cls in f.class_defs for stmt in [_class_body_code(cls, attr)] if stmt is not None),
                              None)
         return done[key]
@@ -3404,19 +3406,86 @@ def _class_body_binding(cls: ast.ClassDef, attr: str, code_only: bool = False) -
     return None
 
 
-def _class_body_code(cls: ast.ClassDef, attr: str) -> Optional[ast.stmt]:
-    """The statement of cls's body serving `attr` by code: a def, or a binding to anything but a literal or a
-    dataclass field's `field(...)` (`seq_lens = property(_lens)`, a descriptor's instance); None."""
+def _class_body_code(cls: ast.ClassDef, attr: str) -> Optional[ast.AST]:
+    """What in cls serves `attr` by code (Project.serving): a def of that name; a binding of it in the body to anything
+    but a literal or a declared field (`field()`, `field(default=<literal>)`: not a converter, a factory, a descriptor
+    as default); a method storing on self a value of it other than a parameter as handed (`__post_init__` adding the
+    drafts), by `=`, `+=` or a literal `setattr`; a method a decorator ties to it by name (a validator); a non-forwarding
+    `__getattr__`, `__getattribute__` or `__setattr__` (round AJ)."""
     for stmt in cls.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == attr:
-            return stmt
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if stmt.name == attr or _hook_serves(stmt) or _stores_computed(stmt, attr) or any(
+                    isinstance(a, ast.Constant) and a.value == attr for d in stmt.decorator_list
+                    if isinstance(d, ast.Call) for a in d.args):
+                return stmt
+            continue
         value = getattr(stmt, "value", None) if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
-        if value is None or isinstance(value, ast.Constant) or isinstance(value, ast.Call) and _unparse(
-                value.func).rsplit(".", 1)[-1] == "field":
+        if value is None or isinstance(value, ast.Constant) or _declared_field(value):
             continue
         if any(isinstance(t, ast.Name) and t.id == attr for t in _flatten(_written_targets(stmt))):
             return stmt
     return None
+
+
+_FIELD_KEYWORDS = {"default", "init", "repr", "compare", "hash", "kw_only", "metadata"}
+
+
+def _declared_field(value: ast.AST) -> bool:
+    """`field()`, `dataclasses.field(default=None, repr=False)`: a declared field holding what it is handed."""
+    return isinstance(value, ast.Call) and _unparse(value.func).rsplit(".", 1)[-1] == "field" and not value.args \
+        and all(k.arg in _FIELD_KEYWORDS and (k.arg != "default" or isinstance(k.value, ast.Constant))
+                for k in value.keywords)
+
+
+def _hook_serves(d: ast.AST) -> bool:
+    """A `__getattribute__`, a `__setattr__` that does not hand its arguments on as they are, or a `__getattr__` that
+    does not return the name read off what the object holds (`return getattr(self._inner, name)`)."""
+    if d.name == "__getattribute__" or d.name == "__setattr__" and not forwards_setattr(d):
+        return True
+    if d.name != "__getattr__":
+        return False
+    params = [a.arg for a in d.args.args]
+    body = [b for b in d.body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
+    v = body[0].value if len(body) == 1 and isinstance(body[0], ast.Return) else None
+    return not (len(params) == 2 and isinstance(v, ast.Call) and _unparse(v.func) == "getattr" and len(v.args) == 2
+                and isinstance(v.args[1], ast.Name) and v.args[1].id == params[1])
+
+
+def _stores_computed(d: ast.AST, attr: str) -> bool:
+    """Does the method store `self.<attr>` (by `=`, `+=`, a literal `setattr`/`object.__setattr__`) a value other than
+    one of its parameters as handed, or None?"""
+    params = {a.arg for a in [*d.args.posonlyargs, *d.args.args, *d.args.kwonlyargs]}
+    for n in ast.walk(d):
+        if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Attribute) and n.target.attr == attr:
+            return True
+        if isinstance(n, (ast.Assign, ast.AnnAssign)) and any(
+                isinstance(t, ast.Attribute) and t.attr == attr and _unparse(t.value) == "self"
+                for t in _flatten(_written_targets(n))):
+            value = n.value
+        elif isinstance(n, ast.Call) and _unparse(n.func) in ("setattr", "object.__setattr__") and len(n.args) == 3 \
+                and isinstance(n.args[1], ast.Constant) and n.args[1].value == attr:
+            value = n.args[2]
+        else:
+            continue
+        if not (isinstance(value, ast.Name) and value.id in params or isinstance(value, ast.Constant)):
+            return True
+    return False
+
+
+def forwards_setattr(d: ast.AST) -> bool:
+    """A `__setattr__(self, name, value)` binding none of its parameters again and handing them, as they are, to each
+    `__setattr__` it calls (`super().__setattr__(name, value)`, `object.__setattr__(self, name, value)`): one that
+    records the change, or raises once frozen."""
+    params = [x.arg for x in d.args.posonlyargs + d.args.args]
+    if len(params) != 3 or any(isinstance(n, ast.Name) and n.id in params and not isinstance(n.ctx, ast.Load)
+                               for n in ast.walk(d)):
+        return False
+    calls = [n for n in ast.walk(d) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+             and n.func.attr == "__setattr__"]
+    handed = lambda c: [_unparse(x) for x in c.args][-2:] == params[1:] and not c.keywords  # noqa: E731
+    return bool(calls) and all(handed(c) for c in calls)
+
+
 
 
 def _stores_attribute(node: ast.AST, attr: str) -> bool:
