@@ -1664,8 +1664,33 @@ def _unbound(f, func: ast.AST) -> bool:
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "super":
         return False
     if isinstance(value, ast.Name):  # (a lowercase parameter may hold a class too: `impl_cls.forward(obj, ...)`, round S)
-        return value.id != "self"
+        return value.id != "self" and not _constructed(f, value)
     return isinstance(value, (ast.Attribute, ast.Call, ast.Subscript))  # (`registry.get(name).forward(obj, ...)`: U)
+
+
+def _constructed(f, name: ast.Name) -> bool:
+    """Is the local bound, in the function reading it, only to constructions of a class (`be = Backend(cfg)`, `a, b =
+    Backend(x), Backend(y)`), never otherwise (a parameter, a loop, `global`)? Then it holds an instance."""
+    scope = f.enclosing(name, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) or name.id in {
+            a.arg for a in ast.walk(scope.args) if isinstance(a, ast.arg)}:
+        return False
+    values = []
+    for n in ast.walk(scope):
+        if isinstance(n, (ast.Global, ast.Nonlocal)) and name.id in n.names:
+            return False
+        if not (isinstance(n, ast.Name) and n.id == name.id and not isinstance(n.ctx, ast.Load)):
+            continue
+        up = f.parents.get(id(n))
+        if isinstance(up, ast.Assign) and n in up.targets:
+            values.append(up.value)
+        elif isinstance(up, ast.Tuple) and isinstance(f.parents.get(id(up)), ast.Assign) and up in f.parents[id(up)].targets \
+                and isinstance(f.parents[id(up)].value, ast.Tuple) and len(f.parents[id(up)].value.elts) == len(up.elts):
+            values.append(f.parents[id(up)].value.elts[up.elts.index(n)])
+        else:
+            return False
+    return bool(values) and all(isinstance(v, ast.Call) and reach._unparse(v.func).rsplit(".", 1)[-1][:1].isupper()
+                                and not isinstance(v.func, ast.Call) for v in values)
 
 
 def _method(f, fn) -> bool:

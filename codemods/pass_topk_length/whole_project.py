@@ -402,7 +402,7 @@ class WholeProject:
             return bool(returns) and all(self._instance(r, depth + 1) for r in returns)
         if isinstance(e, cst.Name):
             assigned = self.tree.binding(e, e.value).assignments
-            values = [getattr(self.tree.assignment_statement(a), "value", None) for a in assigned]
+            values = [_unpacked(self.tree.assignment_statement(a), e.value) for a in assigned]
             return bool(values) and all(isinstance(v, cst.Call) and self._instance(v, depth + 1) for v in values)
         return False
 
@@ -635,3 +635,15 @@ def _first_run(fn: ast.AST, stmt: ast.AST) -> bool:
     `if self.frozen: return` before it: round AC)?"""
     body = list(fn.body)
     return stmt in body and all(isinstance(x, (ast.Expr, ast.Assign, ast.AnnAssign)) for x in body[:body.index(stmt)])
+
+
+def _unpacked(stmt: Optional[cst.CSTNode], name: str) -> Optional[cst.BaseExpression]:
+    """The value an assignment gives `name`: its value, or the element a tuple display hands it by position (`a, b =
+    Backend(x), Backend(y)`); None otherwise."""
+    value = getattr(stmt, "value", None)
+    targets = [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else []
+    if len(targets) == 1 and isinstance(targets[0], (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)):
+        names = [el.value.value if isinstance(el.value, cst.Name) else None for el in targets[0].elements]
+        return value.elements[names.index(name)].value if name in names and len(names) == len(value.elements) \
+            and not any(isinstance(el, cst.StarredElement) for el in value.elements) else None
+    return value
