@@ -773,7 +773,9 @@ class FieldMeaning:
         params = [a.node for a in b.assignments if isinstance(getattr(a, "node", None), cst.Param)]
         if len(b.assignments) != 1 or len(params) != 1 or params[0].annotation is None:
             return False
-        return _annotated_class(_ast_of(params[0].annotation.annotation), self._module_of) in ENGINE_BATCH
+        handed = [x for x, _ in self._handed_param(params[0]) if isinstance(x, ast.Call)]
+        return _annotated_class(_ast_of(params[0].annotation.annotation), self._module_of) in ENGINE_BATCH and not any(
+            _unparse_name(x.func) != "ForwardBatch" for x in handed)  # (a view the module hands instead: round AK)
 
     def _module_of(self, e: ast.AST) -> Optional[str]:
         """The dotted name an annotation's name or attribute has through this module's imports."""
@@ -1040,10 +1042,21 @@ def _served_read(v: Optional[ast.AST], resolve: Optional[Resolve]) -> bool:
     while isinstance(v, ast.Subscript) or isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) \
             and v.func.attr in _CONVERSIONS:
         v = v.value if isinstance(v, ast.Subscript) else v.func.value
-    if not (isinstance(v, ast.Attribute) and isinstance(v.value, ast.Name) and _values(v.value, resolve)[0] == "param"):
-        return False  # (off a record of the backend's own, `metadata.dsa_seqlens_expanded[:n]`: its writes are read)
+    if not isinstance(v, ast.Attribute):
+        return False
+    root = v.value
+    while isinstance(root, ast.Attribute):  # (`forward_batch.spec_info.seq_lens`: round AK)
+        root = root.value
+    if not isinstance(root, ast.Name) or root.id == "self":
+        return False
+    kind, values = _values(root, resolve)
+    if kind == "local" and values and all(_off_self(x) for x, _ in values):
+        return False  # (a record of the backend's own, `metadata.dsa_seqlens_expanded[:n]`: its writes are read)
+    if kind not in ("param", "local"):
+        return False
     engine_batch = getattr(resolve, "engine_batch", None)
-    return not (engine_batch is not None and engine_batch(v.value)) and _served(v.attr, resolve)
+    return not (kind == "param" and root is v.value and engine_batch is not None and engine_batch(root)) \
+        and _served(v.attr, resolve)
 
 
 # The engine's batch class: a parameter annotated with it holds the engine's rows' lengths (sglang's

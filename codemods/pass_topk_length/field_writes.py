@@ -456,7 +456,8 @@ def _served(e: ast.AST, t: _Tree, depth: int, kind: str = "") -> bool:
     if depth >= 4:
         return False
     if isinstance(e, ast.Name) and _bound_otherwise(e, t):
-        return True  # (`view, raw = Budget(raw), raw`, `with Budget(raw) as view`: what it holds is not read, round AJ)
+        return _handed_served(e, t, depth, kind)  # (a parameter: what the calls hand it, round AK; `view, raw =
+        # Budget(raw), raw`, `with Budget(raw) as view`: what it holds is not read, round AJ)
     if isinstance(e, ast.Name) or isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == "self":
         return any(_served(v, t, depth + 1, kind) for v in _bound_values(e, t))
     if not isinstance(e, ast.Call):
@@ -466,15 +467,53 @@ def _served(e: ast.AST, t: _Tree, depth: int, kind: str = "") -> bool:
         else []  # (`Budget.of(raw)`: a method of the class making it)
     classes = maker or (_classes_named(func.id, t) if isinstance(func, ast.Name) else _base_classes(func, t))
     return any(_serves_reads(c, there, 0, kind) for c, there in classes) or any(
-        _served(r, there, depth + 1, kind) for r, there in _factory_returns(e, t)) or classes and any(
+        _served(r, there, depth + 1, kind) for r, there in _factory_returns(e, t)) or any(
+        _forwards_reads(c) for c, _ in classes) and any(
         _served(a, t, depth + 1, kind) for a in [*e.args, *(k.value for k in e.keywords)])
-    # (`budgeted(raw)`: a factory's, round AJ; a class handed a serving object may forward its reads to it)
+    # (`budgeted(raw)`: a factory's, round AJ; a class forwarding its reads to a serving object it is handed)
+
+
+def _forwards_reads(cls: ast.ClassDef) -> bool:
+    """Does the class forward reads to what it holds (a `__getattr__`/`__getitem__` returning the key read off it)?"""
+    return any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name in ("__getattr__", "__getitem__")
+               and _reads_item(d) for d in cls.body)
+
+
+def _handed_served(e: ast.Name, t: _Tree, depth: int, kind: str) -> bool:
+    """For a parameter of a module-level def or class's `__init__` (and no other binding of it there): does a call
+    of it in the project hand that slot (by position or keyword) an object whose class serves reads (a low-memory
+    view capping every knob, `Backend(BudgetView(cfg, 8))`)? Anything else bound otherwise: served (not read)."""
+    fn = t.scope(e)
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return True
+    params = [x.arg for x in fn.args.posonlyargs + fn.args.args]
+    if isinstance(t.up(fn), ast.ClassDef) and params[:1] == [e.id]:
+        return False  # (a method's own object: its class's stores are read where they are spelled)
+    if e.id not in params + [x.arg for x in fn.args.kwonlyargs] or any(
+            isinstance(n, ast.Name) and n.id == e.id and not isinstance(n.ctx, ast.Load) for n in ast.walk(fn)):
+        return True
+    owner, slot = t.up(fn), params.index(e.id) if e.id in params else None
+    called = owner.name if isinstance(owner, ast.ClassDef) and fn.name == "__init__" else fn.name
+    slot = slot - 1 if slot is not None and isinstance(owner, ast.ClassDef) else slot
+    for other in t.referencing(called):
+        for node in other.spelled(called):
+            call = other.up(node)
+            if not (isinstance(call, ast.Call) and call.func is node):
+                continue
+            handed = [k.value for k in call.keywords if k.arg == e.id] + (
+                [call.args[slot]] if slot is not None and 0 <= slot < len(call.args) else [])
+            if any(_served(h, other, depth + 1, kind) for h in handed):  # (`*args` handed on: not read, as any
+                return True  # parameter's callers are not, PLAIN_VALUES)
+    return False
 
 
 def _bound_otherwise(e: ast.Name, t: _Tree) -> bool:
-    """Does the scope reading `e` bind its name otherwise than by a plain `=` of one target or as a parameter (an
+    """Does the scope reading `e` bind its name otherwise than by a plain `=` of one target (a parameter, an
     unpacking, `with ... as`, a loop's target, `:=`, an `except ... as`)?"""
     scope = t.scope(e)
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and e.id in {
+            x.arg for x in scope.args.posonlyargs + scope.args.args + scope.args.kwonlyargs}:
+        return True
     for n in t.spelled(e.id):
         if not isinstance(n, ast.Name) or isinstance(n.ctx, ast.Load) or t.scope(n) is not scope:
             continue

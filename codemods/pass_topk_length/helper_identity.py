@@ -88,6 +88,14 @@ class HelperIdentity:
             lines = sorted(self.tree.line(getattr(a, "node", None)) for a in defs if getattr(a, "node", None) is not None)
             return (f"{fn.qualname} is bound {len(defs)} times (lines {', '.join(map(str, lines))}); "
                     "a caller may reach a definition without topk_length")
+        for cls in self.find(cst.ClassDef) if fn.class_name else ():  # (a subclass's `_forward = _forward_coalesced`:
+            for line in cls.body.body:  # its instances reach that function by the helper's name, round AK)
+                small = line.body if isinstance(line, cst.SimpleStatementLine) else []
+                if any(isinstance(x, (cst.Assign, cst.AnnAssign, cst.AugAssign)) and any(
+                        isinstance(t, cst.Name) and t.value == fn.name for t in (
+                            [a.target for a in x.targets] if isinstance(x, cst.Assign) else [x.target])) for x in small):
+                    return (f"{cls.name.value}'s body binds `{fn.name}` at line {self.tree.line(line)}: callers may "
+                            f"reach another function than {fn.qualname}; add topk_length by hand")
         for node in self.attribute_assigns(fn.name):
             return (f"`{_code(node.target).strip()}` is assigned at line {self.tree.line(node.target)}: callers may "
                     f"reach another function than {fn.qualname}; add topk_length by hand")

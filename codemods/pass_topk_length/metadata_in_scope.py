@@ -215,11 +215,12 @@ class MetadataInScope:
             return None
         return self.index(f"kept-in-holder:{field_name}", build)
 
-    def _shared_pool(self, fdef: cst.FunctionDef, value: Optional[cst.BaseExpression]) -> Optional[str]:
+    def _shared_pool(self, fdef: cst.FunctionDef, value: Optional[cst.BaseExpression], depth: int = 0) -> Optional[str]:
         """Where the local the holder is given may be read out of a container not the instance's own (round AG: a
-        module's `_RECORD_POOL`, a mutable default `_pool={}`, a class attribute): that container, spelled; None where
+        module's `_RECORD_POOL`, a mutable default `_pool={}`, a class attribute; round AJ: what a function returns;
+        round AK: what a method of the class returns, `self._record_for(fb)`): that container, spelled; None where
         each of its values is made here or read off an attribute of self every store gives a new container."""
-        if not isinstance(value, cst.Name):
+        if not isinstance(value, cst.Name) or depth > 3:
             return None
         for a in self.tree.binding(value, value.value).assignments:
             v = getattr(self.tree.assignment_statement(a), "value", None)
@@ -227,6 +228,13 @@ class MetadataInScope:
                     isinstance(v, cst.Call) and self._made_for_batch(v, fdef)) and not _is_attr_of_self(v):
                 if isinstance(v, cst.Call) and isinstance(v.func, cst.Name):
                     return f"`{_code(v).strip()[:40]}`"  # (a function's pool: `static_records(max_bs)[bs]`, AJ)
+                if isinstance(v, cst.Call) and self._self_method(v):
+                    defs = local_defs(self.tree, v.func)
+                    found = next((w for d in defs for r in self.find(cst.Return, None, d) if r.value is not None
+                                  for w in [self._returned_pool(d, r.value, depth)] if w), None)
+                    if found or not defs:
+                        return found or f"`{_code(v).strip()[:40]}`"
+                    break
                 v = v.func.value if isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) else \
                     v.value if isinstance(v, (cst.Subscript, cst.Attribute)) else None
             if v is None or isinstance(v, cst.Call) or _is_attr_of_self(v) and self._own_container(v.attr.value):
@@ -235,6 +243,26 @@ class MetadataInScope:
                 return f"`{v.value}`"
             if _is_attr_of_self(v):
                 return f"`self.{v.attr.value}`"
+        return None
+
+    def _returned_pool(self, fdef: cst.FunctionDef, value: cst.BaseExpression, depth: int) -> Optional[str]:
+        """_shared_pool of what a method returns (a name: its bindings; anything else read as one bound to it)."""
+        if isinstance(value, cst.Name):  # (a module's or a class's name: every instance's)
+            found = self.tree.binding(value, value.value).assignments
+            local = bool(found) and all(isinstance(a.scope, FunctionScope) for a in found)
+            return self._shared_pool(fdef, value, depth + 1) if local else f"`{value.value}`"
+        if self._made_for_batch(value, fdef):
+            return None
+        probe = value
+        while isinstance(probe, (cst.Call, cst.Subscript, cst.Attribute)) and not _is_attr_of_self(probe):
+            if isinstance(probe, cst.Call) and isinstance(probe.func, cst.Name):
+                return f"`{_code(probe).strip()[:40]}`"
+            probe = probe.func.value if isinstance(probe, cst.Call) and isinstance(probe.func, cst.Attribute) else \
+                probe.value if isinstance(probe, (cst.Subscript, cst.Attribute)) else None
+        if isinstance(probe, cst.Name) and probe.value != "self":
+            return f"`{probe.value}`"
+        if _is_attr_of_self(probe) and not self._own_container(probe.attr.value):
+            return f"`self.{probe.attr.value}`"
         return None
 
     def _own_container(self, attr: str) -> bool:
@@ -248,15 +276,15 @@ class MetadataInScope:
         return not in_body and all(v is not None and _fresh_container(v) for v in stores)
 
     def _at_startup(self, fdef: cst.FunctionDef, depth: int) -> bool:
-        """Does fdef run once, when the backend is made: `__init__`, the engine's `init_cuda_graph_state`, or a method
-        of the class every call of which (at least one, off self) is in such a method (3 deep)?"""
+        """Does fdef run when the backend is made: `__init__`, the engine's `init_cuda_graph_state`, or a method of the
+        class one of those calls off self (3 deep)?"""
         name = fdef.name.value
         if name in ("__init__", "init_cuda_graph_state"):
             return True
         calls = [c for c in self.find(cst.Call, self._self_method) if c.func.attr.value == name]
         owners = [next((a for a in self.tree.ancestors(c) if isinstance(a, cst.FunctionDef)), None) for c in calls]
-        return depth < 3 and bool(owners) and len(self.names_spelled(name)) == len(calls) + 1 and all(
-            o is not None and o is not fdef and self._at_startup(o, depth + 1) for o in owners)
+        return depth < 3 and any(o is not None and o is not fdef and self._at_startup(o, depth + 1) for o in owners)
+        # (a helper start-up calls makes a record that lives across steps, whoever else calls it: a cache flush, AK)
 
     def _refreshed_anywhere(self, attr: str, field_name: str) -> bool:
         """Does any method of the module write `self.<attr>.<field>` in place?"""

@@ -923,11 +923,15 @@ class Project:
         own = self.__dict__.get("_checked")
         key = (attr, id(own))
         if key not in done:
-            hooks = self.files_naming(["__setattr__", "__getattribute__"])  # (a base's hook serves any field)
+            naming = [*self.files_naming([attr]), *([own] if own is not None else [])]
+            hooks = [(f, cls, d) for f in self.files_naming(["__setattr__", "__getattribute__"]) for cls in f.class_defs
+                     for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and d.name in ("__setattr__", "__getattribute__") and _hook_serves(d)]  # (a base's hook: any field)
             done[key] = next((Finding(self.rel(f.path), stmt.lineno, f"{cls.name} serves `{attr}` by code")
-                              for f in [*self.files_naming([attr]), *hooks, *([own] if own is not None else [])]
-                              for cls in f.class_defs for stmt in [_class_body_code(cls, attr)] if stmt is not None),
-                             None)
+                              for f in naming for cls in f.class_defs for stmt in [_class_body_code(cls, attr)]
+                              if stmt is not None), None) or next(
+                (Finding(self.rel(f.path), d.lineno, f"{cls.name}'s `{d.name}` may serve `{attr}`") for f, cls, d in hooks),
+                None)
         return done[key]
 
     def self_computed(self, attr: str) -> Optional[Finding]:
@@ -3412,9 +3416,15 @@ def _class_body_code(cls: ast.ClassDef, attr: str) -> Optional[ast.AST]:
     as default); a method storing on self a value of it other than a parameter as handed (`__post_init__` adding the
     drafts), by `=`, `+=` or a literal `setattr`; a method a decorator ties to it by name (a validator); a non-forwarding
     `__getattr__`, `__getattribute__` or `__setattr__` (round AJ)."""
+    made = next((d for d in cls.decorator_list if _unparse(d.func if isinstance(d, ast.Call) else d)
+                 not in _PLAIN_CLASS_DECORATORS), None) or next(
+        (k for k in cls.keywords if k.arg == "metaclass" and _unparse(k.value) not in ("ABCMeta", "abc.ABCMeta")), None)
+    if made is not None:  # (a decorator installing an `__init__`, a metaclass's `__call__`: round AK)
+        return made
     for stmt in cls.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if stmt.name == attr or _hook_serves(stmt) or _stores_computed(stmt, attr) or any(
+            if stmt.name == attr or stmt.name == "__new__" and _spells_name(stmt, attr) or _hook_serves(stmt) \
+                    or _stores_computed(stmt, attr) or any(
                     isinstance(a, ast.Constant) and a.value == attr for d in stmt.decorator_list
                     if isinstance(d, ast.Call) for a in d.args):
                 return stmt
@@ -3422,12 +3432,25 @@ def _class_body_code(cls: ast.ClassDef, attr: str) -> Optional[ast.AST]:
         value = getattr(stmt, "value", None) if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
         if value is None or isinstance(value, ast.Constant) or _declared_field(value):
             continue
-        if any(isinstance(t, ast.Name) and t.id == attr for t in _flatten(_written_targets(stmt))):
-            return stmt
+        if any(isinstance(t, ast.Name) and t.id in (attr, *_MAKING_HOOKS) for t in _flatten(_written_targets(stmt))):
+            return stmt  # (`__getattr__ = overlay_getattr`: a hook bound by assignment, round AK)
     return None
 
 
-_FIELD_KEYWORDS = {"default", "init", "repr", "compare", "hash", "kw_only", "metadata"}
+# class decorators that make a record of its declared fields (a field's converter is read apart)
+_PLAIN_CLASS_DECORATORS = {"dataclass", "dataclasses.dataclass", "attrs.define", "attrs.frozen", "attr.s", "attr.attrs",
+                           "define", "frozen", "functools.total_ordering", "total_ordering", "typing.final", "final"}
+_MAKING_HOOKS = ("__getattr__", "__getattribute__", "__setattr__", "__new__", "__init__", "__call__", "__post_init__")
+
+
+def _spells_name(d: ast.AST, name: str) -> bool:
+    """Does the def read or hand a name, a keyword or a parameter spelled `name` (a namedtuple's `__new__` building
+    its `seq_lens` slot: round AK)?"""
+    return any(isinstance(n, ast.Name) and n.id == name or isinstance(n, ast.keyword) and n.arg == name
+               or isinstance(n, ast.arg) and n.arg == name for n in ast.walk(d))
+
+
+_FIELD_KEYWORDS = {"default", "default_factory", "init", "repr", "compare", "hash", "kw_only", "metadata"}
 
 
 def _declared_field(value: ast.AST) -> bool:
@@ -3458,6 +3481,9 @@ def _stores_computed(d: ast.AST, attr: str) -> bool:
     for n in ast.walk(d):
         if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Attribute) and n.target.attr == attr:
             return True
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("__init__", "__new__") \
+                and any(k.arg == attr and not _as_handed(k.value, params) for k in n.keywords):
+            return True  # (`super().__init__(seq_lens=seq_lens + drafts)`: a namespace base storing it, round AK)
         if isinstance(n, (ast.Assign, ast.AnnAssign)) and any(
                 isinstance(t, ast.Attribute) and t.attr == attr and _unparse(t.value) == "self"
                 for t in _flatten(_written_targets(n))):
@@ -3467,9 +3493,21 @@ def _stores_computed(d: ast.AST, attr: str) -> bool:
             value = n.args[2]
         else:
             continue
-        if not (isinstance(value, ast.Name) and value.id in params or isinstance(value, ast.Constant)):
+        if not (_as_handed(value, params) or isinstance(value, ast.Constant)):
             return True
     return False
+
+
+def _as_handed(value: ast.AST, params: Set[str]) -> bool:
+    """A parameter as handed, or moved without a change of its values (`.contiguous()`, `.clone()`, `.detach()`,
+    `.cuda()`, `.to(device=...)`, `.to(x.device)`, `.to("cuda")`)."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and (
+            value.func.attr in ("contiguous", "clone", "detach", "cuda") and not value.args and not value.keywords
+            or value.func.attr == "to" and all(k.arg in ("device", "non_blocking", "copy") for k in value.keywords)
+            and all(isinstance(a, ast.Constant) and isinstance(a.value, str) or isinstance(a, ast.Attribute)
+                    and a.attr == "device" for a in value.args)):
+        value = value.func.value
+    return isinstance(value, ast.Name) and value.id in params
 
 
 def forwards_setattr(d: ast.AST) -> bool:

@@ -980,6 +980,27 @@ def _other_dtype(call: cst.Call, first: int = 0) -> Optional[str]:
     return None
 
 
+def _regroups(call: cst.Call, first: int = 0) -> Optional[str]:
+    """Why a view or reshape of the indices may regroup each row's entries (`[s, k]` to `[s, h, k / h]`: the kernel
+    reads the first group, the metadata counts the whole row: round AK); only `[s, k]` and `[s, 1, k]` pass, the last
+    size `-1` or the indices' own last (`x.shape[-1]`, `x.size(-1)`), or the rows `-1` (inferred)."""
+    op = (get_full_name_for_node(call.func) or "").rsplit(".", 1)[-1]
+    if op not in ("view", "reshape"):
+        return None
+    parts = [a.value for a in call.args if not a.keyword and not a.star][first:]
+    if len(parts) == 1 and isinstance(parts[0], (cst.Tuple, cst.List)):
+        parts = [el.value for el in parts[0].elements]
+    if any(isinstance(p, cst.Attribute) and p.attr.value.startswith(("int", "long", "float")) for p in parts):
+        return None  # (a dtype: _other_dtype's matter)
+
+    def whole(p: cst.BaseExpression) -> bool:
+        return _int(p) == -1 or isinstance(p, cst.Subscript) and _code(p).replace(" ", "").endswith(".shape[-1]") \
+            or isinstance(p, cst.Call) and _code(p).replace(" ", "").endswith(".size(-1)")
+    if len(parts) in (2, 3) and (whole(parts[-1]) or _int(parts[0]) == -1) and (len(parts) == 2 or _int(parts[1]) == 1):
+        return None  # (rows inferred, `view(-1, 1, 64)`: another width changes their count, which the kernel checks)
+    return f"`{_code(call).strip()[:80]}` may regroup each row's entries (only [s, k] and [s, 1, k] keep them)"
+
+
 def _shape_part(v: cst.BaseExpression) -> bool:
     """An integer literal (`-1` too), `x.shape[i]`, `x.size(i)`, arithmetic of those, or a tuple of them."""
     if isinstance(v, cst.UnaryOperation):
@@ -1737,13 +1758,8 @@ class IndexTrace:
                     continue  # `table.gather(1, idx.clamp(min=0))`: a page table's locations where idx is valid
                 sources.append(b)
             return next((w for w in map(self.hazard, sources) if w), None)
-        if op in FILLS:  # a tensor of one value: padding rows of -1 (appended, _only_fill) hold no valid entry; as
-            fill = _keyword(e, "fill_value") or (args[1].value if len(args) > 1 else None)  # the indices, no row holds
-            return (f"`{_code(e)}` makes the indices -1 everywhere, while the metadata counts each row's lengths (an "
-                    "empty selection: round AJ)") if _int(fill) == -1 else \
-                f"`{_code(e)}` fills the indices with a value other than -1"
-        if op == "new_tensor" and isinstance(func, cst.Attribute):  # (`x.new_tensor(data)` holds data: round AJ)
-            return self.hazard(args[0].value) if args else f"`{_code(e)}` is a form the indices trace does not model"
+        if op in FILLS or op == "new_tensor" and isinstance(func, cst.Attribute):
+            return self._made_anew(e, op, args)
         if op in ("cat", "concat", "concatenate") and _torch_function(func, name) and args:
             given, dim = _dim_arg(list(e.args), 1)
             parts = args[0].value.elements if isinstance(args[0].value, (cst.List, cst.Tuple)) else None
@@ -1761,14 +1777,15 @@ class IndexTrace:
                 # (a page-table lookup `gather(table, 1, idx.clamp(min=0))` then restores the -1s); x itself is
                 # that lookup or is traced (round R: `idx.sort().values.masked_fill(idx < 0, -1)` moves them)
                 tested = e.args[0].value.left
-                looked_up = _looks_up(self._bound_value(receiver), tested)
+                looked_up = _looks_up(self._bound_value(receiver), tested) and not (
+                    isinstance(receiver, cst.Name) and self._written(receiver))  # (an offload marking slots: AK)
                 return self.hazard(tested) or (None if looked_up else self.hazard(receiver))
             if op in INDEX_CHANGES:
                 return f"`{_code(e)}` changes which top-k entries are valid"
             if op in NO_DATA_METHODS:
                 return None
             if op in INDEX_KEEPING:
-                return _other_dtype(e) or self.hazard(receiver)
+                return _other_dtype(e) or _regroups(e) or self.hazard(receiver)
             if op in INDEX_KEEPING_ENGINE_METHODS and self._forked(op):
                 return f"`{_code(e)}` may reach {self._forked(op)}, not the engine's method of that name (round V)"
             if op in INDEX_KEEPING_ENGINE_METHODS:  # each valid location mapped, -1 kept: of the locations it gets
@@ -1779,7 +1796,7 @@ class IndexTrace:
             if op in INDEX_CHANGES:
                 return f"`{_code(e)}` changes which top-k entries are valid"
             if op in INDEX_KEEPING:
-                return _other_dtype(e, 1) or self.hazard(args[0].value)
+                return _other_dtype(e, 1) or _regroups(e, 1) or self.hazard(args[0].value)
         elif op in INDEX_KEEPING_FUNCTIONS and _engine_import(self.tree, func):
             if self._forked(op):  # a fork's own tree of the engine (round AB)
                 return f"`{_code(e)}` may reach {self._forked(op)}, not the engine's function of that name"
@@ -1793,17 +1810,37 @@ class IndexTrace:
         """Where the project defines its own def of the engine method `op` (a fork's pool class: round V)."""
         return self.forked(op) if self.forked is not None else None
 
+    def _made_anew(self, e: cst.Call, op: str, args: List[cst.Arg]) -> Optional[str]:
+        """A fill (FILLS) or `x.new_tensor(data)` as the indices: a fill of -1 holds no row's entries (padding rows
+        appended pass, _only_fill; alone it is an empty selection while the metadata counts the rows: round AJ); a
+        new tensor holds its data (a host round trip's `.tolist()` is that tensor's: round AK)."""
+        if op in FILLS:
+            fill = _keyword(e, "fill_value") or (args[1].value if len(args) > 1 else None)
+            return (f"`{_code(e)}` makes the indices -1 everywhere, while the metadata counts each row's lengths (an "
+                    "empty selection: round AJ)") if _int(fill) == -1 else \
+                f"`{_code(e)}` fills the indices with a value other than -1"
+        data = args[0].value if args else None
+        while isinstance(data, cst.Call) and isinstance(data.func, cst.Attribute) \
+                and data.func.attr.value in ("tolist", "cpu", "numpy") and not data.args:
+            data = data.func.value
+        return self.hazard(data) if data is not None else f"`{_code(e)}` is a form the indices trace does not model"
+
     def _written(self, name: cst.Name) -> bool:
-        """Is the local written in place in its function (`mask[i] = False`, `mask.logical_and_(...)`, `out=mask`)?"""
+        """Is the local written in place in its function, itself or through a view of it (`mask[i] = False`,
+        `mask.view(-1).logical_and_(...)`, `out=mask`: round AK)?"""
         fdef = next((a for a in self.tree.ancestors(name) if isinstance(a, cst.FunctionDef)), None)
-        w = writes_in(self.tree, fdef if fdef is not None else self.tree.module, name.value)
-        return bool(w.subscripts or w.inplace or w.mutators or w.outs or w.changes)
+        owner = fdef if fdef is not None else self.tree.module
+        for n in {name.value} | set(aliases_in(self.tree, owner, name.value)):
+            w = writes_in(self.tree, owner, n)
+            if w.subscripts or w.inplace or w.mutators or w.outs or w.changes:
+                return True
+        return False
 
     def _only_fill(self, e: cst.BaseExpression) -> bool:
         """A constant fill of -1, or a name every binding of which is one (`pad = torch.full(..., -1)`)."""
-        if isinstance(e, cst.Name):
+        if isinstance(e, cst.Name):  # (never written after: `pad[..., -1] = 0`, a sink slot, round AK)
             values = self.tree.assigned_values(e, e.value)
-            return bool(values) and all(v is not None and self._only_fill(v) for v in values)
+            return bool(values) and all(v is not None and self._only_fill(v) for v in values) and not self._written(e)
         return isinstance(e, cst.Call) and _fill_of(e) == -1
 
     def _fill(self, e: cst.BaseExpression) -> bool:

@@ -106,14 +106,20 @@ def _as_ast(node: cst.FunctionDef) -> Optional[ast.AST]:
 
 
 def only_handed_on(d: Optional[ast.AST], param: str) -> bool:
-    """Does the def read `param` only as `param=param` in a call (to super(), the kernel): no other meaning of its
-    own (round S: an override whose `topk_length` caps slots)?"""
+    """Does the def read `param` only as `param=param` in a call (to super(), the kernel) handing every other argument
+    on as the def was handed it: no other meaning of its own (round S: an override whose `topk_length` caps slots)?"""
     if d is None:
         return False
     reads = sum(isinstance(n, ast.Name) and n.id == param for n in ast.walk(d))
-    handed = sum(isinstance(n, ast.keyword) and n.arg == param and isinstance(n.value, ast.Name) and n.value.id == param
-                 for n in ast.walk(d))
-    return reads == handed
+    handing = [n for n in ast.walk(d) if isinstance(n, ast.Call) and any(
+        k.arg == param and isinstance(k.value, ast.Name) and k.value.id == param for k in n.keywords)]
+    params = {a.arg for a in [*d.args.posonlyargs, *d.args.args, *d.args.kwonlyargs]} - {"self", "cls"}
+    rebound = {n.id for n in ast.walk(d) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    # (round AK: the call handing it on hands every other argument as the def was handed it: sorted indices beside a
+    # forwarded length, half the selection's width, are another meaning of it)
+    as_given = all(isinstance(a, ast.Name) and a.id in params - rebound for c in handing for a in c.args) and all(
+        isinstance(k.value, ast.Name) and k.value.id in params - rebound for c in handing for k in c.keywords)
+    return reads == len(handing) and as_given
 
 
 def assigned_target(stmt: cst.CSTNode) -> Optional[cst.BaseAssignTargetExpression]:
