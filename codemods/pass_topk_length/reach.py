@@ -3414,8 +3414,9 @@ def _class_body_code(cls: ast.ClassDef, attr: str) -> Optional[ast.AST]:
     """What in cls serves `attr` by code (Project.serving): a def of that name; a binding of it in the body to anything
     but a literal or a declared field (`field()`, `field(default=<literal>)`: not a converter, a factory, a descriptor
     as default); a method storing on self a value of it other than a parameter as handed (`__post_init__` adding the
-    drafts), by `=`, `+=` or a literal `setattr`; a method a decorator ties to it by name (a validator); a non-forwarding
-    `__getattr__`, `__getattribute__` or `__setattr__` (round AJ)."""
+    drafts), by `=`, `+=`, a literal `setattr` or a base's `__init__` keyword; a method a decorator ties to it by name (a
+    validator); a non-forwarding `__getattr__`, `__getattribute__` or `__setattr__` (round AJ); a class decorator but a
+    record's, a metaclass but `ABCMeta`, a `__new__` spelling it, a making hook bound by assignment (round AK)."""
     made = next((d for d in cls.decorator_list if _unparse(d.func if isinstance(d, ast.Call) else d)
                  not in _PLAIN_CLASS_DECORATORS), None) or next(
         (k for k in cls.keywords if k.arg == "metaclass" and _unparse(k.value) not in ("ABCMeta", "abc.ABCMeta")), None)
