@@ -1072,7 +1072,7 @@ def _annotated_class(ann: Optional[ast.AST], module_of: Callable[[ast.AST], Opti
             ann = ast.parse(ann.value, mode="eval").body
         except SyntaxError:
             return ""
-    if isinstance(ann, ast.Subscript) and _unparse_name(ann.value).rsplit(".", 1)[-1] == "Optional":
+    if isinstance(ann, ast.Subscript) and _unparse_name(ann.value) == "Optional":
         ann = ann.slice
     return module_of(ann) or "" if isinstance(ann, (ast.Name, ast.Attribute)) else ""
 

@@ -524,22 +524,13 @@ def _bound_otherwise(e: ast.Name, t: _Tree) -> bool:
 
 
 def _factory_returns(call: ast.Call, t: _Tree) -> List[Tuple[ast.AST, "_Tree"]]:
-    """(each returned value, its file) of the module-level def a call names, of the file or imported from a file of
-    the project (its only binding there); none where the name is no such def."""
-    if not isinstance(call.func, ast.Name):
+    """(each returned value, its file) of the module-level def a call names (_project_def); none where the name is no
+    such def."""
+    found = _project_def(call.func.id, t) if isinstance(call.func, ast.Name) else None
+    if found is None:
         return []
-    bindings = _module_bindings(t.tree, call.func.id)
-    if len(bindings) != 1:
-        return []
-    node, there = bindings[0], t
-    if isinstance(node, ast.ImportFrom) and t.imported(call.func.id) is not None:
-        there = t.others[t.imported(call.func.id)]
-        alias = next(a for a in node.names if (a.asname or a.name) == call.func.id)
-        found = _module_bindings(there.tree, alias.name)
-        node = found[0] if len(found) == 1 else None
-    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return []
-    return [(r.value, there) for r in ast.walk(node) if isinstance(r, ast.Return) and r.value is not None]
+    d, there = found
+    return [(r.value, there) for r in ast.walk(d) if isinstance(r, ast.Return) and r.value is not None]
 
 
 def _bound_values(e: ast.AST, t: _Tree) -> List[ast.AST]:
@@ -621,22 +612,30 @@ def _own_getter(call: ast.Call, names: re.Pattern, t: _Tree, depth: int) -> bool
     `config["index_topk"]`)."""
     if not isinstance(call.func, ast.Name) or depth >= 4:
         return False
-    name = call.func.id
-    bindings = _module_bindings(t.tree, name)
-    if len(bindings) != 1 or not isinstance(bindings[0], (ast.FunctionDef, ast.AsyncFunctionDef, ast.ImportFrom)) \
-            or t.swapped(name):  # (another file's `serving_config.indexer_width = _decode_width`: round AC)
+    found = _project_def(call.func.id, t)
+    if found is None or t.swapped(call.func.id):  # (another file's `serving_config.indexer_width = _decode_width`: AC)
         return False
+    d, there = found
+    return _returns_plain(d, names, there, depth + (there is not t))
+
+
+def _project_def(name: str, t: _Tree) -> Optional[Tuple[ast.AST, "_Tree"]]:
+    """(the def, its file) a name of the file calls: the file's only binding of it, a def, or an import from a file of
+    the project whose only binding of it there is one; None otherwise."""
+    bindings = _module_bindings(t.tree, name)
+    if len(bindings) != 1:
+        return None
     (node,) = bindings
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return _returns_plain(node, names, t, depth)
+        return node, t
     index = t.imported(name) if isinstance(node, ast.ImportFrom) else None
     if index is None:
-        return False
+        return None
     there = t.others[index]
     alias = next(a for a in node.names if (a.asname or a.name) == name)
     found = _module_bindings(there.tree, alias.name)
-    return len(found) == 1 and isinstance(found[0], (ast.FunctionDef, ast.AsyncFunctionDef)) \
-        and _returns_plain(found[0], names, there, depth + 1)
+    return (found[0], there) if len(found) == 1 and isinstance(found[0], (ast.FunctionDef, ast.AsyncFunctionDef)) \
+        else None
 
 
 def _module_bindings(tree: ast.AST, name: str) -> List[ast.AST]:

@@ -178,8 +178,8 @@ class MetadataInScope:
                 for node, target, value in self._writes_in(fdef):
                     if isinstance(node, cst.AnnAssign) and node.value is None:
                         continue  # `self.forward_metadata: DSAMetadata`: a declaration (sglang 0.5.16's __init__)
-                    init_held = self._at_startup(fdef, 0) and isinstance(target, cst.Attribute) \
-                        and target.attr.value in held  # (`init_cuda_graph_state`, a helper `__init__` calls: AJ)
+                    init_held = isinstance(target, cst.Attribute) and target.attr.value in held \
+                        and self._at_startup(fdef, 0)  # (`init_cuda_graph_state`, a helper `__init__` calls: AJ)
                     if init_held and self._a_parameter(value) and self._refreshed_anywhere(target.attr.value, field_name):
                         return (f"`{fdef.name.value}` gives `{_code(target).strip()}` the record it is handed (line "
                                 f"{self.tree.line(node)}), which the planners refresh in place: another instance handed "
@@ -281,9 +281,16 @@ class MetadataInScope:
         name = fdef.name.value
         if name in ("__init__", "init_cuda_graph_state"):
             return True
-        calls = [c for c in self.find(cst.Call, self._self_method) if c.func.attr.value == name]
-        owners = [next((a for a in self.tree.ancestors(c) if isinstance(a, cst.FunctionDef)), None) for c in calls]
-        return depth < 3 and any(o is not None and o is not fdef and self._at_startup(o, depth + 1) for o in owners)
+
+        def callers() -> Dict[str, List[cst.FunctionDef]]:  # method name -> the defs calling it off self (one walk)
+            out: Dict[str, List[cst.FunctionDef]] = {}
+            for c in self.find(cst.Call, self._self_method):
+                owner = next((a for a in self.tree.ancestors(c) if isinstance(a, cst.FunctionDef)), None)
+                if owner is not None:
+                    out.setdefault(c.func.attr.value, []).append(owner)
+            return out
+        owners = self.index("self-method-callers", callers).get(name, [])
+        return depth < 3 and any(o is not fdef and self._at_startup(o, depth + 1) for o in owners)
         # (a helper start-up calls makes a record that lives across steps, whoever else calls it: a cache flush, AK)
 
     def _refreshed_anywhere(self, attr: str, field_name: str) -> bool:

@@ -924,15 +924,22 @@ class Project:
         key = (attr, id(own))
         if key not in done:
             naming = [*self.files_naming([attr]), *([own] if own is not None else [])]
-            hooks = [(f, cls, d) for f in self.files_naming(["__setattr__", "__getattribute__"]) for cls in f.class_defs
-                     for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))
-                     and d.name in ("__setattr__", "__getattribute__") and _hook_serves(d)]  # (a base's hook: any field)
+            hook = self._attribute_hook()  # (a base's hook: any field)
             done[key] = next((Finding(self.rel(f.path), stmt.lineno, f"{cls.name} serves `{attr}` by code")
                               for f in naming for cls in f.class_defs for stmt in [_class_body_code(cls, attr)]
-                              if stmt is not None), None) or next(
-                (Finding(self.rel(f.path), d.lineno, f"{cls.name}'s `{d.name}` may serve `{attr}`") for f, cls, d in hooks),
-                None)
+                              if stmt is not None), None) or (
+                Finding(hook.path, hook.line, f"{hook.what} may serve `{attr}`") if hook is not None else None)
         return done[key]
+
+    def _attribute_hook(self) -> Optional[Finding]:
+        """The project's first `__getattribute__`, or `__setattr__` not handing its arguments on as they are (the
+        class and the hook: `what`), which may serve any field of its instances. Read once."""
+        if "_hook" not in self.__dict__:
+            self._hook = next((Finding(self.rel(f.path), d.lineno, f"{cls.name}'s `{d.name}`")
+                               for f in self.files_naming(["__setattr__", "__getattribute__"]) for cls in f.class_defs
+                               for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))
+                               and d.name in ("__setattr__", "__getattribute__") and _hook_serves(d)), None)
+        return self._hook
 
     def self_computed(self, attr: str) -> Optional[Finding]:
         """A class of another file changing `self.<attr>` after it is made: `+=`, a value reading the field itself

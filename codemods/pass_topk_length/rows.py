@@ -1815,9 +1815,8 @@ class IndexTrace:
         appended pass, _only_fill; alone it is an empty selection while the metadata counts the rows: round AJ); a
         new tensor holds its data (a host round trip's `.tolist()` is that tensor's: round AK)."""
         if op in FILLS:
-            fill = _keyword(e, "fill_value") or (args[1].value if len(args) > 1 else None)
             return (f"`{_code(e)}` makes the indices -1 everywhere, while the metadata counts each row's lengths (an "
-                    "empty selection: round AJ)") if _int(fill) == -1 else \
+                    "empty selection: round AJ)") if _fill_of(e) == -1 else \
                 f"`{_code(e)}` fills the indices with a value other than -1"
         data = args[0].value if args else None
         while isinstance(data, cst.Call) and isinstance(data.func, cst.Attribute) \

@@ -75,37 +75,35 @@ def _value_uses(tree: Tree, facts: ModuleFacts, path: str, through_alias: Set[in
 
 
 def _computed_reads(tree: Tree, facts: ModuleFacts):
-    """(node, module) for each read of a kernel package's module (INFO.providers: `sgl_kernel.flash_mla`) by a name
-    not written as a literal: `getattr(m, name)`, `vars(m)[name]`, `vars(m).get(name)`, `m.__dict__[name]`,
-    `m.__dict__.get(name)`, `m.__getattribute__(name)`."""
-    def module_of(e: cst.BaseExpression) -> Optional[str]:
-        if isinstance(e, cst.Call) and dotted(e.func) == "vars" and len(e.args) == 1:
-            e = e.args[0].value
-        elif isinstance(e, cst.Attribute) and e.attr.value == "__dict__":
-            e = e.value
-        else:
-            return None
+    """(node, module) for each read of a kernel package's module (INFO.providers: `sgl_kernel.flash_mla`) the file
+    imports, by a name not written as a literal: `getattr(m, name)`, `vars(m)[name]`, `vars(m).get(name)`,
+    `m.__dict__[name]`, `m.__dict__.get(name)`, `m.__getattribute__(name)`."""
+    imported = {v for v in facts.imports.values() if v.split(".")[0] in INFO.providers}
+    if not imported:
+        return
+
+    def module(e: cst.BaseExpression) -> Optional[str]:
         full = expand(facts.imports, dotted(e) or "")
-        return full if full.split(".")[0] in INFO.providers else None
+        return full if full in imported else None
+
+    def namespace_of(e: cst.BaseExpression) -> Optional[str]:  # `vars(m)`, `m.__dict__`
+        if isinstance(e, cst.Call) and dotted(e.func) == "vars" and len(e.args) == 1:
+            return module(e.args[0].value)
+        return module(e.value) if isinstance(e, cst.Attribute) and e.attr.value == "__dict__" else None
 
     for node in tree.find((cst.Call, cst.Subscript)):
         if isinstance(node, cst.Subscript):
-            key, module = node.slice[0].slice, module_of(node.value)
+            key, found = node.slice[0].slice, namespace_of(node.value)
             literal = isinstance(key, cst.Index) and isinstance(key.value, cst.SimpleString)
         elif dotted(node.func) == "getattr" and len(node.args) >= 2:
-            full = expand(facts.imports, dotted(node.args[0].value) or "")
-            module = full if full.split(".")[0] in INFO.providers else None
-            literal = isinstance(node.args[1].value, cst.SimpleString)
+            found, literal = module(node.args[0].value), isinstance(node.args[1].value, cst.SimpleString)
         elif isinstance(node.func, cst.Attribute) and node.func.attr.value in ("get", "__getattribute__") and node.args:
-            target = node.func.value
-            module = module_of(target) if node.func.attr.value == "get" else expand(
-                facts.imports, dotted(target) or "") if (expand(facts.imports, dotted(target) or "").split(".")[0]
-                                                         in INFO.providers) else None
+            found = namespace_of(node.func.value) if node.func.attr.value == "get" else module(node.func.value)
             literal = isinstance(node.args[0].value, cst.SimpleString)
         else:
             continue
-        if module and not literal and module in facts.imports.values():
-            yield node, module
+        if found and not literal:
+            yield node, found
 
 
 def _maybe_value_use(tree: Tree, facts: ModuleFacts) -> bool:
