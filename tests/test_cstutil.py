@@ -181,3 +181,22 @@ def test_code_generated_without_recording_positions_is_libcsts(name, source):
     assert cstutil._code_at(module, module, ()) == module.code == source
     for stmt in module.body:
         assert cstutil._code_at(stmt, module, ()) == module.code_for_node(stmt)
+
+
+@pytest.mark.parametrize("accelerated", [True, False])
+def test_a_names_assignments_come_in_source_order(monkeypatch, accelerated):
+    """LibCST gives a scope's assignments of a name as a set, in any order each run; the analysis reads the first
+    that answers (a reason quotes it), so the same input must give the same report, with the accelerators on or
+    off (CI caught a reason naming one pool with them on and another with them off)."""
+    from topk_migrate.cst import accel
+    from topk_migrate.cst.scopecheck import Tree
+
+    if not accelerated:
+        monkeypatch.setenv(accel.ENV, "1")
+    names = [f"pool_{i}" for i in range(40)]
+    source = "def f(flag):\n" + "".join(f"    if flag == {i}:\n        x = {n}()\n" for i, n in enumerate(names))
+    source += "    return x\n"
+    tree = Tree(cst.parse_module(source))
+    read = tree.module.body[0].body.body[-1].body[0].value
+    got = [tree.assignment_statement(a).value.func.value for a in tree.binding(read, "x").assignments]
+    assert got == names

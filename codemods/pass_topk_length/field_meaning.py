@@ -26,7 +26,7 @@ from .rows import (
     writes_in,
     written_names,
 )
-from .syntax import _as_ast, _code
+from .syntax import _as_ast, _brief, _code
 
 # Field meaning: what the engines write into the metadata field (sglang (n|d)sa/utils.py).
 CLIPS = {
@@ -503,7 +503,7 @@ class FieldMeaning:
                     return self._unclipped(field_name, target, stmt.value)
             for node in self.find((cst.Call, cst.AssignTarget, cst.AugAssign), lambda n: _changes_in_place(n, field_name)):
                 return (f"this module changes `{field_name}` in place at line {self.tree.line(node)} "
-                        f"(`{_code(node).strip()[:80]}`): the lengths it leaves are not provably the seqlens clipped to "
+                        f"(`{_brief(node, 80)}`): the lengths it leaves are not provably the seqlens clipped to "
                         f"the top-k width ({CLIP_HOW}); pass topk_length by hand")
             return self._shared_by_copy(field_name)
         return self.index(f"unclipped:{field_name}", build)
@@ -556,7 +556,7 @@ class FieldMeaning:
                 a.keyword is not None and a.keyword.value == field_name for a in call.args) or isinstance(
                 call.func, cst.Attribute) and call.func.attr.value == "__copy__"
             if shallow:
-                return (f"line {self.tree.line(call)} makes a shallow copy (`{_code(call).strip()[:60]}`), which shares "
+                return (f"line {self.tree.line(call)} makes a shallow copy (`{_brief(call, 60)}`), which shares "
                         f"`{field_name}`'s tensor with the object copied, and line {self.tree.line(writes[0])} writes "
                         "that field in place: an update for one batch may rewrite another's lengths; copy the field "
                         "(`.clone()`) into the copy, or pass topk_length by hand")
@@ -565,7 +565,7 @@ class FieldMeaning:
                 value = value.value
             if isinstance(value, cst.Attribute) and value.attr.value == field_name:
                 return (f"line {self.tree.line(value)} gives `{field_name}` another object's tensor "
-                        f"(`{_code(value).strip()[:60]}`), and line {self.tree.line(writes[0])} writes that field in "
+                        f"(`{_brief(value, 60)}`), and line {self.tree.line(writes[0])} writes that field in "
                         "place: an update for one batch may rewrite another's lengths (round U); `.clone()` it, or "
                         "pass topk_length by hand")
         return None

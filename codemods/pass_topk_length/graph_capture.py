@@ -13,7 +13,7 @@ from libcst.helpers import get_full_name_for_node
 
 from . import reach
 from .graph_replay import _is_attr_of_self, _self_root_attr
-from .syntax import _code, _is_name
+from .syntax import _brief, _code, _is_name
 
 # methods that file into a container by place, not by key
 _BY_PLACE = {"append", "insert", "extend", "appendleft"}
@@ -95,7 +95,7 @@ class CaptureFiling:
             value = getattr(t if isinstance(t, cst.AnnAssign) else self.tree.parent.get(t), "value", None)
             if not (isinstance(value, (cst.Dict, cst.List)) or _is_name(value, "None") or isinstance(value, cst.Call) and (
                     get_full_name_for_node(value.func) or "").rsplit(".", 1)[-1] in _FRESH_CONTAINERS):
-                return (f"`self.{table}` is bound to `{_code(value).strip()[:40] if value is not None else '?'}` "
+                return (f"`self.{table}` is bound to `{_brief(value, 40) if value is not None else '?'}` "
                         f"(line {self.tree.line(t)}), a container made elsewhere: other code (a record's constructor "
                         "filing itself) may fill the CUDA-graph table replay reads; make it here "
                         f"(`self.{table} = {{}}`), or pass topk_length by hand")

@@ -14,7 +14,7 @@ from topk_migrate.cst.resolve import Function, dotted
 
 from . import reach
 from .quick import PARAM
-from .syntax import _as_ast, _code, only_handed_on
+from .syntax import _as_ast, _brief, _code, only_handed_on
 
 # Decorators that keep a method's signature as written (any other one may not pass topk_length on).
 SIGNATURE_KEEPING_DECORATORS = {"staticmethod", "classmethod"}
@@ -109,7 +109,7 @@ class HelperIdentity:
             return why
         for call in self.find(cst.Call, lambda c: self.expand(dotted(c.func)) in ("type", "types.new_class")
                               and len(c.args) >= (3 if dotted(c.func) == "type" else 2)) if fn.class_name else ():
-            return (f"`{_code(call).strip()[:60]}` (line {self.tree.line(call)}) makes a class at run time, whose "
+            return (f"`{_brief(call, 60)}` (line {self.tree.line(call)}) makes a class at run time, whose "
                     f"namespace may hold another `{fn.name}` for a subclass of {fn.class_name} (round U); add "
                     "topk_length by hand")
         if fn.class_name:  # `self.helper(..., topk_length=...)` also reaches same-named overrides

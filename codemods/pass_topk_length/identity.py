@@ -20,7 +20,7 @@ from topk_migrate.model import Capability
 
 from . import attributes, reach
 from .quick import ENTRY_POINTS, OP_TOPK_LENGTH_POSITION, PARAM, expand, is_kernel, is_op_level
-from .syntax import _as_ast, _code, _is_attr, _is_name, _is_none, _root, assigned_target, name_reads
+from .syntax import _as_ast, _brief, _code, _is_attr, _is_name, _is_none, _root, assigned_target, name_reads
 
 
 def _forwarded_callee(tree: ast.Module, d: ast.AST) -> str:
@@ -583,7 +583,7 @@ class CalleeIdentity:
         expected = c.callee.split(".", 1)[1][len(first):] if c.callee.startswith(receiver + ".") else ""
         other = self._other_attribute_writes(first, sources)
         if other is not None:
-            return (f"`{first}` is also set at line {self.tree.line(other)} (`{_code(other).strip()[:60]}`), "
+            return (f"`{first}` is also set at line {self.tree.line(other)} (`{_brief(other, 60)}`), "
                     f"a write the analysis does not follow; set `{receiver}.{first}` once from an import, or pass "
                     "topk_length by hand")
         for node, qualified in sources:

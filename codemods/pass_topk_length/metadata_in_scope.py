@@ -18,7 +18,7 @@ from .graph_replay import _BRANCHING, _a_record, _is_attr_of_self, _self_root_at
 from .quick import expand
 from .replay_paths import ReplayPaths, _keeps_the_call
 from .rows import _own_returns, local_defs, unproven_local
-from .syntax import _code, _is_name, bound_targets, constructor_call
+from .syntax import _brief, _code, _is_name, bound_targets, constructor_call
 
 _PLAIN_READS = {"isinstance", "getattr", "hasattr", "id", "type", "len", "print", "repr", "str", "vars", "dir"}  # (read; what
 # is done through what they give is judged where it is done)
@@ -132,7 +132,7 @@ class MetadataInScope:
                         "pass topk_length by hand")
         if isinstance(value, cst.Name):
             return None
-        return (f"`{root}` is bound at line {self.tree.line(stmt)} to `{_code(stmt.value).strip()[:60]}`, not a plain "
+        return (f"`{root}` is bound at line {self.tree.line(stmt)} to `{_brief(stmt.value, 60)}`, not a plain "
                 "read of the metadata the engine stored for this batch (a call's result, an item of a table); "
                 "pass topk_length by hand")
 
@@ -186,7 +186,7 @@ class MetadataInScope:
                                 "the same record (a graph runner's one record for every backend) rewrites the lengths "
                                 "this one's kernel reads (round AJ); make the record here, or pass topk_length by hand")
                     if init_held and not (self._made_by_call(value) or _none(value) or self._a_parameter(value)):
-                        return (f"`{fdef.name.value}` gives `{_code(target).strip()}` `{_code(value).strip()[:60]}` at line "
+                        return (f"`{fdef.name.value}` gives `{_code(target).strip()}` `{_brief(value, 60)}` at line "
                                 f"{self.tree.line(node)}, a record it neither makes nor is handed (another object's: a parent "
                                 "backend's, a micro-batch sibling's), which lives across steps: a plan for one "
                                 "rewrites the lengths the other's kernel reads (round AI); make the record in "
@@ -206,7 +206,7 @@ class MetadataInScope:
                                 "the instance (`self._pool = {}` in `__init__`), or pass topk_length by hand")
                     if self._updated(fdef, value, field_name, replay):
                         continue
-                    what = _code(value).strip()[:60] if value is not None else "?"
+                    what = _brief(value, 60) if value is not None else "?"
                     return (f"{fdef.name.value} gives `{_code(target).strip()}` `{what}` at line {self.tree.line(node)}: "
                             "neither an object made for this batch nor the one whose lengths it updates in place"
                             + (" on every path" if not replay else "") + ", so it may hold an earlier batch's or "
@@ -227,13 +227,13 @@ class MetadataInScope:
             while isinstance(v, (cst.Call, cst.Subscript, cst.Attribute)) and not (
                     isinstance(v, cst.Call) and self._made_for_batch(v, fdef)) and not _is_attr_of_self(v):
                 if isinstance(v, cst.Call) and isinstance(v.func, cst.Name):
-                    return f"`{_code(v).strip()[:40]}`"  # (a function's pool: `static_records(max_bs)[bs]`, AJ)
+                    return f"`{_brief(v, 40)}`"  # (a function's pool: `static_records(max_bs)[bs]`, AJ)
                 if isinstance(v, cst.Call) and self._self_method(v):
                     defs = local_defs(self.tree, v.func)
                     found = next((w for d in defs for r in self.find(cst.Return, None, d) if r.value is not None
                                   for w in [self._returned_pool(d, r.value, depth)] if w), None)
                     if found or not defs:
-                        return found or f"`{_code(v).strip()[:40]}`"
+                        return found or f"`{_brief(v, 40)}`"
                     break
                 v = v.func.value if isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) else \
                     v.value if isinstance(v, (cst.Subscript, cst.Attribute)) else None
@@ -256,7 +256,7 @@ class MetadataInScope:
         probe = value
         while isinstance(probe, (cst.Call, cst.Subscript, cst.Attribute)) and not _is_attr_of_self(probe):
             if isinstance(probe, cst.Call) and isinstance(probe.func, cst.Name):
-                return f"`{_code(probe).strip()[:40]}`"
+                return f"`{_brief(probe, 40)}`"
             probe = probe.func.value if isinstance(probe, cst.Call) and isinstance(probe.func, cst.Attribute) else \
                 probe.value if isinstance(probe, (cst.Subscript, cst.Attribute)) else None
         if isinstance(probe, cst.Name) and probe.value != "self":
@@ -709,7 +709,7 @@ class MetadataInScope:
             if isinstance(call.func, cst.Name) and not self.functions_reached(call.func.value) \
                     and call.func.value not in _PLAIN_READS:
                 return (f"{owner.name.value} reads the metadata into a local, then hands `self` or it to "
-                        f"`{_code(call).strip()[:60]}` (line {self.tree.line(call)}), code this module does not define "
+                        f"`{_brief(call, 60)}` (line {self.tree.line(call)}), code this module does not define "
                         "(a hook, a callback): it may refresh the metadata (round T); pass topk_length by hand")
         return None
 
@@ -792,7 +792,7 @@ class MetadataInScope:
         for target in self._in_place_targets(owner):
             if is_field(target):
                 return (f"{owner.name.value} writes `{field_name}` in place at line {self.tree.line(target)} (through "
-                        f"`{_code(target).strip()[:40]}`): the call may get lengths staged for another step (round U); "
+                        f"`{_brief(target, 40)}`): the call may get lengths staged for another step (round U); "
                         "pass topk_length by hand")
         return None
 

@@ -26,7 +26,7 @@ from libcst.metadata import ClassScope, ComprehensionScope, FunctionScope, Globa
 
 from topk_migrate.cst.scopecheck import Tree
 
-from .syntax import _is_name, _is_none, _q_arg, bound_targets
+from .syntax import _brief, _is_name, _is_none, _q_arg, bound_targets
 
 # qualified name -> (tree of a module holding just that def, the def) for a function of the project
 External = Callable[[str], Optional[Tuple[Tree, cst.FunctionDef]]]
@@ -749,7 +749,7 @@ class RowTrace:
                 return f"`{_code(call)}` changes `{name}` in place, which may move its rows"
         for call in _mutating(self.tree, finder, self.outside):
             if on_path(call) and not self._pure(call, name):
-                return (f"`{_code(call).strip()[:80]}` hands `{name}` to `{get_full_name_for_node(call.func) or _code(call.func)}`, "
+                return (f"`{_brief(call, 80)}` hands `{name}` to `{get_full_name_for_node(call.func) or _code(call.func)}`, "
                         "which may change it in place; the row trace cannot follow it there")
         for call in filter(on_path, finder.outs):
             why = self._call(call)
@@ -976,7 +976,7 @@ def _other_dtype(call: cst.Call, first: int = 0) -> Optional[str]:
         if op in ("view", "reshape") and len(positional) > 1 and isinstance(v, (cst.Name, cst.Attribute)) \
                 and not name.startswith("torch."):
             continue  # a dimension among several (`view(n, -1)`)
-        return f"`{_code(call).strip()[:80]}` may convert the indices to a dtype that does not keep every index and -1"
+        return f"`{_brief(call, 80)}` may convert the indices to a dtype that does not keep every index and -1"
     return None
 
 
@@ -998,7 +998,7 @@ def _regroups(call: cst.Call, first: int = 0) -> Optional[str]:
             or isinstance(p, cst.Call) and _code(p).replace(" ", "").endswith(".size(-1)")
     if len(parts) in (2, 3) and (whole(parts[-1]) or _int(parts[0]) == -1) and (len(parts) == 2 or _int(parts[1]) == 1):
         return None  # (rows inferred, `view(-1, 1, 64)`: another width changes their count, which the kernel checks)
-    return f"`{_code(call).strip()[:80]}` may regroup each row's entries (only [s, k] and [s, 1, k] keep them)"
+    return f"`{_brief(call, 80)}` may regroup each row's entries (only [s, k] and [s, 1, k] keep them)"
 
 
 def _shape_part(v: cst.BaseExpression) -> bool:
@@ -1611,7 +1611,7 @@ class IndexTrace:
         for call in self.tree.find(cst.Call, lambda c: get_full_name_for_node(c.func) in _SETATTRS):
             key = call.args[1].value if len(call.args) > 1 else None  # `object.__setattr__(fb, "topk_indices", v)`
             if not isinstance(key, cst.SimpleString) or key.evaluated_value == attr:  # (a computed name: any)
-                return (f"`{_code(call).strip()[:70]}` (line {self.tree.line(call)}) may set `{attr}` by name: the "
+                return (f"`{_brief(call, 70)}` (line {self.tree.line(call)}) may set `{attr}` by name: the "
                         "value it gives is not traced (round S)")
         return None
 
@@ -1652,7 +1652,7 @@ class IndexTrace:
                         "(round T)")
             written = attribute_write(self.tree, e.attr.value)
             if written is not None:
-                return (f"`{_code(e)}` is held in an attribute, and `{_code(written).strip()[:80]}` (line "
+                return (f"`{_code(e)}` is held in an attribute, and `{_brief(written, 80)}` (line "
                         f"{self.tree.line(written)}) writes into a tensor of that attribute in place, which may run "
                         "before the call (in this call or an earlier one)")
             why = self._attribute_values(e)
@@ -1868,7 +1868,7 @@ class IndexTrace:
             if self.receiving and isinstance(target, cst.Param):
                 called = _method_called_on(self.tree, scope, node.value, self.read_off[-1], self.exempt)
                 if called is not None:
-                    return (f"the indices are read off `{node.value}`, and `{_code(called).strip()[:60]}` (line "
+                    return (f"the indices are read off `{node.value}`, and `{_brief(called, 60)}` (line "
                             f"{self.tree.line(called)}) calls a method of it, which may give them another tensor (round R)")
             if id(a) in self.seen:
                 continue
@@ -1919,7 +1919,7 @@ class IndexTrace:
             for call in _mutating(self.tree, finder, self.outside):
                 if on_path(call) and not self._pure(call, n):
                     return unproven_local(self.tree, call.func, self.rival) or (
-                        f"`{_code(call).strip()[:80]}` hands `{n}` to `{get_full_name_for_node(call.func) or _code(call.func)}`, "
+                        f"`{_brief(call, 80)}` hands `{n}` to `{get_full_name_for_node(call.func) or _code(call.func)}`, "
                         "which may change its entries in place; the indices trace cannot follow it there")
         return None
 
@@ -2127,11 +2127,11 @@ def foreign_write(tree: Tree, call: cst.Call, methods: Callable[[str], List[cst.
             continue
         foreign = {o for o in _origins(tree, fdef, target) - reads if o.rsplit(".", 1)[-1] not in fields}
         if foreign:
-            return (f"`{_code(node).strip()[:60]}` writes `{sorted(foreign)[0]}` in place, which may be the indices' "
+            return (f"`{_brief(node, 60)}` writes `{sorted(foreign)[0]}` in place, which may be the indices' "
                     "storage under another name (a caller may hand the same tensor twice, or keep it elsewhere)")
     for read, target in writing:
         if not off_path(tree, read, call, fdef):
-            return (f"`{read.attr.value}` (called at line {tree.line(read)}) writes `{_code(target).strip()[:40]}` "
+            return (f"`{read.attr.value}` (called at line {tree.line(read)}) writes `{_brief(target, 40)}` "
                     "in place, which may be the indices' storage under another name")
     return None
 
@@ -2245,4 +2245,4 @@ def _origins(tree: Tree, fdef: cst.FunctionDef, e: Optional[cst.BaseExpression],
         return set().union(*(_origins(tree, fdef, x.value, depth + 1) for x in e.elements)) if e.elements else set()
     if isinstance(e, cst.IfExp):
         return _origins(tree, fdef, e.body, depth + 1) | _origins(tree, fdef, e.orelse, depth + 1)
-    return {_code(e).strip()[:40]}
+    return {_brief(e, 40)}

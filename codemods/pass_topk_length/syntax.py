@@ -96,6 +96,11 @@ def _code(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node)
 
 
+def _brief(node: cst.CSTNode, width: int) -> str:
+    """node's code on one line (each run of whitespace one space), cut at width: a reason quotes it."""
+    return " ".join(_code(node).split())[:width]
+
+
 def _as_ast(node: cst.FunctionDef) -> Optional[ast.AST]:
     """A def of this module as CPython's ast (what reach.py reads), or None if it cannot be read."""
 

@@ -14,7 +14,7 @@ from topk_migrate.model import Site, Status
 
 from .identity import kernel_alias
 from .quick import ENTRY_POINTS, INFO, OP_NAME, expand, is_kernel
-from .syntax import _code, name_reads
+from .syntax import _brief, _code, name_reads
 from .values import TESTS
 
 
@@ -55,7 +55,7 @@ def _value_uses(tree: Tree, facts: ModuleFacts, path: str, through_alias: Set[in
     for call in tree.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute)):
         attr = call.func.attr.value
         if dotted(call.func) is None and (attr in ENTRY_POINTS or attr == OP_NAME):
-            add(call, attr, f"reached through `{_code(call.func.value).strip()[:40]}`")
+            add(call, attr, f"reached through `{_brief(call.func.value, 40)}`")
     for k in facts.calls:
         if k.callee != "getattr" or len(k.node.args) < 2 or not isinstance(k.node.args[1].value, cst.SimpleString):
             continue

@@ -17,7 +17,7 @@ from .field_meaning import CLIP_HOW, CLIPPED_FIELDS, ENGINE_HOMES, _clipped_else
 from .indexes import _text
 from .quick import PARAM
 from .rows import Hooks, _instance_param, index_hazard, row_hazard
-from .syntax import _argument_for, _code, _is_name, constructor_call, only_handed_on
+from .syntax import _argument_for, _brief, _code, _is_name, constructor_call, only_handed_on
 
 # Attributes whose write changes what a read of a module or function gives without naming it: a module's
 # class (its `__getattribute__`), a function's code and defaults.
@@ -348,7 +348,7 @@ class WholeProject:
                 for p in sorted(meta):
                     arg = _argument_for(call, p, positional.index(p) if p in positional else None, shift)
                     if arg is not None and not self._held_object(arg):
-                        return (f"at line {line}, a call of `{name}` hands `{p}` `{_code(arg).strip()[:60]}`, not an object "
+                        return (f"at line {line}, a call of `{name}` hands `{p}` `{_brief(arg, 60)}`, not an object "
                                 "its caller holds: which batch's metadata it is is not proven (a builder's cached result, "
                                 "round P)")
                 for p in sorted(rows | indices):

@@ -293,9 +293,12 @@ class Tree:
         key = (id(scope), name)  # the analysis is made once: each (scope, name) has one answer
         got = self._bindings.get(key)
         if got is None:
-            found = tuple(scope[name])
+            found = tuple(sorted(scope[name], key=self._source_order))  # (LibCST's set: any order, each run)
             got = self._bindings[key] = Binding(self.rank_of(found[0].scope, -2), found) if found else Binding(None, ())
         return got
+
+    def _source_order(self, assignment) -> int:
+        return self.order.get(id(getattr(assignment, "node", None)), -1)
 
     def accesses(self) -> Iterator[Tuple[int, str, cst.CSTNode, object]]:
         """(scope rank, name, node, access) for every name read in the module."""
