@@ -5335,3 +5335,96 @@ def test_round_ah_a_kernel_module_is_the_one_python_loads(tmp_path, files, fixab
     src = _CONFIG_BACKEND.replace("from sgl_kernel.flash_mla import", "from fork_kernels.api import")
     site = _site(tmp_path, src, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("layer, fixable", [
+    # round AL (l2): the rows method looked up by a name the program builds: an f-string, a concatenation handed to
+    # `methodcaller`, a scan of the object's names, a delegating decorator's `__name__`; a built name that cannot
+    # be the method's, and a scan of names copying values (no call), are not callers
+    ("def run(backend, mode, q, kv, topk, scale):\n"
+     "    return getattr(backend, f'for{mode}')(q.flip(0), kv, topk.flip(0), scale)\n", False),
+    ("import operator\n\n\ndef run(backend, mode, q, kv, topk, scale):\n"
+     "    return operator.methodcaller('for' + mode, q.flip(0), kv, topk.flip(0), scale)(backend)\n", False),
+    ("def run(backend, q, kv, topk, scale):\n"
+     "    fn = next(getattr(backend, n) for n in dir(backend) if n.startswith('for'))\n"
+     "    return fn(q.flip(0), kv, topk.flip(0), scale)\n", False),
+    ("def delegate(method):\n    def wrapper(self, q, kv, topk, scale):\n"
+     "        return getattr(self.inner, method.__name__)(q.flip(0), kv, topk.flip(0), scale)\n    return wrapper\n", False),
+    ("def run(backend, mode, q, kv, topk, scale):\n"
+     "    return getattr(backend, f'back{mode}')(q.flip(0), kv, topk.flip(0), scale)\n", True),
+    ("def snapshot(backend):\n    out = {}\n    for n in dir(backend):\n        v = getattr(backend, n)\n"
+     "        if not callable(v):\n            out[n] = v\n    return out\n", True),
+    # (sglang's `MultiPlatformOp`: an `nn.Module`'s own dispatch by a built name looks up its own methods)
+    ("from torch import nn\n\n\nclass Op(nn.Module):\n    def dispatch(self, key):\n"
+     "        return getattr(self, f'for{key}', None)\n", True)])
+def test_round_al_the_rows_method_looked_up_by_a_built_name(tmp_path, layer, fixable):
+    (tmp_path / "layer.py").write_text(layer)
+    site = _site(tmp_path, HANDED_INDICES, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+    assert fixable or "looks up a name it builds" in site.reason
+
+
+@pytest.mark.parametrize("views, fixable", [
+    # round AL (l4): a class serving any field (a `__getattr__` adding the drafts to every `*_lens`, a namespace base
+    # handed a mapping of computed values) though its file never spells the name, or changing the field in place
+    # as it is made; a `__getattr__` forwarding through a local, a base handed the keywords as they are, are plain
+    ("class VerifyView:\n    def __init__(self, b, n):\n        self._b, self.n = b, n\n\n"
+     "    def __getattr__(self, name):\n        v = getattr(self._b, name)\n"
+     "        return v + self.n if name.endswith('_lens') else v\n", False),
+    ("import types\n\n\nclass Rec(types.SimpleNamespace):\n    def __init__(self, n=0, **fields):\n"
+     "        super().__init__(n=n, **{k: v + n for k, v in fields.items()})\n", False),
+    ("from dataclasses import dataclass\n\n\n@dataclass\nclass VerifyBatch:\n    seq_lens: object\n    n: int = 0\n\n"
+     "    def __post_init__(self):\n        self.seq_lens.add_(self.n)\n", False),
+    ("class View:\n    def __init__(self, b):\n        self._b = b\n\n    def __getattr__(self, name):\n"
+     "        value = getattr(self._b, name)\n        return value\n", True),
+    ("import types\n\n\nclass Rec(types.SimpleNamespace):\n    def __init__(self, n=0, **fields):\n"
+     "        super().__init__(n=n, **fields)\n", True)])
+def test_round_al_the_clips_operand_served_by_any_class(tmp_path, views, fixable):
+    (tmp_path / "fork_views.py").write_text(views)
+    site = _site(tmp_path, _CONFIG_BACKEND, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("files", [
+    # round AL (l4): Python loads a built extension before the source beside it, or one alone: its parameters are
+    # not read, whatever the pin says
+    {"sgl_kernel/__init__.py": "", "sgl_kernel/flash_mla.py": "def flash_mla_sparse_fwd(q, kv, indices, sm_scale, "
+     "d_v=512, attn_sink=None, topk_length=None):\n    pass\n", "sgl_kernel/flash_mla.cpython-311-x86_64-linux-gnu.so": ""},
+    {"sgl_kernel/__init__.py": "", "sgl_kernel/flash_mla.abi3.so": ""}])
+def test_round_al_a_built_kernel_module_of_the_project(tmp_path, files):
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    site = _site(tmp_path, HANDED_INDICES, kernel=KERNEL)
+    assert site.status is Status.MANUAL and "built or compiled" in site.reason, site.reason
+
+
+_CLIP_PLAN = "forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32)"
+
+
+@pytest.mark.parametrize("plan, fixable", [
+    # round AL (l1): an eager planner refreshing a prefix of a start-up record leaves the rows past it stale (a
+    # chunked batch's extend rows, a verify step's token rows); rewriting the whole field refreshes it
+    (f"self.forward_metadata.dsa_cache_seqlens_int32[:forward_batch.batch_size] = {_CLIP_PLAN}", False),
+    (f"self.forward_metadata.dsa_cache_seqlens_int32[:forward_batch.batch_size].copy_({_CLIP_PLAN})", False),
+    (f"self.forward_metadata.dsa_cache_seqlens_int32[:] = {_CLIP_PLAN}", True),
+    (f"self.forward_metadata.dsa_cache_seqlens_int32.copy_({_CLIP_PLAN})", True)])
+def test_round_al_an_eager_planner_refreshes_the_whole_static_record(tmp_path, plan, fixable):
+    src = _STATIC_AI.format(init=f"self.forward_metadata = DSAMetadata({_CLIP_PLAN.replace('forward_batch', 'warm')})",
+                            plan=plan)
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("replay, fixable", [
+    # round AL (l1): the record refreshed and the one the holder gets are spelled alike, but a call between may bind
+    # the key's attribute of self again (a mode switch, a swap of staging and live records)
+    (f"self.graph_metadata[bs].dsa_cache_seqlens_int32.copy_({_CLIP})\n        self._enter_mode()\n"
+     "        self.forward_metadata = self.graph_metadata[bs]", False),
+    (f"self.graph_metadata[bs].dsa_cache_seqlens_int32.copy_({_CLIP})\n"
+     "        self.forward_metadata = self.graph_metadata[bs]", True)])
+def test_round_al_one_spelling_two_records(tmp_path, replay, fixable):
+    src = GRAPH_PER_CAPTURE.replace("{capture}", "        " + _AI_CAPTURE).replace("{replay}", "        " + replay)
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py")).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

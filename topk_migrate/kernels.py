@@ -1421,12 +1421,38 @@ class Interface:
 
 
 def _module_file(base: str) -> Optional[str]:
-    """The file `import` loads for `base`: a package before a module file beside it (round U: a leftover `x.py`
-    beside the package `x/` is never imported)."""
-    for cand in (os.path.join(base, "__init__.py"), base + ".py"):
-        if os.path.isfile(cand):
-            return cand
+    """The file `import` loads for `base`, in the import system's order: a package before a module file beside it
+    (round U: a leftover `x.py` beside the package `x/` is never imported), and in each a built extension
+    (`x.cpython-311-x86_64-linux-gnu.so`, `x.abi3.so`) before the source, a sourceless `x.pyc` after it (round AL:
+    an in-place build beside its binding's source). A built one is named, never read: what it accepts is unknown."""
+    for stem in (os.path.join(base, "__init__"), base):
+        if stem != base and not os.path.isdir(base):
+            continue
+        found = _built(stem) or next((c for c in (stem + ".py", stem + ".pyc") if os.path.isfile(c)), None)
+        if found:
+            return found
     return None
+
+
+def _built(stem: str) -> Optional[str]:
+    """The built extension module `stem` names in its folder (any interpreter's tag: the fork's build is not this
+    one's), or None."""
+    folder, name = os.path.split(stem)
+    return next((os.path.join(folder, n) for n in _listing(folder) if n.startswith(name + ".")
+                 and n.endswith((".so", ".pyd")) and re.fullmatch(r"[\w.-]*", n[len(name) + 1:-3])), None)
+
+
+@per_run
+def _listing(folder: str) -> Tuple[str, ...]:
+    try:
+        return tuple(sorted(os.listdir(folder)))
+    except OSError:
+        return ()
+
+
+def is_built(path: str) -> bool:
+    """Is the module file a built extension or bytecode (_module_file), whose code is not read?"""
+    return path.endswith((".so", ".pyd", ".pyc"))
 
 
 def find_module(path: str, module: str, scope: Optional[Scope] = None) -> Optional[str]:

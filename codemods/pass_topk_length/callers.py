@@ -12,7 +12,7 @@ import builtins
 import re
 from typing import List, NamedTuple, Optional, Set, Tuple
 
-from . import engine_defs, reach
+from . import built_names, engine_defs, reach
 from .rows import (
     _INPLACE_SLOT,
     _WRITING_FUNCTIONS,
@@ -65,7 +65,8 @@ def unchanged_callers(proj, name: str, wanted: Wanted, mine: Optional[Set[Tuple[
                 found = _caller(proj, f, node, name, wanted, named)
                 if found is not None:
                     return found
-    return _own_callers(proj, name, mine)
+    return _own_callers(proj, name, mine) or built_names.lookup(
+        proj, name, lambda f, obj: _elsewhere(proj, f, ast.Attribute(value=obj, attr=name), mine))
 
 
 def _own_callers(proj, name: str, mine: Optional[Set[Tuple[str, str]]]) -> Optional[reach.Finding]:
@@ -161,7 +162,8 @@ def _forwards_lookup(proj, f, cls: ast.ClassDef, name: str) -> bool:
     """May `self.<name>` on cls's instances reach another object (round U: a base of the project defining
     `__getattr__`, one bound in a class body, `__getattr__ = delegate_to(...)`, a library base such as a proxy)?
     A `__getattribute__` anywhere in its hierarchy; else, where no class of the project in it binds the name,
-    a `__getattr__` or a base that is neither a project class nor `object` (a library's may forward)."""
+    a `__getattr__` or a base that is neither a project class nor `object` (a library's may forward; torch's
+    `nn.Module` serves only what its instance registers: round AL's sglang `MultiPlatformOp`)."""
     hierarchy = [(f, cls), *proj._ancestors_of([(f, cls)])]
     bound = set()
     for _, c in hierarchy:
@@ -172,7 +174,7 @@ def _forwards_lookup(proj, f, cls: ast.ClassDef, name: str) -> bool:
     if name in bound:
         return False
     return "__getattr__" in bound or any(g.resolve_class(b)[0] is None and not g.known_base(b)
-                                         for g, c in hierarchy for b in c.bases)
+                                         and not g.torch_module_base(b) for g, c in hierarchy for b in c.bases)
 
 
 def _spells(node: ast.AST, name: str) -> bool:

@@ -32,6 +32,12 @@ def _basic(sub: cst.Subscript) -> bool:
         e.slice.value, (cst.Integer, cst.Ellipsis)) for e in sub.slice)
 
 
+def _whole(sub: cst.Subscript) -> bool:
+    """An index viewing every element (`[:]`, `[...]`, `[:, :]`): a write through it rewrites the whole tensor."""
+    return all(isinstance(e.slice, cst.Slice) and e.slice.lower is None and e.slice.upper is None and e.slice.step is None
+               or isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Ellipsis) for e in sub.slice)
+
+
 def _is_attr_of_self(e: cst.BaseExpression) -> bool:
     return isinstance(e, cst.Attribute) and isinstance(e.value, cst.Name) and e.value.value == "self"
 
@@ -499,6 +505,17 @@ class GraphReplay:
             out.append(target)
         return out
 
+    def _whole_field_targets(self, fdef: cst.FunctionDef, field_name: str) -> List[cst.Attribute]:
+        """The `X.field` fdef rewrites whole in place (no prefix of its rows: an eager planner's rows past a prefix
+        are real rows, a chunked batch's extend rows or a verify step's tokens: round AL)."""
+        out = []
+        for target in self._in_place_targets(fdef, whole=True):
+            while isinstance(target, cst.Subscript) and _whole(target):
+                target = target.value
+            if isinstance(target, cst.Attribute) and target.attr.value == field_name:
+                out.append(target)
+        return out
+
     def _field_targets(self, fdef: cst.FunctionDef, field_name: str) -> List[cst.Attribute]:
         """The `X.field` fdef writes in place (through a view of it too)."""
         return [t for t in self._viewed_targets(fdef) if isinstance(t, cst.Attribute) and t.attr.value == field_name]
@@ -651,9 +668,9 @@ class GraphReplay:
                 cst.Call, lambda c: (dotted(c.func) or "").rsplit(".", 1)[-1] in declaring and any(
                     a.keyword is None for a in c.args)))
 
-    def _in_place_targets(self, fdef: cst.FunctionDef) -> List[cst.BaseExpression]:
+    def _in_place_targets(self, fdef: cst.FunctionDef, whole: bool = False) -> List[cst.BaseExpression]:
         """What fdef writes into in place: the receiver of a trailing-underscore method (`x.copy_(v)`) and the
-        value of a subscript assigned (`x[:n] = v`)."""
+        value of a subscript assigned (`x[:n] = v`; where `whole`, only of one viewing every element: `x[:] = v`)."""
         out: List[cst.BaseExpression] = [c.func.value for c in self.find(cst.Call, lambda c: isinstance(
             c.func, cst.Attribute) and c.func.attr.value.endswith("_") and not c.func.attr.value.startswith("_"), fdef)
             if get_full_name_for_node(c.func) != "torch.Tensor.copy_"]
@@ -661,7 +678,7 @@ class GraphReplay:
                                                    and len(c.args) == 2, fdef)]  # the functional spelling (round V)
         for node in self.find((cst.Assign, cst.AugAssign), None, fdef):
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-            out += [t.value for t in targets if isinstance(t, cst.Subscript)]
+            out += [t.value if not whole or _whole(t) else t for t in targets if isinstance(t, cst.Subscript)]
         return out
 
     def _writes_in(self, fdef: cst.FunctionDef):

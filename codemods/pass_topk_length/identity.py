@@ -358,6 +358,12 @@ class CalleeIdentity:
         takes topk_length and is a plain forwarding wrapper of a kernel held to the same checks."""
         if "." not in c.callee or is_op_level(c.callee):
             return None
+        built = self.project()._find_module(self.path, c.callee.rpartition(".")[0])
+        if built and kernels.is_built(built):  # (an in-place build beside its binding's source: round AL)
+            rel = os.path.relpath(built, project.project_root(self.path)).replace(os.sep, "/")
+            return (f"`{name}` is {c.callee}, which Python loads from {rel}, a module of this project built or compiled "
+                    "(loaded before a source beside it), whose parameters are not read; remove the build from the tree "
+                    "or pass topk_length by hand")
         iface = self.vendored(c.callee)
         served = self._served_by_module_getattr(c.callee) if iface is None else None
         if served:

@@ -322,7 +322,7 @@ class MetadataInScope:
         for p in planners:
             if any(isinstance(t, cst.Attribute) and t.attr.value == attr for _, t, _ in self._writes_in(p)):
                 continue  # (given anew: planned_on_every_path and kept_in_holder read that store)
-            if not self._refreshes(p, attr, field_name, 0):
+            if not self._refreshes(p, attr, field_name, 0, eager=not reach.graph_update(p.name.value)):
                 planners = []
                 break
         return None if planners else (
@@ -330,16 +330,18 @@ class MetadataInScope:
             f"does not rewrite its `{field_name}` in place on every run (a mode or size it skips keeps an earlier "
             "step's lengths); refresh it on every path, or pass topk_length by hand")
 
-    def _refreshes(self, fdef: cst.FunctionDef, attr: str, field_name: str, depth: int) -> bool:
+    def _refreshes(self, fdef: cst.FunctionDef, attr: str, field_name: str, depth: int, eager: bool = True) -> bool:
         """Does every run of fdef rewrite `self.<attr>.<field>` in place, itself or through a method of the class it
-        calls off self first (`self._refresh(forward_batch)`: one def, nothing may replace it, 3 deep)?"""
-        if any(self._object_key(t.value) == f"self.{attr}" and self._unconditional(fdef, t)
-               for t in self._field_targets(fdef, field_name)):
+        calls off self first (`self._refresh(forward_batch)`: one def, nothing may replace it, 3 deep)? An eager
+        planner's rewrite is of the whole field (`eager`); a replay hook's may be of a prefix (the rows past it are
+        the graph's padding: stated)."""
+        targets = self._whole_field_targets(fdef, field_name) if eager else self._field_targets(fdef, field_name)
+        if any(self._object_key(t.value) == f"self.{attr}" and self._unconditional(fdef, t) for t in targets):
             return True
         return depth < 3 and any(
             self._unconditional(fdef, c) and len(local_defs(self.tree, c.func)) == 1
             and not unproven_local(self.tree, c.func, self.method_rival)
-            and self._refreshes(local_defs(self.tree, c.func)[0], attr, field_name, depth + 1)
+            and self._refreshes(local_defs(self.tree, c.func)[0], attr, field_name, depth + 1, eager)
             for c in self.find(cst.Call, self._self_method, fdef))
 
     def planned_on_every_path(self) -> Optional[str]:
@@ -420,7 +422,31 @@ class MetadataInScope:
             return not any(low < self.tree.binds_after_value(a) <= high
                            for a in self.tree.binding(given, given.value).assignments)
         key = self._object_key(given)
-        return key is not None and key == self._object_key(obj)
+        if key is None or key != self._object_key(obj):
+            return False
+        attrs = {a.attr.value for a in [given, *self.find(cst.Attribute, None, given)] if _is_attr_of_self(a)}
+        return not (attrs and id(given) in self.tree.order and id(at) in self.tree.order
+                    and self._rebinds_between(fdef, given, at, attrs))
+
+    def _rebinds_between(self, fdef: cst.FunctionDef, one: cst.CSTNode, other: cst.CSTNode, attrs: Set[str],
+                         depth: int = 0) -> bool:
+        """Between the two nodes of fdef, may `self.<attr>` for one of attrs be bound again: a store there, or a
+        call of a method of self that stores it (3 deep; one the module does not define may) (round AL: a helper
+        swapping the staging and live records, `_enter_mode()` moving the key's mode, between refresh and publish)?"""
+        order = self.tree.order
+        low, high = sorted((order[id(one)], order[id(other)]))
+        if any(low < order.get(id(node), -1) <= high and _is_attr_of_self(t) and t.attr.value in attrs
+               for node, t, _ in self._writes_in(fdef)):
+            return True
+        return any(low < order.get(id(c), -1) < high and self._stores_self(c, attrs, depth)
+                   for c in self.find(cst.Call, self._self_method, fdef))
+
+    def _stores_self(self, call: cst.Call, attrs: Set[str], depth: int) -> bool:
+        defs = local_defs(self.tree, call.func)
+        return not defs or depth >= 3 or any(
+            any(_is_attr_of_self(t) and t.attr.value in attrs for _, t, _ in self._writes_in(d))
+            or any(self._stores_self(c, attrs, depth + 1) for c in self.find(cst.Call, self._self_method, d))
+            for d in defs)
 
     def _object_key(self, e: cst.BaseExpression) -> Optional[str]:
         """The text naming one object: a local bound once stands for its value; every name in it must be bound once
@@ -487,8 +513,10 @@ class MetadataInScope:
             return len(before) == 1 and self._unconditional(fdef, before[0][0]) \
                 and self._made_for_batch(before[0][1], fdef, env, seen)
         if isinstance(value, cst.Attribute):  # `forward_batch.attn_metadata`: off the caller's own object; off a
-            return not isinstance(value.value, cst.Call) and self._made_for_batch(value.value, fdef, env, seen)
-            # call's new object (`Plan(self, fb).metadata`), what it hands out (a cache of it: round Z)
+            return not isinstance(value.value, cst.Call) and not self.project().attribute_stores(value.attr.value) \
+                and self._made_for_batch(value.value, fdef, env, seen)
+            # call's new object (`Plan(self, fb).metadata`), what it hands out (a cache of it: round Z); not one the
+            # project itself leaves on an object (a plan cached on the batch, a target's plan the draft reuses: AL)
         if not isinstance(value, cst.Call):
             return False
         name = (dotted(value.func) or "").rsplit(".", 1)[-1]

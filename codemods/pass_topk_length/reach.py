@@ -506,6 +506,13 @@ class _File:
             return self.module_of(expr.value) in _KNOWN_MODULES and expr.attr in _KNOWN_BASES
         return False
 
+    def torch_module_base(self, expr: ast.AST) -> bool:
+        """`nn.Module`, `torch.nn.Module`, `Module` from torch.nn: a base whose `__getattr__` serves only the
+        parameters, buffers and submodules its instance registers, never another object's attribute."""
+        if isinstance(expr, ast.Name) and expr.id in self.froms and expr.id not in self.ambiguous:
+            return self.froms[expr.id] == ("torch.nn", "Module")
+        return isinstance(expr, ast.Attribute) and expr.attr == "Module" and self.module_of(expr.value) == "torch.nn"
+
     def binds(self, name: str) -> bool:
         return name in self.classes or name in self.modules or name in self.froms or name in self.ambiguous
 
@@ -932,13 +939,19 @@ class Project:
         return done[key]
 
     def _attribute_hook(self) -> Optional[Finding]:
-        """The project's first `__getattribute__`, or `__setattr__` not handing its arguments on as they are (the
-        class and the hook: `what`), which may serve any field of its instances. Read once."""
+        """The project's first hook that may serve any field of its instances (the class and the hook: `what`): a
+        `__getattribute__`, a `__setattr__` not handing its arguments on as they are, a `__getattr__` not returning
+        the name read off what it holds (a view adding the drafts to every `*_lens` field, round AL), or a method
+        storing on self by a name it is handed a value it computes (`super().__init__(**{k: v + n ...})`,
+        `setattr(self, k, v + n)`: round AL). Read once."""
         if "_hook" not in self.__dict__:
             self._hook = next((Finding(self.rel(f.path), d.lineno, f"{cls.name}'s `{d.name}`")
-                               for f in self.files_naming(["__setattr__", "__getattribute__"]) for cls in f.class_defs
-                               for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))
-                               and d.name in ("__setattr__", "__getattribute__") and _hook_serves(d)), None)
+                               for f in self.files_naming(["__setattr__", "__getattribute__", "__getattr__", "setattr",
+                                                           "__dict__", "super"])
+                               for cls in f.class_defs for d in cls.body
+                               if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))
+                               and (d.name in ("__setattr__", "__getattribute__", "__getattr__") and _hook_serves(d)
+                                    or _stores_any_computed(d))), None)
         return self._hook
 
     def self_computed(self, attr: str) -> Optional[Finding]:
@@ -3432,7 +3445,7 @@ def _class_body_code(cls: ast.ClassDef, attr: str) -> Optional[ast.AST]:
     for stmt in cls.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             if stmt.name == attr or stmt.name == "__new__" and _spells_name(stmt, attr) or _hook_serves(stmt) \
-                    or _stores_computed(stmt, attr) or any(
+                    or _stores_computed(stmt, attr) or _writes_in_place(stmt, attr) or any(
                     isinstance(a, ast.Constant) and a.value == attr for d in stmt.decorator_list
                     if isinstance(d, ast.Call) for a in d.args):
                 return stmt
@@ -3477,6 +3490,10 @@ def _hook_serves(d: ast.AST) -> bool:
         return False
     params = [a.arg for a in d.args.args]
     body = [b for b in d.body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
+    if len(body) == 2 and isinstance(body[0], ast.Assign) and len(body[0].targets) == 1 \
+            and isinstance(body[0].targets[0], ast.Name) and isinstance(body[1], ast.Return) \
+            and isinstance(body[1].value, ast.Name) and body[1].value.id == body[0].targets[0].id:
+        body = [ast.Return(value=body[0].value)]  # (`value = getattr(self._inner, name); return value`)
     v = body[0].value if len(body) == 1 and isinstance(body[0], ast.Return) else None
     return not (len(params) == 2 and isinstance(v, ast.Call) and _unparse(v.func) == "getattr" and len(v.args) == 2
                 and isinstance(v.args[1], ast.Name) and v.args[1].id == params[1])
@@ -3502,6 +3519,55 @@ def _stores_computed(d: ast.AST, attr: str) -> bool:
         else:
             continue
         if not (_as_handed(value, params) or isinstance(value, ast.Constant)):
+            return True
+    return False
+
+
+def _stores_any_computed(d: ast.AST) -> bool:
+    """Does the method store on self, by a name it does not spell, a value other than one it is handed: a base's
+    `__init__`/`__new__` handed `**` of a mapping it builds of computed values, a `setattr(self, name, ...)` or
+    `self.__dict__` write or update of one?"""
+    def computed(v: ast.AST) -> bool:  # (a value other than a name or a literal: `v + n`, `v.clamp(max=n)`)
+        return not isinstance(v, (ast.Name, ast.Constant))
+
+    for n in ast.walk(d):
+        if not isinstance(n, ast.Call):
+            continue
+        name = _unparse(n.func)
+        if isinstance(n.func, ast.Attribute) and n.func.attr in ("__init__", "__new__") and any(
+                k.arg is None and _builds_computed(k.value) for k in n.keywords):
+            return True
+        if name in ("setattr", "object.__setattr__") and len(n.args) == 3 and _unparse(n.args[0]) == "self" \
+                and not isinstance(n.args[1], ast.Constant) and computed(n.args[2]):
+            return True
+        if name in ("self.__dict__.update", "vars(self).update") and any(
+                _builds_computed(a) for a in [*n.args, *(k.value for k in n.keywords)]):
+            return True
+    return False
+
+
+def _builds_computed(v: ast.AST) -> bool:
+    """A mapping the code builds holding a computed value: `{k: v + n for ...}`, `{"a": x * 2}`, `dict(..., a=f(x))`."""
+    if isinstance(v, ast.DictComp):
+        return not isinstance(v.value, (ast.Name, ast.Constant))
+    if isinstance(v, ast.Dict):
+        return any(x is not None and not isinstance(x, (ast.Name, ast.Constant)) for x in v.values)
+    return isinstance(v, ast.Call) and _unparse(v.func) == "dict" and any(
+        not isinstance(x, (ast.Name, ast.Constant)) for x in [*v.args, *(k.value for k in v.keywords)])
+
+
+def _writes_in_place(d: ast.AST, attr: str) -> bool:
+    """Does the method change `self.<attr>`'s tensor in place (`self.seq_lens.add_(drafts)`, `self.seq_lens[:] = ...`,
+    `self.seq_lens[i] += 1`: round AL)? A method named like torch's in-place ones (a trailing `_`) counts."""
+    def own(e: ast.AST) -> bool:
+        return isinstance(e, ast.Attribute) and e.attr == attr and _unparse(e.value) == "self"
+
+    for n in ast.walk(d):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and own(n.func.value) \
+                and n.func.attr.endswith("_") and not n.func.attr.endswith("__"):
+            return True
+        targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AugAssign) else []
+        if any(isinstance(t, ast.Subscript) and own(t.value) for t in _flatten(targets)):
             return True
     return False
 
