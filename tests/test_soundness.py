@@ -5428,3 +5428,17 @@ def test_round_al_one_spelling_two_records(tmp_path, replay, fixable):
     (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
     (site,) = migrate_source(src, str(tmp_path / "backend.py")).sites
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+def test_round_al_a_subclass_through_a_packages_reexport_adds_no_unknown_base(tmp_path):
+    """sglang 0.5.16's `MultiPlatformOp` dispatch (`getattr(self, f"forward_{key}")`) with its subclasses importing it
+    from the package that re-exports it: their base is that class, not an unknown one, so `self` is never the
+    backend."""
+    (tmp_path / "ops").mkdir()
+    (tmp_path / "ops" / "__init__.py").write_text("from .mp import Op\n")
+    (tmp_path / "ops" / "mp.py").write_text("from torch import nn\n\n\nclass Op(nn.Module):\n    def dispatch(self, key):\n"
+                                             "        return getattr(self, f'for{key}', None)\n")
+    (tmp_path / "norm.py").write_text("from ops import Op\n\n\nclass Norm(Op):\n    pass\n")
+    assert _site(tmp_path, HANDED_INDICES, kernel=KERNEL).status is Status.FIXABLE
+    (tmp_path / "norm.py").write_text("from ops import Op\nfrom plugin import Mixin\n\n\nclass Norm(Op, Mixin):\n    pass\n")
+    assert _site(tmp_path, HANDED_INDICES, kernel=KERNEL).status is Status.MANUAL

@@ -17,6 +17,7 @@ _LOOKUPS = {"getattr": 1, "getattr_static": 1, "methodcaller": 0, "attrgetter": 
 # What yields the names an object holds: a loop over one reads them all
 _NAMESPACES = {"dir", "vars", "getmembers", "__dir__"}
 HOLE = None  # any text
+_OWN = "\0own"  # (after a HOLE: a name the program takes from its own objects, any name at all)
 Pattern = Tuple[Optional[str], ...]
 
 
@@ -47,8 +48,8 @@ def _built_lookups(proj) -> List[Tuple[object, ast.Call, List[Pattern]]]:
                 if arg is None or isinstance(arg, ast.Constant):
                     continue
                 patterns = _patterns(f, arg, 0)
-                own = [p for p in patterns if p == (HOLE, _OWN)]  # (any name an object holds: called at once only)
-                if own and _may_be_called(f, call, 0, strict=True) or len(own) < len(patterns) and _may_be_called(
+                held = [p for p in patterns if p == (HOLE, _OWN)]  # (any name an object holds: called at once only)
+                if held and _may_be_called(f, call, 0, strict=True) or len(held) < len(patterns) and _may_be_called(
                         f, call, 0):
                     out.append((f, call, patterns))
         cache.clear()
@@ -74,8 +75,8 @@ def _looked_up_on(call: ast.Call) -> Optional[ast.AST]:
     last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
     if last in ("getattr", "getattr_static") and call.args:
         return call.args[0]
-    if last == "__getattribute__" and isinstance(func, ast.Attribute):
-        return call.args[0] if _name_argument(call) is not (call.args[0] if call.args else None) else func.value
+    if last == "__getattribute__" and isinstance(func, ast.Attribute):  # `object.__getattribute__(b, n)`, `b.__...(n)`
+        return call.args[0] if _name_argument(call) is not None and len(call.args) > 1 else func.value
     return None
 
 
@@ -93,9 +94,13 @@ def _may_be_called(f, node: ast.AST, depth: int, strict: bool = False) -> bool:
     if isinstance(node, ast.Call) and reach._unparse(node.func).rsplit(".", 1)[-1] == "methodcaller":
         return True
     up = f.parents.get(id(node))
-    if depth > 4 or up is None or isinstance(up, (ast.Expr, ast.Compare, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.If,
-                                                  ast.While, ast.Assert, ast.FormattedValue, ast.Subscript)):
-        return depth > 4 or isinstance(up, ast.BoolOp) and _may_be_called(f, up, depth + 1, strict)
+    if depth > 4:
+        return True
+    if isinstance(up, ast.BoolOp):  # (`getattr(b, n, None) or fallback`)
+        return _may_be_called(f, up, depth + 1, strict)
+    if up is None or isinstance(up, (ast.Expr, ast.Compare, ast.BinOp, ast.UnaryOp, ast.If, ast.While, ast.Assert,
+                                     ast.FormattedValue, ast.Subscript)):
+        return False
     if isinstance(up, ast.Attribute):
         return up.attr in ("__call__", "__func__") and _may_be_called(f, up, depth + 1, strict)
     if isinstance(up, ast.IfExp):
@@ -126,9 +131,6 @@ def _patterns(f, e: ast.AST, depth: int) -> List[Pattern]:
     """The patterns the name `e` may take where the program builds it; [] where it is data alone."""
     found = _pieces(f, e, depth)
     return [p for p in found if any(isinstance(x, str) and x for x in p) or p == (HOLE, _OWN)]
-
-
-_OWN = "\0own"  # (marks a name the program takes from its own objects: matches any)
 
 
 def _pieces(f, e: ast.AST, depth: int) -> List[Pattern]:
@@ -193,13 +195,12 @@ def _name_pieces(f, e: ast.Name, depth: int) -> List[Pattern]:
 
 def _bound_pieces(f, scope: ast.AST, name: str, depth: int) -> List[Pattern]:
     out: List[Pattern] = []
-    e = ast.Name(id=name)
     for node in ast.walk(scope):
-        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and _binds(node.target, e.id):
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and _binds(node.target, name):
             out += [(HOLE, _OWN)] if _over_names(node.iter) else [
                 p for elt in _elements(node.iter) for p in _pieces(f, elt, depth + 1)] or [(HOLE,)]
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and node.value is not None and any(
-                _binds(t, e.id) for t in (node.targets if isinstance(node, ast.Assign) else [node.target])):
+                _binds(t, name) for t in (node.targets if isinstance(node, ast.Assign) else [node.target])):
             out += _pieces(f, node.value, depth + 1)
     return out
 

@@ -139,7 +139,7 @@ def _mixed_with_unknown(proj, cls: ast.ClassDef) -> bool:
 def _names_no_class(proj, g, base: ast.AST) -> bool:
     """A base expression that names no class the reader knows: a call's result, a parameter, an item of a table
     (`BACKENDS["dsa"]`, whose name resolves to no class of its file)."""
-    path, name = g.resolve_class(base)
+    path, name = proj._defining(*g.resolve_class(base))  # (through a package's re-export: `from ..utils import Op`)
     if path is None:
         return not g.known_base(base)
     h = proj._file_at(path)
