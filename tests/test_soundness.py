@@ -4972,6 +4972,13 @@ def test_round_ah_the_widths_value_off_objects_whose_class_serves_it(tmp_path, c
     assert (site.status is Status.FIXABLE) is fixable, site.reason
 
 
+# the backend with its planner's batch annotated as the engine's `ForwardBatch` (its lengths are the engine's)
+_ENGINE_BATCH_BACKEND = _CONFIG_BACKEND.replace(
+    "from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n", "from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
+    "from sglang.srt.model_executor.forward_batch_info import ForwardBatch\n").replace(
+    "def init_forward_metadata(self, forward_batch):", "def init_forward_metadata(self, forward_batch: ForwardBatch):")
+
+
 @pytest.mark.parametrize("batches, local, fixable", [
     # round AH (h2): the clip's operand read off a batch handed in (its class not known) is these rows' seqlens only
     # where no class of the project serves that attribute by code: a property, a method, a descriptor bound in the
@@ -5015,11 +5022,7 @@ def test_round_ah_the_widths_value_off_objects_whose_class_serves_it(tmp_path, c
 def test_round_ah_the_clips_operand_served_by_a_class(tmp_path, batches, local, fixable):
     if local == "annotated":
         (tmp_path / "batches.py").write_text(batches)
-        src = _CONFIG_BACKEND.replace("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n",
-                                      "from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
-                                      "from sglang.srt.model_executor.forward_batch_info import ForwardBatch\n").replace(
-            "def init_forward_metadata(self, forward_batch):", "def init_forward_metadata(self, forward_batch: ForwardBatch):")
-        site = _site(tmp_path, src, kernel=KERNEL)
+        site = _site(tmp_path, _ENGINE_BATCH_BACKEND, kernel=KERNEL)
         assert site.status is Status.FIXABLE, site.reason
         return
     src = _CONFIG_BACKEND.replace("torch.clamp(forward_batch.seq_lens,", "torch.clamp(seq_lens,").replace(
@@ -5250,7 +5253,8 @@ def test_round_ak_the_widths_object_as_its_callers_hand_it(tmp_path, build, fixa
                                         "        return min(getattr(self._cfg, name), self._cap)\n")
     (tmp_path / "runner.py").write_text(f"from backend import Backend\nfrom budget import BudgetView\n\n\n"
                                         f"def build(cfg):\n    return {build}\n")
-    site = _site(tmp_path, _CONFIG_BACKEND, kernel=KERNEL)
+    site = _site(tmp_path, _ENGINE_BATCH_BACKEND, kernel=KERNEL)  # (a view capping any field may serve an unannotated
+    # batch's `seq_lens` too: round AL; the engine's batch is the engine's)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
 
 
