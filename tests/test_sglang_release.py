@@ -110,12 +110,12 @@ def test_0516_with_an_old_kernel_is_manual_and_untouched(releases):
 # -- no over-refusal (issue 8): the real releases that need the fix stay fixable, with the reference shape --------
 
 # The default tier keeps 0.5.16 (test_0516_*: the merged fix, the old kernel), 0.5.17 and 0.5.12.post1's own
-# pin (test_release_pinning_an_old_kernel_...); the reference shape on every release is in the heavy tier.
+# pin (test_release_pinning_an_old_kernel_...); the reference shape on every other release is in the heavy tier
+# (0.5.16's whole wheel is applied there by test_installed_project, its diff held to the installed engine's).
 HEAVY = pytest.mark.heavy
 RELEASES = [  # (distribution, version, backend file, --kernel or None: the wheel's own pin decides)
     pytest.param("sglang", "0.5.14", DSA, None, marks=HEAVY),
     pytest.param("sglang", "0.5.15", DSA, None, marks=HEAVY),
-    pytest.param("sglang", "0.5.16", DSA, None, marks=HEAVY),  # the default tier has test_0516_apply_reproduces_the_merged_fix
     pytest.param("sglang", "0.5.9", NSA, KERNEL, marks=HEAVY),  # pins sgl-kernel==0.3.21: too old unless the kernel is declared
     pytest.param("sglang", "0.5.12.post1", NSA, KERNEL, marks=HEAVY),  # pins sglang-kernel==0.4.2.post2
     pytest.param("sglang-kt", "0.7.2", NSA, KERNEL, marks=HEAVY),  # pins kt-kernel only; a 97 MB wheel

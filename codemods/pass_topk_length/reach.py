@@ -189,6 +189,9 @@ def read_limit() -> int:
     return min(READ_LIMIT, files.max_bytes())
 
 
+_TOKEN = re.compile(rb"[A-Za-z0-9_]+")  # a word, as `\b` in a bytes pattern bounds one
+
+
 def _names(data: bytes, needles: List[bytes], pattern) -> bool:
     return any(n in data for n in needles) and pattern.search(data) is not None  # substring first: C speed
 
@@ -558,6 +561,7 @@ class Project:
         self._subclasses: Dict[frozenset, List[Tuple[_File, ast.ClassDef]]] = {}
         self._by_path: Optional[Dict[str, bytes]] = None
         self._read: Dict[str, bytes] = {}  # _as_read's answers
+        self._words: Optional[Dict[bytes, List[str]]] = None  # each word of texts() -> the paths holding it
         self.unreadable: List[Finding] = []  # files that name a name but cannot be checked
         self.memo: Dict[tuple, Any] = {}  # answers of module-level functions that read the project, once each
 
@@ -578,16 +582,12 @@ class Project:
         names = [n for n in names if n]
         if not names or not (self.texts() or self._big):  # (no other file: nothing to encode or compile)
             return []
-        pattern = _Words(names)
         needles = [n.encode("utf-8", "surrogateescape") for n in names]
         also = [n for n in also if n]
-        second = (_Words(also), [n.encode("utf-8", "surrogateescape") for n in also]) if also else None
+        first, second = self._naming_paths(names), self._naming_paths(also) if also else None
         out = []
         for path, data in self.texts():
-            if not _names(data, needles, pattern) and not _names(self._as_read(path, data), needles, pattern):
-                continue
-            if second is not None and not _names(data, second[1], second[0]) \
-                    and not _names(self._as_read(path, data), second[1], second[0]):
+            if path not in first or second is not None and path not in second:
                 continue
             f = self._parsed_file(path, data)
             if f is not None:
@@ -597,6 +597,27 @@ class Project:
                 self._parsed[path] = None
                 self.unreadable.append(Finding(rel, 0, f"is over the {read_limit()}-byte read limit "
                                                        f"(raise {files.MAX_BYTES_ENV} to read it)"))
+        return out
+
+    def _naming_paths(self, names: List[str]) -> Set[str]:
+        """The paths of texts() naming one of `names` as a word (in its bytes or its identifiers as Python reads them):
+        an index of every file's words, made once (a whole engine's 2,000 files were scanned again for each name
+        asked: round AL's CI time); a name not of ASCII word characters is searched for in each."""
+        if self._words is None:
+            index: Dict[bytes, List[str]] = {}
+            for path, data in self.texts():
+                for word in set(_TOKEN.findall(data)).union(_TOKEN.findall(self._as_read(path, data))):
+                    index.setdefault(word, []).append(path)
+            self._words = index
+        out: Set[str] = set()
+        for name in names:
+            key = name.encode("utf-8", "surrogateescape")
+            if _TOKEN.fullmatch(key):
+                out.update(self._words.get(key, ()))
+                continue
+            pattern = _Words([name])
+            out.update(path for path, data in self.texts() if _names(data, [key], pattern)
+                       or _names(self._as_read(path, data), [key], pattern))
         return out
 
     def files_matching(self, pattern: "re.Pattern[bytes]") -> List[_File]:
