@@ -3546,8 +3546,8 @@ def _stores_computed(d: ast.AST, attr: str) -> bool:
 
 def _stores_any_computed(d: ast.AST) -> bool:
     """Does the method store on self, by a name it does not spell, a value other than one it is handed: a base's
-    `__init__`/`__new__` handed `**` of a mapping it builds of computed values, a `setattr(self, name, ...)` or
-    `self.__dict__` write or update of one?"""
+    `__init__`/`__new__` handed `**` of a mapping it builds of computed values, a `setattr(self, name, ...)` of one,
+    a `self.__dict__.update`/`vars(self).update` with one? (A `self.__dict__[k] = v` store is not read: open.)"""
     def computed(v: ast.AST) -> bool:  # (a value other than a name or a literal: `v + n`, `v.clamp(max=n)`)
         return not isinstance(v, (ast.Name, ast.Constant))
 
