@@ -1438,16 +1438,8 @@ def _built(stem: str) -> Optional[str]:
     """The built extension module `stem` names in its folder (any interpreter's tag: the fork's build is not this
     one's), or None."""
     folder, name = os.path.split(stem)
-    return next((os.path.join(folder, n) for n in _listing(folder) if n.startswith(name + ".")
+    return next((os.path.join(folder, n) for n in listing(folder) if n.startswith(name + ".")
                  and n.endswith((".so", ".pyd")) and re.fullmatch(r"[\w.-]*", n[len(name) + 1:-3])), None)
-
-
-@per_run
-def _listing(folder: str) -> Tuple[str, ...]:
-    try:
-        return tuple(sorted(os.listdir(folder)))
-    except OSError:
-        return ()
 
 
 def is_built(path: str) -> bool:

@@ -57,9 +57,14 @@ def _built_lookups(proj) -> List[Tuple[object, ast.Call, List[Pattern]]]:
     return cache[key]
 
 
-def _name_argument(call: ast.Call) -> Optional[ast.AST]:
+def _last_name(call: ast.Call) -> Optional[str]:
+    """The callee's last name: `getattr`, `operator.methodcaller` -> `methodcaller`."""
     func = call.func
-    last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+
+
+def _name_argument(call: ast.Call) -> Optional[ast.AST]:
+    func, last = call.func, _last_name(call)
     if last not in _LOOKUPS:
         return None
     place = _LOOKUPS[last]
@@ -71,8 +76,7 @@ def _name_argument(call: ast.Call) -> Optional[ast.AST]:
 
 def _looked_up_on(call: ast.Call) -> Optional[ast.AST]:
     """The object a getattr-like call reads off (None for `methodcaller`/`attrgetter`: handed later)."""
-    func = call.func
-    last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    func, last = call.func, _last_name(call)
     if last in ("getattr", "getattr_static") and call.args:
         return call.args[0]
     if last == "__getattribute__" and isinstance(func, ast.Attribute):  # `object.__getattribute__(b, n)`, `b.__...(n)`

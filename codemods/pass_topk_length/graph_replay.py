@@ -493,32 +493,23 @@ class GraphReplay:
                    if self._copies_fields(c.func.attr.value, field_name) for t in self._tables_of(c.func.value)}
         return self.index(f"updated-tables:{field_name}", build)
 
-    def _viewed_targets(self, fdef: cst.FunctionDef) -> List[cst.BaseExpression]:
-        """What fdef writes in place, each through the views of it written (an index by a tensor copies:
+    def _viewed_targets(self, fdef: cst.FunctionDef, whole: bool = False) -> List[cst.BaseExpression]:
+        """What fdef writes into in place, each through the views of it written (an index by a tensor copies:
         `field[rows].copy_(v)` writes a temporary, and stays as it is). A prefix of the rows is an update of the
         record (sglang 0.5.12's draft-extend replay: `field[:seqlens_expanded.shape[0]].copy_(...)`): the rows past it
-        are padding, whose output is discarded (stated)."""
+        are padding, whose output is discarded (stated). `whole`: through views of every element only (an eager
+        planner's rows past a prefix are real rows, a chunked batch's extend rows or a verify step's tokens: round AL)."""
         out = []
-        for target in self._in_place_targets(fdef):
-            while isinstance(target, cst.Subscript) and _basic(target):
+        for target in self._in_place_targets(fdef, whole):
+            while isinstance(target, cst.Subscript) and (_whole(target) if whole else _basic(target)):
                 target = target.value
             out.append(target)
         return out
 
-    def _whole_field_targets(self, fdef: cst.FunctionDef, field_name: str) -> List[cst.Attribute]:
-        """The `X.field` fdef rewrites whole in place (no prefix of its rows: an eager planner's rows past a prefix
-        are real rows, a chunked batch's extend rows or a verify step's tokens: round AL)."""
-        out = []
-        for target in self._in_place_targets(fdef, whole=True):
-            while isinstance(target, cst.Subscript) and _whole(target):
-                target = target.value
-            if isinstance(target, cst.Attribute) and target.attr.value == field_name:
-                out.append(target)
-        return out
-
-    def _field_targets(self, fdef: cst.FunctionDef, field_name: str) -> List[cst.Attribute]:
-        """The `X.field` fdef writes in place (through a view of it too)."""
-        return [t for t in self._viewed_targets(fdef) if isinstance(t, cst.Attribute) and t.attr.value == field_name]
+    def _field_targets(self, fdef: cst.FunctionDef, field_name: str, whole: bool = False) -> List[cst.Attribute]:
+        """The `X.field` fdef writes in place (through a view of it too; `whole`: of every element)."""
+        return [t for t in self._viewed_targets(fdef, whole) if isinstance(t, cst.Attribute)
+                and t.attr.value == field_name]
 
     def _tables_filled(self, capture: cst.FunctionDef) -> Set[str]:
         """The attributes of self a capture keeps new metadata objects in: `self.T[bs] = md` (md made there)."""

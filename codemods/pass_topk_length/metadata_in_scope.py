@@ -335,8 +335,8 @@ class MetadataInScope:
         calls off self first (`self._refresh(forward_batch)`: one def, nothing may replace it, 3 deep)? An eager
         planner's rewrite is of the whole field (`eager`); a replay hook's may be of a prefix (the rows past it are
         the graph's padding: stated)."""
-        targets = self._whole_field_targets(fdef, field_name) if eager else self._field_targets(fdef, field_name)
-        if any(self._object_key(t.value) == f"self.{attr}" and self._unconditional(fdef, t) for t in targets):
+        if any(self._object_key(t.value) == f"self.{attr}" and self._unconditional(fdef, t)
+               for t in self._field_targets(fdef, field_name, whole=eager)):
             return True
         return depth < 3 and any(
             self._unconditional(fdef, c) and len(local_defs(self.tree, c.func)) == 1
