@@ -51,8 +51,19 @@ _LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.Gener
 Wanted = Tuple[Tuple[str, Optional[int], str], ...]
 
 
+class Outer(NamedTuple):
+    """Where the walk of callers' callers stands (round AM): how many calls up, the attributes read off each traced
+    parameter below (a record's fields), whether the traced function is a method."""
+    depth: int = 0
+    fields: frozenset = frozenset()
+    method: bool = False
+
+
+_TOP = Outer()  # (the traced function's own callers)
+
+
 def unchanged_callers(proj, name: str, wanted: Wanted, mine: Optional[Set[Tuple[str, str]]] = None,
-                      named: frozenset = frozenset()) -> Optional[reach.Finding]:
+                      named: frozenset = frozenset(), outer: Outer = _TOP) -> Optional[reach.Finding]:
     """The first call of `name` in another file (a function whose parameters `wanted` the rows or indices come
     from) that may hand them something other than what its own caller was handed, or None. `mine`: for a method, the classes whose
     `self` may be an instance of its class (reach.Project.instance_classes); `self.name(...)` in any other class
@@ -61,12 +72,17 @@ def unchanged_callers(proj, name: str, wanted: Wanted, mine: Optional[Set[Tuple[
     spelled = {name} | aliases  # `from backend import attend as sparse_attention` in ops/__init__.py, round T)
     for f in proj.files_naming(sorted(spelled)):  # (the module's own calls: WholeProject._module_callers)
         for node in ast.walk(f.tree):
+            if outer.method and isinstance(node, ast.Name) and not isinstance(f.enclosing(node, _SCOPES), ast.ClassDef):
+                continue  # (a method is reached by a bare name only where some binding spells it: that one is read)
             if any(_spells(node, n) for n in spelled) and not _elsewhere(proj, f, node, mine):
-                found = _caller(proj, f, node, name, wanted, named)
+                found = _caller(proj, f, node, name, wanted, (named, outer))
                 if found is not None:
                     return found
     return _own_callers(proj, name, mine) or built_names.lookup(
         proj, name, lambda f, obj: _elsewhere(proj, f, ast.Attribute(value=obj, attr=name), mine))
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
 def _own_callers(proj, name: str, mine: Optional[Set[Tuple[str, str]]]) -> Optional[reach.Finding]:
@@ -193,8 +209,11 @@ def _names_path(text: str, name: str) -> bool:
     return text == name or bool(_PATH.fullmatch(text)) and re.split(r"[.:]", text)[-1] == name
 
 
-def _caller(proj, f, node: ast.AST, fname: str, want: Wanted, named: frozenset = frozenset()) -> Optional[reach.Finding]:
-    """Why this read of `fname` may hand it other rows than its caller was handed, or None."""
+def _caller(proj, f, node: ast.AST, fname: str, want: Wanted,
+            how: Tuple[frozenset, Outer] = (frozenset(), _TOP)) -> Optional[reach.Finding]:
+    """Why this read of `fname` may hand it other rows than its caller was handed, or None (`how`: the names of the
+    traced function's parameters, and where the walk of callers' callers stands)."""
+    named, outer = how
     at = lambda why: reach.Finding(proj.rel(f.path), getattr(node, "lineno", 0), why)  # noqa: E731
     call = f.parents.get(id(node))
     if isinstance(node, ast.Constant):  # a string: a way to look it up by name, unless a label (`prefix="..."`), a
@@ -221,14 +240,119 @@ def _caller(proj, f, node: ast.AST, fname: str, want: Wanted, named: frozenset =
         fn = f.enclosing(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))  # a graph step
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return at(f"`{reach._unparse(call)[:60]}` is called outside a function: the rows it hands are not traced")
+    sources = _sources(proj, f, call, want, named, dict(outer.fields))
+    for source in sources:
+        why = _handed_root(At(proj, f, fn, call), source, fname, {p for p, _, _ in want}) or _served(proj, source)
+        if why:
+            return at(f"`{reach._unparse(call)[:60]}` in `{fn.name}` {why}")
+    why = _sibling_written(proj, f, fn, call) or _awaits_before(f, fn, call)
+    if why:
+        return at(f"`{reach._unparse(call)[:60]}` in `{fn.name}` {why}")
+    return _outer_callers(At(proj, f, fn, call), fname, sources, outer.depth)
+
+
+def _sources(proj, f, call: ast.Call, want: Wanted, named: frozenset, fields: dict) -> List[ast.AST]:
+    """What the call hands the traced parameters (both readings of a method read off a class); where only some
+    attributes of a parameter are read below (`fields`) and the call makes it a project record that stores its
+    parameters (`_Step(q, kv, indices)`), the arguments that become those attributes instead (round AM)."""
+    out = []
     for shift in ((0, 1) if _unbound(f, call.func) else (0,)):  # bound, or `Class.method(obj, ...)`
         for param, place, kind in want:
             for source in _arguments(call, param, None if place is None else place + shift, kind, named):
-                why = _handed_root(At(proj, f, fn, call), source, fname, {p for p, _, _ in want}) or _served(proj, source)
-                if why:
-                    return at(f"`{reach._unparse(call)[:60]}` in `{fn.name}` {why}")
-    why = _sibling_written(proj, f, fn, call) or _awaits_before(f, fn, call)
-    return at(f"`{reach._unparse(call)[:60]}` in `{fn.name}` {why}") if why else None
+                made = _record_fields(proj, f, source, fields[param]) if isinstance(source, ast.Call) \
+                    and fields.get(param) else None
+                out.extend(made if made is not None else [source])
+    return out
+
+
+def _record_fields(proj, f, call: ast.Call, attrs: frozenset) -> Optional[List[ast.AST]]:
+    """The arguments of `Cls(...)` that become the attributes `attrs` of the object it makes, where Cls is a class
+    of the project whose only initializer is its own `__init__` storing each as a bare parameter (`self.q = q`: no
+    base of the project, no `__new__`, metaclass, `__post_init__` or decorator but `dataclass`); else None."""
+    made = _class_made(proj, f, call)
+    inits = _initializers(proj, f, call) if made is not None and not [
+        b for b in made[1].bases if reach._unparse(b) != "object"] else None
+    if not inits or len(inits) != 1 or not reach.stores_its_parameters(inits[0][1]) \
+            or any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    d = inits[0][1]
+    stored = {t.attr: stmt.value.id for stmt in d.body if isinstance(stmt, ast.Assign) for t in stmt.targets
+              if isinstance(t, ast.Attribute) and isinstance(stmt.value, ast.Name)}
+    params = [x.arg for x in d.args.posonlyargs + d.args.args][1:]
+    out = []
+    for attr in sorted(attrs):
+        arg = _argument(call, stored[attr], params.index(stored[attr]) if stored.get(attr) in params else None) \
+            if attr in stored else None
+        if arg is None or isinstance(arg, (ast.Starred, ast.keyword)):
+            return None
+        out.append(arg)
+    return out
+
+
+# How many calls up the walk reads the callers of a caller that hands on what it was handed (round AM)
+_OUTER_DEPTH = 4
+
+
+def _outer_callers(at_call: "At", fname: str, sources: List[ast.AST], depth: int) -> Optional[reach.Finding]:
+    """A caller of another name that hands on its own parameters (or attributes of them) is only as right as what
+    its callers hand it: they are read by the same rules, up the project to a function no file calls (an entry
+    point), the engine's dispatch, or an override of the traced name (whose callers are this walk's); a parameter
+    no call hands runs with its default (round AM: a launcher's `step.indices` sorted by its own caller)."""
+    proj, f, fn, call = at_call
+    if fn.name == fname or _entry(f, fn):
+        return None
+    at = lambda why: reach.Finding(proj.rel(f.path), getattr(call, "lineno", 0), why)  # noqa: E731
+    read = _roots_read(sources)
+    roots = set(read)
+    if not roots:
+        return None
+    if fn.name.startswith("__") and fn.name.endswith("__"):
+        return at(f"`{fn.name}` hands `{fname}` what it is handed, and Python calls `{fn.name}` implicitly: its "
+                  "callers are not seen, so what they hand is not traced")
+    if depth >= _OUTER_DEPTH:
+        return at(f"`{fn.name}` hands `{fname}` what it is handed, {depth + 1} calls from the kernel's rows: the "
+                  "callers past that are not read")
+    a = fn.args
+    method = _method(f, fn)
+    positional = [x.arg for x in a.posonlyargs + a.args][1 if method else 0:]
+    defaults = _tensor_defaults(fn)
+    given = next((n for n in sorted(roots) if n in defaults), None)
+    if given is not None:
+        return at(f"`{fn.name}` hands `{fname}` its parameter `{given}`, whose default "
+                  f"`{reach._unparse(defaults[given])[:40]}` runs where a call does not hand it")
+    wanted = wanted_of(positional, roots, a.vararg.arg if a.vararg else "", a.kwarg.arg if a.kwarg else "")
+    inner = frozenset(positional + [x.arg for x in a.kwonlyargs])
+    memo = proj.__dict__.setdefault("_outer_callers", {})
+    fields = frozenset((p, attrs) for p, attrs in read.items() if attrs)
+    key = (id(fn), wanted, depth, fields)
+    if key not in memo:
+        memo[key] = None  # (a cycle of calls reads as handing on)
+        w = unchanged_callers(proj, fn.name, wanted, None, inner, Outer(depth + 1, fields, method))
+        memo[key] = w
+    w = memo[key]
+    return at(f"`{fn.name}` hands `{fname}` what it is handed, and at {w.where()}, a call of `{fn.name}`: "
+              f"{w.what}") if w is not None else None
+
+
+def _roots_read(sources: List[ast.AST]) -> dict:
+    """Each parameter the sources are read off -> the attributes read off it (None where it is handed whole)."""
+    read: dict = {}
+    for source in sources:
+        root, first = source.value if isinstance(source, (ast.Starred, ast.keyword)) else source, None
+        while isinstance(root, ast.Attribute):
+            root, first = root.value, root.attr
+        if isinstance(root, ast.Name):
+            had = read.get(root.id, frozenset())
+            read[root.id] = None if first is None or had is None else had | {first}
+    return read
+
+
+def _tensor_defaults(fn) -> dict:
+    """fn's parameters whose default may hold a tensor (not a literal, a size, None) -> that default."""
+    a = fn.args
+    defaults = dict(zip([x.arg for x in a.posonlyargs + a.args][::-1], a.defaults[::-1]))
+    defaults.update({x.arg: d for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
+    return {n: d for n, d in defaults.items() if not _no_data(d)}
 
 
 def _message_call(call: ast.Call) -> bool:
@@ -446,6 +570,8 @@ def _handed_on_written(proj, f, fn, call: ast.Call, known: bool, exempt: Set[str
             continue  # `__init__` calling a method of self that writes what it keeps: round AD)
         if _runs_step(f, other, call):
             continue  # (`step()`, the lambda holding the call: what it runs is the call, read as such)
+        if f.parents.get(id(other)) is call and _record_fields(proj, f, other, frozenset()) is not None:
+            continue  # (a record the call's own argument makes, storing what it is handed: round AM)
         if isinstance(other.func, ast.Attribute) and other.func.attr in _READS and (
                 exempt and _view_roots(other.func.value, helpers=False) <= exempt or isinstance(other.func.value, ast.Name)
                 and other.func.value.id in {reach._unparse(a) for _, a in _handed(call)}):
@@ -1777,7 +1903,7 @@ def _untouched(at: At, name: str, attribute: Optional[ast.AST], keys: Set[str]) 
             if _exclusive(f, fn, node, call) and not _in_place(f, node) and not _handed_to_writer(proj, f, node, call):
                 continue  # (a write in place in the other branch, or by a call it is handed to, stays for the next
                 # call: rounds S and T)
-            why = _use(f, node, call, reach._unparse(attribute) if attribute is not None else name, keys)
+            why = _use(f, node, call, reach._unparse(attribute) if attribute is not None else name, keys, proj)
             if why:
                 return why
         elif isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
@@ -1927,7 +2053,7 @@ def _returns_before(fn, first, then) -> bool:
     return isinstance(top_first.body[-1], (ast.Return, ast.Raise))
 
 
-def _use(f, node: ast.Name, call: ast.Call, handed: str, keys: Set[str]) -> Optional[str]:
+def _use(f, node: ast.Name, call: ast.Call, handed: str, keys: Set[str], proj=None) -> Optional[str]:
     """Why this read of a handed parameter may change or hand on the rows `handed` (`q`, `inputs.q`) holds."""
     expr, up = node, f.parents.get(id(node))
     while reach._unparse(expr) != handed:  # climb `inputs` -> `inputs.q`: another attribute is not the rows
@@ -1948,8 +2074,10 @@ def _use(f, node: ast.Name, call: ast.Call, handed: str, keys: Set[str]) -> Opti
         if up is call and _in_loop(f, call):  # (round V: a loop over layers, another backend's `forward` first)
             return (f"hands `{reach._unparse(expr)[:40]}` to `{reach._unparse(callee)[:40]}` in a loop: what an earlier "
                     "turn calls (another object's method of that name) may change it in place")
-        if up is call or isinstance(callee, ast.Name) and callee.id in ("len", "isinstance"):
-            return None  # (a dispatch sibling handed the rows first may change them: round P; one in the other
+        if up is call or isinstance(callee, ast.Name) and callee.id in ("len", "isinstance") or (
+                f.parents.get(id(up)) is call and up in call.args + [k.value for k in call.keywords]
+                and proj is not None and _record_fields(proj, f, up, frozenset()) is not None):
+            return None  # (a record made in the call's arguments storing what it is handed: round AM; a dispatch sibling handed the rows first may change them: round P; one in the other
             # branch of an `if` is _exclusive)
         return f"hands `{reach._unparse(expr)[:40]}` to `{reach._unparse(callee)[:40]}`, which may change it in place"
     if isinstance(up, ast.Attribute) and up.attr in _READS:

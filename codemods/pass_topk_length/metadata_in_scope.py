@@ -47,6 +47,32 @@ def _reached_name(x: cst.CSTNode, holder: str) -> Optional[str]:
     return None
 
 
+class _Rename(cst.CSTTransformer):
+    """Variables (not attribute names, not keywords) of `names` replaced by the code given for them; any other
+    variable, or one given none, is left and recorded in `missing`."""
+
+    def __init__(self, names: Set[str], texts: Dict[str, Optional[str]]) -> None:
+        super().__init__()
+        self.names, self.texts, self.missing = names, texts, False
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        return False  # (leave_Attribute renames its object; its own name is no variable)
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.Attribute:
+        return updated.with_changes(value=original.value.visit(self))
+
+    def leave_Arg(self, original: cst.Arg, updated: cst.Arg) -> cst.Arg:
+        return updated.with_changes(keyword=original.keyword)
+
+    def leave_Name(self, original: cst.Name, updated: cst.BaseExpression) -> cst.BaseExpression:
+        if original.value == "self":
+            return updated
+        text = self.texts.get(original.value) if original.value in self.names else None  # (a helper's own local
+        # or a global names no object of the caller's)
+        self.missing = self.missing or text is None
+        return cst.parse_expression(text) if text is not None else updated
+
+
 class MetadataInScope:
     """docs/soundness.md `metadata-in-scope` (a mixin of analysis._Analysis)."""
 
@@ -179,7 +205,7 @@ class MetadataInScope:
                     if isinstance(node, cst.AnnAssign) and node.value is None:
                         continue  # `self.forward_metadata: DSAMetadata`: a declaration (sglang 0.5.16's __init__)
                     init_held = isinstance(target, cst.Attribute) and target.attr.value in held \
-                        and self._at_startup(fdef, 0)  # (`init_cuda_graph_state`, a helper `__init__` calls: AJ)
+                        and self._made_once(fdef)  # (`init_cuda_graph_state`, a helper `__init__` calls: AJ)
                     if init_held and self._a_parameter(value) and self._refreshed_anywhere(target.attr.value, field_name):
                         return (f"`{fdef.name.value}` gives `{_code(target).strip()}` the record it is handed (line "
                                 f"{self.tree.line(node)}), which the planners refresh in place: another instance handed "
@@ -275,21 +301,36 @@ class MetadataInScope:
                       for stmt in c.body.body for t in _class_level_targets(stmt))
         return not in_body and all(v is not None and _fresh_container(v) for v in stores)
 
+    def _made_once(self, fdef: cst.FunctionDef) -> bool:
+        """Does what fdef gives the holder live across steps: fdef runs at start-up, or is neither a planner the
+        engine calls each step (`init_forward_metadata*`), a graph's capture or replay hook (graph-replay reads
+        those), nor a method one of them calls off self (a fork's `warmup` hook run once: round AL)?"""
+        return self._at_startup(fdef, 0) or not self._per_step(fdef, 0)
+
+    def _per_step(self, fdef: cst.FunctionDef, depth: int) -> bool:
+        """Is fdef a planner the engine calls each step, a graph's hook, or a method one calls off self (3 deep)?"""
+        name = fdef.name.value
+        if name.startswith("init_forward_metadata") or reach.graph_update(name) or reach.graph_builder(name):
+            return True
+        owners = self.index("self-method-callers", self._self_method_callers).get(name, [])
+        return depth < 3 and any(o is not fdef and self._per_step(o, depth + 1) for o in owners)
+
+    def _self_method_callers(self) -> Dict[str, List[cst.FunctionDef]]:
+        """Each method name -> the defs calling it off self (one walk of the module)."""
+        out: Dict[str, List[cst.FunctionDef]] = {}
+        for c in self.find(cst.Call, self._self_method):
+            owner = next((a for a in self.tree.ancestors(c) if isinstance(a, cst.FunctionDef)), None)
+            if owner is not None:
+                out.setdefault(c.func.attr.value, []).append(owner)
+        return out
+
     def _at_startup(self, fdef: cst.FunctionDef, depth: int) -> bool:
         """Does fdef run when the backend is made: `__init__`, the engine's `init_cuda_graph_state`, or a method of the
         class one of those calls off self (3 deep)?"""
         name = fdef.name.value
         if name in ("__init__", "init_cuda_graph_state"):
             return True
-
-        def callers() -> Dict[str, List[cst.FunctionDef]]:  # method name -> the defs calling it off self (one walk)
-            out: Dict[str, List[cst.FunctionDef]] = {}
-            for c in self.find(cst.Call, self._self_method):
-                owner = next((a for a in self.tree.ancestors(c) if isinstance(a, cst.FunctionDef)), None)
-                if owner is not None:
-                    out.setdefault(c.func.attr.value, []).append(owner)
-            return out
-        owners = self.index("self-method-callers", callers).get(name, [])
+        owners = self.index("self-method-callers", self._self_method_callers).get(name, [])
         return depth < 3 and any(o is not fdef and self._at_startup(o, depth + 1) for o in owners)
         # (a helper start-up calls makes a record that lives across steps, whoever else calls it: a cache flush, AK)
 
@@ -326,7 +367,7 @@ class MetadataInScope:
                 planners = []
                 break
         return None if planners else (
-            f"the start-up (`__init__`, `init_cuda_graph_state`) gives the holder `self.{attr}` a record made once, and an eager planner or a replay hook "
+            f"the start-up (`__init__`, `init_cuda_graph_state`, a hook no planner calls) gives the holder `self.{attr}` a record made once, and an eager planner or a replay hook "
             f"does not rewrite its `{field_name}` in place on every run (a mode or size it skips keeps an earlier "
             "step's lengths); refresh it on every path, or pass topk_length by hand")
 
@@ -403,11 +444,55 @@ class MetadataInScope:
             if self._copies_fields("copy_", field_name) and all(  # (from a record made for this batch: a staged
                 i < len(c.args) and self._made_for_batch(c.args[i].value, fdef)  # plan, `self._staged`, is another
                 for i in self._copied_from("copy_"))]  # batch's, round AD)
-        if replay and not written:
-            return True
+        if replay and not written:  # (through a helper: the record it writes, its arguments read as its parameters)
+            keys = self._helper_written_keys(fdef, field_name, 0)
+            return not keys or value is not None and self._given_key(value) in keys
         return value is not None and any(
             self._same_object(fdef, value, obj, at) and (self._no_bare_exit(fdef, at) if replay else self._unconditional(fdef, at))
             for obj, at in written)
+
+    def _helper_written_keys(self, fdef: cst.FunctionDef, field_name: str, depth: int) -> Set[Optional[str]]:
+        """The records whose `field_name` the methods fdef calls off self write in place (3 deep), each spelled as
+        fdef would (the helper's parameters read as the call's arguments: round AL, a replay hook refreshing
+        `self.graph_metadata[forward_batch.num_tokens]` and publishing `self.graph_metadata[bs]`); None for one no
+        spelling names (a call it cannot read)."""
+        out: Set[Optional[str]] = set()
+        for call in self.find(cst.Call, self._self_method, fdef) if depth < 3 else []:
+            defs = local_defs(self.tree, call.func)
+            if len(defs) != 1 or defs[0] is fdef:
+                continue
+            inner = {self._object_key(t.value) for t in self._field_targets(defs[0], field_name)}
+            inner |= self._helper_written_keys(defs[0], field_name, depth + 1)
+            if inner and unproven_local(self.tree, call.func, self.method_rival):
+                out.add(None)
+            out |= {self._spelled_in_caller(k, call, defs[0]) for k in inner}
+        return out
+
+    def _spelled_in_caller(self, key: Optional[str], call: cst.Call, helper: cst.FunctionDef) -> Optional[str]:
+        """A helper's object key spelled in its caller's terms: each parameter the key names replaced by the object
+        key of the argument the call binds it to; None where one is unbound or unkeyed."""
+        if key is None:
+            return None
+        params = [p.name.value for p in (*helper.params.posonly_params, *helper.params.params,
+                                         *helper.params.kwonly_params)]
+        bound = _bound_arguments(call, params[1:] if self.tree.is_method(helper) else params)
+        args = {p: (self._object_key(v) if v is not None else None) for p, v in bound.items()}
+        try:
+            rename = _Rename(set(params), args)
+            spelled = _code(cst.parse_expression(key).visit(rename)).strip()
+        except (cst.ParserSyntaxError, TypeError):
+            return None
+        return None if rename.missing else spelled
+
+    def _given_key(self, value: cst.BaseExpression) -> Optional[str]:
+        """What the holder is given, spelled as a key: an accessor of the module's (`self._graph_record(bs)`, it only
+        asserts and returns a table's item) read as the item it returns."""
+        if isinstance(value, cst.Call) and self._self_method(value) and self._accessor(value):
+            helper = local_defs(self.tree, value.func)[0]
+            returned = [r.value for r in self.find(cst.Return, None, helper) if r.value is not None]
+            keys = {self._spelled_in_caller(self._object_key(r), value, helper) for r in returned}
+            return keys.pop() if len(keys) == 1 else None
+        return self._object_key(value)
 
     def _same_object(self, fdef: cst.FunctionDef, given: cst.BaseExpression, obj: cst.BaseExpression,
                      at: cst.CSTNode) -> bool:
@@ -522,7 +607,8 @@ class MetadataInScope:
         name = (dotted(value.func) or "").rsplit(".", 1)[-1]
         if name[:1].isupper():  # (round Y: not a namespace of another object's `**vars(plan)`, a class serving its
             return not any(a.star for a in value.args) and not self._serves_any(name) \
-                and not self._recycled(name)  # reads by __getattr__; a base's `__new__` handing back a live one: AD)
+                and not self._recycled(dotted(value.func) or name)  # reads by __getattr__; a base's `__new__`
+            # handing back a live one: AD)
         if name == "replace" and value.args:  # dataclasses.replace(md, ...): a new object beside this batch's own
             if expand(self.facts.imports, dotted(value.func) or "") != "dataclasses.replace" or value.args[0].keyword:
                 return False  # (a record's own `replace` method keeps what it likes: round AD)
@@ -549,16 +635,16 @@ class MetadataInScope:
             out = True
         return out
 
-    def _recycled(self, name: str) -> bool:
-        """May making the module's class `name` hand back an object made before, or one holding tensors made before:
-        it, or a base of the project (any file), defines `__new__` or takes a metaclass, or an `__init__` or
+    def _recycled(self, spelled: str) -> bool:
+        """May making the class spelled so (the module's, one it imports from the project, one of a project module:
+        round AL's pooled subclass of another file) hand back an object made before, or one holding tensors made
+        before: it, or a base of the project (any file), defines `__new__` or takes a metaclass, or an `__init__` or
         `__post_init__` storing anything but its own parameters (round AG: a record base moving each tensor field into
         a per-shape static buffer); a base the reader cannot name may."""
-        own = self.project().checked_file(self.source)
-        classes = [c for c in (own.class_defs if own is not None else []) if c.name == name]
-        if own is None or len(classes) != 1:
-            return False  # (not a class of this module: the callers' and the field's rules read it)
-        todo, seen = [(own, classes[0])], 0
+        found = self._project_class_spelled(spelled)
+        if found is None:
+            return "." in spelled and spelled.split(".")[0] not in self._module_names()  # (`self.Record(...)`)
+        todo, seen = [found], 0
         while todo and seen < 8:
             g, cls = todo.pop()
             seen += 1
@@ -576,6 +662,28 @@ class MetadataInScope:
                         self.project(), g, base.id) is not None:
                     return True  # (a base of the project the reader did not find as one class)
         return False
+
+    def _project_class_spelled(self, spelled: str) -> Optional[Tuple[object, ast.ClassDef]]:
+        """(file, class) a class spelled `Cls` or `module.Cls` names in the project (through re-exports); None where
+        it is not one class of the project (the engine's record: the field's rules read it)."""
+        proj, own = self.project(), self.project().checked_file(self.source)
+        if own is None:
+            return None
+        *prefix, name = spelled.split(".")
+        g = own
+        if prefix:
+            module = own.module_of(ast.parse(".".join(prefix), mode="eval").body) if all(
+                p.isidentifier() for p in prefix) else None
+            g = callers._imported_file(proj, own, module) if module else None
+        home = callers._import_home(proj, g, name) if g is not None else None
+        g, name = home or (g, name)
+        classes = [c for c in (g.class_defs if g is not None else []) if c.name == name]
+        return (g, classes[0]) if len(classes) == 1 else None
+
+    def _module_names(self) -> Set[str]:
+        """The names this module binds to modules or to names it imports (what `x.Cls` may read a class off)."""
+        own = self.project().checked_file(self.source)
+        return set(own.modules) | set(own.froms) if own is not None else set()
 
     def _new_installed(self, cls: ast.ClassDef) -> bool:
         """Is the class's `__new__` set from outside its body: by its `__init_subclass__` on each subclass (`cls.__new__

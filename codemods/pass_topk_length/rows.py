@@ -1726,38 +1726,7 @@ class IndexTrace:
         op = name.rsplit(".", 1)[-1]
         args = [a for a in e.args if not a.keyword and not a.star]
         if op == "where" and len(e.args) == 3:
-            valid = _validity_test(e.args[0].value)
-            for branch, invalid_side in ((e.args[1].value, valid is False), (e.args[2].value, valid is True)):
-                if _constant_fill(branch) and not (invalid_side and _int(branch) == -1):
-                    return f"`{_code(e)}` puts constants into the indices"
-            # offsets added to the valid entries, -1 kept where entries are -1: what the test reads and
-            # what the branches take must themselves be the counted top-k
-            test = e.args[0].value
-            if isinstance(test, cst.Name):  # `mask = idx != -1` first: the comparison bound once, never written in
-                b = self.tree.binding(test, test.value)  # place after (`mask[idx < start] = False`: round AJ)
-                stmt = self.tree.assignment_statement(b.assignments[0]) if len(b.assignments) == 1 else None
-                if stmt is not None and isinstance(stmt.value, cst.Comparison) and not self._written(test):
-                    test = stmt.value
-            tested = test.left if isinstance(test, cst.Comparison) else None
-            sources = [tested] if tested is not None else []
-            valid = _validity_test(test)  # (of the comparison a name is bound to, too)
-            if valid is None:  # (a window's or a sink's mask: -1 or another tensor's entries mid-row, round AI)
-                return (f"`{_code(e)[:80]}` selects entries by a test other than the indices' validity (`idx >= 0`, "
-                        "`idx != -1`), which may leave -1 gaps or other entries before valid ones")
-            for side, b in ((True, e.args[1].value), (False, e.args[2].value)):
-                if _constant_fill(b) or valid is not side and self._only_fill(b):
-                    continue  # (-1 where the indices are invalid; a pad of -1 where they are valid is traced: refused)
-                if valid is not None and valid is not side and not self._only_fill(b) and not (
-                        tested is not None and _code(b) == _code(tested)):  # (idx itself there: its -1s, sglang)
-                    return (f"`{_code(e)}` puts other entries where the indices are invalid: valid entries past the "
-                            "count (round V)")
-                if tested is not None and valid is side and isinstance(b, cst.BinaryOperation) and isinstance(
-                        b.operator, cst.Add) and _code(b.left) == _code(tested):
-                    continue  # `idx + offset` where idx is valid (never where it is not: round O), a page offset
-                if tested is not None and _looks_up(b, tested):
-                    continue  # `table.gather(1, idx.clamp(min=0))`: a page table's locations where idx is valid
-                sources.append(b)
-            return next((w for w in map(self.hazard, sources) if w), None)
+            return self._where(e)
         if op in FILLS or op == "new_tensor" and isinstance(func, cst.Attribute):
             return self._made_anew(e, op, args)
         if op in ("cat", "concat", "concatenate") and _torch_function(func, name) and args:
@@ -1771,15 +1740,9 @@ class IndexTrace:
         method = isinstance(func, cst.Attribute) and not _torch_function(func, name)
         if method:
             receiver = func.value
-            if op in ("masked_fill", "masked_fill_") and len(e.args) >= 2 \
-                    and _validity_test(e.args[0].value) is False and _int(e.args[1].value) == -1:
-                # x.masked_fill(idx < 0, -1): -1 exactly where idx is invalid, so the valid entries are idx's
-                # (a page-table lookup `gather(table, 1, idx.clamp(min=0))` then restores the -1s); x itself is
-                # that lookup or is traced (round R: `idx.sort().values.masked_fill(idx < 0, -1)` moves them)
-                tested = e.args[0].value.left
-                looked_up = _looks_up(self._bound_value(receiver), tested) and not (
-                    isinstance(receiver, cst.Name) and self._written(receiver))  # (an offload marking slots: AK)
-                return self.hazard(tested) or (None if looked_up else self.hazard(receiver))
+            sentinel = self._sentinel_kept(e, op, [receiver, *(a.value for a in e.args)], 0)
+            if sentinel is not None:
+                return sentinel or None
             if op in INDEX_CHANGES:
                 return f"`{_code(e)}` changes which top-k entries are valid"
             if op in NO_DATA_METHODS:
@@ -1793,6 +1756,9 @@ class IndexTrace:
                 given = _keyword(e, keyword) or (args[pos].value if len(args) > pos else None)
                 return self.hazard(given) if given is not None else f"`{_code(e)}` is not handed the indices where expected"
         elif _torch_function(func, name) and args:  # torch.op(idx, ...): as idx.op(...)
+            sentinel = self._sentinel_kept(e, op, [a.value for a in e.args], 1)
+            if sentinel is not None:
+                return sentinel or None
             if op in INDEX_CHANGES:
                 return f"`{_code(e)}` changes which top-k entries are valid"
             if op in INDEX_KEEPING:
@@ -1805,6 +1771,67 @@ class IndexTrace:
             return self.hazard(given) if given is not None else None
         return (f"`{_code(e)}` is neither on the allowlist of steps that keep the top-k entries "
                 "(rows.INDEX_KEEPING) nor a function of this module the trace can read")
+
+    def _where(self, e: cst.Call) -> Optional[str]:
+        """`torch.where(idx >= 0, x, -1)`: -1 where the tested indices are invalid, and where they are valid their
+        own entries, an offset of them or a page table's at them: what the trace finds in the tested ones."""
+        valid = _validity_test(e.args[0].value)
+        for branch, invalid_side in ((e.args[1].value, valid is False), (e.args[2].value, valid is True)):
+            if _constant_fill(branch) and not (invalid_side and _int(branch) == -1):
+                return f"`{_code(e)}` puts constants into the indices"
+        # offsets added to the valid entries, -1 kept where entries are -1: what the test reads and
+        # what the branches take must themselves be the counted top-k
+        test = e.args[0].value
+        if isinstance(test, cst.Name):  # `mask = idx != -1` first: the comparison bound once, never written in
+            b = self.tree.binding(test, test.value)  # place after (`mask[idx < start] = False`: round AJ)
+            stmt = self.tree.assignment_statement(b.assignments[0]) if len(b.assignments) == 1 else None
+            if stmt is not None and isinstance(stmt.value, cst.Comparison) and not self._written(test):
+                test = stmt.value
+        tested = test.left if isinstance(test, cst.Comparison) else None
+        sources = [tested] if tested is not None else []
+        valid = _validity_test(test)  # (of the comparison a name is bound to, too)
+        if valid is None:  # (a window's or a sink's mask: -1 or another tensor's entries mid-row, round AI)
+            return (f"`{_code(e)[:80]}` selects entries by a test other than the indices' validity (`idx >= 0`, "
+                    "`idx != -1`), which may leave -1 gaps or other entries before valid ones")
+        for side, b in ((True, e.args[1].value), (False, e.args[2].value)):
+            if _constant_fill(b) or valid is not side and self._only_fill(b):
+                continue  # (-1 where the indices are invalid; a pad of -1 where they are valid is traced: refused)
+            if valid is not None and valid is not side and not self._only_fill(b) and not (
+                    tested is not None and _code(b) == _code(tested)):  # (idx itself there: its -1s, sglang)
+                return (f"`{_code(e)}` puts other entries where the indices are invalid: valid entries past the "
+                        "count (round V)")
+            if tested is not None and valid is side and isinstance(b, cst.BinaryOperation) and isinstance(
+                    b.operator, cst.Add) and _code(b.left) == _code(tested):
+                continue  # `idx + offset` where idx is valid (never where it is not: round O), a page offset
+            if tested is not None and _looks_up(b, tested):
+                continue  # `table.gather(1, idx.clamp(min=0))`: a page table's locations where idx is valid
+            if valid is side and not (tested is not None and _code(_unconverted(b)) == _code(tested)):
+                return (f"`{_code(e)[:80]}` takes the entries where the indices are valid from another tensor "
+                        "than the one it tests: its -1s need not fall where the tested ones do (round AM)")
+            sources.append(b)
+        return next((w for w in map(self.hazard, sources) if w), None)
+
+    def _sentinel_kept(self, e: cst.Call, op: str, operands: List[cst.BaseExpression], first: int) -> Optional[str]:
+        """`x.masked_fill(idx < 0, -1)` / `torch.masked_fill(x, idx < 0, -1)` (operands: x, then the call's
+        arguments past it) and `x.clamp(min=-1)`: what the trace finds ("" where nothing is wrong); None where the
+        call is neither (`first`: where the bounds start among a call's positionals)."""
+        if op in ("masked_fill", "masked_fill_") and len(operands) >= 3 and not any(a.keyword for a in e.args) \
+                and _validity_test(operands[1]) is False and _int(operands[2]) == -1:
+            return self._invalid_filled(e, operands[0], operands[1].left) or ""
+        if _clamped_at_minus_one(e, first):
+            return self.hazard(operands[0]) or ""  # (`idx.clamp(min=-1)`: every entry is -1 or more already)
+        return None
+
+    def _invalid_filled(self, e: cst.Call, receiver: cst.BaseExpression, tested: cst.BaseExpression) -> Optional[str]:
+        """`x.masked_fill(idx < 0, -1)`: -1 exactly where idx is invalid, so the valid entries are idx's where x is idx
+        itself or a page-table lookup at idx (`gather(table, 1, idx.clamp(min=0))`: its -1s restored); another
+        tensor's entries (a previous layer's top-k: round AM) keep that one's -1s inside idx's count."""
+        looked_up = _looks_up(self._bound_value(receiver), tested) and not (
+            isinstance(receiver, cst.Name) and self._written(receiver))  # (an offload marking slots: AK)
+        if not looked_up and _code(_unconverted(receiver)) != _code(tested):
+            return (f"`{_code(e)[:80]}` fills -1 where another tensor than the one it fills is invalid: the entries "
+                    "it keeps need not be valid where that one's are (round AM)")
+        return self.hazard(tested)
 
     def _forked(self, op: str) -> Optional[str]:
         """Where the project defines its own def of the engine method `op` (a fork's pool class: round V)."""
@@ -1963,6 +1990,20 @@ def _unconverted(e: cst.BaseExpression) -> cst.BaseExpression:
     while isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value in ("to", "int", "long"):
         e = e.func.value
     return e
+
+
+def _clamped_at_minus_one(e: cst.Call, first: int) -> bool:
+    """`x.clamp(min=-1)` / `torch.clamp(x, -1)` / `x.clamp_min(-1)`, no upper bound: the top-k's entries (-1 or a
+    location) unchanged (round AM's safe form); `first` is where the bounds start among the positionals."""
+    op = (get_full_name_for_node(e.func) or "").rsplit(".", 1)[-1]
+    if op not in ("clamp", "clip", "clamp_min") or any(a.star for a in e.args):
+        return False
+    args = [a.value for a in e.args if not a.keyword][first:]
+    low = _keyword(e, "min") if _keyword(e, "min") is not None else args[0] if args else None
+    high = _keyword(e, "max") if op != "clamp_min" else None
+    high = high if high is not None else args[1] if len(args) > 1 and op != "clamp_min" else None
+    named = {a.keyword.value for a in e.args if a.keyword}
+    return _int(low) == -1 and high is None and named <= {"min", "max"} and len(args) <= (1 if op == "clamp_min" else 2)
 
 
 def _looks_up(e: cst.BaseExpression, tested: cst.BaseExpression) -> bool:
