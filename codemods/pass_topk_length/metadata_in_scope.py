@@ -509,9 +509,18 @@ class MetadataInScope:
         key = self._object_key(given)
         if key is None or key != self._object_key(obj):
             return False
-        attrs = {a.attr.value for a in [given, *self.find(cst.Attribute, None, given)] if _is_attr_of_self(a)}
+        attrs = self._self_reads_through({a.attr.value for a in [given, *self.find(cst.Attribute, None, given)]
+                                          if _is_attr_of_self(a)})
         return not (attrs and id(given) in self.tree.order and id(at) in self.tree.order
                     and self._rebinds_between(fdef, given, at, attrs))
+
+    def _self_reads_through(self, attrs: Set[str], depth: int = 0) -> Set[str]:
+        """attrs, and the attributes of self read by each method or property of the module among them (3 deep): a
+        key `self.graph_metadata[self.graph_key, bs]` whose property reads `self._mode` names another record once
+        `_mode` is bound again (round AM)."""
+        defs = [f.node for a in sorted(attrs) for f in self.functions_named(a) if f.class_name] if depth < 3 else []
+        more = {x.attr.value for d in defs for x in self.find(cst.Attribute, _is_attr_of_self, d)} - attrs
+        return attrs | (self._self_reads_through(attrs | more, depth + 1) if more else set())
 
     def _rebinds_between(self, fdef: cst.FunctionDef, one: cst.CSTNode, other: cst.CSTNode, attrs: Set[str],
                          depth: int = 0) -> bool:
