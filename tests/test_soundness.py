@@ -5451,3 +5451,227 @@ def test_round_al_a_subclass_through_a_packages_reexport_adds_no_unknown_base(tm
     assert _site(tmp_path, HANDED_INDICES, kernel=KERNEL).status is Status.FIXABLE
     (tmp_path / "norm.py").write_text("from ops import Op\nfrom plugin import Mixin\n\n\nclass Norm(Op, Mixin):\n    pass\n")
     assert _site(tmp_path, HANDED_INDICES, kernel=KERNEL).status is Status.MANUAL
+
+
+@pytest.mark.parametrize("layer, fixable", [
+    # round AM (m2): a caller of another name handing on its parameters (or their attributes) is as right as what
+    # its own callers hand it: a launcher's record of rows its caller sorted, a default buffer no caller replaces
+    ("class Step:\n    def __init__(self, q, kv, topk, scale):\n        self.q, self.kv = q, kv\n"
+     "        self.topk, self.scale = topk, scale\n\n\n"
+     "def _launch(backend, step):\n    return backend.forward(step.q, step.kv, step.topk, step.scale)\n\n\n"
+     "def run(backend, q, kv, topk, scale):\n    order = topk.sum(-1).argsort()\n"
+     "    return _launch(backend, Step(q[order], kv, topk[order], scale))\n", False),
+    ("import torch\n\n_STATIC = torch.full((8, 16), -1)\n\n\n"
+     "def _launch(backend, q, kv, scale, topk=_STATIC):\n    return backend.forward(q, kv, topk, scale)\n", False),
+    ("def _launch(backend, q, kv, topk, scale):\n    return backend.forward(q, kv, topk, scale)\n\n\n"
+     "def run(backend, q, kv, topk, scale):\n    return _launch(backend, q.flip(0), kv, topk.flip(0), scale)\n", False),
+    # the record made in the call's arguments, storing what it is handed, and a launcher no file calls: plain
+    ("class Step:\n    def __init__(self, q, kv, topk, scale):\n        self.q = q\n        self.kv = kv\n"
+     "        self.topk = topk\n        self.scale = scale\n\n\n"
+     "def _launch(backend, step):\n    return backend.forward(step.q, step.kv, step.topk, step.scale)\n\n\n"
+     "def run(backend, q, kv, topk, scale):\n    return _launch(backend, Step(q, kv, topk, scale))\n", True),
+    ("def _launch(backend, q, kv, topk, scale):\n    return backend.forward(q, kv, topk, scale)\n", True)])
+def test_round_am_the_callers_own_callers_hand_the_rows_on(tmp_path, layer, fixable):
+    (tmp_path / "layer.py").write_text(layer)
+    site = _site(tmp_path, HANDED_INDICES, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("value, fixable", [
+    # round AM (m3): -1 where one tensor is invalid, the entries of another where it is valid: that one's -1s fall
+    # inside the count; the tested tensor's own entries, a functional masked_fill and a clamp at -1 keep the top-k
+    ("torch.where(topk_indices >= 0, prev, -1)", False),
+    ("prev.masked_fill(topk_indices < 0, -1)", False),
+    ("torch.where(topk_indices >= 0, topk_indices, -1)", True),
+    ("torch.masked_fill(topk_indices, topk_indices < 0, -1)", True),
+    ("topk_indices.clamp(min=-1)", True),
+    ("topk_indices.clamp(min=-1, max=7)", False)])
+def test_round_am_sentinel_forms_of_the_indices(tmp_path, value, fixable):
+    src = _handed(f"prev = topk_indices.roll(1, dims=-1)\n        topk_indices = {value}")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_WARM_AL = '''"""A fork's backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk."""
+from dataclasses import dataclass
+
+import torch
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+
+@dataclass
+class DSAMetadata:
+    dsa_cache_seqlens_int32: torch.Tensor
+
+
+class Backend:
+    def __init__(self, dsa_index_topk):
+        self.dsa_index_topk = dsa_index_topk
+        self.forward_metadata = None
+
+    def warmup(self, warm):
+        self.forward_metadata = DSAMetadata(warm.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))
+
+    def init_forward_metadata(self, forward_batch):
+{plan}
+
+    def forward(self, q, kv, topk_indices, sm_scale):
+        metadata = self.forward_metadata
+        return flash_mla_sparse_fwd(q=q, kv=kv, indices=topk_indices, sm_scale=sm_scale)[0]
+'''
+_REFRESH_AL = "self.forward_metadata.dsa_cache_seqlens_int32.copy_(forward_batch.seq_lens.clamp(max=self.dsa_index_topk).int())"
+
+
+@pytest.mark.parametrize("plan, fixable", [
+    # round AL (l1): a record a hook no planner calls makes (a warm-up) lives across steps: each planner refreshes it
+    # on every path, as it refreshes `__init__`'s
+    (f"        if forward_batch.forward_mode == 'decode':\n            {_REFRESH_AL}", False),
+    (f"        {_REFRESH_AL}", True)])
+def test_round_al_a_record_a_warm_up_hook_makes(tmp_path, plan, fixable):
+    site = _site(tmp_path, _WARM_AL.format(plan=plan), kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("pooled, fixable", [
+    # round AL (l1): a record class of another file whose `__new__` hands back one object per batch size; a plain one
+    ("    _pool = {}\n\n    def __new__(cls, *args, **kwargs):\n"
+     "        return cls._pool.setdefault(len(kwargs), super().__new__(cls))\n", False),
+    ("    pass\n", True)])
+def test_round_al_a_record_class_of_another_file(tmp_path, pooled, fixable):
+    (tmp_path / "records.py").write_text("from dataclasses import dataclass\n\n\n@dataclass\nclass Base:\n"
+                                         "    dsa_cache_seqlens_int32: object\n\n\nclass Pooled(Base):\n" + pooled)
+    src = _WARM_AL.replace("    def warmup(self, warm):\n        self.forward_metadata = DSAMetadata(warm.seq_lens.clamp("
+                           "max=self.dsa_index_topk).to(torch.int32))\n\n", "").format(
+        plan="        self.forward_metadata = Pooled(dsa_cache_seqlens_int32=forward_batch.seq_lens.clamp("
+             "max=self.dsa_index_topk).int())").replace("import torch\n", "import torch\nfrom records import Pooled\n")
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_HELPER_AL = "\n    def _refresh(self, key, seq_lens):\n        md = self.graph_metadata[key]\n" \
+    f"        md.dsa_cache_seqlens_int32.copy_({_CLIP})\n\n    def _record(self, bs):\n" \
+    "        assert bs in self.graph_metadata\n        return self.graph_metadata[bs]\n"
+
+
+@pytest.mark.parametrize("replay, fixable", [
+    # round AL (l1): a replay hook refreshing through a helper one record (keyed by another count) and giving the
+    # holder another, directly or through an accessor; the same key, and a property a mode switch rebinds (AM)
+    ("self._refresh(seq_lens.numel(), seq_lens)\n        self.forward_metadata = self.graph_metadata[bs]", False),
+    ("self._refresh(seq_lens.numel(), seq_lens)\n        self.forward_metadata = self._record(bs)", False),
+    ("self._refresh(bs, seq_lens)\n        self.forward_metadata = self._record(bs)", True),
+    ("self._refresh(bs, seq_lens)\n        self.forward_metadata = self.graph_metadata[bs]", True)])
+def test_round_al_a_replay_helper_refreshes_the_record_the_holder_gets(tmp_path, replay, fixable):
+    src = GRAPH_PER_CAPTURE.replace("{capture}", "        " + _AI_CAPTURE).replace("{replay}", "        " + replay)
+    src = src.replace("\n    def forward(", _HELPER_AL + "\n    def forward(")
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py")).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("replay, fixable", [
+    # round AM (m1): a key read through a property of self whose attribute a call between refresh and publish binds
+    # again names two records; bound before the refresh, one
+    (f"self.graph_metadata[self.key].dsa_cache_seqlens_int32.copy_({_CLIP})\n        self._enter(bs)\n"
+     "        self.forward_metadata = self.graph_metadata[self.key]", False),
+    (f"self._enter(bs)\n        self.graph_metadata[self.key].dsa_cache_seqlens_int32.copy_({_CLIP})\n"
+     "        self.forward_metadata = self.graph_metadata[self.key]", True)])
+def test_round_am_a_key_read_through_a_property(tmp_path, replay, fixable):
+    capture = f"self._enter(bs)\n        md = DSAMetadata(dsa_cache_seqlens_int32={_CLIP})\n" \
+        "        self.graph_metadata[self.key] = md\n        self.forward_metadata = md"
+    src = GRAPH_PER_CAPTURE.replace("{capture}", "        " + capture).replace("{replay}", "        " + replay)
+    src = src.replace("\n    def forward(", "\n    @property\n    def key(self):\n        return self._bs\n\n"
+                      "    def _enter(self, bs):\n        self._bs = bs\n\n    def forward(")
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py")).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("plan, fixable", [
+    # round AM (m1): a base's planner called explicitly on one mode only leaves the other mode's holder stale; on
+    # every path it plans
+    ("        if forward_batch.forward_mode == 'decode':\n            Plan.init_forward_metadata(self, forward_batch)", False),
+    ("        Plan.init_forward_metadata(self, forward_batch)", True)])
+def test_round_am_a_bases_planner_called_explicitly(tmp_path, plan, fixable):
+    src = _WARM_AL.replace("    def warmup(self, warm):\n        self.forward_metadata = DSAMetadata(warm.seq_lens.clamp("
+                           "max=self.dsa_index_topk).to(torch.int32))\n\n", "").replace(
+        "class Backend:", "class Plan:\n    def init_forward_metadata(self, forward_batch):\n"
+        "        self.forward_metadata = DSAMetadata(forward_batch.seq_lens.clamp(max=self.dsa_index_topk).int())\n\n\n"
+        "class Backend(Plan):").format(plan=plan)
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("plan, fixable", [
+    # round AM (m1): a builder handed a batch kept on self from an earlier step (the verify step's, for a draft
+    # extend) clips that batch's lengths; handed this step's, its own
+    ("        if forward_batch.forward_mode == 'target_verify':\n            self._kept = forward_batch\n"
+     "        self._build(self._kept if self._kept is not None else forward_batch)", False),
+    ("        kept = self._kept\n        self._build(kept)", False),
+    ("        self._build(forward_batch)", True)])
+def test_round_am_a_builder_handed_a_kept_batch(tmp_path, plan, fixable):
+    src = _WARM_AL.replace("    def warmup(self, warm):\n        self.forward_metadata = DSAMetadata(warm.seq_lens.clamp("
+                           "max=self.dsa_index_topk).to(torch.int32))\n", "    def _build(self, fb):\n"
+                           "        self.forward_metadata = DSAMetadata(fb.seq_lens.clamp(max=self.dsa_index_topk).int())\n"
+                           ).replace("        self.forward_metadata = None\n",
+                                     "        self.forward_metadata = None\n        self._kept = None\n").format(plan=plan)
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_RECORD_AM = ("from dataclasses import dataclass\n\nimport torch\n\n\n@dataclass(frozen=True)\nclass VerifyBatch:\n"
+              "    seq_lens: torch.Tensor\n    n: int = 0\n\n")
+
+
+@pytest.mark.parametrize("views, fixable", [
+    # round AM (m4): a batch class of the project giving `seq_lens` a value it makes by a store into the instance's
+    # dict, an `out=` or a local alias written in place, a property set on the class after its body, a factory
+    # making its own class with the drafts added, a function building a view of computed fields or a copy whose
+    # field it sets
+    (_RECORD_AM + "    def __post_init__(self):\n        self.__dict__['seq_lens'] = self.seq_lens + self.n\n", False),
+    (_RECORD_AM + "    def __post_init__(self):\n        torch.add(self.seq_lens, self.n, out=self.seq_lens)\n", False),
+    (_RECORD_AM + "    def __post_init__(self):\n        lens = self.seq_lens\n        lens += self.n\n", False),
+    (_RECORD_AM + "\nVerifyBatch.seq_lens = property(lambda self: self.n)\n", False),
+    (_RECORD_AM + "    @classmethod\n    def of(cls, b, n):\n        return cls(b.seq_lens + n, n)\n", False),
+    ("import copy\n\n\ndef view(b, n):\n    v = copy.copy(b)\n    v.seq_lens = b.seq_lens + n\n    return v\n", False),
+    # the field kept as it is (made contiguous, cast to int32, taken as a tensor), a factory handing it on as read
+    (_RECORD_AM + "    def __post_init__(self):\n"
+     "        object.__setattr__(self, 'seq_lens', self.seq_lens.contiguous())\n", True),
+    (_RECORD_AM + "    def __post_init__(self):\n        object.__setattr__(self, 'seq_lens', torch.as_tensor(self.seq_lens))\n",
+     True),
+    (_RECORD_AM + "    @classmethod\n    def of(cls, b, n):\n        return cls(b.seq_lens, n)\n", True)])
+def test_round_am_the_clips_operand_made_by_the_projects_code(tmp_path, views, fixable):
+    (tmp_path / "fork_views.py").write_text(views)
+    site = _site(tmp_path, _CONFIG_BACKEND, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("driver, fixable", [
+    # round AM (m4): the batch (or the config) a project function makes of computed fields, read where the backend
+    # is driven: its fields are that code's; one the driver makes of plain fields is read as it is
+    ("from fork_views import view\n\n\ndef entry(seq_lens, cfg):\n    b = Backend(cfg)\n"
+     "    b.init_forward_metadata(view(types.SimpleNamespace(seq_lens=seq_lens), 2))\n", False),
+    ("from fork_views import capped\n\n\ndef entry(seq_lens, cfg):\n    b = Backend(capped(cfg))\n"
+     "    b.init_forward_metadata(types.SimpleNamespace(seq_lens=seq_lens))\n", False),
+    ("def entry(seq_lens, cfg):\n    b = Backend(cfg)\n"
+     "    b.init_forward_metadata(types.SimpleNamespace(seq_lens=seq_lens))\n", True)])
+def test_round_am_a_batch_or_config_a_function_builds(tmp_path, driver, fixable):
+    (tmp_path / "fork_views.py").write_text(
+        "import types\n\n\ndef view(b, n):\n    return types.SimpleNamespace(**{k: v + n for k, v in vars(b).items()})\n\n\n"
+        "def capped(cfg):\n    return types.SimpleNamespace(**{k: min(v, 8) for k, v in vars(cfg).items()})\n")
+    src = _CONFIG_BACKEND.replace("import torch\n", "import types\n\nimport torch\n") + "\n\n" + driver
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("packaging, fixable", [
+    # round AM (m4): the project's packaging installs its own build of the kernel's package from a folder of its own
+    ({"setup.py": "from setuptools import setup\n\nsetup(name='f', packages=['sgl_kernel'], "
+                  "package_dir={'sgl_kernel': 'third_party/python/sgl_kernel'})\n"}, False),
+    ({"pyproject.toml": "[project]\nname = 'f'\n\n[tool.setuptools.package-dir]\nsgl_kernel = 'vendor/sgl_kernel'\n"}, False),
+    ({"setup.cfg": "[metadata]\nname = f\n\n[options.package_dir]\nsgl_kernel = vendor/sgl_kernel\n"}, False),
+    ({"setup.py": "from setuptools import setup\n\nsetup(name='f', package_dir={'': 'src'})\n"}, True)])
+def test_round_am_a_kernel_package_the_packaging_maps(tmp_path, packaging, fixable):
+    for rel, text in {"requirements.txt": "sglang-kernel==0.4.6\n", **packaging}.items():
+        (tmp_path / rel).write_text(text)
+    site = _site(tmp_path, HANDED_INDICES)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

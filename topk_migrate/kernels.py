@@ -11,6 +11,7 @@ the same side of the first release that has the parameter.
 from __future__ import annotations
 
 import ast
+import configparser
 import functools
 import importlib.util
 import json
@@ -1922,3 +1923,52 @@ def _merge(found: List[Interface], param: str) -> Optional[Interface]:
     if len({(i.params, i.has_var_kwargs) for i in named}) > 1:
         return None
     return named[0]
+
+
+def packaged_elsewhere(root: str, package: str) -> Optional[str]:
+    """The packaging file of the project at `root` that installs `package` (a kernel's top-level module) from a folder
+    of its own (setup.py's or setup.cfg's `package_dir`, pyproject's `[tool.setuptools.package-dir]`: a vendored
+    build mapped over the pinned wheel's, round AM), as `file: mapping`; None where none does (read bounded, never
+    run)."""
+    for name, mapping in _package_dirs(root):
+        for key, folder in mapping.items():
+            if key == package or key.startswith(package + "."):
+                return f"{name}: {key!r} -> {folder!r}"
+            if key == "" and folder not in ("", ".", "src") and (
+                    os.path.isdir(os.path.join(root, folder, package))
+                    or os.path.isfile(os.path.join(root, folder, package + ".py"))):
+                return f"{name}: '' -> {folder!r}"
+    return None
+
+
+def _package_dirs(root: str) -> Iterable[Tuple[str, Dict[str, str]]]:
+    """Each packaging file's `package_dir` mapping (text keys and values only)."""
+    text = read_project_file(os.path.join(root, "setup.py"))
+    tree = bounded.python_facts(text) if text else None
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.keyword) and node.arg == "package_dir" and isinstance(node.value, ast.Dict):
+            yield "setup.py", {k.value: v.value for k, v in zip(node.value.keys, node.value.values)
+                               if isinstance(k, ast.Constant) and isinstance(v, ast.Constant)
+                               and isinstance(k.value, str) and isinstance(v.value, str)}
+    text = read_project_file(os.path.join(root, "pyproject.toml"))
+    try:
+        data = bounded.toml(text) if text else {}
+    except ValueError:
+        data = {}
+    tool = data.get("tool") if isinstance(data, dict) else None
+    setuptools = tool.get("setuptools") if isinstance(tool, dict) else None
+    dirs = setuptools.get("package-dir") if isinstance(setuptools, dict) else None
+    if isinstance(dirs, dict):
+        yield "pyproject.toml", {str(k): str(v) for k, v in dirs.items()}
+    text = read_project_file(os.path.join(root, "setup.cfg"))
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(text or "")
+    except configparser.Error:
+        return
+    if parser.has_section("options.package_dir"):
+        yield "setup.cfg", {k: v for k, v in parser.items("options.package_dir") if k != "__name__"}
+    raw = parser.get("options", "package_dir", fallback="")
+    pairs = [line.split("=", 1) for line in raw.splitlines() if "=" in line]
+    if pairs:
+        yield "setup.cfg", {k.strip(): v.strip() for k, v in pairs}

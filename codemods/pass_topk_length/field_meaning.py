@@ -111,7 +111,8 @@ def _file_resolver(f, env: Optional[dict]) -> Resolve:
         if values is None and not _bound_in(f, name):  # (a module's name read in a function: its module's value)
             return _module_values(f, name.id)
         if values is None:
-            return "", None
+            handed = _file_handed(f, name)  # (a method's parameter: what the file's calls of it hand, round AM)
+            return ("param", [(v, resolve) for v in handed]) if handed else ("", None)
         scope = f.enclosing(name, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
         lowered = _written_into(scope, lambda e: isinstance(e, ast.Name) and e.id == name.id,
                                 any(_a_fill(v) for v in values))
@@ -119,6 +120,29 @@ def _file_resolver(f, env: Optional[dict]) -> Resolve:
     resolve.serving = f.serving  # type: ignore[attr-defined]
     resolve.engine_batch = lambda name: _file_engine_batch(f, name, env)  # type: ignore[attr-defined]
     return resolve
+
+
+def _file_handed(f, name: ast.Name) -> List[ast.AST]:
+    """For a parameter of a method, what the file's calls of it off self hand it by position or keyword (the
+    arguments, read where each call is); [] where it is no method's, or a call hands it by `*`/`**` or not at all."""
+    fn = f.enclosing(name, (ast.FunctionDef, ast.AsyncFunctionDef))
+    if fn is None or not isinstance(f.parents.get(id(fn)), ast.ClassDef):
+        return []
+    params = [x.arg for x in fn.args.posonlyargs + fn.args.args][1:]
+    if name.id not in params:
+        return []
+    out = []
+    for call in ast.walk(f.tree):
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == fn.name \
+                and isinstance(call.func.value, ast.Name) and call.func.value.id == "self":
+            given = next((k.value for k in call.keywords if k.arg == name.id), None)
+            place = params.index(name.id)
+            if given is None and place < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args):
+                given = call.args[place]
+            if given is None:
+                return []
+            out.append(given)
+    return out
 
 
 def _file_engine_batch(f, name: ast.Name, env: Optional[dict]) -> bool:
@@ -188,6 +212,8 @@ def _module_values(f, name: str, depth: int = 0) -> Tuple[str, Optional[List["Sc
             return "engine", []
     if name in f.froms or name in f.ambiguous:  # (an import not followed: bound twice, an `except ImportError:`
         return "local", [(None, None)]  # fallback, past three re-exports, outside the project: round Z)
+    if name in f.modules:
+        return "module", None  # (`import fork_ctx`: its objects are read as a batch handed in is, round AM)
     return "", None
 
 
@@ -1022,10 +1048,49 @@ def _plain_lengths(e: Optional[ast.AST], resolve: Optional[Resolve] = None, dept
             root = root.value
         if not (isinstance(root, ast.Name) and root.id != "self"):
             return False
-        kind, values = _values(root, resolve)  # (`inputs = self.graph_inputs; inputs.seq_lens`: round Z)
-        return _seqlens_name(e.attr) and not (kind == "local" and any(_off_self(v) for v, _ in values or [])) \
-            and not _served_read(e, resolve)
+        # (`inputs = self.graph_inputs; inputs.seq_lens`: round Z; a builder handed a batch kept on self,
+        # `self._build(self._verify_batch)`, through locals and parameters: round AM)
+        return _seqlens_name(e.attr) and not _kept_object(root, resolve) and not _served_read(e, resolve)
     return False
+
+
+def _kept_object(name: ast.Name, resolve: Optional[Resolve], depth: int = 0) -> bool:
+    """May the name hold an object read off self (an earlier step's batch or inputs kept on the backend): a local
+    any of whose values is read off self or not known, or a parameter some call of the module hands such a value
+    (a parameter no call here hands is its caller's own: the engine's batch), through names 6 deep."""
+    kind, values = _values(name, resolve)
+    if kind not in ("local", "param") or depth > 6:
+        return False
+    for v, r in values or []:
+        if v is None and kind == "param":
+            continue
+        for part in _alternatives(v):
+            if _off_self(part) or isinstance(part, ast.Name) and _kept_object(part, r or resolve, depth + 1):
+                return True
+    return False
+
+
+def _alternatives(v: Optional[ast.AST]) -> List[Optional[ast.AST]]:
+    """The values an expression may take as it is: each branch of a conditional, each operand of `or`/`and`."""
+    if isinstance(v, ast.IfExp):
+        return _alternatives(v.body) + _alternatives(v.orelse)
+    if isinstance(v, ast.BoolOp):
+        return [x for o in v.values for x in _alternatives(o)]
+    return [v]
+
+
+def _made_with_computed(v: Optional[ast.AST], resolve: Optional[Resolve]) -> bool:
+    """Is `v` a call handed `**` a mapping of computed values, or of a project function one of whose returns is (its
+    fields are what that code computes: round AM's function-built views)?"""
+    if not isinstance(v, ast.Call):
+        return False
+    if any(k.arg is None and reach._builds_computed(k.value) for k in v.keywords):
+        return True
+    if not isinstance(v.func, ast.Name) or resolve is None:
+        return False
+    kind, returns = resolve(v.func)
+    return kind == "getter" and any(isinstance(r, ast.Call) and any(
+        k.arg is None and reach._builds_computed(k.value) for k in r.keywords) for r, _ in returns or [])
 
 
 def _served(attr: str, resolve: Optional[Resolve]) -> bool:
@@ -1037,7 +1102,7 @@ def _served(attr: str, resolve: Optional[Resolve]) -> bool:
 
 def _served_read(v: Optional[ast.AST], resolve: Optional[Resolve]) -> bool:
     """Is `v` (under conversions and row slices: `fb.seq_lens.to(torch.int32)[:n]`) a read, off a parameter (a batch
-    handed in) not annotated as the engine's batch class (ENGINE_BATCH: its lengths are the engine's, an engine-data
+    handed in), a local or a module's object (a step context: round AM) not annotated as the engine's batch class (ENGINE_BATCH: its lengths are the engine's, an engine-data
     assumption; round AJ), of an attribute a class of the project may serve (_served)?"""
     while isinstance(v, ast.Subscript) or isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) \
             and v.func.attr in _CONVERSIONS:
@@ -1052,8 +1117,10 @@ def _served_read(v: Optional[ast.AST], resolve: Optional[Resolve]) -> bool:
     kind, values = _values(root, resolve)
     if kind == "local" and values and all(_off_self(x) for x, _ in values):
         return False  # (a record of the backend's own, `metadata.dsa_seqlens_expanded[:n]`: its writes are read)
-    if kind not in ("param", "local"):
+    if kind not in ("param", "local", "module"):
         return False
+    if any(_made_with_computed(x, r or resolve) for x, r in values or []):
+        return True  # (a project function's view: `verify_view(batch, n)` returning `SimpleNamespace(**{...})`, AM)
     engine_batch = getattr(resolve, "engine_batch", None)
     return not (kind == "param" and root is v.value and engine_batch is not None and engine_batch(root)) \
         and _served(v.attr, resolve)

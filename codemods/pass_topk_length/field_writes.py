@@ -449,12 +449,16 @@ _VALUE_BASES = {"dict", "list", "tuple", "set", "frozenset", "str", "int", "floa
                 "defaultdict", "Counter", "ChainMap", "Mapping", "MutableMapping", "SimpleNamespace", "Namespace"}
 
 
+# How many bindings _served follows from a read to the object it is read off (sglang-kt's config: four)
+_SERVED_DEPTH = 8
+
+
 def _served(e: ast.AST, t: _Tree, depth: int, kind: str = "") -> bool:
     """Is `e` (a receiver of a read, or an object handed to a getter) an object of a project class that serves its
     reads (_serves_reads): made by a call of the class or of one of its methods (`Budget.for_build(raw)`), or a name
     (a local, a module's global) or an attribute of self bound to one anywhere in the file?"""
-    if depth >= 4:
-        return False
+    if depth >= _SERVED_DEPTH:
+        return True  # (past that many bindings the object is not read: it may be one that serves, round AM)
     if isinstance(e, ast.Name) and _bound_otherwise(e, t):
         return _handed_served(e, t, depth, kind)  # (a parameter: what the calls hand it, round AK; `view, raw =
         # Budget(raw), raw`, `with Budget(raw) as view`: what it holds is not read, round AJ)
@@ -462,10 +466,14 @@ def _served(e: ast.AST, t: _Tree, depth: int, kind: str = "") -> bool:
         return any(_served(v, t, depth + 1, kind) for v in _bound_values(e, t))
     if not isinstance(e, ast.Call):
         return False
+    if any(k.arg is None and reach._builds_computed(k.value) for k in e.keywords):
+        return True  # (`SimpleNamespace(**{k: min(v, cap) ...})`: any field it holds may be computed, round AM)
     func = e.func
     maker = _classes_named(func.value.id, t) if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
         else []  # (`Budget.of(raw)`: a method of the class making it)
     classes = maker or (_classes_named(func.id, t) if isinstance(func, ast.Name) else _base_classes(func, t))
+    if isinstance(func, ast.Name) and not classes and _project_def(func.id, t) is None and _unread_import(func.id, t):
+        return True  # (a function of a project file not read here: what it makes may serve, round AM's `budgeted`)
     return any(_serves_reads(c, there, 0, kind) for c, there in classes) or any(
         _served(r, there, depth + 1, kind) for r, there in _factory_returns(e, t)) or any(
         _forwards_reads(c) for c, _ in classes) and any(
@@ -617,6 +625,14 @@ def _own_getter(call: ast.Call, names: re.Pattern, t: _Tree, depth: int) -> bool
         return False
     d, there = found
     return _returns_plain(d, names, there, depth + (there is not t))
+
+
+def _unread_import(name: str, t: _Tree) -> bool:
+    """Is `name` bound only by an import from a file of the project that is not among those read (`t.others`)?"""
+    bindings = _module_bindings(t.tree, name)
+    in_project = getattr(t.imported, "in_project", None)
+    return len(bindings) == 1 and isinstance(bindings[0], ast.ImportFrom) and t.imported(name) is None \
+        and in_project is not None and in_project(name)
 
 
 def _project_def(name: str, t: _Tree) -> Optional[Tuple[ast.AST, "_Tree"]]:

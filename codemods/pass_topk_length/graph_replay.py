@@ -68,6 +68,15 @@ def _super_method(call: cst.Call) -> bool:
         and get_full_name_for_node(func.value.func) == "super"
 
 
+def _handed_self(call: cst.Call) -> bool:
+    """`Base.name(self, ...)`: a method read off a class (or anything but self) run on self (round AM: a subclass's
+    hook calling its base's explicitly, on one mode only)."""
+    func = call.func
+    return isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value != "self" \
+        and bool(call.args) and not call.args[0].keyword and not call.args[0].star \
+        and isinstance(call.args[0].value, cst.Name) and call.args[0].value.value == "self"
+
+
 def _read_off(name: str):
     """A test of a node: `name.x`, or `getattr(name, ...)`."""
     return lambda x: isinstance(x, cst.Attribute) and _is_name(x.value, name) or isinstance(x, cst.Call) and \
@@ -277,7 +286,8 @@ class GraphReplay:
         """Does fdef (or a method it reads off self, three deep) read an attribute of self that holds what a graph
         reads? A replay hook that touches none (a fill value's getter) cannot leave a graph stale; one that
         selects a captured record, or re-points the holder, must update it (round Z: a second replay hook)."""
-        reads = self.find(cst.Attribute, _is_attr_of_self, fdef)
+        reads = self.find(cst.Attribute, _is_attr_of_self, fdef) + [
+            c.func for c in self.find(cst.Call, _handed_self, fdef)]  # (`Base.hook(self, ...)`: round AM)
         if any(r.attr.value in kept for r in reads):
             return True
         return depth < 3 and any(self._touches(f.node, kept, depth + 1) for r in reads
@@ -338,7 +348,7 @@ class GraphReplay:
             for node in self.find((cst.Call, cst.Attribute, cst.Subscript), None, small):
                 if id(node) in nodes and (node is small or walker._direct(node, small)):
                     return True
-                if isinstance(node, cst.Call) and walker._direct(node, small) and _super_method(node) \
+                if isinstance(node, cst.Call) and walker._direct(node, small) and (_super_method(node) or _handed_self(node)) \
                         and self._covering_method(node.func.attr.value, field_name, plan, busy, fdef, via_super=True):
                     return True  # (an override handing on to the base's hook: every other def of the name covers)
                 nested = self._nested_def(node, fdef) if isinstance(node, cst.Call) and walker._direct(node, small) else None

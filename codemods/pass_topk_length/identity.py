@@ -364,6 +364,11 @@ class CalleeIdentity:
             return (f"`{name}` is {c.callee}, which Python loads from {rel}, a module of this project built or compiled "
                     "(loaded before a source beside it), whose parameters are not read; remove the build from the tree "
                     "or pass topk_length by hand")
+        mapped = kernels.packaged_elsewhere(project.project_root(self.path), c.callee.split(".")[0])
+        if mapped:  # (a vendored build the packaging installs over the pinned wheel's: round AM)
+            return (f"`{name}` is {c.callee}, and the project's packaging installs its own `{c.callee.split('.')[0]}` "
+                    f"from a folder of its own ({mapped}), whose interface is not read as the kernel; pass "
+                    "topk_length by hand where that build takes it")
         iface = self.vendored(c.callee)
         served = self._served_by_module_getattr(c.callee) if iface is None else None
         if served:

@@ -14,7 +14,7 @@ from topk_migrate.cst.resolve import dotted
 from topk_migrate.cst.scopecheck import root_binding
 
 from . import callers, reach
-from .graph_replay import _BRANCHING, _a_record, _is_attr_of_self, _self_root_attr
+from .graph_replay import _BRANCHING, _a_record, _handed_self, _is_attr_of_self, _self_root_attr
 from .quick import expand
 from .replay_paths import ReplayPaths, _keeps_the_call
 from .rows import _own_returns, local_defs, unproven_local
@@ -423,8 +423,8 @@ class MetadataInScope:
         def giving(c: cst.Call) -> bool:
             if not isinstance(c.func, cst.Attribute) or c.func.attr.value not in givers:
                 return False
-            return _code(c.func.value).strip() == "super()" or _is_name(c.func.value, "self") \
-                and c.func.attr.value != fdef.name.value
+            return _code(c.func.value).strip() == "super()" or _handed_self(c) or _is_name(c.func.value, "self") \
+                and c.func.attr.value != fdef.name.value  # (`Base.init_forward_metadata(self, fb)`: round AM)
         return {id(c) for c in self.find(cst.Call, giving, fdef)}
 
     def _gives(self, fdef: cst.FunctionDef, attr: str) -> Set[int]:

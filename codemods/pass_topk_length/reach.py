@@ -955,7 +955,9 @@ class Project:
             hook = self._attribute_hook()  # (a base's hook: any field)
             done[key] = next((Finding(self.rel(f.path), stmt.lineno, f"{cls.name} serves `{attr}` by code")
                               for f in naming for cls in f.class_defs for stmt in [_class_body_code(cls, attr)]
-                              if stmt is not None), None) or (
+                              if stmt is not None), None) or next(
+                (Finding(self.rel(f.path), n.lineno, f"`{_unparse(n)[:60]}` gives objects' `{attr}` a value it makes")
+                 for f in naming for n in _outside_stores(f, attr, f is not own)), None) or (
                 Finding(hook.path, hook.line, f"{hook.what} may serve `{attr}`") if hook is not None else None)
         return done[key]
 
@@ -3466,7 +3468,8 @@ def _class_body_code(cls: ast.ClassDef, attr: str) -> Optional[ast.AST]:
     for stmt in cls.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             if stmt.name == attr or stmt.name == "__new__" and _spells_name(stmt, attr) or _hook_serves(stmt) \
-                    or _stores_computed(stmt, attr) or _writes_in_place(stmt, attr) or any(
+                    or _stores_computed(stmt, attr) or _writes_in_place(stmt, attr) \
+                    or _makes_own_computed(stmt, cls.name, attr) or any(
                     isinstance(a, ast.Constant) and a.value == attr for d in stmt.decorator_list
                     if isinstance(d, ast.Call) for a in d.args):
                 return stmt
@@ -3477,6 +3480,46 @@ def _class_body_code(cls: ast.ClassDef, attr: str) -> Optional[ast.AST]:
         if any(isinstance(t, ast.Name) and t.id in (attr, *_MAKING_HOOKS) for t in _flatten(_written_targets(stmt))):
             return stmt  # (`__getattr__ = overlay_getattr`: a hook bound by assignment, round AK)
     return None
+
+
+def _outside_stores(f, attr: str, makings: bool = True) -> Iterable[ast.AST]:
+    """The file's stores of `.attr` but a class's own methods' stores on self (which _class_body_code reads): on
+    anything but self, of a value other than a plain read (`view = copy.copy(b); view.seq_lens = b.seq_lens + n`),
+    or on a class object (`VerifyBatch.seq_lens = property(...)`); and, `makings`, a construction handing `attr=` a
+    computed value, or `**` a mapping of computed values (a function's `SimpleNamespace(**{k: v + n ...})`): round
+    AM. (The checked module's own makings are its drivers': the batches a harness hands its planner, stated.)"""
+    for n in ast.walk(f.tree):
+        if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            for t in _flatten(_written_targets(n)):
+                if isinstance(t, ast.Attribute) and t.attr == attr and _unparse(t.value) != "self" and (
+                        isinstance(n, ast.AugAssign) or n.value is None or not _plain_read(n.value)
+                        or isinstance(t.value, ast.Name) and t.value.id in f.classes):
+                    yield n
+        elif makings and isinstance(n, ast.Call) and (_unparse(n.func).rsplit(".", 1)[-1][:1].isupper() or _unparse(
+                n.func).endswith("SimpleNamespace")) and (any(k.arg == attr and not _plain_read(k.value)
+                                                              for k in n.keywords)
+                                                          or any(k.arg is None and _builds_computed(k.value)
+                                                                 for k in n.keywords)):
+            yield n
+
+
+def _makes_own_computed(d: ast.AST, cls_name: str, attr: str) -> bool:
+    """Does the method make an object of its own class (`cls(...)`, `type(self)(...)`, `self.__class__(...)`, the
+    class by name) handing `attr` (by keyword, or any positional: a record's field order is not read) a value other
+    than a name, a literal or a plain read (round AM: a classmethod factory adding the drafts)?"""
+    for n in ast.walk(d):
+        if isinstance(n, ast.Call) and _unparse(n.func) in ("cls", "type(self)", "self.__class__", cls_name):
+            given = [k.value for k in n.keywords if k.arg == attr or k.arg is None] + list(n.args)
+            if any(not _plain_read(v) for v in given):
+                return True
+    return False
+
+
+def _plain_read(v: ast.AST) -> bool:
+    """A name, a literal, or an attribute read off a name (`batch.seq_lens`)."""
+    while isinstance(v, ast.Attribute):
+        v = v.value
+    return isinstance(v, (ast.Name, ast.Constant))
 
 
 # class decorators that make a record of its declared fields (a field's converter is read apart)
@@ -3537,17 +3580,38 @@ def _stores_computed(d: ast.AST, attr: str) -> bool:
         elif isinstance(n, ast.Call) and _unparse(n.func) in ("setattr", "object.__setattr__") and len(n.args) == 3 \
                 and isinstance(n.args[1], ast.Constant) and n.args[1].value == attr:
             value = n.args[2]
+        elif isinstance(n, ast.Assign) and any(_instance_dict_item(t) == attr for t in n.targets):
+            value = n.value  # (`self.__dict__["seq_lens"] = ...`: a frozen record's own store, round AM)
         else:
             continue
-        if not (_as_handed(value, params) or isinstance(value, ast.Constant)):
+        if not (_as_handed(value, params) or isinstance(value, ast.Constant) or _itself_kept(value, attr)):
             return True
     return False
+
+
+def _itself_kept(value: ast.AST, attr: str) -> bool:
+    """`self.<attr>` itself, made contiguous, cloned, cast to an integer dtype or taken as a tensor (`self.seq_lens =
+    self.seq_lens.to(torch.int32)`, `torch.as_tensor(self.seq_lens)`): the same lengths (round AM's safe twins)."""
+    while isinstance(value, ast.Call):
+        func = value.func
+        if isinstance(func, ast.Attribute) and func.attr in ("contiguous", "clone", "int", "long") and not value.args \
+                and not value.keywords:
+            value = func.value
+        elif isinstance(func, ast.Attribute) and func.attr == "to" and len(value.args) == 1 and not value.keywords \
+                and _unparse(value.args[0]) in ("torch.int32", "torch.int64", "torch.long", "torch.int"):
+            value = func.value
+        elif _unparse(func) in ("torch.as_tensor", "torch.asarray") and len(value.args) == 1 and all(
+                k.arg == "dtype" and _unparse(k.value) in ("torch.int32", "torch.int64") for k in value.keywords):
+            value = value.args[0]
+        else:
+            return False
+    return isinstance(value, ast.Attribute) and value.attr == attr and _unparse(value.value) == "self"
 
 
 def _stores_any_computed(d: ast.AST) -> bool:
     """Does the method store on self, by a name it does not spell, a value other than one it is handed: a base's
     `__init__`/`__new__` handed `**` of a mapping it builds of computed values, a `setattr(self, name, ...)` of one,
-    a `self.__dict__.update`/`vars(self).update` with one? (A `self.__dict__[k] = v` store is not read: open.)"""
+    a `self.__dict__.update`/`vars(self).update` with one, a `self.__dict__[k] = v` of one?"""
     def computed(v: ast.AST) -> bool:  # (a value other than a name or a literal: `v + n`, `v.clamp(max=n)`)
         return not isinstance(v, (ast.Name, ast.Constant))
 
@@ -3564,7 +3628,17 @@ def _stores_any_computed(d: ast.AST) -> bool:
         if name in ("self.__dict__.update", "vars(self).update") and any(
                 _builds_computed(a) for a in [*n.args, *(k.value for k in n.keywords)]):
             return True
-    return False
+    return any(isinstance(n, ast.Assign) and any(_instance_dict_item(t) is True for t in n.targets)
+               and computed(n.value) for n in ast.walk(d))  # (`self.__dict__[k] = v + n`: round AM)
+
+
+def _instance_dict_item(t: ast.AST):
+    """For a store `self.__dict__[key] = ...` / `vars(self)[key] = ...`: the key's literal text, True for a key it
+    computes; None for any other target."""
+    if not (isinstance(t, ast.Subscript) and _unparse(t.value) in ("self.__dict__", "vars(self)")):
+        return None
+    key = t.slice
+    return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else True
 
 
 def _builds_computed(v: ast.AST) -> bool:
@@ -3579,16 +3653,26 @@ def _builds_computed(v: ast.AST) -> bool:
 
 def _writes_in_place(d: ast.AST, attr: str) -> bool:
     """Does the method change `self.<attr>`'s tensor in place (`self.seq_lens.add_(drafts)`, `self.seq_lens[:] = ...`,
-    `self.seq_lens[i] += 1`: round AL)? A method named like torch's in-place ones (a trailing `_`) counts."""
+    `self.seq_lens[i] += 1`: round AL; `out=self.seq_lens`, a local bound to it written so: round AM)? A method named
+    like torch's in-place ones (a trailing `_`) counts."""
     def own(e: ast.AST) -> bool:
         return isinstance(e, ast.Attribute) and e.attr == attr and _unparse(e.value) == "self"
 
+    aliases = {t.id for n in ast.walk(d) if isinstance(n, (ast.Assign, ast.NamedExpr)) and own(n.value)
+               for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)}
+
+    def held(e: ast.AST) -> bool:  # (the field, or a local bound to it: `lens = self.seq_lens; lens += n`, AM)
+        return own(e) or isinstance(e, ast.Name) and e.id in aliases
+
     for n in ast.walk(d):
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and own(n.func.value) \
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and held(n.func.value) \
                 and n.func.attr.endswith("_") and not n.func.attr.endswith("__"):
             return True
+        if isinstance(n, ast.Call) and any(k.arg == "out" and held(k.value) for k in n.keywords):
+            return True  # (`torch.add(self.seq_lens, n, out=self.seq_lens)`: round AM)
         targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AugAssign) else []
-        if any(isinstance(t, ast.Subscript) and own(t.value) for t in _flatten(targets)):
+        if any(isinstance(t, ast.Subscript) and held(t.value) or isinstance(n, ast.AugAssign) and held(t)
+               for t in _flatten(targets)):
             return True
     return False
 
