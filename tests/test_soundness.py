@@ -5492,33 +5492,14 @@ def test_round_am_sentinel_forms_of_the_indices(tmp_path, value, fixable):
     assert (site.status is Status.FIXABLE) is fixable, site.reason
 
 
-_WARM_AL = '''"""A fork's backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk."""
-from dataclasses import dataclass
-
-import torch
-from sgl_kernel.flash_mla import flash_mla_sparse_fwd
-
-
-@dataclass
-class DSAMetadata:
-    dsa_cache_seqlens_int32: torch.Tensor
-
-
-class Backend:
-    def __init__(self, dsa_index_topk):
-        self.dsa_index_topk = dsa_index_topk
-        self.forward_metadata = None
-
-    def warmup(self, warm):
-        self.forward_metadata = DSAMetadata(warm.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))
-
-    def init_forward_metadata(self, forward_batch):
-{plan}
-
-    def forward(self, q, kv, topk_indices, sm_scale):
-        metadata = self.forward_metadata
-        return flash_mla_sparse_fwd(q=q, kv=kv, indices=topk_indices, sm_scale=sm_scale)[0]
-'''
+_WARM_AL = _STATIC_AI.replace(  # (a record made by a warm-up hook; `{plan}` is the planner's body, indented)
+    "warm, parent=None):\n        self.dsa_index_topk = dsa_index_topk\n        {init}\n",
+    "):\n        self.dsa_index_topk = dsa_index_topk\n        self.forward_metadata = None\n").replace(
+    "    def _refresh(self, forward_batch):\n        self.forward_metadata.dsa_cache_seqlens_int32.copy_(\n"
+    "            forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))\n",
+    "    def warmup(self, warm):\n"
+    "        self.forward_metadata = DSAMetadata(warm.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))\n").replace(
+    "        {plan}\n", "{plan}\n")
 _REFRESH_AL = "self.forward_metadata.dsa_cache_seqlens_int32.copy_(forward_batch.seq_lens.clamp(max=self.dsa_index_topk).int())"
 
 
@@ -5674,4 +5655,25 @@ def test_round_am_a_kernel_package_the_packaging_maps(tmp_path, packaging, fixab
     for rel, text in {"requirements.txt": "sglang-kernel==0.4.6\n", **packaging}.items():
         (tmp_path / rel).write_text(text)
     site = _site(tmp_path, HANDED_INDICES)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("plan, fixable", [
+    # round AM (m1): the lengths read back off an object kept on self (the last plan, a plan cache's hit) are another
+    # step's; a record's own field copied back into itself (sglang's graph record) is its own
+    ("        prev = self.forward_metadata\n        lens = prev.dsa_cache_seqlens_int32 if prev is not None else "
+     "forward_batch.seq_lens.clamp(max=self.dsa_index_topk).int()\n"
+     "        self.forward_metadata = DSAMetadata(lens)", False),
+    ("        hit = self._plans.get(forward_batch.batch_size)\n        lens = hit.dsa_cache_seqlens_int32 if hit else "
+     "forward_batch.seq_lens.clamp(max=self.dsa_index_topk).int()\n"
+     "        self.forward_metadata = DSAMetadata(dsa_cache_seqlens_int32=lens)", False),
+    ("        self.forward_metadata = DSAMetadata(dsa_cache_seqlens_int32=forward_batch.seq_lens.clamp("
+     "max=self.dsa_index_topk).int())\n        md = self.forward_metadata\n"
+     "        md.dsa_cache_seqlens_int32.copy_(md.dsa_cache_seqlens_int32)", True)])
+def test_round_am_the_lengths_read_back_off_a_kept_object(tmp_path, plan, fixable):
+    src = _WARM_AL.replace("    def warmup(self, warm):\n        self.forward_metadata = DSAMetadata(warm.seq_lens.clamp("
+                           "max=self.dsa_index_topk).to(torch.int32))\n\n", "").replace(
+        "        self.forward_metadata = None\n", "        self.forward_metadata = None\n        self._plans = dict()\n"
+    ).format(plan=plan)
+    site = _site(tmp_path, src, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason

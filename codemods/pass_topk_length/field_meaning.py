@@ -514,14 +514,18 @@ class FieldMeaning:
         top-k width (CLIPS); the first write not proven so, or None."""
         def build() -> Optional[str]:
             for arg in self.find(cst.Arg, lambda a: a.keyword is not None and a.keyword.value == field_name):
-                if not self._clipped(arg.value, set()):
+                if not self._clipped(arg.value, set(), None, "" if self._handed_to_a_making(arg) else "*"):
                     return self._unclipped(field_name, arg, arg.value)
             for target in self.attribute_assigns(field_name):
                 stmt = next((a for a in self.tree.ancestors(target) if isinstance(a, cst.Assign)), None)
                 if stmt is not None and not self._clipped(stmt.value, set()):
                     return self._unclipped(field_name, target, stmt.value)
             for call in filter(lambda c: c.args, self._field_copies(field_name)):
-                if not self._clipped(call.args[0].value, set()):
+                field = call.func.value
+                while isinstance(field, cst.Subscript):  # (`x.field[:n].copy_(...)`: x's field)
+                    field = field.value
+                owner = field.value if isinstance(field, cst.Attribute) else None
+                if not self._clipped(call.args[0].value, set(), None, _code(owner).strip() if owner is not None else ""):
                     return self._unclipped(field_name, call, call.args[0].value)
             for target in self.find(cst.AssignTarget, lambda t: _sliced_field(t.target, field_name)):
                 stmt = self.tree.parent.get(target)
@@ -623,7 +627,7 @@ class FieldMeaning:
                 f"and is read as the indices' width only where every value the project gives it is {field_writes.PLAIN_VALUES}"
                 ) if found else ""
 
-    def _clipped(self, e: cst.BaseExpression, seen: set, env: Optional[tuple] = None) -> bool:
+    def _clipped(self, e: cst.BaseExpression, seen: set, env: Optional[tuple] = None, into: str = "") -> bool:
         """Is `e` the seqlens clipped to the top-k width, on every binding it can come from? `env`: while
         reading the returns of a function of this module, (its parameters -> the call's arguments, the
         caller's env)."""
@@ -647,7 +651,7 @@ class FieldMeaning:
                 args.update(zip(params, positional))
                 args.update({a.keyword.value: a.value for a in e.args if a.keyword})
                 returns = [r.value for r in _own_returns(local[0])]
-                return bool(returns) and all(r is not None and self._clipped(r, seen, (args, env)) for r in returns)
+                return bool(returns) and all(r is not None and self._clipped(r, seen, (args, env), into) for r in returns)
             if local:
                 return False
             if name in CLIPS and not self._engines_clip(func, name):
@@ -656,23 +660,27 @@ class FieldMeaning:
                 return _clips_to_width(_ast_of(e), self._resolver(env, e))
             if name in CLIP_KEEPING:  # pad_dsa_cache_seqlens(forward_batch, seqlens): pads clipped seqlens
                 return len(positional) >= 2 and self._engines_clip(func, name) \
-                    and all(self._clipped(v, seen, env) for v in positional[1:])
+                    and all(self._clipped(v, seen, env, into) for v in positional[1:])
             if name in ("cat", "concat") and positional and isinstance(positional[0], (cst.List, cst.Tuple)):
                 parts = [el.value for el in positional[0].elements]  # the rows, then rows of length 0 (padding)
-                return bool(parts) and self._every_row(parts[0]) and self._clipped(parts[0], seen, env) \
+                return bool(parts) and self._every_row(parts[0]) and self._clipped(parts[0], seen, env, into) \
                     and all(map(_zero_rows, parts[1:]))  # (a prefix of the rows, then zeros: real rows get 0, round R)
             if method and name in _CONVERSIONS and _keeps_values(_ast_of(e)):
-                return self._clipped(func.value, seen, env)
+                return self._clipped(func.value, seen, env, into)
             return False
         if isinstance(e, cst.Subscript):  # the first rows, in order
-            return _prefix_slice(_ast_of(e).slice) and self._clipped(e.value, seen, env)
+            return _prefix_slice(_ast_of(e).slice) and self._clipped(e.value, seen, env, into)
         if isinstance(e, cst.Attribute):  # another read of the clipped field, off an object of this step
             receiver = e.value
             while isinstance(receiver, cst.Name) and env is not None and env[0].get(receiver.value) is not None:
                 receiver, env = env[0][receiver.value], env[1]  # a parameter: the object its call hands it
-            return e.attr.value in CLIPPED_FIELDS and not _kept(_ast_of(receiver))
+            return e.attr.value in CLIPPED_FIELDS and not _kept(_ast_of(receiver)) and not (
+                isinstance(receiver, cst.Name) and (_code(receiver).strip() != into or env is not None) and into != "*"
+                and self._read_off_self(receiver))
+            # (a local bound to an object kept on self, an earlier step's record or another backend's, is another
+            # object's field unless it is the one written: sglang copies its graph record's own field back, AM)
         if isinstance(e, cst.IfExp):
-            return self._clipped(e.body, seen, env) and self._clipped(e.orelse, seen, env)
+            return self._clipped(e.body, seen, env, into) and self._clipped(e.orelse, seen, env, into)
         if isinstance(e, cst.Name):
             if e.value == "None":
                 return True  # no lengths: the kernel scans the full width
@@ -683,16 +691,33 @@ class FieldMeaning:
                 if isinstance(getattr(a, "node", None), cst.Param):
                     if env is None or env[0].get(e.value) is None:
                         return False  # the caller's value: not known here
-                    if not self._clipped(env[0][e.value], seen, env[1]):
+                    if not self._clipped(env[0][e.value], seen, env[1], into):
                         return False
                     continue
                 if id(a) in seen:
                     continue  # `x = pad(fb, x)`: the other bindings of x decide
                 seen.add(id(a))
                 stmt = self.tree.assignment_statement(a)
-                if stmt is None or not self._clipped(stmt.value, seen, env) or self._written_after(a, e.value, seen, env):
+                if stmt is None or not self._clipped(stmt.value, seen, env, into) or self._written_after(a, e.value, seen, env):
                     return False
             return True
+        return False
+
+    def _handed_to_a_making(self, arg: cst.Arg) -> bool:
+        """Is the keyword handed to a class's making (`DSAMetadata(field=...)`, `dataclasses.replace(md, field=...)`),
+        not to a function writing into what it is handed (`fused_dsa_decode_metadata(dsa_cache_seqlens=md.field)`,
+        sglang 0.5.16's output buffer: any object's field is read there as before round AM)?"""
+        call = self.tree.parent.get(arg)
+        name = (get_full_name_for_node(call.func) or "").rsplit(".", 1)[-1] if isinstance(call, cst.Call) else ""
+        return name[:1].isupper() or name == "replace"
+
+    def _read_off_self(self, name: cst.Name) -> bool:
+        """Is the local bound, in any of its assignments, to an object read off self (`prev = self.forward_metadata`,
+        `hit = self._cache.get(key)`, either branch of a conditional)?"""
+        for a in self.tree.binding(name, name.value).assignments:
+            value = getattr(self.tree.assignment_statement(a), "value", None)
+            if value is not None and any(_rooted_at_self(v) for v in _alternatives(_ast_of(value))):
+                return True
         return False
 
     def _every_row(self, e: cst.BaseExpression, depth: int = 0) -> bool:
@@ -1070,6 +1095,13 @@ def _kept_object(name: ast.Name, resolve: Optional[Resolve], depth: int = 0) -> 
     return False
 
 
+def _rooted_at_self(v: Optional[ast.AST]) -> bool:
+    """Is `v` read off self through attributes, items and calls (`self._plans.get(key)`, `self.target.metadata`)?"""
+    while isinstance(v, (ast.Attribute, ast.Subscript, ast.Call)):
+        v = v.func if isinstance(v, ast.Call) else v.value
+    return isinstance(v, ast.Name) and v.id == "self"
+
+
 def _alternatives(v: Optional[ast.AST]) -> List[Optional[ast.AST]]:
     """The values an expression may take as it is: each branch of a conditional, each operand of `or`/`and`."""
     if isinstance(v, ast.IfExp):
@@ -1254,7 +1286,8 @@ def _clips_to_width(e: ast.Call, resolve: Optional[Resolve] = None) -> bool:
     return bound is not None and _is_width(bound, resolve) and _plain_lengths(operand, resolve)
 
 
-def _clipped_elsewhere(f, e, depth: int, env: Optional[dict] = None, seen: Optional[set] = None) -> bool:
+def _clipped_elsewhere(f, e, depth: int, env: Optional[dict] = None, seen: Optional[set] = None,
+                       into: str = "") -> bool:
     """`FieldMeaning._clipped` for a value another file of the project gives the field (CPython's ast, read
     by reach.py): the engine's clip, a clamp with an upper bound, a minimum, zeros, a read of
     the clipped field, a top-level function of that file whose every return is such (its parameters are
@@ -1282,7 +1315,7 @@ def _clipped_elsewhere(f, e, depth: int, env: Optional[dict] = None, seen: Optio
             caller = (env or {}).copy()
             bound = {p: (v, caller) for p, v in args.items()}
             returns = [r.value for r in ast.walk(local[0]) if isinstance(r, ast.Return)]
-            return bool(returns) and all(r is not None and _clipped_elsewhere(f, r, depth + 1, bound, seen) for r in returns)
+            return bool(returns) and all(r is not None and _clipped_elsewhere(f, r, depth + 1, bound, seen, into) for r in returns)
         if local:
             return False
         if (name in CLIPS or name in CLIP_KEEPING) and not (isinstance(func, ast.Name) and (
@@ -1292,30 +1325,33 @@ def _clipped_elsewhere(f, e, depth: int, env: Optional[dict] = None, seen: Optio
         if name in CLIPS or name in CLAMPS:
             return _clips_to_width(e, _file_resolver(f, env))
         if name in CLIP_KEEPING:
-            return len(positional) >= 2 and all(_clipped_elsewhere(f, v, depth + 1, env, seen) for v in positional[1:])
+            return len(positional) >= 2 and all(_clipped_elsewhere(f, v, depth + 1, env, seen, into) for v in positional[1:])
         if name in ("cat", "concat") and positional and isinstance(positional[0], (ast.List, ast.Tuple)):
             parts = positional[0].elts  # the rows, then rows of length 0 (padding); not a prefix of them (round R)
             return bool(parts) and not isinstance(parts[0], ast.Subscript) \
-                and _clipped_elsewhere(f, parts[0], depth + 1, env, seen) and all(
+                and _clipped_elsewhere(f, parts[0], depth + 1, env, seen, into) and all(
                 isinstance(p, ast.Call) and _unparse_name(p.func) in ("zeros", "new_zeros", "zeros_like")
                 for p in parts[1:])
         if method and name in _CONVERSIONS and _keeps_values(e):
-            return _clipped_elsewhere(f, func.value, depth + 1, env, seen)
+            return _clipped_elsewhere(f, func.value, depth + 1, env, seen, into)
         return False
     if isinstance(e, ast.Subscript):  # the first rows, in order
-        return _prefix_slice(e.slice) and _clipped_elsewhere(f, e.value, depth + 1, env, seen)
+        return _prefix_slice(e.slice) and _clipped_elsewhere(f, e.value, depth + 1, env, seen, into)
     if isinstance(e, ast.Attribute):  # another read of the clipped field, off an object of this step
         receiver = e.value
         while isinstance(receiver, ast.Name) and env is not None and env.get(receiver.id) is not None \
                 and env[receiver.id][0] is not None:
             receiver, env = env[receiver.id][0], env[receiver.id][1] or None  # a parameter: what its call hands it
-        return e.attr in CLIPPED_FIELDS and not _kept(receiver)
+        return e.attr in CLIPPED_FIELDS and not _kept(receiver) and not (
+            isinstance(receiver, ast.Name) and (receiver.id != into or env is not None) and into != "*" and any(
+                _rooted_at_self(a) for v in reach.local_value(f, receiver) or () for a in _alternatives(v)))
+        # (a local bound to an object kept on self: an earlier step's record, round AM)
     if isinstance(e, ast.IfExp):
-        return _clipped_elsewhere(f, e.body, depth + 1, env, seen) and _clipped_elsewhere(f, e.orelse, depth + 1, env, seen)
+        return _clipped_elsewhere(f, e.body, depth + 1, env, seen, into) and _clipped_elsewhere(f, e.orelse, depth + 1, env, seen, into)
     if isinstance(e, ast.Name):
         if env is not None and e.id in env:  # a parameter of the function being read: the call's argument
             value, outer = env[e.id]
-            return value is not None and _clipped_elsewhere(f, value, depth + 1, outer or None, seen)
+            return value is not None and _clipped_elsewhere(f, value, depth + 1, outer or None, seen, into)
         values = reach.local_value(f, e)
         if values is None:
             return False
@@ -1327,7 +1363,7 @@ def _clipped_elsewhere(f, e, depth: int, env: Optional[dict] = None, seen: Optio
             return True  # met again while its own bindings are read: the others decide (each step a conjunction)
         seen.add(key)
         try:
-            return all(_clipped_elsewhere(f, v, depth + 1, env, seen) for v in values)
+            return all(_clipped_elsewhere(f, v, depth + 1, env, seen, into) for v in values)
         finally:
             seen.discard(key)
     return False

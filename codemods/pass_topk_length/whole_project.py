@@ -184,7 +184,8 @@ class WholeProject:
                     return (f"{proj.rel(f.path)}:{getattr(node, 'lineno', 0)} changes `{field_name}` in place "
                             f"(`{reach._unparse(node)[:80]}`): the lengths it leaves are not provably the seqlens "
                             f"clipped to the top-k width ({CLIP_HOW}); pass topk_length by hand")
-                if not _clipped_elsewhere(f, value, 0) and not _recast_while_made(f, value, field_name):
+                if not _clipped_elsewhere(f, value, 0, into=_copied_into(f, node)) \
+                        and not _recast_while_made(f, value, field_name):
                     return (f"{proj.rel(f.path)}:{getattr(node, 'lineno', 0)} sets `{field_name}` from "
                             f"`{reach._unparse(value)[:80]}`, not provably the seqlens clipped to the top-k width "
                             f"({CLIP_HOW}); clip it, or pass topk_length by hand")
@@ -226,7 +227,7 @@ class WholeProject:
             for f, node, value in reach.field_writes(proj, field_name, proj.checked_file(self.source)):
                 if home and proj.rel(f.path).endswith(home) or value is None and isinstance(node, ast.Constant):
                     continue
-                if value is None or not _clipped_elsewhere(f, value, 0):
+                if value is None or not _clipped_elsewhere(f, value, 0, into=_copied_into(f, node)):
                     return (f"{proj.rel(f.path)}:{getattr(node, 'lineno', 0)} gives `{field_name}` "
                             f"`{reach._unparse(value if value is not None else node)[:80]}`, not provably the seqlens "
                             f"clipped to the top-k width ({CLIP_HOW}), and this module reads `{field_name}` as the "
@@ -647,3 +648,18 @@ def _unpacked(stmt: Optional[cst.CSTNode], name: str) -> Optional[cst.BaseExpres
         return value.elements[names.index(name)].value if name in names and len(names) == len(value.elements) \
             and not any(isinstance(el, cst.StarredElement) for el in value.elements) else None
     return value
+
+
+def _copied_into(f, node: ast.AST) -> str:
+    """The object whose field a `x.field.copy_(...)` (`x.field[:n].copy_(...)`) writes, spelled (`x`); "*" for a
+    keyword handed to a function (an output buffer: field_meaning.FieldMeaning._handed_to_a_making); else ""."""
+    keyword = f.parents.get(id(node))
+    call = f.parents.get(id(keyword)) if isinstance(keyword, ast.keyword) else None
+    callee = reach._unparse(call.func).rsplit(".", 1)[-1] if isinstance(call, ast.Call) else ""
+    if callee and not callee[:1].isupper() and callee != "replace":
+        return "*"
+    field = node.func.value if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+        and node.func.attr == "copy_" else None
+    while isinstance(field, ast.Subscript):
+        field = field.value
+    return reach._unparse(field.value) if isinstance(field, ast.Attribute) else ""
