@@ -5677,3 +5677,18 @@ def test_round_am_the_lengths_read_back_off_a_kept_object(tmp_path, plan, fixabl
     ).format(plan=plan)
     site = _site(tmp_path, src, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("base, fixable", [
+    # round AM: a layer's `forward` handing the rows on is called by torch as `layer(...)`, a name no file spells:
+    # its callers are not seen (a class of no base is called by its name only)
+    ("(nn.Module)", False),
+    ("", True)])
+def test_round_am_a_layers_forward_handing_the_rows_on(tmp_path, base, fixable):
+    (tmp_path / "layer.py").write_text(f"from torch import nn\n\n\nclass Layer{base}:\n    def __init__(self, backend):\n"
+                                       "        super().__init__()\n        self.backend = backend\n\n"
+                                       "    def forward(self, q, kv, topk, scale):\n"
+                                       "        return self.backend.attend(q, kv, topk, scale)\n")
+    site = _site(tmp_path, HANDED_INDICES.replace("def forward(self, q, kv, topk_indices", "def attend(self, q, kv, "
+                                                  "topk_indices"), kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

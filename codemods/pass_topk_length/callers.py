@@ -3,7 +3,8 @@ metadata), in any file of the project and on any receiver that may be an instanc
 that caller was handed itself, unchanged: its own parameters (or an attribute of one), neither bound again nor
 written nor handed to another call first. A model layer that sorts its tokens, a subclass's new method calling
 `super().forward(q[order], ...)` or an async step between (round J1) are refused; the callers' own callers are
-not read, but what wraps a caller is (its decorators, its class's, a module's pre-hooks: rounds AE, AG). The engine's own dispatch (`AttentionBackend.forward`) is read as
+read where a caller of another name hands on what it was handed (round AM), and what wraps a caller is (its
+decorators, its class's, a module's pre-hooks: rounds AE, AG). The engine's own dispatch (`AttentionBackend.forward`) is read as
 any caller is: a fork's copy of it may sort the rows (round P)."""
 from __future__ import annotations
 
@@ -67,7 +68,8 @@ def unchanged_callers(proj, name: str, wanted: Wanted, mine: Optional[Set[Tuple[
     """The first call of `name` in another file (a function whose parameters `wanted` the rows or indices come
     from) that may hand them something other than what its own caller was handed, or None. `mine`: for a method, the classes whose
     `self` may be an instance of its class (reach.Project.instance_classes); `self.name(...)` in any other class
-    calls another class's method of that name. The callers' own callers are not read (docs/soundness.md)."""
+    calls another class's method of that name. A caller of another name handing on what it was handed is read up
+    the project through its own callers (`outer`: _outer_callers, round AM)."""
     aliases = {a for f in proj.files_naming([name]) for a in _imported_as(f.tree, name)}  # (a package re-exports it:
     spelled = {name} | aliases  # `from backend import attend as sparse_attention` in ops/__init__.py, round T)
     for f in proj.files_naming(sorted(spelled)):  # (the module's own calls: WholeProject._module_callers)
@@ -306,9 +308,12 @@ def _outer_callers(at_call: "At", fname: str, sources: List[ast.AST], depth: int
     roots = set(read)
     if not roots:
         return None
-    if fn.name.startswith("__") and fn.name.endswith("__"):
-        return at(f"`{fn.name}` hands `{fname}` what it is handed, and Python calls `{fn.name}` implicitly: its "
-                  "callers are not seen, so what they hand is not traced")
+    cls = f.parents.get(id(fn))
+    if fn.name.startswith("__") and fn.name.endswith("__") or fn.name == "forward" and isinstance(cls, ast.ClassDef) \
+            and any(reach._unparse(b) != "object" for b in cls.bases):
+        return at(f"`{fn.name}` hands `{fname}` what it is handed, and Python or torch may call `{fn.name}` without "
+                  "spelling its name (`obj(...)`, an `nn.Module`'s `module(...)`): its callers are not seen, so what "
+                  "they hand is not traced")
     if depth >= _OUTER_DEPTH:
         return at(f"`{fn.name}` hands `{fname}` what it is handed, {depth + 1} calls from the kernel's rows: the "
                   "callers past that are not read")
