@@ -1647,6 +1647,16 @@ class Backend:
 _CLIP = "seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32)"
 
 
+def _graph_site(tmp_path, capture: str, replay: str, methods: str = ""):
+    """The one site of GRAPH_PER_CAPTURE with these capture and replay bodies (`methods` added before `forward`), in a
+    project pinning a kernel that takes topk_length."""
+    src = GRAPH_PER_CAPTURE.replace("{capture}", "        " + capture).replace("{replay}", "        " + replay)
+    src = src.replace("\n    def forward(", methods + "\n    def forward(")
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py")).sites
+    return site
+
+
 @pytest.mark.parametrize("capture, replay, fixable", [
     # each capture a new object in the holder, the replay writes the holder's: only the last graph's is updated
     (f"self.forward_metadata = DSAMetadata(dsa_cache_seqlens_int32={_CLIP})",
@@ -1660,9 +1670,7 @@ _CLIP = "seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32)"
      True)])
 def test_a_replay_through_the_holder_reaches_only_the_last_captures_object(tmp_path, capture, replay, fixable):
     """Round T's u_graph_replay_updates_last_captured_holder."""
-    src = GRAPH_PER_CAPTURE.replace("{capture}", "        " + capture).replace("{replay}", "        " + replay)
-    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
-    (site,) = migrate_source(src, str(tmp_path / "backend.py")).sites
+    site = _graph_site(tmp_path, capture, replay)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
     assert fixable or "stores a new metadata object in the holder at each capture" in site.reason
 
@@ -1885,9 +1893,7 @@ def test_a_caller_writing_a_sibling_of_the_indices_in_place_is_seen(tmp_path, wr
      f"step = DSAMetadata(dsa_cache_seqlens_int32={_CLIP})\n        step.dsa_cache_seqlens_int32.copy_("
      "self.graph_metadata[bs].dsa_cache_seqlens_int32)\n        self.forward_metadata = self.graph_metadata[bs]", False)])
 def test_a_replay_writes_the_field_of_a_captured_object(tmp_path, capture, replay, fixable):
-    src = GRAPH_PER_CAPTURE.replace("{capture}", "        " + capture).replace("{replay}", "        " + replay)
-    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
-    (site,) = migrate_source(src, str(tmp_path / "backend.py")).sites
+    site = _graph_site(tmp_path, capture, replay)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
 
 
@@ -5084,9 +5090,7 @@ _AI_CAPTURE = f"md = DSAMetadata(dsa_cache_seqlens_int32={_CLIP})\n        self.
     # that one's capture-time lengths
     (f"md = self.graph_metadata[bs]\n        md.dsa_cache_seqlens_int32.copy_({_CLIP})", False)])
 def test_round_ai_a_replay_gives_the_holder_the_record_it_refreshes(tmp_path, replay, fixable):
-    src = GRAPH_PER_CAPTURE.replace("{capture}", "        " + _AI_CAPTURE).replace("{replay}", "        " + replay)
-    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
-    (site,) = migrate_source(src, str(tmp_path / "backend.py")).sites
+    site = _graph_site(tmp_path, _AI_CAPTURE, replay)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
 
 
@@ -5433,9 +5437,7 @@ def test_round_al_an_eager_planner_refreshes_the_whole_static_record(tmp_path, p
     (f"self.graph_metadata[bs].dsa_cache_seqlens_int32.copy_({_CLIP})\n"
      "        self.forward_metadata = self.graph_metadata[bs]", True)])
 def test_round_al_one_spelling_two_records(tmp_path, replay, fixable):
-    src = GRAPH_PER_CAPTURE.replace("{capture}", "        " + _AI_CAPTURE).replace("{replay}", "        " + replay)
-    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
-    (site,) = migrate_source(src, str(tmp_path / "backend.py")).sites
+    site = _graph_site(tmp_path, _AI_CAPTURE, replay)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
 
 
@@ -5542,10 +5544,7 @@ _HELPER_AL = "\n    def _refresh(self, key, seq_lens):\n        md = self.graph_
     ("self._refresh(bs, seq_lens)\n        self.forward_metadata = self._record(bs)", True),
     ("self._refresh(bs, seq_lens)\n        self.forward_metadata = self.graph_metadata[bs]", True)])
 def test_round_al_a_replay_helper_refreshes_the_record_the_holder_gets(tmp_path, replay, fixable):
-    src = GRAPH_PER_CAPTURE.replace("{capture}", "        " + _AI_CAPTURE).replace("{replay}", "        " + replay)
-    src = src.replace("\n    def forward(", _HELPER_AL + "\n    def forward(")
-    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
-    (site,) = migrate_source(src, str(tmp_path / "backend.py")).sites
+    site = _graph_site(tmp_path, _AI_CAPTURE, replay, _HELPER_AL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
 
 
@@ -5559,11 +5558,8 @@ def test_round_al_a_replay_helper_refreshes_the_record_the_holder_gets(tmp_path,
 def test_round_am_a_key_read_through_a_property(tmp_path, replay, fixable):
     capture = f"self._enter(bs)\n        md = DSAMetadata(dsa_cache_seqlens_int32={_CLIP})\n" \
         "        self.graph_metadata[self.key] = md\n        self.forward_metadata = md"
-    src = GRAPH_PER_CAPTURE.replace("{capture}", "        " + capture).replace("{replay}", "        " + replay)
-    src = src.replace("\n    def forward(", "\n    @property\n    def key(self):\n        return self._bs\n\n"
-                      "    def _enter(self, bs):\n        self._bs = bs\n\n    def forward(")
-    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
-    (site,) = migrate_source(src, str(tmp_path / "backend.py")).sites
+    site = _graph_site(tmp_path, capture, replay, "\n    @property\n    def key(self):\n        return self._bs\n\n"
+                       "    def _enter(self, bs):\n        self._bs = bs\n")
     assert (site.status is Status.FIXABLE) is fixable, site.reason
 
 

@@ -11,7 +11,6 @@ the same side of the first release that has the parameter.
 from __future__ import annotations
 
 import ast
-import configparser
 import functools
 import importlib.util
 import json
@@ -405,8 +404,8 @@ def pyproject_pins(text: str, rel: str) -> List[Pin]:
 _CFG_OPTION = re.compile(r"(?P<option>[^=:]*)(?P<vi>[=:])\s*(?P<value>.*)$")
 
 
-def setup_cfg_pins(text: str, rel: str) -> List[Pin]:
-    """[options] install_requires and [options.extras_require]."""
+def _setup_cfg(text: str):
+    """The setup.cfg parsed (its option lines read by _CFG_OPTION), or None where configparser refuses it."""
     import configparser  # noqa: PLC0415 - on demand: configparser only for a setup.cfg
 
     cfg = configparser.ConfigParser(interpolation=None)
@@ -414,6 +413,14 @@ def setup_cfg_pins(text: str, rel: str) -> List[Pin]:
     try:
         cfg.read_string(text)
     except configparser.Error:
+        return None
+    return cfg
+
+
+def setup_cfg_pins(text: str, rel: str) -> List[Pin]:
+    """[options] install_requires and [options.extras_require]."""
+    cfg = _setup_cfg(text)
+    if cfg is None:
         return []
     lines = lambda v: [s.split(";", 1)[0].strip() if s.strip().startswith(";") else s.strip() for s in v.splitlines()]
     pins = [_requirement(r, rel) for r in lines(cfg.get("options", "install_requires", fallback="")) if r]
@@ -1925,11 +1932,12 @@ def _merge(found: List[Interface], param: str) -> Optional[Interface]:
     return named[0]
 
 
+@per_run
 def packaged_elsewhere(root: str, package: str) -> Optional[str]:
     """The packaging file of the project at `root` that installs `package` (a kernel's top-level module) from a folder
     of its own (setup.py's or setup.cfg's `package_dir`, pyproject's `[tool.setuptools.package-dir]`: a vendored
     build mapped over the pinned wheel's, round AM), as `file: mapping`; None where none does (read bounded, never
-    run)."""
+    run; once per run and project)."""
     for name, mapping in _package_dirs(root):
         for key, folder in mapping.items():
             if key == package or key.startswith(package + "."):
@@ -1961,10 +1969,8 @@ def _package_dirs(root: str) -> Iterable[Tuple[str, Dict[str, str]]]:
     if isinstance(dirs, dict):
         yield "pyproject.toml", {str(k): str(v) for k, v in dirs.items()}
     text = read_project_file(os.path.join(root, "setup.cfg"))
-    parser = configparser.ConfigParser(interpolation=None)
-    try:
-        parser.read_string(text or "")
-    except configparser.Error:
+    parser = _setup_cfg(text) if text else None
+    if parser is None:
         return
     if parser.has_section("options.package_dir"):
         yield "setup.cfg", {k: v for k, v in parser.items("options.package_dir") if k != "__name__"}

@@ -708,8 +708,7 @@ class FieldMeaning:
         not to a function writing into what it is handed (`fused_dsa_decode_metadata(dsa_cache_seqlens=md.field)`,
         sglang 0.5.16's output buffer: any object's field is read there as before round AM)?"""
         call = self.tree.parent.get(arg)
-        name = (get_full_name_for_node(call.func) or "").rsplit(".", 1)[-1] if isinstance(call, cst.Call) else ""
-        return name[:1].isupper() or name == "replace"
+        return isinstance(call, cst.Call) and makes_a_record((get_full_name_for_node(call.func) or "").rsplit(".", 1)[-1])
 
     def _read_off_self(self, name: cst.Name) -> bool:
         """Is the local bound, in any of its assignments, to an object read off self (`prev = self.forward_metadata`,
@@ -1095,6 +1094,12 @@ def _kept_object(name: ast.Name, resolve: Optional[Resolve], depth: int = 0) -> 
     return False
 
 
+def makes_a_record(callee: str) -> bool:
+    """Does a call of this last name make an object (a class, `dataclasses.replace`), rather than hand what it is given
+    to a function that may write into it (an output buffer)?"""
+    return callee[:1].isupper() or callee == "replace"
+
+
 def _rooted_at_self(v: Optional[ast.AST]) -> bool:
     """Is `v` read off self through attributes, items and calls (`self._plans.get(key)`, `self.target.metadata`)?"""
     while isinstance(v, (ast.Attribute, ast.Subscript, ast.Call)):
@@ -1116,13 +1121,12 @@ def _made_with_computed(v: Optional[ast.AST], resolve: Optional[Resolve]) -> boo
     fields are what that code computes: round AM's function-built views)?"""
     if not isinstance(v, ast.Call):
         return False
-    if any(k.arg is None and reach._builds_computed(k.value) for k in v.keywords):
+    if reach.hands_computed_mapping(v):
         return True
     if not isinstance(v.func, ast.Name) or resolve is None:
         return False
     kind, returns = resolve(v.func)
-    return kind == "getter" and any(isinstance(r, ast.Call) and any(
-        k.arg is None and reach._builds_computed(k.value) for k in r.keywords) for r, _ in returns or [])
+    return kind == "getter" and any(isinstance(r, ast.Call) and reach.hands_computed_mapping(r) for r, _ in returns or [])
 
 
 def _served(attr: str, resolve: Optional[Resolve]) -> bool:

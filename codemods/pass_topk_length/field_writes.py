@@ -466,7 +466,7 @@ def _served(e: ast.AST, t: _Tree, depth: int, kind: str = "") -> bool:
         return any(_served(v, t, depth + 1, kind) for v in _bound_values(e, t))
     if not isinstance(e, ast.Call):
         return False
-    if any(k.arg is None and reach._builds_computed(k.value) for k in e.keywords):
+    if reach.hands_computed_mapping(e):
         return True  # (`SimpleNamespace(**{k: min(v, cap) ...})`: any field it holds may be computed, round AM)
     func = e.func
     maker = _classes_named(func.value.id, t) if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \

@@ -47,6 +47,11 @@ def _reached_name(x: cst.CSTNode, holder: str) -> Optional[str]:
     return None
 
 
+def _per_step_hook(name: str) -> bool:
+    """A planner the engine calls each step (`init_forward_metadata*`), or a graph's capture or replay hook."""
+    return name.startswith("init_forward_metadata") or reach.graph_update(name) or reach.graph_builder(name)
+
+
 class _Rename(cst.CSTTransformer):
     """Variables (not attribute names, not keywords) of `names` replaced by the code given for them; any other
     variable, or one given none, is left and recorded in `missing`."""
@@ -305,15 +310,14 @@ class MetadataInScope:
         """Does what fdef gives the holder live across steps: fdef runs at start-up, or is neither a planner the
         engine calls each step (`init_forward_metadata*`), a graph's capture or replay hook (graph-replay reads
         those), nor a method one of them calls off self (a fork's `warmup` hook run once: round AL)?"""
-        return self._at_startup(fdef, 0) or not self._per_step(fdef, 0)
+        return self._at_startup(fdef, 0) or not self._run_from(fdef, _per_step_hook, 0)
 
-    def _per_step(self, fdef: cst.FunctionDef, depth: int) -> bool:
-        """Is fdef a planner the engine calls each step, a graph's hook, or a method one calls off self (3 deep)?"""
-        name = fdef.name.value
-        if name.startswith("init_forward_metadata") or reach.graph_update(name) or reach.graph_builder(name):
+    def _run_from(self, fdef: cst.FunctionDef, named, depth: int) -> bool:
+        """Is fdef a method whose name `named` accepts, or one such a method calls off self (3 deep)?"""
+        if named(fdef.name.value):
             return True
-        owners = self.index("self-method-callers", self._self_method_callers).get(name, [])
-        return depth < 3 and any(o is not fdef and self._per_step(o, depth + 1) for o in owners)
+        owners = self.index("self-method-callers", self._self_method_callers).get(fdef.name.value, [])
+        return depth < 3 and any(o is not fdef and self._run_from(o, named, depth + 1) for o in owners)
 
     def _self_method_callers(self) -> Dict[str, List[cst.FunctionDef]]:
         """Each method name -> the defs calling it off self (one walk of the module)."""
@@ -326,13 +330,9 @@ class MetadataInScope:
 
     def _at_startup(self, fdef: cst.FunctionDef, depth: int) -> bool:
         """Does fdef run when the backend is made: `__init__`, the engine's `init_cuda_graph_state`, or a method of the
-        class one of those calls off self (3 deep)?"""
-        name = fdef.name.value
-        if name in ("__init__", "init_cuda_graph_state"):
-            return True
-        owners = self.index("self-method-callers", self._self_method_callers).get(name, [])
-        return depth < 3 and any(o is not fdef and self._at_startup(o, depth + 1) for o in owners)
-        # (a helper start-up calls makes a record that lives across steps, whoever else calls it: a cache flush, AK)
+        class one of those calls off self (3 deep)? (A helper start-up calls makes a record that lives across steps,
+        whoever else calls it: a cache flush, AK.)"""
+        return self._run_from(fdef, lambda name: name in ("__init__", "init_cuda_graph_state"), depth)
 
     def _refreshed_anywhere(self, attr: str, field_name: str) -> bool:
         """Does any method of the module write `self.<attr>.<field>` in place?"""

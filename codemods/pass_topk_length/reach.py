@@ -3498,8 +3498,7 @@ def _outside_stores(f, attr: str, makings: bool = True) -> Iterable[ast.AST]:
         elif makings and isinstance(n, ast.Call) and (_unparse(n.func).rsplit(".", 1)[-1][:1].isupper() or _unparse(
                 n.func).endswith("SimpleNamespace")) and (any(k.arg == attr and not _plain_read(k.value)
                                                               for k in n.keywords)
-                                                          or any(k.arg is None and _builds_computed(k.value)
-                                                                 for k in n.keywords)):
+                                                          or hands_computed_mapping(n)):
             yield n
 
 
@@ -3619,8 +3618,7 @@ def _stores_any_computed(d: ast.AST) -> bool:
         if not isinstance(n, ast.Call):
             continue
         name = _unparse(n.func)
-        if isinstance(n.func, ast.Attribute) and n.func.attr in ("__init__", "__new__") and any(
-                k.arg is None and _builds_computed(k.value) for k in n.keywords):
+        if isinstance(n.func, ast.Attribute) and n.func.attr in ("__init__", "__new__") and hands_computed_mapping(n):
             return True
         if name in ("setattr", "object.__setattr__") and len(n.args) == 3 and _unparse(n.args[0]) == "self" \
                 and not isinstance(n.args[1], ast.Constant) and computed(n.args[2]):
@@ -3639,6 +3637,11 @@ def _instance_dict_item(t: ast.AST):
         return None
     key = t.slice
     return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else True
+
+
+def hands_computed_mapping(call: ast.Call) -> bool:
+    """Is the call handed `**` a mapping the code builds of computed values (`SimpleNamespace(**{k: v + n ...})`)?"""
+    return any(k.arg is None and _builds_computed(k.value) for k in call.keywords)
 
 
 def _builds_computed(v: ast.AST) -> bool:
