@@ -58,6 +58,7 @@ class Outer(NamedTuple):
     depth: int = 0
     fields: frozenset = frozenset()
     method: bool = False
+    mine: Optional[frozenset] = None  # (the traced method's classes, where its own callers are read: unchanged_callers)
 
 
 _TOP = Outer()  # (the traced function's own callers)
@@ -72,7 +73,13 @@ def unchanged_callers(proj, name: str, wanted: Wanted, mine: Optional[Set[Tuple[
     the project through its own callers (`outer`: _outer_callers, round AM)."""
     aliases = {a for f in proj.files_naming([name]) for a in _imported_as(f.tree, name)}  # (a package re-exports it:
     spelled = {name} | aliases  # `from backend import attend as sparse_attention` in ops/__init__.py, round T)
-    for f in proj.files_naming(sorted(spelled)):  # (the module's own calls: WholeProject._module_callers)
+    files = proj.files_naming(sorted(spelled))  # (the module's own calls: WholeProject._module_callers, but up the walk)
+    own = proj.own() if outer.depth else None
+    if own is not None and any(isinstance(n, (ast.Name, ast.Attribute)) for key in spelled for n in _spelling(proj, own).get(key, ())):
+        files = [*files, own]  # (a caller's caller in the module itself: round AN)
+    if outer.depth == 0 and mine is not None:
+        outer = outer._replace(mine=frozenset(mine))
+    for f in files:
         for node in ast.walk(f.tree):
             if outer.method and isinstance(node, ast.Name) and not isinstance(f.enclosing(node, _SCOPES), ast.ClassDef):
                 continue  # (a method is reached by a bare name only where some binding spells it: that one is read)
@@ -247,10 +254,10 @@ def _caller(proj, f, node: ast.AST, fname: str, want: Wanted,
         why = _handed_root(At(proj, f, fn, call), source, fname, {p for p, _, _ in want}) or _served(proj, source)
         if why:
             return at(f"`{reach._unparse(call)[:60]}` in `{fn.name}` {why}")
-    why = _sibling_written(proj, f, fn, call) or _awaits_before(f, fn, call)
+    why = _sibling_written(proj, f, fn, call, known=f is proj.own()) or _awaits_before(f, fn, call)
     if why:
         return at(f"`{reach._unparse(call)[:60]}` in `{fn.name}` {why}")
-    return _outer_callers(At(proj, f, fn, call), fname, sources, outer.depth)
+    return _outer_callers(At(proj, f, fn, call), fname, sources, outer.depth, outer.mine)
 
 
 def _sources(proj, f, call: ast.Call, want: Wanted, named: frozenset, fields: dict) -> List[ast.AST]:
@@ -292,29 +299,31 @@ def _record_fields(proj, f, call: ast.Call, attrs: frozenset) -> Optional[List[a
 
 
 # How many calls up the walk reads the callers of a caller that hands on what it was handed (round AM)
-_OUTER_DEPTH = 4
+OUTER_DEPTH = 4
 
 
-def _outer_callers(at_call: "At", fname: str, sources: List[ast.AST], depth: int) -> Optional[reach.Finding]:
+def _outer_callers(at_call: "At", fname: str, sources: List[ast.AST], depth: int,
+                   mine: Optional[frozenset] = None) -> Optional[reach.Finding]:
     """A caller of another name that hands on its own parameters (or attributes of them) is only as right as what
     its callers hand it: they are read by the same rules, up the project to a function no file calls (an entry
     point), the engine's dispatch, or an override of the traced name (whose callers are this walk's); a parameter
     no call hands runs with its default (round AM: a launcher's `step.indices` sorted by its own caller)."""
     proj, f, fn, call = at_call
-    if fn.name == fname or _entry(f, fn):
-        return None
+    cls = f.parents.get(id(fn))
+    if _entry(f, fn) or fn.name == fname and (mine is None or isinstance(cls, ast.ClassDef) and (f.path, cls.name) in mine):
+        return None  # (an override of the traced method: its callers are this walk's; another class's method of the
+        # name is not, round AN: a wrapper's own `forward` handing on to the backend's)
     at = lambda why: reach.Finding(proj.rel(f.path), getattr(call, "lineno", 0), why)  # noqa: E731
     read = _roots_read(sources)
     roots = set(read)
     if not roots:
         return None
-    cls = f.parents.get(id(fn))
     if fn.name.startswith("__") and fn.name.endswith("__") or fn.name == "forward" and isinstance(cls, ast.ClassDef) \
             and any(reach._unparse(b) != "object" for b in cls.bases):
         return at(f"`{fn.name}` hands `{fname}` what it is handed, and Python or torch may call `{fn.name}` without "
                   "spelling its name (`obj(...)`, an `nn.Module`'s `module(...)`): its callers are not seen, so what "
                   "they hand is not traced")
-    if depth >= _OUTER_DEPTH:
+    if depth >= OUTER_DEPTH:
         return at(f"`{fn.name}` hands `{fname}` what it is handed, {depth + 1} calls from the kernel's rows: the "
                   "callers past that are not read")
     a = fn.args
@@ -425,7 +434,7 @@ def _class_rewritten(proj, f, fn) -> Optional[str]:
     for dec in cls.decorator_list:
         func = dec.func if isinstance(dec, ast.Call) else dec
         name = reach._unparse(func)
-        if name.rsplit(".", 1)[-1] in reach.PLAIN_CLASS_DECORATORS or _library_value(f, func):
+        if name.rsplit(".", 1)[-1] in reach.PLAIN_CLASS_DECORATORS or _library_value(f, func, proj):
             continue
         defs = _project_functions(proj, f, func.id) if isinstance(func, ast.Name) else []
         if not defs or any(_sets_on_param(d) for _, d in defs):
@@ -526,7 +535,7 @@ def _decorated(proj, f, fn) -> Optional[str]:
         func = dec.func if isinstance(dec, ast.Call) else dec
         spelled = reach._unparse(func)
         if spelled in _PLAIN_DECORATORS or spelled.endswith((".setter", ".getter", ".deleter")) \
-                or _library_value(f, func):
+                or _library_value(f, func, proj):
             continue
         defs = _project_functions(proj, f, func.id) if isinstance(func, ast.Name) else [
             (g, d) for g, d, _ in _callee_defs(proj, f, ast.Call(func=func, args=[], keywords=[])) or ()]
@@ -1152,10 +1161,13 @@ def _runs_step(f, other: ast.Call, call: ast.Call) -> bool:
         v is lam for v in reach.local_value(f, other.func) or ())
 
 
-def _library_value(f, arg: ast.AST) -> bool:
-    """A name or attribute the file imports from outside the project (a library's function or module)."""
+def _library_value(f, arg: ast.AST, proj=None) -> bool:
+    """A name or attribute the file imports from outside the project (a library's function or module); given the
+    project, not a module whose name a file or folder of it bears (put on `sys.path` by the fork: round AN's
+    vendored decorator)."""
     module = f.module_of(arg) if isinstance(arg, (ast.Name, ast.Attribute)) else None
-    return module is not None and f._find(f.path, module.split(".")[0]) is None
+    top = module.split(".")[0] if module is not None else ""
+    return module is not None and f._find(f.path, top) is None and not (proj is not None and proj.defines_module(top))
 
 
 def _module_object(f, call: ast.Call, root: ast.AST) -> bool:

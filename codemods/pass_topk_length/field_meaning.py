@@ -676,7 +676,7 @@ class FieldMeaning:
                 receiver, env = env[0][receiver.value], env[1]  # a parameter: the object its call hands it
             return e.attr.value in CLIPPED_FIELDS and not _kept(_ast_of(receiver)) and not (
                 isinstance(receiver, cst.Name) and (_code(receiver).strip() != into or env is not None) and into != "*"
-                and self._read_off_self(receiver))
+                and self._read_off_self(receiver, record=CLIPPED_FIELDS[e.attr.value] == "the field itself"))
             # (a local bound to an object kept on self, an earlier step's record or another backend's, is another
             # object's field unless it is the one written: sglang copies its graph record's own field back, AM)
         if isinstance(e, cst.IfExp):
@@ -710,12 +710,20 @@ class FieldMeaning:
         call = self.tree.parent.get(arg)
         return isinstance(call, cst.Call) and makes_a_record((get_full_name_for_node(call.func) or "").rsplit(".", 1)[-1])
 
-    def _read_off_self(self, name: cst.Name) -> bool:
+    def _read_off_self(self, name: cst.Name, depth: int = 0, scope=None, record: bool = False) -> bool:
         """Is the local bound, in any of its assignments, to an object read off self (`prev = self.forward_metadata`,
-        `hit = self._cache.get(key)`, either branch of a conditional)?"""
-        for a in self.tree.binding(name, name.value).assignments:
+        `hit = self._cache.get(key)`, either branch of a conditional) or, for a record's own field (`record`), handed
+        to a planner or graph hook beside its batch (a draft planner handed the target's plan: another step's, AN),
+        directly or through a local? (A batch's field off a parameter is the step's: the engine's precomputed one.)"""
+        scope = scope or self.tree.scope_of.get(name)
+        for a in self.tree.binding_in(scope, name.value).assignments:
+            if record and isinstance(getattr(a, "node", None), cst.Param) and isinstance(
+                    getattr(a.scope, "node", None), cst.FunctionDef) and reach.per_step_hook(a.scope.node.name.value):
+                return True  # (a hook the engine calls with its batch: what else it is handed is not read)
             value = getattr(self.tree.assignment_statement(a), "value", None)
-            if value is not None and any(_rooted_at_self(v) for v in _alternatives(_ast_of(value))):
+            alternatives = _alternatives(_ast_of(value)) if value is not None else []
+            if any(_rooted_at_self(v) for v in alternatives) or depth < 4 and any(
+                    isinstance(v, ast.Name) and self._read_off_self(cst.Name(v.id), depth + 1, scope, record) for v in alternatives):
                 return True
         return False
 

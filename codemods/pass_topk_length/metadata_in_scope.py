@@ -47,10 +47,6 @@ def _reached_name(x: cst.CSTNode, holder: str) -> Optional[str]:
     return None
 
 
-def _per_step_hook(name: str) -> bool:
-    """A planner the engine calls each step (`init_forward_metadata*`), or a graph's capture or replay hook."""
-    return name.startswith("init_forward_metadata") or reach.graph_update(name) or reach.graph_builder(name)
-
 
 class _Rename(cst.CSTTransformer):
     """Variables (not attribute names, not keywords) of `names` replaced by the code given for them; any other
@@ -310,7 +306,7 @@ class MetadataInScope:
         """Does what fdef gives the holder live across steps: fdef runs at start-up, or is neither a planner the
         engine calls each step (`init_forward_metadata*`), a graph's capture or replay hook (graph-replay reads
         those), nor a method one of them calls off self (a fork's `warmup` hook run once: round AL)?"""
-        return self._at_startup(fdef, 0) or not self._run_from(fdef, _per_step_hook, 0)
+        return self._at_startup(fdef, 0) or not self._run_from(fdef, reach.per_step_hook, 0)
 
     def _run_from(self, fdef: cst.FunctionDef, named, depth: int) -> bool:
         """Is fdef a method whose name `named` accepts, or one such a method calls off self (3 deep)?"""
@@ -651,8 +647,9 @@ class MetadataInScope:
         `__post_init__` storing anything but its own parameters (round AG: a record base moving each tensor field into
         a per-shape static buffer); a base the reader cannot name may."""
         found = self._project_class_spelled(spelled)
-        if found is None:
-            return "." in spelled and spelled.split(".")[0] not in self._module_names()  # (`self.Record(...)`)
+        if found is None:  # (`self.Record(...)`; a capitalised name the project binds to an object or a def: a
+            return "." in spelled and spelled.split(".")[0] not in self._module_names() \
+                or self._bound_not_a_class(spelled)  # callable interner handing back one record per shape, AN)
         todo, seen = [found], 0
         while todo and seen < 8:
             g, cls = todo.pop()
@@ -688,6 +685,18 @@ class MetadataInScope:
         g, name = home or (g, name)
         classes = [c for c in (g.class_defs if g is not None else []) if c.name == name]
         return (g, classes[0]) if len(classes) == 1 else None
+
+    def _bound_not_a_class(self, spelled: str) -> bool:
+        """Does the file (or the project file it imports the name from) bind `Cls` at its top level to a call's
+        result (an instance, `Interned = Interner()`) or by a def, not a class (an alias of one is read as one)?"""
+        proj, own = self.project(), self.project().checked_file(self.source)
+        if own is None or "." in spelled:
+            return False
+        home = callers._import_home(proj, own, spelled)
+        g, name = home or (own, spelled)
+        return any(isinstance(stmt, (ast.Assign, ast.AnnAssign)) and isinstance(stmt.value, ast.Call) and name in
+                   reach._stored_names(stmt) or isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   and stmt.name == name for stmt in g.tree.body)
 
     def _module_names(self) -> Set[str]:
         """The names this module binds to modules or to names it imports (what `x.Cls` may read a class off)."""

@@ -12,6 +12,7 @@ holds it to the rule's own sites.
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from typing import Callable, Dict, List, Optional
 
@@ -36,6 +37,15 @@ def is_op_level(callee: str) -> bool:
 
 def is_kernel(callee: str) -> bool:
     return callee.rsplit(".", 1)[-1] in ENTRY_POINTS or is_op_level(callee)
+
+
+_PATH = re.compile(r"[A-Za-z_][\w.:]*")
+
+
+def names_kernel(text: str) -> bool:
+    """Is a string the kernel's name, or a dotted (or `module:attr`) path ending in it (a lookup by name may fetch
+    the kernel with it: `pkgutil.resolve_name`, `pydoc.locate`, `vars(m).get`: round AN)?"""
+    return bool(_PATH.fullmatch(text)) and is_kernel(text.replace(":", "."))
 
 
 def expand(imports: Dict[str, str], name: str) -> str:
@@ -77,8 +87,9 @@ def quick_sites(tree: ast.Module, source: str, path: str, gate: Callable[[str], 
         if isinstance(node, ast.Name) and node.id in names or isinstance(node, ast.Attribute) and node.attr in names:
             if not _callee_or_target(node, parent):
                 return None  # a value use
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names:
-            return None  # getattr(m, "flash_mla_sparse_fwd") and the like
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and (node.value in names or names_kernel(
+                node.value)):
+            return None  # getattr(m, "flash_mla_sparse_fwd"), resolve_name("m:flash_mla_sparse_fwd") and the like
         elif type(node) in _NAME_FIELDS:
             for f in _NAME_FIELDS[type(node)]:
                 value = getattr(node, f)

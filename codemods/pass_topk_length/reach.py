@@ -577,6 +577,22 @@ class Project:
             self._big = [(path, rel) for path, rel in big if path != self.module]
         return self._texts
 
+    def defines_module(self, name: str) -> Optional[str]:
+        """The first file of the project (relative path) in a folder, or a file, bearing this module name anywhere in
+        its tree (`third_party/cp_utils.py`, `third_party/flashmla/python/sgl_kernel/flash_mla.py`), where a path a
+        fork puts on `sys.path`, or a build it installs, makes it importable though no import resolves it from the
+        file; None where none does."""
+        if "_module_names" not in self.__dict__:
+            found: Dict[str, str] = {}
+            self.texts()
+            for path, _ in sorted([*self._texts, *self._big, (self.module, b"")]):
+                rel = self.rel(path)
+                parts = rel.split("/")
+                for part in [*parts[:-1], parts[-1].removesuffix(".py")]:
+                    found.setdefault(part, rel)
+            self._module_names = found
+        return self._module_names.get(name)
+
     def files_naming(self, names: Iterable[str], also: Iterable[str] = ()) -> List[_File]:
         """The parsed files whose text names one of `names` as a word (and, given `also`, one of those too)."""
         names = [n for n in names if n]
@@ -3305,6 +3321,11 @@ def local_value(f: _File, name: ast.Name) -> Optional[List[ast.AST]]:
     return values or None
 
 
+def per_step_hook(name: str) -> bool:
+    """A planner the engine calls each step (`init_forward_metadata*`), or a graph's capture or replay hook."""
+    return name.startswith("init_forward_metadata") or graph_update(name) or graph_builder(name)
+
+
 def graph_update(name: str) -> bool:
     """A method that may run between a CUDA graph's replays to update what it reads: a `*replay*` hook, or one
     named for the graph that neither captures nor builds (sglang 0.5.16: init_forward_metadata_out_graph,
@@ -3488,6 +3509,7 @@ def _outside_stores(f, attr: str, makings: bool = True) -> Iterable[ast.AST]:
     or on a class object (`VerifyBatch.seq_lens = property(...)`); and, `makings`, a construction handing `attr=` a
     computed value, or `**` a mapping of computed values (a function's `SimpleNamespace(**{k: v + n ...})`): round
     AM. (The checked module's own makings are its drivers': the batches a harness hands its planner, stated.)"""
+    partials = _partial_makers(f.tree)
     for n in ast.walk(f.tree):
         if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             for t in _flatten(_written_targets(n)):
@@ -3495,11 +3517,33 @@ def _outside_stores(f, attr: str, makings: bool = True) -> Iterable[ast.AST]:
                         isinstance(n, ast.AugAssign) or n.value is None or not _plain_read(n.value)
                         or isinstance(t.value, ast.Name) and t.value.id in f.classes):
                     yield n
-        elif makings and isinstance(n, ast.Call) and (_unparse(n.func).rsplit(".", 1)[-1][:1].isupper() or _unparse(
-                n.func).endswith("SimpleNamespace")) and (any(k.arg == attr and not _plain_read(k.value)
-                                                              for k in n.keywords)
-                                                          or hands_computed_mapping(n)):
+        elif isinstance(n, ast.Call) and _sets_by_name(n, attr) and _unparse(n.args[0]) != "self":
+            yield n  # (`object.__setattr__(view, "seq_lens", lens + n)` on a copy of a frozen record: round AN)
+        elif makings and isinstance(n, ast.Call) and (_makes_record(n.func) or _unparse(n.func) in partials) and (
+                any(k.arg == attr and not _plain_read(k.value) for k in n.keywords) or hands_computed_mapping(n)):
             yield n
+
+
+def _makes_record(func: ast.AST) -> bool:
+    """A callee making an object of the fields it is handed: a class by its (capitalised) name, SimpleNamespace,
+    `dataclasses.replace`, a namedtuple's `_replace`, the class read off an object (`type(b)(...)`, `b.__class__(
+    ...)`: round AN)."""
+    last = _unparse(func).rsplit(".", 1)[-1]
+    return last[:1].isupper() or last in ("SimpleNamespace", "replace", "_replace", "__replace__", "__class__") \
+        or isinstance(func, ast.Call) and _unparse(func.func) == "type"
+
+
+def _partial_makers(tree: ast.AST) -> Set[str]:
+    """Names the file binds to `functools.partial` of a record-making callee (`make = partial(StepBatch, ...)`)."""
+    return {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+            and _unparse(n.value.func).rsplit(".", 1)[-1] == "partial" and n.value.args
+            and _makes_record(n.value.args[0]) for t in n.targets if isinstance(t, ast.Name)}
+
+
+def _sets_by_name(call: ast.Call, attr: str) -> bool:
+    """`setattr(o, "attr", v)` or `object.__setattr__(o, "attr", v)` of a value other than a plain read."""
+    return _unparse(call.func) in ("setattr", "object.__setattr__") and len(call.args) == 3 \
+        and isinstance(call.args[1], ast.Constant) and call.args[1].value == attr and not _plain_read(call.args[2])
 
 
 def _makes_own_computed(d: ast.AST, cls_name: str, attr: str) -> bool:

@@ -13,7 +13,7 @@ from topk_migrate.cst.scopecheck import Tree
 from topk_migrate.model import Site, Status
 
 from .identity import kernel_alias
-from .quick import ENTRY_POINTS, INFO, OP_NAME, expand, is_kernel
+from .quick import ENTRY_POINTS, INFO, OP_NAME, expand, is_kernel, names_kernel
 from .syntax import _brief, _code, name_reads
 from .values import TESTS
 
@@ -56,6 +56,12 @@ def _value_uses(tree: Tree, facts: ModuleFacts, path: str, through_alias: Set[in
         attr = call.func.attr.value
         if dotted(call.func) is None and (attr in ENTRY_POINTS or attr == OP_NAME):
             add(call, attr, f"reached through `{_brief(call.func.value, 40)}`")
+    for read in tree.find(cst.Attribute, lambda a: a.attr.value in ENTRY_POINTS or a.attr.value == OP_NAME):
+        up = tree.parent.get(read)
+        if dotted(read) is None and not (isinstance(up, cst.Call) and up.func is read):  # (`import_module(m).fwd`,
+            _add_with_calls(tree, read, read.attr.value, f"read off `{_brief(read.value, 40)}`", add)  # round AN)
+    for text, path_named in _named_by_string(tree):  # (`pkgutil.resolve_name("sgl_kernel.flash_mla:...")`, `vars(m)
+        _add_with_calls(tree, text, path_named, "looked up by a string naming it", add)  # .get("...")`: round AN)
     for k in facts.calls:
         if k.callee != "getattr" or len(k.node.args) < 2 or not isinstance(k.node.args[1].value, cst.SimpleString):
             continue
@@ -72,6 +78,40 @@ def _value_uses(tree: Tree, facts: ModuleFacts, path: str, through_alias: Set[in
                     add(call, module, how)
         add(node, module, how)
     return sites
+
+
+def _add_with_calls(tree: Tree, node: cst.CSTNode, callee: str, how: str, add) -> None:
+    """Report `node` and, where the expression holding it is bound to a local, each call through that local."""
+    top, up = node, tree.parent.get(node)
+    while isinstance(up, (cst.Call, cst.Arg, cst.Subscript, cst.SubscriptElement, cst.Index, cst.Attribute, cst.List,
+                          cst.Element, cst.Dict, cst.DictElement)):
+        top, up = up, tree.parent.get(up)
+    if isinstance(up, cst.Assign) and len(up.targets) == 1 and isinstance(up.targets[0].target, cst.Name):
+        for read, call in name_reads(tree, up.targets[0].target.value):
+            if isinstance(call, cst.Call) and call.func is read:
+                add(call, callee, how)
+    add(node, callee, how)
+
+
+def _named_by_string(tree: Tree):
+    """(string, the kernel it names) for each string literal that is the kernel's name or a dotted (or
+    `module:attr`) path ending in it, where a lookup by name may fetch it (getattr's own are reported as such): not
+    a docstring, a message, `hasattr`'s probe, a store's name (identity reads those), an `__all__` entry or a
+    comparison's operand."""
+    for node in tree.find(cst.SimpleString):
+        text = node.evaluated_value
+        if not isinstance(text, str) or not names_kernel(text):
+            continue
+        up = tree.parent.get(node)
+        while isinstance(up, (cst.Element, cst.List, cst.Tuple)):
+            up = tree.parent.get(up)
+        call = tree.parent.get(up) if isinstance(up, cst.Arg) else None
+        callee = dotted(call.func) if isinstance(call, cst.Call) else None
+        if isinstance(up, (cst.Expr, cst.Comparison, cst.ComparisonTarget)) or callee in ("hasattr", "print", "setattr", "delattr", "object.__setattr__") \
+                or callee == "getattr" and dotted(call.args[0].value) or isinstance(up, cst.Assign) \
+                and any(dotted(t.target) == "__all__" for t in up.targets):
+            continue
+        yield node, text.replace(":", ".")
 
 
 def _computed_reads(tree: Tree, facts: ModuleFacts):

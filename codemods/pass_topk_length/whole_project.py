@@ -235,7 +235,7 @@ class WholeProject:
         return None
 
     def callers_hand_on(self, batch: cst.FunctionDef, rows: Set[str], indices: Set[str],
-                        meta: Set[str] = frozenset()) -> Optional[str]:
+                        meta: Set[str] = frozenset(), depth: int = 0) -> Optional[str]:
         """docs/soundness.md `callers`: every call of the function the rows (`rows`, its parameters), indices
         (`indices`) and metadata (`meta`, where it is a parameter) come from, in this module (traced as the call's
         own arguments are; the metadata an object the caller holds or a new one) or another file of the project
@@ -273,7 +273,7 @@ class WholeProject:
             proj = self.project()
             cls = self.tree.parent.get(self.tree.parent.get(batch))
             mine = proj.instance_classes(set(self.subclasses(cls.name.value))) if isinstance(cls, cst.ClassDef) else None
-            why = self.index(here, lambda: self._module_callers(batch, positional, rows, indices, meta))
+            why = self.index(here, lambda: self._module_callers(batch, positional, rows, indices, meta, depth))
             renamed = self._renamed_in_overrides(proj, batch, cls, positional, rows | indices)
             w = callers.unchanged_callers(proj, batch.name.value, tuple(sorted(set(wanted) | renamed)), mine, named) \
                 if why is None else None
@@ -316,7 +316,7 @@ class WholeProject:
         there = next(iter(self.project().files_naming([mangled])), None)
         return f"{self.project().rel(there.path)} spells `{mangled}`" if there is not None else None
 
-    def _module_callers(self, batch, positional, rows, indices, meta=frozenset()) -> Optional[str]:
+    def _module_callers(self, batch, positional, rows, indices, meta=frozenset(), depth: int = 0) -> Optional[str]:
         """The first call of batch's name in this module (on any receiver) whose arguments for `rows` / `indices`
         the row and index traces refuse, as they refuse the call's own."""
         name = batch.name.value
@@ -340,6 +340,7 @@ class WholeProject:
                 return (f"at line {line}, a call of `{name}` is in a lambda kept on an object or in a table: a later "
                         "call runs it with the tensors of the step that made it (round W)")
             scope = self.tree.scope_of.get(owner.body)
+            handed: Tuple[Set[str], Set[str]] = (set(), set())  # (the owner's parameters the rows and indices come from)
             # `Backend.forward(backend, q, ...)`: called off the class, the instance comes first (round R); off any
             # receiver but self or super() (`DEFAULT_BACKEND.forward(...)`, `impl_cls.forward(obj, ...)`) both readings
             # are checked (round S)
@@ -358,14 +359,33 @@ class WholeProject:
                                 self.tree, a.node) for a in self.tree.binding(arg, arg.value).assignments):
                             return (f"at line {line}, a call of `{name}` hands it `{arg.value}`, the caller's own object, whose "
                                     "attributes any holder may rewrite (round O)")
-                        hazard = (row_hazard(self.tree, arg, scope, self.hooks)
-                                  if p in rows else index_hazard(self.tree, arg, self.hooks))[0]
+                        hazard, came = row_hazard(self.tree, arg, scope, self.hooks) \
+                            if p in rows else index_hazard(self.tree, arg, self.hooks)
                         if hazard:
                             return f"at line {line}, a call of `{name}`: {hazard}"
-            hazard = self._caller_writes_elsewhere(batch, call, positional, indices)
+                        handed[p not in rows].update(came)
+            hazard = self._caller_writes_elsewhere(batch, call, positional, indices) \
+                or self._outer_of(owner, batch, handed, depth)
             if hazard:
                 return f"at line {line}, a call of `{name}`: {hazard}"
         return None
+
+    def _outer_of(self, owner: cst.FunctionDef, batch: cst.FunctionDef, handed: Tuple[Set[str], Set[str]],
+                  depth: int) -> Optional[str]:
+        """A caller in this module handing on its own parameters is only as right as what its callers hand it: they
+        are read as batch's are, up to callers.OUTER_DEPTH calls (round AN: a runner's `step` called with the rows
+        permuted by `run_cp` beside it, a module launcher called with them sorted from another file)."""
+        walking = self.__dict__.setdefault("_walking_up", set())
+        if owner is batch or not any(handed) or id(owner) in walking:
+            return None  # (a cycle of calls reads as handing on)
+        if depth + 1 >= callers.OUTER_DEPTH:
+            return (f"`{owner.name.value}` hands `{batch.name.value}` what it is handed, {depth + 2} calls from the "
+                    "kernel's rows: the callers past that are not read")
+        walking.add(id(owner))
+        try:
+            return self.callers_hand_on(owner, *handed, depth=depth + 1)
+        finally:
+            walking.discard(id(owner))
 
     def _kept_lambda(self, lam: cst.Lambda) -> bool:
         """Is the lambda stored where a later call finds it (an attribute, an item, a container, a return), rather
