@@ -5712,3 +5712,133 @@ def test_round_am_a_layers_forward_handing_the_rows_on(tmp_path, base, fixable):
     site = _site(tmp_path, HANDED_INDICES.replace("def forward(self, q, kv, topk_indices", "def attend(self, q, kv, "
                                                   "topk_indices"), kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+# -- round AN ----------------------------------------------------------------------------------------------------
+
+def _files_site(tmp_path, files: dict, src: str):
+    """The site of backend.py beside the other files of the fork (relative path -> text)."""
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    return _site(tmp_path, src, kernel=KERNEL)
+
+
+_WRAPPER_AN = ("class Wrapper:\n    def __init__(self, inner):\n        self.inner = inner\n\n"
+               "    def forward(self, q, kv, topk, scale):\n        return self.inner.forward(q, kv, topk, scale)\n\n"
+               "    def forward_cp(self, q, kv, topk, scale, order):\n        return self.forward({q}, kv, {topk}, scale)\n")
+
+
+@pytest.mark.parametrize("q, topk, fixable", [
+    # round AN (n2): a caller of the traced method's name in a class that is not the backend's (a wrapper's own
+    # `forward`) is not an override: its own callers are read (here `self.forward(q[order], ...)`)
+    ("q[order]", "topk[order]", False),
+    ("q", "topk", True)])
+def test_round_an_a_wrappers_method_of_the_traced_name(tmp_path, q, topk, fixable):
+    site = _files_site(tmp_path, {"wrapper.py": _WRAPPER_AN.format(q=q, topk=topk)}, HANDED_INDICES)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_RUNNER_AN = ("\n\nclass Runner:\n    def __init__(self, backend):\n        self.backend = backend\n\n"
+              "    def step(self, q, kv, topk, scale):\n        return self.backend.forward(q, kv, topk, scale)\n\n"
+              "    def run_cp(self, q, kv, topk, scale, order):\n        return self.step({q}, kv, {topk}, scale)\n")
+
+
+@pytest.mark.parametrize("q, topk, fixable", [
+    # round AN (n2): a caller in the backend's own module handing on its parameters is as right as its own callers
+    ("q[order]", "topk[order]", False),
+    ("q", "topk", True)])
+def test_round_an_the_modules_own_callers_callers(tmp_path, q, topk, fixable):
+    site = _site(tmp_path, HANDED_INDICES + _RUNNER_AN.format(q=q, topk=topk), kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("order, fixable", [
+    # round AN (n2): a module launcher of the backend's file called from another file with the rows sorted
+    ("order = lens.argsort()\n    return launch(backend, q[order], kv, topk[order], scale)\n", False),
+    ("return launch(backend, q, kv, topk, scale)\n", True)])
+def test_round_an_a_module_launcher_called_from_another_file(tmp_path, order, fixable):
+    src = HANDED_INDICES + "\n\ndef launch(backend, q, kv, topk, scale):\n    return backend.forward(q, kv, topk, scale)\n"
+    tbo = f"from backend import launch\n\n\ndef run(backend, q, kv, topk, scale, lens):\n    {order}"
+    site = _files_site(tmp_path, {"tbo.py": tbo}, src)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("vendored, fixable", [
+    # round AN (n2): a decorator of a module the fork puts on sys.path (third_party/cp_utils.py) is not a library's
+    ({"third_party/cp_utils.py": "def reorder(fn):\n    return fn\n"}, False),
+    ({}, True)])
+def test_round_an_a_decorator_of_a_folder_on_sys_path(tmp_path, vendored, fixable):
+    runner = ("import functools\nimport sys\n\nsys.path.insert(0, 'third_party')\nfrom cp_utils import reorder\n\n\n"
+              "class Runner:\n    def __init__(self, backend):\n        self.backend = backend\n\n"
+              "    @reorder\n    def attend(self, q, kv, topk, scale):\n        return self.backend.forward(q, kv, topk, scale)\n")
+    if not vendored:
+        runner = runner.replace("from cp_utils import reorder", "from functools import cache as reorder")
+    site = _files_site(tmp_path, {"runner.py": runner, **vendored}, HANDED_INDICES)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("lookup, extra", [
+    # round AN (n3): the kernel looked up by a string naming it, or read off an import's result, is a site
+    ('pkgutil.resolve_name("sgl_kernel.flash_mla:flash_mla_sparse_fwd")', 2),
+    ('pydoc.locate("sgl_kernel.flash_mla.flash_mla_sparse_fwd")', 2),
+    ('vars(fm).get("flash_mla_sparse_fwd")', 2),
+    ('operator.attrgetter("flash_mla_sparse_fwd")(fm)', 2),
+    ('importlib.import_module("sgl_kernel.flash_mla").flash_mla_sparse_fwd', 2),
+    # a probe, a store by name (identity reads those), a message: no site of their own
+    ('hasattr(fm, "flash_mla_sparse_fwd")', 0),
+    ('print("flash_mla_sparse_fwd")', 0)])
+def test_round_an_the_kernel_reached_by_a_string_naming_it(tmp_path, lookup, extra):
+    src = ("import importlib\nimport operator\nimport pkgutil\nimport pydoc\n\nimport sgl_kernel.flash_mla as fm\n\n"
+           f"_sparse = {lookup}\n\n\ndef run(q, kv, idx, s):\n    return _sparse(q, kv, idx, s)\n")
+    sites = migrate_source(src, str(tmp_path / "m.py"), kernel=KERNEL).sites
+    assert len(sites) == extra and all(s.status is Status.MANUAL for s in sites), sites
+
+
+_SPEC_AN = "import dataclasses\nimport functools\n\nfrom batch import StepBatch\n\n\ndef verify_view(b, n):\n    {make}\n"
+
+
+@pytest.mark.parametrize("make, fixable", [
+    # round AN (n4): a copy of the batch with other lengths made by `dataclasses.replace`, a namedtuple's `_replace`,
+    # the class read off the object, a partial of the class, a literal setattr on a copy
+    ("return dataclasses.replace(b, seq_lens=b.seq_lens + n)", False),
+    ("return b._replace(seq_lens=b.seq_lens + n)", False),
+    ("return type(b)(seq_lens=b.seq_lens + n)", False),
+    ("make = functools.partial(StepBatch)\n    return make(seq_lens=b.seq_lens + n)", False),
+    ("v = dataclasses.replace(b)\n    object.__setattr__(v, 'seq_lens', b.seq_lens + n)\n    return v", False),
+    ("return dataclasses.replace(b, seq_lens=b.seq_lens)", True)])
+def test_round_an_a_batch_copy_made_with_other_lengths(tmp_path, make, fixable):
+    files = {"batch.py": "from dataclasses import dataclass\n\nimport torch\n\n\n@dataclass(frozen=True)\n"
+                         "class StepBatch:\n    seq_lens: torch.Tensor\n",
+             "spec.py": _SPEC_AN.format(make=make)}
+    site = _files_site(tmp_path, files, ANNOTATED_HOLDER.format(
+        extend="DSAMetadata(dsa_cache_seqlens_int32=forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))"))
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("vendored, fixable", [
+    # round AN (n4): a tree holding a `sgl_kernel` of its own in a sub-folder (a Dockerfile's `pip install
+    # ./third_party/flashmla`, hatch's sources, poetry's `from`, a find's `where` may install it over the pin)
+    ({"third_party/flashmla/python/sgl_kernel/__init__.py": "", "third_party/flashmla/python/sgl_kernel/flash_mla.py":
+      "def flash_mla_sparse_fwd(q, kv, indices, sm_scale, d_v=512):\n    pass\n"}, False),
+    ({"third_party/flashmla/README.md": "vendored elsewhere\n"}, True)])
+def test_round_an_a_tree_holding_its_own_kernel_package(tmp_path, vendored, fixable):
+    site = _files_site(tmp_path, vendored, HANDED_INDICES)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+    assert fixable or "holds a `sgl_kernel` of its own" in site.reason
+
+
+@pytest.mark.parametrize("maker, fixable", [
+    # round AN (n1): a capitalised name bound to an instance whose `__call__` hands back one record per shape is not
+    # a class making a record for this batch; a subclass of the record is
+    ("class _Interner:\n    def __init__(self):\n        self.free = {}\n\n    def __call__(self, lens):\n"
+     "        return self.free.setdefault(1, DSAMetadata(lens))\n\n\nInterned = _Interner()\n", False),
+    ("class Interned(DSAMetadata):\n    pass\n", True)])
+def test_round_an_a_capitalised_callable_instance(tmp_path, maker, fixable):
+    plan = ("        self.forward_metadata = Interned(dsa_cache_seqlens_int32=forward_batch.seq_lens.clamp("
+            "max=self.dsa_index_topk).int())")
+    src = _WARM_AL.replace("    def warmup(self, warm):\n        self.forward_metadata = DSAMetadata(warm.seq_lens.clamp("
+                           "max=self.dsa_index_topk).to(torch.int32))\n\n", "").replace(
+        "\n\nclass Backend:", "\n\n" + maker + "\n\nclass Backend:").replace("{plan}", plan)
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
