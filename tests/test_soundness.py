@@ -5729,14 +5729,24 @@ _WRAPPER_AN = ("class Wrapper:\n    def __init__(self, inner):\n        self.inn
                "    def forward_cp(self, q, kv, topk, scale, order):\n        return self.forward({q}, kv, {topk}, scale)\n")
 
 
-@pytest.mark.parametrize("q, topk, fixable", [
-    # round AN (n2): a caller of the traced method's name in a class that is not the backend's (a wrapper's own
-    # `forward`) is not an override: its own callers are read (here `self.forward(q[order], ...)`)
-    ("q[order]", "topk[order]", False),
-    ("q", "topk", True)])
-def test_round_an_a_wrappers_method_of_the_traced_name(tmp_path, q, topk, fixable):
-    site = _files_site(tmp_path, {"wrapper.py": _WRAPPER_AN.format(q=q, topk=topk)}, HANDED_INDICES)
+@pytest.mark.parametrize("base, fixable", [
+    # round AN (n2), AO (o2): a caller of the traced method's name in a class torch may call as `module(...)` (an
+    # `nn.Module`, or a class a module of the project inherits `forward` from) is refused: its callers are not seen; a
+    # plain wrapper's is read as the engine's hybrid dispatch is (its other methods' calls: stated open)
+    ("(torch.nn.Module)", False),
+    ("", True)])
+def test_round_an_a_wrappers_method_of_the_traced_name(tmp_path, base, fixable):
+    wrapper = "import torch\n\n\n" + _WRAPPER_AN.format(q="q", topk="topk").replace("class Wrapper:", f"class Wrapper{base}:")
+    site = _files_site(tmp_path, {"wrapper.py": wrapper}, HANDED_INDICES)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+def test_round_ao_a_module_inheriting_a_plain_forward(tmp_path):
+    """Round AO (o2): `class Attn(Dispatch, nn.Module)` inherits a plain class's `forward` handing the rows on."""
+    wrapper = "import torch\n\n\n" + _WRAPPER_AN.format(q="q", topk="topk") + \
+        "\n\nclass Attn(Wrapper, torch.nn.Module):\n    pass\n"
+    site = _files_site(tmp_path, {"wrapper.py": wrapper}, HANDED_INDICES)
+    assert site.status is Status.MANUAL and "one inherited by a module of it" in site.reason, site.reason
 
 
 _RUNNER_AN = ("\n\nclass Runner:\n    def __init__(self, backend):\n        self.backend = backend\n\n"
@@ -5841,4 +5851,109 @@ def test_round_an_a_capitalised_callable_instance(tmp_path, maker, fixable):
                            "max=self.dsa_index_topk).to(torch.int32))\n\n", "").replace(
         "\n\nclass Backend:", "\n\n" + maker + "\n\nclass Backend:").replace("{plan}", plan)
     site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+# -- round AO ----------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("folder, importer", [
+    # round AO (o2): a gitignored folder named like a build's (`dist/`, `build/`) that the code imports from the root,
+    # and one a computed import with a literal head reaches, are read (their callers sort the rows)
+    ("dist", "import dist.runner\n"),
+    ("build", "from build import runner\n"),
+    ("overrides", "import importlib\n\nrunner = importlib.import_module(f'overrides.{KIND}')\nKIND = 'runner'\n")])
+def test_round_ao_a_gitignored_package_the_code_imports(tmp_path, folder, importer):
+    runner = ("def run(backend, q, kv, topk, scale, lens):\n    order = lens.argsort()\n"
+              "    return backend.forward(q[order], kv, topk[order], scale)\n")
+    files = {".gitignore": f"{folder}/\n", f"{folder}/__init__.py": "", f"{folder}/runner.py": runner,
+             "launch.py": importer}
+    site = _files_site(tmp_path, files, HANDED_INDICES)
+    assert site.status is Status.MANUAL and f"{folder}/runner.py" in site.reason, site.reason
+
+
+@pytest.mark.parametrize("where, fixable", [
+    # round AO (o3): a -1 pad joined to the indices is a fill only where a function binds it (a module's pad a sink
+    # installer writes is not)
+    ("module", False),
+    ("local", True)])
+def test_round_ao_a_module_level_pad(tmp_path, where, fixable):
+    pad = "torch.full((8, 16), -1, dtype=torch.int32)"
+    src = HANDED_INDICES.replace("from sgl_kernel", "import torch\nfrom sgl_kernel").replace(
+        "        return self._forward_flashmla_sparse(q, kv, topk_indices, scale)",
+        ("        pad = " + pad + "\n" if where == "local" else "") +
+        "        topk_indices = torch.cat([topk_indices, _PAD if False else pad], dim=-1)\n"
+        "        return self._forward_flashmla_sparse(q, kv, topk_indices, scale)")
+    if where == "module":
+        src = src.replace("_PAD if False else pad", "_PAD") + f"\n\n_PAD = {pad}\n\n\ndef install_sink():\n    _PAD[:, 0] = 0\n"
+    else:
+        src = src.replace("_PAD if False else pad", "pad")
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("make, fixable", [
+    # round AO (o4): a batch copy with other lengths through a local, by position, by `_make`, by a project factory,
+    # by a merged mapping, or stored on a copy through a local
+    ("lens = b.seq_lens + n\n    return StepBatch(seq_lens=lens)", False),
+    ("return StepBatch(b.seq_lens + n)", False),
+    ("return StepBatch._make((b.seq_lens + n,))", False),
+    ("return new_batch(seq_lens=b.seq_lens + n)", False),
+    ("fields = dataclasses.asdict(b) | {'seq_lens': b.seq_lens + n}\n    return StepBatch(**fields)", False),
+    ("grown = b.seq_lens + n\n    v = copy.copy(b)\n    v.seq_lens = grown\n    return v", False),
+    ("lens = b.seq_lens\n    return StepBatch(seq_lens=lens)", True)])
+def test_round_ao_a_batch_copy_made_with_other_lengths(tmp_path, make, fixable):
+    spec = ("import copy\nimport dataclasses\n\nfrom batch import StepBatch\n\n\ndef new_batch(**fields):\n"
+            "    return StepBatch(**fields)\n\n\ndef verify_view(b, n):\n    " + make + "\n")
+    files = {"batch.py": "from dataclasses import dataclass\n\nimport torch\n\n\n@dataclass(frozen=True)\n"
+                         "class StepBatch:\n    seq_lens: torch.Tensor\n", "spec.py": spec}
+    site = _files_site(tmp_path, files, ANNOTATED_HOLDER.format(
+        extend="DSAMetadata(dsa_cache_seqlens_int32=forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))"))
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("decorator, fixable", [
+    # round AO (o4): a method decorated by a call the reader does not know (a model validator run as the batch is
+    # made) may rewrite any field; a grad mode does not
+    ("@model_validator(mode='before')\n    @classmethod", False),
+    ("@torch.no_grad()", True)])
+def test_round_ao_a_batch_class_with_a_decorated_hook(tmp_path, decorator, fixable):
+    batch = ("import torch\nfrom pydantic import model_validator\n\n\nclass StepBatch:\n    seq_lens: torch.Tensor\n\n"
+             f"    {decorator}\n    def check(cls, data):\n        return data\n")
+    site = _files_site(tmp_path, {"batch.py": batch}, ANNOTATED_HOLDER.format(
+        extend="DSAMetadata(dsa_cache_seqlens_int32=forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))"))
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("sub, fixable", [
+    # round AO (o4): a sub-project's packaging (a Dockerfile's `pip install ./third_party/flashmla`) mapping the
+    # kernel's package to a folder of its own
+    ({"third_party/flashmla/setup.py": "from setuptools import setup\n\nsetup(name='sglang-kernel', "
+                                       "package_dir={'sgl_kernel': 'python/fork_flashmla'})\n"}, False),
+    ({"third_party/flashmla/setup.cfg": "[options.package_dir]\nsgl_kernel = python/fork_flashmla\n"}, False),
+    ({"third_party/other/setup.py": "from setuptools import setup\n\nsetup(name='other', package_dir={'other': 'src'})\n"},
+     True)])
+def test_round_ao_a_sub_projects_packaging(tmp_path, sub, fixable):
+    site = _files_site(tmp_path, sub, HANDED_INDICES)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_BUDGET_AO = ("import types\n\nfrom backend import Backend\n\n\ndef budgeted(raw, budget):\n"
+              "    return types.SimpleNamespace(**{k: min(v, budget) for k, v in vars(raw).items()})\n\n\n")
+
+
+@pytest.mark.parametrize("maker, chain, fixable", [
+    # round AO (o4): the width's object handed by a subclass's `super().__init__`, through `**`, or as an attribute of
+    # what a making is handed (`model_runner.model_config.hf_config`), capped by the project's code
+    ("class LowMem(Backend):\n    def __init__(self, cfg):\n        super().__init__(budgeted(cfg, 8))\n", False, False),
+    ("def make(cfg):\n    kw = {'hf_config': budgeted(cfg, 8)}\n    return Backend(**kw)\n", False, False),
+    ("def make(cfg):\n    return Backend(types.SimpleNamespace(model_config=types.SimpleNamespace(\n"
+     "        hf_config=budgeted(cfg, 8))))\n", True, False),
+    ("def make(cfg):\n    return Backend(cfg)\n", False, True)])
+def test_round_ao_the_widths_object_capped_where_it_is_handed(tmp_path, maker, chain, fixable):
+    param, read = ("model_runner", "model_runner.model_config.hf_config.index_topk") if chain else (
+        "hf_config", "hf_config.index_topk")
+    src = ANNOTATED_HOLDER.format(extend="None").replace(
+        "    forward_metadata: DSAMetadata\n",
+        f"    forward_metadata: DSAMetadata\n\n    def __init__(self, {param}):\n        self.dsa_index_topk = {read}\n")
+    site = _files_site(tmp_path, {"serving.py": _BUDGET_AO + maker.replace("hf_config=budgeted", "hf_config=budgeted")}, src)
     assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -1938,15 +1938,39 @@ def packaged_elsewhere(root: str, package: str) -> Optional[str]:
     of its own (setup.py's or setup.cfg's `package_dir`, pyproject's `[tool.setuptools.package-dir]`: a vendored
     build mapped over the pinned wheel's, round AM), as `file: mapping`; None where none does (read bounded, never
     run; once per run and project)."""
-    for name, mapping in _package_dirs(root):
-        for key, folder in mapping.items():
-            if key == package or key.startswith(package + "."):
-                return f"{name}: {key!r} -> {folder!r}"
-            if key == "" and folder not in ("", ".", "src") and (
-                    os.path.isdir(os.path.join(root, folder, package))
-                    or os.path.isfile(os.path.join(root, folder, package + ".py"))):
-                return f"{name}: '' -> {folder!r}"
+    for here in _packaging_folders(root):
+        for name, mapping in _package_dirs(here):
+            name = os.path.relpath(os.path.join(here, name), root).replace(os.sep, "/")
+            for key, folder in mapping.items():
+                if key == package or key.startswith(package + "."):
+                    return f"{name}: {key!r} -> {folder!r}"
+                if key == "" and folder not in ("", ".", "src") and (
+                        os.path.isdir(os.path.join(here, folder, package))
+                        or os.path.isfile(os.path.join(here, folder, package + ".py"))):
+                    return f"{name}: '' -> {folder!r}"
     return None
+
+
+_PACKAGING = ("setup.py", "setup.cfg", "pyproject.toml")
+
+
+def _packaging_folders(root: str, depth: int = 4, limit: int = 2000) -> Iterable[str]:
+    """The root, then each folder below it (four deep, 2000 folders at most, links not followed, hidden and
+    built folders skipped) holding a packaging file: a sub-project a Dockerfile or a script may install
+    (`pip install ./third_party/flashmla`, whose setup.py maps the kernel's package to a folder: round AO)."""
+    yield root
+    seen = 0
+    for here, dirs, names in os.walk(root):
+        level = os.path.relpath(here, root).count(os.sep) + (here != root)
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIPPED_FOLDERS) if level < depth else []
+        seen += 1
+        if seen > limit:
+            return
+        if here != root and any(n in names for n in _PACKAGING):
+            yield here
+
+
+_SKIPPED_FOLDERS = {"node_modules", "__pycache__", "site-packages", "build", "dist", "venv", "env"}
 
 
 def _package_dirs(root: str) -> Iterable[Tuple[str, Dict[str, str]]]:

@@ -77,7 +77,7 @@ def unchanged_callers(proj, name: str, wanted: Wanted, mine: Optional[Set[Tuple[
     own = proj.own() if outer.depth else None
     if own is not None and any(isinstance(n, (ast.Name, ast.Attribute)) for key in spelled for n in _spelling(proj, own).get(key, ())):
         files = [*files, own]  # (a caller's caller in the module itself: round AN)
-    if outer.depth == 0 and mine is not None:
+    if mine is not None:
         outer = outer._replace(mine=frozenset(mine))
     for f in files:
         for node in ast.walk(f.tree):
@@ -311,18 +311,21 @@ def _outer_callers(at_call: "At", fname: str, sources: List[ast.AST], depth: int
     proj, f, fn, call = at_call
     cls = f.parents.get(id(fn))
     if _entry(f, fn) or fn.name == fname and (mine is None or isinstance(cls, ast.ClassDef) and (f.path, cls.name) in mine):
-        return None  # (an override of the traced method: its callers are this walk's; another class's method of the
-        # name is not, round AN: a wrapper's own `forward` handing on to the backend's)
+        return None  # (an override of the traced method: its callers are this walk's)
     at = lambda why: reach.Finding(proj.rel(f.path), getattr(call, "lineno", 0), why)  # noqa: E731
     read = _roots_read(sources)
     roots = set(read)
     if not roots:
         return None
     if fn.name.startswith("__") and fn.name.endswith("__") or fn.name == "forward" and isinstance(cls, ast.ClassDef) \
-            and any(reach._unparse(b) != "object" for b in cls.bases):
+            and (fn.name != fname and any(reach._unparse(b) != "object" for b in cls.bases)
+                 or proj.foreign_in_family(f, cls)):
         return at(f"`{fn.name}` hands `{fname}` what it is handed, and Python or torch may call `{fn.name}` without "
-                  "spelling its name (`obj(...)`, an `nn.Module`'s `module(...)`): its callers are not seen, so what "
-                  "they hand is not traced")
+                  "spelling its name (`obj(...)`, an `nn.Module`'s `module(...)`, one inherited by a module of it): its "
+                  "callers are not seen, so what they hand is not traced")
+    if fn.name == fname:
+        return None  # (another class's method of the name, a hybrid's or a wrapper's dispatch to its child: its
+        # callers spell the name, read as this walk's; a torch module's is refused above, round AN/AO)
     if depth >= OUTER_DEPTH:
         return at(f"`{fn.name}` hands `{fname}` what it is handed, {depth + 1} calls from the kernel's rows: the "
                   "callers past that are not read")
@@ -341,7 +344,8 @@ def _outer_callers(at_call: "At", fname: str, sources: List[ast.AST], depth: int
     key = (id(fn), wanted, depth, fields)
     if key not in memo:
         memo[key] = None  # (a cycle of calls reads as handing on)
-        w = unchanged_callers(proj, fn.name, wanted, None, inner, Outer(depth + 1, fields, method))
+        family = proj.family_of(f, cls) if method and isinstance(cls, ast.ClassDef) else None
+        w = unchanged_callers(proj, fn.name, wanted, family, inner, Outer(depth + 1, fields, method))
         memo[key] = w
     w = memo[key]
     return at(f"`{fn.name}` hands `{fname}` what it is handed, and at {w.where()}, a call of `{fn.name}`: "

@@ -102,7 +102,8 @@ def project_sources(scope: Scope) -> Tuple[List[Tuple[str, bytes]], List[Tuple[s
         elif not read(path, rel):
             return out, big, unreadable
     ignored = [] if scope.installed else _ignored_files(scope, walked)
-    named_only = {path: _import_root_names(scope.root, rel) for path, rel in ignored}  # (never by a computed head)
+    named_only = {path: {rel[:-3].replace("/", ".").removesuffix(".__init__")} if _BUILT.intersection(
+        rel.split("/")[:-1]) else _import_root_names(scope.root, rel) for path, rel in ignored}
     aside += ignored
     done = 0
     while aside and done < len(out):  # a file named like a test that the project's code imports is its code
@@ -114,9 +115,10 @@ def project_sources(scope: Scope) -> Tuple[List[Tuple[str, bytes]], List[Tuple[s
         done = len(out)
         still = []
         for path, rel in aside:
-            if (named_only[path] if path in named_only else _module_names(rel)) & imported or path not in named_only and any(
-                    n.startswith(h[:-1]) for h in imported if h.endswith("*")
-                    for n in _module_names(rel)) and not _under_test_dir(rel):
+            names = named_only[path] if path in named_only else _module_names(rel)
+            if names & imported or any(n.startswith(h[:-1]) for h in imported if h.endswith("*") and len(h) > 2
+                                       for n in names) and not _under_test_dir(rel):  # (a computed import's literal
+                # head reads an ignored file too: `import_module(f"overrides.{kind}")`, round AO)
                 if not read(path, rel):
                     return out, big, unreadable
             else:
@@ -248,15 +250,17 @@ def _ignored_files(scope: Scope, walked: Set[str]) -> List[Tuple[str, str]]:
             break
         rel = os.path.relpath(path, scope.root).replace(os.sep, "/")
         if err is None and os.path.realpath(path) not in walked and not _own_source(path) \
-                and not _BUILT.intersection(rel.split("/")[:-1]) and not any(p.endswith((".egg-info", ".egg"))
-                                                                          for p in rel.split("/")[:-1]):
+                and not _NEVER_IMPORTED.intersection(rel.split("/")[:-1]) and not any(
+                    p.endswith((".egg-info", ".egg")) for p in rel.split("/")[:-1]):
             out.append((path, rel))
     return out
 
 
-# Folders of what a build or an environment made: copies of the project's modules (build/lib/<pkg>), never
-# what its code imports by those names.
-_BUILT = {"build", "dist", "site-packages", "node_modules", "__pycache__", "venv", "env", ".eggs"}
+# Folders of what an environment made, never what the project's code imports by those names; and those a build
+# may have made (copies of the project's modules, build/lib/<pkg>), read only where an import names them from the
+# root (`import dist.runner`: a fork's own package of that name, round AO), never by the copy's own module name.
+_NEVER_IMPORTED = {"site-packages", "node_modules", "__pycache__", ".eggs"}
+_BUILT = {"build", "dist", "venv", "env"}
 
 
 def _import_root_names(root: str, rel: str) -> Set[str]:
@@ -685,14 +689,41 @@ class Project:
             self._subclasses[frozenset(seeds)] = self._derive(seeds)
         return self._subclasses[frozenset(seeds)]
 
-    def _derive(self, seeds: Set[str]) -> List[Tuple[_File, ast.ClassDef]]:
-        keys = {(self.module, s) for s in seeds}
+    def family_of(self, f: _File, cls: ast.ClassDef) -> Set[Tuple[str, str]]:
+        """(file, class) of every class whose methods may run with `self` an instance of cls, a class of any file
+        of the project (the module's too): cls, its subclasses anywhere, and their bases through theirs (as
+        instance_classes for the module's). Read once per class."""
+        return {(g.path, c.name) for g, c in self._instance_family(f, cls)}
+
+    def _instance_family(self, f: _File, cls: ast.ClassDef) -> List[Tuple[_File, ast.ClassDef]]:
+        done = self.__dict__.setdefault("_families", {})
+        key = (f.path, cls.name)
+        if key not in done:
+            own = self.own()
+            start = [(f, cls)] + self._derive({cls.name}, {key}, [own] if own is not None and own is not f else [])
+            done[key] = start + self._ancestors_of(start, own)
+        return done[key]
+
+    def foreign_in_family(self, f: _File, cls: ast.ClassDef) -> Optional[str]:
+        """A base of cls, of a subclass of it anywhere or of their bases, that names no class of the project nor
+        `object` (`class Attn(Dispatch, nn.Module)` inheriting Dispatch's `forward`: torch calls it as `attn(...)`,
+        round AO): its code; else None."""
+        for g, c in self._instance_family(f, cls):
+            for b in c.bases:
+                path, _ = self._defining(*g.resolve_class(b))
+                if path is None and _unparse(b) != "object":
+                    return _unparse(b)
+        return None
+
+    def _derive(self, seeds: Set[str], keys: Optional[Set[Tuple[str, str]]] = None,
+                more: List[_File] = ()) -> List[Tuple[_File, ast.ClassDef]]:
+        keys = {(self.module, s) for s in seeds} if keys is None else set(keys)
         names = set(seeds)
         found: Dict[Tuple[str, str], Tuple[_File, ast.ClassDef]] = {}
         grew = True
         while grew:
             grew = False
-            for f in self.files_naming(names):
+            for f in [*self.files_naming(names), *more]:
                 for cls in (n for n in ast.walk(f.tree) if isinstance(n, ast.ClassDef)):
                     key = (f.path, cls.name)
                     if key in found:
@@ -3486,6 +3517,9 @@ def _class_body_code(cls: ast.ClassDef, attr: str) -> Optional[ast.AST]:
         (k for k in cls.keywords if k.arg == "metaclass" and _unparse(k.value) not in ("ABCMeta", "abc.ABCMeta")), None)
     if made is not None:  # (a decorator installing an `__init__`, a metaclass's `__call__`: round AK)
         return made
+    hook = decorated_hook(cls)
+    if hook is not None:
+        return hook
     for stmt in cls.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             if stmt.name == attr or stmt.name == "__new__" and _spells_name(stmt, attr) or _hook_serves(stmt) \
@@ -3503,25 +3537,108 @@ def _class_body_code(cls: ast.ClassDef, attr: str) -> Optional[ast.AST]:
     return None
 
 
+# Method decorators made by a call that run no code on the object's fields (a grad mode, a cache, a compile)
+_PLAIN_METHOD_DECORATOR_CALLS = {"torch.no_grad", "no_grad", "torch.inference_mode", "inference_mode", "torch.compile",
+                                 "functools.lru_cache", "lru_cache", "functools.cache", "functools.wraps", "wraps",
+                                 "torch.jit.ignore", "torch.jit.unused", "torch.compiler.disable", "nvtx.annotate"}
+
+
+def decorated_hook(cls: ast.ClassDef) -> Optional[ast.AST]:
+    """A method of cls decorated by a call the reader does not know (`model_validator(mode="before")`, a library's
+    hook that may rewrite any field as the object is made: round AO), or None."""
+    return next((d for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) for x in d.decorator_list
+                 if isinstance(x, ast.Call) and _unparse(x.func) not in _PLAIN_METHOD_DECORATOR_CALLS), None)
+
+
 def _outside_stores(f, attr: str, makings: bool = True) -> Iterable[ast.AST]:
     """The file's stores of `.attr` but a class's own methods' stores on self (which _class_body_code reads): on
     anything but self, of a value other than a plain read (`view = copy.copy(b); view.seq_lens = b.seq_lens + n`),
     or on a class object (`VerifyBatch.seq_lens = property(...)`); and, `makings`, a construction handing `attr=` a
     computed value, or `**` a mapping of computed values (a function's `SimpleNamespace(**{k: v + n ...})`): round
     AM. (The checked module's own makings are its drivers': the batches a harness hands its planner, stated.)"""
-    partials = _partial_makers(f.tree)
+    partials, factories = _partial_makers(f.tree), _project_functions_named(f)
     for n in ast.walk(f.tree):
         if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             for t in _flatten(_written_targets(n)):
                 if isinstance(t, ast.Attribute) and t.attr == attr and _unparse(t.value) != "self" and (
-                        isinstance(n, ast.AugAssign) or n.value is None or not _plain_read(n.value)
+                        isinstance(n, ast.AugAssign) or n.value is None or not _plain_at(f, n, n.value)
                         or isinstance(t.value, ast.Name) and t.value.id in f.classes):
                     yield n
-        elif isinstance(n, ast.Call) and _sets_by_name(n, attr) and _unparse(n.args[0]) != "self":
+        elif isinstance(n, ast.Call) and _sets_by_name(n, attr) and _unparse(n.args[0]) != "self" \
+                and not _plain_at(f, n, n.args[2]):
             yield n  # (`object.__setattr__(view, "seq_lens", lens + n)` on a copy of a frozen record: round AN)
-        elif makings and isinstance(n, ast.Call) and (_makes_record(n.func) or _unparse(n.func) in partials) and (
-                any(k.arg == attr and not _plain_read(k.value) for k in n.keywords) or hands_computed_mapping(n)):
+        elif makings and isinstance(n, ast.Call) and _gives_computed(f, n, attr, partials, factories):
             yield n
+
+
+def _gives_computed(f, call: ast.Call, attr: str, partials: Set[str], factories: Set[str]) -> bool:
+    """Does the call make an object (a record's class, a partial of one, a project function: `new_batch(seq_lens=
+    ...)`, round AO) handing `attr=` a computed value (through a local too), `**` a mapping it computes, or, a
+    class of the project, a computed value by position (a record's field order is not read)?"""
+    callee = _unparse(call.func)
+    maker = _makes_record(call.func) or callee in partials
+    if not (maker or callee in factories):
+        return False
+    if any(k.arg == attr and not _plain_at(f, call, k.value) for k in call.keywords) or hands_computed_mapping(call) \
+            or any(k.arg is None and isinstance(k.value, ast.Name) and not _plain_mapping_at(f, call, k.value)
+                   for k in call.keywords):
+        return True
+    return maker and (f.resolve_class(call.func)[0] is not None or callee.endswith("._make")) \
+        and any(not _plain_at(f, call, a) for a in call.args)
+
+
+def _local_values(f, node: ast.AST, name: str) -> Optional[List[Optional[ast.AST]]]:
+    """The values the function holding `node` binds `name` to (None for a binding that is no assignment: a loop's
+    target, a `with`'s); None where the name is not bound there (a parameter, a global: the caller's, as before)."""
+    fn = f.enclosing(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+    if fn is None:
+        return None
+    values: List[Optional[ast.AST]] = []
+    for m in ast.walk(fn):
+        if isinstance(m, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
+            targets = m.targets if isinstance(m, ast.Assign) else [m.target]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                values.append(m.value if not isinstance(m, ast.AugAssign) else None)
+            elif any(isinstance(t, ast.Name) and t.id == name for t in _flatten(targets)):
+                values.append(None)  # (unpacked: which part is not read)
+        elif isinstance(m, (ast.For, ast.AsyncFor, ast.comprehension, ast.withitem)) and any(
+                isinstance(t, ast.Name) and t.id == name for t in ast.walk(getattr(m, "target", None)
+                                                                           or getattr(m, "optional_vars", None) or m)):
+            values.append(None)
+    return values or None
+
+
+def _plain_at(f, node: ast.AST, v: Optional[ast.AST], depth: int = 0) -> bool:
+    """A plain read (_plain_read), where a name the function binds is one on every binding (`lens = b.seq_lens
+    + n; StepBatch(seq_lens=lens)` is not: round AO)."""
+    if not _plain_read(v):
+        return False
+    if not isinstance(v, ast.Name) or depth > 4:
+        return True
+    values = _local_values(f, node, v.id)
+    return values is None or all(x is not None and _plain_at(f, node, x, depth + 1) for x in values)
+
+
+def _plain_mapping_at(f, node: ast.AST, v: ast.Name) -> bool:
+    """`**fields` where the function binds fields only to a mapping of plain values, never written by item after
+    (`asdict(b) | {"seq_lens": lens + n}` is not: round AO); a parameter's (`**kwargs` handed on) is the caller's."""
+    values = _local_values(f, node, v.id)
+    if values is None:
+        return True
+    fn = f.enclosing(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+    stored = any(isinstance(m, (ast.Subscript, ast.Attribute)) and isinstance(m.ctx, ast.Store) and isinstance(
+        m.value, ast.Name) and m.value.id == v.id for m in ast.walk(fn)) or any(
+        isinstance(m, ast.Call) and isinstance(m.func, ast.Attribute) and isinstance(m.func.value, ast.Name)
+        and m.func.value.id == v.id for m in ast.walk(fn))
+    return not stored and all(isinstance(x, ast.Dict) and all(
+        k is not None and _plain_at(f, node, val) for k, val in zip(x.keys, x.values)) for x in values)
+
+
+def _project_functions_named(f) -> Set[str]:
+    """Names the file calls functions of the project by: its own top-level defs, and names it imports from a
+    module of the project."""
+    own = {d.name for d in f.tree.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    return own | {name for name, (mod, _) in f.froms.items() if not name[:1].isupper() and f._find(f.path, mod)}
 
 
 def _makes_record(func: ast.AST) -> bool:
@@ -3529,7 +3646,8 @@ def _makes_record(func: ast.AST) -> bool:
     `dataclasses.replace`, a namedtuple's `_replace`, the class read off an object (`type(b)(...)`, `b.__class__(
     ...)`: round AN)."""
     last = _unparse(func).rsplit(".", 1)[-1]
-    return last[:1].isupper() or last in ("SimpleNamespace", "replace", "_replace", "__replace__", "__class__") \
+    return last[:1].isupper() or last in ("SimpleNamespace", "replace", "_replace", "__replace__", "__class__",
+                                          "_make") \
         or isinstance(func, ast.Call) and _unparse(func.func) == "type"
 
 

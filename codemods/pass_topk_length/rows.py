@@ -1864,9 +1864,12 @@ class IndexTrace:
 
     def _only_fill(self, e: cst.BaseExpression) -> bool:
         """A constant fill of -1, or a name every binding of which is one (`pad = torch.full(..., -1)`)."""
-        if isinstance(e, cst.Name):  # (never written after: `pad[..., -1] = 0`, a sink slot, round AK)
+        if isinstance(e, cst.Name):  # (never written after: `pad[..., -1] = 0`, a sink slot, round AK; nor bound
+            # outside a function: a module's pad any function may write, a sink installer's slot, round AO)
             values = self.tree.assigned_values(e, e.value)
-            return bool(values) and all(v is not None and self._only_fill(v) for v in values) and not self._written(e)
+            return bool(values) and all(v is not None and self._only_fill(v) for v in values) and not self._written(e) \
+                and not any(isinstance(getattr(a, "scope", None), (GlobalScope, ClassScope))
+                            for a in self.tree.binding(e, e.value).assignments)
         return isinstance(e, cst.Call) and _fill_of(e) == -1
 
     def _fill(self, e: cst.BaseExpression) -> bool:
