@@ -5838,18 +5838,21 @@ def test_round_an_a_tree_holding_its_own_kernel_package(tmp_path, vendored, fixa
     assert fixable or "holds a `sgl_kernel` of its own" in site.reason
 
 
-@pytest.mark.parametrize("maker, fixable", [
+_CLIP_AN = "forward_batch.seq_lens.clamp(max=self.dsa_index_topk).int()"
+
+
+@pytest.mark.parametrize("maker, made, fixable", [
     # round AN (n1): a capitalised name bound to an instance whose `__call__` hands back one record per shape is not
     # a class making a record for this batch; a subclass of the record is
-    ("class _Interner:\n    def __init__(self):\n        self.free = {}\n\n    def __call__(self, lens):\n"
-     "        return self.free.setdefault(1, DSAMetadata(lens))\n\n\nInterned = _Interner()\n", False),
-    ("class Interned(DSAMetadata):\n    pass\n", True)])
-def test_round_an_a_capitalised_callable_instance(tmp_path, maker, fixable):
-    plan = ("        self.forward_metadata = Interned(dsa_cache_seqlens_int32=forward_batch.seq_lens.clamp("
-            "max=self.dsa_index_topk).int())")
+    ("class _Interner:\n    def __init__(self):\n        self.free = {}\n\n    def __call__(self, md):\n"
+     "        return self.free.setdefault(1, md)\n\n\nInterned = _Interner()\n",
+     f"Interned(DSAMetadata(dsa_cache_seqlens_int32={_CLIP_AN}))", False),
+    ("class Interned(DSAMetadata):\n    pass\n", f"Interned(dsa_cache_seqlens_int32={_CLIP_AN})", True)])
+def test_round_an_a_capitalised_callable_instance(tmp_path, maker, made, fixable):
     src = _WARM_AL.replace("    def warmup(self, warm):\n        self.forward_metadata = DSAMetadata(warm.seq_lens.clamp("
                            "max=self.dsa_index_topk).to(torch.int32))\n\n", "").replace(
-        "\n\nclass Backend:", "\n\n" + maker + "\n\nclass Backend:").replace("{plan}", plan)
+        "\n\nclass Backend:", "\n\n" + maker + "\n\nclass Backend:").replace(
+        "{plan}", f"        self.forward_metadata = {made}")
     site = _site(tmp_path, src, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
 
@@ -5956,4 +5959,27 @@ def test_round_ao_the_widths_object_capped_where_it_is_handed(tmp_path, maker, c
         "    forward_metadata: DSAMetadata\n",
         f"    forward_metadata: DSAMetadata\n\n    def __init__(self, {param}):\n        self.dsa_index_topk = {read}\n")
     site = _files_site(tmp_path, {"serving.py": _BUDGET_AO + maker.replace("hf_config=budgeted", "hf_config=budgeted")}, src)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_STATIC_AO = _STATIC_AI.format(
+    init="self.forward_metadata = DSAMetadata(warm.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))",
+    plan="self._refresh(forward_batch)")
+
+
+@pytest.mark.parametrize("extra, files, fixable", [
+    # round AO (o1): the eager planner replaced per instance, or run from a mixin of another file ahead of the
+    # module's in the order Python looks it up; a mixin behind it does not run its own
+    ("\n    def pages_only(self, forward_batch):\n        pass\n\n    def use_pages_only(self):\n"
+     "        self.init_forward_metadata = self.pages_only\n", {}, False),
+    ("\n\nclass Draft(FastPlan, Backend):\n    pass\n", {"fastplan.py": "class FastPlan:\n"
+                                                        "    def init_forward_metadata(self, forward_batch):\n        pass\n"}, False),
+    ("\n\nclass Draft(Backend, FastPlan):\n    pass\n", {"fastplan.py": "class FastPlan:\n"
+                                                        "    def init_forward_metadata(self, forward_batch):\n        pass\n"}, True)])
+def test_round_ao_the_planner_that_runs(tmp_path, extra, files, fixable):
+    src = _STATIC_AO + extra if extra.startswith("\n\n") else _STATIC_AO.replace(
+        "    def forward(self, q, kv, indices, scale):", extra.lstrip("\n") + "\n    def forward(self, q, kv, indices, scale):")
+    if files:
+        src = src.replace("from sgl_kernel", "from fastplan import FastPlan\nfrom sgl_kernel")
+    site = _files_site(tmp_path, files, src)
     assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -356,6 +356,14 @@ class MetadataInScope:
         why not."""
         planners = [f.node for f in self.facts.functions if f.class_name and (
             f.name == "init_forward_metadata" or reach.graph_update(f.name))]  # (round AG: a replay hook too)
+        rebound = next((t for p in planners for t in self.targets_named(p.name.value)
+                        if isinstance(t.target, cst.Attribute)), None)
+        if rebound is not None:  # (`self.init_forward_metadata = self._plan_pages_only` per instance: round AO)
+            return (f"line {self.tree.line(rebound)} gives `{_code(rebound.target).strip()}` another value: the planner "
+                    "that runs may not be the one read to refresh the record made once; pass topk_length by hand")
+        ahead = self._planner_ahead({p.name.value for p in planners})
+        if ahead:
+            return ahead
         for p in planners:
             if any(isinstance(t, cst.Attribute) and t.attr.value == attr for _, t, _ in self._writes_in(p)):
                 continue  # (given anew: planned_on_every_path and kept_in_holder read that store)
@@ -366,6 +374,25 @@ class MetadataInScope:
             f"the start-up (`__init__`, `init_cuda_graph_state`, a hook no planner calls) gives the holder `self.{attr}` a record made once, and an eager planner or a replay hook "
             f"does not rewrite its `{field_name}` in place on every run (a mode or size it skips keeps an earlier "
             "step's lengths); refresh it on every path, or pass topk_length by hand")
+
+    def _planner_ahead(self, names: Set[str]) -> Optional[str]:
+        """A class of the module whose first base (left to right, depth first) defining one of the planners `names`
+        is another file's, while the module defines it too (`class Draft(FastPlanMixin, Backend)`: the mixin's planner
+        is the one Python runs, round AO): why; else None."""
+        proj = self.project()
+        own = proj.checked_file(self.source)
+        for cls in own.class_defs if own is not None else ():
+            if any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name in names for d in cls.body):
+                continue
+            definers = [(g, c, {d.name for d in c.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
+                         & names) for g, c in proj.bases_in_order(own, cls)]
+            definers = [x for x in definers if x[2]]
+            if definers and definers[0][0].path != own.path and any(g.path == own.path for g, _, _ in definers):
+                g, c, defined = definers[0]
+                return (f"{cls.name} runs `{sorted(defined)[0]}` of {c.name} at {proj.rel(g.path)}:{c.lineno}, a base "
+                        "of another file ahead of this module's planner, which is not read as refreshing the record "
+                        "made once; pass topk_length by hand")
+        return None
 
     def _refreshes(self, fdef: cst.FunctionDef, attr: str, field_name: str, depth: int, eager: bool = True) -> bool:
         """Does every run of fdef rewrite `self.<attr>.<field>` in place, itself or through a method of the class it
