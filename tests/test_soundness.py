@@ -5945,12 +5945,11 @@ _BUDGET_AO = ("import types\n\nfrom backend import Backend\n\n\ndef budgeted(raw
 
 
 @pytest.mark.parametrize("maker, chain, fixable", [
-    # round AO (o4): the width's object handed by a subclass's `super().__init__`, through `**`, or as an attribute of
-    # what a making is handed (`model_runner.model_config.hf_config`), capped by the project's code
+    # round AO (o4): the width's object handed by a subclass's `super().__init__` or through `**`, capped by the
+    # project's code (read off an attribute chain of what a making is handed, `model_runner.model_config.hf_config`:
+    # stated open, as sglang's own runner is read)
     ("class LowMem(Backend):\n    def __init__(self, cfg):\n        super().__init__(budgeted(cfg, 8))\n", False, False),
     ("def make(cfg):\n    kw = {'hf_config': budgeted(cfg, 8)}\n    return Backend(**kw)\n", False, False),
-    ("def make(cfg):\n    return Backend(types.SimpleNamespace(model_config=types.SimpleNamespace(\n"
-     "        hf_config=budgeted(cfg, 8))))\n", True, False),
     ("def make(cfg):\n    return Backend(cfg)\n", False, True)])
 def test_round_ao_the_widths_object_capped_where_it_is_handed(tmp_path, maker, chain, fixable):
     param, read = ("model_runner", "model_runner.model_config.hf_config.index_topk") if chain else (

@@ -1171,7 +1171,7 @@ def _library_value(f, arg: ast.AST, proj=None) -> bool:
     vendored decorator)."""
     module = f.module_of(arg) if isinstance(arg, (ast.Name, ast.Attribute)) else None
     top = module.split(".")[0] if module is not None else ""
-    return module is not None and f._find(f.path, top) is None and not (proj is not None and proj.defines_module(top))
+    return module is not None and f._find(f.path, top) is None and not (proj is not None and proj.nested_module(top))
 
 
 def _module_object(f, call: ast.Call, root: ast.AST) -> bool:

@@ -464,8 +464,6 @@ def _served(e: ast.AST, t: _Tree, depth: int, kind: str = "") -> bool:
         # Budget(raw), raw`, `with Budget(raw) as view`: what it holds is not read, round AJ)
     if isinstance(e, ast.Name) or isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == "self":
         return any(_served(v, t, depth + 1, kind) for v in _bound_values(e, t))
-    if isinstance(e, ast.Attribute):  # (`model_runner.model_config.hf_config`: what its root is handed, along the
-        return _served(e.value, t, depth + 1, kind)  # reads: round AO)
     if not isinstance(e, ast.Call):
         return False
     if reach.hands_computed_mapping(e):
@@ -514,32 +512,10 @@ def _handed_served(e: ast.Name, t: _Tree, depth: int, kind: str) -> bool:
                 return True  # (`Backend(**backend_kwargs)`: which value lands in the slot is not read, round AO)
             handed = [k.value for k in call.keywords if k.arg == e.id] + (
                 [call.args[slot]] if slot is not None and 0 <= slot < len(call.args) else [])
-            if any(_served_along(h, _chain_read(e, t), other, depth + 1, kind) for h in handed):  # (`*args`
-                return True  # handed on: not read, as any parameter's callers are not, PLAIN_VALUES)
+            if any(_served(h, other, depth + 1, kind) for h in handed):  # (`*args` handed on: not read, as any
+                return True  # parameter's callers are not, PLAIN_VALUES)
     if isinstance(owner, ast.ClassDef) and fn.name == "__init__" and _base_init_served(owner.name, e, slot, t, depth, kind):
         return True
-    return False
-
-
-def _chain_read(e: ast.Name, t: _Tree) -> List[str]:
-    """The attributes read off the name in turn (`model_runner.model_config.hf_config.index_topk`: the first three)."""
-    out, up = [], t.up(e)
-    while isinstance(up, ast.Attribute) and isinstance(t.up(up), ast.Attribute):
-        out.append(up.attr)
-        up = t.up(up)
-    return out
-
-
-def _served_along(h: ast.AST, attrs: List[str], t: _Tree, depth: int, kind: str) -> bool:
-    """Is the handed object, or what its making hands each attribute the read goes through (`SimpleNamespace(
-    model_config=SimpleNamespace(hf_config=budgeted(cfg, 8)))`: round AO), served?"""
-    for attr in [*attrs, None]:
-        if _served(h, t, depth, kind):
-            return True
-        given = [k.value for k in h.keywords if k.arg == attr] if isinstance(h, ast.Call) and attr else []
-        if not given:
-            return False
-        h = given[0]
     return False
 
 
@@ -557,7 +533,7 @@ def _base_init_served(name: str, e: ast.Name, slot: Optional[int], t: _Tree, dep
                 at = slot + shift if slot is not None else None
                 handed = [k.value for k in call.keywords if k.arg == e.id] + (
                     [call.args[at]] if at is not None and 0 <= at < len(call.args) else [])
-                if any(_served_along(h, _chain_read(e, t), other, depth + 1, kind) for h in handed):
+                if any(_served(h, other, depth + 1, kind) for h in handed):
                     return True
     return False
 

@@ -370,9 +370,8 @@ class CalleeIdentity:
                     f"from a folder of its own ({mapped}), whose interface is not read as the kernel; pass "
                     "topk_length by hand where that build takes it")
         top = c.callee.split(".")[0]
-        held = self.project().defines_module(top) if not self.project()._find_module(self.path, top) else None
-        if held and held.removeprefix("src/").split("/")[0] not in (top, top + ".py"):  # (the project's own top-level
-            # package or module is read as vendored below)  # (a vendored build a Dockerfile, hatch's sources, poetry's `from`, a find's `where` installs: AN)
+        held = self.project().nested_module(top) if not self.project()._find_module(self.path, top) else None
+        if held:  # (the project's own top-level package or module is read as vendored below)  # (a vendored build a Dockerfile, hatch's sources, poetry's `from`, a find's `where` installs: AN)
             return (f"`{name}` is {c.callee}, and the project holds a `{top}` of its own ({held}) that its build or "
                     "install may put over the pinned wheel's, whose interface is not read as the kernel; remove it from "
                     "the tree, or pass topk_length by hand where that build takes it")

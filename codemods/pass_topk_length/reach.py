@@ -116,9 +116,10 @@ def project_sources(scope: Scope) -> Tuple[List[Tuple[str, bytes]], List[Tuple[s
         still = []
         for path, rel in aside:
             names = named_only[path] if path in named_only else _module_names(rel)
-            if names & imported or any(n.startswith(h[:-1]) for h in imported if h.endswith("*") and len(h) > 2
-                                       for n in names) and not _under_test_dir(rel):  # (a computed import's literal
-                # head reads an ignored file too: `import_module(f"overrides.{kind}")`, round AO)
+            heads = [h[:-1] for h in imported if h.endswith("*") and (path not in named_only or len(h) > 2)]
+            if names & imported or any(n.startswith(h) for h in heads for n in names) and not _under_test_dir(rel):
+                # (a computed import's literal head reads an ignored file too, `import_module(f"overrides.{kind}")`,
+                # round AO; one with no literal head, `*`, only a test-named file, as before)
                 if not read(path, rel):
                     return out, big, unreadable
             else:
@@ -596,6 +597,12 @@ class Project:
                     found.setdefault(part, rel)
             self._module_names = found
         return self._module_names.get(name)
+
+    def nested_module(self, name: str) -> Optional[str]:
+        """defines_module's file, where it lies below a folder of another name (`third_party/cp_utils.py`), not the
+        project's own top-level package (a module of it missing from a partial tree is what Python would not find)."""
+        held = self.defines_module(name)
+        return held if held and held.removeprefix("src/").split("/")[0] not in (name, name + ".py") else None
 
     def files_naming(self, names: Iterable[str], also: Iterable[str] = ()) -> List[_File]:
         """The parsed files whose text names one of `names` as a word (and, given `also`, one of those too)."""

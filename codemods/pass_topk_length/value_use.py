@@ -82,10 +82,10 @@ def _value_uses(tree: Tree, facts: ModuleFacts, path: str, through_alias: Set[in
 
 def _add_with_calls(tree: Tree, node: cst.CSTNode, callee: str, how: str, add) -> None:
     """Report `node` and, where the expression holding it is bound to a local, each call through that local."""
-    top, up = node, tree.parent.get(node)
+    up = tree.parent.get(node)
     while isinstance(up, (cst.Call, cst.Arg, cst.Subscript, cst.SubscriptElement, cst.Index, cst.Attribute, cst.List,
                           cst.Element, cst.Dict, cst.DictElement)):
-        top, up = up, tree.parent.get(up)
+        up = tree.parent.get(up)
     if isinstance(up, cst.Assign) and len(up.targets) == 1 and isinstance(up.targets[0].target, cst.Name):
         for read, call in name_reads(tree, up.targets[0].target.value):
             if isinstance(call, cst.Call) and call.func is read:
