@@ -5881,15 +5881,14 @@ def test_round_ao_a_gitignored_package_the_code_imports(tmp_path, folder, import
     ("local", True)])
 def test_round_ao_a_module_level_pad(tmp_path, where, fixable):
     pad = "torch.full((8, 16), -1, dtype=torch.int32)"
+    local = f"        pad = {pad}\n" if where == "local" else ""
+    name = "pad" if where == "local" else "_PAD"
     src = HANDED_INDICES.replace("from sgl_kernel", "import torch\nfrom sgl_kernel").replace(
         "        return self._forward_flashmla_sparse(q, kv, topk_indices, scale)",
-        ("        pad = " + pad + "\n" if where == "local" else "") +
-        "        topk_indices = torch.cat([topk_indices, _PAD if False else pad], dim=-1)\n"
+        f"{local}        topk_indices = torch.cat([topk_indices, {name}], dim=-1)\n"
         "        return self._forward_flashmla_sparse(q, kv, topk_indices, scale)")
     if where == "module":
-        src = src.replace("_PAD if False else pad", "_PAD") + f"\n\n_PAD = {pad}\n\n\ndef install_sink():\n    _PAD[:, 0] = 0\n"
-    else:
-        src = src.replace("_PAD if False else pad", "pad")
+        src += f"\n\n_PAD = {pad}\n\n\ndef install_sink():\n    _PAD[:, 0] = 0\n"
     site = _site(tmp_path, src, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
 
@@ -5981,4 +5980,64 @@ def test_round_ao_the_planner_that_runs(tmp_path, extra, files, fixable):
     if files:
         src = src.replace("from sgl_kernel", "from fastplan import FastPlan\nfrom sgl_kernel")
     site = _files_site(tmp_path, files, src)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_POOLED_AO = '''"""A fork's backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk."""
+from dataclasses import dataclass
+
+import torch
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+from dsa_common import RecordsMixin
+
+
+@dataclass
+class DSAMetadata:
+    dsa_cache_seqlens_int32: torch.Tensor
+
+
+class Backend(RecordsMixin):
+    def __init__(self, dsa_index_topk):
+        self.dsa_index_topk = dsa_index_topk
+{init}
+    def init_forward_metadata(self, forward_batch):
+        md = self._records.get(forward_batch.batch_size)
+        if md is None:
+            md = DSAMetadata(forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))
+            self._records[forward_batch.batch_size] = md
+        md.dsa_cache_seqlens_int32.copy_(forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))
+        self.forward_metadata = md
+
+    def forward(self, q, kv, indices, scale):
+        metadata = self.forward_metadata
+        return flash_mla_sparse_fwd(q=q, kv=kv, indices=indices, sm_scale=scale)[0]
+'''
+
+
+@pytest.mark.parametrize("init, fixable", [
+    # round AO (o1): a pool of records per size bound as a class attribute of a mixin of another file is every
+    # instance's (target and draft share it); one the backend makes for itself is its own
+    ("", False),
+    ("        self._records = {}\n", True)])
+def test_round_ao_a_pool_a_base_of_another_file_binds(tmp_path, init, fixable):
+    site = _files_site(tmp_path, {"dsa_common.py": "class RecordsMixin:\n    _records = {}\n"}, _POOLED_AO.format(init=init))
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("own, fixable", [
+    # round AO (o1): the CUDA-graph table bound only as a class attribute of a mixin of another file is every
+    # instance's (a draft's replay refreshes the target's captured record); one the backend makes is its own
+    (False, False),
+    (True, True)])
+def test_round_ao_a_graph_table_a_base_of_another_file_binds(tmp_path, own, fixable):
+    (tmp_path / "dsa_common.py").write_text("class TablesMixin:\n    graph_metadata = {}\n")
+    capture = (f"md = DSAMetadata(dsa_cache_seqlens_int32={_CLIP})\n        self.graph_metadata[bs] = md\n"
+               "        self.forward_metadata = md")
+    replay = f"md = self.graph_metadata[bs]\n        md.dsa_cache_seqlens_int32.copy_({_CLIP})\n        self.forward_metadata = md"
+    src = GRAPH_PER_CAPTURE.replace("{capture}", "        " + capture).replace("{replay}", "        " + replay).replace(
+        "class Backend:", "from dsa_common import TablesMixin\n\n\nclass Backend(TablesMixin):")
+    if not own:
+        src = src.replace("        self.graph_metadata = {}\n", "")
+    site = _site(tmp_path, src, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -80,6 +80,12 @@ class CaptureFiling:
                     return (f"`{table}` is bound in a class body (line {self.tree.line(n)}): every instance (a draft "
                             "backend's too) shares the CUDA-graph table replay reads; make it per instance "
                             f"(`self.{table} = {{}}`), or pass topk_length by hand")
+        stored = any(_is_attr_of_self(t.target) for t in self.targets_named(table) if isinstance(t.target, cst.Attribute))
+        base = None if stored else self.project().base_binds(self.project().checked_file(self.source), table)
+        if base is not None:  # (a mixin of another file's class attribute, no instance's own made here: round AO)
+            return (f"`{table}` is bound in the class body of {base}: every instance (a draft backend's too) shares "
+                    f"the CUDA-graph table replay reads; make it per instance (`self.{table} = {{}}`), or pass "
+                    "topk_length by hand")
         return None
 
     def _filed_by_place(self, table: str) -> Optional[str]:

@@ -300,7 +300,8 @@ class MetadataInScope:
                   for t in self.targets_named(attr) if not isinstance(t, cst.AnnAssign) or t.value is not None]
         in_body = any(isinstance(t, cst.Name) and t.value == attr for c in self.find(cst.ClassDef)
                       for stmt in c.body.body for t in _class_level_targets(stmt))
-        return not in_body and all(v is not None and _fresh_container(v) for v in stores)
+        return not in_body and bool(stores) and all(v is not None and _fresh_container(v) for v in stores)
+        # (no store here: a base of another file's, a mixin's class attribute every instance shares, round AO)
 
     def _made_once(self, fdef: cst.FunctionDef) -> bool:
         """Does what fdef gives the holder live across steps: fdef runs at start-up, or is neither a planner the

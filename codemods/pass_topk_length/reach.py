@@ -723,6 +723,17 @@ class Project:
                 out.extend(self.bases_in_order(g, g.classes[name], depth + 1))
         return out
 
+    def base_binds(self, own: Optional[_File], attr: str) -> Optional[str]:
+        """Where a base of another file of one of the module's classes binds `attr` in its class body (a mixin's
+        `_graph_records = {}`, every instance's: round AO), as `Class at file:line`; None where none does."""
+        for cls in own.class_defs if own is not None else ():
+            for g, c in self.bases_in_order(own, cls):
+                hit = next((stmt for stmt in c.body if g.path != own.path and isinstance(stmt, (ast.Assign, ast.AnnAssign))
+                            and attr in _stored_names(stmt)), None)
+                if hit is not None:
+                    return f"{c.name} at {self.rel(g.path)}:{hit.lineno}"
+        return None
+
     def foreign_in_family(self, f: _File, cls: ast.ClassDef) -> Optional[str]:
         """A base of cls, of a subclass of it anywhere or of their bases, that names no class of the project nor
         `object` (`class Attn(Dispatch, nn.Module)` inheriting Dispatch's `forward`: torch calls it as `attn(...)`,
