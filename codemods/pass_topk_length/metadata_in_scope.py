@@ -300,8 +300,13 @@ class MetadataInScope:
                   for t in self.targets_named(attr) if not isinstance(t, cst.AnnAssign) or t.value is not None]
         in_body = any(isinstance(t, cst.Name) and t.value == attr for c in self.find(cst.ClassDef)
                       for stmt in c.body.body for t in _class_level_targets(stmt))
-        return not in_body and bool(stores) and all(v is not None and _fresh_container(v) for v in stores)
-        # (no store here: a base of another file's, a mixin's class attribute every instance shares, round AO)
+        if in_body:
+            return False
+        if stores:
+            return all(v is not None and _fresh_container(v) for v in stores)
+        return self.project().base_binds(self.project().checked_file(self.source), attr) is None
+        # (no store here: a mixin's class attribute of another file, every instance's, round AO; none at all is read
+        # as before, the module narrowed for audit and bump may leave its stores out)
 
     def _made_once(self, fdef: cst.FunctionDef) -> bool:
         """Does what fdef gives the holder live across steps: fdef runs at start-up, or is neither a planner the
