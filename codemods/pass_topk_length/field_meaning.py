@@ -708,7 +708,7 @@ class FieldMeaning:
         not to a function writing into what it is handed (`fused_dsa_decode_metadata(dsa_cache_seqlens=md.field)`,
         sglang 0.5.16's output buffer: any object's field is read there as before round AM)?"""
         call = self.tree.parent.get(arg)
-        return isinstance(call, cst.Call) and makes_a_record((get_full_name_for_node(call.func) or "").rsplit(".", 1)[-1])
+        return isinstance(call, cst.Call) and reach.makes_a_record((get_full_name_for_node(call.func) or "").rsplit(".", 1)[-1])
 
     def _read_off_self(self, name: cst.Name, depth: int = 0, scope=None, record: bool = False) -> bool:
         """Is the local bound, in any of its assignments, to an object read off self (`prev = self.forward_metadata`,
@@ -1100,12 +1100,6 @@ def _kept_object(name: ast.Name, resolve: Optional[Resolve], depth: int = 0) -> 
             if _off_self(part) or isinstance(part, ast.Name) and _kept_object(part, r or resolve, depth + 1):
                 return True
     return False
-
-
-def makes_a_record(callee: str) -> bool:
-    """Does a call of this last name make an object (a class, `dataclasses.replace`), rather than hand what it is given
-    to a function that may write into it (an output buffer)?"""
-    return callee[:1].isupper() or callee == "replace"
 
 
 def _rooted_at_self(v: Optional[ast.AST]) -> bool:

@@ -582,27 +582,26 @@ class Project:
             self._big = [(path, rel) for path, rel in big if path != self.module]
         return self._texts
 
-    def defines_module(self, name: str) -> Optional[str]:
-        """The first file of the project (relative path) in a folder, or a file, bearing this module name anywhere in
-        its tree (`third_party/cp_utils.py`, `third_party/flashmla/python/sgl_kernel/flash_mla.py`), where a path a
-        fork puts on `sys.path`, or a build it installs, makes it importable though no import resolves it from the
-        file; None where none does."""
-        if "_module_names" not in self.__dict__:
-            found: Dict[str, str] = {}
-            self.texts()
-            for path, _ in sorted([*self._texts, *self._big, (self.module, b"")]):
-                rel = self.rel(path)
-                parts = rel.split("/")
-                for part in [*parts[:-1], parts[-1].removesuffix(".py")]:
-                    found.setdefault(part, rel)
-            self._module_names = found
-        return self._module_names.get(name)
-
     def nested_module(self, name: str) -> Optional[str]:
-        """defines_module's file, where it lies below a folder of another name (`third_party/cp_utils.py`), not the
-        project's own top-level package (a module of it missing from a partial tree is what Python would not find)."""
-        held = self.defines_module(name)
+        """The first file of the project (relative path) in a folder, or a file, bearing this module name below a
+        folder of another name (`third_party/cp_utils.py`, `third_party/flashmla/python/sgl_kernel/flash_mla.py`):
+        a path a fork puts on `sys.path`, or a build it installs, makes it importable though no import resolves it
+        from the file. None where none does, or where it is the project's own top-level package (a module of it
+        missing from a partial tree is what Python would not find)."""
+        held = self._module_names.get(name)
         return held if held and held.removeprefix("src/").split("/")[0] not in (name, name + ".py") else None
+
+    @functools.cached_property
+    def _module_names(self) -> Dict[str, str]:
+        """Every folder and file stem of the project's tree -> the first file (relative path) bearing it."""
+        found: Dict[str, str] = {}
+        self.texts()
+        for path, _ in sorted([*self._texts, *self._big, (self.module, b"")]):
+            rel = self.rel(path)
+            parts = rel.split("/")
+            for part in [*parts[:-1], parts[-1].removesuffix(".py")]:
+                found.setdefault(part, rel)
+        return found
 
     def files_naming(self, names: Iterable[str], also: Iterable[str] = ()) -> List[_File]:
         """The parsed files whose text names one of `names` as a word (and, given `also`, one of those too)."""
@@ -3623,19 +3622,28 @@ def _local_values(f, node: ast.AST, name: str) -> Optional[List[Optional[ast.AST
     fn = f.enclosing(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
     if fn is None:
         return None
-    values: List[Optional[ast.AST]] = []
+    index = f.__dict__.setdefault("_local_bindings", {})
+    if fn not in index:
+        index[fn] = _bindings_in(fn)
+    return index[fn].get(name)
+
+
+def _bindings_in(fn: ast.AST) -> Dict[str, List[Optional[ast.AST]]]:
+    """Each name a function binds -> the values it binds it to, in one walk (_local_values, asked per name)."""
+    values: Dict[str, List[Optional[ast.AST]]] = {}
     for m in ast.walk(fn):
         if isinstance(m, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
             targets = m.targets if isinstance(m, ast.Assign) else [m.target]
-            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
-                values.append(m.value if not isinstance(m, ast.AugAssign) else None)
-            elif any(isinstance(t, ast.Name) and t.id == name for t in _flatten(targets)):
-                values.append(None)  # (unpacked: which part is not read)
-        elif isinstance(m, (ast.For, ast.AsyncFor, ast.comprehension, ast.withitem)) and any(
-                isinstance(t, ast.Name) and t.id == name for t in ast.walk(getattr(m, "target", None)
-                                                                           or getattr(m, "optional_vars", None) or m)):
-            values.append(None)
-    return values or None
+            direct = {t.id for t in targets if isinstance(t, ast.Name)}
+            for t in direct:
+                values.setdefault(t, []).append(m.value if not isinstance(m, ast.AugAssign) else None)
+            for t in {t.id for t in _flatten(targets) if isinstance(t, ast.Name)} - direct:
+                values.setdefault(t, []).append(None)  # (unpacked: which part is not read)
+        elif isinstance(m, (ast.For, ast.AsyncFor, ast.comprehension, ast.withitem)):
+            bound = getattr(m, "target", None) or getattr(m, "optional_vars", None) or m
+            for t in {t.id for t in ast.walk(bound) if isinstance(t, ast.Name)}:
+                values.setdefault(t, []).append(None)
+    return values
 
 
 def _plain_at(f, node: ast.AST, v: Optional[ast.AST], depth: int = 0) -> bool:
@@ -3671,13 +3679,16 @@ def _project_functions_named(f) -> Set[str]:
     return own | {name for name, (mod, _) in f.froms.items() if not name[:1].isupper() and f._find(f.path, mod)}
 
 
+def makes_a_record(callee: str) -> bool:
+    """Does a call of this last name make an object of the fields it is handed (a class by its capitalised name,
+    `dataclasses.replace`, a namedtuple's `_replace`/`_make`, `b.__class__(...)`: round AN), rather than hand them to
+    a function that may write into them (an output buffer)?"""
+    return callee[:1].isupper() or callee in ("replace", "_replace", "__replace__", "__class__", "_make")
+
+
 def _makes_record(func: ast.AST) -> bool:
-    """A callee making an object of the fields it is handed: a class by its (capitalised) name, SimpleNamespace,
-    `dataclasses.replace`, a namedtuple's `_replace`, the class read off an object (`type(b)(...)`, `b.__class__(
-    ...)`: round AN)."""
-    last = _unparse(func).rsplit(".", 1)[-1]
-    return last[:1].isupper() or last in ("SimpleNamespace", "replace", "_replace", "__replace__", "__class__",
-                                          "_make") \
+    """makes_a_record of the callee's last name, or the class read off an object (`type(b)(...)`)."""
+    return makes_a_record(_unparse(func).rsplit(".", 1)[-1]) \
         or isinstance(func, ast.Call) and _unparse(func.func) == "type"
 
 

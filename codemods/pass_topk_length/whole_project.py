@@ -13,7 +13,7 @@ from libcst.helpers import get_full_name_for_node
 from topk_migrate.cst.resolve import CallInfo, Function
 
 from . import callers, engine_defs, reach
-from .field_meaning import CLIP_HOW, CLIPPED_FIELDS, ENGINE_HOMES, _clipped_elsewhere, makes_a_record
+from .field_meaning import CLIP_HOW, CLIPPED_FIELDS, ENGINE_HOMES, _clipped_elsewhere
 from .indexes import _text
 from .quick import PARAM
 from .rows import Hooks, _instance_param, index_hazard, row_hazard
@@ -672,10 +672,10 @@ def _unpacked(stmt: Optional[cst.CSTNode], name: str) -> Optional[cst.BaseExpres
 
 def _copied_into(f, node: ast.AST) -> str:
     """The object whose field a `x.field.copy_(...)` (`x.field[:n].copy_(...)`) writes, spelled (`x`); "*" for a
-    keyword handed to a function (an output buffer: field_meaning.makes_a_record); else ""."""
+    keyword handed to a function (an output buffer: reach.makes_a_record); else ""."""
     keyword = f.parents.get(id(node))
     call = f.parents.get(id(keyword)) if isinstance(keyword, ast.keyword) else None
-    if isinstance(call, ast.Call) and not makes_a_record(reach._unparse(call.func).rsplit(".", 1)[-1]):
+    if isinstance(call, ast.Call) and not reach.makes_a_record(reach._unparse(call.func).rsplit(".", 1)[-1]):
         return "*"
     field = node.func.value if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
         and node.func.attr == "copy_" else None
