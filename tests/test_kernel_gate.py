@@ -891,6 +891,25 @@ def test_a_pin_is_named_from_the_working_directory_where_the_project_lies_under_
     ({"requirements-deploy.txt": "torch @ https://example.invalid/torch/latest\n"}, True),
     # round AA: a conda package's file name is a pin
     ({"conda/linux-64/sglang-kernel-0.4.2.post2-py310_0.conda": ""}, False),
+    # round AP: the engine's release filled in from a variable the recipe binds, a keyed table (Pipfile, pdm's
+    # overrides, uv's sources), a wheel's file name, a clone of a tag; one not read decides nothing
+    *[({name: text.replace("{R}", release)}, release == "0.5.16") for release in ("0.4.9.post2", "0.5.16")
+      for name, text in (
+          ("Dockerfile", 'ARG SGLANG_VERSION={R}\nRUN pip install "sglang[srt]==${SGLANG_VERSION}"\n'),
+          ("scripts/bootstrap.sh", "SGLANG={R}\npip install sglang[srt]==$SGLANG\n"),
+          ("provision.py", 'V = "{R}"\nsubprocess.check_call(["pip", "install", f"sglang[srt]=={V}"])\n'),
+          ("Pipfile", '[packages]\nsglang = {version = "=={R}", extras = ["srt"]}\n'),
+          ("pyproject.toml", '[project]\nname = "f"\ndependencies = ["sglang[srt]"]\n'
+                             '[tool.uv.sources]\nsglang = { git = "https://github.com/sgl-project/sglang", tag = "v{R}" }\n'),
+          ("pyproject.toml", '[project]\nname = "f"\ndependencies = ["sglang[srt]>=0.4"]\n'
+                             '[tool.pdm.resolution.overrides]\nsglang = "=={R}"\n'),
+          ("Dockerfile", "RUN pip install https://example.invalid/v{R}/sglang-{R}-py3-none-any.whl[srt]\n"),
+          ("Dockerfile", "RUN git clone -b v{R} https://github.com/sgl-project/sglang.git && pip install -e sglang/python\n"),
+      )],
+    ({"Dockerfile": 'RUN pip install "sglang[srt]==${SGLANG_VERSION}"\n'}, None),
+    ({"provision.py": 'subprocess.check_call(["pip", "install", f"sglang[srt]=={pick()}"])\n'}, None),
+    ({"pyproject.toml": '[project]\nname = "f"\ndependencies = ["sglang[srt]"]\n'
+                        '[tool.uv.sources]\nsglang = { git = "https://github.com/sgl-project/sglang", branch = "main" }\n'}, None),
 ])
 def test_every_file_that_may_install_the_kernel_decides(repo, files, ok):
     (repo / "requirements.txt").write_text("sglang-kernel>=0.4.6\n")

@@ -605,7 +605,8 @@ def file_ways(path: str, root: str) -> List[List[Pin]]:
         ways = [parse(text, rel) + extra] + computed_ways(name, text, path, root)
         if name == "pyproject.toml":  # uv's overrides and constraints replace what the project declares
             ways.append(spelled_pins(" ".join(_UV_PINS.findall(text)), rel))
-            ways.append(_mentioned_pins(_other_tables(text), rel, False))  # pixi's, hatch's environments (round U)
+            others = _other_tables(text)  # pixi's, hatch's environments (round U); uv's sources, pdm's overrides (AP)
+            ways.append(_mentioned_pins(others, rel, False) + _engine_mentions(others, rel))
         return ways
     if "\0" in text[:8192]:  # an archive, a wheel, a compiled library: no recipe pip or a shell reads
         return []
@@ -623,6 +624,7 @@ def file_ways(path: str, root: str) -> List[List[Pin]]:
                           if t is not None else _mentioned_pins(body, rel, False))]  # output: round AH)
     conda = _CONDA_PIN.sub(r"\1==", text) if name.endswith((".yml", ".yaml")) else text
     return [spelled_pins(conda, rel) + _mentioned_pins(text, rel, False) + _engine_refs(text, rel) + embedded
+            + _engine_mentions(text, rel)
             + _recipe_includes(text, path, root, rel)]
 
 
@@ -1136,6 +1138,82 @@ def _engine_refs(text: str, rel: str) -> List[Pin]:
     return pins
 
 
+# The engine's release spelled otherwise than as a pin (round AP): a version to be filled in by a variable the
+# recipe binds (`ARG SGLANG_VERSION=0.4.9.post2` ... `sglang[srt]==${SGLANG_VERSION}`), a keyed table (Pipfile's
+# `sglang = {version = "==0.4.9.post2"}`, pdm's overrides, uv's sources `{git = ..., tag = "v0.4.9.post2"}`), a
+# wheel's file name, a `git clone -b <tag>` of the engine's repository.
+_ENGINE_OPEN = re.compile(rf"(?i)(?<![\w./-]){ENGINE}\s*(?:\[[^\]\n]*\]\s*)?(?:===|==|~=|<=|>=|<|>|!=)\s*"
+                          r"(?:(?P<hole>\$\{?(?P<var>\w+)[^\s\"'}]*\}?)|(?=[{%$]|$))")
+_SHELL_BINDING = re.compile(r"(?m)^[ \t]*(?:ARG[ \t]+|ENV[ \t]+|export[ \t]+|declare[ \t]+(?:-\w+[ \t]+)?)?"
+                            r"([A-Za-z_]\w*)(?:=|[ \t]+(?=[\"']?v?\d))[\"']?([\w.+!-]*)")
+_INLINE_TABLE = re.compile(r"""^\s*["']?([A-Za-z0-9][A-Za-z0-9._-]*)["']?\s*=\s*\{(.*)\}""")
+_TABLE_FIELD = re.compile(r"""(\w+)\s*=\s*["']([^"']*)["']""")
+_ENGINE_CLONE = re.compile(rf"(?i)\bgit\s+clone\b.*(?:/|\s){ENGINE}(?:\.git)?(?:\s|$)")
+_CLONE_BRANCH = re.compile(r"(?:\s-b|\s--branch)(?:\s+|=)(\S+)")
+
+
+def _engine_mentions(text: str, rel: str) -> List[Pin]:
+    """The engine's releases a recipe's or a table's lines spell otherwise than as a pin (_ENGINE_OPEN's), each
+    brought as a pin is (brought_pins); one that decides nothing where the release is not read."""
+    bound: Dict[str, Set[str]] = {}
+    for m in list(_SHELL_BINDING.finditer(text))[:MAX_PINS * 8]:
+        bound.setdefault(m.group(1), set()).add(m.group(2))
+    pins: List[Pin] = []
+    for line in text.lstrip("\ufeff").splitlines():
+        line = re.sub(r"(^|\s)#.*$", "", line)
+        if not re.search(rf"(?i){ENGINE}", line):
+            continue
+        for m in _ENGINE_OPEN.finditer(line):
+            values = sorted(bound.get(m.group("var") or "", ()))
+            pins += _filled(line[:m.start("hole")], values, line[m.end("hole"):], rel) if m.group("var") else [
+                Pin(COMPUTED, "", f"{rel} ({ENGINE}'s release filled in from what is not read)")]
+        pins += [_any_extras(ENGINE, f"=={v}", rel) for w, v in _WHEEL.findall(line) if normalize(w) == ENGINE]
+        pins += [_any_extras(p.dist, p.spec, p.source) for p in _keyed_pins(line, rel, {ENGINE}) + _engine_table(line, rel)]
+        if _ENGINE_CLONE.search(line):
+            branch = _CLONE_BRANCH.search(line)
+            release = _RELEASE.fullmatch(branch.group(1).strip("\"'")) if branch else None
+            pins += [_any_extras(ENGINE, f"=={release.group(1)}", f"{rel} (a clone of that release)")] if release else [
+                Pin(COMPUTED, "", f"{rel} (a clone of {ENGINE} at {branch.group(1)[:40]})")] if branch else []
+    return pins[:MAX_PINS] + ([Pin(COMPUTED, "", f"{rel} (more {ENGINE} releases than are read)")]
+                              if len(pins) > MAX_PINS else [])
+
+
+def _filled(head: str, values: List[str], tail: str, rel: str) -> List[Pin]:
+    """The engine's pins `head + value + tail` spells for each value the recipe binds the hole's variable to; one
+    that decides nothing where it binds none, or a value reads as no release."""
+    read = [p for v in values for p in spelled_pins(head + v + tail, rel) if p.dist == ENGINE]  # (its extras spelled)
+    return read if values and len(read) >= len(values) else [
+        Pin(COMPUTED, "", f"{rel} ({ENGINE}'s release filled in from what is not read)")]
+
+
+def _any_extras(dist: str, spec: str, source: str) -> Pin:
+    """An engine pin read off a wheel's name, a clone, a table or a source, with every extra of its release: which
+    ones the project installs is said elsewhere (`sglang[srt]` in its dependencies), or not at all."""
+    release = exact_version(spec) if dist == ENGINE else None
+    extras = tuple(g for g in engine_releases().get(str(release), {}) if g) if release else ()
+    return Pin(dist, spec, source, extras=extras)
+
+
+def _engine_table(line: str, rel: str) -> List[Pin]:
+    """A keyed inline table naming the engine (Pipfile's `{version = "==0.4.9.post2", extras = [...]}`, uv's sources
+    `{git = "...", tag = "v0.4.9.post2"}`): its version or its tag's release; one that decides nothing for another
+    source (a path, a URL, a branch); none for no source (the newest release)."""
+    m = _INLINE_TABLE.match(line)
+    if not m or normalize(m.group(1)) != ENGINE:
+        return []
+    fields = dict(_TABLE_FIELD.findall(m.group(2)))
+    if "version" in fields:
+        return _keyed_pins(f'{ENGINE} = "{fields["version"]}"', rel, {ENGINE}) or [
+            Pin(COMPUTED, "", f"{rel} ({ENGINE}'s version not read)")]
+    for key in ("tag", "rev", "branch"):
+        release = _RELEASE.fullmatch(fields.get(key, ""))
+        if release:
+            return [_any_extras(ENGINE, f"=={release.group(1)}", f"{rel} (a source of that release)")]
+    if any(k in fields for k in ("git", "url", "path", "file", "index", "tag", "rev", "branch")):
+        return [Pin(COMPUTED, "", f"{rel} ({ENGINE} from a source whose release is not read)")]
+    return []
+
+
 _IMPORTED = re.compile(r"\b(?:import|from)\s+$")  # `import sgl_kernel`: the module, not a distribution
 def _python_installs(tree: ast.Module, rel: str) -> List[Pin]:
     """What a Python file's installer calls install (a bootstrap script's `subprocess.check_call([sys.executable,
@@ -1152,6 +1230,9 @@ def _python_installs(tree: ast.Module, rel: str) -> List[Pin]:
         for arg in installed:
             if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                 pins += _mentioned_pins(arg.value, rel, False)
+            elif isinstance(arg, ast.JoinedStr) and _ENGINE_OPEN.search(_text_of(arg)):
+                bound = _strings_bound(tree) if bound is None else bound
+                pins += _filled_string(arg, bound, f"{rel}:{arg.lineno}")
             elif _may_compute_a_kernel(arg):
                 pins.append(Pin(COMPUTED, "", f"{rel}:{arg.lineno} (installs what it computes)"))
         if installed or not _runs_commands(call):
@@ -1345,6 +1426,18 @@ def _strings_reached(e: ast.AST, bound: Dict[str, Set[str]]) -> List[str]:
         if isinstance(n, ast.Name):
             texts += sorted(bound.get(n.id, ()))
     return texts
+
+
+def _filled_string(arg: ast.JoinedStr, bound: Dict[str, Set[str]], rel: str) -> List[Pin]:
+    """An installer's f-string naming the engine (`f"sglang[srt]=={SGLANG_VERSION}"`, round AP): read with one
+    hole, a name the file binds to strings, filled by each; else it decides nothing."""
+    holes = [v for v in arg.values if not isinstance(v, ast.Constant)]
+    name = holes[0].value if len(holes) == 1 and isinstance(holes[0], ast.FormattedValue) else None
+    if not isinstance(name, ast.Name):
+        return [Pin(COMPUTED, "", f"{rel} ({ENGINE}'s release computed)")]
+    at = arg.values.index(holes[0])
+    return _filled(_text_of(ast.JoinedStr(arg.values[:at])), sorted(bound.get(name.id, ())),
+                   _text_of(ast.JoinedStr(arg.values[at + 1:])), rel)
 
 
 def _may_compute_a_kernel(arg: ast.AST) -> bool:
