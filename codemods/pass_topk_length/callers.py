@@ -1553,14 +1553,13 @@ def _param_written(proj, callee, key, depth: int, known: bool = False) -> bool:
         return False
     names = _views_of(d, param)
     for node in ast.walk(d):
-        target = None if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) else _written_target(g, node)
-        # (`layer_id -= self.start_layer`: a callee's parameter rebound, as an int's is; a tensor's `+=` on its bare
-        # name there is not read: stated in docs/soundness.md)
+        target = _written_target(g, node)  # (a tensor's `lens += n` on its bare name is in place, round AP)
         if target is not None and any(_with_roots(_view_roots(t)) & names for t in reach._flatten([target])):
             return True  # (an attribute of what it is handed is part of it: `batch.topk_2d.masked_fill_`, round AC)
-        if isinstance(node, ast.Call) and any(_view_roots(a) & names and _may_write(proj, g, node, k, depth + 1, known)
+        if isinstance(node, ast.Call) and any(_with_roots(_view_roots(a)) & names
+                                              and _may_write(proj, g, node, k, depth + 1, known)
                                               for k, a in _handed(node, starred=True)):
-            return True
+            return True  # (an attribute of it handed on: `_grow(batch.seq_lens, n)` writing `lens`, round AP)
         if isinstance(node, ast.Call) and _receiver_written(proj, g, node, names):
             return True
     return False
