@@ -1556,13 +1556,20 @@ def _param_written(proj, callee, key, depth: int, known: bool = False) -> bool:
         target = _written_target(g, node)  # (a tensor's `lens += n` on its bare name is in place, round AP)
         if target is not None and any(_with_roots(_view_roots(t)) & names for t in reach._flatten([target])):
             return True  # (an attribute of what it is handed is part of it: `batch.topk_2d.masked_fill_`, round AC)
-        if isinstance(node, ast.Call) and any(_with_roots(_view_roots(a)) & names
+        if isinstance(node, ast.Call) and any(_handed_part(proj, g, node, a, names)
                                               and _may_write(proj, g, node, k, depth + 1, known)
                                               for k, a in _handed(node, starred=True)):
-            return True  # (an attribute of it handed on: `_grow(batch.seq_lens, n)` writing `lens`, round AP)
+            return True
         if isinstance(node, ast.Call) and _receiver_written(proj, g, node, names):
             return True
     return False
+
+
+def _handed_part(proj, g, call: ast.Call, arg: ast.AST, names: Set[str]) -> bool:
+    """Does the call hand one of names, a view of one, or (to a def of the project, which is read) an attribute of
+    one (`_grow(batch.seq_lens, n)` writing `lens`: round AP)? A library call's attribute argument is its source."""
+    roots = _view_roots(arg)
+    return bool(roots & names) or bool(_with_roots(roots) & names) and _callee_defs(proj, g, call) not in (None, _UNREAD)
 
 
 def _receiver_written(proj, g, call: ast.Call, names: Set[str]) -> bool:

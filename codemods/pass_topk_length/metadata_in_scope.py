@@ -96,7 +96,7 @@ class MetadataInScope:
             field_name = expr.rsplit(".", 1)[1]
             if why is None and expr not in self.user_metadata:
                 why = self.unclipped_write(field_name) or self.clipped_fields_read(field_name) \
-                    or self.replaced_field(field_name) \
+                    or self.replaced_field(field_name) or self.field_aliased(field_name) \
                     or self.replay_replaces(field_name) or self.replay_updates(field_name) \
                     or self.capture_files(field_name) or self.built_outside() or self.kept_in_holder(field_name) \
                     or self.planned_on_every_path()
@@ -367,7 +367,7 @@ class MetadataInScope:
         if rebound is not None:  # (`self.init_forward_metadata = self._plan_pages_only` per instance: round AO)
             return (f"line {self.tree.line(rebound)} gives `{_code(rebound.target).strip()}` another value: the planner "
                     "that runs may not be the one read to refresh the record made once; pass topk_length by hand")
-        ahead = self._planner_ahead({p.name.value for p in planners})
+        ahead = self._planner_ahead({p.name.value for p in planners}) or self._planner_inherited()
         if ahead:
             return ahead
         for p in planners:
@@ -398,6 +398,53 @@ class MetadataInScope:
                 return (f"{cls.name} runs `{sorted(defined)[0]}` of {c.name} at {proj.rel(g.path)}:{c.lineno}, a base "
                         "of another file ahead of this module's planner, which is not read as refreshing the record "
                         "made once; pass topk_length by hand")
+        return None
+
+    def field_aliased(self, field_name: str) -> Optional[str]:
+        """The field's tensor is no other field's that the module writes in place (round AP): a making handing one
+        value to the field and to another keyword (`DSAMetadata(cache_seqlens_int32=lens, dsa_cache_seqlens_int32=
+        lens)`), or the field's object stored as another attribute (`md.cache_seqlens_int32 = md.dsa_cache_seqlens_
+        int32`), where a write in place of an attribute of that name (`md.cache_seqlens_int32.copy_(raw)`) writes
+        the field. Why, else None. (A store read only, `self._lens = md.field`, is fine.)"""
+        own = self.project().checked_file(self.source)
+        others: dict = {}  # other attribute name -> the line sharing the field's tensor with it
+        for node in ast.walk(own.tree) if own is not None else ():
+            if isinstance(node, ast.Call):
+                held = {reach._unparse(k.value) for k in node.keywords if k.arg == field_name} - {"None"}
+                others.update({k.arg: node.lineno for k in node.keywords
+                               if k.arg not in (None, field_name) and reach._unparse(k.value) in held})
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Attribute) \
+                    and node.value.attr == field_name:
+                others.update({t.attr: node.lineno for t in reach._flatten(
+                    node.targets if isinstance(node, ast.Assign) else [node.target]) if isinstance(t, ast.Attribute)})
+        for node in ast.walk(own.tree) if others else ():
+            target = callers._written_target(own, node)
+            while isinstance(target, ast.Subscript):
+                target = target.value
+            if isinstance(target, ast.Attribute) and target.attr in others:
+                return (f"line {others[target.attr]} gives `{target.attr}` the `{field_name}` tensor, and line "
+                        f"{node.lineno} writes `{target.attr}` in place: the field is written under that name; give "
+                        f"`{field_name}` its own tensor, or pass topk_length by hand")
+        return None
+
+    def _planner_inherited(self) -> Optional[str]:
+        """A class of the module holding the record (defining `__init__` or a replay hook) that defines no eager
+        planner, where its first base defining one is another file's (a dense backend's planner moving the page
+        table only, round AP): that planner runs between replays and is not read; why, else None."""
+        proj = self.project()
+        own = proj.checked_file(self.source)
+        for cls in own.class_defs if own is not None else ():
+            defined = {d.name for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            if "init_forward_metadata" in defined or not (defined & {"__init__"} or any(map(reach.graph_update, defined))):
+                continue
+            definer = next(((g, c) for g, c in proj.bases_in_order(own, cls) if any(
+                isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == "init_forward_metadata"
+                for d in c.body)), None)
+            if definer is not None and definer[0].path != own.path:
+                g, c = definer
+                return (f"{cls.name} runs the eager planner `init_forward_metadata` of {c.name} at "
+                        f"{proj.rel(g.path)}:{c.lineno}, a base of another file, which is not read as refreshing the "
+                        "record made once; define it in the module, or pass topk_length by hand")
         return None
 
     def _refreshes(self, fdef: cst.FunctionDef, attr: str, field_name: str, depth: int, eager: bool = True) -> bool:
