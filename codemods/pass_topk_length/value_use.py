@@ -51,7 +51,10 @@ def _value_uses(tree: Tree, facts: ModuleFacts, path: str, through_alias: Set[in
             continue
         if isinstance(parent, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign)) and parent.target is chain:
             continue  # a rebinding: the calls through that name are refused by callee_identity
-        add(chain, callee, _how(tree, chain), _alias_reason(tree, chain, facts, through_alias))
+        how, reason = _how(tree, chain), _alias_reason(tree, chain, facts, through_alias)
+        add(chain, callee, how, reason)
+        if reason is None:  # (each call through where it lands, a site too: round AP)
+            _add_with_calls(tree, chain, callee, how, add)
     for call in tree.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute)):
         attr = call.func.attr.value
         if dotted(call.func) is None and (attr in ENTRY_POINTS or attr == OP_NAME):
@@ -81,16 +84,30 @@ def _value_uses(tree: Tree, facts: ModuleFacts, path: str, through_alias: Set[in
 
 
 def _add_with_calls(tree: Tree, node: cst.CSTNode, callee: str, how: str, add) -> None:
-    """Report `node` and, where the expression holding it is bound to a local, each call through that local."""
+    """Report `node` and each call through where the expression holding it lands: a name it is bound to (a local,
+    a module's `_attend = torch.compiler.disable(K)`), a class body's attribute (`_attend = staticmethod(K)`,
+    called as `self._attend(...)`), a parameter's default (`attend=K`, called as `attend(...)`: round AP)."""
     up = tree.parent.get(node)
     while isinstance(up, (cst.Call, cst.Arg, cst.Subscript, cst.SubscriptElement, cst.Index, cst.Attribute, cst.List,
                           cst.Element, cst.Dict, cst.DictElement)):
         up = tree.parent.get(up)
-    if isinstance(up, cst.Assign) and len(up.targets) == 1 and isinstance(up.targets[0].target, cst.Name):
-        for read, call in name_reads(tree, up.targets[0].target.value):
+    name = up.targets[0].target.value if isinstance(up, cst.Assign) and len(up.targets) == 1 \
+        and isinstance(up.targets[0].target, cst.Name) else up.name.value if isinstance(up, cst.Param) else None
+    if name is not None:
+        for read, call in name_reads(tree, name):
             if isinstance(call, cst.Call) and call.func is read:
                 add(call, callee, how)
+    if name is not None and _in_class_body(tree, up):
+        for call in tree.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute) and c.func.attr.value == name):
+            add(call, callee, how)
     add(node, callee, how)
+
+
+def _in_class_body(tree: Tree, node: cst.CSTNode) -> bool:
+    up = tree.parent.get(node)
+    while up is not None and not isinstance(up, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        up = tree.parent.get(up)
+    return isinstance(up, cst.ClassDef)
 
 
 def _named_by_string(tree: Tree):
