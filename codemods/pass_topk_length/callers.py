@@ -326,6 +326,10 @@ def _outer_callers(at_call: "At", fname: str, sources: List[ast.AST], depth: int
     if fn.name == fname:
         return None  # (another class's method of the name, a hybrid's or a wrapper's dispatch to its child: its
         # callers spell the name, read as this walk's; a torch module's is refused above, round AN/AO)
+    lookup = proj.computed_lookup
+    if lookup is not None:
+        return at(f"`{fn.name}` hands `{fname}` what it is handed, and `{lookup.what}` at {lookup.where()} fetches a "
+                  f"callable by a name computed at run time, which may be `{fn.name}`: its callers are not all seen")
     if depth >= OUTER_DEPTH:
         return at(f"`{fn.name}` hands `{fname}` what it is handed, {depth + 1} calls from the kernel's rows: the "
                   "callers past that are not read")

@@ -603,6 +603,22 @@ class Project:
                 found.setdefault(part, rel)
         return found
 
+    @functools.cached_property
+    def computed_lookup(self) -> Optional[Finding]:
+        """The first call of the project that fetches a callable by a name computed at run time (`getattr(worker,
+        req.op)`, `pkgutil.resolve_name(config["launcher"])`, `pydoc.locate(path)`, `operator.methodcaller(op)`):
+        it may call any function or method, so one no file calls by name is no entry point (round AP); None where
+        there is none."""
+        for f in self.files_naming(sorted(_NAME_LOOKUPS)):
+            for node in ast.walk(f.tree):
+                if isinstance(node, ast.Call) and _unparse(node.func).rsplit(".", 1)[-1] in _NAME_LOOKUPS:
+                    at = 1 if _unparse(node.func).rsplit(".", 1)[-1] == "getattr" else 0
+                    named = node.args[at] if len(node.args) > at else None
+                    if named is not None and not (isinstance(named, ast.Constant) or isinstance(named, ast.JoinedStr)
+                                                  and isinstance(named.values[0], ast.Constant)):
+                        return Finding(self.rel(f.path), node.lineno, _unparse(node)[:60])
+        return None
+
     def files_naming(self, names: Iterable[str], also: Iterable[str] = ()) -> List[_File]:
         """The parsed files whose text names one of `names` as a word (and, given `also`, one of those too)."""
         names = [n for n in names if n]
@@ -3614,6 +3630,9 @@ def _gives_computed(f, call: ast.Call, attr: str, partials: Set[str], factories:
         return True
     return maker and (f.resolve_class(call.func)[0] is not None or callee.endswith("._make")) \
         and any(not _plain_at(f, call, a) for a in call.args)
+
+
+_NAME_LOOKUPS = {"getattr", "resolve_name", "locate", "attrgetter", "methodcaller", "import_string"}
 
 
 def _local_values(f, node: ast.AST, name: str) -> Optional[List[Optional[ast.AST]]]:
