@@ -6041,3 +6041,145 @@ def test_round_ao_a_graph_table_a_base_of_another_file_binds(tmp_path, own, fixa
         src = src.replace("        self.graph_metadata = {}\n", "")
     site = _site(tmp_path, src, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_TWO_FIELDS_AP = '''"""A fork's backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk."""
+from dataclasses import dataclass
+
+import torch
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+
+@dataclass
+class DSAMetadata:
+    cache_seqlens_int32: torch.Tensor
+    dsa_cache_seqlens_int32: torch.Tensor
+
+
+class Backend:
+    def __init__(self, dsa_index_topk, warm):
+        self.dsa_index_topk = dsa_index_topk
+        lens = warm.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32)
+{init}
+
+    def init_forward_metadata(self, forward_batch):
+        md = self.forward_metadata
+        md.dsa_cache_seqlens_int32.copy_(forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))
+        md.cache_seqlens_int32.copy_(forward_batch.seq_lens)
+
+    def forward(self, q, kv, indices, scale):
+        metadata = self.forward_metadata
+        return flash_mla_sparse_fwd(q=q, kv=kv, indices=indices, sm_scale=scale)[0]
+'''
+
+
+@pytest.mark.parametrize("init, fixable", [
+    # round AP (p1): the record made once with one tensor for both lengths fields, or the second field given the
+    # first's tensor: the refresh's raw copy into the other field overwrites the clipped lengths; each its own is fine
+    ("        self.forward_metadata = DSAMetadata(cache_seqlens_int32=lens, dsa_cache_seqlens_int32=lens)", False),
+    ("        self.forward_metadata = DSAMetadata(cache_seqlens_int32=lens.clone(), dsa_cache_seqlens_int32=lens)\n"
+     "        self.forward_metadata.cache_seqlens_int32 = self.forward_metadata.dsa_cache_seqlens_int32", False),
+    ("        self.forward_metadata = DSAMetadata(cache_seqlens_int32=lens.clone(), dsa_cache_seqlens_int32=lens)", True)])
+def test_round_ap_the_fields_tensor_shared_with_another_field(tmp_path, init, fixable):
+    site = _site(tmp_path, _TWO_FIELDS_AP.format(init=init), kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("own_planner, fixable", [
+    # round AP (p1): the module defines only the replay hook of a record made once; the eager planner that runs
+    # between replays is a base's of another file (moving the page table only); the module's own is read
+    (False, False), (True, True)])
+def test_round_ap_an_eager_planner_inherited_from_another_file(tmp_path, own_planner, fixable):
+    base = "class PagesOnly:\n    def init_forward_metadata(self, forward_batch):\n        pass\n"
+    plan = "self._refresh(forward_batch)"
+    src = _STATIC_AO.replace("class Backend:", "class Backend(PagesOnly):").replace(
+        "from sgl_kernel", "from pages import PagesOnly\nfrom sgl_kernel")
+    replay = ("    def init_forward_metadata_replay_cuda_graph(self, bs, forward_batch):\n"
+              f"        {plan}\n\n    def forward(self, q, kv, indices, scale):")
+    src = src.replace("    def forward(self, q, kv, indices, scale):", replay)
+    if not own_planner:
+        src = src.replace(f"    def init_forward_metadata(self, forward_batch):\n        {plan}\n\n", "")
+    site = _files_site(tmp_path, {"pages.py": base}, src)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_GROWN_AP = '''"""A fork's backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk."""
+from dataclasses import dataclass
+
+import torch
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+import fork_spec
+
+
+@dataclass
+class DSAMetadata:
+    dsa_cache_seqlens_int32: torch.Tensor
+
+
+class Backend:
+    def __init__(self, dsa_index_topk):
+        self.dsa_index_topk = dsa_index_topk
+
+    def init_forward_metadata(self, forward_batch):
+        self.forward_metadata = DSAMetadata(forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))
+
+    def forward(self, q, kv, indices, scale):
+        metadata = self.forward_metadata
+        return flash_mla_sparse_fwd(q=q, kv=kv, indices=indices, sm_scale=scale)[0]
+
+
+def step(backend, batch, q, kv, indices, scale):
+    backend.init_forward_metadata(batch)
+    fork_spec.prepare_verify(batch, 2)
+    return backend.forward(q, kv, indices, scale)
+'''
+
+
+@pytest.mark.parametrize("helper, fixable", [
+    # round AP (p4): the batch's lengths grown in place by a helper handed an attribute of the batch, or by a
+    # tensor's `+=` on a helper's bare parameter; a helper only reading them is fine
+    ("def _grow(lens, n):\n    lens.add_(n)\n", False),
+    ("def _grow(lens, n):\n    lens += n\n", False),
+    ("def _grow(lens, n):\n    return lens.max() + n\n", True)])
+def test_round_ap_the_lengths_grown_through_a_helpers_parameter(tmp_path, helper, fixable):
+    spec = helper + "\n\ndef prepare_verify(batch, n):\n    _grow(batch.seq_lens, n)\n    return batch\n"
+    site = _files_site(tmp_path, {"fork_spec.py": spec}, _GROWN_AP)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("bind, call", [
+    # round AP (p3): the kernel's value landing in a parameter's default, a class body's staticmethod, a module
+    # name bound to a wrapper's result: each call through it is a site (manual), not only the value's line
+    ("def attend(q, kv, indices, scale, fwd=flash_mla_sparse_fwd):\n    return fwd(q=q, kv=kv, indices=indices, sm_scale=scale)",
+     "fwd(q=q"),
+    ("class Attn:\n    _fwd = staticmethod(flash_mla_sparse_fwd)\n\n    def run(self, q, kv, indices, scale):\n"
+     "        return self._fwd(q=q, kv=kv, indices=indices, sm_scale=scale)", "self._fwd(q=q"),
+    ("_fwd = torch.compiler.disable(flash_mla_sparse_fwd)\n\n\ndef attend(q, kv, indices, scale):\n"
+     "    return _fwd(q=q, kv=kv, indices=indices, sm_scale=scale)", "_fwd(q=q")])
+def test_round_ap_calls_through_where_the_kernels_value_lands_are_sites(tmp_path, bind, call):
+    src = ('"""A fork; metadata.dsa_cache_seqlens_int32."""\nimport torch\nfrom sgl_kernel.flash_mla import '
+           f"flash_mla_sparse_fwd\n\n\n{bind}\n")
+    line = next(i for i, text in enumerate(src.splitlines(), 1) if call in text)
+    sites = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert any(s.line == line and s.status is Status.MANUAL for s in sites), [(s.line, s.status) for s in sites]
+
+
+_LAUNCHED_AP = ("import pkgutil\n\n\nclass Layer:\n    def __init__(self, backend, path):\n        self.backend = backend\n"
+                "        self.launch = {lookup}\n\n    def run(self, q, kv, indices, scale):\n"
+                "        return self.launch(self.backend, q, kv, indices, scale)\n")
+
+
+@pytest.mark.parametrize("lookup, fixable", [
+    # round AP (p2): a launcher handing the rows on, which no file calls by name, is no entry point where the
+    # project fetches a callable by a name computed at run time (a config's `module:function`, an RPC's op name)
+    ("pkgutil.resolve_name(path)", False),
+    ("getattr(backend, path)", False),
+    ("None", True)])
+def test_round_ap_an_outer_caller_a_computed_lookup_may_fetch(tmp_path, lookup, fixable):
+    launcher = "def launch_sparse(backend, q, kv, indices, scale):\n    return backend.forward(q, kv, indices, scale)\n"
+    src = _STATIC_AO.replace("    def forward(self, q, kv, indices, scale):\n        metadata",
+                             "    def forward(self, q, kv, indices, scale):\n        return self._attend(q, kv, indices, scale)\n\n"
+                             "    def _attend(self, q, kv, indices, scale):\n        metadata")
+    site = _files_site(tmp_path, {"launchers.py": launcher, "layer.py": _LAUNCHED_AP.format(lookup=lookup)}, src)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
