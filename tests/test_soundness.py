@@ -6183,3 +6183,15 @@ def test_round_ap_an_outer_caller_a_computed_lookup_may_fetch(tmp_path, lookup, 
                              "    def _attend(self, q, kv, indices, scale):\n        metadata")
     site = _files_site(tmp_path, {"launchers.py": launcher, "layer.py": _LAUNCHED_AP.format(lookup=lookup)}, src)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("value, fixable", [
+    # round AP (p3): a validity mask named before `where` or `masked_fill` is the comparison it is bound to (the
+    # filled -1s fall where the indices' own are); one narrowed in place after is not (round AJ, above)
+    ("valid = topk_indices >= 0\n        topk_indices = torch.where(valid, topk_indices, -1)", True),
+    ("invalid = topk_indices < 0\n        topk_indices = topk_indices.masked_fill(invalid, -1)", True),
+    ("invalid = topk_indices < 0\n        invalid[:, :, 4:] = True\n        topk_indices = topk_indices.masked_fill(invalid, -1)",
+     False)])
+def test_round_ap_a_named_validity_mask(tmp_path, value, fixable):
+    (site,) = migrate_source(_handed(value), str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -1775,18 +1775,13 @@ class IndexTrace:
     def _where(self, e: cst.Call) -> Optional[str]:
         """`torch.where(idx >= 0, x, -1)`: -1 where the tested indices are invalid, and where they are valid their
         own entries, an offset of them or a page table's at them: what the trace finds in the tested ones."""
-        valid = _validity_test(e.args[0].value)
+        test = self._named_test(e.args[0].value, e)
+        valid = _validity_test(test)
         for branch, invalid_side in ((e.args[1].value, valid is False), (e.args[2].value, valid is True)):
             if _constant_fill(branch) and not (invalid_side and _int(branch) == -1):
                 return f"`{_code(e)}` puts constants into the indices"
         # offsets added to the valid entries, -1 kept where entries are -1: what the test reads and
         # what the branches take must themselves be the counted top-k
-        test = e.args[0].value
-        if isinstance(test, cst.Name):  # `mask = idx != -1` first: the comparison bound once, never written in
-            b = self.tree.binding(test, test.value)  # place after (`mask[idx < start] = False`: round AJ)
-            stmt = self.tree.assignment_statement(b.assignments[0]) if len(b.assignments) == 1 else None
-            if stmt is not None and isinstance(stmt.value, cst.Comparison) and not self._written(test):
-                test = stmt.value
         tested = test.left if isinstance(test, cst.Comparison) else None
         sources = [tested] if tested is not None else []
         valid = _validity_test(test)  # (of the comparison a name is bound to, too)
@@ -1811,13 +1806,35 @@ class IndexTrace:
             sources.append(b)
         return next((w for w in map(self.hazard, sources) if w), None)
 
+    def _named_test(self, test: cst.BaseExpression, call: cst.Call) -> cst.BaseExpression:
+        """`mask = idx != -1` first: the comparison a mask is bound to once, never written in place after (`mask[idx <
+        start] = False`: round AJ), and, where it tests a name, that name not bound again from the mask's statement to
+        the call's (`valid = idx >= 0; idx = idx.flip(-1)` tests another tensor: round AP); else `test` itself."""
+        if not isinstance(test, cst.Name):
+            return test
+        b = self.tree.binding(test, test.value)
+        stmt = self.tree.assignment_statement(b.assignments[0]) if len(b.assignments) == 1 else None
+        if stmt is None or not isinstance(stmt.value, cst.Comparison) or self._written(test):
+            return test
+        left = stmt.value.left
+        if isinstance(left, cst.Name):
+            start, end = self.tree.line(stmt), self.tree.line(call)
+            at_call = next((a for a in self.tree.ancestors(call) if isinstance(a, cst.BaseSmallStatement)), None)
+            for a in self.tree.binding(call, left.value).assignments:
+                node = getattr(a, "node", None)
+                if node is not None and start < self.tree.line(node) <= end \
+                        and self.tree.assignment_statement(a) is not at_call:
+                    return test
+        return stmt.value
+
     def _sentinel_kept(self, e: cst.Call, op: str, operands: List[cst.BaseExpression], first: int) -> Optional[str]:
         """`x.masked_fill(idx < 0, -1)` / `torch.masked_fill(x, idx < 0, -1)` (operands: x, then the call's
         arguments past it) and `x.clamp(min=-1)`: what the trace finds ("" where nothing is wrong); None where the
         call is neither (`first`: where the bounds start among a call's positionals)."""
+        test = self._named_test(operands[1], e) if len(operands) >= 3 else None
         if op in ("masked_fill", "masked_fill_") and len(operands) >= 3 and not any(a.keyword for a in e.args) \
-                and _validity_test(operands[1]) is False and _int(operands[2]) == -1:
-            return self._invalid_filled(e, operands[0], operands[1].left) or ""
+                and _validity_test(test) is False and _int(operands[2]) == -1:
+            return self._invalid_filled(e, operands[0], test.left) or ""
         if _clamped_at_minus_one(e, first):
             return self.hazard(operands[0]) or ""  # (`idx.clamp(min=-1)`: every entry is -1 or more already)
         return None
