@@ -6156,7 +6156,12 @@ def test_round_ap_the_lengths_grown_through_a_helpers_parameter(tmp_path, helper
     ("class Attn:\n    _fwd = staticmethod(flash_mla_sparse_fwd)\n\n    def run(self, q, kv, indices, scale):\n"
      "        return self._fwd(q=q, kv=kv, indices=indices, sm_scale=scale)", "self._fwd(q=q"),
     ("_fwd = torch.compiler.disable(flash_mla_sparse_fwd)\n\n\ndef attend(q, kv, indices, scale):\n"
-     "    return _fwd(q=q, kv=kv, indices=indices, sm_scale=scale)", "_fwd(q=q")])
+     "    return _fwd(q=q, kv=kv, indices=indices, sm_scale=scale)", "_fwd(q=q"),
+    # round AQ (q3): a fallback tuple looped over, a registry record's field
+    ("_IMPLS = (flash_mla_sparse_fwd,)\n\n\ndef attend(q, kv, indices, scale):\n    for impl in _IMPLS:\n"
+     "        return impl(q=q, kv=kv, indices=indices, sm_scale=scale)", "impl(q=q"),
+    ("class Impl:\n    def __init__(self, fn):\n        self.fn = fn\n\n\nSPARSE = Impl(flash_mla_sparse_fwd)\n\n\n"
+     "def attend(q, kv, indices, scale):\n    return SPARSE.fn(q=q, kv=kv, indices=indices, sm_scale=scale)", "SPARSE.fn(q=q")])
 def test_round_ap_calls_through_where_the_kernels_value_lands_are_sites(tmp_path, bind, call):
     src = ('"""A fork; metadata.dsa_cache_seqlens_int32."""\nimport torch\nfrom sgl_kernel.flash_mla import '
            f"flash_mla_sparse_fwd\n\n\n{bind}\n")

@@ -89,18 +89,41 @@ def _add_with_calls(tree: Tree, node: cst.CSTNode, callee: str, how: str, add) -
     called as `self._attend(...)`), a parameter's default (`attend=K`, called as `attend(...)`: round AP)."""
     up = tree.parent.get(node)
     while isinstance(up, (cst.Call, cst.Arg, cst.Subscript, cst.SubscriptElement, cst.Index, cst.Attribute, cst.List,
-                          cst.Element, cst.Dict, cst.DictElement)):
+                          cst.Tuple, cst.Set, cst.Element, cst.Dict, cst.DictElement)):
         up = tree.parent.get(up)
     name = up.targets[0].target.value if isinstance(up, cst.Assign) and len(up.targets) == 1 \
         and isinstance(up.targets[0].target, cst.Name) else up.name.value if isinstance(up, cst.Param) else None
-    if name is not None:
-        for read, call in name_reads(tree, name):
-            if isinstance(call, cst.Call) and call.func is read:
-                add(call, callee, how)
+    for call in _calls_rooted_at(tree, name, 2) if name is not None else ():
+        add(call, callee, how)
     if name is not None and _in_class_body(tree, up):
         for call in tree.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute) and c.func.attr.value == name):
             add(call, callee, how)
     add(node, callee, how)
+
+
+def _calls_rooted_at(tree: Tree, name: str, depth: int):
+    """The calls whose callee is read off `name` (`name(...)`, `name.fn(...)`, `name[i](...)`, `name.get(k)(...)`)
+    or is a loop's variable over it (`for impl in name: impl(...)`), loops followed `depth` deep (round AQ: a
+    registry record's field, a fallback tuple)."""
+    for read, _ in name_reads(tree, name):
+        top, up = read, tree.parent.get(read)
+        while isinstance(up, (cst.Attribute, cst.Subscript)) and up.value is top \
+                or isinstance(up, cst.Call) and up.func is top and isinstance(top, cst.Attribute) \
+                and top.attr.value in ("get", "values", "items", "__getitem__"):
+            top, up = up, tree.parent.get(up)
+        if isinstance(up, cst.Call) and up.func is top:
+            yield up
+        loop = up if isinstance(up, (cst.For, cst.CompFor)) and up.iter is top else None
+        targets = [n.value for n in _names_in(loop.target)] if loop is not None and depth > 0 else []
+        for target in targets:
+            yield from _calls_rooted_at(tree, target, depth - 1)
+
+
+def _names_in(node: cst.CSTNode):
+    if isinstance(node, cst.Name):
+        yield node
+    for child in node.children:
+        yield from _names_in(child)
 
 
 def _in_class_body(tree: Tree, node: cst.CSTNode) -> bool:
