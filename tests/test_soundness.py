@@ -6200,3 +6200,25 @@ def test_round_ap_an_outer_caller_a_computed_lookup_may_fetch(tmp_path, lookup, 
 def test_round_ap_a_named_validity_mask(tmp_path, value, fixable):
     (site,) = migrate_source(_handed(value), str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_DATACLASS_STEP_AQ = ("from dataclasses import dataclass\n\nimport torch\n\n\n{decorator}\nclass Step:\n    q: torch.Tensor\n"
+                      "    kv: torch.Tensor\n    topk: torch.Tensor\n    scale: float\n{extra}\n\n"
+                      "def _launch(backend, step):\n    return backend.forward(step.q, step.kv, step.topk, step.scale)\n\n\n"
+                      "def run(backend, q, kv, topk, scale):\n    return _launch(backend, Step({args}))\n")
+
+
+@pytest.mark.parametrize("decorator, extra, args, fixable", [
+    # round AQ (q2): a plain dataclass record made in the call's arguments stores each field as handed (its fields
+    # are annotations, which bind nothing in the class body); its rows sorted there, or reordered in its
+    # `__post_init__`, or a record whose `__init__` is not the dataclass's, are not
+    ("@dataclass", "", "q, kv, topk, scale", True),
+    ("@dataclass(frozen=True)", "", "q=q, kv=kv, topk=topk, scale=scale", True),
+    ("@dataclass", "", "q.flip(0), kv, topk.flip(0), scale", False),
+    ("@dataclass", "\n    def __post_init__(self):\n        self.topk = self.topk.flip(0)\n", "q, kv, topk, scale", False),
+    ("@dataclass(init=False)", "\n    def __init__(self, q, kv, topk, scale):\n        self.q, self.kv = q, kv\n"
+     "        self.topk, self.scale = topk.flip(0), scale\n", "q, kv, topk, scale", False)])
+def test_round_aq_a_dataclass_record_made_in_the_calls_arguments(tmp_path, decorator, extra, args, fixable):
+    (tmp_path / "layer.py").write_text(_DATACLASS_STEP_AQ.format(decorator=decorator, extra=extra, args=args))
+    site = _site(tmp_path, HANDED_INDICES, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -281,13 +281,18 @@ def _record_fields(proj, f, call: ast.Call, attrs: frozenset) -> Optional[List[a
     made = _class_made(proj, f, call)
     inits = _initializers(proj, f, call) if made is not None and not [
         b for b in made[1].bases if reach._unparse(b) != "object"] else None
-    if not inits or len(inits) != 1 or not reach.stores_its_parameters(inits[0][1]) \
-            or any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
         return None
-    d = inits[0][1]
-    stored = {t.attr: stmt.value.id for stmt in d.body if isinstance(stmt, ast.Assign) for t in stmt.targets
-              if isinstance(t, ast.Attribute) and isinstance(stmt.value, ast.Name)}
-    params = [x.arg for x in d.args.posonlyargs + d.args.args][1:]
+    declared = _dataclass_fields(made[1]) if made is not None and inits == [] else None
+    if declared is not None:  # (a dataclass's own `__init__` stores each field as handed: round AQ)
+        stored, params = {n: n for n in declared}, declared
+    elif not inits or len(inits) != 1 or not reach.stores_its_parameters(inits[0][1]):
+        return None
+    else:
+        d = inits[0][1]
+        stored = {t.attr: stmt.value.id for stmt in d.body if isinstance(stmt, ast.Assign) for t in stmt.targets
+                  if isinstance(t, ast.Attribute) and isinstance(stmt.value, ast.Name)}
+        params = [x.arg for x in d.args.posonlyargs + d.args.args][1:]
     out = []
     for attr in sorted(attrs):
         arg = _argument(call, stored[attr], params.index(stored[attr]) if stored.get(attr) in params else None) \
@@ -296,6 +301,28 @@ def _record_fields(proj, f, call: ast.Call, attrs: frozenset) -> Optional[List[a
             return None
         out.append(arg)
     return out
+
+
+def _dataclass_fields(cls: ast.ClassDef) -> Optional[List[str]]:
+    """The `__init__` parameters, in order, of a class whose only decorator is a plain `@dataclass` (no `init=False`),
+    with no `__post_init__`, `__new__`, `__init__` or `__setattr__` of its own and no metaclass, whose fields are
+    annotations with no value or a literal default (no `field(...)`, converter, descriptor): it stores each as
+    handed. None for any other class."""
+    plain = len(cls.decorator_list) == 1 and reach._unparse(
+        cls.decorator_list[0].func if isinstance(cls.decorator_list[0], ast.Call) else cls.decorator_list[0]) in (
+        "dataclass", "dataclasses.dataclass") and not (isinstance(cls.decorator_list[0], ast.Call) and any(
+            k.arg in ("init", "slots") for k in cls.decorator_list[0].keywords))
+    if not plain or cls.keywords or any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name in (
+            "__post_init__", "__new__", "__init__", "__setattr__") for d in cls.body):
+        return None
+    fields = []
+    for stmt in cls.body:
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            if "ClassVar" in reach._unparse(stmt.annotation) or "InitVar" in reach._unparse(stmt.annotation) \
+                    or stmt.value is not None and not isinstance(stmt.value, ast.Constant):
+                return None
+            fields.append(stmt.target.id)
+    return fields
 
 
 # How many calls up the walk reads the callers of a caller that hands on what it was handed (round AM)

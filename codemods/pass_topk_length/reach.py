@@ -3544,7 +3544,8 @@ def _class_body_binding(cls: ast.ClassDef, attr: str, code_only: bool = False) -
     assignment of it; None."""
     for stmt in cls.body:
         bound = [stmt.name] if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) else \
-            [] if code_only else [t.id for t in _flatten(_written_targets(stmt)) if isinstance(t, ast.Name)]
+            [] if code_only or isinstance(stmt, ast.AnnAssign) and stmt.value is None else [  # (`indices: Tensor`
+                t.id for t in _flatten(_written_targets(stmt)) if isinstance(t, ast.Name)]  # binds nothing: AQ)
         if attr in bound:
             return stmt
     return None
