@@ -1066,8 +1066,25 @@ class Project:
                                for cls in f.class_defs for d in cls.body
                                if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))
                                and (d.name in ("__setattr__", "__getattribute__", "__getattr__") and _hook_serves(d)
-                                    or _stores_any_computed(d))), None)
+                                    or _stores_any_computed(d))), None) or self._class_machinery()
         return self._hook
+
+    def _class_machinery(self) -> Optional[Finding]:
+        """Class machinery set up outside a `class` statement (round AQ), whose hooks no class body shows: an
+        attribute hook grafted onto a class (`Cfg.__getattribute__ = cap`, `setattr(Cfg, "__getattr__", f)`), or a
+        class made at run time (`type(name, bases, namespace)`, `types.new_class`, `dataclasses.make_dataclass`)."""
+        for f in self.files_naming(sorted(_HOOKS | _CLASS_MAKERS)):
+            for n in ast.walk(f.tree):
+                grafted = [t for t in _flatten(_written_targets(n)) if isinstance(t, ast.Attribute) and t.attr in _HOOKS] \
+                    if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)) else []
+                named = isinstance(n, ast.Call) and _unparse(n.func) in ("setattr", "type.__setattr__") \
+                    and len(n.args) == 3 and isinstance(n.args[1], ast.Constant) and n.args[1].value in _HOOKS
+                made = isinstance(n, ast.Call) and (_unparse(n.func) == "type" and len(n.args) == 3
+                                                    or _unparse(n.func).rsplit(".", 1)[-1] in _CLASS_MAKERS - {"type"})
+                if grafted or named or made:
+                    return Finding(self.rel(f.path), n.lineno, f"`{_unparse(n)[:50]}` (a class's hooks set up outside "
+                                   "a class statement)")
+        return None
 
     def self_computed(self, attr: str) -> Optional[Finding]:
         """A class of another file changing `self.<attr>` after it is made: `+=`, a value reading the field itself
@@ -2582,6 +2599,7 @@ def _class_object(v: ast.AST, family: Set[str], by_name: bool = False) -> bool:
 
 
 _HOOKS = {"__setattr__", "__delattr__", "__getattr__", "__getattribute__"}
+_CLASS_MAKERS = {"type", "new_class", "make_dataclass"}  # (a class made at run time: Project._class_machinery)
 
 
 def _is_protocol(expr: ast.AST) -> bool:
@@ -3606,13 +3624,21 @@ def _outside_stores(f, attr: str, makings: bool = True) -> Iterable[ast.AST]:
     for n in ast.walk(f.tree):
         if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             for t in _flatten(_written_targets(n)):
-                if isinstance(t, ast.Attribute) and t.attr == attr and _unparse(t.value) != "self" and (
+                if isinstance(t, ast.Attribute) and t.attr == attr and not _own_self(f, n, t.value) and (
                         isinstance(n, ast.AugAssign) or n.value is None or not _plain_at(f, n, n.value)
                         or isinstance(t.value, ast.Name) and t.value.id in f.classes):
                     yield n
-        elif isinstance(n, ast.Call) and _sets_by_name(n, attr) and _unparse(n.args[0]) != "self" \
-                and not _plain_at(f, n, n.args[2]):
+                elif isinstance(t, ast.Subscript) and _namespace_of(t.value) and isinstance(t.slice, ast.Constant) \
+                        and t.slice.value == attr and (isinstance(n, ast.AugAssign) or n.value is None
+                                                       or not _plain_at(f, n, n.value)):
+                    yield n  # (`vars(view)["seq_lens"] = lens + n`: round AQ)
+        elif isinstance(n, ast.Call) and _sets_by_name(n, attr) and not _own_self(f, n, _set_on(n)) \
+                and not _plain_at(f, n, n.args[-1]):
             yield n  # (`object.__setattr__(view, "seq_lens", lens + n)` on a copy of a frozen record: round AN)
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "update" \
+                and _namespace_of(n.func.value) and any(k.arg in (attr, None) and not _plain_at(f, n, k.value)
+                                                         for k in n.keywords):
+            yield n  # (`vars(view).update(seq_lens=lens + n)`: an instance's namespace written, round AQ)
         elif makings and isinstance(n, ast.Call) and _gives_computed(f, n, attr, partials, factories):
             yield n
 
@@ -3720,9 +3746,31 @@ def _partial_makers(tree: ast.AST) -> Set[str]:
 
 
 def _sets_by_name(call: ast.Call, attr: str) -> bool:
-    """`setattr(o, "attr", v)` or `object.__setattr__(o, "attr", v)` of a value other than a plain read."""
-    return _unparse(call.func) in ("setattr", "object.__setattr__") and len(call.args) == 3 \
-        and isinstance(call.args[1], ast.Constant) and call.args[1].value == attr and not _plain_read(call.args[2])
+    """`setattr(o, "attr", v)`, `object.__setattr__(o, "attr", v)` or `o.__setattr__("attr", v)` (round AQ) of a
+    value other than a plain read."""
+    bound = isinstance(call.func, ast.Attribute) and call.func.attr == "__setattr__" \
+        and _unparse(call.func.value) not in ("object", "type", "super()") and len(call.args) == 2
+    named = call.args[-2] if bound or len(call.args) == 3 else None
+    return (bound or _unparse(call.func) in ("setattr", "object.__setattr__") and len(call.args) == 3) \
+        and isinstance(named, ast.Constant) and named.value == attr and not _plain_read(call.args[-1])
+
+
+def _set_on(call: ast.Call) -> ast.AST:
+    """The object a `setattr`-like call (_sets_by_name) sets the attribute on."""
+    return call.func.value if len(call.args) == 2 else call.args[0]
+
+
+def _own_self(f, node: ast.AST, receiver: ast.AST) -> bool:
+    """Is the receiver `self` in a method a class body defines (whose stores _class_body_code reads), not in a
+    function grafted onto a class after its body (`Batch.add = _add`: round AQ)?"""
+    fn = f.enclosing(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+    return _unparse(receiver) == "self" and fn is not None and isinstance(f.parents.get(id(fn)), ast.ClassDef)
+
+
+def _namespace_of(e: ast.AST) -> bool:
+    """`vars(x)` or `x.__dict__`: an instance's namespace."""
+    return isinstance(e, ast.Call) and _unparse(e.func) == "vars" and len(e.args) == 1 \
+        or isinstance(e, ast.Attribute) and e.attr == "__dict__"
 
 
 def _makes_own_computed(d: ast.AST, cls_name: str, attr: str) -> bool:
