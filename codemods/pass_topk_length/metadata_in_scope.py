@@ -473,8 +473,15 @@ class MetadataInScope:
                 name = fdef.name.value
                 if reach.graph_update(name) or "capture" in name or name == "__init__":
                     continue  # (a builder is held to it too: an eager `_build_...` memo returning early, round AC)
+                silent = name == "init_forward_metadata" and self._family_gives(fdef, held) and not any(
+                    self._gives(fdef, a) or self._giving_calls(fdef, givers[a], a) or f"self.{a}" in _code(fdef)
+                    for a in held)  # (a record refreshed in place: _static_refreshed's)
+                if silent:
+                    return (f"{name} gives the holder no metadata by any call read (a table of per-mode planners, a "
+                            "helper a subclass overrides, a base of another file): an eager step may keep an earlier "
+                            "step's lengths; give it in the planner, or pass topk_length by hand")
                 for attr in sorted(held):  # (each holder: per-mode holders the planner gives by one test and the
-                    stores = self._gives(fdef, attr) | self._giving_calls(fdef, givers[attr])  # dispatch reads by
+                    stores = self._gives(fdef, attr) | self._giving_calls(fdef, givers[attr], attr)  # dispatch reads by
                     # another, AD; or each given by a method of its own the planner calls, a base's: AF)
                     if stores and not ReplayPaths(self.tree, fdef, _one_of(stores)).covers():
                         return (f"{name} gives the holder `self.{attr}` this batch's metadata on some paths only (an early "
@@ -493,15 +500,51 @@ class MetadataInScope:
                 return found
             found |= more
 
-    def _giving_calls(self, fdef: cst.FunctionDef, givers: Set[str]) -> Set[int]:
-        """fdef's calls of another method of self giving the holder (`self._plan_decode(fb)`), or of a base's
-        (`super().init_forward_metadata(fb)`)."""
+    def _giving_calls(self, fdef: cst.FunctionDef, givers: Set[str], attr: Optional[str] = None) -> Set[int]:
+        """fdef's calls of another method of self giving the holder (`self._plan_decode(fb)`; with `attr`, each def
+        of its name in the module does), or of a base's (`super().init_forward_metadata(fb)`, a def of the module)."""
         def giving(c: cst.Call) -> bool:
             if not isinstance(c.func, cst.Attribute) or c.func.attr.value not in givers:
                 return False
-            return _code(c.func.value).strip() == "super()" or _handed_self(c) or _is_name(c.func.value, "self") \
+            if _code(c.func.value).strip() == "super()":
+                return not self._super_elsewhere(fdef, c.func.attr.value)
+            if attr is not None and _is_name(c.func.value, "self") and any(  # (each def of the name: a subclass's
+                    not (self._gives(d, attr) or self._giving_calls(d, givers)) for d in self.find(  # override of
+                        cst.FunctionDef, lambda d: d.name.value == c.func.attr.value)):  # `_plan` runs for its
+                return False  # instances, round AQ)
+            return _handed_self(c) or _is_name(c.func.value, "self") \
                 and c.func.attr.value != fdef.name.value  # (`Base.init_forward_metadata(self, fb)`: round AM)
         return {id(c) for c in self.find(cst.Call, giving, fdef)}
+
+    def _family_gives(self, fdef: cst.FunctionDef, held: Set[str]) -> bool:
+        """Does a method of fdef's class, or of a class of the module it derives from or that derives from it, store
+        a holder on self (the planner's class is one the holder belongs to: round AQ)?"""
+        classes = {c.name.value: c for c in self.find(cst.ClassDef)}
+        cls = next((u for u in self.tree.ancestors(fdef) if isinstance(u, cst.ClassDef)), None)
+        if cls is None:
+            return False
+        bases = lambda c: {_code(b.value).strip() for b in c.bases}  # noqa: E731
+        family, grown = {cls.name.value}, True
+        while grown:
+            more = {n for n, c in classes.items() if n not in family and (bases(c) & family or any(
+                n in bases(classes[m]) for m in family if m in classes))}
+            family |= more
+            grown = bool(more)
+        return any(self._gives(d, a) for n in family for d in self.find(cst.FunctionDef, None, classes[n]) for a in held
+                   if d.name.value != "__init__")  # (a record made once, refreshed in place: _static_refreshed's)
+
+    def _super_elsewhere(self, fdef: cst.FunctionDef, name: str) -> bool:
+        """Does `super().<name>` in fdef run a def of another file: the first base after fdef's class, in Python's
+        lookup order, that defines it (a base moving the page table only, round AQ)?"""
+        cls = next((u for u in self.tree.ancestors(fdef) if isinstance(u, cst.ClassDef)), None)
+        proj = self.project()
+        own = proj.checked_file(self.source)
+        node = own.classes.get(cls.name.value) if cls is not None and own is not None else None
+        if node is None:
+            return False
+        definer = next(((g, c) for g, c in proj.bases_in_order(own, node) if c is not node and any(
+            isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == name for d in c.body)), None)
+        return definer is not None and definer[0].path != own.path
 
     def _gives(self, fdef: cst.FunctionDef, attr: str) -> Set[int]:
         """The statements of fdef storing `self.<attr>` (a declaration aside)."""
@@ -824,7 +867,8 @@ class MetadataInScope:
         batch (read in the caller)? A method no def of the module calls is the engine's hook: its caller's."""
         name = fdef.name.value
         if name.startswith("__") and name.endswith("__") and self.tree.is_method(fdef):
-            return True  # (a constructor's parameter is what its construction hands: the callers' rules read those)
+            return name in ("__init__", "__new__")  # (a constructor's parameter is what its construction hands: the
+            # callers' rules read those; another dunder, `__call__(self, md)`, runs where no call spells it: AQ)
         if not self.tree.is_method(fdef):  # (a module's function: its caller's, as the engine's hooks are; a nested
             return not any(isinstance(u, cst.FunctionDef) for u in self.tree.ancestors(fdef))  # def kept as a
             # setter: what calls it with which record is not read, round AD)
@@ -842,6 +886,9 @@ class MetadataInScope:
             receiver = call.func.value
             unbound = isinstance(receiver, cst.Name) and any(
                 c.name.value == receiver.value for c in self.find(cst.ClassDef, None))
+            if not (unbound or _code(receiver).strip() in ("self", "super()")):
+                return False  # (`self.target.set_plan(md)`: the caller's record for its batch, on another object's
+                # holder, round AQ)
             slots = params if unbound else params[1:]
             given = _bound_arguments(call, slots).get(param) if param in slots else None
             if caller is None or caller is fdef or not self._made_for_batch(given, caller, None, seen):

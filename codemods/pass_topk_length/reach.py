@@ -3641,6 +3641,20 @@ def _outside_stores(f, attr: str, makings: bool = True) -> Iterable[ast.AST]:
             yield n  # (`vars(view).update(seq_lens=lens + n)`: an instance's namespace written, round AQ)
         elif makings and isinstance(n, ast.Call) and _gives_computed(f, n, attr, partials, factories):
             yield n
+        elif _module_table_entry(n, attr):
+            yield n  # (an `nn.Module`'s buffer or parameter by its name: torch's `__getattr__` serves it, round AQ)
+
+
+def _module_table_entry(n: ast.AST, attr: str) -> bool:
+    """`x.register_buffer("attr", v)` (or a parameter's) of a value other than a plain read, or the entry reached
+    by its name (`x._buffers["attr"]`, `x.get_buffer("attr")`), which may be written in place or replaced."""
+    if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.args \
+            and isinstance(n.args[0], ast.Constant) and n.args[0].value == attr:
+        if n.func.attr in ("register_buffer", "register_parameter"):
+            return len(n.args) < 2 or not _plain_read(n.args[1])
+        return n.func.attr in ("get_buffer", "get_parameter")
+    return isinstance(n, ast.Subscript) and isinstance(n.value, ast.Attribute) \
+        and n.value.attr in ("_buffers", "_parameters") and isinstance(n.slice, ast.Constant) and n.slice.value == attr
 
 
 def _gives_computed(f, call: ast.Call, attr: str, partials: Set[str], factories: Set[str]) -> bool:
@@ -3648,7 +3662,9 @@ def _gives_computed(f, call: ast.Call, attr: str, partials: Set[str], factories:
     ...)`, round AO) handing `attr=` a computed value (through a local too), `**` a mapping it computes, or, a
     class of the project, a computed value by position (a record's field order is not read)?"""
     callee = _unparse(call.func)
-    maker = _makes_record(call.func) or callee in partials
+    imported = f.froms.get(callee, ("", ""))[1] if isinstance(call.func, ast.Name) else ""
+    maker = _makes_record(call.func) or makes_a_record(imported) or callee in partials  # (`SimpleNamespace as
+    # step_view`: the name it is bound to, not its spelling, round AQ)
     if not (maker or callee in factories):
         return False
     if any(k.arg == attr and not _plain_at(f, call, k.value) for k in call.keywords) or hands_computed_mapping(call) \
