@@ -6222,3 +6222,77 @@ def test_round_aq_a_dataclass_record_made_in_the_calls_arguments(tmp_path, decor
     (tmp_path / "layer.py").write_text(_DATACLASS_STEP_AQ.format(decorator=decorator, extra=extra, args=args))
     site = _site(tmp_path, HANDED_INDICES, kernel=KERNEL)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("make, fixable", [
+    # round AQ (q4): the lengths grown on a view by a function grafted onto the batch's class, through an
+    # instance's namespace, a bound `__setattr__`, a maker imported under a lower-case alias, an `nn.Module`'s
+    # buffer table; the class's hooks set up outside a class statement; a store of the lengths as handed is fine
+    ("v = copy.copy(b)\n    vars(v).update(seq_lens=b.seq_lens + n)\n    return v", False),
+    ("v = copy.copy(b)\n    v.__setattr__('seq_lens', b.seq_lens + n)\n    return v", False),
+    ("return step_view(seq_lens=b.seq_lens + n)", False),
+    ("m = torch.nn.Module()\n    m.register_buffer('seq_lens', b.seq_lens + n)\n    return m", False),
+    ("StepBatch.__getattribute__ = _grown\n    return b", False),
+    ("Grown = type('Grown', (StepBatch,), {'__getattribute__': _grown})\n    return b", False),
+    ("StepBatch.grow = _grow\n    return b", False),
+    ("v = copy.copy(b)\n    vars(v).update(num_drafts=n)\n    return v", True)])
+def test_round_aq_the_lengths_grown_by_machinery_outside_the_class(tmp_path, make, fixable):
+    grow = "def _grow(self, n):\n    self.seq_lens = self.seq_lens + n\n\n\n" if "_grow" in make else ""
+    spec = ("import copy\nfrom types import SimpleNamespace as step_view\n\nimport torch\n\nfrom batch import StepBatch"
+            "\n\n\ndef _grown(self, name):\n    return object.__getattribute__(self, name)\n\n\n"
+            + grow + "def verify_view(b, n):\n    " + make + "\n")
+    files = {"batch.py": "from dataclasses import dataclass\n\nimport torch\n\n\n@dataclass\n"
+                         "class StepBatch:\n    seq_lens: torch.Tensor\n", "spec.py": spec}
+    site = _files_site(tmp_path, files, ANNOTATED_HOLDER.format(
+        extend="DSAMetadata(dsa_cache_seqlens_int32=forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))"))
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_PLANS_AQ = '''"""A fork's backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk."""
+from dataclasses import dataclass
+
+import torch
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+{imports}
+
+@dataclass
+class DSAMetadata:
+    dsa_cache_seqlens_int32: torch.Tensor
+
+
+class Backend{base}:
+    def __init__(self, dsa_index_topk):
+        self.dsa_index_topk = dsa_index_topk
+        self.forward_metadata = None
+
+    def _plan(self, forward_batch):
+        self.forward_metadata = DSAMetadata(forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))
+
+{planner}
+    def forward(self, q, kv, indices, scale):
+        metadata = self.forward_metadata
+        return flash_mla_sparse_fwd(q=q, kv=kv, indices=indices, sm_scale=scale)[0]
+{more}'''
+
+
+@pytest.mark.parametrize("base, planner, more, fixable", [
+    # round AQ (q1): the eager planner giving the holder through a helper a subclass of the module overrides, a base of another file reached by super(); a setter called on another object, a
+    # `__call__` handed a record; the planner calling its own helper is fine
+    ("", "    def init_forward_metadata(self, forward_batch):\n        self._plan(forward_batch)\n",
+     "\n\nclass Draft(Backend):\n    def _plan(self, forward_batch):\n        pass\n", False),
+    ("(PagesOnly)", "    def init_forward_metadata(self, forward_batch):\n        if forward_batch.mode == 'decode':\n"
+     "            self._plan(forward_batch)\n        else:\n            super().init_forward_metadata(forward_batch)\n",
+     "", False),
+    ("", "    def init_forward_metadata(self, forward_batch):\n        self._plan(forward_batch)\n\n"
+     "    def set_plan(self, md):\n        self.forward_metadata = md\n\n    def publish(self, target, forward_batch):\n"
+     "        target.set_plan(DSAMetadata(forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32)))\n",
+     "", False),
+    ("", "    def init_forward_metadata(self, forward_batch):\n        self._plan(forward_batch)\n\n"
+     "    def __call__(self, md):\n        self.forward_metadata = md\n", "", False),
+    ("", "    def init_forward_metadata(self, forward_batch):\n        self._plan(forward_batch)\n", "", True)])
+def test_round_aq_the_planner_that_gives_the_holder(tmp_path, base, planner, more, fixable):
+    src = _PLANS_AQ.format(imports="from pages import PagesOnly\n" if base else "", base=base, planner=planner,
+                           more=more)
+    pages = "class PagesOnly:\n    def init_forward_metadata(self, forward_batch):\n        self.pages = forward_batch.pages\n"
+    site = _files_site(tmp_path, {"pages.py": pages}, src)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
