@@ -474,7 +474,7 @@ class MetadataInScope:
                 if reach.graph_update(name) or "capture" in name or name == "__init__":
                     continue  # (a builder is held to it too: an eager `_build_...` memo returning early, round AC)
                 silent = name == "init_forward_metadata" and self._family_gives(fdef, held) and not any(
-                    self._gives(fdef, a) or self._giving_calls(fdef, givers[a], a) or f"self.{a}" in _code(fdef)
+                    self._gives(fdef, a) or self._giving_calls(fdef, givers[a], a) or self._writes_through(fdef, a)
                     for a in held)  # (a record refreshed in place: _static_refreshed's)
                 if silent:
                     return (f"{name} gives the holder no metadata by any call read (a table of per-mode planners, a "
@@ -515,6 +515,18 @@ class MetadataInScope:
             return _handed_self(c) or _is_name(c.func.value, "self") \
                 and c.func.attr.value != fdef.name.value  # (`Base.init_forward_metadata(self, fb)`: round AM)
         return {id(c) for c in self.find(cst.Call, giving, fdef)}
+
+    def _writes_through(self, fdef: cst.FunctionDef, attr: str) -> bool:
+        """Does fdef write into the holder's record in place (`self.<attr>.f.copy_(...)`, `self.<attr>.f[:] = v`,
+        `self.<attr>.f = v`), itself or through a method of self it calls (a refresh helper)?"""
+        prefix = f"self.{attr}."
+        inplace = self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute) and c.func.attr.value.endswith("_")
+                            and _code(c.func.value).strip().startswith(prefix), fdef)
+        stored = [t for _, t, _ in self._writes_in(fdef) if _code(t).strip().startswith(prefix)]
+        helpers = [local_defs(self.tree, c.func) for c in self.find(cst.Call, self._self_method, fdef)]
+        return bool(inplace or stored) or any(len(d) == 1 and d[0] is not fdef and any(
+            isinstance(c.func, cst.Attribute) and c.func.attr.value.endswith("_")
+            and _code(c.func.value).strip().startswith(prefix) for c in self.find(cst.Call, None, d[0])) for d in helpers)
 
     def _family_gives(self, fdef: cst.FunctionDef, held: Set[str]) -> bool:
         """Does a method of fdef's class, or of a class of the module it derives from or that derives from it, store
