@@ -405,7 +405,10 @@ class MetadataInScope:
         value to the field and to another keyword (`DSAMetadata(cache_seqlens_int32=lens, dsa_cache_seqlens_int32=
         lens)`), or the field's object stored as another attribute (`md.cache_seqlens_int32 = md.dsa_cache_seqlens_
         int32`), where a write in place of an attribute of that name (`md.cache_seqlens_int32.copy_(raw)`) writes
-        the field. Why, else None. (A store read only, `self._lens = md.field`, is fine.)"""
+        the field. Why, else None. (A store read only, `self._lens = md.field`, is fine.) Read once per field."""
+        return self.index(f"field-aliased:{field_name}", lambda: self._field_aliased(field_name))
+
+    def _field_aliased(self, field_name: str) -> Optional[str]:
         own = self.project().checked_file(self.source)
         others: dict = {}  # other attribute name -> the line sharing the field's tensor with it
         for node in ast.walk(own.tree) if own is not None else ():
