@@ -901,9 +901,10 @@ class MetadataInScope:
             receiver = call.func.value
             unbound = isinstance(receiver, cst.Name) and any(
                 c.name.value == receiver.value for c in self.find(cst.ClassDef, None))
-            if not (unbound or _code(receiver).strip() in ("self", "super()")):
-                return False  # (`self.target.set_plan(md)`: the caller's record for its batch, on another object's
-                # holder, round AQ)
+            if caller is not None and self.tree.is_method(caller) and not (
+                    unbound or _code(receiver).strip() in ("self", "super()")):
+                return False  # (a method's `self.target.set_plan(md)`: its record for its own batch, on another
+                # object's holder, round AQ; a module function driving a backend hands it its batch's, as before)
             slots = params if unbound else params[1:]
             given = _bound_arguments(call, slots).get(param) if param in slots else None
             if caller is None or caller is fdef or not self._made_for_batch(given, caller, None, seen):

@@ -53,8 +53,9 @@ def _value_uses(tree: Tree, facts: ModuleFacts, path: str, through_alias: Set[in
             continue  # a rebinding: the calls through that name are refused by callee_identity
         how, reason = _how(tree, chain), _alias_reason(tree, chain, facts, through_alias)
         add(chain, callee, how, reason)
-        if reason is None:  # (each call through where it lands, a site too: round AP)
-            _add_with_calls(tree, chain, callee, how, add)
+        if reason is None and not isinstance(parent, (cst.Assign, cst.AnnAssign)):  # (each call through where a
+            _add_with_calls(tree, chain, callee, how, add)  # wrapper or a default lands, a site too: round AP; a plain
+            # alias's calls are the kernel's, traced as such: kernel_calls)
     for call in tree.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute)):
         attr = call.func.attr.value
         if dotted(call.func) is None and (attr in ENTRY_POINTS or attr == OP_NAME):
