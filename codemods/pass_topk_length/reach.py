@@ -3783,11 +3783,6 @@ def _own_self(f, node: ast.AST, receiver: ast.AST) -> bool:
     return _unparse(receiver) == "self" and fn is not None and isinstance(f.parents.get(id(fn)), ast.ClassDef)
 
 
-def _namespace_of(e: ast.AST) -> bool:
-    """`vars(x)` or `x.__dict__`: an instance's namespace."""
-    return isinstance(e, ast.Call) and _unparse(e.func) == "vars" and len(e.args) == 1 \
-        or isinstance(e, ast.Attribute) and e.attr == "__dict__"
-
 
 def _makes_own_computed(d: ast.AST, cls_name: str, attr: str) -> bool:
     """Does the method make an object of its own class (`cls(...)`, `type(self)(...)`, `self.__class__(...)`, the
