@@ -207,6 +207,11 @@ class MetadataInScope:
                         continue  # `self.forward_metadata: DSAMetadata`: a declaration (sglang 0.5.16's __init__)
                     init_held = isinstance(target, cst.Attribute) and target.attr.value in held \
                         and self._made_once(fdef)  # (`init_cuda_graph_state`, a helper `__init__` calls: AJ)
+                    if init_held and not _none(value) and not self._at_startup(fdef, 0):
+                        return (f"`{fdef.name.value}` gives `{_code(target).strip()}` a value at line "
+                                f"{self.tree.line(node)}, and neither the start-up nor a planner or graph hook runs it: "
+                                "when it runs against the step's planner (after it, for the next batch: round AQ) is "
+                                "not read; give the holder only in the planners, or pass topk_length by hand")
                     if init_held and self._a_parameter(value) and self._refreshed_anywhere(target.attr.value, field_name):
                         return (f"`{fdef.name.value}` gives `{_code(target).strip()}` the record it is handed (line "
                                 f"{self.tree.line(node)}), which the planners refresh in place: another instance handed "
@@ -740,11 +745,10 @@ class MetadataInScope:
                       and order[id(n)] < order[id(value)]]
             return len(before) == 1 and self._unconditional(fdef, before[0][0]) \
                 and self._made_for_batch(before[0][1], fdef, env, seen)
-        if isinstance(value, cst.Attribute):  # `forward_batch.attn_metadata`: off the caller's own object; off a
-            return not isinstance(value.value, cst.Call) and not self.project().attribute_stores(value.attr.value) \
-                and self._made_for_batch(value.value, fdef, env, seen)
-            # call's new object (`Plan(self, fb).metadata`), what it hands out (a cache of it: round Z); not one the
-            # project itself leaves on an object (a plan cached on the batch, a target's plan the draft reuses: AL)
+        if isinstance(value, cst.Attribute):  # an attribute of an object is what was stored on it, not made by this
+            return False  # call: off a new object (`Plan(self, fb).metadata`, a builder's `PlanResult(metadata=
+            # cached)`: rounds Z, AQ), what its making was handed; off the caller's batch (`forward_batch.spec_info.
+            # dsa_plan`), a record another step left there (the draft's plan, by a keyword of a making: AL, AR)
         if not isinstance(value, cst.Call):
             return False
         name = (dotted(value.func) or "").rsplit(".", 1)[-1]
