@@ -61,7 +61,7 @@ def _value_uses(src: str, shortcut: bool, monkeypatch) -> list:
     if not shortcut:
         monkeypatch.setattr(value_use, "_maybe_value_use", lambda tree, facts: True)
     try:
-        return value_use._value_uses(tree, facts, "m.py")
+        return [site for site, _node in value_use._value_uses(tree, facts, "m.py")]
     finally:
         monkeypatch.undo()
 

@@ -627,14 +627,15 @@ class CalleeIdentity:
 
     def _other_attribute_writes(self, first: str, sources) -> Optional[cst.CSTNode]:
         """A write of `<anything>.first` in this module other than the plain `self.first = value` sources: a
-        tuple or chained target, an annotated or augmented one, another receiver (`b.fm = ...`), a literal
-        `setattr` (also `object.__setattr__`), or a deletion."""
+        tuple or chained target, an annotated or augmented one, another receiver (`b.fm = ...`), a loop's or a
+        comprehension's target (`any(ok(self.fm) for self.fm in impls)`: round AR), a literal `setattr` (also
+        `object.__setattr__`), or a deletion."""
         plain = {id(assigned_target(n)) for n, _ in sources}
         for node in self.find(cst.Attribute, lambda a: a.attr.value == first):
             inner, up = node, self.tree.parent.get(node)
             while isinstance(up, (cst.Element, cst.StarredElement, cst.Tuple, cst.List)):
                 inner, up = up, self.tree.parent.get(up)  # (a tuple's or a list's element: unpacked into)
-            target = isinstance(up, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.Del, cst.For)) \
+            target = isinstance(up, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.Del, cst.For, cst.CompFor)) \
                 and getattr(up, "target", None) is inner or isinstance(up, cst.AsName) and up.name is inner
             if target and id(node) not in plain:
                 return up

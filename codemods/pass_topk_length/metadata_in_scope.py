@@ -365,8 +365,9 @@ class MetadataInScope:
         (reach.graph_update: round AG, a replay hook moving the page table only, or refreshing the lengths in one mode)
         gives the holder a new one or rewrites its field in place on every run, with no branch or exit before; else
         why not."""
-        planners = [f.node for f in self.facts.functions if f.class_name and (
-            f.name == "init_forward_metadata" or reach.graph_update(f.name))]  # (round AG: a replay hook too)
+        planners = [f.node for f in self.facts.functions if f.class_name and reach.per_step_hook(f.name)
+                    and not reach.graph_builder(f.name)]  # (round AG: a replay hook too; AR: a mode's planner,
+        # `init_forward_metadata_draft_extend`, moving the page table only)
         rebound = next((t for p in planners for t in self.targets_named(p.name.value)
                         if isinstance(t.target, cst.Attribute)), None)
         if rebound is not None:  # (`self.init_forward_metadata = self._plan_pages_only` per instance: round AO)
@@ -792,6 +793,10 @@ class MetadataInScope:
         if found is None:  # (`self.Record(...)`; a capitalised name the project binds to an object or a def: a
             return "." in spelled and spelled.split(".")[0] not in self._module_names() \
                 or self._bound_not_a_class(spelled)  # callable interner handing back one record per shape, AN)
+        return self._class_recycles(found)
+
+    def _class_recycles(self, found: Tuple[object, ast.ClassDef]) -> bool:
+        """_recycled, for a class of the project found as (file, class)."""
         todo, seen = [found], 0
         while todo and seen < 8:
             g, cls = todo.pop()
@@ -964,13 +969,27 @@ class MetadataInScope:
                                                        in g.modules or g.froms.get(reach._unparse(r.func)) == (
                                                            "dataclasses", "replace")):
                 r = r.args[0]  # (`dataclasses.replace(md, ...)`; a record's own `replace` method is not: round AD)
-            if isinstance(r, ast.Constant) and r.value is None or isinstance(r, ast.Call) and \
-                    reach._unparse(r.func).rsplit(".", 1)[-1][:1].isupper():
+            maker = reach._unparse(r.func).rsplit(".", 1)[-1] if isinstance(r, ast.Call) else ""
+            if isinstance(r, ast.Constant) and r.value is None or maker[:1].isupper() and not (
+                    isinstance(r.func, ast.Name) and self._recycled_in(g, maker)):
                 continue
             if not (isinstance(r, ast.Name) and given.get(r.id) is not None
                     and self._made_for_batch(given[r.id], fdef, env, seen)):
                 return False
         return bool(returns)
+
+    def _recycled_in(self, g, name: str) -> bool:
+        """May making the class `name` of project file g (its own, or one it imports from the project) hand back an
+        object made before (_class_recycles), or is the name bound to something else there (a callable cache
+        `Plan = _PlanCache()`: round AR)? A library's class (`types.SimpleNamespace`) makes a new object."""
+        home = callers._import_home(self.project(), g, name)
+        g, name = home or (g, name)
+        classes = [c for c in g.class_defs if c.name == name]
+        if len(classes) == 1:
+            return self._class_recycles((g, classes[0]))
+        return name not in g.froms and any(name in reach._stored_names(n) or isinstance(
+            n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name for n in ast.walk(g.tree)
+            if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.FunctionDef, ast.AsyncFunctionDef)))
 
     def _refreshed(self, owner: cst.FunctionDef, a, field_name: str) -> Optional[str]:
         """The function reads the metadata off `self.<holder>`; a method of self (or `super()`) or a function of the

@@ -150,8 +150,9 @@ def _migrate(ctx: RuleContext, partial: bool) -> Tuple[str, List[Site]]:
                 sites[i] = replace(sites[i], status=Status.MANUAL, reason=failures[id(g)], metadata=None)
             if g.kind != "derived":  # the reference fix is not proven after all: the derived lengths, if asked for
                 groups += _derived_instead(analysis, g, sites)
-    sites += value_sites(tree, facts, _value_uses(tree, facts, path, analysis.through_alias), path,
-                         analysis.through_alias, frozenset(analysis.sealed))
+    taken = {(s.line, s.column) for s in sites}  # (a call where a value lands may be one the rule reports)
+    sites += [s for s in value_sites(tree, facts, _value_uses(tree, facts, path, analysis.through_alias), path,
+                                     analysis.through_alias, frozenset(analysis.sealed)) if (s.line, s.column) not in taken]
     sites.sort(key=lambda s: (s.line, s.column))
     if not groups:
         return source, sites

@@ -3,7 +3,7 @@ functools.partial, looked up with getattr) is found here as a site; values.py th
 call is checked."""
 from __future__ import annotations
 
-from typing import List, Optional, Set
+from typing import List, Optional, Set, Tuple
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
@@ -17,12 +17,17 @@ from .quick import ENTRY_POINTS, INFO, OP_NAME, expand, is_kernel, names_kernel
 from .syntax import _brief, _code, name_reads
 from .values import TESTS
 
+# an attribute of the kernel that describes it, read without running it (`K.__name__` in a log line)
+_DESCRIBING = {"__name__", "__qualname__", "__module__", "__doc__"}
 
-def _value_uses(tree: Tree, facts: ModuleFacts, path: str, through_alias: Set[int] = frozenset()) -> List[Site]:
+
+def _value_uses(tree: Tree, facts: ModuleFacts, path: str,
+                through_alias: Set[int] = frozenset()) -> List[Tuple[Site, cst.CSTNode]]:
     """The kernel used other than by calling it: `partial(kernel, ...)`, `getattr(mod,
-    "flash_mla_sparse_fwd")`, stored in an attribute or passed on. Calls through it cannot
-    be checked, so each is reported as manual, never skipped."""
-    sites = []
+    "flash_mla_sparse_fwd")`, stored in an attribute or passed on, each with its node (where the value is taken:
+    values.value_sites adds the calls where it lands). Calls through it cannot be checked, so each is reported
+    as manual, never skipped."""
+    sites: List[Tuple[Site, cst.CSTNode]] = []
     seen: Set[int] = set()
 
     def add(node: cst.CSTNode, callee: str, how: str, reason: Optional[str] = None) -> None:
@@ -30,13 +35,14 @@ def _value_uses(tree: Tree, facts: ModuleFacts, path: str, through_alias: Set[in
         if pos is None or id(node) in seen:
             return
         seen.add(id(node))
-        sites.append(Site(path, pos.start.line, pos.start.column + 1, callee, Status.MANUAL,
-                          reason or f"the kernel is {how}: calls through it cannot be checked or rewritten; "
-                                    "pass topk_length where it is called, or call the kernel directly"))
+        sites.append((Site(path, pos.start.line, pos.start.column + 1, callee, Status.MANUAL,
+                           reason or f"the kernel is {how}: calls through it cannot be checked or rewritten; "
+                                     "pass topk_length where it is called, or call the kernel directly"), node))
 
     for _, _name, node, _ in (tree.accesses() if _maybe_value_use(tree, facts) else ()):
-        chain = node
-        while isinstance(tree.parent.get(chain), cst.Attribute) and tree.parent[chain].value is chain:
+        chain = node  # (up to the kernel's own name: `K.__call__`, `K.__wrapped__` read an attribute of it, AR)
+        while not is_kernel(expand(facts.imports, dotted(chain) or "")) \
+                and isinstance(tree.parent.get(chain), cst.Attribute) and tree.parent[chain].value is chain:
             chain = tree.parent[chain]
         full = dotted(chain) if isinstance(chain, (cst.Name, cst.Attribute)) else None
         if not full:
@@ -45,17 +51,17 @@ def _value_uses(tree: Tree, facts: ModuleFacts, path: str, through_alias: Set[in
         if not is_kernel(callee):
             continue
         parent = tree.parent.get(chain)
+        if isinstance(parent, cst.Attribute) and parent.value is chain:
+            if parent.attr.value not in _DESCRIBING:
+                add(parent, callee, f"read as `{_brief(parent, 60)}`")
+            continue
         if isinstance(parent, cst.Call) and parent.func is chain:
             continue
         if isinstance(parent, TESTS) or (isinstance(parent, cst.IfExp) and parent.test is chain):
             continue
         if isinstance(parent, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign)) and parent.target is chain:
             continue  # a rebinding: the calls through that name are refused by callee_identity
-        how, reason = _how(tree, chain), _alias_reason(tree, chain, facts, through_alias)
-        add(chain, callee, how, reason)
-        if reason is None and not isinstance(parent, (cst.Assign, cst.AnnAssign)):  # (each call through where a
-            _add_with_calls(tree, chain, callee, how, add)  # wrapper or a default lands, a site too: round AP; a plain
-            # alias's calls are the kernel's, traced as such: kernel_calls)
+        add(chain, callee, _how(tree, chain), _alias_reason(tree, chain, facts, through_alias))
     for call in tree.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute)):
         attr = call.func.attr.value
         if dotted(call.func) is None and (attr in ENTRY_POINTS or attr == OP_NAME):
@@ -63,9 +69,9 @@ def _value_uses(tree: Tree, facts: ModuleFacts, path: str, through_alias: Set[in
     for read in tree.find(cst.Attribute, lambda a: a.attr.value in ENTRY_POINTS or a.attr.value == OP_NAME):
         up = tree.parent.get(read)
         if dotted(read) is None and not (isinstance(up, cst.Call) and up.func is read):  # (`import_module(m).fwd`,
-            _add_with_calls(tree, read, read.attr.value, f"read off `{_brief(read.value, 40)}`", add)  # round AN)
+            add(read, read.attr.value, f"read off `{_brief(read.value, 40)}`")  # round AN)
     for text, path_named in _named_by_string(tree):  # (`pkgutil.resolve_name("sgl_kernel.flash_mla:...")`, `vars(m)
-        _add_with_calls(tree, text, path_named, "looked up by a string naming it", add)  # .get("...")`: round AN)
+        add(text, path_named, "looked up by a string naming it")  # .get("...")`: round AN)
     for k in facts.calls:
         if k.callee != "getattr" or len(k.node.args) < 2 or not isinstance(k.node.args[1].value, cst.SimpleString):
             continue
@@ -74,64 +80,8 @@ def _value_uses(tree: Tree, facts: ModuleFacts, path: str, through_alias: Set[in
         if isinstance(attr, str) and base and is_kernel(f"{base}.{attr}"):
             add(k.node, expand(facts.imports, base) + f".{attr}", "looked up by name with getattr")
     for node, module in _computed_reads(tree, facts):  # (`vars(fm)[self.kernel_name]`: round AJ)
-        how = f"read out of `{module}` by a name computed at run time (a kernel of that package's module)"
-        up = tree.parent.get(node)
-        if isinstance(up, cst.Assign) and len(up.targets) == 1 and isinstance(up.targets[0].target, cst.Name):
-            for read, call in name_reads(tree, up.targets[0].target.value):  # (each call through the local too)
-                if isinstance(call, cst.Call) and call.func is read:
-                    add(call, module, how)
-        add(node, module, how)
+        add(node, module, f"read out of `{module}` by a name computed at run time (a kernel of that package's module)")
     return sites
-
-
-def _add_with_calls(tree: Tree, node: cst.CSTNode, callee: str, how: str, add) -> None:
-    """Report `node` and each call through where the expression holding it lands: a name it is bound to (a local,
-    a module's `_attend = torch.compiler.disable(K)`), a class body's attribute (`_attend = staticmethod(K)`,
-    called as `self._attend(...)`), a parameter's default (`attend=K`, called as `attend(...)`: round AP)."""
-    up = tree.parent.get(node)
-    while isinstance(up, (cst.Call, cst.Arg, cst.Subscript, cst.SubscriptElement, cst.Index, cst.Attribute, cst.List,
-                          cst.Tuple, cst.Set, cst.Element, cst.Dict, cst.DictElement)):
-        up = tree.parent.get(up)
-    name = up.targets[0].target.value if isinstance(up, cst.Assign) and len(up.targets) == 1 \
-        and isinstance(up.targets[0].target, cst.Name) else up.name.value if isinstance(up, cst.Param) else None
-    for call in _calls_rooted_at(tree, name, 2) if name is not None else ():
-        add(call, callee, how)
-    if name is not None and _in_class_body(tree, up):
-        for call in tree.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute) and c.func.attr.value == name):
-            add(call, callee, how)
-    add(node, callee, how)
-
-
-def _calls_rooted_at(tree: Tree, name: str, depth: int):
-    """The calls whose callee is read off `name` (`name(...)`, `name.fn(...)`, `name[i](...)`, `name.get(k)(...)`)
-    or is a loop's variable over it (`for impl in name: impl(...)`), loops followed `depth` deep (round AQ: a
-    registry record's field, a fallback tuple)."""
-    for read, _ in name_reads(tree, name):
-        top, up = read, tree.parent.get(read)
-        while isinstance(up, (cst.Attribute, cst.Subscript)) and up.value is top \
-                or isinstance(up, cst.Call) and up.func is top and isinstance(top, cst.Attribute) \
-                and top.attr.value in ("get", "values", "items", "__getitem__"):
-            top, up = up, tree.parent.get(up)
-        if isinstance(up, cst.Call) and up.func is top:
-            yield up
-        loop = up if isinstance(up, (cst.For, cst.CompFor)) and up.iter is top else None
-        targets = [n.value for n in _names_in(loop.target)] if loop is not None and depth > 0 else []
-        for target in targets:
-            yield from _calls_rooted_at(tree, target, depth - 1)
-
-
-def _names_in(node: cst.CSTNode):
-    if isinstance(node, cst.Name):
-        yield node
-    for child in node.children:
-        yield from _names_in(child)
-
-
-def _in_class_body(tree: Tree, node: cst.CSTNode) -> bool:
-    up = tree.parent.get(node)
-    while up is not None and not isinstance(up, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-        up = tree.parent.get(up)
-    return isinstance(up, cst.ClassDef)
 
 
 def _named_by_string(tree: Tree):
@@ -196,8 +146,10 @@ def _maybe_value_use(tree: Tree, facts: ModuleFacts) -> bool:
     names = set(ENTRY_POINTS) | {OP_NAME} | {local for local, q in facts.imports.items() if is_kernel(q)}
     for n in tree.find(cst.Name, lambda n: n.value in names):
         top, up = n, tree.parent.get(n)
-        while isinstance(up, cst.Attribute) and (up.attr is top or up.value is top):
+        while isinstance(up, cst.Attribute) and up.attr is top:  # (`mod.flash_mla_sparse_fwd`)
             top, up = up, tree.parent.get(up)
+        if isinstance(up, cst.Attribute) and up.value is top and up.attr.value not in _DESCRIBING:
+            return True  # (an attribute of the kernel read: `K.__call__`, `K.__wrapped__`: round AR)
         if isinstance(up, cst.Call) and up.func is top:
             continue
         if isinstance(up, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign)) and up.target is top \

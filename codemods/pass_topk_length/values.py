@@ -22,6 +22,7 @@ import libcst as cst
 from topk_migrate.cst.resolve import ModuleFacts, dotted
 from topk_migrate.model import Site, Status
 
+from .landing import landing_calls
 from .quick import ENTRY_POINTS, PARAM, expand, is_kernel
 
 # where a kernel value is only tested (`if K is None`, `assert K`), never called
@@ -208,21 +209,33 @@ def holder_calls(tree, facts: ModuleFacts, path: str, classified: Set[int] = fro
     return sites
 
 
-def value_sites(tree, facts: ModuleFacts, found: List[Site], path: str, classified: Set[int] = frozenset(),
-                sealed: Set[str] = frozenset()) -> List[Site]:
+def value_sites(tree, facts: ModuleFacts, found: List[Tuple[Site, cst.CSTNode]], path: str,
+                classified: Set[int] = frozenset(), sealed: Set[str] = frozenset()) -> List[Site]:
     """The value uses _value_uses found that are sites (each whose kernel value can reach a call the rule
-    does not report), then the calls through a holder that a contained value reaches (but those the rule
-    classified itself: `classified`, ids of calls through an alias). `sealed`: attributes holding the kernel
-    that no other file reads (identity.held_callee), followed as private ones are."""
-    starts: Dict[Tuple[int, int], List[cst.CSTNode]] = {}
-    for n in tree.find((cst.Name, cst.Attribute)) if found else ():  # each node's position: only when asked
-        pos = tree.position.get(n)
-        if pos is not None:
-            starts.setdefault((pos.start.line, pos.start.column + 1), []).append(n)
-    kept = []
-    for s in found:
-        node = next((n for n in starts.get((s.line, s.column), ()) if _resolved(facts, n) == s.callee), None)
-        if is_marker(s.callee) or (node is not None and contained(tree, facts, node, s.callee, sealed)):
+    does not report) with each call where such a value lands (landing.landing_calls: round AR), then the calls
+    through a holder that a contained value reaches (but those the rule classified itself: `classified`, ids of
+    calls through an alias). `sealed`: attributes holding the kernel that no other file reads
+    (identity.held_callee), followed as private ones are."""
+    kept: List[Site] = []
+    landed: Dict[int, Tuple[cst.Call, Site]] = {}
+    for s, node in found:
+        if is_marker(s.callee) or (_resolved(facts, node) == s.callee and contained(tree, facts, node, s.callee, sealed)):
             continue
         kept.append(s)
-    return kept + holder_calls(tree, facts, path, classified)
+        for call in landing_calls(tree, node, set(facts.imports)):
+            if id(call) not in classified and call is not node and tree.position.get(call) is not None:
+                landed.setdefault(id(call), (call, s))
+    holders = holder_calls(tree, facts, path, classified)
+    taken = {(x.line, x.column) for x in kept + holders}
+    return kept + holders + [site for site in (_landed_site(tree, path, call, s) for call, s in landed.values())
+                             if (site.line, site.column) not in taken]
+
+
+def _landed_site(tree, path: str, call: cst.Call, origin: Site) -> Site:
+    pos = tree.position.get(call)
+    code = tree.module.code_for_node(call.func).strip()
+    code = code[:37] + "..." if len(code) > 40 else code
+    return Site(path, pos.start.line, pos.start.column + 1, origin.callee, Status.MANUAL,
+                f"may call the kernel through `{code}` (the kernel taken as a value at line {origin.line}: "
+                f"{origin.reason.split(':')[0]}); calls through it are not rewritten: pass topk_length here by "
+                "hand, or call the kernel directly")
