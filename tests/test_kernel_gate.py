@@ -251,8 +251,9 @@ OLD_ENGINE = "sglang[srt]==0.4.9.post2 from requirements.txt brings sgl-kernel==
     # only an extra of the project pins sglang: `pip install .` without it decides nothing
     ({"pyproject.toml": '[project.optional-dependencies]\nserve = ["sglang==0.5.16"]\n'}, None, "sglang==0.5.16"),
     ({"requirements.txt": "sglang==0.5.14+cu128\n"}, True, ""),  # a local build of a release: that release
-    # a range of sglang decides nothing new (docs/soundness.md, kernel-accepts)
-    ({"requirements.txt": "sglang[srt]>=0.4,<0.5.13\nsglang-kernel==0.4.6\n"}, True, ""),
+    # a range of sglang bounded above brings every release it admits (round AR); one open above, the newest's
+    ({"requirements.txt": "sglang[srt]>=0.4,<0.5.13\nsglang-kernel==0.4.6\n"}, False, "sglang[srt]<0.5.13,>=0.4 admits"),
+    ({"requirements.txt": "sglang[srt]>=0.4\nsglang-kernel==0.4.6\n"}, True, ""),
     # newer than the table's newest: assumed to bring no older kernel, so the project's own kernel pin decides
     ({"requirements.txt": "sglang==9.0\nsglang-kernel==0.4.6\n"}, True, ""),
     ({"requirements.txt": "sglang==9.0\n"}, None, "no pin of sglang-kernel or sgl-kernel"),

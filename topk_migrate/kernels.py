@@ -585,8 +585,8 @@ def file_ways(path: str, root: str) -> List[List[Pin]]:
     constraints file's pins, whatever its name; a recipe's spelled pins (conda's single `=` too); and one
     that decides nothing for a line naming a kernel that none of them reads. A Python file (a bootstrap
     script) gives the pins its installer calls spell, and one that decides nothing where it names a kernel with
-    a version it computes; its inline script metadata (PEP 723); and each kernel pin any of its strings spells (a
-    rendered recipe's values; a message's pin counts too: which string installs is not read). A file too big to
+    a version it computes; its inline script metadata (PEP 723); and each kernel or engine pin and tagged engine
+    image its strings spell, but a message's (_pins_in_strings). A file too big to
     read decides nothing where its name says it installs; another (a tokenizer's vocabulary) installs nothing;
     a binary one (a wheel, an archive) is no recipe."""
     name, rel = os.path.basename(path), project_label(path, root)
@@ -622,9 +622,10 @@ def file_ways(path: str, root: str) -> List[List[Pin]]:
     embedded = [p for body in scripts for t in [bounded.python_facts(body)]  # (what a here-document prints is its
                 for p in (_python_installs(t, rel) + [q for w in _pins_in_strings(t, rel, printing=True) for q in w]
                           if t is not None else _mentioned_pins(body, rel, False))]  # output: round AH)
-    conda = _CONDA_PIN.sub(r"\1==", text) if name.endswith((".yml", ".yaml")) else text
+    yaml = name.endswith((".yml", ".yaml"))
+    conda = _CONDA_PIN.sub(r"\1==", text) if yaml else text
     return [spelled_pins(conda, rel) + _mentioned_pins(text, rel, False) + _engine_refs(text, rel) + embedded
-            + _engine_mentions(text, rel)
+            + _engine_mentions(text, rel) + (_conda_engine(text, rel) if yaml else [])
             + _recipe_includes(text, path, root, rel)]
 
 
@@ -690,6 +691,33 @@ _SPELLED_PIN = re.compile(r"""(?<![\w.-])([A-Za-z0-9][A-Za-z0-9._-]*\s*(?:\[[^\]
                           r"""(?:\s*,\s*(?:==|~=|<=|>=|<|>|!=)\s*[\w.*+!-]+)*)""")
 _CONDA_PIN = re.compile(r"(?m)^([ \t]*-[ \t]*[A-Za-z0-9][A-Za-z0-9._-]*)[ \t]*=[ \t]*(?==?[\w.*])=?")  # `- name=1.2` (conda's `=`)
 _UV_PINS = re.compile(r"(?:override|constraint)-dependencies\s*=\s*\[([^\]]*)\]")
+
+
+_CONDA_ENTRY = re.compile(r"[ \t]*-[ \t]*[\"']?(?:[\w.-]+::)?([A-Za-z0-9][A-Za-z0-9._-]*)[ \t]*(=?=|[<>!~]=|[<>])?[ \t]*([^\s#\"']*)")
+
+
+def _conda_engine(text: str, rel: str) -> List[Pin]:
+    """The engine in a conda environment's own list (`- sglang=0.4.9.post2`, `- conda-forge::sglang==0.4.9`, not
+    its `- pip:` list, which spelled_pins reads as pip does): conda's single `=` is its version match, and a conda
+    package holds whichever extras it was built with, so the release is read with every extra (round AR)."""
+    pins: List[Pin] = []
+    pip_indent: Optional[int] = None
+    for line in text.splitlines():
+        indent = len(line) - len(line.lstrip(" \t"))
+        if pip_indent is not None and (indent <= pip_indent and line.strip()):
+            pip_indent = None
+        if re.match(r"[ \t]*-[ \t]*pip[ \t]*:", line):
+            pip_indent = indent
+        m = _CONDA_ENTRY.match(line)
+        if pip_indent is not None or not m or normalize(m.group(1)) != ENGINE or not m.group(3):
+            continue
+        op, spec = m.group(2) or "==", m.group(3)
+        if op in ("=", "=="):  # (conda's `=V=build`: the build string after the version)
+            op, spec = "==", spec.split("=", 1)[0]
+        pin = _requirement(f"{ENGINE}{op}{spec}", f"{rel} (a conda entry)") if "|" not in spec else None
+        pins.append(_any_extras(ENGINE, pin.spec, pin.source) if pin is not None else
+                    Pin(COMPUTED, "", f"{rel} ({ENGINE}'s conda entry not read)"))
+    return pins[:MAX_PINS]
 
 
 def spelled_pins(text: str, rel: str) -> List[Pin]:
@@ -800,14 +828,18 @@ def exact_version(spec: str) -> Optional[Version]:
 
 
 def brought_pins(pin: Pin) -> List[Pin]:
-    """The kernel requirements an exact sglang pin brings into its way to install, as pins of that way (its
-    marker, its file; `via` names the sglang pin): its release's base install's and its extras' (the table).
-    A release newer than the table's newest brings nothing decisive (assumed: a later sglang requires no older
-    kernel; the table's own releases never do, tests/test_engine_kernels.py); one the table does not hold below
-    it (a release it missed, a yanked one) brings a pin that decides nothing. A range of sglang brings nothing."""
-    version = exact_version(pin.spec) if pin.dist == ENGINE else None
-    if version is None:
+    """The kernel requirements a sglang pin brings into its way to install, as pins of that way (its marker, its
+    file; `via` names the release that brings each): an exact pin's release's base install's and its extras' (the
+    table); a range bounded above (`==0.4.9.*`, `<0.4.10`, `~=0.4.9`) brings those of every release it admits,
+    each weighed alone (pip may settle on any of them: round AR). A release newer than the table's newest brings
+    nothing decisive (assumed: a later sglang requires no older kernel; the table's own releases never do,
+    tests/test_engine_kernels.py); one the table does not hold below it (a release it missed, a yanked one) brings
+    a pin that decides nothing. A range open above (`>=0.5.13`) brings nothing: pip installs the newest."""
+    if pin.dist != ENGINE:
         return []
+    version = exact_version(pin.spec)
+    if version is None:
+        return _range_brings(pin)
     releases = engine_releases()
     groups = releases.get(str(version))
     if groups is None:
@@ -819,8 +851,35 @@ def brought_pins(pin: Pin) -> List[Pin]:
     return [replace(b, marker=pin.marker, via=via) for b in brought if b is not None]
 
 
+def _range_brings(pin: Pin) -> List[Pin]:
+    """A range of sglang bounded above: the kernel requirements each release of the table it admits brings (one
+    pin per distinct requirement, named by the oldest release bringing it; pre-releases too), or one that decides
+    nothing where it admits no release of the table and none above its newest (pip finds none the table knows)."""
+    if clause_count(pin.spec) > MAX_CLAUSES:
+        return [Pin(COMPUTED, "", f"{pin.source} ({ENGINE} with more than {MAX_CLAUSES} version clauses)", pin.marker)]
+    ranges = allowed(pin.spec)
+    if not ranges or any(hi is None for _, _, hi, _ in ranges):
+        return []  # open above (or unsatisfiable): the newest release, as an unpinned engine
+    try:
+        spec = SpecifierSet(pin.spec)
+        admitted = [v for v in sorted(map(Version, engine_releases())) if spec.contains(v, prereleases=True)]
+    except Exception:  # a specifier packaging cannot read names no release
+        admitted = []
+    newest = newest_engine_release()
+    if not admitted:
+        return [] if any(hi > newest for _, _, hi, _ in ranges) else [
+            Pin(COMPUTED, "", f"{pin.source} ({pin}: admits no release in topk-migrate's table of sglang releases)",
+                pin.marker)]
+    brought: Dict[Tuple[str, str], Pin] = {}
+    for v in admitted:
+        exact = replace(pin, spec=f"=={v}", source=f"{pin.source} ({pin} admits {v})")
+        for b in brought_pins(exact):
+            brought.setdefault((b.dist, b.spec), b)
+    return list(brought.values())
+
+
 def with_brought(pins: Sequence[Pin]) -> List[Pin]:
-    """A way's pins and the kernel requirements its exact sglang pins bring (each distinct pin read once: a
+    """A way's pins and the kernel requirements its sglang pins bring (each distinct pin read once: a
     file repeating one line thousands of times costs one reading)."""
     engines = dict.fromkeys(p for p in pins if p.dist == ENGINE)
     return [*pins, *(b for p in engines for b in brought_pins(p))]
@@ -1051,7 +1110,7 @@ def _tool_pins(text: str, rel: str) -> List[Pin]:
         for name, spec in (table.items() if isinstance(table, dict) else ()):
             spec = spec.get("version", "") if isinstance(spec, dict) else spec
             if isinstance(spec, str):
-                out += _keyed_pins(f'{name} = "{spec}"', rel, {normalize(name)})
+                out += [_any_extras(p.dist, p.spec, p.source) for p in _keyed_pins(f'{name} = "{spec}"', rel, {normalize(name)})]
     return out
 
 
@@ -1116,26 +1175,75 @@ def _mentioned_pins(text: str, rel: str, requirements: bool) -> List[Pin]:
 
 # The engine's release named by something that is no pin (round T): an image (`lmsysorg/sglang:v0.4.9.post2-cu118`
 # in a FROM, a compose `image:`), a git URL's tag (`sglang.git@v0.4.9.post2`); an image named without its tag on the
-# line (Helm's `repository:`) or with another tag (`:latest`) decides nothing.
+# line is read off its mapping's tag key (round AR: helm's `repository:`/`tag:`, kustomize's `newName:`/`newTag:`),
+# and with another tag (`:latest`) or none read decides nothing.
 _ENGINE_REF = re.compile(rf"(?i)(?:[\w.-]+/)+{ENGINE}(?:\.git)?[:@](?P<tag>[\w.+-]*)|(?<![\w.-]){ENGINE}\.git@(?P<tag2>[\w.+-]*)")
-_ENGINE_IMAGE = re.compile(rf"(?i)^\s*-?\s*(?:from|image|repository)\b\s*:?\s*(?:[\w.-]+/)*{ENGINE}\s*$")
+_KEY_LINE = re.compile(r"""([ \t]*(?:-[ \t]+)?)["']?([\w.][\w.-]*)["']?(?:[ \t]*[:=][ \t]*|[ \t]+)["']?([^"'\s,]+)["']?[ \t]*(?:,[ \t]*)?$""")
+_ENGINE_IMAGE = re.compile(rf"(?i)(?:[\w.-]+/)*{ENGINE}")
 _RELEASE = re.compile(r"v?(\d+(?:\.\d+)+(?:\.?post\d+)?)")
+MAX_SIBLINGS = 64  # a mapping's lines looked at on either side of an image's name
 
 
 def _engine_refs(text: str, rel: str) -> List[Pin]:
     """The engine releases a recipe's images and URLs name (brought_pins brings each one's kernel)."""
     pins: List[Pin] = []
-    for line in text.splitlines():
-        line = re.sub(r"(^|\s)#.*$", "", line)
-        for m in _ENGINE_REF.finditer(line):
-            release = _RELEASE.match(m.group("tag") or m.group("tag2") or "")
-            extras = tuple(g for g in engine_releases().get(release.group(1), {}) if g) if release else ()
-            pins.append(Pin(ENGINE, f"=={release.group(1)}", f"{rel} (an image or URL of that release, any extras)",
-                            extras=extras) if release  # (an image holds whichever extras it was built with)
-                        else Pin(COMPUTED, "", f"{rel} (an image or URL of {ENGINE} without a release)"))
-        if _ENGINE_IMAGE.match(line):
-            pins.append(Pin(COMPUTED, "", f"{rel} (an image of {ENGINE} whose tag is not on its line)"))
-    return pins
+    lines = [re.sub(r"(^|\s)#.*$", "", line) for line in text.splitlines()]
+    for line in lines:
+        pins += [_tagged_ref(m, rel) for m in _ENGINE_REF.finditer(line)]
+    named = [i for i, line in enumerate(lines) if ENGINE in line.lower() and _image_key(line) is not None]
+    return pins + [p for i in named[:MAX_PINS] for p in _image_by_keys(lines, i, rel)]
+
+
+def _tagged_ref(m: "re.Match[str]", rel: str) -> Pin:
+    """An image or URL of the engine with its tag: the release the tag names, any extras (an image holds whichever
+    extras it was built with); one that decides nothing for a tag naming no release (`:latest`, `@main`)."""
+    release = _RELEASE.match(m.group("tag") or m.group("tag2") or "")
+    if release is None:
+        return Pin(COMPUTED, "", f"{rel} (an image or URL of {ENGINE} without a release)")
+    return _any_extras(ENGINE, f"=={release.group(1)}", f"{rel} (an image or URL of that release, any extras)")
+
+
+def _image_key(line: str) -> Optional[Tuple[int, str, str]]:
+    """A mapping's `key: value` line (YAML, JSON, TOML, a Dockerfile's `FROM value`): the key's column, the key and
+    its value; None for another line."""
+    m = _KEY_LINE.match(line)
+    return (len(m.group(1)), m.group(2), m.group(3)) if m else None
+
+
+def _image_by_keys(lines: List[str], at: int, rel: str) -> List[Pin]:
+    """The engine's image named under a name-like key without its tag (`repository: lmsysorg/sglang`, `newName:`,
+    kustomize's `name: lmsysorg/sglang`, `FROM lmsysorg/sglang`): the release its mapping's tag-like key (`tag:`,
+    `newTag:`, `imageTag:`, `version:`) names; one that decides nothing where no such key names a release (round
+    AR). None for another value (a tagged image is _tagged_ref's) or key (a container `name: sglang`)."""
+    column, key, value = _image_key(lines[at])  # type: ignore[misc]
+    image_like = re.search(r"(?i)image|repo|^from$", key)
+    if not _ENGINE_IMAGE.fullmatch(value) or not (image_like or "name" in key.lower() and "/" in value):
+        return []
+    for sibling_key, tag in _siblings(lines, at, column):
+        if re.search(r"(?i)tag|version", sibling_key):
+            release = _RELEASE.match(tag)
+            return [_any_extras(ENGINE, f"=={release.group(1)}", f"{rel}:{at + 1} (an image of that release)")
+                    if release else Pin(COMPUTED, "", f"{rel}:{at + 1} (an image of {ENGINE} tagged {tag[:40]}, not read)")]
+    return [Pin(COMPUTED, "", f"{rel}:{at + 1} (an image of {ENGINE} whose tag is not read)")]
+
+
+def _siblings(lines: List[str], at: int, column: int) -> Iterable[Tuple[str, str]]:
+    """The keys and values of the mapping line `at` belongs to (the lines at its column, up to a shallower line or
+    the next list item; deeper lines nested), at most MAX_SIBLINGS lines either way."""
+    starts = lines[at].lstrip().startswith("-")
+    for step in (-1, 1):
+        j = at + step
+        while 0 <= j < len(lines) and abs(j - at) <= MAX_SIBLINGS and not (step < 0 and starts):
+            found = _image_key(lines[j]) if lines[j].strip() else None
+            j += step
+            if found is None or found[0] > column:
+                continue
+            dash = found[0] > 0 and lines[j - step].lstrip().startswith("-")
+            if found[0] < column or dash and step > 0:
+                break
+            yield found[1], found[2]
+            if dash:
+                break
 
 
 # The engine's release spelled otherwise than as a pin (round AP): a version to be filled in by a variable the
@@ -1187,11 +1295,14 @@ def _filled(head: str, values: List[str], tail: str, rel: str) -> List[Pin]:
 
 
 def _any_extras(dist: str, spec: str, source: str) -> Pin:
-    """An engine pin read off a wheel's name, a clone, a table or a source, with every extra of its release: which
-    ones the project installs is said elsewhere (`sglang[srt]` in its dependencies), or not at all."""
-    release = exact_version(spec) if dist == ENGINE else None
-    extras = tuple(g for g in engine_releases().get(str(release), {}) if g) if release else ()
-    return Pin(dist, spec, source, extras=extras)
+    """An engine pin read off a wheel's name, a clone, a table, a conda entry or a source, with every extra of its
+    release (of any release, for a range): which ones the project installs is said elsewhere (`sglang[srt]` in its
+    dependencies), or not at all."""
+    if dist != ENGINE:
+        return Pin(dist, spec, source)
+    release = exact_version(spec)
+    groups = [engine_releases().get(str(release), {})] if release else engine_releases().values()
+    return Pin(dist, spec, source, extras=tuple(sorted({g for gs in groups for g in gs if g})))
 
 
 def _engine_table(line: str, rel: str) -> List[Pin]:
@@ -1265,28 +1376,50 @@ def _script_metadata_pins(text: str, rel: str) -> List[Pin]:
 
 
 def _pins_in_strings(tree: ast.Module, rel: str, printing: bool = False) -> List[List[Pin]]:
-    """The kernel pins the strings of a Python file that writes files or runs commands spell, each a way of its own,
-    but a message's (_MessageReads; a script whose output is a recipe, a here-document's, `printing`, prints none): a
-    string may be a recipe the file renders or hands a runner (a Dockerfile template's values, round AG's g3), and
-    where it goes is not followed. A string naming a kernel with a version left to be filled in (`"sgl-kernel=={v}"`)
-    decides nothing; one naming a kernel without a version installs whatever is newest: none."""
-    words = _kernel_words()
-    if not printing and not _writes_or_runs(tree):
-        return []  # (its strings reach no file and no command here: stated, a module importing them is not followed)
+    """The kernel pins, the engine's pins and the engine's tagged images (`lmsysorg/sglang:v0.4.9.post2-cu126`) the
+    strings of a Python file spell, each a way of its own, but a message's (_MessageReads; a script whose output is a
+    recipe, a here-document's, `printing`, prints none): in a file that writes files or runs commands every such
+    string (a recipe it renders or hands a runner, round AG's g3: where it goes is not followed); in any other, one
+    handed to a call, in a list or through a name bound to it (pyinfra's `pip.packages(packages=[...])`, Modal's
+    `Image.from_registry(...)`, round AR: what the call does with it is not read). One with a version left to be
+    filled in (`"sgl-kernel=={v}"`) decides nothing; one naming a kernel without a version installs whatever is
+    newest: none."""
+    runs = printing or _writes_or_runs(tree)
     reads: Optional[_MessageReads] = None
+    bound: Optional[Dict[str, Set[str]]] = None
     ways: List[List[Pin]] = []
     for node in ast.walk(tree):
-        if not (isinstance(node, ast.Constant) and isinstance(node.value, str) and words.search(node.value)):
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
             continue
-        named = {normalize(m.group(1)) for m in words.finditer(node.value)}
-        pins = [p for p in spelled_pins(node.value, f"{rel}:{node.lineno}") if p.dist in named]
-        open_pin = any(_TO_FILL.match(node.value, m.end()) for m in words.finditer(node.value))
-        reads = reads or (_MessageReads(tree, printing) if pins or open_pin else None)
-        if (pins or open_pin) and not reads.message(node, 0):
-            ways += [[p] for p in pins] or [[Pin(COMPUTED, "", f"{rel}:{node.lineno} (a kernel pin filled in later)")]]
+        pins, open_pin = _string_pins(node.value, f"{rel}:{node.lineno}")
+        if not (pins or open_pin):
+            continue
+        reads = reads or _MessageReads(tree, printing)
+        if reads.message(node, 0) or not runs and not reads.handed(node, 0):
+            continue
+        joined = reads.parents.get(id(node))
+        if open_pin and not pins and isinstance(joined, ast.JoinedStr) and _ENGINE_OPEN.search(_text_of(joined)):
+            bound = bound if bound is not None else _strings_bound(tree)  # (`f"sglang[srt]=={V}"`: V's values)
+            pins = _filled_string(joined, bound, f"{rel}:{node.lineno}")
+        ways += [[p] for p in pins] or [[Pin(COMPUTED, "", f"{rel}:{node.lineno} (a pin filled in later)")]]
         if len(ways) > MAX_PINS:
             return ways[:MAX_PINS] + [[Pin(COMPUTED, "", f"{rel} (more kernel pins than are read)")]]
     return ways
+
+
+def _string_pins(text: str, source: str) -> Tuple[List[Pin], bool]:
+    """The kernel and engine pins and the engine's tagged images one string spells, and whether it names a kernel
+    or the engine with a version left to be filled in."""
+    words = _kernel_words()
+    named = {normalize(m.group(1)) for m in words.finditer(text)}
+    engine = ENGINE in text.lower()
+    if not named and not engine:
+        return [], False
+    pins = [p for p in spelled_pins(text, source) if p.dist in named or engine and p.dist == ENGINE]
+    pins += [_tagged_ref(m, source) for m in _ENGINE_REF.finditer(text)] if engine else []
+    open_pin = any(_TO_FILL.match(text, m.end()) for m in words.finditer(text)) or engine and bool(
+        _ENGINE_OPEN.search(text))
+    return pins, open_pin
 
 
 _TO_FILL = re.compile(r"\s*(?:\[[^\]]*\]\s*)?(?:==|~=|<=|>=|<|>|!=)\s*(?:$|[{%$])")  # a version to be filled in
@@ -1356,13 +1489,31 @@ class _MessageReads:
             return depth < 2 and self._read_as_messages(name, self._scope(up) if isinstance(target, ast.Name)
                                                         else self.tree, depth)
         while up is not None and not isinstance(up, ast.stmt):
-            if isinstance(up, ast.Call):
+            if isinstance(up, ast.Call) and not _formats(up):
                 root = _call_root(up)
                 printed = isinstance(root, ast.Name) and root.id == "print"
-                return isinstance(root, ast.Name) and root.id in _MESSAGE_CALLS and not (
+                return _raises(up) or isinstance(root, ast.Name) and root.id in _MESSAGE_CALLS and not (
                     printed and (self.printing or any(k.arg == "file" for k in up.keywords)))
             up = self.parents.get(id(up))
         return isinstance(up, (ast.Raise, ast.Assert))
+
+    def handed(self, node: ast.AST, depth: int) -> bool:
+        """Is the string an argument of a call: itself, in a list, tuple, set, dict or f-string, through `.format`
+        or `.join`, or through a name bound to it (twice at most) that is (round AR)?"""
+        up = self.parents.get(id(node))
+        while isinstance(up, (ast.JoinedStr, ast.FormattedValue, ast.BinOp, ast.Dict, ast.List, ast.Tuple, ast.Set,
+                              ast.Starred, ast.keyword, ast.Attribute)) or isinstance(up, ast.Call) and _formats(up):
+            if isinstance(up, ast.Attribute) and not _formats(self.parents.get(id(up))):
+                return False  # (`"...".strip()`'s receiver, a name's attribute: no argument)
+            node, up = up, self.parents.get(id(up))
+        if isinstance(up, ast.Call):
+            return node is not up.func
+        if isinstance(up, (ast.Assign, ast.AnnAssign)) and up.value is node and depth < 2:
+            targets = up.targets if isinstance(up, ast.Assign) else [up.target]
+            names = {t.id for t in targets if isinstance(t, ast.Name)}
+            return any(isinstance(n, ast.Name) and n.id in names and isinstance(n.ctx, ast.Load)
+                       and self.handed(n, depth + 1) for n in ast.walk(self.tree))
+        return False
 
     def _scope(self, node: ast.AST) -> ast.AST:
         """The function a name bound at `node` is local to, or the module."""
@@ -1380,9 +1531,22 @@ class _MessageReads:
             self.message(n, depth + 1) for n in uses if n not in stores)
 
 
+def _formats(node: Optional[ast.AST]) -> bool:
+    """`"...".format(...)`, `.format_map`, `", ".join(...)`: a call whose result is the string it builds."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+        "format", "format_map", "join")
+
+
+def _raises(call: ast.Call) -> bool:
+    """An exception or a warning constructed (`RuntimeError("...")`): its text is a message."""
+    name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+    return name.endswith(("Error", "Exception", "Warning"))
+
+
 def _runs_commands(call: ast.Call) -> bool:
+    """A function named for running a command (an exception's, `RuntimeError`, runs none)."""
     func = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
-    return any(w in func.lower() for w in _RUNS_COMMANDS) or func.lower().endswith("install")
+    return not _raises(call) and any(w in func.lower() for w in _RUNS_COMMANDS) or func.lower().endswith("install")
 
 
 MAX_BOUND_STRINGS = 4096  # strings followed through a file's bindings; past it, what the rest would add is not read
@@ -1465,7 +1629,7 @@ def _installed_arguments(call: ast.Call) -> List[ast.AST]:
     words = [isinstance(a, ast.Constant) and a.value == "install" for a in flat]
     if any(words):
         return flat[words.index(True) + 1:]
-    if not any(w in func.lower() for w in _RUNS_COMMANDS):  # a message (`ImportError("pip install ...")`) runs nothing
+    if _raises(call) or not any(w in func.lower() for w in _RUNS_COMMANDS):  # a message (`ImportError("pip install ...")`) runs nothing
         return []
     return [a for a in flat if isinstance(a, (ast.Constant, ast.JoinedStr)) and "install" in _text_of(a)]
 
@@ -1495,7 +1659,7 @@ _KEYED = re.compile(r"""^\s*["']?([A-Za-z0-9][A-Za-z0-9._-]*)["']?\s*=\s*["']([^
 
 def _keyed_pins(line: str, rel: str, named: Set[str]) -> List[Pin]:
     """Poetry's and Pipfile's `sglang-kernel = "0.4.6"` / `"==0.4.6"` / `"^0.4.6"` (a caret or tilde range is
-    read as its floor and above: it decides only where that floor does)."""
+    read with its ceiling: `^0.4.9` admits 0.4.x only, every release of which an engine's range brings)."""
     m = _KEYED.match(line)
     if not m or normalize(m.group(1)) not in named:
         return []
@@ -1505,9 +1669,25 @@ def _keyed_pins(line: str, rel: str, named: Set[str]) -> List[Pin]:
     if spec[0].isdigit():
         spec = "==" + spec
     elif spec[0] in "^~" and spec[1:2].isdigit():
-        spec = ">=" + spec[1:].lstrip("=")
+        spec = _poetry_range(spec)
     return [Pin(normalize(m.group(1)), spec, rel)] if _requirement(f"x{spec}", rel) is not None else []
 
+
+
+def _poetry_range(spec: str) -> str:
+    """Poetry's `^X.Y.Z` (below the next bump of its first non-zero part) and `~X.Y.Z` (below the next minor, or
+    major for `~X`) as PEP 440."""
+    floor = spec[1:].lstrip("=").strip()
+    try:
+        nums = list(Version(floor).release)
+    except Exception:  # a version packaging cannot read: the floor, which _requirement then refuses
+        return ">=" + floor
+    if spec[0] == "^":
+        at = next((i for i, n in enumerate(nums) if n), len(nums) - 1)
+    else:
+        at = min(1, len(nums) - 1)
+    ceiling = nums[:at] + [nums[at] + 1]
+    return f">={floor},<{'.'.join(map(str, ceiling))}"
 
 # -- vendored kernel interfaces -------------------------------------------------------------------
 
@@ -1600,14 +1780,42 @@ def import_doubt(path: str, module: str, attribute: Optional[bool] = None) -> Op
         return (f"`{module}` may be {rel} or another module of that name: which one Python loads depends on the "
                 "folders on sys.path")
     package = os.path.dirname(os.path.dirname(found) if found.endswith("__init__.py") else found)
-    init = os.path.join(package, "__init__.py")
     name = module.rstrip(".").rpartition(".")[2] or os.path.basename(os.path.dirname(found))
-    if not (attribute if attribute is not None else _imports_as_attribute(path, package, name, scope)):
+    if not (attribute if attribute is not None else _imports_as_attribute(path, package, name, scope)
+            or _imports_dotted(path, module, scope)):
         return None
-    tree = bounded.python_facts(read_project_file(init)) if os.path.isfile(init) and scope.holds(init) else None
-    at = _package_binds_otherwise(tree, name) if tree is not None else None
-    return (f"the package's {_where(init, at)} binds `{name}` itself (not as its submodule): `from ... import "
-            f"{name}` takes that first") if at else None
+    return package_attribute_doubt(path, module)
+
+
+def package_attribute_doubt(path: str, module: str) -> Optional[str]:
+    """Why `module` (imported at `path`), read as its package's attribute, may be no module of that file, or None:
+    Python 3.7+ takes `import pkg.mod as m`, `pkg.mod.f` and `from pkg import mod` off the package (`IMPORT_FROM`),
+    so where the `__init__` of any package on its dotted path binds the next name to anything but that submodule (an
+    assignment, another module imported under it, a def, a star import, a module `__getattr__`), the module the
+    name reads is not known (round AR: identity and the width's getter module alike)."""
+    scope = project_scope(path)
+    found = find_module(path, module, scope)
+    if found is None:
+        return None
+    here = os.path.dirname(found) if found.endswith("__init__.py") else found
+    for _ in range(1 if module.startswith(".") else module.count(".")):
+        package, name = os.path.dirname(here), os.path.splitext(os.path.basename(here))[0]
+        init = os.path.join(package, "__init__.py")
+        tree = bounded.python_facts(read_project_file(init)) if os.path.isfile(init) and scope.holds(init) else None
+        at = _package_binds_otherwise(tree, name) if tree is not None else None
+        if at:
+            return (f"the package's {_where(init, at)} binds `{name}` itself (not as its submodule): `{module}` "
+                    "read as its package's attribute (`from ... import`, `import ... as`) takes that first")
+        here = package
+    return None
+
+
+def _imports_dotted(path: str, module: str, scope: Scope) -> bool:
+    """Does the file at `path` import `module` by a dotted `import` (`import pkg.mod as m`, `import pkg.mod`),
+    which Python 3.7+ reads as the attributes of the packages on the way (`IMPORT_FROM`)?"""
+    tree = bounded.python_facts(read_project_file(path)) if "." in module.lstrip(".") and scope.holds(path) else None
+    return tree is not None and any(isinstance(n, ast.Import) and any(
+        a.name == module or a.name.startswith(module + ".") for a in n.names) for n in ast.walk(tree))
 
 
 def _imports_as_attribute(path: str, package: str, name: str, scope: Scope) -> bool:
@@ -1683,7 +1891,7 @@ def reexport_target(path: str, qualname: str) -> Optional[str]:
     kernel it resolves to."""
     module, _, func = qualname.rpartition(".")
     file = find_module(path, module) if module else None
-    return _reexported(file, func, 0) if file else None
+    return _reexported(file, func, 0) if file and not import_doubt(path, module) else None
 
 
 def _reexported(file: str, func: str, depth: int) -> Optional[str]:

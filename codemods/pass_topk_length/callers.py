@@ -71,8 +71,8 @@ def unchanged_callers(proj, name: str, wanted: Wanted, mine: Optional[Set[Tuple[
     `self` may be an instance of its class (reach.Project.instance_classes); `self.name(...)` in any other class
     calls another class's method of that name. A caller of another name handing on what it was handed is read up
     the project through its own callers (`outer`: _outer_callers, round AM)."""
-    aliases = {a for f in proj.files_naming([name]) for a in _imported_as(f.tree, name)}  # (a package re-exports it:
-    spelled = {name} | aliases  # `from backend import attend as sparse_attention` in ops/__init__.py, round T)
+    spelled = proj.spellings({name})  # (a package re-exports it: `from backend import attend as sparse_attention` in
+    # ops/__init__.py, round T; re-exported again under a third name, aliased at module level: round AR)
     files = proj.files_naming(sorted(spelled))  # (the module's own calls: WholeProject._module_callers, but up the walk)
     own = proj.own() if outer.depth else None
     if own is not None and any(isinstance(n, (ast.Name, ast.Attribute)) for key in spelled for n in _spelling(proj, own).get(key, ())):
@@ -126,13 +126,6 @@ def _spelling(proj, f) -> dict:
         cache.clear()
         cache[id(f)] = found
     return cache[id(f)]
-
-
-def _imported_as(tree: ast.AST, name: str) -> Set[str]:
-    """The other names a file binds `name` to by import (`from backend import attend as dsa_attend`, round R):
-    a call through one is a call of it."""
-    return {a.asname for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-            for a in node.names if a.name == name and a.asname}
 
 
 def _elsewhere(proj, f, node: ast.AST, mine: Optional[Set[Tuple[str, str]]]) -> bool:

@@ -11,7 +11,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import FunctionScope
 
-from topk_migrate import bounded, project
+from topk_migrate import bounded, kernels, project
 from topk_migrate.cst.resolve import dotted
 
 from . import engine_defs, field_writes, reach
@@ -230,6 +230,8 @@ def _module_attribute(f, e: ast.Attribute) -> Tuple[str, Optional[List["Scoped"]
             return _given_elsewhere(f, e.attr) or ("", None)  # property's returns too: round AB)
         return _stored_elsewhere(f, e.attr) or ("", None)  # (a config's field the project writes: round X)
     path = f._find(f.path, module)
+    if path and kernels.package_attribute_doubt(f.path, module):
+        return "local", [(None, None)]  # (a package binding the submodule's name otherwise: not that file's, AR)
     tree = bounded.python_facts(project.read_project_file(path)) if path and path.endswith(".py") else None
     if tree is not None:
         return _module_values(reach._File(path, tree, f._find), e.attr, 1)

@@ -361,6 +361,8 @@ def _statements(tree: ast.Module) -> Iterator[ast.AST]:
             stack.extend(reversed(getattr(node, field, ())))
 
 
+# what a module's own `__getattr__` (PEP 562) may hand out for a name read off it: any class
+LAZY = "<a module's __getattr__>"
 _KNOWN_MODULES = ("abc", "typing", "typing_extensions", "builtins")
 _KNOWN_BASES = ("ABC", "ABCMeta", "Generic", "object", "type")
 
@@ -416,6 +418,7 @@ class _File:
         self.modules: Dict[str, str] = {}  # local name -> dotted module (`import a.b` binds a -> a)
         self.froms: Dict[str, Tuple[str, str]] = {}  # local name -> (module, imported name)
         self.star_imports = False  # `from m import *` binds names no reader of the file sees
+        self.stars: List[str] = []  # the modules star-imported, in order
         self.global_names: Set[str] = set()  # names a function rebinds through `global`
         for node in _statements(tree):
             if isinstance(node, ast.Global):
@@ -433,7 +436,25 @@ class _File:
                         self.froms[a.asname or a.name] = (mod, a.name)
                     else:
                         self.star_imports = True
+                        self.stars.append(mod)
         self.classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+
+    @functools.cached_property
+    def aliases(self) -> Dict[str, str]:
+        """Module-level names bound once to another name (`DSABackend = Backend`, a compatibility name)."""
+        return {t.id: n.value.id for n in self.tree.body if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name)
+                for t in n.targets if isinstance(t, ast.Name) and t.id not in self.ambiguous}
+
+    @functools.cached_property
+    def lazy(self) -> bool:
+        """Does the module define its own `__getattr__` (PEP 562): any name read off it may be what that returns?"""
+        return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "__getattr__"
+                   for n in self.tree.body) or "__getattr__" in self.froms
+
+    def spellings_of(self, name: str) -> Set[str]:
+        """The other names this file binds `name` to: imported under another name, or aliased at module level."""
+        return {a for a, (_, original) in self.froms.items() if original == name and a != name} | {
+            x for x, y in self.aliases.items() if y == name}
 
     @functools.cached_property
     def class_defs(self) -> List[ast.ClassDef]:
@@ -763,34 +784,72 @@ class Project:
     def _derive(self, seeds: Set[str], keys: Optional[Set[Tuple[str, str]]] = None,
                 more: List[_File] = ()) -> List[Tuple[_File, ast.ClassDef]]:
         keys = {(self.module, s) for s in seeds} if keys is None else set(keys)
-        names = set(seeds)
+        names = set(self.spellings(seeds))
         found: Dict[Tuple[str, str], Tuple[_File, ast.ClassDef]] = {}
         grew = True
         while grew:
             grew = False
-            for f in [*self.files_naming(names), *more]:
+            for f in [*self.files_naming(names), *self._lazy_readers(names), *more]:
                 for cls in (n for n in ast.walk(f.tree) if isinstance(n, ast.ClassDef)):
                     key = (f.path, cls.name)
                     if key in found:
                         continue
                     for b in cls.bases:
                         path, name = self._defining(*f.resolve_class(b))
-                        if (path, name) in keys or (path is None and name in names) or f.unknown_base(b):
+                        if (path, name) in keys or (path is None and name in names | {LAZY}) or f.unknown_base(b):
                             found[key] = (f, cls)
                             keys.add(key)
-                            names.add(cls.name)
+                            names |= self.spellings({cls.name})
                             grew = True
                             break
         return list(found.values())
 
     def _defining(self, path: Optional[str], name: str, depth: int = 0) -> Tuple[Optional[str], str]:
         """(file, name) of the class a resolved base names, through a package's re-exports (`from .backend import
-        Backend` in `ops/__init__.py`: round T), 4 deep."""
-        f = self._file_at(path) if path is not None and path != self.module and depth < 4 else None
-        if f is None or name in f.classes or name not in f.froms:
+        Backend` in `ops/__init__.py`: round T; `from backend import *`, round AR) and module-level aliases
+        (`DSABackend = Backend`: AR), 6 deep; (None, LAZY) where a module's `__getattr__` (PEP 562) may serve it."""
+        f = self._facts_at(path) if depth < 6 else None
+        if f is None or name in f.classes:
             return path, name
-        mod, original = f.froms[name]
-        return self._defining(f._find(f.path, mod), original, depth + 1)
+        if name in f.aliases:
+            return self._defining(path, f.aliases[name], depth + 1)
+        if name in f.froms:
+            mod, original = f.froms[name]
+            return self._defining(f._find(f.path, mod), original, depth + 1)
+        for mod in f.stars:  # (the first star-imported module that leads to a class of the name)
+            found = self._defining(f._find(f.path, mod), name, depth + 1)
+            g = self._facts_at(found[0])
+            if found[1] == LAZY or g is not None and found[1] in g.classes:
+                return found
+        return (None, LAZY) if f.lazy else (path, name)
+
+    def _lazy_readers(self, names: Set[str]) -> List[_File]:
+        """The files naming a module that names one of `names` and serves names by its own `__getattr__` (PEP 562:
+        `from attn import DSABackend` may be the backend, whatever it is called: round AR)."""
+        lazy = [f for f in self.files_naming(sorted(names)) if f.lazy]
+        words = {os.path.basename(os.path.dirname(f.path)) if os.path.basename(f.path) == "__init__.py"
+                 else os.path.splitext(os.path.basename(f.path))[0] for f in lazy}
+        return self.files_naming(sorted(words)) if words else []
+
+    def _facts_at(self, path: Optional[str]) -> Optional[_File]:
+        """The parsed file at `path` (the module's own facts for the module), or None."""
+        return None if path is None else self.own() if path == self.module else self._file_at(path)
+
+    def spellings(self, names: Iterable[str]) -> Set[str]:
+        """`names` and every name the project binds one of them to in turn (`from runner import step as run_step`,
+        then `from ops import run_step as attend_step`; `DSABackend = Backend`: round AR), 64 at most."""
+        done = self.__dict__.setdefault("_spellings", {})
+        key = frozenset(names)
+        if key not in done:
+            out, todo, own = set(key), list(key), self.own()
+            while todo and len(out) < 64:
+                n = todo.pop()
+                for f in [*self.files_naming([n]), *([own] if own is not None else [])]:
+                    new = f.spellings_of(n) - out
+                    out |= new
+                    todo += sorted(new)
+            done[key] = out
+        return done[key]
 
     def own(self) -> Optional[_File]:
         """The module's own facts: read and parsed once, not once per kernel call."""
@@ -3588,6 +3647,7 @@ def _class_body_code(cls: ast.ClassDef, attr: str) -> Optional[ast.AST]:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             if stmt.name == attr or stmt.name == "__new__" and _spells_name(stmt, attr) or _hook_serves(stmt) \
                     or _stores_computed(stmt, attr) or _writes_in_place(stmt, attr) \
+                    or _constructor_hands_on(stmt, attr) \
                     or _makes_own_computed(stmt, cls.name, attr) or any(
                     isinstance(a, ast.Constant) and a.value == attr for d in stmt.decorator_list
                     if isinstance(d, ast.Call) for a in d.args):
@@ -3960,6 +4020,86 @@ def _writes_in_place(d: ast.AST, attr: str) -> bool:
                for t in _flatten(targets)):
             return True
     return False
+
+
+_CONSTRUCTORS = ("__init__", "__post_init__", "__new__")
+_INERT_ATTRS = {"shape", "dtype", "device", "ndim", "is_cuda", "layout", "requires_grad"}
+_INERT_METHODS = {"size", "dim", "numel", "nelement", "clone", "is_contiguous", "sum", "max", "min", "tolist",
+                  "item"}
+_INERT_CALLS = {"len", "isinstance", "type"}
+
+
+def _constructor_hands_on(d: ast.AST, attr: str) -> bool:
+    """Default-deny on a constructor (`__init__`, `__post_init__`, `__new__`) holding the object it stores under
+    `attr`: `self.<attr>` and each parameter stored there as handed (`self.seq_lens = seq_lens`). Used by anything
+    but that store and inert reads (`.shape`, `.dtype`, `len()`, `is None`, `.size()`, `.clone()`), the object may
+    be grown or aliased before anyone reads it (`seq_lens += n` first, `self.kv_lens = seq_lens; self.kv_lens += n`,
+    `self.seq_lens.view(-1).add_(n)`, a helper handed it): the class serves `attr` by code (round AR)."""
+    if d.name not in _CONSTRUCTORS:
+        return False
+    params = {a.arg for a in [*d.args.posonlyargs, *d.args.args, *d.args.kwonlyargs]}
+    roots = [r for r in map(_stored_root, _own_stored_values(d, attr))
+             if isinstance(r, ast.Name) and r.id in params or _is_own_attr(r, attr)]
+    kept = {id(r) for r in roots}
+    tracked = {r.id for r in roots if isinstance(r, ast.Name)}
+    parents = {id(c): p for p in ast.walk(d) for c in ast.iter_child_nodes(p)}
+    for n in ast.walk(d):
+        held = _is_own_attr(n, attr) or isinstance(n, ast.Name) and n.id in tracked
+        if held and id(n) not in kept and not _inert_use(n, parents):
+            return True
+    return False
+
+
+def _is_own_attr(e: ast.AST, attr: str) -> bool:
+    """`self.<attr>`."""
+    return isinstance(e, ast.Attribute) and e.attr == attr and _unparse(e.value) == "self"
+
+
+def _own_stored_values(d: ast.AST, attr: str) -> List[ast.AST]:
+    """The values the method stores as `self.<attr>`: a plain `=` (not an unpacking), a literal `setattr`/
+    `object.__setattr__` on self, or a base's `__init__`/`__new__` keyword."""
+    out: List[ast.AST] = []
+    for n in ast.walk(d):
+        if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None and any(
+                _is_own_attr(t, attr) for t in (n.targets if isinstance(n, ast.Assign) else [n.target])):
+            out.append(n.value)
+        elif isinstance(n, ast.Call) and _unparse(n.func) in ("setattr", "object.__setattr__") and len(n.args) == 3 \
+                and _unparse(n.args[0]) == "self" and isinstance(n.args[1], ast.Constant) and n.args[1].value == attr:
+            out.append(n.args[2])
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("__init__", "__new__"):
+            out.extend(k.value for k in n.keywords if k.arg == attr)
+    return out
+
+
+def _stored_root(value: ast.AST) -> ast.AST:
+    """What a stored value keeps the values of: under moves and casts that keep them (_as_handed's, _itself_kept's),
+    the object they start from."""
+    while isinstance(value, ast.Call):
+        func = value.func
+        if isinstance(func, ast.Attribute) and func.attr in ("contiguous", "clone", "detach", "cuda", "int", "long") \
+                and not value.args and not value.keywords or isinstance(func, ast.Attribute) and func.attr == "to":
+            value = func.value
+        elif _unparse(func) in ("torch.as_tensor", "torch.asarray") and len(value.args) == 1:
+            value = value.args[0]
+        else:
+            break
+    return value
+
+
+def _inert_use(n: ast.AST, parents: Dict[int, ast.AST]) -> bool:
+    """A use of the held object that neither writes it nor hands it on: a plain store to it, a read of an inert
+    attribute (`.shape`), a call of an inert method (`.size()`), `len()`/`isinstance()`/`type()` of it, `is None`."""
+    p = parents.get(id(n))
+    if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store):
+        return isinstance(p, (ast.Assign, ast.AnnAssign)) and n in (p.targets if isinstance(p, ast.Assign)
+                                                                    else [p.target])
+    if isinstance(p, ast.Attribute) and p.attr in _INERT_ATTRS:
+        return True
+    if isinstance(p, ast.Attribute) and p.attr in _INERT_METHODS:
+        return isinstance(parents.get(id(p)), ast.Call) and parents[id(p)].func is p
+    if isinstance(p, ast.Call) and n in p.args and _unparse(p.func) in _INERT_CALLS:
+        return True
+    return isinstance(p, ast.Compare) and all(isinstance(o, (ast.Is, ast.IsNot)) for o in p.ops)
 
 
 def _as_handed(value: ast.AST, params: Set[str]) -> bool:
