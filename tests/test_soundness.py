@@ -6300,3 +6300,80 @@ def test_round_aq_the_planner_that_gives_the_holder(tmp_path, base, planner, mor
     pages = "class PagesOnly:\n    def init_forward_metadata(self, forward_batch):\n        self.pages = forward_batch.pages\n"
     site = _files_site(tmp_path, {"pages.py": pages}, src)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_MADE_ONCE_AR = _STATIC_AI.format(init="self.forward_metadata = DSAMetadata(warm.seq_lens.clamp(max=self.dsa_index_topk)"
+                                       ".to(torch.int32))", plan="self._refresh(forward_batch)")
+
+
+@pytest.mark.parametrize("mode, fixable", [
+    # round AR (r1): every per-step planner refreshes a record made once, a mode's own too (one moving the pages only
+    # leaves an earlier step's lengths)
+    ("    def init_forward_metadata_draft_extend(self, forward_batch):\n        self.pages = forward_batch.pages\n", False),
+    ("    def init_forward_metadata_draft_extend(self, forward_batch):\n        self._refresh(forward_batch)\n", True)])
+def test_round_ar_each_planner_refreshes_a_record_made_once(tmp_path, mode, fixable):
+    src = _MADE_ONCE_AR.replace("    def forward(self", mode + "\n    def forward(self")
+    site = _site(tmp_path, src, kernel=KERNEL)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("files, fixable", [
+    # round AR (r2): the walk up the callers and the backend's class family read every name the project binds it to:
+    # a launcher re-exported under a third name, a subclass of a module's compatibility name, of a star re-export,
+    # of a package's lazy (PEP 562) export, each sorting or swapping the rows
+    ({"runner.py": "def step(backend, q, kv, topk, s):\n    return backend.forward(q, kv, topk, s)\n",
+      "ops/__init__.py": "from runner import step as run_step\n", "api.py": "from ops import run_step as attend_step\n",
+      "scheduler.py": "from api import attend_step\n\n\ndef serve(b, q, kv, topk, s):\n    order = topk[:, 0].argsort()\n"
+                      "    return attend_step(b, q[order], kv, topk[order], s)\n"}, False),
+    ({"runner.py": "def step(backend, q, kv, topk, s):\n    return backend.forward(q, kv, topk, s)\n",
+      "ops/__init__.py": "from runner import step as run_step\n", "api.py": "from ops import run_step as attend_step\n",
+      "scheduler.py": "from api import attend_step\n\n\ndef serve(b, q, kv, topk, s):\n"
+                      "    return attend_step(b, q, kv, topk, s)\n"}, True),
+    ({"tbo.py": "from backend import DSABackend\n\n\nclass TBO(DSABackend):\n    def forward_tbo(self, q, kv, topk, s):\n"
+                "        return self.forward(q.flip(0), kv, topk.flip(0), s)\n"}, False),
+    ({"attn/__init__.py": "from backend import *\n",
+      "tbo.py": "from attn import Backend\n\n\nclass TBO(Backend):\n    def forward_tbo(self, q, kv, topk, s):\n"
+                "        return self.forward(q.flip(0), kv, topk.flip(0), s)\n"}, False),
+    ({"attn/__init__.py": "def __getattr__(name):\n    from backend import Backend\n    return Backend\n",
+      "tbo.py": "from attn import DSABackend\n\n\nclass TBO(DSABackend):\n    def forward_tbo(self, q, kv, topk, s):\n"
+                "        return self.forward(q.flip(0), kv, topk.flip(0), s)\n"}, False)])
+def test_round_ar_every_name_the_project_binds_the_backend_to(tmp_path, files, fixable):
+    site = _files_site(tmp_path, files, HANDED_INDICES + "\n\nDSABackend = Backend\n")
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_HEAD_AR = "import contextlib\nimport enum\nimport functools\nfrom dataclasses import dataclass\n\n" \
+           "from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n\n\n"
+
+
+@pytest.mark.parametrize("held, call", [
+    # round AR (r3): each call where a kernel value lands is a site of its own, beside the value's: an unpacking, a
+    # generator, a context manager, a lambda or cached getter, a property, an Enum member, a dataclass default, an
+    # op class's `__call__`, `functools.wraps`' `__wrapped__`, the kernel's own `__call__`
+    ("_SPARSE, *_REST = (flash_mla_sparse_fwd, None)\n", "_SPARSE(q, kv, i, s)"),
+    ("def _impls():\n    yield flash_mla_sparse_fwd\n", "next(_impls())(q, kv, i, s)"),
+    ("@contextlib.contextmanager\ndef _kernel():\n    yield flash_mla_sparse_fwd\n", None),
+    ("_get = lambda: flash_mla_sparse_fwd\n", "_get()(q, kv, i, s)"),
+    ("@functools.cache\ndef _get():\n    return flash_mla_sparse_fwd\n", "_get()(q, kv, i, s)"),
+    ("class Impl(enum.Enum):\n    SPARSE = (flash_mla_sparse_fwd,)\n", "Impl.SPARSE.value[0](q, kv, i, s)"),
+    ("@dataclass\nclass Ops:\n    sparse: object = flash_mla_sparse_fwd\n", "Ops().sparse(q, kv, i, s)"),
+    ("class Op:\n    __call__ = staticmethod(flash_mla_sparse_fwd)\n", "Op()(q, kv, i, s)"),
+    ("@functools.wraps(flash_mla_sparse_fwd)\ndef _timed(*a, **k):\n    return None\n", "_timed.__wrapped__(q, kv, i, s)"),
+    ("_LAUNCH = flash_mla_sparse_fwd.__call__\n", "_LAUNCH(q, kv, i, s)"),
+    ("", "flash_mla_sparse_fwd.__call__(q, kv, i, s)")])
+def test_round_ar_each_call_where_the_kernel_lands_is_a_site(tmp_path, held, call):
+    body = "    with _kernel() as fwd:\n        return fwd(q, kv, i, s)\n" if call is None else f"    return {call}\n"
+    src = _HEAD_AR + held + "\n\ndef run(q, kv, i, s):\n" + body
+    line = next(n for n, text in enumerate(src.splitlines(), 1) if "return" in text and "(q, kv, i, s)" in text)
+    sites = migrate_source(src, str(tmp_path / "m.py"), kernel=KERNEL).sites
+    assert any(s.line == line and s.status is Status.MANUAL for s in sites), sites
+    assert all(s.status is Status.MANUAL for s in sites), sites
+
+
+def test_round_ar_a_holder_a_comprehension_binds_is_not_proven(tmp_path):
+    """Round AR (r3): `any(ok(self.fwd) for self.fwd in impls)` leaves the last candidate in the holder."""
+    src = (_HEAD_AR + "def _ref(q, kv, i, s):\n    return q\n\n\nclass Backend:\n    def __init__(self):\n"
+           "        self.sparse_fwd = flash_mla_sparse_fwd\n        any(callable(self.sparse_fwd) for self.sparse_fwd in "
+           "(flash_mla_sparse_fwd, _ref))\n\n    def forward(self, q, kv, i, s):\n        return self.sparse_fwd(q, kv, i, s)\n")
+    sites = migrate_source(src, str(tmp_path / "m.py"), kernel=KERNEL).sites
+    assert sites and all(s.status is Status.MANUAL for s in sites), sites

@@ -807,7 +807,8 @@ class Project:
     def _defining(self, path: Optional[str], name: str, depth: int = 0) -> Tuple[Optional[str], str]:
         """(file, name) of the class a resolved base names, through a package's re-exports (`from .backend import
         Backend` in `ops/__init__.py`: round T; `from backend import *`, round AR) and module-level aliases
-        (`DSABackend = Backend`: AR), 6 deep; (None, LAZY) where a module's `__getattr__` (PEP 562) may serve it."""
+        (`DSABackend = Backend`: AR), 6 deep; (None, LAZY) where a module's `__getattr__` (PEP 562) or a star import
+        not followed to a class of the name may bind it."""
         f = self._facts_at(path) if depth < 6 else None
         if f is None or name in f.classes:
             return path, name
@@ -821,7 +822,7 @@ class Project:
             g = self._facts_at(found[0])
             if found[1] == LAZY or g is not None and found[1] in g.classes:
                 return found
-        return (None, LAZY) if f.lazy else (path, name)
+        return (None, LAZY) if f.lazy or f.stars else (path, name)  # (a star import not followed may bind it)
 
     def _lazy_readers(self, names: Set[str]) -> List[_File]:
         """The files naming a module that names one of `names` and serves names by its own `__getattr__` (PEP 562:
