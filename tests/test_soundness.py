@@ -6370,10 +6370,65 @@ def test_round_ar_each_call_where_the_kernel_lands_is_a_site(tmp_path, held, cal
     assert all(s.status is Status.MANUAL for s in sites), sites
 
 
-def test_round_ar_a_holder_a_comprehension_binds_is_not_proven(tmp_path):
+@pytest.mark.parametrize("sweep, fixable", [
+    ("", True),
+    ("        any(_ok(self.sparse_fwd) for self.sparse_fwd in (_ref, flash_mla_sparse_fwd))\n", False),
+    ("        self.times = [_ok(self.sparse_fwd) for self.sparse_fwd in (flash_mla_sparse_fwd, _ref)]\n", False)])
+def test_round_ar_a_holder_a_comprehension_binds_is_not_proven(tmp_path, sweep, fixable):
     """Round AR (r3): `any(ok(self.fwd) for self.fwd in impls)` leaves the last candidate in the holder."""
-    src = (_HEAD_AR + "def _ref(q, kv, i, s):\n    return q\n\n\nclass Backend:\n    def __init__(self):\n"
-           "        self.sparse_fwd = flash_mla_sparse_fwd\n        any(callable(self.sparse_fwd) for self.sparse_fwd in "
-           "(flash_mla_sparse_fwd, _ref))\n\n    def forward(self, q, kv, i, s):\n        return self.sparse_fwd(q, kv, i, s)\n")
-    sites = migrate_source(src, str(tmp_path / "m.py"), kernel=KERNEL).sites
-    assert sites and all(s.status is Status.MANUAL for s in sites), sites
+    src = HANDED_INDICES.replace("        self.forward_metadata = metadata\n", "        self.forward_metadata = metadata\n"
+                                 "        self.sparse_fwd = flash_mla_sparse_fwd\n" + sweep).replace(
+        "return flash_mla_sparse_fwd(", "return self.sparse_fwd(") + (
+        "\n\ndef _ref(q, kv, indices, sm_scale):\n    return q\n\n\ndef _ok(fn):\n    return True\n")
+    (tmp_path / "backend.py").write_text(src)
+    sites = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert sites and all((s.status is Status.FIXABLE) is fixable for s in sites), sites
+
+
+_OPERAND_AR = '''"""Fork backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk."""
+import types
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+if TYPE_CHECKING:
+    from sglang.srt.model_executor.forward_batch_info import ForwardBatch
+
+
+@dataclass
+class DSAMetadata:
+    dsa_cache_seqlens_int32: torch.Tensor
+
+
+class Backend:
+    def __init__(self, hf_config):
+        self.dsa_index_topk = hf_config.index_topk
+        self.forward_metadata = None
+
+    def init_forward_metadata(self, forward_batch: "ForwardBatch"):
+        self.forward_metadata = DSAMetadata(
+            dsa_cache_seqlens_int32=torch.clamp(forward_batch.seq_lens, max=self.dsa_index_topk).to(torch.int32))
+{more}
+    def forward(self, q, kv, indices, scale):
+        metadata = self.forward_metadata
+        return flash_mla_sparse_fwd(q=q, kv=kv, indices=indices, sm_scale=scale)[0]
+'''
+
+
+@pytest.mark.parametrize("more, files, fixable", [
+    # round AQ's q4, closed in round AR: the backend's own method planning a view it makes (its code, not a
+    # driver's), another file handing the annotated planner a view it constructs
+    ("    def init_forward_metadata_verify(self, forward_batch, n):\n"
+     "        self.init_forward_metadata(self._with_drafts(forward_batch, n))\n\n    @staticmethod\n"
+     "    def _with_drafts(forward_batch, n):\n        return types.SimpleNamespace(seq_lens=forward_batch.seq_lens + n)\n",
+     {}, False),
+    ("", {"fork_verify.py": "import types\n\n\ndef plan_verify(backend, batch, n):\n"
+                            "    view = types.SimpleNamespace(seq_lens=batch.seq_lens + n)\n"
+                            "    backend.init_forward_metadata(view)\n"}, False),
+    ("    def init_forward_metadata_verify(self, forward_batch, n):\n        self.init_forward_metadata(forward_batch)\n",
+     {"runner.py": "def run(backend, forward_batch):\n    backend.init_forward_metadata(forward_batch)\n"}, True)])
+def test_round_ar_the_planners_batch_made_by_the_fork(tmp_path, more, files, fixable):
+    site = _files_site(tmp_path, files, _OPERAND_AR.format(more=more))
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

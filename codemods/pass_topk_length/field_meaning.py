@@ -824,8 +824,14 @@ class FieldMeaning:
             return "local", values + [(None, None)] * self._local_written_into(
                 at, name.id, any(_a_fill(v) for v, _ in values))
         resolve.serving = self.project().serving  # type: ignore[attr-defined]
+        resolve.backend_code = self._in_method(at)  # type: ignore[attr-defined]
         resolve.engine_batch = lambda name: env is None and self._engine_batch(at, name)  # type: ignore[attr-defined]
         return resolve
+
+    def _in_method(self, at: cst.CSTNode) -> bool:
+        """Is `at` in the body of a class's method (the backend's code, not a module-level driver's)?"""
+        fdef = next((x for x in self.tree.ancestors(at) if isinstance(x, cst.FunctionDef)), None)
+        return fdef is not None and isinstance(self.tree.parent.get(self.tree.parent.get(fdef)), cst.ClassDef)
 
     def _engine_batch(self, at: cst.CSTNode, name: ast.Name) -> bool:
         """Is `name`, read where `at` is, a parameter bound once and annotated as the engine's batch class?"""
@@ -834,8 +840,10 @@ class FieldMeaning:
         if len(b.assignments) != 1 or len(params) != 1 or params[0].annotation is None:
             return False
         handed = [x for x, _ in self._handed_param(params[0]) if isinstance(x, ast.Call)]
+        fdef = next(x for x in self.tree.ancestors(params[0]) if isinstance(x, cst.FunctionDef))
         return _annotated_class(_ast_of(params[0].annotation.annotation), self._module_of) in ENGINE_BATCH and not any(
-            _unparse_name(x.func) != "ForwardBatch" for x in handed)  # (a view the module hands instead: round AK)
+            _unparse_name(x.func) != "ForwardBatch" for x in handed) and not self.index(  # (a view the module hands
+            f"view-elsewhere:{fdef.name.value}", lambda: _view_handed(self.project(), fdef.name.value))  # instead: AK)
 
     def _module_of(self, e: ast.AST) -> Optional[str]:
         """The dotted name an annotation's name or attribute has through this module's imports."""
@@ -1084,7 +1092,8 @@ def _plain_lengths(e: Optional[ast.AST], resolve: Optional[Resolve] = None, dept
             return False
         # (`inputs = self.graph_inputs; inputs.seq_lens`: round Z; a builder handed a batch kept on self,
         # `self._build(self._verify_batch)`, through locals and parameters: round AM)
-        return _seqlens_name(e.attr) and not _kept_object(root, resolve) and not _served_read(e, resolve)
+        return _seqlens_name(e.attr) and not _kept_object(root, resolve) and not _served_read(e, resolve) \
+            and not _made_by_backend(root, resolve)
     return False
 
 
@@ -1102,6 +1111,35 @@ def _kept_object(name: ast.Name, resolve: Optional[Resolve], depth: int = 0) -> 
             if _off_self(part) or isinstance(part, ast.Name) and _kept_object(part, r or resolve, depth + 1):
                 return True
     return False
+
+
+def _view_handed(proj, fname: str) -> bool:
+    """Does a file of the project call `fname` handing it, first, an object it constructs (a class other than the
+    engine's `ForwardBatch`, a `SimpleNamespace`; directly or through a local bound to one): another batch than the
+    engine's, whatever the parameter's annotation says (round AQ's verify view of another file)? (A function's
+    result is read as the engine's batch: sglang's test kits make theirs so.)"""
+    for f in proj.files_naming([fname]):
+        for call in (n for n in ast.walk(f.tree) if isinstance(n, ast.Call) and _unparse_name(n.func).rsplit(".", 1)[
+                -1] == fname and n.args):
+            first = call.args[0]
+            scope = f.enclosing(call, (ast.FunctionDef, ast.AsyncFunctionDef)) or f.tree
+            made = [first] if isinstance(first, ast.Call) else [n.value for n in ast.walk(scope) if isinstance(
+                first, ast.Name) and isinstance(n, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == first.id for t in n.targets)]
+            makers = [_unparse_name(m.func).rsplit(".", 1)[-1] for m in made if isinstance(m, ast.Call)]
+            if any(m[:1].isupper() and m != "ForwardBatch" for m in makers):
+                return True
+    return False
+
+
+def _made_by_backend(name: ast.Name, resolve: Optional[Resolve]) -> bool:
+    """Is the object `name` holds (a local, or what a call hands the parameter) made by a call in a class's method
+    (`self.init_forward_metadata(self._with_drafts(fb, n))`): the backend's own view of a batch, whose lengths are
+    what its code gives them (round AQ's verify view), not a driver's batch?"""
+    kind, values = _values(name, resolve)
+    return kind in ("local", "param") and any(
+        isinstance(part, ast.Call) and getattr(r, "backend_code", False)
+        for v, r in values or [] for part in _alternatives(v))
 
 
 def _rooted_at_self(v: Optional[ast.AST]) -> bool:
