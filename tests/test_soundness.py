@@ -6385,36 +6385,12 @@ def test_round_ar_a_holder_a_comprehension_binds_is_not_proven(tmp_path, sweep, 
     assert sites and all((s.status is Status.FIXABLE) is fixable for s in sites), sites
 
 
-_OPERAND_AR = '''"""Fork backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk."""
-import types
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-import torch
-from sgl_kernel.flash_mla import flash_mla_sparse_fwd
-
-if TYPE_CHECKING:
-    from sglang.srt.model_executor.forward_batch_info import ForwardBatch
-
-
-@dataclass
-class DSAMetadata:
-    dsa_cache_seqlens_int32: torch.Tensor
-
-
-class Backend:
-    def __init__(self, hf_config):
-        self.dsa_index_topk = hf_config.index_topk
-        self.forward_metadata = None
-
-    def init_forward_metadata(self, forward_batch: "ForwardBatch"):
-        self.forward_metadata = DSAMetadata(
-            dsa_cache_seqlens_int32=torch.clamp(forward_batch.seq_lens, max=self.dsa_index_topk).to(torch.int32))
-{more}
-    def forward(self, q, kv, indices, scale):
-        metadata = self.forward_metadata
-        return flash_mla_sparse_fwd(q=q, kv=kv, indices=indices, sm_scale=scale)[0]
-'''
+_OPERAND_AR = _CONFIG_BACKEND.replace(
+    "from dataclasses import dataclass\n", "import types\nfrom dataclasses import dataclass\nfrom typing import TYPE_CHECKING\n"
+).replace("from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n", "from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n\n"
+          "if TYPE_CHECKING:\n    from sglang.srt.model_executor.forward_batch_info import ForwardBatch\n").replace(
+    "def init_forward_metadata(self, forward_batch):", 'def init_forward_metadata(self, forward_batch: "ForwardBatch"):').replace(
+    "    def forward(self", "{more}\n    def forward(self")
 
 
 @pytest.mark.parametrize("more, files, fixable", [
@@ -6430,5 +6406,5 @@ class Backend:
     ("    def init_forward_metadata_verify(self, forward_batch, n):\n        self.init_forward_metadata(forward_batch)\n",
      {"runner.py": "def run(backend, forward_batch):\n    backend.init_forward_metadata(forward_batch)\n"}, True)])
 def test_round_ar_the_planners_batch_made_by_the_fork(tmp_path, more, files, fixable):
-    site = _files_site(tmp_path, files, _OPERAND_AR.format(more=more))
+    site = _files_site(tmp_path, files, _OPERAND_AR.replace("{more}", more))
     assert (site.status is Status.FIXABLE) is fixable, site.reason
