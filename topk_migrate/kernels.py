@@ -611,7 +611,7 @@ def file_ways(path: str, root: str) -> List[List[Pin]]:
     if "\0" in text[:8192]:  # an archive, a wheel, a compiled library: no recipe pip or a shell reads
         return []
     if name.endswith(_REQUIREMENT_SUFFIXES) or "requirements" in name or "constraints" in name:
-        return [requirements_file(path, root, rel) + _mentioned_pins(text, rel, True)]
+        return [requirements_file(path, root, rel) + _mentioned_pins(text, rel, True) + _locked_packages(text, rel)]
     python = name.endswith(_PYTHON_SUFFIXES) or _PYTHON_TEXT.search(text[:4096])
     if python and "install" not in text and ENGINE not in text.lower() and not _kernel_words().search(text):
         return []  # names no installer, kernel or engine: nothing to read, parsed or not (the tree's modules)
@@ -1284,6 +1284,27 @@ def _engine_mentions(text: str, rel: str) -> List[Pin]:
                 Pin(COMPUTED, "", f"{rel} (a clone of {ENGINE} at {branch.group(1)[:40]})")] if branch else []
     return pins[:MAX_PINS] + ([Pin(COMPUTED, "", f"{rel} (more {ENGINE} releases than are read)")]
                               if len(pins) > MAX_PINS else [])
+
+
+_LOCK_TABLE = re.compile(r"(?m)^\s*\[\[\s*packages?\s*\]\]\s*$")
+_LOCK_FIELD = re.compile(r"""(?m)^\s*(name|version)\s*=\s*["']([^"'\n]*)["']""")
+
+
+def _locked_packages(text: str, rel: str) -> List[Pin]:
+    """A TOML lock's packages (uv.lock's, poetry.lock's, pdm.lock's `[[package]]` tables, each `name = ...` and
+    `version = ...` on lines of their own: round AS): the engine's or a kernel distribution's locked release, the
+    engine's with every extra of it; one that decides nothing where its version is not read."""
+    pins: List[Pin] = []
+    for block in _LOCK_TABLE.split(text)[1:MAX_PINS * 64]:
+        block = re.split(r"(?m)^\s*\[", block, maxsplit=1)[0]  # (up to the next table header)
+        fields = dict(_LOCK_FIELD.findall(block))
+        dist = normalize(fields.get("name", ""))
+        if dist != ENGINE and not _kernel_words().fullmatch(dist):
+            continue
+        version = fields.get("version", "")
+        pins.append(_any_extras(dist, f"=={version}", f"{rel} (locked)") if _RELEASE.fullmatch(version)
+                    else Pin(COMPUTED, "", f"{rel} ({dist}'s locked version not read)"))
+    return pins[:MAX_PINS]
 
 
 def _filled(head: str, values: List[str], tail: str, rel: str) -> List[Pin]:

@@ -3686,18 +3686,18 @@ def _outside_stores(f, attr: str, makings: bool = True) -> Iterable[ast.AST]:
         if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             for t in _flatten(_written_targets(n)):
                 if isinstance(t, ast.Attribute) and t.attr == attr and not _own_self(f, n, t.value) and (
-                        isinstance(n, ast.AugAssign) or n.value is None or not _plain_at(f, n, n.value)
+                        isinstance(n, ast.AugAssign) or n.value is None or not _plain_at(f, n, n.value, attr=attr)
                         or isinstance(t.value, ast.Name) and t.value.id in f.classes):
                     yield n
                 elif isinstance(t, ast.Subscript) and _namespace_of(t.value) and isinstance(t.slice, ast.Constant) \
                         and t.slice.value == attr and (isinstance(n, ast.AugAssign) or n.value is None
-                                                       or not _plain_at(f, n, n.value)):
+                                                       or not _plain_at(f, n, n.value, attr=attr)):
                     yield n  # (`vars(view)["seq_lens"] = lens + n`: round AQ)
         elif isinstance(n, ast.Call) and _sets_by_name(n, attr) and not _own_self(f, n, _set_on(n)) \
-                and not _plain_at(f, n, n.args[-1]):
+                and not _plain_at(f, n, n.args[-1], attr=attr):
             yield n  # (`object.__setattr__(view, "seq_lens", lens + n)` on a copy of a frozen record: round AN)
         elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "update" \
-                and _namespace_of(n.func.value) and any(k.arg in (attr, None) and not _plain_at(f, n, k.value)
+                and _namespace_of(n.func.value) and any(k.arg in (attr, None) and not _plain_at(f, n, k.value, attr=attr)
                                                          for k in n.keywords):
             yield n  # (`vars(view).update(seq_lens=lens + n)`: an instance's namespace written, round AQ)
         elif makings and isinstance(n, ast.Call) and _gives_computed(f, n, attr, partials, factories):
@@ -3728,7 +3728,8 @@ def _gives_computed(f, call: ast.Call, attr: str, partials: Set[str], factories:
     # step_view`: the name it is bound to, not its spelling, round AQ)
     if not (maker or callee in factories):
         return False
-    if any(k.arg == attr and not _plain_at(f, call, k.value) for k in call.keywords) or hands_computed_mapping(call) \
+    if any(k.arg == attr and not _plain_at(f, call, k.value, attr=attr) for k in call.keywords) \
+            or hands_computed_mapping(call) \
             or any(k.arg is None and isinstance(k.value, ast.Name) and not _plain_mapping_at(f, call, k.value)
                    for k in call.keywords):
         return True
@@ -3769,15 +3770,21 @@ def _bindings_in(fn: ast.AST) -> Dict[str, List[Optional[ast.AST]]]:
     return values
 
 
-def _plain_at(f, node: ast.AST, v: Optional[ast.AST], depth: int = 0) -> bool:
+def _plain_at(f, node: ast.AST, v: Optional[ast.AST], depth: int = 0, attr: str = "") -> bool:
     """A plain read (_plain_read), where a name the function binds is one on every binding (`lens = b.seq_lens
-    + n; StepBatch(seq_lens=lens)` is not: round AO)."""
+    + n; StepBatch(seq_lens=lens)` is not: round AO). Stored as `attr` (given), the read must be of that very field
+    off an object (`b.seq_lens`), through the function's own bindings: another field (`b.kv_lens`), a parameter or
+    a global (what its caller or another function gives it) is not these lengths (round AS)."""
     if not _plain_read(v):
         return False
+    if attr and isinstance(v, ast.Attribute):
+        return v.attr == attr
     if not isinstance(v, ast.Name) or depth > 4:
-        return True
+        return not (attr and isinstance(v, ast.Name))
     values = _local_values(f, node, v.id)
-    return values is None or all(x is not None and _plain_at(f, node, x, depth + 1) for x in values)
+    if values is None:
+        return not attr
+    return all(x is not None and _plain_at(f, node, x, depth + 1, attr) for x in values)
 
 
 def _plain_mapping_at(f, node: ast.AST, v: ast.Name) -> bool:
@@ -3823,13 +3830,13 @@ def _partial_makers(tree: ast.AST) -> Set[str]:
 
 
 def _sets_by_name(call: ast.Call, attr: str) -> bool:
-    """`setattr(o, "attr", v)`, `object.__setattr__(o, "attr", v)` or `o.__setattr__("attr", v)` (round AQ) of a
-    value other than a plain read."""
+    """`setattr(o, "attr", v)`, `object.__setattr__(o, "attr", v)` or `o.__setattr__("attr", v)` (round AQ); what
+    value it stores is _plain_at's to read."""
     bound = isinstance(call.func, ast.Attribute) and call.func.attr == "__setattr__" \
         and _unparse(call.func.value) not in ("object", "type", "super()") and len(call.args) == 2
     named = call.args[-2] if bound or len(call.args) == 3 else None
     return (bound or _unparse(call.func) in ("setattr", "object.__setattr__") and len(call.args) == 3) \
-        and isinstance(named, ast.Constant) and named.value == attr and not _plain_read(call.args[-1])
+        and isinstance(named, ast.Constant) and named.value == attr
 
 
 def _set_on(call: ast.Call) -> ast.AST:
