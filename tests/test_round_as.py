@@ -3,7 +3,7 @@ file of the fork stores on a batch view read off another field, a parameter or a
 import pytest
 
 from test_kernel_gate import site_in
-from test_soundness import _files_site, ANNOTATED_HOLDER
+from test_soundness import ANNOTATED_HOLDER, _files_site
 from topk_migrate.model import Status
 
 UV_LOCK = ('version = 1\n\n[[package]]\nname = "fork-serve"\nversion = "0.1.0"\nsource = { editable = "." }\n\n'
