@@ -3,7 +3,7 @@ file of the fork stores on a batch view read off another field, a parameter or a
 import pytest
 
 from test_kernel_gate import site_in
-from test_soundness import ANNOTATED_HOLDER, _files_site
+from test_soundness import ANNOTATED_HOLDER, HANDED_INDICES, _files_site
 from topk_migrate.model import Status
 
 UV_LOCK = ('version = 1\n\n[[package]]\nname = "fork-serve"\nversion = "0.1.0"\nsource = { editable = "." }\n\n'
@@ -36,4 +36,29 @@ def test_round_as_the_lengths_a_view_is_given(tmp_path, store, fixable):
     src = ANNOTATED_HOLDER.format(extend="DSAMetadata(dsa_cache_seqlens_int32=forward_batch.seq_lens.clamp("
                                          "max=self.dsa_index_topk).to(torch.int32))")
     site = _files_site(tmp_path, {"verify.py": _VIEW.replace("{store}", store)}, src)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_RUNNER = ("from records import Step\n{rebind}\n\nclass Runner:\n    def __init__(self, backend):\n"
+           "        self.backend = backend\n\n    def run(self, step):\n"
+           "        return self.backend.forward(step.q, step.kv, step.indices, step.scale)\n\n"
+           "    def serve(self, q, kv, indices, scale):\n        return self.run(Step(q, kv, indices, scale))\n")
+_RECORD = ("import torch\n\nfrom zig import zigzag_init\n\n\nclass Step:\n    {decorator}def __init__(self, q, kv, indices, scale):\n"
+           "        self.q = q\n        self.kv = kv\n        self.indices = indices\n        self.scale = scale\n{more}")
+
+
+@pytest.mark.parametrize("rebind, decorator, more, fixable", [
+    # round AS (s2): a record made in a call's arguments is read through only where the class and the initializer
+    # that run are the ones read: not an initializer bound under an `if` or by assignment, a store hook bound by
+    # assignment, a decorated `__init__`, a name the calling file binds again
+    ("", "", "\n    if torch.cuda.device_count() > 1:\n        __init__ = zigzag_init\n", False),
+    ("", "", "\n    __setattr__ = object.__setattr__\n", False),
+    ("", "@torch.no_grad()\n    ", "", False),
+    ("\nif torch.cuda.device_count() > 1:\n    from zig import ZigStep as Step\n", "", "", False),
+    ("", "", "", True)])
+def test_round_as_a_record_read_through_runs_what_was_read(tmp_path, rebind, decorator, more, fixable):
+    files = {"records.py": _RECORD.replace("{decorator}", decorator).replace("{more}", more),
+             "zig.py": "class ZigStep:\n    pass\n\n\ndef zigzag_init(self, q, kv, indices, scale):\n    pass\n",
+             "runner.py": _RUNNER.replace("{rebind}", rebind)}
+    site = _files_site(tmp_path, files, HANDED_INDICES)
     assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -13,6 +13,8 @@ import builtins
 import re
 from typing import List, NamedTuple, Optional, Set, Tuple
 
+from topk_migrate import kernels
+
 from . import built_names, engine_defs, reach
 from .rows import (
     _INPLACE_SLOT,
@@ -272,6 +274,8 @@ def _record_fields(proj, f, call: ast.Call, attrs: frozenset) -> Optional[List[a
     of the project whose only initializer is its own `__init__` storing each as a bare parameter (`self.q = q`: no
     base of the project, no `__new__`, metaclass, `__post_init__` or decorator but `dataclass`); else None."""
     made = _class_made(proj, f, call)
+    if made is not None and _record_doubt(f, call, made[1]):
+        return None
     inits = _initializers(proj, f, call) if made is not None and not [
         b for b in made[1].bases if reach._unparse(b) != "object"] else None
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
@@ -294,6 +298,43 @@ def _record_fields(proj, f, call: ast.Call, attrs: frozenset) -> Optional[List[a
             return None
         out.append(arg)
     return out
+
+
+# what a class body may bind that changes how a making stores what it is handed
+_MAKING_NAMES = ("__init__", "__new__", "__post_init__", "__setattr__", "__getattr__", "__getattribute__",
+                 "__init_subclass__", "__class_getitem__")
+
+
+def _record_doubt(f, call: ast.Call, cls: ast.ClassDef) -> bool:
+    """May `Cls(...)` in file f run another class or another initializer than the one read (round AS): the name (or
+    its module's) bound more than once in f or rebound through `global`; its module one Python may load from
+    elsewhere or read as a package's attribute the package rebinds (kernels.import_doubt); an initializer or store
+    hook bound in the class body otherwise than by one plain top-level def (an assignment, a def under an `if`, a
+    decorated `__init__`)?"""
+    root = call.func
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if not isinstance(root, ast.Name) or root.id in f.ambiguous or root.id in f.global_names:
+        return True
+    module = f.module_of(call.func.value) if isinstance(call.func, ast.Attribute) else \
+        f.froms[root.id][0] if root.id in f.froms else None
+    if module and kernels.import_doubt(f.path, module, isinstance(call.func, ast.Attribute) or None):
+        return True
+    top = {d.name: d for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    other = [n for stmt in cls.body if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+             for n in _class_statements(stmt)]  # (a def under an `if`, an assignment anywhere in the body)
+    bound = {t.id for n in other for t in reach._flatten(reach._written_targets(n)) if isinstance(t, ast.Name)} | {
+        n.name for n in other if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    return bool(bound & set(_MAKING_NAMES)) or bool("__init__" in top and top["__init__"].decorator_list)
+
+
+def _class_statements(stmt: ast.stmt):
+    """The statement and those nested in it (an `if`'s, a `try`'s branches), not a def's or a class's body."""
+    yield stmt
+    if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            for child in getattr(stmt, field, ()):
+                yield from _class_statements(child)
 
 
 def _dataclass_fields(cls: ast.ClassDef) -> Optional[List[str]]:
