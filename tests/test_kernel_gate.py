@@ -866,7 +866,7 @@ def test_a_pin_is_named_from_the_working_directory_where_the_project_lies_under_
      None),
     ({"check.py": 'BAD = {"sglang-kernel==0.4.2"}\n\n\ndef ok(spec):\n    return spec not in BAD\n'}, True),
     ({"docker/Dockerfile": "ARG V=0.4.2.post2\nRUN pip install \\\n    sglang-kernel==${V} \\\n    torch\n"}, None),
-    ({"deploy/playbook.yml": "- pip:\n    name: sglang-kernel\n    version: 0.4.2.post2\n"}, None),
+    ({"deploy/playbook.yml": "- pip:\n    name: sglang-kernel\n    version: 0.4.2.post2\n"}, False),  # (read: AT)
     ({"environment-cu118.yml": "dependencies:\n  - pip:\n      - sglang-kernel\n"}, None),
     # documentation, a Python message or value without a version, and a module's import install nothing
     ({"docs/install.md": "pip install sglang-kernel==0.4.2.post2\n"}, True),

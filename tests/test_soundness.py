@@ -4467,9 +4467,9 @@ class DSAMetadata:
 
 
 class Backend:
-    def __init__(self, dsa_index_topk, warmup_seq_lens):
+    def __init__(self, dsa_index_topk, seq_lens):
         self.dsa_index_topk = dsa_index_topk
-        self.forward_metadata = DSAMetadata(warmup_seq_lens.clamp(max=dsa_index_topk).to(torch.int32))
+        self.forward_metadata = DSAMetadata(seq_lens.clamp(max=dsa_index_topk).to(torch.int32))
 
     def init_forward_metadata(self, forward_batch):
         md = self.forward_metadata

@@ -611,7 +611,8 @@ def file_ways(path: str, root: str) -> List[List[Pin]]:
     if "\0" in text[:8192]:  # an archive, a wheel, a compiled library: no recipe pip or a shell reads
         return []
     if name.endswith(_REQUIREMENT_SUFFIXES) or "requirements" in name or "constraints" in name:
-        return [requirements_file(path, root, rel) + _mentioned_pins(text, rel, True) + _locked_packages(text, rel)]
+        return [requirements_file(path, root, rel) + _mentioned_pins(text, rel, True)
+                + _named_releases(text, rel, True)]
     python = name.endswith(_PYTHON_SUFFIXES) or _PYTHON_TEXT.search(text[:4096])
     if python and "install" not in text and ENGINE not in text.lower() and not _kernel_words().search(text):
         return []  # names no installer, kernel or engine: nothing to read, parsed or not (the tree's modules)
@@ -626,6 +627,7 @@ def file_ways(path: str, root: str) -> List[List[Pin]]:
     conda = _CONDA_PIN.sub(r"\1==", text) if yaml else text
     return [spelled_pins(conda, rel) + _mentioned_pins(text, rel, False) + _engine_refs(text, rel) + embedded
             + _engine_mentions(text, rel) + (_conda_engine(text, rel) if yaml else [])
+            + _named_releases(text, rel, "lock" in name.lower())
             + _recipe_includes(text, path, root, rel)]
 
 
@@ -1286,24 +1288,38 @@ def _engine_mentions(text: str, rel: str) -> List[Pin]:
                               if len(pins) > MAX_PINS else [])
 
 
-_LOCK_TABLE = re.compile(r"(?m)^\s*\[\[\s*packages?\s*\]\]\s*$")
-_LOCK_FIELD = re.compile(r"""(?m)^\s*(name|version)\s*=\s*["']([^"'\n]*)["']""")
+_NAMED_AS = re.compile(r"""^\s*-?\s*["']?(?:name|pname|package)["']?\s*[:=]\s*["']?([A-Za-z0-9][\w.-]*)["']?\s*[,;]?\s*$""")
+_KEYED_BLOCK = re.compile(r"""^\s*["']?([A-Za-z0-9][\w.-]*)["']?\s*[:=]\s*\{\s*$""")
+_INLINE_OBJECT = re.compile(r"""^\s*["']([A-Za-z0-9][\w.-]*)["']\s*:\s*\{(.*)\}\s*,?\s*$""")
+_VERSION_FIELD = re.compile(r"""["']version["']\s*:\s*["'](?:==|=)?\s*([^"']*)["']""")
+_VERSION_KEY = re.compile(r"""^\s*["']?version["']?\s*[:=]\s*["']?(?:==|=)?\s*([^"',;\s]*)""")
+_NAMED_WINDOW = 8
 
 
-def _locked_packages(text: str, rel: str) -> List[Pin]:
-    """A TOML lock's packages (uv.lock's, poetry.lock's, pdm.lock's `[[package]]` tables, each `name = ...` and
-    `version = ...` on lines of their own: round AS): the engine's or a kernel distribution's locked release, the
-    engine's with every extra of it; one that decides nothing where its version is not read."""
+def _named_releases(text: str, rel: str, lock: bool) -> List[Pin]:
+    """The engine's or a kernel distribution's release a lock or a recipe keeps as a name and a version on lines of
+    their own, whatever its format (uv.lock's and poetry.lock's `[[package]]` tables, Pipfile.lock's JSON
+    `"sglang": {"version": "==V"}`, conda-lock's `name:` / `version:`, Nix's `pname = "sglang"; version = "V";`:
+    rounds AS, AT): the version key among the next lines (up to the next name), the engine's with every extra of
+    its release; in a lock (`lock`: its name says so), one that decides nothing where no version is read (elsewhere
+    a name alone is no install: a compose file's container `name: sglang`)."""
+    lines = text.splitlines()[:MAX_PINS * 4096]
     pins: List[Pin] = []
-    for block in _LOCK_TABLE.split(text)[1:MAX_PINS * 64]:
-        block = re.split(r"(?m)^\s*\[", block, maxsplit=1)[0]  # (up to the next table header)
-        fields = dict(_LOCK_FIELD.findall(block))
-        dist = normalize(fields.get("name", ""))
-        if dist != ENGINE and not _kernel_words().fullmatch(dist):
+    for at, line in enumerate(lines):
+        inline = _INLINE_OBJECT.match(line)  # (Pipfile.lock's `"sglang": {"extras": [...], "version": "==V"},`)
+        m = inline or _NAMED_AS.match(line) or _KEYED_BLOCK.match(line)
+        dist = normalize(m.group(1)) if m else ""
+        if not dist or dist != ENGINE and not _kernel_words().fullmatch(dist):
             continue
-        version = fields.get("version", "")
-        pins.append(_any_extras(dist, f"=={version}", f"{rel} (locked)") if _RELEASE.fullmatch(version)
-                    else Pin(COMPUTED, "", f"{rel} ({dist}'s locked version not read)"))
+        field = _VERSION_FIELD.search(inline.group(2)) if inline else None
+        version = field.group(1) if field else None if inline else next(
+            (v.group(1) for later in lines[at + 1:at + 1 + _NAMED_WINDOW]
+             if not _NAMED_AS.match(later) for v in [_VERSION_KEY.match(later)] if v), None)
+        release = _RELEASE.fullmatch(version or "")
+        if release:
+            pins.append(_any_extras(dist, f"=={release.group(1)}", f"{rel}:{at + 1} (a release kept by name)"))
+        elif lock or version is not None:
+            pins.append(Pin(COMPUTED, "", f"{rel}:{at + 1} ({dist} named with a version not read)"))
     return pins[:MAX_PINS]
 
 

@@ -984,12 +984,13 @@ WIDTH_GETTER = re.compile(r"get_(dsa_|nsa_)?index_topk")
 # The clip's operand, where it is read by its name (a local, an attribute, a parameter no call hands): it must
 # say it holds seqlens (sglang: seqlens_expanded, cache_seqlens_int32, seq_lens) and not a batch's other lengths
 # (the new tokens, the cached prefix): `positions`, `req_pool_indices` or `lens` are not read as seqlens (round Q).
-SEQLENS_NAME = re.compile(r"(?i)seq_?lens?")
+SEQLENS_NAME = re.compile(r"(?i)(cache_)?seq_?lens?(_expanded|_int32|_cpu)?")  # (the whole name: `kv_seq_lens`,
+# `seq_lens_with_lookahead` count other slots: round AT)
 OTHER_LENGTHS = re.compile(r"(?i)extend|prefix|draft|accept|spec")
 
 
 def _seqlens_name(name: str) -> bool:
-    return bool(SEQLENS_NAME.search(name)) and not OTHER_LENGTHS.search(name)
+    return bool(SEQLENS_NAME.fullmatch(name)) and not OTHER_LENGTHS.search(name)
 
 # A name -> what it holds where it is read: ("param", [the argument a call hands it, or None where none is
 # handed]) for a parameter of a function read with its call's arguments; ("local", [each value it is assigned,
@@ -1086,10 +1087,9 @@ def _plain_lengths(e: Optional[ast.AST], resolve: Optional[Resolve] = None, dept
             _reinterprets(v, r) or _served_read(v, r or resolve) for v, r in values or []))
     if isinstance(e, ast.Attribute):  # (off self or an object self keeps: an earlier step's, rounds V and Y: a graph
         root = e.value  # runner's persistent buffers, `self.graph_inputs.seq_lens`)
-        while isinstance(root, (ast.Attribute, ast.Subscript)):
-            root = root.value
         if not (isinstance(root, ast.Name) and root.id != "self"):
-            return False
+            return False  # (off an object the batch holds, `forward_batch.spec_info.seq_lens`, `fb.target_batch.
+            # seq_lens`: another step's or another batch's lengths, round AT)
         # (`inputs = self.graph_inputs; inputs.seq_lens`: round Z; a builder handed a batch kept on self,
         # `self._build(self._verify_batch)`, through locals and parameters: round AM)
         return _seqlens_name(e.attr) and not _kept_object(root, resolve) and not _served_read(e, resolve) \
