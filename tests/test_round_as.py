@@ -62,3 +62,52 @@ def test_round_as_a_record_read_through_runs_what_was_read(tmp_path, rebind, dec
              "runner.py": _RUNNER.replace("{rebind}", rebind)}
     site = _files_site(tmp_path, files, HANDED_INDICES)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+# Round AT: a lock's engine in JSON and YAML and Nix; the operand's name read whole and off the batch itself; a
+# planner whose body a plain call does not run; the indices through `.item()`/`.tolist()` and a starred join; a
+# caller's mangled spelling and keywords the traced function does not take.
+@pytest.mark.parametrize("files", [
+    {"Pipfile.lock": '{\n    "default": {\n        "sglang": {"extras": ["srt"], "version": "==0.4.9.post2"}\n    }\n}\n'},
+    {"conda-lock.yml": "package:\n  - name: sglang\n    version: 0.4.9.post2\n    manager: pip\n"},
+    {"shell.nix": 'buildPythonPackage rec {\n  pname = "sglang";\n  version = "0.4.9.post2";\n}\n'}])
+def test_round_at_the_engine_kept_as_a_name_and_a_version(tmp_path, files):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "requirements.txt").write_text("sglang-kernel==0.4.6\n")
+    site = site_in(tmp_path, files)
+    assert site.status is Status.MANUAL, site.reason
+
+
+@pytest.mark.parametrize("operand, fixable", [
+    ("forward_batch.kv_seq_lens", False), ("forward_batch.seq_lens_with_lookahead", False),
+    ("forward_batch.spec_info.seq_lens", False), ("forward_batch.seq_lens", True)])
+def test_round_at_the_operand_is_the_batchs_own_seq_lens(tmp_path, operand, fixable):
+    src = ANNOTATED_HOLDER.format(extend=f"DSAMetadata(dsa_cache_seqlens_int32={operand}.clamp("
+                                         "max=self.dsa_index_topk).to(torch.int32))")
+    site = _files_site(tmp_path, {}, src)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("indices, fixable", [
+    ("self.ring.item(0)", False), ("indices.new_tensor(self.history.tolist()[-1])", False),
+    ("torch.cat([*(indices, indices), indices.new_full((indices.shape[0], 4), -1)], dim=-1)", False),
+    ("indices.contiguous()", True)])
+def test_round_at_the_indices_read_through_their_entries(tmp_path, indices, fixable):
+    src = HANDED_INDICES.replace("    def _forward_flashmla_sparse(self, q, kv, indices, sm_scale):\n",
+                                 "    def _forward_flashmla_sparse(self, q, kv, indices, sm_scale):\n"
+                                 f"        indices = {indices}\n").replace(
+        "from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n", "import torch\nfrom sgl_kernel.flash_mla import "
+                                                                   "flash_mla_sparse_fwd\n")
+    site = _files_site(tmp_path, {}, src)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("runner, fixable", [
+    ("class Runner:\n    def __attend(self, backend, q, kv, idx, s):\n        return backend.forward(q, kv, idx, s)\n\n\n"
+     "class CP(Runner):\n    def step(self, backend, q, kv, idx, s):\n        order = idx[:, 0].argsort()\n"
+     "        return self._Runner__attend(backend, q[order], kv, idx[order], s)\n", False),
+    ("def layer(backend, q, kv, idx, s):\n    order = idx[:, 0].argsort()\n"
+     "    return backend.forward(q_nope_rope=q[order], kv=kv, topk=idx[order], scale=s)\n", False)])
+def test_round_at_a_callers_spelling_the_walk_reads(tmp_path, runner, fixable):
+    site = _files_site(tmp_path, {"runner.py": runner}, HANDED_INDICES)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -73,8 +73,9 @@ def unchanged_callers(proj, name: str, wanted: Wanted, mine: Optional[Set[Tuple[
     `self` may be an instance of its class (reach.Project.instance_classes); `self.name(...)` in any other class
     calls another class's method of that name. A caller of another name handing on what it was handed is read up
     the project through its own callers (`outer`: _outer_callers, round AM)."""
-    spelled = proj.spellings({name})  # (a package re-exports it: `from backend import attend as sparse_attention` in
-    # ops/__init__.py, round T; re-exported again under a third name, aliased at module level: round AR)
+    spelled = proj.spellings({name}) | _mangled(proj, name)  # (a package re-exports it: `from backend import attend
+    # as sparse_attention` in ops/__init__.py, round T; under a third name, aliased at module level: round AR; a
+    # private method called by its mangled name, `self._Runner__attend(...)`: round AT)
     files = proj.files_naming(sorted(spelled))  # (the module's own calls: WholeProject._module_callers, but up the walk)
     own = proj.own() if outer.depth else None
     if own is not None and any(isinstance(n, (ast.Name, ast.Attribute)) for key in spelled for n in _spelling(proj, own).get(key, ())):
@@ -94,6 +95,15 @@ def unchanged_callers(proj, name: str, wanted: Wanted, mine: Optional[Set[Tuple[
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def _mangled(proj, name: str) -> Set[str]:
+    """A private name's mangled spellings (`__attend` of class Runner: `_Runner__attend`), for each class of the
+    project defining a method of the name."""
+    if not name.startswith("__") or name.endswith("__"):
+        return set()
+    return {f"_{c.name.lstrip('_')}{name}" for g in proj.files_naming([name]) for c in g.class_defs
+            if any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == name for d in c.body)}
 
 
 def _own_callers(proj, name: str, mine: Optional[Set[Tuple[str, str]]]) -> Optional[reach.Finding]:
@@ -245,6 +255,10 @@ def _caller(proj, f, node: ast.AST, fname: str, want: Wanted,
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return at(f"`{reach._unparse(call)[:60]}` is called outside a function: the rows it hands are not traced")
     sources = _sources(proj, f, call, want, named, dict(outer.fields))
+    unread = sorted(k.arg for k in call.keywords if k.arg and named and k.arg not in named)
+    if unread and len(sources) < len(want):  # (`forward(q_nope_rope=q[order], topk_indices=...)`: round AT)
+        return at(f"`{reach._unparse(call)[:60]}` in `{fn.name}` hands `{unread[0]}`, a name `{fname}` here does not "
+                  "take: it may call another function of that name, whose parameters are not read")
     for source in sources:
         why = _handed_root(At(proj, f, fn, call), source, fname, {p for p, _, _ in want}) or _served(proj, source)
         if why:

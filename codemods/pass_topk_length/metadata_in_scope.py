@@ -704,7 +704,9 @@ class MetadataInScope:
             if isinstance(up, _BRANCHING):  # (a `try` body: a failure before `at` that a handler swallows skips it,
                 return False  # round Y; a `with` whose manager may suppress it, round AC)
         order = self.tree.order
-        return not any(order[id(x)] < order[id(at)] for x in self.find((cst.Return, cst.Raise), None, fdef))
+        return not _deferred_body(fdef) and not any(
+            order[id(x)] < order[id(at)] and _own_statement(self.tree, x, fdef)
+            for x in self.find((cst.Return, cst.Raise), None, fdef))
 
     def _no_bare_exit(self, fdef: cst.FunctionDef, at: cst.CSTNode) -> bool:
         """No `return` before `at` in fdef but one whose block first gives the holder another object (sglang 0.5.16:
@@ -1277,6 +1279,26 @@ class MetadataInScope:
                         out.add(name)
             return out
         return self.index("served-names", build)
+
+
+def _deferred_body(fdef: cst.FunctionDef) -> bool:
+    """Does calling fdef run none of its body: a coroutine (`async def`, run only when awaited) or a generator (a
+    `yield` of its own: run only when iterated), round AT?"""
+    if fdef.asynchronous is not None:
+        return True
+    todo = list(fdef.body.children)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, cst.Yield):
+            return True
+        if not isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            todo.extend(n.children)
+    return False
+
+
+def _own_statement(tree, node: cst.CSTNode, fdef: cst.FunctionDef) -> bool:
+    """Is node fdef's own, not a nested def's or lambda's (whose `return` ends only that one)?"""
+    return next((a for a in tree.ancestors(node) if isinstance(a, (cst.FunctionDef, cst.Lambda))), None) is fdef
 
 
 def _class_level_targets(stmt: cst.CSTNode) -> List[cst.BaseExpression]:

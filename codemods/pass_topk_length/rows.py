@@ -37,6 +37,7 @@ Outside = Callable[[str], bool]
 NO_DATA_ATTRS = {"shape", "dtype", "device", "ndim", "is_cuda", "layout", "requires_grad"}
 NO_DATA_METHODS = {"size", "numel", "dim", "stride", "element_size", "data_ptr", "is_contiguous", "item", "tolist",
                    "new_zeros", "new_empty", "new_ones", "new_full", "new_tensor", "get_device"}
+_ENTRY_READS = {"item", "tolist"}  # (methods of NO_DATA_METHODS that hand a tensor's entries on, as numbers)
 FRESH_FUNCTIONS = {"zeros", "empty", "ones", "full", "zeros_like", "empty_like", "ones_like", "full_like", "arange",
                    "rand", "randn", "randint", "tensor", "empty_strided"}  # (not `as_tensor`: a tensor handed
 # to it comes back as itself, round Q)
@@ -1732,6 +1733,8 @@ class IndexTrace:
         if op in ("cat", "concat", "concatenate") and _torch_function(func, name) and args:
             given, dim = _dim_arg(list(e.args), 1)
             parts = args[0].value.elements if isinstance(args[0].value, (cst.List, cst.Tuple)) else None
+            if parts and any(isinstance(el, cst.StarredElement) for el in parts):
+                parts = None  # (`[*selections, pad]`: how many selections it joins is not read, round AT)
             if (not given or _int(dim) in (0, -1)) and parts and not self._fill(parts[0].value) and all(
                     self._only_fill(el.value) for el in parts[1:]):  # rows of -1 appended; not prepended (round O),
                 return self.hazard(parts[0].value)  # nor two selections in an order q's rows may not share (round P);
@@ -1745,7 +1748,7 @@ class IndexTrace:
                 return sentinel or None
             if op in INDEX_CHANGES:
                 return f"`{_code(e)}` changes which top-k entries are valid"
-            if op in NO_DATA_METHODS:
+            if op in NO_DATA_METHODS and op not in _ENTRY_READS:
                 return None
             if op in INDEX_KEEPING:
                 return _other_dtype(e) or _regroups(e) or self.hazard(receiver)
@@ -2103,13 +2106,15 @@ def _arguments_for(call: cst.Call, fdef: cst.FunctionDef, names: Set[str]) -> Li
 
 
 def _reads_no_data(e: cst.BaseExpression) -> bool:
-    """`x.shape`, `x.size(...)`, `len(x)`: a size or dtype, none of x's rows or entries."""
+    """`x.shape`, `x.size(...)`, `len(x)`: a size or dtype, none of x's rows or entries (not `x.item(...)` nor
+    `x.tolist()`, which hand its entries on: round AT's `self.ring.item(0)`, `history.tolist()[-1]`)."""
     if isinstance(e, cst.Attribute):
         return e.attr.value in NO_DATA_ATTRS
     if isinstance(e, cst.Call):
         name = get_full_name_for_node(e.func) or ""
-        return name == "len" or (isinstance(e.func, cst.Attribute) and e.func.attr.value in NO_DATA_METHODS
-                                 and not e.func.attr.value.startswith("new_"))  # new_full(...): a tensor of values
+        method = e.func.attr.value if isinstance(e.func, cst.Attribute) else ""
+        return name == "len" or (method in NO_DATA_METHODS and method not in _ENTRY_READS
+                                 and not method.startswith("new_"))  # new_full(...): a tensor of values
     return False
 
 
