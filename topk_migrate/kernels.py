@@ -1512,6 +1512,7 @@ class _MessageReads:
         self.parents = {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
         self.reflective = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in (
             "globals", "vars", "locals") or isinstance(n, ast.Attribute) and n.attr == "__dict__" for n in ast.walk(tree))
+        self.own_defs = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
     def message(self, node: ast.AST, depth: int) -> bool:
         up = self.parents.get(id(node))
@@ -1543,8 +1544,11 @@ class _MessageReads:
             if isinstance(up, ast.Attribute) and not _formats(self.parents.get(id(up))):
                 return False  # (`"...".strip()`'s receiver, a name's attribute: no argument)
             node, up = up, self.parents.get(id(up))
-        if isinstance(up, ast.Call):
-            return node is not up.func
+        if isinstance(up, ast.Call):  # (not an exception's or a logger's text: a message, whatever else the file
+            root = _call_root(up)  # does; nor an argument of the file's own def, read where that def installs)
+            return node is not up.func and not _raises(up) and not (
+                isinstance(root, ast.Name) and (root.id in _MESSAGE_CALLS and not self.printing
+                                                or root.id in self.own_defs))
         if isinstance(up, (ast.Assign, ast.AnnAssign)) and up.value is node and depth < 2:
             targets = up.targets if isinstance(up, ast.Assign) else [up.target]
             names = {t.id for t in targets if isinstance(t, ast.Name)}

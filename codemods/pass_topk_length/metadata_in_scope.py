@@ -749,9 +749,12 @@ class MetadataInScope:
             return len(before) == 1 and self._unconditional(fdef, before[0][0]) \
                 and self._made_for_batch(before[0][1], fdef, env, seen)
         if isinstance(value, cst.Attribute):  # an attribute of an object is what was stored on it, not made by this
-            return False  # call: off a new object (`Plan(self, fb).metadata`, a builder's `PlanResult(metadata=
-            # cached)`: rounds Z, AQ), what its making was handed; off the caller's batch (`forward_batch.spec_info.
-            # dsa_plan`), a record another step left there (the draft's plan, by a keyword of a making: AL, AR)
+            return self._driver_read(value, fdef) and not self.project().attribute_stores(value.attr.value) \
+                and self._made_for_batch(value.value, fdef, env, seen)  # call: off a new object (`Plan(self, fb).
+            # metadata`, a builder's `PlanResult(metadata=cached)`: rounds Z, AQ), what its making was handed; off the
+            # caller's batch in the backend's code (`forward_batch.spec_info.dsa_plan`), a record another step left
+            # there (the draft's plan, by a keyword of a making: AL, AR); but a module-level driver's parameter's
+            # (`inp.metadata`: the module's harness-like drivers hand the engine's records, stated)
         if not isinstance(value, cst.Call):
             return False
         name = (dotted(value.func) or "").rsplit(".", 1)[-1]
@@ -784,6 +787,14 @@ class MetadataInScope:
                 return False
             out = True
         return out
+
+    def _driver_read(self, value: cst.Attribute, fdef: cst.FunctionDef) -> bool:
+        """Is `value` read straight off a parameter of a module-level function (a driver), not in a class's code?"""
+        root = value.value
+        if not isinstance(root, cst.Name) or any(isinstance(a, cst.ClassDef) for a in self.tree.ancestors(fdef)):
+            return False
+        found = self.tree.binding(root, root.value).assignments
+        return bool(found) and all(isinstance(getattr(a, "node", None), cst.Param) for a in found)
 
     def _recycled(self, spelled: str) -> bool:
         """May making the class spelled so (the module's, one it imports from the project, one of a project module:
