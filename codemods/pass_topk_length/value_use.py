@@ -40,9 +40,9 @@ def _value_uses(tree: Tree, facts: ModuleFacts, path: str,
                                      "pass topk_length where it is called, or call the kernel directly"), node))
 
     for _, _name, node, _ in (tree.accesses() if _maybe_value_use(tree, facts) else ()):
-        chain = node  # (up to the kernel's own name: `K.__call__`, `K.__wrapped__` read an attribute of it, AR)
-        while not is_kernel(expand(facts.imports, dotted(chain) or "")) \
-                and isinstance(tree.parent.get(chain), cst.Attribute) and tree.parent[chain].value is chain:
+        chain = node  # (up to the kernel's own name where a dunder is read off it: `K.__call__`, `K.__wrapped__`,
+        while isinstance(tree.parent.get(chain), cst.Attribute) and tree.parent[chain].value is chain and not (
+                _dunder(tree.parent[chain]) and is_kernel(expand(facts.imports, dotted(chain) or ""))):  # round AR)
             chain = tree.parent[chain]
         full = dotted(chain) if isinstance(chain, (cst.Name, cst.Attribute)) else None
         if not full:
@@ -51,9 +51,8 @@ def _value_uses(tree: Tree, facts: ModuleFacts, path: str,
         if not is_kernel(callee):
             continue
         parent = tree.parent.get(chain)
-        if isinstance(parent, cst.Attribute) and parent.value is chain:
-            if parent.attr.value not in _DESCRIBING:
-                add(parent, callee, f"read as `{_brief(parent, 60)}`")
+        if isinstance(parent, cst.Attribute) and parent.value is chain:  # (a dunder of it: the climb stopped there)
+            add(parent, callee, f"read as `{_brief(parent, 60)}`")
             continue
         if isinstance(parent, cst.Call) and parent.func is chain:
             continue
@@ -148,8 +147,8 @@ def _maybe_value_use(tree: Tree, facts: ModuleFacts) -> bool:
         top, up = n, tree.parent.get(n)
         while isinstance(up, cst.Attribute) and up.attr is top:  # (`mod.flash_mla_sparse_fwd`)
             top, up = up, tree.parent.get(up)
-        if isinstance(up, cst.Attribute) and up.value is top and up.attr.value not in _DESCRIBING:
-            return True  # (an attribute of the kernel read: `K.__call__`, `K.__wrapped__`: round AR)
+        if isinstance(up, cst.Attribute) and up.value is top and _dunder(up):
+            return True  # (a dunder of the kernel read: `K.__call__`, `K.__wrapped__`: round AR)
         if isinstance(up, cst.Call) and up.func is top:
             continue
         if isinstance(up, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign)) and up.target is top \
@@ -160,6 +159,13 @@ def _maybe_value_use(tree: Tree, facts: ModuleFacts) -> bool:
         if up is None:
             return True
     return False
+
+
+def _dunder(read: cst.Attribute) -> bool:
+    """A dunder read off a function that may run it (`__call__`, `__wrapped__`), not one describing it (`__name__`);
+    a plain attribute (`zeros.to(...)`) says the name holds no function."""
+    name = read.attr.value
+    return name.startswith("__") and name.endswith("__") and name not in _DESCRIBING
 
 
 def _only_called(tree: Tree, name: str, calls: Set[int]) -> bool:
