@@ -831,7 +831,7 @@ class FieldMeaning:
     def _in_method(self, at: cst.CSTNode) -> bool:
         """Is `at` in the body of a class's method (the backend's code, not a module-level driver's)?"""
         fdef = next((x for x in self.tree.ancestors(at) if isinstance(x, cst.FunctionDef)), None)
-        return fdef is not None and isinstance(self.tree.parent.get(self.tree.parent.get(fdef)), cst.ClassDef)
+        return fdef is not None and self.tree.is_method(fdef)
 
     def _engine_batch(self, at: cst.CSTNode, name: ast.Name) -> bool:
         """Is `name`, read where `at` is, a parameter bound once and annotated as the engine's batch class?"""

@@ -1057,8 +1057,7 @@ class MetadataInScope:
             return (f"the call at line {self.tree.line(node)} is inside a {'lambda' if isinstance(inner, cst.Lambda) else 'nested def'}"
                     f" of {owner.name.value}, which runs whenever it is called: the metadata may be another step's "
                     "by then; call it where the metadata is bound, or pass topk_length by hand")
-        generator = self.index(f"generator:{id(owner)}", lambda: any(isinstance(r, cst.Yield) for r in _own_returns(owner)))
-        if owner.asynchronous is not None or generator:
+        if self.index(f"deferred:{id(owner)}", lambda: _deferred_body(owner)):
             return (f"{owner.name.value} is a {'coroutine' if owner.asynchronous else 'generator'}: its body runs "
                     "after its call hands it the rows, and other code runs at each await or yield, so the metadata "
                     "it reads may be another batch's; pass topk_length by hand")
@@ -1295,16 +1294,7 @@ class MetadataInScope:
 def _deferred_body(fdef: cst.FunctionDef) -> bool:
     """Does calling fdef run none of its body: a coroutine (`async def`, run only when awaited) or a generator (a
     `yield` of its own: run only when iterated), round AT?"""
-    if fdef.asynchronous is not None:
-        return True
-    todo = list(fdef.body.children)
-    while todo:
-        n = todo.pop()
-        if isinstance(n, cst.Yield):
-            return True
-        if not isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            todo.extend(n.children)
-    return False
+    return fdef.asynchronous is not None or any(isinstance(r, cst.Yield) for r in _own_returns(fdef))
 
 
 def _own_statement(tree, node: cst.CSTNode, fdef: cst.FunctionDef) -> bool:
