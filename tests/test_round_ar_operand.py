@@ -3,39 +3,18 @@ package's attribute (`import pkg.mod as m`, `from pkg import mod`) that the pack
 import pytest
 
 from helpers import KERNEL
+from test_soundness import _CONFIG_BACKEND
 from topk_migrate import kernels
 from topk_migrate.api import migrate_source
 from topk_migrate.model import Status
 
-_BACKEND = '''"""Fork DSA backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk."""
-from dataclasses import dataclass
-
-import torch
-{imports}
-
-@dataclass
-class DSAMetadata:
-    dsa_cache_seqlens_int32: torch.Tensor
-
-
-class Backend:
-    def __init__(self, hf_config):
-        self.dsa_index_topk = {width}
-        self.forward_metadata = None
-
-    def init_forward_metadata(self, forward_batch):
-        self.forward_metadata = DSAMetadata(
-            dsa_cache_seqlens_int32=torch.clamp(forward_batch.seq_lens, max=self.dsa_index_topk).to(torch.int32))
-
-    def forward(self, q, kv, indices, scale):
-        metadata = self.forward_metadata
-        return {kernel}(q=q, kv=kv, indices=indices, sm_scale=scale)[0]
-'''
 _KIMPORT = "from sgl_kernel.flash_mla import flash_mla_sparse_fwd\n"
 
 
 def _backend(imports=_KIMPORT, width="hf_config.index_topk", kernel="flash_mla_sparse_fwd"):
-    return _BACKEND.format(imports=imports, width=width, kernel=kernel)
+    """test_soundness's config backend, its kernel import, width and kernel's spelling given."""
+    return _CONFIG_BACKEND.replace(_KIMPORT, imports).replace("= hf_config.index_topk", f"= {width}").replace(
+        "return flash_mla_sparse_fwd(", f"return {kernel}(")
 
 
 def _files_site(tmp_path, files: dict, src: str):
