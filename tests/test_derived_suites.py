@@ -74,7 +74,7 @@ NOT_DERIVED = "; nor do the lengths derived at the call fix it: "
 _CAPABILITY = re.compile(r"^(kernel too old|kernel capability unknown|op-level call)")
 _IDENTITY = re.compile(
     r"may not be the kernel|may also be .*, a kernel (of|too old)|may rebind|, not the kernel|another function than the kernel"
-    r"|may replace the kernel|^the kernel is |calls the kernel through|is defined in this project .* the kernel gets"
+    r"|may replace the kernel|^the kernel is |(may )?calls? the kernel through|is defined in this project .* the kernel gets"
     r"|what it does to the kernel")
 _ARGUMENTS = re.compile(r"^\*{1,2}(kw)?args may already carry topk_length")
 # what may keep a site manual in derived mode: the kernel, its arguments (`**kwargs` may already carry
@@ -245,6 +245,8 @@ def test_reason_kinds():
     assert reason_kind("kernel too old: sglang-kernel==0.4.2.post2 from requirements.txt") == "kernel capability"
     assert reason_kind("`flash_mla_sparse_fwd` may not be the kernel at run time: it is bound at line 13") == "kernel identity"
     assert reason_kind("the kernel is wrapped by functools.partial: calls through it cannot be checked") == "kernel identity"
+    assert reason_kind("may call the kernel through `torch.compiler.disable` (the kernel taken as a value at line 6)"
+                       ) == "kernel identity"
     assert reason_kind("**kwargs may already carry topk_length; pass it explicitly") == "call arguments (*args/**kwargs)"
     assert reason_kind("q's rows may not be the metadata's rows: x" + NOT_DERIVED
                        + "`setattr` with a computed name at a.py:10 may rebind the kernel, the helper") == "kernel identity"
