@@ -2,9 +2,9 @@
 field (`index_topk` and its family) a value of their own, which field_writes denies in a fork's code (a config
 class's default, `getattr(cfg, "index_topk", C4_TOPK)`), keyed by their bytes; and the releases' defs of the
 functions and methods the traces trust by name (engine_defs: a transform, a clip, a pool method), keyed by
-engine_defs.fingerprint. Each release's wheel is fetched with pip
-(`pip download --no-deps --only-binary=:all:`) and its Python files parsed from the zip, test folders aside:
-nothing is installed, built or run. Wheels are kept in CACHE.
+engine_defs.fingerprint; and the releases' batch module with its bases' modules (field_meaning.ENGINE_BATCH), by
+their bytes. Each release's wheel is fetched with pip (`pip download --no-deps --only-binary=:all:`) and its Python
+files parsed from the zip, test folders aside: nothing is installed, built or run. Wheels are kept in CACHE.
 
     python3 bench/engine_spellings.py [CACHE]     # default CACHE: ~/.cache/topk-migrate-tests
 """
@@ -83,11 +83,36 @@ def trusted_defs(files, label: str) -> Dict[str, str]:
     return out
 
 
+BATCH_MODULE = "sglang/srt/model_executor/forward_batch_info.py"
+
+
+def batch_files(path: Path, label: str) -> Dict[str, str]:
+    """file_key -> where, for the engine's batch module and each module of the wheel its `ForwardBatch` derives
+    from (field_meaning.ENGINE_BATCH: trusted as the engine's where a project holds these files as released)."""
+    out: Dict[str, str] = {}
+    with zipfile.ZipFile(path) as z:
+        names, todo = set(z.namelist()), [(BATCH_MODULE, "ForwardBatch")]
+        while todo:
+            name, cls = todo.pop()
+            if name not in names or any(w.endswith(name) for w in out.values()):
+                continue
+            data = z.read(name)
+            out[field_writes.file_key(data)] = f"{label} {name}"
+            tree = ast.parse(data)
+            imported = {a.asname or a.name: n.module for n in tree.body if isinstance(n, ast.ImportFrom) and n.module
+                        for a in n.names}
+            for c in (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls):
+                for b in (b.id for b in c.bases if isinstance(b, ast.Name)):
+                    todo.append((imported[b].replace(".", "/") + ".py", b) if b in imported else (name, b))
+    return out
+
+
 def main(argv: List[str]) -> int:
     cache = Path(argv[0]) if argv else Path.home() / ".cache" / "topk-migrate-tests"
     cache.mkdir(parents=True, exist_ok=True)
     table: Dict[str, str] = {}
     defs: Dict[str, str] = {}
+    batches: Dict[str, str] = {}
     for dist, version in RELEASES:
         path = wheel(cache, dist, version)
         if path is None:
@@ -98,8 +123,11 @@ def main(argv: List[str]) -> int:
             table.setdefault(fp, where)
         for fp, where in trusted_defs(files, f"{dist} {version}").items():
             defs.setdefault(fp, where)
+        for fp, where in batch_files(path, f"{dist} {version}").items():
+            batches.setdefault(fp, where)
     doc = ast.get_docstring(ast.parse(TABLE.read_text()))
-    lines = [f'"""{doc}"""', *_dict("ENGINE_FILES", table), *_dict("ENGINE_DEFS", defs), ""]
+    lines = [f'"""{doc}"""', *_dict("ENGINE_FILES", table), *_dict("ENGINE_DEFS", defs),
+             *_dict("ENGINE_BATCH_FILES", batches), ""]
     TABLE.write_text("\n".join(lines))
     print(f"{len(table)} files, {len(defs)} defs from {len(RELEASES)} releases -> {TABLE.relative_to(HERE)}")
     return 0

@@ -400,8 +400,9 @@ def _outer_callers(at_call: "At", fname: str, sources: List[ast.AST], depth: int
                   "callers are not seen, so what they hand is not traced")
     if fn.name == fname:
         return None  # (another class's method of the name, a hybrid's or a wrapper's dispatch to its child: its
-        # callers spell the name, read as this walk's; a torch module's is refused above, round AN/AO)
-    lookup = proj.computed_lookup
+        # callers spell the name, read as this walk's; a torch module's is refused above, round AN/AO; stated: a
+        # subclass of the wrapper handing `super().forward` other rows, round AT's t2)
+    lookup = proj.computed_lookup(fn.name)
     if lookup is not None:
         return at(f"`{fn.name}` hands `{fname}` what it is handed, and `{lookup.what}` at {lookup.where()} fetches a "
                   f"callable by a name computed at run time, which may be `{fn.name}`: its callers are not all seen")

@@ -90,3 +90,23 @@ ENGINE_DEFS = {
     '29f9f81198ea54eddbd63154': 'sglang-kt 0.7.0 build/lib/build/lib/build/lib/build/lib/build/lib/build/lib/build/lib/build/lib/sglang/srt/managers/hisparse_coordinator.py:swap_in_selected_pages',
     'f3898af719e93df91f3dfdcc': 'sglang-kt 0.7.2 sglang/srt/layers/attention/nsa/utils.py:compute_nsa_seqlens',
 }
+ENGINE_BATCH_FILES = {
+    '83030522841d5c5b97e35e52': 'sglang 0.5.10 sglang/srt/model_executor/forward_batch_info.py',
+    'bc6a3d736bcc6b1058db2090': 'sglang 0.5.11 sglang/srt/model_executor/forward_batch_deepseek_mha_mixin.py',
+    '7350f64b932cf5a76f82702e': 'sglang 0.5.11 sglang/srt/model_executor/forward_batch_info.py',
+    'a05b1829eeb40cf3410acb9b': 'sglang 0.5.12 sglang/srt/model_executor/forward_batch_deepseek_mha_mixin.py',
+    '86277c55893850e940e6be57': 'sglang 0.5.12 sglang/srt/model_executor/forward_batch_info.py',
+    '428eca4894eedccf0f932b91': 'sglang 0.5.13 sglang/srt/model_executor/forward_batch_deepseek_mha_mixin.py',
+    'c977296f3b90be69fff5312f': 'sglang 0.5.13 sglang/srt/model_executor/forward_batch_info.py',
+    'b13764fecad616d479cd8494': 'sglang 0.5.14 sglang/srt/model_executor/forward_batch_deepseek_mha_mixin.py',
+    'f1ba006a359931f95062e441': 'sglang 0.5.14 sglang/srt/model_executor/forward_batch_info.py',
+    '40051fbf867f46036c5e5ad6': 'sglang 0.5.15 sglang/srt/model_executor/forward_batch_deepseek_mha_mixin.py',
+    '307bb0d7d4e1d3837569975f': 'sglang 0.5.15 sglang/srt/model_executor/forward_batch_info.py',
+    '4d46d49221749cff5289c262': 'sglang 0.5.16 sglang/srt/model_executor/forward_batch_deepseek_mha_mixin.py',
+    '0749c5c6140a688c06abe0d7': 'sglang 0.5.16 sglang/srt/model_executor/forward_batch_info.py',
+    'be44232b841781ae6b6e1f4c': 'sglang 0.5.17 sglang/srt/model_executor/forward_batch_info.py',
+    '77e324ea44e9b5be30c125f7': 'sglang 0.5.9 sglang/srt/model_executor/forward_batch_deepseek_mha_mixin.py',
+    'a37da33772fa1a00f58ed270': 'sglang 0.5.9 sglang/srt/model_executor/forward_batch_info.py',
+    'fac8a44b14e7194d0e50278e': 'sglang-kt 0.7.0 sglang/srt/model_executor/forward_batch_info.py',
+    '223c3119001df570eb13b853': 'sglang-kt 0.7.2 sglang/srt/model_executor/forward_batch_info.py',
+}

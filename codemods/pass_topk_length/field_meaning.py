@@ -15,6 +15,7 @@ from topk_migrate import bounded, kernels, project
 from topk_migrate.cst.resolve import dotted
 
 from . import engine_defs, field_writes, reach
+from .engine_spellings import ENGINE_BATCH_FILES
 from .rows import (
     _engine_import,
     _own_returns,
@@ -153,7 +154,35 @@ def _file_engine_batch(f, name: ast.Name, env: Optional[dict]) -> bool:
         return False  # (rebound in the function: another object)
     a = fn.args
     arg = next((x for x in [*a.posonlyargs, *a.args, *a.kwonlyargs] if x.arg == name.id), None)
-    return arg is not None and _annotated_class(arg.annotation, f.module_of) in ENGINE_BATCH
+    return arg is not None and _annotated_class(arg.annotation, f.module_of) in ENGINE_BATCH \
+        and not batch_forked(getattr(f._find, "__self__", None))
+
+
+def batch_forked(proj) -> bool:
+    """Does the project hold the engine's batch module (a fork's tree of sglang, an engine checked in place) other
+    than a release has it: the module, or one its `ForwardBatch` derives from, with bytes no release's
+    (ENGINE_BATCH_FILES)? Then the class the annotation names is the fork's own, read as any batch (its
+    `seq_lens` a property, a `__post_init__` adding the drafts: round AU). Without a project: no."""
+    if proj is None:
+        return False
+    done = proj.__dict__.setdefault("_batch_forked", [])
+    if not done:
+        path = proj._find_module(proj.module, ENGINE_BATCH_MODULE)
+        g = proj._file_at(path) if path is not None else None
+        if path is None:
+            done.append(False)
+        elif g is None or "ForwardBatch" not in g.classes:
+            done.append(True)  # (unread, or the name bound otherwise: not the engine's class)
+        else:
+            hierarchy = {g.path, *(h.path for h, _ in proj.bases_in_order(g, g.classes["ForwardBatch"]))}
+            done.append(any(_file_key_at(proj, p) not in ENGINE_BATCH_FILES for p in hierarchy))
+    return done[0]
+
+
+def _file_key_at(proj, path: str) -> Optional[str]:
+    """The bytes key (field_writes.file_key) of a project file, read bounded; None where unreadable."""
+    data = next((d for p, d in proj.texts() if p == path), None)
+    return field_writes.file_key(data) if data is not None else None
 
 
 def _bound_in(f, name: ast.Name) -> bool:
@@ -841,8 +870,9 @@ class FieldMeaning:
             return False
         handed = [x for x, _ in self._handed_param(params[0]) if isinstance(x, ast.Call)]
         fdef = next(x for x in self.tree.ancestors(params[0]) if isinstance(x, cst.FunctionDef))
-        return _annotated_class(_ast_of(params[0].annotation.annotation), self._module_of) in ENGINE_BATCH and not any(
-            _unparse_name(x.func) != "ForwardBatch" for x in handed) and not self.index(  # (a view the module hands
+        return _annotated_class(_ast_of(params[0].annotation.annotation), self._module_of) in ENGINE_BATCH \
+            and not batch_forked(self.project()) and not any(
+            self._module_of(x.func) not in ENGINE_BATCH for x in handed) and not self.index(  # (a view the module hands
             f"view-elsewhere:{fdef.name.value}", lambda: _view_handed(self.project(), fdef.name.value))  # instead: AK)
 
     def _module_of(self, e: ast.AST) -> Optional[str]:
@@ -1115,7 +1145,7 @@ def _kept_object(name: ast.Name, resolve: Optional[Resolve], depth: int = 0) -> 
 
 def _view_handed(proj, fname: str) -> bool:
     """Does a file of the project call `fname` handing it, first, an object it constructs (a class other than the
-    engine's `ForwardBatch`, a `SimpleNamespace`; directly or through a local bound to one): another batch than the
+    engine's `ForwardBatch` by the file's imports, a `SimpleNamespace`; directly or through a local bound to one): another batch than the
     engine's, whatever the parameter's annotation says (round AQ's verify view of another file)? (A function's
     result is read as the engine's batch: sglang's test kits make theirs so.)"""
     for f in proj.files_naming([fname]):
@@ -1126,9 +1156,9 @@ def _view_handed(proj, fname: str) -> bool:
             made = [first] if isinstance(first, ast.Call) else [n.value for n in ast.walk(scope) if isinstance(
                 first, ast.Name) and isinstance(n, ast.Assign) and any(
                 isinstance(t, ast.Name) and t.id == first.id for t in n.targets)]
-            makers = [_unparse_name(m.func).rsplit(".", 1)[-1] for m in made if isinstance(m, ast.Call)]
-            if any(m[:1].isupper() and m != "ForwardBatch" for m in makers):
-                return True
+            if any(_unparse_name(m.func).rsplit(".", 1)[-1][:1].isupper() and f.module_of(m.func) not in ENGINE_BATCH
+                   for m in made if isinstance(m, ast.Call)):
+                return True  # (a class of the name that is not the engine's, `draft_batch.ForwardBatch`: round AU)
     return False
 
 
@@ -1207,6 +1237,7 @@ def _served_read(v: Optional[ast.AST], resolve: Optional[Resolve]) -> bool:
 # The engine's batch class: a parameter annotated with it holds the engine's rows' lengths (sglang's
 # `init_forward_metadata(self, forward_batch: ForwardBatch)`); any other object's are read as the project may serve them.
 ENGINE_BATCH = {"sglang.srt.model_executor.forward_batch_info.ForwardBatch"}
+ENGINE_BATCH_MODULE = "sglang.srt.model_executor.forward_batch_info"
 
 
 def _annotated_class(ann: Optional[ast.AST], module_of: Callable[[ast.AST], Optional[str]]) -> str:

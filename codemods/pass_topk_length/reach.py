@@ -624,21 +624,21 @@ class Project:
                 found.setdefault(part, rel)
         return found
 
-    @functools.cached_property
-    def computed_lookup(self) -> Optional[Finding]:
-        """The first call of the project that fetches a callable by a name computed at run time (`getattr(worker,
-        req.op)`, `pkgutil.resolve_name(config["launcher"])`, `pydoc.locate(path)`, `operator.methodcaller(op)`):
-        it may call any function or method, so one no file calls by name is no entry point (round AP); None where
-        there is none."""
-        for f in self.files_naming(sorted(_NAME_LOOKUPS)):
-            for node in ast.walk(f.tree):
-                if isinstance(node, ast.Call) and _unparse(node.func).rsplit(".", 1)[-1] in _NAME_LOOKUPS:
-                    at = 1 if _unparse(node.func).rsplit(".", 1)[-1] == "getattr" else 0
-                    named = node.args[at] if len(node.args) > at else None
-                    if named is not None and not (isinstance(named, ast.Constant) or isinstance(named, ast.JoinedStr)
-                                                  and isinstance(named.values[0], ast.Constant)):
-                        return Finding(self.rel(f.path), node.lineno, _unparse(node)[:60])
-        return None
+    def computed_lookup(self, name: str) -> Optional[Finding]:
+        """The first place of the project (the module's too) that fetches a callable by a name computed at run time
+        and may fetch `name`: a lookup call (`getattr(worker, req.op)`, `pkgutil.resolve_name(config["launcher"])`,
+        `pydoc.locate(path)`, `operator.methodcaller(op)`: round AP) or an item of a namespace (`globals()[key]`,
+        `vars(type(self))[key]`, `Cls.__dict__.get(key)`: round AU); a name built by an f-string may be only what its
+        text's parts allow (`f"forward_{mode}"` fetches no `_ring_step`). A function no file calls by name is no
+        entry point where one may fetch it; None where none may. Read once per name."""
+        done = self.__dict__.setdefault("_computed_lookup", {})
+        if name not in done:
+            own = self.__dict__.get("_checked")
+            files = [*self.files_naming(sorted(_NAME_LOOKUPS | _NAMESPACES)), *([own] if own is not None else [])]
+            done[name] = next((Finding(self.rel(f.path), node.lineno, _unparse(node)[:60]) for f in files
+                               for node in ast.walk(f.tree) for key in [_looked_up_name(node)]
+                               if key is not None and _may_spell(key, name)), None)
+        return done[name]
 
     def files_naming(self, names: Iterable[str], also: Iterable[str] = ()) -> List[_File]:
         """The parsed files whose text names one of `names` as a word (and, given `also`, one of those too)."""
@@ -1122,7 +1122,8 @@ class Project:
         if "_hook" not in self.__dict__:
             self._hook = next((Finding(self.rel(f.path), d.lineno, f"{cls.name}'s `{d.name}`")
                                for f in self.files_naming(["__setattr__", "__getattribute__", "__getattr__", "setattr",
-                                                           "__dict__", "super"])
+                                                           "__dict__", "super", "register_buffer",
+                                                           "register_parameter", "_buffers", "_parameters"])
                                for cls in f.class_defs for d in cls.body
                                if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))
                                and (d.name in ("__setattr__", "__getattribute__", "__getattr__") and _hook_serves(d)
@@ -3738,6 +3739,37 @@ def _gives_computed(f, call: ast.Call, attr: str, partials: Set[str], factories:
 
 
 _NAME_LOOKUPS = {"getattr", "resolve_name", "locate", "attrgetter", "methodcaller", "import_string"}
+_NAMESPACES = {"globals", "vars", "__dict__", "locals"}
+
+
+def _looked_up_name(node: ast.AST) -> Optional[ast.AST]:
+    """The key a node fetches a callable by, where it is not a literal: a lookup call's name argument, or an item
+    read off a namespace (`globals()[k]`, `vars(x)[k]`, `x.__dict__[k]`, `.get(k)` of one); else None."""
+    key = None
+    if isinstance(node, ast.Call) and _unparse(node.func).rsplit(".", 1)[-1] in _NAME_LOOKUPS:
+        at = 1 if _unparse(node.func).rsplit(".", 1)[-1] == "getattr" else 0
+        key = node.args[at] if len(node.args) > at else None
+    elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and _namespace_read(node.value):
+        key = node.slice
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("get", "pop") \
+            and _namespace_read(node.func.value) and node.args:
+        key = node.args[0]
+    return None if key is None or isinstance(key, ast.Constant) else key
+
+
+def _namespace_read(e: ast.AST) -> bool:
+    """`globals()`, `locals()`, `vars(...)` or `<x>.__dict__`: a mapping of a scope's or an object's names."""
+    return isinstance(e, ast.Call) and _unparse(e.func) in ("globals", "locals", "vars") \
+        or isinstance(e, ast.Attribute) and e.attr == "__dict__"
+
+
+def _may_spell(key: ast.AST, name: str) -> bool:
+    """May a computed key be `name`? An f-string only where its literal parts allow it (each formatted part any
+    text); anything else may be any name."""
+    if not isinstance(key, ast.JoinedStr):
+        return True
+    pattern = "".join(re.escape(v.value) if isinstance(v, ast.Constant) else ".*" for v in key.values)
+    return re.fullmatch(pattern, name, re.DOTALL) is not None
 
 
 def _local_values(f, node: ast.AST, name: str) -> Optional[List[Optional[ast.AST]]]:
@@ -3960,7 +3992,8 @@ def _itself_kept(value: ast.AST, attr: str) -> bool:
 def _stores_any_computed(d: ast.AST) -> bool:
     """Does the method store on self, by a name it does not spell, a value other than one it is handed: a base's
     `__init__`/`__new__` handed `**` of a mapping it builds of computed values, a `setattr(self, name, ...)` of one,
-    a `self.__dict__.update`/`vars(self).update` with one, a `self.__dict__[k] = v` of one?"""
+    a `self.__dict__.update`/`vars(self).update` with one, a `self.__dict__[k] = v` of one, a module's buffer or
+    parameter registered or stored by a computed name (torch's `__getattr__` serves it)?"""
     def computed(v: ast.AST) -> bool:  # (a value other than a name or a literal: `v + n`, `v.clamp(max=n)`)
         return not isinstance(v, (ast.Name, ast.Constant))
 
@@ -3976,8 +4009,17 @@ def _stores_any_computed(d: ast.AST) -> bool:
         if name in ("self.__dict__.update", "vars(self).update") and any(
                 _builds_computed(a) for a in [*n.args, *(k.value for k in n.keywords)]):
             return True
-    return any(isinstance(n, ast.Assign) and any(_instance_dict_item(t) is True for t in n.targets)
+        if isinstance(n.func, ast.Attribute) and n.func.attr in ("register_buffer", "register_parameter") \
+                and len(n.args) >= 2 and not isinstance(n.args[0], ast.Constant) and computed(n.args[1]):
+            return True  # (an `nn.Module`'s buffers by the names a dict hands, torch's `__getattr__` serving them: AU)
+    return any(isinstance(n, ast.Assign) and any(_instance_dict_item(t) is True or _table_item(t) for t in n.targets)
                and computed(n.value) for n in ast.walk(d))  # (`self.__dict__[k] = v + n`: round AM)
+
+
+def _table_item(t: ast.AST) -> bool:
+    """A store into an `nn.Module`'s buffer or parameter table by a key it computes (`self._buffers[k] = v`)."""
+    return isinstance(t, ast.Subscript) and isinstance(t.value, ast.Attribute) \
+        and t.value.attr in ("_buffers", "_parameters") and not isinstance(t.slice, ast.Constant)
 
 
 def _instance_dict_item(t: ast.AST):

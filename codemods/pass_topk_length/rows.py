@@ -1417,6 +1417,14 @@ def written_names(tree: Tree, owner: cst.CSTNode) -> Set[str]:
     return tree.__dict__["_row_writes"][id(owner)].by_name.keys()
 
 
+def _pure_torch(call: Optional[cst.CSTNode]) -> bool:
+    """`torch.<f>(...)` of a function that does not write what it is handed (no trailing `_`, no `out=`)."""
+    if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute):
+        return False
+    return _code(call.func.value) == "torch" and not call.func.attr.value.endswith("_") \
+        and not any(a.keyword is not None and a.keyword.value == "out" for a in call.args)
+
+
 def writes_in(tree: Tree, owner: cst.CSTNode, name: str) -> _Writes:
     """The in-place writes of `name` under `owner`; each owner is walked once per tree, so
     every trace that reaches it (one per kernel call or caller) shares the walk."""
@@ -1817,7 +1825,8 @@ class IndexTrace:
             return test
         b = self.tree.binding(test, test.value)
         stmt = self.tree.assignment_statement(b.assignments[0]) if len(b.assignments) == 1 else None
-        if stmt is None or not isinstance(stmt.value, cst.Comparison) or self._written(test):
+        if stmt is None or not isinstance(stmt.value, cst.Comparison) or self._written(test) \
+                or self._escapes(test, call):
             return test
         left = stmt.value.left
         if isinstance(left, cst.Name):
@@ -1881,6 +1890,44 @@ class IndexTrace:
             if w.subscripts or w.inplace or w.mutators or w.outs or w.changes:
                 return True
         return False
+
+    def _escapes(self, name: cst.Name, call: cst.Call) -> bool:
+        """Does the mask (a local or an alias of it) leave its function's sight before the select: handed to a call
+        other than `call` and a torch function that does not write (a helper narrowing it, `valid &= window`), or
+        stored on an object or in a container (a policy method writing the kept mask: round AU)?"""
+        fdef = next((a for a in self.tree.ancestors(name) if isinstance(a, cst.FunctionDef)), None)
+        owner = fdef if fdef is not None else self.tree.module
+        names = {name.value} | set(aliases_in(self.tree, owner, name.value))
+        for ref in self.find_names(owner, names):
+            up = self.tree.parent.get(ref)
+            while isinstance(up, (cst.Element, cst.List, cst.Tuple, cst.Set, cst.DictElement, cst.Dict, cst.StarredElement)):
+                up = self.tree.parent.get(up)
+            if isinstance(up, cst.Arg):
+                made = self.tree.parent.get(up)
+                if made is not call and not _pure_torch(made):
+                    return True
+            elif isinstance(up, (cst.Assign, cst.AnnAssign)) and up.value is not None \
+                    and _code(up.value) != ref.value or isinstance(up, cst.Assign) and any(
+                    not isinstance(t.target, cst.Name) for t in up.targets):
+                return True
+        return False
+
+    def find_names(self, owner: cst.CSTNode, names: Set[str]) -> List[cst.Name]:
+        """The names under owner spelling one of `names`, read (not a target, an attribute or a keyword's name)."""
+        out: List[cst.Name] = []
+
+        class Reads(cst.CSTVisitor):
+            def visit_Name(self, node: cst.Name) -> None:
+                if node.value in names:
+                    out.append(node)
+        owner.visit(Reads())
+        return [n for n in out if not self._not_a_read(n)]
+
+    def _not_a_read(self, n: cst.Name) -> bool:
+        up = self.tree.parent.get(n)
+        return isinstance(up, cst.Attribute) and up.attr is n or isinstance(up, cst.Arg) and up.keyword is n \
+            or isinstance(up, (cst.AssignTarget, cst.Param, cst.FunctionDef, cst.ClassDef)) \
+            or isinstance(up, (cst.AugAssign, cst.AnnAssign)) and up.target is n
 
     def _only_fill(self, e: cst.BaseExpression) -> bool:
         """A constant fill of -1, or a name every binding of which is one (`pad = torch.full(..., -1)`)."""
