@@ -90,3 +90,24 @@ _MASKED = HANDED_INDICES.replace(
 def test_round_au_a_validity_mask_leaving_its_function(tmp_path, use, fixable):
     site = _files_site(tmp_path, {}, _MASKED.replace("{use}", use))
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_SELECTED = HANDED_INDICES.replace(
+    "        return self._forward_flashmla_sparse(q, kv, topk_indices, scale)\n",
+    "{select}        return self._forward_flashmla_sparse(q, kv, kept, scale)\n").replace(
+    "from sgl_kernel", "import torch\nfrom sgl_kernel")
+
+
+@pytest.mark.parametrize("select, fixable", [
+    # the validity test in other spellings (u3's safe variants): a tensor's comparison method, a negated mask
+    ("        kept = torch.where(topk_indices.ge(0), topk_indices, -1)\n", True),
+    ("        kept = topk_indices.masked_fill(topk_indices.lt(0), -1)\n", True),
+    ("        valid = topk_indices.ne(-1)\n        kept = topk_indices.masked_fill(~valid, -1)\n", True),
+    ("        kept = topk_indices.masked_fill(~(topk_indices >= 0), -1)\n", True),
+    # a test of anything but validity, however spelled, keeps -1 mid-row or drops valid entries
+    ("        kept = torch.where(topk_indices.ge(8), topk_indices, -1)\n", False),
+    ("        valid = topk_indices >= 0\n        kept = topk_indices.masked_fill(valid, -1)\n", False),
+    ("        window = topk_indices < 8\n        kept = topk_indices.masked_fill(~window, -1)\n", False)])
+def test_round_au_the_validity_test_spelled_otherwise(tmp_path, select, fixable):
+    site = _files_site(tmp_path, {}, _SELECTED.replace("{select}", select))
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

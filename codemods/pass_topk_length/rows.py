@@ -1817,7 +1817,24 @@ class IndexTrace:
             sources.append(b)
         return next((w for w in map(self.hazard, sources) if w), None)
 
-    def _named_test(self, test: cst.BaseExpression, call: cst.Call) -> cst.BaseExpression:
+    def _named_test(self, test: cst.BaseExpression, call: cst.Call, depth: int = 0) -> cst.BaseExpression:
+        """The test as a comparison where it is one in another spelling: a tensor method (`idx.ge(0)`, `idx.lt(0)`),
+        a negation (`~valid`, `~(idx < 0)`) of one, a mask bound once to one (_bound_test, 4 deep); else `test`."""
+        if depth > 4:
+            return test
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.BitInvert):
+            inner = self._named_test(test.expression, call, depth + 1)
+            flipped = _FLIPPED.get(type(inner.comparisons[0].operator)) if isinstance(inner, cst.Comparison) \
+                and len(inner.comparisons) == 1 else None
+            return inner.with_changes(comparisons=[inner.comparisons[0].with_changes(operator=flipped())]) \
+                if flipped is not None else test
+        if isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute) and test.func.attr.value in _COMPARING \
+                and len(test.args) == 1 and test.args[0].keyword is None and test.args[0].star == "":
+            return cst.Comparison(left=test.func.value, comparisons=[cst.ComparisonTarget(
+                operator=_COMPARING[test.func.attr.value](), comparator=test.args[0].value)])
+        return self._bound_test(test, call, depth)
+
+    def _bound_test(self, test: cst.BaseExpression, call: cst.Call, depth: int) -> cst.BaseExpression:
         """`mask = idx != -1` first: the comparison a mask is bound to once, never written in place after (`mask[idx <
         start] = False`: round AJ), and, where it tests a name, that name not bound again from the mask's statement to
         the call's (`valid = idx >= 0; idx = idx.flip(-1)` tests another tensor: round AP); else `test` itself."""
@@ -1825,10 +1842,10 @@ class IndexTrace:
             return test
         b = self.tree.binding(test, test.value)
         stmt = self.tree.assignment_statement(b.assignments[0]) if len(b.assignments) == 1 else None
-        if stmt is None or not isinstance(stmt.value, cst.Comparison) or self._written(test) \
-                or self._escapes(test, call):
+        value = self._named_test(stmt.value, call, depth + 1) if stmt is not None and stmt.value is not None else None
+        if not isinstance(value, cst.Comparison) or self._written(test) or self._escapes(test, call):
             return test
-        left = stmt.value.left
+        left = value.left
         if isinstance(left, cst.Name):
             start, end = self.tree.line(stmt), self.tree.line(call)
             at_call = next((a for a in self.tree.ancestors(call) if isinstance(a, cst.BaseSmallStatement)), None)
@@ -1837,7 +1854,7 @@ class IndexTrace:
                 if node is not None and start < self.tree.line(node) <= end \
                         and self.tree.assignment_statement(a) is not at_call:
                     return test
-        return stmt.value
+        return value
 
     def _sentinel_kept(self, e: cst.Call, op: str, operands: List[cst.BaseExpression], first: int) -> Optional[str]:
         """`x.masked_fill(idx < 0, -1)` / `torch.masked_fill(x, idx < 0, -1)` (operands: x, then the call's
@@ -2088,6 +2105,13 @@ def _looks_up(e: cst.BaseExpression, tested: cst.BaseExpression) -> bool:
     if isinstance(index, cst.Call) and isinstance(index.func, cst.Attribute) and index.func.attr.value in ("clamp", "clamp_min"):
         index = _unconverted(index.func.value)
     return index is not None and _code(index) == _code(tested)
+
+
+# a tensor's comparison methods as the operators they are, and each operator's negation (`~(x >= 0)` is `x < 0`)
+_COMPARING = {"ge": cst.GreaterThanEqual, "gt": cst.GreaterThan, "le": cst.LessThanEqual, "lt": cst.LessThan,
+              "eq": cst.Equal, "ne": cst.NotEqual}
+_FLIPPED = {cst.GreaterThanEqual: cst.LessThan, cst.LessThan: cst.GreaterThanEqual, cst.GreaterThan: cst.LessThanEqual,
+            cst.LessThanEqual: cst.GreaterThan, cst.Equal: cst.NotEqual, cst.NotEqual: cst.Equal}
 
 
 def _validity_test(cond: cst.BaseExpression) -> Optional[bool]:
