@@ -606,7 +606,7 @@ def file_ways(path: str, root: str) -> List[List[Pin]]:
         if name == "pyproject.toml":  # uv's overrides and constraints replace what the project declares
             ways.append(spelled_pins(" ".join(_UV_PINS.findall(text)), rel))
             others = _other_tables(text)  # pixi's, hatch's environments (round U); uv's sources, pdm's overrides (AP)
-            ways.append(_mentioned_pins(others, rel, False) + _engine_mentions(others, rel))
+            ways.append(_mentioned_pins(others, rel, False) + _engine_mentions(others, rel) + _engine_blocks(text, rel))
         return ways
     if "\0" in text[:8192]:  # an archive, a wheel, a compiled library: no recipe pip or a shell reads
         return []
@@ -627,7 +627,7 @@ def file_ways(path: str, root: str) -> List[List[Pin]]:
     conda = _CONDA_PIN.sub(r"\1==", text) if yaml else text
     return [spelled_pins(conda, rel) + _mentioned_pins(text, rel, False) + _engine_refs(text, rel) + embedded
             + _engine_mentions(text, rel) + (_conda_engine(text, rel) if yaml else [])
-            + _named_releases(text, rel, "lock" in name.lower())
+            + _named_releases(text, rel, "lock" in name.lower()) + _engine_blocks(text, rel)
             + _recipe_includes(text, path, root, rel)]
 
 
@@ -1179,10 +1179,12 @@ def _mentioned_pins(text: str, rel: str, requirements: bool) -> List[Pin]:
 # in a FROM, a compose `image:`), a git URL's tag (`sglang.git@v0.4.9.post2`); an image named without its tag on the
 # line is read off its mapping's tag key (round AR: helm's `repository:`/`tag:`, kustomize's `newName:`/`newTag:`),
 # and with another tag (`:latest`) or none read decides nothing.
-_ENGINE_REF = re.compile(rf"(?i)(?:[\w.-]+/)+{ENGINE}(?:\.git)?[:@](?P<tag>[\w.+-]*)|(?<![\w.-]){ENGINE}\.git@(?P<tag2>[\w.+-]*)")
+_ENGINE_REF = re.compile(rf"(?i)(?:(?<=[\s\"'=])|^)[^\s\"'=]*/{ENGINE}(?:\.git)?[:@](?P<tag>[\w.+-]*)|(?<![\w.-]){ENGINE}\.git@(?P<tag2>[\w.+-]*)")
 _KEY_LINE = re.compile(r"""([ \t]*(?:-[ \t]+)?)["']?([\w.][\w.-]*)["']?(?:[ \t]*[:=][ \t]*|[ \t]+)["']?([^"'\s,]+)["']?[ \t]*(?:,[ \t]*)?$""")
 _ENGINE_IMAGE = re.compile(rf"(?i)(?:[\w.-]+/)*{ENGINE}")
 _RELEASE = re.compile(r"v?(\d+(?:\.\d+)+(?:\.?post\d+)?)")
+_TAG = re.compile(r"v(\d+(?:\.\d+)+(?:\.?post\d+)?)")  # (the engine's tags, `v0.4.9.post2-cu124`: another
+# registry's `25.01-py3` is its own container release, round AV)
 MAX_SIBLINGS = 64  # a mapping's lines looked at on either side of an image's name
 
 
@@ -1199,7 +1201,7 @@ def _engine_refs(text: str, rel: str) -> List[Pin]:
 def _tagged_ref(m: "re.Match[str]", rel: str) -> Pin:
     """An image or URL of the engine with its tag: the release the tag names, any extras (an image holds whichever
     extras it was built with); one that decides nothing for a tag naming no release (`:latest`, `@main`)."""
-    release = _RELEASE.match(m.group("tag") or m.group("tag2") or "")
+    release = _TAG.match(m.group("tag") or m.group("tag2") or "")
     if release is None:
         return Pin(COMPUTED, "", f"{rel} (an image or URL of {ENGINE} without a release)")
     return _any_extras(ENGINE, f"=={release.group(1)}", f"{rel} (an image or URL of that release, any extras)")
@@ -1223,7 +1225,7 @@ def _image_by_keys(lines: List[str], at: int, rel: str) -> List[Pin]:
         return []
     for sibling_key, tag in _siblings(lines, at, column):
         if re.search(r"(?i)tag|version", sibling_key):
-            release = _RELEASE.match(tag)
+            release = (_TAG if "tag" in sibling_key.lower() else _RELEASE).match(tag)
             return [_any_extras(ENGINE, f"=={release.group(1)}", f"{rel}:{at + 1} (an image of that release)")
                     if release else Pin(COMPUTED, "", f"{rel}:{at + 1} (an image of {ENGINE} tagged {tag[:40]}, not read)")]
     return [Pin(COMPUTED, "", f"{rel}:{at + 1} (an image of {ENGINE} whose tag is not read)")]
@@ -1258,7 +1260,10 @@ _SHELL_BINDING = re.compile(r"(?m)^[ \t]*(?:ARG[ \t]+|ENV[ \t]+|export[ \t]+|dec
                             r"([A-Za-z_]\w*)(?:=|[ \t]+(?=[\"']?v?\d))[\"']?([\w.+!-]*)")
 _INLINE_TABLE = re.compile(r"""^\s*["']?([A-Za-z0-9][A-Za-z0-9._-]*)["']?\s*=\s*\{(.*)\}""")
 _TABLE_FIELD = re.compile(r"""(\w+)\s*=\s*["']([^"']*)["']""")
-_ENGINE_CLONE = re.compile(rf"(?i)\bgit\s+clone\b.*(?:/|\s){ENGINE}(?:\.git)?(?:\s|$)")
+_ENGINE_CLONE = re.compile(rf"(?i)\bgit\s+(?:-\S+(?:\s+[^-\s]\S*)?\s+)*clone\b.*(?:/|\s){ENGINE}(?:\.git)?(?:[\s\"']|$)")
+_CHECKOUT = re.compile(r"\bgit\s+(?:-\S+(?:\s+[^-\s]\S*)?\s+)*(?:checkout|switch|reset\s+--hard)\s+(?:--detach\s+|-[bBcC]\s+\S+\s+)?([^\s;&|-]\S*)")
+_ARCHIVE = re.compile(rf"(?i)/{ENGINE}/(?:archive|tarball|zipball)/(?:refs/tags/)?(\S+?)(?:\.zip|\.tar\.gz|\.tgz)?(?=[\s\"'#]|$)"
+                      rf"|(?<![\w.-]){ENGINE}-(\d+(?:\.\d+)+(?:\.?post\d+)?)(?![\w.+-]*\.whl)(?=[/\s\"'.]|$)")
 _CLONE_BRANCH = re.compile(r"(?:\s-b|\s--branch)(?:\s+|=)(\S+)")
 
 
@@ -1281,11 +1286,38 @@ def _engine_mentions(text: str, rel: str) -> List[Pin]:
         pins += [_any_extras(p.dist, p.spec, p.source) for p in _keyed_pins(line, rel, {ENGINE}) + _engine_table(line, rel)]
         if _ENGINE_CLONE.search(line):
             branch = _CLONE_BRANCH.search(line)
-            release = _RELEASE.fullmatch(branch.group(1).strip("\"'")) if branch else None
-            pins += [_any_extras(ENGINE, f"=={release.group(1)}", f"{rel} (a clone of that release)")] if release else [
-                Pin(COMPUTED, "", f"{rel} (a clone of {ENGINE} at {branch.group(1)[:40]})")] if branch else []
+            pins += [_release_at(branch.group(1), rel, "a clone")] if branch else [
+                _release_at(ref, rel, "a checkout") for ref in _CHECKOUT.findall(text)[:MAX_PINS]]
+        for tag, directory in _ARCHIVE.findall(line):  # (a tag's archive, a directory named by its release: AV)
+            pins.append(_release_at(tag or "v" + directory, rel, "a source archive"))
     return pins[:MAX_PINS] + ([Pin(COMPUTED, "", f"{rel} (more {ENGINE} releases than are read)")]
                               if len(pins) > MAX_PINS else [])
+
+
+def _release_at(ref: str, rel: str, what: str) -> Pin:
+    """The engine at a git ref or an archive's tag (`v0.4.9.post2`): that release with any extras; one that decides
+    nothing for a ref naming no release (a branch, a commit)."""
+    release = _TAG.fullmatch(ref.strip("\"'"))
+    return _any_extras(ENGINE, f"=={release.group(1)}", f"{rel} ({what} of that release)") if release else Pin(
+        COMPUTED, "", f"{rel} ({what} of {ENGINE} at {ref[:40]}, not read as a release)")
+
+
+def _engine_blocks(text: str, rel: str) -> List[Pin]:
+    """A TOML table of its own naming the engine (`[tool.uv.sources.sglang]`, `[tool.poetry.dependencies.sglang]`
+    with `git =` and `tag =` on lines of their own: round AV), read as the inline table it is (_engine_table)."""
+    pins: List[Pin] = []
+    lines = text.splitlines()[:MAX_PINS * 4096]
+    for at, line in enumerate(lines):
+        header = re.match(rf"""(?i)^\s*\[[^\[\]]*?(?:^|\.|\[)["']?{ENGINE}["']?\]\s*$""", line)
+        if not header:
+            continue
+        body = []
+        for later in lines[at + 1:at + 1 + 64]:
+            if later.lstrip().startswith("["):
+                break
+            body.append(later.strip())
+        pins += _engine_table(f"{ENGINE} = {{{', '.join(b for b in body if b and not b.startswith('#'))}}}", rel)
+    return pins[:MAX_PINS]
 
 
 _NAMED_AS = re.compile(r"""^\s*-?\s*["']?(?:name|pname|package)["']?\s*[:=]\s*["']?([A-Za-z0-9][\w.-]*)["']?\s*[,;]?\s*$""")

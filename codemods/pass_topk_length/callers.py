@@ -401,7 +401,8 @@ def _outer_callers(at_call: "At", fname: str, sources: List[ast.AST], depth: int
     if fn.name == fname:
         return None  # (another class's method of the name, a hybrid's or a wrapper's dispatch to its child: its
         # callers spell the name, read as this walk's; a torch module's is refused above, round AN/AO; stated: a
-        # subclass of the wrapper handing `super().forward` other rows, round AT's t2)
+        # subclass of the wrapper handing `super().forward` other rows, round AT's t2; one taking the rows at other
+        # places than the traced function, read by the traced places, round AV's v2)
     lookup = proj.computed_lookup(fn.name)
     if lookup is not None:
         return at(f"`{fn.name}` hands `{fname}` what it is handed, and `{lookup.what}` at {lookup.where()} fetches a "
@@ -1932,7 +1933,7 @@ def _method(f, fn) -> bool:
     """A def of a class body (under an `if` there too: _body_defs) whose first parameter is its own object (or
     class): not a staticmethod's (round W)."""
     up = f.parents.get(id(fn))
-    while isinstance(up, (ast.If, ast.Try, ast.With, ast.For, ast.While, ast.ExceptHandler)):
+    while isinstance(up, _BLOCKS + (ast.ExceptHandler, ast.match_case)):  # (a `case` of a `match` too: round AV)
         up = f.parents.get(id(up))
     return isinstance(up, ast.ClassDef) and not any(
         reach._unparse(d) in ("staticmethod", "builtins.staticmethod") for d in fn.decorator_list)
@@ -2088,17 +2089,23 @@ def _files_and_module(proj, names) -> list:
 
 
 def _body_defs(cls: ast.ClassDef) -> List[ast.AST]:
-    """The defs a class body binds, also under an `if`, a `try` or a `with` there (round AF: `if FUSED: def
-    evict(...)`), not those nested in a def or a class."""
+    """The defs a class body binds, also under an `if`, a `try`, a `with` or a `match` there (round AF: `if FUSED:
+    def evict(...)`), not those nested in a def or a class."""
     out, todo = [], list(cls.body)
     while todo:
         stmt = todo.pop(0)
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             out.append(stmt)
-        elif isinstance(stmt, (ast.If, ast.Try, ast.With, ast.For, ast.While)) or type(stmt).__name__ == "TryStar":
-            todo += [*stmt.body, *getattr(stmt, "orelse", []), *getattr(stmt, "finalbody", []),
-                     *(s for h in getattr(stmt, "handlers", []) for s in h.body)]
+        elif isinstance(stmt, _BLOCKS):
+            todo += [*getattr(stmt, "body", []), *getattr(stmt, "orelse", []), *getattr(stmt, "finalbody", []),
+                     *(s for h in getattr(stmt, "handlers", []) for s in h.body),
+                     *(s for c in getattr(stmt, "cases", []) for s in c.body)]
     return out
+
+
+# the compound statements a class body may bind a def under (`if FUSED: def evict(...)`, a `match` per platform)
+_BLOCKS = (ast.If, ast.Try, ast.With, ast.AsyncWith, ast.For, ast.AsyncFor, ast.While, ast.Match) + (
+    (ast.TryStar,) if hasattr(ast, "TryStar") else ())
 
 
 def _param_changed(f, fdef, place: int) -> bool:

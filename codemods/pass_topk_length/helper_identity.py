@@ -88,6 +88,11 @@ class HelperIdentity:
             lines = sorted(self.tree.line(getattr(a, "node", None)) for a in defs if getattr(a, "node", None) is not None)
             return (f"{fn.qualname} is bound {len(defs)} times (lines {', '.join(map(str, lines))}); "
                     "a caller may reach a definition without topk_length")
+        block = self._conditional_block(fn.node) if fn.class_name else None
+        if block is not None:
+            return (f"{fn.qualname} is defined under {block} in its class's body (line {self.tree.line(fn.node)}): where "
+                    "it is not bound, callers reach a base's method of the name (round AV); define it unconditionally, "
+                    "or add topk_length by hand")
         for cls in self.find(cst.ClassDef) if fn.class_name else ():  # (a subclass's `_forward = _forward_coalesced`:
             for line in cls.body.body:  # its instances reach that function by the helper's name, round AK)
                 small = line.body if isinstance(line, cst.SimpleStatementLine) else []
@@ -177,6 +182,16 @@ class HelperIdentity:
                 if k.keyword is not None and k.keyword.value == "metaclass" and name not in PLAIN_METACLASSES:
                     out.setdefault(node.name.value, (node, _code(k.value).strip()))
         return out
+
+    def _conditional_block(self, node: cst.FunctionDef) -> Optional[str]:
+        """The block of its class's body a method is defined under (`if FUSED:`, `try:`/`else:`, a `match` case, a
+        loop, a `with`), by its keyword; None where the body binds it directly."""
+        for up in self.tree.ancestors(node):
+            if isinstance(up, (cst.ClassDef, cst.FunctionDef)):
+                return None
+            if isinstance(up, (cst.If, cst.Try, cst.TryStar, cst.With, cst.For, cst.While, cst.Match)):
+                return f"`{type(up).__name__.lower().replace('trystar', 'try')}`"
+        return None
 
     def _in_class_body(self, node: cst.FunctionDef) -> bool:
         """Is the def a method: directly in a class's body, wherever that class is (in a function too)?"""

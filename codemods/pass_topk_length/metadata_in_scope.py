@@ -8,7 +8,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
-from libcst.metadata import FunctionScope
+from libcst.metadata import FunctionScope, GlobalScope
 
 from topk_migrate.cst.resolve import dotted
 from topk_migrate.cst.scopecheck import root_binding
@@ -759,6 +759,8 @@ class MetadataInScope:
             return False
         name = (dotted(value.func) or "").rsplit(".", 1)[-1]
         if name[:1].isupper():  # (round Y: not a namespace of another object's `**vars(plan)`, a class serving its
+            if isinstance(value.func, cst.Name) and not self._bound_at_module_level(value.func):
+                return False  # (a local or a parameter spelled like a class may hold a pool's maker: round AV)
             return not any(a.star for a in value.args) and not self._serves_any(name) \
                 and not self._recycled(dotted(value.func) or name)  # reads by __getattr__; a base's `__new__`
             # handing back a live one: AD)
@@ -803,10 +805,25 @@ class MetadataInScope:
         `__post_init__` storing anything but its own parameters (round AG: a record base moving each tensor field into
         a per-shape static buffer); a base the reader cannot name may."""
         found = self._project_class_spelled(spelled)
-        if found is None:  # (`self.Record(...)`; a capitalised name the project binds to an object or a def: a
-            return "." in spelled and spelled.split(".")[0] not in self._module_names() \
-                or self._bound_not_a_class(spelled)  # callable interner handing back one record per shape, AN)
-        return self._class_recycles(found)
+        if found is not None:
+            return self._class_recycles(found)
+        *prefix, _ = spelled.split(".")  # (`self.Record(...)`; a capitalised name the project binds to an object or a
+        if prefix:  # def: a callable interner handing back one record per shape, AN; read off a project module,
+            return prefix[0] not in self._module_names() or self._project_module(prefix) is not None  # not a class: AV)
+        return self._bound_not_a_class(spelled)
+
+    def _project_module(self, prefix: List[str]):
+        """The project file a dotted prefix (`graph_records`, `pkg.records`) names through this file's imports."""
+        own = self.project().checked_file(self.source)
+        if own is None or not all(p.isidentifier() for p in prefix):
+            return None
+        module = own.module_of(ast.parse(".".join(prefix), mode="eval").body)
+        return callers._imported_file(self.project(), own, module) if module else None
+
+    def _bound_at_module_level(self, name: cst.Name) -> bool:
+        """Is every binding of the name where it is read its module's (an import, a class, a module-level alias)?"""
+        found = self.tree.binding(name, name.value).assignments
+        return bool(found) and all(isinstance(getattr(a, "scope", None), GlobalScope) for a in found)
 
     def _class_recycles(self, found: Tuple[object, ast.ClassDef]) -> bool:
         """_recycled, for a class of the project found as (file, class)."""
@@ -836,11 +853,7 @@ class MetadataInScope:
         if own is None:
             return None
         *prefix, name = spelled.split(".")
-        g = own
-        if prefix:
-            module = own.module_of(ast.parse(".".join(prefix), mode="eval").body) if all(
-                p.isidentifier() for p in prefix) else None
-            g = callers._imported_file(proj, own, module) if module else None
+        g = self._project_module(prefix) if prefix else own
         home = callers._import_home(proj, g, name) if g is not None else None
         g, name = home or (g, name)
         classes = [c for c in (g.class_defs if g is not None else []) if c.name == name]

@@ -984,8 +984,13 @@ def _other_dtype(call: cst.Call, first: int = 0) -> Optional[str]:
 def _regroups(call: cst.Call, first: int = 0) -> Optional[str]:
     """Why a view or reshape of the indices may regroup each row's entries (`[s, k]` to `[s, h, k / h]`: the kernel
     reads the first group, the metadata counts the whole row: round AK); only `[s, k]` and `[s, 1, k]` pass, the last
-    size `-1` or the indices' own last (`x.shape[-1]`, `x.size(-1)`), or the rows `-1` (inferred)."""
+    size `-1` or the indices' own last (`x.shape[-1]`, `x.size(-1)`), or the rows `-1` (inferred); an unsqueeze or
+    squeeze only at dim 1 or -2 (round AV)."""
     op = (get_full_name_for_node(call.func) or "").rsplit(".", 1)[-1]
+    if op in ("unsqueeze", "squeeze"):  # (only an axis before the entries': `unsqueeze(-1)` makes each entry a
+        dims = [a.value for a in call.args if not a.star][first:]  # row of one, the kernel's width 1: round AV)
+        return None if len(dims) == 1 and _int(dims[0]) in (1, -2) else \
+            f"`{_brief(call, 80)}` may move the entries off the last axis (only a dim of 1 or -2 keeps them)"
     if op not in ("view", "reshape"):
         return None
     parts = [a.value for a in call.args if not a.keyword and not a.star][first:]
@@ -1249,6 +1254,8 @@ def may_share(e: Optional[cst.CSTNode]) -> Set[str]:
     if isinstance(e, (cst.Dict, cst.Set, cst.DictComp, cst.SetComp, cst.ListComp, cst.GeneratorExp)):
         return {n.value for n in _names_in(e)}  # a container holds what it names (round S); (a lambda's own writes
         # are read where it is written, as any nested code's are)
+    if isinstance(e, (cst.BinaryOperation, cst.UnaryOperation)) and _passed_through(e):
+        return set().union(*(may_share(x) for x in _passed_through(e)))
     if isinstance(e, _NO_ROWS) or isinstance(e, (cst.BinaryOperation, cst.UnaryOperation)):
         return set()
     if isinstance(e, cst.Subscript):
@@ -1423,6 +1430,18 @@ def _pure_torch(call: Optional[cst.CSTNode]) -> bool:
         return False
     return _code(call.func.value) == "torch" and not call.func.attr.value.endswith("_") \
         and not any(a.keyword is not None and a.keyword.value == "out" for a in call.args)
+
+
+def _passed_through(e: cst.BaseExpression) -> List[cst.BaseExpression]:
+    """The operands an operation hands back as they are (round AV): `+t` is t itself; a list or tuple display
+    repeated or joined (`[idx] * n`, `[idx] + rest`) holds the very objects it names. Arithmetic on tensors makes
+    new ones: none."""
+    if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Plus):
+        return [e.expression]
+    if isinstance(e, cst.BinaryOperation) and any(
+            isinstance(x, (cst.List, cst.Tuple, cst.ListComp)) for x in (e.left, e.right)):
+        return [e.left, e.right]
+    return []
 
 
 def writes_in(tree: Tree, owner: cst.CSTNode, name: str) -> _Writes:
@@ -1698,6 +1717,10 @@ class IndexTrace:
                 head = len(e.slice) == 3 and i == 1 and isinstance(s, cst.Index) and _int(s.value) == 0  # INDEX_HEAD
                 if not (full or head):
                     return f"`{_code(e)}` narrows or selects top-k entries"
+                if isinstance(s, cst.Index) and isinstance(s.value, cst.Name) and s.value.value == "None" and (
+                        i != 1 or any(isinstance(x.slice, cst.Index) and isinstance(x.slice.value, cst.Ellipsis)
+                                      for x in e.slice)):  # (`x[..., None]`: each entry a row of one, round AV)
+                    return f"`{_code(e)}` may add an axis after the entries' (only `x[:, None]` keeps them last)"
             return self.hazard(e.value)
         if isinstance(e, cst.Call):
             return self._call(e)
@@ -2369,6 +2392,8 @@ def _origins(tree: Tree, fdef: cst.FunctionDef, e: Optional[cst.BaseExpression],
         return out
     if isinstance(e, cst.Attribute):
         return set() if e.attr.value in NO_DATA_ATTRS else {_code(e).strip()}
+    if isinstance(e, (cst.BinaryOperation, cst.UnaryOperation)) and _passed_through(e):
+        return set().union(*(_origins(tree, fdef, x, depth + 1) for x in _passed_through(e)))
     if isinstance(e, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison)) or isinstance(e, _NO_ROWS):
         return set()
     if isinstance(e, cst.Call):
