@@ -72,11 +72,14 @@ def test_round_au_a_step_fetched_by_a_computed_name(tmp_path, lookup, fixable):
     assert (site.status is Status.FIXABLE) is fixable, site.reason
 
 
-_MASKED = HANDED_INDICES.replace(
+_SELECTED = HANDED_INDICES.replace(
     "        return self._forward_flashmla_sparse(q, kv, topk_indices, scale)\n",
-    "        valid = topk_indices >= 0\n{use}        kept = torch.where(valid, topk_indices, -1)\n"
-    "        return self._forward_flashmla_sparse(q, kv, kept, scale)\n").replace(
-    "from sgl_kernel", "import torch\nfrom sgl_kernel") + "\n\ndef narrow(mask, start):\n    mask &= start > 0\n"
+    "{select}        return self._forward_flashmla_sparse(q, kv, kept, scale)\n").replace(
+    "from sgl_kernel", "import torch\nfrom sgl_kernel")
+
+
+_MASKED = _SELECTED.replace("{select}", "        valid = topk_indices >= 0\n{use}        kept = torch.where(valid, topk_indices, -1)\n"
+                             ) + "\n\ndef narrow(mask, start):\n    mask &= start > 0\n"
 
 
 @pytest.mark.parametrize("use, fixable", [
@@ -90,12 +93,6 @@ _MASKED = HANDED_INDICES.replace(
 def test_round_au_a_validity_mask_leaving_its_function(tmp_path, use, fixable):
     site = _files_site(tmp_path, {}, _MASKED.replace("{use}", use))
     assert (site.status is Status.FIXABLE) is fixable, site.reason
-
-
-_SELECTED = HANDED_INDICES.replace(
-    "        return self._forward_flashmla_sparse(q, kv, topk_indices, scale)\n",
-    "{select}        return self._forward_flashmla_sparse(q, kv, kept, scale)\n").replace(
-    "from sgl_kernel", "import torch\nfrom sgl_kernel")
 
 
 @pytest.mark.parametrize("select, fixable", [

@@ -4,6 +4,7 @@ class body's `match`, and a capitalised maker bound below module level or read o
 import pytest
 
 from test_kernel_gate import site_in
+from test_round_au import _SELECTED
 from test_soundness import ANNOTATED_HOLDER, HANDED_INDICES, _files_site
 from topk_migrate.model import Status
 
@@ -69,10 +70,7 @@ def test_round_av_a_capitalised_maker(tmp_path, signature, maker, fixable):
     assert (site.status is Status.FIXABLE) is fixable, site.reason
 
 
-_SHAPED = HANDED_INDICES.replace(
-    "        return self._forward_flashmla_sparse(q, kv, topk_indices, scale)\n",
-    "{step}        return self._forward_flashmla_sparse(q, kv, kept, scale)\n").replace(
-    "from sgl_kernel", "import torch\nfrom sgl_kernel")
+_SHAPED = _SELECTED.replace("{select}", "{step}")
 
 
 @pytest.mark.parametrize("step, fixable", [
