@@ -1,7 +1,9 @@
 """The engine's own files that give the width's field a value of their own (field_writes): files of sglang's
 releases (a config class's default, `getattr(cfg, "index_topk", C4_TOPK)`), keyed by field_writes.file_key (their
 bytes); and the releases' defs of the functions and methods the traces trust by name (engine_defs), keyed by
-engine_defs.fingerprint. Rebuilt by `python3 bench/engine_spellings.py`; a file a fork changes is its own."""
+engine_defs.fingerprint; and the releases' batch module with the modules its `ForwardBatch` derives from
+(field_meaning.batch_forked), by their bytes. Rebuilt by `python3 bench/engine_spellings.py`; a file a fork changes
+is its own."""
 ENGINE_FILES = {
     '9adf7030a4f6a39459934d28': 'sglang 0.5.12 sglang/srt/configs/deepseek_v4.py',
     'b212439c1cd2e32e289512d1': 'sglang 0.5.12 sglang/srt/configs/model_config.py',
