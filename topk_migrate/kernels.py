@@ -1302,14 +1302,16 @@ def _release_at(ref: str, rel: str, what: str) -> Pin:
         COMPUTED, "", f"{rel} ({what} of {ENGINE} at {ref[:40]}, not read as a release)")
 
 
+_ENGINE_HEADER = re.compile(rf"""(?i)^\s*\[[^\[\]]*?(?:^|\.|\[)["']?{ENGINE}["']?\]\s*$""")
+
+
 def _engine_blocks(text: str, rel: str) -> List[Pin]:
     """A TOML table of its own naming the engine (`[tool.uv.sources.sglang]`, `[tool.poetry.dependencies.sglang]`
     with `git =` and `tag =` on lines of their own: round AV), read as the inline table it is (_engine_table)."""
     pins: List[Pin] = []
     lines = text.splitlines()[:MAX_PINS * 4096]
     for at, line in enumerate(lines):
-        header = re.match(rf"""(?i)^\s*\[[^\[\]]*?(?:^|\.|\[)["']?{ENGINE}["']?\]\s*$""", line)
-        if not header:
+        if not _ENGINE_HEADER.match(line):
             continue
         body = []
         for later in lines[at + 1:at + 1 + 64]:

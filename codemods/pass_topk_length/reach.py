@@ -630,15 +630,15 @@ class Project:
         `pydoc.locate(path)`, `operator.methodcaller(op)`: round AP) or an item of a namespace (`globals()[key]`,
         `vars(type(self))[key]`, `Cls.__dict__.get(key)`: round AU); a name built by an f-string may be only what its
         text's parts allow (`f"forward_{mode}"` fetches no `_ring_step`). A function no file calls by name is no
-        entry point where one may fetch it; None where none may. Read once per name."""
-        done = self.__dict__.setdefault("_computed_lookup", {})
-        if name not in done:
-            own = self.__dict__.get("_checked")
+        entry point where one may fetch it; None where none may."""
+        own = self.__dict__.get("_checked")
+        done = self.__dict__.setdefault("_lookups", {})  # (every lookup's key, read once per module checked)
+        if id(own) not in done:
             files = [*self.files_naming(sorted(_NAME_LOOKUPS | _NAMESPACES)), *([own] if own is not None else [])]
-            done[name] = next((Finding(self.rel(f.path), node.lineno, _unparse(node)[:60]) for f in files
-                               for node in ast.walk(f.tree) for key in [_looked_up_name(node)]
-                               if key is not None and _may_spell(key, name)), None)
-        return done[name]
+            done[id(own)] = [(f, node, key) for f in files for node in ast.walk(f.tree)
+                             for key in [_looked_up_name(node)] if key is not None]
+        return next((Finding(self.rel(f.path), node.lineno, _unparse(node)[:60])
+                     for f, node, key in done[id(own)] if _may_spell(key, name)), None)
 
     def files_naming(self, names: Iterable[str], also: Iterable[str] = ()) -> List[_File]:
         """The parsed files whose text names one of `names` as a word (and, given `also`, one of those too)."""

@@ -1938,7 +1938,7 @@ class IndexTrace:
         fdef = next((a for a in self.tree.ancestors(name) if isinstance(a, cst.FunctionDef)), None)
         owner = fdef if fdef is not None else self.tree.module
         names = {name.value} | set(aliases_in(self.tree, owner, name.value))
-        for ref in self.find_names(owner, names):
+        for ref in (n for n in _names_in(owner) if n.value in names and not self._not_a_read(n)):
             up = self.tree.parent.get(ref)
             while isinstance(up, (cst.Element, cst.List, cst.Tuple, cst.Set, cst.DictElement, cst.Dict, cst.StarredElement)):
                 up = self.tree.parent.get(up)
@@ -1952,20 +1952,10 @@ class IndexTrace:
                 return True
         return False
 
-    def find_names(self, owner: cst.CSTNode, names: Set[str]) -> List[cst.Name]:
-        """The names under owner spelling one of `names`, read (not a target, an attribute or a keyword's name)."""
-        out: List[cst.Name] = []
-
-        class Reads(cst.CSTVisitor):
-            def visit_Name(self, node: cst.Name) -> None:
-                if node.value in names:
-                    out.append(node)
-        owner.visit(Reads())
-        return [n for n in out if not self._not_a_read(n)]
-
     def _not_a_read(self, n: cst.Name) -> bool:
+        """A name _names_in finds that reads nothing: a keyword's name, a target, a parameter, a def's own name."""
         up = self.tree.parent.get(n)
-        return isinstance(up, cst.Attribute) and up.attr is n or isinstance(up, cst.Arg) and up.keyword is n \
+        return isinstance(up, cst.Arg) and up.keyword is n \
             or isinstance(up, (cst.AssignTarget, cst.Param, cst.FunctionDef, cst.ClassDef)) \
             or isinstance(up, (cst.AugAssign, cst.AnnAssign)) and up.target is n
 
