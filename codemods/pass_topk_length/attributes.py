@@ -12,7 +12,7 @@ from libcst.metadata import FunctionScope
 
 from topk_migrate.cst.resolve import CallInfo
 
-from . import reach
+from . import class_escape, reach
 from .helper_identity import ARGUMENT_PASSING_DECORATORS
 from .syntax import _code, _descendants, _is_name, assigned_target
 
@@ -244,7 +244,7 @@ def _project_writes(a, cls: cst.ClassDef, attr: str) -> Optional[str]:
                     f"{' and from ' + ast.unparse(other[0]) if other else ''}, and may set or read `{attr}` its own way")
     for w in proj.attribute_writes({attr} | _OBJECT_WRITES, seeds, set()):
         return f"{w.what} at {w.where()}: it may give `self.{attr}` another value"
-    for w in proj.reflection({attr, *seeds}, seeds, set(), attr):
+    for w in proj.reflection({attr, *seeds}, seeds, set(), attr, handed=class_escape.handed_off(proj, seeds)):
         return f"{w.what} at {w.where()} may give `self.{attr}` another value, which the analysis cannot follow"
     return None
 

@@ -15,7 +15,7 @@ from typing import List, NamedTuple, Optional, Set, Tuple
 
 from topk_migrate import kernels
 
-from . import built_names, engine_defs, reach
+from . import built_names, class_escape, engine_defs, reach
 from .rows import (
     _INPLACE_SLOT,
     _WRITING_FUNCTIONS,
@@ -61,6 +61,7 @@ class Outer(NamedTuple):
     fields: frozenset = frozenset()
     method: bool = False
     mine: Optional[frozenset] = None  # (the traced method's classes, where its own callers are read: unchanged_callers)
+    seen: Optional[frozenset] = None  # (a trusted wrapper's walk: the classes whose own calls the walk read already)
 
 
 _TOP = Outer()  # (the traced function's own callers)
@@ -86,7 +87,10 @@ def unchanged_callers(proj, name: str, wanted: Wanted, mine: Optional[Set[Tuple[
         for node in ast.walk(f.tree):
             if outer.method and isinstance(node, ast.Name) and not isinstance(f.enclosing(node, _SCOPES), ast.ClassDef):
                 continue  # (a method is reached by a bare name only where some binding spells it: that one is read)
-            if any(_spells(node, n) for n in spelled) and not _elsewhere(proj, f, node, mine):
+            if not any(_spells(node, n) for n in spelled) or outer.seen is not None \
+                    and not _elsewhere(proj, f, node, outer.seen):
+                continue  # (another name; or read by the walk that trusted the wrapper)
+            if not _elsewhere(proj, f, node, mine):
                 found = _caller(proj, f, node, name, wanted, (named, outer))
                 if found is not None:
                     return found
@@ -185,7 +189,8 @@ def _may_lend(f, name: ast.Name, methods: Set[str]) -> bool:
         return up.attr in methods or up.attr in ("__dict__", "__getattribute__")
     while isinstance(up, ast.Tuple):
         up = f.parents.get(id(up))
-    return isinstance(up, ast.Call) and up.func is not name and reach._unparse(up.func) not in ("isinstance", "issubclass")
+    return isinstance(up, ast.Call) and up.func is not name and reach._unparse(up.func) not in (
+        "isinstance", "issubclass") and not class_escape.kept_locally(f, name)  # (a local list tested against)
 
 
 def _forwards_lookup(proj, f, cls: ast.ClassDef, name: str) -> bool:
@@ -266,7 +271,7 @@ def _caller(proj, f, node: ast.AST, fname: str, want: Wanted,
     why = _sibling_written(proj, f, fn, call, known=f is proj.own()) or _awaits_before(f, fn, call)
     if why:
         return at(f"`{reach._unparse(call)[:60]}` in `{fn.name}` {why}")
-    return _outer_callers(At(proj, f, fn, call), fname, sources, outer.depth, outer.mine)
+    return _outer_callers(At(proj, f, fn, call), (fname, want, named), sources, outer.depth, outer.mine)
 
 
 def _sources(proj, f, call: ast.Call, want: Wanted, named: frozenset, fields: dict) -> List[ast.AST]:
@@ -377,48 +382,58 @@ def _dataclass_fields(cls: ast.ClassDef) -> Optional[List[str]]:
 OUTER_DEPTH = 4
 
 
-def _outer_callers(at_call: "At", fname: str, sources: List[ast.AST], depth: int,
+def _outer_callers(at_call: "At", traced: Tuple[str, Wanted, frozenset], sources: List[ast.AST], depth: int,
                    mine: Optional[frozenset] = None) -> Optional[reach.Finding]:
-    """A caller of another name that hands on its own parameters (or attributes of them) is only as right as what
-    its callers hand it: they are read by the same rules, up the project to a function no file calls (an entry
-    point), the engine's dispatch, or an override of the traced name (whose callers are this walk's); a parameter
-    no call hands runs with its default (round AM: a launcher's `step.indices` sorted by its own caller)."""
+    """A caller that hands on its own parameters (or attributes of them) is only as right as what its callers hand
+    it: they are read by the same rules, up the project to a function no file calls (an entry point), the engine's
+    dispatch, or a function of the traced name taking them at the traced places (whose callers are this walk's: an
+    override, a wrapper's dispatch to its child); a parameter no call hands runs with its default (round AM: a
+    launcher's `step.indices` sorted by its own caller)."""
     proj, f, fn, call = at_call
+    fname, want, named = traced
     cls = f.parents.get(id(fn))
-    if _entry(f, fn) or fn.name == fname and (mine is None or isinstance(cls, ast.ClassDef) and (f.path, cls.name) in mine):
-        return None  # (an override of the traced method: its callers are this walk's)
-    at = lambda why: reach.Finding(proj.rel(f.path), getattr(call, "lineno", 0), why)  # noqa: E731
     read = _roots_read(sources)
     roots = set(read)
-    if not roots:
+    if _entry(proj, f, fn) or not roots:
         return None
+    a = fn.args
+    method = _method(f, fn)
+    positional = [x.arg for x in a.posonlyargs + a.args][1 if method else 0:]
+    wanted = wanted_of(positional, roots, a.vararg.arg if a.vararg else "", a.kwarg.arg if a.kwarg else "")
+    if fn.name == fname:  # (its own call read as a bound method's, as the traced function's callers read theirs)
+        bound = set(_roots_read(_handed_as_bound(call, want, named)))
+        wanted = wanted_of(positional, bound & roots, a.vararg.arg if a.vararg else "", a.kwarg.arg if a.kwarg else "")
+    same = fn.name == fname and (_covered(_places(wanted), want, call) or _engine_interface(proj, f, cls))
+    if fn.name == fname and not same:  # (every call of the name is read at every place one of them takes the rows
+        wanted = tuple(sorted(set(wanted) | set(want), key=str))  # at: a fixpoint, the places only grow)
+    if same and (mine is None or isinstance(cls, ast.ClassDef) and (f.path, cls.name) in mine):
+        return None  # (an override of the traced method taking the rows where it does: its callers are this walk's)
+    at = lambda why: reach.Finding(proj.rel(f.path), getattr(call, "lineno", 0), why)  # noqa: E731
     if fn.name.startswith("__") and fn.name.endswith("__") or fn.name == "forward" and isinstance(cls, ast.ClassDef) \
             and (fn.name != fname and any(reach._unparse(b) != "object" for b in cls.bases)
                  or proj.foreign_in_family(f, cls)):
         return at(f"`{fn.name}` hands `{fname}` what it is handed, and Python or torch may call `{fn.name}` without "
                   "spelling its name (`obj(...)`, an `nn.Module`'s `module(...)`, one inherited by a module of it): its "
                   "callers are not seen, so what they hand is not traced")
-    if fn.name == fname:
-        return None  # (another class's method of the name, a hybrid's or a wrapper's dispatch to its child: its
-        # callers spell the name, read as this walk's; a torch module's is refused above, round AN/AO; stated: a
-        # subclass of the wrapper handing `super().forward` other rows, round AT's t2; one taking the rows at other
-        # places than the traced function, read by the traced places, round AV's v2)
-    lookup = proj.computed_lookup(fn.name)
+    if same:  # (another class's method of the name taking the rows where the traced one does, a hybrid's or a
+        # wrapper's dispatch to its child: its callers spell the name, read as this walk's, but for its own class's
+        # `self.forward(...)`/`super().forward(...)`, which this walk took for another class's: round AT's t2; a torch
+        # module's is refused above, round AN/AO. One taking them at other places is walked as a function of another
+        # name: round AV's v2)
+        return _family_callers(at_call, (fname, wanted, frozenset(positional + [x.arg for x in a.kwonlyargs])), depth,
+                               mine)
+    lookup = proj.computed_lookup(fn.name) if fn.name != fname else None  # (the traced name's: as its own calls)
     if lookup is not None:
         return at(f"`{fn.name}` hands `{fname}` what it is handed, and `{lookup.what}` at {lookup.where()} fetches a "
                   f"callable by a name computed at run time, which may be `{fn.name}`: its callers are not all seen")
     if depth >= OUTER_DEPTH:
         return at(f"`{fn.name}` hands `{fname}` what it is handed, {depth + 1} calls from the kernel's rows: the "
                   "callers past that are not read")
-    a = fn.args
-    method = _method(f, fn)
-    positional = [x.arg for x in a.posonlyargs + a.args][1 if method else 0:]
     defaults = _tensor_defaults(fn)
     given = next((n for n in sorted(roots) if n in defaults), None)
     if given is not None:
         return at(f"`{fn.name}` hands `{fname}` its parameter `{given}`, whose default "
                   f"`{reach._unparse(defaults[given])[:40]}` runs where a call does not hand it")
-    wanted = wanted_of(positional, roots, a.vararg.arg if a.vararg else "", a.kwarg.arg if a.kwarg else "")
     inner = frozenset(positional + [x.arg for x in a.kwonlyargs])
     memo = proj.__dict__.setdefault("_outer_callers", {})
     fields = frozenset((p, attrs) for p, attrs in read.items() if attrs)
@@ -431,6 +446,28 @@ def _outer_callers(at_call: "At", fname: str, sources: List[ast.AST], depth: int
     w = memo[key]
     return at(f"`{fn.name}` hands `{fname}` what it is handed, and at {w.where()}, a call of `{fn.name}`: "
               f"{w.what}") if w is not None else None
+
+
+def _family_callers(at_call: "At", traced: Tuple[str, Wanted, frozenset], depth: int,
+                    mine: Optional[frozenset]) -> Optional[reach.Finding]:
+    """The calls of the traced name through `self` or `super()` in the classes of a trusted wrapper's method (its
+    subclasses', its mixins'), which the walk read as another class's (`_elsewhere`), each read at the places the
+    wrapper takes the rows at (`traced`: its name, its wanted, its parameters); None for a module function."""
+    proj, f, fn, call = at_call
+    fname, want, named = traced
+    cls = f.parents.get(id(fn))
+    if not isinstance(cls, ast.ClassDef) or mine is None:
+        return None  # (no class of the walk was set aside: every call of the name was read)
+    memo = proj.__dict__.setdefault("_family_callers", {})
+    key = (f.path, cls.name, want, depth, mine)
+    if key not in memo:
+        memo[key] = None  # (a cycle of calls reads as handing on)
+        memo[key] = unchanged_callers(proj, fname, want, proj.family_of(f, cls), named,
+                                      Outer(depth + 1, frozenset(), True, seen=mine))
+    w = memo[key]
+    return reach.Finding(proj.rel(f.path), getattr(call, "lineno", 0),
+                         f"`{fn.name}` of `{cls.name}` hands `{fname}` what it is handed, and at {w.where()}, a call of "
+                         f"`{fname}`: {w.what}") if w is not None else None
 
 
 def _roots_read(sources: List[ast.AST]) -> dict:
@@ -1971,7 +2008,7 @@ def _handed_root(at: At, source: ast.AST, fname: str, keys: Set[str]) -> Optiona
     expr = source.value if star else source
     if star:
         own = fn.args.vararg if isinstance(source, ast.Starred) else fn.args.kwarg
-        if own is None or not (isinstance(expr, ast.Name) and expr.id == own.arg) or fn.name != fname and not _entry(f, fn):
+        if own is None or not (isinstance(expr, ast.Name) and expr.id == own.arg) or fn.name != fname and not _entry(at.proj, f, fn):
             return f"hands `{reach._unparse(source)[:40]}` on: which rows it holds is not traced"
         return _untouched(at, own.arg, None, keys)
     chain = expr
@@ -2235,12 +2272,49 @@ def _keyed_read(f, up: ast.AST, expr: ast.AST, keys: Set[str]) -> bool:
     return isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value not in keys
 
 
-def _entry(f, fn) -> bool:
-    """The engine's own dispatch (ENTRY_BASES: `forward` of that class in that module), whose `**kwargs` the
-    framework fills: it may hand them on whole. Its body is read as any caller's (a fork's copy may sort the rows)."""
+def _entry(proj, f, fn) -> bool:
+    """The engine's own dispatch (ENTRY_BASES: `forward` of that class in that module, or of a class deriving from
+    it, which the framework calls as it calls the base's: `forward_batch.attn_backend.forward(q, k, v, ...)`), whose
+    `**kwargs` the framework fills: it may hand them on whole. Its body is read as any caller's (a fork's copy may
+    sort the rows)."""
     cls = f.parents.get(id(fn))
-    stem = f.path.replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".py")
-    return fn.name == ENTRY_METHOD and isinstance(cls, ast.ClassDef) and (stem, cls.name) in ENTRY_BASES
+    if fn.name != ENTRY_METHOD or not isinstance(cls, ast.ClassDef):
+        return False
+    return any((_stem(g.path), c.name) in ENTRY_BASES for g, c in [(f, cls), *proj.bases_in_order(f, cls)])
+
+
+def _engine_interface(proj, f, cls) -> bool:
+    """Is cls a class deriving from the engine's dispatch base (ENTRY_BASES), whose methods of the traced name the
+    engine calls through its interface? Taken as called with the interface's places wherever it takes them
+    (assumed, as the framework's own calls are: sglang's `HybridLinearAttnBackend.forward_extend`, `q` after
+    `layer`, called by its own `forward`, which is the engine's dispatch)."""
+    return isinstance(cls, ast.ClassDef) and any((_stem(g.path), c.name) in ENTRY_BASES
+                                                 for g, c in proj.bases_in_order(f, cls))
+
+
+def _stem(path: str) -> str:
+    return path.replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".py")
+
+
+def _handed_as_bound(call: ast.Call, want: Wanted, named: frozenset) -> List[ast.AST]:
+    """What the call hands the traced parameters read as a bound method's call (`x.forward(q, ...)`): a function of
+    the traced name handing on its own parameters from the places it takes them at is the traced function to its
+    callers (the reading of `x` as a class, `Cls.forward(obj, q, ...)`, is the callers' own: _sources)."""
+    return [s for param, place, kind in want for s in _arguments(call, param, place, kind, named)]
+
+
+def _covered(taken: Set[Tuple[Optional[int], str]], want: Wanted, call: ast.Call) -> bool:
+    """Are the places a function of the traced name takes the rows at read already, in each call of the name, by the
+    traced places? Its `**kwargs` handed on whole are (the traced parameters are read by their keywords), and its
+    `*args` where they are handed from the place they start at."""
+    starred = {i for i, a in enumerate(call.args) if isinstance(a, ast.Starred)}
+    return all(kind == "**" or kind == "*" and place in starred or (place, kind) in _places(want)
+               for place, kind in taken)
+
+
+def _places(wanted: Wanted) -> Set[Tuple[Optional[int], str]]:
+    """Where a function takes the traced rows (its places and kinds, whatever its parameters are named)."""
+    return {(place, kind) for _, place, kind in wanted}
 
 
 def wanted_of(positions: List[str], names: Set[str], star: str = "", star_star: str = "") -> Wanted:

@@ -636,9 +636,18 @@ class Project:
         if id(own) not in done:
             files = [*self.files_naming(sorted(_NAME_LOOKUPS | _NAMESPACES)), *([own] if own is not None else [])]
             done[id(own)] = [(f, node, key) for f in files for node in ast.walk(f.tree)
-                             for key in [_looked_up_name(node)] if key is not None]
+                             for key in [_looked_up_name(node)] if key is not None and not self._library_lookup(f, node)]
         return next((Finding(self.rel(f.path), node.lineno, _unparse(node)[:60])
                      for f, node, key in done[id(own)] if _may_spell(key, name)), None)
+
+    def _library_lookup(self, f: _File, node: ast.AST) -> bool:
+        """`getattr(logging, level)`: a lookup off a module the file imports from outside the project (by `import m`,
+        never rebound: `global_names`) fetches that library's member, no function of the project."""
+        if not (isinstance(node, ast.Call) and _unparse(node.func) == "getattr" and node.args):
+            return False
+        held = node.args[0]
+        return isinstance(held, ast.Name) and held.id in f.modules and held.id not in f.global_names \
+            and held.id not in f.ambiguous and self._find_module(f.path, f.modules[held.id].split(".")[0]) is None
 
     def files_naming(self, names: Iterable[str], also: Iterable[str] = ()) -> List[_File]:
         """The parsed files whose text names one of `names` as a word (and, given `also`, one of those too)."""
@@ -1280,7 +1289,7 @@ class Project:
             and value.id in {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
 
     def reflection(self, names: Set[str], seeds: Set[str], modules: Set[str], kernel: str,
-                   chain: Set[str] = frozenset()) -> List[Finding]:
+                   chain: Set[str] = frozenset(), handed: Optional[Finding] = None) -> List[Finding]:
         """Reflective writes in other files: setattr/delattr with a computed name (or through
         `object.__setattr__`, `x.__setattr__`, an alias of setattr) on a receiver that may be related,
         exec/eval, writes through vars()/`__dict__` of such a receiver (`[k] = v`, `.update(...)`, an alias
@@ -1288,10 +1297,13 @@ class Project:
         a base that may be related (an override no file spells). Read: every file that names one of `names`,
         imports the module or is imported by it (docs/soundness.md `whole-project` says what that leaves); and
         writes through namespaces got at run time (namespace_writes), where `chain` adds the names the call
-        reads the kernel through."""
+        reads the kernel through. `handed`, where a class of seeds is handed off as a value (class_escape): every
+        file spelling a setter is read too."""
         related = {(self.module, s) for s in seeds} | {(f.path, c.name) for f, c in self.subclasses(seeds)}
         out = []
         files = {id(f): f for f in self.files_naming(names) + self.importers() + self.imported()}
+        wide = {id(f) for f in self.files_naming(_SETTERS)} - set(files) if handed is not None else set()
+        files.update({id(f): f for f in self.files_naming(_SETTERS) if id(f) in wide})
         out += self.namespace_writes(set(names) | set(chain), related, modules, kernel)
         # (the modules the kernel is read through, not the kernel: a function handed on is replaced only through
         # a namespace, which namespace_writes reads; benchmarks hand the kernel to their timers)
@@ -1321,6 +1333,8 @@ class Project:
                             isinstance(b, ast.Starred) or self._may_reach(f, b, related, modules) for b in bases.elts)):
                         what = f"a class made by `{_unparse(node.func)}(...)` from `{_unparse(bases)}`"
                 if what:
+                    if id(f) in wide:
+                        what += f" (the class is handed on by {handed.what} at {handed.where()})"
                     out.append(Finding(self.rel(f.path), getattr(node, "lineno", 0), what))
         return out
 
@@ -2660,6 +2674,7 @@ def _class_object(v: ast.AST, family: Set[str], by_name: bool = False) -> bool:
 
 
 _HOOKS = {"__setattr__", "__delattr__", "__getattr__", "__getattribute__"}
+_SETTERS = ["setattr", "delattr", "__setattr__", "__delattr__"]  # (a file that may rebind by a computed name)
 _CLASS_MAKERS = {"type", "new_class", "make_dataclass"}  # (a class made at run time: Project._class_machinery)
 
 

@@ -12,7 +12,7 @@ from libcst.helpers import get_full_name_for_node
 
 from topk_migrate.cst.resolve import CallInfo, Function
 
-from . import callers, engine_defs, reach
+from . import callers, class_escape, engine_defs, reach
 from .field_meaning import CLIP_HOW, CLIPPED_FIELDS, ENGINE_HOMES, _clipped_elsewhere
 from .indexes import _text
 from .quick import PARAM
@@ -619,7 +619,8 @@ class WholeProject:
         for w in proj.attribute_writes(chain | _OBJECT_DUNDERS, seeds, objects):
             return (f"{w.what} at {w.where()}: it may replace the kernel `{kernel}` at run time with a function that "
                     "does not take topk_length; pass topk_length by hand once every replacement does")
-        for w in proj.reflection({kernel, *seeds, *helper}, seeds, objects, kernel, chain):  # (and the importers)
+        handed = class_escape.handed_off(proj, seeds) if seeds else None
+        for w in proj.reflection({kernel, *seeds, *helper}, seeds, objects, kernel, chain, handed):  # (and the importers)
             return (f"{w.what} at {w.where()} may rebind the kernel, the helper or its class at run time, which "
                     "the analysis cannot follow; pass topk_length by hand if it cannot")
         named = [(f, n) for f, n in reach.spelled_as_string(proj, kernel, reads=("getattr", "hasattr"))
