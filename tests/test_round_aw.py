@@ -121,3 +121,85 @@ _STEP = ("import logging\n\nfrom backend import Backend\n\n\ndef level_of(b, nam
 def test_round_aw_a_lookup_off_a_library_module(tmp_path, lookup, fixable):
     site = _files_site(tmp_path, {"driver.py": _STEP.format(lookup=lookup)}, HANDED_INDICES)
     assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_CLIP = "forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32)"
+_OTHER_FILE_RECORD = "import paged_records\n"
+
+
+@pytest.mark.parametrize("extend, extra, form", [
+    # w1: another class reaches the annotated holder through a local, a per-mode builder, another file's class
+    ("md", "            md = DSAExtendMetadata(extend_seq_lens=forward_batch.seq_lens)\n", "getattr"),
+    ("self._build(forward_batch)", "", "getattr"),
+    ("paged_records.PagedMetadata(page_table=forward_batch.seq_lens)", "", "getattr"),
+    # the annotation's own class, through a local and a builder of the module
+    ("md", f"            md = DSAMetadata(dsa_cache_seqlens_int32={_CLIP})\n", "plain"),
+    ("self._plain(forward_batch)", "", "plain")])
+def test_round_aw_every_value_the_annotated_holder_gets(tmp_path, extend, extra, form):
+    """Round AW's w1 (metadata-type): the holder's annotation holds only where every value the module stores in it
+    is proven of a class it names (`MetadataType._holds_named`); else the field is read by `getattr`."""
+    from test_soundness import ANNOTATED_HOLDER, KERNEL
+    from topk_migrate.api import migrate_source
+    src = _OTHER_FILE_RECORD + ANNOTATED_HOLDER.format(extend=extend).replace(
+        "        if forward_batch.is_extend:\n", "        if forward_batch.is_extend:\n" + extra).replace(
+        "    def forward(self, q, kv, indices, sm_scale):\n",
+        "    def _build(self, forward_batch):\n        if forward_batch.is_verify:\n"
+        "            return DSAExtendMetadata(extend_seq_lens=forward_batch.seq_lens)\n"
+        f"        return DSAMetadata(dsa_cache_seqlens_int32={_CLIP})\n\n"
+        f"    def _plain(self, forward_batch):\n        return DSAMetadata(dsa_cache_seqlens_int32={_CLIP})\n\n"
+        "    def forward(self, q, kv, indices, sm_scale):\n")
+    (tmp_path / "paged_records.py").write_text("class PagedMetadata:\n    def __init__(self, page_table):\n"
+                                               "        self.page_table = page_table\n")
+    m = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL)
+    assert m.sites[0].status is Status.FIXABLE, m.sites[0].reason
+    read = {"getattr": 'topk_length=getattr(metadata, "dsa_cache_seqlens_int32", None)',
+            "plain": "topk_length=metadata.dsa_cache_seqlens_int32)"}[form]
+    assert read in m.new_source
+
+
+@pytest.mark.parametrize("where, fixable", [
+    # w3: `other=` before `input=` binds by keyword, not by place: the offset lands on the invalid side
+    ("torch.where(topk_indices >= 0, other=topk_indices + 1, input=topk_indices)", False),
+    ("torch.where(topk_indices >= 0, other=topk_indices, input=topk_indices + 1)", True),
+    ("torch.where(topk_indices >= 0, topk_indices + 1, topk_indices)", True)])
+def test_round_aw_where_binds_its_keywords(tmp_path, where, fixable):
+    """Round AW's w3 (indices-front-packed): `torch.where`'s arguments bound as Python binds them
+    (`rows._where_arguments`)."""
+    from test_round_au import _SELECTED
+    site = _files_site(tmp_path, {}, _SELECTED.replace("{select}", f"        kept = {where}\n"))
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+@pytest.mark.parametrize("width, fixable", [
+    # w4's safe variants: the width read through `int()` or `getattr` with a literal name and no default
+    ("int(config.index_topk)", True),
+    ('getattr(config, "index_topk")', True),
+    ('getattr(config, "index_topk", 2048)', False),  # a default of its own: another width where the field lacks
+    ("int(config.index_topk * 2)", False)])
+def test_round_aw_the_width_through_int_and_getattr(tmp_path, width, fixable):
+    from test_soundness import KERNEL, LENGTHS_WRITTEN
+    from topk_migrate.api import migrate_source
+    src = LENGTHS_WRITTEN.format(imports="", write="pass").replace(
+        "class Backend:\n    forward_metadata: DSAMetadata\n",
+        "class Backend:\n    forward_metadata: DSAMetadata\n\n"
+        f"    def __init__(self, config):\n        self.dsa_index_topk = {width}\n").replace(
+        "    def forward(self, q, kv, indices):\n",
+        "    def init_forward_metadata(self, forward_batch):\n        md = DSAMetadata()\n"
+        "        md.dsa_cache_seqlens_int32 = torch.clamp(forward_batch.seq_lens, max=self.dsa_index_topk).to(torch.int32)\n"
+        "        self.forward_metadata = md\n\n    def forward(self, q, kv, indices):\n")
+    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+    assert (site.status is Status.FIXABLE) is fixable, site.reason
+
+
+_BATCH = ("class ForwardBatch:\n    def __init__(self, topk_indices, order):\n{rebind}"
+          "        self.topk_indices = topk_indices\n")
+
+
+@pytest.mark.parametrize("rebind, fixable", [
+    ("        topk_indices = topk_indices[order]\n", False),  # w2's lead: the parameter bound again before the store
+    ("        topk_indices.sort_(dim=-1)\n", False),
+    ("", True)])
+def test_round_aw_a_record_storing_its_parameter_rebound(tmp_path, rebind, fixable):
+    from test_soundness import BATCH_ATTRIBUTE
+    site = _files_site(tmp_path, {"batch_info.py": _BATCH.format(rebind=rebind)}, BATCH_ATTRIBUTE)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -1057,6 +1057,12 @@ def _is_width(e: ast.AST, resolve: Optional[Resolve] = None, depth: int = 0) -> 
         return _is_width(e.body, resolve, depth + 1) and _is_width(e.orelse, resolve, depth + 1)
     if isinstance(e, ast.Call):
         name = e.func.attr if isinstance(e.func, ast.Attribute) else e.func.id if isinstance(e.func, ast.Name) else ""
+        if isinstance(e.func, ast.Name) and name == "int" and len(e.args) == 1 and not e.keywords:
+            return _is_width(e.args[0], resolve, depth + 1)  # (round AW: `int(hf.index_topk)` is the same width)
+        if isinstance(e.func, ast.Name) and name == "getattr" and len(e.args) == 2 and not e.keywords and isinstance(
+                e.args[1], ast.Constant) and isinstance(e.args[1].value, str) and e.args[1].value.isidentifier():
+            read = ast.copy_location(ast.Attribute(value=e.args[0], attr=e.args[1].value, ctx=ast.Load()), e)
+            return _is_width(read, resolve, depth + 1)  # (`getattr(hf, "index_topk")`, no default: the read)
         if WIDTH_GETTER.fullmatch(name):  # sglang: get_dsa_index_topk(hf_config), the engine's or one read here
             kind, values = _values(e.func, resolve)
             return kind == "engine" or kind == "getter" and bool(values) and all(

@@ -135,14 +135,106 @@ class MetadataType:
         return not optional
 
     def _annotation_contradicted(self, attr: str, annotation: cst.BaseExpression) -> bool:
-        """An annotation is a claim, not a fact (round T): it holds only where no assignment of `<x>.<attr>` in
-        this module constructs a class it does not name (the extend path's other metadata class), and no other
-        file of the project assigns the attribute (a model runner clearing it for an idle batch: what it stores
-        there is not read)."""
-        names = _annotation_names(annotation) or set()
-        return any(self._constructs_other(node.value, names) for node in self.find(cst.Assign) if any(
-            isinstance(t.target, cst.Attribute) and t.target.attr.value == attr for t in node.targets)) \
-            or self.assigned_elsewhere(attr)
+        """An annotation is a claim, not a fact (round T): it holds only where every value this module stores in
+        `<x>.<attr>` is proven an instance of a class it names (round AW: default-deny, `_holds_named`; the extend
+        path's other metadata class, a builder's, another file's class contradict it), and no other file of the
+        project assigns the attribute (a model runner clearing it for an idle batch: what it stores there is not
+        read)."""
+        names = (_annotation_names(annotation) or set()) - {"typing", "t", "Any"}
+        return not self._holds_named(attr, names, 0) or self.assigned_elsewhere(attr)
+
+    def _holds_named(self, attr: str, names: set, depth: int) -> bool:
+        """Is every value the module stores in `<x>.<attr>` (an assignment, an annotated one; an unpacking, an
+        augmented one or `setattr` refuse) of a class `names` names?"""
+        if depth > 4 or not names - TYPING_NAMES:
+            return False
+        for node in self.find((cst.Assign, cst.AnnAssign, cst.AugAssign)):
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            for t in targets:
+                if _is_attr_named(t, attr) and (isinstance(node, cst.AugAssign) or node.value is not None
+                                                and not self._value_named(node.value, names, depth)):
+                    return False
+                if isinstance(t, (cst.Tuple, cst.List)) and any(
+                        _is_attr_named(getattr(e, "value", None), attr) for e in t.elements):
+                    return False
+        return not self.find(cst.Call, lambda c: _code(c.func).strip().rsplit(".", 1)[-1] in (
+            "setattr", "__setattr__") and any(isinstance(a.value, cst.SimpleString) and a.value.evaluated_value == attr
+                                              for a in c.args))
+
+    def _value_named(self, value: cst.BaseExpression, names: set, depth: int) -> bool:
+        """Is `value` proven an instance of a class `names` names: a construction of one, None where the names say
+        Optional, a local bound only to such values, a parameter annotated with them, a method of the module whose
+        every path returns one, `dataclasses.replace` of one, an attribute or a container item the module fills
+        only with them?"""
+        if depth > 4:
+            return False
+        if isinstance(value, cst.Name):
+            return bool(names & {"None", "Optional"}) if value.value == "None" else self._local_named(value, names, depth)
+        if isinstance(value, cst.IfExp):
+            return self._value_named(value.body, names, depth) and self._value_named(value.orelse, names, depth)
+        if isinstance(value, cst.Call):
+            callee = _code(value.func).strip()
+            if callee.rsplit(".", 1)[-1] in names - TYPING_NAMES:
+                return True
+            if callee in ("dataclasses.replace", "replace") and value.args:
+                return self._value_named(value.args[0].value, names, depth + 1)
+            if isinstance(value.func, cst.Attribute) and _is_name(value.func.value, "self"):
+                return self._returns_named(value.func.attr.value, names, depth + 1)
+            return False
+        if isinstance(value, cst.Attribute):
+            return self._holds_named(value.attr.value, names, depth + 1) and not self.assigned_elsewhere(value.attr.value)
+        if isinstance(value, cst.Subscript) and isinstance(value.value, cst.Attribute) and not _literal_key(value):
+            return self._items_named(value.value.attr.value, names, depth + 1)
+        return False
+
+    def _local_named(self, name: cst.Name, names: set, depth: int) -> bool:
+        binding = self.tree.binding(name, name.value)
+        assignments = list(binding.assignments) if binding is not None else []
+        if not assignments:
+            return False
+        for b in assignments:
+            node = getattr(b, "node", None)
+            if isinstance(node, cst.Param):
+                declared = _annotation_names(node.annotation.annotation) if node.annotation else None
+                if declared is None or not declared - TYPING_NAMES or not declared <= names | TYPING_NAMES:
+                    return False
+                continue
+            value = getattr(self.tree.assignment_statement(b), "value", None)
+            if value is None or not self._value_named(value, names, depth + 1):
+                return False
+        return True
+
+    def _returns_named(self, method: str, names: set, depth: int) -> bool:
+        """Does every def of the module named `method` end in a return, and every return of it hand a value of
+        `names` (a per-mode builder)?"""
+        defs = self.find(cst.FunctionDef, lambda d: d.name.value == method)
+        if not defs:
+            return False
+        for d in defs:
+            body = d.body.body if isinstance(d.body, cst.IndentedBlock) else ()
+            last = body[-1] if body else None
+            ends = isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], cst.Return)
+            returns = self.find(cst.Return, None, d)
+            if not ends or any(r.value is None or not self._value_named(r.value, names, depth) for r in returns):
+                return False
+        return True
+
+    def _items_named(self, container: str, names: set, depth: int) -> bool:
+        """Is every item the module stores under a computed key in `<x>.<container>` (a dict of records by batch
+        size; items under literal keys are what literal keys read) of `names`, the container made by a display
+        and filled by item stores only?"""
+        for node in self.find((cst.Assign, cst.AnnAssign)):
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, cst.Subscript) and _is_attr_named(t.value, container) and not _literal_key(t) \
+                        and not self._value_named(node.value, names, depth):
+                    return False
+                if _is_attr_named(t, container) and node.value is not None and not _display_named(
+                        node.value, lambda v: self._value_named(v, names, depth)):
+                    return False
+        return not self.find(cst.Attribute, lambda a: a.attr.value in (
+            "update", "setdefault", "__setitem__", "append", "insert", "extend") and _is_attr_named(a.value, container)) \
+            and not self.assigned_elsewhere(container)
 
     def _constructs_other(self, value: cst.BaseExpression, names: set) -> bool:
         """Is `value` a construction of a class of this module that `names` (an annotation's) does not name?"""
@@ -222,3 +314,27 @@ class MetadataType:
                     if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.target.value == attr:
                         return small.annotation.annotation
         return None
+
+
+def _is_attr_named(node, attr: str) -> bool:
+    """`<x>.<attr>` on any receiver."""
+    return isinstance(node, cst.Attribute) and node.attr.value == attr
+
+
+def _literal_key(sub: cst.Subscript) -> bool:
+    """An item read or stored under a literal key (`table["page_table"]`)."""
+    return len(sub.slice) == 1 and isinstance(sub.slice[0].slice, cst.Index) and isinstance(
+        sub.slice[0].slice.value, (cst.SimpleString, cst.ConcatenatedString, cst.Integer))
+
+
+def _display_named(value: cst.BaseExpression, named) -> bool:
+    """A container display (or `dict()`) whose values under computed keys are each `named`; its literal-keyed
+    values (tensors kept beside the records) are what literal keys read."""
+    if isinstance(value, cst.Call) and _code(value.func).strip() in ("dict", "list") and not value.args:
+        return True
+    if isinstance(value, cst.Dict):
+        return all(isinstance(e, cst.DictElement) and (isinstance(e.key, (cst.SimpleString, cst.ConcatenatedString))
+                                                       or named(e.value)) for e in value.elements)
+    if isinstance(value, (cst.List, cst.Tuple)):
+        return all(isinstance(e, cst.Element) and named(e.value) for e in value.elements)
+    return False

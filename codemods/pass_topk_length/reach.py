@@ -1282,11 +1282,22 @@ class Project:
 
     @staticmethod
     def _bare_parameter(f: _File, node: ast.AST) -> bool:
-        """`self.x = x`: a plain assignment of a parameter of its function, as the trace takes its own."""
+        """`self.x = x`: a plain assignment of a parameter of its function, as the trace takes its own, the name
+        never bound again in the function nor written in place by a method of it (round AW: `q, idx = q[order],
+        idx[order]` before `self.indices = idx`)."""
         value = getattr(node, "value", None)
         fn = f.enclosing(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-        return isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(value, ast.Name) and fn is not None \
-            and value.id in {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
+        if not (isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(value, ast.Name) and fn is not None
+                and value.id in {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}):
+            return False
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Name) and n.id == value.id and not isinstance(n.ctx, ast.Load) \
+                    or isinstance(n, (ast.Global, ast.Nonlocal)) and value.id in n.names:
+                return False
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) \
+                    and n.func.value.id == value.id and n.func.attr.endswith("_") and not n.func.attr.startswith("__"):
+                return False
+        return True
 
     def reflection(self, names: Set[str], seeds: Set[str], modules: Set[str], kernel: str,
                    chain: Set[str] = frozenset(), handed: Optional[Finding] = None) -> List[Finding]:

@@ -1809,9 +1809,13 @@ class IndexTrace:
     def _where(self, e: cst.Call) -> Optional[str]:
         """`torch.where(idx >= 0, x, -1)`: -1 where the tested indices are invalid, and where they are valid their
         own entries, an offset of them or a page table's at them: what the trace finds in the tested ones."""
-        test = self._named_test(e.args[0].value, e)
+        bound = _where_arguments(e)
+        if bound is None:
+            return f"`{_code(e)[:80]}` hands `where` its arguments in a way the trace does not bind"
+        condition, chosen, other = bound
+        test = self._named_test(condition, e)
         valid = _validity_test(test)
-        for branch, invalid_side in ((e.args[1].value, valid is False), (e.args[2].value, valid is True)):
+        for branch, invalid_side in ((chosen, valid is False), (other, valid is True)):
             if _constant_fill(branch) and not (invalid_side and _int(branch) == -1):
                 return f"`{_code(e)}` puts constants into the indices"
         # offsets added to the valid entries, -1 kept where entries are -1: what the test reads and
@@ -1822,7 +1826,7 @@ class IndexTrace:
         if valid is None:  # (a window's or a sink's mask: -1 or another tensor's entries mid-row, round AI)
             return (f"`{_code(e)[:80]}` selects entries by a test other than the indices' validity (`idx >= 0`, "
                     "`idx != -1`), which may leave -1 gaps or other entries before valid ones")
-        for side, b in ((True, e.args[1].value), (False, e.args[2].value)):
+        for side, b in ((True, chosen), (False, other)):
             if _constant_fill(b) or valid is not side and self._only_fill(b):
                 continue  # (-1 where the indices are invalid; a pad of -1 where they are valid is traced: refused)
             if valid is not None and valid is not side and not self._only_fill(b) and not (
@@ -2398,3 +2402,21 @@ def _origins(tree: Tree, fdef: cst.FunctionDef, e: Optional[cst.BaseExpression],
     if isinstance(e, cst.IfExp):
         return _origins(tree, fdef, e.body, depth + 1) | _origins(tree, fdef, e.orelse, depth + 1)
     return {_brief(e, 40)}
+
+
+_WHERE_PARAMETERS = ("condition", "input", "other")
+
+
+def _where_arguments(call: cst.Call):
+    """`torch.where(condition, input, other)`'s three arguments as Python binds them, by place or by keyword in any
+    order (round AW: `other=` written before `input=` swaps what a reading by place takes for each side); None for a
+    star, an unknown keyword or a parameter given twice."""
+    bound = {}
+    for i, a in enumerate(call.args):
+        if a.star:
+            return None
+        key = a.keyword.value if a.keyword is not None else _WHERE_PARAMETERS[i] if i < 3 else None
+        if key not in _WHERE_PARAMETERS or key in bound:
+            return None
+        bound[key] = a.value
+    return tuple(bound[k] for k in _WHERE_PARAMETERS) if len(bound) == 3 else None
