@@ -459,16 +459,23 @@ def _served(e: ast.AST, t: _Tree, depth: int, kind: str = "") -> bool:
     (a local, a module's global) or an attribute of self bound to one anywhere in the file?"""
     if depth >= _SERVED_DEPTH:
         return True  # (past that many bindings the object is not read: it may be one that serves, round AM)
+    if isinstance(e, ast.Name) and _project_module_object(e.id, t):
+        return True  # (round AX: a project module handed as the object, which PEP 562's `__getattr__` may serve)
     if isinstance(e, ast.Name) and _bound_otherwise(e, t):
         return _handed_served(e, t, depth, kind)  # (a parameter: what the calls hand it, round AK; `view, raw =
         # Budget(raw), raw`, `with Budget(raw) as view`: what it holds is not read, round AJ)
     if isinstance(e, ast.Name) or isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == "self":
         return any(_served(v, t, depth + 1, kind) for v in _bound_values(e, t))
+    if isinstance(e, ast.Subscript):
+        return True  # (round AX: `phase_cfgs["decode"]`, an item of a table: what the table holds is not read)
     if not isinstance(e, ast.Call):
         return False
     if reach.hands_computed_mapping(e):
         return True  # (`SimpleNamespace(**{k: min(v, cap) ...})`: any field it holds may be computed, round AM)
     func = e.func
+    if _held_callable(func, t):
+        return True  # (round AX: a method of an instance, `PROFILES.resolve(name, cfg)`; a callable a name holds,
+        # `view = functools.partial(BudgetView, cap=8)`: what it makes is not read)
     maker = _classes_named(func.value.id, t) if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
         else []  # (`Budget.of(raw)`: a method of the class making it)
     classes = maker or (_classes_named(func.id, t) if isinstance(func, ast.Name) else _base_classes(func, t))
@@ -479,6 +486,31 @@ def _served(e: ast.AST, t: _Tree, depth: int, kind: str = "") -> bool:
         _forwards_reads(c) for c, _ in classes) and any(
         _served(a, t, depth + 1, kind) for a in [*e.args, *(k.value for k in e.keywords)])
     # (`budgeted(raw)`: a factory's, round AJ; a class forwarding its reads to a serving object it is handed)
+
+
+def _project_module_object(name: str, t: _Tree) -> bool:
+    """Is `name` bound only by `import m` of a module of the project (a module object, not a name read off one)?"""
+    bindings = _module_bindings(t.tree, name)
+    return bool(bindings) and all(isinstance(b, ast.Import) for b in bindings) and _of_the_project(name, t)
+
+
+def _held_callable(func: ast.AST, t: _Tree) -> bool:
+    """Is the callee a callable held by an object or a variable (a method of an instance, a name assigned a value),
+    not a class, a def or a module's function the file imports?"""
+    if isinstance(func, ast.Attribute):
+        root = func.value
+        if isinstance(root, ast.Attribute) and isinstance(root.value, ast.Name):
+            module = root.value.id  # (`profiles.PROFILES.resolve(...)`: a project module's object, not a class)
+            return _of_the_project(module, t) and any(isinstance(b, ast.Import) for b in _module_bindings(t.tree, module)) \
+                and not _dotted_classes(root, t)
+        if not isinstance(root, ast.Name) or root.id == "self" or _classes_named(root.id, t):
+            return False
+        bindings = _module_bindings(t.tree, root.id)
+        return bool(bindings) and not any(isinstance(b, (ast.Import, ast.ImportFrom, ast.ClassDef)) for b in bindings)
+    if isinstance(func, ast.Name):
+        bindings = _module_bindings(t.tree, func.id)
+        return bool(bindings) and all(isinstance(b, ast.Name) for b in bindings)
+    return False
 
 
 def _forwards_reads(cls: ast.ClassDef) -> bool:

@@ -18,7 +18,7 @@ from .graph_replay import _BRANCHING, _a_record, _handed_self, _is_attr_of_self,
 from .quick import expand
 from .replay_paths import ReplayPaths, _keeps_the_call
 from .rows import _own_returns, local_defs, unproven_local
-from .syntax import _brief, _code, _is_name, bound_targets, constructor_call
+from .syntax import _brief, _code, _is_name, _is_none, bound_targets, constructor_call
 
 _PLAIN_READS = {"isinstance", "getattr", "hasattr", "id", "type", "len", "print", "repr", "str", "vars", "dir"}  # (read; what
 # is done through what they give is judged where it is done)
@@ -1383,13 +1383,22 @@ _NEW_CONTAINERS = {"dict", "list", "set", "defaultdict", "OrderedDict", "collect
                    "collections.OrderedDict", "WeakValueDictionary", "weakref.WeakValueDictionary"}
 
 
+def _made_item(v: cst.BaseExpression) -> bool:
+    """An item of a new container made where it is stored: a call's result, a literal, a new container; not a name
+    or an attribute, which may hold what another object holds too (a parameter: the runner's one record)."""
+    return isinstance(v, (cst.Call, cst.BaseNumber, cst.BaseString)) or _is_none(v) or _fresh_container(v)
+
+
 def _fresh_container(v: cst.BaseExpression) -> bool:
     """A new container: a display or comprehension, or a call of a container class with no positional argument but a
     `defaultdict`'s factory; a conditional of such on both branches."""
     if isinstance(v, cst.IfExp):
         return _fresh_container(v.body) and _fresh_container(v.orelse)
-    if isinstance(v, (cst.Dict, cst.List, cst.Set, cst.Tuple, cst.DictComp, cst.ListComp, cst.SetComp)):
-        return True
+    if isinstance(v, (cst.Dict, cst.List, cst.Set, cst.Tuple)):  # (round AX: its items made here too, not a record
+        return all(_made_item(e.value) for e in v.elements  # handed in: `{max_bs: static_record}`)
+                   if isinstance(e, (cst.Element, cst.DictElement)))
+    if isinstance(v, (cst.DictComp, cst.ListComp, cst.SetComp)):
+        return _made_item(v.value if isinstance(v, cst.DictComp) else v.elt)
     if not isinstance(v, cst.Call) or (get_full_name_for_node(v.func) or "") not in _NEW_CONTAINERS:
         return False
     positional = [a for a in v.args if a.keyword is None and not a.star]

@@ -1129,14 +1129,15 @@ class Project:
         storing on self by a name it is handed a value it computes (`super().__init__(**{k: v + n ...})`,
         `setattr(self, k, v + n)`: round AL). Read once."""
         if "_hook" not in self.__dict__:
-            self._hook = next((Finding(self.rel(f.path), d.lineno, f"{cls.name}'s `{d.name}`")
+            self._hook = next((Finding(self.rel(f.path), d.lineno, f"{cls.name}'s `{getattr(d, 'name', None) or _unparse(d)[:40]}`")
                                for f in self.files_naming(["__setattr__", "__getattribute__", "__getattr__", "setattr",
-                                                           "__dict__", "super", "register_buffer",
+                                                           "__dict__", "super", "register_buffer", "__init_subclass__",
                                                            "register_parameter", "_buffers", "_parameters"])
                                for cls in f.class_defs for d in cls.body
                                if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))
                                and (d.name in ("__setattr__", "__getattribute__", "__getattr__") and _hook_serves(d)
-                                    or _stores_any_computed(d))), None) or self._class_machinery()
+                                    or _stores_any_computed(d) or d.name == "__init_subclass__" and _sets_up(d))
+                               or _binds_hook(d)), None) or self._class_machinery()
         return self._hook
 
     def _class_machinery(self) -> Optional[Finding]:
@@ -3760,12 +3761,24 @@ def _gives_computed(f, call: ast.Call, attr: str, partials: Set[str], factories:
             or any(k.arg is None and isinstance(k.value, ast.Name) and not _plain_mapping_at(f, call, k.value)
                    for k in call.keywords):
         return True
-    return maker and (f.resolve_class(call.func)[0] is not None or callee.endswith("._make")) \
-        and any(not _plain_at(f, call, a) for a in call.args)
+    return maker and (f.resolve_class(call.func)[0] is not None or callee.endswith("._make")
+                      or _functional_record(f, call.func)) and any(not _plain_at(f, call, a) for a in call.args)
+
+
+_RECORD_MAKERS = {"namedtuple", "NamedTuple", "make_dataclass"}
+
+
+def _functional_record(f, func: ast.AST) -> bool:
+    """Is `func` a record class the file makes by a call (`VerifyRec = collections.namedtuple("VerifyRec", [...])`:
+    round AX), whose fields a call fills by position?"""
+    return isinstance(func, ast.Name) and any(
+        isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == func.id for t in n.targets)
+        and isinstance(n.value, ast.Call) and _unparse(n.value.func).rsplit(".", 1)[-1] in _RECORD_MAKERS
+        for n in f.tree.body)
 
 
 _NAME_LOOKUPS = {"getattr", "resolve_name", "locate", "attrgetter", "methodcaller", "import_string"}
-_NAMESPACES = {"globals", "vars", "__dict__", "locals"}
+_NAMESPACES = {"globals", "vars", "__dict__", "locals", "getmembers"}
 
 
 def _looked_up_name(node: ast.AST) -> Optional[ast.AST]:
@@ -3780,6 +3793,9 @@ def _looked_up_name(node: ast.AST) -> Optional[ast.AST]:
     elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("get", "pop") \
             and _namespace_read(node.func.value) and node.args:
         key = node.args[0]
+    elif isinstance(node, ast.Call) and (_unparse(node.func).rsplit(".", 1)[-1] == "getmembers" or isinstance(
+            node.func, ast.Attribute) and node.func.attr in ("items", "values") and _namespace_read(node.func.value)):
+        key = node  # (round AX: `inspect.getmembers(self)`, `type(self).__dict__.items()` hand out every member)
     return None if key is None or isinstance(key, ast.Constant) else key
 
 
@@ -4369,3 +4385,18 @@ def _on_class(e: ast.AST, own: str) -> bool:
     if isinstance(e, ast.Attribute):
         return e.attr == "__class__"
     return isinstance(e, ast.Name) and e.id in ("cls", own)
+
+
+def _binds_hook(stmt: ast.stmt) -> bool:
+    """A class body binding an attribute hook by assignment (`__getattr__ = _with_drafts`: round AX), whose code no
+    def of the body shows."""
+    return isinstance(stmt, (ast.Assign, ast.AnnAssign)) and any(
+        isinstance(t, ast.Name) and t.id in _HOOKS for t in _flatten(_written_targets(stmt)))
+
+
+def _sets_up(d: ast.AST) -> bool:
+    """Does an `__init_subclass__` store on the subclass by a computed name (round AX: a base putting a descriptor on
+    each subclass's fields by `setattr(cls, name, ...)`; sglang's literal `cls.hf_to_sglang_mapper = ...` is read
+    where the field is spelled)?"""
+    return any(isinstance(n, ast.Call) and _unparse(n.func).rsplit(".", 1)[-1] in ("setattr", "__setattr__")
+               and not (len(n.args) > 1 and isinstance(n.args[-2], ast.Constant)) for n in ast.walk(d))

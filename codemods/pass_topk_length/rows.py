@@ -131,7 +131,14 @@ def _dim_arg(args: List[cst.Arg], position: int) -> Tuple[bool, Optional[cst.Bas
 
 
 def _code(node: cst.CSTNode) -> str:
-    text = cst.Module([]).code_for_node(node).strip()
+    """node's whole code: the traces compare expressions by it (round AX: a cut text made two tensors whose code
+    shares its first 57 characters one), and a reason quoting it cuts it itself."""
+    return cst.Module([]).code_for_node(node).strip()
+
+
+def _shown(node: cst.CSTNode) -> str:
+    """node's code as a reason quotes it: cut at 60 characters."""
+    text = _code(node)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -250,7 +257,7 @@ def unproven_local(tree: Tree, func: cst.BaseExpression, rival: Optional[Rival] 
     for d in defs:
         deco = next((x for x in d.decorators if not _transparent(x.decorator)), None)
         if deco is not None:
-            return (f"`{name}` reaches `{d.name.value}`, decorated with `@{_code(deco.decorator).strip()}`, which may "
+            return (f"`{name}` reaches `{d.name.value}`, decorated with `@{_shown(deco.decorator).strip()}`, which may "
                     "replace what the call runs: its body is not what the trace read")
     short = func.value if isinstance(func, cst.Name) else func.attr.value
     why = _rebound_here(tree, short)
@@ -318,7 +325,7 @@ def _rebound_scan(tree: Tree, name: str) -> Optional[str]:
     for t in tree.find((cst.AssignTarget, cst.AnnAssign, cst.AugAssign)):
         for x in bound_targets(t.target):
             if isinstance(x, cst.Attribute) and x.attr.value == name:
-                return f"`{_code(x).strip()}` is assigned at line {tree.line(x)}"
+                return f"`{_shown(x).strip()}` is assigned at line {tree.line(x)}"
     for c in tree.find(cst.ClassDef):
         for stmt in c.body.body if isinstance(c.body, cst.IndentedBlock) else ():
             for small in getattr(stmt, "body", ()) if isinstance(stmt, cst.SimpleStatementLine) else ():
@@ -480,10 +487,10 @@ class RowTrace:
             if e.attr.value in NO_DATA_ATTRS:
                 return None
             if e.attr.value in TRANSPOSING_ATTRS:
-                return f"`{_code(e)}` transposes rows"
+                return f"`{_shown(e)}` transposes rows"
             if self.params_only and e.attr.value not in ROW_KEEPING_ATTRS:
                 # in a helper, q must be what its callers pass: a tensor held elsewhere has rows of its own
-                return (f"`{_code(e)}` is read from an attribute, not from the q the callers pass, so its rows "
+                return (f"`{_shown(e)}` is read from an attribute, not from the q the callers pass, so its rows "
                         "cannot be tied to the metadata's")
             return self._data(e.value)
         if isinstance(e, cst.Subscript):
@@ -492,7 +499,7 @@ class RowTrace:
             if _is_split(e.value):  # one piece of a split: rows kept if the split keeps them
                 return self._data(e.value)
             if not _first_index_keeps_rows(e) and not _prefix(e):
-                return f"`{_code(e)}` indexes dim 0"
+                return f"`{_shown(e)}` indexes dim 0"
             return self._data(e.value)
         if isinstance(e, cst.Call):
             return self._call(e)
@@ -513,10 +520,10 @@ class RowTrace:
         if isinstance(e, cst.Await):
             return self._data(e.expression)
         if isinstance(e, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
-            return f"`{_code(e)}` builds q from a loop over pieces"
+            return f"`{_shown(e)}` builds q from a loop over pieces"
         if isinstance(e, _NO_ROWS):
             return None  # constants, strings, a lambda as a value: no rows of q
-        return f"`{_code(e)}` is a form the row trace does not model"
+        return f"`{_shown(e)}` is a form the row trace does not model"
 
     def _call(self, call: cst.Call) -> Optional[str]:
         if _reads_no_data(call):
@@ -542,10 +549,10 @@ class RowTrace:
         if _torch_function(func, name) and args and not args[0].keyword:
             return self._step(call, args[1:], op, args[0].value, 1)  # torch.op(q, ...): as q.op(...)
         if op in ROWS_FUNCTIONS:
-            return f"`{_code(call)}` reorders or selects rows"
+            return f"`{_shown(call)}` reorders or selects rows"
         if op in ROW_KEEPING_FUNCTIONS and _engine_import(self.tree, func):
             return self._args(args)
-        return (f"`{_code(call)}` calls `{name or _code(func)}`, neither on the allowlist of operations that keep "
+        return (f"`{_shown(call)}` calls `{name or _code(func)}`, neither on the allowlist of operations that keep "
                 "q's rows (rows.ROW_KEEPING) nor a function of this project the trace can read")
 
     def _step(self, call: cst.Call, args: List[cst.Arg], op: str, receiver: cst.BaseExpression,
@@ -554,7 +561,7 @@ class RowTrace:
         if op in NO_DATA_METHODS:
             return None
         if op in ALWAYS_REORDERS or op in ROWS_FUNCTIONS:
-            return f"`{_code(call)}` reorders or selects rows"
+            return f"`{_shown(call)}` reorders or selects rows"
         if op in MOVE_OPS or op == "permute":
             back = _transposed_back(self.tree, call, op, [a.value for a in args if not a.star][:2])
             if back is not None:  # `x.transpose(0, 1)` ... `.transpose(0, 1)`: the rows back in their order
@@ -568,11 +575,11 @@ class RowTrace:
             position, default = DIM_KEEPING[op]
             given, dim = _dim_arg(args, position)
             if not _keeps_rows(dim if given else (cst.Integer(str(default)) if default is not None else None)):
-                return f"`{_code(call)}` may change dim 0 (the rows)"
+                return f"`{_shown(call)}` may change dim 0 (the rows)"
             return self._data(receiver)
         if op in ROW_KEEPING:
             return self._data(receiver)
-        return (f"`{_code(call)}`: `{op}` is not on the allowlist of operations that keep q's rows "
+        return (f"`{_shown(call)}`: `{op}` is not on the allowlist of operations that keep q's rows "
                 "(rows.ROW_KEEPING)")
 
     def _imported(self, func: cst.BaseExpression) -> Tuple[bool, Optional[str]]:
@@ -627,12 +634,12 @@ class RowTrace:
         given, dim = _dim_arg(args, position + shift)
         if not given:
             if default is None:
-                return None if self.inside else f"`{_code(call)}` may work on dim 0"
-            return f"`{_code(call)}` works on dim 0 (the rows)"
+                return None if self.inside else f"`{_shown(call)}` may work on dim 0"
+            return f"`{_shown(call)}` works on dim 0 (the rows)"
         if not _keeps_rows(dim):
             if _int(dim) == 0:
-                return f"`{_code(call)}` works on dim 0 (the rows)"
-            return None if self.inside else f"`{_code(call)}` may work on dim 0"
+                return f"`{_shown(call)}` works on dim 0 (the rows)"
+            return None if self.inside else f"`{_shown(call)}` may work on dim 0"
         return None
 
     def _reshaped(self, call: cst.Call, args: List[cst.Arg], op: str) -> Optional[str]:
@@ -643,13 +650,13 @@ class RowTrace:
             sizes = [el.value for el in sizes[0].elements]
         first = sizes[0] if sizes else None
         if op == "unflatten":
-            return None if _keeps_rows(first) else f"`{_code(call)}` splits the rows"
+            return None if _keeps_rows(first) else f"`{_shown(call)}` splits the rows"
         if op in ("repeat", "tile"):
-            return None if _int(first) == 1 else f"`{_code(call)}` repeats rows"
+            return None if _int(first) == 1 else f"`{_shown(call)}` repeats rows"
         if op == "expand":
             return None
         d = _int(first)
-        return f"`{_code(call)}` splits or merges the rows" if d is not None and d != -1 else None
+        return f"`{_shown(call)}` splits or merges the rows" if d is not None and d != -1 else None
 
     def _moved(self, call: cst.Call, args: List[cst.Arg], op: str) -> Optional[str]:
         dims = [a.value for a in args if not a.star][:2]
@@ -657,10 +664,10 @@ class RowTrace:
             first = dims[0] if dims else None
             if isinstance(first, (cst.Tuple, cst.List)) and first.elements:
                 first = first.elements[0].value
-            return None if _int(first) == 0 else f"`{_code(call)}` moves dim 0"
+            return None if _int(first) == 0 else f"`{_shown(call)}` moves dim 0"
         if len(dims) == 2 and all(_keeps_rows(d) for d in dims):
             return None
-        return f"`{_code(call)}` moves dim 0"
+        return f"`{_shown(call)}` moves dim 0"
 
     # -- names -------------------------------------------------------------------------
     def _name(self, node: cst.Name) -> Optional[str]:
@@ -739,15 +746,15 @@ class RowTrace:
             if self.tree.binding(target.value, name).scope_rank != self.tree.rank_of(scope) or not on_path(target):
                 continue  # another function's `name`, or a write that cannot run before the traced call
             if not _first_index_keeps_rows(target):
-                return f"`{_code(target)} = ...` writes rows by index"
+                return f"`{_shown(target)} = ...` writes rows by index"
             why = self._data(value)
             if why:
                 return why
         for call in filter(on_path, finder.inplace):
-            return f"`{_code(call)}` writes rows by index"
+            return f"`{_shown(call)}` writes rows by index"
         for call in filter(on_path, finder.mutators):
             if not isinstance(call.func, cst.Attribute) or call.func.attr.value not in VALUE_INPLACE:
-                return f"`{_code(call)}` changes `{name}` in place, which may move its rows"
+                return f"`{_shown(call)}` changes `{name}` in place, which may move its rows"
         for call in _mutating(self.tree, finder, self.outside):
             if on_path(call) and not self._pure(call, name):
                 return (f"`{_brief(call, 80)}` hands `{name}` to `{get_full_name_for_node(call.func) or _code(call.func)}`, "
@@ -1612,7 +1619,7 @@ class IndexTrace:
                     continue
                 self.seen.add(id(node))
                 if unpacked or isinstance(node, cst.AugAssign):
-                    return (f"`{_code(e)}` is assigned at line {self.tree.line(node)} in a form the indices trace "
+                    return (f"`{_shown(e)}` is assigned at line {self.tree.line(node)} in a form the indices trace "
                             "does not model")
                 if node.value is None:
                     continue
@@ -1622,7 +1629,7 @@ class IndexTrace:
                 finally:
                     self.inside -= 1
                 if why:
-                    return f"{why} (`{_code(t)}` assigned at line {self.tree.line(node)})"
+                    return f"{why} (`{_shown(t)}` assigned at line {self.tree.line(node)})"
         for value, made in self._constructed_with(attr):  # `IndexerOutput(topk_indices=v)`: a record's field (round U)
             if id(value) in self.seen:
                 continue
@@ -1668,19 +1675,19 @@ class IndexTrace:
             if e.attr.value in NO_DATA_ATTRS:
                 return None
             if not INDEX_NAME.search(e.attr.value):  # default-deny: an attribute that does not say it holds them
-                return (f"`{_code(e)}` is read from an attribute that does not say it holds the top-k indices "
+                return (f"`{_shown(e)}` is read from an attribute that does not say it holds the top-k indices "
                         "(a page table or other tensor may hold more valid entries than the metadata counts)")
             served = _served_by_code(self.tree, e.attr.value)
             if served is not None:
-                return (f"`{_code(e)}` may be served by code: {served} (line {self.tree.line(served)}) binds "
+                return (f"`{_shown(e)}` may be served by code: {served} (line {self.tree.line(served)}) binds "
                         f"`{e.attr.value}` in a class body (a property, a descriptor), whose value the trace does not read")
             elsewhere = self.served(e.attr.value) if self.served is not None else None
             if elsewhere:
-                return (f"`{_code(e)}` may be made by another file: {elsewhere}, whose value the trace does not read "
+                return (f"`{_shown(e)}` may be made by another file: {elsewhere}, whose value the trace does not read "
                         "(round T)")
             written = attribute_write(self.tree, e.attr.value)
             if written is not None:
-                return (f"`{_code(e)}` is held in an attribute, and `{_brief(written, 80)}` (line "
+                return (f"`{_shown(e)}` is held in an attribute, and `{_brief(written, 80)}` (line "
                         f"{self.tree.line(written)}) writes into a tensor of that attribute in place, which may run "
                         "before the call (in this call or an earlier one)")
             why = self._attribute_values(e)
@@ -1716,16 +1723,16 @@ class IndexTrace:
                     and getattr(s.value, "value", None) in (None, "None"))
                 head = len(e.slice) == 3 and i == 1 and isinstance(s, cst.Index) and _int(s.value) == 0  # INDEX_HEAD
                 if not (full or head):
-                    return f"`{_code(e)}` narrows or selects top-k entries"
+                    return f"`{_shown(e)}` narrows or selects top-k entries"
                 if isinstance(s, cst.Index) and isinstance(s.value, cst.Name) and s.value.value == "None" and (
                         i != 1 or any(isinstance(x.slice, cst.Index) and isinstance(x.slice.value, cst.Ellipsis)
                                       for x in e.slice)):  # (`x[..., None]`: each entry a row of one, round AV)
-                    return f"`{_code(e)}` may add an axis after the entries' (only `x[:, None]` keeps them last)"
+                    return f"`{_shown(e)}` may add an axis after the entries' (only `x[:, None]` keeps them last)"
             return self.hazard(e.value)
         if isinstance(e, cst.Call):
             return self._call(e)
         if isinstance(e, cst.BinaryOperation):
-            return f"`{_code(e)}` changes index values (and -1 entries with them)"
+            return f"`{_shown(e)}` changes index values (and -1 entries with them)"
         if isinstance(e, cst.IfExp):
             return self.hazard(e.body) or self.hazard(e.orelse)
         if isinstance(e, (cst.Tuple, cst.List)):  # `a, idx = x, y`: each part, conservatively
@@ -1743,10 +1750,10 @@ class IndexTrace:
             finally:
                 self.keys.pop()
         if isinstance(e, (cst.DictComp, cst.Set, cst.SetComp)):
-            return f"`{_code(e)[:60]}` builds the indices' holder by a comprehension the trace does not read"
+            return f"`{_shown(e)[:60]}` builds the indices' holder by a comprehension the trace does not read"
         if isinstance(e, _NO_ROWS) or (isinstance(e, cst.Name) and e.value == "None"):
             return None
-        return f"`{_code(e)}` is a form the indices trace does not model"
+        return f"`{_shown(e)}` is a form the indices trace does not model"
 
     def _call(self, e: cst.Call) -> Optional[str]:
         if _reads_no_data(e):
@@ -1770,7 +1777,7 @@ class IndexTrace:
                     self._only_fill(el.value) for el in parts[1:]):  # rows of -1 appended; not prepended (round O),
                 return self.hazard(parts[0].value)  # nor two selections in an order q's rows may not share (round P);
                 # or columns of -1 appended to each row (`dim=-1`: its valid entries still first, round AI)
-            return f"`{_code(e)}` joins top-k entries other than by rows"
+            return f"`{_shown(e)}` joins top-k entries other than by rows"
         method = isinstance(func, cst.Attribute) and not _torch_function(func, name)
         if method:
             receiver = func.value
@@ -1778,32 +1785,32 @@ class IndexTrace:
             if sentinel is not None:
                 return sentinel or None
             if op in INDEX_CHANGES:
-                return f"`{_code(e)}` changes which top-k entries are valid"
+                return f"`{_shown(e)}` changes which top-k entries are valid"
             if op in NO_DATA_METHODS and op not in _ENTRY_READS:
                 return None
             if op in INDEX_KEEPING:
                 return _other_dtype(e) or _regroups(e) or self.hazard(receiver)
             if op in INDEX_KEEPING_ENGINE_METHODS and self._forked(op):
-                return f"`{_code(e)}` may reach {self._forked(op)}, not the engine's method of that name (round V)"
+                return f"`{_shown(e)}` may reach {self._forked(op)}, not the engine's method of that name (round V)"
             if op in INDEX_KEEPING_ENGINE_METHODS:  # each valid location mapped, -1 kept: of the locations it gets
                 pos, keyword = INDEX_ARGUMENT[op]
                 given = _keyword(e, keyword) or (args[pos].value if len(args) > pos else None)
-                return self.hazard(given) if given is not None else f"`{_code(e)}` is not handed the indices where expected"
+                return self.hazard(given) if given is not None else f"`{_shown(e)}` is not handed the indices where expected"
         elif _torch_function(func, name) and args:  # torch.op(idx, ...): as idx.op(...)
             sentinel = self._sentinel_kept(e, op, [a.value for a in e.args], 1)
             if sentinel is not None:
                 return sentinel or None
             if op in INDEX_CHANGES:
-                return f"`{_code(e)}` changes which top-k entries are valid"
+                return f"`{_shown(e)}` changes which top-k entries are valid"
             if op in INDEX_KEEPING:
                 return _other_dtype(e, 1) or _regroups(e, 1) or self.hazard(args[0].value)
         elif op in INDEX_KEEPING_FUNCTIONS and _engine_import(self.tree, func):
             if self._forked(op):  # a fork's own tree of the engine (round AB)
-                return f"`{_code(e)}` may reach {self._forked(op)}, not the engine's function of that name"
+                return f"`{_shown(e)}` may reach {self._forked(op)}, not the engine's function of that name"
             # each valid index through the page table, -1 kept: of the top-k it is handed (topk_indices=, 2nd)
             given = _keyword(e, "topk_indices") or (args[1].value if len(args) > 1 else None)
             return self.hazard(given) if given is not None else None
-        return (f"`{_code(e)}` is neither on the allowlist of steps that keep the top-k entries "
+        return (f"`{_shown(e)}` is neither on the allowlist of steps that keep the top-k entries "
                 "(rows.INDEX_KEEPING) nor a function of this module the trace can read")
 
     def _where(self, e: cst.Call) -> Optional[str]:
@@ -1811,27 +1818,27 @@ class IndexTrace:
         own entries, an offset of them or a page table's at them: what the trace finds in the tested ones."""
         bound = _where_arguments(e)
         if bound is None:
-            return f"`{_code(e)[:80]}` hands `where` its arguments in a way the trace does not bind"
+            return f"`{_shown(e)[:80]}` hands `where` its arguments in a way the trace does not bind"
         condition, chosen, other = bound
         test = self._named_test(condition, e)
         valid = _validity_test(test)
         for branch, invalid_side in ((chosen, valid is False), (other, valid is True)):
             if _constant_fill(branch) and not (invalid_side and _int(branch) == -1):
-                return f"`{_code(e)}` puts constants into the indices"
+                return f"`{_shown(e)}` puts constants into the indices"
         # offsets added to the valid entries, -1 kept where entries are -1: what the test reads and
         # what the branches take must themselves be the counted top-k
         tested = test.left if isinstance(test, cst.Comparison) else None
         sources = [tested] if tested is not None else []
         valid = _validity_test(test)  # (of the comparison a name is bound to, too)
         if valid is None:  # (a window's or a sink's mask: -1 or another tensor's entries mid-row, round AI)
-            return (f"`{_code(e)[:80]}` selects entries by a test other than the indices' validity (`idx >= 0`, "
+            return (f"`{_shown(e)[:80]}` selects entries by a test other than the indices' validity (`idx >= 0`, "
                     "`idx != -1`), which may leave -1 gaps or other entries before valid ones")
         for side, b in ((True, chosen), (False, other)):
             if _constant_fill(b) or valid is not side and self._only_fill(b):
                 continue  # (-1 where the indices are invalid; a pad of -1 where they are valid is traced: refused)
             if valid is not None and valid is not side and not self._only_fill(b) and not (
                     tested is not None and _code(b) == _code(tested)):  # (idx itself there: its -1s, sglang)
-                return (f"`{_code(e)}` puts other entries where the indices are invalid: valid entries past the "
+                return (f"`{_shown(e)}` puts other entries where the indices are invalid: valid entries past the "
                         "count (round V)")
             if tested is not None and valid is side and isinstance(b, cst.BinaryOperation) and isinstance(
                     b.operator, cst.Add) and _code(b.left) == _code(tested):
@@ -1839,7 +1846,7 @@ class IndexTrace:
             if tested is not None and _looks_up(b, tested):
                 continue  # `table.gather(1, idx.clamp(min=0))`: a page table's locations where idx is valid
             if valid is side and not (tested is not None and _code(_unconverted(b)) == _code(tested)):
-                return (f"`{_code(e)[:80]}` takes the entries where the indices are valid from another tensor "
+                return (f"`{_shown(e)[:80]}` takes the entries where the indices are valid from another tensor "
                         "than the one it tests: its -1s need not fall where the tested ones do (round AM)")
             sources.append(b)
         return next((w for w in map(self.hazard, sources) if w), None)
@@ -1902,7 +1909,7 @@ class IndexTrace:
         looked_up = _looks_up(self._bound_value(receiver), tested) and not (
             isinstance(receiver, cst.Name) and self._written(receiver))  # (an offload marking slots: AK)
         if not looked_up and _code(_unconverted(receiver)) != _code(tested):
-            return (f"`{_code(e)[:80]}` fills -1 where another tensor than the one it fills is invalid: the entries "
+            return (f"`{_shown(e)[:80]}` fills -1 where another tensor than the one it fills is invalid: the entries "
                     "it keeps need not be valid where that one's are (round AM)")
         return self.hazard(tested)
 
@@ -1915,14 +1922,14 @@ class IndexTrace:
         appended pass, _only_fill; alone it is an empty selection while the metadata counts the rows: round AJ); a
         new tensor holds its data (a host round trip's `.tolist()` is that tensor's: round AK)."""
         if op in FILLS:
-            return (f"`{_code(e)}` makes the indices -1 everywhere, while the metadata counts each row's lengths (an "
+            return (f"`{_shown(e)}` makes the indices -1 everywhere, while the metadata counts each row's lengths (an "
                     "empty selection: round AJ)") if _fill_of(e) == -1 else \
-                f"`{_code(e)}` fills the indices with a value other than -1"
+                f"`{_shown(e)}` fills the indices with a value other than -1"
         data = args[0].value if args else None
         while isinstance(data, cst.Call) and isinstance(data.func, cst.Attribute) \
                 and data.func.attr.value in ("tolist", "cpu", "numpy") and not data.args:
             data = data.func.value
-        return self.hazard(data) if data is not None else f"`{_code(e)}` is a form the indices trace does not model"
+        return self.hazard(data) if data is not None else f"`{_shown(e)}` is a form the indices trace does not model"
 
     def _written(self, name: cst.Name) -> bool:
         """Is the local written in place in its function, itself or through a view of it (`mask[i] = False`,
@@ -2041,11 +2048,11 @@ class IndexTrace:
             finder = writes_in(self.tree, scope.node, n)
             for target, _ in finder.subscripts:
                 if self.tree.binding(target.value, n).scope_rank == self.tree.rank_of(scope) and on_path(target):
-                    return f"`{_code(target)} = ...` overwrites top-k entries"
+                    return f"`{_shown(target)} = ...` overwrites top-k entries"
             for call in filter(on_path, finder.inplace + finder.changes + finder.outs + finder.mutators):
-                return f"`{_code(call)}` changes which top-k entries are valid"
+                return f"`{_shown(call)}` changes which top-k entries are valid"
             for at in filter(on_path, finder.escapes if n == name else ()):
-                return (f"`{_code(at)} = {n}` stores the indices on an object, where any code may write them before "
+                return (f"`{_shown(at)} = {n}` stores the indices on an object, where any code may write them before "
                         "the call (round O)")
             for call in _mutating(self.tree, finder, self.outside):
                 if on_path(call) and not self._pure(call, n):
@@ -2385,7 +2392,7 @@ def _origins(tree: Tree, fdef: cst.FunctionDef, e: Optional[cst.BaseExpression],
             out |= _origins(tree, fdef, value, depth + 1)
         return out
     if isinstance(e, cst.Attribute):
-        return set() if e.attr.value in NO_DATA_ATTRS else {_code(e).strip()}
+        return set() if e.attr.value in NO_DATA_ATTRS else {_shown(e).strip()}
     if isinstance(e, (cst.BinaryOperation, cst.UnaryOperation)) and _passed_through(e):
         return set().union(*(_origins(tree, fdef, x, depth + 1) for x in _passed_through(e)))
     if isinstance(e, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison)) or isinstance(e, _NO_ROWS):
