@@ -1386,6 +1386,8 @@ _NEW_CONTAINERS = {"dict", "list", "set", "defaultdict", "OrderedDict", "collect
 def _made_item(v: cst.BaseExpression) -> bool:
     """An item of a new container made where it is stored: a call's result, a literal, a new container; not a name
     or an attribute, which may hold what another object holds too (a parameter: the runner's one record)."""
+    if isinstance(v, cst.IfExp):  # (sglang-kt: `self._compute_flashmla_metadata(...) if ... else None`)
+        return _made_item(v.body) and _made_item(v.orelse)
     return isinstance(v, (cst.Call, cst.BaseNumber, cst.BaseString)) or _is_none(v) or _fresh_container(v)
 
 
