@@ -170,16 +170,10 @@ def test_round_aw_where_binds_its_keywords(tmp_path, where, fixable):
     assert (site.status is Status.FIXABLE) is fixable, site.reason
 
 
-@pytest.mark.parametrize("width, fixable", [
-    # w4's safe variants: the width read through `int()` or `getattr` with a literal name and no default
-    ("int(config.index_topk)", True),
-    ('getattr(config, "index_topk")', True),
-    ('getattr(config, "index_topk", 2048)', False),  # a default of its own: another width where the field lacks
-    ("int(config.index_topk * 2)", False)])
-def test_round_aw_the_width_through_int_and_getattr(tmp_path, width, fixable):
-    from test_soundness import KERNEL, LENGTHS_WRITTEN
-    from topk_migrate.api import migrate_source
-    src = LENGTHS_WRITTEN.format(imports="", write="pass").replace(
+def width_backend(width: str) -> str:
+    """A backend clipping its lengths by `self.dsa_index_topk`, which its `__init__` sets to `width` (of `config`)."""
+    from test_soundness import LENGTHS_WRITTEN
+    return LENGTHS_WRITTEN.format(imports="", write="pass").replace(
         "class Backend:\n    forward_metadata: DSAMetadata\n",
         "class Backend:\n    forward_metadata: DSAMetadata\n\n"
         f"    def __init__(self, config):\n        self.dsa_index_topk = {width}\n").replace(
@@ -187,7 +181,18 @@ def test_round_aw_the_width_through_int_and_getattr(tmp_path, width, fixable):
         "    def init_forward_metadata(self, forward_batch):\n        md = DSAMetadata()\n"
         "        md.dsa_cache_seqlens_int32 = torch.clamp(forward_batch.seq_lens, max=self.dsa_index_topk).to(torch.int32)\n"
         "        self.forward_metadata = md\n\n    def forward(self, q, kv, indices):\n")
-    (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
+
+
+@pytest.mark.parametrize("width, fixable", [
+    # w4's safe variants: the width read through `int()` or `getattr` with a literal name and no default
+    ("int(config.index_topk)", True),
+    ('getattr(config, "index_topk")', True),
+    ('getattr(config, "index_topk", 2048)', False),  # a default of its own: another width where the field lacks
+    ("int(config.index_topk * 2)", False)])
+def test_round_aw_the_width_through_int_and_getattr(tmp_path, width, fixable):
+    from test_soundness import KERNEL
+    from topk_migrate.api import migrate_source
+    (site,) = migrate_source(width_backend(width), str(tmp_path / "backend.py"), kernel=KERNEL).sites
     assert (site.status is Status.FIXABLE) is fixable, site.reason
 
 

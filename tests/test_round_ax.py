@@ -5,7 +5,8 @@ import libcst as cst
 import pytest
 
 from test_round_au import _SELECTED
-from test_soundness import CLIPPED_HOLDER, HANDED_INDICES, KERNEL, LENGTHS_WRITTEN, _files_site
+from test_round_aw import width_backend
+from test_soundness import CLIPPED_HOLDER, HANDED_INDICES, KERNEL, _files_site
 from topk_migrate.api import migrate_source
 from topk_migrate.codemods.pass_topk_length import metadata_in_scope
 from topk_migrate.model import Status
@@ -81,14 +82,7 @@ _PROFILES = ("class Registry:\n    def resolve(self, name, cfg):\n        return
     ("profiles", False),  # a project module handed as the config (PEP 562's `__getattr__` may serve it)
     ("cfg", True)])
 def test_round_ax_the_width_s_object_made_out_of_sight(tmp_path, made, fixable):
-    src = LENGTHS_WRITTEN.format(imports="", write="pass").replace(
-        "class Backend:\n    forward_metadata: DSAMetadata\n",
-        "class Backend:\n    forward_metadata: DSAMetadata\n\n"
-        "    def __init__(self, config):\n        self.dsa_index_topk = config.index_topk\n").replace(
-        "    def forward(self, q, kv, indices):\n",
-        "    def init_forward_metadata(self, forward_batch):\n        md = DSAMetadata()\n"
-        "        md.dsa_cache_seqlens_int32 = torch.clamp(forward_batch.seq_lens, max=self.dsa_index_topk).to(torch.int32)\n"
-        "        self.forward_metadata = md\n\n    def forward(self, q, kv, indices):\n")
+    src = width_backend("config.index_topk")
     driver = (f"import profiles\nfrom backend import Backend\n\n\ndef launch(cfg, tables):\n    return Backend({made})\n")
     (tmp_path / "profiles.py").write_text(_PROFILES)
     (tmp_path / "driver.py").write_text(driver)
