@@ -151,8 +151,9 @@ class MetadataType:
         for node in self.find((cst.Assign, cst.AnnAssign, cst.AugAssign)):
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
             for t in targets:
+                direct_none = node.value is not None and _is_name(node.value, "None")  # (read as Optional: typed)
                 if _is_attr_named(t, attr) and (isinstance(node, cst.AugAssign) or node.value is not None
-                                                and not self._value_named(node.value, names, depth)):
+                                                and not direct_none and not self._value_named(node.value, names, depth)):
                     return False
                 if isinstance(t, (cst.Tuple, cst.List)) and any(
                         _is_attr_named(getattr(e, "value", None), attr) for e in t.elements):
