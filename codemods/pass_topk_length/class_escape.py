@@ -33,9 +33,9 @@ def _hand_offs(proj: "reach.Project", seeds: Set[str]) -> Iterator[reach.Finding
     own = proj.own()
     files = {id(g): g for g in proj.files_naming(sorted(family)) + ([own] if own is not None else [])}
     for g in files.values():
-        for node in ast.walk(g.tree):
-            if isinstance(node, ast.ClassDef) and node.name in family and any(
-                    proj._project_defined(g, d) for d in node.decorator_list):
+        by_name = _named_nodes(g)
+        for node in (n for name in sorted(family) for n in by_name.get(name, ())):
+            if isinstance(node, ast.ClassDef) and any(proj._project_defined(g, d) for d in node.decorator_list):
                 yield reach.Finding(proj.rel(g.path), node.lineno, f"`{node.name}` handed to its decorator")
             elif _names_class(node, family) and hands_off(g, node):
                 yield reach.Finding(proj.rel(g.path), node.lineno, f"`{reach._unparse(g.parents[id(node)])}`")
@@ -49,6 +49,21 @@ def _hand_offs(proj: "reach.Project", seeds: Set[str]) -> Iterator[reach.Finding
             if isinstance(node, ast.Call) and reach._unparse(node.func).rsplit(".", 1)[-1] in _HEAPS \
                     and not reach._builtin_call(g.parents.get(id(node)), ("len",)):
                 yield reach.Finding(proj.rel(g.path), node.lineno, f"`{reach._unparse(node.func)}()`")
+
+
+def _named_nodes(g: "reach._File") -> dict:
+    """Each name -> the file's class statements of that name and its reads by that name (`X`, `m.X`): one walk per
+    file, so that each class asks only for its own (test_scale: a module of many classes)."""
+    cached = g.__dict__.get("_named_nodes")
+    if cached is None:
+        cached = {}
+        for n in ast.walk(g.tree):
+            key = n.name if isinstance(n, ast.ClassDef) else n.id if isinstance(n, ast.Name) else \
+                n.attr if isinstance(n, ast.Attribute) else None
+            if key is not None:
+                cached.setdefault(key, []).append(n)
+        g.__dict__["_named_nodes"] = cached
+    return cached
 
 
 def _names_class(node: ast.AST, family: Set[str]) -> bool:

@@ -490,8 +490,13 @@ def _served(e: ast.AST, t: _Tree, depth: int, kind: str = "") -> bool:
 
 def _project_module_object(name: str, t: _Tree) -> bool:
     """Is `name` bound only by `import m` of a module of the project (a module object, not a name read off one)?"""
-    bindings = _module_bindings(t.tree, name)
+    bindings = _bindings_of(name, t)
     return bool(bindings) and all(isinstance(b, ast.Import) for b in bindings) and _of_the_project(name, t)
+
+
+def _bindings_of(name: str, t: _Tree) -> List[ast.AST]:
+    """_module_bindings, once per name and file (every read of the width asks: test_scale)."""
+    return t.remember(("bindings", name), lambda: _module_bindings(t.tree, name))
 
 
 def _held_callable(func: ast.AST, t: _Tree) -> bool:
@@ -501,14 +506,14 @@ def _held_callable(func: ast.AST, t: _Tree) -> bool:
         root = func.value
         if isinstance(root, ast.Attribute) and isinstance(root.value, ast.Name):
             module = root.value.id  # (`profiles.PROFILES.resolve(...)`: a project module's object, not a class)
-            return _of_the_project(module, t) and any(isinstance(b, ast.Import) for b in _module_bindings(t.tree, module)) \
+            return _of_the_project(module, t) and any(isinstance(b, ast.Import) for b in _bindings_of(module, t)) \
                 and not _dotted_classes(root, t)
         if not isinstance(root, ast.Name) or root.id == "self" or _classes_named(root.id, t):
             return False
-        bindings = _module_bindings(t.tree, root.id)
+        bindings = _bindings_of(root.id, t)
         return bool(bindings) and not any(isinstance(b, (ast.Import, ast.ImportFrom, ast.ClassDef)) for b in bindings)
     if isinstance(func, ast.Name):
-        bindings = _module_bindings(t.tree, func.id)
+        bindings = _bindings_of(func.id, t)
         return bool(bindings) and all(isinstance(b, ast.Name) for b in bindings)
     return False
 

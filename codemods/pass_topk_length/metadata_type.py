@@ -148,6 +148,10 @@ class MetadataType:
         augmented one or `setattr` refuse) of a class `names` names?"""
         if depth > 4 or not names - TYPING_NAMES:
             return False
+        key = f"holds-named:{attr}:{','.join(sorted(names))}"  # (once per attribute: every site asks, test_scale)
+        return self.index(key, lambda: self._stores_named(attr, names, depth))
+
+    def _stores_named(self, attr: str, names: set, depth: int) -> bool:
         for node in self.find((cst.Assign, cst.AnnAssign, cst.AugAssign)):
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
             for t in targets:
