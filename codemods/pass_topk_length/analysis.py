@@ -91,6 +91,7 @@ class _Analysis(MetadataInScope, MetadataType, FieldMeaning, GraphReplay, Captur
         self._external: Dict[str, Optional[Tuple[Tree, cst.FunctionDef]]] = {}
         self._project = None
         self._indexes: Dict[str, object] = {}
+        self._assumed_named: Set[int] = set()  # ids of the locals metadata_type reads assuming they hold the class
 
     # -- helpers ----------------------------------------------------------
     def site(self, c: CallInfo, status: Status, reason: str, metadata: Optional[str] = None) -> Site:

@@ -18,7 +18,7 @@ from topk_migrate.project import project_scope
 
 from . import reach
 from .quick import PARAM, expand, is_kernel
-from .syntax import _is_name, _targets_attribute
+from .syntax import _bound_arguments, _is_name, _targets_attribute
 
 
 class ModuleIndexes:
@@ -151,6 +151,38 @@ class ModuleIndexes:
     def setattr_calls(self) -> List[cst.Call]:
         return self.index("setattr", lambda: self.find(cst.Call, lambda c: _is_name(c.func, "setattr")))
 
+    def _imported_from(self, name: cst.Name) -> Optional[Tuple[str, str]]:
+        """(module, name) where `name`'s one binding where it is read is `from module import name` (a function's own
+        import too: sglang-kt imports kpool_plan's functions inside init_forward_metadata)."""
+        found = self.tree.binding(name, name.value).assignments
+        node = getattr(found[0], "node", None) if len(found) == 1 else None
+        if not isinstance(node, cst.ImportFrom) or isinstance(node.names, cst.ImportStar):
+            return None
+        module = "." * len(node.relative) + (dotted(node.module) or "" if node.module is not None else "")
+        for alias in node.names:
+            bound = alias.asname.name.value if alias.asname is not None else dotted(alias.name)
+            if bound == name.value:
+                return module, dotted(alias.name) or ""
+        return None
+
+    def imported_function(self, call: cst.Call) -> Optional[Tuple[reach._File, ast.FunctionDef, dict]]:
+        """(its file, its def, the call's arguments by parameter) where the call names a function by a
+        `from module import name` of a file of the project that binds the name once, to a plain def; else None."""
+        own = self.project().checked_file(self.source)
+        found = self._imported_from(call.func) if isinstance(call.func, cst.Name) else None
+        if own is None or found is None:
+            return None
+        module, imported = found
+        path = own._find(own.path, module)
+        g = self.project()._file_at(path) if path and path.endswith(".py") else None  # (parsed once per project)
+        defs = [d for d in (g.tree.body if g is not None else []) if isinstance(d, ast.FunctionDef) and d.name == imported]
+        if len(defs) != 1 or defs[0].decorator_list or imported in g.global_names or any(
+                any(isinstance(t, ast.Name) and t.id == imported for t in reach._flatten(reach._written_targets(n)))
+                for n in ast.walk(g.tree)):
+            return None  # (its module binds the name again: `build = reuse(build)` after the def, round Y)
+        a = defs[0].args
+        return g, defs[0], _bound_arguments(call, [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)])
+
     def outside_project(self, qualname: str) -> bool:
         """Is `qualname` defined outside this project (a library), not by one of its modules?
         Once per name and file (the row trace asks it of every call handed q, for every kernel call)."""
@@ -208,3 +240,32 @@ def _callee_name(call: cst.Call) -> Optional[str]:
 def _text(node: cst.SimpleString) -> Optional[str]:
     value = node.evaluated_value
     return value if isinstance(value, str) else None
+
+
+def handed_back(g: reach._File, fdef: ast.FunctionDef) -> List[ast.AST]:
+    """What each `return` of fdef (of project file g) hands back, `dataclasses.replace(x, ...)` read as x (a copy of
+    x's class; a record's own `replace` method is not: round AD)."""
+    out = []
+    for r in (n.value for n in ast.walk(fdef) if isinstance(n, ast.Return)):
+        if isinstance(r, ast.Call) and r.args and (reach._unparse(r.func) == "dataclasses.replace" and "dataclasses"
+                                                   in g.modules or g.froms.get(reach._unparse(r.func)) == (
+                                                       "dataclasses", "replace")):
+            r = r.args[0]
+        out.append(r)
+    return out
+
+
+def rebinds(fdef: ast.FunctionDef, name: str) -> bool:
+    """Does anything in fdef bind `name` again (a store, a `del`, a loop's or `with`'s or handler's target, an
+    import, a nested def, `global`/`nonlocal`, a match capture)? Then a return of it is not the argument."""
+    for n in ast.walk(fdef):
+        if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load) \
+                or isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names \
+                or isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n is not fdef and n.name == name \
+                or isinstance(n, ast.ExceptHandler) and n.name == name \
+                or isinstance(n, (ast.Import, ast.ImportFrom)) and any((a.asname or a.name.split(".")[0]) == name
+                                                                       for a in n.names) \
+                or isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name == name \
+                or isinstance(n, ast.MatchMapping) and n.rest == name:
+            return True
+    return False

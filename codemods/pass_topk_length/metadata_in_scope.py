@@ -15,26 +15,14 @@ from topk_migrate.cst.scopecheck import root_binding
 
 from . import callers, reach
 from .graph_replay import _BRANCHING, _a_record, _handed_self, _is_attr_of_self, _self_root_attr
+from .indexes import handed_back, rebinds
 from .quick import expand
 from .replay_paths import ReplayPaths, _keeps_the_call
 from .rows import _own_returns, local_defs, unproven_local
-from .syntax import _brief, _code, _is_name, _is_none, bound_targets, constructor_call
+from .syntax import _bound_arguments, _brief, _code, _is_name, _is_none, bound_targets, constructor_call
 
 _PLAIN_READS = {"isinstance", "getattr", "hasattr", "id", "type", "len", "print", "repr", "str", "vars", "dir"}  # (read; what
 # is done through what they give is judged where it is done)
-
-
-def _bound_arguments(call: cst.Call, params: List[str]) -> Dict[str, Optional[cst.BaseExpression]]:
-    """Each parameter's argument in the call (by place, then by keyword); None where a `*`/`**` argument may hand it."""
-    out: Dict[str, Optional[cst.BaseExpression]] = {}
-    starred = any(a.star for a in call.args)
-    for i, arg in enumerate(a for a in call.args if a.keyword is None and not a.star):
-        if i < len(params):
-            out[params[i]] = arg.value
-    for arg in call.args:
-        if arg.keyword is not None:
-            out[arg.keyword.value] = arg.value
-    return {p: (None if starred else v) for p, v in out.items()}
 
 
 def _reached_name(x: cst.CSTNode, holder: str) -> Optional[str]:
@@ -958,48 +946,20 @@ class MetadataInScope:
                 return True
         return False
 
-    def _imported_from(self, name: cst.Name) -> Optional[Tuple[str, str]]:
-        """(module, name) where `name`'s one binding where it is read is `from module import name` (a function's own
-        import too: sglang-kt imports kpool_plan's functions inside init_forward_metadata)."""
-        found = self.tree.binding(name, name.value).assignments
-        node = getattr(found[0], "node", None) if len(found) == 1 else None
-        if not isinstance(node, cst.ImportFrom) or isinstance(node.names, cst.ImportStar):
-            return None
-        module = "." * len(node.relative) + (dotted(node.module) or "" if node.module is not None else "")
-        for alias in node.names:
-            bound = alias.asname.name.value if alias.asname is not None else dotted(alias.name)
-            if bound == name.value:
-                return module, dotted(alias.name) or ""
-        return None
-
     def _made_by_import(self, call: cst.Call, fdef: cst.FunctionDef, env: Optional[dict], seen: set) -> bool:
         """A function imported from a file of the project: each of its returns None, a construction, or a parameter
-        (or `dataclasses.replace` of one) handed an object made for this batch."""
-        own = self.project().checked_file(self.source)
-        found = self._imported_from(call.func)
-        if own is None or found is None:
+        it never binds again (or `dataclasses.replace` of one) handed an object made for this batch."""
+        found = self.imported_function(call)
+        if found is None:
             return False
-        module, imported = found
-        path = own._find(own.path, module)
-        g = self.project()._file_at(path) if path and path.endswith(".py") else None  # (parsed once per project)
-        defs = [d for d in (g.tree.body if g is not None else []) if isinstance(d, ast.FunctionDef) and d.name == imported]
-        if len(defs) != 1 or defs[0].decorator_list or imported in g.global_names or any(
-                any(isinstance(t, ast.Name) and t.id == imported for t in reach._flatten(reach._written_targets(n)))
-                for n in ast.walk(g.tree)):
-            return False  # (its module binds the name again: `build = reuse(build)` after the def, round Y)
-        a = defs[0].args
-        given = _bound_arguments(call, [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)])
-        returns = [r.value for r in ast.walk(defs[0]) if isinstance(r, ast.Return)]
+        g, imported, given = found
+        returns = handed_back(g, imported)
         for r in returns:
-            if isinstance(r, ast.Call) and r.args and (reach._unparse(r.func) == "dataclasses.replace" and "dataclasses"
-                                                       in g.modules or g.froms.get(reach._unparse(r.func)) == (
-                                                           "dataclasses", "replace")):
-                r = r.args[0]  # (`dataclasses.replace(md, ...)`; a record's own `replace` method is not: round AD)
             maker = reach._unparse(r.func).rsplit(".", 1)[-1] if isinstance(r, ast.Call) else ""
             if isinstance(r, ast.Constant) and r.value is None or maker[:1].isupper() and not (
                     isinstance(r.func, ast.Name) and self._recycled_in(g, maker)):
                 continue
-            if not (isinstance(r, ast.Name) and given.get(r.id) is not None
+            if not (isinstance(r, ast.Name) and given.get(r.id) is not None and not rebinds(imported, r.id)
                     and self._made_for_batch(given[r.id], fdef, env, seen)):
                 return False
         return bool(returns)

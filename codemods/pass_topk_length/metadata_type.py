@@ -3,6 +3,7 @@ the module's types prove the object holds: the class its annotation or construct
 field, Optional or not (typed), with a base class of another module that sets the attribute to None."""
 from __future__ import annotations
 
+import ast
 import re
 from typing import Optional
 
@@ -11,6 +12,7 @@ from libcst.metadata import ImportAssignment
 
 from topk_migrate import kernels, project
 
+from .indexes import handed_back, rebinds
 from .syntax import _argument_for, _code, _is_attr, _is_name, _root
 
 _ASSIGNED_NONE = re.compile(r"=\s*None\b")
@@ -46,6 +48,9 @@ def assigns_none(text: str, attr: str) -> bool:
 
 # Names an annotation may hold besides the classes it is about.
 TYPING_NAMES = {"Optional", "Union", "None", "typing", "t", "Any"}
+# How many steps (a local, a builder, a table, an import) a value is followed back before it counts as unproven
+# (sglang-kt 0.7.2: a graph table of locals a method refines through kpool_plan, five steps).
+_DEPTH = 8
 
 
 def _annotation_names(annotation: cst.BaseExpression) -> Optional[set]:
@@ -146,8 +151,10 @@ class MetadataType:
     def _holds_named(self, attr: str, names: set, depth: int) -> bool:
         """Is every value the module stores in `<x>.<attr>` (an assignment, an annotated one; an unpacking, an
         augmented one or `setattr` refuse) of a class `names` names?"""
-        if depth > 4 or not names - TYPING_NAMES:
+        if depth > _DEPTH or not names - TYPING_NAMES:
             return False
+        if self._assumed_named:  # (what holds only while a local is assumed is not kept)
+            return self._stores_named(attr, names, depth)
         key = f"holds-named:{attr}:{','.join(sorted(names))}"  # (once per attribute: every site asks, test_scale)
         return self.index(key, lambda: self._stores_named(attr, names, depth))
 
@@ -171,7 +178,7 @@ class MetadataType:
         Optional, a local bound only to such values, a parameter annotated with them, a method of the module whose
         every path returns one, `dataclasses.replace` of one, an attribute or a container item the module fills
         only with them?"""
-        if depth > 4:
+        if depth > _DEPTH:
             return False
         if isinstance(value, cst.Name):
             return bool(names & {"None", "Optional"}) if value.value == "None" else self._local_named(value, names, depth)
@@ -185,7 +192,7 @@ class MetadataType:
                 return self._value_named(value.args[0].value, names, depth + 1)
             if isinstance(value.func, cst.Attribute) and _is_name(value.func.value, "self"):
                 return self._returns_named(value.func.attr.value, names, depth + 1)
-            return False
+            return self._imported_named(value, names, depth + 1)
         if isinstance(value, cst.Attribute):
             return self._holds_named(value.attr.value, names, depth + 1) and not self.assigned_elsewhere(value.attr.value)
         if isinstance(value, cst.Subscript) and isinstance(value.value, cst.Attribute) and not _literal_key(value):
@@ -193,21 +200,28 @@ class MetadataType:
         return False
 
     def _local_named(self, name: cst.Name, names: set, depth: int) -> bool:
+        """Is every value bound to the local (a parameter annotated with `names` only) of `names`? A value made from
+        the local itself (`md = refine(md)`) is read assuming the local is (by induction on the bindings in the order
+        they run: the first is made from something else)."""
         binding = self.tree.binding(name, name.value)
         assignments = list(binding.assignments) if binding is not None else []
         if not assignments:
             return False
-        for b in assignments:
-            node = getattr(b, "node", None)
-            if isinstance(node, cst.Param):
-                declared = _annotation_names(node.annotation.annotation) if node.annotation else None
-                if declared is None or not declared - TYPING_NAMES or not declared <= names | TYPING_NAMES:
-                    return False
-                continue
-            value = getattr(self.tree.assignment_statement(b), "value", None)
-            if value is None or not self._value_named(value, names, depth + 1):
-                return False
-        return True
+        if id(binding) in self._assumed_named:
+            return True
+        self._assumed_named.add(id(binding))
+        try:
+            return all(self._bound_named(b, names, depth) for b in assignments)
+        finally:
+            self._assumed_named.discard(id(binding))
+
+    def _bound_named(self, b, names: set, depth: int) -> bool:
+        node = getattr(b, "node", None)
+        if isinstance(node, cst.Param):
+            declared = _annotation_names(node.annotation.annotation) if node.annotation else None
+            return declared is not None and bool(declared - TYPING_NAMES) and declared <= names | TYPING_NAMES
+        value = getattr(self.tree.assignment_statement(b), "value", None)
+        return value is not None and self._value_named(value, names, depth + 1)
 
     def _returns_named(self, method: str, names: set, depth: int) -> bool:
         """Does every def of the module named `method` end in a return, and every return of it hand a value of
@@ -223,6 +237,20 @@ class MetadataType:
             if not ends or any(r.value is None or not self._value_named(r.value, names, depth) for r in returns):
                 return False
         return True
+
+    def _imported_named(self, call: cst.Call, names: set, depth: int) -> bool:
+        """A function imported from a file of the project (sglang-kt's kpool_plan: `md = init_kpool_extend_metadata(md,
+        ...)`) whose body ends in a return and yields nothing, each return handing back a parameter it never binds
+        again, or `dataclasses.replace` of one, that this call hands a value of `names`."""
+        found = self.imported_function(call)
+        if found is None:
+            return False
+        g, fdef, given = found
+        if not isinstance(fdef.body[-1], ast.Return) or any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await))
+                                                            for n in ast.walk(fdef)):
+            return False
+        return all(isinstance(r, ast.Name) and given.get(r.id) is not None and not rebinds(fdef, r.id)
+                   and self._value_named(given[r.id], names, depth) for r in handed_back(g, fdef))
 
     def _items_named(self, container: str, names: set, depth: int) -> bool:
         """Is every item the module stores under a computed key in `<x>.<container>` (a dict of records by batch

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 import textwrap
-from typing import Dict, Iterator, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
@@ -153,6 +153,19 @@ def name_reads(tree, name: str) -> Iterator[Tuple[cst.Name, Optional[cst.CSTNode
         spelled = isinstance(up, cst.Attribute) and up.attr is n or isinstance(up, cst.Arg) and up.keyword is n
         if not (bound or spelled):
             yield n, up
+
+
+def _bound_arguments(call: cst.Call, params: List[str]) -> Dict[str, Optional[cst.BaseExpression]]:
+    """Each parameter's argument in the call (by place, then by keyword); None where a `*`/`**` argument may hand it."""
+    out: Dict[str, Optional[cst.BaseExpression]] = {}
+    starred = any(a.star for a in call.args)
+    for i, arg in enumerate(a for a in call.args if a.keyword is None and not a.star):
+        if i < len(params):
+            out[params[i]] = arg.value
+    for arg in call.args:
+        if arg.keyword is not None:
+            out[arg.keyword.value] = arg.value
+    return {p: (None if starred else v) for p, v in out.items()}
 
 
 def _argument_for(call: cst.Call, param: str, position: Optional[int], shift: int) -> Optional[cst.BaseExpression]:

@@ -1,0 +1,67 @@
+"""metadata-type through a project function the backend imports and a local refined from itself (sglang-kt 0.7.2:
+`metadata = init_kpool_extend_metadata(metadata, ...)`, kpool_plan returning `metadata` or
+`dataclasses.replace(metadata, ...)`): the holder's annotation holds where every such function hands back the object
+it was given, and only there."""
+import pytest
+
+from test_soundness import ANNOTATED_HOLDER, KERNEL
+from topk_migrate.api import migrate_source
+from topk_migrate.model import Status
+
+_CLIP = "forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32)"
+_MADE = f"            md = DSAMetadata(dsa_cache_seqlens_int32={_CLIP})\n"
+_PLAN_HEAD = "import dataclasses\n\n\ndef refine(md, pool_size, *, plan=None):\n    if pool_size == 1:\n        return md\n"
+_PLAN_TAILS = {
+    "replace": "    return dataclasses.replace(md, plan=plan)\n",
+    "same": "    md.plan = plan\n    return md\n",
+    "other": "    return type('Other', (), {'plan': plan})()\n",  # another object: no longer the annotated class
+    "rebound": "    md = plan\n    return md\n",  # the name bound again before it is returned
+    "falls off": "    md.plan = plan\n",  # a path ending without a return hands back None
+    "generator": "    yield md\n    return md\n",
+    "another parameter": "    return plan\n"}
+
+
+def _migrated(tmp_path, tail, extend="refine(md, 4, plan=None)", extra=_MADE, imports="from plan import refine\n"):
+    (tmp_path / "plan.py").write_text(_PLAN_HEAD + tail)
+    src = imports + ANNOTATED_HOLDER.format(extend=extend).replace(
+        "        if forward_batch.is_extend:\n", "        if forward_batch.is_extend:\n" + extra)
+    return migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL)
+
+
+def _read_plain(m) -> bool:
+    """Is the field read plainly (the annotation proven), or else by getattr or not at all (another statement, as
+    metadata-in-scope for an object not made for this batch, refuses the site)?"""
+    plain = "topk_length=metadata.dsa_cache_seqlens_int32)" in (m.new_source or "")
+    assert plain or m.sites[0].status is Status.MANUAL or \
+        'topk_length=getattr(metadata, "dsa_cache_seqlens_int32", None)' in m.new_source, m.new_source
+    assert not plain or m.sites[0].status is Status.FIXABLE, m.sites[0].reason
+    return plain
+
+
+@pytest.mark.parametrize("tail, plain", [(t, k in ("replace", "same")) for k, t in _PLAN_TAILS.items()],
+                         ids=list(_PLAN_TAILS))
+def test_an_imported_function_handing_back_its_argument(tmp_path, tail, plain):
+    assert _read_plain(_migrated(tmp_path, tail)) is plain
+
+
+@pytest.mark.parametrize("extra, plain", [
+    # refined from itself, first made as the annotated class: by induction every value is
+    (_MADE + "            md = refine(md, 4)\n", True),
+    # first made as another class, then refined: refining keeps the class it was given
+    ("            md = DSAExtendMetadata(extend_seq_lens=forward_batch.seq_lens)\n            md = refine(md, 4)\n",
+     False),
+    # refined in a loop
+    (_MADE + "            for pool in (2, 4):\n                md = refine(md, pool)\n", True),
+    # refining another local, of another class
+    ("            other = DSAExtendMetadata(extend_seq_lens=forward_batch.seq_lens)\n            md = refine(other, 4)\n",
+     False)])
+def test_a_local_refined_from_itself(tmp_path, extra, plain):
+    assert _read_plain(_migrated(tmp_path, _PLAN_TAILS["replace"], extend="md", extra=extra)) is plain
+
+
+@pytest.mark.parametrize("imports", [
+    "import plan\nrefine = plan.refine\n",  # not a `from m import name`: which function it is is not read
+    "from plan import refine\nrefine = staticmethod(refine)\n",  # bound twice
+    "from os.path import join as refine\n"])  # not a file of the project
+def test_a_function_not_read_is_not_taken(tmp_path, imports):
+    assert not _read_plain(_migrated(tmp_path, _PLAN_TAILS["replace"], imports=imports))
