@@ -390,62 +390,99 @@ def _outer_callers(at_call: "At", traced: Tuple[str, Wanted, frozenset], sources
     override, a wrapper's dispatch to its child); a parameter no call hands runs with its default (round AM: a
     launcher's `step.indices` sorted by its own caller)."""
     proj, f, fn, call = at_call
-    fname, want, named = traced
+    fname = traced[0]
     cls = f.parents.get(id(fn))
     read = _roots_read(sources)
-    roots = set(read)
-    if _entry(proj, f, fn) or not roots:
+    if _entry(proj, f, fn) or not read:
         return None
     a = fn.args
     method = _method(f, fn)
     positional = [x.arg for x in a.posonlyargs + a.args][1 if method else 0:]
-    wanted = wanted_of(positional, roots, a.vararg.arg if a.vararg else "", a.kwarg.arg if a.kwarg else "")
-    if fn.name == fname:  # (its own call read as a bound method's, as the traced function's callers read theirs)
-        bound = set(_roots_read(_handed_as_bound(call, want, named)))
-        wanted = wanted_of(positional, bound & roots, a.vararg.arg if a.vararg else "", a.kwarg.arg if a.kwarg else "")
-    same = fn.name == fname and (_covered(_places(wanted), want, call) or _engine_interface(proj, f, cls))
-    if fn.name == fname and not same:  # (every call of the name is read at every place one of them takes the rows
-        wanted = tuple(sorted(set(wanted) | set(want), key=str))  # at: a fixpoint, the places only grow)
+    named = frozenset(positional + [x.arg for x in a.kwonlyargs])
+    wanted, same = _wanted_up(at_call, traced, set(read), positional)
     if same and (mine is None or isinstance(cls, ast.ClassDef) and (f.path, cls.name) in mine):
         return None  # (an override of the traced method taking the rows where it does: its callers are this walk's)
     at = lambda why: reach.Finding(proj.rel(f.path), getattr(call, "lineno", 0), why)  # noqa: E731
-    if fn.name.startswith("__") and fn.name.endswith("__") or fn.name == "forward" and isinstance(cls, ast.ClassDef) \
-            and (fn.name != fname and any(reach._unparse(b) != "object" for b in cls.bases)
-                 or proj.foreign_in_family(f, cls)):
-        return at(f"`{fn.name}` hands `{fname}` what it is handed, and Python or torch may call `{fn.name}` without "
-                  "spelling its name (`obj(...)`, an `nn.Module`'s `module(...)`, one inherited by a module of it): its "
-                  "callers are not seen, so what they hand is not traced")
+    unspelled = _called_unspelled(proj, f, fn, fname)
+    if unspelled is not None:
+        return at(unspelled)
     if same:  # (another class's method of the name taking the rows where the traced one does, a hybrid's or a
         # wrapper's dispatch to its child: its callers spell the name, read as this walk's, but for its own class's
         # `self.forward(...)`/`super().forward(...)`, which this walk took for another class's: round AT's t2; a torch
         # module's is refused above, round AN/AO. One taking them at other places is walked as a function of another
         # name: round AV's v2)
-        return _family_callers(at_call, (fname, wanted, frozenset(positional + [x.arg for x in a.kwonlyargs])), depth,
-                               mine)
+        return _family_callers(at_call, (fname, wanted, named), depth, mine)
+    unread = _callers_unread(proj, fn, fname, set(read), depth)
+    if unread is not None:
+        return at(unread)
+    fields = frozenset((p, attrs) for p, attrs in read.items() if attrs)
+    w = _callers_up(proj, f, fn, (wanted, named, fields), depth, method)
+    return at(f"`{fn.name}` hands `{fname}` what it is handed, and at {w.where()}, a call of `{fn.name}`: "
+              f"{w.what}") if w is not None else None
+
+
+def _wanted_up(at_call: "At", traced: Tuple[str, Wanted, frozenset], roots: Set[str],
+               positional: List[str]) -> Tuple[Wanted, bool]:
+    """What the caller's callers must hand (its parameters the rows come from), and whether it is the traced
+    name's function taking them at the traced places (`same`). A function of the traced name has its own call read
+    as a bound method's, and, taking them elsewhere, every call of the name read at every place one of them takes
+    the rows at (a fixpoint: the places only grow)."""
+    proj, f, fn, call = at_call
+    fname, want, named = traced
+    a = fn.args
+    star, kw = a.vararg.arg if a.vararg else "", a.kwarg.arg if a.kwarg else ""
+    if fn.name != fname:
+        return wanted_of(positional, roots, star, kw), False
+    bound = set(_roots_read(_handed_as_bound(call, want, named)))
+    wanted = wanted_of(positional, bound & roots, star, kw)
+    same = _covered(_places(wanted), want, call) or _engine_interface(proj, f, f.parents.get(id(fn)))
+    return (wanted, True) if same else (tuple(sorted(set(wanted) | set(want), key=str)), False)
+
+
+def _called_unspelled(proj: reach.Project, f, fn: ast.AST, fname: str) -> Optional[str]:
+    """Why fn, which hands `fname` what it is handed, may be called where its name is not spelled: a dunder, or a
+    torch module's `forward` (one of another name than the traced, or with a base outside the project)."""
+    cls = f.parents.get(id(fn))
+    if fn.name.startswith("__") and fn.name.endswith("__") or fn.name == "forward" and isinstance(cls, ast.ClassDef) \
+            and (fn.name != fname and any(reach._unparse(b) != "object" for b in cls.bases)
+                 or proj.foreign_in_family(f, cls)):
+        return (f"`{fn.name}` hands `{fname}` what it is handed, and Python or torch may call `{fn.name}` without "
+                "spelling its name (`obj(...)`, an `nn.Module`'s `module(...)`, one inherited by a module of it): its "
+                "callers are not seen, so what they hand is not traced")
+    return None
+
+
+def _callers_unread(proj: reach.Project, fn: ast.AST, fname: str, roots: Set[str], depth: int) -> Optional[str]:
+    """Why the callers of fn, which hands `fname` what it is handed, cannot all be read: a name computed at run time
+    may fetch it, it is too far up, or a parameter's default runs where a call does not hand it."""
     lookup = proj.computed_lookup(fn.name) if fn.name != fname else None  # (the traced name's: as its own calls)
     if lookup is not None:
-        return at(f"`{fn.name}` hands `{fname}` what it is handed, and `{lookup.what}` at {lookup.where()} fetches a "
-                  f"callable by a name computed at run time, which may be `{fn.name}`: its callers are not all seen")
+        return (f"`{fn.name}` hands `{fname}` what it is handed, and `{lookup.what}` at {lookup.where()} fetches a "
+                f"callable by a name computed at run time, which may be `{fn.name}`: its callers are not all seen")
     if depth >= OUTER_DEPTH:
-        return at(f"`{fn.name}` hands `{fname}` what it is handed, {depth + 1} calls from the kernel's rows: the "
-                  "callers past that are not read")
+        return (f"`{fn.name}` hands `{fname}` what it is handed, {depth + 1} calls from the kernel's rows: the "
+                "callers past that are not read")
     defaults = _tensor_defaults(fn)
     given = next((n for n in sorted(roots) if n in defaults), None)
     if given is not None:
-        return at(f"`{fn.name}` hands `{fname}` its parameter `{given}`, whose default "
-                  f"`{reach._unparse(defaults[given])[:40]}` runs where a call does not hand it")
-    inner = frozenset(positional + [x.arg for x in a.kwonlyargs])
+        return (f"`{fn.name}` hands `{fname}` its parameter `{given}`, whose default "
+                f"`{reach._unparse(defaults[given])[:40]}` runs where a call does not hand it")
+    return None
+
+
+def _callers_up(proj: reach.Project, f, fn: ast.AST, wanted_named_fields: tuple, depth: int,
+                method: bool) -> Optional[reach.Finding]:
+    """The first call of fn (by its name, in its family where a method) handing what it must not, read once per
+    function, places and depth (a cycle of calls reads as handing on)."""
+    wanted, named, fields = wanted_named_fields
     memo = proj.__dict__.setdefault("_outer_callers", {})
-    fields = frozenset((p, attrs) for p, attrs in read.items() if attrs)
     key = (id(fn), wanted, depth, fields)
     if key not in memo:
-        memo[key] = None  # (a cycle of calls reads as handing on)
+        memo[key] = None
+        cls = f.parents.get(id(fn))
         family = proj.family_of(f, cls) if method and isinstance(cls, ast.ClassDef) else None
-        w = unchanged_callers(proj, fn.name, wanted, family, inner, Outer(depth + 1, fields, method))
-        memo[key] = w
-    w = memo[key]
-    return at(f"`{fn.name}` hands `{fname}` what it is handed, and at {w.where()}, a call of `{fn.name}`: "
-              f"{w.what}") if w is not None else None
+        memo[key] = unchanged_callers(proj, fn.name, wanted, family, named, Outer(depth + 1, fields, method))
+    return memo[key]
 
 
 def _family_callers(at_call: "At", traced: Tuple[str, Wanted, frozenset], depth: int,
@@ -1070,7 +1107,8 @@ def _writing_property(proj, f, node: ast.Attribute) -> bool:
 
 
 def _annotation(f, node: ast.AST) -> bool:
-    """Is the node part of an annotation (`x: Optional[torch.Tensor] = None`): read, not run, where it stands?"""
+    """Is the node part of a local's annotation (`x: Optional[torch.Tensor] = None` in a function's body): never
+    evaluated (PEP 526), whatever it spells?"""
     up, child = f.parents.get(id(node)), node
     while up is not None and not isinstance(up, ast.stmt):
         up, child = f.parents.get(id(up)), up

@@ -157,7 +157,9 @@ def _uses(fn: ast.AST, name: str) -> List[ast.Name]:
 
 
 def _annotation(g: "reach._File", node: ast.AST) -> bool:
-    """Is node inside an annotation (a parameter's, a variable's, a return's)?"""
+    """Is node inside an annotation (a parameter's, a variable's, a return's), nested only in subscripts, tuples,
+    unions and dotted names? (A call there may run where the def or the module runs: unlike callers._annotation,
+    which reads a function's locals, whose annotations are never evaluated.)"""
     child, up = node, g.parents.get(id(node))
     for _ in range(8):
         if up is None:
