@@ -3753,6 +3753,10 @@ def test_round_ab_a_replay_through_a_local_def_or_an_accessor(tmp_path, replay, 
     # their own name, keeps their rows and entries; any other rebinding may not
     ("    if int(topk_indices.max()) >= kv.shape[0]:\n        raise ValueError('past the pool')", True),
     ("    topk_indices = topk_indices.to(torch.int32)", True),
+    ("    topk_indices = topk_indices.to(torch.int64)", True),
+    # round AY: a narrower dtype wraps -1 (uint8: 255) or rounds large indices (half past 2048)
+    ("    topk_indices = topk_indices.to(torch.uint8)", False),
+    ("    topk_indices = topk_indices.to(torch.float16)", False),
     ("    topk_indices = topk_indices.flip(-1)", False),
     ("    topk_indices = topk_indices.to(torch.int32).sort(-1).values", False)])
 def test_round_ab_a_caller_reading_or_converting_the_indices(tmp_path, body, fixable):

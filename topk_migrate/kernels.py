@@ -604,6 +604,7 @@ def file_ways(path: str, root: str) -> List[List[Pin]]:
         extra = _own_release(text, rel) + _tool_pins(text, rel) if name == "pyproject.toml" else []
         ways = [parse(text, rel) + extra] + computed_ways(name, text, path, root)
         if name == "pyproject.toml":  # uv's overrides and constraints replace what the project declares
+            ways += _poetry_choices(text, rel)
             ways.append(spelled_pins(" ".join(_UV_PINS.findall(text)), rel))
             others = _other_tables(text)  # pixi's, hatch's environments (round U); uv's sources, pdm's overrides (AP)
             ways.append(_mentioned_pins(others, rel, False) + _engine_mentions(others, rel) + _engine_blocks(text, rel))
@@ -1099,26 +1100,47 @@ def _tree_files(root: str, read: frozenset) -> Tuple[List[str], Optional[str]]:
 
 
 def _tool_pins(text: str, rel: str) -> List[Pin]:
-    """Poetry's dependency tables (`[tool.poetry.dependencies]`, its groups'): `name = "0.4.6"`, `"^0.4.6"`,
-    or a table with `version`, read as _keyed_pins reads them."""
+    """Poetry's dependency tables (`[tool.poetry.dependencies]`, 1.x's `dev-dependencies`, its groups': a plain
+    `poetry install` installs each): `name = "0.4.6"`, `"^0.4.6"`, or a table with `version`, read as _keyed_pins
+    reads them. A list of them (the multiple-constraints form) is _poetry_choices'."""
+    return [p for name, spec in _poetry_entries(text) if not isinstance(spec, list)
+            for p in _poetry_constraint(name, spec, rel)]
+
+
+def _poetry_choices(text: str, rel: str) -> List[List[Pin]]:
+    """Poetry's multiple-constraints form (`k = [{version = "0.4.2", python = "<3.11"}, ...]`): each entry is a way
+    of its own (the one its environment selects is installed), so every one must accept."""
+    return [_poetry_constraint(name, one, rel) for name, spec in _poetry_entries(text) if isinstance(spec, list)
+            for one in spec]
+
+
+def _poetry_entries(text: str) -> List[Tuple[str, object]]:
+    """Every (name, constraint) of poetry's dependency tables: its own, 1.x's `dev-dependencies`, its groups'."""
     tool = _toml(text).get("tool")
     poetry = tool.get("poetry") if isinstance(tool, dict) else None
     if not isinstance(poetry, dict):
         return []
     groups = poetry.get("group") if isinstance(poetry.get("group"), dict) else {}
-    tables = [poetry.get("dependencies")] + [g.get("dependencies") for g in groups.values() if isinstance(g, dict)]
-    out: List[Pin] = []
-    for table in tables:
-        for name, spec in (table.items() if isinstance(table, dict) else ()):
-            spec = spec.get("version", "") if isinstance(spec, dict) else spec
-            if isinstance(spec, str):
-                out += [_any_extras(p.dist, p.spec, p.source) for p in _keyed_pins(f'{name} = "{spec}"', rel, {normalize(name)})]
-    return out
+    tables = [poetry.get("dependencies"), poetry.get("dev-dependencies")]
+    tables += [g.get("dependencies") for g in groups.values() if isinstance(g, dict)]
+    return [(name, spec) for table in tables if isinstance(table, dict) for name, spec in table.items()]
+
+
+def _poetry_constraint(name: str, spec: object, rel: str) -> List[Pin]:
+    """One poetry constraint of `name`; where a kernel's or the engine's is not read (a list's entry that is no
+    string or table with `version`, a version no pin is read from), one that decides nothing: not a silent pass."""
+    version = spec.get("version", "") if isinstance(spec, dict) else spec
+    read = _keyed_pins(f'{name} = "{version}"', rel, {normalize(name)}) if isinstance(version, str) else []
+    if not read and (_kernel_words().fullmatch(name) or normalize(name) == ENGINE):
+        return [Pin(COMPUTED, "", f"{rel} (poetry's {name} constraint not read as a pin)")]
+    return [_any_extras(p.dist, p.spec, p.source) for p in read]
 
 
 _TABLE = re.compile(r"(?m)^[ \t]*\[\[?([^\]\n]*)\]")
-_READ_TABLES = re.compile(r"^(?:project(?:\..*)?|dependency-groups|build-system|tool\.poetry(?:\..*)?"
-                          r"|tool\.topk[-_]migrate(?:\..*)?)$")  # (this tool's own table declares, installs nothing)
+_READ_TABLES = re.compile(r"^(?:project(?:\..*)?|dependency-groups|build-system|tool\.topk[-_]migrate(?:\..*)?"
+                          r"|tool\.poetry(?:\.(?:dev-)?dependencies(?:\..*)?|\.group\.[^.]+(?:\.dependencies(?:\..*)?)?"
+                          r"|\.(?:extras|scripts|plugins|urls|source|build|packages|include|exclude))?)$")
+# (this tool's own table declares, installs nothing; poetry's tables _tool_pins does not read are read as a recipe's)
 
 
 def _other_tables(text: str) -> str:

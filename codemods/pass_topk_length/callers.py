@@ -2099,19 +2099,23 @@ def _untouched(at: At, name: str, attribute: Optional[ast.AST], keys: Set[str]) 
 
 # A tensor's conversions that keep its rows and entries (a dtype, a layout, a device), with no other argument
 _CONVERSIONS = {"to", "int", "long", "contiguous", "cuda"}
+# The dtypes an index converts to unchanged, -1 included (round AY: `.to(torch.uint8)` wraps -1 to 255; a half
+# rounds past 2048)
+_WIDE_DTYPES = {"torch.int32", "torch.int", "torch.int64", "torch.long", "torch.float64", "torch.double"}
 # A tensor's reductions and tests: a new tensor or a number, the tensor left as it is
 _REDUCTIONS = {"max", "min", "amax", "amin", "sum", "any", "all", "count_nonzero", "isfinite", "isnan"}
 
 
 def _converted_in_place_of(f, target: ast.Name) -> bool:
-    """`indices = indices.to(torch.int32)` (one target, itself converted, its dtype a `torch.` attribute): the same
+    """`indices = indices.to(torch.int32)` (one target, itself converted, to a dtype holding every index): the same
     rows and entries under the name (round AB's safe twin: an indexer of older checkpoints emits int64)."""
     stmt = f.parents.get(id(target))
     value = stmt.value if isinstance(stmt, ast.Assign) and stmt.targets == [target] else None
     if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _CONVERSIONS
             and isinstance(value.func.value, ast.Name) and value.func.value.id == target.id and not value.keywords):
         return False
-    return all(isinstance(a, ast.Attribute) and reach._unparse(a).startswith("torch.") for a in value.args)
+    return all(isinstance(a, ast.Attribute) and (reach._unparse(a) in _WIDE_DTYPES or reach._unparse(a).startswith(
+        "torch.") and a.attr.endswith("_format")) for a in value.args)
 
 
 def _converting(f, read: ast.Name) -> bool:

@@ -468,6 +468,8 @@ def _served(e: ast.AST, t: _Tree, depth: int, kind: str = "") -> bool:
         return any(_served(v, t, depth + 1, kind) for v in _bound_values(e, t))
     if isinstance(e, ast.Subscript):
         return True  # (round AX: `phase_cfgs["decode"]`, an item of a table: what the table holds is not read)
+    if isinstance(e, (ast.IfExp, ast.BoolOp, ast.NamedExpr, ast.Await)):
+        return any(_served(v, t, depth + 1, kind) for v in _outcomes(e))  # (round AY: `view if small else raw`)
     if not isinstance(e, ast.Call):
         return False
     if reach.hands_computed_mapping(e):
@@ -481,11 +483,44 @@ def _served(e: ast.AST, t: _Tree, depth: int, kind: str = "") -> bool:
     classes = maker or (_classes_named(func.id, t) if isinstance(func, ast.Name) else _base_classes(func, t))
     if isinstance(func, ast.Name) and not classes and _project_def(func.id, t) is None and _unread_import(func.id, t):
         return True  # (a function of a project file not read here: what it makes may serve, round AM's `budgeted`)
+    module_def = _module_def(func, t) if not classes else None
+    if module_def is False:
+        return True  # (round AY: `profiles.low_mem_view(raw)`, a function of a project module not read: what it makes
+        # may serve)
+    returns = _factory_returns(e, t) if module_def is None else [
+        (r.value, module_def[1]) for r in ast.walk(module_def[0]) if isinstance(r, ast.Return) and r.value is not None]
+    library = not classes and not returns and module_def is None and len(e.args) == 1 and not e.keywords \
+        and not reach._unparse(func).rsplit(".", 1)[-1][:1].isupper()  # (a library's function of one object, not its
+    # class: `copy.deepcopy(view)`, `pickle.loads(...)` may hand back what it is handed or a copy of it, round AY;
+    # `SimpleNamespace(index_topk=k)` makes its own; a kernel's op of many tensors makes tensors)
     return any(_serves_reads(c, there, 0, kind) for c, there in classes) or any(
-        _served(r, there, depth + 1, kind) for r, there in _factory_returns(e, t)) or any(
-        _forwards_reads(c) for c, _ in classes) and any(
+        _served(r, there, depth + 1, kind) for r, there in returns) or (
+        any(_forwards_reads(c) for c, _ in classes) or library) and any(
         _served(a, t, depth + 1, kind) for a in [*e.args, *(k.value for k in e.keywords)])
     # (`budgeted(raw)`: a factory's, round AJ; a class forwarding its reads to a serving object it is handed)
+
+
+def _outcomes(e: ast.AST) -> List[ast.AST]:
+    """The values a conditional, `and`/`or`, `:=` or `await` expression may evaluate to."""
+    if isinstance(e, ast.IfExp):
+        return [e.body, e.orelse]
+    return list(e.values) if isinstance(e, ast.BoolOp) else [e.value]
+
+
+def _module_def(func: ast.AST, t: _Tree):
+    """For a name read off a module of the project the file imports (`profiles.low_mem_view`): (its def, its file)
+    where the module's file is read and binds the name once, to a def; False where it is not so; None for any other
+    callee."""
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
+        return None
+    bindings = _bindings_of(func.value.id, t)
+    if not (bindings and all(isinstance(b, ast.Import) for b in bindings) and _of_the_project(func.value.id, t)):
+        return None
+    index = t.imported(func.value.id)
+    there = t.others[index] if index is not None else None
+    found = _module_bindings(there.tree, func.attr) if there is not None else []
+    return (found[0], there) if len(found) == 1 and isinstance(found[0], (ast.FunctionDef, ast.AsyncFunctionDef)) \
+        else False
 
 
 def _project_module_object(name: str, t: _Tree) -> bool:

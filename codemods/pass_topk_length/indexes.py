@@ -176,12 +176,20 @@ class ModuleIndexes:
         path = own._find(own.path, module)
         g = self.project()._file_at(path) if path and path.endswith(".py") else None  # (parsed once per project)
         defs = [d for d in (g.tree.body if g is not None else []) if isinstance(d, ast.FunctionDef) and d.name == imported]
-        if len(defs) != 1 or defs[0].decorator_list or imported in g.global_names or any(
-                any(isinstance(t, ast.Name) and t.id == imported for t in reach._flatten(reach._written_targets(n)))
-                for n in ast.walk(g.tree)):
-            return None  # (its module binds the name again: `build = reuse(build)` after the def, round Y)
+        if len(defs) != 1 or defs[0].decorator_list or rebinds(g.tree, imported, defs[0]) or self._rebound_from_outside(
+                g, imported):
+            return None  # (its module binds the name again: `build = reuse(build)` after the def, round Y; a fallback
+            # import or a def under a flag, round AY)
         a = defs[0].args
         return g, defs[0], _bound_arguments(call, [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)])
+
+    def _rebound_from_outside(self, g: reach._File, name: str) -> bool:
+        """Does another file of the project assign or delete `name` on g's module (`plan_utils.finalize_plan = fused`,
+        a literal setattr: round AY), so the call runs another function than g's def? (A computed setattr on it is
+        not read: docs/soundness.md, metadata-type.)"""
+        proj = self.project()
+        modules = {m for m in reach._module_names(proj.rel(g.path)) if "/" not in m}
+        return bool(proj.attribute_writes({name}, set(), modules))
 
     def outside_project(self, qualname: str) -> bool:
         """Is `qualname` defined outside this project (a library), not by one of its modules?
@@ -255,13 +263,15 @@ def handed_back(g: reach._File, fdef: ast.FunctionDef) -> List[ast.AST]:
     return out
 
 
-def rebinds(fdef: ast.FunctionDef, name: str) -> bool:
-    """Does anything in fdef bind `name` again (a store, a `del`, a loop's or `with`'s or handler's target, an
-    import, a nested def, `global`/`nonlocal`, a match capture)? Then a return of it is not the argument."""
-    for n in ast.walk(fdef):
+def rebinds(node: ast.AST, name: str, own: Optional[ast.AST] = None) -> bool:
+    """Does anything in node (a def, a module) bind `name` (a store, a `del`, a loop's or `with`'s or handler's
+    target, an import, a def or class but `own` and node itself, `global`/`nonlocal`, a match capture)? Then a return
+    of a parameter is not the argument, or a module's def not what its name holds."""
+    for n in ast.walk(node):
         if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load) \
                 or isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names \
-                or isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n is not fdef and n.name == name \
+                or isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n is not node \
+                and n is not own and n.name == name \
                 or isinstance(n, ast.ExceptHandler) and n.name == name \
                 or isinstance(n, (ast.Import, ast.ImportFrom)) and any((a.asname or a.name.split(".")[0]) == name
                                                                        for a in n.names) \

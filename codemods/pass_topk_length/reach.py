@@ -1115,12 +1115,35 @@ class Project:
             naming = [*self.files_naming([attr]), *([own] if own is not None else [])]
             hook = self._attribute_hook()  # (a base's hook: any field)
             done[key] = next((Finding(self.rel(f.path), stmt.lineno, f"{cls.name} serves `{attr}` by code")
-                              for f in naming for cls in f.class_defs for stmt in [_class_body_code(cls, attr)]
+                              for f in naming for cls in f.class_defs
+                              for stmt in [_class_body_code(cls, attr, f) or self._machinery(f, cls, attr)]
                               if stmt is not None), None) or next(
                 (Finding(self.rel(f.path), n.lineno, f"`{_unparse(n)[:60]}` gives objects' `{attr}` a value it makes")
                  for f in naming for n in _outside_stores(f, attr, f is not own)), None) or (
                 Finding(hook.path, hook.line, f"{hook.what} may serve `{attr}`") if hook is not None else None)
         return done[key]
+
+    def _machinery(self, f: _File, cls: ast.ClassDef, attr: str) -> Optional[ast.AST]:
+        """What of a library may rewrite `attr` as a record of cls declaring it is made (round AY): a base, its own
+        or a project base's, outside the project and not known plain (pydantic's BaseModel runs each field's
+        validators, an alias's of another module too), or an `Annotated[...]` field whose metadata is a call."""
+        if not any(isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name) and s.target.id == attr
+                   for s in cls.body):
+            return None
+        chain = [(f, cls), *self.bases_in_order(f, cls)]
+        return next((b for g, c in chain for b in c.bases if self._library_base(g, b)), None) or next(
+            (s for s in cls.body if isinstance(s, ast.AnnAssign) and _annotated_call(s.annotation)), None)
+
+    def _library_base(self, f: _File, base: ast.AST) -> bool:
+        """A base naming no class of the project, nor one whose making reads no field (`object`, `ABC`, `Generic`,
+        typing's records, a builtin, torch's `nn.Module`): its machinery is not read."""
+        path, name = self._defining(*f.resolve_class(base))
+        g = self._file_at(path) if path is not None else None
+        if g is not None and name in g.classes or f.known_base(base) or f.torch_module_base(base):
+            return False
+        expr = base.value if isinstance(base, ast.Subscript) else base
+        return not (isinstance(expr, ast.Name) and not f.binds(expr.id) and expr.id in _BUILTIN_BASES
+                    or f.module_of(expr) in _PLAIN_LIBRARY_BASES)
 
     def _attribute_hook(self) -> Optional[Finding]:
         """The project's first hook that may serve any field of its instances (the class and the hook: `what`): a
@@ -3657,15 +3680,14 @@ def _class_body_binding(cls: ast.ClassDef, attr: str, code_only: bool = False) -
     return None
 
 
-def _class_body_code(cls: ast.ClassDef, attr: str) -> Optional[ast.AST]:
+def _class_body_code(cls: ast.ClassDef, attr: str, f: Optional[_File] = None) -> Optional[ast.AST]:
     """What in cls serves `attr` by code (Project.serving): a def of that name; a binding of it in the body to anything
     but a literal or a declared field (`field()`, `field(default=<literal>)`: not a converter, a factory, a descriptor
     as default); a method storing on self a value of it other than a parameter as handed (`__post_init__` adding the
     drafts), by `=`, `+=`, a literal `setattr` or a base's `__init__` keyword; a method a decorator ties to it by name (a
     validator); a non-forwarding `__getattr__`, `__getattribute__` or `__setattr__` (round AJ); a class decorator but a
     record's, a metaclass but `ABCMeta`, a `__new__` spelling it, a making hook bound by assignment (round AK)."""
-    made = next((d for d in cls.decorator_list if _unparse(d.func if isinstance(d, ast.Call) else d)
-                 not in _PLAIN_CLASS_DECORATORS), None) or next(
+    made = next((d for d in cls.decorator_list if not _plain_class_decorator(d, f)), None) or next(
         (k for k in cls.keywords if k.arg == "metaclass" and _unparse(k.value) not in ("ABCMeta", "abc.ABCMeta")), None)
     if made is not None:  # (a decorator installing an `__init__`, a metaclass's `__call__`: round AK)
         return made
@@ -3945,9 +3967,36 @@ def _plain_read(v: ast.AST) -> bool:
     return isinstance(v, (ast.Name, ast.Constant))
 
 
-# class decorators that make a record of its declared fields (a field's converter is read apart)
+# class decorators that make a record of its declared fields (a field's converter is read apart), as spelled and as
+# the file's imports resolve them
 _PLAIN_CLASS_DECORATORS = {"dataclass", "dataclasses.dataclass", "attrs.define", "attrs.frozen", "attr.s", "attr.attrs",
-                           "define", "frozen", "functools.total_ordering", "total_ordering", "typing.final", "final"}
+                           "define", "frozen", "functools.total_ordering", "total_ordering", "typing.final", "final",
+                           "attrs.mutable", "attr.define", "attr.frozen", "attr.mutable", "typing_extensions.final"}
+# their keywords that only say which methods are made and how they compare (not `field_transformer`, `these`,
+# `on_setattr`: code or fields of the caller's)
+_PLAIN_RECORD_KEYWORDS = {"init", "repr", "eq", "order", "unsafe_hash", "hash", "cmp", "frozen", "match_args",
+                          "kw_only", "slots", "weakref_slot", "auto_attribs", "auto_exc", "auto_detect", "cache_hash",
+                          "str", "collect_by_mro", "getstate_setstate"}
+# library bases whose making reads no field (typing's records: their fields are read by position elsewhere)
+_PLAIN_LIBRARY_BASES = {"typing.NamedTuple", "typing.TypedDict", "typing.Protocol", "typing_extensions.NamedTuple",
+                        "typing_extensions.TypedDict", "typing_extensions.Protocol", "abc.ABC"}
+
+
+def _plain_class_decorator(d: ast.AST, f: Optional[_File]) -> bool:
+    """A record's decorator, by what the file imports under its name (pydantic's `dataclass` is not dataclasses'), called
+    with none but _PLAIN_RECORD_KEYWORDS' literals (`field_transformer=` may give any field a converter: round AY)."""
+    callee = d.func if isinstance(d, ast.Call) else d
+    name = (f.module_of(callee) if f is not None else None) or _unparse(callee)
+    return name in _PLAIN_CLASS_DECORATORS and (not isinstance(d, ast.Call) or not d.args and all(
+        k.arg in _PLAIN_RECORD_KEYWORDS and isinstance(k.value, ast.Constant) for k in d.keywords))
+
+
+def _annotated_call(annotation: ast.AST) -> bool:
+    """Does an annotation spell `Annotated[T, <a call>, ...]` (pydantic's `AfterValidator(f)`: code a library may run
+    on the field)?"""
+    return any(isinstance(n, ast.Subscript) and _unparse(n.value).rsplit(".", 1)[-1] == "Annotated"
+               and isinstance(n.slice, ast.Tuple) and any(isinstance(m, ast.Call) for e in n.slice.elts[1:]
+                                                           for m in ast.walk(e)) for n in ast.walk(annotation))
 _MAKING_HOOKS = ("__getattr__", "__getattribute__", "__setattr__", "__new__", "__init__", "__call__", "__post_init__")
 
 

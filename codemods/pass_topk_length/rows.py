@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, NamedTuple, Optional, Set, Tuple, Union
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
@@ -1261,8 +1261,10 @@ def may_share(e: Optional[cst.CSTNode]) -> Set[str]:
     if isinstance(e, (cst.Dict, cst.Set, cst.DictComp, cst.SetComp, cst.ListComp, cst.GeneratorExp)):
         return {n.value for n in _names_in(e)}  # a container holds what it names (round S); (a lambda's own writes
         # are read where it is written, as any nested code's are)
-    if isinstance(e, (cst.BinaryOperation, cst.UnaryOperation)) and _passed_through(e):
-        return set().union(*(may_share(x) for x in _passed_through(e)))
+    if isinstance(e, cst.BinaryOperation):
+        return _joined(e)
+    if isinstance(e, cst.UnaryOperation) and _passed_through(e):
+        return may_share(e.expression)
     if isinstance(e, _NO_ROWS) or isinstance(e, (cst.BinaryOperation, cst.UnaryOperation)):
         return set()
     if isinstance(e, cst.Subscript):
@@ -1339,16 +1341,20 @@ class _Aliases(cst.CSTVisitor):
             self._bind([node.name], node.default)  # `def step(sel=idx)`: a nested def's default holds idx (round S)
 
     def points_to(self) -> Dict[str, Set[str]]:
+        """Each name's objects; a source `*n` (a join's operand, _joined) gives what n points to but n itself."""
         pts: Dict[str, Set[str]] = {}
         for target, sources in self.binds:
             pts.setdefault(target, {target})
             for src in sources:
-                pts.setdefault(src, {src})
+                pts.setdefault(src.lstrip("*"), {src.lstrip("*")})
+
+        def held(x: str) -> Set[str]:
+            return pts[x[1:]] - {x[1:]} if x.startswith("*") else pts[x]
         grew = True
         while grew:
             grew = False
             for target, sources in self.binds:
-                new = set().union(*(pts[x] for x in sources)) - pts[target] if sources else set()
+                new = set().union(*(held(x) for x in sources)) - pts[target] if sources else set()
                 if new:
                     pts[target] |= new
                     grew = True
@@ -1442,13 +1448,45 @@ def _pure_torch(call: Optional[cst.CSTNode]) -> bool:
 def _passed_through(e: cst.BaseExpression) -> List[cst.BaseExpression]:
     """The operands an operation hands back as they are (round AV): `+t` is t itself; a list or tuple display
     repeated or joined (`[idx] * n`, `[idx] + rest`) holds the very objects it names. Arithmetic on tensors makes
-    new ones: none."""
+    new ones: none. (may_share reads named operands too: _joined.)"""
     if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Plus):
         return [e.expression]
     if isinstance(e, cst.BinaryOperation) and any(
             isinstance(x, (cst.List, cst.Tuple, cst.ListComp)) for x in (e.left, e.right)):
         return [e.left, e.right]
     return []
+
+
+def _joined(e: cst.BinaryOperation) -> Set[str]:
+    """What a join of containers (`{"topk": idx} | extras`, `pending + self.sink_buffers`: round AY) may hold: what
+    a display operand names, and what a named operand holds (`*name`, its contents in _Aliases: not the operand
+    itself, so `idx + offset` of a tensor, a new one, shares nothing with idx). Proven arithmetic holds nothing."""
+    if _arithmetic(e):
+        return set()
+    return set().union(*(may_share(x) if isinstance(x, (cst.List, cst.Tuple, cst.Dict, cst.Set, cst.ListComp)) else
+                         {n if n.startswith("*") else "*" + n for n in may_share(x)} for x in (e.left, e.right)))
+
+
+# operators no container defines (`/`, `@`, `**`, shifts; `%` formats a string)
+_NUMERIC_OPERATORS = (cst.Divide, cst.FloorDivide, cst.Power, cst.MatrixMultiply, cst.LeftShift, cst.RightShift,
+                      cst.Modulo)
+
+
+def _arithmetic(e: cst.BinaryOperation) -> bool:
+    """Can `e` be no join of containers: an operator none defines, or an operand that is a number (a float by any
+    operator; an int, a comparison, a negation or arithmetic but by `*`, which repeats a sequence: `2 * [idx]`)?"""
+    if isinstance(e.operator, _NUMERIC_OPERATORS):
+        return True
+    repeats = isinstance(e.operator, cst.Multiply)
+    return any(isinstance(x, (cst.Float, cst.Imaginary)) or not repeats and _number(x) for x in (e.left, e.right))
+
+
+def _number(x: cst.BaseExpression) -> bool:
+    """A number or a tensor of numbers, never a container: an int literal, a comparison, `-x`/`~x`/`not x`, or
+    arithmetic proven so."""
+    return isinstance(x, (cst.Integer, cst.Float, cst.Imaginary, cst.Comparison)) \
+        or isinstance(x, cst.UnaryOperation) and not isinstance(x.operator, cst.Plus) \
+        or isinstance(x, cst.BinaryOperation) and _arithmetic(x)
 
 
 def writes_in(tree: Tree, owner: cst.CSTNode, name: str) -> _Writes:
@@ -1541,6 +1579,22 @@ def _instance_param(tree: Tree, param: cst.Param) -> bool:
     first = [*fdef.params.posonly_params, *fdef.params.params][:1]
     static = any(get_full_name_for_node(d.decorator) == "staticmethod" for d in fdef.decorators)
     return bool(first) and first[0] is param and not static
+
+
+_CAPTURES = (cst.MatchAs, cst.MatchStar, cst.MatchMapping, cst.NamedExpr)
+
+
+def unlisted_binding(tree: Tree, node: cst.Name, listed: Sequence[object]) -> Optional[cst.CSTNode]:
+    """A binding of node's name in its outermost function that `listed` (the scope analysis's bindings where node
+    reads it) lacks: a `match` capture, which LibCST does not list, or a `:=` in a comprehension, which it files under
+    the comprehension though Python binds the function's name (round AY). Default-deny: the trace reads only those."""
+    owner = next((a for a in reversed(list(tree.ancestors(node))) if isinstance(a, cst.FunctionDef)), None)
+    known = {id(getattr(a, "node", None)) for a in listed}
+    for n in tree.find(_CAPTURES, None, owner) if owner is not None else ():
+        bound = n.rest if isinstance(n, cst.MatchMapping) else n.target if isinstance(n, cst.NamedExpr) else n.name
+        if _is_name(bound, node.value) and id(bound) not in known:
+            return n
+    return None
 
 
 class IndexTrace:
@@ -1866,6 +1920,9 @@ class IndexTrace:
                 and len(test.args) == 1 and test.args[0].keyword is None and test.args[0].star == "":
             return cst.Comparison(left=test.func.value, comparisons=[cst.ComparisonTarget(
                 operator=_COMPARING[test.func.attr.value](), comparator=test.args[0].value)])
+        pair = _compared_pair(test)
+        if pair is not None:  # `torch.lt(idx, 0)`, `0 <= idx`: the tensor first, as `idx < 0`, `idx >= 0` (round AY)
+            return cst.Comparison(left=pair[1], comparisons=[cst.ComparisonTarget(operator=pair[0](), comparator=pair[2])])
         return self._bound_test(test, call, depth)
 
     def _bound_test(self, test: cst.BaseExpression, call: cst.Call, depth: int) -> cst.BaseExpression:
@@ -1991,6 +2048,11 @@ class IndexTrace:
         b = self.tree.binding(node, node.value)
         if not b.assignments and node.value not in _BUILTIN_NAMES:
             return f"`{node.value}` has no binding the indices trace can see (a `match` capture, a star import, exec)"
+        unlisted = unlisted_binding(self.tree, node, b.assignments)
+        if unlisted is not None:
+            shown = next((a.pattern for a in self.tree.ancestors(unlisted) if isinstance(a, cst.MatchCase)), unlisted)
+            return (f"`{node.value}` is bound at line {self.tree.line(unlisted)} by `{_brief(shown, 50)}`, a binding "
+                    "the indices trace does not read (a `match` capture, a `:=` in a comprehension: round AY)")
         for a in b.assignments:
             scope = getattr(a, "scope", None)
             target = getattr(a, "node", None)
@@ -2013,6 +2075,9 @@ class IndexTrace:
             if isinstance(scope, (GlobalScope, ClassScope)):  # an import too: another module's state (round O)
                 return (f"`{node.value}` is bound outside a function (a module global, an import or a class "
                         "attribute): any function may write the tensor it holds before the call")
+            if isinstance(a, ImportAssignment):  # (in a function too: the module's state all the same, round AY)
+                return (f"`{node.value}` is bound by an import in a function: another module's state, which any "
+                        "code may write before the call")
             if not isinstance(scope, FunctionScope):
                 continue
             self.seen.add(id(a))
@@ -2136,6 +2201,23 @@ _COMPARING = {"ge": cst.GreaterThanEqual, "gt": cst.GreaterThan, "le": cst.LessT
               "eq": cst.Equal, "ne": cst.NotEqual}
 _FLIPPED = {cst.GreaterThanEqual: cst.LessThan, cst.LessThan: cst.GreaterThanEqual, cst.GreaterThan: cst.LessThanEqual,
             cst.LessThanEqual: cst.GreaterThan, cst.Equal: cst.NotEqual, cst.NotEqual: cst.Equal}
+
+
+_MIRRORED = {cst.LessThanEqual: cst.GreaterThanEqual, cst.GreaterThanEqual: cst.LessThanEqual, cst.LessThan: cst.GreaterThan,
+             cst.GreaterThan: cst.LessThan, cst.Equal: cst.Equal, cst.NotEqual: cst.NotEqual}
+
+
+def _compared_pair(test: cst.BaseExpression) -> Optional[tuple]:
+    """(operator, tensor, constant) of a comparison spelled constant-first (`0 <= idx`) or as torch's function
+    (`torch.lt(idx, 0)`, positional): each the same test as `idx >= 0` / `idx < 0`; else None."""
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and _int(test.left) is not None \
+            and _int(test.comparisons[0].comparator) is None and type(test.comparisons[0].operator) in _MIRRORED:
+        return _MIRRORED[type(test.comparisons[0].operator)], test.comparisons[0].comparator, test.left
+    name = get_full_name_for_node(test.func) or "" if isinstance(test, cst.Call) else ""
+    if name.rsplit(".", 1)[-1] in _COMPARING and _torch_function(test.func, name) and len(test.args) == 2 \
+            and all(a.keyword is None and not a.star for a in test.args):
+        return _COMPARING[name.rsplit(".", 1)[-1]], test.args[0].value, test.args[1].value
+    return None
 
 
 def _validity_test(cond: cst.BaseExpression) -> Optional[bool]:
