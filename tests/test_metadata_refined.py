@@ -65,3 +65,69 @@ def test_a_local_refined_from_itself(tmp_path, extra, plain):
     "from os.path import join as refine\n"])  # not a file of the project
 def test_a_function_not_read_is_not_taken(tmp_path, imports):
     assert not _read_plain(_migrated(tmp_path, _PLAN_TAILS["replace"], imports=imports))
+
+
+_COMPAT = "from dataclasses import dataclass\n\n\n@dataclass\nclass DSAMetadata:\n    nsa_cache_seqlens_int32: object\n"
+_PLAIN_STORE = f"DSAMetadata(dsa_cache_seqlens_int32={_CLIP})"
+
+
+@pytest.mark.parametrize("edit, plain", [
+    # round AY: a same-named class of another module is not the module's own
+    ({"extend": f"compat.DSAMetadata(nsa_cache_seqlens_int32={_CLIP})", "imports": "import compat\n"}, False),
+    # the module's class name rebound by a fallback import
+    ({"tail": "\n\nif compat.LEGACY:\n    from compat import DSAMetadata\n", "imports": "import compat\n"}, False),
+    # a dataclass whose constructor does not set the field
+    ({"decorator": "@dataclass(init=False)"}, False),
+    ({"decorator": "@dataclass(frozen=True)"}, True),
+    ({"init": "    def __init__(self):\n        pass\n"}, False),
+    ({}, True)])
+def test_the_record_class_is_the_module_s_own(tmp_path, edit, plain):
+    (tmp_path / "compat.py").write_text(_COMPAT + "LEGACY = False\n")
+    src = edit.get("imports", "") + ANNOTATED_HOLDER.format(extend=edit.get("extend", _PLAIN_STORE)).replace(
+        "@dataclass\nclass DSAMetadata:\n    dsa_cache_seqlens_int32: torch.Tensor\n",
+        edit.get("decorator", "@dataclass") + "\nclass DSAMetadata:\n    dsa_cache_seqlens_int32: torch.Tensor\n"
+        + edit.get("init", "")) + edit.get("tail", "")
+    m = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL)
+    assert _read_plain(m) is plain
+
+
+@pytest.mark.parametrize("handed, plain", [
+    # round AY: a setter's parameter annotated with the class, handed another record by one of its calls
+    ("DSAExtendMetadata(extend_seq_lens=forward_batch.seq_lens)", False),
+    (_PLAIN_STORE, True)])
+def test_a_setter_s_parameter_holds_what_its_calls_hand(tmp_path, handed, plain):
+    src = ANNOTATED_HOLDER.format(extend=f"self._publish({handed})").replace(
+        "            self.forward_metadata = self._publish(", "            self._publish(").replace(
+        "            self.forward_metadata = DSAMetadata(", "            self._publish(DSAMetadata(").replace(
+        ".to(torch.int32))\n\n    def forward", ".to(torch.int32)))\n\n    def _publish(self, md: DSAMetadata):\n"
+        "        self.forward_metadata = md\n\n    def forward")
+    m = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL)
+    assert _read_plain(m) is plain
+
+
+@pytest.mark.parametrize("own, plain", [
+    # round AY: the builder the class runs is inherited from another file's base, not the module's same-named def
+    (False, False),
+    (True, True)])
+def test_a_builder_of_the_class_that_runs(tmp_path, own, plain):
+    (tmp_path / "base.py").write_text("import types\n\n\nclass Base:\n    def _build(self, forward_batch):\n"
+                                      "        return types.SimpleNamespace(nsa_cache_seqlens_int32=None)\n")
+    builder = f"    def _build(self, forward_batch):\n        return {_PLAIN_STORE}\n\n"
+    classes = "class Backend(Base):\n" + builder if own else \
+        "class Decode(Base):\n" + builder + "\nclass Backend(Base):\n"
+    src = "from base import Base\n" + ANNOTATED_HOLDER.format(extend="self._build(forward_batch)").replace(
+        "class Backend:\n", classes)
+    m = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL)
+    assert _read_plain(m) is plain
+
+
+@pytest.mark.parametrize("plan_tail, loader", [
+    # round AY: the refiner's module binds its name again (a fallback import, a def under a flag), or another file
+    # assigns it on the module
+    ("\n\ntry:\n    from plan_ext import refine\nexcept ImportError:\n    pass\n", ""),
+    ("\n\nif FAST:\n    def refine(md, pool_size, *, plan=None):\n        return plan\n", ""),
+    ("", "import plan\n\n\ndef _fused(md, pool_size, *, plan=None):\n    return plan\n\n\nplan.refine = _fused\n")])
+def test_an_imported_refiner_bound_again(tmp_path, plan_tail, loader):
+    (tmp_path / "loader.py").write_text(loader)
+    m = _migrated(tmp_path, _PLAN_TAILS["replace"] + "FAST = False\n" + plan_tail)
+    assert not _read_plain(m)

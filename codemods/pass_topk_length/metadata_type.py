@@ -92,9 +92,18 @@ def _sets(cls: cst.ClassDef, stmt: cst.AnnAssign) -> bool:
         called = _code(value.func).strip().rsplit(".", 1)[-1] if isinstance(value, cst.Call) else ""
         return not (isinstance(value, cst.Name) and value.value == "None") and called != "field"
     decorators = {_code(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator).strip()
-                  for d in cls.decorators}
+                  for d in cls.decorators if not _no_init(d.decorator)}
     bases = {_code(b.value).strip() for b in cls.bases}
-    return bool(decorators & {"dataclass", "dataclasses.dataclass"}) or bool(bases & {"NamedTuple", "typing.NamedTuple"})
+    own_init = any(isinstance(x, cst.FunctionDef) and x.name.value in ("__init__", "__new__")
+                   for x in (cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ()))
+    return not own_init and (bool(decorators & {"dataclass", "dataclasses.dataclass"})
+                             or bool(bases & {"NamedTuple", "typing.NamedTuple"}))
+
+
+def _no_init(decorator: cst.BaseExpression) -> bool:
+    """`@dataclass(init=...)` other than `init=True`: the class's constructor may not set its fields (round AY)."""
+    return isinstance(decorator, cst.Call) and any(
+        a.keyword is not None and a.keyword.value == "init" and not _is_name(a.value, "True") for a in decorator.args)
 
 
 class MetadataType:
@@ -132,12 +141,20 @@ class MetadataType:
         # every class the annotation names (each member of a Union) must be one of this module's, by its
         # exact name, declaring the field as not Optional: otherwise nothing is proven
         for name in classes:
-            declaring = [c for c in self.find(cst.ClassDef) if c.name.value == name]
-            if len(declaring) != 1 or not any(
-                    not re.search(r"\bNone\b|Optional", _code(stmt.annotation.annotation)) and _sets(declaring[0], stmt)
-                    for stmt in self.find(cst.AnnAssign, lambda a: _is_name(a.target, field_name), declaring[0].body)):
+            declaring = self.module_class(name)
+            if declaring is None or not any(
+                    not re.search(r"\bNone\b|Optional", _code(stmt.annotation.annotation)) and _sets(declaring, stmt)
+                    for stmt in self.find(cst.AnnAssign, lambda a: _is_name(a.target, field_name), declaring.body)):
                 return None
         return not optional
+
+    def module_class(self, name: str) -> Optional[cst.ClassDef]:
+        """The class of this module `name` holds: its only def, and the only binding of the name where it stands (a
+        fallback `from compat import DSAMetadata` under a flag, an assignment or a second def leave it unproven:
+        round AY)."""
+        declaring = [c for c in self.find(cst.ClassDef) if c.name.value == name]
+        found = self.tree.binding(declaring[0], name).assignments if len(declaring) == 1 else ()
+        return declaring[0] if len(found) == 1 and getattr(found[0], "node", None) is declaring[0] else None
 
     def _annotation_contradicted(self, attr: str, annotation: cst.BaseExpression) -> bool:
         """An annotation is a claim, not a fact (round T): it holds only where every value this module stores in
@@ -186,12 +203,13 @@ class MetadataType:
             return self._value_named(value.body, names, depth) and self._value_named(value.orelse, names, depth)
         if isinstance(value, cst.Call):
             callee = _code(value.func).strip()
-            if callee.rsplit(".", 1)[-1] in names - TYPING_NAMES:
-                return True
+            if isinstance(value.func, cst.Name) and callee in names - TYPING_NAMES and self.module_class(callee):
+                return True  # (the module's own class, by the name's only binding: `compat.DSAMetadata(...)`, a
+                # same-named class of another module, is not it: round AY)
             if callee in ("dataclasses.replace", "replace") and value.args:
                 return self._value_named(value.args[0].value, names, depth + 1)
             if isinstance(value.func, cst.Attribute) and _is_name(value.func.value, "self"):
-                return self._returns_named(value.func.attr.value, names, depth + 1)
+                return self._own_method(value) and self._returns_named(value.func.attr.value, names, depth + 1)
             return self._imported_named(value, names, depth + 1)
         if isinstance(value, cst.Attribute):
             return self._holds_named(value.attr.value, names, depth + 1) and not self.assigned_elsewhere(value.attr.value)
@@ -218,10 +236,40 @@ class MetadataType:
     def _bound_named(self, b, names: set, depth: int) -> bool:
         node = getattr(b, "node", None)
         if isinstance(node, cst.Param):
-            declared = _annotation_names(node.annotation.annotation) if node.annotation else None
-            return declared is not None and bool(declared - TYPING_NAMES) and declared <= names | TYPING_NAMES
+            return self._handed_named(node, names, depth + 1)
         value = getattr(self.tree.assignment_statement(b), "value", None)
         return value is not None and self._value_named(value, names, depth + 1)
+
+    def _handed_named(self, param: cst.Param, names: set, depth: int) -> bool:
+        """A parameter holds what its calls hand it (its annotation is a claim, round AY's setter handed another
+        record): its function is called only here, by its name, and every call hands a value of `names`."""
+        fdef = next((x for x in self.tree.ancestors(param) if isinstance(x, cst.FunctionDef)), None)
+        if fdef is None or param.star or param not in (*fdef.params.params, *fdef.params.kwonly_params):
+            return False
+        name, params = fdef.name.value, [p.name.value for p in fdef.params.params]
+        calls = self.every_call_named(name)
+        spelled = [n for n in self.names_spelled(name) if n is not fdef.name]
+        if len(spelled) != len(calls) or self.project().files_naming([name]) and any(
+                f.path != self.project().module for f in self.project().files_naming([name])):
+            return False  # (handed on as a value, or named by another file: callers not read)
+        position = params.index(param.name.value) if param in fdef.params.params else None
+        for call in calls:
+            shift = 1 if isinstance(call.func, cst.Attribute) and self.tree.is_method(fdef) else 0
+            arg = _argument_for(call, param.name.value, position, shift)
+            if arg is None or any(a.star for a in call.args) or not self._value_named(arg, names, depth):
+                return False
+        return bool(calls)
+
+    def _own_method(self, call: cst.Call) -> bool:
+        """Does `self.m(...)` run a def of this module: its class or a base of it here defines m, and no base of
+        theirs lies outside the module (round AY: an inherited builder of another file's base)?"""
+        owner = next((x for x in self.tree.ancestors(call) if isinstance(x, cst.ClassDef)), None)
+        lineage = self._lineage(owner) if owner is not None else []
+        local = {c.name.value for c in lineage}
+        outside = any(_code(b.value).strip() not in local | {"object"} for c in lineage for b in c.bases)
+        defines = any(self.find(cst.FunctionDef, lambda d: d.name.value == call.func.attr.value, c) for c in lineage)
+        return defines and (not outside or bool(owner and self.find(
+            cst.FunctionDef, lambda d: d.name.value == call.func.attr.value, owner)))
 
     def _returns_named(self, method: str, names: set, depth: int) -> bool:
         """Does every def of the module named `method` end in a return, and every return of it hand a value of
