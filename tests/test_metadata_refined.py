@@ -131,3 +131,19 @@ def test_an_imported_refiner_bound_again(tmp_path, plan_tail, loader):
     (tmp_path / "loader.py").write_text(loader)
     m = _migrated(tmp_path, _PLAN_TAILS["replace"] + "FAST = False\n" + plan_tail)
     assert not _read_plain(m)
+
+
+@pytest.mark.parametrize("rebind, plain", [
+    # round AZ: the class body binds the builder's name again (under a flag, by an import): which one runs is not read
+    ("    if LEGACY:\n        _build = _legacy\n", False),
+    ("    try:\n        from compat import build as _build\n    except ImportError:\n        pass\n", False),
+    ("", True)])
+def test_a_builder_the_class_body_binds_again(tmp_path, rebind, plain):
+    (tmp_path / "compat.py").write_text("import types\n\n\ndef build(self, forward_batch):\n"
+                                        "    return types.SimpleNamespace(nsa_cache_seqlens_int32=None)\n")
+    builders = (f"    def _build(self, forward_batch):\n        return {_PLAIN_STORE}\n\n"
+                "    def _legacy(self, forward_batch):\n        return None\n\n" + rebind + "\n")
+    src = "LEGACY = False\n" + ANNOTATED_HOLDER.format(extend="self._build(forward_batch)").replace(
+        "    forward_metadata: DSAMetadata\n", "    forward_metadata: DSAMetadata\n\n" + builders)
+    m = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL)
+    assert _read_plain(m) is plain

@@ -148,6 +148,14 @@ class MetadataType:
                 return None
         return not optional
 
+    def _bound_by_def(self, cls: cst.ClassDef, name: str) -> bool:
+        """Does the class body bind `name` by one def at most (an assignment under a flag, an import in the body, a
+        second def rebind the builder: round AZ)?"""
+        body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ()
+        scope = self.tree.scope_of.get(body[0]) if body else None
+        found = list(scope.assignments[name]) if scope is not None else []
+        return len(found) <= 1 and all(isinstance(getattr(a, "node", None), cst.FunctionDef) for a in found)
+
     def module_class(self, name: str) -> Optional[cst.ClassDef]:
         """The class of this module `name` holds: its only def, and the only binding of the name where it stands (a
         fallback `from compat import DSAMetadata` under a flag, an assignment or a second def leave it unproven:
@@ -265,6 +273,8 @@ class MetadataType:
         theirs lies outside the module (round AY: an inherited builder of another file's base)?"""
         owner = next((x for x in self.tree.ancestors(call) if isinstance(x, cst.ClassDef)), None)
         lineage = self._lineage(owner) if owner is not None else []
+        if not all(self._bound_by_def(c, call.func.attr.value) for c in lineage):
+            return False
         local = {c.name.value for c in lineage}
         outside = any(_code(b.value).strip() not in local | {"object"} for c in lineage for b in c.bases)
         defines = any(self.find(cst.FunctionDef, lambda d: d.name.value == call.func.attr.value, c) for c in lineage)
