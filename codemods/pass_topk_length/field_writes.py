@@ -13,7 +13,7 @@ import ast
 import functools
 import hashlib
 import re
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, List, Optional, Set, Tuple
 
 from . import engine_defs, reach
 from .engine_spellings import ENGINE_FILES
@@ -56,6 +56,7 @@ class _Tree:
         self.tree, self.engine_getter, self.imported, self.others = tree, engine_getter, imported, others
         self.referencing: Callable[[str], List["_Tree"]] = lambda name: [self]
         self.swapped: Callable[[str], bool] = lambda name: False
+        self.spellings: Callable[[str], Set[str]] = lambda name: {name}  # (every name the project binds `name` to)
         self._spelled: Optional[dict] = None
         self._items: Optional[bool] = None
         self._assigns: Optional[dict] = None
@@ -128,11 +129,12 @@ class _Tree:
 
 
 def own_values(trees: List[Tuple[ast.AST, Plain, Imported]], attr: str,
-               naming: Optional[Callable[[str], List[Tuple[ast.AST, Plain, Imported]]]] = None
-               ) -> List[Tuple[int, int, str]]:
+               naming: Optional[Callable[[str], List[Tuple[ast.AST, Plain, Imported]]]] = None,
+               spellings: Optional[Callable[[str], Set[str]]] = None) -> List[Tuple[int, int, str]]:
     """(index of the tree, line, what) for each spelling binding a name of `attr`'s family to a value not plain.
     `naming(name)`: the files of the project spelling a name (the callers of a def taking the width by position);
-    by default, the trees given."""
+    by default, the trees given. `spellings(name)`: every name the project binds `name` to (reach.Project.spellings);
+    by default, the name alone."""
     names = family(attr)
     inside = _inside(names)
     parsed: List[_Tree] = []
@@ -148,6 +150,7 @@ def own_values(trees: List[Tuple[ast.AST, Plain, Imported]], attr: str,
                 if id(t) not in made:
                     made[id(t)] = _Tree(t, g, imported, parsed)
                     made[id(t)].referencing, made[id(t)].swapped = referencing, swapped
+                    made[id(t)].spellings = spellings or made[id(t)].spellings
             cache[name] = [made[id(t)] for t, _, _ in found]
         return cache[name]
 
@@ -158,6 +161,7 @@ def own_values(trees: List[Tuple[ast.AST, Plain, Imported]], attr: str,
         return cache[("swapped", name)]
     for t in parsed:
         t.referencing, t.swapped = referencing, swapped
+        t.spellings = spellings or t.spellings
     out = []
     for i, t in enumerate(parsed):
         for node in ast.walk(t.tree):
@@ -573,34 +577,70 @@ def _handed_served(e: ast.Name, t: _Tree, depth: int, kind: str) -> bool:
             isinstance(n, ast.Name) and n.id == e.id and not isinstance(n.ctx, ast.Load) for n in ast.walk(fn)):
         return True
     owner, slot = t.up(fn), params.index(e.id) if e.id in params else None
-    called = owner.name if isinstance(owner, ast.ClassDef) and fn.name == "__init__" else fn.name
+    init = isinstance(owner, ast.ClassDef) and fn.name == "__init__"
+    makers = _init_makers(owner.name, t) if init else t.spellings(fn.name)
+    if _rebound_elsewhere(makers, t):
+        return True  # (`make = Backend` in a def, a registry's entry: the calls through that name are not read)
     slot = slot - 1 if slot is not None and isinstance(owner, ast.ClassDef) else slot
-    for other in t.referencing(called):
-        for node in other.spelled(called):
-            call = other.up(node)
-            if not (isinstance(call, ast.Call) and call.func is node):
-                continue
+    for other, node in ((o, n) for m in sorted(makers) for o in t.referencing(m) for n in o.spelled(m)):
+        call = other.up(node)
+        if isinstance(call, ast.Call) and call.func is node:
             if any(k.arg is None for k in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
                 return True  # (`Backend(**backend_kwargs)`: which value lands in the slot is not read, round AO)
             handed = [k.value for k in call.keywords if k.arg == e.id] + (
                 [call.args[slot]] if slot is not None and 0 <= slot < len(call.args) else [])
             if any(_served(h, other, depth + 1, kind) for h in handed):  # (`*args` handed on: not read, as any
                 return True  # parameter's callers are not, PLAIN_VALUES)
-    if isinstance(owner, ast.ClassDef) and fn.name == "__init__" and _base_init_served(owner.name, e, slot, t, depth, kind):
-        return True
+    return init and _base_init_served(makers, e, slot, t, depth, kind)
+
+
+def _init_makers(name: str, t: _Tree) -> Set[str]:
+    """The names whose call runs class `name`'s `__init__`: every name the project binds it to (`DSABackend =
+    Backend`, an import's alias: reach.Project.spellings), and those of each subclass, in any file and at any depth,
+    defining no `__init__` of its own (`class DraftBackend(Backend): pass` made with a capped profile: round AZ)."""
+    makers: Set[str] = set()
+    todo = [name]
+    while todo and len(makers) < 64:
+        new = t.spellings(todo.pop()) - makers
+        makers |= new
+        todo += sorted({c.name for m in sorted(new) for other in t.referencing(m) for c in ast.walk(other.tree)
+                        if isinstance(c, ast.ClassDef) and _derives_from(c, {m}) and not _defines(c, "__init__")})
+    return makers
+
+
+def _derives_from(cls: ast.ClassDef, names: Set[str]) -> bool:
+    return any(reach._unparse(b).rsplit(".", 1)[-1] in names for b in cls.bases)
+
+
+def _defines(cls: ast.ClassDef, name: str) -> bool:
+    return any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == name for d in cls.body)
+
+
+def _rebound_elsewhere(makers: Set[str], t: _Tree) -> bool:
+    """Is one of the names bound by assignment to a name that is not among them (`make = Backend` in a def, a
+    class body's `backend_cls = Backend`, a module's name bound twice): a name of the class not read (round AZ)?"""
+    for m in sorted(makers):
+        for other in t.referencing(m):
+            for node in other.spelled(m):
+                up = other.up(node)
+                if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(
+                        up, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and up.value is node and not all(
+                        isinstance(x, ast.Name) and x.id in makers for x in reach._flatten(reach._written_targets(up))):
+                    return True
     return False
 
 
-def _base_init_served(name: str, e: ast.Name, slot: Optional[int], t: _Tree, depth: int, kind: str) -> bool:
+def _base_init_served(makers: Set[str], e: ast.Name, slot: Optional[int], t: _Tree, depth: int, kind: str) -> bool:
     """Does a subclass of the project hand the class's `__init__` a served object for the parameter through
-    `super().__init__(...)` or `Name.__init__(self, ...)` (a low-memory subclass capping the config: round AO)?"""
-    for other in t.referencing(name):
+    `super().__init__(...)` or `Name.__init__(self, ...)` (a low-memory subclass capping the config: round AO), the
+    class spelled by any of `makers` (_init_makers)?"""
+    for other in {id(o): o for m in sorted(makers) for o in t.referencing(m)}.values():
         for cls in (n for n in ast.walk(other.tree) if isinstance(n, ast.ClassDef)):
-            if not any(reach._unparse(b).rsplit(".", 1)[-1] == name for b in cls.bases):
+            if not _derives_from(cls, makers):
                 continue
             for call in (n for n in ast.walk(cls) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                          and n.func.attr == "__init__"):
-                shift = 1 if reach._unparse(call.func.value) == name else 0  # (`*args` handed on whole: the
+                shift = 1 if reach._unparse(call.func.value).rsplit(".", 1)[-1] in makers else 0  # (`*args` whole: the
                 # subclass's makers', not read, as any parameter's callers are not)
                 at = slot + shift if slot is not None else None
                 handed = [k.value for k in call.keywords if k.arg == e.id] + (
@@ -1021,7 +1061,8 @@ def project_values(proj, attr: str, own) -> List[reach.Finding]:
         def naming(name: str):
             files = [f for f in proj.files_naming([name]) if own is None or f.path != own.path]
             return [(f.tree, getter(f), imported(f)) for f in files + [own] * (own is not None)]
-        found = own_values([(f.tree, getter(f), imported(f)) for f in parsed], core, naming)
+        found = own_values([(f.tree, getter(f), imported(f)) for f in parsed], core, naming,
+                           lambda name: proj.spellings([name]))
         done[key] = [reach.Finding(proj.rel(parsed[i].path), line, what) for i, line, what in found
                      if file_key(texts.get(parsed[i].path, b"")) not in ENGINE_FILES]
     return done[key]

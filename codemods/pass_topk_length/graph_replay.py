@@ -312,7 +312,8 @@ class GraphReplay:
         for call in self.find(cst.Call, None, fdef):
             func = call.func
             if isinstance(func, cst.Attribute) and self._copies_fields(func.attr.value, field_name) \
-                    and _a_record(func.value) and self._stored(func.value, set()) and all(
+                    and _a_record(func.value) and self._stored(func.value, set()) \
+                    and self._own_record_method(func.value, func.attr.value) and all(
                         i < len(call.args) and self._made_for_batch(call.args[i].value, fdef)
                         for i in self._copied_from(func.attr.value)):
                 out.add(id(call))  # (from an object made here: `md.copy_(self._planned)` may be a staged plan, round Y)
@@ -500,7 +501,8 @@ class GraphReplay:
             defs = self.graph_update_defs()
             return {t for fdef in defs for x in self._field_targets(fdef, field_name) for t in self._tables_of(x.value)} \
                 | {t for fdef in defs for c in self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute), fdef)
-                   if self._copies_fields(c.func.attr.value, field_name) for t in self._tables_of(c.func.value)}
+                   if self._copies_fields(c.func.attr.value, field_name) and self._own_record_method(c.func.value, c.func.attr.value)
+                   for t in self._tables_of(c.func.value)}
         return self.index(f"updated-tables:{field_name}", build)
 
     def _viewed_targets(self, fdef: cst.FunctionDef, whole: bool = False) -> List[cst.BaseExpression]:
@@ -584,6 +586,76 @@ class GraphReplay:
         defs = [f.node for f in self.functions_named(method) if f.class_name]
         return bool(defs) and all(self._writes_each_field(d, field_name) for d in defs)
 
+    def _own_record_method(self, record: cst.BaseExpression, method: str) -> bool:
+        """Is `record.method` a def of this module: is record made only by classes of this module that find it here
+        (_copies_fields reads the module's defs by name; a record of another file's class runs that file's: round AZ)?"""
+        classes = self._record_classes(record, set())
+        return classes is not None and all(self._found_in_module(c, method, set()) for c in classes)
+
+    def _record_classes(self, e: cst.BaseExpression, seen: Set[int]) -> Optional[Set[str]]:
+        """The classes of this module whose constructors may make e (None stands for no object); None where e may be
+        anything else (another file's class, a parameter, a value not followed)."""
+        if id(e) in seen:
+            return set()
+        seen.add(id(e))
+        if _is_name(e, "None") or isinstance(e, (cst.Dict, cst.List)) and not e.elements:
+            return set()  # (no record, or a table made empty)
+        if isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value == "get" \
+                and len(e.args) == 1:
+            e = e.func.value  # (`self.T.get(bs)`: an item of the table)
+        root = _self_root_attr(e) if isinstance(e, (cst.Attribute, cst.Subscript)) else None
+        if root is not None and (_is_attr_of_self(e) or isinstance(e, cst.Subscript)):
+            return self._stored_classes(root, seen)
+        if isinstance(e, cst.DictComp):
+            return self._record_classes(e.value, seen)
+        if isinstance(e, cst.Call):
+            return self._made_classes(e, seen)
+        if isinstance(e, cst.Name):
+            stmts = [self.tree.assignment_statement(a) for a in self.tree.binding(e, e.value).assignments]
+            return self._union([getattr(x, "value", None) for x in stmts], seen) if stmts else None
+        return None
+
+    def _made_classes(self, call: cst.Call, seen: Set[int]) -> Optional[Set[str]]:
+        """A constructor's call of a class this module defines (its name bound to that class only), or a def of the
+        module returning records: what it makes."""
+        if isinstance(call.func, cst.Name) and call.func.value[:1].isupper():
+            found = self.tree.binding(call.func, call.func.value).assignments
+            own = len(found) == 1 and isinstance(getattr(found[0], "node", None), cst.ClassDef) \
+                and self.tree.parent.get(found[0].node) is self.tree.module
+            return {call.func.value} if own else None
+        defs = local_defs(self.tree, call.func)
+        if not defs or unproven_local(self.tree, call.func, self.method_rival):
+            return None
+        return self._union([r.value for d in defs for r in self.find(cst.Return, None, d)], seen)
+
+    def _stored_classes(self, attr: str, seen: Set[int]) -> Optional[Set[str]]:
+        """What the module stores in `self.attr` (or its items): each value assigned; None where it is filled another
+        way (`self.attr.update(...)`, a `setattr`, an augmented assignment)."""
+        values: List[Optional[cst.BaseExpression]] = []
+        for t in self.find((cst.AssignTarget, cst.AnnAssign, cst.AugAssign),
+                           lambda t: _self_root_attr(t.target) == attr and isinstance(t.target, (cst.Attribute, cst.Subscript))):
+            if isinstance(t, cst.AssignTarget):
+                values.append(self.tree.parent.get(t).value)
+            elif isinstance(t, cst.AnnAssign):
+                values.append(t.value if t.value is not None else cst.Name("None"))
+            else:
+                return None
+        if self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute) and c.func.attr.value in _ITEM_WRITES
+                     and _self_root_attr(c.func.value) == attr) or \
+                self.find(cst.Call, lambda c: get_full_name_for_node(c.func) == "setattr" and len(c.args) > 1 and _is_name(
+                    c.args[0].value, "self") and getattr(c.args[1].value, "evaluated_value", attr) == attr):
+            return None
+        return self._union(values, seen)
+
+    def _union(self, values: List[Optional[cst.BaseExpression]], seen: Set[int]) -> Optional[Set[str]]:
+        out: Set[str] = set()
+        for v in values:
+            got = self._record_classes(v, seen) if v is not None else None
+            if got is None:
+                return None
+            out |= got
+        return out
+
     def _copied_from(self, method: str) -> Set[int]:
         """The places (after self) of the parameters whose fields the class's `method` copies in (`other` in
         `getattr(self, f.name).copy_(getattr(other, f.name))`): what is handed there must be made for this batch."""
@@ -606,7 +678,7 @@ class GraphReplay:
                 over = loop.iter if loop is not None else None
                 if isinstance(over, cst.Call) and get_full_name_for_node(over.func) in ("fields", "dataclasses.fields") \
                         and over.args and _is_name(over.args[0].value, "self") and self._always_runs(target, fdef, loop) \
-                        and self._declares(fdef, field_name) and self._copies_other(target):
+                        and self._declares(fdef, field_name) and self._copies_other(fdef, target):
                     return True
         return False
 
@@ -618,9 +690,12 @@ class GraphReplay:
                 and call.func.attr.value == "copy_" and call.args):
             return True
         value = call.args[0].value
+        return isinstance(value, cst.Attribute) and self._handed(fdef, value.value)
+
+    def _handed(self, fdef: cst.FunctionDef, e: cst.BaseExpression) -> bool:
+        """Is e a parameter of fdef (after self) that fdef never binds again: the object as handed, on every path?"""
         params = [p.name.value for p in fdef.params.params][1:]
-        return isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) and value.value.value in params \
-            and len(self.tree.binding(value.value, value.value.value).assignments) == 1
+        return isinstance(e, cst.Name) and e.value in params and len(self.tree.binding(e, e.value).assignments) == 1
 
     def _declares(self, fdef: cst.FunctionDef, field_name: str) -> bool:
         """Does fdef's class declare the field (`dsa_cache_seqlens_int32: torch.Tensor`), so `fields(self)` yields it
@@ -628,14 +703,15 @@ class GraphReplay:
         cls = next((a for a in self.tree.ancestors(fdef) if isinstance(a, cst.ClassDef)), None)
         return cls is not None and cls.name.value in self._declaring(field_name)
 
-    def _copies_other(self, target: cst.Call) -> bool:
+    def _copies_other(self, fdef: cst.FunctionDef, target: cst.Call) -> bool:
         """Is `getattr(self, f.name).copy_(v)`'s v `getattr(other, f.name)` itself, with no default (one of self's own
-        copies a record onto itself where the other lacks the field: round AC)?"""
+        copies a record onto itself where the other lacks the field: round AC), other the parameter as handed (`src =
+        other if ... else self` may be the record itself: round AZ)?"""
         up = next(iter(self.tree.ancestors(target)), None)
         call = next(iter(self.tree.ancestors(up)), None) if isinstance(up, cst.Attribute) else None
         given = call.args[0].value if isinstance(call, cst.Call) and len(call.args) == 1 else None
         return isinstance(given, cst.Call) and get_full_name_for_node(given.func) == "getattr" and len(given.args) == 2 \
-            and isinstance(given.args[0].value, cst.Name) and len(target.args) == 2 \
+            and self._handed(fdef, given.args[0].value) and len(target.args) == 2 \
             and _code(given.args[1].value) == _code(target.args[1].value)
 
     def _always_runs(self, write: cst.CSTNode, fdef: cst.FunctionDef, loop: Optional[cst.For]) -> bool:

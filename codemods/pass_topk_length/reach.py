@@ -1126,13 +1126,18 @@ class Project:
     def _machinery(self, f: _File, cls: ast.ClassDef, attr: str) -> Optional[ast.AST]:
         """What of a library may rewrite `attr` as a record of cls declaring it is made (round AY): a base, its own
         or a project base's, outside the project and not known plain (pydantic's BaseModel runs each field's
-        validators, an alias's of another module too), or an `Annotated[...]` field whose metadata is a call."""
+        validators, an alias's of another module too), or an `Annotated[...]` field whose metadata is a call; or, on a
+        class deriving from cls anywhere in the project (or a base of one), such a base or a class decorator not a
+        plain record's: a library collects the fields a plain mixin declares (`VerifyStep(StepLengths, BaseModel)`,
+        round AZ)."""
         if not any(isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name) and s.target.id == attr
                    for s in cls.body):
             return None
         chain = [(f, cls), *self.bases_in_order(f, cls)]
-        return next((b for g, c in chain for b in c.bases if self._library_base(g, b)), None) or next(
-            (s for s in cls.body if isinstance(s, ast.AnnAssign) and _annotated_call(s.annotation)), None)
+        derived = [(g, c) for g, c in self._instance_family(f, cls) if c is not cls]
+        return next((b for g, c in chain + derived for b in c.bases if self._library_base(g, b)), None) or next(
+            (s for s in cls.body if isinstance(s, ast.AnnAssign) and _annotated_call(s.annotation)), None) or next(
+            (d for g, c in derived for d in c.decorator_list if not _plain_class_decorator(d, g)), None)
 
     def _library_base(self, f: _File, base: ast.AST) -> bool:
         """A base naming no class of the project, nor one whose making reads no field (`object`, `ABC`, `Generic`,

@@ -1312,9 +1312,15 @@ class _Aliases(cst.CSTVisitor):
     def _bind(self, targets, value, element: bool = False) -> None:
         sources = may_share(value) if not element else _iterated(value)
         for t in targets:
-            for n in _names_in(t) if isinstance(t, (cst.Tuple, cst.List, cst.StarredElement)) else [t]:
+            for n in _names_in(t) if isinstance(t, (cst.Tuple, cst.List, cst.StarredElement)) else [_filled(t)]:
                 if isinstance(n, cst.Name):
                     self.binds.append((n.value, sources))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        """`c.append(v)`, `c.update(...)`, `c.setdefault(k, v)`: c holds what each argument may share (round AZ)."""
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in CONTAINER_FILLS:
+            self._bind([func.value], cst.Tuple([cst.Element(a.value) for a in node.args]))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self._bind([t.target for t in node.targets], node.value)
@@ -1359,6 +1365,17 @@ class _Aliases(cst.CSTVisitor):
                     pts[target] |= new
                     grew = True
         return pts
+
+
+# methods that put their arguments into the container they are called on (_Aliases.visit_Call)
+CONTAINER_FILLS = {"append", "appendleft", "extend", "extendleft", "insert", "add", "update", "setdefault",
+                   "__setitem__", "put", "put_nowait"}
+
+
+def _filled(t: cst.BaseExpression) -> cst.BaseExpression:
+    """What a store into t gives a value: t, or for an item (`c[k] = v`, `c[k][j] = v`) the container holding it,
+    so an in-place write through `c[k]` is one to v (round AZ)."""
+    return _viewed(t) if isinstance(t, cst.Subscript) else t
 
 
 def _iterated(e: cst.BaseExpression) -> Set[str]:
