@@ -618,14 +618,17 @@ def _defines(cls: ast.ClassDef, name: str) -> bool:
 
 def _rebound_elsewhere(makers: Set[str], t: _Tree) -> bool:
     """Is one of the names bound by assignment to a name that is not among them (`make = Backend` in a def, a
-    class body's `backend_cls = Backend`, a module's name bound twice): a name of the class not read (round AZ)?"""
+    class body's `backend_cls = Backend`, a module's name bound twice): a name of the class not read (round AZ)?
+    (One stored on an object, `self.model_cls = Model`, is the open route of a class kept in a table: sglang's model
+    runners store every model class so, and following them refused real engines: docs/soundness.md.)"""
     for m in sorted(makers):
         for other in t.referencing(m):
             for node in other.spelled(m):
                 up = other.up(node)
-                if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(
-                        up, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and up.value is node and not all(
-                        isinstance(x, ast.Name) and x.id in makers for x in reach._flatten(reach._written_targets(up))):
+                targets = reach._flatten(reach._written_targets(up)) if isinstance(up, (ast.Assign, ast.AnnAssign)) \
+                    else [up.target] if isinstance(up, ast.NamedExpr) else []
+                if isinstance(node, (ast.Name, ast.Attribute)) and getattr(up, "value", None) is node and any(
+                        isinstance(x, ast.Name) and x.id not in makers for x in targets):
                     return True
     return False
 
