@@ -147,3 +147,12 @@ def test_a_builder_the_class_body_binds_again(tmp_path, rebind, plain):
         "    forward_metadata: DSAMetadata\n", "    forward_metadata: DSAMetadata\n\n" + builders)
     m = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL)
     assert _read_plain(m) is plain
+
+
+@pytest.mark.parametrize("tail, plain", [
+    # sglang 0.5.16 ends its backend with `DSAMetadata = DSAMetadata`: the name bound to what it holds
+    ("\nDSAMetadata = DSAMetadata\n", True),
+    ("\nDSAMetadata = DSAExtendMetadata\n", False)])
+def test_a_class_name_bound_to_itself_stays_the_class(tmp_path, tail, plain):
+    src = ANNOTATED_HOLDER.format(extend=_PLAIN_STORE) + tail
+    assert _read_plain(migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL)) is plain

@@ -162,7 +162,14 @@ class MetadataType:
         round AY)."""
         declaring = [c for c in self.find(cst.ClassDef) if c.name.value == name]
         found = self.tree.binding(declaring[0], name).assignments if len(declaring) == 1 else ()
-        return declaring[0] if len(found) == 1 and getattr(found[0], "node", None) is declaring[0] else None
+        others = [a for a in found if getattr(a, "node", None) is not declaring[0]]
+        return declaring[0] if len(others) < len(found) and all(self._self_alias(a, name) for a in others) else None
+
+    def _self_alias(self, a, name: str) -> bool:
+        """`DSAMetadata = DSAMetadata` (sglang 0.5.16's compatibility line): the name bound to what it holds."""
+        stmt = self.tree.assignment_statement(a)
+        return isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and _is_name(stmt.targets[0].target, name) \
+            and _is_name(stmt.value, name)
 
     def _annotation_contradicted(self, attr: str, annotation: cst.BaseExpression) -> bool:
         """An annotation is a claim, not a fact (round T): it holds only where every value this module stores in
