@@ -264,8 +264,8 @@ class MetadataType:
         name, params = fdef.name.value, [p.name.value for p in fdef.params.params]
         calls = self.every_call_named(name)
         spelled = [n for n in self.names_spelled(name) if n is not fdef.name]
-        if len(spelled) != len(calls) or self.project().files_naming([name]) and any(
-                f.path != self.project().module for f in self.project().files_naming([name])):
+        proj = self.project()
+        if len(spelled) != len(calls) or any(f.path != proj.module for f in proj.files_naming([name])):
             return False  # (handed on as a value, or named by another file: callers not read)
         position = params.index(param.name.value) if param in fdef.params.params else None
         for call in calls:
