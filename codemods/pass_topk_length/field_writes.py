@@ -491,8 +491,7 @@ def _served(e: ast.AST, t: _Tree, depth: int, kind: str = "") -> bool:
     if module_def is False:
         return True  # (round AY: `profiles.low_mem_view(raw)`, a function of a project module not read: what it makes
         # may serve)
-    returns = _factory_returns(e, t) if module_def is None else [
-        (r.value, module_def[1]) for r in ast.walk(module_def[0]) if isinstance(r, ast.Return) and r.value is not None]
+    returns = _factory_returns(e, t) if module_def is None else _returns_of(module_def)
     library = not classes and not returns and module_def is None and len(e.args) == 1 and not e.keywords \
         and not reach._unparse(func).rsplit(".", 1)[-1][:1].isupper()  # (a library's function of one object, not its
     # class: `copy.deepcopy(view)`, `pickle.loads(...)` may hand back what it is handed or a copy of it, round AY;
@@ -517,8 +516,7 @@ def _module_def(func: ast.AST, t: _Tree):
     callee."""
     if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
         return None
-    bindings = _bindings_of(func.value.id, t)
-    if not (bindings and all(isinstance(b, ast.Import) for b in bindings) and _of_the_project(func.value.id, t)):
+    if not _project_module_object(func.value.id, t):
         return None
     index = t.imported(func.value.id)
     there = t.others[index] if index is not None else None
@@ -672,7 +670,11 @@ def _bound_otherwise(e: ast.Name, t: _Tree) -> bool:
 def _factory_returns(call: ast.Call, t: _Tree) -> List[Tuple[ast.AST, "_Tree"]]:
     """(each returned value, its file) of the module-level def a call names (_project_def); none where the name is no
     such def."""
-    found = _project_def(call.func.id, t) if isinstance(call.func, ast.Name) else None
+    return _returns_of(_project_def(call.func.id, t) if isinstance(call.func, ast.Name) else None)
+
+
+def _returns_of(found: Optional[Tuple[ast.AST, "_Tree"]]) -> List[Tuple[ast.AST, "_Tree"]]:
+    """(each returned value, its file) of a (def, file) pair; none for None."""
     if found is None:
         return []
     d, there = found
