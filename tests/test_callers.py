@@ -57,6 +57,11 @@ class Layer:
     ("q = q.roll(1, 0)\n        return self.backend.forward(q, kv, indices, scale)", False),  # bound again
     ("return getattr(self.backend, 'forward')(q[::-1], kv, indices[::-1], scale)", False),  # round O: by name
     ("fwd = self.backend.forward\n        return fwd(q[::-1], kv, indices[::-1], scale)", False),
+    # a binding that is not a store (an import, a def) gives the name another object
+    ("try:\n            from .staging import reordered as indices\n        except ImportError:\n            pass\n"
+     "        return self.backend.forward(q, kv, indices, scale)", False),
+    ("if scale is None:\n            def indices():\n                pass\n"
+     "        return self.backend.forward(q, kv, indices, scale)", False),
 ])
 def test_another_files_call_hands_on_what_it_was_handed(tmp_path, body, fixable):
     site = verdict(tmp_path, others=[("layer.py", LAYER.format(kind="", body=body))])

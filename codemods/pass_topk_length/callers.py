@@ -28,6 +28,7 @@ from .rows import (
     NO_DATA_METHODS,
     TENSOR_VIEW_METHODS,
 )
+from .syntax import binds
 
 # The engine's dispatch, by the module its class is defined in: the framework calls it with the batch's rows and
 # fills its `**kwargs` (the indices among them), which it may hand on whole.
@@ -2089,11 +2090,8 @@ def _untouched(at: At, name: str, attribute: Optional[ast.AST], keys: Set[str]) 
             why = _use(f, node, call, reach._unparse(attribute) if attribute is not None else name, keys, proj)
             if why:
                 return why
-        elif isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
-            return f"binds `{name}` again"
-        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name == name \
-                or isinstance(node, ast.MatchMapping) and node.rest == name:
-            return f"binds `{name}` again (a `match` capture)"
+        elif binds(node, name, fn):
+            return f"binds `{name}` again ({binds(node, name, fn)})"
     return None
 
 

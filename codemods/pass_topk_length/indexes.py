@@ -18,7 +18,7 @@ from topk_migrate.project import project_scope
 
 from . import reach
 from .quick import PARAM, expand, is_kernel
-from .syntax import _bound_arguments, _is_name, _targets_attribute
+from .syntax import _bound_arguments, _is_name, _targets_attribute, binds
 
 
 class ModuleIndexes:
@@ -264,18 +264,7 @@ def handed_back(g: reach._File, fdef: ast.FunctionDef) -> List[ast.AST]:
 
 
 def rebinds(node: ast.AST, name: str, own: Optional[ast.AST] = None) -> bool:
-    """Does anything in node (a def, a module) bind `name` (a store, a `del`, a loop's or `with`'s or handler's
-    target, an import, a def or class but `own` and node itself, `global`/`nonlocal`, a match capture)? Then a return
-    of a parameter is not the argument, or a module's def not what its name holds."""
-    for n in ast.walk(node):
-        if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load) \
-                or isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names \
-                or isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n is not node \
-                and n is not own and n.name == name \
-                or isinstance(n, ast.ExceptHandler) and n.name == name \
-                or isinstance(n, (ast.Import, ast.ImportFrom)) and any((a.asname or a.name.split(".")[0]) == name
-                                                                       for a in n.names) \
-                or isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name == name \
-                or isinstance(n, ast.MatchMapping) and n.rest == name:
-            return True
-    return False
+    """Does anything in node (a def, a module) bind `name` (a store, or any binding `syntax.binds` lists)? Then a
+    return of a parameter is not the argument, or a module's def not what its name holds."""
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+               or binds(n, name, node, own) for n in ast.walk(node))

@@ -176,3 +176,24 @@ def _argument_for(call: cst.Call, param: str, position: Optional[int], shift: in
     if position is not None and 0 <= position - shift < len(positional):
         return positional[position - shift].value
     return None
+
+
+def binds(n: ast.AST, name: str, scope: ast.AST, own: Optional[ast.AST] = None) -> Optional[str]:
+    """How ast node n (inside scope, a def or module) binds `name` other than by a plain store (a `del`, an import, a
+    def or class but `own` and scope itself, `global`/`nonlocal`, a handler's or `match` capture's name), or None.
+    One list for every check that a name keeps what it was given (indexes.rebinds, callers._untouched)."""
+    if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Del):
+        return "a `del`"
+    if isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names:
+        return "a `global` or `nonlocal`"
+    if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name \
+            and n is not scope and n is not own:
+        return "a def"
+    if isinstance(n, ast.ExceptHandler) and n.name == name:
+        return "an `except ... as`"
+    if isinstance(n, (ast.Import, ast.ImportFrom)) and any((a.asname or a.name.split(".")[0]) == name for a in n.names):
+        return "an import"
+    if isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name == name or isinstance(n, ast.MatchMapping) \
+            and n.rest == name:
+        return "a `match` capture"
+    return None
