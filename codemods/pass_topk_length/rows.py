@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple, Union
+from typing import Callable, Dict, FrozenSet, List, NamedTuple, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
@@ -2467,15 +2467,27 @@ def _inplace_targets(fdef: cst.FunctionDef) -> List[Tuple[cst.CSTNode, cst.BaseE
     return v.out
 
 
-def _origins(tree: Tree, fdef: cst.FunctionDef, e: Optional[cst.BaseExpression], depth: int = 0) -> Set[str]:
+def _augmented(tree: Tree, a: object) -> Optional[cst.AugAssign]:
+    """`x += v` binding x (a counter a closure bumps through `nonlocal`): x keeps its storage or gets a new object,
+    and may hold v's (a list extended), so its origins are x's other bindings' and v's (round AZ's safe counter)."""
+    node = getattr(a, "node", None)
+    up = tree.parent.get(node) if node is not None else None
+    return up if isinstance(up, cst.AugAssign) and up.target is node else None
+
+
+def _origins(tree: Tree, fdef: cst.FunctionDef, e: Optional[cst.BaseExpression], depth: int = 0,
+             within: FrozenSet[str] = frozenset()) -> Set[str]:
     """What storage `e` may be, named by where it comes from: parameters, globals and attributes (`self.buf`),
     through views, items and locals bound in fdef; a fresh tensor (a copy, `new_zeros`, `torch.empty`, arithmetic)
-    comes from nowhere. Default-deny: an unknown call may hand back any argument or its receiver."""
+    comes from nowhere. Default-deny: an unknown call may hand back any argument or its receiver. `within`: the locals
+    being expanded (`x += x` adds nothing to what x's other bindings give: a fixed point, read once)."""
     if e is None or depth > 12:
         return set()
     e = _viewed(e)
     if isinstance(e, cst.Name) and e.value in ("None", "True", "False"):
         return set()  # (a constant: no storage)
+    if isinstance(e, cst.Name) and e.value in within:
+        return set()
     if isinstance(e, cst.Name):
         assigned = tree.binding(e, e.value).assignments
         if not assigned or any(getattr(a, "scope", None) is not tree.scope_of.get(fdef.body)
@@ -2483,17 +2495,18 @@ def _origins(tree: Tree, fdef: cst.FunctionDef, e: Optional[cst.BaseExpression],
             return {e.value}  # a parameter, a global or a closure's: storage from outside
         out: Set[str] = set()
         for a in assigned:
-            stmt = tree.assignment_statement(a)
-            value = getattr(stmt, "value", None) if isinstance(stmt, (cst.Assign, cst.AnnAssign)) else None
+            stmt = tree.assignment_statement(a) or _augmented(tree, a)
+            value = getattr(stmt, "value", None) if isinstance(stmt, (cst.Assign, cst.AnnAssign, cst.AugAssign)) \
+                else None
             if value is None or isinstance(stmt, cst.Assign) and not (
                     len(stmt.targets) == 1 and isinstance(stmt.targets[0].target, cst.Name)):
                 return {e.value}  # bound otherwise (a loop, an unpacking): from anywhere
-            out |= _origins(tree, fdef, value, depth + 1)
+            out |= _origins(tree, fdef, value, depth + 1, within | {e.value})
         return out
     if isinstance(e, cst.Attribute):
         return set() if e.attr.value in NO_DATA_ATTRS else {_shown(e).strip()}
     if isinstance(e, (cst.BinaryOperation, cst.UnaryOperation)) and _passed_through(e):
-        return set().union(*(_origins(tree, fdef, x, depth + 1) for x in _passed_through(e)))
+        return set().union(*(_origins(tree, fdef, x, depth + 1, within) for x in _passed_through(e)))
     if isinstance(e, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison)) or isinstance(e, _NO_ROWS):
         return set()
     if isinstance(e, cst.Call):
@@ -2502,11 +2515,11 @@ def _origins(tree: Tree, fdef: cst.FunctionDef, e: Optional[cst.BaseExpression],
         if op in COPYING_METHODS or (op in FRESH_FUNCTIONS | COPYING_FUNCTIONS and _torch_function(e.func, name)):
             return set()
         parts = [e.func.value] if isinstance(e.func, cst.Attribute) else []
-        return set().union(*(_origins(tree, fdef, x, depth + 1) for x in [*parts, *(a.value for a in e.args)]))
+        return set().union(*(_origins(tree, fdef, x, depth + 1, within) for x in [*parts, *(a.value for a in e.args)]))
     if isinstance(e, (cst.Tuple, cst.List)):
-        return set().union(*(_origins(tree, fdef, x.value, depth + 1) for x in e.elements)) if e.elements else set()
+        return set().union(*(_origins(tree, fdef, x.value, depth + 1, within) for x in e.elements)) if e.elements else set()
     if isinstance(e, cst.IfExp):
-        return _origins(tree, fdef, e.body, depth + 1) | _origins(tree, fdef, e.orelse, depth + 1)
+        return _origins(tree, fdef, e.body, depth + 1, within) | _origins(tree, fdef, e.orelse, depth + 1, within)
     return {_brief(e, 40)}
 
 
