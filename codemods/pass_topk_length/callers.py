@@ -450,7 +450,70 @@ def _called_unspelled(proj: reach.Project, f, fn: ast.AST, fname: str) -> Option
         return (f"`{fn.name}` hands `{fname}` what it is handed, and Python or torch may call `{fn.name}` without "
                 "spelling its name (`obj(...)`, an `nn.Module`'s `module(...)`, one inherited by a module of it): its "
                 "callers are not seen, so what they hand is not traced")
+    registered = registered_by(proj, f, fn)
+    return f"`{fn.name}` hands `{fname}` what it is handed, and {registered}" if registered else None
+
+
+# Library decorators that return the function, or a wrapper of it bound under the def's own name, and register it
+# nowhere else (round BA): its callers spell its name. Any other library's decorator may register it.
+WRAPPING_DECORATORS = {
+    "torch.compile", "torch.no_grad", "torch.enable_grad", "torch.inference_mode", "torch.set_grad_enabled",
+    "torch.compiler.disable", "torch._dynamo.disable", "torch.jit.ignore", "torch.jit.unused",
+    "torch.profiler.record_function", "torch.cuda.nvtx.range", "functools.lru_cache", "functools.cache",
+    "functools.wraps", "functools.cached_property", "contextlib.contextmanager", "contextlib.asynccontextmanager",
+    "abc.abstractmethod", "typing.overload", "typing.final", "typing_extensions.override", "typing.override",
+}
+_WRAPS = {"wraps", "functools.wraps", "update_wrapper", "functools.update_wrapper"}
+
+
+def registered_by(proj, f, fn) -> Optional[str]:
+    """Why fn may be called under a name it does not bear (round BA): a decorator not proven to only wrap it may
+    register it elsewhere (`@torch.library.custom_op("fork::attn")`: `torch.ops.fork.attn(...)`; `@attend.register`:
+    `attend(...)`; a registry's `register("name")`), whose callers the walk, reading its name, does not see."""
+    for dec in fn.decorator_list:
+        if not _only_wraps(proj, f, dec.func if isinstance(dec, ast.Call) else dec, isinstance(dec, ast.Call)):
+            return (f"`{fn.name}` is decorated by `{reach._unparse(dec)[:60]}`, which may register it under another "
+                    "name (a custom op's `torch.ops.<ns>.<op>`, a registry's or a dispatcher's entry): what calls it "
+                    "there is not seen, so what it is handed is not traced")
     return None
+
+
+def _only_wraps(proj, f, func: ast.AST, called: bool) -> bool:
+    """Is the decorator proven to return the function or a wrapper of it, registering it nowhere: a plain one, a
+    library's WRAPPING_DECORATORS, the engine's own (ENGINE_DECORATORS), or a project def letting it escape nowhere."""
+    spelled = reach._unparse(func)
+    if spelled in _PLAIN_DECORATORS or spelled.endswith((".setter", ".getter", ".deleter")):
+        return True
+    if _library_value(f, func, proj):
+        return f.module_of(func) in WRAPPING_DECORATORS
+    defs = _project_functions(proj, f, func.id) if isinstance(func, ast.Name) else [
+        (g, d) for g, d, _ in _callee_defs(proj, f, ast.Call(func=func, args=[], keywords=[])) or ()]
+    if defs and all(d.name in ENGINE_DECORATORS and engine_defs.release_def(g.tree, d) for g, d in defs):
+        return True
+    return bool(defs) and not any(_lets_escape(d, called) for _, d in defs)
+
+
+def _lets_escape(d, called: bool) -> bool:
+    """Does the project decorator let the function it is handed (its first parameter; a factory's: its returned
+    def's), a parameter it calls, or a wrapper it defines go anywhere but a call, a return, `functools.wraps(...)` or
+    a dunder's read (`REG[name] = fn`, `register_op(name, fn)`, `ops.append(wrapper)`)?"""
+    inner = [n for n in ast.walk(d) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n is not d]
+    returned = {r.value.id for r in ast.walk(d) if isinstance(r, ast.Return) and isinstance(r.value, ast.Name)}
+    takers = [n for n in inner if n.name in returned] if called else [d]
+    held = {n.args.args[0].arg for n in takers if n.args.args} | {n.name for n in inner} | {
+        c.func.id for c in ast.walk(d) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+        and any(c.func.id == a.arg for a in ast.walk(d.args) if isinstance(a, ast.arg))}
+    if any(reach._unparse(x.func if isinstance(x, ast.Call) else x) not in _WRAPS for n in inner for x in n.decorator_list):
+        return True
+    parents = {id(c): p for p in ast.walk(d) for c in ast.iter_child_nodes(p)}
+    for node in ast.walk(d):
+        if not (isinstance(node, ast.Name) and node.id in held and isinstance(node.ctx, ast.Load)):
+            continue
+        up = parents.get(id(node))
+        if not (isinstance(up, ast.Call) and (up.func is node or reach._unparse(up.func) in _WRAPS)
+                or isinstance(up, ast.Return) or isinstance(up, ast.Attribute) and up.attr.startswith("__")):
+            return True
+    return False
 
 
 def _callers_unread(proj: reach.Project, fn: ast.AST, fname: str, roots: Set[str], depth: int) -> Optional[str]:

@@ -251,6 +251,10 @@ class WholeProject:
             return (f"the rows and indices come from `{batch.name.value}`, and {mangled}: a call through the name "
                     "Python mangles a private method to is not traced (round AJ); pass topk_length by hand where the "
                     "rows are known, or use --lengths derived")
+        registered = self._registered(batch) if batch.decorators else None
+        if registered:  # (round BA: a custom op's `torch.ops.fork.attn(...)`, a dispatcher's `attend(...)`)
+            return (f"the rows and indices come from `{batch.name.value}`, and {registered}; pass topk_length by hand "
+                    "where the rows are known, or use --lengths derived")
         foreign, named = self._torch_may_call(batch) if batch.name.value == "forward" else (None, None)
         if foreign and named:
             return (f"the rows and indices come from `forward`, its class derives from `{foreign[:60]}`, and {named}: "
@@ -281,6 +285,17 @@ class WholeProject:
             return (f"{why}; q and the indices it hands may not be the rows the metadata was built for, in order; pass "
                     "topk_length by hand where they are known, or use --lengths derived") if why else None
         return self.index(f"callers:{id(batch)}:{wanted}:{sorted(rows)}:{sorted(meta)}", build)  # (per def: its class decides its receivers)
+
+    def _registered(self, batch: cst.FunctionDef) -> Optional[str]:
+        """callers.registered_by on the def's ast twin (by its name's line): a decorator that may register it under
+        another name, whose callers the walk does not see (round BA); unread where the twin is not found."""
+        proj, pos = self.project(), self.tree.position.get(batch.name)
+        f = proj.checked_file(self.source)
+        twin = next((n for n in ast.walk(f.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and n.name == batch.name.value and n.lineno == pos.start.line), None) if f and pos else None
+        if twin is None:
+            return f"`{batch.name.value}` is decorated, and its decorators are not read"
+        return callers.registered_by(proj, f, twin)
 
     def _torch_may_call(self, batch: cst.FunctionDef) -> Tuple[Optional[str], Optional[str]]:
         """(a base through which batch's class, or a subclass of it, may be an `nn.Module` or an autograd Function,
