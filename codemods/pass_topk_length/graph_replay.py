@@ -13,7 +13,7 @@ from topk_migrate.cst.resolve import dotted
 
 from . import reach
 from .replay_paths import ReplayPaths
-from .rows import local_defs, unproven_local
+from .rows import _module_bases, local_defs, unproven_local
 from .syntax import _code, _is_name, _targets_attribute, bound_targets
 
 # engine kernels that write a metadata field in place through a keyword (their output), by (module, name)
@@ -42,6 +42,8 @@ def _is_attr_of_self(e: cst.BaseExpression) -> bool:
     return isinstance(e, cst.Attribute) and isinstance(e.value, cst.Name) and e.value.value == "self"
 
 
+# where a class decorator of reach.PLAIN_CLASS_DECORATORS is imported from (GraphReplay._library_plain: round BA)
+_PLAIN_DECORATOR_MODULES = {"dataclasses", "functools", "typing", "typing_extensions"}
 # methods that give a mapping's items new values
 _ITEM_WRITES = {"update", "setdefault", "__setitem__"}
 # What may keep a statement from running on some path through its def (graph_replay._always_runs)
@@ -583,14 +585,77 @@ class GraphReplay:
         """Does every class of this module that defines `method` (and one does) write the field in place there:
         `self.field.copy_(other.field)`, or `getattr(self, f.name).copy_(...)` in a loop over `fields(self)` (the
         bundled example's `DSAMetadata.copy_`)?"""
-        defs = [f.node for f in self.functions_named(method) if f.class_name]
+        defs = self._method_defs(method)
         return bool(defs) and all(self._writes_each_field(d, field_name) for d in defs)
+
+    def _method_defs(self, method: str) -> Optional[List[cst.FunctionDef]]:
+        """Every def `record.method(...)` may run: the classes' defs of that name, and each module def stored on a
+        class as that name (round BA: `DSAMetadata.copy_ = _copy_pages_fused` at import, under a build flag); None
+        where some store of the name, anywhere in the module, is not such a def (an instance's, a decorator's `cls`)."""
+        def build() -> Optional[List[cst.FunctionDef]]:
+            installed = [self._installed_def(node, target, value) for node, target, value in self._writes_in(None)
+                         if isinstance(target, cst.Attribute) and target.attr.value == method]
+            if None in installed or self._name_unknown_store(method):
+                return None
+            return [f.node for f in self.functions_named(method) if f.class_name] + installed
+        return self.index(f"method-defs:{method}", build)
+
+    def _installed_def(self, node: cst.CSTNode, target: cst.Attribute,
+                       value: Optional[cst.BaseExpression]) -> Optional[cst.FunctionDef]:
+        """`Cls.m = d` (Cls a class of the module, d a module def bound once, undecorated): d; else None."""
+        cls = self.tree.binding(target.value, target.value.value).assignments if isinstance(target.value, cst.Name) else ()
+        if not (len(cls) == 1 and isinstance(getattr(cls[0], "node", None), cst.ClassDef)
+                and self.tree.parent.get(cls[0].node) is self.tree.module and isinstance(node, (cst.Assign, cst.AnnAssign))
+                and isinstance(value, cst.Name)):
+            return None
+        defs = local_defs(self.tree, value)
+        ok = len(defs) == 1 and not self.tree.is_method(defs[0]) and not unproven_local(self.tree, value, self.method_rival)
+        return defs[0] if ok else None
+
+    def _name_unknown_store(self, method: str) -> bool:
+        """A store that may bind the name that _installed_def does not read: `del X.m`, `X.m += f`, a setattr of the
+        name or of a name that is not a literal (round BA)."""
+        def named(t: cst.BaseExpression) -> bool:
+            return isinstance(t, cst.Attribute) and t.attr.value == method
+
+        def setattr_of(c: cst.Call) -> bool:
+            names = [a.value.evaluated_value for a in c.args[:3] if isinstance(a.value, cst.SimpleString)]
+            return (get_full_name_for_node(c.func) in ("setattr", "builtins.setattr") or isinstance(
+                c.func, cst.Attribute) and c.func.attr.value == "__setattr__") and (not names or method in names)
+        return bool(self.find(cst.Del, lambda d: any(map(named, bound_targets(d.target))))) or bool(self.find(
+            cst.AugAssign, lambda a: named(a.target))) or bool(self.find(cst.Call, setattr_of))
 
     def _own_record_method(self, record: cst.BaseExpression, method: str) -> bool:
         """Is `record.method` a def of this module: is record made only by classes of this module that find it here
         (_copies_fields reads the module's defs by name; a record of another file's class runs that file's: round AZ)?"""
         classes = self._record_classes(record, set())
-        return classes is not None and all(self._found_in_module(c, method, set()) for c in classes)
+        return classes is not None and all(self._found_in_module(c, method, set()) and self._sealed(c, method)
+                                           for c in classes)
+
+    def _sealed(self, cls_name: str, method: str) -> bool:
+        """Does no class decorator or keyword of cls_name (or of a module base) and no other file (a subclass's
+        override, a store of the name) give cls_name's records another `method` than the module's defs (round BA)?"""
+        tree_cls = next((c for c in self.find(cst.ClassDef) if c.name.value == cls_name), None)
+        for c in [tree_cls, *(_module_bases(self.tree, tree_cls) if tree_cls is not None else [])]:
+            if c is not None and (any(k.keyword is not None for k in c.keywords) or not all(
+                    self._library_plain(d.decorator) for d in c.decorators)):
+                return False
+        return not self.method_rival(cls_name, method)
+
+    def _library_plain(self, decorator: cst.BaseExpression) -> bool:
+        """`@dataclass(...)`, `@functools.total_ordering`: a plain class decorator imported from the standard library
+        (a def of the module spelled `dataclass` may install a method: round BA)."""
+        e = decorator.func if isinstance(decorator, cst.Call) else decorator
+        root = e
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if not isinstance(root, cst.Name):
+            return False
+        found = self.tree.binding(root, root.value).assignments
+        node = getattr(found[0], "node", None) if len(found) == 1 else None
+        origin = self._imported_from(e) if isinstance(e, cst.Name) else (
+            (dotted(e.value) or "", e.attr.value) if isinstance(node, cst.Import) else None)
+        return origin is not None and origin[0] in _PLAIN_DECORATOR_MODULES and origin[1] in reach.PLAIN_CLASS_DECORATORS
 
     def _record_classes(self, e: cst.BaseExpression, seen: Set[int]) -> Optional[Set[str]]:
         """The classes of this module whose constructors may make e (None stands for no object); None where e may be
@@ -660,10 +725,11 @@ class GraphReplay:
         """The places (after self) of the parameters whose fields the class's `method` copies in (`other` in
         `getattr(self, f.name).copy_(getattr(other, f.name))`): what is handed there must be made for this batch."""
         out = set()
-        for f in self.functions_named(method):
-            params = [p.name.value for p in f.node.params.params][1:]
+        named = [f.node for f in self.functions_named(method)]
+        for d in named + [d for d in self._method_defs(method) or () if all(d is not n for n in named)]:  # (round BA)
+            params = [p.name.value for p in d.params.params][1:]
             for call in self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute) and c.func.attr.value == "copy_",
-                                  f.node):
+                                  d):
                 out |= {i for i, p in enumerate(params) if any(map(_read_off(p), self.find((cst.Attribute, cst.Call), None, call)))}
         return out
 

@@ -1329,6 +1329,9 @@ class _Aliases(cst.CSTVisitor):
         if node.value is not None:
             self._bind([node.target], node.value)
 
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._bind([node.target], node.value)  # `c |= {"topk": idx}`, `c += [idx]`: c holds it too (round BA)
+
     def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
         self._bind([node.target], node.value)
 
@@ -1983,8 +1986,9 @@ class IndexTrace:
         looked_up = _looks_up(self._bound_value(receiver), tested) and not (
             isinstance(receiver, cst.Name) and self._written(receiver))  # (an offload marking slots: AK)
         if not looked_up and _code(_unconverted(receiver)) != _code(tested):
-            return (f"`{_shown(e)[:80]}` fills -1 where another tensor than the one it fills is invalid: the entries "
-                    "it keeps need not be valid where that one's are (round AM)")
+            return _narrowing(_unconverted(receiver)) or (
+                f"`{_shown(e)[:80]}` fills -1 where another tensor than the one it fills is invalid: the entries it "
+                "keeps need not be valid where that one's are (round AM)")
         return self.hazard(tested)
 
     def _forked(self, op: str) -> Optional[str]:
@@ -2178,11 +2182,31 @@ FILLS = {"full", "full_like", "new_full", "zeros_like", "ones_like", "zeros", "o
          "empty_like", "tensor", "fill_"}
 
 
+# A tensor's methods that may change its dtype (_narrowing)
+_DTYPE_METHODS = {"to", "type", "int", "long", "byte", "char", "short", "half", "bfloat16", "float", "double", "bool"}
+
+
 def _unconverted(e: cst.BaseExpression) -> cst.BaseExpression:
-    """`x.to(torch.int32)` / `x.long()` ... as x."""
-    while isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value in ("to", "int", "long"):
+    """`x.to(torch.int32)` / `x.long()` ... as x: only a conversion that keeps every index and -1 (_keeps_entries)."""
+    while isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and _keeps_entries(e):
         e = e.func.value
     return e
+
+
+def _keeps_entries(call: cst.Call) -> bool:
+    """`x.int()`, `x.long()`, `x.to(torch.int32)` (`dtype=` too, a device): a conversion to INDEX_DTYPES, which hold
+    every index and -1 (round BA: `x.to(torch.uint8)` wraps -1 to 255, `x.to(other)` may be any dtype)."""
+    op = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
+    if op in ("int", "long"):
+        return all(a.keyword is not None and a.keyword.value in _PLACE_KEYWORDS for a in call.args)
+    return op == "to" and bool(call.args) and _other_dtype(call) is None
+
+
+def _narrowing(e: cst.BaseExpression) -> Optional[str]:
+    """Why e, a conversion _keeps_entries does not read as keeping the entries, may change them (round BA)."""
+    op = e.func.attr.value if isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) else ""
+    return f"`{_brief(e, 80)}` may convert the indices to a dtype that does not keep every index and -1 (round BA)" \
+        if op in _DTYPE_METHODS else None
 
 
 def _clamped_at_minus_one(e: cst.Call, first: int) -> bool:
