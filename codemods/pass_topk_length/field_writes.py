@@ -10,12 +10,13 @@ positional records, templates, overrides, closures). The files of the engine's r
 from __future__ import annotations
 
 import ast
+import builtins
 import functools
 import hashlib
 import re
 from typing import Callable, List, Optional, Set, Tuple
 
-from . import engine_defs, reach
+from . import engine_defs, reach, syntax
 from .engine_spellings import ENGINE_FILES
 from .rows import LOGGING_ROOTS, engine_module
 
@@ -476,14 +477,20 @@ def _served(e: ast.AST, t: _Tree, depth: int, kind: str = "") -> bool:
         return any(_served(v, t, depth + 1, kind) for v in _outcomes(e))  # (round AY: `view if small else raw`)
     if not isinstance(e, ast.Call):
         return False
-    if reach.hands_computed_mapping(e):
+    if reach.hands_computed_mapping(e) or any(k.arg is None and _names_computed_mapping(k.value, t) for k in e.keywords):
         return True  # (`SimpleNamespace(**{k: min(v, cap) ...})`: any field it holds may be computed, round AM)
     func = e.func
+    if not _dotted(func):
+        return True  # (round BA: `getattr(profiles, name)(raw)`, `PROFILES["low"](raw)`: a callee computed, no def read
+        # nor a library's function)
     if _held_callable(func, t):
         return True  # (round AX: a method of an instance, `PROFILES.resolve(name, cfg)`; a callable a name holds,
         # `view = functools.partial(BudgetView, cap=8)`: what it makes is not read)
     maker = _classes_named(func.value.id, t) if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
         else []  # (`Budget.of(raw)`: a method of the class making it)
+    method = _class_method(func.attr, maker) if maker else None
+    if method is False:
+        return True  # (round BA: `Profiles.low_mem = staticmethod(f)`, a decorated def: what it makes is not read)
     classes = maker or (_classes_named(func.id, t) if isinstance(func, ast.Name) else _base_classes(func, t))
     if isinstance(func, ast.Name) and not classes and _project_def(func.id, t) is None and _unread_import(func.id, t):
         return True  # (a function of a project file not read here: what it makes may serve, round AM's `budgeted`)
@@ -491,7 +498,11 @@ def _served(e: ast.AST, t: _Tree, depth: int, kind: str = "") -> bool:
     if module_def is False:
         return True  # (round AY: `profiles.low_mem_view(raw)`, a function of a project module not read: what it makes
         # may serve)
-    returns = _factory_returns(e, t) if module_def is None else _returns_of(module_def)
+    returns = _returns_of(method) if method else _factory_returns(e, t) if module_def is None \
+        else _returns_of(module_def)  # (round BA: `ServingProfiles.low_mem(raw)`, a staticmethod: what it returns)
+    if not classes and not returns and module_def is None and not _library_callee(func, t):
+        return True  # (round BA: `self.low_mem_view(raw)`, a nested def's, a local's: a callee of the project whose
+        # def is not read may make an object that serves)
     library = not classes and not returns and module_def is None and len(e.args) == 1 and not e.keywords \
         and not reach._unparse(func).rsplit(".", 1)[-1][:1].isupper()  # (a library's function of one object, not its
     # class: `copy.deepcopy(view)`, `pickle.loads(...)` may hand back what it is handed or a copy of it, round AY;
@@ -501,6 +512,65 @@ def _served(e: ast.AST, t: _Tree, depth: int, kind: str = "") -> bool:
         any(_forwards_reads(c) for c, _ in classes) or library) and any(
         _served(a, t, depth + 1, kind) for a in [*e.args, *(k.value for k in e.keywords)])
     # (`budgeted(raw)`: a factory's, round AJ; a class forwarding its reads to a serving object it is handed)
+
+
+def _library_callee(func: ast.AST, t: _Tree) -> bool:
+    """Is the callee a library's: its root name bound, in its function and in the file, only by imports of modules
+    outside the project, or a builtin (`copy.deepcopy`, `types.SimpleNamespace`), never `self` (round BA)?"""
+    root = func
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if not isinstance(root, ast.Name) or root.id == "self":
+        return False
+    scope = t.scope(func)
+    while scope is not t.tree:
+        if any(isinstance(n, ast.Name) and n.id == root.id and not isinstance(n.ctx, ast.Load)
+               or isinstance(n, ast.arg) and n.arg == root.id or syntax.binds(n, root.id, scope) for n in ast.walk(scope)):
+            return False
+        scope = t.scope(scope)
+    bindings = _bindings_of(root.id, t)
+    if not bindings:
+        return hasattr(builtins, root.id)
+    return all(isinstance(b, (ast.Import, ast.ImportFrom)) for b in bindings) and not _of_the_project(root.id, t)
+
+
+def _names_computed_mapping(v: ast.AST, t: _Tree) -> bool:
+    """Is `v` a name bound otherwise than by `=` (a parameter's `**kwargs`), or to a mapping computed (`knobs =
+    low_mem_knobs(cfg)`, then `SimpleNamespace(**knobs)`: round BA)?"""
+    return isinstance(v, ast.Name) and (_bound_otherwise(v, t) or any(
+        reach._builds_computed(b) for b in _bound_values(v, t)))
+
+
+def _dotted(func: ast.AST) -> bool:
+    """Is the callee a name or a chain of attributes off one (`f`, `profiles.low_mem_view`, `self.view`), not a
+    value computed (a call's, an item's: round BA)?"""
+    while isinstance(func, ast.Attribute):
+        func = func.value
+    return isinstance(func, ast.Name)
+
+
+def _class_method(attr: str, classes: List[Tuple[ast.ClassDef, "_Tree"]]):
+    """(the def, its file) a call through a project class's name runs (`ServingProfiles.low_mem(cfg)`: round BA),
+    found in the class or a base of the project; None where a library's base may define it (an inherited
+    constructor: the class's own object); False where no staticmethod/classmethod is read (bound by `=`, decorated
+    otherwise, a plain def, or bound nowhere read)."""
+    seen, todo, library = set(), list(classes), False
+    while todo and len(seen) < 32:
+        c, there = todo.pop(0)
+        if id(c) in seen:
+            continue
+        seen.add(id(c))
+        d = next((d for d in c.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == attr), None)
+        if reach.body_binds(c.body, attr) or d is not None and [reach._unparse(x) for x in d.decorator_list] not in (
+                ["staticmethod"], ["classmethod"]):
+            return False  # (a plain def through the class, `Profiles.pick(obj, cfg)`: its slots are not read so)
+        if d is not None:
+            return d, there
+        for b in c.bases:
+            found = _base_classes(b, there)
+            library = library or not found and reach._unparse(b) != "object"
+            todo += found
+    return None if library else False
 
 
 def _outcomes(e: ast.AST) -> List[ast.AST]:
@@ -569,8 +639,10 @@ def _handed_served(e: ast.Name, t: _Tree, depth: int, kind: str) -> bool:
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return True
     params = [x.arg for x in fn.args.posonlyargs + fn.args.args]
-    if isinstance(t.up(fn), ast.ClassDef) and params[:1] == [e.id]:
-        return False  # (a method's own object: its class's stores are read where they are spelled)
+    bound = isinstance(t.up(fn), ast.ClassDef) and "staticmethod" not in map(reach._unparse, fn.decorator_list)
+    if bound and params[:1] == [e.id]:
+        return False  # (a method's own object: its class's stores are read where they are spelled; a staticmethod
+        # has none, its first slot is handed: round BA)
     if e.id not in params + [x.arg for x in fn.args.kwonlyargs] or any(
             isinstance(n, ast.Name) and n.id == e.id and not isinstance(n.ctx, ast.Load) for n in ast.walk(fn)):
         return True
@@ -579,7 +651,7 @@ def _handed_served(e: ast.Name, t: _Tree, depth: int, kind: str) -> bool:
     makers = _init_makers(owner.name, t) if init else t.spellings(fn.name)
     if _rebound_elsewhere(makers, t):
         return True  # (`make = Backend` in a def, a registry's entry: the calls through that name are not read)
-    slot = slot - 1 if slot is not None and isinstance(owner, ast.ClassDef) else slot
+    slot = slot - 1 if slot is not None and bound else slot
     for other, node in ((o, n) for m in sorted(makers) for o in t.referencing(m) for n in o.spelled(m)):
         call = other.up(node)
         if isinstance(call, ast.Call) and call.func is node:
@@ -639,6 +711,8 @@ def _base_init_served(makers: Set[str], e: ast.Name, slot: Optional[int], t: _Tr
         for cls in (n for n in ast.walk(other.tree) if isinstance(n, ast.ClassDef)):
             if not _derives_from(cls, makers):
                 continue
+            if _mixin_init_served([x for b in cls.bases for x in _base_classes(b, other)], makers, e, slot, depth, kind):
+                return True
             for call in (n for n in ast.walk(cls) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                          and n.func.attr == "__init__"):
                 shift = 1 if reach._unparse(call.func.value).rsplit(".", 1)[-1] in makers else 0  # (`*args` whole: the
@@ -648,6 +722,30 @@ def _base_init_served(makers: Set[str], e: ast.Name, slot: Optional[int], t: _Tr
                     [call.args[at]] if at is not None and 0 <= at < len(call.args) else [])
                 if any(_served(h, other, depth + 1, kind) for h in handed):
                     return True
+    return False
+
+
+def _mixin_init_served(todo: List[Tuple[ast.ClassDef, "_Tree"]], makers: Set[str], e: ast.Name, slot: Optional[int],
+                       depth: int, kind: str) -> bool:
+    """Does a project class among the bases (`todo`) of a class deriving from one of `makers`, other than those, or
+    a project base of one, which the MRO may run before the makers' `__init__`, hand it a served object through
+    `super().__init__(...)` (`class DraftBackend(LowMemMixin, Backend)`, the mixin's `super().__init__(low_mem_view(
+    cfg))`: round BA)? Past a `*args`, any later one."""
+    seen: Set[int] = set()
+    while todo and len(seen) < 32:
+        c, there = todo.pop()
+        if id(c) in seen or c.name in makers:
+            continue
+        seen.add(id(c))
+        todo += [x for b in c.bases for x in _base_classes(b, there)]
+        for call in (n for n in ast.walk(c) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                     and n.func.attr == "__init__" and reach._unparse(n.func.value).startswith("super(")):
+            star = next((i for i, a in enumerate(call.args) if isinstance(a, ast.Starred)), len(call.args))
+            at = slot if slot is not None else len(call.args)
+            handed = [k.value for k in call.keywords if k.arg == e.id] + (
+                [call.args[at]] if at < star else [a for a in call.args[star:] if not isinstance(a, ast.Starred)])
+            if any(_served(h, there, depth + 1, kind) for h in handed):
+                return True
     return False
 
 

@@ -2920,7 +2920,7 @@ def _field_writes(project: "Project", field: str, own: Optional[_File]) -> List[
         for f in {id(g): g for g in [*project.files_naming([attr]), *([own] if own is not None else [])]}.values():
             out += [(f, node, None) for node in ast.walk(f.tree)
                     if _changes_field_in_place(node, attr) or _alias_written(f, node, attr)]
-    return out
+    return out + _computed_field_writes(project, files, slots, field)  # (round BA: by a computed name)
 
 
 def _kept_in(node: ast.AST, field: str) -> Set[str]:
@@ -2932,6 +2932,197 @@ def _kept_in(node: ast.AST, field: str) -> Set[str]:
         return set()
     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
     return {t.attr for t in _flatten(targets) if isinstance(t, ast.Attribute) and t.attr != field}
+
+
+# Round BA: a computed attribute read (`getattr(x, name)` by a name not a literal, `vars(x)`, `x.__dict__`,
+# `dataclasses.astuple(x)`/`asdict(x)`) off what may be the record writes every field, the lengths included, where its
+# result is written in place or handed on: the field is never spelled there, so no write rule above sees it.
+_NAMESPACE_CALLS = ("vars", "astuple", "asdict", "dataclasses.astuple", "dataclasses.asdict", "inspect.getmembers",
+                    "getmembers")
+_TENSOR_FACTS = frozenset({"shape", "dtype", "device", "ndim", "is_cuda"})
+_STORING_METHODS = frozenset({"update", "setdefault", "pop", "popitem", "clear"})  # (a namespace's: fields rebound)
+_PURE_READERS = frozenset({"isinstance", "len", "type", "id", "repr", "str", "print", "hash", "callable", "hasattr"})
+_DISCARDS = (ast.BinOp, ast.UnaryOp, ast.Compare, ast.FormattedValue, ast.Assert, ast.If, ast.While, ast.Expr)
+
+
+def _computed_field_writes(project: "Project", files: List[_File], slots: Dict[str, Optional[int]], field: str) \
+        -> List[Tuple[_File, ast.AST, Optional[ast.AST]]]:
+    """Round BA: the computed writes in the methods of the record's classes (and their bases: `self` is the record)
+    and in the defs the files naming the record hand an argument to (followed four deep)."""
+    out: List[Tuple[_File, ast.AST, Optional[ast.AST]]] = []
+    walk = _RecordWalk(project, field, set())
+    for f in files:
+        for cls in (c for c in f.class_defs if c.name in slots):
+            for g, k in [(f, cls), *project.bases_in_order(f, cls)]:
+                for fn in (d for d in k.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.args.args):
+                    out += _record_param_writes(walk, g, fn, fn.args.args[0].arg, 0)
+        for call in (n for n in ast.walk(f.tree) if isinstance(n, ast.Call)):
+            out += _handed_param_writes(walk, f, call, None, 0)
+    return out
+
+
+@dataclass
+class _RecordWalk:
+    """Round BA: the project, the field, and the (def, parameter) pairs already read."""
+    project: "Project"
+    field: str
+    seen: Set[Tuple[int, str, tuple]]
+
+
+def _handed_param_writes(walk: _RecordWalk, f: _File, call: ast.Call, only: Optional[str], depth: int) \
+        -> List[Tuple[_File, ast.AST, Optional[ast.AST]]]:
+    """The computed writes of the def a call runs (a def of the file, or one imported from the project), on each
+    parameter it hands an argument (where `only`, the name `only` alone)."""
+    found = _called_def(walk.project, f, call)
+    if found is None or depth > 3:
+        return []
+    g, fn = found
+    params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+    handed = [*zip(params, call.args), *((k.arg, k.value) for k in call.keywords if k.arg in params)]
+    keys = tuple((p, v.value) for p, v in handed if isinstance(v, ast.Constant) and isinstance(v.value, str)
+                 and v.value != walk.field)  # (`_hf_attr(config, "index_topk")`: a getter by a literal name)
+    return [w for p, v in handed if not isinstance(v, (ast.Constant, ast.Starred)) and (
+        only is None or isinstance(v, ast.Name) and v.id == only)
+        for w in _record_param_writes(walk, g, fn, p, depth + 1, keys)]
+
+
+def _called_def(project: "Project", f: _File, call: ast.Call) -> Optional[Tuple[_File, ast.AST]]:
+    """The top-level def `f(...)` or `mod.f(...)` runs: one of this file, or of the project file it imports it from."""
+    g: Optional[_File] = f
+    if isinstance(call.func, ast.Name) and call.func.id in f.froms:
+        mod, name = f.froms[call.func.id]
+        path = f._find(f.path, mod)
+        g = project._file_at(path) if path is not None else None
+    elif isinstance(call.func, ast.Attribute) and f.module_of(call.func.value):
+        path, name = f._find(f.path, f.module_of(call.func.value)), call.func.attr
+        g = project._file_at(path) if path is not None else None
+    elif isinstance(call.func, ast.Name):
+        name = call.func.id
+    else:
+        return None
+    defs = [d for d in (g.tree.body if g is not None else ()) if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and d.name == name]
+    return (g, defs[-1]) if g is not None and defs else None
+
+
+def _record_param_writes(walk: _RecordWalk, f: _File, fn: ast.AST, param: str, depth: int,
+                         keys: Tuple[Tuple[str, str], ...] = ()) -> List[Tuple[_File, ast.AST, Optional[ast.AST]]]:
+    """In fn, the computed reads off `param` (which may be the record) whose result is written in place or handed on,
+    and those of the defs fn hands `param` on to: (file, the statement or the refresh's `copy_`, its value or None).
+    `keys`: fn's parameters the call handed a literal name, not the field's (read as that name)."""
+    if (id(fn), param, keys) in walk.seen:
+        return []
+    walk.seen.add((id(fn), param, keys))
+    named = {k for k, _ in keys} - {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    out: List[Tuple[_File, ast.AST, Optional[ast.AST]]] = []
+    for node in ast.walk(fn):
+        if _computed_store(node, param, named):  # (`setattr(md, f.name, v)`: any field given v)
+            out.append((f, next(a for a in _ancestors(f, node) if isinstance(a, ast.stmt)), None))
+        elif _computed_read(node, param, named):
+            refresh = _full_refresh(f, fn, node, walk.field)
+            if refresh is not None:
+                out.append(refresh)
+            elif _result_written(f, fn, node, 0):
+                out.append((f, next(a for a in _ancestors(f, node) if isinstance(a, ast.stmt)), None))
+        elif isinstance(node, ast.Call) and any(isinstance(a, ast.Name) and a.id == param for a in [
+                *node.args, *(k.value for k in node.keywords)]):
+            out += _handed_param_writes(walk, f, node, param, depth)
+    return out
+
+
+def _ancestors(f: _File, node: ast.AST) -> Iterator[ast.AST]:
+    up = f.parents.get(id(node))
+    while up is not None:
+        yield up
+        up = f.parents.get(id(up))
+
+
+def _literal_key(e: ast.AST, named: Set[str]) -> bool:
+    """A literal string, or a parameter handed one (not the field's name) and never bound again."""
+    return isinstance(e, ast.Constant) and isinstance(e.value, str) or isinstance(e, ast.Name) and e.id in named
+
+
+def _computed_store(node: ast.AST, name: str, named: Set[str]) -> bool:
+    """`setattr(name, k, v)` (`object.__setattr__`) by a name not a literal string."""
+    return isinstance(node, ast.Call) and _unparse(node.func) in _SETATTRS and len(node.args) > 1 and isinstance(
+        node.args[0], ast.Name) and node.args[0].id == name and not _literal_key(node.args[1], named)
+
+
+def _computed_read(node: ast.AST, name: str, named: Set[str]) -> bool:
+    """`getattr(name, k)` by a name not a literal string, `vars(name)`, `name.__dict__`, `astuple(name)`."""
+    if isinstance(node, ast.Attribute) and node.attr == "__dict__":
+        return isinstance(node.value, ast.Name) and node.value.id == name
+    if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id == name):
+        return False
+    callee = _unparse(node.func)
+    return callee in _NAMESPACE_CALLS or callee == "getattr" and not (len(node.args) > 1 and _literal_key(
+        node.args[1], named))
+
+
+def _full_refresh(f: _File, fn: ast.AST, node: ast.AST, field: str) -> Optional[Tuple[_File, ast.AST, ast.AST]]:
+    """`getattr(a, k).copy_(getattr(b, k))`, b a parameter fn never binds again: every field copied from b's own (the
+    graph record's replay refresh), read as `b.field` is; else None."""
+    up = f.parents.get(id(node))
+    call = f.parents.get(id(up))
+    if not (isinstance(up, ast.Attribute) and up.attr == "copy_" and isinstance(call, ast.Call) and call.func is up
+            and len(call.args) == 1 and not call.keywords and isinstance(node, ast.Call) and len(node.args) == 2):
+        return None
+    given = call.args[0]
+    if not (isinstance(given, ast.Call) and _unparse(given.func) == "getattr" and len(given.args) == 2
+            and isinstance(given.args[0], ast.Name) and _unparse(given.args[1]) == _unparse(node.args[1])):
+        return None
+    source = given.args[0].id
+    params = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
+    if source not in params or any(isinstance(n, ast.Name) and n.id == source and not isinstance(n.ctx, ast.Load)
+                                   for n in ast.walk(fn)):
+        return None
+    value = ast.copy_location(ast.Attribute(value=given.args[0], attr=field, ctx=ast.Load()), given)
+    return f, call, value
+
+
+def _result_written(f: _File, fn: ast.AST, node: ast.AST, depth: int) -> bool:
+    """Is the value at node (or a view, item or method result of it) written in place, stored, returned or handed to a
+    call (but as `copy_`'s source or to a pure reader), here or through a local bound to it? Default-deny."""
+    while True:
+        up = f.parents.get(id(node))
+        if isinstance(up, ast.Attribute):
+            if up.attr.endswith("_") or up.attr in _STORING_METHODS or not isinstance(up.ctx, ast.Load):
+                return True  # an in-place method (`copy_`, `__setitem__`), a namespace's `update`, `.data = v`
+            if up.attr in _TENSOR_FACTS:
+                return False  # (`.shape`, `.dtype`: no tensor)
+        elif isinstance(up, ast.Subscript) and up.value is node:
+            if not isinstance(up.ctx, ast.Load):
+                return True
+        elif isinstance(up, ast.Call) and up.func is node or isinstance(up, (
+                ast.List, ast.Tuple, ast.Set, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.BoolOp, ast.Starred)) \
+                or isinstance(up, ast.IfExp) and up.test is not node or isinstance(up, ast.Subscript):
+            pass  # (its result, an item, a container holding it: what is done to that decides)
+        elif isinstance(up, ast.Call):  # handed to a call
+            callee = _unparse(up.func)
+            reads = callee in _PURE_READERS or callee.endswith(".copy_") and node in up.args
+            return not reads
+        elif isinstance(up, ast.keyword):
+            call = f.parents.get(id(up))
+            return up.arg == "out" or not (isinstance(call, ast.Call) and _unparse(call.func) in _PURE_READERS)
+        elif isinstance(up, (ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.For, ast.AsyncFor, ast.comprehension)):
+            return _bound_written(f, fn, up, node, depth)
+        else:
+            return not isinstance(up, _DISCARDS) and not (isinstance(up, ast.IfExp) and up.test is node)
+        node = up
+
+
+def _bound_written(f: _File, fn: ast.AST, binding: ast.AST, node: ast.AST, depth: int) -> bool:
+    """A local bound to the value (an assignment, `:=`, a loop over it): is any read of it written (_result_written)?
+    An attribute or item target stores it: handed on."""
+    if isinstance(binding, (ast.For, ast.AsyncFor, ast.comprehension)) and binding.iter is not node:
+        return False  # (a loop's body or condition holding it: read where it is)
+    targets = binding.targets if isinstance(binding, ast.Assign) else [binding.target]
+    if any(not isinstance(n, (ast.Name, ast.Tuple, ast.List, ast.Starred)) for t in targets for n in ast.walk(t)
+           if not isinstance(n, (ast.Load, ast.Store))):
+        return True  # (`self.buf = getattr(md, k)`: kept where other code may write it)
+    names = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return depth > 3 or any(isinstance(n, ast.Name) and n.id in names and isinstance(n.ctx, ast.Load)
+                            and _result_written(f, fn, n, depth + 1) for n in ast.walk(fn))
 
 
 def _field_write(f: _File, node: ast.AST, field: str, slots: Dict[str, int]) \
@@ -4133,13 +4324,17 @@ def hands_computed_mapping(call: ast.Call) -> bool:
 
 
 def _builds_computed(v: ast.AST) -> bool:
-    """A mapping the code builds holding a computed value: `{k: v + n for ...}`, `{"a": x * 2}`, `dict(..., a=f(x))`."""
+    """A mapping the code builds holding a computed value: `{k: v + n for ...}`, `{"a": x * 2}`, `dict(..., a=f(x))`,
+    or one any other call hands back (`low_mem_knobs(cfg)`: not read, round BA); `vars(obj)` copies its fields."""
     if isinstance(v, ast.DictComp):
         return not isinstance(v.value, (ast.Name, ast.Constant))
     if isinstance(v, ast.Dict):
         return any(x is not None and not isinstance(x, (ast.Name, ast.Constant)) for x in v.values)
-    return isinstance(v, ast.Call) and _unparse(v.func) == "dict" and any(
-        not isinstance(x, (ast.Name, ast.Constant)) for x in [*v.args, *(k.value for k in v.keywords)])
+    if isinstance(v, ast.Call) and _unparse(v.func) in ("vars", "locals") and len(v.args) <= 1 and not v.keywords:
+        return False  # (`**vars(cfg)`: the object's own fields, copied; `**locals()`: its names, each a spelling read)
+    return isinstance(v, ast.Call) and (_unparse(v.func) != "dict" or any(
+        not isinstance(x, (ast.Name, ast.Constant)) for x in [*v.args, *(k.value for k in v.keywords)]))
+    # (round BA: `**low_mem_knobs(cfg)`, any other call's mapping, is not read: it may hold computed values)
 
 
 def _writes_in_place(d: ast.AST, attr: str) -> bool:
