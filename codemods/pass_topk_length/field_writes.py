@@ -10,7 +10,6 @@ positional records, templates, overrides, closures). The files of the engine's r
 from __future__ import annotations
 
 import ast
-import builtins
 import functools
 import hashlib
 import re
@@ -500,7 +499,7 @@ def _served(e: ast.AST, t: _Tree, depth: int, kind: str = "") -> bool:
         # may serve)
     returns = _returns_of(method) if method else _factory_returns(e, t) if module_def is None \
         else _returns_of(module_def)  # (round BA: `ServingProfiles.low_mem(raw)`, a staticmethod: what it returns)
-    if not classes and not returns and module_def is None and not _library_callee(func, t):
+    if not classes and not returns and module_def is None and _unread_own_callee(func, t):
         return True  # (round BA: `self.low_mem_view(raw)`, a nested def's, a local's: a callee of the project whose
         # def is not read may make an object that serves)
     library = not classes and not returns and module_def is None and len(e.args) == 1 and not e.keywords \
@@ -514,24 +513,23 @@ def _served(e: ast.AST, t: _Tree, depth: int, kind: str = "") -> bool:
     # (`budgeted(raw)`: a factory's, round AJ; a class forwarding its reads to a serving object it is handed)
 
 
-def _library_callee(func: ast.AST, t: _Tree) -> bool:
-    """Is the callee a library's: its root name bound, in its function and in the file, only by imports of modules
-    outside the project, or a builtin (`copy.deepcopy`, `types.SimpleNamespace`), never `self` (round BA)?"""
-    root = func
-    while isinstance(root, ast.Attribute):
-        root = root.value
-    if not isinstance(root, ast.Name) or root.id == "self":
+def _unread_own_callee(func: ast.AST, t: _Tree) -> bool:
+    """Is the callee the project's own code whose def is not read here: a method of self (`self.low_mem_view(raw)`),
+    or a name a function binds (a nested def, a local)? What it makes may serve (round BA). (A method of another
+    local object, a tensor's `clamp` among them, stays read as before.)"""
+    if isinstance(func, ast.Attribute):
+        return isinstance(func.value, ast.Name) and func.value.id == "self"
+    if not isinstance(func, ast.Name):
         return False
     scope = t.scope(func)
     while scope is not t.tree:
-        if any(isinstance(n, ast.Name) and n.id == root.id and not isinstance(n.ctx, ast.Load)
-               or isinstance(n, ast.arg) and n.arg == root.id or syntax.binds(n, root.id, scope) for n in ast.walk(scope)):
-            return False
+        if any(isinstance(n, ast.Name) and n.id == func.id and not isinstance(n.ctx, ast.Load)
+               or isinstance(n, ast.arg) and n.arg == func.id or syntax.binds(n, func.id, scope)
+               and not (isinstance(n, (ast.Import, ast.ImportFrom)) and not getattr(n, "level", 0))
+               for n in ast.walk(scope)):
+            return True  # (an absolute import in the function, a kernel's op: read as the module's imports are)
         scope = t.scope(scope)
-    bindings = _bindings_of(root.id, t)
-    if not bindings:
-        return hasattr(builtins, root.id)
-    return all(isinstance(b, (ast.Import, ast.ImportFrom)) for b in bindings) and not _of_the_project(root.id, t)
+    return False
 
 
 def _names_computed_mapping(v: ast.AST, t: _Tree) -> bool:

@@ -640,7 +640,16 @@ class MetadataInScope:
         attrs = self._self_reads_through({a.attr.value for a in [given, *self.find(cst.Attribute, None, given)]
                                           if _is_attr_of_self(a)})
         return not (attrs and id(given) in self.tree.order and id(at) in self.tree.order
-                    and self._rebinds_between(fdef, given, at, attrs))
+                    and (self._rebinds_between(fdef, given, at, attrs) or self._swapped(given, attrs)))
+
+    def _swapped(self, given: cst.BaseExpression, attrs: Set[str]) -> bool:
+        """Does the assignment `given` is read in bind `self.<attr>` for one of attrs too (`self.md, self._spare =
+        self._spare, self.md`): its targets bind after the value is read, so the name then holds another object
+        (round BB: a double buffer refreshing the retired record)?"""
+        stmt = next((a for a in self.tree.ancestors(given) if isinstance(a, (cst.Assign, cst.AugAssign, cst.AnnAssign))), None)
+        targets = [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else [stmt.target] if stmt else []
+        return any(_is_attr_of_self(a) and a.attr.value in attrs for t in targets
+                   for a in [t, *self.find(cst.Attribute, None, t)])
 
     def _self_reads_through(self, attrs: Set[str], depth: int = 0) -> Set[str]:
         """attrs, and the attributes of self read by each method or property of the module among them (3 deep): a
@@ -732,6 +741,9 @@ class MetadataInScope:
         if isinstance(value, (cst.Attribute, cst.Subscript)) and _self_root_attr(value):
             # `self.T[bs] = Cls(...); self.forward_metadata = self.T[bs]` (a capture filing what it made)
             order, key = self.tree.order, self._object_key(value)
+            if ("attribute", key) in seen:
+                return False  # (a swap, `self.a, self.b = self.b, self.a`: met again while read, not made here)
+            seen.add(("attribute", key))
             before = [(n, v) for n, t, v in self._writes_in(fdef) if key is not None and self._object_key(t) == key
                       and order[id(n)] < order[id(value)]]
             return len(before) == 1 and self._unconditional(fdef, before[0][0]) \

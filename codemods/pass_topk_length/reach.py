@@ -2981,9 +2981,15 @@ def _handed_param_writes(walk: _RecordWalk, f: _File, call: ast.Call, only: Opti
     handed = [*zip(params, call.args), *((k.arg, k.value) for k in call.keywords if k.arg in params)]
     keys = tuple((p, v.value) for p, v in handed if isinstance(v, ast.Constant) and isinstance(v.value, str)
                  and v.value != walk.field)  # (`_hf_attr(config, "index_topk")`: a getter by a literal name)
-    return [w for p, v in handed if not isinstance(v, (ast.Constant, ast.Starred)) and (
+    return [w for p, v in handed if not isinstance(v, (ast.Constant, ast.Starred)) and not _library_made(f, v) and (
         only is None or isinstance(v, ast.Name) and v.id == only)
         for w in _record_param_writes(walk, g, fn, p, depth + 1, keys)]
+
+
+def _library_made(f: _File, v: ast.AST) -> bool:
+    """Is the argument an object a library's callee makes from nothing (`Namespace()`): never the record."""
+    module = f.module_of(v.func) if isinstance(v, ast.Call) and not v.args and not v.keywords else None
+    return module is not None and not module.startswith(".") and f._find(f.path, module.rsplit(".", 1)[0]) is None
 
 
 def _called_def(project: "Project", f: _File, call: ast.Call) -> Optional[Tuple[_File, ast.AST]]:
