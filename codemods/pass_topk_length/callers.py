@@ -490,17 +490,21 @@ def _only_wraps(proj, f, func: ast.AST, called: bool) -> bool:
         (g, d) for g, d, _ in _callee_defs(proj, f, ast.Call(func=func, args=[], keywords=[])) or ()]
     if defs and all(d.name in ENGINE_DECORATORS and engine_defs.release_def(g.tree, d) for g, d in defs):
         return True
-    return bool(defs) and not any(_lets_escape(d, called) for _, d in defs)
+    return bool(defs) and not any(_lets_escape(d, called, _method(g, d)) for g, d in defs)
 
 
-def _lets_escape(d, called: bool) -> bool:
-    """Does the project decorator let the function it is handed (its first parameter; a factory's: its returned
-    def's), a parameter it calls, or a wrapper it defines go anywhere but a call, a return, `functools.wraps(...)` or
-    a dunder's read (`REG[name] = fn`, `register_op(name, fn)`, `ops.append(wrapper)`)?"""
+def _lets_escape(d, called: bool, method: bool = False) -> bool:
+    """Does the project decorator let the function it is handed (its first parameter, a method's the one after its
+    object; a factory's: its returned def's), a parameter it calls, or a wrapper it defines go anywhere but a plain
+    call, a return, `functools.wraps(...)` or a read of its name (`REG[name] = fn`, `register_op(name, fn)`,
+    `ops.append(wrapper)`, `_OPS.setdefault(name, fn)`, `fn.__call__(...)`)? A factory returning anything but a def
+    of its own by name (a lambda, a call's result, a partial) is not read (round BB)."""
     inner = [n for n in ast.walk(d) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n is not d]
-    returned = {r.value.id for r in ast.walk(d) if isinstance(r, ast.Return) and isinstance(r.value, ast.Name)}
-    takers = [n for n in inner if n.name in returned] if called else [d]
-    held = {n.args.args[0].arg for n in takers if n.args.args} | {n.name for n in inner} | {
+    returned = _own_returns(d, inner)
+    if called and not (returned and all(isinstance(r, ast.Name) and r.id in {n.name for n in inner} for r in returned)):
+        return True  # (round BB: a factory returning a lambda, a call's result, a partial is not read)
+    takers = [n for n in inner if n.name in {getattr(r, "id", None) for r in returned}] if called else [d]
+    held = {_handed_param(n, method and n is d) for n in takers} - {None} | {n.name for n in inner} | {
         c.func.id for c in ast.walk(d) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
         and any(c.func.id == a.arg for a in ast.walk(d.args) if isinstance(a, ast.arg))}
     if any(reach._unparse(x.func if isinstance(x, ast.Call) else x) not in _WRAPS for n in inner for x in n.decorator_list):
@@ -511,9 +515,27 @@ def _lets_escape(d, called: bool) -> bool:
             continue
         up = parents.get(id(node))
         if not (isinstance(up, ast.Call) and (up.func is node or reach._unparse(up.func) in _WRAPS)
-                or isinstance(up, ast.Return) or isinstance(up, ast.Attribute) and up.attr.startswith("__")):
+                or isinstance(up, ast.Return) or isinstance(up, ast.Attribute) and up.attr in _NAMING_DUNDERS):
             return True
     return False
+
+
+# What a decorator may read of the function it is handed without handing it on (round BB: not `__call__`,
+# `__wrapped__`, `__get__`, `__globals__`, which reach the function or what it sees)
+_NAMING_DUNDERS = {"__name__", "__qualname__", "__module__", "__doc__", "__annotations__"}
+
+
+def _handed_param(d, method: bool) -> Optional[str]:
+    """The parameter a decorator def is handed the function in (round BB): its first, a method's the one after its
+    object (or its first where it has no other)."""
+    params = [a.arg for a in d.args.posonlyargs + d.args.args]
+    return params[1] if method and len(params) > 1 else (params or [None])[0]
+
+
+def _own_returns(d, inner: List[ast.AST]) -> List[ast.AST]:
+    """What the def's own returns give (not those of its nested defs: a factory's decorator, round BB)."""
+    nested = {id(r) for n in inner for r in ast.walk(n)}
+    return [r.value for r in ast.walk(d) if isinstance(r, ast.Return) and id(r) not in nested]
 
 
 def _callers_unread(proj: reach.Project, fn: ast.AST, fname: str, roots: Set[str], depth: int) -> Optional[str]:
@@ -767,6 +789,9 @@ def _decorated(proj, f, fn) -> Optional[str]:
         if not defs or any(_writes_kept(proj, g, d) or not reach.hands_on_unchanged(d) for g, d in defs):
             return (f"is decorated by `{spelled[:40]}`, whose wrapper may write what its object keeps, or hand the "
                     "function it wraps other rows (or is not read)")
+        if any(_lets_escape(d, isinstance(dec, ast.Call), _method(g, d)) for g, d in defs):  # (round BB)
+            return (f"is decorated by `{spelled[:40]}`, which may register the function it wraps elsewhere or call it "
+                    "otherwise than plainly (`fn.__call__(...)`), with other rows")
     return None
 
 

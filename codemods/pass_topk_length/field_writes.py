@@ -63,12 +63,13 @@ class _Tree:
         self.memo: dict = {}  # (what, key) -> a class question's answer for this file (_classes_named, _serves_reads)
 
     def assigns(self, key: object) -> List[ast.Assign]:
-        """The file's plain `=` statements assigning a name (key: the name) or an attribute of self (key: ("self",
-        attr)), indexed once."""
+        """The file's plain `=` statements (annotated ones with a value too: round BB) assigning a name (key: the
+        name) or an attribute of self (key: ("self", attr)), indexed once."""
         if self._assigns is None:
             self._assigns = {}
             for n in ast.walk(self.tree):
-                for x in n.targets if isinstance(n, ast.Assign) else ():
+                for x in n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(
+                        n, ast.AnnAssign) and n.value is not None else ():
                     k = x.id if isinstance(x, ast.Name) else ("self", x.attr) if isinstance(x, ast.Attribute) \
                         and isinstance(x.value, ast.Name) and x.value.id == "self" else None
                     if k is not None:
@@ -122,9 +123,12 @@ class _Tree:
         return self._items
 
     def scope(self, node: ast.AST) -> ast.AST:
-        p = self.up(node)
-        while p is not None and not isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            p = self.up(p)
+        """The def, lambda or class whose body holds the node (a parameter's default, a decorator, a base: the one
+        around it, where Python evaluates them: round BB), else the module."""
+        child, p = node, self.up(node)
+        while p is not None and not (isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and any(
+                child is b for b in p.body) or isinstance(p, ast.Lambda) and child is p.body):
+            child, p = p, self.up(p)
         return p if p is not None else self.tree
 
 
@@ -192,7 +196,7 @@ def _spelling(node: ast.AST, names: re.Pattern, inside: re.Pattern, t: _Tree) ->
             return None, f"`.{node.attr}` is assigned in {cls.name}, whose class machinery may change it"
         return _stored_value(node, t), f"`.{node.attr}` is assigned"
     if isinstance(node, ast.keyword) and _named(node.arg, names):
-        if _served(t.up(node), t, 0):  # (a record made through a metaclass, fitted by its `__setstate__`: round AH)
+        if _served(t.up(node), t, 0, RECORD):  # (a record made through a metaclass, fitted by its `__setstate__`: AH)
             return None, f"`{node.arg}=` is handed to a class whose machinery may change it"
         return node.value, f"`{node.arg}=` is handed"
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _named(node.name, names) \
@@ -444,6 +448,7 @@ _READ_SERVERS = {"get", "__getitem__", "__missing__", "__getattr__", "__getattri
 # reads a field by its name does not make (`cfg.index_topk`): a keyed read's, a mapping view's
 _ITEM_READS = {"get", "__getitem__", "__missing__", "keys", "items", "values"}
 ATTRIBUTE = "attribute"  # the kind of read `_served` is asked for: a field read by its name (else any)
+RECORD = "record"  # asked of a call handed the field's keyword: a library function's result holds no keyword it takes
 
 
 # library bases whose instances are the values they hold (a mapping, a sequence, a number, a namespace): a subclass
@@ -470,13 +475,19 @@ def _served(e: ast.AST, t: _Tree, depth: int, kind: str = "") -> bool:
         # Budget(raw), raw`, `with Budget(raw) as view`: what it holds is not read, round AJ)
     if isinstance(e, ast.Name) or isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == "self":
         return any(_served(v, t, depth + 1, kind) for v in _bound_values(e, t))
+    owned = _owner_stores_served(e, t, depth, kind) if isinstance(e, ast.Attribute) else None
+    if owned is not None:
+        return owned  # (round BB: `runtime_state.hf_config`, `configs.draft`: what the project stores there)
+    if isinstance(e, (ast.Dict, ast.DictComp)):
+        return reach._builds_computed(e)  # (round BB: a mapping built of computed values serves them)
     if isinstance(e, ast.Subscript):
         return True  # (round AX: `phase_cfgs["decode"]`, an item of a table: what the table holds is not read)
     if isinstance(e, (ast.IfExp, ast.BoolOp, ast.NamedExpr, ast.Await)):
         return any(_served(v, t, depth + 1, kind) for v in _outcomes(e))  # (round AY: `view if small else raw`)
     if not isinstance(e, ast.Call):
         return False
-    if reach.hands_computed_mapping(e) or any(k.arg is None and _names_computed_mapping(k.value, t) for k in e.keywords):
+    if reach.hands_computed_mapping(e) or any(k.arg is None and _names_computed_mapping(k.value, t, depth)
+                                              for k in e.keywords):
         return True  # (`SimpleNamespace(**{k: min(v, cap) ...})`: any field it holds may be computed, round AM)
     func = e.func
     if not _dotted(func):
@@ -502,15 +513,110 @@ def _served(e: ast.AST, t: _Tree, depth: int, kind: str = "") -> bool:
     if not classes and not returns and module_def is None and _unread_own_callee(func, t):
         return True  # (round BA: `self.low_mem_view(raw)`, a nested def's, a local's: a callee of the project whose
         # def is not read may make an object that serves)
-    library = not classes and not returns and module_def is None and len(e.args) == 1 and not e.keywords \
-        and not reach._unparse(func).rsplit(".", 1)[-1][:1].isupper()  # (a library's function of one object, not its
-    # class: `copy.deepcopy(view)`, `pickle.loads(...)` may hand back what it is handed or a copy of it, round AY;
-    # `SimpleNamespace(index_topk=k)` makes its own; a kernel's op of many tensors makes tensors)
+    library = not classes and not returns and module_def is None  # (a library's callee: `copy.deepcopy(view)`,
+    # `pickle.loads(...)` may hand back what it is handed or a copy of it, round AY; `cast(T, view)`, `next(gen,
+    # full)` too, round BB)
     return any(_serves_reads(c, there, 0, kind) for c, there in classes) or any(
-        _served(r, there, depth + 1, kind) for r, there in returns) or (
-        any(_forwards_reads(c) for c, _ in classes) or library) and any(
-        _served(a, t, depth + 1, kind) for a in [*e.args, *(k.value for k in e.keywords)])
+        _served(r, there, depth + 1, kind) for r, there in returns) or any(_forwards_reads(c) for c, _ in classes) \
+        and any(_served(a, t, depth + 1, kind) for a in [*e.args, *(k.value for k in e.keywords)]) or library \
+        and kind != RECORD and _library_hands_served(e, t, depth, kind)
     # (`budgeted(raw)`: a factory's, round AJ; a class forwarding its reads to a serving object it is handed)
+
+
+def _library_hands_served(e: ast.Call, t: _Tree, depth: int, kind: str) -> bool:
+    """May a library call hand back a served object: one of its arguments or keywords, their items, a generator's
+    elements, what a callable handed it returns (round BB: `cast(Any, view)`, `next((c for c in (low, full)), full)`,
+    `json.loads(s, object_hook=lambda d: ...)`)? A library class (capitalised: `types.SimpleNamespace(k=v)`) makes
+    its own object: only the `**` mappings it copies (`SimpleNamespace(**vars(view))`) and callables it keeps count."""
+    own = reach._unparse(e.func).rsplit(".", 1)[-1][:1].isupper()
+    handed = [k.value for k in e.keywords if not own or k.arg is None or isinstance(k.value, ast.Lambda)] + [
+        a for a in e.args if not own or isinstance(a, ast.Lambda)]
+    return any(_served(v, there, depth + 1, kind) for h in handed for v, there in _handed_values(h, t, 0))
+
+
+def _handed_values(h: ast.AST, t: _Tree, depth: int) -> List[Tuple[ast.AST, "_Tree"]]:
+    """(each object, its file) an argument hands a library call: itself, a container's items, a comprehension's
+    elements (the items it iterates, for a name its loop binds), a lambda's result, a project def's returns."""
+    if depth > 4:
+        return [(h, t)]
+    if isinstance(h, ast.Starred):
+        return _handed_values(h.value, t, depth + 1)
+    if isinstance(h, (ast.Tuple, ast.List, ast.Set)):
+        return [v for x in h.elts for v in _handed_values(x, t, depth + 1)]
+    if isinstance(h, ast.Dict):
+        return [(h, t)] + [v for x in h.values for v in _handed_values(x, t, depth + 1)]
+    if isinstance(h, (ast.GeneratorExp, ast.ListComp, ast.SetComp)):
+        looped = {n.id for g in h.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+        return [v for g in h.generators for v in _handed_values(g.iter, t, depth + 1)] if isinstance(
+            h.elt, ast.Name) and h.elt.id in looped else _handed_values(h.elt, t, depth + 1)
+    if isinstance(h, ast.DictComp):
+        return [(h, t)] + _handed_values(h.value, t, depth + 1)
+    if isinstance(h, ast.Lambda):
+        return _handed_values(h.body, t, depth + 1)
+    named = _project_def(h.id, t) if isinstance(h, ast.Name) else _module_def(h, t) or None
+    return [(h, t)] + _returns_of(named)
+
+
+def _owner_stores_served(e: ast.Attribute, t: _Tree, depth: int, kind: str) -> Optional[bool]:
+    """For an attribute read off a project module (`runtime_state.hf_config`) or off a name bound to a project
+    class's object (`configs = ServingConfigs(raw)`, then `configs.draft`): is a value the project stores under
+    that attribute served (round BB)? True where a store is not a plain `=`, or none is found (a property, an
+    import); None for any other object (a parameter's attribute: read through its callers, as before)."""
+    if not isinstance(e.value, ast.Name) or e.value.id == "self":
+        return None
+    if _project_module_object(e.value.id, t):
+        index = t.imported(e.value.id)
+        if index is None:
+            return True
+        own = _module_stores(e.attr, t.others[index])
+    else:
+        if _bound_otherwise(e.value, t):
+            return None
+        classes = [c for v in _bound_values(e.value, t) if isinstance(v, ast.Call) and _dotted(v.func)
+                   for c in (_classes_named(v.func.id, t) if isinstance(v.func, ast.Name) else _base_classes(v.func, t))]
+        if not classes:
+            return None
+        if any(_serves_reads(c, there, 0, kind) for c, there in classes):
+            return True
+        own = [s for c, there in classes for s in _class_stores(e.attr, c, there)]
+    stores = own + [(_stored_value(n, o), o) for o in t.referencing(e.attr) for n in o.spelled(e.attr)
+                    if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load)
+                    and reach._unparse(n.value) != "self"]  # (`runtime_state.hf_config = view` elsewhere)
+    return not own or any(v is None or v is not _NO_VALUE and _served(v, there, depth + 1, kind) for v, there in stores)
+
+
+def _module_stores(attr: str, there: _Tree) -> List[Tuple[object, "_Tree"]]:
+    """(each value, the file) a module binds a global to: its `=` at module level or under `global` (None: another
+    binding, an import, a def)."""
+    out: List[Tuple[object, "_Tree"]] = [(None, there) for b in _module_bindings(there.tree, attr) if isinstance(
+        b, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        and there.scope(b) is there.tree]
+    for n in there.spelled(attr):
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load) and (
+                there.scope(n) is there.tree or _declared_global(there.scope(n), attr)):
+            out.append((_stored_value(n, there), there))
+    return out
+
+
+def _class_stores(attr: str, cls: ast.ClassDef, there: _Tree) -> List[Tuple[object, "_Tree"]]:
+    """(each value, the file) a project class and its project bases store under `attr`: `self.attr = v` in a method,
+    a class body's `attr = v` (None: another store, a def of the name)."""
+    out: List[Tuple[object, "_Tree"]] = []
+    todo, seen = [(cls, there)], set()
+    while todo and len(seen) < 16:
+        c, where = todo.pop()
+        if id(c) in seen:
+            continue
+        seen.add(id(c))
+        todo += [x for b in c.bases for x in _base_classes(b, where)]
+        out += [(None, where) for d in c.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                ast.ClassDef)) and d.name == attr]
+        for n in ast.walk(c):
+            if isinstance(n, ast.Attribute) and n.attr == attr and not isinstance(n.ctx, ast.Load) \
+                    and _own_class(n, where) is c or isinstance(n, ast.Name) and n.id == attr \
+                    and not isinstance(n.ctx, ast.Load) and where.scope(n) is c:
+                out.append((_stored_value(n, where), where))
+    return out
 
 
 def _unread_own_callee(func: ast.AST, t: _Tree) -> bool:
@@ -532,10 +638,11 @@ def _unread_own_callee(func: ast.AST, t: _Tree) -> bool:
     return False
 
 
-def _names_computed_mapping(v: ast.AST, t: _Tree) -> bool:
-    """Is `v` a name bound otherwise than by `=` (a parameter's `**kwargs`), or to a mapping computed (`knobs =
-    low_mem_knobs(cfg)`, then `SimpleNamespace(**knobs)`: round BA)?"""
-    return isinstance(v, ast.Name) and (_bound_otherwise(v, t) or any(
+def _names_computed_mapping(v: ast.AST, t: _Tree, depth: int) -> bool:
+    """Is `v` a name bound otherwise than by `=` (a parameter's `**kwargs`; a parameter its callers hand a mapping
+    computed or served: round BB, `full_view(config_json)`'s `SimpleNamespace(**config_json)`), or to a mapping
+    computed (`knobs = low_mem_knobs(cfg)`, then `SimpleNamespace(**knobs)`: round BA)?"""
+    return isinstance(v, ast.Name) and (_bound_otherwise(v, t) and _handed_served(v, t, depth + 1, "") or any(
         reach._builds_computed(b) for b in _bound_values(v, t)))
 
 
@@ -633,9 +740,11 @@ def _handed_served(e: ast.Name, t: _Tree, depth: int, kind: str) -> bool:
     """For a parameter of a module-level def or class's `__init__` (and no other binding of it there): does a call
     of it in the project hand that slot (by position or keyword) an object whose class serves reads (a low-memory
     view capping every knob, `Backend(BudgetView(cfg, 8))`)? Anything else bound otherwise: served (not read)."""
-    fn = t.scope(e)
+    fn = _home_scope(e, t)
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return True
+    if any(_served(d, t, depth + 1, kind) for d in _defaults_of(fn, e.id)):
+        return True  # (round BB: `def run_draft(..., hf_config=draft_cfg)`, a call leaving the slot gets the default)
     params = [x.arg for x in fn.args.posonlyargs + fn.args.args]
     bound = isinstance(t.up(fn), ast.ClassDef) and "staticmethod" not in map(reach._unparse, fn.decorator_list)
     if bound and params[:1] == [e.id]:
@@ -660,6 +769,14 @@ def _handed_served(e: ast.Name, t: _Tree, depth: int, kind: str) -> bool:
             if any(_served(h, other, depth + 1, kind) for h in handed):  # (`*args` handed on: not read, as any
                 return True  # parameter's callers are not, PLAIN_VALUES)
     return init and _base_init_served(makers, e, slot, t, depth, kind)
+
+
+def _defaults_of(fn: ast.AST, name: str) -> List[ast.AST]:
+    """The default a def gives its parameter `name` (none, or one)."""
+    a = fn.args
+    positional = a.posonlyargs + a.args
+    pairs = list(zip(positional[len(positional) - len(a.defaults):], a.defaults)) + list(zip(a.kwonlyargs, a.kw_defaults))
+    return [d for x, d in pairs if x.arg == name and d is not None]
 
 
 def _init_makers(name: str, t: _Tree) -> Set[str]:
@@ -747,15 +864,49 @@ def _mixin_init_served(todo: List[Tuple[ast.ClassDef, "_Tree"]], makers: Set[str
     return False
 
 
-def _bound_otherwise(e: ast.Name, t: _Tree) -> bool:
-    """Does the scope reading `e` bind its name otherwise than by a plain `=` of one target (a parameter, an
-    unpacking, `with ... as`, a loop's target, `:=`, an `except ... as`)?"""
+def _params(fn: ast.AST) -> Set[str]:
+    """The names a def or lambda binds as its parameters (`*args`, `**kwargs` too)."""
+    a = fn.args
+    return {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg] if x is not None}
+
+
+def _home_scope(e: ast.Name, t: _Tree) -> ast.AST:
+    """The scope whose binding a read of the name sees: the reading def's, else the nearest enclosing def binding
+    it (a nested def's closure over the enclosing def's local: round BB), else the module's. A lambda's free name
+    is read in the lambda alone, as before (open: following it reaches sglang's model classes' `__init__`, made
+    through the `EntryClass` registry, and refuses the real engines)."""
     scope = t.scope(e)
-    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and e.id in {
-            x.arg for x in scope.args.posonlyargs + scope.args.args + scope.args.kwonlyargs}:
+    while isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and not (e.id in _params(scope) or any(
+            isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load) and t.scope(n) is scope
+            for n in t.spelled(e.id)) and not _declared_global(scope, e.id) and not _declares(scope, e.id, ast.Nonlocal)):
+        scope = t.scope(scope)
+        while isinstance(scope, ast.ClassDef):  # (a class body is no enclosing scope of its methods)
+            scope = t.scope(scope)
+    return scope
+
+
+def _declares(scope: ast.AST, name: str, kind: type) -> bool:
+    return any(isinstance(n, kind) and name in n.names for n in ast.walk(scope))
+
+
+def _writes_to(n: ast.AST, scope: ast.AST, name: str, t: _Tree) -> bool:
+    """Does a binding `n` of the name write the home scope's (its own scope's, or a nested def's declaring it
+    `nonlocal`: round BB)?"""
+    inner = t.scope(n)
+    while inner is not scope and isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+            and _declares(inner, name, ast.Nonlocal):
+        inner = t.scope(inner)
+    return inner is scope or scope is t.tree and _declared_global(inner, name)
+
+
+def _bound_otherwise(e: ast.Name, t: _Tree) -> bool:
+    """Does the scope whose binding `e` reads (_home_scope) bind its name otherwise than by a plain `=` of one target
+    (a parameter, an unpacking, `with ... as`, a loop's target, `:=`, an `except ... as`)?"""
+    scope = _home_scope(e, t)
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and e.id in _params(scope):
         return True
     for n in t.spelled(e.id):
-        if not isinstance(n, ast.Name) or isinstance(n.ctx, ast.Load) or t.scope(n) is not scope:
+        if not isinstance(n, ast.Name) or isinstance(n.ctx, ast.Load) or not _writes_to(n, scope, e.id, t):
             continue
         up = t.up(n)
         if not (isinstance(up, ast.Assign) and n in up.targets or isinstance(up, ast.AnnAssign)):
@@ -778,13 +929,12 @@ def _returns_of(found: Optional[Tuple[ast.AST, "_Tree"]]) -> List[Tuple[ast.AST,
 
 
 def _bound_values(e: ast.AST, t: _Tree) -> List[ast.AST]:
-    """What the file assigns a name (in the reading scope, or the module's and `global` writes where that scope does
-    not bind it) or an attribute of self (in any method) with a plain `=`."""
+    """What the file assigns a name (in the scope whose binding the read sees, _home_scope, with its `global` and
+    `nonlocal` writes) or an attribute of self (in any method) with a plain `=`."""
     assigns = t.assigns(e.id if isinstance(e, ast.Name) else ("self", e.attr))
     if isinstance(e, ast.Name):
-        scope = t.scope(e)
-        local = [n for n in assigns if t.scope(n) is scope]
-        assigns = local or [n for n in assigns if t.scope(n) is t.tree or _declared_global(t.scope(n), e.id)]
+        scope = _home_scope(e, t)  # (round BB: an enclosing def's local, a nested def's `nonlocal` write)
+        assigns = [n for n in assigns if _writes_to(n, scope, e.id, t)]
     return [n.value for n in assigns]
 
 

@@ -224,7 +224,7 @@ class MetadataInScope:
                                 f"(line {self.tree.line(node)}), which every instance shares (a target and a draft "
                                 "backend): another's plan rewrites the lengths this one's kernel reads; keep the pool on "
                                 "the instance (`self._pool = {}` in `__init__`), or pass topk_length by hand")
-                    if self._updated(fdef, value, field_name, replay):
+                    if self._updated(fdef, value, field_name, replay, target.attr.value):
                         continue
                     what = _brief(value, 60) if value is not None else "?"
                     return (f"{fdef.name.value} gives `{_code(target).strip()}` `{what}` at line {self.tree.line(node)}: "
@@ -370,6 +370,12 @@ class MetadataInScope:
             if not self._refreshes(p, attr, field_name, 0, eager=not reach.graph_update(p.name.value)):
                 planners = []
                 break
+            later = self._rewritten_after_refresh(p, attr, field_name, 0, eager=not reach.graph_update(p.name.value))
+            if later is not None:  # (round BB: the planner calling itself with the draft's batch, another mode's planner)
+                return (f"{p.name.value} refreshes `self.{attr}.{field_name}` in place, then `{_brief(later, 60)}` (line "
+                        f"{self.tree.line(later)}) may write it again, handed something other than this call's own "
+                        "batch (a draft's batch, another mode's): the kernel may read another batch's lengths; make "
+                        "the refresh the last write of the field, or pass topk_length by hand")
         return None if planners else (
             f"the start-up (`__init__`, `init_cuda_graph_state`, a hook no planner calls) gives the holder `self.{attr}` a record made once, and an eager planner or a replay hook "
             f"does not rewrite its `{field_name}` in place on every run (a mode or size it skips keeps an earlier "
@@ -449,14 +455,73 @@ class MetadataInScope:
         calls off self first (`self._refresh(forward_batch)`: one def, nothing may replace it, 3 deep)? An eager
         planner's rewrite is of the whole field (`eager`); a replay hook's may be of a prefix (the rows past it are
         the graph's padding: stated)."""
-        if any(self._object_key(t.value) == f"self.{attr}" and self._unconditional(fdef, t)
-               for t in self._field_targets(fdef, field_name, whole=eager)):
-            return True
-        return depth < 3 and any(
-            self._unconditional(fdef, c) and len(local_defs(self.tree, c.func)) == 1
-            and not unproven_local(self.tree, c.func, self.method_rival)
-            and self._refreshes(local_defs(self.tree, c.func)[0], attr, field_name, depth + 1, eager)
-            for c in self.find(cst.Call, self._self_method, fdef))
+        return self._refresh_point(fdef, attr, field_name, depth, eager) is not None
+
+    def _refresh_point(self, fdef: cst.FunctionDef, attr: str, field_name: str, depth: int,
+                       eager: bool) -> Optional[cst.CSTNode]:
+        """_refreshes' first node of fdef by which every run has rewritten the field: the write, or the call of the
+        helper refreshing it; None where there is none."""
+        found: List[cst.CSTNode] = [t for t in self._field_targets(fdef, field_name, whole=eager)
+                                    if self._object_key(t.value) == f"self.{attr}" and self._unconditional(fdef, t)]
+        found += [c for c in (self.find(cst.Call, self._self_method, fdef) if depth < 3 else [])
+                  if self._unconditional(fdef, c) and len(local_defs(self.tree, c.func)) == 1
+                  and not unproven_local(self.tree, c.func, self.method_rival)
+                  and self._refreshes(local_defs(self.tree, c.func)[0], attr, field_name, depth + 1, eager)]
+        return min(found, key=lambda n: self.tree.order[id(n)], default=None)
+
+    def _rewritten_after_refresh(self, fdef: cst.FunctionDef, attr: str, field_name: str, depth: int,
+                                 eager: bool) -> Optional[cst.Call]:
+        """Round BB: a call after fdef's refresh of `self.<attr>.<field>` (or after its refreshing helper's, inside it)
+        that may write the field again for another batch (a planner calling itself with the draft's batch, or another
+        mode's planner): the refresh must be the last write of the field on every path."""
+        at = self._refresh_point(fdef, attr, field_name, depth, eager)
+        if at is None:
+            return None
+        found = self._other_batch_write(fdef, self._calls_after(fdef, at), attr, field_name, 0)
+        if found is None and isinstance(at, cst.Call):
+            return self._rewritten_after_refresh(local_defs(self.tree, at.func)[0], attr, field_name, depth + 1, eager)
+        return found
+
+    def _runs_on_self(self, c: cst.Call) -> bool:
+        """`self.m(...)`, `super().m(...)`, `Cls.m(self, ...)`, `f(self, ...)`: a call that may run code on self."""
+        handed = bool(c.args) and isinstance(c.args[0].value, cst.Name) and c.args[0].value.value == "self"
+        return self._self_method(c) or handed or isinstance(c.func, cst.Attribute) and isinstance(c.func.value, cst.Call) \
+            and _is_name(c.func.value.func, "super")
+
+    def _other_batch_write(self, fdef: cst.FunctionDef, calls: List[cst.Call], attr: str, field_name: str,
+                           depth: int) -> Optional[cst.Call]:
+        """The first of fdef's calls that may write the field or the holder (_may_write_field) handed anything but
+        fdef's own parameters unchanged, or so handed reaching a def that makes such a call in turn (3 deep; a def
+        not read, or deeper, may)."""
+        for c in calls:
+            defs = local_defs(self.tree, c.func)
+            if not self._may_write_field(c, attr, field_name, 0):
+                continue
+            if not self._handed_own(fdef, c) or depth >= 3 or not defs or unproven_local(self.tree, c.func, self.method_rival):
+                return c
+            if any(self._other_batch_write(d, self.find(cst.Call, self._runs_on_self, d), attr, field_name, depth + 1)
+                   for d in defs if d is not fdef):
+                return c
+        return None
+
+    def _may_write_field(self, c: cst.Call, attr: str, field_name: str, depth: int) -> bool:
+        """May the call write `<x>.<field>` or bind `<x>.<attr>`: a def it reaches does, or a call of one on self does
+        (3 deep); one whose def the module does not hold may (default-deny)."""
+        defs = local_defs(self.tree, c.func)
+        return not defs or depth >= 3 or any(
+            self._writes_holder_anywhere(d, attr, field_name) is not None or self._field_targets(d, field_name)
+            or any(self._may_write_field(x, attr, field_name, depth + 1) for x in self.find(cst.Call, self._runs_on_self, d)
+                   if x is not c) for d in defs)
+
+    def _handed_own(self, fdef: cst.FunctionDef, c: cst.Call) -> bool:
+        """Is every argument of the call `self` or a parameter of fdef never bound again (this call's own batch)?"""
+        return all(not a.star and isinstance(a.value, cst.Name) and (a.value.value == "self" or self._a_parameter(a.value))
+                   and self._in(a.value, fdef) for a in c.args)
+
+    def _in(self, name: cst.Name, fdef: cst.FunctionDef) -> bool:
+        """Is the name's binding fdef's own (a parameter of fdef, not of an enclosing def)?"""
+        found = self.tree.binding(name, name.value).assignments
+        return name.value == "self" or all(getattr(a.scope, "node", None) is fdef for a in found)
 
     def planned_on_every_path(self) -> Optional[str]:
         """Round AB: a method that gives the holder this batch's metadata (the eager planner, outside the graphs'
@@ -561,11 +626,13 @@ class MetadataInScope:
                 if isinstance(target, cst.Attribute) and _is_attr_of_self(target) and target.attr.value == attr
                 and not (isinstance(node, cst.AnnAssign) and node.value is None)}
 
-    def _updated(self, fdef: cst.FunctionDef, value: Optional[cst.BaseExpression], field_name: str, replay: bool) -> bool:
+    def _updated(self, fdef: cst.FunctionDef, value: Optional[cst.BaseExpression], field_name: str, replay: bool,
+                 attr: str = "") -> bool:
         """Does fdef write `field_name` in place on the object `value` names? A replay hook that writes it on no
         object is left to graph-replay's checks; one that does must write this object, with no exit before the
         write that leaves the holder as it is (round W: `if not self.paged_indexer: return`); elsewhere the write
-        must be on every path through fdef."""
+        must be on every path through fdef; and no call after it may write the field again for another batch
+        (_other_batch_write, round BB: a replay hook replaying the draft's batch into the same record)."""
         written = [(t.value, t) for t in self._field_targets(fdef, field_name)] + [
             (c.func.value, c) for c in self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute)
                                                  and c.func.attr.value == "copy_" and _a_record(c.func.value), fdef)
@@ -577,7 +644,12 @@ class MetadataInScope:
             return not keys or value is not None and self._given_key(value) in keys
         return value is not None and any(
             self._same_object(fdef, value, obj, at) and (self._no_bare_exit(fdef, at) if replay else self._unconditional(fdef, at))
+            and self._other_batch_write(fdef, self._calls_after(fdef, at), attr, field_name, 0) is None  # (round BB)
             for obj, at in written)
+
+    def _calls_after(self, fdef: cst.FunctionDef, at: cst.CSTNode) -> List[cst.Call]:
+        """fdef's calls that may run code on self (_runs_on_self) after `at`."""
+        return [c for c in self.find(cst.Call, self._runs_on_self, fdef) if self.tree.order[id(c)] > self.tree.order[id(at)]]
 
     def _helper_written_keys(self, fdef: cst.FunctionDef, field_name: str, depth: int) -> Set[Optional[str]]:
         """The records whose `field_name` the methods fdef calls off self write in place (3 deep), each spelled as

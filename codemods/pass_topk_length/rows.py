@@ -1624,16 +1624,40 @@ class IndexTrace:
     def __init__(self, tree: Tree, outside: Optional[Outside] = None, rival: Optional[Rival] = None,
                  served: Optional[Served] = None, forked: Optional[Served] = None):
         self.tree, self.outside, self.rival, self.served, self.forked = tree, outside, rival, served, forked
-        self.seen: Set[object] = set()
         self.params: Set[Tuple[object, str]] = set()
         self.exempt: Set[int] = set()
         self.inside = 0  # > 0 while reading the returns of a function defined in this module
         self.reached: Set[str] = set()  # parameters of the function being read that its returns come from
-        self.read: Dict[int, Tuple[Optional[str], Set[str]]] = {}  # id(def) -> (why, parameters reached)
+        self.regrouped = 0  # > 0 while tracing what a view or reshape regroups (round BB: rows joined before refused)
+        # what is read once, apart under a view (a helper's rows joined are fine alone, not under one): round BB
+        self._memo: Dict[bool, Tuple[Set[object], Dict[int, Tuple[Optional[str], Set[str]]]]] = {
+            False: (set(), {}), True: (set(), {})}
         self.anchor: Optional[cst.Call] = None  # the call the indices are traced for (off_path)
         self.receiving = 0  # > 0 while tracing the object an attribute is read off
         self.read_off: List[str] = []  # the attributes being read off the object traced (innermost last)
         self.keys: List[Optional[str]] = []  # the literal keys being looked up in the mapping traced (innermost last)
+
+    @property
+    def seen(self) -> Set[object]:
+        """The bindings, defs and statements already traced, under a view or not (round BB)."""
+        return self._memo[self.regrouped > 0][0]
+
+    @property
+    def read(self) -> Dict[int, Tuple[Optional[str], Set[str]]]:
+        """id(def) -> (why, parameters reached), under a view or not (round BB)."""
+        return self._memo[self.regrouped > 0][1]
+
+    def _regrouped(self, e: cst.Call, receiver: cst.BaseExpression) -> Optional[str]:
+        """The receiver of a view or reshape of the indices, traced with rows joined before it refused: a view whose
+        width is inferred or given regroups each row only where the rows are q's, not after `cat([idx, pad])` on dim 0
+        (`view(n, 1, -1)` then puts two rows' selections in one: round BB)."""
+        if (get_full_name_for_node(e.func) or "").rsplit(".", 1)[-1] not in ("view", "reshape"):
+            return self.hazard(receiver)
+        self.regrouped += 1
+        try:
+            return self.hazard(receiver)
+        finally:
+            self.regrouped -= 1
 
     def _bound_value(self, e: cst.BaseExpression) -> cst.BaseExpression:
         """A local bound once to a value: that value (`slots = table.gather(...)`); else e itself."""
@@ -1848,10 +1872,13 @@ class IndexTrace:
             if parts and any(isinstance(el, cst.StarredElement) for el in parts):
                 parts = None  # (`[*selections, pad]`: how many selections it joins is not read, round AT)
             if (not given or _int(dim) in (0, -1)) and parts and not self._fill(parts[0].value) and all(
-                    self._only_fill(el.value) for el in parts[1:]):  # rows of -1 appended; not prepended (round O),
+                    self._only_fill(el.value, parts[0].value) for el in parts[1:]):  # rows of -1 appended; not
+                if self.regrouped and not (given and _int(dim) == -1):  # prepended (round O), nor viewed (round BB),
+                    return f"`{_shown(e)[:80]}` joins rows that a view or reshape after it may regroup into one row"
                 return self.hazard(parts[0].value)  # nor two selections in an order q's rows may not share (round P);
                 # or columns of -1 appended to each row (`dim=-1`: its valid entries still first, round AI)
-            return f"`{_shown(e)}` joins top-k entries other than by rows"
+            return (f"`{_shown(e)}` joins top-k entries other than by rows, or pads them with a -1 in a dtype not "
+                    "proven to keep it (round BB)")
         method = isinstance(func, cst.Attribute) and not _torch_function(func, name)
         if method:
             receiver = func.value
@@ -1863,7 +1890,7 @@ class IndexTrace:
             if op in NO_DATA_METHODS and op not in _ENTRY_READS:
                 return None
             if op in INDEX_KEEPING:
-                return _other_dtype(e) or _regroups(e) or self.hazard(receiver)
+                return _other_dtype(e) or _regroups(e) or self._regrouped(e, receiver)
             if op in INDEX_KEEPING_ENGINE_METHODS and self._forked(op):
                 return f"`{_shown(e)}` may reach {self._forked(op)}, not the engine's method of that name (round V)"
             if op in INDEX_KEEPING_ENGINE_METHODS:  # each valid location mapped, -1 kept: of the locations it gets
@@ -1877,7 +1904,7 @@ class IndexTrace:
             if op in INDEX_CHANGES:
                 return f"`{_shown(e)}` changes which top-k entries are valid"
             if op in INDEX_KEEPING:
-                return _other_dtype(e, 1) or _regroups(e, 1) or self.hazard(args[0].value)
+                return _other_dtype(e, 1) or _regroups(e, 1) or self._regrouped(e, args[0].value)
         elif op in INDEX_KEEPING_FUNCTIONS and _engine_import(self.tree, func):
             if self._forked(op):  # a fork's own tree of the engine (round AB)
                 return f"`{_shown(e)}` may reach {self._forked(op)}, not the engine's function of that name"
@@ -1908,9 +1935,9 @@ class IndexTrace:
             return (f"`{_shown(e)[:80]}` selects entries by a test other than the indices' validity (`idx >= 0`, "
                     "`idx != -1`), which may leave -1 gaps or other entries before valid ones")
         for side, b in ((True, chosen), (False, other)):
-            if _constant_fill(b) or valid is not side and self._only_fill(b):
+            if _constant_fill(b) or valid is not side and self._only_fill(b, tested):
                 continue  # (-1 where the indices are invalid; a pad of -1 where they are valid is traced: refused)
-            if valid is not None and valid is not side and not self._only_fill(b) and not (
+            if valid is not None and valid is not side and not self._only_fill(b, tested) and not (
                     tested is not None and _code(b) == _code(tested)):  # (idx itself there: its -1s, sglang)
                 return (f"`{_shown(e)}` puts other entries where the indices are invalid: valid entries past the "
                         "count (round V)")
@@ -2048,15 +2075,48 @@ class IndexTrace:
             or isinstance(up, (cst.AssignTarget, cst.Param, cst.FunctionDef, cst.ClassDef)) \
             or isinstance(up, (cst.AugAssign, cst.AnnAssign)) and up.target is n
 
-    def _only_fill(self, e: cst.BaseExpression) -> bool:
-        """A constant fill of -1, or a name every binding of which is one (`pad = torch.full(..., -1)`)."""
+    def _only_fill(self, e: cst.BaseExpression, selection: cst.BaseExpression) -> bool:
+        """A constant fill of -1 in a dtype that keeps -1 (_fill_keeps_minus_one), or a name every binding of which is
+        one (`pad = torch.full(..., -1)`); `selection`: the tensor it pads, whose dtype a `new_full` may take."""
         if isinstance(e, cst.Name):  # (never written after: `pad[..., -1] = 0`, a sink slot, round AK; nor bound
             # outside a function: a module's pad any function may write, a sink installer's slot, round AO)
             values = self.tree.assigned_values(e, e.value)
-            return bool(values) and all(v is not None and self._only_fill(v) for v in values) and not self._written(e) \
-                and not any(isinstance(getattr(a, "scope", None), (GlobalScope, ClassScope))
-                            for a in self.tree.binding(e, e.value).assignments)
-        return isinstance(e, cst.Call) and _fill_of(e) == -1
+            return bool(values) and all(v is not None and self._only_fill(v, selection) for v in values) \
+                and not self._written(e) and not any(isinstance(getattr(a, "scope", None), (GlobalScope, ClassScope))
+                                                     for a in self.tree.binding(e, e.value).assignments)
+        return isinstance(e, cst.Call) and _fill_of(e) == -1 and self._fill_keeps_minus_one(e, selection)
+
+    def _fill_keeps_minus_one(self, fill: cst.Call, selection: cst.BaseExpression) -> bool:
+        """Is the fill's dtype proven to hold -1 where it joins the selection (round BB: a uint8 pad's -1 is 255, a
+        bool's True, 1, and cat promotes either to a valid slot)? `torch.full` of an int with no dtype (int64), a
+        dtype of _FILL_DTYPES, or the selection's own (`dtype=idx.dtype`, `idx.new_full(...)`, `full_like(idx, -1)`)."""
+        if any(a.star or a.keyword and a.keyword.value not in _FILL_KEYWORDS for a in fill.args):
+            return False  # (`out=buf`: buf's dtype; `**kw`: any dtype)
+        dtype = _keyword(fill, "dtype")
+        if dtype is not None:
+            return get_full_name_for_node(dtype) in _FILL_DTYPES or isinstance(dtype, cst.Attribute) \
+                and dtype.attr.value == "dtype" and self._same_tensor(dtype.value, selection)
+        op = (get_full_name_for_node(fill.func) or "").rsplit(".", 1)[-1]
+        if op == "full":
+            return _torch_function(fill.func, get_full_name_for_node(fill.func) or "")
+        source = fill.func.value if op == "new_full" and isinstance(fill.func, cst.Attribute) else \
+            _keyword(fill, "input") or next((a.value for a in fill.args if not a.keyword), None) \
+            if op == "full_like" else None
+        return source is not None and self._same_tensor(source, selection)
+
+    def _same_tensor(self, x: cst.BaseExpression, selection: cst.BaseExpression) -> bool:
+        """x, which a fill takes its dtype from, is the selection it pads: a name of the same code, not bound again
+        from x's line to the selection's (but by the selection's own statement: `idx = torch.cat([idx, pad])`)."""
+        while isinstance(selection, cst.Call) and isinstance(selection.func, cst.Attribute) and (
+                _keeps_entries(selection) or selection.func.attr.value in _SHAPE_ONLY and _other_dtype(selection) is None):
+            selection = selection.func.value  # (`idx.view(n, -1)`, `idx.long()`: a dtype that keeps -1 still)
+        if not (isinstance(x, cst.Name) and isinstance(selection, cst.Name) and x.value == selection.value):
+            return False
+        start, end = self.tree.line(x), self.tree.line(selection)
+        at = next((a for a in self.tree.ancestors(selection) if isinstance(a, cst.BaseSmallStatement)), None)
+        return start <= end and not any(
+            getattr(a, "node", None) is not None and start < self.tree.line(a.node) <= end
+            and self.tree.assignment_statement(a) is not at for a in self.tree.binding(selection, x.value).assignments)
 
     def _fill(self, e: cst.BaseExpression) -> bool:
         """A constant fill, or a name bound to one (`pad = torch.full(...)`): may be one on some binding."""
@@ -2180,6 +2240,14 @@ class IndexTrace:
 _SETATTRS = {"setattr", "builtins.setattr", "object.__setattr__"}
 FILLS = {"full", "full_like", "new_full", "zeros_like", "ones_like", "zeros", "ones", "new_zeros", "new_ones",
          "empty_like", "tensor", "fill_"}
+# The dtypes a pad of -1 may have (round BB): they hold -1 (and every index, 2048 too), and joined with the int32
+# indices stay int32 (int16 promotes to int32); uint8 makes -1 255, bool True, a float rounds the indices it joins.
+_FILL_DTYPES = INDEX_DTYPES | {"torch.int16", "torch.short"}
+# a tensor's methods that keep its dtype (`view`/`reshape` by a shape: _other_dtype)
+_SHAPE_ONLY = {"view", "reshape", "unsqueeze", "squeeze", "contiguous", "clone", "detach"}
+# keywords of a fill that change no value (`out=` is the dtype of the tensor it names)
+_FILL_KEYWORDS = {"dtype", "device", "layout", "requires_grad", "pin_memory", "memory_format", "fill_value", "size",
+                  "input"}
 
 
 # A tensor's methods that may change its dtype (_narrowing)
