@@ -2948,9 +2948,10 @@ _DISCARDS = (ast.BinOp, ast.UnaryOp, ast.Compare, ast.FormattedValue, ast.Assert
 def _computed_field_writes(project: "Project", files: List[_File], slots: Dict[str, Optional[int]], field: str) \
         -> List[Tuple[_File, ast.AST, Optional[ast.AST]]]:
     """Round BA: the computed writes in the methods of the record's classes (and their bases: `self` is the record)
-    and in the defs the files naming the record hand an argument to (followed four deep)."""
+    and in the defs the files naming the record hand an argument to (followed four deep). Round BC: and the writes
+    through what hands the field's tensor out unspelled (_carried_writes)."""
     out: List[Tuple[_File, ast.AST, Optional[ast.AST]]] = []
-    walk = _RecordWalk(project, field, set())
+    walk = _RecordWalk(project, field, set(), files)
     for f in files:
         for cls in (c for c in f.class_defs if c.name in slots):
             for g, k in [(f, cls), *project.bases_in_order(f, cls)]:
@@ -2958,32 +2959,89 @@ def _computed_field_writes(project: "Project", files: List[_File], slots: Dict[s
                     out += _record_param_writes(walk, g, fn, fn.args.args[0].arg, 0)
         for call in (n for n in ast.walk(f.tree) if isinstance(n, ast.Call)):
             out += _handed_param_writes(walk, f, call, None, 0)
-    return out
+    return out + _carried_writes(files, field)
 
 
 @dataclass
 class _RecordWalk:
-    """Round BA: the project, the field, and the (def, parameter) pairs already read."""
+    """Round BA: the project, the field, and the (def, parameter) pairs already read; round BC: the files naming the
+    record (where its methods' callers are)."""
     project: "Project"
     field: str
     seen: Set[Tuple[int, str, tuple]]
+    files: List[_File]
 
 
 def _handed_param_writes(walk: _RecordWalk, f: _File, call: ast.Call, only: Optional[str], depth: int) \
         -> List[Tuple[_File, ast.AST, Optional[ast.AST]]]:
-    """The computed writes of the def a call runs (a def of the file, or one imported from the project), on each
-    parameter it hands an argument (where `only`, the name `only` alone)."""
-    found = _called_def(walk.project, f, call)
-    if found is None or depth > 3:
+    """The computed writes of each def a call may run (a def of the file, one imported from the project, a method:
+    _called_defs), on each parameter it hands an argument (where `only`, the name `only` alone, or a list, tuple or
+    set of it: round BC). Positional arguments past the def's parameters land in its `*args`."""
+    if depth > 3:
         return []
-    g, fn = found
-    params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
-    handed = [*zip(params, call.args), *((k.arg, k.value) for k in call.keywords if k.arg in params)]
-    keys = tuple((p, v.value) for p, v in handed if isinstance(v, ast.Constant) and isinstance(v.value, str)
-                 and v.value != walk.field)  # (`_hf_attr(config, "index_topk")`: a getter by a literal name)
-    return [w for p, v in handed if not isinstance(v, (ast.Constant, ast.Starred)) and not _library_made(f, v) and (
-        only is None or isinstance(v, ast.Name) and v.id == only)
-        for w in _record_param_writes(walk, g, fn, p, depth + 1, keys)]
+    out: List[Tuple[_File, ast.AST, Optional[ast.AST]]] = []
+    for g, fn, skip in _called_defs(walk, f, call, only is not None):
+        params = [a.arg for a in fn.args.posonlyargs + fn.args.args][skip:]
+        spare = [(fn.args.vararg.arg, v) for v in call.args[len(params):]] if fn.args.vararg else []
+        handed = [*zip(params, call.args), *spare, *((k.arg, k.value) for k in call.keywords if k.arg in params)]
+        keys = tuple((p, v.value) for p, v in handed if isinstance(v, ast.Constant) and isinstance(v.value, str)
+                     and v.value != walk.field)  # (`_hf_attr(config, "index_topk")`: a getter by a literal name)
+        out += [w for p, v in handed if not isinstance(v, (ast.Constant, ast.Starred)) and not _library_made(f, v)
+                and (only is None or _holds_name(v, only)) for w in _record_param_writes(walk, g, fn, p, depth + 1, keys)]
+    return out
+
+
+def _holds_name(v: ast.AST, name: str) -> bool:
+    """Is v the name, or a list, tuple or set literal holding it?"""
+    items = v.elts if isinstance(v, (ast.List, ast.Tuple, ast.Set)) else [v]
+    return any(isinstance(e, ast.Name) and e.id == name for e in items)
+
+
+def _carried_writes(files: List[_File], field: str) -> List[Tuple[_File, ast.AST, Optional[ast.AST]]]:
+    """Round BC: the field's tensor handed out unspelled, then written in place: the reads of a def returning it
+    (alone or in a list, tuple or set: a property's `md.per_request`, a function's `per_request(md)`, any method so
+    named) and of an attribute a container of it is kept in (`self._rows = (md.field, ...)`), each result written as
+    _result_written reads it (default-deny)."""
+    properties, functions = _carriers(files, field)
+    out: List[Tuple[_File, ast.AST, Optional[ast.AST]]] = []
+    for f in files if properties or functions else ():
+        for node in ast.walk(f.tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and node.attr in properties or \
+                    isinstance(node, ast.Call) and _called_name(node) in functions:
+                fn = f.enclosing(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) or f.tree
+                if _result_written(f, fn, node, 0):
+                    out.append((f, _statement_of(f, node), None))
+    return out
+
+
+def _carriers(files: List[_File], field: str) -> Tuple[Set[str], Set[str]]:
+    """(the properties and attributes, the functions and methods) whose value holds the field's tensor unspelled."""
+    properties: Set[str] = set()
+    functions: Set[str] = set()
+    for f in files:
+        for node in ast.walk(f.tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                    isinstance(r, (ast.Return, ast.Yield)) and r.value is not None and _holds_field(r.value, field)
+                    for r in ast.walk(node)):
+                plain = not any(_unparse(d).rsplit(".", 1)[-1] in ("property", "cached_property")
+                                for d in node.decorator_list)
+                (functions if plain else properties).add(node.name)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and isinstance(
+                    node.value, (ast.List, ast.Tuple, ast.Set)) and _holds_field(node.value, field):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                properties |= {t.attr for t in targets if isinstance(t, ast.Attribute)}
+    return properties, functions
+
+
+def _holds_field(v: ast.AST, field: str) -> bool:
+    """Is v the field's tensor (or a view of it), or a list, tuple or set literal holding one?"""
+    items = v.elts if isinstance(v, (ast.List, ast.Tuple, ast.Set)) else [v]
+    return any(isinstance(u, ast.Attribute) and u.attr == field for u in map(_unviewed, items))
+
+
+def _called_name(call: ast.Call) -> Optional[str]:
+    return call.func.id if isinstance(call.func, ast.Name) else call.func.attr if isinstance(
+        call.func, ast.Attribute) else None
 
 
 def _library_made(f: _File, v: ast.AST) -> bool:
@@ -3011,11 +3069,44 @@ def _called_def(project: "Project", f: _File, call: ast.Call) -> Optional[Tuple[
     return (g, defs[-1]) if g is not None and defs else None
 
 
+def _called_defs(walk: _RecordWalk, f: _File, call: ast.Call, handed: bool) -> List[Tuple[_File, ast.AST, int]]:
+    """Round BC: every def a call may run, with how many leading parameters the call does not fill: the def
+    `_called_def` finds (0), else for `x.m(...)` every method `m` of a class in the files naming the record, where x
+    is self, a class, or the call is `handed` the record (then in the files naming `m` too). 1: bound to x, or a
+    classmethod; 0: a staticmethod, or a plain method of the class x names; both where x is an imported name that
+    may be a class."""
+    found = _called_def(walk.project, f, call)
+    if found is not None:
+        return [(found[0], found[1], 0)]
+    if not isinstance(call.func, ast.Attribute):
+        return []
+    receiver = call.func.value.id if isinstance(call.func.value, ast.Name) else None
+    unbound = {0} if receiver in {c.name for c in f.class_defs} else {0, 1} if receiver in f.froms else {1}
+    if not (handed or unbound != {1} or receiver is not None and receiver == _self_name(f, call)):
+        return []  # (`t.copy_(x)`: a call handed anything, on anything, is not read as every method so named)
+    name, out = call.func.attr, []
+    for g in {id(h): h for h in [*walk.files, *(walk.project.files_naming([name]) if handed else [])]}.values():
+        for cls in g.class_defs:
+            for fn in (d for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == name):
+                kinds = {_unparse(d) for d in fn.decorator_list}
+                skips = {0} if "staticmethod" in kinds else {1} if "classmethod" in kinds else unbound
+                out += [(g, fn, skip) for skip in sorted(skips)]
+    return out
+
+
+def _self_name(f: _File, node: ast.AST) -> Optional[str]:
+    """The first parameter of the method node is in (self), if it is in one."""
+    fn = f.enclosing(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    method = fn is not None and isinstance(f.parents.get(id(fn)), ast.ClassDef) and fn.args.args
+    return fn.args.args[0].arg if method else None
+
+
 def _record_param_writes(walk: _RecordWalk, f: _File, fn: ast.AST, param: str, depth: int,
                          keys: Tuple[Tuple[str, str], ...] = ()) -> List[Tuple[_File, ast.AST, Optional[ast.AST]]]:
-    """In fn, the computed reads off `param` (which may be the record) whose result is written in place or handed on,
-    and those of the defs fn hands `param` on to: (file, the statement or the refresh's `copy_`, its value or None).
-    `keys`: fn's parameters the call handed a literal name, not the field's (read as that name)."""
+    """In fn, the computed reads off `param` (which may be the record, or hold records: round BC's names a loop over
+    it binds) whose result is written in place or handed on, and those of the defs fn hands `param` on to: (file, the
+    statement or the refresh's `copy_`, its value or None). `keys`: fn's parameters the call handed a literal name,
+    not the field's (read as that name)."""
     if (id(fn), param, keys) in walk.seen:
         return []
     walk.seen.add((id(fn), param, keys))
@@ -3023,17 +3114,26 @@ def _record_param_writes(walk: _RecordWalk, f: _File, fn: ast.AST, param: str, d
     out: List[Tuple[_File, ast.AST, Optional[ast.AST]]] = []
     for node in ast.walk(fn):
         if _computed_store(node, param, named):  # (`setattr(md, f.name, v)`: any field given v)
-            out.append((f, next(a for a in _ancestors(f, node) if isinstance(a, ast.stmt)), None))
-        elif _computed_read(node, param, named):
+            out.append((f, _statement_of(f, node), None))
+        elif _computed_read(fn, node, param, named):
             refresh = _full_refresh(f, fn, node, walk.field)
             if refresh is not None:
                 out.append(refresh)
             elif _result_written(f, fn, node, 0):
-                out.append((f, next(a for a in _ancestors(f, node) if isinstance(a, ast.stmt)), None))
-        elif isinstance(node, ast.Call) and any(isinstance(a, ast.Name) and a.id == param for a in [
+                out.append((f, _statement_of(f, node), None))
+        elif isinstance(node, ast.Call) and any(_holds_name(a, param) for a in [
                 *node.args, *(k.value for k in node.keywords)]):
             out += _handed_param_writes(walk, f, node, param, depth)
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and isinstance(node.iter, ast.Name) \
+                and node.iter.id == param and isinstance(node.target, ast.Name):
+            out += _record_param_writes(walk, f, fn, node.target.id, depth, keys)  # (round BC: `for rec in records`)
     return out
+
+
+def _statement_of(f: _File, node: ast.AST) -> ast.AST:
+    """The simple statement holding node, or node itself where that is a compound one (a loop's header)."""
+    stmt = next(a for a in _ancestors(f, node) if isinstance(a, ast.stmt))
+    return node if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try)) else stmt
 
 
 def _ancestors(f: _File, node: ast.AST) -> Iterator[ast.AST]:
@@ -3054,15 +3154,27 @@ def _computed_store(node: ast.AST, name: str, named: Set[str]) -> bool:
         node.args[0], ast.Name) and node.args[0].id == name and not _literal_key(node.args[1], named)
 
 
-def _computed_read(node: ast.AST, name: str, named: Set[str]) -> bool:
-    """`getattr(name, k)` by a name not a literal string, `vars(name)`, `name.__dict__`, `astuple(name)`."""
-    if isinstance(node, ast.Attribute) and node.attr == "__dict__":
+def _computed_read(fn: ast.AST, node: ast.AST, name: str, named: Set[str]) -> bool:
+    """`getattr(name, k)` by a name not a literal string, `vars(name)`, `name.__dict__`, `astuple(name)`; round BC:
+    `name.__getattribute__` (`__getattr__`), and an `operator.attrgetter` made of names not literal called on name."""
+    if isinstance(node, ast.Attribute) and node.attr in ("__dict__", "__getattribute__", "__getattr__"):
         return isinstance(node.value, ast.Name) and node.value.id == name
     if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id == name):
         return False
     callee = _unparse(node.func)
     return callee in _NAMESPACE_CALLS or callee == "getattr" and not (len(node.args) > 1 and _literal_key(
-        node.args[1], named))
+        node.args[1], named)) or _computed_getter(fn, node.func)
+
+
+def _computed_getter(fn: ast.AST, func: ast.AST) -> bool:
+    """Round BC: `attrgetter(...)` (`operator.`) of anything but literal strings, called as is or through a name fn
+    binds to it."""
+    if isinstance(func, ast.Name):
+        made = [n.value for n in ast.walk(fn) if isinstance(n, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == func.id for t in n.targets)]
+        return any(_computed_getter(fn, m) for m in made if not isinstance(m, ast.Name))
+    return isinstance(func, ast.Call) and _unparse(func.func) in ("attrgetter", "operator.attrgetter") and not all(
+        isinstance(a, ast.Constant) and isinstance(a.value, str) for a in func.args)
 
 
 def _full_refresh(f: _File, fn: ast.AST, node: ast.AST, field: str) -> Optional[Tuple[_File, ast.AST, ast.AST]]:
