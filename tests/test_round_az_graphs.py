@@ -7,19 +7,20 @@ from test_soundness import HANDED_INDICES, _files_site
 from topk_migrate.model import Status
 
 _CLIP = "forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32)"
-_GRAPH = f'''"""Fork backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk."""
+_HEAD = '''"""Fork backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk."""
 from dataclasses import dataclass, fields
 from typing import Optional
 
 import torch
 from sgl_kernel.flash_mla import flash_mla_sparse_fwd
-{{imports}}
+{imports}
 
 @dataclass
 class DSAMetadata:
     dsa_cache_seqlens_int32: torch.Tensor
     page_table_1: torch.Tensor
-
+'''
+_GRAPH = _HEAD + f'''
     def copy_(self, other):
 {{copy}}
 

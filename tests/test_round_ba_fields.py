@@ -3,23 +3,11 @@ over `fields(md)`, `vars(md)`, `md.__dict__`) in the record's own method or in a
 file it is handed to: a write of every field, the lengths included (reach._computed_field_writes)."""
 import pytest
 
+from test_round_az_graphs import _CLIP, _HEAD
 from test_soundness import _files_site
 from topk_migrate.model import Status
 
-_CLIP = "forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32)"
-_SRC = f'''"""Fork backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk."""
-from dataclasses import dataclass, fields
-from typing import Optional
-
-import torch
-from sgl_kernel.flash_mla import flash_mla_sparse_fwd
-{{imports}}
-
-@dataclass
-class DSAMetadata:
-    dsa_cache_seqlens_int32: torch.Tensor
-    page_table_1: torch.Tensor
-
+_SRC = _HEAD + f'''
     def copy_(self, other):
         for f in fields(self):
             getattr(self, f.name).copy_(getattr(other, f.name))

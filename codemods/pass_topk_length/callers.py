@@ -394,6 +394,9 @@ def _outer_callers(at_call: "At", traced: Tuple[str, Wanted, frozenset], sources
     fname = traced[0]
     cls = f.parents.get(id(fn))
     read = _roots_read(sources)
+    defaulted = _default_runs(fn, fname, set(read))  # (an override or the dispatch too: round BC)
+    if defaulted is not None:
+        return reach.Finding(proj.rel(f.path), getattr(call, "lineno", 0), defaulted)
     if _entry(proj, f, fn) or not read:
         return None
     a = fn.args
@@ -540,7 +543,7 @@ def _own_returns(d, inner: List[ast.AST]) -> List[ast.AST]:
 
 def _callers_unread(proj: reach.Project, fn: ast.AST, fname: str, roots: Set[str], depth: int) -> Optional[str]:
     """Why the callers of fn, which hands `fname` what it is handed, cannot all be read: a name computed at run time
-    may fetch it, it is too far up, or a parameter's default runs where a call does not hand it."""
+    may fetch it, or it is too far up (a parameter's default: _default_runs)."""
     lookup = proj.computed_lookup(fn.name) if fn.name != fname else None  # (the traced name's: as its own calls)
     if lookup is not None:
         return (f"`{fn.name}` hands `{fname}` what it is handed, and `{lookup.what}` at {lookup.where()} fetches a "
@@ -548,6 +551,13 @@ def _callers_unread(proj: reach.Project, fn: ast.AST, fname: str, roots: Set[str
     if depth >= OUTER_DEPTH:
         return (f"`{fn.name}` hands `{fname}` what it is handed, {depth + 1} calls from the kernel's rows: the "
                 "callers past that are not read")
+    return None
+
+
+def _default_runs(fn, fname: str, roots: Set[str]) -> Optional[str]:
+    """Why a parameter fn hands `fname` may hold its default, a tensor the walk does not trace: a call leaving it
+    out runs with it (round AM; round BC: an override of the traced name or the dispatch too, whose callers the walk
+    reads as the traced function's, `forward(self, q, kv, indices=_WARMUP_TOPK)` called without indices)."""
     defaults = _tensor_defaults(fn)
     given = next((n for n in sorted(roots) if n in defaults), None)
     if given is not None:

@@ -470,6 +470,8 @@ def _served(e: ast.AST, t: _Tree, depth: int, kind: str = "") -> bool:
         return True  # (past that many bindings the object is not read: it may be one that serves, round AM)
     if isinstance(e, ast.Name) and _project_module_object(e.id, t):
         return True  # (round AX: a project module handed as the object, which PEP 562's `__getattr__` may serve)
+    if isinstance(e, ast.Name) and _fills_computed(e, t, depth, 0, escapes=False):
+        return True  # (round BC: `cfg.update(caps)`, `cfg[k] = min(v, 8)`: a mapping's in-place fills are bindings)
     if isinstance(e, ast.Name) and _bound_otherwise(e, t):
         return _handed_served(e, t, depth, kind)  # (a parameter: what the calls hand it, round AK; `view, raw =
         # Budget(raw), raw`, `with Budget(raw) as view`: what it holds is not read, round AJ)
@@ -478,8 +480,9 @@ def _served(e: ast.AST, t: _Tree, depth: int, kind: str = "") -> bool:
     owned = _owner_stores_served(e, t, depth, kind) if isinstance(e, ast.Attribute) else None
     if owned is not None:
         return owned  # (round BB: `runtime_state.hf_config`, `configs.draft`: what the project stores there)
-    if isinstance(e, (ast.Dict, ast.DictComp)):
-        return reach._builds_computed(e)  # (round BB: a mapping built of computed values serves them)
+    if isinstance(e, (ast.Dict, ast.DictComp)) or isinstance(e, ast.BinOp) and isinstance(e.op, ast.BitOr):
+        return _mapping_computed(e, t, depth)  # (round BB: a mapping built of computed values serves them; round BC:
+        # one merged from such, `{**raw, **caps}`, PEP 584's `raw | caps`)
     if isinstance(e, ast.Subscript):
         return True  # (round AX: `phase_cfgs["decode"]`, an item of a table: what the table holds is not read)
     if isinstance(e, (ast.IfExp, ast.BoolOp, ast.NamedExpr, ast.Await)):
@@ -641,9 +644,129 @@ def _unread_own_callee(func: ast.AST, t: _Tree) -> bool:
 def _names_computed_mapping(v: ast.AST, t: _Tree, depth: int) -> bool:
     """Is `v` a name bound otherwise than by `=` (a parameter's `**kwargs`; a parameter its callers hand a mapping
     computed or served: round BB, `full_view(config_json)`'s `SimpleNamespace(**config_json)`), or to a mapping
-    computed (`knobs = low_mem_knobs(cfg)`, then `SimpleNamespace(**knobs)`: round BA)?"""
-    return isinstance(v, ast.Name) and (_bound_otherwise(v, t) and _handed_served(v, t, depth + 1, "") or any(
-        reach._builds_computed(b) for b in _bound_values(v, t)))
+    computed (`knobs = low_mem_knobs(cfg)`, then `SimpleNamespace(**knobs)`: round BA), or merged or filled from one
+    (round BC: _mapping_computed)?"""
+    return _mapping_computed(v, t, depth)
+
+
+# How many merges and bindings _mapping_computed follows from a `**` mapping (round BC)
+_MAPPING_HOPS = 8
+# a dict's methods that only read it or take keys out (no value of its own put in), and those filling it
+_MAPPING_READS = {"get", "keys", "items", "values", "copy", "pop", "popitem", "clear", "__contains__", "__getitem__",
+                  "__len__", "__iter__", "__delitem__"}
+_MAPPING_FILLS = {"update", "setdefault", "__setitem__", "__ior__"}
+# callees handed a mapping that only read or copy it (any other call, a project function, may fill it: round BC)
+_MAPPING_READERS = {"dict", "len", "print", "repr", "str", "sorted", "list", "tuple", "set", "frozenset", "bool",
+                    "isinstance", "iter", "any", "all", "json.dumps", "json.dump", "copy.copy", "copy.deepcopy",
+                    "types.SimpleNamespace", "SimpleNamespace", "types.MappingProxyType", "MappingProxyType"}
+
+
+def _mapping_computed(v: ast.AST, t: _Tree, depth: int, hops: int = 0) -> bool:
+    """May the mapping `v` hold a computed value: one built so (reach._builds_computed), one merged from a mapping
+    that may (`{**raw, **caps}`, `raw | caps`, `dict(raw, **caps)`, a conditional's outcome), a name bound otherwise
+    (what its callers hand), by `=` to one, or filled in place with one (round BC: the `**` entries, `|`'s operands
+    and a name's `update` are followed like any value)?"""
+    if hops > _MAPPING_HOPS or reach._builds_computed(v):
+        return True
+    if isinstance(v, ast.Name):
+        return _bound_otherwise(v, t) and _handed_served(v, t, depth + 1, "") or any(
+            _mapping_computed(b, t, depth, hops + 1) for b in _bound_values(v, t)) or _fills_computed(
+            v, t, depth, hops + 1, escapes=True)
+    return any(_mapping_computed(p, t, depth, hops + 1) for p in _merged_parts(v))
+
+
+def _merged_parts(v: ast.AST) -> List[ast.AST]:
+    """The mappings an expression merges into the one it makes: a display's `**` entries, `|`'s operands,
+    `dict(raw, **caps)`'s mappings, a conditional's outcomes (round BC)."""
+    if isinstance(v, ast.Dict):
+        return [x for k, x in zip(v.keys, v.values) if k is None]
+    if isinstance(v, ast.BinOp) and isinstance(v.op, ast.BitOr):
+        return [v.left, v.right]
+    if isinstance(v, (ast.IfExp, ast.BoolOp, ast.NamedExpr)):
+        return _outcomes(v)
+    if isinstance(v, ast.Call) and reach._unparse(v.func) == "dict":
+        return [*v.args, *(k.value for k in v.keywords if k.arg is None)]
+    return []
+
+
+def _fills_computed(e: ast.Name, t: _Tree, depth: int, hops: int, escapes: bool) -> bool:
+    """Does the scope whose binding `e` reads (_home_scope) fill the mapping it names in place with a value that may
+    be computed (`merged.update(caps)`, `merged[k] = min(v, 8)`, `merged.setdefault(k, v + 1)`), or, with
+    `escapes`, let it out where it may be filled (an alias, a container, a call not known to only read it)?
+    (round BC: a mapping's in-place changes are its bindings too)"""
+    reads = [n for n in t.spelled(e.id) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and (
+        escapes or _fill_shaped(n, t))]  # (a cheap shape test first: a name read often, `config`, scopes slowly)
+    scope = _home_scope(e, t) if reads else None
+    return any(_home_scope(n, t) is scope and _fill_computed(n, t, depth, hops, escapes) for n in reads)
+
+
+def _fill_shaped(n: ast.Name, t: _Tree) -> bool:
+    """Is this read of a name the receiver of a dict's fill (`n.update(...)`) or an item store (`n[k] = v`)?"""
+    up = t.up(n)
+    return isinstance(up, ast.Attribute) and up.attr in _MAPPING_FILLS or isinstance(up, ast.Subscript) \
+        and up.value is n and isinstance(up.ctx, ast.Store)
+
+
+def _fill_computed(n: ast.Name, t: _Tree, depth: int, hops: int, escapes: bool) -> bool:
+    """Does this read of a mapping's name fill it with a value that may be computed, or let it escape
+    (_fills_computed)?"""
+    def computed(x: Optional[ast.AST]) -> bool:
+        return x is None or _item_computed(x, t)
+
+    up = t.up(n)
+    if isinstance(up, ast.Attribute):
+        call = t.up(up)
+        if up.attr in _MAPPING_READS:
+            return False
+        if up.attr not in _MAPPING_FILLS or not (isinstance(call, ast.Call) and call.func is up):
+            return escapes  # (a method no dict has, or a fill taken as a value: not read)
+        if up.attr in ("setdefault", "__setitem__"):
+            return any(computed(a) for a in call.args[1:]) or bool(call.keywords)
+        return any(_mapping_computed(m, t, depth, hops) for m in call.args[:1] + [
+            k.value for k in call.keywords if k.arg is None]) or any(
+            k.arg is not None and computed(k.value) for k in call.keywords)
+    if isinstance(up, ast.Subscript) and up.value is n:
+        if not isinstance(up.ctx, ast.Store):
+            return False
+        stmt = t.up(up)
+        return not (isinstance(stmt, (ast.Assign, ast.AnnAssign)) and up in _targets(stmt)) or computed(stmt.value)
+    if not escapes:
+        return False
+    if isinstance(up, ast.keyword) or isinstance(up, ast.Call) and n in up.args:
+        call = t.up(up) if isinstance(up, ast.keyword) else up
+        return not (isinstance(up, ast.keyword) and up.arg is None or _reads_only(call) or call.args[:1] == [n]
+                    and isinstance(call.func, ast.Attribute) and call.func.attr in ("update", "__ior__"))
+        # (`**merged`, `other.update(merged)`: copied)
+    if isinstance(up, ast.Dict):
+        return any(k is not None and x is n for k, x in zip(up.keys, up.values))  # (`{**merged}`: copied)
+    return isinstance(up, (ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.List, ast.Tuple, ast.Set))  # (an alias or
+    # a container's item: filled there, not read)
+
+
+def _item_computed(x: ast.AST, t: _Tree) -> bool:
+    """May a value a fill puts in a mapping be computed: anything but a literal or a name, or a name its scope binds
+    otherwise than by `=` (a loop's `for k, v in caps.items()`) or by `=` to such (a parameter: as a display's
+    values are read)? (round BC)"""
+    if isinstance(x, ast.Constant):
+        return False
+    if not isinstance(x, ast.Name):
+        return True
+    scope = _home_scope(x, t)
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and x.id in _params(scope):
+        return False
+    return _bound_otherwise(x, t) or any(not isinstance(b, (ast.Name, ast.Constant)) for b in _bound_values(x, t))
+
+
+def _targets(stmt: ast.AST) -> List[ast.AST]:
+    return list(stmt.targets) if isinstance(stmt, ast.Assign) else [stmt.target]
+
+
+def _reads_only(call: ast.Call) -> bool:
+    """Is the call one that only reads or copies a mapping handed it: a builtin, `json.dumps`, `copy`, a namespace
+    made of it, a logging call (round BC)?"""
+    name = reach._unparse(call.func)
+    return name in _MAPPING_READERS or name.rsplit(".", 1)[-1] in (
+        "debug", "info", "warning", "error", "exception", "critical") and "log" in name.split(".", 1)[0].lower()
 
 
 def _dotted(func: ast.AST) -> bool:

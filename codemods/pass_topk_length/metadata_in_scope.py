@@ -8,7 +8,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
-from libcst.metadata import FunctionScope, GlobalScope
+from libcst.metadata import FunctionScope, GlobalScope, ImportAssignment
 
 from topk_migrate.cst.resolve import dotted
 from topk_migrate.cst.scopecheck import root_binding
@@ -370,7 +370,14 @@ class MetadataInScope:
             if not self._refreshes(p, attr, field_name, 0, eager=not reach.graph_update(p.name.value)):
                 planners = []
                 break
-            later = self._rewritten_after_refresh(p, attr, field_name, 0, eager=not reach.graph_update(p.name.value))
+            eager = not reach.graph_update(p.name.value)
+            loader = self._refresh_handed_other(p, attr, field_name, 0, eager)
+            if loader is not None:  # (round BC: `self._load_batch(forward_batch.spec_info.draft_input)`)
+                return (f"{p.name.value} refreshes `self.{attr}.{field_name}` through `{_brief(loader, 60)}` (line "
+                        f"{self.tree.line(loader)}), handed something other than this call's own batch (a draft's "
+                        "input, a local): the kernel may read another batch's lengths; hand the helper the planner's "
+                        "own parameters, or pass topk_length by hand")
+            later = self._rewritten_after_refresh(p, attr, field_name, 0, eager)
             if later is not None:  # (round BB: the planner calling itself with the draft's batch, another mode's planner)
                 return (f"{p.name.value} refreshes `self.{attr}.{field_name}` in place, then `{_brief(later, 60)}` (line "
                         f"{self.tree.line(later)}) may write it again, handed something other than this call's own "
@@ -477,16 +484,62 @@ class MetadataInScope:
         at = self._refresh_point(fdef, attr, field_name, depth, eager)
         if at is None:
             return None
-        found = self._other_batch_write(fdef, self._calls_after(fdef, at), attr, field_name, 0)
+        found = self._other_write_after(fdef, at, field_name) \
+            or self._other_batch_write(fdef, self._calls_after(fdef, at), attr, field_name, 0)
         if found is None and isinstance(at, cst.Call):
             return self._rewritten_after_refresh(local_defs(self.tree, at.func)[0], attr, field_name, depth + 1, eager)
         return found
 
+    def _refresh_handed_other(self, fdef: cst.FunctionDef, attr: str, field_name: str, depth: int,
+                              eager: bool) -> Optional[cst.Call]:
+        """Round BC: the helper call refreshing the field (_refresh_point), or one it makes in turn, handed anything
+        but its caller's own parameters (`self._load_batch(forward_batch.spec_info.draft_input)`); else None."""
+        at = self._refresh_point(fdef, attr, field_name, depth, eager)
+        if not isinstance(at, cst.Call):
+            return None
+        if not self._handed_own(fdef, at):
+            return at
+        return self._refresh_handed_other(local_defs(self.tree, at.func)[0], attr, field_name, depth + 1, eager)
+
+    def _other_write_after(self, fdef: cst.FunctionDef, at: cst.CSTNode, field_name: str) -> Optional[cst.CSTNode]:
+        """Round BC: fdef's own in-place write of the field after its refresh `at` reading a parameter or local the
+        refresh does not (a draft's batch staged into the record after the target's): that statement; else None."""
+        order, read = self.tree.order, {n.value for n in self._names_read_at(at)}
+        return next((self._statement_around(t) for t in self._field_targets(fdef, field_name)
+                     if order[id(t)] > order[id(at)] and _own_statement(self.tree, t, fdef)
+                     and {n.value for n in self._names_read_at(t)} - read), None)
+
+    def _statement_around(self, node: cst.CSTNode) -> cst.CSTNode:
+        """The simple statement node sits in (itself where none)."""
+        return next((a for a in self.tree.ancestors(node) if isinstance(a, cst.BaseSmallStatement)), node)
+
+    def _names_read_at(self, node: cst.CSTNode) -> List[cst.Name]:
+        """The parameters and locals (but `self`) the simple statement holding node reads, outside node where it is
+        the written `X.field` (`md` of `md.field.copy_(lens)` names the record, not what it is given)."""
+        stmt = self._statement_around(node)
+        inside = {id(n) for n in self.find(cst.Name, None, node)} if isinstance(node, cst.Attribute) else set()
+        names = [n for n in self.find(cst.Name, None, stmt) if n.value != "self" and id(n) not in inside and not (
+            isinstance(self.tree.parent.get(n), cst.Attribute) and self.tree.parent[n].attr is n) and not (
+            isinstance(self.tree.parent.get(n), cst.Arg) and self.tree.parent[n].keyword is n)]
+        return [n for n in names if any(isinstance(a.scope, FunctionScope) for a in self.tree.binding(n, n.value).assignments)]
+
     def _runs_on_self(self, c: cst.Call) -> bool:
-        """`self.m(...)`, `super().m(...)`, `Cls.m(self, ...)`, `f(self, ...)`: a call that may run code on self."""
+        """`self.m(...)`, `super().m(...)`, `Cls.m(self, ...)`, `f(self, ...)`: a call that may run code on self; and
+        (round BC) one not spelled on self that may too (_runs_hidden)."""
         handed = bool(c.args) and isinstance(c.args[0].value, cst.Name) and c.args[0].value.value == "self"
         return self._self_method(c) or handed or isinstance(c.func, cst.Attribute) and isinstance(c.func.value, cst.Call) \
-            and _is_name(c.func.value.func, "super")
+            and _is_name(c.func.value.func, "super") or self._runs_hidden(c)
+
+    def _runs_hidden(self, c: cst.Call) -> bool:
+        """Round BC: a call not spelled on self that may run code writing the record: a nested def (a closure over
+        it: `load(draft)`), a local or parameter holding a callable (`stage = self._load_batch; stage(b)`), a function
+        of the module, or a callee reaching self otherwise (`getattr(self, "_load")(b)`, `self._loaders[0](b)`). An
+        import, a builtin or a class is none."""
+        func = c.func
+        if isinstance(func, cst.Name):
+            return any(isinstance(getattr(a, "node", None), cst.FunctionDef) or isinstance(a.scope, FunctionScope)
+                       and not isinstance(a, ImportAssignment) for a in self.tree.binding(func, func.value).assignments)
+        return not isinstance(func, cst.Attribute) and any(_is_name(n, "self") for n in self.find(cst.Name, None, func))
 
     def _other_batch_write(self, fdef: cst.FunctionDef, calls: List[cst.Call], attr: str, field_name: str,
                            depth: int) -> Optional[cst.Call]:
@@ -499,6 +552,8 @@ class MetadataInScope:
                 continue
             if not self._handed_own(fdef, c) or depth >= 3 or not defs or unproven_local(self.tree, c.func, self.method_rival):
                 return c
+            if any(self._writes_from_local(d, field_name) for d in defs):
+                return c  # (round BC: a closure over the planner's `draft`; a helper staging `fb.draft`'s lengths)
             if any(self._other_batch_write(d, self.find(cst.Call, self._runs_on_self, d), attr, field_name, depth + 1)
                    for d in defs if d is not fdef):
                 return c
@@ -512,6 +567,13 @@ class MetadataInScope:
             self._writes_holder_anywhere(d, attr, field_name) is not None or self._field_targets(d, field_name)
             or any(self._may_write_field(x, attr, field_name, depth + 1) for x in self.find(cst.Call, self._runs_on_self, d)
                    if x is not c) for d in defs)
+
+    def _writes_from_local(self, d: cst.FunctionDef, field_name: str) -> bool:
+        """Round BC: does d write the field in place from a local (`draft = fb.draft_batch`, or one a closure reads
+        off the def around it), not only from parameters (its own, or a closure's enclosing def's) and self, as
+        _handed_own asks of calls?"""
+        return any(_own_statement(self.tree, t, d) and not all(self._a_parameter(n) for n in self._names_read_at(t))
+                   for t in self._field_targets(d, field_name))
 
     def _handed_own(self, fdef: cst.FunctionDef, c: cst.Call) -> bool:
         """Is every argument of the call `self` or a parameter of fdef never bound again (this call's own batch)?"""
@@ -648,7 +710,7 @@ class MetadataInScope:
             for obj, at in written)
 
     def _calls_after(self, fdef: cst.FunctionDef, at: cst.CSTNode) -> List[cst.Call]:
-        """fdef's calls that may run code on self (_runs_on_self) after `at`."""
+        """fdef's calls that may run code on self (_runs_on_self, a callable not spelled on self too) after `at`."""
         return [c for c in self.find(cst.Call, self._runs_on_self, fdef) if self.tree.order[id(c)] > self.tree.order[id(at)]]
 
     def _helper_written_keys(self, fdef: cst.FunctionDef, field_name: str, depth: int) -> Set[Optional[str]]:

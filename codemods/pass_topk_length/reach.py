@@ -628,15 +628,16 @@ class Project:
         """The first place of the project (the module's too) that fetches a callable by a name computed at run time
         and may fetch `name`: a lookup call (`getattr(worker, req.op)`, `pkgutil.resolve_name(config["launcher"])`,
         `pydoc.locate(path)`, `operator.methodcaller(op)`: round AP) or an item of a namespace (`globals()[key]`,
-        `vars(type(self))[key]`, `Cls.__dict__.get(key)`: round AU); a name built by an f-string may be only what its
-        text's parts allow (`f"forward_{mode}"` fetches no `_ring_step`). A function no file calls by name is no
-        entry point where one may fetch it; None where none may."""
+        `vars(type(self))[key]`, `Cls.__dict__.get(key)`: round AU), or a lookup builtin or a namespace kept as a value
+        (`functools.reduce(getattr, path.split("."), mod)`, `_TABLE = vars(mod)`: round BC, any name); a name built
+        by an f-string may be only what its text's parts allow (`f"forward_{mode}"` fetches no `_ring_step`). A
+        function no file calls by name is no entry point where one may fetch it; None where none may."""
         own = self.__dict__.get("_checked")
         done = self.__dict__.setdefault("_lookups", {})  # (every lookup's key, read once per module checked)
         if id(own) not in done:
-            files = [*self.files_naming(sorted(_NAME_LOOKUPS | _NAMESPACES)), *([own] if own is not None else [])]
-            done[id(own)] = [(f, node, key) for f in files for node in ast.walk(f.tree)
-                             for key in [_looked_up_name(node)] if key is not None and not self._library_lookup(f, node)]
+            files = [*self.files_naming(sorted(_LOOKUP_VALUES | _NAMESPACES)), *([own] if own is not None else [])]
+            done[id(own)] = [(f, node, key) for f in files for node, key in _computed_lookups(f)
+                             if not self._library_lookup(f, node)]
         return next((Finding(self.rel(f.path), node.lineno, _unparse(node)[:60])
                      for f, node, key in done[id(own)] if _may_spell(key, name)), None)
 
@@ -2951,25 +2952,27 @@ def _computed_field_writes(project: "Project", files: List[_File], slots: Dict[s
     and in the defs the files naming the record hand an argument to (followed four deep). Round BC: and the writes
     through what hands the field's tensor out unspelled (_carried_writes)."""
     out: List[Tuple[_File, ast.AST, Optional[ast.AST]]] = []
-    walk = _RecordWalk(project, field, set(), files)
+    known, anything = _RecordWalk(project, field, set(), files, True), _RecordWalk(project, field, set(), files, False)
     for f in files:
         for cls in (c for c in f.class_defs if c.name in slots):
             for g, k in [(f, cls), *project.bases_in_order(f, cls)]:
                 for fn in (d for d in k.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.args.args):
-                    out += _record_param_writes(walk, g, fn, fn.args.args[0].arg, 0)
+                    out += _record_param_writes(known, g, fn, fn.args.args[0].arg, 0)
         for call in (n for n in ast.walk(f.tree) if isinstance(n, ast.Call)):
-            out += _handed_param_writes(walk, f, call, None, 0)
+            out += _handed_param_writes(anything, f, call, None, 0)
     return out + _carried_writes(files, field)
 
 
 @dataclass
 class _RecordWalk:
     """Round BA: the project, the field, and the (def, parameter) pairs already read; round BC: the files naming the
-    record (where its methods' callers are)."""
+    record (where its methods' callers are), and whether the walk follows the record itself (`self` of its class's
+    methods) or any argument of any call (which may be the record)."""
     project: "Project"
     field: str
     seen: Set[Tuple[int, str, tuple]]
     files: List[_File]
+    known: bool
 
 
 def _handed_param_writes(walk: _RecordWalk, f: _File, call: ast.Call, only: Optional[str], depth: int) \
@@ -2980,7 +2983,7 @@ def _handed_param_writes(walk: _RecordWalk, f: _File, call: ast.Call, only: Opti
     if depth > 3:
         return []
     out: List[Tuple[_File, ast.AST, Optional[ast.AST]]] = []
-    for g, fn, skip in _called_defs(walk, f, call, only is not None):
+    for g, fn, skip in _called_defs(walk, f, call, walk.known and only is not None):
         params = [a.arg for a in fn.args.posonlyargs + fn.args.args][skip:]
         spare = [(fn.args.vararg.arg, v) for v in call.args[len(params):]] if fn.args.vararg else []
         handed = [*zip(params, call.args), *spare, *((k.arg, k.value) for k in call.keywords if k.arg in params)]
@@ -3021,19 +3024,19 @@ def _carriers(files: List[_File], field: str) -> Tuple[Set[str], Set[str]]:
     for f in files:
         for node in ast.walk(f.tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-                    isinstance(r, (ast.Return, ast.Yield)) and r.value is not None and _holds_field(r.value, field)
+                    isinstance(r, (ast.Return, ast.Yield)) and r.value is not None and _carries_tensor(r.value, field)
                     for r in ast.walk(node)):
                 plain = not any(_unparse(d).rsplit(".", 1)[-1] in ("property", "cached_property")
                                 for d in node.decorator_list)
                 (functions if plain else properties).add(node.name)
             elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and isinstance(
-                    node.value, (ast.List, ast.Tuple, ast.Set)) and _holds_field(node.value, field):
+                    node.value, (ast.List, ast.Tuple, ast.Set)) and _carries_tensor(node.value, field):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 properties |= {t.attr for t in targets if isinstance(t, ast.Attribute)}
     return properties, functions
 
 
-def _holds_field(v: ast.AST, field: str) -> bool:
+def _carries_tensor(v: ast.AST, field: str) -> bool:
     """Is v the field's tensor (or a view of it), or a list, tuple or set literal holding one?"""
     items = v.elts if isinstance(v, (ast.List, ast.Tuple, ast.Set)) else [v]
     return any(isinstance(u, ast.Attribute) and u.attr == field for u in map(_unviewed, items))
@@ -3072,7 +3075,8 @@ def _called_def(project: "Project", f: _File, call: ast.Call) -> Optional[Tuple[
 def _called_defs(walk: _RecordWalk, f: _File, call: ast.Call, handed: bool) -> List[Tuple[_File, ast.AST, int]]:
     """Round BC: every def a call may run, with how many leading parameters the call does not fill: the def
     `_called_def` finds (0), else for `x.m(...)` every method `m` of a class in the files naming the record, where x
-    is self, a class, or the call is `handed` the record (then in the files naming `m` too). 1: bound to x, or a
+    is self, a class, or the call is `handed` the record itself (then in the files naming `m` too: any argument of any
+    call followed so wide would reach every `copy_` of the project). 1: bound to x, or a
     classmethod; 0: a staticmethod, or a plain method of the class x names; both where x is an imported name that
     may be a class."""
     found = _called_def(walk.project, f, call)
@@ -4113,8 +4117,58 @@ def _functional_record(f, func: ast.AST) -> bool:
         for n in f.tree.body)
 
 
-_NAME_LOOKUPS = {"getattr", "resolve_name", "locate", "attrgetter", "methodcaller", "import_string"}
+_NAME_LOOKUPS = {"getattr", "resolve_name", "locate", "attrgetter", "methodcaller", "import_string", "getattr_static",
+                 "__getattribute__"}
 _NAMESPACES = {"globals", "vars", "__dict__", "locals", "getmembers"}
+# (round BC) what fetches by a name its caller gives later where it is read as a value (handed, bound, returned)
+_LOOKUP_VALUES = _NAME_LOOKUPS | {"globals", "vars", "locals", "getmembers"}
+
+
+def _computed_lookups(f) -> Iterator[Tuple[ast.AST, ast.AST]]:
+    """Each place of the file that may fetch a callable by a computed name, with its key (the place itself where the
+    name is any): a lookup (`_looked_up_name`), a lookup builtin read as a value or a namespace kept (round BC)."""
+    for node in ast.walk(f.tree):
+        key = _looked_up_name(node)
+        if key is not None:
+            yield node, key
+        elif _lookup_as_value(f, node) or _namespace_kept(f, node):
+            up = f.parents.get(id(node))  # (shown as the expression or statement it is handed or bound in)
+            yield (up if isinstance(up, (ast.expr, ast.stmt)) else node), node
+
+
+def _lookup_as_value(f, node: ast.AST) -> bool:
+    """A lookup builtin read but not called (`functools.reduce(getattr, parts, mod)`, `partial(getattr, mod)`,
+    `fetch = inspect.getattr_static`, `m.__getattribute__`): what later calls it hands the name (round BC). An
+    attribute counts off an imported module only (`self.locate` is the project's own)."""
+    named = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) and (
+        node.attr == "__getattribute__" or isinstance(node.value, ast.Name) and node.value.id in f.modules) else None
+    if named not in _LOOKUP_VALUES or not isinstance(node.ctx, ast.Load):
+        return False
+    up = f.parents.get(id(node))
+    return not (isinstance(up, ast.Call) and up.func is node)
+
+
+def _namespace_kept(f, node: ast.AST) -> bool:
+    """A namespace (`vars(m)`, `globals()`, `m.__dict__`) not read at once by an item, `.get`/`.pop`/`.items()`/
+    `.values()` (`_looked_up_name` reads those), a comparison, a write (`reflection`'s) or text: bound to a
+    name, handed on or looped over, any later code may fetch any of its names from it (round BC)."""
+    if not _namespace_read(node) or isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
+        return False
+    up = f.parents.get(id(node))
+    if isinstance(up, ast.Subscript) and up.value is node or isinstance(up, (ast.FormattedValue, ast.Compare)):
+        return False
+    if isinstance(up, ast.BinOp) and isinstance(up.op, ast.Mod) and up.right is node:  # (`"%(step)s" % vars(x)`)
+        return False
+    if isinstance(up, ast.Call) and node in up.args and _unparse(up.func) in ("len", "print", "repr", "str", "id"):
+        return False
+    if isinstance(up, ast.Attribute):
+        called = isinstance(f.parents.get(id(up)), ast.Call) and f.parents[id(up)].func is up
+        return not (called and up.attr in _NAMESPACE_METHODS)
+    return True
+
+
+# Methods of a namespace that fetch nothing by a name it keeps, or that `_looked_up_name` reads (round BC)
+_NAMESPACE_METHODS = {"get", "pop", "items", "values", "keys", "update", "clear", "__contains__"}
 
 
 def _looked_up_name(node: ast.AST) -> Optional[ast.AST]:
@@ -4122,7 +4176,7 @@ def _looked_up_name(node: ast.AST) -> Optional[ast.AST]:
     read off a namespace (`globals()[k]`, `vars(x)[k]`, `x.__dict__[k]`, `.get(k)` of one); else None."""
     key = None
     if isinstance(node, ast.Call) and _unparse(node.func).rsplit(".", 1)[-1] in _NAME_LOOKUPS:
-        at = 1 if _unparse(node.func).rsplit(".", 1)[-1] == "getattr" else 0
+        at = _name_place(node)
         key = node.args[at] if len(node.args) > at else None
     elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and _namespace_read(node.value):
         key = node.slice
@@ -4133,6 +4187,15 @@ def _looked_up_name(node: ast.AST) -> Optional[ast.AST]:
             node.func, ast.Attribute) and node.func.attr in ("items", "values") and _namespace_read(node.func.value)):
         key = node  # (round AX: `inspect.getmembers(self)`, `type(self).__dict__.items()` hand out every member)
     return None if key is None or isinstance(key, ast.Constant) else key
+
+
+def _name_place(call: ast.Call) -> int:
+    """Where a lookup call takes the name: `getattr(x, n)`, `getattr_static(x, n)`, `object.__getattribute__(x, n)`
+    at 1; `x.__getattribute__(n)`, `methodcaller(n)`, `resolve_name(n)` at 0 (round BC: the first two added)."""
+    last = _unparse(call.func).rsplit(".", 1)[-1]
+    if last == "__getattribute__":
+        return 1 if isinstance(call.func, ast.Attribute) and _unparse(call.func.value) in ("object", "type") else 0
+    return 1 if last in ("getattr", "getattr_static") else 0
 
 
 def _namespace_read(e: ast.AST) -> bool:
@@ -4443,11 +4506,16 @@ def hands_computed_mapping(call: ast.Call) -> bool:
 
 def _builds_computed(v: ast.AST) -> bool:
     """A mapping the code builds holding a computed value: `{k: v + n for ...}`, `{"a": x * 2}`, `dict(..., a=f(x))`,
-    or one any other call hands back (`low_mem_knobs(cfg)`: not read, round BA); `vars(obj)` copies its fields."""
+    or one any other call hands back (`low_mem_knobs(cfg)`: not read, round BA), or merged from one by `|` or a
+    conditional (round BC); `vars(obj)` copies its fields."""
     if isinstance(v, ast.DictComp):
         return not isinstance(v.value, (ast.Name, ast.Constant))
     if isinstance(v, ast.Dict):
         return any(x is not None and not isinstance(x, (ast.Name, ast.Constant)) for x in v.values)
+    if isinstance(v, ast.BinOp) and isinstance(v.op, ast.BitOr):
+        return _builds_computed(v.left) or _builds_computed(v.right)  # (round BC: PEP 584's `raw | caps(raw)`)
+    if isinstance(v, (ast.IfExp, ast.BoolOp)):
+        return any(_builds_computed(x) for x in ([v.body, v.orelse] if isinstance(v, ast.IfExp) else v.values))
     if isinstance(v, ast.Call) and _unparse(v.func) in ("vars", "locals") and len(v.args) <= 1 and not v.keywords:
         return False  # (`**vars(cfg)`: the object's own fields, copied; `**locals()`: its names, each a spelling read)
     return isinstance(v, ast.Call) and (_unparse(v.func) != "dict" or any(

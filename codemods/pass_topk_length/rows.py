@@ -734,6 +734,9 @@ class RowTrace:
             why = self._writes_of(scope, owner, n)
             if why:
                 return why
+        host = host_write(self.tree, owner, name, lambda node: not off_path(self.tree, node, self.anchor, owner))
+        if host is not None:  # (`q.numpy().sort(axis=0)` moves rows: round BC)
+            return f"`{_brief(host, 80)}` may move `{name}`'s rows in place through a host array over its storage"
         return None
 
     def _writes_of(self, scope, owner: cst.CSTNode, name: str) -> Optional[str]:
@@ -1198,6 +1201,30 @@ def _mutating(tree: Tree, finder: "_Writes", outside: Optional[Outside]) -> List
     return cache[key]
 
 
+def spreads_keywords(call: cst.Call) -> bool:
+    """Does the call spread a `**mapping`, which may pass `out=` (a write no keyword spells: round BC)?"""
+    return any(a.star == "**" for a in call.args)
+
+
+def _spread_values(tree: Tree, e: cst.BaseExpression, depth: int = 0, outs: bool = False) -> List[cst.BaseExpression]:
+    """The values a `**mapping` may hold, where the module spells them: a dict display's, `dict(...)`'s, a name's
+    assigned ones (`io = {"out": buf} if reuse else {}`); none where it does not (round BC). `outs`: only those it
+    may pass as `out=` (under the key "out" or a key not spelled)."""
+    if depth > 4:
+        return []
+    if isinstance(e, cst.Dict):
+        return [el.value for el in e.elements if not (outs and isinstance(el, cst.DictElement) and isinstance(
+            el.key, cst.SimpleString) and el.key.evaluated_value != "out")]
+    if isinstance(e, cst.IfExp):
+        return _spread_values(tree, e.body, depth + 1, outs) + _spread_values(tree, e.orelse, depth + 1, outs)
+    if isinstance(e, cst.Call) and get_full_name_for_node(e.func) == "dict":
+        return [a.value for a in e.args if not (outs and a.keyword is not None and a.keyword.value != "out")]
+    if isinstance(e, cst.Name):
+        return [v for value in tree.assigned_values(e, e.value) if value is not None
+                for v in _spread_values(tree, value, depth + 1, outs)]
+    return []
+
+
 def _may_mutate(tree: Tree, call: cst.Call, outside: Optional[Outside]) -> bool:
     func = call.func
     name = get_full_name_for_node(func) or ""
@@ -1210,6 +1237,9 @@ def _may_mutate(tree: Tree, call: cst.Call, outside: Optional[Outside]) -> bool:
     names = imported_names(tree, func)
     if op in IN_PLACE_LIBRARY and any(qn.startswith("torch.distributed.") for qn in names):
         return True  # (a collective fills the tensor it is handed: round W)
+    if spreads_keywords(call) and not (isinstance(func, cst.Name) and op in NON_MUTATING_BUILTINS) \
+            and root not in LOGGING_ROOTS:
+        return True  # (round BC: `torch.clamp(idx, min=0, **io)` with `io = {"out": idx}` writes idx)
     if names and outside is not None and all(outside(qn) and not qn.startswith("operator.") and ".ops." not in qn
                                              for qn in names):
         return False  # (a library writes results to outputs; `operator.setitem(idx, ...)` writes, round O)
@@ -1417,6 +1447,120 @@ def aliases_in(tree: Tree, owner: cst.CSTNode, name: str) -> Set[str]:
     return answers[key]
 
 
+def host_write(tree: Tree, owner: cst.CSTNode, name: str, on_path: Callable[[cst.CSTNode], bool]) -> Optional[cst.Call]:
+    """The first method call on the path that may write `name` (or what shares its storage) through a host array
+    over it (host_array_writes: round BC)."""
+    writes, pts = host_array_writes(tree, owner)
+    mine = pts.get(name, {name})
+    names = {name} | {other for other, theirs in pts.items() if theirs & mine}
+    return next((c for c, shared in writes if shared & names and on_path(c)), None)
+
+
+# What makes a host array that may share a tensor's storage (round BC): `t.numpy()`, `t.__array__()`, numpy's
+# functions (`np.asarray(t)`, `np.from_dlpack(t)`, `np.frombuffer(...)`), `memoryview(...)`.
+_HOST_MAKING_METHODS = {"numpy", "__array__"}
+# A host array's methods that write nothing; any other may write in place with no trailing `_` (`host.sort()`,
+# `host[r].fill(-1)`, `host.put(...)`, `host.resize(...)`: default-deny, round BC).
+HOST_ARRAY_READS = {"copy", "tolist", "tobytes", "item", "astype", "sum", "min", "max", "mean", "any", "all", "argmax",
+                    "argmin", "argsort", "nonzero", "reshape", "view", "ravel", "flatten", "transpose", "squeeze", "cast"}
+
+
+def _host_maker(call: cst.Call) -> bool:
+    """Is the call itself one making a host array (`t.numpy()`, `np.asarray(t)`, `memoryview(b)`)?"""
+    name = get_full_name_for_node(call.func) or ""
+    return name.split(".")[0] in _WRITING_ROOTS or name == "memoryview" or (
+        isinstance(call.func, cst.Attribute) and call.func.attr.value in _HOST_MAKING_METHODS)
+
+
+def _makes_host_array(e: cst.CSTNode) -> bool:
+    """Does e make, anywhere in it, a host array that may share a tensor's storage?"""
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call) and _host_maker(node):
+            return True
+        stack.extend(node.children)
+    return False
+
+
+class _HostBinds(_Aliases):
+    """_Aliases, the value each bind of a plain name takes (None for an item or unpacking), and the names bound to a
+    value that makes a host array anywhere in it (`host = idx.numpy()`, `views = {"h": idx.numpy()}`: round BC)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.made: Set[str] = set()
+        self.values: List[Optional[cst.BaseExpression]] = []  # (the value of each of self.binds, where plain)
+
+    def _bind(self, targets, value, element: bool = False) -> None:
+        for t in targets:
+            before = len(self.binds)
+            super()._bind([t], value, element)
+            self.values += [value if isinstance(t, cst.Name) else None] * (len(self.binds) - before)
+        if value is not None and _makes_host_array(value):
+            self.made |= {n.value for t in targets for n in _names_in(t)}
+
+
+def _host_array(e: cst.BaseExpression, arrays: Set[str]) -> bool:
+    """Is e itself a host array (not a container holding one): a maker's result or a name in `arrays`, through items,
+    views and copies (`idx.numpy()[0]`, `np.asarray(idx).reshape(-1)`, `host.copy()`)?"""
+    while True:
+        if isinstance(e, cst.Call) and _host_maker(e):
+            return True
+        if isinstance(e, cst.Subscript):
+            e = e.value
+        elif isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and \
+                e.func.attr.value in TENSOR_VIEW_METHODS | {"copy"}:
+            e = e.func.value
+        else:
+            return isinstance(e, cst.Name) and e.value in arrays
+
+
+def _host_shared(e: cst.BaseExpression, arrays: Set[str]) -> Set[str]:
+    """What e may share (may_share), but nothing past a host array's `.copy()` (`idx.numpy().copy()`: a fresh
+    array; a dict's or list's `.copy()` still holds what it held)."""
+    node = e
+    while True:
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "copy" \
+                and not node.args and _host_array(node.func.value, arrays):
+            return set()
+        if isinstance(node, cst.Subscript):
+            node = node.value
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and node.func.attr.value in TENSOR_VIEW_METHODS:
+            node = node.func.value
+        else:
+            return may_share(e)
+
+
+def host_array_writes(tree: Tree, owner: cst.CSTNode) -> Tuple[List[Tuple[cst.Call, Set[str]]], Dict[str, Set[str]]]:
+    """(call, the names whose storage it may write) for each method but HOST_ARRAY_READS called under owner on a host
+    array (a numpy view, a memoryview, or a name sharing one: `row = host[r]`): numpy's methods write in place
+    without a trailing `_` (`host.sort(axis=-1)`, `host[r].fill(-1)`: round BC); and the points-to of owner's names
+    with a host array's copy fresh (`plan = idx.numpy().copy()` shares nothing)."""
+    cache = tree.__dict__.setdefault("_host_array_writes", {})
+    if id(owner) not in cache and not _makes_host_array(owner):
+        cache[id(owner)] = ([], {})  # (no host array made: the common case, read no further)
+    if id(owner) not in cache:
+        found = _HostBinds()
+        owner.visit(found)
+        hosts, arrays = set(found.made), set()
+        for _ in range(len(found.binds) + 1):  # (what shares a host array's storage is one too; a fixpoint)
+            hosts_new = {t for t, sources in found.binds if any(s.lstrip("*") in hosts for s in sources)}
+            arrays_new = {t for (t, _), v in zip(found.binds, found.values) if v is not None and _host_array(v, arrays)}
+            if hosts_new <= hosts and arrays_new <= arrays:
+                break
+            hosts, arrays = hosts | hosts_new, arrays | arrays_new
+        fresh = _Aliases()
+        fresh.binds = [(t, sources if v is None else _host_shared(v, arrays) & sources)
+                       for (t, sources), v in zip(found.binds, found.values)]
+        writes = [(c, _host_shared(c.func.value, arrays)) for c in tree.find(cst.Call, None, owner)
+                  if isinstance(c.func, cst.Attribute) and c.func.attr.value not in HOST_ARRAY_READS
+                  and (_makes_host_array(c.func.value) or may_share(c.func.value) & hosts)]
+        cache[id(owner)] = (writes, fresh.points_to() if writes else {})
+    return cache[id(owner)]
+
+
 def attribute_write(tree: Tree, attr: str) -> Optional[cst.CSTNode]:
     """The first in-place write in the module into a tensor held as `<anything>.attr`, or read from one into a
     local first (`buf = self.attr; buf.masked_fill_(...)`): an attribute outlives the call that reads it, so
@@ -1444,6 +1588,8 @@ def _attribute_write(tree: Tree, attr: str) -> Optional[cst.CSTNode]:
                 return n
             if any(a.keyword is not None and a.keyword.value == "out" and holds(a.value, locals_) for a in n.args):
                 return n
+            if any(holds(v, locals_) for a in n.args if a.star == "**" for v in _spread_values(tree, a.value)):
+                return n  # (`**{"out": self.topk}`, a name bound to such a display: round BC)
         else:
             targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
             if any(isinstance(t, cst.Subscript) and holds(t, locals_) for t in targets):
@@ -1462,7 +1608,8 @@ def _pure_torch(call: Optional[cst.CSTNode]) -> bool:
     if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute):
         return False
     return _code(call.func.value) == "torch" and not call.func.attr.value.endswith("_") \
-        and not any(a.keyword is not None and a.keyword.value == "out" for a in call.args)
+        and not any(a.keyword is not None and a.keyword.value == "out" for a in call.args) \
+        and not spreads_keywords(call)  # (a `**mapping` may pass `out=`: round BC)
 
 
 def _passed_through(e: cst.BaseExpression) -> List[cst.BaseExpression]:
@@ -1629,8 +1776,11 @@ class IndexTrace:
         self.inside = 0  # > 0 while reading the returns of a function defined in this module
         self.reached: Set[str] = set()  # parameters of the function being read that its returns come from
         self.regrouped = 0  # > 0 while tracing what a view or reshape regroups (round BB: rows joined before refused)
+        # (def, parameter) reached under a view in that def: a call's argument for it is traced under one (round BC:
+        # `_layout(torch.cat([idx, pad]), n)` returning `x.view(n, 1, -1)`)
+        self.viewed: Set[Tuple[int, str]] = set()
         # what is read once, apart under a view (a helper's rows joined are fine alone, not under one): round BB
-        self._memo: Dict[bool, Tuple[Set[object], Dict[int, Tuple[Optional[str], Set[str]]]]] = {
+        self._memo: Dict[bool, Tuple[Set[object], Dict[object, Tuple[Optional[str], Set[str]]]]] = {
             False: (set(), {}), True: (set(), {})}
         self.anchor: Optional[cst.Call] = None  # the call the indices are traced for (off_path)
         self.receiving = 0  # > 0 while tracing the object an attribute is read off
@@ -1643,8 +1793,8 @@ class IndexTrace:
         return self._memo[self.regrouped > 0][0]
 
     @property
-    def read(self) -> Dict[int, Tuple[Optional[str], Set[str]]]:
-        """id(def) -> (why, parameters reached), under a view or not (round BB)."""
+    def read(self) -> Dict[object, Tuple[Optional[str], Set[str]]]:
+        """(id(def), key looked up) -> (why, parameters reached), under a view or not (round BB)."""
         return self._memo[self.regrouped > 0][1]
 
     def _regrouped(self, e: cst.Call, receiver: cst.BaseExpression) -> Optional[str]:
@@ -1653,9 +1803,13 @@ class IndexTrace:
         (`view(n, 1, -1)` then puts two rows' selections in one: round BB)."""
         if (get_full_name_for_node(e.func) or "").rsplit(".", 1)[-1] not in ("view", "reshape"):
             return self.hazard(receiver)
+        return self._under_view(receiver)
+
+    def _under_view(self, e: cst.BaseExpression) -> Optional[str]:
+        """e traced as what a view or reshape regroups (rows joined before it refused: round BB)."""
         self.regrouped += 1
         try:
-            return self.hazard(receiver)
+            return self.hazard(e)
         finally:
             self.regrouped -= 1
 
@@ -1674,14 +1828,15 @@ class IndexTrace:
         if why:
             return why
         for fdef in local_defs(self.tree, call.func):
-            if id(fdef) in self.read:  # read once; each call's own arguments are still followed
-                why, reached = self.read[id(fdef)]
-            elif id(fdef) in self.seen:
+            memo = (id(fdef), self.keys[-1] if self.keys else None)  # (round BC: its returns read per key looked up)
+            if memo in self.read:  # read once; each call's own arguments are still followed
+                why, reached = self.read[memo]
+            elif memo in self.seen:
                 return f"`{fdef.name.value}` calls itself, on the indices' path: the trace does not read recursion"
             elif self.inside > 3:
                 return f"`{fdef.name.value}` is more than four calls deep on the indices' path: the trace stops there"
             else:
-                self.seen.add(id(fdef))
+                self.seen.add(memo)
                 self.inside += 1
                 outer, self.reached = self.reached, set()
                 try:
@@ -1693,13 +1848,19 @@ class IndexTrace:
                 finally:
                     self.inside -= 1
                     self.reached = outer
-                self.read[id(fdef)] = (why, reached)
+                self.read[memo] = (why, reached)
             if why:
                 return why
+            viewed = {id(a) for a in _arguments_for(call, fdef, {p for p in reached if (id(fdef), p) in self.viewed})}
             for arg in _arguments_for(call, fdef, reached):
-                why = self.hazard(arg)
+                why = self._under_view(arg) if id(arg) in viewed else self.hazard(arg)
                 if why:
                     return why
+            viewed |= {id(d) for d in _defaults_left(call, fdef, {p for p in reached if (id(fdef), p) in self.viewed})}
+            for default in _defaults_left(call, fdef, reached):  # (round BC: a parameter left out runs with it)
+                why = self._under_view(default) if id(default) in viewed else self.hazard(default)
+                if why:
+                    return f"{why} (the default of a parameter `{_brief(call, 50)}` leaves out: round BC)"
         return None
 
     def _attribute_values(self, e: cst.Attribute) -> Optional[str]:
@@ -2034,7 +2195,21 @@ class IndexTrace:
         while isinstance(data, cst.Call) and isinstance(data.func, cst.Attribute) \
                 and data.func.attr.value in ("tolist", "cpu", "numpy") and not data.args:
             data = data.func.value
-        return self.hazard(data) if data is not None else f"`{_shown(e)}` is a form the indices trace does not model"
+        if data is None:
+            return f"`{_shown(e)}` is a form the indices trace does not model"
+        return self._receiver_dtype(e, data) or self.hazard(data)
+
+    def _receiver_dtype(self, e: cst.Call, data: cst.BaseExpression) -> Optional[str]:
+        """`x.new_tensor(data)` takes x's dtype (a uint8 arena's makes -1 a valid 255, kept by `.int()`): it keeps -1
+        only under `dtype=` an index dtype (or the data's own) or where x is the tensor the data is read off (round BC)."""
+        dtype = _keyword(e, "dtype")
+        if dtype is not None and (get_full_name_for_node(dtype) in INDEX_DTYPES or isinstance(dtype, cst.Attribute)
+                                  and dtype.attr.value == "dtype" and self._same_tensor(dtype.value, data)):
+            return None
+        if dtype is None and not any(a.star for a in e.args) and self._same_tensor(e.func.value, data):
+            return None
+        return (f"`{_brief(e, 80)}` takes its dtype from `{_brief(e.func.value, 40)}` (or a `dtype=` not proven an index "
+                "dtype), which may not keep -1 (uint8 makes it a valid 255); pass `dtype=torch.int32` (round BC)")
 
     def _written(self, name: cst.Name) -> bool:
         """Is the local written in place in its function, itself or through a view of it (`mask[i] = False`,
@@ -2151,7 +2326,8 @@ class IndexTrace:
                 if called is not None:
                     return (f"the indices are read off `{node.value}`, and `{_brief(called, 60)}` (line "
                             f"{self.tree.line(called)}) calls a method of it, which may give them another tensor (round R)")
-            if id(a) in self.seen:
+            memo = (id(a), self.keys[-1] if self.keys else None)  # (round BC: a mapping is traced per key looked up)
+            if memo in self.seen:
                 continue
             if isinstance(scope, (GlobalScope, ClassScope)):  # an import too: another module's state (round O)
                 return (f"`{node.value}` is bound outside a function (a module global, an import or a class "
@@ -2161,13 +2337,19 @@ class IndexTrace:
                         "code may write before the call")
             if not isinstance(scope, FunctionScope):
                 continue
-            self.seen.add(id(a))
+            self.seen.add(memo)
             target = getattr(a, "node", None)
             if isinstance(target, cst.Param):
                 if self.inside:
                     self.reached.add(node.value)  # the caller's argument for it is followed at the call
+                    if self.regrouped:  # (under a view in the def: so is the argument, round BC)
+                        self.viewed.add((id(scope.node), node.value))
                     continue
-                self.params.add((scope, node.value))
+                why = self._param_values(target, node.value)
+                if why:
+                    return why
+                if _nested_owner(self.tree, target) is None:
+                    self.params.add((scope, node.value))
             else:
                 stmt = self.tree.assignment_statement(a)
                 value = stmt.value if stmt is not None else _walrus_value(self.tree, target)
@@ -2179,6 +2361,34 @@ class IndexTrace:
             why = self._writes(scope, node.value)
             if why:
                 return why
+        return None
+
+    def _param_values(self, param: cst.Param, name: str) -> Optional[str]:
+        """What a parameter of the function the indices are traced in may hold besides its callers' argument: its
+        default, which a call leaving it out runs with (round BC: a capture warmup's `indices=_WARMUP_TOPK`); for a
+        def or lambda nested in a function (the kernel launched in a closure), what each call of it there hands."""
+        nested = _nested_owner(self.tree, param)
+        if nested is not None:
+            return self._nested_calls(nested, param, name)
+        why = self.hazard(param.default) if param.default is not None else None
+        return f"{why} (the default of `{name}`, which a call leaving it out runs with: round BC)" if why else None
+
+    def _nested_calls(self, owner: Union[cst.FunctionDef, cst.Lambda], param: cst.Param, name: str) -> Optional[str]:
+        """The arguments (or the default) each call of a nested def or lambda hands `param`, traced as the indices
+        are, in the function it is nested in; the callable read as a value, bound again or called with `*args`
+        refuses (round BC: `attend(indices.flip(-1))`, `attend = lambda sel: flash_mla_sparse_fwd(...)`)."""
+        calls = _nested_callers(self.tree, owner)
+        if isinstance(calls, str):
+            return f"`{name}` is a parameter of a nested def or lambda, and {calls}: what it is handed is not traced (round BC)"
+        for call in calls:
+            if any(a.star for a in call.args):
+                return (f"`{_brief(call, 60)}` (line {self.tree.line(call)}) hands a nested def `*args`/`**kwargs`: "
+                        f"what lands in `{name}` is not traced (round BC)")
+            handed = [(v, "handed to") for v in _arguments_for(call, owner, {name})]
+            for value, how in handed + [(v, "the default of") for v in _defaults_left(call, owner, {name})]:
+                why = self.hazard(value)
+                if why:
+                    return f"{why} ({how} `{name}` at the call on line {self.tree.line(call)})"
         return None
 
     def _writes(self, scope, name: str) -> Optional[str]:
@@ -2204,7 +2414,12 @@ class IndexTrace:
                 if on_path(call) and not self._pure(call, n):
                     return unproven_local(self.tree, call.func, self.rival) or (
                         f"`{_brief(call, 80)}` hands `{n}` to `{get_full_name_for_node(call.func) or _code(call.func)}`, "
-                        "which may change its entries in place; the indices trace cannot follow it there")
+                        "which may change its entries in place; the indices trace cannot follow it there"
+                        + (" (a `**mapping` may pass `out=`: round BC)" if spreads_keywords(call) else ""))
+        host = host_write(self.tree, scope.node, name, on_path)
+        if host is not None:
+            return (f"`{_brief(host, 80)}` may write the indices in place: it is a method of a host array over their "
+                    "storage (a numpy view, a memoryview), which writes with no trailing `_` (round BC)")
         return None
 
     def _pure(self, call: cst.Call, name: str) -> bool:
@@ -2391,6 +2606,64 @@ def _arguments_for(call: cst.Call, fdef: cst.FunctionDef, names: Set[str]) -> Li
     return out
 
 
+def _defaults_left(call: cst.Call, fdef: Union[cst.FunctionDef, cst.Lambda], names: Set[str]) -> List[cst.BaseExpression]:
+    """The defaults of the parameters `names` of fdef that the call leaves out, and so runs with (round BC: a layout
+    helper's `topk_indices=_WARMUP_TOPK`); each of them where the call spreads `*args` or `**kwargs`."""
+    params = list(fdef.params.posonly_params) + list(fdef.params.params)
+    params = params[1:] if _binds_first(call, fdef) else params
+    spread = any(a.star for a in call.args)
+    given = {p.name.value for p, _ in zip(params, [a for a in call.args if not a.keyword])}
+    given |= {a.keyword.value for a in call.args if a.keyword}
+    return [p.default for p in [*params, *fdef.params.kwonly_params] if p.name.value in names
+            and p.default is not None and (spread or p.name.value not in given)]
+
+
+def _nested_owner(tree: Tree, param: cst.Param) -> Optional[Union[cst.FunctionDef, cst.Lambda]]:
+    """The def or lambda taking `param`, where it is nested in a function (a closure); None for a module's def or a
+    class body's."""
+    owner = next((x for x in tree.ancestors(param) if isinstance(x, (cst.FunctionDef, cst.Lambda))), None)
+    outer = next((x for x in tree.ancestors(owner) if isinstance(x, (cst.FunctionDef, cst.Lambda, cst.ClassDef))),
+                 None) if owner is not None else None
+    return owner if isinstance(outer, (cst.FunctionDef, cst.Lambda)) else None
+
+
+def _nested_callers(tree: Tree, owner: Union[cst.FunctionDef, cst.Lambda]) -> Union[str, List[cst.Call]]:
+    """Every call of a nested def or lambda (`attend(sel)`, `(lambda s: ...)(idx)`), or why they are not all seen:
+    a lambda bound to anything but one plain name, a decorator that may call it otherwise, a second binding of its
+    name, the name read as a value (round BC)."""
+    up = tree.parent.get(owner)
+    if isinstance(owner, cst.Lambda):
+        if isinstance(up, cst.Call) and up.func is owner:
+            return [up]
+        targets = [t.target for t in up.targets] if isinstance(up, cst.Assign) else [up.target] if isinstance(
+            up, cst.AnnAssign) else []
+        if not (len(targets) == 1 and isinstance(targets[0], cst.Name) and up.value is owner):
+            return f"the lambda at line {tree.line(owner)} is not bound to one plain name"
+        bound = targets[0]
+    else:
+        bound = owner.name
+        odd = next((d for d in owner.decorators if not _transparent(d.decorator)), None)
+        if odd is not None:
+            return f"`@{_brief(odd.decorator, 40)}` decorates `{bound.value}`: what it calls it with is not read"
+    mine = owner if isinstance(owner, cst.FunctionDef) else bound
+    outer = next(x for x in tree.ancestors(owner) if isinstance(x, (cst.FunctionDef, cst.Lambda)))
+    calls = []
+    for n in tree.find(cst.Name, lambda n: n.value == bound.value and n is not bound, outer):
+        up = tree.parent.get(n)
+        if isinstance(up, cst.Attribute) and n is up.attr or isinstance(up, cst.Arg) and n is up.keyword \
+                or isinstance(up, cst.Param) and n is up.name:
+            continue  # (`x.attend`, a keyword `attend=`, a parameter of that name: not this binding)
+        assigned = tree.binding(n, n.value).assignments
+        if not any(getattr(a, "node", None) is mine for a in assigned):
+            continue  # (another binding of the name, in another scope)
+        if len(assigned) > 1:
+            return f"`{bound.value}` is bound more than once (line {tree.line(n)})"
+        if not (isinstance(up, cst.Call) and up.func is n):
+            return f"`{bound.value}` is read as a value at line {tree.line(n)}: what calls it is not seen"
+        calls.append(up)
+    return calls
+
+
 def _reads_no_data(e: cst.BaseExpression) -> bool:
     """`x.shape`, `x.size(...)`, `len(x)`: a size or dtype, none of x's rows or entries (not `x.item(...)` nor
     `x.tolist()`, which hand its entries on: round AT's `self.ring.item(0)`, `history.tolist()[-1]`)."""
@@ -2465,10 +2738,10 @@ def foreign_write(tree: Tree, call: cst.Call, methods: Callable[[str], List[cst.
 
     def writing_reads(d: cst.FunctionDef) -> list:  # `self.m` reads whose method writes an attribute of self
         return [(read, target) for read in _self_methods_called(d) for m in methods(read.attr.value)
-                for _, target in once("writes", m, _inplace_targets)
+                for _, target in once("writes", m, lambda d: _inplace_targets(tree, d))
                 if any(o.startswith("self.") for o in _origins(tree, m, target))]
 
-    targets = once("writes", fdef, _inplace_targets) + once("handed", fdef, lambda d: _handed_writes(tree, d, call))
+    targets = once("writes", fdef, lambda d: _inplace_targets(tree, d)) + once("handed", fdef, lambda d: _handed_writes(tree, d, call))
     writing = once("writing-reads", fdef, writing_reads) if caller_values is None else []
     if not targets and not writing:
         return None
@@ -2506,7 +2779,7 @@ def _params_written(tree: Tree, fdef: cst.FunctionDef, depth: int, memo: Dict[Tu
     params = {p.name.value for p in (*fdef.params.posonly_params, *fdef.params.params, *fdef.params.kwonly_params,
                                      *(x for x in (fdef.params.star_arg, fdef.params.star_kwarg) if isinstance(x, cst.Param)))}
     memo[key] = out = params if depth > 3 else {
-        o for _, t in _inplace_targets(fdef) for o in _origins(tree, fdef, t) if o in params}
+        o for _, t in _inplace_targets(tree, fdef) for o in _origins(tree, fdef, t) if o in params}
     for c in tree.find(cst.Call, None, fdef) if depth <= 3 else ():
         for d in local_defs(tree, c.func):
             written = _params_written(tree, d, depth + 1, memo) if d is not fdef else set()
@@ -2536,9 +2809,10 @@ def _self_methods_called(fdef: cst.FunctionDef) -> List[cst.Attribute]:
     return v.out
 
 
-def _inplace_targets(fdef: cst.FunctionDef) -> List[Tuple[cst.CSTNode, cst.BaseExpression]]:
+def _inplace_targets(tree: Tree, fdef: cst.FunctionDef) -> List[Tuple[cst.CSTNode, cst.BaseExpression]]:
     """(the write, what it writes) for each in-place write in fdef: an in-place method's receiver, an item or
-    slice assigned, `x += v`, `out=x`."""
+    slice assigned, `x += v`, `out=x`, and the values a `**mapping` spells (it may pass them as `out=`: round BC;
+    a mapping the module does not spell, made by a call, is not read)."""
     class V(cst.CSTVisitor):
         def __init__(self) -> None:
             self.out: List[Tuple[cst.CSTNode, cst.BaseExpression]] = []
@@ -2548,6 +2822,7 @@ def _inplace_targets(fdef: cst.FunctionDef) -> List[Tuple[cst.CSTNode, cst.BaseE
             if isinstance(f, cst.Attribute) and _in_place_name(f.attr.value) and f.attr.value != "__init__":
                 self.out.append((node, f.value))
             self.out += [(node, a.value) for a in node.args if a.keyword and a.keyword.value == "out"]
+            self.out += [(node, v) for a in node.args if a.star == "**" for v in _spread_values(tree, a.value, outs=True)]
 
         def visit_Assign(self, node: cst.Assign) -> None:
             self.out += [(node, t.target) for t in node.targets if isinstance(t.target, cst.Subscript)]
@@ -2612,6 +2887,10 @@ def _origins(tree: Tree, fdef: cst.FunctionDef, e: Optional[cst.BaseExpression],
         return set().union(*(_origins(tree, fdef, x.value, depth + 1, within) for x in e.elements)) if e.elements else set()
     if isinstance(e, cst.IfExp):
         return _origins(tree, fdef, e.body, depth + 1, within) | _origins(tree, fdef, e.orelse, depth + 1, within)
+    if isinstance(e, cst.Dict) and all(isinstance(el, cst.DictElement) for el in e.elements):
+        # (a `**mapping`'s display holds its values: `out=` may write them, round BC)
+        return set().union(*(_origins(tree, fdef, el.value, depth + 1, within) for el in e.elements)) \
+            if e.elements else set()
     return {_brief(e, 40)}
 
 
