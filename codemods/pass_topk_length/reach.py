@@ -3285,7 +3285,15 @@ def _field_write(f: _File, node: ast.AST, field: str, slots: Dict[str, int]) \
     made = _made_by_its_class(f, node, slots)
     if made is not None:
         return [(f, node, v) for v in made]
+    if _class_of_object(node.func) and (node.args or any(k.arg is None for k in node.keywords)):
+        return [(f, node, None)]  # `type(md)(lens)`: an object's class, its positional slots not read (round BD)
     return [(f, node, v) for v in _constructed_values(node, field, slots)]
+
+
+def _class_of_object(func: ast.AST) -> bool:
+    """`type(x)` or `x.__class__` called: whichever class x has, the record's among them."""
+    return isinstance(func, ast.Call) and _unparse(func.func) == "type" and len(func.args) == 1 \
+        or isinstance(func, ast.Attribute) and func.attr == "__class__"
 
 
 def unread_construction(f: _File, node: ast.AST, field: str) -> bool:

@@ -1557,8 +1557,17 @@ def host_array_writes(tree: Tree, owner: cst.CSTNode) -> Tuple[List[Tuple[cst.Ca
         writes = [(c, _host_shared(c.func.value, arrays)) for c in tree.find(cst.Call, None, owner)
                   if isinstance(c.func, cst.Attribute) and c.func.attr.value not in HOST_ARRAY_READS
                   and (_makes_host_array(c.func.value) or may_share(c.func.value) & hosts)]
+        writes += [(c, shared) for c in tree.find(cst.Call, None, owner) if local_defs(tree, c.func)
+                   for shared in [_host_handed(c, arrays, hosts)] if shared]
         cache[id(owner)] = (writes, fresh.points_to() if writes else {})
     return cache[id(owner)]
+
+
+def _host_handed(call: cst.Call, arrays: Set[str], hosts: Set[str]) -> Set[str]:
+    """What the host arrays a call hands a def of the module may share: that def's numpy methods write its parameter
+    with no trailing `_` (`slots.sort(axis=-1)` in a helper handed `idx.numpy()`: round BD), so handing one is a write."""
+    return set().union(*(_host_shared(a.value, arrays) for a in call.args
+                         if _makes_host_array(a.value) or _host_array(a.value, arrays) or may_share(a.value) & hosts))
 
 
 def attribute_write(tree: Tree, attr: str) -> Optional[cst.CSTNode]:
@@ -2418,8 +2427,9 @@ class IndexTrace:
                         + (" (a `**mapping` may pass `out=`: round BC)" if spreads_keywords(call) else ""))
         host = host_write(self.tree, scope.node, name, on_path)
         if host is not None:
-            return (f"`{_brief(host, 80)}` may write the indices in place: it is a method of a host array over their "
-                    "storage (a numpy view, a memoryview), which writes with no trailing `_` (round BC)")
+            return (f"`{_brief(host, 80)}` may write the indices in place: a host array over their storage (a numpy "
+                    "view, a memoryview) is written by its methods with no trailing `_` (round BC), here or in the "
+                    "def of this module it is handed to (round BD); hand it a `.copy()`")
         return None
 
     def _pure(self, call: cst.Call, name: str) -> bool:
