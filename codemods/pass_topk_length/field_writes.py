@@ -489,7 +489,7 @@ def _served(e: ast.AST, t: _Tree, depth: int, kind: str = "") -> bool:
         return any(_served(v, t, depth + 1, kind) for v in _outcomes(e))  # (round AY: `view if small else raw`)
     if not isinstance(e, ast.Call):
         return False
-    if reach.hands_computed_mapping(e) or any(k.arg is None and _names_computed_mapping(k.value, t, depth)
+    if reach.hands_computed_mapping(e) or any(k.arg is None and _mapping_computed(k.value, t, depth)
                                               for k in e.keywords):
         return True  # (`SimpleNamespace(**{k: min(v, cap) ...})`: any field it holds may be computed, round AM)
     func = e.func
@@ -639,14 +639,6 @@ def _unread_own_callee(func: ast.AST, t: _Tree) -> bool:
             return True  # (an absolute import in the function, a kernel's op: read as the module's imports are)
         scope = t.scope(scope)
     return False
-
-
-def _names_computed_mapping(v: ast.AST, t: _Tree, depth: int) -> bool:
-    """Is `v` a name bound otherwise than by `=` (a parameter's `**kwargs`; a parameter its callers hand a mapping
-    computed or served: round BB, `full_view(config_json)`'s `SimpleNamespace(**config_json)`), or to a mapping
-    computed (`knobs = low_mem_knobs(cfg)`, then `SimpleNamespace(**knobs)`: round BA), or merged or filled from one
-    (round BC: _mapping_computed)?"""
-    return _mapping_computed(v, t, depth)
 
 
 # How many merges and bindings _mapping_computed follows from a `**` mapping (round BC)
