@@ -769,7 +769,10 @@ class MetadataInScope:
             return not any(low < self.tree.binds_after_value(a) <= high
                            for a in self.tree.binding(given, given.value).assignments)
         key = self._object_key(given)
-        if key is None or key != self._object_key(obj):
+        if key is None or key != self._object_key(obj) or self._container_moved(fdef, given, at) \
+                or self._container_moved(fdef, obj, given):
+            return False
+        if (self._keyed_by_state(given) or self._keyed_by_state(obj)) and self._other_statement_between(fdef, given, at, key):
             return False
         attrs = self._self_reads_through({a.attr.value for a in [given, *self.find(cst.Attribute, None, given)]
                                           if _is_attr_of_self(a)})
@@ -812,6 +815,49 @@ class MetadataInScope:
             any(_is_attr_of_self(t) and t.attr.value in attrs for _, t, _ in self._writes_in(d))
             or any(self._stores_self(c, attrs, depth + 1) for c in self.find(cst.Call, self._self_method, d))
             for d in defs)
+
+    def _keyed_by_state(self, e: cst.BaseExpression) -> bool:
+        """Round BE: is the record an item chosen by a key read off state (`self._records[self._slot]`,
+        `self.graphs[(self._step, bs)]`, a module's `_SLOT[0]`; through a local bound to it), which anything between
+        the refresh and the publish may move (`self._slot ^= 1`, `self._records.reverse()`, a setter, a helper handed
+        self)? A key of parameters and constants alone (`self.decode_cuda_graph_metadata[bs]`) is not."""
+        if isinstance(e, cst.Name) and e.value != "self":
+            values = self.tree.assigned_values(e, e.value)
+            e = values[0] if len(values) == 1 and values[0] is not None else e
+        subscripts = [e] if isinstance(e, cst.Subscript) else []
+        return any(isinstance(el.slice, cst.Index) and not self._plain_key(el.slice.value)
+                   for sub in subscripts + self.find(cst.Subscript, None, e) for el in sub.slice)
+
+    def _container_moved(self, fdef: cst.FunctionDef, e: cst.BaseExpression, other: cst.CSTNode) -> bool:
+        """Round BE: between e and other in fdef, a method called on a container e takes an item of
+        (`self._records.reverse()`, `.rotate(1)`, `.insert(0, md)`): the same key may then name another record."""
+        order = self.tree.order
+        if id(e) not in order or id(other) not in order:
+            return True
+        low, high = sorted((order[id(e)], order[id(other)]))
+        containers = {_code(sub.value).strip() for sub in [e] + self.find(cst.Subscript, None, e)
+                      if isinstance(sub, cst.Subscript)}
+        return bool(containers) and any(
+            low < order[id(c)] < high and isinstance(c.func, cst.Attribute) and _code(c.func.value).strip() in containers
+            for c in self.find(cst.Call, None, fdef) if id(c) in order)
+
+    def _other_statement_between(self, fdef: cst.FunctionDef, given: cst.BaseExpression, at: cst.CSTNode,
+                                 key: str) -> bool:
+        """Round BE: between the refresh and the publish (from where a local published was bound), a statement of
+        fdef not naming the record by its key: it may move a key read off state (`self._slot ^= 1`, `advance()`)."""
+        order = self.tree.order
+        marks = [order[id(n)] for n in (given, at) if id(n) in order]
+        if isinstance(given, cst.Name):
+            marks += [self.tree.binds_after_value(a) for a in self.tree.binding(given, given.value).assignments]
+        low, high = min(marks), max(marks)
+        return any(low < order[id(st)] < high and key not in _code(st) and _own_statement(self.tree, st, fdef)
+                   for st in self.find((cst.Expr, cst.Assign, cst.AugAssign, cst.AnnAssign), None, fdef) if id(st) in order)
+
+    def _plain_key(self, key: cst.BaseExpression) -> bool:
+        """A constant, a parameter, or a tuple of them."""
+        if isinstance(key, cst.Tuple):
+            return all(self._plain_key(el.value) for el in key.elements)
+        return isinstance(key, (cst.BaseNumber, cst.BaseString)) or isinstance(key, cst.Name) and self._a_parameter(key)
 
     def _object_key(self, e: cst.BaseExpression) -> Optional[str]:
         """The text naming one object: a local bound once stands for its value; every name in it must be bound once

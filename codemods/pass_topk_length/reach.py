@@ -3285,15 +3285,28 @@ def _field_write(f: _File, node: ast.AST, field: str, slots: Dict[str, int]) \
     made = _made_by_its_class(f, node, slots)
     if made is not None:
         return [(f, node, v) for v in made]
-    if _class_of_object(node.func) and (node.args or any(k.arg is None for k in node.keywords)):
+    if _class_of_object(f, node, node.func) and (node.args or any(k.arg is None for k in node.keywords)):
         return [(f, node, None)]  # `type(md)(lens)`: an object's class, its positional slots not read (round BD)
     return [(f, node, v) for v in _constructed_values(node, field, slots)]
 
 
-def _class_of_object(func: ast.AST) -> bool:
-    """`type(x)` or `x.__class__` called: whichever class x has, the record's among them."""
-    return isinstance(func, ast.Call) and _unparse(func.func) == "type" and len(func.args) == 1 \
-        or isinstance(func, ast.Attribute) and func.attr == "__class__"
+def _class_of_object(f: _File, at: ast.AST, func: ast.AST, depth: int = 0) -> bool:
+    """`type(x)` or `x.__class__` called: whichever class x has, the record's among them; round BE: also a class
+    read off an object by a capitalised attribute (`inp.Meta`), a `functools.partial` of one, or a local the
+    enclosing def binds to one (`Record = type(md)`, `make = partial(type(md))`); a module's class (`types.X`) is none."""
+    if isinstance(func, ast.Call) and _unparse(func.func) == "type" and len(func.args) == 1 \
+            or isinstance(func, ast.Attribute) and (func.attr == "__class__" or func.attr[:1].isupper()
+                                                    and f.module_of(func.value) is None):
+        return True
+    if depth > 3:
+        return False
+    if isinstance(func, ast.Call) and _unparse(func.func) in ("partial", "functools.partial") and func.args:
+        return _class_of_object(f, at, func.args[0], depth + 1)
+    if not isinstance(func, ast.Name):
+        return False
+    scope = f.enclosing(at, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) or f.tree
+    return any(_class_of_object(f, n, n.value, depth + 1) for n in ast.walk(scope) if isinstance(n, ast.Assign)
+               and any(isinstance(t, ast.Name) and t.id == func.id for t in n.targets))
 
 
 def unread_construction(f: _File, node: ast.AST, field: str) -> bool:

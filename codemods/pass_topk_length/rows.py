@@ -1979,6 +1979,11 @@ class IndexTrace:
                     return (f"the indices are looked up by key in `{e.value.value}`, a parameter: its class's "
                             "`__getitem__` is not read (round R); hand them to the method as a parameter")
                 key = e.slice[0].slice.value
+                filled = _mapping_fill(self.tree, e.value, key.evaluated_value if isinstance(key, cst.SimpleString) else None)
+                if filled is not None:
+                    return (f"`{_brief(filled, 80)}` (line {self.tree.line(filled)}) may fill the key the indices are "
+                            f"looked up by in `{_shown(e.value)}`, a fill the trace does not read; bind them to a "
+                            "local instead (round BE)")
                 self.keys.append(key.evaluated_value if isinstance(key, cst.SimpleString) else None)
                 try:
                     return self.hazard(e.value)
@@ -2628,6 +2633,74 @@ def _defaults_left(call: cst.Call, fdef: Union[cst.FunctionDef, cst.Lambda], nam
             and p.default is not None and (spread or p.name.value not in given)]
 
 
+def _enclosing_binding(tree: Tree, node: cst.Name, assignments: Sequence[object]) -> Optional[cst.CSTNode]:
+    """A binding of `node` in a def enclosing the def or lambda that reads it (a closure's free name), but the
+    enclosing method's `self`: what the trace reads there is compared by text, not scope (round BE)."""
+    reader = next((x for x in tree.ancestors(node) if isinstance(x, (cst.FunctionDef, cst.Lambda))), None)
+    for a in assignments:
+        scope, target = getattr(a, "scope", None), getattr(a, "node", None)
+        if not isinstance(scope, FunctionScope) or reader is None or scope.node is reader:
+            continue
+        if isinstance(target, cst.Param) and _instance_param(tree, target):
+            continue
+        if tree.inside(reader, scope.node) and target is not None:
+            return target
+    return None
+
+
+def _nested_class(tree: Tree, call: cst.CSTNode) -> Optional[cst.ClassDef]:
+    """A class body holding `call` that is itself defined in a def: its methods' callers are not followed (round BE)."""
+    for cls in (x for x in tree.ancestors(call) if isinstance(x, cst.ClassDef)):
+        if any(isinstance(x, (cst.FunctionDef, cst.Lambda)) for x in tree.ancestors(cls)):
+            return cls
+    return None
+
+
+_MAPPING_FILLS = {"update", "setdefault", "__setitem__", "__ior__"}
+
+
+def _fill_keys(call: cst.Call, method: str) -> Optional[Set[str]]:
+    """The literal keys a mapping fill writes (`d.setdefault("k", v)`, `d.update(k=v)`), or None where any may be."""
+    args = [a for a in call.args if not a.star and not a.keyword]
+    if any(a.star for a in call.args):
+        return None
+    if method in ("setdefault", "__setitem__"):
+        return {args[0].value.evaluated_value} if args and isinstance(args[0].value, cst.SimpleString) else None
+    keys = {a.keyword.value for a in call.args if a.keyword}
+    for a in args:
+        if not (isinstance(a.value, cst.Dict) and all(isinstance(el, cst.DictElement) and isinstance(
+                el.key, cst.SimpleString) for el in a.value.elements)):
+            return None
+        keys |= {el.key.evaluated_value for el in a.value.elements}
+    return keys
+
+
+def _mapping_fill(tree: Tree, mapping: cst.BaseExpression, key: Optional[str]) -> Optional[cst.CSTNode]:
+    """A fill of the local mapping the indices are looked up in (`kwargs.setdefault(...)`, `staged.update(...)`,
+    `staged |= {...}`), by any key or by the one looked up, anywhere in its def: the lookup's trace reads only the
+    mapping's bindings (round BE)."""
+    if not isinstance(mapping, cst.Name):
+        return None
+    owner = next((x for x in tree.ancestors(mapping) if isinstance(x, (cst.FunctionDef, cst.Lambda))), None)
+    if owner is None:
+        return None
+    names = {mapping.value} | aliases_in(tree, owner, mapping.value)
+    for aug in tree.find(cst.AugAssign, lambda a: isinstance(a.target, cst.Name) and a.target.value in names, owner):
+        if isinstance(aug.operator, cst.BitOrAssign):
+            return aug
+    for call in tree.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute), owner):
+        method, holder, args = call.func.attr.value, call.func.value, call.args
+        if isinstance(holder, cst.Name) and holder.value in ("dict", "operator") and args:
+            holder, args = args[0].value, args[1:]  # (`dict.update(d, ...)`, `operator.setitem(d, k, v)`)
+            method = "__setitem__" if method == "setitem" else method
+        if method not in _MAPPING_FILLS or not (isinstance(holder, cst.Name) and holder.value in names):
+            continue
+        keys = _fill_keys(call.with_changes(args=args), method)
+        if keys is None or key is None or key in keys:
+            return call
+    return None
+
+
 def _nested_owner(tree: Tree, param: cst.Param) -> Optional[Union[cst.FunctionDef, cst.Lambda]]:
     """The def or lambda taking `param`, where it is nested in a function (a closure); None for a module's def or a
     class body's."""
@@ -2718,7 +2791,30 @@ def index_hazard(tree: Tree, expr: cst.BaseExpression, hooks: Hooks = NO_HOOKS) 
     if isinstance(up, cst.Call):
         t.exempt.add(id(up))  # the call the indices are traced for
         t.anchor = up
+    local_class = _nested_class(tree, expr)
+    if local_class is not None:  # (round BE: `_Launch().run(indices.sort(...).values)` is never traced)
+        return (f"the kernel is called in class `{local_class.name.value}`, defined inside a def: the calls of its "
+                "methods there are not traced; define the class at module level or launch from the method"), set()
+    free = _free_read(tree, expr)
+    if free is not None:  # (round BE: a mask or pad the enclosing def binds, read where its writes are not looked for)
+        return (f"the indices read `{free.value}`, a free name of the nested def or lambda launching the kernel, bound "
+                "in the def enclosing it: its value and writes there are not traced; pass it as a parameter, or "
+                "launch the kernel from the method (round BE)"), set()
     return t.hazard(expr), {name for _, name in t.params}
+
+
+def _free_read(tree: Tree, expr: cst.BaseExpression) -> Optional[cst.Name]:
+    """A name read in the kernel's indices argument bound in a def enclosing the def or lambda around the call
+    (`torch.where(valid, ...)`, whose mask the trace reads as a test, by its text, not its binding: round BE)."""
+    if isinstance(expr, cst.Name):
+        return None  # (a bare name is traced through every binding, in its own def: round U's deferred launch)
+    for n in tree.find(cst.Name, None, expr):
+        up = tree.parent.get(n)
+        if isinstance(up, cst.Attribute) and n is up.attr or isinstance(up, cst.Arg) and n is up.keyword:
+            continue
+        if _enclosing_binding(tree, n, tree.binding(n, n.value).assignments) is not None:
+            return n
+    return None
 
 
 # -- writes into storage the indices may share under another name (round P) ---------------------------------
