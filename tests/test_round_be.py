@@ -3,6 +3,7 @@ refresh and its publish (metadata_in_scope._keyed_by_state, _container_moved, _o
 made by a class read off an object through a local or a partial (`Record = type(md)`: reach._class_of_object)."""
 import pytest
 
+from test_round_bd import _HANDED
 from test_soundness import _files_site
 from topk_migrate.model import Status
 
@@ -58,26 +59,7 @@ def test_round_be_a_record_keyed_by_state_may_move_before_its_publish(tmp_path, 
     assert (site.status is Status.FIXABLE) is fixable, site.reason
 
 
-_MADE = '''"""Fork backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk."""
-import functools
-
-import torch
-from sgl_kernel.flash_mla import flash_mla_sparse_fwd
-
-
-class Backend:
-    def __init__(self, metadata):
-        self.forward_metadata = metadata
-
-    def forward(self, q, kv, indices, scale):
-        metadata = self.forward_metadata
-        return flash_mla_sparse_fwd(q=q, kv=kv, indices=indices, sm_scale=scale)[0]
-
-
-def run(batch, q, kv, indices, scale):
-    STEPS
-    return Backend(md).forward(q, kv, indices, scale)
-'''
+_MADE = _HANDED.replace("{top}", "import functools").replace("    md = {record}", "    STEPS")
 
 
 @pytest.mark.parametrize("steps, fixable", [
