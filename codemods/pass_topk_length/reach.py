@@ -3305,8 +3305,20 @@ def _class_of_object(f: _File, at: ast.AST, func: ast.AST, depth: int = 0) -> bo
     if not isinstance(func, ast.Name):
         return False
     scope = f.enclosing(at, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) or f.tree
-    return any(_class_of_object(f, n, n.value, depth + 1) for n in ast.walk(scope) if isinstance(n, ast.Assign)
-               and any(isinstance(t, ast.Name) and t.id == func.id for t in n.targets))
+    return any(_class_of_object(f, n, n.value, depth + 1) for n in _assigns_by_name(f, scope).get(func.id, ()))
+
+
+def _assigns_by_name(f: _File, scope: ast.AST) -> Dict[str, List[ast.Assign]]:
+    """The assignments under scope by each plain name they bind, read once per scope (every call of the file asks)."""
+    memo = f.__dict__.setdefault("_assigns_by_scope", {})
+    if id(scope) not in memo:
+        found: Dict[str, List[ast.Assign]] = {}
+        for n in ast.walk(scope):
+            for t in n.targets if isinstance(n, ast.Assign) else ():
+                if isinstance(t, ast.Name):
+                    found.setdefault(t.id, []).append(n)
+        memo[id(scope)] = found
+    return memo[id(scope)]
 
 
 def unread_construction(f: _File, node: ast.AST, field: str) -> bool:
