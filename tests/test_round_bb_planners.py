@@ -7,7 +7,7 @@ from test_soundness import _files_site
 from topk_migrate.model import Status
 
 _CLIP = "forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32)"
-_SRC = f'''"""Fork DSA backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk."""
+_STATIC = '''"""Fork DSA backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk."""
 from dataclasses import dataclass
 
 import torch
@@ -26,7 +26,8 @@ class Backend:
         self.forward_metadata = DSAMetadata(
             dsa_cache_seqlens_int32=warmup_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32),
             page_table_1=torch.zeros(max_bs, 64, dtype=torch.int32))
-
+'''
+_SRC = _STATIC + f'''
     def init_forward_metadata(self, forward_batch):
         self.forward_metadata.dsa_cache_seqlens_int32.copy_({_CLIP})
         self.forward_metadata.page_table_1.copy_(forward_batch.page_table)

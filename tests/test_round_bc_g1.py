@@ -5,30 +5,11 @@ not (a draft's batch), and a refreshing helper must itself be handed the planner
 (metadata_in_scope._runs_hidden, _other_write_after, _refresh_handed_other, _writes_from_local)."""
 import pytest
 
+from test_round_bb_planners import _CLIP, _STATIC
 from test_soundness import _files_site
 from topk_migrate.model import Status
 
-_CLIP = "forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32)"
-_SRC = '''"""Fork DSA backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk."""
-from dataclasses import dataclass
-
-import torch
-from sgl_kernel.flash_mla import flash_mla_sparse_fwd
-
-
-@dataclass
-class DSAMetadata:
-    dsa_cache_seqlens_int32: torch.Tensor
-    page_table_1: torch.Tensor
-
-
-class Backend:
-    def __init__(self, dsa_index_topk, warmup_batch, max_bs=8):
-        self.dsa_index_topk = dsa_index_topk
-        self.forward_metadata = DSAMetadata(
-            dsa_cache_seqlens_int32=warmup_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32),
-            page_table_1=torch.zeros(max_bs, 64, dtype=torch.int32))
-
+_SRC = _STATIC + '''
     def init_forward_metadata(self, forward_batch, draft_batch=None):
 {eager}
     def init_forward_metadata_replay_cuda_graph(self, bs, forward_batch):

@@ -821,9 +821,7 @@ class MetadataInScope:
         `self.graphs[(self._step, bs)]`, a module's `_SLOT[0]`; through a local bound to it), which anything between
         the refresh and the publish may move (`self._slot ^= 1`, `self._records.reverse()`, a setter, a helper handed
         self)? A key of parameters and constants alone (`self.decode_cuda_graph_metadata[bs]`) is not."""
-        if isinstance(e, cst.Name) and e.value != "self":
-            values = self.tree.assigned_values(e, e.value)
-            e = values[0] if len(values) == 1 and values[0] is not None else e
+        e = self._local_value(e)
         subscripts = [e] if isinstance(e, cst.Subscript) else []
         return any(isinstance(el.slice, cst.Index) and not self._plain_key(el.slice.value)
                    for sub in subscripts + self.find(cst.Subscript, None, e) for el in sub.slice)
@@ -859,13 +857,18 @@ class MetadataInScope:
             return all(self._plain_key(el.value) for el in key.elements)
         return isinstance(key, (cst.BaseNumber, cst.BaseString)) or isinstance(key, cst.Name) and self._a_parameter(key)
 
-    def _object_key(self, e: cst.BaseExpression) -> Optional[str]:
-        """The text naming one object: a local bound once stands for its value; every name in it must be bound once
-        (a parameter, one assignment) or be `self`, else None."""
+    def _local_value(self, e: cst.BaseExpression) -> cst.BaseExpression:
+        """A local (not self) bound once, to anything but another name, stands for its value; anything else for itself."""
         if isinstance(e, cst.Name) and e.value != "self":
             values = self.tree.assigned_values(e, e.value)
             if len(values) == 1 and values[0] is not None and not isinstance(values[0], cst.Name):
-                e = values[0]
+                return values[0]
+        return e
+
+    def _object_key(self, e: cst.BaseExpression) -> Optional[str]:
+        """The text naming one object: a local bound once stands for its value; every name in it must be bound once
+        (a parameter, one assignment) or be `self`, else None."""
+        e = self._local_value(e)
         if id(e) not in self.tree.order:
             return None  # (a node _writes_in made: `self.T.update(...)`'s item)
         for name in self.find(cst.Name, None, e) if not isinstance(e, cst.Name) else [e]:

@@ -2996,8 +2996,12 @@ def _handed_param_writes(walk: _RecordWalk, f: _File, call: ast.Call, only: Opti
 
 def _holds_name(v: ast.AST, name: str) -> bool:
     """Is v the name, or a list, tuple or set literal holding it?"""
-    items = v.elts if isinstance(v, (ast.List, ast.Tuple, ast.Set)) else [v]
-    return any(isinstance(e, ast.Name) and e.id == name for e in items)
+    return any(isinstance(e, ast.Name) and e.id == name for e in _literal_items(v))
+
+
+def _literal_items(v: ast.AST) -> List[ast.AST]:
+    """A list, tuple or set literal's items; anything else is its own one item."""
+    return list(v.elts) if isinstance(v, (ast.List, ast.Tuple, ast.Set)) else [v]
 
 
 def _carried_writes(files: List[_File], field: str) -> List[Tuple[_File, ast.AST, Optional[ast.AST]]]:
@@ -3038,8 +3042,7 @@ def _carriers(files: List[_File], field: str) -> Tuple[Set[str], Set[str]]:
 
 def _carries_tensor(v: ast.AST, field: str) -> bool:
     """Is v the field's tensor (or a view of it), or a list, tuple or set literal holding one?"""
-    items = v.elts if isinstance(v, (ast.List, ast.Tuple, ast.Set)) else [v]
-    return any(isinstance(u, ast.Attribute) and u.attr == field for u in map(_unviewed, items))
+    return any(isinstance(u, ast.Attribute) and u.attr == field for u in map(_unviewed, _literal_items(v)))
 
 
 def _called_name(call: ast.Call) -> Optional[str]:
