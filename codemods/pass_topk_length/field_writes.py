@@ -17,7 +17,7 @@ from typing import Callable, List, Optional, Set, Tuple
 
 from . import engine_defs, reach, syntax
 from .engine_spellings import ENGINE_FILES
-from .rows import LOGGING_ROOTS, engine_module
+from .rows import LOGGING_ROOTS, MAPPING_FILLS, engine_module
 
 PLAIN_VALUES = ("None; a field of the family read off another object (`hf.index_topk`, `getattr(hf, \"index_topk\")`, "
                 "`cfg[\"index_topk\"]`, `cfg.get(\"index_topk\")`, a default of None at most); the engine's getter; a "
@@ -643,10 +643,9 @@ def _unread_own_callee(func: ast.AST, t: _Tree) -> bool:
 
 # How many merges and bindings _mapping_computed follows from a `**` mapping (round BC)
 _MAPPING_HOPS = 8
-# a dict's methods that only read it or take keys out (no value of its own put in), and those filling it
+# a dict's methods that only read it or take keys out (no value of its own put in; those filling it: rows.MAPPING_FILLS)
 _MAPPING_READS = {"get", "keys", "items", "values", "copy", "pop", "popitem", "clear", "__contains__", "__getitem__",
                   "__len__", "__iter__", "__delitem__"}
-_MAPPING_FILLS = {"update", "setdefault", "__setitem__", "__ior__"}
 # callees handed a mapping that only read or copy it (any other call, a project function, may fill it: round BC)
 _MAPPING_READERS = {"dict", "len", "print", "repr", "str", "sorted", "list", "tuple", "set", "frozenset", "bool",
                     "isinstance", "iter", "any", "all", "json.dumps", "json.dump", "copy.copy", "copy.deepcopy",
@@ -695,7 +694,7 @@ def _fills_computed(e: ast.Name, t: _Tree, depth: int, hops: int, escapes: bool)
 def _fill_shaped(n: ast.Name, t: _Tree) -> bool:
     """Is this read of a name the receiver of a dict's fill (`n.update(...)`) or an item store (`n[k] = v`)?"""
     up = t.up(n)
-    return isinstance(up, ast.Attribute) and up.attr in _MAPPING_FILLS or isinstance(up, ast.Subscript) \
+    return isinstance(up, ast.Attribute) and up.attr in MAPPING_FILLS or isinstance(up, ast.Subscript) \
         and up.value is n and isinstance(up.ctx, ast.Store)
 
 
@@ -710,7 +709,7 @@ def _fill_computed(n: ast.Name, t: _Tree, depth: int, hops: int, escapes: bool) 
         call = t.up(up)
         if up.attr in _MAPPING_READS:
             return False
-        if up.attr not in _MAPPING_FILLS or not (isinstance(call, ast.Call) and call.func is up):
+        if up.attr not in MAPPING_FILLS or not (isinstance(call, ast.Call) and call.func is up):
             return escapes  # (a method no dict has, or a fill taken as a value: not read)
         if up.attr in ("setdefault", "__setitem__"):
             return any(computed(a) for a in call.args[1:]) or bool(call.keywords)

@@ -2656,7 +2656,8 @@ def _nested_class(tree: Tree, call: cst.CSTNode) -> Optional[cst.ClassDef]:
     return None
 
 
-_MAPPING_FILLS = {"update", "setdefault", "__setitem__", "__ior__"}
+# a dict's methods that put values in (round BC's width mappings and round BE's looked-up indices alike)
+MAPPING_FILLS = frozenset({"update", "setdefault", "__setitem__", "__ior__"})
 
 
 def _fill_keys(call: cst.Call, method: str) -> Optional[Set[str]]:
@@ -2693,7 +2694,7 @@ def _mapping_fill(tree: Tree, mapping: cst.BaseExpression, key: Optional[str]) -
         if isinstance(holder, cst.Name) and holder.value in ("dict", "operator") and args:
             holder, args = args[0].value, args[1:]  # (`dict.update(d, ...)`, `operator.setitem(d, k, v)`)
             method = "__setitem__" if method == "setitem" else method
-        if method not in _MAPPING_FILLS or not (isinstance(holder, cst.Name) and holder.value in names):
+        if method not in MAPPING_FILLS or not (isinstance(holder, cst.Name) and holder.value in names):
             continue
         keys = _fill_keys(call.with_changes(args=args), method)
         if keys is None or key is None or key in keys:
