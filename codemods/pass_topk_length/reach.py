@@ -2915,7 +2915,8 @@ def _field_writes(project: "Project", field: str, own: Optional[_File]) -> List[
     kept: Set[str] = set()
     for f in files:
         for node in ast.walk(f.tree):
-            out += _field_write(f, node, field, slots)
+            if not _builds_no_record(project, f, node, field, slots):
+                out += _field_write(f, node, field, slots)
             kept |= _kept_in(node, field)
     for attr in sorted(kept):  # the field's tensor kept in another attribute: written in place there (round O's u02)
         for f in {id(g): g for g in [*project.files_naming([attr]), *([own] if own is not None else [])]}.values():
@@ -3309,6 +3310,54 @@ def _class_of_object(f: _File, at: ast.AST, func: ast.AST, depth: int = 0) -> bo
         return False
     scope = f.enclosing(at, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) or f.tree
     return any(_class_of_object(f, n, n.value, depth + 1) for n in _assigns_by_name(f, scope).get(func.id, ()))
+
+
+def _builds_no_record(project: "Project", f: _File, call: ast.AST, field: str, slots: Dict[str, Optional[int]]) \
+        -> bool:
+    """`type(self)(...)` or `self.__class__(...)` in a method of a class none of whose family (it, its subclasses
+    anywhere, their bases) is or derives by name from a class declaring the field, makes an object by another class
+    (`__new__`, a metaclass) or may hold the field: what it builds is no record, whatever its arguments (libcst's
+    `deep_clone`). A class outside the project is trusted here as everywhere field_writes reads constructions."""
+    func = call.func if isinstance(call, ast.Call) else None
+    if isinstance(func, ast.Call) and _unparse(func.func) == "type" and len(func.args) == 1 and not func.keywords:
+        obj = func.args[0]
+    elif isinstance(func, ast.Attribute) and func.attr == "__class__":
+        obj = func.value
+    else:
+        return False
+    cls = f.instance_of(obj)
+    return cls is not None and not any(
+        c.name in slots or c.keywords or _class_body_binding(c, "__new__") or _may_hold(c, field)
+        or any(_base_name(b) in slots for b in c.bases)
+        for _, c in project._instance_family(f, cls))
+
+
+def _base_name(base: ast.AST) -> str:
+    """The class name a base spells (`Generic[T]` -> Generic, `pkg.mod.Base` -> Base)."""
+    base = base.value if isinstance(base, ast.Subscript) else base
+    return base.attr if isinstance(base, ast.Attribute) else base.id if isinstance(base, ast.Name) else ""
+
+
+def _may_hold(cls: ast.ClassDef, field: str) -> bool:
+    """May the class's code give its instances `field`: it spells the field (a name, an attribute, a keyword, a
+    parameter, a word of a string), or sets an attribute by a computed name (`setattr(self, k, v)`, `__dict__`)?"""
+    for n in ast.walk(cls):
+        if isinstance(n, ast.Name) and n.id == field or isinstance(n, ast.Attribute) and n.attr == field \
+                or isinstance(n, (ast.keyword, ast.arg)) and n.arg == field \
+                or isinstance(n, ast.Constant) and isinstance(n.value, str) and field in _WORDS.findall(n.value) \
+                or isinstance(n, ast.Call) and _unparse(n.func) in _SETATTRS and not (
+                    len(n.args) > 1 and isinstance(n.args[1], ast.Constant)) \
+                or _namespace_stored(n):
+            return True
+    return False
+
+
+def _namespace_stored(node: ast.AST) -> bool:
+    """`x.__dict__[k] = v`, `x.__dict__.update(...)`: an attribute set by a name the code does not spell."""
+    target = node.value if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) else \
+        node.func.value if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+        and node.func.attr in _STORING_METHODS | {"__setitem__"} else None
+    return isinstance(target, ast.Attribute) and target.attr == "__dict__"
 
 
 def _assigns_by_name(f: _File, scope: ast.AST) -> Dict[str, List[ast.Assign]]:
