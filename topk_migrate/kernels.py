@@ -23,6 +23,7 @@ from packaging.specifiers import Specifier, SpecifierSet
 from packaging.version import Version
 
 from . import bounded, rules
+from .discover import open_regular
 from .project import (
     PROJECT_FILE_LIMIT,
     PROJECT_FILES,
@@ -1008,11 +1009,18 @@ def project_decision(path: str, dists: Sequence[str], min_versions: MinVersions)
 MAX_TREE_ENTRIES = 50000  # directory entries looked at under the root, beyond the directories above the module
 MAX_TREE_DEPTH = 16  # (past either, the rest decides nothing: round Y)
 MAX_TREE_BYTES = 256 << 20  # bytes of those files read; past it the rest decide nothing
-# Environments and caches (copies of other projects), documentation and test suites: no way the serving
-# process is installed. Every other folder is the project's, a `build/` or a submodule holding the deploy
-# recipes included (red-team round S).
-_NOT_THE_PROJECTS = {"site-packages", "dist-packages", "node_modules", "venv", "__pycache__", "docs", "doc", "tests",
-                     "test"}
+# Environments and caches (copies of other projects, a tool's output) and version control stores: no way the
+# serving process is installed. Every other folder is the project's, a `build/` or a submodule holding the deploy
+# recipes included (red-team round S), hidden ones too (round BF: `.devcontainer/`, `.github/workflows/`).
+_NOT_THE_PROJECTS = {"site-packages", "dist-packages", "node_modules", "venv", "__pycache__", ".git", ".hg", ".svn",
+                     ".mypy_cache", ".pytest_cache", ".ruff_cache"}
+# Folders read for their install files only (round BF: a test suite's or a guide's other files spell kernel pins
+# by design; a deployment Dockerfile kept under `doc/serving/` is still a recipe), as hidden folders are
+_ASIDE_FOLDERS = {"docs", "doc", "tests", "test"}
+# What makes a file an install recipe by what it is, wherever it lies (with _named_to_install's names: Dockerfiles,
+# Containerfiles, dev container definitions, requirements, constraints and lock files, Pipfiles, conda environments)
+_RECIPE_SUFFIXES = (".sh", ".bash", ".zsh", ".yml", ".yaml", ".def", ".env", ".mk", ".whl", ".conda")
+_RECIPE_NAMES = {"makefile", "gnumakefile", "justfile", "jenkinsfile", "tox.ini", "pixi.toml", ".env"}
 _REQUIREMENT_SUFFIXES = (".txt", ".in", ".lock", ".pip")
 _PYTHON_SUFFIXES = (".py", ".pyw")
 # Python whatever its name (a script in bin/, a file named `-`): a python shebang, or a line that imports or defines
@@ -1043,6 +1051,9 @@ def tree_ways(root: str, read: frozenset) -> Tuple[Tuple[Pin, ...], ...]:
     if unwalked is not None:  # what the folders left unwalked would install is not read: it decides nothing (round Y)
         out.append((Pin(COMPUTED, "", unwalked),))
     for path in files:
+        if _linked_out(path, root):  # a recipe kept elsewhere: what it installs is not read (round BF)
+            out.append((Pin(COMPUTED, "", f"{project_label(path, root)} (a link out of the project, not read)"),))
+            continue
         try:
             budget -= os.stat(path).st_size
         except OSError:
@@ -1077,14 +1088,15 @@ def _may_install(name: str) -> bool:
 
 
 def _tree_files(root: str, read: frozenset) -> Tuple[List[str], Optional[str]]:
-    """The files under root that may install a kernel, outside the directories in `read`: hidden folders,
-    environments, documentation and test suites left out; bounded. With them, where the walk stopped short (a
-    folder deeper than MAX_TREE_DEPTH, entries past MAX_TREE_ENTRIES), or None."""
+    """The files under root that may install a kernel, outside the directories in `read`: environments, caches
+    and version control stores left out, hidden folders, documentation and test suites read for their install
+    recipes (_aside_reads); bounded. With them, where the walk stopped short (a folder deeper than
+    MAX_TREE_DEPTH, entries past MAX_TREE_ENTRIES), or None."""
     out: List[str] = []
     seen = 0
     for top, dirs, names in os.walk(root):
         depth = os.path.relpath(top, root).count(os.sep)
-        kept = sorted(d for d in dirs if not d.startswith(".") and d not in _NOT_THE_PROJECTS
+        kept = sorted(d for d in dirs if d not in _NOT_THE_PROJECTS
                       and not d.endswith(".egg-info") and not os.path.islink(os.path.join(top, d))
                       and not os.path.exists(os.path.join(top, d, "pyvenv.cfg")))  # (an environment)
         if kept and depth >= MAX_TREE_DEPTH:
@@ -1095,8 +1107,50 @@ def _tree_files(root: str, read: frozenset) -> Tuple[List[str], Optional[str]]:
             return out, f"{project_label(top, root)} and the folders after it (past {MAX_TREE_ENTRIES} entries, not read)"
         if top in read:
             continue
-        out += [os.path.join(top, n) for n in sorted(names) if _may_install(n)]
+        takes = _aside_reads(top, root)
+        out += [os.path.join(top, n) for n in sorted(names) if (takes or _may_install)(n)]
     return out, None
+
+
+def _aside_reads(top: str, root: str):
+    """Which files a folder the walk reads for its install recipes only gives (round BF: a hidden folder, a test
+    suite, documentation), or None for one of the project's own folders, read whole. A folder named for one
+    (`.devcontainer`, `doc/docker`) is read whole; a hidden one's Python and `#!` scripts too (a CI helper)."""
+    rel = os.path.relpath(top, root)
+    parts = [] if rel == os.curdir else rel.split(os.sep)
+    if not parts or _named_to_install(parts[-1]) or not any(p.startswith(".") or p in _ASIDE_FOLDERS for p in parts):
+        return None
+    hidden_only = not any(p in _ASIDE_FOLDERS for p in parts)  # (a test suite's data: not opened one by one)
+    return lambda name: _install_recipe(name) or hidden_only and (
+        name.endswith(_PYTHON_SUFFIXES) or not os.path.splitext(name)[1] and _a_script(os.path.join(top, name)))
+
+
+def _a_script(path: str) -> bool:
+    """A file without a suffix that starts as a script does (`#!`: a CI folder's `run`), read aside (round BF);
+    two bytes of it, never blocking on a FIFO."""
+    try:
+        fd, _ = open_regular(path)
+    except OSError:
+        return False
+    try:
+        return os.read(fd, 2) == b"#!"
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def _install_recipe(name: str) -> bool:
+    """A file that is an install recipe by what it is (round BF): its name says so, or its kind (a shell script, CI
+    or compose YAML, a Makefile, a project file, a wheel or archive whose name is a pin)."""
+    low = name.lower()
+    return (_named_to_install(name) or name in PROJECT_FILES or low in _RECIPE_NAMES or low.endswith(_RECIPE_SUFFIXES)
+            or low.endswith(_SDISTS))
+
+
+def _linked_out(path: str, root: str) -> bool:
+    """A link to a file outside the tree (round BF: never followed out of it; a link to a device is no file)."""
+    return os.path.islink(path) and os.path.isfile(path) and not inside(path, root)
 
 
 def _tool_pins(text: str, rel: str) -> List[Pin]:

@@ -551,13 +551,17 @@ class FieldMeaning:
                 stmt = next((a for a in self.tree.ancestors(target) if isinstance(a, cst.Assign)), None)
                 if stmt is not None and not self._clipped(stmt.value, set()):
                     return self._unclipped(field_name, target, stmt.value)
-            for call in filter(lambda c: c.args, self._field_copies(field_name)):
-                field = call.func.value
-                while isinstance(field, cst.Subscript):  # (`x.field[:n].copy_(...)`: x's field)
-                    field = field.value
-                owner = field.value if isinstance(field, cst.Attribute) else None
-                if not self._clipped(call.args[0].value, set(), None, _code(owner).strip() if owner is not None else ""):
-                    return self._unclipped(field_name, call, call.args[0].value)
+            self._copy_write = True  # (round BF: which batch a copy into a record holds is metadata-in-scope's
+            try:  # last write, which reads the drafts staged before the planner's own refresh: _another_object)
+                for call in filter(lambda c: c.args, self._field_copies(field_name)):
+                    field = call.func.value
+                    while isinstance(field, cst.Subscript):  # (`x.field[:n].copy_(...)`: x's field)
+                        field = field.value
+                    owner = field.value if isinstance(field, cst.Attribute) else None
+                    if not self._clipped(call.args[0].value, set(), None, _code(owner).strip() if owner is not None else ""):
+                        return self._unclipped(field_name, call, call.args[0].value)
+            finally:
+                self._copy_write = False
             for target in self.find(cst.AssignTarget, lambda t: _sliced_field(t.target, field_name)):
                 stmt = self.tree.parent.get(target)
                 if isinstance(stmt, cst.Assign) and not self._clipped(stmt.value, set()):
@@ -635,8 +639,19 @@ class FieldMeaning:
         text = _code(value).strip()
         return (f"this module sets `{field_name}` at line {self.tree.line(at)} from `{text[:80]}`, "
                 f"not provably the seqlens clipped to the top-k width ({CLIP_HOW}) and left so (no in-place write "
-                f"of it, not stored on another object){self._own_width_note(text)}{self._served_note(text)}; clip it, "
-                "or pass topk_length by hand")
+                f"of it, not stored on another object){self._own_width_note(text)}{self._served_note(text)}"
+                f"{self._other_object_note(value)}; clip it, or pass topk_length by hand")
+
+    def _other_object_note(self, value: cst.BaseExpression) -> str:
+        """Where the clip reads the lengths off a name that may hold another object than the planner's batch
+        (_another_object): the real blocker (round BF)."""
+        for read in self.find(cst.Attribute, lambda a: isinstance(a.value, cst.Name) and _seqlens_name(a.attr.value), value):
+            if _another_object(ast.Name(id=read.value.value, ctx=ast.Load()), self._resolver(None, read.value)):
+                return (f"; the lengths are read off `{read.value.value}`, which may hold another object than the "
+                        "planner's batch (a parameter rebound in its def, or a name the backend's code binds or hands "
+                        "an attribute of it, a choice, a loop's target: another step's lengths); clip the planner's "
+                        "batch parameter's own lengths")
+        return ""
 
     def _served_note(self, text: str) -> str:
         """Where a lengths' name the clip reads is served by a class's code (reach.Project.serving): the real
@@ -855,7 +870,35 @@ class FieldMeaning:
         resolve.serving = self.project().serving  # type: ignore[attr-defined]
         resolve.backend_code = self._in_method(at)  # type: ignore[attr-defined]
         resolve.engine_batch = lambda name: env is None and self._engine_batch(at, name)  # type: ignore[attr-defined]
+        resolve.rebound = lambda name: self._rebound_param(at, name.id)  # type: ignore[attr-defined]
+        resolve.own_batch = not getattr(self, "_copy_write", False)  # type: ignore[attr-defined]
         return resolve
+
+    def _rebound_param(self, at: cst.CSTNode, name: str) -> List[Optional[ast.AST]]:
+        """What the def taking `name` as a parameter (read where `at` is) rebinds it to anywhere in its body (round BF:
+        `forward_batch = forward_batch._replace(...)`, `fb = self._staged or fb`): each plain `name = v`'s value, None
+        for any other binding (augmented, a loop's or `with`'s target, `:=`, an unpacking, `del`); for any name, None
+        for each `match` pattern of the reading def capturing it (LibCST's scopes do not record those)."""
+        reader = next((x for x in self.tree.ancestors(at) if isinstance(x, cst.FunctionDef)), None)
+        captures = [None] * len(self.find((cst.MatchAs, cst.MatchStar, cst.MatchMapping), lambda m: _captures(
+            m, name), reader)) if reader else []
+        b = self.tree.binding(at, name)
+        params = [a.node for a in b.assignments if isinstance(getattr(a, "node", None), cst.Param)]
+        if not params:
+            return captures
+        out: List[Optional[ast.AST]] = captures
+        for a in b.assignments:
+            if isinstance(getattr(a, "node", None), cst.Param):
+                continue
+            stmt = self.tree.assignment_statement(a)
+            plain = isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and isinstance(
+                stmt.targets[0].target, cst.Name) or isinstance(stmt, cst.AnnAssign) and isinstance(stmt.target, cst.Name)
+            out.append(_ast_of(stmt.value) if plain else None)
+        fdef = next((x for x in self.tree.ancestors(params[0]) if isinstance(x, cst.FunctionDef)), None)
+        dels = [d.target for d in self.find(cst.Del, None, fdef)] if fdef is not None else []
+        deleted = any(isinstance(t, cst.Name) and t.value == name for d in dels
+                      for t in [d, *(e.value for e in getattr(d, "elements", ()))])
+        return out + [None] * deleted
 
     def _in_method(self, at: cst.CSTNode) -> bool:
         """Is `at` in the body of a class's method (the backend's code, not a module-level driver's)?"""
@@ -1129,7 +1172,7 @@ def _plain_lengths(e: Optional[ast.AST], resolve: Optional[Resolve] = None, dept
         # (`inputs = self.graph_inputs; inputs.seq_lens`: round Z; a builder handed a batch kept on self,
         # `self._build(self._verify_batch)`, through locals and parameters: round AM)
         return _seqlens_name(e.attr) and not _kept_object(root, resolve) and not _served_read(e, resolve) \
-            and not _made_by_backend(root, resolve)
+            and not _made_by_backend(root, resolve) and not _another_object(root, resolve)
     return False
 
 
@@ -1165,6 +1208,41 @@ def _view_handed(proj, fname: str) -> bool:
             if any(_unparse_name(m.func).rsplit(".", 1)[-1][:1].isupper() and f.module_of(m.func) not in ENGINE_BATCH
                    for m in made if isinstance(m, ast.Call)):
                 return True  # (a class of the name that is not the engine's, `draft_batch.ForwardBatch`: round AU)
+    return False
+
+
+def _captures(pattern: cst.CSTNode, name: str) -> bool:
+    """Does a `match` pattern bind `name` (`case X(spec_info=name)`, `[*name]`, `{**name}`)?"""
+    bound = pattern.rest if isinstance(pattern, cst.MatchMapping) else getattr(pattern, "name", None)
+    return isinstance(bound, cst.Name) and bound.value == name
+
+
+def _another_object(name: ast.Name, resolve: Optional[Resolve], depth: int = 0) -> bool:
+    """May the clip operand's root hold another object than the planner's batch (round BF)? A parameter its def
+    rebinds to anything but itself (`forward_batch = forward_batch._replace(...)`, `fb = self._staged or fb`); a
+    parameter a method's call hands, or a local a method binds, anything but a name that is the batch itself (`x.spec_info
+    or x`, a conditional choosing another object, an attribute of it, a loop's or a `match` pattern's target); a name
+    handed on is read where it is handed, 8 deep. A module-level driver's value is its batch, as before; a call not
+    read is judged by its name. Not asked of a copy into a record (`own_batch` off: metadata-in-scope's last write)."""
+    if not getattr(resolve, "own_batch", False):
+        return False
+    if depth > 8:
+        return True
+    rebound = getattr(resolve, "rebound", None)
+    if rebound is not None and any(not (isinstance(v, ast.Name) and v.id == name.id) for v in rebound(name)):
+        return True
+    kind, values = _values(name, resolve)
+    if kind not in ("local", "param"):
+        return False
+    for v, r in values or []:
+        if v is None and kind == "param":
+            continue  # (the caller's own parameter, or calls not read: judged by its name)
+        for part in _alternatives(v):
+            if isinstance(part, ast.Name):
+                if _another_object(part, r or resolve, depth + 1):
+                    return True
+            elif not (isinstance(part, ast.Constant) and part.value is None) and getattr(r or resolve, "backend_code", False):
+                return True  # (the backend's own choice of object: `self._fill(fb.spec_info or fb)`)
     return False
 
 

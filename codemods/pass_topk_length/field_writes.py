@@ -484,7 +484,8 @@ def _served(e: ast.AST, t: _Tree, depth: int, kind: str = "") -> bool:
         return _mapping_computed(e, t, depth)  # (round BB: a mapping built of computed values serves them; round BC:
         # one merged from such, `{**raw, **caps}`, PEP 584's `raw | caps`)
     if isinstance(e, ast.Subscript):
-        return True  # (round AX: `phase_cfgs["decode"]`, an item of a table: what the table holds is not read)
+        return not _measured(e, t)  # (round AX: `phase_cfgs["decode"]`, an item of a table: what the table holds is
+        # not read; round BF: a tensor's dimension handed in, `inp.indices.shape[-1]`, is an int serving no read)
     if isinstance(e, (ast.IfExp, ast.BoolOp, ast.NamedExpr, ast.Await)):
         return any(_served(v, t, depth + 1, kind) for v in _outcomes(e))  # (round AY: `view if small else raw`)
     if not isinstance(e, ast.Call):
@@ -564,7 +565,8 @@ def _owner_stores_served(e: ast.Attribute, t: _Tree, depth: int, kind: str) -> O
     """For an attribute read off a project module (`runtime_state.hf_config`) or off a name bound to a project
     class's object (`configs = ServingConfigs(raw)`, then `configs.draft`): is a value the project stores under
     that attribute served (round BB)? True where a store is not a plain `=`, or none is found (a property, an
-    import); None for any other object (a parameter's attribute: read through its callers, as before)."""
+    import); a local made otherwise is read by _record_served (round BF); None for any other object (a parameter's
+    attribute: read through its callers, as before)."""
     if not isinstance(e.value, ast.Name) or e.value.id == "self":
         return None
     if _project_module_object(e.value.id, t):
@@ -575,17 +577,118 @@ def _owner_stores_served(e: ast.Attribute, t: _Tree, depth: int, kind: str) -> O
     else:
         if _bound_otherwise(e.value, t):
             return None
-        classes = [c for v in _bound_values(e.value, t) if isinstance(v, ast.Call) and _dotted(v.func)
-                   for c in (_classes_named(v.func.id, t) if isinstance(v.func, ast.Name) else _base_classes(v.func, t))]
+        made = _bound_values(e.value, t)
+        classes = [c for v in made for c in _made_classes(v, t)]
+        rest = [v for v in made if not _made_classes(v, t)]  # (round BF: what no project class makes)
         if not classes:
-            return None
+            return _record_served(e, rest, t, depth, kind)
+        if rest and _record_served(e, rest, t, depth, kind):
+            return True
         if any(_serves_reads(c, there, 0, kind) for c, there in classes):
             return True
-        own = [s for c, there in classes for s in _class_stores(e.attr, c, there)]
+        own = [s for c, there in classes for s in _class_stores(e.attr, c, there)] + [
+            x for v in made if _made_classes(v, t) for x in _record_arguments(e.attr, v, t)]
     stores = own + [(_stored_value(n, o), o) for o in t.referencing(e.attr) for n in o.spelled(e.attr)
                     if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load)
                     and reach._unparse(n.value) != "self"]  # (`runtime_state.hf_config = view` elsewhere)
     return not own or any(v is None or v is not _NO_VALUE and _served(v, there, depth + 1, kind) for v, there in stores)
+
+
+def _made_classes(v: ast.AST, t: _Tree) -> List[Tuple[ast.ClassDef, "_Tree"]]:
+    """The project classes a call makes an object of (`ServingConfigs(raw)`); none for anything else."""
+    if not (isinstance(v, ast.Call) and _dotted(v.func)):
+        return []
+    return _classes_named(v.func.id, t) if isinstance(v.func, ast.Name) else _base_classes(v.func, t)
+
+
+def _record_arguments(attr: str, call: ast.Call, t: _Tree) -> List[Tuple[object, "_Tree"]]:
+    """(each value, the file) the making of a project record class gives its annotated field `attr` (a dataclass, a
+    NamedTuple: `Worker(hf_config=low_mem_view(raw))`, round BF): the keyword; None (not read) for a positional
+    argument or `**`; none where no class made declares such a field (its `__init__`'s stores are read instead)."""
+    if not any(_declares_field(c, attr, there) for c, there in _made_classes(call, t)):
+        return []
+    unread = call.args or any(k.arg is None for k in call.keywords)
+    return [(k.value, t) for k in call.keywords if k.arg == attr] + [(None, t)] * bool(unread)
+
+
+def _declares_field(cls: ast.ClassDef, attr: str, there: _Tree) -> bool:
+    """Does the class or a project base of it annotate `attr` in its body (a record's field)?"""
+    todo, seen = [(cls, there)], set()
+    while todo and len(seen) < 16:
+        c, where = todo.pop()
+        if id(c) in seen:
+            continue
+        seen.add(id(c))
+        if any(isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and n.target.id == attr for n in c.body):
+            return True
+        todo += [x for b in c.bases for x in _base_classes(b, where)]
+    return False
+
+
+# library classes whose object holds each keyword it is made with as the attribute of that name
+_RECORD_MAKERS = {"SimpleNamespace", "Namespace"}
+
+
+def _record_served(e: ast.Attribute, made: List[ast.AST], t: _Tree, depth: int, kind: str) -> Optional[bool]:
+    """For an attribute read off a local bound by `=` to no project class's object: is what reaches it served, or
+    not followed (round BF: `worker = types.SimpleNamespace(hf_config=low_mem_view(raw))`, then
+    `Backend(worker.hf_config)`)? A library record (_RECORD_MAKERS) holds its making's keyword and any store
+    (`worker.hf_config = v`), followed only where the local is read for attributes alone (_read_for_attributes); a
+    name or attribute bound there is read as that object's attribute (`mc = runner.model_config`, `mc.hf_config`);
+    anything else (a project function's result, `**` handed, a computed object) is not followed. None where
+    nothing binds it here (as before)."""
+    if not made:
+        return None
+    stores = [(_stored_value(n, o), o) for o in t.referencing(e.attr) for n in o.spelled(e.attr)
+              if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load) and reach._unparse(n.value) != "self"]
+    values: List[Tuple[object, _Tree]] = []
+    for v in (o for m in made for o in _alternatives(m)):
+        if isinstance(v, ast.Constant) and v.value is None:
+            continue  # (`None.hf_config` raises: no width read)
+        if isinstance(v, (ast.Name, ast.Attribute)):
+            if _served(ast.Attribute(value=v, attr=e.attr, ctx=ast.Load()), t, depth + 1, kind):
+                return True
+            continue
+        if not (isinstance(v, ast.Call) and _record_maker(v.func, t)) or any(k.arg is None for k in v.keywords) \
+                or v.args or not _read_for_attributes(e.value, t):
+            return True  # (round BF: an object not made as a record of its keywords, or handed on: not followed)
+        keyword = [(k.value, t) for k in v.keywords if k.arg == e.attr]
+        if not keyword and not stores:
+            return True  # (the record holds no such keyword: the attribute is set by code not read)
+        values += keyword
+    return any(x is None or x is not _NO_VALUE and _served(x, there, depth + 1, kind) for x, there in values + stores)
+
+
+def _alternatives(v: ast.AST) -> List[ast.AST]:
+    """The values an expression may be (each outcome of a conditional, `and`/`or`, `:=`), nested ones too."""
+    if isinstance(v, (ast.IfExp, ast.BoolOp, ast.NamedExpr)):
+        return [x for o in _outcomes(v) for x in _alternatives(o)]
+    return [v]
+
+
+def _record_maker(func: ast.AST, t: _Tree) -> bool:
+    """Is the callee a library record class (_RECORD_MAKERS: `types.SimpleNamespace`, `argparse.Namespace`), read
+    through the file's imports (no def or class of the project by that name)?"""
+    root = func.id if isinstance(func, ast.Name) else reach._unparse(func).split(".", 1)[0]
+    last = reach._unparse(func).rsplit(".", 1)[-1]
+    bindings = _bindings_of(root, t)
+    return last in _RECORD_MAKERS and bool(bindings) and all(
+        isinstance(b, (ast.Import, ast.ImportFrom)) for b in bindings) and not _of_the_project(root, t)
+
+
+def _read_for_attributes(name: ast.Name, t: _Tree) -> bool:
+    """Is the local read, in the scope whose binding `name` sees, only for its attributes (`worker.hf_config`, a
+    store of one), never handed on, called for a method or read through a dunder (`setattr(worker, ...)`,
+    `worker.__dict__`: writes not followed, round BF)?"""
+    scope = _home_scope(name, t)
+    for n in t.spelled(name.id):
+        if not isinstance(n, ast.Name) or not isinstance(n.ctx, ast.Load) or _home_scope(n, t) is not scope:
+            continue
+        up = t.up(n)
+        if not (isinstance(up, ast.Attribute) and up.value is n) or up.attr.startswith("__") or (
+                isinstance(t.up(up), ast.Call) and t.up(up).func is up):
+            return False
+    return True
 
 
 def _module_stores(attr: str, there: _Tree) -> List[Tuple[object, "_Tree"]]:
@@ -992,7 +1095,8 @@ def _home_scope(e: ast.Name, t: _Tree) -> ast.AST:
     scope = t.scope(e)
     while isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and not (e.id in _params(scope) or any(
             isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load) and t.scope(n) is scope
-            for n in t.spelled(e.id)) and not _declared_global(scope, e.id) and not _declares(scope, e.id, ast.Nonlocal)):
+            for n in t.spelled(e.id) + _binders(e.id, t)) and not _declared_global(scope, e.id)
+            and not _declares(scope, e.id, ast.Nonlocal)):
         scope = t.scope(scope)
         while isinstance(scope, ast.ClassDef):  # (a class body is no enclosing scope of its methods)
             scope = t.scope(scope)
@@ -1015,17 +1119,52 @@ def _writes_to(n: ast.AST, scope: ast.AST, name: str, t: _Tree) -> bool:
 
 def _bound_otherwise(e: ast.Name, t: _Tree) -> bool:
     """Does the scope whose binding `e` reads (_home_scope) bind its name otherwise than by a plain `=` of one target
-    (a parameter, an unpacking, `with ... as`, a loop's target, `:=`, an `except ... as`)?"""
+    (a parameter, an unpacking but a pair's displays (_paired), `with ... as`, a loop's target, `:=`, an `except ...
+    as`, a `match` capture: _binders)?"""
     scope = _home_scope(e, t)
     if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and e.id in _params(scope):
         return True
+    if any(_writes_to(n, scope, e.id, t) for n in _binders(e.id, t)):
+        return True  # (round BF: `case {'draft': cfg}:`, a capture of a `match` pattern binds the object)
     for n in t.spelled(e.id):
         if not isinstance(n, ast.Name) or isinstance(n.ctx, ast.Load) or not _writes_to(n, scope, e.id, t):
             continue
         up = t.up(n)
-        if not (isinstance(up, ast.Assign) and n in up.targets or isinstance(up, ast.AnnAssign)):
+        if not (isinstance(up, ast.Assign) and n in up.targets or isinstance(up, ast.AnnAssign)) \
+                and _paired(n, t) is None:
             return True
     return False
+
+
+def _paired(n: ast.Name, t: _Tree) -> Optional[ast.AST]:
+    """The item a pair's `=` binds a name of its target to (`target_cfg, draft_cfg = full, low`: round BF), where
+    both sides are displays of one length with no star; None otherwise."""
+    up = t.up(n)
+    stmt = t.up(up) if isinstance(up, (ast.Tuple, ast.List)) else None
+    if not (isinstance(stmt, ast.Assign) and up in stmt.targets and isinstance(stmt.value, (ast.Tuple, ast.List))):
+        return None
+    if len(stmt.value.elts) != len(up.elts) or any(isinstance(x, ast.Starred) for x in stmt.value.elts + up.elts):
+        return None
+    return stmt.value.elts[up.elts.index(n)]
+
+
+def _binders(name: str, t: _Tree) -> List[ast.AST]:
+    """The file's bindings of `name` by no `ast.Name` node, in a def (round BF): a `match` capture (`case {'draft':
+    cfg}`, `case [*rest]`, `case {**rest}`, `case Cfg(x=cfg)`, `case _ as cfg`), an `except ... as`, and, in a def, a
+    nested def's, class's or import's name (a module's are read as before: its imports by their files)."""
+    def index() -> dict:
+        found: dict = {}
+        for n in ast.walk(t.tree):
+            bound = n.name if isinstance(n, (ast.MatchAs, ast.MatchStar, ast.ExceptHandler)) else \
+                n.rest if isinstance(n, ast.MatchMapping) else None
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)) \
+                    and isinstance(t.scope(n), (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for bound in [n.name] if hasattr(n, "name") else [(a.asname or a.name).split(".")[0] for a in n.names]:
+                    found.setdefault(bound, []).append(n)
+            elif bound is not None:
+                found.setdefault(bound, []).append(n)
+        return found
+    return t.remember("binders", index).get(name, [])
 
 
 def _factory_returns(call: ast.Call, t: _Tree) -> List[Tuple[ast.AST, "_Tree"]]:
@@ -1049,6 +1188,9 @@ def _bound_values(e: ast.AST, t: _Tree) -> List[ast.AST]:
     if isinstance(e, ast.Name):
         scope = _home_scope(e, t)  # (round BB: an enclosing def's local, a nested def's `nonlocal` write)
         assigns = [n for n in assigns if _writes_to(n, scope, e.id, t)]
+        pairs = [_paired(n, t) for n in t.spelled(e.id) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+                 and _writes_to(n, scope, e.id, t)]
+        return [n.value for n in assigns] + [v for v in pairs if v is not None]
     return [n.value for n in assigns]
 
 
@@ -1352,8 +1494,8 @@ def _plain_name(v: ast.Name, names: re.Pattern, t: _Tree, depth: int) -> bool:
     elsewhere = [n for n in ast.walk(t.tree) if isinstance(n, (ast.Global, ast.Nonlocal)) and v.id in n.names
                  or isinstance(n, (ast.Import, ast.ImportFrom)) and any(
                      (a.asname or a.name).split(".")[0] == v.id for a in n.names)]
-    if not bindings or elsewhere or depth >= 4:
-        return False
+    if not bindings or elsewhere or depth >= 4 or any(t.scope(n) is scope for n in _binders(v.id, t)):
+        return False  # (round BF: a `match` capture, `except ... as`, a nested def binding it too: not read)
     values = [_stored_value(b, t) for b in bindings]
     return all(v is not None and v is not _NO_VALUE and _plain(v, names, t, depth + 1) for v in values)
 

@@ -2916,7 +2916,7 @@ def _field_writes(project: "Project", field: str, own: Optional[_File]) -> List[
     for f in files:
         for node in ast.walk(f.tree):
             if not _builds_no_record(project, f, node, field, slots):
-                out += _field_write(f, node, field, slots)
+                out += _field_write(f, node, field, slots, project)
             kept |= _kept_in(node, field)
     for attr in sorted(kept):  # the field's tensor kept in another attribute: written in place there (round O's u02)
         for f in {id(g): g for g in [*project.files_naming([attr]), *([own] if own is not None else [])]}.values():
@@ -3251,7 +3251,7 @@ def _bound_written(f: _File, fn: ast.AST, binding: ast.AST, node: ast.AST, depth
                             and _result_written(f, fn, n, depth + 1) for n in ast.walk(fn))
 
 
-def _field_write(f: _File, node: ast.AST, field: str, slots: Dict[str, int]) \
+def _field_write(f: _File, node: ast.AST, field: str, slots: Dict[str, int], project: Optional["Project"] = None) \
         -> List[Tuple[_File, ast.AST, Optional[ast.AST]]]:
     """The field writes one node makes (field_writes)."""
     if _changes_field_in_place(node, field) or _alias_written(f, node, field) or _init_again(node):
@@ -3291,6 +3291,12 @@ def _field_write(f: _File, node: ast.AST, field: str, slots: Dict[str, int]) \
         return [(f, node, v) for v in made]
     if _class_of_object(f, node, node.func) and (node.args or any(k.arg is None for k in node.keywords)):
         return [(f, node, None)]  # `type(md)(lens)`: an object's class, its positional slots not read (round BD)
+    if project is not None and isinstance(node.func, ast.Name) and (node.args or any(k.arg is None for k in node.keywords)) \
+            and _handed_class(project, f, node, node.func.id, slots):
+        return [(f, node, None)]  # `record_cls(lens)`: a class a caller hands in, its slots not read (round BF)
+    made = _class_handed_to_def(project, f, node, slots) if project is not None else None
+    if made is not None:
+        return [(*made, None)]  # (round BF: `plan(inp.Meta, lens)`, the def in a file naming no record)
     return [(f, node, v) for v in _constructed_values(node, field, slots)]
 
 
@@ -3330,6 +3336,174 @@ def _builds_no_record(project: "Project", f: _File, call: ast.AST, field: str, s
         c.name in slots or c.keywords or _class_body_binding(c, "__new__") or _may_hold(c, field)
         or any(_base_name(b) in slots for b in c.bases)
         for _, c in project._instance_family(f, cls))
+
+
+# Round BF: a record class handed in as an argument (`plan(inp.Meta, lens)` calling `record_cls(lens)`): the call of
+# the parameter is a construction whose positional slots no write reads, where a caller may hand it such a class.
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+def _handed_class(project: "Project", f: _File, at: ast.AST, name: str, slots: Dict[str, Optional[int]],
+                  depth: int = 0) -> bool:
+    """May the name read at `at` hold a class a caller hands a parameter it is bound from, one that may be the
+    record's (_hands_class)?"""
+    if depth > 3:
+        return True  # (handed on past that many calls: not read)
+    return any(_hands_class(project, g, fn, param, slots, depth) for g, fn, param in _parameters_held(f, at, name))
+
+
+def _parameters_held(f: _File, at: ast.AST, name: str, depth: int = 0) -> List[Tuple[_File, ast.AST, str]]:
+    """(file, def or lambda, parameter) whose value the name read at `at` may be: a parameter of an enclosing def,
+    or one a local of it is bound from (`make = record_cls`, `make = functools.partial(record_cls, 64)`)."""
+    out: List[Tuple[_File, ast.AST, str]] = []
+    scope = f.enclosing(at, _SCOPES)
+    while scope is not None and depth <= 3:
+        params = scope.args
+        if name in {a.arg for a in (*params.posonlyargs, *params.args, *params.kwonlyargs)}:
+            return out + [(f, scope, name)]
+        for assign in _assigns_by_name(f, scope).get(name, ()):
+            out += [held for n in ast.walk(assign.value) if isinstance(n, ast.Name) and n.id != name
+                    for held in _parameters_held(f, assign, n.id, depth + 1)]
+        scope = f.enclosing(scope, _SCOPES)
+    return out
+
+
+def _hands_class(project: "Project", g: _File, fn: ast.AST, param: str, slots: Dict[str, Optional[int]],
+                 depth: int) -> bool:
+    """Does some call of fn hand `param` (or its default give) a class that may be the record's (_may_be_class), or
+    may fn run by a call no reader sees (read as a value, wrapped by a decorator, imported under another name)? Used as
+    a decorator, fn is handed the def it decorates (a function), or a class (the record's where of its family)."""
+    key = ("handed_class", id(fn), param)
+    if key in project.memo and project.memo[key][0] is fn:
+        return project.memo[key][1]
+    project.memo[key] = (fn, False)  # (a call handing the parameter back to its own def adds nothing)
+    args = fn.args
+    positional = [a.arg for a in (*args.posonlyargs, *args.args)]
+    defaults = dict(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+    defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)
+    found = param in defaults and _may_be_class(project, g, fn, defaults[param], slots, depth)
+    for h, node in ([] if found else _uses_of_def(project, g, fn)):
+        call = h.parents.get(id(node))
+        if isinstance(call, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node in call.decorator_list:
+            found = isinstance(call, ast.ClassDef) and call.name in slots and positional[:1] == [param]
+        elif isinstance(call, ast.Return) and _factory_decorates_defs(project, g, call):
+            found = False  # (`def checked(label): def deco(fn): ...; return deco` used as `@checked("rows")` on defs)
+        elif not (isinstance(call, ast.Call) and call.func is node):
+            found = True  # (read as a value, or under another name: its callers are not all seen)
+        elif any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            found = True  # (`*args`/`**kwargs`: which argument lands in the parameter is not read)
+        else:
+            handed = [k.value for k in call.keywords if k.arg == param] + [
+                call.args[at - skip] for skip in _unfilled(g, fn, node) if param in positional
+                for at in [positional.index(param)] if 0 <= at - skip < len(call.args)]
+            found = any(_may_be_class(project, h, call, v, slots, depth) for v in handed)
+        if found:
+            break
+    project.memo[key] = (fn, found)
+    return found
+
+
+def _factory_decorates_defs(project: "Project", g: _File, ret: ast.Return) -> bool:
+    """Is the def returning a nested def only called as a decorator of defs (`@checked("rows")` on a function)? Then
+    what the nested def is handed is a function, never a class (round BF: a decorator factory)."""
+    factory = g.enclosing(ret, _SCOPES)
+    if not isinstance(factory, (ast.FunctionDef, ast.AsyncFunctionDef)) or not _plainly_decorated(g, factory):
+        return False
+    uses = _uses_of_def(project, g, factory)
+    return bool(uses) and all(
+        isinstance(call, ast.Call) and call.func is node
+        and isinstance(h.parents.get(id(call)), (ast.FunctionDef, ast.AsyncFunctionDef))
+        and call in h.parents[id(call)].decorator_list
+        for h, node in uses for call in [h.parents.get(id(node))])
+
+
+def _may_be_class(project: "Project", f: _File, at: ast.AST, v: ast.AST, slots: Dict[str, Optional[int]],
+                  depth: int) -> bool:
+    """May the argument be a class of the record: an object's class (_class_of_object), a class declaring the field
+    or related to one (by name), or a parameter of the caller's own def that may be one (followed up)?"""
+    if _class_of_object(f, at, v) or isinstance(v, ast.Name) and v.id in slots \
+            or isinstance(v, ast.Attribute) and v.attr in slots:
+        return True
+    return isinstance(v, ast.Name) and _handed_class(project, f, at, v.id, slots, depth + 1)
+
+
+def _uses_of_def(project: "Project", g: _File, fn: ast.AST) -> List[Tuple[_File, ast.AST]]:
+    """Where a def (or a lambda bound to a name) is read: its name in its own scope (a nested def's), in its file and
+    the files naming it (a top-level def, `mod.name` too), `.name` in any (a method). A lambda not bound to a plain
+    name, or a def wrapped by a decorator that may change what it is handed, is read at its own node."""
+    owner = g.parents.get(id(fn))
+    if isinstance(fn, ast.Lambda):
+        if not (isinstance(owner, ast.Assign) and len(owner.targets) == 1 and isinstance(owner.targets[0], ast.Name)):
+            return [(g, fn)]
+        name, owner = owner.targets[0].id, g.enclosing(owner, (*_SCOPES, ast.ClassDef)) or g.tree
+    elif not _plainly_decorated(g, fn):
+        return [(g, fn)]
+    else:
+        name = fn.name
+    if not isinstance(owner, (ast.Module, ast.ClassDef)):  # (a nested def: read only where its def is)
+        return [(g, n) for n in ast.walk(owner) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
+    checked = project.__dict__.get("_checked") or project.own()
+    files = {id(h): h for h in [g, *([checked] if checked is not None else []), *project.files_naming([name])]}
+    out: List[Tuple[_File, ast.AST]] = []
+    for h in files.values():
+        for n in ast.walk(h.tree):
+            if isinstance(n, ast.alias) and n.name == name and n.asname not in (None, name):
+                out.append((h, n))  # (imported under another name: its calls are not seen)
+            elif isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) \
+                    and (isinstance(owner, ast.Module) or h is g and g.enclosing(n, (*_SCOPES, ast.ClassDef)) is owner) \
+                    or isinstance(n, ast.Attribute) and n.attr == name and isinstance(n.ctx, ast.Load) \
+                    and (isinstance(owner, ast.ClassDef) or h.module_of(n.value) is not None):
+                out.append((h, n))
+    return out
+
+
+def _class_handed_to_def(project: "Project", f: _File, call: ast.Call, slots: Dict[str, Optional[int]]) \
+        -> Optional[Tuple[_File, ast.AST]]:
+    """(file, call) where `call` hands a class that may be the record's (an object's class, a class of the family) to
+    a def of the project (_called_def) that calls that parameter with positional arguments, or hands it on to one
+    that does: the def's file may name neither the field nor the record, so field_writes reads no node of it."""
+    handed = [(i, k, v) for i, k, v in [*((i, None, v) for i, v in enumerate(call.args)),
+                                        *((None, k.arg, k.value) for k in call.keywords if k.arg)]
+              if _class_of_object(f, call, v) or isinstance(v, (ast.Name, ast.Attribute)) and (
+                  v.id if isinstance(v, ast.Name) else v.attr) in slots]
+    found = _called_def(project, f, call) if handed else None
+    if found is None or any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    g, fn = found
+    positional = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    params = [positional[i] if i is not None and i < len(positional) else k for i, k, _ in handed]
+    return next((made for p in params if p for made in [_calls_parameter(project, g, fn, p, 0)] if made), None)
+
+
+def _calls_parameter(project: "Project", g: _File, fn: ast.AST, param: str, depth: int) -> Optional[Tuple[_File, ast.AST]]:
+    """(file, call) of the first call in fn of `param` (or a local bound from it) with positional or `*`/`**`
+    arguments, followed through the defs of the project fn hands it on to (three deep)."""
+    for n in (n for n in ast.walk(fn) if isinstance(n, ast.Call)):
+        if isinstance(n.func, ast.Name) and (n.args or any(k.arg is None for k in n.keywords)) \
+                and any(s is fn and p == param for _, s, p in _parameters_held(g, n, n.func.id)):
+            return g, n
+        names = [(i, v) for i, v in enumerate(n.args) if isinstance(v, ast.Name)
+                 and any(s is fn and p == param for _, s, p in _parameters_held(g, n, v.id))]
+        inner = _called_def(project, g, n) if names and depth < 3 else None
+        if inner is not None and inner[1] is not fn:
+            positional = [a.arg for a in (*inner[1].args.posonlyargs, *inner[1].args.args)]
+            made = next((m for i, _ in names if i < len(positional)
+                         for m in [_calls_parameter(project, *inner, positional[i], depth + 1)] if m), None)
+            if made is not None:
+                return made
+    return None
+
+
+def _unfilled(g: _File, fn: ast.AST, node: ast.AST) -> Tuple[int, ...]:
+    """How many leading parameters a call through node may leave unfilled: 1 for a method called off an instance
+    (or a classmethod), 0 for a function or a staticmethod; both for a plain method off what may be its class."""
+    if not isinstance(g.parents.get(id(fn)), ast.ClassDef):
+        return (0,)
+    kinds = {_unparse(d) for d in fn.decorator_list}
+    if "staticmethod" in kinds or "classmethod" in kinds:
+        return (0,) if "staticmethod" in kinds else (1,)
+    receiver = node.value if isinstance(node, ast.Attribute) else None
+    return (1,) if isinstance(receiver, ast.Name) and receiver.id[:1].islower() else (0, 1)
 
 
 def _base_name(base: ast.AST) -> str:
