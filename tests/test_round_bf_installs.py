@@ -7,8 +7,16 @@ import os
 import pytest
 
 from helpers import run_cli
-from test_kernel_gate import assert_decided, repo, site_in  # noqa: F401 (repo: a fixture)
+from test_kernel_gate import assert_decided, site_in
 from topk_migrate import kernels
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """A project: its root is marked by .git, so no search leaves it."""
+    (tmp_path / ".git").mkdir()
+    return tmp_path
+
 
 OLD = "FROM lmsysorg/sglang:v0.5.16\nCOPY . /srv/fork\nRUN pip install --force-reinstall sgl-kernel==0.2.5\n"
 NEW = OLD.replace("sgl-kernel==0.2.5", "sglang-kernel==0.4.6")

@@ -22,7 +22,7 @@ class DSAMetadata:
 '''
 _CLIP = "forward_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32)"
 _STAGE = "self.forward_metadata.dsa_cache_seqlens_int32.copy_(draft_batch.seq_lens.clamp(max=self.dsa_index_topk).to(torch.int32))"
-_BACKEND = f'''
+_BACKEND = '''
 class Backend:
     def __init__(self, dsa_index_topk, warmup_batch, max_bs=8):
         self.dsa_index_topk = dsa_index_topk
@@ -42,7 +42,7 @@ HOOKS
 _REFRESH = (f"self.forward_metadata.dsa_cache_seqlens_int32.copy_({_CLIP})\n"
             "        self.forward_metadata.page_table_1.copy_(forward_batch.page_table)")
 _STORE = "self.spec_info = forward_batch.spec_info"
-_STAGER = f'''
+_STAGER = '''
 class _Stager:
     """Overlap: stages the draft input's lengths into the backend's record when the plan's block ends."""
     def __init__(self, backend, dsa_index_topk):
@@ -90,7 +90,7 @@ _PROFILE = '''
         if name == "spec_info":
             _SET_COUNTS[name] = _SET_COUNTS.get(name, 0) + 1
 '''
-_DESCRIPTOR = f'''
+_DESCRIPTOR = '''
 class _Staged:
     """A descriptor staging a draft input's lengths into its owner's record when set."""
     def __get__(self, obj, cls=None):

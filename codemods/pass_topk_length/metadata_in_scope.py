@@ -605,7 +605,7 @@ class MetadataInScope:
                 kind = "del" if isinstance(node, cst.Del) else "set"
                 handed = [] if kind == "del" else [node] if isinstance(node, cst.AugAssign) else [node.value]
                 targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-                for t in [x for t in targets for x in bound_targets(t) if isinstance(x, cst.Attribute)]:
+                for t in [x for target in targets for x in bound_targets(target) if isinstance(x, cst.Attribute)]:
                     on_self = _is_name(t.value, "self")
                     out += [_Hidden(node, hook, defs, handed, on_self) for hook, defs in self._store_hooks(
                         self._class_of(fdef) if on_self else None, t.attr.value, kind)]
