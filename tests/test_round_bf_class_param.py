@@ -41,6 +41,10 @@ _APPLY = "\n\ndef apply(fn, lens):\n    return fn(lens)\n\n\ndef order(batch):\n
     # a decorator factory used only on defs (its nested decorator is handed a function); its result handed a class
     (_FACTORY + "\n\n@checked('rows')\ndef order(lens):\n    return lens.argsort()\n", "batch.metadata", True),
     (_FACTORY, f"checked('rows')(batch.Meta)({_FLIP})", False),
+    # a lambda bound to a local is a function, not the parameter it closes over; a def read as a value is handed
+    # no record class where none is loose in the project
+    ("\n\ndef labels(items, root):\n    rel = lambda p: (root, p)\n    return [rel(p) for p in items]\n\n\n"
+     "TOOLS = {'labels': labels}\n", "batch.metadata", True),
 ])
 def test_round_bf_a_record_class_handed_as_an_argument_is_not_read(tmp_path, top, record, fixable):
     src = _HANDED.replace("{top}", top).replace("{record}", record)

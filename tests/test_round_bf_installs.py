@@ -1,7 +1,7 @@
 """Red-team round BF (kernel-accepts): an install recipe in a folder the tree walk left out by its name (a dev
 container's Dockerfile, a release workflow, a deployment Dockerfile kept under `doc/`) is a way to install; such
-folders are read for their install recipes only (kernels._aside_reads, _install_recipe), and a recipe linked out
-of the tree decides nothing (kernels._linked_out)."""
+folders are read (round BG: by their files' text, as every folder is, kernels._tree_files), and a recipe linked
+out of the tree decides nothing (kernels._linked_out)."""
 import os
 
 import pytest
@@ -37,12 +37,15 @@ BOOTSTRAP = 'import subprocess\nsubprocess.check_call(["pip", "install", "sgl-ke
     ({".github/scripts/setup_env.py": BOOTSTRAP}, False),  # (a hidden folder's Python: a CI helper)
     ({".ci/wheels/sgl_kernel-0.2.5-cp310-cp310-linux_x86_64.whl": ""}, False),
     ({".ci/run": "#!/bin/sh\npip install sgl-kernel==0.2.5\n"}, False),  # (a script by its first line)
-    # safe twins: the new kernel there; a test suite's or a guide's other files, an environment, a tool's cache
+    # round BG: a test suite's or a guide's other files are read by their text as the project's own are (a pin
+    # handed to a call, a command string handed to one, a `.txt` of pins, a file whose text is a pin): each a way
+    ({"tests/test_versions.py": 'def test_old():\n    assert not ok("sgl-kernel==0.2.5")\n'}, False),
+    ({"docs/conf.py": 'extensions = ["sphinx.ext.autodoc"]\nsetup("pip install sgl-kernel==0.2.5")\n'}, False),
+    ({"docs/notes.txt": "sgl-kernel==0.2.5\n"}, False),
+    ({"tests/data/golden": "sgl-kernel==0.2.5\n"}, False),
+    # safe twins: the new kernel there; a guide's page, an environment, a tool's cache
     ({".devcontainer/Dockerfile": NEW}, True),
-    ({"tests/test_versions.py": 'def test_old():\n    assert not ok("sgl-kernel==0.2.5")\n'}, True),
-    ({"docs/conf.py": 'extensions = ["sphinx.ext.autodoc"]\nsetup("pip install sgl-kernel==0.2.5")\n'}, True),
-    ({"docs/notes.txt": "sgl-kernel==0.2.5\n"}, True),
-    ({"tests/data/golden": "sgl-kernel==0.2.5\n"}, True),
+    ({"docs/install.md": "pip install sgl-kernel==0.2.5\n"}, True),
     ({".venv/pyvenv.cfg": "home = /usr\n", ".venv/requirements.txt": "sgl-kernel==0.2.5\n"}, True),
     ({".mypy_cache/Dockerfile": OLD}, True),
 ])
@@ -62,8 +65,9 @@ def test_round_bf_a_recipe_linked_out_of_the_tree_decides_nothing(tmp_path):
     assert_decided(site_in(repo, {}), None, unknown="a link out of the project")
 
 
-def test_round_bf_a_hidden_folder_is_not_read_file_by_file(repo, monkeypatch):
-    """The walk's cost: a hidden folder's other files are listed, never read (nor a cache's, nor .git's)."""
+def test_round_bf_a_cache_is_not_read_file_by_file(repo, monkeypatch):
+    """The walk's cost: a tool's cache and .git are never listed; a hidden folder's files are listed by kind as any
+    folder's are (round BG: its blobs, not a FIFO's bytes ever waited for)."""
     for folder in (".cache/blobs", ".mypy_cache/3.11", ".git/objects"):
         (repo / folder).mkdir(parents=True)
         for i in range(400):
@@ -72,7 +76,10 @@ def test_round_bf_a_hidden_folder_is_not_read_file_by_file(repo, monkeypatch):
     (repo / ".devcontainer").mkdir()
     (repo / ".devcontainer" / "Dockerfile").write_text(NEW)
     files, unwalked = kernels._tree_files(str(repo), frozenset())
-    assert unwalked is None and [os.path.relpath(f, repo) for f in files] == [".devcontainer/Dockerfile"], files
+    listed = [os.path.relpath(f, repo) for f in files]
+    assert unwalked is None and len(listed) == 402 and listed[-1] == ".devcontainer/Dockerfile", listed[-3:]
+    assert not any(f.startswith((".mypy_cache", ".git" + os.sep)) for f in listed)
+    assert all(p for p in kernels.tree_ways(str(repo), frozenset()))  # (the FIFO read as no file)
 
 
 def test_round_bf_a_hidden_folder_named_with_controls_is_shown_escaped(repo):

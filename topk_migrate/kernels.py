@@ -23,7 +23,6 @@ from packaging.specifiers import Specifier, SpecifierSet
 from packaging.version import Version
 
 from . import bounded, rules
-from .discover import open_regular
 from .project import (
     PROJECT_FILE_LIMIT,
     PROJECT_FILES,
@@ -615,9 +614,9 @@ def file_ways(path: str, root: str) -> List[List[Pin]]:
     if name.endswith(_REQUIREMENT_SUFFIXES) or "requirements" in name or "constraints" in name:
         return [requirements_file(path, root, rel) + _mentioned_pins(text, rel, True)
                 + _named_releases(text, rel, True)]
-    python = name.endswith(_PYTHON_SUFFIXES) or _PYTHON_TEXT.search(text[:4096])
-    if python and "install" not in text and ENGINE not in text.lower() and not _kernel_words().search(text):
+    if _spells_no_install(text):
         return []  # names no installer, kernel or engine: nothing to read, parsed or not (the tree's modules)
+    python = name.endswith(_PYTHON_SUFFIXES) or _PYTHON_TEXT.search(text[:4096])
     tree = bounded.python_facts(text) if python else None
     if tree is not None:  # (a shell script with a Python heredoc, or Python that does not parse: a recipe's text)
         return [_python_installs(tree, rel), _script_metadata_pins(text, rel), *_pins_in_strings(tree, rel)]
@@ -631,6 +630,23 @@ def file_ways(path: str, root: str) -> List[List[Pin]]:
             + _engine_mentions(text, rel) + (_conda_engine(text, rel) if yaml else [])
             + _named_releases(text, rel, "lock" in name.lower()) + _engine_blocks(text, rel)
             + _recipe_includes(text, path, root, rel)]
+
+
+def _spells_no_install(text: str) -> bool:
+    """A text naming no installer (`install`, pip, uv), kernel distribution or the engine: it spells no pin, tag or
+    include, Python or a recipe (round BG: a test suite's data, read by its text as every folder's files are)."""
+    return ("install" not in text and not ("pip" in text or "uv" in text) and ENGINE not in text.lower()
+            and not _names_a_kernel(text))
+
+
+def _names_a_kernel(text: str) -> bool:
+    """_kernel_words' search, skipped where ASCII text holds no distribution's first word (case-insensitive, as the
+    search is): its cost over a test suite's files (round BG)."""
+    if text.isascii():
+        low = text.lower()
+        if not any(d.split("-")[0].lower() in low for ds in rules.providers().values() for d in ds):
+            return False
+    return _kernel_words().search(text) is not None
 
 
 _RECIPE_INCLUDE = re.compile(r"(?:^|\s)(?:-r|--requirement|-c|--constraint)(?:\s*=\s*|\s+)([^\s;&|'\"]+)")
@@ -1011,16 +1027,11 @@ MAX_TREE_DEPTH = 16  # (past either, the rest decides nothing: round Y)
 MAX_TREE_BYTES = 256 << 20  # bytes of those files read; past it the rest decide nothing
 # Environments and caches (copies of other projects, a tool's output) and version control stores: no way the
 # serving process is installed. Every other folder is the project's, a `build/` or a submodule holding the deploy
-# recipes included (red-team round S), hidden ones too (round BF: `.devcontainer/`, `.github/workflows/`).
+# recipes included (red-team round S), hidden ones, documentation and test suites too, each file read by its text
+# as any other folder's is (round BG: a name allowlist missed `.ci/Jenkinsfile.gpu`, `docs/hpc/Singularity`,
+# `.buildkite/pipeline.json`, `docs/deploy/main.tf`, a test suite's bootstrap script).
 _NOT_THE_PROJECTS = {"site-packages", "dist-packages", "node_modules", "venv", "__pycache__", ".git", ".hg", ".svn",
                      ".mypy_cache", ".pytest_cache", ".ruff_cache"}
-# Folders read for their install files only (round BF: a test suite's or a guide's other files spell kernel pins
-# by design; a deployment Dockerfile kept under `doc/serving/` is still a recipe), as hidden folders are
-_ASIDE_FOLDERS = {"docs", "doc", "tests", "test"}
-# What makes a file an install recipe by what it is, wherever it lies (with _named_to_install's names: Dockerfiles,
-# Containerfiles, dev container definitions, requirements, constraints and lock files, Pipfiles, conda environments)
-_RECIPE_SUFFIXES = (".sh", ".bash", ".zsh", ".yml", ".yaml", ".def", ".env", ".mk", ".whl", ".conda")
-_RECIPE_NAMES = {"makefile", "gnumakefile", "justfile", "jenkinsfile", "tox.ini", "pixi.toml", ".env"}
 _REQUIREMENT_SUFFIXES = (".txt", ".in", ".lock", ".pip")
 _PYTHON_SUFFIXES = (".py", ".pyw")
 # Python whatever its name (a script in bin/, a file named `-`): a python shebang, or a line that imports or defines
@@ -1089,9 +1100,9 @@ def _may_install(name: str) -> bool:
 
 def _tree_files(root: str, read: frozenset) -> Tuple[List[str], Optional[str]]:
     """The files under root that may install a kernel, outside the directories in `read`: environments, caches
-    and version control stores left out, hidden folders, documentation and test suites read for their install
-    recipes (_aside_reads); bounded. With them, where the walk stopped short (a folder deeper than
-    MAX_TREE_DEPTH, entries past MAX_TREE_ENTRIES), or None."""
+    and version control stores left out; hidden folders, documentation and test suites chosen by kind as every
+    other folder's files are (round BG, _may_install); bounded. With them, where the walk stopped short (a folder
+    deeper than MAX_TREE_DEPTH, entries past MAX_TREE_ENTRIES), or None."""
     out: List[str] = []
     seen = 0
     for top, dirs, names in os.walk(root):
@@ -1107,45 +1118,8 @@ def _tree_files(root: str, read: frozenset) -> Tuple[List[str], Optional[str]]:
             return out, f"{project_label(top, root)} and the folders after it (past {MAX_TREE_ENTRIES} entries, not read)"
         if top in read:
             continue
-        takes = _aside_reads(top, root)
-        out += [os.path.join(top, n) for n in sorted(names) if (takes or _may_install)(n)]
+        out += [os.path.join(top, n) for n in sorted(names) if _may_install(n)]
     return out, None
-
-
-def _aside_reads(top: str, root: str):
-    """Which files a folder the walk reads for its install recipes only gives (round BF: a hidden folder, a test
-    suite, documentation), or None for one of the project's own folders, read whole. A folder named for one
-    (`.devcontainer`, `doc/docker`) is read whole; a hidden one's Python and `#!` scripts too (a CI helper)."""
-    rel = os.path.relpath(top, root)
-    parts = [] if rel == os.curdir else rel.split(os.sep)
-    if not parts or _named_to_install(parts[-1]) or not any(p.startswith(".") or p in _ASIDE_FOLDERS for p in parts):
-        return None
-    hidden_only = not any(p in _ASIDE_FOLDERS for p in parts)  # (a test suite's data: not opened one by one)
-    return lambda name: _install_recipe(name) or hidden_only and (
-        name.endswith(_PYTHON_SUFFIXES) or not os.path.splitext(name)[1] and _a_script(os.path.join(top, name)))
-
-
-def _a_script(path: str) -> bool:
-    """A file without a suffix that starts as a script does (`#!`: a CI folder's `run`), read aside (round BF);
-    two bytes of it, never blocking on a FIFO."""
-    try:
-        fd, _ = open_regular(path)
-    except OSError:
-        return False
-    try:
-        return os.read(fd, 2) == b"#!"
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-
-
-def _install_recipe(name: str) -> bool:
-    """A file that is an install recipe by what it is (round BF): its name says so, or its kind (a shell script, CI
-    or compose YAML, a Makefile, a project file, a wheel or archive whose name is a pin)."""
-    low = name.lower()
-    return (_named_to_install(name) or name in PROJECT_FILES or low in _RECIPE_NAMES or low.endswith(_RECIPE_SUFFIXES)
-            or low.endswith(_SDISTS))
 
 
 def _linked_out(path: str, root: str) -> bool:

@@ -3362,10 +3362,24 @@ def _parameters_held(f: _File, at: ast.AST, name: str, depth: int = 0) -> List[T
         if name in {a.arg for a in (*params.posonlyargs, *params.args, *params.kwonlyargs)}:
             return out + [(f, scope, name)]
         for assign in _assigns_by_name(f, scope).get(name, ()):
-            out += [held for n in ast.walk(assign.value) if isinstance(n, ast.Name) and n.id != name
+            out += [held for n in _value_names(assign.value) if n.id != name
                     for held in _parameters_held(f, assign, n.id, depth + 1)]
         scope = f.enclosing(scope, _SCOPES)
     return out
+
+
+def _value_names(value: ast.AST) -> List[ast.Name]:
+    """The names whose object a local bound to `value` may be: the name itself, a `partial` of one, either side of a
+    conditional or `or`/`and` (a lambda, a call's result or an attribute read off a name is another object)."""
+    if isinstance(value, ast.Name):
+        return [value]
+    if isinstance(value, ast.Call) and _unparse(value.func) in ("partial", "functools.partial") and value.args:
+        return _value_names(value.args[0])
+    if isinstance(value, ast.IfExp):
+        return _value_names(value.body) + _value_names(value.orelse)
+    if isinstance(value, ast.BoolOp):
+        return [n for v in value.values for n in _value_names(v)]
+    return []
 
 
 def _hands_class(project: "Project", g: _File, fn: ast.AST, param: str, slots: Dict[str, Optional[int]],
@@ -3388,10 +3402,10 @@ def _hands_class(project: "Project", g: _File, fn: ast.AST, param: str, slots: D
             found = isinstance(call, ast.ClassDef) and call.name in slots and positional[:1] == [param]
         elif isinstance(call, ast.Return) and _factory_decorates_defs(project, g, call):
             found = False  # (`def checked(label): def deco(fn): ...; return deco` used as `@checked("rows")` on defs)
-        elif not (isinstance(call, ast.Call) and call.func is node):
-            found = True  # (read as a value, or under another name: its callers are not all seen)
-        elif any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
-            found = True  # (`*args`/`**kwargs`: which argument lands in the parameter is not read)
+        elif not (isinstance(call, ast.Call) and call.func is node) or any(
+                isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            found = _classes_loose(project, g, slots)  # (read as a value, under another name, or `*args`/`**kw`:
+            # its callers' arguments are not all seen; a record class reaches them only where one is handed loose)
         else:
             handed = [k.value for k in call.keywords if k.arg == param] + [
                 call.args[at - skip] for skip in _unfilled(g, fn, node) if param in positional
@@ -3415,6 +3429,31 @@ def _factory_decorates_defs(project: "Project", g: _File, ret: ast.Return) -> bo
         and isinstance(h.parents.get(id(call)), (ast.FunctionDef, ast.AsyncFunctionDef))
         and call in h.parents[id(call)].decorator_list
         for h, node in uses for call in [h.parents.get(id(node))])
+
+
+def _classes_loose(project: "Project", g: _File, slots: Dict[str, Optional[int]]) -> bool:
+    """Is a class that may be the record's read as a value anywhere a caller no reader sees may get it: an object's
+    class (_class_of_object) or a class declaring the field handed to a call, stored, returned (not called, not read
+    off, not type-tested), in the def's file, the module checked or a file naming such a class? (Round BF: without
+    one, a def read as a value is handed none, and its parameter is an ordinary callback.)"""
+    key = ("classes_loose", id(g), tuple(sorted(slots)))
+    if key not in project.memo:
+        checked = project.__dict__.get("_checked") or project.own()
+        files = {id(h): h for h in [g, *([checked] if checked is not None else []), *project.files_naming(sorted(slots))]}
+        project.memo[key] = any(_loose_class(h, n, slots) for h in files.values() for n in ast.walk(h.tree))
+    return project.memo[key]
+
+
+def _loose_class(f: _File, node: ast.AST, slots: Dict[str, Optional[int]]) -> bool:
+    if not (isinstance(node, (ast.Call, ast.Attribute)) and _class_of_object(f, node, node)
+            or isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in slots):
+        return False
+    up = f.parents.get(id(node))
+    if isinstance(up, ast.Call) and (up.func is node or _unparse(up.func) in ("isinstance", "issubclass")) \
+            or isinstance(up, (ast.Attribute, ast.Compare)) or isinstance(up, ast.Tuple) and isinstance(
+                f.parents.get(id(up)), ast.Call) and _unparse(f.parents[id(up)].func) in ("isinstance", "issubclass"):
+        return False
+    return not (isinstance(up, ast.ClassDef) and node in up.bases)
 
 
 def _may_be_class(project: "Project", f: _File, at: ast.AST, v: ast.AST, slots: Dict[str, Optional[int]],
