@@ -30,7 +30,7 @@ BOOTSTRAP = 'import subprocess\nsubprocess.check_call(["pip", "install", "sgl-ke
     ({".github/workflows/release.yml": WORKFLOW}, False),
     ({"doc/serving/Dockerfile": OLD}, False),
     ({"docs/deploy/requirements-serving.txt": "sgl-kernel==0.2.5\n"}, False),
-    ({"tests/e2e/Containerfile": OLD}, False),
+    ({"tests/e2e/Containerfile": OLD}, True),  # (a test suite's: a test environment, not read, stated)
     ({".devcontainer/post-create.sh": "pip install sgl-kernel==0.2.5\n"}, False),
     ({".devcontainer/post-create": "pip install sgl-kernel==0.2.5\n"}, False),  # (a folder named for a recipe)
     ({".gitlab/ci/deploy.yml": "deploy:\n  script:\n    - pip install sgl-kernel==0.2.5\n"}, False),
@@ -39,10 +39,10 @@ BOOTSTRAP = 'import subprocess\nsubprocess.check_call(["pip", "install", "sgl-ke
     ({".ci/run": "#!/bin/sh\npip install sgl-kernel==0.2.5\n"}, False),  # (a script by its first line)
     # round BG: a test suite's or a guide's other files are read by their text as the project's own are (a pin
     # handed to a call, a command string handed to one, a `.txt` of pins, a file whose text is a pin): each a way
-    ({"tests/test_versions.py": 'def test_old():\n    assert not ok("sgl-kernel==0.2.5")\n'}, False),
+    ({"tests/test_versions.py": 'def test_old():\n    assert not ok("sgl-kernel==0.2.5")\n'}, True),
     ({"docs/conf.py": 'extensions = ["sphinx.ext.autodoc"]\nsetup("pip install sgl-kernel==0.2.5")\n'}, False),
     ({"docs/notes.txt": "sgl-kernel==0.2.5\n"}, False),
-    ({"tests/data/golden": "sgl-kernel==0.2.5\n"}, False),
+    ({"tests/data/golden": "sgl-kernel==0.2.5\n"}, True),
     # safe twins: the new kernel there; a guide's page, an environment, a tool's cache
     ({".devcontainer/Dockerfile": NEW}, True),
     ({"docs/install.md": "pip install sgl-kernel==0.2.5\n"}, True),

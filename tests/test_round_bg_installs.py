@@ -30,10 +30,12 @@ NEW = "sglang-kernel==0.4.6"
 @pytest.mark.parametrize("files, ok", [
     ({"docs/serving/modal_app.py": MODAL}, False),  # (a guide's Python, by its installer calls)
     ({"doc/deploy/launch.py": MODAL}, False),
-    ({"tests/e2e/bootstrap.py": BOOTSTRAP}, False),  # (a test suite's script)
-    ({"test/integration/env_setup.py": BOOTSTRAP}, False),
+    # a test suite and its data install into a test environment, never the serving one: not read (stated)
+    ({"tests/e2e/bootstrap.py": BOOTSTRAP}, True),
+    ({"test/integration/env_setup.py": BOOTSTRAP}, True),
     ({"docs/hpc/Singularity": SINGULARITY}, False),  # (no suffix, no name on a list)
-    ({"tests/hpc/apptainer.recipe": SINGULARITY}, False),
+    ({"tests/hpc/apptainer.recipe": SINGULARITY}, True),
+    ({"docs/hpc/apptainer.recipe": SINGULARITY}, False),
     ({".ci/Jenkinsfile.gpu": JENKINS}, False),
     ({".buildkite/pipeline.json": PIPELINE}, False),
     ({".circleci/gpu/steps.cfg": "run = pip install sgl-kernel==0.2.5\n"}, False),

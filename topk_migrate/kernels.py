@@ -1030,8 +1030,12 @@ MAX_TREE_BYTES = 256 << 20  # bytes of those files read; past it the rest decide
 # recipes included (red-team round S), hidden ones, documentation and test suites too, each file read by its text
 # as any other folder's is (round BG: a name allowlist missed `.ci/Jenkinsfile.gpu`, `docs/hpc/Singularity`,
 # `.buildkite/pipeline.json`, `docs/deploy/main.tf`, a test suite's bootstrap script).
+# Not the project's recipes: environments, version control stores, and the state tools keep beside the code (caches,
+# hypothesis's example database, tox's and nox's environments and logs, notebook checkpoints)
 _NOT_THE_PROJECTS = {"site-packages", "dist-packages", "node_modules", "venv", "__pycache__", ".git", ".hg", ".svn",
-                     ".mypy_cache", ".pytest_cache", ".ruff_cache"}
+                     ".mypy_cache", ".pytest_cache", ".ruff_cache", ".hypothesis", ".tox", ".nox", ".eggs",
+                     ".ipynb_checkpoints", ".pyre", ".pytype",
+                     "tests", "test"}  # (test suites and their data: a test environment's, never the serving one's)
 _REQUIREMENT_SUFFIXES = (".txt", ".in", ".lock", ".pip")
 _PYTHON_SUFFIXES = (".py", ".pyw")
 # Python whatever its name (a script in bin/, a file named `-`): a python shebang, or a line that imports or defines
@@ -1118,8 +1122,15 @@ def _tree_files(root: str, read: frozenset) -> Tuple[List[str], Optional[str]]:
             return out, f"{project_label(top, root)} and the folders after it (past {MAX_TREE_ENTRIES} entries, not read)"
         if top in read:
             continue
-        out += [os.path.join(top, n) for n in sorted(names) if _may_install(n)]
+        out += [os.path.join(top, n) for n in sorted(names) if _may_install(n) and not _test_code(n)]
     return out, None
+
+
+def _test_code(name: str) -> bool:
+    """A test module (`test_*.py`, `*_test.py`, `conftest.py`): it installs into a test environment, never the serving
+    one, and its strings pin kernels to test gates; not read, as test code is not for reflection (docs/soundness.md)."""
+    return name.endswith(_PYTHON_SUFFIXES) and (name.startswith("test_") or name.endswith("_test.py")
+                                                or name == "conftest.py")
 
 
 def _linked_out(path: str, root: str) -> bool:
