@@ -13,7 +13,7 @@ import ast
 import functools
 import hashlib
 import re
-from typing import Callable, List, Optional, Set, Tuple
+from typing import Callable, Iterator, List, Optional, Set, Tuple
 
 from . import engine_defs, reach, syntax
 from .engine_spellings import ENGINE_FILES
@@ -613,16 +613,20 @@ def _record_arguments(attr: str, call: ast.Call, t: _Tree) -> List[Tuple[object,
 
 def _declares_field(cls: ast.ClassDef, attr: str, there: _Tree) -> bool:
     """Does the class or a project base of it annotate `attr` in its body (a record's field)?"""
+    return any(isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and n.target.id == attr
+               for c, _ in _class_and_bases(cls, there) for n in c.body)
+
+
+def _class_and_bases(cls: ast.ClassDef, there: _Tree) -> Iterator[Tuple[ast.ClassDef, _Tree]]:
+    """The class and its project bases through theirs (16 at most), each with its file, once each."""
     todo, seen = [(cls, there)], set()
     while todo and len(seen) < 16:
         c, where = todo.pop()
         if id(c) in seen:
             continue
         seen.add(id(c))
-        if any(isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and n.target.id == attr for n in c.body):
-            return True
+        yield c, where
         todo += [x for b in c.bases for x in _base_classes(b, where)]
-    return False
 
 
 # library classes whose object holds each keyword it is made with as the attribute of that name
@@ -708,13 +712,7 @@ def _class_stores(attr: str, cls: ast.ClassDef, there: _Tree) -> List[Tuple[obje
     """(each value, the file) a project class and its project bases store under `attr`: `self.attr = v` in a method,
     a class body's `attr = v` (None: another store, a def of the name)."""
     out: List[Tuple[object, "_Tree"]] = []
-    todo, seen = [(cls, there)], set()
-    while todo and len(seen) < 16:
-        c, where = todo.pop()
-        if id(c) in seen:
-            continue
-        seen.add(id(c))
-        todo += [x for b in c.bases for x in _base_classes(b, where)]
+    for c, where in _class_and_bases(cls, there):
         out += [(None, where) for d in c.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef,
                                                                 ast.ClassDef)) and d.name == attr]
         for n in ast.walk(c):

@@ -533,18 +533,14 @@ class MetadataInScope:
         """Round BG: why a def that may write the field (_field_writers) may run after fdef's refresh of
         `self.<attr>.<field>` (or after its refreshing helper's, inside it): the refresh must be the last write."""
         writers = self._field_writers(field_name)
-        for depth in range(4):
-            at = self._refresh_point(fdef, attr, field_name, depth, eager)
-            found = self._writer_named_after(fdef, at, writers) if at is not None else None
+        for where, at in self._refresh_points(fdef, attr, field_name, eager):
+            found = self._writer_named_after(where, at, writers)
             if found is not None:
                 node, name = found
-                return (f"{fdef.name.value} refreshes `self.{attr}.{field_name}` in place, then `{_brief(node, 60)}` "
+                return (f"{where.name.value} refreshes `self.{attr}.{field_name}` in place, then `{_brief(node, 60)}` "
                         f"(line {self.tree.line(node)}) may run `{name}`, a def of the project that writes the field "
                         "(or runs one that does): it may write it again for another batch (a draft's lengths staged "
                         "into the record); make the refresh the last write of the field, or pass topk_length by hand")
-            if not isinstance(at, cst.Call):
-                return None
-            fdef = local_defs(self.tree, at.func)[0]
         return None
 
     def _writer_named_after(self, fdef: cst.FunctionDef, at: cst.CSTNode,
@@ -825,21 +821,29 @@ class MetadataInScope:
     def _hidden_why(self, fdef: cst.FunctionDef, attr: str, field_name: str, eager: bool) -> Optional[str]:
         """Round BF: why a hook run with no call spelled after fdef's refresh of `self.<attr>.<field>` (or inside its
         refreshing helper, after the refresh there) may write the field again; else None."""
-        for depth in range(4):
-            at = self._refresh_point(fdef, attr, field_name, depth, eager)
-            h = self._hidden_write(fdef, at, attr, field_name, 0) if at is not None else None
+        for where, at in self._refresh_points(fdef, attr, field_name, eager):
+            h = self._hidden_write(where, at, attr, field_name, 0)
             if h is not None:
                 shown = _brief(h.node, 60) if not isinstance(h.node, cst.With) else "with " + ", ".join(
                     _brief(i.item, 40) for i in h.node.items)
-                return (f"{fdef.name.value} refreshes `self.{attr}.{field_name}` in place, then `{shown}` (line "
+                return (f"{where.name.value} refreshes `self.{attr}.{field_name}` in place, then `{shown}` (line "
                         f"{self.tree.line(h.node)}) runs {h.hook} with no call spelled, which may write it again for "
                         "another batch (a draft's input staged into the record): the kernel may read another batch's "
                         "lengths; make the refresh the last write of the field (store before it, or keep the hook "
                         "from writing the record), or pass topk_length by hand")
-            if not isinstance(at, cst.Call):
-                return None
-            fdef = local_defs(self.tree, at.func)[0]
         return None
+
+    def _refresh_points(self, fdef: cst.FunctionDef, attr: str, field_name: str, eager: bool):
+        """(def, refresh) for the refresh in fdef and, where it is a call of a local def, the refresh inside it, four
+        deep: where a later statement may write the field again."""
+        for depth in range(4):
+            at = self._refresh_point(fdef, attr, field_name, depth, eager)
+            if at is None:
+                return
+            yield fdef, at
+            if not isinstance(at, cst.Call):
+                return
+            fdef = local_defs(self.tree, at.func)[0]
 
     def planned_on_every_path(self) -> Optional[str]:
         """Round AB: a method that gives the holder this batch's metadata (the eager planner, outside the graphs'
