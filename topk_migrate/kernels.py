@@ -634,14 +634,14 @@ def file_ways(path: str, root: str) -> List[List[Pin]]:
 
 def _spells_no_install(text: str) -> bool:
     """A text naming no installer (`install`, pip, uv), kernel distribution or the engine: it spells no pin, tag or
-    include, Python or a recipe (round BG: a test suite's data, read by its text as every folder's files are)."""
+    include, Python or a recipe (round BG: hidden and doc folders' files, read by their text as every folder's are)."""
     return ("install" not in text and not ("pip" in text or "uv" in text) and ENGINE not in text.lower()
             and not _names_a_kernel(text))
 
 
 def _names_a_kernel(text: str) -> bool:
     """_kernel_words' search, skipped where ASCII text holds no distribution's first word (case-insensitive, as the
-    search is): its cost over a test suite's files (round BG)."""
+    search is): its cost over hidden and doc folders' files (round BG)."""
     if text.isascii():
         low = text.lower()
         if not any(d.split("-")[0].lower() in low for ds in rules.providers().values() for d in ds):
@@ -1025,17 +1025,15 @@ def project_decision(path: str, dists: Sequence[str], min_versions: MinVersions)
 MAX_TREE_ENTRIES = 50000  # directory entries looked at under the root, beyond the directories above the module
 MAX_TREE_DEPTH = 16  # (past either, the rest decides nothing: round Y)
 MAX_TREE_BYTES = 256 << 20  # bytes of those files read; past it the rest decide nothing
-# Environments and caches (copies of other projects, a tool's output) and version control stores: no way the
-# serving process is installed. Every other folder is the project's, a `build/` or a submodule holding the deploy
-# recipes included (red-team round S), hidden ones, documentation and test suites too, each file read by its text
-# as any other folder's is (round BG: a name allowlist missed `.ci/Jenkinsfile.gpu`, `docs/hpc/Singularity`,
-# `.buildkite/pipeline.json`, `docs/deploy/main.tf`, a test suite's bootstrap script).
-# Not the project's recipes: environments, version control stores, and the state tools keep beside the code (caches,
-# hypothesis's example database, tox's and nox's environments and logs, notebook checkpoints)
+# Not the serving process's recipes: environments and caches (copies of other projects, a tool's output: hypothesis's
+# example database, tox's and nox's environments and logs, notebook checkpoints), version control stores, and test
+# suites with their data (a test environment's). Every other folder is the project's, a `build/` or a submodule
+# holding the deploy recipes included (red-team round S), hidden ones and documentation too, each file read by its
+# text as any other folder's is (round BG: a name allowlist missed `.ci/Jenkinsfile.gpu`, `docs/hpc/Singularity`,
+# `.buildkite/pipeline.json`, `docs/deploy/main.tf`).
 _NOT_THE_PROJECTS = {"site-packages", "dist-packages", "node_modules", "venv", "__pycache__", ".git", ".hg", ".svn",
                      ".mypy_cache", ".pytest_cache", ".ruff_cache", ".hypothesis", ".tox", ".nox", ".eggs",
-                     ".ipynb_checkpoints", ".pyre", ".pytype",
-                     "tests", "test"}  # (test suites and their data: a test environment's, never the serving one's)
+                     ".ipynb_checkpoints", ".pyre", ".pytype", "tests", "test"}
 _REQUIREMENT_SUFFIXES = (".txt", ".in", ".lock", ".pip")
 _PYTHON_SUFFIXES = (".py", ".pyw")
 # Python whatever its name (a script in bin/, a file named `-`): a python shebang, or a line that imports or defines

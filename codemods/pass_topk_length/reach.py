@@ -3460,10 +3460,15 @@ def _may_be_class(project: "Project", f: _File, at: ast.AST, v: ast.AST, slots: 
                   depth: int) -> bool:
     """May the argument be a class of the record: an object's class (_class_of_object), a class declaring the field
     or related to one (by name), or a parameter of the caller's own def that may be one (followed up)?"""
-    if _class_of_object(f, at, v) or isinstance(v, ast.Name) and v.id in slots \
-            or isinstance(v, ast.Attribute) and v.attr in slots:
-        return True
-    return isinstance(v, ast.Name) and _handed_class(project, f, at, v.id, slots, depth + 1)
+    return _record_class_value(f, at, v, slots) or isinstance(v, ast.Name) and _handed_class(
+        project, f, at, v.id, slots, depth + 1)
+
+
+def _record_class_value(f: _File, at: ast.AST, v: ast.AST, slots: Dict[str, Optional[int]]) -> bool:
+    """Is v, read as a value, a class that may be the record's: an object's class (_class_of_object), or a class
+    declaring the field or related to one, by its name or an attribute of that name?"""
+    return _class_of_object(f, at, v) or isinstance(v, ast.Name) and v.id in slots \
+        or isinstance(v, ast.Attribute) and v.attr in slots
 
 
 def _uses_of_def(project: "Project", g: _File, fn: ast.AST) -> List[Tuple[_File, ast.AST]]:
@@ -3503,8 +3508,7 @@ def _class_handed_to_def(project: "Project", f: _File, call: ast.Call, slots: Di
     that does: the def's file may name neither the field nor the record, so field_writes reads no node of it."""
     handed = [(i, k, v) for i, k, v in [*((i, None, v) for i, v in enumerate(call.args)),
                                         *((None, k.arg, k.value) for k in call.keywords if k.arg)]
-              if _class_of_object(f, call, v) or isinstance(v, (ast.Name, ast.Attribute)) and (
-                  v.id if isinstance(v, ast.Name) else v.attr) in slots]
+              if _record_class_value(f, call, v, slots)]
     found = _called_def(project, f, call) if handed else None
     if found is None or any(isinstance(a, ast.Starred) for a in call.args):
         return None
