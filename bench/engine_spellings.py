@@ -23,8 +23,8 @@ from codemods.pass_topk_length import engine_defs, field_writes  # noqa: E402
 from codemods.pass_topk_length.callers import ENGINE_DECORATORS  # noqa: E402
 from codemods.pass_topk_length.field_meaning import CLIP_KEEPING, CLIPS  # noqa: E402
 from codemods.pass_topk_length.graph_replay import ENGINE_FIELD_OUTPUTS  # noqa: E402
-from codemods.pass_topk_length.reach import is_test_code  # noqa: E402
 from codemods.pass_topk_length.rows import INDEX_KEEPING_ENGINE_METHODS, INDEX_KEEPING_FUNCTIONS  # noqa: E402
+from topk_migrate.project import is_test_code  # noqa: E402
 
 TABLE = HERE / "codemods" / "pass_topk_length" / "engine_spellings.py"
 # the releases the tool is held to (README: sglang 0.5.9-0.5.17, sglang-kt 0.7.x)

@@ -26,9 +26,11 @@ from . import bounded, rules
 from .project import (
     PROJECT_FILE_LIMIT,
     PROJECT_FILES,
+    TEST_DIRS,
     Scope,
     inside,
     is_site_dir,
+    is_test_module,
     listing,
     owner,  # the dist-info that installed a file: project.py decides an installed file's project with it
     project_root,
@@ -1033,7 +1035,7 @@ MAX_TREE_BYTES = 256 << 20  # bytes of those files read; past it the rest decide
 # `.buildkite/pipeline.json`, `docs/deploy/main.tf`).
 _NOT_THE_PROJECTS = {"site-packages", "dist-packages", "node_modules", "venv", "__pycache__", ".git", ".hg", ".svn",
                      ".mypy_cache", ".pytest_cache", ".ruff_cache", ".hypothesis", ".tox", ".nox", ".eggs",
-                     ".ipynb_checkpoints", ".pyre", ".pytype", "tests", "test"}
+                     ".ipynb_checkpoints", ".pyre", ".pytype"} | TEST_DIRS
 _REQUIREMENT_SUFFIXES = (".txt", ".in", ".lock", ".pip")
 _PYTHON_SUFFIXES = (".py", ".pyw")
 # Python whatever its name (a script in bin/, a file named `-`): a python shebang, or a line that imports or defines
@@ -1102,8 +1104,8 @@ def _may_install(name: str) -> bool:
 
 def _tree_files(root: str, read: frozenset) -> Tuple[List[str], Optional[str]]:
     """The files under root that may install a kernel, outside the directories in `read`: environments, caches
-    and version control stores left out; hidden folders, documentation and test suites chosen by kind as every
-    other folder's files are (round BG, _may_install); bounded. With them, where the walk stopped short (a folder
+    and version control stores left out, test suites too (project.TEST_DIRS, is_test_module); hidden folders and
+    documentation chosen by kind as every other folder's files are (round BG, _may_install); bounded. With them, where the walk stopped short (a folder
     deeper than MAX_TREE_DEPTH, entries past MAX_TREE_ENTRIES), or None."""
     out: List[str] = []
     seen = 0
@@ -1120,15 +1122,9 @@ def _tree_files(root: str, read: frozenset) -> Tuple[List[str], Optional[str]]:
             return out, f"{project_label(top, root)} and the folders after it (past {MAX_TREE_ENTRIES} entries, not read)"
         if top in read:
             continue
-        out += [os.path.join(top, n) for n in sorted(names) if _may_install(n) and not _test_code(n)]
+        out += [os.path.join(top, n) for n in sorted(names) if _may_install(n)
+                and not (n.endswith(_PYTHON_SUFFIXES) and is_test_module(n))]
     return out, None
-
-
-def _test_code(name: str) -> bool:
-    """A test module (`test_*.py`, `*_test.py`, `conftest.py`): it installs into a test environment, never the serving
-    one, and its strings pin kernels to test gates; not read, as test code is not for reflection (docs/soundness.md)."""
-    return name.endswith(_PYTHON_SUFFIXES) and (name.startswith("test_") or name.endswith("_test.py")
-                                                or name == "conftest.py")
 
 
 def _linked_out(path: str, root: str) -> bool:

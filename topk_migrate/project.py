@@ -26,6 +26,22 @@ PROJECT_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
 RECORD_LIMIT = 16 << 20
 
 
+# A test suite's folders and modules: the analysis reaches them only through an import naming them, the kernel gate
+# never reads them (they install into a test environment, not the serving one). One list for both layers.
+TEST_DIRS = frozenset({"tests", "test"})
+
+
+def is_test_module(name: str) -> bool:
+    """A test module by its file name (`test_*.py`, `*_test.py`, `conftest.py`), as pytest collects them."""
+    return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+
+
+def is_test_code(rel: str) -> bool:
+    """A file of a test suite: under a `tests/`/`test/` folder, or a test module by its name."""
+    parts = rel.replace(os.sep, "/").split("/")
+    return any(p in TEST_DIRS for p in parts[:-1]) or is_test_module(parts[-1])
+
+
 @per_run
 def listing(directory: str) -> Tuple[str, ...]:
     """The entry names of a directory (empty if it cannot be listed); read once per run (run_context)."""

@@ -32,7 +32,7 @@ from topk_migrate import bounded, files, guard, memory
 from topk_migrate.discover import Prefilter, iter_python_files, read_regular
 from topk_migrate.kernels import find_module
 from topk_migrate.model import InputError
-from topk_migrate.project import Scope
+from topk_migrate.project import TEST_DIRS, Scope, is_test_code
 from topk_migrate.run_context import per_run
 
 from . import derived, namespaces
@@ -44,7 +44,6 @@ READ_LIMIT = 8 << 20
 # the most files one project scan reads; past it nothing is proven (the largest real engine tree
 # the tests hold, sglang 0.5.16's wheel, has 2,859)
 MAX_FILES = 50_000
-_TEST_DIRS = {"tests", "test"}
 
 
 @dataclass(frozen=True)
@@ -183,7 +182,7 @@ def _module_names(rel: str) -> Set[str]:
     parts = rel[:-3].split("/") if rel.endswith(".py") else rel.split("/")
     if parts and parts[-1] == "__init__":
         parts = parts[:-1]
-    top = next((i for i, p in enumerate(parts[:-1]) if p in _TEST_DIRS), len(parts))
+    top = next((i for i, p in enumerate(parts[:-1]) if p in TEST_DIRS), len(parts))
     return {"/".join(parts)} | {".".join(parts[i:]) for i in range(min(top + 1, len(parts)))}
 
 
@@ -338,14 +337,7 @@ def _bound_first(f: "_File", fn: ast.AST) -> int:
 def _under_test_dir(rel: str) -> bool:
     """A file of a test suite's folder (`tests/`, `test/`): only an import naming it reaches it, never a
     computed import's head (a plugin folder may hold `perf_test.py`; a test suite is not imported as plugins)."""
-    return any(p in _TEST_DIRS for p in rel.replace(os.sep, "/").split("/")[:-1])
-
-
-def is_test_code(rel: str) -> bool:
-    parts = rel.replace(os.sep, "/").split("/")
-    name = parts[-1]
-    return (any(p in _TEST_DIRS for p in parts[:-1]) or name.startswith("test_")
-            or name.endswith("_test.py") or name == "conftest.py")
+    return any(p in TEST_DIRS for p in rel.replace(os.sep, "/").split("/")[:-1])
 
 
 _BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
