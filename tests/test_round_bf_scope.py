@@ -1,4 +1,4 @@
-"""Red-team round BF (bf1): statements that run code with no call spelled are calls too (metadata_in_scope.
+"""Red-team round BF (bf1): statements that run code with no call spelled are calls too (implicit_runs.
 _hidden_runs, _hidden_write, _hidden_why): after the planner refreshes the static record in place, a plain store
 running a property's setter, the class's `__setattr__` or a descriptor's `__set__`, or a `with` whose manager's
 `__exit__` runs, may stage another batch's lengths into the record; in eager planners and replay hooks alike."""

@@ -1,5 +1,5 @@
 """Red-team round BG (bg1): the refresh of a static record must be the last write of the field on every path
-(metadata_in_scope._field_writers, _writer_after_why): after it, a helper object's method, a bound method handed
+(writers_after._field_writers, _writer_after_why): after it, a helper object's method, a bound method handed
 to a library runner (an executor, an ExitStack) or an item store running a `__setitem__` that writes the field
 (the project's defs writing it, closed over their callers by name) may stage another batch's lengths into the
 record; in eager planners and replay hooks alike."""

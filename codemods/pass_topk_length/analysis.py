@@ -29,6 +29,7 @@ from .graph_replay import GraphReplay
 from .group import Group, _direct_reason
 from .helper_identity import HelperIdentity
 from .identity import CalleeIdentity, _misplaced
+from .implicit_runs import ImplicitRuns
 from .indexes import ModuleIndexes
 from .metadata_in_scope import MetadataInScope
 from .metadata_type import MetadataType
@@ -37,6 +38,7 @@ from .reflection import NoReflection
 from .rows import _kv_arg, foreign_write, index_hazard, row_hazard
 from .syntax import _argument_for, _indices_arg, _is_none, _q_arg, _top_level_imports
 from .whole_project import WholeProject
+from .writers_after import WritersAfter
 
 # Metadata known to satisfy the contract: per-row valid-index count (seqlens clipped
 # to topk), int32, 1-D, row-aligned with q, updated in place under CUDA-graph replay.
@@ -62,8 +64,8 @@ def _mapped(a: cst.Arg) -> Optional[cst.DictElement]:
                  and e.key.evaluated_value == PARAM), None)
 
 
-class _Analysis(MetadataInScope, MetadataType, FieldMeaning, GraphReplay, CaptureFiling, CalleeIdentity, NoReflection,
-                HelperIdentity, WholeProject, DerivedLengths, ModuleIndexes):
+class _Analysis(MetadataInScope, ImplicitRuns, WritersAfter, MetadataType, FieldMeaning, GraphReplay, CaptureFiling,
+                CalleeIdentity, NoReflection, HelperIdentity, WholeProject, DerivedLengths, ModuleIndexes):
     """One module's analysis: each kernel call classified (classify), the reference fix planned where its
     statements hold (contract, through_helper), else the derived lengths (derived_or). Each
     statement of docs/soundness.md it proves is a mixin from a module of its own; the indexes of the module

@@ -197,3 +197,46 @@ def binds(n: ast.AST, name: str, scope: ast.AST, own: Optional[ast.AST] = None) 
             and n.rest == name:
         return "a `match` capture"
     return None
+
+
+def _own_statement(tree, node: cst.CSTNode, fdef: cst.FunctionDef) -> bool:
+    """Is node fdef's own, not a nested def's or lambda's (whose `return` ends only that one)?"""
+    return next((a for a in tree.ancestors(node) if isinstance(a, (cst.FunctionDef, cst.Lambda))), None) is fdef
+
+
+def _class_bindings(cls: cst.ClassDef):
+    """(name, value or None) for each name the class body binds, in `if`/`try`/`with`/loops of it too, not inside
+    its functions: a def (value None), an assignment's targets (each part of a tuple), an annotated one with a value,
+    an import."""
+    todo = list(cls.body.body)
+    while todo:
+        stmt = todo.pop()
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            yield stmt.name.value, None
+        elif isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Assign):
+                    for t in small.targets:
+                        yield from ((x.value, small.value) for x in bound_targets(t.target) if isinstance(x, cst.Name))
+                elif isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
+                    yield small.target.value, small.value
+                elif isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
+                    yield from (((get_full_name_for_node(a.asname.name if a.asname else a.name) or "").split(".")[0], None)
+                                for a in small.names)
+        else:  # if / try / with / for / while: their blocks are the class body's too
+            todo += _blocks(stmt)
+
+
+def _blocks(stmt: cst.CSTNode) -> list:
+    """The statements of a compound statement's blocks (an `if`'s `elif`/`else`, a `try`'s handlers too)."""
+    out: list = []
+    parts = [getattr(stmt, "body", None), getattr(stmt, "orelse", None), getattr(stmt, "finalbody", None),
+             *(h.body for h in getattr(stmt, "handlers", ()))]
+    for part in parts:
+        if isinstance(part, cst.If):
+            out.append(part)
+        elif isinstance(part, (cst.Else, cst.Finally)):
+            out += list(part.body.body) if isinstance(part.body, cst.IndentedBlock) else []
+        elif isinstance(part, cst.IndentedBlock):
+            out += list(part.body)
+    return out
