@@ -65,7 +65,7 @@ class ImplicitRuns:
             proj = self.project()
             own = proj.checked_file(self.source)
             node = own.classes.get(cls_name) if own is not None and cls_name else None
-            family = proj._instance_family(own, node) if node is not None else [(own, None)]
+            family = proj.instance_family(own, node) if node is not None else [(own, None)]
             mine = {c.name.value: c for c in self.find(cst.ClassDef)}
             out = []
             for g, c in family:

@@ -738,9 +738,10 @@ class Project:
         """(file, class) of every class whose methods may run with `self` an instance of cls, a class of any file
         of the project (the module's too): cls, its subclasses anywhere, and their bases through theirs (as
         instance_classes for the module's). Read once per class."""
-        return {(g.path, c.name) for g, c in self._instance_family(f, cls)}
+        return {(g.path, c.name) for g, c in self.instance_family(f, cls)}
 
-    def _instance_family(self, f: _File, cls: ast.ClassDef) -> List[Tuple[_File, ast.ClassDef]]:
+    def instance_family(self, f: _File, cls: ast.ClassDef) -> List[Tuple[_File, ast.ClassDef]]:
+        """family_of's classes themselves, each with its file (cls first)."""
         done = self.__dict__.setdefault("_families", {})
         key = (f.path, cls.name)
         if key not in done:
@@ -776,7 +777,7 @@ class Project:
         """A base of cls, of a subclass of it anywhere or of their bases, that names no class of the project nor
         `object` (`class Attn(Dispatch, nn.Module)` inheriting Dispatch's `forward`: torch calls it as `attn(...)`,
         round AO): its code; else None."""
-        for g, c in self._instance_family(f, cls):
+        for g, c in self.instance_family(f, cls):
             for b in c.bases:
                 path, _ = self._defining(*g.resolve_class(b))
                 if path is None and _unparse(b) != "object":
@@ -1127,7 +1128,7 @@ class Project:
                    for s in cls.body):
             return None
         chain = [(f, cls), *self.bases_in_order(f, cls)]
-        derived = [(g, c) for g, c in self._instance_family(f, cls) if c is not cls]
+        derived = [(g, c) for g, c in self.instance_family(f, cls) if c is not cls]
         return next((b for g, c in chain + derived for b in c.bases if self._library_base(g, b)), None) or next(
             (s for s in cls.body if isinstance(s, ast.AnnAssign) and _annotated_call(s.annotation)), None) or next(
             (d for g, c in derived for d in c.decorator_list if not _plain_class_decorator(d, g)), None)
@@ -3327,7 +3328,7 @@ def _builds_no_record(project: "Project", f: _File, call: ast.AST, field: str, s
     return cls is not None and not any(
         c.name in slots or c.keywords or _class_body_binding(c, "__new__") or _may_hold(c, field)
         or any(_base_name(b) in slots for b in c.bases)
-        for _, c in project._instance_family(f, cls))
+        for _, c in project.instance_family(f, cls))
 
 
 # Round BF: a record class handed in as an argument (`plan(inp.Meta, lens)` calling `record_cls(lens)`): the call of
