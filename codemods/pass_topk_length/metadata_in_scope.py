@@ -17,7 +17,7 @@ from . import callers, reach
 from .graph_replay import _BRANCHING, _a_record, _handed_self, _is_attr_of_self, _self_root_attr
 from .indexes import handed_back, rebinds
 from .quick import expand
-from .replay_paths import ReplayPaths, _keeps_the_call
+from .replay_paths import ReplayPaths, _keeps_the_call, keeps_exceptions
 from .rows import _own_returns, local_defs, unproven_local
 from .syntax import (
     _bound_arguments,
@@ -912,6 +912,9 @@ class MetadataInScope:
         for up in self.tree.ancestors(at):
             if up is fdef:
                 break
+            if isinstance(up, cst.With) and up.asynchronous is None and all(
+                    keeps_exceptions(self.tree, i.item) for i in up.items):
+                continue  # (`with torch.no_grad():` runs its block, and lets a failure in it out: round BH)
             if isinstance(up, _BRANCHING):  # (a `try` body: a failure before `at` that a handler swallows skips it,
                 return False  # round Y; a `with` whose manager may suppress it, round AC)
         order = self.tree.order

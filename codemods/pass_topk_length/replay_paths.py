@@ -12,8 +12,9 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tup
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
+from libcst.metadata import ImportAssignment
 
-from .rows import TRANSPARENT_DECORATORS, _engine_import
+from .rows import TRANSPARENT_DECORATORS, _engine_import, imported_names
 from .syntax import _code
 
 # managers that never swallow an exception from their block (their `__exit__` returns nothing true)
@@ -295,7 +296,7 @@ class ReplayPaths:
             states = self._reading(item.item, states)
             if item.asname is not None:
                 states = {self._bind(s, self._names_in(item.asname.name)) for s in states}
-        if stmt.asynchronous is None and all(self._keeps_exceptions(i.item) for i in stmt.items):
+        if stmt.asynchronous is None and all(keeps_exceptions(self.tree, i.item) for i in stmt.items):
             return self._walk(stmt.body.body, states)
         done, failed = self._guarded(stmt.body, states)
         return done | failed  # the manager may swallow a failure of any statement of the block
@@ -379,9 +380,20 @@ class ReplayPaths:
         return frozenset(n.value for n in self.tree.find(cst.Name, within=node)
                          if n.value in self.locals and id(n) not in self._reads)
 
-    def _keeps_exceptions(self, manager: cst.BaseExpression) -> bool:
-        func = manager.func if isinstance(manager, cst.Call) else manager
-        return (get_full_name_for_node(func) or "") in NON_SUPPRESSING
+
+
+def keeps_exceptions(tree, manager: cst.BaseExpression) -> bool:
+    """Does a `with` item's manager never swallow its block's exception: a read or call of NON_SUPPRESSING, its root
+    name bound only by imports, each of it (a name the module binds otherwise may be any manager)?"""
+    func = manager.func if isinstance(manager, cst.Call) else manager
+    root = func
+    while isinstance(root, cst.Attribute):
+        root = root.value
+    if not isinstance(root, cst.Name):
+        return False
+    names = imported_names(tree, func)
+    return bool(names) and all(n in NON_SUPPRESSING for n in names) and all(
+        isinstance(a, ImportAssignment) for a in tree.binding(root, root.value).assignments)
 
 
 def _keeps_the_call(decorator: cst.Decorator) -> bool:
