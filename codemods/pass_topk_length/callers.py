@@ -15,7 +15,7 @@ from typing import List, NamedTuple, Optional, Set, Tuple
 
 from topk_migrate import kernels
 
-from . import built_names, class_escape, engine_defs, reach
+from . import built_names, class_escape, engine_defs, namespaces, reach
 from .rows import (
     _INPLACE_SLOT,
     _WRITING_FUNCTIONS,
@@ -300,7 +300,8 @@ def _record_fields(proj, f, call: ast.Call, attrs: frozenset) -> Optional[List[a
         b for b in made[1].bases if reach._unparse(b) != "object"] else None
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
         return None
-    declared = _dataclass_fields(made[1]) if made is not None and inits == [] else None
+    declared = _dataclass_fields(made[0], made[1]) if made is not None and inits == [] else \
+        _named_tuple_fields(made[0], made[1]) if made is not None else None
     if declared is not None:  # (a dataclass's own `__init__` stores each field as handed: round AQ)
         stored, params = {n: n for n in declared}, declared
     elif not inits or len(inits) != 1 or not reach.stores_its_parameters(inits[0][1]):
@@ -357,15 +358,16 @@ def _class_statements(stmt: ast.stmt):
                 yield from _class_statements(child)
 
 
-def _dataclass_fields(cls: ast.ClassDef) -> Optional[List[str]]:
-    """The `__init__` parameters, in order, of a class whose only decorator is a plain `@dataclass` (no `init=False`),
-    with no `__post_init__`, `__new__`, `__init__` or `__setattr__` of its own and no metaclass, whose fields are
-    annotations with no value or a literal default (no `field(...)`, converter, descriptor): it stores each as
+def _dataclass_fields(g, cls: ast.ClassDef) -> Optional[List[str]]:
+    """The `__init__` parameters, in order, of a class of file g whose only decorator is a plain `@dataclass` (no
+    `init=False`), with no `__post_init__`, `__new__`, `__init__` or `__setattr__` of its own and no metaclass, whose
+    fields are annotations with no value, a literal default or a `dataclasses.field(...)` of literal settings
+    (`default=None, repr=False`; not `init=False` or `kw_only`: a converter or descriptor never): it stores each as
     handed. None for any other class."""
     plain = len(cls.decorator_list) == 1 and reach._unparse(
         cls.decorator_list[0].func if isinstance(cls.decorator_list[0], ast.Call) else cls.decorator_list[0]) in (
         "dataclass", "dataclasses.dataclass") and not (isinstance(cls.decorator_list[0], ast.Call) and any(
-            k.arg in ("init", "slots") for k in cls.decorator_list[0].keywords))
+            k.arg in ("init", "slots", "kw_only") for k in cls.decorator_list[0].keywords))
     if not plain or cls.keywords or any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name in (
             "__post_init__", "__new__", "__init__", "__setattr__") for d in cls.body):
         return None
@@ -373,9 +375,42 @@ def _dataclass_fields(cls: ast.ClassDef) -> Optional[List[str]]:
     for stmt in cls.body:
         if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
             if "ClassVar" in reach._unparse(stmt.annotation) or "InitVar" in reach._unparse(stmt.annotation) \
-                    or stmt.value is not None and not isinstance(stmt.value, ast.Constant):
+                    or stmt.value is not None and not isinstance(stmt.value, ast.Constant) \
+                    and not _plain_field(g, stmt.value):
                 return None
             fields.append(stmt.target.id)
+    return fields
+
+
+# `dataclasses.field(...)` settings that keep a field an `__init__` parameter stored as handed, in its place
+_PLAIN_FIELD_SETTINGS = ("default", "repr", "compare", "hash")
+
+
+def _plain_field(g, value: ast.AST) -> bool:
+    """`field(default=<literal>, repr=False, ...)` of dataclasses (resolved through g's imports): a default and
+    display settings only (round BH: a draft slot `field(default=None, repr=False)` beside the step's tensors)."""
+    return isinstance(value, ast.Call) and not value.args and namespaces.qualified(g, value.func) == \
+        "dataclasses.field" and all(k.arg in _PLAIN_FIELD_SETTINGS and isinstance(k.value, ast.Constant)
+                                    for k in value.keywords)
+
+
+def _named_tuple_fields(g, cls: ast.ClassDef) -> Optional[List[str]]:
+    """The fields, in order, of a class of file g whose one base is `typing.NamedTuple` (resolved through g's
+    imports), with no keyword or decorator, whose body holds only a docstring, annotated fields (a literal default at
+    most) and defs named neither as a field nor as what makes or reads an instance (_MAKING_NAMES): `Step(q, kv, ...)`
+    stores each as handed, and typing refuses a `__new__`/`__init__` of its own (round BH). None for any other."""
+    if len(cls.bases) != 1 or cls.keywords or cls.decorator_list \
+            or namespaces.qualified(g, cls.bases[0]) != "typing.NamedTuple":
+        return None
+    fields = [s.target.id for s in cls.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+              and (s.value is None or isinstance(s.value, ast.Constant))]
+    for stmt in cls.body:
+        plain = isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id in fields \
+            or isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) or isinstance(stmt, ast.Pass) \
+            or isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name not in fields \
+            and stmt.name not in _MAKING_NAMES
+        if not plain:
+            return None
     return fields
 
 
