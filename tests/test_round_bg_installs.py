@@ -1,8 +1,8 @@
 """Red-team round BG (kernel-accepts): a hidden folder's, a guide's or a test suite's file is read by its text as
 every other folder's is, never by a name on an allowlist (a Modal deployment under `docs/`, an extensionless
 Singularity recipe, a suffixed Jenkinsfile, a CI pipeline in JSON, Terraform's user data, a test suite's bootstrap
-script): each is a way to install (kernels._tree_files); documentation pages, notebooks, caches and environments
-are still left out by kind."""
+script): each is a way to install (kernels._tree_files); documentation pages, caches and environments are still
+left out by kind (a notebook is read since round BH: tests/test_round_bh_installs.py)."""
 import pytest
 
 from test_kernel_gate import assert_decided, site_in
@@ -48,7 +48,6 @@ NEW = "sglang-kernel==0.4.6"
     ({".buildkite/pipeline.json": PIPELINE.replace("sgl-kernel==0.2.5", NEW)}, True),
     ({"docs/deploy/main.tf": TERRAFORM.replace("sgl-kernel==0.2.5", NEW)}, True),
     ({"docs/install.rst": "   pip install sgl-kernel==0.2.5\n"}, True),
-    ({"docs/tutorial.ipynb": '{"cells": [{"source": ["!pip install sgl-kernel==0.2.5"]}]}\n'}, True),
     ({".pytest_cache/v/run": "pip install sgl-kernel==0.2.5\n"}, True),
     ({"tests/.env/pyvenv.cfg": "home = /usr\n", "tests/.env/setup.sh": "pip install sgl-kernel==0.2.5\n"}, True),
 ])

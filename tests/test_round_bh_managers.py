@@ -1,7 +1,9 @@
-"""Round BG's over-refusal (s_refresh_in_no_grad), closed in round BH: a planner's refresh inside a `with` whose
+"""Round BH, planners. Round BG's over-refusal s_refresh_in_no_grad: a planner's refresh inside a `with` whose
 manager is a library one that never swallows its block's exception (replay_paths.NON_SUPPRESSING, resolved through
-the module's imports: replay_paths.keeps_exceptions) runs on every run, as the bare refresh does. A manager that may
-suppress (contextlib.suppress, a class of the module, a name the module binds otherwise) still refuses (round AC)."""
+the module's imports: replay_paths.keeps_exceptions) runs on every run, as the bare refresh does; a manager that may
+suppress (contextlib.suppress, a class of the module, a name the module binds otherwise) still refuses (round AC).
+Round BH's u_class_body_planner_alias: a planner whose name the class body binds otherwise than by its def is not
+the one read (metadata_in_scope._class_bound_otherwise)."""
 import pytest
 
 from test_soundness import _files_site
@@ -67,3 +69,33 @@ def test_round_bh_refresh_in_a_library_manager_is_fixable(tmp_path, manager, top
 def test_round_bh_refresh_in_a_manager_that_may_suppress_is_refused(tmp_path, manager, top):
     site = _site(tmp_path, manager, top)
     assert site.status is Status.MANUAL, site.reason
+
+
+_PAGES_ONLY = '''
+    def _plan_pages_only(self, forward_batch):
+        self.forward_metadata.page_table_1 = forward_batch.page_table
+
+@ALIAS@
+'''
+
+
+@pytest.mark.parametrize("alias", [
+    "    if _FAST:\n        init_forward_metadata = _plan_pages_only",  # (round BH's u_class_body_planner_alias)
+    "    init_forward_metadata = _plan_pages_only",
+    "    for init_forward_metadata in (_plan_pages_only,):\n        pass",
+    "    try:\n        from fast_plans import init_forward_metadata\n    except ImportError:\n        pass",
+])
+def test_round_bh_a_planner_bound_in_the_class_body_otherwise_refuses(tmp_path, alias):
+    """Round BH (bh1): the class body binds the planner's name otherwise than by its def (behind a flag): Python
+    runs the last binding, a plan moving the page table only, and the record keeps the start-up lengths."""
+    src = (_SRC.replace("@MANAGER@", "torch.no_grad()").replace("@TOP@", "_FAST = True")
+           + _PAGES_ONLY.replace("@ALIAS@", alias))
+    site = _files_site(tmp_path, {"requirements.txt": "sglang-kernel==0.4.6\n"}, src)
+    assert site.status is Status.MANUAL and "otherwise than by its def" in site.reason, site.reason
+
+
+def test_round_bh_a_planner_beside_another_method_stays_fixable(tmp_path):
+    src = (_SRC.replace("@MANAGER@", "torch.no_grad()").replace("@TOP@", "_FAST = True")
+           + _PAGES_ONLY.replace("@ALIAS@", "    plan_pages = _plan_pages_only"))
+    site = _files_site(tmp_path, {"requirements.txt": "sglang-kernel==0.4.6\n"}, src)
+    assert site.status is Status.FIXABLE, site.reason

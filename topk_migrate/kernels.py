@@ -613,6 +613,8 @@ def file_ways(path: str, root: str) -> List[List[Pin]]:
         return ways
     if "\0" in text[:8192]:  # an archive, a wheel, a compiled library: no recipe pip or a shell reads
         return []
+    if name.lower().endswith(".ipynb"):  # a notebook runs its cells' `!pip install ...` (round BH: a Colab recipe)
+        text = _notebook_code(text)
     if name.endswith(_REQUIREMENT_SUFFIXES) or "requirements" in name or "constraints" in name:
         return [requirements_file(path, root, rel) + _mentioned_pins(text, rel, True)
                 + _named_releases(text, rel, True)]
@@ -632,6 +634,17 @@ def file_ways(path: str, root: str) -> List[List[Pin]]:
             + _engine_mentions(text, rel) + (_conda_engine(text, rel) if yaml else [])
             + _named_releases(text, rel, "lock" in name.lower()) + _engine_blocks(text, rel)
             + _recipe_includes(text, path, root, rel)]
+
+
+def _notebook_code(text: str) -> str:
+    """A Jupyter notebook's code cells' sources as written (`!pip install ...`, `%pip install ...`, Python), read as a
+    recipe's text (its markdown cells are documentation); the file's own text where it is no notebook JSON."""
+    try:
+        cells = json.loads(text).get("cells", [])
+        return "\n".join("".join(c["source"]) if isinstance(c["source"], list) else str(c["source"])
+                         for c in cells if isinstance(c, dict) and "source" in c and c.get("cell_type", "code") == "code")
+    except (ValueError, RecursionError, AttributeError, TypeError):
+        return text
 
 
 def _spells_no_install(text: str) -> bool:
@@ -1040,10 +1053,11 @@ _REQUIREMENT_SUFFIXES = (".txt", ".in", ".lock", ".pip")
 _PYTHON_SUFFIXES = (".py", ".pyw")
 # Python whatever its name (a script in bin/, a file named `-`): a python shebang, or a line that imports or defines
 _PYTHON_TEXT = re.compile(r"\A#![^\n]*python|^(?:import [\w.]+|from [\w.]+ import |def \w+\(|class \w+[(:])", re.M)
-# What no installer reads: documentation, compiled languages' sources, images and model data. Any other file,
+# What no installer reads: documentation, compiled languages' sources, images and model data (a notebook is no
+# documentation: its cells run `!pip install`, round BH). Any other file,
 # whatever its name (`cu118.Dockerfile`, `bin/setup`, an Apptainer `.def`, a sourced `.env`), may install the
 # kernel: its text, not its name, says whether it does (round S).
-_NEVER_INSTALLS = (".md", ".rst", ".adoc", ".html", ".htm", ".ipynb", ".tex", ".pdf", ".c", ".cc", ".cpp", ".cxx",
+_NEVER_INSTALLS = (".md", ".rst", ".adoc", ".html", ".htm", ".tex", ".pdf", ".c", ".cc", ".cpp", ".cxx",
                    ".cu", ".cuh", ".h", ".hh", ".hpp", ".inl", ".rs", ".go", ".png", ".jpg", ".jpeg", ".gif", ".svg",
                    ".safetensors", ".bin", ".pt", ".pth", ".npy", ".pyc", ".so", ".o", ".a", ".whl", ".gz", ".zip")
 _SDISTS = (".tar.gz", ".zip", ".tar.bz2", ".tgz")

@@ -371,6 +371,11 @@ class MetadataInScope:
         if rebound is not None:  # (`self.init_forward_metadata = self._plan_pages_only` per instance: round AO)
             return (f"line {self.tree.line(rebound)} gives `{_code(rebound.target).strip()}` another value: the planner "
                     "that runs may not be the one read to refresh the record made once; pass topk_length by hand")
+        aliased = next(((a, p.name.value) for p in planners for a in self._class_bound_otherwise(p)), None)
+        if aliased is not None:  # (`if FAST: init_forward_metadata = _plan_pages_only` in the class body: round BH)
+            return (f"line {self.tree.line(aliased[0])} binds `{aliased[1]}` in the class body otherwise than "
+                    "by its def: the planner that runs may not be the one read to refresh the record made once; "
+                    "pass topk_length by hand")
         ahead = self._planner_ahead({p.name.value for p in planners}) or self._planner_inherited()
         if ahead:
             return ahead
@@ -403,6 +408,12 @@ class MetadataInScope:
             f"the start-up (`__init__`, `init_cuda_graph_state`, a hook no planner calls) gives the holder `self.{attr}` a record made once, and an eager planner or a replay hook "
             f"does not rewrite its `{field_name}` in place on every run (a mode or size it skips keeps an earlier "
             "step's lengths); refresh it on every path, or pass topk_length by hand")
+
+    def _class_bound_otherwise(self, fdef: cst.FunctionDef) -> List[cst.CSTNode]:
+        """The statements of fdef's class body binding its name other than by a def (an assignment, an import, a
+        loop's or a `with`'s target, under an `if` too): Python runs what the last binding gives, not fdef."""
+        return [a.node for a in self.tree.binding(fdef, fdef.name.value).assignments
+                if not isinstance(a.node, cst.FunctionDef)]
 
     def _planner_ahead(self, names: Set[str]) -> Optional[str]:
         """A class of the module whose first base (left to right, depth first) defining one of the planners `names`
