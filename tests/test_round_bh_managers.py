@@ -3,7 +3,8 @@ manager is a library one that never swallows its block's exception (replay_paths
 the module's imports: replay_paths.keeps_exceptions) runs on every run, as the bare refresh does; a manager that may
 suppress (contextlib.suppress, a class of the module, a name the module binds otherwise) still refuses (round AC).
 Round BH's u_class_body_planner_alias: a planner whose name the class body binds otherwise than by its def is not
-the one read (metadata_in_scope._class_bound_otherwise)."""
+the one read (metadata_in_scope._class_bound_otherwise). Round BH's s_planner_no_grad_decorator: a planner in
+torch's grad mode is read as written (callers._plain_def)."""
 import pytest
 
 from test_soundness import _files_site
@@ -99,3 +100,29 @@ def test_round_bh_a_planner_beside_another_method_stays_fixable(tmp_path):
            + _PAGES_ONLY.replace("@ALIAS@", "    plan_pages = _plan_pages_only"))
     site = _files_site(tmp_path, {"requirements.txt": "sglang-kernel==0.4.6\n"}, src)
     assert site.status is Status.FIXABLE, site.reason
+
+
+_STEP = '''
+
+def step(cfg, batch, q, kv, topk_indices, scale):
+    b = Backend(cfg.index_topk, batch)
+    b.init_forward_metadata(batch)
+    return b.forward(q, kv, topk_indices, scale)
+'''
+
+
+@pytest.mark.parametrize("decorator, top, body, fixable", [
+    ("@torch.no_grad()", "", "", True),  # (round BH's s_planner_no_grad_decorator: torch's grad mode runs it as is)
+    ("@torch.inference_mode()", "", "", True),
+    ("@torch.no_grad()", "", "        forward_batch.seq_lens.clamp_(max=2048)\n", False),  # it writes the batch
+    ("@no_grad()", "def no_grad():\n    return lambda fn: fn", "", False),  # a module's decorator: not read
+    ("@torch.no_grad()", "torch = contextlib", "", False),  # not torch's
+])
+def test_round_bh_a_planner_in_torchs_grad_mode_is_read_as_written(tmp_path, decorator, top, body, fixable):
+    """The batch an entry hands a planner decorated with torch's grad mode (called with nothing, resolved through
+    the imports) is read in the planner's body, as an undecorated one's is (callers._plain_def)."""
+    src = _SRC.replace("@MANAGER@", "torch.no_grad()").replace("@TOP@", top).replace(
+        "    def init_forward_metadata(self, forward_batch):\n",
+        f"    {decorator}\n    def init_forward_metadata(self, forward_batch):\n{body}") + _STEP
+    site = _files_site(tmp_path, {"requirements.txt": "sglang-kernel==0.4.6\n"}, src)
+    assert (site.status is Status.FIXABLE) is fixable, site.reason

@@ -16,6 +16,7 @@ from typing import List, NamedTuple, Optional, Set, Tuple
 from topk_migrate import kernels
 
 from . import built_names, class_escape, engine_defs, namespaces, reach
+from .helper_identity import ARGUMENT_PASSING_DECORATORS
 from .rows import (
     _INPLACE_SLOT,
     _WRITING_FUNCTIONS,
@@ -1595,10 +1596,10 @@ def _may_write(proj, f, call: ast.Call, key, depth: int = 0, known: bool = False
                 return True  # (a project class whose making runs code not read: round AB)
         if defs is None:
             return _writes_in_place(f, call) or _hands_callable(proj, f, call)
-        return key is not None and any(_param_written(proj, c, key, depth, known) or not _plain_def(c[1]) for c in defs)
+        return key is not None and any(_param_written(proj, c, key, depth, known) or not _plain_def(c[0], c[1]) for c in defs)
     if defs is not None:  # (none found where one was looked for, a decorated def, an attribute of self shadowing the
         return key is None or not defs or _shadowed(f, call) or any(  # method: not what runs, round Z)
-            _param_written(proj, (g, d, method), key, depth) or not _plain_def(d) for g, d, method in defs)
+            _param_written(proj, (g, d, method), key, depth) or not _plain_def(g, d) for g, d, method in defs)
     return not _reads_only(f, call) or _hands_callable(proj, f, call)
 
 
@@ -1691,10 +1692,14 @@ def _writes_in_place(f, call: ast.Call) -> bool:
         or name in ("operator.setitem", "operator.delitem", "setitem", "delitem")
 
 
-def _plain_def(d) -> bool:
-    """A def that runs as written: no decorator but staticmethod/classmethod (a project decorator may write what
-    the call hands, `singledispatch` runs another def)."""
-    return all(reach._unparse(x) in ("staticmethod", "classmethod") for x in d.decorator_list)
+def _plain_def(g, d) -> bool:
+    """A def of file g that runs as written, handed every argument: no decorator but staticmethod/classmethod or
+    torch's grad mode called with nothing (helper_identity.ARGUMENT_PASSING_DECORATORS, resolved through g's
+    imports: round BH, `@torch.no_grad()` on a planner). A project decorator may write what the call hands,
+    `singledispatch` runs another def."""
+    return all(reach._unparse(x) in ("staticmethod", "classmethod") or isinstance(x, ast.Call) and not x.args
+               and not x.keywords and namespaces.qualified(g, x.func) in ARGUMENT_PASSING_DECORATORS
+               for x in d.decorator_list)
 
 
 def _shadowed(f, call: ast.Call) -> bool:
