@@ -27,15 +27,42 @@ ENGINE_FIELD_OUTPUTS = {
 
 def _basic(sub: cst.Subscript) -> bool:
     """An index that views its tensor (slices, integers, `...`): a method's in-place write through it reaches the
-    tensor; one by a tensor or a name (advanced indexing, round T) copies."""
+    tensor (some of it); one by a tensor or a name (advanced indexing, round T) copies."""
     return all(isinstance(e.slice, cst.Slice) or isinstance(e.slice, cst.Index) and isinstance(
         e.slice.value, (cst.Integer, cst.Ellipsis)) for e in sub.slice)
 
 
+def _prefix(sub: cst.Subscript) -> bool:
+    """An index viewing a prefix of the rows, every element of each row (`[:bs]`, `[0:n]`, `[:n, :]`, `[:]`,
+    `[...]`): a method's in-place write through it reaches the tensor's first rows, the graph's real ones. One by a
+    tensor or a name (advanced indexing, round T) copies; a slice from another row or by a step (`[1:]`, `[::2]`),
+    an integer (one row) or a narrowed later dimension leaves rows of the prefix stale (round BH)."""
+    first, *rest = sub.slice
+    return _from_row_zero(first.slice) and all(_whole_dim(e.slice) for e in rest) \
+        or all(_whole_dim(e.slice) for e in sub.slice)
+
+
+def _from_row_zero(s) -> bool:
+    """A slice from row 0 (no lower bound or a literal 0) by step 1 (none or a literal 1), to any row."""
+    return isinstance(s, cst.Slice) and (s.lower is None or isinstance(s.lower, cst.Integer) and s.lower.evaluated_value == 0) \
+        and (s.step is None or isinstance(s.step, cst.Integer) and s.step.evaluated_value == 1)
+
+
+def _whole_dim(s) -> bool:
+    """`:` or `...`: every element of the dimensions it stands for."""
+    return isinstance(s, cst.Slice) and s.lower is None and s.upper is None and s.step is None \
+        or isinstance(s, cst.Index) and isinstance(s.value, cst.Ellipsis)
+
+
 def _whole(sub: cst.Subscript) -> bool:
     """An index viewing every element (`[:]`, `[...]`, `[:, :]`): a write through it rewrites the whole tensor."""
-    return all(isinstance(e.slice, cst.Slice) and e.slice.lower is None and e.slice.upper is None and e.slice.step is None
-               or isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Ellipsis) for e in sub.slice)
+    return all(_whole_dim(e.slice) for e in sub.slice)
+
+
+# How much of a tensor a write through an index must reach to count (GraphReplay._viewed_targets): any of it (a
+# write of the tensor), a prefix of its rows (an update of a captured record: the real rows of a padded graph), or
+# every element (an eager planner's refresh: round AL).
+_REACHES = {"any": _basic, "prefix": _prefix, "whole": _whole}
 
 
 def _is_attr_of_self(e: cst.BaseExpression) -> bool:
@@ -298,7 +325,7 @@ class GraphReplay:
     def _holder_writes(self, fdef: cst.FunctionDef, field_name: str, last_only: bool) -> List[cst.Attribute]:
         """`holder.field` written in place where each capture stored a new object in the holder (last_only): that
         reaches the last capture's object only, so it is no update of the others (round T)."""
-        return [t for t in self._viewed_targets(fdef) if last_only and isinstance(t, cst.Attribute)
+        return [t for t in self._viewed_targets(fdef, "prefix") if last_only and isinstance(t, cst.Attribute)
                 and t.attr.value == field_name and self._through_holder(t.value)]
 
     def _update_nodes(self, fdef: cst.FunctionDef, field_name: str, plan) -> Set[int]:
@@ -308,7 +335,7 @@ class GraphReplay:
         engine kernel handed the field as its output (ENGINE_FIELD_OUTPUTS: sglang 0.5.16's fused metadata)."""
         buffers, last_only = plan
         held = {id(t) for t in self._holder_writes(fdef, field_name, last_only)}
-        out = {id(t) for t in self._viewed_targets(fdef) if id(t) not in held and (
+        out = {id(t) for t in self._viewed_targets(fdef, "prefix") if id(t) not in held and (
             isinstance(t, cst.Attribute) and t.attr.value == field_name and self._stored(t.value, set())
             or _is_attr_of_self(t) and t.attr.value in buffers)}
         for call in self.find(cst.Call, None, fdef):
@@ -501,28 +528,30 @@ class GraphReplay:
         (`md = self.T[bs]; md.field.copy_(...)`, or the class's refresh that copies every field)."""
         def build() -> Set[str]:
             defs = self.graph_update_defs()
-            return {t for fdef in defs for x in self._field_targets(fdef, field_name) for t in self._tables_of(x.value)} \
+            return {t for fdef in defs for x in self._field_targets(fdef, field_name, "prefix")
+                    for t in self._tables_of(x.value)} \
                 | {t for fdef in defs for c in self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute), fdef)
                    if self._copies_fields(c.func.attr.value, field_name) and self._own_record_method(c.func.value, c.func.attr.value)
                    for t in self._tables_of(c.func.value)}
         return self.index(f"updated-tables:{field_name}", build)
 
-    def _viewed_targets(self, fdef: cst.FunctionDef, whole: bool = False) -> List[cst.BaseExpression]:
-        """What fdef writes into in place, each through the views of it written (an index by a tensor copies:
-        `field[rows].copy_(v)` writes a temporary, and stays as it is). A prefix of the rows is an update of the
-        record (sglang 0.5.12's draft-extend replay: `field[:seqlens_expanded.shape[0]].copy_(...)`): the rows past it
-        are padding, whose output is discarded (stated). `whole`: through views of every element only (an eager
-        planner's rows past a prefix are real rows, a chunked batch's extend rows or a verify step's tokens: round AL)."""
+    def _viewed_targets(self, fdef: cst.FunctionDef, reach: str = "any") -> List[cst.BaseExpression]:
+        """What fdef writes into in place, each through the views of it written that reach as much of it as `reach`
+        asks (_REACHES); an index by a tensor copies: `field[rows].copy_(v)` writes a temporary, and stays as it is.
+        A prefix of the rows is an update of a captured record (sglang 0.5.12's draft-extend replay:
+        `field[:seqlens_expanded.shape[0]].copy_(...)`): the rows past it are padding, whose output is discarded
+        (stated); `field[1:]`, `field[::2]` are not (round BH). An eager planner's refresh must reach every element
+        (its rows past a prefix are real rows, a chunked batch's extend rows or a verify step's tokens: round AL)."""
         out = []
-        for target in self._in_place_targets(fdef, whole):
-            while isinstance(target, cst.Subscript) and (_whole(target) if whole else _basic(target)):
+        for target in self._in_place_targets(fdef, reach):
+            while isinstance(target, cst.Subscript) and _REACHES[reach](target):
                 target = target.value
             out.append(target)
         return out
 
-    def _field_targets(self, fdef: cst.FunctionDef, field_name: str, whole: bool = False) -> List[cst.Attribute]:
-        """The `X.field` fdef writes in place (through a view of it too; `whole`: of every element)."""
-        return [t for t in self._viewed_targets(fdef, whole) if isinstance(t, cst.Attribute)
+    def _field_targets(self, fdef: cst.FunctionDef, field_name: str, reach: str = "any") -> List[cst.Attribute]:
+        """The `X.field` fdef writes in place (through a view of it reaching as much as `reach` asks)."""
+        return [t for t in self._viewed_targets(fdef, reach) if isinstance(t, cst.Attribute)
                 and t.attr.value == field_name]
 
     def _tables_filled(self, capture: cst.FunctionDef) -> Set[str]:
@@ -811,9 +840,10 @@ class GraphReplay:
                 cst.Call, lambda c: (dotted(c.func) or "").rsplit(".", 1)[-1] in declaring and any(
                     a.keyword is None for a in c.args)))
 
-    def _in_place_targets(self, fdef: cst.FunctionDef, whole: bool = False) -> List[cst.BaseExpression]:
+    def _in_place_targets(self, fdef: cst.FunctionDef, reach: str = "any") -> List[cst.BaseExpression]:
         """What fdef writes into in place: the receiver of a trailing-underscore method (`x.copy_(v)`) and the
-        value of a subscript assigned (`x[:n] = v`; where `whole`, only of one viewing every element: `x[:] = v`)."""
+        value of a subscript assigned (`x[rows] = v`; past "any", only of an index reaching as much as `reach` asks:
+        `x[:n] = v` a prefix, `x[:] = v` every element)."""
         out: List[cst.BaseExpression] = [c.func.value for c in self.find(cst.Call, lambda c: isinstance(
             c.func, cst.Attribute) and c.func.attr.value.endswith("_") and not c.func.attr.value.startswith("_"), fdef)
             if get_full_name_for_node(c.func) != "torch.Tensor.copy_"]
@@ -821,7 +851,7 @@ class GraphReplay:
                                                    and len(c.args) == 2, fdef)]  # the functional spelling (round V)
         for node in self.find((cst.Assign, cst.AugAssign), None, fdef):
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-            out += [t.value if not whole or _whole(t) else t for t in targets if isinstance(t, cst.Subscript)]
+            out += [t.value if reach == "any" or _REACHES[reach](t) else t for t in targets if isinstance(t, cst.Subscript)]
         return out
 
     def _writes_in(self, fdef: cst.FunctionDef):

@@ -495,7 +495,7 @@ class MetadataInScope:
                        eager: bool) -> Optional[cst.CSTNode]:
         """_refreshes' first node of fdef by which every run has rewritten the field: the write, or the call of the
         helper refreshing it; None where there is none."""
-        found: List[cst.CSTNode] = [t for t in self._field_targets(fdef, field_name, whole=eager)
+        found: List[cst.CSTNode] = [t for t in self._field_targets(fdef, field_name, "whole" if eager else "prefix")
                                     if self._object_key(t.value) == f"self.{attr}" and self._unconditional(fdef, t)]
         found += [c for c in (self.find(cst.Call, self._self_method, fdef) if depth < 3 else [])
                   if self._unconditional(fdef, c) and len(local_defs(self.tree, c.func)) == 1
@@ -736,7 +736,7 @@ class MetadataInScope:
         write that leaves the holder as it is (round W: `if not self.paged_indexer: return`); elsewhere the write
         must be on every path through fdef; and no call after it may write the field again for another batch
         (_other_batch_write, round BB: a replay hook replaying the draft's batch into the same record)."""
-        written = [(t.value, t) for t in self._field_targets(fdef, field_name)] + [
+        written = [(t.value, t) for t in self._field_targets(fdef, field_name, "prefix")] + [
             (c.func.value, c) for c in self.find(cst.Call, lambda c: isinstance(c.func, cst.Attribute)
                                                  and c.func.attr.value == "copy_" and _a_record(c.func.value), fdef)
             if self._copies_fields("copy_", field_name) and all(  # (from a record made for this batch: a staged
@@ -765,7 +765,7 @@ class MetadataInScope:
             defs = local_defs(self.tree, call.func)
             if len(defs) != 1 or defs[0] is fdef:
                 continue
-            inner = {self._object_key(t.value) for t in self._field_targets(defs[0], field_name)}
+            inner = {self._object_key(t.value) for t in self._field_targets(defs[0], field_name, "prefix")}
             inner |= self._helper_written_keys(defs[0], field_name, depth + 1)
             if inner and unproven_local(self.tree, call.func, self.method_rival):
                 out.add(None)
