@@ -301,7 +301,7 @@ def _record_fields(proj, f, call: ast.Call, attrs: frozenset) -> Optional[List[a
         b for b in made[1].bases if reach._unparse(b) != "object"] else None
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
         return None
-    declared = _dataclass_fields(made[0], made[1]) if made is not None and inits == [] else \
+    declared = _dataclass_fields(proj, made[0], made[1]) if made is not None and inits == [] else \
         _named_tuple_fields(made[0], made[1]) if made is not None else None
     if declared is not None:  # (a dataclass's own `__init__` stores each field as handed: round AQ)
         stored, params = {n: n for n in declared}, declared
@@ -359,28 +359,57 @@ def _class_statements(stmt: ast.stmt):
                 yield from _class_statements(child)
 
 
-def _dataclass_fields(g, cls: ast.ClassDef) -> Optional[List[str]]:
-    """The `__init__` parameters, in order, of a class of file g whose only decorator is a plain `@dataclass` (no
-    `init=False`), with no `__post_init__`, `__new__`, `__init__` or `__setattr__` of its own and no metaclass, whose
-    fields are annotations with no value, a literal default or a `dataclasses.field(...)` of literal settings
-    (`default=None, repr=False`; not `init=False` or `kw_only`: a converter or descriptor never): it stores each as
-    handed. None for any other class."""
-    plain = len(cls.decorator_list) == 1 and reach._unparse(
-        cls.decorator_list[0].func if isinstance(cls.decorator_list[0], ast.Call) else cls.decorator_list[0]) in (
-        "dataclass", "dataclasses.dataclass") and not (isinstance(cls.decorator_list[0], ast.Call) and any(
-            k.arg in ("init", "slots", "kw_only") for k in cls.decorator_list[0].keywords))
+def _dataclass_fields(proj, g, cls: ast.ClassDef) -> Optional[List[str]]:
+    """The `__init__` parameters, in order, of a class of file g whose only decorator is the standard library's
+    `@dataclass` (resolved through g's imports: pydantic's or attrs' run validators and hooks; no `init=False`), with
+    no `__post_init__`, `__new__`, `__init__` or `__setattr__` of its own and no metaclass, whose fields are
+    annotations (a `ClassVar` is none: _annotation_kind) with no value, a literal default or a `dataclasses.field(...)`
+    of literal settings (`default=None, repr=False`; not `init=False` or `kw_only`): it stores each as handed. None
+    for any other class."""
+    decorator = cls.decorator_list[0] if len(cls.decorator_list) == 1 else None
+    plain = decorator is not None and _stdlib_dataclass(g, decorator) and not (isinstance(decorator, ast.Call) and any(
+        k.arg in ("init", "slots", "kw_only") for k in decorator.keywords))
     if not plain or cls.keywords or any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name in (
             "__post_init__", "__new__", "__init__", "__setattr__") for d in cls.body):
         return None
     fields = []
     for stmt in cls.body:
         if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-            if "ClassVar" in reach._unparse(stmt.annotation) or "InitVar" in reach._unparse(stmt.annotation) \
-                    or stmt.value is not None and not isinstance(stmt.value, ast.Constant) \
+            kind = _annotation_kind(proj, g, stmt.annotation)
+            if kind is None or kind == "field" and stmt.value is not None and not isinstance(stmt.value, ast.Constant) \
                     and not _plain_field(g, stmt.value):
                 return None
-            fields.append(stmt.target.id)
+            fields += [stmt.target.id] if kind == "field" else []
     return fields
+
+
+def _stdlib_dataclass(g, decorator: ast.AST) -> bool:
+    """`@dataclass` or `@dataclass(...)` of the standard library's dataclasses, as g's imports resolve it."""
+    return namespaces.qualified(g, decorator.func if isinstance(decorator, ast.Call) else decorator) == \
+        "dataclasses.dataclass"
+
+
+_CLASS_VARS = {"typing.ClassVar", "typing_extensions.ClassVar"}
+
+
+def _annotation_kind(proj, g, annotation: ast.AST) -> Optional[str]:
+    """"classvar" for a `ClassVar[...]` annotation (no `__init__` parameter), "field" for one naming a class (a
+    builtin, a library's, a project class), as g's imports resolve its head; None where that is not known: an alias
+    the project binds (`Setting = ClassVar[str]`, round BI: dataclasses reads it as a ClassVar), an `InitVar`, a
+    string naming either."""
+    if isinstance(annotation, ast.Constant):
+        return None if "ClassVar" in str(annotation.value) or "InitVar" in str(annotation.value) else "field"
+    head = annotation.value if isinstance(annotation, ast.Subscript) else annotation
+    name = namespaces.qualified(g, head)
+    if name in _CLASS_VARS:
+        return "classvar"
+    module, _, attr = name.rpartition(".")
+    if not module or name.startswith("dataclasses."):
+        return None
+    if module == "builtins" or g._find(g.path, module) is None:
+        return "field"  # (a builtin or a class of this file, as qualified names both; a library's class)
+    found = _imported_file(proj, g, module)
+    return "field" if found is not None and any(c.name == attr for c in found.class_defs) else None
 
 
 # `dataclasses.field(...)` settings that keep a field an `__init__` parameter stored as handed, in its place
@@ -1664,8 +1693,7 @@ def _init_of(proj, made: Tuple[object, ast.ClassDef], depth: int) -> Optional[Li
     g, cls = made
     own = {d.name: d for d in cls.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
     if cls.keywords or own.keys() & {"__new__", "__post_init__"} or depth > 4 or not all(
-            reach._unparse(d.func if isinstance(d, ast.Call) else d) in ("dataclass", "dataclasses.dataclass")
-            for d in cls.decorator_list):
+            _stdlib_dataclass(g, d) for d in cls.decorator_list):
         return None
     if "__init__" in own:
         return [(g, own["__init__"], True)]

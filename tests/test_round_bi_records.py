@@ -1,0 +1,84 @@
+"""Red-team round BI (bi2): a step record's dataclass is read as storing each argument in its place only where its
+decorator is the standard library's (resolved through the file's imports: pydantic's and attrs' `dataclass` run
+validators and hooks; callers._stdlib_dataclass) and where each annotation's kind is known as dataclasses reads it
+(callers._annotation_kind): a `ClassVar` takes no place; an alias the project binds (`Setting = ClassVar[str]`, here
+or in another module) or a string naming `ClassVar`/`InitVar` refuses, since the places would be guessed."""
+import pytest
+
+from test_soundness import _files_site
+from topk_migrate.model import Status
+
+_BACKEND = '''"""Fork DSA backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk."""
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+
+class Backend:
+    def __init__(self, metadata):
+        self.forward_metadata = metadata
+
+    def forward(self, q, kv, topk_indices, scale):
+        metadata = self.forward_metadata
+        return self._forward_flashmla_sparse(q, kv, topk_indices, scale)
+
+    def _forward_flashmla_sparse(self, q_all, kv_cache, indices, sm_scale):
+        out, _, _ = flash_mla_sparse_fwd(q=q_all, kv=kv_cache, indices=indices, sm_scale=sm_scale)
+        return out
+'''
+_RUNNER = '''import torch
+@IMPORTS@
+
+
+@DECORATOR@
+class Step:
+@FIRST@
+    q: torch.Tensor
+    kv: torch.Tensor
+    indices: torch.Tensor
+    scale: float
+
+
+class LayerRunner:
+    def __init__(self, backend):
+        self.backend = backend
+
+    def attend(self, step):
+        return self.backend.forward(step.q, step.kv, step.indices, step.scale)
+
+
+def run(runner, q, kv, indices, scale):
+    return runner.attend(Step(q, kv, indices, scale))
+'''
+_STD = "from dataclasses import dataclass\nfrom typing import ClassVar"
+
+
+def _site(tmp_path, imports=_STD, decorator="@dataclass", first="", files=None):
+    runner = _RUNNER.replace("@IMPORTS@", imports).replace("@DECORATOR@", decorator).replace("@FIRST@", first)
+    files = {"requirements.txt": "sglang-kernel==0.4.6\n", "runner.py": runner, **(files or {})}
+    return _files_site(tmp_path, files, _BACKEND)
+
+
+@pytest.mark.parametrize("imports, decorator, first", [
+    (_STD, "@dataclass", '    kind: ClassVar[str] = "decode"'),  # (bi2's s_dataclass_plan_with_classvar)
+    ("import dataclasses\nimport typing", "@dataclasses.dataclass", '    kind: typing.ClassVar[str] = "decode"'),
+    ("from dataclasses import dataclass\nfrom typing import ClassVar as Static", "@dataclass", '    kind: Static[str] = "d"'),
+    (_STD, "@dataclass(frozen=True)", ""),
+])
+def test_round_bi_a_standard_dataclass_with_class_settings_is_traced(tmp_path, imports, decorator, first):
+    site = _site(tmp_path, imports, decorator, first)
+    assert site.status is Status.FIXABLE, site.reason
+
+
+@pytest.mark.parametrize("imports, decorator, first, files", [
+    # bi2's u_dataclass_classvar_alias_shift: the alias is a ClassVar to dataclasses, a field to a textual check
+    (_STD + "\nSetting = ClassVar[str]", "@dataclass", '    kind: Setting = "decode"', None),
+    (_STD + "\nfrom settings import Setting", "@dataclass", '    kind: Setting = "decode"',
+     {"settings.py": "from typing import ClassVar\nSetting = ClassVar[str]\n"}),
+    (_STD, "@dataclass", '    kind: "ClassVar[str]" = "decode"', None),  # (a string: not resolved)
+    # bi2's u_pydantic_dataclass_field_validator, u_attrs_dataclass_post_init: another library's `dataclass`
+    ("from pydantic.dataclasses import dataclass", "@dataclass", "", None),
+    ("from attr import dataclass", "@dataclass", "", None),
+    ("dataclass = lambda cls: cls", "@dataclass", "", None),
+])
+def test_round_bi_a_dataclass_whose_places_are_not_known_refuses(tmp_path, imports, decorator, first, files):
+    site = _site(tmp_path, imports, decorator, first, files)
+    assert site.status is Status.MANUAL, site.reason
