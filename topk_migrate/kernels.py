@@ -16,6 +16,7 @@ import importlib.util
 import json
 import os
 import re
+import shlex
 from dataclasses import dataclass, replace
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
@@ -610,6 +611,7 @@ def file_ways(path: str, root: str) -> List[List[Pin]]:
             ways.append(spelled_pins(" ".join(_UV_PINS.findall(text)), rel))
             others = _other_tables(text)  # pixi's, hatch's environments (round U); uv's sources, pdm's overrides (AP)
             ways.append(_mentioned_pins(others, rel, False) + _engine_mentions(others, rel) + _engine_blocks(text, rel))
+            ways += toml_kernel_ways(text, rel, name)  # (round BI: a kernel's table at any depth)
         return ways
     if "\0" in text[:8192]:  # an archive, a wheel, a compiled library: no recipe pip or a shell reads
         return []
@@ -618,9 +620,10 @@ def file_ways(path: str, root: str) -> List[List[Pin]]:
     if name.endswith(_REQUIREMENT_SUFFIXES) or "requirements" in name or "constraints" in name:
         return [requirements_file(path, root, rel) + _mentioned_pins(text, rel, True)
                 + _named_releases(text, rel, True)]
-    if _spells_no_install(text):
-        return []  # names no installer, kernel or engine: nothing to read, parsed or not (the tree's modules)
     python = name.endswith(_PYTHON_SUFFIXES) or _PYTHON_TEXT.search(text[:4096])
+    tables = [] if python else toml_kernel_ways(text, rel, name)  # (round BI: `[feature.x.sgl-kernel]`, any name)
+    if _spells_no_install(text):
+        return tables  # names no installer, kernel or engine: nothing to read, parsed or not (the tree's modules)
     tree = bounded.python_facts(text) if python else None
     if tree is not None:  # (a shell script with a Python heredoc, or Python that does not parse: a recipe's text)
         return [_python_installs(tree, rel), _script_metadata_pins(text, rel), *_pins_in_strings(tree, rel)]
@@ -630,10 +633,85 @@ def file_ways(path: str, root: str) -> List[List[Pin]]:
                           if t is not None else _mentioned_pins(body, rel, False))]  # output: round AH)
     yaml = name.endswith((".yml", ".yaml"))
     conda = _CONDA_PIN.sub(r"\1==", text) if yaml else text
-    return [spelled_pins(conda, rel) + _mentioned_pins(text, rel, False) + _engine_refs(text, rel) + embedded
+    return tables + [spelled_pins(conda, rel) + _mentioned_pins(text, rel, False) + _engine_refs(text, rel) + embedded
             + _engine_mentions(text, rel) + (_conda_engine(text, rel) if yaml else [])
             + _named_releases(text, rel, "lock" in name.lower()) + _engine_blocks(text, rel)
-            + _recipe_includes(text, path, root, rel)]
+            + _recipe_includes(text, path, root, rel) + _installed_from_paths(text, path, root, rel)]
+
+
+MAX_TOML_KEYS = 20000  # a TOML document's keys walked for a kernel's name; past it the rest decide nothing
+_TOML_SOURCES = ("path", "git", "url", "file")  # a table installing from these names no release (round BI)
+
+
+def toml_kernel_ways(text: str, rel: str, name: str) -> List[List[Pin]]:
+    """Round BI: a TOML file read by its structure (pixi's `[feature.a100.pypi-dependencies.sgl-kernel]` then
+    `version = "==0.2.5"`): each key or table naming a kernel distribution (normalized), at any depth, whose value is
+    a version string or a table holding `version` is a pin, a way of its own (a feature, an environment); one holding
+    `path`/`git`/`url` instead decides nothing; another table (`index = ...`) or value pins nothing. Where the
+    text does not parse, a `.toml` or Pipfile is read by its table headers' lines (_toml_header_pins)."""
+    low = text.lower()
+    if not any(d.split("-")[0].lower() in low for ds in rules.providers().values() for d in ds):
+        return []  # (no kernel's first word: `_names_a_kernel` misses `.sgl-kernel]`, a dotted header's part)
+    try:
+        document = bounded.toml(text)
+    except ValueError:
+        return [[p] for p in _toml_header_pins(text, rel)] if name.endswith(".toml") or name == "Pipfile" else []
+    kernels = {normalize(d) for ds in rules.providers().values() for d in ds}
+    ways: List[List[Pin]] = []
+    todo: List[object] = [document]
+    for _ in range(MAX_TOML_KEYS):
+        if not todo:
+            return ways
+        value = todo.pop()
+        items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+        for key, inner in items:
+            if isinstance(key, str) and normalize(key) in kernels:
+                ways += [[p] for p in _toml_value_pins(normalize(key), inner, rel)]
+            if isinstance(inner, (dict, list)):
+                todo.append(inner)
+    return ways + [[Pin(COMPUTED, "", f"{rel} (more TOML keys than are read)")]]
+
+
+def _toml_value_pins(dist: str, value: object, rel: str) -> List[Pin]:
+    """The pin a kernel's TOML value makes: a version string (poetry's `^`/`~` with their ceilings, a bare
+    version exact), a table's `version`; a table's `path`/`git`/`url` decides nothing; anything else pins nothing."""
+    if isinstance(value, dict):
+        if isinstance(value.get("version"), str):
+            value = value["version"]
+        elif any(k in value for k in _TOML_SOURCES):
+            return [Pin(COMPUTED, "", f"{rel} ({dist} from a {next(k for k in _TOML_SOURCES if k in value)}, "
+                                      "no release read)")]
+        else:
+            return []
+    if not isinstance(value, str):
+        return []
+    pins = _keyed_pins(f'{dist} = "{value}"', rel, {dist}) if '"' not in value else []
+    return pins or [Pin(COMPUTED, "", f"{rel} ({dist} = {value[:40]!r}, a version not read)")]
+
+
+_TOML_HEADER = re.compile(r"""^\s*\[\[?\s*([^\]]*?)\s*\]\]?\s*(?:#.*)?$""")
+
+
+def _toml_header_pins(text: str, rel: str) -> List[Pin]:
+    """A TOML text that does not parse, read by lines: a table whose header's last part names a kernel is read by its
+    `version = "..."` line (or its `path`/`git`/`url` line: decides nothing); `name = {version = ...}` inline."""
+    kernels = {normalize(d) for ds in rules.providers().values() for d in ds}
+    pins: List[Pin] = []
+    table: Optional[str] = None
+    for line in text.splitlines()[:50000]:
+        header = _TOML_HEADER.match(line)
+        if header:
+            last = header.group(1).rsplit(".", 1)[-1].strip().strip("\"'")
+            table = normalize(last) if normalize(last) in kernels else None
+            continue
+        key = _KEYED.match(line)
+        if table is not None and key is not None and key.group(1) in ("version", *_TOML_SOURCES):
+            pins += _toml_value_pins(table, {key.group(1): key.group(2)}, rel)
+        inline = _INLINE_TABLE.match(line)
+        if inline and normalize(inline.group(1)) in kernels:
+            fields = dict(_TABLE_FIELD.findall(inline.group(2)))
+            pins += _toml_value_pins(normalize(inline.group(1)), fields, rel)
+    return pins
 
 
 def _notebook_code(text: str) -> str:
@@ -671,7 +749,7 @@ def _recipe_includes(text: str, path: str, root: str, rel: str) -> List[Pin]:
     """The requirements files a recipe's installer lines hand pip (`pip install -r X`, round Z): a URL decides
     nothing; a path is read where it lies in the tree (beside the recipe, from the root, or the longest tail of an
     absolute path in the image, `/srv/fork/.devcontainer/r.txt`), hidden folders too; one not in the tree (the
-    base image's) is not read (a stated gap)."""
+    base image's) is not read here: _installed_from_paths makes it decide nothing (round BI)."""
     pins: List[Pin] = []
     for line in re.sub(r"\\\r?\n", " ", text).splitlines():
         line = re.sub(r"(^|\s)#.*$", "", line)
@@ -695,6 +773,177 @@ def _in_tree(target: str, here: str, root: str) -> Optional[str]:
             if os.path.isfile(candidate) and inside(os.path.realpath(candidate), root):
                 return candidate
     return None
+
+
+# An installer command's arguments (round BI): what takes a requirements file, a folder of distributions, or a value
+_FILE_OPTIONS = {"-r", "--requirement", "-c", "--constraint", "--constraints", "--override", "--overrides",
+                 "--build-constraint", "--build-constraints"}
+_LINK_OPTIONS = {"-f", "--find-links"}
+_VALUE_OPTIONS = {"-i", "--index-url", "--extra-index-url", "-t", "--target", "--prefix", "--root", "--python", "-p",
+                  "--src", "--upgrade-strategy", "--progress-bar", "--platform", "--python-version", "--implementation",
+                  "--abi", "--no-binary", "--only-binary", "-C", "--config-settings", "--config-setting",
+                  "--global-option", "--build-option", "--log", "--cache-dir", "--trusted-host", "--proxy", "--timeout",
+                  "--retries", "--exists-action", "--cert", "--client-cert", "--report", "--index-strategy",
+                  "--keyring-provider", "--extra", "--group", "--resolution", "--prerelease", "--exclude-newer",
+                  "--link-mode", "--torch-backend", "--index", "--default-index", "--python-platform", "-n", "--name",
+                  "--channel", "--repodata-fn", "--solver", "--subdir", "-e", "--editable"}
+_COMMAND_BREAKS = {"&&", "||", ";", "|", "then", "do", "else", "elif", "fi", "done", "(", ")", "{", "}"}
+_BUILT_INTO = re.compile(r"(?:\s|^)(?:--out|-o|--outdir|--out-dir|-w|--wheel-dir|-d|--dest|--dist-dir)(?:=|\s+)"
+                         r"[\"']?([^\s\"';&|]+)")
+_DISTRIBUTION_FILE = re.compile(r"(?i)\.(?:whl|tar\.gz|tgz|zip|tar\.bz2|conda)\Z")
+
+
+def _installer_commands(text: str) -> Iterable[Tuple[str, List[str]]]:
+    """Each installer command of a recipe's text (its continuations joined, comments cut), as its kind (`install`:
+    pip's or uv's; `sync`: `uv pip sync`, `pip-sync`, whose positional arguments are requirements files; `conda`:
+    conda's, mamba's, micromamba's install/update/create) and the arguments after its subcommand (round BI)."""
+    for line in re.sub(r"\\\r?\n", " ", text).splitlines()[:20000]:
+        line = re.sub(r"(^|\s)#.*$", "", line)
+        if not re.search(r"\b(?:pip[\d.]*|pip-sync|uv|conda|mamba|micromamba)\b", line):
+            continue
+        try:
+            tokens = shlex.split(line)
+        except ValueError:
+            tokens = line.split()
+        command: List[str] = []
+        for token in [*tokens[:4096], ";"]:
+            word = token.rstrip(";")
+            if word and word not in _COMMAND_BREAKS:
+                command.append(word)
+            if word != token or word in _COMMAND_BREAKS:  # (`a;` ends a command as `;` does)
+                found = _installer_of(command)
+                if found is not None:
+                    yield found
+                command = []
+
+
+def _installer_of(tokens: List[str]) -> Optional[Tuple[str, List[str]]]:
+    """(kind, arguments) where the tokens run an installer (_installer_commands), else None."""
+    for i, token in enumerate(tokens):
+        base = os.path.basename(token)
+        if base == "pip-sync":
+            return "sync", tokens[i + 1:]
+        family = "pip" if re.fullmatch(r"pip[\d.]*", base) else "conda" if base in ("conda", "mamba", "micromamba") \
+            else None
+        if family is None:
+            continue
+        words = [t for t in tokens[i + 1:] if not t.startswith("-")]
+        verb = words[1] if family == "conda" and words[:1] == ["env"] and len(words) > 1 else words[0] if words else ""
+        rest = tokens[tokens.index(verb, i + 1) + 1:] if verb else []
+        if family == "pip" and verb in ("install", "sync"):
+            return verb, rest
+        if family == "conda" and verb in ("install", "update", "create"):
+            return "conda", rest
+        return None
+    return None
+
+
+def _installer_targets(kind: str, args: List[str]) -> Iterable[Tuple[str, str, str]]:
+    """What an installer command takes from files, with the option naming it (or "" by position): ("file", a
+    requirements or environment file), ("path", a local distribution, folder or glob), ("links", a `--find-links`
+    folder); a named distribution or a URL is no target here."""
+    at = 0
+    while at < len(args):
+        arg = args[at]
+        option, _, glued = arg.partition("=") if arg.startswith("--") else (arg[:2], "", arg[2:]) \
+            if arg.startswith("-") and len(arg) > 2 and arg[:2] in ("-r", "-c", "-f", "-e") else (arg, "", "")
+        takes = option.startswith("-") and option in _FILE_OPTIONS | _LINK_OPTIONS | _VALUE_OPTIONS
+        value = glued or (args[at + 1] if takes and at + 1 < len(args) else "")
+        at += 2 if takes and not glued else 1
+        if not option.startswith("-"):
+            if kind == "sync":
+                yield "file", arg, ""
+            elif kind == "install" and _path_like(arg):
+                yield "path", arg, ""
+        elif kind == "conda":
+            if option in ("-f", "--file"):
+                yield "file", value, option
+        elif option in _FILE_OPTIONS:
+            yield "file", value, option
+        elif option in _LINK_OPTIONS:
+            yield "links", value, option
+        elif option in ("-e", "--editable") and _path_like(value):
+            yield "path", value, option
+
+
+def _path_like(arg: str) -> bool:
+    """Is an installer's positional argument a local path (a folder, a glob, a distribution file), not a named
+    requirement or a URL?"""
+    if "://" in arg and not arg.startswith("file://") or " @ " in arg or arg.startswith(("git+", "$")) and "/" not in arg:
+        return False
+    return arg.startswith(("/", ".", "~", "file://")) or "/" in arg or bool(_DISTRIBUTION_FILE.search(arg))
+
+
+def _installed_from_paths(text: str, path: str, root: str, rel: str) -> List[Pin]:
+    """Round BI: what a recipe's installer takes from files it names. A requirements file taken by an option or by
+    position (`uv pip sync FILE`, `pip-sync FILE`, `conda env update -f FILE`) is read where it lies in the tree and
+    decides nothing where it does not (the base image's lock); a folder, a glob, an archive or a `--find-links` folder
+    whose files are not in the tree (`COPY --from=<image> /wheels`) installs what is not read and decides nothing,
+    unless the recipe builds into it (`--out dist`, `pip wheel -w`); one in the tree is read as its files are (round
+    T). A wheel or archive named by its release is read by its name (_mentioned_pins)."""
+    pins: List[Pin] = []
+    here = os.path.dirname(path)
+    built = {b.rstrip("/").rsplit("/", 1)[-1] for b in _BUILT_INTO.findall(text)} | _engine_clone_folders(text)
+    for kind, args in _installer_commands(text):
+        for what, target, option in list(_installer_targets(kind, args))[:64]:
+            target = re.sub(r"\[[^\]/]*\]\Z", "", target)
+            target = target[len("file://"):] if target.startswith("file://") else target
+            if not target or "://" in target:  # (an index, or a remote file `-r` already decides nothing for)
+                if target and what == "file" and option not in ("-r", "--requirement", "-c", "--constraint"):
+                    pins.append(Pin(COMPUTED, "", f"{rel} (installs from {target[:80]}, not read)"))
+            elif what == "file":
+                found = _in_tree(target, here, root)
+                if found is None:
+                    pins.append(Pin(COMPUTED, "", f"{rel} (installs the requirements of {target[:80]}, "
+                                                  "not in the tree)"))
+                elif kind != "conda" and option not in ("-r", "--requirement", "-c", "--constraint"):
+                    pins += requirements_file(found, root, project_label(found, root))  # (by position: an include)
+            elif not _distribution_named(target) and not _in_tree_path(target, here, root, built):
+                pins.append(Pin(COMPUTED, "", f"{rel} (installs what {target[:80]} holds, not in the tree)"))
+    return pins
+
+
+def _engine_clone_folders(text: str) -> Set[str]:
+    """The folders a recipe clones the engine into (`git clone -b v0.5.16 .../sglang.git [DIR]`): what is installed
+    from there is the clone's release, read by _engine_mentions (round AP), not a folder of unread files."""
+    folders: Set[str] = set()
+    for line in re.sub(r"\\\r?\n", " ", text).splitlines()[:20000]:
+        clone = _ENGINE_CLONE.search(line)
+        words = line[clone.start():].split()[2:] if clone else []
+        given = [w.strip("\"'") for i, w in enumerate(words) if not w.startswith("-") and not (
+            i and words[i - 1] in ("-b", "--branch", "--depth", "-c", "--config", "-o", "--origin", "--filter"))]
+        given = given[:next((i for i, w in enumerate(given) if w in ("&&", "||", ";", "|")), len(given))]
+        if given:
+            folders.add((given[1] if len(given) > 1 else given[0]).rstrip("/").rsplit("/", 1)[-1]
+                        .removesuffix(".git").rstrip(";"))
+    return folders
+
+
+def _distribution_named(target: str) -> bool:
+    """A distribution file whose name is its release (`sgl_kernel-0.4.6-...whl`, no glob): read by its name."""
+    base = target.rstrip("/").rsplit("/", 1)[-1]
+    return not re.search(r"[*?\[$]", base) and bool(_WHEEL.search(base) or _SDIST.match(base)
+                                                       or _CONDA_PACKAGE.match(base))
+
+
+def _in_tree_path(target: str, here: str, root: str, built: Set[str]) -> bool:
+    """Does a path an installer takes (a folder, a glob's folder, a file) lie in the tree (read there), or in a folder
+    the recipe builds into? Only what follows a variable (`$HOME/wheels`) is matched, as the tail of an image's path."""
+    parts = [p for p in target.split("/") if p not in ("", ".")]
+    parts = parts[:next((i for i, p in enumerate(parts) if re.search(r"[*?\[]", p)), len(parts))]
+    unknown = max((i for i, p in enumerate(parts) if "$" in p or p.startswith("~")), default=-1)
+    if unknown >= 0 or target.startswith("~"):
+        parts = parts[unknown + 1:]
+    if any(p in built for p in parts):
+        return True
+    if not parts:  # the recipe's own folder (`pip install .`, `*.whl`), unless a variable or `/` names it
+        return unknown < 0 and not target.startswith(("/", "~", "$"))
+    for start in ([here, root] if not target.startswith("/") and unknown < 0 else [root]):
+        for i in range(len(parts)):
+            candidate = os.path.join(start, *parts[i:])
+            if os.path.exists(candidate) and inside(os.path.realpath(candidate), root):
+                return True
+    return False
 
 
 _HEREDOC = re.compile(r"<<-?[ \t]*(['\"]?)(\w+)(?!\w)\1")
@@ -2148,12 +2397,17 @@ def star_import_binds(file: str, node: ast.ImportFrom, name: str, depth: int = 0
 def scope_nodes(tree: ast.Module) -> Iterable[ast.AST]:
     """Every node that runs in the module's own scope, at any depth of its blocks (if/try/with/for/while/
     match, the expressions of its statements), but not the bodies of its functions, lambdas and classes
-    (each def, lambda and class is yielded, with its decorators, defaults and bases)."""
+    (each def, lambda and class is yielded, with its decorators, defaults and bases). An `if` whose test is
+    constant at run time (`TYPE_CHECKING`, `if False:`) yields only the branch that runs (round BI)."""
+    checking = _type_checking_names(tree)
     todo: List[ast.AST] = [tree]
     while todo:
         node = todo.pop()
         yield node
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        taken = _constant_test(node.test, checking) if isinstance(node, ast.If) else None
+        if taken is not None:
+            todo.extend(reversed([node.test, *(node.body if taken else node.orelse)]))  # type: ignore[attr-defined]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             a = node.args
             todo.extend([*node.decorator_list, *a.defaults, *(d for d in a.kw_defaults if d is not None)])
             todo.extend(x for x in (node.returns,) if x is not None)
@@ -2163,6 +2417,38 @@ def scope_nodes(tree: ast.Module) -> Iterable[ast.AST]:
             todo.extend([*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)])
         else:
             todo.extend(reversed(list(ast.iter_child_nodes(node))))
+
+
+def _type_checking_names(tree: ast.Module) -> Set[str]:
+    """The names that hold `typing.TYPE_CHECKING` in the module (False at run time): its own name, an import alias,
+    a top-level `TC = TYPE_CHECKING`; not one the module assigns anything else (round BI)."""
+    names = {"TYPE_CHECKING"}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module in ("typing", "typing_extensions"):
+            names.update(a.asname or a.name for a in node.names if a.name == "TYPE_CHECKING")
+        elif isinstance(node, ast.Assign) and _constant_test(node.value, names) is False:
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    rebound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
+    kept = {n for n in rebound if all(_constant_test(a.value, {"TYPE_CHECKING"}) is False for a in ast.walk(tree)
+                                      if isinstance(a, ast.Assign) and any(isinstance(t, ast.Name) and t.id == n
+                                                                          for t in a.targets))}
+    return {n for n in names if n not in rebound or n in kept}
+
+
+def _constant_test(test: ast.AST, checking: Set[str]) -> Optional[bool]:
+    """What an `if` test is at run time where no code decides it: False for `TYPE_CHECKING` (any spelling in
+    `checking`, `typing.TYPE_CHECKING`), `False`, `0`, `None`; True for their negation and true constants; else None
+    (round BI: an import only type checkers see never binds the name)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _constant_test(test.operand, checking)
+        return None if inner is None else not inner
+    if isinstance(test, ast.Constant) and isinstance(test.value, (bool, int, type(None))):
+        return bool(test.value)
+    if isinstance(test, ast.Name) and test.id in checking or isinstance(test, ast.Attribute) \
+            and test.attr == "TYPE_CHECKING" and isinstance(test.value, ast.Name) \
+            and test.value.id in ("typing", "typing_extensions"):
+        return False
+    return None
 
 
 _MATCH_NAMES = tuple(getattr(ast, n) for n in ("MatchAs", "MatchStar", "MatchMapping") if hasattr(ast, n))
@@ -2287,6 +2573,8 @@ def _read_interface(file: str, func: str, depth: int, param: str, memo: dict) ->
         if odd is not None:
             _undecided(memo, f"{_where(file, odd[0])} uses {odd[1]}, which may rebind `{func}`")
             return None
+    if not found:
+        _unbound_why(file, tree, nodes, func, memo)
     if not found or any(i is None for i in found):
         return None
     if len(found) == 1:
@@ -2297,6 +2585,22 @@ def _read_interface(file: str, func: str, depth: int, param: str, memo: dict) ->
         _undecided(memo, f"{_where(file, found[0].line)} binds `{func}` {len(found)} times (lines {lines}) "  # type: ignore[union-attr]
                          "with different signatures; which one runs is not decided")
     return merged
+
+
+def _unbound_why(file: str, tree: ast.Module, nodes: List[ast.AST], func: str, memo: dict) -> None:
+    """Why a module that binds `func` nowhere that runs decides nothing: a module `__getattr__` (PEP 562) serves it,
+    or it is bound only where type checkers look (round BI: `if TYPE_CHECKING:` imports the new wrapper, `__getattr__`
+    serves the old one)."""
+    served = next((n for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   and n.name == "__getattr__"), None)
+    typed = next((n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) and any(
+        (a.asname or a.name.split(".")[0]) == func for a in n.names)), None)
+    if served is not None:
+        _undecided(memo, f"{_where(file, served.lineno)} serves `{func}` through a module `__getattr__` (PEP 562)"
+                         + (f"; the import at line {typed.lineno} runs only for type checkers" if typed else "")
+                         + ": what it returns at run time is not read")
+    elif typed is not None:
+        _undecided(memo, f"{_where(file, typed.lineno)} imports `{func}` only for type checkers (never at run time)")
 
 
 def star_binds(file: str, name: str, depth: int = 0, _memo: Optional[dict] = None) -> Optional[bool]:
