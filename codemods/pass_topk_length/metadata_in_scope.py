@@ -13,7 +13,7 @@ from libcst.metadata import FunctionScope, GlobalScope, ImportAssignment
 from topk_migrate.cst.resolve import dotted
 from topk_migrate.cst.scopecheck import root_binding
 
-from . import callers, reach
+from . import callers, field_aliases, reach
 from .graph_replay import _BRANCHING, _a_record, _handed_self, _is_attr_of_self, _self_root_attr
 from .indexes import handed_back, rebinds
 from .quick import expand
@@ -371,24 +371,28 @@ class MetadataInScope:
         if rebound is not None:  # (`self.init_forward_metadata = self._plan_pages_only` per instance: round AO)
             return (f"line {self.tree.line(rebound)} gives `{_code(rebound.target).strip()}` another value: the planner "
                     "that runs may not be the one read to refresh the record made once; pass topk_length by hand")
-        aliased = next(((a, p.name.value) for p in planners for a in self._class_bound_otherwise(p)), None)
-        if aliased is not None:  # (`if FAST: init_forward_metadata = _plan_pages_only` in the class body: round BH)
-            return (f"line {self.tree.line(aliased[0])} binds `{aliased[1]}` in the class body otherwise than "
-                    "by its def: the planner that runs may not be the one read to refresh the record made once; "
-                    "pass topk_length by hand")
+        runs = [(p.name.value, p) for p in planners]
+        for p in planners:
+            for node in self._class_bound_otherwise(p):
+                target = self._alias_of_def(node)
+                if target is None:  # (`if FAST: init_forward_metadata = _plan_pages_only`, an import: round BH)
+                    return (f"line {self.tree.line(node)} binds `{p.name.value}` in the class body otherwise than by "
+                            "a def of the class: the planner that runs may not be the one read to refresh the record "
+                            "made once; pass topk_length by hand")
+                runs.append((p.name.value, target))  # (a def of the class bound to the name under a flag: both may run)
         ahead = self._planner_ahead({p.name.value for p in planners}) or self._planner_inherited()
         if ahead:
             return ahead
-        for p in planners:
+        for name, p in runs:
             if any(isinstance(t, cst.Attribute) and t.attr.value == attr for _, t, _ in self._writes_in(p)):
                 continue  # (given anew: planned_on_every_path and kept_in_holder read that store)
-            if not self._refreshes(p, attr, field_name, 0, eager=not reach.graph_update(p.name.value)):
+            if not self._refreshes(p, attr, field_name, 0, eager=not reach.graph_update(name)):
                 planners = []
                 break
-            eager = not reach.graph_update(p.name.value)
+            eager = not reach.graph_update(name)
             loader = self._refresh_handed_other(p, attr, field_name, 0, eager)
             if loader is not None:  # (round BC: `self._load_batch(forward_batch.spec_info.draft_input)`)
-                return (f"{p.name.value} refreshes `self.{attr}.{field_name}` through `{_brief(loader, 60)}` (line "
+                return (f"{name} refreshes `self.{attr}.{field_name}` through `{_brief(loader, 60)}` (line "
                         f"{self.tree.line(loader)}), handed something other than this call's own batch (a draft's "
                         "input, a local): the kernel may read another batch's lengths; hand the helper the planner's "
                         "own parameters, or pass topk_length by hand")
@@ -397,7 +401,7 @@ class MetadataInScope:
                 return hidden
             later = self._rewritten_after_refresh(p, attr, field_name, 0, eager)
             if later is not None:  # (round BB: the planner calling itself with the draft's batch, another mode's planner)
-                return (f"{p.name.value} refreshes `self.{attr}.{field_name}` in place, then `{_brief(later, 60)}` (line "
+                return (f"{name} refreshes `self.{attr}.{field_name}` in place, then `{_brief(later, 60)}` (line "
                         f"{self.tree.line(later)}) may write it again, handed something other than this call's own "
                         "batch (a draft's batch, another mode's): the kernel may read another batch's lengths; make "
                         "the refresh the last write of the field, or pass topk_length by hand")
@@ -408,6 +412,20 @@ class MetadataInScope:
             f"the start-up (`__init__`, `init_cuda_graph_state`, a hook no planner calls) gives the holder `self.{attr}` a record made once, and an eager planner or a replay hook "
             f"does not rewrite its `{field_name}` in place on every run (a mode or size it skips keeps an earlier "
             "step's lengths); refresh it on every path, or pass topk_length by hand")
+
+    def _alias_of_def(self, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
+        """The def of the class a class body's `name = other` binds the name to (`init_forward_metadata = _plan_v2`):
+        `other` bound in the class body by that one def only; None for any other binding (a call, an import, a loop)."""
+        assign = self.tree.parent.get(self.tree.parent.get(node))
+        if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1 and assign.targets[0].target is node
+                and isinstance(assign.value, cst.Name)):
+            return None
+        found = [a.node for a in self.tree.binding(assign.value, assign.value.value).assignments]
+        return found[0] if len(found) == 1 and isinstance(found[0], cst.FunctionDef) \
+            and self.tree.parent.get(self.tree.parent.get(found[0])) is self._class_around(assign) else None
+
+    def _class_around(self, node: cst.CSTNode) -> Optional[cst.ClassDef]:
+        return next((a for a in self.tree.ancestors(node) if isinstance(a, cst.ClassDef)), None)
 
     def _class_bound_otherwise(self, fdef: cst.FunctionDef) -> List[cst.CSTNode]:
         """The statements of fdef's class body binding its name other than by a def (an assignment, an import, a
@@ -462,7 +480,8 @@ class MetadataInScope:
                 return (f"line {others[target.attr]} gives `{target.attr}` the `{field_name}` tensor, and line "
                         f"{node.lineno} writes `{target.attr}` in place: the field is written under that name; give "
                         f"`{field_name}` its own tensor, or pass topk_length by hand")
-        return None
+        # (round BI: a view, a positional slot, a tuple store, `setattr`, `.data`/`set_`, another file, a child)
+        return field_aliases.aliased_write(self.project(), own, field_name) if own is not None else None
 
     def _planner_inherited(self) -> Optional[str]:
         """A class of the module holding the record (defining `__init__` or a replay hook) that defines no eager
