@@ -295,7 +295,7 @@ def _record_fields(proj, f, call: ast.Call, attrs: frozenset) -> Optional[List[a
     of the project whose only initializer is its own `__init__` storing each as a bare parameter (`self.q = q`: no
     base of the project, no `__new__`, metaclass, `__post_init__` or decorator but `dataclass`); else None."""
     made = _class_made(proj, f, call)
-    if made is not None and _record_doubt(f, call, made[1]):
+    if made is not None and (_record_doubt(f, call, made[1]) or _class_patched(proj, made[0], made[1])):
         return None
     inits = _initializers(proj, f, call) if made is not None and not [
         b for b in made[1].bases if reach._unparse(b) != "object"] else None
@@ -348,6 +348,23 @@ def _record_doubt(f, call: ast.Call, cls: ast.ClassDef) -> bool:
     bound = {t.id for n in other for t in reach._flatten(reach._written_targets(n)) if isinstance(t, ast.Name)} | {
         n.name for n in other if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
     return bool(bound & set(_MAKING_NAMES)) or bool("__init__" in top and top["__init__"].decorator_list)
+
+
+def _class_patched(proj, g, cls: ast.ClassDef) -> bool:
+    """Round BJ: is the record class (of file g) given an attribute after its body, in a file of the project naming it
+    (g and the module included): a store `Cls.x = ...` (`Step.__init__ = _balanced_init` at import), a making or store
+    hook stored on any object (`S.__setattr__ = f` through an alias), or a `setattr`/`delattr` on it, or of a hook's
+    or a computed name? Then the making or the reads run code its body does not show."""
+    for h in {id(x): x for x in [g, *_files_and_module(proj, [cls.name])]}.values():
+        for node in ast.walk(h.tree):
+            if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load) and (
+                    isinstance(node.value, ast.Name) and node.value.id == cls.name or node.attr in _MAKING_NAMES):
+                return True
+            if isinstance(node, ast.Call) and reach._unparse(node.func) in ("setattr", "delattr", "builtins.setattr") \
+                    and len(node.args) >= 2 and (reach._unparse(node.args[0]) == cls.name or not isinstance(
+                        node.args[1], ast.Constant) or node.args[1].value in _MAKING_NAMES):
+                return True
+    return False
 
 
 def _class_statements(stmt: ast.stmt):

@@ -1,0 +1,74 @@
+"""Red-team round BJ (bj2): a step record class given an attribute after its body (`Step.__init__ = _balanced_init`,
+`Step.__setattr__ = _balanced_store` at import, `setattr(Step, ...)`, a hook stored through an alias) runs code its
+body does not show: its making is not traced (callers._class_patched)."""
+import pytest
+
+from test_soundness import _files_site
+from topk_migrate.model import Status
+
+_BACKEND = '''"""Fork DSA backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk."""
+from sgl_kernel.flash_mla import flash_mla_sparse_fwd
+
+
+class Backend:
+    def __init__(self, metadata):
+        self.forward_metadata = metadata
+
+    def forward(self, q, kv, topk_indices, scale):
+        metadata = self.forward_metadata
+        return self._forward_flashmla_sparse(q, kv, topk_indices, scale)
+
+    def _forward_flashmla_sparse(self, q_all, kv_cache, indices, sm_scale):
+        out, _, _ = flash_mla_sparse_fwd(q=q_all, kv=kv_cache, indices=indices, sm_scale=sm_scale)
+        return out
+'''
+_RUNNER = '''import torch
+
+
+class Step:
+    def __init__(self, q, kv, indices, scale):
+        self.q = q
+        self.kv = kv
+        self.indices = indices
+        self.scale = scale
+
+
+def _balanced_init(self, q, kv, indices, scale):
+    order = torch.argsort((indices[:, 0, :] >= 0).sum(-1), descending=True)
+    self.__dict__.update(q=q[order], kv=kv, indices=indices[order], scale=scale)
+@PATCH@
+
+class LayerRunner:
+    def __init__(self, backend):
+        self.backend = backend
+
+    def attend(self, step):
+        return self.backend.forward(step.q, step.kv, step.indices, step.scale)
+
+
+def run(runner, q, kv, indices, scale):
+    return runner.attend(Step(q, kv, indices, scale))
+'''
+
+
+def _site(tmp_path, patch, other=None):
+    files = {"requirements.txt": "sglang-kernel==0.4.6\n", "runner.py": _RUNNER.replace("@PATCH@", patch),
+             **({"patches.py": other} if other else {})}
+    return _files_site(tmp_path, files, _BACKEND)
+
+
+@pytest.mark.parametrize("patch, other", [
+    ("\nStep.__init__ = _balanced_init\n", None),  # bj2's u_record_init_replaced_after_class
+    ("\nStep.__setattr__ = lambda self, k, v: self.__dict__.update({k: v.flip(0)})\n", None),
+    ("\nsetattr(Step, '__init__', _balanced_init)\n", None),
+    ("\nS = Step\nS.__init__ = _balanced_init\n", None),  # (through an alias: the hook's name)
+    ("", "from runner import Step, _balanced_init\nStep.__init__ = _balanced_init\n"),  # (another file)
+])
+def test_round_bj_a_record_class_patched_after_its_body_refuses(tmp_path, patch, other):
+    site = _site(tmp_path, patch, other)
+    assert site.status is Status.MANUAL, site.reason
+
+
+def test_round_bj_an_unpatched_record_class_is_traced(tmp_path):
+    site = _site(tmp_path, "\nSTEP_KIND = 'decode'\n")
+    assert site.status is Status.FIXABLE, site.reason
