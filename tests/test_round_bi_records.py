@@ -5,25 +5,10 @@ validators and hooks; callers._stdlib_dataclass) and where each annotation's kin
 or in another module) or a string naming `ClassVar`/`InitVar` refuses, since the places would be guessed."""
 import pytest
 
+from test_round_bh_records import _BACKEND
 from test_soundness import _files_site
 from topk_migrate.model import Status
 
-_BACKEND = '''"""Fork DSA backend; metadata.dsa_cache_seqlens_int32 holds seqlens clipped to topk."""
-from sgl_kernel.flash_mla import flash_mla_sparse_fwd
-
-
-class Backend:
-    def __init__(self, metadata):
-        self.forward_metadata = metadata
-
-    def forward(self, q, kv, topk_indices, scale):
-        metadata = self.forward_metadata
-        return self._forward_flashmla_sparse(q, kv, topk_indices, scale)
-
-    def _forward_flashmla_sparse(self, q_all, kv_cache, indices, sm_scale):
-        out, _, _ = flash_mla_sparse_fwd(q=q_all, kv=kv_cache, indices=indices, sm_scale=sm_scale)
-        return out
-'''
 _RUNNER = '''import torch
 @IMPORTS@
 

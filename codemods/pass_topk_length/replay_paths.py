@@ -15,7 +15,7 @@ from libcst.helpers import get_full_name_for_node
 from libcst.metadata import ImportAssignment
 
 from .rows import TRANSPARENT_DECORATORS, _engine_import, imported_names
-from .syntax import _code
+from .syntax import _code, _root
 
 # managers that never swallow an exception from their block (their `__exit__` returns nothing true)
 NON_SUPPRESSING = {
@@ -386,10 +386,8 @@ def keeps_exceptions(tree, manager: cst.BaseExpression) -> bool:
     """Does a `with` item's manager never swallow its block's exception: a read or call of NON_SUPPRESSING, its root
     name bound only by imports, each of it (a name the module binds otherwise may be any manager)?"""
     func = manager.func if isinstance(manager, cst.Call) else manager
-    root = func
-    while isinstance(root, cst.Attribute):
-        root = root.value
-    if not isinstance(root, cst.Name):
+    root = _root(func)
+    if root is None:
         return False
     names = imported_names(tree, func)
     return bool(names) and all(n in NON_SUPPRESSING for n in names) and all(
