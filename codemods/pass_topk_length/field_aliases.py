@@ -430,7 +430,30 @@ class _Aliases:
             return self._module_def(g, mod, original, where, imported=True)
         if name in g.modules or hasattr(builtins, name) and not g.binds(name) and top is None:
             return None
+        if top is None and self._library_or_constant(g, name, where):
+            return None  # (`try: from sgl_kernel... import f as k` / `except ImportError: k = None`)
         raise _NotRead(where + " (a name the file binds otherwise)")
+
+    def _library_or_constant(self, g, name: str, where: str) -> bool:
+        """Is every module-level binding of `name` an import of a library's (or the engine kernels') function, or a
+        literal (`None`): a call through it keeps nothing of the project's (round BJ: a fallback import)."""
+        found = []
+        for node in ast.walk(g.tree):  # (a binding in any scope of the file counts: stricter than Python)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+                return False
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found += [self._module_def(g, node.module, a.name, where, imported=True) is None
+                          for a in node.names if (a.asname or a.name) == name]
+            elif isinstance(node, ast.Import):
+                found += [False for a in node.names if (a.asname or a.name.split(".")[0]) == name]
+            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For, ast.With)):
+                targets = [x for x in ast.walk(node) if isinstance(x, ast.Name) and x.id == name
+                           and not isinstance(x.ctx, ast.Load)]
+                if targets:
+                    found.append(isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant))
+            elif isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+                return False
+        return bool(found) and all(found)
 
     def _module_def(self, g, mod: str, name: str, where: str, imported: bool = False, hops: int = 0):
         """The def or class `name` of project module `mod`; None where the module is a library's."""
