@@ -17,8 +17,6 @@ from topk_migrate.cst.resolve import dotted
 from . import engine_defs, field_writes, reach
 from .engine_spellings import ENGINE_BATCH_FILES
 from .rows import (
-    COPYING_FUNCTIONS,
-    COPYING_METHODS,
     _engine_import,
     _own_returns,
     aliases_in,
@@ -642,8 +640,7 @@ class FieldMeaning:
         return (f"this module sets `{field_name}` at line {self.tree.line(at)} from `{text[:80]}`, "
                 f"not provably the seqlens clipped to the top-k width ({CLIP_HOW}) and left so (no in-place write "
                 f"of it, not stored on another object){self._own_width_note(text)}{self._served_note(text)}"
-                f"{self._other_object_note(value)}{getattr(self, '_operand_blocker', '')}; clip it, or pass "
-                "topk_length by hand")
+                f"{self._other_object_note(value)}; clip it, or pass topk_length by hand")
 
     def _other_object_note(self, value: cst.BaseExpression) -> str:
         """Where the clip reads the lengths off a name that may hold another object than the planner's batch
@@ -706,7 +703,7 @@ class FieldMeaning:
             if name in CLIPS and not self._engines_clip(func, name):
                 return False  # a fork's own function of the engine's name, unless its body is the engine's (round R)
             if name in CLIPS or name in CLAMPS:
-                return _clips_to_width(_ast_of(e), self._resolver(env, e)) and not self._operand_written(e)
+                return _clips_to_width(_ast_of(e), self._resolver(env, e))
             if name in CLIP_KEEPING:  # pad_dsa_cache_seqlens(forward_batch, seqlens): pads clipped seqlens
                 return len(positional) >= 2 and self._engines_clip(func, name) \
                     and all(self._clipped(v, seen, env, into) for v in positional[1:])
@@ -751,38 +748,6 @@ class FieldMeaning:
                     return False
             return True
         return False
-
-    def _operand_written(self, clip: cst.Call) -> bool:
-        """May the clip's operand be written in place under another name in the def holding the clip (a local
-        alias, a loop's target, a container, a record, a foreach op's list), or kept on an object by an attribute
-        the module writes in place (round BJ)? The blocker is noted for the reason."""
-        fdef = next((a for a in self.tree.ancestors(clip) if isinstance(a, cst.FunctionDef)), None)
-        fn = _as_ast(fdef) if fdef is not None else None
-        root = _operand_root(_clip_operand(_ast_of(clip)))
-        if fn is None or not isinstance(root, (ast.Name, ast.Attribute)):
-            return False
-        attrs, names = ({root.attr}, set()) if isinstance(root, ast.Attribute) else (set(), {root.id})
-        if isinstance(root, ast.Name):  # (a local operand: what it was bound to, where the clip reads it)
-            text = ast.unparse(_ast_of(clip))
-            clips = [c for c in ast.walk(fn) if isinstance(c, ast.Call) and ast.unparse(c) == text]
-            reaching = [_reaching_value(fn, c, root.id) for c in clips]
-            values = reaching if clips and None not in reaching else [
-                a.value for a in ast.walk(fn) if isinstance(a, ast.Assign) for t in a.targets
-                if isinstance(t, ast.Name) and t.id == root.id]
-            for origin in map(_operand_root, values):
-                attrs |= {origin.attr} if isinstance(origin, ast.Attribute) else set()
-                names |= {origin.id} if isinstance(origin, ast.Name) else set()
-        written = _Sharing(fn, attrs, names).written()
-        where = "in the def holding the clip"
-        if written is None and attrs:
-            written = self.index(f"kept-operand:{sorted(attrs)}", lambda: _kept_operand_written(
-                _module_ast(self.source), attrs))
-            where = "under an attribute of an object the module keeps it on"
-        if written is not None:
-            self._operand_blocker = (f"; the clip's operand may be written in place under another name {where} "
-                                     f"(`{reach._unparse(written)[:60]}`: round BJ), so it is not these rows' "
-                                     "lengths")
-        return written is not None
 
     def _handed_to_a_making(self, arg: cst.Arg) -> bool:
         """Is the keyword handed to a class's making (`DSAMetadata(field=...)`, `dataclasses.replace(md, field=...)`),
@@ -1563,266 +1528,3 @@ def _clipped_elsewhere(f, e, depth: int, env: Optional[dict] = None, seen: Optio
         finally:
             seen.discard(key)
     return False
-
-
-# Round BJ (bj4): the clip's operand written in place under another name before the clip (`lens = fb.seq_lens;
-# lens += 2`, `torch._foreach_add_([fb.seq_lens, ...], 2)`, a loop's or comprehension's target, a dict's item, a
-# record's attribute, `getattr(fb, "seq_lens").add_(2)`, `:=`). Default-deny: any value that may share the operand's
-# storage (a view, a container, a record, a call not known to return fresh storage) is followed.
-_FRESH_BUILTINS = {"len", "int", "float", "bool", "str", "isinstance", "range", "print", "sum", "max", "min", "abs",
-                   "any", "all", "hash", "id", "repr", "format", "type", "hasattr", "callable", "round"}
-_FILLS = {"append", "extend", "insert", "add", "update", "setdefault", "__setitem__", "put", "appendleft"}
-# library functions allocating their result: deep_gemm's paged-MQA schedule is a new [num_sms + 1, 2] tensor
-# (sglang-kt's graph hook copies it into its record beside the lengths it was planned from)
-_FRESH_LIBRARY = {"deep_gemm.get_paged_mqa_logits_metadata"}
-# tensor methods computing new values (never the receiver itself, as `to`/`int`/`contiguous` may be)
-_VALUE_METHODS = {"clamp", "clip", "minimum", "maximum", "add", "sub", "mul", "div", "neg", "abs", "where", "eq", "ne",
-                  "lt", "le", "gt", "ge", "cumsum", "prod", "max", "min", "tolist", "item", "numel", "dim", "size"}
-
-
-def _clip_operand(call: ast.Call) -> Optional[ast.AST]:
-    """The lengths a clip (CLIPS, a clamp, a minimum) bounds, as _clips_to_width reads its arguments."""
-    func = call.func
-    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-    method = isinstance(func, ast.Attribute) and not (isinstance(func.value, ast.Name) and func.value.id == "torch")
-    args = ([func.value] if method else []) + list(call.args)
-    kw = {k.arg: k.value for k in call.keywords if k.arg}
-    if name in CLIPS:
-        return kw.get("original_seq_lens", args[0] if args else None)
-    if name in ("clamp", "clamp_", "clip", "clip_"):
-        return kw.get("input", args[0] if args else None)
-    sides = [a for a in args + list(kw.values()) if _plain_lengths(a)]
-    return sides[0] if sides else None
-
-
-def _operand_root(e: Optional[ast.AST]) -> Optional[ast.AST]:
-    """The operand through its value-keeping conversions and prefix slices: a name or an attribute."""
-    while True:
-        if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in _CONVERSIONS:
-            e = e.func.value
-        elif isinstance(e, ast.Subscript):
-            e = e.value
-        else:
-            return e
-
-
-class _Sharing:
-    """What in one def may share the operand's storage: locals bound to it or to a view, container or record
-    holding it (`names`), records by the fields that do (`records`), attributes of its name off any object
-    (`attrs`), objects it is read off (`holders`: handed to a call, the call's result may hold it)."""
-
-    def __init__(self, fn: ast.AST, attrs: set, names: set = frozenset()):
-        self.fn, self.attrs, self.names = fn, set(attrs), set(names)
-        self.records: dict = {}
-        self.holders = {n.value.id for n in ast.walk(fn) if isinstance(n, ast.Attribute) and n.attr in self.attrs
-                        and isinstance(n.value, ast.Name)} - {"self"}
-        for _ in range(8):  # (a fixpoint: each pass binds what the last one found)
-            before = (len(self.names), len(self.holders), sum(map(len, self.records.values())), len(self.records))
-            self._bind_all()
-            if before == (len(self.names), len(self.holders), sum(map(len, self.records.values())), len(self.records)):
-                break
-
-    def shares(self, e: Optional[ast.AST]) -> bool:
-        """May the value of `e` be, view or hold the operand's tensor?"""
-        if isinstance(e, ast.Name):
-            return e.id in self.names or e.id in self.records
-        if isinstance(e, ast.Attribute):
-            if e.attr in self.attrs:
-                return True
-            if isinstance(e.value, ast.Name) and e.value.id in self.records:
-                return e.attr in self.records[e.value.id]
-            return self.shares(e.value)
-        if isinstance(e, ast.Call):
-            return self._call_shares(e)
-        if isinstance(e, (ast.Subscript, ast.Starred, ast.NamedExpr, ast.Await)):
-            return self.shares(e.value)
-        if isinstance(e, (ast.Tuple, ast.List, ast.Set)):
-            return any(map(self.shares, e.elts))
-        if isinstance(e, ast.Dict):
-            return any(map(self.shares, e.values))
-        if isinstance(e, ast.BoolOp):
-            return any(map(self.shares, e.values))
-        if isinstance(e, ast.IfExp):
-            return self.shares(e.body) or self.shares(e.orelse)
-        if isinstance(e, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
-            return self.shares(e.elt)
-        if isinstance(e, ast.DictComp):
-            return self.shares(e.value)
-        return False  # (arithmetic, a comparison, a literal: fresh)
-
-    def _handed(self, e: ast.AST) -> bool:
-        return self.shares(e) or isinstance(e, ast.Name) and e.id in self.holders
-
-    def _call_shares(self, call: ast.Call) -> bool:
-        func = call.func
-        if isinstance(func, ast.Name) and func.id == "getattr" and len(call.args) >= 2:
-            key = call.args[1]
-            if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                return self.shares(ast.Attribute(value=call.args[0], attr=key.value, ctx=ast.Load()))
-            return self._handed(call.args[0])
-        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-        module = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("torch", "np")
-        if reach._unparse(func) in _FRESH_LIBRARY:
-            return False
-        if isinstance(func, ast.Attribute) and not module:
-            if name in COPYING_METHODS or name in _VALUE_METHODS:
-                return False
-            if self._handed(func.value):
-                return True
-        elif name in COPYING_FUNCTIONS or isinstance(func, ast.Name) and name in _FRESH_BUILTINS:
-            return False
-        return any(self._handed(a) for a in [*call.args, *(k.value for k in call.keywords)])
-
-    def _bind_all(self) -> None:
-        for node in ast.walk(self.fn):
-            if isinstance(node, ast.Assign):
-                for t in node.targets:
-                    self._bind(t, node.value)
-            elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
-                self._bind(node.target, node.value)
-            elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
-                if self._handed(node.iter):  # (iterating a container holding it yields it)
-                    self.names |= {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
-            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
-                self._bind(node.optional_vars, node.context_expr)
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _FILLS \
-                    and any(map(self._handed, [*node.args, *(k.value for k in node.keywords)])):
-                self._fill(node.func.value)
-
-    def _fill(self, target: ast.AST) -> None:
-        """A local container or record stored into holds what it is given."""
-        while isinstance(target, (ast.Subscript, ast.Attribute)):
-            target = target.value
-        if isinstance(target, ast.Name) and target.id != "self":
-            self.names.add(target.id)
-
-    def _bind(self, target: ast.AST, value: ast.AST) -> None:
-        if isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) and len(
-                target.elts) == len(value.elts) and not any(isinstance(x, ast.Starred) for x in target.elts + value.elts):
-            for t, v in zip(target.elts, value.elts):
-                self._bind(t, v)
-            return
-        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id != "self":
-            if self._handed(value):  # (a record's attribute given it: `spec.lens = fb.seq_lens`)
-                self.records.setdefault(target.value.id, set()).add(target.attr)
-            return
-        if isinstance(target, (ast.Subscript, ast.Attribute)):
-            if self._handed(value):
-                self._fill(target)
-            return
-        if isinstance(target, ast.Name) and isinstance(value, ast.Call) and value.keywords and not any(
-                map(self._handed, value.args)) and not (isinstance(value.func, ast.Attribute) and self._handed(
-                value.func.value)) and not (isinstance(value.func, ast.Name) and value.func.id in ("dict", "getattr")):
-            fields = {k.arg for k in value.keywords if k.arg and self._handed(k.value)}
-            if any(k.arg is None for k in value.keywords if self._handed(k.value)):
-                self.names.add(target.id)
-            elif fields:  # (a record made with it: `SimpleNamespace(lens=fb.seq_lens, steps=2)`)
-                self.records.setdefault(target.id, set()).update(fields)
-            return
-        if self._handed(value) and not self.shares(value) and isinstance(value, ast.Name):
-            self.holders |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
-        elif self.shares(value):
-            self.names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
-
-    def written(self) -> Optional[ast.AST]:
-        """The first in-place write in the def into what may share the operand's storage."""
-        for node in ast.walk(self.fn):
-            if isinstance(node, ast.Call):
-                func = node.func
-                if isinstance(func, ast.Attribute) and func.attr.endswith("_") and not func.attr.endswith("__"):
-                    module = (reach._unparse(func.value) or "").split(".")[0] in ("torch", "operator")
-                    if self.shares(func.value) and not module or module and any(
-                            map(self.shares, [*node.args, *(k.value for k in node.keywords)])):
-                        return node
-                if any(k.arg == "out" and self.shares(k.value) for k in node.keywords):
-                    return node
-            elif isinstance(node, ast.AugAssign) and self.shares(_loaded(node.target)):
-                return node
-            elif isinstance(node, ast.Assign) and any(
-                    isinstance(t, ast.Subscript) and self.shares(t.value)
-                    or isinstance(t, ast.Attribute) and t.attr == "data" and self.shares(t.value) for t in node.targets):
-                return node
-        return None
-
-
-def _loaded(target: ast.AST) -> ast.AST:
-    """An assignment's target as a read of the same place."""
-    if isinstance(target, ast.Name):
-        return ast.Name(id=target.id, ctx=ast.Load())
-    return target
-
-
-def _defs(tree: ast.AST) -> List[ast.AST]:
-    return [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-
-
-def _kept_operand_written(module: ast.AST, attrs: set) -> Optional[ast.AST]:
-    """The operand's tensor (or an alias) stored on an object by one attribute (`self._lens = fb.seq_lens`) in any
-    def of the module, and an in-place write under that attribute's name anywhere in the module (round BJ)."""
-    kept = set()
-    for fn in _defs(module):
-        sharing = _Sharing(fn, attrs)
-        bound = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-        for node in ast.walk(fn):
-            pairs = []
-            if isinstance(node, ast.Assign):
-                for t in node.targets:
-                    pairs += list(zip(t.elts, node.value.elts)) if isinstance(t, ast.Tuple) and isinstance(
-                        node.value, ast.Tuple) and len(t.elts) == len(node.value.elts) else [(t, node.value)]
-            elif isinstance(node, ast.Call) and getattr(node.func, "id", "") == "setattr" and len(node.args) == 3 \
-                    and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
-                pairs.append((ast.Attribute(value=node.args[0], attr=node.args[1].value, ctx=ast.Store()), node.args[2]))
-            for t, v in pairs:
-                if not (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.attr not in attrs and (
-                        t.value.id not in bound) and sharing.shares(v)):
-                    continue
-                if isinstance(v, ast.Name) and v.id in sharing.records:
-                    kept |= sharing.records[v.id] - attrs  # (a record kept: its fields holding it)
-                elif not (isinstance(v, ast.Call) and isinstance(v.func, ast.Name)):  # (a record made: its fields)
-                    kept.add(t.attr)
-    if not kept:
-        return None
-    return next((w for w in (_Sharing(fn, kept).written() for fn in _defs(module)) if w is not None), None)
-
-
-def _module_ast(source: str) -> ast.AST:
-    """The checked module as CPython's ast (an empty one where it cannot be read)."""
-    try:
-        return ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return ast.Module(body=[], type_ignores=[])
-
-
-def _binds(node: ast.AST, name: str) -> bool:
-    """Does the code bind the name anywhere (an assignment, a loop's or `with`'s target, `:=`, an import)?"""
-    return any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load) or isinstance(
-        n, ast.alias) and (n.asname or n.name) == name for n in ast.walk(node))
-
-
-def _reaching_value(fn: ast.AST, at: ast.AST, name: str) -> Optional[ast.AST]:
-    """The value of the one plain `name = value` that reaches `at` on every path: the last such statement before
-    it in an enclosing statement list, with no other binding between, walking out through `if` and `with` only
-    (a loop may bring a later binding round: sglang 0.5.16's graph hook binds `cache_seqlens` in two branches,
-    round BJ); None where not known."""
-    parents = {id(c): p for p in ast.walk(fn) for c in ast.iter_child_nodes(p)}
-    node = at
-    while node is not fn:
-        up = parents.get(id(node))
-        if up is None:
-            return None
-        for field in ("body", "orelse", "finalbody"):
-            stmts = getattr(up, field, None)
-            if isinstance(stmts, list) and node in stmts:
-                for before in reversed(stmts[:stmts.index(node)]):
-                    if isinstance(before, ast.Assign) and len(before.targets) == 1 and isinstance(
-                            before.targets[0], ast.Name) and before.targets[0].id == name:
-                        return before.value
-                    if _binds(before, name):
-                        return None
-        if isinstance(up, ast.If) and _binds(up.test, name) or isinstance(up, ast.With) and any(
-                _binds(i, name) for i in up.items):
-            return None
-        if up is not fn and isinstance(up, ast.stmt) and hasattr(up, "body") and not isinstance(up, (ast.If, ast.With)):
-            return None  # (a loop, a handler, a match: another binding may reach it)
-        node = up
-    return None
