@@ -4,10 +4,7 @@ name (a view kept as another keyword of a making, `md.a = md.field.view(-1, 1)`,
 child object handed the tensor) and written in place under that name overwrites the field after its refresh.
 `aliased_write` gathers the attribute names the tensor may be held under, over every file of the project naming
 one of them, then finds an in-place write under one of them; a call the tensor is handed to that is not read (a
-callable held by a name, a def past three calls) refuses. Round BJ, default-deny: a call's value may share every
-argument and its receiver unless known fresh (`_fresh_call`); `object.__setattr__`/`super().__setattr__` store by name;
-`**` fills every slot of a making (into a class not read it refuses); a write through a local holding the tensor or an
-alias, or through a call on an alias (`d.get(k)`), refuses. Plain functions over reach.Project's files (CPython ast)."""
+callable held by a name, a def past three calls) refuses. Plain functions over reach.Project's files (CPython ast)."""
 from __future__ import annotations
 
 import ast
@@ -16,7 +13,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 from . import callers, reach
 from .graph_replay import ENGINE_FIELD_OUTPUTS
-from .rows import COPYING_FUNCTIONS, COPYING_METHODS, NON_TENSOR_BUILTINS, TENSOR_VIEW_METHODS
+from .rows import TENSOR_VIEW_METHODS
 
 # attributes handing on the tensor they are read off (`x.data`, `x.T`)
 _PASSING_ATTRS = {"data", "T", "mT", "H", "mH", "real", "imag"}
@@ -30,13 +27,6 @@ _ENGINE_KEEPS_NOTHING = {name for _, name in ENGINE_FIELD_OUTPUTS} | {"get_mla_m
 # the engine's kernel packages (their wrappers hand the lengths to a kernel and keep nothing: stated, as for torch)
 _ENGINE_KERNEL_PACKAGES = ("sglang.jit_kernel", "sgl_kernel", "sglang.kernels")
 _DEPTH = 3
-# (round BJ) tensor methods and torch functions returning new storage, beyond rows.py's copying ones: arithmetic,
-# comparisons, reductions (a call not known fresh may hand back any argument or its receiver)
-_FRESH_METHODS = {"add", "sub", "mul", "div", "floor_divide", "neg", "abs", "eq", "ne", "lt", "le", "gt", "ge",
-                  "prod", "any", "all", "argmax", "argmin", "max", "min", "clamp", "clip", "cumsum", "where",
-                  "minimum", "maximum", "remainder", "fmod", "bitwise_and", "bitwise_or", "logical_not", "sort"}
-_ENGINE_FRESH = {"get_mla_metadata"}  # flash_mla's planner: new scheduler metadata and splits (engine fact)
-_FRESH_TORCH = _FRESH_METHODS | {"pad", "sum", "mean", "amax", "amin", "softmax", "zeros", "full", "tensor", "arange"}
 Roots = Tuple[Set[str], Set[str]]  # (locals, attribute names) a value may share storage with
 
 
@@ -57,40 +47,33 @@ def _aliased_write(proj, own, field: str) -> Optional[str]:
     walk = _Aliases(proj, own, field)
     try:
         walk.gather()
-        found = _attribute_write(walk)
     except _NotRead as e:
         return f"{e}: what it keeps of the `{field}` tensor is not read; pass topk_length by hand"
-    if walk.written is not None:
-        return f"{walk.written}: the field is written under another name; give `{field}` its own tensor, or pass " \
-               "topk_length by hand"
-    if found is None:
-        return None
-    g, node, name = found
-    rel, line = walk.origin[name]
-    return (f"{rel}:{line} holds the `{field}` tensor as `{name}`, and {proj.rel(g.path)}:{node.lineno} writes "
-            f"`{name}` in place: the field is written under that name; give `{field}` its own tensor, or pass "
-            "topk_length by hand")
-
-
-def _attribute_write(walk: "_Aliases"):
-    """(file, node, name): an in-place write whose target reaches an alias name, through views and any call on it
-    (`self.d.get(k).copy_(v)`, round BJ), in the files read; None else."""
     for g in walk.files():
         for node in ast.walk(g.tree):
-            target = _write_target(g, node)
-            hit = sorted(walk.roots(g, target, set(), 0)[1] & set(walk.origin)) if target is not None else []
-            if hit:
-                return g, node, hit[0]
+            name = _written_name(g, node)
+            if name in walk.origin:
+                rel, line = walk.origin[name]
+                return (f"{rel}:{line} holds the `{field}` tensor as `{name}`, and {proj.rel(g.path)}:{node.lineno} "
+                        f"writes `{name}` in place: the field is written under that name; give `{field}` its own "
+                        "tensor, or pass topk_length by hand")
     return None
 
 
-def _write_target(g, node: ast.AST) -> Optional[ast.AST]:
-    """What node writes into in place (`x.a.copy_(v)`, `x.a[i] = v`, `x.a += v`, `x.a.data = v`, `x.a.set_(v)`), else
-    None; the names it reaches are its roots, through views and any call on it (`d.get(k).copy_(v)`, round BJ)."""
+def _written_name(g, node: ast.AST) -> Optional[str]:
+    """The attribute name node writes into in place (`x.a.copy_(v)`, `x.a[i] = v`, `x.a += v`, `x.a.data = v`,
+    `x.a.set_(v)`, through views), else None."""
     target = callers._written_target(g, node)
     if target is None and isinstance(node, ast.Assign):
         target = next((t.value for t in node.targets if isinstance(t, ast.Attribute) and t.attr == "data"), None)
-    return target
+    while True:
+        if isinstance(target, ast.Subscript) or isinstance(target, ast.Attribute) and target.attr in _PASSING_ATTRS:
+            target = target.value
+        elif isinstance(target, ast.Call) and isinstance(target.func, ast.Attribute) and target.func.attr in _VIEWS:
+            target = target.func.value
+        else:
+            break
+    return target.attr if isinstance(target, ast.Attribute) else None
 
 
 class _Aliases:
@@ -103,7 +86,6 @@ class _Aliases:
         self.done: Dict[tuple, bool] = {}  # (scope, seed, names known) -> whether it returns the tensor
         self.once: Optional[Set[str]] = None  # the locals the scope being scanned binds once
         self.callees: Dict[int, object] = {}
-        self.written: Optional[str] = None  # an in-place write through a local holding the tensor (round BJ)
 
     def names(self) -> Set[str]:
         return {self.field} | set(self.origin)
@@ -135,23 +117,10 @@ class _Aliases:
             size = len(held) + len(self.origin)
             for node in nodes:
                 self._relate_node(g, scope, node, held, depth)
-        self._local_writes(g, nodes, held, depth)
         self.once = saved
         self.done[key] = any(isinstance(n, ast.Return) and self._hits(self.roots(g, n.value, held, depth), held) for n in nodes) \
             or isinstance(scope, ast.Lambda) and self._hits(self.roots(g, scope.body, held, depth), held)
         return self.done[key]
-
-    def _local_writes(self, g, nodes, held: Set[str], depth: int) -> None:
-        """(round BJ) An in-place write through a local of the scope that may hold the tensor or an alias of it
-        (`buf.copy_(src)` over `((md.a, raw),)`, `x = md.a; x.copy_(raw)`), through views and calls on it: kept."""
-        for node in nodes if held and self.written is None else ():
-            target = _write_target(g, node)
-            hit = target is not None and self.roots(g, target, held, depth)[0] & held
-            if hit:
-                self.written = (f"{self.proj.rel(g.path)}:{node.lineno} writes `{reach._unparse(target)}` in place, "
-                                f"and `{sorted(hit)[0]}` may hold the `{self.field}` tensor (a local holding it or an "
-                                "alias of it)")
-                return
 
     def _relate_node(self, g, scope, node: ast.AST, held: Set[str], depth: int) -> None:
         if isinstance(node, ast.Assign):
@@ -233,50 +202,26 @@ class _Aliases:
         return self._call_roots(g, e, held, depth, False) if isinstance(e, ast.Call) else (set(), set())
 
     def _call_roots(self, g, call: ast.Call, held: Set[str], depth: int, direct: bool) -> Roots:
-        """What a call's result may share (round BJ: default-deny): every argument (positional, keyword, `*`, `**`)
-        and its receiver (`d.get(k)`, `torch.atleast_1d(t)`, `nn.Parameter(t)`, `dict(k=t)`), unless it returns fresh
-        storage (`_fresh_call`); a view method's receiver only, a torch view function's first argument only, a
-        container builtin's items (never directly), a project def's parameters it returns."""
+        """What a call's result may share: a view method's receiver (an in-place method hands back self), a torch view
+        function's first argument, a container builtin's arguments, a project def's parameters it returns."""
         func = call.func
-        if self._fresh_call(g, call):
-            return set(), set()
-        mod = g.module_of(func.value) if isinstance(func, ast.Attribute) else None
         if isinstance(func, ast.Attribute) and (func.attr in _VIEWS or func.attr.endswith("_") and not func.attr.endswith("__")):
+            mod = g.module_of(func.value)
             if mod is None:
                 return self.roots(g, func.value, held, depth, direct)
-            if call.args and func.attr in _TORCH_VIEWS:
-                return self.roots(g, call.args[0], held, depth, direct)
-        parts = call.args + [k.value for k in call.keywords] + ([func.value] if isinstance(func, ast.Attribute) and mod is None else [])
+            return self.roots(g, call.args[0], held, depth, direct) if call.args and func.attr in _TORCH_VIEWS else (set(), set())
         if isinstance(func, ast.Name) and func.id in _CONTAINERS and not _binds(g, func.id):
-            return (set(), set()) if direct else _union(self.roots(g, a, held, depth) for a in parts)
-        shared = [self.roots(g, a, held, depth) for a in parts]
-        if not any(self._hits(r, held) for r in shared):
-            return set(), set()  # (sharing none of the tensor's names: nothing to resolve)
+            return (set(), set()) if direct else _union(self.roots(g, a, held, depth) for a in call.args)
+        if not any(self._hits(self.roots(g, a, held, depth), held) for a in call.args + [k.value for k in call.keywords]):
+            return set(), set()
         callee = self._project_def(g, call, depth)
-        if callee is None:  # a library's, or not read: it may hand back any of them (its result held proves no
-            return (set(), set()) if direct else _union(shared)  # argument is the tensor)
-        if isinstance(callee[1], ast.ClassDef):
+        if callee is None or isinstance(callee[1], ast.ClassDef):
             return set(), set()
         out: Roots = (set(), set())
         for param, arg in _bound(callee[1], call, callee[2]):
             if self._hits(self.roots(g, arg, held, depth), held) and self.scan(callee[0], callee[1], {param}, depth + 1):
                 out = _union([out, self.roots(g, arg, held, depth, direct)])
         return out
-
-    def _fresh_call(self, g, call: ast.Call) -> bool:
-        """Does the call return fresh storage (round BJ): a copy, a reduction or a size (rows.py's COPYING_METHODS,
-        COPYING_FUNCTIONS, FRESH_FUNCTIONS of torch, `_FRESH_TORCH`), a number builtin (`len`, `int`)?"""
-        func = call.func
-        if (func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")) in _ENGINE_FRESH:
-            return True
-        if isinstance(func, ast.Name):
-            return func.id in NON_TENSOR_BUILTINS and not _binds(g, func.id)
-        if not isinstance(func, ast.Attribute):
-            return False
-        mod = g.module_of(func.value)
-        if mod is None:
-            return func.attr in COPYING_METHODS | _FRESH_METHODS
-        return mod.split(".")[0] == "torch" and func.attr in COPYING_FUNCTIONS | _FRESH_TORCH
 
     def _project_def(self, g, call: ast.Call, depth: int):
         """(file, def, skip-first) the call runs where it is a def of the project resolved simply; None else."""
@@ -292,9 +237,8 @@ class _Aliases:
         func = call.func
         if isinstance(func, ast.Attribute) and func.attr == "set_" and call.args:  # `x.a.set_(v)`: one storage
             self.relate(g, func.value, call.args[0], held, depth)
-        stored = _setattr_parts(g, call)
-        if stored is not None:
-            self._setattr(g, call, stored, held, depth)
+        if isinstance(func, ast.Name) and func.id == "setattr" and not _binds(g, "setattr") and len(call.args) == 3:
+            self._setattr(g, call, held, depth)
             return
         if hot:
             self._keep(g, call, hot, held, depth)
@@ -305,13 +249,12 @@ class _Aliases:
             elif self._namespace(g, func) or _is_replace(g, func):
                 self._keep(g, call, [], held, depth)
 
-    def _setattr(self, g, call: ast.Call, stored, held: Set[str], depth: int) -> None:
-        """A store by name (`setattr`, `object.__setattr__`, `super().__setattr__`, round BJ): a literal name holds
-        the value; a computed one handed the tensor refuses."""
-        obj, name, value = stored
+    def _setattr(self, g, call: ast.Call, held: Set[str], depth: int) -> None:
+        name = call.args[1]
         if isinstance(name, ast.Constant) and isinstance(name.value, str):
-            self.relate(g, ast.Attribute(value=obj, attr=name.value, ctx=ast.Store()), value, held, depth, call.lineno)
-        elif self._hits(self.roots(g, value, held, depth), held):
+            self.relate(g, ast.Attribute(value=call.args[0], attr=name.value, ctx=ast.Store()), call.args[2], held, depth,
+                        call.lineno)
+        elif self._hits(self.roots(g, call.args[2], held, depth), held):
             raise _NotRead(f"{self.proj.rel(g.path)}:{call.lineno} stores the tensor by a computed name")
 
     def _keep(self, g, call: ast.Call, hot, held: Set[str], depth: int) -> None:
@@ -320,9 +263,6 @@ class _Aliases:
             self._hold(self._target_roots(func.value), held, call.lineno, g)
             return
         if self._namespace(g, func) or _is_replace(g, func):
-            if any(k is None and i is None for i, k, _ in hot):  # (round BJ: under the mapping's keys, not read)
-                raise _NotRead(f"{self.proj.rel(g.path)}:{call.lineno} hands the tensor by `**` to "
-                               f"`{reach._unparse(func)}`, not read")
             for k, a in [(k.arg, k.value) for k in call.keywords]:
                 if k is not None:
                     self._join((set(), {k}), self.roots(g, a, held, depth), (set(), set()), held, call.lineno, g)
@@ -330,14 +270,8 @@ class _Aliases:
         if isinstance(func, ast.Attribute) and self._hits(self.roots(g, func.value, held, depth, True), held):
             return  # a method of the tensor itself (`md.field.copy_(v)`): a tensor's, it keeps nothing
         callee = self._callee(g, call, depth)
-        if callee is None:  # a library's: keeps nothing, but a class made with it keeps its keywords (round BJ)
-            if any(k is None and i is None for i, k, _ in hot) and not self._fresh_call(g, call):
-                raise _NotRead(f"{self.proj.rel(g.path)}:{call.lineno} hands the tensor by `**` to "
-                               f"`{reach._unparse(func)}`, not read")
-            if _class_like(func):
-                for k, a in [(k.arg, k.value) for k in call.keywords if k.arg is not None]:
-                    self._join((set(), {k}), self.roots(g, a, held, depth), (set(), set()), held, call.lineno, g)
-            return
+        if callee is None:
+            return  # a library's: keeps nothing
         cg, fdef, skip = callee
         if isinstance(fdef, ast.ClassDef):
             self._making(g, cg, fdef, call, held, depth)
@@ -357,12 +291,14 @@ class _Aliases:
             return
         slots = [n for _, c in reversed([(cg, cls)] + self.proj.bases_in_order(cg, cls)) for n in _fields(c)]
         for i, arg in enumerate(call.args):
-            for slot in slots[i:] if isinstance(arg, ast.Starred) else slots[i:i + 1]:  # (`*seq` fills every slot left)
-                self._join((set(), {slot}), self.roots(g, arg, held, depth), self.roots(g, arg, held, depth, True),
+            if isinstance(arg, ast.Starred):
+                return
+            if i < len(slots):
+                self._join((set(), {slots[i]}), self.roots(g, arg, held, depth), self.roots(g, arg, held, depth, True),
                            held, call.lineno, g)
         for k in call.keywords:
-            for slot in [k.arg] if k.arg is not None else slots:  # (round BJ: `**mapping` may fill every slot)
-                self._join((set(), {slot}), self.roots(g, k.value, held, depth),
+            if k.arg is not None:
+                self._join((set(), {k.arg}), self.roots(g, k.value, held, depth),
                            self.roots(g, k.value, held, depth, True), held, call.lineno, g)
 
     def _method(self, g, cls: ast.ClassDef, name: str):
@@ -491,27 +427,6 @@ class _Aliases:
     def _namespace(self, g, func: ast.AST) -> bool:
         mod = g.module_of(func)
         return mod is not None and tuple(mod.rsplit(".", 1)) in _NAMESPACES
-
-
-def _setattr_parts(g, call: ast.Call) -> Optional[Tuple[ast.AST, ast.AST, ast.AST]]:
-    """(object, name, value) of a store by name: `setattr(o, n, v)`, `object.__setattr__(o, n, v)` (any class's),
-    `super().__setattr__(n, v)` / `self.__setattr__(n, v)` (round BJ); None else."""
-    func, args = call.func, call.args
-    if any(isinstance(a, ast.Starred) for a in args):
-        return None
-    if isinstance(func, ast.Name) and func.id == "setattr" and not _binds(g, "setattr") and len(args) == 3:
-        return args[0], args[1], args[2]
-    if isinstance(func, ast.Attribute) and func.attr == "setattr" and g.module_of(func.value) == "builtins" \
-            and len(args) == 3:
-        return args[0], args[1], args[2]
-    if isinstance(func, ast.Attribute) and func.attr in ("register_buffer", "register_parameter") and len(args) >= 2:
-        return func.value, args[0], args[1]  # (an nn.Module's store by name)
-    if isinstance(func, ast.Attribute) and func.attr == "__setattr__":
-        if len(args) == 3:
-            return args[0], args[1], args[2]
-        if len(args) == 2:
-            return func.value, args[0], args[1]
-    return None
 
 
 def _is_replace(g, func: ast.AST) -> bool:
