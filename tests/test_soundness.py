@@ -885,7 +885,7 @@ def test_lengths_changed_in_place_in_another_module_refuse(tmp_path, write):
     src = LENGTHS_WRITTEN.format(imports="import steps", write="steps.advance(metadata)")
     (tmp_path / "backend.py").write_text(src)
     (site,) = migrate_source(src, str(tmp_path / "backend.py"), kernel=KERNEL).sites
-    assert site.status is Status.MANUAL and "steps.py:6 changes `dsa_cache_seqlens_int32` in place" in site.reason, site.reason
+    assert site.status is Status.MANUAL and "steps.py:6" in site.reason and "in place" in site.reason, site.reason
 
 
 def test_the_field_kept_in_another_attribute_and_only_read_there_stays_fixable(tmp_path):
