@@ -24,17 +24,9 @@ class Backend:
         out, _, _ = flash_mla_sparse_fwd(q=q_all, kv=kv_cache, indices=indices, sm_scale=sm_scale)
         return out
 '''
-_RUNNER = '''@IMPORTS@
-import torch
 
-
-@DECL@
-    q: torch.Tensor
-    kv: torch.Tensor
-    indices: torch.Tensor
-    scale: float
-@EXTRA@
-
+# the runner packing one step's tensors in a record `Step` and reading them back (@ARGS@: what it hands `Step`)
+_LAYER_RUNNER = '''
 class LayerRunner:
     def __init__(self, backend):
         self.backend = backend
@@ -46,6 +38,18 @@ class LayerRunner:
 def run(runner, q, kv, indices, scale):
     return runner.attend(Step(@ARGS@))
 '''
+_RUNNER = '''@IMPORTS@
+import torch
+
+
+@DECL@
+    q: torch.Tensor
+    kv: torch.Tensor
+    indices: torch.Tensor
+    scale: float
+@EXTRA@
+''' + _LAYER_RUNNER
+
 _NT = ("from typing import NamedTuple", "class Step(NamedTuple):")
 _DC = ("from dataclasses import dataclass, field\nfrom typing import Optional", "@dataclass\nclass Step:")
 _DRAFT = "    draft_indices: Optional[torch.Tensor] = field(default=None, repr=False)\n"

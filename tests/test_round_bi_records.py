@@ -5,7 +5,7 @@ validators and hooks; callers._stdlib_dataclass) and where each annotation's kin
 or in another module) or a string naming `ClassVar`/`InitVar` refuses, since the places would be guessed."""
 import pytest
 
-from test_round_bh_records import _BACKEND
+from test_round_bh_records import _BACKEND, _LAYER_RUNNER
 from test_soundness import _files_site
 from topk_migrate.model import Status
 
@@ -21,18 +21,7 @@ class Step:
     indices: torch.Tensor
     scale: float
 
-
-class LayerRunner:
-    def __init__(self, backend):
-        self.backend = backend
-
-    def attend(self, step):
-        return self.backend.forward(step.q, step.kv, step.indices, step.scale)
-
-
-def run(runner, q, kv, indices, scale):
-    return runner.attend(Step(q, kv, indices, scale))
-'''
+''' + _LAYER_RUNNER.replace("@ARGS@", "q, kv, indices, scale")
 _STD = "from dataclasses import dataclass\nfrom typing import ClassVar"
 
 

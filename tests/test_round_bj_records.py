@@ -3,7 +3,7 @@
 body does not show: its making is not traced (callers._class_patched)."""
 import pytest
 
-from test_round_bh_records import _BACKEND
+from test_round_bh_records import _BACKEND, _LAYER_RUNNER
 from test_soundness import _files_site
 from topk_migrate.model import Status
 
@@ -22,18 +22,7 @@ def _balanced_init(self, q, kv, indices, scale):
     order = torch.argsort((indices[:, 0, :] >= 0).sum(-1), descending=True)
     self.__dict__.update(q=q[order], kv=kv, indices=indices[order], scale=scale)
 @PATCH@
-
-class LayerRunner:
-    def __init__(self, backend):
-        self.backend = backend
-
-    def attend(self, step):
-        return self.backend.forward(step.q, step.kv, step.indices, step.scale)
-
-
-def run(runner, q, kv, indices, scale):
-    return runner.attend(Step(q, kv, indices, scale))
-'''
+''' + _LAYER_RUNNER.replace("@ARGS@", "q, kv, indices, scale")
 
 
 def _site(tmp_path, patch, other=None):

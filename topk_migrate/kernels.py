@@ -2429,9 +2429,9 @@ def _type_checking_names(tree: ast.Module) -> Set[str]:
         elif isinstance(node, ast.Assign) and _constant_test(node.value, names) is False:
             names.update(t.id for t in node.targets if isinstance(t, ast.Name))
     rebound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
-    kept = {n for n in rebound if all(_constant_test(a.value, {"TYPE_CHECKING"}) is False for a in ast.walk(tree)
-                                      if isinstance(a, ast.Assign) and any(isinstance(t, ast.Name) and t.id == n
-                                                                          for t in a.targets))}
+    kept = {n for n in names & rebound if all(_constant_test(a.value, {"TYPE_CHECKING"}) is False for a in ast.walk(tree)
+                                              if isinstance(a, ast.Assign) and any(isinstance(t, ast.Name) and t.id == n
+                                                                                  for t in a.targets))}
     return {n for n in names if n not in rebound or n in kept}
 
 
